@@ -1,0 +1,100 @@
+"""The contract between a scheduler core and the shells that drive it (simulator, Kubernetes driver).
+
+A scheduler is a plain object with no I/O and no clock: the shell tells it what changed in the cluster
+(:class:`ClusterEvent`) and asks it for decisions at a given time. The same object runs in the simulator (virtual
+time) and on a real cluster (wall-clock time).
+
+Lifecycle, per call from the shell:
+
+1. ``observe(event, now)`` for every change since the last call, in the order they happened. A scheduler sees
+   *every* pod and node, including pods that name another scheduler, so it can account for them.
+2. ``schedule(now)`` returns the decisions for the pods this scheduler owns. The shell applies them: a
+   :class:`Bind` becomes a Binding (and the pod is then reported back as updated with ``node_name`` set); an
+   :class:`Unschedulable` becomes ``PodScheduled=False`` with reason ``Unschedulable`` and a
+   ``FailedScheduling`` event.
+3. ``next_wakeup(now)`` is the earliest time the scheduler wants ``schedule`` called again even if nothing
+   changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events.
+
+A shell must call ``schedule`` after any batch of events; it may call it more often.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from kubeflux.scheduler.objects import Node, Pod, PodGroup
+
+
+class EventKind(StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
+    (for DELETED, its last known state, which may be stale: a tombstone)."""
+
+    kind: EventKind
+    obj: Pod | Node | PodGroup
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    pod: str
+    """The pod's ``namespace/name``."""
+    uid: str
+    node: str
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    pod: str
+    uid: str
+    message: str
+    """In kube-scheduler's form, e.g. ``0/4 nodes are available: 4 Insufficient cpu.``"""
+    expected_start: float | None = None
+    """When a reservation holds resources for the pod: its expected start time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """The pod can never run here (e.g. it asks more than the whole cluster has); it stays Pending."""
+
+    pod: str
+    uid: str
+    message: str
+
+
+Decision = Bind | Unschedulable | Reject
+
+
+class Scheduler(Protocol):
+    """A scheduler core. ``name`` is the ``schedulerName`` it owns pods for."""
+
+    name: str
+
+    def observe(self, event: ClusterEvent, now: float) -> None: ...
+
+    def schedule(self, now: float) -> list[Decision]: ...
+
+    def next_wakeup(self, now: float) -> float | None: ...
+
+
+__all__ = [
+    "Bind",
+    "ClusterEvent",
+    "Decision",
+    "EventKind",
+    "Node",
+    "Pod",
+    "PodGroup",
+    "Reject",
+    "Scheduler",
+    "Unschedulable",
+]

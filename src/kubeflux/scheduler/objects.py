@@ -1,0 +1,140 @@
+"""The Kubernetes objects the scheduler core reasons about, reduced to what scheduling needs.
+
+Both shells build these: the simulator directly, the Kubernetes driver from API JSON
+(:func:`kubeflux.scheduler.kube_objects.pod_from_manifest` and friends). Everything is keyed by
+``namespace/name`` (:attr:`Pod.key`) and carries the UID, so a pod deleted and re-created under the same name is
+a different pod.
+
+Resource amounts are integers in canonical units: ``cpu`` in millicores, ``memory`` and ``ephemeral-storage`` in
+bytes, everything else (``nvidia.com/gpu``, ``pods`` …) in units. Times are float seconds (virtual time in the
+simulator, Unix time on a real cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+CPU = "cpu"
+MEMORY = "memory"
+GPU = "nvidia.com/gpu"
+PODS = "pods"
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+"""The label that makes a pod a member of a PodGroup (the coscheduling plugin's convention)."""
+
+ResourceList = dict[str, int]
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+    """``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    """Empty with operator ``Exists`` tolerates every taint."""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    """Empty matches every effect."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str
+    """``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``."""
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements that must all hold; a pod's required node affinity is an OR of terms."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    uid: str = ""
+    allocatable: ResourceList = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    """Cordoned (``spec.unschedulable``)."""
+    ready: bool = True
+
+
+@dataclass(slots=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    creation_time: float = 0.0
+    """Arrival order for the queue; ties are broken by :attr:`key`."""
+    requests: ResourceList = field(default_factory=dict)
+    """The pod's effective request: containers summed, init containers as their maximum (Kubernetes' rule)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    required_node_affinity: tuple[NodeSelectorTerm, ...] = ()
+    """OR of terms from ``requiredDuringSchedulingIgnoredDuringExecution``; empty means no constraint."""
+    node_name: str = ""
+    """The node the pod is bound to, empty while unbound."""
+    phase: PodPhase = PodPhase.PENDING
+    deleted: bool = False
+    """``metadata.deletionTimestamp`` is set (or the pod is gone)."""
+    active_deadline_seconds: float | None = None
+    owner: str = ""
+    """``Kind/name`` of the controlling owner, e.g. ``Job/lammps``; empty for a bare pod."""
+    manifest: dict[str, Any] | None = None
+    """The full Kubernetes object when the pod came from the API or a YAML file."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def group(self) -> str | None:
+        """The ``namespace/name`` of the pod's PodGroup, or None for a pod outside any group."""
+        name = self.labels.get(POD_GROUP_LABEL)
+        return None if name is None else f"{self.namespace}/{name}"
+
+
+@dataclass(slots=True)
+class PodGroup:
+    """``scheduling.x-k8s.io/v1alpha1`` PodGroup: a gang of at least ``min_member`` pods placed together."""
+
+    namespace: str
+    name: str
+    min_member: int
+    schedule_timeout_seconds: float | None = None
+    creation_time: float = 0.0
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

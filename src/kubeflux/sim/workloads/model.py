@@ -1,0 +1,89 @@
+"""What a workload is, once read: jobs that arrive at given times and the pods they submit.
+
+Every reader (SWF, Batsim JSON, Kubernetes manifests, the synthetic generator) produces a :class:`Workload`;
+:func:`kubeflux.sim.workloads.mapping.map_to_cluster` then fits trace jobs to a concrete cluster (how many pods
+of how many cores) and marks the jobs that can never run. The simulator only ever sees this model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from kubeflux.scheduler.objects import NodeSelectorTerm, ResourceList, Toleration
+
+
+class JobKind(StrEnum):
+    TRACE = "trace"
+    """A job of an HPC trace (SWF, Batsim): P processors for a run time; becomes a gang of pods."""
+    JOB = "job"
+    """A Kubernetes ``batch/v1`` Job: ``completions`` pods, ``parallelism`` at a time, retried up to
+    ``backoff_limit`` times."""
+    POD_GROUP = "podgroup"
+    """A ``scheduling.x-k8s.io`` PodGroup and the pods that name it."""
+    POD = "pod"
+    """A lone pod."""
+
+
+@dataclass(slots=True)
+class PodTemplate:
+    """One pod as submitted, and how it behaves once it runs (the simulator's stand-in for a kubelet)."""
+
+    name: str
+    requests: ResourceList
+    run_time: float | None
+    """Seconds from Running to completion; None runs until deleted or killed by a deadline."""
+    exit_code: int = 0
+    """Non-zero: the pod ends Failed (the seed's segfault pods use 139)."""
+    scheduler_name: str = ""
+    """Empty means the scheduler under test; anything else (``default-scheduler``) is another scheduler."""
+    priority: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    required_node_affinity: tuple[NodeSelectorTerm, ...] = ()
+    active_deadline_seconds: float | None = None
+    manifest: dict[str, Any] | None = None
+    """The Kubernetes Pod (or Job pod template) it came from, when it came from YAML."""
+
+
+@dataclass(slots=True)
+class WorkloadJob:
+    """A unit of work as the metrics count it: one row of ``jobs.csv``."""
+
+    id: str
+    submit_time: float
+    """Seconds from the workload's start (the first submission is not shifted to 0 by readers)."""
+    kind: JobKind
+    name: str
+    namespace: str = "default"
+    pods: list[PodTemplate] = field(default_factory=list)
+    """The pods it submits. For a Kubernetes Job, the one pod template (``completions`` say how many run)."""
+    min_member: int = 0
+    """A gang: at least this many pods must be placed together (0: no gang)."""
+    schedule_timeout_seconds: float | None = None
+    completions: int = 1
+    parallelism: int = 1
+    backoff_limit: int = 6
+    requested_processors: int = 0
+    """Batsim's ``requested_number_of_resources``: processors (trace) or cores asked in all."""
+    requested_time: float = -1.0
+    """The user's walltime estimate in seconds, -1 when unknown (backfilling then uses the run time)."""
+    run_time: float | None = None
+    """The trace's run time (seconds) for trace jobs; pod run times are in :attr:`pods`."""
+    rejected: str = ""
+    """Why the job can never run (unknown run time, larger than the cluster …); empty when it can."""
+    source: str = ""
+    """Where it came from, e.g. ``HPC2N.swf:42``, for messages."""
+
+
+@dataclass(slots=True)
+class Workload:
+    name: str
+    jobs: list[WorkloadJob]
+    resources: int | None = None
+    """The machine size the trace states (SWF ``MaxProcs``, Batsim ``nb_res``), if any."""
+    problems: list[str] = field(default_factory=list)
+    """Bad lines, each ``file:line: what is wrong``. Reported to the user, never silently dropped."""
