@@ -2,8 +2,48 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+
+def query(
+    load_file: Annotated[Path, typer.Option("-L", "--load-file", help="Graph file (GRUG GraphML or JGF).")],
+    load_format: Annotated[str, typer.Option("-f", "--load-format", help="grug or jgf.")] = "grug",
+    match_policy: Annotated[
+        str, typer.Option("-P", "--match-policy", help="first, high, low, lonode, hinode, lonodex, hinodex, ...")
+    ] = "first",
+    match_format: Annotated[str, typer.Option("-F", "--match-format", help="simple or pretty_simple.")] = "simple",
+    traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple (flexible: not yet).")] = "simple",
+    subsystems: Annotated[str, typer.Option("-S", "--match-subsystems", help="CA (containment).")] = "CA",
+    prune_filters: Annotated[
+        str, typer.Option("-p", "--prune-filters", help="HIGH:LOW pairs, e.g. ALL:core,ALL:node.")
+    ] = "ALL:core,ALL:node",
+    test_output: Annotated[
+        Path | None, typer.Option("-t", "--test-output", help="Write match output to this file.")
+    ] = None,
+    elapse_time: Annotated[bool, typer.Option("-e", "--elapse-time", help="Print timings.")] = False,
+) -> None:
+    """Match jobspecs against a resource graph: a resource-query compatible shell (commands on stdin)."""
+    from kubeflux.query import QueryOptions, run_query
+
+    options = QueryOptions(
+        graph=load_file,
+        load_format=load_format,
+        policy=match_policy,
+        match_format=match_format,
+        traverser=traverser,
+        subsystems=subsystems,
+        prune_filters=prune_filters,
+        output=test_output,
+        elapse_time=elapse_time,
+    )
+    raise typer.Exit(run_query(options, sys.stdin))
 
 
 def register(app: typer.Typer) -> None:
     """Attach every implemented subcommand to ``app``."""
+    app.command("query")(query)
+    app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)

@@ -12,10 +12,18 @@ in tables indexed by :attr:`Vertex.uid`, so the graph can be shared, copied and 
 
 from __future__ import annotations
 
+import gc
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TypeVar
 
 CONTAINMENT = "containment"
+
+_K = TypeVar("_K")
+_NAME_SUFFIX = re.compile(r"[0-9]+\Z")
 
 
 class Status(IntEnum):
@@ -62,6 +70,8 @@ class Vertex:
     """The containment parent's uid, -1 for the containment root (or a vertex not in containment)."""
     children: list[int] = field(default_factory=list)
     """The containment children's uids, in out-edge order (a cache of the ``contains`` out-edges)."""
+    removed: bool = False
+    """True once :meth:`Graph.remove_subtree` detached the vertex; its uid stays taken, it is in no index."""
 
 
 class Graph:
@@ -116,6 +126,74 @@ class Graph:
             self.set_path(vertex, subsystem, path)
         return vertex
 
+    def add_children(
+        self,
+        parent: int,
+        type: str,
+        basename: str,
+        ids: Iterable[int],
+        *,
+        size: int = 1,
+        unit: str = "",
+        rank: int = -1,
+        subsystem: str = CONTAINMENT,
+        edge_subsystem: str = CONTAINMENT,
+        relation: str = "contains",
+    ) -> list[int]:
+        """Add one child per id (named ``basename + id``, bare basename for id -1) under ``parent``; return uids.
+
+        Equivalent to :meth:`add_vertex` (uniq_id = uid, path = parent's path in ``subsystem`` + "/" + name)
+        plus :meth:`add_edge` for each, but several times faster: readers use it for bulk generation.
+        """
+        vertices = self.vertices
+        edges = self.edges
+        source = vertices[parent]
+        prefix = source.paths.get(subsystem, "") + "/"
+        contains = edge_subsystem == CONTAINMENT and relation == "contains"
+        by_type = self.by_type.setdefault(type, [])
+        by_rank = self.by_rank.setdefault(rank, [])
+        by_name = self.by_name
+        by_path = self.by_path
+        up = Status.UP
+        added: list[int] = []
+        for id_ in ids:
+            uid = len(vertices)
+            name = basename + str(id_) if id_ != -1 else basename
+            path = prefix + name
+            vertices.append(
+                Vertex(
+                    uid=uid,
+                    type=type,
+                    basename=basename,
+                    name=name,
+                    id=id_,
+                    uniq_id=uid,
+                    size=size,
+                    unit=unit,
+                    rank=rank,
+                    status=up,
+                    properties={},
+                    paths={subsystem: path},
+                    out=[],
+                    parent=parent if contains else -1,
+                    children=[],
+                )
+            )
+            source.out.append(len(edges))
+            edges.append(Edge(parent, uid, edge_subsystem, relation))
+            by_type.append(uid)
+            by_rank.append(uid)
+            named = by_name.get(name)
+            if named is None:
+                by_name[name] = [uid]
+            else:
+                named.append(uid)
+            by_path[path] = uid
+            added.append(uid)
+        if contains:
+            source.children.extend(added)
+        return added
+
     def set_path(self, vertex: Vertex, subsystem: str, path: str) -> None:
         vertex.paths[subsystem] = path
         self.by_path[path] = vertex.uid
@@ -129,6 +207,60 @@ class Graph:
             self.vertices[source].children.append(target)
             self.vertices[target].parent = source
         return edge
+
+    def find_out_edge(self, source: int, target: int) -> int | None:
+        """The index of the first out-edge ``source -> target`` (any subsystem), None if there is none."""
+        edges = self.edges
+        for index in self.vertices[source].out:
+            if edges[index].target == target:
+                return index
+        return None
+
+    def remove_subtree(self, uid: int) -> list[int]:
+        """Detach a vertex and its containment descendants; return their uids, the vertex first (pre-order).
+
+        The vertices stay in :attr:`vertices` (uids are stable, so tables indexed by uid stay valid) but are
+        marked :attr:`Vertex.removed` and dropped from every index and root; the out-edges of surviving
+        vertices that point into the subtree are unlinked from their ``out`` lists (the :class:`Edge` objects
+        stay in :attr:`edges`, orphaned). Removing an already removed vertex returns an empty list.
+        """
+        vertices = self.vertices
+        if vertices[uid].removed:
+            return []
+        removed: list[int] = []
+        stack = [uid]
+        while stack:
+            current = stack.pop()
+            removed.append(current)
+            stack.extend(reversed(vertices[current].children))
+        gone = set(removed)
+        # Out-edges into the subtree: from the containment parent, and (when there are other subsystems)
+        # from any surviving vertex; a scan of all out-lists is only paid for multi-subsystem graphs.
+        parent = vertices[uid].parent
+        sources = [u for u in range(len(vertices)) if not vertices[u].removed] if len(self.roots) > 1 else []
+        if parent != -1 and not sources:
+            sources = [parent]
+        for source in sources:
+            if source in gone:
+                continue
+            vertex = vertices[source]
+            if any(self.edges[index].target in gone for index in vertex.out):
+                vertex.out = [index for index in vertex.out if self.edges[index].target not in gone]
+                vertex.children = [child for child in vertex.children if child not in gone]
+        _drop_from_index(self.by_type, {vertices[u].type for u in removed}, gone)
+        _drop_from_index(self.by_name, {vertices[u].name for u in removed}, gone)
+        _drop_from_index(self.by_rank, {vertices[u].rank for u in removed}, gone)
+        for u in removed:
+            vertex = vertices[u]
+            vertex.removed = True
+            for path in vertex.paths.values():
+                if self.by_path.get(path) == u:
+                    del self.by_path[path]
+        for subsystem, root in list(self.roots.items()):
+            if root in gone:
+                del self.roots[subsystem]
+        vertices[uid].parent = -1
+        return removed
 
     def out_vertices(self, uid: int, subsystem: str, relation: str | None = None) -> list[int]:
         """The targets of a vertex's out-edges in one subsystem (and relation), in insertion order."""
@@ -154,6 +286,40 @@ class Graph:
             depth += 1
             parent = self.vertices[parent].parent
         return depth
+
+
+def _drop_from_index(index: dict[_K, list[int]], keys: set[_K], gone: set[int]) -> None:
+    for key in keys:
+        kept = [u for u in index.get(key, ()) if u not in gone]
+        if kept:
+            index[key] = kept
+        else:
+            index.pop(key, None)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a reader allocates a whole graph.
+
+    Building ~10^6 vertices triggers repeated full collections that scan every live object (the graph makes no
+    cycles worth collecting meanwhile); pausing them makes a 720k-vertex load about 2.5x faster.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def id_from_name_suffix(name: str) -> int | None:
+    """The integer suffix of a host name (``node17`` -> 17, ``nid00012`` -> 12), None without one.
+
+    Fluxion's JGF reader uses it for the ``id`` of a ``node`` vertex that gives a name but no id.
+    """
+    match = _NAME_SUFFIX.search(name)
+    return None if match is None else int(match.group())
 
 
 class GraphFormatError(ValueError):

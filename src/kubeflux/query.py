@@ -1,0 +1,301 @@
+"""``kubeflux query``: a ``resource-query``-compatible shell over the matching engine.
+
+Commands come one per line from stdin (or an interactive prompt); match results go to the ``-t`` file (or
+stdout), everything else (info, list, stat, errors) to stdout/stderr, exactly as Fluxion's resource-query
+does, so its test scripts run unchanged.
+"""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from kubeflux.jobspec import JobspecError, load_jobspec
+from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
+from kubeflux.resources.graph import Graph, GraphFormatError, Status
+
+RULE = "INFO: ============================="
+
+
+@dataclass(slots=True)
+class QueryOptions:
+    graph: Path
+    load_format: str = "grug"
+    policy: str = "first"
+    match_format: str = "simple"
+    traverser: str = "simple"
+    subsystems: str = "CA"
+    prune_filters: str = "ALL:core,ALL:node"
+    output: Path | None = None
+    elapse_time: bool = False
+
+
+class QuerySession:
+    """One resource-query session: an engine plus the command interpreter."""
+
+    def __init__(self, engine: Engine, out: TextIO, *, elapse_time: bool = False) -> None:
+        self.engine = engine
+        self.out = out
+        self.elapse_time = elapse_time
+        self._commands: dict[str, Callable[[list[str]], None]] = {
+            "match": self._match,
+            "m": self._match,
+            "multi-match": self._multi_match,
+            "M": self._multi_match,
+            "cancel": self._cancel,
+            "c": self._cancel,
+            "info": self._info,
+            "i": self._info,
+            "list": self._list,
+            "l": self._list,
+            "stat": self._stat,
+            "s": self._stat,
+            "set-status": self._set_status,
+            "t": self._set_status,
+            "get-status": self._get_status,
+            "e": self._get_status,
+            "set-property": self._set_property,
+            "p": self._set_property,
+            "get-property": self._get_property,
+            "g": self._get_property,
+        }
+
+    def run(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            if not self.execute(line):
+                break
+
+    def execute(self, line: str) -> bool:
+        """Run one command line; False when the session should end (``quit``)."""
+        text = line.strip()
+        if not text or text.startswith("#"):
+            return True
+        args = text.split()
+        if args[0] in ("quit", "q"):
+            return False
+        handler = self._commands.get(args[0])
+        if handler is None:
+            print(f"ERROR: unknown command: {args[0]}", file=sys.stderr)
+            return True
+        handler(args)
+        self.out.flush()
+        return True
+
+    # ------------------------------------------------------------------ commands
+
+    def _op(self, name: str) -> MatchOp | None:
+        try:
+            return MatchOp(name)
+        except ValueError:
+            print(f"ERROR: unknown subcmd {name}", file=sys.stderr)
+            return None
+
+    def _match(self, args: list[str]) -> None:
+        if len(args) != 3:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        op = self._op(args[1])
+        if op is not None:
+            self._run_match(op, args[2])
+
+    def _multi_match(self, args: list[str]) -> None:
+        if len(args) <= 3:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        op = self._op(args[1])
+        if op is None:
+            return
+        for path in args[2:]:
+            if not self._run_match(op, path):
+                break
+
+    def _run_match(self, op: MatchOp, path: str) -> bool:
+        engine = self.engine
+        try:
+            jobspec = load_jobspec(path)
+        except JobspecError as exc:
+            if not Path(path).is_file():
+                print(f"ERROR: can't open {path}", file=sys.stderr)
+                return True
+            print(f"Jobspec error for {engine.next_jobid}: {exc}", file=sys.stderr)
+            self._print_schedule(MatchResult(engine.next_jobid, False, consumed_id=False))
+            return False
+        result = engine.match(op, jobspec, source=path)
+        if result.error:
+            print(f"ERROR: {result.error}", file=sys.stderr)
+        self.out.write(result.resources)
+        if op == MatchOp.SATISFIABILITY:
+            self.out.write(
+                f"{RULE}\nINFO: {'Satisfiable' if result.satisfiable else 'Unsatisfiable'} request\n{RULE}\n"
+            )
+            if self.elapse_time:
+                print(f"INFO: ELAPSE={result.elapsed:f}")
+        else:
+            self._print_schedule(result)
+        return result.matched
+
+    def _print_schedule(self, result: MatchResult) -> None:
+        out = self.out
+        out.write(f"{RULE}\n")
+        if result.matched:
+            mode = "RESERVED" if result.at else "ALLOCATED"
+            at = str(result.at) if result.at else "Now"
+            out.write(f"INFO: JOBID={result.jobid}\nINFO: RESOURCES={mode}\nINFO: SCHEDULED AT={at}\n")
+            if self.elapse_time:
+                out.write(f"INFO: ELAPSE={result.elapsed:f}\n")
+        else:
+            out.write("INFO: No matching resources found\n")
+            if not result.satisfiable:
+                out.write("INFO: Unsatisfiable request\n")
+            out.write(f"INFO: JOBID={result.jobid}\n")
+            if self.elapse_time:
+                out.write(f"INFO: ELAPSE={result.elapsed:f}\n")
+        out.write(f"{RULE}\n")
+
+    def _cancel(self, args: list[str]) -> None:
+        if len(args) not in (2, 3):
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        try:
+            self.engine.cancel(int(args[1]))
+        except (EngineError, ValueError) as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return
+        if len(args) == 3 and args[2] == "stats":
+            traverser = self.engine.traverser
+            self.out.write(
+                f'{RULE}\nINFO: CANCEL PREORDER COUNT="{traverser.preorder}"\n'
+                f'INFO: CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
+            )
+
+    def _info(self, args: list[str]) -> None:
+        if len(args) != 2:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        info = self.engine.jobs.get(int(args[1]) if args[1].isdigit() else -1)
+        if info is None:
+            print(f"ERROR: jobid doesn't exist: {args[1]}")
+            return
+        print(f"INFO: {info.jobid}, {info.state}, {info.at}, {info.jobspec}, {info.overhead:g}")
+
+    def _list(self, args: list[str]) -> None:
+        for info in self.engine.jobs.values():
+            print(f"INFO: {info.jobid}, {info.state}, {info.at}, {info.jobspec}, {info.overhead:g}")
+
+    def _stat(self, args: list[str]) -> None:
+        times = self.engine.match_times
+        print(f"INFO: Num. of Jobs Matched: {len(self.engine.jobs)}")
+        if times:
+            print(f"INFO: Min. Match Time: {min(times):f}")
+            print(f"INFO: Max. Match Time: {max(times):f}")
+            print(f"INFO: Avg. Match Time: {statistics.fmean(times):f}")
+
+    def _set_status(self, args: list[str]) -> None:
+        if len(args) != 3:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        if self.engine.graph.vertex_at(args[1]) is None:
+            self.out.write(f"Could not find path {args[1]} in resource graph.\n")
+            return
+        statuses = {"up": Status.UP, "down": Status.DOWN}
+        if args[2] not in statuses:
+            print("ERROR: unrecognized status", file=sys.stderr)
+            return
+        self.engine.set_status(args[1], statuses[args[2]])
+
+    def _get_status(self, args: list[str]) -> None:
+        if len(args) != 2:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        vertex = self.engine.graph.vertex_at(args[1])
+        if vertex is None:
+            self.out.write(f"Could not find path {args[1]} in resource graph.\n")
+            return
+        self.out.write(f"{args[1]} is {'up' if vertex.status == Status.UP else 'down'}\n")
+
+    def _set_property(self, args: list[str]) -> None:
+        if len(args) != 3:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        key, sep, value = args[2].partition("=")
+        if not sep or not key or not value:
+            self.out.write("Incorrect input format. \nPlease use `set-property <resource> PROPERTY=VALUE`.\n")
+            return
+        vertex = self.engine.graph.vertex_at(args[1])
+        if vertex is None:
+            self.out.write(f"Couldn't find path {args[1]} in resource graph.\n")
+            return
+        vertex.properties[key] = value
+
+    def _get_property(self, args: list[str]) -> None:
+        if len(args) != 2:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        vertex = self.engine.graph.vertex_at(args[1])
+        if vertex is None:
+            self.out.write(f"Could not find path {args[1]} in resource graph.\n")
+            return
+        if not vertex.properties:
+            self.out.write(f"No properties were found for {args[1]} (vtx's uniq_id={vertex.uniq_id}).\n")
+            return
+        for key in sorted(vertex.properties):
+            self.out.write(f"{key}={vertex.properties[key]}\n")
+
+
+def load_graph(path: Path, load_format: str) -> Graph:
+    """Read a graph file in ``grug`` (GraphML recipe) or ``jgf`` (JSON Graph Format)."""
+    from kubeflux.resources.grug import read_grug
+    from kubeflux.resources.jgf import read_jgf
+
+    readers = {"grug": read_grug, "jgf": read_jgf}
+    if load_format not in readers:
+        raise GraphFormatError(f"unknown graph format {load_format!r}; known: grug, jgf")
+    return readers[load_format](path)
+
+
+def run_query(options: QueryOptions, commands: TextIO) -> int:
+    """Load the graph, then run ``commands``; returns the process exit status."""
+    started = time.perf_counter()
+    try:
+        graph = load_graph(options.graph, options.load_format)
+    except (GraphFormatError, OSError) as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    try:
+        engine = Engine(
+            graph, policy=options.policy, prune_filters=options.prune_filters, match_format=options.match_format
+        )
+    except (EngineError, ValueError) as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    if options.elapse_time:
+        print(f"INFO: Graph Load Time: {time.perf_counter() - started:f}")
+        print(f"INFO: Vertex Count: {len(graph.vertices)}")
+        print(f"INFO: Edge Count: {len(graph.edges)}")
+    out: TextIO = open(options.output, "w", encoding="utf-8") if options.output else sys.stdout  # noqa: SIM115
+    try:
+        session = QuerySession(engine, out, elapse_time=options.elapse_time)
+        if commands.isatty():
+            _interactive(session)
+        else:
+            session.run(commands)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def _interactive(session: QuerySession) -> None:
+    while True:
+        try:
+            line = input("resource-query> ")
+        except EOFError:
+            return
+        if not session.execute(" ".join(shlex.split(line)) if line.strip() else ""):
+            return
