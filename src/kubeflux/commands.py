@@ -43,7 +43,17 @@ def query(
     raise typer.Exit(run_query(options, sys.stdin))
 
 
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = Path("demo-out"),
+) -> None:
+    """Run the main demo on the embedded default (no cluster needed) and write the report."""
+    from kubeflux.demo import run_demo
+
+    run_demo(out)
+
+
 def register(app: typer.Typer) -> None:
     """Attach every implemented subcommand to ``app``."""
     app.command("query")(query)
+    app.command("demo")(demo)
     app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)

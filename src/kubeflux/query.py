@@ -18,7 +18,8 @@ from typing import TextIO
 
 from kubeflux.jobspec import JobspecError, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
-from kubeflux.resources.graph import Graph, GraphFormatError, Status
+from kubeflux.resources import load_graph
+from kubeflux.resources.graph import GraphFormatError, Status
 
 RULE = "INFO: ============================="
 
@@ -246,17 +247,6 @@ class QuerySession:
             return
         for key in sorted(vertex.properties):
             self.out.write(f"{key}={vertex.properties[key]}\n")
-
-
-def load_graph(path: Path, load_format: str) -> Graph:
-    """Read a graph file in ``grug`` (GraphML recipe) or ``jgf`` (JSON Graph Format)."""
-    from kubeflux.resources.grug import read_grug
-    from kubeflux.resources.jgf import read_jgf
-
-    readers = {"grug": read_grug, "jgf": read_jgf}
-    if load_format not in readers:
-        raise GraphFormatError(f"unknown graph format {load_format!r}; known: grug, jgf")
-    return readers[load_format](path)
 
 
 def run_query(options: QueryOptions, commands: TextIO) -> int:

