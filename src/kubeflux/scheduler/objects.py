@@ -24,6 +24,11 @@ PODS = "pods"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 """The label that makes a pod a member of a PodGroup (the coscheduling plugin's convention)."""
 
+WALLTIME_ANNOTATION = "kubeflux.io/walltime"
+"""A pod's walltime estimate (seconds, or a Go duration such as ``1h``): backfilling schedulers take a job's
+expected end as its start plus this. The simulator writes it from the workload's requested time (or, when
+unknown, the run time)."""
+
 ResourceList = dict[str, int]
 
 

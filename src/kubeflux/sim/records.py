@@ -57,3 +57,5 @@ class RunRecord:
     """(time, cores in use) at each change."""
     queue_series: list[tuple[float, int]] = field(default_factory=list)
     """(time, pending jobs) at each change."""
+    problems: list[str] = field(default_factory=list)
+    """What went wrong without stopping the run (bad workload lines, refused decisions, orphaned pods)."""

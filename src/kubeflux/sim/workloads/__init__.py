@@ -1,0 +1,113 @@
+"""Workloads for the simulator: HPC traces (SWF, Batsim JSON), Kubernetes manifests and synthetic jobs.
+
+:func:`load_workload` reads any supported file, detecting its format from the content (not the name);
+:func:`~kubeflux.sim.workloads.mapping.map_to_cluster` then fits trace jobs to a cluster.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+
+from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+
+
+class WorkloadFormat(StrEnum):
+    SWF = "swf"
+    BATSIM = "batsim"
+    KUBERNETES = "kubernetes"
+
+
+_PROBE_BYTES = 64 * 1024
+_SWF_JOB_LINE = re.compile(r"\s*(?:-?[0-9.]+(?:[eE][-+]?[0-9]+)?\s+){17}-?[0-9.]+(?:[eE][-+]?[0-9]+)?\s*")
+_YAML_KEYS = re.compile(r"^(?:apiVersion|kind)\s*:", re.MULTILINE)
+_BATSIM_KEYS = re.compile(r'"(?:nb_res|profiles)"\s*:')
+
+
+def _head(path: Path) -> str:
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(_PROBE_BYTES)
+        if raw[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as stream:
+                raw = stream.read(_PROBE_BYTES)
+    except (OSError, EOFError) as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc}") from exc
+    return raw.decode("utf-8", errors="replace")
+
+
+def detect_format(path: Path | str) -> WorkloadFormat:
+    """The format of a workload file, from its first 64 KiB (gunzipped if needed).
+
+    SWF: a line starting with ``;`` or a first data line of 18 numbers. Batsim: a JSON object with a ``jobs``
+    list and ``nb_res`` or ``profiles``. Kubernetes: YAML (or JSON) with ``apiVersion``/``kind``. Anything else
+    raises :class:`WorkloadError` saying what was expected.
+    """
+    path = Path(path)
+    head = _head(path)
+    text = head.lstrip()
+    if text.startswith("{"):
+        if '"jobs"' in head and _BATSIM_KEYS.search(head):
+            return WorkloadFormat.BATSIM
+        if '"apiVersion"' in head and '"kind"' in head:
+            return WorkloadFormat.KUBERNETES
+        try:  # a small file: look at the real keys
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and "jobs" in data:
+            return WorkloadFormat.BATSIM
+    else:
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped:
+                continue
+            if stripped.startswith(";") or _SWF_JOB_LINE.fullmatch(stripped):
+                return WorkloadFormat.SWF
+            break
+        if _YAML_KEYS.search(text):
+            return WorkloadFormat.KUBERNETES
+    raise WorkloadError(
+        f"{path}: unknown workload format: expected SWF (';' header lines or 18 numbers per line, may be gzipped), "
+        "Batsim workload JSON (an object with 'nb_res', 'jobs' and 'profiles') or Kubernetes YAML "
+        "(documents with apiVersion and kind)"
+    )
+
+
+def load_workload(path: Path | str) -> Workload:
+    """Read a workload file of any supported format (see :func:`detect_format`).
+
+    Raises :class:`WorkloadError` for a missing file or an unknown format; problems with single lines or documents
+    are in :attr:`Workload.problems`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadError(f"{path}: no such file")
+    kind = detect_format(path)
+    if kind is WorkloadFormat.SWF:
+        from kubeflux.sim.workloads.swf import read_swf
+
+        return read_swf(path)
+    if kind is WorkloadFormat.BATSIM:
+        from kubeflux.sim.workloads.batsim import read_batsim
+
+        return read_batsim(path)
+    from kubeflux.sim.workloads.manifests import read_manifests
+
+    return read_manifests(path)
+
+
+__all__ = [
+    "JobKind",
+    "PodTemplate",
+    "Workload",
+    "WorkloadError",
+    "WorkloadFormat",
+    "WorkloadJob",
+    "detect_format",
+    "load_workload",
+]

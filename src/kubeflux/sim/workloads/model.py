@@ -47,6 +47,9 @@ class PodTemplate:
     active_deadline_seconds: float | None = None
     manifest: dict[str, Any] | None = None
     """The Kubernetes Pod (or Job pod template) it came from, when it came from YAML."""
+    run_time_jitter: float | None = None
+    """KWOK's ``jitter-delay``: when set (and above :attr:`run_time`), the run time is drawn uniformly from
+    ``[run_time, run_time_jitter]`` by the simulator (KWOK: delay + random(jitter − delay))."""
 
 
 @dataclass(slots=True)
@@ -77,6 +80,12 @@ class WorkloadJob:
     """Why the job can never run (unknown run time, larger than the cluster …); empty when it can."""
     source: str = ""
     """Where it came from, e.g. ``HPC2N.swf:42``, for messages."""
+    exit_code: int = 0
+    """Trace jobs: the exit code every pod of the job ends with once its run time is over (non-zero: the job
+    ends ``COMPLETED_FAILED``). Kubernetes kinds carry theirs per pod (:attr:`PodTemplate.exit_code`)."""
+    active_deadline_seconds: float | None = None
+    """A ``batch/v1`` Job's ``spec.activeDeadlineSeconds``: seconds from the Job's start after which its running
+    pods are killed and the Job fails (reason ``DeadlineExceeded``)."""
 
 
 @dataclass(slots=True)
@@ -87,3 +96,6 @@ class Workload:
     """The machine size the trace states (SWF ``MaxProcs``, Batsim ``nb_res``), if any."""
     problems: list[str] = field(default_factory=list)
     """Bad lines, each ``file:line: what is wrong``. Reported to the user, never silently dropped."""
+    header: dict[str, str] = field(default_factory=dict)
+    """What the file says about itself: SWF ``;`` header keys (``MaxProcs``, ``UnixStartTime`` …; a key given
+    on several lines, such as ``Partition``, has its values joined by newlines), Batsim ``description``."""

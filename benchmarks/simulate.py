@@ -1,0 +1,87 @@
+"""Simulator throughput: wall time, events per second and peak memory of whole simulated runs.
+
+Cases (each runs in its own process, so peak resident memory is the case's own):
+
+* ``lcg-fcfs``, ``lcg-easy`` — the 188,041-job LCG trace on 24,515 one-core nodes (target: 1,000,000 jobs per
+  wall minute or better, under 2 GB resident);
+* ``synthetic-easy`` — 100,000 synthetic trace jobs (1 … 1,024 processors, powers of two) on 10,000 nodes of 64
+  cores, one every 1.1 s on average (about 95 % offered load), under EASY (target: 100,000 jobs per minute, under 2 GB).
+
+Usage: ``python benchmarks/simulate.py [case ...]`` (all cases by default). Load time (reading and mapping the
+workload) is reported apart from simulation time; jobs per minute are over the simulation time.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LCG = Path("/work/shared/traces/LCG-2005-1.swf.gz")
+CASES = ("lcg-fcfs", "lcg-easy", "synthetic-easy")
+
+
+def run_case(case: str) -> dict[str, object]:
+    from kubeflux.sim.baselines import create
+    from kubeflux.sim.driver import Simulation
+    from kubeflux.sim.workloads import load_workload
+    from kubeflux.sim.workloads.cluster_file import uniform_cluster
+    from kubeflux.sim.workloads.mapping import map_to_cluster
+    from kubeflux.sim.workloads.synthetic import SyntheticSpec, generate
+
+    began = time.perf_counter()
+    if case.startswith("lcg"):
+        nodes = uniform_cluster(24_515, 1)
+        workload = map_to_cluster(load_workload(LCG), nodes)
+    else:
+        nodes = uniform_cluster(10_000, 64)
+        spec = SyntheticSpec(jobs=100_000, mean_interarrival=1.1, max_size=1024, mean_runtime=3600.0)
+        workload = map_to_cluster(generate(spec, seed=1), nodes)
+    loaded = time.perf_counter() - began
+    scheduler = create(case.split("-")[1])
+    sim = Simulation(workload, nodes, {scheduler.name: scheduler})
+    record = sim.run()
+    jobs = len(record.jobs)
+    finished = sum(1 for j in record.jobs if j.finish_time is not None)
+    waits = [j.starting_time - j.submission_time for j in record.jobs if j.starting_time is not None]
+    loop_events = sim.loop.processed
+    return {
+        "case": case,
+        "jobs": jobs,
+        "finished": finished,
+        "pods_bound": record.pods_bound,
+        "load_s": round(loaded, 2),
+        "sim_s": round(record.wall_seconds, 2),
+        "jobs_per_min": round(jobs / record.wall_seconds * 60),
+        "cluster_events_per_s": round(record.events / record.wall_seconds),
+        "loop_events_per_s": round(loop_events / record.wall_seconds),
+        "mean_wait_s": round(sum(waits) / len(waits), 1) if waits else 0.0,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--one"]:
+        print(json.dumps(run_case(argv[1])))
+        return
+    for case in argv or CASES:
+        if case not in CASES:
+            raise SystemExit(f"unknown case {case!r}; known: {', '.join(CASES)}")
+        out = subprocess.run([sys.executable, __file__, "--one", case], capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            print(f"{case}: failed\n{out.stderr}", file=sys.stderr)
+            continue
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        print(
+            f"{row['case']:15} {row['jobs']:>7} jobs  load {row['load_s']:>6} s  simulate {row['sim_s']:>6} s  "
+            f"{row['jobs_per_min']:>9} jobs/min  {row['cluster_events_per_s']:>8} cluster events/s  "
+            f"{row['loop_events_per_s']:>8} loop events/s  peak {row['peak_rss_mb']:>5} MB  "
+            f"mean wait {row['mean_wait_s']} s"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

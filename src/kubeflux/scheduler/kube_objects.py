@@ -1,0 +1,475 @@
+"""Kubernetes JSON/YAML objects → the scheduler's :mod:`kubeflux.scheduler.objects`, and back.
+
+The input is a decoded manifest (``dict``), as ``yaml.safe_load`` or the API server gives it. Everything is
+validated: a bad field raises :class:`ManifestError` naming the object (``Pod default/web-0``) and the field path
+(``spec.containers[1].resources.requests.cpu``).
+
+A pod's effective request is computed as Kubernetes computes it (``k8s.io/component-helpers`` ``PodRequests``,
+1.29+): regular containers summed; sidecars (init containers with ``restartPolicy: Always``) added to that sum; each
+regular init container needs its own request plus the sidecars started before it; the pod needs the maximum of the
+two, plus ``spec.overhead``. A container resource with a limit and no request requests its limit, as the API
+server defaults it. ``spec.resources`` (pod-level resources, alpha in 1.32) is not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubeflux.scheduler.objects import (
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PodGroup,
+    PodPhase,
+    ResourceList,
+    Taint,
+    Toleration,
+)
+from kubeflux.scheduler.quantity import QuantityError, canonical_value, format_quantity
+
+__all__ = [
+    "DEFAULT_SCHEDULER",
+    "ManifestError",
+    "format_timestamp",
+    "node_from_manifest",
+    "parse_timestamp",
+    "pod_from_manifest",
+    "pod_to_manifest",
+    "podgroup_from_manifest",
+    "resource_list",
+]
+
+DEFAULT_SCHEDULER = "default-scheduler"
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+class ManifestError(ValueError):
+    """A manifest Kubernetes would reject (or that kubeflux cannot read); names the object and the field."""
+
+    def __init__(self, obj: str, path: str, problem: str) -> None:
+        self.obj = obj
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{obj}: {path}: {problem}" if path else f"{obj}: {problem}")
+
+
+class _Reader:
+    """Typed access to one manifest, turning every type mismatch into a :class:`ManifestError`."""
+
+    def __init__(self, kind: str, obj: Any, expected_kinds: tuple[str, ...]) -> None:
+        if not isinstance(obj, Mapping):
+            raise ManifestError(kind, "", f"expected a mapping, got {type(obj).__name__}")
+        self.obj = obj
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        self.where = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+        actual = obj.get("kind")
+        if actual is not None and actual not in expected_kinds:
+            raise ManifestError(self.where, "kind", f"expected {' or '.join(expected_kinds)}, got {actual!r}")
+
+    def fail(self, path: str, problem: str) -> ManifestError:
+        return ManifestError(self.where, path, problem)
+
+    def get(self, path: str, default: Any = None) -> Any:
+        node: Any = self.obj
+        walked = ""
+        for part in path.split("."):
+            if node is None:
+                return default
+            if not isinstance(node, Mapping):
+                raise self.fail(walked, f"expected a mapping, got {type(node).__name__}")
+            node = node.get(part)
+            walked = f"{walked}.{part}" if walked else part
+        return default if node is None else node
+
+    def mapping(self, path: str, value: Any = None) -> Mapping[str, Any]:
+        value = self.get(path, {}) if value is None else value
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def sequence(self, path: str, value: Any = None) -> list[Any]:
+        value = self.get(path, []) if value is None else value
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected a list, got {type(value).__name__}")
+        return value
+
+    def string(self, path: str, value: Any = None, default: str = "") -> str:
+        value = self.get(path, default) if value is None else value
+        if not isinstance(value, str):
+            raise self.fail(path, f"expected a string, got {value!r}")
+        return value
+
+    def integer(self, path: str, value: Any = None) -> int | None:
+        value = self.get(path) if value is None else value
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"expected an integer, got {value!r}")
+        return value
+
+    def boolean(self, path: str) -> bool:
+        value = self.get(path, False)
+        if not isinstance(value, bool):
+            raise self.fail(path, f"expected true or false, got {value!r}")
+        return value
+
+    def string_map(self, path: str) -> dict[str, str]:
+        result: dict[str, str] = {}
+        for key, value in self.mapping(path).items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise self.fail(f"{path}.{key}", f"expected a string value, got {value!r}")
+            result[key] = value
+        return result
+
+    def resources(self, path: str, value: Any = None) -> ResourceList:
+        return _resource_list(self, path, self.mapping(path, value))
+
+    def timestamp(self, path: str) -> float | None:
+        value = self.get(path)
+        if value is None:
+            return None
+        if isinstance(value, datetime):  # YAML loaders turn unquoted timestamps into datetimes
+            return _epoch(value)
+        try:
+            return parse_timestamp(self.string(path, value))
+        except ValueError as exc:
+            raise self.fail(path, f"expected an RFC 3339 time, got {value!r}") from exc
+
+    def name(self) -> str:
+        name = self.string("metadata.name")
+        if not name:
+            raise self.fail("metadata.name", "required")
+        return name
+
+
+def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> ResourceList:
+    result: ResourceList = {}
+    for name, value in raw.items():
+        try:
+            amount = canonical_value(str(name), value)
+        except QuantityError as exc:
+            raise reader.fail(f"{path}.{name}", str(exc)) from exc
+        if amount < 0:
+            raise reader.fail(f"{path}.{name}", f"must be non-negative, got {value!r}")
+        result[str(name)] = amount
+    return result
+
+
+def resource_list(raw: Mapping[str, Any], where: str = "resources") -> ResourceList:
+    """Canonical integers for a ``ResourceList`` mapping (``{"cpu": "500m"}`` → ``{"cpu": 500}``)."""
+    return _resource_list(_Reader(where, {}, (where,)), "", raw) if raw else {}
+
+
+# --- times --------------------------------------------------------------------------------------------------
+
+
+def parse_timestamp(text: str) -> float:
+    """Unix seconds for an RFC 3339 time (``2024-05-01T12:00:00Z``, with optional fraction and offset)."""
+    value = datetime.fromisoformat(text.replace("z", "Z"))
+    return _epoch(value)
+
+
+def _epoch(value: datetime) -> float:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def format_timestamp(seconds: float) -> str:
+    """RFC 3339 in UTC as Kubernetes writes ``metav1.Time`` (microseconds only when there are some)."""
+    value = datetime.fromtimestamp(seconds, tz=UTC)
+    if value.microsecond:
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- pods ---------------------------------------------------------------------------------------------------
+
+
+def _container_requests(reader: _Reader, path: str, container: Any) -> ResourceList:
+    resources = reader.mapping(f"{path}.resources", reader.mapping(path, container).get("resources") or {})
+    requests = reader.resources(f"{path}.resources.requests", resources.get("requests") or {})
+    limits = reader.resources(f"{path}.resources.limits", resources.get("limits") or {})
+    for name, amount in limits.items():
+        requests.setdefault(name, amount)  # the API server defaults a missing request to the limit
+    return requests
+
+
+def _add(into: ResourceList, other: ResourceList) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _max(into: ResourceList, other: ResourceList) -> None:
+    for name, amount in other.items():
+        into[name] = max(into.get(name, 0), amount)
+
+
+def _pod_requests(reader: _Reader) -> ResourceList:
+    total: ResourceList = {}
+    containers = reader.sequence("spec.containers")
+    for index, container in enumerate(containers):
+        _add(total, _container_requests(reader, f"spec.containers[{index}]", container))
+    sidecars: ResourceList = {}
+    init_peak: ResourceList = {}
+    for index, container in enumerate(reader.sequence("spec.initContainers")):
+        path = f"spec.initContainers[{index}]"
+        requests = _container_requests(reader, path, container)
+        policy = reader.string(f"{path}.restartPolicy", reader.mapping(path, container).get("restartPolicy") or "")
+        if policy == "Always":  # a sidecar: runs beside everything started after it
+            _add(total, requests)
+            _add(sidecars, requests)
+            needed = dict(sidecars)
+        elif policy:
+            raise reader.fail(f"{path}.restartPolicy", f"only 'Always' is allowed on an init container, got {policy!r}")
+        else:
+            needed = dict(requests)
+            _add(needed, sidecars)
+        _max(init_peak, needed)
+    _max(total, init_peak)
+    _add(total, reader.resources("spec.overhead"))
+    return total
+
+
+def _tolerations(reader: _Reader) -> tuple[Toleration, ...]:
+    result = []
+    for index, raw in enumerate(reader.sequence("spec.tolerations")):
+        path = f"spec.tolerations[{index}]"
+        item = reader.mapping(path, raw)
+        key = reader.string(f"{path}.key", item.get("key") or "")
+        operator = reader.string(f"{path}.operator", item.get("operator") or "Equal")
+        value = reader.string(f"{path}.value", item.get("value") or "")
+        effect = reader.string(f"{path}.effect", item.get("effect") or "")
+        if operator not in ("Equal", "Exists"):
+            raise reader.fail(f"{path}.operator", f"must be Equal or Exists, got {operator!r}")
+        if operator == "Exists" and value:
+            raise reader.fail(f"{path}.value", "must be empty when operator is Exists")
+        if not key and operator != "Exists":
+            raise reader.fail(f"{path}.operator", "must be Exists when key is empty")
+        if effect and effect not in _TAINT_EFFECTS:
+            raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+        result.append(Toleration(key=key, operator=operator, value=value, effect=effect))
+    return tuple(result)
+
+
+def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorRequirement, ...]:
+    result = []
+    for index, item_raw in enumerate(reader.sequence(path, raw if raw is not None else [])):
+        item_path = f"{path}[{index}]"
+        item = reader.mapping(item_path, item_raw)
+        key = reader.string(f"{item_path}.key", item.get("key") or "")
+        operator = reader.string(f"{item_path}.operator", item.get("operator") or "")
+        raw_values = reader.sequence(f"{item_path}.values", item.get("values") or [])
+        values = tuple(reader.string(f"{item_path}.values[{i}]", v) for i, v in enumerate(raw_values))
+        if not key:
+            raise reader.fail(f"{item_path}.key", "required")
+        if operator not in _SELECTOR_OPERATORS:
+            allowed = ", ".join(_SELECTOR_OPERATORS)
+            raise reader.fail(f"{item_path}.operator", f"must be one of {allowed}, got {operator!r}")
+        if operator in ("In", "NotIn") and not values:
+            raise reader.fail(f"{item_path}.values", f"must be non-empty for operator {operator}")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise reader.fail(f"{item_path}.values", f"must be empty for operator {operator}")
+        if operator in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+            raise reader.fail(f"{item_path}.values", f"must be a single integer for operator {operator}")
+        result.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
+    return tuple(result)
+
+
+def _node_affinity(reader: _Reader) -> tuple[NodeSelectorTerm, ...]:
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    terms = []
+    for index, raw in enumerate(reader.sequence(path)):
+        term_path = f"{path}[{index}]"
+        term = reader.mapping(term_path, raw)
+        expressions = _requirements(reader, f"{term_path}.matchExpressions", term.get("matchExpressions"))
+        fields = _requirements(reader, f"{term_path}.matchFields", term.get("matchFields"))
+        for field_index, requirement in enumerate(fields):
+            if requirement.key != "metadata.name" or requirement.operator not in ("In", "NotIn"):
+                raise reader.fail(
+                    f"{term_path}.matchFields[{field_index}]", "only metadata.name with In or NotIn is supported"
+                )
+        terms.append(NodeSelectorTerm(match_expressions=expressions, match_fields=fields))
+    if reader.get(path.rsplit(".", 1)[0]) is not None and not terms:
+        raise reader.fail(path, "must have at least one term")
+    return tuple(terms)
+
+
+def _owner(reader: _Reader) -> str:
+    owners = reader.sequence("metadata.ownerReferences")
+    chosen: Mapping[str, Any] | None = None
+    for index, raw in enumerate(owners):
+        owner = reader.mapping(f"metadata.ownerReferences[{index}]", raw)
+        if chosen is None or owner.get("controller") is True:
+            chosen = owner
+        if owner.get("controller") is True:
+            break
+    if chosen is None:
+        return ""
+    return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
+
+
+def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
+    """A :class:`Pod` from a ``v1`` Pod manifest (requests, placement constraints, status, owner)."""
+    reader = _Reader("Pod", obj, ("Pod",))
+    name = reader.name()
+    namespace = reader.string("metadata.namespace") or default_namespace
+    reader.where = f"Pod {namespace}/{name}"
+    phase_text = reader.string("status.phase") or PodPhase.PENDING.value
+    try:
+        phase = PodPhase(phase_text)
+    except ValueError as exc:
+        raise reader.fail("status.phase", f"unknown phase {phase_text!r}") from exc
+    deadline = reader.get("spec.activeDeadlineSeconds")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int) or deadline <= 0):
+        raise reader.fail("spec.activeDeadlineSeconds", f"must be a positive integer, got {deadline!r}")
+    priority = reader.integer("spec.priority")
+    return Pod(
+        namespace=namespace,
+        name=name,
+        uid=reader.string("metadata.uid"),
+        scheduler_name=reader.string("spec.schedulerName") or DEFAULT_SCHEDULER,
+        priority=priority or 0,
+        creation_time=reader.timestamp("metadata.creationTimestamp") or 0.0,
+        requests=_pod_requests(reader),
+        labels=reader.string_map("metadata.labels"),
+        annotations=reader.string_map("metadata.annotations"),
+        node_selector=reader.string_map("spec.nodeSelector"),
+        tolerations=_tolerations(reader),
+        required_node_affinity=_node_affinity(reader),
+        node_name=reader.string("spec.nodeName"),
+        phase=phase,
+        deleted=reader.get("metadata.deletionTimestamp") is not None,
+        active_deadline_seconds=None if deadline is None else float(deadline),
+        owner=_owner(reader),
+        manifest=dict(obj),
+    )
+
+
+# --- nodes and pod groups -----------------------------------------------------------------------------------
+
+
+def _taints(reader: _Reader) -> tuple[Taint, ...]:
+    result = []
+    for index, raw in enumerate(reader.sequence("spec.taints")):
+        path = f"spec.taints[{index}]"
+        item = reader.mapping(path, raw)
+        key = reader.string(f"{path}.key", item.get("key") or "")
+        effect = reader.string(f"{path}.effect", item.get("effect") or "")
+        if not key:
+            raise reader.fail(f"{path}.key", "required")
+        if effect not in _TAINT_EFFECTS:
+            raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+        result.append(Taint(key=key, value=reader.string(f"{path}.value", item.get("value") or ""), effect=effect))
+    return tuple(result)
+
+
+def _ready(reader: _Reader) -> bool:
+    """The ``Ready`` condition; a node that reports no conditions at all (a bare test manifest) is ready."""
+    for index, raw in enumerate(reader.sequence("status.conditions")):
+        condition = reader.mapping(f"status.conditions[{index}]", raw)
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return True
+
+
+def node_from_manifest(obj: Any) -> Node:
+    """A :class:`Node` from a ``v1`` Node manifest: ``status.allocatable`` (else ``capacity``), labels, taints,
+    cordon and the ``Ready`` condition."""
+    reader = _Reader("Node", obj, ("Node",))
+    name = reader.name()
+    allocatable_path = "status.allocatable" if reader.get("status.allocatable") is not None else "status.capacity"
+    return Node(
+        name=name,
+        uid=reader.string("metadata.uid"),
+        allocatable=reader.resources(allocatable_path),
+        labels=reader.string_map("metadata.labels"),
+        taints=_taints(reader),
+        unschedulable=reader.boolean("spec.unschedulable"),
+        ready=_ready(reader),
+    )
+
+
+def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> PodGroup:
+    """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read)."""
+    reader = _Reader("PodGroup", obj, ("PodGroup",))
+    name = reader.name()
+    namespace = reader.string("metadata.namespace") or default_namespace
+    reader.where = f"PodGroup {namespace}/{name}"
+    min_member = reader.integer("spec.minMember")
+    if min_member is None or min_member < 1:
+        raise reader.fail("spec.minMember", f"must be a positive integer, got {reader.get('spec.minMember')!r}")
+    timeout = reader.integer("spec.scheduleTimeoutSeconds")
+    if timeout is not None and timeout <= 0:
+        raise reader.fail("spec.scheduleTimeoutSeconds", f"must be positive, got {timeout}")
+    return PodGroup(
+        namespace=namespace,
+        name=name,
+        min_member=min_member,
+        schedule_timeout_seconds=None if timeout is None else float(timeout),
+        creation_time=reader.timestamp("metadata.creationTimestamp") or 0.0,
+        uid=reader.string("metadata.uid"),
+    )
+
+
+# --- the reverse ----------------------------------------------------------------------------------------------
+
+
+def _requirement_to_dict(requirement: NodeSelectorRequirement) -> dict[str, Any]:
+    result: dict[str, Any] = {"key": requirement.key, "operator": requirement.operator}
+    if requirement.values:
+        result["values"] = list(requirement.values)
+    return result
+
+
+def pod_to_manifest(pod: Pod) -> dict[str, Any]:
+    """A minimal valid ``v1`` Pod for ``pod``: one ``main`` container requesting the pod's effective request.
+
+    :func:`pod_from_manifest` reads it back to an equal :class:`Pod` apart from ``manifest``, ``deleted`` and
+    ``owner`` (an ownerReference needs the owner's UID, which a :class:`Pod` does not carry).
+    """
+    metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
+    if pod.uid:
+        metadata["uid"] = pod.uid
+    if pod.labels:
+        metadata["labels"] = dict(pod.labels)
+    if pod.annotations:
+        metadata["annotations"] = dict(pod.annotations)
+    metadata["creationTimestamp"] = format_timestamp(pod.creation_time)
+    requests = {name: format_quantity(name, amount) for name, amount in sorted(pod.requests.items())}
+    container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.9"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: dict[str, Any] = {"schedulerName": pod.scheduler_name, "containers": [container]}
+    if pod.priority:
+        spec["priority"] = pod.priority
+    if pod.node_name:
+        spec["nodeName"] = pod.node_name
+    if pod.node_selector:
+        spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.tolerations:
+        spec["tolerations"] = [
+            {k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect)) if v}
+            for t in pod.tolerations
+        ]
+    if pod.required_node_affinity:
+        terms = []
+        for term in pod.required_node_affinity:
+            raw: dict[str, Any] = {}
+            if term.match_expressions:
+                raw["matchExpressions"] = [_requirement_to_dict(r) for r in term.match_expressions]
+            if term.match_fields:
+                raw["matchFields"] = [_requirement_to_dict(r) for r in term.match_fields]
+            terms.append(raw)
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    if pod.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = max(1, round(pod.active_deadline_seconds))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": pod.phase.value}}

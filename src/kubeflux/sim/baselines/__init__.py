@@ -1,0 +1,103 @@
+"""The simulator's schedulers, by name: a registry of factories (``kubeflux simulate --list-schedulers``).
+
+A module adds a scheduler with :func:`register`; :func:`create` builds a fresh instance per run. The built-in HPC
+baselines (``fcfs``, ``easy``) are always there; ``kube-default`` and ``coscheduling`` are imported lazily, so the
+registry works whether or not those modules exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubeflux.scheduler.interface import Scheduler
+
+SchedulerFactory = Callable[[], Scheduler]
+"""Builds a fresh scheduler; the instance's ``name`` is the ``schedulerName`` it owns."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerInfo:
+    name: str
+    factory: SchedulerFactory
+    description: str
+
+
+_REGISTRY: dict[str, SchedulerInfo] = {}
+_LOADED = False
+
+_LAZY: tuple[tuple[str, str, str, str], ...] = (
+    # (registry name, module, class, description) — used when the module does not register itself
+    (
+        "kube-default",
+        "kubeflux.sim.baselines.kube_default",
+        "KubeDefaultScheduler",
+        "kube-scheduler's default profile: pod by pod, LeastAllocated scoring, no gangs",
+    ),
+    (
+        "coscheduling",
+        "kubeflux.sim.baselines.coscheduling",
+        "CoschedulingScheduler",
+        "scheduler-plugins coscheduling: PodGroup gangs with minMember and a Permit timeout",
+    ),
+)
+
+
+def register(name: str, factory: SchedulerFactory, description: str) -> None:
+    """Make ``factory`` available as ``name`` (a later registration of the same name replaces it)."""
+    if not name or any(c.isspace() for c in name):
+        raise ValueError(f"scheduler name {name!r}: must be a non-empty word")
+    _REGISTRY[name] = SchedulerInfo(name, factory, description)
+
+
+def _fcfs() -> Scheduler:
+    from kubeflux.sim.baselines.fcfs import FCFSScheduler
+
+    return FCFSScheduler()
+
+
+def _easy() -> Scheduler:
+    from kubeflux.sim.baselines.easy import EasyScheduler
+
+    return EasyScheduler()
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    _REGISTRY.setdefault(
+        "fcfs",
+        SchedulerInfo("fcfs", _fcfs, "strict FCFS on whole jobs (a job that does not fit blocks all later ones)"),
+    )
+    _REGISTRY.setdefault(
+        "easy",
+        SchedulerInfo("easy", _easy, "EASY backfilling on whole jobs (head reservation at the shadow time)"),
+    )
+    for name, module_name, class_name, description in _LAZY:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if name not in _REGISTRY and hasattr(module, class_name):
+            register(name, getattr(module, class_name), description)
+
+
+def available() -> dict[str, SchedulerInfo]:
+    """Every registered scheduler by name, sorted."""
+    _load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def create(name: str) -> Scheduler:
+    """A new scheduler registered as ``name``; ValueError naming the known ones otherwise."""
+    known = available()
+    info = known.get(name)
+    if info is None:
+        raise ValueError(f"unknown scheduler {name!r}; known: {', '.join(known)}")
+    return info.factory()
+
+
+__all__ = ["SchedulerFactory", "SchedulerInfo", "available", "create", "register"]

@@ -1,0 +1,221 @@
+"""The scheduler-plugins *Coscheduling* plugin on top of the kube-default baseline: all-or-nothing pod groups.
+
+Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>`` (a ``PodGroup`` in the same
+namespace). Each pod is filtered and scored like :class:`KubeDefaultScheduler`, then held at **Permit** (assumed:
+its resources are reserved) until ``minMember`` pods of the group have nodes; then all are bound together. As in
+``sigs.k8s.io/scheduler-plugins/pkg/coscheduling`` (kubeflux follows the plugin's code, not only its docs):
+
+* **QueueSort** ``Less``: priority (higher first), then the PodGroup's creation time (a pod outside a group, or
+  whose PodGroup is unknown, uses its own), then ``namespace/name`` — so a group's pods stay together.
+* **PreFilter** fails (``UnschedulableAndUnresolvable``) while the group is backed off (``podGroup ns/pg failed
+  recently``) or has fewer than ``minMember`` pods in total (``pre-filter pod p cannot find enough sibling pods,
+  current pods number: 2, minMember of group: 3``). A pod whose PodGroup does not exist passes PreFilter and is
+  refused at Permit (``PodGroup not found``).
+* **Permit**: if the pods of the group already assigned (bound or waiting) + this one reach ``minMember``, allow
+  all waiting siblings and bind; otherwise wait ``scheduleTimeoutSeconds`` (or ``permitWaitingTimeSeconds``,
+  default 60 s). The first pod of a group to wait activates its siblings (retried at once).
+* **PostFilter** when a pod fails: unless ``minMember`` pods are already assigned or at most 10 % are missing,
+  reject every waiting pod of the group (``optimistic rejection in PostFilter``), back the group off for
+  ``podGroupBackoffSeconds`` if set (default 0: none), and append ``PodGroup ns/pg gets rejected due to Pod p is
+  unschedulable even after PostFilter`` to the message. A pod outside any group gets ``can not find pod group``.
+* **Timeout**: the first waiting pod whose wait expires is rejected (``rejected due to timeout after waiting 1m0s
+  at plugin Coscheduling``) and Unreserve rejects the others (``rejection in Unreserve``); their reservations are
+  released. The plugin itself does not back the group off here.
+
+Rejected pods retry after their pod back-off. ``minResources`` is not modelled (the PodGroup object does not carry
+it). Like kube-scheduler, a group that can never be completed keeps cycling through wait and reject; each cycle
+is spaced by the pod back-off (at most 10 s), and :meth:`next_wakeup` reports when the next one is due.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
+from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
+from kubeflux.scheduler.objects import Pod
+from kubeflux.scheduler.quantity import format_duration
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler, QueuedPod
+
+__all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler"]
+
+DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60.0
+PLUGIN = "Coscheduling"
+
+
+@dataclass(slots=True)
+class _Waiting:
+    queued: QueuedPod
+    node: str
+    deadline: float
+    wait: float
+
+
+class CoschedulingScheduler(KubeDefaultScheduler):
+    """Gang scheduling as the coscheduling plugin does it; pods outside a group are scheduled as by kube-default.
+
+    ``permit_waiting_time_seconds`` and ``pod_group_backoff_seconds`` are the plugin's ``CoschedulingArgs``
+    (defaults 60 and 0). Other keyword arguments go to :class:`KubeDefaultScheduler`.
+    """
+
+    def __init__(
+        self,
+        name: str = DEFAULT_SCHEDULER,
+        *,
+        permit_waiting_time_seconds: float = DEFAULT_PERMIT_WAITING_TIME_SECONDS,
+        pod_group_backoff_seconds: float = 0.0,
+        percentage_of_nodes_to_score: int = 0,
+        seed: int | None = None,
+        pod_initial_backoff: float = 1.0,
+        pod_max_backoff: float = 10.0,
+        reject_never_fits: bool = False,
+    ) -> None:
+        super().__init__(
+            name,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            seed=seed,
+            pod_initial_backoff=pod_initial_backoff,
+            pod_max_backoff=pod_max_backoff,
+            reject_never_fits=reject_never_fits,
+        )
+        if permit_waiting_time_seconds <= 0 or pod_group_backoff_seconds < 0:
+            raise ValueError("permit_waiting_time_seconds must be positive and pod_group_backoff_seconds not negative")
+        self.permit_waiting_time_seconds = permit_waiting_time_seconds
+        self.pod_group_backoff_seconds = pod_group_backoff_seconds
+        self._members: dict[str, set[str]] = {}
+        self._waiting: dict[str, dict[str, _Waiting]] = {}
+        self._backoff: dict[str, float] = {}
+
+    # --- informer -----------------------------------------------------------------------------------------
+
+    def observe(self, event: ClusterEvent, now: float) -> None:
+        obj = event.obj
+        if isinstance(obj, Pod) and obj.group is not None:
+            members = self._members.setdefault(obj.group, set())
+            if event.kind is EventKind.DELETED or obj.deleted:
+                members.discard(obj.key)
+            else:
+                members.add(obj.key)
+        super().observe(event, now)
+
+    def _on_pod_added(self, pod: Pod) -> None:
+        if pod.group is not None:
+            self._generation += 1  # the plugin requeues on Pod/Add: a group may now have enough pods
+
+    def _forget_waiting(self, key: str) -> None:
+        for group, waiting in self._waiting.items():
+            if waiting.pop(key, None) is not None:
+                if not waiting:
+                    del self._waiting[group]
+                return
+
+    # --- queue, PreFilter, PostFilter, Permit -------------------------------------------------------------
+
+    def _sort_key(self, pod: Pod) -> tuple[int, float, str]:
+        group = None if pod.group is None else self._groups.get(pod.group)
+        created = pod.creation_time if group is None else group.creation_time
+        return (-pod.priority, created, pod.key)
+
+    def _pre_filter(self, pod: Pod, now: float) -> str | None:
+        group_key = pod.group
+        group = None if group_key is None else self._groups.get(group_key)
+        if group_key is None or group is None:
+            return None
+        if self._backoff.get(group_key, 0.0) > now:
+            return f"podGroup {group_key} failed recently"
+        count = len(self._members.get(group_key, ()))
+        if count < group.min_member:
+            return (
+                f"pre-filter pod {pod.name} cannot find enough sibling pods, "
+                f"current pods number: {count}, minMember of group: {group.min_member}"
+            )
+        return None
+
+    def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
+        group_key = pod.group
+        group = None if group_key is None else self._groups.get(group_key)
+        if group_key is None or group is None:
+            return "can not find pod group", []
+        assigned = self._group_placed.get(group_key, 0)
+        if assigned >= group.min_member:
+            return "", []
+        if (group.min_member - assigned) * 10 <= group.min_member:
+            return "", []  # at most 10 % missing: later pods may still complete the group
+        decisions = self._reject_group(group_key, now, "optimistic rejection in PostFilter")
+        if self.pod_group_backoff_seconds > 0 and len(self._members.get(group_key, ())) >= group.min_member:
+            self._backoff[group_key] = now + self.pod_group_backoff_seconds
+        message = f"PodGroup {group_key} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
+        return message, decisions
+
+    def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
+        pod = queued.pod
+        group_key = pod.group
+        if group_key is None:
+            return super()._permit(queued, node, now)
+        group = self._groups.get(group_key)
+        if group is None:
+            self._unplace(pod.key)
+            self._requeue(queued, now, retry=False)
+            return [Unschedulable(pod=pod.key, uid=pod.uid, message="PodGroup not found")]
+        assigned = self._group_placed.get(group_key, 0) - 1  # the plugin's snapshot does not hold this pod yet
+        if assigned + 1 >= group.min_member:
+            decisions: list[Decision] = []
+            for waiting in self._waiting.pop(group_key, {}).values():
+                other = waiting.queued.pod
+                decisions.append(Bind(pod=other.key, uid=other.uid, node=waiting.node))
+            return [*decisions, *super()._permit(queued, node, now)]
+        wait = group.schedule_timeout_seconds or self.permit_waiting_time_seconds
+        del self._queue[pod.key]
+        self._waiting.setdefault(group_key, {})[pod.key] = _Waiting(queued, node, now + wait, wait)
+        if assigned == 0:
+            for key in sorted(self._members.get(group_key, ())):
+                sibling = self._queue.get(key)
+                if sibling is not None:
+                    self._activate(sibling, now)
+        return []
+
+    def _reject_group(self, group_key: str, now: float, message: str, first: str = "") -> list[Decision]:
+        """Reject every pod of the group waiting at Permit: release its node and send it back to the queue.
+
+        ``first`` names a pod rejected for its own reason (its timeout), given ``message`` separately.
+        """
+        decisions: list[Decision] = []
+        waiting = self._waiting.pop(group_key, {})
+        for key, held in waiting.items():
+            pod = held.queued.pod
+            self._unplace(key)
+            self._queue[key] = held.queued
+            self._requeue(held.queued, now, retry=True)
+            text = message
+            if key == first:
+                text = f"rejected due to timeout after waiting {format_duration(held.wait)} at plugin {PLUGIN}"
+            decisions.append(Unschedulable(pod=pod.key, uid=pod.uid, message=text))
+        if waiting:
+            self._generation += 1  # reservations released: other pods may fit now
+        return decisions
+
+    # --- time ---------------------------------------------------------------------------------------------
+
+    def _before_cycle(self, now: float) -> list[Decision]:
+        decisions: list[Decision] = []
+        for group_key in sorted(self._waiting):
+            waiting = self._waiting[group_key]
+            first = min(waiting.values(), key=lambda w: (w.deadline, w.queued.pod.key))
+            if first.deadline <= now:
+                decisions += self._reject_group(group_key, now, "rejection in Unreserve", first.queued.pod.key)
+        for group_key, until in list(self._backoff.items()):
+            if until <= now:
+                del self._backoff[group_key]
+                for key in self._members.get(group_key, ()):
+                    queued = self._queue.get(key)
+                    if queued is not None:
+                        queued.generation = min(queued.generation, self._generation - 1)
+        return decisions
+
+    def next_wakeup(self, now: float) -> float | None:
+        times = [w.deadline for waiting in self._waiting.values() for w in waiting.values()]
+        times += self._backoff.values()
+        base = super().next_wakeup(now)
+        if base is not None:
+            times.append(base)
+        return min(times, default=None)

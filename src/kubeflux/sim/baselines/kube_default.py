@@ -1,0 +1,357 @@
+"""A kube-scheduler-like baseline: PrioritySort, the default filters, LeastAllocated scoring, no gangs.
+
+One scheduling cycle per pod, as kube-scheduler's framework reads: **pop** (queue order: priority, higher
+first; then creation time; then ``namespace/name``), **PreFilter**, **Filter** (NodeUnschedulable,
+TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`), **Score**
+(NodeResourcesFit ``LeastAllocated``), **select**, **assume**, **Permit**, **bind**.
+
+What is kube-scheduler's behaviour here, exactly:
+
+* Filter reasons and the ``0/N nodes are available: …`` message (``FitError.Error()``).
+* ``percentageOfNodesToScore`` (adaptive by default: ``50 − nodes/125`` percent, at least 5 %, at least 100
+  nodes): the filter stops once that many feasible nodes are found, scanning round-robin from where the previous
+  cycle stopped (``nextStartNodeIndex``). Nodes are listed as kube-scheduler's node tree lists them: zones
+  (``topology.kubernetes.io/region``/``zone``) interleaved, each zone in the order its nodes arrived.
+* LeastAllocated: per resource ``(allocatable − requested) × 100 // allocatable`` (0 when over), averaged over
+  cpu and memory with integer division; ``requested`` counts 100m cpu / 200Mi memory for pods that request
+  none (kube-scheduler's ``NonZeroRequested``; applied per pod here, per container in kube-scheduler).
+* The cache counts every pod bound to a node, whichever scheduler bound it, until it is terminal or deleted;
+  pods this scheduler binds are assumed at once.
+* Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released, a
+  pod group changed) and for its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds``
+  and ``podMaxBackoffSeconds``).
+
+Approximations: ties between equally scored nodes go to the first in scan order (or a seeded random choice with
+``seed``) where kube-scheduler picks at random; only LeastAllocated scores (no BalancedAllocation, ImageLocality,
+PreferNoSchedule or preferred affinity scoring); no preemption, so the message has no ``preemption: …`` tail;
+no periodic flush of unschedulable pods (``podMaxInUnschedulablePodsDuration``) since nothing changes without an
+event; the filter is exact and sequential where kube-scheduler's is parallel.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, ResourceList
+from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
+
+__all__ = ["KubeDefaultScheduler", "QueuedPod", "num_feasible_nodes_to_find"]
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_NODE_SCORE = 100
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind``: how many feasible nodes a cycle looks for before scoring.
+
+    Under 100 nodes, all. Otherwise ``percentage_of_nodes_to_score`` percent (0 = adaptive:
+    ``50 − nodes/125``, at least 5 %), and never fewer than 100 nodes.
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = percentage_of_nodes_to_score
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if percentage >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class QueuedPod:
+    """A pending pod this scheduler owns, with its place in the retry state machine.
+
+    ``attempts`` counts failed cycles; after a failure the pod is retried once ``generation`` (the cluster-event
+    counter it last saw) is behind the scheduler's and ``backoff_until`` has passed.
+    """
+
+    pod: Pod
+    attempts: int = 0
+    backoff_until: float = 0.0
+    generation: int = -1
+    """-1: never attempted (eligible at once)."""
+
+
+@dataclass(slots=True)
+class _Placement:
+    uid: str
+    node: str
+    requests: ResourceList
+    group: str | None
+
+
+class KubeDefaultScheduler:
+    """kube-scheduler's default profile, reduced to the plugins that matter for batch workloads.
+
+    ``name`` is the ``schedulerName`` whose pods it places (``default-scheduler`` unless told otherwise).
+    ``percentage_of_nodes_to_score`` 0 is kube-scheduler's adaptive default; ``seed`` makes tie-breaking a seeded
+    random choice instead of "first in scan order". With ``reject_never_fits`` a pod that no node could hold even
+    empty gets a :class:`Reject` instead of repeated :class:`Unschedulable` decisions (kube-scheduler never
+    rejects; this is for simulations that report such jobs as rejected).
+    """
+
+    def __init__(
+        self,
+        name: str = DEFAULT_SCHEDULER,
+        *,
+        percentage_of_nodes_to_score: int = 0,
+        seed: int | None = None,
+        pod_initial_backoff: float = 1.0,
+        pod_max_backoff: float = 10.0,
+        reject_never_fits: bool = False,
+    ) -> None:
+        if not 0 <= percentage_of_nodes_to_score <= 100:
+            raise ValueError(f"percentage_of_nodes_to_score must be within 0..100, got {percentage_of_nodes_to_score}")
+        self.name = name
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.pod_initial_backoff = pod_initial_backoff
+        self.pod_max_backoff = pod_max_backoff
+        self.reject_never_fits = reject_never_fits
+        self._rng = None if seed is None else random.Random(seed)
+        self.nodes = NodeTable()
+        self._placed: dict[str, _Placement] = {}
+        self._queue: dict[str, QueuedPod] = {}
+        self._groups: dict[str, PodGroup] = {}
+        self._group_placed: dict[str, int] = {}
+        self._generation = 1  # so that "one behind" (retry after back-off) is never the -1 of "due now"
+        self._next_start = 0
+        self._active: list[tuple[tuple[int, float, str], int, QueuedPod]] = []
+        self._sequence = 0
+        self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
+
+    # --- the informer side ------------------------------------------------------------------------------
+
+    def observe(self, event: ClusterEvent, now: float) -> None:
+        obj = event.obj
+        if isinstance(obj, Node):
+            if event.kind is EventKind.DELETED:
+                self.nodes.remove_node(obj.name)
+            else:
+                self.nodes.set_node(obj)
+                self._generation += 1
+        elif isinstance(obj, Pod):
+            self._observe_pod(obj, deleted=event.kind is EventKind.DELETED)
+            if event.kind is EventKind.ADDED:
+                self._on_pod_added(obj)
+        else:
+            if event.kind is EventKind.DELETED:
+                self._groups.pop(obj.key, None)
+            else:
+                self._groups[obj.key] = obj
+            self._generation += 1
+
+    def _observe_pod(self, pod: Pod, *, deleted: bool) -> None:
+        key = pod.key
+        gone = deleted or pod.deleted or pod.phase.terminal
+        placed = self._placed.get(key)
+        if placed is not None and (gone or placed.uid != pod.uid or (pod.node_name and pod.node_name != placed.node)):
+            self._unplace(key)
+            self._generation += 1  # resources freed: pods waiting for room may fit now
+            placed = None
+        queued = self._queue.get(key)
+        if queued is not None and (gone or queued.pod.uid != pod.uid or pod.node_name):
+            del self._queue[key]
+            queued = None
+        if gone or placed is None:
+            self._forget_waiting(key)  # a pod held at Permit is assumed (placed); losing either ends the wait
+        if gone:
+            return
+        if pod.node_name:
+            if placed is None:
+                self._place(pod, pod.node_name)
+        elif placed is None and pod.scheduler_name == self.name:
+            if queued is None:
+                self._queue[key] = QueuedPod(pod)
+            else:
+                queued.pod = pod
+        # else: assumed by us and not yet confirmed bound; keep the assumption
+
+    def _on_pod_added(self, pod: Pod) -> None:
+        """Hook for subclasses that requeue on pod arrivals (coscheduling's sibling count)."""
+
+    def _place(self, pod: Pod, node: str) -> None:
+        self._epoch += 1
+        self._placed[pod.key] = _Placement(pod.uid, node, dict(pod.requests), pod.group)
+        self.nodes.add_usage(node, pod.requests, +1)
+        if pod.group is not None:
+            self._group_placed[pod.group] = self._group_placed.get(pod.group, 0) + 1
+
+    def _unplace(self, key: str) -> None:
+        self._epoch += 1
+        placed = self._placed.pop(key)
+        self.nodes.add_usage(placed.node, placed.requests, -1)
+        if placed.group is not None:
+            self._group_placed[placed.group] -= 1
+
+    # --- the scheduling side ----------------------------------------------------------------------------
+
+    def schedule(self, now: float) -> list[Decision]:
+        """Run a scheduling cycle for every pod that is due, in queue order; each pod at most once per call."""
+        self.nodes.refresh()
+        decisions: list[Decision] = self._before_cycle(now)
+        failures: dict[tuple[object, ...], str] = {}
+        attempted: set[str] = set()
+        self._active = [self._entry(q) for q in self._queue.values() if self._due(q, now)]
+        heapq.heapify(self._active)
+        while self._active:
+            queued = heapq.heappop(self._active)[2]
+            key = queued.pod.key
+            if self._queue.get(key) is not queued or key in attempted:
+                continue  # bound or gone as a side effect of an earlier cycle, or a duplicate entry
+            attempted.add(key)
+            decisions.extend(self._schedule_one(queued, now, failures))
+        return decisions
+
+    def _due(self, queued: QueuedPod, now: float) -> bool:
+        return queued.generation < 0 or (queued.generation < self._generation and queued.backoff_until <= now)
+
+    def _entry(self, queued: QueuedPod) -> tuple[tuple[int, float, str], int, QueuedPod]:
+        self._sequence += 1
+        return (self._sort_key(queued.pod), self._sequence, queued)
+
+    def _activate(self, queued: QueuedPod, now: float) -> None:
+        """Move a pod to the active queue now (kube-scheduler's ``PodsToActivate``), or once its back-off ends."""
+        if queued.backoff_until > now:
+            queued.generation = min(queued.generation, self._generation - 1)
+            return
+        queued.generation = -1
+        heapq.heappush(self._active, self._entry(queued))
+
+    def next_wakeup(self, now: float) -> float | None:
+        times = [
+            q.backoff_until for q in self._queue.values() if q.generation < self._generation and q.backoff_until > now
+        ]
+        return min(times, default=None)
+
+    def _before_cycle(self, now: float) -> list[Decision]:
+        """Hook: decisions due before the queue is walked (coscheduling's Permit timeouts)."""
+        return []
+
+    def _sort_key(self, pod: Pod) -> tuple[int, float, str]:
+        """PrioritySort ``Less``: priority (higher first), then arrival, then ``namespace/name``."""
+        return (-pod.priority, pod.creation_time, pod.key)
+
+    def _forget_waiting(self, key: str) -> None:
+        """Hook: a pod left the queue or lost its assumed node while a subclass (Permit) may still hold it."""
+
+    def _schedule_one(self, queued: QueuedPod, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+        """One scheduling cycle. ``failures`` remembers, within one :meth:`schedule` call and until the next
+        placement change (``_epoch``), the message for pods with the same constraints and requests: they fail the
+        same way."""
+        pod = queued.pod
+        pre_filter_message = self._pre_filter(pod, now)
+        if pre_filter_message is not None:
+            message = fit_error_message(len(self.nodes), {}, pre_filter_message=pre_filter_message)
+            return self._fail(queued, now, message, self._post_filter(pod, now))
+        signature = (self._epoch, self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
+        known = failures.get(signature)
+        node = None if known is not None else self._find_node(pod)
+        if node is None:
+            message = known if known is not None else self._fit_error(pod)
+            failures[signature] = message
+            return self._fail(queued, now, message, self._post_filter(pod, now))
+        self._place(pod, node)
+        return self._permit(queued, node, now)
+
+    def _pre_filter(self, pod: Pod, now: float) -> str | None:
+        """Hook: a PreFilter failure message, or None to go on to Filter."""
+        return None
+
+    def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
+        """Hook: PostFilter after a failed Filter: a message to append and decisions for other pods."""
+        return "", []
+
+    def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
+        """Permit: kube-default allows every pod at once."""
+        del self._queue[queued.pod.key]
+        return [Bind(pod=queued.pod.key, uid=queued.pod.uid, node=node)]
+
+    def _fail(self, queued: QueuedPod, now: float, message: str, post: tuple[str, list[Decision]]) -> list[Decision]:
+        pod = queued.pod
+        post_message, others = post
+        if post_message:
+            message = f"{message} {post_message}"
+        self._requeue(queued, now, retry=False)
+        if self.reject_never_fits:
+            reason = never_fits(pod, self.nodes.node_list())
+            if reason is not None:
+                return [*others, Reject(pod=pod.key, uid=pod.uid, message=reason)]
+        return [*others, Unschedulable(pod=pod.key, uid=pod.uid, message=message)]
+
+    def _requeue(self, queued: QueuedPod, now: float, *, retry: bool) -> None:
+        """Back off a failed pod. ``retry``: eligible once the back-off ends (kube-scheduler's backoffQ, for a
+        pod whose failure itself freed resources); otherwise it also waits for a cluster event."""
+        queued.attempts += 1
+        backoff = min(self.pod_initial_backoff * 2 ** (queued.attempts - 1), self.pod_max_backoff)
+        queued.backoff_until = now + backoff
+        queued.generation = self._generation - 1 if retry else self._generation
+
+    # --- Filter and Score over the node arrays -------------------------------------------------------------
+
+    def _find_node(self, pod: Pod) -> str | None:
+        table = self.nodes
+        total = len(table)
+        if total == 0:
+            return None
+        feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
+        start = self._next_start % total
+        rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
+        wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
+        cumulative = np.cumsum(rotated, dtype=np.int64)
+        found = int(cumulative[-1])
+        if found == 0:
+            self._next_start = start  # every node was processed: back where it started
+            return None
+        # kube-scheduler cancels the (parallel) filter when it meets feasible node number wanted + 1; that node
+        # is dropped, and every node before it counts as processed for the next cycle's start.
+        processed = int(np.searchsorted(cumulative, wanted + 1)) if found > wanted else total
+        candidates = (np.flatnonzero(rotated[:processed]) + start) % total
+        self._next_start = (start + processed) % total
+        scores = self._scores(pod, candidates)
+        best = np.flatnonzero(scores == scores.max())
+        choice = int(best[0]) if self._rng is None or len(best) == 1 else int(self._rng.choice(best.tolist()))
+        return table.names[int(candidates[choice])]
+
+    def _scores(self, pod: Pod, candidates: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """NodeResourcesFit LeastAllocated over cpu and memory (weights 1 and 1), as integers 0..100."""
+        table = self.nodes
+        cpu, memory = nonzero_requests(pod.requests)
+        total = _least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
+        total += _least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
+        return total // 2
+
+    def _fit_error(self, pod: Pod) -> str:
+        """Every node's filter reasons, counted into kube-scheduler's message."""
+        table = self.nodes
+        counts: dict[str, int] = {}
+        codes, reasons = table.static_reasons(pod)
+        for code in np.flatnonzero(np.bincount(codes, minlength=len(reasons))):
+            if code:
+                counts[reasons[code]] = int(np.count_nonzero(codes == code))
+        passed = codes == 0
+        if table.has_pod_limit:
+            too_many = int(np.count_nonzero(passed & (table.pod_count + 1 > table.pod_limit)))
+            if too_many:
+                counts[REASON_TOO_MANY_PODS] = too_many
+        if any(amount > 0 for amount in pod.requests.values()):
+            for name, short in table.insufficient(pod.requests):
+                count = int(np.count_nonzero(passed & short))
+                if count:
+                    counts[f"Insufficient {name}"] = count
+        return fit_error_message(len(table), counts)
+
+
+def _least_requested(requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    safe = np.where(capacity == 0, 1, capacity)
+    score = (capacity - requested) * MAX_NODE_SCORE // safe
+    result: npt.NDArray[np.int64] = np.where((capacity == 0) | (requested > capacity), 0, score)
+    return result

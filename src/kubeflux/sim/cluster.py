@@ -1,0 +1,693 @@
+"""The simulated cluster: nodes, pods, Jobs and pod groups living in virtual time, as KWOK models a kubelet.
+
+Pod lifecycle (every transition is a watch event sent to every observer, i.e. every scheduler):
+
+``created`` (Pending, ADDED) → ``bound`` by a scheduler (still Pending, ``node_name`` set, MODIFIED) → after the
+start delay (KWOK's ``pod-ready`` stage: ``delay`` + uniform jitter up to ``jitter``) ``Running`` (MODIFIED) →
+after the run time ``Succeeded`` (exit code 0) or ``Failed`` (non-zero exit code, MODIFIED). Other endings:
+
+* ``activeDeadlineSeconds`` counted from the bind (the kubelet's ``startTime``): ``Failed``, reason
+  ``DeadlineExceeded``, container exit code 137;
+* the kubelet's admission refusing a pod bound to a node without room: ``Failed``, reason ``OutOf<resource>``;
+* the node going down (taint manager eviction, no toleration time): ``Failed``, reason ``NodeLost``, then DELETED;
+* deletion (a user, or a Job controller killing the rest of a failed Job): ``Failed`` unless already finished,
+  then DELETED.
+
+Kubernetes Jobs follow the Job controller: up to ``parallelism`` pods at once until ``completions`` succeeded; a
+failed pod is replaced after a back-off of 10 s doubled per failure since the last success, capped at 6 min; the
+Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs, pod groups, lone pods) end when all
+their pods have ended.
+
+Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and
+``…/jitter-delay``; ``pod-ready.stage.kwok.x-k8s.io/…`` for the start delay), so the same manifests run on KWOK.
+Random draws (jitter, injected failures) are made when a pod is created, from one seeded generator, so every
+scheduler sees the same pods fail.
+
+The cluster never builds Kubernetes JSON per pod; :func:`kubeflux.sim.podstatus.pod_status` derives it on demand.
+Events carry the live :class:`~kubeflux.scheduler.objects.Pod`: an observer reads it during ``observe`` and must
+not change it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kubeflux.scheduler.interface import ClusterEvent, EventKind
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.jobs import SimJob, TemplateTiming, job_records, timing_of
+from kubeflux.sim.records import JobRecord
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+Observer = Callable[[ClusterEvent, float], None]
+
+_ADDED, _MODIFIED, _DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
+_RUNNING, _SUCCEEDED, _FAILED = PodPhase.RUNNING, PodPhase.SUCCEEDED, PodPhase.FAILED
+JOB_BACKOFF_BASE = 10.0
+"""Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
+JOB_BACKOFF_CAP = 360.0
+"""The back-off never exceeds 6 minutes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """How simulated kubelets behave. Delays in seconds; KWOK's jitter is an upper bound: the delay drawn is
+    uniform in ``[delay, max(delay, jitter)]``."""
+
+    start_delay: float = 0.0
+    start_jitter: float = 0.0
+    pod_failure_fraction: float = 0.0
+    """Fraction of pods that crash (the seed's segfault pods) at a uniform point of their run time."""
+    failure_exit_code: int = 139
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.start_delay < 0 or self.start_jitter < 0:
+            raise ValueError("lifecycle: start_delay and start_jitter must be >= 0 seconds")
+        if not 0.0 <= self.pod_failure_fraction <= 1.0:
+            raise ValueError(f"lifecycle: pod_failure_fraction must be in [0, 1], got {self.pod_failure_fraction}")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutage:
+    """``node`` goes down at ``down_at`` (its pods fail and are deleted) and comes back at ``up_at`` (None:
+    never). Times are seconds of virtual time."""
+
+    node: str
+    down_at: float
+    up_at: float | None = None
+
+
+@dataclass(slots=True)
+class KubeEvent:
+    """A Kubernetes Event as kube-scheduler or the kubelet would write it."""
+
+    time: float
+    type: str
+    reason: str
+    object: str
+    message: str
+
+
+class SimPod:
+    """One pod's simulated life: the :class:`Pod` the schedulers see, plus stage times (seconds)."""
+
+    __slots__ = (
+        "bound_at",
+        "container_name",
+        "container_reason",
+        "cores",
+        "cpu",
+        "created_at",
+        "exit_code",
+        "ext",
+        "fail_after",
+        "finished_at",
+        "gpu",
+        "job",
+        "mem",
+        "node_index",
+        "pod",
+        "reason",
+        "run_time",
+        "running_at",
+        "start_delay",
+        "status_message",
+        "timing",
+        "unschedulable_at",
+        "unschedulable_message",
+    )
+
+    def __init__(self, pod: Pod, job: SimJob, timing: TemplateTiming, now: float) -> None:
+        self.pod = pod
+        self.job = job
+        self.timing = timing
+        self.cpu, self.mem, self.gpu, self.ext = timing.cpu, timing.mem, timing.gpu, timing.ext
+        self.created_at = now
+        self.bound_at: float | None = None
+        self.running_at: float | None = None
+        self.finished_at: float | None = None
+        self.unschedulable_at: float | None = None
+        self.unschedulable_message = ""
+        self.node_index = -1
+        self.cores: list[int] = []
+        self.run_time = timing.run_time
+        self.start_delay = timing.start_delay
+        self.fail_after: float | None = None
+        self.exit_code = timing.exit_code
+        self.reason = ""
+        self.status_message = ""
+        self.container_reason = ""
+        self.container_name = timing.container_name
+
+
+class Cluster:
+    """Nodes and pods in virtual time on an :class:`EventLoop`. See the module docstring for the lifecycle."""
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        nodes: Iterable[Node],
+        lifecycle: Lifecycle | None = None,
+        *,
+        primary_scheduler: str = "default-scheduler",
+        workload_name: str = "",
+        keep_events: bool = False,
+    ) -> None:
+        self.loop = loop
+        self.lifecycle = lifecycle or Lifecycle()
+        self.primary_scheduler = primary_scheduler
+        """The ``schedulerName`` given to pods whose template leaves it empty (the scheduler under test)."""
+        self.workload_name = workload_name
+        self.keep_events = keep_events
+        self.kube_events: list[KubeEvent] = []
+        self.event_counts: dict[str, int] = {}
+        self.problems: list[str] = []
+        self.nodes: list[Node] = []
+        self.node_index: dict[str, int] = {}
+        self._free_cpu: list[int] = []
+        self._free_mem: list[int] = []
+        self._free_gpu: list[int] = []
+        self._free_ext: list[dict[str, int]] = []
+        self._free_cores: list[list[int] | None] = []
+        self._core_offset: list[int] = []
+        self.total_cores = 0
+        for node in nodes:
+            self._add_node(node)
+        self.pods: dict[str, SimPod] = {}
+        self.jobs: list[SimJob] = []
+        self.groups: dict[str, PodGroup] = {}
+        self._observers: list[Observer] = []
+        self._rng = random.Random(self.lifecycle.seed)
+        self._timings: dict[int, TemplateTiming] = {}
+        self.used_mcpu = 0
+        self.pending_jobs = 0
+        self.pods_bound = 0
+        self.events_emitted = 0
+        self.utilization_series: list[tuple[float, int]] = []
+        self.queue_series: list[tuple[float, int]] = []
+
+    # -- nodes -----------------------------------------------------------------------------------------------
+    def _add_node(self, node: Node) -> None:
+        if node.name in self.node_index:
+            raise ValueError(f"node {node.name!r}: duplicate name")
+        for res, amount in node.allocatable.items():
+            if not isinstance(amount, int) or amount < 0:
+                raise ValueError(f"node {node.name!r}: allocatable[{res!r}] must be a non-negative integer")
+        self.node_index[node.name] = len(self.nodes)
+        self.nodes.append(node)
+        alloc = node.allocatable
+        self._free_cpu.append(alloc.get(CPU, 0))
+        self._free_mem.append(alloc.get(MEMORY, 0))
+        self._free_gpu.append(alloc.get(GPU, 0))
+        self._free_ext.append({k: v for k, v in alloc.items() if k not in (CPU, MEMORY, GPU, "pods")})
+        self._free_cores.append(None)
+        self._core_offset.append(self.total_cores)
+        self.total_cores += alloc.get(CPU, 0) // 1000
+
+    def subscribe(self, observer: Observer) -> None:
+        """Send every later watch event to ``observer(event, now)``."""
+        self._observers.append(observer)
+
+    def announce_nodes(self) -> None:
+        """Emit ADDED for every node (call once, after the observers subscribed)."""
+        for node in self.nodes:
+            self._emit(_ADDED, node)
+
+    def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+        self.events_emitted += 1
+        if self._observers:
+            event = ClusterEvent(kind, obj)
+            now = self.loop.now
+            for observe in self._observers:
+                observe(event, now)
+
+    def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
+        self.event_counts[reason] = self.event_counts.get(reason, 0) + 1
+        if self.keep_events:
+            self.kube_events.append(KubeEvent(self.loop.now, type_, reason, obj, message))
+
+    def _node(self, name: str) -> Node:
+        try:
+            return self.nodes[self.node_index[name]]
+        except KeyError:
+            raise KeyError(f"node {name!r} does not exist") from None
+
+    def cordon(self, name: str, unschedulable: bool = True) -> None:
+        """``kubectl cordon`` (or ``uncordon`` with ``unschedulable=False``) at the current time."""
+        node = self._node(name)
+        if node.unschedulable != unschedulable:
+            node.unschedulable = unschedulable
+            self._emit(_MODIFIED, node)
+
+    def node_down(self, name: str) -> None:
+        """The node stops reporting: NotReady, and its pods are evicted at once (Failed ``NodeLost``, deleted)."""
+        node = self._node(name)
+        if not node.ready:
+            return
+        node.ready = False
+        self._emit(_MODIFIED, node)
+        index = self.node_index[name]
+        victims = [sp for sp in self.pods.values() if sp.node_index == index and sp.finished_at is None]
+        for sp in victims:
+            self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} which was running pod is unresponsive")
+            self._remove(sp)
+
+    def node_up(self, name: str) -> None:
+        node = self._node(name)
+        if not node.ready:
+            node.ready = True
+            self._emit(_MODIFIED, node)
+
+    def schedule_outage(self, outage: NodeOutage) -> None:
+        self._node(outage.node)
+        self.loop.schedule(outage.down_at, Priority.NODE, self._outage_down, outage.node)
+        if outage.up_at is not None:
+            if outage.up_at < outage.down_at:
+                raise ValueError(f"outage of {outage.node!r}: up_at precedes down_at")
+            self.loop.schedule(outage.up_at, Priority.NODE, self._outage_up, outage.node)
+
+    def _outage_down(self, name: str) -> None:
+        self.node_down(name)
+
+    def _outage_up(self, name: str) -> None:
+        self.node_up(name)
+
+    # -- submission --------------------------------------------------------------------------------------------
+    def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
+        """Create the job's objects now: its PodGroup (when a gang), then its pods (a Job: the first wave)."""
+        job = SimJob(wjob, len(self.jobs), self.loop.now if submit_time is None else submit_time)
+        self.jobs.append(job)
+        if wjob.rejected:
+            job.reject(wjob.rejected, self.loop.now)
+            return job
+        try:
+            job.timings = [self._timing(t, wjob) for t in wjob.pods]
+        except ValueError as exc:
+            self.problems.append(str(exc))
+            job.reject(str(exc), self.loop.now)
+            return job
+        if not wjob.pods:
+            job.reject(f"job {wjob.id}: no pods", self.loop.now)
+            return job
+        self.pending_jobs += 1
+        self._sample_queue()
+        if wjob.min_member > 0:
+            group = PodGroup(
+                wjob.namespace,
+                wjob.name,
+                wjob.min_member,
+                wjob.schedule_timeout_seconds,
+                self.loop.now,
+                f"pg-{job.index}",
+            )
+            job.group_key = group.key
+            self.groups[group.key] = group
+            self._emit(_ADDED, group)
+        if wjob.kind is JobKind.JOB:
+            if wjob.active_deadline_seconds is not None:
+                self.loop.schedule(
+                    self.loop.now + wjob.active_deadline_seconds, Priority.RELEASE, self._job_deadline, job
+                )
+            self._job_fill(job)
+        else:
+            for i, timing in enumerate(job.timings):
+                self._create_pod(job, timing, wjob.pods[i].name)
+        return job
+
+    def _timing(self, template: PodTemplate, wjob: WorkloadJob) -> TemplateTiming:
+        key = id(template)
+        timing = self._timings.get(key)
+        if timing is None or timing.template is not template:
+            labels = template.labels
+            if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
+                labels = {**labels, POD_GROUP_LABEL: wjob.name}
+            if wjob.kind is JobKind.JOB:
+                labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
+            timing = timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
+            self._timings[key] = timing
+        return timing
+
+    def _create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
+        wjob = job.wjob
+        now = self.loop.now
+        t = timing.template
+        pod = Pod(
+            wjob.namespace,
+            name,
+            f"{job.index}-{job.created}",
+            timing.scheduler_name,
+            t.priority,
+            now,
+            t.requests,
+            timing.labels,
+            timing.annotations,
+            t.node_selector,
+            t.tolerations,
+            t.required_node_affinity,
+            "",
+            PodPhase.PENDING,
+            False,
+            t.active_deadline_seconds,
+            timing.owner,
+            t.manifest,
+        )
+        key = pod.key
+        if key in self.pods:
+            message = f"job {wjob.id}: pod {key} already exists"
+            self.problems.append(message)
+            if not job.rejected_reason and job.first_bind is None:
+                self.pending_jobs -= 1
+                self._sample_queue()
+            job.reject(message, now)
+            return
+        sp = SimPod(pod, job, timing, now)
+        lc = self.lifecycle
+        if timing.start_jitter > timing.start_delay:
+            sp.start_delay = self._rng.uniform(timing.start_delay, timing.start_jitter)
+        if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
+            sp.run_time = self._rng.uniform(sp.run_time, timing.run_jitter)
+        if lc.pod_failure_fraction > 0.0 and self._rng.random() < lc.pod_failure_fraction:
+            sp.fail_after = (sp.run_time or 0.0) * self._rng.random()
+            sp.exit_code = lc.failure_exit_code
+        job.created += 1
+        job.active += 1
+        job.pods.append(sp)
+        self.pods[key] = sp
+        self._emit(_ADDED, pod)
+
+    # -- scheduler decisions -----------------------------------------------------------------------------------
+    def bind(self, key: str, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
+        """Apply a Binding. Returns "" on success, else why the API server refused it (the pod stays Pending)."""
+        sp = self.pods.get(key)
+        if sp is None or (uid and sp.pod.uid != uid):
+            return f"pods {key!r} not found"
+        pod = sp.pod
+        if pod.node_name or pod.deleted:
+            return f"pod {key} is already assigned to node {pod.node_name!r}" if pod.node_name else "pod is deleted"
+        index = self.node_index.get(node_name)
+        if index is None:
+            return f"nodes {node_name!r} not found"
+        now = self.loop.now
+        if annotations:
+            pod.annotations = {**pod.annotations, **annotations}
+        pod.node_name = node_name
+        sp.node_index = index
+        sp.bound_at = now
+        self.pods_bound += 1
+        job = sp.job
+        if job.first_bind is None:
+            job.first_bind = now
+            self.pending_jobs -= 1
+            self._sample_queue()
+        job.last_bind = now
+        self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
+        self._emit(_MODIFIED, pod)
+        short = self._admit(sp, index)
+        if short:
+            message = f"Pod was rejected: Node didn't have enough resource: {short}"
+            self._end(sp, _FAILED, 0, "", f"OutOf{short}", message)
+            self.record_event("Warning", f"OutOf{short}", key, message)
+            return ""
+        if not self.nodes[index].ready:
+            node = self.nodes[index]
+            self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {node.name} which was running pod is unresponsive")
+            self._remove(sp)
+            return ""
+        if pod.active_deadline_seconds is not None:
+            self.loop.schedule(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
+        if sp.start_delay > 0.0:
+            self.loop.schedule(now + sp.start_delay, Priority.STAGE, self._start, sp)
+        else:
+            self._start(sp)  # KWOK's fast pod-ready stage: Running at the bind's time point
+        return ""
+
+    def _admit(self, sp: SimPod, index: int) -> str:
+        """The kubelet's admission: take the pod's requests from the node, or name the resource that is short."""
+        fc, fm, fg = self._free_cpu, self._free_mem, self._free_gpu
+        if sp.cpu > fc[index]:
+            return "cpu"
+        if sp.mem > fm[index]:
+            return "memory"
+        if sp.gpu > fg[index]:
+            return GPU
+        ext = sp.ext
+        if ext:
+            free = self._free_ext[index]
+            for res, amount in ext.items():
+                if amount > free.get(res, 0):
+                    return res
+            for res, amount in ext.items():
+                free[res] = free.get(res, 0) - amount
+        fc[index] -= sp.cpu
+        fm[index] -= sp.mem
+        fg[index] -= sp.gpu
+        self.used_mcpu += sp.cpu
+        want = sp.cpu // 1000
+        if want:
+            cores = self._free_cores[index]
+            if cores is None:
+                offset = self._core_offset[index]
+                cores = list(range(offset + self.nodes[index].allocatable.get(CPU, 0) // 1000 - 1, offset - 1, -1))
+                self._free_cores[index] = cores
+            take = min(want, len(cores))
+            sp.cores = cores[-take:]
+            del cores[-take:]
+        self._sample_utilization()
+        return ""
+
+    def _release(self, sp: SimPod) -> None:
+        index = sp.node_index
+        self._free_cpu[index] += sp.cpu
+        self._free_mem[index] += sp.mem
+        self._free_gpu[index] += sp.gpu
+        if sp.ext:
+            free = self._free_ext[index]
+            for res, amount in sp.ext.items():
+                free[res] = free.get(res, 0) + amount
+        if sp.cores:
+            cores = self._free_cores[index]
+            assert cores is not None
+            cores.extend(sp.cores)
+            cores.sort(reverse=True)
+        self.used_mcpu -= sp.cpu
+        self._sample_utilization()
+
+    def mark_unschedulable(self, key: str, uid: str, message: str, scheduler: str = "") -> None:
+        """``PodScheduled=False`` with reason ``Unschedulable`` and a ``FailedScheduling`` event."""
+        sp = self.pods.get(key)
+        if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
+            return
+        if sp.unschedulable_at is None:
+            sp.unschedulable_at = self.loop.now
+        elif sp.unschedulable_message == message:
+            self.record_event("Warning", "FailedScheduling", key, message)
+            return
+        sp.unschedulable_message = message
+        self.record_event("Warning", "FailedScheduling", key, message)
+        self._emit(_MODIFIED, sp.pod)
+
+    def reject(self, key: str, uid: str, message: str) -> None:
+        """The scheduler says the pod can never run: it stays Pending, Unschedulable; its job is REJECTED."""
+        sp = self.pods.get(key)
+        if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
+            return
+        self.mark_unschedulable(key, uid, message)
+        if not sp.job.rejected_reason:
+            sp.job.rejected_reason = message
+            self.pending_jobs -= 1
+            self._sample_queue()
+
+    def delete_pod(self, key: str) -> None:
+        """Delete a pod now (a user's ``kubectl delete``): a running pod is killed (exit 137) and counts as failed."""
+        sp = self.pods.get(key)
+        if sp is None:
+            raise KeyError(f"pods {key!r} not found")
+        if sp.finished_at is None:
+            self._end(sp, _FAILED, 137, "Error", "Deleted", "")
+        self._remove(sp)
+
+    # -- kubelet stages ----------------------------------------------------------------------------------------
+    def _start(self, sp: SimPod) -> None:
+        if sp.finished_at is not None:
+            return
+        now = self.loop.now
+        sp.running_at = now
+        sp.pod.phase = _RUNNING
+        job = sp.job
+        job.running_started += 1
+        if job.start is None and job.running_started >= job.start_quorum:
+            job.start = now
+        self._emit(_MODIFIED, sp.pod)
+        walltime = sp.timing.walltime_kill
+        if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
+            self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
+        elif walltime is not None and (sp.run_time is None or sp.run_time > walltime):
+            self.loop.schedule(now + walltime, Priority.RELEASE, self._walltime, sp)
+        elif sp.run_time is not None:
+            self.loop.schedule(now + sp.run_time, Priority.RELEASE, self._complete, sp)
+
+    def _complete(self, sp: SimPod) -> None:
+        if sp.finished_at is None:
+            code = sp.exit_code
+            self._end(sp, _SUCCEEDED if code == 0 else _FAILED, code, "Completed" if code == 0 else "Error", "", "")
+
+    def _crash(self, sp: SimPod) -> None:
+        if sp.finished_at is None:
+            self._end(sp, _FAILED, sp.exit_code, "Error", "", "")
+
+    def _walltime(self, sp: SimPod) -> None:
+        """A trace job reached its requested time: killed, as Batsim kills it (``COMPLETED_WALLTIME_REACHED``)."""
+        if sp.finished_at is None:
+            self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", "walltime reached")
+
+    def _deadline(self, sp: SimPod) -> None:
+        if sp.finished_at is None:
+            message = "Pod was active on the node longer than the specified deadline"
+            self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", message)
+            self.record_event("Normal", "DeadlineExceeded", sp.pod.key, message)
+
+    def _end(self, sp: SimPod, phase: PodPhase, code: int, container_reason: str, reason: str, message: str) -> None:
+        """The pod reached a terminal phase: free its resources, tell the observers, update its job."""
+        now = self.loop.now
+        sp.finished_at = now
+        sp.exit_code = code
+        sp.container_reason = container_reason
+        sp.reason = reason
+        sp.status_message = message
+        pod = sp.pod
+        pod.phase = phase
+        if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
+            self._release(sp)
+        self._emit(_MODIFIED, pod)
+        job = sp.job
+        job.active -= 1
+        if phase is _SUCCEEDED:
+            job.succeeded += 1
+            job.fail_streak = 0
+        else:
+            job.failed += 1
+            job.fail_streak += 1
+            job.last_failure = now
+            if reason == "DeadlineExceeded":
+                job.deadline_hits += 1
+            elif reason:
+                job.killed += 1
+        if job.finish is not None:
+            return
+        if job.wjob.kind is JobKind.JOB:
+            self._job_pod_ended(job)
+        elif job.active == 0:
+            self._finish_job(job)
+
+    def _remove(self, sp: SimPod) -> None:
+        pod = sp.pod
+        if not pod.deleted:
+            pod.deleted = True
+            self.pods.pop(pod.key, None)
+            self._emit(_DELETED, pod)
+
+    # -- the Job controller -----------------------------------------------------------------------------------
+    def _job_pod_ended(self, job: SimJob) -> None:
+        wjob = job.wjob
+        if job.succeeded >= wjob.completions:
+            self._finish_job(job)
+        elif job.failed > wjob.backoff_limit:
+            self._fail_job(job, "BackoffLimitExceeded")
+        else:
+            self._job_fill(job)
+
+    def _job_fill(self, job: SimJob | None = None) -> None:
+        """Create the pods a Job lacks, after the back-off when pods have failed since the last success."""
+        assert job is not None
+        if job.finish is not None:
+            return
+        now = self.loop.now
+        if job.fail_streak > 0:
+            at = job.last_failure + min(JOB_BACKOFF_BASE * 2 ** (job.fail_streak - 1), JOB_BACKOFF_CAP)
+            if at > now:
+                if job.fill_at != at:
+                    job.fill_at = at
+                    self.loop.schedule(at, Priority.STAGE, self._job_fill, job)
+                return
+        wjob = job.wjob
+        want = min(wjob.parallelism, wjob.completions - job.succeeded) - job.active
+        for _ in range(want):
+            if job.fail_streak > 0:
+                job.retries += 1
+            self._create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
+
+    def _fail_job(self, job: SimJob, reason: str) -> None:
+        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""
+        job.failed_reason = reason
+        self._finish_job(job)
+        for sp in [p for p in job.pods if p.finished_at is None or not p.pod.deleted]:
+            if sp.finished_at is None:
+                self._end(sp, _FAILED, 137, "Error", reason if reason == "DeadlineExceeded" else "Deleted", "")
+                self._remove(sp)
+
+    def _job_deadline(self, job: SimJob) -> None:
+        if job.finish is None:
+            self._fail_job(job, "DeadlineExceeded")
+            self.record_event(
+                "Warning",
+                "DeadlineExceeded",
+                f"{job.wjob.namespace}/{job.wjob.name}",
+                "Job was active longer than specified deadline",
+            )
+
+    def _finish_job(self, job: SimJob) -> None:
+        job.finish = self.loop.now
+        if job.first_bind is None and not job.rejected_reason:
+            self.pending_jobs -= 1
+            self._sample_queue()
+        group = self.groups.get(job.group_key) if job.group_key else None
+        if group is not None:
+            self._emit(_MODIFIED, group)
+
+    # -- series and records ------------------------------------------------------------------------------------
+    def _sample_utilization(self) -> None:
+        series = self.utilization_series
+        now = self.loop.now
+        cores = self.used_mcpu // 1000
+        if series and series[-1][0] == now:
+            series[-1] = (now, cores)
+        else:
+            series.append((now, cores))
+
+    def _sample_queue(self) -> None:
+        series = self.queue_series
+        now = self.loop.now
+        if series and series[-1][0] == now:
+            series[-1] = (now, self.pending_jobs)
+        else:
+            series.append((now, self.pending_jobs))
+
+    def job_records(self) -> list[JobRecord]:
+        """One :class:`JobRecord` per submitted job, in submission order."""
+        return job_records(self.jobs, self.workload_name)
+
+    def free(self, node: str) -> dict[str, int]:
+        """What is left on ``node`` (allocatable minus the requests of its bound, unfinished pods)."""
+        i = self._node_index_checked(node)
+        return {CPU: self._free_cpu[i], MEMORY: self._free_mem[i], GPU: self._free_gpu[i], **self._free_ext[i]}
+
+    def _node_index_checked(self, node: str) -> int:
+        self._node(node)
+        return self.node_index[node]
+
+    def pod(self, key: str) -> SimPod:
+        """The pod ``namespace/name``, including finished pods that were not deleted."""
+        sp = self.pods.get(key)
+        if sp is None:
+            for job in self.jobs:
+                for candidate in job.pods:
+                    if candidate.pod.key == key:
+                        return candidate
+            raise KeyError(f"pods {key!r} not found")
+        return sp
+
+
+__all__ = ["Cluster", "KubeEvent", "Lifecycle", "NodeOutage", "Observer", "SimPod"]

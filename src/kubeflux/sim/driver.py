@@ -1,0 +1,207 @@
+"""The simulation driver: the thin shell that runs scheduler cores against the simulated cluster in virtual time.
+
+One run:
+
+1. Virtual time 0 is the first submission: a job submitted at ``s`` arrives at ``s - first``.
+2. The loop takes one time point at a time (:meth:`EventLoop.run_time_point`): pod endings, node changes,
+   lifecycle stages and arrivals at that time, in the tie order of :mod:`kubeflux.sim.clock`. Every change is
+   sent at once, as a watch event, to every scheduler's ``observe`` (each scheduler sees every pod).
+3. Then each scheduler, in the order of the mapping, is asked ``schedule(now)`` once, and its decisions are
+   applied before the next one is asked: :class:`Bind` binds the pod (Running after the start delay),
+   :class:`Unschedulable` sets ``PodScheduled=False/Unschedulable`` and records ``FailedScheduling``,
+   :class:`Reject` leaves the pod Pending and marks its job REJECTED.
+4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
+
+The run ends when nothing but wake-ups is left and a wake-up pass bound nothing, or at ``until``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubeflux.scheduler.interface import Bind, Reject, Scheduler, Unschedulable
+from kubeflux.scheduler.objects import Node, PodPhase
+from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
+from kubeflux.sim.records import RunRecord
+from kubeflux.sim.workloads.model import Workload, WorkloadJob
+
+Progress = Callable[[float, int], None]
+"""``progress(now, jobs_submitted)``, called every few thousand time points."""
+
+
+@dataclass(slots=True)
+class SimulationOptions:
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    outages: Sequence[NodeOutage] = ()
+    until: float | None = None
+    """Stop at this virtual time (seconds from the first submission); None runs until nothing is left to do."""
+    keep_events: bool = False
+    """Keep every Kubernetes Event (Scheduled, FailedScheduling …) in :attr:`Cluster.kube_events`."""
+
+
+class Simulation:
+    """One workload on one cluster under one or more schedulers.
+
+    ``schedulers`` maps a ``schedulerName`` to the core that owns pods naming it; ``primary`` (default: the first
+    key) is the name given to pods whose template leaves it empty, i.e. the scheduler under test, and ``label``
+    the name written in the :class:`RunRecord` (default: ``primary``).
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        nodes: Sequence[Node],
+        schedulers: Mapping[str, Scheduler],
+        *,
+        primary: str | None = None,
+        label: str | None = None,
+        options: SimulationOptions | None = None,
+    ) -> None:
+        if not schedulers:
+            raise ValueError("schedulers: at least one scheduler is needed")
+        self.workload = workload
+        self.schedulers = dict(schedulers)
+        self.primary = primary if primary is not None else next(iter(self.schedulers))
+        if self.primary not in self.schedulers:
+            raise ValueError(f"primary: no scheduler named {self.primary!r} (have {sorted(self.schedulers)})")
+        self.label = label or self.primary
+        self.options = options or SimulationOptions()
+        self.loop = EventLoop()
+        self.cluster = Cluster(
+            self.loop,
+            nodes,
+            self.options.lifecycle,
+            primary_scheduler=self.primary,
+            workload_name=workload.name,
+            keep_events=self.options.keep_events,
+        )
+        for scheduler in self.schedulers.values():
+            self.cluster.subscribe(scheduler.observe)
+        self._order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
+        self._t0 = self._order[0].submit_time if self._order else 0.0
+        self._next_arrival = 0
+        self._wakeups: dict[str, float] = {}
+        self._wakeups_pending = 0
+        self.problems: list[str] = list(workload.problems)
+
+    # -- arrivals ---------------------------------------------------------------------------------------------
+    def _arrive(self, job: WorkloadJob) -> None:
+        self.cluster.submit(job, job.submit_time - self._t0)
+        self._next_arrival += 1
+        if self._next_arrival < len(self._order):
+            nxt = self._order[self._next_arrival]
+            self.loop.schedule(nxt.submit_time - self._t0, Priority.ARRIVAL, self._arrive, nxt)
+
+    def _wake(self, name: str) -> None:
+        self._wakeups_pending -= 1
+        if self._wakeups.get(name) == self.loop.now:
+            del self._wakeups[name]
+
+    # -- the run -------------------------------------------------------------------------------------------------
+    def run(self, progress: Progress | None = None) -> RunRecord:
+        """Simulate to the end and return the run's records."""
+        started = time.perf_counter()
+        loop, cluster = self.loop, self.cluster
+        for outage in self.options.outages:
+            cluster.schedule_outage(outage)
+        cluster.announce_nodes()
+        if self._order:
+            first = self._order[0]
+            loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
+        until = self.options.until
+        schedulers = list(self.schedulers.items())
+        points = 0
+        while len(loop):
+            if until is not None and loop.peek() > until:
+                loop.now = until
+                break
+            now = loop.run_time_point()
+            bound = 0
+            for name, scheduler in schedulers:
+                decisions = scheduler.schedule(now)
+                if decisions:
+                    bound += self._apply(name, decisions)
+                wake = scheduler.next_wakeup(now)
+                if wake is not None and wake > now and self._wakeups.get(name) != wake:
+                    self._wakeups[name] = wake
+                    self._wakeups_pending += 1
+                    loop.schedule(wake, Priority.WAKEUP, self._wake, name)
+            if len(loop) == self._wakeups_pending and not bound:
+                break
+            points += 1
+            if progress is not None and not points & 4095:
+                progress(now, self._next_arrival)
+        if progress is not None:
+            progress(loop.now, self._next_arrival)
+        self._report_orphans()
+        return RunRecord(
+            scheduler=self.label,
+            workload_name=self.workload.name,
+            jobs=cluster.job_records(),
+            total_cores=cluster.total_cores,
+            wall_seconds=time.perf_counter() - started,
+            pods_bound=cluster.pods_bound,
+            events=cluster.events_emitted,
+            utilization_series=cluster.utilization_series,
+            queue_series=cluster.queue_series,
+            problems=self.problems + cluster.problems,
+        )
+
+    def _apply(self, name: str, decisions: list[Bind | Unschedulable | Reject]) -> int:
+        """Apply one scheduler's decisions; returns how many pods were bound."""
+        cluster = self.cluster
+        pods = cluster.pods
+        bound = 0
+        for decision in decisions:
+            sp = pods.get(decision.pod)
+            if sp is None:
+                continue  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
+            if sp.pod.scheduler_name != name:
+                self.problems.append(
+                    f"scheduler {name!r} decided for pod {decision.pod} owned by {sp.pod.scheduler_name!r}"
+                )
+                continue
+            if type(decision) is Bind:
+                error = cluster.bind(decision.pod, decision.uid, decision.node, decision.annotations)
+                if error:
+                    cluster.record_event("Warning", "FailedBinding", decision.pod, error)
+                else:
+                    bound += 1
+            elif type(decision) is Unschedulable:
+                cluster.mark_unschedulable(decision.pod, decision.uid, decision.message)
+            elif type(decision) is Reject:
+                cluster.reject(decision.pod, decision.uid, decision.message)
+        return bound
+
+    def _report_orphans(self) -> None:
+        missing: dict[str, int] = {}
+        for sp in self.cluster.pods.values():
+            if (
+                sp.pod.phase is PodPhase.PENDING
+                and sp.bound_at is None
+                and sp.pod.scheduler_name not in self.schedulers
+            ):
+                missing[sp.pod.scheduler_name] = missing.get(sp.pod.scheduler_name, 0) + 1
+        for name, count in sorted(missing.items()):
+            self.problems.append(f"{count} pod(s) name schedulerName {name!r}, which no scheduler in this run owns")
+
+
+def simulate(
+    workload: Workload,
+    nodes: Sequence[Node],
+    schedulers: Mapping[str, Scheduler],
+    *,
+    primary: str | None = None,
+    label: str | None = None,
+    options: SimulationOptions | None = None,
+    progress: Progress | None = None,
+) -> RunRecord:
+    """Build a :class:`Simulation` and run it."""
+    sim = Simulation(workload, nodes, schedulers, primary=primary, label=label, options=options)
+    return sim.run(progress)
+
+
+__all__ = ["Progress", "Simulation", "SimulationOptions", "simulate"]

@@ -1,0 +1,257 @@
+"""Per-job bookkeeping of the simulated cluster, pod timing read from templates and KWOK annotations, and the
+conversion of a finished simulation into :class:`~kubeflux.sim.records.JobRecord` rows."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION
+from kubeflux.sim.records import FinalState, JobRecord
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+if TYPE_CHECKING:
+    from kubeflux.sim.cluster import Lifecycle, SimPod
+
+READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
+READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
+COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
+COMPLETE_JITTER = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (``"90s"``, ``"1h30m"``, ``"1.5h"``, ``"250ms"``) in seconds, as KWOK's ``durationFrom``
+    reads it. Raises ValueError on anything else."""
+    value = text.strip()
+    if value in ("0", ""):
+        if value == "":
+            raise ValueError("empty duration")
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(value):
+        match = _DURATION_PART.match(value, pos)
+        if match is None:
+            raise ValueError(f"bad duration {text!r} (expected a Go duration such as '90s' or '1h30m')")
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    return total
+
+
+@dataclass(slots=True)
+class TemplateTiming:
+    """What the cluster needs of a pod template, read once per template: requests in canonical units, delays
+    and run time in seconds, labels with the group/Job labels added."""
+
+    template: PodTemplate
+    cpu: int
+    mem: int
+    gpu: int
+    ext: dict[str, int] | None
+    run_time: float | None
+    run_jitter: float | None
+    start_delay: float
+    start_jitter: float
+    exit_code: int
+    walltime_kill: float | None
+    """Trace jobs: seconds after Running at which the pod is killed (the requested time), as Batsim does."""
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    scheduler_name: str
+    owner: str
+    container_name: str
+
+
+def _annotation_seconds(template: PodTemplate, key: str, where: str) -> float | None:
+    raw = template.annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError as exc:
+        raise ValueError(f"{where}: annotation {key}: {exc}") from None
+
+
+def timing_of(
+    template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, labels: dict[str, str], primary: str
+) -> TemplateTiming:
+    """Validate a template and read its timing; KWOK's annotations take precedence over the template's run time
+    and the lifecycle's start delay. Raises ValueError naming the job, pod and field."""
+    where = f"{wjob.source or 'job ' + wjob.id}: pod {template.name!r}"
+    for res, amount in template.requests.items():
+        if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+            raise ValueError(f"{where}: requests[{res!r}] must be a non-negative integer, got {amount!r}")
+    run_time = template.run_time
+    start_delay, start_jitter, run_jitter = lifecycle.start_delay, lifecycle.start_jitter, template.run_time_jitter
+    if template.annotations:  # KWOK's stage annotations, when the pod came from a manifest
+        complete = _annotation_seconds(template, COMPLETE_DELAY, where)
+        run_time = run_time if complete is None else complete
+        ready = _annotation_seconds(template, READY_DELAY, where)
+        start_delay = start_delay if ready is None else ready
+        ready_jitter = _annotation_seconds(template, READY_JITTER, where)
+        start_jitter = start_jitter if ready_jitter is None else ready_jitter
+        complete_jitter = _annotation_seconds(template, COMPLETE_JITTER, where)
+        run_jitter = run_jitter if complete_jitter is None else complete_jitter
+    if run_time is not None and run_time < 0:
+        raise ValueError(f"{where}: run_time must be >= 0 seconds, got {run_time}")
+    walltime = wjob.requested_time if wjob.requested_time > 0 else run_time
+    annotations = template.annotations
+    if walltime is not None and WALLTIME_ANNOTATION not in annotations:
+        annotations = {**annotations, WALLTIME_ANNOTATION: f"{walltime:g}"}
+    requests = template.requests
+    ext = None
+    if len(requests) > 1 or CPU not in requests:
+        ext = {k: v for k, v in requests.items() if k not in (CPU, MEMORY, GPU, "pods")} or None
+    container_name = "main"
+    manifest: Any = template.manifest
+    if manifest is not None and isinstance(manifest, dict):
+        spec = manifest.get("spec", {})
+        if isinstance(spec, dict) and "template" in spec:
+            spec = spec["template"].get("spec", {}) if isinstance(spec["template"], dict) else {}
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        if isinstance(containers, list) and containers and isinstance(containers[0], dict):
+            container_name = str(containers[0].get("name", "main"))
+    return TemplateTiming(
+        template=template,
+        cpu=template.requests.get(CPU, 0),
+        mem=template.requests.get(MEMORY, 0),
+        gpu=template.requests.get(GPU, 0),
+        ext=ext,
+        run_time=run_time,
+        run_jitter=run_jitter,
+        start_delay=start_delay,
+        start_jitter=start_jitter,
+        exit_code=template.exit_code,
+        walltime_kill=wjob.requested_time if wjob.kind is JobKind.TRACE and wjob.requested_time > 0 else None,
+        labels=labels,
+        annotations=annotations,
+        scheduler_name=template.scheduler_name or primary,
+        owner=f"Job/{wjob.name}" if wjob.kind is JobKind.JOB else "",
+        container_name=container_name,
+    )
+
+
+class SimJob:
+    """One workload job in the cluster: its pods (all attempts) and the times the metrics need (seconds)."""
+
+    __slots__ = (
+        "active",
+        "created",
+        "deadline_hits",
+        "fail_streak",
+        "failed",
+        "failed_reason",
+        "fill_at",
+        "finish",
+        "first_bind",
+        "group_key",
+        "index",
+        "killed",
+        "last_bind",
+        "last_failure",
+        "pods",
+        "rejected_reason",
+        "retries",
+        "running_started",
+        "start",
+        "start_quorum",
+        "submit",
+        "succeeded",
+        "timings",
+        "wjob",
+    )
+
+    def __init__(self, wjob: WorkloadJob, index: int, submit: float) -> None:
+        self.wjob = wjob
+        self.index = index
+        self.submit = submit
+        self.pods: list[SimPod] = []
+        self.timings: list[TemplateTiming] = []
+        self.created = self.active = self.succeeded = self.failed = 0
+        self.fail_streak = self.retries = self.running_started = 0
+        self.deadline_hits = self.killed = 0
+        self.last_failure = 0.0
+        self.fill_at = -1.0
+        gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not JobKind.JOB else 0
+        self.start_quorum = max(gang, 1)
+        self.start: float | None = None
+        self.finish: float | None = None
+        self.first_bind: float | None = None
+        self.last_bind: float | None = None
+        self.group_key = ""
+        self.rejected_reason = ""
+        self.failed_reason = ""
+
+    def reject(self, reason: str, now: float) -> None:
+        self.rejected_reason = reason
+
+    def final_state(self) -> FinalState:
+        if self.rejected_reason and self.first_bind is None:
+            return FinalState.REJECTED
+        if self.finish is None:
+            return FinalState.NOT_FINISHED
+        if self.failed_reason == "DeadlineExceeded":
+            return FinalState.COMPLETED_WALLTIME_REACHED
+        if self.wjob.kind is JobKind.JOB:
+            ok = self.succeeded >= self.wjob.completions
+            return FinalState.COMPLETED_SUCCESSFULLY if ok else FinalState.COMPLETED_FAILED
+        if self.deadline_hits:
+            return FinalState.COMPLETED_WALLTIME_REACHED
+        if self.failed > self.killed:
+            return FinalState.COMPLETED_FAILED
+        if self.killed:
+            return FinalState.COMPLETED_KILLED
+        return FinalState.COMPLETED_SUCCESSFULLY
+
+    def requested_resources(self) -> int:
+        if self.wjob.requested_processors > 0:
+            return self.wjob.requested_processors
+        per_wave = self.wjob.parallelism if self.wjob.kind is JobKind.JOB else 1
+        return sum(max(t.requests.get(CPU, 0) // 1000, 1) for t in self.wjob.pods) * per_wave
+
+
+def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
+    """Rows for ``jobs.csv``: one per job, in submission order."""
+    records: list[JobRecord] = []
+    for job in jobs:
+        start = job.start
+        if start is None and job.finish is not None:
+            started = [sp.running_at for sp in job.pods if sp.running_at is not None]
+            start = min(started) if started else None
+        cores: set[int] = set()
+        for sp in job.pods:
+            cores.update(sp.cores)
+        records.append(
+            JobRecord(
+                job_id=job.wjob.id,
+                workload_name=workload_name,
+                submission_time=job.submit,
+                requested_number_of_resources=job.requested_resources(),
+                requested_time=job.wjob.requested_time,
+                final_state=job.final_state(),
+                starting_time=start,
+                finish_time=job.finish,
+                first_bind_time=job.first_bind,
+                last_bind_time=job.last_bind,
+                allocated_resources=sorted(cores),
+                pods=job.created,
+                attempts=1 + job.retries,
+            )
+        )
+    return records
+
+
+__all__ = [
+    "COMPLETE_DELAY",
+    "COMPLETE_JITTER",
+    "READY_DELAY",
+    "READY_JITTER",
+    "SimJob",
+    "TemplateTiming",
+    "job_records",
+    "parse_duration",
+    "timing_of",
+]

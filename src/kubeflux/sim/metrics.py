@@ -1,0 +1,280 @@
+"""Job metrics of a run: Batsim's ``jobs.csv`` (plus Kubernetes columns) and a per-run summary.
+
+``jobs.csv`` has exactly Batsim's columns, in Batsim's order (:data:`BATSIM_COLUMNS`), then three Kubernetes ones
+(:data:`KUBERNETES_COLUMNS`), so evalys (``evalys.jobset.JobSet.from_csv``) and Batsim tooling read it:
+
+* times are seconds **relative to the run's first submission** (its submission_time is 0);
+* ``execution_time`` = finish − start, ``waiting_time`` = start − submission, ``turnaround_time`` = finish −
+  submission, ``stretch`` = turnaround / execution (empty when execution is 0), ``success`` is 1 only for
+  ``COMPLETED_SUCCESSFULLY``; ``consumed_energy`` is −1 (no energy model); ``allocated_resources`` is Batsim's
+  interval set of resource (core) ids, e.g. ``0-3 5``; ``metadata`` is empty;
+* a ``REJECTED`` job has, as Batsim writes it, empty starting_time, execution_time, finish_time, waiting_time,
+  turnaround_time, stretch and consumed_energy; a job still pending or running when the run ended
+  (``NOT_FINISHED``) has empty columns for what never happened;
+* ``scheduling_latency`` = first bind − submission: how long until the scheduler placed the first pod;
+* ``dispatch_time`` = last bind − first bind: how long placing the whole job took (0 for a one-pod job; for a
+  gang, the time between its first and last member being bound);
+* ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time).
+
+:func:`summarize` gives one row per run (see its docstring for each figure).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from operator import itemgetter
+from pathlib import Path
+
+from kubeflux.sim.records import FinalState, JobRecord, RunRecord
+
+BATSIM_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "workload_name",
+    "profile",
+    "submission_time",
+    "requested_number_of_resources",
+    "requested_time",
+    "success",
+    "final_state",
+    "starting_time",
+    "execution_time",
+    "finish_time",
+    "waiting_time",
+    "turnaround_time",
+    "stretch",
+    "consumed_energy",
+    "allocated_resources",
+    "metadata",
+)
+KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "dispatch_time", "job_completion_time")
+JOBS_COLUMNS: tuple[str, ...] = BATSIM_COLUMNS + KUBERNETES_COLUMNS
+
+BOUNDED_SLOWDOWN_TAU = 10.0
+"""Seconds: bounded slowdown = max(1, turnaround / max(execution, tau)); short jobs do not dominate the mean."""
+
+Cell = str | int | float | None
+"""A jobs.csv value; None is written as an empty cell."""
+
+
+def interval_set(ids: Sequence[int]) -> str:
+    """Batsim's interval-set string of resource ids: ``[0, 1, 2, 3, 5]`` → ``"0-3 5"``; ``[]`` → ``""``."""
+    if len(ids) == 1:
+        return str(ids[0])
+    parts: list[str] = []
+    ordered = sorted(set(ids))
+    index = 0
+    while index < len(ordered):
+        start = end = ordered[index]
+        while index + 1 < len(ordered) and ordered[index + 1] == end + 1:
+            index += 1
+            end = ordered[index]
+        parts.append(str(start) if start == end else f"{start}-{end}")
+        index += 1
+    return " ".join(parts)
+
+
+def _origin(run: RunRecord) -> float:
+    return min((job.submission_time for job in run.jobs), default=0.0)
+
+
+def job_row(job: JobRecord, origin: float, workload_name: str = "") -> dict[str, Cell]:
+    """One ``jobs.csv`` row (rules in the module docstring); ``origin`` is the run's first submission.
+
+    Times are rounded to the microsecond, as Batsim prints them.
+    """
+    rejected = job.final_state is FinalState.REJECTED
+    submitted = job.submission_time
+    start = None if rejected else job.starting_time
+    finish = None if start is None else job.finish_time
+    execution = turnaround = stretch = None
+    if finish is not None and start is not None:
+        execution = round(finish - start, 6)
+        turnaround = round(finish - submitted, 6)
+        stretch = round(turnaround / execution, 6) if execution else None
+    first_bind, last_bind = job.first_bind_time, job.last_bind_time
+    return {
+        "job_id": job.job_id,
+        "workload_name": job.workload_name or workload_name,
+        "profile": "",
+        "submission_time": round(submitted - origin, 6),
+        "requested_number_of_resources": job.requested_number_of_resources,
+        "requested_time": job.requested_time,
+        "success": 1 if job.final_state is FinalState.COMPLETED_SUCCESSFULLY else 0,
+        "final_state": job.final_state.value,
+        "starting_time": None if start is None else round(start - origin, 6),
+        "execution_time": execution,
+        "finish_time": None if finish is None else round(finish - origin, 6),
+        "waiting_time": None if start is None else round(start - submitted, 6),
+        "turnaround_time": turnaround,
+        "stretch": stretch,
+        "consumed_energy": None if rejected else -1,
+        "allocated_resources": interval_set(job.allocated_resources) if job.allocated_resources else "",
+        "metadata": "",
+        "scheduling_latency": None if first_bind is None else round(first_bind - submitted, 6),
+        "dispatch_time": None if first_bind is None or last_bind is None else round(last_bind - first_bind, 6),
+        "job_completion_time": turnaround,
+    }
+
+
+def jobs_rows(run: RunRecord) -> list[dict[str, Cell]]:
+    """``jobs.csv`` rows of a run, in the run's job order, keyed by :data:`JOBS_COLUMNS`."""
+    origin = _origin(run)
+    return [job_row(job, origin, run.workload_name) for job in run.jobs]
+
+
+def _cell(value: Cell) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
+    """Write ``jobs.csv`` for ``run`` (header + one line per job); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(JOBS_COLUMNS)
+        pick = itemgetter(*JOBS_COLUMNS)
+        writer.writerows(pick(row) for row in jobs_rows(run))  # csv writes None as an empty cell
+    return path
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _used_core_seconds(run: RunRecord, begin: float, end: float) -> float:
+    """Core-seconds in use over [begin, end]: the run's utilization series when it has one, else the jobs'
+    allocations (cores × (finish − start))."""
+    if run.utilization_series:
+        total = 0.0
+        points = sorted(run.utilization_series)
+        for (time, cores), (next_time, _) in zip(points, [*points[1:], (end, 0)], strict=True):
+            lo, hi = max(time, begin), min(next_time, end)
+            if hi > lo:
+                total += cores * (hi - lo)
+        return total
+    total = 0.0
+    for job in run.jobs:
+        if job.final_state is FinalState.REJECTED or job.starting_time is None or job.finish_time is None:
+            continue
+        cores = len(set(job.allocated_resources)) or job.requested_number_of_resources
+        total += cores * max(0.0, job.finish_time - job.starting_time)
+    return total
+
+
+def summarize(run: RunRecord) -> dict[str, str | int | float]:
+    """One summary row of a run.
+
+    * ``jobs``, ``rejected``, ``succeeded``, ``failed`` (any other ``COMPLETED_*``), ``not_finished``;
+    * ``makespan`` = last finish − first submission (Batsim v5's definition; 0 when nothing finished);
+    * ``mean_waiting_time`` / ``max_waiting_time`` over jobs that started; ``mean_turnaround_time``,
+      ``mean_slowdown`` (Batsim's, unbounded: turnaround / execution) and ``mean_bounded_slowdown``
+      (max(1, turnaround / max(execution, 10 s))) over finished jobs;
+    * ``mean_scheduling_latency``, ``mean_dispatch_time``, ``mean_job_completion_time`` (as in ``jobs.csv``);
+    * ``utilization`` = core-seconds used / (total cores × makespan), over [first submission, last finish];
+    * ``pods_per_virtual_second`` = pods bound / makespan; ``pods_per_wall_second`` = pods bound / wall seconds
+      (the simulator's own speed); ``wall_seconds`` as measured by the driver.
+    """
+    origin = _origin(run)
+    finished = [
+        job
+        for job in run.jobs
+        if job.final_state not in (FinalState.REJECTED, FinalState.NOT_FINISHED)
+        and job.starting_time is not None
+        and job.finish_time is not None
+    ]
+    started = [j for j in run.jobs if j.final_state is not FinalState.REJECTED and j.starting_time is not None]
+    last_finish = max((job.finish_time for job in finished if job.finish_time is not None), default=origin)
+    makespan = max(0.0, last_finish - origin)
+    waits = [job.starting_time - job.submission_time for job in started if job.starting_time is not None]
+    turnarounds: list[float] = []
+    slowdowns: list[float] = []
+    bounded: list[float] = []
+    for job in finished:
+        assert job.finish_time is not None and job.starting_time is not None
+        turnaround = job.finish_time - job.submission_time
+        execution = job.finish_time - job.starting_time
+        turnarounds.append(turnaround)
+        if execution > 0:
+            slowdowns.append(turnaround / execution)
+        bounded.append(max(1.0, turnaround / max(execution, BOUNDED_SLOWDOWN_TAU)))
+    latencies = [j.first_bind_time - j.submission_time for j in run.jobs if j.first_bind_time is not None]
+    dispatch = [
+        j.last_bind_time - j.first_bind_time
+        for j in run.jobs
+        if j.first_bind_time is not None and j.last_bind_time is not None
+    ]
+    states = [job.final_state for job in run.jobs]
+    used = _used_core_seconds(run, origin, last_finish)
+    capacity = run.total_cores * makespan
+    return {
+        "scheduler": run.scheduler,
+        "workload": run.workload_name,
+        "jobs": len(run.jobs),
+        "rejected": states.count(FinalState.REJECTED),
+        "succeeded": states.count(FinalState.COMPLETED_SUCCESSFULLY),
+        "failed": len(finished) - states.count(FinalState.COMPLETED_SUCCESSFULLY),
+        "not_finished": states.count(FinalState.NOT_FINISHED),
+        "makespan": round(makespan, 6),
+        "mean_waiting_time": round(_mean(waits), 6),
+        "max_waiting_time": round(max(waits, default=0.0), 6),
+        "mean_turnaround_time": round(_mean(turnarounds), 6),
+        "mean_slowdown": round(_mean(slowdowns), 6),
+        "mean_bounded_slowdown": round(_mean(bounded), 6),
+        "mean_scheduling_latency": round(_mean(latencies), 6),
+        "mean_dispatch_time": round(_mean(dispatch), 6),
+        "mean_job_completion_time": round(_mean(turnarounds), 6),
+        "utilization": round(used / capacity, 6) if capacity > 0 else 0.0,
+        "pods_bound": run.pods_bound,
+        "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
+        "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,
+        "wall_seconds": round(run.wall_seconds, 6),
+    }
+
+
+def write_summary_csv(rows: Sequence[dict[str, str | int | float]], path: Path | str) -> Path:
+    """Write summary rows (from :func:`summarize`) as CSV; columns are the union of the rows' keys, in order."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(key for key in row if key not in columns)
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: _cell(value) for key, value in row.items()})
+    return path
+
+
+def write_summary_json(rows: Sequence[dict[str, str | int | float]], path: Path | str) -> Path:
+    """Write summary rows as a JSON list (non-finite numbers as null); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean = [
+        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()} for row in rows
+    ]
+    path.write_text(json.dumps(clean, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+__all__ = [
+    "BATSIM_COLUMNS",
+    "BOUNDED_SLOWDOWN_TAU",
+    "JOBS_COLUMNS",
+    "KUBERNETES_COLUMNS",
+    "interval_set",
+    "job_row",
+    "jobs_rows",
+    "summarize",
+    "write_jobs_csv",
+    "write_summary_csv",
+    "write_summary_json",
+]

@@ -1,0 +1,292 @@
+"""Plots and an HTML page comparing runs (one figure per kind, one line or panel per scheduler).
+
+:func:`write_report` writes into ``out_dir``:
+
+* ``gantt.png`` — jobs as rectangles on resource (core) ids over time, one panel per run. A run of more than
+  :data:`GANTT_MAX_JOBS` jobs shows its first :data:`GANTT_MAX_JOBS` jobs to start (the panel title says so), so a
+  188k-job run still plots in seconds; contiguous id ranges are drawn as one rectangle each;
+* ``utilization.png`` — fraction of the cluster's cores in use over time;
+* ``queue.png`` — pending jobs over time;
+* ``waiting_cdf.png`` — cumulative distribution of waiting times;
+* ``summary.csv`` and ``summary.json`` — :func:`kubeflux.sim.metrics.summarize` of each run;
+* ``index.html`` — the summary table and the four images (linked relatively: the directory is self-contained).
+
+Times on the axes are seconds from each run's first submission. :func:`summary_table` renders summary rows as a
+rich table for the terminal.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from matplotlib.collections import PolyCollection
+from rich.table import Table
+
+from kubeflux.sim.metrics import summarize, write_summary_csv, write_summary_json
+from kubeflux.sim.records import FinalState, JobRecord, RunRecord
+
+GANTT_MAX_JOBS = 20_000
+"""Jobs drawn per Gantt panel at most (the earliest to start)."""
+SERIES_MAX_POINTS = 20_000
+"""Points per utilization/queue line at most; longer series are thinned to evenly spaced steps."""
+
+SummaryRow = dict[str, str | int | float]
+
+_TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scheduler", "scheduler"),
+    ("jobs", "jobs"),
+    ("rejected", "rejected"),
+    ("makespan", "makespan (s)"),
+    ("mean_waiting_time", "mean wait (s)"),
+    ("max_waiting_time", "max wait (s)"),
+    ("mean_turnaround_time", "mean turnaround (s)"),
+    ("mean_bounded_slowdown", "mean bounded slowdown"),
+    ("utilization", "utilization"),
+    ("mean_scheduling_latency", "mean sched. latency (s)"),
+    ("pods_per_wall_second", "pods / wall s"),
+    ("wall_seconds", "wall (s)"),
+)
+
+
+def _format(value: str | int | float | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison") -> Table:
+    """A rich table of summary rows (one per run), the main figures only; best wait and slowdown in green."""
+    table = Table(title=title)
+    for key, header in _TABLE_COLUMNS:
+        table.add_column(header, justify="left" if key == "scheduler" else "right")
+    best: dict[str, float] = {}
+    for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan"):
+        values = [float(row[key]) for row in rows if isinstance(row.get(key), int | float)]
+        if len(values) > 1:
+            best[key] = min(values)
+    for row in rows:
+        cells = []
+        for key, _ in _TABLE_COLUMNS:
+            text = _format(row.get(key))
+            value = row.get(key)
+            if key in best and isinstance(value, int | float) and float(value) == best[key]:
+                text = f"[green]{text}[/green]"
+            cells.append(text)
+        table.add_row(*cells)
+    return table
+
+
+def _origin(run: RunRecord) -> float:
+    return min((job.submission_time for job in run.jobs), default=0.0)
+
+
+def _runs_label(run: RunRecord) -> str:
+    return run.scheduler or "run"
+
+
+def _intervals(ids: Sequence[int]) -> list[tuple[int, int]]:
+    ordered = sorted(set(ids))
+    result: list[tuple[int, int]] = []
+    for value in ordered:
+        if result and result[-1][1] == value - 1:
+            result[-1] = (result[-1][0], value)
+        else:
+            result.append((value, value))
+    return result
+
+
+def _placed(run: RunRecord) -> list[JobRecord]:
+    return [
+        job
+        for job in run.jobs
+        if job.final_state is not FinalState.REJECTED and job.starting_time is not None and job.allocated_resources
+    ]
+
+
+def _gantt(runs: Sequence[RunRecord], path: Path) -> None:
+    fig, axes = plt.subplots(len(runs), 1, figsize=(11, 3.2 * len(runs)), squeeze=False, sharex=True)
+    for ax, run in zip(axes[:, 0], runs, strict=True):
+        origin = _origin(run)
+        jobs = sorted(_placed(run), key=lambda j: j.starting_time or 0.0)
+        shown = jobs[:GANTT_MAX_JOBS]
+        end_default = max((j.finish_time or 0.0 for j in shown), default=origin)
+        polygons = []
+        colors = []
+        cmap = plt.get_cmap("tab20")
+        for index, job in enumerate(shown):
+            start = (job.starting_time or 0.0) - origin
+            end = (job.finish_time if job.finish_time is not None else end_default) - origin
+            for low, high in _intervals(job.allocated_resources):
+                polygons.append([(start, low), (end, low), (end, high + 1), (start, high + 1)])
+                colors.append(cmap(index % 20))
+        if polygons:
+            ax.add_collection(PolyCollection(polygons, facecolors=colors, edgecolors="black", linewidths=0.2))
+            ax.autoscale_view()
+        title = _runs_label(run)
+        if len(jobs) > len(shown):
+            title += f" (first {len(shown):,} of {len(jobs):,} jobs to start)"
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("resource id")
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    if len(points) <= SERIES_MAX_POINTS:
+        return points
+    step = len(points) / SERIES_MAX_POINTS
+    return [points[int(i * step)] for i in range(SERIES_MAX_POINTS)] + [points[-1]]
+
+
+def utilization_points(run: RunRecord) -> list[tuple[float, float]]:
+    """(time from first submission, fraction of cores in use): the run's series, else derived from its jobs."""
+    origin = _origin(run)
+    series = sorted(run.utilization_series)
+    if not series:
+        changes: dict[float, int] = {}
+        for job in _placed(run):
+            cores = len(set(job.allocated_resources))
+            changes[job.starting_time or 0.0] = changes.get(job.starting_time or 0.0, 0) + cores
+            if job.finish_time is not None:
+                changes[job.finish_time] = changes.get(job.finish_time, 0) - cores
+        level = 0
+        for time in sorted(changes):
+            level += changes[time]
+            series.append((time, level))
+    total = max(run.total_cores, 1)
+    return [(time - origin, cores / total) for time, cores in series]
+
+
+def queue_points(run: RunRecord) -> list[tuple[float, float]]:
+    """(time from first submission, pending jobs): the run's series, else submissions minus starts."""
+    origin = _origin(run)
+    series = sorted(run.queue_series)
+    if not series:
+        changes: dict[float, int] = {}
+        for job in run.jobs:
+            if job.final_state is FinalState.REJECTED:
+                continue
+            changes[job.submission_time] = changes.get(job.submission_time, 0) + 1
+            if job.starting_time is not None:
+                changes[job.starting_time] = changes.get(job.starting_time, 0) - 1
+        level = 0
+        for time in sorted(changes):
+            level += changes[time]
+            series.append((time, level))
+    return [(time - origin, float(count)) for time, count in series]
+
+
+def _series(runs: Sequence[RunRecord], path: Path, kind: str) -> None:
+    fig, ax = plt.subplots(figsize=(11, 4))
+    for run in runs:
+        points = _thin(utilization_points(run) if kind == "utilization" else queue_points(run))
+        if points:
+            ax.step([p[0] for p in points], [p[1] for p in points], where="post", label=_runs_label(run))
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("fraction of cores in use" if kind == "utilization" else "pending jobs")
+    ax.set_title("Utilization" if kind == "utilization" else "Queue length")
+    if kind == "utilization":
+        ax.set_ylim(0, 1.05)
+    if runs:
+        ax.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _waiting_cdf(runs: Sequence[RunRecord], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for run in runs:
+        waits = sorted(
+            job.starting_time - job.submission_time
+            for job in run.jobs
+            if job.final_state is not FinalState.REJECTED and job.starting_time is not None
+        )
+        if waits:
+            n = len(waits)
+            ax.step(waits, [(i + 1) / n for i in range(n)], where="post", label=_runs_label(run))
+    ax.set_xlabel("waiting time (s)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("CDF of waiting time")
+    if runs:
+        ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+_IMAGES = (
+    ("gantt.png", "Gantt chart"),
+    ("utilization.png", "Utilization over time"),
+    ("queue.png", "Queue length over time"),
+    ("waiting_cdf.png", "CDF of waiting time"),
+)
+
+
+def _html(rows: Sequence[SummaryRow], title: str) -> str:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(key for key in row if key not in columns)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_format(row.get(c)))}</td>" for c in columns) + "</tr>" for row in rows
+    )
+    figures = "".join(
+        f'<figure><img src="{name}" alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}</figcaption>'
+        "</figure>"
+        for name, caption in _IMAGES
+    )
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:90%}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}"
+        "img{max-width:100%}figure{margin:1.5em 0}"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>Times in seconds of virtual time; bounded slowdown with tau = 10 s. Per-job data: jobs.csv files; "
+        f'summary: <a href="summary.csv">summary.csv</a>, <a href="summary.json">summary.json</a>.</p>'
+        f"<table><tr>{head}</tr>{body}</table>{figures}</body></html>\n"
+    )
+
+
+def write_report(runs: list[RunRecord], out_dir: Path, *, title: str = "kubeflux simulation report") -> Path:
+    """Write the plots, summaries and ``index.html`` for ``runs`` into ``out_dir``; returns the index path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [summarize(run) for run in runs]
+    write_summary_csv(rows, out_dir / "summary.csv")
+    write_summary_json(rows, out_dir / "summary.json")
+    if runs:
+        _gantt(runs, out_dir / "gantt.png")
+    else:
+        _empty(out_dir / "gantt.png")
+    _series(runs, out_dir / "utilization.png", "utilization")
+    _series(runs, out_dir / "queue.png", "queue")
+    _waiting_cdf(runs, out_dir / "waiting_cdf.png")
+    index = out_dir / "index.html"
+    index.write_text(_html(rows, title), encoding="utf-8")
+    return index
+
+
+def _empty(path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6, 2))
+    ax.text(0.5, 0.5, "no runs", ha="center", va="center")
+    ax.set_axis_off()
+    fig.savefig(path, dpi=60)
+    plt.close(fig)
+
+
+__all__ = ["GANTT_MAX_JOBS", "queue_points", "summary_table", "utilization_points", "write_report"]

@@ -1,0 +1,215 @@
+"""Batsim workload JSON reader (``nb_res``, ``jobs``, ``profiles``), Batsim v2–v5 profile names.
+
+How a Batsim job becomes a trace :class:`~kubeflux.sim.workloads.model.WorkloadJob`:
+
+* **id** is the job's ``id`` (a string or a number, kept as written, e.g. ``"15"``), **name** ``job-<id>``;
+  **submit_time** is ``subtime`` (seconds, not shifted); **processors** is ``res``; **requested_time** is
+  ``walltime`` (``-1`` when absent). Batsim kills a job that reaches its walltime; so does the simulator.
+* **run time** comes from the job's profile:
+
+  - ``delay`` / ``DelayProfile``: ``delay`` seconds;
+  - ``parallel_homogeneous`` / ``ParallelTaskHomogeneousProfile``: ``cpu`` flops on each host, so
+    ``cpu / host_speed`` seconds;
+  - ``parallel_homogeneous_total`` / ``ParallelTaskHomogeneousTotalProfile``: ``cpu`` flops spread over the
+    ``res`` hosts: ``cpu / (res × host_speed)``;
+  - ``parallel`` / ``ParallelTaskProfile``: a ``cpu`` list, one amount per host: ``max(cpu) / host_speed``.
+
+  Communication (``com``) and burst-buffer (``bb``) amounts are ignored: the simulator has no network model.
+* **host_speed** defaults to :data:`DEFAULT_HOST_SPEED` = 1 Gflop/s (1e9 flop/s). That is the speed the
+  shared KTH-SP2 workload (``KTH-SP2-1996-2.1-cln.first1000.batsim.json``) was generated with: its generator
+  (Burst-Buffer-Scheduling ``generate_swf_workload.py``, platform ``cpu_speed: 1`` GFLOPS) wrote
+  ``cpu = run_time × 1e9``, so dividing by 1e9 recovers the SWF run times (e.g. job 20: 16e9 flops → 16 s).
+  Pass the ``speed`` of your SimGrid platform's hosts when a workload was written for another platform.
+* A profile's ``ret`` other than 0 makes the job fail after its run time (pods exit with that code, the job ends
+  ``COMPLETED_FAILED``), as in Batsim.
+* A job whose profile is missing, of an unknown or unsupported type (``SequentialCompositionProfile``, SMPI
+  traces …), or with an unusable field is **kept** with ``rejected`` set and the reason added to
+  ``Workload.problems`` (``file: jobs[i] (id …): what``); each bad profile is reported once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
+from kubeflux.sim.workloads.swf import workload_name
+
+DEFAULT_HOST_SPEED = 1e9
+"""Flop/s of one host; 1 Gflop/s recovers the run times of the shared KTH-SP2 workload."""
+
+_DELAY = frozenset({"delay", "DelayProfile"})
+_HOMOGENEOUS = frozenset({"parallel_homogeneous", "ParallelTaskHomogeneousProfile"})
+_HOMOGENEOUS_TOTAL = frozenset({"parallel_homogeneous_total", "ParallelTaskHomogeneousTotalProfile"})
+_PARALLEL = frozenset({"parallel", "ParallelTaskProfile"})
+_UNSUPPORTED = frozenset(
+    {
+        "composed",
+        "SequentialCompositionProfile",
+        "parallel_homogeneous_pfs",
+        "ParallelTaskOnStorageHomogeneousProfile",
+        "data_staging",
+        "ParallelTaskDataStagingBetweenStoragesProfile",
+        "smpi",
+        "TraceReplayProfile",
+        "usage_trace",
+        "scheduler_send",
+        "scheduler_recv",
+        "send",
+        "recv",
+    }
+)
+
+
+def _number(value: Any) -> float | None:
+    """A finite JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None
+
+
+def profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float | None, str]:
+    """``(run time in seconds, "")`` for a supported profile, or ``(None, why not)``."""
+    if not isinstance(profile, dict):
+        return None, "profile is not a JSON object"
+    kind = profile.get("type")
+    if kind in _DELAY:
+        delay = _number(profile.get("delay"))
+        if delay is None or delay < 0:
+            return None, f"'delay' must be a non-negative number, got {profile.get('delay')!r}"
+        return delay, ""
+    if kind in _HOMOGENEOUS or kind in _HOMOGENEOUS_TOTAL:
+        cpu = _number(profile.get("cpu"))
+        if cpu is None or cpu < 0:
+            return None, f"'cpu' must be a non-negative number of flops, got {profile.get('cpu')!r}"
+        hosts = max(res, 1) if kind in _HOMOGENEOUS_TOTAL else 1
+        return cpu / (hosts * host_speed), ""
+    if kind in _PARALLEL:
+        cpus = profile.get("cpu")
+        amounts = [_number(c) for c in cpus] if isinstance(cpus, list) else []
+        if not amounts or any(a is None or a < 0 for a in amounts):
+            return None, f"'cpu' must be a non-empty list of flops, got {cpus!r}"
+        return max(a for a in amounts if a is not None) / host_speed, ""
+    if kind in _UNSUPPORTED:
+        return None, f"profile type {kind!r} is not supported by the simulator"
+    return None, f"unknown profile type {kind!r}"
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{path.name}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
+
+
+def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, name: str | None = None) -> Workload:
+    """Read a Batsim workload JSON file into trace jobs (rules in the module docstring).
+
+    Raises :class:`WorkloadError` when the file is not JSON or lacks the ``jobs`` list; a bad job or profile only
+    rejects that job and adds a problem.
+    """
+    path = Path(path)
+    if host_speed <= 0:
+        raise ValueError(f"host speed must be positive, got {host_speed}")
+    data = _load_json(path)
+    file_name = path.name
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        raise WorkloadError(f"{file_name}: not a Batsim workload: expected an object with a 'jobs' list")
+    profiles = data.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise WorkloadError(f"{file_name}: 'profiles' must be an object mapping names to profiles")
+    nb_res = data.get("nb_res")
+    problems: list[str] = []
+    if nb_res is not None and (isinstance(nb_res, bool) or not isinstance(nb_res, int) or nb_res <= 0):
+        problems.append(f"{file_name}: nb_res: must be a positive integer, got {nb_res!r}")
+        nb_res = None
+
+    run_times: dict[str, tuple[float | None, str]] = {}
+    reported_profiles: set[str] = set()
+    jobs: list[WorkloadJob] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(data["jobs"]):
+        where = f"{file_name}: jobs[{index}]"
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: not a JSON object; skipped")
+            continue
+        job_id = raw.get("id")
+        if isinstance(job_id, bool) or not isinstance(job_id, str | int) or str(job_id) == "":
+            problems.append(f"{where}: id: must be a string or an integer, got {job_id!r}; skipped")
+            continue
+        job_id = str(job_id)
+        where = f"{where} (id {job_id})"
+        if job_id in seen:
+            problems.append(f"{where}: id appears twice; skipped")
+            continue
+        subtime = _number(raw.get("subtime"))
+        if subtime is None or subtime < 0:
+            problems.append(f"{where}: subtime: must be a non-negative number, got {raw.get('subtime')!r}; skipped")
+            continue
+        seen.add(job_id)
+        rejected = ""
+        res = raw.get("res")
+        if isinstance(res, bool) or not isinstance(res, int) or res <= 0:
+            rejected = f"res: must be a positive integer, got {res!r}"
+            res = 0
+        walltime = _number(raw.get("walltime", -1))
+        if walltime is None:
+            rejected = rejected or f"walltime: must be a number, got {raw.get('walltime')!r}"
+            walltime = -1.0
+        profile_name = raw.get("profile")
+        run_time: float | None = None
+        exit_code = 0
+        bad_profile = False
+        if not rejected:
+            if not isinstance(profile_name, str) or profile_name not in profiles:
+                rejected = f"profile {profile_name!r} is not defined in 'profiles'"
+            else:
+                profile = profiles[profile_name]
+                key = f"{profile_name}@{res}"
+                if key not in run_times:
+                    run_times[key] = profile_run_time(profile, res, host_speed)
+                run_time, why = run_times[key]
+                if run_time is None:
+                    bad_profile = True
+                    if profile_name not in reported_profiles:  # one problem per bad profile, not per job
+                        reported_profiles.add(profile_name)
+                        problems.append(f"{file_name}: profiles[{profile_name!r}]: {why}; jobs using it are rejected")
+                    rejected = f"profile {profile_name!r}: {why}"
+                else:
+                    ret = profile.get("ret", 0)
+                    exit_code = ret if isinstance(ret, int) and not isinstance(ret, bool) else 1
+        if rejected and not bad_profile:
+            problems.append(f"{where}: {rejected}; the job is rejected")
+        jobs.append(
+            WorkloadJob(
+                id=job_id,
+                submit_time=subtime,
+                kind=JobKind.TRACE,
+                name=f"job-{job_id}",
+                requested_processors=res,
+                requested_time=walltime if walltime > 0 else -1.0,
+                run_time=run_time,
+                rejected=rejected,
+                exit_code=exit_code,
+                source=f"{file_name}: jobs[{index}]",
+            )
+        )
+    header = {key: str(data[key]) for key in ("name", "description", "version") if key in data}
+    return Workload(
+        name=name or str(data.get("name") or workload_name(path)),
+        jobs=jobs,
+        resources=nb_res,
+        problems=problems,
+        header=header,
+    )
+
+
+__all__ = ["DEFAULT_HOST_SPEED", "profile_run_time", "read_batsim"]

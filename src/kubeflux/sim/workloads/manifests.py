@@ -1,0 +1,391 @@
+"""Kubernetes YAML workloads: Pods, ``batch/v1`` Jobs and ``scheduling.x-k8s.io`` PodGroups.
+
+A file holds any number of YAML documents (``---``), each an object or a ``v1`` ``List`` of objects. What becomes
+a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
+
+* a **Pod** without the ``scheduling.x-k8s.io/pod-group`` label: a ``pod`` job of one pod;
+* a **Job** (``batch/v1``): a ``job`` job whose one pod template runs ``completions`` times, ``parallelism`` at a
+  time, retried up to ``backoffLimit`` times, killed ``activeDeadlineSeconds`` after it starts. ``completions``
+  defaults to 1, or to ``parallelism`` when only that is set (Kubernetes' work-queue mode, where every one of
+  the ``parallelism`` pods runs once); ``parallelism`` defaults to 1 and ``backoffLimit`` to 6. When the pod
+  template carries the pod-group label of a PodGroup in the file, the Job is that gang (``min_member`` and
+  ``scheduleTimeoutSeconds`` from the PodGroup);
+* a **PodGroup** and the bare Pods labelled with its name: one ``podgroup`` job (a gang of ``minMember``).
+  Pods naming a PodGroup the file does not define are reported and run as lone pods.
+
+How each pod behaves once it runs (KWOK's annotations, so the same file runs on a KWOK cluster):
+
+* run time: ``pod-complete.stage.kwok.x-k8s.io/delay``, a Go duration (``60s``, ``1m30s``, ``500ms``). Without
+  it a Job's pod completes as soon as it runs (KWOK's default ``pod-complete`` stage has no delay) and a bare pod
+  runs until it is deleted;
+* ``pod-complete.stage.kwok.x-k8s.io/jitter-delay``: the upper bound of a random run time (KWOK: delay +
+  random(jitter − delay)), in :attr:`~kubeflux.sim.workloads.model.PodTemplate.run_time_jitter`;
+* ``sim.kubeflux.io/exit-code``: the exit code (0–255, default 0; non-zero ends the pod ``Failed``).
+
+When objects arrive: the annotation ``sim.kubeflux.io/submit-time`` on the Pod, Job or PodGroup, in seconds of
+virtual time; **default 0** (everything is submitted at the start). A PodGroup's bare pods are submitted together,
+at the PodGroup's time if it has the annotation, else at the earliest of their times.
+
+``spec.schedulerName`` is kept as written (a pod of ``default-scheduler`` is another scheduler's); when it is
+absent the pod belongs to the scheduler under test.
+
+A document Kubernetes would reject (a bad field, an unknown kind) is reported in ``Workload.problems`` as
+``file: document N[, items[i]]: Kind namespace/name: field: what`` and skipped; broken YAML raises
+:class:`~kubeflux.sim.workloads.errors.WorkloadError` with the line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubeflux.scheduler.kube_objects import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
+from kubeflux.scheduler.quantity import QuantityError, parse_duration
+from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+from kubeflux.sim.workloads.swf import open_text, workload_name
+
+RUN_TIME_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+JITTER_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+EXIT_CODE_ANNOTATION = "sim.kubeflux.io/exit-code"
+SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
+
+YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""The C safe loader when PyYAML was built with libyaml, else the pure-Python safe loader."""
+
+
+def load_documents(path: Path) -> Iterator[tuple[str, Any]]:
+    """Yield ``(where, object)`` for every object of a multi-document YAML file, ``v1`` Lists flattened.
+
+    ``where`` is ``document N`` (1-based) or ``document N, items[i]``. Empty documents are skipped. Raises
+    :class:`WorkloadError` for an unreadable file or broken YAML (with the line).
+    """
+    try:
+        with open_text(path) as stream:  # plain or gzip-compressed
+            text = stream.read()
+    except (OSError, EOFError) as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc}") from exc
+    try:
+        documents = list(yaml.load_all(text, Loader=YamlLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path.name}:{mark.line + 1}" if mark is not None else path.name
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise WorkloadError(f"{where}: invalid YAML: {problem}") from exc
+    for index, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        if isinstance(document, dict) and document.get("kind") == "List" and isinstance(document.get("items"), list):
+            for item_index, item in enumerate(document["items"]):
+                yield f"document {index}, items[{item_index}]", item
+        else:
+            yield f"document {index}", document
+
+
+def _object_name(obj: dict[str, Any], kind: str) -> str:
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
+    return f"{kind} {namespace}/{name}"
+
+
+def _annotations(obj: dict[str, Any]) -> dict[str, str]:
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return {str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {}
+
+
+def _annotation_seconds(obj: str, annotations: dict[str, str], key: str, path: str) -> float | None:
+    text = annotations.get(key)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"must be a non-negative number of seconds, got {text!r}")
+    return value
+
+
+def _duration(obj: str, annotations: dict[str, str], key: str, path: str) -> float | None:
+    text = annotations.get(key)
+    if text is None:
+        return None
+    try:
+        value = parse_duration(text)
+    except QuantityError as exc:
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"{exc} (a Go duration such as 60s or 1m30s)") from exc
+    if value < 0:
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"must not be negative, got {text!r}")
+    return value
+
+
+def _template(pod: Pod, manifest: dict[str, Any], obj: str, path: str, default_run_time: float | None) -> PodTemplate:
+    """The simulator's view of one pod: its request, constraints and how it behaves once Running."""
+    annotations = pod.annotations
+    run_time = _duration(obj, annotations, RUN_TIME_ANNOTATION, path)
+    jitter = _duration(obj, annotations, JITTER_ANNOTATION, path)
+    if run_time is None:
+        run_time = default_run_time
+    if jitter is not None and run_time is not None and jitter < run_time:
+        raise ManifestError(
+            obj, f"{path}.annotations.{JITTER_ANNOTATION}", f"must not be below the delay ({run_time:g}s)"
+        )
+    exit_text = annotations.get(EXIT_CODE_ANNOTATION, "0")
+    try:
+        exit_code = int(exit_text)
+    except ValueError:
+        exit_code = -1
+    if not 0 <= exit_code <= 255:
+        raise ManifestError(
+            obj, f"{path}.annotations.{EXIT_CODE_ANNOTATION}", f"must be an integer from 0 to 255, got {exit_text!r}"
+        )
+    spec = manifest.get("spec")
+    scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None
+    return PodTemplate(
+        name=pod.name,
+        requests=dict(pod.requests),
+        run_time=run_time,
+        run_time_jitter=jitter,
+        exit_code=exit_code,
+        scheduler_name=scheduler if isinstance(scheduler, str) else "",
+        priority=pod.priority,
+        labels=dict(pod.labels),
+        annotations=dict(annotations),
+        node_selector=dict(pod.node_selector),
+        tolerations=pod.tolerations,
+        required_node_affinity=pod.required_node_affinity,
+        active_deadline_seconds=pod.active_deadline_seconds,
+        manifest=manifest,
+    )
+
+
+def _cores(pod: PodTemplate) -> int:
+    """Whole cores a pod asks (``requested_number_of_resources`` counts cores; 500m counts as 1)."""
+    return -(-pod.requests.get(CPU, 0) // 1000)
+
+
+@dataclass(slots=True)
+class _GroupMember:
+    pod: PodTemplate
+    namespace: str
+    submit_time: float | None
+    where: str
+
+
+@dataclass(slots=True)
+class _Builder:
+    """Collects the objects of one file, then joins PodGroups with their pods and Jobs."""
+
+    file_name: str
+    jobs: list[WorkloadJob]
+    problems: list[str]
+    groups: dict[str, tuple[PodGroup, float | None, str]]
+    members: dict[str, list[_GroupMember]]
+    group_jobs: dict[str, list[WorkloadJob]]
+
+    def add(self, where: str, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            self.problems.append(f"{self.file_name}: {where}: expected a Kubernetes object, got {type(obj).__name__}")
+            return
+        kind = obj.get("kind")
+        try:
+            if kind == "Pod":
+                self._pod(where, obj)
+            elif kind == "Job":
+                self._job(where, obj)
+            elif kind == "PodGroup":
+                self._group(where, obj)
+            else:
+                hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
+                what = f"kind {kind!r} is not a workload object{hint}; skipped"
+                self.problems.append(f"{self.file_name}: {where}: {what}")
+        except ManifestError as exc:
+            self.problems.append(f"{self.file_name}: {where}: {exc}; skipped")
+
+    def _pod(self, where: str, obj: dict[str, Any]) -> None:
+        pod = pod_from_manifest(obj)
+        label = f"Pod {pod.namespace}/{pod.name}"
+        template = _template(pod, obj, label, "metadata", None)
+        submit = _annotation_seconds(label, pod.annotations, SUBMIT_TIME_ANNOTATION, "metadata")
+        group = pod.labels.get(POD_GROUP_LABEL)
+        if group is not None:
+            member = _GroupMember(template, pod.namespace, submit, where)
+            self.members.setdefault(f"{pod.namespace}/{group}", []).append(member)
+            return
+        self.jobs.append(self._lone_pod(template, pod.namespace, submit, where))
+
+    def _lone_pod(self, template: PodTemplate, namespace: str, submit: float | None, where: str) -> WorkloadJob:
+        return WorkloadJob(
+            id=f"{namespace}/{template.name}",
+            submit_time=submit or 0.0,
+            kind=JobKind.POD,
+            name=template.name,
+            namespace=namespace,
+            pods=[template],
+            requested_processors=_cores(template),
+            source=f"{self.file_name}: {where}",
+        )
+
+    def _job(self, where: str, obj: dict[str, Any]) -> None:
+        label = _object_name(obj, "Job")
+        raw_meta = obj.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ManifestError(label, "metadata.name", "required")
+        namespace = meta.get("namespace") or "default"
+        if not isinstance(namespace, str):
+            raise ManifestError(label, "metadata.namespace", f"expected a string, got {namespace!r}")
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            raise ManifestError(label, "spec", "required")
+
+        def count(field: str, minimum: int) -> int | None:
+            value = spec.get(field)
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ManifestError(label, f"spec.{field}", f"must be an integer of at least {minimum}, got {value!r}")
+            return value
+
+        parallelism = count("parallelism", 1)
+        completions = count("completions", 1)
+        backoff = count("backoffLimit", 0)
+        deadline = count("activeDeadlineSeconds", 1)
+        if completions is None:
+            completions = parallelism or 1
+        parallelism = min(parallelism or 1, completions)
+        template_obj = spec.get("template")
+        if not isinstance(template_obj, dict):
+            raise ManifestError(label, "spec.template", "required")
+        template_meta = template_obj.get("metadata") or {}
+        if not isinstance(template_meta, dict):
+            raise ManifestError(label, "spec.template.metadata", "expected a mapping")
+        pod_manifest = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {**template_meta, "name": name, "namespace": namespace},
+            "spec": template_obj.get("spec"),
+        }
+        try:
+            pod = pod_from_manifest(pod_manifest)
+        except ManifestError as exc:  # name the field as it is in the Job
+            field = f"spec.template.{exc.path}" if exc.path else "spec.template"
+            raise ManifestError(label, field, exc.problem) from exc
+        template = _template(pod, pod_manifest, label, "spec.template.metadata", 0.0)
+        submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
+        job = WorkloadJob(
+            id=f"{namespace}/{name}",
+            submit_time=submit or 0.0,
+            kind=JobKind.JOB,
+            name=name,
+            namespace=namespace,
+            pods=[template],
+            completions=completions,
+            parallelism=parallelism,
+            backoff_limit=6 if backoff is None else backoff,
+            requested_processors=_cores(template) * parallelism,
+            active_deadline_seconds=None if deadline is None else float(deadline),
+            source=f"{self.file_name}: {where}",
+        )
+        self.jobs.append(job)
+        group = template.labels.get(POD_GROUP_LABEL)
+        if group is not None:
+            self.group_jobs.setdefault(f"{namespace}/{group}", []).append(job)
+
+    def _group(self, where: str, obj: dict[str, Any]) -> None:
+        group = podgroup_from_manifest(obj)
+        label = f"PodGroup {group.key}"
+        submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
+        if group.key in self.groups:
+            raise ManifestError(label, "metadata.name", "defined twice")
+        self.groups[group.key] = (group, submit, where)
+
+    def finish(self) -> None:
+        """Join each PodGroup with its Jobs or bare pods; report groups without pods and pods without groups."""
+        for key, (group, submit, where) in self.groups.items():
+            jobs = self.group_jobs.pop(key, [])
+            members = self.members.pop(key, [])
+            for job in jobs:
+                job.min_member = group.min_member
+                job.schedule_timeout_seconds = group.schedule_timeout_seconds
+            if members:
+                pods = [member.pod for member in members]
+                times = [member.submit_time for member in members if member.submit_time is not None]
+                start = submit if submit is not None else min(times, default=0.0)
+                if len(pods) < group.min_member and not jobs:
+                    self.problems.append(
+                        f"{self.file_name}: {where}: PodGroup {key} has minMember {group.min_member} but only "
+                        f"{len(pods)} pods in the file; it can never be scheduled"
+                    )
+                self.jobs.append(
+                    WorkloadJob(
+                        id=key,
+                        submit_time=start,
+                        kind=JobKind.POD_GROUP,
+                        name=group.name,
+                        namespace=group.namespace,
+                        pods=pods,
+                        min_member=group.min_member,
+                        schedule_timeout_seconds=group.schedule_timeout_seconds,
+                        requested_processors=sum(_cores(pod) for pod in pods),
+                        source=f"{self.file_name}: {where}",
+                    )
+                )
+            elif not jobs:
+                self.problems.append(f"{self.file_name}: {where}: PodGroup {key} has no pods in the file; skipped")
+        for key, members in self.members.items():
+            for member in members:
+                self.problems.append(
+                    f"{self.file_name}: {member.where}: Pod {member.namespace}/{member.pod.name} names PodGroup "
+                    f"{key}, which the file does not define; it runs as a lone pod"
+                )
+                self.jobs.append(self._lone_pod(member.pod, member.namespace, member.submit_time, member.where))
+        for key, jobs in self.group_jobs.items():
+            for job in jobs:
+                self.problems.append(
+                    f"{job.source}: Job {job.id} names PodGroup {key}, which the file does not define; no gang"
+                )
+
+
+def _unique_ids(jobs: list[WorkloadJob]) -> None:
+    """Make ids unique: a Job and a bare-pod PodGroup may share a name; the later one gets ``.kind`` appended."""
+    seen: set[str] = set()
+    for job in jobs:
+        if job.id in seen:
+            job.id = f"{job.id}.{job.kind.value}"
+        seen.add(job.id)
+
+
+def read_manifests(path: Path | str, *, name: str | None = None) -> Workload:
+    """Read a Kubernetes YAML workload (rules in the module docstring).
+
+    Jobs are ordered by submit time, then by their order in the file.
+    """
+    path = Path(path)
+    builder = _Builder(path.name, [], [], {}, {}, {})
+    for where, obj in load_documents(path):
+        builder.add(where, obj)
+    builder.finish()
+    jobs = sorted(builder.jobs, key=lambda job: job.submit_time)
+    _unique_ids(jobs)
+    return Workload(name=name or workload_name(path), jobs=jobs, problems=builder.problems)
+
+
+__all__ = [
+    "EXIT_CODE_ANNOTATION",
+    "JITTER_ANNOTATION",
+    "RUN_TIME_ANNOTATION",
+    "SUBMIT_TIME_ANNOTATION",
+    "YamlLoader",
+    "load_documents",
+    "read_manifests",
+]

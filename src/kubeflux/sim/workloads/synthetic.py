@@ -1,0 +1,212 @@
+"""Seeded synthetic workloads: arrivals, job sizes and run times drawn from simple distributions.
+
+The same :class:`SyntheticSpec` and seed always give the same workload (Python's ``random.Random``, seeded with an
+integer). What the knobs mean:
+
+* **arrivals**: ``poisson`` — exponential inter-arrival times of mean ``mean_interarrival`` seconds (a Poisson
+  process); ``fixed`` — exactly ``mean_interarrival`` seconds apart. The first job arrives at 0.
+* **sizes**: ``powers_of_two`` — 1, 2, 4 … up to ``max_size``, each equally likely; ``uniform`` — any integer
+  1 … ``max_size``; or a mapping ``{size: weight}`` (relative weights, e.g. ``{1: 3, 8: 1}``).
+* **run times**: ``exponential`` of mean ``mean_runtime``; ``log_uniform`` between ``min_runtime`` and
+  ``max_runtime`` (uniform in log space: as many 10–100 s jobs as 1,000–10,000 s ones); ``fixed`` =
+  ``mean_runtime``. Exponential draws are kept at or above ``min_runtime``. Run times are rounded to the
+  millisecond.
+* **requested time** = run time × ``overestimate`` (users' walltime estimates; 1 means exact).
+* **kind**: ``trace`` — a size is processors (for :func:`~kubeflux.sim.workloads.mapping.map_to_cluster`);
+  ``job`` — a ``batch/v1`` Job of ``size`` completions, all in parallel, each pod asking ``pod_requests``;
+  ``podgroup`` — ``size`` pods of ``pod_requests`` in a gang of ``size`` (timeout ``schedule_timeout_seconds``);
+  ``pod`` — one pod of ``pod_requests`` (the size is ignored).
+
+:data:`PRESETS` holds the shapes of seed 004's experiments (KubeCon NA 2023, "Improving Batch Scheduling
+Performance at Scale Using MCAD and KWOK"): 50 Jobs of one pod asking 8 GPUs for 72 s every 17 s on 4 nodes of
+8 GPUs (:func:`seed004_cluster`), and the same load as coscheduled PodGroups of 2 such pods.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, ResourceList
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+
+Arrival = Literal["poisson", "fixed"]
+SizeDistribution = Literal["powers_of_two", "uniform"]
+RuntimeDistribution = Literal["exponential", "log_uniform", "fixed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticSpec:
+    """What to generate; every field is described in the module docstring."""
+
+    jobs: int = 100
+    arrival: Arrival = "poisson"
+    mean_interarrival: float = 20.0
+    sizes: SizeDistribution | Mapping[int, float] = "powers_of_two"
+    max_size: int = 64
+    runtime: RuntimeDistribution = "exponential"
+    mean_runtime: float = 600.0
+    min_runtime: float = 1.0
+    max_runtime: float = 36_000.0
+    overestimate: float = 2.0
+    kind: JobKind = JobKind.TRACE
+    pod_requests: Mapping[str, int] = field(default_factory=lambda: {CPU: 1000})
+    """Per pod, canonical units (``cpu`` in millicores); used by the Kubernetes kinds."""
+    schedule_timeout_seconds: float | None = None
+    name: str = "synthetic"
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first field that makes no sense."""
+        if self.jobs < 0:
+            raise ValueError(f"jobs: must not be negative, got {self.jobs}")
+        if self.mean_interarrival < 0:
+            raise ValueError(f"mean_interarrival: must not be negative, got {self.mean_interarrival}")
+        if self.max_size < 1:
+            raise ValueError(f"max_size: must be at least 1, got {self.max_size}")
+        if isinstance(self.sizes, Mapping):
+            if not self.sizes or any(s < 1 or w < 0 for s, w in self.sizes.items()) or sum(self.sizes.values()) <= 0:
+                raise ValueError("sizes: weights must map sizes >= 1 to non-negative weights, not all zero")
+        elif self.sizes not in ("powers_of_two", "uniform"):
+            raise ValueError(f"sizes: unknown distribution {self.sizes!r}")
+        if self.runtime not in ("exponential", "log_uniform", "fixed"):
+            raise ValueError(f"runtime: unknown distribution {self.runtime!r}")
+        if not 0 < self.min_runtime <= self.max_runtime and self.runtime == "log_uniform":
+            raise ValueError("min_runtime/max_runtime: need 0 < min_runtime <= max_runtime for log_uniform")
+        if self.mean_runtime < 0 or self.overestimate < 1:
+            raise ValueError("mean_runtime must be >= 0 and overestimate >= 1")
+
+
+def _size_table(spec: SyntheticSpec) -> tuple[list[int], list[float]]:
+    if isinstance(spec.sizes, Mapping):
+        sizes = sorted(spec.sizes)
+        return sizes, [float(spec.sizes[s]) for s in sizes]
+    if spec.sizes == "powers_of_two":
+        sizes = [2**k for k in range(int(math.log2(spec.max_size)) + 1)]
+    else:
+        sizes = list(range(1, spec.max_size + 1))
+    return sizes, [1.0] * len(sizes)
+
+
+def _run_time(rng: random.Random, spec: SyntheticSpec) -> float:
+    if spec.runtime == "fixed":
+        value = spec.mean_runtime
+    elif spec.runtime == "log_uniform":
+        value = math.exp(rng.uniform(math.log(spec.min_runtime), math.log(spec.max_runtime)))
+    else:
+        value = max(spec.min_runtime, rng.expovariate(1.0 / spec.mean_runtime)) if spec.mean_runtime > 0 else 0.0
+    return round(value, 3)
+
+
+def _cores(requests: ResourceList) -> int:
+    return -(-requests.get(CPU, 0) // 1000)
+
+
+def _job(spec: SyntheticSpec, index: int, submit: float, size: int, run_time: float) -> WorkloadJob:
+    name = f"{spec.name}-{index:05d}"
+    job = WorkloadJob(
+        id=str(index),
+        submit_time=submit,
+        kind=spec.kind,
+        name=name,
+        requested_time=round(run_time * spec.overestimate, 3),
+        source=f"{spec.name}:{index}",
+    )
+    requests = dict(spec.pod_requests)
+    if spec.kind is JobKind.TRACE:
+        job.requested_processors = size
+        job.run_time = run_time
+    elif spec.kind is JobKind.JOB:
+        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time)]
+        job.completions = job.parallelism = size
+        job.requested_processors = _cores(requests) * size
+    elif spec.kind is JobKind.POD_GROUP:
+        labels = {POD_GROUP_LABEL: name}
+        job.pods = [
+            PodTemplate(name=f"{name}-{i}", requests=dict(requests), run_time=run_time, labels=dict(labels))
+            for i in range(size)
+        ]
+        job.min_member = size
+        job.schedule_timeout_seconds = spec.schedule_timeout_seconds
+        job.requested_processors = _cores(requests) * size
+    else:
+        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time)]
+        job.requested_processors = _cores(requests)
+    return job
+
+
+def generate(spec: SyntheticSpec, seed: int = 0) -> Workload:
+    """A workload drawn from ``spec`` with ``seed``; the same arguments always give the same jobs."""
+    spec.validate()
+    rng = random.Random(seed)
+    sizes, weights = _size_table(spec)
+    jobs: list[WorkloadJob] = []
+    now = 0.0
+    for index in range(spec.jobs):
+        if index > 0:
+            gap = spec.mean_interarrival if spec.arrival == "fixed" else rng.expovariate(1.0 / spec.mean_interarrival)
+            now = round(now + gap, 3)
+        size = sizes[0] if len(sizes) == 1 else rng.choices(sizes, weights)[0]
+        jobs.append(_job(spec, index, now, size, _run_time(rng, spec)))
+    header = {"generator": f"kubeflux synthetic seed={seed}"}
+    return Workload(name=spec.name, jobs=jobs, header=header)
+
+
+_SEED004_POD = {CPU: 10, MEMORY: 110 * 2**30, GPU: 8}
+"""The seed's fake training pod: ``cpu: 10m``, ``memory: 110Gi``, ``nvidia.com/gpu: 8``."""
+
+PRESETS: dict[str, SyntheticSpec] = {
+    "seed004-jobs": SyntheticSpec(
+        jobs=50,
+        arrival="fixed",
+        mean_interarrival=17.0,
+        sizes={1: 1.0},
+        runtime="fixed",
+        mean_runtime=72.0,
+        overestimate=1.0,
+        kind=JobKind.JOB,
+        pod_requests=_SEED004_POD,
+        name="seed004-jobs",
+    ),
+    "seed004-podgroups": SyntheticSpec(
+        jobs=50,
+        arrival="fixed",
+        mean_interarrival=34.0,
+        sizes={2: 1.0},
+        runtime="fixed",
+        mean_runtime=72.0,
+        overestimate=1.0,
+        kind=JobKind.POD_GROUP,
+        pod_requests=_SEED004_POD,
+        schedule_timeout_seconds=10.0,
+        name="seed004-podgroups",
+    ),
+}
+"""Named specs. ``seed004-jobs``: 50 one-pod Jobs of 8 GPUs, 72 s each, one every 17 s (the talk's high load:
+the 4-node cluster queues once jobs arrive faster than every 18 s). ``seed004-podgroups``: 50 PodGroups of 2 such
+pods (minMember 2, scheduleTimeoutSeconds 10), one every 34 s (queueing starts below 36 s)."""
+
+
+def seed004_cluster() -> list[Node]:
+    """The seed's cluster: 4 KWOK nodes of 8 GPUs (``cpu: 5000m`` → 5 cores, 256Gi, 110 pods)."""
+    return uniform_cluster(4, 5, "256Gi", 8, max_pods=110)
+
+
+def preset(name: str, *, seed: int = 0, jobs: int | None = None, mean_interarrival: float | None = None) -> Workload:
+    """Generate a named preset, optionally with another job count or inter-arrival time (e.g. 20 s: no queue)."""
+    try:
+        spec = PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None
+    spec = replace(
+        spec,
+        jobs=spec.jobs if jobs is None else jobs,
+        mean_interarrival=spec.mean_interarrival if mean_interarrival is None else mean_interarrival,
+    )
+    return generate(spec, seed)
+
+
+__all__ = ["PRESETS", "SyntheticSpec", "generate", "preset", "seed004_cluster"]

@@ -1,0 +1,304 @@
+"""Kubernetes manifests → scheduler objects: requests as Kubernetes computes them, constraints, clear errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from kubeflux.scheduler.kube_objects import (
+    ManifestError,
+    node_from_manifest,
+    parse_timestamp,
+    pod_from_manifest,
+    pod_to_manifest,
+    podgroup_from_manifest,
+)
+from kubeflux.scheduler.objects import NodeSelectorRequirement, NodeSelectorTerm, PodPhase, Taint, Toleration
+
+GI = 1024**3
+
+
+def container(name: str, requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None, **extra: Any):
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = requests
+    if limits is not None:
+        resources["limits"] = limits
+    return {"name": name, "image": "busybox", "resources": resources, **extra}
+
+
+def pod(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", **metadata}, "spec": spec}
+
+
+REQUEST_CASES = [
+    (
+        "containers-summed",
+        {"containers": [container("a", {"cpu": "500m", "memory": "1Gi"}), container("b", {"cpu": "1.5"})]},
+        {"cpu": 2000, "memory": GI},
+    ),
+    (
+        "init-container-bigger-than-sum",
+        {"containers": [container("a", {"cpu": "1"})], "initContainers": [container("i", {"cpu": "3"})]},
+        {"cpu": 3000},
+    ),
+    (
+        "init-container-smaller-than-sum",
+        {
+            "containers": [container("a", {"cpu": "1", "memory": "2Gi"}), container("b", {"cpu": "1"})],
+            "initContainers": [container("i", {"cpu": "1500m", "memory": "1Gi"})],
+        },
+        {"cpu": 2000, "memory": 2 * GI},
+    ),
+    (
+        "limits-default-requests",
+        {"containers": [container("a", None, {"cpu": "2", "nvidia.com/gpu": 1}), container("b", {"cpu": "1"})]},
+        {"cpu": 3000, "nvidia.com/gpu": 1},
+    ),
+    (
+        "request-wins-over-limit",
+        {"containers": [container("a", {"cpu": "1"}, {"cpu": "4"})]},
+        {"cpu": 1000},
+    ),
+    (
+        "sidecar-added-to-containers",  # Kubernetes 1.29+: restartable init containers run beside the app
+        {
+            "containers": [container("app", {"cpu": "1"})],
+            "initContainers": [container("proxy", {"cpu": "500m"}, restartPolicy="Always")],
+        },
+        {"cpu": 1500},
+    ),
+    (
+        "init-after-sidecar-needs-both",
+        {
+            "containers": [container("app", {"cpu": "1"})],
+            "initContainers": [
+                container("proxy", {"cpu": "500m"}, restartPolicy="Always"),
+                container("migrate", {"cpu": "2"}),
+            ],
+        },
+        {"cpu": 2500},
+    ),
+    (
+        "overhead-added",
+        {"containers": [container("a", {"cpu": "1"})], "overhead": {"cpu": "250m", "memory": "120Mi"}},
+        {"cpu": 1250, "memory": 120 * 1024**2},
+    ),
+    ("no-resources", {"containers": [{"name": "a", "image": "x"}]}, {}),
+]
+
+
+@pytest.mark.parametrize(("spec", "expected"), [c[1:] for c in REQUEST_CASES], ids=[c[0] for c in REQUEST_CASES])
+def test_effective_requests(spec: dict[str, Any], expected: dict[str, int]) -> None:
+    assert pod_from_manifest(pod(spec)).requests == expected
+
+
+FULL_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: lammps-0
+  namespace: hpc
+  uid: 1234
+  creationTimestamp: "2024-05-01T12:00:00Z"
+  deletionTimestamp: "2024-05-01T13:00:00Z"
+  labels: {scheduling.x-k8s.io/pod-group: lammps}
+  ownerReferences:
+  - {apiVersion: batch/v1, kind: Job, name: lammps, uid: x, controller: true}
+spec:
+  schedulerName: fluence
+  priority: 100
+  nodeName: node-3
+  activeDeadlineSeconds: 600
+  nodeSelector: {node.kubernetes.io/instance-type: hpc6a}
+  tolerations:
+  - {key: dedicated, operator: Equal, value: hpc, effect: NoSchedule}
+  - {operator: Exists}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: zone, operator: In, values: [a, b]}
+          matchFields:
+          - {key: metadata.name, operator: NotIn, values: [node-9]}
+        - matchExpressions:
+          - {key: cores, operator: Gt, values: ["32"]}
+  containers:
+  - name: main
+    image: lammps
+    resources: {requests: {cpu: 4, memory: 8Gi}}
+status:
+  phase: Running
+"""
+
+
+def test_full_pod() -> None:
+    result = pod_from_manifest(yaml.safe_load(FULL_POD.replace("uid: 1234", "uid: '1234'")))
+    assert (result.namespace, result.name, result.uid, result.key) == ("hpc", "lammps-0", "1234", "hpc/lammps-0")
+    assert result.scheduler_name == "fluence"
+    assert result.priority == 100
+    assert result.creation_time == parse_timestamp("2024-05-01T12:00:00Z") == 1714564800.0
+    assert result.deleted
+    assert result.phase is PodPhase.RUNNING
+    assert result.node_name == "node-3"
+    assert result.owner == "Job/lammps"
+    assert result.active_deadline_seconds == 600.0
+    assert result.group == "hpc/lammps"
+    assert result.node_selector == {"node.kubernetes.io/instance-type": "hpc6a"}
+    assert result.tolerations == (
+        Toleration(key="dedicated", operator="Equal", value="hpc", effect="NoSchedule"),
+        Toleration(operator="Exists"),
+    )
+    assert result.required_node_affinity == (
+        NodeSelectorTerm(
+            match_expressions=(NodeSelectorRequirement("zone", "In", ("a", "b")),),
+            match_fields=(NodeSelectorRequirement("metadata.name", "NotIn", ("node-9",)),),
+        ),
+        NodeSelectorTerm(match_expressions=(NodeSelectorRequirement("cores", "Gt", ("32",)),)),
+    )
+    assert result.requests == {"cpu": 4000, "memory": 8 * GI}
+
+
+def test_defaults_for_a_bare_pod() -> None:
+    result = pod_from_manifest({"metadata": {"name": "x"}, "spec": {"containers": []}})
+    assert result.namespace == "default"
+    assert result.scheduler_name == "default-scheduler"
+    assert result.phase is PodPhase.PENDING
+    assert not result.deleted and result.owner == "" and result.group is None
+
+
+def test_unquoted_yaml_timestamp_is_read() -> None:
+    manifest = yaml.safe_load("metadata: {name: x, creationTimestamp: 2024-05-01T12:00:00Z}\nspec: {containers: []}")
+    assert pod_from_manifest(manifest).creation_time == 1714564800.0
+
+
+ERROR_CASES = [
+    (
+        "bad-cpu",
+        {"metadata": {"name": "web", "namespace": "prod"}, "spec": {"containers": [container("a", {"cpu": "1K"})]}},
+        "Pod prod/web: spec.containers[0].resources.requests.cpu: invalid quantity '1K'",
+    ),
+    (
+        "bad-init-memory",
+        {"metadata": {"name": "web"}, "spec": {"containers": [], "initContainers": [container("i", {"memory": "x"})]}},
+        "Pod default/web: spec.initContainers[0].resources.requests.memory",
+    ),
+    (
+        "negative-request",
+        {"metadata": {"name": "web"}, "spec": {"containers": [container("a", {"cpu": "-1"})]}},
+        "must be non-negative",
+    ),
+    ("no-name", {"metadata": {}, "spec": {}}, "metadata.name: required"),
+    ("wrong-kind", {"kind": "Service", "metadata": {"name": "s"}}, "kind: expected Pod, got 'Service'"),
+    (
+        "bad-operator",
+        {"metadata": {"name": "w"}, "spec": {"tolerations": [{"key": "k", "operator": "Maybe"}]}},
+        "spec.tolerations[0].operator: must be Equal or Exists",
+    ),
+    (
+        "bad-affinity-operator",
+        {
+            "metadata": {"name": "w"},
+            "spec": {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Near"}]}]
+                        }
+                    }
+                }
+            },
+        },
+        "nodeSelectorTerms[0].matchExpressions[0].operator: must be one of In, NotIn",
+    ),
+    ("bad-phase", {"metadata": {"name": "w"}, "status": {"phase": "Sleeping"}}, "status.phase: unknown phase"),
+    ("labels-not-strings", {"metadata": {"name": "w", "labels": {"a": 1}}}, "metadata.labels.a"),
+    ("bad-timestamp", {"metadata": {"name": "w", "creationTimestamp": "yesterday"}}, "metadata.creationTimestamp"),
+    ("not-a-mapping", ["a"], "Pod: expected a mapping"),
+]
+
+
+@pytest.mark.parametrize(("manifest", "fragment"), [c[1:] for c in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
+def test_errors_name_object_and_field(manifest: Any, fragment: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        pod_from_manifest(manifest)
+    assert fragment in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {topology.kubernetes.io/zone: a}
+spec:
+  unschedulable: true
+  taints:
+  - {key: dedicated, value: hpc, effect: NoSchedule}
+  - {key: node.kubernetes.io/not-ready, effect: NoExecute}
+status:
+  capacity: {cpu: "64", memory: 256Gi, pods: "110"}
+  allocatable: {cpu: 63500m, memory: 250Gi, pods: "110", nvidia.com/gpu: "4"}
+  conditions:
+  - {type: MemoryPressure, status: "False"}
+  - {type: Ready, status: "False"}
+"""
+
+
+def test_node() -> None:
+    node = node_from_manifest(yaml.safe_load(NODE))
+    assert node.name == "node-1"
+    assert node.allocatable == {"cpu": 63500, "memory": 250 * GI, "pods": 110, "nvidia.com/gpu": 4}
+    assert node.labels == {"topology.kubernetes.io/zone": "a"}
+    assert node.taints == (
+        Taint("dedicated", "hpc", "NoSchedule"),
+        Taint("node.kubernetes.io/not-ready", "", "NoExecute"),
+    )
+    assert node.unschedulable
+    assert not node.ready
+
+
+def test_node_defaults_capacity_and_ready() -> None:
+    node = node_from_manifest({"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}})
+    assert node.allocatable == {"cpu": 2000}
+    assert node.ready and not node.unschedulable and node.taints == ()
+
+
+def test_node_bad_taint() -> None:
+    with pytest.raises(ManifestError, match=r"Node n: spec.taints\[0\].effect: must be one of"):
+        node_from_manifest({"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Never"}]}})
+
+
+def test_podgroup() -> None:
+    group = podgroup_from_manifest(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "lammps", "namespace": "hpc", "creationTimestamp": "2024-05-01T12:00:00.250000Z"},
+            "spec": {"minMember": 4, "scheduleTimeoutSeconds": 30},
+        }
+    )
+    assert (group.key, group.min_member, group.schedule_timeout_seconds) == ("hpc/lammps", 4, 30.0)
+    assert group.creation_time == pytest.approx(1714564800.25)
+
+
+def test_podgroup_needs_min_member() -> None:
+    with pytest.raises(ManifestError, match=r"PodGroup default/g: spec\.minMember: must be a positive integer"):
+        podgroup_from_manifest({"metadata": {"name": "g"}, "spec": {}})
+
+
+def test_pod_to_manifest_round_trip() -> None:
+    original = pod_from_manifest(yaml.safe_load(FULL_POD.replace("uid: 1234", "uid: '1234'")))
+    manifest = pod_to_manifest(original)
+    assert manifest["apiVersion"] == "v1" and manifest["kind"] == "Pod"
+    assert manifest["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "4", "memory": "8Gi"}
+    back = pod_from_manifest(yaml.safe_load(yaml.safe_dump(manifest)))
+    for field in ("namespace", "name", "uid", "scheduler_name", "priority", "creation_time", "requests", "labels"):
+        assert getattr(back, field) == getattr(original, field), field
+    for field in ("node_selector", "tolerations", "required_node_affinity", "node_name", "phase"):
+        assert getattr(back, field) == getattr(original, field), field
+    assert back.active_deadline_seconds == original.active_deadline_seconds

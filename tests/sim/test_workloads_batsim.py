@@ -1,0 +1,124 @@
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeflux.sim.workloads import WorkloadError
+from kubeflux.sim.workloads.batsim import DEFAULT_HOST_SPEED, read_batsim
+
+KTH = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.first1000.batsim.json"
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def test_kth_run_times_are_recovered_with_one_gigaflop_hosts() -> None:
+    workload = read_batsim(KTH)
+    assert DEFAULT_HOST_SPEED == 1e9
+    assert len(workload.jobs) == 1000
+    assert workload.resources == 96
+    assert workload.problems == []
+    assert workload.name == "KTH-SP2-1996-2.1-cln"
+    assert workload.header["description"] == "1000 jobs from swf job number 15 to 1014 inclusive"
+    jobs = {job.id: job for job in workload.jobs}
+    # job 20: subtime 5547, walltime 60, res 1, cpu 16e9 flops -> 16 s
+    assert (jobs["20"].submit_time, jobs["20"].requested_time, jobs["20"].requested_processors) == (5547, 60, 1)
+    assert jobs["20"].run_time == 16.0
+    # job 15: cpu 3354800145280 flops -> 3354.80014528 s, within its 53940 s walltime
+    assert jobs["15"].run_time == pytest.approx(3354.80014528)
+    assert all(not job.rejected and job.exit_code == 0 for job in workload.jobs)
+
+
+def test_host_speed_scales_run_times() -> None:
+    fast = {job.id: job for job in read_batsim(KTH, host_speed=2e9).jobs}
+    assert fast["20"].run_time == 8.0
+
+
+def test_profiles_of_every_supported_type(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "nb_res": 8,
+            "jobs": [
+                {"id": 1, "subtime": 0, "walltime": 100, "res": 2, "profile": "d"},
+                {"id": "2", "subtime": 5, "res": 4, "profile": "total"},
+                {"id": 3, "subtime": 6, "res": 2, "profile": "par"},
+                {"id": 4, "subtime": 7, "res": 1, "profile": "fails"},
+                {"id": 5, "subtime": 8, "res": 1, "profile": "new-name"},
+            ],
+            "profiles": {
+                "d": {"type": "delay", "delay": 20.25},
+                "total": {"type": "parallel_homogeneous_total", "cpu": 8e9, "com": 0},
+                "par": {"type": "parallel", "cpu": [1e9, 3e9], "com": [0, 0, 0, 0]},
+                "fails": {"type": "delay", "delay": 5, "ret": 2},
+                "new-name": {"type": "DelayProfile", "delay": 7},
+            },
+        },
+    )
+    workload = read_batsim(path)
+    jobs = {job.id: job for job in workload.jobs}
+    assert workload.problems == []
+    assert (jobs["1"].run_time, jobs["1"].requested_time) == (20.25, 100)
+    assert jobs["2"].run_time == 2.0 and jobs["2"].requested_time == -1  # 8 Gflop over 4 hosts of 1 Gflop/s
+    assert jobs["3"].run_time == 3.0  # the slowest host
+    assert jobs["4"].exit_code == 2 and jobs["4"].run_time == 5
+    assert jobs["5"].run_time == 7
+
+
+def test_bad_jobs_and_profiles_are_reported_and_rejected_not_dropped(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "nb_res": 4,
+            "jobs": [
+                {"id": "a", "subtime": 0, "res": 1, "profile": "smpi"},
+                {"id": "b", "subtime": 1, "res": 1, "profile": "smpi"},
+                {"id": "c", "subtime": 2, "res": 1, "profile": "missing"},
+                {"id": "d", "subtime": 3, "res": 0, "profile": "ok"},
+                {"id": "e", "subtime": "soon", "res": 1, "profile": "ok"},
+                {"id": "f", "subtime": 4, "res": 1, "profile": "weird"},
+                {"id": "g", "subtime": 5, "res": 1, "profile": "ok"},
+            ],
+            "profiles": {
+                "smpi": {"type": "SequentialCompositionProfile", "seq": ["ok"]},
+                "weird": {"type": "quantum"},
+                "ok": {"type": "delay", "delay": 1},
+            },
+        },
+    )
+    workload = read_batsim(path)
+    jobs = {job.id: job for job in workload.jobs}
+    assert sorted(jobs) == ["a", "b", "c", "d", "f", "g"]  # e has no usable submit time: skipped
+    assert (
+        jobs["a"].rejected
+        == "profile 'smpi': profile type 'SequentialCompositionProfile' is not supported by the simulator"
+    )
+    assert jobs["b"].rejected == jobs["a"].rejected
+    assert jobs["c"].rejected == "profile 'missing' is not defined in 'profiles'"
+    assert jobs["d"].rejected == "res: must be a positive integer, got 0"
+    assert jobs["f"].rejected == "profile 'weird': unknown profile type 'quantum'"
+    assert not jobs["g"].rejected
+    assert workload.problems == [
+        "w.json: profiles['smpi']: profile type 'SequentialCompositionProfile' is not supported by the simulator; "
+        "jobs using it are rejected",
+        "w.json: jobs[2] (id c): profile 'missing' is not defined in 'profiles'; the job is rejected",
+        "w.json: jobs[3] (id d): res: must be a positive integer, got 0; the job is rejected",
+        "w.json: jobs[4] (id e): subtime: must be a non-negative number, got 'soon'; skipped",
+        "w.json: profiles['weird']: unknown profile type 'quantum'; jobs using it are rejected",
+    ]
+
+
+def test_broken_json_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{\n  "nb_res": 4,\n  "jobs": [\n    {"id": 1,,}\n  ]\n}\n')
+    with pytest.raises(WorkloadError, match=r"bad.json:4: invalid JSON"):
+        read_batsim(path)
+
+
+def test_json_without_jobs_is_not_a_batsim_workload(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="expected an object with a 'jobs' list"):
+        read_batsim(write(tmp_path, {"nb_res": 4}))
