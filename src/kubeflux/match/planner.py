@@ -94,7 +94,8 @@ MultiPlanner calls (``planner_multi``: N planners, one per resource type, on one
     ``avail_during(at, duration, requests) -> bool``, ``avail_resources_at(at, type)``,
     ``avail_resources_array_at(at)``, ``avail_resources_array_during(at, duration)``: per-type Planner calls.
     ``avail_time_first(on_or_after, duration, requests)`` / ``avail_time_next()``: the scheduled points of the
-    **first** type's planner at which that planner fits and every other type passes ``avail_during``; None
+    **first** type's planner at which that planner fits and every other type passes ``avail_during`` (points
+    that another type's state rules out are skipped without being tried; the answers are the same); None
     (ENOENT) when exhausted; ERANGE if any request exceeds its total; ``avail_time_next`` is EINVAL after a
     span change or a change of types.
     ``span_planned(span_id, type)``: ``planner_multi_span_planned_at`` (0 for a type added after the span).
@@ -342,28 +343,6 @@ class _Timeline:
                         return be, k
             be -= 1
             ke = len(times_l[be]) - 1
-        return None
-
-    def first_below(self, b: int, i: int, last: int, request: int) -> tuple[int, int] | None:
-        """The first point at or after (b, i) and before ``last`` with less than ``request`` remaining."""
-        times_l, rems_l, offs, mins = self.times, self.rems, self.offs, self.mins
-        while b < len(times_l):
-            times = times_l[b]
-            if i < len(times):
-                if times[i] >= last:
-                    return None
-                if mins[b] < request:
-                    floor = request - offs[b]
-                    rems = rems_l[b]
-                    for k in range(i, len(rems)):
-                        if times[k] >= last:
-                            return None
-                        if rems[k] < floor:
-                            return b, k
-                if times[-1] >= last:
-                    return None
-            b += 1
-            i = 0
         return None
 
 
@@ -658,15 +637,18 @@ class Planner:
     def _skip_after_failure(self, at: int, duration: int, request: int) -> int:
         """The earliest start not ruled out by a failed ``avail_during(at, duration, request)``.
 
-        Let f be the first point in force during the window with too little remaining: every start from ``at`` up
+        Let f be the last point in force during the window with too little remaining: every start from ``at`` up
         to the point after f has f's state in its window, so none of them can fit.
         """
         tl = self._tl
         b, i = tl.locate(at)
-        fail = tl.first_below(b, i, at + duration, request)
-        if fail is None:
-            return at
-        b, i = fail
+        if tl.rems[b][i] + tl.offs[b] >= request:
+            fail = tl.last_below(b, i, at + duration, request)
+            if fail is None:
+                return at
+            b, i = fail
+        else:
+            b, i = tl.last_below(b, i, at + duration, request) or (b, i)
         if i + 1 < len(tl.times[b]):
             return tl.times[b][i + 1]
         return tl.firsts[b + 1] if b + 1 < len(tl.firsts) else self._end + 1
