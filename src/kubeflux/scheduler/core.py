@@ -35,22 +35,19 @@ placed, so nothing is double-booked.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections import Counter, deque
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from kubeflux.jobspec import Jobspec
-from kubeflux.match.engine import DEFAULT_HORIZON, Engine, EngineError, MatchOp, MatchResult
-from kubeflux.match.policy import MatchPolicy, parse_policy
-from kubeflux.resources import NodeSpec, Status, build_graph
+from kubeflux.match.engine import DEFAULT_HORIZON, MatchOp, MatchResult
+from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.constraints import fit_error_message, never_fits, static_filter
+from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.ledger import Ledger
-from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod, PodGroup
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.translate import (
@@ -62,7 +59,7 @@ from kubeflux.scheduler.translate import (
     pod_duration,
     pod_jobspec,
     pod_policy,
-    whole_cores,
+    pod_shape,
 )
 
 __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "Backfill", "KubefluxScheduler"]
@@ -71,7 +68,8 @@ ALLOCATION_ANNOTATION = "kubeflux.io/allocation"
 """Written on every pod kubeflux binds: JSON with the engine job id, node, cores, gpus, start and duration."""
 REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
 REASON_NOT_OURS = "node(s) are not available to kubeflux under its sharing policy"
-CLUSTER_NAME = "kubeflux"
+
+StaticKey = tuple[object, ...]
 
 
 class Backfill(StrEnum):
@@ -132,30 +130,31 @@ class KubefluxScheduler:
         """kubeflux's own pods, against its share of each node (the sharing policy)."""
         self.allocations: dict[str, Allocation] = {}
         """Pod uid → allocation, for every bound unfinished pod of any scheduler."""
-        self.engine: Engine | None = None
-        self._graph_specs: dict[str, NodeSpec] = {}
-        self._paths: dict[str, str] = {}
-        self._gone: set[str] = set()
-        """Nodes in the graph that were deleted from the cluster: kept down."""
+        self.graph: GraphView | None = None
         self._uid_by_key: dict[str, str] = {}
-        self._unaccounted: dict[str, Pod] = {}
-        """Bound pods (others', or ours after a restart) still to be put into the engine."""
         self._bound: dict[str, Pod] = {}
         """Pod uid → pod, for every allocation (to re-apply it when the graph is rebuilt)."""
-        self._now = 0.0
-        self._dirty = True
+        self._unaccounted: dict[str, Pod] = {}
+        """Bound pods (others', or ours after a restart) still to be put into the engine."""
+        self._static: dict[StaticKey, tuple[list[str], Counter[str]]] = {}
         self._rebuild = False
+        self._dirty = True
+        self._epoch = 0
+        """Bumped whenever a waiting job might now fit, or a reservation might no longer hold."""
+        self._planned_epoch = -1
+        self._head: PendingJob | None = None
         self._wake: float | None = None
+        self._now = 0.0
 
     # ================================================================== observe (the informer)
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         obj = event.obj
         if isinstance(obj, Node):
-            self._dirty = True
+            self._changed()
             self._observe_node(event.kind, obj)
         elif isinstance(obj, PodGroup):
-            self._dirty = True
+            self._changed()
             if event.kind is EventKind.DELETED:
                 self.queue.groups.pop(obj.key, None)
             else:
@@ -163,16 +162,18 @@ class KubefluxScheduler:
         else:
             self._observe_pod(event.kind, obj)
 
+    def _changed(self) -> None:
+        self._dirty = True
+        self._epoch += 1
+
     def _uid(self, pod: Pod) -> str:
-        if pod.uid:
-            return pod.uid
-        return self._uid_by_key.get(pod.key, pod.key)
+        return pod.uid or self._uid_by_key.get(pod.key, pod.key)
 
     def _observe_pod(self, kind: EventKind, pod: Pod) -> None:
         uid = self._uid(pod)
         if kind is EventKind.DELETED or pod.phase.terminal:
             if uid in self.allocations or uid in self.queue.by_pod:
-                self._dirty = True
+                self._changed()
             self._release(uid, "deleted" if kind is EventKind.DELETED else pod.phase.value)
             self.queue.remove_pod(uid)
             self._uid_by_key.pop(pod.key, None)
@@ -180,7 +181,7 @@ class KubefluxScheduler:
         self._uid_by_key[pod.key] = uid
         if pod.node_name:
             if uid not in self.allocations:
-                self._dirty = True
+                self._changed()
                 self.queue.remove_pod(uid)
                 self._account_bound(uid, pod)
             return
@@ -188,37 +189,36 @@ class KubefluxScheduler:
             return
         if pod.deleted:
             if self.queue.remove_pod(uid) is not None:
-                self._dirty = True
+                self._changed()
             return
         known = self.queue.by_pod.get(uid)
-        if known is None or known.pods.get(uid, pod).priority != pod.priority:
+        if known is not None and known.pods[uid].priority != pod.priority:
+            self._changed()
+        elif known is None:
             self._dirty = True
-        self.queue.add(uid, pod)
+        self.queue.add(uid, pod).tried_epoch = -1
 
     def _observe_node(self, kind: EventKind, node: Node) -> None:
         name = node.name
+        self._static.clear()
         if kind is EventKind.DELETED:
             self.nodes.pop(name, None)
-            if name in self._graph_specs:
-                self._gone.add(name)
-                self._set_status(name, Status.DOWN)
+            if self.graph is not None:
+                self.graph.set_gone(name, True)
             return
         self.nodes[name] = node
-        if self.engine is None:
+        if self.graph is None:
             return
         spec = node_spec(node, self.sharing.share(node)) if self.sharing.admits(node) else None
-        if spec is None:
-            if name in self._graph_specs:
-                self._rebuild = True
-            return
-        if self._graph_specs.get(name) != spec:
+        if spec is None and name in self.graph.specs:
             self._rebuild = True
-        elif name in self._gone:
-            self._gone.discard(name)
-            self._set_status(name, Status.UP)
+        elif spec is not None and self.graph.specs.get(name) != spec:
+            self._rebuild = True  # a new node, or new capacity: the graph is rebuilt (not yet in place)
+        else:
+            self.graph.set_gone(name, False)
 
     def _account_bound(self, uid: str, pod: Pod) -> None:
-        """A pod bound to a node that kubeflux did not (or no longer) account for: book it."""
+        """A pod bound to a node kubeflux does not count yet (another scheduler's, or ours after a restart)."""
         node = pod.node_name
         own = pod.scheduler_name == self.name
         self.ledger.take(uid, node, pod.requests)
@@ -242,44 +242,33 @@ class KubefluxScheduler:
             return
         self.ledger.give(uid)
         self.own.give(uid)
-        if alloc.jobid and self.engine is not None:
-            with contextlib.suppress(EngineError):
-                self.engine.cancel(alloc.jobid)
+        if alloc.jobid and self.graph is not None and self.graph.cancel(alloc.jobid):
             self.log.append(f"Cancel flux job: {alloc.jobid} for pod {alloc.key} ({why})")
 
     # ================================================================== the graph
 
-    def _ensure_engine(self) -> Engine | None:
-        if self.engine is not None and not self._rebuild:
-            return self.engine
+    def _ensure_graph(self) -> GraphView | None:
+        if self.graph is not None and not self._rebuild:
+            return self.graph
         admitted = [node for node in self.nodes.values() if self.sharing.admits(node)]
         if not admitted:
+            self.graph = None
             return None
+        rebuilt = self.graph is not None
         specs = [node_spec(node, self.sharing.share(node)) for node in admitted]
-        graph = build_graph(specs, cluster=CLUSTER_NAME)
-        rebuilt = self.engine is not None
-        self.engine = Engine(graph, policy=self.policy, horizon=self.horizon)
-        self._graph_specs = {spec.name: spec for spec in specs}
-        self._paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
-        self._gone.clear()
+        self.graph = GraphView(specs, self.policy, self.horizon, self.log)
         self._rebuild = False
-        self.log.append(f"Number nodes  {len(specs)}" + ("  (graph rebuilt)" if rebuilt else ""))
-        for spec in specs:
-            self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}")
-            self.log.append(f"Node  {spec.name}  total mem  {spec.memory}")
-        self.log.append(f"Can request at most  {max(s.cores for s in specs)}  exclusive cpu")
-        self.log.append(f'Match policy:  {{"matcher_policy": "{self.policy}"}}')
+        self._static.clear()
+        for reserved in self.queue.jobs.values():
+            reserved.reservations.clear()
         if rebuilt:
+            self.log.append("Graph rebuilt: re-applying every allocation")
             for alloc in self.allocations.values():
                 alloc.jobid = 0
                 pod = self._bound.get(alloc.uid)
                 if pod is not None:
                     self._unaccounted[alloc.uid] = pod
-        return self.engine
-
-    def _set_status(self, name: str, status: Status) -> None:
-        if self.engine is not None and name in self._paths:
-            self.engine.set_status(self._paths[name], status)
+        return self.graph
 
     def _tick(self, now: float) -> int:
         return max(0, math.floor(now))
@@ -290,71 +279,42 @@ class KubefluxScheduler:
         duration = pod_duration(pod)
         return left if duration is None else max(1, min(math.ceil(duration), left))
 
-    def _match(self, op: MatchOp, pod: Pod, duration: int, start: int, down: Iterable[str]) -> MatchResult | None:
-        """One engine match for ``pod`` with the ``down`` nodes hidden; None for a ledger-only pod."""
+    def _match(self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str]) -> MatchResult | None:
+        """One engine match for ``pod`` with the ``hide`` nodes down; None for a pod that takes no core/gpu."""
+        assert self.graph is not None
         spec = pod_jobspec(pod, duration)
         if spec is None:
             return None
-        return self._match_spec(op, spec, pod.key, start, down, pod_policy(pod, self.policy))
-
-    def _match_spec(
-        self, op: MatchOp, spec: Jobspec, what: str, start: int, down: Iterable[str], policy: str | None = None
-    ) -> MatchResult:
-        engine = self.engine
-        assert engine is not None
-        hidden = [name for name in down if name not in self._gone]
-        for name in hidden:
-            self._set_status(name, Status.DOWN)
-        saved = engine.policy
-        if policy is not None and policy != self.policy:
-            engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
-        try:
-            result = engine.match(op, spec, now=start, source=what)
-        finally:
-            engine.policy = engine.traverser.policy = saved
-            for name in hidden:
-                self._set_status(name, Status.UP)
-        if not result.matched:
-            self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
-        elif result.reserved:
-            self.log.append(
-                f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
-            )
-        else:
-            where = placement_from_output(result.resources)
-            self.log.append(
-                f"Match {op.value} {what}: jobid {result.jobid} node {where.node} cores {len(where.cores)} "
-                f"({result.elapsed:.6f} s)"
-            )
-        return result
+        return self.graph.match(op, spec, pod.key, start, hide, pod_policy(pod, self.policy))
 
     def _account_unaccounted(self) -> None:
         """Put bound pods the engine does not hold yet onto their node's cores (pinned: other nodes hidden)."""
-        if not self._unaccounted or self.engine is None:
+        graph = self.graph
+        if not self._unaccounted or graph is None:
             return
-        pending = self._unaccounted
-        self._unaccounted = {}
+        pending, self._unaccounted = self._unaccounted, {}
         by_node: dict[str, list[tuple[Allocation, Pod]]] = {}
         for uid, pod in pending.items():
             alloc = self.allocations.get(uid)
-            if alloc is not None and alloc.node in self._graph_specs and alloc.node not in self._gone:
+            if alloc is not None and graph.usable(alloc.node) and pod_shape(pod) != (0, 0):
                 by_node.setdefault(alloc.node, []).append((alloc, pod))
         for node, items in by_node.items():
-            others = [name for name in self._graph_specs if name != node]
+            others = {name for name in graph.specs if name != node}
             for alloc, pod in items:
-                if whole_cores(pod.requests.get(CPU, 0)) == 0 and not pod.requests.get("nvidia.com/gpu", 0):
-                    continue
-                start = alloc.start if alloc.own and alloc.duration else self._tick(self._now)
-                duration = alloc.duration if alloc.own and alloc.duration else self.horizon - start
+                now = self._tick(self._now)
+                if alloc.own and alloc.duration:
+                    start, duration = alloc.start, alloc.duration
+                else:
+                    start, duration = now, self.horizon - now
                 try:
-                    result = self._match(MatchOp.ALLOCATE, pod, max(1, duration), start, others)
+                    result = self._match(MatchOp.ALLOCATE, pod, duration, start, others)
                 except PodRequestError:
-                    continue
+                    result = None
                 if result is not None and result.matched:
                     alloc.jobid = result.jobid
                     alloc.placement = placement_from_output(result.resources)
                 else:
-                    self.log.append(f"Could not account pod {pod.key} on node {node} in the graph (ledger only)")
+                    self.log.append(f"Could not put pod {pod.key} on node {node} in the graph (counted in the ledger)")
 
     # ================================================================== schedule (one pass)
 
@@ -366,20 +326,37 @@ class KubefluxScheduler:
         self._dirty = False
         self._wake = None
         out: list[Decision] = []
-        engine = self._ensure_engine()
-        if engine is None:
-            self._report_all(fit_error_message(len(self.nodes), {}), out)
+        if self._ensure_graph() is None:
+            for job in self.queue.jobs.values():
+                self._report(job, fit_error_message(len(self.nodes), {}), None, out)
             return out
-        self._cancel_reservations()
-        self._account_unaccounted()
-        blocked = 0
+        ordered = self.queue.ordered()
+        head = self._head
+        full = (
+            due
+            or self._epoch != self._planned_epoch
+            or head is None
+            or head.key not in self.queue.jobs
+            or any(job.tried_epoch != self._epoch and job.order() < head.order() for job in ordered)
+        )
+        if full:
+            self._cancel_reservations()
+            self._account_unaccounted()
+            self._head = None
+            self._planned_epoch = self._epoch
+        self._pass(ordered, now, full, out)
+        return out
+
+    def _pass(self, ordered: list[PendingJob], now: float, full: bool, out: list[Decision]) -> None:
+        """Try the queue in order; on an incremental pass only the jobs not tried since the last change."""
+        blocked = 0 if full else 1
         considered = 0
-        for job in self.queue.ordered():
+        for job in ordered:
             if considered >= self.queue_depth:
                 break
             missing = self.queue.missing_members(job)
             if missing:
-                self._report_group_waiting(job, missing, out)
+                self._report_group_waiting(job, out)
                 continue
             if job.ready_since is None:
                 job.ready_since = now
@@ -387,23 +364,28 @@ class KubefluxScheduler:
                 self._wake_at(job.retry_at)
                 continue
             considered += 1
+            if not full and job.tried_epoch == self._epoch:
+                continue
+            job.tried_epoch = self._epoch
             if self._timed_out(job, now, out):
                 continue
             if self.backfill is Backfill.FCFS and blocked:
+                self._report(job, self._behind_message(job), None, out)
                 continue
             try:
                 reasons = self._place_now(job, now, out)
             except PodRequestError as exc:
                 self._reject(job, str(exc), out)
                 continue
-            if reasons is None or (job.key in self.queue.jobs and self._never(job, out)):
+            if reasons is None or self._never(job, out):
                 continue
             reserve = self.backfill is Backfill.CONSERVATIVE or blocked == 0
+            if blocked == 0:
+                self._head = job
             blocked += 1
             expected = self._reserve(job, now) if reserve else None
             gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
             self._report(job, fit_error_message(len(self.nodes), reasons, post_filter_message=gang), expected, out)
-        return out
 
     def next_wakeup(self, now: float) -> float | None:
         return self._wake if self._wake is not None and self._wake > now else None
@@ -413,14 +395,15 @@ class KubefluxScheduler:
             self._wake = t
 
     def _cancel_reservations(self) -> None:
-        engine = self.engine
         for job in self.queue.jobs.values():
-            if engine is not None:
-                for jobid in job.reservations:
-                    with contextlib.suppress(EngineError):
-                        engine.cancel(jobid)
-            job.reservations.clear()
-            job.expected_start = None
+            self._cancel_job_reservations(job)
+
+    def _cancel_job_reservations(self, job: PendingJob) -> None:
+        if self.graph is not None:
+            for jobid in job.reservations:
+                self.graph.cancel(jobid)
+        job.reservations.clear()
+        job.expected_start = None
 
     def _timed_out(self, job: PendingJob, now: float, out: list[Decision]) -> bool:
         timeout = self.queue.timeout(job)
@@ -433,65 +416,80 @@ class KubefluxScheduler:
         job.retry_at = now + job.backoff
         job.ready_since = None
         self._wake_at(job.retry_at)
-        message = fit_error_message(
-            len(self.nodes),
-            {},
-            pre_filter_message=(
-                f"pod group {job.key} did not fit within its scheduleTimeoutSeconds of {timeout:g}; "
-                f"released, retrying in {job.backoff:g} s"
-            ),
+        why = (
+            f"pod group {job.key} did not fit within its scheduleTimeoutSeconds of {timeout:g}; "
+            f"released, retrying in {job.backoff:g} s"
         )
+        message = fit_error_message(len(self.nodes), {}, pre_filter_message=why)
         self.log.append(message)
         self._report(job, message, None, out)
         return True
 
-    # ================================================================== filter and match
+    # ================================================================== filter, match, reserve
 
-    def _filter(self, pod: Pod, ledger_too: bool) -> tuple[list[str], Counter[str]]:
-        """The graph nodes that may take ``pod`` (in graph order) and the reasons the others may not."""
+    def _static_fit(self, pod: Pod) -> tuple[list[str], Counter[str]]:
+        """The graph nodes passing the usage-independent filters for pods shaped like ``pod``, cached."""
+        key: StaticKey = (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
+        cached = self._static.get(key)
+        if cached is not None:
+            return cached
+        assert self.graph is not None
         fit: list[str] = []
         reasons: Counter[str] = Counter()
-        for name in self._graph_specs:
+        for name in self.graph.specs:
             node = self.nodes.get(name)
-            if node is None or name in self._gone:
+            if node is None or not self.graph.usable(name):
                 continue
             why = static_filter(pod, node)
-            if why is not None:
+            if why is None:
+                fit.append(name)
+            else:
                 reasons[why] += 1
-                continue
-            if ledger_too:
-                short = self.ledger.shortfall(pod.requests, name, node.allocatable)
-                if not short:
-                    short = self.own.shortfall(pod.requests, name, self.sharing.share(node))
-                if short:
-                    reasons.update(short)
-                    continue
-            fit.append(name)
-        outside = sum(1 for name in self.nodes if name not in self._graph_specs)
+        outside = sum(1 for name in self.nodes if name not in self.graph.specs)
         if outside:
             reasons[REASON_NOT_OURS] += outside
+        self._static[key] = (fit, reasons)
+        return fit, reasons
+
+    def _filter(self, pod: Pod) -> tuple[list[str], Counter[str]]:
+        """The graph nodes that may take ``pod`` now (in graph order) and why the others may not."""
+        static, static_reasons = self._static_fit(pod)
+        reasons = Counter(static_reasons)
+        fit: list[str] = []
+        requests = pod.requests
+        for name in static:
+            node = self.nodes[name]
+            short = self.ledger.shortfall(requests, name, node.allocatable)
+            if not short and self.sharing.name != "shared":
+                short = self.own.shortfall(requests, name, self.sharing.share(node))
+            if short:
+                reasons.update(short)
+            else:
+                fit.append(name)
         return fit, reasons
 
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place every pod of ``job`` now, or none; None when bound, else why not (kube-scheduler reasons)."""
         start = self._tick(now)
+        if len(job.pods) > 1:
+            short = self._first_short_member(job)
+            if short is not None:
+                return self._filter(short)[1]
         made: list[tuple[Pod, Allocation]] = []
         for uid, pod in job.pods.items():
-            fit, reasons = self._filter(pod, ledger_too=True)
-            alloc: Allocation | None = None
-            if fit:
-                alloc = self._place_pod(uid, pod, fit, start)
-                if alloc is None:
-                    reasons[REASON_RESERVED] += len(fit)
+            fit, reasons = self._filter(pod)
+            alloc = self._place_pod(uid, pod, fit, start) if fit else None
             if alloc is None:
+                if fit:
+                    reasons[REASON_RESERVED] += len(fit)
                 for _, placed in made:
                     self._release(placed.uid, "gang incomplete")
                 if made:  # the reasons as they stand without the members tried before this one
-                    _, reasons = self._filter(pod, ledger_too=True)
+                    _, reasons = self._filter(pod)
                 return reasons
             made.append((pod, alloc))
         for pod, alloc in made:
-            annotation = {
+            record = {
                 "jobid": alloc.jobid,
                 "node": alloc.node,
                 "cores": list(alloc.placement.cores) if alloc.placement else [],
@@ -501,20 +499,45 @@ class KubefluxScheduler:
                 "start": alloc.start,
                 "duration": alloc.duration,
             }
-            text = json.dumps(annotation, sort_keys=True, separators=(",", ":"))
+            text = json.dumps(record, sort_keys=True, separators=(",", ":"))
             out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: text}))
         self.queue.remove_job(job)
         return None
 
+    def _first_short_member(self, job: PendingJob) -> Pod | None:
+        """A quick test before matching a gang pod by pod: pack the members first fit into the free amounts the
+        exact books show; the first member that finds no room (None when all do). Packing may fail where the
+        matcher would succeed only in rare fragmented cases; the gang is then tried again on the next change."""
+        free: dict[str, dict[str, int]] = {}
+        for pod in job.pods.values():
+            static, _ = self._static_fit(pod)
+            for name in static:
+                room = free.get(name)
+                if room is None:
+                    node = self.nodes[name]
+                    alloc = node.allocatable if self.sharing.name == "shared" else self.sharing.share(node)
+                    used = self.ledger.on(name) if self.sharing.name == "shared" else self.own.on(name)
+                    room = free[name] = {res: amount - used.get(res, 0) for res, amount in alloc.items()}
+                if all(room.get(res, 0) >= amount for res, amount in pod.requests.items() if amount > 0) and (
+                    room.get(PODS, 1) >= 1
+                ):
+                    for res, amount in pod.requests.items():
+                        room[res] = room.get(res, 0) - amount
+                    if PODS in room:
+                        room[PODS] -= 1
+                    break
+            else:
+                return pod
+        return None
+
     def _place_pod(self, uid: str, pod: Pod, fit: list[str], start: int) -> Allocation | None:
+        assert self.graph is not None
         duration = self._planned(pod, start)
         fitting = set(fit)
-        down = [name for name in self._graph_specs if name not in fitting]
-        result = self._match(MatchOp.ALLOCATE, pod, duration, start, down)
+        result = self._match(MatchOp.ALLOCATE, pod, duration, start, set(self.graph.specs) - fitting)
+        placement: Placement | None = None
         if result is None:
-            placement: Placement | None = None
-            node = fit[0]
-            jobid = 0
+            node, jobid = fit[0], 0  # takes no core or gpu: the exact books place it
         elif not result.matched:
             return None
         else:
@@ -538,24 +561,25 @@ class KubefluxScheduler:
         or when the engine's cores are free now and only the exact books (memory, millicores, pod count) stop
         the job.
         """
+        assert self.graph is not None
         start = self._tick(now)
         pods = list(job.pods.values())
         fitting: set[str] | None = None
         for pod in pods:
-            fit, _ = self._filter(pod, ledger_too=False)
-            fitting = set(fit) if fitting is None else fitting & set(fit)
-        down = [name for name in self._graph_specs if name not in (fitting or set())]
+            static, _ = self._static_fit(pod)
+            fitting = set(static) if fitting is None else fitting & set(static)
+        hide = set(self.graph.specs) - (fitting or set())
         duration = max(self._planned(pod, start) for pod in pods)
         gang = gang_jobspec(pods, duration, job.key) if len(pods) > 1 else None
         times: list[int] = []
         if gang is not None:
-            result = self._match_spec(MatchOp.ALLOCATE_ORELSE_RESERVE, gang, job.key, start, down)
+            result = self.graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, gang, job.key, start, hide)
             if result.matched:
                 job.reservations.append(result.jobid)
                 times.append(result.at)
         else:
             for pod in pods:
-                matched = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, self._planned(pod, start), start, down)
+                matched = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, self._planned(pod, start), start, hide)
                 if matched is None or not matched.matched:
                     break
                 job.reservations.append(matched.jobid)
@@ -566,20 +590,16 @@ class KubefluxScheduler:
         job.expected_start = float(max(times))
         return job.expected_start
 
-    def _cancel_job_reservations(self, job: PendingJob) -> None:
-        assert self.engine is not None
-        for jobid in job.reservations:
-            self.engine.cancel(jobid)
-        job.reservations.clear()
-
     # ================================================================== decisions
 
     def _never(self, job: PendingJob, out: list[Decision]) -> bool:
         """Reject the job when one of its pods fits on no node even empty; True when rejected."""
+        graph = self.graph
+        assert graph is not None
         nodes = [
             replace(node, allocatable=self.sharing.share(node))
             for name, node in self.nodes.items()
-            if name in self._graph_specs and name not in self._gone
+            if graph.usable(name)
         ]
         for pod in job.pods.values():
             why = never_fits(pod, nodes) if nodes else None
@@ -592,9 +612,8 @@ class KubefluxScheduler:
         for pod in job.pods.values():
             out.append(Reject(pod.key, pod.uid, message))
         self.log.append(f"Rejected {job.key}: {message}")
-        self.queue.jobs.pop(job.key, None)
-        for uid in list(job.pods):
-            self.queue.by_pod.pop(uid, None)
+        self._cancel_job_reservations(job)
+        self.queue.drop(job)
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
         for uid, pod in job.pods.items():
@@ -603,17 +622,18 @@ class KubefluxScheduler:
                 job.told[uid] = said
                 out.append(Unschedulable(pod.key, pod.uid, message, expected))
 
-    def _report_group_waiting(self, job: PendingJob, missing: int, out: list[Decision]) -> None:
+    def _behind_message(self, job: PendingJob) -> str:
+        head = self._head.key if self._head is not None else "an earlier job"
+        why = f"waiting in FCFS order behind {head}"
+        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
+
+    def _report_group_waiting(self, job: PendingJob, out: list[Decision]) -> None:
         group = self.queue.groups.get(job.key)
         if group is None:
             why = f"pod group {job.key} does not exist (yet)"
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.nodes), {}, pre_filter_message=why), None, out)
-
-    def _report_all(self, message: str, out: list[Decision]) -> None:
-        for job in self.queue.jobs.values():
-            self._report(job, message, None, out)
 
 
 def _read_annotation(pod: Pod) -> tuple[int, int] | None:

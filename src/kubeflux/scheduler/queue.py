@@ -31,6 +31,8 @@ class PendingJob:
     reservations: list[int] = field(default_factory=list)
     """Engine job ids holding this job's reservation (re-planned every pass)."""
     expected_start: float | None = None
+    tried_epoch: int = -1
+    """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""
     told: dict[str, tuple[str, float | None]] = field(default_factory=dict)
     """Pod uid → the last (message, expected start) reported, so each is reported once."""
 
@@ -91,6 +93,13 @@ class PendingQueue:
             del self.jobs[job.key]
         if job.group is not None:
             self.started_groups.add(job.group)
+
+    def drop(self, job: PendingJob) -> None:
+        """Forget a job that will never run (rejected)."""
+        for uid in job.pods:
+            self.by_pod.pop(uid, None)
+        if self.jobs.get(job.key) is job:
+            del self.jobs[job.key]
 
     def missing_members(self, job: PendingJob) -> int:
         """How many more pods the job's group needs before it can be tried (0 when ready)."""

@@ -1,0 +1,105 @@
+"""The engine as the scheduler sees it: one graph node per admitted Kubernetes node, matches with nodes hidden.
+
+Hiding is how per-pod filters reach the matcher: before a match, the nodes that may not take the pod are marked
+down (:meth:`GraphView.hide`), and only the difference from the previous match is re-marked, so a busy cluster
+costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from kubeflux.jobspec import Jobspec
+from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
+from kubeflux.match.policy import MatchPolicy, parse_policy
+from kubeflux.resources import NodeSpec, Status, build_graph
+from kubeflux.scheduler.translate import placement_from_output
+
+__all__ = ["CLUSTER_NAME", "GraphView"]
+
+CLUSTER_NAME = "kubeflux"
+
+
+class GraphView:
+    """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
+
+    def __init__(self, specs: list[NodeSpec], policy: str, horizon: int, log: deque[str]) -> None:
+        self.engine = Engine(build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon)
+        self.policy = policy
+        self.specs = {spec.name: spec for spec in specs}
+        self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
+        self.gone: set[str] = set()
+        self.hidden: set[str] = set()
+        self.log = log
+        self.log.append(f"Number nodes  {len(specs)}")
+        for spec in specs:
+            self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}")
+            self.log.append(f"Node  {spec.name}  total mem  {spec.memory}")
+        self.log.append(f"Can request at most  {max((s.cores for s in specs), default=0)}  exclusive cpu")
+        self.log.append(f'Match policy:  {{"matcher_policy": "{policy}"}}')
+
+    def usable(self, name: str) -> bool:
+        return name in self.specs and name not in self.gone
+
+    def _mark(self, name: str, status: Status) -> None:
+        self.engine.set_status(self.paths[name], status)
+
+    def set_gone(self, name: str, gone: bool) -> None:
+        """A node left the cluster (down until it returns) or came back."""
+        if name not in self.specs or (name in self.gone) == gone:
+            return
+        if gone:
+            self.gone.add(name)
+            if name not in self.hidden:
+                self._mark(name, Status.DOWN)
+        else:
+            self.gone.discard(name)
+            if name not in self.hidden:
+                self._mark(name, Status.UP)
+
+    def hide(self, names: Iterable[str]) -> None:
+        """Make exactly ``names`` (plus the gone nodes) invisible to the next matches."""
+        target = set(names)
+        for name in self.hidden - target:
+            if name not in self.gone:
+                self._mark(name, Status.UP)
+        for name in target - self.hidden:
+            if name not in self.gone:
+                self._mark(name, Status.DOWN)
+        self.hidden = target
+
+    def match(
+        self, op: MatchOp, spec: Jobspec, what: str, start: int, hide: Iterable[str], policy: str | None = None
+    ) -> MatchResult:
+        """One engine match at ``start`` with the ``hide`` nodes down; logged as Fluence logs its match calls."""
+        engine = self.engine
+        self.hide(hide)
+        saved = engine.policy
+        if policy is not None and policy != self.policy:
+            engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
+        try:
+            result = engine.match(op, spec, now=start, source=what)
+        finally:
+            engine.policy = engine.traverser.policy = saved
+        if not result.matched:
+            self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
+        elif result.reserved:
+            self.log.append(
+                f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
+            )
+        else:
+            where = placement_from_output(result.resources)
+            self.log.append(
+                f"Match {op.value} {what}: jobid {result.jobid} node {where.node} cores {len(where.cores)} "
+                f"({result.elapsed:.6f} s)"
+            )
+        return result
+
+    def cancel(self, jobid: int) -> bool:
+        """Cancel an engine job; False when the engine does not know it (already gone)."""
+        try:
+            self.engine.cancel(jobid)
+        except EngineError:
+            return False
+        return True
