@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 
+import numpy as np
+import numpy.typing as npt
+
 from kubeflux.match import stdsort
 
 MATCH_UNMET = 0
@@ -60,7 +63,20 @@ class Evals:
     merge the children's ranked lists instead of sorting everything.
     """
 
-    __slots__ = ("_ranked", "best_i", "best_k", "cursor", "groups", "own", "parts", "qualified", "total", "truncated")
+    __slots__ = (
+        "_offsets",
+        "_ranked",
+        "_scores",
+        "best_i",
+        "best_k",
+        "cursor",
+        "groups",
+        "own",
+        "parts",
+        "qualified",
+        "total",
+        "truncated",
+    )
 
     def __init__(self) -> None:
         self.groups: list[EdgeGroup] = []
@@ -73,6 +89,8 @@ class Evals:
         self.cursor = -1
         self.truncated = False
         self._ranked: dict[bool, list[EdgeGroup]] = {}
+        self._offsets: list[int] = []
+        self._scores: npt.NDArray[np.int64] | None = None
 
     def add(self, group: EdgeGroup) -> None:
         self.total += group.count
@@ -84,8 +102,25 @@ class Evals:
     def merge(self, other: Evals) -> None:
         self.qualified += other.qualified
         self.total += other.total
+        self._offsets.append(len(self.groups))
         self.groups.extend(other.groups)
         self.parts.append(other)
+
+    def scores(self) -> npt.NDArray[np.int64]:
+        """The candidates' scores in collection order (computed once; the parts' arrays are reused)."""
+        scores = self._scores
+        if scores is None:
+            groups = self.groups
+            scores = self._scores = np.empty(len(groups), dtype=np.int64)
+            done = 0
+            for offset, part in zip(self._offsets, self.parts, strict=True):
+                if offset > done:
+                    scores[done:offset] = [group.score for group in groups[done:offset]]
+                done = offset + len(part.groups)
+                scores[offset:done] = part.scores()
+            if done < len(groups):
+                scores[done:] = [group.score for group in groups[done:]]
+        return scores
 
     def ranked(self, descending: bool) -> list[EdgeGroup]:
         """The candidates by score, best first (ties in no particular order); computed once per direction.
@@ -140,6 +175,12 @@ class Evals:
         chosen = None
         if partial and len(self.groups) >= PARTIAL_MIN:
             chosen = self._best_without_ties(k, descending)
+            if chosen is None and k < len(self.groups):
+                scores = self.scores()
+                first = stdsort.first_positions(-scores if descending else scores, k)
+                if first is not None:
+                    groups = self.groups
+                    chosen = [groups[i] for i in first.tolist()]
         if chosen is not None:
             self.groups = chosen
             self.truncated = True
