@@ -20,7 +20,6 @@ from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scor
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
 
-X_CHECKER_NJOBS = 1 << 30
 ANY_TYPE = "ALL"
 SLOT = "slot"
 WEIGHT_MAX = 2**64 - 1
@@ -159,8 +158,10 @@ class Traverser:
         self.plans: dict[int, Planner] = {}
         self.allocations: dict[int, dict[int, int]] = {}
         self.reservations: dict[int, dict[int, int]] = {}
-        self.x_checkers: dict[int, Planner] = {}
-        self.x_spans: dict[int, dict[int, int]] = {}
+        self.x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
+        """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
+        Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
+        the vertex's fingerprint."""
         self.tags: dict[int, set[int]] = {}
         self.subplans: dict[int, MultiPlanner] = {}
         self.job2span: dict[int, dict[int, int]] = {}
@@ -168,10 +169,12 @@ class Traverser:
         self.fp = [0] * len(graph.vertices)
         """Per vertex, a fingerprint of the scheduling state of its subtree (a sum of hashes of its spans,
         statuses and edge weights); a cached :class:`Evaluation` is valid while it is unchanged."""
-        self.job_hash: dict[int, dict[int, int]] = {}
         self.root_eval: Evaluation | None = None
         self._cache: dict[int, dict[tuple[object, ...], tuple[int, Evaluation]]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
+        self._out_types: dict[int, set[str]] = {}
+        self._by_weight: dict[int, list[tuple[int, int]]] = {}
+        """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
@@ -214,6 +217,8 @@ class Traverser:
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
         self._kids.pop(uid, None)
+        self._out_types.pop(uid, None)
+        self._by_weight.clear()
         self.touch(uid)
 
     def _prime(self, root: int) -> None:
@@ -271,8 +276,12 @@ class Traverser:
         return plan.avail_resources_during(at, duration)
 
     def _x_busy(self, uid: int, at: int, duration: int) -> bool:
-        checker = self.x_checkers.get(uid)
-        return checker is not None and checker.avail_resources_during(at, duration) < X_CHECKER_NJOBS
+        """Whether any job holds ``uid`` during ``[at, at + duration)``."""
+        uses = self.x_uses.get(uid)
+        if not uses:
+            return False
+        end = at + duration
+        return any(start < end and at < stop for start, stop, _ in uses.values())
 
     # ------------------------------------------------------------------ select (match phase)
 
@@ -370,11 +379,11 @@ class Traverser:
         return ("pristine" if pristine else "none"), resources, nslots, "", pristine
 
     def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
-        graph = self.graph
-        for child in slot.with_:
-            if not any(graph.vertices[graph.edges[index].target].type == child.type for index in vertex.out):
-                return False
-        return True
+        types = self._out_types.get(vertex.uid)
+        if types is None:
+            graph = self.graph
+            types = self._out_types[vertex.uid] = {graph.vertices[graph.edges[i].target].type for i in vertex.out}
+        return all(child.type in types for child in slot.with_)
 
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
@@ -490,8 +499,13 @@ class Traverser:
             return found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
-        order = sorted(children, key=lambda pair: (self.edge_weight[pair[0]], vertices[pair[1]].uniq_id))
-        for edge, target in reversed(order):
+        parent = vertices[children[0][1]].parent
+        order = self._by_weight.get(parent)
+        if order is None:
+            order = sorted(children, key=lambda pair: (self.edge_weight[pair[0]], vertices[pair[1]].uniq_id))
+            order.reverse()
+            self._by_weight[parent] = order
+        for edge, target in order:
             if vertices[target].type in satisfied:
                 continue
             evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
@@ -718,10 +732,8 @@ class Traverser:
             n_plans += 1
             self._add_plan(uid, meta, needs)
         if n_plans > 0:
-            self._add_job_data(uid, meta, aggregates)
             own = hash((uid, meta.jobid, meta.at, meta.duration, int(meta.alloc_type), needs, excl))
-            hashes = self.job_hash.setdefault(uid, {})
-            hashes[meta.jobid] = hashes.get(meta.jobid, 0) + own
+            self._add_job_data(uid, meta, aggregates, own)
             delta[0] += own
             total = self.prune_filters.total
             if vertex.type in total:
@@ -748,12 +760,15 @@ class Traverser:
         elif meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
             self.reservations.setdefault(uid, {})[meta.jobid] = span
 
-    def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int]) -> None:
+    def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
         self.tags.setdefault(uid, set()).add(meta.jobid)
-        checker = self.x_checkers.get(uid)
-        if checker is None:
-            checker = self.x_checkers[uid] = Planner(X_CHECKER_NJOBS, self.base, self.horizon, "x_checker")
-        self.x_spans.setdefault(uid, {})[meta.jobid] = checker.add_span(meta.at, meta.duration, 1)
+        uses = self.x_uses.get(uid)
+        if uses is None:
+            uses = self.x_uses[uid] = {}
+        previous = uses.get(meta.jobid)
+        if previous is not None:
+            fingerprint += previous[2]
+        uses[meta.jobid] = (meta.at, meta.at + meta.duration, fingerprint)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
@@ -771,6 +786,8 @@ class Traverser:
             return 0
         old = self.edge_weight[edge]
         new = self.edge_weight[edge] = max(avail, 0)
+        if new != old:
+            self._by_weight.pop(self.graph.vertices[target].parent, None)
         return _weight_hash(edge, new) - _weight_hash(edge, old)
 
     # ------------------------------------------------------------------ cancel
@@ -791,15 +808,12 @@ class Traverser:
         if tags is None or jobid not in tags:
             return 0
         tags.discard(jobid)
-        span = self.x_spans.get(uid, {}).pop(jobid, None)
-        if span is not None:
-            self.x_checkers[uid].rem_span(span)
+        use = self.x_uses[uid].pop(jobid, None) if uid in self.x_uses else None
+        delta = use[2] if use is not None else 0
         spans = self.job2span.get(uid)
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
         self._rem_plan(uid, jobid)
-        hashes = self.job_hash.get(uid)
-        delta = hashes.pop(jobid, 0) if hashes else 0
         for edge, target in self._kid_edges(uid):
             self.slot_leader.discard(edge)
             delta += self._rem_dfv(target, jobid)
