@@ -58,68 +58,97 @@ PARTIAL_MIN = 64
 class Evals:
     """The candidates of one resource type below a vertex.
 
-    ``groups`` holds them in the order Fluxion collects them; ``own`` and ``parts`` remember where they came
-    from (added here, or merged from a child's candidates), so that a best-k choice among many candidates can
-    merge the children's ranked lists instead of sorting everything.
+    ``groups`` lists them in the order Fluxion collects them. It is built only when read: a vertex passes its
+    children's candidates up as references (``parts``) next to the groups it adds itself (``own``), so a wide
+    vertex costs one reference per child rather than a copy of every candidate below it, and a best-k choice
+    can merge the children's ranked lists instead of sorting everything.
     """
 
     __slots__ = (
-        "_offsets",
+        "_groups",
+        "_items",
         "_ranked",
         "_scores",
         "best_i",
         "best_k",
         "cursor",
-        "groups",
         "own",
         "parts",
         "qualified",
+        "size",
         "total",
         "truncated",
     )
 
     def __init__(self) -> None:
-        self.groups: list[EdgeGroup] = []
         self.own: list[EdgeGroup] = []
         self.parts: list[Evals] = []
         self.qualified = 0
         self.total = 0
+        self.size = 0
+        """The number of candidate groups."""
         self.best_k = 0
         self.best_i = 0
         self.cursor = -1
         self.truncated = False
+        self._items: list[Evals | EdgeGroup] = []
+        self._groups: list[EdgeGroup] | None = None
         self._ranked: dict[bool, list[EdgeGroup]] = {}
-        self._offsets: list[int] = []
         self._scores: npt.NDArray[np.int64] | None = None
+
+    @property
+    def groups(self) -> list[EdgeGroup]:
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = []
+            for item in self._items:
+                if isinstance(item, Evals):
+                    groups.extend(item.groups)
+                else:
+                    groups.append(item)
+        return groups
+
+    @groups.setter
+    def groups(self, groups: list[EdgeGroup]) -> None:
+        self._groups = groups
 
     def add(self, group: EdgeGroup) -> None:
         self.total += group.count
         if group.score > 0:
             self.qualified += group.count
-        self.groups.append(group)
+        self.size += 1
         self.own.append(group)
+        self._items.append(group)
+        if self._groups is not None:
+            self._groups.append(group)
 
     def merge(self, other: Evals) -> None:
         self.qualified += other.qualified
         self.total += other.total
-        self._offsets.append(len(self.groups))
-        self.groups.extend(other.groups)
+        self.size += other.size
         self.parts.append(other)
+        self._items.append(other)
+        if self._groups is not None:
+            self._groups.extend(other.groups)
 
     def scores(self) -> npt.NDArray[np.int64]:
         """The candidates' scores in collection order (computed once; the parts' arrays are reused)."""
         scores = self._scores
         if scores is None:
-            groups = self.groups
-            scores = self._scores = np.empty(len(groups), dtype=np.int64)
-            done = 0
-            for offset, part in zip(self._offsets, self.parts, strict=True):
-                if offset > done:
-                    scores[done:offset] = [group.score for group in groups[done:offset]]
-                done = offset + len(part.groups)
-                scores[offset:done] = part.scores()
-            if done < len(groups):
-                scores[done:] = [group.score for group in groups[done:]]
+            chunks: list[npt.NDArray[np.int64]] = []
+            run: list[int] = []
+            for item in self._items:
+                if isinstance(item, Evals):
+                    if run:
+                        chunks.append(np.array(run, dtype=np.int64))
+                        run = []
+                    chunks.append(item.scores())
+                else:
+                    run.append(item.score)
+            if run:
+                chunks.append(np.array(run, dtype=np.int64))
+            scores = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
+            self._scores = scores
         return scores
 
     def ranked(self, descending: bool) -> list[EdgeGroup]:
@@ -173,9 +202,9 @@ class Evals:
         if k == 0 or k > self.qualified:
             return False
         chosen = None
-        if partial and len(self.groups) >= PARTIAL_MIN:
+        if partial and self.size >= PARTIAL_MIN:
             chosen = self._best_without_ties(k, descending)
-            if chosen is None and k < len(self.groups):
+            if chosen is None and k < self.size:
                 scores = self.scores()
                 first = stdsort.first_positions(-scores if descending else scores, k)
                 if first is not None:

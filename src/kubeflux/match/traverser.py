@@ -18,7 +18,7 @@ from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
 from kubeflux.match.writers import Writer
-from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
+from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
 ANY_TYPE = "ALL"
 SLOT = "slot"
@@ -179,7 +179,8 @@ class Traverser:
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
         self._epoch = 0
-        self._prime(self.root)
+        with paused_gc():
+            self._prime(self.root)
 
     # ------------------------------------------------------------------ set-up
 
