@@ -39,6 +39,7 @@ def query(
         prune_filters=prune_filters,
         output=test_output,
         elapse_time=elapse_time,
+        long_running=True,
     )
     raise typer.Exit(run_query(options, sys.stdin))
 
