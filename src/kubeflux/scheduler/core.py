@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from kubeflux.match.engine import DEFAULT_HORIZON, MatchOp, MatchResult
@@ -593,16 +593,19 @@ class KubefluxScheduler:
     # ================================================================== decisions
 
     def _never(self, job: PendingJob, out: list[Decision]) -> bool:
-        """Reject the job when one of its pods fits on no node even empty; True when rejected."""
+        """Reject the job when one of its pods is larger than any node even empty; True when rejected.
+
+        Only size rejects: a pod that no node's labels, taints or cordon admit stays queued (Unschedulable),
+        since nodes change.
+        """
         graph = self.graph
         assert graph is not None
         nodes = [
-            replace(node, allocatable=self.sharing.share(node))
-            for name, node in self.nodes.items()
-            if graph.usable(name)
+            Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
         ]
         for pod in job.pods.values():
-            why = never_fits(pod, nodes) if nodes else None
+            bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
+            why = never_fits(bare, nodes) if nodes else None
             if why is not None:
                 self._reject(job, why, out)
                 return True
