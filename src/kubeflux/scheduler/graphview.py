@@ -96,6 +96,26 @@ class GraphView:
             )
         return result
 
+    def busy_cores(self, name: str, at: int) -> int:
+        """How many of node ``name``'s cores an engine *allocation* (not a reservation) holds at time ``at``."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name])
+        if vertex is None:
+            return 0
+        traverser = self.engine.traverser
+        busy = 0
+        for uid in vertex.children:
+            spans = traverser.allocations.get(uid)
+            if graph.vertices[uid].type != "core" or not spans:
+                continue
+            plan = traverser.plans[uid]
+            for span in spans.values():
+                start = plan.span_start(span)
+                if start <= at < start + plan.span_duration(span):
+                    busy += 1
+                    break
+        return busy
+
     def cancel(self, jobid: int) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone)."""
         try:
