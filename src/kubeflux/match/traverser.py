@@ -224,6 +224,8 @@ class Traverser:
         self._kids.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
+        if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
+            self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
         self.touch(uid)
 
     def _prime(self, root: int) -> None:
@@ -786,12 +788,13 @@ class Traverser:
             self._unbound(uid, previous[0], previous[1])
         end = meta.at + meta.duration
         uses[meta.jobid] = (meta.at, end, fingerprint)
-        bounds = self.bounds.get(uid)
-        if bounds is None:
-            self.bounds[uid] = [meta.at, end]
-        else:
-            insort(bounds, meta.at)
-            insort(bounds, end)
+        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
+            bounds = self.bounds.get(uid)
+            if bounds is None:
+                self.bounds[uid] = [meta.at, end]
+            else:
+                insort(bounds, meta.at)
+                insort(bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
@@ -848,9 +851,10 @@ class Traverser:
         return delta
 
     def _unbound(self, uid: int, start: int, end: int) -> None:
-        bounds = self.bounds[uid]
-        del bounds[bisect_left(bounds, start)]
-        del bounds[bisect_left(bounds, end)]
+        bounds = self.bounds.get(uid)
+        if bounds:
+            del bounds[bisect_left(bounds, start)]
+            del bounds[bisect_left(bounds, end)]
 
     def _rem_plan(self, uid: int, jobid: int) -> bool:
         for table in (self.allocations, self.reservations):
