@@ -120,3 +120,25 @@ def test_ties_among_many_candidates_pick_what_the_full_sort_picks(tmp_path: Path
     specs = [load_jobspec(BENCH / "a_core1.yaml")]
     with mock.patch(f"{__name__}._jobspecs", return_value=specs):
         assert _run(graph, policy, steps, shortcuts=True) == _run(graph, policy, steps, shortcuts=False)
+
+
+@pytest.mark.parametrize("policy", ["lonode", "first"])
+def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -> None:
+    """Nodes busy until 100, 200, ... 1600: reservations land at many different times, on nodes whose subtrees
+    did not change between the searches (their cached evaluations were made for other windows)."""
+    graph = _bench_graph(tmp_path, racks=2, nodes_per_rack=8)
+    node = load_jobspec(BENCH / "d_1n_64c.yaml")
+
+    def run(shortcuts: bool) -> list[tuple[int, str]]:
+        cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
+        with mock.patch.object(traverser, "CACHE_PER_VERTEX", cache):
+            engine = Engine(read_grug(graph), policy=policy)
+            for hundreds in range(1, 17):
+                assert engine.match(MatchOp.ALLOCATE, dataclasses.replace(node, duration=100 * hundreds)).matched
+            short = dataclasses.replace(node, duration=50)
+            results = [engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, short) for _ in range(16)]
+        return [(result.at, result.resources) for result in results]
+
+    reserved = run(shortcuts=True)
+    assert len({at for at, _ in reserved}) > 5
+    assert reserved == run(shortcuts=False)

@@ -10,6 +10,7 @@ Scheduling state lives here, in tables indexed by vertex ``uid`` or edge index; 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
@@ -170,7 +171,7 @@ class Traverser:
         """Per vertex, a fingerprint of the scheduling state of its subtree (a sum of hashes of its spans,
         statuses and edge weights); a cached :class:`Evaluation` is valid while it is unchanged."""
         self.root_eval: Evaluation | None = None
-        self._cache: dict[int, dict[tuple[object, ...], tuple[int, Evaluation]]] = {}
+        self._cache: dict[int, dict[tuple[object, ...], tuple[int, int, Evaluation]]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._out_types: dict[int, set[str]] = {}
         self._by_weight: dict[int, list[tuple[int, int]]] = {}
@@ -179,6 +180,9 @@ class Traverser:
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
         self._epoch = 0
+        self.bounds: dict[int, list[int]] = {}
+        """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
+        made for one time window still holds for another if no bound lies where the window's ends moved."""
         with paused_gc():
             self._prime(self.root)
 
@@ -220,6 +224,8 @@ class Traverser:
         self._kids.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
+        if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
+            self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
         self.touch(uid)
 
     def _prime(self, root: int) -> None:
@@ -421,24 +427,34 @@ class Traverser:
         if not children:
             return self._evaluate(meta, uid, resources, pristine, excl, children)
         fp = self.fp[uid]
-        if fp:
-            at = meta.at
-        else:
-            # A subtree without spans answers the same at any time inside the planners' horizon.
-            at = -1 if self.base <= meta.at and meta.at + meta.duration <= self.base + self.horizon else -2
-        key = (self._signatures[id(resources)], pristine, excl, at, meta.duration, meta.alloc_type, self._labels)
+        at, duration = meta.at, meta.duration
+        in_range = self.base <= at and at + duration <= self.base + self.horizon
+        key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
         else:
             hit = table.get(key)
-            if hit is not None and hit[0] == fp:
-                return hit[1]
+            if hit is not None and hit[0] == fp and (hit[1] == at or self._same_window(uid, hit[1], at, duration)):
+                return hit[2]
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
-        table[key] = (fp, evaluation)
+        table[key] = (fp, at, evaluation)
         if len(table) > CACHE_PER_VERTEX:
             del table[next(iter(table))]
         return evaluation
+
+    def _same_window(self, uid: int, before: int, at: int, duration: int) -> bool:
+        """Whether ``uid``'s subtree looks the same during ``[at, at + duration)`` as during the window of the
+        same length at ``before``: no span of the subtree starts or ends where the window's ends moved over."""
+        bounds = self.bounds.get(uid)
+        if not bounds:
+            return True
+        low, high = (before, at) if before < at else (at, before)
+        for lo in (low, low + duration):
+            i = bisect_right(bounds, lo)
+            if i < len(bounds) and bounds[i] <= lo + high - low:
+                return False
+        return True
 
     def _evaluate(
         self,
@@ -769,7 +785,16 @@ class Traverser:
         previous = uses.get(meta.jobid)
         if previous is not None:
             fingerprint += previous[2]
-        uses[meta.jobid] = (meta.at, meta.at + meta.duration, fingerprint)
+            self._unbound(uid, previous[0], previous[1])
+        end = meta.at + meta.duration
+        uses[meta.jobid] = (meta.at, end, fingerprint)
+        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
+            bounds = self.bounds.get(uid)
+            if bounds is None:
+                self.bounds[uid] = [meta.at, end]
+            else:
+                insort(bounds, meta.at)
+                insort(bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
@@ -810,7 +835,10 @@ class Traverser:
             return 0
         tags.discard(jobid)
         use = self.x_uses[uid].pop(jobid, None) if uid in self.x_uses else None
-        delta = use[2] if use is not None else 0
+        delta = 0
+        if use is not None:
+            delta = use[2]
+            self._unbound(uid, use[0], use[1])
         spans = self.job2span.get(uid)
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
@@ -821,6 +849,12 @@ class Traverser:
         self.fp[uid] -= delta
         self.postorder += 1
         return delta
+
+    def _unbound(self, uid: int, start: int, end: int) -> None:
+        bounds = self.bounds.get(uid)
+        if bounds:
+            del bounds[bisect_left(bounds, start)]
+            del bounds[bisect_left(bounds, end)]
 
     def _rem_plan(self, uid: int, jobid: int) -> bool:
         for table in (self.allocations, self.reservations):
