@@ -43,7 +43,8 @@ from enum import StrEnum
 
 from kubeflux.match.engine import DEFAULT_HORIZON, MatchOp, MatchResult
 from kubeflux.match.policy import parse_policy
-from kubeflux.scheduler.constraints import fit_error_message, never_fits, static_filter
+from kubeflux.scheduler.constraints import fit_error_message, never_fits
+from kubeflux.scheduler.fit import FitIndex, NodeFit, StaticFit
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.ledger import Ledger
@@ -67,9 +68,6 @@ __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "Backfill", "KubefluxScheduler
 ALLOCATION_ANNOTATION = "kubeflux.io/allocation"
 """Written on every pod kubeflux binds: JSON with the engine job id, node, cores, gpus, start and duration."""
 REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
-REASON_NOT_OURS = "node(s) are not available to kubeflux under its sharing policy"
-
-StaticKey = tuple[object, ...]
 
 
 class Backfill(StrEnum):
@@ -136,7 +134,7 @@ class KubefluxScheduler:
         """Pod uid → pod, for every allocation (to re-apply it when the graph is rebuilt)."""
         self._unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
-        self._static: dict[StaticKey, tuple[list[str], Counter[str]]] = {}
+        self._fits = FitIndex()
         self._rebuild = False
         self._dirty = True
         self._epoch = 0
@@ -200,7 +198,7 @@ class KubefluxScheduler:
 
     def _observe_node(self, kind: EventKind, node: Node) -> None:
         name = node.name
-        self._static.clear()
+        self._fits.reset()
         if kind is EventKind.DELETED:
             self.nodes.pop(name, None)
             if self.graph is not None:
@@ -224,6 +222,7 @@ class KubefluxScheduler:
         self.ledger.take(uid, node, pod.requests)
         if own:
             self.own.take(uid, node, pod.requests)
+        self._fits.changed(node)
         alloc = Allocation(uid, pod.key, node, own)
         record = _read_annotation(pod) if own else None
         if record is not None:
@@ -242,6 +241,7 @@ class KubefluxScheduler:
             return
         self.ledger.give(uid)
         self.own.give(uid)
+        self._fits.changed(alloc.node)
         if alloc.jobid and self.graph is not None and self.graph.cancel(alloc.jobid):
             self.log.append(f"Cancel flux job: {alloc.jobid} for pod {alloc.key} ({why})")
 
@@ -258,7 +258,7 @@ class KubefluxScheduler:
         specs = [node_spec(node, self.sharing.share(node)) for node in admitted]
         self.graph = GraphView(specs, self.policy, self.horizon, self.log)
         self._rebuild = False
-        self._static.clear()
+        self._fits.reset()
         for reserved in self.queue.jobs.values():
             reserved.reservations.clear()
         if rebuilt:
@@ -427,46 +427,28 @@ class KubefluxScheduler:
 
     # ================================================================== filter, match, reserve
 
-    def _static_fit(self, pod: Pod) -> tuple[list[str], Counter[str]]:
-        """The graph nodes passing the usage-independent filters for pods shaped like ``pod``, cached."""
-        key: StaticKey = (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
-        cached = self._static.get(key)
-        if cached is not None:
-            return cached
-        assert self.graph is not None
-        fit: list[str] = []
-        reasons: Counter[str] = Counter()
-        for name in self.graph.specs:
-            node = self.nodes.get(name)
-            if node is None or not self.graph.usable(name):
-                continue
-            why = static_filter(pod, node)
-            if why is None:
-                fit.append(name)
-            else:
-                reasons[why] += 1
-        outside = sum(1 for name in self.nodes if name not in self.graph.specs)
-        if outside:
-            reasons[REASON_NOT_OURS] += outside
-        self._static[key] = (fit, reasons)
-        return fit, reasons
+    def _static_fit(self, pod: Pod) -> StaticFit:
+        """The graph nodes passing the usage-independent filters for pods constrained like ``pod``."""
+        graph = self.graph
+        assert graph is not None
+        outside = sum(1 for name in self.nodes if name not in graph.specs)
+        usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
+        return self._fits.static(pod, usable, self.nodes, outside)
 
-    def _filter(self, pod: Pod) -> tuple[list[str], Counter[str]]:
-        """The graph nodes that may take ``pod`` now (in graph order) and why the others may not."""
-        static, static_reasons = self._static_fit(pod)
-        reasons = Counter(static_reasons)
-        fit: list[str] = []
-        requests = pod.requests
-        for name in static:
-            node = self.nodes[name]
-            short = self.ledger.shortfall(requests, name, node.allocatable)
-            if not short and self.sharing.name != "shared":
-                short = self.own.shortfall(requests, name, self.sharing.share(node))
-            if short:
-                reasons.update(short)
-            else:
-                fit.append(name)
-        return fit, reasons
+    def _shortfall(self, name: str, pod: Pod) -> list[str]:
+        node = self.nodes[name]
+        short = self.ledger.shortfall(pod.requests, name, node.allocatable)
+        if not short and self.sharing.name != "shared":
+            short = self.own.shortfall(pod.requests, name, self.sharing.share(node))
+        return short
+
+    def _fit(self, pod: Pod) -> NodeFit:
+        """The graph nodes that may take ``pod`` now."""
+        return self._fits.fit(pod, self._static_fit(pod), self._shortfall)
+
+    def _reasons(self, pod: Pod) -> Counter[str]:
+        """Why each node may not take ``pod`` now, counted as kube-scheduler counts them."""
+        return FitIndex.reasons(pod, self._static_fit(pod), self._shortfall)
 
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place every pod of ``job`` now, or none; None when bound, else why not (kube-scheduler reasons)."""
@@ -474,18 +456,17 @@ class KubefluxScheduler:
         if len(job.pods) > 1:
             short = self._first_short_member(job)
             if short is not None:
-                return self._filter(short)[1]
+                return self._reasons(short)
         made: list[tuple[Pod, Allocation]] = []
         for uid, pod in job.pods.items():
-            fit, reasons = self._filter(pod)
-            alloc = self._place_pod(uid, pod, fit, start) if fit else None
+            fit = self._fit(pod)
+            alloc = self._place_pod(uid, pod, fit, start) if fit.any else None
             if alloc is None:
-                if fit:
-                    reasons[REASON_RESERVED] += len(fit)
                 for _, placed in made:
                     self._release(placed.uid, "gang incomplete")
-                if made:  # the reasons as they stand without the members tried before this one
-                    _, reasons = self._filter(pod)
+                reasons = self._reasons(pod)
+                if fit.any and not made:
+                    reasons[REASON_RESERVED] += len(fit.fitting())
                 return reasons
             made.append((pod, alloc))
         for pod, alloc in made:
@@ -509,14 +490,14 @@ class KubefluxScheduler:
         exact books show; the first member that finds no room (None when all do). Packing may fail where the
         matcher would succeed only in rare fragmented cases; the gang is then tried again on the next change."""
         free: dict[str, dict[str, int]] = {}
+        shared = self.sharing.name == "shared"
         for pod in job.pods.values():
-            static, _ = self._static_fit(pod)
-            for name in static:
+            for name in self._fit(pod).fitting():
                 room = free.get(name)
                 if room is None:
                     node = self.nodes[name]
-                    alloc = node.allocatable if self.sharing.name == "shared" else self.sharing.share(node)
-                    used = self.ledger.on(name) if self.sharing.name == "shared" else self.own.on(name)
+                    alloc = node.allocatable if shared else self.sharing.share(node)
+                    used = self.ledger.on(name) if shared else self.own.on(name)
                     room = free[name] = {res: amount - used.get(res, 0) for res, amount in alloc.items()}
                 if all(room.get(res, 0) >= amount for res, amount in pod.requests.items() if amount > 0) and (
                     room.get(PODS, 1) >= 1
@@ -530,14 +511,14 @@ class KubefluxScheduler:
                 return pod
         return None
 
-    def _place_pod(self, uid: str, pod: Pod, fit: list[str], start: int) -> Allocation | None:
-        assert self.graph is not None
+    def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         duration = self._planned(pod, start)
-        fitting = set(fit)
-        result = self._match(MatchOp.ALLOCATE, pod, duration, start, set(self.graph.specs) - fitting)
+        result = self._match(MatchOp.ALLOCATE, pod, duration, start, fit.hidden)
         placement: Placement | None = None
         if result is None:
-            node, jobid = fit[0], 0  # takes no core or gpu: the exact books place it
+            first = fit.first()  # takes no core or gpu: the exact books place it
+            assert first is not None
+            node, jobid = first, 0
         elif not result.matched:
             return None
         else:
@@ -545,6 +526,7 @@ class KubefluxScheduler:
             node, jobid = placement.node, result.jobid
         self.ledger.take(uid, node, pod.requests)
         self.own.take(uid, node, pod.requests)
+        self._fits.changed(node)
         alloc = Allocation(uid, pod.key, node, True, jobid, start, duration, placement)
         self.allocations[uid] = alloc
         self._bound[uid] = pod
@@ -564,11 +546,9 @@ class KubefluxScheduler:
         assert self.graph is not None
         start = self._tick(now)
         pods = list(job.pods.values())
-        fitting: set[str] | None = None
+        hide: set[str] = set()
         for pod in pods:
-            static, _ = self._static_fit(pod)
-            fitting = set(static) if fitting is None else fitting & set(static)
-        hide = set(self.graph.specs) - (fitting or set())
+            hide |= self._static_fit(pod).unfit
         duration = max(self._planned(pod, start) for pod in pods)
         gang = gang_jobspec(pods, duration, job.key) if len(pods) > 1 else None
         times: list[int] = []
