@@ -86,9 +86,17 @@ class FitIndex:
             self._base += len(self._log)
             self._log.clear()
 
+    @staticmethod
+    def _static_key(pod: Pod) -> tuple[object, ...]:
+        return (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
+
+    def has_static(self, pod: Pod) -> bool:
+        return self._static_key(pod) in self._static
+
     def static(self, pod: Pod, graph_nodes: Iterable[str], nodes: dict[str, Node], outside: int) -> StaticFit:
-        """The static filters for pods constrained like ``pod``; ``outside`` counts nodes not in the graph."""
-        key = (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
+        """The static filters for pods constrained like ``pod`` (computed over ``graph_nodes`` unless cached);
+        ``outside`` counts the cluster's nodes that are not in the graph."""
+        key = self._static_key(pod)
         cached = self._static.get(key)
         if cached is None:
             fit: list[str] = []
