@@ -16,7 +16,7 @@ def query(
         str, typer.Option("-P", "--match-policy", help="first, high, low, lonode, hinode, lonodex, hinodex, ...")
     ] = "first",
     match_format: Annotated[str, typer.Option("-F", "--match-format", help="simple or pretty_simple.")] = "simple",
-    traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple (flexible: not yet).")] = "simple",
+    traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple or flexible.")] = "simple",
     subsystems: Annotated[str, typer.Option("-S", "--match-subsystems", help="CA (containment).")] = "CA",
     prune_filters: Annotated[
         str, typer.Option("-p", "--prune-filters", help="HIGH:LOW pairs, e.g. ALL:core,ALL:node.")

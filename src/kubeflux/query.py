@@ -262,7 +262,11 @@ def run_query(options: QueryOptions, commands: TextIO) -> int:
         return 1
     try:
         engine = Engine(
-            graph, policy=options.policy, prune_filters=options.prune_filters, match_format=options.match_format
+            graph,
+            policy=options.policy,
+            prune_filters=options.prune_filters,
+            match_format=options.match_format,
+            traverser=options.traverser,
         )
     except (EngineError, ValueError) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)

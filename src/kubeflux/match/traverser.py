@@ -255,11 +255,11 @@ class Traverser:
                     if type in filters.total:
                         mine[type] = mine.get(type, 0) + count
             aggregates[uid] = mine
-            types = filters.types_for(vertex.type)
+            # Like Fluxion's prime_pruning_filter: only the tracked types present below the vertex, by name
+            # (the last one orders first's explore: a node's filter holds cores but not nodes).
+            types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
-                self.subplans[uid] = MultiPlanner(
-                    [(type, mine.get(type, 0)) for type in types], self.base, self.horizon
-                )
+                self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
 
     def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
         total = self.prune_filters.total
@@ -393,33 +393,43 @@ class Traverser:
         return all(child.type in types for child in slot.with_)
 
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
+        """Whether the walk may descend into ``vertex`` (False prunes it)."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
             return False
-        uid = vertex.uid
-        if self._avail(uid, meta.at, meta.duration) == 0:
+        if self._avail(vertex.uid, meta.at, meta.duration) == 0:
             return False
+        return self._prune_resources(meta, exclusive, vertex, resources)
+
+    def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
             if vertex.type != resource.type and resource.type != SLOT:
                 continue
-            if resource.type != SLOT:
-                if exclusive and resource.exclusive is False:
-                    raise MatchFailure(
-                        Errno.EINVAL, f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
-                    )
-                if exclusive or resource.exclusive is True:
-                    if meta.alloc_type == AllocType.ALLOCATE and self.allocations.get(uid):
-                        return False
-                    if self._x_busy(uid, meta.at, meta.duration):
-                        return False
-            subplan = self.subplans.get(uid)
-            if subplan is not None and resource.user_data:
-                counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
-                try:
-                    if not subplan.avail_during(meta.at, meta.duration, counts):
-                        return False
-                except PlannerRangeError:
-                    return False
+            if resource.type != SLOT and not self._by_excl(meta, exclusive, vertex, resource):
+                return False
+            if not self._by_subplan(meta, vertex.uid, resource):
+                return False
         return True
+
+    def _by_excl(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resource: Request) -> bool:
+        if exclusive and resource.exclusive is False:
+            conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
+            raise MatchFailure(Errno.EINVAL, conflict)
+        if exclusive or resource.exclusive is True:
+            if meta.alloc_type == AllocType.ALLOCATE and self.allocations.get(vertex.uid):
+                return False
+            if self._x_busy(vertex.uid, meta.at, meta.duration):
+                return False
+        return True
+
+    def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
+        subplan = self.subplans.get(uid)
+        if subplan is None or not resource.user_data:
+            return True
+        counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
+        try:
+            return subplan.avail_during(meta.at, meta.duration, counts)
+        except PlannerRangeError:
+            return False
 
     def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
         """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
