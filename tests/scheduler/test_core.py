@@ -294,3 +294,11 @@ def test_the_capped_policy_leaves_the_rest_of_each_node_to_others() -> None:
     decisions = cluster.run()
     assert bound(decisions) == {"default/a": "w1"}
     assert "Insufficient cpu" in messages(decisions)["default/b"]
+
+
+def test_the_match_policy_comes_from_the_profile_or_the_pod() -> None:
+    from kubeflux.scheduler.translate import POLICY_ANNOTATION
+
+    cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
+    cluster.add(pod("low", 1000), pod("high", 1000, t=1, annotations={POLICY_ANNOTATION: "hinode"}))
+    assert bound(cluster.run()) == {"default/low": "w1", "default/high": "w3"}

@@ -86,3 +86,38 @@ def test_a_pod_of_another_scheduler_takes_cores_that_kubeflux_does_not_place_ont
     spans = intervals(sim, "pi-")
     assert sorted(start for start, _ in spans) == [1.0, 61.0, 121.0]  # one at a time beside the other pod
     assert not [e for e in sim.cluster.event_counts if e.startswith("OutOf")]  # the kubelet never refused one
+
+
+def test_a_node_that_goes_down_loses_its_pods_and_kubeflux_carries_on_elsewhere() -> None:
+    from kubeflux.sim.cluster import NodeOutage
+
+    nodes = [Node(f"w{i}", allocatable={CPU: 16_000, MEMORY: 64 * 2**30}) for i in range(2)]
+    jobs = [pi_pod(f"pi-{i}", 0.0, 100.0) for i in range(4)] + [pi_pod("late", 50.0, 100.0)]
+    kubeflux = KubefluxScheduler()
+    sim = Simulation(
+        Workload("outage", jobs),
+        nodes,
+        {"kubeflux": kubeflux},
+        options=SimulationOptions(outages=[NodeOutage("w0", 20.0, 300.0)]),
+    )
+    sim.run()
+    lost = [sp for job in sim.cluster.jobs for sp in job.pods if sp.reason == "NodeLost"]
+    assert {sp.pod.name for sp in lost} == {"pi-0", "pi-1"}  # lonode filled w0 first
+    late = sim.cluster.pod("default/late")
+    assert late.pod.node_name == "w1" and late.bound_at == 100.0  # w0 is down; w1 frees at 100
+
+
+def test_kubeflux_logs_what_fluence_logs() -> None:
+    kubeflux = KubefluxScheduler()
+    sim = Simulation(Workload("log", [pi_pod("pi-0", 0.0, 10.0)]), worker(), {"kubeflux": kubeflux})
+    sim.run()
+    log = list(kubeflux.log)
+    assert log[:5] == [
+        "Number nodes  1",
+        "Node  kind-worker  flux cpu  16",
+        f"Node  kind-worker  total mem  {64 * 2**30}",
+        "Can request at most  16  exclusive cpu",
+        'Match policy:  {"matcher_policy": "lonode"}',
+    ]
+    assert log[5].startswith("Match allocate default/pi-0: jobid 1 node kind-worker cores 8 (")
+    assert log[6] == "Cancel flux job: 1 for pod default/pi-0 (Succeeded)"
