@@ -302,3 +302,19 @@ def test_the_match_policy_comes_from_the_profile_or_the_pod() -> None:
     cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
     cluster.add(pod("low", 1000), pod("high", 1000, t=1, annotations={POLICY_ANNOTATION: "hinode"}))
     assert bound(cluster.run()) == {"default/low": "w1", "default/high": "w3"}
+
+
+def test_a_waiting_gang_of_different_members_reserves_one_start_for_all() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4), node("w2", cores=4)])
+    cluster.add(pod("holder", 4000, annotations={DURATION_ANNOTATION: "100"}))
+    cluster.run()
+    cluster.tell(ADDED, PodGroup("default", "mix", min_member=2))
+    members = [
+        pod("mix-big", 4000, t=1, labels={POD_GROUP_LABEL: "mix"}),
+        pod("mix-small", 2000, t=1, labels={POD_GROUP_LABEL: "mix"}),
+    ]
+    cluster.add(*members, pod("long", 2000, t=2, annotations={DURATION_ANNOTATION: "500"}))
+    decisions = cluster.run(1.0)
+    waiting = {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}
+    assert waiting["default/mix-big"] == waiting["default/mix-small"] == 100.0
+    assert "default/long" not in bound(decisions)  # it would delay the gang's reservation on w2

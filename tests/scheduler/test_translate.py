@@ -84,3 +84,6 @@ def test_a_gang_of_equal_members_is_one_jobspec_and_different_members_are_not() 
     same = gang_jobspec([pod(2000), pod(2000)], 60, "default/g")
     assert same is not None and same.resources[0].type == "slot" and same.resources[0].count.min == 2
     assert gang_jobspec([pod(2000), pod(1000)], 60, "default/g") is None
+    covering = gang_jobspec([pod(2000), pod(1000, gpus=1)], 60, "default/g", cover=True)
+    assert covering is not None
+    assert [(r.type, r.count.min) for r in covering.resources[0].with_] == [("core", 2), ("gpu", 1)]

@@ -273,11 +273,17 @@ class KubefluxScheduler:
     def _tick(self, now: float) -> int:
         return max(0, math.floor(now))
 
-    def _planned(self, pod: Pod, start: int) -> int:
-        """Seconds to plan the pod's allocation for, from ``start``: its duration, cut at the horizon."""
+    def _planned(self, pod: Pod, start: int, *, reserve: bool = False) -> int:
+        """Seconds to plan the pod's allocation for, from ``start``: its duration, cut at the horizon.
+
+        A pod without a duration holds its resources to the end of the graph's horizon; reserved for later, it
+        plans half the time left, so that a later start still fits the horizon.
+        """
         left = self.horizon - start
         duration = pod_duration(pod)
-        return left if duration is None else max(1, min(math.ceil(duration), left))
+        if duration is None:
+            return left // 2 if reserve else left
+        return max(1, min(math.ceil(duration), left // 2 if reserve else left))
 
     def _match(self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str]) -> MatchResult | None:
         """One engine match for ``pod`` with the ``hide`` nodes down; None for a pod that takes no core/gpu."""
@@ -538,12 +544,11 @@ class KubefluxScheduler:
     def _reserve(self, job: PendingJob, now: float) -> float | None:
         """Reserve ``job`` at the earliest time the engine finds (``allocate_orelse_reserve``); its start or None.
 
-        A lone pod reserves its own slot; a gang whose members take the same cores and gpus reserves all its
-        slots as one engine job (one start time for all, on the nodes every member may use); a gang of
-        different members reserves each member and expects the latest of their times (an estimate: members
-        reserved earlier do not hold their resources until then). None (nothing held) when no time is found,
-        or when the engine's cores are free now and only the exact books (memory, millicores, pod count) stop
-        the job.
+        A lone pod reserves its own slot. A gang reserves all its slots as one engine job, so all members start
+        at one time, on the nodes every member may use; when members differ, each slot takes the largest
+        member's cores and gpus (the reservation covers every member, at the price of holding a little more).
+        None (nothing held) when no time is found, or when the engine's cores are free now and only the exact
+        books (memory, millicores, pod count) stop the job.
         """
         assert self.graph is not None
         start = self._tick(now)
@@ -551,25 +556,22 @@ class KubefluxScheduler:
         hide: set[str] = set()
         for pod in pods:
             hide |= self._static_fit(pod).unfit
-        duration = max(self._planned(pod, start) for pod in pods)
-        gang = gang_jobspec(pods, duration, job.key) if len(pods) > 1 else None
-        times: list[int] = []
-        if gang is not None:
-            result = self.graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, gang, job.key, start, hide)
-            if result.matched:
-                job.reservations.append(result.jobid)
-                times.append(result.at)
+        if len(pods) == 1:
+            duration = self._planned(pods[0], start, reserve=True)
+            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pods[0], duration, start, hide)
         else:
-            for pod in pods:
-                matched = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, self._planned(pod, start), start, hide)
-                if matched is None or not matched.matched:
-                    break
-                job.reservations.append(matched.jobid)
-                times.append(matched.at)
-        if len(times) < (1 if gang is not None else len(pods)) or max(times) <= start:
+            duration = max(self._planned(pod, start, reserve=True) for pod in pods)
+            gang = gang_jobspec(pods, duration, job.key, cover=True)
+            result = None
+            if gang is not None:
+                result = self.graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, gang, job.key, start, hide)
+        if result is None or not result.matched:
+            return None
+        job.reservations.append(result.jobid)
+        if result.at <= start:
             self._cancel_job_reservations(job)
             return None
-        job.expected_start = float(max(times))
+        job.expected_start = float(result.at)
         return job.expected_start
 
     # ================================================================== decisions

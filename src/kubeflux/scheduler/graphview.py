@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from typing import Any
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, parse_policy
-from kubeflux.resources import NodeSpec, Status, build_graph
+from kubeflux.resources import NodeSpec, Status, build_graph, graph_to_jgf
 from kubeflux.scheduler.translate import placement_from_output
 
 __all__ = ["CLUSTER_NAME", "GraphView"]
@@ -115,6 +116,50 @@ class GraphView:
                     busy += 1
                     break
         return busy
+
+    def free_leaves(
+        self, name: str, kind: str, at: int, duration: int, count: int, prefer: Iterable[str] = ()
+    ) -> list[int] | None:
+        """``count`` of node ``name``'s ``kind`` vertices (core, gpu) free during ``[at, at + duration)``, those
+        named in ``prefer`` first; None when there are not enough."""
+        if count == 0:
+            return []
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name])
+        if vertex is None:
+            return None
+        plans = self.engine.traverser.plans
+        wanted = set(prefer)
+        free: list[tuple[bool, int]] = []
+        for uid in vertex.children:
+            child = graph.vertices[uid]
+            if child.type != kind:
+                continue
+            plan = plans.get(uid)
+            if plan is None or plan.avail_during(at, duration, 1):
+                free.append((child.name not in wanted, uid))
+        if len(free) < count:
+            return None
+        return [uid for _, uid in sorted(free)[:count]]
+
+    def resource_set(self, name: str, leaves: Iterable[int]) -> dict[str, Any]:
+        """The JGF resource set of ``leaves`` (held exclusively) on node ``name``, with the path from the root."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name])
+        assert vertex is not None
+        chain: list[int] = []
+        uid = vertex.uid
+        while uid != -1:
+            chain.append(uid)
+            uid = graph.vertices[uid].parent
+        exclusive = set(leaves)
+        held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
+        document = graph_to_jgf(graph, [*chain, *exclusive])
+        for record in document["graph"]["nodes"]:
+            meta = record["metadata"]
+            meta.pop("status", None)
+            meta["exclusive"] = record["id"] in held
+        return document
 
     def cancel(self, jobid: int) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone)."""

@@ -163,14 +163,16 @@ def pod_jobspec(pod: Pod, duration: int) -> Jobspec | None:
     )
 
 
-def gang_jobspec(pods: list[Pod], duration: int, name: str) -> Jobspec | None:
-    """One jobspec of ``len(pods)`` slots for a gang whose members all take the same cores and gpus
-    (``slot(N) → [core(k), gpu(g)]``, several slots may share a node), used to reserve the gang at one start
-    time. None when the members differ or take nothing from the graph."""
+def gang_jobspec(pods: list[Pod], duration: int, name: str, *, cover: bool = False) -> Jobspec | None:
+    """One jobspec of ``len(pods)`` slots for a gang (``slot(N) → [core(k), gpu(g)]``; several slots may share a
+    node), used to reserve the gang at one start time. Members must take the same cores and gpus, unless
+    ``cover``: then every slot takes the largest member's cores and gpus (a reservation that covers each member).
+    None when the members differ (without ``cover``) or take nothing from the graph."""
     shapes = {pod_shape(pod) for pod in pods}
-    if len(shapes) != 1:
+    if len(shapes) != 1 and not cover:
         return None
-    cores, gpus = shapes.pop()
+    cores = max(shape[0] for shape in shapes)
+    gpus = max(shape[1] for shape in shapes)
     if cores == 0 and gpus == 0:
         return None
     return _jobspec([_slot(len(pods), cores, gpus)], duration, name, f"pod group {name}")
