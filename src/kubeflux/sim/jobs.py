@@ -41,6 +41,13 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def exact_seconds(value: float) -> str:
+    """Seconds as text that reads back to the same float: ``"3600"``, ``"1000001"``, ``"12.25"`` (never the
+    6-digit rounding of ``:g``, which would shift a backfilling plan)."""
+    seconds = float(value)
+    return str(int(seconds)) if seconds.is_integer() else repr(seconds)
+
+
 @dataclass(slots=True)
 class TemplateTiming:
     """What the cluster needs of a pod template, read once per template: requests in canonical units, delays
@@ -100,7 +107,7 @@ def timing_of(
     walltime = wjob.requested_time if wjob.requested_time > 0 else run_time
     annotations = template.annotations
     if walltime is not None and WALLTIME_ANNOTATION not in annotations:
-        annotations = {**annotations, WALLTIME_ANNOTATION: f"{walltime:g}"}
+        annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
     requests = template.requests
     ext = None
     if len(requests) > 1 or CPU not in requests:
@@ -251,6 +258,7 @@ __all__ = [
     "READY_JITTER",
     "SimJob",
     "TemplateTiming",
+    "exact_seconds",
     "job_records",
     "parse_duration",
     "timing_of",
