@@ -108,6 +108,7 @@ class SimPod:
         "gpu",
         "job",
         "mem",
+        "modified",
         "node_index",
         "pod",
         "reason",
@@ -141,6 +142,7 @@ class SimPod:
         self.status_message = ""
         self.container_reason = ""
         self.container_name = timing.container_name
+        self.modified: ClusterEvent | None = None
 
 
 class Cluster:
@@ -181,7 +183,6 @@ class Cluster:
         self.groups: dict[str, PodGroup] = {}
         self._observers: list[Observer] = []
         self._rng = random.Random(self.lifecycle.seed)
-        self._timings: dict[int, TemplateTiming] = {}
         self.used_mcpu = 0
         self.pending_jobs = 0
         self.pods_bound = 0
@@ -217,12 +218,26 @@ class Cluster:
             self._emit(_ADDED, node)
 
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+        self._send(ClusterEvent(kind, obj))
+
+    def _modified(self, sp: SimPod) -> None:
+        """Emit MODIFIED for a pod. Events carry the live pod, so one MODIFIED event object per pod serves all its
+        updates (an observer reads the pod during ``observe``, whichever event object brought it)."""
+        event = sp.modified
+        if event is None:
+            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
+        self._send(event)
+
+    def _send(self, event: ClusterEvent) -> None:
         self.events_emitted += 1
-        if self._observers:
-            event = ClusterEvent(kind, obj)
-            now = self.loop.now
-            for observe in self._observers:
-                observe(event, now)
+        observers = self._observers
+        if observers:
+            if len(observers) == 1:
+                observers[0](event, self.loop.now)
+            else:
+                now = self.loop.now
+                for observe in observers:
+                    observe(event, now)
 
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
         self.event_counts[reason] = self.event_counts.get(reason, 0) + 1
@@ -318,17 +333,13 @@ class Cluster:
         return job
 
     def _timing(self, template: PodTemplate, wjob: WorkloadJob) -> TemplateTiming:
-        key = id(template)
-        timing = self._timings.get(key)
-        if timing is None or timing.template is not template:
-            labels = template.labels
-            if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
-                labels = {**labels, POD_GROUP_LABEL: wjob.name}
-            if wjob.kind is JobKind.JOB:
-                labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
-            timing = timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
-            self._timings[key] = timing
-        return timing
+        """The template's timing for this job (read once per job: a Job's later pods reuse ``job.timings``)."""
+        labels = template.labels
+        if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
+            labels = {**labels, POD_GROUP_LABEL: wjob.name}
+        if wjob.kind is JobKind.JOB:
+            labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
+        return timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
 
     def _create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
         wjob = job.wjob
@@ -354,7 +365,7 @@ class Cluster:
             timing.owner,
             t.manifest,
         )
-        key = pod.key
+        key = f"{wjob.namespace}/{name}"
         if key in self.pods:
             message = f"job {wjob.id}: pod {key} already exists"
             self.problems.append(message)
@@ -403,8 +414,12 @@ class Cluster:
             self.pending_jobs -= 1
             self._sample_queue()
         job.last_bind = now
-        self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
-        self._emit(_MODIFIED, pod)
+        if self.keep_events:
+            self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
+        else:
+            counts = self.event_counts
+            counts["Scheduled"] = counts.get("Scheduled", 0) + 1
+        self._modified(sp)
         short = self._admit(sp, index)
         if short:
             message = f"Pod was rejected: Node didn't have enough resource: {short}"
@@ -487,7 +502,7 @@ class Cluster:
             return
         sp.unschedulable_message = message
         self.record_event("Warning", "FailedScheduling", key, message)
-        self._emit(_MODIFIED, sp.pod)
+        self._modified(sp)
 
     def reject(self, key: str, uid: str, message: str) -> None:
         """The scheduler says the pod can never run: it stays Pending, Unschedulable; its job is REJECTED."""
@@ -520,7 +535,7 @@ class Cluster:
         job.running_started += 1
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
-        self._emit(_MODIFIED, sp.pod)
+        self._modified(sp)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
             self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
@@ -561,7 +576,7 @@ class Cluster:
         pod.phase = phase
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
-        self._emit(_MODIFIED, pod)
+        self._modified(sp)
         job = sp.job
         job.active -= 1
         if phase is _SUCCEEDED:
