@@ -162,8 +162,19 @@ class NodeCapacity:
         tc, tm, tg, size = self._tc, self._tm, self._tg, self._size
         if tc[1] < cpu or tm[1] < mem or tg[1] < gpu:
             return -1
-        if start == 0 and mem <= 0 and gpu <= 0:  # cpu decides alone: one tree, and the descent is exact
+        if mem <= 0 and gpu <= 0:  # cpu decides alone: one tree, and the descent is exact
             j = 1
+            if start > 0:  # climb from leaf ``start`` to the first subtree on its right with room
+                if start >= size:
+                    return -1
+                j = start + size
+                if tc[j] >= cpu:
+                    return start
+                while j & 1 or tc[j + 1] < cpu:
+                    j >>= 1
+                    if j <= 1:
+                        return -1
+                j += 1
             while j < size:
                 j *= 2
                 if tc[j] < cpu:
