@@ -12,7 +12,7 @@ from kubeflux.sim.records import FinalState, JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 if TYPE_CHECKING:
-    from kubeflux.sim.cluster import Lifecycle, SimPod
+    from kubeflux.sim.pods import Lifecycle, SimPod
 
 READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
 READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
