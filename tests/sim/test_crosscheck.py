@@ -168,3 +168,16 @@ def test_the_reference_itself_on_a_hand_made_case() -> None:
     jobs[3].walltime = 400  # killed at its requested time (t=500, not 600); its core comes back then
     jobs.append(RefJob(5, 60, 4, 10, 10))
     assert reference_starts(jobs, 2, 2, easy=False)["5"] == 500.0
+
+
+def test_two_merged_traces_run_side_by_side_without_name_clashes() -> None:
+    # HPC2N and KTH both number their jobs from 1: merged, every job must still run (none refused as a duplicate).
+    from kubeflux.sim.command import merge_workloads
+
+    merged = merge_workloads([load_workload(HPC2N), load_workload(KTH)])
+    record = run(merged, uniform_cluster(120, 2), FCFSScheduler())
+    assert not [p for p in record.problems if "already exists" in p]
+    alone = sum(job.final_state == "REJECTED" for path in (HPC2N, KTH) for job in
+                run(load_workload(path), uniform_cluster(120, 2), FCFSScheduler()).jobs)  # fmt: skip
+    assert sum(job.final_state == "REJECTED" for job in record.jobs) == alone
+    assert {job.job_id.split(":")[0] for job in record.jobs} == {"HPC2N-2002-2.2.first3170", "KTH-SP2-1996-2.1-cln"}
