@@ -12,15 +12,19 @@ triggers a rebuild of the graph with every allocation re-applied (not yet in pla
 
 **One scheduling pass** (:meth:`KubefluxScheduler.schedule`), in named phases:
 
-1. *re-plan*: cancel the reservations of the previous pass; account pods bound by others (or recovered);
+1. *re-plan*: cancel the reservations of the previous pass; account pods bound by others (or recovered). A
+   pass after nothing but new arrivals keeps the reservations and tries only the new jobs (an incremental
+   pass), unless one of them sorts before the blocked head;
 2. *order*: ready jobs by priority, arrival, first sight (:mod:`kubeflux.scheduler.queue`), at most
    ``queue_depth`` of them;
 3. *filter*: per pod, kube-scheduler's filters (:mod:`kubeflux.scheduler.constraints`) and the exact ledger
-   (:mod:`kubeflux.scheduler.ledger`); unfit nodes are marked down in the engine for that match only;
+   (:mod:`kubeflux.scheduler.ledger`), kept incrementally (:mod:`kubeflux.scheduler.fit`); unfit nodes are
+   hidden from the engine for that match (:mod:`kubeflux.scheduler.graphview`);
 4. *match*: one engine job per pod (:mod:`kubeflux.scheduler.translate`), all members of a group or none;
-5. *reserve*: a job that does not fit now gets a reservation (``allocate_orelse_reserve``): under ``fcfs`` only
-   the first blocked job, and nothing passes it; under ``easy`` the first blocked job, and later jobs start
-   only when they fit now around it; under ``conservative`` every blocked job in the queue depth;
+5. *reserve*: a job that does not fit now gets a reservation (``allocate_orelse_reserve``; a gang as one engine
+   job, so its members share one start): under ``fcfs`` only the first blocked job, and nothing passes it;
+   under ``easy`` the first blocked job, and later jobs start only when they fit now around it; under
+   ``conservative`` every blocked job in the queue depth;
 6. *decide*: :class:`Bind` (with the :data:`ALLOCATION_ANNOTATION` for recovery), else ``Unschedulable`` with
    kube-scheduler's message and the expected start of the reservation, or :class:`Reject` when no node could
    ever host the pod.
