@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kubeflux.jobspec import JobspecError, load_jobspec
-from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
+from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp, MatchResult
 from kubeflux.resources import load_graph
 from kubeflux.resources.graph import GraphFormatError, Status
 
@@ -65,6 +65,12 @@ class QuerySession:
             "p": self._set_property,
             "get-property": self._get_property,
             "g": self._get_property,
+            "update": self._update,
+            "u": self._update,
+            "partial-cancel": self._partial_cancel,
+            "find": self._find,
+            "f": self._find,
+            "pc": self._partial_cancel,
         }
 
     def run(self, lines: Iterable[str]) -> None:
@@ -175,6 +181,79 @@ class QuerySession:
                 f'INFO: CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
             )
 
+    def _update(self, args: list[str]) -> None:
+        """``update allocate|reserve jgf <file> <jobid> <starttime> <duration>``."""
+        if len(args) != 7:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        subcmd, reader, path = args[1], args[2], args[3]
+        if subcmd not in ("allocate", "reserve"):
+            print(f"ERROR: unknown subcmd {subcmd}", file=sys.stderr)
+            return
+        if reader not in ("jgf", "rv1exec"):
+            print(f"ERROR: unsupported reader {reader}", file=sys.stderr)
+            return
+        text = _read(path)
+        if text is None:
+            return
+        try:
+            jobid, at, duration = int(args[4]), int(args[5]), int(args[6])
+            result = self.engine.update(jobid, text, at=at, duration=duration, reserve=subcmd == "reserve", source=path)
+        except (EngineError, ValueError) as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return
+        if result.error:
+            print(f"ERROR: {result.error}", file=sys.stderr)
+        self.out.write(result.resources)
+        self._print_schedule(result)
+
+    def _partial_cancel(self, args: list[str]) -> None:
+        """``partial-cancel <jobid> jgf|rv1exec <file> [stats]``."""
+        if len(args) not in (4, 5):
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        if args[2] not in ("jgf", "rv1exec"):
+            print(f"ERROR: unsupported reader {args[2]}", file=sys.stderr)
+            return
+        text = _read(args[3])
+        if text is None:
+            return
+        try:
+            jobid = int(args[1])
+        except ValueError:
+            print(f"ERROR: nonexistent job {args[1]}", file=sys.stderr)
+            return
+        info = self.engine.jobs.get(jobid)
+        if info is None or info.state == JobState.CANCELED:
+            print(f"ERROR: nonexistent job {jobid}", file=sys.stderr)
+            return
+        if info.state == JobState.RESERVED:
+            print("ERROR: reservations not currently supported by partial cancel", file=sys.stderr)
+            return
+        try:
+            self.engine.partial_cancel(jobid, text, source=args[3])
+        except EngineError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            print(f"ERROR: error encountered while removing job {jobid}", file=sys.stderr)
+        if len(args) == 5 and args[4] == "stats":
+            traverser = self.engine.traverser
+            self.out.write(
+                f'{RULE}\nINFO: PARTIAL CANCEL PREORDER COUNT="{traverser.preorder}"\n'
+                f'INFO: PARTIAL CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
+            )
+
+    def _find(self, args: list[str]) -> None:
+        if len(args) < 2:
+            print("ERROR: malformed command: ", file=sys.stderr)
+            return
+        criteria = " ".join(args[1:])
+        try:
+            found = self.engine.find(criteria, now=int(time.time()))
+        except EngineError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return
+        self.out.write(f'{found}{RULE}\nINFO: EXPRESSION="{criteria}"\n{RULE}\n')
+
     def _info(self, args: list[str]) -> None:
         if len(args) != 2:
             print("ERROR: malformed command", file=sys.stderr)
@@ -247,6 +326,15 @@ class QuerySession:
             return
         for key in sorted(vertex.properties):
             self.out.write(f"{key}={vertex.properties[key]}\n")
+
+
+def _read(path: str) -> str | None:
+    """A command's input file, or None after telling the user it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        print(f"ERROR: can't open {path}", file=sys.stderr)
+        return None
 
 
 def run_query(options: QueryOptions, commands: TextIO) -> int:

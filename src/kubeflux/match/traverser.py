@@ -490,15 +490,19 @@ class Traverser:
 
     # ------------------------------------------------------------------ update (allocate phase)
 
-    def update(self, writer: Writer, meta: JobMeta) -> int:
-        """Record the marked resources for ``meta`` and emit them; returns the number of slots."""
+    def update(self, writer: Writer, meta: JobMeta, *, full: bool = True) -> int:
+        """Record the marked resources for ``meta`` and emit them; returns the number of slots.
+
+        ``full=False`` is the replay of an allocation made elsewhere (``update``): the exclusive vertices already
+        hold their planner spans, so only tags, exclusivity checkers and aggregate filters are recorded.
+        """
         if self.root_seq != self.sequence:
             raise MatchFailure(Errno.EINVAL, "resource state wasn't properly set up for update")
         self._level = 0
         nslots = [0]
         root_vertex = self.graph.vertices[self.root]
         shadow = root_vertex.type in self.policy.exclusive_types
-        self._upd_dfv(self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False)
+        self._upd_dfv(self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False, full)
         return nslots[0]
 
     def _upd_dfv(
@@ -512,6 +516,7 @@ class Traverser:
         nslots: list[int],
         emit_shadow: bool,
         excl_parent: bool,
+        full: bool = True,
     ) -> int:
         vertices = self.graph.vertices
         vertex = vertices[uid]
@@ -526,7 +531,7 @@ class Traverser:
                 continue
             x = self.edge_excl[edge] or mod
             child_needs = vertices[target].size if mod else self.edge_needs[edge]
-            n_sub = self._upd_dfv(target, writer, child_needs, x, meta, aggregates, nslots, mod, excl)
+            n_sub = self._upd_dfv(target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, full)
             if n_sub > 0:
                 if edge in self.slot_leader and self.edge_seq[edge] == sequence:
                     nslots[0] += 1
@@ -536,7 +541,8 @@ class Traverser:
                 n_plans += n_sub
         if excl:
             n_plans += 1
-            self._add_plan(uid, meta, needs)
+            if full:
+                self._add_plan(uid, meta, needs)
         if n_plans > 0:
             self._add_job_data(uid, meta, aggregates)
             total = self.prune_filters.total
