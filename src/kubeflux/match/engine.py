@@ -147,6 +147,7 @@ class Engine:
             if meta.at + meta.duration > self.graph_end:
                 meta.duration = self.graph_end - meta.at
             traverser.update(self.writer, meta)
+            self.writer.interval(meta.at, meta.at + meta.duration)
             return meta.at, self.writer.render()
         finally:
             self.policy.exclusive_types.clear()
@@ -226,6 +227,7 @@ class Engine:
         except FindError as error:
             raise EngineError(f"invalid criteria: {expression}: {error}") from error
         find(self.traverser, self.writer, parsed, now=now)
+        self.writer.interval(0, 0)
         return self.writer.render()
 
     def set_status(self, path: str, status: Status) -> None:
@@ -280,6 +282,7 @@ class Engine:
         else:
             result.matched = True
             result.at = at
+            self.writer.interval(at, at + duration)
             result.resources = self.writer.render()
         result.elapsed = time.perf_counter() - started
         self.match_times.append(result.elapsed)
