@@ -18,8 +18,8 @@ from typing import TextIO
 
 from kubeflux.jobspec import JobspecError, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp, MatchResult
-from kubeflux.resources import load_graph
-from kubeflux.resources.graph import GraphFormatError, Status
+from kubeflux.resources import decode_idset, load_graph
+from kubeflux.resources.graph import Graph, GraphFormatError, Status
 
 RULE = "INFO: ============================="
 
@@ -69,6 +69,9 @@ class QuerySession:
             "u": self._update,
             "partial-cancel": self._partial_cancel,
             "find": self._find,
+            "attach": self._attach,
+            "j": self._attach,
+            "remove": self._remove,
             "f": self._find,
             "pc": self._partial_cancel,
         }
@@ -242,6 +245,36 @@ class QuerySession:
                 f'INFO: PARTIAL CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
             )
 
+    def _attach(self, args: list[str]) -> None:
+        if len(args) != 2:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        text = _read(args[1])
+        if text is None:
+            return
+        try:
+            added = self.engine.attach(text, source=args[1])
+        except EngineError as exc:
+            print(f"ERROR: can't attach JGF subgraph\nERROR: {exc}", file=sys.stderr)
+            return
+        _drop_units(self.engine.graph, added)
+
+    def _remove(self, args: list[str]) -> None:
+        """``remove <path> true`` or ``remove <idset> false``."""
+        if len(args) != 3:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        target, is_path = args[1], args[2]
+        try:
+            if is_path == "true":
+                self.engine.remove_path(target)
+            elif is_path == "false":
+                self.engine.remove_ranks(decode_idset(target, "remove"))
+            else:
+                print("ERROR: invalid path boolean input ", file=sys.stderr)
+        except (EngineError, GraphFormatError) as exc:
+            print(f"ERROR: can't remove subgraph\nERROR: {exc}", file=sys.stderr)
+
     def _find(self, args: list[str]) -> None:
         if len(args) < 2:
             print("ERROR: malformed command: ", file=sys.stderr)
@@ -328,6 +361,14 @@ class QuerySession:
             self.out.write(f"{key}={vertex.properties[key]}\n")
 
 
+def _drop_units(graph: Graph, uids: Iterable[int]) -> None:
+    """Forget the ``unit`` of vertices read from JGF, as resource-query does: Fluxion's JGF reader never stores
+    it, so its JGF writer shows none for them (a GRUG recipe's units are kept). Only this shell mimics that."""
+    vertices = graph.vertices
+    for uid in uids:
+        vertices[uid].unit = ""
+
+
 def _read(path: str) -> str | None:
     """A command's input file, or None after telling the user it cannot be read."""
     try:
@@ -345,6 +386,8 @@ def run_query(options: QueryOptions, commands: TextIO) -> int:
     except (GraphFormatError, OSError) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
+    if options.load_format == "jgf":
+        _drop_units(graph, range(len(graph.vertices)))
     try:
         engine = Engine(
             graph, policy=options.policy, prune_filters=options.prune_filters, match_format=options.match_format

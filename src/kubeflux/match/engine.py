@@ -8,10 +8,12 @@ prints them in ``resource-query``'s format; the scheduler core uses them directl
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from kubeflux.jobspec import Jobspec, JobspecError
+from kubeflux.match import elastic
 from kubeflux.match.find import FindError, find, parse_expression
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
@@ -19,7 +21,7 @@ from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.traverser import AllocType, Errno, JobMeta, MatchFailure, PruningFilters, Traverser
 from kubeflux.match.update import ResourceSet, ResourceSetError, load_jgf_set, load_resource_set, release, replay
 from kubeflux.match.writers import WRITERS, Writer
-from kubeflux.resources.graph import CONTAINMENT, Graph, Status
+from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
 DEFAULT_HORIZON = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
@@ -314,3 +316,33 @@ class Engine:
         if full:
             info.state = JobState.CANCELED
         return full
+
+    # ------------------------------------------------------------------ graph growth and shrink
+
+    def attach(self, rset: ResourceSet, *, source: str = "<resource set>") -> list[int]:
+        """Grow the graph by a JGF subgraph (resource-query's ``attach``); return the uids of the new vertices.
+
+        The subgraph names its place by paths from the root; vertices already in the graph are reused. Raises
+        EngineError, with the graph unchanged, for a malformed or inconsistent document.
+        """
+        try:
+            return elastic.attach(self.traverser, load_jgf_set(rset, source=source))
+        except (ResourceSetError, GraphFormatError) as error:
+            raise EngineError(str(error)) from error
+
+    def remove_path(self, path: str) -> list[int]:
+        """Shrink the graph by the subtree at a containment path (``remove <path> true``); return removed uids.
+
+        Jobs holding resources there release them first (see :mod:`kubeflux.match.elastic`).
+        """
+        try:
+            return elastic.remove_path(self.traverser, path)
+        except ResourceSetError as error:
+            raise EngineError(str(error)) from error
+
+    def remove_ranks(self, ranks: Iterable[int]) -> list[int]:
+        """Shrink the graph by every vertex of broker ``ranks`` (``remove <idset> false``); return removed uids."""
+        try:
+            return elastic.remove_ranks(self.traverser, ranks)
+        except ResourceSetError as error:
+            raise EngineError(str(error)) from error

@@ -647,3 +647,33 @@ class Traverser:
                 delta += 1
             stack.extend(target for _, target in self._children(current))
         self.nodes_up += delta if status == Status.UP else -delta
+
+    # ------------------------------------------------------------------ graph growth and shrink
+
+    def refresh(self, added: list[int] | None = None, removed: list[int] | None = None) -> None:
+        """Re-initialise after vertices were ``added`` to or ``removed`` from the graph (Fluxion's
+        ``initialize`` after ``attach``/``remove``): size the per-edge tables, give new vertices their aggregate
+        filters and every surviving filter its new totals, keeping the spans it holds.
+        """
+        graph = self.graph
+        grow = len(graph.edges) - len(self.edge_needs)
+        if grow > 0:
+            self.edge_needs.extend([0] * grow)
+            self.edge_excl.extend([False] * grow)
+            self.edge_seq.extend([0] * grow)
+            self.edge_weight.extend([WEIGHT_MAX] * grow)
+        kept = self.subplans
+        self.subplans = {}
+        self._prime(self.root)
+        for uid, fresh in self.subplans.items():
+            old = kept.get(uid)
+            if old is not None:
+                old.update([(type, fresh.resource_total(type)) for type in fresh.resource_types])
+                self.subplans[uid] = old
+        vertices = graph.vertices
+        for uid in added or ():
+            if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
+                self.nodes_up += 1
+        for uid in removed or ():
+            if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
+                self.nodes_up -= 1

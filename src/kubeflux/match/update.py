@@ -249,17 +249,26 @@ def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset
                 _keep_shallowest(rank, uid, rank_roots, traverser)
             purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
 
-    freed: dict[int, dict[str, int]] = {}
+    groups: dict[int, list[int]] = {}
     for uid in purge:
-        vertex = graph.vertices[uid]
-        counts = freed.setdefault(vertex.rank, {})
-        counts[vertex.type] = counts.get(vertex.type, 0) + _purge(traverser, uid, jobid)
+        groups.setdefault(rank_roots[graph.vertices[uid].rank], []).append(uid)
+    return release_groups(traverser, jobid, groups)
 
+
+def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[int]]) -> bool:
+    """Purge ``jobid`` from every vertex of ``groups`` (subtree root -> vertices under it, root included or not),
+    then take what they held off the aggregate spans of each subtree root's ancestors; True if nothing is left.
+    """
+    graph = traverser.graph
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
-    for rank, counts in freed.items():
+    for root, uids in groups.items():
+        counts: dict[str, int] = {}
+        for uid in uids:
+            type = graph.vertices[uid].type
+            counts[type] = counts.get(type, 0) + _purge(traverser, uid, jobid)
         chain = []
-        ancestor = graph.vertices[rank_roots[rank]].parent
+        ancestor = graph.vertices[root].parent
         while ancestor != -1:
             chain.append(ancestor)
             ancestor = graph.vertices[ancestor].parent
@@ -273,7 +282,7 @@ def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset
 
     if jobid in traverser.tags.get(traverser.root, ()):
         return False
-    for uid in _holding(traverser, jobid):
+    for uid in holding(traverser, jobid):
         _purge(traverser, uid, jobid)
     return True
 
@@ -329,7 +338,7 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
             traverser.x_checkers[uid].rem_span(x_span)
 
 
-def _holding(traverser: Traverser, jobid: int) -> list[int]:
+def holding(traverser: Traverser, jobid: int) -> list[int]:
     """Every vertex that still holds some state of ``jobid``."""
     tables: list[Mapping[int, Any]] = [
         traverser.tags,
