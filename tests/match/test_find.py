@@ -111,3 +111,13 @@ def test_agfilter_reports_use_per_type_in_jgf() -> None:
 def test_engine_find_names_a_bad_expression() -> None:
     with pytest.raises(EngineError, match="invalid criteria: status=maybe"):
         engine().find("status=maybe")
+
+
+def test_names_and_property_predicates() -> None:
+    graph = build_graph([NodeSpec(f"node{i}", cores=1, properties={"ssd": ""} if i == 2 else {}) for i in range(4)])
+    subject = Engine(graph)
+    assert names(subject.find("names=node[1-2]")) == ["node1", "node2", "cluster0"]
+    assert names(subject.find("property=SSD")) == ["node2", "cluster0"]
+    assert names(subject.find("names=node[0,3] or property=ssd")) == ["node0", "node2", "node3", "cluster0"]
+    with pytest.raises(FindError, match="invalid hostlist"):
+        parse_expression("names=node[1-")

@@ -4,7 +4,8 @@ Expression language (exactly Fluxion's):
 
 * a *predicate* is ``key=value`` with no blanks: ``status=up|down``, ``sched-now=allocated|free``,
   ``sched-future=reserved|free``, ``agfilter=true|t|false|f``, and ``jobid-alloc``, ``jobid-reserved``,
-  ``jobid-span``, ``jobid-tag`` ``=<jobid>`` (values are case-insensitive);
+  ``jobid-span``, ``jobid-tag`` ``=<jobid>``, ``names=<hostlist>`` (the vertex's name is in it) and
+  ``property=<name>`` (the vertex has that property); values are lowercased, as Fluxion does;
 * predicates and parenthesised sub-expressions are joined by ``and`` / ``or``, or by blanks alone (an implicit
   ``and``), and evaluated strictly **left to right with no precedence**: ``a or b and c`` is ``(a or b) and c``.
 
@@ -22,7 +23,9 @@ reports its use per type: the job's span when the expression names a job id, els
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from kubeflux.jobspec import HostlistConstraint, JobspecError, parse_hostlist
 from kubeflux.match.planner import PlannerError
 from kubeflux.match.traverser import Traverser
 from kubeflux.match.writers import Writer
@@ -113,12 +116,26 @@ def _predicate(token: str, whole: str) -> Predicate:
     if key in _JOB_KEYS:
         if not value.isdigit():
             raise FindError(f"{token!r}: the job id must be a non-negative integer")
+    elif key == "names":
+        try:
+            parse_hostlist(value)
+        except JobspecError as error:
+            raise FindError(f"{token!r}: {error}") from None
+    elif key == "property":
+        if not value:
+            raise FindError(f"{token!r}: a property name is needed")
     elif key in _VALUES:
         if value not in _VALUES[key]:
             raise FindError(f"{token!r}: {key} is one of {', '.join(_VALUES[key])}")
     else:
-        raise FindError(f"unknown predicate {key!r} in {whole!r}; known: {', '.join([*_VALUES, *_JOB_KEYS])}")
+        known = ", ".join([*_VALUES, *_JOB_KEYS, "names", "property"])
+        raise FindError(f"unknown predicate {key!r} in {whole!r}; known: {known}")
     return Predicate(key, value)
+
+
+@lru_cache(maxsize=64)
+def _hostlist(text: str) -> HostlistConstraint:
+    return parse_hostlist(text)
 
 
 def _skip_blanks(text: str, at: int) -> int:
@@ -177,6 +194,10 @@ class _Finder:
             return inherited.reserved if value == "reserved" else not inherited.reserved
         if key == "agfilter":
             return value in ("true", "t")
+        if key == "names":
+            return _hostlist(value).matches(t.graph.vertices[uid].name, {}, -1)
+        if key == "property":
+            return value in t.graph.vertices[uid].properties
         jobid = int(value)
         table = {
             "jobid-alloc": t.allocations,

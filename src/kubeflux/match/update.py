@@ -205,8 +205,10 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
                 except PlannerError as error:
                     raise ResourceSetError(f"{vertex.name} is not free during {window}: {error}") from error
                 planned.append(item.uid)
-            elif traverser._avail(item.uid, meta.at, meta.duration) < vertex.size:
-                raise ResourceSetError(f"{vertex.name} is not free during {window}")
+            else:
+                plan = traverser.plans.get(item.uid)
+                if plan is not None and plan.avail_resources_during(meta.at, meta.duration) < vertex.size:
+                    raise ResourceSetError(f"{vertex.name} is not free during {window}")
     except ResourceSetError:
         for uid in planned:
             traverser._rem_plan(uid, meta.jobid)
