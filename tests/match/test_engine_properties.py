@@ -169,3 +169,41 @@ def test_a_replica_fed_by_update_keeps_the_same_schedule(ops: list[Any], policy:
                 r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, chosen)), "children": {}}]}})
                 assert origin.partial_cancel(jobid, r) == replica.partial_cancel(jobid, r)
         assert schedule(replica.traverser) == schedule(origin.traverser)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    operations,
+    st.lists(st.tuples(st.integers(0, 14), st.integers(0, 3), st.booleans()), max_size=3),
+    st.sampled_from(["first", "low"]),
+)
+def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_schedule(
+    ops: list[Any], removals: list[tuple[int, int, bool]], policy: str
+) -> None:
+    """Nodes removed (by path or rank) while jobs hold them: no over-commit after, and once every job is
+    cancelled the schedule is that of an engine built without those nodes."""
+    subject = engine(policy)
+    gone: set[int] = set()
+    for step, op in enumerate(ops):
+        for when, node, by_path in removals:
+            if when == step and node % 3 not in gone and len(gone) < 2:
+                if by_path:
+                    subject.remove_path(f"/cluster0/node{node % 3}")
+                else:
+                    subject.remove_ranks([node % 3])
+                gone.add(node % 3)
+        if op[0] == "match":
+            _, match, template, count, cores, duration = op
+            subject.match(match, jobspec_from_yaml(template.format(count=count, cores=cores, duration=duration)))
+        elif op[0] == "cancel":
+            live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+            if live:
+                subject.cancel(live[op[1] % len(live)])
+        assert_never_over_committed(subject.traverser)
+    for info in subject.jobs.values():
+        if info.state != JobState.CANCELED:
+            subject.cancel(info.jobid)
+    kept = [NodeSpec(f"node{i}", cores=4, memory=8 * 2**30) for i in range(3) if i not in gone]
+    smaller = Engine(build_graph(kept), policy=policy, prune_filters="ALL:core,ALL:node,ALL:memory")
+    assert schedule(subject.traverser) == schedule(smaller.traverser)
+    assert subject.traverser.nodes_up == smaller.traverser.nodes_up
