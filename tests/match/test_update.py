@@ -256,3 +256,17 @@ def test_resource_query_update_and_partial_cancel_commands(tmp_path: Path) -> No
         f'{RULE}\nINFO: EXPRESSION="jobid-tag=5"\n{RULE}\n'
     )
     assert session.engine.next_jobid == 6
+
+
+def test_update_refuses_a_resource_set_without_the_path_from_the_root() -> None:
+    origin = engine("jgf")
+    document = json.loads(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources)
+    document["graph"]["nodes"] = [n for n in document["graph"]["nodes"] if n["metadata"]["type"] != "cluster"]
+    document["graph"]["edges"] = [e for e in document["graph"]["edges"] if e["source"] != "0"]
+    replica = engine("jgf")
+
+    result = replica.update(1, document, duration=3600, source="R.json")
+
+    assert result.error == "R.json: no edge leaves the root cluster0: a resource set must hold the path from the root"
+    assert schedule(replica.traverser) == schedule(engine().traverser)
+    assert replica.update(2, {"graph": {"nodes": [], "edges": []}}, duration=10).error.endswith("holds no vertex")

@@ -14,7 +14,9 @@ Replay (:func:`replay`), in two phases as in Fluxion:
    records the job's tags, exclusivity checkers and subtree aggregate filters and emits the vertices to the
    writer, so the replayed job is indistinguishable from a matched one.
 
-Everything is checked before anything changes: a refused resource set leaves no trace.
+Everything is checked before anything changes: a refused resource set leaves no trace. A resource set must hold
+the path from the containment root (Fluxion would plan its vertices and record nothing else, which only makes
+sense for a traverser of another dominant subsystem).
 
 Partial release (:func:`release`): the named vertices (or every vertex of the named ranks that the job holds) are
 purged of the job (tag, exclusivity span, aggregate span, planner span). Their freed amounts are then taken off
@@ -175,6 +177,13 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
             )
         marks.append((index, child))
 
+    if root_mark is None:
+        root = graph.vertices[traverser.root].name
+        raise ResourceSetError(
+            f"{source}: no edge leaves the root {root}: a resource set must hold the path from the root"
+            if held
+            else f"{source}: the resource set holds no vertex"
+        )
     _plan(traverser, held.values(), meta)
 
     traverser.sequence += 1
@@ -183,8 +192,6 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
         traverser.edge_needs[index] = child.amount
         traverser.edge_excl[index] = child.exclusive
         traverser.edge_seq[index] = sequence
-    if root_mark is None:
-        return  # nothing leads from the root: Fluxion plans the vertices but walks nothing
     traverser.root_needs = root_mark.amount
     traverser.root_excl = root_mark.exclusive
     traverser.root_seq = sequence
