@@ -142,7 +142,7 @@ def test_update_refuses_an_over_commit_and_changes_nothing() -> None:
     again = replica.update(2, rset, duration=3600)
 
     assert not again.matched
-    assert "is not free during [0, 3600)" in again.error
+    assert again.error == "core0 is held by another job during [0, 3600)"
     assert schedule(replica.traverser) == before
     assert 2 not in replica.jobs
 
@@ -270,3 +270,16 @@ def test_update_refuses_a_resource_set_without_the_path_from_the_root() -> None:
     assert result.error == "R.json: no edge leaves the root cluster0: a resource set must hold the path from the root"
     assert schedule(replica.traverser) == schedule(engine().traverser)
     assert replica.update(2, {"graph": {"nodes": [], "edges": []}}, duration=10).error.endswith("holds no vertex")
+
+
+def test_update_refuses_an_exclusive_vertex_another_job_holds_shared() -> None:
+    replica = engine("jgf")
+    shared = replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB))
+    assert shared.matched and '"type": "node"' in shared.resources
+    whole = engine("jgf").match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    before = schedule(replica.traverser)
+
+    result = replica.update(2, whole, duration=3600)
+
+    assert result.error == "core2 is held by another job during [0, 3600)"
+    assert schedule(replica.traverser) == before

@@ -23,6 +23,9 @@ purged of the job (tag, exclusivity span, aggregate span, planner span). Their f
 the aggregate filters of their ancestors, deepest first; an ancestor whose aggregate span drains gives up its tag
 and exclusivity span too. The job is fully released when the containment root no longer carries its tag.
 
+An exclusive vertex that another job holds during the window (even shared) is refused, as a match would refuse
+it; Fluxion's reader checks only the vertex's own planner.
+
 Two deliberate differences from Fluxion's JGF reader, both where Fluxion refuses the input: a JGF vertex whose
 ``size`` is smaller than the graph vertex's is replayed as that amount (Fluxion refuses it, so a partly allocated
 memory pool could not be replayed); and a partial release may list vertices the job holds shared (without a
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflux.match.planner import PlannerError
-from kubeflux.match.traverser import JobMeta, Traverser
+from kubeflux.match.traverser import X_CHECKER_NJOBS, JobMeta, Traverser
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, GraphFormatError
 from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document
@@ -207,6 +210,9 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
             vertex = graph.vertices[item.uid]
             window = f"[{meta.at}, {meta.at + meta.duration})"
             if item.exclusive:
+                checker = traverser.x_checkers.get(item.uid)
+                if checker is not None and checker.avail_resources_during(meta.at, meta.duration) < X_CHECKER_NJOBS:
+                    raise ResourceSetError(f"{vertex.name} is held by another job during {window}")
                 try:
                     traverser._add_plan(item.uid, meta, item.amount)
                 except PlannerError as error:
