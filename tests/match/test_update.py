@@ -283,3 +283,14 @@ def test_update_refuses_an_exclusive_vertex_another_job_holds_shared() -> None:
 
     assert result.error == "core2 is held by another job during [0, 3600)"
     assert schedule(replica.traverser) == before
+
+
+def test_partial_cancel_refuses_a_resource_set_that_releases_nothing() -> None:
+    subject = engine()
+    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    before = schedule(subject.traverser)
+    with pytest.raises(EngineError, match=r"ranks \[0\] hold nothing that job 1 holds"):
+        subject.partial_cancel(1, r_lite("0"))
+    with pytest.raises(EngineError, match="ranks \\[\\] hold nothing"):
+        subject.partial_cancel(1, json.dumps({"execution": {"R_lite": []}}))
+    assert schedule(subject.traverser) == before

@@ -264,6 +264,9 @@ def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset
                 _keep_shallowest(rank, uid, rank_roots, traverser)
             purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
 
+    if not purge:
+        what = f"{resources.source} names" if isinstance(resources, JgfDocument) else f"ranks {sorted(resources)} hold"
+        raise ResourceSetError(f"{what} nothing that job {jobid} holds: nothing to release")
     groups: dict[int, list[int]] = {}
     for uid in purge:
         groups.setdefault(rank_roots[graph.vertices[uid].rank], []).append(uid)
