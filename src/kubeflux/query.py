@@ -201,8 +201,12 @@ class QuerySession:
             return
         try:
             jobid, at, duration = int(args[4]), int(args[5]), int(args[6])
+        except ValueError:
+            print(f"ERROR: job id, start time and duration must be integers: {' '.join(args[4:])}", file=sys.stderr)
+            return
+        try:
             result = self.engine.update(jobid, text, at=at, duration=duration, reserve=subcmd == "reserve", source=path)
-        except (EngineError, ValueError) as exc:
+        except EngineError as exc:
             print(f"ERROR: {exc}", file=sys.stderr)
             return
         if result.error:
@@ -269,7 +273,7 @@ class QuerySession:
             if is_path == "true":
                 self.engine.remove_path(target)
             elif is_path == "false":
-                self.engine.remove_ranks(decode_idset(target, "remove"))
+                self.engine.remove_ranks(decode_idset(target, "remove: ranks"))
             else:
                 print("ERROR: invalid path boolean input ", file=sys.stderr)
         except (EngineError, GraphFormatError) as exc:
