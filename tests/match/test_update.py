@@ -294,3 +294,14 @@ def test_partial_cancel_refuses_a_resource_set_that_releases_nothing() -> None:
     with pytest.raises(EngineError, match="ranks \\[\\] hold nothing"):
         subject.partial_cancel(1, json.dumps({"execution": {"R_lite": []}}))
     assert schedule(subject.traverser) == before
+
+
+def test_a_reserved_replay_starting_now_is_still_a_reservation() -> None:
+    rset = engine("jgf").match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    replica = engine()
+    result = replica.update(1, rset, duration=60, reserve=True)
+    assert result.matched and not result.reserved  # starts now, as resource-query prints it
+    assert replica.jobs[1].state == JobState.RESERVED
+    assert "node2[1:x]" in replica.find("sched-future=reserved")
+    with pytest.raises(EngineError, match="reservation"):
+        replica.partial_cancel(1, rset)

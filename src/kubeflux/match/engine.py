@@ -253,7 +253,8 @@ class Engine:
         """Replay an allocation made elsewhere (resource-query's ``update allocate|reserve jgf``).
 
         ``rset`` is the JGF a ``jgf`` match writer emitted (text or a decoded dict); the job holds it during
-        ``[at, at + duration)``, as an allocation, or as a reservation when ``reserve``. On success the result
+        ``[at, at + duration)``, as an allocation, or as a reservation when ``reserve`` (job state RESERVED, which
+        ``partial_cancel`` does not accept; a replay starting later than 0 is RESERVED too). On success the result
         carries the resource set re-emitted in this engine's match format, exactly as a match would, and the
         next job id becomes ``jobid + 1`` (also on failure, as in resource-query).
 
@@ -289,7 +290,7 @@ class Engine:
         result.elapsed = time.perf_counter() - started
         self.match_times.append(result.elapsed)
         if result.matched:
-            state = JobState.RESERVED if at else JobState.ALLOCATED
+            state = JobState.RESERVED if at or reserve else JobState.ALLOCATED
             self.jobs[jobid] = JobInfo(jobid, state, at, source, result.elapsed)
         return result
 
