@@ -121,3 +121,13 @@ def test_names_and_property_predicates() -> None:
     assert names(subject.find("names=node[0,3] or property=ssd")) == ["node0", "node2", "node3", "cluster0"]
     with pytest.raises(FindError, match="invalid hostlist"):
         parse_expression("names=node[1-")
+
+
+def test_a_jgf_of_one_vertex_cannot_be_written() -> None:
+    graph = build_graph([NodeSpec(f"node{i}", cores=2) for i in range(2)])
+    subject = Engine(graph, prune_filters="cluster:core", match_format="jgf")
+    with pytest.raises(EngineError, match="writer emit: a JGF needs both vertices and edges"):
+        subject.find("agfilter=t")
+    assert '"core": "used:0, total:4", "node": "used:0, total:2"' in Engine(graph, match_format="jgf").find(
+        "agfilter=t"
+    )

@@ -20,7 +20,7 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.traverser import AllocType, Errno, JobMeta, MatchFailure, PruningFilters, Traverser
 from kubeflux.match.update import ResourceSet, ResourceSetError, load_jgf_set, load_resource_set, release, replay
-from kubeflux.match.writers import WRITERS, Writer
+from kubeflux.match.writers import WRITERS, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
 DEFAULT_HORIZON = 3_153_600_000
@@ -150,7 +150,7 @@ class Engine:
                 meta.duration = self.graph_end - meta.at
             traverser.update(self.writer, meta)
             self.writer.interval(meta.at, meta.at + meta.duration)
-            return meta.at, self.writer.render()
+            return meta.at, self._render()
         finally:
             self.policy.exclusive_types.clear()
             self.policy.exclusive_types.update(saved_exclusive)
@@ -230,13 +230,23 @@ class Engine:
             raise EngineError(f"invalid criteria: {expression}: {error}") from error
         find(self.traverser, self.writer, parsed, now=now)
         self.writer.interval(0, 0)
-        return self.writer.render()
+        try:
+            return self.writer.render()
+        except WriterError as error:
+            raise EngineError(f"writer emit: {error}") from error
 
     def set_status(self, path: str, status: Status) -> None:
         vertex = self.graph.vertex_at(path)
         if vertex is None:
             raise EngineError(f"Could not find path {path} in resource graph.")
         self.traverser.mark(vertex.uid, status)
+
+    def _render(self) -> str:
+        """The writer's text for a match or replay; empty when the format cannot express it (as resource-query)."""
+        try:
+            return self.writer.render()
+        except WriterError:
+            return ""
 
     # ------------------------------------------------------------------ replay and partial release
 
@@ -281,12 +291,12 @@ class Engine:
         except ResourceSetError as error:
             result.error = str(error)
             result.errno = Errno.EINVAL
-            self.writer.render()
+            self._render()
         else:
             result.matched = True
             result.at = at
             self.writer.interval(at, at + duration)
-            result.resources = self.writer.render()
+            result.resources = self._render()
         result.elapsed = time.perf_counter() - started
         self.match_times.append(result.elapsed)
         if result.matched:

@@ -35,8 +35,13 @@ class Writer(Protocol):
         ...
 
     def render(self) -> str:
-        """The text emitted so far (ending with a newline if not empty); clears the writer."""
+        """The text emitted so far (ending with a newline if not empty); clears the writer. WriterError when the
+        format cannot express it."""
         ...
+
+
+class WriterError(Exception):
+    """What was emitted cannot be written in this format (Fluxion's writer ``emit`` fails; the text is empty)."""
 
 
 def _prefix(level: int) -> str:
@@ -142,11 +147,14 @@ class JgfWriter:
         return None
 
     def render(self) -> str:
-        """The JGF line; empty when nothing was emitted, or (as Fluxion) when vertices came without edges."""
+        """The JGF line; empty when nothing was emitted. WriterError (Fluxion: ENOENT) when vertices came without
+        edges or edges without vertices: a JGF sub-graph of a single vertex cannot be written."""
         nodes, edges = self._nodes, self._edges
         self._nodes, self._edges = [], []
-        if not nodes or not edges:
+        if not nodes and not edges:
             return ""
+        if not nodes or not edges:
+            raise WriterError("a JGF needs both vertices and edges (No such file or directory)")
         return json.dumps({"graph": {"nodes": nodes, "edges": edges}}) + "\n"
 
 
