@@ -18,7 +18,7 @@ def query(
     match_format: Annotated[
         str, typer.Option("-F", "--match-format", help="simple, pretty_simple, jgf or rv1_nosched.")
     ] = "simple",
-    traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple (flexible: not yet).")] = "simple",
+    traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple or flexible.")] = "simple",
     subsystems: Annotated[str, typer.Option("-S", "--match-subsystems", help="CA (containment).")] = "CA",
     prune_filters: Annotated[
         str, typer.Option("-p", "--prune-filters", help="HIGH:LOW pairs, e.g. ALL:core,ALL:node.")
@@ -41,6 +41,7 @@ def query(
         prune_filters=prune_filters,
         output=test_output,
         elapse_time=elapse_time,
+        long_running=True,
     )
     raise typer.Exit(run_query(options, sys.stdin))
 

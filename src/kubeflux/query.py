@@ -18,7 +18,7 @@ from typing import TextIO
 
 from kubeflux.jobspec import JobspecError, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp, MatchResult
-from kubeflux.resources import decode_idset, load_graph
+from kubeflux.resources import decode_idset, load_graph, settle_gc
 from kubeflux.resources.graph import Graph, GraphFormatError, Status
 
 RULE = "INFO: ============================="
@@ -35,6 +35,8 @@ class QueryOptions:
     prune_filters: str = "ALL:core,ALL:node"
     output: Path | None = None
     elapse_time: bool = False
+    long_running: bool = False
+    """Tune the garbage collector for this process after loading (the command line; not in-process callers)."""
 
 
 class QuerySession:
@@ -349,6 +351,7 @@ class QuerySession:
             self.out.write(f"Couldn't find path {args[1]} in resource graph.\n")
             return
         vertex.properties[key] = value
+        self.engine.traverser.touch(vertex.uid)
 
     def _get_property(self, args: list[str]) -> None:
         if len(args) != 2:
@@ -394,11 +397,17 @@ def run_query(options: QueryOptions, commands: TextIO) -> int:
         _drop_units(graph, range(len(graph.vertices)))
     try:
         engine = Engine(
-            graph, policy=options.policy, prune_filters=options.prune_filters, match_format=options.match_format
+            graph,
+            policy=options.policy,
+            prune_filters=options.prune_filters,
+            match_format=options.match_format,
+            traverser=options.traverser,
         )
     except (EngineError, ValueError) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
+    if options.long_running:
+        settle_gc()
     if options.elapse_time:
         print(f"INFO: Graph Load Time: {time.perf_counter() - started:f}")
         print(f"INFO: Vertex Count: {len(graph.vertices)}")

@@ -13,6 +13,7 @@ from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph
+from tests.match._helpers import schedule
 
 EXCLUSIVE_NODES = """
 version: 9999
@@ -64,29 +65,6 @@ operations = st.lists(st.one_of(match_op, match_op, cancel_op, partial_op), max_
 def engine(policy: str, match_format: str = "simple") -> Engine:
     graph = build_graph([NodeSpec(f"node{i}", cores=4, memory=8 * 2**30) for i in range(3)])
     return Engine(graph, policy=policy, prune_filters="ALL:core,ALL:node,ALL:memory", match_format=match_format)
-
-
-def schedule(traverser: Traverser) -> dict[str, Any]:
-    """Everything the matcher records, by vertex path, with span ids left out."""
-    paths = {vertex.uid: vertex.paths["containment"] for vertex in traverser.graph.vertices}
-    state: dict[str, Any] = {}
-    for label, planners in (("plan", traverser.plans), ("x", traverser.x_checkers)):
-        for uid, planner in planners.items():
-            if planner.span_count():
-                state[f"{label} {paths[uid]}"] = planner.points()
-    for uid, subplan in traverser.subplans.items():
-        state[f"agg {paths[uid]}"] = {t: subplan.planner(t).points() for t in subplan.resource_types}
-    for label, table in (
-        ("tags", traverser.tags),
-        ("alloc", traverser.allocations),
-        ("rsv", traverser.reservations),
-        ("job2span", traverser.job2span),
-        ("x_spans", traverser.x_spans),
-    ):
-        for uid, jobs in table.items():
-            if jobs:
-                state[f"{label} {paths[uid]}"] = sorted(jobs)
-    return state
 
 
 def assert_never_over_committed(traverser: Traverser) -> None:

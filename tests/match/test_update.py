@@ -5,15 +5,14 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
-from kubeflux.match.traverser import Traverser
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
+from tests.match._helpers import schedule
 
 NODES_JOB = """
 version: 9999
@@ -63,30 +62,6 @@ tasks:
 def engine(match_format: str = "simple", policy: str = "first") -> Engine:
     nodes = [NodeSpec(f"node{i}", cores=4) for i in range(3)]
     return Engine(build_graph(nodes), policy=policy, match_format=match_format)
-
-
-def schedule(traverser: Traverser) -> dict[str, Any]:
-    """Everything the matcher records per vertex, keyed by path, with span ids left out."""
-    names = {vertex.uid: vertex.paths["containment"] for vertex in traverser.graph.vertices}
-    state: dict[str, Any] = {}
-    for uid, plan in traverser.plans.items():
-        if plan.span_count():
-            state[f"plan {names[uid]}"] = plan.points()
-    for uid, checker in traverser.x_checkers.items():
-        if checker.span_count():
-            state[f"x {names[uid]}"] = checker.points()
-    for uid, subplan in traverser.subplans.items():
-        state[f"agg {names[uid]}"] = {t: subplan.planner(t).points() for t in subplan.resource_types}
-    for label, table in (
-        ("tags", traverser.tags),
-        ("alloc", traverser.allocations),
-        ("rsv", traverser.reservations),
-        ("job2span", traverser.job2span),
-    ):
-        for uid, jobs in table.items():
-            if jobs:
-                state[f"{label} {names[uid]}"] = sorted(jobs)
-    return state
 
 
 def test_update_replays_a_jgf_allocation_exactly_as_the_match_made_it() -> None:

@@ -22,7 +22,10 @@ from kubeflux.resources.jgf import JgfDocument, add_jgf
 def attach(traverser: Traverser, document: JgfDocument) -> list[int]:
     """Add ``document``'s new vertices and edges; return the uids added."""
     added = add_jgf(traverser.graph, document)
-    traverser.refresh(added=added)
+    vertices = traverser.graph.vertices
+    fresh = set(added)
+    changed = {vertices[uid].parent for uid in added if vertices[uid].parent not in fresh} - {-1}
+    traverser.refresh(sorted(changed), added=added)
     return added
 
 
@@ -75,10 +78,11 @@ def _remove(traverser: Traverser, groups: dict[int, list[int]]) -> list[int]:
         held = set(holding(traverser, jobid))
         release_groups(traverser, jobid, {root: [uid for uid in uids if uid in held] for root, uids in groups.items()})
     graph = traverser.graph
+    parents = {graph.vertices[uid].parent for uid in doomed} - doomed - {-1}
     removed: list[int] = []
     for root in groups:
         removed.extend(graph.remove_subtree(root))
     for uid in doomed - set(removed):
         removed.extend(graph.remove_subtree(uid))
-    traverser.refresh(removed=removed)
+    traverser.refresh(sorted(parents), removed=removed)
     return removed

@@ -15,6 +15,7 @@ from enum import StrEnum
 from kubeflux.jobspec import Jobspec, JobspecError
 from kubeflux.match import elastic
 from kubeflux.match.find import FindError, find, parse_expression
+from kubeflux.match.flexible import FlexibleTraverser
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
@@ -25,6 +26,10 @@ from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Statu
 
 DEFAULT_HORIZON = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
+
+
+TRAVERSERS: dict[str, type[Traverser]] = {"simple": Traverser, "flexible": FlexibleTraverser}
+"""``resource-query -T``: the simple DFU traverser, or the flexible one (or-slots and xor-slots)."""
 
 
 class MatchOp(StrEnum):
@@ -83,6 +88,7 @@ class Engine:
         match_format: str = "simple",
         base: int = 0,
         horizon: int = DEFAULT_HORIZON,
+        traverser: str = "simple",
     ) -> None:
         if match_format not in WRITERS:
             raise EngineError(f"unknown match format {match_format!r}; known: {', '.join(WRITERS)}")
@@ -90,7 +96,10 @@ class Engine:
         self.policy = MatchPolicy(parse_policy(policy))
         self.base = base
         self.horizon = horizon
-        self.traverser = Traverser(graph, self.policy, PruningFilters(prune_filters), base, horizon)
+        kind = TRAVERSERS.get(traverser)
+        if kind is None:
+            raise EngineError(f"unknown traverser {traverser!r}; known: {', '.join(TRAVERSERS)}")
+        self.traverser = kind(graph, self.policy, PruningFilters(prune_filters), base, horizon)
         self.writer: Writer = WRITERS[match_format]()
         self.jobs: dict[int, JobInfo] = {}
         self.next_jobid = 1

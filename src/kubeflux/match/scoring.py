@@ -7,7 +7,14 @@ picked edges are marked and the update walk follows only marked edges.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
+
+import numpy as np
+import numpy.typing as npt
 
 from kubeflux.match import stdsort
 
@@ -41,34 +48,173 @@ def _score(group: EdgeGroup) -> int:
     return group.score
 
 
-class Evals:
-    """The candidates of one resource type below a vertex."""
+_SCORE = attrgetter("score")
 
-    __slots__ = ("best_i", "best_k", "cursor", "groups", "qualified", "total")
+
+PARTIAL_MIN = 64
+"""Below this many candidates a best-k choice simply sorts them all."""
+
+
+class Evals:
+    """The candidates of one resource type below a vertex.
+
+    ``groups`` lists them in the order Fluxion collects them. It is built only when read: a vertex passes its
+    children's candidates up as references (``parts``) next to the groups it adds itself (``own``), so a wide
+    vertex costs one reference per child rather than a copy of every candidate below it, and a best-k choice
+    can merge the children's ranked lists instead of sorting everything.
+    """
+
+    __slots__ = (
+        "_groups",
+        "_items",
+        "_ranked",
+        "_scores",
+        "best_i",
+        "best_k",
+        "cursor",
+        "own",
+        "parts",
+        "qualified",
+        "size",
+        "total",
+        "truncated",
+    )
 
     def __init__(self) -> None:
-        self.groups: list[EdgeGroup] = []
+        self.own: list[EdgeGroup] = []
+        self.parts: list[Evals] = []
         self.qualified = 0
         self.total = 0
+        self.size = 0
+        """The number of candidate groups."""
         self.best_k = 0
         self.best_i = 0
         self.cursor = -1
+        self.truncated = False
+        self._items: list[Evals | EdgeGroup] = []
+        self._groups: list[EdgeGroup] | None = None
+        self._ranked: dict[bool, list[EdgeGroup]] = {}
+        self._scores: npt.NDArray[np.int64] | None = None
+
+    @property
+    def groups(self) -> list[EdgeGroup]:
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = []
+            for item in self._items:
+                if isinstance(item, Evals):
+                    groups.extend(item.groups)
+                else:
+                    groups.append(item)
+        return groups
+
+    @groups.setter
+    def groups(self, groups: list[EdgeGroup]) -> None:
+        self._groups = groups
 
     def add(self, group: EdgeGroup) -> None:
         self.total += group.count
         if group.score > 0:
             self.qualified += group.count
-        self.groups.append(group)
+        self.size += 1
+        self.own.append(group)
+        self._items.append(group)
+        if self._groups is not None:
+            self._groups.append(group)
 
     def merge(self, other: Evals) -> None:
         self.qualified += other.qualified
         self.total += other.total
-        self.groups.extend(other.groups)
+        self.size += other.size
+        self.parts.append(other)
+        self._items.append(other)
+        if self._groups is not None:
+            self._groups.extend(other.groups)
 
-    def choose_best_k(self, k: int, descending: bool) -> bool:
+    def scores(self) -> npt.NDArray[np.int64]:
+        """The candidates' scores in collection order (computed once; the parts' arrays are reused)."""
+        scores = self._scores
+        if scores is None:
+            chunks: list[npt.NDArray[np.int64]] = []
+            run: list[int] = []
+            for item in self._items:
+                if isinstance(item, Evals):
+                    if run:
+                        chunks.append(np.array(run, dtype=np.int64))
+                        run = []
+                    chunks.append(item.scores())
+                else:
+                    run.append(item.score)
+            if run:
+                chunks.append(np.array(run, dtype=np.int64))
+            scores = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
+            self._scores = scores
+        return scores
+
+    def ranked(self, descending: bool) -> list[EdgeGroup]:
+        """The candidates by score, best first (ties in no particular order); computed once per direction.
+
+        The parts' ranked lists are concatenated before sorting, so the sort only merges sorted runs."""
+        ranked = self._ranked.get(descending)
+        if ranked is None:
+            runs = [group for source in self._sources(descending) for group in source]
+            ranked = self._ranked[descending] = sorted(runs, key=_SCORE, reverse=descending)
+        return ranked
+
+    def _sources(self, descending: bool) -> list[list[EdgeGroup]]:
+        """Ranked lists that together hold every candidate: the parts' and this vertex's own."""
+        if not self.own and len(self.parts) == 1:
+            return self.parts[0]._sources(descending)
+        sources = [part.ranked(descending) for part in self.parts]
+        if self.own:
+            sources.append(sorted(self.own, key=_SCORE, reverse=descending))
+        return sources
+
+    def _best_without_ties(self, k: int, descending: bool) -> list[EdgeGroup] | None:
+        """The groups that ``std::sort`` puts first to cover ``k`` units, if no tie can change them, else None.
+
+        When the chosen groups and the first one left out all have different scores, every correct sort puts
+        exactly these first, in this order, so libstdc++'s introsort need not be replayed.
+        """
+        sources = self._sources(descending)
+        best: Iterator[EdgeGroup] = (
+            heapq.merge(*sources, key=_SCORE, reverse=descending) if len(sources) > 1 else chain(*sources)
+        )
+        chosen: list[EdgeGroup] = []
+        remaining = k
+        previous: int | None = None
+        for group in best:
+            if group.score == previous:
+                return None
+            if remaining <= 0:
+                return chosen
+            previous = group.score
+            chosen.append(group)
+            remaining -= group.count
+        return chosen
+
+    def choose_best_k(self, k: int, descending: bool, partial: bool = False) -> bool:
+        """Order the candidates by score (as ``std::sort`` does) and take the best covering ``k`` units.
+
+        With ``partial`` and many candidates only the chosen prefix is computed: ``groups`` then holds just the
+        chosen groups (``truncated``), which is all a best-k choice reads afterwards.
+        """
         if k == 0 or k > self.qualified:
             return False
-        stdsort.sort(self.groups, _score, descending)
+        chosen = None
+        if partial and self.size >= PARTIAL_MIN:
+            chosen = self._best_without_ties(k, descending)
+            if chosen is None and k < self.size:
+                scores = self.scores()
+                first = stdsort.first_positions(-scores if descending else scores, k)
+                if first is not None:
+                    groups = self.groups
+                    chosen = [groups[i] for i in first.tolist()]
+        if chosen is not None:
+            self.groups = chosen
+            self.truncated = True
+        else:
+            stdsort.sort(self.groups, _score, descending)
         i = 0
         remaining = k
         while remaining > 0:
@@ -82,6 +228,8 @@ class Evals:
 
     def next_group(self) -> EdgeGroup | None:
         """Iterate the groups in order (Fluxion's ``eval_egroups_iter_next``); None past the end."""
+        if self.truncated:
+            raise RuntimeError("candidates were truncated by a partial best-k choice")
         if self.cursor < len(self.groups):
             self.cursor += 1
         return self.groups[self.cursor] if self.cursor < len(self.groups) else None
@@ -119,7 +267,7 @@ class Scoring:
         return 0 if evals is None else evals.total
 
     def choose_accum_best_k(self, type: str, k: int, descending: bool) -> None:
-        if self.evals(type).choose_best_k(k, descending):
+        if self.evals(type).choose_best_k(k, descending, partial=True):
             self.hier_constrain_now = True
 
     def choose_accum_all(self, type: str, descending: bool) -> None:
@@ -127,6 +275,7 @@ class Scoring:
         if evals.choose_best_k(evals.qualified, descending):
             self.hier_constrain_now = True
 
-    def merge(self, other: Scoring) -> None:
-        for type, evals in other.by_type.items():
+    def merge_types(self, by_type: dict[str, Evals]) -> None:
+        """Take in the candidates a child passed up (its lists are copied, never shared)."""
+        for type, evals in by_type.items():
             self.evals(type).merge(evals)

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 T = TypeVar("T")
 
 _THRESHOLD = 16
@@ -150,3 +153,66 @@ def _adjust_heap(a: list[int], k: list[int], first: int, hole: int, length: int,
         hole = parent
         parent = (hole - 1) // 2
     a[first + hole] = value
+
+
+def first_positions(keys: npt.NDArray[np.int64], m: int) -> npt.NDArray[np.intp] | None:
+    """The original indices that ``std::sort`` (ascending ``keys``) leaves in positions ``0 .. m-1``, in order.
+
+    The same introsort as :func:`sort`, but each partition is done with whole-array operations and only the
+    partitions that reach the first ``m`` positions are sorted further, so picking the best few of 10^5 tied
+    candidates costs a few array passes. A Hoare partition is vectorised exactly: its i-th swap pairs the i-th
+    element from the left not below the pivot with the i-th from the right not above it, until they cross.
+    Returns None in the rare case introsort would fall back to heap sort (the caller then sorts in full).
+    """
+    n = len(keys)
+    k = keys.copy()
+    index = np.arange(n)
+    bounds = [n]
+    stack = [(0, n, 2 * (n.bit_length() - 1))]
+    while stack:
+        first, last, depth = stack.pop()
+        while last - first > _THRESHOLD:
+            if depth == 0:
+                return None
+            depth -= 1
+            cut = _vector_partition_pivot(k, index, first, last)
+            bounds.append(cut)
+            if cut < m:
+                stack.append((cut, last, depth))
+            last = cut
+    end = min(b for b in bounds if b >= m) if m < n else n
+    order = np.argsort(k[:end], kind="stable")
+    return index[:end][order][:m]
+
+
+def _vector_partition_pivot(k: npt.NDArray[np.int64], index: npt.NDArray[np.intp], first: int, last: int) -> int:
+    mid = first + (last - first) // 2
+    kx, ky, kz = k[first + 1], k[mid], k[last - 1]
+    if kx < ky:
+        chosen = mid if ky < kz else (last - 1 if kx < kz else first + 1)
+    elif kx < kz:
+        chosen = first + 1
+    elif ky < kz:
+        chosen = last - 1
+    else:
+        chosen = mid
+    k[first], k[chosen] = k[chosen], k[first]
+    index[first], index[chosen] = index[chosen], index[first]
+    pivot = k[first]
+    lo = first + 1
+    segment = k[lo:last]
+    left = np.flatnonzero(segment >= pivot) + lo
+    right = np.flatnonzero(segment <= pivot)[::-1] + lo
+    right = np.append(right, first)  # the pivot itself stops the unguarded right scan
+    pairs = min(len(left), len(right))
+    crossed = np.flatnonzero(left[:pairs] >= right[:pairs])
+    swaps = int(crossed[0]) if len(crossed) else pairs
+    if swaps < len(left):
+        cut = int(left[swaps]) if swaps == 0 else min(int(left[swaps]), int(right[swaps - 1]))
+    else:
+        cut = int(right[swaps - 1])
+    if swaps:
+        lpos, rpos = left[:swaps], right[:swaps]
+        k[lpos], k[rpos] = k[rpos], k[lpos].copy()
+        index[lpos], index[rpos] = index[rpos], index[lpos].copy()
+    return cut

@@ -10,20 +10,27 @@ Scheduling state lives here, in tables indexed by vertex ``uid`` or edge index; 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
 from kubeflux.match.planner import MultiPlanner, Planner, PlannerRangeError
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
 from kubeflux.match.writers import Writer
-from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
+from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
-X_CHECKER_NJOBS = 1 << 30
 ANY_TYPE = "ALL"
 SLOT = "slot"
 WEIGHT_MAX = 2**64 - 1
+CACHE_PER_VERTEX = 8
+"""Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
+
+Mark = tuple[int, int, bool, int]
+"""An edge chosen by a best-k choice: (edge, needs, exclusive, slot-leader action)."""
+NO_LEAD, LEAD, NOT_LEAD = 0, 1, 2
 
 
 class AllocType(IntEnum):
@@ -52,6 +59,41 @@ class JobMeta:
     duration: int
     alloc_type: AllocType = AllocType.ALLOCATE
     now: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class Evaluation:
+    """What visiting one vertex gave its parent: whether it qualifies, its score and candidates, its choices.
+
+    Evaluations are cached per vertex and reused while the subtree's fingerprint (:attr:`Traverser.fp`) and the
+    request are unchanged, so a match walks only the subtrees that changed since the last one. ``marks`` are
+    the edges this vertex's own best-k choice picked; ``kids`` are the children's evaluations that hold marks.
+    """
+
+    ok: bool
+    x_in: bool = False
+    avail: int = 0
+    score: int = 0
+    merged: dict[str, Evals] | None = None
+    """Candidates passed up unchosen, by type (None when this vertex chose them itself)."""
+    marks: list[Mark] | None = None
+    kids: dict[int, Evaluation] | None = None
+    applied: int = -1
+    """The match sequence whose edges this evaluation's marks were last stamped on."""
+    group: EdgeGroup | None = None
+
+    def group_for(self, edge: int) -> EdgeGroup:
+        """The candidate group this vertex offers its parent through ``edge`` (its one parent edge)."""
+        group = self.group
+        if group is None:
+            count = self.avail
+            group = self.group = EdgeGroup(
+                self.score, count, 0, self.x_in, edges=[EdgeEval(count, count, self.x_in, edge)]
+            )
+        return group
+
+
+FAILED = Evaluation(False)
 
 
 class MatchFailure(Exception):
@@ -118,13 +160,32 @@ class Traverser:
         self.plans: dict[int, Planner] = {}
         self.allocations: dict[int, dict[int, int]] = {}
         self.reservations: dict[int, dict[int, int]] = {}
-        self.x_checkers: dict[int, Planner] = {}
-        self.x_spans: dict[int, dict[int, int]] = {}
+        self.x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
+        """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
+        Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
+        the vertex's fingerprint."""
         self.tags: dict[int, set[int]] = {}
         self.subplans: dict[int, MultiPlanner] = {}
         self.job2span: dict[int, dict[int, int]] = {}
         self.nodes_up = sum(1 for uid in graph.by_type.get("node", ()) if graph.vertices[uid].status == Status.UP)
-        self._prime(self.root)
+        self.fp = [0] * len(graph.vertices)
+        """Per vertex, a fingerprint of the scheduling state of its subtree (a sum of hashes of its spans,
+        statuses and edge weights); a cached :class:`Evaluation` is valid while it is unchanged."""
+        self.root_eval: Evaluation | None = None
+        self._cache: dict[int, dict[tuple[object, ...], tuple[int, int, Evaluation]]] = {}
+        self._kids: dict[int, list[tuple[int, int]]] = {}
+        self._out_types: dict[int, set[str]] = {}
+        self._by_weight: dict[int, list[tuple[int, int]]] = {}
+        """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
+        self._shapes: dict[tuple[object, ...], int] = {}
+        self._signatures: dict[int, int] = {}
+        self._labels: tuple[str, ...] = ()
+        self._epoch = 0
+        self.bounds: dict[int, list[int]] = {}
+        """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
+        made for one time window still holds for another if no bound lies where the window's ends moved."""
+        with paused_gc():
+            self._prime(self.root)
 
     # ------------------------------------------------------------------ set-up
 
@@ -137,6 +198,36 @@ class Traverser:
             if edge.subsystem == CONTAINMENT and edge.relation == "contains":
                 result.append((index, edge.target))
         return result
+
+    def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
+        kids = self._kids.get(uid)
+        if kids is None:
+            kids = self._kids[uid] = self._children(uid)
+        return kids
+
+    def touch(self, uid: int, delta: int = 0) -> None:
+        """Record a change of ``uid``'s state (a span, status, property or structure) in the fingerprints of
+        it and its ancestors, so no cached evaluation of them is reused. Without ``delta`` the change is
+        one-way (a fresh token); a reversible change passes the hash it adds (and later its negation)."""
+        if not delta:
+            self._epoch += 1
+            delta = hash(("touch", uid, self._epoch))
+        fp = self.fp
+        if len(fp) < len(self.graph.vertices):
+            fp.extend([0] * (len(self.graph.vertices) - len(fp)))
+        vertices = self.graph.vertices
+        while uid != -1:
+            fp[uid] += delta
+            uid = vertices[uid].parent
+
+    def graph_changed(self, uid: int) -> None:
+        """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
+        self._kids.pop(uid, None)
+        self._out_types.pop(uid, None)
+        self._by_weight.clear()
+        if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
+            self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
+        self.touch(uid)
 
     def _prime(self, root: int) -> None:
         """Create each non-leaf vertex's subtree aggregate filter (Fluxion's ``prime_pruning_filter``)."""
@@ -193,31 +284,55 @@ class Traverser:
         return plan.avail_resources_during(at, duration)
 
     def _x_busy(self, uid: int, at: int, duration: int) -> bool:
-        checker = self.x_checkers.get(uid)
-        return checker is not None and checker.avail_resources_during(at, duration) < X_CHECKER_NJOBS
+        """Whether any job holds ``uid`` during ``[at, at + duration)``."""
+        uses = self.x_uses.get(uid)
+        if not uses:
+            return False
+        end = at + duration
+        return any(start < end and at < stop for start, stop, _ in uses.values())
 
     # ------------------------------------------------------------------ select (match phase)
 
     def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
         """Find and mark the best resources for ``resources`` at ``meta.at``; raise MatchFailure if none."""
         self.sequence += 1
-        self.preorder = 0
-        self.postorder = 0
-        dfu = Scoring()
+        self._labels = tuple(self.task_labels)
+        self._sign(resources)
         root = self.root
-        ok, x_in = self._dom_dfv(meta, root, resources, True, exclusive, dfu)
-        if not ok:
+        evaluation = self._dom_dfv(meta, root, resources, True, exclusive)
+        self.root_eval = evaluation
+        if not evaluation.ok:
             raise MatchFailure(Errno.EBUSY)
+        self._apply_own(evaluation)
+        dfu = Scoring()
+        if evaluation.merged is not None:
+            dfu.merge_types(evaluation.merged)
+        dfu.avail = evaluation.avail
+        dfu.overall_score = evaluation.score
         group = EdgeGroup(
-            dfu.overall_score, dfu.avail, 0, exclusive, True, edges=[EdgeEval(dfu.avail, dfu.avail, exclusive, -1)]
+            evaluation.score,
+            evaluation.avail,
+            0,
+            exclusive,
+            True,
+            edges=[EdgeEval(evaluation.avail, evaluation.avail, exclusive, -1)],
         )
         dfu.add(self.graph.vertices[root].type, group)
         needs = self._resolve_graph(root, resources, dfu)
         self.root_needs = max(needs, 0)
-        self.root_excl = x_in
+        self.root_excl = evaluation.x_in
         self.root_seq = self.sequence
         if needs < 0:
             raise MatchFailure(Errno.ENODEV)
+
+    def _sign(self, resources: list[Request]) -> int:
+        """Intern the shape of a request list (and of every list below it) as a small integer cache key."""
+        shape = tuple((r.type, r.count, r.exclusive, r.label, self._sign(r.with_)) for r in resources)
+        number = self._shapes.get(shape)
+        if number is None:
+            number = self._shapes[shape] = len(self._shapes)
+        self._signatures[id(resources)] = number
+        return number
 
     def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring) -> int:
         if not self.policy.finish_graph(resources, dfu):
@@ -233,7 +348,12 @@ class Traverser:
         for evals in dfu.by_type.values():
             if evals.qualified == 0:
                 return -1
-        self._enforce(dfu, unconstrained=True)
+        graph = self.graph
+        for mark in self._marks(dfu):
+            self._apply_mark(mark)
+            source = graph.edges[mark[0]].source
+            self._apply_path(source)
+            self._mark_ancestors(source, dfu)
         return needs
 
     def _match_kind(
@@ -267,103 +387,163 @@ class Traverser:
         return ("pristine" if pristine else "none"), resources, nslots, "", pristine
 
     def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
-        graph = self.graph
-        for child in slot.with_:
-            if not any(graph.vertices[graph.edges[index].target].type == child.type for index in vertex.out):
-                return False
-        return True
+        types = self._out_types.get(vertex.uid)
+        if types is None:
+            graph = self.graph
+            types = self._out_types[vertex.uid] = {graph.vertices[graph.edges[i].target].type for i in vertex.out}
+        return all(child.type in types for child in slot.with_)
 
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
+        """Whether the walk may descend into ``vertex`` (False prunes it)."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
             return False
-        uid = vertex.uid
-        if self._avail(uid, meta.at, meta.duration) == 0:
+        if self._avail(vertex.uid, meta.at, meta.duration) == 0:
             return False
+        return self._prune_resources(meta, exclusive, vertex, resources)
+
+    def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
             if vertex.type != resource.type and resource.type != SLOT:
                 continue
-            if resource.type != SLOT:
-                if exclusive and resource.exclusive is False:
-                    raise MatchFailure(
-                        Errno.EINVAL, f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
-                    )
-                if exclusive or resource.exclusive is True:
-                    if meta.alloc_type == AllocType.ALLOCATE and self.allocations.get(uid):
-                        return False
-                    if self._x_busy(uid, meta.at, meta.duration):
-                        return False
-            subplan = self.subplans.get(uid)
-            if subplan is not None and resource.user_data:
-                counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
-                try:
-                    if not subplan.avail_during(meta.at, meta.duration, counts):
-                        return False
-                except PlannerRangeError:
-                    return False
+            if resource.type != SLOT and not self._by_excl(meta, exclusive, vertex, resource):
+                return False
+            if not self._by_subplan(meta, vertex.uid, resource):
+                return False
         return True
 
-    def _dom_dfv(
-        self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool, to_parent: Scoring
-    ) -> tuple[bool, bool]:
-        """Visit ``uid``; on success its best candidates are in ``to_parent``. Returns (ok, exclusive)."""
-        vertex = self.graph.vertices[uid]
-        x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
-        kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
-        self.preorder += 1
-        if kind == "none":
-            return False, excl
-        if not self._prune(meta, x_in, vertex, resources):
-            return False, excl
-        self.policy.discover(vertex)
-        dfu = Scoring()
-        if kind == "slot":
-            self._dom_slot(meta, uid, next_resources, nslots, check_pristine, label, dfu)
-        else:
-            self._explore(meta, uid, next_resources, check_pristine, x_in, dfu, 0)
-        avail = self._avail(uid, meta.at, meta.duration)
-        if avail == 0:
-            return False, x_in
-        if not self.policy.finish_vertex(vertex, resources, dfu):
-            return False, x_in
-        self._resolve(dfu, to_parent)
-        to_parent.avail = avail
-        to_parent.overall_score = dfu.overall_score
-        self.postorder += 1
-        return True, x_in
+    def _by_excl(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resource: Request) -> bool:
+        if exclusive and resource.exclusive is False:
+            conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
+            raise MatchFailure(Errno.EINVAL, conflict)
+        if exclusive or resource.exclusive is True:
+            if meta.alloc_type == AllocType.ALLOCATE and self.allocations.get(vertex.uid):
+                return False
+            if self._x_busy(vertex.uid, meta.at, meta.duration):
+                return False
+        return True
 
-    def _explore(
+    def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
+        subplan = self.subplans.get(uid)
+        if subplan is None or not resource.user_data:
+            return True
+        counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
+        try:
+            return subplan.avail_during(meta.at, meta.duration, counts)
+        except PlannerRangeError:
+            return False
+
+    def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
+        """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
+        children = self._kid_edges(uid)
+        if not children:
+            return self._evaluate(meta, uid, resources, pristine, excl, children)
+        fp = self.fp[uid]
+        at, duration = meta.at, meta.duration
+        in_range = self.base <= at and at + duration <= self.base + self.horizon
+        key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+        table = self._cache.get(uid)
+        if table is None:
+            table = self._cache[uid] = {}
+        else:
+            hit = table.get(key)
+            if hit is not None and hit[0] == fp and (hit[1] == at or self._same_window(uid, hit[1], at, duration)):
+                return hit[2]
+        evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
+        table[key] = (fp, at, evaluation)
+        if len(table) > CACHE_PER_VERTEX:
+            del table[next(iter(table))]
+        return evaluation
+
+    def _same_window(self, uid: int, before: int, at: int, duration: int) -> bool:
+        """Whether ``uid``'s subtree looks the same during ``[at, at + duration)`` as during the window of the
+        same length at ``before``: no span of the subtree starts or ends where the window's ends moved over."""
+        bounds = self.bounds.get(uid)
+        if not bounds:
+            return True
+        low, high = (before, at) if before < at else (at, before)
+        for lo in (low, low + duration):
+            i = bisect_right(bounds, lo)
+            if i < len(bounds) and bounds[i] <= lo + high - low:
+                return False
+        return True
+
+    def _evaluate(
         self,
         meta: JobMeta,
         uid: int,
         resources: list[Request],
         pristine: bool,
         excl: bool,
+        children: list[tuple[int, int]],
+    ) -> Evaluation:
+        vertex = self.graph.vertices[uid]
+        x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
+        kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
+        if kind == "none":
+            return FAILED
+        if not self._prune(meta, x_in, vertex, resources):
+            return FAILED
+        self.policy.discover(vertex)
+        dfu = Scoring()
+        kids: dict[int, Evaluation] = {}
+        if kind == "slot":
+            self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+        elif children:
+            self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
+        avail = self._avail(uid, meta.at, meta.duration)
+        if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
+            return Evaluation(False, kids=kids) if kids else FAILED
+        evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
+        if dfu.overall_score > MATCH_UNMET:
+            if dfu.hier_constrain_now:
+                evaluation.marks = self._marks(dfu) or None
+            elif dfu.by_type:
+                evaluation.merged = dfu.by_type
+        return evaluation
+
+    def _explore(
+        self,
+        meta: JobMeta,
+        children: list[tuple[int, int]],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
         dfu: Scoring,
         multiplier: int,
+        kids: dict[int, Evaluation],
     ) -> bool:
         vertices = self.graph.vertices
         found = False
         if not self.policy.spec.stop_on_first:
-            for edge, target in self._children(uid):
-                ok, x_out = self._dom_dfv(meta, target, resources, pristine, excl, dfu)
-                if ok:
-                    count = dfu.avail
-                    group = EdgeGroup(dfu.overall_score, count, 0, x_out, edges=[EdgeEval(count, count, x_out, edge)])
-                    dfu.add(vertices[target].type, group)
+            for edge, target in children:
+                evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
+                if evaluation.ok:
+                    if evaluation.merged is not None:
+                        dfu.merge_types(evaluation.merged)
+                    dfu.add(vertices[target].type, evaluation.group_for(edge))
                     found = True
+                if evaluation.kids is not None or evaluation.marks is not None:
+                    kids[target] = evaluation
             return found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
-        order = sorted(self._children(uid), key=lambda pair: (self.edge_weight[pair[0]], vertices[pair[1]].uniq_id))
-        for edge, target in reversed(order):
+        parent = vertices[children[0][1]].parent
+        order = self._by_weight.get(parent)
+        if order is None:
+            order = sorted(children, key=lambda pair: (self.edge_weight[pair[0]], vertices[pair[1]].uniq_id))
+            order.reverse()
+            self._by_weight[parent] = order
+        for edge, target in order:
             if vertices[target].type in satisfied:
                 continue
-            ok, x_out = self._dom_dfv(meta, target, resources, pristine, excl, dfu)
-            if not ok:
+            evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
+            if evaluation.kids is not None or evaluation.marks is not None:
+                kids[target] = evaluation
+            if not evaluation.ok:
                 continue
-            count = dfu.avail
-            group = EdgeGroup(dfu.overall_score, count, 0, x_out, edges=[EdgeEval(count, count, x_out, edge)])
-            dfu.add(vertices[target].type, group)
+            if evaluation.merged is not None:
+                dfu.merge_types(evaluation.merged)
+            dfu.add(vertices[target].type, evaluation.group_for(edge))
             found = True
             for type, tally in shares.items():
                 total = dfu.total_count(type)
@@ -382,10 +562,18 @@ class Traverser:
         return found
 
     def _dom_slot(
-        self, meta: JobMeta, uid: int, shape: list[Request], nslots: int, pristine: bool, label: str, dfu: Scoring
+        self,
+        meta: JobMeta,
+        children: list[tuple[int, int]],
+        shape: list[Request],
+        nslots: int,
+        pristine: bool,
+        label: str,
+        dfu: Scoring,
+        kids: dict[int, Evaluation],
     ) -> None:
         dfu_slot = Scoring()
-        if not self._explore(meta, uid, shape, pristine, True, dfu_slot, nslots):
+        if not self._explore(meta, children, shape, pristine, True, dfu_slot, nslots, kids):
             return
         self.policy.finish_slot(dfu_slot)
         qualified_slots = self._count_slots(shape, dfu_slot)
@@ -425,16 +613,14 @@ class Traverser:
             evals.reset_cursor()
         return fits
 
-    def _resolve(self, dfu: Scoring, to_parent: Scoring) -> None:
-        if dfu.overall_score > MATCH_UNMET:
-            if dfu.hier_constrain_now:
-                self._enforce(dfu, unconstrained=False)
-            else:
-                to_parent.merge(dfu)
+    def _marks(self, dfu: Scoring) -> list[Mark]:
+        """The edges a vertex's best-k choice marks (Fluxion's ``enforce``), in Fluxion's order.
 
-    def _enforce(self, dfu: Scoring, unconstrained: bool) -> None:
-        sequence = self.sequence
-        graph = self.graph
+        Below the root the marks are kept in the vertex's :class:`Evaluation` and stamped only when the update
+        walk reaches the vertex, so a cached evaluation can be reused by a later match.
+        """
+        marks: list[Mark] = []
+        labels = self.task_labels
         for type, evals in dfu.by_type.items():
             if evals.best_k == 0:
                 continue
@@ -442,21 +628,44 @@ class Traverser:
                 group = evals.groups[i]
                 if group.root:
                     continue
-                leader = True
-                task_slot = bool(group.task_label) and group.task_label in self.task_labels
+                lead = LEAD if type == SLOT and group.task_label and group.task_label in labels else NO_LEAD
                 for item in group.edges:
-                    edge = item.edge
-                    self.edge_needs[edge] = item.needs
-                    self.edge_excl[edge] = item.exclusive
-                    self.edge_seq[edge] = sequence
-                    if type == SLOT and task_slot:
-                        if leader:
-                            self.slot_leader.add(edge)
-                        else:
-                            self.slot_leader.discard(edge)
-                        leader = False
-                    if unconstrained:
-                        self._mark_ancestors(graph.edges[edge].source, dfu)
+                    marks.append((item.edge, item.needs, item.exclusive, lead))
+                    if lead == LEAD:
+                        lead = NOT_LEAD
+        return marks
+
+    def _apply_mark(self, mark: Mark) -> None:
+        edge, needs, exclusive, lead = mark
+        self.edge_needs[edge] = needs
+        self.edge_excl[edge] = exclusive
+        self.edge_seq[edge] = self.sequence
+        if lead == LEAD:
+            self.slot_leader.add(edge)
+        elif lead == NOT_LEAD:
+            self.slot_leader.discard(edge)
+
+    def _apply_own(self, evaluation: Evaluation) -> None:
+        """Stamp an evaluation's own marks for the current match (once)."""
+        if evaluation.marks is not None and evaluation.applied != self.sequence:
+            evaluation.applied = self.sequence
+            for mark in evaluation.marks:
+                self._apply_mark(mark)
+
+    def _apply_path(self, uid: int) -> None:
+        """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
+        vertices = self.graph.vertices
+        path = []
+        while uid != self.root and uid != -1:
+            path.append(uid)
+            uid = vertices[uid].parent
+        evaluation: Evaluation | None = self.root_eval
+        for step in reversed(path):
+            if evaluation is None or evaluation.kids is None:
+                return
+            evaluation = evaluation.kids.get(step)
+            if evaluation is not None:
+                self._apply_own(evaluation)
 
     def _mark_ancestors(self, parent: int, dfu: Scoring) -> None:
         graph = self.graph
@@ -502,7 +711,10 @@ class Traverser:
         nslots = [0]
         root_vertex = self.graph.vertices[self.root]
         shadow = root_vertex.type in self.policy.exclusive_types
-        self._upd_dfv(self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False, full)
+        evaluation = self.root_eval if full else None
+        self._upd_dfv(
+            self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False, evaluation, [0], full
+        )
         return nslots[0]
 
     def _upd_dfv(
@@ -516,8 +728,11 @@ class Traverser:
         nslots: list[int],
         emit_shadow: bool,
         excl_parent: bool,
+        evaluation: Evaluation | None,
+        changed: list[int],
         full: bool = True,
     ) -> int:
+        """Record the job below ``uid``; ``changed[0]`` accumulates the fingerprint change of the subtree."""
         vertices = self.graph.vertices
         vertex = vertices[uid]
         mod = emit_shadow or vertex.type in self.policy.exclusive_types
@@ -526,17 +741,25 @@ class Traverser:
         n_plans = 0
         aggregates: dict[str, int] = {}
         sequence = self.sequence
-        for edge, target in self._children(uid):
+        kid_evals = None
+        if evaluation is not None:
+            self._apply_own(evaluation)
+            kid_evals = evaluation.kids
+        delta = [0]
+        for edge, target in self._kid_edges(uid):
             if self.edge_seq[edge] != sequence and not mod:
                 continue
             x = self.edge_excl[edge] or mod
             child_needs = vertices[target].size if mod else self.edge_needs[edge]
-            n_sub = self._upd_dfv(target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, full)
+            child_eval = kid_evals.get(target) if kid_evals else None
+            n_sub = self._upd_dfv(
+                target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta, full
+            )
             if n_sub > 0:
                 if edge in self.slot_leader and self.edge_seq[edge] == sequence:
                     nslots[0] += 1
                 if self.policy.spec.stop_on_first:
-                    self._update_weight(edge, target, meta)
+                    delta[0] += self._update_weight(edge, target, meta)
                 writer.edge(self._level, self.graph, edge, excl)
                 n_plans += n_sub
         if excl:
@@ -544,7 +767,9 @@ class Traverser:
             if full:
                 self._add_plan(uid, meta, needs)
         if n_plans > 0:
-            self._add_job_data(uid, meta, aggregates)
+            own = hash((uid, meta.jobid, meta.at, meta.duration, int(meta.alloc_type), needs, excl))
+            self._add_job_data(uid, meta, aggregates, own)
+            delta[0] += own
             total = self.prune_filters.total
             if vertex.type in total:
                 used = vertex.size if excl else vertex.size - needs
@@ -553,6 +778,9 @@ class Traverser:
                 if type in total:
                     to_parent[type] = to_parent.get(type, 0) + count
             writer.vertex(self._level, vertex, needs, excl, excl_parent)
+        if delta[0]:
+            self.fp[uid] += delta[0]
+            changed[0] += delta[0]
         self._level -= 1
         return n_plans
 
@@ -567,26 +795,44 @@ class Traverser:
         elif meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
             self.reservations.setdefault(uid, {})[meta.jobid] = span
 
-    def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int]) -> None:
+    def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
         self.tags.setdefault(uid, set()).add(meta.jobid)
-        checker = self.x_checkers.get(uid)
-        if checker is None:
-            checker = self.x_checkers[uid] = Planner(X_CHECKER_NJOBS, self.base, self.horizon, "x_checker")
-        self.x_spans.setdefault(uid, {})[meta.jobid] = checker.add_span(meta.at, meta.duration, 1)
+        uses = self.x_uses.get(uid)
+        if uses is None:
+            uses = self.x_uses[uid] = {}
+        previous = uses.get(meta.jobid)
+        if previous is not None:
+            fingerprint += previous[2]
+            self._unbound(uid, previous[0], previous[1])
+        end = meta.at + meta.duration
+        uses[meta.jobid] = (meta.at, end, fingerprint)
+        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
+            bounds = self.bounds.get(uid)
+            if bounds is None:
+                self.bounds[uid] = [meta.at, end]
+            else:
+                insort(bounds, meta.at)
+                insort(bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
             self.job2span.setdefault(uid, {})[meta.jobid] = subplan.add_span(meta.at, meta.duration, counts)
 
-    def _update_weight(self, edge: int, target: int, meta: JobMeta) -> None:
+    def _update_weight(self, edge: int, target: int, meta: JobMeta) -> int:
+        """Re-weigh ``edge`` by its target's free aggregate (``first``'s explore order); returns the change to
+        the source's fingerprint."""
         subplan = self.subplans.get(target)
         if subplan is None:
-            return
+            return 0
         types = subplan.resource_types
         avail = subplan.avail_resources_at(meta.now, types[-1])
         if avail == 0 and subplan.span_count() == 0:
-            return
-        self.edge_weight[edge] = max(avail, 0)
+            return 0
+        old = self.edge_weight[edge]
+        new = self.edge_weight[edge] = max(avail, 0)
+        if new != old:
+            self._by_weight.pop(self.graph.vertices[target].parent, None)
+        return _weight_hash(edge, new) - _weight_hash(edge, old)
 
     # ------------------------------------------------------------------ cancel
 
@@ -599,34 +845,47 @@ class Traverser:
         else:
             self._rem_exhaustive(jobid)
 
-    def _rem_dfv(self, uid: int, jobid: int) -> None:
+    def _rem_dfv(self, uid: int, jobid: int) -> int:
+        """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree."""
         self.preorder += 1
         tags = self.tags.get(uid)
         if tags is None or jobid not in tags:
-            return
+            return 0
         tags.discard(jobid)
-        span = self.x_spans.get(uid, {}).pop(jobid, None)
-        if span is not None:
-            self.x_checkers[uid].rem_span(span)
+        use = self.x_uses[uid].pop(jobid, None) if uid in self.x_uses else None
+        delta = 0
+        if use is not None:
+            delta = use[2]
+            self._unbound(uid, use[0], use[1])
         spans = self.job2span.get(uid)
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
         self._rem_plan(uid, jobid)
-        for edge, target in self._children(uid):
+        for edge, target in self._kid_edges(uid):
             self.slot_leader.discard(edge)
-            self._rem_dfv(target, jobid)
+            delta += self._rem_dfv(target, jobid)
+        self.fp[uid] -= delta
         self.postorder += 1
+        return delta
 
-    def _rem_plan(self, uid: int, jobid: int) -> None:
+    def _unbound(self, uid: int, start: int, end: int) -> None:
+        bounds = self.bounds.get(uid)
+        if bounds:
+            del bounds[bisect_left(bounds, start)]
+            del bounds[bisect_left(bounds, end)]
+
+    def _rem_plan(self, uid: int, jobid: int) -> bool:
         for table in (self.allocations, self.reservations):
             spans = table.get(uid)
             if spans is not None and jobid in spans:
                 self.plans[uid].rem_span(spans.pop(jobid))
-                return
+                return True
+        return False
 
     def _rem_exhaustive(self, jobid: int) -> None:
         for uid in list(self.allocations) + list(self.reservations):
-            self._rem_plan(uid, jobid)
+            if self._rem_plan(uid, jobid):
+                self.touch(uid)
 
     # ------------------------------------------------------------------ queries
 
@@ -638,6 +897,7 @@ class Traverser:
         vertex = self.graph.vertices[uid]
         if vertex.status == status:
             return
+        self.touch(uid, _status_hash(uid, status) - _status_hash(uid, vertex.status))
         vertex.status = status
         stack = [uid]
         delta = 0
@@ -645,15 +905,16 @@ class Traverser:
             current = stack.pop()
             if self.graph.vertices[current].type == "node":
                 delta += 1
-            stack.extend(target for _, target in self._children(current))
+            stack.extend(target for _, target in self._kid_edges(current))
         self.nodes_up += delta if status == Status.UP else -delta
 
     # ------------------------------------------------------------------ graph growth and shrink
 
-    def refresh(self, added: list[int] | None = None, removed: list[int] | None = None) -> None:
+    def refresh(self, changed: Iterable[int], added: Iterable[int] = (), removed: Iterable[int] = ()) -> None:
         """Re-initialise after vertices were ``added`` to or ``removed`` from the graph (Fluxion's
-        ``initialize`` after ``attach``/``remove``): size the per-edge tables, give new vertices their aggregate
-        filters and every surviving filter its new totals, keeping the spans it holds.
+        ``initialize`` after ``attach``/``remove``); ``changed`` are the surviving vertices whose containment
+        children changed. Sizes the per-edge tables, forgets cached children and evaluations there, gives new
+        vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
         """
         graph = self.graph
         grow = len(graph.edges) - len(self.edge_needs)
@@ -662,18 +923,29 @@ class Traverser:
             self.edge_excl.extend([False] * grow)
             self.edge_seq.extend([0] * grow)
             self.edge_weight.extend([WEIGHT_MAX] * grow)
+        for uid in changed:
+            self.graph_changed(uid)
         kept = self.subplans
         self.subplans = {}
-        self._prime(self.root)
+        with paused_gc():
+            self._prime(self.root)
         for uid, fresh in self.subplans.items():
             old = kept.get(uid)
             if old is not None:
                 old.update([(type, fresh.resource_total(type)) for type in fresh.resource_types])
                 self.subplans[uid] = old
         vertices = graph.vertices
-        for uid in added or ():
+        for uid in added:
             if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
                 self.nodes_up += 1
-        for uid in removed or ():
+        for uid in removed:
             if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
                 self.nodes_up -= 1
+
+
+def _weight_hash(edge: int, weight: int) -> int:
+    return 0 if weight == WEIGHT_MAX else hash(("weight", edge, weight))
+
+
+def _status_hash(uid: int, status: Status) -> int:
+    return 0 if status == Status.UP else hash(("status", uid, status.value))

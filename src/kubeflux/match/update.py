@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflux.match.planner import PlannerError
-from kubeflux.match.traverser import X_CHECKER_NJOBS, JobMeta, Traverser
+from kubeflux.match.traverser import JobMeta, Traverser
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, GraphFormatError
 from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document
@@ -210,9 +210,10 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
             vertex = graph.vertices[item.uid]
             window = f"[{meta.at}, {meta.at + meta.duration})"
             if item.exclusive:
-                checker = traverser.x_checkers.get(item.uid)
-                if checker is not None and checker.avail_resources_during(meta.at, meta.duration) < X_CHECKER_NJOBS:
-                    raise ResourceSetError(f"{vertex.name} is held by another job during {window}")
+                end = meta.at + meta.duration
+                for start, stop, _ in traverser.x_uses.get(item.uid, {}).values():
+                    if start < end and meta.at < stop:
+                        raise ResourceSetError(f"{vertex.name} is held by another job during {window}")
                 try:
                     traverser._add_plan(item.uid, meta, item.amount)
                 except PlannerError as error:
@@ -226,6 +227,8 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
         for uid in planned:
             traverser._rem_plan(uid, meta.jobid)
         raise
+    for uid in planned:
+        traverser.touch(uid)  # no cached evaluation may outlive the new span, even where the walk does not go
 
 
 # ---------------------------------------------------------------------------------------------------- release
@@ -248,7 +251,7 @@ def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset
             if record.rank in skipped:
                 continue
             name = graph.vertices[uid].name
-            if jobid not in traverser.x_spans.get(uid, {}):
+            if jobid not in traverser.x_uses.get(uid, {}):
                 raise ResourceSetError(f"{resources.source}: job {jobid} does not hold {name}")
             if jobid not in traverser.allocations.get(uid, {}):
                 continue  # held shared (an ancestor of what it holds): released with its aggregate span
@@ -319,9 +322,7 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
     tags = traverser.tags.get(uid)
     if tags is not None:
         tags.discard(jobid)
-    x_span = traverser.x_spans.get(uid, {}).pop(jobid, None)
-    if x_span is not None:
-        traverser.x_checkers[uid].rem_span(x_span)
+    _drop_use(traverser, uid, jobid)
     aggregate = traverser.job2span.get(uid, {}).pop(jobid, None)
     if aggregate is not None:
         traverser.subplans[uid].rem_span(aggregate)
@@ -334,8 +335,17 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
             plan = traverser.plans[uid]
             amount = plan.span_resources(span)
             plan.rem_span(span)
+            traverser.touch(uid)
             return amount
     return 0
+
+
+def _drop_use(traverser: Traverser, uid: int, jobid: int) -> None:
+    """Forget that ``jobid`` uses ``uid`` (its exclusivity record), and its share of the fingerprints above."""
+    use = traverser.x_uses.get(uid, {}).pop(jobid, None)
+    if use is not None:
+        traverser._unbound(uid, use[0], use[1])
+        traverser.touch(uid, -use[2])
 
 
 def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
@@ -348,19 +358,19 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     span = spans[jobid]
     types = subplan.resource_types
     amounts = {type: min(count, subplan.span_planned(span, type)) for type, count in counts.items() if type in types}
-    if subplan.reduce_span(span, amounts):
+    drained = subplan.reduce_span(span, amounts)
+    traverser.touch(uid)
+    if drained:
         del spans[jobid]
         tags.discard(jobid)
-        x_span = traverser.x_spans.get(uid, {}).pop(jobid, None)
-        if x_span is not None:
-            traverser.x_checkers[uid].rem_span(x_span)
+        _drop_use(traverser, uid, jobid)
 
 
 def holding(traverser: Traverser, jobid: int) -> list[int]:
     """Every vertex that still holds some state of ``jobid``."""
     tables: list[Mapping[int, Any]] = [
         traverser.tags,
-        traverser.x_spans,
+        traverser.x_uses,
         traverser.job2span,
         traverser.allocations,
         traverser.reservations,

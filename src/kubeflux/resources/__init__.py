@@ -14,6 +14,7 @@ from .graph import (
     Vertex,
     id_from_name_suffix,
     paused_gc,
+    settle_gc,
 )
 from .grug import Recipe, generate, load_grug, parse_recipe, read_grug
 from .jgf import (
@@ -85,6 +86,7 @@ __all__ = [
     "read_grug",
     "read_jgf",
     "remove_node",
+    "settle_gc",
     "vertex_metadata",
     "write_jgf",
 ]

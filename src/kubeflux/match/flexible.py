@@ -1,0 +1,232 @@
+"""The flexible traverser (``resource-query -T flexible``, Fluxion's ``dfu_flexible_t``).
+
+It differs from the simple traverser in four places, each mirrored here:
+
+* sibling ``slot`` resources are alternatives (*or-slots*): a vertex that fits any of them is a slot match, and
+  :meth:`FlexibleTraverser._dom_slot` explores the union of their shapes once, then picks the mix of slots that
+  fits the most slots (a memoised search over the remaining counts, ``select_or_config``);
+* ``xor_slot`` siblings are exclusive alternatives: the request is split into one variant per choice and the
+  variants are tried in order; the first that matches wins;
+* pruning aggregates of or-slots take the minimum over the alternatives instead of the sum;
+* a slot's subtree filter failing does not prune by itself: the last resource checked decides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kubeflux.match.request import Request, calc_count, effective_max
+from kubeflux.match.scoring import MATCH_MET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.traverser import SLOT, Errno, Evaluation, JobMeta, MatchFailure, Traverser
+from kubeflux.resources.graph import Vertex
+
+XOR_SLOT = "xor_slot"
+MAX_VARIANTS = 4096
+"""The most requests a jobspec's xor_slot choices may expand to."""
+
+Counts = tuple[tuple[str, int], ...]
+Config = tuple[Counts, int, int]
+"""(the counts left after the chosen slot, how many slots fit from here, the chosen slot's index)."""
+
+
+def split_xor_slots(resources: list[Request]) -> list[list[Request]]:
+    """One request list per combination of ``xor_slot`` choices, each ``xor_slot`` made a ``slot``
+    (Fluxion's ``split_xor_slots``): required siblings combine as a cross product of their own expansions,
+    and each variant gets exactly one of the level's xor choices. Without any, the one variant is unchanged."""
+    variants: list[list[Request]] = [[]]
+    choices: list[Request] = []
+    for resource in resources:
+        expansions = split_xor_slots(resource.with_)
+        if resource.type == XOR_SLOT:
+            choices.extend(dataclasses.replace(resource, type=SLOT, with_=option) for option in expansions)
+            continue
+        variants = [
+            [*variant, resource if _same(option, resource.with_) else dataclasses.replace(resource, with_=option)]
+            for variant in variants
+            for option in expansions
+        ]
+        if len(variants) > MAX_VARIANTS:
+            raise MatchFailure(Errno.EINVAL, f"xor_slot choices expand to more than {MAX_VARIANTS} requests")
+    if not choices:
+        return variants
+    return [[*variant, choice] for variant in variants for choice in choices]
+
+
+def _same(left: list[Request], right: list[Request]) -> bool:
+    return len(left) == len(right) and all(a is b for a, b in zip(left, right, strict=True))
+
+
+class FlexibleTraverser(Traverser):
+    """DFU matching where sibling slots are alternatives."""
+
+    def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
+        variants = split_xor_slots(resources)
+        if len(variants) == 1 and _same(variants[0], resources):
+            super().select(resources, meta, exclusive)
+            return
+        failure = MatchFailure(Errno.EBUSY)
+        for variant in variants:
+            self.prime_jobspec(variant, {})
+            try:
+                super().select(variant, meta, exclusive)
+            except MatchFailure as exc:
+                if exc.errno is Errno.EINVAL:
+                    raise
+                failure = exc
+                continue
+            return
+        raise failure
+
+    def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
+        total = self.prune_filters.total
+        for resource in resources:
+            if resource.exclusive is True:
+                self.policy.exclusive_types.add(resource.type)
+            if resource.type in total:
+                to_parent[resource.type] = to_parent.get(resource.type, 0) + resource.min
+            resource.user_data = {}
+            self.prime_jobspec(resource.with_, resource.user_data)
+            if resource.type == SLOT:
+                for type, count in resource.user_data.items():
+                    if type in total:
+                        wanted = resource.min * count
+                        to_parent[type] = min(to_parent.get(type, wanted), wanted)
+                for type in list(to_parent):
+                    if type not in resource.user_data and type in total:
+                        to_parent[type] = min(to_parent[type], 0)
+            else:
+                for type, count in resource.user_data.items():
+                    if type in total:
+                        to_parent[type] = to_parent.get(type, 0) + resource.min * count
+
+    def _match_kind(
+        self, vertex: Vertex, resources: list[Request], pristine: bool
+    ) -> tuple[str, list[Request], int, str, bool]:
+        matched_resource: Request | None = None
+        slots: list[Request] | None = None
+        nslots = 0
+        matched = or_matched = False
+        for resource in resources:
+            if resource.type == vertex.type:
+                if matched or or_matched:
+                    return "none", resources, 0, "", pristine
+                matched_resource = resource
+                for child in resource.with_:
+                    if child.type == SLOT:
+                        slots = resource.with_
+                        nslots = effective_max(child)
+                matched = True
+            elif resource.type == SLOT:
+                if matched:
+                    return "none", resources, 0, "", pristine
+                slots = resources
+                nslots = effective_max(resource)
+                or_matched = True
+        if slots is not None:
+            if any(self._slot_fits(vertex, slot) for slot in slots):
+                return "slot", slots, nslots, "", False
+            return ("pristine" if pristine else "none"), resources, nslots, "", pristine
+        if matched_resource is not None:
+            return "resource", matched_resource.with_, nslots, "", False
+        return ("pristine" if pristine else "none"), resources, nslots, "", pristine
+
+    def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
+        ok = True
+        for resource in resources:
+            if vertex.type != resource.type and resource.type != SLOT:
+                continue
+            if resource.type != SLOT:
+                if not self._by_excl(meta, exclusive, vertex, resource):
+                    return False
+                if not self._by_subplan(meta, vertex.uid, resource):
+                    return False
+                ok = True
+            else:
+                ok = self._by_subplan(meta, vertex.uid, resource)
+        return ok
+
+    def _dom_slot(
+        self,
+        meta: JobMeta,
+        children: list[tuple[int, int]],
+        shape: list[Request],
+        nslots: int,
+        pristine: bool,
+        label: str,
+        dfu: Scoring,
+        kids: dict[int, Evaluation],
+    ) -> None:
+        slots = shape
+        union: dict[str, Request] = {}
+        for slot in slots:
+            for element in slot.with_:
+                known = union.get(element.type)
+                if known is None or known.min < element.min:
+                    union[element.type] = element
+        shapes = list(union.values())
+        self._sign(shapes)
+        dfu_slot = Scoring()
+        if not self._explore(meta, children, shapes, pristine, True, dfu_slot, nslots, kids):
+            return
+        self.policy.finish_slot(dfu_slot)
+        counts: Counts = tuple(sorted((type, dfu_slot.qualified_count(type)) for type in union))
+        memo: dict[Counts, Config] = {}
+        config = _select_or_config(slots, counts, nslots, memo)
+        groups = []
+        for _ in range(config[1]):
+            slot_group = EdgeGroup(MATCH_MET, 1, 0, True)
+            for element in slots[config[2]].with_:
+                evals = dfu_slot.evals(element.type)
+                count = calc_count(element, evals.qualified)
+                taken = 0
+                while taken < count:
+                    group = evals.next_group()
+                    if group is None:
+                        return
+                    first = group.edges[0]
+                    slot_group.edges.append(EdgeEval(first.count, first.count, True, first.edge))
+                    slot_group.score += group.score
+                    taken += first.count
+            groups.append(slot_group)
+            config = memo.get(config[0], ((), 0, 0))
+        for group in groups:
+            dfu.add(SLOT, group)
+
+
+def _select_or_config(slots: list[Request], counts: Counts, nslots: int, memo: dict[Counts, Config]) -> Config:
+    """How many of ``slots`` fit in ``counts``, choosing the best slot first (Fluxion's ``select_or_config``)."""
+    known = memo.get(counts)
+    if known is not None:
+        return known
+    available = dict(counts)
+    if len(slots) == 1:
+        matches = nslots
+        for element in slots[0].with_:
+            have = available.get(element.type)
+            count = calc_count(element, have or 0)
+            if have is None or have < count or count <= 0:
+                matches = 0
+                break
+            matches = min(matches, have // count)
+        memo[counts] = (counts, matches, 0)
+        return memo[counts]
+    best = -1
+    for index, slot in enumerate(slots):
+        left = dict(available)
+        fits = True
+        for element in slot.with_:
+            count = calc_count(element, available.get(element.type, 0))
+            if count <= 0:
+                fits = False
+                break
+            left[element.type] = left.get(element.type, 0) - count
+        if not fits:
+            continue
+        after: Counts = tuple(sorted(left.items()))
+        score = _select_or_config(slots, after, nslots, memo)[1]
+        if best < score:
+            best = score
+            memo[counts] = (after, best + 1, index)
+    if best < 0:
+        memo[counts] = ((), 0, -1)
+    return memo[counts]

@@ -1,0 +1,144 @@
+"""The matcher's shortcuts never change an answer.
+
+Each non-leaf vertex caches its evaluation and a best-k choice among many candidates skips the full sort
+(merging ranked lists, or replaying libstdc++'s introsort with array operations). Random sequences of
+allocate / reserve / satisfiability / cancel / set-status must give byte-identical output with the shortcuts
+on and off, under every policy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeflux.jobspec import Jobspec, load_jobspec
+from kubeflux.match import scoring, stdsort, traverser
+from kubeflux.match.engine import Engine, EngineError, MatchOp
+from kubeflux.resources.graph import Status
+from kubeflux.resources.grug import read_grug
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
+GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
+JOBSPECS = sorted((DATA / "jobspecs" / "basics").glob("test0*.yaml"))
+POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "firstnodex"]
+DURATIONS = [600, 3600, 5000]
+"""Different lengths, so that reservations land at different times."""
+OPS = [MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE, MatchOp.ALLOCATE_WITH_SATISFIABILITY]
+
+pytestmark = pytest.mark.skipif(not JOBSPECS, reason="the shared Fluxion corpus is not checked out")
+
+Step = tuple[str, int, int]
+
+
+def _jobspecs() -> list[Jobspec]:
+    return [load_jobspec(path) for path in JOBSPECS]
+
+
+def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -> list[str]:
+    cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
+    partial = 2 if shortcuts else 10**9
+    with (
+        mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
+        mock.patch.object(scoring, "PARTIAL_MIN", partial),
+    ):
+        engine = Engine(read_grug(graph_path), policy=policy)
+        specs = _jobspecs()
+        nodes = [engine.graph.vertices[uid].paths["containment"] for uid in engine.graph.by_type.get("node", [])]
+        transcript = []
+        live: list[int] = []
+        for kind, a, b in steps:
+            if kind == "cancel" and live:
+                jobid = live.pop(a % len(live))
+                engine.cancel(jobid)
+                transcript.append(f"cancel {jobid}")
+            elif kind == "status" and nodes:
+                status = Status.DOWN if b % 2 else Status.UP
+                try:
+                    engine.set_status(nodes[a % len(nodes)], status)
+                except EngineError as exc:
+                    transcript.append(str(exc))
+            else:
+                op = OPS[b % len(OPS)]
+                spec = dataclasses.replace(specs[a % len(specs)], duration=DURATIONS[(a + b) % len(DURATIONS)])
+                result = engine.match(op, spec)
+                if result.matched:
+                    live.append(result.jobid)
+                transcript.append(f"{op} {result.matched} {result.at} {result.errno}\n{result.resources}")
+        return transcript
+
+
+steps = st.lists(
+    st.tuples(st.sampled_from(["match", "match", "match", "cancel", "status"]), st.integers(0, 99), st.integers(0, 9)),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(graph=st.sampled_from(GRAPHS), policy=st.sampled_from(POLICIES), steps=steps)
+def test_shortcuts_give_the_same_matches(graph: Path, policy: str, steps: list[Step]) -> None:
+    assert _run(graph, policy, steps, shortcuts=True) == _run(graph, policy, steps, shortcuts=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.integers(0, 12), min_size=1, max_size=300), data=st.data())
+def test_vectorised_introsort_leaves_the_same_first_positions(keys: list[int], data: st.DataObject) -> None:
+    m = data.draw(st.integers(1, len(keys)))
+    order = list(range(len(keys)))
+    stdsort._introsort(order, keys)
+    first = stdsort.first_positions(np.array(keys, dtype=np.int64), m)
+    if first is not None:
+        assert first.tolist() == order[:m]
+
+
+BENCH = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
+
+
+def _bench_graph(tmp_path: Path, racks: int, nodes_per_rack: int) -> Path:
+    """The benchmark recipe (2 sockets x 32 cores, 4 gpus per node) with fewer racks and nodes."""
+    recipe = (BENCH / "bench1024.graphml").read_text()
+    recipe = re.sub(r'(<edge id="cluster2rack"[^>]*>\s*<data key="multi_scale">)\d+', rf"\g<1>{racks}", recipe)
+    rack2node = r'(<edge id="rack2node"[^>]*>(?:(?!</edge>).)*?"multi_scale">)\d+'
+    recipe = re.sub(rack2node, rf"\g<1>{nodes_per_rack}", recipe, flags=re.S)
+    path = tmp_path / "bench-small.graphml"
+    path.write_text(recipe)
+    return path
+
+
+@pytest.mark.parametrize("policy", ["low", "high", "lonode"])
+def test_ties_among_many_candidates_pick_what_the_full_sort_picks(tmp_path: Path, policy: str) -> None:
+    """Under ``low``/``high`` every node's core 0 ties with every other node's: the pick follows introsort."""
+    graph = _bench_graph(tmp_path, racks=2, nodes_per_rack=8)
+    steps: list[Step] = [("match", 0, 0)] * 40 + [("cancel", 7, 0)] * 5 + [("match", 0, 3)] * 10
+    specs = [load_jobspec(BENCH / "a_core1.yaml")]
+    with mock.patch(f"{__name__}._jobspecs", return_value=specs):
+        assert _run(graph, policy, steps, shortcuts=True) == _run(graph, policy, steps, shortcuts=False)
+
+
+@pytest.mark.parametrize("policy", ["lonode", "first"])
+def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -> None:
+    """Nodes busy until 100, 200, ... 1600: reservations land at many different times, on nodes whose subtrees
+    did not change between the searches (their cached evaluations were made for other windows)."""
+    graph = _bench_graph(tmp_path, racks=2, nodes_per_rack=8)
+    node = load_jobspec(BENCH / "d_1n_64c.yaml")
+
+    def run(shortcuts: bool) -> list[tuple[int, str]]:
+        cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
+        with mock.patch.object(traverser, "CACHE_PER_VERTEX", cache):
+            engine = Engine(read_grug(graph), policy=policy)
+            for hundreds in range(1, 17):
+                assert engine.match(MatchOp.ALLOCATE, dataclasses.replace(node, duration=100 * hundreds)).matched
+            short = dataclasses.replace(node, duration=50)
+            results = [engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, short) for _ in range(16)]
+        return [(result.at, result.resources) for result in results]
+
+    reserved = run(shortcuts=True)
+    assert len({at for at, _ in reserved}) > 5
+    assert reserved == run(shortcuts=False)

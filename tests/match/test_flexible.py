@@ -1,0 +1,86 @@
+"""The flexible traverser's pieces: xor-slot expansion and the choice among or-slots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
+from kubeflux.match.engine import Engine, EngineError, MatchOp
+from kubeflux.match.flexible import _select_or_config, split_xor_slots
+from kubeflux.match.request import requests_from_jobspec
+from kubeflux.resources.grug import read_grug
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
+FLEXIBLE = DATA / "jobspecs" / "flexible"
+
+pytestmark = pytest.mark.skipif(not FLEXIBLE.exists(), reason="the shared Fluxion corpus is not checked out")
+
+
+def _shape(requests: list) -> list:  # type: ignore[type-arg]
+    return [(r.type, r.label, _shape(r.with_)) for r in requests]
+
+
+def test_xor_slots_expand_into_one_request_per_choice() -> None:
+    requests = requests_from_jobspec(load_jobspec(FLEXIBLE / "test016.yaml").resources)
+    variants = split_xor_slots(requests)
+    assert len(variants) == 3
+    for variant, count in zip(variants, (2, 3, 4), strict=True):
+        socket = variant[0]
+        assert socket.type == "socket"
+        assert [(slot.type, slot.count.min) for slot in socket.with_] == [("slot", count)]
+
+
+def test_nested_xor_slots_expand_below_each_choice() -> None:
+    requests = requests_from_jobspec(load_jobspec(FLEXIBLE / "test012.yaml").resources)
+    variants = split_xor_slots(requests)
+    labels = [_shape(variant) for variant in variants]
+    assert all(variant[0][0] == "slot" for variant in labels)
+    assert len(variants) == 9  # three top-level choices, each with three choices below its socket
+
+
+def test_requests_without_xor_slots_are_left_alone() -> None:
+    requests = requests_from_jobspec(load_jobspec(FLEXIBLE / "test002.yaml").resources)
+    (variant,) = split_xor_slots(requests)
+    assert all(a is b for a, b in zip(variant, requests, strict=True))
+
+
+def test_or_slots_choose_the_mix_that_fits_most_slots() -> None:
+    spec = jobspec_from_yaml(
+        """
+version: 9999
+resources:
+  - type: slot
+    count: 1
+    label: small
+    with: [{type: core, count: 2}, {type: gpu, count: 1}]
+  - type: slot
+    count: 1
+    label: big
+    with: [{type: core, count: 6}]
+tasks: [{command: [app], slot: small, count: {per_slot: 1}}]
+attributes: {system: {duration: 60}}
+"""
+    )
+    slots = requests_from_jobspec(spec.resources)
+    # 10 cores and 1 gpu: one small (2 cores + the gpu) and one big slot fit; two bigs would need 12 cores.
+    _, fitted, first = _select_or_config(slots, (("core", 10), ("gpu", 1)), 1, {})
+    assert fitted == 2
+    assert first in (0, 1)
+    _, fitted, _ = _select_or_config(slots, (("core", 5), ("gpu", 0)), 1, {})
+    assert fitted == 0
+
+
+def test_an_unknown_traverser_is_refused() -> None:
+    graph = read_grug(DATA / "grugs" / "tiny.graphml")
+    with pytest.raises(EngineError, match="unknown traverser"):
+        Engine(graph, traverser="sideways")
+
+
+def test_the_flexible_traverser_matches_xor_choices_in_order() -> None:
+    engine = Engine(read_grug(DATA / "grugs" / "small.graphml"), policy="high", traverser="flexible")
+    spec = load_jobspec(FLEXIBLE / "test016.yaml")
+    result = engine.match(MatchOp.ALLOCATE, spec)
+    assert result.matched
+    assert result.resources.count("core") == 2  # the first choice (2 slots of one core) fits
