@@ -33,7 +33,6 @@ def test_known_differences_name_real_cases() -> None:
     assert set(KNOWN) <= ids
 
 
-@pytest.mark.xfail(strict=True, reason="2 tier-1 cases (policy first after cancel) still differ")
 def test_every_tier1_case_passes() -> None:
     tier1 = [c["id"] for c in CASES if c["tier"] == 1]
     assert not [i for i in tier1 if i in KNOWN], "every tier-1 case must pass"

@@ -209,28 +209,37 @@ class _Finder:
         return jobid in t.tags.get(uid, ())
 
     def usage(self, uid: int) -> dict[str, str] | None:
-        """The ``agfilter`` report of ``uid``, None when it has no filter (or no span of the named job)."""
-        subplan = self.traverser.subplans.get(uid)
-        if subplan is None:
+        """The ``agfilter`` report of ``uid``, None when it has no filter (or no span of the named job).
+
+        Fluxion's filter on a non-leaf vertex tracks every pruning type of the vertex's type except its own,
+        with total 0 for a type absent below; ours tracks only the types present, so the absent ones are
+        reported as Fluxion reports them (``used:0, total:0``)."""
+        traverser = self.traverser
+        vertex = traverser.graph.vertices[uid]
+        types = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
+        subplan = traverser.subplans.get(uid)
+        if not types or not traverser._kid_edges(uid):
             return None
+        tracked = subplan.resource_types if subplan is not None else ()
         report: dict[str, str] = {}
-        # Fluxion's filter on a vertex never tracks the vertex's own type; ours may (with total 0): not shown.
-        own = self.traverser.graph.vertices[uid].type
-        types = [type for type in subplan.resource_types if type != own]
+        span = None
         if self.jobid:
-            span = self.traverser.job2span.get(uid, {}).get(self.jobid)
+            span = traverser.job2span.get(uid, {}).get(self.jobid)
             if span is None:
                 return None
-            for type in types:
+        for type in types:
+            if subplan is None or type not in tracked:
+                report[type] = "used:0, total:0"
+                continue
+            total = subplan.resource_total(type)
+            if span is not None:
                 used = subplan.span_planned(span, type)
-                report[type] = f"used:{used}, total:{subplan.resource_total(type)}"
-        else:
-            for type in types:
-                total = subplan.resource_total(type)
-                free = _avail_at(self.traverser, uid, type, self.now)
+            else:
+                free = _avail_at(traverser, uid, type, self.now)
                 if free == total:
-                    free = _avail_at(self.traverser, uid, type, 0)
-                report[type] = f"used:{total - free}, total:{total}"
+                    free = _avail_at(traverser, uid, type, 0)
+                used = total - free
+            report[type] = f"used:{used}, total:{total}"
         return dict(sorted(report.items()))
 
 

@@ -256,11 +256,11 @@ class Traverser:
                     if type in filters.total:
                         mine[type] = mine.get(type, 0) + count
             aggregates[uid] = mine
-            types = filters.types_for(vertex.type)
+            # Like Fluxion's prime_pruning_filter: only the tracked types present below the vertex, by name
+            # (the last one orders first's explore: a node's filter holds cores but not nodes).
+            types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
-                self.subplans[uid] = MultiPlanner(
-                    [(type, mine.get(type, 0)) for type in types], self.base, self.horizon
-                )
+                self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
 
     def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
         total = self.prune_filters.total
