@@ -934,6 +934,9 @@ class Traverser:
             if old is not None:
                 old.update([(type, fresh.resource_total(type)) for type in fresh.resource_types])
                 self.subplans[uid] = old
+        for uid, old in kept.items():
+            if uid not in self.subplans and self.job2span.get(uid) and not graph.vertices[uid].removed:
+                self.subplans[uid] = old  # still holds job spans: keep it until they are cancelled
         vertices = graph.vertices
         for uid in added:
             if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
