@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import Jobspec, load_jobspec
+from kubeflux.jobspec import Jobspec, jobspec_from_dict, load_jobspec
 from kubeflux.match import scoring, stdsort, traverser
 from kubeflux.match.engine import Engine, EngineError, MatchOp
+from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
 
@@ -142,3 +143,46 @@ def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -
     reserved = run(shortcuts=True)
     assert len({at for at, _ in reserved}) > 5
     assert reserved == run(shortcuts=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    policy=st.sampled_from(["low", "high", "lonode", "hinode"]),
+    steps=st.lists(
+        st.tuples(st.sampled_from(["alloc", "alloc", "reserve", "cancel", "down", "up"]), st.integers(0, 999)),
+        max_size=40,
+    ),
+)
+def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list[tuple[str, int]]) -> None:
+    """A cluster of 80 nodes right under the root is explored in blocks; each block's candidates are reused
+    while its children are unchanged. Same answers as without any reuse."""
+    pod = jobspec_from_dict(
+        {
+            "version": 1,
+            "resources": [{"type": "slot", "count": 1, "label": "pod", "with": [{"type": "core", "count": 2}]}],
+            "tasks": [{"command": ["app"], "slot": "pod", "count": {"per_slot": 1}}],
+            "attributes": {"system": {"duration": 600}},
+        }
+    )
+
+    def run(shortcuts: bool) -> list[str]:
+        cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
+        with mock.patch.object(traverser, "CACHE_PER_VERTEX", cache):
+            engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)
+            live: list[int] = []
+            out = []
+            for kind, number in steps:
+                path = f"/cluster0/n{number % 80}"
+                if kind == "cancel" and live:
+                    engine.cancel(live.pop(number % len(live)))
+                elif kind in ("down", "up"):
+                    engine.set_status(path, Status.DOWN if kind == "down" else Status.UP)
+                elif kind in ("alloc", "reserve"):
+                    op = MatchOp.ALLOCATE if kind == "alloc" else MatchOp.ALLOCATE_ORELSE_RESERVE
+                    result = engine.match(op, pod)
+                    if result.matched:
+                        live.append(result.jobid)
+                    out.append(f"{result.at} {result.resources}")
+            return out
+
+    assert run(shortcuts=True) == run(shortcuts=False)

@@ -26,6 +26,8 @@ ANY_TYPE = "ALL"
 SLOT = "slot"
 WEIGHT_MAX = 2**64 - 1
 CACHE_PER_VERTEX = 8
+BLOCK = 32
+"""Children per block when a wide vertex's static explore is cached block by block."""
 """Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
 
 Mark = tuple[int, int, bool, int]
@@ -94,6 +96,9 @@ class Evaluation:
 
 
 FAILED = Evaluation(False)
+
+BlockPart = tuple[Scoring, bool, dict[int, Evaluation]]
+"""A block of children's candidates, whether any qualified, and their evaluations that hold marks."""
 
 
 class MatchFailure(Exception):
@@ -175,6 +180,8 @@ class Traverser:
         self._cache: dict[int, dict[tuple[object, ...], tuple[int, int, Evaluation]]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._out_types: dict[int, set[str]] = {}
+        self._blocks: dict[int, list[list[tuple[int, int]]]] = {}
+        self._block_cache: dict[int, list[dict[tuple[object, ...], tuple[int, int, BlockPart]]]] = {}
         self._by_weight: dict[int, list[tuple[int, int]]] = {}
         """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
         self._shapes: dict[tuple[object, ...], int] = {}
@@ -223,6 +230,8 @@ class Traverser:
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
         self._kids.pop(uid, None)
+        self._blocks.pop(uid, None)
+        self._block_cache.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
         if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
@@ -515,6 +524,8 @@ class Traverser:
         vertices = self.graph.vertices
         found = False
         if not self.policy.spec.stop_on_first:
+            if len(children) >= 2 * BLOCK:
+                return self._explore_blocks(meta, children, resources, pristine, excl, dfu, kids)
             for edge, target in children:
                 evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
                 if evaluation.ok:
@@ -559,6 +570,56 @@ class Traverser:
                     satisfied.add(resource.type)
             if all(shares[r.type][3] >= needed for r in resources):
                 break
+        return found
+
+    def _explore_blocks(
+        self,
+        meta: JobMeta,
+        children: list[tuple[int, int]],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        kids: dict[int, Evaluation],
+    ) -> bool:
+        """The static explore of a wide vertex, in blocks of :data:`BLOCK` consecutive children.
+
+        Each block's candidates are kept (as a part of the vertex's candidates, in the same order) while the
+        sum of its children's fingerprints is unchanged, so re-evaluating a vertex with thousands of children
+        after one of them changed visits one block, not every child."""
+        parent = self.graph.vertices[children[0][1]].parent
+        blocks = self._blocks.get(parent)
+        if blocks is None or sum(len(block) for block in blocks) != len(children):
+            blocks = self._blocks[parent] = [children[i : i + BLOCK] for i in range(0, len(children), BLOCK)]
+        fp = self.fp
+        at, duration = meta.at, meta.duration
+        in_range = self.base <= at and at + duration <= self.base + self.horizon
+        key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+        found = False
+        tables = self._block_cache.get(parent)
+        if tables is None or len(tables) != len(blocks):
+            tables = self._block_cache[parent] = [{} for _ in blocks]
+        for block, table in zip(blocks, tables, strict=True):
+            fingerprint = sum([fp[target] for _, target in block])
+            hit = table.get(key)
+            if (
+                hit is not None
+                and hit[0] == fingerprint
+                and (hit[1] == at or self._same_window(parent, hit[1], at, duration))
+            ):
+                part = hit[2]
+            else:
+                part_dfu = Scoring()
+                part_kids: dict[int, Evaluation] = {}
+                part_found = self._explore(meta, block, resources, pristine, excl, part_dfu, 0, part_kids)
+                part = (part_dfu, part_found, part_kids)
+                table[key] = (fingerprint, at, part)
+                if len(table) > CACHE_PER_VERTEX:
+                    del table[next(iter(table))]
+            dfu.merge_types(part[0].by_type)
+            if part[2]:
+                kids.update(part[2])
+            found = found or part[1]
         return found
 
     def _dom_slot(
