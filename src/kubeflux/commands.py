@@ -15,7 +15,9 @@ def query(
     match_policy: Annotated[
         str, typer.Option("-P", "--match-policy", help="first, high, low, lonode, hinode, lonodex, hinodex, ...")
     ] = "first",
-    match_format: Annotated[str, typer.Option("-F", "--match-format", help="simple or pretty_simple.")] = "simple",
+    match_format: Annotated[
+        str, typer.Option("-F", "--match-format", help="simple, pretty_simple, jgf or rv1_nosched.")
+    ] = "simple",
     traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple or flexible.")] = "simple",
     subsystems: Annotated[str, typer.Option("-S", "--match-subsystems", help="CA (containment).")] = "CA",
     prune_filters: Annotated[

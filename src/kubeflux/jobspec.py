@@ -899,6 +899,14 @@ def _idset(text: str, path: str) -> list[tuple[int, int]]:
     return [(int(low), int(high)) for low, high in ranges]
 
 
+def parse_hostlist(text: str) -> HostlistConstraint:
+    """An RFC 29 hostlist (``"node[1-4,7],login0"``) as a name test; JobspecError if it is malformed."""
+    hosts: set[str] = set()
+    ranges: list[HostRange] = []
+    _hostlist(text, "hostlist", hosts, ranges)
+    return HostlistConstraint(frozenset(hosts), tuple(ranges))
+
+
 def _hostlist(text: str, path: str, hosts: set[str], ranges: list[HostRange]) -> None:
     """An RFC 29 hostlist (``"node[1-4,7],login0"``), added to ``hosts`` and ``ranges``."""
     terms: list[str] = []

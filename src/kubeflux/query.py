@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TextIO
 
 from kubeflux.jobspec import JobspecError, load_jobspec
-from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
-from kubeflux.resources import load_graph, settle_gc
-from kubeflux.resources.graph import GraphFormatError, Status
+from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp, MatchResult
+from kubeflux.resources import decode_idset, load_graph, settle_gc
+from kubeflux.resources.graph import Graph, GraphFormatError, Status
 
 RULE = "INFO: ============================="
 
@@ -67,6 +67,15 @@ class QuerySession:
             "p": self._set_property,
             "get-property": self._get_property,
             "g": self._get_property,
+            "update": self._update,
+            "u": self._update,
+            "partial-cancel": self._partial_cancel,
+            "find": self._find,
+            "attach": self._attach,
+            "j": self._attach,
+            "remove": self._remove,
+            "f": self._find,
+            "pc": self._partial_cancel,
         }
 
     def run(self, lines: Iterable[str]) -> None:
@@ -177,6 +186,113 @@ class QuerySession:
                 f'INFO: CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
             )
 
+    def _update(self, args: list[str]) -> None:
+        """``update allocate|reserve jgf <file> <jobid> <starttime> <duration>``."""
+        if len(args) != 7:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        subcmd, reader, path = args[1], args[2], args[3]
+        if subcmd not in ("allocate", "reserve"):
+            print(f"ERROR: unknown subcmd {subcmd}", file=sys.stderr)
+            return
+        if reader not in ("jgf", "rv1exec"):
+            print(f"ERROR: unsupported reader {reader}", file=sys.stderr)
+            return
+        text = _read(path)
+        if text is None:
+            return
+        try:
+            jobid, at, duration = int(args[4]), int(args[5]), int(args[6])
+        except ValueError:
+            print(f"ERROR: job id, start time and duration must be integers: {' '.join(args[4:])}", file=sys.stderr)
+            return
+        try:
+            result = self.engine.update(jobid, text, at=at, duration=duration, reserve=subcmd == "reserve", source=path)
+        except EngineError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return
+        if result.error:
+            print(f"ERROR: {result.error}", file=sys.stderr)
+        self.out.write(result.resources)
+        self._print_schedule(result)
+
+    def _partial_cancel(self, args: list[str]) -> None:
+        """``partial-cancel <jobid> jgf|rv1exec <file> [stats]``."""
+        if len(args) not in (4, 5):
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        if args[2] not in ("jgf", "rv1exec"):
+            print(f"ERROR: unsupported reader {args[2]}", file=sys.stderr)
+            return
+        text = _read(args[3])
+        if text is None:
+            return
+        try:
+            jobid = int(args[1])
+        except ValueError:
+            print(f"ERROR: nonexistent job {args[1]}", file=sys.stderr)
+            return
+        info = self.engine.jobs.get(jobid)
+        if info is None or info.state == JobState.CANCELED:
+            print(f"ERROR: nonexistent job {jobid}", file=sys.stderr)
+            return
+        if info.state == JobState.RESERVED:
+            print("ERROR: reservations not currently supported by partial cancel", file=sys.stderr)
+            return
+        try:
+            self.engine.partial_cancel(jobid, text, source=args[3])
+        except EngineError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            print(f"ERROR: error encountered while removing job {jobid}", file=sys.stderr)
+        if len(args) == 5 and args[4] == "stats":
+            traverser = self.engine.traverser
+            self.out.write(
+                f'{RULE}\nINFO: PARTIAL CANCEL PREORDER COUNT="{traverser.preorder}"\n'
+                f'INFO: PARTIAL CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
+            )
+
+    def _attach(self, args: list[str]) -> None:
+        if len(args) != 2:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        text = _read(args[1])
+        if text is None:
+            return
+        try:
+            added = self.engine.attach(text, source=args[1])
+        except EngineError as exc:
+            print(f"ERROR: can't attach JGF subgraph\nERROR: {exc}", file=sys.stderr)
+            return
+        _drop_units(self.engine.graph, added)
+
+    def _remove(self, args: list[str]) -> None:
+        """``remove <path> true`` or ``remove <idset> false``."""
+        if len(args) != 3:
+            print("ERROR: malformed command", file=sys.stderr)
+            return
+        target, is_path = args[1], args[2]
+        try:
+            if is_path == "true":
+                self.engine.remove_path(target)
+            elif is_path == "false":
+                self.engine.remove_ranks(decode_idset(target, "remove: ranks"))
+            else:
+                print("ERROR: invalid path boolean input ", file=sys.stderr)
+        except (EngineError, GraphFormatError) as exc:
+            print(f"ERROR: can't remove subgraph\nERROR: {exc}", file=sys.stderr)
+
+    def _find(self, args: list[str]) -> None:
+        if len(args) < 2:
+            print("ERROR: malformed command: ", file=sys.stderr)
+            return
+        criteria = " ".join(args[1:])
+        try:
+            found = self.engine.find(criteria, now=int(time.time()))
+        except EngineError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return
+        self.out.write(f'{found}{RULE}\nINFO: EXPRESSION="{criteria}"\n{RULE}\n')
+
     def _info(self, args: list[str]) -> None:
         if len(args) != 2:
             print("ERROR: malformed command", file=sys.stderr)
@@ -252,6 +368,23 @@ class QuerySession:
             self.out.write(f"{key}={vertex.properties[key]}\n")
 
 
+def _drop_units(graph: Graph, uids: Iterable[int]) -> None:
+    """Forget the ``unit`` of vertices read from JGF, as resource-query does: Fluxion's JGF reader never stores
+    it, so its JGF writer shows none for them (a GRUG recipe's units are kept). Only this shell mimics that."""
+    vertices = graph.vertices
+    for uid in uids:
+        vertices[uid].unit = ""
+
+
+def _read(path: str) -> str | None:
+    """A command's input file, or None after telling the user it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        print(f"ERROR: can't open {path}", file=sys.stderr)
+        return None
+
+
 def run_query(options: QueryOptions, commands: TextIO) -> int:
     """Load the graph, then run ``commands``; returns the process exit status."""
     started = time.perf_counter()
@@ -260,6 +393,8 @@ def run_query(options: QueryOptions, commands: TextIO) -> int:
     except (GraphFormatError, OSError) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
+    if options.load_format == "jgf":
+        _drop_units(graph, range(len(graph.vertices)))
     try:
         engine = Engine(
             graph,

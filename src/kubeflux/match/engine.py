@@ -8,17 +8,21 @@ prints them in ``resource-query``'s format; the scheduler core uses them directl
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from kubeflux.jobspec import Jobspec, JobspecError
+from kubeflux.match import elastic
+from kubeflux.match.find import FindError, find, parse_expression
 from kubeflux.match.flexible import FlexibleTraverser
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.traverser import AllocType, Errno, JobMeta, MatchFailure, PruningFilters, Traverser
-from kubeflux.match.writers import WRITERS, Writer
-from kubeflux.resources.graph import CONTAINMENT, Graph, Status
+from kubeflux.match.update import ResourceSet, ResourceSetError, load_jgf_set, load_resource_set, release, replay
+from kubeflux.match.writers import WRITERS, Writer, WriterError
+from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
 DEFAULT_HORIZON = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
@@ -162,7 +166,8 @@ class Engine:
             if meta.at + meta.duration > self.graph_end:
                 meta.duration = self.graph_end - meta.at
             traverser.update(self.writer, meta)
-            return meta.at, self.writer.render()
+            self.writer.interval(meta.at, meta.at + meta.duration)
+            return meta.at, self._render()
         finally:
             self.policy.exclusive_types.clear()
             self.policy.exclusive_types.update(saved_exclusive)
@@ -230,8 +235,142 @@ class Engine:
         self.traverser.cancel(jobid)
         info.state = JobState.CANCELED
 
+    def find(self, expression: str, *, now: int = 0) -> str:
+        """The vertices matching a ``find`` expression (see :mod:`kubeflux.match.find`), in the match format.
+
+        ``now`` is the instant (seconds) at which ``agfilter=true`` reports current use. Raises EngineError for
+        an expression that does not parse.
+        """
+        try:
+            parsed = parse_expression(expression)
+        except FindError as error:
+            raise EngineError(f"invalid criteria: {expression}: {error}") from error
+        find(self.traverser, self.writer, parsed, now=now)
+        self.writer.interval(0, 0)
+        try:
+            return self.writer.render()
+        except WriterError as error:
+            raise EngineError(f"writer emit: {error}") from error
+
     def set_status(self, path: str, status: Status) -> None:
         vertex = self.graph.vertex_at(path)
         if vertex is None:
             raise EngineError(f"Could not find path {path} in resource graph.")
         self.traverser.mark(vertex.uid, status)
+
+    def _render(self) -> str:
+        """The writer's text for a match or replay; empty when the format cannot express it (as resource-query)."""
+        try:
+            return self.writer.render()
+        except WriterError:
+            return ""
+
+    # ------------------------------------------------------------------ replay and partial release
+
+    def update(
+        self,
+        jobid: int,
+        rset: ResourceSet,
+        *,
+        at: int = 0,
+        duration: int,
+        reserve: bool = False,
+        source: str = "<resource set>",
+    ) -> MatchResult:
+        """Replay an allocation made elsewhere (resource-query's ``update allocate|reserve jgf``).
+
+        ``rset`` is the JGF a ``jgf`` match writer emitted (text or a decoded dict); the job holds it during
+        ``[at, at + duration)``, as an allocation, or as a reservation when ``reserve`` (job state RESERVED, which
+        ``partial_cancel`` does not accept; a replay starting later than 0 is RESERVED too). On success the result
+        carries the resource set re-emitted in this engine's match format, exactly as a match would, and the
+        next job id becomes ``jobid + 1`` (also on failure, as in resource-query).
+
+        Raises EngineError (and changes nothing) if ``jobid`` is allocated or reserved already or the window is
+        invalid. A resource set that is malformed, names vertices or edges this graph lacks, or does not fit
+        (over-commit) gives a failed result whose ``error`` says why; the graph is then unchanged.
+        """
+        info = self.jobs.get(jobid)
+        if info is not None and info.state != JobState.CANCELED:
+            raise EngineError(f"job {jobid} already exists ({info.state.value})")
+        if jobid < 0:
+            raise EngineError(f"invalid job id {jobid}")
+        if at < 0 or duration <= 0 or at + duration > self.graph_end:
+            raise EngineError(
+                f"invalid time window (at={at}, duration={duration}) for a graph ending at {self.graph_end}"
+            )
+        started = time.perf_counter()
+        self.next_jobid = jobid + 1
+        alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE if reserve else AllocType.ALLOCATE
+        meta = JobMeta(jobid=jobid, at=at, duration=duration, alloc_type=alloc_type, now=0)
+        result = MatchResult(jobid, False)
+        try:
+            replay(self.traverser, self.writer, load_jgf_set(rset, source=source), meta)
+        except ResourceSetError as error:
+            result.error = str(error)
+            result.errno = Errno.EINVAL
+            self._render()
+        else:
+            result.matched = True
+            result.at = at
+            self.writer.interval(at, at + duration)
+            result.resources = self._render()
+        result.elapsed = time.perf_counter() - started
+        self.match_times.append(result.elapsed)
+        if result.matched:
+            state = JobState.RESERVED if at or reserve else JobState.ALLOCATED
+            self.jobs[jobid] = JobInfo(jobid, state, at, source, result.elapsed)
+        return result
+
+    def partial_cancel(self, jobid: int, rset: ResourceSet, *, source: str = "<resource set>") -> bool:
+        """Release part of an allocated job (resource-query's ``partial-cancel``); True if nothing is left.
+
+        ``rset`` names what to release: a JGF of vertices the job holds, or an RFC 20 R whose ``R_lite`` ranks
+        are released whole. Later matches see the released resources. When nothing of the job is left it is
+        cancelled (state CANCELED). Raises EngineError, with the graph unchanged, for an unknown or reserved job
+        or a resource set that does not fit the graph or the job.
+        """
+        info = self.jobs.get(jobid)
+        if info is None or info.state == JobState.CANCELED:
+            raise EngineError(f"nonexistent job {jobid}")
+        if info.state == JobState.RESERVED:
+            raise EngineError(f"job {jobid} is a reservation: partial cancel releases only allocations")
+        try:
+            full = release(self.traverser, jobid, load_resource_set(rset, source=source))
+        except ResourceSetError as error:
+            raise EngineError(str(error)) from error
+        finally:
+            self.traverser.preorder = 0
+            self.traverser.postorder = 0
+        if full:
+            info.state = JobState.CANCELED
+        return full
+
+    # ------------------------------------------------------------------ graph growth and shrink
+
+    def attach(self, rset: ResourceSet, *, source: str = "<resource set>") -> list[int]:
+        """Grow the graph by a JGF subgraph (resource-query's ``attach``); return the uids of the new vertices.
+
+        The subgraph names its place by paths from the root; vertices already in the graph are reused. Raises
+        EngineError, with the graph unchanged, for a malformed or inconsistent document.
+        """
+        try:
+            return elastic.attach(self.traverser, load_jgf_set(rset, source=source))
+        except (ResourceSetError, GraphFormatError) as error:
+            raise EngineError(str(error)) from error
+
+    def remove_path(self, path: str) -> list[int]:
+        """Shrink the graph by the subtree at a containment path (``remove <path> true``); return removed uids.
+
+        Jobs holding resources there release them first (see :mod:`kubeflux.match.elastic`).
+        """
+        try:
+            return elastic.remove_path(self.traverser, path)
+        except ResourceSetError as error:
+            raise EngineError(str(error)) from error
+
+    def remove_ranks(self, ranks: Iterable[int]) -> list[int]:
+        """Shrink the graph by every vertex of broker ``ranks`` (``remove <idset> false``); return removed uids."""
+        try:
+            return elastic.remove_ranks(self.traverser, ranks)
+        except ResourceSetError as error:
+            raise EngineError(str(error)) from error

@@ -787,16 +787,21 @@ class Traverser:
 
     # ------------------------------------------------------------------ update (allocate phase)
 
-    def update(self, writer: Writer, meta: JobMeta) -> int:
-        """Record the marked resources for ``meta`` and emit them; returns the number of slots."""
+    def update(self, writer: Writer, meta: JobMeta, *, full: bool = True) -> int:
+        """Record the marked resources for ``meta`` and emit them; returns the number of slots.
+
+        ``full=False`` is the replay of an allocation made elsewhere (``update``): the exclusive vertices already
+        hold their planner spans, so only tags, exclusivity checkers and aggregate filters are recorded.
+        """
         if self.root_seq != self.sequence:
             raise MatchFailure(Errno.EINVAL, "resource state wasn't properly set up for update")
         self._level = 0
         nslots = [0]
         root_vertex = self.graph.vertices[self.root]
         shadow = root_vertex.type in self.policy.exclusive_types
+        evaluation = self.root_eval if full else None
         self._upd_dfv(
-            self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False, self.root_eval, [0]
+            self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False, evaluation, [0], full
         )
         return nslots[0]
 
@@ -813,6 +818,7 @@ class Traverser:
         excl_parent: bool,
         evaluation: Evaluation | None,
         changed: list[int],
+        full: bool = True,
     ) -> int:
         """Record the job below ``uid``; ``changed[0]`` accumulates the fingerprint change of the subtree."""
         vertices = self.graph.vertices
@@ -841,7 +847,7 @@ class Traverser:
             child_needs = vertices[target].size if mod else self.edge_needs[edge]
             child_eval = kid_evals.get(target) if kid_evals else None
             n_sub = self._upd_dfv(
-                target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta
+                target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta, full
             )
             if n_sub > 0:
                 if edge in self.slot_leader and self.edge_seq[edge] == sequence:
@@ -852,7 +858,8 @@ class Traverser:
                 n_plans += n_sub
         if excl:
             n_plans += 1
-            self._add_plan(uid, meta, needs)
+            if full:
+                self._add_plan(uid, meta, needs)
         if n_plans > 0:
             own = hash((uid, meta.jobid, meta.at, meta.duration, int(meta.alloc_type), needs, excl))
             self._add_job_data(uid, meta, aggregates, own)
@@ -994,6 +1001,43 @@ class Traverser:
                 delta += 1
             stack.extend(target for _, target in self._kid_edges(current))
         self.nodes_up += delta if status == Status.UP else -delta
+
+    # ------------------------------------------------------------------ graph growth and shrink
+
+    def refresh(self, changed: Iterable[int], added: Iterable[int] = (), removed: Iterable[int] = ()) -> None:
+        """Re-initialise after vertices were ``added`` to or ``removed`` from the graph (Fluxion's
+        ``initialize`` after ``attach``/``remove``); ``changed`` are the surviving vertices whose containment
+        children changed. Sizes the per-edge tables, forgets cached children and evaluations there, gives new
+        vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
+        """
+        graph = self.graph
+        grow = len(graph.edges) - len(self.edge_needs)
+        if grow > 0:
+            self.edge_needs.extend([0] * grow)
+            self.edge_excl.extend([False] * grow)
+            self.edge_seq.extend([0] * grow)
+            self.edge_weight.extend([WEIGHT_MAX] * grow)
+        for uid in changed:
+            self.graph_changed(uid)
+        kept = self.subplans
+        self.subplans = {}
+        with paused_gc():
+            self._prime(self.root)
+        for uid, fresh in self.subplans.items():
+            old = kept.get(uid)
+            if old is not None:
+                old.update([(type, fresh.resource_total(type)) for type in fresh.resource_types])
+                self.subplans[uid] = old
+        for uid, old in kept.items():
+            if uid not in self.subplans and self.job2span.get(uid) and not graph.vertices[uid].removed:
+                self.subplans[uid] = old  # still holds job spans: keep it until they are cancelled
+        vertices = graph.vertices
+        for uid in added:
+            if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
+                self.nodes_up += 1
+        for uid in removed:
+            if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
+                self.nodes_up -= 1
 
 
 def _weight_hash(edge: int, weight: int) -> int:

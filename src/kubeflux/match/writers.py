@@ -6,19 +6,42 @@ The update walk calls :meth:`Writer.vertex` in post-order (children before their
 
 from __future__ import annotations
 
-from typing import Protocol
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from kubeflux.resources.graph import Graph, Vertex
+from kubeflux.resources.graph import CONTAINMENT, Graph, Vertex, id_from_name_suffix
+from kubeflux.resources.jgf import vertex_metadata
 
 
 class Writer(Protocol):
-    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, exclusive_parent: bool) -> None: ...
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: Mapping[str, str] | None = None,
+    ) -> None:
+        """Emit one vertex; ``agfilter`` is ``find``'s per-type aggregate-filter use (only JGF shows it)."""
+        ...
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None: ...
 
-    def render(self) -> str:
-        """The text emitted so far (ending with a newline if not empty); clears the writer."""
+    def interval(self, start: int, end: int) -> None:
+        """The emitted set is held during ``[start, end)`` (only R formats show it)."""
         ...
+
+    def render(self) -> str:
+        """The text emitted so far (ending with a newline if not empty); clears the writer. WriterError when the
+        format cannot express it."""
+        ...
+
+
+class WriterError(Exception):
+    """What was emitted cannot be written in this format (Fluxion's writer ``emit`` fails; the text is empty)."""
 
 
 def _prefix(level: int) -> str:
@@ -31,10 +54,22 @@ class SimpleWriter:
     def __init__(self) -> None:
         self._lines: list[str] = []
 
-    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, exclusive_parent: bool) -> None:
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: Mapping[str, str] | None = None,
+    ) -> None:
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{'x' if exclusive else 's'}]\n")
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        return None
+
+    def interval(self, start: int, end: int) -> None:
         return None
 
     def render(self) -> str:
@@ -49,11 +84,23 @@ class PrettySimpleWriter:
     def __init__(self) -> None:
         self._lines: list[str] = []
 
-    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, exclusive_parent: bool) -> None:
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: Mapping[str, str] | None = None,
+    ) -> None:
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        return None
+
+    def interval(self, start: int, end: int) -> None:
         return None
 
     def render(self) -> str:
@@ -62,7 +109,179 @@ class PrettySimpleWriter:
         return text
 
 
-WRITERS: dict[str, type[SimpleWriter] | type[PrettySimpleWriter]] = {
+class JgfWriter:
+    """``-F jgf``: the selected sub-graph as one line of JSON Graph Format (Fluxion's ``jgf_match_writers_t``).
+
+    Vertices in emission order (post-order) with :func:`~kubeflux.resources.jgf.vertex_metadata`, then the
+    edges followed; a containment edge carries no metadata, another one its ``subsystem``.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: list[dict[str, Any]] = []
+        self._edges: list[dict[str, Any]] = []
+
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: Mapping[str, str] | None = None,
+    ) -> None:
+        metadata = vertex_metadata(vertex, needs=needs, exclusive=exclusive, agfilter=agfilter)
+        self._nodes.append({"id": str(vertex.uniq_id), "metadata": metadata})
+
+    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        record = graph.edges[edge]
+        item: dict[str, Any] = {
+            "source": str(graph.vertices[record.source].uniq_id),
+            "target": str(graph.vertices[record.target].uniq_id),
+        }
+        if record.subsystem != CONTAINMENT:
+            item["metadata"] = {"subsystem": record.subsystem}
+        self._edges.append(item)
+
+    def interval(self, start: int, end: int) -> None:
+        return None
+
+    def render(self) -> str:
+        """The JGF line; empty when nothing was emitted. WriterError (Fluxion: ENOENT) when vertices came without
+        edges or edges without vertices: a JGF sub-graph of a single vertex cannot be written."""
+        nodes, edges = self._nodes, self._edges
+        self._nodes, self._edges = [], []
+        if not nodes and not edges:
+            return ""
+        if not nodes or not edges:
+            raise WriterError("a JGF needs both vertices and edges (No such file or directory)")
+        return json.dumps({"graph": {"nodes": nodes, "edges": edges}}) + "\n"
+
+
+def compress_ids(ids: list[int]) -> str:
+    """RFC 22 idset text of ``ids`` in the given order: runs of consecutive ids become ``a-b`` (``0-3,5``)."""
+    parts: list[str] = []
+    start = previous = None
+    for value in ids:
+        if previous is not None and value == previous + 1:
+            previous = value
+            continue
+        if start is not None:
+            parts.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = value
+    if start is not None:
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+    return ",".join(parts)
+
+
+def compress_hosts(hosts: list[str]) -> str:
+    """RFC 29 hostlist of ``hosts`` in the given order (``node[3,0-2]``), as flux's ``hostlist_encode`` builds it."""
+    ranges: list[tuple[str, int, int, int] | str] = []  # (prefix, low, high, width) or a name without a number
+    for host in hosts:
+        suffix = id_from_name_suffix(host)
+        if suffix is None:
+            ranges.append(host)
+            continue
+        digits = len(host) - len(host.rstrip("0123456789"))
+        prefix, width = host[: len(host) - digits], digits
+        last = ranges[-1] if ranges else None
+        if isinstance(last, tuple) and last[0] == prefix and last[3] == width and last[2] + 1 == suffix:
+            ranges[-1] = (prefix, last[1], suffix, width)
+        else:
+            ranges.append((prefix, suffix, suffix, width))
+    out: list[str] = []
+    i = 0
+    while i < len(ranges):
+        item = ranges[i]
+        if isinstance(item, str):
+            out.append(item)
+            i += 1
+            continue
+        group = [item]
+        while i + len(group) < len(ranges):
+            following = ranges[i + len(group)]
+            if not isinstance(following, tuple) or following[0] != item[0]:
+                break
+            group.append(following)
+        i += len(group)
+        spans = [
+            f"{low:0{width}d}" if low == high else f"{low:0{width}d}-{high:0{width}d}" for _, low, high, width in group
+        ]
+        single = len(group) == 1 and group[0][1] == group[0][2]
+        out.append(f"{item[0]}{spans[0]}" if single else f"{item[0]}[{','.join(spans)}]")
+    return ",".join(out)
+
+
+class Rv1NoschedWriter:
+    """``-F rv1_nosched``: RFC 20 R without the scheduling key (Fluxion's ``rv1_nosched_match_writers_t``).
+
+    Core and gpu ids are gathered until their node is emitted (post-order), then the node's ``children``
+    signature collects its rank; ``R_lite`` has one entry per distinct signature (in signature order) with the
+    ranks compressed, ``nodelist`` the hosts in rank order, ``properties`` the nodes' properties by rank.
+    """
+
+    REDUCED = ("core", "gpu")
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[int]] = {type: [] for type in self.REDUCED}
+        self._by_children: dict[str, list[tuple[int, str]]] = {}
+        self._properties: dict[str, list[int]] = {}
+        self._start = 0
+        self._end = 0
+
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: Mapping[str, str] | None = None,
+    ) -> None:
+        if vertex.type in self._ids:
+            self._ids[vertex.type].append(vertex.id)
+        elif vertex.type == "node" and any(self._ids.values()):
+            children = {type: compress_ids(sorted(ids)) for type, ids in self._ids.items() if ids}
+            for ids in self._ids.values():
+                ids.clear()
+            self._by_children.setdefault(json.dumps(children), []).append((vertex.rank, vertex.name))
+            for key, value in sorted(vertex.properties.items()):
+                self._properties.setdefault(f"{key}={value}" if value else key, []).append(vertex.rank)
+
+    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        return None
+
+    def interval(self, start: int, end: int) -> None:
+        self._start, self._end = start, end
+
+    def render(self) -> str:
+        if not self._by_children:
+            return ""
+        r_lite = []
+        hosts: list[tuple[int, str]] = []
+        for children in sorted(self._by_children):
+            ranked = sorted(self._by_children[children], key=lambda item: item[0])
+            hosts.extend(ranked)
+            r_lite.append({"rank": compress_ids([rank for rank, _ in ranked]), "children": json.loads(children)})
+        execution: dict[str, Any] = {
+            "R_lite": r_lite,
+            "nodelist": [compress_hosts([name for _, name in sorted(hosts, key=lambda item: item[0])])],
+        }
+        if self._properties:
+            execution["properties"] = {
+                key: compress_ids(sorted(ranks)) for key, ranks in sorted(self._properties.items())
+            }
+        execution["starttime"] = self._start
+        execution["expiration"] = self._end
+        self._by_children.clear()
+        self._properties.clear()
+        return json.dumps({"version": 1, "execution": execution}) + "\n"
+
+
+WRITERS: dict[str, type[Writer]] = {
     "simple": SimpleWriter,
     "pretty_simple": PrettySimpleWriter,
+    "jgf": JgfWriter,
+    "rv1_nosched": Rv1NoschedWriter,
 }

@@ -184,6 +184,11 @@ def parse_jgf(text: str | bytes, *, source: str = "<string>") -> JgfDocument:
         raise GraphFormatError(f"{source}: not valid JSON: {error}") from error
     except UnicodeDecodeError as error:
         raise GraphFormatError(f"{source}: not UTF-8 text: {error}") from error
+    return jgf_document(data, source=source)
+
+
+def jgf_document(data: Any, *, source: str = "<object>") -> JgfDocument:
+    """Validate an already decoded JGF object (e.g. a ``dict`` built in memory), as :func:`parse_jgf` does."""
     if not isinstance(data, dict):
         raise GraphFormatError(f"{source}: a JGF document must be a JSON object")
     graph = data.get("graph")
@@ -191,7 +196,7 @@ def parse_jgf(text: str | bytes, *, source: str = "<string>") -> JgfDocument:
         raise GraphFormatError(f"{source}: JGF does not contain a required key (graph) holding an object")
     free_ranks = None
     if "free_ranks" in data:
-        free_ranks = _decode_idset(data["free_ranks"], source)
+        free_ranks = decode_idset(data["free_ranks"], f"{source}: free_ranks")
     nodes = graph.get("nodes")
     edges = graph.get("edges")
     if not isinstance(nodes, list):
@@ -329,8 +334,9 @@ def _string_map(value: Any, key: str, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _decode_idset(value: Any, source: str) -> frozenset[int]:
-    """Decode ``free_ranks`` as Fluxion does: dump it as compact JSON, drop quotes, parse as an RFC 22 idset."""
+def decode_idset(value: Any, where: str) -> frozenset[int]:
+    """Decode an RFC 22 idset (``"0-3,7"``, ``"[1]"``, or JSON such as ``free_ranks``) as Fluxion does: dump it as
+    compact JSON, drop quotes, parse; errors name ``where`` (e.g. ``"R.json: free_ranks"``)."""
     text = json.dumps(value, separators=(",", ":")).replace('"', "")
     body = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     ranks: set[int] = set()
@@ -346,7 +352,7 @@ def _decode_idset(value: Any, source: str) -> frozenset[int]:
                 raise ValueError
             ranks.update(range(first, last + 1))
     except ValueError:
-        raise GraphFormatError(f'{source}: free_ranks={value!r} is not a valid idset (e.g. "0-3,7")') from None
+        raise GraphFormatError(f'{where}={value!r} is not a valid idset (e.g. "0-3,7")') from None
     return frozenset(ranks)
 
 

@@ -1,0 +1,88 @@
+"""Growing and shrinking the graph under a live engine (resource-query's ``attach`` and ``remove``).
+
+``attach`` adds a JGF subgraph (vertices already present are reused, see :func:`~kubeflux.resources.jgf.add_jgf`)
+and re-initialises the aggregate filters: new vertices get theirs, ancestors get larger totals, spans stay.
+
+``remove`` detaches a subtree (by containment path) or the vertices of broker ranks. Jobs that hold resources
+there first release them, as a partial release would: their spans leave the removed vertices and the aggregate
+spans of the ancestors shrink accordingly, so the ancestors' filters (whose totals then shrink) stay exact. A job
+that held nothing else is gone from the graph (its id stays known until it is cancelled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubeflux.match.traverser import Traverser
+from kubeflux.match.update import ResourceSetError, holding, release_groups
+from kubeflux.resources.graph import CONTAINMENT
+from kubeflux.resources.jgf import JgfDocument, add_jgf
+
+
+def attach(traverser: Traverser, document: JgfDocument) -> list[int]:
+    """Add ``document``'s new vertices and edges; return the uids added."""
+    added = add_jgf(traverser.graph, document)
+    vertices = traverser.graph.vertices
+    fresh = set(added)
+    changed = {vertices[uid].parent for uid in added if vertices[uid].parent not in fresh} - {-1}
+    traverser.refresh(sorted(changed), added=added)
+    return added
+
+
+def remove_path(traverser: Traverser, path: str) -> list[int]:
+    """Remove the subtree at containment ``path``; return the removed uids. ResourceSetError if there is none."""
+    root = traverser.graph.by_path.get(path)
+    if root is None:
+        raise ResourceSetError(f"no vertex at {path} in the resource graph")
+    if root == traverser.root:
+        raise ResourceSetError(f"{path} is the root of the resource graph; it cannot be removed")
+    return _remove(traverser, {root: _subtree(traverser, root)})
+
+
+def remove_ranks(traverser: Traverser, ranks: Iterable[int]) -> list[int]:
+    """Remove every vertex of ``ranks``; return the removed uids. ResourceSetError for an unknown rank."""
+    graph = traverser.graph
+    groups: dict[int, list[int]] = {}
+    for rank in sorted(set(ranks)):
+        uids = [uid for uid in graph.by_rank.get(rank, ()) if not graph.vertices[uid].removed]
+        if not uids:
+            raise ResourceSetError(f"rank {rank} is not in the resource graph")
+        root = min(uids, key=lambda uid: len(graph.vertices[uid].paths.get(CONTAINMENT, "")))
+        if root == traverser.root:
+            raise ResourceSetError(f"rank {rank} holds the root of the resource graph; it cannot be removed")
+        groups[root] = uids
+    return _remove(traverser, groups)
+
+
+def _subtree(traverser: Traverser, root: int) -> list[int]:
+    vertices = traverser.graph.vertices
+    found, stack = [], [root]
+    while stack:
+        uid = stack.pop()
+        found.append(uid)
+        stack.extend(vertices[uid].children)
+    return found
+
+
+def _remove(traverser: Traverser, groups: dict[int, list[int]]) -> list[int]:
+    doomed = {uid for uids in groups.values() for uid in uids}
+    jobs = sorted(
+        {
+            jobid
+            for table in (traverser.tags, traverser.allocations, traverser.reservations)
+            for uid in doomed
+            for jobid in table.get(uid, ())
+        }
+    )
+    for jobid in jobs:
+        held = set(holding(traverser, jobid))
+        release_groups(traverser, jobid, {root: [uid for uid in uids if uid in held] for root, uids in groups.items()})
+    graph = traverser.graph
+    parents = {graph.vertices[uid].parent for uid in doomed} - doomed - {-1}
+    removed: list[int] = []
+    for root in groups:
+        removed.extend(graph.remove_subtree(root))
+    for uid in doomed - set(removed):
+        removed.extend(graph.remove_subtree(uid))
+    traverser.refresh(sorted(parents), removed=removed)
+    return removed

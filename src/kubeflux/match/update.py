@@ -1,0 +1,378 @@
+"""Replaying and partly releasing allocations given as resource sets (resource-query's ``update`` and
+``partial-cancel``; Fluxion's ``resource_reader_jgf::update/partial_cancel`` and ``dfu_impl_t::update/remove``).
+
+A *resource set* is the JGF a ``jgf`` match writer emits (text or an already decoded ``dict``); a partial release
+also accepts an RFC 20 R (``{"execution": {"R_lite": [{"rank": "0-3", ...}]}}``), which names whole broker ranks.
+
+Replay (:func:`replay`), in two phases as in Fluxion:
+
+1. *read*: every JGF vertex must name a vertex of this graph (same paths and rank, same type, basename, id,
+   name; its ``size`` is the amount held and may not exceed the vertex's size). An ``exclusive`` vertex gets a
+   planner span for the job; a shared one must be free for the whole window. Every JGF edge must be an edge of
+   the graph; it is marked with the amount and exclusivity of its target, as a match's select phase marks it.
+2. *walk*: the traverser's update walk follows the marked edges without planning again (``full=False``): it
+   records the job's tags, exclusivity checkers and subtree aggregate filters and emits the vertices to the
+   writer, so the replayed job is indistinguishable from a matched one.
+
+Everything is checked before anything changes: a refused resource set leaves no trace. A resource set must hold
+the path from the containment root (Fluxion would plan its vertices and record nothing else, which only makes
+sense for a traverser of another dominant subsystem).
+
+Partial release (:func:`release`): the named vertices (or every vertex of the named ranks that the job holds) are
+purged of the job (tag, exclusivity span, aggregate span, planner span). Their freed amounts are then taken off
+the aggregate filters of their ancestors, deepest first; an ancestor whose aggregate span drains gives up its tag
+and exclusivity span too. The job is fully released when the containment root no longer carries its tag.
+
+An exclusive vertex that another job holds during the window (even shared) is refused, as a match would refuse
+it; Fluxion's reader checks only the vertex's own planner.
+
+Two deliberate differences from Fluxion's JGF reader, both where Fluxion refuses the input: a JGF vertex whose
+``size`` is smaller than the graph vertex's is replayed as that amount (Fluxion refuses it, so a partly allocated
+memory pool could not be replayed); and a partial release may list vertices the job holds shared (without a
+planner span, such as the cluster root in the job's own JGF): they are released through their aggregate spans
+like any ancestor, so releasing a job with its own JGF works.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeflux.match.planner import PlannerError
+from kubeflux.match.traverser import JobMeta, Traverser
+from kubeflux.match.writers import Writer
+from kubeflux.resources.graph import CONTAINMENT, GraphFormatError
+from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document
+
+ResourceSet = str | bytes | Mapping[str, Any]
+"""JGF or RFC 20 R, as JSON text or as a decoded object."""
+
+
+class ResourceSetError(ValueError):
+    """A resource set that is malformed or does not fit the graph or the job; the message says which part."""
+
+
+@dataclass(slots=True)
+class _Held:
+    """One JGF vertex resolved to a graph vertex."""
+
+    uid: int
+    amount: int
+    exclusive: bool
+
+
+# ---------------------------------------------------------------------------------------------------- parsing
+
+
+def load_resource_set(rset: ResourceSet, *, source: str = "<resource set>") -> JgfDocument | frozenset[int]:
+    """A JGF document, or the broker ranks an RFC 20 R names; ResourceSetError for anything else."""
+    if isinstance(rset, Mapping):
+        data: Any = dict(rset)
+    else:
+        try:
+            data = json.loads(rset)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ResourceSetError(f"{source}: not valid JSON: {error}") from error
+    if not isinstance(data, dict):
+        raise ResourceSetError(f"{source}: a resource set must be a JSON object (JGF or RFC 20 R)")
+    if "graph" in data:
+        try:
+            return jgf_document(data, source=source)
+        except GraphFormatError as error:
+            raise ResourceSetError(str(error)) from error
+    if "execution" in data:
+        return _r_lite_ranks(data["execution"], source)
+    raise ResourceSetError(f"{source}: neither JGF (key 'graph') nor RFC 20 R (key 'execution')")
+
+
+def load_jgf_set(rset: ResourceSet, *, source: str = "<resource set>") -> JgfDocument:
+    document = load_resource_set(rset, source=source)
+    if not isinstance(document, JgfDocument):
+        raise ResourceSetError(f"{source}: a replayed allocation must be JGF (it names vertices, R names only ranks)")
+    return document
+
+
+def _r_lite_ranks(execution: Any, source: str) -> frozenset[int]:
+    r_lite = execution.get("R_lite") if isinstance(execution, dict) else None
+    if not isinstance(r_lite, list):
+        raise ResourceSetError(f"{source}: execution.R_lite must be an array")
+    ranks: set[int] = set()
+    for position, entry in enumerate(r_lite):
+        if not isinstance(entry, dict) or not isinstance(entry.get("rank"), str):
+            raise ResourceSetError(f"{source}: execution.R_lite[{position}].rank must be an idset string")
+        try:
+            ranks.update(decode_idset(entry["rank"], f"{source}: execution.R_lite[{position}].rank"))
+        except GraphFormatError as error:
+            raise ResourceSetError(str(error)) from error
+    return frozenset(ranks)
+
+
+def _resolve(traverser: Traverser, record: JgfVertex, source: str) -> int:
+    """The graph vertex a JGF vertex stands for (Fluxion's ``find_vtx``)."""
+    graph = traverser.graph
+    where = f"{source}: node {record.key!r}"
+    uid: int | None = None
+    for path in record.paths.values():
+        candidate = graph.by_path.get(path)
+        if candidate is None or graph.vertices[candidate].rank != record.rank:
+            raise ResourceSetError(f"{where}: no vertex at {path} with rank {record.rank} in the resource graph")
+        if uid is not None and uid != candidate:
+            raise ResourceSetError(f"{where}: its paths name different vertices")
+        uid = candidate
+    if uid is None:
+        raise ResourceSetError(f"{where}: no paths")
+    vertex = graph.vertices[uid]
+    differences = [
+        f"{name}=({mine!r}, {theirs!r})"
+        for name, mine, theirs in (
+            ("type", vertex.type, record.type),
+            ("basename", vertex.basename, record.basename),
+            ("id", vertex.id, record.id),
+            ("name", vertex.name, record.name),
+            ("paths", vertex.paths, record.paths),
+        )
+        if mine != theirs
+    ]
+    if record.size > vertex.size:
+        differences.append(f"size=({vertex.size}, {record.size})")
+    if differences:
+        raise ResourceSetError(f"{where}: inconsistent with the resource graph: {' '.join(differences)}")
+    return uid
+
+
+# ---------------------------------------------------------------------------------------------------- replay
+
+
+def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: JobMeta) -> None:
+    """Record the allocation ``document`` describes for ``meta`` and emit it to ``writer``.
+
+    ``meta.alloc_type`` says whether the spans are allocations or reservations. Raises ResourceSetError, with
+    the graph unchanged, if a vertex or edge is not in the graph or a vertex is not free during the window.
+    """
+    source = document.source
+    graph = traverser.graph
+    skipped = document.free_ranks or frozenset()
+    held: dict[str, _Held] = {}
+    for record in document.vertices:
+        if record.key in held:
+            raise ResourceSetError(f"{source}: duplicate JGF node id {record.key!r}")
+        uid = _resolve(traverser, record, source)
+        if record.rank not in skipped:
+            held[record.key] = _Held(uid, record.size, record.exclusive)
+
+    marks: list[tuple[int, _Held]] = []
+    root_mark: _Held | None = None
+    for position, edge in enumerate(document.edges):
+        parent, child = held.get(edge.source), held.get(edge.target)
+        if parent is None or child is None:
+            if document.free_ranks is not None:
+                continue
+            raise ResourceSetError(f"{source}: edges[{position}] ({edge.source} -> {edge.target}): no such node")
+        if parent.uid == traverser.root and root_mark is None:
+            root_mark = parent
+        index = graph.find_out_edge(parent.uid, child.uid)
+        if index is None:
+            raise ResourceSetError(
+                f"{source}: edges[{position}]: {graph.vertices[parent.uid].name} -> "
+                f"{graph.vertices[child.uid].name} is not an edge of the resource graph"
+            )
+        marks.append((index, child))
+
+    if root_mark is None:
+        root = graph.vertices[traverser.root].name
+        raise ResourceSetError(
+            f"{source}: no edge leaves the root {root}: a resource set must hold the path from the root"
+            if held
+            else f"{source}: the resource set holds no vertex"
+        )
+    _plan(traverser, held.values(), meta)
+
+    traverser.sequence += 1
+    sequence = traverser.sequence
+    for index, child in marks:
+        traverser.edge_needs[index] = child.amount
+        traverser.edge_excl[index] = child.exclusive
+        traverser.edge_seq[index] = sequence
+    traverser.root_needs = root_mark.amount
+    traverser.root_excl = root_mark.exclusive
+    traverser.root_seq = sequence
+    traverser.update(writer, meta, full=False)
+
+
+def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
+    """Plan the exclusive vertices; check that the shared ones are free. All or nothing."""
+    graph = traverser.graph
+    planned: list[int] = []
+    try:
+        for item in held:
+            vertex = graph.vertices[item.uid]
+            window = f"[{meta.at}, {meta.at + meta.duration})"
+            if item.exclusive:
+                end = meta.at + meta.duration
+                for start, stop, _ in traverser.x_uses.get(item.uid, {}).values():
+                    if start < end and meta.at < stop:
+                        raise ResourceSetError(f"{vertex.name} is held by another job during {window}")
+                try:
+                    traverser._add_plan(item.uid, meta, item.amount)
+                except PlannerError as error:
+                    raise ResourceSetError(f"{vertex.name} is not free during {window}: {error}") from error
+                planned.append(item.uid)
+            else:
+                plan = traverser.plans.get(item.uid)
+                if plan is not None and plan.avail_resources_during(meta.at, meta.duration) < vertex.size:
+                    raise ResourceSetError(f"{vertex.name} is not free during {window}")
+    except ResourceSetError:
+        for uid in planned:
+            traverser._rem_plan(uid, meta.jobid)
+        raise
+    for uid in planned:
+        traverser.touch(uid)  # no cached evaluation may outlive the new span, even where the walk does not go
+
+
+# ---------------------------------------------------------------------------------------------------- release
+
+
+def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset[int]) -> bool:
+    """Release part of ``jobid``'s allocation; True when nothing of the job is left (it is then fully released).
+
+    ``resources`` is a JGF document of vertices the job holds, or a set of broker ranks (every vertex of those
+    ranks that the job holds is released). Raises ResourceSetError, with the graph unchanged, if a vertex is
+    not in the graph or not held by the job, or a rank is unknown.
+    """
+    graph = traverser.graph
+    purge: list[int] = []
+    rank_roots: dict[int, int] = {}
+    if isinstance(resources, JgfDocument):
+        skipped = resources.free_ranks or frozenset()
+        for record in resources.vertices:
+            uid = _resolve(traverser, record, resources.source)
+            if record.rank in skipped:
+                continue
+            name = graph.vertices[uid].name
+            if jobid not in traverser.x_uses.get(uid, {}):
+                raise ResourceSetError(f"{resources.source}: job {jobid} does not hold {name}")
+            if jobid not in traverser.allocations.get(uid, {}):
+                continue  # held shared (an ancestor of what it holds): released with its aggregate span
+            if uid not in purge:
+                purge.append(uid)
+                _keep_shallowest(graph.vertices[uid].rank, uid, rank_roots, traverser)
+    else:
+        for rank in sorted(resources):
+            uids = graph.by_rank.get(rank)
+            if not uids:
+                raise ResourceSetError(f"rank {rank} is not in the resource graph")
+            for uid in uids:
+                _keep_shallowest(rank, uid, rank_roots, traverser)
+            purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
+
+    if not purge:
+        what = f"{resources.source} names" if isinstance(resources, JgfDocument) else f"ranks {sorted(resources)} hold"
+        raise ResourceSetError(f"{what} nothing that job {jobid} holds: nothing to release")
+    groups: dict[int, list[int]] = {}
+    for uid in purge:
+        groups.setdefault(rank_roots[graph.vertices[uid].rank], []).append(uid)
+    return release_groups(traverser, jobid, groups)
+
+
+def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[int]]) -> bool:
+    """Purge ``jobid`` from every vertex of ``groups`` (subtree root -> vertices under it, root included or not),
+    then take what they held off the aggregate spans of each subtree root's ancestors; True if nothing is left.
+    """
+    graph = traverser.graph
+    reductions: dict[int, dict[str, int]] = {}
+    depth: dict[int, int] = {}
+    for root, uids in groups.items():
+        counts: dict[str, int] = {}
+        for uid in uids:
+            type = graph.vertices[uid].type
+            counts[type] = counts.get(type, 0) + _purge(traverser, uid, jobid)
+        chain = []
+        ancestor = graph.vertices[root].parent
+        while ancestor != -1:
+            chain.append(ancestor)
+            ancestor = graph.vertices[ancestor].parent
+        for level, ancestor in enumerate(reversed(chain)):
+            depth[ancestor] = level
+            totals = reductions.setdefault(ancestor, {})
+            for type, count in counts.items():
+                totals[type] = totals.get(type, 0) + count
+    for ancestor in sorted(reductions, key=lambda uid: -depth[uid]):
+        _reduce(traverser, ancestor, jobid, reductions[ancestor])
+
+    if jobid in traverser.tags.get(traverser.root, ()):
+        return False
+    for uid in holding(traverser, jobid):
+        _purge(traverser, uid, jobid)
+    return True
+
+
+def _keep_shallowest(rank: int, uid: int, roots: dict[int, int], traverser: Traverser) -> None:
+    """Track the rank's subtree root: its vertex with the shortest containment path."""
+    vertices = traverser.graph.vertices
+    best = roots.get(rank)
+    path = vertices[uid].paths.get(CONTAINMENT, "")
+    if best is None or len(path) < len(vertices[best].paths.get(CONTAINMENT, "")):
+        roots[rank] = uid
+
+
+def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
+    """Remove everything ``jobid`` holds on ``uid``; return the amount its planner span held."""
+    tags = traverser.tags.get(uid)
+    if tags is not None:
+        tags.discard(jobid)
+    _drop_use(traverser, uid, jobid)
+    aggregate = traverser.job2span.get(uid, {}).pop(jobid, None)
+    if aggregate is not None:
+        traverser.subplans[uid].rem_span(aggregate)
+    parent = traverser.graph.vertices[uid].parent
+    if parent != -1:
+        traverser.slot_leader.discard(traverser._parent_edge(uid))
+    for table in (traverser.allocations, traverser.reservations):
+        span = table.get(uid, {}).pop(jobid, None)
+        if span is not None:
+            plan = traverser.plans[uid]
+            amount = plan.span_resources(span)
+            plan.rem_span(span)
+            traverser.touch(uid)
+            return amount
+    return 0
+
+
+def _drop_use(traverser: Traverser, uid: int, jobid: int) -> None:
+    """Forget that ``jobid`` uses ``uid`` (its exclusivity record), and its share of the fingerprints above."""
+    use = traverser.x_uses.get(uid, {}).pop(jobid, None)
+    if use is not None:
+        traverser._unbound(uid, use[0], use[1])
+        traverser.touch(uid, -use[2])
+
+
+def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
+    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex."""
+    tags = traverser.tags.get(uid)
+    subplan = traverser.subplans.get(uid)
+    spans = traverser.job2span.get(uid, {})
+    if tags is None or jobid not in tags or subplan is None or jobid not in spans:
+        return
+    span = spans[jobid]
+    types = subplan.resource_types
+    amounts = {type: min(count, subplan.span_planned(span, type)) for type, count in counts.items() if type in types}
+    drained = subplan.reduce_span(span, amounts)
+    traverser.touch(uid)
+    if drained:
+        del spans[jobid]
+        tags.discard(jobid)
+        _drop_use(traverser, uid, jobid)
+
+
+def holding(traverser: Traverser, jobid: int) -> list[int]:
+    """Every vertex that still holds some state of ``jobid``."""
+    tables: list[Mapping[int, Any]] = [
+        traverser.tags,
+        traverser.x_uses,
+        traverser.job2span,
+        traverser.allocations,
+        traverser.reservations,
+    ]
+    return sorted({uid for table in tables for uid, held in table.items() if jobid in held})

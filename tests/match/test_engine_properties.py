@@ -1,0 +1,187 @@
+"""Property tests of the engine: random allocate / reserve / cancel / partial cancel sequences on small graphs
+never over-commit a vertex, and cancelling every job returns the whole schedule to its initial state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeflux.jobspec import jobspec_from_yaml
+from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
+from kubeflux.match.traverser import Traverser
+from kubeflux.resources import NodeSpec, build_graph
+from tests.match._helpers import schedule
+
+EXCLUSIVE_NODES = """
+version: 9999
+resources:
+  - type: slot
+    count: {count}
+    label: default
+    with:
+      - type: node
+        count: 1
+        with:
+          - type: core
+            count: {cores}
+attributes: {{system: {{duration: {duration}}}}}
+tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]
+"""
+
+SHARED_NODE = """
+version: 9999
+resources:
+  - type: node
+    count: {count}
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: {cores}
+          - type: memory
+            count: 2
+attributes: {{system: {{duration: {duration}}}}}
+tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]
+"""
+
+match_op = st.tuples(
+    st.just("match"),
+    st.sampled_from([MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE]),
+    st.sampled_from([EXCLUSIVE_NODES, SHARED_NODE]),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.sampled_from([10, 25, 100]),
+)
+cancel_op = st.tuples(st.just("cancel"), st.integers(0, 20))
+partial_op = st.tuples(st.just("partial"), st.integers(0, 20), st.integers(1, 7))
+operations = st.lists(st.one_of(match_op, match_op, cancel_op, partial_op), max_size=14)
+
+
+def engine(policy: str, match_format: str = "simple") -> Engine:
+    graph = build_graph([NodeSpec(f"node{i}", cores=4, memory=8 * 2**30) for i in range(3)])
+    return Engine(graph, policy=policy, prune_filters="ALL:core,ALL:node,ALL:memory", match_format=match_format)
+
+
+def assert_never_over_committed(traverser: Traverser) -> None:
+    vertices = traverser.graph.vertices
+    for uid, plan in traverser.plans.items():
+        assert plan.total == vertices[uid].size
+        for time, remaining in plan.points():
+            assert 0 <= remaining <= plan.total, f"{vertices[uid].name} at {time}: {remaining} of {plan.total}"
+    for uid, subplan in traverser.subplans.items():
+        for type in subplan.resource_types:
+            for time, remaining in subplan.planner(type).points():
+                assert 0 <= remaining <= subplan.resource_total(type), f"{vertices[uid].name} {type} at {time}"
+
+
+def held_ranks(engine: Engine, jobid: int) -> list[int]:
+    graph = engine.graph
+    return sorted({graph.vertices[uid].rank for uid, jobs in engine.traverser.tags.items() if jobid in jobs} - {-1})
+
+
+@settings(max_examples=150, deadline=None)
+@given(operations, st.sampled_from(["first", "low", "lonodex"]))
+def test_random_schedules_never_over_commit_and_cancel_back_to_pristine(ops: list[Any], policy: str) -> None:
+    subject = engine(policy)
+    pristine = schedule(subject.traverser)
+    for op in ops:
+        if op[0] == "match":
+            _, match, template, count, cores, duration = op
+            text = template.format(count=count, cores=cores, duration=duration)
+            subject.match(match, jobspec_from_yaml(text))
+        else:
+            live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+            if not live:
+                continue
+            jobid = live[op[1] % len(live)]
+            if op[0] == "cancel":
+                subject.cancel(jobid)
+            elif subject.jobs[jobid].state == JobState.ALLOCATED:
+                ranks = held_ranks(subject, jobid)
+                chosen = [rank for bit, rank in enumerate(ranks) if op[2] >> bit & 1] or ranks[:1]
+                r_lite = [{"rank": ",".join(map(str, chosen)), "children": {}}]
+                try:
+                    subject.partial_cancel(jobid, json.dumps({"execution": {"R_lite": r_lite}}))
+                except EngineError as error:
+                    raise AssertionError(f"partial cancel of ranks {chosen} of job {jobid}: {error}") from error
+        assert_never_over_committed(subject.traverser)
+    for info in subject.jobs.values():
+        if info.state != JobState.CANCELED:
+            subject.cancel(info.jobid)
+    assert schedule(subject.traverser) == pristine
+
+
+@settings(max_examples=60, deadline=None)
+@given(operations, st.sampled_from(["first", "high", "lonodex"]))
+def test_a_replica_fed_by_update_keeps_the_same_schedule(ops: list[Any], policy: str) -> None:
+    """Every allocation replayed from its JGF into a second engine (``update``) and released in both the same
+    way leaves both with identical planners, filters, checkers and tags."""
+    origin, replica = engine(policy, "jgf"), engine(policy)
+    for op in ops:
+        if op[0] == "match":
+            _, match, template, count, cores, duration = op
+            result = origin.match(
+                match, jobspec_from_yaml(template.format(count=count, cores=cores, duration=duration))
+            )
+            if result.matched:
+                replayed = replica.update(
+                    result.jobid, result.resources, at=result.at, duration=duration, reserve=result.reserved
+                )
+                assert replayed.matched, replayed.error
+        else:
+            live = [info.jobid for info in origin.jobs.values() if info.state != JobState.CANCELED]
+            if not live:
+                continue
+            jobid = live[op[1] % len(live)]
+            if op[0] == "cancel":
+                origin.cancel(jobid)
+                replica.cancel(jobid)
+            elif origin.jobs[jobid].state == JobState.ALLOCATED:
+                ranks = held_ranks(origin, jobid)
+                chosen = [rank for bit, rank in enumerate(ranks) if op[2] >> bit & 1] or ranks[:1]
+                r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, chosen)), "children": {}}]}})
+                assert origin.partial_cancel(jobid, r) == replica.partial_cancel(jobid, r)
+        assert schedule(replica.traverser) == schedule(origin.traverser)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    operations,
+    st.lists(st.tuples(st.integers(0, 14), st.integers(0, 3), st.booleans()), max_size=3),
+    st.sampled_from(["first", "low"]),
+)
+def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_schedule(
+    ops: list[Any], removals: list[tuple[int, int, bool]], policy: str
+) -> None:
+    """Nodes removed (by path or rank) while jobs hold them: no over-commit after, and once every job is
+    cancelled the schedule is that of an engine built without those nodes."""
+    subject = engine(policy)
+    gone: set[int] = set()
+    for step, op in enumerate(ops):
+        for when, node, by_path in removals:
+            if when == step and node % 3 not in gone and len(gone) < 2:
+                if by_path:
+                    subject.remove_path(f"/cluster0/node{node % 3}")
+                else:
+                    subject.remove_ranks([node % 3])
+                gone.add(node % 3)
+        if op[0] == "match":
+            _, match, template, count, cores, duration = op
+            subject.match(match, jobspec_from_yaml(template.format(count=count, cores=cores, duration=duration)))
+        elif op[0] == "cancel":
+            live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+            if live:
+                subject.cancel(live[op[1] % len(live)])
+        assert_never_over_committed(subject.traverser)
+    for info in subject.jobs.values():
+        if info.state != JobState.CANCELED:
+            subject.cancel(info.jobid)
+    kept = [NodeSpec(f"node{i}", cores=4, memory=8 * 2**30) for i in range(3) if i not in gone]
+    smaller = Engine(build_graph(kept), policy=policy, prune_filters="ALL:core,ALL:node,ALL:memory")
+    assert schedule(subject.traverser) == schedule(smaller.traverser)
+    assert subject.traverser.nodes_up == smaller.traverser.nodes_up

@@ -1,0 +1,282 @@
+"""Replaying allocations (``Engine.update``) and releasing part of them (``Engine.partial_cancel``)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from kubeflux.jobspec import jobspec_from_yaml
+from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
+from kubeflux.query import RULE, QuerySession
+from kubeflux.resources import NodeSpec, build_graph
+from tests.match._helpers import schedule
+
+NODES_JOB = """
+version: 9999
+resources:
+  - type: slot
+    count: {nodes}
+    label: default
+    with:
+      - type: node
+        count: 1
+        with:
+          - type: core
+            count: 4
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: ["app"]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+CORES_JOB = """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 2
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: ["app"]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+
+def engine(match_format: str = "simple", policy: str = "first") -> Engine:
+    nodes = [NodeSpec(f"node{i}", cores=4) for i in range(3)]
+    return Engine(build_graph(nodes), policy=policy, match_format=match_format)
+
+
+def test_update_replays_a_jgf_allocation_exactly_as_the_match_made_it() -> None:
+    origin = engine("jgf")
+    matched = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2)))
+    assert matched.matched
+
+    replica = engine("jgf")
+    replayed = replica.update(1, matched.resources, duration=3600)
+
+    assert replayed.matched, replayed.error
+    assert replayed.resources == matched.resources
+    assert schedule(replica.traverser) == schedule(origin.traverser)
+    assert replica.next_jobid == 2
+    assert replica.jobs[1].state == JobState.ALLOCATED
+
+
+def test_update_accepts_a_decoded_document_and_emits_in_the_engine_format() -> None:
+    origin = engine("jgf")
+    matched = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB))
+    simple = engine("simple")
+    expected = simple.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB)).resources
+
+    replica = engine("simple")
+    replayed = replica.update(7, json.loads(matched.resources), at=0, duration=3600)
+
+    assert replayed.resources == expected
+    assert replica.next_jobid == 8
+
+
+def test_a_reserved_replay_is_a_reservation_from_its_start() -> None:
+    origin = engine("jgf")
+    rset = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=3))).resources
+    replica = engine("jgf")
+
+    result = replica.update(1, rset, at=100, duration=50, reserve=True)
+
+    assert result.reserved and result.at == 100
+    assert replica.jobs[1].state == JobState.RESERVED
+    # busy during [100, 150): a whole-machine job fits now only if it ends by then
+    short = NODES_JOB.format(nodes=3).replace("duration: 3600", "duration: 100")
+    assert replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(short)).matched
+    assert not replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).matched
+
+
+def test_update_refuses_an_over_commit_and_changes_nothing() -> None:
+    origin = engine("jgf")
+    rset = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2))).resources
+    replica = engine("jgf")
+    assert replica.update(1, rset, duration=3600).matched
+    before = schedule(replica.traverser)
+
+    again = replica.update(2, rset, duration=3600)
+
+    assert not again.matched
+    assert again.error == "core0 is held by another job during [0, 3600)"
+    assert schedule(replica.traverser) == before
+    assert 2 not in replica.jobs
+
+
+def test_update_refuses_a_vertex_the_graph_does_not_have() -> None:
+    origin = engine("jgf")
+    document = json.loads(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources)
+    document["graph"]["nodes"][0]["metadata"]["paths"]["containment"] = "/cluster0/node9/core0"
+    replica = engine("jgf")
+
+    result = replica.update(1, document, duration=3600, source="R.json")
+
+    assert not result.matched
+    assert result.error.startswith("R.json: node ")
+    assert "/cluster0/node9/core0" in result.error
+    assert schedule(replica.traverser) == schedule(engine().traverser)
+
+
+def test_update_refuses_a_job_id_in_use_and_a_bad_window() -> None:
+    replica = engine()
+    replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    with pytest.raises(EngineError, match="job 1 already exists"):
+        replica.update(1, "{}", duration=10)
+    with pytest.raises(EngineError, match="invalid time window"):
+        replica.update(2, "{}", at=-1, duration=10)
+    with pytest.raises(EngineError, match="invalid time window"):
+        replica.update(2, "{}", duration=0)
+
+
+def test_update_names_a_malformed_document() -> None:
+    result = engine().update(1, "not json", duration=10, source="bad.json")
+    assert not result.matched
+    assert result.error.startswith("bad.json: not valid JSON")
+
+
+# ---------------------------------------------------------------------------------------------------- partial
+
+
+def r_lite(ranks: str) -> str:
+    return json.dumps({"version": 1, "execution": {"R_lite": [{"rank": ranks, "children": {"core": "0-3"}}]}})
+
+
+def test_partial_cancel_by_rank_frees_those_nodes_for_later_jobs() -> None:
+    subject = engine()
+    pristine = schedule(subject.traverser)
+    assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=3))).matched
+    assert not subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).matched
+
+    assert subject.partial_cancel(1, r_lite("0")) is False
+
+    allocated = subject.find("sched-now=allocated")
+    assert "node0[" not in allocated and "node1[" in allocated and "node2[" in allocated
+    third = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    assert third.matched and "node0[1:x]" in third.resources
+    subject.cancel(third.jobid)
+
+    assert subject.partial_cancel(1, r_lite("1-2")) is True
+    assert subject.jobs[1].state == JobState.CANCELED
+    assert schedule(subject.traverser) == pristine
+
+
+def test_partial_cancel_with_the_jobs_own_jgf_releases_it_whole() -> None:
+    subject = engine("jgf")
+    pristine = schedule(subject.traverser)
+    rset = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2))).resources
+
+    assert subject.partial_cancel(1, rset) is True
+    assert schedule(subject.traverser) == pristine
+    with pytest.raises(EngineError, match="nonexistent job 1"):
+        subject.partial_cancel(1, rset)
+
+
+def test_partial_cancel_refuses_vertices_the_job_does_not_hold_and_changes_nothing() -> None:
+    subject = engine("jgf")
+    first = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    before = schedule(subject.traverser)
+
+    with pytest.raises(EngineError, match="job 2 does not hold"):
+        subject.partial_cancel(2, first, source="first.json")
+    with pytest.raises(EngineError, match="rank 7 is not in the resource graph"):
+        subject.partial_cancel(2, r_lite("7"))
+    assert schedule(subject.traverser) == before
+
+
+def test_partial_cancel_refuses_reservations() -> None:
+    subject = engine()
+    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=3)))
+    reserved = subject.match(MatchOp.ALLOCATE_ORELSE_RESERVE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    assert reserved.reserved
+    with pytest.raises(EngineError, match="reservation"):
+        subject.partial_cancel(reserved.jobid, r_lite("0"))
+
+
+def test_resource_query_update_and_partial_cancel_commands(tmp_path: Path) -> None:
+    origin = engine("jgf")
+    rset = tmp_path / "R.json"
+    rset.write_text(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2))).resources)
+    out = io.StringIO()
+    session = QuerySession(engine(), out)
+
+    session.run([f"update allocate jgf {rset} 5 0 3600", f"partial-cancel 5 jgf {rset} stats", "find jobid-tag=5"])
+
+    assert out.getvalue() == (
+        "      ---------core0[1:x]\n      ---------core1[1:x]\n      ---------core2[1:x]\n"
+        "      ---------core3[1:x]\n      ------node1[1:x]\n"
+        "      ---------core0[1:x]\n      ---------core1[1:x]\n      ---------core2[1:x]\n"
+        "      ---------core3[1:x]\n      ------node2[1:x]\n      ---cluster0[1:s]\n"
+        f"{RULE}\nINFO: JOBID=5\nINFO: RESOURCES=ALLOCATED\nINFO: SCHEDULED AT=Now\n{RULE}\n"
+        f'{RULE}\nINFO: PARTIAL CANCEL PREORDER COUNT="0"\nINFO: PARTIAL CANCEL POSTORDER COUNT="0"\n{RULE}\n'
+        f'{RULE}\nINFO: EXPRESSION="jobid-tag=5"\n{RULE}\n'
+    )
+    assert session.engine.next_jobid == 6
+
+
+def test_update_refuses_a_resource_set_without_the_path_from_the_root() -> None:
+    origin = engine("jgf")
+    document = json.loads(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources)
+    document["graph"]["nodes"] = [n for n in document["graph"]["nodes"] if n["metadata"]["type"] != "cluster"]
+    document["graph"]["edges"] = [e for e in document["graph"]["edges"] if e["source"] != "0"]
+    replica = engine("jgf")
+
+    result = replica.update(1, document, duration=3600, source="R.json")
+
+    assert result.error == "R.json: no edge leaves the root cluster0: a resource set must hold the path from the root"
+    assert schedule(replica.traverser) == schedule(engine().traverser)
+    assert replica.update(2, {"graph": {"nodes": [], "edges": []}}, duration=10).error.endswith("holds no vertex")
+
+
+def test_update_refuses_an_exclusive_vertex_another_job_holds_shared() -> None:
+    replica = engine("jgf")
+    shared = replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB))
+    assert shared.matched and '"type": "node"' in shared.resources
+    whole = engine("jgf").match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    before = schedule(replica.traverser)
+
+    result = replica.update(2, whole, duration=3600)
+
+    assert result.error == "core2 is held by another job during [0, 3600)"
+    assert schedule(replica.traverser) == before
+
+
+def test_partial_cancel_refuses_a_resource_set_that_releases_nothing() -> None:
+    subject = engine()
+    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    before = schedule(subject.traverser)
+    with pytest.raises(EngineError, match=r"ranks \[0\] hold nothing that job 1 holds"):
+        subject.partial_cancel(1, r_lite("0"))
+    with pytest.raises(EngineError, match="ranks \\[\\] hold nothing"):
+        subject.partial_cancel(1, json.dumps({"execution": {"R_lite": []}}))
+    assert schedule(subject.traverser) == before
+
+
+def test_a_reserved_replay_starting_now_is_still_a_reservation() -> None:
+    rset = engine("jgf").match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    replica = engine()
+    result = replica.update(1, rset, duration=60, reserve=True)
+    assert result.matched and not result.reserved  # starts now, as resource-query prints it
+    assert replica.jobs[1].state == JobState.RESERVED
+    assert "node2[1:x]" in replica.find("sched-future=reserved")
+    with pytest.raises(EngineError, match="reservation"):
+        replica.partial_cancel(1, rset)
