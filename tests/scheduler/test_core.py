@@ -318,3 +318,40 @@ def test_a_waiting_gang_of_different_members_reserves_one_start_for_all() -> Non
     waiting = {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}
     assert waiting["default/mix-big"] == waiting["default/mix-small"] == 100.0
     assert "default/long" not in bound(decisions)  # it would delay the gang's reservation on w2
+
+
+def test_a_node_that_appears_is_attached_to_the_graph_in_place() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("a", 2000), pod("b", 2000, t=1))
+    assert bound(cluster.run()) == {"default/a": "w1"}
+    graph = scheduler.graph
+    cluster.nodes["w2"] = node("w2", cores=2)
+    cluster.tell(ADDED, cluster.nodes["w2"])
+    assert bound(cluster.run(1.0)) == {"default/b": "w2"}
+    assert scheduler.graph is graph and "Node  w2  flux cpu  2  (attached)" in scheduler.log
+
+
+def test_a_node_that_grows_keeps_its_pods_and_offers_the_new_cores() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("a", 2000), pod("b", 2000, t=1))
+    cluster.run()
+    cluster.nodes["w1"] = node("w1", cores=4)
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/b": "w1"}
+    assert any(line.startswith("Update allocate default/a: jobid") for line in scheduler.log)
+    cluster.add(pod("c", 1000, t=2))
+    assert bound(cluster.run(2.0)) == {}  # a and b hold all 4 cores
+
+
+def test_another_schedulers_pod_is_replayed_onto_its_node_in_the_graph() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=4)])
+    web = pod("web", 3000, scheduler="default-scheduler")
+    web.node_name, web.phase = "w1", PodPhase.RUNNING
+    cluster.add(web)
+    cluster.run()
+    graph = scheduler.graph
+    assert graph is not None and graph.busy_cores("w1", 0) == 3
+    assert any(line.startswith("Update allocate default/web: jobid 1 node w1 leaves 3") for line in scheduler.log)

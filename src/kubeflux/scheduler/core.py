@@ -6,9 +6,9 @@ seconds; the engine's time axis is whole seconds from 0, so Unix time and simula
 **Informer logic** (:meth:`KubefluxScheduler.observe`), keyed by pod UID (``namespace/name`` when a pod has
 none, or when a tombstone lost it): a pod that Succeeds, Fails or is deleted releases *its own* engine job and
 ledger booking at once, so a group keeps the rest of its allocation until its last member ends; a pod bound by
-another scheduler is counted on its node (ledger, and engine cores when whole); nodes that are deleted are
-marked down in place, cordons, taints and readiness are filters, and a node that appears or changes capacity
-triggers a rebuild of the graph with every allocation re-applied (not yet in place).
+another scheduler is counted on its node (ledger, and its whole cores replayed into the engine with ``update``);
+nodes that are deleted are marked down in place, cordons, taints and readiness are filters, and a node that
+appears or changes capacity is attached in place (the engine's ``attach``/``remove``), its pods replayed.
 
 **One scheduling pass** (:meth:`KubefluxScheduler.schedule`), in named phases:
 
@@ -39,6 +39,7 @@ placed, so nothing is double-booked.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from collections import Counter, deque
@@ -135,11 +136,12 @@ class KubefluxScheduler:
         self.graph: GraphView | None = None
         self._uid_by_key: dict[str, str] = {}
         self._bound: dict[str, Pod] = {}
-        """Pod uid → pod, for every allocation (to re-apply it when the graph is rebuilt)."""
+        """Pod uid → pod, for every allocation (to replay it when its node is re-attached)."""
         self._unaccounted: dict[str, Pod] = {}
+        self._ends: list[tuple[int, str]] = []
+        """(planned end, pod uid) of kubeflux's allocations, to extend those of pods that run past it."""
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
         self._fits = FitIndex()
-        self._rebuild = False
         self._dirty = True
         self._epoch = 0
         """Bumped whenever a waiting job might now fit, or a reservation might no longer hold."""
@@ -177,20 +179,20 @@ class KubefluxScheduler:
             if uid in self.allocations or uid in self.queue.by_pod:
                 self._changed()
             self._release(uid, "deleted" if kind is EventKind.DELETED else pod.phase.value)
-            self.queue.remove_pod(uid)
+            self._forget_pending(uid)
             self._uid_by_key.pop(pod.key, None)
             return
         self._uid_by_key[pod.key] = uid
         if pod.node_name:
             if uid not in self.allocations:
                 self._changed()
-                self.queue.remove_pod(uid)
+                self._forget_pending(uid)
                 self._account_bound(uid, pod)
             return
         if pod.scheduler_name != self.name:
             return
         if pod.deleted:
-            if self.queue.remove_pod(uid) is not None:
+            if self._forget_pending(uid) is not None:
                 self._changed()
             return
         known = self.queue.by_pod.get(uid)
@@ -198,7 +200,17 @@ class KubefluxScheduler:
             self._changed()
         elif known is None:
             self._dirty = True
-        self.queue.add(uid, pod).tried_epoch = -1
+        job = self.queue.add(uid, pod)
+        job.tried_epoch = -1
+        if known is None and job.reservations:  # a gang grew: its reservation no longer covers it, so re-plan
+            self._changed()
+
+    def _forget_pending(self, uid: str) -> PendingJob | None:
+        """A pending pod is gone (bound elsewhere, ended, deleted): out of the queue, its job's reservation too."""
+        job = self.queue.by_pod.get(uid)
+        if job is not None:
+            self._cancel_job_reservations(job)
+        return self.queue.remove_pod(uid)
 
     def _observe_node(self, kind: EventKind, node: Node) -> None:
         name = node.name
@@ -209,15 +221,22 @@ class KubefluxScheduler:
                 self.graph.set_gone(name, True)
             return
         self.nodes[name] = node
-        if self.graph is None:
+        graph = self.graph
+        if graph is None:
             return
         spec = node_spec(node, self.sharing.share(node)) if self.sharing.admits(node) else None
-        if spec is None and name in self.graph.specs:
-            self._rebuild = True
-        elif spec is not None and self.graph.specs.get(name) != spec:
-            self._rebuild = True  # a new node, or new capacity: the graph is rebuilt (not yet in place)
-        else:
-            self.graph.set_gone(name, False)
+        if spec is None:
+            graph.set_gone(name, True)  # no longer kubeflux's under the sharing policy: kept down
+        elif graph.specs.get(name) == spec:
+            graph.set_gone(name, False)
+        else:  # a new node, or new capacity: attached in place, its pods replayed onto it
+            graph.put_node(spec)
+            for alloc in self.allocations.values():
+                if alloc.node == name:
+                    alloc.jobid = 0
+                    pod = self._bound.get(alloc.uid)
+                    if pod is not None:
+                        self._unaccounted[alloc.uid] = pod
 
     def _account_bound(self, uid: str, pod: Pod) -> None:
         """A pod bound to a node kubeflux does not count yet (another scheduler's, or ours after a restart)."""
@@ -252,26 +271,15 @@ class KubefluxScheduler:
     # ================================================================== the graph
 
     def _ensure_graph(self) -> GraphView | None:
-        if self.graph is not None and not self._rebuild:
+        """The graph, built from the admitted nodes the first time there are any; later changes are in place."""
+        if self.graph is not None:
             return self.graph
         admitted = [node for node in self.nodes.values() if self.sharing.admits(node)]
         if not admitted:
-            self.graph = None
             return None
-        rebuilt = self.graph is not None
         specs = [node_spec(node, self.sharing.share(node)) for node in admitted]
         self.graph = GraphView(specs, self.policy, self.horizon, self.log)
-        self._rebuild = False
         self._fits.reset()
-        for reserved in self.queue.jobs.values():
-            reserved.reservations.clear()
-        if rebuilt:
-            self.log.append("Graph rebuilt: re-applying every allocation")
-            for alloc in self.allocations.values():
-                alloc.jobid = 0
-                pod = self._bound.get(alloc.uid)
-                if pod is not None:
-                    self._unaccounted[alloc.uid] = pod
         return self.graph
 
     def _tick(self, now: float) -> int:
@@ -298,38 +306,49 @@ class KubefluxScheduler:
         return self.graph.match(op, spec, pod.key, start, hide, pod_policy(pod, self.policy))
 
     def _account_unaccounted(self) -> None:
-        """Put bound pods the engine does not hold yet onto their node's cores (pinned: other nodes hidden)."""
+        """Replay the bound pods the engine does not hold yet (others', or ours after a restart or a node change)
+        onto their node's cores and gpus: those named in our allocation annotation when still free, else any
+        free ones. A pod whose node has too few free ones stays counted in the exact books only."""
         graph = self.graph
         if not self._unaccounted or graph is None:
             return
         pending, self._unaccounted = self._unaccounted, {}
-        by_node: dict[str, list[tuple[Allocation, Pod]]] = {}
+        now = self._tick(self._now)
         for uid, pod in pending.items():
             alloc = self.allocations.get(uid)
-            if alloc is not None and graph.usable(alloc.node) and pod_shape(pod) != (0, 0):
-                by_node.setdefault(alloc.node, []).append((alloc, pod))
-        for node, items in by_node.items():
-            others = {name for name in graph.specs if name != node}
-            for alloc, pod in items:
-                now = self._tick(self._now)
-                if alloc.own and alloc.duration:
-                    start, duration = alloc.start, alloc.duration
-                else:
-                    start, duration = now, self.horizon - now
-                try:
-                    result = self._match(MatchOp.ALLOCATE, pod, duration, start, others)
-                except PodRequestError:
-                    result = None
-                if result is not None and result.matched:
-                    alloc.jobid = result.jobid
-                    alloc.placement = placement_from_output(result.resources)
-                else:
-                    self.log.append(f"Could not put pod {pod.key} on node {node} in the graph (counted in the ledger)")
+            cores, gpus = pod_shape(pod)
+            if alloc is None or not graph.usable(alloc.node) or (cores == 0 and gpus == 0):
+                continue
+            if alloc.own and alloc.duration and alloc.start + alloc.duration > now:
+                start, duration = alloc.start, alloc.duration
+            else:
+                start, duration = now, self.horizon - now
+            if alloc.placement is not None:
+                named = [*alloc.placement.cores, *alloc.placement.gpus]
+            else:
+                named = _annotated_leaves(pod) if alloc.own else []
+            core_uids = graph.free_leaves(alloc.node, "core", start, duration, cores, named)
+            gpu_uids = graph.free_leaves(alloc.node, "gpu", start, duration, gpus, named)
+            if core_uids is None or gpu_uids is None:
+                self.log.append(f"Could not put pod {pod.key} on node {alloc.node} in the graph (counted in the books)")
+                continue
+            result = graph.replay(alloc.node, core_uids + gpu_uids, start, duration, pod.key)
+            if result.matched:
+                alloc.jobid = result.jobid
+                if alloc.own:
+                    alloc.start, alloc.duration = start, duration
+                    heapq.heappush(self._ends, (start + duration, uid))
+                names = graph.engine.graph.vertices
+                alloc.placement = Placement(
+                    alloc.node, tuple(names[u].name for u in core_uids), tuple(names[u].name for u in gpu_uids)
+                )
 
     # ================================================================== schedule (one pass)
 
     def schedule(self, now: float) -> list[Decision]:
         self._now = now
+        if self.graph is not None:
+            self._extend_overruns(now)
         due = self._wake is not None and now >= self._wake
         if not self._dirty and not due:
             return []
@@ -396,6 +415,25 @@ class KubefluxScheduler:
             expected = self._reserve(job, now) if reserve else None
             gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
             self._report(job, fit_error_message(len(self.nodes), reasons, post_filter_message=gang), expected, out)
+
+    def _extend_overruns(self, now: float) -> None:
+        """A pod of kubeflux still running at the end of its planned time keeps its cores: its engine job is
+        replaced by one from now to the horizon (so reservations do not count on cores that are not free)."""
+        tick = self._tick(now)
+        ends = self._ends
+        while ends and ends[0][0] <= tick:
+            end, uid = heapq.heappop(ends)
+            alloc = self.allocations.get(uid)
+            pod = self._bound.get(uid)
+            if alloc is None or pod is None or not alloc.jobid or alloc.start + alloc.duration != end:
+                continue
+            assert self.graph is not None
+            self.graph.cancel(alloc.jobid)
+            alloc.jobid = 0
+            alloc.start, alloc.duration = tick, self.horizon - tick
+            self._unaccounted[uid] = pod
+            self._changed()
+            self.log.append(f"Pod {alloc.key} runs past its planned end ({end}); its allocation is extended")
 
     def next_wakeup(self, now: float) -> float | None:
         return self._wake if self._wake is not None and self._wake > now else None
@@ -541,6 +579,8 @@ class KubefluxScheduler:
         self._fits.changed(node)
         alloc = Allocation(uid, pod.key, node, True, jobid, start, duration, placement)
         self.allocations[uid] = alloc
+        if jobid:
+            heapq.heappush(self._ends, (start + duration, uid))
         self._bound[uid] = pod
         self._uid_by_key[pod.key] = uid
         return alloc
@@ -625,6 +665,15 @@ class KubefluxScheduler:
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.nodes), {}, pre_filter_message=why), None, out)
+
+
+def _annotated_leaves(pod: Pod) -> list[str]:
+    """The core and gpu names of a pod's allocation annotation (empty when absent or unreadable)."""
+    try:
+        data = json.loads(pod.annotations.get(ALLOCATION_ANNOTATION, "{}"))
+        return [str(name) for name in [*data.get("cores", []), *data.get("gpus", [])]]
+    except (ValueError, TypeError, AttributeError):
+        return []
 
 
 def _read_annotation(pod: Pod) -> tuple[int, int] | None:

@@ -2,7 +2,10 @@
 
 Hiding is how per-pod filters reach the matcher: before a match, the nodes that may not take the pod are marked
 down (:meth:`GraphView.hide`), and only the difference from the previous match is re-marked, so a busy cluster
-costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back.
+costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes
+that appear, or come back with another capacity, are attached in place (:meth:`GraphView.put_node`, the
+engine's ``attach`` and ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart)
+are replayed onto their node with the engine's ``update`` (:meth:`GraphView.replay`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, parse_policy
-from kubeflux.resources import NodeSpec, Status, build_graph, graph_to_jgf
+from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
 from kubeflux.scheduler.translate import placement_from_output
 
 __all__ = ["CLUSTER_NAME", "GraphView"]
@@ -160,6 +163,52 @@ class GraphView:
             meta.pop("status", None)
             meta["exclusive"] = record["id"] in held
         return document
+
+    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str) -> MatchResult:
+        """Put a pod placed elsewhere onto node ``name``: its ``leaves`` (cores, gpus) held during
+        ``[start, start + duration)`` as a new engine job (the engine's ``update``)."""
+        engine = self.engine
+        result = engine.update(
+            engine.next_jobid, self.resource_set(name, leaves), at=start, duration=duration, source=what
+        )
+        if result.matched:
+            self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
+        else:
+            self.log.append(f"Update allocate {what}: refused: {result.error}")
+        return result
+
+    def put_node(self, spec: NodeSpec) -> None:
+        """Attach node ``spec.name`` in place (the engine's ``attach``); a node of that name already in the graph
+        is removed first (its jobs there are released: the caller replays them)."""
+        engine = self.engine
+        graph = engine.graph
+        path = f"/{CLUSTER_NAME}0/{spec.name}"
+        if spec.name in self.specs and graph.vertex_at(path) is not None:
+            self.hidden.discard(spec.name)
+            engine.remove_path(path)
+        rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
+        piece = Graph()
+        add_node(piece, spec, cluster=CLUSTER_NAME, rank=rank)
+        document = graph_to_jgf(piece)
+        root_path = f"/{CLUSTER_NAME}0"
+        fresh = len(graph.vertices)
+        renamed: dict[str, str] = {}
+        for record in document["graph"]["nodes"]:
+            meta = record["metadata"]
+            if meta["paths"].get("containment") == root_path:
+                uniq = graph.root().uniq_id
+            else:
+                uniq = fresh
+                fresh += 1
+            renamed[record["id"]] = str(uniq)
+            record["id"], meta["uniq_id"] = str(uniq), uniq
+        for edge in document["graph"]["edges"]:
+            edge["source"], edge["target"] = renamed[edge["source"]], renamed[edge["target"]]
+        engine.attach(document, source=f"node {spec.name}")
+        self.specs[spec.name] = spec
+        self.paths[spec.name] = path
+        self.gone.discard(spec.name)
+        self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
     def cancel(self, jobid: int) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone)."""
