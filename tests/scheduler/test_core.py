@@ -355,3 +355,12 @@ def test_another_schedulers_pod_is_replayed_onto_its_node_in_the_graph() -> None
     graph = scheduler.graph
     assert graph is not None and graph.busy_cores("w1", 0) == 3
     assert any(line.startswith("Update allocate default/web: jobid 1 node w1 leaves 3") for line in scheduler.log)
+
+
+@pytest.mark.parametrize(("depth", "backfilled"), [(1, False), (2, True)])
+def test_the_queue_depth_bounds_how_far_backfilling_looks(depth: int, backfilled: bool) -> None:
+    cluster = Cluster(KubefluxScheduler(queue_depth=depth), [node("w1", cores=2)])
+    cluster.add(pod("holder", 1000, annotations={DURATION_ANNOTATION: "100"}))
+    cluster.run()
+    cluster.add(pod("head", 2000, t=1), pod("short", 1000, t=2, annotations={DURATION_ANNOTATION: "50"}))
+    assert ("default/short" in bound(cluster.run(2.0))) is backfilled
