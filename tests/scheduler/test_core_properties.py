@@ -30,7 +30,7 @@ steps = st.lists(
         st.sampled_from([250, 500, 1000, 1500, 2000, 4000]),
         st.booleans(),
     ),
-    min_size=1,
+    min_size=5,
     max_size=40,
 )
 
@@ -142,7 +142,7 @@ class World:
                 assert graph.busy_cores(name, at) == again.busy_cores(name, at), name
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(steps)
 def test_the_books_and_the_graph_stay_true_to_the_cluster(sequence: list[Step]) -> None:
     world = World()

@@ -210,6 +210,22 @@ class GraphView:
         self.gone.discard(spec.name)
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
+    def release(self, jobid: int, name: str, leaves: Iterable[str]) -> bool:
+        """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released with the engine's
+        ``partial_cancel`` (which touches only those vertices and their ancestors), else a plain cancel. False
+        when the engine no longer knows the job."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
+        names = set(leaves)
+        if vertex is not None and names:
+            held = [uid for uid in vertex.children if graph.vertices[uid].name in names]
+            try:
+                if self.engine.partial_cancel(jobid, self.resource_set(name, held)):
+                    return True
+            except EngineError:
+                pass
+        return self.cancel(jobid)
+
     def cancel(self, jobid: int) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone)."""
         try:

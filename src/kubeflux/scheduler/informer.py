@@ -202,7 +202,10 @@ class ClusterBooks:
         self.ledger.give(uid)
         self.own.give(uid)
         self._fits.changed(alloc.node)
-        if alloc.jobid and self.graph is not None and self.graph.cancel(alloc.jobid):
+        if not alloc.jobid or self.graph is None:
+            return
+        leaves = (*alloc.placement.cores, *alloc.placement.gpus) if alloc.placement is not None else ()
+        if self.graph.release(alloc.jobid, alloc.node, leaves):
             self.log.append(f"Cancel flux job: {alloc.jobid} for pod {alloc.key} ({why})")
 
     # ================================================================== the graph
