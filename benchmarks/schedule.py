@@ -123,7 +123,7 @@ def main() -> None:
     table = Table(title="One pod event: graph update against rebuild (median ms)")
     for column in (
         "nodes",
-        "pod ends (cancel)",
+        "pod ends (release)",
         "other scheduler's pod (put on node)",
         "rebuild graph",
         "rebuild / update",
