@@ -271,6 +271,9 @@ def test_a_gang_waiting_past_its_timeout_is_released_and_retried_with_back_off()
     cluster.add(*group_pods("mpi", 2, 2000, t=1))
     cluster.run(1.0)
     assert scheduler.next_wakeup(1.0) == 31.0
+    cluster.add(pod("newcomer", 4000, t=5))  # an arrival in between keeps the gang's wake-up
+    cluster.run(5.0)
+    assert scheduler.next_wakeup(5.0) == 31.0
     message = messages(cluster.run(31.0))["default/mpi-0"]
     assert "did not fit within its scheduleTimeoutSeconds of 30; released, retrying in 10 s" in message
     assert scheduler.next_wakeup(31.0) == 41.0

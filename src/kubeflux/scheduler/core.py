@@ -147,6 +147,9 @@ class KubefluxScheduler(ClusterBooks):
                 continue
             considered += 1
             if not full and job.tried_epoch == self._epoch:
+                timeout = self.queue.timeout(job)
+                if timeout is not None and job.ready_since is not None:
+                    self._wake_at(job.ready_since + timeout)  # keep its timeout's wake-up
                 continue
             job.tried_epoch = self._epoch
             if self._timed_out(job, now, out):
