@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.policy import parse_policy
@@ -158,9 +159,13 @@ def pod_jobspec(pod: Pod, duration: int) -> Jobspec | None:
     cores, gpus = pod_shape(pod)
     if cores == 0 and gpus == 0:
         return None
-    return _jobspec(
-        [{"type": "node", "count": 1, "with": [_slot(1, cores, gpus)]}], duration, pod.name, f"pod {pod.key}"
-    )
+    return _one_node_jobspec(cores, gpus, duration)
+
+
+@lru_cache(maxsize=4096)
+def _one_node_jobspec(cores: int, gpus: int, duration: int) -> Jobspec:
+    """Jobspecs are immutable, so pods of one shape and duration share one."""
+    return _jobspec([{"type": "node", "count": 1, "with": [_slot(1, cores, gpus)]}], duration, "pod", "a pod")
 
 
 def gang_jobspec(pods: list[Pod], duration: int, name: str, *, cover: bool = False) -> Jobspec | None:
