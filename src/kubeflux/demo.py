@@ -10,6 +10,7 @@ table and writes the report (``index.html``, plots, ``summary.csv``, one ``jobs.
 from __future__ import annotations
 
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kubeflux.sim.command import simulate_command
+from kubeflux.sim.command import REPORT_WIDTH, simulate_command
 
 SCHEDULERS = ("kubeflux", "kubeflux-fcfs", "kube-default", "coscheduling")
 NODES = 16
@@ -26,7 +27,7 @@ CORES_PER_NODE = 16
 
 def run_demo(out_dir: Path) -> Path:
     """Run the comparison into ``out_dir``; returns the report's ``index.html``."""
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else REPORT_WIDTH)
     console.rule(
         f"kubeflux demo: {', '.join(SCHEDULERS)} on {NODES} nodes x {CORES_PER_NODE} cores (simulated, virtual time)"
     )
