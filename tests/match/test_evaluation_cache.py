@@ -155,8 +155,8 @@ def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -
     ),
 )
 def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list[tuple[str, int]]) -> None:
-    """A cluster of 80 nodes right under the root is explored in blocks; each block's candidates are reused
-    while its children are unchanged. Same answers as without any reuse."""
+    """A cluster of 80 nodes right under the root is explored through spans (blocks of 4 here, so three levels);
+    each span's candidates are reused while its children are unchanged. Same answers as without any reuse."""
     pod = jobspec_from_dict(
         {
             "version": 1,
@@ -170,6 +170,7 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
         cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
         with (
             mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
+            mock.patch.object(traverser, "BLOCK", 4 if shortcuts else traverser.BLOCK),
             mock.patch.object(scoring, "RANKED_MAX", 16 if shortcuts else 10**9),
         ):
             engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)

@@ -17,7 +17,7 @@ import dataclasses
 
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import MATCH_MET, EdgeEval, EdgeGroup, Scoring
-from kubeflux.match.traverser import SLOT, Errno, Evaluation, JobMeta, MatchFailure, Traverser
+from kubeflux.match.traverser import SLOT, Errno, JobMeta, Kids, MatchFailure, Traverser
 from kubeflux.resources.graph import Vertex
 
 XOR_SLOT = "xor_slot"
@@ -154,7 +154,7 @@ class FlexibleTraverser(Traverser):
         pristine: bool,
         label: str,
         dfu: Scoring,
-        kids: dict[int, Evaluation],
+        kids: Kids,
     ) -> None:
         slots = shape
         union: dict[str, Request] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
 from kubeflux.match.planner import MultiPlanner, Planner, PlannerRangeError
@@ -63,6 +63,32 @@ class JobMeta:
     now: int = 0
 
 
+class Kids:
+    """The children's evaluations that hold marks, by child uid: set one by one, or whole blocks of them (a wide
+    vertex refers to its blocks' tables instead of copying them; a lookup follows the few marked paths only)."""
+
+    __slots__ = ("blocks", "own")
+
+    def __init__(self) -> None:
+        self.own: dict[int, Evaluation] = {}
+        self.blocks: list[Kids] = []
+
+    def __setitem__(self, uid: int, evaluation: Evaluation) -> None:
+        self.own[uid] = evaluation
+
+    def __bool__(self) -> bool:
+        return bool(self.own) or bool(self.blocks)
+
+    def get(self, uid: int) -> Evaluation | None:
+        evaluation = self.own.get(uid)
+        if evaluation is None:
+            for block in self.blocks:
+                evaluation = block.get(uid)
+                if evaluation is not None:
+                    break
+        return evaluation
+
+
 @dataclass(slots=True, eq=False)
 class Evaluation:
     """What visiting one vertex gave its parent: whether it qualifies, its score and candidates, its choices.
@@ -79,7 +105,7 @@ class Evaluation:
     merged: dict[str, Evals] | None = None
     """Candidates passed up unchosen, by type (None when this vertex chose them itself)."""
     marks: list[Mark] | None = None
-    kids: dict[int, Evaluation] | None = None
+    kids: Kids | None = None
     applied: int = -1
     """The match sequence whose edges this evaluation's marks were last stamped on."""
     group: EdgeGroup | None = None
@@ -97,8 +123,19 @@ class Evaluation:
 
 FAILED = Evaluation(False)
 
-BlockPart = tuple[Scoring, bool, dict[int, Evaluation]]
-"""A block of children's candidates, whether any qualified, and their evaluations that hold marks."""
+BlockPart = tuple[Scoring, bool, Kids]
+"""A span of children's candidates, whether any qualified, and their evaluations that hold marks."""
+
+
+@dataclass(slots=True, eq=False)
+class Layout:
+    """A wide vertex's children cut into spans: ``blocks`` of :data:`BLOCK` children, and per level the sum of
+    the children's fingerprints in each span (``fps[0]`` per block) and the cached candidates of each span."""
+
+    width: int
+    blocks: list[list[tuple[int, int]]]
+    fps: list[list[int]] = field(default_factory=list)
+    cache: list[list[dict[tuple[object, ...], tuple[int, int, BlockPart]]]] = field(default_factory=list)
 
 
 class MatchFailure(Exception):
@@ -180,14 +217,12 @@ class Traverser:
         self._cache: dict[int, dict[tuple[object, ...], tuple[int, int, Evaluation]]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._out_types: dict[int, set[str]] = {}
-        self._blocks: dict[int, list[list[tuple[int, int]]]] = {}
-        self._block_fp: dict[int, list[int]] = {}
+        self._layouts: dict[int, Layout] = {}
         """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""
         self._kid_pos: dict[int, int] = {}
         self._marked: dict[int, set[int]] = {}
         """The edges stamped by the current match (``_marked_seq``), by source: the update walk's children."""
         self._marked_seq = -1
-        self._block_cache: dict[int, list[dict[tuple[object, ...], tuple[int, int, BlockPart]]]] = {}
         self._by_weight: dict[int, list[tuple[int, int]]] = {}
         """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
         self._shapes: dict[tuple[object, ...], int] = {}
@@ -237,16 +272,20 @@ class Traverser:
         """Add ``delta`` to ``uid``'s fingerprint and to the fingerprint of its block in its parent."""
         self.fp[uid] += delta
         parent = self.graph.vertices[uid].parent
-        block_fp = self._block_fp.get(parent)
-        if block_fp is not None:
-            block_fp[self._kid_pos[uid] // BLOCK] += delta
+        layout = self._layouts.get(parent)
+        if layout is not None:
+            position = self._kid_pos.get(uid, layout.width) // BLOCK
+            if position * BLOCK >= layout.width:  # not laid out yet: lay the parent out again
+                del self._layouts[parent]
+                return
+            for level in layout.fps:
+                level[position] += delta
+                position //= BLOCK
 
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
         self._kids.pop(uid, None)
-        self._blocks.pop(uid, None)
-        self._block_fp.pop(uid, None)
-        self._block_cache.pop(uid, None)
+        self._layouts.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
         if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
@@ -509,7 +548,7 @@ class Traverser:
             return FAILED
         self.policy.discover(vertex)
         dfu = Scoring()
-        kids: dict[int, Evaluation] = {}
+        kids = Kids()
         if kind == "slot":
             self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
         elif children:
@@ -534,7 +573,7 @@ class Traverser:
         excl: bool,
         dfu: Scoring,
         multiplier: int,
-        kids: dict[int, Evaluation],
+        kids: Kids,
     ) -> bool:
         vertices = self.graph.vertices
         found = False
@@ -595,50 +634,84 @@ class Traverser:
         pristine: bool,
         excl: bool,
         dfu: Scoring,
-        kids: dict[int, Evaluation],
+        kids: Kids,
     ) -> bool:
-        """The static explore of a wide vertex, in blocks of :data:`BLOCK` consecutive children.
+        """The static explore of a wide vertex, through a tree of spans over its children.
 
-        Each block's candidates are kept (as a part of the vertex's candidates, in the same order) while the
-        sum of its children's fingerprints is unchanged, so re-evaluating a vertex with thousands of children
-        after one of them changed visits one block, not every child."""
+        Level 0 spans are :data:`BLOCK` consecutive children, each level above groups :data:`BLOCK` spans of the
+        level below, up to at most :data:`BLOCK` spans on top. A span's candidates (a part of the vertex's
+        candidates, in the same order) are kept while the sum of its children's fingerprints is unchanged, so
+        re-evaluating a vertex with thousands of children after one of them changed re-merges one span per level."""
         parent = self.graph.vertices[children[0][1]].parent
-        blocks = self._blocks.get(parent)
-        if blocks is None or sum(len(block) for block in blocks) != len(children):
-            blocks = self._blocks[parent] = [children[i : i + BLOCK] for i in range(0, len(children), BLOCK)]
-            fp = self.fp
-            self._block_fp[parent] = [sum([fp[target] for _, target in block]) for block in blocks]
-            for position, (_, target) in enumerate(children):
-                self._kid_pos[target] = position
-        block_fps = self._block_fp[parent]
+        layout = self._layouts.get(parent)
+        if layout is None or layout.width != len(children):
+            layout = self._layouts[parent] = self._layout(children)
         at, duration = meta.at, meta.duration
         in_range = self.base <= at and at + duration <= self.base + self.horizon
         key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+        top = len(layout.fps) - 1
         found = False
-        tables = self._block_cache.get(parent)
-        if tables is None or len(tables) != len(blocks):
-            tables = self._block_cache[parent] = [{} for _ in blocks]
-        for block, table, fingerprint in zip(blocks, tables, block_fps, strict=True):
-            hit = table.get(key)
-            if (
-                hit is not None
-                and hit[0] == fingerprint
-                and (hit[1] == at or self._same_window(parent, hit[1], at, duration))
-            ):
-                part = hit[2]
-            else:
-                part_dfu = Scoring()
-                part_kids: dict[int, Evaluation] = {}
-                part_found = self._explore(meta, block, resources, pristine, excl, part_dfu, 0, part_kids)
-                part = (part_dfu, part_found, part_kids)
-                table[key] = (fingerprint, at, part)
-                if len(table) > CACHE_PER_VERTEX:
-                    del table[next(iter(table))]
+        for index in range(len(layout.fps[top])):
+            part = self._span(meta, parent, layout, top, index, key, resources, pristine, excl)
             dfu.merge_types(part[0].by_type)
             if part[2]:
-                kids.update(part[2])
+                kids.blocks.append(part[2])
             found = found or part[1]
         return found
+
+    def _layout(self, children: list[tuple[int, int]]) -> Layout:
+        fp = self.fp
+        layout = Layout(len(children), [children[i : i + BLOCK] for i in range(0, len(children), BLOCK)])
+        level = [sum([fp[target] for _, target in block]) for block in layout.blocks]
+        layout.fps.append(level)
+        while len(level) > BLOCK:
+            level = [sum(level[i : i + BLOCK]) for i in range(0, len(level), BLOCK)]
+            layout.fps.append(level)
+        layout.cache = [[{} for _ in level] for level in layout.fps]
+        for position, (_, target) in enumerate(children):
+            self._kid_pos[target] = position
+        return layout
+
+    def _span(
+        self,
+        meta: JobMeta,
+        parent: int,
+        layout: Layout,
+        level: int,
+        index: int,
+        key: tuple[object, ...],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+    ) -> BlockPart:
+        table = layout.cache[level][index]
+        fingerprint = layout.fps[level][index]
+        at = meta.at
+        hit = table.get(key)
+        if (
+            hit is not None
+            and hit[0] == fingerprint
+            and (hit[1] == at or self._same_window(parent, hit[1], at, meta.duration))
+        ):
+            return hit[2]
+        part_dfu = Scoring()
+        part_kids = Kids()
+        if level == 0:
+            found = self._explore(meta, layout.blocks[index], resources, pristine, excl, part_dfu, 0, part_kids)
+        else:
+            found = False
+            below = layout.fps[level - 1]
+            for sub in range(index * BLOCK, min((index + 1) * BLOCK, len(below))):
+                part = self._span(meta, parent, layout, level - 1, sub, key, resources, pristine, excl)
+                part_dfu.merge_types(part[0].by_type)
+                if part[2]:
+                    part_kids.blocks.append(part[2])
+                found = found or part[1]
+        result = (part_dfu, found, part_kids)
+        table[key] = (fingerprint, at, result)
+        if len(table) > CACHE_PER_VERTEX:
+            del table[next(iter(table))]
+        return result
 
     def _dom_slot(
         self,
@@ -649,7 +722,7 @@ class Traverser:
         pristine: bool,
         label: str,
         dfu: Scoring,
-        kids: dict[int, Evaluation],
+        kids: Kids,
     ) -> None:
         dfu_slot = Scoring()
         if not self._explore(meta, children, shape, pristine, True, dfu_slot, nslots, kids):
