@@ -275,3 +275,21 @@ def test_remove_subtree_detaches_and_unindexes() -> None:
     assert all(graph.vertices[u].removed for u in removed) and 1 not in graph.by_rank
     assert graph.remove_subtree(node1.uid) == []
     assert isinstance(graph, Graph)
+
+
+def test_a_resource_set_under_a_wide_root_lists_the_same_edges_as_a_full_scan() -> None:
+    """graph_to_jgf looks the edges of a source with thousands of children up from the chosen targets."""
+    from unittest import mock
+
+    from kubeflux.resources import NodeSpec, build_graph
+    from kubeflux.resources import jgf as jgf_module
+
+    graph = build_graph([NodeSpec(f"n{i}", cores=2) for i in range(200)])
+    node = graph.vertex_at("/cluster0/n137")
+    assert node is not None
+    chosen = [graph.roots["containment"], node.uid, *node.children]
+    fast = jgf_module.graph_to_jgf(graph, chosen)
+    with mock.patch.object(jgf_module, "FEW_EDGES", 10**9):
+        scanned = jgf_module.graph_to_jgf(graph, chosen)
+    assert fast == scanned
+    assert len(fast["graph"]["edges"]) == 3

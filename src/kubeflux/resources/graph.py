@@ -85,6 +85,7 @@ class Graph:
         self.by_name: dict[str, list[int]] = {}
         self.by_path: dict[str, int] = {}
         self.by_rank: dict[int, list[int]] = {}
+        self._in_edges: dict[int, list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.vertices)
@@ -203,12 +204,29 @@ class Graph:
     def add_edge(self, source: int, target: int, subsystem: str = CONTAINMENT, relation: str = "contains") -> Edge:
         """Add an out-edge; a containment ``contains`` edge also sets the child's parent."""
         edge = Edge(source, target, subsystem, relation)
+        self._in_edges = None
         self.vertices[source].out.append(len(self.edges))
         self.edges.append(edge)
         if subsystem == CONTAINMENT and relation == "contains":
             self.vertices[source].children.append(target)
             self.vertices[target].parent = source
         return edge
+
+    def in_edges(self, target: int) -> list[int]:
+        """Indices of the linked edges into ``target`` (any subsystem), in edge order; the index behind it is
+        built on first use after the graph changed."""
+        index = self._in_edges
+        if index is None:
+            index = {}
+            edges = self.edges
+            for vertex in self.vertices:
+                if not vertex.removed:
+                    for position in vertex.out:
+                        index.setdefault(edges[position].target, []).append(position)
+            for positions in index.values():
+                positions.sort()
+            self._in_edges = index
+        return index.get(target, [])
 
     def find_out_edge(self, source: int, target: int) -> int | None:
         """The index of the first out-edge ``source -> target`` (any subsystem), None if there is none."""
@@ -236,6 +254,7 @@ class Graph:
             removed.append(current)
             stack.extend(reversed(vertices[current].children))
         gone = set(removed)
+        self._in_edges = None
         # Out-edges into the subtree: from the containment parent, and (when there are other subsystems)
         # from any surviving vertex; a scan of all out-lists is only paid for multi-subsystem graphs.
         parent = vertices[uid].parent

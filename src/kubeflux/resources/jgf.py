@@ -429,6 +429,10 @@ def full_vertex_metadata(vertex: Vertex, *, exclusive: bool = False) -> dict[str
     return meta
 
 
+FEW_EDGES = 64
+"""Out-degree above which :func:`graph_to_jgf` looks edges up from their targets."""
+
+
 def graph_to_jgf(graph: Graph, uids: Iterable[int] | None = None) -> dict[str, Any]:
     """The whole graph (or the given vertices) as a JGF document with full metadata.
 
@@ -443,7 +447,11 @@ def graph_to_jgf(graph: Graph, uids: Iterable[int] | None = None) -> dict[str, A
     nodes = [{"id": str(vertices[uid].uniq_id), "metadata": full_vertex_metadata(vertices[uid])} for uid in chosen]
     edges = []
     for uid in chosen:
-        for index in vertices[uid].out:
+        out = vertices[uid].out
+        if len(out) > FEW_EDGES and len(out) > len(inside):
+            # A wide source (a cluster of thousands of nodes): find its edges from the few chosen targets.
+            out = sorted(i for target in inside for i in graph.in_edges(target) if graph.edges[i].source == uid)
+        for index in out:
             edge = graph.edges[index]
             if edge.target in inside:
                 edges.append(
