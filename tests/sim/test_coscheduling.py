@@ -166,15 +166,39 @@ def test_end_to_end_first_gang_runs_whole() -> None:
     assert (first.first_bind_time, first.last_bind_time, first.finish_time) == (0.0, 0.0, 10.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sim/driver.py ends a run when only wake-ups remain and a time point bound nothing; a gang held at "
-    "Permit (waiting, not yet bound) looks idle, so g1 is never retried",
-)
 def test_end_to_end_second_gang_waits_for_the_first() -> None:
+    # g1 arrives while g0 holds 3 of the 4 cores: one g1 pod waits at Permit, the others fail and back off. When
+    # g0 ends at 10 s only wake-ups are left; the run must go on until g1's retry binds it.
     driver = pytest.importorskip("kubeflux.sim.driver")
     nodes, workload = _gang_workload()
     scheduler = CoschedulingScheduler()
     record = driver.simulate(workload, nodes, {scheduler.name: scheduler})
     second = next(job for job in record.jobs if job.job_id == "g1")
+    assert second.final_state == "COMPLETED_SUCCESSFULLY"
     assert second.starting_time is not None and second.starting_time >= 10.0
+    assert second.finish_time == second.starting_time + 10.0
+    assert record.problems == []
+
+
+def test_end_to_end_a_gang_that_can_never_fit_stops_the_run_with_a_report() -> None:
+    # 3 one-core pods, minMember 3, on one 2-core node: coscheduling cycles wait → reject → retry for ever.
+    from kubeflux.sim.driver import IDLE_WAKEUP_LIMIT, simulate
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+
+    pods = [PodTemplate(name=f"big-{k}", requests={"cpu": 1000}, run_time=10.0) for k in range(3)]
+    big = WorkloadJob(id="big", submit_time=0.0, kind=JobKind.POD_GROUP, name="big", min_member=3, pods=pods)
+    solo = WorkloadJob(
+        id="solo",
+        submit_time=5.0,
+        kind=JobKind.POD,
+        name="solo",
+        pods=[PodTemplate(name="solo", requests={"cpu": 1000}, run_time=100.0)],
+    )
+    scheduler = CoschedulingScheduler()
+    record = simulate(Workload("w", [big, solo]), [make_node("n", 2000)], {scheduler.name: scheduler})
+    states = {job.job_id: job.final_state for job in record.jobs}
+    assert states == {"big": "NOT_FINISHED", "solo": "COMPLETED_SUCCESSFULLY"}
+    assert len(record.problems) == 1
+    assert record.problems[0].startswith("the run stopped at ")
+    assert f"for {IDLE_WAKEUP_LIMIT} time points in a row" in record.problems[0]
+    assert "(3 pod(s) still pending)" in record.problems[0]

@@ -87,3 +87,11 @@ def test_easy_waits_less_than_fcfs_on_real_traces(trace_file: str, nodes: int, c
             for j in record.jobs
             if j.finish_time is not None and j.starting_time is not None
         )
+
+
+def test_walltimes_of_more_than_six_digits_are_planned_exactly() -> None:
+    # j2's shadow time is 1,000,004 s; j3 (1,000,001 s from t=2) ends by it: backfilled. (Both walltimes print as
+    # 1e+06 with 6 significant digits; the plan must not round them.)
+    workload = trace((0, 1, 1_000_004, 1_000_004), (1, 2, 10, 10), (2, 1, 1_000_001, 1_000_001))
+    record = run(workload, one_core_nodes(2), EasyScheduler())
+    assert starts(record) == {"1": 0.0, "2": 1_000_004.0, "3": 2.0}

@@ -107,6 +107,21 @@ def test_retry_after_release_waits_for_back_off() -> None:
     assert binds(s.schedule(1.0)) == {"second": "n"}
 
 
+def test_back_off_stays_capped_after_thousands_of_failures() -> None:
+    # A pod that fails every cycle (a coscheduling gang that keeps cycling does this for days of virtual time)
+    # must keep the 10 s cap: 2**1100 would overflow a float.
+    s = KubeDefaultScheduler()
+    add(s, make_node("n", cpu=1000), make_node("x", cpu=500), make_pod("big", 2000))
+    now = 0.0
+    for _ in range(1100):
+        assert messages(s.schedule(now)) == {"big": "0/2 nodes are available: 2 Insufficient cpu."}
+        s.observe(ClusterEvent(EventKind.MODIFIED, make_node("x", cpu=500)), now)  # an event: a retry is due
+        wake = s.next_wakeup(now)
+        assert wake is not None and wake - now <= 10.0
+        now = wake
+    assert now == 1.0 + 2.0 + 4.0 + 8.0 + 10.0 * 1096
+
+
 def test_retry_when_a_node_arrives() -> None:
     s = KubeDefaultScheduler()
     add(s, make_pod("p"))

@@ -1,5 +1,6 @@
 import csv
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,20 @@ def small_run(**changes: object) -> RunRecord:
 
 def test_interval_set_is_batsims_hyphen_format() -> None:
     assert interval_set([5, 0, 1, 2, 3]) == "0-3 5"
+    rng = random.Random(3)
+    for _ in range(2000):
+        ids = [rng.randint(0, 60) for _ in range(rng.randint(0, 30))]
+        if rng.random() < 0.3:
+            ids += range(rng.randint(0, 5), rng.randint(5, 300))  # whole nodes' cores
+        ordered = sorted(set(ids))
+        runs: list[list[int]] = []
+        for i in ordered:
+            if runs and runs[-1][-1] + 1 == i:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        expected = " ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+        assert interval_set(ids) == expected
     assert interval_set([7]) == "7"
     assert interval_set([2, 2, 4, 3, 9, 10]) == "2-4 9-10"
     assert interval_set([]) == ""

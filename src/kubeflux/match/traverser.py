@@ -181,6 +181,12 @@ class Traverser:
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._out_types: dict[int, set[str]] = {}
         self._blocks: dict[int, list[list[tuple[int, int]]]] = {}
+        self._block_fp: dict[int, list[int]] = {}
+        """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""
+        self._kid_pos: dict[int, int] = {}
+        self._marked: dict[int, set[int]] = {}
+        """The edges stamped by the current match (``_marked_seq``), by source: the update walk's children."""
+        self._marked_seq = -1
         self._block_cache: dict[int, list[dict[tuple[object, ...], tuple[int, int, BlockPart]]]] = {}
         self._by_weight: dict[int, list[tuple[int, int]]] = {}
         """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
@@ -224,13 +230,22 @@ class Traverser:
             fp.extend([0] * (len(self.graph.vertices) - len(fp)))
         vertices = self.graph.vertices
         while uid != -1:
-            fp[uid] += delta
+            self._bump(uid, delta)
             uid = vertices[uid].parent
+
+    def _bump(self, uid: int, delta: int) -> None:
+        """Add ``delta`` to ``uid``'s fingerprint and to the fingerprint of its block in its parent."""
+        self.fp[uid] += delta
+        parent = self.graph.vertices[uid].parent
+        block_fp = self._block_fp.get(parent)
+        if block_fp is not None:
+            block_fp[self._kid_pos[uid] // BLOCK] += delta
 
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
         self._kids.pop(uid, None)
         self._blocks.pop(uid, None)
+        self._block_fp.pop(uid, None)
         self._block_cache.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
@@ -591,7 +606,11 @@ class Traverser:
         blocks = self._blocks.get(parent)
         if blocks is None or sum(len(block) for block in blocks) != len(children):
             blocks = self._blocks[parent] = [children[i : i + BLOCK] for i in range(0, len(children), BLOCK)]
-        fp = self.fp
+            fp = self.fp
+            self._block_fp[parent] = [sum([fp[target] for _, target in block]) for block in blocks]
+            for position, (_, target) in enumerate(children):
+                self._kid_pos[target] = position
+        block_fps = self._block_fp[parent]
         at, duration = meta.at, meta.duration
         in_range = self.base <= at and at + duration <= self.base + self.horizon
         key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
@@ -599,8 +618,7 @@ class Traverser:
         tables = self._block_cache.get(parent)
         if tables is None or len(tables) != len(blocks):
             tables = self._block_cache[parent] = [{} for _ in blocks]
-        for block, table in zip(blocks, tables, strict=True):
-            fingerprint = sum([fp[target] for _, target in block])
+        for block, table, fingerprint in zip(blocks, tables, block_fps, strict=True):
             hit = table.get(key)
             if (
                 hit is not None
@@ -700,11 +718,20 @@ class Traverser:
         edge, needs, exclusive, lead = mark
         self.edge_needs[edge] = needs
         self.edge_excl[edge] = exclusive
-        self.edge_seq[edge] = self.sequence
+        self._stamp(edge)
         if lead == LEAD:
             self.slot_leader.add(edge)
         elif lead == NOT_LEAD:
             self.slot_leader.discard(edge)
+
+    def _stamp(self, edge: int) -> None:
+        """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
+        sequence = self.sequence
+        self.edge_seq[edge] = sequence
+        if self._marked_seq != sequence:
+            self._marked_seq = sequence
+            self._marked = {}
+        self._marked.setdefault(self.graph.edges[edge].source, set()).add(edge)
 
     def _apply_own(self, evaluation: Evaluation) -> None:
         """Stamp an evaluation's own marks for the current match (once)."""
@@ -746,7 +773,7 @@ class Traverser:
             if not constrained:
                 self.edge_needs[edge] = vertices[parent].size
                 self.edge_excl[edge] = False
-                self.edge_seq[edge] = self.sequence
+                self._stamp(edge)
             parent = grand
 
     def _parent_edge(self, uid: int) -> int:
@@ -807,7 +834,13 @@ class Traverser:
             self._apply_own(evaluation)
             kid_evals = evaluation.kids
         delta = [0]
-        for edge, target in self._kid_edges(uid):
+        children: Iterable[tuple[int, int]]
+        if mod or self._marked_seq != sequence:
+            children = self._kid_edges(uid)
+        else:
+            edges = self.graph.edges
+            children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
+        for edge, target in children:
             if self.edge_seq[edge] != sequence and not mod:
                 continue
             x = self.edge_excl[edge] or mod
@@ -840,7 +873,7 @@ class Traverser:
                     to_parent[type] = to_parent.get(type, 0) + count
             writer.vertex(self._level, vertex, needs, excl, excl_parent)
         if delta[0]:
-            self.fp[uid] += delta[0]
+            self._bump(uid, delta[0])
             changed[0] += delta[0]
         self._level -= 1
         return n_plans
@@ -925,7 +958,7 @@ class Traverser:
         for edge, target in self._kid_edges(uid):
             self.slot_leader.discard(edge)
             delta += self._rem_dfv(target, jobid)
-        self.fp[uid] -= delta
+        self._bump(uid, -delta)
         self.postorder += 1
         return delta
 

@@ -190,14 +190,13 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
     _plan(traverser, held.values(), meta)
 
     traverser.sequence += 1
-    sequence = traverser.sequence
     for index, child in marks:
         traverser.edge_needs[index] = child.amount
         traverser.edge_excl[index] = child.exclusive
-        traverser.edge_seq[index] = sequence
+        traverser._stamp(index)
     traverser.root_needs = root_mark.amount
     traverser.root_excl = root_mark.exclusive
-    traverser.root_seq = sequence
+    traverser.root_seq = traverser.sequence
     traverser.update(writer, meta, full=False)
 
 

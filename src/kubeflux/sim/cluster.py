@@ -13,10 +13,11 @@ after the run time ``Succeeded`` (exit code 0) or ``Failed`` (non-zero exit code
 * deletion (a user, or a Job controller killing the rest of a failed Job): ``Failed`` unless already finished,
   then DELETED.
 
-Kubernetes Jobs follow the Job controller: up to ``parallelism`` pods at once until ``completions`` succeeded; a
-failed pod is replaced after a back-off of 10 s doubled per failure since the last success, capped at 6 min; the
-Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs, pod groups, lone pods) end when all
-their pods have ended.
+Kubernetes Jobs follow the Job controller (:mod:`kubeflux.sim.jobcontroller`): up to ``parallelism`` pods at once
+until ``completions`` succeeded; a failed pod is replaced after a back-off of 10 s doubled per failure since the
+last success, capped at 6 min; the Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs,
+pod groups, lone pods) end when all their pods have ended. The kubelet's settings, node outages and the per-pod
+record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`.
 
 Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and
 ``…/jitter-delay``; ``pod-ready.stage.kwok.x-k8s.io/…`` for the start delay), so the same manifests run on KWOK.
@@ -32,12 +33,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
 from kubeflux.sim.jobs import SimJob, TemplateTiming, job_records, timing_of
+from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod
 from kubeflux.sim.records import JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
@@ -45,102 +47,6 @@ Observer = Callable[[ClusterEvent, float], None]
 
 _ADDED, _MODIFIED, _DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
 _RUNNING, _SUCCEEDED, _FAILED = PodPhase.RUNNING, PodPhase.SUCCEEDED, PodPhase.FAILED
-JOB_BACKOFF_BASE = 10.0
-"""Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
-JOB_BACKOFF_CAP = 360.0
-"""The back-off never exceeds 6 minutes."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lifecycle:
-    """How simulated kubelets behave. Delays in seconds; KWOK's jitter is an upper bound: the delay drawn is
-    uniform in ``[delay, max(delay, jitter)]``."""
-
-    start_delay: float = 0.0
-    start_jitter: float = 0.0
-    pod_failure_fraction: float = 0.0
-    """Fraction of pods that crash (the seed's segfault pods) at a uniform point of their run time."""
-    failure_exit_code: int = 139
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.start_delay < 0 or self.start_jitter < 0:
-            raise ValueError("lifecycle: start_delay and start_jitter must be >= 0 seconds")
-        if not 0.0 <= self.pod_failure_fraction <= 1.0:
-            raise ValueError(f"lifecycle: pod_failure_fraction must be in [0, 1], got {self.pod_failure_fraction}")
-
-
-@dataclass(frozen=True, slots=True)
-class NodeOutage:
-    """``node`` goes down at ``down_at`` (its pods fail and are deleted) and comes back at ``up_at`` (None:
-    never). Times are seconds of virtual time."""
-
-    node: str
-    down_at: float
-    up_at: float | None = None
-
-
-@dataclass(slots=True)
-class KubeEvent:
-    """A Kubernetes Event as kube-scheduler or the kubelet would write it."""
-
-    time: float
-    type: str
-    reason: str
-    object: str
-    message: str
-
-
-class SimPod:
-    """One pod's simulated life: the :class:`Pod` the schedulers see, plus stage times (seconds)."""
-
-    __slots__ = (
-        "bound_at",
-        "container_name",
-        "container_reason",
-        "cores",
-        "cpu",
-        "created_at",
-        "exit_code",
-        "ext",
-        "fail_after",
-        "finished_at",
-        "gpu",
-        "job",
-        "mem",
-        "node_index",
-        "pod",
-        "reason",
-        "run_time",
-        "running_at",
-        "start_delay",
-        "status_message",
-        "timing",
-        "unschedulable_at",
-        "unschedulable_message",
-    )
-
-    def __init__(self, pod: Pod, job: SimJob, timing: TemplateTiming, now: float) -> None:
-        self.pod = pod
-        self.job = job
-        self.timing = timing
-        self.cpu, self.mem, self.gpu, self.ext = timing.cpu, timing.mem, timing.gpu, timing.ext
-        self.created_at = now
-        self.bound_at: float | None = None
-        self.running_at: float | None = None
-        self.finished_at: float | None = None
-        self.unschedulable_at: float | None = None
-        self.unschedulable_message = ""
-        self.node_index = -1
-        self.cores: list[int] = []
-        self.run_time = timing.run_time
-        self.start_delay = timing.start_delay
-        self.fail_after: float | None = None
-        self.exit_code = timing.exit_code
-        self.reason = ""
-        self.status_message = ""
-        self.container_reason = ""
-        self.container_name = timing.container_name
 
 
 class Cluster:
@@ -181,7 +87,7 @@ class Cluster:
         self.groups: dict[str, PodGroup] = {}
         self._observers: list[Observer] = []
         self._rng = random.Random(self.lifecycle.seed)
-        self._timings: dict[int, TemplateTiming] = {}
+        self.job_controller = JobController(self)
         self.used_mcpu = 0
         self.pending_jobs = 0
         self.pods_bound = 0
@@ -217,12 +123,26 @@ class Cluster:
             self._emit(_ADDED, node)
 
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+        self._send(ClusterEvent(kind, obj))
+
+    def _modified(self, sp: SimPod) -> None:
+        """Emit MODIFIED for a pod. Events carry the live pod, so one MODIFIED event object per pod serves all its
+        updates (an observer reads the pod during ``observe``, whichever event object brought it)."""
+        event = sp.modified
+        if event is None:
+            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
+        self._send(event)
+
+    def _send(self, event: ClusterEvent) -> None:
         self.events_emitted += 1
-        if self._observers:
-            event = ClusterEvent(kind, obj)
-            now = self.loop.now
-            for observe in self._observers:
-                observe(event, now)
+        observers = self._observers
+        if observers:
+            if len(observers) == 1:
+                observers[0](event, self.loop.now)
+            else:
+                now = self.loop.now
+                for observe in observers:
+                    observe(event, now)
 
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
         self.event_counts[reason] = self.event_counts.get(reason, 0) + 1
@@ -307,28 +227,20 @@ class Cluster:
             self.groups[group.key] = group
             self._emit(_ADDED, group)
         if wjob.kind is JobKind.JOB:
-            if wjob.active_deadline_seconds is not None:
-                self.loop.schedule(
-                    self.loop.now + wjob.active_deadline_seconds, Priority.RELEASE, self._job_deadline, job
-                )
-            self._job_fill(job)
+            self.job_controller.start(job)
         else:
             for i, timing in enumerate(job.timings):
                 self._create_pod(job, timing, wjob.pods[i].name)
         return job
 
     def _timing(self, template: PodTemplate, wjob: WorkloadJob) -> TemplateTiming:
-        key = id(template)
-        timing = self._timings.get(key)
-        if timing is None or timing.template is not template:
-            labels = template.labels
-            if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
-                labels = {**labels, POD_GROUP_LABEL: wjob.name}
-            if wjob.kind is JobKind.JOB:
-                labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
-            timing = timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
-            self._timings[key] = timing
-        return timing
+        """The template's timing for this job (read once per job: a Job's later pods reuse ``job.timings``)."""
+        labels = template.labels
+        if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
+            labels = {**labels, POD_GROUP_LABEL: wjob.name}
+        if wjob.kind is JobKind.JOB:
+            labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
+        return timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
 
     def _create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
         wjob = job.wjob
@@ -354,7 +266,7 @@ class Cluster:
             timing.owner,
             t.manifest,
         )
-        key = pod.key
+        key = f"{wjob.namespace}/{name}"
         if key in self.pods:
             message = f"job {wjob.id}: pod {key} already exists"
             self.problems.append(message)
@@ -403,8 +315,12 @@ class Cluster:
             self.pending_jobs -= 1
             self._sample_queue()
         job.last_bind = now
-        self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
-        self._emit(_MODIFIED, pod)
+        if self.keep_events:
+            self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
+        else:
+            counts = self.event_counts
+            counts["Scheduled"] = counts.get("Scheduled", 0) + 1
+        self._modified(sp)
         short = self._admit(sp, index)
         if short:
             message = f"Pod was rejected: Node didn't have enough resource: {short}"
@@ -487,7 +403,7 @@ class Cluster:
             return
         sp.unschedulable_message = message
         self.record_event("Warning", "FailedScheduling", key, message)
-        self._emit(_MODIFIED, sp.pod)
+        self._modified(sp)
 
     def reject(self, key: str, uid: str, message: str) -> None:
         """The scheduler says the pod can never run: it stays Pending, Unschedulable; its job is REJECTED."""
@@ -520,7 +436,7 @@ class Cluster:
         job.running_started += 1
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
-        self._emit(_MODIFIED, sp.pod)
+        self._modified(sp)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
             self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
@@ -561,7 +477,7 @@ class Cluster:
         pod.phase = phase
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
-        self._emit(_MODIFIED, pod)
+        self._modified(sp)
         job = sp.job
         job.active -= 1
         if phase is _SUCCEEDED:
@@ -578,7 +494,7 @@ class Cluster:
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:
-            self._job_pod_ended(job)
+            self.job_controller.pod_ended(job)
         elif job.active == 0:
             self._finish_job(job)
 
@@ -588,55 +504,6 @@ class Cluster:
             pod.deleted = True
             self.pods.pop(pod.key, None)
             self._emit(_DELETED, pod)
-
-    # -- the Job controller -----------------------------------------------------------------------------------
-    def _job_pod_ended(self, job: SimJob) -> None:
-        wjob = job.wjob
-        if job.succeeded >= wjob.completions:
-            self._finish_job(job)
-        elif job.failed > wjob.backoff_limit:
-            self._fail_job(job, "BackoffLimitExceeded")
-        else:
-            self._job_fill(job)
-
-    def _job_fill(self, job: SimJob | None = None) -> None:
-        """Create the pods a Job lacks, after the back-off when pods have failed since the last success."""
-        assert job is not None
-        if job.finish is not None:
-            return
-        now = self.loop.now
-        if job.fail_streak > 0:
-            at = job.last_failure + min(JOB_BACKOFF_BASE * 2 ** (job.fail_streak - 1), JOB_BACKOFF_CAP)
-            if at > now:
-                if job.fill_at != at:
-                    job.fill_at = at
-                    self.loop.schedule(at, Priority.STAGE, self._job_fill, job)
-                return
-        wjob = job.wjob
-        want = min(wjob.parallelism, wjob.completions - job.succeeded) - job.active
-        for _ in range(want):
-            if job.fail_streak > 0:
-                job.retries += 1
-            self._create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
-
-    def _fail_job(self, job: SimJob, reason: str) -> None:
-        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""
-        job.failed_reason = reason
-        self._finish_job(job)
-        for sp in [p for p in job.pods if p.finished_at is None or not p.pod.deleted]:
-            if sp.finished_at is None:
-                self._end(sp, _FAILED, 137, "Error", reason if reason == "DeadlineExceeded" else "Deleted", "")
-                self._remove(sp)
-
-    def _job_deadline(self, job: SimJob) -> None:
-        if job.finish is None:
-            self._fail_job(job, "DeadlineExceeded")
-            self.record_event(
-                "Warning",
-                "DeadlineExceeded",
-                f"{job.wjob.namespace}/{job.wjob.name}",
-                "Job was active longer than specified deadline",
-            )
 
     def _finish_job(self, job: SimJob) -> None:
         job.finish = self.loop.now
@@ -690,4 +557,13 @@ class Cluster:
         return sp
 
 
-__all__ = ["Cluster", "KubeEvent", "Lifecycle", "NodeOutage", "Observer", "SimPod"]
+__all__ = [
+    "JOB_BACKOFF_BASE",
+    "JOB_BACKOFF_CAP",
+    "Cluster",
+    "KubeEvent",
+    "Lifecycle",
+    "NodeOutage",
+    "Observer",
+    "SimPod",
+]

@@ -8,6 +8,7 @@ plots and ``index.html``, and ``problems.txt`` when input lines were skipped or 
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,22 +24,42 @@ from kubeflux.scheduler.objects import Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.records import RunRecord
-from kubeflux.sim.workloads.model import Workload, WorkloadJob
+from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def merge_workloads(workloads: list[Workload]) -> Workload:
-    """One workload from several: each shifted to start at 0, job ids prefixed by the workload name."""
+    """One workload from several: each shifted to start at 0, job ids prefixed by the workload name.
+
+    Trace jobs (SWF, Batsim) are named ``job-<number>`` in every trace, so their names (hence their pods' names)
+    are prefixed too, with the workload's position and name as a DNS label (``w2-kth-sp2-1996-2.1-cln-job-15``);
+    otherwise the second trace's jobs would collide with the first's and be refused as existing pods. Kubernetes
+    objects keep the names their manifests give.
+    """
     if len(workloads) == 1:
         return workloads[0]
     jobs: list[WorkloadJob] = []
     problems: list[str] = []
-    for wl in workloads:
+    for number, wl in enumerate(workloads, start=1):
         first = min((j.submit_time for j in wl.jobs), default=0.0)
-        jobs.extend(replace(j, id=f"{wl.name}:{j.id}", submit_time=j.submit_time - first) for j in wl.jobs)
+        prefix = f"w{number}-{_dns_label(wl.name)}-"
+        jobs.extend(
+            replace(
+                j,
+                id=f"{wl.name}:{j.id}",
+                name=prefix + j.name if j.kind is JobKind.TRACE else j.name,
+                submit_time=j.submit_time - first,
+            )
+            for j in wl.jobs
+        )
         problems.extend(wl.problems)
     return Workload(name="+".join(wl.name for wl in workloads), jobs=jobs, problems=problems)
+
+
+def _dns_label(text: str) -> str:
+    """``HPC2N-2002-2.2.first3170`` → ``hpc2n-2002-2.2.first3170``: lowercase, other characters become ``-``."""
+    return re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")[:40] or "workload"
 
 
 def _nodes(cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int) -> list[Node]:

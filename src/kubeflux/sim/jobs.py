@@ -12,7 +12,7 @@ from kubeflux.sim.records import FinalState, JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 if TYPE_CHECKING:
-    from kubeflux.sim.cluster import Lifecycle, SimPod
+    from kubeflux.sim.pods import Lifecycle, SimPod
 
 READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
 READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
@@ -39,6 +39,13 @@ def parse_duration(text: str) -> float:
         total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         pos = match.end()
     return total
+
+
+def exact_seconds(value: float) -> str:
+    """Seconds as text that reads back to the same float: ``"3600"``, ``"1000001"``, ``"12.25"`` (never the
+    6-digit rounding of ``:g``, which would shift a backfilling plan)."""
+    seconds = float(value)
+    return str(int(seconds)) if seconds.is_integer() else repr(seconds)
 
 
 @dataclass(slots=True)
@@ -75,18 +82,25 @@ def _annotation_seconds(template: PodTemplate, key: str, where: str) -> float | 
         raise ValueError(f"{where}: annotation {key}: {exc}") from None
 
 
+def _where(template: PodTemplate, wjob: WorkloadJob) -> str:
+    return f"{wjob.source or 'job ' + wjob.id}: pod {template.name!r}"
+
+
 def timing_of(
     template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, labels: dict[str, str], primary: str
 ) -> TemplateTiming:
     """Validate a template and read its timing; KWOK's annotations take precedence over the template's run time
     and the lifecycle's start delay. Raises ValueError naming the job, pod and field."""
-    where = f"{wjob.source or 'job ' + wjob.id}: pod {template.name!r}"
     for res, amount in template.requests.items():
+        if type(amount) is int and amount >= 0:
+            continue
         if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+            where = _where(template, wjob)
             raise ValueError(f"{where}: requests[{res!r}] must be a non-negative integer, got {amount!r}")
     run_time = template.run_time
     start_delay, start_jitter, run_jitter = lifecycle.start_delay, lifecycle.start_jitter, template.run_time_jitter
     if template.annotations:  # KWOK's stage annotations, when the pod came from a manifest
+        where = _where(template, wjob)
         complete = _annotation_seconds(template, COMPLETE_DELAY, where)
         run_time = run_time if complete is None else complete
         ready = _annotation_seconds(template, READY_DELAY, where)
@@ -96,11 +110,11 @@ def timing_of(
         complete_jitter = _annotation_seconds(template, COMPLETE_JITTER, where)
         run_jitter = run_jitter if complete_jitter is None else complete_jitter
     if run_time is not None and run_time < 0:
-        raise ValueError(f"{where}: run_time must be >= 0 seconds, got {run_time}")
+        raise ValueError(f"{_where(template, wjob)}: run_time must be >= 0 seconds, got {run_time}")
     walltime = wjob.requested_time if wjob.requested_time > 0 else run_time
     annotations = template.annotations
     if walltime is not None and WALLTIME_ANNOTATION not in annotations:
-        annotations = {**annotations, WALLTIME_ANNOTATION: f"{walltime:g}"}
+        annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
     requests = template.requests
     ext = None
     if len(requests) > 1 or CPU not in requests:
@@ -221,9 +235,14 @@ def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
         if start is None and job.finish is not None:
             started = [sp.running_at for sp in job.pods if sp.running_at is not None]
             start = min(started) if started else None
-        cores: set[int] = set()
-        for sp in job.pods:
-            cores.update(sp.cores)
+        pods = job.pods
+        if len(pods) == 1:
+            allocated = sorted(pods[0].cores)
+        else:
+            cores: set[int] = set()
+            for sp in pods:
+                cores.update(sp.cores)
+            allocated = sorted(cores)
         records.append(
             JobRecord(
                 job_id=job.wjob.id,
@@ -236,7 +255,7 @@ def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
                 finish_time=job.finish,
                 first_bind_time=job.first_bind,
                 last_bind_time=job.last_bind,
-                allocated_resources=sorted(cores),
+                allocated_resources=allocated,
                 pods=job.created,
                 attempts=1 + job.retries,
             )
@@ -251,6 +270,7 @@ __all__ = [
     "READY_JITTER",
     "SimJob",
     "TemplateTiming",
+    "exact_seconds",
     "job_records",
     "parse_duration",
     "timing_of",

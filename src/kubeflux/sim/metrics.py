@@ -25,7 +25,6 @@ import csv
 import json
 import math
 from collections.abc import Sequence
-from operator import itemgetter
 from pathlib import Path
 
 from kubeflux.sim.records import FinalState, JobRecord, RunRecord
@@ -60,31 +59,38 @@ Cell = str | int | float | None
 
 
 def interval_set(ids: Sequence[int]) -> str:
-    """Batsim's interval-set string of resource ids: ``[0, 1, 2, 3, 5]`` → ``"0-3 5"``; ``[]`` → ``""``."""
+    """Batsim's interval-set string of resource ids: ``[0, 1, 2, 3, 5]`` → ``"0-3 5"``; ``[]`` → ``""``.
+
+    Jobs hold whole nodes' cores, i.e. long runs of consecutive ids: a slice whose ends are as far apart as it is
+    long is one run, so the ids are halved until each slice is a run (a few slices per job, not one step per id).
+    """
     if len(ids) == 1:
         return str(ids[0])
-    parts: list[str] = []
     ordered = sorted(set(ids))
-    index = 0
-    while index < len(ordered):
-        start = end = ordered[index]
-        while index + 1 < len(ordered) and ordered[index + 1] == end + 1:
-            index += 1
-            end = ordered[index]
-        parts.append(str(start) if start == end else f"{start}-{end}")
-        index += 1
-    return " ".join(parts)
+    runs: list[list[int]] = []
+    pending = [(0, len(ordered))] if ordered else []
+    while pending:
+        lo, hi = pending.pop()
+        first, last = ordered[lo], ordered[hi - 1]
+        if last - first == hi - 1 - lo:
+            if runs and runs[-1][1] + 1 == first:
+                runs[-1][1] = last
+            else:
+                runs.append([first, last])
+        else:
+            mid = (lo + hi) // 2
+            pending.append((mid, hi))
+            pending.append((lo, mid))
+    return " ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _origin(run: RunRecord) -> float:
     return min((job.submission_time for job in run.jobs), default=0.0)
 
 
-def job_row(job: JobRecord, origin: float, workload_name: str = "") -> dict[str, Cell]:
-    """One ``jobs.csv`` row (rules in the module docstring); ``origin`` is the run's first submission.
-
-    Times are rounded to the microsecond, as Batsim prints them.
-    """
+def job_cells(job: JobRecord, origin: float, workload_name: str = "") -> tuple[Cell, ...]:
+    """One ``jobs.csv`` row as values in :data:`JOBS_COLUMNS` order (rules in the module docstring); ``origin``
+    is the run's first submission. Times are rounded to the microsecond, as Batsim prints them."""
     rejected = job.final_state is FinalState.REJECTED
     submitted = job.submission_time
     start = None if rejected else job.starting_time
@@ -95,28 +101,34 @@ def job_row(job: JobRecord, origin: float, workload_name: str = "") -> dict[str,
         turnaround = round(finish - submitted, 6)
         stretch = round(turnaround / execution, 6) if execution else None
     first_bind, last_bind = job.first_bind_time, job.last_bind_time
-    return {
-        "job_id": job.job_id,
-        "workload_name": job.workload_name or workload_name,
-        "profile": "",
-        "submission_time": round(submitted - origin, 6),
-        "requested_number_of_resources": job.requested_number_of_resources,
-        "requested_time": job.requested_time,
-        "success": 1 if job.final_state is FinalState.COMPLETED_SUCCESSFULLY else 0,
-        "final_state": job.final_state.value,
-        "starting_time": None if start is None else round(start - origin, 6),
-        "execution_time": execution,
-        "finish_time": None if finish is None else round(finish - origin, 6),
-        "waiting_time": None if start is None else round(start - submitted, 6),
-        "turnaround_time": turnaround,
-        "stretch": stretch,
-        "consumed_energy": None if rejected else -1,
-        "allocated_resources": interval_set(job.allocated_resources) if job.allocated_resources else "",
-        "metadata": "",
-        "scheduling_latency": None if first_bind is None else round(first_bind - submitted, 6),
-        "dispatch_time": None if first_bind is None or last_bind is None else round(last_bind - first_bind, 6),
-        "job_completion_time": turnaround,
-    }
+    allocated = job.allocated_resources
+    return (
+        job.job_id,
+        job.workload_name or workload_name,
+        "",
+        round(submitted - origin, 6),
+        job.requested_number_of_resources,
+        job.requested_time,
+        1 if job.final_state is FinalState.COMPLETED_SUCCESSFULLY else 0,
+        job.final_state.value,
+        None if start is None else round(start - origin, 6),
+        execution,
+        None if finish is None else round(finish - origin, 6),
+        None if start is None else round(start - submitted, 6),
+        turnaround,
+        stretch,
+        None if rejected else -1,
+        (str(allocated[0]) if len(allocated) == 1 else interval_set(allocated)) if allocated else "",
+        "",
+        None if first_bind is None else round(first_bind - submitted, 6),
+        None if first_bind is None or last_bind is None else round(last_bind - first_bind, 6),
+        turnaround,
+    )
+
+
+def job_row(job: JobRecord, origin: float, workload_name: str = "") -> dict[str, Cell]:
+    """One ``jobs.csv`` row keyed by column name (see :func:`job_cells`)."""
+    return dict(zip(JOBS_COLUMNS, job_cells(job, origin, workload_name), strict=True))
 
 
 def jobs_rows(run: RunRecord) -> list[dict[str, Cell]]:
@@ -140,8 +152,8 @@ def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
     with path.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(JOBS_COLUMNS)
-        pick = itemgetter(*JOBS_COLUMNS)
-        writer.writerows(pick(row) for row in jobs_rows(run))  # csv writes None as an empty cell
+        origin, name = _origin(run), run.workload_name
+        writer.writerows(job_cells(job, origin, name) for job in run.jobs)  # csv writes None as an empty cell
     return path
 
 
@@ -271,6 +283,7 @@ __all__ = [
     "JOBS_COLUMNS",
     "KUBERNETES_COLUMNS",
     "interval_set",
+    "job_cells",
     "job_row",
     "jobs_rows",
     "summarize",

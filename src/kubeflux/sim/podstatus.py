@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kubeflux.scheduler.objects import PodPhase
 
 if TYPE_CHECKING:
-    from kubeflux.sim.cluster import SimPod
+    from kubeflux.sim.pods import SimPod
 
 
 def _condition(kind: str, status: bool, at: float, reason: str = "", message: str = "") -> dict[str, Any]:

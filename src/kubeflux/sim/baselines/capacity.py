@@ -141,11 +141,45 @@ class NodeCapacity:
             j >>= 1
         self.version += 1
 
+    def _update_cpu(self, i: int) -> None:
+        """:meth:`_update` when only node ``i``'s free cpu changed (the usual pod): one tree, stopping as soon as
+        a subtree's maximum is unchanged."""
+        tc = self._tc
+        j = i + self._size
+        top = tc[j] = self.cpu[i] if self.open[i] else _CLOSED
+        while j > 1:
+            other = tc[j ^ 1]
+            if other > top:
+                top = other
+            j >>= 1
+            if tc[j] == top:
+                break
+            tc[j] = top
+        self.version += 1
+
     def first_fit(self, cpu: int, mem: int, gpu: int, start: int = 0) -> int:
         """The lowest-numbered open node ``>= start`` with at least this much free; -1 when none."""
         tc, tm, tg, size = self._tc, self._tm, self._tg, self._size
         if tc[1] < cpu or tm[1] < mem or tg[1] < gpu:
             return -1
+        if mem <= 0 and gpu <= 0:  # cpu decides alone: one tree, and the descent is exact
+            j = 1
+            if start > 0:  # climb from leaf ``start`` to the first subtree on its right with room
+                if start >= size:
+                    return -1
+                j = start + size
+                if tc[j] >= cpu:
+                    return start
+                while j & 1 or tc[j + 1] < cpu:
+                    j >>= 1
+                    if j <= 1:
+                        return -1
+                j += 1
+            while j < size:
+                j *= 2
+                if tc[j] < cpu:
+                    j += 1
+            return j - size
         if start == 0:
             j = 1
             while j < size:  # greedy descent: exact when one resource decides, checked below
@@ -209,6 +243,15 @@ class NodeCapacity:
 
     def _add(self, i: int, pod: Pod, sign: int) -> None:
         req = pod.requests
+        if len(req) == 1:
+            c = req.get(CPU)
+            if c is not None:  # cpu only: memory, gpu and the other trees stay as they are
+                c *= sign
+                self.cpu[i] += c
+                if self.open[i]:
+                    self.total_cpu += c
+                self._update_cpu(i)
+                return
         c, m, g = sign * req.get(CPU, 0), sign * req.get(MEMORY, 0), sign * req.get(GPU, 0)
         self.cpu[i] += c
         self.mem[i] += m

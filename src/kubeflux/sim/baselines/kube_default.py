@@ -291,7 +291,8 @@ class KubeDefaultScheduler:
         """Back off a failed pod. ``retry``: eligible once the back-off ends (kube-scheduler's backoffQ, for a
         pod whose failure itself freed resources); otherwise it also waits for a cluster event."""
         queued.attempts += 1
-        backoff = min(self.pod_initial_backoff * 2 ** (queued.attempts - 1), self.pod_max_backoff)
+        doublings = min(queued.attempts - 1, 64)  # kube-scheduler stops doubling at the cap; so do we (no overflow)
+        backoff = min(self.pod_initial_backoff * 2**doublings, self.pod_max_backoff)
         queued.backoff_until = now + backoff
         queued.generation = self._generation - 1 if retry else self._generation
 

@@ -1,0 +1,95 @@
+"""kube-controller-manager's Job controller for the simulated cluster (``batch/v1`` Jobs).
+
+A Job runs up to ``parallelism`` pods at once until ``completions`` of them succeeded. A failed pod is replaced
+after a back-off of :data:`JOB_BACKOFF_BASE` seconds doubled per failure since the last success, capped at
+:data:`JOB_BACKOFF_CAP`; the Job fails (``BackoffLimitExceeded``) once more than ``backoffLimit`` pods failed, or
+(``DeadlineExceeded``) when it has been active for ``activeDeadlineSeconds``; its running pods are then deleted.
+
+The controller acts on the :class:`~kubeflux.sim.cluster.Cluster` that owns it, through the cluster's own pod
+operations (create, end, remove), so every change is a watch event like any other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubeflux.scheduler.objects import PodPhase
+from kubeflux.sim.clock import Priority
+from kubeflux.sim.jobs import SimJob
+
+if TYPE_CHECKING:
+    from kubeflux.sim.cluster import Cluster
+
+JOB_BACKOFF_BASE = 10.0
+"""Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
+JOB_BACKOFF_CAP = 360.0
+"""The back-off never exceeds 6 minutes."""
+
+
+class JobController:
+    """The Job controller of one simulated cluster (see the module docstring)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def start(self, job: SimJob) -> None:
+        """A Job was created: arm its ``activeDeadlineSeconds`` and create its first wave of pods."""
+        deadline = job.wjob.active_deadline_seconds
+        loop = self.cluster.loop
+        if deadline is not None:
+            loop.schedule(loop.now + deadline, Priority.RELEASE, self._deadline, job)
+        self._fill(job)
+
+    def pod_ended(self, job: SimJob) -> None:
+        """One of the Job's pods reached a terminal phase (its counters are already updated)."""
+        wjob = job.wjob
+        if job.succeeded >= wjob.completions:
+            self.cluster._finish_job(job)
+        elif job.failed > wjob.backoff_limit:
+            self._fail(job, "BackoffLimitExceeded")
+        else:
+            self._fill(job)
+
+    def _fill(self, job: SimJob) -> None:
+        """Create the pods a Job lacks, after the back-off when pods have failed since the last success."""
+        if job.finish is not None:
+            return
+        cluster = self.cluster
+        now = cluster.loop.now
+        if job.fail_streak > 0:
+            at = job.last_failure + min(JOB_BACKOFF_BASE * 2 ** (job.fail_streak - 1), JOB_BACKOFF_CAP)
+            if at > now:
+                if job.fill_at != at:
+                    job.fill_at = at
+                    cluster.loop.schedule(at, Priority.STAGE, self._fill, job)
+                return
+        wjob = job.wjob
+        want = min(wjob.parallelism, wjob.completions - job.succeeded) - job.active
+        for _ in range(want):
+            if job.fail_streak > 0:
+                job.retries += 1
+            cluster._create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
+
+    def _fail(self, job: SimJob, reason: str) -> None:
+        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""
+        cluster = self.cluster
+        job.failed_reason = reason
+        cluster._finish_job(job)
+        for sp in [p for p in job.pods if p.finished_at is None or not p.pod.deleted]:
+            if sp.finished_at is None:
+                why = reason if reason == "DeadlineExceeded" else "Deleted"
+                cluster._end(sp, PodPhase.FAILED, 137, "Error", why, "")
+                cluster._remove(sp)
+
+    def _deadline(self, job: SimJob) -> None:
+        if job.finish is None:
+            self._fail(job, "DeadlineExceeded")
+            self.cluster.record_event(
+                "Warning",
+                "DeadlineExceeded",
+                f"{job.wjob.namespace}/{job.wjob.name}",
+                "Job was active longer than specified deadline",
+            )
+
+
+__all__ = ["JOB_BACKOFF_BASE", "JOB_BACKOFF_CAP", "JobController"]

@@ -1,0 +1,111 @@
+"""What the simulated cluster is made of besides nodes: kubelet behaviour (:class:`Lifecycle`), node outages, the
+Kubernetes Events it records, and one pod's simulated life (:class:`SimPod`). See :mod:`kubeflux.sim.cluster` for
+the lifecycle these objects go through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kubeflux.scheduler.interface import ClusterEvent
+from kubeflux.scheduler.objects import Pod
+
+if TYPE_CHECKING:
+    from kubeflux.sim.jobs import SimJob, TemplateTiming
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """How simulated kubelets behave. Delays in seconds; KWOK's jitter is an upper bound: the delay drawn is
+    uniform in ``[delay, max(delay, jitter)]``."""
+
+    start_delay: float = 0.0
+    start_jitter: float = 0.0
+    pod_failure_fraction: float = 0.0
+    """Fraction of pods that crash (the seed's segfault pods) at a uniform point of their run time."""
+    failure_exit_code: int = 139
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.start_delay < 0 or self.start_jitter < 0:
+            raise ValueError("lifecycle: start_delay and start_jitter must be >= 0 seconds")
+        if not 0.0 <= self.pod_failure_fraction <= 1.0:
+            raise ValueError(f"lifecycle: pod_failure_fraction must be in [0, 1], got {self.pod_failure_fraction}")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutage:
+    """``node`` goes down at ``down_at`` (its pods fail and are deleted) and comes back at ``up_at`` (None:
+    never). Times are seconds of virtual time."""
+
+    node: str
+    down_at: float
+    up_at: float | None = None
+
+
+@dataclass(slots=True)
+class KubeEvent:
+    """A Kubernetes Event as kube-scheduler or the kubelet would write it."""
+
+    time: float
+    type: str
+    reason: str
+    object: str
+    message: str
+
+
+class SimPod:
+    """One pod's simulated life: the :class:`Pod` the schedulers see, plus stage times (seconds)."""
+
+    __slots__ = (
+        "bound_at",
+        "container_name",
+        "container_reason",
+        "cores",
+        "cpu",
+        "created_at",
+        "exit_code",
+        "ext",
+        "fail_after",
+        "finished_at",
+        "gpu",
+        "job",
+        "mem",
+        "modified",
+        "node_index",
+        "pod",
+        "reason",
+        "run_time",
+        "running_at",
+        "start_delay",
+        "status_message",
+        "timing",
+        "unschedulable_at",
+        "unschedulable_message",
+    )
+
+    def __init__(self, pod: Pod, job: SimJob, timing: TemplateTiming, now: float) -> None:
+        self.pod = pod
+        self.job = job
+        self.timing = timing
+        self.cpu, self.mem, self.gpu, self.ext = timing.cpu, timing.mem, timing.gpu, timing.ext
+        self.created_at = now
+        self.bound_at: float | None = None
+        self.running_at: float | None = None
+        self.finished_at: float | None = None
+        self.unschedulable_at: float | None = None
+        self.unschedulable_message = ""
+        self.node_index = -1
+        self.cores: list[int] = []
+        self.run_time = timing.run_time
+        self.start_delay = timing.start_delay
+        self.fail_after: float | None = None
+        self.exit_code = timing.exit_code
+        self.reason = ""
+        self.status_message = ""
+        self.container_reason = ""
+        self.container_name = timing.container_name
+        self.modified: ClusterEvent | None = None
+
+
+__all__ = ["KubeEvent", "Lifecycle", "NodeOutage", "SimPod"]

@@ -1,0 +1,48 @@
+"""The HPC baselines' first-fit index answers exactly what a scan over the nodes answers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod
+from kubeflux.sim.baselines.capacity import NodeCapacity
+
+
+def scan(cap: NodeCapacity, cpu: int, mem: int, gpu: int, start: int) -> int:
+    return next(
+        (
+            i
+            for i in range(start, len(cap.nodes))
+            if cap.open[i] and cap.cpu[i] >= cpu and cap.mem[i] >= mem and cap.gpu[i] >= gpu
+        ),
+        -1,
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_fit_from_any_start_is_the_first_node_with_room(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(40):
+        nodes = rng.randint(1, 40)
+        cap = NodeCapacity()
+        for i in range(nodes):
+            alloc = {CPU: rng.choice([1000, 2000, 4000]), MEMORY: rng.choice([2**30, 2**31]), GPU: rng.choice([0, 2])}
+            cap.set_node(Node(f"n{i}", allocatable=alloc, unschedulable=rng.random() < 0.1))
+        for k in range(rng.randint(0, 3 * nodes)):
+            i = rng.randrange(nodes)
+            request = {CPU: rng.choice([0, 1000, 2000])}
+            if rng.random() < 0.3:
+                request[MEMORY] = 2**29
+            pod = Pod("default", f"p{k}", requests=request)
+            if cap.cpu[i] >= request[CPU] and cap.mem[i] >= request.get(MEMORY, 0):
+                cap.take(i, pod)
+                if rng.random() < 0.2:
+                    cap.give(i, pod)  # the pod ended
+        for _ in range(30):
+            cpu = rng.choice([0, 500, 1000, 2000, 3000, 4000, 5000])
+            mem = rng.choice([0, 0, 2**29, 2**31])
+            gpu = rng.choice([0, 0, 1])
+            start = rng.randint(0, nodes + 2)
+            assert cap.first_fit(cpu, mem, gpu, start) == scan(cap, cpu, mem, gpu, start)
