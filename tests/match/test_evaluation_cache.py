@@ -48,6 +48,7 @@ def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -
     with (
         mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
         mock.patch.object(scoring, "PARTIAL_MIN", partial),
+        mock.patch.object(scoring, "RANKED_MAX", 4 if shortcuts else 10**9),
     ):
         engine = Engine(read_grug(graph_path), policy=policy)
         specs = _jobspecs()
@@ -167,7 +168,10 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
 
     def run(shortcuts: bool) -> list[str]:
         cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
-        with mock.patch.object(traverser, "CACHE_PER_VERTEX", cache):
+        with (
+            mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
+            mock.patch.object(scoring, "RANKED_MAX", 16 if shortcuts else 10**9),
+        ):
             engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)
             live: list[int] = []
             out = []

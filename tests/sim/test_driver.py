@@ -108,3 +108,12 @@ def test_schedulers_argument_is_checked() -> None:
         Simulation(Workload("w", []), one_core_nodes(1), {})
     with pytest.raises(ValueError, match="primary"):
         Simulation(Workload("w", []), one_core_nodes(1), {"fcfs": FCFSScheduler()}, primary="easy")
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it() -> None:
+    import gc
+
+    thresholds = gc.get_threshold()
+    record = busy_run(seed=3)
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+    assert record.jobs

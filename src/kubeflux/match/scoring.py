@@ -53,6 +53,8 @@ _SCORE = attrgetter("score")
 
 PARTIAL_MIN = 64
 """Below this many candidates a best-k choice simply sorts them all."""
+RANKED_MAX = 8192
+"""Candidate sets larger than this are ranked through their parts (see :meth:`Evals._sources`)."""
 
 
 class Evals:
@@ -162,10 +164,18 @@ class Evals:
         return ranked
 
     def _sources(self, descending: bool) -> list[list[EdgeGroup]]:
-        """Ranked lists that together hold every candidate: the parts' and this vertex's own."""
+        """Ranked lists that together hold every candidate: the parts' and this vertex's own.
+
+        A large part contributes its own sources rather than one ranked list of everything in it, so a change
+        deep below re-sorts only the small part it touched."""
         if not self.own and len(self.parts) == 1:
             return self.parts[0]._sources(descending)
-        sources = [part.ranked(descending) for part in self.parts]
+        sources: list[list[EdgeGroup]] = []
+        for part in self.parts:
+            if part.size > RANKED_MAX and part._ranked.get(descending) is None:
+                sources.extend(part._sources(descending))
+            else:
+                sources.append(part.ranked(descending))
         if self.own:
             sources.append(sorted(self.own, key=_SCORE, reverse=descending))
         return sources

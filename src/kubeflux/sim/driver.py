@@ -66,15 +66,17 @@ def _few_collections() -> Iterator[None]:
     of an LCG run. Young cyclic garbage is still collected, every :data:`GC_YOUNG_THRESHOLD` allocations. At the
     end the survivors are moved to the oldest generation (``gc.freeze`` then ``gc.unfreeze``), where they would
     have ended anyway: otherwise the first collection after the run rescans them all at once (about 2 s of CPU
-    after an LCG run). They stay tracked, and later full collections reclaim them as usual.
+    after an LCG run). They stay tracked, and later full collections reclaim them as usual. (Skipped when the
+    program has frozen objects of its own: unfreezing would release them.)
     """
     thresholds = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, 1_000_000, 1_000_000)
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         gc.set_threshold(*thresholds)
 
 

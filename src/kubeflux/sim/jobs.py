@@ -111,7 +111,8 @@ def timing_of(
         run_jitter = run_jitter if complete_jitter is None else complete_jitter
     if run_time is not None and run_time < 0:
         raise ValueError(f"{_where(template, wjob)}: run_time must be >= 0 seconds, got {run_time}")
-    walltime = wjob.requested_time if wjob.requested_time > 0 else run_time
+    requested = wjob.requested_time
+    walltime = requested if requested > 0 else run_time
     annotations = template.annotations
     if walltime is not None and WALLTIME_ANNOTATION not in annotations:
         annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
@@ -119,33 +120,37 @@ def timing_of(
     ext = None
     if len(requests) > 1 or CPU not in requests:
         ext = {k: v for k, v in requests.items() if k not in (CPU, MEMORY, GPU, "pods")} or None
-    container_name = "main"
-    manifest: Any = template.manifest
-    if manifest is not None and isinstance(manifest, dict):
+    kind = wjob.kind
+    return TemplateTiming(
+        template,
+        requests.get(CPU, 0),
+        requests.get(MEMORY, 0),
+        requests.get(GPU, 0),
+        ext,
+        run_time,
+        run_jitter,
+        start_delay,
+        start_jitter,
+        template.exit_code,
+        requested if kind is JobKind.TRACE and requested > 0 else None,
+        labels,
+        annotations,
+        template.scheduler_name or primary,
+        f"Job/{wjob.name}" if kind is JobKind.JOB else "",
+        "main" if template.manifest is None else _container_name(template.manifest),
+    )
+
+
+def _container_name(manifest: Any) -> str:
+    """The first container's name in a Pod or Job manifest (``main`` when it names none)."""
+    if isinstance(manifest, dict):
         spec = manifest.get("spec", {})
         if isinstance(spec, dict) and "template" in spec:
             spec = spec["template"].get("spec", {}) if isinstance(spec["template"], dict) else {}
         containers = spec.get("containers") if isinstance(spec, dict) else None
         if isinstance(containers, list) and containers and isinstance(containers[0], dict):
-            container_name = str(containers[0].get("name", "main"))
-    return TemplateTiming(
-        template=template,
-        cpu=template.requests.get(CPU, 0),
-        mem=template.requests.get(MEMORY, 0),
-        gpu=template.requests.get(GPU, 0),
-        ext=ext,
-        run_time=run_time,
-        run_jitter=run_jitter,
-        start_delay=start_delay,
-        start_jitter=start_jitter,
-        exit_code=template.exit_code,
-        walltime_kill=wjob.requested_time if wjob.kind is JobKind.TRACE and wjob.requested_time > 0 else None,
-        labels=labels,
-        annotations=annotations,
-        scheduler_name=template.scheduler_name or primary,
-        owner=f"Job/{wjob.name}" if wjob.kind is JobKind.JOB else "",
-        container_name=container_name,
-    )
+            return str(containers[0].get("name", "main"))
+    return "main"
 
 
 class SimJob:
