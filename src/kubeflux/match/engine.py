@@ -59,7 +59,7 @@ class MatchResult:
     jobid: int
     matched: bool
     at: int = 0
-    """Start time: 0 means now; later means a reservation."""
+    """Start time: :attr:`now` (0 for resource-query) means now; later means a reservation."""
     satisfiable: bool = True
     resources: str = ""
     """The allocated resource set in the engine's match format (empty on failure)."""
@@ -68,10 +68,12 @@ class MatchResult:
     elapsed: float = 0.0
     consumed_id: bool = True
     """Whether the match used up a job id (satisfiability checks and bad jobspecs do not)."""
+    now: int = 0
+    """The ``now`` the match was made at; :attr:`at` later than it is a reservation."""
 
     @property
     def reserved(self) -> bool:
-        return self.matched and self.at != 0
+        return self.matched and self.at > self.now
 
 
 class EngineError(Exception):
@@ -111,17 +113,23 @@ class Engine:
 
     # ------------------------------------------------------------------ matching
 
-    def match(self, op: MatchOp, jobspec: Jobspec, *, jobid: int | None = None, source: str = "") -> MatchResult:
-        """Allocate, reserve or test ``jobspec`` (``match <op>`` of resource-query)."""
+    def match(
+        self, op: MatchOp, jobspec: Jobspec, *, jobid: int | None = None, source: str = "", now: int = 0
+    ) -> MatchResult:
+        """Allocate, reserve or test ``jobspec`` (``match <op>`` of resource-query).
+
+        ``now`` is the current time on the graph's time axis (seconds from :attr:`base`): an allocation starts
+        then, a reservation later. resource-query always matches at 0; a scheduler passes its clock.
+        """
         started = time.perf_counter()
         consumes = op != MatchOp.SATISFIABILITY
         if jobid is None:
             jobid = self.next_jobid
         if consumes:
             self.next_jobid = jobid + 1
-        result = MatchResult(jobid, False, consumed_id=consumes)
+        result = MatchResult(jobid, False, consumed_id=consumes, now=now)
         try:
-            result.at, result.resources = self._run(op, jobspec, jobid)
+            result.at, result.resources = self._run(op, jobspec, jobid, now)
             result.matched = True
         except MatchFailure as failure:
             result.errno = failure.errno
@@ -133,11 +141,11 @@ class Engine:
         result.elapsed = time.perf_counter() - started
         self.match_times.append(result.elapsed)
         if result.matched and consumes:
-            state = JobState.RESERVED if result.at else JobState.ALLOCATED
+            state = JobState.RESERVED if result.at > now else JobState.ALLOCATED
             self.jobs[jobid] = JobInfo(jobid, state, result.at, source, result.elapsed)
         return result
 
-    def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int) -> tuple[int, str]:
+    def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0) -> tuple[int, str]:
         traverser = self.traverser
         requests = requests_from_jobspec(jobspec.resources)
         saved_exclusive = set(self.policy.exclusive_types)
@@ -147,7 +155,7 @@ class Engine:
             aggregates: dict[str, int] = {}
             traverser.prime_jobspec(requests, aggregates)
             duration = jobspec.duration_seconds(self.horizon)
-            meta = JobMeta(jobid=jobid, at=0, duration=duration, now=0)
+            meta = JobMeta(jobid=jobid, at=now, duration=duration, now=now)
             traverser.task_labels = [task.slot for task in jobspec.tasks]
             if op == MatchOp.SATISFIABILITY:
                 self._satisfiability(requests, meta, exclusive)

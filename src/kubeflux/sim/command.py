@@ -9,6 +9,7 @@ plots and ``index.html``, and ``problems.txt`` when input lines were skipped or 
 from __future__ import annotations
 
 import re
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -126,6 +127,9 @@ def _list_schedulers(console: Console) -> None:
     console.print(table)
 
 
+REPORT_WIDTH = 160
+
+
 def simulate_command(
     workload: Annotated[
         list[Path] | None,
@@ -147,7 +151,8 @@ def simulate_command(
     list_schedulers: Annotated[bool, typer.Option("--list-schedulers", help="Print the schedulers and exit.")] = False,
 ) -> None:
     """Simulate workloads on a virtual-time Kubernetes cluster under each scheduler and compare them."""
-    console = Console()
+    # Printed to a pipe or a file (make demo, CI logs), the comparison keeps its full width instead of 80 columns.
+    console = Console(width=None if sys.stdout.isatty() else REPORT_WIDTH)
     if list_schedulers:
         _list_schedulers(console)
         return

@@ -67,7 +67,10 @@ def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison
     """A rich table of summary rows (one per run), the main figures only; best wait and slowdown in green."""
     table = Table(title=title)
     for key, header in _TABLE_COLUMNS:
-        table.add_column(header, justify="left" if key == "scheduler" else "right")
+        if key == "scheduler":
+            table.add_column(header, justify="left", no_wrap=True)
+        else:
+            table.add_column(header, justify="right")
     best: dict[str, float] = {}
     for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan"):
         values = [float(row[key]) for row in rows if isinstance(row.get(key), int | float)]

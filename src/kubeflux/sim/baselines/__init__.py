@@ -1,7 +1,8 @@
 """The simulator's schedulers, by name: a registry of factories (``kubeflux simulate --list-schedulers``).
 
 A module adds a scheduler with :func:`register`; :func:`create` builds a fresh instance per run. The built-in HPC
-baselines (``fcfs``, ``easy``) are always there; ``kube-default`` and ``coscheduling`` are imported lazily, so the
+baselines (``fcfs``, ``easy``) and kubeflux itself (``kubeflux``, ``kubeflux-fcfs``, ``kubeflux-conservative``)
+are always there; ``kube-default`` and ``coscheduling`` are imported lazily, so the
 registry works whether or not those modules exist.
 """
 
@@ -63,6 +64,27 @@ def _easy() -> Scheduler:
     return EasyScheduler()
 
 
+_KUBEFLUX: tuple[tuple[str, str, str], ...] = (
+    # (registry name = schedulerName, backfill, description)
+    (
+        "kubeflux",
+        "easy",
+        "kubeflux: the graph engine (policy lonode), gangs, EASY backfilling with engine reservations",
+    ),
+    ("kubeflux-fcfs", "fcfs", "kubeflux without backfilling: strict FCFS, the blocked head holds a reservation"),
+    ("kubeflux-conservative", "conservative", "kubeflux with conservative backfilling: every blocked job reserves"),
+)
+
+
+def _kubeflux(name: str, backfill: str) -> SchedulerFactory:
+    def factory() -> Scheduler:
+        from kubeflux.scheduler.core import KubefluxScheduler
+
+        return KubefluxScheduler(name, policy="lonode", backfill=backfill)
+
+    return factory
+
+
 def _load() -> None:
     global _LOADED
     if _LOADED:
@@ -76,6 +98,8 @@ def _load() -> None:
         "easy",
         SchedulerInfo("easy", _easy, "EASY backfilling on whole jobs (head reservation at the shadow time)"),
     )
+    for name, backfill, description in _KUBEFLUX:
+        _REGISTRY.setdefault(name, SchedulerInfo(name, _kubeflux(name, backfill), description))
     for name, module_name, class_name, description in _LAZY:
         try:
             module = importlib.import_module(module_name)

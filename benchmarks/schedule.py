@@ -1,0 +1,140 @@
+"""Scheduler benchmark: kubeflux's core on large clusters, in wall time (no simulator, no API server).
+
+Prints three tables:
+  (a) pods bound per second for N nodes (4 cores, 32 GiB, 110 pods each: kube-scheduler's scheduler_perf node) and
+      P one-core pods (SchedulingBasic 5000Nodes_10000Pods; its CI floor is 270 pods/s);
+  (b) the same for G pod groups of 16 one-core members (gangs, all or nothing);
+  (c) the seed's planned experiment: updating the graph for one pod event (a pod that ends: its engine job
+      cancelled; a pod of another scheduler: put on its node) against rebuilding the graph from the node list,
+      at 1,000 and 5,000 nodes.
+Usage: python benchmarks/schedule.py [--nodes 5000] [--pods 10000] [--groups 1000] [--policy lonode]
+       [--update-nodes 1000,5000]
+Large runs take long while the engine's whole-graph policies are slow; --pods/--groups measure a prefix of the
+stream (the rate is per pod placed, on the same cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
+from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.translate import node_spec
+
+ADDED, MODIFIED = EventKind.ADDED, EventKind.MODIFIED
+
+
+def nodes(count: int) -> list[Node]:
+    return [
+        Node(f"node-{i}", uid=f"n{i}", allocatable={CPU: 4000, MEMORY: 32 * 2**30, PODS: 110}) for i in range(count)
+    ]
+
+
+def one_core_pod(name: str, labels: dict[str, str] | None = None) -> Pod:
+    return Pod("default", name, name, "kubeflux", requests={CPU: 1000, MEMORY: 2**30}, labels=labels or {})
+
+
+def scheduler_on(cluster: list[Node], policy: str) -> KubefluxScheduler:
+    scheduler = KubefluxScheduler(policy=policy, queue_depth=10**9)
+    for node in cluster:
+        scheduler.observe(ClusterEvent(ADDED, node), 0.0)
+    scheduler.schedule(0.0)  # builds the graph
+    return scheduler
+
+
+def bind_rate(scheduler: KubefluxScheduler, pods: list[Pod]) -> tuple[int, float]:
+    """Feed ``pods`` and run passes until none is left to place; (pods bound, seconds)."""
+    for pod in pods:
+        scheduler.observe(ClusterEvent(ADDED, pod), 1.0)
+    started = time.perf_counter()
+    bound = sum(isinstance(d, Bind) for d in scheduler.schedule(1.0))
+    return bound, time.perf_counter() - started
+
+
+def update_vs_rebuild(count: int, policy: str, repeats: int = 50) -> tuple[float, float, float]:
+    """(ms to release one ended pod, ms to account one pod of another scheduler, ms to rebuild the graph)."""
+    cluster = nodes(count)
+    scheduler = scheduler_on(cluster, policy)
+    pods = [one_core_pod(f"p{i}") for i in range(repeats)]
+    for pod in pods:
+        scheduler.observe(ClusterEvent(ADDED, pod), 1.0)
+    scheduler.schedule(1.0)
+    releases = []
+    for pod in pods:
+        pod.phase = PodPhase.SUCCEEDED
+        started = time.perf_counter()
+        scheduler.observe(ClusterEvent(MODIFIED, pod), 2.0)
+        releases.append(time.perf_counter() - started)
+    accounts = []
+    for i in range(repeats):
+        other = Pod("default", f"web-{i}", f"web-{i}", "default-scheduler", requests={CPU: 1000})
+        other.node_name, other.phase = cluster[i % count].name, PodPhase.RUNNING
+        started = time.perf_counter()
+        scheduler.observe(ClusterEvent(ADDED, other), 3.0 + i)
+        scheduler.schedule(3.0 + i)  # puts it on its node's cores in the graph
+        accounts.append(time.perf_counter() - started)
+    specs = [node_spec(node) for node in cluster]
+    rebuilds = []
+    for _ in range(3):
+        started = time.perf_counter()
+        GraphView(specs, policy, scheduler.horizon, scheduler.log)
+        rebuilds.append(time.perf_counter() - started)
+    ms = 1000.0
+    return statistics.median(releases) * ms, statistics.median(accounts) * ms, statistics.median(rebuilds) * ms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--group-size", type=int, default=16)
+    parser.add_argument("--policy", default="lonode")
+    parser.add_argument("--update-nodes", default="1000,5000")
+    args = parser.parse_args()
+    console = Console()
+
+    table = Table(title=f"kubeflux: pods bound per second of wall time (policy {args.policy})")
+    for column in ("workload", "nodes", "pods asked", "pods bound", "seconds", "pods/s", "kube-scheduler CI floor"):
+        table.add_column(column, justify="right")
+    cluster = nodes(args.nodes)
+    scheduler = scheduler_on(cluster, args.policy)
+    bound, seconds = bind_rate(scheduler, [one_core_pod(f"p{i}") for i in range(args.pods)])
+    table.add_row(
+        "one-core pods", str(args.nodes), str(args.pods), str(bound), f"{seconds:.1f}", f"{bound / seconds:.0f}", "270"
+    )
+    scheduler = scheduler_on(cluster, args.policy)
+    members: list[Pod] = []
+    for g in range(args.groups):
+        scheduler.observe(ClusterEvent(ADDED, PodGroup("default", f"g{g}", args.group_size)), 0.5)
+        members += [one_core_pod(f"g{g}-{m}", {POD_GROUP_LABEL: f"g{g}"}) for m in range(args.group_size)]
+    bound, seconds = bind_rate(scheduler, members)
+    asked = f"{args.groups} x {args.group_size}"
+    table.add_row("pod groups", str(args.nodes), asked, str(bound), f"{seconds:.1f}", f"{bound / seconds:.0f}", "-")
+    console.print(table)
+
+    table = Table(title="One pod event: graph update against rebuild (median ms)")
+    for column in (
+        "nodes",
+        "pod ends (release)",
+        "other scheduler's pod (put on node)",
+        "rebuild graph",
+        "rebuild / update",
+    ):
+        table.add_column(column, justify="right")
+    for count in (int(n) for n in args.update_nodes.split(",")):
+        release, account, rebuild = update_vs_rebuild(count, args.policy)
+        worst = max(release, account)
+        table.add_row(str(count), f"{release:.3f}", f"{account:.3f}", f"{rebuild:.1f}", f"{rebuild / worst:,.0f}x")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

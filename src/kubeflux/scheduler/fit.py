@@ -1,0 +1,143 @@
+"""Which graph nodes may take a pod now: kube-scheduler's filters and the exact books, kept incrementally.
+
+Scanning every node for every pod costs O(nodes) per pod. Here the answer is cached per pod *shape* (its
+placement constraints, and its requests), and brought up to date from a log of the nodes whose books changed
+since it was last asked, so a pod costs O(nodes changed) in the common case. Node events and graph rebuilds
+:meth:`FitIndex.reset` everything.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kubeflux.scheduler.constraints import static_filter
+from kubeflux.scheduler.objects import Node, Pod
+
+__all__ = ["FitIndex", "NodeFit", "StaticFit"]
+
+Shortfall = Callable[[str, Pod], list[str]]
+"""``shortfall(node name, pod)``: kube-scheduler's reasons the pod's requests do not fit on the node now."""
+
+_LOG_LIMIT = 100_000
+
+
+@dataclass(slots=True)
+class StaticFit:
+    """The usage-independent filters (cordon, taints, selector, affinity) for one constraint shape."""
+
+    fit: list[str]
+    """Graph nodes that pass, in graph order."""
+    unfit: set[str]
+    reasons: Counter[str]
+    members: set[str] = field(default_factory=set)
+    """The same nodes as :attr:`fit`, as a set."""
+
+
+@dataclass(slots=True)
+class NodeFit:
+    """The nodes for one pod now."""
+
+    static: StaticFit
+    unfit: set[str] = field(default_factory=set)
+    """Static-fit nodes whose books are short for the pod."""
+    pos: int = 0
+
+    @property
+    def hidden(self) -> set[str]:
+        """Graph nodes to hide from the matcher for this pod."""
+        return self.static.unfit | self.unfit
+
+    @property
+    def any(self) -> bool:
+        return len(self.static.fit) > len(self.unfit)
+
+    def first(self) -> str | None:
+        """The first node in graph order that may take the pod."""
+        for name in self.static.fit:
+            if name not in self.unfit:
+                return name
+        return None
+
+    def fitting(self) -> list[str]:
+        return [name for name in self.static.fit if name not in self.unfit]
+
+
+class FitIndex:
+    def __init__(self) -> None:
+        self._static: dict[tuple[object, ...], StaticFit] = {}
+        self._shapes: dict[tuple[object, ...], NodeFit] = {}
+        self._log: list[str] = []
+        self._base = 0
+
+    def reset(self) -> None:
+        """Forget everything (a node changed, or the graph was rebuilt)."""
+        self._static.clear()
+        self._shapes.clear()
+        self._base += len(self._log)
+        self._log.clear()
+
+    def changed(self, node: str) -> None:
+        """The books of ``node`` changed (a pod placed on it or gone from it)."""
+        self._log.append(node)
+        if len(self._log) > _LOG_LIMIT:
+            self._shapes.clear()
+            self._base += len(self._log)
+            self._log.clear()
+
+    @staticmethod
+    def _static_key(pod: Pod) -> tuple[object, ...]:
+        return (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
+
+    def has_static(self, pod: Pod) -> bool:
+        return self._static_key(pod) in self._static
+
+    def static(self, pod: Pod, graph_nodes: Iterable[str], nodes: dict[str, Node], outside: int) -> StaticFit:
+        """The static filters for pods constrained like ``pod`` (computed over ``graph_nodes`` unless cached);
+        ``outside`` counts the cluster's nodes that are not in the graph."""
+        key = self._static_key(pod)
+        cached = self._static.get(key)
+        if cached is None:
+            fit: list[str] = []
+            unfit: set[str] = set()
+            reasons: Counter[str] = Counter()
+            for name in graph_nodes:
+                node = nodes.get(name)
+                why = "node(s) were not found" if node is None else static_filter(pod, node)
+                if why is None:
+                    fit.append(name)
+                else:
+                    unfit.add(name)
+                    reasons[why] += 1
+            if outside:
+                reasons["node(s) are not available to kubeflux under its sharing policy"] += outside
+            cached = self._static[key] = StaticFit(fit, unfit, reasons, set(fit))
+        return cached
+
+    def fit(self, pod: Pod, static: StaticFit, shortfall: Shortfall) -> NodeFit:
+        """The nodes that may take ``pod`` now, brought up to date from the change log."""
+        key = (id(static), tuple(sorted(pod.requests.items())))
+        entry = self._shapes.get(key)
+        end = self._base + len(self._log)
+        if entry is None or entry.static is not static or entry.pos < self._base:
+            entry = NodeFit(static, {name for name in static.fit if shortfall(name, pod)}, end)
+            self._shapes[key] = entry
+            return entry
+        if entry.pos < end:
+            for name in set(self._log[entry.pos - self._base :]):
+                if name in static.members:
+                    if shortfall(name, pod):
+                        entry.unfit.add(name)
+                    else:
+                        entry.unfit.discard(name)
+            entry.pos = end
+        return entry
+
+    @staticmethod
+    def reasons(pod: Pod, static: StaticFit, shortfall: Shortfall) -> Counter[str]:
+        """Every node's reason, as kube-scheduler counts them (a full scan: only when the pod does not fit)."""
+        reasons = Counter(static.reasons)
+        for name in static.fit:
+            reasons.update(shortfall(name, pod))
+        return reasons

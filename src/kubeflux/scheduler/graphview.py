@@ -1,0 +1,235 @@
+"""The engine as the scheduler sees it: one graph node per admitted Kubernetes node, matches with nodes hidden.
+
+Hiding is how per-pod filters reach the matcher: before a match, the nodes that may not take the pod are marked
+down (:meth:`GraphView.hide`), and only the difference from the previous match is re-marked, so a busy cluster
+costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes
+that appear, or come back with another capacity, are attached in place (:meth:`GraphView.put_node`, the
+engine's ``attach`` and ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart)
+are replayed onto their node with the engine's ``update`` (:meth:`GraphView.replay`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from kubeflux.jobspec import Jobspec
+from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
+from kubeflux.match.policy import MatchPolicy, parse_policy
+from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
+from kubeflux.scheduler.translate import placement_from_output
+
+__all__ = ["CLUSTER_NAME", "GraphView"]
+
+CLUSTER_NAME = "kubeflux"
+
+
+class GraphView:
+    """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
+
+    def __init__(self, specs: list[NodeSpec], policy: str, horizon: int, log: deque[str]) -> None:
+        self.engine = Engine(build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon)
+        self.policy = policy
+        self.specs = {spec.name: spec for spec in specs}
+        self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
+        self.gone: set[str] = set()
+        self.hidden: set[str] = set()
+        self.log = log
+        self.log.append(f"Number nodes  {len(specs)}")
+        for spec in specs:
+            self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}")
+            self.log.append(f"Node  {spec.name}  total mem  {spec.memory}")
+        self.log.append(f"Can request at most  {max((s.cores for s in specs), default=0)}  exclusive cpu")
+        self.log.append(f'Match policy:  {{"matcher_policy": "{policy}"}}')
+
+    def usable(self, name: str) -> bool:
+        return name in self.specs and name not in self.gone
+
+    def _mark(self, name: str, status: Status) -> None:
+        self.engine.set_status(self.paths[name], status)
+
+    def set_gone(self, name: str, gone: bool) -> None:
+        """A node left the cluster (down until it returns) or came back."""
+        if name not in self.specs or (name in self.gone) == gone:
+            return
+        if gone:
+            self.gone.add(name)
+            if name not in self.hidden:
+                self._mark(name, Status.DOWN)
+        else:
+            self.gone.discard(name)
+            if name not in self.hidden:
+                self._mark(name, Status.UP)
+
+    def hide(self, names: Iterable[str]) -> None:
+        """Make exactly ``names`` (plus the gone nodes) invisible to the next matches."""
+        target = set(names)
+        for name in self.hidden - target:
+            if name not in self.gone:
+                self._mark(name, Status.UP)
+        for name in target - self.hidden:
+            if name not in self.gone:
+                self._mark(name, Status.DOWN)
+        self.hidden = target
+
+    def match(
+        self, op: MatchOp, spec: Jobspec, what: str, start: int, hide: Iterable[str], policy: str | None = None
+    ) -> MatchResult:
+        """One engine match at ``start`` with the ``hide`` nodes down; logged as Fluence logs its match calls."""
+        engine = self.engine
+        self.hide(hide)
+        saved = engine.policy
+        if policy is not None and policy != self.policy:
+            engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
+        try:
+            result = engine.match(op, spec, now=start, source=what)
+        finally:
+            engine.policy = engine.traverser.policy = saved
+        if not result.matched:
+            self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
+        elif result.reserved:
+            self.log.append(
+                f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
+            )
+        else:
+            where = placement_from_output(result.resources)
+            self.log.append(
+                f"Match {op.value} {what}: jobid {result.jobid} node {where.node} cores {len(where.cores)} "
+                f"({result.elapsed:.6f} s)"
+            )
+        return result
+
+    def busy_cores(self, name: str, at: int) -> int:
+        """How many of node ``name``'s cores an engine *allocation* (not a reservation) holds at time ``at``."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name])
+        if vertex is None:
+            return 0
+        traverser = self.engine.traverser
+        busy = 0
+        for uid in vertex.children:
+            spans = traverser.allocations.get(uid)
+            if graph.vertices[uid].type != "core" or not spans:
+                continue
+            plan = traverser.plans[uid]
+            for span in spans.values():
+                start = plan.span_start(span)
+                if start <= at < start + plan.span_duration(span):
+                    busy += 1
+                    break
+        return busy
+
+    def free_leaves(
+        self, name: str, kind: str, at: int, duration: int, count: int, prefer: Iterable[str] = ()
+    ) -> list[int] | None:
+        """``count`` of node ``name``'s ``kind`` vertices (core, gpu) free during ``[at, at + duration)``, those
+        named in ``prefer`` first; None when there are not enough."""
+        if count == 0:
+            return []
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name])
+        if vertex is None:
+            return None
+        plans = self.engine.traverser.plans
+        wanted = set(prefer)
+        free: list[tuple[bool, int]] = []
+        for uid in vertex.children:
+            child = graph.vertices[uid]
+            if child.type != kind:
+                continue
+            plan = plans.get(uid)
+            if plan is None or plan.avail_during(at, duration, 1):
+                free.append((child.name not in wanted, uid))
+        if len(free) < count:
+            return None
+        return [uid for _, uid in sorted(free)[:count]]
+
+    def resource_set(self, name: str, leaves: Iterable[int]) -> dict[str, Any]:
+        """The JGF resource set of ``leaves`` (held exclusively) on node ``name``, with the path from the root."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name])
+        assert vertex is not None
+        chain: list[int] = []
+        uid = vertex.uid
+        while uid != -1:
+            chain.append(uid)
+            uid = graph.vertices[uid].parent
+        exclusive = set(leaves)
+        held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
+        document = graph_to_jgf(graph, [*chain, *exclusive])
+        for record in document["graph"]["nodes"]:
+            meta = record["metadata"]
+            meta.pop("status", None)
+            meta["exclusive"] = record["id"] in held
+        return document
+
+    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str) -> MatchResult:
+        """Put a pod placed elsewhere onto node ``name``: its ``leaves`` (cores, gpus) held during
+        ``[start, start + duration)`` as a new engine job (the engine's ``update``)."""
+        engine = self.engine
+        result = engine.update(
+            engine.next_jobid, self.resource_set(name, leaves), at=start, duration=duration, source=what
+        )
+        if result.matched:
+            self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
+        else:
+            self.log.append(f"Update allocate {what}: refused: {result.error}")
+        return result
+
+    def put_node(self, spec: NodeSpec) -> None:
+        """Attach node ``spec.name`` in place (the engine's ``attach``); a node of that name already in the graph
+        is removed first (its jobs there are released: the caller replays them)."""
+        engine = self.engine
+        graph = engine.graph
+        path = f"/{CLUSTER_NAME}0/{spec.name}"
+        if spec.name in self.specs and graph.vertex_at(path) is not None:
+            self.hidden.discard(spec.name)
+            engine.remove_path(path)
+        rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
+        piece = Graph()
+        add_node(piece, spec, cluster=CLUSTER_NAME, rank=rank)
+        document = graph_to_jgf(piece)
+        root_path = f"/{CLUSTER_NAME}0"
+        fresh = len(graph.vertices)
+        renamed: dict[str, str] = {}
+        for record in document["graph"]["nodes"]:
+            meta = record["metadata"]
+            if meta["paths"].get("containment") == root_path:
+                uniq = graph.root().uniq_id
+            else:
+                uniq = fresh
+                fresh += 1
+            renamed[record["id"]] = str(uniq)
+            record["id"], meta["uniq_id"] = str(uniq), uniq
+        for edge in document["graph"]["edges"]:
+            edge["source"], edge["target"] = renamed[edge["source"]], renamed[edge["target"]]
+        engine.attach(document, source=f"node {spec.name}")
+        self.specs[spec.name] = spec
+        self.paths[spec.name] = path
+        self.gone.discard(spec.name)
+        self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
+
+    def release(self, jobid: int, name: str, leaves: Iterable[str]) -> bool:
+        """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released with the engine's
+        ``partial_cancel`` (which touches only those vertices and their ancestors), else a plain cancel. False
+        when the engine no longer knows the job."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
+        names = set(leaves)
+        if vertex is not None and names:
+            held = [uid for uid in vertex.children if graph.vertices[uid].name in names]
+            try:
+                if self.engine.partial_cancel(jobid, self.resource_set(name, held)):
+                    return True
+            except EngineError:
+                pass
+        return self.cancel(jobid)
+
+    def cancel(self, jobid: int) -> bool:
+        """Cancel an engine job; False when the engine does not know it (already gone)."""
+        try:
+            self.engine.cancel(jobid)
+        except EngineError:
+            return False
+        return True

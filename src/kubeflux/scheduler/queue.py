@@ -1,0 +1,120 @@
+"""The pending side of the scheduler: jobs (a lone pod, or a pod group's members) waiting to be placed.
+
+Order: higher pod priority first, then arrival (the PodGroup's creation time, else the first pod's, to the
+microsecond), then the order kubeflux first saw them; a group's members stay together as one job. A group is
+*ready* once its PodGroup is known and at least ``minMember`` of its pods exist (or once the group has started:
+a late member, e.g. a replacement, then runs on its own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubeflux.scheduler.objects import Pod, PodGroup
+
+__all__ = ["PendingJob", "PendingQueue"]
+
+
+@dataclass(slots=True, eq=False)
+class PendingJob:
+    key: str
+    """``namespace/name`` of the group, or of the lone pod."""
+    group: str | None
+    arrival: float
+    seq: int
+    pods: dict[str, Pod] = field(default_factory=dict)
+    """Pod uid → pod, in the order seen."""
+    ready_since: float | None = None
+    retry_at: float = 0.0
+    """Back-off: not tried before this time."""
+    backoff: float = 0.0
+    reservations: list[int] = field(default_factory=list)
+    """Engine job ids holding this job's reservation (re-planned every pass)."""
+    expected_start: float | None = None
+    tried_epoch: int = -1
+    """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""
+    told: dict[str, tuple[str, float | None]] = field(default_factory=dict)
+    """Pod uid → the last (message, expected start) reported, so each is reported once."""
+
+    @property
+    def priority(self) -> int:
+        return max((pod.priority for pod in self.pods.values()), default=0)
+
+    def order(self) -> tuple[int, float, int]:
+        return (-self.priority, self.arrival, self.seq)
+
+
+class PendingQueue:
+    """Pending jobs by key and their pods by uid."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, PendingJob] = {}
+        self.by_pod: dict[str, PendingJob] = {}
+        self.groups: dict[str, PodGroup] = {}
+        self.started_groups: set[str] = set()
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def add(self, uid: str, pod: Pod) -> PendingJob:
+        """Queue ``pod`` (or refresh it when already queued); returns its job."""
+        job = self.by_pod.get(uid)
+        if job is not None:
+            job.pods[uid] = pod
+            return job
+        group = pod.group
+        key = pod.key if group is None or group in self.started_groups else group
+        job = self.jobs.get(key)
+        if job is None:
+            self._seq += 1
+            known = self.groups.get(key) if group is not None and key == group else None
+            arrival = known.creation_time if known is not None and known.creation_time else pod.creation_time
+            job = PendingJob(key, group if key == group else None, arrival, self._seq)
+            self.jobs[key] = job
+        job.pods[uid] = pod
+        self.by_pod[uid] = job
+        return job
+
+    def remove_pod(self, uid: str) -> PendingJob | None:
+        """Forget a pod (bound elsewhere, deleted, ended); its job goes when empty. Returns the job."""
+        job = self.by_pod.pop(uid, None)
+        if job is None:
+            return None
+        job.pods.pop(uid, None)
+        if not job.pods and self.jobs.get(job.key) is job:
+            del self.jobs[job.key]
+        return job
+
+    def remove_job(self, job: PendingJob) -> None:
+        for uid in job.pods:
+            self.by_pod.pop(uid, None)
+        if self.jobs.get(job.key) is job:
+            del self.jobs[job.key]
+        if job.group is not None:
+            self.started_groups.add(job.group)
+
+    def drop(self, job: PendingJob) -> None:
+        """Forget a job that will never run (rejected)."""
+        for uid in job.pods:
+            self.by_pod.pop(uid, None)
+        if self.jobs.get(job.key) is job:
+            del self.jobs[job.key]
+
+    def missing_members(self, job: PendingJob) -> int:
+        """How many more pods the job's group needs before it can be tried (0 when ready)."""
+        if job.group is None:
+            return 0
+        group = self.groups.get(job.group)
+        if group is None:
+            return max(1, len(job.pods))  # the PodGroup itself is missing: wait for it
+        return max(0, group.min_member - len(job.pods))
+
+    def timeout(self, job: PendingJob) -> float | None:
+        if job.group is None:
+            return None
+        group = self.groups.get(job.group)
+        return None if group is None else group.schedule_timeout_seconds
+
+    def ordered(self) -> list[PendingJob]:
+        return sorted(self.jobs.values(), key=PendingJob.order)

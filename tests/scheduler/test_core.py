@@ -1,0 +1,369 @@
+"""The kubeflux scheduler core on its own: events in, decisions out, with the real engine underneath."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.objects import (
+    CPU,
+    MEMORY,
+    POD_GROUP_LABEL,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PodGroup,
+    PodPhase,
+    Taint,
+    Toleration,
+)
+from kubeflux.scheduler.sharing import CappedSharing, ExclusiveSharing
+from kubeflux.scheduler.translate import DURATION_ANNOTATION
+
+ADDED, MODIFIED, DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
+
+
+def node(name: str, cores: int = 4, **kwargs: object) -> Node:
+    return Node(name, uid=name, allocatable={CPU: cores * 1000, MEMORY: 16 * 2**30}, **kwargs)  # type: ignore[arg-type]
+
+
+def pod(name: str, cpu: int, *, scheduler: str = "kubeflux", t: float = 0.0, **kwargs: object) -> Pod:
+    return Pod("default", name, f"uid-{name}", scheduler, creation_time=t, requests={CPU: cpu}, **kwargs)  # type: ignore[arg-type]
+
+
+class Cluster:
+    """A tiny stand-in for the API server: applies binds, tells the scheduler, checks nothing is over-committed."""
+
+    def __init__(self, scheduler: KubefluxScheduler, nodes: list[Node]) -> None:
+        self.scheduler = scheduler
+        self.nodes = {n.name: n for n in nodes}
+        self.pods: dict[str, Pod] = {}
+        self.now = 0.0
+        for n in nodes:
+            scheduler.observe(ClusterEvent(ADDED, n), 0.0)
+
+    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+        self.scheduler.observe(ClusterEvent(kind, obj), self.now)
+
+    def add(self, *pods: Pod) -> None:
+        for p in pods:
+            self.pods[p.key] = p
+            self.tell(ADDED, p)
+
+    def run(self, now: float | None = None) -> list[Decision]:
+        if now is not None:
+            self.now = now
+        decisions = self.scheduler.schedule(self.now)
+        for d in decisions:
+            if isinstance(d, Bind):
+                p = self.pods[d.pod]
+                p.node_name = d.node
+                p.annotations = {**p.annotations, **d.annotations}
+                p.phase = PodPhase.RUNNING
+                self.tell(MODIFIED, p)
+        self.check()
+        return decisions
+
+    def end(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
+        p = self.pods[f"default/{name}"]
+        p.phase = phase
+        self.tell(MODIFIED, p)
+
+    def delete(self, name: str) -> None:
+        p = self.pods.pop(f"default/{name}")
+        p.deleted = True
+        self.tell(DELETED, p)
+
+    def check(self) -> None:
+        for n in self.nodes.values():
+            used = sum(
+                p.requests.get(CPU, 0) for p in self.pods.values() if p.node_name == n.name and not p.phase.terminal
+            )
+            assert used <= n.allocatable[CPU], f"node {n.name} over-committed: {used}"
+
+
+def bound(decisions: list[Decision]) -> dict[str, str]:
+    return {d.pod: d.node for d in decisions if isinstance(d, Bind)}
+
+
+def messages(decisions: list[Decision]) -> dict[str, str]:
+    return {d.pod: d.message for d in decisions if isinstance(d, Unschedulable | Reject)}
+
+
+def test_a_pod_bound_by_kubeflux_carries_its_allocation() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1")])
+    cluster.add(pod("a", 2000, annotations={DURATION_ANNOTATION: "60"}))
+    [decision] = cluster.run()
+    assert isinstance(decision, Bind) and decision.node == "w1"
+    record = json.loads(decision.annotations[ALLOCATION_ANNOTATION])
+    assert record["node"] == "w1" and len(record["cores"]) == 2 and record["duration"] == 60
+
+
+def test_fractional_pods_cost_millicores_not_whole_cores() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=1)])
+    cluster.add(*(pod(f"f{i}", 250) for i in range(4)), pod("late", 250, t=1))
+    decisions = cluster.run()
+    assert len(bound(decisions)) == 4
+    assert messages(decisions) == {"default/late": "0/1 nodes are available: 1 Insufficient cpu."}
+
+
+def test_whole_cores_and_millicores_share_one_set_of_books() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("whole", 1000), pod("half-a", 500), pod("half-b", 500), pod("one-more", 1000, t=1))
+    decisions = cluster.run()
+    assert set(bound(decisions)) == {"default/whole", "default/half-a", "default/half-b"}
+    assert "Insufficient cpu" in messages(decisions)["default/one-more"]
+
+
+def test_other_schedulers_pods_take_their_share_of_the_node() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    web = pod("web", 1500, scheduler="default-scheduler")
+    web.node_name = "w1"
+    web.phase = PodPhase.RUNNING
+    cluster.add(web, pod("hpc", 1000))
+    assert bound(cluster.run()) == {}
+    cluster.delete("web")
+    assert bound(cluster.run(5.0)) == {"default/hpc": "w1"}
+
+
+def test_a_pod_deleted_before_it_is_bound_is_forgotten() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=1)])
+    cluster.add(pod("holder", 1000), pod("doomed", 1000, t=1), pod("next", 1000, t=2))
+    cluster.run()
+    cluster.delete("doomed")
+    cluster.end("holder")
+    assert bound(cluster.run(10.0)) == {"default/next": "w1"}
+
+
+def test_a_tombstone_without_uid_still_releases_the_pod() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=1)])
+    cluster.add(pod("a", 1000), pod("b", 1000, t=1))
+    cluster.run()
+    stale = Pod("default", "a", "", "kubeflux", requests={CPU: 1000})  # DeletedFinalStateUnknown: a stale copy
+    cluster.pods.pop("default/a")
+    cluster.tell(DELETED, stale)
+    assert bound(cluster.run(3.0)) == {"default/b": "w1"}
+
+
+def test_a_removed_node_takes_no_more_pods_and_its_pods_are_released() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    cluster.add(pod("a", 2000))
+    assert bound(cluster.run()) == {"default/a": "w1"}
+    cluster.tell(DELETED, cluster.nodes.pop("w1"))
+    cluster.delete("a")
+    cluster.add(pod("b", 2000, t=1), pod("c", 2000, t=2))
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {"default/b": "w2"}
+    assert messages(decisions)["default/c"] == "0/1 nodes are available: 1 Insufficient cpu."
+    cluster.nodes["w1"] = node("w1", cores=2)
+    cluster.tell(ADDED, cluster.nodes["w1"])
+    assert bound(cluster.run(2.0)) == {"default/c": "w1"}
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ({}, "1 node(s) had untolerated taint {dedicated: hpc}, 1 node(s) were unschedulable"),
+        ({"node_selector": {"disk": "ssd"}}, "1 node(s) didn't match Pod's node affinity/selector"),
+    ],
+    ids=["taint-and-cordon", "selector"],
+)
+def test_placement_constraints_say_why_in_kube_schedulers_words(target: dict[str, object], expected: str) -> None:
+    nodes = [
+        node("tainted", taints=(Taint("dedicated", "hpc"),)),
+        node("cordoned", unschedulable=True),
+        node("plain", labels={"disk": "hdd"}),
+    ]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    cluster.add(pod("busy", 4000), pod("p", 1000, t=1, **target))
+    message = messages(cluster.run())["default/p"]
+    assert message.startswith("0/3 nodes are available: ") and expected in message
+
+
+def test_tolerations_selectors_and_required_affinity_choose_the_node() -> None:
+    nodes = [
+        node("gpu-a", labels={"zone": "a"}),
+        node("gpu-b", taints=(Taint("dedicated", "hpc"),), labels={"zone": "b"}),
+    ]
+    affinity = (NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ("b",)),)),)
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    cluster.add(pod("p", 1000, tolerations=(Toleration("dedicated", "Equal", "hpc"),), required_node_affinity=affinity))
+    assert bound(cluster.run()) == {"default/p": "gpu-b"}
+
+
+def test_a_cordoned_node_is_skipped_until_uncordoned() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", unschedulable=True)])
+    cluster.add(pod("p", 1000))
+    assert messages(cluster.run()) == {"default/p": "0/1 nodes are available: 1 node(s) were unschedulable."}
+    cluster.nodes["w1"].unschedulable = False
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/p": "w1"}
+
+
+def test_a_pod_larger_than_any_node_is_rejected_and_the_rest_go_on() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4)])
+    cluster.add(pod("huge", 64_000), pod("fine", 1000, t=1))
+    decisions = cluster.run()
+    assert "No node could ever host the pod" in messages(decisions)["default/huge"]
+    assert bound(decisions) == {"default/fine": "w1"}
+
+
+def test_a_bad_pod_gets_a_clear_error_and_never_stops_the_scheduler() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1")])
+    cluster.add(pod("bad", 1000, annotations={DURATION_ANNOTATION: "tomorrow"}), pod("good", 1000, t=1))
+    decisions = cluster.run()
+    assert "metadata.annotations[kubeflux.io/duration]" in messages(decisions)["default/bad"]
+    assert bound(decisions) == {"default/good": "w1"}
+
+
+def test_higher_priority_goes_first() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=1)])
+    cluster.add(pod("early", 1000, t=0), pod("urgent", 1000, t=5, priority=100))
+    assert bound(cluster.run(5.0)) == {"default/urgent": "w1"}
+
+
+def group_pods(group: str, count: int, cpu: int, t: float = 0.0) -> list[Pod]:
+    return [pod(f"{group}-{i}", cpu, t=t, labels={POD_GROUP_LABEL: group}) for i in range(count)]
+
+
+def test_a_gang_is_placed_all_at_once_or_not_at_all() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=3))
+    cluster.add(*group_pods("mpi", 2, 2000))
+    decisions = cluster.run()
+    assert bound(decisions) == {} and "has 2 of its minMember 3 pods" in messages(decisions)["default/mpi-0"]
+    cluster.add(pod("mpi-2", 2000, labels={POD_GROUP_LABEL: "mpi"}))
+    assert "needs its 3 pods placed at once" in messages(cluster.run(1.0))["default/mpi-0"]
+    assert bound(cluster.run(2.0)) == {}
+
+
+def test_a_gang_of_different_members_gets_one_node_per_pod() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mix", min_member=2))
+    cluster.add(
+        pod("mix-big", 4000, labels={POD_GROUP_LABEL: "mix"}), pod("mix-small", 2000, labels={POD_GROUP_LABEL: "mix"})
+    )
+    assert bound(cluster.run()) == {"default/mix-big": "w1", "default/mix-small": "w2"}
+
+
+def test_a_group_whose_first_member_ends_keeps_the_rest_of_its_allocation() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
+    cluster.add(*group_pods("mpi", 2, 2000))
+    assert len(bound(cluster.run())) == 2
+    cluster.end("mpi-0")
+    cluster.add(pod("a", 2000, t=1), pod("b", 2000, t=2))
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {"default/a": "w1"}  # only the ended member's node; mpi-1 still holds w2
+    assert "Insufficient cpu" in messages(decisions)["default/b"]
+
+
+def test_a_gang_waiting_past_its_timeout_is_released_and_retried_with_back_off() -> None:
+    scheduler = KubefluxScheduler(group_backoff=10.0)
+    cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
+    cluster.add(pod("holder", 2000))
+    cluster.run()
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2, schedule_timeout_seconds=30))
+    cluster.add(*group_pods("mpi", 2, 2000, t=1))
+    cluster.run(1.0)
+    assert scheduler.next_wakeup(1.0) == 31.0
+    cluster.add(pod("newcomer", 4000, t=5))  # an arrival in between keeps the gang's wake-up
+    cluster.run(5.0)
+    assert scheduler.next_wakeup(5.0) == 31.0
+    message = messages(cluster.run(31.0))["default/mpi-0"]
+    assert "did not fit within its scheduleTimeoutSeconds of 30; released, retrying in 10 s" in message
+    assert scheduler.next_wakeup(31.0) == 41.0
+    cluster.end("holder")
+    assert bound(cluster.run(35.0)) == {}  # still backing off
+    assert len(bound(cluster.run(41.0))) == 2
+
+
+def test_the_exclusive_policy_uses_only_labelled_nodes() -> None:
+    nodes = [node("shared"), node("ours", labels={"kubeflux.io/owner": "kubeflux"})]
+    cluster = Cluster(KubefluxScheduler(sharing=ExclusiveSharing()), nodes)
+    cluster.add(pod("a", 4000), pod("b", 1000, t=1))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/a": "ours"}
+    assert "1 node(s) are not available to kubeflux under its sharing policy" in messages(decisions)["default/b"]
+
+
+def test_the_capped_policy_leaves_the_rest_of_each_node_to_others() -> None:
+    cluster = Cluster(KubefluxScheduler(sharing=CappedSharing(0.5)), [node("w1", cores=4)])
+    cluster.add(pod("a", 2000), pod("b", 1000, t=1))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/a": "w1"}
+    assert "Insufficient cpu" in messages(decisions)["default/b"]
+
+
+def test_the_match_policy_comes_from_the_profile_or_the_pod() -> None:
+    from kubeflux.scheduler.translate import POLICY_ANNOTATION
+
+    cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
+    cluster.add(pod("low", 1000), pod("high", 1000, t=1, annotations={POLICY_ANNOTATION: "hinode"}))
+    assert bound(cluster.run()) == {"default/low": "w1", "default/high": "w3"}
+
+
+def test_a_waiting_gang_of_different_members_reserves_one_start_for_all() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4), node("w2", cores=4)])
+    cluster.add(pod("holder", 4000, annotations={DURATION_ANNOTATION: "100"}))
+    cluster.run()
+    cluster.tell(ADDED, PodGroup("default", "mix", min_member=2))
+    members = [
+        pod("mix-big", 4000, t=1, labels={POD_GROUP_LABEL: "mix"}),
+        pod("mix-small", 2000, t=1, labels={POD_GROUP_LABEL: "mix"}),
+    ]
+    cluster.add(*members, pod("long", 2000, t=2, annotations={DURATION_ANNOTATION: "500"}))
+    decisions = cluster.run(1.0)
+    waiting = {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}
+    assert waiting["default/mix-big"] == waiting["default/mix-small"] == 100.0
+    assert "default/long" not in bound(decisions)  # it would delay the gang's reservation on w2
+
+
+def test_a_node_that_appears_is_attached_to_the_graph_in_place() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("a", 2000), pod("b", 2000, t=1))
+    assert bound(cluster.run()) == {"default/a": "w1"}
+    graph = scheduler.graph
+    cluster.nodes["w2"] = node("w2", cores=2)
+    cluster.tell(ADDED, cluster.nodes["w2"])
+    assert bound(cluster.run(1.0)) == {"default/b": "w2"}
+    assert scheduler.graph is graph and "Node  w2  flux cpu  2  (attached)" in scheduler.log
+
+
+def test_a_node_that_grows_keeps_its_pods_and_offers_the_new_cores() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("a", 2000), pod("b", 2000, t=1))
+    cluster.run()
+    cluster.nodes["w1"] = node("w1", cores=4)
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/b": "w1"}
+    assert any(line.startswith("Update allocate default/a: jobid") for line in scheduler.log)
+    cluster.add(pod("c", 1000, t=2))
+    assert bound(cluster.run(2.0)) == {}  # a and b hold all 4 cores
+
+
+def test_another_schedulers_pod_is_replayed_onto_its_node_in_the_graph() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=4)])
+    web = pod("web", 3000, scheduler="default-scheduler")
+    web.node_name, web.phase = "w1", PodPhase.RUNNING
+    cluster.add(web)
+    cluster.run()
+    graph = scheduler.graph
+    assert graph is not None and graph.busy_cores("w1", 0) == 3
+    assert any(line.startswith("Update allocate default/web: jobid 1 node w1 leaves 3") for line in scheduler.log)
+
+
+@pytest.mark.parametrize(("depth", "backfilled"), [(1, False), (2, True)])
+def test_the_queue_depth_bounds_how_far_backfilling_looks(depth: int, backfilled: bool) -> None:
+    cluster = Cluster(KubefluxScheduler(queue_depth=depth), [node("w1", cores=2)])
+    cluster.add(pod("holder", 1000, annotations={DURATION_ANNOTATION: "100"}))
+    cluster.run()
+    cluster.add(pod("head", 2000, t=1), pod("short", 1000, t=2, annotations={DURATION_ANNOTATION: "50"}))
+    assert ("default/short" in bound(cluster.run(2.0))) is backfilled

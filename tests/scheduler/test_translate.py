@@ -1,0 +1,89 @@
+"""Pods → jobspecs: the CPU rule, durations, policies and reading placements back."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeflux.match.engine import Engine, MatchOp
+from kubeflux.resources import build_graph
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod
+from kubeflux.scheduler.translate import (
+    DURATION_ANNOTATION,
+    POLICY_ANNOTATION,
+    PodRequestError,
+    gang_jobspec,
+    node_spec,
+    placement_from_output,
+    pod_duration,
+    pod_jobspec,
+    pod_policy,
+)
+
+
+def pod(cpu: int, gpus: int = 0, **annotations: str) -> Pod:
+    requests = {CPU: cpu, MEMORY: 2**30}
+    if gpus:
+        requests[GPU] = gpus
+    return Pod("default", "p", "u1", requests=requests, annotations=dict(annotations))
+
+
+def test_a_node_offers_its_whole_cores_and_gpus() -> None:
+    spec = node_spec(Node("w1", allocatable={CPU: 3500, MEMORY: 8 * 2**30, GPU: 2}))
+    assert (spec.name, spec.cores, spec.gpus, spec.memory) == ("w1", 3, 2, 8 * 2**30)
+
+
+@pytest.mark.parametrize(("cpu", "cores"), [(1000, 1), (2500, 2), (8000, 8)], ids=["1", "2.5", "8"])
+def test_whole_cores_become_exclusive_core_vertices(cpu: int, cores: int) -> None:
+    spec = pod_jobspec(pod(cpu), 60)
+    assert spec is not None
+    slot = spec.resources[0].with_[0]
+    assert (spec.resources[0].type, slot.type, slot.with_[0].type, slot.with_[0].count.min) == (
+        "node",
+        "slot",
+        "core",
+        cores,
+    )
+    assert spec.duration == 60
+
+
+def test_a_fractional_pod_costs_no_core() -> None:
+    assert pod_jobspec(pod(250), 60) is None
+    with_gpu = pod_jobspec(pod(250, gpus=1), 60)
+    assert with_gpu is not None and [r.type for r in with_gpu.resources[0].with_[0].with_] == ["gpu"]
+
+
+def test_durations_come_from_the_deadline_then_the_annotations() -> None:
+    assert pod_duration(pod(1000)) is None
+    assert pod_duration(pod(1000, **{WALLTIME_ANNOTATION: "90"})) == 90
+    assert pod_duration(pod(1000, **{DURATION_ANNOTATION: "1h", WALLTIME_ANNOTATION: "90"})) == 3600
+    deadline = pod(1000, **{DURATION_ANNOTATION: "1h"})
+    deadline.active_deadline_seconds = 120
+    assert pod_duration(deadline) == 120
+    with pytest.raises(PodRequestError, match=r"default/p: metadata.annotations\[kubeflux.io/duration\]"):
+        pod_duration(pod(1000, **{DURATION_ANNOTATION: "soon"}))
+
+
+def test_a_pod_may_choose_its_match_policy() -> None:
+    assert pod_policy(pod(1000), "lonode") == "lonode"
+    assert pod_policy(pod(1000, **{POLICY_ANNOTATION: "hinode"}), "lonode") == "hinode"
+    with pytest.raises(PodRequestError, match="match-policy"):
+        pod_policy(pod(1000, **{POLICY_ANNOTATION: "fastest"}), "lonode")
+
+
+def test_the_placement_is_read_back_from_the_engine() -> None:
+    graph = build_graph([node_spec(Node(f"w{i}", allocatable={CPU: 4000, GPU: 1})) for i in range(2)])
+    engine = Engine(graph, policy="hinode")
+    spec = pod_jobspec(pod(2000, gpus=1), 60)
+    assert spec is not None
+    result = engine.match(MatchOp.ALLOCATE, spec)
+    placement = placement_from_output(result.resources)
+    assert placement.node == "w1" and len(placement.cores) == 2 and placement.gpus == ("gpu0",)
+
+
+def test_a_gang_of_equal_members_is_one_jobspec_and_different_members_are_not() -> None:
+    same = gang_jobspec([pod(2000), pod(2000)], 60, "default/g")
+    assert same is not None and same.resources[0].type == "slot" and same.resources[0].count.min == 2
+    assert gang_jobspec([pod(2000), pod(1000)], 60, "default/g") is None
+    covering = gang_jobspec([pod(2000), pod(1000, gpus=1)], 60, "default/g", cover=True)
+    assert covering is not None
+    assert [(r.type, r.count.min) for r in covering.resources[0].with_] == [("core", 2), ("gpu", 1)]

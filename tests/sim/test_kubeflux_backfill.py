@@ -1,0 +1,76 @@
+"""kubeflux's queue: FCFS, EASY and conservative backfilling on the engine's reservations, hand-checked."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.sim.baselines import available, create
+from kubeflux.sim.driver import Simulation, SimulationOptions
+from kubeflux.sim.workloads.mapping import map_to_cluster
+
+from ._helpers import one_core_nodes, run, starts, trace
+
+
+def test_kubeflux_and_its_variants_are_registered_in_the_simulator() -> None:
+    names = available()
+    for name in ("kubeflux", "kubeflux-fcfs", "kubeflux-conservative"):
+        assert name in names
+        assert create(name).name == name
+
+
+def test_a_short_job_backfills_before_the_heads_reservation() -> None:
+    # j1 holds 2 of 4 nodes until 100; j2 (4 procs) reserves t=100; j3 (2 procs, 50 s) ends by 100: starts now.
+    workload = trace((0, 2, 100, 100), (1, 4, 100, 100), (2, 2, 50, 50))
+    record = run(workload, one_core_nodes(4), KubefluxScheduler())
+    assert starts(record) == {"1": 0.0, "2": 100.0, "3": 2.0}
+
+
+def test_without_backfilling_the_short_job_waits_behind_the_head() -> None:
+    workload = trace((0, 2, 100, 100), (1, 4, 100, 100), (2, 2, 50, 50))
+    record = run(workload, one_core_nodes(4), KubefluxScheduler("kubeflux-fcfs", backfill="fcfs"))
+    assert starts(record) == {"1": 0.0, "2": 100.0, "3": 200.0}
+
+
+def test_a_long_job_that_would_delay_the_head_waits() -> None:
+    workload = trace((0, 2, 100, 100), (1, 4, 100, 100), (2, 2, 200, 200), (3, 1, 300, 300))
+    record = run(workload, one_core_nodes(4), KubefluxScheduler())
+    assert starts(record) == {"1": 0.0, "2": 100.0, "3": 200.0, "4": 200.0}
+
+
+def test_a_long_job_may_use_the_nodes_the_head_does_not_need() -> None:
+    workload = trace((0, 2, 100, 100), (1, 4, 100, 100), (2, 1, 500, 500))
+    record = run(workload, one_core_nodes(5), KubefluxScheduler())
+    assert starts(record) == {"1": 0.0, "2": 100.0, "3": 2.0}
+
+
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+def test_conservative_backfilling_never_delays_any_reserved_job(backfill: str) -> None:
+    # j2 and j3 both wait; under conservative backfilling j4 (long) must not delay j3's reservation either.
+    workload = trace((0, 3, 100, 100), (1, 4, 100, 100), (2, 2, 100, 100), (3, 2, 400, 400))
+    record = run(workload, one_core_nodes(4), KubefluxScheduler(f"kubeflux-{backfill}", backfill=backfill))
+    assert starts(record)["2"] == 100.0
+    if backfill == "conservative":
+        assert starts(record)["3"] == 200.0
+
+
+def test_every_waiting_pod_carries_its_expected_start() -> None:
+    nodes = one_core_nodes(4)
+    workload = map_to_cluster(trace((0, 2, 100, 100), (1, 4, 100, 100)), nodes)
+    scheduler = KubefluxScheduler()
+    sim = Simulation(workload, nodes, {scheduler.name: scheduler}, options=SimulationOptions(keep_events=True))
+    decisions: list[object] = []
+    original = scheduler.schedule
+
+    def spy(now: float) -> list[object]:
+        out = original(now)
+        decisions.extend(out)
+        return out  # type: ignore[return-value]
+
+    scheduler.schedule = spy  # type: ignore[method-assign,assignment]
+    sim.run()
+    waiting = [d for d in decisions if type(d).__name__ == "Unschedulable"]
+    assert len(waiting) == 4
+    assert {d.expected_start for d in waiting} == {100.0}  # type: ignore[attr-defined]
+    message = "0/4 nodes are available: 2 Insufficient cpu. pod group default/j2 needs its 4 pods placed at once."
+    assert all(d.message == message for d in waiting)  # type: ignore[attr-defined]
