@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import jobspec_from_yaml
+from kubeflux.match import traverser as traverser_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
-from kubeflux.resources import NodeSpec, build_graph
+from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
 from tests.match._helpers import schedule
 
 EXCLUSIVE_NODES = """
@@ -185,3 +187,57 @@ def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_sch
     smaller = Engine(build_graph(kept), policy=policy, prune_filters="ALL:core,ALL:node,ALL:memory")
     assert schedule(subject.traverser) == schedule(smaller.traverser)
     assert subject.traverser.nodes_up == smaller.traverser.nodes_up
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    policy=st.sampled_from(["low", "first", "lonode"]),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["alloc", "alloc", "reserve", "cancel", "partial", "remove", "attach"]),
+            st.integers(0, 999),
+        ),
+        max_size=30,
+    ),
+)
+def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps: list[tuple[str, int]]) -> None:
+    """On a cluster wide enough for the matcher's block cache, partial cancels, removals and attaches give the
+    same answers with the evaluation cache on as with it off."""
+    pod = jobspec_from_yaml(
+        EXCLUSIVE_NODES.format(count=1, cores=2, duration=600).replace("count: 1\n    label", "count: 2\n    label")
+    )
+    bigger = build_graph([NodeSpec(f"n{i}", cores=4) for i in range(90)])
+
+    def run(shortcuts: bool) -> list[str]:
+        cache = traverser_module.CACHE_PER_VERTEX if shortcuts else 0
+        with mock.patch.object(traverser_module, "CACHE_PER_VERTEX", cache):
+            subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)
+            out: list[str] = []
+            attached = 0
+            for kind, number in steps:
+                live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+                try:
+                    if kind in ("alloc", "reserve"):
+                        op = MatchOp.ALLOCATE if kind == "alloc" else MatchOp.ALLOCATE_ORELSE_RESERVE
+                        result = subject.match(op, pod)
+                        out.append(f"{result.at} {result.resources}")
+                    elif kind == "cancel" and live:
+                        subject.cancel(live[number % len(live)])
+                    elif kind == "partial" and live:
+                        jobid = live[number % len(live)]
+                        ranks = held_ranks(subject, jobid)[:1]
+                        r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, ranks)), "children": {}}]}})
+                        out.append(f"partial {jobid} {subject.partial_cancel(jobid, r)}")
+                    elif kind == "remove":
+                        out.append(f"removed {len(subject.remove_ranks([number % 80]))}")
+                    elif kind == "attach" and attached < 10:
+                        node = bigger.vertex_at(f"/cluster0/n{80 + attached}")
+                        assert node is not None
+                        subject.attach(graph_to_jgf(bigger, [0, node.uid, *node.children]))
+                        attached += 1
+                except EngineError as error:
+                    out.append(str(error))
+                assert_never_over_committed(subject.traverser)
+            return out
+
+    assert run(shortcuts=True) == run(shortcuts=False)

@@ -218,7 +218,7 @@ class _Finder:
         vertex = traverser.graph.vertices[uid]
         types = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
         subplan = traverser.subplans.get(uid)
-        if not types or not traverser._kid_edges(uid):
+        if not types or not traverser.has_children(uid):
             return None
         tracked = subplan.resource_types if subplan is not None else ()
         report: dict[str, str] = {}

@@ -1075,6 +1075,48 @@ class Traverser:
             stack.extend(target for _, target in self._kid_edges(current))
         self.nodes_up += delta if status == Status.UP else -delta
 
+    # ------------------------------------------------------------------ for replay, release and find
+    # (kubeflux.match.update, .elastic, .find change the schedule from outside a match through these, so the
+    # caches above stay true)
+
+    def mark_edge(self, edge: int, needs: int, exclusive: bool) -> None:
+        """Mark ``edge`` for the update walk of the current sequence, as a match's choice would."""
+        self.edge_needs[edge] = needs
+        self.edge_excl[edge] = exclusive
+        self._stamp(edge)
+
+    def plan_span(self, uid: int, meta: JobMeta, amount: int) -> None:
+        """Add ``meta``'s planner span of ``amount`` units on ``uid``; PlannerError if it does not fit."""
+        self._add_plan(uid, meta, amount)
+        self.touch(uid)
+
+    def unplan(self, uid: int, jobid: int) -> int:
+        """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
+        for table in (self.allocations, self.reservations):
+            span = table.get(uid, {}).pop(jobid, None)
+            if span is not None:
+                plan = self.plans[uid]
+                amount = plan.span_resources(span)
+                plan.rem_span(span)
+                self.touch(uid)
+                return amount
+        return 0
+
+    def drop_use(self, uid: int, jobid: int) -> None:
+        """Forget that ``jobid`` uses ``uid`` (its exclusivity record) and its share of the fingerprints."""
+        use = self.x_uses.get(uid, {}).pop(jobid, None)
+        if use is not None:
+            self._unbound(uid, use[0], use[1])
+            self.touch(uid, -use[2])
+
+    def unlead(self, uid: int) -> None:
+        """Forget that the edge into ``uid`` leads a task slot."""
+        if self.graph.vertices[uid].parent != -1:
+            self.slot_leader.discard(self._parent_edge(uid))
+
+    def has_children(self, uid: int) -> bool:
+        return bool(self._kid_edges(uid))
+
     # ------------------------------------------------------------------ graph growth and shrink
 
     def refresh(self, changed: Iterable[int], added: Iterable[int] = (), removed: Iterable[int] = ()) -> None:

@@ -190,14 +190,11 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
     _plan(traverser, held.values(), meta)
 
     traverser.sequence += 1
-    sequence = traverser.sequence
     for index, child in marks:
-        traverser.edge_needs[index] = child.amount
-        traverser.edge_excl[index] = child.exclusive
-        traverser.edge_seq[index] = sequence
+        traverser.mark_edge(index, child.amount, child.exclusive)
     traverser.root_needs = root_mark.amount
     traverser.root_excl = root_mark.exclusive
-    traverser.root_seq = sequence
+    traverser.root_seq = traverser.sequence
     traverser.update(writer, meta, full=False)
 
 
@@ -215,7 +212,7 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
                     if start < end and meta.at < stop:
                         raise ResourceSetError(f"{vertex.name} is held by another job during {window}")
                 try:
-                    traverser._add_plan(item.uid, meta, item.amount)
+                    traverser.plan_span(item.uid, meta, item.amount)
                 except PlannerError as error:
                     raise ResourceSetError(f"{vertex.name} is not free during {window}: {error}") from error
                 planned.append(item.uid)
@@ -225,10 +222,8 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
                     raise ResourceSetError(f"{vertex.name} is not free during {window}")
     except ResourceSetError:
         for uid in planned:
-            traverser._rem_plan(uid, meta.jobid)
+            traverser.unplan(uid, meta.jobid)
         raise
-    for uid in planned:
-        traverser.touch(uid)  # no cached evaluation may outlive the new span, even where the walk does not go
 
 
 # ---------------------------------------------------------------------------------------------------- release
@@ -322,30 +317,12 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
     tags = traverser.tags.get(uid)
     if tags is not None:
         tags.discard(jobid)
-    _drop_use(traverser, uid, jobid)
+    traverser.drop_use(uid, jobid)
     aggregate = traverser.job2span.get(uid, {}).pop(jobid, None)
     if aggregate is not None:
         traverser.subplans[uid].rem_span(aggregate)
-    parent = traverser.graph.vertices[uid].parent
-    if parent != -1:
-        traverser.slot_leader.discard(traverser._parent_edge(uid))
-    for table in (traverser.allocations, traverser.reservations):
-        span = table.get(uid, {}).pop(jobid, None)
-        if span is not None:
-            plan = traverser.plans[uid]
-            amount = plan.span_resources(span)
-            plan.rem_span(span)
-            traverser.touch(uid)
-            return amount
-    return 0
-
-
-def _drop_use(traverser: Traverser, uid: int, jobid: int) -> None:
-    """Forget that ``jobid`` uses ``uid`` (its exclusivity record), and its share of the fingerprints above."""
-    use = traverser.x_uses.get(uid, {}).pop(jobid, None)
-    if use is not None:
-        traverser._unbound(uid, use[0], use[1])
-        traverser.touch(uid, -use[2])
+    traverser.unlead(uid)
+    return traverser.unplan(uid, jobid)
 
 
 def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
@@ -363,7 +340,7 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     if drained:
         del spans[jobid]
         tags.discard(jobid)
-        _drop_use(traverser, uid, jobid)
+        traverser.drop_use(uid, jobid)
 
 
 def holding(traverser: Traverser, jobid: int) -> list[int]:
