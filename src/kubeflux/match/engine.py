@@ -24,6 +24,8 @@ from kubeflux.match.update import ResourceSet, ResourceSetError, load_jgf_set, l
 from kubeflux.match.writers import WRITERS, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
+REQUESTS_KEPT = 256
+"""Jobspecs whose working copies the engine keeps for reuse."""
 DEFAULT_HORIZON = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
 
@@ -105,6 +107,7 @@ class Engine:
         self.writer: Writer = WRITERS[match_format]()
         self.jobs: dict[int, JobInfo] = {}
         self.next_jobid = 1
+        self._requests: dict[int, tuple[Jobspec, list[Request]]] = {}
         self.match_times: list[float] = []
 
     @property
@@ -145,9 +148,21 @@ class Engine:
             self.jobs[jobid] = JobInfo(jobid, state, result.at, source, result.elapsed)
         return result
 
+    def _requests_for(self, jobspec: Jobspec) -> list[Request]:
+        """The matcher's working copy of ``jobspec``'s resources, made once per jobspec object: a scheduler that
+        matches the same jobspec again (pods of one shape) saves the copy and the shape signatures."""
+        known = self._requests.get(id(jobspec))
+        if known is not None and known[0] is jobspec:
+            return known[1]
+        requests = requests_from_jobspec(jobspec.resources)
+        self._requests[id(jobspec)] = (jobspec, requests)
+        if len(self._requests) > REQUESTS_KEPT:
+            del self._requests[next(iter(self._requests))]
+        return requests
+
     def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0) -> tuple[int, str]:
         traverser = self.traverser
-        requests = requests_from_jobspec(jobspec.resources)
+        requests = self._requests_for(jobspec)
         saved_exclusive = set(self.policy.exclusive_types)
         try:
             root = self.graph.root(CONTAINMENT)

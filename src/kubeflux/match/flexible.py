@@ -38,10 +38,13 @@ def split_xor_slots(resources: list[Request]) -> list[list[Request]]:
     for resource in resources:
         expansions = split_xor_slots(resource.with_)
         if resource.type == XOR_SLOT:
-            choices.extend(dataclasses.replace(resource, type=SLOT, with_=option) for option in expansions)
+            choices.extend(dataclasses.replace(resource, type=SLOT, with_=option, shape=-1) for option in expansions)
             continue
         variants = [
-            [*variant, resource if _same(option, resource.with_) else dataclasses.replace(resource, with_=option)]
+            [
+                *variant,
+                resource if _same(option, resource.with_) else dataclasses.replace(resource, with_=option, shape=-1),
+            ]
             for variant in variants
             for option in expansions
         ]

@@ -17,6 +17,9 @@ class Request:
     label: str = ""
     user_data: dict[str, int] = field(default_factory=dict)
     """Aggregate counts of the pruning types this request needs below it (Fluxion's ``user_data``)."""
+    shape: int = -1
+    """The traverser's number for this request's shape (type, count, exclusivity, label and what is below),
+    set on first use; -1 until then (a copy with other fields must reset it)."""
 
     @property
     def min(self) -> int:

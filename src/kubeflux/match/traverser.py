@@ -389,12 +389,27 @@ class Traverser:
             raise MatchFailure(Errno.ENODEV)
 
     def _sign(self, resources: list[Request]) -> int:
-        """Intern the shape of a request list (and of every list below it) as a small integer cache key."""
-        shape = tuple((r.type, r.count, r.exclusive, r.label, self._sign(r.with_)) for r in resources)
+        """Intern the shape of a request list (and of every list below it) as a small integer cache key.
+
+        A request remembers its own shape, so a jobspec matched again (the engine reuses its requests) costs
+        one lookup per top-level request; the lists below were registered when the shape was first computed
+        and stay registered while they live."""
+        shapes = []
+        for request in resources:
+            shape = request.shape
+            if shape < 0:
+                inner = self._sign(request.with_)
+                shape = request.shape = self._intern(
+                    (request.type, request.count, request.exclusive, request.label, inner)
+                )
+            shapes.append(shape)
+        number = self._signatures[id(resources)] = self._intern(tuple(shapes))
+        return number
+
+    def _intern(self, shape: tuple[object, ...]) -> int:
         number = self._shapes.get(shape)
         if number is None:
             number = self._shapes[shape] = len(self._shapes)
-        self._signatures[id(resources)] = number
         return number
 
     def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring) -> int:
