@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.scoring import MATCH_MET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.scoring import Scoring
 from kubeflux.match.traverser import SLOT, Errno, JobMeta, Kids, MatchFailure, Traverser
 from kubeflux.resources.graph import Vertex
 
@@ -177,19 +177,9 @@ class FlexibleTraverser(Traverser):
         config = _select_or_config(slots, counts, nslots, memo)
         groups = []
         for _ in range(config[1]):
-            slot_group = EdgeGroup(MATCH_MET, 1, 0, True)
-            for element in slots[config[2]].with_:
-                evals = dfu_slot.evals(element.type)
-                count = calc_count(element, evals.qualified)
-                taken = 0
-                while taken < count:
-                    group = evals.next_group()
-                    if group is None:
-                        return
-                    first = group.edges[0]
-                    slot_group.edges.append(EdgeEval(first.count, first.count, True, first.edge))
-                    slot_group.score += group.score
-                    taken += first.count
+            slot_group = self._take_slot(slots[config[2]].with_, dfu_slot, "")
+            if slot_group is None:
+                return
             groups.append(slot_group)
             config = memo.get(config[0], ((), 0, 0))
         for group in groups:

@@ -18,7 +18,7 @@ from enum import Enum, IntEnum
 from kubeflux.match.planner import MultiPlanner, Planner, PlannerRangeError
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
+from kubeflux.match.scoring import MATCH_MET, MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
@@ -596,14 +596,8 @@ class Traverser:
             if len(children) >= 2 * BLOCK:
                 return self._explore_blocks(meta, children, resources, pristine, excl, dfu, kids)
             for edge, target in children:
-                evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
-                if evaluation.ok:
-                    if evaluation.merged is not None:
-                        dfu.merge_types(evaluation.merged)
-                    dfu.add(vertices[target].type, evaluation.group_for(edge))
+                if self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                     found = True
-                if evaluation.kids is not None or evaluation.marks is not None:
-                    kids[target] = evaluation
             return found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
@@ -616,14 +610,8 @@ class Traverser:
         for edge, target in order:
             if vertices[target].type in satisfied:
                 continue
-            evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
-            if evaluation.kids is not None or evaluation.marks is not None:
-                kids[target] = evaluation
-            if not evaluation.ok:
+            if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                 continue
-            if evaluation.merged is not None:
-                dfu.merge_types(evaluation.merged)
-            dfu.add(vertices[target].type, evaluation.group_for(edge))
             found = True
             for type, tally in shares.items():
                 total = dfu.total_count(type)
@@ -640,6 +628,28 @@ class Traverser:
             if all(shares[r.type][3] >= needed for r in resources):
                 break
         return found
+
+    def _visit_child(
+        self,
+        meta: JobMeta,
+        edge: int,
+        target: int,
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        kids: Kids,
+    ) -> bool:
+        """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
+        evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
+        if evaluation.kids is not None or evaluation.marks is not None:
+            kids[target] = evaluation
+        if not evaluation.ok:
+            return False
+        if evaluation.merged is not None:
+            dfu.merge_types(evaluation.merged)
+        dfu.add(self.graph.vertices[target].type, evaluation.group_for(edge))
+        return True
 
     def _explore_blocks(
         self,
@@ -746,22 +756,31 @@ class Traverser:
         qualified_slots = self._count_slots(shape, dfu_slot)
         groups = []
         for _ in range(qualified_slots):
-            slot_group = EdgeGroup(1, 1, 0, True, task_label=label)
-            for element in shape:
-                evals = dfu_slot.evals(element.type)
-                count = calc_count(element, evals.qualified)
-                taken = 0
-                while taken < count:
-                    group = evals.next_group()
-                    if group is None:
-                        return
-                    first = group.edges[0]
-                    slot_group.edges.append(EdgeEval(first.count, first.count, True, first.edge))
-                    slot_group.score += group.score
-                    taken += first.count
+            slot_group = self._take_slot(shape, dfu_slot, label)
+            if slot_group is None:
+                return
             groups.append(slot_group)
         for group in groups:
             dfu.add(SLOT, group)
+
+    @staticmethod
+    def _take_slot(shape: list[Request], dfu_slot: Scoring, label: str) -> EdgeGroup | None:
+        """The next slot's edges: for each element, the next best candidates covering its count (None when
+        they run out)."""
+        slot_group = EdgeGroup(MATCH_MET, 1, 0, True, task_label=label)
+        for element in shape:
+            evals = dfu_slot.evals(element.type)
+            count = calc_count(element, evals.qualified)
+            taken = 0
+            while taken < count:
+                group = evals.next_group()
+                if group is None:
+                    return None
+                first = group.edges[0]
+                slot_group.edges.append(EdgeEval(first.count, first.count, True, first.edge))
+                slot_group.score += group.score
+                taken += first.count
+        return slot_group
 
     def _count_slots(self, shape: list[Request], dfu_slot: Scoring) -> int:
         fits = 2**32 - 1
