@@ -223,7 +223,7 @@ class Traverser:
         self._marked: dict[int, set[int]] = {}
         """The edges stamped by the current match (``_marked_seq``), by source: the update walk's children."""
         self._marked_seq = -1
-        self._by_weight: dict[int, list[tuple[int, int]]] = {}
+        self._by_weight: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
         """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
@@ -602,12 +602,13 @@ class Traverser:
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
         parent = vertices[children[0][1]].parent
-        order = self._by_weight.get(parent)
-        if order is None:
-            order = sorted(children, key=lambda pair: (self.edge_weight[pair[0]], vertices[pair[1]].uniq_id))
-            order.reverse()
-            self._by_weight[parent] = order
-        for edge, target in order:
+        known = self._by_weight.get(parent)
+        if known is None:
+            weight = self.edge_weight
+            order = sorted(children, key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
+            keys = [(-weight[edge], -vertices[target].uniq_id) for edge, target in order]
+            known = self._by_weight[parent] = (keys, order)
+        for edge, target in known[1]:
             if vertices[target].type in satisfied:
                 continue
             if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
@@ -1032,8 +1033,24 @@ class Traverser:
         old = self.edge_weight[edge]
         new = self.edge_weight[edge] = max(avail, 0)
         if new != old:
-            self._by_weight.pop(self.graph.vertices[target].parent, None)
+            self._reorder(edge, target, old, new)
         return _weight_hash(edge, new) - _weight_hash(edge, old)
+
+    def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
+        """Move ``edge`` to its new place in its source's explore order (heaviest first, then highest uniq_id)."""
+        vertex = self.graph.vertices[target]
+        known = self._by_weight.get(vertex.parent)
+        if known is None:
+            return
+        keys, order = known
+        position = bisect_left(keys, (-old, -vertex.uniq_id))
+        if position == len(order) or order[position][0] != edge:
+            del self._by_weight[vertex.parent]
+            return
+        del keys[position], order[position]
+        position = bisect_left(keys, (-new, -vertex.uniq_id))
+        keys.insert(position, (-new, -vertex.uniq_id))
+        order.insert(position, (edge, target))
 
     # ------------------------------------------------------------------ cancel
 
