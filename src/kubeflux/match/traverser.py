@@ -202,6 +202,8 @@ class Traverser:
         self.plans: dict[int, Planner] = {}
         self.allocations: dict[int, dict[int, int]] = {}
         self.reservations: dict[int, dict[int, int]] = {}
+        self.job_vertices: dict[int, set[int]] = {}
+        """Per job, the vertices where it was recorded (a superset of those still holding some of its state)."""
         self.x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
         """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
         Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
@@ -992,6 +994,7 @@ class Traverser:
             vertex = self.graph.vertices[uid]
             plan = self.plans[uid] = Planner(vertex.size, self.base, self.horizon, vertex.type)
         span = plan.add_span(meta.at, meta.duration, needs)
+        self.job_vertices.setdefault(meta.jobid, set()).add(uid)
         if meta.alloc_type == AllocType.ALLOCATE:
             self.allocations.setdefault(uid, {})[meta.jobid] = span
         elif meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
@@ -999,6 +1002,7 @@ class Traverser:
 
     def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
         self.tags.setdefault(uid, set()).add(meta.jobid)
+        self.job_vertices.setdefault(meta.jobid, set()).add(uid)
         uses = self.x_uses.get(uid)
         if uses is None:
             uses = self.x_uses[uid] = {}
@@ -1060,6 +1064,7 @@ class Traverser:
         self.postorder = 0
         if jobid in self.tags.get(self.root, ()):
             self._rem_dfv(self.root, jobid)
+            self.job_vertices.pop(jobid, None)
         else:
             self._rem_exhaustive(jobid)
 

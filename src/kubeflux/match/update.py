@@ -300,6 +300,7 @@ def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[i
         return False
     for uid in holding(traverser, jobid):
         _purge(traverser, uid, jobid)
+    traverser.job_vertices.pop(jobid, None)
     return True
 
 
@@ -352,4 +353,5 @@ def holding(traverser: Traverser, jobid: int) -> list[int]:
         traverser.allocations,
         traverser.reservations,
     ]
-    return sorted({uid for table in tables for uid, held in table.items() if jobid in held})
+    candidates = traverser.job_vertices.get(jobid, ())
+    return sorted(uid for uid in candidates if any(jobid in table.get(uid, ()) for table in tables))
