@@ -44,10 +44,6 @@ class EdgeGroup:
     edges: list[EdgeEval] = field(default_factory=list)
 
 
-def _score(group: EdgeGroup) -> int:
-    return group.score
-
-
 _SCORE = attrgetter("score")
 
 
@@ -224,7 +220,7 @@ class Evals:
             self.groups = chosen
             self.truncated = True
         else:
-            stdsort.sort(self.groups, _score, descending)
+            stdsort.sort(self.groups, _SCORE, descending)
         i = 0
         remaining = k
         while remaining > 0:

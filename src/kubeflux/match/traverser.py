@@ -14,6 +14,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
+from typing import TypeVar
 
 from kubeflux.match.planner import MultiPlanner, Planner, PlannerRangeError
 from kubeflux.match.policy import MatchPolicy
@@ -29,6 +30,11 @@ CACHE_PER_VERTEX = 8
 BLOCK = 32
 """Children per block when a wide vertex's static explore is cached block by block."""
 """Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
+
+T = TypeVar("T")
+CacheKey = tuple[object, ...]
+CacheTable = dict[CacheKey, tuple[int, int, T]]
+"""Cached values by key, each with the fingerprint and the window start it was computed for."""
 
 Mark = tuple[int, int, bool, int]
 """An edge chosen by a best-k choice: (edge, needs, exclusive, slot-leader action)."""
@@ -135,7 +141,7 @@ class Layout:
     width: int
     blocks: list[list[tuple[int, int]]]
     fps: list[list[int]] = field(default_factory=list)
-    cache: list[list[dict[tuple[object, ...], tuple[int, int, BlockPart]]]] = field(default_factory=list)
+    cache: list[list[CacheTable[BlockPart]]] = field(default_factory=list)
 
 
 class MatchFailure(Exception):
@@ -216,7 +222,7 @@ class Traverser:
         """Per vertex, a fingerprint of the scheduling state of its subtree (a sum of hashes of its spans,
         statuses and edge weights); a cached :class:`Evaluation` is valid while it is unchanged."""
         self.root_eval: Evaluation | None = None
-        self._cache: dict[int, dict[tuple[object, ...], tuple[int, int, Evaluation]]] = {}
+        self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._out_types: dict[int, set[str]] = {}
         self._layouts: dict[int, Layout] = {}
@@ -518,21 +524,43 @@ class Traverser:
         if not children:
             return self._evaluate(meta, uid, resources, pristine, excl, children)
         fp = self.fp[uid]
-        at, duration = meta.at, meta.duration
-        in_range = self.base <= at and at + duration <= self.base + self.horizon
-        key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+        key = self._cache_key(meta, resources, pristine, excl)
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
         else:
-            hit = table.get(key)
-            if hit is not None and hit[0] == fp and (hit[1] == at or self._same_window(uid, hit[1], at, duration)):
-                return hit[2]
+            hit = self._cached(table, key, fp, uid, meta)
+            if hit is not None:
+                return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
-        table[key] = (fp, at, evaluation)
-        if len(table) > CACHE_PER_VERTEX:
-            del table[next(iter(table))]
+        _remember(table, key, (fp, meta.at, evaluation))
         return evaluation
+
+    def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
+        """What an evaluation depends on besides the subtree's state: the request, the walk's flags, the window's
+        length (and whether it fits the planners' horizon) and the task labels."""
+        at, duration = meta.at, meta.duration
+        in_range = self.base <= at and at + duration <= self.base + self.horizon
+        return (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+
+    def _cached(
+        self,
+        table: dict[tuple[object, ...], tuple[int, int, T]],
+        key: tuple[object, ...],
+        fp: int,
+        uid: int,
+        meta: JobMeta,
+    ) -> T | None:
+        """The value kept under ``key`` if the subtree of ``uid`` is unchanged (``fp``) and looks the same in
+        ``meta``'s window as in the one it was computed for."""
+        hit = table.get(key)
+        if (
+            hit is not None
+            and hit[0] == fp
+            and (hit[1] == meta.at or self._same_window(uid, hit[1], meta.at, meta.duration))
+        ):
+            return hit[2]
+        return None
 
     def _same_window(self, uid: int, before: int, at: int, duration: int) -> bool:
         """Whether ``uid``'s subtree looks the same during ``[at, at + duration)`` as during the window of the
@@ -674,17 +702,12 @@ class Traverser:
         layout = self._layouts.get(parent)
         if layout is None or layout.width != len(children):
             layout = self._layouts[parent] = self._layout(children)
-        at, duration = meta.at, meta.duration
-        in_range = self.base <= at and at + duration <= self.base + self.horizon
-        key = (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+        key = self._cache_key(meta, resources, pristine, excl)
         top = len(layout.fps) - 1
         found = False
         for index in range(len(layout.fps[top])):
-            part = self._span(meta, parent, layout, top, index, key, resources, pristine, excl)
-            dfu.merge_types(part[0].by_type)
-            if part[2]:
-                kids.blocks.append(part[2])
-            found = found or part[1]
+            if _take_part(self._span(meta, parent, layout, top, index, key, resources, pristine, excl), dfu, kids):
+                found = True
         return found
 
     def _layout(self, children: list[tuple[int, int]]) -> Layout:
@@ -714,14 +737,9 @@ class Traverser:
     ) -> BlockPart:
         table = layout.cache[level][index]
         fingerprint = layout.fps[level][index]
-        at = meta.at
-        hit = table.get(key)
-        if (
-            hit is not None
-            and hit[0] == fingerprint
-            and (hit[1] == at or self._same_window(parent, hit[1], at, meta.duration))
-        ):
-            return hit[2]
+        hit = self._cached(table, key, fingerprint, parent, meta)
+        if hit is not None:
+            return hit
         part_dfu = Scoring()
         part_kids = Kids()
         if level == 0:
@@ -731,14 +749,10 @@ class Traverser:
             below = layout.fps[level - 1]
             for sub in range(index * BLOCK, min((index + 1) * BLOCK, len(below))):
                 part = self._span(meta, parent, layout, level - 1, sub, key, resources, pristine, excl)
-                part_dfu.merge_types(part[0].by_type)
-                if part[2]:
-                    part_kids.blocks.append(part[2])
-                found = found or part[1]
+                if _take_part(part, part_dfu, part_kids):
+                    found = True
         result = (part_dfu, found, part_kids)
-        table[key] = (fingerprint, at, result)
-        if len(table) > CACHE_PER_VERTEX:
-            del table[next(iter(table))]
+        _remember(table, key, (fingerprint, meta.at, result))
         return result
 
     def _dom_slot(
@@ -1209,6 +1223,23 @@ class Traverser:
         for uid in removed:
             if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
                 self.nodes_up -= 1
+
+
+def _remember(
+    table: dict[tuple[object, ...], tuple[int, int, T]], key: tuple[object, ...], entry: tuple[int, int, T]
+) -> None:
+    """Keep ``entry`` under ``key``, dropping the oldest entry beyond :data:`CACHE_PER_VERTEX`."""
+    table[key] = entry
+    if len(table) > CACHE_PER_VERTEX:
+        del table[next(iter(table))]
+
+
+def _take_part(part: BlockPart, dfu: Scoring, kids: Kids) -> bool:
+    """Add a span's candidates and marked children to a vertex's; whether any of them qualified."""
+    dfu.merge_types(part[0].by_type)
+    if part[2]:
+        kids.blocks.append(part[2])
+    return part[1]
 
 
 def _weight_hash(edge: int, weight: int) -> int:

@@ -78,11 +78,8 @@ class SimpleWriter:
         return text
 
 
-class PrettySimpleWriter:
+class PrettySimpleWriter(SimpleWriter):
     """``-F pretty_simple``: the same tree, parents before children, with the access mode spelled out."""
-
-    def __init__(self) -> None:
-        self._lines: list[str] = []
 
     def vertex(
         self,
@@ -97,16 +94,9 @@ class PrettySimpleWriter:
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        return None
-
-    def interval(self, start: int, end: int) -> None:
-        return None
-
     def render(self) -> str:
-        text = "".join(reversed(self._lines))
-        self._lines.clear()
-        return text
+        self._lines.reverse()
+        return super().render()
 
 
 class JgfWriter:
