@@ -180,11 +180,15 @@ class QuerySession:
             print(f"ERROR: {exc}", file=sys.stderr)
             return
         if len(args) == 3 and args[2] == "stats":
-            traverser = self.engine.traverser
-            self.out.write(
-                f'{RULE}\nINFO: CANCEL PREORDER COUNT="{traverser.preorder}"\n'
-                f'INFO: CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
-            )
+            self._walk_stats("CANCEL")
+
+    def _walk_stats(self, what: str) -> None:
+        """The vertex counts of the last cancel walk, as ``cancel … stats`` prints them."""
+        traverser = self.engine.traverser
+        self.out.write(
+            f'{RULE}\nINFO: {what} PREORDER COUNT="{traverser.preorder}"\n'
+            f'INFO: {what} POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
+        )
 
     def _update(self, args: list[str]) -> None:
         """``update allocate|reserve jgf <file> <jobid> <starttime> <duration>``."""
@@ -245,11 +249,7 @@ class QuerySession:
             print(f"ERROR: {exc}", file=sys.stderr)
             print(f"ERROR: error encountered while removing job {jobid}", file=sys.stderr)
         if len(args) == 5 and args[4] == "stats":
-            traverser = self.engine.traverser
-            self.out.write(
-                f'{RULE}\nINFO: PARTIAL CANCEL PREORDER COUNT="{traverser.preorder}"\n'
-                f'INFO: PARTIAL CANCEL POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
-            )
+            self._walk_stats("PARTIAL CANCEL")
 
     def _attach(self, args: list[str]) -> None:
         if len(args) != 2:

@@ -191,3 +191,12 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
             return out
 
     assert run(shortcuts=True) == run(shortcuts=False)
+
+
+def test_vectorised_introsort_handles_a_large_tied_array_without_falling_back() -> None:
+    keys = [(i * 7919) % 13 for i in range(10_000)]
+    order = list(range(len(keys)))
+    stdsort._introsort(order, keys)
+    first = stdsort.first_positions(np.array(keys, dtype=np.int64), 50)
+    assert first is not None
+    assert first.tolist() == order[:50]
