@@ -185,17 +185,19 @@ class _Timeline:
         self.maxs: list[int] = [remaining]
         self.firsts: list[int] = [base]
 
-    @classmethod
-    def from_points(cls, times: list[int], rems: list[int]) -> _Timeline:
-        """One block holding ``times`` (ascending, at most a block's worth) with their remaining counts."""
-        tl = cls.__new__(cls)
-        tl.times = [times]
-        tl.rems = [rems]
-        tl.offs = [0]
-        tl.mins = [min(rems)]
-        tl.maxs = [max(rems)]
-        tl.firsts = [times[0]]
-        return tl
+    def set_points(self, times: list[int], rems: list[int]) -> None:
+        """Become one block holding ``times`` (ascending, at most a block's worth) with their remaining counts.
+
+        In place: a planner that empties and fills again (a core allocated and released) reuses its lists."""
+        if len(self.times) > 1:
+            for column in (self.times, self.rems, self.offs, self.mins, self.maxs, self.firsts):
+                del column[1:]
+        self.times[0] = times
+        self.rems[0] = rems
+        self.offs[0] = 0
+        self.mins[0] = min(rems)
+        self.maxs[0] = max(rems)
+        self.firsts[0] = times[0]
 
     def copy(self) -> _Timeline:
         other = _Timeline.__new__(_Timeline)
@@ -543,10 +545,10 @@ class Planner:
     def _add_first_span(self, start: int, last: int, request: int) -> int:
         total, base = self._total, self._base
         if start == base:
-            self._tl = _Timeline.from_points([base, last], [total - request, total])
+            self._tl.set_points([base, last], [total - request, total])
             self._refs = {base: 2, last: 1}
         else:
-            self._tl = _Timeline.from_points([base, start, last], [total, total - request, total])
+            self._tl.set_points([base, start, last], [total, total - request, total])
             self._refs = {base: 1, start: 1, last: 1}
         self._span_counter += 1
         span_id = self._span_counter
@@ -561,7 +563,7 @@ class Planner:
             raise UnknownSpanError(span_id) from None
         self._iter = None
         if not self._spans:
-            self._tl = _Timeline(self._base, self._total)
+            self._tl.set_points([self._base], [self._total])
             self._refs = {self._base: 1}
             return
         tl = self._tl

@@ -964,11 +964,22 @@ class Traverser:
         else:
             edges = self.graph.edges
             children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
+        kid_edges = self._kid_edges
+        exclusive_types = self.policy.exclusive_types
         for edge, target in children:
             if self.edge_seq[edge] != sequence and not mod:
                 continue
             x = self.edge_excl[edge] or mod
             child_needs = vertices[target].size if mod else self.edge_needs[edge]
+            if not kid_edges(target):
+                if not x and vertices[target].type not in exclusive_types:
+                    continue  # a shared leaf records nothing
+                self._upd_leaf(target, writer, child_needs, meta, aggregates, excl, delta, full)
+                if edge in self.slot_leader and self.edge_seq[edge] == sequence:
+                    nslots[0] += 1
+                writer.edge(self._level, self.graph, edge, excl)
+                n_plans += 1
+                continue
             child_eval = kid_evals.get(target) if kid_evals else None
             n_sub = self._upd_dfv(
                 target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta, full
@@ -1001,6 +1012,46 @@ class Traverser:
             changed[0] += delta[0]
         self._level -= 1
         return n_plans
+
+    def _upd_leaf(
+        self,
+        uid: int,
+        writer: Writer,
+        needs: int,
+        meta: JobMeta,
+        to_parent: dict[str, int],
+        excl_parent: bool,
+        changed: list[int],
+        full: bool,
+    ) -> None:
+        """:meth:`_upd_dfv` for an exclusive leaf (most of an allocation's vertices: its cores), without the
+        walk's bookkeeping for children, aggregate filters and span bounds, which a leaf does not have."""
+        vertex = self.graph.vertices[uid]
+        jobid = meta.jobid
+        if full:
+            self._add_plan(uid, meta, needs)
+        else:
+            self.job_vertices.setdefault(jobid, set()).add(uid)
+        tags = self.tags.get(uid)
+        if tags is None:
+            self.tags[uid] = {jobid}
+        else:
+            tags.add(jobid)
+        own = hash((uid, jobid, meta.at, meta.duration, int(meta.alloc_type), needs, True))
+        uses = self.x_uses.get(uid)
+        if uses is None:
+            uses = self.x_uses[uid] = {}
+        else:
+            previous = uses.get(jobid)
+            if previous is not None:
+                own += previous[2]
+                self._unbound(uid, previous[0], previous[1])
+        uses[jobid] = (meta.at, meta.at + meta.duration, own)
+        if vertex.type in self.prune_filters.total:
+            to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
+        writer.vertex(self._level + 1, vertex, needs, True, excl_parent)
+        self._bump(uid, own)
+        changed[0] += own
 
     def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
         plan = self.plans.get(uid)
@@ -1098,9 +1149,35 @@ class Traverser:
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
         self._rem_plan(uid, jobid)
-        for edge, target in self._kid_edges(uid):
-            self.slot_leader.discard(edge)
-            delta += self._rem_dfv(target, jobid)
+        kid_edges = self._kid_edges
+        slot_leader = self.slot_leader
+        for edge, target in kid_edges(uid):
+            slot_leader.discard(edge)
+            delta += self._rem_leaf(target, jobid) if not kid_edges(target) else self._rem_dfv(target, jobid)
+        self._bump(uid, -delta)
+        self.postorder += 1
+        return delta
+
+    def _rem_leaf(self, uid: int, jobid: int) -> int:
+        """:meth:`_rem_dfv` for a leaf, which has no aggregate filter and no children."""
+        self.preorder += 1
+        tags = self.tags.get(uid)
+        if tags is None or jobid not in tags:
+            return 0
+        tags.discard(jobid)
+        uses = self.x_uses.get(uid)
+        use = uses.pop(jobid, None) if uses is not None else None
+        delta = 0
+        if use is not None:
+            delta = use[2]
+            self._unbound(uid, use[0], use[1])
+        spans = self.allocations.get(uid)
+        if spans is not None and jobid in spans:
+            self.plans[uid].rem_span(spans.pop(jobid))
+        else:
+            spans = self.reservations.get(uid)
+            if spans is not None and jobid in spans:
+                self.plans[uid].rem_span(spans.pop(jobid))
         self._bump(uid, -delta)
         self.postorder += 1
         return delta
