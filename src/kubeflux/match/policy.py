@@ -119,6 +119,12 @@ class MatchPolicy:
         dfu.overall_score = self._vertex_score(vertex) if met else MATCH_UNMET
         return met
 
+    def finish_leaf(self, vertex: Vertex) -> int:
+        """:meth:`finish_vertex` for a vertex with no children and no request below it: always met; its score."""
+        if vertex.type in self._factors:
+            self._multilevel -= self._last_factor.get(vertex.type, 0)
+        return self._vertex_score(vertex)
+
     def _vertex_score(self, vertex: Vertex) -> int:
         if self.spec.performance_class:
             return _perf_class(vertex)

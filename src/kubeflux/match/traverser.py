@@ -589,6 +589,8 @@ class Traverser:
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
             return FAILED
+        if not children and (kind == "pristine" or (kind == "resource" and not next_resources)):
+            return self._evaluate_leaf(meta, vertex, resources, x_in)
         if not self._prune(meta, x_in, vertex, resources):
             return FAILED
         self.policy.discover(vertex)
@@ -608,6 +610,18 @@ class Traverser:
             elif dfu.by_type:
                 evaluation.merged = dfu.by_type
         return evaluation
+
+    def _evaluate_leaf(self, meta: JobMeta, vertex: Vertex, resources: list[Request], x_in: bool) -> Evaluation:
+        """:meth:`_evaluate` for a vertex without children that asks for nothing below it (a core, a gpu): it has
+        no candidates to score or choose, only its own availability and score."""
+        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+            return FAILED
+        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        if avail == 0 or not self._prune_resources(meta, x_in, vertex, resources):
+            return FAILED
+        policy = self.policy
+        policy.discover(vertex)
+        return Evaluation(True, x_in, avail, policy.finish_leaf(vertex))
 
     def _explore(
         self,
