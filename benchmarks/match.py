@@ -6,15 +6,17 @@ Prints, per graph size and policy, the mean and p99 time per match for
   (c) ``match allocate c_128n_64c.yaml`` + cancel 128 nodes x 64 cores, then released (the match and the cancel
                                                  timed apart: Fluxion's ELAPSE times the match only)
   (d) ``match allocate_orelse_reserve d_1n_64c.yaml`` after 8 x (c) fill the cluster
-plus graph load time and resident memory, next to Fluxion v0.54's figures from ../shared/bench/README.md.
+plus graph load time and resident memory (with the engine in use after the scenarios), next to Fluxion v0.54's
+figures from ../shared/bench/README.md.
 Usage: python benchmarks/match.py [--jobs N] [--nodes 1024,5000,10000] [--policies first,lonode,low]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import re
-import resource
 import statistics
 import tempfile
 import time
@@ -82,6 +84,13 @@ def timed(engine: Engine, op: MatchOp, path: Path, jobs: int, cancel: bool = Fal
     return times, cancels
 
 
+def resident_mb() -> float:
+    """The process's resident memory now (the graph, the engine and its caches after the scenarios), from
+    /proc; the peak (ru_maxrss) would also count the engines of the rows before."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def cell(times: list[float]) -> str:
     return f"{statistics.fmean(times) * 1e3:.2f} / {p99(times) * 1e3:.2f}" if times else "-"
 
@@ -130,7 +139,10 @@ def main() -> None:
                 for spec in ("a_core1", "b_node_excl"):
                     times, _ = timed(engine, MatchOp.ALLOCATE, BENCH / f"{spec}.yaml", args.jobs)
                     cells.append(cell(times))
-                    engine = Engine(read_grug(path), policy=policy)
+                    del engine, graph
+                    gc.collect()
+                    graph = read_grug(path)
+                    engine = Engine(graph, policy=policy)
                     settle_gc()
                 jobs_c = args.jobs_c or args.jobs
                 times, cancels = timed(engine, MatchOp.ALLOCATE, BENCH / "c_128n_64c.yaml", jobs_c, cancel=True)
@@ -138,7 +150,8 @@ def main() -> None:
                 timed(engine, MatchOp.ALLOCATE, BENCH / "c_128n_64c.yaml", nodes // 128)
                 times, _ = timed(engine, MatchOp.ALLOCATE_ORELSE_RESERVE, BENCH / "d_1n_64c.yaml", args.jobs)
                 cells.append(cell(times))
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                gc.collect()
+                rss = resident_mb()
                 fluxion = " / ".join(str(FLUXION_MS.get((policy, s), "-")) for s in "abcd")
                 table.add_row(str(nodes), policy, f"{load:.2f}", f"{init:.2f}", *cells, f"{rss:.0f}", fluxion)
 
