@@ -1154,7 +1154,8 @@ class Traverser:
         if tags is None or jobid not in tags:
             return 0
         tags.discard(jobid)
-        use = self.x_uses[uid].pop(jobid, None) if uid in self.x_uses else None
+        uses = self.x_uses.get(uid)
+        use = uses.pop(jobid, None) if uses is not None else None
         delta = 0
         if use is not None:
             delta = use[2]
@@ -1163,35 +1164,10 @@ class Traverser:
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
         self._rem_plan(uid, jobid)
-        kid_edges = self._kid_edges
         slot_leader = self.slot_leader
-        for edge, target in kid_edges(uid):
+        for edge, target in self._kid_edges(uid):
             slot_leader.discard(edge)
-            delta += self._rem_leaf(target, jobid) if not kid_edges(target) else self._rem_dfv(target, jobid)
-        self._bump(uid, -delta)
-        self.postorder += 1
-        return delta
-
-    def _rem_leaf(self, uid: int, jobid: int) -> int:
-        """:meth:`_rem_dfv` for a leaf, which has no aggregate filter and no children."""
-        self.preorder += 1
-        tags = self.tags.get(uid)
-        if tags is None or jobid not in tags:
-            return 0
-        tags.discard(jobid)
-        uses = self.x_uses.get(uid)
-        use = uses.pop(jobid, None) if uses is not None else None
-        delta = 0
-        if use is not None:
-            delta = use[2]
-            self._unbound(uid, use[0], use[1])
-        spans = self.allocations.get(uid)
-        if spans is not None and jobid in spans:
-            self.plans[uid].rem_span(spans.pop(jobid))
-        else:
-            spans = self.reservations.get(uid)
-            if spans is not None and jobid in spans:
-                self.plans[uid].rem_span(spans.pop(jobid))
+            delta += self._rem_dfv(target, jobid)
         self._bump(uid, -delta)
         self.postorder += 1
         return delta
