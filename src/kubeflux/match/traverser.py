@@ -236,6 +236,7 @@ class Traverser:
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
+        self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
         self._epoch = 0
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
@@ -589,8 +590,6 @@ class Traverser:
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
             return FAILED
-        if not children and (kind == "pristine" or (kind == "resource" and not next_resources)):
-            return self._evaluate_leaf(meta, vertex, resources, x_in)
         if not self._prune(meta, x_in, vertex, resources):
             return FAILED
         self.policy.discover(vertex)
@@ -610,18 +609,6 @@ class Traverser:
             elif dfu.by_type:
                 evaluation.merged = dfu.by_type
         return evaluation
-
-    def _evaluate_leaf(self, meta: JobMeta, vertex: Vertex, resources: list[Request], x_in: bool) -> Evaluation:
-        """:meth:`_evaluate` for a vertex without children that asks for nothing below it (a core, a gpu): it has
-        no candidates to score or choose, only its own availability and score."""
-        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
-            return FAILED
-        avail = self._avail(vertex.uid, meta.at, meta.duration)
-        if avail == 0 or not self._prune_resources(meta, x_in, vertex, resources):
-            return FAILED
-        policy = self.policy
-        policy.discover(vertex)
-        return Evaluation(True, x_in, avail, policy.finish_leaf(vertex))
 
     def _explore(
         self,
@@ -686,6 +673,11 @@ class Traverser:
         kids: Kids,
     ) -> bool:
         """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
+        vertex = self.graph.vertices[target]
+        if not vertex.out:
+            leaf = self._leaf_kind(vertex, resources, pristine)
+            if leaf is not None:
+                return self._visit_leaf(meta, edge, vertex, resources, excl or leaf, dfu)
         evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
         if evaluation.kids is not None or evaluation.marks is not None:
             kids[target] = evaluation
@@ -694,6 +686,39 @@ class Traverser:
         if evaluation.merged is not None:
             dfu.merge_types(evaluation.merged)
         dfu.add(self.graph.vertices[target].type, evaluation.group_for(edge))
+        return True
+
+    def _leaf_kind(self, vertex: Vertex, resources: list[Request], pristine: bool) -> bool | None:
+        """For a vertex without out-edges: None if :meth:`_evaluate` must see it (it fails the request's shape,
+        or the request asks for something below it); else whether the request makes it exclusive. Memoised per
+        request shape and vertex type, since all of a node's cores answer the same."""
+        signature = self._signatures.get(id(resources))
+        if signature is None:
+            return None
+        key = (signature, vertex.type, pristine)
+        if key in self._leaf_kinds:
+            return self._leaf_kinds[key]
+        kind, next_resources, _, _, _ = self._match_kind(vertex, resources, pristine)
+        answer: bool | None = None
+        if kind == "pristine" or (kind == "resource" and not next_resources):
+            answer = any(r.type == vertex.type and r.exclusive is True for r in resources)
+        self._leaf_kinds[key] = answer
+        return answer
+
+    def _visit_leaf(
+        self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
+    ) -> bool:
+        """:meth:`_visit_child` for a vertex without out-edges that asks for nothing below it (a core, a gpu): it
+        has no candidates to score or choose, only its own availability and score, and nothing to cache."""
+        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+            return False
+        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        if avail == 0 or not self._prune_resources(meta, x_in, vertex, resources):
+            return False
+        policy = self.policy
+        policy.discover(vertex)
+        score = policy.finish_leaf(vertex)
+        dfu.add(vertex.type, EdgeGroup(score, avail, 0, x_in, edges=[EdgeEval(avail, avail, x_in, edge)]))
         return True
 
     def _explore_blocks(
