@@ -237,6 +237,8 @@ class Traverser:
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
+        self._nodes_within: dict[int, int] = {}
+        """Per vertex whose status was set, the node vertices in its subtree (until the graph changes)."""
         self._epoch = 0
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
@@ -297,6 +299,7 @@ class Traverser:
         self._layouts.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
+        self._nodes_within.clear()
         if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
             self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
         self.touch(uid)
@@ -1228,13 +1231,16 @@ class Traverser:
             return
         self.touch(uid, _status_hash(uid, status) - _status_hash(uid, vertex.status))
         vertex.status = status
-        stack = [uid]
-        delta = 0
-        while stack:
-            current = stack.pop()
-            if self.graph.vertices[current].type == "node":
-                delta += 1
-            stack.extend(target for _, target in self._kid_edges(current))
+        delta = self._nodes_within.get(uid)
+        if delta is None:
+            stack = [uid]
+            delta = 0
+            while stack:
+                current = stack.pop()
+                if self.graph.vertices[current].type == "node":
+                    delta += 1
+                stack.extend(target for _, target in self._kid_edges(current))
+            self._nodes_within[uid] = delta
         self.nodes_up += delta if status == Status.UP else -delta
 
     # ------------------------------------------------------------------ for replay, release and find
