@@ -184,13 +184,16 @@ class PruningFilters:
 class Traverser:
     """DFU matching over the containment subsystem of one graph."""
 
+    dominant: str = CONTAINMENT
+    """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
+
     def __init__(self, graph: Graph, policy: MatchPolicy, prune: PruningFilters, base: int, duration: int) -> None:
         self.graph = graph
         self.policy = policy
         self.prune_filters = prune
         self.base = base
         self.horizon = duration
-        self.root = graph.roots[CONTAINMENT]
+        self.root = graph.roots[self.dominant]
         self.sequence = 0
         self.task_labels: list[str] = []
         self.preorder = 0
@@ -312,7 +315,7 @@ class Traverser:
             children = self._children(uid)
             if not done:
                 if not children:
-                    if vertex.type not in filters.total:
+                    if vertex.type not in filters.total and self._prime_leaf(vertex):
                         filters.add("cluster", vertex.type)
                     continue
                 stack.append((uid, True))
@@ -332,6 +335,10 @@ class Traverser:
             types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
                 self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
+
+    def _prime_leaf(self, vertex: Vertex) -> bool:
+        """Whether a vertex without children has its type tracked as a leaf type by the root's filter."""
+        return True
 
     def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
         total = self.prune_filters.total
