@@ -1191,6 +1191,10 @@ class Traverser:
         if self.graph.vertices[uid].parent != -1:
             self.slot_leader.discard(self._parent_edge(uid))
 
+    def children(self, uid: int) -> list[tuple[int, int]]:
+        """(edge index, target) of ``uid``'s children in the walked subsystem, in edge order (do not modify)."""
+        return self._kid_edges(uid)
+
     def has_children(self, uid: int) -> bool:
         return bool(self._kid_edges(uid))
 
