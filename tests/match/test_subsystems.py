@@ -242,3 +242,16 @@ def test_aux_targets_that_fail_prune_add_no_candidate() -> None:
     engine.set_status("/powerpanel0/node0/power0", Status.DOWN)
     assert engine.match(MatchOp.ALLOCATE, NODE).matched
     assert not engine.match(MatchOp.SATISFIABILITY, NODE).satisfiable
+
+
+def test_a_power_allocation_replays_and_other_subsystems_refuse_what_they_cannot_walk() -> None:
+    engine = Engine(power_graph(), policy="low", subsystems="PA", match_format="jgf")
+    first = engine.match(MatchOp.ALLOCATE, PDU_POWER_AND_NODE)
+    engine.cancel(first.jobid)
+    replayed = engine.update(5, first.resources, at=0, duration=3600)
+    assert replayed.matched and replayed.resources == first.resources
+    assert "pdu1" in engine.match(MatchOp.ALLOCATE, PDU_POWER_AND_NODE).resources
+    with pytest.raises(EngineError, match="dominant"):
+        engine.partial_cancel(5, first.resources)
+    with pytest.raises(EngineError, match="dominant"):
+        engine.remove_path("/cluster0/rack0")

@@ -361,6 +361,7 @@ class Engine:
             raise EngineError(f"nonexistent job {jobid}")
         if info.state == JobState.RESERVED:
             raise EngineError(f"job {jobid} is a reservation: partial cancel releases only allocations")
+        self._containment_only("partial cancel")
         try:
             full = release(self.traverser, jobid, load_resource_set(rset, source=source))
         except ResourceSetError as error:
@@ -380,6 +381,7 @@ class Engine:
         The subgraph names its place by paths from the root; vertices already in the graph are reused. Raises
         EngineError, with the graph unchanged, for a malformed or inconsistent document.
         """
+        self._containment_only("attach")
         try:
             return elastic.attach(self.traverser, load_jgf_set(rset, source=source))
         except (ResourceSetError, GraphFormatError) as error:
@@ -390,6 +392,7 @@ class Engine:
 
         Jobs holding resources there release them first (see :mod:`kubeflux.match.elastic`).
         """
+        self._containment_only("remove")
         try:
             return elastic.remove_path(self.traverser, path)
         except ResourceSetError as error:
@@ -397,7 +400,15 @@ class Engine:
 
     def remove_ranks(self, ranks: Iterable[int]) -> list[int]:
         """Shrink the graph by every vertex of broker ``ranks`` (``remove <idset> false``); return removed uids."""
+        self._containment_only("remove")
         try:
             return elastic.remove_ranks(self.traverser, ranks)
         except ResourceSetError as error:
             raise EngineError(str(error)) from error
+
+    def _containment_only(self, what: str) -> None:
+        """Partial release and graph growth and shrink walk containment parents (:mod:`kubeflux.match.update`,
+        :mod:`kubeflux.match.elastic`): refuse them when another subsystem is dominant rather than leave state
+        behind on its vertices."""
+        if self.traverser.dominant != CONTAINMENT:
+            raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")
