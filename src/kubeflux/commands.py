@@ -19,7 +19,14 @@ def query(
         str, typer.Option("-F", "--match-format", help="simple, pretty_simple, jgf or rv1_nosched.")
     ] = "simple",
     traverser: Annotated[str, typer.Option("-T", "--traverser", help="simple or flexible.")] = "simple",
-    subsystems: Annotated[str, typer.Option("-S", "--match-subsystems", help="CA (containment).")] = "CA",
+    subsystems: Annotated[
+        str,
+        typer.Option(
+            "-S",
+            "--match-subsystems",
+            help="CA (containment), PA (power), C+PA (containment, power up-walks), IBA, C+IBA, ... or ALL.",
+        ),
+    ] = "CA",
     prune_filters: Annotated[
         str, typer.Option("-p", "--prune-filters", help="HIGH:LOW pairs, e.g. ALL:core,ALL:node.")
     ] = "ALL:core,ALL:node",

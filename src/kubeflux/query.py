@@ -402,6 +402,7 @@ def run_query(options: QueryOptions, commands: TextIO) -> int:
             prune_filters=options.prune_filters,
             match_format=options.match_format,
             traverser=options.traverser,
+            subsystems=options.subsystems,
         )
     except (EngineError, ValueError) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)

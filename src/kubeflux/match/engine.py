@@ -19,6 +19,7 @@ from kubeflux.match.flexible import FlexibleTraverser
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
+from kubeflux.match.subsystems import SubsystemError, SubsystemTraverser, parse_subsystems
 from kubeflux.match.traverser import AllocType, Errno, JobMeta, MatchFailure, PruningFilters, Traverser
 from kubeflux.match.update import ResourceSet, ResourceSetError, load_jgf_set, load_resource_set, release, replay
 from kubeflux.match.writers import WRITERS, Writer, WriterError
@@ -93,6 +94,7 @@ class Engine:
         base: int = 0,
         horizon: int = DEFAULT_HORIZON,
         traverser: str = "simple",
+        subsystems: str = "CA",
     ) -> None:
         if match_format not in WRITERS:
             raise EngineError(f"unknown match format {match_format!r}; known: {', '.join(WRITERS)}")
@@ -103,7 +105,17 @@ class Engine:
         kind = TRAVERSERS.get(traverser)
         if kind is None:
             raise EngineError(f"unknown traverser {traverser!r}; known: {', '.join(TRAVERSERS)}")
-        self.traverser = kind(graph, self.policy, PruningFilters(prune_filters), base, horizon)
+        try:
+            walked = parse_subsystems(subsystems, graph)
+        except SubsystemError as error:
+            raise EngineError(str(error)) from error
+        filters = PruningFilters(prune_filters)
+        if walked == (CONTAINMENT,):
+            self.traverser = kind(graph, self.policy, filters, base, horizon)
+        elif kind is Traverser:
+            self.traverser = SubsystemTraverser(graph, self.policy, filters, base, horizon, walked)
+        else:
+            raise EngineError(f"the {traverser} traverser matches only the containment subsystem (-S CA)")
         self.writer: Writer = WRITERS[match_format]()
         self.jobs: dict[int, JobInfo] = {}
         self.next_jobid = 1
@@ -165,7 +177,7 @@ class Engine:
         requests = self._requests_for(jobspec)
         saved_exclusive = set(self.policy.exclusive_types)
         try:
-            root = self.graph.root(CONTAINMENT)
+            root = self.graph.vertices[traverser.root]
             exclusive = any(r.type == root.type and r.exclusive is True for r in requests)
             aggregates: dict[str, int] = {}
             traverser.prime_jobspec(requests, aggregates)
@@ -349,6 +361,7 @@ class Engine:
             raise EngineError(f"nonexistent job {jobid}")
         if info.state == JobState.RESERVED:
             raise EngineError(f"job {jobid} is a reservation: partial cancel releases only allocations")
+        self._containment_only("partial cancel")
         try:
             full = release(self.traverser, jobid, load_resource_set(rset, source=source))
         except ResourceSetError as error:
@@ -368,6 +381,7 @@ class Engine:
         The subgraph names its place by paths from the root; vertices already in the graph are reused. Raises
         EngineError, with the graph unchanged, for a malformed or inconsistent document.
         """
+        self._containment_only("attach")
         try:
             return elastic.attach(self.traverser, load_jgf_set(rset, source=source))
         except (ResourceSetError, GraphFormatError) as error:
@@ -378,6 +392,7 @@ class Engine:
 
         Jobs holding resources there release them first (see :mod:`kubeflux.match.elastic`).
         """
+        self._containment_only("remove")
         try:
             return elastic.remove_path(self.traverser, path)
         except ResourceSetError as error:
@@ -385,7 +400,15 @@ class Engine:
 
     def remove_ranks(self, ranks: Iterable[int]) -> list[int]:
         """Shrink the graph by every vertex of broker ``ranks`` (``remove <idset> false``); return removed uids."""
+        self._containment_only("remove")
         try:
             return elastic.remove_ranks(self.traverser, ranks)
         except ResourceSetError as error:
             raise EngineError(str(error)) from error
+
+    def _containment_only(self, what: str) -> None:
+        """Partial release and graph growth and shrink walk containment parents (:mod:`kubeflux.match.update`,
+        :mod:`kubeflux.match.elastic`): refuse them when another subsystem is dominant rather than leave state
+        behind on its vertices."""
+        if self.traverser.dominant != CONTAINMENT:
+            raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")

@@ -29,7 +29,7 @@ from kubeflux.jobspec import HostlistConstraint, JobspecError, parse_hostlist
 from kubeflux.match.planner import PlannerError
 from kubeflux.match.traverser import Traverser
 from kubeflux.match.writers import Writer
-from kubeflux.resources.graph import CONTAINMENT, Status
+from kubeflux.resources.graph import Status
 
 _BLANKS = " \t"
 _JOB_KEYS = ("jobid-alloc", "jobid-reserved", "jobid-span", "jobid-tag")
@@ -269,11 +269,8 @@ def _visit(finder: _Finder, writer: Writer, uid: int, inherited: _Inherited, lev
         inherited.reserved or bool(traverser.reservations.get(uid)),
     )
     emitted = 0
-    for index in vertex.out:
-        edge = graph.edges[index]
-        if edge.subsystem != CONTAINMENT or edge.relation != "contains":
-            continue
-        below = _visit(finder, writer, edge.target, mine, level + 1)
+    for index, target in traverser.children(uid):
+        below = _visit(finder, writer, target, mine, level + 1)
         if below > 0:
             writer.edge(level, graph, index, False)
             emitted += below

@@ -184,13 +184,16 @@ class PruningFilters:
 class Traverser:
     """DFU matching over the containment subsystem of one graph."""
 
+    dominant: str = CONTAINMENT
+    """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
+
     def __init__(self, graph: Graph, policy: MatchPolicy, prune: PruningFilters, base: int, duration: int) -> None:
         self.graph = graph
         self.policy = policy
         self.prune_filters = prune
         self.base = base
         self.horizon = duration
-        self.root = graph.roots[CONTAINMENT]
+        self.root = graph.roots[self.dominant]
         self.sequence = 0
         self.task_labels: list[str] = []
         self.preorder = 0
@@ -316,7 +319,7 @@ class Traverser:
             children = self._children(uid)
             if not done:
                 if not children:
-                    if vertex.type not in filters.total:
+                    if vertex.type not in filters.total and self._prime_leaf(vertex):
                         filters.add("cluster", vertex.type)
                     continue
                 stack.append((uid, True))
@@ -336,6 +339,10 @@ class Traverser:
             types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
                 self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
+
+    def _prime_leaf(self, vertex: Vertex) -> bool:
+        """Whether a vertex without children has its type tracked as a leaf type by the root's filter."""
+        return True
 
     def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
         total = self.prune_filters.total
@@ -1281,6 +1288,10 @@ class Traverser:
         """Forget that the edge into ``uid`` leads a task slot."""
         if self.graph.vertices[uid].parent != -1:
             self.slot_leader.discard(self._parent_edge(uid))
+
+    def children(self, uid: int) -> list[tuple[int, int]]:
+        """(edge index, target) of ``uid``'s children in the walked subsystem, in edge order (do not modify)."""
+        return self._kid_edges(uid)
 
     def has_children(self, uid: int) -> bool:
         return bool(self._kid_edges(uid))

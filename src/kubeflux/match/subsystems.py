@@ -1,0 +1,448 @@
+"""Matching over other subsystems than containment (``resource-query -S``): a dominant walk plus auxiliary ones.
+
+A matcher names its subsystems (Fluxion's ``set_subsystems_use``): ``-S PA`` is the ``power`` subsystem alone,
+``-S C+PA`` is ``containment`` with ``power`` as an auxiliary subsystem, and so on (:data:`SUBSYSTEM_SETS`). The
+first one is *dominant*: the DFU walk starts at its root and descends along its edges (any relation: Fluxion's
+``in_subsystem`` compares only the edge's subsystem); the update and cancel walks follow the same edges, and the
+emitted depth is the depth in that walk, so a ``-S PA`` match prints ``powerpanel0`` at depth 1.
+
+At every dominant vertex the walk then explores each auxiliary subsystem (Fluxion's ``dom_exp`` and
+``aux_upv``), visiting the targets of the vertex's out-edges in that subsystem. What that gives, read off
+``dfu_impl.cpp``:
+
+* an auxiliary target *qualifies* when it passes the status, availability and exclusivity checks of ``prune``
+  (auxiliary subsystems get no aggregate filters: the prune filter spec is set for the dominant one only);
+* it then adds one candidate of its type to the vertex's candidates *of that subsystem*, whose score and count are
+  not its own but whatever the vertex's scoring holds at that moment: the score and availability of the last
+  dominant child that matched (``-1`` and ``0`` before any did), since Fluxion's explore reads them back from the
+  parent's ``scoring_api_t``;
+* its own walk further along the auxiliary edges has no effect on the result (``aux_finish_vtx`` sets no score,
+  so nothing it finds is ever merged), so it is not repeated here;
+* auxiliary candidates travel up with the dominant ones (merged into the parent unless the vertex made its own
+  best-k choice), no policy ever chooses among them, and the root's final check (``has_remaining``) fails the
+  match (ENODEV) if one of their types has no qualified candidate;
+* the update walk records nothing along auxiliary edges (Fluxion's ``upd_upv`` and ``rem_upv`` are empty).
+
+:class:`SubsystemTraverser` does this on top of :class:`~kubeflux.match.traverser.Traverser`. The dominant
+subsystem is walked as a tree: each vertex's parent is the one through which a depth-first walk from the root
+first reaches it (Fluxion colours visited vertices and skips them), so cross edges are never followed. It keeps
+no cached evaluations (each match re-walks the dominant tree), so the containment matcher (``-S CA``), which
+uses the plain :class:`~kubeflux.match.traverser.Traverser`, is unaffected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+
+from kubeflux.match.policy import MatchPolicy
+from kubeflux.match.request import Request, effective_max
+from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
+from kubeflux.match.traverser import (
+    FAILED,
+    SLOT,
+    AllocType,
+    Errno,
+    Evaluation,
+    JobMeta,
+    Kids,
+    MatchFailure,
+    PruningFilters,
+    Traverser,
+)
+from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
+
+IBNET, IBNETBW, PFS1BW, POWER, VIRTUAL1 = "ibnet", "ibnetbw", "pfs1bw", "power", "virtual1"
+
+SUBSYSTEM_SETS: dict[str, tuple[str, ...]] = {
+    "CA": (CONTAINMENT,),
+    "IBA": (IBNET,),
+    "IBBA": (IBNETBW,),
+    "PA": (POWER,),
+    "PFS1BA": (PFS1BW,),
+    "C+IBA": (CONTAINMENT, IBNET),
+    "C+IBBA": (CONTAINMENT, IBNETBW),
+    "C+PA": (CONTAINMENT, POWER),
+    "C+PFS1BA": (CONTAINMENT, PFS1BW),
+    "IB+IBBA": (IBNET, IBNETBW),
+    "C+P+IBA": (CONTAINMENT, POWER, IBNET),
+    "V+PFS1BA": (VIRTUAL1, PFS1BW),
+    "VA": (VIRTUAL1,),
+    "ALL": (CONTAINMENT, IBNET, IBNETBW, PFS1BW, POWER),
+}
+"""``-S`` names and their subsystems, dominant first (resource-query's matcher table)."""
+
+
+class SubsystemError(ValueError):
+    """An unknown ``-S`` name, or one whose subsystems the graph lacks."""
+
+
+def parse_subsystems(name: str, graph: Graph | None = None) -> tuple[str, ...]:
+    """The subsystems of a ``-S`` name, dominant first; the name as listed or all in lower case, as Fluxion.
+
+    With ``graph``, every subsystem must have a root in it (Fluxion's traverser refuses to initialise otherwise).
+    """
+    subsystems = SUBSYSTEM_SETS.get(name)
+    if subsystems is None:
+        subsystems = next((value for key, value in SUBSYSTEM_SETS.items() if key.lower() == name), None)
+    if subsystems is None:
+        raise SubsystemError(f"unknown match subsystems {name!r}; known: {', '.join(SUBSYSTEM_SETS)}")
+    if graph is not None:
+        missing = [subsystem for subsystem in subsystems if subsystem not in graph.roots]
+        if missing:
+            raise SubsystemError(f"match subsystems {name}: the graph has no {', '.join(missing)} subsystem")
+    return subsystems
+
+
+class AuxScoring(Scoring):
+    """A vertex's candidates: the dominant subsystem's (:attr:`by_type`) and each auxiliary subsystem's."""
+
+    __slots__ = ("aux",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aux: dict[str, dict[str, Evals]] = {}
+
+    def aux_evals(self, subsystem: str, type: str) -> Evals:
+        by_type = self.aux.setdefault(subsystem, {})
+        evals = by_type.get(type)
+        if evals is None:
+            evals = by_type[type] = Evals()
+        return evals
+
+    def aux_total(self, subsystem: str, type: str) -> int:
+        evals = self.aux.get(subsystem, {}).get(type)
+        return 0 if evals is None else evals.total
+
+    def merge_aux(self, aux: dict[str, dict[str, Evals]]) -> None:
+        for subsystem, by_type in aux.items():
+            for type, evals in by_type.items():
+                self.aux_evals(subsystem, type).merge(evals)
+
+
+@dataclass(slots=True, eq=False)
+class AuxEvaluation(Evaluation):
+    """An evaluation that also passes auxiliary candidates up (by subsystem, then type)."""
+
+    aux: dict[str, dict[str, Evals]] | None = None
+
+
+class SubsystemTraverser(Traverser):
+    """DFU matching whose dominant subsystem is ``subsystems[0]``, with up-walks over the others."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        policy: MatchPolicy,
+        prune: PruningFilters,
+        base: int,
+        duration: int,
+        subsystems: Iterable[str],
+    ) -> None:
+        names = tuple(subsystems)
+        if not names:
+            raise SubsystemError("no match subsystem given")
+        self.dominant = names[0]
+        self.aux = tuple(name for name in names[1:] if name != self.dominant)
+        self._tree_parent: dict[int, int] = {}
+        self._tree_edge: dict[int, int] = {}
+        self._build_tree(graph)
+        super().__init__(graph, policy, prune, base, duration)
+
+    # ------------------------------------------------------------------ the dominant tree
+
+    def _build_tree(self, graph: Graph) -> None:
+        """Each vertex's parent and parent edge in a depth-first walk of the dominant subsystem from its root,
+        children in out-edge order; a vertex reached again (a cross or back edge) keeps its first parent."""
+        dominant = self.dominant
+        edges = graph.edges
+        vertices = graph.vertices
+        root = graph.roots[dominant]
+        parent = {root: -1}
+        parent_edge = {root: -1}
+        stack = [(root, iter(vertices[root].out))]
+        while stack:
+            uid, pending = stack[-1]
+            for index in pending:
+                edge = edges[index]
+                if edge.subsystem == dominant and edge.target not in parent:
+                    parent[edge.target] = uid
+                    parent_edge[edge.target] = index
+                    stack.append((edge.target, iter(vertices[edge.target].out)))
+                    break
+            else:
+                stack.pop()
+        self._tree_parent = parent
+        self._tree_edge = parent_edge
+
+    def _children(self, uid: int) -> list[tuple[int, int]]:
+        """(edge index, target) of a vertex's tree edges in the dominant subsystem, in out-edge order."""
+        graph = self.graph
+        tree = self._tree_edge
+        result = []
+        for index in graph.vertices[uid].out:
+            target = graph.edges[index].target
+            if tree.get(target) == index:
+                result.append((index, target))
+        return result
+
+    def _parent_edge(self, uid: int) -> int:
+        edge = self._tree_edge.get(uid, -1)
+        if edge == -1:
+            raise KeyError(uid)
+        return edge
+
+    def _prime_leaf(self, vertex: Vertex) -> bool:
+        # Fluxion's prime_pruning_filter takes a vertex for a leaf by its out-degree over all subsystems.
+        return not vertex.out
+
+    def refresh(self, changed: Iterable[int], added: Iterable[int] = (), removed: Iterable[int] = ()) -> None:
+        self._build_tree(self.graph)
+        self._kids.clear()
+        self._by_weight.clear()
+        super().refresh(changed, added, removed)
+
+    def unlead(self, uid: int) -> None:
+        edge = self._tree_edge.get(uid, -1)
+        if edge != -1:
+            self.slot_leader.discard(edge)
+
+    # ------------------------------------------------------------------ select
+
+    def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
+        """Visit ``uid`` afresh (no evaluation is cached: the subtree's state includes auxiliary vertices that the
+        dominant tree's fingerprints do not cover)."""
+        return self._evaluate(meta, uid, resources, pristine, excl, self._kid_edges(uid))
+
+    def _evaluate(
+        self,
+        meta: JobMeta,
+        uid: int,
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        children: list[tuple[int, int]],
+    ) -> Evaluation:
+        vertex = self.graph.vertices[uid]
+        x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
+        kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
+        if kind == "none":
+            return FAILED
+        if not self._prune(meta, x_in, vertex, resources):
+            return FAILED
+        self.policy.discover(vertex)
+        dfu = AuxScoring()
+        kids = Kids()
+        if kind == "slot":
+            self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+        else:
+            if children:
+                self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
+            if self.aux:
+                self._aux_explore(meta, vertex, next_resources, x_in, dfu)
+        avail = self._avail(uid, meta.at, meta.duration)
+        if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
+            return AuxEvaluation(False, kids=kids) if kids else FAILED
+        evaluation = AuxEvaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
+        if dfu.overall_score > MATCH_UNMET:
+            if dfu.hier_constrain_now:
+                evaluation.marks = self._marks(dfu) or None
+            else:
+                if dfu.by_type:
+                    evaluation.merged = dfu.by_type
+                if dfu.aux:
+                    evaluation.aux = dfu.aux
+        return evaluation
+
+    def _explore(
+        self,
+        meta: JobMeta,
+        children: list[tuple[int, int]],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        multiplier: int,
+        kids: Kids,
+    ) -> bool:
+        """Fluxion's explore over the dominant tree: every child in edge order, or (``first``) the heaviest
+        edges first, stopping once every requested type has ``multiplier`` shares."""
+        found = False
+        if not self.policy.spec.stop_on_first:
+            for edge, target in children:
+                if self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
+                    found = True
+            return found
+        shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
+        satisfied: set[str] = set()
+        vertices = self.graph.vertices
+        for edge, target in self._heaviest_first(self._tree_parent[children[0][1]], children):
+            if vertices[target].type in satisfied:
+                continue
+            if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
+                continue
+            found = True
+            if _tally(shares, satisfied, resources, dfu.total_count, max(multiplier, 1)):
+                break
+        return found
+
+    def _heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``first``'s explore order of ``source``'s children: heaviest edge, then highest uniq_id, first."""
+        known = self._by_weight.get(source)
+        if known is None:
+            weight = self.edge_weight
+            vertices = self.graph.vertices
+            order = sorted(children, key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
+            keys = [(-weight[edge], -vertices[target].uniq_id) for edge, target in order]
+            known = self._by_weight[source] = (keys, order)
+        return known[1]
+
+    def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
+        # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
+        self._by_weight.pop(self._tree_parent.get(target, -1), None)
+
+    def _visit_child(
+        self,
+        meta: JobMeta,
+        edge: int,
+        target: int,
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        kids: Kids,
+    ) -> bool:
+        """Visit one dominant child; when it qualifies, take its candidates (auxiliary ones too) and its own
+        group, and leave its score and availability in ``dfu`` for the auxiliary candidates that follow."""
+        evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
+        if evaluation.kids is not None or evaluation.marks is not None:
+            kids[target] = evaluation
+        if not evaluation.ok:
+            return False
+        if evaluation.merged is not None:
+            dfu.merge_types(evaluation.merged)
+        if isinstance(evaluation, AuxEvaluation) and evaluation.aux and isinstance(dfu, AuxScoring):
+            dfu.merge_aux(evaluation.aux)
+        dfu.add(self.graph.vertices[target].type, evaluation.group_for(edge))
+        dfu.overall_score = evaluation.score
+        dfu.avail = evaluation.avail
+        return True
+
+    def _aux_explore(
+        self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: AuxScoring
+    ) -> None:
+        """Fluxion's explore of ``vertex``'s out-edges in each auxiliary subsystem (``visit_t::UPV``)."""
+        graph = self.graph
+        edges = graph.edges
+        vertices = graph.vertices
+        for subsystem in self.aux:
+            targets = [(index, edges[index].target) for index in vertex.out if edges[index].subsystem == subsystem]
+            if not targets:
+                continue
+            dynamic = self.policy.spec.stop_on_first
+            if dynamic:
+                weight = self.edge_weight
+                targets.sort(key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
+            shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}
+            satisfied: set[str] = set()
+            for index, target in targets:
+                target_type = vertices[target].type
+                if target_type in satisfied:
+                    continue
+                if not self._aux_upv(meta, vertices[target], resources, excl):
+                    continue
+                count = dfu.avail
+                group = EdgeGroup(dfu.overall_score, count, 0, excl, edges=[EdgeEval(count, count, excl, index)])
+                dfu.aux_evals(subsystem, target_type).add(group)
+                if dynamic and _tally(shares, satisfied, resources, partial(dfu.aux_total, subsystem), 1):
+                    break
+
+    def _aux_upv(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool) -> bool:
+        """Whether an auxiliary vertex qualifies (Fluxion's ``aux_upv`` returning 0): it passes ``prune`` in its
+        subsystem (status, availability, exclusivity; no aggregate filter there) and has units free."""
+        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+            return False
+        if self._avail(vertex.uid, meta.at, meta.duration) == 0:
+            return False
+        for resource in resources:
+            if resource.type != vertex.type or resource.type == SLOT:
+                continue
+            try:
+                if not self._by_excl(meta, excl, vertex, resource):
+                    return False
+            except MatchFailure as failure:  # Fluxion only sets errno here; the up-walk just fails
+                if failure.errno is not Errno.EINVAL:
+                    raise
+                return False
+        return True
+
+    def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring) -> int:
+        """Fluxion's ``resolve_graph``; its ``has_remaining`` also covers the auxiliary candidates that reached
+        the root."""
+        needs = super()._resolve_graph(root, resources, dfu)
+        evaluation = self.root_eval
+        if needs >= 0 and isinstance(evaluation, AuxEvaluation) and evaluation.aux:
+            for by_type in evaluation.aux.values():
+                if any(evals.qualified == 0 for evals in by_type.values()):
+                    return -1
+        return needs
+
+    # ------------------------------------------------------------------ walks up the dominant tree
+
+    def _apply_path(self, uid: int) -> None:
+        """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
+        parents = self._tree_parent
+        path = []
+        while uid != self.root and uid != -1:
+            path.append(uid)
+            uid = parents.get(uid, -1)
+        evaluation: Evaluation | None = self.root_eval
+        for step in reversed(path):
+            if evaluation is None or evaluation.kids is None:
+                return
+            evaluation = evaluation.kids.get(step)
+            if evaluation is not None:
+                self._apply_own(evaluation)
+
+    def _mark_ancestors(self, parent: int, dfu: Scoring) -> None:
+        """Mark the unconstrained edges from ``parent`` up to the root (Fluxion's ``enforce`` with
+        ``enforce_unconstrained``), through the dominant tree."""
+        vertices = self.graph.vertices
+        parents = self._tree_parent
+        while True:
+            grand = parents.get(parent, -1)
+            if grand == -1:
+                return
+            edge = self._tree_edge[parent]
+            if self.edge_seq[edge] == self.sequence:
+                return
+            evals = dfu.by_type.get(vertices[parent].type)
+            if evals is not None and evals.best_k == 0:
+                self.edge_needs[edge] = vertices[parent].size
+                self.edge_excl[edge] = False
+                self._stamp(edge)
+            parent = grand
+
+
+def _tally(
+    shares: dict[str, list[int]],
+    satisfied: set[str],
+    resources: list[Request],
+    total_count: Callable[[str], int],
+    needed: int,
+) -> bool:
+    """Count a matched child toward the requested types' shares (Fluxion's ``tally_shares``); note the types
+    now satisfied; True when every requested type has ``needed`` shares (``is_enough``)."""
+    for type, tally in shares.items():
+        total = total_count(type)
+        if total > tally[1]:
+            tally[2] += total - tally[1]
+            tally[1] = total
+            if tally[0] > 0 and tally[2] >= tally[0]:
+                tally[3] += 1
+                tally[2] = 0
+    for resource in resources:
+        if shares[resource.type][3] >= needed:
+            satisfied.add(resource.type)
+    return all(shares[r.type][3] >= needed for r in resources)
