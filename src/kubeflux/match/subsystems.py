@@ -32,15 +32,14 @@ uses the plain :class:`~kubeflux.match.traverser.Traverser`, is unaffected.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, effective_max
-from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
+from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
 from kubeflux.match.traverser import (
-    FAILED,
     SLOT,
     AllocType,
     Errno,
@@ -50,6 +49,7 @@ from kubeflux.match.traverser import (
     MatchFailure,
     PruningFilters,
     Traverser,
+    tally_shares,
 )
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
 
@@ -130,6 +130,10 @@ class AuxEvaluation(Evaluation):
 
 class SubsystemTraverser(Traverser):
     """DFU matching whose dominant subsystem is ``subsystems[0]``, with up-walks over the others."""
+
+    scoring_type = AuxScoring
+    evaluation_type = AuxEvaluation
+    wide_blocks = False
 
     def __init__(
         self,
@@ -215,88 +219,17 @@ class SubsystemTraverser(Traverser):
         dominant tree's fingerprints do not cover)."""
         return self._evaluate(meta, uid, resources, pristine, excl, self._kid_edges(uid))
 
-    def _evaluate(
-        self,
-        meta: JobMeta,
-        uid: int,
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        children: list[tuple[int, int]],
-    ) -> Evaluation:
-        vertex = self.graph.vertices[uid]
-        x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
-        kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
-        if kind == "none":
-            return FAILED
-        if not self._prune(meta, x_in, vertex, resources):
-            return FAILED
-        self.policy.discover(vertex)
-        dfu = AuxScoring()
-        kids = Kids()
-        if kind == "slot":
-            self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
-        else:
-            if children:
-                self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
-            if self.aux:
-                self._aux_explore(meta, vertex, next_resources, x_in, dfu)
-        avail = self._avail(uid, meta.at, meta.duration)
-        if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
-            return AuxEvaluation(False, kids=kids) if kids else FAILED
-        evaluation = AuxEvaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
-        if dfu.overall_score > MATCH_UNMET:
-            if dfu.hier_constrain_now:
-                evaluation.marks = self._marks(dfu) or None
-            else:
-                if dfu.by_type:
-                    evaluation.merged = dfu.by_type
-                if dfu.aux:
-                    evaluation.aux = dfu.aux
-        return evaluation
+    def _explore_aux(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: Scoring) -> None:
+        if self.aux and isinstance(dfu, AuxScoring):
+            self._aux_explore(meta, vertex, resources, excl, dfu)
 
-    def _explore(
-        self,
-        meta: JobMeta,
-        children: list[tuple[int, int]],
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        dfu: Scoring,
-        multiplier: int,
-        kids: Kids,
-    ) -> bool:
-        """Fluxion's explore over the dominant tree: every child in edge order, or (``first``) the heaviest
-        edges first, stopping once every requested type has ``multiplier`` shares."""
-        found = False
-        if not self.policy.spec.stop_on_first:
-            for edge, target in children:
-                if self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
-                    found = True
-            return found
-        shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
-        satisfied: set[str] = set()
-        vertices = self.graph.vertices
-        for edge, target in self._heaviest_first(self._tree_parent[children[0][1]], children):
-            if vertices[target].type in satisfied:
-                continue
-            if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
-                continue
-            found = True
-            if _tally(shares, satisfied, resources, dfu.total_count, max(multiplier, 1)):
-                break
-        return found
+    def _pass_up(self, evaluation: Evaluation, dfu: Scoring) -> None:
+        super()._pass_up(evaluation, dfu)
+        if isinstance(evaluation, AuxEvaluation) and isinstance(dfu, AuxScoring) and dfu.aux:
+            evaluation.aux = dfu.aux
 
-    def _heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """``first``'s explore order of ``source``'s children: heaviest edge, then highest uniq_id, first."""
-        known = self._by_weight.get(source)
-        if known is None:
-            weight = self.edge_weight
-            vertices = self.graph.vertices
-            order = sorted(children, key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
-            keys = [(-weight[edge], -vertices[target].uniq_id) for edge, target in order]
-            known = self._by_weight[source] = (keys, order)
-        return known[1]
+    def _walk_parent(self, uid: int) -> int:
+        return self._tree_parent[uid]
 
     def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
         # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
@@ -355,7 +288,7 @@ class SubsystemTraverser(Traverser):
                 count = dfu.avail
                 group = EdgeGroup(dfu.overall_score, count, 0, excl, edges=[EdgeEval(count, count, excl, index)])
                 dfu.aux_evals(subsystem, target_type).add(group)
-                if dynamic and _tally(shares, satisfied, resources, partial(dfu.aux_total, subsystem), 1):
+                if dynamic and tally_shares(shares, satisfied, resources, partial(dfu.aux_total, subsystem), 1):
                     break
 
     def _aux_upv(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool) -> bool:
@@ -423,26 +356,3 @@ class SubsystemTraverser(Traverser):
                 self.edge_excl[edge] = False
                 self._stamp(edge)
             parent = grand
-
-
-def _tally(
-    shares: dict[str, list[int]],
-    satisfied: set[str],
-    resources: list[Request],
-    total_count: Callable[[str], int],
-    needed: int,
-) -> bool:
-    """Count a matched child toward the requested types' shares (Fluxion's ``tally_shares``); note the types
-    now satisfied; True when every requested type has ``needed`` shares (``is_enough``)."""
-    for type, tally in shares.items():
-        total = total_count(type)
-        if total > tally[1]:
-            tally[2] += total - tally[1]
-            tally[1] = total
-            if tally[0] > 0 and tally[2] >= tally[0]:
-                tally[3] += 1
-                tally[2] = 0
-    for resource in resources:
-        if shares[resource.type][3] >= needed:
-            satisfied.add(resource.type)
-    return all(shares[r.type][3] >= needed for r in resources)

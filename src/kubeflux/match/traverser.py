@@ -11,7 +11,7 @@ Scheduling state lives here, in tables indexed by vertex ``uid`` or edge index; 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import TypeVar
@@ -183,6 +183,11 @@ class PruningFilters:
 
 class Traverser:
     """DFU matching over the containment subsystem of one graph."""
+
+    scoring_type: type[Scoring] = Scoring
+    evaluation_type: type[Evaluation] = Evaluation
+    wide_blocks = True
+    """Whether wide vertices explore through cached spans of children (see :meth:`_explore_blocks`)."""
 
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
@@ -603,22 +608,32 @@ class Traverser:
         if not self._prune(meta, x_in, vertex, resources):
             return FAILED
         self.policy.discover(vertex)
-        dfu = Scoring()
+        dfu = self.scoring_type()
         kids = Kids()
         if kind == "slot":
             self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
-        elif children:
-            self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
+        else:
+            if children:
+                self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
+            self._explore_aux(meta, vertex, next_resources, x_in, dfu)
         avail = self._avail(uid, meta.at, meta.duration)
         if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
-            return Evaluation(False, kids=kids) if kids else FAILED
-        evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
+            return self.evaluation_type(False, kids=kids) if kids else FAILED
+        evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
                 evaluation.marks = self._marks(dfu) or None
-            elif dfu.by_type:
-                evaluation.merged = dfu.by_type
+            else:
+                self._pass_up(evaluation, dfu)
         return evaluation
+
+    def _explore_aux(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: Scoring) -> None:
+        """Explore ``vertex``'s edges in the auxiliary subsystems (none when matching over containment alone)."""
+
+    def _pass_up(self, evaluation: Evaluation, dfu: Scoring) -> None:
+        """Hand the candidates a vertex did not choose among to its parent."""
+        if dfu.by_type:
+            evaluation.merged = dfu.by_type
 
     def _explore(
         self,
@@ -631,10 +646,9 @@ class Traverser:
         multiplier: int,
         kids: Kids,
     ) -> bool:
-        vertices = self.graph.vertices
         found = False
         if not self.policy.spec.stop_on_first:
-            if len(children) >= 2 * BLOCK:
+            if self.wide_blocks and len(children) >= 2 * BLOCK:
                 return self._explore_blocks(meta, children, resources, pristine, excl, dfu, kids)
             for edge, target in children:
                 if self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
@@ -642,34 +656,31 @@ class Traverser:
             return found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
-        parent = vertices[children[0][1]].parent
-        known = self._by_weight.get(parent)
-        if known is None:
-            weight = self.edge_weight
-            order = sorted(children, key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
-            keys = [(-weight[edge], -vertices[target].uniq_id) for edge, target in order]
-            known = self._by_weight[parent] = (keys, order)
-        for edge, target in known[1]:
+        vertices = self.graph.vertices
+        for edge, target in self._heaviest_first(self._walk_parent(children[0][1]), children):
             if vertices[target].type in satisfied:
                 continue
             if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                 continue
             found = True
-            for type, tally in shares.items():
-                total = dfu.total_count(type)
-                if total > tally[1]:
-                    tally[2] += total - tally[1]
-                    tally[1] = total
-                    if tally[0] > 0 and tally[2] >= tally[0]:
-                        tally[3] += 1
-                        tally[2] = 0
-            needed = max(multiplier, 1)
-            for resource in resources:
-                if shares[resource.type][3] >= needed:
-                    satisfied.add(resource.type)
-            if all(shares[r.type][3] >= needed for r in resources):
+            if tally_shares(shares, satisfied, resources, dfu.total_count, max(multiplier, 1)):
                 break
         return found
+
+    def _walk_parent(self, uid: int) -> int:
+        """``uid``'s parent in the walked subsystem."""
+        return self.graph.vertices[uid].parent
+
+    def _heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``first``'s explore order of ``source``'s children: heaviest edge, then highest uniq_id, first."""
+        known = self._by_weight.get(source)
+        if known is None:
+            weight = self.edge_weight
+            vertices = self.graph.vertices
+            order = sorted(children, key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
+            keys = [(-weight[edge], -vertices[target].uniq_id) for edge, target in order]
+            known = self._by_weight[source] = (keys, order)
+        return known[1]
 
     def _visit_child(
         self,
@@ -1332,6 +1343,29 @@ class Traverser:
         for uid in removed:
             if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
                 self.nodes_up -= 1
+
+
+def tally_shares(
+    shares: dict[str, list[int]],
+    satisfied: set[str],
+    resources: list[Request],
+    total_count: Callable[[str], int],
+    needed: int,
+) -> bool:
+    """Count a matched child toward the requested types' shares (Fluxion's ``tally_shares``); note the types
+    now satisfied; True when every requested type has ``needed`` shares (``is_enough``)."""
+    for type, tally in shares.items():
+        total = total_count(type)
+        if total > tally[1]:
+            tally[2] += total - tally[1]
+            tally[1] = total
+            if tally[0] > 0 and tally[2] >= tally[0]:
+                tally[3] += 1
+                tally[2] = 0
+    for resource in resources:
+        if shares[resource.type][3] >= needed:
+            satisfied.add(resource.type)
+    return all(shares[r.type][3] >= needed for r in resources)
 
 
 def _remember(
