@@ -5,14 +5,13 @@ down (:meth:`GraphView.hide`), and only the difference from the previous match i
 costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes
 that appear, or come back with another capacity, are attached in place (:meth:`GraphView.put_node`, the
 engine's ``attach`` and ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart)
-are replayed onto their node with the engine's ``update`` (:meth:`GraphView.replay`).
+are replayed onto their node with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
@@ -145,32 +144,12 @@ class GraphView:
             return None
         return [uid for _, uid in sorted(free)[:count]]
 
-    def resource_set(self, name: str, leaves: Iterable[int]) -> dict[str, Any]:
-        """The JGF resource set of ``leaves`` (held exclusively) on node ``name``, with the path from the root."""
-        graph = self.engine.graph
-        vertex = graph.vertex_at(self.paths[name])
-        assert vertex is not None
-        chain: list[int] = []
-        uid = vertex.uid
-        while uid != -1:
-            chain.append(uid)
-            uid = graph.vertices[uid].parent
-        exclusive = set(leaves)
-        held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
-        document = graph_to_jgf(graph, [*chain, *exclusive])
-        for record in document["graph"]["nodes"]:
-            meta = record["metadata"]
-            meta.pop("status", None)
-            meta["exclusive"] = record["id"] in held
-        return document
-
-    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str) -> MatchResult:
+    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str, now: int) -> MatchResult:
         """Put a pod placed elsewhere onto node ``name``: its ``leaves`` (cores, gpus) held during
-        ``[start, start + duration)`` as a new engine job (the engine's ``update``)."""
+        ``[start, start + duration)`` as a new engine job (the engine's ``update_leaves``), allocated when it
+        started by ``now``."""
         engine = self.engine
-        result = engine.update(
-            engine.next_jobid, self.resource_set(name, leaves), at=start, duration=duration, source=what
-        )
+        result = engine.update_leaves(engine.next_jobid, leaves, at=start, duration=duration, now=now, source=what)
         if result.matched:
             self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
         else:
@@ -211,16 +190,16 @@ class GraphView:
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
     def release(self, jobid: int, name: str, leaves: Iterable[str]) -> bool:
-        """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released with the engine's
-        ``partial_cancel`` (which touches only those vertices and their ancestors), else a plain cancel. False
-        when the engine no longer knows the job."""
+        """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released by vertex with the
+        engine's ``release_vertices`` (which touches only those vertices and their ancestors), else a plain
+        cancel. False when the engine no longer knows the job."""
         graph = self.engine.graph
         vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
         names = set(leaves)
         if vertex is not None and names:
             held = [uid for uid in vertex.children if graph.vertices[uid].name in names]
             try:
-                if self.engine.partial_cancel(jobid, self.resource_set(name, held)):
+                if self.engine.release_vertices(jobid, held, source=f"node {name}"):
                     return True
             except EngineError:
                 pass

@@ -272,7 +272,7 @@ class ClusterBooks:
             if core_uids is None or gpu_uids is None:
                 self.log.append(f"Could not put pod {pod.key} on node {alloc.node} in the graph (counted in the books)")
                 continue
-            result = graph.replay(alloc.node, core_uids + gpu_uids, start, duration, pod.key)
+            result = graph.replay(alloc.node, core_uids + gpu_uids, start, duration, pod.key, now)
             if result.matched:
                 alloc.jobid = result.jobid
                 if alloc.own:
