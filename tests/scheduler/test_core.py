@@ -164,6 +164,26 @@ def test_a_removed_node_takes_no_more_pods_and_its_pods_are_released() -> None:
     assert bound(cluster.run(2.0)) == {"default/c": "w1"}
 
 
+def test_a_node_whose_books_free_up_takes_pods_of_the_same_shape_again() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2")])
+
+    def big(name: str, t: float) -> Pod:
+        return Pod(
+            "default", name, f"uid-{name}", "kubeflux", creation_time=t, requests={CPU: 1000, MEMORY: 12 * 2**30}
+        )
+
+    cluster.add(big("a", 0), big("b", 1))
+    assert bound(cluster.run()) == {"default/a": "w1", "default/b": "w2"}  # memory, not cores, keeps b off w1
+    cluster.end("a")
+    cluster.add(big("c", 2))
+    assert bound(cluster.run(1.0)) == {"default/c": "w1"}
+    cluster.add(pod("small", 1000, t=3))  # another shape, hiding other nodes, in between
+    assert bound(cluster.run(2.0)) == {"default/small": "w1"}
+    cluster.end("b")
+    cluster.add(big("d", 4))
+    assert bound(cluster.run(3.0)) == {"default/d": "w2"}
+
+
 @pytest.mark.parametrize(
     ("target", "expected"),
     [

@@ -207,13 +207,14 @@ class KubefluxScheduler(ClusterBooks):
 
     def _static_fit(self, pod: Pod) -> StaticFit:
         """The graph nodes passing the usage-independent filters for pods constrained like ``pod``."""
+        known = self._fits.known_static(pod)
+        if known is not None:
+            return known
         graph = self.graph
         assert graph is not None
-        if not self._fits.has_static(pod):
-            outside = sum(1 for name in self.nodes if name not in graph.specs)
-            usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
-            return self._fits.static(pod, usable, self.nodes, outside)
-        return self._fits.static(pod, (), self.nodes, 0)
+        outside = sum(1 for name in self.nodes if name not in graph.specs)
+        usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
+        return self._fits.static(pod, usable, self.nodes, outside)
 
     def _shortfall(self, name: str, pod: Pod) -> list[str]:
         node = self.nodes[name]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kubeflux.scheduler.constraints import static_filter
+from kubeflux.scheduler.graphview import HiddenNodes
 from kubeflux.scheduler.objects import Node, Pod
 
 __all__ = ["FitIndex", "NodeFit", "StaticFit"]
@@ -43,11 +44,21 @@ class NodeFit:
     unfit: set[str] = field(default_factory=set)
     """Static-fit nodes whose books are short for the pod."""
     pos: int = 0
+    hidden: HiddenNodes = field(init=False)
+    """Graph nodes to hide from the matcher for this pod (:attr:`static`'s unfit and :attr:`unfit`), kept with
+    them so that hiding them again re-marks only what changed."""
 
-    @property
-    def hidden(self) -> set[str]:
-        """Graph nodes to hide from the matcher for this pod."""
-        return self.static.unfit | self.unfit
+    def __post_init__(self) -> None:
+        self.hidden = HiddenNodes(self.static.unfit | self.unfit)
+
+    def set_unfit(self, name: str, unfit: bool) -> None:
+        """Record whether static-fit node ``name`` is short for the pod now."""
+        if unfit:
+            self.unfit.add(name)
+            self.hidden.add(name)
+        else:
+            self.unfit.discard(name)
+            self.hidden.discard(name)
 
     @property
     def any(self) -> bool:
@@ -90,8 +101,9 @@ class FitIndex:
     def _static_key(pod: Pod) -> tuple[object, ...]:
         return (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
 
-    def has_static(self, pod: Pod) -> bool:
-        return self._static_key(pod) in self._static
+    def known_static(self, pod: Pod) -> StaticFit | None:
+        """The cached static filters for pods constrained like ``pod``, if computed since the last reset."""
+        return self._static.get(self._static_key(pod))
 
     def static(self, pod: Pod, graph_nodes: Iterable[str], nodes: dict[str, Node], outside: int) -> StaticFit:
         """The static filters for pods constrained like ``pod`` (computed over ``graph_nodes`` unless cached);
@@ -127,10 +139,7 @@ class FitIndex:
         if entry.pos < end:
             for name in set(self._log[entry.pos - self._base :]):
                 if name in static.members:
-                    if shortfall(name, pod):
-                        entry.unfit.add(name)
-                    else:
-                        entry.unfit.discard(name)
+                    entry.set_unfit(name, bool(shortfall(name, pod)))
             entry.pos = end
         return entry
 

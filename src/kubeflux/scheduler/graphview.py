@@ -2,10 +2,12 @@
 
 Hiding is how per-pod filters reach the matcher: before a match, the nodes that may not take the pod are marked
 down (:meth:`GraphView.hide`), and only the difference from the previous match is re-marked, so a busy cluster
-costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes
-that appear, or come back with another capacity, are attached in place (:meth:`GraphView.put_node`, the
-engine's ``attach`` and ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart)
-are replayed onto their node with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
+costs little. A :class:`HiddenNodes` kept up to date by its owner (the fit of one pod shape) records which names
+changed, so hiding it again costs only those names, not a comparison of two sets of every unfit node. Nodes
+deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes that appear, or come
+back with another capacity, are attached in place (:meth:`GraphView.put_node`, the engine's ``attach`` and
+``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart) are replayed onto their node
+with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,39 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
 from kubeflux.scheduler.translate import placement_from_output
 
-__all__ = ["CLUSTER_NAME", "GraphView"]
+__all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes"]
 
 CLUSTER_NAME = "kubeflux"
+_CHANGES_KEPT = 4096
+"""Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
+
+
+class HiddenNodes:
+    """A set of node names to hide, changed in place by its owner, which notes every name that entered or left."""
+
+    __slots__ = ("changed", "names")
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.changed: set[str] | None = set()
+        """Names whose membership changed since the set was last hidden; None when too many did."""
+
+    def add(self, name: str) -> None:
+        if name not in self.names:
+            self.names.add(name)
+            self._note(name)
+
+    def discard(self, name: str) -> None:
+        if name in self.names:
+            self.names.discard(name)
+            self._note(name)
+
+    def _note(self, name: str) -> None:
+        changed = self.changed
+        if changed is not None:
+            changed.add(name)
+            if len(changed) > _CHANGES_KEPT:
+                self.changed = None
 
 
 class GraphView:
@@ -34,6 +66,8 @@ class GraphView:
         self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
         self.gone: set[str] = set()
         self.hidden: set[str] = set()
+        self._hidden_from: HiddenNodes | None = None
+        """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
         self.log = log
         self.log.append(f"Number nodes  {len(specs)}")
         for spec in specs:
@@ -61,8 +95,18 @@ class GraphView:
             if name not in self.hidden:
                 self._mark(name, Status.UP)
 
-    def hide(self, names: Iterable[str]) -> None:
+    def hide(self, names: Iterable[str] | HiddenNodes) -> None:
         """Make exactly ``names`` (plus the gone nodes) invisible to the next matches."""
+        if isinstance(names, HiddenNodes):
+            changed, names.changed = names.changed, set()
+            if names is self._hidden_from and changed is not None:
+                for name in changed:
+                    self._set_hidden(name, name in names.names)
+                return
+            self._hidden_from = names
+            names = names.names
+        else:
+            self._hidden_from = None
         target = set(names)
         for name in self.hidden - target:
             if name not in self.gone:
@@ -72,8 +116,24 @@ class GraphView:
                 self._mark(name, Status.DOWN)
         self.hidden = target
 
+    def _set_hidden(self, name: str, hidden: bool) -> None:
+        if (name in self.hidden) == hidden:
+            return
+        if hidden:
+            self.hidden.add(name)
+        else:
+            self.hidden.discard(name)
+        if name not in self.gone:
+            self._mark(name, Status.DOWN if hidden else Status.UP)
+
     def match(
-        self, op: MatchOp, spec: Jobspec, what: str, start: int, hide: Iterable[str], policy: str | None = None
+        self,
+        op: MatchOp,
+        spec: Jobspec,
+        what: str,
+        start: int,
+        hide: Iterable[str] | HiddenNodes,
+        policy: str | None = None,
     ) -> MatchResult:
         """One engine match at ``start`` with the ``hide`` nodes down; logged as Fluence logs its match calls."""
         engine = self.engine
@@ -164,6 +224,7 @@ class GraphView:
         path = f"/{CLUSTER_NAME}0/{spec.name}"
         if spec.name in self.specs and graph.vertex_at(path) is not None:
             self.hidden.discard(spec.name)
+            self._hidden_from = None
             engine.remove_path(path)
         rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
         piece = Graph()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.scheduler.fit import FitIndex
-from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.graphview import GraphView, HiddenNodes
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
@@ -237,7 +237,9 @@ class ClusterBooks:
             return left // 2 if reserve else left
         return max(1, min(math.ceil(duration), left // 2 if reserve else left))
 
-    def _match(self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str]) -> MatchResult | None:
+    def _match(
+        self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str] | HiddenNodes
+    ) -> MatchResult | None:
         """One engine match for ``pod`` with the ``hide`` nodes down; None for a pod that takes no core/gpu."""
         assert self.graph is not None
         spec = pod_jobspec(pod, duration)

@@ -183,8 +183,10 @@ def gang_jobspec(pods: list[Pod], duration: int, name: str, *, cover: bool = Fal
     return _jobspec([_slot(len(pods), cores, gpus)], duration, name, f"pod group {name}")
 
 
+@lru_cache(maxsize=16)
 def placement_from_output(output: str) -> Placement:
-    """The node and vertices of a one-node match from the engine's ``simple`` output.
+    """The node and vertices of a one-node match from the engine's ``simple`` output (remembered for the few
+    latest outputs: the scheduler reads each match's output twice, to log it and to bind).
 
     The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
     gpus (the deepest lines) come first, then their node (the first line one level up). Raises ValueError when
