@@ -387,3 +387,53 @@ def test_the_queue_depth_bounds_how_far_backfilling_looks(depth: int, backfilled
     cluster.run()
     cluster.add(pod("head", 2000, t=1), pod("short", 1000, t=2, annotations={DURATION_ANNOTATION: "50"}))
     assert ("default/short" in bound(cluster.run(2.0))) is backfilled
+
+
+def _refuse(cluster: Cluster, decisions: list[Decision], reason: str) -> Bind:
+    """The API server refuses the one Bind in ``decisions``: the pod stays as it was, the scheduler is told."""
+    [refused] = [d for d in decisions if isinstance(d, Bind)]
+    cluster.scheduler.unreserve(refused.pod, refused.uid, refused.node, reason, cluster.now)
+    return refused
+
+
+def test_a_bind_refused_because_the_node_is_gone_frees_its_cores_and_the_pod_goes_elsewhere() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2")])
+    cluster.add(pod("a", 4000))
+    decisions = cluster.scheduler.schedule(0.0)
+    assert _refuse(cluster, decisions, 'nodes "w1" not found').node == "w1"
+    cluster.tell(DELETED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/a": "w2"}
+    cluster.tell(ADDED, cluster.nodes["w1"])  # w1 is back: all of its cores are free
+    cluster.add(pod("b", 4000, t=1))
+    assert bound(cluster.run(2.0)) == {"default/b": "w1"}
+
+
+@pytest.mark.parametrize("told_first", ["bound event", "refusal"])
+def test_a_bind_refused_because_the_pod_was_bound_elsewhere_counts_it_where_it_runs(told_first: str) -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    a = pod("a", 2000)
+    cluster.add(a)
+    decisions = cluster.scheduler.schedule(0.0)
+    elsewhere = Pod(a.namespace, a.name, a.uid, a.scheduler_name, requests=a.requests, node_name="w2")
+    elsewhere.phase = PodPhase.RUNNING
+    cluster.pods[a.key] = elsewhere
+    if told_first == "bound event":
+        cluster.tell(MODIFIED, elsewhere)
+        _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
+    else:
+        _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
+        cluster.tell(MODIFIED, elsewhere)
+    cluster.add(pod("b", 2000, t=1), pod("c", 2000, t=2))
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {"default/b": "w1"}
+    assert messages(decisions)["default/c"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_a_bind_refused_because_the_pod_is_gone_frees_its_cores() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("a", 2000))
+    decisions = cluster.scheduler.schedule(0.0)
+    _refuse(cluster, decisions, "pods 'default/a' not found")
+    cluster.delete("a")
+    cluster.add(pod("b", 2000, t=1))
+    assert bound(cluster.run(1.0)) == {"default/b": "w1"}

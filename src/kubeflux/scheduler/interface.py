@@ -14,6 +14,9 @@ Lifecycle, per call from the shell:
    ``FailedScheduling`` event.
 3. ``next_wakeup(now)`` is the earliest time the scheduler wants ``schedule`` called again even if nothing
    changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events.
+4. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
+   ``unreserve(pod, uid, node, reason, now)`` to a scheduler that implements :class:`Unreserve` (kube-scheduler's
+   extension point of that name), so that it gives up what it set aside for the pod.
 
 A shell must call ``schedule`` after any batch of events; it may call it more often.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -86,6 +89,15 @@ class Scheduler(Protocol):
     def next_wakeup(self, now: float) -> float | None: ...
 
 
+@runtime_checkable
+class Unreserve(Protocol):
+    """A scheduler that sets resources aside for a pod when it decides to bind it, and gives them up when the
+    cluster refuses that :class:`Bind`: ``pod`` is its ``namespace/name``, ``node`` the Bind's node, ``reason``
+    the API server's answer."""
+
+    def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None: ...
+
+
 __all__ = [
     "Bind",
     "ClusterEvent",
@@ -96,5 +108,6 @@ __all__ = [
     "PodGroup",
     "Reject",
     "Scheduler",
+    "Unreserve",
     "Unschedulable",
 ]
