@@ -437,3 +437,31 @@ def test_a_bind_refused_because_the_pod_is_gone_frees_its_cores() -> None:
     cluster.delete("a")
     cluster.add(pod("b", 2000, t=1))
     assert bound(cluster.run(1.0)) == {"default/b": "w1"}
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("lonode", "w1"), ("low", "w1"), ("hinode", "w3"), ("high", "w3"), ("first", "w3")],
+)
+def test_a_fractional_pod_goes_where_its_match_policy_says(policy: str, expected: str) -> None:
+    from kubeflux.scheduler.translate import POLICY_ANNOTATION
+
+    cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
+    cluster.add(pod("big", 2000))
+    assert bound(cluster.run()) == {"default/big": "w1"}
+    cluster.add(
+        pod("web", 250, t=1, annotations={POLICY_ANNOTATION: policy}),
+        pod("core", 1000, t=2, annotations={POLICY_ANNOTATION: policy}),
+    )
+    # the fractional pod takes no core vertex but the node a one-core pod of the same policy is matched to
+    assert bound(cluster.run(1.0)) == {"default/web": expected, "default/core": expected}
+
+
+def test_the_profiles_policy_chooses_the_node_of_fractional_pods() -> None:
+    placed = {}
+    for policy in ("lonode", "first"):
+        cluster = Cluster(KubefluxScheduler(policy=policy), [node("w1", cores=2), node("w2", cores=2)])
+        cluster.add(pod("a", 500), pod("b", 500, t=1), pod("c", 1500, t=2))
+        placed[policy] = bound(cluster.run())
+    assert placed["lonode"] == {"default/a": "w1", "default/b": "w1", "default/c": "w2"}
+    assert placed["first"] == {"default/a": "w2", "default/b": "w2", "default/c": "w1"}

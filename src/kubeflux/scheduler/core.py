@@ -55,6 +55,7 @@ from kubeflux.scheduler.translate import (
     PodRequestError,
     gang_jobspec,
     placement_from_output,
+    pod_policy,
 )
 
 __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "Backfill", "KubefluxScheduler"]
@@ -296,10 +297,11 @@ class KubefluxScheduler(ClusterBooks):
         duration = self._planned(pod, start)
         result = self._match(MatchOp.ALLOCATE, pod, duration, start, fit.hidden)
         placement: Placement | None = None
-        if result is None:
-            first = fit.first()  # takes no core or gpu: the exact books place it
-            assert first is not None
-            node, jobid = first, 0
+        if result is None:  # takes no core or gpu: the policy's node among those the books can take it on
+            assert self.graph is not None
+            chosen = self.graph.preferred_node(fit.fitting(), pod_policy(pod, self.policy), start)
+            assert chosen is not None
+            node, jobid = chosen, 0
         elif not result.matched:
             return None
         else:

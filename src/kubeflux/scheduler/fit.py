@@ -64,13 +64,6 @@ class NodeFit:
     def any(self) -> bool:
         return len(self.static.fit) > len(self.unfit)
 
-    def first(self) -> str | None:
-        """The first node in graph order that may take the pod."""
-        for name in self.static.fit:
-            if name not in self.unfit:
-                return name
-        return None
-
     def fitting(self) -> list[str]:
         return [name for name in self.static.fit if name not in self.unfit]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
-from kubeflux.match.policy import MatchPolicy, parse_policy
+from kubeflux.match.policy import MatchPolicy, parse_policy, perf_class
 from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
 from kubeflux.scheduler.translate import placement_from_output
 
@@ -158,6 +158,34 @@ class GraphView:
                 f"({result.elapsed:.6f} s)"
             )
         return result
+
+    def preferred_node(self, names: Iterable[str], policy: str, at: int) -> str | None:
+        """The node among ``names`` that ``policy`` prefers for a pod that takes no vertex (a fractional pod), by
+        the engine's own node order: ``first`` (which explores the subtrees with the most free cores first) the
+        one with the most cores free at ``at``; ``variation`` the lowest ``perf_class``; low policies the lowest
+        node id, high ones the highest (ties: uniq id, in the same direction). None when ``names`` is empty."""
+        spec = parse_policy(policy)
+        graph = self.engine.graph
+        subplans = self.engine.traverser.subplans
+        best: str | None = None
+        best_key: tuple[int, ...] = ()
+        for name in names:
+            vertex = graph.vertex_at(self.paths[name])
+            if vertex is None:
+                continue
+            if spec.stop_on_first:
+                plan = subplans.get(vertex.uid)
+                free = plan.avail_resources_at(at, "core") if plan and "core" in plan.resource_types else 0
+                key: tuple[int, ...] = (free, vertex.uniq_id)
+            elif spec.performance_class:
+                key = (-perf_class(vertex), -vertex.id, -vertex.uniq_id)
+            elif spec.high:
+                key = (vertex.id, vertex.uniq_id)
+            else:
+                key = (-vertex.id, -vertex.uniq_id)
+            if best is None or key > best_key:
+                best, best_key = name, key
+        return best
 
     def busy_cores(self, name: str, at: int) -> int:
         """How many of node ``name``'s cores an engine *allocation* (not a reservation) holds at time ``at``."""

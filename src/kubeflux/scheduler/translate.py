@@ -10,8 +10,12 @@ vertices from the engine (HPC pods asking whole cores get whole cores, pinned by
 ``cpu`` from its node's millicore ledger. A fractional pod (``k = 0``) takes no core vertex at all: ``250m``
 costs 250 millicores, never a whole core. A node is offered to the matcher only when its ledger can give the
 pod's whole request, so exclusive cores are never handed out on a node whose millicores fractional pods (of any
-scheduler) already use. Pods that ask neither a whole core nor a gpu are placed by the ledger alone (first node,
-in graph order, that passes every filter).
+scheduler) already use. Pods that ask neither a whole core nor a gpu take no vertex: among the nodes that pass
+every filter and whose books can take them, they go to the node the pod's match policy prefers, in the engine's
+own node order (:meth:`kubeflux.scheduler.graphview.GraphView.preferred_node`): ``low``, ``lonode`` the lowest
+node id, ``high``, ``hinode`` the highest, ``first`` the node with the most free cores (the subtree its walk
+explores first), ``variation`` the lowest ``perf_class``. The node-exclusive policies (``lonodex`` …) order
+nodes like their shared twins; such a pod holds no node exclusively, since it holds no vertex.
 
 **One pod, one job** (:func:`pod_jobspec`): ``node(1) → slot(1, label task) → [core(k), gpu(g)]``; its
 duration is the pod's ``activeDeadlineSeconds``, else the :data:`DURATION_ANNOTATION` (or the walltime
