@@ -55,6 +55,16 @@ class Bind:
     """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
 
 
+EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
+"""On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
+cluster, virtual time in the simulator), written as an integer when whole."""
+
+
+def expected_start_text(expected: float) -> str:
+    """The :data:`EXPECTED_START_ANNOTATION` value for ``expected`` seconds."""
+    return str(int(expected)) if expected.is_integer() else repr(expected)
+
+
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
     pod: str
@@ -62,7 +72,8 @@ class Unschedulable:
     message: str
     """In kube-scheduler's form, e.g. ``0/4 nodes are available: 4 Insufficient cpu.``"""
     expected_start: float | None = None
-    """When a reservation holds resources for the pod: its expected start time."""
+    """When a reservation holds resources for the pod: its expected start time. A shell writes it on the pod as
+    the :data:`EXPECTED_START_ANNOTATION` and removes that when a later decision has none or the pod is bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +110,7 @@ class Unreserve(Protocol):
 
 
 __all__ = [
+    "EXPECTED_START_ANNOTATION",
     "Bind",
     "ClusterEvent",
     "Decision",
@@ -110,4 +122,5 @@ __all__ = [
     "Scheduler",
     "Unreserve",
     "Unschedulable",
+    "expected_start_text",
 ]

@@ -227,7 +227,9 @@ class Simulation:
                 else:
                     bound += 1
             elif type(decision) is Unschedulable:
-                cluster.mark_unschedulable(decision.pod, decision.uid, decision.message)
+                cluster.mark_unschedulable(
+                    decision.pod, decision.uid, decision.message, expected_start=decision.expected_start
+                )
             elif type(decision) is Reject:
                 cluster.reject(decision.pod, decision.uid, decision.message)
         return bound
