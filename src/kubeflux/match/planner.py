@@ -164,6 +164,8 @@ class UnknownSpanError(PlannerError, LookupError):
 
 
 _BLOCK_MAX = 128
+_SHORT_BLOCK = 16
+"""Blocks up to this long are rescanned after a change: cheaper than keeping their extremes by cases."""
 
 
 class _Timeline:
@@ -271,7 +273,12 @@ class _Timeline:
         b1, i1 = self.locate(start)
         b2, i2 = self.locate(last)
         if b1 == b2:
-            self._add_part(b1, i1, i2, delta)
+            rems = self.rems[b1]
+            if len(rems) <= _SHORT_BLOCK:
+                rems[i1:i2] = [r + delta for r in rems[i1:i2]]
+                self._refresh(b1)
+            else:
+                self._add_part(b1, i1, i2, delta)
             return
         self._add_part(b1, i1, len(self.rems[b1]), delta)
         offs, mins, maxs = self.offs, self.mins, self.maxs
@@ -284,8 +291,12 @@ class _Timeline:
 
     def _add_part(self, b: int, i: int, j: int, delta: int) -> None:
         """Add ``delta`` to the points ``i:j`` of block ``b`` (i < j), keeping its extremes without a full scan
-        unless the changed points held one that moved inwards."""
+        unless the changed points held one that moved inwards (a short block is simply rescanned)."""
         rems = self.rems[b]
+        if len(rems) <= _SHORT_BLOCK:
+            rems[i:j] = [r + delta for r in rems[i:j]]
+            self._refresh(b)
+            return
         part = rems[i:j]
         rems[i:j] = [r + delta for r in part]
         off = self.offs[b]
