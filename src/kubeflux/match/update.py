@@ -413,7 +413,11 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
 
 
 def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
-    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex."""
+    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex.
+
+    No fingerprint token of its own: the group's root, or a vertex below it, gave up a planner span just before,
+    and that change already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
+    """
     tags = traverser.tags.get(uid)
     subplan = traverser.subplans.get(uid)
     spans = traverser.job2span.get(uid, {})
@@ -423,7 +427,6 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     types = subplan.resource_types
     amounts = {type: min(count, subplan.span_planned(span, type)) for type, count in counts.items() if type in types}
     drained = subplan.reduce_span(span, amounts)
-    traverser.touch(uid)
     if drained:
         del spans[jobid]
         tags.discard(jobid)
