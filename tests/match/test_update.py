@@ -356,3 +356,45 @@ def test_a_replay_that_started_by_now_is_an_allocation_and_a_later_one_a_reserva
     assert subject.jobs[2].state == JobState.ALLOCATED
     assert subject.update_leaves(3, leaves, at=100, duration=10, now=60).reserved
     assert subject.jobs[3].state == JobState.RESERVED
+
+
+SOCKETS_JOB = """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: socket
+        count: 2
+        with:
+          - type: slot
+            count: 1
+            label: default
+            with:
+              - type: core
+                count: {cores}
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: ["app"]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+
+@pytest.mark.parametrize("by", ["vertex", "jgf"])
+def test_a_partial_release_across_sockets_frees_a_core_on_each_socket(by: str) -> None:
+    subject = Engine(build_graph([NodeSpec("node0", cores=8, sockets=2)]), policy="low")
+    assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=4))).matched
+    graph = subject.graph
+    released = [graph.by_path["/cluster0/node0/socket0/core0"], graph.by_path["/cluster0/node0/socket1/core7"]]
+    if by == "vertex":
+        assert subject.release_vertices(1, released) is False
+    else:
+        assert subject.partial_cancel(1, leaves_resource_set(graph, released)) is False
+
+    one_per_socket = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=1)))
+    assert one_per_socket.matched
+    assert "core0[1:x]" in one_per_socket.resources and "core7[1:x]" in one_per_socket.resources

@@ -315,17 +315,14 @@ def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset
                 named.append(uid)
         return release_vertices(traverser, jobid, named, source=resources.source)
     purge: list[int] = []
-    rank_roots: dict[int, int] = {}
     for rank in sorted(resources):
         uids = graph.by_rank.get(rank)
         if not uids:
             raise ResourceSetError(f"rank {rank} is not in the resource graph")
-        for uid in uids:
-            _keep_shallowest(rank, uid, rank_roots, traverser)
         purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
     if not purge:
         raise ResourceSetError(f"ranks {sorted(resources)} hold nothing that job {jobid} holds: nothing to release")
-    return _release_purged(traverser, jobid, purge, rank_roots)
+    return release_held(traverser, jobid, purge)
 
 
 def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, source: str = "<resource set>") -> bool:
@@ -335,7 +332,6 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
     one of them or holds none exclusively; ``source`` names the resource set in the message."""
     graph = traverser.graph
     purge: list[int] = []
-    rank_roots: dict[int, int] = {}
     for uid in uids:
         if jobid not in traverser.x_uses.get(uid, {}):
             raise ResourceSetError(f"{source}: job {jobid} does not hold {graph.vertices[uid].name}")
@@ -343,42 +339,29 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
             continue  # held shared (an ancestor of what it holds): released with its aggregate span
         if uid not in purge:
             purge.append(uid)
-            _keep_shallowest(graph.vertices[uid].rank, uid, rank_roots, traverser)
     if not purge:
         raise ResourceSetError(f"{source} names nothing that job {jobid} holds: nothing to release")
-    return _release_purged(traverser, jobid, purge, rank_roots)
+    return release_held(traverser, jobid, purge)
 
 
-def _release_purged(traverser: Traverser, jobid: int, purge: list[int], rank_roots: Mapping[int, int]) -> bool:
-    graph = traverser.graph
-    groups: dict[int, list[int]] = {}
-    for uid in purge:
-        groups.setdefault(rank_roots[graph.vertices[uid].rank], []).append(uid)
-    return release_groups(traverser, jobid, groups)
-
-
-def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[int]]) -> bool:
-    """Purge ``jobid`` from every vertex of ``groups`` (subtree root -> vertices under it, root included or not),
-    then take what they held off the aggregate spans of each subtree root's ancestors; True if nothing is left.
-    """
-    graph = traverser.graph
+def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
+    """Purge ``jobid`` from every vertex of ``uids``, then take what each held off the aggregate spans of its own
+    ancestors (deepest first; an ancestor purged itself has none left); True if nothing of the job is left."""
+    vertices = traverser.graph.vertices
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
-    for root, uids in groups.items():
-        counts: dict[str, int] = {}
-        for uid in uids:
-            type = graph.vertices[uid].type
-            counts[type] = counts.get(type, 0) + _purge(traverser, uid, jobid)
+    for uid in uids:
+        amount = _purge(traverser, uid, jobid)
+        type = vertices[uid].type
         chain = []
-        ancestor = graph.vertices[root].parent
+        ancestor = vertices[uid].parent
         while ancestor != -1:
             chain.append(ancestor)
-            ancestor = graph.vertices[ancestor].parent
+            ancestor = vertices[ancestor].parent
         for level, ancestor in enumerate(reversed(chain)):
             depth[ancestor] = level
             totals = reductions.setdefault(ancestor, {})
-            for type, count in counts.items():
-                totals[type] = totals.get(type, 0) + count
+            totals[type] = totals.get(type, 0) + amount
     for ancestor in sorted(reductions, key=lambda uid: -depth[uid]):
         _reduce(traverser, ancestor, jobid, reductions[ancestor])
 
@@ -388,15 +371,6 @@ def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[i
         _purge(traverser, uid, jobid)
     traverser.job_vertices.pop(jobid, None)
     return True
-
-
-def _keep_shallowest(rank: int, uid: int, roots: dict[int, int], traverser: Traverser) -> None:
-    """Track the rank's subtree root: its vertex with the shortest containment path."""
-    vertices = traverser.graph.vertices
-    best = roots.get(rank)
-    path = vertices[uid].paths.get(CONTAINMENT, "")
-    if best is None or len(path) < len(vertices[best].paths.get(CONTAINMENT, "")):
-        roots[rank] = uid
 
 
 def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
@@ -415,8 +389,8 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
 def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
     """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex.
 
-    No fingerprint token of its own: the group's root, or a vertex below it, gave up a planner span just before,
-    and that change already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
+    No fingerprint token of its own: a vertex below it gave up a planner span just before, and that change
+    already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
     """
     tags = traverser.tags.get(uid)
     subplan = traverser.subplans.get(uid)
