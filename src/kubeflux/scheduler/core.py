@@ -299,7 +299,7 @@ class KubefluxScheduler(ClusterBooks):
         placement: Placement | None = None
         if result is None:  # takes no core or gpu: the policy's node among those the books can take it on
             assert self.graph is not None
-            chosen = self.graph.preferred_node(fit.fitting(), pod_policy(pod, self.policy), start)
+            chosen = self.graph.preferred_node(fit.fits, pod_policy(pod, self.policy), start)
             assert chosen is not None
             node, jobid = chosen, 0
         elif not result.matched:

@@ -64,6 +64,10 @@ class NodeFit:
     def any(self) -> bool:
         return len(self.static.fit) > len(self.unfit)
 
+    def fits(self, name: str) -> bool:
+        """Whether graph node ``name`` may take the pod now."""
+        return name in self.static.members and name not in self.unfit
+
     def fitting(self) -> list[str]:
         return [name for name in self.static.fit if name not in self.unfit]
 

@@ -13,11 +13,11 @@ with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
-from kubeflux.match.policy import MatchPolicy, parse_policy, perf_class
+from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
 from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
 from kubeflux.scheduler.translate import placement_from_output
 
@@ -67,6 +67,10 @@ class GraphView:
         self.gone: set[str] = set()
         self.hidden: set[str] = set()
         self._hidden_from: HiddenNodes | None = None
+        self._orders: dict[tuple[bool, bool], list[str]] = {}
+        self._changes = 0
+        """Counts the engine calls that change allocations (matches, replays, releases, cancels, attaches)."""
+        self._free_at: tuple[tuple[int, int], list[str]] | None = None
         """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
         self.log = log
         self.log.append(f"Number nodes  {len(specs)}")
@@ -143,6 +147,7 @@ class GraphView:
             engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
         try:
             result = engine.match(op, spec, now=start, source=what)
+            self._changes += 1
         finally:
             engine.policy = engine.traverser.policy = saved
         if not result.matched:
@@ -159,33 +164,56 @@ class GraphView:
             )
         return result
 
-    def preferred_node(self, names: Iterable[str], policy: str, at: int) -> str | None:
-        """The node among ``names`` that ``policy`` prefers for a pod that takes no vertex (a fractional pod), by
-        the engine's own node order: ``first`` (which explores the subtrees with the most free cores first) the
-        one with the most cores free at ``at``; ``variation`` the lowest ``perf_class``; low policies the lowest
-        node id, high ones the highest (ties: uniq id, in the same direction). None when ``names`` is empty."""
+    def preferred_node(self, fits: Callable[[str], bool], policy: str, at: int) -> str | None:
+        """The node among those that ``fits`` that ``policy`` prefers for a pod that takes no vertex (a fractional
+        pod), by the engine's own node order: low policies the lowest node id, high ones the highest (ties: uniq id,
+        in the same direction), ``variation`` the lowest ``perf_class``, ``first`` (whose walk explores the subtrees
+        with the most free cores first) the one with the most cores free at ``at``. None when no node fits.
+
+        Each order is kept and walked until the first node that fits: the id orders until a node is attached,
+        ``first``'s until the engine's allocations change or time moves on."""
         spec = parse_policy(policy)
+        order = self._free_order(at) if spec.stop_on_first else self._node_order(spec)
+        return next((name for name in order if fits(name)), None)
+
+    def _free_order(self, at: int) -> list[str]:
+        """The admitted nodes by cores free at ``at``, most first (ties: highest uniq id)."""
+        if self._free_at is not None and self._free_at[0] == (at, self._changes):
+            return self._free_at[1]
         graph = self.engine.graph
         subplans = self.engine.traverser.subplans
-        best: str | None = None
-        best_key: tuple[int, ...] = ()
-        for name in names:
+        keyed: list[tuple[int, int, str]] = []
+        for name in self.specs:
             vertex = graph.vertex_at(self.paths[name])
             if vertex is None:
                 continue
-            if spec.stop_on_first:
-                plan = subplans.get(vertex.uid)
-                free = plan.avail_resources_at(at, "core") if plan and "core" in plan.resource_types else 0
-                key: tuple[int, ...] = (free, vertex.uniq_id)
-            elif spec.performance_class:
-                key = (-perf_class(vertex), -vertex.id, -vertex.uniq_id)
-            elif spec.high:
-                key = (vertex.id, vertex.uniq_id)
-            else:
-                key = (-vertex.id, -vertex.uniq_id)
-            if best is None or key > best_key:
-                best, best_key = name, key
-        return best
+            plan = subplans.get(vertex.uid)
+            free = plan.avail_resources_at(at, "core") if plan and "core" in plan.resource_types else 0
+            keyed.append((-free, -vertex.uniq_id, name))
+        order = [name for _, _, name in sorted(keyed)]
+        self._free_at = ((at, self._changes), order)
+        return order
+
+    def _node_order(self, spec: PolicySpec) -> list[str]:
+        """The admitted nodes, most preferred first, for an id-ordering policy (kept until a node is attached)."""
+        direction = (spec.performance_class, spec.high)
+        order = self._orders.get(direction)
+        if order is None:
+            graph = self.engine.graph
+            keyed: list[tuple[tuple[int, ...], str]] = []
+            for name in self.specs:
+                vertex = graph.vertex_at(self.paths[name])
+                if vertex is None:
+                    continue
+                if spec.performance_class:
+                    key: tuple[int, ...] = (perf_class(vertex), vertex.id, vertex.uniq_id)
+                elif spec.high:
+                    key = (-vertex.id, -vertex.uniq_id)
+                else:
+                    key = (vertex.id, vertex.uniq_id)
+                keyed.append((key, name))
+            order = self._orders[direction] = [name for _, name in sorted(keyed)]
+        return order
 
     def busy_cores(self, name: str, at: int) -> int:
         """How many of node ``name``'s cores an engine *allocation* (not a reservation) holds at time ``at``."""
@@ -238,6 +266,7 @@ class GraphView:
         started by ``now``."""
         engine = self.engine
         result = engine.update_leaves(engine.next_jobid, leaves, at=start, duration=duration, now=now, source=what)
+        self._changes += 1
         if result.matched:
             self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
         else:
@@ -273,6 +302,8 @@ class GraphView:
         for edge in document["graph"]["edges"]:
             edge["source"], edge["target"] = renamed[edge["source"]], renamed[edge["target"]]
         engine.attach(document, source=f"node {spec.name}")
+        self._orders.clear()
+        self._changes += 1
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
         self.gone.discard(spec.name)
@@ -282,6 +313,7 @@ class GraphView:
         """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released by vertex with the
         engine's ``release_vertices`` (which touches only those vertices and their ancestors), else a plain
         cancel. False when the engine no longer knows the job."""
+        self._changes += 1
         graph = self.engine.graph
         vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
         names = set(leaves)
@@ -296,6 +328,7 @@ class GraphView:
 
     def cancel(self, jobid: int) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone)."""
+        self._changes += 1
         try:
             self.engine.cancel(jobid)
         except EngineError:
