@@ -10,6 +10,7 @@ import pytest
 
 from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
+from kubeflux.match.update import leaves_resource_set
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
 from tests.match._helpers import schedule
@@ -280,3 +281,120 @@ def test_a_reserved_replay_starting_now_is_still_a_reservation() -> None:
     assert "node2[1:x]" in replica.find("sched-future=reserved")
     with pytest.raises(EngineError, match="reservation"):
         replica.partial_cancel(1, rset)
+
+
+# ---------------------------------------------------------------------------------------------------- by vertex
+
+
+def _twins(policy: str) -> tuple[Engine, Engine]:
+    """Two engines on equal graphs (cores, gpus, memory) with the same matched job 1 on them."""
+    made = []
+    for _ in range(2):
+        nodes = [NodeSpec(f"node{i}", cores=4, gpus=2, memory=8 * 2**30) for i in range(4)]
+        subject = Engine(build_graph(nodes), policy=policy)
+        assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB)).matched
+        made.append(subject)
+    return made[0], made[1]
+
+
+def _state(subject: Engine) -> tuple[dict[str, object], list[int], list[int]]:
+    return schedule(subject.traverser), subject.traverser.fp, subject.traverser.edge_weight
+
+
+def _leaves(subject: Engine, node: str, names: tuple[str, ...]) -> list[int]:
+    graph = subject.graph
+    vertex = graph.vertex_at(f"/cluster0/{node}")
+    assert vertex is not None
+    return [uid for uid in vertex.children if graph.vertices[uid].name in names]
+
+
+@pytest.mark.parametrize("policy", ["first", "lonode", "high"])
+def test_replay_and_release_by_vertex_leave_the_state_the_jgf_path_leaves(policy: str) -> None:
+    by_jgf, by_uid = _twins(policy)
+    leaves = _leaves(by_jgf, "node2", ("core1", "core2", "gpu0"))
+
+    jgf = by_jgf.update(2, leaves_resource_set(by_jgf.graph, leaves), duration=100)
+    uid = by_uid.update_leaves(2, leaves, duration=100)
+    assert jgf.matched and uid.matched
+    assert _state(by_uid) == _state(by_jgf)
+
+    partly = leaves[:1]
+    assert by_jgf.partial_cancel(2, leaves_resource_set(by_jgf.graph, partly)) is False
+    assert by_uid.release_vertices(2, partly) is False
+    assert _state(by_uid) == _state(by_jgf)
+
+    rest = leaves[1:]
+    assert by_jgf.partial_cancel(2, leaves_resource_set(by_jgf.graph, rest)) is True
+    assert by_uid.release_vertices(2, rest) is True
+    assert _state(by_uid) == _state(by_jgf)
+
+    later = jobspec_from_yaml(CORES_JOB)
+    assert (
+        by_uid.match(MatchOp.ALLOCATE, later, now=6).resources == by_jgf.match(MatchOp.ALLOCATE, later, now=6).resources
+    )
+
+
+def test_a_replay_by_vertex_refuses_a_busy_vertex_and_changes_nothing() -> None:
+    subject, pristine = _twins("lonode")
+    held = [uid for uid, spans in subject.traverser.allocations.items() if spans]
+    before = _state(subject)
+
+    refused = subject.update_leaves(2, held[:1], duration=100, source="pod web")
+
+    assert not refused.matched
+    assert refused.error.startswith("pod web: core")
+    assert "held by another job" in refused.error
+    assert _state(subject) == before == _state(pristine)
+    with pytest.raises(EngineError, match="does not hold"):
+        subject.release_vertices(1, _leaves(subject, "node3", ("core0",)))
+
+
+def test_a_replay_that_started_by_now_is_an_allocation_and_a_later_one_a_reservation() -> None:
+    subject, _ = _twins("lonode")
+    leaves = _leaves(subject, "node1", ("core0",))
+    assert subject.update_leaves(2, leaves, at=50, duration=10, now=60).matched
+    assert subject.jobs[2].state == JobState.ALLOCATED
+    assert subject.update_leaves(3, leaves, at=100, duration=10, now=60).reserved
+    assert subject.jobs[3].state == JobState.RESERVED
+
+
+SOCKETS_JOB = """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: socket
+        count: 2
+        with:
+          - type: slot
+            count: 1
+            label: default
+            with:
+              - type: core
+                count: {cores}
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: ["app"]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+
+@pytest.mark.parametrize("by", ["vertex", "jgf"])
+def test_a_partial_release_across_sockets_frees_a_core_on_each_socket(by: str) -> None:
+    subject = Engine(build_graph([NodeSpec("node0", cores=8, sockets=2)]), policy="low")
+    assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=4))).matched
+    graph = subject.graph
+    released = [graph.by_path["/cluster0/node0/socket0/core0"], graph.by_path["/cluster0/node0/socket1/core7"]]
+    if by == "vertex":
+        assert subject.release_vertices(1, released) is False
+    else:
+        assert subject.partial_cancel(1, leaves_resource_set(graph, released)) is False
+
+    one_per_socket = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=1)))
+    assert one_per_socket.matched
+    assert "core0[1:x]" in one_per_socket.resources and "core7[1:x]" in one_per_socket.resources

@@ -164,6 +164,26 @@ def test_a_removed_node_takes_no_more_pods_and_its_pods_are_released() -> None:
     assert bound(cluster.run(2.0)) == {"default/c": "w1"}
 
 
+def test_a_node_whose_books_free_up_takes_pods_of_the_same_shape_again() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2")])
+
+    def big(name: str, t: float) -> Pod:
+        return Pod(
+            "default", name, f"uid-{name}", "kubeflux", creation_time=t, requests={CPU: 1000, MEMORY: 12 * 2**30}
+        )
+
+    cluster.add(big("a", 0), big("b", 1))
+    assert bound(cluster.run()) == {"default/a": "w1", "default/b": "w2"}  # memory, not cores, keeps b off w1
+    cluster.end("a")
+    cluster.add(big("c", 2))
+    assert bound(cluster.run(1.0)) == {"default/c": "w1"}
+    cluster.add(pod("small", 1000, t=3))  # another shape, hiding other nodes, in between
+    assert bound(cluster.run(2.0)) == {"default/small": "w1"}
+    cluster.end("b")
+    cluster.add(big("d", 4))
+    assert bound(cluster.run(3.0)) == {"default/d": "w2"}
+
+
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
@@ -367,3 +387,81 @@ def test_the_queue_depth_bounds_how_far_backfilling_looks(depth: int, backfilled
     cluster.run()
     cluster.add(pod("head", 2000, t=1), pod("short", 1000, t=2, annotations={DURATION_ANNOTATION: "50"}))
     assert ("default/short" in bound(cluster.run(2.0))) is backfilled
+
+
+def _refuse(cluster: Cluster, decisions: list[Decision], reason: str) -> Bind:
+    """The API server refuses the one Bind in ``decisions``: the pod stays as it was, the scheduler is told."""
+    [refused] = [d for d in decisions if isinstance(d, Bind)]
+    cluster.scheduler.unreserve(refused.pod, refused.uid, refused.node, reason, cluster.now)
+    return refused
+
+
+def test_a_bind_refused_because_the_node_is_gone_frees_its_cores_and_the_pod_goes_elsewhere() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2")])
+    cluster.add(pod("a", 4000))
+    decisions = cluster.scheduler.schedule(0.0)
+    assert _refuse(cluster, decisions, 'nodes "w1" not found').node == "w1"
+    cluster.tell(DELETED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/a": "w2"}
+    cluster.tell(ADDED, cluster.nodes["w1"])  # w1 is back: all of its cores are free
+    cluster.add(pod("b", 4000, t=1))
+    assert bound(cluster.run(2.0)) == {"default/b": "w1"}
+
+
+@pytest.mark.parametrize("told_first", ["bound event", "refusal"])
+def test_a_bind_refused_because_the_pod_was_bound_elsewhere_counts_it_where_it_runs(told_first: str) -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    a = pod("a", 2000)
+    cluster.add(a)
+    decisions = cluster.scheduler.schedule(0.0)
+    elsewhere = Pod(a.namespace, a.name, a.uid, a.scheduler_name, requests=a.requests, node_name="w2")
+    elsewhere.phase = PodPhase.RUNNING
+    cluster.pods[a.key] = elsewhere
+    if told_first == "bound event":
+        cluster.tell(MODIFIED, elsewhere)
+        _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
+    else:
+        _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
+        cluster.tell(MODIFIED, elsewhere)
+    cluster.add(pod("b", 2000, t=1), pod("c", 2000, t=2))
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {"default/b": "w1"}
+    assert messages(decisions)["default/c"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_a_bind_refused_because_the_pod_is_gone_frees_its_cores() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("a", 2000))
+    decisions = cluster.scheduler.schedule(0.0)
+    _refuse(cluster, decisions, "pods 'default/a' not found")
+    cluster.delete("a")
+    cluster.add(pod("b", 2000, t=1))
+    assert bound(cluster.run(1.0)) == {"default/b": "w1"}
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("lonode", "w1"), ("low", "w1"), ("hinode", "w3"), ("high", "w3"), ("first", "w3")],
+)
+def test_a_fractional_pod_goes_where_its_match_policy_says(policy: str, expected: str) -> None:
+    from kubeflux.scheduler.translate import POLICY_ANNOTATION
+
+    cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
+    cluster.add(pod("big", 2000))
+    assert bound(cluster.run()) == {"default/big": "w1"}
+    cluster.add(
+        pod("web", 250, t=1, annotations={POLICY_ANNOTATION: policy}),
+        pod("core", 1000, t=2, annotations={POLICY_ANNOTATION: policy}),
+    )
+    # the fractional pod takes no core vertex but the node a one-core pod of the same policy is matched to
+    assert bound(cluster.run(1.0)) == {"default/web": expected, "default/core": expected}
+
+
+def test_the_profiles_policy_chooses_the_node_of_fractional_pods() -> None:
+    placed = {}
+    for policy in ("lonode", "first"):
+        cluster = Cluster(KubefluxScheduler(policy=policy), [node("w1", cores=2), node("w2", cores=2)])
+        cluster.add(pod("a", 500), pod("b", 500, t=1), pod("c", 1500, t=2))
+        placed[policy] = bound(cluster.run())
+    assert placed["lonode"] == {"default/a": "w1", "default/b": "w1", "default/c": "w2"}
+    assert placed["first"] == {"default/a": "w2", "default/b": "w2", "default/c": "w1"}

@@ -179,6 +179,20 @@ def test_seeded_tie_breaking_is_reproducible() -> None:
     assert len(set(run(7).values())) == 4
 
 
+def test_seeded_tie_breaking_draws_anew_when_the_cluster_returns_to_a_state_it_was_in() -> None:
+    s = KubeDefaultScheduler(seed=7)
+    add(s, *(make_node(f"n{i}") for i in range(8)))
+    chosen = []
+    for i in range(6):
+        pod = make_pod(f"p{i}", t=i)
+        add(s, pod, now=float(i))
+        [node] = binds(s.schedule(float(i))).values()
+        chosen.append(node)
+        pod.node_name, pod.phase = node, PodPhase.SUCCEEDED
+        s.observe(ClusterEvent(EventKind.MODIFIED, pod), float(i))  # the cluster is empty again
+    assert len(set(chosen)) > 1
+
+
 def test_pods_without_requests_are_scored_as_100m_and_200mi() -> None:
     s = KubeDefaultScheduler()
     add(s, make_node("n0", cpu=1000, memory=GI), make_node("n1", cpu=1000, memory=GI))

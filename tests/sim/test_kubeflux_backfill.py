@@ -74,3 +74,24 @@ def test_every_waiting_pod_carries_its_expected_start() -> None:
     assert {d.expected_start for d in waiting} == {100.0}  # type: ignore[attr-defined]
     message = "0/4 nodes are available: 2 Insufficient cpu. pod group default/j2 needs its 4 pods placed at once."
     assert all(d.message == message for d in waiting)  # type: ignore[attr-defined]
+
+
+def test_a_waiting_pod_shows_its_expected_start_in_the_simulated_cluster_until_it_is_bound() -> None:
+    from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
+
+    nodes = one_core_nodes(4)
+    workload = map_to_cluster(trace((0, 2, 100, 100), (1, 4, 100, 100)), nodes)
+
+    def simulate(until: float | None) -> Simulation:
+        scheduler = KubefluxScheduler()
+        sim = Simulation(workload, nodes, {scheduler.name: scheduler}, options=SimulationOptions(until=until))
+        sim.run()
+        return sim
+
+    waiting = [sp.pod for sp in simulate(50.0).cluster.pods.values() if sp.pod.name.startswith("j2")]
+    assert len(waiting) == 4
+    assert all(pod.annotations[EXPECTED_START_ANNOTATION] == "100" and not pod.node_name for pod in waiting)
+
+    ran = [sp for sp in simulate(None).cluster.pods.values() if sp.pod.name.startswith("j2")]
+    assert {sp.running_at for sp in ran} == {100.0}
+    assert all(EXPECTED_START_ANNOTATION not in sp.pod.annotations for sp in ran)

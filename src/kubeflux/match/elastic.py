@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kubeflux.match.traverser import Traverser
-from kubeflux.match.update import ResourceSetError, holding, release_groups
+from kubeflux.match.update import ResourceSetError, holding, release_held
 from kubeflux.resources.graph import CONTAINMENT
 from kubeflux.resources.jgf import JgfDocument, add_jgf
 
@@ -76,7 +76,7 @@ def _remove(traverser: Traverser, groups: dict[int, list[int]]) -> list[int]:
     )
     for jobid in jobs:
         held = set(holding(traverser, jobid))
-        release_groups(traverser, jobid, {root: [uid for uid in uids if uid in held] for root, uids in groups.items()})
+        release_held(traverser, jobid, [uid for uids in groups.values() for uid in uids if uid in held])
     graph = traverser.graph
     parents = {graph.vertices[uid].parent for uid in doomed} - doomed - {-1}
     removed: list[int] = []

@@ -21,8 +21,17 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.subsystems import SubsystemError, SubsystemTraverser, parse_subsystems
 from kubeflux.match.traverser import AllocType, Errno, JobMeta, MatchFailure, PruningFilters, Traverser
-from kubeflux.match.update import ResourceSet, ResourceSetError, load_jgf_set, load_resource_set, release, replay
-from kubeflux.match.writers import WRITERS, Writer, WriterError
+from kubeflux.match.update import (
+    ResourceSet,
+    ResourceSetError,
+    load_jgf_set,
+    load_resource_set,
+    release,
+    release_vertices,
+    replay,
+    replay_leaves,
+)
+from kubeflux.match.writers import WRITERS, DiscardWriter, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
 REQUESTS_KEPT = 256
@@ -30,6 +39,8 @@ REQUESTS_KEPT = 256
 DEFAULT_HORIZON = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
 
+
+_DISCARD = DiscardWriter()
 
 TRAVERSERS: dict[str, type[Traverser]] = {"simple": Traverser, "flexible": FlexibleTraverser}
 """``resource-query -T``: the simple DFU traverser, or the flexible one (or-slots and xor-slots)."""
@@ -316,19 +327,8 @@ class Engine:
         invalid. A resource set that is malformed, names vertices or edges this graph lacks, or does not fit
         (over-commit) gives a failed result whose ``error`` says why; the graph is then unchanged.
         """
-        info = self.jobs.get(jobid)
-        if info is not None and info.state != JobState.CANCELED:
-            raise EngineError(f"job {jobid} already exists ({info.state.value})")
-        if jobid < 0:
-            raise EngineError(f"invalid job id {jobid}")
-        if at < 0 or duration <= 0 or at + duration > self.graph_end:
-            raise EngineError(
-                f"invalid time window (at={at}, duration={duration}) for a graph ending at {self.graph_end}"
-            )
         started = time.perf_counter()
-        self.next_jobid = jobid + 1
-        alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE if reserve else AllocType.ALLOCATE
-        meta = JobMeta(jobid=jobid, at=at, duration=duration, alloc_type=alloc_type, now=0)
+        meta = self._replay_meta(jobid, at, duration, reserve)
         result = MatchResult(jobid, False)
         try:
             replay(self.traverser, self.writer, load_jgf_set(rset, source=source), meta)
@@ -341,11 +341,59 @@ class Engine:
             result.at = at
             self.writer.interval(at, at + duration)
             result.resources = self._render()
+        return self._replayed(result, reserve, source, started)
+
+    def update_leaves(
+        self,
+        jobid: int,
+        leaves: Iterable[int],
+        *,
+        at: int = 0,
+        duration: int,
+        reserve: bool = False,
+        now: int = 0,
+        source: str = "<resource set>",
+    ) -> MatchResult:
+        """:meth:`update` of the resource set that holds the graph vertices ``leaves`` exclusively and the path
+        from the root to them shared, given by vertex uid instead of as JGF (the scheduler puts a pod onto the
+        cores it names). The state it leaves is the one :meth:`update` leaves with that set's JGF; the result
+        carries no resources text. ``now`` is the current time, as for :meth:`match`: a replay starting later is
+        RESERVED, one starting by then ALLOCATED (so :meth:`release_vertices` accepts it). Errors as :meth:`update`.
+        """
+        started = time.perf_counter()
+        meta = self._replay_meta(jobid, at, duration, reserve)
+        result = MatchResult(jobid, False, now=now)
+        try:
+            replay_leaves(self.traverser, _DISCARD, leaves, meta)
+        except ResourceSetError as error:
+            result.error = f"{source}: {error}"
+            result.errno = Errno.EINVAL
+        else:
+            result.matched = True
+            result.at = at
+        return self._replayed(result, reserve, source, started)
+
+    def _replay_meta(self, jobid: int, at: int, duration: int, reserve: bool) -> JobMeta:
+        """Check a replay's job id and window (EngineError) and take the job id."""
+        info = self.jobs.get(jobid)
+        if info is not None and info.state != JobState.CANCELED:
+            raise EngineError(f"job {jobid} already exists ({info.state.value})")
+        if jobid < 0:
+            raise EngineError(f"invalid job id {jobid}")
+        if at < 0 or duration <= 0 or at + duration > self.graph_end:
+            raise EngineError(
+                f"invalid time window (at={at}, duration={duration}) for a graph ending at {self.graph_end}"
+            )
+        self.next_jobid = jobid + 1
+        alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE if reserve else AllocType.ALLOCATE
+        return JobMeta(jobid=jobid, at=at, duration=duration, alloc_type=alloc_type, now=0)
+
+    def _replayed(self, result: MatchResult, reserve: bool, source: str, started: float) -> MatchResult:
         result.elapsed = time.perf_counter() - started
         self.match_times.append(result.elapsed)
         if result.matched:
-            state = JobState.RESERVED if at or reserve else JobState.ALLOCATED
-            self.jobs[jobid] = JobInfo(jobid, state, at, source, result.elapsed)
+            state = JobState.RESERVED if result.at > result.now or reserve else JobState.ALLOCATED
+            self.jobs[result.jobid] = JobInfo(result.jobid, state, result.at, source, result.elapsed)
         return result
 
     def partial_cancel(self, jobid: int, rset: ResourceSet, *, source: str = "<resource set>") -> bool:
@@ -356,11 +404,7 @@ class Engine:
         cancelled (state CANCELED). Raises EngineError, with the graph unchanged, for an unknown or reserved job
         or a resource set that does not fit the graph or the job.
         """
-        info = self.jobs.get(jobid)
-        if info is None or info.state == JobState.CANCELED:
-            raise EngineError(f"nonexistent job {jobid}")
-        if info.state == JobState.RESERVED:
-            raise EngineError(f"job {jobid} is a reservation: partial cancel releases only allocations")
+        info = self._allocated(jobid)
         self._containment_only("partial cancel")
         try:
             full = release(self.traverser, jobid, load_resource_set(rset, source=source))
@@ -372,6 +416,31 @@ class Engine:
         if full:
             info.state = JobState.CANCELED
         return full
+
+    def release_vertices(self, jobid: int, uids: Iterable[int], *, source: str = "<resource set>") -> bool:
+        """:meth:`partial_cancel` of the graph vertices ``uids``, given by uid instead of as JGF; the same state
+        as releasing their JGF. True if nothing of the job is left. Errors as :meth:`partial_cancel`."""
+        info = self._allocated(jobid)
+        self._containment_only("release")
+        try:
+            full = release_vertices(self.traverser, jobid, uids, source=source)
+        except ResourceSetError as error:
+            raise EngineError(str(error)) from error
+        finally:
+            self.traverser.preorder = 0
+            self.traverser.postorder = 0
+        if full:
+            info.state = JobState.CANCELED
+        return full
+
+    def _allocated(self, jobid: int) -> JobInfo:
+        """The allocated job ``jobid``; EngineError for an unknown, cancelled or reserved one."""
+        info = self.jobs.get(jobid)
+        if info is None or info.state == JobState.CANCELED:
+            raise EngineError(f"nonexistent job {jobid}")
+        if info.state == JobState.RESERVED:
+            raise EngineError(f"job {jobid} is a reservation: partial cancel releases only allocations")
+        return info
 
     # ------------------------------------------------------------------ graph growth and shrink
 

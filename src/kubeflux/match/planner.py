@@ -164,6 +164,8 @@ class UnknownSpanError(PlannerError, LookupError):
 
 
 _BLOCK_MAX = 128
+_SHORT_BLOCK = 16
+"""Blocks up to this long are rescanned after a change: cheaper than keeping their extremes by cases."""
 
 
 class _Timeline:
@@ -264,30 +266,55 @@ class _Timeline:
         if not times:
             del self.times[b], self.rems[b], self.offs[b], self.mins[b], self.maxs[b], self.firsts[b]
             return
-        if i == 0:
+        if i == 0:  # the equal point before it was in the previous block: this block's extremes may change
             self.firsts[b] = times[0]
-        self._refresh(b)
+            self._refresh(b)
 
     def add(self, start: int, last: int, delta: int) -> None:
         """Add ``delta`` to every point in ``[start, last)``; both are points."""
         b1, i1 = self.locate(start)
         b2, i2 = self.locate(last)
-        rems = self.rems[b1]
         if b1 == b2:
-            rems[i1:i2] = [r + delta for r in rems[i1:i2]]
-            self._refresh(b1)
+            rems = self.rems[b1]
+            if len(rems) <= _SHORT_BLOCK:
+                rems[i1:i2] = [r + delta for r in rems[i1:i2]]
+                self._refresh(b1)
+            else:
+                self._add_part(b1, i1, i2, delta)
             return
-        rems[i1:] = [r + delta for r in rems[i1:]]
-        self._refresh(b1)
+        self._add_part(b1, i1, len(self.rems[b1]), delta)
         offs, mins, maxs = self.offs, self.mins, self.maxs
         for b in range(b1 + 1, b2):
             offs[b] += delta
             mins[b] += delta
             maxs[b] += delta
         if i2:
-            rems = self.rems[b2]
-            rems[:i2] = [r + delta for r in rems[:i2]]
-            self._refresh(b2)
+            self._add_part(b2, 0, i2, delta)
+
+    def _add_part(self, b: int, i: int, j: int, delta: int) -> None:
+        """Add ``delta`` to the points ``i:j`` of block ``b`` (i < j), keeping its extremes without a full scan
+        unless the changed points held one that moved inwards (a short block is simply rescanned)."""
+        rems = self.rems[b]
+        if len(rems) <= _SHORT_BLOCK:
+            rems[i:j] = [r + delta for r in rems[i:j]]
+            self._refresh(b)
+            return
+        part = rems[i:j]
+        rems[i:j] = [r + delta for r in part]
+        off = self.offs[b]
+        low = min(part) + off
+        high = max(part) + off
+        if j - i == len(rems):
+            self.mins[b] = low + delta
+            self.maxs[b] = high + delta
+        elif delta < 0:
+            self.mins[b] = min(self.mins[b], low + delta)
+            if high == self.maxs[b]:
+                self.maxs[b] = max(rems) + off
+        else:
+            self.maxs[b] = max(self.maxs[b], high + delta)
+            if low == self.mins[b]:
+                self.mins[b] = min(rems) + off
 
     def shift(self, delta: int) -> None:
         for b in range(len(self.offs)):
@@ -790,6 +817,8 @@ class MultiPlanner:
         self._iter = None
 
     def _vector(self, requests: Requests) -> Sequence[int]:
+        if type(requests) is list and len(requests) == len(self._planners):
+            return requests
         if isinstance(requests, Mapping):
             unknown = set(requests) - set(self._index)
             if unknown:
@@ -826,7 +855,7 @@ class MultiPlanner:
         subs: dict[str, int] = {}
         try:
             for planner, request in zip(self._planners, vector, strict=True):
-                subs[planner.resource_type] = planner.add_span(start, duration, request)
+                subs[planner._type] = planner.add_span(start, duration, request)
         except PlannerError:
             for resource_type, sub in subs.items():
                 self._planners[self._index[resource_type]].rem_span(sub)

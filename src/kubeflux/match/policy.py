@@ -127,7 +127,7 @@ class MatchPolicy:
 
     def _vertex_score(self, vertex: Vertex) -> int:
         if self.spec.performance_class:
-            return _perf_class(vertex)
+            return perf_class(vertex)
         return MATCH_MET + self._multilevel + vertex.id + 1
 
     def finish_slot(self, dfu: Scoring) -> None:
@@ -147,7 +147,8 @@ class MatchPolicy:
         return met
 
 
-def _perf_class(vertex: Vertex) -> int:
+def perf_class(vertex: Vertex) -> int:
+    """A vertex's ``perf_class`` property (0-9999), 9999 when it has none or a bad one."""
     value = vertex.properties.get("perf_class", "")
     try:
         perf = int(value)

@@ -26,6 +26,10 @@ and exclusivity span too. The job is fully released when the containment root no
 An exclusive vertex that another job holds during the window (even shared) is refused, as a match would refuse
 it; Fluxion's reader checks only the vertex's own planner.
 
+A caller that already knows the graph vertices (the scheduler puts a pod onto the cores it names and releases
+exactly those) uses :func:`replay_leaves` and :func:`release_vertices`: the same state changes, in the same order,
+as replaying or releasing the JGF of those vertices, without writing, encoding and re-reading a document.
+
 Two deliberate differences from Fluxion's JGF reader, both where Fluxion refuses the input: a JGF vertex whose
 ``size`` is smaller than the graph vertex's is replayed as that amount (Fluxion refuses it, so a partly allocated
 memory pool could not be replayed); and a partial release may list vertices the job holds shared (without a
@@ -43,8 +47,8 @@ from typing import Any
 from kubeflux.match.planner import PlannerError
 from kubeflux.match.traverser import JobMeta, Traverser
 from kubeflux.match.writers import Writer
-from kubeflux.resources.graph import CONTAINMENT, GraphFormatError
-from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document
+from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError
+from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, graph_to_jgf, jgf_document
 
 ResourceSet = str | bytes | Mapping[str, Any]
 """JGF or RFC 20 R, as JSON text or as a decoded object."""
@@ -187,8 +191,74 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
             if held
             else f"{source}: the resource set holds no vertex"
         )
-    _plan(traverser, held.values(), meta)
+    _record(traverser, writer, list(held.values()), marks, root_mark, meta)
 
+
+def replay_leaves(traverser: Traverser, writer: Writer, leaves: Iterable[int], meta: JobMeta) -> None:
+    """:func:`replay` of the resource set that holds the vertices ``leaves`` exclusively and whole, and the path
+    from the root to each of them shared: the same state as replaying the JGF of those vertices, without writing
+    and reading that document. Raises ResourceSetError, with the graph unchanged, if a leaf is not in the graph
+    or not free during the window."""
+    graph = traverser.graph
+    vertices = graph.vertices
+    exclusive = set(leaves)
+    held: dict[int, _Held] = {}
+    for leaf in exclusive:
+        uid = leaf
+        while uid != -1 and uid not in held:
+            vertex = vertices[uid]
+            if vertex.removed:
+                raise ResourceSetError(f"{vertex.name} is not in the resource graph")
+            held[uid] = _Held(uid, vertex.size, uid in exclusive)
+            uid = vertex.parent
+    root = held.get(traverser.root)
+    if root is None:
+        raise ResourceSetError("the resource set holds no vertex" if not held else "it does not reach the root")
+    ordered = [held[uid] for uid in sorted(held)]
+    marks = [(_parent_edge(traverser, item.uid), item) for item in ordered if item.uid != traverser.root]
+    _record(traverser, writer, ordered, marks, root, meta)
+
+
+def leaves_resource_set(graph: Graph, leaves: Iterable[int]) -> dict[str, Any]:
+    """The JGF resource set :func:`replay_leaves` stands for: ``leaves`` held exclusively and whole, the path from
+    the root to each held shared."""
+    exclusive = set(leaves)
+    chosen: set[int] = set()
+    for leaf in exclusive:
+        uid = leaf
+        while uid != -1 and uid not in chosen:
+            chosen.add(uid)
+            uid = graph.vertices[uid].parent
+    held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
+    document = graph_to_jgf(graph, chosen)
+    for record in document["graph"]["nodes"]:
+        meta = record["metadata"]
+        meta.pop("status", None)
+        meta["exclusive"] = record["id"] in held
+    return document
+
+
+def _parent_edge(traverser: Traverser, uid: int) -> int:
+    """The containment edge into ``uid`` from its parent."""
+    graph = traverser.graph
+    parent = graph.vertices[uid].parent
+    for index in graph.in_edges(uid):
+        edge = graph.edges[index]
+        if edge.source == parent and edge.subsystem == CONTAINMENT:
+            return index
+    raise ResourceSetError(f"{graph.vertices[uid].name} has no containment edge from its parent")
+
+
+def _record(
+    traverser: Traverser,
+    writer: Writer,
+    held: list[_Held],
+    marks: list[tuple[int, _Held]],
+    root_mark: _Held,
+    meta: JobMeta,
+) -> None:
+    """Plan ``held`` (all or nothing), mark the edges, then record the job with the traverser's update walk."""
+    _plan(traverser, held, meta)
     traverser.sequence += 1
     for index, child in marks:
         traverser.mark_edge(index, child.amount, child.exclusive)
@@ -200,26 +270,25 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
 
 def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
     """Plan the exclusive vertices; check that the shared ones are free. All or nothing."""
-    graph = traverser.graph
+    vertices = traverser.graph.vertices
+    at, end = meta.at, meta.at + meta.duration
     planned: list[int] = []
     try:
         for item in held:
-            vertex = graph.vertices[item.uid]
-            window = f"[{meta.at}, {meta.at + meta.duration})"
             if item.exclusive:
-                end = meta.at + meta.duration
                 for start, stop, _ in traverser.x_uses.get(item.uid, {}).values():
-                    if start < end and meta.at < stop:
-                        raise ResourceSetError(f"{vertex.name} is held by another job during {window}")
+                    if start < end and at < stop:
+                        raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
                 try:
                     traverser.plan_span(item.uid, meta, item.amount)
                 except PlannerError as error:
-                    raise ResourceSetError(f"{vertex.name} is not free during {window}: {error}") from error
+                    name = vertices[item.uid].name
+                    raise ResourceSetError(f"{name} is not free during [{at}, {end}): {error}") from error
                 planned.append(item.uid)
             else:
                 plan = traverser.plans.get(item.uid)
-                if plan is not None and plan.avail_resources_during(meta.at, meta.duration) < vertex.size:
-                    raise ResourceSetError(f"{vertex.name} is not free during {window}")
+                if plan is not None and plan.avail_resources_during(at, meta.duration) < vertices[item.uid].size:
+                    raise ResourceSetError(f"{vertices[item.uid].name} is not free during [{at}, {end})")
     except ResourceSetError:
         for uid in planned:
             traverser.unplan(uid, meta.jobid)
@@ -237,62 +306,62 @@ def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset
     not in the graph or not held by the job, or a rank is unknown.
     """
     graph = traverser.graph
-    purge: list[int] = []
-    rank_roots: dict[int, int] = {}
     if isinstance(resources, JgfDocument):
         skipped = resources.free_ranks or frozenset()
+        named = []
         for record in resources.vertices:
             uid = _resolve(traverser, record, resources.source)
-            if record.rank in skipped:
-                continue
-            name = graph.vertices[uid].name
-            if jobid not in traverser.x_uses.get(uid, {}):
-                raise ResourceSetError(f"{resources.source}: job {jobid} does not hold {name}")
-            if jobid not in traverser.allocations.get(uid, {}):
-                continue  # held shared (an ancestor of what it holds): released with its aggregate span
-            if uid not in purge:
-                purge.append(uid)
-                _keep_shallowest(graph.vertices[uid].rank, uid, rank_roots, traverser)
-    else:
-        for rank in sorted(resources):
-            uids = graph.by_rank.get(rank)
-            if not uids:
-                raise ResourceSetError(f"rank {rank} is not in the resource graph")
-            for uid in uids:
-                _keep_shallowest(rank, uid, rank_roots, traverser)
-            purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
-
+            if record.rank not in skipped:
+                named.append(uid)
+        return release_vertices(traverser, jobid, named, source=resources.source)
+    purge: list[int] = []
+    for rank in sorted(resources):
+        uids = graph.by_rank.get(rank)
+        if not uids:
+            raise ResourceSetError(f"rank {rank} is not in the resource graph")
+        purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
     if not purge:
-        what = f"{resources.source} names" if isinstance(resources, JgfDocument) else f"ranks {sorted(resources)} hold"
-        raise ResourceSetError(f"{what} nothing that job {jobid} holds: nothing to release")
-    groups: dict[int, list[int]] = {}
-    for uid in purge:
-        groups.setdefault(rank_roots[graph.vertices[uid].rank], []).append(uid)
-    return release_groups(traverser, jobid, groups)
+        raise ResourceSetError(f"ranks {sorted(resources)} hold nothing that job {jobid} holds: nothing to release")
+    return release_held(traverser, jobid, purge)
 
 
-def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[int]]) -> bool:
-    """Purge ``jobid`` from every vertex of ``groups`` (subtree root -> vertices under it, root included or not),
-    then take what they held off the aggregate spans of each subtree root's ancestors; True if nothing is left.
-    """
+def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, source: str = "<resource set>") -> bool:
+    """:func:`release` of the graph vertices ``uids`` (the vertices a JGF document of them would name, without
+    writing and reading it); True when nothing of the job is left. Vertices the job holds shared are released
+    through their aggregate spans. Raises ResourceSetError, with the graph unchanged, if the job does not hold
+    one of them or holds none exclusively; ``source`` names the resource set in the message."""
     graph = traverser.graph
+    purge: list[int] = []
+    for uid in uids:
+        if jobid not in traverser.x_uses.get(uid, {}):
+            raise ResourceSetError(f"{source}: job {jobid} does not hold {graph.vertices[uid].name}")
+        if jobid not in traverser.allocations.get(uid, {}):
+            continue  # held shared (an ancestor of what it holds): released with its aggregate span
+        if uid not in purge:
+            purge.append(uid)
+    if not purge:
+        raise ResourceSetError(f"{source} names nothing that job {jobid} holds: nothing to release")
+    return release_held(traverser, jobid, purge)
+
+
+def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
+    """Purge ``jobid`` from every vertex of ``uids``, then take what each held off the aggregate spans of its own
+    ancestors (deepest first; an ancestor purged itself has none left); True if nothing of the job is left."""
+    vertices = traverser.graph.vertices
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
-    for root, uids in groups.items():
-        counts: dict[str, int] = {}
-        for uid in uids:
-            type = graph.vertices[uid].type
-            counts[type] = counts.get(type, 0) + _purge(traverser, uid, jobid)
+    for uid in uids:
+        amount = _purge(traverser, uid, jobid)
+        type = vertices[uid].type
         chain = []
-        ancestor = graph.vertices[root].parent
+        ancestor = vertices[uid].parent
         while ancestor != -1:
             chain.append(ancestor)
-            ancestor = graph.vertices[ancestor].parent
+            ancestor = vertices[ancestor].parent
         for level, ancestor in enumerate(reversed(chain)):
             depth[ancestor] = level
             totals = reductions.setdefault(ancestor, {})
-            for type, count in counts.items():
-                totals[type] = totals.get(type, 0) + count
+            totals[type] = totals.get(type, 0) + amount
     for ancestor in sorted(reductions, key=lambda uid: -depth[uid]):
         _reduce(traverser, ancestor, jobid, reductions[ancestor])
 
@@ -302,15 +371,6 @@ def release_groups(traverser: Traverser, jobid: int, groups: Mapping[int, list[i
         _purge(traverser, uid, jobid)
     traverser.job_vertices.pop(jobid, None)
     return True
-
-
-def _keep_shallowest(rank: int, uid: int, roots: dict[int, int], traverser: Traverser) -> None:
-    """Track the rank's subtree root: its vertex with the shortest containment path."""
-    vertices = traverser.graph.vertices
-    best = roots.get(rank)
-    path = vertices[uid].paths.get(CONTAINMENT, "")
-    if best is None or len(path) < len(vertices[best].paths.get(CONTAINMENT, "")):
-        roots[rank] = uid
 
 
 def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
@@ -327,7 +387,11 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
 
 
 def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
-    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex."""
+    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex.
+
+    No fingerprint token of its own: a vertex below it gave up a planner span just before, and that change
+    already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
+    """
     tags = traverser.tags.get(uid)
     subplan = traverser.subplans.get(uid)
     spans = traverser.job2span.get(uid, {})
@@ -337,7 +401,6 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     types = subplan.resource_types
     amounts = {type: min(count, subplan.span_planned(span, type)) for type, count in counts.items() if type in types}
     drained = subplan.reduce_span(span, amounts)
-    traverser.touch(uid)
     if drained:
         del spans[jobid]
         tags.discard(jobid)

@@ -269,6 +269,31 @@ class Rv1NoschedWriter:
         return json.dumps({"version": 1, "execution": execution}) + "\n"
 
 
+class DiscardWriter:
+    """Emits nothing: for a replay whose caller needs the recorded state, not its text."""
+
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: Mapping[str, str] | None = None,
+    ) -> None:
+        return None
+
+    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        return None
+
+    def interval(self, start: int, end: int) -> None:
+        return None
+
+    def render(self) -> str:
+        return ""
+
+
 WRITERS: dict[str, type[Writer]] = {
     "simple": SimpleWriter,
     "pretty_simple": PrettySimpleWriter,

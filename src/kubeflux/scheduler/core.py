@@ -55,6 +55,7 @@ from kubeflux.scheduler.translate import (
     PodRequestError,
     gang_jobspec,
     placement_from_output,
+    pod_policy,
 )
 
 __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "Backfill", "KubefluxScheduler"]
@@ -207,13 +208,14 @@ class KubefluxScheduler(ClusterBooks):
 
     def _static_fit(self, pod: Pod) -> StaticFit:
         """The graph nodes passing the usage-independent filters for pods constrained like ``pod``."""
+        known = self._fits.known_static(pod)
+        if known is not None:
+            return known
         graph = self.graph
         assert graph is not None
-        if not self._fits.has_static(pod):
-            outside = sum(1 for name in self.nodes if name not in graph.specs)
-            usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
-            return self._fits.static(pod, usable, self.nodes, outside)
-        return self._fits.static(pod, (), self.nodes, 0)
+        outside = sum(1 for name in self.nodes if name not in graph.specs)
+        usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
+        return self._fits.static(pod, usable, self.nodes, outside)
 
     def _shortfall(self, name: str, pod: Pod) -> list[str]:
         node = self.nodes[name]
@@ -295,10 +297,11 @@ class KubefluxScheduler(ClusterBooks):
         duration = self._planned(pod, start)
         result = self._match(MatchOp.ALLOCATE, pod, duration, start, fit.hidden)
         placement: Placement | None = None
-        if result is None:
-            first = fit.first()  # takes no core or gpu: the exact books place it
-            assert first is not None
-            node, jobid = first, 0
+        if result is None:  # takes no core or gpu: the policy's node among those the books can take it on
+            assert self.graph is not None
+            chosen = self.graph.preferred_node(fit.fits, pod_policy(pod, self.policy), start)
+            assert chosen is not None
+            node, jobid = chosen, 0
         elif not result.matched:
             return None
         else:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kubeflux.scheduler.constraints import static_filter
+from kubeflux.scheduler.graphview import HiddenNodes
 from kubeflux.scheduler.objects import Node, Pod
 
 __all__ = ["FitIndex", "NodeFit", "StaticFit"]
@@ -43,22 +44,29 @@ class NodeFit:
     unfit: set[str] = field(default_factory=set)
     """Static-fit nodes whose books are short for the pod."""
     pos: int = 0
+    hidden: HiddenNodes = field(init=False)
+    """Graph nodes to hide from the matcher for this pod (:attr:`static`'s unfit and :attr:`unfit`), kept with
+    them so that hiding them again re-marks only what changed."""
 
-    @property
-    def hidden(self) -> set[str]:
-        """Graph nodes to hide from the matcher for this pod."""
-        return self.static.unfit | self.unfit
+    def __post_init__(self) -> None:
+        self.hidden = HiddenNodes(self.static.unfit | self.unfit)
+
+    def set_unfit(self, name: str, unfit: bool) -> None:
+        """Record whether static-fit node ``name`` is short for the pod now."""
+        if unfit:
+            self.unfit.add(name)
+            self.hidden.add(name)
+        else:
+            self.unfit.discard(name)
+            self.hidden.discard(name)
 
     @property
     def any(self) -> bool:
         return len(self.static.fit) > len(self.unfit)
 
-    def first(self) -> str | None:
-        """The first node in graph order that may take the pod."""
-        for name in self.static.fit:
-            if name not in self.unfit:
-                return name
-        return None
+    def fits(self, name: str) -> bool:
+        """Whether graph node ``name`` may take the pod now."""
+        return name in self.static.members and name not in self.unfit
 
     def fitting(self) -> list[str]:
         return [name for name in self.static.fit if name not in self.unfit]
@@ -90,8 +98,9 @@ class FitIndex:
     def _static_key(pod: Pod) -> tuple[object, ...]:
         return (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
 
-    def has_static(self, pod: Pod) -> bool:
-        return self._static_key(pod) in self._static
+    def known_static(self, pod: Pod) -> StaticFit | None:
+        """The cached static filters for pods constrained like ``pod``, if computed since the last reset."""
+        return self._static.get(self._static_key(pod))
 
     def static(self, pod: Pod, graph_nodes: Iterable[str], nodes: dict[str, Node], outside: int) -> StaticFit:
         """The static filters for pods constrained like ``pod`` (computed over ``graph_nodes`` unless cached);
@@ -127,10 +136,7 @@ class FitIndex:
         if entry.pos < end:
             for name in set(self._log[entry.pos - self._base :]):
                 if name in static.members:
-                    if shortfall(name, pod):
-                        entry.unfit.add(name)
-                    else:
-                        entry.unfit.discard(name)
+                    entry.set_unfit(name, bool(shortfall(name, pod)))
             entry.pos = end
         return entry
 

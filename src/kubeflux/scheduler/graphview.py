@@ -2,27 +2,58 @@
 
 Hiding is how per-pod filters reach the matcher: before a match, the nodes that may not take the pod are marked
 down (:meth:`GraphView.hide`), and only the difference from the previous match is re-marked, so a busy cluster
-costs little. Nodes deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes
-that appear, or come back with another capacity, are attached in place (:meth:`GraphView.put_node`, the
-engine's ``attach`` and ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart)
-are replayed onto their node with the engine's ``update`` (:meth:`GraphView.replay`).
+costs little. A :class:`HiddenNodes` kept up to date by its owner (the fit of one pod shape) records which names
+changed, so hiding it again costs only those names, not a comparison of two sets of every unfit node. Nodes
+deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes that appear, or come
+back with another capacity, are attached in place (:meth:`GraphView.put_node`, the engine's ``attach`` and
+``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart) are replayed onto their node
+with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
-from kubeflux.match.policy import MatchPolicy, parse_policy
+from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
 from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
 from kubeflux.scheduler.translate import placement_from_output
 
-__all__ = ["CLUSTER_NAME", "GraphView"]
+__all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes"]
 
 CLUSTER_NAME = "kubeflux"
+_CHANGES_KEPT = 4096
+"""Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
+
+
+class HiddenNodes:
+    """A set of node names to hide, changed in place by its owner, which notes every name that entered or left."""
+
+    __slots__ = ("changed", "names")
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.changed: set[str] | None = set()
+        """Names whose membership changed since the set was last hidden; None when too many did."""
+
+    def add(self, name: str) -> None:
+        if name not in self.names:
+            self.names.add(name)
+            self._note(name)
+
+    def discard(self, name: str) -> None:
+        if name in self.names:
+            self.names.discard(name)
+            self._note(name)
+
+    def _note(self, name: str) -> None:
+        changed = self.changed
+        if changed is not None:
+            changed.add(name)
+            if len(changed) > _CHANGES_KEPT:
+                self.changed = None
 
 
 class GraphView:
@@ -35,6 +66,12 @@ class GraphView:
         self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
         self.gone: set[str] = set()
         self.hidden: set[str] = set()
+        self._hidden_from: HiddenNodes | None = None
+        self._orders: dict[tuple[bool, bool], list[str]] = {}
+        self._changes = 0
+        """Counts the engine calls that change allocations (matches, replays, releases, cancels, attaches)."""
+        self._free_at: tuple[tuple[int, int], list[str]] | None = None
+        """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
         self.log = log
         self.log.append(f"Number nodes  {len(specs)}")
         for spec in specs:
@@ -62,8 +99,18 @@ class GraphView:
             if name not in self.hidden:
                 self._mark(name, Status.UP)
 
-    def hide(self, names: Iterable[str]) -> None:
+    def hide(self, names: Iterable[str] | HiddenNodes) -> None:
         """Make exactly ``names`` (plus the gone nodes) invisible to the next matches."""
+        if isinstance(names, HiddenNodes):
+            changed, names.changed = names.changed, set()
+            if names is self._hidden_from and changed is not None:
+                for name in changed:
+                    self._set_hidden(name, name in names.names)
+                return
+            self._hidden_from = names
+            names = names.names
+        else:
+            self._hidden_from = None
         target = set(names)
         for name in self.hidden - target:
             if name not in self.gone:
@@ -73,8 +120,24 @@ class GraphView:
                 self._mark(name, Status.DOWN)
         self.hidden = target
 
+    def _set_hidden(self, name: str, hidden: bool) -> None:
+        if (name in self.hidden) == hidden:
+            return
+        if hidden:
+            self.hidden.add(name)
+        else:
+            self.hidden.discard(name)
+        if name not in self.gone:
+            self._mark(name, Status.DOWN if hidden else Status.UP)
+
     def match(
-        self, op: MatchOp, spec: Jobspec, what: str, start: int, hide: Iterable[str], policy: str | None = None
+        self,
+        op: MatchOp,
+        spec: Jobspec,
+        what: str,
+        start: int,
+        hide: Iterable[str] | HiddenNodes,
+        policy: str | None = None,
     ) -> MatchResult:
         """One engine match at ``start`` with the ``hide`` nodes down; logged as Fluence logs its match calls."""
         engine = self.engine
@@ -84,6 +147,7 @@ class GraphView:
             engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
         try:
             result = engine.match(op, spec, now=start, source=what)
+            self._changes += 1
         finally:
             engine.policy = engine.traverser.policy = saved
         if not result.matched:
@@ -99,6 +163,57 @@ class GraphView:
                 f"({result.elapsed:.6f} s)"
             )
         return result
+
+    def preferred_node(self, fits: Callable[[str], bool], policy: str, at: int) -> str | None:
+        """The node among those that ``fits`` that ``policy`` prefers for a pod that takes no vertex (a fractional
+        pod), by the engine's own node order: low policies the lowest node id, high ones the highest (ties: uniq id,
+        in the same direction), ``variation`` the lowest ``perf_class``, ``first`` (whose walk explores the subtrees
+        with the most free cores first) the one with the most cores free at ``at``. None when no node fits.
+
+        Each order is kept and walked until the first node that fits: the id orders until a node is attached,
+        ``first``'s until the engine's allocations change or time moves on."""
+        spec = parse_policy(policy)
+        order = self._free_order(at) if spec.stop_on_first else self._node_order(spec)
+        return next((name for name in order if fits(name)), None)
+
+    def _free_order(self, at: int) -> list[str]:
+        """The admitted nodes by cores free at ``at``, most first (ties: highest uniq id)."""
+        if self._free_at is not None and self._free_at[0] == (at, self._changes):
+            return self._free_at[1]
+        graph = self.engine.graph
+        subplans = self.engine.traverser.subplans
+        keyed: list[tuple[int, int, str]] = []
+        for name in self.specs:
+            vertex = graph.vertex_at(self.paths[name])
+            if vertex is None:
+                continue
+            plan = subplans.get(vertex.uid)
+            free = plan.avail_resources_at(at, "core") if plan and "core" in plan.resource_types else 0
+            keyed.append((-free, -vertex.uniq_id, name))
+        order = [name for _, _, name in sorted(keyed)]
+        self._free_at = ((at, self._changes), order)
+        return order
+
+    def _node_order(self, spec: PolicySpec) -> list[str]:
+        """The admitted nodes, most preferred first, for an id-ordering policy (kept until a node is attached)."""
+        direction = (spec.performance_class, spec.high)
+        order = self._orders.get(direction)
+        if order is None:
+            graph = self.engine.graph
+            keyed: list[tuple[tuple[int, ...], str]] = []
+            for name in self.specs:
+                vertex = graph.vertex_at(self.paths[name])
+                if vertex is None:
+                    continue
+                if spec.performance_class:
+                    key: tuple[int, ...] = (perf_class(vertex), vertex.id, vertex.uniq_id)
+                elif spec.high:
+                    key = (-vertex.id, -vertex.uniq_id)
+                else:
+                    key = (vertex.id, vertex.uniq_id)
+                keyed.append((key, name))
+            order = self._orders[direction] = [name for _, name in sorted(keyed)]
+        return order
 
     def busy_cores(self, name: str, at: int) -> int:
         """How many of node ``name``'s cores an engine *allocation* (not a reservation) holds at time ``at``."""
@@ -145,32 +260,13 @@ class GraphView:
             return None
         return [uid for _, uid in sorted(free)[:count]]
 
-    def resource_set(self, name: str, leaves: Iterable[int]) -> dict[str, Any]:
-        """The JGF resource set of ``leaves`` (held exclusively) on node ``name``, with the path from the root."""
-        graph = self.engine.graph
-        vertex = graph.vertex_at(self.paths[name])
-        assert vertex is not None
-        chain: list[int] = []
-        uid = vertex.uid
-        while uid != -1:
-            chain.append(uid)
-            uid = graph.vertices[uid].parent
-        exclusive = set(leaves)
-        held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
-        document = graph_to_jgf(graph, [*chain, *exclusive])
-        for record in document["graph"]["nodes"]:
-            meta = record["metadata"]
-            meta.pop("status", None)
-            meta["exclusive"] = record["id"] in held
-        return document
-
-    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str) -> MatchResult:
+    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str, now: int) -> MatchResult:
         """Put a pod placed elsewhere onto node ``name``: its ``leaves`` (cores, gpus) held during
-        ``[start, start + duration)`` as a new engine job (the engine's ``update``)."""
+        ``[start, start + duration)`` as a new engine job (the engine's ``update_leaves``), allocated when it
+        started by ``now``."""
         engine = self.engine
-        result = engine.update(
-            engine.next_jobid, self.resource_set(name, leaves), at=start, duration=duration, source=what
-        )
+        result = engine.update_leaves(engine.next_jobid, leaves, at=start, duration=duration, now=now, source=what)
+        self._changes += 1
         if result.matched:
             self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
         else:
@@ -185,6 +281,7 @@ class GraphView:
         path = f"/{CLUSTER_NAME}0/{spec.name}"
         if spec.name in self.specs and graph.vertex_at(path) is not None:
             self.hidden.discard(spec.name)
+            self._hidden_from = None
             engine.remove_path(path)
         rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
         piece = Graph()
@@ -205,22 +302,25 @@ class GraphView:
         for edge in document["graph"]["edges"]:
             edge["source"], edge["target"] = renamed[edge["source"]], renamed[edge["target"]]
         engine.attach(document, source=f"node {spec.name}")
+        self._orders.clear()
+        self._changes += 1
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
         self.gone.discard(spec.name)
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
     def release(self, jobid: int, name: str, leaves: Iterable[str]) -> bool:
-        """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released with the engine's
-        ``partial_cancel`` (which touches only those vertices and their ancestors), else a plain cancel. False
-        when the engine no longer knows the job."""
+        """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released by vertex with the
+        engine's ``release_vertices`` (which touches only those vertices and their ancestors), else a plain
+        cancel. False when the engine no longer knows the job."""
+        self._changes += 1
         graph = self.engine.graph
         vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
         names = set(leaves)
         if vertex is not None and names:
             held = [uid for uid in vertex.children if graph.vertices[uid].name in names]
             try:
-                if self.engine.partial_cancel(jobid, self.resource_set(name, held)):
+                if self.engine.release_vertices(jobid, held, source=f"node {name}"):
                     return True
             except EngineError:
                 pass
@@ -228,6 +328,7 @@ class GraphView:
 
     def cancel(self, jobid: int) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone)."""
+        self._changes += 1
         try:
             self.engine.cancel(jobid)
         except EngineError:

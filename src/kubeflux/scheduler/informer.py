@@ -10,7 +10,9 @@ Keyed by pod UID (``namespace/name`` when a pod has none, or when a tombstone lo
   the engine's ``update``;
 * nodes that are deleted are marked down in place; cordons, taints and readiness are filters; a node that
   appears or changes capacity is attached in place (the engine's ``attach``/``remove``) and its pods replayed;
-* a pod still running at the end of its planned time keeps its cores (its job is extended to the horizon).
+* a pod still running at the end of its planned time keeps its cores (its job is extended to the horizon);
+* a Bind the cluster refuses (:meth:`ClusterBooks.unreserve`), or a pod seen bound to another node than the one
+  kubeflux chose, releases kubeflux's allocation for it at once; a pod still pending waits in the queue again.
 
 :class:`ClusterBooks` holds this state; :class:`kubeflux.scheduler.core.KubefluxScheduler` adds the queue's
 scheduling pass on top.
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.scheduler.fit import FitIndex
-from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.graphview import GraphView, HiddenNodes
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
@@ -121,7 +123,11 @@ class ClusterBooks:
             return
         self._uid_by_key[pod.key] = uid
         if pod.node_name:
-            if uid not in self.allocations:
+            alloc = self.allocations.get(uid)
+            if alloc is not None and alloc.node != pod.node_name:  # bound elsewhere than kubeflux decided
+                self._release(uid, f"bound to {pod.node_name} instead")
+                alloc = None
+            if alloc is None:
                 self._changed()
                 self._forget_pending(uid)
                 self._account_bound(uid, pod)
@@ -141,6 +147,24 @@ class ClusterBooks:
         job.tried_epoch = -1
         if known is None and job.reservations:  # a gang grew: its reservation no longer covers it, so re-plan
             self._changed()
+
+    def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None:
+        """The cluster refused kubeflux's Bind of ``pod`` to ``node`` (see
+        :class:`~kubeflux.scheduler.interface.Unreserve`): the allocation made for it is released at once (engine
+        job and books) and the pod, unless it is deleted or bound, waits in the queue again. A pod the informer
+        has meanwhile seen bound (elsewhere) is already counted where it runs, and stays so."""
+        uid = uid or self._uid_by_key.get(pod, pod)
+        alloc = self.allocations.get(uid)
+        waiting = self._bound.get(uid)
+        if alloc is None or not alloc.own or alloc.node != node or waiting is None or waiting.node_name:
+            return
+        self._now = now
+        self._changed()
+        self._release(uid, f"bind refused: {reason}")
+        self.log.append(f"Bind of pod {pod} to node {node} refused: {reason}; its allocation is released")
+        if not waiting.deleted and waiting.scheduler_name == self.name:
+            job = self.queue.add(uid, waiting)
+            job.tried_epoch = -1
 
     def _forget_pending(self, uid: str) -> PendingJob | None:
         """A pending pod is gone (bound elsewhere, ended, deleted): out of the queue, its job's reservation too."""
@@ -237,7 +261,9 @@ class ClusterBooks:
             return left // 2 if reserve else left
         return max(1, min(math.ceil(duration), left // 2 if reserve else left))
 
-    def _match(self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str]) -> MatchResult | None:
+    def _match(
+        self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str] | HiddenNodes
+    ) -> MatchResult | None:
         """One engine match for ``pod`` with the ``hide`` nodes down; None for a pod that takes no core/gpu."""
         assert self.graph is not None
         spec = pod_jobspec(pod, duration)
@@ -272,7 +298,7 @@ class ClusterBooks:
             if core_uids is None or gpu_uids is None:
                 self.log.append(f"Could not put pod {pod.key} on node {alloc.node} in the graph (counted in the books)")
                 continue
-            result = graph.replay(alloc.node, core_uids + gpu_uids, start, duration, pod.key)
+            result = graph.replay(alloc.node, core_uids + gpu_uids, start, duration, pod.key, now)
             if result.matched:
                 alloc.jobid = result.jobid
                 if alloc.own:

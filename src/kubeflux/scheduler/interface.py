@@ -14,6 +14,9 @@ Lifecycle, per call from the shell:
    ``FailedScheduling`` event.
 3. ``next_wakeup(now)`` is the earliest time the scheduler wants ``schedule`` called again even if nothing
    changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events.
+4. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
+   ``unreserve(pod, uid, node, reason, now)`` to a scheduler that implements :class:`Unreserve` (kube-scheduler's
+   extension point of that name), so that it gives up what it set aside for the pod.
 
 A shell must call ``schedule`` after any batch of events; it may call it more often.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -52,6 +55,16 @@ class Bind:
     """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
 
 
+EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
+"""On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
+cluster, virtual time in the simulator), written as an integer when whole."""
+
+
+def expected_start_text(expected: float) -> str:
+    """The :data:`EXPECTED_START_ANNOTATION` value for ``expected`` seconds."""
+    return str(int(expected)) if expected.is_integer() else repr(expected)
+
+
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
     pod: str
@@ -59,7 +72,8 @@ class Unschedulable:
     message: str
     """In kube-scheduler's form, e.g. ``0/4 nodes are available: 4 Insufficient cpu.``"""
     expected_start: float | None = None
-    """When a reservation holds resources for the pod: its expected start time."""
+    """When a reservation holds resources for the pod: its expected start time. A shell writes it on the pod as
+    the :data:`EXPECTED_START_ANNOTATION` and removes that when a later decision has none or the pod is bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +100,17 @@ class Scheduler(Protocol):
     def next_wakeup(self, now: float) -> float | None: ...
 
 
+@runtime_checkable
+class Unreserve(Protocol):
+    """A scheduler that sets resources aside for a pod when it decides to bind it, and gives them up when the
+    cluster refuses that :class:`Bind`: ``pod`` is its ``namespace/name``, ``node`` the Bind's node, ``reason``
+    the API server's answer."""
+
+    def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None: ...
+
+
 __all__ = [
+    "EXPECTED_START_ANNOTATION",
     "Bind",
     "ClusterEvent",
     "Decision",
@@ -96,5 +120,7 @@ __all__ = [
     "PodGroup",
     "Reject",
     "Scheduler",
+    "Unreserve",
     "Unschedulable",
+    "expected_start_text",
 ]

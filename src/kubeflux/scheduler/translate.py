@@ -10,8 +10,12 @@ vertices from the engine (HPC pods asking whole cores get whole cores, pinned by
 ``cpu`` from its node's millicore ledger. A fractional pod (``k = 0``) takes no core vertex at all: ``250m``
 costs 250 millicores, never a whole core. A node is offered to the matcher only when its ledger can give the
 pod's whole request, so exclusive cores are never handed out on a node whose millicores fractional pods (of any
-scheduler) already use. Pods that ask neither a whole core nor a gpu are placed by the ledger alone (first node,
-in graph order, that passes every filter).
+scheduler) already use. Pods that ask neither a whole core nor a gpu take no vertex: among the nodes that pass
+every filter and whose books can take them, they go to the node the pod's match policy prefers, in the engine's
+own node order (:meth:`kubeflux.scheduler.graphview.GraphView.preferred_node`): ``low``, ``lonode`` the lowest
+node id, ``high``, ``hinode`` the highest, ``first`` the node with the most free cores (the subtree its walk
+explores first), ``variation`` the lowest ``perf_class``. The node-exclusive policies (``lonodex`` …) order
+nodes like their shared twins; such a pod holds no node exclusively, since it holds no vertex.
 
 **One pod, one job** (:func:`pod_jobspec`): ``node(1) → slot(1, label task) → [core(k), gpu(g)]``; its
 duration is the pod's ``activeDeadlineSeconds``, else the :data:`DURATION_ANNOTATION` (or the walltime
@@ -183,8 +187,10 @@ def gang_jobspec(pods: list[Pod], duration: int, name: str, *, cover: bool = Fal
     return _jobspec([_slot(len(pods), cores, gpus)], duration, name, f"pod group {name}")
 
 
+@lru_cache(maxsize=16)
 def placement_from_output(output: str) -> Placement:
-    """The node and vertices of a one-node match from the engine's ``simple`` output.
+    """The node and vertices of a one-node match from the engine's ``simple`` output (remembered for the few
+    latest outputs: the scheduler reads each match's output twice, to log it and to bind).
 
     The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
     gpus (the deepest lines) come first, then their node (the first line one level up). Raises ValueError when

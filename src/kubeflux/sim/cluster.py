@@ -13,6 +13,10 @@ after the run time ``Succeeded`` (exit code 0) or ``Failed`` (non-zero exit code
 * deletion (a user, or a Job controller killing the rest of a failed Job): ``Failed`` unless already finished,
   then DELETED.
 
+While Pending, a pod the scheduler could not place has ``PodScheduled=False/Unschedulable`` with its message and,
+when a reservation holds resources for it, its expected start in the ``kubeflux.io/expected-start`` annotation
+(virtual seconds), removed at the bind.
+
 Kubernetes Jobs follow the Job controller (:mod:`kubeflux.sim.jobcontroller`): up to ``parallelism`` pods at once
 until ``completions`` succeeded; a failed pod is replaced after a back-off of 10 s doubled per failure since the
 last success, capped at 6 min; the Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs,
@@ -34,7 +38,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from kubeflux.scheduler.interface import ClusterEvent, EventKind
+from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
@@ -303,6 +307,7 @@ class Cluster:
         if index is None:
             return f"nodes {node_name!r} not found"
         now = self.loop.now
+        _set_expected_start(pod, None)
         if annotations:
             pod.annotations = {**pod.annotations, **annotations}
         pod.node_name = node_name
@@ -391,11 +396,15 @@ class Cluster:
         self.used_mcpu -= sp.cpu
         self._sample_utilization()
 
-    def mark_unschedulable(self, key: str, uid: str, message: str, scheduler: str = "") -> None:
-        """``PodScheduled=False`` with reason ``Unschedulable`` and a ``FailedScheduling`` event."""
+    def mark_unschedulable(
+        self, key: str, uid: str, message: str, scheduler: str = "", expected_start: float | None = None
+    ) -> None:
+        """``PodScheduled=False`` with reason ``Unschedulable`` and a ``FailedScheduling`` event; the pod carries
+        ``expected_start`` (its reservation's start) as the :data:`EXPECTED_START_ANNOTATION`, or none."""
         sp = self.pods.get(key)
         if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
+        _set_expected_start(sp.pod, expected_start)
         if sp.unschedulable_at is None:
             sp.unschedulable_at = self.loop.now
         elif sp.unschedulable_message == message:
@@ -555,6 +564,19 @@ class Cluster:
                         return candidate
             raise KeyError(f"pods {key!r} not found")
         return sp
+
+
+def _set_expected_start(pod: Pod, expected: float | None) -> None:
+    """Write (or, for None, remove) a pending pod's expected start; the annotation dict is replaced, never
+    changed in place, as pods of one template may share it."""
+    current = pod.annotations.get(EXPECTED_START_ANNOTATION)
+    text = None if expected is None else expected_start_text(expected)
+    if current == text:
+        return
+    annotations = {name: value for name, value in pod.annotations.items() if name != EXPECTED_START_ANNOTATION}
+    if text is not None:
+        annotations[EXPECTED_START_ANNOTATION] = text
+    pod.annotations = annotations
 
 
 __all__ = [

@@ -9,7 +9,9 @@ One run:
 3. Then each scheduler, in the order of the mapping, is asked ``schedule(now)`` once, and its decisions are
    applied before the next one is asked: :class:`Bind` binds the pod (Running after the start delay),
    :class:`Unschedulable` sets ``PodScheduled=False/Unschedulable`` and records ``FailedScheduling``,
-   :class:`Reject` leaves the pod Pending and marks its job REJECTED.
+   :class:`Reject` leaves the pod Pending and marks its job REJECTED. A refused Bind (the pod is gone or bound,
+   the node is gone) is recorded as a ``FailedBinding`` event and told back to a scheduler that implements
+   :class:`~kubeflux.scheduler.interface.Unreserve`.
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
 
 The run ends when no work can progress any more: no entry is left (no pod will end or start, no node will
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kubeflux.scheduler.interface import Bind, Reject, Scheduler, Unschedulable
+from kubeflux.scheduler.interface import Bind, Reject, Scheduler, Unreserve, Unschedulable
 from kubeflux.scheduler.objects import Node, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
@@ -202,10 +204,15 @@ class Simulation:
         cluster = self.cluster
         pods = cluster.pods
         bound = 0
+        scheduler = self.schedulers[name]
+        unreserve = scheduler if isinstance(scheduler, Unreserve) else None
         for decision in decisions:
             sp = pods.get(decision.pod)
-            if sp is None:
-                continue  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
+            if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
+                if type(decision) is Bind and unreserve is not None:
+                    why = f"pods {decision.pod!r} not found"
+                    unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
+                continue
             if sp.pod.scheduler_name != name:
                 self.problems.append(
                     f"scheduler {name!r} decided for pod {decision.pod} owned by {sp.pod.scheduler_name!r}"
@@ -215,10 +222,14 @@ class Simulation:
                 error = cluster.bind(decision.pod, decision.uid, decision.node, decision.annotations)
                 if error:
                     cluster.record_event("Warning", "FailedBinding", decision.pod, error)
+                    if unreserve is not None:
+                        unreserve.unreserve(decision.pod, decision.uid, decision.node, error, self.loop.now)
                 else:
                     bound += 1
             elif type(decision) is Unschedulable:
-                cluster.mark_unschedulable(decision.pod, decision.uid, decision.message)
+                cluster.mark_unschedulable(
+                    decision.pod, decision.uid, decision.message, expected_start=decision.expected_start
+                )
             elif type(decision) is Reject:
                 cluster.reject(decision.pod, decision.uid, decision.message)
         return bound

@@ -48,6 +48,7 @@ __all__ = ["KubeDefaultScheduler", "QueuedPod", "num_feasible_nodes_to_find"]
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 MAX_NODE_SCORE = 100
+_ANSWERS_KEPT = 65_536
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
@@ -127,6 +128,10 @@ class KubeDefaultScheduler:
         self._active: list[tuple[tuple[int, float, str], int, QueuedPod]] = []
         self._sequence = 0
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
+        self._answers: dict[tuple[object, ...], tuple[str | None, int]] = {}
+        """(usage, pod shape, scan start) -> (chosen node, next scan start), for answers that drew no random
+        number: a gang cycling through Permit and rejection meets the same cluster states again and again."""
+        self._fit_errors: dict[tuple[object, ...], str] = {}
 
     # --- the informer side ------------------------------------------------------------------------------
 
@@ -303,15 +308,30 @@ class KubeDefaultScheduler:
         total = len(table)
         if total == 0:
             return None
-        feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
         start = self._next_start % total
+        key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
+        known = self._answers.get(key)
+        if known is not None:
+            node, self._next_start = known
+            return node
+        if len(self._answers) >= _ANSWERS_KEPT:
+            self._answers.clear()
+        node, drew = self._search(pod, start, total)
+        if not drew:
+            self._answers[key] = (node, self._next_start)
+        return node
+
+    def _search(self, pod: Pod, start: int, total: int) -> tuple[str | None, bool]:
+        """Filter from ``start`` round-robin, then score: (the chosen node, whether a random number was drawn)."""
+        table = self.nodes
+        feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
         rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
         cumulative = np.cumsum(rotated, dtype=np.int64)
         found = int(cumulative[-1])
         if found == 0:
             self._next_start = start  # every node was processed: back where it started
-            return None
+            return None, False
         # kube-scheduler cancels the (parallel) filter when it meets feasible node number wanted + 1; that node
         # is dropped, and every node before it counts as processed for the next cycle's start.
         processed = int(np.searchsorted(cumulative, wanted + 1)) if found > wanted else total
@@ -319,8 +339,9 @@ class KubeDefaultScheduler:
         self._next_start = (start + processed) % total
         scores = self._scores(pod, candidates)
         best = np.flatnonzero(scores == scores.max())
-        choice = int(best[0]) if self._rng is None or len(best) == 1 else int(self._rng.choice(best.tolist()))
-        return table.names[int(candidates[choice])]
+        if self._rng is None or len(best) == 1:
+            return table.names[int(candidates[int(best[0])])], False
+        return table.names[int(candidates[int(self._rng.choice(best.tolist()))])], True
 
     def _scores(self, pod: Pod, candidates: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """NodeResourcesFit LeastAllocated over cpu and memory (weights 1 and 1), as integers 0..100."""
@@ -331,7 +352,16 @@ class KubeDefaultScheduler:
         return total // 2
 
     def _fit_error(self, pod: Pod) -> str:
-        """Every node's filter reasons, counted into kube-scheduler's message."""
+        """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
+        key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
+        message = self._fit_errors.get(key)
+        if message is None:
+            if len(self._fit_errors) >= _ANSWERS_KEPT:
+                self._fit_errors.clear()
+            message = self._fit_errors[key] = self._count_reasons(pod)
+        return message
+
+    def _count_reasons(self, pod: Pod) -> str:
         table = self.nodes
         counts: dict[str, int] = {}
         codes, reasons = table.static_reasons(pod)

@@ -81,6 +81,8 @@ class NodeTable:
         self._taint_cache: dict[Hashable, tuple[npt.NDArray[np.int16], list[str]]] = {}
         self._static_cache: dict[Hashable, tuple[npt.NDArray[np.int16], list[str], BoolArray]] = {}
         self._zero = np.zeros(0, dtype=np.int64)
+        self.layout = 0
+        """Bumped whenever the arrays are rebuilt (nodes changed), so answers keyed by :meth:`usage_key` expire."""
 
     # --- updates ------------------------------------------------------------------------------------------
 
@@ -156,6 +158,7 @@ class NodeTable:
         self.nonzero_cpu = np.fromiter((v[0] for v in nonzero), dtype=np.int64, count=count)
         self.nonzero_memory = np.fromiter((v[1] for v in nonzero), dtype=np.int64, count=count)
         self._zero = np.zeros(count, dtype=np.int64)
+        self.layout += 1
         self._labels = {}
         self._taint_cache = {}
         self._static_cache = {}
@@ -172,6 +175,14 @@ class NodeTable:
         for depth in range(max(len(c) for c in columns)):
             order.extend(column[depth] for column in columns if depth < len(column))
         return order
+
+    def usage_key(self) -> tuple[int, bytes]:
+        """Exactly what the fit and score arrays hold now (the layout and every requested amount, pod count and
+        non-zero request per node): equal keys give equal filter and score answers for a pod."""
+        self.refresh()
+        parts = [self.pod_count.tobytes(), self.nonzero_cpu.tobytes(), self.nonzero_memory.tobytes()]
+        parts.extend(column.tobytes() for column in self._requested.values())
+        return self.layout, b"".join(parts)
 
     def allocatable(self, resource: str) -> IntArray:
         self.refresh()
