@@ -1272,9 +1272,11 @@ class Traverser:
         self._stamp(edge)
 
     def plan_span(self, uid: int, meta: JobMeta, amount: int) -> None:
-        """Add ``meta``'s planner span of ``amount`` units on ``uid``; PlannerError if it does not fit."""
+        """Add ``meta``'s planner span of ``amount`` units on ``uid``; PlannerError if it does not fit.
+
+        The fingerprints are left to the update walk that records the job on ``uid`` next (as a match's own
+        walk adds a span and its share of the fingerprints together); :meth:`unplan` undoes it if none follows."""
         self._add_plan(uid, meta, amount)
-        self.touch(uid)
 
     def unplan(self, uid: int, jobid: int) -> int:
         """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
