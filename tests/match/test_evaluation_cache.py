@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import Jobspec, jobspec_from_dict, load_jobspec
+from kubeflux.jobspec import Jobspec, jobspec_from_dict, jobspec_from_yaml, load_jobspec
 from kubeflux.match import scoring, stdsort, traverser
 from kubeflux.match.engine import Engine, EngineError, MatchOp
+from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
@@ -200,3 +201,33 @@ def test_vectorised_introsort_handles_a_large_tied_array_without_falling_back() 
     first = stdsort.first_positions(np.array(keys, dtype=np.int64), 50)
     assert first is not None
     assert first.tolist() == order[:50]
+
+
+def test_a_policy_switched_between_matches_does_not_reuse_the_other_policys_choices() -> None:
+    """The scheduler switches the policy per pod; evaluations cached under one must not answer for another."""
+    job = jobspec_from_yaml(
+        """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 1
+attributes: {system: {duration: 3600}}
+tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
+"""
+    )
+
+    def hinode_after(warm: bool) -> str:
+        engine = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(3)]), policy="lonode")
+        for _ in range(2 if warm else 0):
+            engine.cancel(engine.match(MatchOp.ALLOCATE, job).jobid)
+        engine.policy = engine.traverser.policy = MatchPolicy(parse_policy("hinode"))
+        return engine.match(MatchOp.ALLOCATE, job).resources
+
+    assert hinode_after(warm=True) == hinode_after(warm=False)

@@ -398,3 +398,43 @@ def test_a_partial_release_across_sockets_frees_a_core_on_each_socket(by: str) -
     one_per_socket = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=1)))
     assert one_per_socket.matched
     assert "core0[1:x]" in one_per_socket.resources and "core7[1:x]" in one_per_socket.resources
+
+
+ONE_CORE_JOB = """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 1
+attributes: {system: {duration: 1000}}
+tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
+"""
+
+
+def test_first_weighs_nodes_by_their_free_cores_now_after_a_replay_by_vertex() -> None:
+    subject = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(2)]), policy="first")
+    assert subject.update_leaves(
+        1, _leaves(subject, "node1", ("core0", "core1", "core2")), at=100, duration=1000, now=100
+    )
+    job = jobspec_from_yaml(ONE_CORE_JOB)
+    placed = [subject.match(MatchOp.ALLOCATE, job, now=100).resources for _ in range(2)]
+    # node0 has 4 free cores, node1 one: first's explore goes to the emptier node both times
+    assert all("node0[" in text and "node1[" not in text for text in placed)
+
+
+def test_a_replay_or_release_naming_a_vertex_the_graph_lacks_is_refused_clearly() -> None:
+    subject, _ = _twins("lonode")
+    before = _state(subject)
+    for uid in (10**6, -2):
+        refused = subject.update_leaves(2, [uid], duration=100, source="pod web")
+        assert not refused.matched
+        assert refused.error == f"pod web: no vertex with uid {uid} in the resource graph"
+        with pytest.raises(EngineError, match=f"no vertex with uid {uid}"):
+            subject.release_vertices(1, [uid])
+    assert _state(subject) == before

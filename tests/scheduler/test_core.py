@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from kubeflux.match.engine import JobState
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import (
@@ -22,7 +23,7 @@ from kubeflux.scheduler.objects import (
     Toleration,
 )
 from kubeflux.scheduler.sharing import CappedSharing, ExclusiveSharing
-from kubeflux.scheduler.translate import DURATION_ANNOTATION
+from kubeflux.scheduler.translate import DURATION_ANNOTATION, POLICY_ANNOTATION
 
 ADDED, MODIFIED, DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
 
@@ -261,6 +262,21 @@ def test_a_gang_is_placed_all_at_once_or_not_at_all() -> None:
     assert bound(cluster.run(2.0)) == {}
 
 
+@pytest.mark.parametrize("cpu", [500, 1000])
+def test_a_gang_rejected_for_one_bad_member_gives_back_what_its_other_members_took(cpu: int) -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=4), node("w2", cores=4)])
+    cluster.tell(ADDED, PodGroup("default", "g", min_member=2))
+    bad = pod("g-1", cpu, labels={POD_GROUP_LABEL: "g"}, annotations={POLICY_ANNOTATION: "nonsense"})
+    cluster.add(pod("g-0", cpu, labels={POD_GROUP_LABEL: "g"}), bad)
+    decisions = cluster.run()
+    assert bound(decisions) == {} and set(messages(decisions)) == {"default/g-0", "default/g-1"}
+    assert scheduler.allocations == {}
+    assert not any(scheduler.ledger.on("w1").values()) and not any(scheduler.ledger.on("w2").values())
+    assert scheduler.graph is not None
+    assert all(info.state == JobState.CANCELED for info in scheduler.graph.engine.jobs.values())
+
+
 def test_a_gang_of_different_members_gets_one_node_per_pod() -> None:
     cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4), node("w2", cores=2)])
     cluster.tell(ADDED, PodGroup("default", "mix", min_member=2))
@@ -320,7 +336,6 @@ def test_the_capped_policy_leaves_the_rest_of_each_node_to_others() -> None:
 
 
 def test_the_match_policy_comes_from_the_profile_or_the_pod() -> None:
-    from kubeflux.scheduler.translate import POLICY_ANNOTATION
 
     cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
     cluster.add(pod("low", 1000), pod("high", 1000, t=1, annotations={POLICY_ANNOTATION: "hinode"}))
@@ -444,7 +459,6 @@ def test_a_bind_refused_because_the_pod_is_gone_frees_its_cores() -> None:
     [("lonode", "w1"), ("low", "w1"), ("hinode", "w3"), ("high", "w3"), ("first", "w3")],
 )
 def test_a_fractional_pod_goes_where_its_match_policy_says(policy: str, expected: str) -> None:
-    from kubeflux.scheduler.translate import POLICY_ANNOTATION
 
     cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2"), node("w3")])
     cluster.add(pod("big", 2000))

@@ -6,6 +6,7 @@ import pytest
 
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import build_graph
+from kubeflux.scheduler.interface import expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod
 from kubeflux.scheduler.translate import (
     DURATION_ANNOTATION,
@@ -87,3 +88,8 @@ def test_a_gang_of_equal_members_is_one_jobspec_and_different_members_are_not() 
     covering = gang_jobspec([pod(2000), pod(1000, gpus=1)], 60, "default/g", cover=True)
     assert covering is not None
     assert [(r.type, r.count.min) for r in covering.resources[0].with_] == [("core", 2), ("gpu", 1)]
+
+
+@pytest.mark.parametrize(("expected", "text"), [(100, "100"), (100.0, "100"), (12.5, "12.5")])
+def test_the_expected_start_annotation_reads_whole_seconds_without_a_fraction(expected: float, text: str) -> None:
+    assert expected_start_text(expected) == text

@@ -361,7 +361,7 @@ class Engine:
         RESERVED, one starting by then ALLOCATED (so :meth:`release_vertices` accepts it). Errors as :meth:`update`.
         """
         started = time.perf_counter()
-        meta = self._replay_meta(jobid, at, duration, reserve)
+        meta = self._replay_meta(jobid, at, duration, reserve, now)
         result = MatchResult(jobid, False, now=now)
         try:
             replay_leaves(self.traverser, _DISCARD, leaves, meta)
@@ -373,8 +373,9 @@ class Engine:
             result.at = at
         return self._replayed(result, reserve, source, started)
 
-    def _replay_meta(self, jobid: int, at: int, duration: int, reserve: bool) -> JobMeta:
-        """Check a replay's job id and window (EngineError) and take the job id."""
+    def _replay_meta(self, jobid: int, at: int, duration: int, reserve: bool, now: int = 0) -> JobMeta:
+        """Check a replay's job id and window (EngineError) and take the job id; ``now`` is when ``first``'s
+        explore weights are read (resource-query's ``update`` reads them at 0)."""
         info = self.jobs.get(jobid)
         if info is not None and info.state != JobState.CANCELED:
             raise EngineError(f"job {jobid} already exists ({info.state.value})")
@@ -386,7 +387,7 @@ class Engine:
             )
         self.next_jobid = jobid + 1
         alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE if reserve else AllocType.ALLOCATE
-        return JobMeta(jobid=jobid, at=at, duration=duration, alloc_type=alloc_type, now=0)
+        return JobMeta(jobid=jobid, at=at, duration=duration, alloc_type=alloc_type, now=now)
 
     def _replayed(self, result: MatchResult, reserve: bool, source: str, started: float) -> MatchResult:
         result.elapsed = time.perf_counter() - started
@@ -439,7 +440,7 @@ class Engine:
         if info is None or info.state == JobState.CANCELED:
             raise EngineError(f"nonexistent job {jobid}")
         if info.state == JobState.RESERVED:
-            raise EngineError(f"job {jobid} is a reservation: partial cancel releases only allocations")
+            raise EngineError(f"job {jobid} is a reservation: only allocations can be released in part")
         return info
 
     # ------------------------------------------------------------------ graph growth and shrink

@@ -554,10 +554,20 @@ class Traverser:
 
     def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
         """What an evaluation depends on besides the subtree's state: the request, the walk's flags, the window's
-        length (and whether it fits the planners' horizon) and the task labels."""
+        length (and whether it fits the planners' horizon), the task labels and the policy (the scheduler switches
+        it per pod)."""
         at, duration = meta.at, meta.duration
         in_range = self.base <= at and at + duration <= self.base + self.horizon
-        return (self._signatures[id(resources)], pristine, excl, in_range, duration, meta.alloc_type, self._labels)
+        return (
+            self._signatures[id(resources)],
+            pristine,
+            excl,
+            in_range,
+            duration,
+            meta.alloc_type,
+            self._labels,
+            self.policy.spec,
+        )
 
     def _cached(
         self,

@@ -202,6 +202,7 @@ def replay_leaves(traverser: Traverser, writer: Writer, leaves: Iterable[int], m
     graph = traverser.graph
     vertices = graph.vertices
     exclusive = set(leaves)
+    _check_uids(graph, exclusive, "")
     held: dict[int, _Held] = {}
     for leaf in exclusive:
         uid = leaf
@@ -236,6 +237,14 @@ def leaves_resource_set(graph: Graph, leaves: Iterable[int]) -> dict[str, Any]:
         meta.pop("status", None)
         meta["exclusive"] = record["id"] in held
     return document
+
+
+def _check_uids(graph: Graph, uids: Iterable[int], prefix: str) -> None:
+    """ResourceSetError (its message after ``prefix``) for a vertex uid that is not one of ``graph``'s."""
+    count = len(graph.vertices)
+    for uid in uids:
+        if not 0 <= uid < count:
+            raise ResourceSetError(f"{prefix}no vertex with uid {uid} in the resource graph")
 
 
 def _parent_edge(traverser: Traverser, uid: int) -> int:
@@ -331,6 +340,8 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
     through their aggregate spans. Raises ResourceSetError, with the graph unchanged, if the job does not hold
     one of them or holds none exclusively; ``source`` names the resource set in the message."""
     graph = traverser.graph
+    uids = list(uids)
+    _check_uids(graph, uids, f"{source}: ")
     purge: list[int] = []
     for uid in uids:
         if jobid not in traverser.x_uses.get(uid, {}):

@@ -242,7 +242,12 @@ class KubefluxScheduler(ClusterBooks):
         made: list[tuple[Pod, Allocation]] = []
         for uid, pod in job.pods.items():
             fit = self._fit(pod)
-            alloc = self._place_pod(uid, pod, fit, start) if fit.any else None
+            try:
+                alloc = self._place_pod(uid, pod, fit, start) if fit.any else None
+            except PodRequestError:
+                for _, placed in made:
+                    self._release(placed.uid, "gang rejected")
+                raise
             if alloc is None:
                 for _, placed in made:
                     self._release(placed.uid, "gang incomplete")

@@ -67,11 +67,12 @@ class GraphView:
         self.gone: set[str] = set()
         self.hidden: set[str] = set()
         self._hidden_from: HiddenNodes | None = None
+        """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
         self._orders: dict[tuple[bool, bool], list[str]] = {}
         self._changes = 0
         """Counts the engine calls that change allocations (matches, replays, releases, cancels, attaches)."""
         self._free_at: tuple[tuple[int, int], list[str]] | None = None
-        """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
+        """``first``'s node order for fractional pods, with the (time, :attr:`_changes`) it was computed for."""
         self.log = log
         self.log.append(f"Number nodes  {len(specs)}")
         for spec in specs:

@@ -62,7 +62,7 @@ cluster, virtual time in the simulator), written as an integer when whole."""
 
 def expected_start_text(expected: float) -> str:
     """The :data:`EXPECTED_START_ANNOTATION` value for ``expected`` seconds."""
-    return str(int(expected)) if expected.is_integer() else repr(expected)
+    return str(int(expected)) if float(expected).is_integer() else repr(expected)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ __all__ = ["KubeDefaultScheduler", "QueuedPod", "num_feasible_nodes_to_find"]
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 MAX_NODE_SCORE = 100
-_ANSWERS_KEPT = 65_536
+_ANSWERS_KEPT = 4_096
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:

@@ -15,6 +15,7 @@ rebuild. Usage changes between rebuilds update the arrays in place.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable, Iterator
 
 import numpy as np
@@ -177,12 +178,16 @@ class NodeTable:
         return order
 
     def usage_key(self) -> tuple[int, bytes]:
-        """Exactly what the fit and score arrays hold now (the layout and every requested amount, pod count and
-        non-zero request per node): equal keys give equal filter and score answers for a pod."""
+        """What the fit and score arrays hold now (the layout, and a 128-bit digest of every requested amount, pod
+        count and non-zero request per node): equal keys give equal filter and score answers for a pod. A digest,
+        not the bytes, so that thousands of remembered answers on a large cluster stay small."""
         self.refresh()
-        parts = [self.pod_count.tobytes(), self.nonzero_cpu.tobytes(), self.nonzero_memory.tobytes()]
-        parts.extend(column.tobytes() for column in self._requested.values())
-        return self.layout, b"".join(parts)
+        digest = hashlib.blake2b(self.pod_count.tobytes(), digest_size=16)
+        digest.update(self.nonzero_cpu.tobytes())
+        digest.update(self.nonzero_memory.tobytes())
+        for column in self._requested.values():
+            digest.update(column.tobytes())
+        return self.layout, digest.digest()
 
     def allocatable(self, resource: str) -> IntArray:
         self.refresh()
