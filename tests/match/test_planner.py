@@ -19,6 +19,7 @@ from kubeflux.match.planner import (
     PlannerError,
     PlannerInvalidError,
     PlannerRangeError,
+    UnitPlanner,
     UnknownSpanError,
     planners_equal,
 )
@@ -841,3 +842,43 @@ def test_property_multi_matches_first_type_points(
     for span_id in ids:
         m.rem_span(span_id)
     assert m.same_schedule(MultiPlanner({"core": 4, "memory": 6}, 0, 600))
+
+
+_UNIT_OP = st.tuples(
+    st.sampled_from(["add"] * 4 + ["ask"] * 4 + ["rem"] * 2 + ["timeline"]),
+    st.integers(0, 21),
+    st.integers(1, 6),
+    st.integers(0, 1),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_UNIT_OP, max_size=40))
+def test_a_unit_planner_answers_as_a_planner_of_one_unit(ops: list[tuple[str, int, int, int]]) -> None:
+    """UnitPlanner keeps a one-unit planner's spans as a table until its timeline is needed; every answer,
+    error and span id must be the plain Planner's, before and after the timeline is built."""
+    unit, plain = UnitPlanner(1, 0, 20, "core"), Planner(1, 0, 20, "core")
+
+    def both(method: str, *args: int) -> None:
+        answers: list[object] = []
+        for planner in (unit, plain):
+            try:
+                answers.append(getattr(planner, method)(*args))
+            except PlannerError as error:
+                answers.append((type(error), str(error)))
+        assert answers[0] == answers[1], method
+
+    for kind, at, duration, request in ops:
+        if kind == "add":
+            both("add_span", at, duration, request)
+        elif kind == "rem":
+            ids = plain.span_ids()
+            both("rem_span", ids[at % len(ids)] if ids else 99)
+        elif kind == "ask":
+            both("avail_resources_during", at, duration)
+            both("avail_during", at, duration, request)
+            both("avail_resources_at", at)
+        else:
+            assert unit.points() == plain.points()
+    assert unit == plain
+    assert unit.avail_time_first(0, 10, 1) == plain.avail_time_first(0, 10, 1)

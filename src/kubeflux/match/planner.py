@@ -127,6 +127,7 @@ __all__ = [
     "PlannerError",
     "PlannerInvalidError",
     "PlannerRangeError",
+    "UnitPlanner",
     "UnknownSpanError",
     "planners_equal",
 ]
@@ -721,6 +722,129 @@ def _pairs(totals: Totals) -> list[tuple[str, int]]:
         seen.add(resource_type)
         _check_count(total, f"total of {resource_type}")
     return pairs
+
+
+class UnitPlanner(Planner):
+    """A :class:`Planner` of one unit (a core, a gpu, a node): its spans are kept as a plain table and its
+    timeline is built only when something beyond adding, removing and asking about availability needs it.
+
+    Most of a large allocation's planners are such units, each holding one span at a time; the timeline of a
+    general planner costs several objects per unit to build and to clear. Availability of one unit during a
+    window is 0 as soon as a span asking for it overlaps the window, else the total. Once the timeline has been
+    built the planner behaves exactly as a :class:`Planner` (the answers are the same either way).
+    """
+
+    __slots__ = ("_unit",)
+
+    def _clear(self) -> None:
+        self._unit = True
+        self._spans = {}
+        self._span_counter = 0
+        self._iter = None
+        self._iter_cursor = 0
+
+    def _timeline(self) -> None:
+        """Leave unit mode: build the timeline and point counts the spans make (as :meth:`Planner.add_span`
+        would have, span by span)."""
+        if not self._unit:
+            return
+        self._unit = False
+        tl = self._tl = _Timeline(self._base, self._total)
+        refs = self._refs = {self._base: 1}
+        for start, last, request in self._spans.values():
+            for t in (start, last):
+                if t in refs:
+                    refs[t] += 1
+                else:
+                    refs[t] = 1
+                    tl.insert(t)
+            if request:
+                tl.add(start, last, -request)
+
+    def _busy(self, at: int, end: int) -> bool:
+        return any(request and start < end and at < last for start, last, request in self._spans.values())
+
+    def add_span(self, start: int, duration: int, request: int) -> int:
+        if not self._unit:
+            return super().add_span(start, duration, request)
+        if duration < 1 or start < self._base or start + duration > self._end:
+            raise PlannerInvalidError(
+                f"span [{start}, {start + duration}) is not a non-empty window of [{self._base}, {self._end})"
+            )
+        if request < 0 or request > self._total:
+            self._check_request(request)
+        last = start + duration
+        if request and self._spans and self._busy(start, last):
+            raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
+        self._span_counter += 1
+        span_id = self._span_counter
+        self._spans[span_id] = (start, last, request)
+        self._iter = None
+        return span_id
+
+    def rem_span(self, span_id: int) -> None:
+        if not self._unit:
+            super().rem_span(span_id)
+            return
+        if self._spans.pop(span_id, None) is None:
+            raise UnknownSpanError(span_id)
+        self._iter = None
+
+    def avail_resources_at(self, at: int) -> int:
+        if not self._unit:
+            return super().avail_resources_at(at)
+        if at < self._base or at > self._end:
+            raise PlannerRangeError(f"time {at} is outside the horizon [{self._base}, {self._end}]")
+        return 0 if self._busy(at, at + 1) else max(self._total, 0)
+
+    def avail_resources_during(self, at: int, duration: int) -> int:
+        if not self._unit:
+            return super().avail_resources_during(at, duration)
+        self._check_window(at, duration)
+        return 0 if self._busy(at, at + duration) else max(self._total, 0)
+
+    def avail_during(self, at: int, duration: int, request: int) -> bool:
+        if not self._unit:
+            return super().avail_during(at, duration, request)
+        if duration < 1 or at < self._base or at + duration > self._end:
+            self._check_window(at, duration)
+        if request < 0 or request > self._total:
+            self._check_request(request)
+        if not self._spans or request == 0:
+            return True
+        return self.avail_resources_during(at, duration) >= request
+
+    def __repr__(self) -> str:
+        self._timeline()
+        return super().__repr__()
+
+    def copy(self) -> Planner:
+        self._timeline()
+        return super().copy()
+
+    def points(self) -> list[tuple[int, int]]:
+        self._timeline()
+        return super().points()
+
+    def reduce_span(self, span_id: int, to_remove: int) -> bool:
+        self._timeline()
+        return super().reduce_span(span_id, to_remove)
+
+    def update_total(self, total: int) -> None:
+        self._timeline()
+        super().update_total(total)
+
+    def avail_time_first(self, on_or_after: int, duration: int, request: int) -> int | None:
+        self._timeline()
+        return super().avail_time_first(on_or_after, duration, request)
+
+    def avail_time_next(self) -> int | None:
+        self._timeline()
+        return super().avail_time_next()
+
+    def unavail_time_first(self, on_or_after: int, request: int) -> int | None:
+        self._timeline()
+        return super().unavail_time_first(on_or_after, request)
 
 
 class MultiPlanner:

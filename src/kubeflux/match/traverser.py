@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import TypeVar
 
-from kubeflux.match.planner import MultiPlanner, Planner, PlannerRangeError
+from kubeflux.match.planner import MultiPlanner, Planner, PlannerRangeError, UnitPlanner
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import MATCH_MET, MATCH_UNMET, EdgeEval, EdgeGroup, Evals, Scoring
@@ -1127,7 +1127,8 @@ class Traverser:
         plan = self.plans.get(uid)
         if plan is None:
             vertex = self.graph.vertices[uid]
-            plan = self.plans[uid] = Planner(vertex.size, self.base, self.horizon, vertex.type)
+            kind = UnitPlanner if vertex.size == 1 else Planner
+            plan = self.plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
         span = plan.add_span(meta.at, meta.duration, needs)
         self.job_vertices.setdefault(meta.jobid, set()).add(uid)
         if meta.alloc_type == AllocType.ALLOCATE:
