@@ -925,7 +925,12 @@ class Traverser:
         if self._marked_seq != sequence:
             self._marked_seq = sequence
             self._marked = {}
-        self._marked.setdefault(self.graph.edges[edge].source, set()).add(edge)
+        source = self.graph.edges[edge].source
+        marked = self._marked.get(source)
+        if marked is None:
+            self._marked[source] = {edge}
+        else:
+            marked.add(edge)
 
     def _apply_own(self, evaluation: Evaluation) -> None:
         """Stamp an evaluation's own marks for the current match (once)."""
@@ -1101,7 +1106,7 @@ class Traverser:
         if full:
             self._add_plan(uid, meta, needs)
         else:
-            self.job_vertices.setdefault(jobid, set()).add(uid)
+            self._job_vertices(jobid).add(uid)
         tags = self.tags.get(uid)
         if tags is None:
             self.tags[uid] = {jobid}
@@ -1130,15 +1135,29 @@ class Traverser:
             kind = UnitPlanner if vertex.size == 1 else Planner
             plan = self.plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
         span = plan.add_span(meta.at, meta.duration, needs)
-        self.job_vertices.setdefault(meta.jobid, set()).add(uid)
+        self._job_vertices(meta.jobid).add(uid)
         if meta.alloc_type == AllocType.ALLOCATE:
-            self.allocations.setdefault(uid, {})[meta.jobid] = span
+            table = self.allocations
         elif meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
-            self.reservations.setdefault(uid, {})[meta.jobid] = span
+            table = self.reservations
+        else:
+            return
+        spans = table.get(uid)
+        if spans is None:
+            table[uid] = {meta.jobid: span}
+        else:
+            spans[meta.jobid] = span
+
+    def _job_vertices(self, jobid: int) -> set[int]:
+        """The vertices where ``jobid`` is recorded (see :attr:`job_vertices`)."""
+        found = self.job_vertices.get(jobid)
+        if found is None:
+            found = self.job_vertices[jobid] = set()
+        return found
 
     def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
         self.tags.setdefault(uid, set()).add(meta.jobid)
-        self.job_vertices.setdefault(meta.jobid, set()).add(uid)
+        self._job_vertices(meta.jobid).add(uid)
         uses = self.x_uses.get(uid)
         if uses is None:
             uses = self.x_uses[uid] = {}
@@ -1216,11 +1235,16 @@ class Traverser:
         delta = 0
         if use is not None:
             delta = use[2]
-            self._unbound(uid, use[0], use[1])
+            if uid in self.bounds:
+                self._unbound(uid, use[0], use[1])
         spans = self.job2span.get(uid)
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
-        self._rem_plan(uid, jobid)
+        spans = self.allocations.get(uid)
+        if spans is None or jobid not in spans:
+            spans = self.reservations.get(uid)
+        if spans is not None and jobid in spans:
+            self.plans[uid].rem_span(spans.pop(jobid))
         slot_leader = self.slot_leader
         for edge, target in self._kid_edges(uid):
             slot_leader.discard(edge)

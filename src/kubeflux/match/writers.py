@@ -44,8 +44,11 @@ class WriterError(Exception):
     """What was emitted cannot be written in this format (Fluxion's writer ``emit`` fails; the text is empty)."""
 
 
+_PREFIXES = ["      " + "---" * level for level in range(32)]
+
+
 def _prefix(level: int) -> str:
-    return "      " + "---" * level
+    return _PREFIXES[level] if level < 32 else "      " + "---" * level
 
 
 class SimpleWriter:
