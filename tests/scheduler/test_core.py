@@ -277,6 +277,21 @@ def test_a_gang_rejected_for_one_bad_member_gives_back_what_its_other_members_to
     assert all(info.state == JobState.CANCELED for info in scheduler.graph.engine.jobs.values())
 
 
+def test_a_gang_that_fits_the_free_cores_in_total_but_not_node_by_node_waits() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2")])
+    cluster.add(pod("o1", 1000, scheduler="other", node_name="w1"), pod("o2", 1000, scheduler="other", node_name="w2"))
+    cluster.tell(ADDED, PodGroup("default", "three", min_member=3))
+    cluster.add(*group_pods("three", 3, 2000))
+    decisions = cluster.run()
+    assert bound(decisions) == {}
+    assert messages(decisions)["default/three-2"] == (
+        "0/2 nodes are available: pod group default/three needs its 3 pods placed at once."
+    )
+    cluster.tell(ADDED, PodGroup("default", "two", min_member=2))
+    cluster.add(*group_pods("two", 2, 2000, t=1))
+    assert bound(cluster.run(1.0)) == {"default/two-0": "w1", "default/two-1": "w2"}
+
+
 def test_a_gang_of_different_members_gets_one_node_per_pod() -> None:
     cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4), node("w2", cores=2)])
     cluster.tell(ADDED, PodGroup("default", "mix", min_member=2))

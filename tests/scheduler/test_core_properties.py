@@ -3,18 +3,21 @@
 Random sequences of arrivals (kubeflux's and another scheduler's pods), completions, failures, deletions, nodes
 added, removed and cordoned, and scheduler restarts. After every step: no node is over-committed; the exact books
 equal the cluster's pods; and the engine's graph holds, node by node, as many busy cores as a graph rebuilt from
-the cluster's pods and nodes alone.
+the cluster's pods and nodes alone. And every "0/N nodes are available" message kubeflux gives a pod is the one
+kube-scheduler's filters give, computed afresh from the cluster at that point of the pass.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
+from kubeflux.scheduler.constraints import filter_node, fit_error_message
+from kubeflux.scheduler.core import REASON_RESERVED, KubefluxScheduler
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodPhase
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 
@@ -36,6 +39,9 @@ steps = st.lists(
 
 
 class World:
+    memory = False
+    """Whether kubeflux's pods request memory too (up to nearly a node's), besides cpu."""
+
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
         self.pods: dict[str, Pod] = {}
@@ -74,7 +80,7 @@ class World:
                 scheduler,
                 0,
                 self.now,
-                {CPU: cpu},
+                {CPU: cpu, MEMORY: pick * 2**29} if self.memory and what == "ours" else {CPU: cpu},
                 annotations=annotations,
             )
             if what == "other":  # kube-scheduler's first fit, on the real free room
@@ -111,7 +117,10 @@ class World:
         self.schedule()
 
     def schedule(self) -> None:
-        for decision in self.scheduler.schedule(self.now):
+        self.bind(self.scheduler.schedule(self.now))
+
+    def bind(self, decisions: list[Decision]) -> None:
+        for decision in decisions:
             if isinstance(decision, Bind):
                 pod = self.pods[decision.pod]
                 pod.node_name, pod.phase = decision.node, PodPhase.RUNNING
@@ -150,3 +159,37 @@ def test_the_books_and_the_graph_stay_true_to_the_cluster(sequence: list[Step]) 
     for step in sequence:
         world.apply(step)
         world.check()
+
+
+class MessageWorld(World):
+    """Checks every Unschedulable message of a pass against kube-scheduler's filters run on every node, with the
+    pods bound so far (the cluster's, and this pass's binds decided before the message)."""
+
+    memory = True
+
+    def schedule(self) -> None:
+        used: dict[str, Counter[str]] = {name: Counter() for name in self.nodes}
+        for pod in self.live():
+            if pod.node_name in used:
+                used[pod.node_name].update(pod.requests)
+        decisions = self.scheduler.schedule(self.now)
+        for decision in decisions:
+            if isinstance(decision, Bind):
+                used[decision.node].update(self.pods[decision.pod].requests)
+            elif isinstance(decision, Unschedulable):
+                pod = self.pods[decision.pod]
+                reasons: Counter[str] = Counter()
+                for node in self.nodes.values():
+                    # a node the filters pass failed the engine's match: its cores are reserved
+                    reasons.update(filter_node(pod, node, dict(used[node.name])) or [REASON_RESERVED])
+                assert decision.message == fit_error_message(len(self.nodes), reasons), decision.pod
+        self.bind(decisions)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps)
+def test_unschedulable_messages_equal_a_full_recomputation(sequence: list[Step]) -> None:
+    world = MessageWorld()
+    world.schedule()
+    for step in sequence:
+        world.apply(step)

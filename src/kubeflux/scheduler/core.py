@@ -43,8 +43,8 @@ from enum import StrEnum
 
 from kubeflux.match.engine import DEFAULT_HORIZON, MatchOp
 from kubeflux.match.policy import parse_policy
-from kubeflux.scheduler.constraints import fit_error_message, never_fits
-from kubeflux.scheduler.fit import FitIndex, NodeFit, StaticFit
+from kubeflux.scheduler.constraints import fit_error_message
+from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, ClusterBooks
 from kubeflux.scheduler.interface import Bind, Decision, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
@@ -230,7 +230,7 @@ class KubefluxScheduler(ClusterBooks):
 
     def _reasons(self, pod: Pod) -> Counter[str]:
         """Why each node may not take ``pod`` now, counted as kube-scheduler counts them."""
-        return FitIndex.reasons(pod, self._static_fit(pod), self._shortfall)
+        return self._fit(pod).reasons()
 
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place every pod of ``job`` now, or none; None when bound, else why not (kube-scheduler reasons)."""
@@ -275,17 +275,29 @@ class KubefluxScheduler(ClusterBooks):
     def _first_short_member(self, job: PendingJob) -> Pod | None:
         """A quick test before matching a gang pod by pod: pack the members first fit into the free amounts the
         exact books show; the first member that finds no room (None when all do). Packing may fail where the
-        matcher would succeed only in rare fragmented cases; the gang is then tried again on the next change."""
+        matcher would succeed only in rare fragmented cases; the gang is then tried again on the next change.
+
+        Members alike (same requests and constraints) pack first fit node after node, each node taking as many
+        as fit in it, so the first short one is the one after the sum of those counts."""
+        pods = list(job.pods.values())
+        first = pods[0]
+        if PODS not in first.requests and all(_alike(pod, first) for pod in pods):
+            wanted = len(pods)
+            packed = 0
+            for name in self._fit(first).fitting():
+                copies = _copies(self._room(name), first.requests)
+                if copies is None:
+                    return None
+                packed += copies
+                if packed >= wanted:
+                    return None
+            return pods[packed]
         free: dict[str, dict[str, int]] = {}
-        shared = self.sharing.name == "shared"
-        for pod in job.pods.values():
+        for pod in pods:
             for name in self._fit(pod).fitting():
                 room = free.get(name)
                 if room is None:
-                    node = self.nodes[name]
-                    alloc = node.allocatable if shared else self.sharing.share(node)
-                    used = self.ledger.on(name) if shared else self.own.on(name)
-                    room = free[name] = {res: amount - used.get(res, 0) for res, amount in alloc.items()}
+                    room = free[name] = self._room(name)
                 if all(room.get(res, 0) >= amount for res, amount in pod.requests.items() if amount > 0) and (
                     room.get(PODS, 1) >= 1
                 ):
@@ -297,6 +309,15 @@ class KubefluxScheduler(ClusterBooks):
             else:
                 return pod
         return None
+
+    def _room(self, name: str) -> dict[str, int]:
+        """What kubeflux may still use of node ``name`` by the exact books (under its sharing policy)."""
+        node = self.nodes[name]
+        if self.sharing.name == "shared":
+            alloc, used = node.allocatable, self.ledger.on(name)
+        else:
+            alloc, used = self.sharing.share(node), self.own.on(name)
+        return {res: amount - used.get(res, 0) for res, amount in alloc.items()}
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         duration = self._planned(pod, start)
@@ -364,18 +385,20 @@ class KubefluxScheduler(ClusterBooks):
         Only size rejects: a pod that no node's labels, taints or cordon admit stays queued (Unschedulable),
         since nodes change.
         """
-        graph = self.graph
-        assert graph is not None
-        nodes = [
-            Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
-        ]
         for pod in job.pods.values():
-            bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
-            why = never_fits(bare, nodes) if nodes else None
+            why = self._fits.never(pod, self._empty_nodes)
             if why is not None:
                 self._reject(job, why, out)
                 return True
         return False
+
+    def _empty_nodes(self) -> list[Node]:
+        """The usable graph nodes, empty, with kubeflux's share of each (the sharing policy) as allocatable."""
+        graph = self.graph
+        assert graph is not None
+        return [
+            Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
+        ]
 
     def _reject(self, job: PendingJob, message: str, out: list[Decision]) -> None:
         for pod in job.pods.values():
@@ -403,3 +426,21 @@ class KubefluxScheduler(ClusterBooks):
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.nodes), {}, pre_filter_message=why), None, out)
+
+
+def _alike(pod: Pod, other: Pod) -> bool:
+    """Whether the two pods request the same and are constrained alike (one fit shape)."""
+    return pod is other or (
+        pod.requests == other.requests
+        and pod.node_selector == other.node_selector
+        and pod.tolerations == other.tolerations
+        and pod.required_node_affinity == other.required_node_affinity
+    )
+
+
+def _copies(room: dict[str, int], requests: dict[str, int]) -> int | None:
+    """How many pods requesting ``requests`` fit in ``room`` (None: any number)."""
+    counts = [max(0, room.get(res, 0) // amount) for res, amount in requests.items() if amount > 0]
+    if PODS in room:
+        counts.append(max(0, room[PODS]))
+    return min(counts) if counts else None

@@ -2,8 +2,9 @@
 
 Scanning every node for every pod costs O(nodes) per pod. Here the answer is cached per pod *shape* (its
 placement constraints, and its requests), and brought up to date from a log of the nodes whose books changed
-since it was last asked, so a pod costs O(nodes changed) in the common case. Node events and graph rebuilds
-:meth:`FitIndex.reset` everything.
+since it was last asked, so a pod costs O(nodes changed) in the common case. The same entry keeps each short node's
+reasons and their counts, so kube-scheduler's "0/N nodes are available" reasons for a pod that does not fit cost
+no scan either. Node events and graph rebuilds :meth:`FitIndex.reset` everything.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from kubeflux.scheduler.constraints import static_filter
+from kubeflux.scheduler.constraints import never_fits, static_filter
 from kubeflux.scheduler.graphview import HiddenNodes
 from kubeflux.scheduler.objects import Node, Pod
 
@@ -41,24 +42,36 @@ class NodeFit:
     """The nodes for one pod now."""
 
     static: StaticFit
-    unfit: set[str] = field(default_factory=set)
-    """Static-fit nodes whose books are short for the pod."""
+    unfit: dict[str, list[str]] = field(default_factory=dict)
+    """Static-fit nodes whose books are short for the pod, with kube-scheduler's reasons."""
     pos: int = 0
     hidden: HiddenNodes = field(init=False)
     """Graph nodes to hide from the matcher for this pod (:attr:`static`'s unfit and :attr:`unfit`), kept with
     them so that hiding them again re-marks only what changed."""
+    short: Counter[str] = field(init=False)
+    """The reasons of :attr:`unfit`, counted."""
 
     def __post_init__(self) -> None:
-        self.hidden = HiddenNodes(self.static.unfit | self.unfit)
+        self.hidden = HiddenNodes(self.static.unfit | self.unfit.keys())
+        self.short = Counter()
+        for reasons in self.unfit.values():
+            self.short.update(reasons)
 
-    def set_unfit(self, name: str, unfit: bool) -> None:
-        """Record whether static-fit node ``name`` is short for the pod now."""
-        if unfit:
-            self.unfit.add(name)
+    def set_unfit(self, name: str, reasons: list[str]) -> None:
+        """Record why static-fit node ``name`` is short for the pod now (no reasons: it is not)."""
+        before = self.unfit.pop(name, None)
+        if before:
+            self.short.subtract(before)
+        if reasons:
+            self.unfit[name] = reasons
+            self.short.update(reasons)
             self.hidden.add(name)
         else:
-            self.unfit.discard(name)
             self.hidden.discard(name)
+
+    def reasons(self) -> Counter[str]:
+        """Every node's reason the pod may not go there now, counted as kube-scheduler counts them."""
+        return self.static.reasons + self.short
 
     @property
     def any(self) -> bool:
@@ -76,6 +89,8 @@ class FitIndex:
     def __init__(self) -> None:
         self._static: dict[tuple[object, ...], StaticFit] = {}
         self._shapes: dict[tuple[object, ...], NodeFit] = {}
+        self._never: dict[tuple[tuple[str, int], ...], str | None] = {}
+        self._empty: list[Node] | None = None
         self._log: list[str] = []
         self._base = 0
 
@@ -83,6 +98,8 @@ class FitIndex:
         """Forget everything (a node changed, or the graph was rebuilt)."""
         self._static.clear()
         self._shapes.clear()
+        self._never.clear()
+        self._empty = None
         self._base += len(self._log)
         self._log.clear()
 
@@ -93,6 +110,17 @@ class FitIndex:
             self._shapes.clear()
             self._base += len(self._log)
             self._log.clear()
+
+    def never(self, pod: Pod, empty_nodes: Callable[[], list[Node]]) -> str | None:
+        """:func:`~kubeflux.scheduler.constraints.never_fits` for ``pod``'s requests alone (its constraints aside)
+        on ``empty_nodes()``, the candidate nodes as they are when empty; kept per requests until the next reset."""
+        key = tuple(sorted(pod.requests.items()))
+        if key not in self._never:
+            if self._empty is None:
+                self._empty = empty_nodes()
+            bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
+            self._never[key] = never_fits(bare, self._empty) if self._empty else None
+        return self._never[key]
 
     @staticmethod
     def _static_key(pod: Pod) -> tuple[object, ...]:
@@ -130,20 +158,13 @@ class FitIndex:
         entry = self._shapes.get(key)
         end = self._base + len(self._log)
         if entry is None or entry.static is not static or entry.pos < self._base:
-            entry = NodeFit(static, {name for name in static.fit if shortfall(name, pod)}, end)
+            unfit = {name: short for name in static.fit if (short := shortfall(name, pod))}
+            entry = NodeFit(static, unfit, end)
             self._shapes[key] = entry
             return entry
         if entry.pos < end:
             for name in set(self._log[entry.pos - self._base :]):
                 if name in static.members:
-                    entry.set_unfit(name, bool(shortfall(name, pod)))
+                    entry.set_unfit(name, shortfall(name, pod))
             entry.pos = end
         return entry
-
-    @staticmethod
-    def reasons(pod: Pod, static: StaticFit, shortfall: Shortfall) -> Counter[str]:
-        """Every node's reason, as kube-scheduler counts them (a full scan: only when the pod does not fit)."""
-        reasons = Counter(static.reasons)
-        for name in static.fit:
-            reasons.update(shortfall(name, pod))
-        return reasons
