@@ -31,6 +31,8 @@ GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
 JOBSPECS = sorted((DATA / "jobspecs" / "basics").glob("test0*.yaml"))
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "firstnodex"]
 DURATIONS = [600, 3600, 5000]
+WAITS = [600, 1400, 3000]
+"""Steps of the clock between matches: windows then start and end where earlier spans start and end."""
 """Different lengths, so that reservations land at different times."""
 OPS = [MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE, MatchOp.ALLOCATE_WITH_SATISFIABILITY]
 
@@ -56,8 +58,11 @@ def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -
         nodes = [engine.graph.vertices[uid].paths["containment"] for uid in engine.graph.by_type.get("node", [])]
         transcript = []
         live: list[int] = []
+        now = 0
         for kind, a, b in steps:
-            if kind == "cancel" and live:
+            if kind == "wait":
+                now += WAITS[b % len(WAITS)]
+            elif kind == "cancel" and live:
                 jobid = live.pop(a % len(live))
                 engine.cancel(jobid)
                 transcript.append(f"cancel {jobid}")
@@ -70,7 +75,7 @@ def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -
             else:
                 op = OPS[b % len(OPS)]
                 spec = dataclasses.replace(specs[a % len(specs)], duration=DURATIONS[(a + b) % len(DURATIONS)])
-                result = engine.match(op, spec)
+                result = engine.match(op, spec, now=now)
                 if result.matched:
                     live.append(result.jobid)
                 transcript.append(f"{op} {result.matched} {result.at} {result.errno}\n{result.resources}")
@@ -78,7 +83,9 @@ def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -
 
 
 steps = st.lists(
-    st.tuples(st.sampled_from(["match", "match", "match", "cancel", "status"]), st.integers(0, 99), st.integers(0, 9)),
+    st.tuples(
+        st.sampled_from(["match", "match", "match", "cancel", "status", "wait"]), st.integers(0, 99), st.integers(0, 9)
+    ),
     min_size=1,
     max_size=60,
 )
@@ -231,3 +238,35 @@ tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
         return engine.match(MatchOp.ALLOCATE, job).resources
 
     assert hinode_after(warm=True) == hinode_after(warm=False)
+
+
+def test_a_window_moved_onto_a_span_that_starts_where_the_old_window_ended_is_evaluated_again() -> None:
+    """Each core is reserved from 100 to 200; a match at 0 for 100 s fits, the same match at 50 must not reuse
+    that answer (its window now reaches the reservations)."""
+    job = jobspec_from_yaml(
+        """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 1
+attributes: {system: {duration: 100}}
+tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
+"""
+    )
+    engine = Engine(build_graph([NodeSpec(f"node{i}", cores=1) for i in range(2)]), policy="lonode")
+    running = [engine.match(MatchOp.ALLOCATE, job, now=0).jobid for _ in range(2)]
+    assert all(engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, job, now=0).at == 100 for _ in range(2))
+    for jobid in running:
+        engine.cancel(jobid)
+    fits = engine.match(MatchOp.ALLOCATE, job, now=0)
+    assert fits.matched
+    engine.cancel(fits.jobid)
+    late = engine.match(MatchOp.ALLOCATE, job, now=50)
+    assert not late.matched

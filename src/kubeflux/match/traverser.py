@@ -590,16 +590,21 @@ class Traverser:
 
     def _same_window(self, uid: int, before: int, at: int, duration: int) -> bool:
         """Whether ``uid``'s subtree looks the same during ``[at, at + duration)`` as during the window of the
-        same length at ``before``: no span of the subtree starts or ends where the window's ends moved over."""
+        same length at ``before``: no span of the subtree starts or ends where the window's ends moved over.
+
+        A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` from ``low`` to
+        ``high`` changes that only for ``t`` in ``(low, high]``, moving ``e`` only for ``s`` in
+        ``[low + duration, high + duration)``. Starts and ends share one sorted list, so both ranges are checked
+        against every bound."""
         bounds = self.bounds.get(uid)
         if not bounds:
             return True
         low, high = (before, at) if before < at else (at, before)
-        for lo in (low, low + duration):
-            i = bisect_right(bounds, lo)
-            if i < len(bounds) and bounds[i] <= lo + high - low:
-                return False
-        return True
+        i = bisect_right(bounds, low)
+        if i < len(bounds) and bounds[i] <= high:
+            return False
+        i = bisect_left(bounds, low + duration)
+        return i == len(bounds) or bounds[i] >= high + duration
 
     def _evaluate(
         self,
