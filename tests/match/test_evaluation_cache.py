@@ -270,3 +270,34 @@ tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
     engine.cancel(fits.jobid)
     late = engine.match(MatchOp.ALLOCATE, job, now=50)
     assert not late.matched
+
+
+def test_a_longer_window_that_reaches_a_span_is_evaluated_again() -> None:
+    """Evaluations are shared between windows of different lengths that meet the same spans; one reaching
+    further, into a reservation, must not reuse the shorter window's answer."""
+    text = """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 1
+attributes: {system: {duration: DURATION}}
+tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
+"""
+    short, long = (jobspec_from_yaml(text.replace("DURATION", str(d))) for d in (100, 150))
+    engine = Engine(build_graph([NodeSpec(f"node{i}", cores=1) for i in range(2)]), policy="lonode")
+    running = [engine.match(MatchOp.ALLOCATE, short, now=0).jobid for _ in range(2)]
+    assert all(engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, short, now=0).at == 100 for _ in range(2))
+    for jobid in running:
+        engine.cancel(jobid)
+    fits = engine.match(MatchOp.ALLOCATE, short, now=0)
+    assert fits.matched
+    engine.cancel(fits.jobid)
+    assert not engine.match(MatchOp.ALLOCATE, long, now=0).matched
+    assert engine.match(MatchOp.ALLOCATE, short, now=0).matched

@@ -33,8 +33,8 @@ BLOCK = 32
 
 T = TypeVar("T")
 CacheKey = tuple[object, ...]
-CacheTable = dict[CacheKey, tuple[int, int, T]]
-"""Cached values by key, each with the fingerprint and the window start it was computed for."""
+CacheTable = dict[CacheKey, tuple[int, int, int, T]]
+"""Cached values by key, each with the fingerprint and the window (start, end) it was computed for."""
 
 Mark = tuple[int, int, bool, int]
 """An edge chosen by a best-k choice: (edge, needs, exclusive, slot-leader action)."""
@@ -549,13 +549,13 @@ class Traverser:
             if hit is not None:
                 return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
-        _remember(table, key, (fp, meta.at, evaluation))
+        _remember(table, key, (fp, meta.at, meta.at + meta.duration, evaluation))
         return evaluation
 
     def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
-        """What an evaluation depends on besides the subtree's state: the request, the walk's flags, the window's
-        length (and whether it fits the planners' horizon), the task labels and the policy (the scheduler switches
-        it per pod)."""
+        """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
+        the walk's flags, whether the window fits the planners' horizon, the task labels and the policy (the
+        scheduler switches it per pod)."""
         at, duration = meta.at, meta.duration
         in_range = self.base <= at and at + duration <= self.base + self.horizon
         return (
@@ -563,7 +563,6 @@ class Traverser:
             pristine,
             excl,
             in_range,
-            duration,
             meta.alloc_type,
             self._labels,
             self.policy.spec,
@@ -571,7 +570,7 @@ class Traverser:
 
     def _cached(
         self,
-        table: dict[tuple[object, ...], tuple[int, int, T]],
+        table: CacheTable[T],
         key: tuple[object, ...],
         fp: int,
         uid: int,
@@ -580,31 +579,31 @@ class Traverser:
         """The value kept under ``key`` if the subtree of ``uid`` is unchanged (``fp``) and looks the same in
         ``meta``'s window as in the one it was computed for."""
         hit = table.get(key)
-        if (
-            hit is not None
-            and hit[0] == fp
-            and (hit[1] == meta.at or self._same_window(uid, hit[1], meta.at, meta.duration))
-        ):
-            return hit[2]
+        if hit is None or hit[0] != fp:
+            return None
+        at, end = meta.at, meta.at + meta.duration
+        if (hit[1] == at and hit[2] == end) or self._same_window(uid, hit[1], hit[2], at, end):
+            return hit[3]
         return None
 
-    def _same_window(self, uid: int, before: int, at: int, duration: int) -> bool:
-        """Whether ``uid``'s subtree looks the same during ``[at, at + duration)`` as during the window of the
-        same length at ``before``: no span of the subtree starts or ends where the window's ends moved over.
+    def _same_window(self, uid: int, start: int, end: int, at: int, until: int) -> bool:
+        """Whether ``uid``'s subtree looks the same during ``[at, until)`` as during ``[start, end)``: no span of
+        the subtree starts or ends where the window's ends moved over.
 
-        A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` from ``low`` to
-        ``high`` changes that only for ``t`` in ``(low, high]``, moving ``e`` only for ``s`` in
-        ``[low + duration, high + duration)``. Starts and ends share one sorted list, so both ranges are checked
-        against every bound."""
+        A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` between ``start``
+        and ``at`` changes that only for ``t`` in ``(low, high]`` of the two, moving ``e`` between ``end`` and
+        ``until`` only for ``s`` in ``[low, high)`` of those. Starts and ends share one sorted list, so both
+        ranges are checked against every bound."""
         bounds = self.bounds.get(uid)
         if not bounds:
             return True
-        low, high = (before, at) if before < at else (at, before)
+        low, high = (start, at) if start < at else (at, start)
         i = bisect_right(bounds, low)
         if i < len(bounds) and bounds[i] <= high:
             return False
-        i = bisect_left(bounds, low + duration)
-        return i == len(bounds) or bounds[i] >= high + duration
+        low, high = (end, until) if end < until else (until, end)
+        i = bisect_left(bounds, low)
+        return i == len(bounds) or bounds[i] >= high
 
     def _evaluate(
         self,
@@ -827,7 +826,7 @@ class Traverser:
                 if _take_part(part, part_dfu, part_kids):
                     found = True
         result = (part_dfu, found, part_kids)
-        _remember(table, key, (fingerprint, meta.at, result))
+        _remember(table, key, (fingerprint, meta.at, meta.at + meta.duration, result))
         return result
 
     def _dom_slot(
@@ -1410,9 +1409,7 @@ def tally_shares(
     return all(shares[r.type][3] >= needed for r in resources)
 
 
-def _remember(
-    table: dict[tuple[object, ...], tuple[int, int, T]], key: tuple[object, ...], entry: tuple[int, int, T]
-) -> None:
+def _remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:
     """Keep ``entry`` under ``key``, dropping the oldest entry beyond :data:`CACHE_PER_VERTEX`."""
     table[key] = entry
     if len(table) > CACHE_PER_VERTEX:
