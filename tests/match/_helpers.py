@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from kubeflux.match.traverser import Traverser
+from kubeflux.resources.graph import Graph
+from kubeflux.resources.jgf import graph_to_jgf
 
 
 def schedule(traverser: Traverser) -> dict[str, Any]:
@@ -30,3 +33,22 @@ def schedule(traverser: Traverser) -> dict[str, Any]:
             if jobs:
                 state[f"{label} {paths[uid]}"] = sorted(jobs)
     return state
+
+
+def leaves_resource_set(graph: Graph, leaves: Iterable[int]) -> dict[str, Any]:
+    """The JGF resource set :func:`kubeflux.match.update.replay_leaves` stands for: ``leaves`` held exclusively
+    and whole, the path from the root to each held shared."""
+    exclusive = set(leaves)
+    chosen: set[int] = set()
+    for leaf in exclusive:
+        uid = leaf
+        while uid != -1 and uid not in chosen:
+            chosen.add(uid)
+            uid = graph.vertices[uid].parent
+    held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
+    document = graph_to_jgf(graph, chosen)
+    for record in document["graph"]["nodes"]:
+        meta = record["metadata"]
+        meta.pop("status", None)
+        meta["exclusive"] = record["id"] in held
+    return document

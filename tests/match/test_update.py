@@ -10,10 +10,9 @@ import pytest
 
 from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
-from kubeflux.match.update import leaves_resource_set
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
-from tests.match._helpers import schedule
+from tests.match._helpers import leaves_resource_set, schedule
 
 NODES_JOB = """
 version: 9999

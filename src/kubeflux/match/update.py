@@ -48,7 +48,7 @@ from kubeflux.match.planner import PlannerError
 from kubeflux.match.traverser import JobMeta, Traverser
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError
-from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, graph_to_jgf, jgf_document
+from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document
 
 ResourceSet = str | bytes | Mapping[str, Any]
 """JGF or RFC 20 R, as JSON text or as a decoded object."""
@@ -218,25 +218,6 @@ def replay_leaves(traverser: Traverser, writer: Writer, leaves: Iterable[int], m
     ordered = [held[uid] for uid in sorted(held)]
     marks = [(_parent_edge(traverser, item.uid), item) for item in ordered if item.uid != traverser.root]
     _record(traverser, writer, ordered, marks, root, meta)
-
-
-def leaves_resource_set(graph: Graph, leaves: Iterable[int]) -> dict[str, Any]:
-    """The JGF resource set :func:`replay_leaves` stands for: ``leaves`` held exclusively and whole, the path from
-    the root to each held shared."""
-    exclusive = set(leaves)
-    chosen: set[int] = set()
-    for leaf in exclusive:
-        uid = leaf
-        while uid != -1 and uid not in chosen:
-            chosen.add(uid)
-            uid = graph.vertices[uid].parent
-    held = {str(graph.vertices[uid].uniq_id) for uid in exclusive}
-    document = graph_to_jgf(graph, chosen)
-    for record in document["graph"]["nodes"]:
-        meta = record["metadata"]
-        meta.pop("status", None)
-        meta["exclusive"] = record["id"] in held
-    return document
 
 
 def _check_uids(graph: Graph, uids: Iterable[int], prefix: str) -> None:
