@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources.graph import Graph
 from kubeflux.resources.jgf import graph_to_jgf
@@ -52,3 +53,24 @@ def leaves_resource_set(graph: Graph, leaves: Iterable[int]) -> dict[str, Any]:
         meta.pop("status", None)
         meta["exclusive"] = record["id"] in held
     return document
+
+
+def one_core_job(duration: int = 3600) -> Jobspec:
+    """One node, one slot of one core, for ``duration`` seconds."""
+    return jobspec_from_yaml(
+        f"""
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 1
+attributes: {{system: {{duration: {duration}}}}}
+tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]
+"""
+    )

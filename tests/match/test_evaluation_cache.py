@@ -18,13 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import Jobspec, jobspec_from_dict, jobspec_from_yaml, load_jobspec
+from kubeflux.jobspec import Jobspec, jobspec_from_dict, load_jobspec
 from kubeflux.match import scoring, stdsort, traverser
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
+from tests.match._helpers import one_core_job
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
 GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
@@ -212,23 +213,7 @@ def test_vectorised_introsort_handles_a_large_tied_array_without_falling_back() 
 
 def test_a_policy_switched_between_matches_does_not_reuse_the_other_policys_choices() -> None:
     """The scheduler switches the policy per pod; evaluations cached under one must not answer for another."""
-    job = jobspec_from_yaml(
-        """
-version: 9999
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 1
-attributes: {system: {duration: 3600}}
-tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
-"""
-    )
+    job = one_core_job()
 
     def hinode_after(warm: bool) -> str:
         engine = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(3)]), policy="lonode")
@@ -240,26 +225,10 @@ tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
     assert hinode_after(warm=True) == hinode_after(warm=False)
 
 
-def test_a_window_moved_onto_a_span_that_starts_where_the_old_window_ended_is_evaluated_again() -> None:
-    """Each core is reserved from 100 to 200; a match at 0 for 100 s fits, the same match at 50 must not reuse
-    that answer (its window now reaches the reservations)."""
-    job = jobspec_from_yaml(
-        """
-version: 9999
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 1
-attributes: {system: {duration: 100}}
-tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
-"""
-    )
+def _reserved_from_100_after_a_fit_at_0() -> Engine:
+    """Two one-core nodes, each reserved during [100, 200), after a 100 s match at 0 fitted (its evaluations
+    are cached) and was cancelled."""
+    job = one_core_job(100)
     engine = Engine(build_graph([NodeSpec(f"node{i}", cores=1) for i in range(2)]), policy="lonode")
     running = [engine.match(MatchOp.ALLOCATE, job, now=0).jobid for _ in range(2)]
     assert all(engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, job, now=0).at == 100 for _ in range(2))
@@ -268,36 +237,18 @@ tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
     fits = engine.match(MatchOp.ALLOCATE, job, now=0)
     assert fits.matched
     engine.cancel(fits.jobid)
-    late = engine.match(MatchOp.ALLOCATE, job, now=50)
-    assert not late.matched
+    return engine
+
+
+def test_a_window_moved_onto_a_span_that_starts_where_the_old_window_ended_is_evaluated_again() -> None:
+    """The same match at 50 must not reuse the answer at 0: its window now reaches the reservations."""
+    engine = _reserved_from_100_after_a_fit_at_0()
+    assert not engine.match(MatchOp.ALLOCATE, one_core_job(100), now=50).matched
 
 
 def test_a_longer_window_that_reaches_a_span_is_evaluated_again() -> None:
     """Evaluations are shared between windows of different lengths that meet the same spans; one reaching
     further, into a reservation, must not reuse the shorter window's answer."""
-    text = """
-version: 9999
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 1
-attributes: {system: {duration: DURATION}}
-tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
-"""
-    short, long = (jobspec_from_yaml(text.replace("DURATION", str(d))) for d in (100, 150))
-    engine = Engine(build_graph([NodeSpec(f"node{i}", cores=1) for i in range(2)]), policy="lonode")
-    running = [engine.match(MatchOp.ALLOCATE, short, now=0).jobid for _ in range(2)]
-    assert all(engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, short, now=0).at == 100 for _ in range(2))
-    for jobid in running:
-        engine.cancel(jobid)
-    fits = engine.match(MatchOp.ALLOCATE, short, now=0)
-    assert fits.matched
-    engine.cancel(fits.jobid)
-    assert not engine.match(MatchOp.ALLOCATE, long, now=0).matched
-    assert engine.match(MatchOp.ALLOCATE, short, now=0).matched
+    engine = _reserved_from_100_after_a_fit_at_0()
+    assert not engine.match(MatchOp.ALLOCATE, one_core_job(150), now=0).matched
+    assert engine.match(MatchOp.ALLOCATE, one_core_job(100), now=0).matched

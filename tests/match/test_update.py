@@ -12,7 +12,7 @@ from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
-from tests.match._helpers import leaves_resource_set, schedule
+from tests.match._helpers import leaves_resource_set, one_core_job, schedule
 
 NODES_JOB = """
 version: 9999
@@ -399,29 +399,12 @@ def test_a_partial_release_across_sockets_frees_a_core_on_each_socket(by: str) -
     assert "core0[1:x]" in one_per_socket.resources and "core7[1:x]" in one_per_socket.resources
 
 
-ONE_CORE_JOB = """
-version: 9999
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 1
-attributes: {system: {duration: 1000}}
-tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
-"""
-
-
 def test_first_weighs_nodes_by_their_free_cores_now_after_a_replay_by_vertex() -> None:
     subject = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(2)]), policy="first")
     assert subject.update_leaves(
         1, _leaves(subject, "node1", ("core0", "core1", "core2")), at=100, duration=1000, now=100
     )
-    job = jobspec_from_yaml(ONE_CORE_JOB)
+    job = one_core_job(1000)
     placed = [subject.match(MatchOp.ALLOCATE, job, now=100).resources for _ in range(2)]
     # node0 has 4 free cores, node1 one: first's explore goes to the emptier node both times
     assert all("node0[" in text and "node1[" not in text for text in placed)

@@ -8,7 +8,7 @@ prints them in ``resource-query``'s format; the scheduler core uses them directl
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -405,26 +405,22 @@ class Engine:
         cancelled (state CANCELED). Raises EngineError, with the graph unchanged, for an unknown or reserved job
         or a resource set that does not fit the graph or the job.
         """
-        info = self._allocated(jobid)
-        self._containment_only("partial cancel")
-        try:
-            full = release(self.traverser, jobid, load_resource_set(rset, source=source))
-        except ResourceSetError as error:
-            raise EngineError(str(error)) from error
-        finally:
-            self.traverser.preorder = 0
-            self.traverser.postorder = 0
-        if full:
-            info.state = JobState.CANCELED
-        return full
+        return self._release(
+            jobid, "partial cancel", lambda: release(self.traverser, jobid, load_resource_set(rset, source=source))
+        )
 
     def release_vertices(self, jobid: int, uids: Iterable[int], *, source: str = "<resource set>") -> bool:
         """:meth:`partial_cancel` of the graph vertices ``uids``, given by uid instead of as JGF; the same state
         as releasing their JGF. True if nothing of the job is left. Errors as :meth:`partial_cancel`."""
+        return self._release(jobid, "release", lambda: release_vertices(self.traverser, jobid, uids, source=source))
+
+    def _release(self, jobid: int, what: str, purge: Callable[[], bool]) -> bool:
+        """Run ``purge`` (a partial release of allocated job ``jobid``: True if nothing is left) with the engine's
+        checks and errors; the job is CANCELED when nothing of it is left."""
         info = self._allocated(jobid)
-        self._containment_only("release")
+        self._containment_only(what)
         try:
-            full = release_vertices(self.traverser, jobid, uids, source=source)
+            full = purge()
         except ResourceSetError as error:
             raise EngineError(str(error)) from error
         finally:

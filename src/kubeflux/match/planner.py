@@ -555,13 +555,7 @@ class Planner:
         tl = self._tl
         if request and tl.min_during(start, last) < request:
             raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
-        refs = self._refs
-        for t in (start, last):
-            if t in refs:
-                refs[t] += 1
-            else:
-                refs[t] = 1
-                tl.insert(t)
+        self._ref_points(start, last)
         if request:
             tl.add(start, last, -request)
         self._span_counter += 1
@@ -569,6 +563,16 @@ class Planner:
         self._spans[span_id] = (start, last, request)
         self._iter = None
         return span_id
+
+    def _ref_points(self, start: int, last: int) -> None:
+        """Count a span's two ends as points of the timeline, adding those that are new."""
+        refs, tl = self._refs, self._tl
+        for t in (start, last):
+            if t in refs:
+                refs[t] += 1
+            else:
+                refs[t] = 1
+                tl.insert(t)
 
     def _add_first_span(self, start: int, last: int, request: int) -> int:
         total, base = self._total, self._base
@@ -750,14 +754,9 @@ class UnitPlanner(Planner):
             return
         self._unit = False
         tl = self._tl = _Timeline(self._base, self._total)
-        refs = self._refs = {self._base: 1}
+        self._refs = {self._base: 1}
         for start, last, request in self._spans.values():
-            for t in (start, last):
-                if t in refs:
-                    refs[t] += 1
-                else:
-                    refs[t] = 1
-                    tl.insert(t)
+            self._ref_points(start, last)
             if request:
                 tl.add(start, last, -request)
 
