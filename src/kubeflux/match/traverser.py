@@ -1050,7 +1050,7 @@ class Traverser:
                 continue
             x = self.edge_excl[edge] or mod
             child_needs = vertices[target].size if mod else self.edge_needs[edge]
-            if not kid_edges(target):
+            if not vertices[target].out or not kid_edges(target):
                 if not x and vertices[target].type not in exclusive_types:
                     continue  # a shared leaf records nothing
                 self._upd_leaf(target, writer, child_needs, meta, aggregates, excl, delta, full)
