@@ -55,22 +55,54 @@ def leaves_resource_set(graph: Graph, leaves: Iterable[int]) -> dict[str, Any]:
     return document
 
 
-def one_core_job(duration: int = 3600) -> Jobspec:
-    """One node, one slot of one core, for ``duration`` seconds."""
+_TASKS = (
+    "attributes: {{system: {{duration: {duration}}}}}\n"
+    "tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]\n"
+)
+
+
+def whole_nodes_job(*, nodes: int = 1, cores: int = 4, duration: int = 3600) -> Jobspec:
+    """``nodes`` slots of one node each (a slot holds its node whole), each node with ``cores`` cores."""
+    return jobspec_from_yaml(
+        f"""
+version: 9999
+resources:
+  - type: slot
+    count: {nodes}
+    label: default
+    with:
+      - type: node
+        count: 1
+        with:
+          - type: core
+            count: {cores}
+"""
+        + _TASKS.format(duration=duration)
+    )
+
+
+def node_cores_job(*, nodes: int = 1, cores: int = 1, gpus: int = 0, memory: int = 0, duration: int = 3600) -> Jobspec:
+    """``nodes`` nodes (shared), each with a slot of ``cores`` cores, and ``gpus`` gpus and ``memory`` memory units
+    when not 0."""
+    extra = "".join(
+        f"          - type: {kind}\n            count: {count}\n"
+        for kind, count in (("gpu", gpus), ("memory", memory))
+        if count
+    )
     return jobspec_from_yaml(
         f"""
 version: 9999
 resources:
   - type: node
-    count: 1
+    count: {nodes}
     with:
       - type: slot
         count: 1
         label: default
         with:
           - type: core
-            count: 1
-attributes: {{system: {{duration: {duration}}}}}
-tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]
+            count: {cores}
 """
+        + extra
+        + _TASKS.format(duration=duration)
     )

@@ -4,39 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
-
-NODE_JOB = """
-version: 9999
-resources:
-  - type: slot
-    count: {nodes}
-    label: default
-    with:
-      - type: node
-        count: 1
-        with:
-          - type: core
-            count: 4
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: ["app"]
-    slot: default
-    count:
-      per_slot: 1
-"""
+from tests.match._helpers import whole_nodes_job
 
 
 def nodes(count: int) -> list[NodeSpec]:
     return [NodeSpec(f"node{i}", cores=4) for i in range(count)]
-
-
-def job(count: int) -> str:
-    return NODE_JOB.format(nodes=count)
 
 
 def root_usage(engine: Engine) -> str:
@@ -51,13 +25,13 @@ def test_attached_nodes_are_matched_and_counted() -> None:
     assert node2 is not None
     subtree = [0, node2.uid, *node2.children]
     engine = Engine(build_graph(nodes(2)), match_format="jgf")
-    assert engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(job(2))).matched
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).matched
 
     added = engine.attach(graph_to_jgf(bigger, subtree), source="node2.json")
 
     assert [engine.graph.vertices[uid].name for uid in added] == ["node2", "core0", "core1", "core2", "core3"]
     assert root_usage(engine) == '"agfilter": {"core": "used:8, total:12", "node": "used:2, total:3"'
-    third = engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(job(1)))
+    third = engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
     assert third.matched and "/cluster0/node2" in third.resources
     assert engine.traverser.nodes_up == 3
 
@@ -70,17 +44,17 @@ def test_attach_refuses_a_document_that_does_not_fit() -> None:
 
 def test_removing_an_allocated_node_releases_its_job_there() -> None:
     engine = Engine(build_graph(nodes(3)), match_format="jgf")
-    first = engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(job(2)))
+    first = engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2))
     assert first.matched and "/cluster0/node2" in first.resources and "/cluster0/node1" in first.resources
 
     removed = engine.remove_path("/cluster0/node2")
 
     assert engine.graph.vertices[removed[0]].name == "node2" and len(removed) == 5
     assert root_usage(engine) == '"agfilter": {"core": "used:4, total:8", "node": "used:1, total:2"'
-    assert not engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(job(2))).matched
+    assert not engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).matched
     engine.cancel(first.jobid)
     assert root_usage(engine) == '"agfilter": {"core": "used:0, total:8", "node": "used:0, total:2"'
-    assert engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(job(2))).matched
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).matched
     assert engine.traverser.nodes_up == 2
 
 
@@ -88,7 +62,7 @@ def test_removing_ranks_and_bad_targets() -> None:
     engine = Engine(build_graph(nodes(3)))
     assert len(engine.remove_ranks([0, 1])) == 10
     assert engine.graph.vertex_at("/cluster0/node0") is None
-    assert engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(job(1))).matched
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched
     with pytest.raises(EngineError, match="rank 0 is not in the resource graph"):
         engine.remove_ranks([0])
     with pytest.raises(EngineError, match="no vertex at /cluster0/node9"):

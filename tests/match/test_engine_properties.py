@@ -4,57 +4,23 @@ never over-commit a vertex, and cancelling every job returns the whole schedule 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match import traverser as traverser_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
-from tests.match._helpers import schedule
-
-EXCLUSIVE_NODES = """
-version: 9999
-resources:
-  - type: slot
-    count: {count}
-    label: default
-    with:
-      - type: node
-        count: 1
-        with:
-          - type: core
-            count: {cores}
-attributes: {{system: {{duration: {duration}}}}}
-tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]
-"""
-
-SHARED_NODE = """
-version: 9999
-resources:
-  - type: node
-    count: {count}
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: {cores}
-          - type: memory
-            count: 2
-attributes: {{system: {{duration: {duration}}}}}
-tasks: [{{command: [app], slot: default, count: {{per_slot: 1}}}}]
-"""
+from tests.match._helpers import node_cores_job, schedule, whole_nodes_job
 
 match_op = st.tuples(
     st.just("match"),
     st.sampled_from([MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE]),
-    st.sampled_from([EXCLUSIVE_NODES, SHARED_NODE]),
+    st.sampled_from([whole_nodes_job, partial(node_cores_job, memory=2)]),
     st.integers(1, 3),
     st.integers(1, 4),
     st.sampled_from([10, 25, 100]),
@@ -93,9 +59,8 @@ def test_random_schedules_never_over_commit_and_cancel_back_to_pristine(ops: lis
     pristine = schedule(subject.traverser)
     for op in ops:
         if op[0] == "match":
-            _, match, template, count, cores, duration = op
-            text = template.format(count=count, cores=cores, duration=duration)
-            subject.match(match, jobspec_from_yaml(text))
+            _, match, make, count, cores, duration = op
+            subject.match(match, make(nodes=count, cores=cores, duration=duration))
         else:
             live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
             if not live:
@@ -126,10 +91,8 @@ def test_a_replica_fed_by_update_keeps_the_same_schedule(ops: list[Any], policy:
     origin, replica = engine(policy, "jgf"), engine(policy)
     for op in ops:
         if op[0] == "match":
-            _, match, template, count, cores, duration = op
-            result = origin.match(
-                match, jobspec_from_yaml(template.format(count=count, cores=cores, duration=duration))
-            )
+            _, match, make, count, cores, duration = op
+            result = origin.match(match, make(nodes=count, cores=cores, duration=duration))
             if result.matched:
                 replayed = replica.update(
                     result.jobid, result.resources, at=result.at, duration=duration, reserve=result.reserved
@@ -173,8 +136,8 @@ def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_sch
                     subject.remove_ranks([node % 3])
                 gone.add(node % 3)
         if op[0] == "match":
-            _, match, template, count, cores, duration = op
-            subject.match(match, jobspec_from_yaml(template.format(count=count, cores=cores, duration=duration)))
+            _, match, make, count, cores, duration = op
+            subject.match(match, make(nodes=count, cores=cores, duration=duration))
         elif op[0] == "cancel":
             live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
             if live:
@@ -203,9 +166,7 @@ def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_sch
 def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps: list[tuple[str, int]]) -> None:
     """On a cluster wide enough for the matcher's block cache, partial cancels, removals and attaches give the
     same answers with the evaluation cache on as with it off."""
-    pod = jobspec_from_yaml(
-        EXCLUSIVE_NODES.format(count=1, cores=2, duration=600).replace("count: 1\n    label", "count: 2\n    label")
-    )
+    pod = whole_nodes_job(nodes=2, cores=2, duration=600)
     bigger = build_graph([NodeSpec(f"n{i}", cores=4) for i in range(90)])
 
     def run(shortcuts: bool) -> list[str]:

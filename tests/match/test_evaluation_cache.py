@@ -25,7 +25,7 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
-from tests.match._helpers import one_core_job
+from tests.match._helpers import node_cores_job
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
 GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
@@ -213,7 +213,7 @@ def test_vectorised_introsort_handles_a_large_tied_array_without_falling_back() 
 
 def test_a_policy_switched_between_matches_does_not_reuse_the_other_policys_choices() -> None:
     """The scheduler switches the policy per pod; evaluations cached under one must not answer for another."""
-    job = one_core_job()
+    job = node_cores_job()
 
     def hinode_after(warm: bool) -> str:
         engine = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(3)]), policy="lonode")
@@ -228,7 +228,7 @@ def test_a_policy_switched_between_matches_does_not_reuse_the_other_policys_choi
 def _reserved_from_100_after_a_fit_at_0() -> Engine:
     """Two one-core nodes, each reserved during [100, 200), after a 100 s match at 0 fitted (its evaluations
     are cached) and was cancelled."""
-    job = one_core_job(100)
+    job = node_cores_job(duration=100)
     engine = Engine(build_graph([NodeSpec(f"node{i}", cores=1) for i in range(2)]), policy="lonode")
     running = [engine.match(MatchOp.ALLOCATE, job, now=0).jobid for _ in range(2)]
     assert all(engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, job, now=0).at == 100 for _ in range(2))
@@ -243,12 +243,12 @@ def _reserved_from_100_after_a_fit_at_0() -> Engine:
 def test_a_window_moved_onto_a_span_that_starts_where_the_old_window_ended_is_evaluated_again() -> None:
     """The same match at 50 must not reuse the answer at 0: its window now reaches the reservations."""
     engine = _reserved_from_100_after_a_fit_at_0()
-    assert not engine.match(MatchOp.ALLOCATE, one_core_job(100), now=50).matched
+    assert not engine.match(MatchOp.ALLOCATE, node_cores_job(duration=100), now=50).matched
 
 
 def test_a_longer_window_that_reaches_a_span_is_evaluated_again() -> None:
     """Evaluations are shared between windows of different lengths that meet the same spans; one reaching
     further, into a reservation, must not reuse the shorter window's answer."""
     engine = _reserved_from_100_after_a_fit_at_0()
-    assert not engine.match(MatchOp.ALLOCATE, one_core_job(150), now=0).matched
-    assert engine.match(MatchOp.ALLOCATE, one_core_job(100), now=0).matched
+    assert not engine.match(MatchOp.ALLOCATE, node_cores_job(duration=150), now=0).matched
+    assert engine.match(MatchOp.ALLOCATE, node_cores_job(duration=100), now=0).matched

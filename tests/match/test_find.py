@@ -4,32 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.find import Expression, FindError, Predicate, parse_expression
 from kubeflux.resources import NodeSpec, Status, build_graph
-
-NODE_JOB = """
-version: 9999
-resources:
-  - type: slot
-    count: 1
-    label: default
-    with:
-      - type: node
-        count: 1
-        with:
-          - type: core
-            count: 2
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: ["app"]
-    slot: default
-    count:
-      per_slot: 1
-"""
+from tests.match._helpers import whole_nodes_job
 
 
 def engine(match_format: str = "simple") -> Engine:
@@ -88,7 +66,7 @@ def test_operators_apply_left_to_right_without_precedence() -> None:
 
 def test_find_walks_down_allocations_and_reports_ancestors() -> None:
     subject = engine()
-    assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODE_JOB)).matched
+    assert subject.match(MatchOp.ALLOCATE, whole_nodes_job(cores=2)).matched
     assert subject.find("sched-now=allocated").splitlines() == [
         "      ---------core0[1:x]",
         "      ---------core1[1:x]",
@@ -101,7 +79,7 @@ def test_find_walks_down_allocations_and_reports_ancestors() -> None:
 
 def test_agfilter_reports_use_per_type_in_jgf() -> None:
     subject = engine("jgf")
-    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODE_JOB))
+    subject.match(MatchOp.ALLOCATE, whole_nodes_job(cores=2))
     found = subject.find("jobid-alloc=1 agfilter=t")
     assert '"paths": {"containment": "/cluster0/node1"}, "agfilter": {"core": "used:2, total:2"}}' in found
     assert '"agfilter": {"core": "used:2, total:4", "node": "used:1, total:2"}' in found

@@ -12,51 +12,7 @@ from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
-from tests.match._helpers import leaves_resource_set, one_core_job, schedule
-
-NODES_JOB = """
-version: 9999
-resources:
-  - type: slot
-    count: {nodes}
-    label: default
-    with:
-      - type: node
-        count: 1
-        with:
-          - type: core
-            count: 4
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: ["app"]
-    slot: default
-    count:
-      per_slot: 1
-"""
-
-CORES_JOB = """
-version: 9999
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 2
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: ["app"]
-    slot: default
-    count:
-      per_slot: 1
-"""
+from tests.match._helpers import leaves_resource_set, node_cores_job, schedule, whole_nodes_job
 
 
 def engine(match_format: str = "simple", policy: str = "first") -> Engine:
@@ -66,7 +22,7 @@ def engine(match_format: str = "simple", policy: str = "first") -> Engine:
 
 def test_update_replays_a_jgf_allocation_exactly_as_the_match_made_it() -> None:
     origin = engine("jgf")
-    matched = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2)))
+    matched = origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2))
     assert matched.matched
 
     replica = engine("jgf")
@@ -81,9 +37,9 @@ def test_update_replays_a_jgf_allocation_exactly_as_the_match_made_it() -> None:
 
 def test_update_accepts_a_decoded_document_and_emits_in_the_engine_format() -> None:
     origin = engine("jgf")
-    matched = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB))
+    matched = origin.match(MatchOp.ALLOCATE, node_cores_job(cores=2))
     simple = engine("simple")
-    expected = simple.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB)).resources
+    expected = simple.match(MatchOp.ALLOCATE, node_cores_job(cores=2)).resources
 
     replica = engine("simple")
     replayed = replica.update(7, json.loads(matched.resources), at=0, duration=3600)
@@ -94,7 +50,7 @@ def test_update_accepts_a_decoded_document_and_emits_in_the_engine_format() -> N
 
 def test_a_reserved_replay_is_a_reservation_from_its_start() -> None:
     origin = engine("jgf")
-    rset = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=3))).resources
+    rset = origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=3)).resources
     replica = engine("jgf")
 
     result = replica.update(1, rset, at=100, duration=50, reserve=True)
@@ -102,14 +58,13 @@ def test_a_reserved_replay_is_a_reservation_from_its_start() -> None:
     assert result.reserved and result.at == 100
     assert replica.jobs[1].state == JobState.RESERVED
     # busy during [100, 150): a whole-machine job fits now only if it ends by then
-    short = NODES_JOB.format(nodes=3).replace("duration: 3600", "duration: 100")
-    assert replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(short)).matched
-    assert not replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).matched
+    assert replica.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=3, duration=100)).matched
+    assert not replica.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched
 
 
 def test_update_refuses_an_over_commit_and_changes_nothing() -> None:
     origin = engine("jgf")
-    rset = origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2))).resources
+    rset = origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).resources
     replica = engine("jgf")
     assert replica.update(1, rset, duration=3600).matched
     before = schedule(replica.traverser)
@@ -124,7 +79,7 @@ def test_update_refuses_an_over_commit_and_changes_nothing() -> None:
 
 def test_update_refuses_a_vertex_the_graph_does_not_have() -> None:
     origin = engine("jgf")
-    document = json.loads(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources)
+    document = json.loads(origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources)
     document["graph"]["nodes"][0]["metadata"]["paths"]["containment"] = "/cluster0/node9/core0"
     replica = engine("jgf")
 
@@ -138,7 +93,7 @@ def test_update_refuses_a_vertex_the_graph_does_not_have() -> None:
 
 def test_update_refuses_a_job_id_in_use_and_a_bad_window() -> None:
     replica = engine()
-    replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    replica.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
     with pytest.raises(EngineError, match="job 1 already exists"):
         replica.update(1, "{}", duration=10)
     with pytest.raises(EngineError, match="invalid time window"):
@@ -163,14 +118,14 @@ def r_lite(ranks: str) -> str:
 def test_partial_cancel_by_rank_frees_those_nodes_for_later_jobs() -> None:
     subject = engine()
     pristine = schedule(subject.traverser)
-    assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=3))).matched
-    assert not subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).matched
+    assert subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=3)).matched
+    assert not subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched
 
     assert subject.partial_cancel(1, r_lite("0")) is False
 
     allocated = subject.find("sched-now=allocated")
     assert "node0[" not in allocated and "node1[" in allocated and "node2[" in allocated
-    third = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    third = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
     assert third.matched and "node0[1:x]" in third.resources
     subject.cancel(third.jobid)
 
@@ -182,7 +137,7 @@ def test_partial_cancel_by_rank_frees_those_nodes_for_later_jobs() -> None:
 def test_partial_cancel_with_the_jobs_own_jgf_releases_it_whole() -> None:
     subject = engine("jgf")
     pristine = schedule(subject.traverser)
-    rset = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2))).resources
+    rset = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).resources
 
     assert subject.partial_cancel(1, rset) is True
     assert schedule(subject.traverser) == pristine
@@ -192,8 +147,8 @@ def test_partial_cancel_with_the_jobs_own_jgf_releases_it_whole() -> None:
 
 def test_partial_cancel_refuses_vertices_the_job_does_not_hold_and_changes_nothing() -> None:
     subject = engine("jgf")
-    first = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
-    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    first = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources
+    subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
     before = schedule(subject.traverser)
 
     with pytest.raises(EngineError, match="job 2 does not hold"):
@@ -205,8 +160,8 @@ def test_partial_cancel_refuses_vertices_the_job_does_not_hold_and_changes_nothi
 
 def test_partial_cancel_refuses_reservations() -> None:
     subject = engine()
-    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=3)))
-    reserved = subject.match(MatchOp.ALLOCATE_ORELSE_RESERVE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=3))
+    reserved = subject.match(MatchOp.ALLOCATE_ORELSE_RESERVE, whole_nodes_job(nodes=1))
     assert reserved.reserved
     with pytest.raises(EngineError, match="reservation"):
         subject.partial_cancel(reserved.jobid, r_lite("0"))
@@ -215,7 +170,7 @@ def test_partial_cancel_refuses_reservations() -> None:
 def test_resource_query_update_and_partial_cancel_commands(tmp_path: Path) -> None:
     origin = engine("jgf")
     rset = tmp_path / "R.json"
-    rset.write_text(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=2))).resources)
+    rset.write_text(origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).resources)
     out = io.StringIO()
     session = QuerySession(engine(), out)
 
@@ -235,7 +190,7 @@ def test_resource_query_update_and_partial_cancel_commands(tmp_path: Path) -> No
 
 def test_update_refuses_a_resource_set_without_the_path_from_the_root() -> None:
     origin = engine("jgf")
-    document = json.loads(origin.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources)
+    document = json.loads(origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources)
     document["graph"]["nodes"] = [n for n in document["graph"]["nodes"] if n["metadata"]["type"] != "cluster"]
     document["graph"]["edges"] = [e for e in document["graph"]["edges"] if e["source"] != "0"]
     replica = engine("jgf")
@@ -249,9 +204,9 @@ def test_update_refuses_a_resource_set_without_the_path_from_the_root() -> None:
 
 def test_update_refuses_an_exclusive_vertex_another_job_holds_shared() -> None:
     replica = engine("jgf")
-    shared = replica.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB))
+    shared = replica.match(MatchOp.ALLOCATE, node_cores_job(cores=2))
     assert shared.matched and '"type": "node"' in shared.resources
-    whole = engine("jgf").match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    whole = engine("jgf").match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources
     before = schedule(replica.traverser)
 
     result = replica.update(2, whole, duration=3600)
@@ -262,7 +217,7 @@ def test_update_refuses_an_exclusive_vertex_another_job_holds_shared() -> None:
 
 def test_partial_cancel_refuses_a_resource_set_that_releases_nothing() -> None:
     subject = engine()
-    subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1)))
+    subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
     before = schedule(subject.traverser)
     with pytest.raises(EngineError, match=r"ranks \[0\] hold nothing that job 1 holds"):
         subject.partial_cancel(1, r_lite("0"))
@@ -272,7 +227,7 @@ def test_partial_cancel_refuses_a_resource_set_that_releases_nothing() -> None:
 
 
 def test_a_reserved_replay_starting_now_is_still_a_reservation() -> None:
-    rset = engine("jgf").match(MatchOp.ALLOCATE, jobspec_from_yaml(NODES_JOB.format(nodes=1))).resources
+    rset = engine("jgf").match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources
     replica = engine()
     result = replica.update(1, rset, duration=60, reserve=True)
     assert result.matched and not result.reserved  # starts now, as resource-query prints it
@@ -291,7 +246,7 @@ def _twins(policy: str) -> tuple[Engine, Engine]:
     for _ in range(2):
         nodes = [NodeSpec(f"node{i}", cores=4, gpus=2, memory=8 * 2**30) for i in range(4)]
         subject = Engine(build_graph(nodes), policy=policy)
-        assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(CORES_JOB)).matched
+        assert subject.match(MatchOp.ALLOCATE, node_cores_job(cores=2)).matched
         made.append(subject)
     return made[0], made[1]
 
@@ -327,7 +282,7 @@ def test_replay_and_release_by_vertex_leave_the_state_the_jgf_path_leaves(policy
     assert by_uid.release_vertices(2, rest) is True
     assert _state(by_uid) == _state(by_jgf)
 
-    later = jobspec_from_yaml(CORES_JOB)
+    later = node_cores_job(cores=2)
     assert (
         by_uid.match(MatchOp.ALLOCATE, later, now=6).resources == by_jgf.match(MatchOp.ALLOCATE, later, now=6).resources
     )
@@ -404,7 +359,7 @@ def test_first_weighs_nodes_by_their_free_cores_now_after_a_replay_by_vertex() -
     assert subject.update_leaves(
         1, _leaves(subject, "node1", ("core0", "core1", "core2")), at=100, duration=1000, now=100
     )
-    job = one_core_job(1000)
+    job = node_cores_job(duration=1000)
     placed = [subject.match(MatchOp.ALLOCATE, job, now=100).resources for _ in range(2)]
     # node0 has 4 free cores, node1 one: first's explore goes to the emptier node both times
     assert all("node0[" in text and "node1[" not in text for text in placed)

@@ -6,34 +6,10 @@ import json
 
 import pytest
 
-from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.match.writers import compress_hosts, compress_ids
 from kubeflux.resources import NodeSpec, build_graph
-
-JOB = """
-version: 9999
-resources:
-  - type: node
-    count: 2
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 2
-          - type: gpu
-            count: 1
-attributes:
-  system:
-    duration: 60
-tasks:
-  - command: ["app"]
-    slot: default
-    count:
-      per_slot: 1
-"""
+from tests.match._helpers import node_cores_job
 
 
 @pytest.mark.parametrize(
@@ -62,7 +38,7 @@ def test_rv1_nosched_groups_ranks_by_their_children() -> None:
     nodes = [NodeSpec(f"node{i}", cores=4, gpus=1, properties={"arch": "x86"} if i else {}) for i in range(3)]
     engine = Engine(build_graph(nodes), policy="low", match_format="rv1_nosched")
 
-    result = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, jobspec_from_yaml(JOB))
+    result = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, node_cores_job(nodes=2, cores=2, gpus=1, duration=60))
 
     assert result.resources.endswith("\n")
     assert json.loads(result.resources) == {
@@ -75,7 +51,5 @@ def test_rv1_nosched_groups_ranks_by_their_children() -> None:
             "expiration": 60,
         },
     }
-    later = engine.match(
-        MatchOp.ALLOCATE_ORELSE_RESERVE, jobspec_from_yaml(JOB.replace("count: 2\n    with", "count: 3\n    with"))
-    )
+    later = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, node_cores_job(nodes=3, cores=2, gpus=1, duration=60))
     assert json.loads(later.resources)["execution"]["starttime"] == later.at > 0
