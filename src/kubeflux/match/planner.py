@@ -543,13 +543,7 @@ class Planner:
         return self._tl.min_during(at, at + duration) >= request
 
     def add_span(self, start: int, duration: int, request: int) -> int:
-        if duration < 1 or start < self._base or start + duration > self._end:
-            raise PlannerInvalidError(
-                f"span [{start}, {start + duration}) is not a non-empty window of [{self._base}, {self._end})"
-            )
-        if request < 0 or request > self._total:
-            self._check_request(request)
-        last = start + duration
+        last = self._check_span(start, duration, request)
         if not self._spans:
             return self._add_first_span(start, last, request)
         tl = self._tl
@@ -558,6 +552,20 @@ class Planner:
         self._ref_points(start, last)
         if request:
             tl.add(start, last, -request)
+        return self._new_span(start, last, request)
+
+    def _check_span(self, start: int, duration: int, request: int) -> int:
+        """The end of a span to add; PlannerInvalidError or PlannerRangeError if it cannot be one."""
+        if duration < 1 or start < self._base or start + duration > self._end:
+            raise PlannerInvalidError(
+                f"span [{start}, {start + duration}) is not a non-empty window of [{self._base}, {self._end})"
+            )
+        if request < 0 or request > self._total:
+            self._check_request(request)
+        return start + duration
+
+    def _new_span(self, start: int, last: int, request: int) -> int:
+        """Record a span whose units the timeline already counts; its id."""
         self._span_counter += 1
         span_id = self._span_counter
         self._spans[span_id] = (start, last, request)
@@ -582,11 +590,7 @@ class Planner:
         else:
             self._tl.set_points([base, start, last], [total, total - request, total])
             self._refs = {base: 1, start: 1, last: 1}
-        self._span_counter += 1
-        span_id = self._span_counter
-        self._spans[span_id] = (start, last, request)
-        self._iter = None
-        return span_id
+        return self._new_span(start, last, request)
 
     def rem_span(self, span_id: int) -> None:
         try:
@@ -766,20 +770,10 @@ class UnitPlanner(Planner):
     def add_span(self, start: int, duration: int, request: int) -> int:
         if not self._unit:
             return super().add_span(start, duration, request)
-        if duration < 1 or start < self._base or start + duration > self._end:
-            raise PlannerInvalidError(
-                f"span [{start}, {start + duration}) is not a non-empty window of [{self._base}, {self._end})"
-            )
-        if request < 0 or request > self._total:
-            self._check_request(request)
-        last = start + duration
+        last = self._check_span(start, duration, request)
         if request and self._spans and self._busy(start, last):
             raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
-        self._span_counter += 1
-        span_id = self._span_counter
-        self._spans[span_id] = (start, last, request)
-        self._iter = None
-        return span_id
+        return self._new_span(start, last, request)
 
     def rem_span(self, span_id: int) -> None:
         if not self._unit:

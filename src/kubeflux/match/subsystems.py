@@ -45,7 +45,6 @@ from kubeflux.match.traverser import (
     Errno,
     Evaluation,
     JobMeta,
-    Kids,
     MatchFailure,
     PruningFilters,
     Traverser,
@@ -134,6 +133,7 @@ class SubsystemTraverser(Traverser):
     scoring_type = AuxScoring
     evaluation_type = AuxEvaluation
     wide_blocks = False
+    leaf_shortcut = False
 
     def __init__(
         self,
@@ -235,32 +235,14 @@ class SubsystemTraverser(Traverser):
         # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
         self._by_weight.pop(self._tree_parent.get(target, -1), None)
 
-    def _visit_child(
-        self,
-        meta: JobMeta,
-        edge: int,
-        target: int,
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        dfu: Scoring,
-        kids: Kids,
-    ) -> bool:
-        """Visit one dominant child; when it qualifies, take its candidates (auxiliary ones too) and its own
-        group, and leave its score and availability in ``dfu`` for the auxiliary candidates that follow."""
-        evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
-        if evaluation.kids is not None or evaluation.marks is not None:
-            kids[target] = evaluation
-        if not evaluation.ok:
-            return False
-        if evaluation.merged is not None:
-            dfu.merge_types(evaluation.merged)
+    def _take(self, evaluation: Evaluation, type: str, edge: int, dfu: Scoring) -> None:
+        """Also take the child's auxiliary candidates, and leave its score and availability in ``dfu`` for the
+        auxiliary candidates that follow."""
+        super()._take(evaluation, type, edge, dfu)
         if isinstance(evaluation, AuxEvaluation) and evaluation.aux and isinstance(dfu, AuxScoring):
             dfu.merge_aux(evaluation.aux)
-        dfu.add(self.graph.vertices[target].type, evaluation.group_for(edge))
         dfu.overall_score = evaluation.score
         dfu.avail = evaluation.avail
-        return True
 
     def _aux_explore(
         self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: AuxScoring

@@ -187,6 +187,8 @@ class Traverser:
     scoring_type: type[Scoring] = Scoring
     evaluation_type: type[Evaluation] = Evaluation
     wide_blocks = True
+    leaf_shortcut = True
+    """Whether a child with no out-edges is visited by :meth:`_visit_leaf` (see :meth:`_visit_child`)."""
     """Whether wide vertices explore through cached spans of children (see :meth:`_explore_blocks`)."""
 
     dominant: str = CONTAINMENT
@@ -709,7 +711,7 @@ class Traverser:
     ) -> bool:
         """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
         vertex = self.graph.vertices[target]
-        if not vertex.out:
+        if self.leaf_shortcut and not vertex.out:
             leaf = self._leaf_kind(vertex, resources, pristine)
             if leaf is not None:
                 return self._visit_leaf(meta, edge, vertex, resources, excl or leaf, dfu)
@@ -718,10 +720,14 @@ class Traverser:
             kids[target] = evaluation
         if not evaluation.ok:
             return False
+        self._take(evaluation, vertex.type, edge, dfu)
+        return True
+
+    def _take(self, evaluation: Evaluation, type: str, edge: int, dfu: Scoring) -> None:
+        """Take a qualifying child's candidates and its own group (reached through ``edge``) into ``dfu``."""
         if evaluation.merged is not None:
             dfu.merge_types(evaluation.merged)
-        dfu.add(self.graph.vertices[target].type, evaluation.group_for(edge))
-        return True
+        dfu.add(type, evaluation.group_for(edge))
 
     def _leaf_kind(self, vertex: Vertex, resources: list[Request], pristine: bool) -> bool | None:
         """For a vertex without out-edges: None if :meth:`_evaluate` must see it (it fails the request's shape,
@@ -1244,11 +1250,9 @@ class Traverser:
         spans = self.job2span.get(uid)
         if spans is not None and jobid in spans:
             self.subplans[uid].rem_span(spans.pop(jobid))
-        spans = self.allocations.get(uid)
-        if spans is None or jobid not in spans:
-            spans = self.reservations.get(uid)
-        if spans is not None and jobid in spans:
-            self.plans[uid].rem_span(spans.pop(jobid))
+        span = self._pop_span(uid, jobid)
+        if span is not None:
+            self.plans[uid].rem_span(span)
         slot_leader = self.slot_leader
         for edge, target in self._kid_edges(uid):
             slot_leader.discard(edge)
@@ -1263,17 +1267,21 @@ class Traverser:
             del bounds[bisect_left(bounds, start)]
             del bounds[bisect_left(bounds, end)]
 
-    def _rem_plan(self, uid: int, jobid: int) -> bool:
-        for table in (self.allocations, self.reservations):
-            spans = table.get(uid)
-            if spans is not None and jobid in spans:
-                self.plans[uid].rem_span(spans.pop(jobid))
-                return True
-        return False
+    def _pop_span(self, uid: int, jobid: int) -> int | None:
+        """Take ``jobid``'s planner span on ``uid`` (an allocation or a reservation) out of the job tables; its
+        id in ``uid``'s planner, None if there is none."""
+        spans = self.allocations.get(uid)
+        if spans is None or jobid not in spans:
+            spans = self.reservations.get(uid)
+            if spans is None or jobid not in spans:
+                return None
+        return spans.pop(jobid)
 
     def _rem_exhaustive(self, jobid: int) -> None:
         for uid in list(self.allocations) + list(self.reservations):
-            if self._rem_plan(uid, jobid):
+            span = self._pop_span(uid, jobid)
+            if span is not None:
+                self.plans[uid].rem_span(span)
                 self.touch(uid)
 
     # ------------------------------------------------------------------ queries
@@ -1319,15 +1327,14 @@ class Traverser:
 
     def unplan(self, uid: int, jobid: int) -> int:
         """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
-        for table in (self.allocations, self.reservations):
-            span = table.get(uid, {}).pop(jobid, None)
-            if span is not None:
-                plan = self.plans[uid]
-                amount = plan.span_resources(span)
-                plan.rem_span(span)
-                self.touch(uid)
-                return amount
-        return 0
+        span = self._pop_span(uid, jobid)
+        if span is None:
+            return 0
+        plan = self.plans[uid]
+        amount = plan.span_resources(span)
+        plan.rem_span(span)
+        self.touch(uid)
+        return amount
 
     def drop_use(self, uid: int, jobid: int) -> None:
         """Forget that ``jobid`` uses ``uid`` (its exclusivity record) and its share of the fingerprints."""
