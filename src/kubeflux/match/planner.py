@@ -524,14 +524,14 @@ class Planner:
         if at < self._base or at > self._end:
             raise PlannerRangeError(f"time {at} is outside the horizon [{self._base}, {self._end}]")
         if not self._spans:
-            return max(self._tl.rems[0][0] + self._tl.offs[0], 0)
-        return max(self._tl.value_at(at), 0)
+            return self._total
+        return max(self._free_at(at), 0)
 
     def avail_resources_during(self, at: int, duration: int) -> int:
         self._check_window(at, duration)
         if not self._spans:
-            return max(self._tl.rems[0][0] + self._tl.offs[0], 0)
-        return max(self._tl.min_during(at, at + duration), 0)
+            return self._total
+        return max(self._min_free(at, at + duration), 0)
 
     def avail_during(self, at: int, duration: int, request: int) -> bool:
         if duration < 1 or at < self._base or at + duration > self._end:
@@ -540,7 +540,15 @@ class Planner:
             self._check_request(request)
         if not self._spans or request == 0:
             return True
-        return self._tl.min_during(at, at + duration) >= request
+        return self._min_free(at, at + duration) >= request
+
+    def _free_at(self, at: int) -> int:
+        """The units free at ``at`` (spans present)."""
+        return self._tl.value_at(at)
+
+    def _min_free(self, at: int, end: int) -> int:
+        """The fewest units free at any time of ``[at, end)`` (spans present)."""
+        return self._tl.min_during(at, end)
 
     def add_span(self, start: int, duration: int, request: int) -> int:
         last = self._check_span(start, duration, request)
@@ -783,29 +791,15 @@ class UnitPlanner(Planner):
             raise UnknownSpanError(span_id)
         self._iter = None
 
-    def avail_resources_at(self, at: int) -> int:
+    def _free_at(self, at: int) -> int:
         if not self._unit:
-            return super().avail_resources_at(at)
-        if at < self._base or at > self._end:
-            raise PlannerRangeError(f"time {at} is outside the horizon [{self._base}, {self._end}]")
-        return 0 if self._busy(at, at + 1) else max(self._total, 0)
+            return super()._free_at(at)
+        return 0 if self._busy(at, at + 1) else self._total
 
-    def avail_resources_during(self, at: int, duration: int) -> int:
+    def _min_free(self, at: int, end: int) -> int:
         if not self._unit:
-            return super().avail_resources_during(at, duration)
-        self._check_window(at, duration)
-        return 0 if self._busy(at, at + duration) else max(self._total, 0)
-
-    def avail_during(self, at: int, duration: int, request: int) -> bool:
-        if not self._unit:
-            return super().avail_during(at, duration, request)
-        if duration < 1 or at < self._base or at + duration > self._end:
-            self._check_window(at, duration)
-        if request < 0 or request > self._total:
-            self._check_request(request)
-        if not self._spans or request == 0:
-            return True
-        return self.avail_resources_during(at, duration) >= request
+            return super()._min_free(at, end)
+        return 0 if self._busy(at, end) else self._total
 
     def __repr__(self) -> str:
         self._timeline()

@@ -229,7 +229,7 @@ class SubsystemTraverser(Traverser):
             evaluation.aux = dfu.aux
 
     def _walk_parent(self, uid: int) -> int:
-        return self._tree_parent[uid]
+        return self._tree_parent.get(uid, -1)
 
     def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
         # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
@@ -304,21 +304,6 @@ class SubsystemTraverser(Traverser):
         return needs
 
     # ------------------------------------------------------------------ walks up the dominant tree
-
-    def _apply_path(self, uid: int) -> None:
-        """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
-        parents = self._tree_parent
-        path = []
-        while uid != self.root and uid != -1:
-            path.append(uid)
-            uid = parents.get(uid, -1)
-        evaluation: Evaluation | None = self.root_eval
-        for step in reversed(path):
-            if evaluation is None or evaluation.kids is None:
-                return
-            evaluation = evaluation.kids.get(step)
-            if evaluation is not None:
-                self._apply_own(evaluation)
 
     def _mark_ancestors(self, parent: int, dfu: Scoring) -> None:
         """Mark the unconstrained edges from ``parent`` up to the root (Fluxion's ``enforce`` with

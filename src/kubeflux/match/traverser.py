@@ -951,11 +951,10 @@ class Traverser:
 
     def _apply_path(self, uid: int) -> None:
         """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
-        vertices = self.graph.vertices
         path = []
         while uid != self.root and uid != -1:
             path.append(uid)
-            uid = vertices[uid].parent
+            uid = self._walk_parent(uid)
         evaluation: Evaluation | None = self.root_eval
         for step in reversed(path):
             if evaluation is None or evaluation.kids is None:
