@@ -202,3 +202,51 @@ def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps
             return out
 
     assert run(shortcuts=True) == run(shortcuts=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    policy=st.sampled_from(["low", "first"]),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["gang", "pods", "reserve", "cancel", "cancel", "partial", "remove"]),
+            st.integers(0, 999),
+        ),
+        max_size=25,
+    ),
+)
+def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
+    policy: str, steps: list[tuple[str, int]]
+) -> None:
+    """A cancel that walks only the job's own children under wide vertices leaves the same schedule,
+    fingerprints and slot leaders, and reports the same visit counts, as one that visits every child."""
+    jobs = [whole_nodes_job(nodes=2, cores=2, duration=600), node_cores_job(nodes=3, cores=1, duration=300)]
+
+    def run(wide: int) -> list[object]:
+        with mock.patch.object(traverser_module, "WIDE_CANCEL", wide):
+            subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(40)]), policy=policy)
+            traverser = subject.traverser
+            seen: list[object] = []
+            for kind, number in steps:
+                live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+                try:
+                    if kind in ("gang", "pods", "reserve"):
+                        op = MatchOp.ALLOCATE_ORELSE_RESERVE if kind == "reserve" else MatchOp.ALLOCATE
+                        result = subject.match(op, jobs[number % 2 if kind == "reserve" else kind == "pods"])
+                        seen.append(f"{result.at} {result.resources}")
+                    elif kind == "cancel" and live:
+                        subject.cancel(live[number % len(live)])
+                        seen.append((traverser.preorder, traverser.postorder))
+                    elif kind == "partial" and live:
+                        jobid = live[number % len(live)]
+                        ranks = held_ranks(subject, jobid)[:1]
+                        r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, ranks)), "children": {}}]}})
+                        seen.append(subject.partial_cancel(jobid, r))
+                    elif kind == "remove":
+                        seen.append(len(subject.remove_ranks([number % 40])))
+                except EngineError as error:
+                    seen.append(str(error))
+                seen += [schedule(traverser), list(traverser.fp), sorted(traverser.slot_leader)]
+            return seen
+
+    assert run(wide=0) == run(wide=10**9)

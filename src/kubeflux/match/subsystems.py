@@ -210,7 +210,7 @@ class SubsystemTraverser(Traverser):
     def unlead(self, uid: int) -> None:
         edge = self._tree_edge.get(uid, -1)
         if edge != -1:
-            self.slot_leader.discard(edge)
+            self._unlead_edge(edge)
 
     # ------------------------------------------------------------------ select
 

@@ -28,6 +28,9 @@ SLOT = "slot"
 WEIGHT_MAX = 2**64 - 1
 CACHE_PER_VERTEX = 8
 BLOCK = 32
+WIDE_CANCEL = 128
+"""A vertex with more children than this is cancelled through the job's own vertices, not by visiting each child
+(a cancel at the root of a 5,000-node cluster would otherwise cost 5,000 visits)."""
 """Children per block when a wide vertex's static explore is cached block by block."""
 """Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
 
@@ -212,6 +215,9 @@ class Traverser:
         self.edge_seq = [0] * n_edges
         self.edge_weight = [WEIGHT_MAX] * n_edges
         self.slot_leader: set[int] = set()
+        self._leads: dict[int, int] = {}
+        """Per vertex, how many of its out-edges are in :attr:`slot_leader` (only :meth:`_lead` and
+        :meth:`_unlead_edge` change either)."""
         self.root_needs = 0
         self.root_excl = False
         self.root_seq = 0
@@ -924,9 +930,25 @@ class Traverser:
         self.edge_excl[edge] = exclusive
         self._stamp(edge)
         if lead == LEAD:
-            self.slot_leader.add(edge)
+            self._lead(edge)
         elif lead == NOT_LEAD:
+            self._unlead_edge(edge)
+
+    def _lead(self, edge: int) -> None:
+        if edge not in self.slot_leader:
+            self.slot_leader.add(edge)
+            source = self.graph.edges[edge].source
+            self._leads[source] = self._leads.get(source, 0) + 1
+
+    def _unlead_edge(self, edge: int) -> None:
+        if edge in self.slot_leader:
             self.slot_leader.discard(edge)
+            source = self.graph.edges[edge].source
+            left = self._leads[source] - 1
+            if left:
+                self._leads[source] = left
+            else:
+                del self._leads[source]
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
@@ -1227,13 +1249,16 @@ class Traverser:
         self.preorder = 0
         self.postorder = 0
         if jobid in self.tags.get(self.root, ()):
-            self._rem_dfv(self.root, jobid)
+            self._rem_dfv(self.root, jobid, _JobTree(self, jobid))
             self.job_vertices.pop(jobid, None)
         else:
             self._rem_exhaustive(jobid)
 
-    def _rem_dfv(self, uid: int, jobid: int) -> int:
-        """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree."""
+    def _rem_dfv(self, uid: int, jobid: int, held: _JobTree) -> int:
+        """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree.
+
+        As Fluxion's cancel, every child of a vertex the job holds is visited (and counted in :attr:`preorder`);
+        under a wide vertex only the children the job was recorded on are walked, and the others only counted."""
         self.preorder += 1
         tags = self.tags.get(uid)
         if tags is None or jobid not in tags:
@@ -1252,10 +1277,21 @@ class Traverser:
         span = self._pop_span(uid, jobid)
         if span is not None:
             self.plans[uid].rem_span(span)
-        slot_leader = self.slot_leader
-        for edge, target in self._kid_edges(uid):
-            slot_leader.discard(edge)
-            delta += self._rem_dfv(target, jobid)
+        kids = self._kid_edges(uid)
+        if len(kids) > WIDE_CANCEL:
+            mine = held.children(uid)
+            self.preorder += len(kids) - len(mine)
+            if uid in self._leads:
+                for edge, _ in kids:
+                    self._unlead_edge(edge)
+            for target in mine:
+                delta += self._rem_dfv(target, jobid, held)
+        else:
+            unlead = self._unlead_edge if uid in self._leads else None
+            for edge, target in kids:
+                if unlead is not None:
+                    unlead(edge)
+                delta += self._rem_dfv(target, jobid, held)
         self._bump(uid, -delta)
         self.postorder += 1
         return delta
@@ -1345,7 +1381,7 @@ class Traverser:
     def unlead(self, uid: int) -> None:
         """Forget that the edge into ``uid`` leads a task slot."""
         if self.graph.vertices[uid].parent != -1:
-            self.slot_leader.discard(self._parent_edge(uid))
+            self._unlead_edge(self._parent_edge(uid))
 
     def children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of ``uid``'s children in the walked subsystem, in edge order (do not modify)."""
@@ -1420,6 +1456,31 @@ def _remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T
     table[key] = entry
     if len(table) > CACHE_PER_VERTEX:
         del table[next(iter(table))]
+
+
+class _JobTree:
+    """The vertices a job was recorded on, grouped by their parent in the walked subsystem (built on first use:
+    only a cancel that meets a wide vertex needs it)."""
+
+    __slots__ = ("_by_parent", "_jobid", "_traverser")
+
+    def __init__(self, traverser: Traverser, jobid: int) -> None:
+        self._traverser = traverser
+        self._jobid = jobid
+        self._by_parent: dict[int, list[int]] | None = None
+
+    def children(self, uid: int) -> list[int]:
+        """The children of ``uid`` the job was recorded on, in uid order."""
+        if self._by_parent is None:
+            traverser = self._traverser
+            vertices = traverser.graph.vertices
+            walk_parent = traverser._walk_parent
+            by_parent: dict[int, list[int]] = {}
+            for vertex in sorted(traverser.job_vertices.get(self._jobid, ())):
+                if not vertices[vertex].removed:
+                    by_parent.setdefault(walk_parent(vertex), []).append(vertex)
+            self._by_parent = by_parent
+        return self._by_parent.get(uid, [])
 
 
 def _take_part(part: BlockPart, dfu: Scoring, kids: Kids) -> bool:
