@@ -333,7 +333,19 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
             purge.append(uid)
     if not purge:
         raise ResourceSetError(f"{source} names nothing that job {jobid} holds: nothing to release")
+    if _releases_all(traverser, jobid, purge):
+        traverser.cancel(jobid)  # the same end state, without taking each ancestor's share off piece by piece
+        return True
     return release_held(traverser, jobid, purge)
+
+
+def _releases_all(traverser: Traverser, jobid: int, purge: list[int]) -> bool:
+    """Whether ``purge`` names every vertex ``jobid`` holds exclusively (a pod's whole job, for instance)."""
+    allocations = traverser.allocations
+    named = set(purge)
+    return jobid in traverser.tags.get(traverser.root, ()) and all(
+        uid in named for uid in traverser.job_vertices.get(jobid, ()) if jobid in allocations.get(uid, ())
+    )
 
 
 def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
