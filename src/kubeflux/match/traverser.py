@@ -1260,9 +1260,47 @@ class Traverser:
         As Fluxion's cancel, every child of a vertex the job holds is visited (and counted in :attr:`preorder`);
         under a wide vertex only the children the job was recorded on are walked, and the others only counted."""
         self.preorder += 1
+        delta = self._rem_own(uid, jobid)
+        if delta is None:
+            return 0
+        kids = self._kid_edges(uid)
+        if len(kids) > WIDE_CANCEL:
+            mine = held.children(uid)
+            self.preorder += len(kids) - len(mine)
+            if uid in self._leads:
+                for edge, _ in kids:
+                    self._unlead_edge(edge)
+            for target in mine:
+                delta += self._rem_dfv(target, jobid, held)
+        else:
+            unlead = self._unlead_edge if uid in self._leads else None
+            vertices = self.graph.vertices
+            for edge, target in kids:
+                if unlead is not None:
+                    unlead(edge)
+                if vertices[target].out:
+                    delta += self._rem_dfv(target, jobid, held)
+                else:
+                    delta += self._rem_leaf(target, jobid)
+        self._bump(uid, -delta)
+        self.postorder += 1
+        return delta
+
+    def _rem_leaf(self, uid: int, jobid: int) -> int:
+        """:meth:`_rem_dfv` for a vertex without out-edges (most of a large job's vertices: its cores)."""
+        self.preorder += 1
+        delta = self._rem_own(uid, jobid)
+        if delta is None:
+            return 0
+        self._bump(uid, -delta)
+        self.postorder += 1
+        return delta
+
+    def _rem_own(self, uid: int, jobid: int) -> int | None:
+        """Remove what ``jobid`` holds on ``uid`` itself; its share of the fingerprint, None if it holds nothing."""
         tags = self.tags.get(uid)
         if tags is None or jobid not in tags:
-            return 0
+            return None
         tags.discard(jobid)
         uses = self.x_uses.get(uid)
         use = uses.pop(jobid, None) if uses is not None else None
@@ -1277,23 +1315,6 @@ class Traverser:
         span = self._pop_span(uid, jobid)
         if span is not None:
             self.plans[uid].rem_span(span)
-        kids = self._kid_edges(uid)
-        if len(kids) > WIDE_CANCEL:
-            mine = held.children(uid)
-            self.preorder += len(kids) - len(mine)
-            if uid in self._leads:
-                for edge, _ in kids:
-                    self._unlead_edge(edge)
-            for target in mine:
-                delta += self._rem_dfv(target, jobid, held)
-        else:
-            unlead = self._unlead_edge if uid in self._leads else None
-            for edge, target in kids:
-                if unlead is not None:
-                    unlead(edge)
-                delta += self._rem_dfv(target, jobid, held)
-        self._bump(uid, -delta)
-        self.postorder += 1
         return delta
 
     def _unbound(self, uid: int, start: int, end: int) -> None:
