@@ -249,4 +249,4 @@ def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
                 seen += [schedule(traverser), list(traverser.fp), sorted(traverser.slot_leader)]
             return seen
 
-    assert run(wide=0) == run(wide=10**9)
+    assert run(wide=-(10**9)) == run(wide=10**9)

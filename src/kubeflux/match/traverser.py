@@ -28,9 +28,10 @@ SLOT = "slot"
 WEIGHT_MAX = 2**64 - 1
 CACHE_PER_VERTEX = 8
 BLOCK = 32
-WIDE_CANCEL = 128
-"""A vertex with more children than this is cancelled through the job's own vertices, not by visiting each child
-(a cancel at the root of a 5,000-node cluster would otherwise cost 5,000 visits)."""
+WIDE_CANCEL = 16
+"""A cancel walks a vertex's children through the job's own vertices, not by visiting each child, when it has more
+children than this plus twice the job's vertex count (a pod's cancel at the root of a 5,000-node cluster would
+otherwise cost 5,000 visits; a job holding many of the children is cheaper to walk child by child)."""
 """Children per block when a wide vertex's static explore is cached block by block."""
 """Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
 
@@ -1264,7 +1265,7 @@ class Traverser:
         if delta is None:
             return 0
         kids = self._kid_edges(uid)
-        if len(kids) > WIDE_CANCEL:
+        if len(kids) > WIDE_CANCEL + 2 * held.size:
             mine = held.children(uid)
             self.preorder += len(kids) - len(mine)
             if uid in self._leads:
@@ -1483,12 +1484,13 @@ class _JobTree:
     """The vertices a job was recorded on, grouped by their parent in the walked subsystem (built on first use:
     only a cancel that meets a wide vertex needs it)."""
 
-    __slots__ = ("_by_parent", "_jobid", "_traverser")
+    __slots__ = ("_by_parent", "_jobid", "_traverser", "size")
 
     def __init__(self, traverser: Traverser, jobid: int) -> None:
         self._traverser = traverser
         self._jobid = jobid
         self._by_parent: dict[int, list[int]] | None = None
+        self.size = len(traverser.job_vertices.get(jobid, ()))
 
     def children(self, uid: int) -> list[int]:
         """The children of ``uid`` the job was recorded on, in uid order."""
