@@ -8,7 +8,6 @@ does, so its test scripts run unchanged.
 from __future__ import annotations
 
 import shlex
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -310,10 +309,10 @@ class QuerySession:
     def _stat(self, args: list[str]) -> None:
         times = self.engine.match_times
         print(f"INFO: Num. of Jobs Matched: {len(self.engine.jobs)}")
-        if times:
-            print(f"INFO: Min. Match Time: {min(times):f}")
-            print(f"INFO: Max. Match Time: {max(times):f}")
-            print(f"INFO: Avg. Match Time: {statistics.fmean(times):f}")
+        if times.count:
+            print(f"INFO: Min. Match Time: {times.low:f}")
+            print(f"INFO: Max. Match Time: {times.high:f}")
+            print(f"INFO: Avg. Match Time: {times.total / times.count:f}")
 
     def _set_status(self, args: list[str]) -> None:
         if len(args) != 3:

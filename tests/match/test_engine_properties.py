@@ -250,3 +250,16 @@ def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
             return seen
 
     assert run(wide=-(10**9)) == run(wide=10**9)
+
+
+def test_an_engine_that_forgets_cancelled_jobs_keeps_only_live_ones() -> None:
+    subject = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(3)]), keep_cancelled=False)
+    first, second = (subject.match(MatchOp.ALLOCATE, node_cores_job(nodes=1, cores=2)) for _ in range(2))
+    subject.cancel(first.jobid)
+    r_lite = [{"rank": ",".join(map(str, held_ranks(subject, second.jobid))), "children": {}}]
+    assert subject.partial_cancel(second.jobid, json.dumps({"execution": {"R_lite": r_lite}}))
+    assert subject.jobs == {} and subject.match_times.count == 2
+    with_history = engine("first")
+    jobid = with_history.match(MatchOp.ALLOCATE, node_cores_job()).jobid
+    with_history.cancel(jobid)
+    assert with_history.jobs[jobid].state == JobState.CANCELED

@@ -494,3 +494,19 @@ def test_the_profiles_policy_chooses_the_node_of_fractional_pods() -> None:
         placed[policy] = bound(cluster.run())
     assert placed["lonode"] == {"default/a": "w1", "default/b": "w1", "default/c": "w2"}
     assert placed["first"] == {"default/a": "w2", "default/b": "w2", "default/c": "w1"}
+
+
+def test_the_engine_keeps_only_the_jobs_of_running_and_reserved_pods() -> None:
+    """A long-running scheduler must not keep a record per pod it ever placed or reservation it ever re-planned."""
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    for wave in range(5):
+        cluster.add(*(pod(f"p{wave}-{i}", 1000, t=wave) for i in range(3)))
+        cluster.run(float(wave * 10))
+        for i in range(2):
+            cluster.end(f"p{wave}-{i}")
+    cluster.run(100.0)
+    assert cluster.scheduler.graph is not None
+    engine = cluster.scheduler.graph.engine
+    running = [p for p in cluster.pods.values() if p.node_name and not p.phase.terminal]
+    assert running and len(engine.jobs) == len(running)
+    assert all(info.state is not JobState.CANCELED for info in engine.jobs.values())

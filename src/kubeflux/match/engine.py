@@ -69,6 +69,23 @@ class JobInfo:
 
 
 @dataclass(slots=True)
+class MatchTimes:
+    """The time each match and replay took, as resource-query's ``stat`` reports it (seconds), kept as running
+    figures so a long-running scheduler does not keep one number per match."""
+
+    count: int = 0
+    total: float = 0.0
+    low: float = float("inf")
+    high: float = 0.0
+
+    def add(self, elapsed: float) -> None:
+        self.count += 1
+        self.total += elapsed
+        self.low = min(self.low, elapsed)
+        self.high = max(self.high, elapsed)
+
+
+@dataclass(slots=True)
 class MatchResult:
     jobid: int
     matched: bool
@@ -106,7 +123,11 @@ class Engine:
         horizon: int = DEFAULT_HORIZON,
         traverser: str = "simple",
         subsystems: str = "CA",
+        keep_cancelled: bool = True,
     ) -> None:
+        """``keep_cancelled=False`` forgets a job once it is cancelled or wholly released, instead of keeping it
+        in :attr:`jobs` as CANCELED for ``info`` and ``stat`` (as resource-query does): a scheduler that runs
+        for months makes and cancels millions of jobs (each reservation it re-plans is one)."""
         if match_format not in WRITERS:
             raise EngineError(f"unknown match format {match_format!r}; known: {', '.join(WRITERS)}")
         self.graph = graph
@@ -131,7 +152,8 @@ class Engine:
         self.jobs: dict[int, JobInfo] = {}
         self.next_jobid = 1
         self._requests: dict[int, tuple[Jobspec, list[Request]]] = {}
-        self.match_times: list[float] = []
+        self.match_times = MatchTimes()
+        self.keep_cancelled = keep_cancelled
 
     @property
     def graph_end(self) -> int:
@@ -165,7 +187,7 @@ class Engine:
             result.errno = Errno.EINVAL
             result.error = str(exc)
         result.elapsed = time.perf_counter() - started
-        self.match_times.append(result.elapsed)
+        self.match_times.add(result.elapsed)
         if result.matched and consumes:
             state = JobState.RESERVED if result.at > now else JobState.ALLOCATED
             self.jobs[jobid] = JobInfo(jobid, state, result.at, source, result.elapsed)
@@ -271,7 +293,13 @@ class Engine:
         if info is None or info.state == JobState.CANCELED:
             raise EngineError(f"nonexistent job {jobid}")
         self.traverser.cancel(jobid)
-        info.state = JobState.CANCELED
+        self._ended(info)
+
+    def _ended(self, info: JobInfo) -> None:
+        if self.keep_cancelled:
+            info.state = JobState.CANCELED
+        else:
+            del self.jobs[info.jobid]
 
     def find(self, expression: str, *, now: int = 0) -> str:
         """The vertices matching a ``find`` expression (see :mod:`kubeflux.match.find`), in the match format.
@@ -391,7 +419,7 @@ class Engine:
 
     def _replayed(self, result: MatchResult, reserve: bool, source: str, started: float) -> MatchResult:
         result.elapsed = time.perf_counter() - started
-        self.match_times.append(result.elapsed)
+        self.match_times.add(result.elapsed)
         if result.matched:
             state = JobState.RESERVED if result.at > result.now or reserve else JobState.ALLOCATED
             self.jobs[result.jobid] = JobInfo(result.jobid, state, result.at, source, result.elapsed)
@@ -427,7 +455,7 @@ class Engine:
             self.traverser.preorder = 0
             self.traverser.postorder = 0
         if full:
-            info.state = JobState.CANCELED
+            self._ended(info)
         return full
 
     def _allocated(self, jobid: int) -> JobInfo:

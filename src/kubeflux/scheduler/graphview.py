@@ -60,7 +60,9 @@ class GraphView:
     """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
 
     def __init__(self, specs: list[NodeSpec], policy: str, horizon: int, log: deque[str]) -> None:
-        self.engine = Engine(build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon)
+        self.engine = Engine(
+            build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
+        )
         self.policy = policy
         self.specs = {spec.name: spec for spec in specs}
         self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
