@@ -11,6 +11,7 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeflux.match import engine as engine_module
 from kubeflux.match import traverser as traverser_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
@@ -263,3 +264,15 @@ def test_an_engine_that_forgets_cancelled_jobs_keeps_only_live_ones() -> None:
     jobid = with_history.match(MatchOp.ALLOCATE, node_cores_job()).jobid
     with_history.cancel(jobid)
     assert with_history.jobs[jobid].state == JobState.CANCELED
+
+
+def test_a_scheduler_matching_ever_new_jobspecs_keeps_a_bounded_number_of_request_signatures() -> None:
+    """Each pod brings its own jobspec object; the engine keeps the requests of the last few only, and the
+    traverser's shape signatures of the dropped ones must go with them."""
+    subject = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(3)]), keep_cancelled=False)
+    with mock.patch.object(engine_module, "REQUESTS_KEPT", 4):
+        for _ in range(60):
+            result = subject.match(MatchOp.ALLOCATE, node_cores_job(nodes=1, cores=1))
+            subject.cancel(result.jobid)
+    depth = 4  # node -> slot -> core -> nothing: one request list per level
+    assert len(subject.traverser._signatures) <= (4 + 1) * depth

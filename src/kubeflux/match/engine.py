@@ -199,10 +199,13 @@ class Engine:
         known = self._requests.get(id(jobspec))
         if known is not None and known[0] is jobspec:
             return known[1]
+        if known is not None:  # an object that is gone left its id to this one
+            self.traverser.forget_requests(known[1])
         requests = requests_from_jobspec(jobspec.resources)
         self._requests[id(jobspec)] = (jobspec, requests)
         if len(self._requests) > REQUESTS_KEPT:
-            del self._requests[next(iter(self._requests))]
+            _, evicted = self._requests.pop(next(iter(self._requests)))
+            self.traverser.forget_requests(evicted)
         return requests
 
     def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0) -> tuple[int, str]:

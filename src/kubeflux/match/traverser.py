@@ -439,6 +439,13 @@ class Traverser:
         number = self._signatures[id(resources)] = self._intern(tuple(shapes))
         return number
 
+    def forget_requests(self, resources: list[Request]) -> None:
+        """Drop the signatures of a request list and of the lists below it, which their owner no longer matches
+        (and whose ids a later list may take)."""
+        self._signatures.pop(id(resources), None)
+        for request in resources:
+            self.forget_requests(request.with_)
+
     def _intern(self, shape: tuple[object, ...]) -> int:
         number = self._shapes.get(shape)
         if number is None:
