@@ -274,7 +274,7 @@ def test_a_gang_rejected_for_one_bad_member_gives_back_what_its_other_members_to
     assert scheduler.allocations == {}
     assert not any(scheduler.ledger.on("w1").values()) and not any(scheduler.ledger.on("w2").values())
     assert scheduler.graph is not None
-    assert all(info.state == JobState.CANCELED for info in scheduler.graph.engine.jobs.values())
+    assert scheduler.graph.engine.jobs == {}
 
 
 def test_a_gang_that_fits_the_free_cores_in_total_but_not_node_by_node_waits() -> None:
@@ -299,6 +299,24 @@ def test_a_gang_of_different_members_gets_one_node_per_pod() -> None:
         pod("mix-big", 4000, labels={POD_GROUP_LABEL: "mix"}), pod("mix-small", 2000, labels={POD_GROUP_LABEL: "mix"})
     )
     assert bound(cluster.run()) == {"default/mix-big": "w1", "default/mix-small": "w2"}
+
+
+def test_a_pod_group_deleted_and_made_again_under_its_name_is_a_new_gang() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
+    cluster.add(*group_pods("mpi", 2, 2000))
+    assert len(bound(cluster.run())) == 2
+    for name in ("mpi-0", "mpi-1"):
+        cluster.end(name)
+        cluster.delete(name)
+    cluster.tell(DELETED, PodGroup("default", "mpi", min_member=2))
+    cluster.add(pod("holder", 2000, t=1))
+    assert bound(cluster.run(1.0)) == {"default/holder": "w1"}
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
+    cluster.add(*group_pods("mpi", 2, 2000, t=2))
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {}  # one node free: the new gang waits whole rather than starting one member
+    assert "needs its 2 pods placed at once" in messages(decisions)["default/mpi-0"]
 
 
 def test_a_group_whose_first_member_ends_keeps_the_rest_of_its_allocation() -> None:

@@ -100,6 +100,7 @@ class ClusterBooks:
             self._changed()
             if event.kind is EventKind.DELETED:
                 self.queue.groups.pop(obj.key, None)
+                self.queue.started_groups.discard(obj.key)  # a group made again under this name is a new gang
             else:
                 self.queue.groups[obj.key] = obj
         else:
