@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kubeflux.match import engine as engine_module
 from kubeflux.match import traverser as traverser_module
+from kubeflux.match import update as update_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
@@ -276,3 +277,91 @@ def test_a_scheduler_matching_ever_new_jobspecs_keeps_a_bounded_number_of_reques
             subject.cancel(result.jobid)
     depth = 4  # node -> slot -> core -> nothing: one request list per level
     assert len(subject.traverser._signatures) <= (4 + 1) * depth
+
+
+def _held(subject: Engine) -> list[str]:
+    return sorted(k for k in schedule(subject.traverser) if k.startswith(("alloc", "tags", "x ")))
+
+
+def test_releasing_the_rest_of_a_job_after_its_node_leaves_nothing_behind() -> None:
+    """A node released before its cores: releasing the cores then ends the job, and every core is free again."""
+    subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(2)]))
+    traverser = subject.traverser
+    jobid = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1, cores=4, duration=600)).jobid
+    mine = sorted(uid for uid, jobs in traverser.allocations.items() if jobid in jobs)
+    node = next(uid for uid in mine if subject.graph.vertices[uid].type == "node")
+    assert subject.release_vertices(jobid, [node]) is False
+    assert subject.release_vertices(jobid, [uid for uid in mine if uid != node]) is True
+    assert _held(subject) == []
+    assert subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2, cores=4, duration=600)).matched
+
+
+def test_cancelling_a_job_released_in_part_leaves_nothing_behind() -> None:
+    subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(2)]))
+    traverser = subject.traverser
+    jobid = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1, cores=4, duration=600)).jobid
+    node = next(uid for uid in traverser.job_vertices[jobid] if subject.graph.vertices[uid].type == "node")
+    subject.release_vertices(jobid, [node])
+    subject.cancel(jobid)
+    assert _held(subject) == []
+
+
+def test_cancel_on_a_containment_dag_releases_a_child_reached_through_its_other_parent() -> None:
+    graph = build_graph([NodeSpec("n0", cores=40), NodeSpec("n1", cores=2)])
+    n1, core0 = graph.vertex_at("/cluster0/n1"), graph.vertex_at("/cluster0/n0/core0")
+    assert n1 is not None and core0 is not None
+    graph.add_edge(n1.uid, core0.uid)  # a second containment parent
+    subject = Engine(graph, policy="low")
+    jobid = subject.match(MatchOp.ALLOCATE, node_cores_job(nodes=1, cores=1, duration=600)).jobid
+    assert _held(subject)
+    subject.cancel(jobid)
+    assert _held(subject) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["gang", "pods", "release", "release", "cancel"]), st.integers(0, 2**16)),
+        max_size=20,
+    ),
+)
+def test_releasing_a_jobs_vertices_in_any_pieces_matches_releasing_them_one_piece_at_a_time(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Releases of any subsets of a job's exclusive vertices, then cancels, leave the same schedule and the same
+    answers whether a release of everything left is taken as the job's cancel or purged vertex by vertex."""
+    jobs = [whole_nodes_job(nodes=2, cores=2, duration=600), node_cores_job(nodes=3, cores=1, duration=300)]
+
+    def run(shortcut: bool) -> list[object]:
+        releases_all = update_module._releases_all if shortcut else (lambda *_: False)
+        with mock.patch.object(update_module, "_releases_all", releases_all):
+            subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(6)]), policy="low")
+            traverser = subject.traverser
+            seen: list[object] = []
+            for kind, number in steps:
+                live = [info.jobid for info in subject.jobs.values() if info.state == JobState.ALLOCATED]
+                if kind in ("gang", "pods"):
+                    seen.append(subject.match(MatchOp.ALLOCATE, jobs[kind == "pods"]).resources)
+                elif live:
+                    jobid = live[number % len(live)]
+                    if kind == "cancel":
+                        subject.cancel(jobid)
+                    else:
+                        mine = sorted(
+                            u
+                            for u, held in traverser.allocations.items()
+                            if jobid in held and u in traverser.tags and jobid in traverser.tags[u]
+                        )
+                        chosen = [u for bit, u in enumerate(mine) if number >> bit & 1] or mine[:1]
+                        if chosen:
+                            seen.append(subject.release_vertices(jobid, chosen))
+                seen.append(schedule(traverser))
+            for info in list(subject.jobs.values()):
+                if info.state != JobState.CANCELED:
+                    subject.cancel(info.jobid)
+            seen.append(_held(subject))
+            return seen
+
+    with_shortcut = run(shortcut=True)
+    assert with_shortcut == run(shortcut=False)
+    assert with_shortcut[-1] == []

@@ -528,3 +528,31 @@ def test_the_engine_keeps_only_the_jobs_of_running_and_reserved_pods() -> None:
     running = [p for p in cluster.pods.values() if p.node_name and not p.phase.terminal]
     assert running and len(engine.jobs) == len(running)
     assert all(info.state is not JobState.CANCELED for info in engine.jobs.values())
+
+
+def test_a_node_attached_again_leaves_no_record_of_the_jobs_it_dropped() -> None:
+    """A node whose capacity changes is attached again and its pods replayed as new engine jobs; the old ones go."""
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("a", 1000))
+    cluster.run()
+    for step, cores in enumerate((4, 6, 8), start=1):
+        cluster.nodes["w1"] = node("w1", cores=cores)
+        cluster.tell(MODIFIED, cluster.nodes["w1"])
+        cluster.run(float(step))
+    assert scheduler.graph is not None
+    assert len(scheduler.graph.engine.jobs) == 1
+
+
+def test_a_gang_keeps_its_other_nodes_when_one_of_its_nodes_is_attached_again() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
+    cluster.add(*group_pods("mpi", 2, 2000))
+    assert bound(cluster.run()) == {"default/mpi-0": "w1", "default/mpi-1": "w2"}
+    cluster.nodes["w1"] = node("w1", cores=3)
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    cluster.add(pod("late", 2000, t=1))
+    assert bound(cluster.run(1.0)) == {}  # one core free on w1; w2 is still the gang's
+    assert scheduler.graph is not None
+    assert scheduler.graph.busy_cores("w2", 1) == 2

@@ -199,8 +199,6 @@ class Engine:
         known = self._requests.get(id(jobspec))
         if known is not None and known[0] is jobspec:
             return known[1]
-        if known is not None:  # an object that is gone left its id to this one
-            self.traverser.forget_requests(known[1])
         requests = requests_from_jobspec(jobspec.resources)
         self._requests[id(jobspec)] = (jobspec, requests)
         if len(self._requests) > REQUESTS_KEPT:

@@ -231,6 +231,9 @@ class SubsystemTraverser(Traverser):
     def _walk_parent(self, uid: int) -> int:
         return self._tree_parent.get(uid, -1)
 
+    def _walk_parents(self, uid: int) -> list[int]:
+        return [self._tree_parent.get(uid, -1)]
+
     def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
         # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
         self._by_weight.pop(self._tree_parent.get(target, -1), None)

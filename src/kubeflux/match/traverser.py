@@ -227,6 +227,9 @@ class Traverser:
         self.reservations: dict[int, dict[int, int]] = {}
         self.job_vertices: dict[int, set[int]] = {}
         """Per job, the vertices where it was recorded (a superset of those still holding some of its state)."""
+        self.released_in_part: set[int] = set()
+        """Jobs released in part: a vertex may have let go of the job while one below it still holds it, out of
+        the cancel walk's reach (see :meth:`cancel`)."""
         self.x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
         """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
         Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
@@ -700,6 +703,16 @@ class Traverser:
     def _walk_parent(self, uid: int) -> int:
         """``uid``'s parent in the walked subsystem."""
         return self.graph.vertices[uid].parent
+
+    def _walk_parents(self, uid: int) -> list[int]:
+        """Every vertex the walk reaches ``uid`` from: in a containment DAG a vertex may have several."""
+        graph = self.graph
+        parents = []
+        for index in graph.in_edges(uid):
+            edge = graph.edges[index]
+            if edge.subsystem == CONTAINMENT and edge.relation == "contains":
+                parents.append(edge.source)
+        return parents
 
     def _heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """``first``'s explore order of ``source``'s children: heaviest edge, then highest uniq_id, first."""
@@ -1258,9 +1271,22 @@ class Traverser:
         self.postorder = 0
         if jobid in self.tags.get(self.root, ()):
             self._rem_dfv(self.root, jobid, _JobTree(self, jobid))
+            if jobid in self.released_in_part:
+                self._sweep(jobid)
             self.job_vertices.pop(jobid, None)
         else:
             self._rem_exhaustive(jobid)
+        self.released_in_part.discard(jobid)
+
+    def _sweep(self, jobid: int) -> None:
+        """Remove what the walk could not reach: the job's state below a vertex that no longer holds it."""
+        for uid in sorted(self.job_vertices.get(jobid, ())):
+            if jobid in self.tags.get(uid, ()):
+                delta = self._rem_own(uid, jobid)
+                if uid in self._leads:
+                    for edge, _ in self._kid_edges(uid):
+                        self._unlead_edge(edge)
+                self.touch(uid, -delta if delta else 0)
 
     def _rem_dfv(self, uid: int, jobid: int, held: _JobTree) -> int:
         """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree.
@@ -1389,6 +1415,10 @@ class Traverser:
         walk adds a span and its share of the fingerprints together); :meth:`unplan` undoes it if none follows."""
         self._add_plan(uid, meta, amount)
 
+    def holds_span(self, uid: int, jobid: int) -> bool:
+        """Whether ``jobid`` has a planner span on ``uid`` (an allocation or a reservation)."""
+        return jobid in self.allocations.get(uid, ()) or jobid in self.reservations.get(uid, ())
+
     def unplan(self, uid: int, jobid: int) -> int:
         """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
         span = self._pop_span(uid, jobid)
@@ -1504,11 +1534,12 @@ class _JobTree:
         if self._by_parent is None:
             traverser = self._traverser
             vertices = traverser.graph.vertices
-            walk_parent = traverser._walk_parent
+            walk_parents = traverser._walk_parents
             by_parent: dict[int, list[int]] = {}
             for vertex in sorted(traverser.job_vertices.get(self._jobid, ())):
                 if not vertices[vertex].removed:
-                    by_parent.setdefault(walk_parent(vertex), []).append(vertex)
+                    for parent in walk_parents(vertex):
+                        by_parent.setdefault(parent, []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])
 

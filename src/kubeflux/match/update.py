@@ -354,6 +354,7 @@ def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
     vertices = traverser.graph.vertices
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
+    traverser.released_in_part.add(jobid)
     for uid in uids:
         amount = _purge(traverser, uid, jobid)
         type = vertices[uid].type
@@ -374,6 +375,7 @@ def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
     for uid in holding(traverser, jobid):
         _purge(traverser, uid, jobid)
     traverser.job_vertices.pop(jobid, None)
+    traverser.released_in_part.discard(jobid)
     return True
 
 
@@ -391,7 +393,8 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
 
 
 def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
-    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex.
+    """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex unless
+    the job holds the vertex itself (a planner span of its own).
 
     No fingerprint token of its own: a vertex below it gave up a planner span just before, and that change
     already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
@@ -407,8 +410,9 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     drained = subplan.reduce_span(span, amounts)
     if drained:
         del spans[jobid]
-        tags.discard(jobid)
-        traverser.drop_use(uid, jobid)
+        if not traverser.holds_span(uid, jobid):  # a vertex held whole (a node) stays held until it is named
+            tags.discard(jobid)
+            traverser.drop_use(uid, jobid)
 
 
 def holding(traverser: Traverser, jobid: int) -> list[int]:

@@ -195,6 +195,8 @@ class ClusterBooks:
             graph.put_node(spec)
             for alloc in self.allocations.values():
                 if alloc.node == name:
+                    if alloc.jobid:  # each pod has a job of its own: its vertices went with the node, not its record
+                        graph.cancel(alloc.jobid)
                     alloc.jobid = 0
                     pod = self._bound.get(alloc.uid)
                     if pod is not None:
