@@ -9,10 +9,12 @@ import copy
 import errno as _errno
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeflux.match import planner
 from kubeflux.match.planner import (
     MultiPlanner,
     Planner,
@@ -246,7 +248,12 @@ def state(m: Multi) -> dict[str, object]:
         "ids": ids,
         "count": m.span_count(),
         "planned": [[m.span_planned(s, t) for t in types] for s in ids],
-        "arrays": [outcome(lambda at=at: m.avail_resources_array_at(at)) for at in range(BASE - 1, END + 2, 3)],
+        "at": [outcome(lambda at=at: m.avail_resources_array_at(at)) for at in range(BASE - 1, END + 2, 3)],
+        "during": [
+            outcome(lambda at=at, length=length: m.avail_resources_array_during(at, length))
+            for at in range(BASE, END, 2)
+            for length in (3, 11)
+        ],
     }
     for t in types:
         out[t] = planner_state(m.planner(t))
@@ -406,28 +413,45 @@ def answers(m: Multi, op: tuple[Any, ...]) -> list[object]:
 @given(
     st.lists(st.tuples(st.sampled_from(TYPES), st.integers(0, 6)), max_size=4, unique_by=lambda p: p[0]),
     st.integers(10, 60),
+    st.sampled_from([(128, 16), (6, 2), (3, 1)]),
     st.data(),
 )
-def test_one_axis_answers_as_a_planner_per_type(totals: list[tuple[str, int]], calls: int, data: st.DataObject) -> None:
-    multi, oracle = MultiPlanner(totals, BASE, DURATION), PerTypePlanners(totals, BASE, DURATION)
-    saved = multi.copy()
-    for _ in range(calls):
-        op = draw_op(data, oracle)
-        if op[0] == "save":
-            saved = multi.copy()
-            assert saved == multi and copy.deepcopy(multi) == multi
-            continue
-        assert answers(multi, op) == answers(oracle, op), op
-        assert state(multi) == state(oracle), op
-        assert multi.copy() == multi
-        if saved == multi:
-            assert state(saved) == state(multi)
-    for span in oracle.span_ids():
-        multi.rem_span(span)
-        oracle.rem_span(span)
-    assert state(multi) == state(oracle)
+def test_one_axis_answers_as_a_planner_per_type(
+    totals: list[tuple[str, int]], calls: int, block: tuple[int, int], data: st.DataObject
+) -> None:
+    """Small blocks (the timelines' block and short-block lengths patched) give a short horizon many blocks to
+    split, empty and search across."""
+    with patch.object(planner, "_BLOCK_MAX", block[0]), patch.object(planner, "_SHORT_BLOCK", block[1]):
+        multi, oracle = MultiPlanner(totals, BASE, DURATION), PerTypePlanners(totals, BASE, DURATION)
+        saved = multi.copy()
+        for _ in range(calls):
+            op = draw_op(data, oracle)
+            if op[0] == "save":
+                saved = multi.copy()
+                assert saved == multi and copy.deepcopy(multi) == multi
+                continue
+            assert answers(multi, op) == answers(oracle, op), op
+            assert state(multi) == state(oracle), op
+            assert multi.copy() == multi
+            if saved == multi:
+                assert state(saved) == state(multi)
+        for span in oracle.span_ids():
+            multi.rem_span(span)
+            oracle.rem_span(span)
+        assert state(multi) == state(oracle)
     pairs = list(zip(multi.resource_types, [multi.resource_total(t) for t in multi.resource_types], strict=True))
     assert multi.same_schedule(MultiPlanner(pairs, multi.base, multi.duration))
+
+
+def windows(m: Multi, duration: int) -> list[object]:
+    """Counts at and during windows spread over a 4000-second horizon."""
+    return [
+        (
+            outcome(lambda at=at: m.avail_resources_array_at(at)),
+            outcome(lambda at=at: m.avail_resources_array_during(at, duration)),
+        )
+        for at in range(0, 4000 - duration, 61)
+    ]
 
 
 @settings(max_examples=60, deadline=None)
@@ -438,13 +462,19 @@ def test_one_axis_answers_as_a_planner_per_type(totals: list[tuple[str, int]], c
         max_size=400,
     ),
     st.lists(st.integers(0, 399), max_size=60),
+    st.lists(st.integers(0, 399), max_size=300),
     st.tuples(st.integers(0, 40), st.integers(0, 9), st.integers(0, 3)),
     st.integers(1, 500),
 )
 def test_one_axis_with_many_blocks(
-    spans: list[tuple[int, int, int, int]], reduced: list[int], request: tuple[int, int, int], duration: int
+    spans: list[tuple[int, int, int, int]],
+    reduced: list[int],
+    removed: list[int],
+    request: tuple[int, int, int],
+    duration: int,
 ) -> None:
-    """Enough points for several blocks of the axis, types reduced away from some spans: the same answers."""
+    """Enough points for several blocks of the axis, types reduced away from some spans, then many spans removed
+    (blocks emptied and their extremes renewed): the same answers."""
     totals = [("core", 40), ("gpu", 9), ("node", 3)]
     multi, oracle = MultiPlanner(totals, 0, 4000), PerTypePlanners(totals, 0, 4000)
     for start, length, gpus, nodes in spans:
@@ -458,7 +488,15 @@ def test_one_axis_with_many_blocks(
             kind = TYPES[k % 2 * 2]  # core, then gpu
             reduction = {kind: oracle.span_planned(span, kind)}
             assert multi.reduce_span(span, reduction) == oracle.reduce_span(span, reduction)
-    assert state(multi) == state(oracle)
+    assert state(multi) == state(oracle) and windows(multi, duration) == windows(oracle, duration)
+    assert iteration(multi, 0, duration, list(request)) == iteration(oracle, 0, duration, list(request))
+    for pick in removed:
+        ids = oracle.span_ids()
+        if ids:
+            span = ids[pick % len(ids)]
+            multi.rem_span(span)
+            oracle.rem_span(span)
+    assert state(multi) == state(oracle) and windows(multi, duration) == windows(oracle, duration)
     assert iteration(multi, 0, duration, list(request)) == iteration(oracle, 0, duration, list(request))
     multi.add_resource_type("memory", 5)
     oracle.add_resource_type("memory", 5)
