@@ -443,7 +443,16 @@ class _Axis:
     def __init__(self, base: int, totals: Sequence[int]) -> None:
         self.times: list[list[int]] = [[base]]
         self.firsts: list[int] = [base]
-        self.columns: list[_Timeline] = [self.column(total) for total in totals]
+        self.columns: list[_Timeline] = []
+        for total in totals:
+            col = _Timeline.__new__(_Timeline)
+            col.times = self.times
+            col.firsts = self.firsts
+            col.rems = [[total]]
+            col.offs = [0]
+            col.mins = [total]
+            col.maxs = [total]
+            self.columns.append(col)
 
     def column(self, remaining: int) -> _Timeline:
         """A new column on this axis with ``remaining`` at every point (the caller adds it to ``columns``)."""
