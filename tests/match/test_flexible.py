@@ -84,3 +84,22 @@ def test_the_flexible_traverser_matches_xor_choices_in_order() -> None:
     result = engine.match(MatchOp.ALLOCATE, spec)
     assert result.matched
     assert result.resources.count("core") == 2  # the first choice (2 slots of one core) fits
+
+
+@pytest.mark.parametrize("policy", ["high", "low"])
+def test_several_requests_of_one_type_choose_as_if_each_sorted_all_their_candidates(policy: str) -> None:
+    """Three top-level slot requests choose among one set of slot candidates three times; with many candidates
+    the first choice computes only its best prefix, and the later ones must still see them all."""
+    from unittest import mock
+
+    from kubeflux.match import scoring
+
+    spec = load_jobspec(FLEXIBLE / "test003.yaml")
+
+    def matched(partial_min: int) -> str:
+        with mock.patch.object(scoring, "PARTIAL_MIN", partial_min):
+            engine = Engine(read_grug(DATA / "grugs" / "medium.graphml"), traverser="flexible", policy=policy)
+            results = [engine.match(MatchOp.ALLOCATE, spec) for _ in range(3)]
+            return "\n".join(f"{r.matched} {r.resources}" for r in results)
+
+    assert matched(scoring.PARTIAL_MIN) == matched(10**9)

@@ -255,3 +255,30 @@ def test_a_power_allocation_replays_and_other_subsystems_refuse_what_they_cannot
         engine.partial_cancel(5, first.resources)
     with pytest.raises(EngineError, match="dominant"):
         engine.remove_path("/cluster0/rack0")
+
+
+@pytest.mark.parametrize("policy", ["first", "low"])
+def test_a_slot_over_a_vertex_without_children_in_the_dominant_tree_fails_cleanly(policy: str) -> None:
+    """-S C+PA: a slot asking for power and a node below the containment root finds no children to explore at a
+    pdu; ``first`` stopped with an IndexError there instead of moving on."""
+    spec = job(
+        """  - type: slot
+    count: 2
+    label: default
+    with:
+      - type: power
+        count: 2
+        exclusive: true
+      - type: node
+        count: 1
+        exclusive: true
+        with:
+          - type: power
+            count: 2
+            exclusive: true"""
+    )
+    answers = []
+    for name in ("first", policy):
+        engine = Engine(power_graph(), policy=name, subsystems="C+PA")
+        answers.append([engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec).matched for _ in range(2)])
+    assert answers[0] == answers[1]

@@ -136,12 +136,15 @@ class MatchPolicy:
 
     def finish_graph(self, resources: list[Request], dfu: Scoring) -> bool:
         met = True
+        types = [resource.type for resource in resources]
         for resource in resources:
             count = calc_count(resource, dfu.qualified_count(resource.type))
             if count == 0:
                 met = False
                 break
-            dfu.choose_accum_best_k(resource.type, count, self.descending)
+            # A type requested more than once is chosen among again: all its candidates must stay sorted.
+            once = types.count(resource.type) == 1
+            dfu.choose_accum_best_k(resource.type, count, self.descending, partial=once)
         dfu.overall_score = MATCH_MET if met else MATCH_UNMET
         self._multilevel = 0
         return met

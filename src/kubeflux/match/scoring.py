@@ -272,8 +272,8 @@ class Scoring:
         evals = self.by_type.get(type)
         return 0 if evals is None else evals.total
 
-    def choose_accum_best_k(self, type: str, k: int, descending: bool) -> None:
-        if self.evals(type).choose_best_k(k, descending, partial=True):
+    def choose_accum_best_k(self, type: str, k: int, descending: bool, *, partial: bool = True) -> None:
+        if self.evals(type).choose_best_k(k, descending, partial=partial):
             self.hier_constrain_now = True
 
     def choose_accum_all(self, type: str, descending: bool) -> None:

@@ -687,6 +687,8 @@ class Traverser:
                 if self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                     found = True
             return found
+        if not children:
+            return False
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
         vertices = self.graph.vertices
