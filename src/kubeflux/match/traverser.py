@@ -1506,10 +1506,13 @@ def tally_shares(
             if tally[0] > 0 and tally[2] >= tally[0]:
                 tally[3] += 1
                 tally[2] = 0
+    enough = True
     for resource in resources:
         if shares[resource.type][3] >= needed:
             satisfied.add(resource.type)
-    return all(shares[r.type][3] >= needed for r in resources)
+        else:
+            enough = False
+    return enough
 
 
 def _remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:
