@@ -681,10 +681,7 @@ class Planner:
         return self._span(span_id)[2]
 
     def _check_window(self, at: int, duration: int) -> None:
-        if duration < 1:
-            raise PlannerInvalidError(f"duration must be >= 1, got {duration}")
-        if at < self._base or at + duration > self._end:
-            raise PlannerRangeError(f"[{at}, {at + duration}) is outside the horizon [{self._base}, {self._end})")
+        _check_window(at, duration, self._base, self._end)
 
     def _check_request(self, request: int) -> None:
         if request < 0 or request > self._total:
@@ -698,7 +695,8 @@ class Planner:
         return max(self._free_at(at), 0)
 
     def avail_resources_during(self, at: int, duration: int) -> int:
-        self._check_window(at, duration)
+        if duration < 1 or at < self._base or at + duration > self._end:
+            self._check_window(at, duration)
         if not self._spans:
             return self._total
         return max(self._min_free(at, at + duration), 0)
@@ -878,6 +876,14 @@ def planners_equal(lhs: Planner | None, rhs: Planner | None) -> bool:
 
 Totals = Mapping[str, int] | Sequence[tuple[str, int]]
 Requests = Sequence[int] | Mapping[str, int]
+
+
+def _check_window(at: int, duration: int, base: int, end: int) -> None:
+    """EINVAL for an empty window, ERANGE for one outside the horizon ``[base, end)``."""
+    if duration < 1:
+        raise PlannerInvalidError(f"duration must be >= 1, got {duration}")
+    if at < base or at + duration > end:
+        raise PlannerRangeError(f"[{at}, {at + duration}) is outside the horizon [{base}, {end})")
 
 
 def _pairs(totals: Totals) -> list[tuple[str, int]]:
@@ -1163,10 +1169,7 @@ class MultiPlanner:
         return PlannerRangeError(f"request {request} is outside [0, {self._totals[k]}] {self._types[k]}")
 
     def _check_window(self, at: int, duration: int) -> None:
-        if duration < 1:
-            raise PlannerInvalidError(f"duration must be >= 1, got {duration}")
-        if at < self._base or at + duration > self._end:
-            raise PlannerRangeError(f"[{at}, {at + duration}) is outside the horizon [{self._base}, {self._end})")
+        _check_window(at, duration, self._base, self._end)
 
     def span_ids(self) -> list[int]:
         return sorted(self._spans)
