@@ -106,3 +106,26 @@ resources:
         + extra
         + _TASKS.format(duration=duration)
     )
+
+
+def socket_cores_job(*, cores: int = 1, duration: int = 3600) -> Jobspec:
+    """One node (shared) with a slot of ``cores`` cores on each of its 2 sockets."""
+    return jobspec_from_yaml(
+        f"""
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: socket
+        count: 2
+        with:
+          - type: slot
+            count: 1
+            label: default
+            with:
+              - type: core
+                count: {cores}
+"""
+        + _TASKS.format(duration=duration)
+    )

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
-from tests.match._helpers import leaves_resource_set, node_cores_job, schedule, whole_nodes_job
+from tests.match._helpers import leaves_resource_set, node_cores_job, schedule, socket_cores_job, whole_nodes_job
 
 
 def engine(match_format: str = "simple", policy: str = "first") -> Engine:
@@ -312,36 +311,10 @@ def test_a_replay_that_started_by_now_is_an_allocation_and_a_later_one_a_reserva
     assert subject.jobs[3].state == JobState.RESERVED
 
 
-SOCKETS_JOB = """
-version: 9999
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: socket
-        count: 2
-        with:
-          - type: slot
-            count: 1
-            label: default
-            with:
-              - type: core
-                count: {cores}
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: ["app"]
-    slot: default
-    count:
-      per_slot: 1
-"""
-
-
 @pytest.mark.parametrize("by", ["vertex", "jgf"])
 def test_a_partial_release_across_sockets_frees_a_core_on_each_socket(by: str) -> None:
     subject = Engine(build_graph([NodeSpec("node0", cores=8, sockets=2)]), policy="low")
-    assert subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=4))).matched
+    assert subject.match(MatchOp.ALLOCATE, socket_cores_job(cores=4)).matched
     graph = subject.graph
     released = [graph.by_path["/cluster0/node0/socket0/core0"], graph.by_path["/cluster0/node0/socket1/core7"]]
     if by == "vertex":
@@ -349,7 +322,7 @@ def test_a_partial_release_across_sockets_frees_a_core_on_each_socket(by: str) -
     else:
         assert subject.partial_cancel(1, leaves_resource_set(graph, released)) is False
 
-    one_per_socket = subject.match(MatchOp.ALLOCATE, jobspec_from_yaml(SOCKETS_JOB.format(cores=1)))
+    one_per_socket = subject.match(MatchOp.ALLOCATE, socket_cores_job(cores=1))
     assert one_per_socket.matched
     assert "core0[1:x]" in one_per_socket.resources and "core7[1:x]" in one_per_socket.resources
 

@@ -125,7 +125,7 @@ from __future__ import annotations
 
 import errno as _errno
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 __all__ = [
     "MultiPlanner",
@@ -750,13 +750,8 @@ class Planner:
 
     def _ref_points(self, start: int, last: int) -> None:
         """Count a span's two ends as points of the timeline, adding those that are new."""
-        refs, tl = self._refs, self._tl
-        for t in (start, last):
-            if t in refs:
-                refs[t] += 1
-            else:
-                refs[t] = 1
-                tl.insert(t)
+        _count_end(self._refs, start, self._tl.insert)
+        _count_end(self._refs, last, self._tl.insert)
 
     def _add_first_span(self, start: int, last: int, request: int) -> int:
         total, base = self._total, self._base
@@ -781,14 +776,8 @@ class Planner:
         tl = self._tl
         if planned:
             tl.add(start, last, planned)
-        refs = self._refs
-        for t in (start, last):
-            n = refs[t] - 1
-            if n:
-                refs[t] = n
-            else:
-                del refs[t]
-                tl.remove(t)
+        _uncount_end(self._refs, start, tl.remove)
+        _uncount_end(self._refs, last, tl.remove)
 
     def reduce_span(self, span_id: int, to_remove: int) -> bool:
         start, last, planned = self._span(span_id)
@@ -876,6 +865,26 @@ def planners_equal(lhs: Planner | None, rhs: Planner | None) -> bool:
 
 Totals = Mapping[str, int] | Sequence[tuple[str, int]]
 Requests = Sequence[int] | Mapping[str, int]
+
+
+def _count_end(refs: dict[int, int], t: int, insert: Callable[[int], None]) -> bool:
+    """Count a span end at ``t`` among a timeline's points, inserting ``t`` when it is new; whether it was."""
+    if t in refs:
+        refs[t] += 1
+        return False
+    refs[t] = 1
+    insert(t)
+    return True
+
+
+def _uncount_end(refs: dict[int, int], t: int, remove: Callable[[int], None]) -> None:
+    """Uncount a span end at ``t``, removing the point when no span ends there any more."""
+    n = refs[t] - 1
+    if n:
+        refs[t] = n
+    else:
+        del refs[t]
+        remove(t)
 
 
 def _check_window(at: int, duration: int, base: int, end: int) -> None:
@@ -1229,18 +1238,8 @@ class MultiPlanner:
                     if columns[k].min_at(*window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
-            refs = self._refs
-            if start in refs:
-                refs[start] += 1
-            else:
-                refs[start] = 1
-                axis.insert(start)
-                window = None if window is None else columns[0].window(start, last)
-            if last in refs:
-                refs[last] += 1
-            else:
-                refs[last] = 1
-                axis.insert(last)
+            new_start = _count_end(self._refs, start, axis.insert)
+            if _count_end(self._refs, last, axis.insert) or new_start:  # new points move the window's indices
                 window = None if window is None else columns[0].window(start, last)
             if window is not None:
                 for k, request in enumerate(vector):
@@ -1264,14 +1263,8 @@ class MultiPlanner:
             self._axis.clear(self._base, self._totals)
             self._refs = {self._base: 1}
             return
-        refs = self._refs
-        for t in (start, last):
-            n = refs[t] - 1
-            if n:
-                refs[t] = n
-            else:
-                del refs[t]
-                self._axis.remove(t)
+        _uncount_end(self._refs, start, self._axis.remove)
+        _uncount_end(self._refs, last, self._axis.remove)
 
     def _hide(self, k: int, start: int, last: int) -> None:
         hidden = self._hidden[k]

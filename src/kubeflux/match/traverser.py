@@ -1275,17 +1275,17 @@ class Traverser:
         """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
         self.preorder = 0
         self.postorder = 0
-        if jobid in self.tags.get(self.root, ()):
+        walked = jobid in self.tags.get(self.root, ())
+        if walked:
             self._rem_dfv(self.root, jobid, _JobTree(self, jobid))
-            if jobid in self.released_in_part:
-                self._sweep(jobid)
-            self.job_vertices.pop(jobid, None)
-        else:
-            self._rem_exhaustive(jobid)
+        if not walked or jobid in self.released_in_part:
+            self._sweep(jobid)
+        self.job_vertices.pop(jobid, None)
         self.released_in_part.discard(jobid)
 
     def _sweep(self, jobid: int) -> None:
-        """Remove what the walk could not reach: the job's state below a vertex that no longer holds it."""
+        """Remove what the walk could not reach (the job's state below a vertex that no longer holds it, or all of
+        it when the root does not): every vertex the job was recorded on is looked at, not every vertex."""
         for uid in sorted(self.job_vertices.get(jobid, ())):
             if jobid in self.tags.get(uid, ()):
                 delta = self._rem_own(uid, jobid)
@@ -1293,6 +1293,11 @@ class Traverser:
                     for edge, _ in self._kid_edges(uid):
                         self._unlead_edge(edge)
                 self.touch(uid, -delta if delta else 0)
+            else:
+                span = self._pop_span(uid, jobid)
+                if span is not None:
+                    self.plans[uid].rem_span(span)
+                    self.touch(uid)
 
     def _rem_dfv(self, uid: int, jobid: int, held: _JobTree) -> int:
         """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree.
@@ -1372,13 +1377,6 @@ class Traverser:
             if spans is None or jobid not in spans:
                 return None
         return spans.pop(jobid)
-
-    def _rem_exhaustive(self, jobid: int) -> None:
-        for uid in list(self.allocations) + list(self.reservations):
-            span = self._pop_span(uid, jobid)
-            if span is not None:
-                self.plans[uid].rem_span(span)
-                self.touch(uid)
 
     # ------------------------------------------------------------------ queries
 
