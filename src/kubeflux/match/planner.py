@@ -948,10 +948,17 @@ class UnitPlanner(Planner):
     def add_span(self, start: int, duration: int, request: int) -> int:
         if not self._unit:
             return super().add_span(start, duration, request)
-        last = self._check_span(start, duration, request)
-        if request and self._spans and self._busy(start, last):
+        last = start + duration
+        if duration < 1 or start < self._base or last > self._end or request < 0 or request > self._total:
+            self._check_span(start, duration, request)
+        spans = self._spans
+        if request and spans and self._busy(start, last):
             raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
-        return self._new_span(start, last, request)
+        # _new_span, inline: a large allocation adds one such span per core.
+        span_id = self._span_counter = self._span_counter + 1
+        spans[span_id] = (start, last, request)
+        self._iter = None
+        return span_id
 
     def rem_span(self, span_id: int) -> None:
         if not self._unit:

@@ -993,10 +993,30 @@ class Traverser:
 
     def _apply_own(self, evaluation: Evaluation) -> None:
         """Stamp an evaluation's own marks for the current match (once)."""
-        if evaluation.marks is not None and evaluation.applied != self.sequence:
-            evaluation.applied = self.sequence
-            for mark in evaluation.marks:
-                self._apply_mark(mark)
+        sequence = self.sequence
+        if evaluation.marks is None or evaluation.applied == sequence:
+            return
+        evaluation.applied = sequence
+        if self._marked_seq != sequence:
+            self._marked_seq = sequence
+            self._marked = {}
+        # _apply_mark, inline (an evaluation's marks share one source): a socket's evaluation marks its cores.
+        edges = self.graph.edges
+        edge_needs, edge_excl, edge_seq, marked = self.edge_needs, self.edge_excl, self.edge_seq, self._marked
+        stamped: set[int] = set()
+        source = -1
+        for edge, needs, exclusive, lead in evaluation.marks:
+            edge_needs[edge] = needs
+            edge_excl[edge] = exclusive
+            edge_seq[edge] = sequence
+            if edges[edge].source != source:
+                source = edges[edge].source
+                stamped = marked.setdefault(source, set())
+            stamped.add(edge)
+            if lead == LEAD:
+                self._lead(edge)
+            elif lead == NOT_LEAD:
+                self._unlead_edge(edge)
 
     def _apply_path(self, uid: int) -> None:
         """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
@@ -1099,20 +1119,21 @@ class Traverser:
             children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
         kid_edges = self._kid_edges
         exclusive_types = self.policy.exclusive_types
+        edge_seq, edge_excl, edge_needs = self.edge_seq, self.edge_excl, self.edge_needs
+        leaves: list[tuple[int, int, int]] = []
         for edge, target in children:
-            if self.edge_seq[edge] != sequence and not mod:
+            if edge_seq[edge] != sequence and not mod:
                 continue
-            x = self.edge_excl[edge] or mod
-            child_needs = vertices[target].size if mod else self.edge_needs[edge]
-            if not vertices[target].out or not kid_edges(target):
-                if not x and vertices[target].type not in exclusive_types:
-                    continue  # a shared leaf records nothing
-                self._upd_leaf(target, writer, child_needs, meta, aggregates, excl, delta, full)
-                if edge in self.slot_leader and self.edge_seq[edge] == sequence:
-                    nslots[0] += 1
-                writer.edge(self._level, self.graph, edge, excl)
-                n_plans += 1
+            x = edge_excl[edge] or mod
+            child = vertices[target]
+            child_needs = child.size if mod else edge_needs[edge]
+            if not child.out or not kid_edges(target):
+                if x or child.type in exclusive_types:  # a shared leaf records nothing
+                    leaves.append((edge, target, child_needs))
                 continue
+            if leaves:
+                n_plans += self._upd_leaves(uid, leaves, writer, meta, aggregates, excl, delta, full, nslots)
+                leaves = []
             child_eval = kid_evals.get(target) if kid_evals else None
             n_sub = self._upd_dfv(
                 target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta, full
@@ -1124,6 +1145,8 @@ class Traverser:
                     delta[0] += self._update_weight(edge, target, meta)
                 writer.edge(self._level, self.graph, edge, excl)
                 n_plans += n_sub
+        if leaves:
+            n_plans += self._upd_leaves(uid, leaves, writer, meta, aggregates, excl, delta, full, nslots)
         if excl:
             n_plans += 1
             if full:
@@ -1146,45 +1169,82 @@ class Traverser:
         self._level -= 1
         return n_plans
 
-    def _upd_leaf(
+    def _upd_leaves(
         self,
-        uid: int,
+        source: int,
+        leaves: list[tuple[int, int, int]],
         writer: Writer,
-        needs: int,
         meta: JobMeta,
         to_parent: dict[str, int],
         excl_parent: bool,
         changed: list[int],
         full: bool,
-    ) -> None:
-        """:meth:`_upd_dfv` for an exclusive leaf (most of an allocation's vertices: its cores), without the
-        walk's bookkeeping for children, aggregate filters and span bounds, which a leaf does not have."""
-        vertex = self.graph.vertices[uid]
-        jobid = meta.jobid
-        if full:
-            self._add_plan(uid, meta, needs)
-        else:
-            self._job_vertices(jobid).add(uid)
-        tags = self.tags.get(uid)
-        if tags is None:
-            self.tags[uid] = {jobid}
-        else:
-            tags.add(jobid)
-        own = hash((uid, jobid, meta.at, meta.duration, int(meta.alloc_type), needs, True))
-        uses = self.x_uses.get(uid)
-        if uses is None:
-            uses = self.x_uses[uid] = {}
-        else:
-            previous = uses.get(jobid)
-            if previous is not None:
-                own += previous[2]
-                self._unbound(uid, previous[0], previous[1])
-        uses[jobid] = (meta.at, meta.at + meta.duration, own)
-        if vertex.type in self.prune_filters.total:
-            to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
-        writer.vertex(self._level + 1, vertex, needs, True, excl_parent)
-        self._bump(uid, own)
-        changed[0] += own
+        nslots: list[int],
+    ) -> int:
+        """:meth:`_upd_dfv` for a run of exclusive leaves (edge, leaf, needs) of ``source``, in order: most of an
+        allocation's vertices are its cores, so they are recorded in one loop, without the walk's bookkeeping
+        for children, aggregate filters and span bounds, which a leaf does not have. Returns the count."""
+        vertices = self.graph.vertices
+        jobid, at, duration = meta.jobid, meta.at, meta.duration
+        end = at + duration
+        job_key = hash((jobid, at, duration, int(meta.alloc_type)))
+        plans, tags, x_uses, fp = self.plans, self.tags, self.x_uses, self.fp
+        table = (
+            self.allocations
+            if meta.alloc_type == AllocType.ALLOCATE
+            else self.reservations
+            if meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE
+            else None
+        )
+        total = self.prune_filters.total
+        wide = source in self._layouts
+        added = 0
+        level = self._level + 1
+        for _, uid, needs in leaves:
+            vertex = vertices[uid]
+            if full:
+                plan = plans.get(uid)
+                if plan is None:
+                    kind = UnitPlanner if vertex.size == 1 else Planner
+                    plan = plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
+                span = plan.add_span(at, duration, needs)
+                if table is not None:
+                    spans = table.get(uid)
+                    if spans is None:
+                        table[uid] = {jobid: span}
+                    else:
+                        spans[jobid] = span
+            held = tags.get(uid)
+            if held is None:
+                tags[uid] = {jobid}
+            else:
+                held.add(jobid)
+            own = hash((uid, needs, job_key))
+            uses = x_uses.get(uid)
+            if uses is None:
+                x_uses[uid] = {jobid: (at, end, own)}
+            else:
+                previous = uses.get(jobid)
+                if previous is not None:
+                    own += previous[2]
+                    self._unbound(uid, previous[0], previous[1])
+                uses[jobid] = (at, end, own)
+            if wide:
+                self._bump(uid, own)
+            else:
+                fp[uid] += own
+            added += own
+            if vertex.type in total:
+                to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
+        writer.leaves(level, self.graph, leaves, excl_parent)
+        self._job_vertices(jobid).update([uid for _, uid, _ in leaves])
+        if source in self._leads:
+            sequence = self.sequence
+            for edge, _, _ in leaves:
+                if edge in self.slot_leader and self.edge_seq[edge] == sequence:
+                    nslots[0] += 1
+        changed[0] += added
+        return len(leaves)
 
     def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
         plan = self.plans.get(uid)

@@ -30,6 +30,11 @@ class Writer(Protocol):
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None: ...
 
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+        """Emit exclusive leaves (edge, vertex uid, needs) at ``level``, each with the edge to it from its parent
+        (as :meth:`vertex` then :meth:`edge` for each, in order; the update walk records a socket's cores so)."""
+        ...
+
     def interval(self, start: int, end: int) -> None:
         """The emitted set is held during ``[start, end)`` (only R formats show it)."""
         ...
@@ -49,6 +54,14 @@ _PREFIXES = ["      " + "---" * level for level in range(32)]
 
 def _prefix(level: int) -> str:
     return _PREFIXES[level] if level < 32 else "      " + "---" * level
+
+
+def emit_leaves(writer: Writer, level: int, graph: Graph, leaves: list[tuple[int, int, int]], parent_x: bool) -> None:
+    """:meth:`Writer.leaves` as :meth:`Writer.vertex` and :meth:`Writer.edge` for each leaf."""
+    vertices = graph.vertices
+    for edge, uid, needs in leaves:
+        writer.vertex(level, vertices[uid], needs, True, parent_x)
+        writer.edge(level - 1, graph, edge, parent_x)
 
 
 class SimpleWriter:
@@ -71,6 +84,10 @@ class SimpleWriter:
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
         return None
+
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+        prefix, vertices = _prefix(level), graph.vertices
+        self._lines.extend([f"{prefix}{vertices[uid].name}[{needs}:x]\n" for _, uid, needs in leaves])
 
     def interval(self, start: int, end: int) -> None:
         return None
@@ -96,6 +113,9 @@ class PrettySimpleWriter(SimpleWriter):
     ) -> None:
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
+
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+        emit_leaves(self, level, graph, leaves, exclusive_parent)
 
     def render(self) -> str:
         self._lines.reverse()
@@ -135,6 +155,9 @@ class JgfWriter:
         if record.subsystem != CONTAINMENT:
             item["metadata"] = {"subsystem": record.subsystem}
         self._edges.append(item)
+
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+        emit_leaves(self, level, graph, leaves, exclusive_parent)
 
     def interval(self, start: int, end: int) -> None:
         return None
@@ -248,6 +271,9 @@ class Rv1NoschedWriter:
     def interval(self, start: int, end: int) -> None:
         self._start, self._end = start, end
 
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+        emit_leaves(self, level, graph, leaves, exclusive_parent)
+
     def render(self) -> str:
         if not self._by_children:
             return ""
@@ -295,6 +321,9 @@ class DiscardWriter:
 
     def render(self) -> str:
         return ""
+
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+        return None
 
 
 WRITERS: dict[str, type[Writer]] = {
