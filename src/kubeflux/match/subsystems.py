@@ -134,6 +134,7 @@ class SubsystemTraverser(Traverser):
     evaluation_type = AuxEvaluation
     wide_blocks = False
     leaf_shortcut = False
+    leaf_runs = False
 
     def __init__(
         self,

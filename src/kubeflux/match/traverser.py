@@ -119,6 +119,8 @@ class Evaluation:
     applied: int = -1
     """The match sequence whose edges this evaluation's marks were last stamped on."""
     group: EdgeGroup | None = None
+    run: LeafRun | None = None
+    """The marks as one run of exclusive leaves of one source, when they are that (see :class:`LeafRun`)."""
 
     def group_for(self, edge: int) -> EdgeGroup:
         """The candidate group this vertex offers its parent through ``edge`` (its one parent edge)."""
@@ -132,6 +134,42 @@ class Evaluation:
 
 
 FAILED = Evaluation(False)
+
+
+@dataclass(slots=True, eq=False)
+class LeafRun:
+    """An evaluation's marks when they are all exclusive leaves of one source, with nothing to do for slot
+    leaders (a socket's cores, say): the update walk records them as one pool (see :class:`_Pool`) and writes
+    them as one piece of text, so a large job costs per socket rather than per core while the evaluation is
+    reused."""
+
+    source: int
+    leaves: list[tuple[int, int, int]]
+    """(edge, leaf, needs), in edge order (the update walk's order)."""
+    uids: list[int]
+    sizes: dict[str, int]
+    """The leaves' total size per type (for the aggregate filters above)."""
+    signature: int
+    texts: dict[object, str] = field(default_factory=dict)
+    """Writers' text for these leaves, by writer and level (see :meth:`Writer.leaves`)."""
+
+
+@dataclass(slots=True, eq=False)
+class _Pool:
+    """A job's records on a run of leaves not yet written leaf by leaf: the planner spans, tags, uses and
+    fingerprints :meth:`Traverser._record` would write. Nothing reads a leaf's records without its parent's
+    pools being written first (:meth:`Traverser._settle_source`), and a cancel that finds its pool unwritten
+    drops it whole."""
+
+    jobid: int
+    run: LeafRun
+    at: int
+    duration: int
+    alloc_type: AllocType
+    job_key: int
+    total: int
+    """The pool's share of its source's fingerprint: what its leaves' shares add up to once written."""
+
 
 BlockPart = tuple[Scoring, bool, Kids]
 """A span of children's candidates, whether any qualified, and their evaluations that hold marks."""
@@ -192,6 +230,8 @@ class Traverser:
     evaluation_type: type[Evaluation] = Evaluation
     wide_blocks = True
     leaf_shortcut = True
+    leaf_runs = True
+    """Whether marks on a run of one vertex's exclusive leaves are recorded as one pool (see :class:`LeafRun`)."""
     """Whether a child with no out-edges is visited by :meth:`_visit_leaf` (see :meth:`_visit_child`)."""
     """Whether wide vertices explore through cached spans of children (see :meth:`_explore_blocks`)."""
 
@@ -222,19 +262,21 @@ class Traverser:
         self.root_needs = 0
         self.root_excl = False
         self.root_seq = 0
-        self.plans: dict[int, Planner] = {}
-        self.allocations: dict[int, dict[int, int]] = {}
-        self.reservations: dict[int, dict[int, int]] = {}
+        self._plans: dict[int, Planner] = {}
+        self._allocations: dict[int, dict[int, int]] = {}
+        self._reservations: dict[int, dict[int, int]] = {}
         self.job_vertices: dict[int, set[int]] = {}
         """Per job, the vertices where it was recorded (a superset of those still holding some of its state)."""
         self.released_in_part: set[int] = set()
         """Jobs released in part: a vertex may have let go of the job while one below it still holds it, out of
         the cancel walk's reach (see :meth:`cancel`)."""
-        self.x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
-        """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
-        Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
-        the vertex's fingerprint."""
-        self.tags: dict[int, set[int]] = {}
+        self._x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
+        self._tags: dict[int, set[int]] = {}
+        self._pools: dict[int, list[_Pool]] = {}
+        """Per vertex, the jobs' records on runs of its leaves not yet written leaf by leaf."""
+        self._run_marks: dict[int, LeafRun] = {}
+        """The runs marked by the current match (``_marked_seq``), by source, instead of their edges' stamps."""
+        self._fresh = False
         self.subplans: dict[int, MultiPlanner] = {}
         self.job2span: dict[int, dict[int, int]] = {}
         self.nodes_up = sum(1 for uid in graph.by_type.get("node", ()) if graph.vertices[uid].status == Status.UP)
@@ -265,6 +307,54 @@ class Traverser:
         made for one time window still holds for another if no bound lies where the window's ends moved."""
         with paused_gc():
             self._prime(self.root)
+
+    # ------------------------------------------------------------------ per-vertex records
+
+    @property
+    def plans(self) -> dict[int, Planner]:
+        """Per vertex, its planner (the time axis of its units), for the vertices that have held a span."""
+        self._settle()
+        return self._plans
+
+    @property
+    def allocations(self) -> dict[int, dict[int, int]]:
+        """Per vertex, the allocations holding it: jobid -> span id in its planner."""
+        self._settle()
+        return self._allocations
+
+    @property
+    def reservations(self) -> dict[int, dict[int, int]]:
+        """Per vertex, the reservations holding it: jobid -> span id in its planner."""
+        self._settle()
+        return self._reservations
+
+    @property
+    def x_uses(self) -> dict[int, dict[int, tuple[int, int, int]]]:
+        """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
+        Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
+        the vertex's fingerprint."""
+        self._settle()
+        return self._x_uses
+
+    @property
+    def tags(self) -> dict[int, set[int]]:
+        """Per vertex, the jobs recorded on it."""
+        self._settle()
+        return self._tags
+
+    def _settle(self) -> None:
+        """Write every pool leaf by leaf: whatever reads or changes records outside the match and cancel walks
+        sees them whole."""
+        while self._pools:
+            self._settle_source(next(iter(self._pools)))
+
+    def _settle_source(self, source: int) -> None:
+        """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
+        for pool in self._pools.pop(source, ()):
+            run = pool.run
+            owns = [hash((uid, needs, pool.job_key)) for _, uid, needs in run.leaves]
+            owns[-1] += pool.total - sum(owns)
+            self._record(source, run.leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, owns)
 
     # ------------------------------------------------------------------ set-up
 
@@ -377,14 +467,14 @@ class Traverser:
     # ------------------------------------------------------------------ planner helpers
 
     def _avail(self, uid: int, at: int, duration: int) -> int:
-        plan = self.plans.get(uid)
+        plan = self._plans.get(uid)
         if plan is None:
             return self.graph.vertices[uid].size
         return plan.avail_resources_during(at, duration)
 
     def _x_busy(self, uid: int, at: int, duration: int) -> bool:
         """Whether any job holds ``uid`` during ``[at, at + duration)``."""
-        uses = self.x_uses.get(uid)
+        uses = self._x_uses.get(uid)
         if not uses:
             return False
         end = at + duration
@@ -541,7 +631,7 @@ class Traverser:
             conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, conflict)
         if exclusive or resource.exclusive is True:
-            if meta.alloc_type == AllocType.ALLOCATE and self.allocations.get(vertex.uid):
+            if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(vertex.uid):
                 return False
             if self._x_busy(vertex.uid, meta.at, meta.duration):
                 return False
@@ -638,6 +728,8 @@ class Traverser:
         children: list[tuple[int, int]],
     ) -> Evaluation:
         vertex = self.graph.vertices[uid]
+        if uid in self._pools:
+            self._settle_source(uid)
         x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
@@ -660,6 +752,8 @@ class Traverser:
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
                 evaluation.marks = self._marks(dfu) or None
+                if evaluation.marks is not None and self.leaf_runs:
+                    evaluation.run = self._leaf_run(evaluation.marks)
             else:
                 self._pass_up(evaluation, dfu)
         return evaluation
@@ -951,6 +1045,43 @@ class Traverser:
                         lead = NOT_LEAD
         return marks
 
+    def _leaf_run(self, marks: list[Mark]) -> LeafRun | None:
+        """``marks`` as a :class:`LeafRun`, if they are exclusive leaves of one source without slot leaders."""
+        edges, vertices = self.graph.edges, self.graph.vertices
+        source = edges[marks[0][0]].source
+        leaves = []
+        sizes: dict[str, int] = {}
+        for edge, needs, exclusive, lead in marks:
+            target = edges[edge].target
+            vertex = vertices[target]
+            if edges[edge].source != source or not exclusive or lead != NO_LEAD:
+                return None
+            if vertex.out and self._kid_edges(target):
+                return None
+            leaves.append((edge, target, needs))
+            sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
+        leaves.sort()
+        if any(leaves[i][0] == leaves[i + 1][0] for i in range(len(leaves) - 1)):
+            return None
+        return LeafRun(source, leaves, [uid for _, uid, _ in leaves], sizes, hash((source, tuple(leaves))))
+
+    def _unrun(self, source: int) -> None:
+        """Stamp a marked run's edges one by one: another mark under its source joins it."""
+        run = self._run_marks.pop(source)
+        sequence = self.sequence
+        for edge, _, needs in run.leaves:
+            self.edge_needs[edge] = needs
+            self.edge_excl[edge] = True
+            self.edge_seq[edge] = sequence
+        self._marked.setdefault(source, set()).update(edge for edge, _, _ in run.leaves)
+
+    def _new_marks(self) -> None:
+        """Start the current match's marks (the first stamp of a match)."""
+        if self._marked_seq != self.sequence:
+            self._marked_seq = self.sequence
+            self._marked = {}
+            self._run_marks = {}
+
     def _apply_mark(self, mark: Mark) -> None:
         edge, needs, exclusive, lead = mark
         self.edge_needs[edge] = needs
@@ -979,12 +1110,11 @@ class Traverser:
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
-        sequence = self.sequence
-        self.edge_seq[edge] = sequence
-        if self._marked_seq != sequence:
-            self._marked_seq = sequence
-            self._marked = {}
+        self.edge_seq[edge] = self.sequence
+        self._new_marks()
         source = self.graph.edges[edge].source
+        if source in self._run_marks:
+            self._unrun(source)
         marked = self._marked.get(source)
         if marked is None:
             self._marked[source] = {edge}
@@ -997,9 +1127,15 @@ class Traverser:
         if evaluation.marks is None or evaluation.applied == sequence:
             return
         evaluation.applied = sequence
-        if self._marked_seq != sequence:
-            self._marked_seq = sequence
-            self._marked = {}
+        self._new_marks()
+        run = evaluation.run
+        if run is not None:
+            if run.source not in self._marked and run.source not in self._run_marks:
+                self._run_marks[run.source] = run
+                return
+            if run.source in self._run_marks:
+                self._unrun(run.source)
+        run_marks = self._run_marks
         # _apply_mark, inline (an evaluation's marks share one source): a socket's evaluation marks its cores.
         edges = self.graph.edges
         edge_needs, edge_excl, edge_seq, marked = self.edge_needs, self.edge_excl, self.edge_seq, self._marked
@@ -1011,6 +1147,8 @@ class Traverser:
             edge_seq[edge] = sequence
             if edges[edge].source != source:
                 source = edges[edge].source
+                if source in run_marks:
+                    self._unrun(source)
                 stamped = marked.setdefault(source, set())
             stamped.add(edge)
             if lead == LEAD:
@@ -1073,6 +1211,9 @@ class Traverser:
         if self.root_seq != self.sequence:
             raise MatchFailure(Errno.EINVAL, "resource state wasn't properly set up for update")
         self._level = 0
+        self._fresh = full and meta.jobid not in self.job_vertices
+        if not full:
+            self._settle()
         nslots = [0]
         root_vertex = self.graph.vertices[self.root]
         shadow = root_vertex.type in self.policy.exclusive_types
@@ -1112,11 +1253,17 @@ class Traverser:
             kid_evals = evaluation.kids
         delta = [0]
         children: Iterable[tuple[int, int]]
+        run = None
         if mod or self._marked_seq != sequence:
             children = self._kid_edges(uid)
         else:
             edges = self.graph.edges
-            children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
+            run = self._run_marks.get(uid)
+            if run is not None:  # the run is all the edges marked below uid
+                n_plans += self._upd_leaves(uid, run.leaves, writer, meta, aggregates, excl, delta, full, nslots, run)
+                children = []
+            else:
+                children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
         kid_edges = self._kid_edges
         exclusive_types = self.policy.exclusive_types
         edge_seq, edge_excl, edge_needs = self.edge_seq, self.edge_excl, self.edge_needs
@@ -1180,31 +1327,73 @@ class Traverser:
         changed: list[int],
         full: bool,
         nslots: list[int],
+        run: LeafRun | None = None,
     ) -> int:
         """:meth:`_upd_dfv` for a run of exclusive leaves (edge, leaf, needs) of ``source``, in order: most of an
-        allocation's vertices are its cores, so they are recorded in one loop, without the walk's bookkeeping
-        for children, aggregate filters and span bounds, which a leaf does not have. Returns the count."""
+        allocation's vertices are its cores, so they are recorded in one loop (or, for a marked :class:`LeafRun`
+        of a job new to the graph, as one pool), without the walk's bookkeeping for children, aggregate filters
+        and span bounds, which a leaf does not have. Returns the count."""
+        if source in self._pools:
+            self._settle_source(source)
+        jobid = meta.jobid
+        total = self.prune_filters.total
+        if run is not None and self._fresh and source not in self._layouts:
+            job_key = hash((jobid, meta.at, meta.duration, int(meta.alloc_type)))
+            added = hash((run.signature, job_key))
+            pool = _Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, job_key, added)
+            self._pools.setdefault(source, []).append(pool)
+            self._job_vertices(jobid).update(run.uids)
+            for type, size in run.sizes.items():
+                if type in total:
+                    to_parent[type] = to_parent.get(type, 0) + size
+        else:
+            added = self._record(source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, full)
+            vertices = self.graph.vertices
+            for _, uid, _ in leaves:
+                vertex = vertices[uid]
+                if vertex.type in total:
+                    to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
+        writer.leaves(self._level + 1, self.graph, leaves, excl_parent, None if run is None else run.texts)
+        if source in self._leads:
+            sequence = self.sequence
+            for edge, _, _ in leaves:
+                if edge in self.slot_leader and (run is not None or self.edge_seq[edge] == sequence):
+                    nslots[0] += 1
+        changed[0] += added
+        return len(leaves)
+
+    def _record(
+        self,
+        source: int,
+        leaves: list[tuple[int, int, int]],
+        jobid: int,
+        at: int,
+        duration: int,
+        alloc_type: AllocType,
+        full: bool,
+        owns: list[int] | None = None,
+    ) -> int:
+        """Record ``jobid`` on exclusive leaves of ``source`` (planner span, tags, use, fingerprint) during
+        ``[at, at + duration)``; ``owns`` are their shares of the fingerprint (by default a hash of each leaf and
+        the job). Returns the fingerprint change."""
         vertices = self.graph.vertices
-        jobid, at, duration = meta.jobid, meta.at, meta.duration
         end = at + duration
-        job_key = hash((jobid, at, duration, int(meta.alloc_type)))
-        plans, tags, x_uses, fp = self.plans, self.tags, self.x_uses, self.fp
+        job_key = hash((jobid, at, duration, int(alloc_type)))
+        plans, tags, x_uses, fp = self._plans, self._tags, self._x_uses, self.fp
         table = (
-            self.allocations
-            if meta.alloc_type == AllocType.ALLOCATE
-            else self.reservations
-            if meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE
+            self._allocations
+            if alloc_type == AllocType.ALLOCATE
+            else self._reservations
+            if alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE
             else None
         )
-        total = self.prune_filters.total
         wide = source in self._layouts
         added = 0
-        level = self._level + 1
-        for _, uid, needs in leaves:
-            vertex = vertices[uid]
+        for i, (_, uid, needs) in enumerate(leaves):
             if full:
                 plan = plans.get(uid)
                 if plan is None:
+                    vertex = vertices[uid]
                     kind = UnitPlanner if vertex.size == 1 else Planner
                     plan = plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
                 span = plan.add_span(at, duration, needs)
@@ -1219,7 +1408,7 @@ class Traverser:
                 tags[uid] = {jobid}
             else:
                 held.add(jobid)
-            own = hash((uid, needs, job_key))
+            own = hash((uid, needs, job_key)) if owns is None else owns[i]
             uses = x_uses.get(uid)
             if uses is None:
                 x_uses[uid] = {jobid: (at, end, own)}
@@ -1234,30 +1423,21 @@ class Traverser:
             else:
                 fp[uid] += own
             added += own
-            if vertex.type in total:
-                to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
-        writer.leaves(level, self.graph, leaves, excl_parent)
         self._job_vertices(jobid).update([uid for _, uid, _ in leaves])
-        if source in self._leads:
-            sequence = self.sequence
-            for edge, _, _ in leaves:
-                if edge in self.slot_leader and self.edge_seq[edge] == sequence:
-                    nslots[0] += 1
-        changed[0] += added
-        return len(leaves)
+        return added
 
     def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
-        plan = self.plans.get(uid)
+        plan = self._plans.get(uid)
         if plan is None:
             vertex = self.graph.vertices[uid]
             kind = UnitPlanner if vertex.size == 1 else Planner
-            plan = self.plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
+            plan = self._plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
         span = plan.add_span(meta.at, meta.duration, needs)
         self._job_vertices(meta.jobid).add(uid)
         if meta.alloc_type == AllocType.ALLOCATE:
-            table = self.allocations
+            table = self._allocations
         elif meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
-            table = self.reservations
+            table = self._reservations
         else:
             return
         spans = table.get(uid)
@@ -1274,11 +1454,11 @@ class Traverser:
         return found
 
     def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
-        self.tags.setdefault(uid, set()).add(meta.jobid)
+        self._tags.setdefault(uid, set()).add(meta.jobid)
         self._job_vertices(meta.jobid).add(uid)
-        uses = self.x_uses.get(uid)
+        uses = self._x_uses.get(uid)
         if uses is None:
-            uses = self.x_uses[uid] = {}
+            uses = self._x_uses[uid] = {}
         previous = uses.get(meta.jobid)
         if previous is not None:
             fingerprint += previous[2]
@@ -1335,7 +1515,7 @@ class Traverser:
         """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
         self.preorder = 0
         self.postorder = 0
-        walked = jobid in self.tags.get(self.root, ())
+        walked = jobid in self._tags.get(self.root, ())
         if walked:
             self._rem_dfv(self.root, jobid, _JobTree(self, jobid))
         if not walked or jobid in self.released_in_part:
@@ -1346,6 +1526,7 @@ class Traverser:
     def _sweep(self, jobid: int) -> None:
         """Remove what the walk could not reach (the job's state below a vertex that no longer holds it, or all of
         it when the root does not): every vertex the job was recorded on is looked at, not every vertex."""
+        self._settle()
         for uid in sorted(self.job_vertices.get(jobid, ())):
             if jobid in self.tags.get(uid, ()):
                 delta = self._rem_own(uid, jobid)
@@ -1368,6 +1549,8 @@ class Traverser:
         delta = self._rem_own(uid, jobid)
         if delta is None:
             return 0
+        if uid in self._pools:
+            delta += self._drop_pools(uid, jobid)
         kids = self._kid_edges(uid)
         if len(kids) > WIDE_CANCEL + 2 * held.size:
             mine = held.children(uid)
@@ -1394,12 +1577,30 @@ class Traverser:
         self.postorder += 1
         return delta
 
+    def _drop_pools(self, source: int, jobid: int) -> int:
+        """Drop ``jobid``'s unwritten pools on ``source``'s leaves (counted as the leaf-by-leaf walk would count
+        them); returns their share of the fingerprints."""
+        pools = self._pools[source]
+        kept = [pool for pool in pools if pool.jobid != jobid]
+        if len(kept) == len(pools):
+            return 0
+        dropped = 0
+        for pool in pools:
+            if pool.jobid == jobid:
+                dropped += pool.total
+                self.postorder += len(pool.run.leaves)
+        if kept:
+            self._pools[source] = kept
+        else:
+            del self._pools[source]
+        return dropped
+
     def _rem_leaves(self, source: int, leaves: list[int], jobid: int) -> int:
         """:meth:`_rem_dfv` for children of ``source`` without out-edges (most of a large job's vertices: its
         cores), in one loop: :meth:`_rem_own` without the parts a leaf does not have (aggregate filter, span
         bounds) unless it has them. Returns the fingerprint change."""
-        tags, x_uses, plans, fp = self.tags, self.x_uses, self.plans, self.fp
-        allocations, reservations = self.allocations, self.reservations
+        tags, x_uses, plans, fp = self._tags, self._x_uses, self._plans, self.fp
+        allocations, reservations = self._allocations, self._reservations
         bounds, job2span = self.bounds, self.job2span
         wide = source in self._layouts
         total = 0
@@ -1434,11 +1635,11 @@ class Traverser:
 
     def _rem_own(self, uid: int, jobid: int) -> int | None:
         """Remove what ``jobid`` holds on ``uid`` itself; its share of the fingerprint, None if it holds nothing."""
-        tags = self.tags.get(uid)
+        tags = self._tags.get(uid)
         if tags is None or jobid not in tags:
             return None
         tags.discard(jobid)
-        uses = self.x_uses.get(uid)
+        uses = self._x_uses.get(uid)
         use = uses.pop(jobid, None) if uses is not None else None
         delta = 0
         if use is not None:
@@ -1450,7 +1651,7 @@ class Traverser:
             self.subplans[uid].rem_span(spans.pop(jobid))
         span = self._pop_span(uid, jobid)
         if span is not None:
-            self.plans[uid].rem_span(span)
+            self._plans[uid].rem_span(span)
         return delta
 
     def _unbound(self, uid: int, start: int, end: int) -> None:
@@ -1462,9 +1663,9 @@ class Traverser:
     def _pop_span(self, uid: int, jobid: int) -> int | None:
         """Take ``jobid``'s planner span on ``uid`` (an allocation or a reservation) out of the job tables; its
         id in ``uid``'s planner, None if there is none."""
-        spans = self.allocations.get(uid)
+        spans = self._allocations.get(uid)
         if spans is None or jobid not in spans:
-            spans = self.reservations.get(uid)
+            spans = self._reservations.get(uid)
             if spans is None or jobid not in spans:
                 return None
         return spans.pop(jobid)
@@ -1476,6 +1677,7 @@ class Traverser:
 
     def mark(self, uid: int, status: Status) -> None:
         """Set a subtree root's status (Fluxion marks only the root; pruning stops at it)."""
+        self._settle()
         vertex = self.graph.vertices[uid]
         if vertex.status == status:
             return
@@ -1508,6 +1710,7 @@ class Traverser:
 
         The fingerprints are left to the update walk that records the job on ``uid`` next (as a match's own
         walk adds a span and its share of the fingerprints together); :meth:`unplan` undoes it if none follows."""
+        self._settle()
         self._add_plan(uid, meta, amount)
 
     def holds_span(self, uid: int, jobid: int) -> bool:
@@ -1516,6 +1719,7 @@ class Traverser:
 
     def unplan(self, uid: int, jobid: int) -> int:
         """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
+        self._settle()
         span = self._pop_span(uid, jobid)
         if span is None:
             return 0
@@ -1552,6 +1756,7 @@ class Traverser:
         children changed. Sizes the per-edge tables, forgets cached children and evaluations there, gives new
         vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
         """
+        self._settle()
         graph = self.graph
         grow = len(graph.edges) - len(self.edge_needs)
         if grow > 0:

@@ -30,9 +30,17 @@ class Writer(Protocol):
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None: ...
 
-    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
         """Emit exclusive leaves (edge, vertex uid, needs) at ``level``, each with the edge to it from its parent
-        (as :meth:`vertex` then :meth:`edge` for each, in order; the update walk records a socket's cores so)."""
+        (as :meth:`vertex` then :meth:`edge` for each, in order; the update walk records a socket's cores so).
+        ``memo`` is the caller's store for these very leaves: a writer may keep its text for them there."""
         ...
 
     def interval(self, start: int, end: int) -> None:
@@ -85,9 +93,21 @@ class SimpleWriter:
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
         return None
 
-    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
-        prefix, vertices = _prefix(level), graph.vertices
-        self._lines.extend([f"{prefix}{vertices[uid].name}[{needs}:x]\n" for _, uid, needs in leaves])
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
+        text = None if memo is None else memo.get(("simple", level))
+        if text is None:
+            prefix, vertices = _prefix(level), graph.vertices
+            text = "".join([f"{prefix}{vertices[uid].name}[{needs}:x]\n" for _, uid, needs in leaves])
+            if memo is not None:
+                memo["simple", level] = text
+        self._lines.append(text)
 
     def interval(self, start: int, end: int) -> None:
         return None
@@ -114,7 +134,14 @@ class PrettySimpleWriter(SimpleWriter):
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
 
-    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
         emit_leaves(self, level, graph, leaves, exclusive_parent)
 
     def render(self) -> str:
@@ -156,7 +183,14 @@ class JgfWriter:
             item["metadata"] = {"subsystem": record.subsystem}
         self._edges.append(item)
 
-    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
         emit_leaves(self, level, graph, leaves, exclusive_parent)
 
     def interval(self, start: int, end: int) -> None:
@@ -271,7 +305,14 @@ class Rv1NoschedWriter:
     def interval(self, start: int, end: int) -> None:
         self._start, self._end = start, end
 
-    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
         emit_leaves(self, level, graph, leaves, exclusive_parent)
 
     def render(self) -> str:
@@ -322,7 +363,14 @@ class DiscardWriter:
     def render(self) -> str:
         return ""
 
-    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], exclusive_parent: bool) -> None:
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
         return None
 
 
