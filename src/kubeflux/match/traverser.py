@@ -348,6 +348,21 @@ class Traverser:
         while self._pools:
             self._settle_source(next(iter(self._pools)))
 
+    def _pools_matter(self, source: int, meta: JobMeta, children: list[tuple[int, int]]) -> bool:
+        """Whether visiting ``source``'s leaves for ``meta`` could find other answers with its pools written: a
+        pool's spans meet the window, or an allocation's mere presence counts (a new allocation avoids any
+        vertex allocated exclusively), or the leaves' fingerprints are summed per block (a wide vertex)."""
+        if source in self._layouts or (self.wide_blocks and len(children) >= 2 * BLOCK):
+            return True
+        at, end = meta.at, meta.at + meta.duration
+        allocating = meta.alloc_type == AllocType.ALLOCATE
+        for pool in self._pools[source]:
+            if pool.at < end and at < pool.at + pool.duration:
+                return True
+            if allocating and pool.alloc_type == AllocType.ALLOCATE:
+                return True
+        return False
+
     def _settle_source(self, source: int) -> None:
         """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
         for pool in self._pools.pop(source, ()):
@@ -728,7 +743,7 @@ class Traverser:
         children: list[tuple[int, int]],
     ) -> Evaluation:
         vertex = self.graph.vertices[uid]
-        if uid in self._pools:
+        if uid in self._pools and self._pools_matter(uid, meta, children):
             self._settle_source(uid)
         x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
@@ -1333,11 +1348,9 @@ class Traverser:
         allocation's vertices are its cores, so they are recorded in one loop (or, for a marked :class:`LeafRun`
         of a job new to the graph, as one pool), without the walk's bookkeeping for children, aggregate filters
         and span bounds, which a leaf does not have. Returns the count."""
-        if source in self._pools:
-            self._settle_source(source)
         jobid = meta.jobid
         total = self.prune_filters.total
-        if run is not None and self._fresh and source not in self._layouts:
+        if run is not None and self._fresh and source not in self._layouts:  # after the pools before it
             job_key = hash((jobid, meta.at, meta.duration, int(meta.alloc_type)))
             added = hash((run.signature, job_key))
             pool = _Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, job_key, added)
@@ -1347,6 +1360,8 @@ class Traverser:
                 if type in total:
                     to_parent[type] = to_parent.get(type, 0) + size
         else:
+            if source in self._pools:  # they were recorded first
+                self._settle_source(source)
             added = self._record(source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, full)
             vertices = self.graph.vertices
             for _, uid, _ in leaves:
