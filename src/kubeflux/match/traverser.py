@@ -149,6 +149,8 @@ class LeafRun:
     uids: list[int]
     sizes: dict[str, int]
     """The leaves' total size per type (for the aggregate filters above)."""
+    whole: bool
+    """Whether the run is every child of its source, each whole (what holding the source whole records)."""
     signature: int
     texts: dict[object, str] = field(default_factory=dict)
     """Writers' text for these leaves, by writer and level (see :meth:`Writer.leaves`)."""
@@ -1078,7 +1080,11 @@ class Traverser:
         leaves.sort()
         if any(leaves[i][0] == leaves[i + 1][0] for i in range(len(leaves) - 1)):
             return None
-        return LeafRun(source, leaves, [uid for _, uid, _ in leaves], sizes, hash((source, tuple(leaves))))
+        whole = len(leaves) == len(self._kid_edges(source)) and all(
+            needs == vertices[uid].size for _, uid, needs in leaves
+        )
+        uids = [uid for _, uid, _ in leaves]
+        return LeafRun(source, leaves, uids, sizes, whole, hash((source, tuple(leaves))))
 
     def _unrun(self, source: int) -> None:
         """Stamp a marked run's edges one by one: another mark under its source joins it."""
@@ -1268,17 +1274,16 @@ class Traverser:
             kid_evals = evaluation.kids
         delta = [0]
         children: Iterable[tuple[int, int]]
-        run = None
-        if mod or self._marked_seq != sequence:
+        run = self._run_marks.get(uid) if self._marked_seq == sequence else None
+        if run is not None and (not mod or run.whole):
+            # The run is all the edges marked below uid (and, when uid is held whole, all its children whole).
+            n_plans += self._upd_leaves(uid, run.leaves, writer, meta, aggregates, excl, delta, full, nslots, run)
+            children = []
+        elif mod or self._marked_seq != sequence:
             children = self._kid_edges(uid)
         else:
             edges = self.graph.edges
-            run = self._run_marks.get(uid)
-            if run is not None:  # the run is all the edges marked below uid
-                n_plans += self._upd_leaves(uid, run.leaves, writer, meta, aggregates, excl, delta, full, nslots, run)
-                children = []
-            else:
-                children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
+            children = [(edge, edges[edge].target) for edge in sorted(self._marked.get(uid, ()))]
         kid_edges = self._kid_edges
         exclusive_types = self.policy.exclusive_types
         edge_seq, edge_excl, edge_needs = self.edge_seq, self.edge_excl, self.edge_needs
