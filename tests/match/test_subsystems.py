@@ -83,6 +83,19 @@ NODE_CORE = job(
       - type: core
         count: 1"""
 )
+NODE_X = job(
+    """  - type: node
+    count: 1
+    exclusive: true"""
+)
+NODE_CORE_X = job(
+    """  - type: node
+    count: 1
+    with:
+      - type: core
+        count: 1
+        exclusive: true"""
+)
 
 
 def lines(text: str) -> list[str]:
@@ -216,10 +229,10 @@ def test_the_up_walk_starts_only_at_vertices_the_walk_accepts() -> None:
     """With both pdus down the dominant walk prunes them before their up-walks, so no unqualified auxiliary
     candidate reaches the root and the node request is allocated."""
     engine = Engine(power_graph(), policy="low", subsystems="C+PA")
-    assert not engine.match(MatchOp.ALLOCATE, NODE_CORE).matched
+    assert not engine.match(MatchOp.ALLOCATE, NODE_CORE_X).matched
     for path in ("/cluster0/rack0/pdu0", "/cluster0/rack1/pdu1"):
         engine.set_status(path, Status.DOWN)
-    assert engine.match(MatchOp.ALLOCATE, NODE_CORE).matched
+    assert engine.match(MatchOp.ALLOCATE, NODE_CORE_X).matched
 
 
 def test_aux_targets_that_fail_prune_add_no_candidate() -> None:
@@ -236,12 +249,12 @@ def test_aux_targets_that_fail_prune_add_no_candidate() -> None:
     graph.add_edge(panel.uid, node, POWER, "supplies_to")
     graph.set_path(graph.vertices[node], POWER, "/powerpanel0/node0")
     graph.add_children(node, "power", "power", [0], size=10, subsystem=POWER, edge_subsystem=POWER)
-    assert Engine(graph, policy="low", subsystems="CA").match(MatchOp.ALLOCATE, NODE).matched
+    assert Engine(graph, policy="low", subsystems="CA").match(MatchOp.ALLOCATE, NODE_X).matched
     engine = Engine(graph, policy="low", subsystems="C+PA")
-    assert not engine.match(MatchOp.ALLOCATE, NODE).matched
+    assert not engine.match(MatchOp.ALLOCATE, NODE_X).matched
     engine.set_status("/powerpanel0/node0/power0", Status.DOWN)
-    assert engine.match(MatchOp.ALLOCATE, NODE).matched
-    assert not engine.match(MatchOp.SATISFIABILITY, NODE).satisfiable
+    assert engine.match(MatchOp.ALLOCATE, NODE_X).matched
+    assert not engine.match(MatchOp.SATISFIABILITY, NODE_X).satisfiable
 
 
 def test_a_power_allocation_replays_and_other_subsystems_refuse_what_they_cannot_walk() -> None:

@@ -1239,9 +1239,13 @@ class Traverser:
         root_vertex = self.graph.vertices[self.root]
         shadow = root_vertex.type in self.policy.exclusive_types
         evaluation = self.root_eval if full else None
-        self._upd_dfv(
+        recorded = self._upd_dfv(
             self.root, writer, self.root_needs, self.root_excl, meta, {}, nslots, shadow, False, evaluation, [0], full
         )
+        if full and not recorded:
+            # As Fluxion's update: a match whose walk records nothing fails (nothing it chose is exclusive, or its
+            # choices lie below a vertex no mark leads to), rather than succeed holding nothing.
+            raise MatchFailure(Errno.EBUSY)
         return nslots[0]
 
     def _upd_dfv(

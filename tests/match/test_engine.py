@@ -1,0 +1,49 @@
+"""Engine-level behaviour of a match that Fluxion's resource-query defines outside the walks' details."""
+
+from __future__ import annotations
+
+from kubeflux.jobspec import Jobspec, jobspec_from_yaml
+from kubeflux.match.engine import Engine, MatchOp
+from kubeflux.match.traverser import Errno
+from kubeflux.resources import NodeSpec, build_graph
+
+
+def _job(resources: str) -> Jobspec:
+    return jobspec_from_yaml(
+        f"version: 9999\nresources: {resources}\nattributes: {{system: {{duration: 600}}}}\n"
+        "tasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+
+
+def test_a_match_that_would_hold_nothing_fails_as_in_fluxion() -> None:
+    """A slot under a node whose cores sit below sockets: the slot's choice lies below a vertex no mark leads to,
+    so the update walk records nothing. Fluxion's update then fails the match (EBUSY); it must not succeed holding
+    nothing. The same request one level up (the slot at the top) and shapes that name the sockets still match."""
+    engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4, sockets=2) for i in range(2)]), policy="low")
+    hollow = engine.match(
+        MatchOp.ALLOCATE,
+        _job(
+            "[{type: node, count: 1, with: [{type: slot, count: 1, label: default, with: [{type: core, count: 1}]}]}]"
+        ),
+    )
+    assert not hollow.matched and hollow.errno == Errno.EBUSY and hollow.resources == ""
+    assert hollow.jobid not in engine.jobs
+    assert engine.find("sched-now=allocated") == ""
+    top = engine.match(
+        MatchOp.ALLOCATE, _job("[{type: slot, count: 1, label: default, with: [{type: core, count: 1}]}]")
+    )
+    assert top.matched and "core0[1:x]" in top.resources and "socket0[1:s]" in top.resources
+    sockets = engine.match(
+        MatchOp.ALLOCATE,
+        _job(
+            "[{type: node, count: 1, with: [{type: slot, count: 1, label: default, with: [{type: socket, count: 1}]}]}]"
+        ),
+    )
+    assert sockets.matched and "socket" in sockets.resources
+
+
+def test_a_request_with_nothing_exclusive_fails_as_in_fluxion() -> None:
+    """No slot and no ``exclusive: true``: nothing is held, so the match fails rather than succeed empty."""
+    engine = Engine(build_graph([NodeSpec("n0", cores=2)]), policy="first")
+    assert engine.match(MatchOp.ALLOCATE, _job("[{type: node, count: 1}]")).errno == Errno.EBUSY
+    assert engine.match(MatchOp.ALLOCATE, _job("[{type: node, count: 1, exclusive: true}]")).matched
