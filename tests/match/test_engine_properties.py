@@ -17,7 +17,7 @@ from kubeflux.match import traverser as traverser_module
 from kubeflux.match import update as update_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
-from kubeflux.resources import NodeSpec, Status, build_graph, graph_to_jgf
+from kubeflux.resources import NodeSpec, Status, build_graph, graph_to_jgf, load_jgf
 from tests.match._helpers import node_cores_job, schedule, whole_nodes_job
 
 match_op = st.tuples(
@@ -476,3 +476,34 @@ def test_a_cancelled_pool_is_never_written_and_a_read_writes_it_whole() -> None:
     assert not traverser._pools
     assert held.count("core") == 16
     assert sum(1 for uses in traverser.x_uses.values() if second.jobid in uses) == 16 + 4 + 2 + 1  # and the root
+
+
+def test_a_core_with_two_parents_is_never_given_twice() -> None:
+    """On a containment DAG (a JGF adds socket0 -> core4 next to socket1 -> core4) the cores of a socket are not
+    pooled: a pool on socket1 would not be written when socket0's walk reads core4, and core4 would be given to a
+    second job. The second job is refused and the schedule stays readable."""
+    document = graph_to_jgf(build_graph([NodeSpec("n0", cores=8, sockets=2)]))
+    ids = {record["metadata"]["paths"]["containment"]: record["id"] for record in document["graph"]["nodes"]}
+    document["graph"]["edges"].append(
+        {
+            "source": ids["/cluster0/n0/socket0"],
+            "target": ids["/cluster0/n0/socket1/core4"],
+            "metadata": {"subsystem": "containment", "relation": "contains"},
+        }
+    )
+    subject = Engine(load_jgf(json.dumps(document)), policy="high")
+
+    def cores(top: str, count: int) -> Any:
+        inner = f"{{type: socket, count: 1, with: [{{type: core, count: {count}, exclusive: true}}]}}"
+        resources = f"[{{type: node, count: 1, with: [{inner}]}}]" if top == "node" else f"[{inner}]"
+        return jobspec_from_yaml(
+            f"version: 9999\nresources: {resources}\nattributes: {{system: {{duration: 100}}}}\n"
+            "tasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+        )
+
+    first = subject.match(MatchOp.ALLOCATE, cores("node", 4))
+    assert first.matched and "core4[1:x]" in first.resources
+    second = subject.match(MatchOp.ALLOCATE, cores("socket", 5))
+    assert not second.matched
+    held = {line.strip(" -") for line in subject.find("sched-now=allocated").splitlines() if "core" in line}
+    assert held == {f"core{i}[1:x]" for i in range(4, 8)}  # core4 is listed under both its parents

@@ -1063,7 +1063,10 @@ class Traverser:
         return marks
 
     def _leaf_run(self, marks: list[Mark]) -> LeafRun | None:
-        """``marks`` as a :class:`LeafRun`, if they are exclusive leaves of one source without slot leaders."""
+        """``marks`` as a :class:`LeafRun`, if they are exclusive leaves of one source without slot leaders (and
+        the containment is a tree: a leaf with two parents could be read through the one its pool is not under)."""
+        if self.graph.shared_children:
+            return None
         edges, vertices = self.graph.edges, self.graph.vertices
         source = edges[marks[0][0]].source
         leaves = []

@@ -86,6 +86,8 @@ class Graph:
         self.by_path: dict[str, int] = {}
         self.by_rank: dict[int, list[int]] = {}
         self._in_edges: dict[int, list[int]] | None = None
+        self.shared_children = False
+        """Whether some vertex was given a second containment parent (the containment is a DAG, not a tree)."""
 
     def __len__(self) -> int:
         return len(self.vertices)
@@ -209,6 +211,8 @@ class Graph:
         self.edges.append(edge)
         if subsystem == CONTAINMENT and relation == "contains":
             self.vertices[source].children.append(target)
+            if self.vertices[target].parent not in (-1, source):
+                self.shared_children = True
             self.vertices[target].parent = source
         return edge
 
