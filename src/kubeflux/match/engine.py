@@ -235,7 +235,10 @@ class Engine:
 
     def _satisfiability(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> None:
         meta.alloc_type = AllocType.SATISFIABILITY
-        meta.at = self.graph_end - meta.duration - 1
+        # Fluxion tests at graph_end - duration - 1, which is base - 1 for a job that spans the whole horizon (no
+        # duration): its planners then dereference a null point and resource-query crashes. The horizon's start is
+        # the only window such a job can have; it is also where Fluxion tests a job one second shorter.
+        meta.at = max(self.base, self.graph_end - meta.duration - 1)
         try:
             self.traverser.select(requests, meta, exclusive)
         except MatchFailure as failure:

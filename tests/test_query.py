@@ -1,0 +1,70 @@
+"""``kubeflux query``: inputs that once stopped the shell with a traceback get resource-query's answer or a clear
+error, and the session goes on."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from kubeflux.match.engine import Engine
+from kubeflux.query import RULE, QuerySession
+from kubeflux.resources import NodeSpec, build_graph
+
+_NO_DURATION_NODE = """\
+version: 9999
+resources:
+  - type: node
+    count: 1
+    exclusive: true
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 1
+attributes:
+  system: {}
+tasks:
+  - command: [app]
+    slot: default
+    count: {per_slot: 1}
+"""
+
+
+def run(session: QuerySession, lines: list[str]) -> str:
+    """The ``-t`` output of ``lines``, the last command's alone (earlier output is dropped)."""
+    assert isinstance(session.out, io.StringIO)
+    for line in lines:
+        session.out.seek(0)
+        session.out.truncate()
+        session.execute(line)
+    return session.out.getvalue()
+
+
+def allocated(jobid: int, at: str = "Now") -> str:
+    mode = "ALLOCATED" if at == "Now" else "RESERVED"
+    return f"{RULE}\nINFO: JOBID={jobid}\nINFO: RESOURCES={mode}\nINFO: SCHEDULED AT={at}\n{RULE}\n"
+
+
+def test_a_job_without_duration_is_checked_for_satisfiability_over_the_whole_horizon(tmp_path: Path) -> None:
+    """Such a job spans the whole horizon, so its satisfiability window cannot start before the horizon does
+    (graph_end - duration - 1 is base - 1): it is the horizon itself, where Fluxion checks a job one second
+    shorter."""
+    jobspec = tmp_path / "node.yaml"
+    jobspec.write_text(_NO_DURATION_NODE)
+    nodes = [NodeSpec(f"node{i}", cores=2) for i in range(2)]
+    session = QuerySession(Engine(build_graph(nodes)), io.StringIO())
+    satisfiable = f"{RULE}\nINFO: Satisfiable request\n{RULE}\n"
+
+    assert run(session, [f"match satisfiability {jobspec}"]) == satisfiable
+    assert run(session, [f"match allocate {jobspec}"]).endswith(allocated(1))
+    # node0 is held for the whole horizon; node1 is free over it
+    assert run(session, [f"match satisfiability {jobspec}"]) == satisfiable
+    assert run(session, [f"match allocate_with_satisfiability {jobspec}"]).endswith(allocated(2))
+    # both nodes are held until the horizon ends: no window is left for a job as long as the horizon
+    for op in ("allocate_orelse_reserve", "allocate_with_satisfiability"):
+        busy = run(session, [f"match {op} {jobspec}"])
+        assert busy.startswith(f"{RULE}\nINFO: No matching resources found\nINFO: Unsatisfiable request\n")
+    assert run(session, [f"match satisfiability {jobspec}"]) == f"{RULE}\nINFO: Unsatisfiable request\n{RULE}\n"
+    assert run(session, ["cancel 1", f"match allocate {jobspec}"]).endswith(allocated(5))
