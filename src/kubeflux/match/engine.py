@@ -8,7 +8,7 @@ prints them in ``resource-query``'s format; the scheduler core uses them directl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -256,7 +256,6 @@ class Engine:
     def _schedule(
         self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]
     ) -> None:
-        traverser = self.traverser
         self._feasible(op, aggregates)
         if self._select(requests, meta, exclusive):
             return
@@ -266,19 +265,49 @@ class Engine:
         if op != MatchOp.ALLOCATE_ORELSE_RESERVE:
             raise MatchFailure(Errno.EBUSY)
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        subplan = traverser.root_subplan()
-        counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-        try:
-            t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
-        except PlannerRangeError:
-            t = None
-        while t is not None:
+        for t in self._reservation_times(meta, aggregates):
             meta.at = t
             if self._select(requests, meta, exclusive):
                 return
-            t = subplan.avail_time_next()
         self._satisfiability(requests, meta, exclusive)
         raise MatchFailure(Errno.EBUSY)
+
+    def _reservation_times(self, meta: JobMeta, aggregates: dict[str, int]) -> Iterator[int]:
+        """The start times after ``meta.at`` that a reservation tries, earliest first: the scheduled points of the
+        root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``)."""
+        traverser = self.traverser
+        root = traverser.root
+        subplan = traverser.subplans.get(root)
+        if subplan is not None:
+            counts = [aggregates.get(type, 0) for type in subplan.resource_types]
+            try:
+                t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
+            except PlannerRangeError:
+                return
+            while t is not None:
+                yield t
+                t = subplan.avail_time_next()
+            return
+        # The root has no filter when none of the types it tracks is below it (-S PA -p ALL:core: the power tree
+        # has no core). Fluxion's root keeps those types at 0 units all the same, and every job adds a 0-unit span
+        # to it: its points are the jobs' starts and ends, and a request for one of those types exceeds it (ERANGE).
+        vertex = self.graph.vertices[root]
+        tracked = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
+        if not tracked:
+            # Fluxion's root has no filter either, and resource-query aborts (std::out_of_range).
+            raise MatchFailure(
+                Errno.EINVAL,
+                f"cannot reserve: the root {vertex.name} has no aggregate filter to find a start time in; "
+                f"--prune-filters names no type for a {vertex.type} to track (e.g. ALL:node)",
+            )
+        if any(aggregates.get(type, 0) > 0 for type in tracked):
+            return
+        windows = traverser.x_uses.get(root, {}).values()
+        for t in sorted({t for start, end, _ in windows for t in (start, end)}):
+            if t + meta.duration > self.graph_end:
+                return
+            if t > meta.at:
+                yield t
 
     def _select(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> bool:
         """One walk at ``meta.at``: True if it matched; a malformed request (EINVAL) propagates."""
