@@ -6,7 +6,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from kubeflux.match.engine import Engine
+import pytest
+
+from kubeflux.jobspec import load_jobspec
+from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.query import RULE, QuerySession
 from kubeflux.resources import NodeSpec, build_graph
 
@@ -68,3 +71,36 @@ def test_a_job_without_duration_is_checked_for_satisfiability_over_the_whole_hor
         assert busy.startswith(f"{RULE}\nINFO: No matching resources found\nINFO: Unsatisfiable request\n")
     assert run(session, [f"match satisfiability {jobspec}"]) == f"{RULE}\nINFO: Unsatisfiable request\n{RULE}\n"
     assert run(session, ["cancel 1", f"match allocate {jobspec}"]).endswith(allocated(5))
+
+
+_WHOLE_NODE = _NO_DURATION_NODE.replace("system: {}", "system: {duration: 3600}")
+
+
+def test_a_match_never_takes_the_id_of_a_live_job_after_an_update_lowered_the_next_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``update`` sets the next job id to its job's id + 1. A match that took that id while the job holding it
+    was still allocated recorded two jobs under one id: the root kept only the newer job's aggregate span, a
+    cancel left the older one's behind as capacity no job held, and a later match that the nodes admitted could
+    be refused by an aggregate filter part-way through being recorded (PlannerBusyError)."""
+    jobspec = tmp_path / "node.yaml"
+    jobspec.write_text(_WHOLE_NODE)
+    nodes = [NodeSpec(f"node{i}", cores=2) for i in range(3)]
+    rset = tmp_path / "R.json"
+    rset.write_text(
+        Engine(build_graph(nodes), match_format="jgf").match(MatchOp.ALLOCATE, load_jobspec(jobspec)).resources
+    )
+    session = QuerySession(Engine(build_graph(nodes)), io.StringIO())
+    match = f"match allocate {jobspec}"
+
+    run(session, [match, match, "cancel 1"])
+    assert run(session, [f"update allocate jgf {rset} 1 0 3600"]).endswith(allocated(1))
+    capsys.readouterr()
+    assert run(session, [match]) == f"{RULE}\nINFO: No matching resources found\nINFO: JOBID=2\n{RULE}\n"
+    assert capsys.readouterr().err == "ERROR: job 2 already exists (ALLOCATED); the next job id is 3\n"
+    assert "node0[1:x]" in run(session, [match])  # job 3: node2 is job 1's, node1 job 2's
+    # each node is held once: cancelling jobs 2 and 3 frees node1 and node0, and nothing else
+    assert run(session, ["cancel 2", "cancel 3", match]).endswith(allocated(4))
+    assert run(session, [match]).endswith(allocated(5))
+    assert "No matching resources found" in run(session, [match])
+    assert capsys.readouterr().err == ""

@@ -177,6 +177,8 @@ class Engine:
             self.next_jobid = jobid + 1
         result = MatchResult(jobid, False, consumed_id=consumes, now=now)
         try:
+            if consumes:
+                self._check_unused(jobid)
             result.at, result.resources = self._run(op, jobspec, jobid, now)
             result.matched = True
         except MatchFailure as failure:
@@ -192,6 +194,20 @@ class Engine:
             state = JobState.RESERVED if result.at > now else JobState.ALLOCATED
             self.jobs[jobid] = JobInfo(jobid, state, result.at, source, result.elapsed)
         return result
+
+    def _check_unused(self, jobid: int) -> None:
+        """Refuse (EINVAL) a match under the id of a job that is still allocated or reserved.
+
+        ``update`` sets the next id to its job's id + 1, which can be the id of a live job. resource-query matches
+        under it regardless, and the vertices both jobs pass through (a rack, the root) then keep only the newer
+        job's aggregate span: a cancel leaves the older one's behind for good, and a later match that the vertices
+        admit is refused by an aggregate filter part-way through being recorded. One id names one job here.
+        """
+        info = self.jobs.get(jobid)
+        if info is not None and info.state != JobState.CANCELED:
+            raise MatchFailure(
+                Errno.EINVAL, f"job {jobid} already exists ({info.state.value}); the next job id is {jobid + 1}"
+            )
 
     def _requests_for(self, jobspec: Jobspec) -> list[Request]:
         """The matcher's working copy of ``jobspec``'s resources, made once per jobspec object: a scheduler that
