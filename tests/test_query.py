@@ -4,13 +4,14 @@ error, and the session goes on."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 
 from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
-from kubeflux.query import RULE, QuerySession
+from kubeflux.query import RULE, QueryOptions, QuerySession, run_query
 from kubeflux.resources import NodeSpec, build_graph
 
 _NO_DURATION_NODE = """\
@@ -104,3 +105,32 @@ def test_a_match_never_takes_the_id_of_a_live_job_after_an_update_lowered_the_ne
     assert run(session, [match]).endswith(allocated(5))
     assert "No matching resources found" in run(session, [match])
     assert capsys.readouterr().err == ""
+
+
+def test_a_graph_whose_vertex_has_two_containment_parents_is_refused_before_any_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """resource-query exits at start-up on such a graph (its store refuses "Invalid containment edge"); a
+    match used to offer a core held through one parent again through the other, and recording it failed."""
+    nodes = [
+        {"id": "0", "metadata": {"type": "cluster", "name": "mp0", "paths": {"containment": "/mp0"}}},
+        {"id": "1", "metadata": {"type": "node", "name": "node0", "paths": {"containment": "/mp0/node0"}}},
+        {"id": "2", "metadata": {"type": "node", "name": "node1", "paths": {"containment": "/mp0/node1"}}},
+        {"id": "3", "metadata": {"type": "core", "name": "core0", "paths": {"containment": "/mp0/node0/core0"}}},
+    ]
+    edges = [{"source": s, "target": t} for s, t in (("0", "1"), ("0", "2"), ("2", "3"), ("1", "3"))]
+    graph = tmp_path / "mp.json"
+    graph.write_text(json.dumps({"graph": {"nodes": nodes, "edges": edges}}))
+    jobspec = tmp_path / "node.yaml"
+    jobspec.write_text(_WHOLE_NODE)
+    output = tmp_path / "out.txt"
+
+    status = run_query(
+        QueryOptions(graph, load_format="jgf", output=output), io.StringIO(f"match allocate {jobspec}\n" * 3)
+    )
+
+    assert status == 1 and not output.exists()
+    assert capsys.readouterr().err == (
+        f"ERROR: {graph}: edges[3] (1 -> 3): invalid containment edge: core0 would have two containment parents, "
+        "node1 (edges[2]) and node0\n"
+    )
