@@ -10,6 +10,7 @@ from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.flexible import _select_or_config, split_xor_slots
 from kubeflux.match.request import requests_from_jobspec
+from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.grug import read_grug
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
@@ -103,3 +104,36 @@ def test_several_requests_of_one_type_choose_as_if_each_sorted_all_their_candida
             return "\n".join(f"{r.matched} {r.resources}" for r in results)
 
     assert matched(scoring.PARTIAL_MIN) == matched(10**9)
+
+
+def test_an_or_slot_alternative_that_requests_nothing_is_refused_and_the_engine_goes_on() -> None:
+    """Each sibling of a slot is another shape of the slot; ``memory`` with nothing below it fits without using
+    anything up, so the search for the best mix never ended (Fluxion overflows its stack)."""
+    engine = Engine(build_graph([NodeSpec(f"node{i}", cores=4, sockets=2) for i in range(2)]), traverser="flexible")
+    body = """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with: [{type: socket, count: 1}]
+%s
+tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
+attributes: {system: {duration: 60}}
+"""
+    bad = jobspec_from_yaml(body % "      - {type: memory, count: 1}")
+
+    result = engine.match(MatchOp.ALLOCATE, bad)
+
+    assert not result.matched
+    assert result.error == (
+        "memory requests nothing below it, but it is a sibling of a slot: the flexible traverser takes each "
+        "sibling of a slot as another shape of the slot, and a shape needs resources"
+    )
+    assert engine.match(MatchOp.SATISFIABILITY, bad).error == result.error
+    good = engine.match(MatchOp.ALLOCATE, jobspec_from_yaml(body % ""))
+    assert good.matched and good.jobid == 2
+    assert good.resources.count("socket") == 1

@@ -295,3 +295,48 @@ def test_a_slot_over_a_vertex_without_children_in_the_dominant_tree_fails_cleanl
         engine = Engine(power_graph(), policy=name, subsystems="C+PA")
         answers.append([engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec).matched for _ in range(2)])
     assert answers[0] == answers[1]
+
+
+ALL_NODES = job(
+    """  - type: slot
+    count: 4
+    label: default
+    with:
+      - type: node
+        count: 1"""
+)
+
+
+@pytest.mark.parametrize("filters", ["ALL:core,ALL:node", "ALL:core", "ALL:core,ALL:gpu"])
+def test_a_reservation_walks_the_jobs_ends_when_the_root_tracks_no_type_of_its_tree(filters: str) -> None:
+    """The power tree has no core, so with ``-p ALL:core`` the root keeps no aggregate filter; Fluxion's root
+    keeps the core count at 0, with a 0-unit span per job, so its reservations start where jobs end, as they do
+    when the root counts nodes."""
+    engine = Engine(power_graph(), policy="low", subsystems="PA", prune_filters=filters)
+    assert engine.match(MatchOp.ALLOCATE, ALL_NODES).matched
+
+    reserved = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, ALL_NODES)
+    later = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, NODE)
+    cores = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, NODE_CORE)  # no core in the power tree
+
+    assert (reserved.matched, reserved.at, later.matched, later.at) == (True, 3600, True, 7200)
+    assert (cores.matched, cores.satisfiable, cores.error) == (False, False, "")
+    engine.cancel(1)
+    assert engine.match(MatchOp.ALLOCATE, NODE).matched
+
+
+def test_a_reservation_is_refused_clearly_when_the_root_tracks_no_type_at_all() -> None:
+    """``-p node:core`` gives the power root nothing to track: Fluxion looks its filter up regardless and
+    resource-query aborts (std::out_of_range)."""
+    engine = Engine(power_graph(), subsystems="PA", prune_filters="node:core")
+    assert engine.match(MatchOp.ALLOCATE, ALL_NODES).matched
+
+    refused = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, ALL_NODES)
+
+    assert not refused.matched
+    assert refused.error == (
+        "cannot reserve: the root powerpanel0 has no aggregate filter to find a start time in; "
+        "--prune-filters names no type for a powerpanel to track (e.g. ALL:node)"
+    )
+    engine.cancel(1)
+    assert engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, ALL_NODES).matched

@@ -253,6 +253,54 @@ def test_bad_jgf_raises_graph_format_error_naming_the_source(document: str, mess
     assert str(info.value).startswith("bad.json: ")
 
 
+_TWO_NODES = [
+    _node("0", "cluster", name="c0", paths={"containment": "/c0"}),
+    _node("1", "node", name="node0", paths={"containment": "/c0/node0"}),
+    _node("2", "node", name="node1", paths={"containment": "/c0/node1"}),
+    _node("3", "core", name="core0", paths={"containment": "/c0/node0/core0"}),
+]
+
+
+def _edges(*pairs: str) -> list[dict[str, Any]]:
+    return [{"source": pair.split()[0], "target": pair.split()[1]} for pair in pairs]
+
+
+@pytest.mark.parametrize(
+    ("edges", "message"),
+    [
+        (
+            _edges("0 1", "0 2", "2 3", "1 3"),
+            "edges[3] (1 -> 3): invalid containment edge: core0 would have two containment parents, node1 "
+            "(edges[2]) and node0",
+        ),
+        (
+            _edges("0 1", "1 3", "1 3"),
+            "edges[2] (1 -> 3): invalid containment edge: core0 is in node0 already (edges[1])",
+        ),
+        (_edges("0 1", "1 3", "3 0"), "edges[2] (3 -> 0): invalid containment edge: c0 is the containment root"),
+        (_edges("0 1", "1 1"), "edges[1] (1 -> 1): invalid containment edge: node0 would contain itself"),
+    ],
+)
+def test_containment_must_be_a_tree(edges: list[dict[str, Any]], message: str) -> None:
+    """Fluxion's graph store walks containment from its root after loading and refuses any edge into a vertex
+    it reached already ("Invalid containment edge detected"); a second parent used to reach the matcher, whose
+    walks keep one parent per vertex, and a match then took a held core again through the other parent."""
+    with pytest.raises(GraphFormatError) as info:
+        load_jgf(_jgf(_TWO_NODES, edges), source="mp.json")
+    assert str(info.value) == f"mp.json: {message}"
+
+
+def test_an_attach_cannot_give_a_vertex_a_second_containment_parent() -> None:
+    graph = load_jgf(_jgf(_TWO_NODES, _edges("0 1", "0 2", "1 3")))
+    extra = _node("4", "socket", name="socket0", paths={"containment": "/c0/node1/socket0"})
+    bad = _jgf([*_TWO_NODES, extra], _edges("2 4", "4 3"))
+    with pytest.raises(GraphFormatError, match=re.escape("core0 would have two containment parents, node0 (already")):
+        attach_jgf(graph, bad, source="bad.json")
+    assert len(graph.vertices) == 4 and graph.vertex_at("/c0/node1/socket0") is None
+    attach_jgf(graph, _jgf([*_TWO_NODES, extra], _edges("2 4")))
+    assert graph.vertices[4].parent == 2
+
+
 def test_a_failed_attach_leaves_the_graph_unchanged() -> None:
     graph = read_jgf(JGFS / "tiny.json")
     bad = _jgf([_node("500", "node", paths={"containment": "/tiny0/rack0/node9"})], [{"source": "1", "target": "500"}])

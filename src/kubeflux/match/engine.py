@@ -8,7 +8,7 @@ prints them in ``resource-query``'s format; the scheduler core uses them directl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -177,6 +177,8 @@ class Engine:
             self.next_jobid = jobid + 1
         result = MatchResult(jobid, False, consumed_id=consumes, now=now)
         try:
+            if consumes:
+                self._check_unused(jobid)
             result.at, result.resources = self._run(op, jobspec, jobid, now)
             result.matched = True
         except MatchFailure as failure:
@@ -192,6 +194,20 @@ class Engine:
             state = JobState.RESERVED if result.at > now else JobState.ALLOCATED
             self.jobs[jobid] = JobInfo(jobid, state, result.at, source, result.elapsed)
         return result
+
+    def _check_unused(self, jobid: int) -> None:
+        """Refuse (EINVAL) a match under the id of a job that is still allocated or reserved.
+
+        ``update`` sets the next id to its job's id + 1, which can be the id of a live job. resource-query matches
+        under it regardless, and the vertices both jobs pass through (a rack, the root) then keep only the newer
+        job's aggregate span: a cancel leaves the older one's behind for good, and a later match that the vertices
+        admit is refused by an aggregate filter part-way through being recorded. One id names one job here.
+        """
+        info = self.jobs.get(jobid)
+        if info is not None and info.state != JobState.CANCELED:
+            raise MatchFailure(
+                Errno.EINVAL, f"job {jobid} already exists ({info.state.value}); the next job id is {jobid + 1}"
+            )
 
     def _requests_for(self, jobspec: Jobspec) -> list[Request]:
         """The matcher's working copy of ``jobspec``'s resources, made once per jobspec object: a scheduler that
@@ -235,7 +251,10 @@ class Engine:
 
     def _satisfiability(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> None:
         meta.alloc_type = AllocType.SATISFIABILITY
-        meta.at = self.graph_end - meta.duration - 1
+        # Fluxion tests at graph_end - duration - 1, which is base - 1 for a job that spans the whole horizon (no
+        # duration): its planners then dereference a null point and resource-query crashes. The horizon's start is
+        # the only window such a job can have; it is also where Fluxion tests a job one second shorter.
+        meta.at = max(self.base, self.graph_end - meta.duration - 1)
         try:
             self.traverser.select(requests, meta, exclusive)
         except MatchFailure as failure:
@@ -253,7 +272,6 @@ class Engine:
     def _schedule(
         self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]
     ) -> None:
-        traverser = self.traverser
         self._feasible(op, aggregates)
         if self._select(requests, meta, exclusive):
             return
@@ -263,19 +281,49 @@ class Engine:
         if op != MatchOp.ALLOCATE_ORELSE_RESERVE:
             raise MatchFailure(Errno.EBUSY)
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        subplan = traverser.root_subplan()
-        counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-        try:
-            t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
-        except PlannerRangeError:
-            t = None
-        while t is not None:
+        for t in self._reservation_times(meta, aggregates):
             meta.at = t
             if self._select(requests, meta, exclusive):
                 return
-            t = subplan.avail_time_next()
         self._satisfiability(requests, meta, exclusive)
         raise MatchFailure(Errno.EBUSY)
+
+    def _reservation_times(self, meta: JobMeta, aggregates: dict[str, int]) -> Iterator[int]:
+        """The start times after ``meta.at`` that a reservation tries, earliest first: the scheduled points of the
+        root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``)."""
+        traverser = self.traverser
+        root = traverser.root
+        subplan = traverser.subplans.get(root)
+        if subplan is not None:
+            counts = [aggregates.get(type, 0) for type in subplan.resource_types]
+            try:
+                t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
+            except PlannerRangeError:
+                return
+            while t is not None:
+                yield t
+                t = subplan.avail_time_next()
+            return
+        # The root has no filter when none of the types it tracks is below it (-S PA -p ALL:core: the power tree
+        # has no core). Fluxion's root keeps those types at 0 units all the same, and every job adds a 0-unit span
+        # to it: its points are the jobs' starts and ends, and a request for one of those types exceeds it (ERANGE).
+        vertex = self.graph.vertices[root]
+        tracked = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
+        if not tracked:
+            # Fluxion's root has no filter either, and resource-query aborts (std::out_of_range).
+            raise MatchFailure(
+                Errno.EINVAL,
+                f"cannot reserve: the root {vertex.name} has no aggregate filter to find a start time in; "
+                f"--prune-filters names no type for a {vertex.type} to track (e.g. ALL:node)",
+            )
+        if any(aggregates.get(type, 0) > 0 for type in tracked):
+            return
+        windows = traverser.x_uses.get(root, {}).values()
+        for t in sorted({t for start, end, _ in windows for t in (start, end)}):
+            if t + meta.duration > self.graph_end:
+                return
+            if t > meta.at:
+                yield t
 
     def _select(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> bool:
         """One walk at ``meta.at``: True if it matched; a malformed request (EINVAL) propagates."""

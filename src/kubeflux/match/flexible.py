@@ -59,11 +59,33 @@ def _same(left: list[Request], right: list[Request]) -> bool:
     return len(left) == len(right) and all(a is b for a, b in zip(left, right, strict=True))
 
 
+def _check_alternatives(resources: list[Request]) -> None:
+    """Refuse (EINVAL) an or-slot alternative that requests nothing below it.
+
+    Every sibling of a slot is another shape a slot may take (``_dom_slot``). One with nothing below it fits
+    without using anything up, so the search for the best mix of slots (``select_or_config``) would recurse on
+    the same counts without end; in Fluxion the stack overflows and resource-query crashes.
+    """
+    if len(resources) > 1 and any(resource.type == SLOT for resource in resources):
+        for resource in resources:
+            if not resource.with_:
+                name = f"{resource.type} {resource.label}" if resource.label else resource.type
+                raise MatchFailure(
+                    Errno.EINVAL,
+                    f"{name} requests nothing below it, but it is a sibling of a slot: the flexible traverser "
+                    "takes each sibling of a slot as another shape of the slot, and a shape needs resources",
+                )
+    for resource in resources:
+        _check_alternatives(resource.with_)
+
+
 class FlexibleTraverser(Traverser):
     """DFU matching where sibling slots are alternatives."""
 
     def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
         variants = split_xor_slots(resources)
+        for variant in variants:
+            _check_alternatives(variant)
         if len(variants) == 1 and _same(variants[0], resources):
             super().select(resources, meta, exclusive)
             return

@@ -141,6 +141,7 @@ def add_jgf(graph: Graph, document: JgfDocument) -> list[int]:
                 raise GraphFormatError(
                     f"{src}: edges[{position}] ({edge.source} -> {edge.target}): no node with id {end!r}"
                 )
+    _check_containment_tree(graph, document, by_key, new_keys, added, new_roots)
 
     for record in added:
         graph.add_vertex(
@@ -166,6 +167,73 @@ def add_jgf(graph: Graph, document: JgfDocument) -> list[int]:
                 relation = "in"  # a reverse edge listed as containment: keep it, but not as a child link
             graph.add_edge(source, target, edge.subsystem, relation)
     return list(range(first_new, first_new + len(added)))
+
+
+def _check_containment_tree(
+    graph: Graph,
+    document: JgfDocument,
+    by_key: dict[str, int],
+    new_keys: set[str],
+    added: list[JgfVertex],
+    new_roots: dict[str, str],
+) -> None:
+    """Refuse a containment edge that would give a vertex a second containment parent, or give the root or the
+    vertex itself one.
+
+    Containment is a tree: a vertex has one containment path, every walk and aggregate filter counts it under one
+    parent. Fluxion checks this after loading (``resource_graph_db_t::load`` walks the graph breadth first from
+    the containment root) and resource-query exits with "Invalid containment edge detected". Edges are taken as
+    :func:`add_jgf` adds them: only those touching an added vertex, and a reverse edge (to the source's own
+    parent) is no child link.
+    """
+    src = document.source
+    first_new = len(graph.vertices)
+    parents: dict[int, tuple[int, int]] = {}  # child -> (parent, position of its edge; -1: already in the graph)
+    root = graph.roots.get(CONTAINMENT)
+    if root is None and CONTAINMENT in new_roots:
+        root = next(
+            first_new + index
+            for index, record in enumerate(added)
+            if record.paths.get(CONTAINMENT) == new_roots[CONTAINMENT]
+        )
+
+    def parent_of(uid: int) -> tuple[int, int]:
+        known = parents.get(uid)
+        if known is not None:
+            return known
+        return (graph.vertices[uid].parent if uid < first_new else -1), -1
+
+    for position, edge in enumerate(document.edges):
+        if edge.subsystem != CONTAINMENT or edge.relation != "contains":
+            continue
+        if edge.source not in new_keys and edge.target not in new_keys:
+            continue
+        source, target = by_key[edge.source], by_key[edge.target]
+        if parent_of(source)[0] == target:
+            continue  # a reverse edge: kept with relation "in"
+        where = f"{src}: edges[{position}] ({edge.source} -> {edge.target})"
+        name = _name(graph, added, first_new, target)
+        if target == source:
+            raise GraphFormatError(f"{where}: invalid containment edge: {name} would contain itself")
+        if target == root:
+            raise GraphFormatError(f"{where}: invalid containment edge: {name} is the containment root")
+        parent, at = parent_of(target)
+        first = "already in the graph" if at == -1 else f"edges[{at}]"
+        if parent == source:
+            raise GraphFormatError(
+                f"{where}: invalid containment edge: {name} is in {_name(graph, added, first_new, source)} already "
+                f"({first})"
+            )
+        if parent != -1:
+            raise GraphFormatError(
+                f"{where}: invalid containment edge: {name} would have two containment parents, "
+                f"{_name(graph, added, first_new, parent)} ({first}) and {_name(graph, added, first_new, source)}"
+            )
+        parents[target] = (source, position)
+
+
+def _name(graph: Graph, added: list[JgfVertex], first_new: int, uid: int) -> str:
+    return graph.vertices[uid].name if uid < first_new else added[uid - first_new].name
 
 
 def _vertex_in_graph(graph: Graph, record: JgfVertex) -> int | None:
