@@ -316,13 +316,13 @@ def test_a_reservation_walks_the_jobs_ends_when_the_root_tracks_no_type_of_its_t
     assert engine.match(MatchOp.ALLOCATE, ALL_NODES).matched
 
     reserved = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, ALL_NODES)
-    later = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, NODE)
+    later = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, NODE_X)
     cores = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, NODE_CORE)  # no core in the power tree
 
     assert (reserved.matched, reserved.at, later.matched, later.at) == (True, 3600, True, 7200)
     assert (cores.matched, cores.satisfiable, cores.error) == (False, False, "")
     engine.cancel(1)
-    assert engine.match(MatchOp.ALLOCATE, NODE).matched
+    assert engine.match(MatchOp.ALLOCATE, NODE_X).matched
 
 
 def test_a_reservation_is_refused_clearly_when_the_root_tracks_no_type_at_all() -> None:
