@@ -837,9 +837,10 @@ class Traverser:
         if known is None:
             weight = self.edge_weight
             vertices = self.graph.vertices
-            order = sorted(children, key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
-            keys = [(-weight[edge], -vertices[target].uniq_id) for edge, target in order]
-            known = self._by_weight[source] = (keys, order)
+            # uniq_ids differ, so the keys never tie and the edges are never compared
+            keyed = sorted([((-weight[edge], -vertices[target].uniq_id), edge, target) for edge, target in children])
+            order = [(edge, target) for _, edge, target in keyed]
+            known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
         return known[1]
 
     def _visit_child(
@@ -1071,21 +1072,22 @@ class Traverser:
         source = edges[marks[0][0]].source
         leaves = []
         sizes: dict[str, int] = {}
+        whole = True
         for edge, needs, exclusive, lead in marks:
-            target = edges[edge].target
-            vertex = vertices[target]
-            if edges[edge].source != source or not exclusive or lead != NO_LEAD:
+            record = edges[edge]
+            if record.source != source or not exclusive or lead != NO_LEAD:
                 return None
+            target = record.target
+            vertex = vertices[target]
             if vertex.out and self._kid_edges(target):
                 return None
             leaves.append((edge, target, needs))
             sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
+            whole = whole and needs == vertex.size
         leaves.sort()
-        if any(leaves[i][0] == leaves[i + 1][0] for i in range(len(leaves) - 1)):
+        if len({edge for edge, _, _ in leaves}) != len(leaves):
             return None
-        whole = len(leaves) == len(self._kid_edges(source)) and all(
-            needs == vertices[uid].size for _, uid, needs in leaves
-        )
+        whole = whole and len(leaves) == len(self._kid_edges(source))
         uids = [uid for _, uid, _ in leaves]
         return LeafRun(source, leaves, uids, sizes, whole, hash((source, tuple(leaves))))
 
