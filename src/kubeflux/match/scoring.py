@@ -51,6 +51,8 @@ PARTIAL_MIN = 64
 """Below this many candidates a best-k choice simply sorts them all."""
 RANKED_MAX = 8192
 """Candidate sets larger than this are ranked through their parts (see :meth:`Evals._sources`)."""
+LOOKUP_PER_FLATTEN = 256
+"""Picking one candidate by position through the parts costs less than flattening this many."""
 
 
 class Evals:
@@ -109,6 +111,24 @@ class Evals:
     @groups.setter
     def groups(self, groups: list[EdgeGroup]) -> None:
         self._groups = groups
+
+    def group_at(self, index: int) -> EdgeGroup:
+        """``groups[index]`` without building ``groups``: the parts are skipped by their sizes."""
+        evals = self
+        while evals._groups is None:
+            for item in evals._items:
+                if isinstance(item, Evals):
+                    if index < item.size:
+                        evals = item
+                        break
+                    index -= item.size
+                elif index == 0:
+                    return item
+                else:
+                    index -= 1
+            else:
+                raise IndexError(index)
+        return evals._groups[index]
 
     def add(self, group: EdgeGroup) -> None:
         self.total += group.count
@@ -214,8 +234,12 @@ class Evals:
                 scores = self.scores()
                 first = stdsort.first_positions(-scores if descending else scores, k)
                 if first is not None:
-                    groups = self.groups
-                    chosen = [groups[i] for i in first.tolist()]
+                    positions = first.tolist()
+                    if len(positions) * LOOKUP_PER_FLATTEN < self.size:  # a few picks among many: look them up
+                        chosen = [self.group_at(i) for i in positions]
+                    else:
+                        groups = self.groups
+                        chosen = [groups[i] for i in positions]
         if chosen is not None:
             self.groups = chosen
             self.truncated = True
