@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
+from kubeflux.match.traverser import Errno
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
 from tests.match._helpers import whole_nodes_job
 
@@ -69,3 +71,27 @@ def test_removing_ranks_and_bad_targets() -> None:
         engine.remove_path("/cluster0/node9")
     with pytest.raises(EngineError, match="root of the resource graph"):
         engine.remove_path("/cluster0")
+
+
+def test_a_graph_with_every_node_removed_answers_matches_and_grows_again() -> None:
+    """With every node removed, nothing is left below the root to track, so it has no aggregate filter: a match
+    that may reserve is unsatisfiable (Fluxion answers so too; its root keeps a stale filter), where it used to
+    raise KeyError. A node attached again is matched."""
+    core = jobspec_from_yaml(
+        "version: 9999\nresources: [{type: core, count: 1, exclusive: true}]\n"
+        "attributes: {system: {duration: 600}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+    engine = Engine(build_graph(nodes(2)))
+    engine.remove_ranks([0, 1])
+    for op in (MatchOp.ALLOCATE_ORELSE_RESERVE, MatchOp.ALLOCATE_WITH_SATISFIABILITY, MatchOp.SATISFIABILITY):
+        result = engine.match(op, core)
+        assert not result.matched and result.errno == Errno.ENODEV and not result.satisfiable
+    busy = engine.match(MatchOp.ALLOCATE, core)
+    assert not busy.matched and busy.errno == Errno.EBUSY
+
+    bigger = build_graph(nodes(3))
+    node2 = bigger.vertex_at("/cluster0/node2")
+    assert node2 is not None
+    engine.attach(graph_to_jgf(bigger, [0, node2.uid, *node2.children]), source="node2.json")
+    again = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, core)
+    assert again.matched and "node2" in again.resources

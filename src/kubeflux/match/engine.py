@@ -263,17 +263,20 @@ class Engine:
         if op != MatchOp.ALLOCATE_ORELSE_RESERVE:
             raise MatchFailure(Errno.EBUSY)
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        subplan = traverser.root_subplan()
-        counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-        try:
-            t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
-        except PlannerRangeError:
-            t = None
-        while t is not None:
-            meta.at = t
-            if self._select(requests, meta, exclusive):
-                return
-            t = subplan.avail_time_next()
+        # A root with nothing tracked below it (an empty graph, or one whose nodes were all removed) has no
+        # aggregate filter and no later time to try: the request is checked for satisfiability only.
+        subplan = traverser.subplans.get(traverser.root)
+        if subplan is not None:
+            counts = [aggregates.get(type, 0) for type in subplan.resource_types]
+            try:
+                t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
+            except PlannerRangeError:
+                t = None
+            while t is not None:
+                meta.at = t
+                if self._select(requests, meta, exclusive):
+                    return
+                t = subplan.avail_time_next()
         self._satisfiability(requests, meta, exclusive)
         raise MatchFailure(Errno.EBUSY)
 
