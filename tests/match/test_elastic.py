@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeflux.jobspec import jobspec_from_yaml
+from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.traverser import Errno
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
@@ -95,3 +95,29 @@ def test_a_graph_with_every_node_removed_answers_matches_and_grows_again() -> No
     engine.attach(graph_to_jgf(bigger, [0, node2.uid, *node2.children]), source="node2.json")
     again = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, core)
     assert again.matched and "node2" in again.resources
+
+
+def _racks(count: int) -> Jobspec:
+    return jobspec_from_yaml(
+        f"version: 9999\nresources: [{{type: rack, count: {count}, exclusive: true}}]\n"
+        "attributes: {system: {duration: 100}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+
+
+def test_a_job_on_a_vertex_that_lost_its_children_is_cancelled_cleanly() -> None:
+    """A rack whose only node is removed while a job holds the rack becomes a leaf; a job reserved on it then must
+    cancel cleanly (it raised IndexError: the rack's span bookkeeping for cached evaluations still had the first
+    job's entries but never got the second's), and the rack is reserved exactly as before afterwards."""
+    engine = Engine(build_graph([NodeSpec("n0", cores=2, rack="r0"), NodeSpec("n1", cores=2, rack="r1")]), policy="low")
+    assert engine.match(MatchOp.ALLOCATE, _racks(2)).matched
+    engine.remove_path("/cluster0/r0/n0")
+
+    reserved = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, _racks(1))
+    assert reserved.reserved and reserved.at == 100 and "r0[1:x]" in reserved.resources
+    engine.cancel(reserved.jobid)
+    again = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, _racks(1))
+    assert again.at == 100 and again.resources == reserved.resources
+    engine.cancel(again.jobid)
+    engine.cancel(1)
+    both = engine.match(MatchOp.ALLOCATE, _racks(2))
+    assert both.matched and both.at == 0 and "r0[1:x]" in both.resources and "r1[1:x]" in both.resources

@@ -427,7 +427,11 @@ class Traverser:
         self._out_types.pop(uid, None)
         self._by_weight.clear()
         self._nodes_within.clear()
-        if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
+        if not self._kid_edges(uid):
+            # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
+            # (_add_job_data records none for a leaf, and a release must not take out bounds never put in).
+            self.bounds.pop(uid, None)
+        elif uid not in self.bounds:  # a leaf that grew children: its own span bounds
             self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
         self.touch(uid)
 
