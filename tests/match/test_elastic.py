@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.traverser import Errno
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
+from kubeflux.resources.jgf import load_jgf
 from tests.match._helpers import whole_nodes_job
 
 
@@ -121,3 +124,21 @@ def test_a_job_on_a_vertex_that_lost_its_children_is_cancelled_cleanly() -> None
     engine.cancel(1)
     both = engine.match(MatchOp.ALLOCATE, _racks(2))
     assert both.matched and both.at == 0 and "r0[1:x]" in both.resources and "r1[1:x]" in both.resources
+
+
+def test_removing_a_rank_releases_what_jobs_hold_below_it_whatever_its_rank() -> None:
+    """In a JGF only the nodes carry a rank (as in Fluxion's tiny.json): removing rank 0 removes node0 with its
+    unranked cores, so a job holding them must release them all first. It released node0 only, and its cancel
+    later raised KeyError on the removed vertices' records."""
+    document = graph_to_jgf(build_graph(nodes(2)))
+    for record in document["graph"]["nodes"]:
+        if record["metadata"]["type"] != "node":
+            record["metadata"]["rank"] = -1
+    engine = Engine(load_jgf(json.dumps(document)), match_format="jgf")
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).matched
+
+    engine.remove_ranks([0])
+    assert root_usage(engine) == '"agfilter": {"core": "used:4, total:4", "node": "used:1, total:1"'
+    engine.cancel(1)
+    assert root_usage(engine) == '"agfilter": {"core": "used:0, total:4", "node": "used:0, total:1"'
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched
