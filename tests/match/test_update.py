@@ -394,3 +394,24 @@ def test_a_node_whose_cores_are_released_stays_in_use_while_the_job_holds_its_gp
     subject.cancel(1)
     again = subject.match(MatchOp.ALLOCATE, _WHOLE_NODE)
     assert again.matched and "node0[1:x]" in again.resources
+
+
+def test_a_replay_under_a_node_exclusive_policy_refuses_a_node_another_job_uses() -> None:
+    """Under ``lonodex`` a replay holds its nodes whole, as a match does: onto a node of which another job still
+    holds a core it is refused with a clear error and changes nothing (it raised PlannerBusyError half way through
+    the update walk), and it still replays onto a free node."""
+    subject = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(2)]), policy="lonodex")
+    assert "node0[1:x]" in subject.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).resources
+    released = ["/cluster0/node0", *(f"/cluster0/node0/core{i}" for i in (1, 2, 3))]
+    assert subject.partial_cancel(1, _jgf_of(subject, *released)) is False
+    before = schedule(subject.traverser)
+
+    graph = subject.graph
+    refused = subject.update_leaves(2, [graph.by_path["/cluster0/node0/core1"]], duration=100, source="pod web")
+    assert not refused.matched
+    assert refused.error == (
+        "pod web: node0 is used by another job during [0, 100), and under the lonodex policy a replay holds its "
+        "nodes whole"
+    )
+    assert schedule(subject.traverser) == before
+    assert subject.update_leaves(2, [graph.by_path["/cluster0/node1/core1"]], duration=100).matched

@@ -267,16 +267,25 @@ def _record(
 
 
 def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
-    """Plan the exclusive vertices; check that the shared ones are free. All or nothing."""
+    """Plan the exclusive vertices; check that the shared ones are free. All or nothing.
+
+    Under a node-exclusive policy the update walk holds each node on the path whole, everything below it
+    included, as a match would: a node another job uses during the window is refused, as select passes over it.
+    """
     vertices = traverser.graph.vertices
     at, end = meta.at, meta.at + meta.duration
+    whole = traverser.policy.spec.node_exclusive
     planned: list[int] = []
     try:
         for item in held:
+            if whole and vertices[item.uid].type == "node" and _used(traverser, item.uid, at, end):
+                raise ResourceSetError(
+                    f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
+                    f"{traverser.policy.spec.name} policy a replay holds its nodes whole"
+                )
             if item.exclusive:
-                for start, stop, _ in traverser.x_uses.get(item.uid, {}).values():
-                    if start < end and at < stop:
-                        raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
+                if _used(traverser, item.uid, at, end):
+                    raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
                 try:
                     traverser.plan_span(item.uid, meta, item.amount)
                 except PlannerError as error:
@@ -291,6 +300,11 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
         for uid in planned:
             traverser.unplan(uid, meta.jobid)
         raise
+
+
+def _used(traverser: Traverser, uid: int, at: int, end: int) -> bool:
+    """Whether a job holds ``uid`` or something below it during ``[at, end)``."""
+    return any(start < end and at < stop for start, stop, _ in traverser.x_uses.get(uid, {}).values())
 
 
 # ---------------------------------------------------------------------------------------------------- release
