@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
+from kubeflux.jobspec import Jobspec, jobspec_from_yaml, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.flexible import _select_or_config, split_xor_slots
 from kubeflux.match.request import requests_from_jobspec
+from kubeflux.match.traverser import Errno
+from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.grug import read_grug
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
@@ -103,3 +105,36 @@ def test_several_requests_of_one_type_choose_as_if_each_sorted_all_their_candida
             return "\n".join(f"{r.matched} {r.resources}" for r in results)
 
     assert matched(scoring.PARTIAL_MIN) == matched(10**9)
+
+
+def test_a_slot_sibling_with_nothing_below_it_is_refused_clearly() -> None:
+    """The flexible traverser takes a slot's siblings as alternatives to it; one with nothing below it (a bare
+    ``memory``) would be chosen forever without using anything: the match raised RecursionError (Fluxion's
+    recursion does not end either). It is refused as malformed, and later matches work."""
+    spec = jobspec_from_yaml(
+        """
+version: 9999
+resources:
+  - type: node
+    count: 1
+    with:
+      - {type: slot, count: 1, label: default, with: [{type: core, count: 1}]}
+      - {type: memory, count: 1}
+attributes: {system: {duration: 60}}
+tasks: [{command: [app], slot: default, count: {per_slot: 1}}]
+"""
+    )
+    engine = Engine(build_graph([NodeSpec("n0", cores=2, memory=4 * 2**30)]), traverser="flexible")
+    for op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE, MatchOp.SATISFIABILITY):
+        refused = engine.match(op, spec)
+        assert not refused.matched and refused.errno is Errno.EINVAL
+        assert refused.error.endswith("memory has nothing below it to choose")
+    assert engine.match(MatchOp.ALLOCATE, _one_core()).matched
+
+
+def _one_core() -> Jobspec:
+    return jobspec_from_yaml(
+        "version: 9999\nresources: [{type: node, count: 1, with: [{type: slot, count: 1, label: default, "
+        "with: [{type: core, count: 1}]}]}]\nattributes: {system: {duration: 60}}\n"
+        "tasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )

@@ -160,6 +160,15 @@ class FlexibleTraverser(Traverser):
         kids: Kids,
     ) -> None:
         slots = shape
+        for slot in slots:
+            if not slot.with_:
+                # Choosing it would take nothing and leave the same counts to choose from, forever (Fluxion's
+                # select_or_config recurses without end there).
+                raise MatchFailure(
+                    Errno.EINVAL,
+                    f"the flexible traverser takes the siblings of a slot as alternatives, and {slot.type} "
+                    "has nothing below it to choose",
+                )
         union: dict[str, Request] = {}
         for slot in slots:
             for element in slot.with_:
