@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
+from kubeflux.match.traverser import Errno
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
+from kubeflux.resources.jgf import load_jgf
 from tests.match._helpers import whole_nodes_job
 
 
@@ -69,3 +74,71 @@ def test_removing_ranks_and_bad_targets() -> None:
         engine.remove_path("/cluster0/node9")
     with pytest.raises(EngineError, match="root of the resource graph"):
         engine.remove_path("/cluster0")
+
+
+def test_a_graph_with_every_node_removed_answers_matches_and_grows_again() -> None:
+    """With every node removed, nothing is left below the root to track, so it has no aggregate filter: a match
+    that may reserve is unsatisfiable (Fluxion answers so too; its root keeps a stale filter), where it used to
+    raise KeyError. A node attached again is matched."""
+    core = jobspec_from_yaml(
+        "version: 9999\nresources: [{type: core, count: 1, exclusive: true}]\n"
+        "attributes: {system: {duration: 600}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+    engine = Engine(build_graph(nodes(2)))
+    engine.remove_ranks([0, 1])
+    for op in (MatchOp.ALLOCATE_ORELSE_RESERVE, MatchOp.ALLOCATE_WITH_SATISFIABILITY, MatchOp.SATISFIABILITY):
+        result = engine.match(op, core)
+        assert not result.matched and result.errno == Errno.ENODEV and not result.satisfiable
+    busy = engine.match(MatchOp.ALLOCATE, core)
+    assert not busy.matched and busy.errno == Errno.EBUSY
+
+    bigger = build_graph(nodes(3))
+    node2 = bigger.vertex_at("/cluster0/node2")
+    assert node2 is not None
+    engine.attach(graph_to_jgf(bigger, [0, node2.uid, *node2.children]), source="node2.json")
+    again = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, core)
+    assert again.matched and "node2" in again.resources
+
+
+def _racks(count: int) -> Jobspec:
+    return jobspec_from_yaml(
+        f"version: 9999\nresources: [{{type: rack, count: {count}, exclusive: true}}]\n"
+        "attributes: {system: {duration: 100}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+
+
+def test_a_job_on_a_vertex_that_lost_its_children_is_cancelled_cleanly() -> None:
+    """A rack whose only node is removed while a job holds the rack becomes a leaf; a job reserved on it then must
+    cancel cleanly (it raised IndexError: the rack's span bookkeeping for cached evaluations still had the first
+    job's entries but never got the second's), and the rack is reserved exactly as before afterwards."""
+    engine = Engine(build_graph([NodeSpec("n0", cores=2, rack="r0"), NodeSpec("n1", cores=2, rack="r1")]), policy="low")
+    assert engine.match(MatchOp.ALLOCATE, _racks(2)).matched
+    engine.remove_path("/cluster0/r0/n0")
+
+    reserved = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, _racks(1))
+    assert reserved.reserved and reserved.at == 100 and "r0[1:x]" in reserved.resources
+    engine.cancel(reserved.jobid)
+    again = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, _racks(1))
+    assert again.at == 100 and again.resources == reserved.resources
+    engine.cancel(again.jobid)
+    engine.cancel(1)
+    both = engine.match(MatchOp.ALLOCATE, _racks(2))
+    assert both.matched and both.at == 0 and "r0[1:x]" in both.resources and "r1[1:x]" in both.resources
+
+
+def test_removing_a_rank_releases_what_jobs_hold_below_it_whatever_its_rank() -> None:
+    """In a JGF only the nodes carry a rank (as in Fluxion's tiny.json): removing rank 0 removes node0 with its
+    unranked cores, so a job holding them must release them all first. It released node0 only, and its cancel
+    later raised KeyError on the removed vertices' records."""
+    document = graph_to_jgf(build_graph(nodes(2)))
+    for record in document["graph"]["nodes"]:
+        if record["metadata"]["type"] != "node":
+            record["metadata"]["rank"] = -1
+    engine = Engine(load_jgf(json.dumps(document)), match_format="jgf")
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).matched
+
+    engine.remove_ranks([0])
+    assert root_usage(engine) == '"agfilter": {"core": "used:4, total:4", "node": "used:1, total:1"'
+    engine.cancel(1)
+    assert root_usage(engine) == '"agfilter": {"core": "used:0, total:4", "node": "used:0, total:1"'
+    assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched

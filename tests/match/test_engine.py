@@ -47,3 +47,22 @@ def test_a_request_with_nothing_exclusive_fails_as_in_fluxion() -> None:
     engine = Engine(build_graph([NodeSpec("n0", cores=2)]), policy="first")
     assert engine.match(MatchOp.ALLOCATE, _job("[{type: node, count: 1}]")).errno == Errno.EBUSY
     assert engine.match(MatchOp.ALLOCATE, _job("[{type: node, count: 1, exclusive: true}]")).matched
+
+
+def test_a_node_exclusive_policy_passes_over_a_node_another_job_holds_in_part() -> None:
+    """Under ``lonodex`` a match holds its node whole, every vertex below it included; a node of which another job
+    holds a core (a replayed pod, or a job matched under another policy: the scheduler switches policy per pod)
+    must be passed over, not chosen and then found busy half way through the update walk. Once that job ends,
+    the node is free again."""
+    engine = Engine(build_graph([NodeSpec("n0", cores=4), NodeSpec("n1", cores=4)]), policy="lonodex")
+    core = engine.graph.vertex_at("/cluster0/n0/core1")
+    assert core is not None
+    assert engine.update_leaves(1, [core.uid], duration=600).matched
+    one_core = _job("[{type: core, count: 1}]")
+    first = engine.match(MatchOp.ALLOCATE, one_core)
+    assert first.matched and "n1[1:x]" in first.resources and "n0" not in first.resources
+    second = engine.match(MatchOp.ALLOCATE, one_core)
+    assert not second.matched and second.errno == Errno.EBUSY
+    engine.cancel(1)
+    third = engine.match(MatchOp.ALLOCATE, one_core)
+    assert third.matched and "n0[1:x]" in third.resources

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from kubeflux.jobspec import jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.query import RULE, QuerySession
-from kubeflux.resources import NodeSpec, build_graph
+from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
 from tests.match._helpers import leaves_resource_set, node_cores_job, schedule, socket_cores_job, whole_nodes_job
 
 
@@ -348,3 +349,69 @@ def test_a_replay_or_release_naming_a_vertex_the_graph_lacks_is_refused_clearly(
         with pytest.raises(EngineError, match=f"no vertex with uid {uid}"):
             subject.release_vertices(1, [uid])
     assert _state(subject) == before
+
+
+_WHOLE_NODE = jobspec_from_yaml(
+    "version: 9999\nresources: [{type: node, count: 1, exclusive: true}]\n"
+    "attributes: {system: {duration: 600}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+)
+
+
+def _jgf_of(subject: Engine, *paths: str) -> str:
+    graph = subject.graph
+    return json.dumps(graph_to_jgf(graph, [graph.by_path[path] for path in paths]))
+
+
+def test_a_node_released_without_the_cores_below_it_stays_in_use_until_they_go() -> None:
+    """A JGF partial cancel may name a node a job holds whole but not the cores it holds there: the job no longer
+    holds the node whole but still uses it, so a job asking for a whole node gets another one (it used to get
+    this one, and crash recording its busy cores). Once the cores go too, the job is over and the node free."""
+    subject = engine(policy="low")
+    assert "node0[1:x]" in subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources
+
+    assert subject.partial_cancel(1, _jgf_of(subject, "/cluster0/node0")) is False
+    whole = subject.match(MatchOp.ALLOCATE, _WHOLE_NODE)
+    assert whole.matched and "node1[1:x]" in whole.resources and "node0" not in whole.resources
+
+    cores = [f"/cluster0/node0/core{i}" for i in range(4)]
+    assert subject.partial_cancel(1, _jgf_of(subject, *cores)) is True
+    assert subject.jobs[1].state == JobState.CANCELED
+    again = subject.match(MatchOp.ALLOCATE, _WHOLE_NODE)
+    assert again.matched and "node0[1:x]" in again.resources
+
+
+def test_a_node_whose_cores_are_released_stays_in_use_while_the_job_holds_its_gpu() -> None:
+    """Releasing every core a job holds on a node drains the node's aggregate filter, which counts cores, not
+    gpus: the job still holds the node's gpu, so a job asking for a whole node must get another node (it used to
+    get this one, and crash recording the busy gpu)."""
+    subject = Engine(build_graph([NodeSpec(f"node{i}", cores=2, gpus=1) for i in range(3)]), policy="low")
+    assert subject.match(MatchOp.ALLOCATE, node_cores_job(nodes=2, cores=2, gpus=1)).matched
+
+    assert subject.partial_cancel(1, _jgf_of(subject, "/cluster0/node0/core0", "/cluster0/node0/core1")) is False
+    whole = subject.match(MatchOp.ALLOCATE, _WHOLE_NODE)
+    assert whole.matched and "node2[1:x]" in whole.resources and "node0" not in whole.resources
+
+    subject.cancel(1)
+    again = subject.match(MatchOp.ALLOCATE, _WHOLE_NODE)
+    assert again.matched and "node0[1:x]" in again.resources
+
+
+def test_a_replay_under_a_node_exclusive_policy_refuses_a_node_another_job_uses() -> None:
+    """Under ``lonodex`` a replay holds its nodes whole, as a match does: onto a node of which another job still
+    holds a core it is refused with a clear error and changes nothing (it raised PlannerBusyError half way through
+    the update walk), and it still replays onto a free node."""
+    subject = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(2)]), policy="lonodex")
+    assert "node0[1:x]" in subject.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).resources
+    released = ["/cluster0/node0", *(f"/cluster0/node0/core{i}" for i in (1, 2, 3))]
+    assert subject.partial_cancel(1, _jgf_of(subject, *released)) is False
+    before = schedule(subject.traverser)
+
+    graph = subject.graph
+    refused = subject.update_leaves(2, [graph.by_path["/cluster0/node0/core1"]], duration=100, source="pod web")
+    assert not refused.matched
+    assert refused.error == (
+        "pod web: node0 is used by another job during [0, 100), and under the lonodex policy a replay holds its "
+        "nodes whole"
+    )
+    assert schedule(subject.traverser) == before
+    assert subject.update_leaves(2, [graph.by_path["/cluster0/node1/core1"]], duration=100).matched

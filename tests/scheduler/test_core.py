@@ -504,6 +504,36 @@ def test_a_fractional_pod_goes_where_its_match_policy_says(policy: str, expected
     assert bound(cluster.run(1.0)) == {"default/web": expected, "default/core": expected}
 
 
+def test_a_node_exclusive_pod_gets_a_node_no_other_pod_uses() -> None:
+    """A ``lonodex`` pod holds its node whole: it must not be put on the node where a ``lonode`` pod already holds a
+    core (the engine used to pick that node and fail half way through recording it), but go to a free node, or
+    wait for one."""
+    cluster = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2")])
+    cluster.add(pod("a", 1000))
+    assert bound(cluster.run()) == {"default/a": "w1"}
+    cluster.add(pod("b", 1000, t=1, annotations={POLICY_ANNOTATION: "lonodex"}))
+    assert bound(cluster.run(1.0)) == {"default/b": "w2"}
+    cluster.add(pod("c", 1000, t=2, annotations={POLICY_ANNOTATION: "lonodex"}))
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {} and "default/c" in messages(decisions)
+    cluster.end("a")
+    assert bound(cluster.run(3.0)) == {"default/c": "w1"}
+
+
+def test_another_schedulers_pod_on_a_shared_node_under_a_node_exclusive_profile() -> None:
+    """Under a ``lonodex`` profile, a pod of another scheduler on the node a ``lonode`` pod shares is put on the
+    graph under ``lonodex`` (whole nodes): that used to raise PlannerBusyError out of the scheduler; the node stays
+    busy and the next node-exclusive pod goes to the free node."""
+    cluster = Cluster(KubefluxScheduler(policy="lonodex"), [node("w1"), node("w2")])
+    cluster.add(pod("a", 1000, annotations={POLICY_ANNOTATION: "lonode"}))
+    assert bound(cluster.run()) == {"default/a": "w1"}
+    web = pod("web", 1000, scheduler="default-scheduler")
+    web.node_name = "w1"
+    web.phase = PodPhase.RUNNING
+    cluster.add(web, pod("b", 1000, t=1))
+    assert bound(cluster.run(1.0)) == {"default/b": "w2"}
+
+
 def test_the_profiles_policy_chooses_the_node_of_fractional_pods() -> None:
     placed = {}
     for policy in ("lonode", "first"):

@@ -3,7 +3,8 @@
 ``attach`` adds a JGF subgraph (vertices already present are reused, see :func:`~kubeflux.resources.jgf.add_jgf`)
 and re-initialises the aggregate filters: new vertices get theirs, ancestors get larger totals, spans stay.
 
-``remove`` detaches a subtree (by containment path) or the vertices of broker ranks. Jobs that hold resources
+``remove`` detaches a subtree (by containment path) or the vertices of broker ranks, each with everything below it
+(a JGF ranks its nodes, not their sockets and cores; Fluxion leaves those unreachable). Jobs that hold resources
 there first release them, as a partial release would: their spans leave the removed vertices and the aggregate
 spans of the ancestors shrink accordingly, so the ancestors' filters (whose totals then shrink) stay exact. A job
 that held nothing else is gone from the graph (its id stays known until it is cancelled).
@@ -40,7 +41,8 @@ def remove_path(traverser: Traverser, path: str) -> list[int]:
 
 
 def remove_ranks(traverser: Traverser, ranks: Iterable[int]) -> list[int]:
-    """Remove every vertex of ``ranks``; return the removed uids. ResourceSetError for an unknown rank."""
+    """Remove every vertex of ``ranks`` and everything below it; return the removed uids. ResourceSetError for an
+    unknown rank."""
     graph = traverser.graph
     groups: dict[int, list[int]] = {}
     for rank in sorted(set(ranks)):
@@ -65,7 +67,13 @@ def _subtree(traverser: Traverser, root: int) -> list[int]:
 
 
 def _remove(traverser: Traverser, groups: dict[int, list[int]]) -> list[int]:
-    doomed = {uid for uids in groups.values() for uid in uids}
+    # Everything below a removed vertex goes with it, whatever its rank (a JGF gives its nodes a rank and the
+    # sockets and cores below them none): the jobs holding any of it release it all first.
+    doomed: set[int] = set()
+    for uids in groups.values():
+        for uid in uids:
+            if uid not in doomed:
+                doomed.update(_subtree(traverser, uid))
     jobs = sorted(
         {
             jobid
@@ -76,7 +84,7 @@ def _remove(traverser: Traverser, groups: dict[int, list[int]]) -> list[int]:
     )
     for jobid in jobs:
         held = set(holding(traverser, jobid))
-        release_held(traverser, jobid, [uid for uids in groups.values() for uid in uids if uid in held])
+        release_held(traverser, jobid, sorted(doomed & held))
     graph = traverser.graph
     parents = {graph.vertices[uid].parent for uid in doomed} - doomed - {-1}
     removed: list[int] = []

@@ -427,7 +427,11 @@ class Traverser:
         self._out_types.pop(uid, None)
         self._by_weight.clear()
         self._nodes_within.clear()
-        if self._kid_edges(uid) and uid not in self.bounds:  # a leaf that grew children: its own span bounds
+        if not self._kid_edges(uid):
+            # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
+            # (_add_job_data records none for a leaf, and a release must not take out bounds never put in).
+            self.bounds.pop(uid, None)
+        elif uid not in self.bounds:  # a leaf that grew children: its own span bounds
             self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
         self.touch(uid)
 
@@ -631,7 +635,20 @@ class Traverser:
             return False
         if self._avail(vertex.uid, meta.at, meta.duration) == 0:
             return False
+        if vertex.type == "node" and self.policy.spec.node_exclusive and self._held(meta, vertex.uid):
+            # The update walk will hold the node whole, planning every vertex below it: a node another job uses is
+            # out, as if the jobspec asked for it exclusively. Fluxion checks only the node's own planner here,
+            # which suffices while every job holds its nodes whole; a node a job holds in part (a pod of another
+            # policy, a replayed or partly released job) would fail its update walk half way.
+            return False
         return self._prune_resources(meta, exclusive, vertex, resources)
+
+    def _held(self, meta: JobMeta, uid: int) -> bool:
+        """Whether another job holds ``uid`` or anything below it during ``meta``'s window (as :meth:`_by_excl`
+        checks a vertex requested exclusively)."""
+        if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(uid):
+            return True
+        return self._x_busy(uid, meta.at, meta.duration)
 
     def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:

@@ -22,6 +22,8 @@ Partial release (:func:`release`): the named vertices (or every vertex of the na
 purged of the job (tag, exclusivity span, aggregate span, planner span). Their freed amounts are then taken off
 the aggregate filters of their ancestors, deepest first; an ancestor whose aggregate span drains gives up its tag
 and exclusivity span too. The job is fully released when the containment root no longer carries its tag.
+A vertex under which the job still holds something keeps its tag and exclusivity span, though (see
+:func:`release_held`).
 
 An exclusive vertex that another job holds during the window (even shared) is refused, as a match would refuse
 it; Fluxion's reader checks only the vertex's own planner.
@@ -35,6 +37,12 @@ Two deliberate differences from Fluxion's JGF reader, both where Fluxion refuses
 memory pool could not be replayed); and a partial release may list vertices the job holds shared (without a
 planner span, such as the cluster root in the job's own JGF): they are released through their aggregate spans
 like any ancestor, so releasing a job with its own JGF works.
+
+One where Fluxion accepts the input and corrupts its state: a partial release that names a vertex but not all the
+job holds below it (a node without its cores), or that drains an ancestor's aggregate span while the job holds
+a vertex below it the filters do not count (a gpu), leaves that vertex held by the job, as a shared ancestor is.
+Fluxion drops the job's records there, so a later match takes the vertex as free and its update walk meets the
+busy vertices below it.
 """
 
 from __future__ import annotations
@@ -259,16 +267,25 @@ def _record(
 
 
 def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
-    """Plan the exclusive vertices; check that the shared ones are free. All or nothing."""
+    """Plan the exclusive vertices; check that the shared ones are free. All or nothing.
+
+    Under a node-exclusive policy the update walk holds each node on the path whole, everything below it
+    included, as a match would: a node another job uses during the window is refused, as select passes over it.
+    """
     vertices = traverser.graph.vertices
     at, end = meta.at, meta.at + meta.duration
+    whole = traverser.policy.spec.node_exclusive
     planned: list[int] = []
     try:
         for item in held:
+            if whole and vertices[item.uid].type == "node" and _used(traverser, item.uid, at, end):
+                raise ResourceSetError(
+                    f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
+                    f"{traverser.policy.spec.name} policy a replay holds its nodes whole"
+                )
             if item.exclusive:
-                for start, stop, _ in traverser.x_uses.get(item.uid, {}).values():
-                    if start < end and at < stop:
-                        raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
+                if _used(traverser, item.uid, at, end):
+                    raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
                 try:
                     traverser.plan_span(item.uid, meta, item.amount)
                 except PlannerError as error:
@@ -283,6 +300,11 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
         for uid in planned:
             traverser.unplan(uid, meta.jobid)
         raise
+
+
+def _used(traverser: Traverser, uid: int, at: int, end: int) -> bool:
+    """Whether a job holds ``uid`` or something below it during ``[at, end)``."""
+    return any(start < end and at < stop for start, stop, _ in traverser.x_uses.get(uid, {}).values())
 
 
 # ---------------------------------------------------------------------------------------------------- release
@@ -350,13 +372,23 @@ def _releases_all(traverser: Traverser, jobid: int, purge: list[int]) -> bool:
 
 def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
     """Purge ``jobid`` from every vertex of ``uids``, then take what each held off the aggregate spans of its own
-    ancestors (deepest first; an ancestor purged itself has none left); True if nothing of the job is left."""
+    ancestors (deepest first; an ancestor purged itself has none left); True if nothing of the job is left.
+
+    A vertex keeps the job's tag and exclusivity record while the job still holds a vertex below it: one of
+    ``uids`` with such a vertex below (a node held whole, named without all of its cores) gives up only its own
+    planner span and stays held like a shared ancestor, and an ancestor whose aggregate span drains keeps them
+    while the job holds a vertex below it that the filters do not count (a gpu, say). Fluxion drops them in both
+    cases, and a later match then takes the vertex as free and finds what is below it busy. Only the root
+    draining ends the job, as in Fluxion (what is left is purged then). An ancestor kept so, with no aggregate
+    span left, keeps the job until it ends, as Fluxion keeps one that never had an aggregate span for it."""
     vertices = traverser.graph.vertices
+    uids = list(uids)
+    above = _above_held(traverser, jobid, set(uids))
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
     traverser.released_in_part.add(jobid)
     for uid in uids:
-        amount = _purge(traverser, uid, jobid)
+        amount = _let_go(traverser, uid, jobid) if uid in above else _purge(traverser, uid, jobid)
         type = vertices[uid].type
         chain = []
         ancestor = vertices[uid].parent
@@ -367,8 +399,9 @@ def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
             depth[ancestor] = level
             totals = reductions.setdefault(ancestor, {})
             totals[type] = totals.get(type, 0) + amount
+    above.discard(traverser.root)
     for ancestor in sorted(reductions, key=lambda uid: -depth[uid]):
-        _reduce(traverser, ancestor, jobid, reductions[ancestor])
+        _reduce(traverser, ancestor, jobid, reductions[ancestor], above)
 
     if jobid in traverser.tags.get(traverser.root, ()):
         return False
@@ -377,6 +410,20 @@ def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
     traverser.job_vertices.pop(jobid, None)
     traverser.released_in_part.discard(jobid)
     return True
+
+
+def _above_held(traverser: Traverser, jobid: int, released: set[int]) -> set[int]:
+    """The vertices above a vertex that holds a planner span of ``jobid`` and is not among ``released``."""
+    vertices = traverser.graph.vertices
+    above: set[int] = set()
+    for uid in traverser.job_vertices.get(jobid, ()):
+        if uid in released or not traverser.holds_span(uid, jobid):
+            continue
+        parent = vertices[uid].parent
+        while parent != -1 and parent not in above:
+            above.add(parent)
+            parent = vertices[parent].parent
+    return above
 
 
 def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
@@ -388,13 +435,18 @@ def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
     aggregate = traverser.job2span.get(uid, {}).pop(jobid, None)
     if aggregate is not None:
         traverser.subplans[uid].rem_span(aggregate)
+    return _let_go(traverser, uid, jobid)
+
+
+def _let_go(traverser: Traverser, uid: int, jobid: int) -> int:
+    """Remove ``jobid``'s own hold on ``uid`` (its planner span and slot lead); return the amount the span held."""
     traverser.unlead(uid)
     return traverser.unplan(uid, jobid)
 
 
-def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int]) -> None:
+def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int], above: set[int]) -> None:
     """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex unless
-    the job holds the vertex itself (a planner span of its own).
+    the job holds the vertex itself (a planner span of its own) or a vertex below it (one of ``above``).
 
     No fingerprint token of its own: a vertex below it gave up a planner span just before, and that change
     already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
@@ -410,7 +462,8 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     drained = subplan.reduce_span(span, amounts)
     if drained:
         del spans[jobid]
-        if not traverser.holds_span(uid, jobid):  # a vertex held whole (a node) stays held until it is named
+        # a vertex held whole (a node) stays held until it is named
+        if not traverser.holds_span(uid, jobid) and uid not in above:
             tags.discard(jobid)
             traverser.drop_use(uid, jobid)
 
