@@ -64,12 +64,20 @@ def _prefix(level: int) -> str:
     return _PREFIXES[level] if level < 32 else "      " + "---" * level
 
 
-def emit_leaves(writer: Writer, level: int, graph: Graph, leaves: list[tuple[int, int, int]], parent_x: bool) -> None:
-    """:meth:`Writer.leaves` as :meth:`Writer.vertex` and :meth:`Writer.edge` for each leaf."""
+def emit_leaves(
+    writer: Writer,
+    level: int,
+    graph: Graph,
+    leaves: list[tuple[int, int, int]],
+    exclusive_parent: bool,
+    memo: dict[object, str] | None = None,
+) -> None:
+    """:meth:`Writer.leaves` as :meth:`Writer.vertex` and :meth:`Writer.edge` for each leaf (a writer without a
+    faster way takes it as its ``leaves`` method)."""
     vertices = graph.vertices
     for edge, uid, needs in leaves:
-        writer.vertex(level, vertices[uid], needs, True, parent_x)
-        writer.edge(level - 1, graph, edge, parent_x)
+        writer.vertex(level, vertices[uid], needs, True, exclusive_parent)
+        writer.edge(level - 1, graph, edge, exclusive_parent)
 
 
 class SimpleWriter:
@@ -134,15 +142,7 @@ class PrettySimpleWriter(SimpleWriter):
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
 
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        emit_leaves(self, level, graph, leaves, exclusive_parent)
+    leaves = emit_leaves
 
     def render(self) -> str:
         self._lines.reverse()
@@ -183,15 +183,7 @@ class JgfWriter:
             item["metadata"] = {"subsystem": record.subsystem}
         self._edges.append(item)
 
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        emit_leaves(self, level, graph, leaves, exclusive_parent)
+    leaves = emit_leaves
 
     def interval(self, start: int, end: int) -> None:
         return None
@@ -305,15 +297,7 @@ class Rv1NoschedWriter:
     def interval(self, start: int, end: int) -> None:
         self._start, self._end = start, end
 
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        emit_leaves(self, level, graph, leaves, exclusive_parent)
+    leaves = emit_leaves
 
     def render(self) -> str:
         if not self._by_children:
