@@ -55,6 +55,16 @@ def held_ranks(engine: Engine, jobid: int) -> list[int]:
     return sorted({graph.vertices[uid].rank for uid, jobs in engine.traverser.tags.items() if jobid in jobs} - {-1})
 
 
+def live_jobs(engine: Engine) -> list[int]:
+    return [info.jobid for info in engine.jobs.values() if info.state != JobState.CANCELED]
+
+
+def release_first_rank(engine: Engine, jobid: int) -> bool:
+    """Release what ``jobid`` holds on its lowest broker rank (a partial cancel by R)."""
+    ranks = ",".join(map(str, held_ranks(engine, jobid)[:1]))
+    return engine.partial_cancel(jobid, json.dumps({"execution": {"R_lite": [{"rank": ranks, "children": {}}]}}))
+
+
 @settings(max_examples=150, deadline=None)
 @given(operations, st.sampled_from(["first", "low", "lonodex"]))
 def test_random_schedules_never_over_commit_and_cancel_back_to_pristine(ops: list[Any], policy: str) -> None:
@@ -65,7 +75,7 @@ def test_random_schedules_never_over_commit_and_cancel_back_to_pristine(ops: lis
             _, match, make, count, cores, duration = op
             subject.match(match, make(nodes=count, cores=cores, duration=duration))
         else:
-            live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+            live = live_jobs(subject)
             if not live:
                 continue
             jobid = live[op[1] % len(live)]
@@ -102,7 +112,7 @@ def test_a_replica_fed_by_update_keeps_the_same_schedule(ops: list[Any], policy:
                 )
                 assert replayed.matched, replayed.error
         else:
-            live = [info.jobid for info in origin.jobs.values() if info.state != JobState.CANCELED]
+            live = live_jobs(origin)
             if not live:
                 continue
             jobid = live[op[1] % len(live)]
@@ -142,7 +152,7 @@ def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_sch
             _, match, make, count, cores, duration = op
             subject.match(match, make(nodes=count, cores=cores, duration=duration))
         elif op[0] == "cancel":
-            live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+            live = live_jobs(subject)
             if live:
                 subject.cancel(live[op[1] % len(live)])
         assert_never_over_committed(subject.traverser)
@@ -179,7 +189,7 @@ def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps
             out: list[str] = []
             attached = 0
             for kind, number in steps:
-                live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+                live = live_jobs(subject)
                 try:
                     if kind in ("alloc", "reserve"):
                         op = MatchOp.ALLOCATE if kind == "alloc" else MatchOp.ALLOCATE_ORELSE_RESERVE
@@ -189,9 +199,7 @@ def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps
                         subject.cancel(live[number % len(live)])
                     elif kind == "partial" and live:
                         jobid = live[number % len(live)]
-                        ranks = held_ranks(subject, jobid)[:1]
-                        r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, ranks)), "children": {}}]}})
-                        out.append(f"partial {jobid} {subject.partial_cancel(jobid, r)}")
+                        out.append(f"partial {jobid} {release_first_rank(subject, jobid)}")
                     elif kind == "remove":
                         out.append(f"removed {len(subject.remove_ranks([number % 80]))}")
                     elif kind == "attach" and attached < 10:
@@ -231,7 +239,7 @@ def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
             traverser = subject.traverser
             seen: list[object] = []
             for kind, number in steps:
-                live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+                live = live_jobs(subject)
                 try:
                     if kind in ("gang", "pods", "reserve"):
                         op = MatchOp.ALLOCATE_ORELSE_RESERVE if kind == "reserve" else MatchOp.ALLOCATE
@@ -242,9 +250,7 @@ def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
                         seen.append((traverser.preorder, traverser.postorder))
                     elif kind == "partial" and live:
                         jobid = live[number % len(live)]
-                        ranks = held_ranks(subject, jobid)[:1]
-                        r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, ranks)), "children": {}}]}})
-                        seen.append(subject.partial_cancel(jobid, r))
+                        seen.append(release_first_rank(subject, jobid))
                     elif kind == "remove":
                         seen.append(len(subject.remove_ranks([number % 40])))
                 except EngineError as error:
@@ -420,7 +426,7 @@ def test_jobs_recorded_as_pools_of_leaves_behave_as_jobs_recorded_leaf_by_leaf(
             pristine = list(traverser.fp)
             seen: list[object] = []
             for kind, number in steps:
-                live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
+                live = live_jobs(subject)
                 try:
                     if kind in ("alloc", "reserve", "satisfy"):
                         op = {
@@ -435,9 +441,7 @@ def test_jobs_recorded_as_pools_of_leaves_behave_as_jobs_recorded_leaf_by_leaf(
                         seen.append((traverser.preorder, traverser.postorder))
                     elif kind == "partial" and live:
                         jobid = live[number % len(live)]
-                        ranks = held_ranks(subject, jobid)[:1]
-                        r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, ranks)), "children": {}}]}})
-                        seen.append(subject.partial_cancel(jobid, r))
+                        seen.append(release_first_rank(subject, jobid))
                     elif kind == "find":
                         seen.append(subject.find("sched-now=allocated"))
                     elif kind in ("down", "up"):
@@ -461,14 +465,19 @@ def test_jobs_recorded_as_pools_of_leaves_behave_as_jobs_recorded_leaf_by_leaf(
 
 def test_a_cancelled_pool_is_never_written_and_a_read_writes_it_whole() -> None:
     """The 128-node benchmark's shape on a small graph: the cores of an allocation are pooled per socket; a
-    cancel drops the pools unwritten, and anything that reads the cores (a find) sees every core held."""
-    subject = Engine(build_graph([NodeSpec(f"n{i}", cores=8, sockets=2) for i in range(4)]), policy="low")
+    cancel drops the pools unwritten, counting the visits a core-by-core cancel makes, and anything that reads
+    the cores (a find) sees every core held."""
     job = _socket_job(2, 2, 4)
+    with mock.patch.object(Traverser, "leaf_runs", False):
+        reference = Engine(build_graph([NodeSpec(f"n{i}", cores=8, sockets=2) for i in range(4)]), policy="low")
+        reference.cancel(reference.match(MatchOp.ALLOCATE, job).jobid)
+    subject = Engine(build_graph([NodeSpec(f"n{i}", cores=8, sockets=2) for i in range(4)]), policy="low")
     first = subject.match(MatchOp.ALLOCATE, job)
     traverser = subject.traverser
     assert len(traverser._pools) == 4
     subject.cancel(first.jobid)
     assert not traverser._pools
+    assert (traverser.preorder, traverser.postorder) == (reference.traverser.preorder, reference.traverser.postorder)
     assert not any(traverser._x_uses.values())
     second = subject.match(MatchOp.ALLOCATE, job)
     assert second.resources == first.resources

@@ -27,13 +27,13 @@ ANY_TYPE = "ALL"
 SLOT = "slot"
 WEIGHT_MAX = 2**64 - 1
 CACHE_PER_VERTEX = 8
+"""Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
 BLOCK = 32
+"""Children per block when a wide vertex's static explore is cached block by block."""
 WIDE_CANCEL = 16
 """A cancel walks a vertex's children through the job's own vertices, not by visiting each child, when it has more
 children than this plus twice the job's vertex count (a pod's cancel at the root of a 5,000-node cluster would
 otherwise cost 5,000 visits; a job holding many of the children is cheaper to walk child by child)."""
-"""Children per block when a wide vertex's static explore is cached block by block."""
-"""Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
 
 T = TypeVar("T")
 CacheKey = tuple[object, ...]
@@ -147,6 +147,7 @@ class LeafRun:
     leaves: list[tuple[int, int, int]]
     """(edge, leaf, needs), in edge order (the update walk's order)."""
     uids: list[int]
+    """The leaves alone, kept for the job's vertex set (one set update per pool)."""
     sizes: dict[str, int]
     """The leaves' total size per type (for the aggregate filters above)."""
     whole: bool
@@ -168,7 +169,6 @@ class _Pool:
     at: int
     duration: int
     alloc_type: AllocType
-    job_key: int
     total: int
     """The pool's share of its source's fingerprint: what its leaves' shares add up to once written."""
 
@@ -231,11 +231,11 @@ class Traverser:
     scoring_type: type[Scoring] = Scoring
     evaluation_type: type[Evaluation] = Evaluation
     wide_blocks = True
+    """Whether wide vertices explore through cached spans of children (see :meth:`_explore_blocks`)."""
     leaf_shortcut = True
+    """Whether a child with no out-edges is visited by :meth:`_visit_leaf` (see :meth:`_visit_child`)."""
     leaf_runs = True
     """Whether marks on a run of one vertex's exclusive leaves are recorded as one pool (see :class:`LeafRun`)."""
-    """Whether a child with no out-edges is visited by :meth:`_visit_leaf` (see :meth:`_visit_child`)."""
-    """Whether wide vertices explore through cached spans of children (see :meth:`_explore_blocks`)."""
 
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
@@ -368,10 +368,8 @@ class Traverser:
     def _settle_source(self, source: int) -> None:
         """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
         for pool in self._pools.pop(source, ()):
-            run = pool.run
-            owns = [hash((uid, needs, pool.job_key)) for _, uid, needs in run.leaves]
-            owns[-1] += pool.total - sum(owns)
-            self._record(source, run.leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, owns)
+            leaves = pool.run.leaves
+            self._record(source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
 
     # ------------------------------------------------------------------ set-up
 
@@ -644,8 +642,8 @@ class Traverser:
         return self._prune_resources(meta, exclusive, vertex, resources)
 
     def _held(self, meta: JobMeta, uid: int) -> bool:
-        """Whether another job holds ``uid`` or anything below it during ``meta``'s window (as :meth:`_by_excl`
-        checks a vertex requested exclusively)."""
+        """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
+        wanted exclusively cares (an allocation counts whenever it is, for a new allocation)."""
         if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(uid):
             return True
         return self._x_busy(uid, meta.at, meta.duration)
@@ -664,12 +662,7 @@ class Traverser:
         if exclusive and resource.exclusive is False:
             conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, conflict)
-        if exclusive or resource.exclusive is True:
-            if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(vertex.uid):
-                return False
-            if self._x_busy(vertex.uid, meta.at, meta.duration):
-                return False
-        return True
+        return not ((exclusive or resource.exclusive is True) and self._held(meta, vertex.uid))
 
     def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
         subplan = self.subplans.get(uid)
@@ -1110,13 +1103,8 @@ class Traverser:
 
     def _unrun(self, source: int) -> None:
         """Stamp a marked run's edges one by one: another mark under its source joins it."""
-        run = self._run_marks.pop(source)
-        sequence = self.sequence
-        for edge, _, needs in run.leaves:
-            self.edge_needs[edge] = needs
-            self.edge_excl[edge] = True
-            self.edge_seq[edge] = sequence
-        self._marked.setdefault(source, set()).update(edge for edge, _, _ in run.leaves)
+        for edge, _, needs in self._run_marks.pop(source).leaves:
+            self.mark_edge(edge, needs, True)
 
     def _new_marks(self) -> None:
         """Start the current match's marks (the first stamp of a match)."""
@@ -1172,32 +1160,11 @@ class Traverser:
         evaluation.applied = sequence
         self._new_marks()
         run = evaluation.run
-        if run is not None:
-            if run.source not in self._marked and run.source not in self._run_marks:
-                self._run_marks[run.source] = run
-                return
-            if run.source in self._run_marks:
-                self._unrun(run.source)
-        run_marks = self._run_marks
-        # _apply_mark, inline (an evaluation's marks share one source): a socket's evaluation marks its cores.
-        edges = self.graph.edges
-        edge_needs, edge_excl, edge_seq, marked = self.edge_needs, self.edge_excl, self.edge_seq, self._marked
-        stamped: set[int] = set()
-        source = -1
-        for edge, needs, exclusive, lead in evaluation.marks:
-            edge_needs[edge] = needs
-            edge_excl[edge] = exclusive
-            edge_seq[edge] = sequence
-            if edges[edge].source != source:
-                source = edges[edge].source
-                if source in run_marks:
-                    self._unrun(source)
-                stamped = marked.setdefault(source, set())
-            stamped.add(edge)
-            if lead == LEAD:
-                self._lead(edge)
-            elif lead == NOT_LEAD:
-                self._unlead_edge(edge)
+        if run is not None and run.source not in self._marked and run.source not in self._run_marks:
+            self._run_marks[run.source] = run  # stands for its edges' stamps (see _upd_dfv)
+            return
+        for mark in evaluation.marks:
+            self._apply_mark(mark)
 
     def _apply_path(self, uid: int) -> None:
         """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
@@ -1382,9 +1349,8 @@ class Traverser:
         jobid = meta.jobid
         total = self.prune_filters.total
         if run is not None and self._fresh and source not in self._layouts:  # after the pools before it
-            job_key = hash((jobid, meta.at, meta.duration, int(meta.alloc_type)))
-            added = hash((run.signature, job_key))
-            pool = _Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, job_key, added)
+            added = hash((run.signature, _job_key(jobid, meta.at, meta.duration, meta.alloc_type)))
+            pool = _Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, added)
             self._pools.setdefault(source, []).append(pool)
             self._job_vertices(jobid).update(run.uids)
             for type, size in run.sizes.items():
@@ -1417,31 +1383,24 @@ class Traverser:
         duration: int,
         alloc_type: AllocType,
         full: bool,
-        owns: list[int] | None = None,
+        total: int | None = None,
     ) -> int:
         """Record ``jobid`` on exclusive leaves of ``source`` (planner span, tags, use, fingerprint) during
-        ``[at, at + duration)``; ``owns`` are their shares of the fingerprint (by default a hash of each leaf and
-        the job). Returns the fingerprint change."""
-        vertices = self.graph.vertices
+        ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
+        made up so they add up to ``total`` if given (a pool written late: its source already counts it).
+        Returns the fingerprint change."""
         end = at + duration
-        job_key = hash((jobid, at, duration, int(alloc_type)))
+        job_key = _job_key(jobid, at, duration, alloc_type)
         plans, tags, x_uses, fp = self._plans, self._tags, self._x_uses, self.fp
-        table = (
-            self._allocations
-            if alloc_type == AllocType.ALLOCATE
-            else self._reservations
-            if alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE
-            else None
-        )
+        table = self._span_table(alloc_type)
         wide = source in self._layouts
-        added = 0
+        last = len(leaves) - 1
+        added = shares = 0
         for i, (_, uid, needs) in enumerate(leaves):
             if full:
                 plan = plans.get(uid)
                 if plan is None:
-                    vertex = vertices[uid]
-                    kind = UnitPlanner if vertex.size == 1 else Planner
-                    plan = plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
+                    plan = self._new_plan(uid)
                 span = plan.add_span(at, duration, needs)
                 if table is not None:
                     spans = table.get(uid)
@@ -1454,7 +1413,10 @@ class Traverser:
                 tags[uid] = {jobid}
             else:
                 held.add(jobid)
-            own = hash((uid, needs, job_key)) if owns is None else owns[i]
+            own = hash((uid, needs, job_key))
+            if total is not None and i == last:
+                own = total - shares
+            shares += own
             uses = x_uses.get(uid)
             if uses is None:
                 x_uses[uid] = {jobid: (at, end, own)}
@@ -1475,22 +1437,32 @@ class Traverser:
     def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
         plan = self._plans.get(uid)
         if plan is None:
-            vertex = self.graph.vertices[uid]
-            kind = UnitPlanner if vertex.size == 1 else Planner
-            plan = self._plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
+            plan = self._new_plan(uid)
         span = plan.add_span(meta.at, meta.duration, needs)
         self._job_vertices(meta.jobid).add(uid)
-        if meta.alloc_type == AllocType.ALLOCATE:
-            table = self._allocations
-        elif meta.alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
-            table = self._reservations
-        else:
+        table = self._span_table(meta.alloc_type)
+        if table is None:
             return
         spans = table.get(uid)
         if spans is None:
             table[uid] = {meta.jobid: span}
         else:
             spans[meta.jobid] = span
+
+    def _new_plan(self, uid: int) -> Planner:
+        """``uid``'s planner, made when it first holds a span (a one-unit vertex keeps a small table)."""
+        vertex = self.graph.vertices[uid]
+        kind = UnitPlanner if vertex.size == 1 else Planner
+        plan = self._plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
+        return plan
+
+    def _span_table(self, alloc_type: AllocType) -> dict[int, dict[int, int]] | None:
+        """Where a span of this kind is listed per vertex and job (None for a satisfiability test)."""
+        if alloc_type == AllocType.ALLOCATE:
+            return self._allocations
+        if alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
+            return self._reservations
+        return None
 
     def _job_vertices(self, jobid: int) -> set[int]:
         """The vertices where ``jobid`` is recorded (see :attr:`job_vertices`)."""
@@ -1759,6 +1731,11 @@ class Traverser:
         self._settle()
         self._add_plan(uid, meta, amount)
 
+    def busy(self, uid: int, at: int, end: int) -> bool:
+        """Whether a job holds ``uid`` or something below it during ``[at, end)``."""
+        self._settle()
+        return self._x_busy(uid, at, end - at)
+
     def holds_span(self, uid: int, jobid: int) -> bool:
         """Whether ``jobid`` has a planner span on ``uid`` (an allocation or a reservation)."""
         return jobid in self.allocations.get(uid, ()) or jobid in self.reservations.get(uid, ())
@@ -1891,6 +1868,11 @@ class _JobTree:
                         by_parent.setdefault(parent, []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])
+
+
+def _job_key(jobid: int, at: int, duration: int, alloc_type: AllocType) -> int:
+    """A hash of what a job's record on a vertex is: its leaves' fingerprint shares are made from it."""
+    return hash((jobid, at, duration, int(alloc_type)))
 
 
 def _take_part(part: BlockPart, dfu: Scoring, kids: Kids) -> bool:

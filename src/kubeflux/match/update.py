@@ -278,13 +278,13 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
     planned: list[int] = []
     try:
         for item in held:
-            if whole and vertices[item.uid].type == "node" and _used(traverser, item.uid, at, end):
+            if whole and vertices[item.uid].type == "node" and traverser.busy(item.uid, at, end):
                 raise ResourceSetError(
                     f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
                     f"{traverser.policy.spec.name} policy a replay holds its nodes whole"
                 )
             if item.exclusive:
-                if _used(traverser, item.uid, at, end):
+                if traverser.busy(item.uid, at, end):
                     raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
                 try:
                     traverser.plan_span(item.uid, meta, item.amount)
@@ -300,11 +300,6 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
         for uid in planned:
             traverser.unplan(uid, meta.jobid)
         raise
-
-
-def _used(traverser: Traverser, uid: int, at: int, end: int) -> bool:
-    """Whether a job holds ``uid`` or something below it during ``[at, end)``."""
-    return any(start < end and at < stop for start, stop, _ in traverser.x_uses.get(uid, {}).values())
 
 
 # ---------------------------------------------------------------------------------------------------- release
