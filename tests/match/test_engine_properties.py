@@ -512,3 +512,116 @@ def test_a_core_with_two_parents_is_never_given_twice() -> None:
     assert not second.matched
     held = {line.strip(" -") for line in subject.find("sched-now=allocated").splitlines() if "core" in line}
     assert held == {f"core{i}[1:x]" for i in range(4, 8)}  # core4 is listed under both its parents
+
+
+def _cores_job(cores: int, *, exclusive: str = "", duration: int = 600) -> Any:
+    """One slot of ``cores`` cores (the cores' ``exclusive`` given or not)."""
+    flag = f", exclusive: {exclusive}" if exclusive else ""
+    core = f"{{type: core, count: {cores}{flag}}}"
+    return jobspec_from_yaml(
+        f"version: 9999\nresources: [{{type: slot, count: 1, label: default, with: [{core}]}}]\n"
+        f"attributes: {{system: {{duration: {duration}}}}}\n"
+        "tasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+
+
+def _socketed_engine(policy: str) -> Engine:
+    """Four nodes whose sockets hold only cores, and one whose sockets also hold a gpu and memory."""
+    specs = [NodeSpec(f"n{i}", cores=8, sockets=2) for i in range(4)]
+    specs.append(NodeSpec("n4", cores=8, sockets=2, gpus=2, memory=2**30))
+    return Engine(build_graph(specs), policy=policy)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    policy=st.sampled_from(["first", "firstnodex", "policy=low node_centric=false stop_on_1_matches=true"]),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(
+                ["alloc", "alloc", "reserve", "satisfy", "cancel", "partial", "find", "down", "up", "core", "core"]
+            ),
+            st.integers(0, 999),
+        ),
+        max_size=24,
+    ),
+)
+def test_first_exploring_a_sockets_cores_in_one_loop_answers_as_core_by_core(
+    policy: str, steps: list[tuple[str, int]]
+) -> None:
+    """``first`` explores a vertex whose children are all cores in one loop; the answers (including a refused
+    exclusivity conflict), visit counts and schedule are those of visiting the cores one by one, with cores and
+    nodes going down and up, jobs ending and being released in part."""
+    jobs = [
+        _socket_job(2, 2, 4),
+        _socket_job(1, 1, 3),
+        _socket_job(3, 1, 1, slot_on="core"),
+        _cores_job(3),
+        _cores_job(2, exclusive="true", duration=100),
+        _cores_job(1, exclusive="false"),
+    ]
+
+    def run(leaf_batches: bool) -> list[object]:
+        with mock.patch.object(Traverser, "leaf_batches", leaf_batches):
+            subject = _socketed_engine(policy)
+            traverser = subject.traverser
+            seen: list[object] = []
+            for kind, number in steps:
+                live = live_jobs(subject)
+                try:
+                    if kind in ("alloc", "reserve", "satisfy"):
+                        op = {
+                            "alloc": MatchOp.ALLOCATE,
+                            "reserve": MatchOp.ALLOCATE_ORELSE_RESERVE,
+                            "satisfy": MatchOp.ALLOCATE_WITH_SATISFIABILITY,
+                        }[kind]
+                        result = subject.match(op, jobs[number % len(jobs)])
+                        seen.append(f"{result.at} {result.errno} {result.resources}")
+                        seen.append((traverser.preorder, traverser.postorder))
+                    elif kind == "cancel" and live:
+                        subject.cancel(live[number % len(live)])
+                    elif kind == "partial" and live:
+                        seen.append(release_first_rank(subject, live[number % len(live)]))
+                    elif kind == "find":
+                        seen.append(subject.find("sched-now=allocated"))
+                    elif kind in ("down", "up"):
+                        subject.set_status(f"/cluster0/n{number % 5}", Status.DOWN if kind == "down" else Status.UP)
+                    elif kind == "core":
+                        node, socket, core = number % 5, number // 5 % 2, number // 10 % 8
+                        path = f"/cluster0/n{node}/socket{socket}/core{core}"
+                        subject.set_status(path, Status.DOWN if number % 3 else Status.UP)
+                except EngineError as error:
+                    seen.append(str(error))
+            seen.append(schedule(traverser))
+            return seen
+
+    assert run(leaf_batches=True) == run(leaf_batches=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.sampled_from(["alloc", "alloc", "cancel", "down"]), st.integers(0, 999)), max_size=20)
+)
+def test_firsts_explore_orders_stay_those_of_sorting_by_weight_then_uniq_id(steps: list[tuple[str, int]]) -> None:
+    """Every explore order ``first`` keeps (made fresh as the children reversed, then patched as edge weights
+    change) is the children sorted heaviest edge first, then highest uniq_id first, with matching sort keys."""
+    jobs = [_socket_job(1, 2, 4), _socket_job(1, 1, 3), _cores_job(5)]
+    subject = _socketed_engine("first")
+    traverser = subject.traverser
+    graph = subject.graph
+    for kind, number in [("alloc", 0), *steps]:
+        live = live_jobs(subject)
+        if kind == "alloc":
+            subject.match(MatchOp.ALLOCATE, jobs[number % len(jobs)])
+        elif kind == "cancel" and live:
+            subject.cancel(live[number % len(live)])
+        elif kind == "down":
+            subject.set_status(f"/cluster0/n{number % 5}", Status.DOWN if number % 2 else Status.UP)
+        for source, (keys, order) in traverser._by_weight.items():
+            children = traverser.children(source)
+            expected = sorted(
+                children, key=lambda kid: (-traverser.edge_weight[kid[0]], -graph.vertices[kid[1]].uniq_id)
+            )
+            assert order == expected
+            if keys is not None:
+                assert keys == [(-traverser.edge_weight[e], -graph.vertices[t].uniq_id) for e, t in order]
+    assert traverser._by_weight  # the orders were made and kept

@@ -125,6 +125,13 @@ class MatchPolicy:
             self._multilevel -= self._last_factor.get(vertex.type, 0)
         return self._vertex_score(vertex)
 
+    def leaf_base(self, type: str) -> int | None:
+        """What :meth:`finish_leaf` adds to a ``type`` leaf's id, while nothing is discovered (None when the score
+        is not the id plus a constant: a type with a factor, or scoring by performance class)."""
+        if self.spec.performance_class or type in self._factors:
+            return None
+        return MATCH_MET + self._multilevel + 1
+
     def _vertex_score(self, vertex: Vertex) -> int:
         if self.spec.performance_class:
             return perf_class(vertex)

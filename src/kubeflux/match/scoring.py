@@ -100,6 +100,9 @@ class Evals:
     def groups(self) -> list[EdgeGroup]:
         groups = self._groups
         if groups is None:
+            if not self.parts:
+                groups = self._groups = self.own.copy()
+                return groups
             groups = self._groups = []
             for item in self._items:
                 if isinstance(item, Evals):
@@ -139,6 +142,18 @@ class Evals:
         self._items.append(group)
         if self._groups is not None:
             self._groups.append(group)
+
+    def add_all(self, groups: list[EdgeGroup]) -> None:
+        """:meth:`add` each of ``groups``, in order."""
+        for group in groups:
+            self.total += group.count
+            if group.score > 0:
+                self.qualified += group.count
+        self.size += len(groups)
+        self.own.extend(groups)
+        self._items.extend(groups)
+        if self._groups is not None:
+            self._groups.extend(groups)
 
     def merge(self, other: Evals) -> None:
         self.qualified += other.qualified

@@ -135,6 +135,7 @@ class SubsystemTraverser(Traverser):
     wide_blocks = False
     leaf_shortcut = False
     leaf_runs = False
+    leaf_batches = False
 
     def __init__(
         self,

@@ -236,6 +236,9 @@ class Traverser:
     """Whether a child with no out-edges is visited by :meth:`_visit_leaf` (see :meth:`_visit_child`)."""
     leaf_runs = True
     """Whether marks on a run of one vertex's exclusive leaves are recorded as one pool (see :class:`LeafRun`)."""
+    leaf_batches = True
+    """Whether ``first`` explores a vertex whose children are all leaves of the requested type in one loop (see
+    :meth:`_first_leaves`)."""
 
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
@@ -295,12 +298,18 @@ class Traverser:
         self._marked: dict[int, set[int]] = {}
         """The edges stamped by the current match (``_marked_seq``), by source: the update walk's children."""
         self._marked_seq = -1
-        self._by_weight: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
-        """Per vertex, its children heaviest first (``first``'s explore order), until an edge weight changes."""
+        self._by_weight: dict[int, tuple[list[tuple[int, int]] | None, list[tuple[int, int]]]] = {}
+        """Per vertex, its children heaviest first (``first``'s explore order) with their sort keys, kept in order
+        as edge weights change. The keys are None while every child still has the weight in
+        :attr:`_uniform_weight`."""
+        self._uniform_weight: dict[int, int] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
+        self._leaf_families: dict[int, str] = {}
+        """Per vertex, the type of its children when they are all leaves of one type, else "" (see
+        :meth:`_leaf_family`)."""
         self._nodes_within: dict[int, int] = {}
         """Per vertex whose status was set, the node vertices in its subtree (until the graph changes)."""
         self._epoch = 0
@@ -376,12 +385,12 @@ class Traverser:
     def _children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of a vertex's containment out-edges, in order."""
         graph = self.graph
-        result = []
-        for index in graph.vertices[uid].out:
-            edge = graph.edges[index]
-            if edge.subsystem == CONTAINMENT and edge.relation == "contains":
-                result.append((index, edge.target))
-        return result
+        edges = graph.edges
+        return [
+            (index, edge.target)
+            for index in graph.vertices[uid].out
+            if (edge := edges[index]).subsystem == CONTAINMENT and edge.relation == "contains"
+        ]
 
     def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
         kids = self._kids.get(uid)
@@ -424,6 +433,7 @@ class Traverser:
         self._layouts.pop(uid, None)
         self._out_types.pop(uid, None)
         self._by_weight.clear()
+        self._leaf_families.clear()
         self._nodes_within.clear()
         if not self._kid_edges(uid):
             # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
@@ -814,10 +824,16 @@ class Traverser:
             return found
         if not children:
             return False
+        source = self._walk_parent(children[0][1])
+        order = self._heaviest_first(source, children)
+        if self.leaf_batches and len(resources) == 1 and self._leaf_family(source, order) == resources[0].type:
+            leaves_found = self._first_leaves(meta, order, resources, pristine, excl, dfu, max(multiplier, 1))
+            if leaves_found is not None:
+                return leaves_found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
         vertices = self.graph.vertices
-        for edge, target in self._heaviest_first(self._walk_parent(children[0][1]), children):
+        for edge, target in order:
             if vertices[target].type in satisfied:
                 continue
             if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
@@ -847,11 +863,109 @@ class Traverser:
         if known is None:
             weight = self.edge_weight
             vertices = self.graph.vertices
+            uniform = weight[children[0][0]]
+            previous = -1
+            family = vertices[children[0][1]].type
+            for edge, target in children:
+                vertex = vertices[target]
+                uniq_id = vertex.uniq_id
+                if weight[edge] != uniform or uniq_id <= previous:
+                    break
+                previous = uniq_id
+                if vertex.out or vertex.type != family:
+                    family = ""
+            else:
+                # Equal weights and ascending uniq_ids (a freshly read graph): the order is the children reversed,
+                # and the sort keys are made only if a weight changes (see _reorder).
+                known = self._by_weight[source] = (None, children[::-1])
+                self._uniform_weight[source] = uniform
+                self._leaf_families.setdefault(source, family)
+                return known[1]
             # uniq_ids differ, so the keys never tie and the edges are never compared
             keyed = sorted([((-weight[edge], -vertices[target].uniq_id), edge, target) for edge, target in children])
             order = [(edge, target) for _, edge, target in keyed]
             known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
         return known[1]
+
+    def _leaf_family(self, source: int, children: list[tuple[int, int]]) -> str | None:
+        """The type of ``source``'s children if they are all leaves (no out-edges) of one type, else None."""
+        family = self._leaf_families.get(source)
+        if family is None:
+            vertices = self.graph.vertices
+            family = vertices[children[0][1]].type
+            for _, target in children:
+                vertex = vertices[target]
+                if vertex.out or vertex.type != family:
+                    family = ""
+                    break
+            self._leaf_families[source] = family
+        return family or None
+
+    def _first_leaves(
+        self,
+        meta: JobMeta,
+        order: list[tuple[int, int]],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        needed: int,
+    ) -> bool | None:
+        """``first``'s explore of children that are all leaves of the one requested type (a socket's cores): what
+        :meth:`_visit_leaf` and :func:`tally_shares` do child by child, in one loop. None when the leaves need
+        :meth:`_evaluate` (see :meth:`_leaf_kind`)."""
+        resource = resources[0]
+        vertices = self.graph.vertices
+        leaf = self._leaf_kind(vertices[order[0][1]], resources, pristine)
+        if leaf is None or resource.type == SLOT:
+            return None
+        x_in = excl or leaf
+        if x_in and resource.exclusive is False:
+            conflict: str | None = f"exclusivity conflicts at jobspec={resource.label} : vertex="
+        else:
+            conflict = None
+        check_held = x_in or resource.exclusive is True
+        any_status = meta.alloc_type == AllocType.SATISFIABILITY
+        at, duration = meta.at, meta.duration
+        plans, subplans, policy = self._plans, self.subplans, self.policy
+        allocations, uses = self._allocations, self._x_uses
+        base = policy.leaf_base(resource.type)
+        evals = dfu.evals(resource.type)
+        per_share = effective_max(resource)
+        total = evals.total
+        previous = current = shares = 0
+        groups: list[EdgeGroup] = []
+        for edge, target in order:
+            vertex = vertices[target]
+            if vertex.status and not any_status:  # Status.UP is 0
+                continue
+            plan = plans.get(target)
+            avail = vertex.size if plan is None else plan.avail_resources_during(at, duration)
+            if avail == 0:
+                continue
+            if conflict is not None:
+                raise MatchFailure(Errno.EINVAL, conflict + vertex.name)
+            if check_held and (target in allocations or target in uses) and self._held(meta, target):
+                continue
+            if target in subplans and not self._by_subplan(meta, target, resource):
+                continue
+            if base is None:
+                policy.discover(vertex)
+                score = policy.finish_leaf(vertex)
+            else:
+                score = base + vertex.id
+            groups.append(EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)]))
+            total += avail
+            if total > previous:
+                current += total - previous
+                previous = total
+                if per_share > 0 and current >= per_share:
+                    shares += 1
+                    current = 0
+            if shares >= needed:
+                break
+        evals.add_all(groups)
+        return bool(groups)
 
     def _visit_child(
         self,
@@ -1061,6 +1175,16 @@ class Traverser:
         labels = self.task_labels
         for type, evals in dfu.by_type.items():
             if evals.best_k == 0:
+                continue
+            if type != SLOT:
+                marks.extend(
+                    [
+                        (item.edge, item.needs, item.exclusive, NO_LEAD)
+                        for group in evals.groups[: evals.best_i]
+                        if not group.root
+                        for item in group.edges
+                    ]
+                )
                 continue
             for i in range(evals.best_i):
                 group = evals.groups[i]
@@ -1518,6 +1642,10 @@ class Traverser:
         if known is None:
             return
         keys, order = known
+        if keys is None:
+            uniform = self._uniform_weight[vertex.parent]
+            keys = [(-uniform, -self.graph.vertices[kid].uniq_id) for _, kid in order]
+            self._by_weight[vertex.parent] = (keys, order)
         position = bisect_left(keys, (-old, -vertex.uniq_id))
         if position == len(order) or order[position][0] != edge:
             del self._by_weight[vertex.parent]
