@@ -142,3 +142,25 @@ def test_removing_a_rank_releases_what_jobs_hold_below_it_whatever_its_rank() ->
     engine.cancel(1)
     assert root_usage(engine) == '"agfilter": {"core": "used:0, total:4", "node": "used:0, total:1"'
     assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched
+
+
+def test_a_jobspec_matched_again_after_attach_counts_the_types_the_filters_track_now() -> None:
+    """The engine primes a jobspec's aggregate counts once, and again when attach makes the filters track a new
+    type (here gpus, which the first graph lacked), so the pruning by aggregates sees the gpus it asks for."""
+    gpu_job = jobspec_from_yaml(
+        "version: 9999\nresources: [{type: node, count: 1, with: "
+        "[{type: slot, count: 1, label: default, with: [{type: core, count: 1}, {type: gpu, count: 1}]}]}]\n"
+        "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+    engine = Engine(build_graph(nodes(1)))
+    assert not engine.match(MatchOp.ALLOCATE, gpu_job).matched
+    bigger = build_graph([*nodes(1), NodeSpec("node1", cores=4, gpus=2)])
+    node1 = bigger.vertex_at("/cluster0/node1")
+    assert node1 is not None
+    engine.attach(graph_to_jgf(bigger, [0, node1.uid, *node1.children]), source="node1.json")
+
+    matched = engine.match(MatchOp.ALLOCATE, gpu_job)
+
+    assert matched.matched and "gpu" in matched.resources
+    (node,) = engine._working_copy(gpu_job).requests
+    assert node.user_data == {"core": 1, "gpu": 1}

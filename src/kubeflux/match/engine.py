@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kubeflux.jobspec import Jobspec, JobspecError
@@ -107,6 +107,28 @@ class MatchResult:
         return self.matched and self.at > self.now
 
 
+@dataclass(slots=True, eq=False)
+class _Requests:
+    """The matcher's working copy of a jobspec's resources, and what priming it gave."""
+
+    jobspec: Jobspec
+    requests: list[Request]
+    primed: tuple[int, int] | None = None
+    """The traverser and the number of tracked types the priming was for."""
+    aggregates: dict[str, int] = field(default_factory=dict)
+    exclusive_types: set[str] = field(default_factory=set)
+
+
+def _exclusive_types(requests: list[Request]) -> set[str]:
+    """The types requested exclusively anywhere in ``requests``."""
+    types: set[str] = set()
+    for request in requests:
+        if request.exclusive is True:
+            types.add(request.type)
+        types |= _exclusive_types(request.with_)
+    return types
+
+
 class EngineError(Exception):
     """A request the engine refuses (unknown job, bad argument); the message says why."""
 
@@ -151,7 +173,7 @@ class Engine:
         self.writer: Writer = WRITERS[match_format]()
         self.jobs: dict[int, JobInfo] = {}
         self.next_jobid = 1
-        self._requests: dict[int, tuple[Jobspec, list[Request]]] = {}
+        self._requests: dict[int, _Requests] = {}
         self.match_times = MatchTimes()
         self.keep_cancelled = keep_cancelled
 
@@ -209,28 +231,41 @@ class Engine:
                 Errno.EINVAL, f"job {jobid} already exists ({info.state.value}); the next job id is {jobid + 1}"
             )
 
-    def _requests_for(self, jobspec: Jobspec) -> list[Request]:
+    def _working_copy(self, jobspec: Jobspec) -> _Requests:
         """The matcher's working copy of ``jobspec``'s resources, made once per jobspec object: a scheduler that
-        matches the same jobspec again (pods of one shape) saves the copy and the shape signatures."""
+        matches the same jobspec again (pods of one shape) saves the copy, its priming and its shape signatures."""
         known = self._requests.get(id(jobspec))
-        if known is not None and known[0] is jobspec:
-            return known[1]
-        requests = requests_from_jobspec(jobspec.resources)
-        self._requests[id(jobspec)] = (jobspec, requests)
+        if known is not None and known.jobspec is jobspec:
+            return known
+        known = self._requests[id(jobspec)] = _Requests(jobspec, requests_from_jobspec(jobspec.resources))
         if len(self._requests) > REQUESTS_KEPT:
-            _, evicted = self._requests.pop(next(iter(self._requests)))
-            self.traverser.forget_requests(evicted)
-        return requests
+            evicted = self._requests.pop(next(iter(self._requests)))
+            self.traverser.forget_requests(evicted.requests)
+        return known
+
+    def _prime(self, copy: _Requests) -> dict[str, int]:
+        """The request's aggregate counts of the tracked types (for the root's filter), with each request's own
+        counts set below it and its exclusive types given to the policy (Fluxion's ``prime_jobspec``). Computed
+        again only when the tracked types change."""
+        traverser = self.traverser
+        key = (id(traverser), len(traverser.prune_filters.total))
+        if copy.primed != key:
+            copy.aggregates = {}
+            traverser.prime_jobspec(copy.requests, copy.aggregates)
+            copy.exclusive_types = _exclusive_types(copy.requests)
+            copy.primed = key
+        self.policy.exclusive_types.update(copy.exclusive_types)
+        return copy.aggregates
 
     def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0) -> tuple[int, str]:
         traverser = self.traverser
-        requests = self._requests_for(jobspec)
+        copy = self._working_copy(jobspec)
+        requests = copy.requests
         saved_exclusive = set(self.policy.exclusive_types)
         try:
             root = self.graph.vertices[traverser.root]
             exclusive = any(r.type == root.type and r.exclusive is True for r in requests)
-            aggregates: dict[str, int] = {}
-            traverser.prime_jobspec(requests, aggregates)
+            aggregates = self._prime(copy)
             duration = jobspec.duration_seconds(self.horizon)
             meta = JobMeta(jobid=jobid, at=now, duration=duration, now=now)
             traverser.task_labels = [task.slot for task in jobspec.tasks]
