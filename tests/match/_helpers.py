@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
@@ -129,3 +131,17 @@ resources:
 """
         + _TASKS.format(duration=duration)
     )
+
+
+BENCH = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
+
+
+def bench_graph(tmp_path: Path, racks: int, nodes_per_rack: int) -> Path:
+    """The benchmark recipe (2 sockets x 32 cores, 4 gpus per node) with fewer racks and nodes."""
+    recipe = (BENCH / "bench1024.graphml").read_text()
+    recipe = re.sub(r'(<edge id="cluster2rack"[^>]*>\s*<data key="multi_scale">)\d+', rf"\g<1>{racks}", recipe)
+    rack2node = r'(<edge id="rack2node"[^>]*>(?:(?!</edge>).)*?"multi_scale">)\d+'
+    recipe = re.sub(rack2node, rf"\g<1>{nodes_per_rack}", recipe, flags=re.S)
+    path = tmp_path / "bench-small.graphml"
+    path.write_text(recipe)
+    return path

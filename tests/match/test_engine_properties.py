@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import jobspec_from_yaml
+from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
 from kubeflux.match import engine as engine_module
 from kubeflux.match import traverser as traverser_module
 from kubeflux.match import update as update_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, Status, build_graph, graph_to_jgf
-from tests.match._helpers import node_cores_job, schedule, whole_nodes_job
+from kubeflux.resources.grug import read_grug
+from tests.match._helpers import BENCH, bench_graph, node_cores_job, schedule, whole_nodes_job
 
 match_op = st.tuples(
     st.just("match"),
@@ -625,3 +627,51 @@ def test_firsts_explore_orders_stay_those_of_sorting_by_weight_then_uniq_id(step
             if keys is not None:
                 assert keys == [(-traverser.edge_weight[e], -graph.vertices[t].uniq_id) for e, t in order]
     assert traverser._by_weight  # the orders were made and kept
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    policy=st.sampled_from(["first", "lonode", "lonodex"]),
+    steps=st.lists(
+        st.tuples(st.sampled_from(["node", "node", "core", "reserve", "cancel", "partial", "find"]), st.integers()),
+        max_size=16,
+    ),
+)
+def test_a_nodes_gpus_and_memory_pooled_next_to_its_sockets_answer_as_recorded_one_by_one(
+    tmp_path_factory: Any, policy: str, steps: list[tuple[str, int]]
+) -> None:
+    """The benchmark's nodes (2 sockets x 32 cores, 4 gpus and memory beside the sockets): a whole node's gpus and
+    memory are pooled under the node it holds; answers, visit counts and schedule are those of recording each."""
+    graph = bench_graph(tmp_path_factory.mktemp("bench"), racks=1, nodes_per_rack=3)
+    jobs = {
+        name: load_jobspec(BENCH / f"{spec}.yaml")
+        for name, spec in (("node", "b_node_excl"), ("core", "a_core1"), ("reserve", "d_1n_64c"))
+    }
+
+    def run(graph_path: Path, leaf_runs: bool) -> list[object]:
+        with mock.patch.object(Traverser, "leaf_runs", leaf_runs):
+            subject = Engine(read_grug(graph_path), policy=policy)
+            traverser = subject.traverser
+            seen: list[object] = []
+            for kind, number in steps:
+                live = live_jobs(subject)
+                if kind in jobs:
+                    op = MatchOp.ALLOCATE_ORELSE_RESERVE if kind == "reserve" else MatchOp.ALLOCATE
+                    result = subject.match(op, jobs[kind])
+                    seen.append(f"{result.at} {result.errno} {result.resources}")
+                elif kind == "cancel" and live:
+                    subject.cancel(live[number % len(live)])
+                    seen.append((traverser.preorder, traverser.postorder))
+                elif kind == "partial" and live:
+                    jobid = live[number % len(live)]
+                    held = sorted(uid for uid, spans in traverser.allocations.items() if jobid in spans)
+                    try:
+                        seen.append(subject.release_vertices(jobid, held[: len(held) // 2 + 1]))
+                    except EngineError as error:  # a reservation
+                        seen.append(str(error))
+                elif kind == "find":
+                    seen.append(subject.find("sched-now=allocated"))
+            seen.append(schedule(traverser))
+            return seen
+
+    assert run(graph, leaf_runs=True) == run(graph, leaf_runs=False)

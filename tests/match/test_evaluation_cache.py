@@ -9,7 +9,6 @@ on and off, under every policy.
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from unittest import mock
 
@@ -25,7 +24,7 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
-from tests.match._helpers import node_cores_job
+from tests.match._helpers import BENCH, bench_graph, node_cores_job
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
 GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
@@ -109,24 +108,10 @@ def test_vectorised_introsort_leaves_the_same_first_positions(keys: list[int], d
         assert first.tolist() == order[:m]
 
 
-BENCH = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
-
-
-def _bench_graph(tmp_path: Path, racks: int, nodes_per_rack: int) -> Path:
-    """The benchmark recipe (2 sockets x 32 cores, 4 gpus per node) with fewer racks and nodes."""
-    recipe = (BENCH / "bench1024.graphml").read_text()
-    recipe = re.sub(r'(<edge id="cluster2rack"[^>]*>\s*<data key="multi_scale">)\d+', rf"\g<1>{racks}", recipe)
-    rack2node = r'(<edge id="rack2node"[^>]*>(?:(?!</edge>).)*?"multi_scale">)\d+'
-    recipe = re.sub(rack2node, rf"\g<1>{nodes_per_rack}", recipe, flags=re.S)
-    path = tmp_path / "bench-small.graphml"
-    path.write_text(recipe)
-    return path
-
-
 @pytest.mark.parametrize("policy", ["low", "high", "lonode"])
 def test_ties_among_many_candidates_pick_what_the_full_sort_picks(tmp_path: Path, policy: str) -> None:
     """Under ``low``/``high`` every node's core 0 ties with every other node's: the pick follows introsort."""
-    graph = _bench_graph(tmp_path, racks=2, nodes_per_rack=8)
+    graph = bench_graph(tmp_path, racks=2, nodes_per_rack=8)
     steps: list[Step] = [("match", 0, 0)] * 40 + [("cancel", 7, 0)] * 5 + [("match", 0, 3)] * 10
     specs = [load_jobspec(BENCH / "a_core1.yaml")]
     with mock.patch(f"{__name__}._jobspecs", return_value=specs):
@@ -137,7 +122,7 @@ def test_ties_among_many_candidates_pick_what_the_full_sort_picks(tmp_path: Path
 def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -> None:
     """Nodes busy until 100, 200, ... 1600: reservations land at many different times, on nodes whose subtrees
     did not change between the searches (their cached evaluations were made for other windows)."""
-    graph = _bench_graph(tmp_path, racks=2, nodes_per_rack=8)
+    graph = bench_graph(tmp_path, racks=2, nodes_per_rack=8)
     node = load_jobspec(BENCH / "d_1n_64c.yaml")
 
     def run(shortcuts: bool) -> list[tuple[int, str]]:

@@ -1225,6 +1225,19 @@ class Traverser:
         uids = [uid for _, uid, _ in leaves]
         return LeafRun(source, leaves, uids, sizes, whole, hash((source, tuple(leaves))))
 
+    def _run_of(self, source: int, leaves: list[tuple[int, int, int]]) -> LeafRun:
+        """The exclusive leaves (edge, leaf, needs) of ``source`` that the update walk records in one piece, as a
+        :class:`LeafRun` (when they are not all its marks, say a node's gpus next to its sockets). Only for a
+        source the job holds whole: no other job's match reads its leaves during the job's window, so the pool
+        stays unwritten."""
+        vertices = self.graph.vertices
+        sizes: dict[str, int] = {}
+        for _, uid, _ in leaves:
+            vertex = vertices[uid]
+            sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
+        uids = [uid for _, uid, _ in leaves]
+        return LeafRun(source, leaves, uids, sizes, False, hash((source, tuple(leaves))))
+
     def _unrun(self, source: int) -> None:
         """Stamp a marked run's edges one by one: another mark under its source joins it."""
         for edge, _, needs in self._run_marks.pop(source).leaves:
@@ -1472,6 +1485,8 @@ class Traverser:
         and span bounds, which a leaf does not have. Returns the count."""
         jobid = meta.jobid
         total = self.prune_filters.total
+        if run is None and excl_parent and self._fresh and self.leaf_runs and not self.graph.shared_children:
+            run = self._run_of(source, leaves)  # a node's gpus next to its sockets, say
         if run is not None and self._fresh and source not in self._layouts:  # after the pools before it
             added = hash((run.signature, _job_key(jobid, meta.at, meta.duration, meta.alloc_type)))
             pool = _Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, added)
