@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, MatchOp
-from kubeflux.match.traverser import Errno
+from kubeflux.match.scoring import Scoring
+from kubeflux.match.traverser import Errno, JobMeta
 from kubeflux.resources import NodeSpec, build_graph
 
 
@@ -66,3 +67,33 @@ def test_a_node_exclusive_policy_passes_over_a_node_another_job_holds_in_part() 
     engine.cancel(1)
     third = engine.match(MatchOp.ALLOCATE, one_core)
     assert third.matched and "n0[1:x]" in third.resources
+
+
+def _first_leaves_scores_descend(core_ids: list[int]) -> tuple[bool, list[int]]:
+    """Explore one socket's cores (given these ids) as ``first`` does in one loop: whether the candidates were
+    found in strictly descending score order, and the core ids a best-k choice of all of them puts first."""
+    graph = build_graph([NodeSpec("n0", cores=len(core_ids), sockets=1)])
+    for uid, core_id in zip(graph.by_type["core"], core_ids, strict=True):
+        graph.vertices[uid].id = core_id
+    engine = Engine(graph, policy="first")
+    job = jobspec_from_yaml(
+        "version: 9999\nresources: [{type: slot, count: 1, label: default, with: [{type: core, count: 2}]}]\n"
+        "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+    engine.cancel(engine.match(MatchOp.ALLOCATE, job).jobid)
+    traverser = engine.traverser
+    (socket,) = graph.by_type["socket"]
+    (slot,) = engine._working_copy(job).requests
+    dfu = Scoring()
+    order = traverser._heaviest_first(socket, traverser.children(socket))
+    assert traverser._first_leaves(JobMeta(99, 0, 60), order, slot.with_, False, True, dfu, len(core_ids) // 2)
+    evals = dfu.evals("core")
+    assert evals.choose_best_k(len(core_ids), descending=True)
+    return evals.descending_scores, [graph.vertices[graph.edges[g.edges[0].edge].target].id for g in evals.groups]
+
+
+def test_first_sorts_a_sockets_cores_by_score_unless_they_were_found_in_that_order() -> None:
+    """``first`` visits a socket's cores highest uniq_id first; when their ids (so their scores) descend in that
+    order no sort is needed, and when they do not, the best-k choice still orders them by score."""
+    assert _first_leaves_scores_descend([0, 1, 2, 3]) == (True, [3, 2, 1, 0])
+    assert _first_leaves_scores_descend([2, 0, 3, 1]) == (False, [3, 2, 1, 0])

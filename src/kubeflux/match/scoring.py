@@ -72,6 +72,7 @@ class Evals:
         "best_i",
         "best_k",
         "cursor",
+        "descending_scores",
         "own",
         "parts",
         "qualified",
@@ -91,6 +92,8 @@ class Evals:
         self.best_i = 0
         self.cursor = -1
         self.truncated = False
+        self.descending_scores = False
+        """Whether the candidates are known to be in strictly descending score order (see :meth:`add_all`)."""
         self._items: list[Evals | EdgeGroup] = []
         self._groups: list[EdgeGroup] | None = None
         self._ranked: dict[bool, list[EdgeGroup]] = {}
@@ -114,6 +117,7 @@ class Evals:
     @groups.setter
     def groups(self, groups: list[EdgeGroup]) -> None:
         self._groups = groups
+        self.descending_scores = False
 
     def group_at(self, index: int) -> EdgeGroup:
         """``groups[index]`` without building ``groups``: the parts are skipped by their sizes."""
@@ -134,6 +138,7 @@ class Evals:
         return evals._groups[index]
 
     def add(self, group: EdgeGroup) -> None:
+        self.descending_scores = False
         self.total += group.count
         if group.score > 0:
             self.qualified += group.count
@@ -143,8 +148,10 @@ class Evals:
         if self._groups is not None:
             self._groups.append(group)
 
-    def add_all(self, groups: list[EdgeGroup]) -> None:
-        """:meth:`add` each of ``groups``, in order."""
+    def add_all(self, groups: list[EdgeGroup], *, descending_scores: bool = False) -> None:
+        """:meth:`add` each of ``groups``, in order; ``descending_scores`` tells that their scores strictly
+        decrease, so a descending best-k choice among them alone need not sort them."""
+        self.descending_scores = descending_scores and not self.size
         for group in groups:
             self.total += group.count
             if group.score > 0:
@@ -156,6 +163,7 @@ class Evals:
             self._groups.extend(groups)
 
     def merge(self, other: Evals) -> None:
+        self.descending_scores = False
         self.qualified += other.qualified
         self.total += other.total
         self.size += other.size
@@ -258,7 +266,7 @@ class Evals:
         if chosen is not None:
             self.groups = chosen
             self.truncated = True
-        else:
+        elif not (descending and self.descending_scores):
             stdsort.sort(self.groups, _SCORE, descending)
         i = 0
         remaining = k

@@ -452,7 +452,8 @@ class Traverser:
         while stack:
             uid, done = stack.pop()
             vertex = vertices[uid]
-            children = self._children(uid)
+            # Kept: first visits a vertex never seen before on every match, and would make its list then.
+            children = self._kid_edges(uid) if vertex.out else []
             if not done:
                 if not children:
                     if vertex.type not in filters.total and self._prime_leaf(vertex):
@@ -935,6 +936,7 @@ class Traverser:
         total = evals.total
         previous = current = shares = 0
         groups: list[EdgeGroup] = []
+        descending, last_score = True, float("inf")
         for edge, target in order:
             vertex = vertices[target]
             if vertex.status and not any_status:  # Status.UP is 0
@@ -954,6 +956,9 @@ class Traverser:
                 score = policy.finish_leaf(vertex)
             else:
                 score = base + vertex.id
+            if score >= last_score:
+                descending = False
+            last_score = score
             groups.append(EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)]))
             total += avail
             if total > previous:
@@ -964,7 +969,7 @@ class Traverser:
                     current = 0
             if shares >= needed:
                 break
-        evals.add_all(groups)
+        evals.add_all(groups, descending_scores=descending)
         return bool(groups)
 
     def _visit_child(
