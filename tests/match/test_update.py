@@ -415,3 +415,22 @@ def test_a_replay_under_a_node_exclusive_policy_refuses_a_node_another_job_uses(
     )
     assert schedule(subject.traverser) == before
     assert subject.update_leaves(2, [graph.by_path["/cluster0/node1/core1"]], duration=100).matched
+
+
+def test_a_replay_under_a_node_exclusive_policy_holds_the_node_whole_as_a_match_does() -> None:
+    """Under ``lonodex`` a replay naming one core of a node records what a match of that node records: a span on
+    every vertex below it, not only on the core it names. Before, the aggregate filters counted the whole node but
+    only the named core was planned, so after a release by rank the filters kept a phantom use and the second
+    match after it raised PlannerBusyError."""
+    nodes = [NodeSpec(f"node{i}", cores=4) for i in range(2)]
+    matched = Engine(build_graph(nodes), policy="lonodex")
+    assert "node0[1:x]" in matched.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).resources
+    replayed = Engine(build_graph(nodes), policy="lonodex")
+    core = replayed.graph.by_path["/cluster0/node0/core0"]
+    assert replayed.update_leaves(1, [core], duration=3600).matched
+    assert schedule(replayed.traverser) == schedule(matched.traverser)
+
+    assert replayed.partial_cancel(1, json.dumps({"execution": {"R_lite": [{"rank": "0", "children": {}}]}}))
+    placed = [replayed.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).resources for _ in range(2)]
+    assert ["node0[1:x]" in placed[0], "node1[1:x]" in placed[1]] == [True, True]
+    assert not replayed.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).matched

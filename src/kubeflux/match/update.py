@@ -276,13 +276,29 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
     at, end = meta.at, meta.at + meta.duration
     whole = traverser.policy.spec.node_exclusive
     planned: list[int] = []
+    held = list(held)
     try:
+        below_whole: set[int] = set()
         for item in held:
-            if whole and vertices[item.uid].type == "node" and traverser.busy(item.uid, at, end):
-                raise ResourceSetError(
-                    f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
-                    f"{traverser.policy.spec.name} policy a replay holds its nodes whole"
-                )
+            if whole and vertices[item.uid].type == "node":
+                if traverser.busy(item.uid, at, end):
+                    raise ResourceSetError(
+                        f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
+                        f"{traverser.policy.spec.name} policy a replay holds its nodes whole"
+                    )
+                # The update walk records the node and everything below it, named or not, whole: plan them so.
+                for uid in _subtree(traverser, item.uid):
+                    try:
+                        traverser.plan_span(uid, meta, vertices[uid].size)
+                    except PlannerError as error:
+                        raise ResourceSetError(
+                            f"{vertices[uid].name} is not free during [{at}, {end}): {error}"
+                        ) from error
+                    planned.append(uid)
+                    below_whole.add(uid)
+        for item in held:
+            if item.uid in below_whole:
+                continue
             if item.exclusive:
                 if traverser.busy(item.uid, at, end):
                     raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
@@ -300,6 +316,14 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
         for uid in planned:
             traverser.unplan(uid, meta.jobid)
         raise
+
+
+def _subtree(traverser: Traverser, uid: int) -> list[int]:
+    """``uid`` and every vertex below it in the walked subsystem."""
+    found = [uid]
+    for vertex in found:
+        found.extend(child for _, child in traverser.children(vertex))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------- release
