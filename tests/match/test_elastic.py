@@ -164,3 +164,54 @@ def test_a_jobspec_matched_again_after_attach_counts_the_types_the_filters_track
     assert matched.matched and "gpu" in matched.resources
     (node,) = engine._working_copy(gpu_job).requests
     assert node.user_data == {"core": 1, "gpu": 1}
+
+
+def test_attaching_a_node_without_children_makes_the_root_count_every_node() -> None:
+    """A childless node is a leaf, and a leaf type the filters do not track yet is tracked at the root. The root
+    must then count every node, also those its rack summed before the leaf was found: counting only the new one
+    (total 1), the first job holding two nodes made the update walk raise PlannerRangeError."""
+    racked = [NodeSpec(f"node{i}", cores=4, rack="r0") for i in range(2)]
+    engine = Engine(build_graph(racked), policy="firstnodex", prune_filters="ALL:core", match_format="jgf")
+    bare = {
+        "graph": {
+            "nodes": [
+                {
+                    "id": "0",
+                    "metadata": {
+                        "type": "cluster",
+                        "name": "cluster0",
+                        "id": 0,
+                        "uniq_id": 0,
+                        "rank": -1,
+                        "size": 1,
+                        "paths": {"containment": "/cluster0"},
+                    },
+                },
+                {
+                    "id": "99",
+                    "metadata": {
+                        "type": "node",
+                        "name": "bare99",
+                        "basename": "bare",
+                        "id": 99,
+                        "uniq_id": 99,
+                        "rank": 9,
+                        "size": 1,
+                        "paths": {"containment": "/cluster0/bare99"},
+                    },
+                },
+            ],
+            "edges": [{"source": "0", "target": "99", "metadata": {"subsystem": "containment"}}],
+        }
+    }
+    engine.attach(bare, source="bare.json")
+
+    assert root_usage(engine) == '"agfilter": {"core": "used:0, total:8", "node": "used:0, total:3"'
+    two_nodes = jobspec_from_yaml(
+        "version: 9999\nresources: [{type: node, count: 2, with: "
+        "[{type: slot, count: 1, label: default, with: [{type: core, count: 4}]}]}]\n"
+        "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+    both = engine.match(MatchOp.ALLOCATE, two_nodes)
+    assert both.matched
+    assert root_usage(engine) == '"agfilter": {"core": "used:8, total:8", "node": "used:2, total:3"'

@@ -445,10 +445,18 @@ class Traverser:
 
     def _prime(self, root: int) -> None:
         """Create each non-leaf vertex's subtree aggregate filter (Fluxion's ``prime_pruning_filter``)."""
+        while not self._prime_pass(root):
+            pass
+
+    def _prime_pass(self, root: int) -> bool:
+        """One walk of :meth:`_prime`; False when a leaf made the root track a type that vertices already summed
+        had below them (a childless node attached to a graph of nodes with cores): their sums lack it, so the
+        walk must be made again, now tracking that type from the start."""
         filters = self.prune_filters
         vertices = self.graph.vertices
         stack: list[tuple[int, bool]] = [(root, False)]
         aggregates: dict[int, dict[str, int]] = {}
+        summed: set[str] = set()
         while stack:
             uid, done = stack.pop()
             vertex = vertices[uid]
@@ -458,6 +466,8 @@ class Traverser:
                 if not children:
                     if vertex.type not in filters.total and self._prime_leaf(vertex):
                         filters.add("cluster", vertex.type)
+                        if vertex.type in summed:
+                            return False
                     continue
                 stack.append((uid, True))
                 stack.extend((child, False) for _, child in reversed(children))
@@ -465,6 +475,7 @@ class Traverser:
             mine: dict[str, int] = {}
             for _, child in children:
                 child_vertex = vertices[child]
+                summed.add(child_vertex.type)
                 if child_vertex.type in filters.total:
                     mine[child_vertex.type] = mine.get(child_vertex.type, 0) + child_vertex.size
                 for type, count in aggregates.pop(child, {}).items():
@@ -476,6 +487,7 @@ class Traverser:
             types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
                 self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
+        return True
 
     def _prime_leaf(self, vertex: Vertex) -> bool:
         """Whether a vertex without children has its type tracked as a leaf type by the root's filter."""
