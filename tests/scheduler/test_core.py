@@ -522,8 +522,8 @@ def test_a_node_exclusive_pod_gets_a_node_no_other_pod_uses() -> None:
 
 def test_another_schedulers_pod_on_a_shared_node_under_a_node_exclusive_profile() -> None:
     """Under a ``lonodex`` profile, a pod of another scheduler on the node a ``lonode`` pod shares is put on the
-    graph under ``lonodex`` (whole nodes): that used to raise PlannerBusyError out of the scheduler; the node stays
-    busy and the next node-exclusive pod goes to the free node."""
+    graph (holding only its cores: that used to raise PlannerBusyError out of the scheduler); the node stays busy
+    and the next node-exclusive pod goes to the free node."""
     cluster = Cluster(KubefluxScheduler(policy="lonodex"), [node("w1"), node("w2")])
     cluster.add(pod("a", 1000, annotations={POLICY_ANNOTATION: "lonode"}))
     assert bound(cluster.run()) == {"default/a": "w1"}
@@ -532,6 +532,36 @@ def test_another_schedulers_pod_on_a_shared_node_under_a_node_exclusive_profile(
     web.phase = PodPhase.RUNNING
     cluster.add(web, pod("b", 1000, t=1))
     assert bound(cluster.run(1.0)) == {"default/b": "w2"}
+
+
+def test_other_schedulers_pods_hold_only_their_cores_under_a_node_exclusive_profile() -> None:
+    """Two pods of another scheduler on one node are both put on the graph, each holding the cores it asks for
+    (under ``lonodex`` the second replay was refused, the first holding the node whole, and it stayed counted in
+    the books only); a ``lonode`` pod of kubeflux shares that node, a ``lonodex`` one goes to the free node."""
+    scheduler = KubefluxScheduler(policy="lonodex")
+    cluster = Cluster(scheduler, [node("w1"), node("w2")])
+    for name in ("web", "db"):
+        other = pod(name, 1000, scheduler="default-scheduler")
+        other.node_name, other.phase = "w1", PodPhase.RUNNING
+        cluster.add(other)
+    cluster.run()
+    graph = scheduler.graph
+    assert graph is not None and graph.busy_cores("w1", 0) == 2
+    assert not any("Could not put pod" in line for line in scheduler.log)
+    cluster.add(pod("shared", 2000, t=1, annotations={POLICY_ANNOTATION: "lonode"}), pod("whole", 1000, t=1))
+    assert bound(cluster.run(1.0)) == {"default/shared": "w1", "default/whole": "w2"}
+
+
+def test_after_a_restart_a_node_exclusive_pod_of_kubeflux_still_holds_its_node_whole() -> None:
+    """kubeflux replays its own pods after a restart under the policy that placed them: a ``lonodex`` pod under a
+    ``lonode`` profile holds its node whole again, so a later pod goes to the other node, as it would have."""
+    first = Cluster(KubefluxScheduler(policy="lonode"), [node("w1"), node("w2")])
+    first.add(pod("whole", 1000, annotations={POLICY_ANNOTATION: "lonodex"}))
+    assert bound(first.run()) == {"default/whole": "w1"}
+    again = Cluster(KubefluxScheduler(policy="lonode"), list(first.nodes.values()))
+    again.add(*first.pods.values())
+    again.add(pod("next", 1000, t=1))
+    assert bound(again.run(1.0)) == {"default/next": "w2"}
 
 
 def test_the_profiles_policy_chooses_the_node_of_fractional_pods() -> None:

@@ -11,6 +11,7 @@ from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, No
 from kubeflux.scheduler.translate import (
     DURATION_ANNOTATION,
     POLICY_ANNOTATION,
+    Placement,
     PodRequestError,
     gang_jobspec,
     node_spec,
@@ -79,6 +80,18 @@ def test_the_placement_is_read_back_from_the_engine() -> None:
     result = engine.match(MatchOp.ALLOCATE, spec)
     placement = placement_from_output(result.resources)
     assert placement.node == "w1" and len(placement.cores) == 2 and placement.gpus == ("gpu0",)
+
+
+def test_a_node_exclusive_placement_lists_the_nodes_cores_and_gpus_but_not_its_memory() -> None:
+    """Under ``lonodex`` the pod holds its node whole, memory pool included; the placement (the Bind annotation)
+    names the cores and gpus only."""
+    node = Node("w0", allocatable={CPU: 2000, GPU: 1, MEMORY: 4 * 2**30})
+    engine = Engine(build_graph([node_spec(node)]), policy="lonodex")
+    spec = pod_jobspec(pod(1000), 60)
+    assert spec is not None
+    result = engine.match(MatchOp.ALLOCATE, spec)
+    assert "memory0[4:x]" in result.resources
+    assert placement_from_output(result.resources) == Placement("w0", ("core0", "core1"), ("gpu0",))
 
 
 def test_a_gang_of_equal_members_is_one_jobspec_and_different_members_are_not() -> None:

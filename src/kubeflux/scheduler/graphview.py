@@ -12,6 +12,7 @@ with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -263,12 +264,23 @@ class GraphView:
             return None
         return [uid for _, uid in sorted(free)[:count]]
 
-    def replay(self, name: str, leaves: list[int], start: int, duration: int, what: str, now: int) -> MatchResult:
+    def replay(
+        self, name: str, leaves: list[int], start: int, duration: int, what: str, now: int, *, whole_node: bool
+    ) -> MatchResult:
         """Put a pod placed elsewhere onto node ``name``: its ``leaves`` (cores, gpus) held during
         ``[start, start + duration)`` as a new engine job (the engine's ``update_leaves``), allocated when it
-        started by ``now``."""
+        started by ``now``. With ``whole_node`` (a pod of a node-exclusive policy) the job holds the node whole, as
+        its match did; else only its leaves, whatever the engine's policy (another scheduler's pod uses what it
+        asks for, and several may share a node)."""
         engine = self.engine
-        result = engine.update_leaves(engine.next_jobid, leaves, at=start, duration=duration, now=now, source=what)
+        saved = engine.policy
+        if saved.spec.node_exclusive != whole_node:
+            twin = dataclasses.replace(saved.spec, node_exclusive=whole_node)
+            engine.policy = engine.traverser.policy = MatchPolicy(twin)
+        try:
+            result = engine.update_leaves(engine.next_jobid, leaves, at=start, duration=duration, now=now, source=what)
+        finally:
+            engine.policy = engine.traverser.policy = saved
         self._changes += 1
         if result.matched:
             self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")

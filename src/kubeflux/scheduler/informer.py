@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from kubeflux.match.engine import MatchOp, MatchResult
+from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView, HiddenNodes
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
@@ -34,7 +35,15 @@ from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.sharing import SharingPolicy
-from kubeflux.scheduler.translate import Placement, node_spec, pod_duration, pod_jobspec, pod_policy, pod_shape
+from kubeflux.scheduler.translate import (
+    Placement,
+    PodRequestError,
+    node_spec,
+    pod_duration,
+    pod_jobspec,
+    pod_policy,
+    pod_shape,
+)
 
 __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "ClusterBooks"]
 
@@ -301,7 +310,10 @@ class ClusterBooks:
             if core_uids is None or gpu_uids is None:
                 self.log.append(f"Could not put pod {pod.key} on node {alloc.node} in the graph (counted in the books)")
                 continue
-            result = graph.replay(alloc.node, core_uids + gpu_uids, start, duration, pod.key, now)
+            whole_node = alloc.own and self._holds_node_whole(pod)
+            result = graph.replay(
+                alloc.node, core_uids + gpu_uids, start, duration, pod.key, now, whole_node=whole_node
+            )
             if result.matched:
                 alloc.jobid = result.jobid
                 if alloc.own:
@@ -311,6 +323,14 @@ class ClusterBooks:
                 alloc.placement = Placement(
                     alloc.node, tuple(names[u].name for u in core_uids), tuple(names[u].name for u in gpu_uids)
                 )
+
+    def _holds_node_whole(self, pod: Pod) -> bool:
+        """Whether kubeflux placed ``pod`` under a node-exclusive policy (its annotation's, else the profile's)."""
+        try:
+            name = pod_policy(pod, self.policy)
+        except PodRequestError:  # the annotation changed since: the profile's policy placed it
+            name = self.policy
+        return parse_policy(name).node_exclusive
 
     def _extend_overruns(self, now: float) -> None:
         """A pod of kubeflux still running at the end of its planned time keeps its cores: its engine job is

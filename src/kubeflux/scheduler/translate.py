@@ -193,8 +193,9 @@ def placement_from_output(output: str) -> Placement:
     latest outputs: the scheduler reads each match's output twice, to log it and to bind).
 
     The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
-    gpus (the deepest lines) come first, then their node (the first line one level up). Raises ValueError when
-    the output names no node.
+    gpus (the deepest lines) come first, then their node (the first line one level up). Other leaves (the memory
+    pool a node-exclusive policy holds with the node) are not cores. Raises ValueError when the output names no
+    node.
     """
     cores: list[str] = []
     gpus: list[str] = []
@@ -209,5 +210,8 @@ def placement_from_output(output: str) -> Placement:
             leaf_depth = depth
         if depth < leaf_depth:
             return Placement(name, tuple(cores), tuple(gpus))
-        (gpus if name.startswith("gpu") else cores).append(name)
+        if name.startswith("gpu"):
+            gpus.append(name)
+        elif name.startswith("core"):
+            cores.append(name)
     raise ValueError(f"the match names no node: {output!r}")
