@@ -97,3 +97,17 @@ def test_first_sorts_a_sockets_cores_by_score_unless_they_were_found_in_that_ord
     order no sort is needed, and when they do not, the best-k choice still orders them by score."""
     assert _first_leaves_scores_descend([0, 1, 2, 3]) == (True, [3, 2, 1, 0])
     assert _first_leaves_scores_descend([2, 0, 3, 1]) == (False, [3, 2, 1, 0])
+
+
+def test_a_reservation_asked_for_at_the_end_of_the_horizon_fails_cleanly() -> None:
+    """The Engine API lets a caller match ``now`` up to the planners' horizon. One second before its end nothing
+    can start later: ``allocate_orelse_reserve`` fails (EBUSY) instead of raising PlannerInvalidError out of the
+    start-time search."""
+    engine = Engine(build_graph([NodeSpec("n0", cores=4)]), policy="low")
+    job = jobspec_from_yaml(
+        "version: 9999\nresources: [{type: slot, count: 1, label: default, with: [{type: core, count: 4}]}]\n"
+        "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
+    )
+    assert engine.match(MatchOp.ALLOCATE, job).matched
+    late = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, job, now=engine.graph_end - 1)
+    assert (late.matched, late.errno) == (False, Errno.EBUSY)

@@ -328,6 +328,8 @@ class Engine:
         root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``)."""
         traverser = self.traverser
         root = traverser.root
+        if meta.at + 1 >= self.graph_end:  # no later start (the planners refuse to look past their horizon)
+            return
         subplan = traverser.subplans.get(root)
         if subplan is not None:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
