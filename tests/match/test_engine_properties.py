@@ -376,6 +376,36 @@ def test_releasing_a_jobs_vertices_in_any_pieces_matches_releasing_them_one_piec
     assert with_shortcut[-1] == []
 
 
+_MATCH_OPS = {
+    "alloc": MatchOp.ALLOCATE,
+    "reserve": MatchOp.ALLOCATE_ORELSE_RESERVE,
+    "satisfy": MatchOp.ALLOCATE_WITH_SATISFIABILITY,
+}
+
+
+def _step(subject: Engine, jobs: list[Any], kind: str, number: int) -> list[object]:
+    """One random step of the differential tests, on nodes ``/cluster0/n0..4``, and what a user sees of it: the
+    answer, a cancel's visit counts, a release's outcome, the allocated vertices, or the error."""
+    traverser = subject.traverser
+    live = live_jobs(subject)
+    try:
+        if kind in _MATCH_OPS:
+            result = subject.match(_MATCH_OPS[kind], jobs[number % len(jobs)])
+            return [f"{result.at} {result.errno} {result.resources}"]
+        if kind == "cancel" and live:
+            subject.cancel(live[number % len(live)])
+            return [(traverser.preorder, traverser.postorder)]
+        if kind == "partial" and live:
+            return [release_first_rank(subject, live[number % len(live)])]
+        if kind == "find":
+            return [subject.find("sched-now=allocated")]
+        if kind in ("down", "up"):
+            subject.set_status(f"/cluster0/n{number % 5}", Status.DOWN if kind == "down" else Status.UP)
+    except EngineError as error:
+        return [str(error)]
+    return []
+
+
 def _socket_job(nodes: int, sockets: int, cores: int, *, gpus: int = 0, slot_on: str = "node") -> Any:
     """``nodes`` nodes of ``sockets`` sockets x ``cores`` cores (and ``gpus`` gpus), the slot above the node or
     above the cores."""
@@ -428,28 +458,7 @@ def test_jobs_recorded_as_pools_of_leaves_behave_as_jobs_recorded_leaf_by_leaf(
             pristine = list(traverser.fp)
             seen: list[object] = []
             for kind, number in steps:
-                live = live_jobs(subject)
-                try:
-                    if kind in ("alloc", "reserve", "satisfy"):
-                        op = {
-                            "alloc": MatchOp.ALLOCATE,
-                            "reserve": MatchOp.ALLOCATE_ORELSE_RESERVE,
-                            "satisfy": MatchOp.ALLOCATE_WITH_SATISFIABILITY,
-                        }[kind]
-                        result = subject.match(op, jobs[number % len(jobs)])
-                        seen.append(f"{result.at} {result.errno} {result.resources}")
-                    elif kind == "cancel" and live:
-                        subject.cancel(live[number % len(live)])
-                        seen.append((traverser.preorder, traverser.postorder))
-                    elif kind == "partial" and live:
-                        jobid = live[number % len(live)]
-                        seen.append(release_first_rank(subject, jobid))
-                    elif kind == "find":
-                        seen.append(subject.find("sched-now=allocated"))
-                    elif kind in ("down", "up"):
-                        subject.set_status(f"/cluster0/n{number % 5}", Status.DOWN if kind == "down" else Status.UP)
-                except EngineError as error:
-                    seen.append(str(error))
+                seen += _step(subject, jobs, kind, number)
             for info in list(subject.jobs.values()):
                 if info.state != JobState.CANCELED:
                     subject.cancel(info.jobid)
@@ -568,31 +577,12 @@ def test_first_exploring_a_sockets_cores_in_one_loop_answers_as_core_by_core(
             traverser = subject.traverser
             seen: list[object] = []
             for kind, number in steps:
-                live = live_jobs(subject)
-                try:
-                    if kind in ("alloc", "reserve", "satisfy"):
-                        op = {
-                            "alloc": MatchOp.ALLOCATE,
-                            "reserve": MatchOp.ALLOCATE_ORELSE_RESERVE,
-                            "satisfy": MatchOp.ALLOCATE_WITH_SATISFIABILITY,
-                        }[kind]
-                        result = subject.match(op, jobs[number % len(jobs)])
-                        seen.append(f"{result.at} {result.errno} {result.resources}")
-                        seen.append((traverser.preorder, traverser.postorder))
-                    elif kind == "cancel" and live:
-                        subject.cancel(live[number % len(live)])
-                    elif kind == "partial" and live:
-                        seen.append(release_first_rank(subject, live[number % len(live)]))
-                    elif kind == "find":
-                        seen.append(subject.find("sched-now=allocated"))
-                    elif kind in ("down", "up"):
-                        subject.set_status(f"/cluster0/n{number % 5}", Status.DOWN if kind == "down" else Status.UP)
-                    elif kind == "core":
-                        node, socket, core = number % 5, number // 5 % 2, number // 10 % 8
-                        path = f"/cluster0/n{node}/socket{socket}/core{core}"
-                        subject.set_status(path, Status.DOWN if number % 3 else Status.UP)
-                except EngineError as error:
-                    seen.append(str(error))
+                if kind == "core":  # each node's cores 0-3 on socket0, 4-7 on socket1
+                    node, core = number % 5, number // 5 % 8
+                    path = f"/cluster0/n{node}/socket{core // 4}/core{core}"
+                    subject.set_status(path, Status.DOWN if number % 3 else Status.UP)
+                else:
+                    seen += _step(subject, jobs, kind, number)
             seen.append(schedule(traverser))
             return seen
 
@@ -633,7 +623,7 @@ def test_firsts_explore_orders_stay_those_of_sorting_by_weight_then_uniq_id(step
 @given(
     policy=st.sampled_from(["first", "lonode", "lonodex"]),
     steps=st.lists(
-        st.tuples(st.sampled_from(["node", "node", "core", "reserve", "cancel", "partial", "find"]), st.integers()),
+        st.tuples(st.sampled_from(["alloc", "alloc", "reserve", "cancel", "halve", "find"]), st.integers(0, 999)),
         max_size=16,
     ),
 )
@@ -643,10 +633,7 @@ def test_a_nodes_gpus_and_memory_pooled_next_to_its_sockets_answer_as_recorded_o
     """The benchmark's nodes (2 sockets x 32 cores, 4 gpus and memory beside the sockets): a whole node's gpus and
     memory are pooled under the node it holds; answers, visit counts and schedule are those of recording each."""
     graph = bench_graph(tmp_path_factory.mktemp("bench"), racks=1, nodes_per_rack=3)
-    jobs = {
-        name: load_jobspec(BENCH / f"{spec}.yaml")
-        for name, spec in (("node", "b_node_excl"), ("core", "a_core1"), ("reserve", "d_1n_64c"))
-    }
+    jobs = [load_jobspec(BENCH / f"{spec}.yaml") for spec in ("b_node_excl", "a_core1", "d_1n_64c")]
 
     def run(graph_path: Path, leaf_runs: bool) -> list[object]:
         with mock.patch.object(Traverser, "leaf_runs", leaf_runs):
@@ -655,22 +642,15 @@ def test_a_nodes_gpus_and_memory_pooled_next_to_its_sockets_answer_as_recorded_o
             seen: list[object] = []
             for kind, number in steps:
                 live = live_jobs(subject)
-                if kind in jobs:
-                    op = MatchOp.ALLOCATE_ORELSE_RESERVE if kind == "reserve" else MatchOp.ALLOCATE
-                    result = subject.match(op, jobs[kind])
-                    seen.append(f"{result.at} {result.errno} {result.resources}")
-                elif kind == "cancel" and live:
-                    subject.cancel(live[number % len(live)])
-                    seen.append((traverser.preorder, traverser.postorder))
-                elif kind == "partial" and live:
+                if kind != "halve":
+                    seen += _step(subject, jobs, kind, number)
+                elif live:  # the graph has no ranks: release the first half of the job's vertices
                     jobid = live[number % len(live)]
                     held = sorted(uid for uid, spans in traverser.allocations.items() if jobid in spans)
                     try:
                         seen.append(subject.release_vertices(jobid, held[: len(held) // 2 + 1]))
                     except EngineError as error:  # a reservation
                         seen.append(str(error))
-                elif kind == "find":
-                    seen.append(subject.find("sched-now=allocated"))
             seen.append(schedule(traverser))
             return seen
 
