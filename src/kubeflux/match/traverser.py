@@ -384,13 +384,13 @@ class Traverser:
 
     def _children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of a vertex's containment out-edges, in order."""
-        graph = self.graph
-        edges = graph.edges
-        return [
-            (index, edge.target)
-            for index in graph.vertices[uid].out
-            if (edge := edges[index]).subsystem == CONTAINMENT and edge.relation == "contains"
-        ]
+        edges = self.graph.edges
+        result = []
+        for index in self.graph.vertices[uid].out:
+            edge = edges[index]
+            if edge.subsystem == CONTAINMENT and edge.relation == "contains":
+                result.append((index, edge.target))
+        return result
 
     def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
         kids = self._kids.get(uid)
@@ -449,9 +449,9 @@ class Traverser:
             pass
 
     def _prime_pass(self, root: int) -> bool:
-        """One walk of :meth:`_prime`; False when a leaf made the root track a type that vertices already summed
-        had below them (a childless node attached to a graph of nodes with cores): their sums lack it, so the
-        walk must be made again, now tracking that type from the start."""
+        """One walk of :meth:`_prime`; False when a leaf made the root track a type of which a vertex with children
+        was already summed (a childless node attached to a graph of nodes with cores): the sums above it may lack
+        it, so the walk must be made again, now tracking that type from the start."""
         filters = self.prune_filters
         vertices = self.graph.vertices
         stack: list[tuple[int, bool]] = [(root, False)]
@@ -472,10 +472,10 @@ class Traverser:
                 stack.append((uid, True))
                 stack.extend((child, False) for _, child in reversed(children))
                 continue
+            summed.add(vertex.type)  # a leaf of its type is found before its parent sums it, so only these count
             mine: dict[str, int] = {}
             for _, child in children:
                 child_vertex = vertices[child]
-                summed.add(child_vertex.type)
                 if child_vertex.type in filters.total:
                     mine[child_vertex.type] = mine.get(child_vertex.type, 0) + child_vertex.size
                 for type, count in aggregates.pop(child, {}).items():
