@@ -938,6 +938,7 @@ class Traverser:
         else:
             conflict = None
         check_held = x_in or resource.exclusive is True
+        skip_allocated = check_held and conflict is None and meta.alloc_type == AllocType.ALLOCATE
         any_status = meta.alloc_type == AllocType.SATISFIABILITY
         at, duration = meta.at, meta.duration
         plans, subplans, policy = self._plans, self.subplans, self.policy
@@ -954,6 +955,8 @@ class Traverser:
             if vertex.status and not any_status:  # Status.UP is 0
                 continue
             plan = plans.get(target)
+            if plan is not None and skip_allocated and allocations.get(target):
+                continue  # held whatever its availability (see _held), and no error to raise first
             avail = vertex.size if plan is None else plan.avail_resources_during(at, duration)
             if avail == 0:
                 continue
