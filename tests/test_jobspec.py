@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -761,17 +760,3 @@ def test_calc_plus_matches_fluxion_loop(count: Count, available: int) -> None:
     while current <= available and current <= count.max:
         expected, current = current, current + count.operand
     assert count.calc(available) == expected
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Speed: the matcher parses a jobspec per match
-
-
-def test_parse_is_fast() -> None:
-    doc = yaml.load((BENCH / "b_node_excl.yaml").read_text(), Loader=jobspec_module._Loader)
-    timings = []
-    for _ in range(30):
-        start = time.perf_counter()
-        jobspec_from_dict(doc)
-        timings.append(time.perf_counter() - start)
-    assert sorted(timings)[len(timings) // 2] < 1e-3

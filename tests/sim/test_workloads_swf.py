@@ -1,6 +1,5 @@
 import gzip
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -53,13 +52,9 @@ def test_hpc2n_jobs_with_unknown_run_time_are_kept_rejected() -> None:
     assert job16.run_time is None and job16.requested_processors == 8
 
 
-def test_lcg_parses_all_jobs_in_well_under_two_seconds() -> None:
-    best = float("inf")
-    for _ in range(2):  # CPU time, best of two: other processes on a busy test machine do not count
-        start = time.process_time()
-        workload = read_swf(LCG)
-        best = min(best, time.process_time() - start)
-    assert best < 2.0
+def test_lcg_parses_all_its_jobs() -> None:
+    # Its parse speed is a figure of benchmarks/simulate.py, not a timed test.
+    workload = read_swf(LCG)
     assert len(workload.jobs) == 188_041
     assert workload.resources == 24515
     assert all(job.requested_processors == 1 for job in workload.jobs)
