@@ -252,7 +252,9 @@ def group_pods(group: str, count: int, cpu: int, t: float = 0.0) -> list[Pod]:
 
 
 def test_a_gang_is_placed_all_at_once_or_not_at_all() -> None:
-    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2), node("w3", cores=2)])
+    cluster.add(pod("busy", 2000))
+    assert bound(cluster.run()) == {"default/busy": "w1"}
     cluster.tell(ADDED, PodGroup("default", "mpi", min_member=3))
     cluster.add(*group_pods("mpi", 2, 2000))
     decisions = cluster.run()
@@ -260,6 +262,19 @@ def test_a_gang_is_placed_all_at_once_or_not_at_all() -> None:
     cluster.add(pod("mpi-2", 2000, labels={POD_GROUP_LABEL: "mpi"}))
     assert "needs its 3 pods placed at once" in messages(cluster.run(1.0))["default/mpi-0"]
     assert bound(cluster.run(2.0)) == {}
+
+
+def test_a_gang_larger_than_the_cluster_is_rejected_saying_what_it_needs_and_what_the_cluster_has() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=3))
+    cluster.add(*group_pods("mpi", 3, 2000))
+    decisions = cluster.run()
+    rejected = [d for d in decisions if isinstance(d, Reject)]
+    assert {d.pod for d in rejected} == {"default/mpi-0", "default/mpi-1", "default/mpi-2"}
+    assert "can never fit: its 3 pods need 6 cpu in all; the 2 node(s) available" in rejected[0].message
+    assert "have 4 cpu even when empty (too little cpu)" in rejected[0].message
+    assert scheduler.allocations == {} and len(scheduler.queue) == 0
 
 
 @pytest.mark.parametrize("cpu", [500, 1000])
@@ -331,7 +346,7 @@ def test_a_group_whose_first_member_ends_keeps_the_rest_of_its_allocation() -> N
     assert "Insufficient cpu" in messages(decisions)["default/b"]
 
 
-def test_a_gang_waiting_past_its_timeout_is_released_and_retried_with_back_off() -> None:
+def test_a_gang_waiting_past_its_timeout_backs_off_until_the_cluster_changes() -> None:
     scheduler = KubefluxScheduler(group_backoff=10.0)
     cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
     cluster.add(pod("holder", 2000))
@@ -344,11 +359,27 @@ def test_a_gang_waiting_past_its_timeout_is_released_and_retried_with_back_off()
     cluster.run(5.0)
     assert scheduler.next_wakeup(5.0) == 31.0
     message = messages(cluster.run(31.0))["default/mpi-0"]
-    assert "did not fit within its scheduleTimeoutSeconds of 30; released, retrying in 10 s" in message
+    assert (
+        "did not fit within its scheduleTimeoutSeconds of 30; retrying when the cluster changes, or in 10 s" in message
+    )
     assert scheduler.next_wakeup(31.0) == 41.0
+    assert bound(cluster.run(41.0)) == {}  # retried after its back-off: still no room
     cluster.end("holder")
-    assert bound(cluster.run(35.0)) == {}  # still backing off
-    assert len(bound(cluster.run(41.0))) == 2
+    assert len(bound(cluster.run(45.0))) == 2  # the change ends its back-off: it starts as soon as it fits
+
+
+def test_a_gang_backing_off_keeps_its_reservation_and_nothing_overtakes_it() -> None:
+    scheduler = KubefluxScheduler(group_backoff=50.0)
+    cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
+    cluster.add(pod("holder", 2000, annotations={DURATION_ANNOTATION: "100"}))
+    cluster.run()
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2, schedule_timeout_seconds=10))
+    cluster.add(*group_pods("mpi", 2, 2000, t=1))
+    assert {d.expected_start for d in cluster.run(1.0) if isinstance(d, Unschedulable)} == {100.0}
+    decisions = cluster.run(11.0)  # timed out: backs off to 61, keeps its reservation at 100
+    assert {d.expected_start for d in decisions if isinstance(d, Unschedulable)} == {100.0}
+    cluster.add(pod("late", 2000, t=12, annotations={DURATION_ANNOTATION: "500"}))
+    assert bound(cluster.run(12.0)) == {}  # it would delay the gang's reservation on w2
 
 
 def test_the_exclusive_policy_uses_only_labelled_nodes() -> None:
@@ -375,7 +406,7 @@ def test_the_match_policy_comes_from_the_profile_or_the_pod() -> None:
     assert bound(cluster.run()) == {"default/low": "w1", "default/high": "w3"}
 
 
-def test_a_waiting_gang_of_different_members_reserves_one_start_for_all() -> None:
+def test_a_waiting_gang_of_different_members_reserves_one_start_sized_by_each_member() -> None:
     cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4), node("w2", cores=4)])
     cluster.add(pod("holder", 4000, annotations={DURATION_ANNOTATION: "100"}))
     cluster.run()
@@ -388,7 +419,10 @@ def test_a_waiting_gang_of_different_members_reserves_one_start_for_all() -> Non
     decisions = cluster.run(1.0)
     waiting = {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}
     assert waiting["default/mix-big"] == waiting["default/mix-small"] == 100.0
-    assert "default/long" not in bound(decisions)  # it would delay the gang's reservation on w2
+    # The reservation is sized by the real members: mix-small's 2 cores on w2 leave room for long beside it.
+    assert bound(decisions) == {"default/long": "w2"}
+    cluster.end("holder")
+    assert bound(cluster.run(100.0)) == {"default/mix-big": "w1", "default/mix-small": "w2"}
 
 
 def test_a_node_that_appears_is_attached_to_the_graph_in_place() -> None:

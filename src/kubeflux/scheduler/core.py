@@ -36,31 +36,26 @@ placed, so nothing is double-booked.
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections import Counter
 from enum import StrEnum
 
-from kubeflux.match.engine import DEFAULT_HORIZON, MatchOp
+from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.constraints import fit_error_message
-from kubeflux.scheduler.fit import NodeFit, StaticFit
-from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, ClusterBooks
-from kubeflux.scheduler.interface import Bind, Decision, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
+from kubeflux.scheduler.gang import GangMember, assign
+from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node
+from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
+from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
-from kubeflux.scheduler.translate import (
-    Placement,
-    PodRequestError,
-    gang_jobspec,
-    placement_from_output,
-    pod_policy,
-)
+from kubeflux.scheduler.translate import PodRequestError, pod_shape
 
-__all__ = ["ALLOCATION_ANNOTATION", "Allocation", "Backfill", "KubefluxScheduler"]
+__all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
-REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
+NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
 
 
 class Backfill(StrEnum):
@@ -69,7 +64,7 @@ class Backfill(StrEnum):
     CONSERVATIVE = "conservative"
 
 
-class KubefluxScheduler(ClusterBooks):
+class KubefluxScheduler(Placer):
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
 
     def __init__(
@@ -96,6 +91,48 @@ class KubefluxScheduler(ClusterBooks):
         self._planned_epoch = -1
         self._head: PendingJob | None = None
         self._wake: float | None = None
+        self._backing_off: set[PendingJob] = set()
+        self._rejected: dict[str, PendingJob] = {}
+        """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
+        self._never_checked: dict[str, int] = {}
+        """Job key → the node epoch at which its group was last found to fit an empty cluster."""
+        self._node_epoch = 0
+
+    # ================================================================== events the queue cares about
+
+    def observe(self, event: ClusterEvent, now: float) -> None:
+        obj = event.obj
+        if isinstance(obj, Node):
+            before = self.nodes.get(obj.name)
+            super().observe(event, now)
+            if event.kind.value != "DELETED" and before != obj:
+                self._node_epoch += 1
+                self._requeue_rejected()
+            return
+        super().observe(event, now)
+
+    def _changed(self) -> None:
+        super()._changed()
+        if self._backing_off:  # the cluster changed: a gang backing off may fit now, so it is tried again
+            for job in self._backing_off:
+                job.retry_at = 0.0
+            self._backing_off.clear()
+
+    def _requeue_rejected(self) -> None:
+        """A node was added or changed: every job rejected as never fitting is queued again and reconsidered."""
+        rejected, self._rejected = self._rejected, {}
+        for job in rejected.values():
+            for uid, pod in job.pods.items():
+                if uid not in self.allocations and uid not in self.queue.by_pod:
+                    self.queue.add(uid, pod).told.update(job.told)
+        if rejected:
+            self._dirty = True
+
+    def _forget_pending(self, uid: str) -> PendingJob | None:
+        for job in self._rejected.values():
+            if uid in job.pods:
+                del job.pods[uid]
+        return super()._forget_pending(uid)
 
     # ================================================================== schedule (one pass)
 
@@ -110,8 +147,9 @@ class KubefluxScheduler(ClusterBooks):
         self._wake = None
         out: list[Decision] = []
         if self._ensure_graph() is None:
+            reasons = {NO_SHARE_REASON: len(self.nodes)}
             for job in self.queue.jobs.values():
-                self._report(job, fit_error_message(len(self.nodes), {}), None, out)
+                self._report(job, fit_error_message(len(self.nodes), reasons), None, out)
             return out
         ordered = self.queue.ordered()
         head = self._head
@@ -128,6 +166,8 @@ class KubefluxScheduler(ClusterBooks):
             self._head = None
             self._planned_epoch = self._epoch
         self._pass(ordered, now, full, out)
+        if full:
+            self._forget_stale_starts(out)
         return out
 
     def _pass(self, ordered: list[PendingJob], now: float, full: bool, out: list[Decision]) -> None:
@@ -143,35 +183,38 @@ class KubefluxScheduler(ClusterBooks):
                 continue
             if job.ready_since is None:
                 job.ready_since = now
-            if job.retry_at > now:
-                self._wake_at(job.retry_at)
-                continue
             considered += 1
             if not full and job.tried_epoch == self._epoch:
-                timeout = self.queue.timeout(job)
-                if timeout is not None and job.ready_since is not None:
-                    self._wake_at(job.ready_since + timeout)  # keep its timeout's wake-up
+                self._keep_timers(job)
                 continue
             job.tried_epoch = self._epoch
-            if self._timed_out(job, now, out):
-                continue
             if self.backfill is Backfill.FCFS and blocked:
                 self._report(job, self._behind_message(job), None, out)
                 continue
-            try:
-                reasons = self._place_now(job, now, out)
-            except PodRequestError as exc:
-                self._reject(job, str(exc), out)
-                continue
-            if reasons is None or self._never(job, out):
-                continue
+            backing_off = job.retry_at > now
+            if backing_off:
+                self._wake_at(job.retry_at)
+                message = self._backoff_message(job)
+            else:
+                try:
+                    reasons = self._place_now(job, now, out)
+                except PodRequestError as exc:
+                    self._reject(job, str(exc), out)
+                    continue
+                if reasons is None or self._never(job, out):
+                    continue
+                gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
+                if job.group and self._minimum(job) < len(job.pods):
+                    gang = f"pod group {job.key} needs {self._minimum(job)} of its {len(job.pods)} pods placed at once."
+                message = fit_error_message(len(self.nodes), reasons, post_filter_message=gang)
+                message = self._timed_out(job, now) or message
             reserve = self.backfill is Backfill.CONSERVATIVE or blocked == 0
             if blocked == 0:
                 self._head = job
             blocked += 1
-            expected = self._reserve(job, now) if reserve else None
-            gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
-            self._report(job, fit_error_message(len(self.nodes), reasons, post_filter_message=gang), expected, out)
+            earliest = ceil_time(job.retry_at) if job.retry_at > now else None
+            expected = self._reserve(job, now, earliest) if reserve else None
+            self._report(job, message, expected, out)
 
     def next_wakeup(self, now: float) -> float | None:
         return self._wake if self._wake is not None and self._wake > now else None
@@ -180,83 +223,52 @@ class KubefluxScheduler(ClusterBooks):
         if self._wake is None or t < self._wake:
             self._wake = t
 
+    def _keep_timers(self, job: PendingJob) -> None:
+        """An incremental pass skips a job tried since the last change, but keeps its timers' wake-ups."""
+        if job.retry_at > self._now:
+            self._wake_at(job.retry_at)
+        timeout = self.queue.timeout(job)
+        if timeout is not None and job.ready_since is not None:
+            self._wake_at(job.ready_since + timeout)
+
     def _cancel_reservations(self) -> None:
         for job in self.queue.jobs.values():
             self._cancel_job_reservations(job)
 
-    def _timed_out(self, job: PendingJob, now: float, out: list[Decision]) -> bool:
+    def _timed_out(self, job: PendingJob, now: float) -> str | None:
+        """A group still not placed ``scheduleTimeoutSeconds`` after it was ready (or last retried): the message
+        saying so, and a back-off before it is matched again, which ends early whenever the cluster changes. A
+        kubeflux group holds nothing partially, so nothing is released: it keeps its place and its reservation."""
         timeout = self.queue.timeout(job)
         if timeout is None or job.ready_since is None:
-            return False
+            return None
         if now - job.ready_since < timeout:
             self._wake_at(job.ready_since + timeout)
-            return False
+            return None
         job.backoff = min(self.max_backoff, job.backoff * 2 if job.backoff else self.group_backoff)
         job.retry_at = now + job.backoff
-        job.ready_since = None
+        job.ready_since = now
+        self._backing_off.add(job)
         self._wake_at(job.retry_at)
         why = (
             f"pod group {job.key} did not fit within its scheduleTimeoutSeconds of {timeout:g}; "
-            f"released, retrying in {job.backoff:g} s"
+            f"retrying when the cluster changes, or in {job.backoff:g} s"
         )
         message = fit_error_message(len(self.nodes), {}, pre_filter_message=why)
         self.log.append(message)
-        self._report(job, message, None, out)
-        return True
+        return message
 
-    # ================================================================== filter, match, reserve
-
-    def _static_fit(self, pod: Pod) -> StaticFit:
-        """The graph nodes passing the usage-independent filters for pods constrained like ``pod``."""
-        known = self._fits.known_static(pod)
-        if known is not None:
-            return known
-        graph = self.graph
-        assert graph is not None
-        outside = sum(1 for name in self.nodes if name not in graph.specs)
-        usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
-        return self._fits.static(pod, usable, self.nodes, outside)
-
-    def _shortfall(self, name: str, pod: Pod) -> list[str]:
-        node = self.nodes[name]
-        short = self.ledger.shortfall(pod.requests, name, node.allocatable)
-        if not short and self.sharing.name != "shared":
-            short = self.own.shortfall(pod.requests, name, self.sharing.share(node))
-        return short
-
-    def _fit(self, pod: Pod) -> NodeFit:
-        """The graph nodes that may take ``pod`` now."""
-        return self._fits.fit(pod, self._static_fit(pod), self._shortfall)
-
-    def _reasons(self, pod: Pod) -> Counter[str]:
-        """Why each node may not take ``pod`` now, counted as kube-scheduler counts them."""
-        return self._fit(pod).reasons()
+    # ================================================================== place now
 
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
-        """Place every pod of ``job`` now, or none; None when bound, else why not (kube-scheduler reasons)."""
+        """Place the job's pods now (at least its minimum, as many as fit); None when bound, else why not."""
         start = self._tick(now)
-        if len(job.pods) > 1:
-            short = self._first_short_member(job)
-            if short is not None:
-                return self._reasons(short)
-        made: list[tuple[Pod, Allocation]] = []
-        for uid, pod in job.pods.items():
-            fit = self._fit(pod)
-            try:
-                alloc = self._place_pod(uid, pod, fit, start) if fit.any else None
-            except PodRequestError:
-                for _, placed in made:
-                    self._release(placed.uid, "gang rejected")
-                raise
-            if alloc is None:
-                for _, placed in made:
-                    self._release(placed.uid, "gang incomplete")
-                reasons = self._reasons(pod)
-                if fit.any and not made:
-                    reasons[REASON_RESERVED] += len(fit.fitting())
-                return reasons
-            made.append((pod, alloc))
+        made = self._start_at(job, start)
+        if isinstance(made, Counter):
+            return made
+        placed = set()
         for pod, alloc in made:
+            placed.add(alloc.uid)
             record = {
                 "jobid": alloc.jobid,
                 "node": alloc.node,
@@ -269,143 +281,82 @@ class KubefluxScheduler(ClusterBooks):
             }
             text = json.dumps(record, sort_keys=True, separators=(",", ":"))
             out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: text}))
+        left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
+        self._backing_off.discard(job)
+        for uid, pod in left:  # beyond minMember: each waits on its own, in its started group
+            self.queue.add(uid, pod).told.update({uid: job.told[uid]} if uid in job.told else {})
+            self._dirty = True
         return None
-
-    def _first_short_member(self, job: PendingJob) -> Pod | None:
-        """A quick test before matching a gang pod by pod: pack the members first fit into the free amounts the
-        exact books show; the first member that finds no room (None when all do). Packing may fail where the
-        matcher would succeed only in rare fragmented cases; the gang is then tried again on the next change.
-
-        Members alike (same requests and constraints) pack first fit node after node, each node taking as many
-        as fit in it, so the first short one is the one after the sum of those counts."""
-        pods = list(job.pods.values())
-        first = pods[0]
-        if PODS not in first.requests and all(_alike(pod, first) for pod in pods):
-            wanted = len(pods)
-            packed = 0
-            for name in self._fit(first).fitting():
-                copies = _copies(self._room(name), first.requests)
-                if copies is None:
-                    return None
-                packed += copies
-                if packed >= wanted:
-                    return None
-            return pods[packed]
-        free: dict[str, dict[str, int]] = {}
-        for pod in pods:
-            for name in self._fit(pod).fitting():
-                room = free.get(name)
-                if room is None:
-                    room = free[name] = self._room(name)
-                if all(room.get(res, 0) >= amount for res, amount in pod.requests.items() if amount > 0) and (
-                    room.get(PODS, 1) >= 1
-                ):
-                    for res, amount in pod.requests.items():
-                        room[res] = room.get(res, 0) - amount
-                    if PODS in room:
-                        room[PODS] -= 1
-                    break
-            else:
-                return pod
-        return None
-
-    def _room(self, name: str) -> dict[str, int]:
-        """What kubeflux may still use of node ``name`` by the exact books (under its sharing policy)."""
-        node = self.nodes[name]
-        if self.sharing.name == "shared":
-            alloc, used = node.allocatable, self.ledger.on(name)
-        else:
-            alloc, used = self.sharing.share(node), self.own.on(name)
-        return {res: amount - used.get(res, 0) for res, amount in alloc.items()}
-
-    def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
-        duration = self._planned(pod, start)
-        result = self._match(MatchOp.ALLOCATE, pod, duration, start, fit.hidden)
-        placement: Placement | None = None
-        if result is None:  # takes no core or gpu: the policy's node among those the books can take it on
-            assert self.graph is not None
-            chosen = self.graph.preferred_node(fit.fits, pod_policy(pod, self.policy), start)
-            assert chosen is not None
-            node, jobid = chosen, 0
-        elif not result.matched:
-            return None
-        else:
-            placement = placement_from_output(result.resources)
-            node, jobid = placement.node, result.jobid
-        self.ledger.take(uid, node, pod.requests)
-        self.own.take(uid, node, pod.requests)
-        self._fits.changed(node)
-        alloc = Allocation(uid, pod.key, node, True, jobid, start, duration, placement)
-        self.allocations[uid] = alloc
-        if jobid:
-            heapq.heappush(self._ends, (start + duration, uid))
-        self._bound[uid] = pod
-        self._uid_by_key[pod.key] = uid
-        return alloc
-
-    def _reserve(self, job: PendingJob, now: float) -> float | None:
-        """Reserve ``job`` at the earliest time the engine finds (``allocate_orelse_reserve``); its start or None.
-
-        A lone pod reserves its own slot. A gang reserves all its slots as one engine job, so all members start
-        at one time, on the nodes every member may use; when members differ, each slot takes the largest
-        member's cores and gpus (the reservation covers every member, at the price of holding a little more).
-        None (nothing held) when no time is found, or when the engine's cores are free now and only the exact
-        books (memory, millicores, pod count) stop the job.
-        """
-        assert self.graph is not None
-        start = self._tick(now)
-        pods = list(job.pods.values())
-        hide: set[str] = set()
-        for pod in pods:
-            hide |= self._static_fit(pod).unfit
-        if len(pods) == 1:
-            duration = self._planned(pods[0], start, reserve=True)
-            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pods[0], duration, start, hide)
-        else:
-            duration = max(self._planned(pod, start, reserve=True) for pod in pods)
-            gang = gang_jobspec(pods, duration, job.key, cover=True)
-            result = None
-            if gang is not None:
-                result = self.graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, gang, job.key, start, hide)
-        if result is None or not result.matched:
-            return None
-        job.reservations.append(result.jobid)
-        if result.at <= start:
-            self._cancel_job_reservations(job)
-            return None
-        job.expected_start = float(result.at)
-        return job.expected_start
 
     # ================================================================== decisions
 
     def _never(self, job: PendingJob, out: list[Decision]) -> bool:
-        """Reject the job when one of its pods is larger than any node even empty; True when rejected.
+        """Reject the job when it can never fit, even on an empty cluster; True when rejected.
 
-        Only size rejects: a pod that no node's labels, taints or cordon admit stays queued (Unschedulable),
-        since nodes change.
+        A pod is too large when no node could take it empty; a group when no assignment of at least its minimum of
+        members to the empty nodes exists (the assignment search, by requests alone). Only size rejects: a pod
+        that no node's labels, taints or cordon admit stays queued (Unschedulable), since nodes change; a rejected
+        job is queued again when a node is added or changes.
         """
         for pod in job.pods.values():
             why = self._fits.never(pod, self._empty_nodes)
             if why is not None:
                 self._reject(job, why, out)
                 return True
-        return False
+        if len(job.pods) < 2 or self._never_checked.get(job.key) == self._node_epoch:
+            return False
+        why = self._gang_never_fits(job)
+        if why is None:
+            self._never_checked[job.key] = self._node_epoch
+            return False
+        self._reject(job, why, out)
+        return True
 
-    def _empty_nodes(self) -> list[Node]:
-        """The usable graph nodes, empty, with kubeflux's share of each (the sharing policy) as allocatable."""
+    def _gang_never_fits(self, job: PendingJob) -> str | None:
+        """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up)."""
+        nodes = self._empty_nodes()
         graph = self.graph
         assert graph is not None
-        return [
-            Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
+        pods = list(job.pods.values())
+        dims = sorted({res for pod in pods for res, amount in pod.requests.items() if amount > 0})
+        free = []
+        for node in nodes:
+            spec = graph.specs[node.name]
+            free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
+            free[-1].append(node.allocatable.get(PODS, 1 << 62))
+        everywhere = tuple(range(len(nodes)))
+        members = [
+            GangMember((*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1), everywhere) for pod in pods
         ]
+        minimum = self._minimum(job)
+        found = assign(members, free, [True] * len(nodes), minimum)
+        if found is not None:  # an assignment, or the search gave up: not proven never to fit
+            return None
+        need: Counter[str] = Counter()
+        for pod in sorted(pods, key=lambda p: -sum(p.requests.values()))[:minimum]:
+            need.update({res: amount for res, amount in pod.requests.items() if amount > 0})
+        have: Counter[str] = Counter()
+        for node in nodes:
+            have.update({res: node.allocatable.get(res, 0) for res in need})
+        wanted = ", ".join(f"{format_quantity(res, need[res])} {res}" for res in sorted(need))
+        held = ", ".join(f"{format_quantity(res, have[res])} {res}" for res in sorted(need))
+        count = f"{minimum} of its {len(pods)} pods" if minimum < len(pods) else f"its {len(pods)} pods"
+        short = [res for res in sorted(need) if need[res] > have[res]]
+        why = f"too little {', '.join(short)}" if short else "each pod must fit on one node, and no assignment does"
+        return (
+            f"pod group {job.key} can never fit: {count} need {wanted} in all; the {len(nodes)} node(s) available "
+            f"to kubeflux have {held} even when empty ({why})."
+        )
 
     def _reject(self, job: PendingJob, message: str, out: list[Decision]) -> None:
         for pod in job.pods.values():
             out.append(Reject(pod.key, pod.uid, message))
         self.log.append(f"Rejected {job.key}: {message}")
         self._cancel_job_reservations(job)
+        self._backing_off.discard(job)
         self.queue.drop(job)
+        self._rejected[job.key] = job
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
         for uid, pod in job.pods.items():
@@ -414,9 +365,28 @@ class KubefluxScheduler(ClusterBooks):
                 job.told[uid] = said
                 out.append(Unschedulable(pod.key, pod.uid, message, expected))
 
+    def _forget_stale_starts(self, out: list[Decision]) -> None:
+        """After a full pass, a pending pod told an expected start whose job holds no reservation any more (it was
+        not reached this pass) is told again without one, so its annotation never outlives the reservation."""
+        for job in self.queue.jobs.values():
+            if job.expected_start is not None:
+                continue
+            for uid, (message, expected) in list(job.told.items()):
+                if expected is not None and uid in job.pods:
+                    job.told[uid] = (message, None)
+                    pod = job.pods[uid]
+                    out.append(Unschedulable(pod.key, pod.uid, message, None))
+
     def _behind_message(self, job: PendingJob) -> str:
         head = self._head.key if self._head is not None else "an earlier job"
         why = f"waiting in FCFS order behind {head}"
+        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
+
+    def _backoff_message(self, job: PendingJob) -> str:
+        said = next(iter(job.told.values()), None)
+        if said is not None:
+            return said[0]
+        why = f"pod group {job.key} is backing off until {job.retry_at:g}"
         return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
 
     def _report_group_waiting(self, job: PendingJob, out: list[Decision]) -> None:
@@ -426,21 +396,3 @@ class KubefluxScheduler(ClusterBooks):
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.nodes), {}, pre_filter_message=why), None, out)
-
-
-def _alike(pod: Pod, other: Pod) -> bool:
-    """Whether the two pods request the same and are constrained alike (one fit shape)."""
-    return pod is other or (
-        pod.requests == other.requests
-        and pod.node_selector == other.node_selector
-        and pod.tolerations == other.tolerations
-        and pod.required_node_affinity == other.required_node_affinity
-    )
-
-
-def _copies(room: dict[str, int], requests: dict[str, int]) -> int | None:
-    """How many pods requesting ``requests`` fit in ``room`` (None: any number)."""
-    counts = [max(0, room.get(res, 0) // amount) for res, amount in requests.items() if amount > 0]
-    if PODS in room:
-        counts.append(max(0, room[PODS]))
-    return min(counts) if counts else None

@@ -239,6 +239,54 @@ class GraphView:
                     break
         return busy
 
+    def free_counts(self, name: str, at: int, duration: int) -> tuple[int, int, bool]:
+        """(cores, gpus) of node ``name`` free throughout ``[at, at + duration)``, and whether the node is wholly
+        free then (no engine job on it at all). The cores come from the node's pruning planner when it has one (an
+        upper bound of what whole cores can give: :meth:`free_leaves` says exactly), the gpus from their own."""
+        graph = self.engine.graph
+        vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
+        if vertex is None:
+            return 0, 0, False
+        traverser = self.engine.traverser
+        plans = traverser.plans
+        subplan = traverser.subplans.get(vertex.uid)
+        counted = subplan is not None and "core" in subplan.resource_types
+        cores = (
+            subplan.avail_resources_array_during(at, duration)[subplan.resource_types.index("core")]
+            if (subplan is not None and counted)
+            else 0
+        )
+        gpus = total = 0
+        for uid in vertex.children:
+            child = graph.vertices[uid]
+            if child.type == "core":
+                total += 1
+                if not counted:
+                    plan = plans.get(uid)
+                    cores += plan is None or plan.avail_during(at, duration, 1)
+            elif child.type == "gpu":
+                plan = plans.get(uid)
+                gpus += plan is None or plan.avail_during(at, duration, 1)
+        spec = self.specs[name]
+        node_plan = plans.get(vertex.uid)
+        whole = cores >= total and gpus >= spec.gpus and (node_plan is None or node_plan.avail_during(at, duration, 1))
+        return cores, gpus, whole
+
+    def held_whole(self, name: str, at: int) -> bool:
+        """Whether an engine job holds node ``name`` whole at ``at`` (a pod of a node-exclusive policy)."""
+        vertex = self.engine.graph.vertex_at(self.paths[name]) if name in self.paths else None
+        if vertex is None:
+            return False
+        plan = self.engine.traverser.plans.get(vertex.uid)
+        return plan is not None and not plan.avail_during(at, 1, 1)
+
+    def free_total(self, at: int, duration: int) -> int:
+        """Cores free in the whole graph throughout ``[at, at + duration)`` (an upper bound for any placement)."""
+        root = self.engine.traverser.root_subplan()
+        if "core" not in root.resource_types:
+            return 0
+        return root.avail_resources_array_during(at, duration)[root.resource_types.index("core")]
+
     def free_leaves(
         self, name: str, kind: str, at: int, duration: int, count: int, prefer: Iterable[str] = ()
     ) -> list[int] | None:

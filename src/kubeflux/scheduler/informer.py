@@ -35,6 +35,7 @@ from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.sharing import SharingPolicy
+from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.translate import (
     Placement,
     PodRequestError,
@@ -82,6 +83,11 @@ class ClusterBooks:
         """Every scheduler's bound pods, against each node's allocatable."""
         self.own = Ledger()
         """kubeflux's own pods, against its share of each node (the sharing policy)."""
+        self.plans = TimeBooks(self.ledger, self._planned_end)
+        """:attr:`ledger` in time, with the reservations' holds."""
+        self.own_plans = TimeBooks(self.own, self._planned_end, self.plans.holds)
+        """:attr:`own` in time, with the same holds (checked against the share when the sharing policy is not
+        ``shared``)."""
         self.allocations: dict[str, Allocation] = {}
         """Pod uid → allocation, for every bound unfinished pod of any scheduler."""
         self.graph: GraphView | None = None
@@ -118,6 +124,19 @@ class ClusterBooks:
     def _changed(self) -> None:
         self._dirty = True
         self._epoch += 1
+
+    def _note_end(self, end: int, uid: str) -> None:
+        """Remember a kubeflux allocation's planned end, to extend it if the pod runs past it."""
+        heapq.heappush(self._ends, (end, uid))
+
+    def _planned_end(self, uid: str) -> float:
+        """When a booked pod is planned to leave its node: kubeflux's own at its allocation's end, unless it runs
+        past it; every other pod holds on for ever (:class:`~kubeflux.scheduler.timebooks.TimeBooks`)."""
+        alloc = self.allocations.get(uid)
+        if alloc is None or not alloc.own or not alloc.duration:
+            return math.inf
+        end = alloc.start + alloc.duration
+        return end if end > self._now and end < self.horizon else math.inf
 
     def _uid(self, pod: Pod) -> str:
         return pod.uid or self._uid_by_key.get(pod.key, pod.key)
@@ -356,6 +375,10 @@ class ClusterBooks:
             for jobid in job.reservations:
                 self.graph.cancel(jobid)
         job.reservations.clear()
+        for hold in job.holds:
+            self.plans.drop(hold)
+            self.own_plans.drop(hold)
+        job.holds.clear()
         job.expected_start = None
 
 

@@ -26,12 +26,15 @@ class Ledger:
     """Node name → the summed requests of its pods, with their number under ``pods``."""
     bookings: dict[str, Booking] = field(default_factory=dict)
     """Pod uid → where it is counted."""
+    by_node: dict[str, set[str]] = field(default_factory=dict)
+    """Node name → the uids counted on it."""
 
     def take(self, uid: str, node: str, requests: ResourceList) -> bool:
         """Count the pod on ``node``; False (and nothing changed) when it is already counted."""
         if uid in self.bookings:
             return False
         self.bookings[uid] = Booking(node, dict(requests))
+        self.by_node.setdefault(node, set()).add(uid)
         used = self.used.setdefault(node, {})
         for name, amount in requests.items():
             used[name] = used.get(name, 0) + amount
@@ -43,6 +46,7 @@ class Ledger:
         booking = self.bookings.pop(uid, None)
         if booking is None:
             return None
+        self.by_node.get(booking.node, set()).discard(uid)
         used = self.used.get(booking.node, {})
         for name, amount in booking.requests.items():
             used[name] = used.get(name, 0) - amount

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubeflux.scheduler.objects import Pod, PodGroup
+from kubeflux.scheduler.timebooks import Hold
 
 __all__ = ["PendingJob", "PendingQueue"]
 
@@ -30,6 +31,8 @@ class PendingJob:
     backoff: float = 0.0
     reservations: list[int] = field(default_factory=list)
     """Engine job ids holding this job's reservation (re-planned every pass)."""
+    holds: list[Hold] = field(default_factory=list)
+    """The same reservation in the exact books in time (:mod:`kubeflux.scheduler.timebooks`)."""
     expected_start: float | None = None
     tried_epoch: int = -1
     """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""

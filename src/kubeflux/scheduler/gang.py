@@ -1,0 +1,186 @@
+"""Where each member of a gang goes: a bounded search for an assignment of pods to nodes that fits them all.
+
+Matching a gang's members one by one, each where the match policy likes best, fails where an assignment exists:
+an MPI launcher of 500m listed first takes a millicore of the first 8-core node, and the 8-core workers after it no
+longer fit. Sorting members largest first fixes that case but not the general one (bin packing in several
+resources). So when the one-by-one match fails, the scheduler asks this module for an assignment.
+
+The problem, as numbers only (no graph, no Kubernetes): members with a demand vector (cores, gpus, millicores,
+bytes …, pods) and the nodes each may use, in the match policy's order; nodes with a free vector (what stays free
+during the window the gang would run) and whether they are wholly free (for a member of a node-exclusive policy,
+which takes its node whole). Find, for at least ``minimum`` members, a node each, such that no node's free vector
+is exceeded.
+
+The search is a depth-first search with backtracking, complete up to its budget:
+
+* members are tried largest first (by their largest share of any one node's capacity), the most constrained (fewest
+  candidate nodes) first among equals: failures show early;
+* members alike (same demand, same candidates) take nodes in non-decreasing candidate order, so their permutations
+  are never tried twice;
+* at each step, nodes that are interchangeable for the members still to place (same free vector, same membership in
+  every member's candidates) are tried once;
+* a member beyond the ``minimum`` may be left out (tried after every node failed for it), so the first assignment
+  found places as many members as the order allows;
+* the search gives up after ``budget`` node trials and says so (:data:`EXHAUSTED`): "no assignment" is then unknown,
+  never claimed. The scheduler treats that as "does not fit now" and never as "can never fit".
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["DEFAULT_BUDGET", "EXHAUSTED", "Exhausted", "GangMember", "assign"]
+
+DEFAULT_BUDGET = 20_000
+"""Node trials before a search gives up: a few milliseconds of work, far more than any gang of alike members or a
+launcher-plus-workers gang needs (those take one trial per member)."""
+
+
+class Exhausted(Enum):
+    EXHAUSTED = "exhausted"
+
+
+EXHAUSTED = Exhausted.EXHAUSTED
+
+
+@dataclass(frozen=True, slots=True)
+class GangMember:
+    demand: tuple[int, ...]
+    """What the member takes from a node, one entry per resource dimension (the same dimensions as the nodes')."""
+    candidates: tuple[int, ...]
+    """The nodes (indices into the free vectors) the member may use, the match policy's preferred first."""
+    whole_node: bool = False
+    """The member takes its node whole (a node-exclusive policy): the node must be wholly free, and is full after."""
+
+
+def assign(
+    members: list[GangMember],
+    free: list[list[int]],
+    wholly_free: list[bool],
+    minimum: int,
+    budget: int = DEFAULT_BUDGET,
+) -> list[int | None] | Exhausted | None:
+    """A node index per member (None for a member left out), or None when no assignment of at least ``minimum``
+    members exists, or :data:`EXHAUSTED` when the budget ran out first. ``free`` and ``wholly_free`` are not
+    changed."""
+    count = len(members)
+    if minimum > count:
+        return None
+    if count and all(member == members[0] for member in members):
+        return _fill(members[0], count, free, wholly_free, minimum)
+    caps = [list(vector) for vector in free]
+    whole = list(wholly_free)
+    order = sorted(range(count), key=lambda i: _sort_key(members[i], caps))
+    signature = _membership(members, len(caps))
+    chosen: list[int | None] = [None] * count
+    trials = 0
+    optional = count - minimum
+
+    def fits(member: GangMember, node: int) -> bool:
+        if member.whole_node and not whole[node]:
+            return False
+        cap = caps[node]
+        return all(need <= have for need, have in zip(member.demand, cap, strict=True))
+
+    def take(member: GangMember, node: int) -> tuple[list[int], bool]:
+        before = (caps[node], whole[node])
+        if member.whole_node:
+            caps[node] = [0] * len(caps[node])
+        else:
+            caps[node] = [have - need for need, have in zip(member.demand, caps[node], strict=True)]
+        whole[node] = False
+        return before
+
+    def search(depth: int, skips: int) -> bool | Exhausted:
+        nonlocal trials
+        if depth == count:
+            return True
+        index = order[depth]
+        member = members[index]
+        floor = -1
+        if depth and _alike(member, members[order[depth - 1]]):
+            previous = chosen[order[depth - 1]]
+            floor = -1 if previous is None else member.candidates.index(previous)
+        tried: set[tuple[object, ...]] = set()
+        for position, node in enumerate(member.candidates):
+            if position < floor:
+                continue
+            if not fits(member, node):
+                continue
+            key = (tuple(caps[node]), whole[node], signature[node])
+            if key in tried:
+                continue
+            tried.add(key)
+            trials += 1
+            if trials > budget:
+                return EXHAUSTED
+            before = take(member, node)
+            chosen[index] = node
+            found = search(depth + 1, skips)
+            caps[node], whole[node] = before
+            if found is not False:
+                return found
+            chosen[index] = None
+        if skips < optional:
+            return search(depth + 1, skips + 1)
+        return False
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 2 * count + 200))  # one frame per member (and per member left out)
+    try:
+        found = search(0, 0)
+    finally:
+        sys.setrecursionlimit(limit)
+    if found is EXHAUSTED:
+        return EXHAUSTED
+    return chosen if found else None
+
+
+def _fill(
+    member: GangMember, count: int, free: list[list[int]], wholly_free: list[bool], minimum: int
+) -> list[int | None] | None:
+    """Members all alike: as many as fit on each candidate node in turn (the order does not change how many fit)."""
+    chosen: list[int | None] = []
+    for node in member.candidates:
+        if len(chosen) == count:
+            break
+        if member.whole_node:
+            copies = (
+                1 if wholly_free[node] and all(n <= h for n, h in zip(member.demand, free[node], strict=True)) else 0
+            )
+        else:
+            copies = min(
+                (have // need for need, have in zip(member.demand, free[node], strict=True) if need > 0), default=count
+            )
+        chosen.extend([node] * min(max(copies, 0), count - len(chosen)))
+    if len(chosen) < minimum:
+        return None
+    return chosen + [None] * (count - len(chosen))
+
+
+def _sort_key(member: GangMember, caps: list[list[int]]) -> tuple[float, int, tuple[int, ...]]:
+    """Largest first: a member's largest share of the biggest free amount in each dimension; then fewest nodes."""
+    share = 0.0
+    for dim, need in enumerate(member.demand):
+        if need <= 0:
+            continue
+        biggest = max((caps[node][dim] for node in member.candidates), default=0)
+        share = max(share, need / biggest if biggest > 0 else float("inf"))
+    if member.whole_node:
+        share = max(share, 1.0)
+    return (-share, len(member.candidates), member.demand)
+
+
+def _alike(member: GangMember, other: GangMember) -> bool:
+    return member == other
+
+
+def _membership(members: list[GangMember], nodes: int) -> list[int]:
+    """Per node, a bit mask of the members that may use it: nodes with equal masks are interchangeable."""
+    masks = [0] * nodes
+    for bit, member in enumerate(members):
+        for node in member.candidates:
+            masks[node] |= 1 << bit
+    return masks

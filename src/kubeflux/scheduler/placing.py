@@ -1,0 +1,425 @@
+"""How kubeflux places a job (a lone pod, or a pod group's members) now, or reserves it for later.
+
+**Now** (:meth:`Placer._start_at`): one engine match per pod, in the pod's order, each on the nodes the pod may use
+now (:mod:`kubeflux.scheduler.fit`) and whose books stay within their allocatable for the pod's planned time
+beside the reservations (:mod:`kubeflux.scheduler.timebooks`). For a group, at least ``minMember`` members (the
+rest of those present when room allows; a member beyond ``minMember`` that does not fit is left for later). When
+that one-by-one match fails for a group, the group's assignment is searched (:mod:`kubeflux.scheduler.gang`) and
+placed as found: each member onto its node's free cores and gpus with the engine's ``update``.
+
+**Later** (:meth:`Placer._reserve`): the earliest time at which the job can start, in every resource kubeflux
+counts. A lone pod asks the engine (``allocate_orelse_reserve``) and keeps its answer when the exact books agree
+then; otherwise, and for a group, the times at which something is planned to end are tried in order, each with the
+same assignment search as now, and the first that fits is held: engine jobs for the cores and gpus, holds in the
+books in time for everything else. At most :data:`RESERVE_TRIES` times are searched per job and pass; beyond that
+the job has no reservation this pass (it says so) and is planned again on the next.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from kubeflux.match.engine import MatchOp
+from kubeflux.match.policy import parse_policy
+from kubeflux.scheduler.fit import NodeFit, StaticFit
+from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
+from kubeflux.scheduler.informer import Allocation, ClusterBooks
+from kubeflux.scheduler.objects import PODS, Node, Pod, ResourceList
+from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.translate import Placement, PodRequestError, placement_from_output, pod_policy, pod_shape
+
+__all__ = ["REASON_HELD_WHOLE", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
+
+REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
+REASON_HELD_WHOLE = "node(s) were held whole by a node-exclusive job"
+RESERVE_TRIES = 64
+"""Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
+_UNLIMITED = 1 << 62
+
+Assignment = list[tuple[str, Pod, str, int]]
+"""(pod uid, pod, node, planned duration) for each member placed."""
+
+
+class Placer(ClusterBooks):
+    """The placement half of the scheduler core: filters, matches, the assignment search and reservations."""
+
+    # ================================================================== filters
+
+    def _static_fit(self, pod: Pod) -> StaticFit:
+        """The graph nodes passing the usage-independent filters for pods constrained like ``pod``."""
+        known = self._fits.known_static(pod)
+        if known is not None:
+            return known
+        graph = self.graph
+        assert graph is not None
+        outside = sum(1 for name in self.nodes if not graph.usable(name))
+        usable = [name for name in graph.specs if graph.usable(name)] if graph.gone else graph.specs
+        return self._fits.static(pod, usable, self.nodes, outside)
+
+    def _shortfall(self, name: str, pod: Pod) -> list[str]:
+        node = self.nodes[name]
+        short = self.ledger.shortfall(pod.requests, name, node.allocatable)
+        if not short and self.sharing.name != "shared":
+            short = self.own.shortfall(pod.requests, name, self.sharing.share(node))
+        return short
+
+    def _fit(self, pod: Pod) -> NodeFit:
+        """The graph nodes that may take ``pod`` now."""
+        return self._fits.fit(pod, self._static_fit(pod), self._shortfall)
+
+    def _reasons(self, pod: Pod) -> Counter[str]:
+        """Why each node may not take ``pod`` now, counted as kube-scheduler counts them."""
+        return self._fit(pod).reasons()
+
+    def _fits_during(self, name: str, pod: Pod, start: int, end: int) -> bool:
+        """Whether node ``name``'s exact books take ``pod`` throughout ``[start, end)``, beside the reservations."""
+        node = self.nodes[name]
+        if not self.plans.fits_during(name, pod.requests, node.allocatable, start, end):
+            return False
+        return self.sharing.name == "shared" or self.own_plans.fits_during(
+            name, pod.requests, self.sharing.share(node), start, end
+        )
+
+    def _room_during(self, name: str, start: int, end: int) -> ResourceList:
+        """What kubeflux may use of node ``name`` throughout ``[start, end)`` by the exact books in time."""
+        node = self.nodes[name]
+        room = self.plans.free_during(name, node.allocatable, start, end)
+        if self.sharing.name != "shared":
+            share = self.own_plans.free_during(name, self.sharing.share(node), start, end)
+            room = {res: min(amount, room.get(res, amount)) for res, amount in share.items()}
+        return room
+
+    def _room(self, name: str) -> dict[str, int]:
+        """What kubeflux may still use of node ``name`` by the exact books now (under its sharing policy)."""
+        node = self.nodes[name]
+        if self.sharing.name == "shared":
+            alloc, used = node.allocatable, self.ledger.on(name)
+        else:
+            alloc, used = self.sharing.share(node), self.own.on(name)
+        return {res: amount - used.get(res, 0) for res, amount in alloc.items()}
+
+    def _held_short(self, pod: Pod, fit: NodeFit, start: int, end: int) -> list[str]:
+        """The nodes that may take ``pod`` now but whose reservations leave it no room before ``end``."""
+        return [
+            name for name in self.plans.held_nodes() if fit.fits(name) and not self._fits_during(name, pod, start, end)
+        ]
+
+    # ================================================================== placing now
+
+    def _minimum(self, job: PendingJob) -> int:
+        """How many of the job's pods must start together: a group's ``minMember`` (at most its pods), else all."""
+        if job.group is None:
+            return len(job.pods)
+        group = self.queue.groups.get(job.group)
+        return len(job.pods) if group is None else max(1, min(group.min_member, len(job.pods)))
+
+    def _start_at(self, job: PendingJob, start: int) -> list[tuple[Pod, Allocation]] | Counter[str]:
+        """Place at least the job's minimum of pods now (as many as fit); their allocations, or why not."""
+        pods = list(job.pods.items())
+        minimum = self._minimum(job)
+        if len(pods) > 1:
+            short = self._first_short_member(job, minimum)
+            if short is not None:
+                return self._reasons(short)
+        made, first_short = self._one_by_one(pods, start, minimum)
+        if made is not None:
+            return made
+        if len(pods) > 1:
+            found = self._assignment(job, start, start, minimum)
+            if isinstance(found, list):
+                placed = self._place_assignment(found, start)
+                if placed is not None:
+                    return placed
+        assert first_short is not None
+        pod, fit = first_short
+        reasons = self._reasons(pod)
+        if fit.any:
+            graph = self.graph
+            assert graph is not None
+            for name in fit.fitting():
+                reasons[REASON_HELD_WHOLE if graph.held_whole(name, start) else REASON_RESERVED] += 1
+        return reasons
+
+    def _one_by_one(
+        self, pods: list[tuple[str, Pod]], start: int, minimum: int
+    ) -> tuple[list[tuple[Pod, Allocation]] | None, tuple[Pod, NodeFit] | None]:
+        """Each pod where its match policy prefers, in order, leaving out those beyond ``minimum`` that do not fit:
+        the allocations (None when fewer than ``minimum`` fit: nothing is kept) and the first pod that did not."""
+        made: list[tuple[Pod, Allocation]] = []
+        spare = len(pods) - minimum
+        first_short: tuple[Pod, NodeFit] | None = None
+        for uid, pod in pods:
+            fit = self._fit(pod)
+            try:
+                alloc = self._place_pod(uid, pod, fit, start) if fit.any else None
+            except PodRequestError:
+                self._undo(made, "gang rejected")
+                raise
+            if alloc is not None:
+                made.append((pod, alloc))
+                continue
+            if first_short is None:
+                first_short = (pod, fit)
+            if spare:
+                spare -= 1
+                continue
+            self._undo(made, "gang incomplete")
+            return None, first_short
+        return made, first_short
+
+    def _undo(self, made: list[tuple[Pod, Allocation]], why: str) -> None:
+        for _, placed in made:
+            self._release(placed.uid, why)
+
+    def _first_short_member(self, job: PendingJob, minimum: int) -> Pod | None:
+        """A quick test before matching a group of alike members (same requests and constraints) pod by pod: as
+        many as the exact books' free amounts hold, node after node; the first member beyond them when fewer than
+        ``minimum`` fit (None when enough do, or when the members differ: their search is exact, a packing is
+        not)."""
+        pods = list(job.pods.values())
+        first = pods[0]
+        if PODS in first.requests or not all(_alike(pod, first) for pod in pods):
+            return None
+        packed = 0
+        for name in self._fit(first).fitting():
+            copies = _copies(self._room(name), first.requests)
+            if copies is None:
+                return None
+            packed += copies
+            if packed >= minimum:
+                return None
+        return pods[packed]
+
+    def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
+        duration = self._planned(pod, start)
+        short = self._held_short(pod, fit, start, start + duration)
+        for name in short:
+            fit.hidden.add(name)
+        try:
+            result = self._match(MatchOp.ALLOCATE, pod, duration, start, fit.hidden)
+            placement: Placement | None = None
+            if result is None:  # takes no core or gpu: the policy's node among those the books can take it on
+                assert self.graph is not None
+                excluded = set(short)
+                chosen = self.graph.preferred_node(
+                    lambda name: fit.fits(name) and name not in excluded, pod_policy(pod, self.policy), start
+                )
+                if chosen is None:
+                    return None
+                node, jobid = chosen, 0
+            elif not result.matched:
+                return None
+            else:
+                placement = placement_from_output(result.resources)
+                node, jobid = placement.node, result.jobid
+        finally:
+            for name in short:
+                fit.hidden.discard(name)
+        return self._record(uid, pod, node, jobid, start, duration, placement)
+
+    def _record(
+        self, uid: str, pod: Pod, node: str, jobid: int, start: int, duration: int, placement: Placement | None
+    ) -> Allocation:
+        """Count a pod kubeflux just placed: books, allocation, its planned end."""
+        self.ledger.take(uid, node, pod.requests)
+        self.own.take(uid, node, pod.requests)
+        self._fits.changed(node)
+        alloc = Allocation(uid, pod.key, node, True, jobid, start, duration, placement)
+        self.allocations[uid] = alloc
+        if jobid:
+            self._note_end(start + duration, uid)
+        self._bound[uid] = pod
+        self._uid_by_key[pod.key] = uid
+        return alloc
+
+    # ================================================================== the assignment search
+
+    def _assignment(self, job: PendingJob, at: int, now: int, minimum: int) -> Assignment | Exhausted | None:
+        """Nodes for at least ``minimum`` of the job's pods starting at ``at`` (now, or later for a reservation), by
+        the search of :mod:`kubeflux.scheduler.gang` over what each node has free throughout the members' longest
+        planned time; None when there are none, :data:`~kubeflux.scheduler.gang.EXHAUSTED` when the search gave
+        up."""
+        graph = self.graph
+        assert graph is not None
+        members = list(job.pods.items())
+        durations = [self._planned(pod, at, reserve=at > now) for _, pod in members]
+        window = max(durations)
+        index: dict[str, int] = {}
+        names: list[str] = []
+        candidates: list[tuple[int, ...]] = []
+        for _, pod in members:
+            mine: list[int] = []
+            for name in self._static_fit(pod).fit:
+                position = index.get(name)
+                if position is None:
+                    position = index[name] = len(names)
+                    names.append(name)
+                mine.append(position)
+            candidates.append(tuple(mine))
+        dims = sorted({res for _, pod in members for res, amount in pod.requests.items() if amount > 0})
+        free: list[list[int]] = []
+        whole: list[bool] = []
+        for name in names:
+            cores, gpus, wholly = graph.free_counts(name, at, window)
+            room = self._room_during(name, at, at + window)
+            free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)])
+            whole.append(wholly)
+        gang = [
+            GangMember(
+                (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+                candidates[i],
+                self._whole_node_policy(pod),
+            )
+            for i, (_, pod) in enumerate(members)
+        ]
+        found = assign(gang, free, whole, minimum)
+        if found is None or found is EXHAUSTED:
+            return found
+        assert isinstance(found, list)
+        return [
+            (uid, pod, names[node], durations[i])
+            for i, ((uid, pod), node) in enumerate(zip(members, found, strict=True))
+            if node is not None
+        ]
+
+    def _whole_node_policy(self, pod: Pod) -> bool:
+        return parse_policy(pod_policy(pod, self.policy)).node_exclusive
+
+    def _leaves(self, pod: Pod, node: str, at: int, duration: int) -> list[int] | None:
+        """The engine vertices (cores, then gpus) ``pod`` takes on ``node`` during its planned time; None when the
+        node's whole cores cannot give them (its free count was an upper bound)."""
+        graph = self.graph
+        assert graph is not None
+        cores, gpus = pod_shape(pod)
+        core_uids = graph.free_leaves(node, "core", at, duration, cores)
+        gpu_uids = graph.free_leaves(node, "gpu", at, duration, gpus)
+        if core_uids is None or gpu_uids is None:
+            return None
+        return core_uids + gpu_uids
+
+    def _replay_member(self, pod: Pod, node: str, leaves: list[int], at: int, duration: int, now: int) -> int:
+        """Put one member of an assignment onto its node's ``leaves`` (a reservation when ``at`` is later than
+        ``now``); its engine job id, 0 when it takes no leaf, -1 when the engine refused."""
+        if not leaves:
+            return 0
+        graph = self.graph
+        assert graph is not None
+        result = graph.replay(node, leaves, at, duration, pod.key, now, whole_node=self._whole_node_policy(pod))
+        return result.jobid if result.matched else -1
+
+    def _place_assignment(self, found: Assignment, start: int) -> list[tuple[Pod, Allocation]] | None:
+        """Allocate an assignment found for now; None (nothing kept) when a node's cores could not give it."""
+        graph = self.graph
+        assert graph is not None
+        made: list[tuple[Pod, Allocation]] = []
+        for uid, pod, node, duration in found:
+            leaves = self._leaves(pod, node, start, duration)
+            jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, start, duration, start)
+            if leaves is None or jobid < 0:
+                self._undo(made, "assignment not realizable")
+                return None
+            names = graph.engine.graph.vertices
+            cores, _ = pod_shape(pod)
+            placement = Placement(
+                node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
+            )
+            made.append((pod, self._record(uid, pod, node, jobid, start, duration, placement)))
+        self.log.append(f"Placed pod group of {len(made)} by assignment search at {start}")
+        return made
+
+    # ================================================================== reservations
+
+    def _reserve(self, job: PendingJob, now: float, earliest: int | None = None) -> float | None:
+        """Reserve ``job`` at the earliest time it fits in every resource (see the module docstring), not before
+        ``earliest`` (a back-off); its start, or None when nothing is held."""
+        graph = self.graph
+        assert graph is not None
+        start = self._tick(now)
+        first = max(start, earliest if earliest is not None else start)
+        pods = list(job.pods.values())
+        minimum = self._minimum(job)
+        after = first
+        if len(pods) == 1:
+            pod = pods[0]
+            duration = self._planned(pod, first, reserve=True)
+            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
+            if result is not None:
+                if not result.matched:
+                    return None
+                node = placement_from_output(result.resources).node
+                if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
+                    job.reservations.append(result.jobid)
+                    self._hold(job, node, pod, result.at, duration)
+                    job.expected_start = float(result.at)
+                    return job.expected_start
+                graph.cancel(result.jobid)
+                after = max(after, result.at)
+        shapes = sorted(pod_shape(pod)[0] for pod in pods)
+        needed = sum(shapes[:minimum])
+        shortest = min(self._planned(pod, first, reserve=True) for pod in pods)
+        tries = 0
+        for at in [after, *self.plans.release_times(after)]:
+            if at <= start:
+                continue
+            if at + shortest > self.horizon or tries >= RESERVE_TRIES:
+                break
+            if needed and graph.free_total(at, shortest) < needed:
+                continue
+            tries += 1
+            found = self._assignment(job, at, start, minimum)
+            if isinstance(found, list) and self._hold_assignment(job, found, at, start):
+                job.expected_start = float(at)
+                return job.expected_start
+        if tries >= RESERVE_TRIES:
+            self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
+        return None
+
+    def _hold(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
+        job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
+
+    def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> bool:
+        """Reserve an assignment found for ``at``: engine jobs for its members' cores and gpus, holds for the rest;
+        False (nothing kept) when a node's cores could not give it."""
+        for _, pod, node, duration in found:
+            leaves = self._leaves(pod, node, at, duration)
+            jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, at, duration, now)
+            if leaves is None or jobid < 0:
+                self._cancel_job_reservations(job)
+                return False
+            if jobid:
+                job.reservations.append(jobid)
+            self._hold(job, node, pod, at, duration)
+        return True
+
+    def _empty_nodes(self) -> list[Node]:
+        """The usable graph nodes, empty, with kubeflux's share of each (the sharing policy) as allocatable."""
+        graph = self.graph
+        assert graph is not None
+        return [
+            Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
+        ]
+
+
+def _alike(pod: Pod, other: Pod) -> bool:
+    """Whether the two pods request the same and are constrained alike (one fit shape)."""
+    return pod is other or (
+        pod.requests == other.requests
+        and pod.node_selector == other.node_selector
+        and pod.tolerations == other.tolerations
+        and pod.required_node_affinity == other.required_node_affinity
+        and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
+    )
+
+
+def _copies(room: dict[str, int], requests: dict[str, int]) -> int | None:
+    """How many pods requesting ``requests`` fit in ``room`` (None: any number)."""
+    counts = [max(0, room.get(res, 0) // amount) for res, amount in requests.items() if amount > 0]
+    if PODS in room:
+        counts.append(max(0, room[PODS]))
+    return min(counts) if counts else None
+
+
+def ceil_time(seconds: float) -> int:
+    """A time in whole seconds of the engine's axis, rounded up (a back-off's end)."""
+    return math.ceil(seconds)
