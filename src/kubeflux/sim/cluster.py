@@ -317,8 +317,11 @@ class Cluster:
         job = sp.job
         if job.first_bind is None:
             job.first_bind = now
-            self.pending_jobs -= 1
-            self._sample_queue()
+            if job.rejected_reason:  # rejected, then reconsidered when the cluster grew: it runs after all
+                job.rejected_reason = ""
+            else:
+                self.pending_jobs -= 1
+                self._sample_queue()
         job.last_bind = now
         if self.keep_events:
             self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")

@@ -1,0 +1,122 @@
+"""Gang, rejection, expected-start and message semantics of the scheduler core, through observe/schedule with a
+tiny API-server stand-in (the simulator scenarios are in tests/sim/test_kubeflux_gangs.py)."""
+
+from __future__ import annotations
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.interface import Reject, Unschedulable
+from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, PodGroup
+from kubeflux.scheduler.sharing import ExclusiveSharing
+from kubeflux.scheduler.translate import DURATION_ANNOTATION, POLICY_ANNOTATION
+
+from .test_core import ADDED, MODIFIED, Cluster, bound, messages, node, pod
+
+
+def test_a_gang_that_first_fit_decreasing_cannot_pack_is_placed_by_the_search() -> None:
+    # Two 7-core nodes, members of 3, 3, 2, 2, 2, 2 cores: one by one (and largest first) leaves a 2 with nowhere to
+    # go; 3 + 2 + 2 on each node fits exactly.
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=7), node("w2", cores=7)])
+    cluster.tell(ADDED, PodGroup("default", "pack", min_member=6))
+    sizes = [3, 3, 2, 2, 2, 2]
+    cluster.add(*(pod(f"pack-{i}", size * 1000, labels={POD_GROUP_LABEL: "pack"}) for i, size in enumerate(sizes)))
+    placed = bound(cluster.run())
+    assert len(placed) == 6
+    for name in ("w1", "w2"):
+        assert sum(sizes[int(key.rsplit("-", 1)[1])] for key, where in placed.items() if where == name) == 7
+
+
+def test_a_rejected_gang_is_queued_again_and_placed_when_a_node_is_added() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=3))
+    cluster.add(*(pod(f"mpi-{i}", 2000, labels={POD_GROUP_LABEL: "mpi"}) for i in range(3)))
+    assert all(isinstance(d, Reject) for d in cluster.run())
+    cluster.nodes["w3"] = node("w3", cores=2)
+    cluster.tell(ADDED, cluster.nodes["w3"])
+    assert bound(cluster.run(1.0)) == {"default/mpi-0": "w1", "default/mpi-1": "w2", "default/mpi-2": "w3"}
+
+
+def test_a_rejected_pod_is_queued_again_when_a_nodes_capacity_is_raised() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("big", 4000))
+    decisions = cluster.run()
+    assert [type(d) for d in decisions] == [Reject]
+    cluster.nodes["w1"] = node("w1", cores=4)
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/big": "w1"}
+
+
+def test_a_rejected_pod_that_still_never_fits_after_a_node_change_is_rejected_again_not_bound() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("big", 4000))
+    cluster.run()
+    cluster.nodes["w1"] = node("w1", cores=2, labels={"zone": "a"})
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert [type(d) for d in cluster.run(1.0)] == [Reject]
+
+
+def test_a_node_held_whole_by_a_node_exclusive_job_is_reported_as_such() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4)])
+    cluster.add(pod("whole", 1000, annotations={POLICY_ANNOTATION: "lonodex"}), pod("later", 1000, t=1))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/whole": "w1"}
+    assert messages(decisions)["default/later"] == (
+        "0/1 nodes are available: 1 node(s) were held whole by a node-exclusive job."
+    )
+
+
+def test_nodes_outside_an_exclusive_sharing_policy_are_counted_with_their_reason() -> None:
+    ours = {"kubeflux.io/owner": "kubeflux"}
+    cluster = Cluster(
+        KubefluxScheduler(sharing=ExclusiveSharing()), [node("a", labels=ours), node("b", labels=ours), node("c")]
+    )
+    cluster.add(pod("fill-a", 4000), pod("fill-b", 4000, t=1))
+    assert len(bound(cluster.run())) == 2
+    cluster.nodes["b"] = node("b")  # no longer kubeflux's: its pod still runs, the node leaves kubeflux's share
+    cluster.tell(MODIFIED, cluster.nodes["b"])
+    cluster.add(pod("more", 1000, t=2))
+    message = messages(cluster.run(2.0))["default/more"]
+    assert message == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) are not available to kubeflux under its sharing policy."
+    )
+
+
+def test_before_any_node_is_kubefluxs_every_node_is_counted_as_outside_its_sharing_policy() -> None:
+    cluster = Cluster(KubefluxScheduler(sharing=ExclusiveSharing()), [node("a"), node("b")])
+    cluster.add(pod("p", 1000))
+    assert messages(cluster.run())["default/p"] == (
+        "0/2 nodes are available: 2 node(s) are not available to kubeflux under its sharing policy."
+    )
+
+
+def test_the_expected_start_is_withdrawn_when_the_reservation_goes_and_kept_while_it_stays() -> None:
+    # Under EASY only the head holds a reservation. A higher-priority job arrives and becomes the head: the old head
+    # loses its reservation, and its pod is told so (no expected start) in the same pass.
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("running", 2000, annotations={DURATION_ANNOTATION: "100"}))
+    cluster.run()
+    cluster.add(pod("head", 2000, t=1, annotations={DURATION_ANNOTATION: "100"}))
+    said = {d.pod: d.expected_start for d in cluster.run(1.0) if isinstance(d, Unschedulable)}
+    assert said == {"default/head": 100.0}
+    assert all(d.pod != "default/head" for d in cluster.run(1.5))  # nothing changed: nothing said again
+    cluster.add(pod("urgent", 2000, t=2, priority=10, annotations={DURATION_ANNOTATION: "50"}))
+    said = {d.pod: d.expected_start for d in cluster.run(2.0) if isinstance(d, Unschedulable)}
+    assert said == {"default/urgent": 100.0, "default/head": None}
+
+
+def test_a_memory_heavy_pod_is_not_placed_where_a_reservation_needs_the_memory() -> None:
+    big = {CPU: 1000, MEMORY: 12 * 2**30}
+    cluster = Cluster(KubefluxScheduler(), [Node("w1", uid="w1", allocatable={CPU: 8000, MEMORY: 16 * 2**30})])
+    first = pod("first", 1000, annotations={DURATION_ANNOTATION: "100"})
+    first.requests = {CPU: 1000, MEMORY: 8 * 2**30}
+    head = pod("head", 1000, t=1, annotations={DURATION_ANNOTATION: "100"})
+    head.requests = dict(big)
+    greedy = pod("greedy", 1000, t=2, annotations={DURATION_ANNOTATION: "1000"})
+    greedy.requests = {CPU: 1000, MEMORY: 6 * 2**30}
+    cluster.add(first)
+    cluster.run()
+    cluster.add(head, greedy)
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {}
+    assert {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}["default/head"] == 100.0

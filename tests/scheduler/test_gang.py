@@ -1,0 +1,97 @@
+"""The gang assignment search (:mod:`kubeflux.scheduler.gang`): a table of named cases, and a property against
+brute force on small instances."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
+
+
+def members(*demands: int, nodes: int) -> list[GangMember]:
+    return [GangMember((d,), tuple(range(nodes))) for d in demands]
+
+
+def loads(found: list[int | None], gang: list[GangMember], count: int) -> list[int]:
+    use = [0] * count
+    for member, node in zip(gang, found, strict=True):
+        if node is not None:
+            use[node] += member.demand[0]
+    return use
+
+
+@pytest.mark.parametrize(
+    ("demands", "capacities", "minimum", "fits"),
+    [
+        pytest.param((3, 3, 2, 2, 2, 2), (7, 7), 6, True, id="first-fit-decreasing-fails-the-search-does-not"),
+        pytest.param((1, 8, 8), (8, 4, 8), 3, True, id="launcher-first-then-two-workers"),
+        pytest.param((8, 8, 8), (8, 8), 3, False, id="larger-than-the-cluster"),
+        pytest.param((8, 8, 8, 8), (8, 8), 2, True, id="min-member-two-of-four"),
+        pytest.param((5, 5, 5), (9, 9), 3, False, id="each-pod-on-one-node"),
+        pytest.param((), (1,), 0, True, id="empty"),
+    ],
+)
+def test_assignment_table(demands: tuple[int, ...], capacities: tuple[int, ...], minimum: int, fits: bool) -> None:
+    gang = members(*demands, nodes=len(capacities))
+    found = assign(gang, [[c] for c in capacities], [True] * len(capacities), minimum)
+    assert (isinstance(found, list)) == fits
+    if isinstance(found, list):
+        assert sum(node is not None for node in found) >= minimum
+        assert all(u <= c for u, c in zip(loads(found, gang, len(capacities)), capacities, strict=True))
+
+
+def test_members_beyond_the_minimum_are_placed_when_they_fit() -> None:
+    gang = members(4, 4, 4, 4, nodes=2)
+    found = assign(gang, [[8], [4]], [True, True], 2)
+    assert isinstance(found, list) and sum(node is not None for node in found) == 3
+
+
+def test_a_whole_node_member_needs_a_wholly_free_node_and_fills_it() -> None:
+    whole = GangMember((1,), (0, 1), whole_node=True)
+    other = GangMember((1,), (0, 1))
+    assert assign([whole, whole], [[4], [4]], [True, False], 2) is None
+    found = assign([whole, other], [[4], [4]], [True, True], 2)
+    assert isinstance(found, list) and found[0] != found[1]
+
+
+def test_a_search_that_runs_out_of_budget_says_so_instead_of_no() -> None:
+    # 14 members of odd sizes on nodes that cannot hold them all: proving "no" takes many trials.
+    gang = [GangMember((d,), tuple(range(4))) for d in (5, 7, 9, 11, 13, 6, 8, 10, 12, 4, 3, 2, 14, 15)]
+    assert assign(gang, [[30], [30], [30], [29]], [True] * 4, len(gang), budget=50) is EXHAUSTED
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    demands=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), min_size=1, max_size=5),
+    capacities=st.lists(st.tuples(st.integers(0, 10), st.integers(0, 4)), min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_the_search_finds_an_assignment_whenever_brute_force_does(
+    demands: list[tuple[int, int]], capacities: list[tuple[int, int]], data: st.DataObject
+) -> None:
+    count = len(capacities)
+    candidates = [
+        tuple(sorted(data.draw(st.sets(st.integers(0, count - 1), min_size=1), label=f"nodes of {i}")))
+        for i in range(len(demands))
+    ]
+    minimum = data.draw(st.integers(1, len(demands)), label="minimum")
+    gang = [GangMember(d, c) for d, c in zip(demands, candidates, strict=True)]
+    best = 0
+    for choice in itertools.product(*[(None, *c) for c in candidates]):
+        use = [[0, 0] for _ in range(count)]
+        for member, node in zip(gang, choice, strict=True):
+            if node is not None:
+                use[node][0] += member.demand[0]
+                use[node][1] += member.demand[1]
+        if all(u[0] <= c[0] and u[1] <= c[1] for u, c in zip(use, capacities, strict=True)):
+            best = max(best, sum(node is not None for node in choice))
+    found = assign(gang, [list(c) for c in capacities], [True] * count, minimum)
+    assert (found is not None) == (best >= minimum)
+    if isinstance(found, list):
+        assert sum(node is not None for node in found) >= minimum
+        for member, node in zip(gang, found, strict=True):
+            assert node is None or node in member.candidates
