@@ -95,3 +95,25 @@ def test_the_search_finds_an_assignment_whenever_brute_force_does(
         assert sum(node is not None for node in found) >= minimum
         for member, node in zip(gang, found, strict=True):
             assert node is None or node in member.candidates
+
+
+def test_a_nodes_free_cores_counted_by_its_planner_are_an_upper_bound_and_exactly_one_by_one() -> None:
+    # One core busy until 100, the other reserved from 100: over [50, 150) the node's planner sees one core free
+    # at every instant, but no single core is free throughout.
+    from collections import deque
+
+    from kubeflux.match.engine import MatchOp
+    from kubeflux.resources import NodeSpec
+    from kubeflux.scheduler.graphview import GraphView
+    from kubeflux.scheduler.objects import CPU, Pod
+    from kubeflux.scheduler.translate import pod_jobspec
+
+    view = GraphView([NodeSpec("n0", cores=2, memory=0, gpus=0)], "lonode", 10**6, deque())
+    spec = pod_jobspec(Pod("default", "p", requests={CPU: 1000}), 100)
+    assert spec is not None and view.match(MatchOp.ALLOCATE, spec, "p", 0, set()).matched
+    other = view.free_leaves("n0", "core", 0, 100, 1)  # the core the allocation left free
+    assert other is not None
+    assert view.replay("n0", other, 100, 100, "r", 0, whole_node=False, reserve=True).matched
+    assert view.free_counts("n0", 50, 100) == (1, 0, False)
+    assert view.free_counts("n0", 50, 100, exact=True) == (0, 0, False)
+    assert view.free_counts("n0", 0, 100, exact=True) == (1, 0, False)

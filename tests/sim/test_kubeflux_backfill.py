@@ -95,3 +95,21 @@ def test_a_waiting_pod_shows_its_expected_start_in_the_simulated_cluster_until_i
     ran = [sp for sp in simulate(None).cluster.pods.values() if sp.pod.name.startswith("j2")]
     assert {sp.running_at for sp in ran} == {100.0}
     assert all(EXPECTED_START_ANNOTATION not in sp.pod.annotations for sp in ran)
+
+
+def test_kubeflux_easy_gives_the_easy_baselines_schedule_on_the_start_of_hpc2n() -> None:
+    # The first 400 jobs of HPC2N (gangs of up to 100 pods on 120 nodes of 2 cores): kubeflux's reservations, made
+    # for each member and held in every resource, give every job the start the plain EASY baseline gives it.
+    from pathlib import Path
+
+    from kubeflux.sim.baselines.easy import EasyScheduler
+    from kubeflux.sim.workloads import load_workload
+    from kubeflux.sim.workloads.cluster_file import uniform_cluster
+
+    trace_file = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "HPC2N-2002-2.2.first3170.swf"
+    nodes = uniform_cluster(120, 2)
+    workload = map_to_cluster(load_workload(trace_file), nodes)
+    workload.jobs = workload.jobs[:400]
+    ours = run(workload, nodes, KubefluxScheduler())
+    theirs = run(workload, nodes, EasyScheduler())
+    assert starts(ours) == starts(theirs)

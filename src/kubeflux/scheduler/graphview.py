@@ -239,10 +239,11 @@ class GraphView:
                     break
         return busy
 
-    def free_counts(self, name: str, at: int, duration: int) -> tuple[int, int, bool]:
+    def free_counts(self, name: str, at: int, duration: int, *, exact: bool = False) -> tuple[int, int, bool]:
         """(cores, gpus) of node ``name`` free throughout ``[at, at + duration)``, and whether the node is wholly
-        free then (no engine job on it at all). The cores come from the node's pruning planner when it has one (an
-        upper bound of what whole cores can give: :meth:`free_leaves` says exactly), the gpus from their own."""
+        free then (no engine job on it at all). Unless ``exact``, the cores come from the node's pruning planner
+        when it has one: an upper bound of how many cores are each free throughout (a core busy early and another
+        busy late count as one free core); ``exact`` counts them one by one. The gpus are counted one by one."""
         graph = self.engine.graph
         vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
         if vertex is None:
@@ -250,7 +251,7 @@ class GraphView:
         traverser = self.engine.traverser
         plans = traverser.plans
         subplan = traverser.subplans.get(vertex.uid)
-        counted = subplan is not None and "core" in subplan.resource_types
+        counted = not exact and subplan is not None and "core" in subplan.resource_types
         cores = (
             subplan.avail_resources_array_during(at, duration)[subplan.resource_types.index("core")]
             if (subplan is not None and counted)
@@ -313,20 +314,33 @@ class GraphView:
         return [uid for _, uid in sorted(free)[:count]]
 
     def replay(
-        self, name: str, leaves: list[int], start: int, duration: int, what: str, now: int, *, whole_node: bool
+        self,
+        name: str,
+        leaves: list[int],
+        start: int,
+        duration: int,
+        what: str,
+        now: int,
+        *,
+        whole_node: bool,
+        reserve: bool = False,
     ) -> MatchResult:
         """Put a pod placed elsewhere onto node ``name``: its ``leaves`` (cores, gpus) held during
         ``[start, start + duration)`` as a new engine job (the engine's ``update_leaves``), allocated when it
         started by ``now``. With ``whole_node`` (a pod of a node-exclusive policy) the job holds the node whole, as
         its match did; else only its leaves, whatever the engine's policy (another scheduler's pod uses what it
-        asks for, and several may share a node)."""
+        asks for, and several may share a node). With ``reserve`` the job is a reservation, as
+        ``allocate_orelse_reserve`` makes them: for a new allocation the engine counts an allocation on an
+        exclusive vertex whenever it is (as Fluxion does), a reservation only during its own window."""
         engine = self.engine
         saved = engine.policy
         if saved.spec.node_exclusive != whole_node:
             twin = dataclasses.replace(saved.spec, node_exclusive=whole_node)
             engine.policy = engine.traverser.policy = MatchPolicy(twin)
         try:
-            result = engine.update_leaves(engine.next_jobid, leaves, at=start, duration=duration, now=now, source=what)
+            result = engine.update_leaves(
+                engine.next_jobid, leaves, at=start, duration=duration, reserve=reserve, now=now, source=what
+            )
         finally:
             engine.policy = engine.traverser.policy = saved
         self._changes += 1

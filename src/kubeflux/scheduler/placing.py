@@ -35,6 +35,9 @@ REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserve
 REASON_HELD_WHOLE = "node(s) were held whole by a node-exclusive job"
 RESERVE_TRIES = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
+EXACT_ROUNDS = 4
+"""Searches per start time: after each, the node whose cores could not give what its planner's count promised is
+counted core by core in the next."""
 _UNLIMITED = 1 << 62
 
 Assignment = list[tuple[str, Pod, str, int]]
@@ -126,11 +129,15 @@ class Placer(ClusterBooks):
         if made is not None:
             return made
         if len(pods) > 1:
-            found = self._assignment(job, start, start, minimum)
-            if isinstance(found, list):
+            exact: set[str] = set()
+            for _ in range(EXACT_ROUNDS):
+                found = self._assignment(job, start, start, minimum, exact)
+                if not isinstance(found, list):
+                    break
                 placed = self._place_assignment(found, start)
-                if placed is not None:
+                if not isinstance(placed, str):
                     return placed
+                exact.add(placed)
         assert first_short is not None
         pod, fit = first_short
         reasons = self._reasons(pod)
@@ -235,11 +242,14 @@ class Placer(ClusterBooks):
 
     # ================================================================== the assignment search
 
-    def _assignment(self, job: PendingJob, at: int, now: int, minimum: int) -> Assignment | Exhausted | None:
+    def _assignment(
+        self, job: PendingJob, at: int, now: int, minimum: int, exact: set[str]
+    ) -> Assignment | Exhausted | None:
         """Nodes for at least ``minimum`` of the job's pods starting at ``at`` (now, or later for a reservation), by
         the search of :mod:`kubeflux.scheduler.gang` over what each node has free throughout the members' longest
-        planned time; None when there are none, :data:`~kubeflux.scheduler.gang.EXHAUSTED` when the search gave
-        up."""
+        planned time (its cores counted one by one on the ``exact`` nodes, else by its planner: see
+        :meth:`GraphView.free_counts`); None when there are none, :data:`~kubeflux.scheduler.gang.EXHAUSTED` when
+        the search gave up."""
         graph = self.graph
         assert graph is not None
         members = list(job.pods.items())
@@ -261,7 +271,7 @@ class Placer(ClusterBooks):
         free: list[list[int]] = []
         whole: list[bool] = []
         for name in names:
-            cores, gpus, wholly = graph.free_counts(name, at, window)
+            cores, gpus, wholly = graph.free_counts(name, at, window, exact=name in exact)
             room = self._room_during(name, at, at + window)
             free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)])
             whole.append(wholly)
@@ -305,11 +315,13 @@ class Placer(ClusterBooks):
             return 0
         graph = self.graph
         assert graph is not None
-        result = graph.replay(node, leaves, at, duration, pod.key, now, whole_node=self._whole_node_policy(pod))
+        whole = self._whole_node_policy(pod)
+        result = graph.replay(node, leaves, at, duration, pod.key, now, whole_node=whole, reserve=at > now)
         return result.jobid if result.matched else -1
 
-    def _place_assignment(self, found: Assignment, start: int) -> list[tuple[Pod, Allocation]] | None:
-        """Allocate an assignment found for now; None (nothing kept) when a node's cores could not give it."""
+    def _place_assignment(self, found: Assignment, start: int) -> list[tuple[Pod, Allocation]] | str:
+        """Allocate an assignment found for now; the name of a node whose cores could not give it when one could
+        not (nothing is kept then)."""
         graph = self.graph
         assert graph is not None
         made: list[tuple[Pod, Allocation]] = []
@@ -318,7 +330,7 @@ class Placer(ClusterBooks):
             jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, start, duration, start)
             if leaves is None or jobid < 0:
                 self._undo(made, "assignment not realizable")
-                return None
+                return node
             names = graph.engine.graph.vertices
             cores, _ = pod_shape(pod)
             placement = Placement(
@@ -367,10 +379,16 @@ class Placer(ClusterBooks):
             if needed and graph.free_total(at, shortest) < needed:
                 continue
             tries += 1
-            found = self._assignment(job, at, start, minimum)
-            if isinstance(found, list) and self._hold_assignment(job, found, at, start):
-                job.expected_start = float(at)
-                return job.expected_start
+            exact: set[str] = set()
+            for _ in range(EXACT_ROUNDS):
+                found = self._assignment(job, at, start, minimum, exact)
+                if not isinstance(found, list):
+                    break
+                short = self._hold_assignment(job, found, at, start)
+                if short is None:
+                    job.expected_start = float(at)
+                    return job.expected_start
+                exact.add(short)
         if tries >= RESERVE_TRIES:
             self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
         return None
@@ -378,19 +396,19 @@ class Placer(ClusterBooks):
     def _hold(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
         job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
 
-    def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> bool:
+    def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> str | None:
         """Reserve an assignment found for ``at``: engine jobs for its members' cores and gpus, holds for the rest;
-        False (nothing kept) when a node's cores could not give it."""
+        the name of a node whose cores could not give it when one could not (nothing is kept then)."""
         for _, pod, node, duration in found:
             leaves = self._leaves(pod, node, at, duration)
             jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, at, duration, now)
             if leaves is None or jobid < 0:
                 self._cancel_job_reservations(job)
-                return False
+                return node
             if jobid:
                 job.reservations.append(jobid)
             self._hold(job, node, pod, at, duration)
-        return True
+        return None
 
     def _empty_nodes(self) -> list[Node]:
         """The usable graph nodes, empty, with kubeflux's share of each (the sharing policy) as allocatable."""
