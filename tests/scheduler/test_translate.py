@@ -16,6 +16,7 @@ from kubeflux.scheduler.translate import (
     gang_jobspec,
     node_spec,
     placement_from_output,
+    placements_from_output,
     pod_duration,
     pod_jobspec,
     pod_policy,
@@ -98,9 +99,15 @@ def test_a_gang_of_equal_members_is_one_jobspec_and_different_members_are_not() 
     same = gang_jobspec([pod(2000), pod(2000)], 60, "default/g")
     assert same is not None and same.resources[0].type == "slot" and same.resources[0].count.min == 2
     assert gang_jobspec([pod(2000), pod(1000)], 60, "default/g") is None
-    covering = gang_jobspec([pod(2000), pod(1000, gpus=1)], 60, "default/g", cover=True)
-    assert covering is not None
-    assert [(r.type, r.count.min) for r in covering.resources[0].with_] == [("core", 2), ("gpu", 1)]
+
+
+def test_a_gangs_match_over_several_nodes_names_each_node_with_its_cores_and_gpus() -> None:
+    nodes = [Node(f"w{i}", allocatable={CPU: 2000, GPU: 1, MEMORY: 2**30}) for i in range(3)]
+    engine = Engine(build_graph([node_spec(node) for node in nodes]), policy="lonode")
+    spec = gang_jobspec([pod(1000, gpus=1)] * 3, 60, "default/g")
+    assert spec is not None
+    result = engine.match(MatchOp.ALLOCATE, spec)
+    assert placements_from_output(result.resources) == [Placement(f"w{i}", ("core0",), ("gpu0",)) for i in range(3)]
 
 
 @pytest.mark.parametrize(("expected", "text"), [(100, "100"), (100.0, "100"), (12.5, "12.5")])

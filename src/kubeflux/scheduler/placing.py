@@ -27,7 +27,15 @@ from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
 from kubeflux.scheduler.informer import Allocation, ClusterBooks
 from kubeflux.scheduler.objects import PODS, Node, Pod, ResourceList
 from kubeflux.scheduler.queue import PendingJob
-from kubeflux.scheduler.translate import Placement, PodRequestError, placement_from_output, pod_policy, pod_shape
+from kubeflux.scheduler.translate import (
+    Placement,
+    PodRequestError,
+    gang_jobspec,
+    placement_from_output,
+    placements_from_output,
+    pod_policy,
+    pod_shape,
+)
 
 __all__ = ["REASON_HELD_WHOLE", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
 
@@ -128,7 +136,8 @@ class Placer(ClusterBooks):
         made, first_short = self._one_by_one(pods, start, minimum)
         if made is not None:
             return made
-        if len(pods) > 1:
+        if len(pods) > 1 and not all(_alike(pod, pods[0][1]) for _, pod in pods) and self._may_fit(job, start):
+            # Alike members matched one by one fit as many as any assignment would: only different ones search.
             exact: set[str] = set()
             for _ in range(EXACT_ROUNDS):
                 found = self._assignment(job, start, start, minimum, exact)
@@ -147,6 +156,16 @@ class Placer(ClusterBooks):
             for name in fit.fitting():
                 reasons[REASON_HELD_WHOLE if graph.held_whole(name, start) else REASON_RESERVED] += 1
         return reasons
+
+    def _may_fit(self, job: PendingJob, at: int) -> bool:
+        """A quick necessary test before a search: the graph has as many cores free from ``at`` as the job's
+        ``minimum`` smallest members take."""
+        graph = self.graph
+        assert graph is not None
+        pods = list(job.pods.values())
+        needed = sum(sorted(pod_shape(pod)[0] for pod in pods)[: self._minimum(job)])
+        shortest = min(self._planned(pod, at, reserve=True) for pod in pods)
+        return not needed or graph.free_total(at, shortest) >= needed
 
     def _one_by_one(
         self, pods: list[tuple[str, Pod]], start: int, minimum: int
@@ -367,8 +386,10 @@ class Placer(ClusterBooks):
                     return job.expected_start
                 graph.cancel(result.jobid)
                 after = max(after, result.at)
-        shapes = sorted(pod_shape(pod)[0] for pod in pods)
-        needed = sum(shapes[:minimum])
+        elif minimum == len(pods) and all(_alike(pod, pods[0]) for pod in pods):
+            held = self._reserve_alike(job, pods, first, start)
+            if held is not None:
+                return held
         shortest = min(self._planned(pod, first, reserve=True) for pod in pods)
         tries = 0
         for at in [after, *self.plans.release_times(after)]:
@@ -376,7 +397,7 @@ class Placer(ClusterBooks):
                 continue
             if at + shortest > self.horizon or tries >= RESERVE_TRIES:
                 break
-            if needed and graph.free_total(at, shortest) < needed:
+            if not self._may_fit(job, at):
                 continue
             tries += 1
             exact: set[str] = set()
@@ -392,6 +413,54 @@ class Placer(ClusterBooks):
         if tries >= RESERVE_TRIES:
             self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
         return None
+
+    def _reserve_alike(self, job: PendingJob, pods: list[Pod], first: int, start: int) -> float | None:
+        """A group of alike members all required: the engine reserves its slots as one job (as it reserves a lone
+        pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise."""
+        graph = self.graph
+        assert graph is not None
+        pod = pods[0]
+        duration = self._planned(pod, first, reserve=True)
+        spec = gang_jobspec(pods, duration, job.key)
+        if spec is None:
+            return None
+        result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, self._static_fit(pod).unfit)
+        if not result.matched:
+            return None
+        cores, gpus = pod_shape(pod)
+        per_node = [
+            (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
+            for where in placements_from_output(result.resources)
+        ]
+        at = result.at
+        if (
+            at <= start
+            or sum(count for _, count in per_node) != len(pods)
+            or not all(self._fits_many(node, pod, count, at, at + duration) for node, count in per_node)
+        ):
+            graph.cancel(result.jobid)
+            return None
+        job.reservations.append(result.jobid)
+        for node, count in per_node:
+            for _ in range(count):
+                self._hold(job, node, pod, at, duration)
+        job.expected_start = float(at)
+        return job.expected_start
+
+    def _fits_many(self, name: str, pod: Pod, count: int, start: int, end: int) -> bool:
+        """Whether ``count`` pods like ``pod`` fit node ``name``'s exact books together throughout ``[start, end)``."""
+        node = self.nodes[name]
+        books = [(self.plans, node.allocatable)]
+        if self.sharing.name != "shared":
+            books.append((self.own_plans, self.sharing.share(node)))
+        for plans, allocatable in books:
+            peak = plans.peak(name, start, end)
+            for res, amount in pod.requests.items():
+                if amount > 0 and peak.get(res, 0) + count * amount > allocatable.get(res, 0):
+                    return False
+            if PODS in allocatable and peak.get(PODS, 0) + count > allocatable[PODS]:
+                return False
+        return True
 
     def _hold(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
         job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))

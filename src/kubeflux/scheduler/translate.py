@@ -47,6 +47,7 @@ __all__ = [
     "gang_jobspec",
     "node_spec",
     "placement_from_output",
+    "placements_from_output",
     "pod_duration",
     "pod_jobspec",
     "pod_policy",
@@ -172,16 +173,15 @@ def _one_node_jobspec(cores: int, gpus: int, duration: int) -> Jobspec:
     return _jobspec([{"type": "node", "count": 1, "with": [_slot(1, cores, gpus)]}], duration, "pod", "a pod")
 
 
-def gang_jobspec(pods: list[Pod], duration: int, name: str, *, cover: bool = False) -> Jobspec | None:
-    """One jobspec of ``len(pods)`` slots for a gang (``slot(N) → [core(k), gpu(g)]``; several slots may share a
-    node), used to reserve the gang at one start time. Members must take the same cores and gpus, unless
-    ``cover``: then every slot takes the largest member's cores and gpus (a reservation that covers each member).
-    None when the members differ (without ``cover``) or take nothing from the graph."""
+def gang_jobspec(pods: list[Pod], duration: int, name: str) -> Jobspec | None:
+    """One jobspec of ``len(pods)`` slots for a gang of alike members (``slot(N) → [core(k), gpu(g)]``; several slots
+    may share a node), used to reserve the gang at one start time. None when the members take different cores or
+    gpus (their reservation is searched member by member: :mod:`kubeflux.scheduler.placing`) or nothing from the
+    graph."""
     shapes = {pod_shape(pod) for pod in pods}
-    if len(shapes) != 1 and not cover:
+    if len(shapes) != 1:
         return None
-    cores = max(shape[0] for shape in shapes)
-    gpus = max(shape[1] for shape in shapes)
+    cores, gpus = shapes.pop()
     if cores == 0 and gpus == 0:
         return None
     return _jobspec([_slot(len(pods), cores, gpus)], duration, name, f"pod group {name}")
@@ -215,3 +215,30 @@ def placement_from_output(output: str) -> Placement:
         elif name.startswith("core"):
             cores.append(name)
     raise ValueError(f"the match names no node: {output!r}")
+
+
+def placements_from_output(output: str) -> list[Placement]:
+    """Every node of a match (a gang's, over several nodes) with the cores and gpus it took there, from the engine's
+    ``simple`` output: each node's leaves come right before the node's own line (see
+    :func:`placement_from_output`)."""
+    found: list[Placement] = []
+    cores: list[str] = []
+    gpus: list[str] = []
+    leaf_depth = -1
+    for line in output.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        depth = len(stripped) - len(stripped.lstrip("-"))
+        name = stripped.lstrip("-").split("[", 1)[0]
+        if leaf_depth < 0:
+            leaf_depth = depth
+        if depth >= leaf_depth:
+            if name.startswith("gpu"):
+                gpus.append(name)
+            elif name.startswith("core"):
+                cores.append(name)
+        elif cores or gpus:
+            found.append(Placement(name, tuple(cores), tuple(gpus)))
+            cores, gpus = [], []
+    return found
