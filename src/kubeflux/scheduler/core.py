@@ -108,7 +108,7 @@ class KubefluxScheduler(ClusterBooks):
             return []
         self._dirty = False
         self._wake = None
-        out: list[Decision] = []
+        out: list[Decision] = self._take_notices()  # rejects and warnings the informer found while observing
         if self._ensure_graph() is None:
             for job in self.queue.jobs.values():
                 self._report(job, fit_error_message(len(self.nodes), {}), None, out)
