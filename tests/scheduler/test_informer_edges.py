@@ -10,14 +10,17 @@ from collections import deque
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject
-from kubeflux.scheduler.kube_objects import pod_from_manifest
+from kubeflux.scheduler.kube_objects import node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.translate import POLICY_ANNOTATION, node_spec, placement_from_output, pod_jobspec
+from kubeflux.scheduler.validation import InvalidObject
 from tests.scheduler.test_core import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
 
 
@@ -459,3 +462,124 @@ def test_odd_event_orders_never_leak_or_double_count() -> None:
     cluster.run(3.0)
     books_match(cluster)
     assert sum(isinstance(d, Bind) for d in cluster.run(4.0)) == 0
+
+
+def test_a_bad_pod_groups_pods_wait_for_a_group_again_when_it_is_deleted() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1")])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=0))
+    cluster.add(*(pod(f"mpi-{i}", 1000, labels={POD_GROUP_LABEL: "mpi"}) for i in range(2)))
+    assert len(decisions_of(Reject, cluster.run())) == 2
+    cluster.tell(DELETED, PodGroup("default", "mpi", min_member=0))
+    assert set(messages(cluster.run(1.0))) == {"default/mpi-0", "default/mpi-1"}  # waiting for the group
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
+    assert set(bound(cluster.run(2.0))) == {"default/mpi-0", "default/mpi-1"}
+
+
+def test_a_pod_with_labels_that_are_not_a_mapping_is_rejected() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1")])
+    cluster.add(bad_pod("odd", {"labels": None}), pod("good", 1000, t=1))
+    decisions = cluster.run()
+    assert [d.message.split(":")[:2] for d in decisions_of(Reject, decisions)] == [["Pod default/odd", " labels"]]
+    assert bound(decisions) == {"default/good": "w1"}
+
+
+# --- a small property: random event orders around re-creation and resize ------------------------------------
+
+Op = tuple[str, int, int]
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["ours", "other", "recreate", "resize", "end", "delete", "late-tombstone", "restart"]),
+        st.integers(0, 5),
+        st.sampled_from([500, 1000, 2000, 3000]),
+    ),
+    min_size=3,
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops)
+def test_any_order_of_recreations_resizes_and_tombstones_keeps_the_books_true(steps: list[Op]) -> None:
+    """Pods named p0…p5 come and go: kubeflux's pending ones, another scheduler's bound ones, re-created under their
+    name with a new UID (pending or bound), resized in place, ended, deleted (with tombstones delivered late, after
+    the re-created pod), and kubeflux restarted. After every step the books equal the cluster's pods and the engine
+    holds, node by node, exactly the whole cores of the pods running there."""
+    nodes = [node("w1"), node("w2")]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    tombstones: list[Pod] = []
+    serial = 0
+
+    def room(name: str) -> int:
+        used = sum(
+            p.requests.get(CPU, 0) for p in cluster.pods.values() if p.node_name == name and not p.phase.terminal
+        )
+        return cluster.nodes[name].allocatable[CPU] - used
+
+    def fresh(key: str, cpu: int, on: str | None) -> Pod:
+        nonlocal serial
+        serial += 1
+        name = key.split("/")[1]
+        made = pod(name, cpu, scheduler="default-scheduler" if on else "kubeflux", t=float(serial))
+        made.uid = f"uid-{name}-{serial}"
+        if on:
+            made.node_name, made.phase = on, PodPhase.RUNNING
+        return made
+
+    for step, (op, index, cpu) in enumerate(steps, start=1):
+        key = f"default/p{index}"
+        current = cluster.pods.get(key)
+        target = next((name for name in cluster.nodes if room(name) >= cpu), None)
+        if op in ("ours", "other") and current is None:
+            made = fresh(key, cpu, target if op == "other" else None)
+            if op == "other" and target is None:
+                continue
+            cluster.pods[key] = made
+            cluster.tell(MODIFIED if step % 2 else ADDED, made)  # MODIFIED before ADDED, as a relist may
+        elif op == "recreate" and current is not None:
+            old = cluster.pods.pop(key)
+            tombstones.append(old)
+            gone_room = target if current.node_name == "" or target is not None else current.node_name
+            made = fresh(key, cpu, gone_room if index % 2 else None)
+            if made.node_name and room(made.node_name) < cpu:
+                made = fresh(key, cpu, None)
+            cluster.pods[key] = made
+            cluster.tell(MODIFIED, made)  # the relist folded DELETED + ADDED into one update
+        elif op == "resize" and current is not None and current.node_name:
+            if room(current.node_name) + current.requests[CPU] >= cpu:
+                current.requests = {CPU: cpu}
+                cluster.tell(MODIFIED, current)
+        elif op == "end" and current is not None and current.node_name:
+            cluster.end(f"p{index}")
+            cluster.pods.pop(key)
+        elif op == "delete" and current is not None:
+            cluster.delete(f"p{index}")
+            tombstones.append(current)
+            cluster.tell(DELETED, current)  # twice
+        elif op == "late-tombstone" and tombstones:
+            cluster.tell(DELETED, tombstones[index % len(tombstones)])
+        elif op == "restart":
+            cluster.scheduler = KubefluxScheduler()
+            for n in cluster.nodes.values():
+                cluster.tell(ADDED, n)
+            for p in cluster.pods.values():
+                cluster.tell(ADDED, p)
+        cluster.run(float(step))
+        books_match(cluster)
+        graph = cluster.scheduler.graph
+        assert graph is not None
+        for name in cluster.nodes:
+            cores = sum(p.requests[CPU] // 1000 for p in cluster.pods.values() if p.node_name == name)
+            assert graph.busy_cores(name, step) == cores, (name, step)
+
+
+def test_a_node_claiming_more_cores_than_any_graph_holds_is_kept_out() -> None:
+    """A node reporting ``cpu: 1e30`` would make the engine build vertices for ever; it is refused like any bad
+    quantity, through the manifest reader and through the Python API alike."""
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1")])
+    cluster.tell(ADDED, Node("huge", uid="huge", allocatable={CPU: 10**33}))
+    cluster.add(pod("p", 1000))
+    assert bound(cluster.run()) == {"default/p": "w1"}
+    assert any(line.startswith("Node huge: allocatable[cpu]: more than") for line in scheduler.log)
+    with pytest.raises(InvalidObject, match=r"Node huge: status\.allocatable\.cpu: more than"):
+        node_from_manifest({"metadata": {"name": "huge"}, "status": {"allocatable": {"cpu": "1e30"}}})

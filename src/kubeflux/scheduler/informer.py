@@ -175,7 +175,8 @@ class ClusterBooks:
         if kind is EventKind.DELETED:
             queue.groups.pop(key, None)
             queue.started_groups.discard(key)  # a group made again under this name is a new gang
-            self._bad_groups.pop(key, None)
+            if self._bad_groups.pop(key, None) is not None:
+                self._unhold(key)  # they wait for a group of that name, as members of a missing group do
             return
         try:
             check_group(group)
@@ -191,11 +192,15 @@ class ClusterBooks:
             return
         queue.groups[key] = group
         if self._bad_groups.pop(key, None) is not None:
-            for uid, pod in list(self._held.items()):
-                if pod.group == key:
-                    del self._held[uid]
-                    self._told.pop(uid, None)
-                    self._observe_pod(EventKind.MODIFIED, pod)
+            self._unhold(key)
+
+    def _unhold(self, group: str) -> None:
+        """The pods held for the bad PodGroup ``group`` are observed again (it was fixed or deleted)."""
+        for uid, pod in list(self._held.items()):
+            if pod.group == group:
+                del self._held[uid]
+                self._told.pop(uid, None)
+                self._observe_pod(EventKind.MODIFIED, pod)
 
     def _hold(self, uid: str, pod: Pod, message: str) -> None:
         """Reject a pending pod of a bad PodGroup, and keep it to queue again when the group is fixed."""

@@ -35,7 +35,13 @@ from kubeflux.scheduler.objects import (
     Toleration,
 )
 from kubeflux.scheduler.quantity import QuantityError, canonical_value, format_quantity
-from kubeflux.scheduler.validation import InvalidObject, min_member_problem, quantity_problem, seconds_problem
+from kubeflux.scheduler.validation import (
+    InvalidObject,
+    min_member_problem,
+    node_size_problem,
+    quantity_problem,
+    seconds_problem,
+)
 
 __all__ = [
     "DEFAULT_SCHEDULER",
@@ -457,10 +463,14 @@ def node_from_manifest(obj: Any) -> Node:
     reader = _Reader("Node", obj, ("Node",))
     name = reader.name()
     allocatable_path = "status.allocatable" if reader.get("status.allocatable") is not None else "status.capacity"
+    allocatable = reader.resources(allocatable_path)
+    size = node_size_problem(allocatable)
+    if size is not None:
+        raise reader.fail(f"{allocatable_path}.{size[0]}", size[1])
     return Node(
         name=name,
         uid=reader.string("metadata.uid"),
-        allocatable=reader.resources(allocatable_path),
+        allocatable=allocatable,
         labels=reader.string_map("metadata.labels"),
         taints=_taints(reader),
         unschedulable=reader.boolean("spec.unschedulable"),

@@ -24,19 +24,28 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.objects import CPU, GPU, Node, Pod, PodGroup
 
 __all__ = [
+    "NODE_VERTICES_LIMIT",
     "AllocationRecord",
     "InvalidObject",
     "check_group",
     "check_node",
     "check_pod",
     "min_member_problem",
+    "node_size_problem",
     "quantity_problem",
     "read_allocation",
     "seconds_problem",
 ]
+
+
+_POD_MAPPINGS = ("labels", "annotations", "node_selector")
+
+NODE_VERTICES_LIMIT = 65_536
+"""The most whole cores, and the most gpus, a node may have: each is a vertex of the engine's graph, so a node
+claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for ever."""
 
 
 class InvalidObject(ValueError):
@@ -94,8 +103,16 @@ def _resources_problem(field: str, resources: object) -> tuple[str, str] | None:
     return None
 
 
+def _mappings_problem(obj: Pod | Node, fields: tuple[str, ...]) -> tuple[str, str] | None:
+    for field in fields:
+        value = getattr(obj, field)
+        if not isinstance(value, dict):
+            return field, f"expected a mapping, got {value!r}"
+    return None
+
+
 def _pod_problem(pod: Pod) -> tuple[str, str] | None:
-    found = _resources_problem("requests", pod.requests)
+    found = _resources_problem("requests", pod.requests) or _mappings_problem(pod, _POD_MAPPINGS)
     if found is not None:
         return found
     if isinstance(pod.priority, bool) or not isinstance(pod.priority, int):
@@ -117,9 +134,21 @@ def check_pod(pod: Pod) -> None:
         raise InvalidObject(f"Pod {pod.key}", *found)
 
 
+def node_size_problem(allocatable: dict[str, int]) -> tuple[str, str] | None:
+    """(resource, problem) when a node has more whole cores or gpus than the graph takes
+    (:data:`NODE_VERTICES_LIMIT`), else None."""
+    for name, unit in ((CPU, 1000), (GPU, 1)):
+        if allocatable.get(name, 0) // unit > NODE_VERTICES_LIMIT:
+            return name, f"more than {NODE_VERTICES_LIMIT} whole units, got {allocatable[name]!r}"
+    return None
+
+
 def check_node(node: Node) -> None:
     """Raise :class:`InvalidObject` when the node's allocatable is unusable."""
-    found = _resources_problem("allocatable", node.allocatable)
+    found = _resources_problem("allocatable", node.allocatable) or _mappings_problem(node, ("labels",))
+    if found is None:
+        size = node_size_problem(node.allocatable)
+        found = None if size is None else (f"allocatable[{size[0]}]", size[1])
     if found is not None:
         raise InvalidObject(f"Node {node.name}", *found)
 
