@@ -104,14 +104,17 @@ class ClusterBooks:
         """Pod uid → pod, for every allocation (to replay it when its node is re-attached)."""
         self._unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
-        self._stuck: dict[str, Pod] = {}
-        """Bound pods the engine could not take when last tried, retried when their node changes or frees."""
+        self._stuck: dict[str, dict[str, Pod]] = {}
+        """Node name → the bound pods there the engine could not take when last tried (pod uid → pod), retried
+        when the node changes or a pod there ends."""
         self._notices: list[Decision] = []
         """Rejects and warnings found while observing, for the next ``schedule``."""
         self._told: dict[str, str] = {}
         """Pod uid → the last notice message said about it (each problem is said once)."""
         self._bad_groups: dict[str, str] = {}
         """PodGroup key → why it is unusable; its pods are rejected with that until it is fixed."""
+        self._bad_nodes: dict[str, str] = {}
+        """Node name → why it is kept out of the graph (logged once per problem)."""
         self._held: dict[str, Pod] = {}
         """Pod uid → kubeflux's pending pods rejected for their bad PodGroup, queued again when it is fixed."""
         self._ends: list[tuple[int, str]] = []
@@ -133,8 +136,12 @@ class ClusterBooks:
                 try:
                     check_node(obj)
                 except InvalidObject as exc:
-                    self.log.append(f"{exc}; the node is kept out of the graph")
+                    if self._bad_nodes.get(obj.name) != str(exc):  # said once, not at every heartbeat
+                        self._bad_nodes[obj.name] = str(exc)
+                        self.log.append(f"{exc}; the node is kept out of the graph")
                     kind = EventKind.DELETED
+                else:
+                    self._bad_nodes.pop(obj.name, None)
             self._observe_node(kind, obj)
         elif isinstance(obj, PodGroup):
             self._changed()
@@ -397,8 +404,7 @@ class ClusterBooks:
         resize = f" ({pod.resize})" if pod.resize else ""
         self.log.append(f"Pod {pod.key} on node {node} resized{resize}: requests {before} -> {pod.requests}")
         shape = (whole_cores(before.get(CPU, 0)), before.get(GPU, 0))
-        if shape != pod_shape(pod) or uid in self._stuck:
-            self._stuck.pop(uid, None)
+        if shape != pod_shape(pod) or uid in self._stuck.get(node, ()):
             if alloc.jobid and self.graph is not None:
                 self._drop_job(alloc)
             if alloc.own or self.sharing.name != "capped":
@@ -414,22 +420,17 @@ class ClusterBooks:
 
     def _retry_stuck(self, node: str) -> None:
         """Node ``node`` changed or freed something: its pods the engine could not take are tried again."""
-        if not self._stuck:
-            return
-        for uid, pod in list(self._stuck.items()):
-            alloc = self.allocations.get(uid)
-            if alloc is None or alloc.node == node:
-                del self._stuck[uid]
-                if alloc is not None:
-                    self._unaccounted[uid] = pod
+        if self._stuck:
+            self._unaccounted.update(self._stuck.pop(node, {}))
 
     def _release(self, uid: str, why: str) -> None:
         alloc = self.allocations.pop(uid, None)
         self._unaccounted.pop(uid, None)
-        self._stuck.pop(uid, None)
         self._bound.pop(uid, None)
         if alloc is None:
             return
+        if self._stuck:
+            self._stuck.get(alloc.node, {}).pop(uid, None)
         self.ledger.give(uid)
         self.own.give(uid)
         self._fits.changed(alloc.node)
@@ -496,7 +497,10 @@ class ClusterBooks:
             if alloc is None or (cores == 0 and gpus == 0):
                 continue
             if not graph.usable(alloc.node):
-                self._stuck[uid] = pod  # its node is down or outside kubeflux's share: tried again when it changes
+                # a node that is down is tried again when it comes back; one outside the graph has all its pods
+                # replayed when it is attached
+                if alloc.node in graph.specs:
+                    self._stuck.setdefault(alloc.node, {})[uid] = pod
                 continue
             if alloc.own and alloc.duration and alloc.start + alloc.duration > now:
                 start, duration = alloc.start, alloc.duration
@@ -510,14 +514,14 @@ class ClusterBooks:
                     f"Could not put pod {pod.key} on node {alloc.node} in the graph "
                     "(counted in the books; tried again when a pod there ends or the node changes)"
                 )
-                self._stuck[uid] = pod
+                self._stuck.setdefault(alloc.node, {})[uid] = pod
                 continue
             whole_node = alloc.own and self._holds_node_whole(pod)
             result = graph.replay(
                 alloc.node, core_uids + gpu_uids, start, duration, pod.key, now, whole_node=whole_node
             )
             if not result.matched:
-                self._stuck[uid] = pod
+                self._stuck.setdefault(alloc.node, {})[uid] = pod
                 continue
             alloc.jobid = result.jobid
             if alloc.own:
@@ -527,8 +531,7 @@ class ClusterBooks:
             alloc.placement = Placement(
                 alloc.node, tuple(names[u].name for u in core_uids), tuple(names[u].name for u in gpu_uids)
             )
-        stuck_nodes = {self.allocations[uid].node for uid in self._stuck}
-        graph.unrecorded = {name for name in stuck_nodes if graph.usable(name)}
+        graph.unrecorded = {name for name, pods in self._stuck.items() if pods and graph.usable(name)}
 
     def _holds_node_whole(self, pod: Pod) -> bool:
         """Whether kubeflux placed ``pod`` under a node-exclusive policy (its annotation's, else the profile's)."""
