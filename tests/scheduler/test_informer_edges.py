@@ -19,7 +19,13 @@ from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject
 from kubeflux.scheduler.kube_objects import node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
-from kubeflux.scheduler.translate import POLICY_ANNOTATION, node_spec, placement_from_output, pod_jobspec
+from kubeflux.scheduler.translate import (
+    DURATION_ANNOTATION,
+    POLICY_ANNOTATION,
+    node_spec,
+    placement_from_output,
+    pod_jobspec,
+)
 from kubeflux.scheduler.validation import InvalidObject
 from tests.scheduler.test_core import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
 
@@ -583,3 +589,21 @@ def test_a_node_claiming_more_cores_than_any_graph_holds_is_kept_out() -> None:
     assert any(line.startswith("Node huge: allocatable[cpu]: more than") for line in scheduler.log)
     with pytest.raises(InvalidObject, match=r"Node huge: status\.allocatable\.cpu: more than"):
         node_from_manifest({"metadata": {"name": "huge"}, "status": {"allocatable": {"cpu": "1e30"}}})
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value"), [(DURATION_ANNOTATION, "-1"), (DURATION_ANNOTATION, "nan"), (POLICY_ANNOTATION, "bogus")]
+)
+def test_a_bad_duration_or_policy_annotation_on_a_pod_that_must_wait_is_rejected_not_raised(
+    annotation: str, value: str
+) -> None:
+    """Found by fuzzing: a pod that did not fit now reached the reservation with its bad annotation unread, and
+    the error escaped the scheduling pass. It is now rejected when it is observed, naming the annotation."""
+    cluster = Cluster(KubefluxScheduler(), [node("w1")])
+    cluster.add(pod("full", 4000))
+    cluster.run()
+    cluster.add(pod("bad", 1000, t=1, annotations={annotation: value}), pod("next", 1000, t=2))
+    decisions = cluster.run(1.0)
+    [reject] = decisions_of(Reject, decisions)
+    assert reject.pod == "default/bad" and annotation in reject.message
+    assert "default/next" in messages(decisions)

@@ -161,11 +161,14 @@ class ClusterBooks:
             self._dirty = True
 
     def _valid(self, uid: str, pod: Pod) -> bool:
-        """Whether ``pod`` may be used; a bad one is reported: rejected when it is kubeflux's and waits, else
-        warned about. Nothing of it is counted or queued."""
+        """Whether ``pod`` may be used; a bad one is reported: rejected when it is kubeflux's and waits (its
+        duration and match policy annotations too), else warned about. Nothing of it is counted or queued."""
         try:
             check_pod(pod)
-        except InvalidObject as exc:
+            if pod.scheduler_name == self.name and not pod.node_name:  # what placing it reads (annotations)
+                pod_duration(pod)
+                pod_policy(pod, self.policy)
+        except (InvalidObject, PodRequestError) as exc:
             message = str(exc)
             if self._told.get(uid) != message:
                 self.log.append(f"{message}; the pod is left out")
