@@ -335,6 +335,7 @@ BAD_PODS: dict[str, tuple[dict[str, Any], str]] = {
     "negative-cpu": ({"requests": {CPU: -1000}}, "requests[cpu]"),
     "fractional-cpu": ({"requests": {CPU: 1000.5}}, "requests[cpu]"),
     "bool-gpu": ({"requests": {CPU: 1000, "nvidia.com/gpu": True}}, "requests[nvidia.com/gpu]"),
+    "more-cores-than-any-node": ({"requests": {CPU: 10**30}}, "requests[cpu]"),
     "nan-deadline": ({"active_deadline_seconds": math.nan}, "active_deadline_seconds"),
     "inf-deadline": ({"active_deadline_seconds": math.inf}, "active_deadline_seconds"),
     "negative-deadline": ({"active_deadline_seconds": -1.0}, "active_deadline_seconds"),

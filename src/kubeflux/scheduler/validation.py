@@ -45,7 +45,9 @@ _POD_MAPPINGS = ("labels", "annotations", "node_selector")
 
 NODE_VERTICES_LIMIT = 65_536
 """The most whole cores, and the most gpus, a node may have: each is a vertex of the engine's graph, so a node
-claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for ever."""
+claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for ever. A pod asking more can never run
+(and its jobspec could not even say how many it asks)."""
+_CPU_LIMIT = (NODE_VERTICES_LIMIT + 1) * 1000
 
 
 class InvalidObject(ValueError):
@@ -134,7 +136,7 @@ def _pod_looks_right(pod: Pod) -> bool:
     for name, amount in requests.items():
         if type(amount) is not int or amount < 0 or type(name) is not str or not name:
             return False
-    return True
+    return requests.get(CPU, 0) < _CPU_LIMIT and requests.get(GPU, 0) <= NODE_VERTICES_LIMIT
 
 
 def _pod_problem(pod: Pod) -> tuple[str, str] | None:
@@ -143,6 +145,9 @@ def _pod_problem(pod: Pod) -> tuple[str, str] | None:
     found = _resources_problem("requests", pod.requests) or _mappings_problem(pod, _POD_MAPPINGS)
     if found is not None:
         return found
+    size = node_size_problem(pod.requests)
+    if size is not None:
+        return f"requests[{size[0]}]", f"{size[1]}: no node can ever hold it"
     if isinstance(pod.priority, bool) or not isinstance(pod.priority, int):
         return "priority", f"must be an integer, got {pod.priority!r}"
     problem = seconds_problem(pod.creation_time, positive=False)
@@ -163,7 +168,7 @@ def check_pod(pod: Pod) -> None:
 
 
 def node_size_problem(allocatable: dict[str, int]) -> tuple[str, str] | None:
-    """(resource, problem) when a node has more whole cores or gpus than the graph takes
+    """(resource, problem) when a node has (or a pod asks) more whole cores or gpus than a graph node takes
     (:data:`NODE_VERTICES_LIMIT`), else None."""
     for name, unit in ((CPU, 1000), (GPU, 1)):
         if allocatable.get(name, 0) // unit > NODE_VERTICES_LIMIT:
