@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
-from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, PodWarning, Reject
 from kubeflux.scheduler.kube_objects import node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.translate import (
@@ -608,3 +608,52 @@ def test_a_bad_duration_or_policy_annotation_on_a_pod_that_must_wait_is_rejected
     [reject] = decisions_of(Reject, decisions)
     assert reject.pod == "default/bad" and annotation in reject.message
     assert "default/next" in messages(decisions)
+
+
+# --- a small property: garbage through the Python API never raises and never reaches the books ------------------
+
+junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**40), 10**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=4),
+    st.lists(st.integers(), max_size=2),
+)
+maybe = st.sampled_from([1000, 2000, 0])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    requests=st.dictionaries(st.sampled_from([CPU, MEMORY, "nvidia.com/gpu", "", "x"]), st.one_of(maybe, junk)),
+    created=st.one_of(st.just(0.0), junk),
+    deadline=st.one_of(st.none(), st.just(60.0), junk),
+    allocatable=st.one_of(maybe, junk),
+    annotation=st.one_of(st.none(), st.text(max_size=30), st.sampled_from(list(CORRUPT.values())[:-1])),
+    bound_by_other=st.booleans(),
+)
+def test_garbage_through_the_python_api_never_raises_and_never_reaches_the_books(
+    requests: dict[str, Any],
+    created: Any,
+    deadline: Any,
+    allocatable: Any,
+    annotation: str | None,
+    bound_by_other: bool,
+) -> None:
+    scheduler = KubefluxScheduler()
+    scheduler.observe(ClusterEvent(ADDED, node("w1")), 0.0)
+    scheduler.observe(ClusterEvent(ADDED, Node("w2", uid="w2", allocatable={CPU: allocatable})), 0.0)
+    odd = Pod("default", "odd", "uid-odd", "default-scheduler" if bound_by_other else "kubeflux", requests=requests)
+    odd.creation_time, odd.active_deadline_seconds = created, deadline
+    if bound_by_other:
+        odd.node_name, odd.phase = "w1", PodPhase.RUNNING
+    recovered = running("recovered", 1000, "w1", scheduler="kubeflux")
+    if annotation is not None:
+        recovered.annotations = {ALLOCATION_ANNOTATION: annotation}
+    for p in (odd, recovered, pod("good", 1000, t=1)):
+        scheduler.observe(ClusterEvent(ADDED, p), 1.0)
+    decisions = scheduler.schedule(1.0)
+    assert "default/good" in bound(decisions)
+    for booking in scheduler.ledger.bookings.values():
+        assert all(type(amount) is int and amount >= 0 for amount in booking.requests.values())
+    assert "uid-recovered" in scheduler.ledger.bookings
