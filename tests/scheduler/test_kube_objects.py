@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from kubeflux.scheduler.kube_objects import (
     podgroup_from_manifest,
 )
 from kubeflux.scheduler.objects import NodeSelectorRequirement, NodeSelectorTerm, PodPhase, Taint, Toleration
+from kubeflux.scheduler.validation import InvalidObject
 
 GI = 1024**3
 
@@ -302,3 +304,92 @@ def test_pod_to_manifest_round_trip() -> None:
     for field in ("node_selector", "tolerations", "required_node_affinity", "node_name", "phase"):
         assert getattr(back, field) == getattr(original, field), field
     assert back.active_deadline_seconds == original.active_deadline_seconds
+
+
+def resizing(status: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A running pod: app asks 2 cpu in its spec, a sidecar 500m; ``status`` says what the kubelet holds."""
+    return {
+        **pod(
+            {
+                "nodeName": "w1",
+                "containers": [container("app", {"cpu": "2", "memory": "1Gi"})],
+                "initContainers": [container("log", {"cpu": "500m"}, restartPolicy="Always")],
+                **spec,
+            }
+        ),
+        "status": {"phase": "Running", **status},
+    }
+
+
+def held(name: str, cpu: str, allocated: str | None = None, memory: str = "1Gi") -> dict[str, Any]:
+    status: dict[str, Any] = {"name": name, "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+    if allocated is not None:
+        status["allocatedResources"] = {"cpu": allocated}
+    return status
+
+
+RESIZE_CASES = [
+    ("no-status-resources", {"containerStatuses": [{"name": "app"}]}, 2500, ""),
+    ("resized-down-done", {"containerStatuses": [held("app", "1")]}, 2500, ""),  # the spec's 2 is the larger
+    ("growing-in-progress", {"containerStatuses": [held("app", "3", "3")]}, 3500, ""),
+    ("allocated-above-actual", {"containerStatuses": [held("app", "1", "4")]}, 4500, ""),
+    (
+        "infeasible-counts-what-runs",
+        {
+            "containerStatuses": [held("app", "1")],
+            "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}],
+        },
+        1500,
+        "Infeasible",
+    ),
+    ("older-status-resize", {"containerStatuses": [held("app", "1")], "resize": "Infeasible"}, 1500, "Infeasible"),
+    (
+        "sidecar-resized",
+        {"containerStatuses": [held("app", "2")], "initContainerStatuses": [held("log", "1500m", memory="0")]},
+        3500,
+        "",
+    ),
+    (
+        "in-progress-condition",
+        {"containerStatuses": [held("app", "1")], "conditions": [{"type": "PodResizeInProgress", "status": "True"}]},
+        2500,
+        "InProgress",
+    ),
+]
+
+
+@pytest.mark.parametrize(("status", "cpu", "resize"), [c[1:] for c in RESIZE_CASES], ids=[c[0] for c in RESIZE_CASES])
+def test_an_in_place_resize_is_counted_as_kube_scheduler_counts_it(
+    status: dict[str, Any], cpu: int, resize: str
+) -> None:
+    """kube-scheduler's ``PodRequests`` with status resources: per container (and sidecar), the maximum of the spec's
+    request and what the kubelet holds (``resources.requests``, ``allocatedResources``); once the resize is
+    Infeasible, only what the kubelet holds."""
+    result = pod_from_manifest(resizing(status))
+    assert (result.requests["cpu"], result.resize) == (cpu, resize)
+    assert result.requests["memory"] == GI
+
+
+@pytest.mark.parametrize(
+    ("status", "field"),
+    [
+        ({"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Later"}]}, "status.conditions[0]"),
+        ({"resize": "Soon"}, "status.resize"),
+        ({"containerStatuses": [held("app", "-1")]}, "status.containerStatuses[0].resources.requests.cpu"),
+        ({"containerStatuses": [{"name": "app", "resources": []}]}, "status.containerStatuses[0].resources"),
+    ],
+)
+def test_a_bad_resize_status_names_its_field(status: dict[str, Any], field: str) -> None:
+    with pytest.raises(ManifestError, match=re.escape(f"Pod default/p: {field}")):
+        pod_from_manifest(resizing(status))
+
+
+def test_a_creation_time_before_1970_is_refused() -> None:
+    with pytest.raises(ManifestError, match=r"metadata\.creationTimestamp: must not be before 1970"):
+        pod_from_manifest(pod({"containers": []}, creationTimestamp="1969-12-31T23:59:59Z"))
+
+
+def test_manifest_errors_are_the_checks_the_python_api_gets() -> None:
+    """One set of rules for both doors: a manifest error is an :class:`InvalidObject`, like the core's."""
+    with pytest.raises(InvalidObject):
+        podgroup_from_manifest({"metadata": {"name": "g"}, "spec": {"minMember": 0}})

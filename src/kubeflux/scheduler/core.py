@@ -145,7 +145,7 @@ class KubefluxScheduler(Placer):
             return []
         self._dirty = False
         self._wake = None
-        out: list[Decision] = []
+        out: list[Decision] = self._take_notices()  # rejects and warnings the informer found while observing
         if self._ensure_graph() is None:
             reasons = {NO_SHARE_REASON: len(self.nodes)}
             for job in self.queue.jobs.values():

@@ -69,6 +69,9 @@ class GraphView:
         self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
         self.gone: set[str] = set()
         self.hidden: set[str] = set()
+        self.unrecorded: set[str] = set()
+        """Nodes where a bound pod is counted in the books but not held in the graph (the engine could not take
+        it yet): node-exclusive matches never land there, as the node is not whole (set by the informer)."""
         self._hidden_from: HiddenNodes | None = None
         """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
         self._orders: dict[tuple[bool, bool], list[str]] = {}
@@ -145,6 +148,9 @@ class GraphView:
     ) -> MatchResult:
         """One engine match at ``start`` with the ``hide`` nodes down; logged as Fluence logs its match calls."""
         engine = self.engine
+        if self.unrecorded and (parse_policy(policy) if policy is not None else engine.policy.spec).node_exclusive:
+            names = hide.names if isinstance(hide, HiddenNodes) else hide
+            hide = {*names, *self.unrecorded}
         self.hide(hide)
         saved = engine.policy
         if policy is not None and policy != self.policy:

@@ -12,7 +12,20 @@ Keyed by pod UID (``namespace/name`` when a pod has none, or when a tombstone lo
   appears or changes capacity is attached in place (the engine's ``attach``/``remove``) and its pods replayed;
 * a pod still running at the end of its planned time keeps its cores (its job is extended to the horizon);
 * a Bind the cluster refuses (:meth:`ClusterBooks.unreserve`), or a pod seen bound to another node than the one
-  kubeflux chose, releases kubeflux's allocation for it at once; a pod still pending waits in the queue again.
+  kubeflux chose, releases kubeflux's allocation for it at once; a pod still pending waits in the queue again;
+* a pod seen under a ``namespace/name`` that another UID held (a StatefulSet re-created it; a relist folded
+  DELETED and ADDED into one update) first releases the old UID's allocation and queue entry, whatever the order;
+* a bound pod whose requests change (an in-place resize, see :mod:`kubeflux.scheduler.kube_objects`) is counted
+  anew in the books, and its engine job is replayed when its whole cores or gpus change;
+* a bound pod the engine cannot take yet (its node has too few free cores or gpus, or holds a node-exclusive
+  job, or is down) stays counted in the books and is retried whenever a pod on its node ends or the node changes;
+  until then node-exclusive matches never land on its node (:attr:`GraphView.unrecorded`);
+* a bound pod of kubeflux's own gang found after a restart marks the gang started, so its missing members are
+  placed one by one, as an uninterrupted scheduler places them;
+* every object is checked first (:mod:`kubeflux.scheduler.validation`): a bad pod of kubeflux's that waits is
+  rejected (:class:`Reject`), any other bad pod or a corrupt allocation annotation is reported
+  (:class:`PodWarning`, once per problem), a bad node or PodGroup is logged and kept out; nothing bad reaches the
+  engine. These notices go out with the next ``schedule``.
 
 :class:`ClusterBooks` holds this state; :class:`kubeflux.scheduler.core.KubefluxScheduler` adds the queue's
 scheduling pass on top.
@@ -21,7 +34,6 @@ scheduling pass on top.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -30,9 +42,9 @@ from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView, HiddenNodes
-from kubeflux.scheduler.interface import ClusterEvent, EventKind
+from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
 from kubeflux.scheduler.ledger import Ledger
-from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.objects import CPU, GPU, Node, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.sharing import SharingPolicy
 from kubeflux.scheduler.timebooks import TimeBooks
@@ -44,7 +56,9 @@ from kubeflux.scheduler.translate import (
     pod_jobspec,
     pod_policy,
     pod_shape,
+    whole_cores,
 )
+from kubeflux.scheduler.validation import InvalidObject, check_group, check_node, check_pod, read_allocation
 
 __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "ClusterBooks"]
 
@@ -96,6 +110,19 @@ class ClusterBooks:
         """Pod uid → pod, for every allocation (to replay it when its node is re-attached)."""
         self._unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
+        self._stuck: dict[str, dict[str, Pod]] = {}
+        """Node name → the bound pods there the engine could not take when last tried (pod uid → pod), retried
+        when the node changes or a pod there ends."""
+        self._notices: list[Decision] = []
+        """Rejects and warnings found while observing, for the next ``schedule``."""
+        self._told: dict[str, str] = {}
+        """Pod uid → the last notice message said about it (each problem is said once)."""
+        self._bad_groups: dict[str, str] = {}
+        """PodGroup key → why it is unusable; its pods are rejected with that until it is fixed."""
+        self._bad_nodes: dict[str, str] = {}
+        """Node name → why it is kept out of the graph (logged once per problem)."""
+        self._held: dict[str, Pod] = {}
+        """Pod uid → kubeflux's pending pods rejected for their bad PodGroup, queued again when it is fixed."""
         self._ends: list[tuple[int, str]] = []
         """(planned end, pod uid) of kubeflux's allocations, to extend those of pods that run past it."""
         self._fits = FitIndex()
@@ -110,16 +137,92 @@ class ClusterBooks:
         obj = event.obj
         if isinstance(obj, Node):
             self._changed()
-            self._observe_node(event.kind, obj)
+            kind = event.kind
+            if kind is not EventKind.DELETED:
+                try:
+                    check_node(obj)
+                except InvalidObject as exc:
+                    if self._bad_nodes.get(obj.name) != str(exc):  # said once, not at every heartbeat
+                        self._bad_nodes[obj.name] = str(exc)
+                        self.log.append(f"{exc}; the node is kept out of the graph")
+                    kind = EventKind.DELETED
+                else:
+                    self._bad_nodes.pop(obj.name, None)
+            self._observe_node(kind, obj)
         elif isinstance(obj, PodGroup):
             self._changed()
-            if event.kind is EventKind.DELETED:
-                self.queue.groups.pop(obj.key, None)
-                self.queue.started_groups.discard(obj.key)  # a group made again under this name is a new gang
-            else:
-                self.queue.groups[obj.key] = obj
+            self._observe_group(event.kind, obj)
         else:
             self._observe_pod(event.kind, obj)
+
+    def _take_notices(self) -> list[Decision]:
+        """The rejects and warnings found since the last call (the start of a ``schedule``'s decisions)."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    def _notify(self, uid: str, notice: Reject | PodWarning) -> None:
+        if self._told.get(uid) != notice.message:
+            self._told[uid] = notice.message
+            self._notices.append(notice)
+            self._dirty = True
+
+    def _valid(self, uid: str, pod: Pod) -> bool:
+        """Whether ``pod`` may be used; a bad one is reported: rejected when it is kubeflux's and waits (its
+        duration and match policy annotations too), else warned about. Nothing of it is counted or queued."""
+        try:
+            check_pod(pod)
+            if pod.scheduler_name == self.name and not pod.node_name:  # what placing it reads (annotations)
+                pod_duration(pod)
+                pod_policy(pod, self.policy)
+        except (InvalidObject, PodRequestError) as exc:
+            message = str(exc)
+            if self._told.get(uid) != message:
+                self.log.append(f"{message}; the pod is left out")
+            if pod.scheduler_name == self.name and not pod.node_name:
+                self._notify(uid, Reject(pod.key, pod.uid, message))
+            else:
+                self._notify(uid, PodWarning(pod.key, pod.uid, "InvalidPod", f"{message}; kubeflux does not count it"))
+            return False
+        return True
+
+    def _observe_group(self, kind: EventKind, group: PodGroup) -> None:
+        key = group.key
+        queue = self.queue
+        if kind is EventKind.DELETED:
+            queue.groups.pop(key, None)
+            queue.started_groups.discard(key)  # a group made again under this name is a new gang
+            if self._bad_groups.pop(key, None) is not None:
+                self._unhold(key)  # they wait for a group of that name, as members of a missing group do
+            return
+        try:
+            check_group(group)
+        except InvalidObject as exc:
+            message = str(exc)
+            if self._bad_groups.get(key) != message:
+                self.log.append(f"{message}; its pods are rejected until it is fixed")
+            self._bad_groups[key] = message
+            queue.groups.pop(key, None)
+            job = queue.jobs.get(key)
+            for uid, pod in list(job.pods.items()) if job is not None and job.group == key else []:
+                self._hold(uid, pod, message)
+            return
+        queue.groups[key] = group
+        if self._bad_groups.pop(key, None) is not None:
+            self._unhold(key)
+
+    def _unhold(self, group: str) -> None:
+        """The pods held for the bad PodGroup ``group`` are observed again (it was fixed or deleted)."""
+        for uid, pod in list(self._held.items()):
+            if pod.group == group:
+                del self._held[uid]
+                self._told.pop(uid, None)
+                self._observe_pod(EventKind.MODIFIED, pod)
+
+    def _hold(self, uid: str, pod: Pod, message: str) -> None:
+        """Reject a pending pod of a bad PodGroup, and keep it to queue again when the group is fixed."""
+        self._forget_pending(uid)
+        self._held[uid] = pod
+        self._notify(uid, Reject(pod.key, pod.uid, message))
 
     def _changed(self) -> None:
         self._dirty = True
@@ -144,12 +247,13 @@ class ClusterBooks:
     def _observe_pod(self, kind: EventKind, pod: Pod) -> None:
         uid = self._uid(pod)
         if kind is EventKind.DELETED or pod.phase.terminal:
-            if uid in self.allocations or uid in self.queue.by_pod:
-                self._changed()
-            self._release(uid, "deleted" if kind is EventKind.DELETED else pod.phase.value)
-            self._forget_pending(uid)
-            self._uid_by_key.pop(pod.key, None)
+            self._gone(uid, "deleted" if kind is EventKind.DELETED else pod.phase.value)
+            if self._uid_by_key.get(pod.key) == uid:  # a late tombstone of a re-created pod keeps the new one
+                del self._uid_by_key[pod.key]
             return
+        previous = self._uid_by_key.get(pod.key)
+        if previous is not None and previous != uid:
+            self._gone(previous, f"re-created as uid {uid}")
         self._uid_by_key[pod.key] = uid
         if pod.node_name:
             alloc = self.allocations.get(uid)
@@ -157,9 +261,15 @@ class ClusterBooks:
                 self._release(uid, f"bound to {pod.node_name} instead")
                 alloc = None
             if alloc is None:
-                self._changed()
-                self._forget_pending(uid)
-                self._account_bound(uid, pod)
+                if self._forget_pending(uid) is not None:
+                    self._changed()
+                if self._valid(uid, pod):
+                    self._changed()
+                    self._account_bound(uid, pod)
+                return
+            booking = self.ledger.bookings.get(uid)
+            if booking is not None and booking.requests != pod.requests and self._valid(uid, pod):
+                self._resized(uid, pod, alloc, booking.requests)
             return
         if pod.scheduler_name != self.name:
             return
@@ -167,6 +277,17 @@ class ClusterBooks:
             if self._forget_pending(uid) is not None:
                 self._changed()
             return
+        if not self._valid(uid, pod):
+            if self._forget_pending(uid) is not None:
+                self._changed()
+            return
+        group = pod.group
+        if group is not None and group in self._bad_groups:
+            self._hold(uid, pod, self._bad_groups[group])
+            return
+        self._held.pop(uid, None)
+        if self._told.pop(uid, None) is not None:  # it was rejected and is usable now
+            self._changed()
         known = self.queue.by_pod.get(uid)
         if known is not None and known.pods[uid].priority != pod.priority:
             self._changed()
@@ -195,6 +316,15 @@ class ClusterBooks:
             job = self.queue.add(uid, waiting)
             job.tried_epoch = -1
 
+    def _gone(self, uid: str, why: str) -> None:
+        """The pod of ``uid`` ended, was deleted, or its name now belongs to another pod: all of it goes."""
+        if uid in self.allocations or uid in self.queue.by_pod:
+            self._changed()
+        self._release(uid, why)
+        self._forget_pending(uid)
+        self._told.pop(uid, None)
+        self._held.pop(uid, None)
+
     def _forget_pending(self, uid: str) -> PendingJob | None:
         """A pending pod is gone (bound elsewhere, ended, deleted): out of the queue, its job's reservation too."""
         job = self.queue.by_pod.get(uid)
@@ -214,6 +344,7 @@ class ClusterBooks:
         graph = self.graph
         if graph is None:
             return
+        self._retry_stuck(name)
         spec = node_spec(node, self.sharing.share(node)) if self.sharing.admits(node) else None
         if spec is None:
             graph.set_gone(name, True)  # no longer kubeflux's under the sharing policy: kept down
@@ -231,7 +362,12 @@ class ClusterBooks:
                         self._unaccounted[alloc.uid] = pod
 
     def _account_bound(self, uid: str, pod: Pod) -> None:
-        """A pod bound to a node kubeflux does not count yet (another scheduler's, or ours after a restart)."""
+        """A pod bound to a node kubeflux does not count yet (another scheduler's, or ours after a restart).
+
+        Ours carries the allocation annotation: its start, duration and cores are put back as they were. A
+        corrupt one is reported (:class:`PodWarning`) and the pod put back as if it had none: counted by its
+        requests from now on, on any free cores of its node. A member of one of our gangs marks the gang started.
+        """
         node = pod.node_name
         own = pod.scheduler_name == self.name
         self.ledger.take(uid, node, pod.requests)
@@ -239,14 +375,75 @@ class ClusterBooks:
             self.own.take(uid, node, pod.requests)
         self._fits.changed(node)
         alloc = Allocation(uid, pod.key, node, own)
-        record = _read_annotation(pod) if own else None
-        if record is not None:
-            alloc.start, alloc.duration = record
+        raw = pod.annotations.get(ALLOCATION_ANNOTATION) if own else None
+        if raw is not None:
+            try:
+                record = read_allocation(raw, self.horizon)
+            except ValueError as exc:
+                message = (
+                    f"Pod {pod.key}: metadata.annotations[{ALLOCATION_ANNOTATION}]: {exc}; "
+                    f"counted by its requests on node {node}, on any free cores"
+                )
+                self.log.append(message)
+                self._notify(uid, PodWarning(pod.key, pod.uid, "InvalidAllocation", message))
+            else:
+                alloc.start, alloc.duration = record.start, record.duration
+                alloc.placement = Placement(node, record.cores, record.gpus)
         self.allocations[uid] = alloc
         self._bound[uid] = pod
         if own or self.sharing.name != "capped":
             self._unaccounted[uid] = pod
         self.log.append(f"Accounting pod {pod.key} on node {node} ({'recovered' if own else pod.scheduler_name})")
+        group = pod.group
+        if own and group is not None and group not in self.queue.started_groups:
+            self._started(group)
+
+    def _started(self, group: str) -> None:
+        """A member of kubeflux's gang ``group`` is bound (seen after a restart): the gang has started, so the
+        members still pending, queued together before this was known, wait as lone pods."""
+        queue = self.queue
+        queue.started_groups.add(group)
+        job = queue.jobs.get(group)
+        if job is None or job.group != group:
+            return
+        self._changed()
+        for uid, member in list(job.pods.items()):
+            self._forget_pending(uid)
+            queue.add(uid, member).tried_epoch = -1
+
+    def _resized(self, uid: str, pod: Pod, alloc: Allocation, before: ResourceList) -> None:
+        """A bound pod's requests changed (an in-place resize): counted anew in the books, and when its whole
+        cores or gpus changed, its engine job is dropped and the pod replayed onto its node (its own cores first;
+        when the node has too few, it is retried as pods there end)."""
+        node = alloc.node
+        self.ledger.give(uid)
+        self.ledger.take(uid, node, pod.requests)
+        if self.own.give(uid) is not None:
+            self.own.take(uid, node, pod.requests)
+        self._fits.changed(node)
+        self._bound[uid] = pod
+        self._changed()
+        resize = f" ({pod.resize})" if pod.resize else ""
+        self.log.append(f"Pod {pod.key} on node {node} resized{resize}: requests {before} -> {pod.requests}")
+        shape = (whole_cores(before.get(CPU, 0)), before.get(GPU, 0))
+        if shape != pod_shape(pod) or uid in self._stuck.get(node, ()):
+            if alloc.jobid and self.graph is not None:
+                self._drop_job(alloc)
+            if alloc.own or self.sharing.name != "capped":
+                self._unaccounted[uid] = pod
+        self._retry_stuck(node)
+
+    def _drop_job(self, alloc: Allocation) -> None:
+        """Give up the engine job of a pod that stays counted in the books (it is replayed again later)."""
+        assert self.graph is not None
+        leaves = (*alloc.placement.cores, *alloc.placement.gpus) if alloc.placement is not None else ()
+        self.graph.release(alloc.jobid, alloc.node, leaves)
+        alloc.jobid = 0
+
+    def _retry_stuck(self, node: str) -> None:
+        """Node ``node`` changed or freed something: its pods the engine could not take are tried again."""
+        if self._stuck:
+            self._unaccounted.update(self._stuck.pop(node, {}))
 
     def _release(self, uid: str, why: str) -> None:
         alloc = self.allocations.pop(uid, None)
@@ -254,9 +451,12 @@ class ClusterBooks:
         self._bound.pop(uid, None)
         if alloc is None:
             return
+        if self._stuck:
+            self._stuck.get(alloc.node, {}).pop(uid, None)
         self.ledger.give(uid)
         self.own.give(uid)
         self._fits.changed(alloc.node)
+        self._retry_stuck(alloc.node)
         if not alloc.jobid or self.graph is None:
             return
         leaves = (*alloc.placement.cores, *alloc.placement.gpus) if alloc.placement is not None else ()
@@ -303,45 +503,57 @@ class ClusterBooks:
         return self.graph.match(op, spec, pod.key, start, hide, pod_policy(pod, self.policy))
 
     def _account_unaccounted(self) -> None:
-        """Replay the bound pods the engine does not hold yet (others', or ours after a restart or a node change)
-        onto their node's cores and gpus: those named in our allocation annotation when still free, else any
-        free ones. A pod whose node has too few free ones stays counted in the exact books only."""
+        """Replay the bound pods the engine does not hold yet (others', or ours after a restart, a resize or a node
+        change) onto their node's cores and gpus: those named in their allocation when still free, else any free
+        ones. A pod whose node is down or has too few free ones (or holds a node-exclusive job) stays counted in
+        the exact books only and waits, stuck, until its node changes or a pod there ends; meanwhile its node is
+        hidden from node-exclusive matches (:attr:`GraphView.unrecorded`)."""
         graph = self.graph
-        if not self._unaccounted or graph is None:
+        if graph is None or not (self._unaccounted or graph.unrecorded):
             return
         pending, self._unaccounted = self._unaccounted, {}
         now = self._tick(self._now)
         for uid, pod in pending.items():
             alloc = self.allocations.get(uid)
             cores, gpus = pod_shape(pod)
-            if alloc is None or not graph.usable(alloc.node) or (cores == 0 and gpus == 0):
+            if alloc is None or (cores == 0 and gpus == 0):
+                continue
+            if not graph.usable(alloc.node):
+                # a node that is down is tried again when it comes back; one outside the graph has all its pods
+                # replayed when it is attached
+                if alloc.node in graph.specs:
+                    self._stuck.setdefault(alloc.node, {})[uid] = pod
                 continue
             if alloc.own and alloc.duration and alloc.start + alloc.duration > now:
                 start, duration = alloc.start, alloc.duration
             else:
                 start, duration = now, self.horizon - now
-            if alloc.placement is not None:
-                named = [*alloc.placement.cores, *alloc.placement.gpus]
-            else:
-                named = _annotated_leaves(pod) if alloc.own else []
+            named = [*alloc.placement.cores, *alloc.placement.gpus] if alloc.placement is not None else []
             core_uids = graph.free_leaves(alloc.node, "core", start, duration, cores, named)
             gpu_uids = graph.free_leaves(alloc.node, "gpu", start, duration, gpus, named)
             if core_uids is None or gpu_uids is None:
-                self.log.append(f"Could not put pod {pod.key} on node {alloc.node} in the graph (counted in the books)")
+                self.log.append(
+                    f"Could not put pod {pod.key} on node {alloc.node} in the graph "
+                    "(counted in the books; tried again when a pod there ends or the node changes)"
+                )
+                self._stuck.setdefault(alloc.node, {})[uid] = pod
                 continue
             whole_node = alloc.own and self._holds_node_whole(pod)
             result = graph.replay(
                 alloc.node, core_uids + gpu_uids, start, duration, pod.key, now, whole_node=whole_node
             )
-            if result.matched:
-                alloc.jobid = result.jobid
-                if alloc.own:
-                    alloc.start, alloc.duration = start, duration
-                    heapq.heappush(self._ends, (start + duration, uid))
-                names = graph.engine.graph.vertices
-                alloc.placement = Placement(
-                    alloc.node, tuple(names[u].name for u in core_uids), tuple(names[u].name for u in gpu_uids)
-                )
+            if not result.matched:
+                self._stuck.setdefault(alloc.node, {})[uid] = pod
+                continue
+            alloc.jobid = result.jobid
+            if alloc.own:
+                alloc.start, alloc.duration = start, duration
+                heapq.heappush(self._ends, (start + duration, uid))
+            names = graph.engine.graph.vertices
+            alloc.placement = Placement(
+                alloc.node, tuple(names[u].name for u in core_uids), tuple(names[u].name for u in gpu_uids)
+            )
+        graph.unrecorded = {name for name, pods in self._stuck.items() if pods and graph.usable(name)}
 
     def _holds_node_whole(self, pod: Pod) -> bool:
         """Whether kubeflux placed ``pod`` under a node-exclusive policy (its annotation's, else the profile's)."""
@@ -380,25 +592,3 @@ class ClusterBooks:
             self.own_plans.drop(hold)
         job.holds.clear()
         job.expected_start = None
-
-
-def _annotated_leaves(pod: Pod) -> list[str]:
-    """The core and gpu names of a pod's allocation annotation (empty when absent or unreadable)."""
-    try:
-        data = json.loads(pod.annotations.get(ALLOCATION_ANNOTATION, "{}"))
-        return [str(name) for name in [*data.get("cores", []), *data.get("gpus", [])]]
-    except (ValueError, TypeError, AttributeError):
-        return []
-
-
-def _read_annotation(pod: Pod) -> tuple[int, int] | None:
-    """(start, duration) from a pod's allocation annotation, or None when absent or unreadable."""
-    raw = pod.annotations.get(ALLOCATION_ANNOTATION)
-    if raw is None:
-        return None
-    try:
-        data = json.loads(raw)
-        start, duration = int(data["start"]), int(data["duration"])
-    except (ValueError, KeyError, TypeError):
-        return None
-    return start, duration

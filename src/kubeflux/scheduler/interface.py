@@ -14,7 +14,11 @@ Lifecycle, per call from the shell:
    ``FailedScheduling`` event.
 3. ``next_wakeup(now)`` is the earliest time the scheduler wants ``schedule`` called again even if nothing
    changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events.
-4. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
+4. A :class:`PodWarning` reports a problem the scheduler found in a pod it does not reject (another scheduler's
+   pod with a bad request, a corrupt allocation annotation on a pod it recovered): the shell records it as a
+   ``Warning`` Kubernetes Event on the pod and changes nothing else. It may concern any pod, not only the
+   scheduler's own, and is said once per problem.
+5. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
    ``unreserve(pod, uid, node, reason, now)`` to a scheduler that implements :class:`Unreserve` (kube-scheduler's
    extension point of that name), so that it gives up what it set aside for the pod.
 
@@ -85,7 +89,19 @@ class Reject:
     message: str
 
 
-Decision = Bind | Unschedulable | Reject
+@dataclass(frozen=True, slots=True)
+class PodWarning:
+    """A problem found in a pod that the scheduler reports without rejecting the pod (see the module docstring):
+    a ``Warning`` Event with ``reason`` (e.g. ``InvalidAllocation``) and ``message`` on the pod ``namespace/name``.
+    """
+
+    pod: str
+    uid: str
+    reason: str
+    message: str
+
+
+Decision = Bind | Unschedulable | Reject | PodWarning
 
 
 class Scheduler(Protocol):
@@ -118,6 +134,7 @@ __all__ = [
     "Node",
     "Pod",
     "PodGroup",
+    "PodWarning",
     "Reject",
     "Scheduler",
     "Unreserve",

@@ -9,6 +9,12 @@ A pod's effective request is computed as Kubernetes computes it (``k8s.io/compon
 regular init container needs its own request plus the sidecars started before it; the pod needs the maximum of the
 two, plus ``spec.overhead``. A container resource with a limit and no request requests its limit, as the API
 server defaults it. ``spec.resources`` (pod-level resources, alpha in 1.32) is not read.
+
+In-place resize (1.33+): a container whose status reports ``resources`` (the kubelet's view, with
+``allocatedResources``) counts as kube-scheduler counts it: the maximum of the spec's request and what the kubelet
+holds while a resize is proposed, pending (``PodResizePending``: ``Deferred``) or in progress
+(``PodResizeInProgress``), and only what the kubelet holds once the resize is ``Infeasible``. The state is kept in
+:attr:`Pod.resize <kubeflux.scheduler.objects.Pod.resize>`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ from kubeflux.scheduler.objects import (
     Toleration,
 )
 from kubeflux.scheduler.quantity import QuantityError, canonical_value, format_quantity
+from kubeflux.scheduler.validation import (
+    InvalidObject,
+    min_member_problem,
+    node_size_problem,
+    quantity_problem,
+    seconds_problem,
+)
 
 __all__ = [
     "DEFAULT_SCHEDULER",
@@ -45,16 +58,11 @@ __all__ = [
 DEFAULT_SCHEDULER = "default-scheduler"
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_RESIZE_STATES = ("Proposed", "InProgress", "Deferred", "Infeasible")
 
 
-class ManifestError(ValueError):
-    """A manifest Kubernetes would reject (or that kubeflux cannot read); names the object and the field."""
-
-    def __init__(self, obj: str, path: str, problem: str) -> None:
-        self.obj = obj
-        self.path = path
-        self.problem = problem
-        super().__init__(f"{obj}: {path}: {problem}" if path else f"{obj}: {problem}")
+class ManifestError(InvalidObject):
+    """A manifest Kubernetes would reject (or that kubeflux cannot read); names the object and the field path."""
 
 
 class _Reader:
@@ -135,11 +143,16 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, datetime):  # YAML loaders turn unquoted timestamps into datetimes
-            return _epoch(value)
-        try:
-            return parse_timestamp(self.string(path, value))
-        except ValueError as exc:
-            raise self.fail(path, f"expected an RFC 3339 time, got {value!r}") from exc
+            seconds = _epoch(value)
+        else:
+            try:
+                seconds = parse_timestamp(self.string(path, value))
+            except ValueError as exc:
+                raise self.fail(path, f"expected an RFC 3339 time, got {value!r}") from exc
+        problem = seconds_problem(seconds, positive=False)
+        if problem is not None:
+            raise self.fail(path, f"must not be before 1970-01-01T00:00:00Z, got {value!r}")
+        return seconds
 
     def name(self) -> str:
         name = self.string("metadata.name")
@@ -155,8 +168,9 @@ def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> Resour
             amount = canonical_value(str(name), value)
         except QuantityError as exc:
             raise reader.fail(f"{path}.{name}", str(exc)) from exc
-        if amount < 0:
-            raise reader.fail(f"{path}.{name}", f"must be non-negative, got {value!r}")
+        problem = quantity_problem(amount, value)
+        if problem is not None:
+            raise reader.fail(f"{path}.{name}", problem)
         result[str(name)] = amount
     return result
 
@@ -211,18 +225,79 @@ def _max(into: ResourceList, other: ResourceList) -> None:
         into[name] = max(into.get(name, 0), amount)
 
 
-def _pod_requests(reader: _Reader) -> ResourceList:
+def _resize_status(reader: _Reader) -> str:
+    """The pod's in-place resize state: the 1.33+ conditions ``PodResizePending`` (reason ``Deferred`` or
+    ``Infeasible``) and ``PodResizeInProgress``, else the older ``status.resize``; empty when none."""
+    for index, raw in enumerate(reader.sequence("status.conditions")):
+        path = f"status.conditions[{index}]"
+        condition = reader.mapping(path, raw)
+        kind = condition.get("type")
+        if condition.get("status", "True") != "True":
+            continue
+        if kind == "PodResizePending":
+            reason = reader.string(f"{path}.reason", condition.get("reason") or "")
+            if reason not in ("Deferred", "Infeasible"):
+                raise reader.fail(f"{path}.reason", f"must be Deferred or Infeasible, got {reason!r}")
+            return reason
+        if kind == "PodResizeInProgress":
+            return "InProgress"
+    resize = reader.string("status.resize")
+    if resize and resize not in _RESIZE_STATES:
+        raise reader.fail("status.resize", f"must be one of {', '.join(_RESIZE_STATES)}, got {resize!r}")
+    return resize
+
+
+def _status_requests(reader: _Reader) -> dict[str, ResourceList]:
+    """Container name → what the kubelet reports it holds: the maximum of ``resources.requests`` and
+    ``allocatedResources`` of its status, for the containers whose status reports resources at all."""
+    result: dict[str, ResourceList] = {}
+    for field in ("status.containerStatuses", "status.initContainerStatuses"):
+        for index, raw in enumerate(reader.sequence(field)):
+            path = f"{field}[{index}]"
+            status = reader.mapping(path, raw)
+            resources = status.get("resources")
+            if resources is None:
+                continue
+            resources = reader.mapping(f"{path}.resources", resources)
+            held = reader.resources(f"{path}.resources.requests", resources.get("requests") or {})
+            _max(held, reader.resources(f"{path}.allocatedResources", status.get("allocatedResources") or {}))
+            result[reader.string(f"{path}.name", status.get("name") or "")] = held
+    return result
+
+
+def _effective(spec: ResourceList, held: ResourceList | None, resize: str) -> ResourceList:
+    """A container's request as kube-scheduler counts it during an in-place resize (``PodRequests`` with status
+    resources): the maximum of what the spec asks and what the kubelet holds, or only what the kubelet holds
+    once the resize is found ``Infeasible``."""
+    if held is None:
+        return spec
+    if resize == "Infeasible":
+        return dict(held)
+    result = dict(spec)
+    _max(result, held)
+    return result
+
+
+def _container_name(reader: _Reader, path: str, container: Any) -> str:
+    return reader.string(f"{path}.name", reader.mapping(path, container).get("name") or "")
+
+
+def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
+    held = _status_requests(reader)
     total: ResourceList = {}
     containers = reader.sequence("spec.containers")
     for index, container in enumerate(containers):
-        _add(total, _container_requests(reader, f"spec.containers[{index}]", container))
+        path = f"spec.containers[{index}]"
+        requests = _container_requests(reader, path, container)
+        _add(total, _effective(requests, held.get(_container_name(reader, path, container)), resize))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for index, container in enumerate(reader.sequence("spec.initContainers")):
         path = f"spec.initContainers[{index}]"
         requests = _container_requests(reader, path, container)
         policy = reader.string(f"{path}.restartPolicy", reader.mapping(path, container).get("restartPolicy") or "")
-        if policy == "Always":  # a sidecar: runs beside everything started after it
+        if policy == "Always":  # a sidecar: runs beside everything started after it (and may be resized)
+            requests = _effective(requests, held.get(_container_name(reader, path, container)), resize)
             _add(total, requests)
             _add(sidecars, requests)
             needed = dict(sidecars)
@@ -326,10 +401,12 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         phase = PodPhase(phase_text)
     except ValueError as exc:
         raise reader.fail("status.phase", f"unknown phase {phase_text!r}") from exc
-    deadline = reader.get("spec.activeDeadlineSeconds")
-    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int) or deadline <= 0):
-        raise reader.fail("spec.activeDeadlineSeconds", f"must be a positive integer, got {deadline!r}")
+    deadline = reader.integer("spec.activeDeadlineSeconds")
+    problem = None if deadline is None else seconds_problem(deadline)
+    if problem is not None:
+        raise reader.fail("spec.activeDeadlineSeconds", problem)
     priority = reader.integer("spec.priority")
+    resize = _resize_status(reader)
     return Pod(
         namespace=namespace,
         name=name,
@@ -337,7 +414,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         scheduler_name=reader.string("spec.schedulerName") or DEFAULT_SCHEDULER,
         priority=priority or 0,
         creation_time=reader.timestamp("metadata.creationTimestamp") or 0.0,
-        requests=_pod_requests(reader),
+        requests=_pod_requests(reader, resize),
         labels=reader.string_map("metadata.labels"),
         annotations=reader.string_map("metadata.annotations"),
         node_selector=reader.string_map("spec.nodeSelector"),
@@ -349,6 +426,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         active_deadline_seconds=None if deadline is None else float(deadline),
         owner=_owner(reader),
         manifest=dict(obj),
+        resize=resize,
     )
 
 
@@ -385,10 +463,14 @@ def node_from_manifest(obj: Any) -> Node:
     reader = _Reader("Node", obj, ("Node",))
     name = reader.name()
     allocatable_path = "status.allocatable" if reader.get("status.allocatable") is not None else "status.capacity"
+    allocatable = reader.resources(allocatable_path)
+    size = node_size_problem(allocatable)
+    if size is not None:
+        raise reader.fail(f"{allocatable_path}.{size[0]}", size[1])
     return Node(
         name=name,
         uid=reader.string("metadata.uid"),
-        allocatable=reader.resources(allocatable_path),
+        allocatable=allocatable,
         labels=reader.string_map("metadata.labels"),
         taints=_taints(reader),
         unschedulable=reader.boolean("spec.unschedulable"),
@@ -402,12 +484,14 @@ def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> P
     name = reader.name()
     namespace = reader.string("metadata.namespace") or default_namespace
     reader.where = f"PodGroup {namespace}/{name}"
-    min_member = reader.integer("spec.minMember")
-    if min_member is None or min_member < 1:
-        raise reader.fail("spec.minMember", f"must be a positive integer, got {reader.get('spec.minMember')!r}")
+    min_member = reader.get("spec.minMember")
+    problem = min_member_problem(min_member)
+    if problem is not None:
+        raise reader.fail("spec.minMember", problem)
     timeout = reader.integer("spec.scheduleTimeoutSeconds")
-    if timeout is not None and timeout <= 0:
-        raise reader.fail("spec.scheduleTimeoutSeconds", f"must be positive, got {timeout}")
+    problem = None if timeout is None else seconds_problem(timeout)
+    if problem is not None:
+        raise reader.fail("spec.scheduleTimeoutSeconds", problem)
     return PodGroup(
         namespace=namespace,
         name=name,

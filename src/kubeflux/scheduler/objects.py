@@ -117,6 +117,9 @@ class Pod:
     """``Kind/name`` of the controlling owner, e.g. ``Job/lammps``; empty for a bare pod."""
     manifest: dict[str, Any] | None = None
     """The full Kubernetes object when the pod came from the API or a YAML file."""
+    resize: str = ""
+    """An in-place resize under way (Kubernetes 1.33+): ``Proposed``, ``InProgress``, ``Deferred`` or
+    ``Infeasible``; empty when none. :attr:`requests` already counts it as kube-scheduler does."""
 
     @property
     def key(self) -> str:

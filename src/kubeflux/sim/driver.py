@@ -9,7 +9,8 @@ One run:
 3. Then each scheduler, in the order of the mapping, is asked ``schedule(now)`` once, and its decisions are
    applied before the next one is asked: :class:`Bind` binds the pod (Running after the start delay),
    :class:`Unschedulable` sets ``PodScheduled=False/Unschedulable`` and records ``FailedScheduling``,
-   :class:`Reject` leaves the pod Pending and marks its job REJECTED. A refused Bind (the pod is gone or bound,
+   :class:`Reject` leaves the pod Pending and marks its job REJECTED, :class:`PodWarning` records a ``Warning``
+   event on the pod (any scheduler's pod). A refused Bind (the pod is gone or bound,
    the node is gone) is recorded as a ``FailedBinding`` event and told back to a scheduler that implements
    :class:`~kubeflux.scheduler.interface.Unreserve`.
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kubeflux.scheduler.interface import Bind, Reject, Scheduler, Unreserve, Unschedulable
+from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject, Scheduler, Unreserve, Unschedulable
 from kubeflux.scheduler.objects import Node, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
@@ -199,7 +200,7 @@ class Simulation:
             problems=self.problems + cluster.problems,
         )
 
-    def _apply(self, name: str, decisions: list[Bind | Unschedulable | Reject]) -> int:
+    def _apply(self, name: str, decisions: list[Decision]) -> int:
         """Apply one scheduler's decisions; returns how many pods were bound."""
         cluster = self.cluster
         pods = cluster.pods
@@ -212,6 +213,10 @@ class Simulation:
                 if type(decision) is Bind and unreserve is not None:
                     why = f"pods {decision.pod!r} not found"
                     unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
+                continue
+            if type(decision) is PodWarning:
+                if not decision.uid or sp.pod.uid == decision.uid:
+                    cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
                 continue
             if sp.pod.scheduler_name != name:
                 self.problems.append(

@@ -1,0 +1,251 @@
+"""The checks every input object passes, whether it came from a manifest or was built through the Python API.
+
+A :class:`Pod`, :class:`Node` or :class:`PodGroup` is plain data that anyone can build; one with a NaN, infinite,
+negative or fractional quantity, a NaN deadline or a ``min_member`` of 0 must never reach the engine (a NaN
+compares false with everything, so it would pass every fit test and corrupt the books). The same rules serve
+both doors:
+
+* :mod:`kubeflux.scheduler.kube_objects` applies the ``*_problem`` functions to the values it reads from a
+  manifest and reports them at the manifest's field path (``spec.containers[0].resources.requests.cpu``);
+* the scheduler core applies :func:`check_pod`, :func:`check_node` and :func:`check_group` to every object handed
+  to ``observe``, which report them at the object's attribute (``requests[cpu]``, ``active_deadline_seconds``).
+
+A ``*_problem`` function returns None for a good value, else what is wrong in words (``must be non-negative,
+got -1``); a ``check_*`` function raises :class:`InvalidObject` naming the object and the field.
+
+The allocation annotation kubeflux writes on the pods it binds (start, duration, cores, gpus) is read back here
+too (:func:`read_allocation`): it is user-visible, so a restarted scheduler treats it as hostile input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from kubeflux.scheduler.objects import CPU, GPU, Node, Pod, PodGroup
+
+__all__ = [
+    "NODE_VERTICES_LIMIT",
+    "AllocationRecord",
+    "InvalidObject",
+    "check_group",
+    "check_node",
+    "check_pod",
+    "min_member_problem",
+    "node_size_problem",
+    "quantity_problem",
+    "read_allocation",
+    "seconds_problem",
+]
+
+
+_POD_MAPPINGS = ("labels", "annotations", "node_selector")
+
+NODE_VERTICES_LIMIT = 65_536
+"""The most whole cores, and the most gpus, a node may have: each is a vertex of the engine's graph, so a node
+claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for ever. A pod asking more can never run
+(and its jobspec could not even say how many it asks)."""
+_CPU_LIMIT = (NODE_VERTICES_LIMIT + 1) * 1000
+
+
+class InvalidObject(ValueError):
+    """An object kubeflux must not use; names the object (``Pod default/web-0``) and the field."""
+
+    def __init__(self, obj: str, path: str, problem: str) -> None:
+        self.obj = obj
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{obj}: {path}: {problem}" if path else f"{obj}: {problem}")
+
+
+def quantity_problem(amount: object, shown: object = None) -> str | None:
+    """A resource amount in canonical units (:mod:`kubeflux.scheduler.objects`) must be a whole, non-negative
+    number. ``shown`` is the value as the user wrote it (a manifest's ``"-500m"``), for the message."""
+    if isinstance(amount, bool) or not isinstance(amount, int):
+        return f"must be a whole number of canonical units (millicores, bytes, units), got {amount!r}"
+    if amount < 0:
+        return f"must be non-negative, got {amount if shown is None else shown!r}"
+    return None
+
+
+def seconds_problem(value: object, *, positive: bool = True) -> str | None:
+    """A time or a duration in seconds must be a finite number; a duration (``positive``) more than 0, a time
+    not before 0 (the epoch, or the start of a simulation)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number of seconds, got {value!r}"
+    if not math.isfinite(value):
+        return f"must be a finite number of seconds, got {value!r}"
+    if positive and value <= 0:
+        return f"must be positive, got {value!r}"
+    if not positive and value < 0:
+        return f"must not be negative, got {value!r}"
+    return None
+
+
+def min_member_problem(value: object) -> str | None:
+    """A PodGroup's ``minMember`` is a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return f"must be a positive integer, got {value!r}"
+    return None
+
+
+def _resources_problem(field: str, resources: object) -> tuple[str, str] | None:
+    """(field path, problem) of the first bad entry of a resource list, or None."""
+    if not isinstance(resources, dict):
+        return field, f"expected a mapping of resource names to amounts, got {resources!r}"
+    for name, amount in resources.items():
+        if not isinstance(name, str) or not name:
+            return field, f"resource names must be non-empty strings, got {name!r}"
+        if type(amount) is not int or amount < 0:  # the common case costs one test; the message comes after
+            problem = quantity_problem(amount)
+            if problem is not None:
+                return f"{field}[{name}]", problem
+    return None
+
+
+def _mappings_problem(obj: Pod | Node, fields: tuple[str, ...]) -> tuple[str, str] | None:
+    for field in fields:
+        value = getattr(obj, field)
+        if not isinstance(value, dict):
+            return field, f"expected a mapping, got {value!r}"
+    return None
+
+
+_NUMBER = (int, float)
+
+
+def _pod_looks_right(pod: Pod) -> bool:
+    """The common case in one pass of exact type tests (every pod event of a busy cluster pays it); False sends
+    the pod to the slower checks that say what is wrong."""
+    requests = pod.requests
+    if (
+        type(requests) is not dict
+        or type(pod.labels) is not dict
+        or type(pod.annotations) is not dict
+        or type(pod.node_selector) is not dict
+        or type(pod.priority) is not int
+        or type(pod.creation_time) not in _NUMBER
+        or not 0.0 <= pod.creation_time < math.inf
+    ):
+        return False
+    deadline = pod.active_deadline_seconds
+    if deadline is not None and (type(deadline) not in _NUMBER or not 0.0 < deadline < math.inf):
+        return False
+    for name, amount in requests.items():
+        if type(amount) is not int or amount < 0 or type(name) is not str or not name:
+            return False
+    return requests.get(CPU, 0) < _CPU_LIMIT and requests.get(GPU, 0) <= NODE_VERTICES_LIMIT
+
+
+def _pod_problem(pod: Pod) -> tuple[str, str] | None:
+    if _pod_looks_right(pod):
+        return None
+    found = _resources_problem("requests", pod.requests) or _mappings_problem(pod, _POD_MAPPINGS)
+    if found is not None:
+        return found
+    size = node_size_problem(pod.requests)
+    if size is not None:
+        return f"requests[{size[0]}]", f"{size[1]}: no node can ever hold it"
+    if isinstance(pod.priority, bool) or not isinstance(pod.priority, int):
+        return "priority", f"must be an integer, got {pod.priority!r}"
+    problem = seconds_problem(pod.creation_time, positive=False)
+    if problem is not None:
+        return "creation_time", problem
+    if pod.active_deadline_seconds is not None:
+        problem = seconds_problem(pod.active_deadline_seconds)
+        if problem is not None:
+            return "active_deadline_seconds", problem
+    return None
+
+
+def check_pod(pod: Pod) -> None:
+    """Raise :class:`InvalidObject` when the pod's requests, priority, creation time or deadline are unusable."""
+    found = _pod_problem(pod)
+    if found is not None:
+        raise InvalidObject(f"Pod {pod.key}", *found)
+
+
+def node_size_problem(allocatable: dict[str, int]) -> tuple[str, str] | None:
+    """(resource, problem) when a node has (or a pod asks) more whole cores or gpus than a graph node takes
+    (:data:`NODE_VERTICES_LIMIT`), else None."""
+    for name, unit in ((CPU, 1000), (GPU, 1)):
+        if allocatable.get(name, 0) // unit > NODE_VERTICES_LIMIT:
+            return name, f"more than {NODE_VERTICES_LIMIT} whole units, got {allocatable[name]!r}"
+    return None
+
+
+def check_node(node: Node) -> None:
+    """Raise :class:`InvalidObject` when the node's allocatable is unusable."""
+    found = _resources_problem("allocatable", node.allocatable) or _mappings_problem(node, ("labels",))
+    if found is None:
+        size = node_size_problem(node.allocatable)
+        found = None if size is None else (f"allocatable[{size[0]}]", size[1])
+    if found is not None:
+        raise InvalidObject(f"Node {node.name}", *found)
+
+
+def check_group(group: PodGroup) -> None:
+    """Raise :class:`InvalidObject` when the group's ``min_member``, timeout or creation time are unusable."""
+    found: tuple[str, str | None] = ("min_member", min_member_problem(group.min_member))
+    if found[1] is None and group.schedule_timeout_seconds is not None:
+        found = ("schedule_timeout_seconds", seconds_problem(group.schedule_timeout_seconds))
+    if found[1] is None:
+        found = ("creation_time", seconds_problem(group.creation_time, positive=False))
+    field, problem = found
+    if problem is not None:
+        raise InvalidObject(f"PodGroup {group.key}", field, problem)
+
+
+# --- the allocation annotation ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationRecord:
+    """What a restarted kubeflux needs of its allocation annotation to put a pod back where it was."""
+
+    start: int
+    """Engine time (whole seconds) the allocation started."""
+    duration: int
+    """Seconds it was planned for (at least 1)."""
+    cores: tuple[str, ...]
+    """The core vertex names it held on its node."""
+    gpus: tuple[str, ...]
+    """The gpu vertex names it held there."""
+
+
+def _whole(data: dict[str, Any], key: str, least: int, horizon: int) -> int:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key}: expected a whole number of seconds, got {value!r}")
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{key}: expected a whole number of seconds, got {value!r}")
+    whole = int(value)
+    if not least <= whole <= horizon:
+        raise ValueError(f"{key}: must be between {least} and the graph's horizon {horizon}, got {value!r}")
+    return whole
+
+
+def _names(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ValueError(f"{key}: expected a list of vertex names, got {value!r}")
+    return tuple(value)
+
+
+def read_allocation(raw: str, horizon: int) -> AllocationRecord:
+    """The record in an allocation annotation's text; raises ValueError saying what is wrong (not JSON, not an
+    object, a start or duration that is not a whole number of seconds within ``[0, horizon]``, names that are not
+    lists of strings)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    start = _whole(data, "start", 0, horizon)
+    duration = _whole(data, "duration", 1, horizon)
+    if start + duration > horizon:
+        raise ValueError(f"start {start} + duration {duration} is past the graph's horizon {horizon}")
+    return AllocationRecord(start, duration, _names(data, "cores"), _names(data, "gpus"))
