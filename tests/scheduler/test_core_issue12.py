@@ -3,6 +3,8 @@ tiny API-server stand-in (the simulator scenarios are in tests/sim/test_kubeflux
 
 from __future__ import annotations
 
+import pytest
+
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, PodGroup
@@ -120,3 +122,50 @@ def test_a_memory_heavy_pod_is_not_placed_where_a_reservation_needs_the_memory()
     decisions = cluster.run(2.0)
     assert bound(decisions) == {}
     assert {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}["default/head"] == 100.0
+
+
+def _books_node(**extra: int) -> Node:
+    return Node("w1", uid="w1", allocatable={CPU: 8000, MEMORY: 16 * 2**30, **extra})
+
+
+@pytest.mark.parametrize(
+    ("resource", "capacity", "first", "head", "greedy"),
+    [
+        pytest.param("ephemeral-storage", 100, 60, 80, 30, id="ephemeral-storage"),
+        pytest.param("example.com/fpga", 4, 2, 4, 1, id="extended-resource"),
+        pytest.param(MEMORY, 16 * 2**30, 8 * 2**30, 12 * 2**30, 6 * 2**30, id="memory"),
+    ],
+)
+def test_easy_never_backfills_over_the_heads_reservation_in_any_resource(
+    resource: str, capacity: int, first: int, head: int, greedy: int
+) -> None:
+    # `first` holds part of the resource until 100; the head needs more than the rest, so it waits for 100; a
+    # long pod that fits in the rest now would leave the head short then.
+    cluster = Cluster(KubefluxScheduler(), [_books_node(**{resource: capacity})])
+    pods = {}
+    for name, amount, t, duration in (("first", first, 0, 100), ("head", head, 1, 100), ("greedy", greedy, 2, 1000)):
+        pods[name] = pod(name, 1000, t=t, annotations={DURATION_ANNOTATION: str(duration)})
+        pods[name].requests = {CPU: 1000, resource: amount}
+    cluster.add(pods["first"])
+    assert bound(cluster.run()) == {"default/first": "w1"}
+    cluster.add(pods["head"], pods["greedy"])
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {}
+    assert {d.pod: d.expected_start for d in decisions if isinstance(d, Unschedulable)}["default/head"] == 100.0
+    cluster.end("first")
+    assert bound(cluster.run(100.0)) == {"default/head": "w1"}
+
+
+def test_easy_never_backfills_over_the_heads_reservation_in_the_pod_count() -> None:
+    # Three pods fit the node. A gang of two waits for `first` to end at 100 (cores); `forever` keeps one pod.
+    # A small long pod fits now (first, forever and it: three pods) but would leave the gang one pod short at 100.
+    cluster = Cluster(KubefluxScheduler(), [_books_node(pods=3)])
+    cluster.add(pod("first", 4000, annotations={DURATION_ANNOTATION: "100"}), pod("forever", 1000))
+    assert len(bound(cluster.run())) == 2
+    cluster.tell(ADDED, PodGroup("default", "pair", min_member=2))
+    pair = [pod(f"pair-{i}", 3000, t=1, labels={POD_GROUP_LABEL: "pair"}) for i in range(2)]
+    small = pod("small", 100, t=2, annotations={DURATION_ANNOTATION: "1000"})
+    cluster.add(*pair, small)
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {}
+    assert {d.expected_start for d in decisions if isinstance(d, Unschedulable) and "pair" in d.pod} == {100.0}

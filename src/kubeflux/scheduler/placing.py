@@ -293,7 +293,7 @@ class Placer(ClusterBooks):
             cores, gpus, wholly = graph.free_counts(name, at, window, exact=name in exact)
             room = self._room_during(name, at, at + window)
             free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)])
-            whole.append(wholly)
+            whole.append(wholly and name not in graph.unrecorded)
         gang = [
             GangMember(
                 (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
@@ -381,7 +381,7 @@ class Placer(ClusterBooks):
                 node = placement_from_output(result.resources).node
                 if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
                     job.reservations.append(result.jobid)
-                    self._hold(job, node, pod, result.at, duration)
+                    self._reserve_books(job, node, pod, result.at, duration)
                     job.expected_start = float(result.at)
                     return job.expected_start
                 graph.cancel(result.jobid)
@@ -443,7 +443,7 @@ class Placer(ClusterBooks):
         job.reservations.append(result.jobid)
         for node, count in per_node:
             for _ in range(count):
-                self._hold(job, node, pod, at, duration)
+                self._reserve_books(job, node, pod, at, duration)
         job.expected_start = float(at)
         return job.expected_start
 
@@ -462,7 +462,7 @@ class Placer(ClusterBooks):
                 return False
         return True
 
-    def _hold(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
+    def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
         job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
 
     def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> str | None:
@@ -476,7 +476,7 @@ class Placer(ClusterBooks):
                 return node
             if jobid:
                 job.reservations.append(jobid)
-            self._hold(job, node, pod, at, duration)
+            self._reserve_books(job, node, pod, at, duration)
         return None
 
     def _empty_nodes(self) -> list[Node]:
