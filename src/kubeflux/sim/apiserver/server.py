@@ -1,0 +1,203 @@
+"""Running the API server: uvicorn on 127.0.0.1 (a free port by default), a kubeconfig, the simulated nodes.
+
+:class:`ApiServer` runs in the calling thread (:meth:`serve_forever`, which stops on Ctrl-C or SIGTERM) or in a
+background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a context manager). The store is
+only touched from the server's event loop; :meth:`call` runs a function there from another thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import uvicorn
+import yaml
+
+from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.scheduler.objects import Node
+from kubeflux.scheduler.quantity import format_quantity
+from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.resources import default_registry
+from kubeflux.sim.apiserver.store import Store
+
+__all__ = ["ApiServer", "kubeconfig", "node_manifest"]
+
+T = TypeVar("T")
+
+
+def node_manifest(node: Node, now: float) -> dict[str, Any]:
+    """The ``v1`` Node a kubelet would register for a simulated node (``node_from_manifest`` reads it back)."""
+    resources = {name: format_quantity(name, amount) for name, amount in sorted(node.allocatable.items())}
+    spec: dict[str, Any] = {}
+    if node.unschedulable:
+        spec["unschedulable"] = True
+    if node.taints:
+        spec["taints"] = [
+            {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v} for t in node.taints
+        ]
+    stamp = format_timestamp(float(int(now)))
+    ready = {
+        "type": "Ready",
+        "status": "True" if node.ready else "False",
+        "reason": "KubeletReady" if node.ready else "KubeletNotReady",
+        "message": "kubeflux simulated kubelet" if node.ready else "node is down",
+        "lastHeartbeatTime": stamp,
+        "lastTransitionTime": stamp,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node.name, "labels": dict(node.labels) or {"kubernetes.io/hostname": node.name}},
+        "spec": spec,
+        "status": {
+            "capacity": resources,
+            "allocatable": dict(resources),
+            "conditions": [ready],
+            "addresses": [{"type": "Hostname", "address": node.name}],
+            "nodeInfo": {
+                "kubeletVersion": "v1.36.0-kubeflux",
+                "containerRuntimeVersion": "kubeflux://simulated",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "osImage": "kubeflux simulated node",
+                "kernelVersion": "",
+                "kubeProxyVersion": "",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
+        },
+    }
+
+
+def kubeconfig(server: str, token: str = "") -> dict[str, Any]:
+    """A kubeconfig with one cluster, one user (the token, when given) and one current context ``kubeflux``."""
+    user: dict[str, Any] = {"token": token} if token else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubeflux", "cluster": {"server": server}}],
+        "users": [{"name": "kubeflux", "user": user}],
+        "contexts": [
+            {"name": "kubeflux", "context": {"cluster": "kubeflux", "user": "kubeflux", "namespace": "default"}}
+        ],
+        "current-context": "kubeflux",
+    }
+
+
+class ApiServer:
+    """The simulated cluster's API server on ``host:port`` (port 0: a free one, known after :meth:`bind`)."""
+
+    def __init__(
+        self,
+        nodes: Iterable[Node] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        settings: ServerSettings | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.store = store or Store(default_registry())
+        self.settings = settings or ServerSettings()
+        self.app = ApiApp(self.store, self.settings)
+        self.host = host
+        self.port = port
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        nodes_resource = self.store.registry.find("", "v1", "nodes")
+        assert nodes_resource is not None
+        for node in nodes:
+            self.store.create(nodes_resource, "", node_manifest(node, self.store.clock()))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def bind(self) -> socket.socket:
+        """Open the listening socket now, so that the port is known before serving."""
+        if self._socket is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            self.port = sock.getsockname()[1]
+            sock.set_inheritable(True)
+            self._socket = sock
+        return self._socket
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(kubeconfig(self.url, self.settings.token), sort_keys=False)
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o600)
+        return path
+
+    def _uvicorn(self) -> uvicorn.Server:
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            http="httptools",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=30,
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        return server
+
+    async def _serve(self, server: uvicorn.Server) -> None:
+        self._loop = asyncio.get_running_loop()
+        await server.serve(sockets=[self.bind()])
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until Ctrl-C or SIGTERM (uvicorn's signal handling)."""
+        asyncio.run(self._serve(self._uvicorn()))
+
+    def start(self) -> ApiServer:
+        """Serve in a background thread; returns once the server accepts connections."""
+        server = self._uvicorn()
+        self.bind()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(server)), daemon=True, name="apiserver")
+        self._thread.start()
+        while not server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the API server thread ended before it started serving")
+            self._thread.join(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on the server's event loop (the store's thread) and return its result."""
+        if self._loop is None or self._thread is None:
+            return function()
+
+        async def run() -> T:
+            return function()
+
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        return future.result()
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
