@@ -34,6 +34,7 @@ from kubeflux.sim.apiserver.selectors import (
     parse_label_selector,
 )
 from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.tables import table, wants_table
 from kubeflux.sim.apiserver.watch import Watcher
 
 __all__ = ["ApiApp", "ServerSettings"]
@@ -65,6 +66,16 @@ class ServerSettings:
     """How often an idle watch that allows bookmarks gets one."""
     default_watch_seconds: float = 1800.0
     address: str = "127.0.0.1:0"
+
+
+@dataclass(frozen=True, slots=True)
+class _StreamOptions:
+    start_rv: int
+    """The version the watch started at: the initial-events-end bookmark carries it."""
+    initial_events: bool
+    bookmarks: bool
+    seconds: float
+    as_table: bool
 
 
 @dataclass(slots=True)
@@ -199,10 +210,11 @@ class ApiApp:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         content_type = headers.get("content-type", "")
         if method == "GET":
+            as_table = wants_table(headers.get("accept", ""))
             if watch_path or (not target.name and _bool(query, "watch")):
-                await self._watch(target, query, receive, send)
+                await self._watch(target, query, receive, send, as_table)
                 return
-            await self._respond(send, 200, self._get(target, query))
+            await self._respond(send, 200, self._get(target, query, as_table))
             return
         body_bytes = await self._body(receive)
         if method == "POST":
@@ -328,12 +340,17 @@ class ApiApp:
         fields = parse_field_selector(query.get("fieldSelector", ""), resource.fields, resource.plural)
         return labels, fields
 
-    def _get(self, target: Target, query: dict[str, str]) -> Any:
+    def _get(self, target: Target, query: dict[str, str], as_table: bool = False) -> Any:
         resource = target.resource
         if resource.create_only:
             raise errors.method_not_allowed(f"{resource.plural} can only be created")
         if target.name:
-            return self.store.get(resource, target.namespace, target.name)
+            obj = self.store.get(resource, target.namespace, target.name)
+            if as_table:
+                return table(
+                    resource, [obj], self.store.clock(), {"resourceVersion": obj["metadata"]["resourceVersion"]}
+                )
+            return obj
         labels, fields = self._selectors(resource, query)
         limit = _int(query, "limit") or 0
         if limit < 0:
@@ -355,6 +372,8 @@ class ApiApp:
         if result.continue_token:
             metadata["continue"] = result.continue_token
             metadata["remainingItemCount"] = result.remaining
+        if as_table:
+            return table(resource, result.items, self.store.clock(), metadata)
         return {
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,
@@ -461,7 +480,9 @@ class ApiApp:
         }
 
     # -- watch -----------------------------------------------------------------------------------------------
-    async def _watch(self, target: Target, query: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _watch(
+        self, target: Target, query: dict[str, str], receive: Receive, send: Send, as_table: bool = False
+    ) -> None:
         resource = target.resource
         labels, fields = self._selectors(resource, query)
         initial_events = _bool(query, "sendInitialEvents")
@@ -501,7 +522,8 @@ class ApiApp:
         start_rv = self.store.rv
         self.watches += 1
         try:
-            await self._stream(watcher, initial, start_rv, initial_events, bookmarks, seconds, receive, send)
+            options = _StreamOptions(start_rv, initial_events, bookmarks, seconds, as_table)
+            await self._stream(watcher, initial, options, receive, send)
         finally:
             self.watches -= 1
             self.store.stop_watch(resource, watcher)
@@ -521,18 +543,28 @@ class ApiApp:
         obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
         return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
+    def _table_line(self, resource: ResourceType, type_: str, obj: dict[str, Any], headers: bool) -> bytes:
+        metadata = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+        view = resource.to_view(obj) if resource.to_view else obj
+        rows = table(resource, [view], self.store.clock(), metadata, headers=headers)
+        return orjson.dumps({"type": type_, "object": rows}) + b"\n"
+
     async def _stream(
         self,
         watcher: Watcher,
         initial: list[dict[str, Any]],
-        start_rv: int,
-        initial_events: bool,
-        bookmarks: bool,
-        seconds: float,
+        options: _StreamOptions,
         receive: Receive,
         send: Send,
     ) -> None:
         resource = watcher.resource
+        start_rv, initial_events, bookmarks, seconds = (
+            options.start_rv,
+            options.initial_events,
+            options.bookmarks,
+            options.seconds,
+        )
+        first = True
         wake = asyncio.Event()
         watcher.wake = wake.set
         gone = False
@@ -554,6 +586,10 @@ class ApiApp:
             view = resource.to_view
             batch: list[bytes] = []
             for obj in initial:
+                if options.as_table:
+                    batch.append(self._table_line(resource, "ADDED", obj, first))
+                    first = False
+                    continue
                 batch.append(orjson.dumps({"type": "ADDED", "object": view(obj) if view else obj}) + b"\n")
                 if len(batch) >= 256:
                     await self._write(send, b"".join(batch))
@@ -568,7 +604,11 @@ class ApiApp:
                     lines: list[bytes] = []
                     while watcher.pending and len(lines) < 1024:
                         type_, event = watcher.pending.popleft()
-                        lines.append(event.line(resource, type_))
+                        if options.as_table:
+                            lines.append(self._table_line(resource, type_, event.obj, first))
+                            first = False
+                        else:
+                            lines.append(event.line(resource, type_))
                     await self._write(send, b"".join(lines))
                     continue
                 now = loop.time()

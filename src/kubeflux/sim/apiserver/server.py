@@ -124,7 +124,9 @@ class ApiServer:
     def bind(self) -> socket.socket:
         """Open the listening socket now, so that the port is known before serving."""
         if self._socket is None:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only for such sockets; without
+            # it every response waits ~40 ms for the client's delayed ACK (Nagle)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
             self.port = sock.getsockname()[1]

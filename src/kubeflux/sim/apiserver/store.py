@@ -596,7 +596,7 @@ class Store:
         if pod_meta.get("deletionTimestamp"):
             raise errors.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
         if pod.get("spec", {}).get("nodeName"):
-            why = f"pod {name} is already assigned to node {pod['spec']['nodeName']!r}"
+            why = f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"'
             raise errors.conflict("pods/binding", name, why)
         new = clone(pod)
         new["spec"]["nodeName"] = node
