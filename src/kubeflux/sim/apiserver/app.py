@@ -116,6 +116,14 @@ class ApiApp:
         self.settings = settings or ServerSettings()
         self.watches = 0
         self.requests = 0
+        self.closing = False
+        self._open: set[Watcher] = set()
+
+    def shutdown(self) -> None:
+        """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
+        self.closing = True
+        for watcher in list(self._open):
+            watcher.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -386,7 +394,8 @@ class ApiApp:
         body = self._decode(data, content_type)
         if resource.create_only:
             pods = self.registry.find("", "v1", "pods")
-            name = body.get("metadata", {}).get("name") if isinstance(body, dict) else None
+            meta = body.get("metadata") if isinstance(body, dict) else None
+            name = meta.get("name") if isinstance(meta, dict) else None
             if pods is None or not isinstance(name, str) or not name:
                 raise errors.bad_request("a Binding needs metadata.name (the pod's name)")
             self.store.bind(pods, target.namespace, name, body)
@@ -521,11 +530,13 @@ class ApiApp:
             return
         start_rv = self.store.rv
         self.watches += 1
+        self._open.add(watcher)
         try:
             options = _StreamOptions(start_rv, initial_events, bookmarks, seconds, as_table)
             await self._stream(watcher, initial, options, receive, send)
         finally:
             self.watches -= 1
+            self._open.discard(watcher)
             self.store.stop_watch(resource, watcher)
 
     async def _start_stream(self, send: Send) -> None:
@@ -599,7 +610,7 @@ class ApiApp:
             if batch:
                 await self._write(send, b"".join(batch))
             next_bookmark = loop.time() + self.settings.bookmark_seconds
-            while not gone and not watcher.closed:
+            while not gone and not watcher.closed and not self.closing:
                 if watcher.pending:
                     lines: list[bytes] = []
                     while watcher.pending and len(lines) < 1024:

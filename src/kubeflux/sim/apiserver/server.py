@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import signal
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -91,6 +92,21 @@ def kubeconfig(server: str, token: str = "") -> dict[str, Any]:
     }
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn, ending open watches on Ctrl-C/SIGTERM instead of waiting for them, and returning normally
+    afterwards (uvicorn would re-raise the signal: the command could not print that it stopped)."""
+
+    def __init__(self, config: uvicorn.Config, app: ApiApp) -> None:
+        super().__init__(config)
+        self.api = app
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self.api.shutdown()
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C
+        self.should_exit = True
+
+
 class ApiServer:
     """The simulated cluster's API server on ``host:port`` (port 0: a free one, known after :meth:`bind`)."""
 
@@ -129,6 +145,7 @@ class ApiServer:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
+            sock.listen(2048)  # clients given the kubeconfig may connect before the event loop serves
             self.port = sock.getsockname()[1]
             sock.set_inheritable(True)
             self._socket = sock
@@ -151,7 +168,7 @@ class ApiServer:
             timeout_graceful_shutdown=1,
             timeout_keep_alive=30,
         )
-        server = uvicorn.Server(config)
+        server = _Uvicorn(config, self.app)
         self._server = server
         return server
 
@@ -176,6 +193,8 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self.app.shutdown)
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

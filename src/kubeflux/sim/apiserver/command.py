@@ -1,0 +1,73 @@
+"""``kubeflux cluster serve``: the simulated cluster over the Kubernetes API, for kubectl and unmodified clients.
+
+Nodes come from ``--cluster FILE`` or the ``simulate`` flags (the same reader and builders as ``kubeflux
+simulate``). The server listens on 127.0.0.1 (a free port unless ``--port``), writes a kubeconfig and prints its
+path, and stops on Ctrl-C or SIGTERM. What it serves, and what not yet, is in docs/apiserver.md.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["cluster_app"]
+
+cluster_app = typer.Typer(
+    name="cluster",
+    help="A simulated Kubernetes cluster served over the Kubernetes API.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@cluster_app.command("serve")
+def serve_command(
+    cluster: Annotated[Path | None, typer.Option("--cluster", help="Kubernetes Node manifests (YAML).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", help="Number of identical nodes.")] = None,
+    cores_per_node: Annotated[int | None, typer.Option("--cores-per-node", help="Cores per node.")] = None,
+    memory_per_node: Annotated[str, typer.Option("--memory-per-node", help="Memory per node (quantity).")] = "256Gi",
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="nvidia.com/gpu per node.")] = 0,
+    address: Annotated[str, typer.Option("--address", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one).")] = 0,
+    kubeconfig: Annotated[
+        Path | None, typer.Option("--kubeconfig", help="Where to write the kubeconfig (default: a new temp dir).")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", help="Static bearer token clients must send (--token random: generate one)."),
+    ] = None,
+) -> None:
+    """Serve a simulated cluster over the Kubernetes REST API until Ctrl-C or SIGTERM."""
+    from kubeflux.sim.apiserver.app import ServerSettings
+    from kubeflux.sim.apiserver.server import ApiServer
+    from kubeflux.sim.command import _nodes
+    from kubeflux.sim.workloads import WorkloadError
+
+    if address not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: listening on {address}, beyond loopback", err=True)
+    if not 0 <= port <= 65535:
+        raise typer.BadParameter(f"--port must be in 0..65535, got {port}")
+    try:
+        node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
+    except (WorkloadError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
+    server = ApiServer(node_list, host=address, port=port, settings=ServerSettings(token=secret))
+    try:
+        server.bind()
+    except OSError as exc:
+        typer.echo(f"error: cannot listen on {address}:{port}: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
+    server.write_kubeconfig(path)
+    typer.echo(f"kubeflux cluster: {len(node_list)} nodes at {server.url}")
+    typer.echo(f"kubeconfig: {path}")
+    typer.echo(f"  export KUBECONFIG={path}")
+    server.serve_forever()
+    typer.echo("kubeflux cluster: stopped")
