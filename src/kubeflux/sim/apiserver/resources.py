@@ -8,8 +8,11 @@ becomes a 422 cause on the same field. Defaults are the real server's for the fi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from kubeflux.scheduler.kube_objects import (
     ManifestError,
@@ -47,6 +50,7 @@ def _required(path: str) -> Cause:
 
 _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
 def _default_container(container: Any) -> None:
@@ -118,6 +122,21 @@ def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = 
     return causes
 
 
+@functools.lru_cache(maxsize=4096)
+def _pod_spec_causes(spec_json: bytes) -> tuple[Cause, ...]:
+    """The causes of one pod spec, cached: pods of a Job or a trace share their spec, and reading a spec through
+    the scheduler's manifest reader (the check that it is readable) is most of the cost of a create."""
+    spec = orjson.loads(spec_json)
+    causes = pod_spec_causes(spec, "spec.")
+    if causes:
+        return tuple(causes)
+    try:
+        pod_from_manifest(_pod_view("pod", "default", spec))
+    except ManifestError as exc:
+        return tuple(_manifest_causes(exc))
+    return ()
+
+
 def _pod_view(name: str, namespace: str, spec: Object) -> Object:
     return {"kind": "Pod", "metadata": {"name": name or "pod", "namespace": namespace}, "spec": spec}
 
@@ -157,14 +176,10 @@ class PodStrategy(Strategy):
         spec["priority"] = found.get("value", 0)
 
     def validate(self, obj: Object) -> list[Cause]:
-        causes = pod_spec_causes(obj.get("spec"), "spec.")
-        if causes:
-            return causes
-        try:
-            pod_from_manifest(obj)
-        except ManifestError as exc:
-            return _manifest_causes(exc)
-        return []
+        phase = obj.get("status", {}).get("phase") if isinstance(obj.get("status"), dict) else None
+        if phase not in _PHASES:
+            return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
+        return list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         spec = new.get("spec")

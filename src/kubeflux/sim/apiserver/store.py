@@ -80,6 +80,7 @@ class Store:
         self.cache_size = cache_size
         self.watch_backlog = watch_backlog
         self._random = random.Random(seed)
+        self._now: tuple[int, str] = (-1, "")
         self.collections: dict[str, Collection] = {}
         self._dependents: dict[str, set[tuple[str, str]]] = {}
         """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
@@ -97,8 +98,11 @@ class Store:
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def now(self) -> str:
-        """The current time as ``metav1.Time`` writes it (whole seconds)."""
-        return format_timestamp(float(int(self.clock())))
+        """The current time as ``metav1.Time`` writes it (whole seconds; formatted once per second)."""
+        second = int(self.clock())
+        if second != self._now[0]:
+            self._now = (second, format_timestamp(float(second)))
+        return self._now[1]
 
     def _collection(self, resource: ResourceType) -> Collection:
         return self.collections[resource.collection]
@@ -247,23 +251,22 @@ class Store:
         if continue_token:
             start = _decode_continue(continue_token)
         watcher = Watcher(resource, namespace if resource.namespaced else "", labels, fields, backlog=0)
+        trivial = not watcher.namespace and labels.empty and fields.empty
+        objects = collection.objects
+        keys = [] if resource.read_only_empty else sorted(k for k in objects if k > start) if start else sorted(objects)
         items: list[Object] = []
-        keys = sorted(k for k in collection.objects if k > start) if (start or limit) else collection.objects
-        if resource.read_only_empty:
-            keys = []
         remaining = 0
         last = ""
+        view = resource.to_view
         for key in keys:
-            obj = collection.objects[key]
-            if not watcher.matches(obj):
+            obj = objects[key]
+            if not trivial and not watcher.matches(obj):
                 continue
             if limit and len(items) >= limit:
                 remaining += 1
                 continue
-            items.append(self._view(resource, obj))
+            items.append(view(obj) if view else obj)
             last = key
-        if not (start or limit):
-            items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         token = _encode_continue(last, self.rv) if remaining else ""
         return ListResult(items, self.rv, token, remaining if remaining else None)
 
