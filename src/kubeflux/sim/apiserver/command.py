@@ -41,6 +41,16 @@ def serve_command(
         str | None,
         typer.Option("--token", help="Static bearer token clients must send (--token random: generate one)."),
     ] = None,
+    scheduler: Annotated[
+        list[str] | None,
+        typer.Option("--scheduler", "-s", help="Run this kubeflux scheduler in the process (repeatable; 'none')."),
+    ] = None,
+    kubelet: Annotated[
+        bool, typer.Option("--kubelet/--no-kubelet", help="Simulated kubelets run bound pods (KWOK stages).")
+    ] = True,
+    start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
+    start_jitter: Annotated[float, typer.Option("--start-jitter", help="Upper bound of the start delay (KWOK).")] = 0.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the start and run time jitter.")] = 0,
 ) -> None:
     """Serve a simulated cluster over the Kubernetes REST API until Ctrl-C or SIGTERM."""
     from kubeflux.sim.apiserver.app import ServerSettings
@@ -57,8 +67,28 @@ def serve_command(
     except (WorkloadError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    from kubeflux.sim.baselines import available, create
+    from kubeflux.sim.pods import Lifecycle
+
+    names = [n for n in (scheduler or []) if n != "none"]
+    unknown = [n for n in names if n not in available()]
+    if unknown:
+        raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: none, {', '.join(available())}")
+    try:
+        lifecycle = Lifecycle(start_delay, start_jitter, seed=seed)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    cores = [create(n) for n in names]
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
-    server = ApiServer(node_list, host=address, port=port, settings=ServerSettings(token=secret))
+    server = ApiServer(
+        node_list,
+        host=address,
+        port=port,
+        settings=ServerSettings(token=secret),
+        kubelet=kubelet,
+        lifecycle=lifecycle,
+        schedulers=cores,
+    )
     try:
         server.bind()
     except OSError as exc:
@@ -67,6 +97,8 @@ def serve_command(
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
     server.write_kubeconfig(path)
     typer.echo(f"kubeflux cluster: {len(node_list)} nodes at {server.url}")
+    for core in cores:
+        typer.echo(f"scheduler: {core.name} (in process; pods with schedulerName: {core.name})")
     typer.echo(f"kubeconfig: {path}")
     typer.echo(f"  export KUBECONFIG={path}")
     server.serve_forever()

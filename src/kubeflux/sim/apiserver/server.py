@@ -2,7 +2,9 @@
 
 :class:`ApiServer` runs in the calling thread (:meth:`serve_forever`, which stops on Ctrl-C or SIGTERM) or in a
 background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a context manager). The store is
-only touched from the server's event loop; :meth:`call` runs a function there from another thread.
+only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
+``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods; ``schedulers`` run in the process
+(:class:`InProcessSchedulers`), both on the server's loop, created when it starts serving.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import concurrent.futures
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -20,12 +22,16 @@ from typing import Any, TypeVar
 import uvicorn
 import yaml
 
+from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
+from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.pods import Lifecycle
 
 __all__ = ["ApiServer", "kubeconfig", "node_manifest"]
 
@@ -118,6 +124,9 @@ class ApiServer:
         port: int = 0,
         settings: ServerSettings | None = None,
         store: Store | None = None,
+        kubelet: bool = False,
+        lifecycle: Lifecycle | None = None,
+        schedulers: Sequence[Scheduler] = (),
     ) -> None:
         self.store = store or Store(default_registry())
         self.settings = settings or ServerSettings()
@@ -128,6 +137,13 @@ class ApiServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._with_kubelet = kubelet
+        self.lifecycle = lifecycle or Lifecycle()
+        self._scheduler_cores = list(schedulers)
+        self.kubelet: SimulatedKubelet | None = None
+        """The simulated kubelet (with ``kubelet=True``), once serving."""
+        self.schedulers: InProcessSchedulers | None = None
+        """The in-process schedulers (when given), once serving."""
         nodes_resource = self.store.registry.find("", "v1", "nodes")
         assert nodes_resource is not None
         for node in nodes:
@@ -173,8 +189,18 @@ class ApiServer:
         return server
 
     async def _serve(self, server: uvicorn.Server) -> None:
-        self._loop = asyncio.get_running_loop()
-        await server.serve(sockets=[self.bind()])
+        loop = self._loop = asyncio.get_running_loop()
+        if self._with_kubelet:
+            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle)
+        if self._scheduler_cores:
+            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores)
+        try:
+            await server.serve(sockets=[self.bind()])
+        finally:
+            if self.kubelet is not None:
+                self.kubelet.stop()
+            if self.schedulers is not None:
+                self.schedulers.stop()
 
     def serve_forever(self) -> None:
         """Serve in this thread until Ctrl-C or SIGTERM (uvicorn's signal handling)."""
