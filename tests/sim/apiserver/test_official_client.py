@@ -597,3 +597,40 @@ def _compact(server: ApiServer) -> None:
     for collection in server.store.collections.values():
         collection.compacted = server.store.rv
         collection.events.clear()
+
+
+def test_eviction_deletes_the_pod_and_answers_201(kube: Any) -> None:
+    core = client.CoreV1Api(kube)
+    core.create_namespaced_pod("default", pod_manifest("p"))
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"}}
+    response = core.create_namespaced_pod_eviction("p", "default", eviction, _preload_content=False)
+    assert response.status == 201
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_the_official_informer_keeps_its_cache_in_step(kube: Any) -> None:
+    core = client.CoreV1Api(kube)
+    informer = kubernetes.informer.SharedInformer(core.list_namespaced_pod, namespace="default")
+    changed = threading.Condition()
+
+    def notify(_: Any) -> None:
+        with changed:
+            changed.notify_all()
+
+    for kind in ("ADDED", "MODIFIED", "DELETED"):
+        informer.add_event_handler(kind, notify)
+    core.create_namespaced_pod("default", pod_manifest("a"))
+    informer.start()
+    try:
+        core.create_namespaced_pod("default", pod_manifest("b"))
+        core.create_namespaced_pod_binding("b", "default", _binding("b", "node-0001"), _preload_content=False)
+        core.delete_namespaced_pod("a", "default")
+
+        def settled() -> bool:
+            pods = {p.metadata.name: p for p in informer.cache.list()}
+            return set(pods) == {"b"} and pods["b"].spec.node_name == "node-0001"
+
+        with changed:
+            assert changed.wait_for(settled, timeout=60)
+    finally:
+        informer.stop()

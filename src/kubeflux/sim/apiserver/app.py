@@ -328,8 +328,8 @@ class ApiApp:
                 entry["categories"] = list(r.categories)
             listed.append(entry)
             for sub in r.subresources:
-                kind = "Binding" if sub == "binding" else r.kind
-                verbs = ["create"] if sub == "binding" else ["get", "patch", "update"]
+                kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, r.kind)
+                verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
                 listed.append(
                     {
                         "name": f"{r.plural}/{sub}",
@@ -402,6 +402,14 @@ class ApiApp:
             return 201, errors.status_success(201)
         if target.subresource == "binding":
             self.store.bind(resource, target.namespace, target.name, body)
+            return 201, errors.status_success(201)
+        if target.subresource == "eviction":  # no PodDisruptionBudgets exist: an eviction is a delete
+            options = body.get("deleteOptions") if isinstance(body, dict) else None
+            options = options if isinstance(options, dict) else {}
+            grace = options.get("gracePeriodSeconds")
+            if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+                raise errors.bad_request(f"deleteOptions.gracePeriodSeconds: must be an integer, got {grace!r}")
+            self.store.delete(resource, target.namespace, target.name, grace=grace)
             return 201, errors.status_success(201)
         if target.name:
             raise errors.method_not_allowed(f"POST is not allowed on a named {resource.singular}; use PUT or PATCH")

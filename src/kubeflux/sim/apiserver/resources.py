@@ -503,7 +503,9 @@ def default_registry() -> Registry:
     resources = [
         ResourceType("", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("status",)),
         ResourceType("", "v1", "nodes", "Node", False, NodeStrategy(), ("no",), (), ("status",)),
-        ResourceType("", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding")),
+        ResourceType(
+            "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction")
+        ),
         ResourceType("", "v1", "bindings", "Binding", True, create_only=True),
         ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ConfigMapStrategy(), ("cm",)),
