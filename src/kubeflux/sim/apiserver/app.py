@@ -21,10 +21,10 @@ from urllib.parse import parse_qs
 import orjson
 import yaml
 
-from kubeflux import __version__
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json, openapi_v3_paths
+from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import (
@@ -46,7 +46,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-KUBERNETES_VERSION = ("1", "36")
 MAX_BODY_BYTES = 3 * 1024 * 1024
 """The real server's request body limit (3 MiB)."""
 _JSON = "application/json"
@@ -267,80 +266,8 @@ class ApiApp:
         return target, watch
 
     def _discovery(self, parts: list[str], scope: Scope) -> Any:
-        if parts == ["version"]:
-            return {
-                "major": KUBERNETES_VERSION[0],
-                "minor": KUBERNETES_VERSION[1],
-                "gitVersion": f"v{'.'.join(KUBERNETES_VERSION)}.0-kubeflux.{__version__}",
-                "gitCommit": "",
-                "gitTreeState": "clean",
-                "buildDate": "",
-                "goVersion": "",
-                "compiler": "kubeflux",
-                "platform": "python",
-            }
-        if parts == ["api"]:
-            server = scope.get("server") or ("127.0.0.1", 0)
-            return {
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{server[0]}:{server[1]}"}
-                ],
-            }
-        if parts == ["apis"]:
-            groups = [self._group(g, vs) for g, vs in self.registry.group_versions().items() if g]
-            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
-        if len(parts) == 2 and parts[0] == "apis":
-            versions = self.registry.group_versions().get(parts[1])
-            if versions is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
-            return {"kind": "APIGroup", "apiVersion": "v1"} | self._group(parts[1], versions)
-        if (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis"):
-            group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
-            resources = self.registry.in_group_version(group, version)
-            if not resources:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
-            return self._resource_list(group, version, resources)
-        if parts[:2] == ["openapi", "v3"]:
-            return openapi_v3_paths(self.registry, parts[2:])
-        return None
-
-    @staticmethod
-    def _group(group: str, versions: list[str]) -> dict[str, Any]:
-        listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-        return {"name": group, "versions": listed, "preferredVersion": listed[0]}
-
-    @staticmethod
-    def _resource_list(group: str, version: str, resources: list[ResourceType]) -> dict[str, Any]:
-        listed: list[dict[str, Any]] = []
-        for r in resources:
-            entry: dict[str, Any] = {
-                "name": r.plural,
-                "singularName": r.singular,
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": r.verbs(),
-            }
-            if r.short_names:
-                entry["shortNames"] = list(r.short_names)
-            if r.categories:
-                entry["categories"] = list(r.categories)
-            listed.append(entry)
-            for sub in r.subresources:
-                kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, r.kind)
-                verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
-                listed.append(
-                    {
-                        "name": f"{r.plural}/{sub}",
-                        "singularName": "",
-                        "namespaced": r.namespaced,
-                        "kind": kind,
-                        "verbs": verbs,
-                    }
-                )
-        group_version = f"{group}/{version}" if group else version
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": listed}
+        server = scope.get("server") or ("127.0.0.1", 0)
+        return discovery_document(self.registry, parts, f"{server[0]}:{server[1]}")
 
     # -- verbs -----------------------------------------------------------------------------------------------
     def _selectors(self, resource: ResourceType, query: dict[str, str]) -> tuple[LabelSelector, FieldSelector]:

@@ -183,6 +183,9 @@ class ApiServer:
             lifespan="off",
             timeout_graceful_shutdown=1,
             timeout_keep_alive=30,
+            proxy_headers=False,  # loopback, no proxy: the middleware is only a cost per request
+            server_header=False,
+            date_header=False,
         )
         server = _Uvicorn(config, self.app)
         self._server = server

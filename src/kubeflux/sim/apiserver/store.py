@@ -15,7 +15,6 @@ the stored core Events). Every method runs on the server's one event loop; none 
 
 from __future__ import annotations
 
-import base64
 import random
 import time
 import uuid
@@ -27,6 +26,13 @@ import orjson
 from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.metadata import (
+    check_type,
+    decode_continue,
+    encode_continue,
+    metadata_causes,
+    parse_resource_version,
+)
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
@@ -110,9 +116,6 @@ class Store:
     def _view(self, resource: ResourceType, obj: Object) -> Object:
         return resource.to_view(obj) if resource.to_view else obj
 
-    def _stored(self, resource: ResourceType, obj: Object) -> Object:
-        return resource.from_view(obj) if resource.from_view else obj
-
     def _next_rv(self) -> int:
         self.rv += 1
         return self.rv
@@ -144,52 +147,6 @@ class Store:
         self._index_owners(collection.name, key, old, obj)
         self._record(collection, type_, obj, old)
         return obj
-
-    def _check_type(self, resource: ResourceType, obj: Any) -> Object:
-        if not isinstance(obj, dict):
-            raise errors.bad_request(f"the body must be a JSON object (a {resource.kind}), got {type(obj).__name__}")
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        if api_version not in (None, "", resource.api_version):
-            raise errors.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected API version "
-                f"({resource.api_version})"
-            )
-        if kind not in (None, "", resource.kind):
-            raise errors.bad_request(
-                f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
-            )
-        meta = obj.get("metadata")
-        if meta is None:
-            obj["metadata"] = meta = {}
-        if not isinstance(meta, dict):
-            raise errors.invalid(resource.kind, "", [Cause("metadata", "Invalid value: must be an object")])
-        stored = self._stored(resource, obj)
-        stored.setdefault("metadata", meta)
-        return stored
-
-    def _meta_causes(self, resource: ResourceType, meta: Object) -> list[Cause]:
-        causes = resource.strategy.name_causes(meta.get("name", ""), "metadata.name")
-        for field in ("labels", "annotations"):
-            value = meta.get(field)
-            if value is None:
-                continue
-            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-                causes.append(Cause(f"metadata.{field}", "Invalid value: must be a map of strings to strings"))
-        for field in ("finalizers",):
-            value = meta.get(field)
-            if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-                causes.append(Cause(f"metadata.{field}", "Invalid value: must be a list of strings"))
-        refs = meta.get("ownerReferences")
-        if refs is not None:
-            if not isinstance(refs, list):
-                causes.append(Cause("metadata.ownerReferences", "Invalid value: must be a list"))
-            else:
-                for index, ref in enumerate(refs):
-                    for part in ("apiVersion", "kind", "name", "uid"):
-                        if not isinstance(ref, dict) or not isinstance(ref.get(part), str) or not ref.get(part):
-                            path = f"metadata.ownerReferences[{index}].{part}"
-                            causes.append(Cause(path, "Required value", "FieldValueRequired"))
-        return causes
 
     def _require_namespace(self, resource: ResourceType, namespace: str, creating: bool) -> None:
         if not resource.namespaced or self.namespaces is None:
@@ -242,14 +199,14 @@ class Store:
         """
         collection = self._collection(resource)
         if resource_version not in ("", "0"):
-            requested = _parse_rv(resource_version)
+            requested = parse_resource_version(resource_version)
             if requested > self.rv:
                 raise ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {self.rv}")
             if exact and requested != self.rv and (requested < collection.compacted or collection.since(requested)):
                 raise errors.expired()
         start = ""
         if continue_token:
-            start = _decode_continue(continue_token)
+            start = decode_continue(continue_token)
         watcher = Watcher(resource, namespace if resource.namespaced else "", labels, fields, backlog=0)
         trivial = not watcher.namespace and labels.empty and fields.empty
         objects = collection.objects
@@ -267,7 +224,7 @@ class Store:
                 continue
             items.append(view(obj) if view else obj)
             last = key
-        token = _encode_continue(last, self.rv) if remaining else ""
+        token = encode_continue(last, self.rv) if remaining else ""
         return ListResult(items, self.rv, token, remaining if remaining else None)
 
     def watch(
@@ -295,7 +252,7 @@ class Store:
             if not resource.read_only_empty:
                 initial = [o for o in collection.objects.values() if watcher.matches(o)]
         else:
-            requested = _parse_rv(resource_version)
+            requested = parse_resource_version(resource_version)
             if requested < collection.compacted:
                 raise errors.expired(f"too old resource version: {requested} ({collection.compacted})")
             for event in collection.since(requested):
@@ -312,7 +269,7 @@ class Store:
         """``POST``: fill metadata, default, validate, store; 409 ``AlreadyExists`` when the name is taken."""
         if resource.read_only_empty:
             raise _read_only(resource)
-        obj = self._check_type(resource, body)
+        obj = check_type(resource, body)
         meta = obj["metadata"]
         if resource.from_view is None:
             obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
@@ -352,7 +309,7 @@ class Store:
             meta.pop("generation", None)
         if strategy.has_status and not strategy.keep_status_on_create:
             obj.pop("status", None)
-        causes = self._meta_causes(resource, meta)
+        causes = metadata_causes(resource, meta)
         if not causes:
             strategy.prepare_create(obj, self.now())
             causes = strategy.validate(obj)
@@ -371,7 +328,7 @@ class Store:
         if resource.read_only_empty:
             raise _read_only(resource)
         key, old = self._raw(resource, namespace, name)
-        new = self._check_type(resource, body)
+        new = check_type(resource, body)
         meta = new["metadata"]
         if meta.get("name", name) != name:
             raise errors.bad_request(
@@ -414,7 +371,7 @@ class Store:
                 else:
                     meta.pop(field, None)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
-        causes = self._meta_causes(resource, new["metadata"]) + strategy.validate_update(new, old)
+        causes = metadata_causes(resource, new["metadata"]) + strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
         if new == old:
@@ -627,24 +584,3 @@ def _read_only(resource: ResourceType) -> ApiError:
     return errors.method_not_allowed(
         f"{resource.plural}.{resource.group or 'core'} is served by kubeflux as an empty, read-only collection"
     )
-
-
-def _parse_rv(text: str) -> int:
-    if not text.isdigit():
-        raise errors.bad_request(f"invalid resource version {text!r}: must be a non-negative integer")
-    return int(text)
-
-
-def _encode_continue(key: str, rv: int) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps({"v": "kubeflux/1", "rv": rv, "start": key})).decode()
-
-
-def _decode_continue(token: str) -> str:
-    try:
-        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        start = data["start"]
-        if not isinstance(start, str):
-            raise TypeError
-        return start
-    except Exception as exc:
-        raise errors.bad_request(f"invalid continue token {token!r}") from exc
