@@ -6,6 +6,7 @@ of a minute), never for durations."""
 from __future__ import annotations
 
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
+from kubeflux.scheduler.kube_objects import parse_timestamp
 from kubeflux.sim.apiserver.app import ServerSettings
+from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
@@ -142,3 +145,27 @@ def test_a_running_pod_deleted_gracefully_is_confirmed_by_its_kubelet(cluster: A
     _wait(cluster, lambda p: _phase(p, "forever") == "Running")
     cluster.delete_namespaced_pod("forever", "default")
     _wait(cluster, lambda p: "forever" not in p)
+
+
+def test_with_speed_stage_delays_and_timestamps_are_in_simulated_time(tmp_path: Path) -> None:
+    """At x3600, a pod of one simulated hour ends after about a wall second, an hour after it started."""
+    server = ApiServer(
+        uniform_cluster(1, 16, "64Gi"),
+        kubelet=True,
+        schedulers=[create("kubeflux")],
+        clock=ServedClock(speed=3600.0),
+    ).start()
+    server.write_kubeconfig(tmp_path / "kubeconfig")
+    api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+    try:
+        core = client.CoreV1Api(api)
+        core.create_namespaced_pod("default", _pod("hour", run="1h"))
+        pods = _wait(core, lambda p: _phase(p, "hour") == "Succeeded")
+        state = pods["hour"]["status"]["containerStatuses"][0]["state"]["terminated"]
+        ran = parse_timestamp(state["finishedAt"]) - parse_timestamp(state["startedAt"])
+        assert ran >= 3600 - 1, "one simulated hour (timestamps are whole seconds)"
+        with urllib.request.urlopen(f"{server.url}/kubeflux/time", timeout=60) as response:
+            assert orjson.loads(response.read())["speed"] == 3600.0
+    finally:
+        api.close()
+        server.stop()

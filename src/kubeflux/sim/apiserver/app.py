@@ -21,7 +21,9 @@ from urllib.parse import parse_qs
 import orjson
 import yaml
 
+from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
@@ -109,8 +111,9 @@ def _int(query: dict[str, str], name: str) -> int | None:
 class ApiApp:
     """The ASGI application serving ``store``."""
 
-    def __init__(self, store: Store, settings: ServerSettings | None = None) -> None:
+    def __init__(self, store: Store, settings: ServerSettings | None = None, clock: ServedClock | None = None) -> None:
         self.store = store
+        self.clock = clock
         self.registry = store.registry
         self.settings = settings or ServerSettings()
         self.watches = 0
@@ -194,6 +197,11 @@ class ApiApp:
         path: str = scope["path"]
         if path in ("/healthz", "/livez", "/readyz"):
             await self._respond(send, 200, b"ok", "text/plain")
+            return
+        if path == "/kubeflux/time":  # the simulated time, for clients that want it
+            now = self.store.clock()
+            speed = self.clock.speed if self.clock is not None else 1.0
+            await self._respond(send, 200, {"now": now, "time": format_timestamp(now), "speed": speed})
             return
         self._authorize(headers)
         method: str = scope["method"]

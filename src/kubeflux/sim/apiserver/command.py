@@ -51,6 +51,9 @@ def serve_command(
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[float, typer.Option("--start-jitter", help="Upper bound of the start delay (KWOK).")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the start and run time jitter.")] = 0,
+    speed: Annotated[
+        float, typer.Option("--speed", help="Simulated time runs this many times faster than wall.")
+    ] = 1.0,
 ) -> None:
     """Serve a simulated cluster over the Kubernetes REST API until Ctrl-C or SIGTERM."""
     from kubeflux.sim.apiserver.app import ServerSettings
@@ -74,8 +77,11 @@ def serve_command(
     unknown = [n for n in names if n not in available()]
     if unknown:
         raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: none, {', '.join(available())}")
+    from kubeflux.sim.apiserver.clock import ServedClock
+
     try:
         lifecycle = Lifecycle(start_delay, start_jitter, seed=seed)
+        clock = ServedClock(speed)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     cores = [create(n) for n in names]
@@ -88,6 +94,7 @@ def serve_command(
         kubelet=kubelet,
         lifecycle=lifecycle,
         schedulers=cores,
+        clock=clock,
     )
     try:
         server.bind()
@@ -96,7 +103,8 @@ def serve_command(
         raise typer.Exit(2) from exc
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
     server.write_kubeconfig(path)
-    typer.echo(f"kubeflux cluster: {len(node_list)} nodes at {server.url}")
+    pace = "" if speed == 1.0 else f", simulated time x{speed:g} (GET /kubeflux/time)"
+    typer.echo(f"kubeflux cluster: {len(node_list)} nodes at {server.url}{pace}")
     for core in cores:
         typer.echo(f"scheduler: {core.name} (in process; pods with schedulerName: {core.name})")
     typer.echo(f"kubeconfig: {path}")

@@ -3,11 +3,12 @@
 A thin shell, like the simulator's driver, over the same core contract (:mod:`kubeflux.scheduler.interface`): the
 store's watch events of nodes, pod groups and pods become :class:`ClusterEvent` objects (read by the same manifest
 readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)`` runs after each batch
-and at the scheduler's ``next_wakeup``, in wall-clock Unix seconds. Decisions go through the API's own paths, as a
-scheduler outside the process would send them: a :class:`Bind` is a ``pods/binding`` (refused ones are told back
-with ``unreserve``) and a ``Scheduled`` event; an :class:`Unschedulable` or :class:`Reject` sets
-``PodScheduled=False/Unschedulable`` through ``pods/status`` with a ``FailedScheduling`` event, and the expected
-start annotation. Unchanged conditions and annotations are not written again (no event storms, no loops).
+and at the scheduler's ``next_wakeup``, in the store's time (Unix seconds; accelerated with ``--speed``).
+Decisions go through the API's own paths, as a scheduler outside the process would send them: a :class:`Bind` is
+a ``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
+:class:`Unschedulable` or :class:`Reject` sets ``PodScheduled=False/Unschedulable`` through ``pods/status`` with a
+``FailedScheduling`` event, and the expected start annotation. Unchanged conditions and annotations are not
+written again (no event storms, no loops).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kubeflux.scheduler.interface import (
 )
 from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.registry import ResourceType
@@ -45,8 +47,15 @@ Object = dict[str, Any]
 class InProcessSchedulers:
     """Runs ``schedulers`` (each owning the pods naming its ``name``) against ``store`` on ``loop``."""
 
-    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop, schedulers: list[Scheduler]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        schedulers: list[Scheduler],
+        clock: ServedClock | None = None,
+    ) -> None:
         self.store, self.loop, self.schedulers = store, loop, list(schedulers)
+        self.clock = clock or ServedClock()
         registry = store.registry
         kinds = [("", "v1", "nodes"), ("scheduling.x-k8s.io", "v1alpha1", "podgroups"), ("", "v1", "pods")]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
@@ -114,7 +123,7 @@ class InProcessSchedulers:
         if earliest is not None:
             if self._wakeup is not None:
                 self._wakeup.cancel()
-            self._wakeup = self.loop.call_later(earliest - now, self._wake)
+            self._wakeup = self.loop.call_later(self.clock.wall(earliest - now), self._wake)
 
     def _apply(self, scheduler: Scheduler, decision: Bind | Unschedulable | Reject, now: float) -> None:
         namespace, name = decision.pod.split("/", 1)

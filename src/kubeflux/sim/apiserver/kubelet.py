@@ -10,6 +10,7 @@ through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :m
 * ``Running`` → ``Succeeded`` (exit code 0) or ``Failed`` (non-zero) after the run time (``pod-complete`` delay,
   with its jitter); a pod without one runs until deleted;
 * ``activeDeadlineSeconds`` after the bind: ``Failed``, reason ``DeadlineExceeded``, exit code 137;
+* times are the store's clock (simulated time with ``--speed``), timers wait ``delay / speed`` of wall time;
 * a Terminating pod (graceful delete) is confirmed at once: its containers stop and the kubelet deletes it with
   grace 0, as KWOK's ``pod-delete`` stage does.
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
 from kubeflux.scheduler.objects import PodPhase
+from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store, clone
@@ -105,12 +107,20 @@ class _Life:
 class SimulatedKubelet:
     """Every node's kubelet: follows the pods collection of ``store`` on ``loop`` (the server's loop)."""
 
-    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop, lifecycle: Lifecycle | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        lifecycle: Lifecycle | None = None,
+        clock: ServedClock | None = None,
+    ) -> None:
         pods = store.registry.find("", "v1", "pods")
         nodes = store.registry.find("", "v1", "nodes")
         assert pods is not None and nodes is not None
         self.store, self.loop, self.pods, self.nodes = store, loop, pods, nodes
         self.lifecycle = lifecycle or Lifecycle()
+        self.clock = clock or ServedClock()
+        """Converts stage delays (simulated seconds) to timer waits; the store's clock gives the time."""
         self._random = random.Random(self.lifecycle.seed)
         self.lives: dict[str, _Life] = {}
         """uid → the life of a bound pod being run."""
@@ -182,10 +192,10 @@ class SimulatedKubelet:
         life = _Life(sim, namespace, meta["name"])
         self.lives[meta["uid"]] = life
         self._write_status(life)  # Initialized, ContainerCreating
-        life.timers.append(self.loop.call_later(max(sim.start_delay, 0.0), self._start, life))
+        life.timers.append(self.loop.call_later(self.clock.wall(sim.start_delay), self._start, life))
         if pod.active_deadline_seconds is not None:
             deadline = sim.bound_at + pod.active_deadline_seconds - now
-            life.timers.append(self.loop.call_later(max(deadline, 0.0), self._deadline, life))
+            life.timers.append(self.loop.call_later(self.clock.wall(deadline), self._deadline, life))
 
     def _start(self, life: _Life) -> None:
         sim = life.sim
@@ -195,7 +205,7 @@ class SimulatedKubelet:
         sim.pod.phase = PodPhase.RUNNING
         self._write_status(life)
         if sim.run_time is not None:
-            life.timers.append(self.loop.call_later(sim.run_time, self._complete, life))
+            life.timers.append(self.loop.call_later(self.clock.wall(sim.run_time), self._complete, life))
 
     def _complete(self, life: _Life) -> None:
         code = life.sim.exit_code

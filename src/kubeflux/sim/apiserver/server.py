@@ -27,6 +27,7 @@ from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
 from kubeflux.sim.apiserver.resources import default_registry
@@ -127,10 +128,12 @@ class ApiServer:
         kubelet: bool = False,
         lifecycle: Lifecycle | None = None,
         schedulers: Sequence[Scheduler] = (),
+        clock: ServedClock | None = None,
     ) -> None:
-        self.store = store or Store(default_registry())
+        self.clock = clock or ServedClock()
+        self.store = store or Store(default_registry(), clock=self.clock)
         self.settings = settings or ServerSettings()
-        self.app = ApiApp(self.store, self.settings)
+        self.app = ApiApp(self.store, self.settings, self.clock)
         self.host = host
         self.port = port
         self._socket: socket.socket | None = None
@@ -194,9 +197,9 @@ class ApiServer:
     async def _serve(self, server: uvicorn.Server) -> None:
         loop = self._loop = asyncio.get_running_loop()
         if self._with_kubelet:
-            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle)
+            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock)
         if self._scheduler_cores:
-            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores)
+            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock)
         try:
             await server.serve(sockets=[self.bind()])
         finally:
