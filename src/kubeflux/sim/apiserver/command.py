@@ -95,6 +95,7 @@ def serve_command(
         lifecycle=lifecycle,
         schedulers=cores,
         clock=clock,
+        controllers=True,
     )
     try:
         server.bind()

@@ -3,7 +3,8 @@
 :class:`ApiServer` runs in the calling thread (:meth:`serve_forever`, which stops on Ctrl-C or SIGTERM) or in a
 background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a context manager). The store is
 only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
-``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods; ``schedulers`` run in the process
+``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the PodGroup
+controller keeps groups' status; ``schedulers`` run in the process
 (:class:`InProcessSchedulers`), both on the server's loop, created when it starts serving.
 """
 
@@ -28,6 +29,7 @@ from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
 from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.controllers import PodGroupController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
 from kubeflux.sim.apiserver.resources import default_registry
@@ -129,6 +131,7 @@ class ApiServer:
         lifecycle: Lifecycle | None = None,
         schedulers: Sequence[Scheduler] = (),
         clock: ServedClock | None = None,
+        controllers: bool = False,
     ) -> None:
         self.clock = clock or ServedClock()
         self.store = store or Store(default_registry(), clock=self.clock)
@@ -141,6 +144,8 @@ class ApiServer:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._with_kubelet = kubelet
+        self._with_controllers = controllers
+        self.podgroup_controller: PodGroupController | None = None
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
         self.kubelet: SimulatedKubelet | None = None
@@ -198,6 +203,8 @@ class ApiServer:
         loop = self._loop = asyncio.get_running_loop()
         if self._with_kubelet:
             self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock)
+        if self._with_controllers:
+            self.podgroup_controller = PodGroupController(self.store, loop)
         if self._scheduler_cores:
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock)
         try:
@@ -207,6 +214,8 @@ class ApiServer:
                 self.kubelet.stop()
             if self.schedulers is not None:
                 self.schedulers.stop()
+            if self.podgroup_controller is not None:
+                self.podgroup_controller.stop()
 
     def serve_forever(self) -> None:
         """Serve in this thread until Ctrl-C or SIGTERM (uvicorn's signal handling)."""
