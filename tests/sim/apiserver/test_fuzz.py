@@ -142,3 +142,24 @@ def test_random_and_mutated_requests_never_break_the_server(apiserver: ApiServer
     assert acknowledged, "the fuzzer should have created some pods"
     assert acknowledged - deleted <= listed
     connection.close()
+
+
+def test_yaml_aliases_and_deep_nesting_are_refused_not_expanded(apiserver: ApiServer) -> None:
+    bomb = b"a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nmetadata: {name: bomb}\n"
+    deep = b'{"metadata": {"name": "deep"}, "spec": ' + b'{"a": ' * 900 + b"1" + b"}" * 900 + b"}"
+    connection = http.client.HTTPConnection("127.0.0.1", apiserver.port, timeout=60)
+    for body, content_type, method, path in (
+        (bomb, "application/yaml", "POST", "/api/v1/namespaces/default/configmaps"),
+        (deep, "application/json", "POST", "/api/v1/namespaces/default/configmaps"),
+        (b"[" * 5000 + b"]" * 5000, "application/json", "POST", "/api/v1/namespaces/default/configmaps"),
+        (b"a:\n" + b"  " * 3000 + b"- 1\n", "application/yaml", "POST", "/api/v1/namespaces/default/configmaps"),
+    ):
+        connection.request(method, path, body=body, headers={"Content-Type": content_type})
+        response = connection.getresponse()
+        data = response.read()
+        assert 400 <= response.status < 500, (response.status, data[:300])
+    connection.request("POST", "/api/v1/namespaces/default/configmaps", body=b'{"metadata": {"name": "x"}}')
+    response = connection.getresponse()
+    response.read()
+    assert response.status == 201
+    connection.close()

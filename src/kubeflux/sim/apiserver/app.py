@@ -26,6 +26,7 @@ from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.metadata import MAX_DEPTH, too_deep
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
@@ -89,9 +90,17 @@ class Target:
     subresource: str = ""
 
 
+class _YamlLoader(yaml.SafeLoader):
+    """The safe loader without aliases: an alias bomb of a few kilobytes would expand to gigabytes of JSON."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("YAML aliases are not allowed in a request body")
+        return super().compose_node(parent, index)
+
+
 def _yaml_load(text: bytes) -> Any:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)
+    return yaml.load(text, Loader=_YamlLoader)
 
 
 def _bool(query: dict[str, str], name: str) -> bool:
@@ -143,6 +152,8 @@ class ApiApp:
             await self._handle(scope, receive, send)
         except ApiError as exc:
             await self._respond(send, exc.code, exc.status())
+        except RecursionError:
+            await self._respond(send, 400, errors.bad_request("the request body is nested too deeply").status())
         except Exception as exc:  # a bug must not take the server down; the client gets a Status
             log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
             body = ApiError(500, "InternalError", f"an error on the server ({type(exc).__name__}: {exc})").status()
@@ -377,6 +388,8 @@ class ApiApp:
         if applier is None:
             raise errors.unsupported_media_type(media, f"{_JSON_PATCH}, {_MERGE}, {_STRATEGIC}")
         patch = self._decode(data, _JSON)
+        if too_deep(patch):
+            raise errors.bad_request(f"the patch is nested more than {MAX_DEPTH} levels deep")
         if media != _JSON_PATCH and not isinstance(patch, dict):
             raise errors.bad_request("the patch must be a JSON object")
         return self.store.patch(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -11,9 +12,40 @@ from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.registry import ResourceType
 
-__all__ = ["check_type", "decode_continue", "encode_continue", "metadata_causes", "parse_resource_version"]
+__all__ = [
+    "MAX_DEPTH",
+    "check_type",
+    "decode_continue",
+    "encode_continue",
+    "metadata_causes",
+    "parse_resource_version",
+    "too_deep",
+]
 
 Object = dict[str, Any]
+
+
+MAX_DEPTH = 100
+"""Nesting deeper than this is refused: Kubernetes objects are some twenty levels deep, and the JSON encoder stops
+at 255 (an object stored deeper could never be read back, nor any list holding it)."""
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests mappings and lists more than ``limit`` levels (iterative: no recursion limit)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def check_type(resource: ResourceType, obj: Any) -> Object:
@@ -21,6 +53,8 @@ def check_type(resource: ResourceType, obj: Any) -> Object:
     400 for another kind or version, 422 for metadata that is not a mapping."""
     if not isinstance(obj, dict):
         raise errors.bad_request(f"the body must be a JSON object (a {resource.kind}), got {type(obj).__name__}")
+    if too_deep(obj):
+        raise errors.bad_request(f"the object is nested more than {MAX_DEPTH} levels deep")
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if api_version not in (None, "", resource.api_version):
         raise errors.bad_request(
