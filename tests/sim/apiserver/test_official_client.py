@@ -634,3 +634,13 @@ def test_the_official_informer_keeps_its_cache_in_step(kube: Any) -> None:
             assert changed.wait_for(settled, timeout=60)
     finally:
         informer.stop()
+
+
+def test_bad_label_keys_and_values_are_422(kube: Any) -> None:
+    core = client.CoreV1Api(kube)
+    for labels in ({"bad key": "x"}, {"app": "has space"}, {"app": "x" * 64}):
+        with pytest.raises(ApiException) as invalid:
+            core.create_namespaced_pod("default", pod_manifest("p", labels=labels))
+        assert invalid.value.status == 422
+        assert _error(invalid)["details"]["causes"][0]["field"] == "metadata.labels"
+    core.create_namespaced_pod("default", pod_manifest("p", labels={"example.com/role": "a.b-c_d"}))

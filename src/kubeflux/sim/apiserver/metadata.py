@@ -11,6 +11,7 @@ import orjson
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.selectors import valid_label_key, valid_label_value
 
 __all__ = [
     "MAX_DEPTH",
@@ -82,6 +83,14 @@ def metadata_causes(resource: ResourceType, meta: Object) -> list[Cause]:
             continue
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             causes.append(Cause(f"metadata.{field}", "Invalid value: must be a map of strings to strings"))
+            continue
+        for key, text in value.items():
+            if not valid_label_key(key):
+                message = f"Invalid value: {key!r}: name part must consist of alphanumeric characters, '-', '_' or '.'"
+                causes.append(Cause(f"metadata.{field}", message))
+            elif field == "labels" and not valid_label_value(text):
+                message = f"Invalid value: {text!r}: a valid label must be at most 63 alphanumerics, '-', '_' or '.'"
+                causes.append(Cause("metadata.labels", message))
     for field in ("finalizers",):
         value = meta.get(field)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):

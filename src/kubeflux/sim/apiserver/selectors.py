@@ -15,7 +15,14 @@ from typing import Any
 
 from kubeflux.sim.apiserver.errors import ApiError, bad_request
 
-__all__ = ["FieldSelector", "LabelSelector", "parse_field_selector", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "parse_field_selector",
+    "parse_label_selector",
+    "valid_label_key",
+    "valid_label_value",
+]
 
 _KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -70,14 +77,23 @@ def _fail(text: str, problem: str) -> ApiError:
     return bad_request(f"unable to parse requirement: {problem} (labelSelector {text!r})")
 
 
+def valid_label_key(key: str) -> bool:
+    """A qualified name: an optional DNS subdomain prefix and ``/``, then at most 63 name characters."""
+    return len(key.rsplit("/", 1)[-1]) <= 63 and bool(_KEY.match(key))
+
+
+def valid_label_value(value: str) -> bool:
+    return len(value) <= 63 and bool(_VALUE.match(value))
+
+
 def _check_key(text: str, key: str) -> str:
-    if len(key.rsplit("/", 1)[-1]) > 63 or not _KEY.match(key):
+    if not valid_label_key(key):
         raise _fail(text, f"invalid label key {key!r}: must be a qualified name (optional DNS prefix and '/')")
     return key
 
 
 def _check_value(text: str, value: str) -> str:
-    if len(value) > 63 or not _VALUE.match(value):
+    if not valid_label_value(value):
         raise _fail(text, f"invalid label value {value!r}: at most 63 alphanumerics, '-', '_' or '.'")
     return value
 
