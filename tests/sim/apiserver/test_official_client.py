@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
 import threading
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -644,3 +646,51 @@ def test_bad_label_keys_and_values_are_422(kube: Any) -> None:
         assert invalid.value.status == 422
         assert _error(invalid)["details"]["causes"][0]["field"] == "metadata.labels"
     core.create_namespaced_pod("default", pod_manifest("p", labels={"example.com/role": "a.b-c_d"}))
+
+
+KUBE_SCHEDULER_WATCHES = [
+    ("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
+    ("/api/v1/nodes", ""),
+    ("/api/v1/namespaces", ""),
+    ("/api/v1/services", ""),
+    ("/api/v1/replicationcontrollers", ""),
+    ("/api/v1/persistentvolumes", ""),
+    ("/api/v1/persistentvolumeclaims", ""),
+    ("/apis/apps/v1/replicasets", ""),
+    ("/apis/apps/v1/statefulsets", ""),
+    ("/apis/policy/v1/poddisruptionbudgets", ""),
+    ("/apis/storage.k8s.io/v1/storageclasses", ""),
+    ("/apis/storage.k8s.io/v1/csinodes", ""),
+    ("/apis/storage.k8s.io/v1/csidrivers", ""),
+    ("/apis/storage.k8s.io/v1/csistoragecapacities", ""),
+    ("/apis/storage.k8s.io/v1/volumeattachments", ""),
+    ("/apis/resource.k8s.io/v1/resourceclaims", ""),
+    ("/apis/resource.k8s.io/v1/resourceslices", ""),
+    ("/apis/resource.k8s.io/v1/deviceclasses", ""),
+]
+
+
+@pytest.mark.parametrize(("path", "fields"), KUBE_SCHEDULER_WATCHES, ids=[p for p, _ in KUBE_SCHEDULER_WATCHES])
+def test_every_informer_kube_scheduler_starts_gets_synced(apiserver: ApiServer, path: str, fields: str) -> None:
+    """The streaming list each of kube-scheduler v1.36's informers opens ends with the initial-events-end bookmark
+    (a 404 or a missing bookmark would leave the scheduler waiting for its caches forever)."""
+    query = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "30",
+    }
+    if fields:
+        query["fieldSelector"] = fields
+    connection = http.client.HTTPConnection("127.0.0.1", apiserver.port, timeout=60)
+    connection.request("GET", f"{path}?{urllib.parse.urlencode(query)}")
+    response = connection.getresponse()
+    assert response.status == 200
+    while True:
+        event = orjson.loads(response.readline())
+        if event["type"] == "BOOKMARK":
+            break
+        assert event["type"] == "ADDED"
+    assert event["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    connection.close()
