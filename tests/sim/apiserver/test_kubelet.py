@@ -169,3 +169,14 @@ def test_with_speed_stage_delays_and_timestamps_are_in_simulated_time(tmp_path: 
     finally:
         api.close()
         server.stop()
+
+
+def test_each_node_renews_its_lease_in_kube_node_lease(cluster: Any, tmp_path: Path) -> None:
+    api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+    try:
+        leases = client.CoordinationV1Api(api).list_namespaced_lease("kube-node-lease").items
+    finally:
+        api.close()
+    assert [(lease.metadata.name, lease.spec.holder_identity) for lease in leases] == [("node-0000", "node-0000")]
+    assert leases[0].spec.renew_time is not None
+    assert leases[0].metadata.owner_references[0].kind == "Node"

@@ -15,14 +15,18 @@ through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :m
   grace 0, as KWOK's ``pod-delete`` stage does.
 
 Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
-gets a Warning event naming the field. The Job controller, node heartbeats and failure injection are not here yet.
+gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
+``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first. The Job controller,
+node condition updates and failure injection are not here yet.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
@@ -41,6 +45,7 @@ from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 __all__ = ["SimulatedKubelet", "record_event"]
 
 Object = dict[str, Any]
+_NODE_LEASES = "kube-node-lease"
 _TIME_FIELDS = frozenset({"lastTransitionTime", "startTime", "startedAt", "finishedAt"})
 
 
@@ -113,6 +118,7 @@ class SimulatedKubelet:
         loop: asyncio.AbstractEventLoop,
         lifecycle: Lifecycle | None = None,
         clock: ServedClock | None = None,
+        heartbeat_seconds: float = 10.0,
     ) -> None:
         pods = store.registry.find("", "v1", "pods")
         nodes = store.registry.find("", "v1", "nodes")
@@ -130,11 +136,39 @@ class SimulatedKubelet:
         store.collections[pods.collection].watchers.add(self._watcher)
         for obj in list(store.objects(pods)):
             self._handle("ADDED", obj)
+        self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
+        self.heartbeat_seconds = heartbeat_seconds
+        self._heartbeat: asyncio.TimerHandle | None = None
+        if self.leases is not None and heartbeat_seconds > 0:
+            self._beat()
 
     def stop(self) -> None:
         self.store.stop_watch(self.pods, self._watcher)
         for life in self.lives.values():
             life.cancel()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+
+    def _beat(self) -> None:
+        """Renew every node's Lease (create it the first time), then again in ``heartbeat_seconds``."""
+        assert self.leases is not None
+        renewed = _micro_time(self.store.clock())
+        for node in list(self.store.objects(self.nodes)):
+            meta = node["metadata"]
+            spec = {"holderIdentity": meta["name"], "leaseDurationSeconds": 40, "renewTime": renewed}
+            try:
+                lease = self.store.get(self.leases, _NODE_LEASES, meta["name"])
+            except ApiError:
+                owner = {"apiVersion": "v1", "kind": "Node", "name": meta["name"], "uid": meta["uid"]}
+                body = {"metadata": {"name": meta["name"], "ownerReferences": [owner]}, "spec": spec}
+                with contextlib.suppress(ApiError):
+                    self.store.create(self.leases, _NODE_LEASES, body)
+                continue
+            updated = clone(lease)
+            updated["spec"] = {**lease.get("spec", {}), **spec}
+            with contextlib.suppress(ApiError):
+                self.store.update(self.leases, _NODE_LEASES, meta["name"], updated)
+        self._heartbeat = self.loop.call_later(self.clock.wall(self.heartbeat_seconds), self._beat)
 
     def _wake(self) -> None:
         if not self._draining:
@@ -263,6 +297,11 @@ class SimulatedKubelet:
             self.store.delete(self.pods, meta["namespace"], meta["name"], grace=0, uid=meta["uid"])
         except ApiError:
             return
+
+
+def _micro_time(seconds: float) -> str:
+    """``metav1.MicroTime``: RFC 3339 with microseconds, as Lease renew times are written."""
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _bound_at(obj: Object, default: float) -> float:
