@@ -23,6 +23,9 @@ PATHS = [
     "/api/v1/pods",
     "/api/v1/nodes/{name}",
     "/apis/batch/v1/namespaces/default/jobs",
+    "/apis/batch/v1/namespaces/default/jobs/{name}/status",
+    "/api/v1/namespaces/default/events",
+    "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/{name}/status",
     "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
     "/apis/events.k8s.io/v1/namespaces/default/events",
     "/apis/apps/v1/namespaces/default/replicasets",
@@ -62,6 +65,21 @@ QUERIES = [
 ]
 
 
+def _job(name: str) -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
+    return {"metadata": {"name": name}, "spec": {"template": template}, "status": {"conditions": [{"type": "x"}]}}
+
+
+def _event(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "involvedObject": {"kind": "Pod", "name": name},
+        "reason": "Fuzz",
+        "message": "m",
+        "type": "Normal",
+    }
+
+
 def _mutate(rng: random.Random, value: Any, depth: int = 0) -> Any:
     """A random change somewhere in a JSON tree: a key dropped, a value replaced by another type, a list emptied."""
     junk = [None, -1, 3.5, "", "x" * 70, [], {}, True, {"a": [1, {"b": None}]}, "-1", "1e999", "Ω"]
@@ -83,7 +101,7 @@ def _mutate(rng: random.Random, value: Any, depth: int = 0) -> Any:
 
 
 def _body(rng: random.Random, name: str) -> bytes:
-    valid = pod_manifest(name, labels={"app": "fuzz"})
+    valid = rng.choice([pod_manifest(name, labels={"app": "fuzz"}), _job(name), _event(name)])
     choice = rng.random()
     if choice < 0.35:
         return orjson.dumps(_mutate(rng, valid))
@@ -130,6 +148,13 @@ def test_random_and_mutated_requests_never_break_the_server(apiserver: ApiServer
             for item in answer.get("items", [answer]):
                 if item.get("kind") in ("Pod", None) and item.get("metadata", {}).get("namespace") == "default":
                     deleted.add(item["metadata"]["name"])
+    # every collection still lists, as objects and as the Tables kubectl asks for
+    for path in ("/api/v1/pods", "/apis/batch/v1/jobs", "/api/v1/events", "/apis/events.k8s.io/v1/events"):
+        for accept in ("application/json", "application/json;as=Table;v=v1;g=meta.k8s.io"):
+            connection.request("GET", path, headers={"Accept": accept})
+            response = connection.getresponse()
+            assert response.status == 200, (path, accept, response.read()[:300])
+            response.read()
     # an oversized body is refused, and the connection still serves
     connection.request("POST", "/api/v1/namespaces/default/pods", body=b" " * (4 * 1024 * 1024))
     response = connection.getresponse()

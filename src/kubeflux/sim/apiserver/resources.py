@@ -42,6 +42,25 @@ def _manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
     return [Cause(prefix + error.path, message, reason)]
 
 
+def list_of_objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list[Cause]:
+    """Each of ``fields`` of ``parent``, when present, is a list of objects (what readers of it iterate)."""
+    causes = []
+    for field in fields:
+        value = parent.get(field)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
+            causes.append(Cause(f"{prefix}{field}", "Invalid value: must be a list of objects"))
+    return causes
+
+
+def objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list[Cause]:
+    """Each of ``fields`` of ``parent``, when present, is an object."""
+    return [
+        Cause(f"{prefix}{field}", "Invalid value: must be an object")
+        for field in fields
+        if parent.get(field) is not None and not isinstance(parent.get(field), dict)
+    ]
+
+
 def _required(path: str) -> Cause:
     return Cause(path, "Required value", "FieldValueRequired")
 
@@ -176,9 +195,15 @@ class PodStrategy(Strategy):
         spec["priority"] = found.get("value", 0)
 
     def validate(self, obj: Object) -> list[Cause]:
-        phase = obj.get("status", {}).get("phase") if isinstance(obj.get("status"), dict) else None
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return [Cause("status", "Invalid value: must be an object")]
+        phase = status.get("phase")
         if phase not in _PHASES:
             return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
+        causes = list_of_objects_causes(status, "status.", ("conditions", "containerStatuses", "initContainerStatuses"))
+        if causes:
+            return causes
         return list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
@@ -404,6 +429,17 @@ class PriorityClassStrategy(Strategy):
 
 class EventStrategy(Strategy):
     name_causes = staticmethod(path_segment_causes)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        causes = objects_causes(obj, "", ("involvedObject", "source", "series", "related"))
+        for field in ("reason", "message", "type", "reportingComponent", "reportingInstance", "action"):
+            if obj.get(field) is not None and not isinstance(obj.get(field), str):
+                causes.append(Cause(field, "Invalid value: must be a string"))
+        count = obj.get("count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            causes.append(Cause("count", "Invalid value: must be an integer"))
+        return causes
+
     fields = frozenset(
         {
             "involvedObject.kind",

@@ -348,6 +348,10 @@ class Store:
         old_meta = old["metadata"]
         if subresource == "status":
             status = new.get("status")
+            if status is not None and not isinstance(status, dict):
+                raise errors.invalid(
+                    resource.kind, old_meta["name"], [Cause("status", "Invalid value: must be an object")]
+                )
             new = dict(old)
             new["metadata"] = dict(old_meta)
             if status is None:

@@ -189,6 +189,14 @@ COLUMNS: dict[str, list[Column]] = {
 }
 
 
+def _cell(cell: Callable[[Object, float], Any], obj: Object, now: float) -> Any:
+    """One cell; an object of an unexpected shape (written by a client) prints ``<unknown>``, as kubectl would."""
+    try:
+        return cell(obj, now)
+    except (AttributeError, TypeError, ValueError, KeyError):
+        return "<unknown>"
+
+
 def table(
     resource: ResourceType, objects: list[Object], now: float, metadata: Object, *, headers: bool = True
 ) -> Object:
@@ -198,7 +206,7 @@ def table(
         columns = [_NAME, _AGE]
     rows = [
         {
-            "cells": [cell(obj, now) for _, _, _, cell in columns],
+            "cells": [_cell(cell, obj, now) for _, _, _, cell in columns],
             "object": {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
