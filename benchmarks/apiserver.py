@@ -1,6 +1,7 @@
 """The simulated API server's throughput on loopback, against the targets of issue 13.
 
-The server runs as ``kubeflux cluster serve --nodes 1000`` in its own process (its resident memory is its own);
+The server runs as ``kubeflux cluster serve --nodes 1000 --no-kubelet`` in its own process (its resident memory is
+its own; without kubelets, binds measure the API server alone, as the real server's figures do);
 clients are raw JSON over keep-alive HTTP/1.1 (``http.client``), as the anchors' figures for the real server are.
 Figures:
 
@@ -84,6 +85,21 @@ def watch_replay(port: int, since: str, expected: int) -> None:
     connection.close()
 
 
+def in_process(count: int = 20_000) -> tuple[str, str, str]:
+    """Creates/s of the store itself (no HTTP): the ceiling the server's Python code sets."""
+    from kubeflux.sim.apiserver.resources import default_registry
+    from kubeflux.sim.apiserver.store import Store
+
+    store = Store(default_registry())
+    pods = store.registry.find("", "v1", "pods")
+    assert pods is not None
+    bodies = [pod(f"p{i}") for i in range(count)]
+    began = time.perf_counter()
+    for body in bodies:
+        store.create(pods, "default", orjson.loads(body))
+    return ("pod creates in the store, in process (no HTTP)", rate(count, time.perf_counter() - began), "")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -112,7 +128,7 @@ def main() -> None:
         str(config),
     ]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str]] = [in_process()]
     try:
         assert server.stdout is not None
         server.stdout.readline()
