@@ -67,3 +67,13 @@ def test_kubeconfig_names_the_server_and_the_token() -> None:
     config = kubeconfig("http://127.0.0.1:1234", "t")
     assert config["current-context"] == "kubeflux"
     assert config["clusters"][0]["cluster"]["server"] == "http://127.0.0.1:1234"
+
+
+def test_serve_refuses_an_unknown_scheduler_and_a_zero_speed() -> None:
+    base = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "1", "--cores-per-node", "4"]
+    unknown = subprocess.run([*base, "--scheduler", "nope"], capture_output=True, text=True, timeout=120)
+    assert unknown.returncode != 0
+    assert "unknown scheduler" in unknown.stderr + unknown.stdout
+    frozen = subprocess.run([*base, "--speed", "0"], capture_output=True, text=True, timeout=120)
+    assert frozen.returncode != 0
+    assert "speed must be positive" in frozen.stderr + frozen.stdout

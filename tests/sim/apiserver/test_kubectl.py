@@ -47,6 +47,9 @@ def test_apply_the_examples_then_get_them_back(kubectl: Kubectl) -> None:
     assert "pod/hello" in names and "pod/lammps-0" in names
     assert kubectl("get", "podgroup", "gang", "-o", "jsonpath={.spec.minMember}").stdout == "3"
     assert kubectl("get", "nodes", "-o", "name").stdout.split() == [f"node/node-000{i}" for i in range(4)]
+    table = kubectl("get", "pods").stdout.splitlines()
+    assert table[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert any(line.split()[:3] == ["hello", "0/1", "Pending"] for line in table[1:])
 
 
 def test_apply_changes_are_patched_and_kept(kubectl: Kubectl, tmp_path: Path) -> None:
