@@ -67,3 +67,4 @@ def register(app: typer.Typer) -> None:
     app.command("query")(query)
     app.command("demo")(demo)
     app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)
+    app.add_typer(__import__("kubeflux.sim.apiserver.command", fromlist=["cluster_app"]).cluster_app, name="cluster")

@@ -1,0 +1,598 @@
+"""The HTTP shell: a plain ASGI application mapping Kubernetes REST paths onto the :class:`Store`.
+
+It holds no semantics of its own: it parses the path (``/api/v1/namespaces/NS/pods/NAME/status``, the ``/apis``
+groups, legacy ``/watch/`` paths), the query (selectors, paging, watch options, delete options) and the body
+(JSON, or YAML for hand-made requests; protobuf and server-side apply are 415), calls the store, and writes JSON
+(orjson). Discovery (``/version``, ``/api``, ``/apis``, group/version resource lists) is answered in the legacy
+form, which kubectl and client-go accept when they ask for aggregated discovery. Every refused request is a
+``Status``; an unexpected exception is logged and answered as a 500 ``Status`` without taking the server down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+import yaml
+
+from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.discovery import discovery_document
+from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.metadata import MAX_DEPTH, too_deep
+from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
+from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.tables import table, wants_table
+from kubeflux.sim.apiserver.watch import Watcher
+
+__all__ = ["ApiApp", "ServerSettings"]
+
+log = logging.getLogger("kubeflux.apiserver")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+"""The real server's request body limit (3 MiB)."""
+_JSON = "application/json"
+_MERGE = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
+_STRATEGIC = "application/strategic-merge-patch+json"
+_APPLY = "application/apply-patch+yaml"
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
+
+
+@dataclass(slots=True)
+class ServerSettings:
+    token: str = ""
+    """A static bearer token every request must carry; empty: no authentication."""
+    max_body_bytes: int = MAX_BODY_BYTES
+    bookmark_seconds: float = 30.0
+    """How often an idle watch that allows bookmarks gets one."""
+    default_watch_seconds: float = 1800.0
+    address: str = "127.0.0.1:0"
+
+
+@dataclass(frozen=True, slots=True)
+class _StreamOptions:
+    start_rv: int
+    """The version the watch started at: the initial-events-end bookmark carries it."""
+    initial_events: bool
+    bookmarks: bool
+    seconds: float
+    as_table: bool
+
+
+@dataclass(slots=True)
+class Target:
+    """What a resource path names."""
+
+    resource: ResourceType
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """The safe loader without aliases: an alias bomb of a few kilobytes would expand to gigabytes of JSON."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("YAML aliases are not allowed in a request body")
+        return super().compose_node(parent, index)
+
+
+def _yaml_load(text: bytes) -> Any:
+    return yaml.load(text, Loader=_YamlLoader)
+
+
+def _bool(query: dict[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("true", "1")
+
+
+def _int(query: dict[str, str], name: str) -> int | None:
+    text = query.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise errors.bad_request(f"{name}: invalid integer {text!r}") from exc
+
+
+class ApiApp:
+    """The ASGI application serving ``store``."""
+
+    def __init__(self, store: Store, settings: ServerSettings | None = None, clock: ServedClock | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.registry = store.registry
+        self.settings = settings or ServerSettings()
+        self.watches = 0
+        self.requests = 0
+        self.closing = False
+        self._open: set[Watcher] = set()
+
+    def shutdown(self) -> None:
+        """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
+        self.closing = True
+        for watcher in list(self._open):
+            watcher.close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        self.requests += 1
+        try:
+            await self._handle(scope, receive, send)
+        except ApiError as exc:
+            await self._respond(send, exc.code, exc.status())
+        except RecursionError:
+            await self._respond(send, 400, errors.bad_request("the request body is nested too deeply").status())
+        except Exception as exc:  # a bug must not take the server down; the client gets a Status
+            log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
+            body = ApiError(500, "InternalError", f"an error on the server ({type(exc).__name__}: {exc})").status()
+            await self._respond(send, 500, body)
+
+    # -- plumbing --------------------------------------------------------------------------------------------
+    async def _respond(self, send: Send, code: int, body: Any, content_type: str = _JSON) -> None:
+        data = body if isinstance(body, bytes) else orjson.dumps(body)
+        headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
+        try:
+            await send({"type": "http.response.start", "status": code, "headers": headers})
+            await send({"type": "http.response.body", "body": data})
+        except OSError:  # the client went away
+            return
+
+    async def _body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise errors.bad_request("the client went away")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.settings.max_body_bytes:
+                raise errors.too_large(self.settings.max_body_bytes)
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    def _decode(self, data: bytes, content_type: str) -> Any:
+        media = content_type.split(";")[0].strip().lower()
+        if media in ("", _JSON, _MERGE, _JSON_PATCH, _STRATEGIC, "*/*"):
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+        if media in ("application/yaml", "application/x-yaml", "text/yaml"):
+            try:
+                return _yaml_load(data)
+            except yaml.YAMLError as exc:
+                raise errors.bad_request(f"yaml parse error: {exc}") from exc
+        raise errors.unsupported_media_type(media, "application/json, application/yaml")
+
+    def _authorize(self, headers: dict[str, str]) -> None:
+        if self.settings.token and headers.get("authorization", "") != f"Bearer {self.settings.token}":
+            raise errors.unauthorized()
+
+    # -- routing ---------------------------------------------------------------------------------------------
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        path: str = scope["path"]
+        if path in ("/healthz", "/livez", "/readyz"):
+            await self._respond(send, 200, b"ok", "text/plain")
+            return
+        if path == "/kubeflux/time":  # the simulated time, for clients that want it
+            now = self.store.clock()
+            speed = self.clock.speed if self.clock is not None else 1.0
+            await self._respond(send, 200, {"now": now, "time": format_timestamp(now), "speed": speed})
+            return
+        self._authorize(headers)
+        method: str = scope["method"]
+        raw_query = scope.get("query_string", b"").decode("latin-1")
+        query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
+        parts = [p for p in path.split("/") if p]
+        if parts == ["openapi", "v2"] and method == "GET":
+            if "protobuf" in headers.get("accept", ""):
+                await self._respond(send, 200, b"", OPENAPI_V2_PROTOBUF)
+            else:
+                await self._respond(send, 200, openapi_v2_json())
+            return
+        discovery = self._discovery(parts, scope)
+        if discovery is not None:
+            if method != "GET":
+                raise errors.method_not_allowed(f"{method} is not allowed on {path}")
+            await self._respond(send, 200, discovery)
+            return
+        target, watch_path = self._target(parts)
+        if target is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        content_type = headers.get("content-type", "")
+        if method == "GET":
+            as_table = wants_table(headers.get("accept", ""))
+            if watch_path or (not target.name and _bool(query, "watch")):
+                await self._watch(target, query, receive, send, as_table)
+                return
+            await self._respond(send, 200, self._get(target, query, as_table))
+            return
+        body_bytes = await self._body(receive)
+        if method == "POST":
+            code, body = self._post(target, body_bytes, content_type, query)
+        elif method == "PUT":
+            code, body = 200, self._put(target, body_bytes, content_type)
+        elif method == "PATCH":
+            code, body = 200, self._patch(target, body_bytes, content_type)
+        elif method == "DELETE":
+            code, body = self._delete(target, body_bytes, content_type, query)
+        else:
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        await self._respond(send, code, body)
+
+    def _target(self, parts: list[str]) -> tuple[Target | None, bool]:
+        if parts[:1] == ["api"] and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None, False
+        watch = rest[:1] == ["watch"]
+        if watch:
+            rest = rest[1:]
+        namespace = ""
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES and group == "")
+        ):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            return None, watch
+        resource = self.registry.find(group, version, rest[0])
+        if resource is None:
+            return None, watch
+        if namespace and not resource.namespaced:
+            return None, watch
+        target = Target(resource, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+        if target.subresource and target.subresource not in resource.subresources:
+            return None, watch
+        return target, watch
+
+    def _discovery(self, parts: list[str], scope: Scope) -> Any:
+        server = scope.get("server") or ("127.0.0.1", 0)
+        return discovery_document(self.registry, parts, f"{server[0]}:{server[1]}")
+
+    # -- verbs -----------------------------------------------------------------------------------------------
+    def _selectors(self, resource: ResourceType, query: dict[str, str]) -> tuple[LabelSelector, FieldSelector]:
+        labels = parse_label_selector(query.get("labelSelector", ""))
+        fields = parse_field_selector(query.get("fieldSelector", ""), resource.fields, resource.plural)
+        return labels, fields
+
+    def _get(self, target: Target, query: dict[str, str], as_table: bool = False) -> Any:
+        resource = target.resource
+        if resource.create_only:
+            raise errors.method_not_allowed(f"{resource.plural} can only be created")
+        if target.name:
+            obj = self.store.get(resource, target.namespace, target.name)
+            if as_table:
+                return table(
+                    resource, [obj], self.store.clock(), {"resourceVersion": obj["metadata"]["resourceVersion"]}
+                )
+            return obj
+        labels, fields = self._selectors(resource, query)
+        limit = _int(query, "limit") or 0
+        if limit < 0:
+            raise errors.bad_request(f"limit: must not be negative, got {limit}")
+        match = query.get("resourceVersionMatch", "")
+        if match not in ("", "Exact", "NotOlderThan"):
+            raise errors.bad_request(f"resourceVersionMatch: unsupported value {match!r}")
+        result = self.store.list_objects(
+            resource,
+            target.namespace,
+            labels,
+            fields,
+            limit=limit,
+            continue_token=query.get("continue", ""),
+            resource_version=query.get("resourceVersion", ""),
+            exact=match == "Exact",
+        )
+        metadata: dict[str, Any] = {"resourceVersion": str(result.rv)}
+        if result.continue_token:
+            metadata["continue"] = result.continue_token
+            metadata["remainingItemCount"] = result.remaining
+        if as_table:
+            return table(resource, result.items, self.store.clock(), metadata)
+        return {
+            "kind": resource.list_kind,
+            "apiVersion": resource.api_version,
+            "metadata": metadata,
+            "items": result.items,
+        }
+
+    def _post(self, target: Target, data: bytes, content_type: str, query: dict[str, str]) -> tuple[int, Any]:
+        resource = target.resource
+        body = self._decode(data, content_type)
+        if resource.create_only:
+            pods = self.registry.find("", "v1", "pods")
+            meta = body.get("metadata") if isinstance(body, dict) else None
+            name = meta.get("name") if isinstance(meta, dict) else None
+            if pods is None or not isinstance(name, str) or not name:
+                raise errors.bad_request("a Binding needs metadata.name (the pod's name)")
+            self.store.bind(pods, target.namespace, name, body)
+            return 201, errors.status_success(201)
+        if target.subresource == "binding":
+            self.store.bind(resource, target.namespace, target.name, body)
+            return 201, errors.status_success(201)
+        if target.subresource == "eviction":  # no PodDisruptionBudgets exist: an eviction is a delete
+            options = body.get("deleteOptions") if isinstance(body, dict) else None
+            options = options if isinstance(options, dict) else {}
+            grace = options.get("gracePeriodSeconds")
+            if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+                raise errors.bad_request(f"deleteOptions.gracePeriodSeconds: must be an integer, got {grace!r}")
+            self.store.delete(resource, target.namespace, target.name, grace=grace)
+            return 201, errors.status_success(201)
+        if target.name:
+            raise errors.method_not_allowed(f"POST is not allowed on a named {resource.singular}; use PUT or PATCH")
+        if query.get("dryRun"):
+            raise errors.bad_request("dryRun is not served by kubeflux")
+        return 201, self.store.create(resource, target.namespace, body)
+
+    def _put(self, target: Target, data: bytes, content_type: str) -> Any:
+        if not target.name:
+            raise errors.method_not_allowed("PUT needs an object name")
+        body = self._decode(data, content_type)
+        return self.store.update(target.resource, target.namespace, target.name, body, target.subresource)
+
+    def _patch(self, target: Target, data: bytes, content_type: str) -> Any:
+        if not target.name:
+            raise errors.method_not_allowed("PATCH needs an object name")
+        media = content_type.split(";")[0].strip().lower()
+        if media == _APPLY:
+            raise errors.unsupported_media_type(
+                media,
+                f"{_JSON_PATCH}, {_MERGE}, {_STRATEGIC} (server-side apply is not served by kubeflux yet: "
+                "use client-side kubectl apply)",
+            )
+        appliers: dict[str, Callable[[Any, Any], Any]] = {
+            _MERGE: merge_patch,
+            _JSON_PATCH: json_patch,
+            _STRATEGIC: strategic_merge_patch,
+        }
+        applier = appliers.get(media)
+        if applier is None:
+            raise errors.unsupported_media_type(media, f"{_JSON_PATCH}, {_MERGE}, {_STRATEGIC}")
+        patch = self._decode(data, _JSON)
+        if too_deep(patch):
+            raise errors.bad_request(f"the patch is nested more than {MAX_DEPTH} levels deep")
+        if media != _JSON_PATCH and not isinstance(patch, dict):
+            raise errors.bad_request("the patch must be a JSON object")
+        return self.store.patch(
+            target.resource, target.namespace, target.name, lambda current: applier(current, patch), target.subresource
+        )
+
+    def _delete(self, target: Target, data: bytes, content_type: str, query: dict[str, str]) -> tuple[int, Any]:
+        options: dict[str, Any] = {}
+        if data.strip():
+            decoded = self._decode(data, content_type)
+            if not isinstance(decoded, dict):
+                raise errors.bad_request("the body of a DELETE must be DeleteOptions")
+            options = decoded
+        grace = options.get("gracePeriodSeconds", _int(query, "gracePeriodSeconds"))
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+            raise errors.bad_request(f"gracePeriodSeconds: must be an integer, got {grace!r}")
+        propagation = options.get("propagationPolicy") or query.get("propagationPolicy", "")
+        if options.get("orphanDependents") is True or query.get("orphanDependents") == "true":
+            propagation = propagation or "Orphan"
+        preconditions = options.get("preconditions") or {}
+        if not isinstance(preconditions, dict) or not isinstance(propagation, str):
+            raise errors.bad_request("preconditions must be an object and propagationPolicy a string")
+        resource = target.resource
+        if target.name:
+            obj = self.store.delete(
+                resource,
+                target.namespace,
+                target.name,
+                grace=grace,
+                propagation=propagation,
+                uid=str(preconditions.get("uid") or ""),
+                resource_version=str(preconditions.get("resourceVersion") or ""),
+            )
+            return 200, obj
+        labels, fields = self._selectors(resource, query)
+        listed = self.store.list_objects(resource, target.namespace, labels, fields)
+        deleted = []
+        for item in listed.items:
+            meta = item["metadata"]
+            try:
+                deleted.append(
+                    self.store.delete(
+                        resource, meta.get("namespace", ""), meta["name"], grace=grace, propagation=propagation
+                    )
+                )
+            except ApiError:
+                continue
+        return 200, {
+            "kind": resource.list_kind,
+            "apiVersion": resource.api_version,
+            "metadata": {"resourceVersion": str(self.store.rv)},
+            "items": deleted,
+        }
+
+    # -- watch -----------------------------------------------------------------------------------------------
+    async def _watch(
+        self, target: Target, query: dict[str, str], receive: Receive, send: Send, as_table: bool = False
+    ) -> None:
+        resource = target.resource
+        labels, fields = self._selectors(resource, query)
+        initial_events = _bool(query, "sendInitialEvents")
+        bookmarks = _bool(query, "allowWatchBookmarks")
+        if initial_events and query.get("resourceVersionMatch") != "NotOlderThan":
+            cause = errors.Cause(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                "FieldValueForbidden",
+            )
+            raise errors.invalid("ListOptions", "", [cause])
+        if initial_events and not bookmarks:
+            cause = errors.Cause(
+                "allowWatchBookmarks",
+                "Required value: allowWatchBookmarks must be true if sendInitialEvents equals true",
+                "FieldValueRequired",
+            )
+            raise errors.invalid("ListOptions", "", [cause])
+        timeout = _int(query, "timeoutSeconds")
+        seconds = float(timeout) if timeout is not None and timeout > 0 else self.settings.default_watch_seconds
+        try:
+            watcher, initial = self.store.watch(
+                resource,
+                target.namespace,
+                labels,
+                fields,
+                query.get("resourceVersion", ""),
+                initial_events=initial_events,
+            )
+        except ApiError as exc:
+            if exc.code != 410:
+                raise
+            await self._start_stream(send)
+            line = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
+            await self._write(send, line, more=False)
+            return
+        start_rv = self.store.rv
+        self.watches += 1
+        self._open.add(watcher)
+        try:
+            options = _StreamOptions(start_rv, initial_events, bookmarks, seconds, as_table)
+            await self._stream(watcher, initial, options, receive, send)
+        finally:
+            self.watches -= 1
+            self._open.discard(watcher)
+            self.store.stop_watch(resource, watcher)
+
+    async def _start_stream(self, send: Send) -> None:
+        headers = [(b"content-type", _JSON.encode()), (b"cache-control", b"no-cache, private")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+    @staticmethod
+    async def _write(send: Send, data: bytes, more: bool = True) -> None:
+        await send({"type": "http.response.body", "body": data, "more_body": more})
+
+    def _bookmark(self, resource: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
+        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    def _table_line(self, resource: ResourceType, type_: str, obj: dict[str, Any], headers: bool) -> bytes:
+        metadata = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+        view = resource.to_view(obj) if resource.to_view else obj
+        rows = table(resource, [view], self.store.clock(), metadata, headers=headers)
+        return orjson.dumps({"type": type_, "object": rows}) + b"\n"
+
+    async def _stream(
+        self,
+        watcher: Watcher,
+        initial: list[dict[str, Any]],
+        options: _StreamOptions,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        resource = watcher.resource
+        start_rv, initial_events, bookmarks, seconds = (
+            options.start_rv,
+            options.initial_events,
+            options.bookmarks,
+            options.seconds,
+        )
+        first = True
+        wake = asyncio.Event()
+        watcher.wake = wake.set
+        gone = False
+
+        async def disconnected() -> None:
+            nonlocal gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone = True
+                    wake.set()
+                    return
+
+        listener = asyncio.ensure_future(disconnected())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        try:
+            await self._start_stream(send)
+            view = resource.to_view
+            batch: list[bytes] = []
+            for obj in initial:
+                if options.as_table:
+                    batch.append(self._table_line(resource, "ADDED", obj, first))
+                    first = False
+                    continue
+                batch.append(orjson.dumps({"type": "ADDED", "object": view(obj) if view else obj}) + b"\n")
+                if len(batch) >= 256:
+                    await self._write(send, b"".join(batch))
+                    batch = []
+            if initial_events:
+                batch.append(self._bookmark(resource, start_rv, initial_end=True))
+            if batch:
+                await self._write(send, b"".join(batch))
+            next_bookmark = loop.time() + self.settings.bookmark_seconds
+            while not gone and not watcher.closed and not self.closing:
+                if watcher.pending:
+                    lines: list[bytes] = []
+                    while watcher.pending and len(lines) < 1024:
+                        type_, event = watcher.pending.popleft()
+                        if options.as_table:
+                            lines.append(self._table_line(resource, type_, event.obj, first))
+                            first = False
+                        else:
+                            lines.append(event.line(resource, type_))
+                    await self._write(send, b"".join(lines))
+                    continue
+                now = loop.time()
+                if now >= deadline:
+                    break
+                if bookmarks and now >= next_bookmark:
+                    await self._write(send, self._bookmark(resource, self.store.rv))
+                    next_bookmark = now + self.settings.bookmark_seconds
+                wake.clear()
+                if watcher.pending or watcher.closed or gone:
+                    continue
+                wait = min(deadline, next_bookmark if bookmarks else deadline) - now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=max(wait, 0.0))
+            if not gone:
+                await self._write(send, b"", more=False)
+        except OSError:
+            return
+        finally:
+            listener.cancel()

@@ -1,0 +1,121 @@
+"""Controllers of the served cluster: the PodGroup status, as scheduler-plugins' coscheduling writes it.
+
+The PodGroup controller of scheduler-plugins (``pkg/controllers/podgroup_controller.go``) keeps, for each group,
+the counts of its pods (label ``scheduling.x-k8s.io/pod-group``) that are Running, Succeeded and Failed, and its
+phase: ``Pending`` until ``minMember`` pods exist, then ``PreScheduling``; ``Scheduled`` once ``minMember`` are
+scheduled, ``Running`` once that many run or succeeded, ``Finished`` when that many succeeded, ``Failed`` when one
+failed and the rest cannot make up ``minMember``. What coscheduling's plugin adds on a real cluster — ``scheduled``
+(bound pods) and the ``Scheduling`` phase once the first is bound, with ``scheduleStartTime`` — is written here
+too, since kubeflux's schedulers do not write PodGroup status. Status goes through ``podgroups/status``; an
+unchanged status is not written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubeflux.scheduler.objects import POD_GROUP_LABEL
+from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector, parse_label_selector
+from kubeflux.sim.apiserver.store import Store, clone
+from kubeflux.sim.apiserver.watch import Watcher
+
+__all__ = ["PodGroupController", "podgroup_status"]
+
+Object = dict[str, Any]
+
+
+def podgroup_status(group: Object, pods: list[Object], now: str) -> Object:
+    """The next status of ``group`` given its pods (the controller's rule, plus the plugin's ``scheduled``)."""
+    status = dict(group.get("status") or {})
+    min_member = int(group.get("spec", {}).get("minMember", 1))
+    phase = status.get("phase", "")
+    phases = [p.get("status", {}).get("phase") for p in pods]
+    status["scheduled"] = sum(1 for p in pods if p.get("spec", {}).get("nodeName"))
+    if status["scheduled"] and phase == "PreScheduling":  # coscheduling's plugin, at the first bind
+        phase = "Scheduling"
+        status.setdefault("scheduleStartTime", now)
+    if phase == "":
+        phase = "Pending"
+    elif phase == "Pending":
+        if len(pods) >= min_member:
+            phase = "PreScheduling"
+    else:
+        status["running"] = phases.count("Running")
+        status["succeeded"] = phases.count("Succeeded")
+        status["failed"] = phases.count("Failed")
+        if not pods:
+            phase = "Pending"
+        else:
+            if status["scheduled"] >= min_member and phase == "Scheduling":
+                phase = "Scheduled"
+            if status["succeeded"] + status["running"] >= min_member and phase == "Scheduled":
+                phase = "Running"
+            if status["failed"] and status["failed"] + status["running"] + status["succeeded"] >= min_member:
+                phase = "Failed"
+            if status["succeeded"] >= min_member:
+                phase = "Finished"
+    status["phase"] = phase
+    return status
+
+
+class PodGroupController:
+    """Keeps every PodGroup's status in step with its pods, on the server's loop."""
+
+    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
+        pods = store.registry.find("", "v1", "pods")
+        groups = store.registry.find("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+        assert pods is not None and groups is not None
+        self.store, self.loop, self.pods, self.groups = store, loop, pods, groups
+        self._dirty: set[tuple[str, str]] = set()
+        self._watchers = []
+        for resource in (pods, groups):
+            watcher = Watcher(resource, "", LabelSelector(), FieldSelector(), backlog=10**9)
+            watcher.wake = self._wake
+            store.collections[resource.collection].watchers.add(watcher)
+            self._watchers.append((resource, watcher))
+        for group in list(store.objects(groups)):
+            self._dirty.add((group["metadata"]["namespace"], group["metadata"]["name"]))
+        self._scheduled = False
+        self._wake()
+
+    def stop(self) -> None:
+        for resource, watcher in self._watchers:
+            self.store.stop_watch(resource, watcher)
+
+    def _wake(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self._sync)
+
+    def _sync(self) -> None:
+        self._scheduled = False
+        for resource, watcher in self._watchers:
+            while watcher.pending:
+                _, event = watcher.pending.popleft()
+                meta = event.obj["metadata"]
+                if resource is self.groups:
+                    self._dirty.add((meta["namespace"], meta["name"]))
+                elif POD_GROUP_LABEL in (meta.get("labels") or {}):
+                    self._dirty.add((meta["namespace"], meta["labels"][POD_GROUP_LABEL]))
+        dirty, self._dirty = self._dirty, set()
+        for namespace, name in sorted(dirty):
+            self._update(namespace, name)
+
+    def _update(self, namespace: str, name: str) -> None:
+        try:
+            group = self.store.get(self.groups, namespace, name)
+        except ApiError:
+            return
+        selector = parse_label_selector(f"{POD_GROUP_LABEL}={name}")
+        pods = self.store.list_objects(self.pods, namespace, selector, FieldSelector()).items
+        status = podgroup_status(group, pods, self.store.now())
+        if status == group.get("status"):
+            return
+        updated = clone(group)
+        updated["status"] = status
+        try:
+            self.store.update(self.groups, namespace, name, updated, "status")
+        except ApiError:
+            return

@@ -1,0 +1,94 @@
+"""Discovery: ``/version``, ``/api``, ``/apis``, group and group/version resource lists, ``/openapi/v3``.
+
+Answered in the legacy form (``APIVersions``, ``APIGroupList``, ``APIResourceList``): kubectl and client-go ask
+for aggregated discovery first and fall back to it when the response's content type is plain JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeflux import __version__
+from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.openapi import openapi_v3_paths
+from kubeflux.sim.apiserver.registry import Registry, ResourceType
+
+__all__ = ["KUBERNETES_VERSION", "discovery_document"]
+
+KUBERNETES_VERSION = ("1", "36")
+"""The version served: the one whose behaviour the anchors observed."""
+
+
+def discovery_document(registry: Registry, parts: list[str], address: str) -> Any:
+    """The discovery document at ``/``-split ``parts`` of the path, or None when the path is not discovery."""
+    if parts == ["version"]:
+        return {
+            "major": KUBERNETES_VERSION[0],
+            "minor": KUBERNETES_VERSION[1],
+            "gitVersion": f"v{'.'.join(KUBERNETES_VERSION)}.0-kubeflux.{__version__}",
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "",
+            "goVersion": "",
+            "compiler": "kubeflux",
+            "platform": "python",
+        }
+    if parts == ["api"]:
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+        }
+    if parts == ["apis"]:
+        groups = [_group(g, vs) for g, vs in registry.group_versions().items() if g]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+    if len(parts) == 2 and parts[0] == "apis":
+        versions = registry.group_versions().get(parts[1])
+        if versions is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return {"kind": "APIGroup", "apiVersion": "v1"} | _group(parts[1], versions)
+    if (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis"):
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        resources = registry.in_group_version(group, version)
+        if not resources:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return _resource_list(group, version, resources)
+    if parts[:2] == ["openapi", "v3"]:
+        return openapi_v3_paths(registry, parts[2:])
+    return None
+
+
+def _group(group: str, versions: list[str]) -> dict[str, Any]:
+    listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": listed, "preferredVersion": listed[0]}
+
+
+def _resource_list(group: str, version: str, resources: list[ResourceType]) -> dict[str, Any]:
+    listed: list[dict[str, Any]] = []
+    for r in resources:
+        entry: dict[str, Any] = {
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": r.verbs(),
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        listed.append(entry)
+        for sub in r.subresources:
+            kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, r.kind)
+            verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
+            listed.append(
+                {
+                    "name": f"{r.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": kind,
+                    "verbs": verbs,
+                }
+            )
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": listed}

@@ -1,0 +1,147 @@
+"""The one error type of the API server: a Kubernetes ``Status`` built by helpers, as k8s.io/apimachinery's
+``errors.NewNotFound`` and friends build it.
+
+Every failure a client can cause ends as an :class:`ApiError` carrying the HTTP code, the ``reason`` clients switch
+on (``NotFound``, ``AlreadyExists``, ``Conflict``, ``Invalid``, ``Expired`` ...), a message worded as the real
+server words it, and for ``Invalid`` the field causes (``spec.containers[0].image: Required value``). The HTTP
+shell turns it into a ``Status`` body; the watch stream puts the same body in an ``ERROR`` event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ApiError",
+    "Cause",
+    "already_exists",
+    "bad_request",
+    "conflict",
+    "expired",
+    "forbidden",
+    "invalid",
+    "method_not_allowed",
+    "not_found",
+    "status_success",
+    "too_large",
+    "unauthorized",
+    "unsupported_media_type",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One field problem of an ``Invalid`` error: ``reason`` is ``FieldValueRequired``, ``FieldValueInvalid`` ..."""
+
+    field: str
+    message: str
+    reason: str = "FieldValueInvalid"
+
+
+@dataclass(slots=True)
+class ApiError(Exception):
+    """A request the server refuses; :meth:`status` is the ``Status`` body the client receives."""
+
+    code: int
+    reason: str
+    message: str
+    kind: str = ""
+    name: str = ""
+    group: str = ""
+    causes: list[Cause] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
+
+    def status(self) -> dict[str, Any]:
+        details: dict[str, Any] = {}
+        if self.name:
+            details["name"] = self.name
+        if self.group:
+            details["group"] = self.group
+        if self.kind:
+            details["kind"] = self.kind
+        if self.causes:
+            details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in self.causes]
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            body["details"] = details
+        return body
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, name: str, group: str = "") -> ApiError:
+    return ApiError(404, "NotFound", f'{_qualified(resource, group)} "{name}" not found', resource, name, group)
+
+
+def already_exists(resource: str, name: str, group: str = "") -> ApiError:
+    message = f'{_qualified(resource, group)} "{name}" already exists'
+    return ApiError(409, "AlreadyExists", message, resource, name, group)
+
+
+def conflict(resource: str, name: str, why: str, group: str = "") -> ApiError:
+    message = f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}'
+    return ApiError(409, "Conflict", message, resource, name, group)
+
+
+STALE_OBJECT = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiError:
+    """422 ``Invalid``; the message lists every cause as the real server does (``Pod "x" is invalid: [...]``)."""
+    texts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    listed = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    message = f'{kind} "{name}" is invalid: {listed}'
+    return ApiError(422, "Invalid", message, kind, name, group, list(causes))
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "Forbidden", message)
+
+
+def method_not_allowed(message: str) -> ApiError:
+    return ApiError(405, "MethodNotAllowed", message)
+
+
+def expired(message: str = "too old resource version") -> ApiError:
+    """410 ``Expired``: a watch or an exact list from a version older than the watch cache keeps."""
+    return ApiError(410, "Expired", message)
+
+
+def too_large(limit: int) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"the request body is larger than the limit of {limit} bytes")
+
+
+def unsupported_media_type(content_type: str, supported: str) -> ApiError:
+    message = f"the body of the request was in an unknown format - accepted media types include: {supported}"
+    if content_type:
+        message = f"{content_type}: {message}"
+    return ApiError(415, "UnsupportedMediaType", message)
+
+
+def status_success(code: int = 200, **details: str) -> dict[str, Any]:
+    """The ``Status`` a successful binding (201) or collection delete answers."""
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+    if details:
+        body["details"] = details
+    return body

@@ -1,0 +1,314 @@
+"""The simulated kubelet of the served cluster: bound pods go Pending → Running → Succeeded/Failed, in wall time.
+
+It reuses the simulator's pieces rather than its own copy of them: a pod's stage timing is read by the manifest
+reader and :func:`kubeflux.sim.jobs.timing_of` (KWOK's ``pod-ready`` and ``pod-complete`` stage annotations, the
+``sim.kubeflux.io/exit-code`` annotation, ``activeDeadlineSeconds``), the pod is a :class:`~kubeflux.sim.pods.SimPod`,
+and its status (conditions, container state, ``startTime``) is :func:`kubeflux.sim.podstatus.pod_status`, written
+through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :mod:`kubeflux.sim.cluster`:
+
+* bound → ``Running`` after the start delay (``pod-ready`` delay, uniform up to its ``jitter-delay``);
+* ``Running`` → ``Succeeded`` (exit code 0) or ``Failed`` (non-zero) after the run time (``pod-complete`` delay,
+  with its jitter); a pod without one runs until deleted;
+* ``activeDeadlineSeconds`` after the bind: ``Failed``, reason ``DeadlineExceeded``, exit code 137;
+* times are the store's clock (simulated time with ``--speed``), timers wait ``delay / speed`` of wall time;
+* a Terminating pod (graceful delete) is confirmed at once: its containers stop and the kubelet deletes it with
+  grace 0, as KWOK's ``pod-delete`` stage does.
+
+Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
+gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
+``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first. The Job controller,
+node condition updates and failure injection are not here yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
+from kubeflux.scheduler.objects import PodPhase
+from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.store import Store, clone
+from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.jobs import SimJob, timing_of
+from kubeflux.sim.pods import Lifecycle, SimPod
+from kubeflux.sim.podstatus import pod_status
+from kubeflux.sim.workloads.manifests import _template
+from kubeflux.sim.workloads.model import JobKind, WorkloadJob
+
+__all__ = ["SimulatedKubelet", "record_event"]
+
+Object = dict[str, Any]
+_NODE_LEASES = "kube-node-lease"
+_TIME_FIELDS = frozenset({"lastTransitionTime", "startTime", "startedAt", "finishedAt"})
+
+
+def _rfc3339(value: Any) -> Any:
+    """``pod_status`` gives times as float seconds: the API writes RFC 3339."""
+    if isinstance(value, dict):
+        return {
+            k: format_timestamp(float(int(v))) if k in _TIME_FIELDS and isinstance(v, float | int) else _rfc3339(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_rfc3339(v) for v in value]
+    return value
+
+
+def record_event(
+    store: Store, namespace: str, involved: Object, type_: str, reason: str, message: str, component: str
+) -> None:
+    """A core/v1 Event about ``involved`` (a pod), as kube-scheduler or a kubelet records one."""
+    events = store.registry.find("", "v1", "events")
+    if events is None:
+        return
+    meta = involved.get("metadata", {})
+    now = store.now()
+    body = {
+        "metadata": {"generateName": f"{meta.get('name', 'object')}."},
+        "involvedObject": {
+            "kind": involved.get("kind", "Pod"),
+            "apiVersion": "v1",
+            "namespace": namespace,
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
+        },
+        "type": type_,
+        "reason": reason,
+        "message": message,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        store.create(events, namespace, body)
+    except ApiError:
+        return
+
+
+@dataclass(slots=True)
+class _Life:
+    """One bound pod the kubelet runs."""
+
+    sim: SimPod
+    namespace: str
+    name: str
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def cancel(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        self.timers.clear()
+
+
+class SimulatedKubelet:
+    """Every node's kubelet: follows the pods collection of ``store`` on ``loop`` (the server's loop)."""
+
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        lifecycle: Lifecycle | None = None,
+        clock: ServedClock | None = None,
+        heartbeat_seconds: float = 10.0,
+    ) -> None:
+        pods = store.registry.find("", "v1", "pods")
+        nodes = store.registry.find("", "v1", "nodes")
+        assert pods is not None and nodes is not None
+        self.store, self.loop, self.pods, self.nodes = store, loop, pods, nodes
+        self.lifecycle = lifecycle or Lifecycle()
+        self.clock = clock or ServedClock()
+        """Converts stage delays (simulated seconds) to timer waits; the store's clock gives the time."""
+        self._random = random.Random(self.lifecycle.seed)
+        self.lives: dict[str, _Life] = {}
+        """uid → the life of a bound pod being run."""
+        self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
+        self._watcher.wake = self._wake
+        self._draining = False
+        store.collections[pods.collection].watchers.add(self._watcher)
+        for obj in list(store.objects(pods)):
+            self._handle("ADDED", obj)
+        self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
+        self.heartbeat_seconds = heartbeat_seconds
+        self._heartbeat: asyncio.TimerHandle | None = None
+        if self.leases is not None and heartbeat_seconds > 0:
+            self._beat()
+
+    def stop(self) -> None:
+        self.store.stop_watch(self.pods, self._watcher)
+        for life in self.lives.values():
+            life.cancel()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+
+    def _beat(self) -> None:
+        """Renew every node's Lease (create it the first time), then again in ``heartbeat_seconds``."""
+        assert self.leases is not None
+        renewed = _micro_time(self.store.clock())
+        for node in list(self.store.objects(self.nodes)):
+            meta = node["metadata"]
+            spec = {"holderIdentity": meta["name"], "leaseDurationSeconds": 40, "renewTime": renewed}
+            try:
+                lease = self.store.get(self.leases, _NODE_LEASES, meta["name"])
+            except ApiError:
+                owner = {"apiVersion": "v1", "kind": "Node", "name": meta["name"], "uid": meta["uid"]}
+                body = {"metadata": {"name": meta["name"], "ownerReferences": [owner]}, "spec": spec}
+                with contextlib.suppress(ApiError):
+                    self.store.create(self.leases, _NODE_LEASES, body)
+                continue
+            updated = clone(lease)
+            updated["spec"] = {**lease.get("spec", {}), **spec}
+            with contextlib.suppress(ApiError):
+                self.store.update(self.leases, _NODE_LEASES, meta["name"], updated)
+        self._heartbeat = self.loop.call_later(self.clock.wall(self.heartbeat_seconds), self._beat)
+
+    def _wake(self) -> None:
+        if not self._draining:
+            self._draining = True
+            self.loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        self._draining = False
+        pending = self._watcher.pending
+        while pending:
+            type_, event = pending.popleft()
+            self._handle(type_, event.obj)
+
+    def _handle(self, type_: str, obj: Object) -> None:
+        meta = obj["metadata"]
+        uid = meta["uid"]
+        life = self.lives.get(uid)
+        if type_ == "DELETED":
+            if life is not None:
+                life.cancel()
+                del self.lives[uid]
+            return
+        node = obj.get("spec", {}).get("nodeName")
+        if not node:
+            return
+        if meta.get("deletionTimestamp"):
+            self._confirm_deletion(obj)
+            return
+        if life is None and obj.get("status", {}).get("phase") == "Pending":
+            try:
+                self.store.get(self.nodes, "", node)
+            except ApiError:
+                return  # no such node: no kubelet will ever run it
+            self._admit(obj)
+
+    def _admit(self, obj: Object) -> None:
+        meta, namespace = obj["metadata"], obj["metadata"]["namespace"]
+        try:
+            pod = pod_from_manifest(obj)
+            template = _template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", None)
+            job = WorkloadJob(
+                id=pod.key, submit_time=0.0, kind=JobKind.POD, name=pod.name, namespace=namespace, pods=[template]
+            )
+            timing = timing_of(template, job, self.lifecycle, dict(pod.labels), pod.scheduler_name)
+        except (ManifestError, ValueError) as exc:
+            record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
+            return
+        now = self.store.clock()
+        sim = SimPod(pod, SimJob(job, 0, now), timing, now)
+        sim.bound_at = _bound_at(obj, now)
+        if timing.start_jitter > timing.start_delay:
+            sim.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
+        if timing.run_jitter is not None and sim.run_time is not None and timing.run_jitter > sim.run_time:
+            sim.run_time = self._random.uniform(sim.run_time, timing.run_jitter)
+        life = _Life(sim, namespace, meta["name"])
+        self.lives[meta["uid"]] = life
+        self._write_status(life)  # Initialized, ContainerCreating
+        life.timers.append(self.loop.call_later(self.clock.wall(sim.start_delay), self._start, life))
+        if pod.active_deadline_seconds is not None:
+            deadline = sim.bound_at + pod.active_deadline_seconds - now
+            life.timers.append(self.loop.call_later(self.clock.wall(deadline), self._deadline, life))
+
+    def _start(self, life: _Life) -> None:
+        sim = life.sim
+        if sim.finished_at is not None:
+            return
+        sim.running_at = self.store.clock()
+        sim.pod.phase = PodPhase.RUNNING
+        self._write_status(life)
+        if sim.run_time is not None:
+            life.timers.append(self.loop.call_later(self.clock.wall(sim.run_time), self._complete, life))
+
+    def _complete(self, life: _Life) -> None:
+        code = life.sim.exit_code
+        self._end(
+            life,
+            PodPhase.SUCCEEDED if code == 0 else PodPhase.FAILED,
+            code,
+            "Completed" if code == 0 else "Error",
+            "",
+            "",
+        )
+
+    def _deadline(self, life: _Life) -> None:
+        message = "Pod was active on the node longer than the specified deadline"
+        self._end(life, PodPhase.FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", message)
+
+    def _end(self, life: _Life, phase: PodPhase, code: int, container_reason: str, reason: str, message: str) -> None:
+        sim = life.sim
+        if sim.finished_at is not None:
+            return
+        sim.finished_at = self.store.clock()
+        sim.exit_code, sim.container_reason, sim.reason, sim.status_message = code, container_reason, reason, message
+        sim.pod.phase = phase
+        life.cancel()
+        self._write_status(life)
+
+    def _write_status(self, life: _Life) -> None:
+        try:
+            current = self.store.get(self.pods, life.namespace, life.name)
+        except ApiError:
+            return
+        status = _rfc3339(pod_status(life.sim))
+        previous = current.get("status", {})
+        images = {c.get("name"): c.get("image", "") for c in current.get("spec", {}).get("containers") or ()}
+        for container in status.get("containerStatuses", ()):
+            container["image"] = images.get(container["name"], "")
+            container["imageID"] = ""  # required by typed clients; there is no image
+            container["containerID"] = f"kubeflux://{current['metadata']['uid']}/{container['name']}"
+        for kept in ("qosClass", "nominatedNodeName"):
+            if kept in previous:
+                status[kept] = previous[kept]
+        updated = clone(current)
+        updated["status"] = status
+        try:
+            self.store.update(self.pods, life.namespace, life.name, updated, "status")
+        except ApiError:
+            return
+
+    def _confirm_deletion(self, obj: Object) -> None:
+        meta = obj["metadata"]
+        life = self.lives.pop(meta["uid"], None)
+        if life is not None:
+            life.cancel()
+        try:
+            self.store.delete(self.pods, meta["namespace"], meta["name"], grace=0, uid=meta["uid"])
+        except ApiError:
+            return
+
+
+def _micro_time(seconds: float) -> str:
+    """``metav1.MicroTime``: RFC 3339 with microseconds, as Lease renew times are written."""
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _bound_at(obj: Object, default: float) -> float:
+    for condition in obj.get("status", {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            try:
+                return parse_timestamp(condition["lastTransitionTime"])
+            except (KeyError, TypeError, ValueError):
+                return default
+    return default

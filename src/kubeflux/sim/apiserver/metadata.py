@@ -1,0 +1,129 @@
+"""ObjectMeta and ListMeta: the checks every object's metadata gets, resource versions and continue tokens."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.selectors import valid_label_key, valid_label_value
+
+__all__ = [
+    "MAX_DEPTH",
+    "check_type",
+    "decode_continue",
+    "encode_continue",
+    "metadata_causes",
+    "parse_resource_version",
+    "too_deep",
+]
+
+Object = dict[str, Any]
+
+
+MAX_DEPTH = 100
+"""Nesting deeper than this is refused: Kubernetes objects are some twenty levels deep, and the JSON encoder stops
+at 255 (an object stored deeper could never be read back, nor any list holding it)."""
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests mappings and lists more than ``limit`` levels (iterative: no recursion limit)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def check_type(resource: ResourceType, obj: Any) -> Object:
+    """``obj`` as a stored object of ``resource``: a mapping of its kind and version with a metadata mapping;
+    400 for another kind or version, 422 for metadata that is not a mapping."""
+    if not isinstance(obj, dict):
+        raise errors.bad_request(f"the body must be a JSON object (a {resource.kind}), got {type(obj).__name__}")
+    if too_deep(obj):
+        raise errors.bad_request(f"the object is nested more than {MAX_DEPTH} levels deep")
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version not in (None, "", resource.api_version):
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API version "
+            f"({resource.api_version})"
+        )
+    if kind not in (None, "", resource.kind):
+        raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})")
+    meta = obj.get("metadata")
+    if meta is None:
+        obj["metadata"] = meta = {}
+    if not isinstance(meta, dict):
+        raise errors.invalid(resource.kind, "", [Cause("metadata", "Invalid value: must be an object")])
+    stored = resource.from_view(obj) if resource.from_view else obj
+    stored.setdefault("metadata", meta)
+    return stored
+
+
+def metadata_causes(resource: ResourceType, meta: Object) -> list[Cause]:
+    """What the real server checks of any ObjectMeta: the name (per the strategy), string maps, finalizers, owners."""
+    causes = resource.strategy.name_causes(meta.get("name", ""), "metadata.name")
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            causes.append(Cause(f"metadata.{field}", "Invalid value: must be a map of strings to strings"))
+            continue
+        for key, text in value.items():
+            if not valid_label_key(key):
+                message = f"Invalid value: {key!r}: name part must consist of alphanumeric characters, '-', '_' or '.'"
+                causes.append(Cause(f"metadata.{field}", message))
+            elif field == "labels" and not valid_label_value(text):
+                message = f"Invalid value: {text!r}: a valid label must be at most 63 alphanumerics, '-', '_' or '.'"
+                causes.append(Cause("metadata.labels", message))
+    for field in ("finalizers",):
+        value = meta.get(field)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            causes.append(Cause(f"metadata.{field}", "Invalid value: must be a list of strings"))
+    refs = meta.get("ownerReferences")
+    if refs is not None:
+        if not isinstance(refs, list):
+            causes.append(Cause("metadata.ownerReferences", "Invalid value: must be a list"))
+        else:
+            for index, ref in enumerate(refs):
+                for part in ("apiVersion", "kind", "name", "uid"):
+                    if not isinstance(ref, dict) or not isinstance(ref.get(part), str) or not ref.get(part):
+                        path = f"metadata.ownerReferences[{index}].{part}"
+                        causes.append(Cause(path, "Required value", "FieldValueRequired"))
+    return causes
+
+
+def parse_resource_version(text: str) -> int:
+    if not text.isdigit():
+        raise errors.bad_request(f"invalid resource version {text!r}: must be a non-negative integer")
+    return int(text)
+
+
+def encode_continue(key: str, rv: int) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"v": "kubeflux/1", "rv": rv, "start": key})).decode()
+
+
+def decode_continue(token: str) -> str:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        start = data["start"]
+        if not isinstance(start, str):
+            raise TypeError
+        return start
+    except Exception as exc:
+        raise errors.bad_request(f"invalid continue token {token!r}") from exc

@@ -1,0 +1,185 @@
+"""What the API server serves: one :class:`ResourceType` per resource, each with a small :class:`Strategy`.
+
+As in k8s.io/apiserver's generic registry, the store is the same for every resource; a strategy says only what
+differs: defaults on create, validation (a list of field causes, answered as 422 ``Invalid``), what an update may
+change, what the status subresource keeps, how long a graceful delete waits, which fields a field selector may
+name and the default garbage-collection policy. Adding a resource is a strategy and one line in
+:func:`kubeflux.sim.apiserver.resources.default_registry`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeflux.sim.apiserver.errors import Cause
+
+__all__ = [
+    "Registry",
+    "ResourceType",
+    "Strategy",
+    "dns_label_causes",
+    "dns_subdomain_causes",
+    "field_path",
+    "path_segment_causes",
+]
+
+Object = dict[str, Any]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def dns_subdomain_causes(name: str, path: str = "metadata.name") -> list[Cause]:
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        message = (
+            f"Invalid value: {name!r}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+            "characters, '-' or '.', and must start and end with an alphanumeric character"
+        )
+        return [Cause(path, message)]
+    return []
+
+
+def dns_label_causes(name: str, path: str = "metadata.name") -> list[Cause]:
+    if len(name) > 63 or not _DNS_LABEL.match(name):
+        message = (
+            f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist of lower case alphanumeric "
+            "characters or '-', and must start and end with an alphanumeric character"
+        )
+        return [Cause(path, message)]
+    return []
+
+
+def path_segment_causes(name: str, path: str = "metadata.name") -> list[Cause]:
+    if name in (".", "..") or "/" in name or "%" in name:
+        return [Cause(path, f"Invalid value: {name!r}: may not contain '/' or '%' or be '.' or '..'")]
+    return []
+
+
+def field_path(obj: Object, dotted: str) -> str:
+    """The string at ``spec.nodeName``-style path of ``obj``; ``""`` when absent (as field selectors compare)."""
+    node: Any = obj
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return ""
+        node = node.get(part)
+    if node is None:
+        return ""
+    return node if isinstance(node, str) else str(node)
+
+
+class Strategy:
+    """The defaults of a plain resource; subclasses override what differs. ``now`` is an RFC 3339 time."""
+
+    name_causes: Callable[[str, str], list[Cause]] = staticmethod(dns_subdomain_causes)
+    has_status = False
+    """A ``status`` subresource: status is reset on create (unless :attr:`keep_status_on_create`) and ignored by
+    updates of the main resource; ``PUT``/``PATCH .../status`` change status only."""
+    keep_status_on_create = False
+    tracks_generation = False
+    """``metadata.generation`` rises when anything but metadata and status changes."""
+    fields: frozenset[str] = frozenset()
+    """Field-selector fields besides ``metadata.name`` and ``metadata.namespace``."""
+    orphan_by_default = False
+    """Delete without ``propagationPolicy`` orphans the dependents (batch/v1 Jobs, for compatibility)."""
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        """Defaults set on create (after metadata is filled in)."""
+
+    def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
+        """Admission on create, with ``lookup(group/plural, namespace, name)`` of other objects; raises ApiError."""
+
+    def validate(self, obj: Object) -> list[Cause]:
+        return []
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        return self.validate(new)
+
+    def grace_seconds(self, obj: Object, requested: int | None) -> int:
+        """Seconds a delete waits before the object goes (0: at once, unless finalizers hold it)."""
+        return 0
+
+    def field_value(self, obj: Object, name: str) -> str:
+        return field_path(obj, name)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    """One served resource: its names, scope, verbs and strategy."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    strategy: Strategy = field(default_factory=Strategy)
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    storage: str = ""
+    """The collection holding the objects; two views of one collection (core and events.k8s.io Events) share it."""
+    read_only_empty: bool = False
+    """Served as an empty, watchable collection: reads answer, writes are 405."""
+    to_view: Callable[[Object], Object] | None = None
+    """Stored form → this view's form (``None``: stored form as is)."""
+    from_view: Callable[[Object], Object] | None = None
+    create_only: bool = False
+    """A verb, not a collection (``bindings``): ``POST`` only."""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def collection(self) -> str:
+        return self.storage or f"{self.group}/{self.plural}"
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return self.strategy.fields | {"metadata.name", "metadata.namespace"}
+
+    def verbs(self) -> list[str]:
+        if self.read_only_empty:
+            return ["get", "list", "watch"]
+        if self.create_only:
+            return ["create"]
+        return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+class Registry:
+    """Every served resource, found by (group, version, plural) or by kind."""
+
+    def __init__(self, resources: Iterable[ResourceType]) -> None:
+        self.resources = list(resources)
+        self._by_path = {(r.group, r.version, r.plural): r for r in self.resources}
+        self._by_kind: dict[tuple[str, str], ResourceType] = {}
+        for r in self.resources:
+            self._by_kind.setdefault((r.api_version, r.kind), r)
+
+    def find(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        return self._by_kind.get((api_version, kind))
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """``{group: [versions]}`` in registration order; the core group is ``""``."""
+        result: dict[str, list[str]] = {}
+        for r in self.resources:
+            versions = result.setdefault(r.group, [])
+            if r.version not in versions:
+                versions.append(r.version)
+        return result
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [r for r in self.resources if r.group == group and r.version == version]

@@ -1,0 +1,583 @@
+"""The resources kubeflux serves and their strategies (see :mod:`kubeflux.sim.apiserver.registry`).
+
+Validation reuses the scheduler's manifest readers (:mod:`kubeflux.scheduler.kube_objects`), so what the API
+server accepts is what the scheduler and simulator can read; their ``ManifestError`` (object, field, problem)
+becomes a 422 cause on the same field. Defaults are the real server's for the fields clients read back
+(``schedulerName``, ``restartPolicy``, ``terminationGracePeriodSeconds``, a Job's selector and labels ...).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from kubeflux.scheduler.kube_objects import (
+    ManifestError,
+    node_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
+from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.registry import (
+    Registry,
+    ResourceType,
+    Strategy,
+    dns_label_causes,
+    path_segment_causes,
+)
+
+__all__ = ["EMPTY_COLLECTIONS", "default_registry"]
+
+Object = dict[str, Any]
+
+
+def _manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
+    problem = error.problem
+    reason = "FieldValueRequired" if problem == "required" else "FieldValueInvalid"
+    message = "Required value" if problem == "required" else f"Invalid value: {problem}"
+    return [Cause(prefix + error.path, message, reason)]
+
+
+def list_of_objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list[Cause]:
+    """Each of ``fields`` of ``parent``, when present, is a list of objects (what readers of it iterate)."""
+    causes = []
+    for field in fields:
+        value = parent.get(field)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
+            causes.append(Cause(f"{prefix}{field}", "Invalid value: must be a list of objects"))
+    return causes
+
+
+def objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list[Cause]:
+    """Each of ``fields`` of ``parent``, when present, is an object."""
+    return [
+        Cause(f"{prefix}{field}", "Invalid value: must be an object")
+        for field in fields
+        if parent.get(field) is not None and not isinstance(parent.get(field), dict)
+    ]
+
+
+def _required(path: str) -> Cause:
+    return Cause(path, "Required value", "FieldValueRequired")
+
+
+# --- pods -----------------------------------------------------------------------------------------------------
+
+_POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+def _default_container(container: Any) -> None:
+    if not isinstance(container, dict):
+        return
+    image = container.get("image")
+    if isinstance(image, str) and "imagePullPolicy" not in container:
+        tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+        container["imagePullPolicy"] = "IfNotPresent" if tagged and not image.endswith(":latest") else "Always"
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+
+
+def default_pod_spec(spec: Object) -> None:
+    """The real server's defaults for the pod spec fields clients read back."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    for field in ("containers", "initContainers"):
+        for container in spec.get(field) or ():
+            _default_container(container)
+
+
+def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = _RESTART_POLICIES) -> list[Cause]:
+    """Containers present, named (unique DNS labels) and with an image; a known restart policy."""
+    if not isinstance(spec, dict):
+        return [_required(prefix.rstrip("."))]
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        causes.append(_required(f"{prefix}containers"))
+    names: set[str] = set()
+    for field in ("containers", "initContainers"):
+        items = spec.get(field) or []
+        if not isinstance(items, list):
+            causes.append(Cause(f"{prefix}{field}", "Invalid value: must be a list"))
+            continue
+        for index, container in enumerate(items):
+            path = f"{prefix}{field}[{index}]"
+            if not isinstance(container, dict):
+                causes.append(Cause(path, "Invalid value: must be an object"))
+                continue
+            name = container.get("name")
+            if not isinstance(name, str) or not name:
+                causes.append(_required(f"{path}.name"))
+            else:
+                causes.extend(dns_label_causes(name, f"{path}.name"))
+                if name in names:
+                    causes.append(Cause(f"{path}.name", f"Duplicate value: {name!r}", "FieldValueDuplicate"))
+                names.add(name)
+            if not isinstance(container.get("image"), str) or not container.get("image"):
+                causes.append(_required(f"{path}.image"))
+    policy = spec.get("restartPolicy")
+    if policy not in restart_policies:
+        allowed = ", ".join(f'"{p}"' for p in restart_policies)
+        causes.append(
+            Cause(
+                f"{prefix}restartPolicy",
+                f"Unsupported value: {policy!r}: supported values: {allowed}",
+                "FieldValueNotSupported",
+            )
+        )
+    return causes
+
+
+@functools.lru_cache(maxsize=4096)
+def _pod_spec_causes(spec_json: bytes) -> tuple[Cause, ...]:
+    """The causes of one pod spec, cached: pods of a Job or a trace share their spec, and reading a spec through
+    the scheduler's manifest reader (the check that it is readable) is most of the cost of a create."""
+    spec = orjson.loads(spec_json)
+    causes = pod_spec_causes(spec, "spec.")
+    if causes:
+        return tuple(causes)
+    try:
+        pod_from_manifest(_pod_view("pod", "default", spec))
+    except ManifestError as exc:
+        return tuple(_manifest_causes(exc))
+    return ()
+
+
+def _pod_view(name: str, namespace: str, spec: Object) -> Object:
+    return {"kind": "Pod", "metadata": {"name": name or "pod", "namespace": namespace}, "spec": spec}
+
+
+class PodStrategy(Strategy):
+    has_status = True
+    fields = frozenset(
+        {
+            "spec.nodeName",
+            "spec.schedulerName",
+            "status.phase",
+            "spec.restartPolicy",
+            "spec.serviceAccountName",
+            "status.podIP",
+            "status.nominatedNodeName",
+            "spec.hostNetwork",
+        }
+    )
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            default_pod_spec(spec)
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
+
+    def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
+        """The Priority admission plugin: ``spec.priority`` from ``spec.priorityClassName``."""
+        spec = obj["spec"]
+        name = spec.get("priorityClassName")
+        if not name:
+            return
+        found = lookup("scheduling.k8s.io/priorityclasses", "", name) if isinstance(name, str) else None
+        if found is None:
+            raise errors.forbidden(
+                f'pods "{obj["metadata"]["name"]}" is forbidden: no PriorityClass with name {name} was found'
+            )
+        spec["priority"] = found.get("value", 0)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return [Cause("status", "Invalid value: must be an object")]
+        phase = status.get("phase")
+        if phase not in _PHASES:
+            return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
+        causes = list_of_objects_causes(status, "status.", ("conditions", "containerStatuses", "initContainerStatuses"))
+        if causes:
+            return causes
+        return list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        spec = new.get("spec")
+        if isinstance(spec, dict):
+            default_pod_spec(spec)
+        causes = self.validate(new)
+        if causes:
+            return causes
+        old_spec = old.get("spec", {})
+        new_spec = new.get("spec", {})
+        if _frozen_pod_spec(new_spec) != _frozen_pod_spec(old_spec):
+            message = (
+                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+                "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
+                "existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+                "previously negative)"
+            )
+            return [Cause("spec", message, "FieldValueForbidden")]
+        return []
+
+    def grace_seconds(self, obj: Object, requested: int | None) -> int:
+        if not obj.get("spec", {}).get("nodeName"):
+            return 0
+        if obj.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is None:
+            requested = obj.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+        if not isinstance(requested, int):
+            return 30
+        return max(requested, 0)
+
+
+def _frozen_pod_spec(spec: Object) -> Object:
+    frozen = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
+    for field in ("containers", "initContainers"):
+        if isinstance(frozen.get(field), list):
+            frozen[field] = [
+                {k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c for c in frozen[field]
+            ]
+    return frozen
+
+
+def _qos_class(spec: Object) -> str:
+    requests_seen = False
+    guaranteed = True
+    for container in spec.get("containers") or ():
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {} if isinstance(resources, dict) else {}
+        limits = resources.get("limits") or {} if isinstance(resources, dict) else {}
+        if requests or limits:
+            requests_seen = True
+        for name in ("cpu", "memory"):
+            if name not in limits or (name in requests and requests[name] != limits[name]):
+                guaranteed = False
+    if not requests_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+# --- nodes, namespaces, pod groups ---------------------------------------------------------------------------
+
+
+class NodeStrategy(Strategy):
+    has_status = True
+    keep_status_on_create = True
+    fields = frozenset({"spec.unschedulable"})
+
+    def validate(self, obj: Object) -> list[Cause]:
+        try:
+            node_from_manifest(obj)
+        except ManifestError as exc:
+            return _manifest_causes(exc)
+        return []
+
+
+class NamespaceStrategy(Strategy):
+    has_status = True
+    fields = frozenset({"status.phase"})
+    name_causes = staticmethod(dns_label_causes)
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+        labels = obj["metadata"].setdefault("labels", {})
+        if isinstance(labels, dict):
+            labels.setdefault("kubernetes.io/metadata.name", obj["metadata"]["name"])
+
+
+class PodGroupStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+
+    def validate(self, obj: Object) -> list[Cause]:
+        try:
+            podgroup_from_manifest(obj)
+        except ManifestError as exc:
+            return _manifest_causes(exc)
+        return []
+
+
+# --- batch/v1 Jobs --------------------------------------------------------------------------------------------
+
+_CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+_JOB_NAME = "batch.kubernetes.io/job-name"
+
+
+class JobStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+    orphan_by_default = True
+    fields = frozenset({"status.successful"})
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        meta = obj["metadata"]
+        if "completions" not in spec and "parallelism" not in spec:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+        spec.setdefault("manualSelector", False)
+        if not spec.get("manualSelector"):
+            spec["selector"] = {"matchLabels": {_CONTROLLER_UID: meta["uid"]}}
+        template = spec.get("template")
+        if isinstance(template, dict):
+            template_meta = template.setdefault("metadata", {})
+            if isinstance(template_meta, dict):
+                labels = template_meta.setdefault("labels", {})
+                if isinstance(labels, dict):
+                    labels.update(
+                        {
+                            _CONTROLLER_UID: meta["uid"],
+                            _JOB_NAME: meta["name"],
+                            "controller-uid": meta["uid"],
+                            "job-name": meta["name"],
+                        }
+                    )
+            if isinstance(template.get("spec"), dict):
+                default_pod_spec(template["spec"])
+        obj["status"] = {}
+
+    def validate(self, obj: Object) -> list[Cause]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [_required("spec")]
+        causes: list[Cause] = []
+        for field in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+            value = spec.get(field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                causes.append(Cause(f"spec.{field}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
+        if spec.get("completionMode") not in ("NonIndexed", "Indexed"):
+            causes.append(
+                Cause(
+                    "spec.completionMode",
+                    f"Unsupported value: {spec.get('completionMode')!r}",
+                    "FieldValueNotSupported",
+                )
+            )
+        template = spec.get("template")
+        if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+            return [*causes, _required("spec.template.spec")]
+        causes.extend(pod_spec_causes(template["spec"], "spec.template.spec.", ("OnFailure", "Never")))
+        if not causes:
+            meta = obj["metadata"]
+            try:
+                pod_from_manifest(_pod_view(meta.get("name", ""), meta.get("namespace", ""), template["spec"]))
+            except ManifestError as exc:
+                causes.extend(_manifest_causes(exc, "spec.template."))
+        return causes
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        causes = self.validate(new)
+        new_spec, old_spec = new.get("spec", {}), old.get("spec", {})
+        for field in ("selector", "template", "completionMode"):
+            if isinstance(new_spec, dict) and new_spec.get(field) != old_spec.get(field):
+                causes.append(Cause(f"spec.{field}", "Invalid value: field is immutable"))
+        return causes
+
+
+# --- leases, configmaps, priority classes, events -----------------------------------------------------------
+
+
+class LeaseStrategy(Strategy):
+    def validate(self, obj: Object) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        if not isinstance(spec, dict):
+            return [Cause("spec", "Invalid value: must be an object")]
+        duration = spec.get("leaseDurationSeconds")
+        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int) or duration <= 0):
+            return [Cause("spec.leaseDurationSeconds", f"Invalid value: {duration!r}: must be greater than 0")]
+        return []
+
+
+class ConfigMapStrategy(Strategy):
+    def validate(self, obj: Object) -> list[Cause]:
+        data = obj.get("data")
+        if data is not None and (not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values())):
+            return [Cause("data", "Invalid value: must be a map of strings to strings")]
+        return []
+
+
+class PriorityClassStrategy(Strategy):
+    def validate(self, obj: Object) -> list[Cause]:
+        value = obj.get("value")
+        if isinstance(value, bool) or not isinstance(value, int):
+            return [_required("value")]
+        if value > 1_000_000_000 and not obj["metadata"]["name"].startswith("system-"):
+            return [Cause("value", "Invalid value: user-defined priority classes may not exceed 1000000000")]
+        return []
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        if new.get("value") != old.get("value"):
+            return [Cause("value", "Forbidden: may not be changed in an update.", "FieldValueForbidden")]
+        return self.validate(new)
+
+
+class EventStrategy(Strategy):
+    name_causes = staticmethod(path_segment_causes)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        causes = objects_causes(obj, "", ("involvedObject", "source", "series", "related"))
+        for field in ("reason", "message", "type", "reportingComponent", "reportingInstance", "action"):
+            if obj.get(field) is not None and not isinstance(obj.get(field), str):
+                causes.append(Cause(field, "Invalid value: must be a string"))
+        count = obj.get("count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            causes.append(Cause("count", "Invalid value: must be an integer"))
+        return causes
+
+    fields = frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    )
+
+
+class EventsV1Strategy(EventStrategy):
+    fields = frozenset(
+        {
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        }
+    )
+
+
+_EVENT_FIELDS = (  # (events.k8s.io/v1, core/v1)
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("reportingController", "reportingComponent"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+)
+_EVENT_SAME = ("metadata", "eventTime", "series", "reportingInstance", "action", "reason", "related", "type")
+
+
+def event_v1_from_core(obj: Object) -> Object:
+    """A stored core/v1 Event as events.k8s.io/v1 shows it (the real server's conversion)."""
+    view: Object = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
+    for field in _EVENT_SAME:
+        if obj.get(field) is not None:
+            view[field] = obj[field]
+    for new, old in _EVENT_FIELDS:
+        if obj.get(old) not in (None, "", {}):
+            view[new] = obj[old]
+    return view
+
+
+def core_event_from_v1(obj: Object) -> Object:
+    stored: Object = {"apiVersion": "v1", "kind": "Event"}
+    for field in _EVENT_SAME:
+        if obj.get(field) is not None:
+            stored[field] = obj[field]
+    for new, old in _EVENT_FIELDS:
+        if obj.get(new) is not None:
+            stored[old] = obj[new]
+    return stored
+
+
+# --- the registry ---------------------------------------------------------------------------------------------
+
+EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
+    ("", "v1", "services", "Service", True),
+    ("", "v1", "replicationcontrollers", "ReplicationController", True),
+    ("", "v1", "persistentvolumes", "PersistentVolume", False),
+    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    ("apps", "v1", "replicasets", "ReplicaSet", True),
+    ("apps", "v1", "statefulsets", "StatefulSet", True),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+    ("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
+    ("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
+    ("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True),
+    ("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
+    ("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+)
+"""What kube-scheduler v1.36 watches at start and kubeflux does not model.
+
+(group, version, plural, kind, namespaced)."""
+
+
+def default_registry() -> Registry:
+    """Every resource the simulated cluster serves."""
+    events = EventStrategy()
+    resources = [
+        ResourceType("", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("status",)),
+        ResourceType("", "v1", "nodes", "Node", False, NodeStrategy(), ("no",), (), ("status",)),
+        ResourceType(
+            "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction")
+        ),
+        ResourceType("", "v1", "bindings", "Binding", True, create_only=True),
+        ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
+        ResourceType("", "v1", "configmaps", "ConfigMap", True, ConfigMapStrategy(), ("cm",)),
+        ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
+        ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, LeaseStrategy()),
+        ResourceType(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            True,
+            EventsV1Strategy(),
+            ("ev",),
+            (),
+            (),
+            storage="/events",
+            to_view=event_v1_from_core,
+            from_view=core_event_from_v1,
+        ),
+        ResourceType(
+            "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, PriorityClassStrategy(), ("pc",)
+        ),
+        ResourceType(
+            "scheduling.x-k8s.io",
+            "v1alpha1",
+            "podgroups",
+            "PodGroup",
+            True,
+            PodGroupStrategy(),
+            ("pg", "pgs"),
+            (),
+            ("status",),
+        ),
+    ]
+    resources.extend(
+        ResourceType(group, version, plural, kind, namespaced, read_only_empty=True)
+        for group, version, plural, kind, namespaced in EMPTY_COLLECTIONS
+    )
+    return Registry(resources)

@@ -1,0 +1,265 @@
+"""Running the API server: uvicorn on 127.0.0.1 (a free port by default), a kubeconfig, the simulated nodes.
+
+:class:`ApiServer` runs in the calling thread (:meth:`serve_forever`, which stops on Ctrl-C or SIGTERM) or in a
+background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a context manager). The store is
+only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
+``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the PodGroup
+controller keeps groups' status; ``schedulers`` run in the process
+(:class:`InProcessSchedulers`), both on the server's loop, created when it starts serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import uvicorn
+import yaml
+
+from kubeflux.scheduler.interface import Scheduler
+from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.scheduler.objects import Node
+from kubeflux.scheduler.quantity import format_quantity
+from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.controllers import PodGroupController
+from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
+from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
+from kubeflux.sim.apiserver.resources import default_registry
+from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.pods import Lifecycle
+
+__all__ = ["ApiServer", "kubeconfig", "node_manifest"]
+
+T = TypeVar("T")
+
+
+def node_manifest(node: Node, now: float) -> dict[str, Any]:
+    """The ``v1`` Node a kubelet would register for a simulated node (``node_from_manifest`` reads it back)."""
+    resources = {name: format_quantity(name, amount) for name, amount in sorted(node.allocatable.items())}
+    spec: dict[str, Any] = {}
+    if node.unschedulable:
+        spec["unschedulable"] = True
+    if node.taints:
+        spec["taints"] = [
+            {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v} for t in node.taints
+        ]
+    stamp = format_timestamp(float(int(now)))
+    ready = {
+        "type": "Ready",
+        "status": "True" if node.ready else "False",
+        "reason": "KubeletReady" if node.ready else "KubeletNotReady",
+        "message": "kubeflux simulated kubelet" if node.ready else "node is down",
+        "lastHeartbeatTime": stamp,
+        "lastTransitionTime": stamp,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node.name, "labels": dict(node.labels) or {"kubernetes.io/hostname": node.name}},
+        "spec": spec,
+        "status": {
+            "capacity": resources,
+            "allocatable": dict(resources),
+            "conditions": [ready],
+            "addresses": [{"type": "Hostname", "address": node.name}],
+            "nodeInfo": {
+                "kubeletVersion": "v1.36.0-kubeflux",
+                "containerRuntimeVersion": "kubeflux://simulated",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "osImage": "kubeflux simulated node",
+                "kernelVersion": "",
+                "kubeProxyVersion": "",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
+        },
+    }
+
+
+def kubeconfig(server: str, token: str = "") -> dict[str, Any]:
+    """A kubeconfig with one cluster, one user (the token, when given) and one current context ``kubeflux``."""
+    user: dict[str, Any] = {"token": token} if token else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubeflux", "cluster": {"server": server}}],
+        "users": [{"name": "kubeflux", "user": user}],
+        "contexts": [
+            {"name": "kubeflux", "context": {"cluster": "kubeflux", "user": "kubeflux", "namespace": "default"}}
+        ],
+        "current-context": "kubeflux",
+    }
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn, ending open watches on Ctrl-C/SIGTERM instead of waiting for them, and returning normally
+    afterwards (uvicorn would re-raise the signal: the command could not print that it stopped)."""
+
+    def __init__(self, config: uvicorn.Config, app: ApiApp) -> None:
+        super().__init__(config)
+        self.api = app
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self.api.shutdown()
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C
+        self.should_exit = True
+
+
+class ApiServer:
+    """The simulated cluster's API server on ``host:port`` (port 0: a free one, known after :meth:`bind`)."""
+
+    def __init__(
+        self,
+        nodes: Iterable[Node] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        settings: ServerSettings | None = None,
+        store: Store | None = None,
+        kubelet: bool = False,
+        lifecycle: Lifecycle | None = None,
+        schedulers: Sequence[Scheduler] = (),
+        clock: ServedClock | None = None,
+        controllers: bool = False,
+    ) -> None:
+        self.clock = clock or ServedClock()
+        self.store = store or Store(default_registry(), clock=self.clock)
+        self.settings = settings or ServerSettings()
+        self.app = ApiApp(self.store, self.settings, self.clock)
+        self.host = host
+        self.port = port
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._with_kubelet = kubelet
+        self._with_controllers = controllers
+        self.podgroup_controller: PodGroupController | None = None
+        self.lifecycle = lifecycle or Lifecycle()
+        self._scheduler_cores = list(schedulers)
+        self.kubelet: SimulatedKubelet | None = None
+        """The simulated kubelet (with ``kubelet=True``), once serving."""
+        self.schedulers: InProcessSchedulers | None = None
+        """The in-process schedulers (when given), once serving."""
+        nodes_resource = self.store.registry.find("", "v1", "nodes")
+        assert nodes_resource is not None
+        for node in nodes:
+            self.store.create(nodes_resource, "", node_manifest(node, self.store.clock()))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def bind(self) -> socket.socket:
+        """Open the listening socket now, so that the port is known before serving."""
+        if self._socket is None:
+            # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only for such sockets; without
+            # it every response waits ~40 ms for the client's delayed ACK (Nagle)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(2048)  # clients given the kubeconfig may connect before the event loop serves
+            self.port = sock.getsockname()[1]
+            sock.set_inheritable(True)
+            self._socket = sock
+        return self._socket
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(kubeconfig(self.url, self.settings.token), sort_keys=False)
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o600)
+        return path
+
+    def _uvicorn(self) -> uvicorn.Server:
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            http="httptools",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=30,
+            proxy_headers=False,  # loopback, no proxy: the middleware is only a cost per request
+            server_header=False,
+            date_header=False,
+        )
+        server = _Uvicorn(config, self.app)
+        self._server = server
+        return server
+
+    async def _serve(self, server: uvicorn.Server) -> None:
+        loop = self._loop = asyncio.get_running_loop()
+        if self._with_kubelet:
+            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock)
+        if self._with_controllers:
+            self.podgroup_controller = PodGroupController(self.store, loop)
+        if self._scheduler_cores:
+            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock)
+        try:
+            await server.serve(sockets=[self.bind()])
+        finally:
+            if self.kubelet is not None:
+                self.kubelet.stop()
+            if self.schedulers is not None:
+                self.schedulers.stop()
+            if self.podgroup_controller is not None:
+                self.podgroup_controller.stop()
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until Ctrl-C or SIGTERM (uvicorn's signal handling)."""
+        asyncio.run(self._serve(self._uvicorn()))
+
+    def start(self) -> ApiServer:
+        """Serve in a background thread; returns once the server accepts connections."""
+        server = self._uvicorn()
+        self.bind()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(server)), daemon=True, name="apiserver")
+        self._thread.start()
+        while not server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the API server thread ended before it started serving")
+            self._thread.join(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self.app.shutdown)
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on the server's event loop (the store's thread) and return its result."""
+        if self._loop is None or self._thread is None:
+            return function()
+
+        async def run() -> T:
+            return function()
+
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        return future.result()
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()

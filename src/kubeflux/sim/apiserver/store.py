@@ -1,0 +1,590 @@
+"""The one generic store behind every resource: JSON objects keyed by collection, namespace and name.
+
+It does what k8s.io/apiserver's ``registry/generic`` store does, for every :class:`ResourceType` alike: a global,
+monotonically increasing resourceVersion; uid, ``generateName``, ``generation`` and ``creationTimestamp`` on
+create; optimistic concurrency (409 ``Conflict`` when a write names a stale resourceVersion); finalizers and
+``deletionTimestamp``; graceful deletion (the strategy says how long; an object whose grace period is not 0 stays,
+Terminating, until something deletes it again with grace 0 — the simulated kubelet for pods); garbage collection
+of dependents through ``ownerReferences`` (``propagationPolicy`` Background and Foreground delete them, Orphan
+strips the reference); namespaces that end only when empty. What differs per resource is its strategy.
+
+Stored object versions are never changed in place: a write stores a new dict, so watch events and responses may
+hold references. Objects go in and out in a resource's *view* (``events.k8s.io`` Events are converted to and from
+the stored core Events). Every method runs on the server's one event loop; none blocks.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.metadata import (
+    check_type,
+    decode_continue,
+    encode_continue,
+    metadata_causes,
+    parse_resource_version,
+)
+from kubeflux.sim.apiserver.registry import Registry, ResourceType
+from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
+
+__all__ = ["DEFAULT_NAMESPACES", "ListResult", "Store", "clone"]
+
+Object = dict[str, Any]
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000))
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_SYSTEM_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def clone(obj: Object) -> Object:
+    """A deep copy (through JSON: faster than ``copy.deepcopy`` for these plain trees)."""
+    result: Object = orjson.loads(orjson.dumps(obj))
+    return result
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+class ListResult:
+    """The objects of a list call (in the resource's view), the version they were read at, and the next page."""
+
+    __slots__ = ("continue_token", "items", "remaining", "rv")
+
+    def __init__(self, items: list[Object], rv: int, continue_token: str = "", remaining: int | None = None) -> None:
+        self.items = items
+        self.rv = rv
+        self.continue_token = continue_token
+        self.remaining = remaining
+
+
+class Store:
+    """Every collection of the served resources. ``clock`` gives Unix seconds (the wall clock by default)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        clock: Callable[[], float] = time.time,
+        cache_size: int = 10_000,
+        watch_backlog: int = 200_000,
+        seed: int | None = None,
+    ) -> None:
+        self.registry = registry
+        self.clock = clock
+        self.rv = 1
+        self.cache_size = cache_size
+        self.watch_backlog = watch_backlog
+        self._random = random.Random(seed)
+        self._now: tuple[int, str] = (-1, "")
+        self.collections: dict[str, Collection] = {}
+        self._dependents: dict[str, set[tuple[str, str]]] = {}
+        """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
+        for resource in registry.resources:
+            if resource.collection not in self.collections:
+                self.collections[resource.collection] = Collection(resource.collection, cache_size)
+        self.namespaces = registry.find("", "v1", "namespaces")
+        if self.namespaces is not None:
+            for name in DEFAULT_NAMESPACES:
+                self.create(self.namespaces, "", {"metadata": {"name": name}})
+        priority_classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
+        if priority_classes is not None:
+            for name, value in SYSTEM_PRIORITY_CLASSES:
+                self.create(priority_classes, "", {"metadata": {"name": name}, "value": value, "globalDefault": False})
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+    def now(self) -> str:
+        """The current time as ``metav1.Time`` writes it (whole seconds; formatted once per second)."""
+        second = int(self.clock())
+        if second != self._now[0]:
+            self._now = (second, format_timestamp(float(second)))
+        return self._now[1]
+
+    def _collection(self, resource: ResourceType) -> Collection:
+        return self.collections[resource.collection]
+
+    def _view(self, resource: ResourceType, obj: Object) -> Object:
+        return resource.to_view(obj) if resource.to_view else obj
+
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def _record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None:
+        collection.record(WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, obj, prev))
+
+    def _index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None:
+        for obj, add in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+                uid = ref.get("uid") if isinstance(ref, dict) else None
+                if not isinstance(uid, str):
+                    continue
+                if add:
+                    self._dependents.setdefault(uid, set()).add((collection, key))
+                else:
+                    dependents = self._dependents.get(uid)
+                    if dependents is not None:
+                        dependents.discard((collection, key))
+                        if not dependents:
+                            del self._dependents[uid]
+
+    def _put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object:
+        collection = self._collection(resource)
+        obj["metadata"]["resourceVersion"] = str(self._next_rv())
+        collection.objects[key] = obj
+        self._index_owners(collection.name, key, old, obj)
+        self._record(collection, type_, obj, old)
+        return obj
+
+    def _require_namespace(self, resource: ResourceType, namespace: str, creating: bool) -> None:
+        if not resource.namespaced or self.namespaces is None:
+            return
+        ns = self._collection(self.namespaces).objects.get(_key("", namespace))
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if creating and ns["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(
+                f'{resource.plural} "" is forbidden: unable to create new content in namespace {namespace} '
+                "because it is being terminated"
+            )
+
+    def _lookup(self, collection: str, namespace: str, name: str) -> Object | None:
+        found = self.collections.get(collection)
+        return None if found is None else found.objects.get(_key(namespace, name))
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    def get(self, resource: ResourceType, namespace: str, name: str) -> Object:
+        if resource.read_only_empty:
+            raise errors.not_found(resource.plural, name, resource.group)
+        obj = self._collection(resource).objects.get(_key(namespace if resource.namespaced else "", name))
+        if obj is None:
+            raise errors.not_found(resource.plural, name, resource.group)
+        return self._view(resource, obj)
+
+    def _raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]:
+        key = _key(namespace if resource.namespaced else "", name)
+        obj = self._collection(resource).objects.get(key)
+        if obj is None or resource.read_only_empty:
+            raise errors.not_found(resource.plural, name, resource.group)
+        return key, obj
+
+    def list_objects(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str = "",
+        exact: bool = False,
+    ) -> ListResult:
+        """Objects matching the selectors, sorted by namespace and name, at the current version.
+
+        ``limit``/``continue_token`` page through the live state (pages are not a snapshot). ``exact`` with an
+        older ``resource_version`` is 410 ``Expired`` when the collection changed since (no snapshots are kept).
+        """
+        collection = self._collection(resource)
+        if resource_version not in ("", "0"):
+            requested = parse_resource_version(resource_version)
+            if requested > self.rv:
+                raise ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {self.rv}")
+            if exact and requested != self.rv and (requested < collection.compacted or collection.since(requested)):
+                raise errors.expired()
+        start = ""
+        if continue_token:
+            start = decode_continue(continue_token)
+        watcher = Watcher(resource, namespace if resource.namespaced else "", labels, fields, backlog=0)
+        trivial = not watcher.namespace and labels.empty and fields.empty
+        objects = collection.objects
+        keys = [] if resource.read_only_empty else sorted(k for k in objects if k > start) if start else sorted(objects)
+        items: list[Object] = []
+        remaining = 0
+        last = ""
+        view = resource.to_view
+        for key in keys:
+            obj = objects[key]
+            if not trivial and not watcher.matches(obj):
+                continue
+            if limit and len(items) >= limit:
+                remaining += 1
+                continue
+            items.append(view(obj) if view else obj)
+            last = key
+        token = encode_continue(last, self.rv) if remaining else ""
+        return ListResult(items, self.rv, token, remaining if remaining else None)
+
+    def watch(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        resource_version: str,
+        *,
+        initial_events: bool,
+    ) -> tuple[Watcher, list[Object]]:
+        """Open a watch; returns it with the objects to send first as ``ADDED`` (the initial state).
+
+        With ``initial_events`` (or no version, or ``"0"``) the initial state is every matching object; else the
+        watch replays the cached events after ``resource_version`` (410 ``Expired`` if the cache no longer holds
+        them all).
+        """
+        collection = self._collection(resource)
+        watcher = Watcher(
+            resource, namespace if resource.namespaced else "", labels, fields, backlog=self.watch_backlog
+        )
+        initial: list[Object] = []
+        if initial_events or resource_version in ("", "0"):
+            if not resource.read_only_empty:
+                initial = [o for o in collection.objects.values() if watcher.matches(o)]
+        else:
+            requested = parse_resource_version(resource_version)
+            if requested < collection.compacted:
+                raise errors.expired(f"too old resource version: {requested} ({collection.compacted})")
+            for event in collection.since(requested):
+                watcher.offer(event)
+        collection.watchers.add(watcher)
+        return watcher, initial
+
+    def stop_watch(self, resource: ResourceType, watcher: Watcher) -> None:
+        watcher.closed = True
+        self._collection(resource).watchers.discard(watcher)
+
+    # -- writes ----------------------------------------------------------------------------------------------
+    def create(self, resource: ResourceType, namespace: str, body: Any) -> Object:
+        """``POST``: fill metadata, default, validate, store; 409 ``AlreadyExists`` when the name is taken."""
+        if resource.read_only_empty:
+            raise _read_only(resource)
+        obj = check_type(resource, body)
+        meta = obj["metadata"]
+        if resource.from_view is None:
+            obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+        if resource.namespaced:
+            given = meta.get("namespace")
+            if given not in (None, "", namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        name = meta.get("name") or ""
+        generate = meta.get("generateName") or ""
+        if not isinstance(name, str) or not isinstance(generate, str):
+            raise errors.invalid(resource.kind, "", [Cause("metadata.name", "Invalid value: must be a string")])
+        collection = self._collection(resource)
+        if not name:
+            if not generate:
+                cause = Cause("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
+                raise errors.invalid(resource.kind, "", [cause], resource.group)
+            for _ in range(8):
+                name = generate[:58] + "".join(self._random.choice(_NAME_ALPHABET) for _ in range(5))
+                if _key(meta.get("namespace", ""), name) not in collection.objects:
+                    break
+            meta["name"] = name
+        for field in _SYSTEM_FIELDS:
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self.now()
+        strategy = resource.strategy
+        if strategy.tracks_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        if strategy.has_status and not strategy.keep_status_on_create:
+            obj.pop("status", None)
+        causes = metadata_causes(resource, meta)
+        if not causes:
+            strategy.prepare_create(obj, self.now())
+            causes = strategy.validate(obj)
+        if not causes:
+            strategy.admit(obj, self._lookup)
+        if causes:
+            raise errors.invalid(resource.kind, name, causes, resource.group)
+        self._require_namespace(resource, meta.get("namespace", ""), creating=True)
+        key = _key(meta.get("namespace", ""), name)
+        if key in collection.objects:
+            raise errors.already_exists(resource.plural, name, resource.group)
+        return self._view(resource, self._put(resource, key, obj, None, "ADDED"))
+
+    def update(self, resource: ResourceType, namespace: str, name: str, body: Any, subresource: str = "") -> Object:
+        """``PUT`` (and the end of every ``PATCH``): optimistic concurrency on ``metadata.resourceVersion``."""
+        if resource.read_only_empty:
+            raise _read_only(resource)
+        key, old = self._raw(resource, namespace, name)
+        new = check_type(resource, body)
+        meta = new["metadata"]
+        if meta.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        if resource.namespaced and meta.get("namespace") not in (None, "", namespace):
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        given_rv = meta.get("resourceVersion")
+        if given_rv and given_rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(resource.plural, name, errors.STALE_OBJECT, resource.group)
+        return self._replace(resource, key, old, new, subresource)
+
+    def _replace(self, resource: ResourceType, key: str, old: Object, new: Object, subresource: str) -> Object:
+        strategy = resource.strategy
+        old_meta = old["metadata"]
+        if subresource == "status":
+            status = new.get("status")
+            if status is not None and not isinstance(status, dict):
+                raise errors.invalid(
+                    resource.kind, old_meta["name"], [Cause("status", "Invalid value: must be an object")]
+                )
+            new = dict(old)
+            new["metadata"] = dict(old_meta)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        else:
+            new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+            if strategy.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            meta = new["metadata"]
+            meta["name"] = old_meta["name"]
+            if "namespace" in old_meta:
+                meta["namespace"] = old_meta["namespace"]
+            for field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+                if field in old_meta:
+                    meta[field] = old_meta[field]
+                else:
+                    meta.pop(field, None)
+        new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        causes = metadata_causes(resource, new["metadata"]) + strategy.validate_update(new, old)
+        if causes:
+            raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
+        if new == old:
+            return self._view(resource, old)
+        if strategy.tracks_generation and _spec_of(new) != _spec_of(old):
+            new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
+        stored = self._put(resource, key, new, old, "MODIFIED")
+        meta = stored["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+            self._remove(resource, key, stored)
+        return self._view(resource, stored)
+
+    def patch(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        apply: Callable[[Object], Any],
+        subresource: str = "",
+    ) -> Object:
+        if resource.read_only_empty:
+            raise _read_only(resource)
+        _, old = self._raw(resource, namespace, name)
+        new = apply(clone(self._view(resource, old)))
+        if not isinstance(new, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        return self.update(resource, namespace, name, new, subresource)
+
+    # -- deletion --------------------------------------------------------------------------------------------
+    def delete(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        grace: int | None = None,
+        propagation: str = "",
+        uid: str = "",
+        resource_version: str = "",
+    ) -> Object:
+        """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
+        if resource.read_only_empty:
+            raise _read_only(resource)
+        key, obj = self._raw(resource, namespace, name)
+        meta = obj["metadata"]
+        if uid and uid != meta.get("uid"):
+            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}"
+            raise errors.conflict(resource.plural, name, why, resource.group)
+        if resource_version and resource_version != meta.get("resourceVersion"):
+            why = (
+                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}"
+            )
+            raise errors.conflict(resource.plural, name, why, resource.group)
+        if propagation not in ("", "Orphan", "Background", "Foreground"):
+            cause = Cause("propagationPolicy", f"Unsupported value: {propagation!r}", "FieldValueNotSupported")
+            raise errors.invalid("DeleteOptions", "", [cause])
+        if resource is self.namespaces:
+            return self._delete_namespace(key, obj)
+        seconds = resource.strategy.grace_seconds(obj, grace)
+        if meta.get("deletionTimestamp"):
+            if seconds == 0 and not meta.get("finalizers"):
+                return self._view(resource, self._remove(resource, key, obj))
+            if seconds >= (meta.get("deletionGracePeriodSeconds") or 0):
+                return self._view(resource, obj)
+            return self._view(resource, self._terminate(resource, key, obj, seconds))
+        if seconds > 0 or meta.get("finalizers"):
+            stored = self._terminate(resource, key, obj, seconds)
+            self._after_delete(resource, stored, propagation)
+            return self._view(resource, stored)
+        removed = self._remove(resource, key, obj)
+        self._after_delete(resource, removed, propagation)
+        return self._view(resource, removed)
+
+    def _terminate(self, resource: ResourceType, key: str, obj: Object, seconds: int) -> Object:
+        """Mark ``obj`` Terminating: ``deletionTimestamp`` is when its grace period ends."""
+        new = dict(obj)
+        new["metadata"] = dict(obj["metadata"])
+        new["metadata"]["deletionTimestamp"] = format_timestamp(float(int(self.clock()) + seconds))
+        new["metadata"]["deletionGracePeriodSeconds"] = seconds
+        return self._put(resource, key, new, obj, "MODIFIED")
+
+    def _delete_namespace(self, key: str, obj: Object) -> Object:
+        """A namespace goes Terminating, its contents are deleted, and it goes when the last of them has gone."""
+        assert self.namespaces is not None
+        if obj["metadata"].get("deletionTimestamp"):
+            return obj
+        new = clone(obj)
+        new["metadata"]["deletionTimestamp"] = self.now()
+        new["metadata"]["deletionGracePeriodSeconds"] = 0
+        new["status"] = {"phase": "Terminating"}
+        stored = self._put(self.namespaces, key, new, obj, "MODIFIED")
+        self._empty_namespace(obj["metadata"]["name"])
+        return stored
+
+    def _remove(self, resource: ResourceType, key: str, obj: Object) -> Object:
+        collection = self._collection(resource)
+        del collection.objects[key]
+        self._index_owners(collection.name, key, obj, None)
+        gone = dict(obj)
+        gone["metadata"] = dict(obj["metadata"])
+        gone["metadata"]["resourceVersion"] = str(self._next_rv())
+        self._record(collection, "DELETED", gone, obj)
+        namespace = obj["metadata"].get("namespace")
+        if namespace and self.namespaces is not None:
+            self._reap_namespace(namespace)
+        return gone
+
+    def _after_delete(self, resource: ResourceType, obj: Object, propagation: str) -> None:
+        """Garbage collection of the dependents of ``obj`` (whose deletion has begun)."""
+        policy = propagation or ("Orphan" if resource.strategy.orphan_by_default else "Background")
+        uid = obj["metadata"]["uid"]
+        for collection_name, key in sorted(self._dependents.get(uid, ())):
+            dependent = self.collections[collection_name].objects.get(key)
+            kind = self._resource_of(collection_name)
+            if dependent is None or kind is None:
+                continue
+            if policy == "Orphan":
+                new = clone(dependent)
+                refs = [r for r in new["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
+                if refs:
+                    new["metadata"]["ownerReferences"] = refs
+                else:
+                    new["metadata"].pop("ownerReferences", None)
+                self._put(kind, key, new, dependent, "MODIFIED")
+            else:
+                namespace, name = key.split("/", 1)
+                try:
+                    self.delete(kind, namespace, name, propagation="Background")
+                except ApiError:
+                    continue
+
+    def _resource_of(self, collection: str) -> ResourceType | None:
+        return next((r for r in self.registry.resources if r.collection == collection and not r.to_view), None)
+
+    def _empty_namespace(self, namespace: str) -> None:
+        for resource in self.registry.resources:
+            if not resource.namespaced or resource.to_view or resource.read_only_empty:
+                continue
+            collection = self._collection(resource)
+            for key in [k for k in collection.objects if k.startswith(namespace + "/")]:
+                try:
+                    self.delete(resource, namespace, key.split("/", 1)[1])
+                except ApiError:
+                    continue
+        self._reap_namespace(namespace)
+
+    def _reap_namespace(self, namespace: str) -> None:
+        """Remove a Terminating namespace once nothing is left in it."""
+        if self.namespaces is None:
+            return
+        ns_key = _key("", namespace)
+        ns = self._collection(self.namespaces).objects.get(ns_key)
+        if ns is None or not ns["metadata"].get("deletionTimestamp"):
+            return
+        prefix = namespace + "/"
+        for collection in self.collections.values():
+            if any(k.startswith(prefix) for k in collection.objects):
+                return
+        self._remove(self.namespaces, ns_key, ns)
+
+    # -- pods ------------------------------------------------------------------------------------------------
+    def bind(self, pods: ResourceType, namespace: str, name: str, binding: Any) -> None:
+        """``pods/binding``: set ``spec.nodeName`` and ``PodScheduled=True``; 409 if bound or being deleted."""
+        if not isinstance(binding, dict):
+            raise errors.bad_request("the body must be a Binding object")
+        raw_meta = binding.get("metadata")
+        meta: Object = raw_meta if isinstance(raw_meta, dict) else {}
+        target = binding.get("target")
+        node = target.get("name") if isinstance(target, dict) else None
+        if not isinstance(node, str) or not node:
+            cause = Cause("target.name", "Required value", "FieldValueRequired")
+            raise errors.invalid("Binding", name, [cause])
+        if isinstance(target, dict) and target.get("kind") not in (None, "", "Node"):
+            raise errors.invalid("Binding", name, [Cause("target.kind", "Invalid value: must be empty or 'Node'")])
+        key, pod = self._raw(pods, namespace, name)
+        pod_meta = pod["metadata"]
+        uid = meta.get("uid")
+        if uid and uid != pod_meta.get("uid"):
+            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod_meta.get('uid')}"
+            raise errors.conflict("pods/binding", name, why)
+        if pod_meta.get("deletionTimestamp"):
+            raise errors.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        if pod.get("spec", {}).get("nodeName"):
+            why = f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"'
+            raise errors.conflict("pods/binding", name, why)
+        new = clone(pod)
+        new["spec"]["nodeName"] = node
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and annotations:
+            new["metadata"]["annotations"] = {**new["metadata"].get("annotations", {}), **annotations}
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+        conditions.insert(
+            0, {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": self.now()}
+        )
+        status["conditions"] = conditions
+        self._put(pods, key, new, pod, "MODIFIED")
+
+    def objects(self, resource: ResourceType) -> Iterable[Object]:
+        """Every stored object of ``resource``'s collection (stored form; for the shell and tests)."""
+        return self._collection(resource).objects.values()
+
+
+def _spec_of(obj: Object) -> Object:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _read_only(resource: ResourceType) -> ApiError:
+    return errors.method_not_allowed(
+        f"{resource.plural}.{resource.group or 'core'} is served by kubeflux as an empty, read-only collection"
+    )

@@ -1,0 +1,79 @@
+"""``kubeflux cluster serve`` as a user runs it: a kubeconfig to point clients at, and a clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import orjson
+import yaml
+
+from kubeflux.sim.apiserver.server import kubeconfig
+
+
+def test_serve_writes_a_kubeconfig_serves_the_nodes_and_stops_on_sigterm(tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    command = [
+        sys.executable,
+        "-m",
+        "kubeflux.cli",
+        "cluster",
+        "serve",
+        "--nodes",
+        "3",
+        "--cores-per-node",
+        "8",
+        "--kubeconfig",
+        str(config),
+        "--token",
+        "s3cret",
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert "3 nodes at http://127.0.0.1:" in first
+        assert server.stdout.readline().strip() == f"kubeconfig: {config}"
+        written = yaml.safe_load(config.read_text())
+        url = written["clusters"][0]["cluster"]["server"]
+        assert written["users"][0]["user"] == {"token": "s3cret"}
+        request = urllib.request.Request(f"{url}/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            nodes = orjson.loads(response.read())["items"]
+        assert [n["metadata"]["name"] for n in nodes] == ["node-0000", "node-0001", "node-0002"]
+        try:
+            urllib.request.urlopen(f"{url}/api/v1/nodes", timeout=60)
+            raise AssertionError("a request without the token must be refused")
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 401
+    finally:
+        server.send_signal(signal.SIGTERM)
+        out, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err
+    assert "stopped" in out
+
+
+def test_serve_refuses_contradictory_node_flags(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "3"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "--cores-per-node" in result.stderr + result.stdout
+
+
+def test_kubeconfig_names_the_server_and_the_token() -> None:
+    config = kubeconfig("http://127.0.0.1:1234", "t")
+    assert config["current-context"] == "kubeflux"
+    assert config["clusters"][0]["cluster"]["server"] == "http://127.0.0.1:1234"
+
+
+def test_serve_refuses_an_unknown_scheduler_and_a_zero_speed() -> None:
+    base = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "1", "--cores-per-node", "4"]
+    unknown = subprocess.run([*base, "--scheduler", "nope"], capture_output=True, text=True, timeout=120)
+    assert unknown.returncode != 0
+    assert "unknown scheduler" in unknown.stderr + unknown.stdout
+    frozen = subprocess.run([*base, "--speed", "0"], capture_output=True, text=True, timeout=120)
+    assert frozen.returncode != 0
+    assert "speed must be positive" in frozen.stderr + frozen.stdout

@@ -1,0 +1,182 @@
+"""The served cluster's simulated kubelet and in-process scheduler, seen through the official client.
+
+No test depends on the machine's speed: stage delays are 0 s or absent, and tests wait for states (with a guard
+of a minute), never for durations."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.sim.apiserver.app import ServerSettings
+from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.baselines import create
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
+
+from .conftest import kubernetes, pod_manifest
+
+client = kubernetes.client
+RUN_TIME = "pod-complete.stage.kwok.x-k8s.io/delay"
+EXIT_CODE = "sim.kubeflux.io/exit-code"
+
+
+def _serve(tmp_path: Path, nodes: int, schedulers: list[str]) -> ApiServer:
+    server = ApiServer(
+        uniform_cluster(nodes, 16, "64Gi"),
+        settings=ServerSettings(bookmark_seconds=0.2),
+        kubelet=True,
+        schedulers=[create(name) for name in schedulers],
+    ).start()
+    server.write_kubeconfig(tmp_path / "kubeconfig")
+    return server
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Any]:
+    server = _serve(tmp_path, 1, ["kubeflux"])
+    api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+    try:
+        yield client.CoreV1Api(api)
+    finally:
+        api.close()
+        server.stop()
+
+
+def _pod(name: str, cpu: str = "8", run: str | None = None, exit_code: int = 0) -> dict[str, Any]:
+    manifest = pod_manifest(name, cpu=cpu, schedulerName="kubeflux", restartPolicy="Never")
+    annotations: dict[str, str] = {}
+    if run is not None:
+        annotations[RUN_TIME] = run
+    if exit_code:
+        annotations[EXIT_CODE] = str(exit_code)
+    manifest["metadata"]["annotations"] = annotations  # type: ignore[index]
+    return manifest
+
+
+def _wait(core: Any, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """Follow the pods until ``check`` holds for the map name → raw pod (a minute at most: a guard, not a timing)."""
+    listed = core.list_namespaced_pod("default", _preload_content=False)
+    state = orjson.loads(listed.data)
+    pods = {p["metadata"]["name"]: p for p in state["items"]}
+    if check(pods):
+        return pods
+    done = threading.Event()
+    watch = kubernetes.watch.Watch()
+    timer = threading.Timer(60, watch.stop)
+    timer.start()
+    try:
+        for event in watch.stream(
+            core.list_namespaced_pod,
+            "default",
+            deserialize=False,
+            resource_version=state["metadata"]["resourceVersion"],
+        ):
+            obj = event["object"]
+            if event["type"] == "DELETED":
+                pods.pop(obj["metadata"]["name"], None)
+            elif event["type"] in ("ADDED", "MODIFIED"):
+                pods[obj["metadata"]["name"]] = obj
+            if check(pods):
+                done.set()
+                watch.stop()
+    finally:
+        timer.cancel()
+    assert done.is_set() or check(pods), f"pods never reached the expected state: {pods}"
+    return pods
+
+
+def _phase(pods: dict[str, Any], name: str) -> str:
+    return str(pods.get(name, {}).get("status", {}).get("phase", ""))
+
+
+def test_a_bound_pod_runs_then_succeeds_or_fails_with_its_exit_code(cluster: Any) -> None:
+    cluster.create_namespaced_pod("default", _pod("ok", cpu="4", run="0s"))
+    cluster.create_namespaced_pod("default", _pod("segv", cpu="4", run="0s", exit_code=139))
+    pods = _wait(cluster, lambda p: _phase(p, "ok") == "Succeeded" and _phase(p, "segv") == "Failed")
+    ok, segv = pods["ok"], pods["segv"]
+    assert ok["spec"]["nodeName"] == "node-0000"
+    assert [c["type"] for c in ok["status"]["conditions"]] == [
+        "PodScheduled",
+        "Initialized",
+        "ContainersReady",
+        "Ready",
+    ]
+    terminated = segv["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (139, "Error")
+    assert ok["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    assert "startTime" in ok["status"]
+
+
+def test_the_seed_demo_through_the_api(cluster: Any) -> None:
+    """One node of 16 cores; pods of 8 cores: one runs on, one segfaults, the third waits for its room."""
+    cluster.create_namespaced_pod("default", _pod("long"))
+    cluster.create_namespaced_pod("default", _pod("segv", run="0s", exit_code=139))
+    cluster.create_namespaced_pod("default", _pod("next"))
+    pods = _wait(cluster, lambda p: _phase(p, "next") == "Running" and _phase(p, "segv") == "Failed")
+    assert _phase(pods, "long") == "Running"
+    assert {pods[n]["spec"]["nodeName"] for n in ("long", "segv", "next")} == {"node-0000"}
+    events = cluster.list_namespaced_event("default", field_selector="reason=Scheduled").items
+    assert sorted(e.involved_object.name for e in events) == ["long", "next", "segv"]
+
+
+def test_a_pod_larger_than_any_node_is_marked_unschedulable(cluster: Any) -> None:
+    cluster.create_namespaced_pod("default", _pod("huge", cpu="32"))
+    pods = _wait(
+        cluster,
+        lambda p: any(
+            c.get("reason") == "Unschedulable" for c in p.get("huge", {}).get("status", {}).get("conditions", [])
+        ),
+    )
+    condition = pods["huge"]["status"]["conditions"][0]
+    assert condition["type"] == "PodScheduled" and condition["status"] == "False"
+    assert not pods["huge"]["spec"].get("nodeName")
+
+
+def test_a_running_pod_deleted_gracefully_is_confirmed_by_its_kubelet(cluster: Any) -> None:
+    cluster.create_namespaced_pod("default", _pod("forever"))
+    _wait(cluster, lambda p: _phase(p, "forever") == "Running")
+    cluster.delete_namespaced_pod("forever", "default")
+    _wait(cluster, lambda p: "forever" not in p)
+
+
+def test_with_speed_stage_delays_and_timestamps_are_in_simulated_time(tmp_path: Path) -> None:
+    """At x3600, a pod of one simulated hour ends after about a wall second, an hour after it started."""
+    server = ApiServer(
+        uniform_cluster(1, 16, "64Gi"),
+        kubelet=True,
+        schedulers=[create("kubeflux")],
+        clock=ServedClock(speed=3600.0),
+    ).start()
+    server.write_kubeconfig(tmp_path / "kubeconfig")
+    api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+    try:
+        core = client.CoreV1Api(api)
+        core.create_namespaced_pod("default", _pod("hour", run="1h"))
+        pods = _wait(core, lambda p: _phase(p, "hour") == "Succeeded")
+        state = pods["hour"]["status"]["containerStatuses"][0]["state"]["terminated"]
+        ran = parse_timestamp(state["finishedAt"]) - parse_timestamp(state["startedAt"])
+        assert ran >= 3600 - 1, "one simulated hour (timestamps are whole seconds)"
+        with urllib.request.urlopen(f"{server.url}/kubeflux/time", timeout=60) as response:
+            assert orjson.loads(response.read())["speed"] == 3600.0
+    finally:
+        api.close()
+        server.stop()
+
+
+def test_each_node_renews_its_lease_in_kube_node_lease(cluster: Any, tmp_path: Path) -> None:
+    api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+    try:
+        leases = client.CoordinationV1Api(api).list_namespaced_lease("kube-node-lease").items
+    finally:
+        api.close()
+    assert [(lease.metadata.name, lease.spec.holder_identity) for lease in leases] == [("node-0000", "node-0000")]
+    assert leases[0].spec.renew_time is not None
+    assert leases[0].metadata.owner_references[0].kind == "Node"
