@@ -169,3 +169,33 @@ def test_easy_never_backfills_over_the_heads_reservation_in_the_pod_count() -> N
     decisions = cluster.run(2.0)
     assert bound(decisions) == {}
     assert {d.expected_start for d in decisions if isinstance(d, Unschedulable) and "pair" in d.pod} == {100.0}
+
+
+def test_a_pod_no_node_admits_is_rejected_blocks_no_fcfs_queue_and_runs_once_a_node_is_labelled() -> None:
+    cluster = Cluster(KubefluxScheduler(backfill="fcfs"), [node("w1"), node("w2")])
+    cluster.add(pod("picky", 1000, node_selector={"zone": "b"}), pod("after", 1000, t=1))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/after": "w1"}
+    rejected = [d for d in decisions if isinstance(d, Reject)]
+    assert [d.pod for d in rejected] == ["default/picky"]
+    assert rejected[0].message == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. No node admits the pod as "
+        "the nodes are now; it is reconsidered when a node is added or changes."
+    )
+    cluster.nodes["w2"] = node("w2", labels={"zone": "b"})
+    cluster.tell(MODIFIED, cluster.nodes["w2"])
+    assert bound(cluster.run(2.0)) == {"default/picky": "w2"}
+
+
+def test_a_gang_whose_members_only_fit_nodes_that_do_not_admit_them_is_rejected() -> None:
+    # Two 4-core members that must run in zone b: only w2 is in zone b, and it holds one of them.
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2", labels={"zone": "b"})])
+    cluster.tell(ADDED, PodGroup("default", "pair", min_member=2))
+    cluster.add(
+        *(pod(f"pair-{i}", 4000, node_selector={"zone": "b"}, labels={POD_GROUP_LABEL: "pair"}) for i in range(2))
+    )
+    decisions = cluster.run()
+    assert {d.pod for d in decisions if isinstance(d, Reject)} == {"default/pair-0", "default/pair-1"}
+    cluster.nodes["w1"] = node("w1", labels={"zone": "b"})
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert len(bound(cluster.run(1.0))) == 2

@@ -292,15 +292,22 @@ class KubefluxScheduler(Placer):
     # ================================================================== decisions
 
     def _never(self, job: PendingJob, out: list[Decision]) -> bool:
-        """Reject the job when it can never fit, even on an empty cluster; True when rejected.
+        """Reject the job when it can never fit the cluster's nodes as they are now, even empty; True when rejected.
 
-        A pod is too large when no node could take it empty; a group when no assignment of at least its minimum of
-        members to the empty nodes exists (the assignment search, by requests alone). Only size rejects: a pod
-        that no node's labels, taints or cordon admit stays queued (Unschedulable), since nodes change; a rejected
-        job is queued again when a node is added or changes.
+        A pod never fits when no node admits it (labels, taints, cordon, readiness: kube-scheduler's filters) or
+        when no node could take its requests empty; a group when no assignment of at least its minimum of members to
+        the empty nodes that admit each exists (the assignment search). A rejected job holds nothing and blocks no
+        queue; it is queued again when a node is added or changes, since nodes change.
         """
         for pod in job.pods.values():
             why = self._fits.never(pod, self._empty_nodes)
+            if why is None and not self._static_fit(pod).fit:
+                why = fit_error_message(
+                    len(self.nodes),
+                    self._static_fit(pod).reasons,
+                    post_filter_message="No node admits the pod as the nodes are now; it is reconsidered when a "
+                    "node is added or changes.",
+                )
             if why is not None:
                 self._reject(job, why, out)
                 return True
@@ -325,9 +332,13 @@ class KubefluxScheduler(Placer):
             spec = graph.specs[node.name]
             free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
             free[-1].append(node.allocatable.get(PODS, 1 << 62))
-        everywhere = tuple(range(len(nodes)))
+        index = {node.name: i for i, node in enumerate(nodes)}
         members = [
-            GangMember((*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1), everywhere) for pod in pods
+            GangMember(
+                (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+                tuple(index[name] for name in self._static_fit(pod).fit if name in index),
+            )
+            for pod in pods
         ]
         minimum = self._minimum(job)
         found = assign(members, free, [True] * len(nodes), minimum)

@@ -21,8 +21,9 @@ from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
     ClusterEvent,
+    Decision,
     EventKind,
-    Reject,
+    PodWarning,
     Scheduler,
     Unreserve,
     Unschedulable,
@@ -125,13 +126,16 @@ class InProcessSchedulers:
                 self._wakeup.cancel()
             self._wakeup = self.loop.call_later(self.clock.wall(earliest - now), self._wake)
 
-    def _apply(self, scheduler: Scheduler, decision: Bind | Unschedulable | Reject, now: float) -> None:
+    def _apply(self, scheduler: Scheduler, decision: Decision, now: float) -> None:
         namespace, name = decision.pod.split("/", 1)
         try:
             pod = self.store.get(self.pods, namespace, name)
         except ApiError:
             if isinstance(decision, Bind) and isinstance(scheduler, Unreserve):
                 scheduler.unreserve(decision.pod, decision.uid, decision.node, f'pods "{name}" not found', now)
+            return
+        if isinstance(decision, PodWarning):  # about any scheduler's pod: a Warning event on it
+            record_event(self.store, namespace, pod, "Warning", decision.reason, decision.message, scheduler.name)
             return
         if pod.get("spec", {}).get("schedulerName") != scheduler.name:
             log.warning("scheduler %s decided for pod %s owned by another scheduler", scheduler.name, decision.pod)
