@@ -1,0 +1,637 @@
+"""Whole workloads for the scheduler core's property tests: a readable scenario model, its run through the real
+simulator, and the invariants checked after every scheduler call and at the end of the run.
+
+A :class:`Scenario` is nodes of mixed shapes, jobs (lone pods and pod groups, kubeflux's and kube-default's) that
+arrive at whole seconds, and cluster changes at whole seconds (a node added, removed, cordoned, resized,
+relabelled, tainted; kubeflux restarted). :func:`run` plays it on :class:`kubeflux.sim.driver.Simulation` with the
+real :class:`KubefluxScheduler` wrapped in :class:`Checked`, which runs the chosen invariants after every call of
+the scheduler and raises :class:`InvariantBroken` (an AssertionError) at the first one that fails, naming it.
+
+The invariants are plain functions over the cluster's objects and the scheduler's observable state; the oracle
+for "fits the cluster when it is otherwise idle" is a few lines of obviously-correct code here, not the
+scheduler's own filters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.interface import (
+    EXPECTED_START_ANNOTATION,
+    Bind,
+    ClusterEvent,
+    Decision,
+    EventKind,
+    Unschedulable,
+    expected_start_text,
+)
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node, Pod, PodGroup, Taint, Toleration
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+from kubeflux.sim.clock import Priority
+from kubeflux.sim.cluster import Cluster, SimPod
+from kubeflux.sim.driver import Simulation
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+
+GI = 2**30
+STORAGE = "ephemeral-storage"
+FPGA = "example.com/fpga"
+KUBEFLUX = "kubeflux"
+OTHER = "default-scheduler"
+ZONE = "zone"
+DEDICATED = Taint("dedicated", "hpc", "NoSchedule")
+TOLERATE_DEDICATED = Toleration("dedicated", "Equal", "hpc", "NoSchedule")
+
+# ====================================================================== the scenario model
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """A node: cpu in millicores, memory and ephemeral storage in GiB, fpga and gpu devices, a pod limit."""
+
+    cpu: int = 8000
+    memory: int = 32
+    storage: int = 100
+    fpga: int = 0
+    gpu: int = 0
+    pods: int = 110
+    zone: str = "a"
+    tainted: bool = False
+
+    def node(self, name: str) -> Node:
+        allocatable = {CPU: self.cpu, MEMORY: self.memory * GI, STORAGE: self.storage * GI, PODS: self.pods}
+        if self.fpga:
+            allocatable[FPGA] = self.fpga
+        if self.gpu:
+            allocatable[GPU] = self.gpu
+        return Node(name, uid=name, allocatable=allocatable, labels={ZONE: self.zone}, taints=self.taints())
+
+    def taints(self) -> tuple[Taint, ...]:
+        return (DEDICATED,) if self.tainted else ()
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """A pod: cpu in millicores, memory and storage in GiB, devices; it runs ``run`` seconds once bound."""
+
+    cpu: int = 1000
+    memory: int = 0
+    storage: int = 0
+    fpga: int = 0
+    gpu: int = 0
+    run: int = 60
+    zone: str = ""
+    """A ``nodeSelector`` on the zone label, when set."""
+    tolerates: bool = False
+    """Tolerates the ``dedicated=hpc:NoSchedule`` taint."""
+
+    def requests(self) -> dict[str, int]:
+        amounts = {CPU: self.cpu, MEMORY: self.memory * GI, STORAGE: self.storage * GI, FPGA: self.fpga, GPU: self.gpu}
+        return {res: amount for res, amount in amounts.items() if amount}
+
+    def template(self, name: str, scheduler: str, priority: int) -> PodTemplate:
+        return PodTemplate(
+            name,
+            self.requests(),
+            float(self.run),
+            scheduler_name=scheduler,
+            priority=priority,
+            node_selector={ZONE: self.zone} if self.zone else {},
+            tolerations=(TOLERATE_DEDICATED,) if self.tolerates else (),
+        )
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """A lone pod (one member, ``min_member`` 0) or a pod group of its members, arriving at ``at`` seconds."""
+
+    at: int
+    members: tuple[PodShape, ...]
+    min_member: int = 0
+    """0: lone pods (one job per member); else a PodGroup with this minMember."""
+    timeout: int | None = None
+    """The group's ``scheduleTimeoutSeconds``."""
+    priority: int = 0
+    other: bool = False
+    """Owned by kube-default (``default-scheduler``), not kubeflux."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of the cluster at ``at`` seconds. ``node`` picks among the current nodes (modulo their number).
+
+    ``what``: ``add`` (a node of ``shape``), ``remove``, ``cordon``, ``uncordon``, ``grow`` (allocatable
+    doubled), ``shrink`` (halved, never below what its pods use), ``relabel`` (zone a ↔ b), ``taint`` (the
+    dedicated taint toggled), ``restart`` (kubeflux restarts and is re-fed the cluster's objects)."""
+
+    at: int
+    what: str
+    node: int = 0
+    shape: NodeShape = NodeShape()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    nodes: tuple[NodeShape, ...]
+    jobs: tuple[JobShape, ...]
+    changes: tuple[Change, ...] = ()
+    backfill: str = "easy"
+
+
+# ====================================================================== the invariants
+
+OVERCOMMIT = "no node over-committed"
+CORES = "no core or gpu held by two running pods"
+BOOKS = "books and graph equal a rebuild"
+EXPECTED = "expected start equals the reservation"
+LIVENESS = "every pod that fits an idle cluster starts"
+RESERVATION = "a job starts by its first reservation"
+INVARIANTS = (OVERCOMMIT, CORES, BOOKS, EXPECTED, LIVENESS, RESERVATION)
+
+
+class InvariantBroken(AssertionError):
+    def __init__(self, invariant: str, at: float, detail: str) -> None:
+        super().__init__(f"[{invariant}] at t={at:g}: {detail}")
+        self.invariant = invariant
+
+
+def _live_pods(cluster: Cluster) -> list[SimPod]:
+    """Pods bound and unfinished, on nodes still in the cluster."""
+    return [
+        sp
+        for sp in cluster.pods.values()
+        if sp.pod.node_name and sp.finished_at is None and sp.pod.node_name in cluster.node_index
+    ]
+
+
+def _usage(cluster: Cluster) -> dict[str, dict[str, int]]:
+    used: dict[str, dict[str, int]] = {node.name: {} for node in cluster.current_nodes()}
+    for sp in _live_pods(cluster):
+        _add(used[sp.pod.node_name], sp.pod.requests)
+    return used
+
+
+def _add(used: dict[str, int], requests: dict[str, int]) -> None:
+    for res, amount in requests.items():
+        used[res] = used.get(res, 0) + amount
+    used[PODS] = used.get(PODS, 0) + 1
+
+
+def _over(used: dict[str, int], node: Node) -> list[str]:
+    alloc = node.allocatable
+    return [f"{res} {used[res]} > {alloc.get(res, 0)}" for res in sorted(used) if used[res] > alloc.get(res, 0)]
+
+
+def check_binds_fit(cluster: Cluster, decisions: Sequence[Decision]) -> None:
+    """The scheduler's Binds of one call, added to what the cluster's nodes already run, over-commit nothing
+    (cpu, memory, ephemeral-storage, every extended resource and the pod count)."""
+    used = _usage(cluster)
+    now = cluster.loop.now
+    for decision in decisions:
+        if not isinstance(decision, Bind):
+            continue
+        if decision.node not in used:
+            raise InvariantBroken(OVERCOMMIT, now, f"{decision.pod} bound to {decision.node}, not a current node")
+        _add(used[decision.node], cluster.pods[decision.pod].pod.requests)
+        over = _over(used[decision.node], cluster.current_nodes()[_position(cluster, decision.node)])
+        if over:
+            raise InvariantBroken(OVERCOMMIT, now, f"binding {decision.pod} over-commits {decision.node}: {over}")
+
+
+def _position(cluster: Cluster, name: str) -> int:
+    return list(cluster.node_index).index(name)
+
+
+def check_no_overcommit(cluster: Cluster) -> None:
+    """The cluster's truth: on every node the bound, unfinished pods' summed requests fit its allocatable; and no
+    pod was ever refused by the kubelet's admission (``OutOf<resource>``: a bind onto a node without room)."""
+    now = cluster.loop.now
+    used = _usage(cluster)
+    for node in cluster.current_nodes():
+        over = _over(used[node.name], node)
+        if over:
+            raise InvariantBroken(OVERCOMMIT, now, f"node {node.name} over-committed: {over}")
+    refused = [reason for reason in cluster.event_counts if reason.startswith("OutOf")]
+    if refused:
+        raise InvariantBroken(OVERCOMMIT, now, f"the kubelet refused a bind: {refused}")
+
+
+def check_cores_exclusive(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
+    """No core or gpu vertex of a node is in the placement of two running pods."""
+    holders: dict[tuple[str, str], str] = {}
+    for alloc in scheduler.allocations.values():
+        if alloc.placement is None:
+            continue
+        for leaf in (*alloc.placement.cores, *alloc.placement.gpus):
+            other = holders.setdefault((alloc.node, leaf), alloc.key)
+            if other != alloc.key:
+                detail = f"{leaf} of {alloc.node} held by both {other} and {alloc.key}"
+                raise InvariantBroken(CORES, cluster.loop.now, detail)
+
+
+def rebuilt(scheduler: KubefluxScheduler, cluster: Cluster, now: float) -> KubefluxScheduler:
+    """A fresh kubeflux fed the cluster's current nodes, pod groups and bound unfinished pods, with its graph
+    built and those pods accounted (one pass, which has nothing to place)."""
+    fresh = KubefluxScheduler(KUBEFLUX, backfill=scheduler.backfill)
+    for node in cluster.current_nodes():
+        fresh.observe(ClusterEvent(EventKind.ADDED, node), now)
+    for group in cluster.groups.values():
+        fresh.observe(ClusterEvent(EventKind.ADDED, group), now)
+    for sp in _live_pods(cluster):
+        fresh.observe(ClusterEvent(EventKind.ADDED, sp.pod), now)
+    decisions = fresh.schedule(now)
+    assert decisions == [], decisions
+    return fresh
+
+
+def check_books_match_rebuild(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
+    """The scheduler's books and graph equal a rebuild from the cluster's objects: the same allocation (node) per
+    pod uid, the same exact ledger per node, the same node shapes in the graph and the same busy cores per node."""
+    now = cluster.loop.now
+    fresh = rebuilt(scheduler, cluster, now)
+
+    def fail(detail: str) -> None:
+        raise InvariantBroken(BOOKS, now, detail)
+
+    mine = {uid: alloc.node for uid, alloc in scheduler.allocations.items()}
+    truth = {uid: alloc.node for uid, alloc in fresh.allocations.items()}
+    if mine != truth:
+        extra = {uid: node for uid, node in mine.items() if truth.get(uid) != node}
+        missing = {uid: node for uid, node in truth.items() if mine.get(uid) != node}
+        fail(f"allocations differ: the scheduler has {extra} beyond the cluster's, lacks {missing}")
+    for node in cluster.current_nodes():
+        held = {res: n for res, n in scheduler.ledger.on(node.name).items() if n}
+        real = {res: n for res, n in fresh.ledger.on(node.name).items() if n}
+        if held != real:
+            fail(f"ledger of {node.name}: the scheduler counts {held}, the cluster's pods {real}")
+    graph, again = scheduler.graph, fresh.graph
+    if graph is None or again is None:
+        return
+    at = math.floor(now)
+    for node in cluster.current_nodes():
+        if again.usable(node.name) != graph.usable(node.name):
+            fail(f"node {node.name} usable in the graph: {graph.usable(node.name)}, rebuilt: {again.usable(node.name)}")
+        if not again.usable(node.name):
+            continue
+        if graph.specs[node.name] != again.specs[node.name]:
+            fail(f"node {node.name} in the graph: {graph.specs[node.name]}, rebuilt: {again.specs[node.name]}")
+        busy, real_busy = graph.busy_cores(node.name, at), again.busy_cores(node.name, at)
+        if busy != real_busy:
+            fail(f"node {node.name}: {busy} busy cores in the engine, {real_busy} in a rebuild")
+    for name in graph.specs:
+        if name not in cluster.node_index and graph.usable(name):
+            fail(f"node {name} left the cluster but is still usable in the graph")
+
+
+def check_expected_start(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
+    """Every pending kubeflux pod whose job holds a reservation carries the expected-start annotation equal to
+    the reservation's start; a pod whose job holds none carries no annotation."""
+    graph = scheduler.graph
+    now = cluster.loop.now
+    for sp in cluster.pods.values():
+        pod = sp.pod
+        if pod.scheduler_name != KUBEFLUX or pod.node_name or pod.deleted or pod.phase.terminal:
+            continue
+        shown = pod.annotations.get(EXPECTED_START_ANNOTATION)
+        job = scheduler.queue.by_pod.get(pod.uid)
+        starts = set()
+        if job is not None and graph is not None:
+            starts = {graph.engine.jobs[j].at for j in job.reservations if j in graph.engine.jobs}
+        want = expected_start_text(min(starts)) if starts else None
+        if shown != want:
+            raise InvariantBroken(EXPECTED, now, f"{pod.key} shows expected start {shown}, its reservation: {want}")
+
+
+# ---------------------------------------------------------------------- the end of a run
+
+
+def _admits(node: Node, pod: Pod) -> bool:
+    """Whether ``node`` may ever take ``pod`` (ignoring what runs there): ready, uncordoned, selector, taints."""
+    if not node.ready or node.unschedulable:
+        return False
+    if any(node.labels.get(key) != value for key, value in pod.node_selector.items()):
+        return False
+    return all(
+        taint.effect not in ("NoSchedule", "NoExecute") or any(t.key == taint.key for t in pod.tolerations)
+        for taint in node.taints
+    )
+
+
+def fits_idle(pods: Sequence[Pod], nodes: Sequence[Node]) -> bool:
+    """Whether all ``pods`` fit at once on ``nodes`` with nothing else running (a plain backtracking search)."""
+    room = [dict(node.allocatable) for node in nodes]
+    order = sorted(pods, key=lambda pod: -pod.requests.get(CPU, 0))
+
+    def place(i: int) -> bool:
+        if i == len(order):
+            return True
+        pod = order[i]
+        for node, free in zip(nodes, room, strict=True):
+            wants = {**pod.requests, PODS: 1}
+            if _admits(node, pod) and all(free.get(res, 0) >= n for res, n in wants.items()):
+                for res, n in wants.items():
+                    free[res] = free.get(res, 0) - n
+                if place(i + 1):
+                    return True
+                for res, n in wants.items():
+                    free[res] += n
+        return False
+
+    return place(0)
+
+
+def check_every_fitting_pod_started(cluster: Cluster) -> None:
+    """At the end of a run, on the cluster as it is then: every kubeflux pod that fits it when idle has started;
+    every pod group that fits whole has started whole, and one whose minMember fits has started that many."""
+    nodes = cluster.current_nodes()
+    now = cluster.loop.now
+    for job in cluster.jobs:
+        pods = [sp.pod for sp in job.pods]
+        if not pods or pods[0].scheduler_name != KUBEFLUX:
+            continue
+        started = sum(1 for sp in job.pods if sp.bound_at is not None)
+        if job.wjob.min_member == 0:
+            if not started and fits_idle(pods, nodes):
+                why = job.pods[0].unschedulable_message or job.rejected_reason
+                raise InvariantBroken(LIVENESS, now, f"{pods[0].key} fits the idle cluster but never started: {why}")
+            continue
+        need = job.wjob.min_member
+        if started < len(pods) and fits_idle(pods, nodes):
+            why = job.pods[0].unschedulable_message or job.rejected_reason
+            detail = f"group {job.wjob.name} fits the idle cluster whole but {started}/{len(pods)} started: {why}"
+            raise InvariantBroken(LIVENESS, now, detail)
+        if started < need and any(fits_idle(some, nodes) for some in itertools.combinations(pods, need)):
+            why = job.pods[0].unschedulable_message or job.rejected_reason
+            detail = (
+                f"group {job.wjob.name}: {need} members (its minMember) fit the idle cluster, {started} started: {why}"
+            )
+            raise InvariantBroken(LIVENESS, now, detail)
+
+
+@dataclass(slots=True)
+class Disturbance:
+    """Something a scheduler cannot plan for that may delay an EASY head: capacity taken away (a node removed,
+    cordoned, shrunk, relabelled, tainted), another scheduler's bind, or a higher-priority arrival."""
+
+    at: float
+    what: str
+    priority: int = 0
+
+
+def check_reservations_kept(checked: Checked) -> None:
+    """A job that got a reservation started no later than its first reservation's start, unless something the
+    scheduler cannot plan for happened meanwhile (see :class:`Disturbance`). Under EASY only the head gets one,
+    so this is "EASY never delays its head"; under conservative every blocked job gets one, so it is
+    "conservative never delays an earlier reservation"; under FCFS nothing passes the head."""
+    cluster = checked.cluster
+    for uid, (told_at, expected, priority) in checked.first_reservation.items():
+        sp = next((sp for sp in cluster.pods.values() if sp.pod.uid == uid), None)
+        if sp is None:
+            sp = next((p for job in cluster.jobs for p in job.pods if p.pod.uid == uid), None)
+        if sp is None or sp.pod.deleted:
+            continue
+        started = sp.bound_at
+        if started is not None and started <= expected:
+            continue
+        until = started if started is not None else math.inf
+        excuses = [
+            d
+            for d in checked.disturbances
+            if told_at <= d.at <= until and (d.what != "priority" or d.priority > priority)
+        ]
+        if not excuses:
+            when = "never started" if started is None else f"started at {started:g}"
+            detail = f"{sp.pod.key} (reserved at {told_at:g} for {expected:g}) {when}"
+            raise InvariantBroken(RESERVATION, cluster.loop.now, detail)
+
+
+def check_head_reserved(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
+    """The head of kubeflux's queue (its first pending job by priority, then arrival), when it is blocked but
+    would fit the cluster once kubeflux's own pods ended, holds a reservation: every queue policy reserves its
+    head. (Other schedulers' pods may run for ever, so room they hold is not counted on; a gang backing off after
+    its timeout, or a rejected job, is not the head.)"""
+    now = cluster.loop.now
+    pending = [
+        job
+        for job in cluster.jobs
+        if job.pods
+        and job.pods[0].pod.scheduler_name == KUBEFLUX
+        and not job.rejected_reason
+        and any(sp.bound_at is None and not sp.pod.deleted for sp in job.pods)
+    ]
+    if not pending:
+        return
+    head = min(pending, key=lambda job: (-job.wjob.pods[0].priority, job.submit, job.index))
+    waiting = [sp for sp in head.pods if sp.bound_at is None and not sp.pod.deleted]
+    if head.group_key and any(sp.bound_at is not None for sp in head.pods):
+        return  # a started gang's late members run on their own
+    if any("scheduleTimeoutSeconds" in sp.unschedulable_message for sp in waiting):
+        return
+    job = scheduler.queue.by_pod.get(waiting[0].pod.uid)
+    if job is None or job.reservations:
+        return
+    others = [sp for sp in _live_pods(cluster) if sp.pod.scheduler_name != KUBEFLUX]
+    room = []
+    for node in cluster.current_nodes():
+        left = dict(node.allocatable)
+        for sp in others:
+            if sp.pod.node_name == node.name:
+                for res, amount in {**sp.pod.requests, PODS: 1}.items():
+                    left[res] = left.get(res, 0) - amount
+        room.append(dataclasses.replace(node, allocatable=left))
+    if fits_idle([sp.pod for sp in waiting], room):
+        why = waiting[0].unschedulable_message
+        raise InvariantBroken(RESERVATION, now, f"the head {job.key} holds no reservation though it would fit: {why}")
+
+
+# ====================================================================== the checked scheduler and the run
+
+
+class Checked:
+    """kubeflux under test: the real core, restarted on demand (a fresh one re-fed the cluster's objects, as a
+    restarted informer lists them), with the ``checks`` run after every call.
+
+    The simulation driver asks ``next_wakeup`` right after applying this scheduler's decisions, so the checks of
+    the cluster's state run there; the Binds are checked against the cluster before they are applied."""
+
+    def __init__(self, backfill: str, checks: Iterable[str]) -> None:
+        self.name = KUBEFLUX
+        self.backfill = backfill
+        self.checks = set(checks)
+        self.inner = KubefluxScheduler(KUBEFLUX, backfill=backfill)
+        self.cluster: Cluster = None  # type: ignore[assignment]  # set by run() before the first event
+        self.restart_due = False
+        self.restarts = 0
+        self.calls = 0
+        self.first_reservation: dict[str, tuple[float, float, int]] = {}
+        """Pod uid → (when told, expected start, priority) of its first reservation."""
+        self.disturbances: list[Disturbance] = []
+
+    def observe(self, event: ClusterEvent, now: float) -> None:
+        obj = event.obj
+        if isinstance(obj, Pod) and obj.scheduler_name == KUBEFLUX and event.kind is EventKind.ADDED:
+            self.disturbances.append(Disturbance(now, "priority", obj.priority))
+        elif isinstance(obj, Pod) and obj.scheduler_name != KUBEFLUX and obj.node_name and not obj.phase.terminal:
+            self.disturbances.append(Disturbance(now, f"{obj.scheduler_name} bound {obj.key}"))
+        self.inner.observe(event, now)
+
+    def restart(self, now: float) -> None:
+        self.restarts += 1
+        self.inner = KubefluxScheduler(KUBEFLUX, backfill=self.backfill)
+        for node in self.cluster.current_nodes():
+            self.inner.observe(ClusterEvent(EventKind.ADDED, node), now)
+        for group in self.cluster.groups.values():
+            self.inner.observe(ClusterEvent(EventKind.ADDED, group), now)
+        for sp in self.cluster.pods.values():
+            self.inner.observe(ClusterEvent(EventKind.ADDED, sp.pod), now)
+
+    def schedule(self, now: float) -> list[Decision]:
+        if self.restart_due:
+            self.restart_due = False
+            self.restart(now)
+        self.calls += 1
+        decisions = self.inner.schedule(now)
+        if OVERCOMMIT in self.checks:
+            check_binds_fit(self.cluster, decisions)
+        for decision in decisions:
+            told = isinstance(decision, Unschedulable) and decision.expected_start is not None
+            if told and decision.uid not in self.first_reservation:
+                priority = self.cluster.pods[decision.pod].pod.priority
+                self.first_reservation[decision.uid] = (now, decision.expected_start, priority)  # type: ignore[union-attr]
+        return decisions
+
+    def next_wakeup(self, now: float) -> float | None:
+        self.after_call()
+        return self.inner.next_wakeup(now)
+
+    def after_call(self) -> None:
+        if OVERCOMMIT in self.checks:
+            check_no_overcommit(self.cluster)
+        if CORES in self.checks:
+            check_cores_exclusive(self.inner, self.cluster)
+        if BOOKS in self.checks:
+            check_books_match_rebuild(self.inner, self.cluster)
+        if EXPECTED in self.checks:
+            check_expected_start(self.inner, self.cluster)
+        if RESERVATION in self.checks:
+            check_head_reserved(self.inner, self.cluster)
+
+
+@dataclass(slots=True)
+class Outcome:
+    simulation: Simulation
+    checked: Checked
+    problems: list[str] = field(default_factory=list)
+
+    def started(self, name: str) -> float | None:
+        """When the pod ``default/name`` was bound (None: never)."""
+        return self.simulation.cluster.pod(f"default/{name}").bound_at
+
+
+def workload(scenario: Scenario) -> Workload:
+    jobs: list[WorkloadJob] = []
+    for i, shape in enumerate(scenario.jobs):
+        scheduler = OTHER if shape.other else KUBEFLUX
+        if shape.min_member:
+            templates = [m.template(f"j{i}-{k}", scheduler, shape.priority) for k, m in enumerate(shape.members)]
+            job = WorkloadJob(f"j{i}", float(shape.at), JobKind.POD_GROUP, f"j{i}", pods=templates)
+            job.min_member = shape.min_member
+            job.schedule_timeout_seconds = None if shape.timeout is None else float(shape.timeout)
+            jobs.append(job)
+            continue
+        for k, member in enumerate(shape.members):
+            name = f"j{i}" if len(shape.members) == 1 else f"j{i}-{k}"
+            template = member.template(name, scheduler, shape.priority)
+            jobs.append(WorkloadJob(name, float(shape.at), JobKind.POD, name, pods=[template]))
+    return Workload("props", jobs)
+
+
+def run(scenario: Scenario, checks: Iterable[str] = INVARIANTS) -> Outcome:
+    """Play ``scenario`` with the ``checks`` on; raises :class:`InvariantBroken` at the first broken one."""
+    checks = set(checks)
+    checked = Checked(scenario.backfill, checks)
+    nodes = [shape.node(f"n{i}") for i, shape in enumerate(scenario.nodes)]
+    schedulers = {KUBEFLUX: checked, OTHER: KubeDefaultScheduler(OTHER)}
+    sim = Simulation(workload(scenario), nodes, schedulers, primary=KUBEFLUX)  # type: ignore[dict-item]
+    checked.cluster = sim.cluster
+    added = itertools.count(len(nodes))
+    for change in scenario.changes:
+        sim.loop.schedule(float(change.at), Priority.NODE, _apply_change, (sim.cluster, checked, change, added))
+    record = sim.run()
+    outcome = Outcome(sim, checked, list(record.problems))
+    if LIVENESS in checks:
+        check_every_fitting_pod_started(sim.cluster)
+    if RESERVATION in checks:
+        check_reservations_kept(checked)
+    return outcome
+
+
+def _apply_change(payload: tuple[Cluster, Checked, Change, itertools.count[int]]) -> None:
+    cluster, checked, change, serial = payload
+    now = cluster.loop.now
+    if change.what == "restart":
+        checked.restart_due = True
+        return
+    if change.what == "add":
+        cluster.add_node(change.shape.node(f"n{next(serial)}"))
+        return
+    nodes = cluster.current_nodes()
+    node = nodes[change.node % len(nodes)]
+    taken = change.what in ("remove", "cordon", "shrink", "relabel", "taint")
+    if change.what == "remove":
+        if len(nodes) == 1:
+            return
+        cluster.remove_node(node.name)
+    elif change.what in ("cordon", "uncordon"):
+        cluster.cordon(node.name, change.what == "cordon")
+    elif change.what in ("grow", "shrink"):
+        free = cluster.free(node.name)
+        alloc = dict(node.allocatable)
+        for res in (CPU, MEMORY, STORAGE, FPGA, GPU):
+            if res in alloc:
+                used = alloc[res] - free.get(res, 0)
+                alloc[res] = alloc[res] * 2 if change.what == "grow" else max(alloc[res] // 2, used)
+        cluster.update_node(node.name, allocatable=alloc)
+    elif change.what == "relabel":
+        zone = "b" if node.labels.get(ZONE) == "a" else "a"
+        cluster.update_node(node.name, labels={**node.labels, ZONE: zone})
+    elif change.what == "taint":
+        cluster.update_node(node.name, taints=() if node.taints else (DEDICATED,))
+    if taken:
+        checked.disturbances.append(Disturbance(now, f"{change.what} {node.name}"))
+
+
+def group(at: int, *members: PodShape, min_member: int | None = None, **kwargs: object) -> JobShape:
+    """A pod group of ``members`` (minMember: all of them unless given)."""
+    return JobShape(at, members, min_member=len(members) if min_member is None else min_member, **kwargs)  # type: ignore[arg-type]
+
+
+def lone(at: int, pod: PodShape, **kwargs: object) -> JobShape:
+    return JobShape(at, (pod,), **kwargs)  # type: ignore[arg-type]
+
+
+__all__ = [
+    "BOOKS",
+    "CORES",
+    "EXPECTED",
+    "INVARIANTS",
+    "LIVENESS",
+    "OVERCOMMIT",
+    "RESERVATION",
+    "Change",
+    "Checked",
+    "InvariantBroken",
+    "JobShape",
+    "NodeShape",
+    "PodGroup",
+    "PodShape",
+    "Scenario",
+    "fits_idle",
+    "group",
+    "lone",
+    "run",
+]
