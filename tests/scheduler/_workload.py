@@ -150,7 +150,8 @@ BOOKS = "books and graph equal a rebuild"
 EXPECTED = "expected start equals the reservation"
 LIVENESS = "every pod that fits an idle cluster starts"
 RESERVATION = "a job starts by its first reservation"
-INVARIANTS = (OVERCOMMIT, CORES, BOOKS, EXPECTED, LIVENESS, RESERVATION)
+FILTERS = "every bind passes the node's filters"
+INVARIANTS = (OVERCOMMIT, FILTERS, CORES, BOOKS, EXPECTED, LIVENESS, RESERVATION)
 
 
 class InvariantBroken(AssertionError):
@@ -202,6 +203,18 @@ def check_binds_fit(cluster: Cluster, decisions: Sequence[Decision]) -> None:
             raise InvariantBroken(OVERCOMMIT, now, f"binding {decision.pod} over-commits {decision.node}: {over}")
 
 
+def check_binds_pass_filters(cluster: Cluster, decisions: Sequence[Decision]) -> None:
+    """Every Bind of one call goes to a current node that admits the pod: ready, uncordoned, its nodeSelector
+    matched and its taints tolerated."""
+    nodes = {node.name: node for node in cluster.current_nodes()}
+    for decision in decisions:
+        if isinstance(decision, Bind):
+            node = nodes.get(decision.node)
+            if node is None or not _admits(node, cluster.pods[decision.pod].pod):
+                detail = f"{decision.pod} bound to {decision.node}, which does not admit it: {node}"
+                raise InvariantBroken(FILTERS, cluster.loop.now, detail)
+
+
 def _position(cluster: Cluster, name: str) -> int:
     return list(cluster.node_index).index(name)
 
@@ -233,26 +246,31 @@ def check_cores_exclusive(scheduler: KubefluxScheduler, cluster: Cluster) -> Non
                 raise InvariantBroken(CORES, cluster.loop.now, detail)
 
 
-def rebuilt(scheduler: KubefluxScheduler, cluster: Cluster, now: float) -> KubefluxScheduler:
-    """A fresh kubeflux fed the cluster's current nodes, pod groups and bound unfinished pods, with its graph
+def rebuilt(
+    scheduler: KubefluxScheduler, nodes: Sequence[Node], groups: Iterable[PodGroup], bound: Iterable[Pod], now: float
+) -> KubefluxScheduler:
+    """A fresh kubeflux fed the current ``nodes``, pod ``groups`` and ``bound`` unfinished pods, with its graph
     built and those pods accounted (one pass, which has nothing to place)."""
     fresh = KubefluxScheduler(KUBEFLUX, backfill=scheduler.backfill)
-    for node in cluster.current_nodes():
-        fresh.observe(ClusterEvent(EventKind.ADDED, node), now)
-    for group in cluster.groups.values():
-        fresh.observe(ClusterEvent(EventKind.ADDED, group), now)
-    for sp in _live_pods(cluster):
-        fresh.observe(ClusterEvent(EventKind.ADDED, sp.pod), now)
+    for obj in (*nodes, *groups, *bound):
+        fresh.observe(ClusterEvent(EventKind.ADDED, obj), now)
     decisions = fresh.schedule(now)
     assert decisions == [], decisions
     return fresh
 
 
 def check_books_match_rebuild(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
-    """The scheduler's books and graph equal a rebuild from the cluster's objects: the same allocation (node) per
-    pod uid, the same exact ledger per node, the same node shapes in the graph and the same busy cores per node."""
-    now = cluster.loop.now
-    fresh = rebuilt(scheduler, cluster, now)
+    """The scheduler's books and graph equal a rebuild from the cluster's objects (:func:`compare_books`)."""
+    pods = [sp.pod for sp in _live_pods(cluster)]
+    compare_books(scheduler, cluster.current_nodes(), cluster.groups.values(), pods, cluster.loop.now)
+
+
+def compare_books(
+    scheduler: KubefluxScheduler, nodes: Sequence[Node], groups: Iterable[PodGroup], bound: Iterable[Pod], now: float
+) -> None:
+    """The same allocation (node) per pod uid, the same exact ledger per node, the same node shapes in the graph
+    and the same busy cores per node as a kubeflux rebuilt from ``nodes``, ``groups`` and ``bound`` pods."""
+    fresh = rebuilt(scheduler, nodes, groups, bound, now)
 
     def fail(detail: str) -> None:
         raise InvariantBroken(BOOKS, now, detail)
@@ -263,7 +281,7 @@ def check_books_match_rebuild(scheduler: KubefluxScheduler, cluster: Cluster) ->
         extra = {uid: node for uid, node in mine.items() if truth.get(uid) != node}
         missing = {uid: node for uid, node in truth.items() if mine.get(uid) != node}
         fail(f"allocations differ: the scheduler has {extra} beyond the cluster's, lacks {missing}")
-    for node in cluster.current_nodes():
+    for node in nodes:
         held = {res: n for res, n in scheduler.ledger.on(node.name).items() if n}
         real = {res: n for res, n in fresh.ledger.on(node.name).items() if n}
         if held != real:
@@ -272,7 +290,7 @@ def check_books_match_rebuild(scheduler: KubefluxScheduler, cluster: Cluster) ->
     if graph is None or again is None:
         return
     at = math.floor(now)
-    for node in cluster.current_nodes():
+    for node in nodes:
         if again.usable(node.name) != graph.usable(node.name):
             fail(f"node {node.name} usable in the graph: {graph.usable(node.name)}, rebuilt: {again.usable(node.name)}")
         if not again.usable(node.name):
@@ -282,8 +300,9 @@ def check_books_match_rebuild(scheduler: KubefluxScheduler, cluster: Cluster) ->
         busy, real_busy = graph.busy_cores(node.name, at), again.busy_cores(node.name, at)
         if busy != real_busy:
             fail(f"node {node.name}: {busy} busy cores in the engine, {real_busy} in a rebuild")
+    names = {node.name for node in nodes}
     for name in graph.specs:
-        if name not in cluster.node_index and graph.usable(name):
+        if name not in names and graph.usable(name):
             fail(f"node {name} left the cluster but is still usable in the graph")
 
 
@@ -497,6 +516,8 @@ class Checked:
         decisions = self.inner.schedule(now)
         if OVERCOMMIT in self.checks:
             check_binds_fit(self.cluster, decisions)
+        if FILTERS in self.checks:
+            check_binds_pass_filters(self.cluster, decisions)
         for decision in decisions:
             told = isinstance(decision, Unschedulable) and decision.expected_start is not None
             if told and decision.uid not in self.first_reservation:
@@ -618,6 +639,7 @@ __all__ = [
     "BOOKS",
     "CORES",
     "EXPECTED",
+    "FILTERS",
     "INVARIANTS",
     "LIVENESS",
     "OVERCOMMIT",
@@ -630,6 +652,7 @@ __all__ = [
     "PodGroup",
     "PodShape",
     "Scenario",
+    "compare_books",
     "fits_idle",
     "group",
     "lone",

@@ -7,10 +7,11 @@ pods, kube-default's pods, priorities; nodes of mixed shapes that are added, rem
 relabelled and tainted mid-run; kubeflux restarted mid-run. Under each queue policy (fcfs, easy, conservative)
 each invariant of :mod:`tests.scheduler._workload` must hold after every scheduler call or at the end of the run.
 
-Invariants that today's core breaks are marked ``xfail(strict=True)`` with the issue-12 point that will fix them;
-each such test first replays its shrunk failing scenario (the plain scenario tests at the end of this file), so it
-fails for certain while the bug lives and passes (XPASS, which strict makes an error) once it is fixed: then drop
-its mark. ``KUBEFLUX_PROPS_EXAMPLES=500`` runs a deeper search.
+Invariants that today's core breaks are marked ``xfail(strict=True)`` with the issue-12 points that will fix them
+(:data:`KNOWN`); each such test first replays its shrunk failing scenarios (also plain scenario tests below, named
+for what a user sees), so it fails for certain while one of those bugs lives, and XPASSes (an error under strict)
+once all are fixed: then drop its entries from :data:`KNOWN`, and the random workloads decide.
+``KUBEFLUX_PROPS_EXAMPLES=500`` runs a deeper search (the default, 20 per property, keeps the file near 30 s).
 """
 
 from __future__ import annotations
@@ -22,10 +23,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
+from kubeflux.scheduler.objects import CPU, Node, Pod, PodPhase
 from tests.scheduler._workload import (
     BOOKS,
     CORES,
     EXPECTED,
+    INVARIANTS,
+    KUBEFLUX,
     LIVENESS,
     OVERCOMMIT,
     RESERVATION,
@@ -34,6 +40,7 @@ from tests.scheduler._workload import (
     NodeShape,
     PodShape,
     Scenario,
+    compare_books,
     group,
     lone,
     run,
@@ -280,31 +287,38 @@ def test_a_mixed_workload_with_restarts_resizes_and_kube_default_pods_keeps_ever
 
 # ====================================================================== the properties
 
-KNOWN: dict[tuple[str, str], tuple[str, Scenario]] = {
-    **{(EXPECTED, policy): (POINT_7, STATUS_UPDATE_OF_A_QUEUED_POD) for policy in POLICIES},
-    **{(LIVENESS, policy): (POINT_1, MPI_LAUNCHER_FIRST) for policy in POLICIES},
-    **{(RESERVATION, policy): (POINT_3 + "; " + POINT_4, TIMED_OUT_GANG) for policy in POLICIES},
-}
-"""(invariant, backfill) → (the issue-12 points that fix it, a shrunk scenario that breaks it today). Once a fix
-lands, the scenario passes and the property test XPASSes: remove the entry (the other failures listed for the
-same invariant in the scenario tests above must pass too)."""
+KNOWN: dict[tuple[str, str], list[tuple[str, Scenario]]] = {}
+"""(invariant, backfill) → the shrunk scenarios that break it today, each with the issue-12 point that fixes it."""
+for _policy in POLICIES:
+    KNOWN[(EXPECTED, _policy)] = [(POINT_7, STATUS_UPDATE_OF_A_QUEUED_POD)]
+    KNOWN[(LIVENESS, _policy)] = [
+        (POINT_1, MPI_LAUNCHER_FIRST),
+        (POINT_2, MIN_MEMBER_2_OF_4),
+        (POINT_2, MIN_MEMBER_2_OF_3_ONE_NEVER_FITS),
+    ]
+    KNOWN[(RESERVATION, _policy)] = [(POINT_3, TIMED_OUT_GANG), (POINT_4, MEMORY_BOUND_HEAD)]
+    if _policy != "fcfs":
+        KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
+KNOWN[(LIVENESS, "fcfs")].append((POINT_5, GANG_LARGER_THAN_THE_CLUSTER))
 
 
 def _cases() -> list[object]:
     cases: list[object] = []
-    for invariant in (OVERCOMMIT, CORES, BOOKS, EXPECTED, LIVENESS, RESERVATION):
+    for invariant in INVARIANTS:
         for backfill in POLICIES:
-            known = KNOWN.get((invariant, backfill))
-            marks = [pytest.mark.xfail(strict=True, reason=known[0])] if known else []
+            known = KNOWN.get((invariant, backfill), [])
+            points = sorted({point.split(":")[0] for point, _ in known})
+            marks = [pytest.mark.xfail(strict=True, reason=", ".join(points))] if known else []
             cases.append(pytest.param(invariant, backfill, marks=marks, id=f"{backfill}: {invariant}"))
     return cases
 
 
 @pytest.mark.parametrize(("invariant", "backfill"), _cases())
 def test_an_invariant_holds_over_random_workloads(invariant: str, backfill: str) -> None:
-    known = KNOWN.get((invariant, backfill))
-    if known is not None:  # the shrunk failure first: certain to fail while the bug lives
-        run(dataclasses.replace(known[1], backfill=backfill), {invariant})
+    """Every shrunk failure known for the invariant first (each certain to fail while its bug lives; the
+    scenario tests above say which point fixes which), then the random workloads."""
+    for _point, scenario in KNOWN.get((invariant, backfill), []):
+        run(dataclasses.replace(scenario, backfill=backfill), {invariant})
 
     @settings(
         max_examples=EXAMPLES,
@@ -318,3 +332,167 @@ def test_an_invariant_holds_over_random_workloads(invariant: str, backfill: str)
         run(scenario, {invariant})
 
     holds()
+
+
+# ====================================================================== informer edge cases, through observe/schedule
+
+ApiStep = tuple[str, int, int]
+
+
+def api_steps(edge: str) -> st.SearchStrategy[list[ApiStep]]:
+    """Arrivals, endings, another scheduler's pods and restarts, mixed with one informer ``edge`` case."""
+    kinds = ["arrive", "arrive", "end", "other", "restart", edge, edge]
+    step = st.tuples(st.sampled_from(kinds), st.integers(0, 20), st.sampled_from([1000, 500, 2000, 1500, 250, 4000]))
+    return st.lists(step, min_size=1, max_size=25)
+
+
+CORRUPT_ANNOTATIONS = ["Infinity", '{"start": 1e30, "duration": "x"}', "[1, 2]", '{"cores": 7, "start": NaN}']
+
+
+class ApiWorld:
+    """The events a watch delivers that the simulator never sends, on a model of the API server small enough to
+    be obviously right: a StatefulSet pod re-created under its name with a new UID and folded by a relist into
+    one MODIFIED; a running pod resized in place (only when its node has room, as the kubelet admits a resize);
+    a corrupt allocation annotation seen by a restarted kubeflux. After every step kubeflux's binds over-commit
+    nothing and its books equal a rebuild from the pods."""
+
+    def __init__(self) -> None:
+        self.nodes = [NodeShape(cpu=4000).node("n0"), NodeShape(cpu=8000).node("n1")]
+        self.pods: dict[str, Pod] = {}
+        self.now = 0.0
+        self.serial = 0
+        self.scheduler = self.fresh()
+
+    def fresh(self) -> KubefluxScheduler:
+        scheduler = KubefluxScheduler(KUBEFLUX)
+        for obj in (*self.nodes, *self.pods.values()):
+            scheduler.observe(ClusterEvent(EventKind.ADDED, obj), self.now)
+        return scheduler
+
+    def used(self, node: str) -> dict[str, int]:
+        used: dict[str, int] = {}
+        for pod in self.pods.values():
+            if pod.node_name == node:
+                for res, amount in {**pod.requests, "pods": 1}.items():
+                    used[res] = used.get(res, 0) + amount
+        return used
+
+    def room(self, node: Node, requests: dict[str, int]) -> bool:
+        used = self.used(node.name)
+        return all(used.get(res, 0) + amount <= node.allocatable.get(res, 0) for res, amount in requests.items())
+
+    def tell(self, kind: EventKind, pod: Pod) -> None:
+        self.scheduler.observe(ClusterEvent(kind, pod), self.now)
+
+    def step(self, step: ApiStep) -> None:
+        what, pick, cpu = step
+        self.now += 5.0
+        bound = [pod for pod in self.pods.values() if pod.node_name]
+        ours = [pod for pod in self.pods.values() if pod.scheduler_name == KUBEFLUX]
+        if what in ("arrive", "other"):
+            self.serial += 1
+            pod = Pod("default", f"p{self.serial}", f"u{self.serial}", KUBEFLUX, creation_time=self.now)
+            pod.requests = {CPU: cpu}
+            if what == "other":  # another scheduler's first fit on the real free room
+                pod.scheduler_name = "default-scheduler"
+                node = next((n for n in self.nodes if self.room(n, {CPU: cpu, "pods": 1})), None)
+                if node is None:
+                    return
+                pod.node_name, pod.phase = node.name, PodPhase.RUNNING
+            self.pods[pod.key] = pod
+            self.tell(EventKind.ADDED, pod)
+        elif what == "end" and bound:
+            pod = self.pods.pop(bound[pick % len(bound)].key)
+            pod.phase = PodPhase.SUCCEEDED
+            self.tell(EventKind.MODIFIED, pod)
+        elif what == "recreate" and ours:
+            old = ours[pick % len(ours)]
+            self.serial += 1
+            pod = Pod("default", old.name, f"u{self.serial}", KUBEFLUX, creation_time=self.now, requests={CPU: cpu})
+            self.pods[pod.key] = pod
+            self.tell(EventKind.MODIFIED, pod)  # DELETE + ADD folded into one update by a relist
+        elif what == "resize" and bound:
+            old = bound[pick % len(bound)]
+            node = next(n for n in self.nodes if n.name == old.node_name)
+            grows = {CPU: max(0, cpu - old.requests.get(CPU, 0))}
+            if self.room(node, grows):
+                pod = Pod(**{f: getattr(old, f) for f in old.__slots__})  # type: ignore[attr-defined]
+                pod.requests = {**old.requests, CPU: cpu}
+                self.pods[pod.key] = pod
+                self.tell(EventKind.MODIFIED, pod)
+        elif what == "corrupt" and any(p.node_name and p.scheduler_name == KUBEFLUX for p in ours):
+            mine = [p for p in ours if p.node_name]
+            pod = mine[pick % len(mine)]
+            text = CORRUPT_ANNOTATIONS[pick % len(CORRUPT_ANNOTATIONS)]
+            pod.annotations = {**pod.annotations, ALLOCATION_ANNOTATION: text}
+            self.scheduler = self.fresh()
+        elif what == "restart":
+            self.scheduler = self.fresh()
+        self.schedule()
+
+    def schedule(self) -> None:
+        for decision in self.scheduler.schedule(self.now):
+            if isinstance(decision, Bind):
+                pod = self.pods[decision.pod]
+                node = next(n for n in self.nodes if n.name == decision.node)
+                assert pod.uid == decision.uid, f"bound {decision.pod} by its old uid {decision.uid}"
+                assert self.room(node, {**pod.requests, "pods": 1}), f"{decision.pod} over-commits {node.name}"
+                pod.node_name, pod.phase = decision.node, PodPhase.RUNNING
+                pod.annotations = {**pod.annotations, **decision.annotations}
+                self.tell(EventKind.MODIFIED, pod)
+        bound = [pod for pod in self.pods.values() if pod.node_name]
+        compare_books(self.scheduler, self.nodes, (), bound, self.now)
+
+
+POINT_6_RECREATE = "issue 12 point 6: a pod re-created under its name with a new UID keeps the old UID's allocation"
+POINT_6_RESIZE = "issue 12 point 6: a running pod resized in place keeps its old requests in the books"
+RECREATED: list[ApiStep] = [("arrive", 0, 1000), ("recreate", 0, 1000)]
+"""A pod bound to n0, then re-created under its name with a new UID, pending (one MODIFIED from a relist)."""
+RESIZED: list[ApiStep] = [("arrive", 0, 1000), ("resize", 0, 4000), ("arrive", 0, 1000)]
+"""A 1-core pod bound to n0 (4 cores) resized in place to 4 cores; then another 1-core pod arrives."""
+KNOWN_EDGES = {"recreate": (POINT_6_RECREATE, RECREATED), "resize": (POINT_6_RESIZE, RESIZED)}
+
+
+def _edges() -> list[object]:
+    cases: list[object] = []
+    for edge in ("recreate", "resize", "corrupt"):
+        known = KNOWN_EDGES.get(edge)
+        marks = [pytest.mark.xfail(strict=True, reason=known[0])] if known else []
+        cases.append(pytest.param(edge, marks=marks, id=edge))
+    return cases
+
+
+def play(steps: list[ApiStep]) -> ApiWorld:
+    world = ApiWorld()
+    world.schedule()
+    for step in steps:
+        world.step(step)
+    return world
+
+
+@pytest.mark.parametrize("edge", _edges())
+def test_books_hold_through_recreated_resized_and_corrupt_pods(edge: str) -> None:
+    if edge in KNOWN_EDGES:
+        play(KNOWN_EDGES[edge][1])
+
+    @settings(max_examples=EXAMPLES * 3, deadline=None, database=None, derandomize=True)
+    @given(api_steps(edge))
+    def holds(steps: list[ApiStep]) -> None:
+        play(steps)
+
+    holds()
+
+
+@pytest.mark.xfail(strict=True, reason=POINT_6_RECREATE)
+def test_a_pod_recreated_under_its_name_with_a_new_uid_releases_the_old_uid_and_is_placed_again() -> None:
+    world = play(RECREATED)
+    pod = world.pods["default/p1"]
+    assert set(world.scheduler.allocations) == {pod.uid} and pod.node_name
+
+
+@pytest.mark.xfail(strict=True, reason=POINT_6_RESIZE)
+def test_a_pod_resized_in_place_to_4_cores_fills_its_node_so_the_next_pod_goes_elsewhere() -> None:
+    world = play(RESIZED[:2])
+    assert world.scheduler.ledger.on("n0")[CPU] == 4000
+    world.step(RESIZED[2])
+    assert world.pods["default/p2"].node_name == "n1"
