@@ -31,6 +31,7 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node, Pod, PodGroup, Taint, Toleration
+from kubeflux.scheduler.translate import POLICY_ANNOTATION
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.cluster import Cluster, SimPod
@@ -88,6 +89,8 @@ class PodShape:
     """A ``nodeSelector`` on the zone label, when set."""
     tolerates: bool = False
     """Tolerates the ``dedicated=hpc:NoSchedule`` taint."""
+    policy: str = ""
+    """kubeflux's match policy annotation (``lonodex``: the pod holds its node whole), when set."""
 
     def requests(self) -> dict[str, int]:
         amounts = {CPU: self.cpu, MEMORY: self.memory * GI, STORAGE: self.storage * GI, FPGA: self.fpga, GPU: self.gpu}
@@ -102,6 +105,7 @@ class PodShape:
             priority=priority,
             node_selector={ZONE: self.zone} if self.zone else {},
             tolerations=(TOLERATE_DEDICATED,) if self.tolerates else (),
+            annotations={POLICY_ANNOTATION: self.policy} if self.policy else {},
         )
 
 

@@ -72,6 +72,7 @@ pod_shapes = st.builds(
     run=st.sampled_from([60, 10, 30, 100, 300]),
     zone=st.sampled_from(["", "", "", "", "a", "b"]),
     tolerates=st.sampled_from([False, False, True]),
+    policy=st.sampled_from(["", "", "", "", "lonodex"]),
 )
 times = st.integers(0, 30).map(lambda tens: tens * 10)
 priorities = st.sampled_from([0, 0, 0, 10])
@@ -129,6 +130,10 @@ POINT_2 = "issue 12 point 2: a group waits until all its pods fit at once, whate
 POINT_3 = "issue 12 point 3: a gang's timeout throws its reservation away and lets later jobs pass it"
 POINT_4 = "issue 12 point 4: backfill guards whole cores only, not millicores or memory"
 POINT_5 = "issue 12 point 5: a gang that can never fit whole blocks a FCFS queue for ever"
+POINT_6_OTHERS = (
+    "issue 12 point 6: another scheduler's pod that could not be put into the graph is never retried, so a "
+    "node-exclusive pod lands beside it"
+)
 POINT_7 = (
     "issue 12 point 7: the status update of a queued pod marks it untried, and an incremental pass then drops "
     "its expected start (fcfs, easy) or reserves it a second time (conservative)"
@@ -169,6 +174,19 @@ MEMORY_BOUND_HEAD = Scenario(
     ),
 )
 """A head needing 30 GiB of a 32 GiB node where a 20 GiB pod runs until 100; a 10 GiB pod of 300 s at 50."""
+
+BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART = Scenario(
+    nodes=(NodeShape(cpu=4000),),
+    jobs=(
+        lone(0, P(2000, policy="lonodex", run=300)),
+        lone(10, P(1000, run=300), other=True),
+        lone(305, P(2000, policy="lonodex")),
+    ),
+    changes=(Change(20, "restart"),),
+)
+"""A node-exclusive pod runs 0-300, kube-default puts a pod beside it at 10 (till 310), kubeflux restarts at 20
+and replays its own pod first, holding the node whole, so the other pod does not fit in the graph; another
+node-exclusive pod arrives at 305."""
 
 MIN_MEMBER_2_OF_4 = Scenario(
     nodes=(NodeShape(cpu=2000),),
@@ -249,6 +267,13 @@ def test_a_queued_pod_keeps_its_expected_start_of_60_when_a_later_pod_arrives(po
     assert outcome.started("j1") == 60.0
 
 
+@pytest.mark.xfail(strict=True, reason=POINT_6_OTHERS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_node_exclusive_pod_waits_for_another_schedulers_pod_that_kubeflux_met_during_a_restart(policy: str) -> None:
+    outcome = run(_by(policy, BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART), ())
+    assert outcome.started("j2") == 310.0
+
+
 @pytest.mark.xfail(strict=True, reason=POINT_9)
 def test_the_fcfs_head_is_never_told_it_waits_behind_itself() -> None:
     outcome = run(_by("fcfs", STATUS_UPDATE_OF_A_QUEUED_POD), ())
@@ -291,6 +316,7 @@ KNOWN: dict[tuple[str, str], list[tuple[str, Scenario]]] = {}
 """(invariant, backfill) → the shrunk scenarios that break it today, each with the issue-12 point that fixes it."""
 for _policy in POLICIES:
     KNOWN[(EXPECTED, _policy)] = [(POINT_7, STATUS_UPDATE_OF_A_QUEUED_POD)]
+    KNOWN[(BOOKS, _policy)] = [(POINT_6_OTHERS, BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART)]
     KNOWN[(LIVENESS, _policy)] = [
         (POINT_1, MPI_LAUNCHER_FIRST),
         (POINT_2, MIN_MEMBER_2_OF_4),
