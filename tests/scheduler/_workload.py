@@ -35,7 +35,7 @@ from kubeflux.scheduler.translate import POLICY_ANNOTATION
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.cluster import Cluster, SimPod
-from kubeflux.sim.driver import Simulation
+from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 
 GI = 2**30
@@ -155,7 +155,8 @@ EXPECTED = "expected start equals the reservation"
 LIVENESS = "every pod that fits an idle cluster starts"
 RESERVATION = "a job starts by its first reservation"
 FILTERS = "every bind passes the node's filters"
-INVARIANTS = (OVERCOMMIT, FILTERS, CORES, BOOKS, EXPECTED, LIVENESS, RESERVATION)
+REJECTION = "what can never fit is rejected"
+INVARIANTS = (OVERCOMMIT, FILTERS, CORES, BOOKS, EXPECTED, LIVENESS, REJECTION, RESERVATION)
 
 
 class InvariantBroken(AssertionError):
@@ -344,8 +345,9 @@ def _admits(node: Node, pod: Pod) -> bool:
     )
 
 
-def fits_idle(pods: Sequence[Pod], nodes: Sequence[Node]) -> bool:
-    """Whether all ``pods`` fit at once on ``nodes`` with nothing else running (a plain backtracking search)."""
+def fits_idle(pods: Sequence[Pod], nodes: Sequence[Node], *, by_size: bool = False) -> bool:
+    """Whether all ``pods`` fit at once on ``nodes`` with nothing else running (a plain backtracking search);
+    ``by_size`` counts only the nodes' sizes (not labels, taints, cordons)."""
     room = [dict(node.allocatable) for node in nodes]
     order = sorted(pods, key=lambda pod: -pod.requests.get(CPU, 0))
 
@@ -355,7 +357,7 @@ def fits_idle(pods: Sequence[Pod], nodes: Sequence[Node]) -> bool:
         pod = order[i]
         for node, free in zip(nodes, room, strict=True):
             wants = {**pod.requests, PODS: 1}
-            if _admits(node, pod) and all(free.get(res, 0) >= n for res, n in wants.items()):
+            if (by_size or _admits(node, pod)) and all(free.get(res, 0) >= n for res, n in wants.items()):
                 for res, n in wants.items():
                     free[res] = free.get(res, 0) - n
                 if place(i + 1):
@@ -393,6 +395,23 @@ def check_every_fitting_pod_started(cluster: Cluster) -> None:
                 f"group {job.wjob.name}: {need} members (its minMember) fit the idle cluster, {started} started: {why}"
             )
             raise InvariantBroken(LIVENESS, now, detail)
+
+
+def check_never_fitting_jobs_rejected(cluster: Cluster) -> None:
+    """At the end of a run, every kubeflux job still waiting that the cluster's nodes could not hold even empty
+    (by size alone: labels, taints and cordons change, so they never reject) has been rejected: a lone pod, or a
+    group none of whose minMember-subsets fits."""
+    nodes = cluster.current_nodes()
+    for job in cluster.jobs:
+        pods = [sp.pod for sp in job.pods]
+        if not pods or pods[0].scheduler_name != KUBEFLUX or job.rejected_reason or job.first_bind is not None:
+            continue
+        need = job.wjob.min_member or 1
+        if not any(fits_idle(some, nodes, by_size=True) for some in itertools.combinations(pods, need)):
+            why = job.pods[0].unschedulable_message
+            raise InvariantBroken(
+                REJECTION, cluster.loop.now, f"{job.wjob.name} can never fit but was not rejected: {why}"
+            )
 
 
 @dataclass(slots=True)
@@ -493,6 +512,8 @@ class Checked:
         self.first_reservation: dict[str, tuple[float, float, int]] = {}
         """Pod uid → (when told, expected start, priority) of its first reservation."""
         self.disturbances: list[Disturbance] = []
+        self._events_checked = -1
+        self._decided = False
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         obj = event.obj
@@ -518,6 +539,7 @@ class Checked:
             self.restart(now)
         self.calls += 1
         decisions = self.inner.schedule(now)
+        self._decided = bool(decisions)
         if OVERCOMMIT in self.checks:
             check_binds_fit(self.cluster, decisions)
         if FILTERS in self.checks:
@@ -530,7 +552,9 @@ class Checked:
         return decisions
 
     def next_wakeup(self, now: float) -> float | None:
-        self.after_call()
+        if self._decided or self.cluster.events_emitted != self._events_checked:  # else nothing changed
+            self._events_checked = self.cluster.events_emitted
+            self.after_call()
         return self.inner.next_wakeup(now)
 
     def after_call(self) -> None:
@@ -557,6 +581,11 @@ class Outcome:
         return self.simulation.cluster.pod(f"default/{name}").bound_at
 
 
+SETTLE = 20_000
+"""Seconds a run goes on after the last arrival or change: far more than any workload here needs to drain (at
+most 16 jobs of at most 300 s, back-offs of at most 300 s), so a pod still pending then is starved."""
+
+
 def workload(scenario: Scenario) -> Workload:
     jobs: list[WorkloadJob] = []
     for i, shape in enumerate(scenario.jobs):
@@ -581,7 +610,9 @@ def run(scenario: Scenario, checks: Iterable[str] = INVARIANTS) -> Outcome:
     checked = Checked(scenario.backfill, checks)
     nodes = [shape.node(f"n{i}") for i, shape in enumerate(scenario.nodes)]
     schedulers = {KUBEFLUX: checked, OTHER: KubeDefaultScheduler(OTHER)}
-    sim = Simulation(workload(scenario), nodes, schedulers, primary=KUBEFLUX)  # type: ignore[dict-item]
+    last = max([job.at for job in scenario.jobs] + [change.at for change in scenario.changes])
+    options = SimulationOptions(until=last + SETTLE)
+    sim = Simulation(workload(scenario), nodes, schedulers, primary=KUBEFLUX, options=options)  # type: ignore[dict-item]
     checked.cluster = sim.cluster
     added = itertools.count(len(nodes))
     for change in scenario.changes:
@@ -589,7 +620,11 @@ def run(scenario: Scenario, checks: Iterable[str] = INVARIANTS) -> Outcome:
     record = sim.run()
     outcome = Outcome(sim, checked, list(record.problems))
     if LIVENESS in checks:
+        if any("the run stopped" in problem for problem in record.problems):
+            raise InvariantBroken(LIVENESS, sim.loop.now, f"livelock: {record.problems}")
         check_every_fitting_pod_started(sim.cluster)
+    if REJECTION in checks:
+        check_never_fitting_jobs_rejected(sim.cluster)
     if RESERVATION in checks:
         check_reservations_kept(checked)
     return outcome
@@ -647,6 +682,7 @@ __all__ = [
     "INVARIANTS",
     "LIVENESS",
     "OVERCOMMIT",
+    "REJECTION",
     "RESERVATION",
     "Change",
     "Checked",

@@ -34,6 +34,7 @@ from tests.scheduler._workload import (
     KUBEFLUX,
     LIVENESS,
     OVERCOMMIT,
+    REJECTION,
     RESERVATION,
     Change,
     JobShape,
@@ -134,6 +135,7 @@ POINT_6_OTHERS = (
     "issue 12 point 6: another scheduler's pod that could not be put into the graph is never retried, so a "
     "node-exclusive pod lands beside it"
 )
+POINT_5_REJECT = "issue 12 point 5: a gang whose members each fit a node but not all at once is never rejected"
 POINT_7 = (
     "issue 12 point 7: the status update of a queued pod marks it untried, and an incremental pass then drops "
     "its expected start (fcfs, easy) or reserves it a second time (conservative)"
@@ -260,6 +262,14 @@ def test_a_gang_larger_than_the_cluster_does_not_block_a_later_pod_in_a_fcfs_que
     assert outcome.started("j1") == 10.0
 
 
+@pytest.mark.xfail(strict=True, reason=POINT_5_REJECT)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_gang_of_three_4_core_pods_on_two_4_core_nodes_is_rejected_saying_it_can_never_fit(policy: str) -> None:
+    outcome = run(_by(policy, GANG_LARGER_THAN_THE_CLUSTER), ())
+    job = outcome.simulation.cluster.jobs[0]
+    assert "never" in job.rejected_reason, job.pods[0].unschedulable_message
+
+
 @pytest.mark.xfail(strict=True, reason=POINT_7)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_queued_pod_keeps_its_expected_start_of_60_when_a_later_pod_arrives(policy: str) -> None:
@@ -325,6 +335,7 @@ for _policy in POLICIES:
     KNOWN[(RESERVATION, _policy)] = [(POINT_3, TIMED_OUT_GANG), (POINT_4, MEMORY_BOUND_HEAD)]
     if _policy != "fcfs":
         KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
+    KNOWN[(REJECTION, _policy)] = [(POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER)]
 KNOWN[(LIVENESS, "fcfs")].append((POINT_5, GANG_LARGER_THAN_THE_CLUSTER))
 
 
