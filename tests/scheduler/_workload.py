@@ -128,9 +128,11 @@ class JobShape:
 class Change:
     """A change of the cluster at ``at`` seconds. ``node`` picks among the current nodes (modulo their number).
 
-    ``what``: ``add`` (a node of ``shape``), ``remove``, ``cordon``, ``uncordon``, ``grow`` (allocatable
-    doubled), ``shrink`` (halved, never below what its pods use), ``relabel`` (zone a ↔ b), ``taint`` (the
-    dedicated taint toggled), ``restart`` (kubeflux restarts and is re-fed the cluster's objects)."""
+    ``what``: ``add`` (a node of ``shape``), ``readd`` (the node last removed comes back as ``shape``),
+    ``remove``, ``cordon``, ``uncordon``, ``grow`` (allocatable doubled), ``shrink`` (halved, never below what its
+    pods use), ``relabel`` (zone a ↔ b), ``taint`` (the dedicated taint toggled), ``restart`` (kubeflux restarts
+    and is re-fed the cluster's objects), ``delete`` (a user deletes the ``node``-th pod), ``recreate`` (… and it
+    comes back under its name with a new UID, as a StatefulSet's pod does)."""
 
     at: int
     what: str
@@ -378,6 +380,8 @@ def check_every_fitting_pod_started(cluster: Cluster) -> None:
         pods = [sp.pod for sp in job.pods]
         if not pods or pods[0].scheduler_name != KUBEFLUX:
             continue
+        if any(sp.pod.deleted and sp.bound_at is None for sp in job.pods):
+            continue  # a user deleted a member before it started
         started = sum(1 for sp in job.pods if sp.bound_at is not None)
         if job.wjob.min_member == 0:
             if not started and fits_idle(pods, nodes):
@@ -405,6 +409,8 @@ def check_never_fitting_jobs_rejected(cluster: Cluster) -> None:
     for job in cluster.jobs:
         pods = [sp.pod for sp in job.pods]
         if not pods or pods[0].scheduler_name != KUBEFLUX or job.rejected_reason or job.first_bind is not None:
+            continue
+        if any(sp.pod.deleted for sp in job.pods):
             continue
         need = job.wjob.min_member or 1
         if not any(fits_idle(some, nodes, by_size=True) for some in itertools.combinations(pods, need)):
@@ -639,6 +645,14 @@ def _apply_change(payload: tuple[Cluster, Checked, Change, itertools.count[int]]
     if change.what == "add":
         cluster.add_node(change.shape.node(f"n{next(serial)}"))
         return
+    if change.what == "readd":
+        gone = [node.name for node in cluster.nodes if node.name not in cluster.node_index]
+        if gone:
+            cluster.add_node(change.shape.node(gone[-1]))
+        return
+    if change.what in ("delete", "recreate"):
+        _delete_pod(cluster, change.node, again=change.what == "recreate")
+        return
     nodes = cluster.current_nodes()
     node = nodes[change.node % len(nodes)]
     taken = change.what in ("remove", "cordon", "shrink", "relabel", "taint")
@@ -663,6 +677,23 @@ def _apply_change(payload: tuple[Cluster, Checked, Change, itertools.count[int]]
         cluster.update_node(node.name, taints=() if node.taints else (DEDICATED,))
     if taken:
         checked.disturbances.append(Disturbance(now, f"{change.what} {node.name}"))
+
+
+def _delete_pod(cluster: Cluster, pick: int, *, again: bool) -> None:
+    """``kubectl delete`` of the ``pick``-th pod; ``again``: re-created under its name with a new UID, as a
+    StatefulSet does (only lone pods and members of a gang that has started whole)."""
+    keys = sorted(key for key, sp in cluster.pods.items() if not sp.pod.deleted and sp.finished_at is None)
+    if not keys:
+        return
+    sp = cluster.pods[keys[pick % len(keys)]]
+    started = all(member.bound_at is not None for member in sp.job.pods)
+    if again and sp.job.wjob.min_member and not started:
+        return
+    cluster.delete_pod(sp.pod.key)
+    if again:
+        template = dataclasses.replace(sp.timing.template, labels=dict(sp.pod.labels))
+        name = sp.pod.name
+        cluster.submit(WorkloadJob(f"{name}-again", cluster.loop.now, JobKind.POD, name, pods=[template]))
 
 
 def group(at: int, *members: PodShape, min_member: int | None = None, **kwargs: object) -> JobShape:

@@ -106,7 +106,10 @@ changes = st.builds(
     Change,
     at=times.map(lambda t: t + 5),
     what=st.sampled_from(
-        ["restart", "add", "remove", "cordon", "uncordon", "grow", "shrink", "relabel", "taint", "restart"]
+        [
+            *("restart", "add", "remove", "cordon", "uncordon", "grow", "shrink", "relabel", "taint", "restart"),
+            *("readd", "delete", "recreate", "recreate"),
+        ]
     ),
     node=st.integers(0, 5),
     shape=node_shapes,
