@@ -162,6 +162,8 @@ INVARIANTS = (OVERCOMMIT, FILTERS, CORES, BOOKS, EXPECTED, LIVENESS, REJECTION, 
 
 
 class InvariantBroken(AssertionError):
+    """An invariant failed: its name (one of :data:`INVARIANTS`), the virtual time, and what was seen."""
+
     def __init__(self, invariant: str, at: float, detail: str) -> None:
         super().__init__(f"[{invariant}] at t={at:g}: {detail}")
         self.invariant = invariant
@@ -198,14 +200,15 @@ def check_binds_fit(cluster: Cluster, decisions: Sequence[Decision]) -> None:
     """The scheduler's Binds of one call, added to what the cluster's nodes already run, over-commit nothing
     (cpu, memory, ephemeral-storage, every extended resource and the pod count)."""
     used = _usage(cluster)
+    nodes = {node.name: node for node in cluster.current_nodes()}
     now = cluster.loop.now
     for decision in decisions:
         if not isinstance(decision, Bind):
             continue
-        if decision.node not in used:
+        if decision.node not in nodes:
             raise InvariantBroken(OVERCOMMIT, now, f"{decision.pod} bound to {decision.node}, not a current node")
         _add(used[decision.node], cluster.pods[decision.pod].pod.requests)
-        over = _over(used[decision.node], cluster.current_nodes()[_position(cluster, decision.node)])
+        over = _over(used[decision.node], nodes[decision.node])
         if over:
             raise InvariantBroken(OVERCOMMIT, now, f"binding {decision.pod} over-commits {decision.node}: {over}")
 
@@ -220,10 +223,6 @@ def check_binds_pass_filters(cluster: Cluster, decisions: Sequence[Decision]) ->
             if node is None or not _admits(node, cluster.pods[decision.pod].pod):
                 detail = f"{decision.pod} bound to {decision.node}, which does not admit it: {node}"
                 raise InvariantBroken(FILTERS, cluster.loop.now, detail)
-
-
-def _position(cluster: Cluster, name: str) -> int:
-    return list(cluster.node_index).index(name)
 
 
 def check_no_overcommit(cluster: Cluster) -> None:
@@ -470,6 +469,7 @@ def check_head_reserved(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
         and job.pods[0].pod.scheduler_name == KUBEFLUX
         and not job.rejected_reason
         and any(sp.bound_at is None and not sp.pod.deleted for sp in job.pods)
+        and not any(sp.bound_at is None and sp.pod.deleted for sp in job.pods)  # a gang short of a member waits
     ]
     if not pending:
         return

@@ -66,12 +66,12 @@ node_shapes = st.builds(
 pod_shapes = st.builds(
     PodShape,
     cpu=st.sampled_from([1000, 500, 250, 1500, 2000, 4000, 8000]),
-    memory=st.sampled_from([0, 0, 1, 4, 12, 30]),
-    storage=st.sampled_from([0, 0, 0, 10, 50]),
-    fpga=st.sampled_from([0, 0, 0, 0, 1]),
-    gpu=st.sampled_from([0, 0, 0, 0, 1]),
+    memory=st.sampled_from([0, 0, 0, 1, 4, 12, 0, 30]),
+    storage=st.sampled_from([0, 0, 0, 10, 0, 0, 0, 50]),
+    fpga=st.sampled_from([0, 0, 0, 0, 0, 0, 0, 1]),
+    gpu=st.sampled_from([0, 0, 0, 0, 0, 0, 0, 1]),
     run=st.sampled_from([60, 10, 30, 100, 300]),
-    zone=st.sampled_from(["", "", "", "", "a", "b"]),
+    zone=st.sampled_from(["", "", "", "", "", "", "a", "b"]),
     tolerates=st.sampled_from([False, False, True]),
     policy=st.sampled_from(["", "", "", "", "lonodex"]),
 )
@@ -102,6 +102,7 @@ lone_pods = st.builds(
     priorities,
     st.sampled_from([False, False, False, True]),
 )
+kinds = st.sampled_from(["pod", "gang", "pod"])
 changes = st.builds(
     Change,
     at=times.map(lambda t: t + 5),
@@ -119,8 +120,10 @@ changes = st.builds(
 def scenarios(backfill: str, *, jobs: int = 8, changes_: int = 4) -> st.SearchStrategy[Scenario]:
     return st.builds(
         Scenario,
-        nodes=st.lists(node_shapes, min_size=1, max_size=4).map(tuple),
-        jobs=st.lists(st.one_of(lone_pods, gangs()), min_size=1, max_size=jobs).map(tuple),
+        nodes=st.lists(node_shapes, min_size=2, max_size=4).map(tuple),
+        jobs=st.lists(
+            kinds.flatmap(lambda kind: gangs() if kind == "gang" else lone_pods), min_size=1, max_size=jobs
+        ).map(tuple),
         changes=st.lists(changes, max_size=changes_).map(tuple),
         backfill=st.just(backfill),
     )
