@@ -4,14 +4,18 @@ Each example is a :class:`~tests.scheduler._workload.Scenario` played on the rea
 scheduler core: heterogeneous gangs (an MPI launcher of 500m beside 8-core workers; some with minMember below
 their size, some with scheduleTimeoutSeconds), fractional-cpu, memory-heavy, ephemeral-storage and fpga/gpu
 pods, kube-default's pods, priorities; nodes of mixed shapes that are added, removed, cordoned, resized,
-relabelled and tainted mid-run; kubeflux restarted mid-run. Under each queue policy (fcfs, easy, conservative)
-each invariant of :mod:`tests.scheduler._workload` must hold after every scheduler call or at the end of the run.
+relabelled and tainted mid-run, removed nodes coming back under their name; pods deleted and re-created under
+their name; kubeflux restarted mid-run. Under each queue policy (fcfs, easy, conservative) each invariant of
+:mod:`tests.scheduler._workload` must hold after every scheduler call or at the end of the run. What the simulator
+cannot send (a relist folding DELETE+ADD into one update, an in-place resize, a corrupt allocation annotation) is
+played through ``observe``/``schedule`` on a small model of the API server (:class:`ApiWorld`, at the end).
 
 Invariants that today's core breaks are marked ``xfail(strict=True)`` with the issue-12 points that will fix them
 (:data:`KNOWN`); each such test first replays its shrunk failing scenarios (also plain scenario tests below, named
 for what a user sees), so it fails for certain while one of those bugs lives, and XPASSes (an error under strict)
 once all are fixed: then drop its entries from :data:`KNOWN`, and the random workloads decide.
-``KUBEFLUX_PROPS_EXAMPLES=500`` runs a deeper search (the default, 20 per property, keeps the file near 30 s).
+``KUBEFLUX_PROPS_EXAMPLES=500`` runs a deeper search (the default, 20 per property, keeps the file near 15 s of
+CPU).
 """
 
 from __future__ import annotations
@@ -194,7 +198,8 @@ BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART = Scenario(
 )
 """A node-exclusive pod runs 0-300, kube-default puts a pod beside it at 10 (till 310), kubeflux restarts at 20
 and replays its own pod first, holding the node whole, so the other pod does not fit in the graph; another
-node-exclusive pod arrives at 305."""
+node-exclusive pod arrives at 305. (Any full pass while the node is held whole does the same without a restart:
+the random workloads found it with a node joining mid-run.)"""
 
 MIN_MEMBER_2_OF_4 = Scenario(
     nodes=(NodeShape(cpu=2000),),
