@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, Node, Pod, PodPhase
-from tests.scheduler._workload import (
+from tests.scheduler._invariants import (
     BOOKS,
     CORES,
     EXPECTED,
@@ -40,12 +40,14 @@ from tests.scheduler._workload import (
     OVERCOMMIT,
     REJECTION,
     RESERVATION,
+    compare_books,
+)
+from tests.scheduler._workload import (
     Change,
     JobShape,
     NodeShape,
     PodShape,
     Scenario,
-    compare_books,
     group,
     lone,
     run,
