@@ -147,6 +147,10 @@ POINT_6_OTHERS = (
     "issue 12 point 6: another scheduler's pod that could not be put into the graph is never retried, so a "
     "node-exclusive pod lands beside it"
 )
+POINT_5_SELECTOR = (
+    "issue 12 point 5: a pod that no node admits (its nodeSelector) is kept queued, as nodes change, but as the "
+    "FCFS head it blocks every later pod for ever"
+)
 POINT_5_REJECT = "issue 12 point 5: a gang whose members each fit a node but not all at once is never rejected"
 POINT_7 = (
     "issue 12 point 7: the status update of a queued pod marks it untried, and an incremental pass then drops "
@@ -217,6 +221,13 @@ GANG_LARGER_THAN_THE_CLUSTER = Scenario(
     backfill="fcfs",
 )
 
+NO_NODE_IN_ITS_ZONE_AT_THE_HEAD = Scenario(
+    nodes=(NodeShape(cpu=8000, zone="a"),),
+    jobs=(lone(0, P(1000, zone="b")), lone(0, P(1000))),
+    backfill="fcfs",
+)
+"""A pod selecting zone b, which no node is in, then a plain 1-core pod, on one idle 8-core node of zone a."""
+
 
 def _by(policy: str, scenario: Scenario) -> Scenario:
     return dataclasses.replace(scenario, backfill=policy)
@@ -273,6 +284,12 @@ def test_a_memory_bound_head_holds_a_reservation(policy: str) -> None:
 def test_a_gang_larger_than_the_cluster_does_not_block_a_later_pod_in_a_fcfs_queue() -> None:
     outcome = run(GANG_LARGER_THAN_THE_CLUSTER, ())
     assert outcome.started("j1") == 10.0
+
+
+@pytest.mark.xfail(strict=True, reason=POINT_5_SELECTOR)
+def test_a_pod_selecting_a_zone_no_node_is_in_does_not_block_a_later_pod_in_a_fcfs_queue() -> None:
+    outcome = run(NO_NODE_IN_ITS_ZONE_AT_THE_HEAD, ())
+    assert outcome.started("j1") == 0.0
 
 
 @pytest.mark.xfail(strict=True, reason=POINT_5_REJECT)
@@ -349,7 +366,10 @@ for _policy in POLICIES:
     if _policy != "fcfs":
         KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
     KNOWN[(REJECTION, _policy)] = [(POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER)]
-KNOWN[(LIVENESS, "fcfs")].append((POINT_5, GANG_LARGER_THAN_THE_CLUSTER))
+KNOWN[(LIVENESS, "fcfs")] += [
+    (POINT_5, GANG_LARGER_THAN_THE_CLUSTER),
+    (POINT_5_SELECTOR, NO_NODE_IN_ITS_ZONE_AT_THE_HEAD),
+]
 
 
 def _cases() -> list[object]:
