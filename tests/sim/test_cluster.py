@@ -227,3 +227,31 @@ def test_failure_injection_fails_the_given_fraction_of_pods() -> None:
 def test_lifecycle_rejects_a_bad_fraction() -> None:
     with pytest.raises(ValueError, match="pod_failure_fraction"):
         Lifecycle(pod_failure_fraction=1.5)
+
+
+def test_nodes_join_leave_and_change_mid_run_with_their_watch_events() -> None:
+    """``add_node``, ``remove_node`` and ``update_node`` emit ADDED, DELETED and MODIFIED; a removed node's pods
+    fail (NodeLost) and are deleted, and a bind to it is refused; allocatable changes what the kubelet admits."""
+    cluster = make_cluster(nodes=1, cores=2)
+    seen: list[tuple[str, str]] = []
+    cluster.subscribe(lambda event, now: seen.append((event.kind.value, getattr(event.obj, "name", ""))))
+    cluster.add_node(Node("n9", allocatable={CPU: 1000, MEMORY: 2**30}))
+    assert [node.name for node in cluster.current_nodes()] == ["n0", "n9"]
+    cluster.submit(lone_pod("a"))
+    cluster.submit(lone_pod("b"))
+    a, b = cluster.pod("default/a"), cluster.pod("default/b")
+    assert cluster.bind("default/a", a.pod.uid, "n9") == ""
+
+    cluster.update_node("n9", allocatable={CPU: 2000, MEMORY: 2**30}, labels={"zone": "b"})
+    assert cluster.free("n9")[CPU] == 1000
+    assert cluster.current_nodes()[1].labels == {"zone": "b"}
+    assert cluster.bind("default/b", b.pod.uid, "n9") == ""  # room made by the resize
+    assert b.pod.phase is PodPhase.RUNNING
+
+    cluster.remove_node("n9")
+    assert a.pod.deleted and a.reason == "NodeLost" and b.pod.deleted
+    assert [node.name for node in cluster.current_nodes()] == ["n0"]
+    assert cluster.free("n0")[CPU] == 2000
+    assert ("ADDED", "n9") in seen and ("MODIFIED", "n9") in seen and seen[-1] == ("DELETED", "n9")
+    with pytest.raises(ValueError, match="allocatable"):
+        cluster.update_node("n0", allocatable={CPU: -1})

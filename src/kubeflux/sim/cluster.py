@@ -35,11 +35,12 @@ not change it.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterable
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
 from kubeflux.sim.jobs import SimJob, TemplateTiming, job_records, timing_of
@@ -76,6 +77,7 @@ class Cluster:
         self.event_counts: dict[str, int] = {}
         self.problems: list[str] = []
         self.nodes: list[Node] = []
+        """Every node that joined, by index (a removed one keeps its place); :attr:`node_index` names the current."""
         self.node_index: dict[str, int] = {}
         self._free_cpu: list[int] = []
         self._free_mem: list[int] = []
@@ -198,6 +200,67 @@ class Cluster:
 
     def _outage_up(self, name: str) -> None:
         self.node_up(name)
+
+    # -- nodes that join, leave or change mid-run (each emits the watch event, as ``cordon`` does) -------------
+    def add_node(self, node: Node) -> None:
+        """A node joins the cluster now (ADDED). Raises ValueError on a duplicate name or a bad allocatable."""
+        self._add_node(node)
+        self._emit(_ADDED, node)
+
+    def remove_node(self, name: str) -> None:
+        """``kubectl delete node`` now: its unfinished pods fail (``NodeLost``) and are deleted, as the pod
+        garbage collector does, then the node is DELETED. :attr:`nodes` keeps its record (indices stay valid);
+        :meth:`current_nodes` and binds no longer see it."""
+        node = self._node(name)
+        index = self.node_index[name]
+        for sp in [sp for sp in self.pods.values() if sp.node_index == index and sp.finished_at is None]:
+            self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} was deleted")
+            self._remove(sp)
+        del self.node_index[name]
+        self._emit(_DELETED, node)
+
+    def update_node(
+        self,
+        name: str,
+        *,
+        allocatable: dict[str, int] | None = None,
+        labels: dict[str, str] | None = None,
+        taints: tuple[Taint, ...] | None = None,
+    ) -> None:
+        """The node's allocatable, labels or taints change now (one MODIFIED event carrying a new Node object, as
+        an informer delivers it). Allocatable may drop below what running pods use: they keep running (the
+        kubelet evicts nothing), only new pods are refused. Core ids added by growth are new ids; a shrink drops
+        free ones."""
+        old = self._node(name)
+        index = self.node_index[name]
+        node = dataclasses.replace(old, labels=dict(old.labels if labels is None else labels))
+        node.taints = old.taints if taints is None else taints
+        if allocatable is not None:
+            for res, amount in allocatable.items():
+                if not isinstance(amount, int) or amount < 0:
+                    raise ValueError(f"node {name!r}: allocatable[{res!r}] must be a non-negative integer")
+            was, node.allocatable = old.allocatable, dict(allocatable)
+            delta = {res: allocatable.get(res, 0) - was.get(res, 0) for res in {*was, *allocatable}}
+            self._free_cpu[index] += delta.pop(CPU, 0)
+            self._free_mem[index] += delta.pop(MEMORY, 0)
+            self._free_gpu[index] += delta.pop(GPU, 0)
+            delta.pop("pods", None)
+            ext = self._free_ext[index]
+            for res, change in delta.items():
+                ext[res] = ext.get(res, 0) + change
+            cores, grow = self._free_cores[index], allocatable.get(CPU, 0) // 1000 - was.get(CPU, 0) // 1000
+            if cores is None:
+                offset = self._core_offset[index]
+                cores = self._free_cores[index] = list(range(offset + was.get(CPU, 0) // 1000 - 1, offset - 1, -1))
+            cores[:0] = range(self.total_cores + max(grow, 0) - 1, self.total_cores - 1, -1)
+            self.total_cores += max(grow, 0)
+            del cores[: max(-grow, 0)]
+        self.nodes[index] = node
+        self._emit(_MODIFIED, node)
+
+    def current_nodes(self) -> list[Node]:
+        """The nodes in the cluster now (not those removed), in the order they joined."""
+        return [self.nodes[index] for index in self.node_index.values()]
 
     # -- submission --------------------------------------------------------------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
