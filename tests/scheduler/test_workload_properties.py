@@ -233,66 +233,56 @@ def _by(policy: str, scenario: Scenario) -> Scenario:
     return dataclasses.replace(scenario, backfill=policy)
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_1)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_an_mpi_gang_with_its_launcher_listed_first_starts_at_once_on_nodes_of_8_4_and_8_cores(policy: str) -> None:
     outcome = run(_by(policy, MPI_LAUNCHER_FIRST), ())
     assert [outcome.started(f"j0-{k}") for k in range(3)] == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_2)
 def test_a_group_of_4_with_minmember_2_on_a_node_of_2_cores_starts_2_at_once_then_the_other_2() -> None:
     outcome = run(MIN_MEMBER_2_OF_4, ())
     starts = [outcome.started(f"j0-{k}") for k in range(4)]
     assert (starts.count(0.0), starts.count(60.0)) == (2, 2), starts
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_2)
 def test_a_group_with_minmember_2_starts_2_although_its_third_member_asks_a_gpu_no_node_has() -> None:
     outcome = run(MIN_MEMBER_2_OF_3_ONE_NEVER_FITS, ())
     assert [outcome.started(f"j0-{k}") for k in range(3)] == [0.0, 0.0, None]
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_3)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_gang_past_its_timeout_keeps_its_reservation_and_starts_at_100_not_after_a_later_pod(policy: str) -> None:
     outcome = run(_by(policy, TIMED_OUT_GANG), ())
     assert outcome.started("j1-0") == outcome.started("j1-1") == 100.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_4)
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
 def test_a_500m_pod_is_not_backfilled_over_the_heads_reservation_so_the_head_starts_at_100(policy: str) -> None:
     outcome = run(_by(policy, HALF_CORE_BESIDE_A_RESERVATION), ())
     assert outcome.started("j1") == 100.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_4)
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
 def test_a_memory_bound_head_is_reserved_and_starts_at_100_before_a_later_memory_pod(policy: str) -> None:
     outcome = run(_by(policy, MEMORY_BOUND_HEAD), ())
     assert outcome.started("j1") == 100.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_4 + "; under FCFS the memory-bound head is on time but unreserved")
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_memory_bound_head_holds_a_reservation(policy: str) -> None:
     run(_by(policy, MEMORY_BOUND_HEAD), {RESERVATION})
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_5)
 def test_a_gang_larger_than_the_cluster_does_not_block_a_later_pod_in_a_fcfs_queue() -> None:
     outcome = run(GANG_LARGER_THAN_THE_CLUSTER, ())
     assert outcome.started("j1") == 10.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_5_SELECTOR)
 def test_a_pod_selecting_a_zone_no_node_is_in_does_not_block_a_later_pod_in_a_fcfs_queue() -> None:
     outcome = run(NO_NODE_IN_ITS_ZONE_AT_THE_HEAD, ())
     assert outcome.started("j1") == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_5_REJECT)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_gang_of_three_4_core_pods_on_two_4_core_nodes_is_rejected_saying_it_can_never_fit(policy: str) -> None:
     outcome = run(_by(policy, GANG_LARGER_THAN_THE_CLUSTER), ())
@@ -300,21 +290,18 @@ def test_a_gang_of_three_4_core_pods_on_two_4_core_nodes_is_rejected_saying_it_c
     assert "never" in job.rejected_reason, job.pods[0].unschedulable_message
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_7)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_queued_pod_keeps_its_expected_start_of_60_when_a_later_pod_arrives(policy: str) -> None:
     outcome = run(_by(policy, STATUS_UPDATE_OF_A_QUEUED_POD), {EXPECTED})
     assert outcome.started("j1") == 60.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_6_OTHERS)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_node_exclusive_pod_waits_for_another_schedulers_pod_that_kubeflux_met_during_a_restart(policy: str) -> None:
     outcome = run(_by(policy, BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART), ())
     assert outcome.started("j2") == 310.0
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_9)
 def test_the_fcfs_head_is_never_told_it_waits_behind_itself() -> None:
     outcome = run(_by("fcfs", STATUS_UPDATE_OF_A_QUEUED_POD), ())
     pod = outcome.simulation.cluster.pod("default/j1")
@@ -372,13 +359,20 @@ KNOWN[(LIVENESS, "fcfs")] += [
 ]
 
 
+OPEN: dict[tuple[str, str], str] = {
+    (RESERVATION, "easy"): "open: a head at t=100 holds no reservation though it would fit (shrunk case to come)",
+    (RESERVATION, "conservative"): "open: as under easy",
+    (LIVENESS, "fcfs"): "open: a FCFS head that waits behind a later job never starts (shrunk case to come)",
+}
+"""Invariants the random workloads still break, with what is known; each must fail until fixed (strict)."""
+
+
 def _cases() -> list[object]:
     cases: list[object] = []
     for invariant in INVARIANTS:
         for backfill in POLICIES:
-            known = KNOWN.get((invariant, backfill), [])
-            points = sorted({point.split(":")[0] for point, _ in known})
-            marks = [pytest.mark.xfail(strict=True, reason=", ".join(points))] if known else []
+            still = OPEN.get((invariant, backfill))
+            marks = [pytest.mark.xfail(strict=True, reason=still)] if still else []
             cases.append(pytest.param(invariant, backfill, marks=marks, id=f"{backfill}: {invariant}"))
     return cases
 
@@ -526,9 +520,7 @@ KNOWN_EDGES = {"recreate": (POINT_6_RECREATE, RECREATED), "resize": (POINT_6_RES
 def _edges() -> list[object]:
     cases: list[object] = []
     for edge in ("recreate", "resize", "corrupt"):
-        known = KNOWN_EDGES.get(edge)
-        marks = [pytest.mark.xfail(strict=True, reason=known[0])] if known else []
-        cases.append(pytest.param(edge, marks=marks, id=edge))
+        cases.append(pytest.param(edge, id=edge))
     return cases
 
 
@@ -553,14 +545,12 @@ def test_books_hold_through_recreated_resized_and_corrupt_pods(edge: str) -> Non
     holds()
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_6_RECREATE)
 def test_a_pod_recreated_under_its_name_with_a_new_uid_releases_the_old_uid_and_is_placed_again() -> None:
     world = play(RECREATED)
     pod = world.pods["default/p1"]
     assert set(world.scheduler.allocations) == {pod.uid} and pod.node_name
 
 
-@pytest.mark.xfail(strict=True, reason=POINT_6_RESIZE)
 def test_a_pod_resized_in_place_to_4_cores_fills_its_node_so_the_next_pod_goes_elsewhere() -> None:
     world = play(RESIZED[:2])
     assert world.scheduler.ledger.on("n0")[CPU] == 4000

@@ -46,7 +46,7 @@ from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
@@ -299,7 +299,8 @@ class KubefluxScheduler(Placer):
         the empty nodes that admit each exists (the assignment search). A rejected job holds nothing and blocks no
         queue; it is queued again when a node is added or changes, since nodes change.
         """
-        for pod in job.pods.values():
+        never: list[tuple[str, Pod, str]] = []
+        for uid, pod in job.pods.items():
             why = self._fits.never(pod, self._empty_nodes)
             if why is None and not self._static_fit(pod).fit:
                 why = fit_error_message(
@@ -309,8 +310,21 @@ class KubefluxScheduler(Placer):
                     "node is added or changes.",
                 )
             if why is not None:
-                self._reject(job, why, out)
+                never.append((uid, pod, why))
+        if never:
+            group = self.queue.groups.get(job.group) if job.group is not None else None
+            if group is None or len(job.pods) - len(never) < group.min_member:
+                self._reject(job, never[0][2], out)
                 return True
+            for uid, pod, why in never:  # beyond minMember: rejected alone, the group goes on without them
+                out.append(Reject(pod.key, pod.uid, why))
+                self.log.append(f"Rejected {pod.key}: {why}")
+                self.queue.remove_pod(uid)
+                alone = PendingJob(pod.key, None, pod.creation_time, 0, {uid: pod})
+                self._rejected[pod.key] = alone
+            job.tried_epoch = -1
+            self._dirty = True
+            return True
         if len(job.pods) < 2 or self._never_checked.get(job.key) == self._node_epoch:
             return False
         why = self._gang_never_fits(job)

@@ -42,7 +42,14 @@ from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView, HiddenNodes
-from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
+from kubeflux.scheduler.interface import (
+    EXPECTED_START_ANNOTATION,
+    ClusterEvent,
+    Decision,
+    EventKind,
+    PodWarning,
+    Reject,
+)
 from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import CPU, GPU, Node, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
@@ -289,13 +296,20 @@ class ClusterBooks:
         if self._told.pop(uid, None) is not None:  # it was rejected and is usable now
             self._changed()
         known = self.queue.by_pod.get(uid)
-        if known is not None and known.pods[uid].priority != pod.priority:
-            self._changed()
-        elif known is None:
-            self._dirty = True
+        if known is not None:
+            # A queued pod changed: only what placing it reads matters. The status and the expected-start
+            # annotation the shell writes for kubeflux's own decisions change nothing, and must not make the
+            # queue's head be tried again as if it were new (it would lose its place in the plan).
+            changed = _placement_view(known.pods[uid]) != _placement_view(pod)
+            job = self.queue.add(uid, pod)
+            if changed:
+                job.tried_epoch = -1
+                self._changed()
+            return
+        self._dirty = True
         job = self.queue.add(uid, pod)
         job.tried_epoch = -1
-        if known is None and job.reservations:  # a gang grew: its reservation no longer covers it, so re-plan
+        if job.reservations:  # a gang grew: its reservation no longer covers it, so re-plan
             self._changed()
 
     def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None:
@@ -592,3 +606,19 @@ class ClusterBooks:
             self.own_plans.drop(hold)
         job.holds.clear()
         job.expected_start = None
+
+
+def _placement_view(pod: Pod) -> tuple[object, ...]:
+    """What placing a pending pod reads of it (not its status, nor the expected start written back on it)."""
+    annotations = {k: v for k, v in pod.annotations.items() if k != EXPECTED_START_ANNOTATION}
+    return (
+        pod.requests,
+        pod.priority,
+        pod.labels,
+        annotations,
+        pod.node_selector,
+        pod.tolerations,
+        pod.required_node_affinity,
+        pod.active_deadline_seconds,
+        pod.scheduler_name,
+    )
