@@ -25,8 +25,9 @@ from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
 from tests.match._helpers import BENCH, bench_graph, node_cores_job
+from tests.shared import SHARED
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
+DATA = SHARED / "conformance" / "fluxion" / "data" / "resource"
 GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
 JOBSPECS = sorted((DATA / "jobspecs" / "basics").glob("test0*.yaml"))
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "firstnodex"]

@@ -200,6 +200,7 @@ class PruningFilters:
     def __init__(self, spec: str = "ALL:core,ALL:node") -> None:
         self.anchors: dict[str, set[str]] = {}
         self.total: set[str] = set()
+        self._order_types: dict[str, str | None] = {}
         for pair in spec.split(","):
             if not pair.strip():
                 continue
@@ -217,12 +218,26 @@ class PruningFilters:
         elif low not in self.anchors.get(ANY_TYPE, set()):
             self.anchors.setdefault(anchor, set()).add(low)
         self.total.add(low)
+        self._order_types.clear()
 
     def types_for(self, vertex_type: str) -> list[str]:
         out = sorted(self.anchors.get(vertex_type, ()))
         if vertex_type != ANY_TYPE and ANY_TYPE in self.anchors:
             out.extend(sorted(self.anchors[ANY_TYPE]))
         return out
+
+    def order_type(self, vertex_type: str) -> str | None:
+        """The type whose free count at ``now`` weighs an edge into a vertex of ``vertex_type`` (``first``'s explore
+        order), None when its filter tracks nothing.
+
+        Fluxion's filter on a vertex tracks every type the anchors name for it except its own, a type absent below
+        the vertex with total 0, and the weight is the free count of the last of them (by name). Ours keeps only
+        the types present below; so the weight type comes from this list, not from the filter: a socket's filter
+        ends with ``node``, none of which is below it, so a used socket weighs 0, not its free cores."""
+        if vertex_type not in self._order_types:
+            types = sorted({type for type in self.types_for(vertex_type) if type != vertex_type})
+            self._order_types[vertex_type] = types[-1] if types else None
+        return self._order_types[vertex_type]
 
 
 class Traverser:
@@ -1660,8 +1675,11 @@ class Traverser:
         subplan = self.subplans.get(target)
         if subplan is None:
             return 0
-        types = subplan.resource_types
-        avail = subplan.avail_resources_at(meta.now, types[-1])
+        order_type = self.prune_filters.order_type(self.graph.vertices[target].type)
+        if order_type is None:
+            return 0
+        # A type absent below the target is in Fluxion's filter with total 0 (see PruningFilters.order_type).
+        avail = subplan.avail_resources_at(meta.now, order_type) if order_type in subplan.resource_types else 0
         if avail == 0 and subplan.span_count() == 0:
             return 0
         old = self.edge_weight[edge]
