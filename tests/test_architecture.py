@@ -38,11 +38,6 @@ MAX_MODULE_LINES = 800
 LONG_MODULE_MARK = "Why this module is long:"
 """A module over :data:`MAX_MODULE_LINES` lines says why in its docstring, in a paragraph starting so."""
 MAX_CLASS_LINES = 500
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    frozenset({"kubeflux.sim.cluster", "kubeflux.sim.jobcontroller"}),
-    frozenset({"kubeflux.sim.jobs", "kubeflux.sim.pods"}),
-}
-"""Import circles still to be broken (issue 17); this list may only shrink (a listed circle that is gone fails)."""
 SPLIT_PENDING: set[str] = {"kubeflux.match.traverser", "kubeflux.match.planner"}
 """Modules still to be split (issue 17); this list may only shrink."""
 
@@ -159,11 +154,8 @@ def _circles() -> set[frozenset[str]]:
 
 
 def test_no_import_circle() -> None:
-    circles = _circles()
-    new = [sorted(circle) for circle in circles - KNOWN_CIRCLES]
-    assert not new, f"modules that import each other, directly or through others: {new}"
-    gone = [sorted(circle) for circle in KNOWN_CIRCLES - circles]
-    assert not gone, f"{gone} no longer import each other: remove them from KNOWN_CIRCLES"
+    circles = [sorted(circle) for circle in _circles()]
+    assert not circles, f"modules that import each other, directly or through others: {circles}"
 
 
 def test_the_circle_finder_finds_a_circle() -> None:
