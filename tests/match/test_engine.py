@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, MatchOp
+from kubeflux.match.meta import Errno, JobMeta, PruningFilters
 from kubeflux.match.scoring import Scoring
-from kubeflux.match.traverser import Errno, JobMeta, PruningFilters
 from kubeflux.resources import NodeSpec, build_graph
 
 
