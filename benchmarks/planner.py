@@ -16,7 +16,8 @@ import random
 import time
 from collections.abc import Callable
 
-from kubeflux.match.planner import MultiPlanner, Planner
+from kubeflux.match.multiplanner import MultiPlanner
+from kubeflux.match.planner import Planner
 
 NODES, CORES_PER_NODE = 1000, 32
 CORES = NODES * CORES_PER_NODE

@@ -33,8 +33,8 @@ from kubeflux.jobspec import (
     load_jobspec,
     parse_jobspec,
 )
+from tests.shared import SHARED
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPUS = SHARED / "conformance" / "fluxion" / "data" / "resource" / "jobspecs"
 BENCH = SHARED / "bench"
 FIXTURES = Path(__file__).parent / "data" / "jobspecs"

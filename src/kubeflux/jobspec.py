@@ -16,6 +16,10 @@ Deliberate differences from Fluxion, all on input Fluxion would mishandle or tha
 - YAML is read with PyYAML's safe loader, but with YAML 1.2-like scalars: only ``true``/``false`` are booleans,
   there are no timestamps, no ``1_000`` or ``1:30`` numbers and no ``<<`` merge keys. This is how yaml-cpp
   sees them, so ``exclusive: True`` is refused as in Fluxion.
+
+Why this module is long: it is one specification's reader (libjobspec's model, its YAML reading and each field's
+validation, every error naming its field) and most callers want all of it at once. If it grows, the YAML scalar
+rules and the constraint parsers are the parts that would stand alone.
 """
 
 from __future__ import annotations

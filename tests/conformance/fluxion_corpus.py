@@ -1,26 +1,56 @@
-"""Runs one case of Fluxion's resource-query corpus through ``kubeflux query``, in process."""
+"""Runs one case of a Fluxion ``resource-query`` corpus through ``kubeflux query``, in process.
+
+Two corpora share one layout (see ``../shared/conformance/fluxion/README.md``): ``fluxion``, Fluxion's own test
+data, and ``fluxion-random``, random graphs and jobspecs whose expected outputs Fluxion's ``resource-query`` wrote.
+"""
 
 from __future__ import annotations
 
 import io
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubeflux.query import QueryOptions, run_query
+from tests.shared import SHARED
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion"
+CORPORA = ("fluxion", "fluxion-random")
 KNOWN_DIFFERENCES = Path(__file__).with_name("known_differences.txt")
 
 
-def load_cases() -> list[dict[str, Any]]:
-    cases: list[dict[str, Any]] = json.loads((CORPUS / "cases.json").read_text())
-    return cases
+@dataclass(frozen=True)
+class Case:
+    """One case of a corpus: its ``cases.json`` record and the folder that plays the role of ``t/``."""
+
+    corpus: Path
+    record: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.record["id"])
+
+    @property
+    def tier(self) -> int:
+        return int(self.record["tier"])
+
+    def expected(self) -> str:
+        return (self.corpus / self.record["expected"]).read_text()
+
+
+def corpus_path(name: str) -> Path:
+    return SHARED / "conformance" / name
+
+
+def load_cases(name: str) -> list[Case]:
+    corpus = corpus_path(name)
+    records: list[dict[str, Any]] = json.loads((corpus / "cases.json").read_text())
+    return [Case(corpus, record) for record in records]
 
 
 def known_differences() -> dict[str, str]:
-    """Case id -> why kubeflux still differs (one ``id: reason`` per line)."""
+    """Case id -> why kubeflux still differs (one ``id: reason`` per line; ids are unique across corpora)."""
     known = {}
     for line in KNOWN_DIFFERENCES.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
@@ -29,8 +59,8 @@ def known_differences() -> dict[str, str]:
     return known
 
 
-def options_from_argv(argv: list[str], output: Path) -> QueryOptions:
-    args = [a.replace("@TEST_SRCDIR@", str(CORPUS)) for a in argv[1:]]
+def options_from_argv(argv: list[str], output: Path, corpus: Path) -> QueryOptions:
+    args = [a.replace("@TEST_SRCDIR@", str(corpus)) for a in argv[1:]]
     options = QueryOptions(graph=Path())
     i = 0
     while i < len(args):
@@ -61,11 +91,11 @@ def options_from_argv(argv: list[str], output: Path) -> QueryOptions:
     return options
 
 
-def run_case(case: dict[str, Any], workdir: Path) -> str:
+def run_case(case: Case, workdir: Path) -> str:
     """The ``-t`` output kubeflux produces for ``case``."""
     output = workdir / "OUT"
-    options = options_from_argv(case["argv"], output)
-    commands = (CORPUS / case["cmds"]).read_text().replace("@TEST_SRCDIR@", str(CORPUS))
+    options = options_from_argv(case.record["argv"], output, case.corpus)
+    commands = (case.corpus / case.record["cmds"]).read_text().replace("@TEST_SRCDIR@", str(case.corpus))
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
     try:

@@ -11,6 +11,7 @@ from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources.graph import Graph
 from kubeflux.resources.jgf import graph_to_jgf
+from tests.shared import SHARED
 
 
 def schedule(traverser: Traverser) -> dict[str, Any]:
@@ -133,7 +134,7 @@ resources:
     )
 
 
-BENCH = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
+BENCH = SHARED / "bench"
 
 
 def bench_graph(tmp_path: Path, racks: int, nodes_per_rack: int) -> Path:

@@ -8,7 +8,7 @@ import pytest
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, EngineError, MatchOp
-from kubeflux.match.traverser import Errno
+from kubeflux.match.meta import Errno
 from kubeflux.resources import NodeSpec, build_graph, graph_to_jgf
 from kubeflux.resources.jgf import load_jgf
 from tests.match._helpers import whole_nodes_job

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, MatchOp
+from kubeflux.match.meta import Errno, JobMeta, PruningFilters
 from kubeflux.match.scoring import Scoring
-from kubeflux.match.traverser import Errno, JobMeta
 from kubeflux.resources import NodeSpec, build_graph
 
 
@@ -111,3 +111,32 @@ def test_a_reservation_asked_for_at_the_end_of_the_horizon_fails_cleanly() -> No
     assert engine.match(MatchOp.ALLOCATE, job).matched
     late = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, job, now=engine.graph_end - 1)
     assert (late.matched, late.errno) == (False, Errno.EBUSY)
+
+
+def test_first_weighs_a_used_socket_by_its_filters_last_type_as_fluxion_does() -> None:
+    """``first`` explores children heaviest first, an edge's weight being the free count at ``now`` of the last
+    type in its target's aggregate filter. Fluxion's filter on a socket tracks ``core`` and ``node`` (every type
+    the anchors name but the socket's own, ``node`` with total 0), so a socket once used weighs 0 whatever cores it
+    has left: used sockets tie and are taken highest uniq_id first, after the unused ones. Weighing it by its free
+    cores instead puts the fifth job below on socket0 (6 free) rather than socket1 (4 free), as Fluxion does."""
+    engine = Engine(build_graph([NodeSpec("n0", cores=16, sockets=2)]), policy="first")
+    two_cores = _job("[{type: slot, count: 1, label: default, with: [{type: core, count: 2}]}]")
+    sockets = []
+    for step in range(5):
+        if step == 2:
+            engine.cancel(1)
+        result = engine.match(MatchOp.ALLOCATE, two_cores)
+        assert result.matched
+        sockets.append("socket1" if "socket1" in result.resources else "socket0")
+    assert sockets == ["socket1", "socket0", "socket1", "socket1", "socket1"]
+
+
+def test_an_edges_weight_type_is_the_last_type_fluxions_filter_tracks_for_its_target() -> None:
+    """Fluxion's filter on a vertex holds every type the anchors name for the vertex's type except its own (the
+    default ``ALL:core,ALL:node``: a node tracks cores, a socket or a rack cores and nodes); the last by name
+    orders ``first``'s explore."""
+    filters = PruningFilters()
+    assert [filters.order_type(t) for t in ("rack", "node", "socket", "core")] == ["node", "core", "node", "node"]
+    filters = PruningFilters("ALL:core,rack:memory")
+    assert [filters.order_type(t) for t in ("rack", "node", "memory")] == ["memory", "core", "core"]
+    assert PruningFilters("node:core").order_type("socket") is None

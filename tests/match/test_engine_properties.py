@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
+from kubeflux.match import cancel as cancel_module
 from kubeflux.match import engine as engine_module
-from kubeflux.match import traverser as traverser_module
+from kubeflux.match import evaluation as evaluation_module
 from kubeflux.match import update as update_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
@@ -185,8 +186,8 @@ def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps
     bigger = build_graph([NodeSpec(f"n{i}", cores=4) for i in range(90)])
 
     def run(shortcuts: bool) -> list[str]:
-        cache = traverser_module.CACHE_PER_VERTEX if shortcuts else 0
-        with mock.patch.object(traverser_module, "CACHE_PER_VERTEX", cache):
+        cache = evaluation_module.CACHE_PER_VERTEX if shortcuts else 0
+        with mock.patch.object(evaluation_module, "CACHE_PER_VERTEX", cache):
             subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)
             out: list[str] = []
             attached = 0
@@ -236,7 +237,7 @@ def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
     jobs = [whole_nodes_job(nodes=2, cores=2, duration=600), node_cores_job(nodes=3, cores=1, duration=300)]
 
     def run(wide: int) -> list[object]:
-        with mock.patch.object(traverser_module, "WIDE_CANCEL", wide):
+        with mock.patch.object(cancel_module, "WIDE_CANCEL", wide):
             subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(40)]), policy=policy)
             traverser = subject.traverser
             seen: list[object] = []

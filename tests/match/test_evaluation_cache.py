@@ -18,15 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec, jobspec_from_dict, load_jobspec
-from kubeflux.match import scoring, stdsort, traverser
+from kubeflux.match import evaluation, schedule, scoring, stdsort, traverser
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from kubeflux.resources.grug import read_grug
 from tests.match._helpers import BENCH, bench_graph, node_cores_job
+from tests.shared import SHARED
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
+DATA = SHARED / "conformance" / "fluxion" / "data" / "resource"
 GRAPHS = [DATA / "grugs" / "tiny.graphml", DATA / "grugs" / "small.graphml"]
 JOBSPECS = sorted((DATA / "jobspecs" / "basics").glob("test0*.yaml"))
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "firstnodex"]
@@ -46,10 +47,10 @@ def _jobspecs() -> list[Jobspec]:
 
 
 def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -> list[str]:
-    cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
+    cache = evaluation.CACHE_PER_VERTEX if shortcuts else 0
     partial = 2 if shortcuts else 10**9
     with (
-        mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
+        mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache),
         mock.patch.object(scoring, "PARTIAL_MIN", partial),
         mock.patch.object(scoring, "RANKED_MAX", 4 if shortcuts else 10**9),
     ):
@@ -126,8 +127,8 @@ def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -
     node = load_jobspec(BENCH / "d_1n_64c.yaml")
 
     def run(shortcuts: bool) -> list[tuple[int, str]]:
-        cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
-        with mock.patch.object(traverser, "CACHE_PER_VERTEX", cache):
+        cache = evaluation.CACHE_PER_VERTEX if shortcuts else 0
+        with mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache):
             engine = Engine(read_grug(graph), policy=policy)
             for hundreds in range(1, 17):
                 assert engine.match(MatchOp.ALLOCATE, dataclasses.replace(node, duration=100 * hundreds)).matched
@@ -161,10 +162,11 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
     )
 
     def run(shortcuts: bool) -> list[str]:
-        cache = traverser.CACHE_PER_VERTEX if shortcuts else 0
+        cache = evaluation.CACHE_PER_VERTEX if shortcuts else 0
         with (
-            mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
+            mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache),
             mock.patch.object(traverser, "BLOCK", 4 if shortcuts else traverser.BLOCK),
+            mock.patch.object(schedule, "BLOCK", 4 if shortcuts else schedule.BLOCK),
             mock.patch.object(scoring, "RANKED_MAX", 16 if shortcuts else 10**9),
         ):
             engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)

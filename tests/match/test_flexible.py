@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
@@ -12,8 +10,9 @@ from kubeflux.match.flexible import _select_or_config, split_xor_slots
 from kubeflux.match.request import requests_from_jobspec
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.grug import read_grug
+from tests.shared import SHARED
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
+DATA = SHARED / "conformance" / "fluxion" / "data" / "resource"
 FLEXIBLE = DATA / "jobspecs" / "flexible"
 
 pytestmark = pytest.mark.skipif(not FLEXIBLE.exists(), reason="the shared Fluxion corpus is not checked out")

@@ -14,9 +14,9 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.match import planner
+from kubeflux.match import timeline
+from kubeflux.match.multiplanner import MultiPlanner
 from kubeflux.match.planner import (
-    MultiPlanner,
     Planner,
     PlannerError,
     PlannerInvalidError,
@@ -421,7 +421,7 @@ def test_one_axis_answers_as_a_planner_per_type(
 ) -> None:
     """Small blocks (the timelines' block and short-block lengths patched) give a short horizon many blocks to
     split, empty and search across."""
-    with patch.object(planner, "_BLOCK_MAX", block[0]), patch.object(planner, "_SHORT_BLOCK", block[1]):
+    with patch.object(timeline, "_BLOCK_MAX", block[0]), patch.object(timeline, "_SHORT_BLOCK", block[1]):
         multi, oracle = MultiPlanner(totals, BASE, DURATION), PerTypePlanners(totals, BASE, DURATION)
         saved = multi.copy()
         for _ in range(calls):

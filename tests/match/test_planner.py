@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeflux.match.multiplanner import MultiPlanner
 from kubeflux.match.planner import (
-    MultiPlanner,
     Planner,
     PlannerBusyError,
     PlannerError,

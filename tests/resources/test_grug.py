@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from kubeflux.resources import Graph, GraphFormatError, graph_to_jgf, load_graph, load_grug, read_grug
+from tests.shared import SHARED
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
 RESOURCE = SHARED / "conformance" / "fluxion" / "data" / "resource"
 GRUGS = RESOURCE / "grugs"
 CASES = json.loads((SHARED / "conformance" / "fluxion" / "cases.json").read_text())

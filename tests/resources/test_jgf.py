@@ -23,9 +23,9 @@ from kubeflux.resources import (
     vertex_metadata,
     write_jgf,
 )
+from tests.shared import SHARED
 
-REPO = Path(__file__).resolve().parents[2]
-RESOURCE = REPO.parent / "shared" / "conformance" / "fluxion" / "data" / "resource"
+RESOURCE = SHARED / "conformance" / "fluxion" / "data" / "resource"
 JGFS = RESOURCE / "jgfs"
 
 

@@ -16,9 +16,10 @@ from kubeflux.sim.workloads import (
 )
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster, pod_sizes
+from tests.shared import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
-TRACES = REPO / ".." / "shared" / "traces"
+TRACES = SHARED / "traces"
 EXAMPLES = REPO / "examples" / "workloads"
 
 

@@ -6,8 +6,9 @@ import pytest
 
 from kubeflux.sim.workloads import WorkloadError
 from kubeflux.sim.workloads.batsim import DEFAULT_HOST_SPEED, read_batsim
+from tests.shared import SHARED
 
-KTH = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.first1000.batsim.json"
+KTH = SHARED / "traces" / "KTH-SP2-1996-2.1-cln.first1000.batsim.json"
 
 
 def write(tmp_path: Path, data: Any) -> Path:

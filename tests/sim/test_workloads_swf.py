@@ -6,8 +6,9 @@ import pytest
 
 from kubeflux.sim.workloads import JobKind, WorkloadError
 from kubeflux.sim.workloads.swf import CANCELLED_EXIT_CODE, FAILED_EXIT_CODE, SWF_FIELDS, SwfReader, read_swf
+from tests.shared import SHARED
 
-TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+TRACES = SHARED / "traces"
 HPC2N = TRACES / "HPC2N-2002-2.2.first3170.swf"
 LCG = TRACES / "LCG-2005-1.swf.gz"
 

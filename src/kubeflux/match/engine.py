@@ -16,11 +16,12 @@ from kubeflux.jobspec import Jobspec, JobspecError
 from kubeflux.match import elastic
 from kubeflux.match.find import FindError, find, parse_expression
 from kubeflux.match.flexible import FlexibleTraverser
+from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.subsystems import SubsystemError, SubsystemTraverser, parse_subsystems
-from kubeflux.match.traverser import AllocType, Errno, JobMeta, MatchFailure, PruningFilters, Traverser
+from kubeflux.match.traverser import Traverser
 from kubeflux.match.update import (
     ResourceSet,
     ResourceSetError,

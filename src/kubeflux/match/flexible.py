@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from kubeflux.match.evaluation import Kids
+from kubeflux.match.meta import Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import Scoring
-from kubeflux.match.traverser import SLOT, Errno, JobMeta, Kids, MatchFailure, Traverser
+from kubeflux.match.state import SLOT
+from kubeflux.match.traverser import Traverser, take_slot
 from kubeflux.resources.graph import Vertex
 
 XOR_SLOT = "xor_slot"
@@ -199,7 +202,7 @@ class FlexibleTraverser(Traverser):
         config = _select_or_config(slots, counts, nslots, memo)
         groups = []
         for _ in range(config[1]):
-            slot_group = self._take_slot(slots[config[2]].with_, dfu_slot, "")
+            slot_group = take_slot(slots[config[2]].with_, dfu_slot, "")
             if slot_group is None:
                 return
             groups.append(slot_group)

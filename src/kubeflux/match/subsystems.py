@@ -36,20 +36,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 
+from kubeflux.match.evaluation import Evaluation
+from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, effective_max
 from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
-from kubeflux.match.traverser import (
-    SLOT,
-    AllocType,
-    Errno,
-    Evaluation,
-    JobMeta,
-    MatchFailure,
-    PruningFilters,
-    Traverser,
-    tally_shares,
-)
+from kubeflux.match.state import SLOT
+from kubeflux.match.traverser import Traverser, tally_shares
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
 
 IBNET, IBNETBW, PFS1BW, POWER, VIRTUAL1 = "ibnet", "ibnetbw", "pfs1bw", "power", "virtual1"

@@ -52,8 +52,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeflux.match.meta import JobMeta
 from kubeflux.match.planner import PlannerError
-from kubeflux.match.traverser import JobMeta, Traverser
+from kubeflux.match.traverser import Traverser
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError
 from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document

@@ -43,8 +43,8 @@ from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
-from kubeflux.sim.jobs import SimJob, TemplateTiming, job_records, timing_of
-from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod
+from kubeflux.sim.jobs import SimJob, job_records, timing_of
+from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
@@ -297,7 +297,7 @@ class Cluster:
             self.job_controller.start(job)
         else:
             for i, timing in enumerate(job.timings):
-                self._create_pod(job, timing, wjob.pods[i].name)
+                self.create_pod(job, timing, wjob.pods[i].name)
         return job
 
     def _timing(self, template: PodTemplate, wjob: WorkloadJob) -> TemplateTiming:
@@ -309,7 +309,8 @@ class Cluster:
             labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
         return timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
 
-    def _create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
+        """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending."""
         wjob = job.wjob
         now = self.loop.now
         t = timing.template
@@ -342,7 +343,7 @@ class Cluster:
                 self._sample_queue()
             job.reject(message, now)
             return
-        sp = SimPod(pod, job, timing, now)
+        sp = SimPod(pod, job.index, timing, now)
         lc = self.lifecycle
         if timing.start_jitter > timing.start_delay:
             sp.start_delay = self._rng.uniform(timing.start_delay, timing.start_jitter)
@@ -377,7 +378,7 @@ class Cluster:
         sp.node_index = index
         sp.bound_at = now
         self.pods_bound += 1
-        job = sp.job
+        job = self.jobs[sp.job_index]
         if job.first_bind is None:
             job.first_bind = now
             if job.rejected_reason:  # rejected, then reconsidered when the cluster grew: it runs after all
@@ -486,18 +487,20 @@ class Cluster:
         if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
         self.mark_unschedulable(key, uid, message)
-        if not sp.job.rejected_reason:
-            sp.job.rejected_reason = message
+        job = self.jobs[sp.job_index]
+        if not job.rejected_reason:
+            job.rejected_reason = message
             self.pending_jobs -= 1
             self._sample_queue()
 
-    def delete_pod(self, key: str) -> None:
-        """Delete a pod now (a user's ``kubectl delete``): a running pod is killed (exit 137) and counts as failed."""
+    def delete_pod(self, key: str, reason: str = "Deleted") -> None:
+        """Delete a pod now (a user's ``kubectl delete``, or a controller's): a running pod is killed (exit 137, with
+        ``reason``) and counts as failed."""
         sp = self.pods.get(key)
         if sp is None:
             raise KeyError(f"pods {key!r} not found")
         if sp.finished_at is None:
-            self._end(sp, _FAILED, 137, "Error", "Deleted", "")
+            self._end(sp, _FAILED, 137, "Error", reason, "")
         self._remove(sp)
 
     # -- kubelet stages ----------------------------------------------------------------------------------------
@@ -507,7 +510,7 @@ class Cluster:
         now = self.loop.now
         sp.running_at = now
         sp.pod.phase = _RUNNING
-        job = sp.job
+        job = self.jobs[sp.job_index]
         job.running_started += 1
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
@@ -553,7 +556,7 @@ class Cluster:
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
         self._modified(sp)
-        job = sp.job
+        job = self.jobs[sp.job_index]
         job.active -= 1
         if phase is _SUCCEEDED:
             job.succeeded += 1
@@ -571,7 +574,7 @@ class Cluster:
         if job.wjob.kind is JobKind.JOB:
             self.job_controller.pod_ended(job)
         elif job.active == 0:
-            self._finish_job(job)
+            self.finish_job(job)
 
     def _remove(self, sp: SimPod) -> None:
         pod = sp.pod
@@ -580,7 +583,8 @@ class Cluster:
             self.pods.pop(pod.key, None)
             self._emit(_DELETED, pod)
 
-    def _finish_job(self, job: SimJob) -> None:
+    def finish_job(self, job: SimJob) -> None:
+        """``job`` ended (all its pods, or its Job controller says so): it leaves the queue figures."""
         job.finish = self.loop.now
         if job.first_bind is None and not job.rejected_reason:
             self.pending_jobs -= 1

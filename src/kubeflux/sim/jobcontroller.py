@@ -5,20 +5,18 @@ after a back-off of :data:`JOB_BACKOFF_BASE` seconds doubled per failure since t
 :data:`JOB_BACKOFF_CAP`; the Job fails (``BackoffLimitExceeded``) once more than ``backoffLimit`` pods failed, or
 (``DeadlineExceeded``) when it has been active for ``activeDeadlineSeconds``; its running pods are then deleted.
 
-The controller acts on the :class:`~kubeflux.sim.cluster.Cluster` that owns it, through the cluster's own pod
-operations (create, end, remove), so every change is a watch event like any other.
+The controller acts on the cluster that owns it through :class:`JobHost`, the few public operations any
+controller of a real cluster has (the clock, create and delete a pod, end a Job, record an Event), so every change
+is a watch event like any other and this module does not import the cluster's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kubeflux.scheduler.objects import PodPhase
-from kubeflux.sim.clock import Priority
+from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobs import SimJob
-
-if TYPE_CHECKING:
-    from kubeflux.sim.cluster import Cluster
+from kubeflux.sim.pods import TemplateTiming
 
 JOB_BACKOFF_BASE = 10.0
 """Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
@@ -26,10 +24,35 @@ JOB_BACKOFF_CAP = 360.0
 """The back-off never exceeds 6 minutes."""
 
 
+class JobHost(Protocol):
+    """The cluster as its Job controller sees it (:class:`~kubeflux.sim.cluster.Cluster` is one)."""
+
+    @property
+    def loop(self) -> EventLoop:
+        """The cluster's clock and event queue."""
+        ...
+
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
+        """Create one of ``job``'s pods from ``timing``, named ``name``."""
+        ...
+
+    def delete_pod(self, key: str, reason: str = "Deleted") -> None:
+        """Delete the pod ``key`` now; a running one is killed (exit 137) with ``reason``."""
+        ...
+
+    def finish_job(self, job: SimJob) -> None:
+        """``job`` has ended."""
+        ...
+
+    def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
+        """Record a Kubernetes Event about ``obj``."""
+        ...
+
+
 class JobController:
     """The Job controller of one simulated cluster (see the module docstring)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: JobHost) -> None:
         self.cluster = cluster
 
     def start(self, job: SimJob) -> None:
@@ -44,7 +67,7 @@ class JobController:
         """One of the Job's pods reached a terminal phase (its counters are already updated)."""
         wjob = job.wjob
         if job.succeeded >= wjob.completions:
-            self.cluster._finish_job(job)
+            self.cluster.finish_job(job)
         elif job.failed > wjob.backoff_limit:
             self._fail(job, "BackoffLimitExceeded")
         else:
@@ -68,18 +91,16 @@ class JobController:
         for _ in range(want):
             if job.fail_streak > 0:
                 job.retries += 1
-            cluster._create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
+            cluster.create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
 
     def _fail(self, job: SimJob, reason: str) -> None:
         """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""
         cluster = self.cluster
         job.failed_reason = reason
-        cluster._finish_job(job)
-        for sp in [p for p in job.pods if p.finished_at is None or not p.pod.deleted]:
-            if sp.finished_at is None:
-                why = reason if reason == "DeadlineExceeded" else "Deleted"
-                cluster._end(sp, PodPhase.FAILED, 137, "Error", why, "")
-                cluster._remove(sp)
+        cluster.finish_job(job)
+        why = reason if reason == "DeadlineExceeded" else "Deleted"
+        for sp in [p for p in job.pods if p.finished_at is None]:
+            cluster.delete_pod(sp.pod.key, why)
 
     def _deadline(self, job: SimJob) -> None:
         if job.finish is None:
@@ -92,4 +113,4 @@ class JobController:
             )
 
 
-__all__ = ["JOB_BACKOFF_BASE", "JOB_BACKOFF_CAP", "JobController"]
+__all__ = ["JOB_BACKOFF_BASE", "JOB_BACKOFF_CAP", "JobController", "JobHost"]

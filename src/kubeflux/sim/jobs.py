@@ -1,18 +1,18 @@
 """Per-job bookkeeping of the simulated cluster, pod timing read from templates and KWOK annotations, and the
-conversion of a finished simulation into :class:`~kubeflux.sim.records.JobRecord` rows."""
+conversion of a finished simulation into :class:`~kubeflux.sim.records.JobRecord` rows.
+
+A job record holds its pod records (:mod:`kubeflux.sim.pods`); a pod record names its job by index, as a pod's
+``ownerReferences`` name its owner, so this module imports the pods module and never the other way round."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION
+from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
 from kubeflux.sim.records import FinalState, JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
-
-if TYPE_CHECKING:
-    from kubeflux.sim.pods import Lifecycle, SimPod
 
 READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
 READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
@@ -46,30 +46,6 @@ def exact_seconds(value: float) -> str:
     6-digit rounding of ``:g``, which would shift a backfilling plan)."""
     seconds = float(value)
     return str(int(seconds)) if seconds.is_integer() else repr(seconds)
-
-
-@dataclass(slots=True)
-class TemplateTiming:
-    """What the cluster needs of a pod template, read once per template: requests in canonical units, delays
-    and run time in seconds, labels with the group/Job labels added."""
-
-    template: PodTemplate
-    cpu: int
-    mem: int
-    gpu: int
-    ext: dict[str, int] | None
-    run_time: float | None
-    run_jitter: float | None
-    start_delay: float
-    start_jitter: float
-    exit_code: int
-    walltime_kill: float | None
-    """Trace jobs: seconds after Running at which the pod is killed (the requested time), as Batsim does."""
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    scheduler_name: str
-    owner: str
-    container_name: str
 
 
 def _annotation_seconds(template: PodTemplate, key: str, where: str) -> float | None:
@@ -274,7 +250,6 @@ __all__ = [
     "READY_DELAY",
     "READY_JITTER",
     "SimJob",
-    "TemplateTiming",
     "exact_seconds",
     "job_records",
     "parse_duration",

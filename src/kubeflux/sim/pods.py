@@ -1,17 +1,17 @@
 """What the simulated cluster is made of besides nodes: kubelet behaviour (:class:`Lifecycle`), node outages, the
-Kubernetes Events it records, and one pod's simulated life (:class:`SimPod`). See :mod:`kubeflux.sim.cluster` for
-the lifecycle these objects go through."""
+Kubernetes Events it records, and one pod's simulated life (:class:`SimPod`) with the timing of the template it
+was made from (:class:`TemplateTiming`). See :mod:`kubeflux.sim.cluster` for the lifecycle these objects go through.
+
+A pod record names its job by index (:attr:`SimPod.job_index`), as a pod's ``ownerReferences`` name its owner: the
+job records (:mod:`kubeflux.sim.jobs`) import this module, never the other way round."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kubeflux.scheduler.interface import ClusterEvent
 from kubeflux.scheduler.objects import Pod
-
-if TYPE_CHECKING:
-    from kubeflux.sim.jobs import SimJob, TemplateTiming
+from kubeflux.sim.workloads.model import PodTemplate
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +54,30 @@ class KubeEvent:
     message: str
 
 
+@dataclass(slots=True)
+class TemplateTiming:
+    """What the cluster needs of a pod template, read once per template: requests in canonical units, delays
+    and run time in seconds, labels with the group/Job labels added."""
+
+    template: PodTemplate
+    cpu: int
+    mem: int
+    gpu: int
+    ext: dict[str, int] | None
+    run_time: float | None
+    run_jitter: float | None
+    start_delay: float
+    start_jitter: float
+    exit_code: int
+    walltime_kill: float | None
+    """Trace jobs: seconds after Running at which the pod is killed (the requested time), as Batsim does."""
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    scheduler_name: str
+    owner: str
+    container_name: str
+
+
 class SimPod:
     """One pod's simulated life: the :class:`Pod` the schedulers see, plus stage times (seconds)."""
 
@@ -69,7 +93,7 @@ class SimPod:
         "fail_after",
         "finished_at",
         "gpu",
-        "job",
+        "job_index",
         "mem",
         "modified",
         "node_index",
@@ -84,9 +108,10 @@ class SimPod:
         "unschedulable_message",
     )
 
-    def __init__(self, pod: Pod, job: SimJob, timing: TemplateTiming, now: float) -> None:
+    def __init__(self, pod: Pod, job_index: int, timing: TemplateTiming, now: float) -> None:
         self.pod = pod
-        self.job = job
+        self.job_index = job_index
+        """The position of the pod's job in its cluster's ``jobs``."""
         self.timing = timing
         self.cpu, self.mem, self.gpu, self.ext = timing.cpu, timing.mem, timing.gpu, timing.ext
         self.created_at = now
@@ -108,4 +133,4 @@ class SimPod:
         self.modified: ClusterEvent | None = None
 
 
-__all__ = ["KubeEvent", "Lifecycle", "NodeOutage", "SimPod"]
+__all__ = ["KubeEvent", "Lifecycle", "NodeOutage", "SimPod", "TemplateTiming"]

@@ -1,0 +1,194 @@
+"""The cancel walk (Fluxion's ``rem_dfv`` and ``rem_exv``): take a job's spans, uses, tags and aggregate spans out of
+the schedule.
+
+As Fluxion's, it walks from the root through every vertex that still holds the job; under a wide vertex only the
+children the job was recorded on are walked. What the walk cannot reach (a job released in part, or one the root
+does not hold) is swept from the vertices the job was recorded on.
+
+Functions of a :class:`~kubeflux.match.state.WalkState`. Must never read the current match's marks or evaluations.
+"""
+
+from __future__ import annotations
+
+from kubeflux.match.state import WalkState
+
+WIDE_CANCEL = 16
+"""A cancel walks a vertex's children through the job's own vertices, not by visiting each child, when it has more
+children than this plus twice the job's vertex count (a pod's cancel at the root of a 5,000-node cluster would
+otherwise cost 5,000 visits; a job holding many of the children is cheaper to walk child by child)."""
+
+
+def cancel(state: WalkState, jobid: int) -> None:
+    """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
+    state.preorder = 0
+    state.postorder = 0
+    walked = jobid in state._tags.get(state.root, ())
+    if walked:
+        _rem_dfv(state, state.root, jobid, _JobTree(state, jobid))
+    if not walked or jobid in state.released_in_part:
+        _sweep(state, jobid)
+    state.job_vertices.pop(jobid, None)
+    state.released_in_part.discard(jobid)
+
+
+def _sweep(state: WalkState, jobid: int) -> None:
+    """Remove what the walk could not reach (the job's state below a vertex that no longer holds it, or all of
+    it when the root does not): every vertex the job was recorded on is looked at, not every vertex."""
+    state._settle()
+    for uid in sorted(state.job_vertices.get(jobid, ())):
+        if jobid in state.tags.get(uid, ()):
+            delta = _rem_own(state, uid, jobid)
+            if uid in state._leads:
+                for edge, _ in state._kid_edges(uid):
+                    state._unlead_edge(edge)
+            state.touch(uid, -delta if delta else 0)
+        else:
+            span = state._pop_span(uid, jobid)
+            if span is not None:
+                state.plans[uid].rem_span(span)
+                state.touch(uid)
+
+
+def _rem_dfv(state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
+    """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree.
+
+    As Fluxion's cancel, every child of a vertex the job holds is visited (and counted in :attr:`preorder`);
+    under a wide vertex only the children the job was recorded on are walked, and the others only counted."""
+    state.preorder += 1
+    delta = _rem_own(state, uid, jobid)
+    if delta is None:
+        return 0
+    if uid in state._pools:
+        delta += _drop_pools(state, uid, jobid)
+    kids = state._kid_edges(uid)
+    if len(kids) > WIDE_CANCEL + 2 * held.size:
+        mine = held.children(uid)
+        state.preorder += len(kids) - len(mine)
+        if uid in state._leads:
+            for edge, _ in kids:
+                state._unlead_edge(edge)
+        for target in mine:
+            delta += _rem_dfv(state, target, jobid, held)
+    else:
+        unlead = state._unlead_edge if uid in state._leads else None
+        vertices = state.graph.vertices
+        leaves = []
+        for edge, target in kids:
+            if unlead is not None:
+                unlead(edge)
+            if vertices[target].out:
+                delta += _rem_dfv(state, target, jobid, held)
+            else:
+                leaves.append(target)
+        if leaves:
+            delta += _rem_leaves(state, uid, leaves, jobid)
+    state._bump(uid, -delta)
+    state.postorder += 1
+    return delta
+
+
+def _drop_pools(state: WalkState, source: int, jobid: int) -> int:
+    """Drop ``jobid``'s unwritten pools on ``source``'s leaves (counted as the leaf-by-leaf walk would count
+    them); returns their share of the fingerprints."""
+    pools = state._pools[source]
+    kept = [pool for pool in pools if pool.jobid != jobid]
+    if len(kept) == len(pools):
+        return 0
+    dropped = 0
+    for pool in pools:
+        if pool.jobid == jobid:
+            dropped += pool.total
+            state.postorder += len(pool.run.leaves)
+    if kept:
+        state._pools[source] = kept
+    else:
+        del state._pools[source]
+    return dropped
+
+
+def _rem_leaves(state: WalkState, source: int, leaves: list[int], jobid: int) -> int:
+    """:meth:`_rem_dfv` for children of ``source`` without out-edges (most of a large job's vertices: its
+    cores), in one loop: :meth:`_rem_own` without the parts a leaf does not have (aggregate filter, span
+    bounds) unless it has them. Returns the fingerprint change."""
+    tags, x_uses, plans, fp = state._tags, state._x_uses, state._plans, state.fp
+    allocations, reservations = state._allocations, state._reservations
+    bounds, job2span = state.bounds, state.job2span
+    wide = source in state._layouts
+    total = 0
+    held = 0
+    for uid in leaves:
+        if wide or uid in bounds or uid in job2span:
+            delta = _rem_own(state, uid, jobid)
+            if delta is not None:
+                held += 1
+                total += delta
+                state._bump(uid, -delta)
+            continue
+        mine = tags.get(uid)
+        if mine is None or jobid not in mine:
+            continue
+        held += 1
+        mine.discard(jobid)
+        uses = x_uses.get(uid)
+        use = uses.pop(jobid, None) if uses is not None else None
+        if use is not None:
+            total += use[2]
+            fp[uid] -= use[2]
+        spans = allocations.get(uid)
+        if spans is None or jobid not in spans:
+            spans = reservations.get(uid)
+            if spans is None or jobid not in spans:
+                continue
+        plans[uid].rem_span(spans.pop(jobid))
+    state.preorder += len(leaves)
+    state.postorder += held
+    return total
+
+
+def _rem_own(state: WalkState, uid: int, jobid: int) -> int | None:
+    """Remove what ``jobid`` holds on ``uid`` itself; its share of the fingerprint, None if it holds nothing."""
+    tags = state._tags.get(uid)
+    if tags is None or jobid not in tags:
+        return None
+    tags.discard(jobid)
+    uses = state._x_uses.get(uid)
+    use = uses.pop(jobid, None) if uses is not None else None
+    delta = 0
+    if use is not None:
+        delta = use[2]
+        if uid in state.bounds:
+            state._unbound(uid, use[0], use[1])
+    spans = state.job2span.get(uid)
+    if spans is not None and jobid in spans:
+        state.subplans[uid].rem_span(spans.pop(jobid))
+    span = state._pop_span(uid, jobid)
+    if span is not None:
+        state._plans[uid].rem_span(span)
+    return delta
+
+
+class _JobTree:
+    """The vertices a job was recorded on, grouped by their parent in the walked subsystem (built on first use:
+    only a cancel that meets a wide vertex needs it)."""
+
+    __slots__ = ("_by_parent", "_jobid", "_traverser", "size")
+
+    def __init__(self, traverser: WalkState, jobid: int) -> None:
+        self._traverser = traverser
+        self._jobid = jobid
+        self._by_parent: dict[int, list[int]] | None = None
+        self.size = len(traverser.job_vertices.get(jobid, ()))
+
+    def children(self, uid: int) -> list[int]:
+        """The children of ``uid`` the job was recorded on, in uid order."""
+        if self._by_parent is None:
+            traverser = self._traverser
+            vertices = traverser.graph.vertices
+            walk_parents = traverser._walk_parents
+            by_parent: dict[int, list[int]] = {}
+            for vertex in sorted(traverser.job_vertices.get(self._jobid, ())):
+                if not vertices[vertex].removed:
+                    for parent in walk_parents(vertex):
+                        by_parent.setdefault(parent, []).append(vertex)
+            self._by_parent = by_parent
+        return self._by_parent.get(uid, [])

@@ -1,0 +1,163 @@
+"""What visiting a vertex gave its parent, and how it is kept for reuse: :class:`Evaluation` (with the children's
+evaluations that hold marks, :class:`Kids`), runs of exclusive leaves recorded as one piece (:class:`LeafRun`,
+:class:`Pool`), a wide vertex's children cut into cached spans (:class:`Layout`), and the cache tables' helpers.
+
+Plain records. Must never touch the graph or the schedule: the select walk fills them, the update walk reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from kubeflux.match.meta import AllocType
+from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
+
+CACHE_PER_VERTEX = 8
+"""Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
+BLOCK = 32
+"""Children per block when a wide vertex's static explore is cached block by block."""
+
+T = TypeVar("T")
+CacheKey = tuple[object, ...]
+CacheTable = dict[CacheKey, tuple[int, int, int, T]]
+"""Cached values by key, each with the fingerprint and the window (start, end) it was computed for."""
+
+Mark = tuple[int, int, bool, int]
+"""An edge chosen by a best-k choice: (edge, needs, exclusive, slot-leader action)."""
+NO_LEAD, LEAD, NOT_LEAD = 0, 1, 2
+
+
+class Kids:
+    """The children's evaluations that hold marks, by child uid: set one by one, or whole blocks of them (a wide
+    vertex refers to its blocks' tables instead of copying them; a lookup follows the few marked paths only)."""
+
+    __slots__ = ("blocks", "own")
+
+    def __init__(self) -> None:
+        self.own: dict[int, Evaluation] = {}
+        self.blocks: list[Kids] = []
+
+    def __setitem__(self, uid: int, evaluation: Evaluation) -> None:
+        self.own[uid] = evaluation
+
+    def __bool__(self) -> bool:
+        return bool(self.own) or bool(self.blocks)
+
+    def get(self, uid: int) -> Evaluation | None:
+        evaluation = self.own.get(uid)
+        if evaluation is None:
+            for block in self.blocks:
+                evaluation = block.get(uid)
+                if evaluation is not None:
+                    break
+        return evaluation
+
+
+@dataclass(slots=True, eq=False)
+class Evaluation:
+    """What visiting one vertex gave its parent: whether it qualifies, its score and candidates, its choices.
+
+    Evaluations are cached per vertex and reused while the subtree's fingerprint (:attr:`Traverser.fp`) and the
+    request are unchanged, so a match walks only the subtrees that changed since the last one. ``marks`` are
+    the edges this vertex's own best-k choice picked; ``kids`` are the children's evaluations that hold marks.
+    """
+
+    ok: bool
+    x_in: bool = False
+    avail: int = 0
+    score: int = 0
+    merged: dict[str, Evals] | None = None
+    """Candidates passed up unchosen, by type (None when this vertex chose them itself)."""
+    marks: list[Mark] | None = None
+    kids: Kids | None = None
+    applied: int = -1
+    """The match sequence whose edges this evaluation's marks were last stamped on."""
+    group: EdgeGroup | None = None
+    run: LeafRun | None = None
+    """The marks as one run of exclusive leaves of one source, when they are that (see :class:`LeafRun`)."""
+
+    def group_for(self, edge: int) -> EdgeGroup:
+        """The candidate group this vertex offers its parent through ``edge`` (its one parent edge)."""
+        group = self.group
+        if group is None:
+            count = self.avail
+            group = self.group = EdgeGroup(
+                self.score, count, 0, self.x_in, edges=[EdgeEval(count, count, self.x_in, edge)]
+            )
+        return group
+
+
+FAILED = Evaluation(False)
+
+
+@dataclass(slots=True, eq=False)
+class LeafRun:
+    """An evaluation's marks when they are all exclusive leaves of one source, with nothing to do for slot
+    leaders (a socket's cores, say): the update walk records them as one pool (see :class:`Pool`) and writes
+    them as one piece of text, so a large job costs per socket rather than per core while the evaluation is
+    reused."""
+
+    source: int
+    leaves: list[tuple[int, int, int]]
+    """(edge, leaf, needs), in edge order (the update walk's order)."""
+    uids: list[int]
+    """The leaves alone, kept for the job's vertex set (one set update per pool)."""
+    sizes: dict[str, int]
+    """The leaves' total size per type (for the aggregate filters above)."""
+    whole: bool
+    """Whether the run is every child of its source, each whole (what holding the source whole records)."""
+    signature: int
+    texts: dict[object, str] = field(default_factory=dict)
+    """Writers' text for these leaves, by writer and level (see :meth:`Writer.leaves`)."""
+
+
+@dataclass(slots=True, eq=False)
+class Pool:
+    """A job's records on a run of leaves not yet written leaf by leaf: the planner spans, tags, uses and
+    fingerprints :meth:`Traverser._record` would write. Nothing reads a leaf's records without its parent's
+    pools being written first (:meth:`Traverser._settle_source`), and a cancel that finds its pool unwritten
+    drops it whole."""
+
+    jobid: int
+    run: LeafRun
+    at: int
+    duration: int
+    alloc_type: AllocType
+    total: int
+    """The pool's share of its source's fingerprint: what its leaves' shares add up to once written."""
+
+
+BlockPart = tuple[Scoring, bool, Kids]
+"""A span of children's candidates, whether any qualified, and their evaluations that hold marks."""
+
+
+@dataclass(slots=True, eq=False)
+class Layout:
+    """A wide vertex's children cut into spans: ``blocks`` of :data:`BLOCK` children, and per level the sum of
+    the children's fingerprints in each span (``fps[0]`` per block) and the cached candidates of each span."""
+
+    width: int
+    blocks: list[list[tuple[int, int]]]
+    fps: list[list[int]] = field(default_factory=list)
+    cache: list[list[CacheTable[BlockPart]]] = field(default_factory=list)
+
+
+def remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:
+    """Keep ``entry`` under ``key``, dropping the oldest entry beyond :data:`CACHE_PER_VERTEX`."""
+    table[key] = entry
+    if len(table) > CACHE_PER_VERTEX:
+        del table[next(iter(table))]
+
+
+def job_key(jobid: int, at: int, duration: int, alloc_type: AllocType) -> int:
+    """A hash of what a job's record on a vertex is: its leaves' fingerprint shares are made from it."""
+    return hash((jobid, at, duration, int(alloc_type)))
+
+
+def take_part(part: BlockPart, dfu: Scoring, kids: Kids) -> bool:
+    """Add a span's candidates and marked children to a vertex's; whether any of them qualified."""
+    dfu.merge_types(part[0].by_type)
+    if part[2]:
+        kids.blocks.append(part[2])
+    return part[1]

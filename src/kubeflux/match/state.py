@@ -1,0 +1,455 @@
+"""The state every walk of one graph shares: the schedule, the marks of the current match, ``first``'s explore order.
+
+The select walk marks the edges it chose (stamped with the match's sequence number, or kept in an evaluation until
+the update walk reaches it); the update walk follows only marked edges. ``first`` explores children heaviest edge
+first, an edge's weight being the free count of its target's subtree at ``now``, kept in order as weights change.
+The methods at the end change the schedule from outside a match (replay, release, find, status, graph growth)
+through the same tables, so the caches stay true.
+
+:class:`WalkState` is the one object the walks receive (:mod:`~kubeflux.match.record`, :mod:`~kubeflux.match.cancel`
+take it as their first argument; :class:`~kubeflux.match.traverser.Traverser` is one). It must never walk the
+graph to choose resources.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable
+
+from kubeflux.match.evaluation import LEAD, NO_LEAD, NOT_LEAD, CacheKey, Evaluation, LeafRun, Mark
+from kubeflux.match.meta import JobMeta
+from kubeflux.match.multiplanner import MultiPlanner
+from kubeflux.match.request import Request
+from kubeflux.match.schedule import WEIGHT_MAX, Schedule
+from kubeflux.match.scoring import Scoring
+from kubeflux.resources.graph import Status, paused_gc
+
+SLOT = "slot"
+
+
+class WalkState(Schedule):
+    """A graph's schedule plus what the walks share about the current match (see the module docstring)."""
+
+    def _marks(self, dfu: Scoring) -> list[Mark]:
+        """The edges a vertex's best-k choice marks (Fluxion's ``enforce``), in Fluxion's order.
+
+        Below the root the marks are kept in the vertex's :class:`Evaluation` and stamped only when the update
+        walk reaches the vertex, so a cached evaluation can be reused by a later match.
+        """
+        marks: list[Mark] = []
+        labels = self.task_labels
+        for type, evals in dfu.by_type.items():
+            if evals.best_k == 0:
+                continue
+            if type != SLOT:
+                marks.extend(
+                    [
+                        (item.edge, item.needs, item.exclusive, NO_LEAD)
+                        for group in evals.groups[: evals.best_i]
+                        if not group.root
+                        for item in group.edges
+                    ]
+                )
+                continue
+            for i in range(evals.best_i):
+                group = evals.groups[i]
+                if group.root:
+                    continue
+                lead = LEAD if type == SLOT and group.task_label and group.task_label in labels else NO_LEAD
+                for item in group.edges:
+                    marks.append((item.edge, item.needs, item.exclusive, lead))
+                    if lead == LEAD:
+                        lead = NOT_LEAD
+        return marks
+
+    def _leaf_run(self, marks: list[Mark]) -> LeafRun | None:
+        """``marks`` as a :class:`LeafRun`, if they are exclusive leaves of one source without slot leaders (and
+        the containment is a tree: a leaf with two parents could be read through the one its pool is not under)."""
+        if self.graph.shared_children:
+            return None
+        edges, vertices = self.graph.edges, self.graph.vertices
+        source = edges[marks[0][0]].source
+        leaves = []
+        sizes: dict[str, int] = {}
+        whole = True
+        for edge, needs, exclusive, lead in marks:
+            record = edges[edge]
+            if record.source != source or not exclusive or lead != NO_LEAD:
+                return None
+            target = record.target
+            vertex = vertices[target]
+            if vertex.out and self._kid_edges(target):
+                return None
+            leaves.append((edge, target, needs))
+            sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
+            whole = whole and needs == vertex.size
+        leaves.sort()
+        if len({edge for edge, _, _ in leaves}) != len(leaves):
+            return None
+        whole = whole and len(leaves) == len(self._kid_edges(source))
+        uids = [uid for _, uid, _ in leaves]
+        return LeafRun(source, leaves, uids, sizes, whole, hash((source, tuple(leaves))))
+
+    def _run_of(self, source: int, leaves: list[tuple[int, int, int]]) -> LeafRun:
+        """The exclusive leaves (edge, leaf, needs) of ``source`` that the update walk records in one piece, as a
+        :class:`LeafRun` (when they are not all its marks, say a node's gpus next to its sockets). Only for a
+        source the job holds whole: no other job's match reads its leaves during the job's window, so the pool
+        stays unwritten."""
+        vertices = self.graph.vertices
+        sizes: dict[str, int] = {}
+        for _, uid, _ in leaves:
+            vertex = vertices[uid]
+            sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
+        uids = [uid for _, uid, _ in leaves]
+        return LeafRun(source, leaves, uids, sizes, False, hash((source, tuple(leaves))))
+
+    def _unrun(self, source: int) -> None:
+        """Stamp a marked run's edges one by one: another mark under its source joins it."""
+        for edge, _, needs in self._run_marks.pop(source).leaves:
+            self.mark_edge(edge, needs, True)
+
+    def _new_marks(self) -> None:
+        """Start the current match's marks (the first stamp of a match)."""
+        if self._marked_seq != self.sequence:
+            self._marked_seq = self.sequence
+            self._marked = {}
+            self._run_marks = {}
+
+    def _apply_mark(self, mark: Mark) -> None:
+        edge, needs, exclusive, lead = mark
+        self.edge_needs[edge] = needs
+        self.edge_excl[edge] = exclusive
+        self._stamp(edge)
+        if lead == LEAD:
+            self._lead(edge)
+        elif lead == NOT_LEAD:
+            self._unlead_edge(edge)
+
+    def _lead(self, edge: int) -> None:
+        if edge not in self.slot_leader:
+            self.slot_leader.add(edge)
+            source = self.graph.edges[edge].source
+            self._leads[source] = self._leads.get(source, 0) + 1
+
+    def _unlead_edge(self, edge: int) -> None:
+        if edge in self.slot_leader:
+            self.slot_leader.discard(edge)
+            source = self.graph.edges[edge].source
+            left = self._leads[source] - 1
+            if left:
+                self._leads[source] = left
+            else:
+                del self._leads[source]
+
+    def _stamp(self, edge: int) -> None:
+        """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
+        self.edge_seq[edge] = self.sequence
+        self._new_marks()
+        source = self.graph.edges[edge].source
+        if source in self._run_marks:
+            self._unrun(source)
+        marked = self._marked.get(source)
+        if marked is None:
+            self._marked[source] = {edge}
+        else:
+            marked.add(edge)
+
+    def _apply_own(self, evaluation: Evaluation) -> None:
+        """Stamp an evaluation's own marks for the current match (once)."""
+        sequence = self.sequence
+        if evaluation.marks is None or evaluation.applied == sequence:
+            return
+        evaluation.applied = sequence
+        self._new_marks()
+        run = evaluation.run
+        if run is not None and run.source not in self._marked and run.source not in self._run_marks:
+            self._run_marks[run.source] = run  # stands for its edges' stamps (see _upd_dfv)
+            return
+        for mark in evaluation.marks:
+            self._apply_mark(mark)
+
+    def _apply_path(self, uid: int) -> None:
+        """Stamp the marks of the evaluations from the root down to ``uid`` (the edges above ``uid``)."""
+        path = []
+        while uid != self.root and uid != -1:
+            path.append(uid)
+            uid = self._walk_parent(uid)
+        evaluation: Evaluation | None = self.root_eval
+        for step in reversed(path):
+            if evaluation is None or evaluation.kids is None:
+                return
+            evaluation = evaluation.kids.get(step)
+            if evaluation is not None:
+                self._apply_own(evaluation)
+
+    def _mark_ancestors(self, parent: int, dfu: Scoring) -> None:
+        graph = self.graph
+        vertices = graph.vertices
+        while True:
+            grand = vertices[parent].parent
+            if grand == -1:
+                return
+            edge = self._parent_edge(parent)
+            if self.edge_seq[edge] == self.sequence:
+                return
+            target_type = vertices[parent].type
+            constrained = True
+            evals = dfu.by_type.get(target_type)
+            if evals is not None and evals.best_k == 0:
+                constrained = False
+            if not constrained:
+                self.edge_needs[edge] = vertices[parent].size
+                self.edge_excl[edge] = False
+                self._stamp(edge)
+            parent = grand
+
+    def _update_weight(self, edge: int, target: int, meta: JobMeta) -> int:
+        """Re-weigh ``edge`` by its target's free aggregate (``first``'s explore order); returns the change to
+        the source's fingerprint."""
+        subplan = self.subplans.get(target)
+        if subplan is None:
+            return 0
+        order_type = self.prune_filters.order_type(self.graph.vertices[target].type)
+        if order_type is None:
+            return 0
+        # A type absent below the target is in Fluxion's filter with total 0 (see PruningFilters.order_type).
+        avail = subplan.avail_resources_at(meta.now, order_type) if order_type in subplan.resource_types else 0
+        if avail == 0 and subplan.span_count() == 0:
+            return 0
+        old = self.edge_weight[edge]
+        new = self.edge_weight[edge] = max(avail, 0)
+        if new != old:
+            self._reorder(edge, target, old, new)
+        return _weight_hash(edge, new) - _weight_hash(edge, old)
+
+    def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
+        """Move ``edge`` to its new place in its source's explore order (heaviest first, then highest uniq_id)."""
+        vertex = self.graph.vertices[target]
+        known = self._by_weight.get(vertex.parent)
+        if known is None:
+            return
+        keys, order = known
+        if keys is None:
+            uniform = self._uniform_weight[vertex.parent]
+            keys = [(-uniform, -self.graph.vertices[kid].uniq_id) for _, kid in order]
+            self._by_weight[vertex.parent] = (keys, order)
+        position = bisect_left(keys, (-old, -vertex.uniq_id))
+        if position == len(order) or order[position][0] != edge:
+            del self._by_weight[vertex.parent]
+            return
+        del keys[position], order[position]
+        position = bisect_left(keys, (-new, -vertex.uniq_id))
+        keys.insert(position, (-new, -vertex.uniq_id))
+        order.insert(position, (edge, target))
+
+    def _heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``first``'s explore order of ``source``'s children: heaviest edge, then highest uniq_id, first."""
+        known = self._by_weight.get(source)
+        if known is None:
+            weight = self.edge_weight
+            vertices = self.graph.vertices
+            uniform = weight[children[0][0]]
+            previous = -1
+            family = vertices[children[0][1]].type
+            for edge, target in children:
+                vertex = vertices[target]
+                uniq_id = vertex.uniq_id
+                if weight[edge] != uniform or uniq_id <= previous:
+                    break
+                previous = uniq_id
+                if vertex.out or vertex.type != family:
+                    family = ""
+            else:
+                # Equal weights and ascending uniq_ids (a freshly read graph): the order is the children reversed,
+                # and the sort keys are made only if a weight changes (see _reorder).
+                known = self._by_weight[source] = (None, children[::-1])
+                self._uniform_weight[source] = uniform
+                self._leaf_families.setdefault(source, family)
+                return known[1]
+            # uniq_ids differ, so the keys never tie and the edges are never compared
+            keyed = sorted([((-weight[edge], -vertices[target].uniq_id), edge, target) for edge, target in children])
+            order = [(edge, target) for _, edge, target in keyed]
+            known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
+        return known[1]
+
+    def _leaf_family(self, source: int, children: list[tuple[int, int]]) -> str | None:
+        """The type of ``source``'s children if they are all leaves (no out-edges) of one type, else None."""
+        family = self._leaf_families.get(source)
+        if family is None:
+            vertices = self.graph.vertices
+            family = vertices[children[0][1]].type
+            for _, target in children:
+                vertex = vertices[target]
+                if vertex.out or vertex.type != family:
+                    family = ""
+                    break
+            self._leaf_families[source] = family
+        return family or None
+
+    def root_subplan(self) -> MultiPlanner:
+        return self.subplans[self.root]
+
+    def mark(self, uid: int, status: Status) -> None:
+        """Set a subtree root's status (Fluxion marks only the root; pruning stops at it)."""
+        self._settle()
+        vertex = self.graph.vertices[uid]
+        if vertex.status == status:
+            return
+        self.touch(uid, _status_hash(uid, status) - _status_hash(uid, vertex.status))
+        vertex.status = status
+        delta = self._nodes_within.get(uid)
+        if delta is None:
+            stack = [uid]
+            delta = 0
+            while stack:
+                current = stack.pop()
+                if self.graph.vertices[current].type == "node":
+                    delta += 1
+                stack.extend(target for _, target in self._kid_edges(current))
+            self._nodes_within[uid] = delta
+        self.nodes_up += delta if status == Status.UP else -delta
+
+    def mark_edge(self, edge: int, needs: int, exclusive: bool) -> None:
+        """Mark ``edge`` for the update walk of the current sequence, as a match's choice would."""
+        self.edge_needs[edge] = needs
+        self.edge_excl[edge] = exclusive
+        self._stamp(edge)
+
+    def plan_span(self, uid: int, meta: JobMeta, amount: int) -> None:
+        """Add ``meta``'s planner span of ``amount`` units on ``uid``; PlannerError if it does not fit.
+
+        The fingerprints are left to the update walk that records the job on ``uid`` next (as a match's own
+        walk adds a span and its share of the fingerprints together); :meth:`unplan` undoes it if none follows."""
+        self._settle()
+        self._add_plan(uid, meta, amount)
+
+    def busy(self, uid: int, at: int, end: int) -> bool:
+        """Whether a job holds ``uid`` or something below it during ``[at, end)``."""
+        self._settle()
+        return self._x_busy(uid, at, end - at)
+
+    def holds_span(self, uid: int, jobid: int) -> bool:
+        """Whether ``jobid`` has a planner span on ``uid`` (an allocation or a reservation)."""
+        return jobid in self.allocations.get(uid, ()) or jobid in self.reservations.get(uid, ())
+
+    def unplan(self, uid: int, jobid: int) -> int:
+        """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
+        self._settle()
+        span = self._pop_span(uid, jobid)
+        if span is None:
+            return 0
+        plan = self.plans[uid]
+        amount = plan.span_resources(span)
+        plan.rem_span(span)
+        self.touch(uid)
+        return amount
+
+    def drop_use(self, uid: int, jobid: int) -> None:
+        """Forget that ``jobid`` uses ``uid`` (its exclusivity record) and its share of the fingerprints."""
+        use = self.x_uses.get(uid, {}).pop(jobid, None)
+        if use is not None:
+            self._unbound(uid, use[0], use[1])
+            self.touch(uid, -use[2])
+
+    def unlead(self, uid: int) -> None:
+        """Forget that the edge into ``uid`` leads a task slot."""
+        if self.graph.vertices[uid].parent != -1:
+            self._unlead_edge(self._parent_edge(uid))
+
+    def children(self, uid: int) -> list[tuple[int, int]]:
+        """(edge index, target) of ``uid``'s children in the walked subsystem, in edge order (do not modify)."""
+        return self._kid_edges(uid)
+
+    def has_children(self, uid: int) -> bool:
+        return bool(self._kid_edges(uid))
+
+    def refresh(self, changed: Iterable[int], added: Iterable[int] = (), removed: Iterable[int] = ()) -> None:
+        """Re-initialise after vertices were ``added`` to or ``removed`` from the graph (Fluxion's
+        ``initialize`` after ``attach``/``remove``); ``changed`` are the surviving vertices whose containment
+        children changed. Sizes the per-edge tables, forgets cached children and evaluations there, gives new
+        vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
+        """
+        self._settle()
+        graph = self.graph
+        grow = len(graph.edges) - len(self.edge_needs)
+        if grow > 0:
+            self.edge_needs.extend([0] * grow)
+            self.edge_excl.extend([False] * grow)
+            self.edge_seq.extend([0] * grow)
+            self.edge_weight.extend([WEIGHT_MAX] * grow)
+        for uid in changed:
+            self.graph_changed(uid)
+        kept = self.subplans
+        self.subplans = {}
+        with paused_gc():
+            self._prime(self.root)
+        for uid, fresh in self.subplans.items():
+            old = kept.get(uid)
+            if old is not None:
+                old.update([(type, fresh.resource_total(type)) for type in fresh.resource_types])
+                self.subplans[uid] = old
+        for uid, old in kept.items():
+            if uid not in self.subplans and self.job2span.get(uid) and not graph.vertices[uid].removed:
+                self.subplans[uid] = old  # still holds job spans: keep it until they are cancelled
+        vertices = graph.vertices
+        for uid in added:
+            if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
+                self.nodes_up += 1
+        for uid in removed:
+            if vertices[uid].type == "node" and vertices[uid].status == Status.UP:
+                self.nodes_up -= 1
+
+    def _sign(self, resources: list[Request]) -> int:
+        """Intern the shape of a request list (and of every list below it) as a small integer cache key.
+
+        A request remembers its own shape, so a jobspec matched again (the engine reuses its requests) costs
+        one lookup per top-level request; the lists below were registered when the shape was first computed
+        and stay registered while they live."""
+        shapes = []
+        for request in resources:
+            shape = request.shape
+            if shape < 0:
+                inner = self._sign(request.with_)
+                shape = request.shape = self._intern(
+                    (request.type, request.count, request.exclusive, request.label, inner)
+                )
+            shapes.append(shape)
+        number = self._signatures[id(resources)] = self._intern(tuple(shapes))
+        return number
+
+    def forget_requests(self, resources: list[Request]) -> None:
+        """Drop the signatures of a request list and of the lists below it, which their owner no longer matches
+        (and whose ids a later list may take)."""
+        self._signatures.pop(id(resources), None)
+        for request in resources:
+            self.forget_requests(request.with_)
+
+    def _intern(self, shape: tuple[object, ...]) -> int:
+        number = self._shapes.get(shape)
+        if number is None:
+            number = self._shapes[shape] = len(self._shapes)
+        return number
+
+    def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
+        """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
+        the walk's flags, whether the window fits the planners' horizon, the task labels and the policy (the
+        scheduler switches it per pod)."""
+        at, duration = meta.at, meta.duration
+        in_range = self.base <= at and at + duration <= self.base + self.horizon
+        return (
+            self._signatures[id(resources)],
+            pristine,
+            excl,
+            in_range,
+            meta.alloc_type,
+            self._labels,
+            self.policy.spec,
+        )
+
+
+def _weight_hash(edge: int, weight: int) -> int:
+    return 0 if weight == WEIGHT_MAX else hash(("weight", edge, weight))
+
+
+def _status_hash(uid: int, status: Status) -> int:
+    return 0 if status == Status.UP else hash(("status", uid, status.value))

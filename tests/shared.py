@@ -1,0 +1,26 @@
+"""Where the data shared beside the repository lives (``../shared``: the Fluxion corpora, traces, benchmarks).
+
+The repository may be checked out anywhere (a worktree of it, say), so the folder is looked for beside the
+checkout and beside each folder above it; ``KUBEFLUX_SHARED`` names it outright.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _find_shared() -> Path:
+    named = os.environ.get("KUBEFLUX_SHARED")
+    if named:
+        return Path(named).resolve()
+    for folder in REPO.parents:
+        candidate = folder / "shared"
+        if (candidate / "conformance").is_dir():
+            return candidate
+    return REPO.parent / "shared"  # missing: the tests that read it say which file they could not open
+
+
+SHARED = _find_shared()

@@ -1,0 +1,195 @@
+"""The package's shape, as DESIGN.md draws it: layers whose imports point one way, no import circles, short modules.
+
+Layers, lowest first (a module may import its own unit and the units of lower layers, nothing beside or above):
+
+0. ``resources`` (the graph), 1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
+4. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
+   over the engine: a shell, so the engine never imports it),
+5. the command line: ``cli``, ``commands`` (what each subcommand does) and ``demo`` (the demo it runs), one unit.
+
+Every import counts, ``TYPE_CHECKING`` ones included: a type a module names is a module it depends on.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.shared import REPO
+
+SRC = REPO / "src"
+PACKAGE = "kubeflux"
+LAYERS: list[set[str]] = [
+    {"resources"},
+    {"jobspec"},
+    {"match"},
+    {"scheduler"},
+    {"sim", "kube", "query"},
+    {"cli", "commands", "demo", "__main__"},
+]
+CLI_UNIT = {"cli", "commands", "demo", "__main__"}
+"""The units of the top layer import each other freely (one command line); elsewhere a unit is one name."""
+
+
+MAX_MODULE_LINES = 800
+LONG_MODULE_MARK = "Why this module is long:"
+"""A module over :data:`MAX_MODULE_LINES` lines says why in its docstring, in a paragraph starting so."""
+MAX_CLASS_LINES = 500
+SPLIT_PENDING: set[str] = set()
+"""Modules still to be split (issue 17); this list may only shrink."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((SRC / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> Iterator[str]:
+    """The kubeflux modules ``module`` imports (a ``from a.b import c`` names ``a.b.c`` when that is a module)."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == PACKAGE)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != PACKAGE:
+                continue
+            yield target
+            for alias in node.names:
+                if f"{target}.{alias.name}" in MODULES:
+                    yield f"{target}.{alias.name}"
+
+
+GRAPH = {module: set(_imports(module, path)) & set(MODULES) for module, path in MODULES.items()}
+
+
+def _unit(module: str) -> str:
+    """The unit a module belongs to: ``kubeflux.match.engine`` -> ``match``; the package root -> ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(unit: str) -> int:
+    for rank, units in enumerate(LAYERS):
+        if unit in units:
+            return rank
+    raise AssertionError(f"kubeflux.{unit} is in no layer: add it to LAYERS in {Path(__file__).name}")
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for module in MODULES:
+        if _unit(module):
+            _layer(_unit(module))
+
+
+def test_imports_point_down_the_layers() -> None:
+    wrong = []
+    for module, imported in sorted(GRAPH.items()):
+        unit = _unit(module)
+        for target in sorted(imported):
+            other = _unit(target)
+            if not other or other == unit or (unit in CLI_UNIT and other in CLI_UNIT):
+                continue
+            if not unit or _layer(other) >= _layer(unit):
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "imports against the layering of DESIGN.md:\n" + "\n".join(wrong)
+
+
+def _circles() -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: set[frozenset[str]] = set()
+    for start in sorted(GRAPH):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(GRAPH[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            module, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(GRAPH[target]))))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == module:
+                        break
+                if len(component) > 1:
+                    circles.add(frozenset(component))
+    return circles
+
+
+def test_no_import_circle() -> None:
+    circles = [sorted(circle) for circle in _circles()]
+    assert not circles, f"modules that import each other, directly or through others: {circles}"
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    GRAPH["kubeflux.resources.graph"].add("kubeflux.match.engine")
+    try:
+        assert any("kubeflux.resources.graph" in circle for circle in _circles())
+    finally:
+        GRAPH["kubeflux.resources.graph"].discard("kubeflux.match.engine")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_long_module_says_why(module: str) -> None:
+    source = MODULES[module].read_text()
+    lines = source.count("\n")
+    if lines <= MAX_MODULE_LINES:
+        assert module not in SPLIT_PENDING, f"{module} has {lines} lines now: remove it from SPLIT_PENDING"
+        return
+    if module in SPLIT_PENDING:
+        pytest.xfail(f"{module}: {lines} lines, to be split (issue 17)")
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    assert LONG_MODULE_MARK in docstring, (
+        f"{module} has {lines} lines (more than {MAX_MODULE_LINES}): split it, or say at its top, in a paragraph "
+        f"starting {LONG_MODULE_MARK!r}, why it is one module"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("kubeflux.match")))
+def test_no_engine_class_over_500_lines(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text())
+    long = [
+        f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.end_lineno and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    if long and module in SPLIT_PENDING:
+        pytest.xfail(f"{module}: {long}, to be split (issue 17)")
+    assert not long, f"{module}: classes over {MAX_CLASS_LINES} lines: {long}"
