@@ -355,8 +355,9 @@ def _delete_pod(cluster: Cluster, pick: int, *, again: bool) -> None:
     if not keys:
         return
     sp = cluster.pods[keys[pick % len(keys)]]
-    started = all(member.bound_at is not None for member in sp.job.pods)
-    if again and sp.job.wjob.min_member and not started:
+    job = cluster.jobs[sp.job_index]
+    started = all(member.bound_at is not None for member in job.pods)
+    if again and job.wjob.min_member and not started:
         return
     cluster.delete_pod(sp.pod.key)
     if again:

@@ -219,7 +219,10 @@ def test_tolerations_selectors_and_required_affinity_choose_the_node() -> None:
 def test_a_cordoned_node_is_skipped_until_uncordoned() -> None:
     cluster = Cluster(KubefluxScheduler(), [node("w1", unschedulable=True)])
     cluster.add(pod("p", 1000))
-    assert messages(cluster.run()) == {"default/p": "0/1 nodes are available: 1 node(s) were unschedulable."}
+    assert messages(cluster.run()) == {  # no node admits it now: rejected, and reconsidered when a node changes
+        "default/p": "0/1 nodes are available: 1 node(s) were unschedulable. No node admits the pod as the nodes "
+        "are now; it is reconsidered when a node is added or changes."
+    }
     cluster.nodes["w1"].unschedulable = False
     cluster.tell(MODIFIED, cluster.nodes["w1"])
     assert bound(cluster.run(1.0)) == {"default/p": "w1"}

@@ -36,6 +36,7 @@ placed, so nothing is double-booked.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from enum import StrEnum
@@ -97,15 +98,22 @@ class KubefluxScheduler(Placer):
         self._never_checked: dict[str, int] = {}
         """Job key → the node epoch at which its group was last found to fit an empty cluster."""
         self._node_epoch = 0
+        self._node_seen: dict[str, Node] = {}
+        """Each node as last seen, to tell a change (which reconsiders rejected jobs) from a repeat."""
 
     # ================================================================== events the queue cares about
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         obj = event.obj
         if isinstance(obj, Node):
-            before = self.nodes.get(obj.name)
             super().observe(event, now)
-            if event.kind.value != "DELETED" and before != obj:
+            if event.kind.value == "DELETED":
+                self._node_seen.pop(obj.name, None)
+                return
+            # A copy, not the object: a caller may change a node in place and tell it again.
+            seen = dataclasses.replace(obj, allocatable=dict(obj.allocatable), labels=dict(obj.labels))
+            if self._node_seen.get(obj.name) != seen:
+                self._node_seen[obj.name] = seen
                 self._node_epoch += 1
                 self._requeue_rejected()
             return

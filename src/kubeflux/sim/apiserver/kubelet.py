@@ -36,7 +36,7 @@ from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import Watcher
-from kubeflux.sim.jobs import SimJob, timing_of
+from kubeflux.sim.jobs import timing_of
 from kubeflux.sim.pods import Lifecycle, SimPod
 from kubeflux.sim.podstatus import pod_status
 from kubeflux.sim.workloads.manifests import _template
@@ -217,7 +217,7 @@ class SimulatedKubelet:
             record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
             return
         now = self.store.clock()
-        sim = SimPod(pod, SimJob(job, 0, now), timing, now)
+        sim = SimPod(pod, 0, timing, now)  # a lone pod: no job of the simulator's own
         sim.bound_at = _bound_at(obj, now)
         if timing.start_jitter > timing.start_delay:
             sim.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
