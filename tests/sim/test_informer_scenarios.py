@@ -5,8 +5,7 @@ beside a node-exclusive HPC pod."""
 from __future__ import annotations
 
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
-from kubeflux.scheduler.interface import ClusterEvent, EventKind
-from kubeflux.scheduler.objects import CPU, MEMORY, Node
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod
 from kubeflux.scheduler.translate import POLICY_ANNOTATION
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.clock import Priority
@@ -27,18 +26,8 @@ def nodes(count: int = 2, cores: int = 4) -> list[Node]:
 class RestartingPendingFirst(Restarting):
     """A restart whose fresh informer lists the pending pods before the bound ones (a relist gives no order)."""
 
-    def schedule(self, now: float) -> list:  # type: ignore[type-arg]
-        if not self.restarted and now >= self.at:
-            assert self.cluster is not None
-            self.restarted = True
-            self.inner = KubefluxScheduler()
-            for node in self.cluster.nodes:
-                self.inner.observe(ClusterEvent(EventKind.ADDED, node), now)
-            for group in self.cluster.groups.values():
-                self.inner.observe(ClusterEvent(EventKind.ADDED, group), now)
-            for sp in sorted(self.cluster.pods.values(), key=lambda sp: bool(sp.pod.node_name)):
-                self.inner.observe(ClusterEvent(EventKind.ADDED, sp.pod), now)
-        return self.inner.schedule(now)
+    def relisted_pods(self) -> list[Pod]:
+        return sorted(super().relisted_pods(), key=lambda pod: bool(pod.node_name))
 
 
 def mpi_job() -> Workload:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind
-from kubeflux.scheduler.objects import CPU, MEMORY, Node
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.driver import Simulation
@@ -37,9 +37,14 @@ class Restarting:
                 self.inner.observe(ClusterEvent(EventKind.ADDED, node), now)
             for group in self.cluster.groups.values():
                 self.inner.observe(ClusterEvent(EventKind.ADDED, group), now)
-            for sp in self.cluster.pods.values():
-                self.inner.observe(ClusterEvent(EventKind.ADDED, sp.pod), now)
+            for pod in self.relisted_pods():
+                self.inner.observe(ClusterEvent(EventKind.ADDED, pod), now)
         return self.inner.schedule(now)
+
+    def relisted_pods(self) -> list[Pod]:
+        """The pods as the fresh informer's list gives them (the cluster's order here)."""
+        assert self.cluster is not None
+        return [sp.pod for sp in self.cluster.pods.values()]
 
     def next_wakeup(self, now: float) -> float | None:
         return self.inner.next_wakeup(now)

@@ -197,24 +197,10 @@ def placement_from_output(output: str) -> Placement:
     pool a node-exclusive policy holds with the node) are not cores. Raises ValueError when the output names no
     node.
     """
-    cores: list[str] = []
-    gpus: list[str] = []
-    leaf_depth = -1
-    for line in output.splitlines():
-        stripped = line.strip()
-        if not stripped:
-            continue
-        depth = len(stripped) - len(stripped.lstrip("-"))
-        name = stripped.lstrip("-").split("[", 1)[0]
-        if leaf_depth < 0:
-            leaf_depth = depth
-        if depth < leaf_depth:
-            return Placement(name, tuple(cores), tuple(gpus))
-        if name.startswith("gpu"):
-            gpus.append(name)
-        elif name.startswith("core"):
-            cores.append(name)
-    raise ValueError(f"the match names no node: {output!r}")
+    found = placements_from_output(output)
+    if not found:
+        raise ValueError(f"the match names no node: {output!r}")
+    return found[0]
 
 
 def placements_from_output(output: str) -> list[Placement]:
