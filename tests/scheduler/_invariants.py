@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
@@ -24,6 +25,7 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 from kubeflux.scheduler.objects import CPU, PODS, Node, Pod, PodGroup
+from kubeflux.scheduler.translate import pod_policy
 from kubeflux.sim.cluster import Cluster, SimPod
 
 KUBEFLUX = "kubeflux"
@@ -203,8 +205,9 @@ def check_expected_start(scheduler: KubefluxScheduler, cluster: Cluster) -> None
         shown = pod.annotations.get(EXPECTED_START_ANNOTATION)
         job = scheduler.queue.by_pod.get(pod.uid)
         starts = set()
-        if job is not None and graph is not None:
+        if job is not None and graph is not None and pod.uid not in job.left_out:  # left out: starts as room frees
             starts = {graph.engine.jobs[j].at for j in job.reservations if j in graph.engine.jobs}
+            starts |= {hold.start for hold in job.holds}  # what no engine job holds (millicores, memory, ...)
         want = expected_start_text(min(starts)) if starts else None
         if shown != want:
             raise InvariantBroken(EXPECTED, now, f"{pod.key} shows expected start {shown}, its reservation: {want}")
@@ -225,25 +228,37 @@ def _admits(node: Node, pod: Pod) -> bool:
     )
 
 
-def fits_idle(pods: Sequence[Pod], nodes: Sequence[Node], *, by_size: bool = False) -> bool:
+def fits_idle(
+    pods: Sequence[Pod], nodes: Sequence[Node], *, by_size: bool = False, occupied: Iterable[str] = ()
+) -> bool:
     """Whether all ``pods`` fit at once on ``nodes`` with nothing else running (a plain backtracking search);
-    ``by_size`` counts only the nodes' sizes (not labels, taints, cordons)."""
+    ``by_size`` counts only the nodes' sizes (not labels, taints, cordons). A pod of a node-exclusive match policy
+    (``lonodex``) holds its node whole: it goes only on a node none of the others is on, and none joins it, nor
+    on a node named in ``occupied`` (one some pod not counted here runs on)."""
     room = [dict(node.allocatable) for node in nodes]
+    busy = set(occupied)
+    held = [int(node.name in busy) for node in nodes]  # per node: pods on it, or -1 when one holds it whole
     order = sorted(pods, key=lambda pod: -pod.requests.get(CPU, 0))
+    whole = [parse_policy(pod_policy(pod, "lonode")).node_exclusive for pod in order]  # the workloads run lonode
 
     def place(i: int) -> bool:
         if i == len(order):
             return True
         pod = order[i]
-        for node, free in zip(nodes, room, strict=True):
+        for k, (node, free) in enumerate(zip(nodes, room, strict=True)):
             wants = {**pod.requests, PODS: 1}
+            if held[k] < 0 or (whole[i] and held[k] > 0):
+                continue
             if (by_size or _admits(node, pod)) and all(free.get(res, 0) >= n for res, n in wants.items()):
+                before = held[k]
+                held[k] = -1 if whole[i] else held[k] + 1
                 for res, n in wants.items():
                     free[res] = free.get(res, 0) - n
                 if place(i + 1):
                     return True
                 for res, n in wants.items():
                     free[res] += n
+                held[k] = before
         return False
 
     return place(0)
@@ -358,18 +373,20 @@ def check_head_reserved(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
     if any("scheduleTimeoutSeconds" in sp.unschedulable_message for sp in waiting):
         return
     job = scheduler.queue.by_pod.get(waiting[0].pod.uid)
-    if job is None or job.reservations:
+    if job is None or job.reservations or job.holds:  # holds: what no engine job holds (a 500m pod)
         return
     others = [sp for sp in _live_pods(cluster) if sp.pod.scheduler_name != KUBEFLUX]
     room = []
+    occupied = set()
     for node in cluster.current_nodes():
         left = dict(node.allocatable)
         for sp in others:
             if sp.pod.node_name == node.name:
+                occupied.add(node.name)
                 for res, amount in {**sp.pod.requests, PODS: 1}.items():
                     left[res] = left.get(res, 0) - amount
         room.append(dataclasses.replace(node, allocatable=left))
-    if fits_idle([sp.pod for sp in waiting], room):
+    if fits_idle([sp.pod for sp in waiting], room, occupied=occupied):
         why = waiting[0].unschedulable_message
         raise InvariantBroken(RESERVATION, now, f"the head {job.key} holds no reservation though it would fit: {why}")
 

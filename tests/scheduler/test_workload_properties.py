@@ -10,10 +10,10 @@ their name; kubeflux restarted mid-run. Under each queue policy (fcfs, easy, con
 cannot send (a relist folding DELETE+ADD into one update, an in-place resize, a corrupt allocation annotation) is
 played through ``observe``/``schedule`` on a small model of the API server (:class:`ApiWorld`, at the end).
 
-Invariants that today's core breaks are marked ``xfail(strict=True)`` with the issue-12 points that will fix them
-(:data:`KNOWN`); each such test first replays its shrunk failing scenarios (also plain scenario tests below, named
-for what a user sees), so it fails for certain while one of those bugs lives, and XPASSes (an error under strict)
-once all are fixed: then drop its entries from :data:`KNOWN`, and the random workloads decide.
+Every failure the random workloads found was shrunk to a scenario test below, named for what a user sees, and is
+replayed first by the invariant it broke (:data:`KNOWN`), so a regression fails for certain whatever the random
+search draws. An invariant found broken and not yet fixed goes in :data:`OPEN` (``xfail(strict=True)``, with what
+is known); today none is.
 ``KUBEFLUX_PROPS_EXAMPLES=500`` runs a deeper search (the default, 20 per property, keeps the file near 15 s of
 CPU).
 """
@@ -228,6 +228,45 @@ NO_NODE_IN_ITS_ZONE_AT_THE_HEAD = Scenario(
 )
 """A pod selecting zone b, which no node is in, then a plain 1-core pod, on one idle 8-core node of zone a."""
 
+ITS_ONLY_LARGE_NODE_TAINTED = Scenario(
+    nodes=(NodeShape(cpu=8000, memory=32, tainted=True), NodeShape(cpu=8000, memory=16)),
+    jobs=(lone(0, P(1000, memory=30), priority=10), lone(0, P(1000))),
+    backfill="fcfs",
+)
+"""A 30 GiB pod at the head (higher priority) whose only node with that memory is tainted against it, then a
+plain 1-core pod: each part alone is met by some node, the two together by none (found by the random workloads)."""
+
+EXCLUSIVE_SIBLING_ON_THE_ONLY_ADMITTING_NODE = Scenario(
+    nodes=(NodeShape(cpu=8000, memory=32), NodeShape(cpu=8000, memory=32, tainted=True)),
+    jobs=(
+        lone(0, P(1000, memory=30, run=60)),
+        group(0, P(1000, policy="lonodex", run=60), P(1000, memory=4, run=60), min_member=1),
+    ),
+    backfill="fcfs",
+)
+"""A 30 GiB pod runs 0-60 on the only node of 32 GiB that admits the next group (the other is tainted); the group,
+minMember 1, has a node-exclusive member and a 4 GiB one: its reservation at 60 holds the exclusive member alone, so
+the other member, which starts at 120 once its sibling ends, must not be told it starts at 60 (found by the random
+workloads)."""
+
+EXCLUSIVE_BESIDE_ANOTHER_SCHEDULERS_POD = Scenario(
+    nodes=(NodeShape(cpu=8000, zone="a"), NodeShape(cpu=8000, zone="b")),
+    jobs=(lone(0, P(1000, zone="b", run=60), other=True), lone(10, P(1000, zone="b", policy="lonodex", run=60))),
+    backfill="fcfs",
+)
+"""kube-default runs a pod 0-60 on the only node of zone b; a node-exclusive kubeflux pod for zone b arrives at 10:
+it can hold no reservation (kubeflux does not know when another scheduler's pod ends) and starts at 60, when that
+pod is gone (found by the random workloads, whose check first forgot that such a pod occupies its node)."""
+
+EXCLUSIVE_MEMBER_ON_THE_ONLY_ADMITTING_NODE = Scenario(
+    nodes=(NodeShape(cpu=8000), NodeShape(cpu=8000, tainted=True)),
+    jobs=(group(0, P(1000), P(1000), P(1000, policy="lonodex")), lone(0, P(1000))),
+    backfill="fcfs",
+)
+"""A gang of three 1-core pods, one node-exclusive, where only one node admits them (the other is tainted), then a
+plain 1-core pod: the exclusive member would hold that node whole, so the gang can never fit (found by the random
+workloads)."""
+
 
 def _by(policy: str, scenario: Scenario) -> Scenario:
     return dataclasses.replace(scenario, backfill=policy)
@@ -281,6 +320,37 @@ def test_a_gang_larger_than_the_cluster_does_not_block_a_later_pod_in_a_fcfs_que
 def test_a_pod_selecting_a_zone_no_node_is_in_does_not_block_a_later_pod_in_a_fcfs_queue() -> None:
     outcome = run(NO_NODE_IN_ITS_ZONE_AT_THE_HEAD, ())
     assert outcome.started("j1") == 0.0
+
+
+def test_a_minmember_1_groups_member_that_waits_for_its_node_exclusive_sibling_is_told_no_expected_start() -> None:
+    outcome = run(EXCLUSIVE_SIBLING_ON_THE_ONLY_ADMITTING_NODE, {RESERVATION, EXPECTED})
+    assert [outcome.started("j1-0"), outcome.started("j1-1")] == [60.0, 120.0]
+
+
+def test_a_node_exclusive_pod_starts_when_another_schedulers_pod_leaves_its_only_node() -> None:
+    outcome = run(EXCLUSIVE_BESIDE_ANOTHER_SCHEDULERS_POD)
+    assert outcome.started("j1") == 60.0
+    assert outcome.simulation.cluster.pod("default/j1").unschedulable_message == (
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were not empty for "
+        "the pod's planned time (its match policy holds a node whole)."
+    )
+
+
+def test_a_gang_with_a_node_exclusive_member_and_one_admitting_node_is_rejected_and_blocks_no_fcfs_queue() -> None:
+    outcome = run(EXCLUSIVE_MEMBER_ON_THE_ONLY_ADMITTING_NODE, ())
+    assert outcome.started("j1") == 0.0
+    reason = outcome.simulation.cluster.jobs[0].rejected_reason
+    assert "can never fit" in reason and "a node-exclusive pod holds its node whole" in reason, reason
+
+
+def test_a_30gib_pod_whose_only_large_node_is_tainted_is_rejected_and_blocks_no_fcfs_queue() -> None:
+    outcome = run(ITS_ONLY_LARGE_NODE_TAINTED, ())
+    assert outcome.started("j1") == 0.0
+    reason = outcome.simulation.cluster.jobs[0].rejected_reason
+    assert reason == (
+        "0/2 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint {dedicated: hpc}. "
+        "No node that admits the pod could ever host it, even empty."
+    ), reason
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -340,7 +410,7 @@ def test_a_mixed_workload_with_restarts_resizes_and_kube_default_pods_keeps_ever
 # ====================================================================== the properties
 
 KNOWN: dict[tuple[str, str], list[tuple[str, Scenario]]] = {}
-"""(invariant, backfill) → the shrunk scenarios that break it today, each with the issue-12 point that fixes it."""
+"""(invariant, backfill) → the shrunk scenarios that broke it, each with the issue-12 point that fixed it."""
 for _policy in POLICIES:
     KNOWN[(EXPECTED, _policy)] = [(POINT_7, STATUS_UPDATE_OF_A_QUEUED_POD)]
     KNOWN[(BOOKS, _policy)] = [(POINT_6_OTHERS, BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART)]
@@ -349,21 +419,24 @@ for _policy in POLICIES:
         (POINT_2, MIN_MEMBER_2_OF_4),
         (POINT_2, MIN_MEMBER_2_OF_3_ONE_NEVER_FITS),
     ]
-    KNOWN[(RESERVATION, _policy)] = [(POINT_3, TIMED_OUT_GANG), (POINT_4, MEMORY_BOUND_HEAD)]
+    KNOWN[(RESERVATION, _policy)] = [
+        (POINT_3, TIMED_OUT_GANG),
+        (POINT_4, MEMORY_BOUND_HEAD),
+        (POINT_7, EXCLUSIVE_SIBLING_ON_THE_ONLY_ADMITTING_NODE),
+        (POINT_6_OTHERS, EXCLUSIVE_BESIDE_ANOTHER_SCHEDULERS_POD),
+    ]
     if _policy != "fcfs":
         KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
     KNOWN[(REJECTION, _policy)] = [(POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER)]
 KNOWN[(LIVENESS, "fcfs")] += [
     (POINT_5, GANG_LARGER_THAN_THE_CLUSTER),
     (POINT_5_SELECTOR, NO_NODE_IN_ITS_ZONE_AT_THE_HEAD),
+    (POINT_5_SELECTOR, ITS_ONLY_LARGE_NODE_TAINTED),
+    (POINT_5_SELECTOR, EXCLUSIVE_MEMBER_ON_THE_ONLY_ADMITTING_NODE),
 ]
 
 
-OPEN: dict[tuple[str, str], str] = {
-    (RESERVATION, "easy"): "open: a head at t=100 holds no reservation though it would fit (shrunk case to come)",
-    (RESERVATION, "conservative"): "open: as under easy",
-    (LIVENESS, "fcfs"): "open: a FCFS head that waits behind a later job never starts (shrunk case to come)",
-}
+OPEN: dict[tuple[str, str], str] = {}
 """Invariants the random workloads still break, with what is known; each must fail until fixed (strict)."""
 
 

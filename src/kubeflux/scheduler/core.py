@@ -317,6 +317,8 @@ class KubefluxScheduler(Placer):
                     post_filter_message="No node admits the pod as the nodes are now; it is reconsidered when a "
                     "node is added or changes.",
                 )
+            if why is None:
+                why = self._fits.never_admitted(pod, self._static_fit(pod), self._empty_nodes, len(self.nodes))
             if why is not None:
                 never.append((uid, pod, why))
         if never:
@@ -359,6 +361,7 @@ class KubefluxScheduler(Placer):
             GangMember(
                 (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 tuple(index[name] for name in self._static_fit(pod).fit if name in index),
+                self._whole_node_policy(pod),
             )
             for pod in pods
         ]
@@ -376,7 +379,9 @@ class KubefluxScheduler(Placer):
         held = ", ".join(f"{format_quantity(res, have[res])} {res}" for res in sorted(need))
         count = f"{minimum} of its {len(pods)} pods" if minimum < len(pods) else f"its {len(pods)} pods"
         short = [res for res in sorted(need) if need[res] > have[res]]
-        why = f"too little {', '.join(short)}" if short else "each pod must fit on one node, and no assignment does"
+        why = f"too little {', '.join(short)}" if short else "no assignment of each pod to a node that admits it fits"
+        if not short and any(self._whole_node_policy(pod) for pod in pods):
+            why += "; a node-exclusive pod holds its node whole"
         return (
             f"pod group {job.key} can never fit: {count} need {wanted} in all; the {len(nodes)} node(s) available "
             f"to kubeflux have {held} even when empty ({why})."
@@ -393,10 +398,10 @@ class KubefluxScheduler(Placer):
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
         for uid, pod in job.pods.items():
-            said = (message, expected)
+            said = (message, None if uid in job.left_out else expected)
             if job.told.get(uid) != said:
                 job.told[uid] = said
-                out.append(Unschedulable(pod.key, pod.uid, message, expected))
+                out.append(Unschedulable(pod.key, pod.uid, *said))
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:
         """After a full pass, a pending pod told an expected start whose job holds no reservation any more (it was

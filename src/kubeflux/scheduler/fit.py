@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from kubeflux.scheduler.constraints import never_fits, static_filter
+from kubeflux.scheduler.constraints import fit_error_message, never_fits, node_resources_fit, static_filter
 from kubeflux.scheduler.graphview import HiddenNodes
 from kubeflux.scheduler.objects import Node, Pod
 
@@ -90,6 +90,7 @@ class FitIndex:
         self._static: dict[tuple[object, ...], StaticFit] = {}
         self._shapes: dict[tuple[object, ...], NodeFit] = {}
         self._never: dict[tuple[tuple[str, int], ...], str | None] = {}
+        self._never_admitted: dict[tuple[object, ...], str | None] = {}
         self._empty: list[Node] | None = None
         self._log: list[str] = []
         self._base = 0
@@ -99,6 +100,7 @@ class FitIndex:
         self._static.clear()
         self._shapes.clear()
         self._never.clear()
+        self._never_admitted.clear()
         self._empty = None
         self._base += len(self._log)
         self._log.clear()
@@ -121,6 +123,32 @@ class FitIndex:
             bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
             self._never[key] = never_fits(bare, self._empty) if self._empty else None
         return self._never[key]
+
+    def never_admitted(
+        self, pod: Pod, static: StaticFit, empty_nodes: Callable[[], list[Node]], num_nodes: int
+    ) -> str | None:
+        """Why ``pod``'s requests fit none of the nodes its constraints admit (``static``), even empty, though each
+        part alone is met somewhere (a pod asking the memory of a tainted node it does not tolerate); None when one
+        does. Kept per constraints and requests until the next reset."""
+        key = (self._static_key(pod), tuple(sorted(pod.requests.items())))
+        if key not in self._never_admitted:
+            if self._empty is None:
+                self._empty = empty_nodes()
+            bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
+            reasons = Counter(static.reasons)
+            why: str | None = None
+            for node in self._empty:
+                if node.name not in static.members:
+                    continue
+                short = node_resources_fit(bare, node, {})
+                if not short:
+                    break
+                reasons.update(short)
+            else:
+                tail = "No node that admits the pod could ever host it, even empty."
+                why = fit_error_message(num_nodes, reasons, post_filter_message=tail)
+            self._never_admitted[key] = why
+        return self._never_admitted[key]
 
     @staticmethod
     def _static_key(pod: Pod) -> tuple[object, ...]:

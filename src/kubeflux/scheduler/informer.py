@@ -605,6 +605,7 @@ class ClusterBooks:
             self.plans.drop(hold)
             self.own_plans.drop(hold)
         job.holds.clear()
+        job.left_out.clear()
         job.expected_start = None
 
 

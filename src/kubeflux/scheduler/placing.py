@@ -37,10 +37,11 @@ from kubeflux.scheduler.translate import (
     pod_shape,
 )
 
-__all__ = ["REASON_HELD_WHOLE", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
+__all__ = ["REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
 
 REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
 REASON_HELD_WHOLE = "node(s) were held whole by a node-exclusive job"
+REASON_NOT_EMPTY = "node(s) were not empty for the pod's planned time (its match policy holds a node whole)"
 RESERVE_TRIES = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 EXACT_ROUNDS = 4
@@ -153,8 +154,15 @@ class Placer(ClusterBooks):
         if fit.any:
             graph = self.graph
             assert graph is not None
+            whole = self._whole_node_policy(pod)
+            duration = self._planned(pod, start) if whole else 0
             for name in fit.fitting():
-                reasons[REASON_HELD_WHOLE if graph.held_whole(name, start) else REASON_RESERVED] += 1
+                if graph.held_whole(name, start):
+                    reasons[REASON_HELD_WHOLE] += 1
+                elif whole and (name in graph.unrecorded or not graph.free_counts(name, start, duration)[2]):
+                    reasons[REASON_NOT_EMPTY] += 1
+                else:
+                    reasons[REASON_RESERVED] += 1
         return reasons
 
     def _may_fit(self, job: PendingJob, at: int) -> bool:
@@ -407,6 +415,7 @@ class Placer(ClusterBooks):
                     break
                 short = self._hold_assignment(job, found, at, start)
                 if short is None:
+                    job.left_out = job.pods.keys() - {uid for uid, *_ in found}
                     job.expected_start = float(at)
                     return job.expected_start
                 exact.add(short)

@@ -34,6 +34,9 @@ class PendingJob:
     holds: list[Hold] = field(default_factory=list)
     """The same reservation in the exact books in time (:mod:`kubeflux.scheduler.timebooks`)."""
     expected_start: float | None = None
+    left_out: set[str] = field(default_factory=set)
+    """Pods of a group with minMember below its size that its reservation does not hold (they start as room frees,
+    so they are told no expected start)."""
     tried_epoch: int = -1
     """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""
     told: dict[str, tuple[str, float | None]] = field(default_factory=dict)
