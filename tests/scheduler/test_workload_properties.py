@@ -156,6 +156,14 @@ POINT_7 = (
     "issue 12 point 7: the status update of a queued pod marks it untried, and an incremental pass then drops "
     "its expected start (fcfs, easy) or reserves it a second time (conservative)"
 )
+POINT_6_RESTART = (
+    "issue 12 point 6: a restarted scheduler whose relist lists another scheduler's pod before its own node-exclusive "
+    "pod rebuilds a different graph (the other pod on our pod's cores)"
+)
+POINT_6_STARTED = (
+    "issue 12 point 6: a restarted scheduler that finds a gang's members finished, not running, forgets the gang "
+    "started and holds a late member for a minMember it cannot reach"
+)
 POINT_9 = "issue 12 point 9: the FCFS head re-tried in an incremental pass is told it waits behind itself"
 
 MPI_LAUNCHER_FIRST = Scenario(
@@ -206,6 +214,28 @@ BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART = Scenario(
 and replays its own pod first, holding the node whole, so the other pod does not fit in the graph; another
 node-exclusive pod arrives at 305. (Any full pass while the node is held whole does the same without a restart:
 the random workloads found it with a node joining mid-run.)"""
+
+OTHERS_POD_LISTED_FIRST_AFTER_A_RESTART = Scenario(
+    nodes=(NodeShape(cpu=2000), NodeShape(cpu=8000, gpu=2)),
+    jobs=(lone(0, P(1000, run=60)), lone(0, P(1000, gpu=1, run=60), other=True), lone(0, P(1000, policy="lonodex"))),
+    changes=(Change(5, "restart"),),
+)
+"""A 1-core pod fills the first choice of a node-exclusive pod, which takes the gpu node whole at 0; kube-default
+then puts a gpu pod beside it (it knows nothing of kubeflux's exclusivity). kubeflux restarts at 5 and its relist
+lists the other scheduler's pod first: the graph must be rebuilt as it was (kubeflux's own pod holding the node,
+the other pod counted in the books only), not with the other pod on the cores kubeflux's pod has (found by the
+random workloads)."""
+
+REJECTED_MEMBER_AFTER_ITS_SIBLINGS_FINISHED_AND_A_RESTART = Scenario(
+    nodes=(NodeShape(cpu=8000, memory=8, zone="b"), NodeShape(cpu=8000, memory=32, zone="a")),
+    jobs=(group(0, P(1000), P(1000), P(1000, memory=12, zone="b"), min_member=2),),
+    changes=(Change(65, "restart"), Change(65, "grow", 0)),
+    backfill="fcfs",
+)
+"""A group of 3, minMember 2, whose third member asks 12 GiB in zone b, where the only node has 8 GiB: the first two
+run 0-60, the third is rejected as never fitting. At 65 kubeflux restarts and the zone-b node doubles: the third
+member is placed alone (its gang started before the restart, its siblings have finished), not held waiting for a
+minMember it can no longer reach (found by the random workloads)."""
 
 MIN_MEMBER_2_OF_4 = Scenario(
     nodes=(NodeShape(cpu=2000),),
@@ -372,6 +402,18 @@ def test_a_node_exclusive_pod_waits_for_another_schedulers_pod_that_kubeflux_met
     assert outcome.started("j2") == 310.0
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_restart_whose_relist_lists_another_schedulers_pod_first_rebuilds_the_graph_it_had(policy: str) -> None:
+    outcome = run(_by(policy, OTHERS_POD_LISTED_FIRST_AFTER_A_RESTART), (CORES, BOOKS))
+    assert outcome.started("j2") == 0.0
+    assert outcome.simulation.cluster.pod("default/j2").pod.node_name == "n1"
+
+
+def test_a_rejected_member_starts_alone_when_its_node_grows_after_its_siblings_finished_and_a_restart() -> None:
+    outcome = run(REJECTED_MEMBER_AFTER_ITS_SIBLINGS_FINISHED_AND_A_RESTART, ())
+    assert [outcome.started(f"j0-{k}") for k in range(3)] == [0.0, 0.0, 65.0]
+
+
 def test_the_fcfs_head_is_never_told_it_waits_behind_itself() -> None:
     outcome = run(_by("fcfs", STATUS_UPDATE_OF_A_QUEUED_POD), ())
     pod = outcome.simulation.cluster.pod("default/j1")
@@ -413,7 +455,11 @@ KNOWN: dict[tuple[str, str], list[tuple[str, Scenario]]] = {}
 """(invariant, backfill) → the shrunk scenarios that broke it, each with the issue-12 point that fixed it."""
 for _policy in POLICIES:
     KNOWN[(EXPECTED, _policy)] = [(POINT_7, STATUS_UPDATE_OF_A_QUEUED_POD)]
-    KNOWN[(BOOKS, _policy)] = [(POINT_6_OTHERS, BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART)]
+    KNOWN[(BOOKS, _policy)] = [
+        (POINT_6_OTHERS, BESIDE_A_NODE_EXCLUSIVE_POD_AFTER_A_RESTART),
+        (POINT_6_RESTART, OTHERS_POD_LISTED_FIRST_AFTER_A_RESTART),
+    ]
+    KNOWN[(CORES, _policy)] = [(POINT_6_RESTART, OTHERS_POD_LISTED_FIRST_AFTER_A_RESTART)]
     KNOWN[(LIVENESS, _policy)] = [
         (POINT_1, MPI_LAUNCHER_FIRST),
         (POINT_2, MIN_MEMBER_2_OF_4),
@@ -429,6 +475,7 @@ for _policy in POLICIES:
         KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
     KNOWN[(REJECTION, _policy)] = [(POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER)]
 KNOWN[(LIVENESS, "fcfs")] += [
+    (POINT_6_STARTED, REJECTED_MEMBER_AFTER_ITS_SIBLINGS_FINISHED_AND_A_RESTART),
     (POINT_5, GANG_LARGER_THAN_THE_CLUSTER),
     (POINT_5_SELECTOR, NO_NODE_IN_ITS_ZONE_AT_THE_HEAD),
     (POINT_5_SELECTOR, ITS_ONLY_LARGE_NODE_TAINTED),

@@ -95,7 +95,8 @@ class KubefluxScheduler(Placer):
         self._backing_off: set[PendingJob] = set()
         self._rejected: dict[str, PendingJob] = {}
         """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
-        self._never_checked: dict[str, int] = {}
+        self._never_fits_not: dict[str, tuple[int, list[Pod]]] = {}
+        """Job key → (node epoch, its pods) when the job was last found able to fit the empty cluster."""
         """Job key → the node epoch at which its group was last found to fit an empty cluster."""
         self._node_epoch = 0
         self._node_seen: dict[str, Node] = {}
@@ -307,6 +308,14 @@ class KubefluxScheduler(Placer):
         the empty nodes that admit each exists (the assignment search). A rejected job holds nothing and blocks no
         queue; it is queued again when a node is added or changes, since nodes change.
         """
+        fitted = self._never_fits_not.get(job.key)
+        if (
+            fitted is not None
+            and fitted[0] == self._node_epoch
+            and len(fitted[1]) == len(job.pods)
+            and all(a is b for a, b in zip(fitted[1], job.pods.values(), strict=True))
+        ):
+            return False  # the same pods (objects are replaced when they change) on the same nodes: known to fit
         never: list[tuple[str, Pod, str]] = []
         for uid, pod in job.pods.items():
             why = self._fits.never(pod, self._empty_nodes)
@@ -335,11 +344,12 @@ class KubefluxScheduler(Placer):
             job.tried_epoch = -1
             self._dirty = True
             return True
-        if len(job.pods) < 2 or self._never_checked.get(job.key) == self._node_epoch:
-            return False
-        why = self._gang_never_fits(job)
+        why = self._gang_never_fits(job) if len(job.pods) > 1 else None
         if why is None:
-            self._never_checked[job.key] = self._node_epoch
+            known = self._never_fits_not
+            known[job.key] = (self._node_epoch, list(job.pods.values()))
+            if len(known) > 2 * len(self.queue.jobs) + 64:  # forget jobs gone from the queue
+                self._never_fits_not = {key: known[key] for key in self.queue.jobs.keys() & known.keys()}
             return False
         self._reject(job, why, out)
         return True

@@ -255,6 +255,10 @@ class ClusterBooks:
         uid = self._uid(pod)
         if kind is EventKind.DELETED or pod.phase.terminal:
             self._gone(uid, "deleted" if kind is EventKind.DELETED else pod.phase.value)
+            group = pod.group  # a member that ran means its gang started (news to a restarted scheduler)
+            own = pod.scheduler_name == self.name
+            if own and pod.node_name and group is not None and group not in self.queue.started_groups:
+                self._started(group)
             if self._uid_by_key.get(pod.key) == uid:  # a late tombstone of a re-created pod keeps the new one
                 del self._uid_by_key[pod.key]
             return
@@ -527,7 +531,7 @@ class ClusterBooks:
             return
         pending, self._unaccounted = self._unaccounted, {}
         now = self._tick(self._now)
-        for uid, pod in pending.items():
+        for uid, pod in sorted(pending.items(), key=self._others_last):
             alloc = self.allocations.get(uid)
             cores, gpus = pod_shape(pod)
             if alloc is None or (cores == 0 and gpus == 0):
@@ -568,6 +572,13 @@ class ClusterBooks:
                 alloc.node, tuple(names[u].name for u in core_uids), tuple(names[u].name for u in gpu_uids)
             )
         graph.unrecorded = {name for name, pods in self._stuck.items() if pods and graph.usable(name)}
+
+    def _others_last(self, item: tuple[str, Pod]) -> bool:
+        """Replay order: kubeflux's own pods first (their cores are recorded, a node-exclusive one holds its node
+        whole), then other schedulers' (kubeflux picks any free cores for them), so a relist that lists another
+        scheduler's pod first rebuilds the graph the restarted scheduler had, not one where that pod keeps ours out."""
+        alloc = self.allocations.get(item[0])
+        return alloc is None or not alloc.own
 
     def _holds_node_whole(self, pod: Pod) -> bool:
         """Whether kubeflux placed ``pod`` under a node-exclusive policy (its annotation's, else the profile's)."""
