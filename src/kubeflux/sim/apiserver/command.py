@@ -162,7 +162,7 @@ def serve_command(
         typer.echo(f"workload: {replayed.name}, {len(replayed.jobs)} jobs (pods naming no scheduler: {under_test})")
     server.serve_forever()
     typer.echo("kubeflux cluster: stopped")
-    if server.replay is not None:
+    if replayed is not None:
         _write_report(server, names[0] if names else under_test, out or path.parent / "report")
 
 

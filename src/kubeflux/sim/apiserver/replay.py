@@ -26,13 +26,15 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import pod_to_manifest
+from kubeflux.scheduler.kube_objects import ManifestError, pod_to_manifest
 from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.sim.apiserver.clock import Clock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.replay_record import ReplayBook
+from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store, clone
+from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.jobcontroller import JobController
 from kubeflux.sim.jobs import (
@@ -46,7 +48,7 @@ from kubeflux.sim.jobs import (
 )
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
-from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION
+from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION, job_from_manifest
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 __all__ = ["WorkloadReplay"]
@@ -109,6 +111,12 @@ class WorkloadReplay:
         self._job_uids: dict[int, str] = {}
         """Job index → uid of its ``batch/v1`` Job object."""
         self.book = ReplayBook(store, loop, clock, nodes, self)
+        self._by_uid: dict[str, SimJob] = {}
+        """uid of a ``batch/v1`` Job object → its record (replayed, or created by a client)."""
+        self._jobs_watcher = Watcher(jobs, "", LabelSelector(), FieldSelector(), backlog=10**9)
+        self._jobs_watcher.wake = self._wake_jobs
+        self._draining_jobs = False
+        store.collections[jobs.collection].watchers.add(self._jobs_watcher)
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
         self._arrivals = len(order)
@@ -116,6 +124,15 @@ class WorkloadReplay:
             clock.call_later(loop, wjob.submit_time - self._first, Priority.ARRIVAL, self._arrive, wjob)
         if not order:
             loop.call_soon(self._check_done)
+
+    @property
+    def busy(self) -> bool:
+        """Watch events of pods or Jobs wait to be read (the virtual clock must not jump)."""
+        return self.book.busy or self._draining_jobs or bool(self._jobs_watcher.pending)
+
+    def stop(self) -> None:
+        self.book.stop()
+        self.store.stop_watch(self.jobs_resource, self._jobs_watcher)
 
     # -- the JobHost interface (the simulator's Job controller acts through it) ---------------------------------
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
@@ -155,6 +172,13 @@ class WorkloadReplay:
             self._job_status(job)
         self._check_done()
 
+    def job_pod_ended(self, job: SimJob) -> None:
+        """One of a ``batch/v1`` Job's pods ended (its counters are updated): the Job controller acts, and the
+        Job's status follows."""
+        self.job_controller.pod_ended(job)
+        if job.finish is None:
+            self._job_status(job)
+
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
         namespace, name = obj.split("/", 1) if "/" in obj else ("default", obj)
         involved = {"kind": "Job", "metadata": {"name": name, "uid": self._uid_of(namespace, name)}}
@@ -183,6 +207,7 @@ class WorkloadReplay:
         if wjob.kind is JobKind.JOB:
             if self._create_job(job):
                 self.job_controller.start(job)
+                self._job_status(job)
         else:
             for template, timing in zip(wjob.pods, job.timings, strict=True):
                 self.create_pod(job, timing, template.name)
@@ -226,6 +251,7 @@ class WorkloadReplay:
             return False
         if body["kind"] == "Job":
             self._job_uids[job.index] = created["metadata"]["uid"]
+            self._by_uid[created["metadata"]["uid"]] = job
         return True
 
     def _pod_manifest(self, job: SimJob, sp: SimPod, name: str) -> Object:
@@ -260,25 +286,76 @@ class WorkloadReplay:
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
     def _job_status(self, job: SimJob) -> None:
+        """The Job's status as kube-controller-manager writes it: counts, ``startTime``, and once it has ended the
+        ``SuccessCriteriaMet`` + ``Complete`` or ``FailureTarget`` + ``Failed`` conditions (with the reason)."""
         wjob = job.wjob
         try:
             current = self.store.get(self.jobs_resource, wjob.namespace, wjob.name)
         except ApiError:
             return
         now = self.store.now()
-        complete = job.succeeded >= wjob.completions and not job.failed_reason
-        condition = {"type": "Complete" if complete else "Failed", "status": "True", "lastProbeTime": now}
-        condition["lastTransitionTime"] = now
-        if not complete:
-            condition["reason"] = job.failed_reason or "BackoffLimitExceeded"
-        status = {**current.get("status", {}), "active": 0, "succeeded": job.succeeded, "failed": job.failed}
-        status["conditions"] = [condition]
-        if complete:
-            status["completionTime"] = now
-        updated = clone(current)
-        updated["status"] = status
+        status: Object = {**(current.get("status") or {}), "active": job.active}
+        status.setdefault("startTime", now)
+        status.update(succeeded=job.succeeded, failed=job.failed, terminating=0)
+        status["ready"] = sum(1 for sp in job.pods if sp.running_at is not None and sp.finished_at is None)
+        if job.finish is not None:
+            complete = job.succeeded >= wjob.completions and not job.failed_reason
+            reason = "CompletionsReached" if complete else (job.failed_reason or "BackoffLimitExceeded")
+            first, last = ("SuccessCriteriaMet", "Complete") if complete else ("FailureTarget", "Failed")
+            status["conditions"] = [
+                {"type": kind, "status": "True", "reason": reason, "lastProbeTime": now, "lastTransitionTime": now}
+                for kind in (first, last)
+            ]
+            status["active"] = 0
+            if complete:
+                status["completionTime"] = now
+        if status == current.get("status"):
+            return
         with contextlib.suppress(ApiError):
-            self.store.update(self.jobs_resource, wjob.namespace, wjob.name, updated, "status")
+            self.store.update(
+                self.jobs_resource, wjob.namespace, wjob.name, {**current, "status": status}, "status", trusted=True
+            )
+
+    # -- Jobs created by clients ---------------------------------------------------------------------------------
+    def _wake_jobs(self) -> None:
+        if not self._draining_jobs:
+            self._draining_jobs = True
+            self.aio.call_soon(self._drain_jobs)
+
+    def _drain_jobs(self) -> None:
+        self._draining_jobs = False
+        pending = self._jobs_watcher.pending
+        while pending:
+            type_, event = pending.popleft()
+            uid = event.obj["metadata"]["uid"]
+            job = self._by_uid.get(uid)
+            if type_ == "ADDED" and job is None:
+                self._adopt(event.obj)
+            elif type_ == "DELETED" and job is not None and job.finish is None:
+                job.failed_reason = job.failed_reason or "Deleted"
+                self.finish_job(job)
+
+    def _adopt(self, obj: Object) -> None:
+        """A Job a client created: the simulator's Job controller runs it from now on (its pods are created, run
+        by the simulated kubelet, replaced after back-off, deleted at its deadline), and the report counts it."""
+        meta = obj["metadata"]
+        label = f"Job {meta.get('namespace', '')}/{meta.get('name', '')}"
+        try:
+            wjob = job_from_manifest(obj, f"{label} (through the API)")
+            wjob.submit_time = self._first + self.loop.now
+            job = SimJob(wjob, len(self.jobs), self.loop.now)
+            job.timings = [job_timing(t, wjob, self.lifecycle, self.primary) for t in wjob.pods]
+        except (ManifestError, ValueError) as exc:
+            record_event(
+                self.store, meta.get("namespace", ""), obj, "Warning", "FailedCreate", str(exc), "job-controller"
+            )
+            return
+        self.jobs.append(job)
+        self._job_uids[job.index] = meta["uid"]
+        self._by_uid[meta["uid"]] = job
+        self.book.entered_queue()
+        self.job_controller.start(job)
+        self._job_status(job)
 
     def _uid_of(self, namespace: str, name: str) -> str:
         try:

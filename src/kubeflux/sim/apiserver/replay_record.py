@@ -21,7 +21,7 @@ from kubeflux.sim.apiserver.clock import Clock
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
-from kubeflux.sim.jobcontroller import JobController, Timeline
+from kubeflux.sim.jobcontroller import Timeline
 from kubeflux.sim.jobs import SimJob, job_records
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
@@ -37,12 +37,13 @@ class _Replay(Protocol):
     """What the book needs of the replay that owns it."""
 
     jobs: list[SimJob]
-    job_controller: JobController
 
     @property
     def loop(self) -> Timeline: ...
 
     def finish_job(self, job: SimJob) -> None: ...
+
+    def job_pod_ended(self, job: SimJob) -> None: ...
 
 
 class ReplayBook:
@@ -177,7 +178,7 @@ class ReplayBook:
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:
-            self.replay.job_controller.pod_ended(job)
+            self.replay.job_pod_ended(job)
         elif job.active == 0:
             self.replay.finish_job(job)
 

@@ -234,13 +234,14 @@ class ApiServer:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock, paced=paced)
         self.started_at = time.perf_counter()
-        if self.workload is not None:
+        if self.workload is not None or self._with_controllers:  # the Job controller runs in the replay
+            workload = self.workload if self.workload is not None else Workload("api", [])
             done = self._replay_done if self.until_done else None
             self.replay = WorkloadReplay(
                 self.store,
                 loop,
                 self.clock,
-                self.workload,
+                workload,
                 self.nodes,
                 lifecycle=self.lifecycle,
                 primary=self.primary,
@@ -266,13 +267,13 @@ class ApiServer:
             if self.podgroup_controller is not None:
                 self.podgroup_controller.stop()
             if self.replay is not None:
-                self.replay.book.stop()
+                self.replay.stop()
 
     def _pacer(self, clock: VirtualClock) -> Pacer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        for component in (self.kubelet, self.podgroup_controller, self.schedulers, self.replay and self.replay.book):
+        for component in (self.kubelet, self.podgroup_controller, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)
