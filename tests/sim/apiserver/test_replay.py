@@ -80,12 +80,19 @@ def schedule(run: RunRecord) -> list[tuple[object, ...]]:
     return [row(job) for job in run.jobs]
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_api_in_virtual_time_gives_the_simulators_schedule(case: str) -> None:
+SCHEDULERS = ("coscheduling", "easy", "fcfs", "kube-default", "kubeflux-conservative", "kubeflux-fcfs")
+RUNS = [("kubeflux", case) for case in sorted(CASES)] + [
+    (scheduler, case) for scheduler in SCHEDULERS for case in sorted(CASES) if case != "demo-workload"
+]
+RUNS.append(("kube-default", "demo-workload"))  # PodGroup status writes once made it retry earlier than simulate
+
+
+@pytest.mark.parametrize(("scheduler", "case"), RUNS)
+def test_the_api_in_virtual_time_gives_the_simulators_schedule(scheduler: str, case: str) -> None:
     files, cluster = CASES[case]
     nodes = nodes_of(cluster)
     workload = map_to_cluster(merge_workloads([load_workload(f) for f in files]), nodes)
-    simulated, served = both(workload, nodes)
+    simulated, served = both(workload, nodes, scheduler)
     assert schedule(served) == schedule(simulated)
     assert served.utilization_series == simulated.utilization_series
     assert served.queue_series == simulated.queue_series
@@ -131,3 +138,23 @@ def test_cluster_serve_until_done_writes_the_report_simulate_writes(tmp_path: Pa
     jobs_csv = Path("kubeflux") / "jobs.csv"
     assert (tmp_path / "served" / jobs_csv).read_text() == (tmp_path / "simulated" / jobs_csv).read_text()
     assert (tmp_path / "served" / "index.html").is_file()
+
+
+def test_a_gang_that_can_never_fit_stops_the_served_run_as_it_stops_the_simulators() -> None:
+    # 3 one-core pods, minMember 3, on one 2-core node: coscheduling cycles wait, reject, retry for ever; after
+    # IDLE_WAKEUP_LIMIT time points of nothing but its wake-ups, both runs stop and say so.
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    pods = [PodTemplate(name=f"big-{k}", requests={"cpu": 1000}, run_time=10.0) for k in range(3)]
+    big = WorkloadJob(id="big", submit_time=0.0, kind=JobKind.POD_GROUP, name="big", min_member=3, pods=pods)
+    solo_pod = PodTemplate(name="solo", requests={"cpu": 1000}, run_time=100.0)
+    solo = WorkloadJob(id="solo", submit_time=5.0, kind=JobKind.POD, name="solo", pods=[solo_pod])
+    nodes = uniform_cluster(1, 2, "8Gi")
+    simulated, served = both(Workload("w", [big, solo]), nodes, "coscheduling")
+    assert schedule(served) == schedule(simulated)
+    assert {job.job_id: job.final_state.value for job in served.jobs} == {
+        "big": "NOT_FINISHED",
+        "solo": "COMPLETED_SUCCESSFULLY",
+    }
+    assert served.problems == simulated.problems
+    assert "(3 pod(s) still pending)" in served.problems[0]

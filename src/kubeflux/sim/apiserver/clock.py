@@ -103,16 +103,22 @@ class ServedClock:
 class _Entry:
     """One timer of a :class:`VirtualClock`; cancelled entries stay in the heap and are skipped."""
 
-    __slots__ = ("args", "callback", "cancelled", "key")
+    __slots__ = ("args", "callback", "cancelled", "clock", "key")
 
-    def __init__(self, key: tuple[float, int, int], callback: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def __init__(
+        self, clock: VirtualClock, key: tuple[float, int, int], callback: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None:
+        self.clock = clock
         self.key = key
         self.callback = callback
         self.args = args
         self.cancelled = False
 
     def cancel(self) -> None:
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            if self.key[1] < Priority.WAKEUP:
+                self.clock.working -= 1
 
     def __lt__(self, other: _Entry) -> bool:
         return self.key < other.key
@@ -134,6 +140,9 @@ class VirtualClock:
         self.now = start
         self.jumps = 0
         """How many time points :meth:`advance` has run."""
+        self.working = 0
+        """Timers set and not yet run nor cancelled, other than schedulers' wake-ups: 0 means that only a
+        scheduler's own timers can still change anything."""
         self._heap: list[_Entry] = []
         self._counter = itertools.count()
         self.scheduled: Callable[[], None] | None = None
@@ -157,8 +166,10 @@ class VirtualClock:
         """Run ``callback(*args)`` at simulated time ``when`` (not before now)."""
         if math.isnan(when):
             raise ValueError("cannot set a timer at NaN")
-        entry = _Entry((max(when, self.now), int(priority), next(self._counter)), callback, args)
+        entry = _Entry(self, (max(when, self.now), int(priority), next(self._counter)), callback, args)
         heapq.heappush(self._heap, entry)
+        if priority < Priority.WAKEUP:
+            self.working += 1
         if self.scheduled is not None:
             self.scheduled()
         return entry
@@ -180,11 +191,6 @@ class VirtualClock:
             heapq.heappop(heap)
         return heap[0].key[0] if heap else math.inf
 
-    def pending(self, below: Priority | None = None) -> int:
-        """How many timers are set (and not cancelled); with ``below``, only those of a lower priority."""
-        limit = math.inf if below is None else int(below)
-        return sum(1 for entry in self._heap if not entry.cancelled and entry.key[1] < limit)
-
     def advance(self) -> float | None:
         """Jump to the next time point and run its timers (those they set for the same time too), in
         ``(priority, sequence)`` order. Returns the new time, or None when no timer is left."""
@@ -199,6 +205,6 @@ class VirtualClock:
         while heap and heap[0].key[0] <= at:
             entry = heapq.heappop(heap)
             if not entry.cancelled:
-                entry.cancelled = True
+                entry.cancel()
                 entry.callback(*entry.args)
         return at

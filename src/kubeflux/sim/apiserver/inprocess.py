@@ -128,6 +128,8 @@ class InProcessSchedulers:
             if resource.kind == "Node":
                 converted = node_from_manifest(obj)
             elif resource.kind == "PodGroup":
+                if type_ == "MODIFIED" and prev is not None and _status_only(obj, prev):
+                    return  # the PodGroup controller's status: nothing a scheduler reads (the simulator has none)
                 converted = podgroup_from_manifest(obj)
             else:
                 converted = self._pod(type_, obj, prev)
@@ -285,6 +287,12 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
 
 
 _PHASES = frozenset(phase.value for phase in PodPhase)
+
+
+def _status_only(obj: Object, prev: Object) -> bool:
+    """Whether only the status (and the resourceVersion) of ``prev`` changed."""
+    meta, old = obj["metadata"], prev["metadata"]
+    return obj.get("spec") == prev.get("spec") and {**meta, "resourceVersion": ""} == {**old, "resourceVersion": ""}
 
 
 _WRITTEN_METADATA = frozenset({"resourceVersion", "annotations", "deletionTimestamp", "deletionGracePeriodSeconds"})

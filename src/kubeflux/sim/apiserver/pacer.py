@@ -33,6 +33,7 @@ from kubeflux.sim.apiserver.clock import Clock, VirtualClock
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.driver import IDLE_WAKEUP_LIMIT
 
 __all__ = ["TIME_HEADER", "Activity", "Pacer", "TimeHeader", "UnansweredPods"]
 
@@ -178,6 +179,14 @@ class Pacer:
         """Work run only when the cluster is quiescent (the in-process schedulers' cycles, once per time point):
         each runs if due and says whether it ran; time jumps only when none is due."""
         self.idle: list[Callable[[], None]] = []
+        self.bound: Callable[[], int] = lambda: 0
+        """Pods bound so far by the in-process schedulers (the livelock guard's measure of progress)."""
+        self.stalled: list[Callable[[int], None]] = []
+        """Told the number of time points, once :data:`IDLE_WAKEUP_LIMIT` time points in a row held nothing but
+        scheduler wake-ups and bound no pod (as the simulator stops such a run); time then waits for anything
+        else to happen (a request, a timer other than a wake-up)."""
+        self._idle_points = 0
+        self._bound_before: int | None = None
         self._stopped = False
         self._wake = asyncio.Event()
         clock.scheduled = self._wake.set
@@ -194,13 +203,46 @@ class Pacer:
                 return
             if any(cycle() for cycle in self.cycles):
                 continue
+            if self._livelocked():
+                await self._wait_for_work()
+                continue
+            self._bound_before = self.bound()
             if self.clock.advance() is None:
+                self._bound_before = None
                 for callback in list(self.idle):
                     callback()
                 self._wake.clear()
                 if self.clock.next_time() == math.inf and not self._stopped:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout=max(self.settle, 0.01))
+
+    def _livelocked(self) -> bool:
+        """Whether the time point just over held only scheduler wake-ups and bound no pod, for the
+        :data:`IDLE_WAKEUP_LIMIT`-th time in a row (the simulator's livelock rule)."""
+        if self._bound_before is None:
+            return False
+        if self.clock.working == 0 and self.bound() == self._bound_before:
+            self._idle_points += 1
+        else:
+            self._idle_points = 0
+        self._bound_before = None
+        if self._idle_points < IDLE_WAKEUP_LIMIT:
+            return False
+        log.warning(
+            "virtual time stopped jumping: %d time points in a row held nothing but scheduler wake-ups and none "
+            "bound a pod (a scheduler keeps retrying pods that cannot run); it waits for a request",
+            self._idle_points,
+        )
+        for callback in list(self.stalled):
+            callback(self._idle_points)
+        return True
+
+    async def _wait_for_work(self) -> None:
+        """Wait until a request arrives or a timer other than a wake-up is set."""
+        last = self.activity.last
+        while not self._stopped and self.clock.working == 0 and self.activity.last == last:
+            await asyncio.sleep(max(self.settle, 0.05))
+        self._idle_points = 0
 
     def _busy(self) -> bool:
         return any(probe() for probe in self.busy)

@@ -36,6 +36,7 @@ from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Callback, Priority
+from kubeflux.sim.driver import livelock_problem
 from kubeflux.sim.jobcontroller import JobController
 from kubeflux.sim.jobs import (
     COMPLETE_DELAY,
@@ -374,6 +375,13 @@ class WorkloadReplay:
         """Nothing is left to happen (the virtual clock has no timer left and the cluster is quiescent)."""
         if not self._arrivals:
             self._finish()
+
+    def stalled(self, points: int) -> None:
+        """Virtual time stopped: ``points`` time points in a row held only scheduler wake-ups and bound no pod.
+        The run ends there, as the simulator's does, and its problems say so."""
+        waiting = sum(1 for sp in self.book.pods.values() if sp.bound_at is None and not sp.pod.deleted)
+        self.problems.append(livelock_problem(self.loop.now, points, waiting))
+        self._finish()
 
     def _finish(self) -> None:
         if not self.done:

@@ -278,10 +278,13 @@ class ApiServer:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)
         if self.schedulers is not None:
-            clock.jumped.append(self.schedulers.time_point)
-            pacer.cycles.append(self.schedulers.run_cycle)
+            schedulers = self.schedulers
+            clock.jumped.append(schedulers.time_point)
+            pacer.cycles.append(schedulers.run_cycle)
+            pacer.bound = lambda: schedulers.bound
         if self.replay is not None:
             pacer.idle.append(self.replay.idle)
+            pacer.stalled.append(self.replay.stalled)
         return pacer
 
     def _replay_done(self) -> None:
