@@ -166,3 +166,20 @@ def test_cluster_serve_refuses_speed_in_virtual_time_and_until_done_without_a_wo
     assert both.returncode != 0 and "--speed is for the wall clock" in both.stderr + both.stdout
     alone = subprocess.run([*base, "--until-done"], capture_output=True, text=True, timeout=120)
     assert alone.returncode != 0 and "--until-done needs a --workload" in alone.stderr + alone.stdout
+
+
+def test_nodes_report_a_ready_heartbeat_every_five_simulated_minutes() -> None:
+    server = ApiServer(uniform_cluster(1, 16, "64Gi"), kubelet=True, clock=ServedClock(speed=600)).start()
+    try:
+
+        def heartbeat() -> float:
+            node = call(server, "GET", "/api/v1/nodes/node-0000")
+            ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+            assert ready["status"] == "True"
+            return parse_timestamp(ready["lastHeartbeatTime"]) - parse_timestamp(node["metadata"]["creationTimestamp"])
+
+        eventually(lambda: heartbeat() >= 300, "a node status heartbeat (300 simulated s: 0.5 s of wall time)")
+        lease = call(server, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-0000")
+        assert lease["spec"]["holderIdentity"] == "node-0000"
+    finally:
+        server.stop()

@@ -126,6 +126,8 @@ class InProcessSchedulers:
         try:
             converted: Pod | Node | PodGroup
             if resource.kind == "Node":
+                if type_ == "MODIFIED" and prev is not None and _heartbeat_only(obj, prev):
+                    return  # a kubelet's status heartbeat: nothing changed that a scheduler reads
                 converted = node_from_manifest(obj)
             elif resource.kind == "PodGroup":
                 if type_ == "MODIFIED" and prev is not None and _status_only(obj, prev):
@@ -277,7 +279,7 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
         return True
     kind = event.obj.get("kind")
     if kind == "Node":
-        return True
+        return not _heartbeat_only(event.obj, event.prev)
     if kind == "PodGroup":
         return bool(event.obj.get("spec") != event.prev.get("spec"))
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
@@ -293,6 +295,20 @@ def _status_only(obj: Object, prev: Object) -> bool:
     """Whether only the status (and the resourceVersion) of ``prev`` changed."""
     meta, old = obj["metadata"], prev["metadata"]
     return obj.get("spec") == prev.get("spec") and {**meta, "resourceVersion": ""} == {**old, "resourceVersion": ""}
+
+
+def _heartbeat_only(obj: Object, prev: Object) -> bool:
+    """Whether a node changed only in its conditions' ``lastHeartbeatTime`` (and its resourceVersion)."""
+
+    def beatless(node: Object) -> Object:
+        status = node.get("status") or {}
+        conditions = [
+            {k: v for k, v in c.items() if k != "lastHeartbeatTime"} if isinstance(c, dict) else c
+            for c in status.get("conditions") or ()
+        ]
+        return {**status, "conditions": conditions}
+
+    return _status_only(obj, prev) and beatless(obj) == beatless(prev)
 
 
 _WRITTEN_METADATA = frozenset({"resourceVersion", "annotations", "deletionTimestamp", "deletionGracePeriodSeconds"})

@@ -18,12 +18,13 @@ through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :m
 
 Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
 gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
-``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first; in virtual time a
-heartbeat never makes time jump: leases are renewed at the time points the clock lands on, once
-``heartbeat_seconds`` have passed since the last renewal, and at most once a wall second (a run of thousands of
-time points would otherwise spend most of its time renewing leases); after a long jump a lease may look older than
-its 40 s until the next renewal (nothing in the served cluster reads node leases). The Job controller,
-node condition updates and failure injection are not here yet.
+``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first, and every
+:data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready`` condition's ``lastHeartbeatTime``), as
+a kubelet reports an unchanged node status. In virtual time a heartbeat never makes time jump: both are written at
+the time points the clock lands on, once their period has passed, and at most once a wall second (a run of
+thousands of time points would otherwise spend most of its time renewing leases); after a long jump a lease may
+look older than its 40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions
+other than a ready node's heartbeat, and failure injection, are not here yet.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from kubeflux.scheduler.objects import PodPhase
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer, VirtualClock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
-from kubeflux.sim.apiserver.store import Store, clone
+from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.jobs import timing_of
@@ -56,6 +57,9 @@ __all__ = ["SimulatedKubelet", "record_event"]
 
 Object = dict[str, Any]
 _NODE_LEASES = "kube-node-lease"
+NODE_STATUS_SECONDS = 300.0
+"""How often a node's status heartbeat is written when nothing changed (the kubelet's
+``nodeStatusReportFrequency``)."""
 _TIME_FIELDS = frozenset({"lastTransitionTime", "startTime", "startedAt", "finishedAt"})
 
 
@@ -157,6 +161,7 @@ class SimulatedKubelet:
         self.heartbeat_seconds = heartbeat_seconds
         self._heartbeat: Timer | None = None
         self._last_beat = self._last_wall_beat = -math.inf
+        self._last_node_status = self.store.clock()  # registered just now, with a fresh heartbeat
         if self.leases is not None and heartbeat_seconds > 0:
             if isinstance(self.clock, VirtualClock):  # heartbeats ride on the clock's jumps, never cause one
                 self.clock.jumped.append(self._beat_if_due)
@@ -192,12 +197,28 @@ class SimulatedKubelet:
                 with contextlib.suppress(ApiError):
                     self.store.create(self.leases, _NODE_LEASES, body, trusted=True)
                 continue
-            updated = clone(lease)
-            updated["spec"] = {**lease.get("spec", {}), **spec}
+            updated = {**lease, "spec": {**lease.get("spec", {}), **spec}}
             with contextlib.suppress(ApiError):
                 self.store.update(self.leases, _NODE_LEASES, meta["name"], updated, trusted=True)
+        if self._last_beat - self._last_node_status >= NODE_STATUS_SECONDS:
+            self._report_nodes()
         if not isinstance(self.clock, VirtualClock):
             self._heartbeat = self.clock.call_later(self.loop, self.heartbeat_seconds, Priority.NODE, self._beat)
+
+    def _report_nodes(self) -> None:
+        """Each node's status heartbeat: its ``Ready`` condition's ``lastHeartbeatTime`` (the kubelet reports node
+        status every 5 minutes when nothing changed, and renews its Lease in between)."""
+        self._last_node_status = self._last_beat
+        stamp = _stamp(int(self._last_beat))
+        for node in list(self.store.objects(self.nodes)):
+            status = node.get("status") or {}
+            conditions = [
+                {**c, "lastHeartbeatTime": stamp} if isinstance(c, dict) and c.get("type") == "Ready" else c
+                for c in status.get("conditions") or ()
+            ]
+            updated = {**node, "status": {**status, "conditions": conditions}}
+            with contextlib.suppress(ApiError):
+                self.store.update(self.nodes, "", node["metadata"]["name"], updated, "status", trusted=True)
 
     def _beat_if_due(self, now: float) -> None:
         wall = time.monotonic()
