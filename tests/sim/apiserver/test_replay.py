@@ -158,3 +158,32 @@ def test_a_gang_that_can_never_fit_stops_the_served_run_as_it_stops_the_simulato
     }
     assert served.problems == simulated.problems
     assert "(3 pod(s) still pending)" in served.problems[0]
+
+
+def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> None:
+    # In wall time the schedule is as precise as the event loop's timers: only the outcome is compared.
+    from kubeflux.sim.apiserver.clock import ServedClock
+
+    nodes = read_cluster(ONE_WORKER)
+    workload = map_to_cluster(load_workload(EXAMPLES / "workloads" / "pi-demo.yaml"), nodes)
+    schedulers, primary = _schedulers_for("kubeflux", workload)
+    server = ApiServer(
+        nodes,
+        kubelet=True,
+        controllers=True,
+        schedulers=list(schedulers.values()),
+        clock=ServedClock(speed=400),
+        workload=workload,
+        primary=primary,
+        until_done=True,
+    ).start()
+    try:
+        assert server.join(timeout=900), "the replay never finished"
+        assert server.replay is not None
+        run = server.replay.run_record("kubeflux", 0.0)
+    finally:
+        server.stop()
+    states = {job.job_id: job.final_state.value for job in run.jobs}
+    assert len(states) == 8
+    assert all(state == "COMPLETED_FAILED" for job, state in states.items() if "segfault" in job)
+    assert all(state == "COMPLETED_SUCCESSFULLY" for job, state in states.items() if "segfault" not in job)

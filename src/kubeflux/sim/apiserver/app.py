@@ -21,9 +21,8 @@ from urllib.parse import parse_qs
 import orjson
 import yaml
 
-from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
-from kubeflux.sim.apiserver.clock import Clock
+from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, too_deep
@@ -214,9 +213,7 @@ class ApiApp:
             await self._respond(send, 200, b"ok", "text/plain")
             return
         if path == "/kubeflux/time":  # the simulated time, for clients that want it
-            now = self.store.clock()
-            speed, mode = (self.clock.speed, self.clock.mode) if self.clock is not None else (1.0, "wall")
-            await self._respond(send, 200, {"now": now, "time": format_timestamp(now), "speed": speed, "clock": mode})
+            await self._respond(send, 200, time_document(self.clock or ServedClock(), self.store.clock()))
             return
         self._authorize(headers)
         method: str = scope["method"]

@@ -26,9 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.clock import Priority
 
-__all__ = ["Clock", "ServedClock", "Timer", "VirtualClock"]
+__all__ = ["Clock", "ServedClock", "Timer", "VirtualClock", "time_document"]
 
 
 class Timer(Protocol):
@@ -208,3 +209,9 @@ class VirtualClock:
                 entry.cancel()
                 entry.callback(*entry.args)
         return at
+
+
+def time_document(clock: Clock, now: float) -> dict[str, Any]:
+    """What ``GET /kubeflux/time`` answers: the simulated time ``now`` (Unix seconds and RFC 3339), the clock's
+    mode and speed."""
+    return {"now": now, "time": format_timestamp(now), "speed": clock.speed, "clock": clock.mode}
