@@ -21,8 +21,9 @@ gets a Warning event naming the field. Each node's kubelet also renews its Lease
 ``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first, and every
 :data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready`` condition's ``lastHeartbeatTime``), as
 a kubelet reports an unchanged node status. In virtual time a heartbeat never makes time jump: both are written at
-the time points the clock lands on, once their period has passed, and at most once a wall second (a run of
-thousands of time points would otherwise spend most of its time renewing leases); after a long jump a lease may
+the time points the clock lands on, once their period has passed, leases at most once a wall second and node
+status at most once every 10 wall seconds (a run of thousands of time points would otherwise spend much of its
+time on heartbeats); after a long jump a lease may
 look older than its 40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions
 other than a ready node's heartbeat, and failure injection, are not here yet.
 """
@@ -162,6 +163,7 @@ class SimulatedKubelet:
         self._heartbeat: Timer | None = None
         self._last_beat = self._last_wall_beat = -math.inf
         self._last_node_status = self.store.clock()  # registered just now, with a fresh heartbeat
+        self._last_wall_node_status = time.monotonic()
         if self.leases is not None and heartbeat_seconds > 0:
             if isinstance(self.clock, VirtualClock):  # heartbeats ride on the clock's jumps, never cause one
                 self.clock.jumped.append(self._beat_if_due)
@@ -200,7 +202,12 @@ class SimulatedKubelet:
             updated = {**lease, "spec": {**lease.get("spec", {}), **spec}}
             with contextlib.suppress(ApiError):
                 self.store.update(self.leases, _NODE_LEASES, meta["name"], updated, trusted=True)
-        if self._last_beat - self._last_node_status >= NODE_STATUS_SECONDS:
+        wall = time.monotonic()
+        virtual = isinstance(self.clock, VirtualClock)
+        if self._last_beat - self._last_node_status >= NODE_STATUS_SECONDS and (
+            not virtual or wall - self._last_wall_node_status >= 10.0
+        ):
+            self._last_wall_node_status = wall
             self._report_nodes()
         if not isinstance(self.clock, VirtualClock):
             self._heartbeat = self.clock.call_later(self.loop, self.heartbeat_seconds, Priority.NODE, self._beat)
