@@ -40,10 +40,10 @@ import random
 from collections.abc import Callable, Iterable
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase, Taint
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
-from kubeflux.sim.jobs import SimJob, job_records, timing_of
+from kubeflux.sim.jobs import SimJob, job_records, job_timing
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
@@ -302,12 +302,7 @@ class Cluster:
 
     def _timing(self, template: PodTemplate, wjob: WorkloadJob) -> TemplateTiming:
         """The template's timing for this job (read once per job: a Job's later pods reuse ``job.timings``)."""
-        labels = template.labels
-        if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
-            labels = {**labels, POD_GROUP_LABEL: wjob.name}
-        if wjob.kind is JobKind.JOB:
-            labels = {**labels, "batch.kubernetes.io/job-name": wjob.name}
-        return timing_of(template, wjob, self.lifecycle, labels, self.primary_scheduler)
+        return job_timing(template, wjob, self.lifecycle, self.primary_scheduler)
 
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
         """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending."""
@@ -344,14 +339,7 @@ class Cluster:
             job.reject(message, now)
             return
         sp = SimPod(pod, job.index, timing, now)
-        lc = self.lifecycle
-        if timing.start_jitter > timing.start_delay:
-            sp.start_delay = self._rng.uniform(timing.start_delay, timing.start_jitter)
-        if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
-            sp.run_time = self._rng.uniform(sp.run_time, timing.run_jitter)
-        if lc.pod_failure_fraction > 0.0 and self._rng.random() < lc.pod_failure_fraction:
-            sp.fail_after = (sp.run_time or 0.0) * self._rng.random()
-            sp.exit_code = lc.failure_exit_code
+        sp.draw(self.lifecycle, self._rng)
         job.created += 1
         job.active += 1
         job.pods.append(sp)

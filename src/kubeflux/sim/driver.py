@@ -241,10 +241,7 @@ class Simulation:
 
     def _report_livelock(self, now: float, idle: int) -> None:
         waiting = sum(1 for sp in self.cluster.pods.values() if sp.bound_at is None and not sp.pod.deleted)
-        self.problems.append(
-            f"the run stopped at {now:g} s: nothing but scheduler wake-ups was left for {idle} time points in a row "
-            f"and none bound a pod ({waiting} pod(s) still pending); a scheduler keeps retrying pods that cannot run"
-        )
+        self.problems.append(livelock_problem(now, idle, waiting))
 
     def _report_orphans(self) -> None:
         missing: dict[str, int] = {}
@@ -257,6 +254,14 @@ class Simulation:
                 missing[sp.pod.scheduler_name] = missing.get(sp.pod.scheduler_name, 0) + 1
         for name, count in sorted(missing.items()):
             self.problems.append(f"{count} pod(s) name schedulerName {name!r}, which no scheduler in this run owns")
+
+
+def livelock_problem(now: float, idle: int, waiting: int) -> str:
+    """What a run stopped by the livelock rule (see the module docstring) says in its problems."""
+    return (
+        f"the run stopped at {now:g} s: nothing but scheduler wake-ups was left for {idle} time points in a row "
+        f"and none bound a pod ({waiting} pod(s) still pending); a scheduler keeps retrying pods that cannot run"
+    )
 
 
 def simulate(
@@ -274,4 +279,4 @@ def simulate(
     return sim.run(progress)
 
 
-__all__ = ["IDLE_WAKEUP_LIMIT", "Progress", "Simulation", "SimulationOptions", "simulate"]
+__all__ = ["IDLE_WAKEUP_LIMIT", "Progress", "Simulation", "SimulationOptions", "livelock_problem", "simulate"]

@@ -12,9 +12,9 @@ is a watch event like any other and this module does not import the cluster's.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.pods import TemplateTiming
 
@@ -24,11 +24,25 @@ JOB_BACKOFF_CAP = 360.0
 """The back-off never exceeds 6 minutes."""
 
 
-class JobHost(Protocol):
-    """The cluster as its Job controller sees it (:class:`~kubeflux.sim.cluster.Cluster` is one)."""
+class Timeline(Protocol):
+    """The clock and timers a Job controller needs (an :class:`~kubeflux.sim.clock.EventLoop` is one)."""
 
     @property
-    def loop(self) -> EventLoop:
+    def now(self) -> float:
+        """Seconds of simulated time."""
+        ...
+
+    def schedule(self, at: float, priority: int, callback: Callback, payload: Any = None) -> None:
+        """Run ``callback(payload)`` at ``at``."""
+        ...
+
+
+class JobHost(Protocol):
+    """The cluster as its Job controller sees it (:class:`~kubeflux.sim.cluster.Cluster` is one, and so is the
+    served cluster's workload replay)."""
+
+    @property
+    def loop(self) -> Timeline:
         """The cluster's clock and event queue."""
         ...
 
@@ -113,4 +127,4 @@ class JobController:
             )
 
 
-__all__ = ["JOB_BACKOFF_BASE", "JOB_BACKOFF_CAP", "JobController", "JobHost"]
+__all__ = ["JOB_BACKOFF_BASE", "JOB_BACKOFF_CAP", "JobController", "JobHost", "Timeline"]

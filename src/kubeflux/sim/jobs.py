@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
 from kubeflux.sim.records import FinalState, JobRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
@@ -18,6 +18,7 @@ READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
 READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
 COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
 COMPLETE_JITTER = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -115,6 +116,17 @@ def timing_of(
         f"Job/{wjob.name}" if kind is JobKind.JOB else "",
         "main" if template.manifest is None else _container_name(template.manifest),
     )
+
+
+def job_timing(template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, primary: str) -> TemplateTiming:
+    """:func:`timing_of` for a pod of ``wjob``, with the labels its pods carry: the pod group's (a gang) and the
+    Job's name (a ``batch/v1`` Job)."""
+    labels = template.labels
+    if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
+        labels = {**labels, POD_GROUP_LABEL: wjob.name}
+    if wjob.kind is JobKind.JOB:
+        labels = {**labels, JOB_NAME_LABEL: wjob.name}
+    return timing_of(template, wjob, lifecycle, labels, primary)
 
 
 def _container_name(manifest: Any) -> str:
@@ -247,11 +259,13 @@ def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
 __all__ = [
     "COMPLETE_DELAY",
     "COMPLETE_JITTER",
+    "JOB_NAME_LABEL",
     "READY_DELAY",
     "READY_JITTER",
     "SimJob",
     "exact_seconds",
     "job_records",
+    "job_timing",
     "parse_duration",
     "timing_of",
 ]

@@ -7,6 +7,7 @@ job records (:mod:`kubeflux.sim.jobs`) import this module, never the other way r
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from kubeflux.scheduler.interface import ClusterEvent
@@ -131,6 +132,19 @@ class SimPod:
         self.container_reason = ""
         self.container_name = timing.container_name
         self.modified: ClusterEvent | None = None
+
+    def draw(self, lifecycle: Lifecycle, rng: random.Random) -> None:
+        """Draw this pod's random start delay, run time and injected failure from ``rng`` (KWOK's jitter: uniform
+        from the delay up to the jitter bound). One draw order for every cluster that replays a workload, so the
+        simulator and the served cluster give a seed the same pods the same times."""
+        timing = self.timing
+        if timing.start_jitter > timing.start_delay:
+            self.start_delay = rng.uniform(timing.start_delay, timing.start_jitter)
+        if timing.run_jitter is not None and self.run_time is not None and timing.run_jitter > self.run_time:
+            self.run_time = rng.uniform(self.run_time, timing.run_jitter)
+        if lifecycle.pod_failure_fraction > 0.0 and rng.random() < lifecycle.pod_failure_fraction:
+            self.fail_after = (self.run_time or 0.0) * rng.random()
+            self.exit_code = lifecycle.failure_exit_code
 
 
 __all__ = ["KubeEvent", "Lifecycle", "NodeOutage", "SimPod", "TemplateTiming"]

@@ -21,9 +21,8 @@ from urllib.parse import parse_qs
 import orjson
 import yaml
 
-from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
-from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, too_deep
@@ -120,7 +119,7 @@ def _int(query: dict[str, str], name: str) -> int | None:
 class ApiApp:
     """The ASGI application serving ``store``."""
 
-    def __init__(self, store: Store, settings: ServerSettings | None = None, clock: ServedClock | None = None) -> None:
+    def __init__(self, store: Store, settings: ServerSettings | None = None, clock: Clock | None = None) -> None:
         self.store = store
         self.clock = clock
         self.registry = store.registry
@@ -135,6 +134,10 @@ class ApiApp:
         self.closing = True
         for watcher in list(self._open):
             watcher.close()
+
+    def unsent(self) -> bool:
+        """Some open watch holds events it has not written yet."""
+        return any(watcher.pending for watcher in self._open)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -210,9 +213,7 @@ class ApiApp:
             await self._respond(send, 200, b"ok", "text/plain")
             return
         if path == "/kubeflux/time":  # the simulated time, for clients that want it
-            now = self.store.clock()
-            speed = self.clock.speed if self.clock is not None else 1.0
-            await self._respond(send, 200, {"now": now, "time": format_timestamp(now), "speed": speed})
+            await self._respond(send, 200, time_document(self.clock or ServedClock(), self.store.clock()))
             return
         self._authorize(headers)
         method: str = scope["method"]

@@ -1,33 +1,217 @@
-"""The served cluster's clock: wall time, or wall time accelerated ``speed`` times (``cluster serve --speed``).
+"""The served cluster's clocks: wall time, wall time accelerated ``speed`` times, or virtual time.
 
-Simulated time is Unix seconds that start at the wall time the server started and run ``speed`` times faster;
-object timestamps (creation, conditions, events, deletion), the kubelet's stage delays and the schedulers' ``now``
-all read it. The stage timers of the kubelet and the schedulers' wake-ups wait ``seconds / speed`` of wall time.
-Virtual time (jumping to the next event when the cluster is quiescent) is not served yet.
+Simulated time is Unix seconds. Object timestamps (creation, conditions, events, deletion, leases), the kubelet's
+stage delays and the schedulers' ``now`` all read the clock (``clock()``); every timer of the served cluster (a
+kubelet stage, a Job's deadline, a scheduler's wake-up, a replayed submission) is set through
+:meth:`Clock.call_later` / :meth:`Clock.call_at`, in simulated seconds, with a tie order
+(:class:`kubeflux.sim.clock.Priority`, the simulator's).
+
+* :class:`ServedClock` (``--clock wall``, ``--speed X``): simulated time starts at the wall time the server
+  started and runs ``speed`` times faster; a timer waits ``seconds / speed`` of wall time on the event loop.
+* :class:`VirtualClock` (``--clock virtual``): simulated time stands still while the cluster works and jumps to
+  the next timer when it is quiescent. Timers wait in a heap keyed ``(time, priority, sequence)`` as in the
+  simulator's :class:`~kubeflux.sim.clock.EventLoop`; :meth:`VirtualClock.advance` runs every timer of the next
+  time point. *When* to advance is not the clock's business: :mod:`kubeflux.sim.apiserver.pacer` decides (the
+  quiescence rule).
 """
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import itertools
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-__all__ = ["ServedClock"]
+from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.sim.clock import Priority
+
+__all__ = ["Clock", "ServedClock", "Timer", "VirtualClock", "time_document"]
+
+
+class Timer(Protocol):
+    """What :meth:`Clock.call_later` returns (an :class:`asyncio.TimerHandle` is one)."""
+
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """The served cluster's time (see the module docstring)."""
+
+    @property
+    def mode(self) -> str:
+        """``wall`` or ``virtual``."""
+        ...
+
+    @property
+    def speed(self) -> float:
+        """How many simulated seconds pass per wall second (0 in virtual time: it is not a rate)."""
+        ...
+
+    def __call__(self) -> float:
+        """The simulated time now (Unix seconds)."""
+        ...
+
+    def call_later(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        delay: float,
+        priority: Priority,
+        callback: Callable[..., Any],
+        *args: Any,
+    ) -> Timer:
+        """Run ``callback(*args)`` on ``loop`` ``delay`` simulated seconds from now (a negative delay: now)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class ServedClock:
+    """Wall time, or wall time ``speed`` times faster (``--speed``)."""
+
     speed: float = 1.0
     origin: float = field(default_factory=time.time)
     """Wall (Unix) time at which simulated time equals wall time."""
 
     def __post_init__(self) -> None:
-        if not self.speed > 0:
+        if not self.speed > 0 or math.isinf(self.speed):
             raise ValueError(f"speed must be positive, got {self.speed}")
 
+    @property
+    def mode(self) -> str:
+        return "wall"
+
     def __call__(self) -> float:
-        """The simulated time now (Unix seconds)."""
         return self.origin + (time.time() - self.origin) * self.speed
 
     def wall(self, seconds: float) -> float:
         """Wall seconds to wait for ``seconds`` of simulated time to pass."""
         return max(seconds, 0.0) / self.speed
+
+    def call_later(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        delay: float,
+        priority: Priority,
+        callback: Callable[..., Any],
+        *args: Any,
+    ) -> Timer:
+        return loop.call_later(self.wall(delay), callback, *args)
+
+
+class _Entry:
+    """One timer of a :class:`VirtualClock`; cancelled entries stay in the heap and are skipped."""
+
+    __slots__ = ("args", "callback", "cancelled", "clock", "key")
+
+    def __init__(
+        self, clock: VirtualClock, key: tuple[float, int, int], callback: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None:
+        self.clock = clock
+        self.key = key
+        self.callback = callback
+        self.args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            if self.key[1] < Priority.WAKEUP:
+                self.clock.working -= 1
+
+    def __lt__(self, other: _Entry) -> bool:
+        return self.key < other.key
+
+
+class VirtualClock:
+    """Virtual time: stands still until :meth:`advance` jumps it to the next timer.
+
+    ``origin`` (Unix seconds, default the wall time now, whole seconds) is the simulated time at the start. Timers
+    run on the loop of whoever calls :meth:`advance` (the pacer, on the server's loop); ``loop`` arguments are
+    accepted for the :class:`Clock` interface and not used.
+    """
+
+    def __init__(self, origin: float | None = None) -> None:
+        start = float(int(time.time())) if origin is None else float(origin)
+        if not math.isfinite(start) or start < 0:
+            raise ValueError(f"the virtual clock's origin must be a non-negative time, got {origin}")
+        self.origin = start
+        self.now = start
+        self.jumps = 0
+        """How many time points :meth:`advance` has run."""
+        self.working = 0
+        """Timers set and not yet run nor cancelled, other than schedulers' wake-ups: 0 means that only a
+        scheduler's own timers can still change anything."""
+        self._heap: list[_Entry] = []
+        self._counter = itertools.count()
+        self.scheduled: Callable[[], None] | None = None
+        """Called whenever a timer is set (the pacer sets it to notice new work while idle)."""
+        self.jumped: list[Callable[[float], None]] = []
+        """Called with the new time at each jump, before its timers run (periodic work that must not itself make
+        time jump, such as lease heartbeats, rides on the time points that happen anyway)."""
+
+    @property
+    def mode(self) -> str:
+        return "virtual"
+
+    @property
+    def speed(self) -> float:
+        return 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, priority: Priority, callback: Callable[..., Any], *args: Any) -> Timer:
+        """Run ``callback(*args)`` at simulated time ``when`` (not before now)."""
+        if math.isnan(when):
+            raise ValueError("cannot set a timer at NaN")
+        entry = _Entry(self, (max(when, self.now), int(priority), next(self._counter)), callback, args)
+        heapq.heappush(self._heap, entry)
+        if priority < Priority.WAKEUP:
+            self.working += 1
+        if self.scheduled is not None:
+            self.scheduled()
+        return entry
+
+    def call_later(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        delay: float,
+        priority: Priority,
+        callback: Callable[..., Any],
+        *args: Any,
+    ) -> Timer:
+        return self.call_at(self.now + max(delay, 0.0), priority, callback, *args)
+
+    def next_time(self) -> float:
+        """The time of the next timer that is not cancelled, or ``inf`` when none is left."""
+        heap = self._heap
+        while heap and heap[0].cancelled:
+            heapq.heappop(heap)
+        return heap[0].key[0] if heap else math.inf
+
+    def advance(self) -> float | None:
+        """Jump to the next time point and run its timers (those they set for the same time too), in
+        ``(priority, sequence)`` order. Returns the new time, or None when no timer is left."""
+        at = self.next_time()
+        if at == math.inf:
+            return None
+        self.now = at
+        self.jumps += 1
+        for listener in list(self.jumped):
+            listener(at)
+        heap = self._heap
+        while heap and heap[0].key[0] <= at:
+            entry = heapq.heappop(heap)
+            if not entry.cancelled:
+                entry.cancel()
+                entry.callback(*entry.args)
+        return at
+
+
+def time_document(clock: Clock, now: float) -> dict[str, Any]:
+    """What ``GET /kubeflux/time`` answers: the simulated time ``now`` (Unix seconds and RFC 3339), the clock's
+    mode and speed."""
+    return {"now": now, "time": format_timestamp(now), "speed": clock.speed, "clock": clock.mode}

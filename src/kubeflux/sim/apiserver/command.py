@@ -8,11 +8,18 @@ path, and stops on Ctrl-C or SIGTERM. What it serves, and what not yet, is in do
 from __future__ import annotations
 
 import secrets
+import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from kubeflux.scheduler.interface import Scheduler
+    from kubeflux.scheduler.objects import Node
+    from kubeflux.sim.apiserver.server import ApiServer
+    from kubeflux.sim.workloads.model import Workload
 
 __all__ = ["cluster_app"]
 
@@ -54,6 +61,32 @@ def serve_command(
     speed: Annotated[
         float, typer.Option("--speed", help="Simulated time runs this many times faster than wall.")
     ] = 1.0,
+    clock_mode: Annotated[
+        str, typer.Option("--clock", help="wall (with --speed) or virtual: jump to the next event when quiescent.")
+    ] = "wall",
+    settle: Annotated[
+        float, typer.Option("--settle", help="Virtual time: wall seconds without requests before time may jump.")
+    ] = 0.05,
+    external: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--external-scheduler", help="Virtual time waits only for these external schedulers' pods (repeatable)."
+        ),
+    ] = None,
+    workload: Annotated[
+        list[Path] | None,
+        typer.Option("--workload", "-w", help="Replay a workload (any `simulate` format) at its submit times."),
+    ] = None,
+    primary: Annotated[
+        str | None,
+        typer.Option("--primary", help="schedulerName of replayed pods naming none (default: the first --scheduler)."),
+    ] = None,
+    until_done: Annotated[
+        bool, typer.Option("--until-done", help="Stop once the replayed workload is done (then write the report).")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Report folder of a replay (default: beside the kubeconfig).")
+    ] = None,
 ) -> None:
     """Serve a simulated cluster over the Kubernetes REST API until Ctrl-C or SIGTERM."""
     from kubeflux.sim.apiserver.app import ServerSettings
@@ -70,21 +103,29 @@ def serve_command(
     except (WorkloadError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    from kubeflux.sim.baselines import available, create
+    from kubeflux.sim.baselines import available
     from kubeflux.sim.pods import Lifecycle
 
     names = [n for n in (scheduler or []) if n != "none"]
     unknown = [n for n in names if n not in available()]
     if unknown:
         raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: none, {', '.join(available())}")
-    from kubeflux.sim.apiserver.clock import ServedClock
+    from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
 
+    if clock_mode not in ("wall", "virtual"):
+        raise typer.BadParameter(f"--clock must be wall or virtual, got {clock_mode!r}")
+    if clock_mode == "virtual" and speed != 1.0:
+        raise typer.BadParameter("--speed is for the wall clock; virtual time jumps from event to event")
+    if not 0 <= settle <= 60:
+        raise typer.BadParameter(f"--settle must be from 0 to 60 seconds, got {settle}")
+    if until_done and not workload:
+        raise typer.BadParameter("--until-done needs a --workload to replay")
     try:
         lifecycle = Lifecycle(start_delay, start_jitter, seed=seed)
-        clock = ServedClock(speed)
+        clock: Clock = VirtualClock() if clock_mode == "virtual" else ServedClock(speed)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    cores = [create(n) for n in names]
+    replayed, cores, under_test = _replay_plan(workload, node_list, names, primary)
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
     server = ApiServer(
         node_list,
@@ -96,6 +137,11 @@ def serve_command(
         schedulers=cores,
         clock=clock,
         controllers=True,
+        settle=settle,
+        external_schedulers=external or (),
+        workload=replayed,
+        primary=under_test,
+        until_done=until_done,
     )
     try:
         server.bind()
@@ -105,10 +151,64 @@ def serve_command(
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
     server.write_kubeconfig(path)
     pace = "" if speed == 1.0 else f", simulated time x{speed:g} (GET /kubeflux/time)"
+    if clock_mode == "virtual":
+        pace = ", virtual time (GET /kubeflux/time, header X-Kubeflux-Time)"
     typer.echo(f"kubeflux cluster: {len(node_list)} nodes at {server.url}{pace}")
     for core in cores:
         typer.echo(f"scheduler: {core.name} (in process; pods with schedulerName: {core.name})")
     typer.echo(f"kubeconfig: {path}")
     typer.echo(f"  export KUBECONFIG={path}")
+    if replayed is not None:
+        typer.echo(f"workload: {replayed.name}, {len(replayed.jobs)} jobs (pods naming no scheduler: {under_test})")
     server.serve_forever()
     typer.echo("kubeflux cluster: stopped")
+    if replayed is not None:
+        _write_report(server, names[0] if names else under_test, out or path.parent / "report")
+
+
+def _replay_plan(
+    workload: list[Path] | None, nodes: list[Node], names: list[str], primary: str | None
+) -> tuple[Workload | None, list[Scheduler], str]:
+    """The workload fitted to the nodes (as ``simulate`` reads and fits it), the in-process schedulers (with a
+    workload, as ``simulate`` runs them: the first ``--scheduler``, plus one for each other ``schedulerName`` its
+    pods name that kubeflux has), and the name of the scheduler under test."""
+    from kubeflux.sim.baselines import create
+    from kubeflux.sim.command import _schedulers_for, merge_workloads
+    from kubeflux.sim.workloads import WorkloadError, load_workload
+    from kubeflux.sim.workloads.mapping import map_to_cluster
+
+    if not workload:
+        cores = [create(n) for n in names]
+        return None, cores, primary or (cores[0].name if cores else "default-scheduler")
+    try:
+        mapped = map_to_cluster(merge_workloads([load_workload(p) for p in workload]), nodes)
+    except (WorkloadError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if not names:
+        return mapped, [], primary or "default-scheduler"
+    schedulers, first = _schedulers_for(names[0], mapped)
+    for name in names[1:]:
+        extra = create(name)
+        schedulers.setdefault(extra.name, extra)
+    return mapped, list(schedulers.values()), primary or first
+
+
+def _write_report(server: ApiServer, label: str, out: Path) -> None:
+    """The report ``kubeflux simulate`` writes, from the replay's records."""
+    import time
+
+    from rich.console import Console
+
+    from kubeflux.sim.command import REPORT_WIDTH, _write_outputs
+
+    assert server.replay is not None
+    run = server.replay.run_record(label, time.perf_counter() - server.started_at)
+    out.mkdir(parents=True, exist_ok=True)
+    if run.problems:
+        (out / "problems.txt").write_text("\n".join(f"[{label}] {p}" for p in run.problems) + "\n", encoding="utf-8")
+    console = Console(width=None if sys.stdout.isatty() else REPORT_WIDTH)
+    done = sum(1 for job in run.jobs if job.finish_time is not None)
+    console.print(f"{label}: {len(run.jobs)} jobs ({done} finished), {run.pods_bound} pods bound through the API")
+    _write_outputs([run], out, console)
+    typer.echo(f"report: {out}")

@@ -3,7 +3,7 @@
 A thin shell, like the simulator's driver, over the same core contract (:mod:`kubeflux.scheduler.interface`): the
 store's watch events of nodes, pod groups and pods become :class:`ClusterEvent` objects (read by the same manifest
 readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)`` runs after each batch
-and at the scheduler's ``next_wakeup``, in the store's time (Unix seconds; accelerated with ``--speed``).
+and at the scheduler's ``next_wakeup``, in the served clock's time (Unix seconds; wall, accelerated or virtual).
 Decisions go through the API's own paths, as a scheduler outside the process would send them: a :class:`Bind` is
 a ``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
 :class:`Unschedulable` or :class:`Reject` sets ``PodScheduled=False/Unschedulable`` through ``pods/status`` with a
@@ -14,7 +14,9 @@ written again (no event storms, no loops).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kubeflux.scheduler.interface import (
@@ -24,20 +26,22 @@ from kubeflux.scheduler.interface import (
     Decision,
     EventKind,
     PodWarning,
+    Reject,
     Scheduler,
     Unreserve,
     Unschedulable,
     expected_start_text,
 )
 from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
-from kubeflux.scheduler.objects import Node, Pod, PodGroup
-from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
-from kubeflux.sim.apiserver.store import Store, clone
+from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher, WatchEvent
+from kubeflux.sim.clock import Priority
 
 __all__ = ["InProcessSchedulers"]
 
@@ -53,48 +57,84 @@ class InProcessSchedulers:
         store: Store,
         loop: asyncio.AbstractEventLoop,
         schedulers: list[Scheduler],
-        clock: ServedClock | None = None,
+        clock: Clock | None = None,
+        *,
+        paced: bool = False,
     ) -> None:
         self.store, self.loop, self.schedulers = store, loop, list(schedulers)
-        self.clock = clock or ServedClock()
+        self.paced = paced
+        """In virtual time the pacer runs the cycles (:meth:`run_cycle`): once per time point, as the simulator
+        asks its schedulers, and again only for events that may let a pod run (see :func:`_enabling`)."""
+        self._due = False
+        self._pods: dict[str, tuple[Object, Pod]] = {}
+        """uid → the last version of a pod read, and its reading."""
+        self.clock: Clock = clock or ServedClock()
         registry = store.registry
         kinds = [("", "v1", "nodes"), ("scheduling.x-k8s.io", "v1alpha1", "podgroups"), ("", "v1", "pods")]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
         self.pods = self.resources[-1]
         self._watchers: list[Watcher] = []
         self._scheduled = False
-        self._wakeup: asyncio.TimerHandle | None = None
+        self.rejected: list[Callable[[str, str], None]] = []
+        """Told ``(uid, message)`` of every pod a scheduler rejects (it can never run): on the API such a pod is
+        only ``Unschedulable``, but the workload replay's records say REJECTED, as the simulator's do."""
+        self._wakeups: dict[int, float] = {}
+        self._timers: dict[float, Timer] = {}
         self.bound = 0
         now = store.clock()
         for resource in self.resources:
             watcher = Watcher(resource, "", LabelSelector(), FieldSelector(), backlog=10**9)
-            watcher.wake = self._wake
             store.collections[resource.collection].watchers.add(watcher)
             self._watchers.append(watcher)
             for obj in list(store.objects(resource)):
                 self._observe("ADDED", resource, obj, now)
+            watcher.wake = self._wake_on_event
         self._wake()
+
+    @property
+    def busy(self) -> bool:
+        """A scheduling cycle is due (the virtual clock must not jump); paced cycles are the pacer's to run."""
+        return not self.paced and (self._scheduled or any(watcher.pending for watcher in self._watchers))
+
+    def time_point(self, now: float) -> None:
+        """The virtual clock jumped: a cycle is due once the time point's events are in."""
+        self._due = True
+
+    def run_cycle(self) -> bool:
+        """Run a cycle if one is due (paced mode); True when it ran."""
+        if not (self._due or any(_enabling(t, e) for w in self._watchers for t, e in w.pending)):
+            return False
+        self._due = False
+        self._cycle()
+        return True
 
     def stop(self) -> None:
         for resource, watcher in zip(self.resources, self._watchers, strict=True):
             self.store.stop_watch(resource, watcher)
-        if self._wakeup is not None:
-            self._wakeup.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
 
     def _wake(self) -> None:
+        if self.paced:
+            self._due = True
+            return
         if not self._scheduled:
             self._scheduled = True
             self.loop.call_soon(self._cycle)
 
-    def _observe(self, type_: str, resource: ResourceType, obj: Object, now: float) -> None:
+    def _observe(self, type_: str, resource: ResourceType, obj: Object, now: float, prev: Object | None = None) -> None:
         try:
             converted: Pod | Node | PodGroup
             if resource.kind == "Node":
+                if type_ == "MODIFIED" and prev is not None and _heartbeat_only(obj, prev):
+                    return  # a kubelet's status heartbeat: nothing changed that a scheduler reads
                 converted = node_from_manifest(obj)
             elif resource.kind == "PodGroup":
+                if type_ == "MODIFIED" and prev is not None and _status_only(obj, prev):
+                    return  # the PodGroup controller's status: nothing a scheduler reads (the simulator has none)
                 converted = podgroup_from_manifest(obj)
             else:
-                converted = pod_from_manifest(obj)
+                converted = self._pod(type_, obj, prev)
         except ManifestError as exc:  # the store validated it: only a reader stricter than the validation
             log.warning("in-process scheduler: %s", exc)
             return
@@ -105,6 +145,23 @@ class InProcessSchedulers:
     def _cycle(self) -> None:
         self._scheduled = False
         now = self.store.clock()
+        for index, scheduler in enumerate(self.schedulers):
+            # every scheduler sees what the ones before it just did, as the simulator's driver delivers events
+            self._observe_pending(now)
+            decisions = scheduler.schedule(now)
+            for decision in decisions:
+                self._apply(scheduler, decision, now)
+            wake = scheduler.next_wakeup(now)
+            # as the simulator's driver: every new wake-up time a scheduler asks for is kept (an earlier one is
+            # not cancelled), so the schedulers are asked at the same time points as in `kubeflux simulate`
+            if wake is not None and wake > now and self._wakeups.get(index) != wake:
+                self._wakeups[index] = wake
+                if wake not in self._timers:
+                    timer = self.clock.call_later(self.loop, wake - now, Priority.WAKEUP, self._woken, wake)
+                    self._timers[wake] = timer
+
+    def _observe_pending(self, now: float) -> None:
+        """Give every scheduler the events queued since the last call, in resourceVersion order."""
         batch: list[tuple[int, ResourceType, str, WatchEvent]] = []
         for resource, watcher in zip(self.resources, self._watchers, strict=True):
             while watcher.pending:
@@ -112,19 +169,32 @@ class InProcessSchedulers:
                 batch.append((event.rv, resource, type_, event))
         batch.sort(key=lambda item: item[0])
         for _, resource, type_, event in batch:
-            self._observe(type_, resource, event.obj, now)
-        earliest: float | None = None
-        for scheduler in self.schedulers:
-            decisions = scheduler.schedule(now)
-            for decision in decisions:
-                self._apply(scheduler, decision, now)
-            wake = scheduler.next_wakeup(now)
-            if wake is not None and wake > now and (earliest is None or wake < earliest):
-                earliest = wake
-        if earliest is not None:
-            if self._wakeup is not None:
-                self._wakeup.cancel()
-            self._wakeup = self.loop.call_later(self.clock.wall(earliest - now), self._wake)
+            self._observe(type_, resource, event.obj, now, event.prev)
+
+    def _pod(self, type_: str, obj: Object, prev: Object | None) -> Pod:
+        """The pod ``obj`` as the schedulers see it. Reading a manifest is the costly part of following the API;
+        a change of what the scheduler, the kubelet and the binding write (phase, ``nodeName``, annotations, the
+        deletion mark) updates the last reading when nothing else :func:`pod_from_manifest` reads has changed."""
+        uid = obj["metadata"]["uid"]
+        last = self._pods.pop(uid, None) if type_ == "DELETED" else self._pods.get(uid)
+        pod: Pod | None = None
+        if last is not None and prev is not None and last[0] is prev:
+            changes = _written_fields(obj, prev)
+            if changes is not None:
+                pod = dataclasses.replace(last[1], **changes)
+        if pod is None:
+            pod = pod_from_manifest(obj)
+        if type_ != "DELETED":
+            self._pods[uid] = (obj, pod)
+        return pod
+
+    def _wake_on_event(self) -> None:
+        if not self.paced:  # paced: the pacer looks at the queued events itself
+            self._wake()
+
+    def _woken(self, wake: float) -> None:
+        self._timers.pop(wake, None)
+        self._wake()
 
     def _apply(self, scheduler: Scheduler, decision: Decision, now: float) -> None:
         namespace, name = decision.pod.split("/", 1)
@@ -159,6 +229,9 @@ class InProcessSchedulers:
             return
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
         self._unschedulable(pod, decision.message, expected, scheduler.name)
+        if isinstance(decision, Reject):
+            for listener in self.rejected:
+                listener(pod["metadata"]["uid"], decision.message)
 
     def _unschedulable(self, pod: Object, message: str, expected: float | None, component: str) -> None:
         meta = pod["metadata"]
@@ -170,10 +243,10 @@ class InProcessSchedulers:
                 annotations.pop(EXPECTED_START_ANNOTATION, None)
             else:
                 annotations[EXPECTED_START_ANNOTATION] = wanted
-            updated = clone(pod)
-            updated["metadata"]["annotations"] = annotations
+            # stored versions are never changed in place: a new top level and metadata share the rest
+            updated = {**pod, "metadata": {**pod["metadata"], "annotations": annotations}}
             try:
-                pod = self.store.update(self.pods, namespace, name, updated)
+                pod = self.store.update(self.pods, namespace, name, updated, trusted=True)
             except ApiError:
                 return
         conditions = pod.get("status", {}).get("conditions") or []
@@ -188,11 +261,99 @@ class InProcessSchedulers:
             "lastProbeTime": None,
             "lastTransitionTime": self.store.now(),
         }
-        updated = clone(pod)
-        status = updated.setdefault("status", {})
-        status["conditions"] = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+        kept = [c for c in conditions if c.get("type") != "PodScheduled"]
+        updated = {**pod, "status": {**(pod.get("status") or {}), "conditions": [*kept, condition]}}
         try:
-            self.store.update(self.pods, namespace, name, updated, "status")
+            self.store.update(self.pods, namespace, name, updated, "status", trusted=True)
         except ApiError:
             return
         record_event(self.store, namespace, pod, "Warning", "FailedScheduling", message, component)
+
+
+def _enabling(type_: str, event: WatchEvent) -> bool:
+    """An event that may let a pending pod run, or that a scheduler must hear before time moves on: an object
+    added or deleted, a node changed, a pod group's spec changed, a pod that ended or started terminating. A
+    scheduler's own writes (binds, ``Unschedulable`` conditions, expected starts) and the kubelet's progress of a
+    bound pod are not: the simulator does not ask its schedulers again for them either."""
+    if type_ != "MODIFIED" or event.prev is None:
+        return True
+    kind = event.obj.get("kind")
+    if kind == "Node":
+        return not _heartbeat_only(event.obj, event.prev)
+    if kind == "PodGroup":
+        return bool(event.obj.get("spec") != event.prev.get("spec"))
+    status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
+        return True
+    return bool(event.obj["metadata"].get("deletionTimestamp") and not event.prev["metadata"].get("deletionTimestamp"))
+
+
+_PHASES = frozenset(phase.value for phase in PodPhase)
+
+
+def _status_only(obj: Object, prev: Object) -> bool:
+    """Whether only the status (and the resourceVersion) of ``prev`` changed."""
+    meta, old = obj["metadata"], prev["metadata"]
+    return obj.get("spec") == prev.get("spec") and {**meta, "resourceVersion": ""} == {**old, "resourceVersion": ""}
+
+
+def _heartbeat_only(obj: Object, prev: Object) -> bool:
+    """Whether a node changed only in its conditions' ``lastHeartbeatTime`` (and its resourceVersion)."""
+
+    def beatless(node: Object) -> Object:
+        status = node.get("status") or {}
+        conditions = [
+            {k: v for k, v in c.items() if k != "lastHeartbeatTime"} if isinstance(c, dict) else c
+            for c in status.get("conditions") or ()
+        ]
+        return {**status, "conditions": conditions}
+
+    return _status_only(obj, prev) and beatless(obj) == beatless(prev)
+
+
+_WRITTEN_METADATA = frozenset({"resourceVersion", "annotations", "deletionTimestamp", "deletionGracePeriodSeconds"})
+
+
+def _written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
+    """The :class:`Pod` fields that differ between ``prev`` and ``obj`` when only the phase, ``spec.nodeName``,
+    the annotations or the deletion mark changed (the store validated them); None when anything else
+    :func:`pod_from_manifest` reads changed (then the pod is read again)."""
+    spec, before = obj.get("spec") or {}, prev.get("spec") or {}
+    if spec is not before:  # a status write keeps the stored spec itself
+        if any(v != before.get(k) for k, v in spec.items() if k != "nodeName"):
+            return None
+        if any(k not in spec for k in before if k != "nodeName"):
+            return None
+    meta, old = obj["metadata"], prev["metadata"]
+    for key, value in meta.items():
+        if key not in _WRITTEN_METADATA and value is not old.get(key) and value != old.get(key):
+            return None
+    if any(k not in meta for k in old if k not in _WRITTEN_METADATA):
+        return None
+    status, was = obj.get("status") or {}, prev.get("status") or {}
+    if status is not was and _resize_view(status) != _resize_view(was):
+        return None
+    phase = status.get("phase") or "Pending"
+    node = spec.get("nodeName") or ""
+    if phase not in _PHASES or not isinstance(node, str):
+        return None
+    return {
+        "phase": PodPhase(phase),
+        "node_name": node,
+        "annotations": dict(meta.get("annotations") or {}),
+        "deleted": meta.get("deletionTimestamp") is not None,
+        "manifest": dict(obj),
+    }
+
+
+def _resize_view(status: Object) -> tuple[Any, ...]:
+    conditions = [
+        c for c in status.get("conditions") or () if isinstance(c, dict) and str(c.get("type")).startswith("PodResize")
+    ]
+    containers = [  # a container status without resources is not read
+        (c.get("name"), c["resources"], c.get("allocatedResources"))
+        for field in ("containerStatuses", "initContainerStatuses")
+        for c in status.get(field) or ()
+        if isinstance(c, dict) and c.get("resources") is not None
+    ]
+    return status.get("resize"), conditions, containers

@@ -1,4 +1,4 @@
-"""The simulated kubelet of the served cluster: bound pods go Pending → Running → Succeeded/Failed, in wall time.
+"""The simulated kubelet of the served cluster: bound pods go Pending → Running → Succeeded/Failed.
 
 It reuses the simulator's pieces rather than its own copy of them: a pod's stage timing is read by the manifest
 reader and :func:`kubeflux.sim.jobs.timing_of` (KWOK's ``pod-ready`` and ``pod-complete`` stage annotations, the
@@ -10,32 +10,44 @@ through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :m
 * ``Running`` → ``Succeeded`` (exit code 0) or ``Failed`` (non-zero) after the run time (``pod-complete`` delay,
   with its jitter); a pod without one runs until deleted;
 * ``activeDeadlineSeconds`` after the bind: ``Failed``, reason ``DeadlineExceeded``, exit code 137;
-* times are the store's clock (simulated time with ``--speed``), timers wait ``delay / speed`` of wall time;
+* times are the served clock's (:mod:`kubeflux.sim.apiserver.clock`: wall, accelerated or virtual), and so are the
+  stage timers, in the simulator's tie order (endings and deadlines before stages); a pod without a start delay
+  is Running at once, as in the simulator;
 * a Terminating pod (graceful delete) is confirmed at once: its containers stop and the kubelet deletes it with
   grace 0, as KWOK's ``pod-delete`` stage does.
 
 Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
 gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
-``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first. The Job controller,
-node condition updates and failure injection are not here yet.
+``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first, and every
+:data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready`` condition's ``lastHeartbeatTime``), as
+a kubelet reports an unchanged node status. In virtual time a heartbeat never makes time jump: both are written at
+the time points the clock lands on, once their period has passed, leases at most once a wall second and node
+status at most once every 10 wall seconds (a run of thousands of time points would otherwise spend much of its
+time on heartbeats); after a long jump a lease may
+look older than its 40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions
+other than a ready node's heartbeat, and failure injection, are not here yet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import math
 import random
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
 from kubeflux.scheduler.objects import PodPhase
-from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer, VirtualClock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
-from kubeflux.sim.apiserver.store import Store, clone
+from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.clock import Priority
 from kubeflux.sim.jobs import timing_of
 from kubeflux.sim.pods import Lifecycle, SimPod
 from kubeflux.sim.podstatus import pod_status
@@ -46,18 +58,28 @@ __all__ = ["SimulatedKubelet", "record_event"]
 
 Object = dict[str, Any]
 _NODE_LEASES = "kube-node-lease"
+NODE_STATUS_SECONDS = 300.0
+"""How often a node's status heartbeat is written when nothing changed (the kubelet's
+``nodeStatusReportFrequency``)."""
 _TIME_FIELDS = frozenset({"lastTransitionTime", "startTime", "startedAt", "finishedAt"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _stamp(seconds: int) -> str:
+    return format_timestamp(float(seconds))
 
 
 def _rfc3339(value: Any) -> Any:
     """``pod_status`` gives times as float seconds: the API writes RFC 3339."""
     if isinstance(value, dict):
         return {
-            k: format_timestamp(float(int(v))) if k in _TIME_FIELDS and isinstance(v, float | int) else _rfc3339(v)
+            k: _stamp(int(v))
+            if k in _TIME_FIELDS and isinstance(v, float | int)
+            else (_rfc3339(v) if isinstance(v, dict | list) else v)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_rfc3339(v) for v in value]
+        return [_rfc3339(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 
@@ -89,7 +111,7 @@ def record_event(
         "count": 1,
     }
     try:
-        store.create(events, namespace, body)
+        store.create(events, namespace, body, trusted=True)
     except ApiError:
         return
 
@@ -101,7 +123,7 @@ class _Life:
     sim: SimPod
     namespace: str
     name: str
-    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+    timers: list[Timer] = field(default_factory=list)
 
     def cancel(self) -> None:
         for timer in self.timers:
@@ -117,7 +139,7 @@ class SimulatedKubelet:
         store: Store,
         loop: asyncio.AbstractEventLoop,
         lifecycle: Lifecycle | None = None,
-        clock: ServedClock | None = None,
+        clock: Clock | None = None,
         heartbeat_seconds: float = 10.0,
     ) -> None:
         pods = store.registry.find("", "v1", "pods")
@@ -125,8 +147,8 @@ class SimulatedKubelet:
         assert pods is not None and nodes is not None
         self.store, self.loop, self.pods, self.nodes = store, loop, pods, nodes
         self.lifecycle = lifecycle or Lifecycle()
-        self.clock = clock or ServedClock()
-        """Converts stage delays (simulated seconds) to timer waits; the store's clock gives the time."""
+        self.clock: Clock = clock or ServedClock()
+        """Sets the stage timers (simulated seconds); the store's clock gives the time."""
         self._random = random.Random(self.lifecycle.seed)
         self.lives: dict[str, _Life] = {}
         """uid → the life of a bound pod being run."""
@@ -138,11 +160,23 @@ class SimulatedKubelet:
             self._handle("ADDED", obj)
         self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
         self.heartbeat_seconds = heartbeat_seconds
-        self._heartbeat: asyncio.TimerHandle | None = None
+        self._heartbeat: Timer | None = None
+        self._last_beat = self._last_wall_beat = -math.inf
+        self._last_node_status = self.store.clock()  # registered just now, with a fresh heartbeat
+        self._last_wall_node_status = time.monotonic()
         if self.leases is not None and heartbeat_seconds > 0:
+            if isinstance(self.clock, VirtualClock):  # heartbeats ride on the clock's jumps, never cause one
+                self.clock.jumped.append(self._beat_if_due)
             self._beat()
 
+    @property
+    def busy(self) -> bool:
+        """Watch events are waiting to be handled (the virtual clock must not jump)."""
+        return self._draining or bool(self._watcher.pending)
+
     def stop(self) -> None:
+        if isinstance(self.clock, VirtualClock) and self._beat_if_due in self.clock.jumped:
+            self.clock.jumped.remove(self._beat_if_due)
         self.store.stop_watch(self.pods, self._watcher)
         for life in self.lives.values():
             life.cancel()
@@ -152,7 +186,8 @@ class SimulatedKubelet:
     def _beat(self) -> None:
         """Renew every node's Lease (create it the first time), then again in ``heartbeat_seconds``."""
         assert self.leases is not None
-        renewed = _micro_time(self.store.clock())
+        self._last_beat = self.store.clock()
+        renewed = _micro_time(self._last_beat)
         for node in list(self.store.objects(self.nodes)):
             meta = node["metadata"]
             spec = {"holderIdentity": meta["name"], "leaseDurationSeconds": 40, "renewTime": renewed}
@@ -162,13 +197,41 @@ class SimulatedKubelet:
                 owner = {"apiVersion": "v1", "kind": "Node", "name": meta["name"], "uid": meta["uid"]}
                 body = {"metadata": {"name": meta["name"], "ownerReferences": [owner]}, "spec": spec}
                 with contextlib.suppress(ApiError):
-                    self.store.create(self.leases, _NODE_LEASES, body)
+                    self.store.create(self.leases, _NODE_LEASES, body, trusted=True)
                 continue
-            updated = clone(lease)
-            updated["spec"] = {**lease.get("spec", {}), **spec}
+            updated = {**lease, "spec": {**lease.get("spec", {}), **spec}}
             with contextlib.suppress(ApiError):
-                self.store.update(self.leases, _NODE_LEASES, meta["name"], updated)
-        self._heartbeat = self.loop.call_later(self.clock.wall(self.heartbeat_seconds), self._beat)
+                self.store.update(self.leases, _NODE_LEASES, meta["name"], updated, trusted=True)
+        wall = time.monotonic()
+        virtual = isinstance(self.clock, VirtualClock)
+        if self._last_beat - self._last_node_status >= NODE_STATUS_SECONDS and (
+            not virtual or wall - self._last_wall_node_status >= 10.0
+        ):
+            self._last_wall_node_status = wall
+            self._report_nodes()
+        if not isinstance(self.clock, VirtualClock):
+            self._heartbeat = self.clock.call_later(self.loop, self.heartbeat_seconds, Priority.NODE, self._beat)
+
+    def _report_nodes(self) -> None:
+        """Each node's status heartbeat: its ``Ready`` condition's ``lastHeartbeatTime`` (the kubelet reports node
+        status every 5 minutes when nothing changed, and renews its Lease in between)."""
+        self._last_node_status = self._last_beat
+        stamp = _stamp(int(self._last_beat))
+        for node in list(self.store.objects(self.nodes)):
+            status = node.get("status") or {}
+            conditions = [
+                {**c, "lastHeartbeatTime": stamp} if isinstance(c, dict) and c.get("type") == "Ready" else c
+                for c in status.get("conditions") or ()
+            ]
+            updated = {**node, "status": {**status, "conditions": conditions}}
+            with contextlib.suppress(ApiError):
+                self.store.update(self.nodes, "", node["metadata"]["name"], updated, "status", trusted=True)
+
+    def _beat_if_due(self, now: float) -> None:
+        wall = time.monotonic()
+        if now - self._last_beat >= self.heartbeat_seconds and wall - self._last_wall_beat >= 1.0:
+            self._last_wall_beat = wall
+            self._beat()
 
     def _wake(self) -> None:
         if not self._draining:
@@ -225,11 +288,15 @@ class SimulatedKubelet:
             sim.run_time = self._random.uniform(sim.run_time, timing.run_jitter)
         life = _Life(sim, namespace, meta["name"])
         self.lives[meta["uid"]] = life
-        self._write_status(life)  # Initialized, ContainerCreating
-        life.timers.append(self.loop.call_later(self.clock.wall(sim.start_delay), self._start, life))
+        if sim.start_delay > 0:
+            self._write_status(life)  # Initialized, ContainerCreating (with no start delay: Running at once)
         if pod.active_deadline_seconds is not None:
             deadline = sim.bound_at + pod.active_deadline_seconds - now
-            life.timers.append(self.loop.call_later(self.clock.wall(deadline), self._deadline, life))
+            life.timers.append(self.clock.call_later(self.loop, deadline, Priority.RELEASE, self._deadline, life))
+        if sim.start_delay > 0:
+            life.timers.append(self.clock.call_later(self.loop, sim.start_delay, Priority.STAGE, self._start, life))
+        else:
+            self._start(life)  # KWOK's fast pod-ready stage: Running at once, as in the simulator
 
     def _start(self, life: _Life) -> None:
         sim = life.sim
@@ -239,7 +306,7 @@ class SimulatedKubelet:
         sim.pod.phase = PodPhase.RUNNING
         self._write_status(life)
         if sim.run_time is not None:
-            life.timers.append(self.loop.call_later(self.clock.wall(sim.run_time), self._complete, life))
+            life.timers.append(self.clock.call_later(self.loop, sim.run_time, Priority.RELEASE, self._complete, life))
 
     def _complete(self, life: _Life) -> None:
         code = life.sim.exit_code
@@ -281,10 +348,9 @@ class SimulatedKubelet:
         for kept in ("qosClass", "nominatedNodeName"):
             if kept in previous:
                 status[kept] = previous[kept]
-        updated = clone(current)
-        updated["status"] = status
+        updated = {**current, "status": status}  # a status write reads only the status
         try:
-            self.store.update(self.pods, life.namespace, life.name, updated, "status")
+            self.store.update(self.pods, life.namespace, life.name, updated, "status", trusted=True)
         except ApiError:
             return
 

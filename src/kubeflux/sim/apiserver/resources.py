@@ -195,19 +195,15 @@ class PodStrategy(Strategy):
         spec["priority"] = found.get("value", 0)
 
     def validate(self, obj: Object) -> list[Cause]:
-        status = obj.get("status")
-        if not isinstance(status, dict):
-            return [Cause("status", "Invalid value: must be an object")]
-        phase = status.get("phase")
-        if phase not in _PHASES:
-            return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
-        causes = list_of_objects_causes(status, "status.", ("conditions", "containerStatuses", "initContainerStatuses"))
+        causes = _pod_status_causes(obj)
         if causes:
             return causes
         return list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         spec = new.get("spec")
+        if spec is not None and spec is old.get("spec"):  # a status write keeps the stored (valid) spec itself
+            return _pod_status_causes(new)
         if isinstance(spec, dict):
             default_pod_spec(spec)
         causes = self.validate(new)
@@ -235,6 +231,16 @@ class PodStrategy(Strategy):
         if not isinstance(requested, int):
             return 30
         return max(requested, 0)
+
+
+def _pod_status_causes(obj: Object) -> list[Cause]:
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return [Cause("status", "Invalid value: must be an object")]
+    phase = status.get("phase")
+    if phase not in _PHASES:
+        return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
+    return list_of_objects_causes(status, "status.", ("conditions", "containerStatuses", "initContainerStatuses"))
 
 
 def _frozen_pod_spec(spec: Object) -> Object:

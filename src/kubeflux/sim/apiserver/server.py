@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -28,13 +30,16 @@ from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
-from kubeflux.sim.apiserver.clock import ServedClock
+from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
 from kubeflux.sim.apiserver.controllers import PodGroupController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
+from kubeflux.sim.apiserver.pacer import Activity, Pacer, TimeHeader, UnansweredPods
+from kubeflux.sim.apiserver.replay import WorkloadReplay
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.pods import Lifecycle
+from kubeflux.sim.workloads.model import Workload
 
 __all__ = ["ApiServer", "kubeconfig", "node_manifest"]
 
@@ -105,7 +110,7 @@ class _Uvicorn(uvicorn.Server):
     """uvicorn, ending open watches on Ctrl-C/SIGTERM instead of waiting for them, and returning normally
     afterwards (uvicorn would re-raise the signal: the command could not print that it stopped)."""
 
-    def __init__(self, config: uvicorn.Config, app: ApiApp) -> None:
+    def __init__(self, config: uvicorn.Config, app: ApiApp) -> None:  # config.app: ``app``, maybe wrapped
         super().__init__(config)
         self.api = app
 
@@ -130,13 +135,32 @@ class ApiServer:
         kubelet: bool = False,
         lifecycle: Lifecycle | None = None,
         schedulers: Sequence[Scheduler] = (),
-        clock: ServedClock | None = None,
+        clock: Clock | None = None,
         controllers: bool = False,
+        settle: float = 0.05,
+        external_schedulers: Sequence[str] = (),
+        workload: Workload | None = None,
+        primary: str = "default-scheduler",
+        until_done: bool = False,
     ) -> None:
-        self.clock = clock or ServedClock()
+        self.clock: Clock = clock or ServedClock()
         self.store = store or Store(default_registry(), clock=self.clock)
         self.settings = settings or ServerSettings()
         self.app = ApiApp(self.store, self.settings, self.clock)
+        self.activity = Activity()
+        virtual = isinstance(self.clock, VirtualClock)
+        self.asgi = TimeHeader(self.app, self.clock, self.activity if virtual else None)
+        """The application uvicorn runs: the API, with the simulated time header (and, in virtual time, the
+        requests in flight the pacer reads)."""
+        self.settle = settle
+        self.external_schedulers = tuple(external_schedulers)
+        self.pacer: Pacer | None = None
+        """What advances virtual time (with a :class:`VirtualClock`), once serving."""
+        self.workload, self.primary, self.until_done = workload, primary, until_done
+        self.replay: WorkloadReplay | None = None
+        """The replay of ``workload`` (objects created at their submit times), once serving."""
+        self.started_at = 0.0
+        """``time.perf_counter()`` when serving started (the run's wall time, for the report)."""
         self.host = host
         self.port = port
         self._socket: socket.socket | None = None
@@ -154,7 +178,8 @@ class ApiServer:
         """The in-process schedulers (when given), once serving."""
         nodes_resource = self.store.registry.find("", "v1", "nodes")
         assert nodes_resource is not None
-        for node in nodes:
+        self.nodes = list(nodes)
+        for node in self.nodes:
             self.store.create(nodes_resource, "", node_manifest(node, self.store.clock()))
 
     @property
@@ -184,7 +209,7 @@ class ApiServer:
 
     def _uvicorn(self) -> uvicorn.Server:
         config = uvicorn.Config(
-            self.app,
+            self.asgi,
             log_level="warning",
             access_log=False,
             http="httptools",
@@ -206,16 +231,67 @@ class ApiServer:
         if self._with_controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if self._scheduler_cores:
-            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock)
+            paced = isinstance(self.clock, VirtualClock)
+            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock, paced=paced)
+        self.started_at = time.perf_counter()
+        if self.workload is not None or self._with_controllers:  # the Job controller runs in the replay
+            workload = self.workload if self.workload is not None else Workload("api", [])
+            done = self._replay_done if self.until_done else None
+            self.replay = WorkloadReplay(
+                self.store,
+                loop,
+                self.clock,
+                workload,
+                self.nodes,
+                lifecycle=self.lifecycle,
+                primary=self.primary,
+                on_done=done,
+            )
+            if self.schedulers is not None:
+                self.schedulers.rejected.append(self.replay.book.rejected)
+        pacing: asyncio.Future[None] | None = None
+        if isinstance(self.clock, VirtualClock):
+            pacing = asyncio.ensure_future(self._pacer(self.clock).run())
         try:
             await server.serve(sockets=[self.bind()])
         finally:
+            if self.pacer is not None and pacing is not None:
+                self.pacer.stop()
+                await pacing
+                if self.pacer.unanswered is not None:
+                    self.pacer.unanswered.stop()
             if self.kubelet is not None:
                 self.kubelet.stop()
             if self.schedulers is not None:
                 self.schedulers.stop()
             if self.podgroup_controller is not None:
                 self.podgroup_controller.stop()
+            if self.replay is not None:
+                self.replay.stop()
+
+    def _pacer(self, clock: VirtualClock) -> Pacer:
+        internal = [core.name for core in self._scheduler_cores]
+        unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
+        pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
+        for component in (self.kubelet, self.podgroup_controller, self.schedulers, self.replay):
+            if component is not None:
+                pacer.busy.append(functools.partial(getattr, component, "busy"))
+        pacer.busy.append(self.app.unsent)
+        if self.schedulers is not None:
+            schedulers = self.schedulers
+            clock.jumped.append(schedulers.time_point)
+            pacer.cycles.append(schedulers.run_cycle)
+            pacer.bound = lambda: schedulers.bound
+        if self.replay is not None:
+            pacer.idle.append(self.replay.idle)
+            pacer.stalled.append(self.replay.stalled)
+        return pacer
+
+    def _replay_done(self) -> None:
+        """The replayed workload is done (``until_done``): stop serving, as Ctrl-C would."""
+        self.app.shutdown()
+        if self._server is not None:
+            self._server.should_exit = True
 
     def serve_forever(self) -> None:
         """Serve in this thread until Ctrl-C or SIGTERM (uvicorn's signal handling)."""
@@ -232,6 +308,13 @@ class ApiServer:
                 raise RuntimeError("the API server thread ended before it started serving")
             self._thread.join(0.01)
         return self
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for a server started with :meth:`start` to stop by itself (``until_done``); True once it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None and self._thread.is_alive():

@@ -265,11 +265,12 @@ class Store:
         self._collection(resource).watchers.discard(watcher)
 
     # -- writes ----------------------------------------------------------------------------------------------
-    def create(self, resource: ResourceType, namespace: str, body: Any) -> Object:
-        """``POST``: fill metadata, default, validate, store; 409 ``AlreadyExists`` when the name is taken."""
+    def create(self, resource: ResourceType, namespace: str, body: Any, *, trusted: bool = False) -> Object:
+        """``POST``: fill metadata, default, validate, store; 409 ``AlreadyExists`` when the name is taken.
+        ``trusted``: the body comes from the server's own components (see :func:`check_type`)."""
         if resource.read_only_empty:
             raise _read_only(resource)
-        obj = check_type(resource, body)
+        obj = check_type(resource, body, trusted)
         meta = obj["metadata"]
         if resource.from_view is None:
             obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
@@ -323,12 +324,21 @@ class Store:
             raise errors.already_exists(resource.plural, name, resource.group)
         return self._view(resource, self._put(resource, key, obj, None, "ADDED"))
 
-    def update(self, resource: ResourceType, namespace: str, name: str, body: Any, subresource: str = "") -> Object:
+    def update(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str = "",
+        *,
+        trusted: bool = False,
+    ) -> Object:
         """``PUT`` (and the end of every ``PATCH``): optimistic concurrency on ``metadata.resourceVersion``."""
         if resource.read_only_empty:
             raise _read_only(resource)
         key, old = self._raw(resource, namespace, name)
-        new = check_type(resource, body)
+        new = check_type(resource, body, trusted)
         meta = new["metadata"]
         if meta.get("name", name) != name:
             raise errors.bad_request(

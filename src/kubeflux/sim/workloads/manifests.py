@@ -172,6 +172,72 @@ def _cores(pod: PodTemplate) -> int:
     return -(-pod.requests.get(CPU, 0) // 1000)
 
 
+def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
+    """The workload job of one ``batch/v1`` Job object (rules in the module docstring; ``source`` says where it
+    came from, for messages). Raises :class:`ManifestError` naming the field Kubernetes would reject."""
+    label = _object_name(obj, "Job")
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ManifestError(label, "metadata.name", "required")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise ManifestError(label, "metadata.namespace", f"expected a string, got {namespace!r}")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise ManifestError(label, "spec", "required")
+
+    def count(field: str, minimum: int) -> int | None:
+        value = spec.get(field)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ManifestError(label, f"spec.{field}", f"must be an integer of at least {minimum}, got {value!r}")
+        return value
+
+    parallelism = count("parallelism", 1)
+    completions = count("completions", 1)
+    backoff = count("backoffLimit", 0)
+    deadline = count("activeDeadlineSeconds", 1)
+    if completions is None:
+        completions = parallelism or 1
+    parallelism = min(parallelism or 1, completions)
+    template_obj = spec.get("template")
+    if not isinstance(template_obj, dict):
+        raise ManifestError(label, "spec.template", "required")
+    template_meta = template_obj.get("metadata") or {}
+    if not isinstance(template_meta, dict):
+        raise ManifestError(label, "spec.template.metadata", "expected a mapping")
+    pod_manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {**template_meta, "name": name, "namespace": namespace},
+        "spec": template_obj.get("spec"),
+    }
+    try:
+        pod = pod_from_manifest(pod_manifest)
+    except ManifestError as exc:  # name the field as it is in the Job
+        field = f"spec.template.{exc.path}" if exc.path else "spec.template"
+        raise ManifestError(label, field, exc.problem) from exc
+    template = _template(pod, pod_manifest, label, "spec.template.metadata", 0.0)
+    submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
+    return WorkloadJob(
+        id=f"{namespace}/{name}",
+        submit_time=submit or 0.0,
+        kind=JobKind.JOB,
+        name=name,
+        namespace=namespace,
+        pods=[template],
+        completions=completions,
+        parallelism=parallelism,
+        backoff_limit=6 if backoff is None else backoff,
+        requested_processors=_cores(template) * parallelism,
+        active_deadline_seconds=None if deadline is None else float(deadline),
+        source=source,
+    )
+
+
 @dataclass(slots=True)
 class _GroupMember:
     pod: PodTemplate
@@ -235,71 +301,12 @@ class _Builder:
         )
 
     def _job(self, where: str, obj: dict[str, Any]) -> None:
-        label = _object_name(obj, "Job")
-        raw_meta = obj.get("metadata")
-        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-        name = meta.get("name")
-        if not isinstance(name, str) or not name:
-            raise ManifestError(label, "metadata.name", "required")
-        namespace = meta.get("namespace") or "default"
-        if not isinstance(namespace, str):
-            raise ManifestError(label, "metadata.namespace", f"expected a string, got {namespace!r}")
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            raise ManifestError(label, "spec", "required")
-
-        def count(field: str, minimum: int) -> int | None:
-            value = spec.get(field)
-            if value is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ManifestError(label, f"spec.{field}", f"must be an integer of at least {minimum}, got {value!r}")
-            return value
-
-        parallelism = count("parallelism", 1)
-        completions = count("completions", 1)
-        backoff = count("backoffLimit", 0)
-        deadline = count("activeDeadlineSeconds", 1)
-        if completions is None:
-            completions = parallelism or 1
-        parallelism = min(parallelism or 1, completions)
-        template_obj = spec.get("template")
-        if not isinstance(template_obj, dict):
-            raise ManifestError(label, "spec.template", "required")
-        template_meta = template_obj.get("metadata") or {}
-        if not isinstance(template_meta, dict):
-            raise ManifestError(label, "spec.template.metadata", "expected a mapping")
-        pod_manifest = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {**template_meta, "name": name, "namespace": namespace},
-            "spec": template_obj.get("spec"),
-        }
-        try:
-            pod = pod_from_manifest(pod_manifest)
-        except ManifestError as exc:  # name the field as it is in the Job
-            field = f"spec.template.{exc.path}" if exc.path else "spec.template"
-            raise ManifestError(label, field, exc.problem) from exc
-        template = _template(pod, pod_manifest, label, "spec.template.metadata", 0.0)
-        submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
-        job = WorkloadJob(
-            id=f"{namespace}/{name}",
-            submit_time=submit or 0.0,
-            kind=JobKind.JOB,
-            name=name,
-            namespace=namespace,
-            pods=[template],
-            completions=completions,
-            parallelism=parallelism,
-            backoff_limit=6 if backoff is None else backoff,
-            requested_processors=_cores(template) * parallelism,
-            active_deadline_seconds=None if deadline is None else float(deadline),
-            source=f"{self.file_name}: {where}",
-        )
+        job = job_from_manifest(obj, f"{self.file_name}: {where}")
+        template = job.pods[0]
         self.jobs.append(job)
         group = template.labels.get(POD_GROUP_LABEL)
         if group is not None:
-            self.group_jobs.setdefault(f"{namespace}/{group}", []).append(job)
+            self.group_jobs.setdefault(f"{job.namespace}/{group}", []).append(job)
 
     def _group(self, where: str, obj: dict[str, Any]) -> None:
         group = podgroup_from_manifest(obj)
@@ -386,6 +393,7 @@ __all__ = [
     "RUN_TIME_ANNOTATION",
     "SUBMIT_TIME_ANNOTATION",
     "YamlLoader",
+    "job_from_manifest",
     "load_documents",
     "read_manifests",
 ]

@@ -1,0 +1,189 @@
+"""A workload replayed through the API in virtual time gives the schedule ``kubeflux simulate`` gives.
+
+Each case runs the same files twice: in the simulator (``simulate``'s driver), and through the served cluster
+(``cluster serve --clock virtual --workload … --until-done``: objects created through the store at their submit
+times, the in-process schedulers binding through ``pods/binding``, the simulated kubelet writing pod status), and
+compares every job's record: final state, first bind, start, end, and the cores it ran on (so its nodes).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubeflux.scheduler.objects import Node
+from kubeflux.sim.apiserver.clock import VirtualClock
+from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.command import _schedulers_for, merge_workloads
+from kubeflux.sim.driver import simulate
+from kubeflux.sim.records import JobRecord, RunRecord
+from kubeflux.sim.workloads import load_workload
+from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
+from kubeflux.sim.workloads.mapping import map_to_cluster
+from kubeflux.sim.workloads.model import Workload
+from tests.shared import REPO, SHARED
+
+EXAMPLES = REPO / "examples"
+DEMO = REPO / "src" / "kubeflux" / "data" / "demo"
+HPC2N = SHARED / "traces" / "HPC2N-2002-2.2.first3170.swf"
+ONE_WORKER = EXAMPLES / "clusters" / "one-worker.yaml"
+
+CASES = {
+    "seed-000-pi-demo": ([EXAMPLES / "workloads" / "pi-demo.yaml"], ONE_WORKER),
+    "mixed-jobs-on-cpu-nodes": ([EXAMPLES / "workloads" / "mixed-jobs.yaml"], EXAMPLES / "clusters" / "cpu-nodes.yaml"),
+    "mixed-jobs-on-4x16": ([EXAMPLES / "workloads" / "mixed-jobs.yaml"], (4, 16)),
+    "small-swf": ([EXAMPLES / "workloads" / "small.swf"], (4, 16)),
+    "apiserver-pod": ([EXAMPLES / "apiserver" / "pod.yaml"], (4, 16)),
+    "apiserver-job": ([EXAMPLES / "apiserver" / "job.yaml"], (4, 16)),
+    "apiserver-podgroup": ([EXAMPLES / "apiserver" / "podgroup.yaml"], (4, 16)),
+    "demo-workload": ([DEMO / "hpc-mix.swf", DEMO / "services.yaml"], (16, 16)),
+}
+
+
+def nodes_of(cluster: Path | tuple[int, int]) -> list[Node]:
+    return read_cluster(cluster) if isinstance(cluster, Path) else uniform_cluster(*cluster, "64Gi")
+
+
+def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> tuple[RunRecord, RunRecord]:
+    """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each)."""
+    schedulers, primary = _schedulers_for(scheduler, workload)
+    simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
+    schedulers, primary = _schedulers_for(scheduler, workload)
+    server = ApiServer(
+        nodes,
+        kubelet=True,
+        controllers=True,
+        schedulers=list(schedulers.values()),
+        clock=VirtualClock(),
+        settle=0.0,
+        workload=workload,
+        primary=primary,
+        until_done=True,
+    ).start()
+    try:
+        assert server.join(timeout=900), "the replay never finished"
+        assert server.replay is not None
+        served = server.replay.run_record(scheduler, 0.0)
+    finally:
+        server.stop()
+    return simulated, served
+
+
+def schedule(run: RunRecord) -> list[tuple[object, ...]]:
+    def row(job: JobRecord) -> tuple[object, ...]:
+        times = (job.first_bind_time, job.starting_time, job.finish_time)
+        return (job.job_id, job.final_state.value, *times, tuple(job.allocated_resources))
+
+    return [row(job) for job in run.jobs]
+
+
+SCHEDULERS = ("coscheduling", "easy", "fcfs", "kube-default", "kubeflux-conservative", "kubeflux-fcfs")
+RUNS = [("kubeflux", case) for case in sorted(CASES)] + [
+    (scheduler, case) for scheduler in SCHEDULERS for case in sorted(CASES) if case != "demo-workload"
+]
+RUNS.append(("kube-default", "demo-workload"))  # PodGroup status writes once made it retry earlier than simulate
+
+
+@pytest.mark.parametrize(("scheduler", "case"), RUNS)
+def test_the_api_in_virtual_time_gives_the_simulators_schedule(scheduler: str, case: str) -> None:
+    files, cluster = CASES[case]
+    nodes = nodes_of(cluster)
+    workload = map_to_cluster(merge_workloads([load_workload(f) for f in files]), nodes)
+    simulated, served = both(workload, nodes, scheduler)
+    assert schedule(served) == schedule(simulated)
+    assert served.utilization_series == simulated.utilization_series
+    assert served.queue_series == simulated.queue_series
+
+
+def test_the_seed_demo_through_the_api_runs_two_pods_at_a_time_and_survives_segfaults() -> None:
+    nodes = read_cluster(ONE_WORKER)
+    workload = map_to_cluster(load_workload(EXAMPLES / "workloads" / "pi-demo.yaml"), nodes)
+    _, served = both(workload, nodes)
+    runs = {job.job_id: (job.starting_time, job.finish_time, job.final_state.value) for job in served.jobs}
+    assert sorted(start for start, _, _ in runs.values()) == [0, 0, 30, 30, 60, 60, 120, 120]
+    assert {state for job, (_, _, state) in runs.items() if "segfault" in job} == {"COMPLETED_FAILED"}
+    assert {state for job, (_, _, state) in runs.items() if "segfault" not in job} == {"COMPLETED_SUCCESSFULLY"}
+
+
+@pytest.mark.skipif(not HPC2N.is_file(), reason="the HPC2N trace is in ../shared/traces on the project's machines")
+def test_the_start_of_hpc2n_through_the_api_gives_the_simulators_schedule() -> None:
+    # The first 150 jobs (gangs of up to 100 pods on 120 nodes of 2 cores, EASY reservations); the whole trace is
+    # timed against the simulator by benchmarks/virtual_time.py.
+    nodes = uniform_cluster(120, 2, "64Gi")
+    workload = map_to_cluster(load_workload(HPC2N), nodes)
+    workload.jobs = workload.jobs[:150]
+    simulated, served = both(workload, nodes)
+    assert schedule(served) == schedule(simulated)
+
+
+def test_cluster_serve_until_done_writes_the_report_simulate_writes(tmp_path: Path) -> None:
+    workload = str(EXAMPLES / "workloads" / "pi-demo.yaml")
+    common = ["--cluster", str(ONE_WORKER), "--workload", workload, "--scheduler", "kubeflux"]
+    cli = [sys.executable, "-m", "kubeflux.cli"]
+    served = subprocess.run(
+        [*cli, "cluster", "serve", *common, "--clock", "virtual", "--until-done", "--out", str(tmp_path / "served")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert served.returncode == 0, served.stderr
+    assert "kubeflux cluster: stopped" in served.stdout and f"report: {tmp_path / 'served'}" in served.stdout
+    simulated = subprocess.run(
+        [*cli, "simulate", *common, "--out", str(tmp_path / "simulated")], capture_output=True, text=True, timeout=600
+    )
+    assert simulated.returncode == 0, simulated.stderr
+    jobs_csv = Path("kubeflux") / "jobs.csv"
+    assert (tmp_path / "served" / jobs_csv).read_text() == (tmp_path / "simulated" / jobs_csv).read_text()
+    assert (tmp_path / "served" / "index.html").is_file()
+
+
+def test_a_gang_that_can_never_fit_stops_the_served_run_as_it_stops_the_simulators() -> None:
+    # 3 one-core pods, minMember 3, on one 2-core node: coscheduling cycles wait, reject, retry for ever; after
+    # IDLE_WAKEUP_LIMIT time points of nothing but its wake-ups, both runs stop and say so.
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    pods = [PodTemplate(name=f"big-{k}", requests={"cpu": 1000}, run_time=10.0) for k in range(3)]
+    big = WorkloadJob(id="big", submit_time=0.0, kind=JobKind.POD_GROUP, name="big", min_member=3, pods=pods)
+    solo_pod = PodTemplate(name="solo", requests={"cpu": 1000}, run_time=100.0)
+    solo = WorkloadJob(id="solo", submit_time=5.0, kind=JobKind.POD, name="solo", pods=[solo_pod])
+    nodes = uniform_cluster(1, 2, "8Gi")
+    simulated, served = both(Workload("w", [big, solo]), nodes, "coscheduling")
+    assert schedule(served) == schedule(simulated)
+    assert {job.job_id: job.final_state.value for job in served.jobs} == {
+        "big": "NOT_FINISHED",
+        "solo": "COMPLETED_SUCCESSFULLY",
+    }
+    assert served.problems == simulated.problems
+    assert "(3 pod(s) still pending)" in served.problems[0]
+
+
+def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> None:
+    # In wall time the schedule is as precise as the event loop's timers: only the outcome is compared.
+    from kubeflux.sim.apiserver.clock import ServedClock
+
+    nodes = read_cluster(ONE_WORKER)
+    workload = map_to_cluster(load_workload(EXAMPLES / "workloads" / "pi-demo.yaml"), nodes)
+    schedulers, primary = _schedulers_for("kubeflux", workload)
+    server = ApiServer(
+        nodes,
+        kubelet=True,
+        controllers=True,
+        schedulers=list(schedulers.values()),
+        clock=ServedClock(speed=400),
+        workload=workload,
+        primary=primary,
+        until_done=True,
+    ).start()
+    try:
+        assert server.join(timeout=900), "the replay never finished"
+        assert server.replay is not None
+        run = server.replay.run_record("kubeflux", 0.0)
+    finally:
+        server.stop()
+    states = {job.job_id: job.final_state.value for job in run.jobs}
+    assert len(states) == 8
+    assert all(state == "COMPLETED_FAILED" for job, state in states.items() if "segfault" in job)
+    assert all(state == "COMPLETED_SUCCESSFULLY" for job, state in states.items() if "segfault" not in job)

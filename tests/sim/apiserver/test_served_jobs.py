@@ -1,0 +1,109 @@
+"""``batch/v1`` Jobs a client creates on the served cluster run under the simulator's Job controller, in virtual time.
+
+Up to ``parallelism`` pods at once until ``completions`` succeeded; a failed pod replaced after the controller's
+back-off, the Job failed once more than ``backoffLimit`` pods failed, or when ``activeDeadlineSeconds`` passed;
+the Job's status carries the counts and the conditions ``kubectl wait --for=condition=complete`` waits for.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.sim.apiserver.clock import VirtualClock
+from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.baselines import create
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ApiServer]:
+    """Two nodes of 8 cores in virtual time; kube-default schedules the Jobs' pods (``default-scheduler``)."""
+    server = ApiServer(
+        uniform_cluster(2, 8, "64Gi"),
+        kubelet=True,
+        controllers=True,
+        schedulers=[create("kube-default")],
+        clock=VirtualClock(ORIGIN),
+    ).start()
+    server.write_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def job(name: str, run: str, *, exit_code: int = 0, **spec: Any) -> dict[str, Any]:
+    annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": run, "sim.kubeflux.io/exit-code": str(exit_code)}
+    container = {"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "4"}}}
+    template = {"metadata": {"annotations": annotations}, "spec": {"restartPolicy": "Never", "containers": [container]}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {**spec, "template": template}}
+
+
+def conditions(server: ApiServer, name: str) -> list[tuple[str, str]]:
+    status = call(server, "GET", f"{JOBS}/{name}").get("status") or {}
+    return [(c["type"], c.get("reason", "")) for c in status.get("conditions") or ()]
+
+
+def pod_starts(server: ApiServer, job_name: str) -> list[float]:
+    pods = call(server, "GET", f"{PODS}?labelSelector=job-name%3D{job_name}")["items"]
+    return sorted(parse_timestamp(p["status"]["startTime"]) - ORIGIN for p in pods if p["status"].get("startTime"))
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+def test_kubectl_applies_the_example_job_and_waits_for_it_to_complete(cluster: ApiServer, tmp_path: Path) -> None:
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+
+    def kubectl(*args: str) -> str:
+        command = [str(KUBECTL), "--cache-dir", str(tmp_path / "cache"), *args]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert "job.batch/pi created" in kubectl("apply", "-f", str(EXAMPLES / "apiserver" / "job.yaml"))
+    assert "condition met" in kubectl("wait", "--for=condition=complete", "job/pi", "--timeout=240s")
+    status = call(cluster, "GET", f"{JOBS}/pi")["status"]
+    assert (status["succeeded"], status["failed"], status["active"]) == (4, 0, 0)
+    assert [c["type"] for c in status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+    assert pod_starts(cluster, "pi") == [0, 0, 60, 60]  # 4 completions, 2 at a time, 1 min each
+    assert parse_timestamp(status["completionTime"]) == ORIGIN + 120
+
+
+def test_a_job_whose_pods_fail_is_retried_after_back_off_then_fails(cluster: ApiServer) -> None:
+    call(cluster, "POST", JOBS, job("crash", "5s", exit_code=1, backoffLimit=1))
+    eventually(lambda: ("Failed", "BackoffLimitExceeded") in conditions(cluster, "crash"), "the Job failing")
+    status = call(cluster, "GET", f"{JOBS}/crash")["status"]
+    assert (status["succeeded"], status["failed"]) == (0, 2)
+    assert pod_starts(cluster, "crash") == [0, 15]  # failed at 5 s, replaced after the 10 s back-off
+
+
+def test_a_job_past_its_deadline_fails_and_its_pods_go(cluster: ApiServer) -> None:
+    call(cluster, "POST", JOBS, job("slow", "100s", completions=2, parallelism=2, activeDeadlineSeconds=30))
+    eventually(lambda: ("Failed", "DeadlineExceeded") in conditions(cluster, "slow"), "the Job's deadline")
+    assert call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dslow")["items"] == []
+    assert call(cluster, "GET", "/kubeflux/time")["now"] == ORIGIN + 30
+
+
+def test_a_job_the_manifest_reader_refuses_gets_a_warning_event(cluster: ApiServer) -> None:
+    bad = job("huge", "10s", parallelism=2)
+    bad["spec"]["template"]["metadata"]["annotations"]["sim.kubeflux.io/exit-code"] = "300"
+    call(cluster, "POST", JOBS, bad)
+
+    def warned() -> bool:
+        events = call(cluster, "GET", "/api/v1/namespaces/default/events")["items"]
+        return any(e["reason"] == "FailedCreate" and "exit-code" in e["message"] for e in events)
+
+    eventually(warned, "a FailedCreate event naming the field")
+    assert call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dhuge")["items"] == []
