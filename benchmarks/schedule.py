@@ -9,7 +9,9 @@ Prints three tables:
       nodes running --load one-core pods each: both the empty graph from the node list (a lower bound of any
       rebuild) and the rebuild a restarted scheduler does (the nodes, then every running pod put back).
 Usage: python benchmarks/schedule.py [--nodes 5000] [--pods 10000] [--groups 1000] [--policy lonode]
-       [--update-nodes 1000,5000]
+       [--shapes 4,64,128,64g4] [--update-nodes 1000,5000]
+(a) and (b) run for each node shape: cores per node (8 GiB of memory each), ``gN`` for N gpus per node. Sockets
+are not a shape yet: the scheduler makes every node one socket (node_spec).
 Large runs take long while the engine's whole-graph policies are slow; --pods/--groups measure a prefix of the
 stream (the rate is per pod placed, on the same cluster).
 """
@@ -26,16 +28,24 @@ from rich.table import Table
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
-from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.translate import node_spec
 
 ADDED, MODIFIED = EventKind.ADDED, EventKind.MODIFIED
 
 
-def nodes(count: int) -> list[Node]:
-    return [
-        Node(f"node-{i}", uid=f"n{i}", allocatable={CPU: 4000, MEMORY: 32 * 2**30, PODS: 110}) for i in range(count)
-    ]
+def nodes(count: int, cores: int = 4, gpus: int = 0) -> list[Node]:
+    """``count`` nodes of ``cores`` cores (8 GiB of memory per core) and ``gpus`` gpus, 110 pods each."""
+    allocatable = {CPU: cores * 1000, MEMORY: cores * 8 * 2**30, PODS: 110}
+    if gpus:
+        allocatable[GPU] = gpus
+    return [Node(f"node-{i}", uid=f"n{i}", allocatable=dict(allocatable)) for i in range(count)]
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    """``64`` (cores) or ``64g4`` (cores and gpus) → (cores, gpus)."""
+    cores, _, gpus = text.partition("g")
+    return int(cores), int(gpus or 0)
 
 
 def one_core_pod(name: str, labels: dict[str, str] | None = None) -> Pod:
@@ -132,28 +142,45 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--group-size", type=int, default=16)
     parser.add_argument("--policy", default="lonode")
+    parser.add_argument(
+        "--shapes",
+        default="4,64,128,64g4",
+        help="node shapes for (a) and (b): cores per node, with gN for N gpus (e.g. 4,64,128,64g4)",
+    )
     parser.add_argument("--update-nodes", default="1000,5000")
     parser.add_argument("--load", type=int, default=2, help="one-core pods running per node during (c)")
     args = parser.parse_args()
     console = Console(width=160)
 
     table = Table(title=f"kubeflux: pods bound per second of wall time (policy {args.policy})")
-    for column in ("workload", "nodes", "pods asked", "pods bound", "seconds", "pods/s", "kube-scheduler CI floor"):
+    for column in (
+        "workload",
+        "nodes",
+        "cores/node",
+        "gpus/node",
+        "pods asked",
+        "pods bound",
+        "seconds",
+        "pods/s",
+        "kube-scheduler CI floor",
+    ):
         table.add_column(column, justify="right")
-    cluster = nodes(args.nodes)
-    scheduler = scheduler_on(cluster, args.policy)
-    bound, seconds = bind_rate(scheduler, [one_core_pod(f"p{i}") for i in range(args.pods)])
-    table.add_row(
-        "one-core pods", str(args.nodes), str(args.pods), str(bound), f"{seconds:.1f}", f"{bound / seconds:.0f}", "270"
-    )
-    scheduler = scheduler_on(cluster, args.policy)
-    members: list[Pod] = []
-    for g in range(args.groups):
-        scheduler.observe(ClusterEvent(ADDED, PodGroup("default", f"g{g}", args.group_size)), 0.5)
-        members += [one_core_pod(f"g{g}-{m}", {POD_GROUP_LABEL: f"g{g}"}) for m in range(args.group_size)]
-    bound, seconds = bind_rate(scheduler, members)
-    asked = f"{args.groups} x {args.group_size}"
-    table.add_row("pod groups", str(args.nodes), asked, str(bound), f"{seconds:.1f}", f"{bound / seconds:.0f}", "-")
+    for shape in args.shapes.split(","):
+        cores, gpus = parse_shape(shape)
+        cluster = nodes(args.nodes, cores, gpus)
+        size = (str(args.nodes), str(cores), str(gpus))
+        scheduler = scheduler_on(cluster, args.policy)
+        bound, seconds = bind_rate(scheduler, [one_core_pod(f"p{i}") for i in range(args.pods)])
+        rate = f"{bound / seconds:.0f}"
+        table.add_row("one-core pods", *size, str(args.pods), str(bound), f"{seconds:.1f}", rate, "270")
+        scheduler = scheduler_on(cluster, args.policy)
+        members: list[Pod] = []
+        for g in range(args.groups):
+            scheduler.observe(ClusterEvent(ADDED, PodGroup("default", f"g{g}", args.group_size)), 0.5)
+            members += [one_core_pod(f"g{g}-{m}", {POD_GROUP_LABEL: f"g{g}"}) for m in range(args.group_size)]
+        bound, seconds = bind_rate(scheduler, members)
+        asked = f"{args.groups} x {args.group_size}"
+        table.add_row("pod groups", *size, asked, str(bound), f"{seconds:.1f}", f"{bound / seconds:.0f}", "-")
     console.print(table)
 
     table = Table(
