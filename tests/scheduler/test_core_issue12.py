@@ -3,6 +3,8 @@ tiny API-server stand-in (the simulator scenarios are in tests/sim/test_kubeflux
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kubeflux.scheduler.core import KubefluxScheduler
@@ -199,3 +201,28 @@ def test_a_gang_whose_members_only_fit_nodes_that_do_not_admit_them_is_rejected(
     cluster.nodes["w1"] = node("w1", labels={"zone": "b"})
     cluster.tell(MODIFIED, cluster.nodes["w1"])
     assert len(bound(cluster.run(1.0))) == 2
+
+
+def test_pods_beyond_the_queue_depth_are_placed_in_the_next_pass_without_a_new_event() -> None:
+    # 100 one-core pods on 50 nodes of 4 cores, a queue depth of 64: the first pass binds 64, and the binds it made
+    # are the only events; the next pass must place the other 36 (found by kubeflux serve on a quiet cluster).
+    cluster = Cluster(KubefluxScheduler(queue_depth=64), [node(f"w{i}", cores=4) for i in range(50)])
+    cluster.add(*(pod(f"p{i}", 1000) for i in range(100)))
+    assert len(bound(cluster.run())) == 64
+    assert len(bound(cluster.run())) == 36
+
+
+def test_a_rejected_gang_stays_rejected_whole_when_the_shell_writes_a_members_status() -> None:
+    # Three 16-core members on one 16-core node: rejected as never fitting. kubeflux serve then writes
+    # PodScheduled=False on a member (a status-only update): the member must not be queued alone, splitting the
+    # gang into one rejected member and others waiting for a minMember they cannot reach.
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=16)])
+    cluster.tell(ADDED, PodGroup("default", "wide", min_member=3))
+    cluster.add(*(pod(f"wide-{i}", 16_000, labels={POD_GROUP_LABEL: "wide"}) for i in range(3)))
+    assert [type(d) for d in cluster.run()] == [Reject, Reject, Reject]
+    status_only = dataclasses.replace(cluster.pods["default/wide-0"])
+    cluster.tell(MODIFIED, status_only)
+    assert cluster.run(1.0) == []
+    relabelled = dataclasses.replace(status_only, labels={**status_only.labels, "tier": "hpc"})
+    cluster.tell(MODIFIED, relabelled)  # a change placing reads: the whole gang is reconsidered (and still too big)
+    assert [type(d) for d in cluster.run(2.0)] == [Reject, Reject, Reject]

@@ -45,8 +45,8 @@ from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.gang import GangMember, assign
-from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
+from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
@@ -97,7 +97,6 @@ class KubefluxScheduler(Placer):
         """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
         self._never_fits_not: dict[str, tuple[int, list[Pod]]] = {}
         """Job key → (node epoch, its pods) when the job was last found able to fit the empty cluster."""
-        """Job key → the node epoch at which its group was last found to fit an empty cluster."""
         self._node_epoch = 0
         self._node_seen: dict[str, Node] = {}
         """Each node as last seen, to tell a change (which reconsiders rejected jobs) from a repeat."""
@@ -118,7 +117,30 @@ class KubefluxScheduler(Placer):
                 self._node_epoch += 1
                 self._requeue_rejected()
             return
+        if self._rejected and isinstance(obj, Pod) and self._still_rejected(event.kind, obj):
+            return
         super().observe(event, now)
+
+    def _still_rejected(self, kind: EventKind, pod: Pod) -> bool:
+        """A pending pod of a job rejected as never fitting changed: a change placing reads (its requests,
+        selector, tolerations …) queues the whole job again; any other (a status the shell wrote) keeps it
+        rejected, with the new object, and is not passed on (it would queue the pod alone, splitting a gang)."""
+        if kind is EventKind.DELETED or pod.phase.terminal or pod.node_name or pod.deleted:
+            return False
+        uid = self._uid(pod)
+        for key, job in self._rejected.items():
+            known = job.pods.get(uid)
+            if known is None:
+                continue
+            job.pods[uid] = pod
+            if placement_view(known) != placement_view(pod):
+                del self._rejected[key]
+                for member_uid, member in job.pods.items():
+                    if member_uid not in self.allocations and member_uid not in self.queue.by_pod:
+                        self.queue.add(member_uid, member).tried_epoch = -1
+                self._changed()
+            return True
+        return False
 
     def _changed(self) -> None:
         super()._changed()
@@ -185,6 +207,8 @@ class KubefluxScheduler(Placer):
         considered = 0
         for job in ordered:
             if considered >= self.queue_depth:
+                if any(isinstance(decision, Bind) for decision in out):
+                    self._dirty = True  # jobs beyond the depth move up once these are bound: look again
                 break
             missing = self.queue.missing_members(job)
             if missing:

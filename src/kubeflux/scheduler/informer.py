@@ -304,7 +304,7 @@ class ClusterBooks:
             # A queued pod changed: only what placing it reads matters. The status and the expected-start
             # annotation the shell writes for kubeflux's own decisions change nothing, and must not make the
             # queue's head be tried again as if it were new (it would lose its place in the plan).
-            changed = _placement_view(known.pods[uid]) != _placement_view(pod)
+            changed = placement_view(known.pods[uid]) != placement_view(pod)
             job = self.queue.add(uid, pod)
             if changed:
                 job.tried_epoch = -1
@@ -620,7 +620,7 @@ class ClusterBooks:
         job.expected_start = None
 
 
-def _placement_view(pod: Pod) -> tuple[object, ...]:
+def placement_view(pod: Pod) -> tuple[object, ...]:
     """What placing a pending pod reads of it (not its status, nor the expected start written back on it)."""
     annotations = {k: v for k, v in pod.annotations.items() if k != EXPECTED_START_ANNOTATION}
     return (
