@@ -1,0 +1,272 @@
+"""Writing the core's decisions to the cluster: Bindings, ``PodScheduled`` conditions, annotations and Events.
+
+A small pool of threads sends the requests, so a slow API server delays the writes, never the matching. Every
+write for one pod goes to the same thread (by a hash of its key), so a pod's writes keep their order: a
+``PodScheduled=False`` patch sent for an earlier pass can never land after the pod's Binding.
+
+* :class:`Bind` → ``POST pods/binding`` (``_preload_content=False``: the typed call mis-reads the server's 201
+  ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
+  Binding's annotations onto the pod in the same write), so a pod is never bound without the record a restarted
+  scheduler recovers it from, nor annotated without being bound. A stale expected-start annotation is removed
+  first. 409 (already bound, being deleted, another UID) and 404 (gone) mean the race was lost: ``on_refused``
+  is called, for the loop to tell the core (``unreserve``), and nothing else is written. Then a ``Scheduled``
+  event, as kube-scheduler writes it.
+* :class:`Unschedulable` / :class:`Reject` → the expected-start annotation (set or removed), the
+  ``PodScheduled=False/Unschedulable`` condition with the core's message (a strategic merge patch of
+  ``pods/status``, merged by condition type), and a ``FailedScheduling`` event. A pod is told the same thing once:
+  the same message and expected start are not written again (no event storms; kube-scheduler's recorder
+  aggregates repeats in the same spirit).
+* :class:`PodWarning` → a ``Warning`` event with its reason.
+
+Events are ``events.k8s.io/v1`` with kube-scheduler's reasons and actions. A failed write other than a Bind is
+logged and dropped: the next decision about the pod writes it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import urllib3
+from kubernetes import client
+
+from kubeflux.scheduler.interface import (
+    EXPECTED_START_ANNOTATION,
+    Bind,
+    PodWarning,
+    Reject,
+    Unschedulable,
+    expected_start_text,
+)
+
+__all__ = ["BindOutcome", "Binder", "PodRef"]
+
+log = logging.getLogger("kubeflux.serve")
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """What the writer needs of a pod: its identity and the expected-start annotation it carries."""
+
+    namespace: str
+    name: str
+    uid: str
+    expected_start: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BindOutcome:
+    """A Bind the cluster refused (or that could not be sent): the loop tells the core."""
+
+    scheduler: str
+    decision: Bind
+    reason: str
+
+
+def _reason(exc: client.ApiException) -> str:
+    body = exc.body
+    if isinstance(body, bytes | str) and body:
+        try:
+            import orjson
+
+            message = orjson.loads(body).get("message")
+            if message:
+                return f"{exc.status}: {message}"
+        except (ValueError, AttributeError):
+            pass
+    return f"{exc.status}: {exc.reason}"
+
+
+class Binder:
+    """Sends decisions with ``workers`` threads (see the module docstring)."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        workers: int = 4,
+        clock: Callable[[], float] = time.time,
+        on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
+        on_bound: Callable[[str, Bind], None] = lambda scheduler, decision: None,
+    ) -> None:
+        self.core = client.CoreV1Api(api)
+        self.events = client.EventsV1Api(api)
+        self.clock = clock
+        self.on_refused = on_refused
+        self.on_bound = on_bound
+        self.instance = f"{socket.gethostname()}-{os.getpid()}"
+        self._told: dict[str, tuple[str, str | None]] = {}
+        """Pod uid → (message, expected start) last written for it, so the same is not written twice."""
+        self._told_lock = threading.Lock()
+        self._queues: list[queue.SimpleQueue[Callable[[], None] | None]] = [queue.SimpleQueue() for _ in range(workers)]
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._threads = [
+            threading.Thread(target=self._work, args=(q,), daemon=True, name=f"binder-{i}")
+            for i, q in enumerate(self._queues)
+        ]
+        for thread in self._threads:
+            thread.start()
+        self.binds = 0
+        self.refused = 0
+
+    # ------------------------------------------------------------------ the pool
+
+    def _submit(self, key: str, task: Callable[[], None]) -> None:
+        with self._idle:
+            self._pending += 1
+        self._queues[zlib.crc32(key.encode()) % len(self._queues)].put(task)
+
+    def _work(self, tasks: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (task := tasks.get()) is not None:
+            try:
+                task()
+            except Exception:  # one bad write never stops the writer
+                log.exception("writing a decision failed")
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    if not self._pending:
+                        self._idle.notify_all()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every write submitted so far is done; whether it is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def stop(self) -> None:
+        """Finish the writes already submitted, then end the threads."""
+        for tasks in self._queues:
+            tasks.put(None)
+        for thread in self._threads:
+            thread.join()
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop what was told to it."""
+        with self._told_lock:
+            self._told.pop(uid, None)
+
+    # ------------------------------------------------------------------ decisions
+
+    def bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
+        with self._told_lock:
+            self._told.pop(pod.uid, None)
+        self._submit(f"{pod.namespace}/{pod.name}", lambda: self._bind(scheduler, decision, pod))
+
+    def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
+        expected = decision.expected_start if isinstance(decision, Unschedulable) else None
+        wanted = None if expected is None else expected_start_text(expected)
+        told = (decision.message, wanted)
+        with self._told_lock:
+            if self._told.get(pod.uid) == told:
+                return
+            self._told[pod.uid] = told
+        self._submit(
+            f"{pod.namespace}/{pod.name}", lambda: self._unschedulable(scheduler, decision.message, wanted, pod)
+        )
+
+    def warn(self, scheduler: str, decision: PodWarning, pod: PodRef) -> None:
+        with self._told_lock:
+            key = f"warning:{pod.uid}:{decision.reason}"
+            if self._told.get(key) == (decision.message, None):
+                return
+            self._told[key] = (decision.message, None)
+        self._submit(
+            f"{pod.namespace}/{pod.name}",
+            lambda: self.event(pod, "Warning", decision.reason, decision.message, scheduler, "Scheduling"),
+        )
+
+    # ------------------------------------------------------------------ the writes (on the pool's threads)
+
+    def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
+        if pod.expected_start is not None:
+            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
+        binding = client.V1Binding(
+            api_version="v1",
+            kind="Binding",
+            metadata=client.V1ObjectMeta(name=pod.name, uid=decision.uid, annotations=dict(decision.annotations)),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=decision.node),
+        )
+        try:
+            self.core.create_namespaced_pod_binding(pod.name, pod.namespace, binding, _preload_content=False)
+        except client.ApiException as exc:
+            self.refused += 1
+            self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
+            return
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch will say if it bound
+            self.refused += 1
+            self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {exc}"))
+            return
+        self.binds += 1
+        self.on_bound(scheduler, decision)
+        message = f"Successfully assigned {pod.namespace}/{pod.name} to {decision.node}"
+        self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding")
+
+    def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
+        if expected != pod.expected_start:
+            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: expected})
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": datetime.fromtimestamp(int(self.clock()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
+        try:
+            self.core.patch_namespaced_pod_status(pod.name, pod.namespace, patch, _preload_content=False)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return
+            # the event still goes: a pod the server itself finds invalid (422) must still be told why it waits
+            log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, _reason(exc))
+        self.event(pod, "Warning", "FailedScheduling", message, scheduler, "Scheduling")
+
+    def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
+        patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}
+        try:
+            self.core.patch_namespaced_pod(
+                pod.name,
+                pod.namespace,
+                patch,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        except client.ApiException as exc:
+            if exc.status not in (404, 409):
+                log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, _reason(exc))
+
+    def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
+        """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
+        body = client.EventsV1Event(
+            api_version="events.k8s.io/v1",
+            kind="Event",
+            metadata=client.V1ObjectMeta(name=f"{pod.name}.{time.time_ns():x}", namespace=pod.namespace),
+            event_time=datetime.fromtimestamp(self.clock(), UTC),
+            reporting_controller=scheduler,
+            reporting_instance=f"{scheduler}-{self.instance}"[:128],
+            action=action,
+            reason=reason,
+            note=note[:1024],
+            type=type_,
+            regarding=client.V1ObjectReference(
+                api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid
+            ),
+        )
+        try:
+            self.events.create_namespaced_event(pod.namespace, body, _preload_content=False)
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)
