@@ -81,3 +81,10 @@ def test_serve_refuses_a_bad_config_before_touching_a_cluster(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["serve", "--config", str(bad), "--kubeconfig", str(tmp_path / "none")])
     assert result.exit_code == 2
     assert "schedulers[0].queuePolicy" in result.output
+
+
+def test_leader_election_durations_must_be_ordered() -> None:
+    with pytest.raises(ConfigError, match="retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds"):
+        parse_config({"leaderElection": {"enabled": True, "leaseDurationSeconds": 5, "renewDeadlineSeconds": 8}})
+    config = load_config(REPO / "examples" / "serve" / "config.yaml")
+    assert not config.leader_election.enabled and config.operations.address == "127.0.0.1"

@@ -123,3 +123,11 @@ def test_allocations_are_annotated_on_the_bound_pods_for_recovery(cluster: Clust
             lambda pods: any((condition(pods[n]) or {}).get("reason") == "Unschedulable" for n in ("b", "c"))
         )
         assert restarted.bound == 1
+
+
+def test_a_burst_of_more_pods_than_the_queue_depth_is_all_bound(cluster: Cluster) -> None:
+    for index in range(40):
+        cluster.create(pod(f"small-{index}", "100m", run=None))
+    with cluster.serve(schedulers=[{"queueDepth": 8}]) as serve:
+        cluster.wait_for(lambda pods: all(p["spec"].get("nodeName") for p in pods.values()))
+        assert serve.bound == 40

@@ -5,6 +5,7 @@ double-bound, no allocation leaks (the pods that should fit afterwards do), and 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from kubeflux.kube.serve import Serve
 
-from .conftest import Cluster, condition, eventually, phase, pod, start_cluster
+from .conftest import CEILING, Cluster, condition, eventually, phase, pod, start_cluster
 
 
 def _drop_watches(cluster: Cluster) -> None:
@@ -163,3 +164,19 @@ def test_bad_objects_get_failed_scheduling_naming_the_field_and_the_others_are_s
         assert not pods["bad-cpu"]["spec"].get("nodeName") and not pods["bad-duration"]["spec"].get("nodeName")
         # the server refuses any write to a pod it finds invalid, the condition too: the event is what is told
         assert condition(pods["bad-duration"])["reason"] == "Unschedulable"  # type: ignore[index]
+
+
+def test_stopping_while_the_api_server_is_gone_ends_promptly(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path)
+    serve = cluster.serve()
+    try:
+        for index in range(20):
+            cluster.create(pod(f"wait-{index}", "16", run=None))  # one runs, the others are told why they wait
+        cluster.wait_for(lambda pods: sum(bool(p["spec"].get("nodeName")) for p in pods.values()) == 1)
+    finally:
+        cluster.api.close()
+        cluster.server.stop()
+    stopping = threading.Thread(target=serve.stop)
+    stopping.start()
+    stopping.join(CEILING)
+    assert not stopping.is_alive(), "serve did not stop without its API server"

@@ -14,8 +14,9 @@ write for one pod goes to the same thread (by a hash of its key), so a pod's wri
 * :class:`Unschedulable` / :class:`Reject` → the expected-start annotation (set or removed), the
   ``PodScheduled=False/Unschedulable`` condition with the core's message (a strategic merge patch of
   ``pods/status``, merged by condition type), and a ``FailedScheduling`` event. A pod is told the same thing once:
-  the same message and expected start are not written again (no event storms; kube-scheduler's recorder
-  aggregates repeats in the same spirit).
+  the same message and expected start are not written again, and a pod is told something new at most once every
+  ``interval`` seconds, the newest message winning (no event storms: a gang of 16 waiting for its members would
+  otherwise be told 120 times; kube-scheduler's event recorder rate-limits per object in the same spirit).
 * :class:`PodWarning` → a ``Warning`` event with its reason.
 
 Events are ``events.k8s.io/v1`` with kube-scheduler's reasons and actions. A failed write other than a Bind is
@@ -24,6 +25,7 @@ logged and dropped: the next decision about the pod writes it again.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import queue
@@ -34,6 +36,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import urllib3
 from kubernetes import client
@@ -50,6 +53,8 @@ from kubeflux.scheduler.interface import (
 __all__ = ["BindOutcome", "Binder", "PodRef"]
 
 log = logging.getLogger("kubeflux.serve")
+_TIMEOUT = (5.0, 30.0)
+"""(connect, read) seconds of one write: a dead API server fails it instead of holding a thread for ever."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,8 @@ class PodRef:
     name: str
     uid: str
     expected_start: str | None = None
+    created: float | None = None
+    """Its creation time (seconds), for the end-to-end scheduling latency."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,13 @@ class BindOutcome:
     scheduler: str
     decision: Bind
     reason: str
+
+
+def _done(response: Any) -> None:
+    """Read the rest of a raw response and give its connection back to the pool (unread, it would be dropped and
+    every request would open a new connection)."""
+    response.drain_conn()
+    response.release_conn()
 
 
 def _reason(exc: client.ApiException) -> str:
@@ -95,7 +109,8 @@ class Binder:
         workers: int = 4,
         clock: Callable[[], float] = time.time,
         on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
-        on_bound: Callable[[str, Bind], None] = lambda scheduler, decision: None,
+        on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
+        interval: float = 5.0,
     ) -> None:
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
@@ -105,8 +120,20 @@ class Binder:
         self.instance = f"{socket.gethostname()}-{os.getpid()}"
         self._told: dict[str, tuple[str, str | None]] = {}
         """Pod uid → (message, expected start) last written for it, so the same is not written twice."""
-        self._told_lock = threading.Lock()
-        self._queues: list[queue.SimpleQueue[Callable[[], None] | None]] = [queue.SimpleQueue() for _ in range(workers)]
+        self._told_lock = threading.Condition()
+        self.interval = interval
+        self._last: dict[str, float] = {}
+        """Pod uid → when (monotonic) its last PodScheduled=False was sent."""
+        self._deferred: dict[str, tuple[str, str, str | None, PodRef]] = {}
+        """Pod uid → the newest (scheduler, message, expected start, pod) held back by the interval."""
+        self._due: list[tuple[float, str]] = []
+        self._closing = False
+        self._abandoned = False
+        self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
+        self._flusher.start()
+        self._queues: list[queue.SimpleQueue[tuple[Callable[[], None], bool] | None]] = [
+            queue.SimpleQueue() for _ in range(workers)
+        ]
         self._pending = 0
         self._idle = threading.Condition()
         self._threads = [
@@ -120,15 +147,18 @@ class Binder:
 
     # ------------------------------------------------------------------ the pool
 
-    def _submit(self, key: str, task: Callable[[], None]) -> None:
+    def _submit(self, key: str, task: Callable[[], None], *, essential: bool = False) -> None:
+        """Queue ``task`` on ``key``'s thread; a stopping binder still sends an ``essential`` one (a Binding)."""
         with self._idle:
             self._pending += 1
-        self._queues[zlib.crc32(key.encode()) % len(self._queues)].put(task)
+        self._queues[zlib.crc32(key.encode()) % len(self._queues)].put((task, essential))
 
-    def _work(self, tasks: queue.SimpleQueue[Callable[[], None] | None]) -> None:
-        while (task := tasks.get()) is not None:
+    def _work(self, tasks: queue.SimpleQueue[tuple[Callable[[], None], bool] | None]) -> None:
+        while (item := tasks.get()) is not None:
+            task, essential = item
             try:
-                task()
+                if not self._abandoned and (essential or not self._closing):
+                    task()
             except Exception:  # one bad write never stops the writer
                 log.exception("writing a decision failed")
             finally:
@@ -142,12 +172,26 @@ class Binder:
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
-    def stop(self) -> None:
-        """Finish the writes already submitted, then end the threads."""
+    def stop(self, grace: float = 10.0) -> None:
+        """Send the Bindings already decided (within ``grace`` seconds), drop the conditions and events not yet
+        written (a scheduler that runs next writes its own), then end the threads. A Binding not sent leaves its
+        pod pending for the next scheduler: nothing is half done."""
+        with self._told_lock:
+            if self._closing:
+                return
+            self._closing = True
+            self._told_lock.notify_all()
+        self._flusher.join()
         for tasks in self._queues:
             tasks.put(None)
+        deadline = time.monotonic() + grace
         for thread in self._threads:
-            thread.join()
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in self._threads):
+            log.warning("binder: %d writes not sent within %gs of stopping; dropped", self._pending, grace)
+            self._abandoned = True
+            for thread in self._threads:
+                thread.join()
 
     @property
     def pending(self) -> int:
@@ -157,13 +201,16 @@ class Binder:
         """The pod is gone: drop what was told to it."""
         with self._told_lock:
             self._told.pop(uid, None)
+            self._last.pop(uid, None)
+            self._deferred.pop(uid, None)
 
     # ------------------------------------------------------------------ decisions
 
     def bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
-        with self._told_lock:
+        with self._told_lock:  # under the lock: a held-back PodScheduled=False can no longer follow the Binding
             self._told.pop(pod.uid, None)
-        self._submit(f"{pod.namespace}/{pod.name}", lambda: self._bind(scheduler, decision, pod))
+            self._deferred.pop(pod.uid, None)
+            self._submit(f"{pod.namespace}/{pod.name}", lambda: self._bind(scheduler, decision, pod), essential=True)
 
     def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
@@ -173,9 +220,37 @@ class Binder:
             if self._told.get(pod.uid) == told:
                 return
             self._told[pod.uid] = told
-        self._submit(
-            f"{pod.namespace}/{pod.name}", lambda: self._unschedulable(scheduler, decision.message, wanted, pod)
-        )
+            now = time.monotonic()
+            last = self._last.get(pod.uid)
+            if last is not None and now - last < self.interval:  # said recently: the newest goes out later
+                if pod.uid not in self._deferred:
+                    heapq.heappush(self._due, (last + self.interval, pod.uid))
+                    self._told_lock.notify_all()
+                self._deferred[pod.uid] = (scheduler, decision.message, wanted, pod)
+                return
+            self._last[pod.uid] = now
+            self._send_unschedulable(scheduler, decision.message, wanted, pod)
+
+    def _send_unschedulable(self, scheduler: str, message: str, wanted: str | None, pod: PodRef) -> None:
+        self._submit(f"{pod.namespace}/{pod.name}", lambda: self._unschedulable(scheduler, message, wanted, pod))
+
+    def _flush(self) -> None:
+        """Send the held-back updates when their pod's interval has passed (the newest one only)."""
+        with self._told_lock:
+            while not self._closing:
+                if not self._due:
+                    self._told_lock.wait()
+                    continue
+                when, uid = self._due[0]
+                delay = when - time.monotonic()
+                if delay > 0:
+                    self._told_lock.wait(delay)
+                    continue
+                heapq.heappop(self._due)
+                held = self._deferred.pop(uid, None)
+                if held is not None:  # not bound nor gone meanwhile
+                    self._last[uid] = time.monotonic()
+                    self._send_unschedulable(*held)
 
     def warn(self, scheduler: str, decision: PodWarning, pod: PodRef) -> None:
         with self._told_lock:
@@ -200,7 +275,11 @@ class Binder:
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=decision.node),
         )
         try:
-            self.core.create_namespaced_pod_binding(pod.name, pod.namespace, binding, _preload_content=False)
+            _done(
+                self.core.create_namespaced_pod_binding(
+                    pod.name, pod.namespace, binding, _preload_content=False, _request_timeout=_TIMEOUT
+                )
+            )
         except client.ApiException as exc:
             self.refused += 1
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
@@ -210,7 +289,7 @@ class Binder:
             self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {exc}"))
             return
         self.binds += 1
-        self.on_bound(scheduler, decision)
+        self.on_bound(scheduler, decision, pod)
         message = f"Successfully assigned {pod.namespace}/{pod.name} to {decision.node}"
         self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding")
 
@@ -227,27 +306,39 @@ class Binder:
         }
         patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
         try:
-            self.core.patch_namespaced_pod_status(pod.name, pod.namespace, patch, _preload_content=False)
+            _done(
+                self.core.patch_namespaced_pod_status(
+                    pod.name, pod.namespace, patch, _preload_content=False, _request_timeout=_TIMEOUT
+                )
+            )
         except client.ApiException as exc:
             if exc.status == 404:
                 return
             # the event still goes: a pod the server itself finds invalid (422) must still be told why it waits
             log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, _reason(exc))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, exc)
+            return
         self.event(pod, "Warning", "FailedScheduling", message, scheduler, "Scheduling")
 
     def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
         patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}
         try:
-            self.core.patch_namespaced_pod(
-                pod.name,
-                pod.namespace,
-                patch,
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
+            _done(
+                self.core.patch_namespaced_pod(
+                    pod.name,
+                    pod.namespace,
+                    patch,
+                    _content_type="application/merge-patch+json",
+                    _preload_content=False,
+                    _request_timeout=_TIMEOUT,
+                )
             )
         except client.ApiException as exc:
             if exc.status not in (404, 409):
                 log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, _reason(exc))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, exc)
 
     def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
         """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
@@ -267,6 +358,10 @@ class Binder:
             ),
         )
         try:
-            self.events.create_namespaced_event(pod.namespace, body, _preload_content=False)
+            _done(
+                self.events.create_namespaced_event(
+                    pod.namespace, body, _preload_content=False, _request_timeout=_TIMEOUT
+                )
+            )
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)

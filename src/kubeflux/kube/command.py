@@ -54,7 +54,7 @@ def serve_command(
 ) -> None:
     """Schedule the pods that name kubeflux's scheduler(s) on a Kubernetes cluster, until Ctrl-C or SIGTERM."""
     from kubeflux.kube.config import ConfigError, load_config
-    from kubeflux.kube.serve import Serve
+    from kubeflux.kube.replica import Replica
 
     if in_cluster and kubeconfig is not None:
         raise typer.BadParameter("--in-cluster and --kubeconfig exclude each other")
@@ -72,18 +72,34 @@ def serve_command(
         typer.echo(f"error: cannot configure the Kubernetes client: {exc}", err=True)
         raise typer.Exit(2) from exc
     try:
-        serve = Serve(settings, api)
-    except RuntimeError as exc:
+        replica = Replica(settings, api)
+    except (RuntimeError, OSError) as exc:  # no published clock when asked for; the operations port is taken
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    serve = replica.serve
     names = ", ".join(core.name for core in serve.cores)
-    typer.echo(f"kubeflux serve: scheduling pods with schedulerName {names} at {serve.api.configuration.host}")
+    typer.echo(f"kubeflux serve: scheduling pods with schedulerName {names} at {api.configuration.host}")
+    if replica.operations is not None:
+        ops = replica.operations
+        typer.echo(
+            f"kubeflux serve: /metrics /healthz /readyz /livez at http://{settings.operations.address}:{ops.port}"
+        )
+    if replica.elector is not None:
+        election = settings.leader_election
+        typer.echo(f"kubeflux serve: waiting for the lease {election.namespace}/{election.name} to lead")
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
-    serve.start()
-    while not stopping.wait(1.0):
-        pass
+    replica.start()
+    said_synced = False
+    while not stopping.wait(0.1) and not replica.ended.is_set():
+        if not said_synced and serve.synced.is_set():
+            typer.echo(f"kubeflux serve: caches synced ({len(serve.pods)} pods); scheduling")
+            said_synced = True
+    if replica.lost:
+        typer.echo("kubeflux serve: lost the lease; exiting so that a fresh replica recovers", err=True)
+        replica.stop(release=False)
+        raise typer.Exit(1)
     typer.echo("kubeflux serve: stopping (finishing the writes already decided)")
-    serve.stop()
+    replica.stop()
     typer.echo(f"kubeflux serve: stopped after {serve.bound} binds")

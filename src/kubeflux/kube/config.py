@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kubeflux.match.policy import PolicyError, parse_policy
 from kubeflux.scheduler.core import Backfill, KubefluxScheduler
@@ -24,6 +24,8 @@ from kubeflux.scheduler.sharing import CappedSharing, SharingPolicy, sharing_pol
 __all__ = [
     "BindingConfig",
     "ConfigError",
+    "LeaderElectionConfig",
+    "OperationsConfig",
     "SchedulerProfile",
     "ServeConfig",
     "WatchConfig",
@@ -101,6 +103,41 @@ class BindingConfig(_Strict):
 
     workers: Annotated[int, Field(ge=1, le=64)] = 4
     """Threads that send Bindings, events and status patches, so a slow API server does not stall matching."""
+    unschedulable_interval_seconds: Annotated[float, Field(alias="unschedulableIntervalSeconds", ge=0.0)] = 5.0
+    """A waiting pod's condition and FailedScheduling event change at most this often (the newest message wins)."""
+
+
+class OperationsConfig(_Strict):
+    """Where ``/metrics``, ``/healthz``, ``/readyz`` and ``/livez`` are served (:mod:`kubeflux.kube.operations`)."""
+
+    enabled: bool = True
+    address: str = "127.0.0.1"
+    """Loopback unless asked: a probe or a Prometheus in the pod's network namespace reaches it there."""
+    port: Annotated[int, Field(ge=0, le=65535)] = 10260
+    """0: a free port (tests)."""
+
+
+class LeaderElectionConfig(_Strict):
+    """Several replicas, one scheduling: a ``coordination.k8s.io/v1`` Lease (:mod:`kubeflux.kube.leader`), with
+    kube-scheduler's defaults."""
+
+    enabled: bool = False
+    namespace: Annotated[str, Field(alias="resourceNamespace", min_length=1, max_length=63, pattern=_DNS_LABEL)] = (
+        "kube-system"
+    )
+    name: Annotated[str, Field(alias="resourceName", min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN)] = "kubeflux"
+    lease_seconds: Annotated[float, Field(alias="leaseDurationSeconds", gt=0.0)] = 15.0
+    renew_seconds: Annotated[float, Field(alias="renewDeadlineSeconds", gt=0.0)] = 10.0
+    retry_seconds: Annotated[float, Field(alias="retryPeriodSeconds", gt=0.0)] = 2.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElectionConfig:
+        if not self.retry_seconds < self.renew_seconds < self.lease_seconds:
+            raise ValueError(
+                "retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds is required (a leader must stop "
+                "before another may start)"
+            )
+        return self
 
 
 class ServeConfig(_Strict):
@@ -118,6 +155,10 @@ class ServeConfig(_Strict):
     server's when it publishes one, else wall."""
     watch: WatchConfig = Field(default_factory=WatchConfig)
     binding: BindingConfig = Field(default_factory=BindingConfig)
+    operations: OperationsConfig = Field(default_factory=OperationsConfig)
+    leader_election: Annotated[LeaderElectionConfig, Field(alias="leaderElection")] = Field(
+        default_factory=LeaderElectionConfig
+    )
 
     @field_validator("schedulers")
     @classmethod

@@ -152,7 +152,8 @@ class Reflector:
         if response is not None:
             with contextlib.suppress(Exception):  # already closed: nothing to end
                 response.shutdown()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout=10)
 
     @property
     def stopped(self) -> bool:
@@ -211,7 +212,7 @@ class Reflector:
         items: list[Object] = []
         token: str | None = None
         while True:
-            query: dict[str, Any] = {"limit": self.page_size, "_preload_content": False}
+            query: dict[str, Any] = {"limit": self.page_size, "_preload_content": False, "_request_timeout": (10, 300)}
             if token:
                 query["_continue"] = token
             try:
@@ -224,6 +225,7 @@ class Reflector:
                     continue
                 raise
             body = orjson.loads(response.data)
+            response.release_conn()
             items.extend(body.get("items") or [])
             meta = body.get("metadata") or {}
             token = meta.get("continue") or None
@@ -278,6 +280,7 @@ class Reflector:
             self._response = response
         self.watches += 1
         kind = self.resource.kind
+        complete = False
         try:
             for event in _lines(response):
                 type_, obj = event.get("type"), event.get("object") or {}
@@ -301,7 +304,11 @@ class Reflector:
                     continue
                 if not self._put(RawEvent(kind, type_, obj)):
                     return
+            complete = True
         finally:
             with self._lock:
                 self._response = None
-            response.release_conn()
+            if complete:  # the server ended the stream: the connection can serve again
+                response.release_conn()
+            else:  # left mid-stream: unread events would be the next request's answer
+                response.close()
