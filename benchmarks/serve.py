@@ -109,22 +109,32 @@ def run(
     folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-serve-"))
     kubeconfig = folder / "kubeconfig"
     cli = [sys.executable, "-m", "kubeflux.cli"]
-    server = start(
-        [*cli, "cluster", "serve", "--nodes", str(nodes), "--cores-per-node", "4", "--no-kubelet"]
-        + ["--kubeconfig", str(kubeconfig)]
-    )
+    cluster = ["cluster", "serve", "--nodes", str(nodes), "--cores-per-node", "4", "--no-kubelet"]
+    server = start([*cli, *cluster, "--kubeconfig", str(kubeconfig)])
     serve: subprocess.Popen[str] | None = None
+    profiler: subprocess.Popen[bytes] | None = None
     try:
         assert server.stdout is not None
         while not kubeconfig.exists() or "kubeconfig" not in server.stdout.readline():
             pass
         url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         port = int(url.rsplit(":", 1)[1])
-        serve = start([*cli, "serve", "--kubeconfig", str(kubeconfig)] + (["--config", str(config)] if config else []))
+        serve = start([*cli, "serve", "--kubeconfig", str(kubeconfig), *(["--config", str(config)] if config else [])])
         if os.environ.get("KUBEFLUX_PROFILE"):  # py-spy on serve: where its time goes
             profiler = subprocess.Popen(
-                [os.environ["KUBEFLUX_PROFILE"], "record", "-o", str(folder / "serve.svg"), "-p", str(serve.pid),
-                 "--format", "raw", "-r", "200", "--gil"],
+                [
+                    os.environ["KUBEFLUX_PROFILE"],
+                    "record",
+                    "-o",
+                    str(folder / "serve.svg"),
+                    "-p",
+                    str(serve.pid),
+                    "--format",
+                    "raw",
+                    "-r",
+                    "200",
+                    "--gil",
+                ],
             )
             print(f"profile of serve: {folder / 'serve.svg'}", file=sys.stderr)
         assert serve.stdout is not None
@@ -147,13 +157,15 @@ def run(
                 created[name] = time.perf_counter()
                 client.post("/api/v1/namespaces/default/pods", pod(name, group))
 
-        threads = [threading.Thread(target=create, args=(names[i::CREATORS],)) for i in range(CREATORS)]
-        if groups:  # a gang's members are created together: one thread, in order
-            threads = [threading.Thread(target=create, args=(names,))]
+        parts = [names[i::CREATORS] for i in range(CREATORS)]
+        if groups:  # each thread creates whole gangs, their members one after the other
+            parts = [[n for n in names if int(n.rsplit("-", 1)[1]) // gang % CREATORS == i] for i in range(CREATORS)]
+        threads = [threading.Thread(target=create, args=(part,)) for part in parts]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        created_in = time.perf_counter() - min(created.values())
         if not watcher.done.wait(1800):
             raise RuntimeError(f"only {len(watcher.bound)} of {len(names)} pods were bound")
         if len(watcher.bound) < len(names):
@@ -164,6 +176,10 @@ def run(
         elapsed = max(watcher.bound.values()) - min(created.values())
         p50 = statistics.median(latencies)
         p99 = latencies[int(len(latencies) * 0.99) - 1]
+        print(
+            f"{workload}: created in {created_in:.1f} s, all bound {elapsed:.1f} s after the first create",
+            file=sys.stderr,
+        )
         return workload, len(names), elapsed, len(names) / elapsed, p50, p99
     finally:
         for process in (serve, server):
@@ -173,6 +189,8 @@ def run(
                     process.wait(30)
                 except subprocess.TimeoutExpired:
                     process.kill()
+        if profiler is not None:
+            profiler.wait(60)  # it writes its file when serve has ended
 
 
 def main() -> None:
@@ -185,8 +203,9 @@ def main() -> None:
     rows = [run("pods", args.pods, 1, args.nodes, args.config)]
     if args.gangs:
         rows.append(run("gangs", args.gangs * 16, 16, args.nodes, args.config))
-    print(f"kubeflux serve end to end, {args.nodes} nodes x 4 cores, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
-    print(f"| workload | pods | seconds | pods/s | p50 latency | p99 latency |")
+    load = os.getloadavg()[0]
+    print(f"kubeflux serve end to end, {args.nodes} nodes x 4 cores, {os.cpu_count()} cores, load {load:.1f}")
+    print("| workload | pods | seconds | pods/s | p50 latency | p99 latency |")
     print("|---|---|---|---|---|---|")
     for workload, count, elapsed, rate, p50, p99 in rows:
         print(f"| {workload} | {count:,} | {elapsed:.1f} | {rate:,.0f} | {p50 * 1000:.0f} ms | {p99 * 1000:.0f} ms |")

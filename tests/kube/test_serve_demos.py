@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.scheduler.kube_objects import format_timestamp, parse_timestamp
 
 from .conftest import Cluster, condition, ended, eventually, no_allocations, phase, pod
 
@@ -46,29 +46,57 @@ def _failed_scheduling(cluster: Cluster) -> dict[str, list[str]]:
     return notes
 
 
-def _run_demo(cluster: Cluster, exit_code: int | None) -> dict[str, dict[str, Any]]:
+def _end(cluster: Cluster, name: str, exit_code: int) -> None:
+    """The pod's container exits with ``exit_code``, as its kubelet reports it (the test decides when)."""
+    stamp = format_timestamp(cluster.server.clock())
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error", "finishedAt": stamp}
+    status = {
+        "phase": "Succeeded" if exit_code == 0 else "Failed",
+        "containerStatuses": [
+            {
+                "name": "pi",
+                "image": "perl:5.34",
+                "ready": False,
+                "restartCount": 0,
+                "imageID": "",
+                "state": {"terminated": terminated},
+            }
+        ],
+    }
+    cluster.core.patch_namespaced_pod_status(name, "default", {"status": status}, _preload_content=False)
+
+
+def _run_demo(cluster: Cluster, exit_code: int) -> dict[str, dict[str, Any]]:
     names = [f"pi-{index}" for index in range(4)]
-    for name in names:  # all four exist before serve starts: its first pass decides them together
-        cluster.create(pod(name, "8", exit_code=exit_code))
-    serve = cluster.serve()
-    try:
+    with cluster.serve() as serve:
+        for name in names[:2]:  # the first two run until the test ends them
+            cluster.create(pod(name, "8", run=None))
+        cluster.wait_for(lambda pods: all(phase(pods[n]) == "Running" for n in names[:2]))
+        for name in names[2:]:
+            cluster.create(pod(name, "8", exit_code=exit_code or None))
+        cluster.wait_for(lambda pods: all(_waits(pods[n]) for n in names[2:]))  # two wait, and say why
+        for name in names[:2]:
+            _end(cluster, name, exit_code)
         cluster.wait_for(lambda pods: len(pods) == 4 and ended(pods))
         eventually(no_allocations(serve))
-    finally:
-        serve.stop()
     pods = cluster.pods()
     assert _most_cores_held(pods, dict.fromkeys(names, 8)) == 16
     waited = _failed_scheduling(cluster)
     assert sorted(waited) == ["pi-2", "pi-3"], waited
-    assert all("Insufficient cpu" in note or "0/1 nodes" in note for notes in waited.values() for note in notes)
+    assert all("Insufficient cpu" in note for notes in waited.values() for note in notes)
     first_end = min(_interval(pods[n])[1] for n in ("pi-0", "pi-1"))
     assert all(_interval(pods[n])[0] >= first_end for n in ("pi-2", "pi-3"))
     assert serve.bound == 4 and serve.binder.refused == 0
     return pods
 
 
+def _waits(p: dict[str, Any]) -> bool:
+    scheduled = condition(p)
+    return scheduled is not None and scheduled["reason"] == "Unschedulable" and not p["spec"].get("nodeName")
+
+
 def test_demo_one_two_run_two_wait_and_are_bound_when_the_first_two_complete(cluster: Cluster) -> None:
-    pods = _run_demo(cluster, exit_code=None)
+    pods = _run_demo(cluster, exit_code=0)
     assert {phase(p) for p in pods.values()} == {"Succeeded"}
 
 

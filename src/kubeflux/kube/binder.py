@@ -1,8 +1,10 @@
 """Writing the core's decisions to the cluster: Bindings, ``PodScheduled`` conditions, annotations and Events.
 
 A small pool of threads sends the requests, so a slow API server delays the writes, never the matching. Every
-write for one pod goes to the same thread (by a hash of its key), so a pod's writes keep their order: a
-``PodScheduled=False`` patch sent for an earlier pass can never land after the pod's Binding.
+write for one pod goes to the same thread (by a hash of its key), one at a time. Each thread sends Bindings
+before anything else (a pod waiting for its node matters more than a note about another pod), and a condition or
+event decided before a pod's latest Binding is dropped unsent: it is stale, and a ``PodScheduled=False`` can never
+land after the pod's Binding.
 
 * :class:`Bind` → ``POST pods/binding`` (``_preload_content=False``: the typed call mis-reads the server's 201
   ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
@@ -14,9 +16,11 @@ write for one pod goes to the same thread (by a hash of its key), so a pod's wri
 * :class:`Unschedulable` / :class:`Reject` → the expected-start annotation (set or removed), the
   ``PodScheduled=False/Unschedulable`` condition with the core's message (a strategic merge patch of
   ``pods/status``, merged by condition type), and a ``FailedScheduling`` event. A pod is told the same thing once:
-  the same message and expected start are not written again, and a pod is told something new at most once every
-  ``interval`` seconds, the newest message winning (no event storms: a gang of 16 waiting for its members would
-  otherwise be told 120 times; kube-scheduler's event recorder rate-limits per object in the same spirit).
+  the same message and expected start are not written again; the first time only after ``delay`` seconds (a pod
+  bound at the next pass, or a gang member whose siblings are being created, is never told it waits), then at
+  most once every ``interval`` seconds, the newest message winning (no event storms: a gang of 16 would otherwise
+  be told 120 times while its members arrive; kube-scheduler's event recorder rate-limits per object in the same
+  spirit).
 * :class:`PodWarning` → a ``Warning`` event with its reason.
 
 Events are ``events.k8s.io/v1`` with kube-scheduler's reasons and actions. A failed write other than a Bind is
@@ -28,11 +32,11 @@ from __future__ import annotations
 import heapq
 import logging
 import os
-import queue
 import socket
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -99,6 +103,16 @@ def _reason(exc: client.ApiException) -> str:
     return f"{exc.status}: {exc.reason}"
 
 
+class _Worker:
+    """One writer thread's work: Bindings first, then the other writes, each lane in order."""
+
+    def __init__(self) -> None:
+        self.binds: deque[tuple[Callable[[], None], int, str, str]] = deque()
+        self.writes: deque[tuple[Callable[[], None], int, str, str]] = deque()
+        self.ready = threading.Condition()
+        self.closed = False
+
+
 class Binder:
     """Sends decisions with ``workers`` threads (see the module docstring)."""
 
@@ -111,6 +125,7 @@ class Binder:
         on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
         on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
         interval: float = 5.0,
+        delay: float = 1.0,
     ) -> None:
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
@@ -120,8 +135,11 @@ class Binder:
         self.instance = f"{socket.gethostname()}-{os.getpid()}"
         self._told: dict[str, tuple[str, str | None]] = {}
         """Pod uid → (message, expected start) last written for it, so the same is not written twice."""
+        self._warned: dict[str, dict[str, str]] = {}
+        """Pod uid → reason → the warning last written."""
         self._told_lock = threading.Condition()
         self.interval = interval
+        self.delay = delay
         self._last: dict[str, float] = {}
         """Pod uid → when (monotonic) its last PodScheduled=False was sent."""
         self._deferred: dict[str, tuple[str, str, str | None, PodRef]] = {}
@@ -131,33 +149,53 @@ class Binder:
         self._abandoned = False
         self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
         self._flusher.start()
-        self._queues: list[queue.SimpleQueue[tuple[Callable[[], None], bool] | None]] = [
-            queue.SimpleQueue() for _ in range(workers)
-        ]
+        self._workers = [_Worker() for _ in range(workers)]
+        self._bind_seq: dict[str, int] = {}
+        """Pod uid → the sequence number of its latest Binding queued: older advisory writes for it are stale."""
+        self._seq = 0
         self._pending = 0
         self._idle = threading.Condition()
         self._threads = [
-            threading.Thread(target=self._work, args=(q,), daemon=True, name=f"binder-{i}")
-            for i, q in enumerate(self._queues)
+            threading.Thread(target=self._work, args=(w,), daemon=True, name=f"binder-{i}")
+            for i, w in enumerate(self._workers)
         ]
         for thread in self._threads:
             thread.start()
         self.binds = 0
         self.refused = 0
+        self._count_lock = threading.Lock()
 
     # ------------------------------------------------------------------ the pool
 
-    def _submit(self, key: str, task: Callable[[], None], *, essential: bool = False) -> None:
-        """Queue ``task`` on ``key``'s thread; a stopping binder still sends an ``essential`` one (a Binding)."""
+    def _submit(self, pod: PodRef, task: Callable[[], None], kind: str) -> None:
+        """Queue ``task`` on ``pod``'s thread. ``kind``: ``bind`` (sent first, and even while stopping),
+        ``advisory`` (a condition or event decided before any later Binding of the pod: dropped once one is
+        queued), ``after`` (an event about a Binding done)."""
         with self._idle:
             self._pending += 1
-        self._queues[zlib.crc32(key.encode()) % len(self._queues)].put((task, essential))
+            self._seq += 1
+            seq = self._seq
+            if kind == "bind":
+                self._bind_seq[pod.uid] = seq
+        worker = self._workers[zlib.crc32(f"{pod.namespace}/{pod.name}".encode()) % len(self._workers)]
+        with worker.ready:
+            (worker.binds if kind == "bind" else worker.writes).append((task, seq, pod.uid, kind))
+            worker.ready.notify()
 
-    def _work(self, tasks: queue.SimpleQueue[tuple[Callable[[], None], bool] | None]) -> None:
-        while (item := tasks.get()) is not None:
-            task, essential = item
+    def _work(self, worker: _Worker) -> None:
+        while True:
+            with worker.ready:
+                while not worker.binds and not worker.writes and not worker.closed:
+                    worker.ready.wait()
+                if worker.binds:
+                    task, seq, uid, kind = worker.binds.popleft()
+                elif worker.writes:
+                    task, seq, uid, kind = worker.writes.popleft()
+                else:
+                    return
             try:
-                if not self._abandoned and (essential or not self._closing):
+                stale = kind == "advisory" and self._bind_seq.get(uid, -1) > seq
+                if not self._abandoned and not stale and (kind == "bind" or not self._closing):
                     task()
             except Exception:  # one bad write never stops the writer
                 log.exception("writing a decision failed")
@@ -182,8 +220,10 @@ class Binder:
             self._closing = True
             self._told_lock.notify_all()
         self._flusher.join()
-        for tasks in self._queues:
-            tasks.put(None)
+        for worker in self._workers:
+            with worker.ready:
+                worker.closed = True
+                worker.ready.notify()
         deadline = time.monotonic() + grace
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -193,6 +233,10 @@ class Binder:
             for thread in self._threads:
                 thread.join()
 
+    def _count(self, what: str) -> None:
+        with self._count_lock:  # from several threads: += alone may lose a count
+            setattr(self, what, getattr(self, what) + 1)
+
     @property
     def pending(self) -> int:
         return self._pending
@@ -201,8 +245,11 @@ class Binder:
         """The pod is gone: drop what was told to it."""
         with self._told_lock:
             self._told.pop(uid, None)
+            self._warned.pop(uid, None)
             self._last.pop(uid, None)
             self._deferred.pop(uid, None)
+        with self._idle:
+            self._bind_seq.pop(uid, None)
 
     # ------------------------------------------------------------------ decisions
 
@@ -210,7 +257,7 @@ class Binder:
         with self._told_lock:  # under the lock: a held-back PodScheduled=False can no longer follow the Binding
             self._told.pop(pod.uid, None)
             self._deferred.pop(pod.uid, None)
-            self._submit(f"{pod.namespace}/{pod.name}", lambda: self._bind(scheduler, decision, pod), essential=True)
+            self._submit(pod, lambda: self._bind(scheduler, decision, pod), "bind")
 
     def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
@@ -222,9 +269,12 @@ class Binder:
             self._told[pod.uid] = told
             now = time.monotonic()
             last = self._last.get(pod.uid)
-            if last is not None and now - last < self.interval:  # said recently: the newest goes out later
+            # the first time after a short delay (a pod that is bound at the next pass, or a gang member whose
+            # siblings arrive, is never told it waits), then at most once every interval: the newest goes out
+            due = now + self.delay if last is None else last + self.interval
+            if due > now:
                 if pod.uid not in self._deferred:
-                    heapq.heappush(self._due, (last + self.interval, pod.uid))
+                    heapq.heappush(self._due, (due, pod.uid))
                     self._told_lock.notify_all()
                 self._deferred[pod.uid] = (scheduler, decision.message, wanted, pod)
                 return
@@ -232,7 +282,7 @@ class Binder:
             self._send_unschedulable(scheduler, decision.message, wanted, pod)
 
     def _send_unschedulable(self, scheduler: str, message: str, wanted: str | None, pod: PodRef) -> None:
-        self._submit(f"{pod.namespace}/{pod.name}", lambda: self._unschedulable(scheduler, message, wanted, pod))
+        self._submit(pod, lambda: self._unschedulable(scheduler, message, wanted, pod), "advisory")
 
     def _flush(self) -> None:
         """Send the held-back updates when their pod's interval has passed (the newest one only)."""
@@ -254,13 +304,14 @@ class Binder:
 
     def warn(self, scheduler: str, decision: PodWarning, pod: PodRef) -> None:
         with self._told_lock:
-            key = f"warning:{pod.uid}:{decision.reason}"
-            if self._told.get(key) == (decision.message, None):
+            warned = self._warned.setdefault(pod.uid, {})
+            if warned.get(decision.reason) == decision.message:
                 return
-            self._told[key] = (decision.message, None)
+            warned[decision.reason] = decision.message
         self._submit(
-            f"{pod.namespace}/{pod.name}",
+            pod,
             lambda: self.event(pod, "Warning", decision.reason, decision.message, scheduler, "Scheduling"),
+            "after",
         )
 
     # ------------------------------------------------------------------ the writes (on the pool's threads)
@@ -281,17 +332,17 @@ class Binder:
                 )
             )
         except client.ApiException as exc:
-            self.refused += 1
+            self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
             return
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch will say if it bound
-            self.refused += 1
+            self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {exc}"))
             return
-        self.binds += 1
+        self._count("binds")
         self.on_bound(scheduler, decision, pod)
         message = f"Successfully assigned {pod.namespace}/{pod.name} to {decision.node}"
-        self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding")
+        self._submit(pod, lambda: self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding"), "after")
 
     def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
         if expected != pod.expected_start:

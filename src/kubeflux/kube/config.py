@@ -105,6 +105,9 @@ class BindingConfig(_Strict):
     """Threads that send Bindings, events and status patches, so a slow API server does not stall matching."""
     unschedulable_interval_seconds: Annotated[float, Field(alias="unschedulableIntervalSeconds", ge=0.0)] = 5.0
     """A waiting pod's condition and FailedScheduling event change at most this often (the newest message wins)."""
+    unschedulable_delay_seconds: Annotated[float, Field(alias="unschedulableDelaySeconds", ge=0.0)] = 1.0
+    """A pod is first told it waits after this: one bound at the next pass, or a gang member whose siblings are
+    on their way, is not told at all."""
 
 
 class OperationsConfig(_Strict):

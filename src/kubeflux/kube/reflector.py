@@ -13,9 +13,10 @@ What a reflector guarantees to the loop:
 * a list is paginated (``limit``/``continue``; an expired continue token restarts the list); the watch starts from
   the list's resourceVersion with bookmarks, so a quiet collection's version stays fresh;
 * a watch that ends (server timeout, dropped connection) is opened again from the last version seen; one that
-  answers 410 Gone (the version fell out of the server's cache) is replaced by a relist, *diffed* against what
-  was known: objects that appeared are ADDED, changed ones MODIFIED, and those deleted during the gap are
-  delivered as DELETED with their last known state (a tombstone), so their allocations are released;
+  answers 410 Gone (the version fell out of the server's cache) or 504 (a version from the server's future: it
+  restarted with a new history) is replaced by a relist, *diffed* against what was known: objects that appeared
+  are ADDED, changed ones MODIFIED, and those deleted during the gap are delivered as DELETED with their last
+  known state (a tombstone), so their allocations are released;
 * a resource the server does not serve (no PodGroup CRD: 404) is not an error: it is synced empty and looked for
   again every minute;
 * errors back off (doubling up to 30 s) and never end the thread; :meth:`Reflector.stop` ends it promptly, even
@@ -191,7 +192,9 @@ class Reflector:
             except client.ApiException as exc:
                 if self._stop.is_set():
                     break
-                if exc.status == 410:
+                if exc.status in (410, 504) or (exc.status == 404 and self.resource.optional):
+                    # history gone (410), a version the server never had (504: it restarted with a new history,
+                    # as client-go's "too large resource version"), or the resource itself gone: list again
                     need_list = True
                     continue
                 log.warning("%s: the API server answered %s %s; retrying", self.resource.kind, exc.status, exc.reason)
@@ -285,7 +288,7 @@ class Reflector:
             for event in _lines(response):
                 type_, obj = event.get("type"), event.get("object") or {}
                 if type_ == "ERROR":
-                    if obj.get("code") == 410:
+                    if obj.get("code") in (410, 504):
                         raise _Expired
                     log.warning("%s: watch error %s: %s", kind, obj.get("code"), obj.get("message"))
                     return

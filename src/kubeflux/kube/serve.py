@@ -24,7 +24,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,6 +147,7 @@ class Serve:
             on_refused=self._on_refused,
             on_bound=self._bound,
             interval=config.binding.unschedulable_interval_seconds,
+            delay=config.binding.unschedulable_delay_seconds,
         )
         watch = config.watch
         self.reflectors = [
@@ -165,14 +165,14 @@ class Serve:
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""
         self.bound = 0
-        self.passes = 0
+        """Bindings accepted (counted by the binder's threads, under :attr:`_count_lock`)."""
+        self._count_lock = threading.Lock()
         self.synced = threading.Event()
         self._stop = threading.Event()
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._wakeup: float | None = None
         self._started = 0
-        self.on_bound: Callable[[Bind], None] | None = None
         self.leading = True
         """False while this replica waits for the lease (set by its elector)."""
         self.metrics = ServeMetrics()
@@ -231,13 +231,12 @@ class Serve:
         self._wake()
 
     def _bound(self, scheduler: str, decision: Bind, pod: PodRef) -> None:  # a binder thread
-        self.bound += 1
+        with self._count_lock:
+            self.bound += 1
         self.metrics.binds.labels(scheduler).inc()
         if pod.created is not None:
             self.metrics.pod_latency.labels(scheduler).observe(max(0.0, self.clock() - pod.created))
         log.info("%s: bound pod %s to node %s", scheduler, decision.pod, decision.node)
-        if self.on_bound is not None:
-            self.on_bound(decision)
 
     # ------------------------------------------------------------------ the loop
 
@@ -346,7 +345,6 @@ class Serve:
                 core.unreserve(decision.pod, decision.uid, decision.node, outcome.reason, now)
 
     def _schedule(self, now: float) -> None:
-        self.passes += 1
         earliest: float | None = None
         for core in self.cores:
             began = time.perf_counter()
