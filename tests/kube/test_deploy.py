@@ -81,3 +81,18 @@ def test_the_kustomization_lists_every_manifest_and_the_config_is_valid() -> Non
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     bindings = [d for d in _documents("rbac.yaml") if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
     assert all(b["subjects"][0]["name"] == account for b in bindings)
+
+
+def test_the_serve_examples_are_read_by_the_cores_readers() -> None:
+    from kubeflux.scheduler.kube_objects import pod_from_manifest, podgroup_from_manifest
+
+    kinds = []
+    for path in sorted((REPO / "examples" / "serve").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if not document or document.get("kind") == "ServeConfig":
+                continue
+            document.setdefault("metadata", {}).setdefault("namespace", "default")
+            reader = podgroup_from_manifest if document["kind"] == "PodGroup" else pod_from_manifest
+            reader(document)
+            kinds.append(document["kind"])
+    assert kinds.count("Pod") >= 10 and "PodGroup" in kinds
