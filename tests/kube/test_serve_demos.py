@@ -106,8 +106,8 @@ def test_demo_two_pods_that_segfault_release_their_cores_too(cluster: Cluster) -
 
 
 def test_a_waiting_pod_says_why_until_it_is_bound(cluster: Cluster) -> None:
-    for name in ("a", "b"):
-        cluster.create(pod(name, "8", run=None))  # they run until deleted
+    for name in ("a", "b"):  # they run until deleted, planned for an hour
+        cluster.create(pod(name, "8", run=None, annotations={"kubeflux.io/duration": "3600"}))
     cluster.create(pod("c", "8"))
     with cluster.serve():
         cluster.wait_for(lambda pods: (condition(pods["c"]) or {}).get("reason") == "Unschedulable")
@@ -115,8 +115,11 @@ def test_a_waiting_pod_says_why_until_it_is_bound(cluster: Cluster) -> None:
         assert condition(waiting)["status"] == "False"  # type: ignore[index]
         assert "Insufficient cpu" in condition(waiting)["message"]  # type: ignore[index]
         assert not waiting["spec"].get("nodeName")
+        # EASY: the head of the queue holds a reservation, and the pod says when it expects to start
+        cluster.wait_for(lambda pods: "kubeflux.io/expected-start" in (pods["c"]["metadata"].get("annotations") or {}))
         cluster.core.delete_namespaced_pod("a", "default")
         cluster.wait_for(lambda pods: phase(pods["c"]) == "Succeeded")
+        assert "kubeflux.io/expected-start" not in (cluster.pods()["c"]["metadata"].get("annotations") or {})
         assert cluster.pods()["b"]["spec"]["nodeName"] == "node-0000"
 
 

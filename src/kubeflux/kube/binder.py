@@ -135,6 +135,8 @@ class Binder:
         self.instance = f"{socket.gethostname()}-{os.getpid()}"
         self._told: dict[str, tuple[str, str | None]] = {}
         """Pod uid → (message, expected start) last written for it, so the same is not written twice."""
+        self._annotated: set[str] = set()
+        """Pods (uid) this binder wrote an expected start on, which the watch may not show yet."""
         self._warned: dict[str, dict[str, str]] = {}
         """Pod uid → reason → the warning last written."""
         self._told_lock = threading.Condition()
@@ -246,6 +248,7 @@ class Binder:
         with self._told_lock:
             self._told.pop(uid, None)
             self._warned.pop(uid, None)
+            self._annotated.discard(uid)
             self._last.pop(uid, None)
             self._deferred.pop(uid, None)
         with self._idle:
@@ -317,8 +320,9 @@ class Binder:
     # ------------------------------------------------------------------ the writes (on the pool's threads)
 
     def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
-        if pod.expected_start is not None:
+        if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
             self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
+            self._annotated.discard(pod.uid)
         binding = client.V1Binding(
             api_version="v1",
             kind="Binding",
@@ -347,6 +351,8 @@ class Binder:
     def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
         if expected != pod.expected_start:
             self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: expected})
+            if expected is not None:
+                self._annotated.add(pod.uid)
         condition = {
             "type": "PodScheduled",
             "status": "False",
