@@ -67,4 +67,5 @@ def register(app: typer.Typer) -> None:
     app.command("query")(query)
     app.command("demo")(demo)
     app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)
+    app.command("serve")(__import__("kubeflux.kube.command", fromlist=["serve_command"]).serve_command)
     app.add_typer(__import__("kubeflux.sim.apiserver.command", fromlist=["cluster_app"]).cluster_app, name="cluster")

@@ -1,0 +1,215 @@
+"""``kubeflux serve`` end to end on loopback: pods created through the API, bound by serve, seen bound by a watcher.
+
+Three processes, as on a cluster: the simulated API server (``kubeflux cluster serve --nodes 5000 --no-kubelet``:
+binds measure the scheduler and the API server, no kubelet runs the pods), ``kubeflux serve`` (its own process,
+its default config), and this script, which creates the pods (raw JSON over keep-alive HTTP/1.1, a few client
+threads) and watches them (one raw watch). Per pod, its scheduling latency is from just before its create was
+sent to the moment the watcher saw it bound; the throughput is pods bound over the time from the first create
+to the last bind seen. Workloads:
+
+* ``pods``: 10,000 one-core pods on 5,000 nodes of 4 cores (kube-scheduler's CI floor on 5,000 nodes: 270
+  pods/s; issue 14's target: ≥ 300 pods/s on a 2-core machine);
+* ``gangs``: 1,000 PodGroups of 16 one-core pods (``minMember: 16``) on the same nodes.
+
+Usage: ``python benchmarks/serve.py [--pods 10000] [--gangs 1000] [--nodes 5000]``. On a 2-core machine the three
+processes share the two cores: the figures are the machine's as much as serve's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import yaml
+
+CREATORS = 4
+
+
+def pod(name: str, group: str | None = None) -> bytes:
+    labels = {"app": "bench"} | ({"scheduling.x-k8s.io/pod-group": group} if group else {})
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "schedulerName": "kubeflux",
+                "containers": [
+                    {"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+                ],
+            },
+        }
+    )
+
+
+def podgroup(name: str, size: int) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name},
+            "spec": {"minMember": size},
+        }
+    )
+
+
+class Client:
+    def __init__(self, port: int) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+    def post(self, path: str, body: bytes) -> None:
+        self.connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        data = response.read()
+        if response.status != 201:
+            raise RuntimeError(f"POST {path}: {response.status} {data[:200]!r}")
+
+
+class Watcher(threading.Thread):
+    """Records when each pod is first seen bound."""
+
+    def __init__(self, port: int, expected: int) -> None:
+        super().__init__(daemon=True)
+        self.port, self.expected = port, expected
+        self.bound: dict[str, float] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3600)
+        connection.request("GET", "/api/v1/namespaces/default/pods?watch=true&resourceVersion=0")
+        response = connection.getresponse()
+        while len(self.bound) < self.expected:
+            line = response.readline()
+            if not line:
+                break
+            event = orjson.loads(line)
+            obj = event["object"]
+            name = obj["metadata"]["name"]
+            if obj.get("spec", {}).get("nodeName") and name not in self.bound:
+                self.bound[name] = time.perf_counter()
+        self.done.set()
+
+
+def start(command: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run(
+    workload: str, pods: int, gang: int, nodes: int, config: Path | None
+) -> tuple[str, int, float, float, float, float]:
+    folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-serve-"))
+    kubeconfig = folder / "kubeconfig"
+    cli = [sys.executable, "-m", "kubeflux.cli"]
+    cluster = ["cluster", "serve", "--nodes", str(nodes), "--cores-per-node", "4", "--no-kubelet"]
+    server = start([*cli, *cluster, "--kubeconfig", str(kubeconfig)])
+    serve: subprocess.Popen[str] | None = None
+    profiler: subprocess.Popen[bytes] | None = None
+    try:
+        assert server.stdout is not None
+        while not kubeconfig.exists() or "kubeconfig" not in server.stdout.readline():
+            pass
+        url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        port = int(url.rsplit(":", 1)[1])
+        serve = start([*cli, "serve", "--kubeconfig", str(kubeconfig), *(["--config", str(config)] if config else [])])
+        if os.environ.get("KUBEFLUX_PROFILE"):  # py-spy on serve: where its time goes
+            profiler = subprocess.Popen(
+                [
+                    os.environ["KUBEFLUX_PROFILE"],
+                    "record",
+                    "-o",
+                    str(folder / "serve.svg"),
+                    "-p",
+                    str(serve.pid),
+                    "--format",
+                    "raw",
+                    "-r",
+                    "200",
+                    "--gil",
+                ],
+            )
+            print(f"profile of serve: {folder / 'serve.svg'}", file=sys.stderr)
+        assert serve.stdout is not None
+        while "caches synced" not in serve.stdout.readline():  # its start (imports, lists) is not the figure
+            if serve.poll() is not None:
+                raise RuntimeError(f"serve ended: {serve.stdout.read()}")
+        names = [f"{workload}-{i}" for i in range(pods)]
+        watcher = Watcher(port, len(names))
+        watcher.start()
+        created: dict[str, float] = {}
+        setup = Client(port)
+        groups = pods // gang if gang > 1 else 0
+        for index in range(groups):
+            setup.post("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups", podgroup(f"g{index}", gang))
+
+        def create(part: list[str]) -> None:
+            client = Client(port)
+            for name in part:
+                group = f"g{int(name.rsplit('-', 1)[1]) // gang}" if groups else None
+                created[name] = time.perf_counter()
+                client.post("/api/v1/namespaces/default/pods", pod(name, group))
+
+        parts = [names[i::CREATORS] for i in range(CREATORS)]
+        if groups:  # each thread creates whole gangs, their members one after the other
+            parts = [[n for n in names if int(n.rsplit("-", 1)[1]) // gang % CREATORS == i] for i in range(CREATORS)]
+        threads = [threading.Thread(target=create, args=(part,)) for part in parts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        created_in = time.perf_counter() - min(created.values())
+        if not watcher.done.wait(1800):
+            raise RuntimeError(f"only {len(watcher.bound)} of {len(names)} pods were bound")
+        if len(watcher.bound) < len(names):
+            serve.terminate()
+            output = serve.communicate(timeout=60)[0]
+            raise RuntimeError(f"only {len(watcher.bound)} of {len(names)} pods were bound; serve said:\n{output}")
+        latencies = sorted(watcher.bound[n] - created[n] for n in names)
+        elapsed = max(watcher.bound.values()) - min(created.values())
+        p50 = statistics.median(latencies)
+        p99 = latencies[int(len(latencies) * 0.99) - 1]
+        print(
+            f"{workload}: created in {created_in:.1f} s, all bound {elapsed:.1f} s after the first create",
+            file=sys.stderr,
+        )
+        return workload, len(names), elapsed, len(names) / elapsed, p50, p99
+    finally:
+        for process in (serve, server):
+            if process is not None:
+                process.terminate()
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        if profiler is not None:
+            profiler.wait(60)  # it writes its file when serve has ended
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pods", type=int, default=10_000, help="one-core pods of the first workload")
+    parser.add_argument("--gangs", type=int, default=1_000, help="gangs of 16 of the second workload (0: none)")
+    parser.add_argument("--nodes", type=int, default=5_000)
+    parser.add_argument("--config", type=Path, default=None, help="serve's config (default: its defaults)")
+    args = parser.parse_args()
+    rows = [run("pods", args.pods, 1, args.nodes, args.config)]
+    if args.gangs:
+        rows.append(run("gangs", args.gangs * 16, 16, args.nodes, args.config))
+    load = os.getloadavg()[0]
+    print(f"kubeflux serve end to end, {args.nodes} nodes x 4 cores, {os.cpu_count()} cores, load {load:.1f}")
+    print("| workload | pods | seconds | pods/s | p50 latency | p99 latency |")
+    print("|---|---|---|---|---|---|")
+    for workload, count, elapsed, rate, p50, p99 in rows:
+        print(f"| {workload} | {count:,} | {elapsed:.1f} | {rate:,.0f} | {p50 * 1000:.0f} ms | {p99 * 1000:.0f} ms |")
+
+
+if __name__ == "__main__":
+    main()

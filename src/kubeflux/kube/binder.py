@@ -1,0 +1,424 @@
+"""Writing the core's decisions to the cluster: Bindings, ``PodScheduled`` conditions, annotations and Events.
+
+A small pool of threads sends the requests, so a slow API server delays the writes, never the matching. Every
+write for one pod goes to the same thread (by a hash of its key), one at a time. Each thread sends Bindings
+before anything else (a pod waiting for its node matters more than a note about another pod), and a condition or
+event decided before a pod's latest Binding is dropped unsent: it is stale, and a ``PodScheduled=False`` can never
+land after the pod's Binding.
+
+* :class:`Bind` → ``POST pods/binding`` (``_preload_content=False``: the typed call mis-reads the server's 201
+  ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
+  Binding's annotations onto the pod in the same write), so a pod is never bound without the record a restarted
+  scheduler recovers it from, nor annotated without being bound. A stale expected-start annotation is removed
+  first. 409 (already bound, being deleted, another UID) and 404 (gone) mean the race was lost: ``on_refused``
+  is called, for the loop to tell the core (``unreserve``), and nothing else is written. Then a ``Scheduled``
+  event, as kube-scheduler writes it.
+* :class:`Unschedulable` / :class:`Reject` → the expected-start annotation (set or removed), the
+  ``PodScheduled=False/Unschedulable`` condition with the core's message (a strategic merge patch of
+  ``pods/status``, merged by condition type), and a ``FailedScheduling`` event. A pod is told the same thing once:
+  the same message and expected start are not written again; the first time only after ``delay`` seconds (a pod
+  bound at the next pass, or a gang member whose siblings are being created, is never told it waits), then at
+  most once every ``interval`` seconds, the newest message winning (no event storms: a gang of 16 would otherwise
+  be told 120 times while its members arrive; kube-scheduler's event recorder rate-limits per object in the same
+  spirit).
+* :class:`PodWarning` → a ``Warning`` event with its reason.
+
+Events are ``events.k8s.io/v1`` with kube-scheduler's reasons and actions. A failed write other than a Bind is
+logged and dropped: the next decision about the pod writes it again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import socket
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import urllib3
+from kubernetes import client
+
+from kubeflux.scheduler.interface import (
+    EXPECTED_START_ANNOTATION,
+    Bind,
+    PodWarning,
+    Reject,
+    Unschedulable,
+    expected_start_text,
+)
+
+__all__ = ["BindOutcome", "Binder", "PodRef"]
+
+log = logging.getLogger("kubeflux.serve")
+_TIMEOUT = (5.0, 30.0)
+"""(connect, read) seconds of one write: a dead API server fails it instead of holding a thread for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """What the writer needs of a pod: its identity and the expected-start annotation it carries."""
+
+    namespace: str
+    name: str
+    uid: str
+    expected_start: str | None = None
+    created: float | None = None
+    """Its creation time (seconds), for the end-to-end scheduling latency."""
+
+
+@dataclass(frozen=True, slots=True)
+class BindOutcome:
+    """A Bind the cluster refused (or that could not be sent): the loop tells the core."""
+
+    scheduler: str
+    decision: Bind
+    reason: str
+
+
+def _done(response: Any) -> None:
+    """Read the rest of a raw response and give its connection back to the pool (unread, it would be dropped and
+    every request would open a new connection)."""
+    response.drain_conn()
+    response.release_conn()
+
+
+def _reason(exc: client.ApiException) -> str:
+    body = exc.body
+    if isinstance(body, bytes | str) and body:
+        try:
+            import orjson
+
+            message = orjson.loads(body).get("message")
+            if message:
+                return f"{exc.status}: {message}"
+        except (ValueError, AttributeError):
+            pass
+    return f"{exc.status}: {exc.reason}"
+
+
+class _Worker:
+    """One writer thread's work: Bindings first, then the other writes, each lane in order."""
+
+    def __init__(self) -> None:
+        self.binds: deque[tuple[Callable[[], None], int, str, str]] = deque()
+        self.writes: deque[tuple[Callable[[], None], int, str, str]] = deque()
+        self.ready = threading.Condition()
+        self.closed = False
+
+
+class Binder:
+    """Sends decisions with ``workers`` threads (see the module docstring)."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        workers: int = 4,
+        clock: Callable[[], float] = time.time,
+        on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
+        on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
+        interval: float = 5.0,
+        delay: float = 1.0,
+    ) -> None:
+        self.core = client.CoreV1Api(api)
+        self.events = client.EventsV1Api(api)
+        self.clock = clock
+        self.on_refused = on_refused
+        self.on_bound = on_bound
+        self.instance = f"{socket.gethostname()}-{os.getpid()}"
+        self._told: dict[str, tuple[str, str | None]] = {}
+        """Pod uid → (message, expected start) last written for it, so the same is not written twice."""
+        self._annotated: set[str] = set()
+        """Pods (uid) this binder wrote an expected start on, which the watch may not show yet."""
+        self._warned: dict[str, dict[str, str]] = {}
+        """Pod uid → reason → the warning last written."""
+        self._told_lock = threading.Condition()
+        self.interval = interval
+        self.delay = delay
+        self._last: dict[str, float] = {}
+        """Pod uid → when (monotonic) its last PodScheduled=False was sent."""
+        self._deferred: dict[str, tuple[str, str, str | None, PodRef]] = {}
+        """Pod uid → the newest (scheduler, message, expected start, pod) held back by the interval."""
+        self._due: list[tuple[float, str]] = []
+        self._closing = False
+        self._abandoned = False
+        self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
+        self._flusher.start()
+        self._workers = [_Worker() for _ in range(workers)]
+        self._bind_seq: dict[str, int] = {}
+        """Pod uid → the sequence number of its latest Binding queued: older advisory writes for it are stale."""
+        self._seq = 0
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._threads = [
+            threading.Thread(target=self._work, args=(w,), daemon=True, name=f"binder-{i}")
+            for i, w in enumerate(self._workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+        self.binds = 0
+        self.refused = 0
+        self._count_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the pool
+
+    def _submit(self, pod: PodRef, task: Callable[[], None], kind: str) -> None:
+        """Queue ``task`` on ``pod``'s thread. ``kind``: ``bind`` (sent first, and even while stopping),
+        ``advisory`` (a condition or event decided before any later Binding of the pod: dropped once one is
+        queued), ``after`` (an event about a Binding done)."""
+        with self._idle:
+            self._pending += 1
+            self._seq += 1
+            seq = self._seq
+            if kind == "bind":
+                self._bind_seq[pod.uid] = seq
+        worker = self._workers[zlib.crc32(f"{pod.namespace}/{pod.name}".encode()) % len(self._workers)]
+        with worker.ready:
+            (worker.binds if kind == "bind" else worker.writes).append((task, seq, pod.uid, kind))
+            worker.ready.notify()
+
+    def _work(self, worker: _Worker) -> None:
+        while True:
+            with worker.ready:
+                while not worker.binds and not worker.writes and not worker.closed:
+                    worker.ready.wait()
+                if worker.binds:
+                    task, seq, uid, kind = worker.binds.popleft()
+                elif worker.writes:
+                    task, seq, uid, kind = worker.writes.popleft()
+                else:
+                    return
+            try:
+                stale = kind == "advisory" and self._bind_seq.get(uid, -1) > seq
+                if not self._abandoned and not stale and (kind == "bind" or not self._closing):
+                    task()
+            except Exception:  # one bad write never stops the writer
+                log.exception("writing a decision failed")
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    if not self._pending:
+                        self._idle.notify_all()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every write submitted so far is done; whether it is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Send the Bindings already decided (within ``grace`` seconds), drop the conditions and events not yet
+        written (a scheduler that runs next writes its own), then end the threads. A Binding not sent leaves its
+        pod pending for the next scheduler: nothing is half done."""
+        with self._told_lock:
+            if self._closing:
+                return
+            self._closing = True
+            self._told_lock.notify_all()
+        self._flusher.join()
+        for worker in self._workers:
+            with worker.ready:
+                worker.closed = True
+                worker.ready.notify()
+        deadline = time.monotonic() + grace
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in self._threads):
+            log.warning("binder: %d writes not sent within %gs of stopping; dropped", self._pending, grace)
+            self._abandoned = True
+            for thread in self._threads:
+                thread.join()
+
+    def _count(self, what: str) -> None:
+        with self._count_lock:  # from several threads: += alone may lose a count
+            setattr(self, what, getattr(self, what) + 1)
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop what was told to it."""
+        with self._told_lock:
+            self._told.pop(uid, None)
+            self._warned.pop(uid, None)
+            self._annotated.discard(uid)
+            self._last.pop(uid, None)
+            self._deferred.pop(uid, None)
+        with self._idle:
+            self._bind_seq.pop(uid, None)
+
+    # ------------------------------------------------------------------ decisions
+
+    def bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
+        with self._told_lock:  # under the lock: a held-back PodScheduled=False can no longer follow the Binding
+            self._told.pop(pod.uid, None)
+            self._deferred.pop(pod.uid, None)
+            self._submit(pod, lambda: self._bind(scheduler, decision, pod), "bind")
+
+    def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
+        expected = decision.expected_start if isinstance(decision, Unschedulable) else None
+        wanted = None if expected is None else expected_start_text(expected)
+        told = (decision.message, wanted)
+        with self._told_lock:
+            if self._told.get(pod.uid) == told:
+                return
+            self._told[pod.uid] = told
+            now = time.monotonic()
+            last = self._last.get(pod.uid)
+            # the first time after a short delay (a pod that is bound at the next pass, or a gang member whose
+            # siblings arrive, is never told it waits), then at most once every interval: the newest goes out
+            due = now + self.delay if last is None else last + self.interval
+            if due > now:
+                if pod.uid not in self._deferred:
+                    heapq.heappush(self._due, (due, pod.uid))
+                    self._told_lock.notify_all()
+                self._deferred[pod.uid] = (scheduler, decision.message, wanted, pod)
+                return
+            self._last[pod.uid] = now
+            self._send_unschedulable(scheduler, decision.message, wanted, pod)
+
+    def _send_unschedulable(self, scheduler: str, message: str, wanted: str | None, pod: PodRef) -> None:
+        self._submit(pod, lambda: self._unschedulable(scheduler, message, wanted, pod), "advisory")
+
+    def _flush(self) -> None:
+        """Send the held-back updates when their pod's interval has passed (the newest one only)."""
+        with self._told_lock:
+            while not self._closing:
+                if not self._due:
+                    self._told_lock.wait()
+                    continue
+                when, uid = self._due[0]
+                delay = when - time.monotonic()
+                if delay > 0:
+                    self._told_lock.wait(delay)
+                    continue
+                heapq.heappop(self._due)
+                held = self._deferred.pop(uid, None)
+                if held is not None:  # not bound nor gone meanwhile
+                    self._last[uid] = time.monotonic()
+                    self._send_unschedulable(*held)
+
+    def warn(self, scheduler: str, decision: PodWarning, pod: PodRef) -> None:
+        with self._told_lock:
+            warned = self._warned.setdefault(pod.uid, {})
+            if warned.get(decision.reason) == decision.message:
+                return
+            warned[decision.reason] = decision.message
+        self._submit(
+            pod,
+            lambda: self.event(pod, "Warning", decision.reason, decision.message, scheduler, "Scheduling"),
+            "after",
+        )
+
+    # ------------------------------------------------------------------ the writes (on the pool's threads)
+
+    def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
+        if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
+            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
+            self._annotated.discard(pod.uid)
+        binding = client.V1Binding(
+            api_version="v1",
+            kind="Binding",
+            metadata=client.V1ObjectMeta(name=pod.name, uid=decision.uid, annotations=dict(decision.annotations)),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=decision.node),
+        )
+        try:
+            _done(
+                self.core.create_namespaced_pod_binding(
+                    pod.name, pod.namespace, binding, _preload_content=False, _request_timeout=_TIMEOUT
+                )
+            )
+        except client.ApiException as exc:
+            self._count("refused")
+            self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
+            return
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch will say if it bound
+            self._count("refused")
+            self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {exc}"))
+            return
+        self._count("binds")
+        self.on_bound(scheduler, decision, pod)
+        message = f"Successfully assigned {pod.namespace}/{pod.name} to {decision.node}"
+        self._submit(pod, lambda: self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding"), "after")
+
+    def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
+        if expected != pod.expected_start:
+            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: expected})
+            if expected is not None:
+                self._annotated.add(pod.uid)
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": datetime.fromtimestamp(int(self.clock()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
+        try:
+            _done(
+                self.core.patch_namespaced_pod_status(
+                    pod.name, pod.namespace, patch, _preload_content=False, _request_timeout=_TIMEOUT
+                )
+            )
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return
+            # the event still goes: a pod the server itself finds invalid (422) must still be told why it waits
+            log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, _reason(exc))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, exc)
+            return
+        self.event(pod, "Warning", "FailedScheduling", message, scheduler, "Scheduling")
+
+    def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
+        patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}
+        try:
+            _done(
+                self.core.patch_namespaced_pod(
+                    pod.name,
+                    pod.namespace,
+                    patch,
+                    _content_type="application/merge-patch+json",
+                    _preload_content=False,
+                    _request_timeout=_TIMEOUT,
+                )
+            )
+        except client.ApiException as exc:
+            if exc.status not in (404, 409):
+                log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, _reason(exc))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, exc)
+
+    def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
+        """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
+        body = client.EventsV1Event(
+            api_version="events.k8s.io/v1",
+            kind="Event",
+            metadata=client.V1ObjectMeta(name=f"{pod.name}.{time.time_ns():x}", namespace=pod.namespace),
+            event_time=datetime.fromtimestamp(self.clock(), UTC),
+            reporting_controller=scheduler,
+            reporting_instance=f"{scheduler}-{self.instance}"[:128],
+            action=action,
+            reason=reason,
+            note=note[:1024],
+            type=type_,
+            regarding=client.V1ObjectReference(
+                api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid
+            ),
+        )
+        try:
+            _done(
+                self.events.create_namespaced_event(
+                    pod.namespace, body, _preload_content=False, _request_timeout=_TIMEOUT
+                )
+            )
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)

@@ -1,0 +1,105 @@
+"""``kubeflux serve``: run kubeflux as a second scheduler of a Kubernetes cluster (or of ``kubeflux cluster serve``).
+
+The connection is a kubeconfig (``--kubeconfig``, else ``$KUBECONFIG`` or ``~/.kube/config``) or the pod's service
+account (``--in-cluster``); what to schedule and how is the ``--config`` file (:mod:`kubeflux.kube.config`).
+Ctrl-C or SIGTERM stops watching and scheduling, finishes the writes already decided, and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+__all__ = ["api_client", "serve_command"]
+
+
+def api_client(kubeconfig: Path | None, context: str | None, in_cluster: bool, connections: int) -> ApiClient:
+    """The official client's ``ApiClient`` for the cluster, with room for ``connections`` concurrent requests
+    (each watch holds one for its whole life)."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    if in_cluster:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None, context=context, client_configuration=configuration
+        )
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, connections)
+    return client.ApiClient(configuration)
+
+
+def serve_command(
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="The serve configuration (YAML; default: every default).")
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option("--kubeconfig", help="Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube).")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context to use.")] = None,
+    in_cluster: Annotated[
+        bool, typer.Option("--in-cluster", help="Use the pod's service account (running inside the cluster).")
+    ] = False,
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="-v: every bind and refusal; -vv: the core's log.")
+    ] = 0,
+) -> None:
+    """Schedule the pods that name kubeflux's scheduler(s) on a Kubernetes cluster, until Ctrl-C or SIGTERM."""
+    from kubeflux.kube.config import ConfigError, load_config
+    from kubeflux.kube.replica import Replica
+
+    if in_cluster and kubeconfig is not None:
+        raise typer.BadParameter("--in-cluster and --kubeconfig exclude each other")
+    try:
+        settings = load_config(config_file)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
+    logging.getLogger("kubeflux.serve").setLevel(level)
+    try:
+        api = api_client(kubeconfig, context, in_cluster, settings.binding.workers + 8)
+    except Exception as exc:  # the kubernetes client's config errors have no common base
+        typer.echo(f"error: cannot configure the Kubernetes client: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    try:
+        replica = Replica(settings, api)
+    except (RuntimeError, OSError) as exc:  # no published clock when asked for; the operations port is taken
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    serve = replica.serve
+    names = ", ".join(core.name for core in serve.cores)
+    typer.echo(f"kubeflux serve: scheduling pods with schedulerName {names} at {api.configuration.host}")
+    if replica.operations is not None:
+        ops = replica.operations
+        typer.echo(
+            f"kubeflux serve: /metrics /healthz /readyz /livez at http://{settings.operations.address}:{ops.port}"
+        )
+    if replica.elector is not None:
+        election = settings.leader_election
+        typer.echo(f"kubeflux serve: waiting for the lease {election.namespace}/{election.name} to lead")
+    stopping = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.set())
+    replica.start()
+    said_synced = False
+    while not stopping.wait(0.1) and not replica.ended.is_set():
+        if not said_synced and serve.synced.is_set():
+            typer.echo(f"kubeflux serve: caches synced ({len(serve.pods)} pods); scheduling")
+            said_synced = True
+    if replica.lost:
+        typer.echo("kubeflux serve: lost the lease; exiting so that a fresh replica recovers", err=True)
+        replica.stop(release=False)
+        raise typer.Exit(1)
+    typer.echo("kubeflux serve: stopping (finishing the writes already decided)")
+    replica.stop()
+    typer.echo(f"kubeflux serve: stopped after {serve.bound} binds")

@@ -1,0 +1,215 @@
+"""The configuration of ``kubeflux serve``: a typed, validated YAML file (``--config``).
+
+Every field is checked when the file is read, and an error names the file and the field path
+(``serve.yaml: schedulers[0].queuePolicy: Input should be 'fcfs', 'easy' or 'conservative'``), so a typo stops
+the scheduler before it touches the cluster rather than after it bound the first pod. Unknown fields are errors
+too: a misspelt option silently ignored is how a scheduler ends up running with a policy nobody chose.
+
+The file's keys are camelCase, as in Kubernetes' own component configs; ``examples/serve/config.yaml`` is a
+complete example and docs/serve.md the reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kubeflux.match.policy import PolicyError, parse_policy
+from kubeflux.scheduler.core import Backfill, KubefluxScheduler
+from kubeflux.scheduler.sharing import CappedSharing, SharingPolicy, sharing_policy
+
+__all__ = [
+    "BindingConfig",
+    "ConfigError",
+    "LeaderElectionConfig",
+    "OperationsConfig",
+    "SchedulerProfile",
+    "ServeConfig",
+    "WatchConfig",
+    "load_config",
+    "parse_config",
+]
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+
+
+class ConfigError(ValueError):
+    """The configuration file cannot be used; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class SchedulerProfile(_Strict):
+    """One scheduler: the pods whose ``spec.schedulerName`` is ``name`` are placed with these policies."""
+
+    name: Annotated[str, Field(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN)] = "kubeflux"
+    match_policy: Annotated[str, Field(alias="matchPolicy")] = "lonode"
+    """A Fluxion match policy (``first``, ``low``, ``high``, ``lonode``, ``hinode``, ...) or ``key=value`` options."""
+    queue_policy: Annotated[Backfill, Field(alias="queuePolicy")] = Backfill.EASY
+    queue_depth: Annotated[int, Field(alias="queueDepth", ge=1, le=100_000)] = 64
+    sharing: Literal["shared", "exclusive", "capped"] = "shared"
+    """Which nodes, and how much of each, this scheduler may use beside others (:mod:`kubeflux.scheduler.sharing`)."""
+    capped_fraction: Annotated[float, Field(alias="cappedFraction", gt=0.0, le=1.0)] = 0.5
+    """With ``sharing: capped``: the share of each node's allocatable this scheduler may use."""
+    group_backoff_seconds: Annotated[float, Field(alias="groupBackoffSeconds", gt=0.0)] = 10.0
+    max_backoff_seconds: Annotated[float, Field(alias="maxBackoffSeconds", gt=0.0)] = 300.0
+
+    @field_validator("match_policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        try:
+            parse_policy(value)
+        except PolicyError as exc:
+            raise ValueError(str(exc)) from exc
+        return value
+
+    def sharing_policy(self) -> SharingPolicy:
+        return CappedSharing(self.capped_fraction) if self.sharing == "capped" else sharing_policy(self.sharing)
+
+    def build(self) -> KubefluxScheduler:
+        """A new scheduler core with this profile."""
+        return KubefluxScheduler(
+            self.name,
+            policy=self.match_policy,
+            backfill=self.queue_policy,
+            queue_depth=self.queue_depth,
+            sharing=self.sharing_policy(),
+            group_backoff=self.group_backoff_seconds,
+            max_backoff=self.max_backoff_seconds,
+        )
+
+
+class WatchConfig(_Strict):
+    """How the informers list and watch."""
+
+    page_size: Annotated[int, Field(alias="pageSize", ge=1, le=100_000)] = 500
+    """Objects per list page (``limit``/``continue``)."""
+    timeout_seconds: Annotated[int, Field(alias="timeoutSeconds", ge=1, le=3600)] = 300
+    """A watch is ended by the server after this long and opened again from the last version seen."""
+    queue_capacity: Annotated[int, Field(alias="queueCapacity", ge=1)] = 10_000
+    """Events the watch threads may hold for the scheduling loop before they wait for it (back-pressure)."""
+    retry_seconds: Annotated[float, Field(alias="retrySeconds", gt=0.0, le=300.0)] = 1.0
+    """Pause before opening a watch again after an error (doubling up to 30 s while errors last)."""
+
+
+class BindingConfig(_Strict):
+    """How decisions are written to the cluster."""
+
+    workers: Annotated[int, Field(ge=1, le=64)] = 4
+    """Threads that send Bindings, events and status patches, so a slow API server does not stall matching."""
+    unschedulable_interval_seconds: Annotated[float, Field(alias="unschedulableIntervalSeconds", ge=0.0)] = 5.0
+    """A waiting pod's condition and FailedScheduling event change at most this often (the newest message wins)."""
+    unschedulable_delay_seconds: Annotated[float, Field(alias="unschedulableDelaySeconds", ge=0.0)] = 1.0
+    """A pod is first told it waits after this: one bound at the next pass, or a gang member whose siblings are
+    on their way, is not told at all."""
+
+
+class OperationsConfig(_Strict):
+    """Where ``/metrics``, ``/healthz``, ``/readyz`` and ``/livez`` are served (:mod:`kubeflux.kube.operations`)."""
+
+    enabled: bool = True
+    address: str = "127.0.0.1"
+    """Loopback unless asked: a probe or a Prometheus in the pod's network namespace reaches it there."""
+    port: Annotated[int, Field(ge=0, le=65535)] = 10260
+    """0: a free port (tests)."""
+
+
+class LeaderElectionConfig(_Strict):
+    """Several replicas, one scheduling: a ``coordination.k8s.io/v1`` Lease (:mod:`kubeflux.kube.leader`), with
+    kube-scheduler's defaults."""
+
+    enabled: bool = False
+    namespace: Annotated[str, Field(alias="resourceNamespace", min_length=1, max_length=63, pattern=_DNS_LABEL)] = (
+        "kube-system"
+    )
+    name: Annotated[str, Field(alias="resourceName", min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN)] = "kubeflux"
+    lease_seconds: Annotated[float, Field(alias="leaseDurationSeconds", gt=0.0)] = 15.0
+    renew_seconds: Annotated[float, Field(alias="renewDeadlineSeconds", gt=0.0)] = 10.0
+    retry_seconds: Annotated[float, Field(alias="retryPeriodSeconds", gt=0.0)] = 2.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElectionConfig:
+        if not self.retry_seconds < self.renew_seconds < self.lease_seconds:
+            raise ValueError(
+                "retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds is required (a leader must stop "
+                "before another may start)"
+            )
+        return self
+
+
+class ServeConfig(_Strict):
+    """The whole file (see the module docstring)."""
+
+    api_version: Annotated[Literal["kubeflux.io/v1alpha1"], Field(alias="apiVersion")] = "kubeflux.io/v1alpha1"
+    kind: Literal["ServeConfig"] = "ServeConfig"
+    schedulers: Annotated[list[SchedulerProfile], Field(min_length=1, default_factory=lambda: [SchedulerProfile()])]
+    namespaces: list[Annotated[str, Field(min_length=1, max_length=63, pattern=_DNS_LABEL)]] = Field(
+        default_factory=list
+    )
+    """Namespaces whose pods kubeflux schedules; empty: all. Pods of every namespace are still counted."""
+    clock: Literal["auto", "wall", "server"] = "auto"
+    """``wall``: Unix time. ``server``: the simulated cluster's time (``GET /kubeflux/time``); ``auto``: the
+    server's when it publishes one, else wall."""
+    watch: WatchConfig = Field(default_factory=WatchConfig)
+    binding: BindingConfig = Field(default_factory=BindingConfig)
+    operations: OperationsConfig = Field(default_factory=OperationsConfig)
+    leader_election: Annotated[LeaderElectionConfig, Field(alias="leaderElection")] = Field(
+        default_factory=LeaderElectionConfig
+    )
+
+    @field_validator("schedulers")
+    @classmethod
+    def _distinct_names(cls, schedulers: list[SchedulerProfile]) -> list[SchedulerProfile]:
+        names = [s.name for s in schedulers]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"scheduler names must be distinct; repeated: {', '.join(repeated)}")
+        return schedulers
+
+    def schedules(self, namespace: str) -> bool:
+        """Whether kubeflux places the pods of ``namespace``."""
+        return not self.namespaces or namespace in self.namespaces
+
+
+def _field_path(location: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "(top level)"
+
+
+def parse_config(data: object, source: str = "config") -> ServeConfig:
+    """``data`` (a decoded YAML document; None is the defaults) as a :class:`ServeConfig`, or :class:`ConfigError`
+    naming ``source`` and the fields at fault."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
+    try:
+        return ServeConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            f"{source}: {_field_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
+        ]
+        raise ConfigError("\n".join(problems)) from None
+
+
+def load_config(path: Path | None) -> ServeConfig:
+    """The configuration in ``path`` (None: every default), or :class:`ConfigError`."""
+    if path is None:
+        return ServeConfig.model_validate({})
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, str(path))

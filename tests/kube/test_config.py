@@ -1,0 +1,90 @@
+"""The serve configuration: the example loads, defaults are usable, and every mistake names its field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+from kubeflux.kube.config import ConfigError, load_config, parse_config
+from kubeflux.scheduler.core import Backfill
+from kubeflux.scheduler.sharing import CappedSharing
+from tests.shared import REPO
+
+
+def test_the_example_config_loads_and_builds_its_scheduler() -> None:
+    config = load_config(REPO / "examples" / "serve" / "config.yaml")
+    assert [s.name for s in config.schedulers] == ["kubeflux"]
+    core = config.schedulers[0].build()
+    assert core.name == "kubeflux" and core.backfill is Backfill.EASY and core.queue_depth == 64
+
+
+def test_no_file_is_every_default() -> None:
+    config = load_config(None)
+    assert config.schedulers[0].name == "kubeflux"
+    assert config.schedules("any-namespace")
+
+
+def test_two_schedulers_and_namespaces() -> None:
+    config = parse_config(
+        {
+            "schedulers": [
+                {"name": "kubeflux", "queuePolicy": "conservative"},
+                {"name": "hpc-capped", "sharing": "capped", "cappedFraction": 0.25, "matchPolicy": "hinode"},
+            ],
+            "namespaces": ["hpc", "ml"],
+        }
+    )
+    assert config.schedules("hpc") and not config.schedules("default")
+    capped = config.schedulers[1]
+    assert capped.sharing_policy() == CappedSharing(0.25)
+    assert capped.build().backfill is Backfill.EASY
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ({"schedulers": [{"queuePolicy": "fifo"}]}, "serve.yaml: schedulers[0].queuePolicy: Input should be"),
+        ({"schedulers": [{"matchPolicy": "lowest"}]}, "schedulers[0].matchPolicy: unknown match policy 'lowest'"),
+        ({"schedulers": [{"sharing": "capped", "cappedFraction": 2}]}, "schedulers[0].cappedFraction"),
+        ({"schedulers": [{"name": "Kube Flux"}]}, "schedulers[0].name"),
+        ({"schedulers": [{}, {}]}, "schedulers: scheduler names must be distinct; repeated: kubeflux"),
+        ({"schedulers": []}, "schedulers: List should have at least 1 item"),
+        ({"namespaces": ["ok", "Not_OK"]}, "namespaces[1]"),
+        ({"watch": {"pageSize": 0}}, "watch.pageSize"),
+        ({"binding": {"workers": "many"}}, "binding.workers"),
+        ({"clock": "sundial"}, "clock: Input should be 'auto', 'wall' or 'server'"),
+        ({"schedulrs": []}, "schedulrs: Extra inputs are not permitted"),
+        (["a", "list"], "serve.yaml: expected a mapping of settings, got list"),
+    ],
+)
+def test_a_mistake_names_the_field(data: object, named: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_config(data, "serve.yaml")
+    assert named in str(error.value)
+
+
+def test_a_file_that_is_not_yaml_or_missing_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schedulers: [\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: not valid YAML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match=r"missing\.yaml: cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_serve_refuses_a_bad_config_before_touching_a_cluster(tmp_path: Path) -> None:
+    bad = tmp_path / "serve.yaml"
+    bad.write_text("schedulers:\n  - queuePolicy: lifo\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["serve", "--config", str(bad), "--kubeconfig", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert "schedulers[0].queuePolicy" in result.output
+
+
+def test_leader_election_durations_must_be_ordered() -> None:
+    with pytest.raises(ConfigError, match="retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds"):
+        parse_config({"leaderElection": {"enabled": True, "leaseDurationSeconds": 5, "renewDeadlineSeconds": 8}})
+    config = load_config(REPO / "examples" / "serve" / "config.yaml")
+    assert not config.leader_election.enabled and config.operations.address == "127.0.0.1"

@@ -1,0 +1,135 @@
+"""What ``serve`` watches and owns: PodGroup gangs through the API, a cluster without the PodGroup CRD, the
+namespaces it schedules, several scheduler names, and the clock it takes from the simulated cluster."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeflux.kube.config import parse_config
+from kubeflux.kube.reflector import Resource, watched_resources
+from kubeflux.kube.serve import Serve, choose_clock
+
+from .conftest import Cluster, client, condition, pod, start_cluster
+
+
+@pytest.fixture
+def two_nodes(tmp_path: Path) -> Iterator[Cluster]:
+    started = start_cluster(tmp_path, nodes=2)
+    try:
+        yield started
+    finally:
+        started.api.close()
+        started.server.stop()
+
+
+def _podgroup(cluster: Cluster, name: str, size: int) -> None:
+    body = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": size},
+    }
+    client.CustomObjectsApi(cluster.api).create_namespaced_custom_object(
+        "scheduling.x-k8s.io", "v1alpha1", "default", "podgroups", body
+    )
+
+
+def _member(name: str, group: str, cpu: str) -> dict[str, Any]:
+    return pod(name, cpu, run=None, labels={"scheduling.x-k8s.io/pod-group": group})
+
+
+def test_a_gang_is_placed_all_at_once_and_one_too_big_waits_whole(two_nodes: Cluster) -> None:
+    cluster = two_nodes
+    _podgroup(cluster, "fits", 4)
+    _podgroup(cluster, "too-big", 3)
+    with cluster.serve() as serve:
+        for index in range(4):
+            cluster.create(_member(f"fits-{index}", "fits", "8"))
+        cluster.wait_for(lambda pods: all(pods[f"fits-{i}"]["spec"].get("nodeName") for i in range(4)))
+        for index in range(3):  # 3 x 16 cores on 2 x 16, 32 of them taken: none of it may run
+            cluster.create(_member(f"big-{index}", "too-big", "16"))
+        cluster.wait_for(
+            lambda pods: all((condition(pods[f"big-{i}"]) or {}).get("reason") == "Unschedulable" for i in range(3))
+        )
+        pods = cluster.pods()
+        assert not any(pods[f"big-{i}"]["spec"].get("nodeName") for i in range(3))
+        assert serve.bound == 4
+
+
+def test_a_cluster_without_the_podgroup_crd_is_served_all_the_same(cluster: Cluster) -> None:
+    custom = client.CustomObjectsApi(cluster.api)
+
+    def missing_group(**query: Any) -> Any:
+        return custom.list_cluster_custom_object("scheduling.example.com", "v1", "nothings", **query)
+
+    resources = watched_resources(cluster.api)
+    resources[1] = Resource("PodGroup", missing_group, optional=True)
+    config = parse_config({"watch": {"timeoutSeconds": 30}})
+    serve = Serve(config, cluster.api, resources=resources).start()
+    try:
+        cluster.create(pod("a", "8", run=None))
+        cluster.wait_for(lambda pods: bool(pods["a"]["spec"].get("nodeName")))
+        assert serve.reflectors[1].relists == 0  # never listed: not served
+    finally:
+        serve.stop()
+
+
+def test_only_the_configured_namespaces_are_scheduled_but_every_pod_is_counted(cluster: Cluster) -> None:
+    client.CoreV1Api(cluster.api).create_namespace({"metadata": {"name": "hpc"}})
+    cluster.create(pod("elsewhere", "8", run=None), namespace="default")
+    config = parse_config({"namespaces": ["hpc"], "watch": {"timeoutSeconds": 30}})
+    with cluster.serve(config) as serve:
+        cluster.create(pod("mine", "8", run=None), namespace="hpc")
+        cluster.wait_for(lambda pods: bool(pods["mine"]["spec"].get("nodeName")), namespace="hpc")
+        cluster.bind("elsewhere", "node-0000")  # bound by someone else: its 8 cores are counted
+        cluster.create(pod("third", "8", run=None), namespace="hpc")
+        cluster.wait_for(lambda pods: (condition(pods["third"]) or {}).get("reason") == "Unschedulable", "hpc")
+        assert serve.bound == 1
+        elsewhere = condition(cluster.pods()["elsewhere"])  # serve never wrote to a pod outside its namespaces
+        assert elsewhere is not None and elsewhere["status"] == "True"
+
+
+def test_two_scheduler_names_each_own_their_pods(cluster: Cluster) -> None:
+    config = parse_config({"schedulers": [{"name": "kubeflux"}, {"name": "kubeflux-fcfs", "queuePolicy": "fcfs"}]})
+    with cluster.serve(config) as serve:
+        cluster.create(pod("a", "8", run=None))
+        cluster.create(pod("b", "8", run=None, scheduler="kubeflux-fcfs"))
+        cluster.wait_for(lambda pods: all(p["spec"].get("nodeName") for p in pods.values()))
+        assert serve.bound == 2
+        events = {
+            e["regarding"]["name"]: e["reportingController"] for e in cluster.events() if e["reason"] == "Scheduled"
+        }
+        assert events == {"a": "kubeflux", "b": "kubeflux-fcfs"}
+
+
+def test_the_clock_is_the_simulated_clusters_when_it_publishes_one(cluster: Cluster) -> None:
+    clock = choose_clock(cluster.api, "auto")
+    assert clock.speed == cluster.server.clock.speed
+    assert abs(clock() - cluster.server.clock()) < 60 * clock.speed  # the same time, give or take a request
+    assert choose_clock(cluster.api, "wall").speed == 1.0
+    assert abs(choose_clock(cluster.api, "wall")() - time.time()) < 60
+
+
+def test_a_gang_waiting_for_its_members_is_told_the_newest_reason_without_an_event_storm(cluster: Cluster) -> None:
+    _podgroup(cluster, "wide", 10)
+    config = parse_config({"binding": {"unschedulableIntervalSeconds": 3}})
+    names = [f"wide-{index}" for index in range(9)]  # 9 of its 10 members: it waits for the tenth
+    with cluster.serve(config):
+        for name in names:
+            cluster.create(_member(name, "wide", "1"))
+
+        def newest(pods: dict[str, dict[str, Any]]) -> bool:
+            messages = [(condition(pods[name]) or {}).get("message", "") for name in names]
+            return all("has 9 of its minMember 10 pods" in m for m in messages)
+
+        cluster.wait_for(newest)
+        told = Counter(e["regarding"]["name"] for e in cluster.events() if e["reason"] == "FailedScheduling")
+        assert set(told) == set(names)
+        # told each time a member arrived, the first would hear 9 times and all of them 45 times
+        assert sum(told.values()) < 45
