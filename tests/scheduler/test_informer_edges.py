@@ -653,7 +653,9 @@ def test_garbage_through_the_python_api_never_raises_and_never_reaches_the_books
     for p in (odd, recovered, pod("good", 1000, t=1)):
         scheduler.observe(ClusterEvent(ADDED, p), 1.0)
     decisions = scheduler.schedule(1.0)
-    assert "default/good" in bound(decisions)
+    odd_cpu = requests.get(CPU)
+    room_taken = type(odd_cpu) is int and odd_cpu > 2000  # a valid odd pod (2001m: 3 cores) leaves good no room
+    assert "default/good" in bound(decisions) or room_taken
     for booking in scheduler.ledger.bookings.values():
         assert all(type(amount) is int and amount >= 0 for amount in booking.requests.values())
     assert "uid-recovered" in scheduler.ledger.bookings

@@ -237,6 +237,27 @@ run 0-60, the third is rejected as never fitting. At 65 kubeflux restarts and th
 member is placed alone (its gang started before the restart, its siblings have finished), not held waiting for a
 minMember it can no longer reach (found by the random workloads)."""
 
+REJECTED_GANG_RECONSIDERED_AT_THE_HEAD = Scenario(
+    nodes=(
+        NodeShape(cpu=8000, memory=16),
+        NodeShape(cpu=8000, memory=16),
+        NodeShape(cpu=8000, memory=32, tainted=True),
+    ),
+    jobs=(
+        lone(0, P(1000)),
+        lone(0, P(1000)),
+        lone(0, P(1000)),
+        lone(20, P(1000)),
+        group(0, P(1000), P(1000, policy="lonodex"), P(1000), P(1000, memory=30), min_member=4),
+    ),
+    changes=(Change(5, "grow", 1),),
+    backfill="fcfs",
+)
+"""A gang with a 30 GiB member and a node-exclusive one is rejected at 0 (the only 32 GiB node is tainted); at 5 a
+16 GiB node doubles, so it is queued again at the head: it reserves 60 (when the first node empties for its
+node-exclusive member) and a 1-core pod arriving at 20 waits behind it (found by the random workloads, whose check
+first took the reconsidered gang for a rejected one)."""
+
 MIN_MEMBER_2_OF_4 = Scenario(
     nodes=(NodeShape(cpu=2000),),
     jobs=(group(0, P(1000), P(1000), P(1000), P(1000), min_member=2),),
@@ -414,6 +435,12 @@ def test_a_rejected_member_starts_alone_when_its_node_grows_after_its_siblings_f
     assert [outcome.started(f"j0-{k}") for k in range(3)] == [0.0, 0.0, 65.0]
 
 
+def test_a_gang_rejected_then_reconsidered_when_a_node_grows_reserves_at_the_head_of_a_fcfs_queue() -> None:
+    outcome = run(REJECTED_GANG_RECONSIDERED_AT_THE_HEAD)
+    assert [outcome.started(f"j4-{k}") for k in range(4)] == [60.0] * 4
+    assert outcome.started("j3") == 60.0
+
+
 def test_the_fcfs_head_is_never_told_it_waits_behind_itself() -> None:
     outcome = run(_by("fcfs", STATUS_UPDATE_OF_A_QUEUED_POD), ())
     pod = outcome.simulation.cluster.pod("default/j1")
@@ -474,6 +501,7 @@ for _policy in POLICIES:
     if _policy != "fcfs":
         KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
     KNOWN[(REJECTION, _policy)] = [(POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER)]
+KNOWN[(RESERVATION, "fcfs")].append((POINT_5, REJECTED_GANG_RECONSIDERED_AT_THE_HEAD))
 KNOWN[(LIVENESS, "fcfs")] += [
     (POINT_6_STARTED, REJECTED_MEMBER_AFTER_ITS_SIBLINGS_FINISHED_AND_A_RESTART),
     (POINT_5, GANG_LARGER_THAN_THE_CLUSTER),

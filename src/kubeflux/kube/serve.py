@@ -113,14 +113,6 @@ def _pod_ref(obj: dict[str, Any]) -> PodRef:
     )
 
 
-def _look_again(core: KubefluxScheduler) -> None:
-    """Stopgap for a defect of the core (reported to the lead; remove when fixed): a pass that stops at
-    ``queue_depth`` after binding leaves the jobs beyond the depth untried until some other change marks the
-    core dirty, and seeing its own pods bound does not; a burst of more pods than the depth would wait for an
-    unrelated event (for ever on a quiet cluster). After a pass that bound pods, the next one looks again."""
-    core._dirty = True
-
-
 class Serve:
     """The shell (see the module docstring). :meth:`run` blocks until :meth:`stop`; :meth:`start` runs it on a
     thread (tests, benchmarks)."""
@@ -353,8 +345,6 @@ class Serve:
             for decision in decisions:
                 self.metrics.attempts.labels(core.name, _RESULTS[type(decision)]).inc()
                 self._apply(core, decision, now)
-            if any(isinstance(d, Bind) for d in decisions):
-                _look_again(core)
             wake = core.next_wakeup(now)
             if wake is not None and (earliest is None or wake < earliest):
                 earliest = wake
