@@ -11,9 +11,12 @@ Figures:
 * watch events/s — every cached event replayed to one watcher, then to ten at once (target ≥ 20,000/s to one);
 * list — time to receive all pods in one unpaginated raw-JSON response (target: 100,000 pods in < 3 s), and
   apart the client's decoding of it (orjson; mostly the client's garbage collector at this size);
-* resident memory of the server with 1,000 nodes and all the pods (target < 3 GB).
+* resident memory of the server with 1,000 nodes and all the pods (target < 3 GB);
+* the server process's CPU time (user + system) per create and per bind: on a shared machine, a figure that moves
+  much less with the load than the rates do.
 
-Usage: ``python benchmarks/apiserver.py [--pods 100000]``. Client threads share one Python process (and its
+Usage: ``python benchmarks/apiserver.py [--pods 100000] [--kubelet]`` (``--kubelet``: simulated kubelets run the
+bound pods, so a bind also starts its pod). Client threads share one Python process (and its
 GIL): on a 2-core machine the 16-thread figure is bounded by the clients as much as by the server.
 """
 
