@@ -42,14 +42,20 @@ def test_headers_and_body_of_a_response_leave_in_one_write_in_order() -> None:
         transport.write(b"head")
         transport.write(large)
         seen.append(list(recorded.writes))
+        small = b"y" * (LARGE_WRITE // 2)
+        transport.write(small)
+        transport.write(small)
+        seen.append(list(recorded.writes))
         transport.write(b"tail")
         transport.close()
         seen.append(list(recorded.writes))
         assert transport.get_extra_info("socket") == "info:socket"
         return seen
 
-    before_turn, after_turn, large, closed = asyncio.run(scenario())
+    before_turn, after_turn, large, gathered_large, closed = asyncio.run(scenario())
     assert before_turn == []
     assert after_turn == [b"HTTP/1.1 201 Created\r\n\r\n{}"]
+    small = b"y" * (LARGE_WRITE // 2)
     assert large == [*after_turn, b"head", b"x" * LARGE_WRITE]
-    assert closed == [*large, b"tail"]
+    assert gathered_large == [*large, small * 2]
+    assert closed == [*gathered_large, b"tail"]

@@ -6,8 +6,10 @@ per request. On loopback the sender's ``send`` does the receiver's TCP work too,
 of creates and binds those calls were the largest cost of the server (a profile of the create benchmark: about
 60% of its time in ``send``). :class:`CoalescingTransport` gathers the writes made within one turn of the event
 loop and sends them together at the end of it; a large write (a list of 100,000 pods) goes out at once, after
-what was gathered before it, so it is never copied to be joined. Nothing waits longer than the turn of the loop
-it was written in, so watch streams are as prompt as before.
+what was gathered before it, so it is never copied to be joined, and what is gathered goes out as soon as it is
+large too: the real transport's buffer, which is what tells uvicorn to stop writing until the client reads
+(flow control), still sees every large stream as it is written. Nothing waits longer than the turn of the loop it
+was written in, so watch streams are as prompt as before.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ class CoalescingTransport:
     """A transport passing every call to ``transport`` except :meth:`write`, whose data it gathers until the end
     of the event loop's turn (see the module docstring), and :meth:`close`, which sends what was gathered first."""
 
-    __slots__ = ("_loop", "_pending", "_scheduled", "_transport")
+    __slots__ = ("_loop", "_pending", "_scheduled", "_size", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._size = 0
+        """Bytes in ``_pending``."""
         self._scheduled = False
 
     def write(self, data: bytes) -> None:
@@ -44,7 +48,10 @@ class CoalescingTransport:
                 self._transport.write(data)
             return
         self._pending.append(data)
-        if not self._scheduled:
+        self._size += len(data)
+        if self._size >= LARGE_WRITE:
+            self.flush()
+        elif not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
 
@@ -55,6 +62,7 @@ class CoalescingTransport:
             return
         data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
         self._pending.clear()
+        self._size = 0
         if not self._transport.is_closing():
             self._transport.write(data)
 
