@@ -117,3 +117,11 @@ def test_delete_and_wait(kubectl: Kubectl) -> None:
     missing = kubectl("delete", "pod", "hello", check=False)
     assert missing.returncode != 0
     assert 'pods "hello" not found' in missing.stderr
+
+
+def test_server_side_apply_fails_clearly_and_creates_nothing(kubectl: Kubectl) -> None:
+    refused = kubectl("apply", "--server-side", "-f", str(EXAMPLES / "apiserver" / "pod.yaml"), check=False)
+    assert refused.returncode != 0
+    assert "Server-side apply not available on the server" in refused.stderr
+    assert "use client-side kubectl apply" in refused.stderr
+    assert kubectl("get", "pods", "-o", "name").stdout.strip() == ""

@@ -694,3 +694,40 @@ def test_every_informer_kube_scheduler_starts_gets_synced(apiserver: ApiServer, 
         assert event["type"] == "ADDED"
     assert event["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
     connection.close()
+
+
+def test_dry_runs_are_refused_with_400_and_change_nothing(kube: Any) -> None:
+    core = client.CoreV1Api(kube)
+    core.create_namespaced_pod("default", pod_manifest("kept"))
+    version = core.read_namespaced_pod("kept", "default").metadata.resource_version
+    attempts = [
+        lambda: core.create_namespaced_pod("default", pod_manifest("dry"), dry_run="All"),
+        lambda: core.replace_namespaced_pod("kept", "default", pod_manifest("kept", labels={"a": "b"}), dry_run="All"),
+        lambda: core.patch_namespaced_pod("kept", "default", {"metadata": {"labels": {"a": "b"}}}, dry_run="All"),
+        lambda: core.delete_namespaced_pod("kept", "default", dry_run="All"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        assert refused.value.status == 400
+        assert "dryRun=All" in _error(refused)["message"]
+    assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["kept"]
+    assert core.read_namespaced_pod("kept", "default").metadata.resource_version == version
+
+
+def test_server_side_apply_is_a_clear_415(kube: Any) -> None:
+    core = client.CoreV1Api(kube)
+    core.create_namespaced_pod("default", pod_manifest("applied"))
+    with pytest.raises(ApiException) as refused:
+        core.patch_namespaced_pod(
+            "applied",
+            "default",
+            pod_manifest("applied", labels={"a": "b"}),
+            field_manager="test",
+            _content_type="application/apply-patch+yaml",
+        )
+    assert refused.value.status == 415
+    status = _error(refused)
+    assert status["kind"] == "Status" and status["reason"] == "UnsupportedMediaType"
+    assert "server-side apply is not served" in status["message"]
+    assert core.read_namespaced_pod("applied", "default").metadata.labels in (None, {})

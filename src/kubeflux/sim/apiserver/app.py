@@ -243,9 +243,11 @@ class ApiApp:
                 return
             await self._respond(send, 200, self._get(target, query, as_table))
             return
+        if "dryRun" in query:  # on every write: to apply it would change what the client asked not to change
+            raise errors.bad_request(f"dryRun={query['dryRun']}: dry runs are not served by kubeflux; nothing was done")
         body_bytes = await self._body(receive)
         if method == "POST":
-            code, body = self._post(target, body_bytes, content_type, query)
+            code, body = self._post(target, body_bytes, content_type)
         elif method == "PUT":
             code, body = 200, self._put(target, body_bytes, content_type)
         elif method == "PATCH":
@@ -336,7 +338,7 @@ class ApiApp:
             "items": result.items,
         }
 
-    def _post(self, target: Target, data: bytes, content_type: str, query: dict[str, str]) -> tuple[int, Any]:
+    def _post(self, target: Target, data: bytes, content_type: str) -> tuple[int, Any]:
         resource = target.resource
         body = self._decode(data, content_type)
         if resource.create_only:
@@ -360,8 +362,6 @@ class ApiApp:
             return 201, errors.status_success(201)
         if target.name:
             raise errors.method_not_allowed(f"POST is not allowed on a named {resource.singular}; use PUT or PATCH")
-        if query.get("dryRun"):
-            raise errors.bad_request("dryRun is not served by kubeflux")
         return 201, self.store.create(resource, target.namespace, body)
 
     def _put(self, target: Target, data: bytes, content_type: str) -> Any:

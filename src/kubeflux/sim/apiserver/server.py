@@ -31,6 +31,7 @@ from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
+from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
@@ -212,7 +213,7 @@ class ApiServer:
             self.asgi,
             log_level="warning",
             access_log=False,
-            http="httptools",
+            http=CoalescingHttpProtocol,  # httptools, one send per response
             lifespan="off",
             timeout_graceful_shutdown=1,
             timeout_keep_alive=30,
