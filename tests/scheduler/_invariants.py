@@ -360,7 +360,7 @@ def check_head_reserved(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
         for job in cluster.jobs
         if job.pods
         and job.pods[0].pod.scheduler_name == KUBEFLUX
-        and (not job.rejected_reason or job.pods[0].pod.uid in scheduler.queue.by_pod)  # rejected, or queued again
+        and (not job.rejected_reason or any(sp.pod.uid in scheduler.queue.by_pod for sp in job.pods))  # queued again
         and any(sp.bound_at is None and not sp.pod.deleted for sp in job.pods)
         and not any(sp.bound_at is None and sp.pod.deleted for sp in job.pods)  # a gang short of a member waits
     ]

@@ -155,7 +155,7 @@ class KubefluxScheduler(Placer):
         for job in rejected.values():
             for uid, pod in job.pods.items():
                 if uid not in self.allocations and uid not in self.queue.by_pod:
-                    self.queue.add(uid, pod).told.update(job.told)
+                    self.queue.add(uid, pod)  # told afresh: the Reject replaced its message and expected start
         if rejected:
             self._dirty = True
 
