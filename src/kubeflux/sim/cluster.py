@@ -545,18 +545,7 @@ class Cluster:
             self._release(sp)
         self._modified(sp)
         job = self.jobs[sp.job_index]
-        job.active -= 1
-        if phase is _SUCCEEDED:
-            job.succeeded += 1
-            job.fail_streak = 0
-        else:
-            job.failed += 1
-            job.fail_streak += 1
-            job.last_failure = now
-            if reason == "DeadlineExceeded":
-                job.deadline_hits += 1
-            elif reason:
-                job.killed += 1
+        job.pod_ended(phase is _SUCCEEDED, reason, now)
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:

@@ -195,6 +195,21 @@ class SimJob:
     def reject(self, reason: str, now: float) -> None:
         self.rejected_reason = reason
 
+    def pod_ended(self, succeeded: bool, reason: str, now: float) -> None:
+        """Count one of the job's pods ending (the simulated cluster and the served one's replay record alike)."""
+        self.active -= 1
+        if succeeded:
+            self.succeeded += 1
+            self.fail_streak = 0
+            return
+        self.failed += 1
+        self.fail_streak += 1
+        self.last_failure = now
+        if reason == "DeadlineExceeded":
+            self.deadline_hits += 1
+        elif reason:
+            self.killed += 1
+
     def final_state(self) -> FinalState:
         if self.rejected_reason and self.first_bind is None:
             return FinalState.REJECTED

@@ -163,18 +163,7 @@ class ReplayBook:
         if sp.bound_at is not None and sp.node_index >= 0:
             self._give_back(sp)
         job = self.replay.jobs[sp.job_index]
-        job.active -= 1
-        if phase is PodPhase.SUCCEEDED:
-            job.succeeded += 1
-            job.fail_streak = 0
-        else:
-            job.failed += 1
-            job.fail_streak += 1
-            job.last_failure = now
-            if reason == "DeadlineExceeded":
-                job.deadline_hits += 1
-            elif reason:
-                job.killed += 1
+        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now)
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:
