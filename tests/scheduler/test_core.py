@@ -8,6 +8,7 @@ import pytest
 
 from kubeflux.match.engine import JobState
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.informer import BIND_BACKOFF
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import (
     CPU,
@@ -512,6 +513,16 @@ def test_a_bind_refused_because_the_pod_was_bound_elsewhere_counts_it_where_it_r
     decisions = cluster.run(1.0)
     assert bound(decisions) == {"default/b": "w1"}
     assert messages(decisions)["default/c"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_a_refused_pod_waits_a_back_off_so_a_lagging_watch_does_not_make_it_refused_again_and_again() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
+    cluster.add(pod("a", 2000))
+    decisions = cluster.scheduler.schedule(0.0)
+    _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
+    assert bound(cluster.scheduler.schedule(0.5)) == {}  # the watch has not said where it runs yet: no new Bind
+    assert cluster.scheduler.next_wakeup(0.5) == BIND_BACKOFF
+    assert bound(cluster.scheduler.schedule(BIND_BACKOFF)) == {"default/a": "w1"}  # the watch never said: tried
 
 
 def test_a_bind_refused_because_the_pod_is_gone_frees_its_cores() -> None:

@@ -458,7 +458,8 @@ class KubefluxScheduler(Placer):
         said = next(iter(job.told.values()), None)
         if said is not None:
             return said[0]
-        why = f"pod group {job.key} is backing off until {job.retry_at:g}"
+        what = f"pod group {job.key}" if job.group else f"pod {job.key}"
+        why = f"{what} is backing off until {job.retry_at:g}"
         return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
 
     def _report_group_waiting(self, job: PendingJob, out: list[Decision]) -> None:

@@ -71,6 +71,9 @@ __all__ = ["ALLOCATION_ANNOTATION", "Allocation", "ClusterBooks"]
 
 ALLOCATION_ANNOTATION = "kubeflux.io/allocation"
 """Written on every pod kubeflux binds: JSON with the engine job id, node, cores, gpus, start and duration."""
+BIND_BACKOFF = 1.0
+"""Seconds a pod whose Bind was refused waits before it is tried again (kube-scheduler's
+``podInitialBackoffSeconds``)."""
 
 
 @dataclass(slots=True)
@@ -333,6 +336,9 @@ class ClusterBooks:
         if not waiting.deleted and waiting.scheduler_name == self.name:
             job = self.queue.add(uid, waiting)
             job.tried_epoch = -1
+            # the refusal often comes before the watch shows why (the pod bound by another scheduler, or
+            # deleted): tried again at once, it would be bound and refused again, as often as the watch lags
+            job.retry_at = max(job.retry_at, now + BIND_BACKOFF)
 
     def _gone(self, uid: str, why: str) -> None:
         """The pod of ``uid`` ended, was deleted, or its name now belongs to another pod: all of it goes."""
