@@ -93,13 +93,21 @@ def no_allocations(serve: Serve) -> Callable[[], bool]:
 
 
 def start_cluster(
-    tmp_path: Path, *, nodes: int = 1, cores: int = 16, speed: float = 200.0, cache_size: int = 10_000
+    tmp_path: Path,
+    *,
+    nodes: int = 1,
+    cores: int = 16,
+    speed: float = 200.0,
+    cache_size: int = 10_000,
+    port: int = 0,
+    fresh_wait: float = 3.0,
 ) -> Cluster:
     clock = ServedClock(speed)
     store = Store(default_registry(), clock=clock, cache_size=cache_size)
     server = ApiServer(
         uniform_cluster(nodes, cores, "64Gi"),
-        settings=ServerSettings(bookmark_seconds=0.2),
+        port=port,
+        settings=ServerSettings(bookmark_seconds=0.2, fresh_wait_seconds=fresh_wait),
         store=store,
         kubelet=True,
         lifecycle=Lifecycle(),

@@ -5,6 +5,7 @@ double-bound, no allocation leaks (the pods that should fit afterwards do), and 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,7 +111,9 @@ def test_a_bind_lost_to_another_scheduler_is_unreserved_and_the_pod_counted_wher
         _before_bind(serve, other_scheduler_wins)
         cluster.create(pod("race", "8", run=None))
         cluster.wait_for(lambda pods: _bound(pods, "race"))
-        eventually(lambda: serve.binder.refused == 1)
+        # at least once: a refusal that reaches serve before the watch shows the pod bound elsewhere queues it
+        # again, and its next Bind (after the back-off) is refused too
+        eventually(lambda: serve.binder.refused >= 1)
         # 32 cores, 8 taken by the race's winner: three more 8-core pods fit, a fourth waits — so kubeflux neither
         # leaked the allocation it lost nor forgot the pod the other scheduler placed
         for name in ("p1", "p2", "p3", "p4"):
@@ -129,7 +132,7 @@ def test_a_pod_deleted_between_match_and_bind_leaks_nothing(cluster: Cluster) ->
 
         _before_bind(serve, deleted)
         cluster.create(pod("gone", "16", run=None))
-        eventually(lambda: serve.binder.refused == 1)
+        eventually(lambda: serve.binder.refused >= 1)
         cluster.create(pod("a", "8", run=None))
         cluster.create(pod("b", "8", run=None))
         cluster.wait_for(lambda pods: _bound(pods, "a", "b"))
@@ -180,3 +183,45 @@ def test_stopping_while_the_api_server_is_gone_ends_promptly(tmp_path: Path) -> 
     stopping.start()
     stopping.join(CEILING)
     assert not stopping.is_alive(), "serve did not stop without its API server"
+
+
+def test_a_server_restarted_with_a_new_history_is_relisted_and_the_pods_it_lost_are_released(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server comes back on the same address with an older history (etcd restored from a backup, here a
+    new simulated cluster): serve's watches ask for versions it has not reached, get 504 "Too large resource
+    version", and relist; the pods the new history does not have are released, the ones it has are placed."""
+    caplog.set_level(logging.INFO, logger="kubeflux.serve")
+    first = start_cluster(tmp_path / "first", fresh_wait=0.3)
+    second: Cluster | None = None
+    try:
+        with first.serve() as serve:
+            for name in ("a", "b"):
+                first.create(pod(name, "8", run=None))
+            first.wait_for(lambda pods: _bound(pods, "a", "b"))
+            for index in range(300):  # the first history runs well ahead of what the second one will reach
+                first.core.create_namespaced_config_map("default", {"metadata": {"name": f"c{index}"}})
+            ahead = first.server.store.rv
+            pods_reflector = serve.reflectors[-1]
+            eventually(lambda: int(pods_reflector.version or 0) >= ahead)  # a bookmark brought it there
+            relists = pods_reflector.relists
+            port = first.server.port
+            first.api.close()
+            first.server.stop()
+            second = start_cluster(tmp_path / "second", port=port, fresh_wait=0.3)
+            assert second.server.store.rv < ahead
+            second.create(pod("x", "8", run=None))
+            second.wait_for(lambda pods: _bound(pods, "x"))
+            assert pods_reflector.relists > relists
+            assert any("504 Too large resource version" in record.getMessage() for record in caplog.records)
+            eventually(lambda: {a.key for a in serve.cores[0].allocations.values()} == {"default/x"})
+            for name in ("y", "z"):  # 16 cores, x holds 8: y fits, z waits (a and b left nothing behind)
+                second.create(pod(name, "8", run=None))
+            second.wait_for(lambda pods: _bound(pods, "y") and _waits(pods, "z"))
+    finally:
+        if second is not None:
+            second.api.close()
+            second.server.stop()
+        else:
+            first.api.close()
+            first.server.stop()

@@ -109,7 +109,12 @@ def _lines(response: Any) -> Iterator[Object]:
 
 
 class _Expired(Exception):
-    """The server no longer has the history asked for (410 Gone): relist."""
+    """The server no longer has the history asked for (410 Gone), or never had it (504 too large resource
+    version: it restarted with an older history): relist."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.why = "expired (410 Gone)" if code == 410 else "is ahead of the server's (504 Too large resource version)"
 
 
 class Reflector:
@@ -186,8 +191,8 @@ class Reflector:
                     need_list = False
                 self._watch()
                 backoff = self.retry_seconds
-            except _Expired:
-                log.info("%s: watch from version %s expired (410 Gone): relisting", self.resource.kind, self.version)
+            except _Expired as exc:
+                log.info("%s: watch from version %s %s: relisting", self.resource.kind, self.version, exc.why)
                 need_list = True
             except client.ApiException as exc:
                 if self._stop.is_set():
@@ -289,7 +294,7 @@ class Reflector:
                 type_, obj = event.get("type"), event.get("object") or {}
                 if type_ == "ERROR":
                     if obj.get("code") in (410, 504):
-                        raise _Expired
+                        raise _Expired(obj["code"])
                     log.warning("%s: watch error %s: %s", kind, obj.get("code"), obj.get("message"))
                     return
                 version = _version(obj)

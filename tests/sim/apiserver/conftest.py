@@ -16,9 +16,11 @@ from kubeflux.sim.workloads.cluster_file import uniform_cluster
 kubernetes = pytest.importorskip("kubernetes", reason="the official kubernetes client is a test dependency")
 
 
-def start_server(tmp_path: Path, *, cache_size: int = 10_000, token: str = "", nodes: int = 4) -> ApiServer:
+def start_server(
+    tmp_path: Path, *, cache_size: int = 10_000, token: str = "", nodes: int = 4, fresh_wait: float = 0.2
+) -> ApiServer:
     store = Store(default_registry(), cache_size=cache_size)
-    settings = ServerSettings(token=token, bookmark_seconds=0.2)
+    settings = ServerSettings(token=token, bookmark_seconds=0.2, fresh_wait_seconds=fresh_wait)
     server = ApiServer(uniform_cluster(nodes, 16, "64Gi"), settings=settings, store=store).start()
     server.write_kubeconfig(tmp_path / "kubeconfig")
     return server

@@ -426,6 +426,40 @@ def test_a_filtered_watch_sees_an_object_leave_its_filter_as_deleted(kube: Any) 
     assert seen == [("ADDED", "p"), ("DELETED", "p")]
 
 
+def test_a_version_the_server_has_not_reached_is_waited_for_then_answered_504_too_large(tmp_path: Path) -> None:
+    """As the real watch cache: a list or watch from a version ahead of the server's waits for the writes to reach
+    it; if they do not in time (the server restarted with a new history), 504 ``Timeout`` with the cause
+    ``ResourceVersionTooLarge`` that makes client-go's reflector relist from the current version."""
+    server = start_server(tmp_path, fresh_wait=1.0)
+    try:
+        api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+        core = client.CoreV1Api(api)
+        current = int(core.list_namespaced_config_map("default").metadata.resource_version)
+        later = threading.Timer(0.1, lambda: core.create_namespaced_config_map("default", {"metadata": {"name": "c"}}))
+        later.start()
+        reached = core.list_namespaced_config_map("default", resource_version=str(current + 1))
+        later.join()
+        assert [c.metadata.name for c in reached.items] == ["c"]
+        future = str(current + 1000)
+        with pytest.raises(ApiException) as too_large:
+            core.list_namespaced_config_map("default", resource_version=future)
+        status = _error(too_large)
+        assert (too_large.value.status, status["reason"]) == (504, "Timeout")
+        assert status["message"] == f"Timeout: Too large resource version: {future}, current: {current + 1}"
+        assert status["details"] == {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }
+        raw = core.list_namespaced_config_map("default", watch=True, resource_version=future, _preload_content=False)
+        assert raw.status == 200
+        [error] = [orjson.loads(line) for line in raw.data.splitlines()]
+        assert (error["type"], error["object"]["code"]) == ("ERROR", 504)
+        assert error["object"]["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+        api.close()
+    finally:
+        server.stop()
+
+
 def test_a_watch_from_a_compacted_version_gets_410_and_a_relist_recovers(tmp_path: Path) -> None:
     server = start_server(tmp_path, cache_size=5)
     try:

@@ -66,6 +66,9 @@ class ServerSettings:
     bookmark_seconds: float = 30.0
     """How often an idle watch that allows bookmarks gets one."""
     default_watch_seconds: float = 1800.0
+    fresh_wait_seconds: float = 3.0
+    """How long a list or watch from a version the server has not reached waits for it before the 504 (the real
+    watch cache waits 3 s)."""
     address: str = "127.0.0.1:0"
 
 
@@ -238,6 +241,8 @@ class ApiApp:
         content_type = headers.get("content-type", "")
         if method == "GET":
             as_table = wants_table(headers.get("accept", ""))
+            if watch_path or not target.name:
+                await self._wait_for_version(query.get("resourceVersion", ""))
             if watch_path or (not target.name and _bool(query, "watch")):
                 await self._watch(target, query, receive, send, as_table)
                 return
@@ -257,6 +262,16 @@ class ApiApp:
         else:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         await self._respond(send, code, body)
+
+    async def _wait_for_version(self, version: str) -> None:
+        """A version ahead of the store's: wait up to :attr:`ServerSettings.fresh_wait_seconds` for the writes to
+        reach it (the store then answers 504 if they have not)."""
+        if not version.isdigit() or int(version) <= self.store.rv:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.fresh_wait_seconds
+        while int(version) > self.store.rv and loop.time() < deadline:
+            await asyncio.sleep(0.05)
 
     def _target(self, parts: list[str]) -> tuple[Target | None, bool]:
         if parts[:1] == ["api"] and len(parts) >= 3:
@@ -479,7 +494,7 @@ class ApiApp:
                 initial_events=initial_events,
             )
         except ApiError as exc:
-            if exc.code != 410:
+            if exc.code not in (410, 504):  # history gone or not reached: one ERROR event, as the watch cache does
                 raise
             await self._start_stream(send)
             line = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"

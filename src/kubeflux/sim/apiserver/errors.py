@@ -20,6 +20,7 @@ __all__ = [
     "conflict",
     "expired",
     "forbidden",
+    "future_version",
     "invalid",
     "method_not_allowed",
     "not_found",
@@ -50,6 +51,8 @@ class ApiError(Exception):
     name: str = ""
     group: str = ""
     causes: list[Cause] = field(default_factory=list)
+    retry_after: int = 0
+    """``details.retryAfterSeconds``: when a client may try again (0: not said)."""
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -63,7 +66,14 @@ class ApiError(Exception):
         if self.kind:
             details["kind"] = self.kind
         if self.causes:
-            details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in self.causes]
+            details["causes"] = [
+                {"reason": c.reason, "message": c.message, "field": c.field}
+                if c.field
+                else {"reason": c.reason, "message": c.message}
+                for c in self.causes
+            ]
+        if self.retry_after:
+            details["retryAfterSeconds"] = self.retry_after
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -126,6 +136,19 @@ def method_not_allowed(message: str) -> ApiError:
 def expired(message: str = "too old resource version") -> ApiError:
     """410 ``Expired``: a watch or an exact list from a version older than the watch cache keeps."""
     return ApiError(410, "Expired", message)
+
+
+def future_version(requested: int, current: int) -> ApiError:
+    """504 ``Timeout`` with cause ``ResourceVersionTooLarge``: a list or watch from a version the server has not
+    reached (after waiting for it). A client that sees it lists again from the current version: the server
+    restarted with a new history (etcd restored from a backup, or a new simulated cluster)."""
+    return ApiError(
+        504,
+        "Timeout",
+        f"Timeout: Too large resource version: {requested}, current: {current}",
+        causes=[Cause("", "Too large resource version", "ResourceVersionTooLarge")],
+        retry_after=1,
+    )
 
 
 def too_large(limit: int) -> ApiError:

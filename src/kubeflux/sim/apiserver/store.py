@@ -194,7 +194,7 @@ class Store:
         if resource_version not in ("", "0"):
             requested = parse_resource_version(resource_version)
             if requested > self.rv:
-                raise ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {self.rv}")
+                raise errors.future_version(requested, self.rv)
             if exact and requested != self.rv and (requested < collection.compacted or collection.since(requested)):
                 raise errors.expired()
         start = ""
@@ -246,6 +246,8 @@ class Store:
                 initial = [o for o in collection.objects.values() if watcher.matches(o)]
         else:
             requested = parse_resource_version(resource_version)
+            if requested > self.rv:
+                raise errors.future_version(requested, self.rv)
             if requested < collection.compacted:
                 raise errors.expired(f"too old resource version: {requested} ({collection.compacted})")
             for event in collection.since(requested):
