@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import orjson
+import pytest
 import yaml
 
 from kubeflux.sim.apiserver.server import kubeconfig
+
+from .conftest import kubernetes
 
 
 def test_serve_writes_a_kubeconfig_serves_the_nodes_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -77,3 +83,48 @@ def test_serve_refuses_an_unknown_scheduler_and_a_zero_speed() -> None:
     frozen = subprocess.run([*base, "--speed", "0"], capture_output=True, text=True, timeout=120)
     assert frozen.returncode != 0
     assert "speed must be positive" in frozen.stderr + frozen.stdout
+
+
+def test_serve_with_tls_is_verified_by_kubectl_and_the_official_client_through_the_kubeconfig(tmp_path: Path) -> None:
+    """``--tls``: HTTPS with a new CA that the kubeconfig carries; clients verify the server with it (a client that
+    does not trust the CA is refused by its own TLS), and the private key is readable by its owner only."""
+    config = tmp_path / "kubeconfig"
+    command = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "2", "--cores-per-node", "4"]
+    command += ["--kubeconfig", str(config), "--tls", "--token", "s3cret"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        assert "2 nodes at https://127.0.0.1:" in server.stdout.readline()
+        assert server.stdout.readline().startswith(f"TLS: certificates in {tmp_path / 'pki'}")
+        assert (tmp_path / "pki" / "server.key").stat().st_mode & 0o077 == 0
+        assert server.stdout.readline().strip() == f"kubeconfig: {config}"
+        written = yaml.safe_load(config.read_text())
+        cluster = written["clusters"][0]["cluster"]
+        url = cluster["server"]
+        assert url.startswith("https://") and "certificate-authority-data" in cluster
+        api = kubernetes.config.new_client_from_config(config_file=str(config))
+        try:
+            nodes = kubernetes.client.CoreV1Api(api).list_node().items
+            assert [n.metadata.name for n in nodes] == ["node-0000", "node-0001"]
+        finally:
+            api.close()
+        trusting = ssl.create_default_context(cafile=str(tmp_path / "pki" / "ca.crt"))
+        request = urllib.request.Request(f"{url}/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, timeout=60, context=trusting) as response:
+            assert len(orjson.loads(response.read())["items"]) == 2
+        with pytest.raises(urllib.error.URLError) as untrusted:
+            urllib.request.urlopen(request, timeout=60, context=ssl.create_default_context())
+        assert isinstance(untrusted.value.reason, ssl.SSLCertVerificationError)
+        if shutil.which("kubectl"):
+            listed = subprocess.run(
+                ["kubectl", "--kubeconfig", str(config), "get", "nodes", "-o", "name"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert listed.returncode == 0, listed.stderr
+            assert listed.stdout.split() == ["node/node-0000", "node/node-0001"]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _out, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err

@@ -48,6 +48,10 @@ def serve_command(
         str | None,
         typer.Option("--token", help="Static bearer token clients must send (--token random: generate one)."),
     ] = None,
+    tls: Annotated[
+        bool,
+        typer.Option("--tls/--no-tls", help="Serve HTTPS with a new self-signed CA (written into the kubeconfig)."),
+    ] = False,
     scheduler: Annotated[
         list[str] | None,
         typer.Option("--scheduler", "-s", help="Run this kubeflux scheduler in the process (repeatable; 'none')."),
@@ -127,6 +131,12 @@ def serve_command(
         raise typer.BadParameter(str(exc)) from exc
     replayed, cores, under_test = _replay_plan(workload, node_list, names, primary)
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
+    path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
+    certificates = None
+    if tls:
+        from kubeflux.sim.apiserver.tls import make_certificates
+
+        certificates = make_certificates(path.parent / "pki", address)
     server = ApiServer(
         node_list,
         host=address,
@@ -142,13 +152,13 @@ def serve_command(
         workload=replayed,
         primary=under_test,
         until_done=until_done,
+        tls=certificates,
     )
     try:
         server.bind()
     except OSError as exc:
         typer.echo(f"error: cannot listen on {address}:{port}: {exc}", err=True)
         raise typer.Exit(2) from exc
-    path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
     server.write_kubeconfig(path)
     pace = "" if speed == 1.0 else f", simulated time x{speed:g} (GET /kubeflux/time)"
     if clock_mode == "virtual":
@@ -156,6 +166,8 @@ def serve_command(
     typer.echo(f"kubeflux cluster: {len(node_list)} nodes at {server.url}{pace}")
     for core in cores:
         typer.echo(f"scheduler: {core.name} (in process; pods with schedulerName: {core.name})")
+    if certificates is not None:
+        typer.echo(f"TLS: certificates in {certificates.ca.parent} (the CA is in the kubeconfig)")
     typer.echo(f"kubeconfig: {path}")
     typer.echo(f"  export KUBECONFIG={path}")
     if replayed is not None:

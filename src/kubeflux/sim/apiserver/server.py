@@ -11,6 +11,7 @@ controller keeps groups' status; ``schedulers`` run in the process
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import functools
 import signal
@@ -39,6 +40,7 @@ from kubeflux.sim.apiserver.pacer import Activity, Pacer, TimeHeader, Unanswered
 from kubeflux.sim.apiserver.replay import WorkloadReplay
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.tls import TlsFiles
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.model import Workload
 
@@ -92,13 +94,17 @@ def node_manifest(node: Node, now: float) -> dict[str, Any]:
     }
 
 
-def kubeconfig(server: str, token: str = "") -> dict[str, Any]:
-    """A kubeconfig with one cluster, one user (the token, when given) and one current context ``kubeflux``."""
+def kubeconfig(server: str, token: str = "", ca: bytes = b"") -> dict[str, Any]:
+    """A kubeconfig with one cluster (trusting the CA ``ca``, PEM, when given), one user (the token, when given)
+    and one current context ``kubeflux``."""
     user: dict[str, Any] = {"token": token} if token else {}
+    cluster: dict[str, Any] = {"server": server}
+    if ca:
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode("ascii")
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "kubeflux", "cluster": {"server": server}}],
+        "clusters": [{"name": "kubeflux", "cluster": cluster}],
         "users": [{"name": "kubeflux", "user": user}],
         "contexts": [
             {"name": "kubeflux", "context": {"cluster": "kubeflux", "user": "kubeflux", "namespace": "default"}}
@@ -143,8 +149,11 @@ class ApiServer:
         workload: Workload | None = None,
         primary: str = "default-scheduler",
         until_done: bool = False,
+        tls: TlsFiles | None = None,
     ) -> None:
         self.clock: Clock = clock or ServedClock()
+        self.tls = tls
+        """The certificate and key served (HTTPS), or None (HTTP)."""
         self.store = store or Store(default_registry(), clock=self.clock)
         self.settings = settings or ServerSettings()
         self.app = ApiApp(self.store, self.settings, self.clock)
@@ -185,7 +194,8 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     def bind(self) -> socket.socket:
         """Open the listening socket now, so that the port is known before serving."""
@@ -203,7 +213,8 @@ class ApiServer:
 
     def write_kubeconfig(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = yaml.safe_dump(kubeconfig(self.url, self.settings.token), sort_keys=False)
+        ca = self.tls.ca.read_bytes() if self.tls else b""
+        text = yaml.safe_dump(kubeconfig(self.url, self.settings.token, ca), sort_keys=False)
         path.write_text(text, encoding="utf-8")
         path.chmod(0o600)
         return path
@@ -220,6 +231,8 @@ class ApiServer:
             proxy_headers=False,  # loopback, no proxy: the middleware is only a cost per request
             server_header=False,
             date_header=False,
+            ssl_certfile=str(self.tls.certificate) if self.tls else None,
+            ssl_keyfile=str(self.tls.key) if self.tls else None,
         )
         server = _Uvicorn(config, self.app)
         self._server = server
