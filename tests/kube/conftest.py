@@ -101,9 +101,10 @@ def start_cluster(
     cache_size: int = 10_000,
     port: int = 0,
     fresh_wait: float = 3.0,
+    generic_workload: bool = False,
 ) -> Cluster:
     clock = ServedClock(speed)
-    store = Store(default_registry(), clock=clock, cache_size=cache_size)
+    store = Store(default_registry(generic_workload=generic_workload), clock=clock, cache_size=cache_size)
     server = ApiServer(
         uniform_cluster(nodes, cores, "64Gi"),
         port=port,

@@ -18,9 +18,11 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
     # the reflectors list and then watch with the same call
     "list_node": {("", "nodes", "list"), ("", "nodes", "watch")},
     "list_pod_for_all_namespaces": {("", "pods", "list"), ("", "pods", "watch")},
-    "list_cluster_custom_object": {
+    "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own
         ("scheduling.x-k8s.io", "podgroups", "list"),
         ("scheduling.x-k8s.io", "podgroups", "watch"),
+        ("scheduling.k8s.io", "podgroups", "list"),
+        ("scheduling.k8s.io", "podgroups", "watch"),
     },
     "create_namespaced_pod_binding": {("", "pods/binding", "create")},
     "patch_namespaced_pod_status": {("", "pods/status", "patch")},

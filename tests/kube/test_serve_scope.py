@@ -15,7 +15,7 @@ from kubeflux.kube.config import parse_config
 from kubeflux.kube.reflector import Resource, watched_resources
 from kubeflux.kube.serve import Serve, choose_clock
 
-from .conftest import Cluster, client, condition, pod, start_cluster
+from .conftest import Cluster, client, condition, eventually, pod, start_cluster
 
 
 @pytest.fixture
@@ -62,6 +62,54 @@ def test_a_gang_is_placed_all_at_once_and_one_too_big_waits_whole(two_nodes: Clu
         assert serve.bound == 4
 
 
+def _native_member(name: str, group: str, cpu: str) -> dict[str, Any]:
+    member = pod(name, cpu, run=None)
+    member["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return member
+
+
+def test_kubernetes_own_gang_api_a_podgroup_with_a_gang_policy_waits_for_min_count_then_binds_at_once(
+    tmp_path: Path,
+) -> None:
+    """Kubernetes 1.35+'s PodGroup (scheduling.k8s.io, v1alpha2 in 1.36, behind the GenericWorkload gate): pods
+    name it in ``spec.schedulingGroup``; ``gang.minCount`` of them are placed together or none; ``basic`` places
+    each alone."""
+    cluster = start_cluster(tmp_path, nodes=2, generic_workload=True)
+    try:
+        _native_gangs(cluster)
+    finally:
+        cluster.api.close()
+        cluster.server.stop()
+
+
+def _native_gangs(cluster: Cluster) -> None:
+    custom = client.CustomObjectsApi(cluster.api)
+    for name, policy in (("ranks", {"gang": {"minCount": 3}}), ("loose", {"basic": {}})):
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name},
+            "spec": {"schedulingPolicy": policy},
+        }
+        custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", "default", "podgroups", body)
+    with cluster.serve() as serve:
+        for index in range(2):
+            cluster.create(_native_member(f"rank-{index}", "ranks", "8"))
+        cluster.create(_native_member("loose-0", "loose", "8"))  # basic: bound alone, the gang still short of 3
+        cluster.wait_for(lambda pods: bool(pods["loose-0"]["spec"].get("nodeName")))
+        eventually(lambda: serve.binder.pending == 0)
+        pods = cluster.pods()
+        assert not any(pods[f"rank-{i}"]["spec"].get("nodeName") for i in range(2))
+        cluster.create(_native_member("rank-2", "ranks", "8"))
+        cluster.wait_for(lambda pods: all(pods[f"rank-{i}"]["spec"].get("nodeName") for i in range(3)))
+        assert serve.bound == 4
+    with pytest.raises(client.ApiException) as refused:  # the served cluster validates the policy
+        body = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": {"name": "neither"}}
+        body["spec"] = {"schedulingPolicy": {"gang": {"minCount": 0}}}
+        custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", "default", "podgroups", body)
+    assert refused.value.status == 422 and "spec.schedulingPolicy.gang.minCount" in str(refused.value.body)
+
+
 def test_a_cluster_without_the_podgroup_crd_is_served_all_the_same(cluster: Cluster) -> None:
     custom = client.CustomObjectsApi(cluster.api)
 
@@ -69,13 +117,14 @@ def test_a_cluster_without_the_podgroup_crd_is_served_all_the_same(cluster: Clus
         return custom.list_cluster_custom_object("scheduling.example.com", "v1", "nothings", **query)
 
     resources = watched_resources(cluster.api)
-    resources[1] = Resource("PodGroup", missing_group, optional=True)
+    assert [r.kind for r in resources[1:3]] == ["PodGroup", "PodGroup"]  # coscheduling's and Kubernetes' own
+    resources[1] = resources[2] = Resource("PodGroup", missing_group, optional=True)
     config = parse_config({"watch": {"timeoutSeconds": 30}})
     serve = Serve(config, cluster.api, resources=resources).start()
     try:
         cluster.create(pod("a", "8", run=None))
         cluster.wait_for(lambda pods: bool(pods["a"]["spec"].get("nodeName")))
-        assert serve.reflectors[1].relists == 0  # never listed: not served
+        assert serve.reflectors[1].relists == serve.reflectors[2].relists == 0  # never listed: not served
     finally:
         serve.stop()
 

@@ -293,6 +293,47 @@ def test_podgroup_needs_min_member() -> None:
         podgroup_from_manifest({"metadata": {"name": "g"}, "spec": {}})
 
 
+def _native(policy: object) -> dict[str, object]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "ranks", "namespace": "hpc"},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def test_kubernetes_own_podgroup_gang_min_count_and_basic_policy() -> None:
+    assert podgroup_from_manifest(_native({"gang": {"minCount": 4}})).min_member == 4
+    basic = podgroup_from_manifest(_native({"basic": {}}))
+    assert (basic.key, basic.min_member, basic.schedule_timeout_seconds) == ("hpc/ranks", 1, None)
+    member = pod_from_manifest(
+        {"metadata": {"name": "r0", "namespace": "hpc"}, "spec": {"schedulingGroup": {"podGroupName": "ranks"}}}
+    )
+    assert member.group == "hpc/ranks"
+    assert pod_from_manifest(pod_to_manifest(member)).group == "hpc/ranks"
+    labelled = pod_from_manifest(  # coscheduling's label wins over schedulingGroup
+        {
+            "metadata": {"name": "r1", "labels": {"scheduling.x-k8s.io/pod-group": "g"}},
+            "spec": {"schedulingGroup": {"podGroupName": "ranks"}},
+        }
+    )
+    assert labelled.group == "default/g"
+
+
+@pytest.mark.parametrize(
+    ("policy", "problem"),
+    [
+        ({}, r"spec\.schedulingPolicy: exactly one of basic and gang must be set"),
+        ({"basic": {}, "gang": {"minCount": 2}}, r"spec\.schedulingPolicy: exactly one of basic and gang"),
+        ({"gang": {}}, r"spec\.schedulingPolicy\.gang\.minCount: must be a positive integer, got None"),
+        ({"gang": {"minCount": "4"}}, r"spec\.schedulingPolicy\.gang\.minCount: must be a positive integer"),
+    ],
+)
+def test_kubernetes_own_podgroup_with_a_bad_policy_names_the_field(policy: object, problem: str) -> None:
+    with pytest.raises(ManifestError, match=rf"PodGroup hpc/ranks: {problem}"):
+        podgroup_from_manifest(_native(policy))
+
+
 def test_pod_to_manifest_round_trip() -> None:
     original = pod_from_manifest(yaml.safe_load(FULL_POD.replace("uid: 1234", "uid: '1234'")))
     manifest = pod_to_manifest(original)

@@ -37,6 +37,8 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.scheduler.kube_objects import NATIVE_GANG_GROUP
+
 __all__ = ["SYNCED", "RawEvent", "Reflector", "Resource", "watched_resources"]
 
 log = logging.getLogger("kubeflux.serve")
@@ -64,6 +66,9 @@ class Resource:
     call: Callable[..., Any]
     optional: bool = False
     """A server without it (404) is not an error."""
+    api_version: str = ""
+    """Stamped on listed objects that lack it (a list of a built-in type carries no apiVersion on its items), for
+    readers that tell two APIs of one kind apart."""
 
 
 def watched_resources(api: client.ApiClient) -> list[Resource]:
@@ -75,9 +80,13 @@ def watched_resources(api: client.ApiClient) -> list[Resource]:
     def podgroups(**query: Any) -> Any:
         return custom.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", **query)
 
+    def native_podgroups(**query: Any) -> Any:  # Kubernetes' own gang API (1.36: v1alpha2), where it is enabled
+        return custom.list_cluster_custom_object(NATIVE_GANG_GROUP, "v1alpha2", "podgroups", **query)
+
     return [
         Resource("Node", core.list_node),
-        Resource("PodGroup", podgroups, optional=True),
+        Resource("PodGroup", podgroups, optional=True, api_version="scheduling.x-k8s.io/v1alpha1"),
+        Resource("PodGroup", native_podgroups, optional=True, api_version=f"{NATIVE_GANG_GROUP}/v1alpha2"),
         Resource("Pod", core.list_pod_for_all_namespaces),
     ]
 
@@ -234,7 +243,11 @@ class Reflector:
                 raise
             body = orjson.loads(response.data)
             response.release_conn()
-            items.extend(body.get("items") or [])
+            page = body.get("items") or []
+            if self.resource.api_version:
+                for item in page:
+                    item.setdefault("apiVersion", self.resource.api_version)
+            items.extend(page)
             meta = body.get("metadata") or {}
             token = meta.get("continue") or None
             if not token:
@@ -303,6 +316,8 @@ class Reflector:
                 if type_ == "BOOKMARK":
                     continue
                 key = _key(obj)
+                if self.resource.api_version:
+                    obj.setdefault("apiVersion", self.resource.api_version)
                 if type_ == "DELETED":
                     self.known.pop(key, None)
                 elif type_ in ("ADDED", "MODIFIED"):

@@ -45,6 +45,7 @@ from kubeflux.scheduler.validation import (
 
 __all__ = [
     "DEFAULT_SCHEDULER",
+    "NATIVE_GANG_GROUP",
     "ManifestError",
     "format_timestamp",
     "node_from_manifest",
@@ -427,6 +428,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         owner=_owner(reader),
         manifest=dict(obj),
         resize=resize,
+        scheduling_group=reader.string("spec.schedulingGroup.podGroupName"),
     )
 
 
@@ -478,12 +480,41 @@ def node_from_manifest(obj: Any) -> Node:
     )
 
 
+NATIVE_GANG_GROUP = "scheduling.k8s.io"
+"""The API group of Kubernetes' own PodGroup (1.35+, alpha); coscheduling's is ``scheduling.x-k8s.io``."""
+
+
+def _native_min_count(reader: _Reader) -> int:
+    """``spec.schedulingPolicy`` of a ``scheduling.k8s.io`` PodGroup: exactly one of ``basic`` (pods placed
+    independently: a minimum of 1) and ``gang`` (``minCount`` pods placed at once)."""
+    policy = reader.mapping("spec.schedulingPolicy", reader.get("spec.schedulingPolicy", {}))
+    chosen = [name for name in ("basic", "gang") if policy.get(name) is not None]
+    if len(chosen) != 1:
+        raise reader.fail("spec.schedulingPolicy", "exactly one of basic and gang must be set")
+    if chosen[0] == "basic":
+        return 1
+    min_count = reader.get("spec.schedulingPolicy.gang.minCount")
+    problem = min_member_problem(min_count)
+    if problem is not None:
+        raise reader.fail("spec.schedulingPolicy.gang.minCount", problem)
+    return int(min_count)
+
+
 def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> PodGroup:
-    """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read)."""
+    """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read) or a
+    ``scheduling.k8s.io`` one (``spec.schedulingPolicy``; it has no timeout)."""
     reader = _Reader("PodGroup", obj, ("PodGroup",))
     name = reader.name()
     namespace = reader.string("metadata.namespace") or default_namespace
     reader.where = f"PodGroup {namespace}/{name}"
+    if reader.string("apiVersion").partition("/")[0] == NATIVE_GANG_GROUP:
+        return PodGroup(
+            namespace=namespace,
+            name=name,
+            min_member=_native_min_count(reader),
+            creation_time=reader.timestamp("metadata.creationTimestamp") or 0.0,
+            uid=reader.string("metadata.uid"),
+        )
     min_member = reader.get("spec.minMember")
     problem = min_member_problem(min_member)
     if problem is not None:
@@ -556,4 +587,6 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         }
     if pod.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = max(1, round(pod.active_deadline_seconds))
+    if pod.scheduling_group:
+        spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": pod.phase.value}}

@@ -120,6 +120,9 @@ class Pod:
     resize: str = ""
     """An in-place resize under way (Kubernetes 1.33+): ``Proposed``, ``InProgress``, ``Deferred`` or
     ``Infeasible``; empty when none. :attr:`requests` already counts it as kube-scheduler does."""
+    scheduling_group: str = ""
+    """``spec.schedulingGroup.podGroupName`` (Kubernetes' own gang API, ``scheduling.k8s.io``): the PodGroup of a
+    pod that no coscheduling label (:data:`POD_GROUP_LABEL`) puts in one."""
 
     @property
     def key(self) -> str:
@@ -129,12 +132,18 @@ class Pod:
     def group(self) -> str | None:
         """The ``namespace/name`` of the pod's PodGroup, or None for a pod outside any group."""
         name = self.labels.get(POD_GROUP_LABEL)
-        return None if name is None else f"{self.namespace}/{name}"
+        if name is None:
+            if not self.scheduling_group:
+                return None
+            name = self.scheduling_group
+        return f"{self.namespace}/{name}"
 
 
 @dataclass(slots=True)
 class PodGroup:
-    """``scheduling.x-k8s.io/v1alpha1`` PodGroup: a gang of at least ``min_member`` pods placed together."""
+    """A gang of at least ``min_member`` pods placed together: a ``scheduling.x-k8s.io/v1alpha1`` PodGroup
+    (coscheduling), or a ``scheduling.k8s.io/v1alpha2`` one (Kubernetes' own; its ``basic`` policy is
+    ``min_member`` 1)."""
 
     namespace: str
     name: str

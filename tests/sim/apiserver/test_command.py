@@ -128,3 +128,11 @@ def test_serve_with_tls_is_verified_by_kubectl_and_the_official_client_through_t
         server.send_signal(signal.SIGTERM)
         _out, err = server.communicate(timeout=60)
     assert server.returncode == 0, err
+
+
+def test_serve_refuses_an_unknown_feature_gate() -> None:
+    command = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "1", "--cores-per-node", "4"]
+    result = subprocess.run([*command, "--feature-gates", "Bogus=true"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    said = " ".join(result.stderr.replace("│", " ").split())  # rich boxes and wraps the message
+    assert "'Bogus=true': expected Name=true|false with Name one of GenericWorkload" in said

@@ -48,6 +48,12 @@ def serve_command(
         str | None,
         typer.Option("--token", help="Static bearer token clients must send (--token random: generate one)."),
     ] = None,
+    feature_gates: Annotated[
+        str,
+        typer.Option(
+            "--feature-gates", help="As kube-apiserver's, e.g. GenericWorkload=true (Kubernetes' own gang API)."
+        ),
+    ] = "",
     tls: Annotated[
         bool,
         typer.Option("--tls/--no-tls", help="Serve HTTPS with a new self-signed CA (written into the kubeconfig)."),
@@ -94,7 +100,9 @@ def serve_command(
 ) -> None:
     """Serve a simulated cluster over the Kubernetes REST API until Ctrl-C or SIGTERM."""
     from kubeflux.sim.apiserver.app import ServerSettings
+    from kubeflux.sim.apiserver.resources import default_registry
     from kubeflux.sim.apiserver.server import ApiServer
+    from kubeflux.sim.apiserver.store import Store
     from kubeflux.sim.command import _nodes
     from kubeflux.sim.workloads import WorkloadError
 
@@ -130,6 +138,7 @@ def serve_command(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     replayed, cores, under_test = _replay_plan(workload, node_list, names, primary)
+    gates = _feature_gates(feature_gates)
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
     certificates = None
@@ -153,6 +162,7 @@ def serve_command(
         primary=under_test,
         until_done=until_done,
         tls=certificates,
+        store=Store(default_registry(generic_workload=gates["GenericWorkload"]), clock=clock),
     )
     try:
         server.bind()
@@ -176,6 +186,20 @@ def serve_command(
     typer.echo("kubeflux cluster: stopped")
     if replayed is not None:
         _write_report(server, names[0] if names else under_test, out or path.parent / "report")
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """``--feature-gates``: ``Name=true|false`` pairs, comma-separated, of the gates the served cluster knows."""
+    from kubeflux.sim.apiserver.resources import FEATURE_GATES
+
+    gates = dict.fromkeys(FEATURE_GATES, False)
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if name not in gates or value.lower() not in ("true", "false"):
+            known = ", ".join(FEATURE_GATES)
+            raise typer.BadParameter(f"--feature-gates: {item!r}: expected Name=true|false with Name one of {known}")
+        gates[name] = value.lower() == "true"
+    return gates
 
 
 def _replay_plan(

@@ -30,7 +30,7 @@ from kubeflux.sim.apiserver.registry import (
     path_segment_causes,
 )
 
-__all__ = ["EMPTY_COLLECTIONS", "default_registry"]
+__all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
 
 Object = dict[str, Any]
 
@@ -313,6 +313,12 @@ class PodGroupStrategy(Strategy):
         return []
 
 
+class WorkloadStrategy(Strategy):
+    """``scheduling.k8s.io`` Workloads: policy templates that controllers copy into PodGroups; stored as given."""
+
+    tracks_generation = True
+
+
 # --- batch/v1 Jobs --------------------------------------------------------------------------------------------
 
 _CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
@@ -539,8 +545,13 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
 (group, version, plural, kind, namespaced)."""
 
 
-def default_registry() -> Registry:
-    """Every resource the simulated cluster serves."""
+FEATURE_GATES = ("GenericWorkload",)
+"""The feature gates the served cluster knows (all off by default, as in Kubernetes v1.36)."""
+
+
+def default_registry(*, generic_workload: bool = False) -> Registry:
+    """Every resource the simulated cluster serves; with ``generic_workload`` (the ``GenericWorkload`` gate),
+    Kubernetes' own gang API too."""
     events = EventStrategy()
     resources = [
         ResourceType("", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("status",)),
@@ -582,6 +593,15 @@ def default_registry() -> Registry:
             ("status",),
         ),
     ]
+    if generic_workload:
+        # Kubernetes' own gang API as v1.36 serves it with the gate on (kubectl's `podgroup` then means this one, as
+        # on a real cluster): pods name their group in spec.schedulingGroup.podGroupName; no status is written here
+        resources += [
+            ResourceType(
+                "scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, PodGroupStrategy(), (), (), ("status",)
+            ),
+            ResourceType("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, WorkloadStrategy()),
+        ]
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, read_only_empty=True)
         for group, version, plural, kind, namespaced in EMPTY_COLLECTIONS
