@@ -67,5 +67,6 @@ def register(app: typer.Typer) -> None:
     app.command("query")(query)
     app.command("demo")(demo)
     app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)
+    app.command("sweep")(__import__("kubeflux.sim.sweep_command", fromlist=["sweep_command"]).sweep_command)
     app.command("serve")(__import__("kubeflux.kube.command", fromlist=["serve_command"]).serve_command)
     app.add_typer(__import__("kubeflux.sim.apiserver.command", fromlist=["cluster_app"]).cluster_app, name="cluster")

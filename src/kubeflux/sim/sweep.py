@@ -1,0 +1,350 @@
+"""``kubeflux sweep``: a grid of simulations (workloads x schedulers x match policies x cluster shapes x seeds).
+
+The grid is a YAML file (:class:`SweepGrid`; paths in it are relative to the file). Each point of the grid is one
+independent :func:`~kubeflux.sim.driver.simulate` run (a :class:`Task`), executed on a local process pool or, with
+``dask``, on any Dask cluster (``dask.distributed``: a laptop's ``LocalCluster``, a Kubernetes cluster through
+dask-kubernetes, an HPC batch system through dask-jobqueue). A task carries everything it needs (the workload
+file's bytes, the nodes, the lifecycle), so workers need no shared filesystem; it sends back the summary row and
+``jobs.csv``, which the client writes under ``runs/<key>/``.
+
+**Resumable**: a run whose ``runs/<key>/summary.json`` exists is not run again. The key names the grid point and
+hashes what the run depends on (the workload's bytes, the nodes, the lifecycle), so a changed input runs afresh.
+**A failed run is reported, not fatal**: its error goes to ``runs/<key>/error.txt`` and to the merged report
+(:mod:`kubeflux.sim.sweep_report`), and is tried again on the next invocation. Match policies apply to the kubeflux
+schedulers only; the other schedulers run once per point with the policy ``-``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kubeflux.match.policy import PolicyError, parse_policy
+from kubeflux.scheduler.objects import Node
+
+__all__ = [
+    "ClusterShape",
+    "Outcome",
+    "SweepError",
+    "SweepGrid",
+    "Task",
+    "done_keys",
+    "execute",
+    "load_grid",
+    "plan",
+    "record",
+    "run_task",
+]
+
+NO_POLICY = "-"
+"""The policy column of a scheduler that has no match policy (the baselines)."""
+
+
+class SweepError(ValueError):
+    """The grid cannot be run; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ClusterShape(_Strict):
+    """One cluster of the grid: a Node manifests ``file``, or ``nodes`` identical nodes."""
+
+    file: str | None = None
+    nodes: Annotated[int | None, Field(gt=0)] = None
+    cores_per_node: Annotated[int | None, Field(alias="coresPerNode", gt=0)] = None
+    memory_per_node: Annotated[str, Field(alias="memoryPerNode")] = "256Gi"
+    gpus_per_node: Annotated[int, Field(alias="gpusPerNode", ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ClusterShape:
+        uniform = self.nodes is not None or self.cores_per_node is not None
+        if self.file is not None and uniform:
+            raise ValueError("give either file or nodes and coresPerNode, not both")
+        if self.file is None and (self.nodes is None or self.cores_per_node is None):
+            raise ValueError("give file, or nodes and coresPerNode")
+        return self
+
+    def label(self) -> str:
+        if self.file is not None:
+            return Path(self.file).stem
+        gpus = f"-{self.gpus_per_node}g" if self.gpus_per_node else ""
+        return f"{self.nodes}x{self.cores_per_node}c{gpus}"
+
+
+class SweepGrid(_Strict):
+    """The grid (see the module docstring); ``examples/sweep/grid.yaml`` is a complete example."""
+
+    name: Annotated[str, Field(min_length=1)] = "sweep"
+    workloads: Annotated[list[str], Field(min_length=1)]
+    schedulers: Annotated[list[str], Field(min_length=1)]
+    policies: Annotated[list[str], Field(min_length=1)] = ["lonode"]
+    clusters: Annotated[list[ClusterShape], Field(min_length=1)]
+    seeds: Annotated[list[int], Field(min_length=1)] = [0]
+    start_delay: Annotated[float, Field(alias="startDelay", ge=0.0)] = 0.0
+    start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0)] = 0.0
+    fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0)] = 0.0
+
+    @field_validator("schedulers")
+    @classmethod
+    def _known_schedulers(cls, names: list[str]) -> list[str]:
+        from kubeflux.sim.baselines import available
+
+        known = available()
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        if len(set(names)) != len(names):
+            raise ValueError("a scheduler is named twice")
+        return names
+
+    @field_validator("policies")
+    @classmethod
+    def _known_policies(cls, policies: list[str]) -> list[str]:
+        for policy in policies:
+            try:
+                parse_policy(policy)
+            except PolicyError as exc:
+                raise ValueError(str(exc)) from exc
+        return policies
+
+
+def load_grid(path: Path) -> tuple[SweepGrid, Path]:
+    """The grid in ``path`` and the folder its relative paths start from; :class:`SweepError` names the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise SweepError(f"{path}: not YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SweepError(f"{path}: expected a mapping of grid fields, got {type(raw).__name__}")
+    try:
+        grid = SweepGrid.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise SweepError(f"{path}: {where}: {message}") from exc
+    return grid, path.parent
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One run of the grid, with everything a worker needs."""
+
+    key: str
+    workload: str
+    """The workload file's name (its format is read from it)."""
+    workload_bytes: bytes
+    scheduler: str
+    policy: str
+    cluster: str
+    nodes: tuple[Node, ...]
+    seed: int
+    start_delay: float
+    start_jitter: float
+    fail_fraction: float
+
+    def point(self) -> dict[str, Any]:
+        """The grid coordinates, as the merged report's first columns."""
+        return {
+            "workload": self.workload,
+            "cluster": self.cluster,
+            "scheduler": self.scheduler,
+            "policy": self.policy,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a run sends back: its summary row and ``jobs.csv``, or the error that stopped it."""
+
+    key: str
+    point: dict[str, Any]
+    row: dict[str, Any] | None
+    jobs_csv: str
+    error: str
+    seconds: float
+
+
+def _slug(text: str) -> str:
+    if text == NO_POLICY:
+        return "nopolicy"
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-.")[:40] or "x"
+
+
+def _has_policy(scheduler: str) -> bool:
+    from kubeflux.scheduler.core import KubefluxScheduler
+    from kubeflux.sim.baselines import create
+
+    return isinstance(create(scheduler), KubefluxScheduler)
+
+
+def plan(grid: SweepGrid, base: Path) -> list[Task]:
+    """Every run of the grid, in grid order (workload, cluster, scheduler, policy, seed)."""
+    from kubeflux.sim.command import _nodes
+
+    workloads: list[tuple[str, bytes]] = []
+    for index, name in enumerate(grid.workloads):
+        path = base / name
+        try:
+            workloads.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise SweepError(f"workloads.{index}: {path}: cannot read: {exc.strerror or exc}") from exc
+    clusters: list[tuple[str, tuple[Node, ...]]] = []
+    for index, shape in enumerate(grid.clusters):
+        file = None if shape.file is None else base / shape.file
+        try:
+            built = _nodes(file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node)
+        except Exception as exc:  # the cluster reader's own errors name the file and line
+            raise SweepError(f"clusters.{index}: {exc}") from exc
+        clusters.append((shape.label(), tuple(built)))
+    lifecycle = (grid.start_delay, grid.start_jitter, grid.fail_fraction)
+    tasks: list[Task] = []
+    for workload, content in workloads:
+        for cluster, nodes in clusters:
+            for scheduler in grid.schedulers:
+                policies = grid.policies if _has_policy(scheduler) else [NO_POLICY]
+                for policy in policies:
+                    for seed in grid.seeds:
+                        digest = hashlib.sha256()
+                        digest.update(content)
+                        digest.update(repr((nodes, lifecycle)).encode())
+                        readable = "_".join(_slug(p) for p in (workload, cluster, scheduler, policy, f"seed{seed}"))
+                        key = f"{readable}_{digest.hexdigest()[:10]}"
+                        tasks.append(Task(key, workload, content, scheduler, policy, cluster, nodes, seed, *lifecycle))
+    return tasks
+
+
+def run_task(task: Task) -> Outcome:
+    """Run one simulation (on a worker); never raises: an error is part of the outcome."""
+    began = time.perf_counter()
+    try:
+        row, jobs_csv = _simulate(task)
+    except Exception:
+        return Outcome(task.key, task.point(), None, "", traceback.format_exc(), time.perf_counter() - began)
+    return Outcome(task.key, task.point(), row, jobs_csv, "", time.perf_counter() - began)
+
+
+def _simulate(task: Task) -> tuple[dict[str, Any], str]:
+    from kubeflux.scheduler.core import KubefluxScheduler
+    from kubeflux.sim import metrics
+    from kubeflux.sim.cluster import Lifecycle
+    from kubeflux.sim.command import _schedulers_for
+    from kubeflux.sim.driver import SimulationOptions, simulate
+    from kubeflux.sim.workloads import load_workload
+    from kubeflux.sim.workloads.mapping import map_to_cluster
+
+    with tempfile.TemporaryDirectory(prefix="kubeflux-sweep-") as scratch:
+        path = Path(scratch) / task.workload
+        path.write_bytes(task.workload_bytes)
+        loaded = load_workload(path)
+        nodes = list(task.nodes)
+        mapped = map_to_cluster(loaded, nodes)
+        schedulers, primary = _schedulers_for(task.scheduler, mapped)
+        core = schedulers[primary]
+        if task.policy != NO_POLICY and isinstance(core, KubefluxScheduler):
+            core.policy = task.policy
+        lifecycle = Lifecycle(task.start_delay, task.start_jitter, task.fail_fraction, seed=task.seed)
+        options = SimulationOptions(lifecycle=lifecycle)
+        run = simulate(mapped, nodes, schedulers, primary=primary, label=task.scheduler, options=options)
+        jobs = metrics.write_jobs_csv(run, Path(scratch) / "jobs.csv").read_text(encoding="utf-8")
+        row = dict(metrics.summarize(run))
+        row["problems"] = len(run.problems)
+        return row, jobs
+
+
+# ---------------------------------------------------------------------------------------------------- running
+
+
+def done_keys(out: Path) -> set[str]:
+    """The runs already finished in ``out`` (their summary is written)."""
+    runs = out / "runs"
+    return {p.parent.name for p in runs.glob("*/summary.json")} if runs.is_dir() else set()
+
+
+def record(outcome: Outcome, out: Path) -> None:
+    """Write one outcome under ``out/runs/<key>/``: the summary and ``jobs.csv``, or ``error.txt``."""
+    folder = out / "runs" / outcome.key
+    folder.mkdir(parents=True, exist_ok=True)
+    if outcome.row is None:
+        (folder / "error.txt").write_text(outcome.error, encoding="utf-8")
+        (folder / "summary.json").unlink(missing_ok=True)
+        return
+    (folder / "error.txt").unlink(missing_ok=True)
+    (folder / "jobs.csv").write_text(outcome.jobs_csv, encoding="utf-8")
+    summary = {"point": outcome.point, "row": outcome.row, "seconds": round(outcome.seconds, 3)}
+    # written last, and whole: its presence is what marks the run done
+    staging = folder / "summary.json.partial"
+    staging.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    staging.replace(folder / "summary.json")
+
+
+def execute(
+    tasks: Sequence[Task],
+    *,
+    workers: int = 2,
+    dask: str | None = None,
+    on_done: Callable[[Outcome], None] = lambda outcome: None,
+) -> list[Outcome]:
+    """Run ``tasks`` (local processes, or the Dask scheduler at ``dask``); ``on_done`` sees each as it ends."""
+    outcomes: list[Outcome] = []
+
+    def finish(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        on_done(outcome)
+
+    if not tasks:
+        return outcomes
+    if dask is not None:
+        _on_dask(tasks, dask, finish)
+    elif workers <= 1:
+        for task in tasks:
+            finish(run_task(task))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(run_task, task): task for task in tasks}
+            for future in as_completed(futures):
+                finish(_result(future.result, futures[future]))
+    return outcomes
+
+
+def _result(get: Callable[[], Outcome], task: Task) -> Outcome:
+    """The outcome of a finished future; a worker lost on the way (killed, out of memory) is an error outcome."""
+    try:
+        return get()
+    except Exception as exc:
+        return Outcome(task.key, task.point(), None, "", f"the worker running it was lost: {exc!r}", 0.0)
+
+
+def _on_dask(tasks: Iterable[Task], address: str, finish: Callable[[Outcome], None]) -> None:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError as exc:
+        raise SweepError("--dask needs dask.distributed: pip install 'kubeflux[dask]'") from exc
+    try:
+        client = Client(address, timeout=30)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError) as exc:
+        raise SweepError(f"--dask {address}: cannot reach the Dask scheduler: {exc}") from exc
+    with client:
+        listed = list(tasks)
+        futures = client.map(run_task, listed, key=[f"kubeflux-sweep-{task.key}" for task in listed], pure=False)
+        by_key = {future.key: task for future, task in zip(futures, listed, strict=True)}
+        for future in dask_completed(futures):  # type: ignore[no-untyped-call]
+            finish(_result(future.result, by_key[future.key]))

@@ -1,0 +1,157 @@
+"""The merged report of a sweep (:mod:`kubeflux.sim.sweep`), from what its runs wrote under ``runs/``.
+
+:func:`write_sweep_report` writes into the sweep's folder:
+
+* ``sweep.csv`` / ``sweep.json`` — one row per planned run: its grid point (workload, cluster, scheduler, policy,
+  seed), ``status`` (``ok``, ``failed`` with the last line of its error, or ``not run``), and its summary
+  (:func:`kubeflux.sim.metrics.summarize`'s columns, ``problems``, the run's wall ``seconds``);
+* ``sweep-summary.csv`` — one row per (workload, cluster, scheduler, policy): runs, failed runs, and for each of
+  :data:`METRICS` the mean over its seeds with the minimum and maximum;
+* ``sweep-<metric>.png`` — for each of :data:`METRICS`, one panel per workload and cluster, one bar per scheduler
+  and policy (the mean over seeds, the whisker from minimum to maximum).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from rich.table import Table
+
+from kubeflux.sim.sweep import Task
+
+__all__ = ["METRICS", "aggregate", "collect", "summary_table", "write_sweep_report"]
+
+METRICS: tuple[str, ...] = (
+    "mean_waiting_time",
+    "mean_bounded_slowdown",
+    "utilization",
+    "makespan",
+    "not_finished",
+)
+"""The summary columns the aggregated table and the plots compare."""
+
+_POINT = ("workload", "cluster", "scheduler", "policy", "seed")
+_GROUP = ("workload", "cluster", "scheduler", "policy")
+
+
+def collect(tasks: Sequence[Task], out: Path) -> list[dict[str, Any]]:
+    """One row per task, read back from ``out/runs/<key>/``."""
+    rows: list[dict[str, Any]] = []
+    for task in tasks:
+        folder = out / "runs" / task.key
+        row: dict[str, Any] = {**task.point(), "key": task.key}
+        summary = folder / "summary.json"
+        error = folder / "error.txt"
+        if summary.is_file():
+            written = json.loads(summary.read_text(encoding="utf-8"))
+            metrics = {k: v for k, v in written["row"].items() if k not in ("scheduler", "workload")}
+            row.update(status="ok", error="", seconds=written.get("seconds", 0.0), **metrics)
+        elif error.is_file():
+            lines = [line for line in error.read_text(encoding="utf-8").splitlines() if line.strip()]
+            row.update(status="failed", error=lines[-1] if lines else "failed")
+        else:
+            row.update(status="not run", error="")
+        rows.append(row)
+    return rows
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows grouped by (workload, cluster, scheduler, policy): counts, and each metric's mean, min and max over
+    the runs that finished."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[k] for k in _GROUP), []).append(row)
+    merged: list[dict[str, Any]] = []
+    for point, members in groups.items():
+        ok = [m for m in members if m["status"] == "ok"]
+        entry: dict[str, Any] = dict(zip(_GROUP, point, strict=True))
+        entry["runs"] = len(members)
+        entry["ok"] = len(ok)
+        entry["failed"] = sum(1 for m in members if m["status"] == "failed")
+        for metric in METRICS:
+            values = [float(m[metric]) for m in ok if metric in m]
+            entry[metric] = round(sum(values) / len(values), 6) if values else None
+            entry[f"{metric}_min"] = min(values) if values else None
+            entry[f"{metric}_max"] = max(values) if values else None
+        merged.append(entry)
+    return merged
+
+
+def _write_csv(rows: Sequence[dict[str, Any]], path: Path, first: Sequence[str]) -> None:
+    columns = list(first)
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
+
+
+def _plot(merged: Sequence[dict[str, Any]], metric: str, path: Path) -> None:
+    panels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for entry in merged:
+        panels.setdefault((entry["workload"], entry["cluster"]), []).append(entry)
+    columns = min(3, len(panels))
+    lines = -(-len(panels) // columns)
+    figure, axes = plt.subplots(lines, columns, figsize=(4.5 * columns, 4.0 * lines), squeeze=False)
+    for axis in axes.flat[len(panels) :]:
+        axis.set_visible(False)
+    for axis, ((workload, cluster), entries) in zip(axes.flat, sorted(panels.items()), strict=False):
+        labels = [e["scheduler"] if e["policy"] == "-" else f"{e['scheduler']}\n{e['policy']}" for e in entries]
+        means = [e[metric] if e[metric] is not None else 0.0 for e in entries]
+        low = [
+            m - (e[f"{metric}_min"] if e[f"{metric}_min"] is not None else m)
+            for m, e in zip(means, entries, strict=True)
+        ]
+        high = [
+            (e[f"{metric}_max"] if e[f"{metric}_max"] is not None else m) - m
+            for m, e in zip(means, entries, strict=True)
+        ]
+        axis.bar(range(len(entries)), means, yerr=[low, high], capsize=3, color="#4c72b0")
+        axis.set_xticks(range(len(entries)), labels, rotation=45, ha="right", fontsize=8)
+        axis.set_title(f"{workload}\n{cluster}", fontsize=9)
+        axis.set_ylabel(metric.replace("_", " "))
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def write_sweep_report(tasks: Sequence[Task], out: Path) -> list[dict[str, Any]]:
+    """Write the merged report of ``tasks`` into ``out``; returns the aggregated rows."""
+    rows = collect(tasks, out)
+    _write_csv(rows, out / "sweep.csv", (*_POINT, "status", "error"))
+    (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    merged = aggregate(rows)
+    _write_csv(merged, out / "sweep-summary.csv", (*_GROUP, "runs", "ok", "failed"))
+    if any(entry["ok"] for entry in merged):
+        for metric in METRICS:
+            _plot(merged, metric, out / f"sweep-{metric}.png")
+    return merged
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+def summary_table(merged: Sequence[dict[str, Any]], title: str = "Sweep") -> Table:
+    """The aggregated rows as a terminal table (means over seeds)."""
+    table = Table(title=title)
+    for column in (*_GROUP, "runs", "failed", *METRICS):
+        table.add_column(column.replace("_", " "), justify="left" if column in _GROUP else "right")
+    for entry in merged:
+        table.add_row(*(_cell(entry[c]) for c in (*_GROUP, "runs", "failed", *METRICS)))
+    return table
