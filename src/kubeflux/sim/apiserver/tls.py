@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,14 +36,22 @@ class TlsFiles:
 
 
 def _names(host: str) -> list[x509.GeneralName]:
-    names: list[x509.GeneralName] = [x509.DNSName("localhost")]
+    """The subject alternative names: loopback, ``host``, and for a wildcard address (``0.0.0.0``) the machine's
+    own name, which is what clients elsewhere will dial (its addresses are not looked up: a resolver without a
+    network would stall the start)."""
+    dns = {"localhost"}
     addresses = {"127.0.0.1", "::1"}
-    try:
-        ipaddress.ip_address(host)
-        addresses.add(host)
-    except ValueError:
-        if host and host != "localhost":
-            names.append(x509.DNSName(host))
+    hosts = [socket.gethostname()] if host in ("0.0.0.0", "::", "") else [host]
+    for name in hosts:
+        try:
+            address = ipaddress.ip_address(name)
+        except ValueError:
+            if name:
+                dns.add(name)
+        else:
+            if not address.is_unspecified:
+                addresses.add(name)
+    names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
     names.extend(x509.IPAddress(ipaddress.ip_address(a)) for a in sorted(addresses))
     return names
 
