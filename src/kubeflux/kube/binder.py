@@ -126,6 +126,8 @@ class Binder:
         on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
         interval: float = 5.0,
         delay: float = 1.0,
+        event_burst: int = 25,
+        event_refill_seconds: float = 300.0,
     ) -> None:
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
@@ -142,6 +144,11 @@ class Binder:
         self._told_lock = threading.Condition()
         self.interval = interval
         self.delay = delay
+        self.event_burst = event_burst
+        self.event_refill_seconds = event_refill_seconds
+        self._event_tokens: dict[str, tuple[float, float]] = {}
+        """Pod uid → (tokens, monotonic time they were counted): its FailedScheduling events' budget."""
+        self._tokens_lock = threading.Lock()
         self._last: dict[str, float] = {}
         """Pod uid → when (monotonic) its last PodScheduled=False was sent."""
         self._deferred: dict[str, tuple[str, str, str | None, PodRef]] = {}
@@ -253,6 +260,8 @@ class Binder:
             self._deferred.pop(uid, None)
         with self._idle:
             self._bind_seq.pop(uid, None)
+        with self._tokens_lock:
+            self._event_tokens.pop(uid, None)
 
     # ------------------------------------------------------------------ decisions
 
@@ -376,7 +385,23 @@ class Binder:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, exc)
             return
-        self.event(pod, "Warning", "FailedScheduling", message, scheduler, "Scheduling")
+        if self._may_tell(pod.uid):
+            self.event(pod, "Warning", "FailedScheduling", message, scheduler, "Scheduling")
+
+    def _may_tell(self, uid: str) -> bool:
+        """client-go's event spam filter (``EventSourceObjectSpamFilter``): each pod's FailedScheduling events
+        come from a bucket of :attr:`event_burst` tokens that refills one every :attr:`event_refill_seconds`; when
+        it is empty the condition is still written, the event is not."""
+        now = time.monotonic()
+        with self._tokens_lock:
+            tokens, then = self._event_tokens.get(uid, (float(self.event_burst), now))
+            if self.event_refill_seconds > 0:
+                tokens = min(float(self.event_burst), tokens + (now - then) / self.event_refill_seconds)
+            if tokens < 1.0:
+                self._event_tokens[uid] = (tokens, now)
+                return False
+            self._event_tokens[uid] = (tokens - 1.0, now)
+            return True
 
     def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
         patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}

@@ -108,6 +108,10 @@ class BindingConfig(_Strict):
     unschedulable_delay_seconds: Annotated[float, Field(alias="unschedulableDelaySeconds", ge=0.0)] = 1.0
     """A pod is first told it waits after this: one bound at the next pass, or a gang member whose siblings are
     on their way, is not told at all."""
+    event_burst: Annotated[int, Field(alias="eventBurst", ge=1)] = 25
+    """FailedScheduling events a pod may get at once (client-go's event spam filter: a bucket per object)."""
+    event_refill_seconds: Annotated[float, Field(alias="eventRefillSeconds", ge=0.0)] = 300.0
+    """One more event every this many seconds once the burst is spent (client-go: one every 5 minutes)."""
 
 
 class OperationsConfig(_Strict):

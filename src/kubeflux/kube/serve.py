@@ -140,6 +140,8 @@ class Serve:
             on_bound=self._bound,
             interval=config.binding.unschedulable_interval_seconds,
             delay=config.binding.unschedulable_delay_seconds,
+            event_burst=config.binding.event_burst,
+            event_refill_seconds=config.binding.event_refill_seconds,
         )
         watch = config.watch
         self.reflectors = [
