@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node, Pod
 from kubeflux.sim.baselines.capacity import NodeCapacity
 
 
@@ -15,7 +15,7 @@ def scan(cap: NodeCapacity, cpu: int, mem: int, gpu: int, start: int) -> int:
         (
             i
             for i in range(start, len(cap.nodes))
-            if cap.open[i] and cap.cpu[i] >= cpu and cap.mem[i] >= mem and cap.gpu[i] >= gpu
+            if cap.open[i] and cap.pods_free[i] > 0 and cap.cpu[i] >= cpu and cap.mem[i] >= mem and cap.gpu[i] >= gpu
         ),
         -1,
     )
@@ -29,6 +29,8 @@ def test_first_fit_from_any_start_is_the_first_node_with_room(seed: int) -> None
         cap = NodeCapacity()
         for i in range(nodes):
             alloc = {CPU: rng.choice([1000, 2000, 4000]), MEMORY: rng.choice([2**30, 2**31]), GPU: rng.choice([0, 2])}
+            if rng.random() < 0.3:
+                alloc[PODS] = rng.choice([1, 2, 3])  # a pod limit: the node closes once it holds that many
             cap.set_node(Node(f"n{i}", allocatable=alloc, unschedulable=rng.random() < 0.1))
         for k in range(rng.randint(0, 3 * nodes)):
             i = rng.randrange(nodes)
@@ -36,7 +38,7 @@ def test_first_fit_from_any_start_is_the_first_node_with_room(seed: int) -> None
             if rng.random() < 0.3:
                 request[MEMORY] = 2**29
             pod = Pod("default", f"p{k}", requests=request)
-            if cap.cpu[i] >= request[CPU] and cap.mem[i] >= request.get(MEMORY, 0):
+            if cap.cpu[i] >= request[CPU] and cap.mem[i] >= request.get(MEMORY, 0) and cap.pods_free[i] > 0:
                 cap.take(i, pod)
                 if rng.random() < 0.2:
                     cap.give(i, pod)  # the pod ended

@@ -6,15 +6,23 @@ free cpu (millicores), memory (bytes) and ``nvidia.com/gpu``; :meth:`NodeCapacit
 lowest-numbered node with room, so placing a pod costs about ``2·log2(nodes)`` list reads instead of a scan.
 
 A node that is NotReady, cordoned, deleted or carries a ``NoSchedule``/``NoExecute`` taint is *closed*: the tree
-sees it as full. Pods that need more than cpu/memory/gpu (other extended resources, a node selector, required
-node affinity, tolerations) are placed by :meth:`NodeCapacity.first_fit_scan`, a linear scan that applies
-Kubernetes' filters from :mod:`kubeflux.scheduler.constraints` (so a tolerating pod may use a tainted node).
+sees it as full, as it does a node holding as many pods as its ``pods`` allocatable allows. Pods that need more
+than cpu/memory/gpu (other extended resources, a node selector, required node affinity, tolerations) are placed
+by :meth:`NodeCapacity.first_fit_scan`, a linear scan that applies kube-default's filters from
+:mod:`kubeflux.scheduler.constraints` (NodeUnschedulable, TaintToleration with the not-ready taint of a NotReady
+node, NodeAffinity, NodeResourcesFit with the pod limit), so a tolerating pod may use a tainted node.
+
+Two sets of sums are kept for O(1) pre-checks: :attr:`NodeCapacity.total_cpu` … over open nodes (what a pod
+without constraints can use) and :attr:`NodeCapacity.usable_cpu` … over every node not deleted (what a pod with
+tolerations may use).
 """
 
 from __future__ import annotations
 
 from kubeflux.scheduler.constraints import static_filter
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node, Pod
+
+_UNLIMITED_PODS = 1 << 40
 
 _CLOSED = -1
 _BASIC = (CPU, MEMORY, GPU, PODS)
@@ -40,10 +48,16 @@ class NodeCapacity:
         self.gpu: list[int] = []
         self.ext: list[dict[str, int]] = []
         self.open: list[bool] = []
+        self.pods_free: list[int] = []
+        """How many more pods each node's ``pods`` allocatable allows (a huge number when it states none)."""
+        self.usable: list[bool] = []
+        """Not deleted: counted in the ``usable_*`` sums."""
         self.gone: set[int] = set()
         """Numbers of deleted nodes."""
         self.total_cpu = self.total_mem = self.total_gpu = 0
         """Sums of free cpu, memory and gpu over open nodes (a job asking more cannot fit: O(1) pre-check)."""
+        self.usable_cpu = self.usable_mem = self.usable_gpu = 0
+        """The same sums over every node not deleted, open or not (the pre-check for pods with tolerations)."""
         self.version = 0
         """Incremented on every change; :attr:`released` only when capacity grew (something may fit now)."""
         self.released = 0
@@ -73,16 +87,22 @@ class NodeCapacity:
             self.mem.append(alloc.get(MEMORY, 0))
             self.gpu.append(alloc.get(GPU, 0))
             self.ext.append({k: v for k, v in alloc.items() if k not in _BASIC})
+            self.pods_free.append(alloc.get(PODS, _UNLIMITED_PODS))
             self.open.append(False)
+            self.usable.append(False)
+            self._set_usable(i, True)
             if i >= self._size:
                 self._grow()
         else:
             old = self.nodes[i].allocatable
             self._set_open(i, False)
+            self._set_usable(i, False)
             self.nodes[i] = node
             self.cpu[i] += alloc.get(CPU, 0) - old.get(CPU, 0)
             self.mem[i] += alloc.get(MEMORY, 0) - old.get(MEMORY, 0)
             self.gpu[i] += alloc.get(GPU, 0) - old.get(GPU, 0)
+            self.pods_free[i] += alloc.get(PODS, _UNLIMITED_PODS) - old.get(PODS, _UNLIMITED_PODS)
+            self._set_usable(i, True)
             ext = self.ext[i]
             for k in set(alloc) | set(old):
                 if k not in _BASIC:
@@ -96,9 +116,19 @@ class NodeCapacity:
         """A deleted node stays numbered (its pods may still be reported) but is closed for good."""
         i = self.index.get(name)
         if i is not None:
-            self.gone.add(i)
             self._set_open(i, False)
+            self._set_usable(i, False)
+            self.gone.add(i)
             self.shape_version += 1
+
+    def _set_usable(self, i: int, usable: bool) -> None:
+        if self.usable[i] == usable:
+            return
+        self.usable[i] = usable
+        sign = 1 if usable else -1
+        self.usable_cpu += sign * self.cpu[i]
+        self.usable_mem += sign * self.mem[i]
+        self.usable_gpu += sign * self.gpu[i]
 
     def _set_open(self, i: int, is_open: bool) -> None:
         if self.open[i] != is_open:
@@ -124,7 +154,7 @@ class NodeCapacity:
     def _update(self, i: int) -> None:
         tc, tm, tg = self._tc, self._tm, self._tg
         j = i + self._size
-        if self.open[i]:
+        if self.open[i] and self.pods_free[i] > 0:
             tc[j], tm[j], tg[j] = self.cpu[i], self.mem[i], self.gpu[i]
         else:
             tc[j] = tm[j] = tg[j] = _CLOSED
@@ -146,7 +176,7 @@ class NodeCapacity:
         a subtree's maximum is unchanged."""
         tc = self._tc
         j = i + self._size
-        top = tc[j] = self.cpu[i] if self.open[i] else _CLOSED
+        top = tc[j] = self.cpu[i] if self.open[i] and self.pods_free[i] > 0 else _CLOSED
         while j > 1:
             other = tc[j ^ 1]
             if other > top:
@@ -208,10 +238,11 @@ class NodeCapacity:
         req = pod.requests
         cpu, mem, gpu = req.get(CPU, 0), req.get(MEMORY, 0), req.get(GPU, 0)
         extra = [(k, v) for k, v in req.items() if k not in _BASIC]
+        usable, pods_free = self.usable, self.pods_free
         for i in range(start, len(self.nodes)):
-            node = self.nodes[i]
-            if not node.ready or i in self.gone:
+            if not usable[i] or pods_free[i] <= 0:
                 continue
+            node = self.nodes[i]
             if self.cpu[i] < cpu or self.mem[i] < mem or self.gpu[i] < gpu:
                 continue
             ext = self.ext[i]
@@ -243,13 +274,18 @@ class NodeCapacity:
 
     def _add(self, i: int, pod: Pod, sign: int) -> None:
         req = pod.requests
-        if len(req) == 1:
+        pods_free = self.pods_free[i] + sign
+        self.pods_free[i] = pods_free
+        full_changed = pods_free <= 0 or (pods_free == 1 and sign > 0)  # the pod limit closes or reopens it
+        if len(req) == 1 and not full_changed:
             c = req.get(CPU)
             if c is not None:  # cpu only: memory, gpu and the other trees stay as they are
                 c *= sign
                 self.cpu[i] += c
                 if self.open[i]:
                     self.total_cpu += c
+                if self.usable[i]:
+                    self.usable_cpu += c
                 self._update_cpu(i)
                 return
         c, m, g = sign * req.get(CPU, 0), sign * req.get(MEMORY, 0), sign * req.get(GPU, 0)
@@ -260,6 +296,10 @@ class NodeCapacity:
             self.total_cpu += c
             self.total_mem += m
             self.total_gpu += g
+        if self.usable[i]:
+            self.usable_cpu += c
+            self.usable_mem += m
+            self.usable_gpu += g
         if len(req) > 1 or CPU not in req:
             ext = self.ext[i]
             for k, v in req.items():
