@@ -69,9 +69,8 @@ def one_core(name: str, run_time: float = 100.0, **fields: object) -> PodTemplat
 
 def kubecon_workload(tolerate: bool, jobs: int = 12) -> Workload:
     workload = preset("seed004-jobs", mean_interarrival=20.0, jobs=jobs)
-    if tolerate:
-        for job in workload.jobs:
-            job.pods = [replace(p, tolerations=(KWOK_TOLERATION,)) for p in job.pods]
+    for job in workload.jobs:  # the preset's pods tolerate KWOK's taint: say so, or take it away
+        job.pods = [replace(p, tolerations=(KWOK_TOLERATION,) if tolerate else ()) for p in job.pods]
     return workload
 
 
