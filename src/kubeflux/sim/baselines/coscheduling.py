@@ -124,12 +124,17 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         if isinstance(obj, Pod) and obj.group is not None:
             members = self._members.setdefault(obj.group, set())
             if event.kind is EventKind.DELETED or obj.deleted:
-                members.discard(obj.key)
-                self._requests.pop(obj.key, None)
-            else:
+                if obj.key in members:
+                    members.discard(obj.key)
+                    del self._requests[obj.key]
+                    self._need.pop(obj.group, None)
+            elif obj.key not in members:
                 members.add(obj.key)
                 self._requests[obj.key] = obj.requests
-            self._need.pop(obj.group, None)
+                self._need.pop(obj.group, None)
+        elif isinstance(obj, PodGroup):
+            self._need.pop(obj.key, None)  # minMember may have changed
+            self._permitted.pop(obj.key, None)
         super().observe(event, now)
 
     def _on_pod_added(self, pod: Pod) -> None:
