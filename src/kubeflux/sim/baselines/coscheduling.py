@@ -155,14 +155,16 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         created = pod.creation_time if group is None else group.creation_time
         return (-pod.priority, created, pod.key)
 
-    def _due(self, queued: QueuedPod, now: float) -> bool:
-        """A pod of a backed-off group, or of a group still short of its minResources, is not popped: it would
-        fail PreFilter at once, for the reason it was last told. A backed-off group's pods become due together
-        when the back-off ends (:meth:`_before_cycle`); a short group's, once the cluster has room in total."""
-        group = queued.pod.group
-        if group is not None and (group in self._still_short or self._backoff.get(group, 0.0) > now):
-            return False
-        return super()._due(queued, now)
+    def _due_entries(self, now: float) -> list[tuple[tuple[int, float, str], int, QueuedPod]]:
+        """The pods of a backed-off group, or of a group still short of its minResources, are not popped: each
+        would fail PreFilter at once, for the reason it was last told. A backed-off group's pods become due
+        together when the back-off ends (:meth:`_before_cycle`); a short group's, once the cluster has room."""
+        blocked_groups = self._still_short.union(g for g, until in self._backoff.items() if until > now)
+        if not blocked_groups:
+            return super()._due_entries(now)
+        blocked: set[str] = set().union(*(self._members.get(g, ()) for g in blocked_groups))
+        due = self._due
+        return [self._entry(q) for key, q in self._queue.items() if key not in blocked and due(q, now)]
 
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
         group_key = pod.group
