@@ -37,6 +37,7 @@ def run_demo(out_dir: Path) -> Path:
             workload=[folder / "hpc-mix.swf", folder / "services.yaml"],
             scheduler=list(SCHEDULERS),
             out=out_dir,
+            force=True,  # the demo replaces its previous report
             cluster=None,
             nodes=NODES,
             cores_per_node=CORES_PER_NODE,

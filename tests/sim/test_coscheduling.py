@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, Pod, PodGroup
+from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.baselines import create
 from kubeflux.sim.baselines.coscheduling import CoschedulingScheduler
+from kubeflux.sim.driver import Simulation, SimulationOptions
+from kubeflux.sim.workloads.mapping import map_to_cluster
+
+from ._helpers import one_core_nodes, trace
 
 GI = 1024**3
 
@@ -111,11 +117,17 @@ def test_small_gap_keeps_the_siblings_waiting() -> None:
 
 
 def test_group_back_off_after_post_filter() -> None:
+    # g-0 waits at Permit, g-1 finds no room: the group is rejected and backed off as a whole, so g-2 (next in
+    # the queue) fails PreFilter without being placed, and no member is retried before the back-off ends.
     s = CoschedulingScheduler(pod_group_backoff_seconds=30)
-    add(s, make_node("n", 1000), PodGroup("default", "g", min_member=2), member("g", 0), member("g", 1))
-    s.schedule(0.0)
-    decisions = s.schedule(2.0)  # g-0 retries after its back-off, but the group is backed off
-    assert messages(decisions)["g-0"].startswith("0/1 nodes are available: podGroup default/g failed recently.")
+    add(s, make_node("n", 1000), PodGroup("default", "g", min_member=3), *(member("g", i) for i in range(3)))
+    first = messages(s.schedule(0.0))
+    assert first["g-2"].startswith("0/1 nodes are available: podGroup default/g failed recently.")
+    assert first["g-0"] == "optimistic rejection in PostFilter"
+    add(s, make_node("m", 1000), now=2.0)  # an event that would wake pods waiting for room
+    assert s.schedule(2.0) == []
+    assert s.next_wakeup(2.0) == 30.0
+    assert messages(s.schedule(30.0))  # the back-off is over: the group is tried again
 
 
 def test_queue_sorts_by_group_creation_time() -> None:
@@ -202,3 +214,48 @@ def test_end_to_end_a_gang_that_can_never_fit_stops_the_run_with_a_report() -> N
     assert record.problems[0].startswith("the run stopped at ")
     assert f"for {IDLE_WAKEUP_LIMIT} time points in a row" in record.problems[0]
     assert "(3 pod(s) still pending)" in record.problems[0]
+
+
+def test_min_resources_refuses_a_gang_before_placing_any_pod_and_waits_for_room() -> None:
+    # One node of 2 cores, 1 taken by another pod: a gang of 2 one-core pods lacks one core in all. With
+    # minResources it fails PreFilter without holding the free core, and is not retried until room is released.
+    s = CoschedulingScheduler(min_resources=True)
+    other = Pod("default", "other", uid="other", requests={"cpu": 1000}, node_name="n")
+    add(s, make_node("n", 2000), other, PodGroup("default", "g", min_member=2), member("g", 0), member("g", 1))
+    first = messages(s.schedule(0.0))
+    assert first["g-0"].startswith("0/1 nodes are available: resource gap: cpu: 1.")
+    assert not binds(s.schedule(20.0))  # another pod's arrival or a timer does not make it fit: not tried
+    add(s, member("x", 0, t=21.0), now=21.0)
+    assert s.schedule(21.0) == [] or "g-0" not in messages(s.schedule(21.0))
+    done = Pod("default", "other", uid="other", requests={"cpu": 1000}, node_name="n", phase=PodPhase.SUCCEEDED)
+    s.observe(ClusterEvent(EventKind.MODIFIED, done), 30.0)
+    assert binds(s.schedule(30.0)) == {"g-0": "n", "g-1": "n"}
+
+
+def test_the_registry_coscheduling_checks_min_resources() -> None:
+    scheduler = create("coscheduling")
+    assert isinstance(scheduler, CoschedulingScheduler) and scheduler.min_resources
+
+
+def test_a_congested_trace_costs_few_attempts_per_gang() -> None:
+    # Four one-core nodes: a 3-core job runs for 1,000 s while one-core jobs come and go every 10 s and a 4-core
+    # gang waits. Without minResources the gang is placed and rejected at every release (hundreds of attempts);
+    # with it, each release costs one check and no FailedScheduling event.
+    jobs = [(0.0, 3, 1000.0, 1000.0), (1.0, 4, 10.0, 10.0)] + [(2.0 + 10 * i, 1, 10.0, 10.0) for i in range(90)]
+    nodes = one_core_nodes(4)
+    counts: dict[bool, int] = {}
+    starts: set[float | None] = set()
+    for checked in (False, True):
+        sim = Simulation(
+            map_to_cluster(trace(*jobs), nodes),
+            nodes,
+            {DEFAULT_SCHEDULER: CoschedulingScheduler(min_resources=checked)},
+            options=SimulationOptions(keep_events=True),
+        )
+        record = sim.run()
+        starts.add(record.jobs[1].starting_time)
+        counts[checked] = sum(1 for e in sim.cluster.kube_events if e.reason == "FailedScheduling")
+    assert all(
+        start is not None and 1000.0 <= start <= 1010.0 for start in starts
+    )  # after the big job, within a pod back-off
+    assert counts[True] < 20 < 200 < counts[False]

@@ -4,26 +4,37 @@ For each ``--scheduler`` the whole workload runs once, in virtual time, from the
 ``--out``: ``<scheduler>/jobs.csv`` (Batsim's columns), ``summary.csv``/``summary.json`` (one row per scheduler),
 plots and ``index.html``, and ``problems.txt`` when input lines were skipped or decisions refused. Several
 ``--workload`` files are merged into one run, each shifted so its first submission is at time 0.
+
+Besides files, ``--preset NAME`` (the KubeCon presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
+KWOK cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
+
+What the command refuses, with exit code 2 and a message naming the cause: an unreadable, truncated or corrupt
+workload file, a workload without any job, options that would be ignored (``--gpus-per-node`` or
+``--memory-per-node`` with ``--cluster``; a ``--start-jitter`` below ``--start-delay``; a scheduler named twice),
+and an ``--out`` folder that is not empty, unless ``--force`` is given: then the files of the previous run there
+(listed in its ``.kubeflux-simulate`` file) are removed first, and nothing else.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
+from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
@@ -112,7 +123,7 @@ def _write_outputs(runs: list[RunRecord], out: Path, console: Console) -> list[d
         console.print("[yellow]kubeflux.sim.report is missing: no plots[/]")
         return rows
     report.write_report(runs, out)
-    console.print(report.summary_table(rows))
+    console.print(fit_table(report.summary_table(rows), console.width))
     return rows
 
 
@@ -128,6 +139,112 @@ def _list_schedulers(console: Console) -> None:
 
 
 REPORT_WIDTH = 160
+DEFAULT_MEMORY_PER_NODE = "256Gi"
+OUTPUT_LIST = ".kubeflux-simulate"
+"""In ``--out``: the files and folders the run wrote, one per line, which ``--force`` removes before the next."""
+
+
+def fit_table(table: Table, width: int) -> Table:
+    """``table`` as it is when it fits in ``width`` columns; otherwise turned on its side (one row per figure, one
+    column per scheduler), so that narrow terminals get whole numbers instead of cells cut short with "…"."""
+    console = Console(width=max(width, 1))
+    if Measurement.get(console, console.options.update(width=100_000), table).maximum <= width:
+        return table
+    columns = table.columns
+    turned = Table(title=table.title)
+    turned.add_column(columns[0].header, no_wrap=True)
+    for name in columns[0].cells:
+        turned.add_column(name, justify="right", no_wrap=True)
+    for column in columns[1:]:
+        turned.add_row(column.header, *column.cells)
+    return turned
+
+
+def _check_options(
+    cluster: Path | None,
+    memory_per_node: str,
+    gpus_per_node: int,
+    start_delay: float,
+    start_jitter: float,
+    schedulers: list[str],
+) -> None:
+    """Refuse options the run would silently ignore (typer.BadParameter, exit code 2)."""
+    if cluster is not None and (gpus_per_node != 0 or memory_per_node != DEFAULT_MEMORY_PER_NODE):
+        raise typer.BadParameter("--gpus-per-node and --memory-per-node shape --nodes; with --cluster the file does")
+    if 0 < start_jitter < start_delay:
+        raise typer.BadParameter(
+            f"--start-jitter {start_jitter:g} is below --start-delay {start_delay:g}: the jitter is the upper bound "
+            "of the delay (KWOK's jitter-delay), so it would be ignored"
+        )
+    twice = sorted({name for name in schedulers if schedulers.count(name) > 1})
+    if twice:
+        raise typer.BadParameter(f"scheduler(s) named more than once: {', '.join(twice)}")
+
+
+def _load(files: list[Path], preset_name: str | None, synthetic: str | None, seed: int) -> list[Workload]:
+    """The workloads to merge: files, then the preset or synthetic spec (ValueError/WorkloadError on bad input)."""
+    from kubeflux.sim.workloads import load_workload
+    from kubeflux.sim.workloads.synthetic import PRESETS, generate, parse_spec
+
+    workloads = [load_workload(path) for path in files]
+    if preset_name is not None:
+        base = PRESETS.get(preset_name)
+        if base is None:
+            raise ValueError(f"--preset: unknown preset {preset_name!r}; known: {', '.join(sorted(PRESETS))}")
+        spec = parse_spec(synthetic, base) if synthetic else base
+        workloads.append(generate(spec, seed))
+    elif synthetic is not None:
+        workloads.append(generate(parse_spec(synthetic), seed))
+    return workloads
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    """Make ``out`` ready for a run: created if missing; if not empty, refused unless ``force``, which removes the
+    previous run's outputs (as its :data:`OUTPUT_LIST` names them) and leaves anything else alone."""
+    if out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"--out {out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise typer.BadParameter(
+                f"--out {out} is not empty (a previous run?); give another folder, or --force to replace the "
+                "previous run's files there"
+            )
+        listed = out / OUTPUT_LIST
+        names = listed.read_text(encoding="utf-8").splitlines() if listed.is_file() else []
+        for name in names:
+            target = out / name
+            if not name or target.parent != out:
+                continue  # only direct children the previous run wrote
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+        listed.unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _record_outputs(out: Path, before: set[str]) -> None:
+    """List what this run added to ``out`` (for the next run's ``--force``)."""
+    added = sorted(p.name for p in out.iterdir() if p.name not in before and p.name != OUTPUT_LIST)
+    (out / OUTPUT_LIST).write_text("".join(f"{name}\n" for name in added), encoding="utf-8")
+
+
+def _list_presets(console: Console) -> None:
+    from kubeflux.sim.workloads.synthetic import PRESETS
+
+    table = Table(title="Workload presets (--preset)")
+    table.add_column("name")
+    table.add_column("jobs", justify="right")
+    table.add_column("every (s)", justify="right")
+    table.add_column("kind")
+    for name, spec in sorted(PRESETS.items()):
+        table.add_row(name, str(spec.jobs), f"{spec.mean_interarrival:g}", spec.kind.value)
+    console.print(table)
+
+
+def _fail(console: Console, message: object) -> typer.Exit:
+    console.print(f"[red]error:[/] {escape(str(message))}")
+    return typer.Exit(2)
 
 
 def simulate_command(
@@ -138,54 +255,86 @@ def simulate_command(
     scheduler: Annotated[
         list[str] | None, typer.Option("--scheduler", "-s", help="A registered scheduler; repeatable.")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (new or empty).")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Use a non-empty --out, removing the previous run's files there.")
+    ] = False,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="A named synthetic workload (--list-presets), e.g. seed004-jobs.")
+    ] = None,
+    synthetic: Annotated[
+        str | None,
+        typer.Option("--synthetic", help='Synthetic jobs, "key=value,…" (jobs, max_size, …); over --preset if given.'),
+    ] = None,
     cluster: Annotated[Path | None, typer.Option("--cluster", help="Kubernetes Node manifests (YAML).")] = None,
     nodes: Annotated[int | None, typer.Option("--nodes", help="Number of identical nodes.")] = None,
     cores_per_node: Annotated[int | None, typer.Option("--cores-per-node", help="Cores per node.")] = None,
-    memory_per_node: Annotated[str, typer.Option("--memory-per-node", help="Memory per node (quantity).")] = "256Gi",
+    memory_per_node: Annotated[
+        str, typer.Option("--memory-per-node", help="Memory per node (quantity).")
+    ] = DEFAULT_MEMORY_PER_NODE,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="nvidia.com/gpu per node.")] = 0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter and injected failures.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter, failures and synthetic jobs.")] = 0,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
-    start_jitter: Annotated[float, typer.Option("--start-jitter", help="Upper bound of the start delay (KWOK).")] = 0.0,
+    start_jitter: Annotated[
+        float, typer.Option("--start-jitter", help="Upper bound of the start delay (KWOK), at least the delay.")
+    ] = 0.0,
     fail_fraction: Annotated[float, typer.Option("--fail-fraction", help="Fraction of pods that crash.")] = 0.0,
     list_schedulers: Annotated[bool, typer.Option("--list-schedulers", help="Print the schedulers and exit.")] = False,
+    list_presets: Annotated[bool, typer.Option("--list-presets", help="Print the workload presets and exit.")] = False,
 ) -> None:
     """Simulate workloads on a virtual-time Kubernetes cluster under each scheduler and compare them."""
     # Printed to a pipe or a file (make demo, CI logs), the comparison keeps its full width instead of 80 columns.
     console = Console(width=None if sys.stdout.isatty() else REPORT_WIDTH)
-    if list_schedulers:
-        _list_schedulers(console)
+    if list_schedulers or list_presets:
+        if list_schedulers:
+            _list_schedulers(console)
+        if list_presets:
+            _list_presets(console)
         return
-    if not workload or not scheduler or out is None:
-        raise typer.BadParameter("--workload, --scheduler and --out are required (or --list-schedulers)")
+    if not (workload or preset or synthetic) or not scheduler or out is None:
+        raise typer.BadParameter(
+            "--workload (or --preset/--synthetic), --scheduler and --out are required (or --list-schedulers)"
+        )
     from kubeflux.sim.baselines import available
-    from kubeflux.sim.workloads import WorkloadError, load_workload
+    from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.mapping import map_to_cluster
+    from kubeflux.sim.workloads.synthetic import seed004_cluster
 
     unknown = [s for s in scheduler if s not in available()]
     if unknown:
         raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(available())}")
+    _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
     try:
-        node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
+        loaded = merge_workloads(_load(workload or [], preset, synthetic, seed))
+        if preset is not None and cluster is None and nodes is None and cores_per_node is None:
+            node_list = seed004_cluster()
+        else:
+            node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
-        loaded = merge_workloads([load_workload(path) for path in workload])
     except (WorkloadError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        raise _fail(console, exc) from exc
+    if not loaded.jobs:
+        skipped = f"; {len(loaded.problems)} line(s) skipped, first: {loaded.problems[0]}" if loaded.problems else ""
+        raise _fail(console, f"no jobs to simulate in {loaded.name}{skipped}")
+    _prepare_out(out, force)
+    before = {p.name for p in out.iterdir()}
     mapped = map_to_cluster(loaded, node_list)
     if mapped.problems:
         console.print(f"[yellow]{len(mapped.problems)} workload problem(s); see problems.txt[/]")
-    out.mkdir(parents=True, exist_ok=True)
     runs: list[RunRecord] = []
     for name in scheduler:
         schedulers, primary = _schedulers_for(name, mapped)
         run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console)
         runs.append(run)
-        console.print(f"{name}: {len(run.jobs)} jobs, {run.pods_bound} pods bound in {run.wall_seconds:.2f} s")
+        console.print(
+            f"{escape(name)}: {len(run.jobs)} jobs, {run.pods_bound} pods bound in {run.wall_seconds:.2f} s",
+            highlight=False,
+        )
     problems = [f"[{run.scheduler}] {p}" for run in runs for p in run.problems]
     if problems:
         (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
     _write_outputs(runs, out, console)
+    _record_outputs(out, before)
 
 
 def _run_with_progress(
@@ -197,35 +346,16 @@ def _run_with_progress(
     lifecycle: Lifecycle,
     console: Console,
 ) -> RunRecord:
-    """Run one simulation; a progress bar appears once it has taken more than a second."""
-    began = time.perf_counter()
-    total = len(workload.jobs)
-    state: dict[str, Any] = {"progress": None, "task": None}
-
-    def progress(now: float, submitted: int) -> None:
-        bar = state["progress"]
-        if bar is None:
-            if time.perf_counter() - began < 1.0:
-                return
-            bar = Progress(
-                TextColumn(f"{label}"),
-                BarColumn(),
-                TextColumn("{task.completed}/{task.total} jobs submitted"),
-                TextColumn("t={task.fields[now]:.0f}s"),
-                TimeElapsedColumn(),
-                console=console,
-                transient=True,
-            )
-            bar.start()
-            state["progress"], state["task"] = bar, bar.add_task(label, total=total, now=now)
-        bar.update(state["task"], completed=submitted, now=now)
-
+    """Run one simulation, reporting progress from the start (see :mod:`kubeflux.sim.progress`)."""
+    reporter = ProgressReporter(label, len(workload.jobs), console, interactive=console.is_terminal)
+    reporter.start()
     try:
         options = SimulationOptions(lifecycle=lifecycle)
-        return simulate(workload, nodes, schedulers, primary=primary, label=label, options=options, progress=progress)
+        return simulate(
+            workload, nodes, schedulers, primary=primary, label=label, options=options, progress=reporter.update
+        )
     finally:
-        if state["progress"] is not None:
-            state["progress"].stop()
+        reporter.stop()
 
 
-__all__ = ["merge_workloads", "simulate_command"]
+__all__ = ["fit_table", "merge_workloads", "simulate_command"]

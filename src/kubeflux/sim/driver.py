@@ -39,7 +39,7 @@ from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
 
 Progress = Callable[[float, int], None]
-"""``progress(now, jobs_submitted)``, called every few thousand time points."""
+"""``progress(now, jobs_submitted)``, called every 256 time points (it decides itself whether to print)."""
 
 IDLE_WAKEUP_LIMIT = 1000
 """Consecutive time points holding nothing but scheduler wake-ups and binding no pod, after which a run is taken
@@ -182,7 +182,7 @@ class Simulation:
                     self._report_livelock(now, idle)
                     break
             points += 1
-            if progress is not None and not points & 4095:
+            if progress is not None and not points & 255:
                 progress(now, self._next_arrival)
         if progress is not None:
             progress(loop.now, self._next_arrival)

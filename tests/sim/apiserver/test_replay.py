@@ -141,15 +141,17 @@ def test_cluster_serve_until_done_writes_the_report_simulate_writes(tmp_path: Pa
 
 
 def test_a_gang_that_can_never_fit_stops_the_served_run_as_it_stops_the_simulators() -> None:
-    # 3 one-core pods, minMember 3, on one 2-core node: coscheduling cycles wait, reject, retry for ever; after
+    # 3 pods (1.5, 0.25 and 0.25 cores), minMember 3, on two 1-core nodes: enough room in all (the minResources
+    # check passes), but no node for the big pod, so coscheduling cycles wait, reject, retry for ever; after
     # IDLE_WAKEUP_LIMIT time points of nothing but its wake-ups, both runs stop and say so.
     from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
-    pods = [PodTemplate(name=f"big-{k}", requests={"cpu": 1000}, run_time=10.0) for k in range(3)]
+    sizes = (1500, 250, 250)
+    pods = [PodTemplate(name=f"big-{k}", requests={"cpu": cpu}, run_time=10.0) for k, cpu in enumerate(sizes)]
     big = WorkloadJob(id="big", submit_time=0.0, kind=JobKind.POD_GROUP, name="big", min_member=3, pods=pods)
     solo_pod = PodTemplate(name="solo", requests={"cpu": 1000}, run_time=100.0)
     solo = WorkloadJob(id="solo", submit_time=5.0, kind=JobKind.POD, name="solo", pods=[solo_pod])
-    nodes = uniform_cluster(1, 2, "8Gi")
+    nodes = uniform_cluster(2, 1, "8Gi")
     simulated, served = both(Workload("w", [big, solo]), nodes, "coscheduling")
     assert schedule(served) == schedule(simulated)
     assert {job.job_id: job.final_state.value for job in served.jobs} == {

@@ -29,7 +29,7 @@ _REGISTRY: dict[str, SchedulerInfo] = {}
 _LOADED = False
 
 _LAZY: tuple[tuple[str, str, str, str], ...] = (
-    # (registry name, module, class, description) — used when the module does not register itself
+    # (registry name, module, factory, description) — used when the module does not register itself
     (
         "kube-default",
         "kubeflux.sim.baselines.kube_default",
@@ -39,8 +39,9 @@ _LAZY: tuple[tuple[str, str, str, str], ...] = (
     (
         "coscheduling",
         "kubeflux.sim.baselines.coscheduling",
-        "CoschedulingScheduler",
-        "scheduler-plugins coscheduling: PodGroup gangs with minMember and a Permit timeout",
+        "simulated_coscheduling",
+        "scheduler-plugins coscheduling: PodGroup gangs (minMember, minResources = the members' requests), "
+        "Permit timeout",
     ),
 )
 
@@ -100,13 +101,13 @@ def _load() -> None:
     )
     for name, backfill, description in _KUBEFLUX:
         _REGISTRY.setdefault(name, SchedulerInfo(name, _kubeflux(name, backfill), description))
-    for name, module_name, class_name, description in _LAZY:
+    for name, module_name, factory_name, description in _LAZY:
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
-        if name not in _REGISTRY and hasattr(module, class_name):
-            register(name, getattr(module, class_name), description)
+        if name not in _REGISTRY and hasattr(module, factory_name):
+            register(name, getattr(module, factory_name), description)
 
 
 def available() -> dict[str, SchedulerInfo]:

@@ -8,9 +8,12 @@ its resources are reserved) until ``minMember`` pods of the group have nodes; th
 * **QueueSort** ``Less``: priority (higher first), then the PodGroup's creation time (a pod outside a group, or
   whose PodGroup is unknown, uses its own), then ``namespace/name`` — so a group's pods stay together.
 * **PreFilter** fails (``UnschedulableAndUnresolvable``) while the group is backed off (``podGroup ns/pg failed
-  recently``) or has fewer than ``minMember`` pods in total (``pre-filter pod p cannot find enough sibling pods,
-  current pods number: 2, minMember of group: 3``). A pod whose PodGroup does not exist passes PreFilter and is
-  refused at Permit (``PodGroup not found``).
+  recently``), has fewer than ``minMember`` pods in total (``pre-filter pod p cannot find enough sibling pods,
+  current pods number: 2, minMember of group: 3``), or, with ``min_resources``, while the free resources of all
+  nodes together (the group's own placed pods counted as free) lack its minResources (``CheckClusterResource``:
+  ``resource gap: cpu: 3, pods: 1``); a group that passes is not checked again for the Permit wait
+  (``permittedPG``). A pod whose PodGroup does not exist passes PreFilter and is refused at Permit
+  (``PodGroup not found``).
 * **Permit**: if the pods of the group already assigned (bound or waiting) + this one reach ``minMember``, allow
   all waiting siblings and bind; otherwise wait ``scheduleTimeoutSeconds`` (or ``permitWaitingTimeSeconds``,
   default 60 s). The first pod of a group to wait activates its siblings (retried at once).
@@ -20,11 +23,22 @@ its resources are reserved) until ``minMember`` pods of the group have nodes; th
   unschedulable even after PostFilter`` to the message. A pod outside any group gets ``can not find pod group``.
 * **Timeout**: the first waiting pod whose wait expires is rejected (``rejected due to timeout after waiting 1m0s
   at plugin Coscheduling``) and Unreserve rejects the others (``rejection in Unreserve``); their reservations are
-  released. The plugin itself does not back the group off here.
+  released, and the group is backed off as after PostFilter (the plugin's deny list of denied groups).
 
-Rejected pods retry after their pod back-off. ``minResources`` is not modelled (the PodGroup object does not carry
-it). Like kube-scheduler, a group that can never be completed keeps cycling through wait and reject; each cycle
-is spaced by the pod back-off (at most 10 s), and :meth:`next_wakeup` reports when the next one is due.
+The queue order keeps a group's pods together, and a group is tried, rejected and backed off as a whole: while
+it is backed off, or still short of its minResources, its pods are not popped at all (each would fail PreFilter
+at once for the reason it was last given; their pod back-off does not grow meanwhile), so a congested
+cluster costs one check per group and time point, not one placement per pod.
+
+``minResources``: the PodGroup object here carries none; with ``min_resources`` each group is taken to have the
+one the Kubeflow training operator writes for this plugin, the summed requests of ``minMember`` of its pods. The
+registry's ``coscheduling`` (:func:`simulated_coscheduling`) does so. Without it a gang that does not fit is
+placed pod by pod, held, and rejected at every cluster event, as the plugin does for a bare PodGroup (HPC2N's
+trace then takes more than ten minutes where it takes seconds with minResources).
+
+Rejected pods retry after their pod back-off. Like kube-scheduler, a group that can never be completed keeps
+cycling through wait and reject; each cycle is spaced by the pod back-off (at most 10 s), and :meth:`next_wakeup`
+reports when the next one is due.
 """
 
 from __future__ import annotations
@@ -33,14 +47,18 @@ from dataclasses import dataclass
 
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
-from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.quantity import format_duration
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
+from kubeflux.scheduler.quantity import format_duration, format_quantity
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler, QueuedPod
 
-__all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler"]
+__all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simulated_coscheduling"]
 
 DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60.0
 PLUGIN = "Coscheduling"
+
+
+def _amount(resource: str, value: int) -> str:
+    return format_quantity(resource, value) if resource in (CPU, MEMORY) else str(value)
 
 
 @dataclass(slots=True)
@@ -55,7 +73,8 @@ class CoschedulingScheduler(KubeDefaultScheduler):
     """Gang scheduling as the coscheduling plugin does it; pods outside a group are scheduled as by kube-default.
 
     ``permit_waiting_time_seconds`` and ``pod_group_backoff_seconds`` are the plugin's ``CoschedulingArgs``
-    (defaults 60 and 0). Other keyword arguments go to :class:`KubeDefaultScheduler`.
+    (defaults 60 and 0). ``min_resources``: every PodGroup is taken to carry minResources (the module docstring).
+    Other keyword arguments go to :class:`KubeDefaultScheduler`.
     """
 
     def __init__(
@@ -69,6 +88,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         pod_initial_backoff: float = 1.0,
         pod_max_backoff: float = 10.0,
         reject_never_fits: bool = False,
+        min_resources: bool = False,
     ) -> None:
         super().__init__(
             name,
@@ -85,6 +105,17 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         self._members: dict[str, set[str]] = {}
         self._waiting: dict[str, dict[str, _Waiting]] = {}
         self._backoff: dict[str, float] = {}
+        self.min_resources = min_resources
+        self._requests: dict[str, ResourceList] = {}
+        """Requests of every live pod of a group, by pod key (for the group's minResources)."""
+        self._need: dict[str, ResourceList] = {}
+        """Each group's minResources (with ``pods: minMember``), computed when first needed."""
+        self._permitted: dict[str, float] = {}
+        """Groups that passed the minResources check, until when (the plugin's ``permittedPG`` cache)."""
+        self._short: set[str] = set()
+        """Groups whose last minResources check failed; :meth:`_before_cycle` finds which still fall short."""
+        self._still_short: set[str] = set()
+        self._gap_memo: dict[str, tuple[int, str]] = {}
 
     # --- informer -----------------------------------------------------------------------------------------
 
@@ -93,9 +124,17 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         if isinstance(obj, Pod) and obj.group is not None:
             members = self._members.setdefault(obj.group, set())
             if event.kind is EventKind.DELETED or obj.deleted:
-                members.discard(obj.key)
-            else:
+                if obj.key in members:
+                    members.discard(obj.key)
+                    del self._requests[obj.key]
+                    self._need.pop(obj.group, None)
+            elif obj.key not in members:
                 members.add(obj.key)
+                self._requests[obj.key] = obj.requests
+                self._need.pop(obj.group, None)
+        elif isinstance(obj, PodGroup):
+            self._need.pop(obj.key, None)  # minMember may have changed
+            self._permitted.pop(obj.key, None)
         super().observe(event, now)
 
     def _on_pod_added(self, pod: Pod) -> None:
@@ -116,6 +155,17 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         created = pod.creation_time if group is None else group.creation_time
         return (-pod.priority, created, pod.key)
 
+    def _due_entries(self, now: float) -> list[tuple[tuple[int, float, str], int, QueuedPod]]:
+        """The pods of a backed-off group, or of a group still short of its minResources, are not popped: each
+        would fail PreFilter at once, for the reason it was last told. A backed-off group's pods become due
+        together when the back-off ends (:meth:`_before_cycle`); a short group's, once the cluster has room."""
+        blocked_groups = self._still_short.union(g for g, until in self._backoff.items() if until > now)
+        if not blocked_groups:
+            return super()._due_entries(now)
+        blocked: set[str] = set().union(*(self._members.get(g, ()) for g in blocked_groups))
+        due = self._due
+        return [self._entry(q) for key, q in self._queue.items() if key not in blocked and due(q, now)]
+
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
         group_key = pod.group
         group = None if group_key is None else self._groups.get(group_key)
@@ -129,7 +179,55 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                 f"pre-filter pod {pod.name} cannot find enough sibling pods, "
                 f"current pods number: {count}, minMember of group: {group.min_member}"
             )
+        if not self.min_resources or self._permitted.get(group_key, -1.0) > now:
+            return None
+        memo = self._gap_memo.get(group_key)
+        if memo is not None and memo[0] == self._epoch:
+            return memo[1]  # a sibling just failed the check and nothing was placed or released since
+        gap = self._resource_gap(group_key, group)
+        if gap:
+            self._short.add(group_key)
+            self._still_short.add(group_key)
+            text = ", ".join(f"{name}: {_amount(name, v)}" for name, v in gap.items())
+            self._gap_memo[group_key] = (self._epoch, f"resource gap: {text}")
+            return f"resource gap: {text}"
+        self._short.discard(group_key)
+        self._gap_memo.pop(group_key, None)
+        self._permitted[group_key] = now + self.permit_waiting_time_seconds
         return None
+
+    def _min_resources(self, group_key: str, group: PodGroup) -> ResourceList:
+        """The group's minResources: what ``minMember`` of its pods request together, and ``pods: minMember``.
+
+        A PodGroup object here carries no ``minResources``; the workload's groups are taken to have the one the
+        Kubeflow training operator writes for scheduler-plugins (the members' summed requests)."""
+        need = self._need.get(group_key)
+        if need is None:
+            need = {PODS: group.min_member}
+            for key in sorted(self._members.get(group_key, ()))[: group.min_member]:
+                for name, amount in self._requests.get(key, {}).items():
+                    if amount > 0 and name != PODS:
+                        need[name] = need.get(name, 0) + amount
+            self._need[group_key] = need
+        return need
+
+    def _resource_gap(self, group_key: str, group: PodGroup) -> ResourceList:
+        """``CheckClusterResource``: what minResources lacks beyond the free resources of every node, counting
+        the group's own placed pods as free (a partly placed group is not held back by itself). Empty: no gap."""
+        own: dict[str, int] = {}
+        for key in self._members.get(group_key, ()):
+            placed = self._placed.get(key)
+            if placed is not None:
+                own[PODS] = own.get(PODS, 0) + 1
+                for name, amount in placed.requests.items():
+                    own[name] = own.get(name, 0) + amount
+        nodes = self.nodes
+        gap: dict[str, int] = {}
+        for name, amount in self._min_resources(group_key, group).items():
+            lacking = amount - nodes.free_total(name) - own.get(name, 0)
+            if lacking > 0:
+                gap[name] = lacking
+        return gap
 
     def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
         group_key = pod.group
@@ -142,6 +240,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         if (group.min_member - assigned) * 10 <= group.min_member:
             return "", []  # at most 10 % missing: later pods may still complete the group
         decisions = self._reject_group(group_key, now, "optimistic rejection in PostFilter")
+        self._permitted.pop(group_key, None)
         if self.pod_group_backoff_seconds > 0 and len(self._members.get(group_key, ())) >= group.min_member:
             self._backoff[group_key] = now + self.pod_group_backoff_seconds
         message = f"PodGroup {group_key} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
@@ -198,11 +297,21 @@ class CoschedulingScheduler(KubeDefaultScheduler):
 
     def _before_cycle(self, now: float) -> list[Decision]:
         decisions: list[Decision] = []
+        self._still_short = set()
+        for group_key in list(self._short):
+            group = self._groups.get(group_key)
+            if group is None or not self._members.get(group_key):
+                self._short.discard(group_key)
+            elif self._resource_gap(group_key, group):
+                self._still_short.add(group_key)
         for group_key in sorted(self._waiting):
             waiting = self._waiting[group_key]
             first = min(waiting.values(), key=lambda w: (w.deadline, w.queued.pod.key))
             if first.deadline <= now:
                 decisions += self._reject_group(group_key, now, "rejection in Unreserve", first.queued.pod.key)
+                self._permitted.pop(group_key, None)
+                if self.pod_group_backoff_seconds > 0:
+                    self._backoff[group_key] = now + self.pod_group_backoff_seconds
         for group_key, until in list(self._backoff.items()):
             if until <= now:
                 del self._backoff[group_key]
@@ -219,3 +328,9 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         if base is not None:
             times.append(base)
         return min(times, default=None)
+
+
+def simulated_coscheduling() -> CoschedulingScheduler:
+    """``kubeflux simulate --scheduler coscheduling``: the plugin with its shipped defaults, its PodGroups taken
+    to carry minResources (see :meth:`CoschedulingScheduler._min_resources`)."""
+    return CoschedulingScheduler(min_resources=True)

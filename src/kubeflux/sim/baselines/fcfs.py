@@ -3,25 +3,33 @@
 A *job* is a pod group (the pods labelled ``scheduling.x-k8s.io/pod-group``, once its PodGroup is known and at
 least ``minMember`` of them exist) or a lone pod. A job starts when all its pods fit at once; pods are placed by
 resources (cpu millicores, memory, ``nvidia.com/gpu``; extended resources and node constraints on the slow path)
-with first fit over the nodes in the order they were added, like an HPC resource manager's node allocation.
+with first fit over the nodes in the order they were added, like an HPC resource manager's node allocation. A
+pod goes only where kube-default would let it: the node's pod limit, cordon, taints (a NotReady node's
+included) unless tolerated, node selector and required node affinity (:mod:`kubeflux.sim.baselines.capacity`).
 
 Jobs start in submission order: by creation time, ties by the order the scheduler first saw them (the simulator
 creates a workload's pods in job order, so ties go by job number). A job that does not fit blocks every later
 one. On one-core nodes, a job of P one-core pods therefore fits exactly when P nodes are free.
 
 The scheduler accounts for every pod bound to a node, whichever scheduler bound it, until it ends; its own binds
-are assumed at once. A job asking more than the whole cluster (or a pod larger than any node) is rejected.
+are assumed at once. A job asking more than the whole cluster is rejected, as is a job with a pod that no node
+could host even empty (larger than any node, or matching no node's labels or tolerating no node's taints:
+kube-default would keep such a pod pending for ever, and in FCFS it would block every later job).
 """
 
 from __future__ import annotations
 
 import math
 from bisect import insort
+from collections import Counter
+from dataclasses import replace
 
+from kubeflux.scheduler.constraints import insufficient_resources, node_affinity, taint_toleration
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION, Node, Pod, PodGroup
 from kubeflux.scheduler.objects import PodPhase as _Phase
 from kubeflux.sim.baselines.capacity import NodeCapacity, is_special
+from kubeflux.sim.baselines.node_table import NodeTable
 from kubeflux.sim.jobs import parse_duration
 
 _SUCCEEDED, _FAILED = _Phase.SUCCEEDED, _Phase.FAILED
@@ -101,6 +109,23 @@ class RunningJob:
         self.live = len(allocs)
 
 
+def _no_node_ever(pod: Pod, nodes: list[Node]) -> str:
+    """Why no node could host ``pod`` even empty, Ready and uncordoned ("" when one could): its node selector or
+    affinity, a taint of the node's spec it does not tolerate, or its requests beyond the allocatable."""
+    reasons: Counter[str] = Counter()
+    for node in nodes:
+        why = (
+            node_affinity(pod, node)
+            or taint_toleration(pod, replace(node, ready=True))
+            or next(iter(insufficient_resources(pod.requests, node.allocatable, {})), None)
+        )
+        if why is None:
+            return ""
+        reasons[why] += 1
+    text = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+    return f"pod {pod.key} fits no node even empty ({text})"
+
+
 def _sort_key(job: QueuedJob) -> tuple[float, int]:
     return (job.created, job.seq)
 
@@ -127,6 +152,8 @@ class FCFSScheduler:
         """uid of each pending pod of this scheduler → its job. All pod dicts are keyed by uid (key if none)."""
         self._seq = 0
         self._shape: tuple[int, dict[str, int], dict[str, int]] = (-1, {}, {})
+        self._hosts: tuple[int, dict[object, str]] = (-1, {})
+        """Per pod shape (constraints and requests), why no node could ever host it ("": some node could)."""
 
     # -- observe ------------------------------------------------------------------------------------------------
     def observe(self, event: ClusterEvent, now: float) -> None:
@@ -232,7 +259,11 @@ class FCFSScheduler:
 
     # -- placement ----------------------------------------------------------------------------------------------
     def _fits_totals(self, job: QueuedJob) -> bool:
+        """Whether the free resources in all could hold the job: of the open nodes, or for a job with
+        constraints (tolerations may open a tainted node) of every node."""
         cap = self.cap
+        if job.special:
+            return job.cpu <= cap.usable_cpu and job.mem <= cap.usable_mem and job.gpu <= cap.usable_gpu
         return job.cpu <= cap.total_cpu and job.mem <= cap.total_mem and job.gpu <= cap.total_gpu
 
     def _try_place(self, job: QueuedJob, exclude: set[int] | None = None) -> list[tuple[Pod, int]] | None:
@@ -255,7 +286,8 @@ class FCFSScheduler:
         return allocs
 
     def _never_fits(self, job: QueuedJob) -> str:
-        """Why ``job`` cannot run even on the empty cluster (as far as resources tell), or ""."""
+        """Why ``job`` cannot run even on the empty cluster, or "": more than the nodes have in all, or a pod that
+        no node could host even empty, Ready and uncordoned (:func:`_no_node_ever`)."""
         cap = self.cap
         if self._shape[0] != cap.shape_version:
             total: dict[str, int] = {}
@@ -273,6 +305,16 @@ class FCFSScheduler:
             for res, amount in pod.requests.items():
                 if amount > most.get(res, 0):
                     return f"pod {pod.key} asks {amount} {res}, more than any node has"
+        if self._hosts[0] != cap.shape_version:
+            self._hosts = (cap.shape_version, {})
+        hosts = self._hosts[1]
+        for pod in job.pods:
+            shape = (NodeTable.static_signature(pod), tuple(sorted(pod.requests.items())))
+            why = hosts.get(shape)
+            if why is None:
+                why = hosts[shape] = _no_node_ever(pod, [n for i, n in enumerate(cap.nodes) if cap.usable[i]])
+            if why:
+                return why
         return ""
 
     def _start(self, job: QueuedJob, allocs: list[tuple[Pod, int]], now: float, out: list[Decision]) -> None:

@@ -205,7 +205,7 @@ class KubeDefaultScheduler:
         decisions: list[Decision] = self._before_cycle(now)
         failures: dict[tuple[object, ...], str] = {}
         attempted: set[str] = set()
-        self._active = [self._entry(q) for q in self._queue.values() if self._due(q, now)]
+        self._active = self._due_entries(now)
         heapq.heapify(self._active)
         while self._active:
             queued = heapq.heappop(self._active)[2]
@@ -215,6 +215,10 @@ class KubeDefaultScheduler:
             attempted.add(key)
             decisions.extend(self._schedule_one(queued, now, failures))
         return decisions
+
+    def _due_entries(self, now: float) -> list[tuple[tuple[int, float, str], int, QueuedPod]]:
+        """Queue entries of the pods due for a cycle now (a hook: coscheduling leaves out blocked groups)."""
+        return [self._entry(q) for q in self._queue.values() if self._due(q, now)]
 
     def _due(self, queued: QueuedPod, now: float) -> bool:
         return queued.generation < 0 or (queued.generation < self._generation and queued.backoff_until <= now)

@@ -82,6 +82,9 @@ class NodeTable:
         self._taint_cache: dict[Hashable, tuple[npt.NDArray[np.int16], list[str]]] = {}
         self._static_cache: dict[Hashable, tuple[npt.NDArray[np.int16], list[str], BoolArray]] = {}
         self._zero = np.zeros(0, dtype=np.int64)
+        self._allocatable_total: dict[str, int] = {}
+        self._requested_total: dict[str, int] = {}
+        """Summed over the nodes present (not those only heard of through a pod), ``pods`` counted as a resource."""
         self.layout = 0
         """Bumped whenever the arrays are rebuilt (nodes changed), so answers keyed by :meth:`usage_key` expire."""
 
@@ -110,6 +113,12 @@ class NodeTable:
             if amount:
                 used[name] = used.get(name, 0) + sign * amount
         self._pods[node] = self._pods.get(node, 0) + sign
+        if node in self._nodes and not self._dirty:
+            totals = self._requested_total
+            for name, amount in requests.items():
+                if amount and name != PODS:
+                    totals[name] = totals.get(name, 0) + sign * amount
+            totals[PODS] = totals.get(PODS, 0) + sign
         cpu, memory = nonzero_requests(requests)
         nonzero = self._nonzero.setdefault(node, [0, 0])
         nonzero[0] += sign * cpu
@@ -159,6 +168,10 @@ class NodeTable:
         self.nonzero_cpu = np.fromiter((v[0] for v in nonzero), dtype=np.int64, count=count)
         self.nonzero_memory = np.fromiter((v[1] for v in nonzero), dtype=np.int64, count=count)
         self._zero = np.zeros(count, dtype=np.int64)
+        self._allocatable_total = {r: int(column.sum()) for r, column in self._allocatable.items()}
+        self._allocatable_total[PODS] = int(np.minimum(self.pod_limit, _NO_LIMIT // (count + 1)).sum())
+        self._requested_total = {r: int(column.sum()) for r, column in self._requested.items()}
+        self._requested_total[PODS] = int(self.pod_count.sum())
         self.layout += 1
         self._labels = {}
         self._taint_cache = {}
@@ -188,6 +201,12 @@ class NodeTable:
         for column in self._requested.values():
             digest.update(column.tobytes())
         return self.layout, digest.digest()
+
+    def free_total(self, resource: str) -> int:
+        """Allocatable minus requested ``resource`` summed over every node, whatever its state (``pods``: how
+        many more pods the nodes' pod limits allow). What the coscheduling plugin's ``CheckClusterResource`` sums."""
+        self.refresh()
+        return self._allocatable_total.get(resource, 0) - self._requested_total.get(resource, 0)
 
     def allocatable(self, resource: str) -> IntArray:
         self.refresh()

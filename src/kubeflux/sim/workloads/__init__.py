@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from enum import StrEnum
 from pathlib import Path
 
@@ -35,8 +36,8 @@ def _head(path: Path) -> str:
         if raw[:2] == b"\x1f\x8b":
             with gzip.open(path, "rb") as stream:
                 raw = stream.read(_PROBE_BYTES)
-    except (OSError, EOFError) as exc:
-        raise WorkloadError(f"{path}: cannot read: {exc}") from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
     return raw.decode("utf-8", errors="replace")
 
 
@@ -50,6 +51,8 @@ def detect_format(path: Path | str) -> WorkloadFormat:
     path = Path(path)
     head = _head(path)
     text = head.lstrip()
+    if not text:
+        raise WorkloadError(f"{path}: the file is empty")
     if text.startswith("{"):
         if '"jobs"' in head and _BATSIM_KEYS.search(head):
             return WorkloadFormat.BATSIM

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from pathlib import Path
 from typing import Any
 
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
-from kubeflux.sim.workloads.swf import workload_name
+from kubeflux.sim.workloads.swf import open_text, workload_name
 
 DEFAULT_HOST_SPEED = 1e9
 """Flop/s of one host; 1 Gflop/s recovers the run times of the shared KTH-SP2 workload."""
@@ -101,9 +102,10 @@ def profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float |
 
 def _load_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkloadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        with open_text(path) as stream:  # plain or gzip-compressed
+            text = stream.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

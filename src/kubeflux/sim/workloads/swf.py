@@ -34,6 +34,7 @@ import gc
 import gzip
 import io
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple, TextIO
@@ -100,6 +101,19 @@ class SwfRecord(NamedTuple):
     line: int
 
 
+def _read_lines(stream: TextIO, path: Path) -> Iterator[tuple[int, str]]:
+    """``enumerate(stream, start=1)``, with a read error (a truncated or corrupt gzip stream, an I/O error) raised
+    as a :class:`WorkloadError` naming the file and the line it stopped at."""
+    lineno = 0
+    try:
+        for lineno, line in enumerate(stream, start=1):
+            yield lineno, line
+    except (OSError, EOFError, zlib.error) as exc:
+        raise WorkloadError(
+            f"{path}: cannot read beyond line {lineno}: {exc} (is the file truncated or corrupt?)"
+        ) from exc
+
+
 def open_text(path: Path) -> TextIO:
     """Open ``path`` for reading text, gunzipping it when it starts with the gzip magic number (whatever its name).
 
@@ -159,7 +173,7 @@ class SwfReader:
         last_key: str | None = None
         problems = self.problems
         with open_text(self.path) as stream:
-            for lineno, line in enumerate(stream, start=1):
+            for lineno, line in _read_lines(stream, self.path):
                 parts = line.split()
                 if not parts:
                     continue

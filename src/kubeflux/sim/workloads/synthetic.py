@@ -18,8 +18,12 @@ integer). What the knobs mean:
   ``pod`` — one pod of ``pod_requests`` (the size is ignored).
 
 :data:`PRESETS` holds the shapes of seed 004's experiments (KubeCon NA 2023, "Improving Batch Scheduling
-Performance at Scale Using MCAD and KWOK"): 50 Jobs of one pod asking 8 GPUs for 72 s every 17 s on 4 nodes of
-8 GPUs (:func:`seed004_cluster`), and the same load as coscheduled PodGroups of 2 such pods.
+Performance at Scale Using MCAD and KWOK"): 50 Jobs of one pod asking 8 GPUs for 72 s every 17 s on 4 KWOK nodes
+of 8 GPUs (:func:`seed004_cluster`: tainted ``kwok.x-k8s.io/node=fake:NoSchedule`` as KWOK's nodes are, which the
+preset's pods tolerate), and the same load as coscheduled PodGroups of 2 such pods.
+
+On the command line: ``kubeflux simulate --preset seed004-jobs`` and ``--synthetic "jobs=1000,max_size=64"``
+(:func:`parse_spec`: ``key=value`` pairs naming :class:`SyntheticSpec` fields, over a preset when both are given).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, ResourceList
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, ResourceList, Taint, Toleration
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 
@@ -58,6 +62,8 @@ class SyntheticSpec:
     """Per pod, canonical units (``cpu`` in millicores); used by the Kubernetes kinds."""
     schedule_timeout_seconds: float | None = None
     name: str = "synthetic"
+    tolerations: tuple[Toleration, ...] = ()
+    """Given to every pod (the KubeCon presets tolerate KWOK's node taint)."""
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
@@ -120,20 +126,26 @@ def _job(spec: SyntheticSpec, index: int, submit: float, size: int, run_time: fl
         job.requested_processors = size
         job.run_time = run_time
     elif spec.kind is JobKind.JOB:
-        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time)]
+        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations)]
         job.completions = job.parallelism = size
         job.requested_processors = _cores(requests) * size
     elif spec.kind is JobKind.POD_GROUP:
         labels = {POD_GROUP_LABEL: name}
         job.pods = [
-            PodTemplate(name=f"{name}-{i}", requests=dict(requests), run_time=run_time, labels=dict(labels))
+            PodTemplate(
+                name=f"{name}-{i}",
+                requests=dict(requests),
+                run_time=run_time,
+                labels=dict(labels),
+                tolerations=spec.tolerations,
+            )
             for i in range(size)
         ]
         job.min_member = size
         job.schedule_timeout_seconds = spec.schedule_timeout_seconds
         job.requested_processors = _cores(requests) * size
     else:
-        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time)]
+        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations)]
         job.requested_processors = _cores(requests)
     return job
 
@@ -157,6 +169,8 @@ def generate(spec: SyntheticSpec, seed: int = 0) -> Workload:
 
 _SEED004_POD = {CPU: 10, MEMORY: 110 * 2**30, GPU: 8}
 """The seed's fake training pod: ``cpu: 10m``, ``memory: 110Gi``, ``nvidia.com/gpu: 8``."""
+KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
+KWOK_TOLERATION = Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")
 
 PRESETS: dict[str, SyntheticSpec] = {
     "seed004-jobs": SyntheticSpec(
@@ -170,6 +184,7 @@ PRESETS: dict[str, SyntheticSpec] = {
         kind=JobKind.JOB,
         pod_requests=_SEED004_POD,
         name="seed004-jobs",
+        tolerations=(KWOK_TOLERATION,),
     ),
     "seed004-podgroups": SyntheticSpec(
         jobs=50,
@@ -183,6 +198,7 @@ PRESETS: dict[str, SyntheticSpec] = {
         pod_requests=_SEED004_POD,
         schedule_timeout_seconds=10.0,
         name="seed004-podgroups",
+        tolerations=(KWOK_TOLERATION,),
     ),
 }
 """Named specs. ``seed004-jobs``: 50 one-pod Jobs of 8 GPUs, 72 s each, one every 17 s (the talk's high load:
@@ -191,8 +207,65 @@ pods (minMember 2, scheduleTimeoutSeconds 10), one every 34 s (queueing starts b
 
 
 def seed004_cluster() -> list[Node]:
-    """The seed's cluster: 4 KWOK nodes of 8 GPUs (``cpu: 5000m`` → 5 cores, 256Gi, 110 pods)."""
-    return uniform_cluster(4, 5, "256Gi", 8, max_pods=110)
+    """The seed's cluster: 4 KWOK nodes of 8 GPUs (``cpu: 5000m`` → 5 cores, 256Gi, 110 pods), tainted
+    ``kwok.x-k8s.io/node=fake:NoSchedule`` as KWOK's nodes are."""
+    return [replace(node, taints=(KWOK_TAINT,)) for node in uniform_cluster(4, 5, "256Gi", 8, max_pods=110)]
+
+
+_SPEC_KEYS = (
+    "jobs",
+    "arrival",
+    "mean_interarrival",
+    "sizes",
+    "max_size",
+    "runtime",
+    "mean_runtime",
+    "min_runtime",
+    "max_runtime",
+    "overestimate",
+    "kind",
+    "schedule_timeout_seconds",
+    "name",
+)
+
+
+def parse_spec(text: str, base: SyntheticSpec | None = None) -> SyntheticSpec:
+    """A spec from ``key=value`` pairs separated by commas (``"jobs=1000,max_size=64,runtime=log_uniform"``),
+    over ``base`` (default :class:`SyntheticSpec`'s defaults). ``sizes`` is ``powers_of_two``, ``uniform`` or
+    weights ``1:3/8:1``; ``kind`` is ``trace``, ``job``, ``podgroup`` or ``pod``. Raises ValueError naming the
+    pair that is wrong; the result is validated."""
+    spec = base or SyntheticSpec()
+    changes: dict[str, object] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = pair.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or key not in _SPEC_KEYS:
+            raise ValueError(f"{pair!r}: expected key=value with a key among {', '.join(_SPEC_KEYS)}")
+        try:
+            changes[key] = _spec_value(key, raw, getattr(spec, key))
+        except ValueError as exc:
+            raise ValueError(f"{pair!r}: {exc}") from None
+    result = replace(spec, **changes)  # type: ignore[arg-type]
+    result.validate()
+    return result
+
+
+def _spec_value(key: str, raw: str, current: object) -> object:
+    if key == "kind":
+        return JobKind(raw)
+    if key == "sizes" and ":" in raw:
+        weights = {}
+        for item in raw.split("/"):
+            size, _, weight = item.partition(":")
+            weights[int(size)] = float(weight)
+        return weights
+    if key == "schedule_timeout_seconds":
+        return None if raw in ("", "none") else float(raw)
+    if isinstance(current, bool) or key in ("arrival", "sizes", "runtime", "name"):
+        return raw
+    if isinstance(current, int):
+        return int(raw)
+    return float(raw)
 
 
 def preset(name: str, *, seed: int = 0, jobs: int | None = None, mean_interarrival: float | None = None) -> Workload:
@@ -209,4 +282,13 @@ def preset(name: str, *, seed: int = 0, jobs: int | None = None, mean_interarriv
     return generate(spec, seed)
 
 
-__all__ = ["PRESETS", "SyntheticSpec", "generate", "preset", "seed004_cluster"]
+__all__ = [
+    "KWOK_TAINT",
+    "KWOK_TOLERATION",
+    "PRESETS",
+    "SyntheticSpec",
+    "generate",
+    "parse_spec",
+    "preset",
+    "seed004_cluster",
+]
