@@ -131,6 +131,12 @@ def test_a_run_that_fails_is_reported_and_the_others_go_on(tmp_path: Path) -> No
         ({"policies": ["lowest"]}, "policies"),
         ({"clusters": [{"nodes": 4}]}, "clusters.0: give file, or nodes and coresPerNode"),
         ({"seeds": []}, "seeds: List should have at least 1 item"),
+        ({"seeds": [True]}, "seeds.0: Input should be a valid integer"),
+        ({"clusters": [{"file": "a/x.yaml"}, {"file": "b/x.yaml"}]}, "clusters: two clusters are both labelled x"),
+        ({"seeds": [1, 1]}, "seeds: a seed is named twice"),
+        ({"policies": ["lonode", "lonode"]}, "policies: a policy is named twice"),
+        ({"workloads": ["trace0.swf", "./trace0.swf"]}, "workloads: trace0.swf is named twice"),
+        ({"clusters": [{"nodes": True, "coresPerNode": 16}]}, "clusters.0.nodes: Input should be a valid integer"),
         ({"workload": ["x"]}, "workload: Extra inputs are not permitted"),
     ],
 )
@@ -155,3 +161,10 @@ def test_the_example_grid_plans_every_point() -> None:
     tasks = plan(loaded, base)
     # 3 workloads x 2 clusters x 4 schedulers (one match policy each) x 3 seeds
     assert len(tasks) == 72 and len({t.key for t in tasks}) == 72
+
+
+def test_two_custom_policies_alike_in_their_first_characters_are_two_runs(tmp_path: Path) -> None:
+    long = "policy=high node_centric=true node_exclusive=true"
+    grid = _grid(tmp_path, schedulers=["kubeflux"], seeds=[0], policies=[long, long.replace("true", "false", 2)])
+    tasks = plan(*load_grid(grid))
+    assert len(tasks) == 6 and len({t.key for t in tasks}) == 6

@@ -181,6 +181,16 @@ def test_podgroup_short_of_members_is_reported(tmp_path: Path) -> None:
     ]
 
 
+def test_kubernetes_own_podgroup_and_pods_naming_it_in_scheduling_group_are_one_gang(tmp_path: Path) -> None:
+    group = "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: ranks}\n"
+    group += "spec: {schedulingPolicy: {gang: {minCount: 2}}}\n"
+    members = [pod(f"rank-{i}", extra="schedulingGroup: {podGroupName: ranks}") for i in range(3)]
+    workload = read_manifests(write(tmp_path, "---\n".join([group, *members])))
+    [job] = workload.jobs
+    assert (job.kind, job.id, job.min_member, len(job.pods)) == (JobKind.POD_GROUP, "default/ranks", 2, 3)
+    assert all(p.labels[POD_GROUP_LABEL] == "ranks" for p in job.pods) and not workload.problems
+
+
 def test_broken_yaml_raises_with_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n")
     with pytest.raises(WorkloadError, match=r"w.yaml:\d+: invalid YAML"):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from kubeflux.match.policy import PolicyError, parse_policy
 from kubeflux.scheduler.objects import Node
@@ -64,10 +64,10 @@ class ClusterShape(_Strict):
     """One cluster of the grid: a Node manifests ``file``, or ``nodes`` identical nodes."""
 
     file: str | None = None
-    nodes: Annotated[int | None, Field(gt=0)] = None
-    cores_per_node: Annotated[int | None, Field(alias="coresPerNode", gt=0)] = None
+    nodes: Annotated[StrictInt | None, Field(gt=0)] = None
+    cores_per_node: Annotated[StrictInt | None, Field(alias="coresPerNode", gt=0)] = None
     memory_per_node: Annotated[str, Field(alias="memoryPerNode")] = "256Gi"
-    gpus_per_node: Annotated[int, Field(alias="gpusPerNode", ge=0)] = 0
+    gpus_per_node: Annotated[StrictInt, Field(alias="gpusPerNode", ge=0)] = 0
 
     @model_validator(mode="after")
     def _one_kind(self) -> ClusterShape:
@@ -82,7 +82,8 @@ class ClusterShape(_Strict):
         if self.file is not None:
             return Path(self.file).stem
         gpus = f"-{self.gpus_per_node}g" if self.gpus_per_node else ""
-        return f"{self.nodes}x{self.cores_per_node}c{gpus}"
+        memory = "" if self.memory_per_node == "256Gi" else f"-{self.memory_per_node}"
+        return f"{self.nodes}x{self.cores_per_node}c{gpus}{memory}"
 
 
 class SweepGrid(_Strict):
@@ -93,7 +94,7 @@ class SweepGrid(_Strict):
     schedulers: Annotated[list[str], Field(min_length=1)]
     policies: Annotated[list[str], Field(min_length=1)] = ["lonode"]
     clusters: Annotated[list[ClusterShape], Field(min_length=1)]
-    seeds: Annotated[list[int], Field(min_length=1)] = [0]
+    seeds: Annotated[list[StrictInt], Field(min_length=1)] = [0]
     start_delay: Annotated[float, Field(alias="startDelay", ge=0.0)] = 0.0
     start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0)] = 0.0
     fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0)] = 0.0
@@ -111,9 +112,38 @@ class SweepGrid(_Strict):
             raise ValueError("a scheduler is named twice")
         return names
 
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError("a seed is named twice")
+        return seeds
+
+    @field_validator("workloads")
+    @classmethod
+    def _distinct_workloads(cls, workloads: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for workload in workloads:
+            name = Path(workload).name  # what names the runs and the report's rows
+            if name in seen:
+                raise ValueError(f"{name} is named twice (rename a copy to compare two files of one name)")
+            seen.add(name)
+        return workloads
+
+    @field_validator("clusters")
+    @classmethod
+    def _distinct_clusters(cls, clusters: list[ClusterShape]) -> list[ClusterShape]:
+        labels = [shape.label() for shape in clusters]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"two clusters are both labelled {twice[0]} in the report; make them differ")
+        return clusters
+
     @field_validator("policies")
     @classmethod
     def _known_policies(cls, policies: list[str]) -> list[str]:
+        if len(set(policies)) != len(policies):
+            raise ValueError("a policy is named twice")
         for policy in policies:
             try:
                 parse_policy(policy)
@@ -224,7 +254,8 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                     for seed in grid.seeds:
                         digest = hashlib.sha256()
                         digest.update(content)
-                        digest.update(repr((nodes, lifecycle)).encode())
+                        # the whole point too: slugs of two long custom policies may read alike
+                        digest.update(repr((workload, cluster, scheduler, policy, seed, nodes, lifecycle)).encode())
                         readable = "_".join(_slug(p) for p in (workload, cluster, scheduler, policy, f"seed{seed}"))
                         key = f"{readable}_{digest.hexdigest()[:10]}"
                         tasks.append(Task(key, workload, content, scheduler, policy, cluster, nodes, seed, *lifecycle))

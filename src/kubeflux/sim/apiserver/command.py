@@ -58,6 +58,10 @@ def serve_command(
         bool,
         typer.Option("--tls/--no-tls", help="Serve HTTPS with a new self-signed CA (written into the kubeconfig)."),
     ] = False,
+    tls_san: Annotated[
+        list[str] | None,
+        typer.Option("--tls-san", help="Another name or address the certificate names (repeatable; with --tls)."),
+    ] = None,
     scheduler: Annotated[
         list[str] | None,
         typer.Option("--scheduler", "-s", help="Run this kubeflux scheduler in the process (repeatable; 'none')."),
@@ -145,7 +149,9 @@ def serve_command(
     if tls:
         from kubeflux.sim.apiserver.tls import make_certificates
 
-        certificates = make_certificates(path.parent / "pki", address)
+        certificates = make_certificates(path.parent / "pki", address, tls_san or ())
+    elif tls_san:
+        raise typer.BadParameter("--tls-san names what the certificate of --tls holds: give --tls too")
     server = ApiServer(
         node_list,
         host=address,

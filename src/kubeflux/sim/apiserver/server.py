@@ -194,7 +194,9 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        # a wildcard address is reached here through loopback (a URL or certificate naming 0.0.0.0 is no use)
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        host = f"[{host}]" if ":" in host else host
         return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     def bind(self) -> socket.socket:
@@ -202,7 +204,8 @@ class ApiServer:
         if self._socket is None:
             # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only for such sockets; without
             # it every response waits ~40 ms for the client's delayed ACK (Nagle)
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
             sock.listen(2048)  # clients given the kubeconfig may connect before the event loop serves

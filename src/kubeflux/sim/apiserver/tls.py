@@ -1,17 +1,22 @@
 """TLS for the served cluster: a self-signed CA and a server certificate signed by it, as kind and KWOK set up.
 
-``kubeflux cluster serve --tls`` makes them once per start in a folder beside the kubeconfig (``ca.crt``,
-``server.crt``, ``server.key``; the key readable by its owner only) and writes the CA into the kubeconfig
+``kubeflux cluster serve --tls`` keeps them in a folder beside the kubeconfig (``ca.crt`` and ``ca.key``, made once
+and reused by every later start, so a client that trusted the CA before a restart trusts the server after it;
+``server.crt`` and ``server.key``, made at each start) and writes the CA into the kubeconfig
 (``certificate-authority-data``), so kubectl and the official client verify the server as they would a real one.
-The certificate names every address a client may use: ``localhost``, the loopback addresses and the address
-listened on. Keys are ECDSA P-256 (fast to make, accepted by Go's and Python's TLS); certificates last a year.
+Keys are readable by their owner only, and written without following a link planted in their place.
+The certificate names every address a client may use: ``localhost``, the loopback addresses, the address listened
+on (for a wildcard address, the machine's name) and any ``--tls-san`` given. Keys are ECDSA P-256 (fast to make,
+accepted by Go's and Python's TLS); certificates last a year.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 __all__ = ["TlsFiles", "make_certificates"]
 
 _VALID = datetime.timedelta(days=365)
+_CA_NAME = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubeflux-ca")])
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +41,14 @@ class TlsFiles:
     """The server's private key (PEM, unencrypted, mode 0600)."""
 
 
-def _names(host: str) -> list[x509.GeneralName]:
+def _names(host: str, extra: Sequence[str] = ()) -> list[x509.GeneralName]:
     """The subject alternative names: loopback, ``host``, and for a wildcard address (``0.0.0.0``) the machine's
     own name, which is what clients elsewhere will dial (its addresses are not looked up: a resolver without a
-    network would stall the start)."""
+    network would stall the start; ``extra`` names them)."""
     dns = {"localhost"}
     addresses = {"127.0.0.1", "::1"}
     hosts = [socket.gethostname()] if host in ("0.0.0.0", "::", "") else [host]
-    for name in hosts:
+    for name in [*hosts, *extra]:
         try:
             address = ipaddress.ip_address(name)
         except ValueError:
@@ -56,62 +62,94 @@ def _names(host: str) -> list[x509.GeneralName]:
     return names
 
 
-def make_certificates(folder: Path, host: str = "127.0.0.1") -> TlsFiles:
-    """A new CA and server certificate for ``host`` in ``folder`` (created; files replaced)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubeflux-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALID)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a key readable by its owner only; a link (or anything) in its place is replaced, never followed."""
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+
+
+def _existing_ca(folder: Path, now: datetime.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None:
+    """The CA kept in ``folder`` when it is whole, ours and valid for at least a day more."""
+    cert_path, key_path = folder / "ca.crt", folder / "ca.key"
+    if cert_path.is_symlink() or key_path.is_symlink() or not (cert_path.is_file() and key_path.is_file()):
+        return None
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    except (ValueError, TypeError, OSError):
+        return None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or cert.subject != _CA_NAME:
+        return None
+    if cert.public_key() != key.public_key() or cert.not_valid_after_utc < now + datetime.timedelta(days=1):
+        return None
+    return cert, key
+
+
+def _new_ca(now: datetime.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
-    certificate = (
+    usage = x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=True,
+        crl_sign=True,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
+        .subject_name(_CA_NAME)
+        .issuer_name(_CA_NAME)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + _VALID)
-        .add_extension(x509.SubjectAlternativeName(_names(host)), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(usage, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def make_certificates(folder: Path, host: str = "127.0.0.1", extra_names: Sequence[str] = ()) -> TlsFiles:
+    """The CA kept in ``folder`` (made when there is none that can serve) and a new server certificate for
+    ``host`` and ``extra_names`` signed by it."""
+    now = datetime.datetime.now(datetime.UTC)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = _existing_ca(folder, now)
+    ca, ca_key = kept if kept is not None else _new_ca(now)
+    key = ec.generate_private_key(ec.SECP256R1())
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(min(now + _VALID, ca.not_valid_after_utc))
+        .add_extension(x509.SubjectAlternativeName(_names(host, extra_names)), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-            critical=False,
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    folder.mkdir(parents=True, exist_ok=True)
     files = TlsFiles(folder / "ca.crt", folder / "server.crt", folder / "server.key")
-    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    if kept is None:
+        _write_private(folder / "ca.key", _pem_key(ca_key))
+        files.ca.unlink(missing_ok=True)
+        files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files.certificate.unlink(missing_ok=True)
     files.certificate.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    files.key.touch(mode=0o600)
-    files.key.chmod(0o600)
-    files.key.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    _write_private(files.key, _pem_key(key))
     return files

@@ -1,4 +1,5 @@
-"""Kubernetes YAML workloads: Pods, ``batch/v1`` Jobs and ``scheduling.x-k8s.io`` PodGroups.
+"""Kubernetes YAML workloads: Pods, ``batch/v1`` Jobs and PodGroups (coscheduling's ``scheduling.x-k8s.io``, and
+Kubernetes' own ``scheduling.k8s.io`` whose bare pods name it in ``spec.schedulingGroup``).
 
 A file holds any number of YAML documents (``---``), each an object or a ``v1`` ``List`` of objects. What becomes
 a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
@@ -282,6 +283,10 @@ class _Builder:
         template = _template(pod, obj, label, "metadata", None)
         submit = _annotation_seconds(label, pod.annotations, SUBMIT_TIME_ANNOTATION, "metadata")
         group = pod.labels.get(POD_GROUP_LABEL)
+        if group is None and pod.scheduling_group:
+            # Kubernetes' own PodGroup (spec.schedulingGroup): the simulated schedulers, baselines included, see
+            # its pods as members of that group through coscheduling's label
+            group = template.labels[POD_GROUP_LABEL] = pod.scheduling_group
         if group is not None:
             member = _GroupMember(template, pod.namespace, submit, where)
             self.members.setdefault(f"{pod.namespace}/{group}", []).append(member)
