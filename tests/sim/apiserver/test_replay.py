@@ -4,6 +4,9 @@ Each case runs the same files twice: in the simulator (``simulate``'s driver), a
 (``cluster serve --clock virtual --workload … --until-done``: objects created through the store at their submit
 times, the in-process schedulers binding through ``pods/binding``, the simulated kubelet writing pod status), and
 compares every job's record: final state, first bind, start, end, and the cores it ran on (so its nodes).
+
+The served cluster's kubelet runs every pod on its own, as KWOK does: it does not couple the pods of a parallel job
+(:func:`kubeflux.sim.jobs.coupled_quorum`), so the simulator is run with ``couple=False`` here.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.command import _schedulers_for, merge_workloads
-from kubeflux.sim.driver import simulate
+from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
@@ -50,7 +53,8 @@ def nodes_of(cluster: Path | tuple[int, int]) -> list[Node]:
 def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> tuple[RunRecord, RunRecord]:
     """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each)."""
     schedulers, primary = _schedulers_for(scheduler, workload)
-    simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
+    options = SimulationOptions(couple=False)  # the served kubelet does not couple parallel jobs (yet)
+    simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler, options=options)
     schedulers, primary = _schedulers_for(scheduler, workload)
     server = ApiServer(
         nodes,
