@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
+from kubeflux.sim.resourceids import ResourceKind
 
 BATSIM_COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -328,16 +329,18 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
 
 
 def kind_utilization(run: RunRecord, begin: float, end: float) -> dict[str, float]:
-    """``useful_utilization`` (cores) and, per other kind with capacity, ``utilization[<kind>]`` and
-    ``useful_utilization[<kind>]`` over [begin, end], from :attr:`RunRecord.usage_series` (empty without it)."""
+    """``useful_utilization`` (cores) and, per other kind with ids, or asked for by a pod, ``utilization[<kind>]``
+    and ``useful_utilization[<kind>]`` over [begin, end], from :attr:`RunRecord.usage_series` (empty without
+    it)."""
     figures: dict[str, float] = {}
     span = end - begin
     if not run.usage_series or span <= 0:
         return figures
-    capacities = {kind.name: kind.capacity for kind in run.resources} or {"cpu": run.total_cores}
-    for name, capacity in capacities.items():
+    kinds = run.resources or [ResourceKind("cpu", 0, run.total_cores, run.total_cores)]
+    for kind in kinds:
+        name, capacity = kind.name, kind.capacity
         series = run.usage_series.get(name)
-        if capacity <= 0 or (series is None and name != "cpu"):
+        if capacity <= 0 or (series is None and not kind.count):  # an amount no pod asked for (memory)
             continue
         points = series or []
         allocated = _area([(t, a) for t, a, _ in points], begin, end) / (capacity * span)
