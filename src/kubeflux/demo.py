@@ -59,6 +59,7 @@ HEADLINE = (
     ("max_waiting_time", "max wait", 0),
     ("mean_bounded_slowdown", "bsld", 1),
     ("utilization", "util", 3),
+    ("useful_utilization", "useful", 3),
     ("makespan", "makespan", 0),
     ("wall_seconds", "wall", 1),
 )

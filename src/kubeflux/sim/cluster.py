@@ -20,7 +20,14 @@ when a reservation holds resources for it, its expected start in the ``kubeflux.
 Kubernetes Jobs follow the Job controller (:mod:`kubeflux.sim.jobcontroller`): up to ``parallelism`` pods at once
 until ``completions`` succeeded; a failed pod is replaced after a back-off of 10 s doubled per failure since the
 last success, capped at 6 min; the Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs,
-pod groups, lone pods) end when all their pods have ended. The kubelet's settings, node outages and the per-pod
+pod groups, lone pods) end when all their pods have ended.
+
+Coupled jobs (:func:`~kubeflux.sim.jobs.coupled_quorum`: a trace job of several pods, a PodGroup, a Job that
+says so) compute together: a pod that runs before its job's last required pod holds its resources idle; at that
+pod's Running every waiting pod begins computing, and its run time, crash point and walltime kill count from
+then. A trace job's or PodGroup's pod that fails ends the others (``PeerFailed``). :meth:`Cluster.stalled_jobs`
+tells the driver when such holding can never end (a deadlock). Resource ids and the usage per kind (allocated and
+computing) are kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node outages and the per-pod
 record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`.
 
 Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and

@@ -7,7 +7,10 @@
 * ``execution_time`` = finish − start, ``waiting_time`` = start − submission, ``turnaround_time`` = finish −
   submission, ``stretch`` = turnaround / execution (empty when execution is 0), ``success`` is 1 only for
   ``COMPLETED_SUCCESSFULLY``; ``consumed_energy`` is −1 (no energy model); ``allocated_resources`` is Batsim's
-  interval set of resource (core) ids, e.g. ``0-3 5``; ``metadata`` is empty;
+  interval set of resource ids, e.g. ``0-3 5`` (cores, then GPUs, then other extended resources:
+  :mod:`kubeflux.sim.resourceids`); ``metadata`` is empty;
+* ``starting_time`` is when the job began computing: a coupled job's last required pod Running
+  (:func:`kubeflux.sim.jobs.coupled_quorum`), any other job's first pod Running;
 * a ``REJECTED`` job has, as Batsim writes it, empty starting_time, execution_time, finish_time, waiting_time,
   turnaround_time, stretch and consumed_energy; a job still pending or running when the run ended
   (``NOT_FINISHED``) has empty columns for what never happened;
@@ -16,7 +19,8 @@
   gang, the time between its first and last member being bound);
 * ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time).
 
-:func:`summarize` gives one row per run (see its docstring for each figure).
+:func:`summarize` gives one row per run (see its docstring for each figure); :func:`write_pods_csv` writes
+``pods.csv``, one row per pod (see :func:`pod_cells`). ``docs/simulator-outputs.md`` describes every output.
 """
 
 from __future__ import annotations
@@ -229,6 +233,8 @@ def _area(points: Sequence[tuple[float, int]], begin: float, end: float) -> floa
     """The integral over [begin, end] of a step function given as (time, value) at each change."""
     total = 0.0
     ordered = sorted(points)
+    if not ordered:
+        return total
     for (time, value), (next_time, _) in zip(ordered, [*ordered[1:], (end, 0)], strict=True):
         lo, hi = max(time, begin), min(next_time, end)
         if hi > lo:
