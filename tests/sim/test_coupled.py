@@ -8,15 +8,19 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from kubeflux.sim.baselines import create
+from kubeflux.sim.command import _schedulers_for, merge_workloads
 from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.metrics import summarize
 from kubeflux.sim.pods import Lifecycle, NodeOutage
 from kubeflux.sim.records import FinalState, RunRecord
+from kubeflux.sim.workloads import load_workload
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import Workload
 from tests.sim._helpers import one_core_nodes, trace
@@ -222,3 +226,31 @@ def test_a_coupled_annotation_that_is_not_true_or_false_rejects_the_job_naming_i
     assert jobs["default/mpi"]["final_state"] == "REJECTED"
     problems = (tmp_path / "out" / "problems.txt").read_text()
     assert 'annotation sim.kubeflux.io/coupled: must be "true" or "false", got \'yes\'' in problems
+
+
+@pytest.mark.parametrize("scheduler", ["kube-default", "kubeflux", "coscheduling"])
+def test_no_two_jobs_of_the_demo_hold_one_resource_over_the_same_span(scheduler: str) -> None:
+    # The symptom: uncoupled (couple=False fails this for kube-default), a job's early rank ran and ended
+    # on its own, so the job's [start, finish] covered ids another job took meanwhile. Coupled, every rank holds
+    # its ids over the whole span.
+    data = resources.files("kubeflux") / "data" / "demo"
+    with resources.as_file(data) as folder:
+        loaded = merge_workloads([load_workload(folder / "hpc-mix.swf"), load_workload(folder / "services.yaml")])
+    nodes = uniform_cluster(16, 16, "64Gi")
+    workload = map_to_cluster(loaded, nodes)
+    schedulers, primary = _schedulers_for(scheduler, workload)
+    run = Simulation(workload, nodes, schedulers, primary=primary).run()
+    holders: dict[int, list[tuple[float, float, str]]] = {}
+    for job in run.jobs:
+        if job.starting_time is not None:
+            end = job.finish_time if job.finish_time is not None else float("inf")
+            for rid in job.allocated_resources:
+                holders.setdefault(rid, []).append((job.starting_time, end, job.job_id))
+    overlaps = [
+        (rid, a[2], b[2])
+        for rid, spans in holders.items()
+        for a, b in zip(sorted(spans), sorted(spans)[1:], strict=False)
+        if b[0] < a[1]
+    ]
+    assert overlaps == []
+    assert summarize(run)["not_finished"] == 0
