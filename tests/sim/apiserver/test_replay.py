@@ -141,6 +141,8 @@ def test_cluster_serve_until_done_writes_the_report_simulate_writes(tmp_path: Pa
     assert simulated.returncode == 0, simulated.stderr
     jobs_csv = Path("kubeflux") / "jobs.csv"
     assert (tmp_path / "served" / jobs_csv).read_text() == (tmp_path / "simulated" / jobs_csv).read_text()
+    pods_csv = Path("kubeflux") / "pods.csv"  # pi-demo's Jobs are not coupled: the same pods at the same times
+    assert (tmp_path / "served" / pods_csv).read_text() == (tmp_path / "simulated" / pods_csv).read_text()
     assert (tmp_path / "served" / "index.html").is_file()
 
 

@@ -22,7 +22,7 @@ from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.jobcontroller import Timeline
-from kubeflux.sim.jobs import SimJob, job_records
+from kubeflux.sim.jobs import SimJob, job_records, pod_records
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import JobKind
@@ -148,7 +148,7 @@ class ReplayBook:
 
     def _running(self, sp: SimPod) -> None:
         now = self.replay.loop.now
-        sp.running_at = now
+        sp.running_at = sp.computing_at = now  # the served kubelet does not couple: every pod computes at once
         sp.pod.phase = PodPhase.RUNNING
         job = self.replay.jobs[sp.job_index]
         job.running_started += 1
@@ -221,6 +221,7 @@ class ReplayBook:
             utilization_series=list(self.utilization_series),
             queue_series=list(self.queue_series),
             problems=list(problems),
+            pods=pod_records(self.replay.jobs),
         )
 
 
