@@ -84,6 +84,8 @@ def test_a_rank_lost_with_its_node_takes_the_other_ranks_with_it() -> None:
     (job,) = run.jobs
     assert (job.starting_time, job.finish_time, job.final_state) == (0, 20, FinalState.COMPLETED_KILLED)
     assert sorted(p.reason for p in run.pods) == ["NodeLost", "PeerFailed"]
+    peer = next(p for p in run.pods if p.reason == "PeerFailed")
+    assert peer.message == "pod default/j1-0 of the coupled job ended (NodeLost)"
 
 
 def test_a_crashing_rank_fails_the_job_and_the_others_end_with_it() -> None:
@@ -172,6 +174,7 @@ def test_kube_default_placing_half_of_two_gangs_on_two_slots_is_a_deadlock_repor
     pods = {row["pod"]: row for row in read_csv(out / "kube-default" / "pods.csv")}
     assert pods["default/a-0"]["running_time"] == "0.0" and pods["default/a-0"]["compute_time"] == ""
     assert pods["default/a-1"]["bind_time"] == "" and pods["default/a-1"]["resources"] == ""
+    assert "Insufficient cpu" in pods["default/a-1"]["message"]  # why it waits, as the scheduler said
     done = read_csv(out / "kubeflux" / "jobs.csv")
     assert [row["final_state"] for row in done] == ["COMPLETED_SUCCESSFULLY"] * 2
     assert sorted(float(row["starting_time"]) for row in done) == [0, 60]

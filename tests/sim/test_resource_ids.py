@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from evalys.jobset import JobSet
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node
 from kubeflux.sim.baselines import create
@@ -54,6 +55,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 SCHEDULERS = ("kubeflux", "kube-default", "coscheduling")
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning", "ignore:The inplace keyword")
 def test_the_kubecon_scenario_runs_every_job_in_72_s_with_its_8_gpus_counted(tmp_path: Path) -> None:
     workload = tmp_path / "kubecon.yaml"
     workload.write_text(kubecon_jobs(50, 20.0))
@@ -80,6 +82,7 @@ def test_the_kubecon_scenario_runs_every_job_in_72_s_with_its_8_gpus_counted(tmp
         assert float(summary[name]["useful_utilization[nvidia.com/gpu]"]) == gpu
         pods = read_csv(tmp_path / name / "pods.csv")
         assert [row["resources"] for row in pods] == [row["allocated_resources"] for row in jobs]
+        assert len(JobSet.from_csv(str(tmp_path / name / "jobs.csv")).df) == 50  # evalys reads the GPU ids
     assert (tmp_path / "gantt.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -365,6 +365,7 @@ def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) ->
                     (sp.reason or sp.container_reason) if ended else "",
                     sp.exit_code if ended else None,
                     sorted(_pod_ids(sp, bases)),
+                    sp.status_message if ended else sp.unschedulable_message,
                 )
             )
     return records

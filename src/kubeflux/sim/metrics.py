@@ -176,6 +176,7 @@ POD_COLUMNS: tuple[str, ...] = (
     "reason",
     "exit_code",
     "resources",
+    "message",
 )
 """``pods.csv``'s columns (see :func:`pod_cells`)."""
 
@@ -189,7 +190,8 @@ def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
     ``running_time`` when the container ran, ``compute_time`` when the pod began computing (a coupled job's compute
     start: the pod held its resources idle from running to compute, ``idle_time`` seconds; a pod that ended before
     its job computed was idle from running to its end); ``reason`` says why it ended; ``resources`` is the ids it
-    held (Batsim's interval set, as ``allocated_resources``)."""
+    held (Batsim's interval set, as ``allocated_resources``); ``message`` what its status says (how it ended, or,
+    never bound, the scheduler's last ``Unschedulable`` message)."""
     running, compute, end = pod.running_time, pod.compute_time, pod.end_time
     idle: float | None = None
     if running is not None:
@@ -210,6 +212,7 @@ def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
         pod.reason,
         pod.exit_code,
         (str(ids[0]) if len(ids) == 1 else interval_set(ids)) if ids else "",
+        pod.message,
     )
 
 

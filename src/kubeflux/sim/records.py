@@ -70,6 +70,9 @@ class PodRecord:
     exit_code: int | None
     resources: list[int] = field(default_factory=list)
     """Resource ids it held, in the run's layout (as ``allocated_resources``)."""
+    message: str = ""
+    """What its status says: how it ended (``Node n1 was deleted``, the failed peer), or, never bound, the
+    scheduler's last ``Unschedulable`` message."""
 
 
 @dataclass(slots=True)
