@@ -401,15 +401,17 @@ class Cluster:
             return ""
         if not self.nodes[index].ready:
             node = self.nodes[index]
+            self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)
             self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {node.name} which was running pod is unresponsive")
             self._remove(sp)
             return ""
         if pod.active_deadline_seconds is not None:
             self.loop.schedule(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
         if sp.start_delay > 0.0:
+            self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)  # allocated, idle until Running
             self.loop.schedule(now + sp.start_delay, Priority.STAGE, self._start, sp)
         else:
-            self._start(sp)  # KWOK's fast pod-ready stage: Running at the bind's time point
+            self._start(sp, allocating=True)  # KWOK's fast pod-ready stage: Running at the bind's time point
         return ""
 
     def _admit(self, sp: SimPod, index: int) -> str:
@@ -437,8 +439,7 @@ class Cluster:
         others = sp.timing.others
         if others is not None:
             sp.ids = self._take_ids(others, index)
-        self.usage.change(self.loop.now, sp.cpu, others, 1, 0)
-        return ""
+        return ""  # the caller counts the allocation in the usage (with its start when it runs at once)
 
     def _take_ids(self, requests: dict[str, int], index: int) -> dict[str, list[int]] | None:
         """Ids on node ``index`` for the requests of kinds that have ids (GPUs, extended resources)."""
@@ -507,9 +508,10 @@ class Cluster:
         self._remove(sp)
 
     # -- kubelet stages ----------------------------------------------------------------------------------------
-    def _start(self, sp: SimPod) -> None:
+    def _start(self, sp: SimPod, allocating: bool = False) -> None:
         """The pod is Running. It computes at once, unless its job is coupled and has not begun computing: it
-        then holds its resources idle until the job's last required pod runs, and all of them compute from then."""
+        then holds its resources idle until the job's last required pod runs, and all of them compute from then.
+        ``allocating``: it was bound at this instant and its allocation is not in the usage yet."""
         if sp.finished_at is not None:
             return
         now = self.loop.now
@@ -521,23 +523,25 @@ class Cluster:
             self._modified(sp)
             job.waiting.append(sp)
             if len(job.waiting) < job.start_quorum:
+                if allocating:
+                    self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)
                 self.idle_holding += 1
                 return
             job.start = now
             members, job.waiting = job.waiting, []
             self.idle_holding -= len(members) - 1
             for member in members:
-                self._compute(member, now)
+                self._compute(member, now, allocating and member is sp)
             return
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
         self._modified(sp)
-        self._compute(sp, now)
+        self._compute(sp, now, allocating)
 
-    def _compute(self, sp: SimPod, now: float) -> None:
+    def _compute(self, sp: SimPod, now: float, allocating: bool) -> None:
         """The pod computes from ``now``: its end (run time, crash or walltime kill) is counted from here."""
         sp.computing_at = now
-        self.usage.change(now, sp.cpu, sp.timing.others, 0, 1)
+        self.usage.change(now, sp.cpu, sp.timing.others, 1 if allocating else 0, 1)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
             self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)

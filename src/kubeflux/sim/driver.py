@@ -211,6 +211,7 @@ class Simulation:
             problems=self.problems + cluster.problems,
             pods=cluster.pod_records(),
             resources=cluster.ids.layout(),
+            idle_series=cluster.usage.idle_series,
             usage_series=cluster.usage.series,
             stopped=self.stopped,
         )

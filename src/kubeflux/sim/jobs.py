@@ -294,13 +294,18 @@ def _id_bases(layout: list[ResourceKind] | None) -> dict[str, int]:
 
 
 def _pod_ids(sp: SimPod, bases: dict[str, int]) -> list[int]:
-    """The pod's ids in the run's layout (cores keep theirs: they come first)."""
+    """The pod's ids in the run's layout, sorted (cores keep theirs: they come first). A pod of cores only gives
+    its own list, sorted in place: the job's and the pod's records share it (a month of trace has hundreds of
+    thousands; the order of a pod's free ids is of no matter to the cluster)."""
     if not sp.ids:
-        return sp.cores
+        cores = sp.cores
+        cores.sort()
+        return cores
     ids = list(sp.cores)
     for res, local in sp.ids.items():
         base = bases.get(res, 0)
         ids.extend(base + i for i in local)
+    ids.sort()
     return ids
 
 
@@ -315,7 +320,7 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
             start = min(started) if started else None
         pods = job.pods
         if len(pods) == 1:
-            allocated = sorted(_pod_ids(pods[0], bases))
+            allocated = _pod_ids(pods[0], bases)
         else:
             held: set[int] = set()
             for sp in pods:
@@ -361,10 +366,10 @@ def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) ->
                     sp.running_at,
                     sp.computing_at,
                     sp.finished_at,
-                    str(pod.phase),
+                    pod.phase.value,
                     (sp.reason or sp.container_reason) if ended else "",
                     sp.exit_code if ended else None,
-                    sorted(_pod_ids(sp, bases)),
+                    _pod_ids(sp, bases),
                     sp.status_message if ended else sp.unschedulable_message,
                 )
             )

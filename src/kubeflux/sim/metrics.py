@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
-from kubeflux.sim.resourceids import ResourceKind
 
 BATSIM_COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -309,7 +308,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
     used = _used_core_seconds(run, origin, last_finish)
     capacity = run.total_cores * makespan
     kinds = kind_utilization(run, origin, last_finish)
-    useful = kinds.pop("useful_utilization", None)
+    useful = kinds.pop("useful_utilization", 0.0)
     return {
         "scheduler": run.scheduler,
         "workload": run.workload_name,
@@ -328,7 +327,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "mean_dispatch_time": round(_mean(dispatch), 6),
         "mean_job_completion_time": round(_mean(turnarounds), 6),
         "utilization": round(used / capacity, 6) if capacity > 0 else 0.0,
-        **({} if useful is None else {"useful_utilization": useful}),
+        "useful_utilization": useful,
         **kinds,
         "pods_bound": run.pods_bound,
         "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
@@ -338,27 +337,27 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
 
 
 def kind_utilization(run: RunRecord, begin: float, end: float) -> dict[str, float]:
-    """``useful_utilization`` (cores) and, per other kind with ids, or asked for by a pod, ``utilization[<kind>]``
-    and ``useful_utilization[<kind>]`` over [begin, end], from :attr:`RunRecord.usage_series` (empty without
-    it)."""
+    """``useful_utilization`` (cores: allocated minus held idle) and, per other kind with ids or asked for by a pod,
+    ``utilization[<kind>]`` and ``useful_utilization[<kind>]`` over [begin, end] (empty when ``end`` is not after
+    ``begin``)."""
     figures: dict[str, float] = {}
     span = end - begin
-    if not run.usage_series or span <= 0:
+    if span <= 0:
         return figures
-    kinds = run.resources or [ResourceKind("cpu", 0, run.total_cores, run.total_cores)]
-    for kind in kinds:
+    cores = run.total_cores * span
+    if cores > 0:
+        useful = _used_core_seconds(run, begin, end) - _area(run.idle_series, begin, end)
+        figures["useful_utilization"] = round(useful / cores, 6)
+    for kind in run.resources:
         name, capacity = kind.name, kind.capacity
         series = run.usage_series.get(name)
-        if capacity <= 0 or (series is None and not kind.count):  # an amount no pod asked for (memory)
+        if name == "cpu" or capacity <= 0 or (series is None and not kind.count):  # memory no pod asked for
             continue
         points = series or []
         allocated = _area([(t, a) for t, a, _ in points], begin, end) / (capacity * span)
-        useful = _area([(t, u) for t, _, u in points], begin, end) / (capacity * span)
-        if name == "cpu":
-            figures["useful_utilization"] = round(useful, 6)
-        else:
-            figures[f"utilization[{name}]"] = round(allocated, 6)
-            figures[f"useful_utilization[{name}]"] = round(useful, 6)
+        busy = _area([(t, u) for t, _, u in points], begin, end) / (capacity * span)
+        figures[f"utilization[{name}]"] = round(allocated, 6)
+        figures[f"useful_utilization[{name}]"] = round(busy, 6)
     return figures
 
 

@@ -98,7 +98,10 @@ class RunRecord:
     resources: list[ResourceKind] = field(default_factory=list)
     """The resource kinds and their id layout (cores, GPUs, extended kinds; amounts such as memory have no ids).
     Empty: cores only, ``total_cores`` of them."""
+    idle_series: list[tuple[float, int]] = field(default_factory=list)
+    """(time, cores held idle) at each change: allocated (in :attr:`utilization_series`) but not computing, i.e.
+    between a pod's bind and its Running, or while a coupled job waits for its last pod. Useful = allocated − idle."""
     usage_series: dict[str, Series] = field(default_factory=dict)
-    """Per resource kind, (time, allocated, useful) at each change; ``cpu`` in whole cores."""
+    """Per resource kind other than cores, (time, allocated, useful) at each change, in the kind's units."""
     stopped: str = ""
     """Why the run stopped before its work was done (a deadlock, the idle wake-up guard); empty otherwise."""

@@ -227,16 +227,41 @@ def utilization_points(run: RunRecord) -> list[tuple[float, float]]:
     return [(time - origin, cores / total) for time, cores in series]
 
 
+def _minus(a: list[tuple[float, int]], b: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """The step function ``a − b`` (both given as (time, value) at each change, 0 before their first point)."""
+    changes = sorted({t for t, _ in a} | {t for t, _ in b})
+    result: list[tuple[float, int]] = []
+    i = j = va = vb = 0
+    for t in changes:
+        while i < len(a) and a[i][0] <= t:
+            va = a[i][1]
+            i += 1
+        while j < len(b) and b[j][0] <= t:
+            vb = b[j][1]
+            j += 1
+        result.append((t, va - vb))
+    return result
+
+
 def kind_points(run: RunRecord, kind: str) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     """(time from first submission, fraction allocated) and (…, fraction useful) of one resource kind (``cpu``:
-    cores), from the run's usage series; empty when it has none."""
+    cores, useful = allocated − held idle); empty when the run has no series of it."""
     origin = _origin(run)
-    capacity = next((k.capacity for k in run.resources if k.name == kind), run.total_cores if kind == "cpu" else 0)
+    if kind == "cpu":
+        allocated = sorted(run.utilization_series)
+        total = max(run.total_cores, 1)
+        useful = _minus(allocated, sorted(run.idle_series))
+        return (
+            [(time - origin, used / total) for time, used in allocated],
+            [(time - origin, busy / total) for time, busy in useful],
+        )
+    capacity = next((k.capacity for k in run.resources if k.name == kind), 0)
     series = run.usage_series.get(kind) or []
     total = max(capacity, 1)
-    allocated = [(time - origin, used / total) for time, used, _ in series]
-    useful = [(time - origin, busy / total) for time, _, busy in series]
-    return allocated, useful
+    return (
+        [(time - origin, used / total) for time, used, _ in series],
+        [(time - origin, busy / total) for time, _, busy in series],
+    )
 
 
 def _utilization(runs: Sequence[RunRecord], path: Path) -> None:

@@ -181,44 +181,57 @@ class Usage:
     """How much of each kind is **allocated** (held by bound pods) and **useful** (held by pods that compute: a
     coupled job's pods from the job's compute start, any other pod from its Running) over time.
 
-    Cores are counted in whole cores of the pods' summed millicores (as :attr:`cores_series` always was); the
-    other kinds in their units, each in :attr:`series` once a pod asked for it."""
+    Cores, the common case, are kept as two step series in whole cores of the pods' summed millicores: allocated
+    (:attr:`cores_series`) and held idle (:attr:`idle_series`: allocated, not computing; useful = allocated − idle).
+    The idle series changes only around start delays and coupled jobs' waits, so a trace without either adds
+    almost nothing. Other kinds are in :attr:`series`, in their units, once a pod asked for them."""
 
-    __slots__ = ("_allocated", "_useful", "cores_series", "mcpu", "series", "useful_mcpu")
+    __slots__ = ("_allocated", "_useful", "cores_series", "idle_mcpu", "idle_series", "mcpu", "series")
 
     def __init__(self) -> None:
         self.mcpu = 0
         """Millicores held by bound pods."""
-        self.useful_mcpu = 0
+        self.idle_mcpu = 0
+        """Millicores held by bound pods that do not compute (yet)."""
         self.cores_series: list[tuple[float, int]] = []
         """(time, cores allocated) at each change (:attr:`kubeflux.sim.records.RunRecord.utilization_series`)."""
-        self.series: dict[str, Series] = {CPU: []}
+        self.idle_series: list[tuple[float, int]] = []
+        """(time, cores held idle) at each change of value."""
+        self.series: dict[str, Series] = {}
+        """Other kinds: (time, allocated, useful) at each change."""
         self._allocated: dict[str, int] = {}
         self._useful: dict[str, int] = {}
 
     def change(self, now: float, cpu: int, others: Mapping[str, int] | None, allocated: int, useful: int) -> None:
         """A pod asking ``cpu`` millicores and ``others`` (canonical units) is allocated (``allocated`` = 1),
         released (−1), starts computing (``useful`` = 1) or stops (−1), at ``now``."""
-        if cpu:  # the common case, inlined: every pod of a trace changes it two or three times
-            mcpu = self.mcpu = self.mcpu + allocated * cpu
-            useful_mcpu = self.useful_mcpu = self.useful_mcpu + useful * cpu
-            both = self.series[CPU]
-            if both and both[-1][0] == now:
-                both[-1] = (now, mcpu // 1000, useful_mcpu // 1000)
-            else:
-                both.append((now, mcpu // 1000, useful_mcpu // 1000))
         if allocated:
+            self.mcpu += allocated * cpu
             series = self.cores_series
             if series and series[-1][0] == now:
                 series[-1] = (now, self.mcpu // 1000)
             else:
                 series.append((now, self.mcpu // 1000))
+        if cpu and allocated != useful:
+            self.idle_mcpu += (allocated - useful) * cpu
+            _step(self.idle_series, now, self.idle_mcpu // 1000)
         if others:
             for resource, amount in others.items():
                 if amount:
                     total = self._allocated[resource] = self._allocated.get(resource, 0) + allocated * amount
                     busy = self._useful[resource] = self._useful.get(resource, 0) + useful * amount
                     _sample(self.series.setdefault(resource, []), now, total, busy)
+
+
+def _step(series: list[tuple[float, int]], now: float, value: int) -> None:
+    """Record ``value`` at ``now`` in a step series kept minimal: a change back within one time point cancels."""
+    if series and series[-1][0] == now:
+        if (series[-2][1] if len(series) > 1 else 0) == value:
+            series.pop()
+        else:
+            series[-1] = (now, value)
+    elif (series[-1][1] if series else 0) != value:
+        series.append((now, value))
 
 
 def _sample(series: Series, now: float, allocated: int, useful: int) -> None:
