@@ -16,7 +16,7 @@ import pytest
 from kubeflux.sim.baselines import create
 from kubeflux.sim.command import _schedulers_for, merge_workloads
 from kubeflux.sim.driver import Simulation, SimulationOptions
-from kubeflux.sim.metrics import summarize
+from kubeflux.sim.metrics import POD_COLUMNS, pod_cells, summarize
 from kubeflux.sim.pods import Lifecycle, NodeOutage
 from kubeflux.sim.records import FinalState, RunRecord
 from kubeflux.sim.workloads import load_workload
@@ -52,6 +52,21 @@ def test_kube_default_rank_that_runs_early_holds_its_core_idle_until_the_last_ra
     summary = summarize(run)
     assert summary["utilization"] == pytest.approx(290 / 300)
     assert summary["useful_utilization"] == pytest.approx(200 / 300)
+
+
+def test_ranks_bound_together_but_running_after_different_start_delays_compute_from_the_last() -> None:
+    lifecycle = Lifecycle(start_delay=1.0, start_jitter=30.0, seed=11)
+    run = simulate_on(trace((0, 3, 100, 200)), 3, "kubeflux", lifecycle=lifecycle)
+    (job,) = run.jobs
+    running = sorted(p.running_time for p in run.pods if p.running_time is not None)
+    assert len(running) == 3 and running[0] < running[-1]  # the draws differ
+    assert job.starting_time == running[-1] and job.finish_time == running[-1] + 100
+    assert {p.compute_time for p in run.pods} == {running[-1]} and {p.end_time for p in run.pods} == {job.finish_time}
+    idle = {row[1]: row[POD_COLUMNS.index("idle_time")] for row in (pod_cells(p, 0.0) for p in run.pods)}
+    assert sorted(idle.values()) == [pytest.approx(running[-1] - r) for r in reversed(running)]
+    summary = summarize(run)  # every core allocated from the bind at 0 to the end; computing only the last 100 s
+    assert summary["utilization"] == pytest.approx(1.0)
+    assert summary["useful_utilization"] == pytest.approx(100 / job.finish_time)
 
 
 def test_a_gang_scheduler_starts_the_ranks_together_so_nothing_is_held_idle() -> None:
