@@ -57,7 +57,7 @@ class SimulationOptions:
     """Keep every Kubernetes Event (Scheduled, FailedScheduling …) in :attr:`Cluster.kube_events`."""
     couple: bool = True
     """Coupled jobs compute together (:func:`kubeflux.sim.jobs.coupled_quorum`); False runs every pod on its own
-    from its Running, as the served cluster's kubelet does."""
+    from its Running, as KWOK does."""
 
 
 GC_YOUNG_THRESHOLD = 100_000

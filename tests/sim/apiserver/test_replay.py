@@ -4,9 +4,6 @@ Each case runs the same files twice: in the simulator (``simulate``'s driver), a
 (``cluster serve --clock virtual --workload … --until-done``: objects created through the store at their submit
 times, the in-process schedulers binding through ``pods/binding``, the simulated kubelet writing pod status), and
 compares every job's record: final state, first bind, start, end, and the cores it ran on (so its nodes).
-
-The served cluster's kubelet runs every pod on its own, as KWOK does: it does not couple the pods of a parallel job
-(:func:`kubeflux.sim.jobs.coupled_quorum`), so the simulator is run with ``couple=False`` here.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.command import _schedulers_for, merge_workloads
-from kubeflux.sim.driver import SimulationOptions, simulate
+from kubeflux.sim.driver import simulate
 from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
@@ -53,8 +50,7 @@ def nodes_of(cluster: Path | tuple[int, int]) -> list[Node]:
 def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> tuple[RunRecord, RunRecord]:
     """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each)."""
     schedulers, primary = _schedulers_for(scheduler, workload)
-    options = SimulationOptions(couple=False)  # the served kubelet does not couple parallel jobs (yet)
-    simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler, options=options)
+    simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
     schedulers, primary = _schedulers_for(scheduler, workload)
     server = ApiServer(
         nodes,
@@ -164,6 +160,29 @@ def test_a_gang_that_can_never_fit_stops_the_served_run_as_it_stops_the_simulato
     }
     assert served.problems == simulated.problems
     assert "(3 pod(s) still pending)" in served.problems[0]
+
+
+def test_kube_default_placing_half_of_two_gangs_is_the_same_deadlock_through_the_api() -> None:
+    # Two PodGroups of 2 one-core pods on one 2-core node; the first pod of each has the higher priority, so
+    # kube-default binds a-0 and b-0: both hold a core idle, waiting for a pod that fits nowhere.
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    def group(name: str) -> WorkloadJob:
+        pods = [
+            PodTemplate(name=f"{name}-{k}", requests={"cpu": 1000}, run_time=60.0, priority=10 - 10 * k)
+            for k in range(2)
+        ]
+        return WorkloadJob(id=name, submit_time=0.0, kind=JobKind.POD_GROUP, name=name, min_member=2, pods=pods)
+
+    nodes = uniform_cluster(1, 2, "8Gi")
+    simulated, served = both(Workload("w", [group("a"), group("b")]), nodes, "kube-default")
+    assert schedule(served) == schedule(simulated)
+    assert {job.final_state.value for job in served.jobs} == {"NOT_FINISHED"}
+    assert served.problems == simulated.problems and served.stopped == simulated.stopped == served.problems[0]
+    assert served.problems[0].startswith("deadlock: the run stopped at 0 s: 2 coupled job(s) hold resources idle")
+    served_pods = {p.pod: (p.running_time, p.compute_time) for p in served.pods}
+    assert served_pods == {p.pod: (p.running_time, p.compute_time) for p in simulated.pods}
+    assert served_pods["default/a-0"] == (0.0, None)
 
 
 def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> None:

@@ -148,10 +148,20 @@ class ReplayBook:
 
     def _running(self, sp: SimPod) -> None:
         now = self.replay.loop.now
-        sp.running_at = sp.computing_at = now  # the served kubelet does not couple: every pod computes at once
+        sp.running_at = now
         sp.pod.phase = PodPhase.RUNNING
         job = self.replay.jobs[sp.job_index]
         job.running_started += 1
+        if job.coupled and job.start is None:  # the kubelet holds it until the job's last required pod runs
+            job.waiting.append(sp)
+            if len(job.waiting) < job.start_quorum:
+                return
+            job.start = now
+            for member in job.waiting:
+                member.computing_at = now
+            job.waiting = []
+            return
+        sp.computing_at = now
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
 
@@ -163,6 +173,8 @@ class ReplayBook:
         if sp.bound_at is not None and sp.node_index >= 0:
             self._give_back(sp)
         job = self.replay.jobs[sp.job_index]
+        if job.coupled and job.start is None and sp in job.waiting:
+            job.waiting.remove(sp)
         job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now)
         if job.finish is not None:
             return
@@ -209,7 +221,9 @@ class ReplayBook:
         else:
             series.append((now, value))
 
-    def run_record(self, label: str, workload_name: str, wall_seconds: float, problems: list[str]) -> RunRecord:
+    def run_record(
+        self, label: str, workload_name: str, wall_seconds: float, problems: list[str], stopped: str = ""
+    ) -> RunRecord:
         return RunRecord(
             scheduler=label,
             workload_name=workload_name,
@@ -222,6 +236,7 @@ class ReplayBook:
             queue_series=list(self.queue_series),
             problems=list(problems),
             pods=pod_records(self.replay.jobs),
+            stopped=stopped,
         )
 
 
