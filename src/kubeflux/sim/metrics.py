@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
@@ -149,16 +149,21 @@ def _cell(value: Cell) -> str:
     return str(value)
 
 
-def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
-    """Write ``jobs.csv`` for ``run`` (header + one line per job); returns the path."""
+def _write_csv(path: Path | str, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Path:
+    """Write a header and rows (None as an empty cell, as csv writes it); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(JOBS_COLUMNS)
-        origin, name = _origin(run), run.workload_name
-        writer.writerows(job_cells(job, origin, name) for job in run.jobs)  # csv writes None as an empty cell
+        writer.writerow(header)
+        writer.writerows(rows)
     return path
+
+
+def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
+    """Write ``jobs.csv`` for ``run`` (header + one line per job); returns the path."""
+    origin, name = _origin(run), run.workload_name
+    return _write_csv(path, JOBS_COLUMNS, (job_cells(job, origin, name) for job in run.jobs))
 
 
 POD_COLUMNS: tuple[str, ...] = (
@@ -217,14 +222,8 @@ def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
 
 def write_pods_csv(run: RunRecord, path: Path | str) -> Path:
     """Write ``pods.csv`` for ``run`` (header + one line per pod, see :func:`pod_cells`); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(POD_COLUMNS)
-        origin = _origin(run)
-        writer.writerows(pod_cells(pod, origin) for pod in run.pods)
-    return path
+    origin = _origin(run)
+    return _write_csv(path, POD_COLUMNS, (pod_cells(pod, origin) for pod in run.pods))
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -353,20 +353,11 @@ class SimulatedKubelet:
         owner = next((ref.get("name") for ref in meta.get("ownerReferences") or () if ref.get("kind") == "Job"), None)
         parallelism: int | None = None
         if owner:
-            jobs = self.store.registry.find("batch", "v1", "jobs")
-            try:
-                job = self.store.get(jobs, namespace, owner) if jobs is not None else {}
-            except ApiError:
-                job = {}
-            parallelism = int((job.get("spec") or {}).get("parallelism") or 1)
+            parallelism = int(self._spec("batch", "v1", "jobs", namespace, owner).get("parallelism") or 1)
         group, quorum, key = labels.get(POD_GROUP_LABEL), 0, ""
         if group:
-            groups = self.store.registry.find("scheduling.x-k8s.io", "v1alpha1", "podgroups")
-            try:
-                found = self.store.get(groups, namespace, group) if groups is not None else {}
-            except ApiError:
-                found = {}
-            quorum = int((found.get("spec") or {}).get("minMember") or 0)
+            found = self._spec("scheduling.x-k8s.io", "v1alpha1", "podgroups", namespace, group)
+            quorum = int(found.get("minMember") or 0)
             if parallelism is not None:
                 quorum = min(quorum, parallelism)
             key = f"{namespace}/podgroup/{group}"
@@ -378,6 +369,16 @@ class SimulatedKubelet:
         if coupled is None:
             coupled = self._groups[key] = _Group(quorum)
         return coupled
+
+    def _spec(self, group: str, version: str, plural: str, namespace: str, name: str) -> Object:
+        """The ``spec`` of an object in the store; empty when it is not there."""
+        resource = self.store.registry.find(group, version, plural)
+        try:
+            found = self.store.get(resource, namespace, name) if resource is not None else {}
+        except ApiError:
+            return {}
+        spec = found.get("spec")
+        return spec if isinstance(spec, dict) else {}
 
     def _leave(self, life: _Life) -> None:
         """An ended pod no longer waits with its coupled job."""
