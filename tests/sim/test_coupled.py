@@ -277,3 +277,15 @@ def test_no_two_jobs_of_the_demo_hold_one_resource_over_the_same_span(scheduler:
         assert float(figures["useful_utilization"]) < float(figures["utilization"]) - 0.1
     else:  # gangs start together: what is allocated computes
         assert figures["useful_utilization"] == figures["utilization"]
+
+
+def test_a_pod_group_with_fewer_pods_than_its_min_member_never_computes_and_says_so(tmp_path: Path) -> None:
+    workload = (
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: short}\nspec: {minMember: 3}\n"
+    )
+    workload += "".join(_rank("short", i, 0) for i in range(2))
+    result = simulate_cli(tmp_path, workload, "--nodes", "2", "--cores-per-node", "4", "-s", "kube-default")
+    assert result.returncode == 0, result.stderr[-2000:]
+    problems = (tmp_path / "out" / "problems.txt").read_text()
+    assert "PodGroup default/short has minMember 3 but only 2 pods in the file" in problems
+    assert "(or do not exist): default/short (2 of 3 pods running)" in problems

@@ -303,8 +303,8 @@ def deadlock_problem(now: float, jobs: Sequence[SimJob]) -> str:
     )
     more = f" and {len(jobs) - DEADLOCK_JOBS_NAMED} more" if len(jobs) > DEADLOCK_JOBS_NAMED else ""
     return (
-        f"deadlock: the run stopped at {now:g} s: {len(jobs)} coupled job(s) hold resources idle waiting for pods "
-        f"that fit on no node: {named}{more}"
+        f"deadlock: the run stopped at {now:g} s: {len(jobs)} coupled job(s) hold resources idle waiting for the "
+        f"rest of their pods, which fit on no node (or do not exist): {named}{more}"
     )
 
 

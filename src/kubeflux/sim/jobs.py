@@ -152,7 +152,8 @@ def coupled_quorum(wjob: WorkloadJob) -> int:
     Coupled (an MPI job: ranks that start early wait, holding their resources idle, and all end together):
 
     * a trace job of more than one pod (all its pods);
-    * a PodGroup of ``minMember`` > 1 (its ``minMember`` pods);
+    * a PodGroup of ``minMember`` > 1 (its ``minMember`` pods; with fewer pods than that, it never computes, as
+      the served cluster's kubelet, which sees only the PodGroup, has it);
     * a ``batch/v1`` Job that names a PodGroup of ``minMember`` > 1 (``min(minMember, parallelism)`` pods), or whose
       pod template has the annotation ``sim.kubeflux.io/coupled: "true"`` (its ``parallelism`` pods).
 
@@ -161,8 +162,7 @@ def coupled_quorum(wjob: WorkloadJob) -> int:
     if kind is JobKind.TRACE:
         return len(wjob.pods) if len(wjob.pods) > 1 else 0
     if kind is JobKind.POD_GROUP:
-        quorum = min(wjob.min_member, len(wjob.pods))
-        return quorum if quorum > 1 else 0
+        return wjob.min_member if wjob.min_member > 1 else 0
     if kind is not JobKind.JOB or not wjob.pods:
         return 0
     text = wjob.pods[0].annotations.get(COUPLED_ANNOTATION)
