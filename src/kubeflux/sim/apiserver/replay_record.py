@@ -8,7 +8,8 @@ handled; in virtual time the clock cannot move before (the book is one of the pa
 are the simulated times of the writes. The bookkeeping is :class:`kubeflux.sim.cluster.Cluster`'s: the cores each
 pod takes (ids numbered across the nodes in their order, the lowest free first), the jobs' counters, the
 utilisation and queue series; a job ends as it does there (all its pods ended; a ``batch/v1`` Job when its Job
-controller says so).
+controller says so). A coupled job (the served kubelet holds its pods until the last required one runs) starts
+computing at that pod's Running, which is then every waiting pod's compute time in ``pods.csv``.
 """
 
 from __future__ import annotations
