@@ -59,7 +59,7 @@ HEADLINE = (
     ("mean_waiting_time", "mean wait", 0),
     ("max_waiting_time", "max wait", 0),
     ("mean_bounded_slowdown", "bsld", 1),
-    ("utilization", "util", 3),
+    ("useful_utilization", "useful", 3),
     ("makespan", "makespan", 0),
     ("wall_seconds", "wall", 1),
 )
@@ -68,7 +68,10 @@ HEADLINE = (
 def headline(rows: list[dict[str, object]]) -> Table:
     """The comparison's key columns, narrow enough for an 80-column terminal."""
     table = Table(
-        title="kubeflux demo (times in s of virtual time; bsld = mean bounded slowdown; wall = s of real time)",
+        title=(
+            "kubeflux demo (times in s of virtual time; bsld = mean bounded slowdown; useful = share of the cores "
+            "computing, not held idle; wall = s of real time)"
+        ),
         box=box.SIMPLE,
     )
     table.add_column("scheduler", no_wrap=True)

@@ -20,7 +20,14 @@ when a reservation holds resources for it, its expected start in the ``kubeflux.
 Kubernetes Jobs follow the Job controller (:mod:`kubeflux.sim.jobcontroller`): up to ``parallelism`` pods at once
 until ``completions`` succeeded; a failed pod is replaced after a back-off of 10 s doubled per failure since the
 last success, capped at 6 min; the Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs,
-pod groups, lone pods) end when all their pods have ended. The kubelet's settings, node outages and the per-pod
+pod groups, lone pods) end when all their pods have ended.
+
+Coupled jobs (:func:`~kubeflux.sim.jobs.coupled_quorum`: a trace job of several pods, a PodGroup, a Job that
+says so) compute together: a pod that runs before its job's last required pod holds its resources idle; at that
+pod's Running every waiting pod begins computing, and its run time, crash point and walltime kill count from
+then. A trace job's or PodGroup's pod that fails ends the others (``PeerFailed``). :meth:`Cluster.stalled_jobs`
+tells the driver when such holding can never end (a deadlock). Resource ids and the usage per kind (allocated and
+computing) are kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node outages and the per-pod
 record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`.
 
 Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and
@@ -43,9 +50,10 @@ from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
-from kubeflux.sim.jobs import SimJob, job_records, job_timing
+from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timing, pod_records
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
-from kubeflux.sim.records import JobRecord
+from kubeflux.sim.records import JobRecord, PodRecord
+from kubeflux.sim.resourceids import ResourceIds, Usage, has_ids
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 Observer = Callable[[ClusterEvent, float], None]
@@ -66,6 +74,7 @@ class Cluster:
         primary_scheduler: str = "default-scheduler",
         workload_name: str = "",
         keep_events: bool = False,
+        couple: bool = True,
     ) -> None:
         self.loop = loop
         self.lifecycle = lifecycle or Lifecycle()
@@ -83,8 +92,10 @@ class Cluster:
         self._free_mem: list[int] = []
         self._free_gpu: list[int] = []
         self._free_ext: list[dict[str, int]] = []
-        self._free_cores: list[list[int] | None] = []
-        self._core_offset: list[int] = []
+        self.ids = ResourceIds()
+        """Resource ids per kind (:mod:`kubeflux.sim.resourceids`)."""
+        self.usage = Usage()
+        """Allocated and useful amounts per kind over time."""
         self.total_cores = 0
         for node in nodes:
             self._add_node(node)
@@ -94,11 +105,13 @@ class Cluster:
         self._observers: list[Observer] = []
         self._rng = random.Random(self.lifecycle.seed)
         self.job_controller = JobController(self)
-        self.used_mcpu = 0
+        self.couple = couple
+        self.idle_holding = 0
+        """Running pods of coupled jobs holding their resources idle until their job can compute."""
         self.pending_jobs = 0
         self.pods_bound = 0
         self.events_emitted = 0
-        self.utilization_series: list[tuple[float, int]] = []
+        self.utilization_series = self.usage.cores_series
         self.queue_series: list[tuple[float, int]] = []
 
     # -- nodes -----------------------------------------------------------------------------------------------
@@ -115,8 +128,7 @@ class Cluster:
         self._free_mem.append(alloc.get(MEMORY, 0))
         self._free_gpu.append(alloc.get(GPU, 0))
         self._free_ext.append({k: v for k, v in alloc.items() if k not in (CPU, MEMORY, GPU, "pods")})
-        self._free_cores.append(None)
-        self._core_offset.append(self.total_cores)
+        self.ids.add_node(alloc)
         self.total_cores += alloc.get(CPU, 0) // 1000
 
     def subscribe(self, observer: Observer) -> None:
@@ -178,7 +190,8 @@ class Cluster:
         index = self.node_index[name]
         victims = [sp for sp in self.pods.values() if sp.node_index == index and sp.finished_at is None]
         for sp in victims:
-            self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} which was running pod is unresponsive")
+            if sp.finished_at is None:  # not ended meanwhile with a coupled peer
+                self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} which was running pod is unresponsive")
             self._remove(sp)
 
     def node_up(self, name: str) -> None:
@@ -214,7 +227,8 @@ class Cluster:
         node = self._node(name)
         index = self.node_index[name]
         for sp in [sp for sp in self.pods.values() if sp.node_index == index and sp.finished_at is None]:
-            self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} was deleted")
+            if sp.finished_at is None:  # not ended meanwhile with a coupled peer
+                self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} was deleted")
             self._remove(sp)
         del self.node_index[name]
         self._emit(_DELETED, node)
@@ -248,13 +262,8 @@ class Cluster:
             ext = self._free_ext[index]
             for res, change in delta.items():
                 ext[res] = ext.get(res, 0) + change
-            cores, grow = self._free_cores[index], allocatable.get(CPU, 0) // 1000 - was.get(CPU, 0) // 1000
-            if cores is None:
-                offset = self._core_offset[index]
-                cores = self._free_cores[index] = list(range(offset + was.get(CPU, 0) // 1000 - 1, offset - 1, -1))
-            cores[:0] = range(self.total_cores + max(grow, 0) - 1, self.total_cores - 1, -1)
-            self.total_cores += max(grow, 0)
-            del cores[: max(-grow, 0)]
+            self.ids.resize(index, was, allocatable)
+            self.total_cores += max(allocatable.get(CPU, 0) // 1000 - was.get(CPU, 0) // 1000, 0)
         self.nodes[index] = node
         self._emit(_MODIFIED, node)
 
@@ -272,6 +281,7 @@ class Cluster:
             return job
         try:
             job.timings = [self._timing(t, wjob) for t in wjob.pods]
+            quorum = coupled_quorum(wjob)
         except ValueError as exc:
             self.problems.append(str(exc))
             job.reject(str(exc), self.loop.now)
@@ -279,6 +289,8 @@ class Cluster:
         if not wjob.pods:
             job.reject(f"job {wjob.id}: no pods", self.loop.now)
             return job
+        if self.couple and quorum > 1:
+            job.coupled, job.start_quorum = True, quorum
         self.pending_jobs += 1
         self._sample_queue()
         if wjob.min_member > 0:
@@ -389,15 +401,17 @@ class Cluster:
             return ""
         if not self.nodes[index].ready:
             node = self.nodes[index]
+            self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)
             self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {node.name} which was running pod is unresponsive")
             self._remove(sp)
             return ""
         if pod.active_deadline_seconds is not None:
             self.loop.schedule(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
         if sp.start_delay > 0.0:
+            self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)  # allocated, idle until Running
             self.loop.schedule(now + sp.start_delay, Priority.STAGE, self._start, sp)
         else:
-            self._start(sp)  # KWOK's fast pod-ready stage: Running at the bind's time point
+            self._start(sp, allocating=True)  # KWOK's fast pod-ready stage: Running at the bind's time point
         return ""
 
     def _admit(self, sp: SimPod, index: int) -> str:
@@ -420,19 +434,22 @@ class Cluster:
         fc[index] -= sp.cpu
         fm[index] -= sp.mem
         fg[index] -= sp.gpu
-        self.used_mcpu += sp.cpu
-        want = sp.cpu // 1000
-        if want:
-            cores = self._free_cores[index]
-            if cores is None:
-                offset = self._core_offset[index]
-                cores = list(range(offset + self.nodes[index].allocatable.get(CPU, 0) // 1000 - 1, offset - 1, -1))
-                self._free_cores[index] = cores
-            take = min(want, len(cores))
-            sp.cores = cores[-take:]
-            del cores[-take:]
-        self._sample_utilization()
-        return ""
+        if sp.cpu >= 1000:
+            sp.cores = self.ids.cores.take(index, sp.cpu // 1000)
+        others = sp.timing.others
+        if others is not None:
+            sp.ids = self._take_ids(others, index)
+        return ""  # the caller counts the allocation in the usage (with its start when it runs at once)
+
+    def _take_ids(self, requests: dict[str, int], index: int) -> dict[str, list[int]] | None:
+        """Ids on node ``index`` for the requests of kinds that have ids (GPUs, extended resources)."""
+        taken: dict[str, list[int]] = {}
+        for res, amount in requests.items():
+            if has_ids(res):
+                ids = self.ids.take(res, index, amount)
+                if ids:
+                    taken[res] = ids
+        return taken or None
 
     def _release(self, sp: SimPod) -> None:
         index = sp.node_index
@@ -444,12 +461,11 @@ class Cluster:
             for res, amount in sp.ext.items():
                 free[res] = free.get(res, 0) + amount
         if sp.cores:
-            cores = self._free_cores[index]
-            assert cores is not None
-            cores.extend(sp.cores)
-            cores.sort(reverse=True)
-        self.used_mcpu -= sp.cpu
-        self._sample_utilization()
+            self.ids.cores.give(index, sp.cores)
+        if sp.ids:
+            for res, ids in sp.ids.items():
+                self.ids.give(res, index, ids)
+        self.usage.change(self.loop.now, sp.cpu, sp.timing.others, -1, 0 if sp.computing_at is None else -1)
 
     def mark_unschedulable(
         self, key: str, uid: str, message: str, scheduler: str = "", expected_start: float | None = None
@@ -492,7 +508,10 @@ class Cluster:
         self._remove(sp)
 
     # -- kubelet stages ----------------------------------------------------------------------------------------
-    def _start(self, sp: SimPod) -> None:
+    def _start(self, sp: SimPod, allocating: bool = False) -> None:
+        """The pod is Running. It computes at once, unless its job is coupled and has not begun computing: it
+        then holds its resources idle until the job's last required pod runs, and all of them compute from then.
+        ``allocating``: it was bound at this instant and its allocation is not in the usage yet."""
         if sp.finished_at is not None:
             return
         now = self.loop.now
@@ -500,9 +519,29 @@ class Cluster:
         sp.pod.phase = _RUNNING
         job = self.jobs[sp.job_index]
         job.running_started += 1
+        if job.coupled and job.start is None:
+            self._modified(sp)
+            job.waiting.append(sp)
+            if len(job.waiting) < job.start_quorum:
+                if allocating:
+                    self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)
+                self.idle_holding += 1
+                return
+            job.start = now
+            members, job.waiting = job.waiting, []
+            self.idle_holding -= len(members) - 1
+            for member in members:
+                self._compute(member, now, allocating and member is sp)
+            return
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
         self._modified(sp)
+        self._compute(sp, now, allocating)
+
+    def _compute(self, sp: SimPod, now: float, allocating: bool) -> None:
+        """The pod computes from ``now``: its end (run time, crash or walltime kill) is counted from here."""
+        sp.computing_at = now
+        self.usage.change(now, sp.cpu, sp.timing.others, 1 if allocating else 0, 1)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
             self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
@@ -514,7 +553,8 @@ class Cluster:
     def _complete(self, sp: SimPod) -> None:
         if sp.finished_at is None:
             code = sp.exit_code
-            self._end(sp, _SUCCEEDED if code == 0 else _FAILED, code, "Completed" if code == 0 else "Error", "", "")
+            phase, why = (_SUCCEEDED, "Completed") if code == 0 else (_FAILED, "Error")
+            self._end(sp, phase, code, why, "", "", peers=False)
 
     def _crash(self, sp: SimPod) -> None:
         if sp.finished_at is None:
@@ -523,7 +563,7 @@ class Cluster:
     def _walltime(self, sp: SimPod) -> None:
         """A trace job reached its requested time: killed, as Batsim kills it (``COMPLETED_WALLTIME_REACHED``)."""
         if sp.finished_at is None:
-            self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", "walltime reached")
+            self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", "walltime reached", peers=False)
 
     def _deadline(self, sp: SimPod) -> None:
         if sp.finished_at is None:
@@ -531,8 +571,20 @@ class Cluster:
             self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", message)
             self.record_event("Normal", "DeadlineExceeded", sp.pod.key, message)
 
-    def _end(self, sp: SimPod, phase: PodPhase, code: int, container_reason: str, reason: str, message: str) -> None:
-        """The pod reached a terminal phase: free its resources, tell the observers, update its job."""
+    def _end(
+        self,
+        sp: SimPod,
+        phase: PodPhase,
+        code: int,
+        container_reason: str,
+        reason: str,
+        message: str,
+        *,
+        peers: bool = True,
+    ) -> None:
+        """The pod reached a terminal phase: free its resources, tell the observers, update its job. A coupled
+        trace job or pod group whose pod failed (``peers``: not its own walltime or completion) loses the others
+        too (:meth:`_end_peers`)."""
         now = self.loop.now
         sp.finished_at = now
         sp.exit_code = code
@@ -545,13 +597,28 @@ class Cluster:
             self._release(sp)
         self._modified(sp)
         job = self.jobs[sp.job_index]
+        if job.coupled and job.start is None and sp in job.waiting:
+            job.waiting.remove(sp)
+            self.idle_holding -= 1
         job.pod_ended(phase is _SUCCEEDED, reason, now)
+        if peers and phase is _FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
+            self._end_peers(job, sp)
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:
             self.job_controller.pod_ended(job)
         elif job.active == 0:
             self.finish_job(job)
+
+    def _end_peers(self, job: SimJob, failed: SimPod) -> None:
+        """A pod of a coupled job failed: the job cannot compute without it (an MPI rank lost), so its other
+        unfinished pods end too, reason ``PeerFailed``; those never bound are deleted (nothing waits for them)."""
+        message = f"pod {failed.pod.key} of the coupled job ended ({failed.reason or failed.container_reason})"
+        for sp in job.pods:
+            if sp.finished_at is None:
+                self._end(sp, _FAILED, 137, "Error", "PeerFailed", message, peers=False)
+                if sp.bound_at is None:
+                    self._remove(sp)
 
     def _remove(self, sp: SimPod) -> None:
         pod = sp.pod
@@ -571,15 +638,6 @@ class Cluster:
             self._emit(_MODIFIED, group)
 
     # -- series and records ------------------------------------------------------------------------------------
-    def _sample_utilization(self) -> None:
-        series = self.utilization_series
-        now = self.loop.now
-        cores = self.used_mcpu // 1000
-        if series and series[-1][0] == now:
-            series[-1] = (now, cores)
-        else:
-            series.append((now, cores))
-
     def _sample_queue(self) -> None:
         series = self.queue_series
         now = self.loop.now
@@ -590,7 +648,32 @@ class Cluster:
 
     def job_records(self) -> list[JobRecord]:
         """One :class:`JobRecord` per submitted job, in submission order."""
-        return job_records(self.jobs, self.workload_name)
+        return job_records(self.jobs, self.workload_name, self.ids.layout())
+
+    def pod_records(self) -> list[PodRecord]:
+        """One :class:`PodRecord` per pod created (``pods.csv``), per job in submission order."""
+        return pod_records(self.jobs, self.ids.layout())
+
+    def stalled_jobs(self, owned: Callable[[str], bool]) -> list[SimJob]:
+        """The coupled jobs holding resources idle, when no pending pod of a scheduler that ``owned`` names fits the
+        free resources of any ready, schedulable node: then, with no other change to come, they wait for ever (a
+        deadlock). Empty when none waits or a pending pod could still be placed."""
+        if not self.idle_holding:
+            return []
+        nodes = [i for i in self.node_index.values() if self.nodes[i].ready and not self.nodes[i].unschedulable]
+        fc, fm, fg, fx = self._free_cpu, self._free_mem, self._free_gpu, self._free_ext
+        for sp in self.pods.values():
+            if sp.bound_at is not None or sp.pod.deleted or not owned(sp.pod.scheduler_name):
+                continue
+            for i in nodes:
+                if (
+                    sp.cpu <= fc[i]
+                    and sp.mem <= fm[i]
+                    and sp.gpu <= fg[i]
+                    and (not sp.ext or all(amount <= fx[i].get(res, 0) for res, amount in sp.ext.items()))
+                ):
+                    return []
+        return [job for job in self.jobs if job.waiting]
 
     def free(self, node: str) -> dict[str, int]:
         """What is left on ``node`` (allocatable minus the requests of its bound, unfinished pods)."""

@@ -114,6 +114,7 @@ def _write_outputs(runs: list[RunRecord], out: Path, console: Console) -> list[d
         return rows
     for run in runs:
         metrics.write_jobs_csv(run, out / run.scheduler / "jobs.csv")
+        metrics.write_pods_csv(run, out / run.scheduler / "pods.csv")
         rows.append(metrics.summarize(run))
     metrics.write_summary_csv(rows, out / "summary.csv")
     metrics.write_summary_json(rows, out / "summary.json")

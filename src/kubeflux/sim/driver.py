@@ -35,6 +35,7 @@ from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject, Sch
 from kubeflux.scheduler.objects import Node, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
+from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
 
@@ -54,6 +55,9 @@ class SimulationOptions:
     """Stop at this virtual time (seconds from the first submission); None runs until nothing is left to do."""
     keep_events: bool = False
     """Keep every Kubernetes Event (Scheduled, FailedScheduling …) in :attr:`Cluster.kube_events`."""
+    couple: bool = True
+    """Coupled jobs compute together (:func:`kubeflux.sim.jobs.coupled_quorum`); False runs every pod on its own
+    from its Running, as KWOK does."""
 
 
 GC_YOUNG_THRESHOLD = 100_000
@@ -118,6 +122,7 @@ class Simulation:
             primary_scheduler=self.primary,
             workload_name=workload.name,
             keep_events=self.options.keep_events,
+            couple=self.options.couple,
         )
         for scheduler in self.schedulers.values():
             self.cluster.subscribe(scheduler.observe)
@@ -127,6 +132,8 @@ class Simulation:
         self._wakeups: dict[str, float] = {}
         self._wakeups_pending = 0
         self.problems: list[str] = list(workload.problems)
+        self.stopped = ""
+        """Why the run stopped before its work was done (:attr:`RunRecord.stopped`)."""
 
     # -- arrivals ---------------------------------------------------------------------------------------------
     def _arrive(self, job: WorkloadJob) -> None:
@@ -159,6 +166,7 @@ class Simulation:
         until = self.options.until
         schedulers = list(self.schedulers.items())
         points = idle = 0
+        self.stopped = ""
         while len(loop):
             if until is not None and loop.peek() > until:
                 loop.now = until
@@ -174,7 +182,10 @@ class Simulation:
                     self._wakeups[name] = wake
                     self._wakeups_pending += 1
                     loop.schedule(wake, Priority.WAKEUP, self._wake, name)
-            if len(loop) != self._wakeups_pending or bound:
+            frozen = len(loop) == self._wakeups_pending  # only the schedulers' own timers can change anything
+            if frozen and (bound or not idle) and self._deadlocked(now):
+                break
+            if not frozen or bound:
                 idle = 0  # the cluster will change (or just did): not idle
             else:
                 idle += 1
@@ -198,6 +209,11 @@ class Simulation:
             utilization_series=cluster.utilization_series,
             queue_series=cluster.queue_series,
             problems=self.problems + cluster.problems,
+            pods=cluster.pod_records(),
+            resources=cluster.ids.layout(),
+            idle_series=cluster.usage.idle_series,
+            usage_series=cluster.usage.series,
+            stopped=self.stopped,
         )
 
     def _apply(self, name: str, decisions: list[Decision]) -> int:
@@ -241,7 +257,18 @@ class Simulation:
 
     def _report_livelock(self, now: float, idle: int) -> None:
         waiting = sum(1 for sp in self.cluster.pods.values() if sp.bound_at is None and not sp.pod.deleted)
-        self.problems.append(livelock_problem(now, idle, waiting))
+        self.stopped = livelock_problem(now, idle, waiting)
+        self.problems.append(self.stopped)
+
+    def _deadlocked(self, now: float) -> bool:
+        """At a frozen time point: stop the run, saying why, when coupled jobs hold resources idle for pods that
+        no longer fit anywhere (:meth:`Cluster.stalled_jobs`)."""
+        jobs = self.cluster.stalled_jobs(self.schedulers.__contains__)
+        if not jobs:
+            return False
+        self.stopped = deadlock_problem(now, jobs)
+        self.problems.append(self.stopped)
+        return True
 
     def _report_orphans(self) -> None:
         missing: dict[str, int] = {}
@@ -264,6 +291,23 @@ def livelock_problem(now: float, idle: int, waiting: int) -> str:
     )
 
 
+DEADLOCK_JOBS_NAMED = 20
+"""Jobs named in a deadlock's message at most (the count says how many in all)."""
+
+
+def deadlock_problem(now: float, jobs: Sequence[SimJob]) -> str:
+    """What a run stopped by a deadlock says in its problems: the jobs that hold resources idle, each with how many
+    of its required pods run."""
+    named = ", ".join(
+        f"{job.wjob.id} ({len(job.waiting)} of {job.start_quorum} pods running)" for job in jobs[:DEADLOCK_JOBS_NAMED]
+    )
+    more = f" and {len(jobs) - DEADLOCK_JOBS_NAMED} more" if len(jobs) > DEADLOCK_JOBS_NAMED else ""
+    return (
+        f"deadlock: the run stopped at {now:g} s: {len(jobs)} coupled job(s) hold resources idle waiting for the "
+        f"rest of their pods, which fit on no node (or do not exist): {named}{more}"
+    )
+
+
 def simulate(
     workload: Workload,
     nodes: Sequence[Node],
@@ -279,4 +323,12 @@ def simulate(
     return sim.run(progress)
 
 
-__all__ = ["IDLE_WAKEUP_LIMIT", "Progress", "Simulation", "SimulationOptions", "livelock_problem", "simulate"]
+__all__ = [
+    "IDLE_WAKEUP_LIMIT",
+    "Progress",
+    "Simulation",
+    "SimulationOptions",
+    "deadlock_problem",
+    "livelock_problem",
+    "simulate",
+]

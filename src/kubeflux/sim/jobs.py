@@ -11,7 +11,8 @@ from typing import Any
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
-from kubeflux.sim.records import FinalState, JobRecord
+from kubeflux.sim.records import FinalState, JobRecord, PodRecord
+from kubeflux.sim.resourceids import ResourceKind, has_ids, units_of
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
@@ -19,6 +20,8 @@ READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
 COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
 COMPLETE_JITTER = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+COUPLED_ANNOTATION = "sim.kubeflux.io/coupled"
+"""On a Job's pod template: ``"true"`` makes its ``parallelism`` pods one coupled job (see :func:`coupled_quorum`)."""
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -94,9 +97,10 @@ def timing_of(
     if walltime is not None and WALLTIME_ANNOTATION not in annotations:
         annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
     requests = template.requests
-    ext = None
+    ext = others = None
     if len(requests) > 1 or CPU not in requests:
         ext = {k: v for k, v in requests.items() if k not in (CPU, MEMORY, GPU, "pods")} or None
+        others = {k: v for k, v in requests.items() if k not in (CPU, "pods") and v} or None
     kind = wjob.kind
     return TemplateTiming(
         template,
@@ -115,6 +119,7 @@ def timing_of(
         template.scheduler_name or primary,
         f"Job/{wjob.name}" if kind is JobKind.JOB else "",
         "main" if template.manifest is None else _container_name(template.manifest),
+        others,
     )
 
 
@@ -141,11 +146,43 @@ def _container_name(manifest: Any) -> str:
     return "main"
 
 
+def coupled_quorum(wjob: WorkloadJob) -> int:
+    """How many of the job's pods must run before it computes, when they must run together; 0 when they need not.
+
+    Coupled (an MPI job: ranks that start early wait, holding their resources idle, and all end together):
+
+    * a trace job of more than one pod (all its pods);
+    * a PodGroup of ``minMember`` > 1 (its ``minMember`` pods; with fewer pods than that, it never computes, as
+      the served cluster's kubelet, which sees only the PodGroup, has it);
+    * a ``batch/v1`` Job that names a PodGroup of ``minMember`` > 1 (``min(minMember, parallelism)`` pods), or whose
+      pod template has the annotation ``sim.kubeflux.io/coupled: "true"`` (its ``parallelism`` pods).
+
+    Raises ValueError naming the job when the annotation is neither ``"true"`` nor ``"false"``."""
+    kind = wjob.kind
+    if kind is JobKind.TRACE:
+        return len(wjob.pods) if len(wjob.pods) > 1 else 0
+    if kind is JobKind.POD_GROUP:
+        return wjob.min_member if wjob.min_member > 1 else 0
+    if kind is not JobKind.JOB or not wjob.pods:
+        return 0
+    text = wjob.pods[0].annotations.get(COUPLED_ANNOTATION)
+    if text is not None and text.strip().lower() not in ("true", "false"):
+        where = _where(wjob.pods[0], wjob)
+        raise ValueError(f'{where}: annotation {COUPLED_ANNOTATION}: must be "true" or "false", got {text!r}')
+    quorum = 0
+    if wjob.min_member > 1:
+        quorum = min(wjob.min_member, wjob.parallelism)
+    elif text is not None and text.strip().lower() == "true":
+        quorum = wjob.parallelism
+    return quorum if quorum > 1 else 0
+
+
 class SimJob:
     """One workload job in the cluster: its pods (all attempts) and the times the metrics need (seconds)."""
 
     __slots__ = (
         "active",
+        "coupled",
         "created",
         "deadline_hits",
         "fail_streak",
@@ -168,6 +205,7 @@ class SimJob:
         "submit",
         "succeeded",
         "timings",
+        "waiting",
         "wjob",
     )
 
@@ -184,7 +222,12 @@ class SimJob:
         self.fill_at = -1.0
         gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not JobKind.JOB else 0
         self.start_quorum = max(gang, 1)
+        self.coupled = False
+        """Its pods compute together (see :func:`coupled_quorum`); :attr:`start_quorum` of them must run."""
+        self.waiting: list[SimPod] = []
+        """A coupled job's pods that run and hold their resources idle until it can compute."""
         self.start: float | None = None
+        """When it began computing: a coupled job's last required pod Running, else its first pod Running."""
         self.finish: float | None = None
         self.first_bind: float | None = None
         self.last_bind: float | None = None
@@ -229,15 +272,47 @@ class SimJob:
         return FinalState.COMPLETED_SUCCESSFULLY
 
     def requested_resources(self) -> int:
-        if self.wjob.requested_processors > 0:
-            return self.wjob.requested_processors
-        per_wave = self.wjob.parallelism if self.wjob.kind is JobKind.JOB else 1
-        return sum(max(t.requests.get(CPU, 0) // 1000, 1) for t in self.wjob.pods) * per_wave
+        """What ``requested_number_of_resources`` counts (:attr:`JobRecord.requested_number_of_resources`)."""
+        wjob = self.wjob
+        if wjob.kind is JobKind.TRACE and wjob.requested_processors > 0:
+            return wjob.requested_processors
+        per_wave = wjob.parallelism if wjob.kind is JobKind.JOB else 1
+        return sum(pod_ids_asked(t.requests) for t in wjob.pods) * per_wave
 
 
-def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
-    """Rows for ``jobs.csv``: one per job, in submission order."""
+def pod_ids_asked(requests: dict[str, int]) -> int:
+    """Resource ids a pod asking ``requests`` gets (whole cores, GPUs, extended units), or 1 when it gets none."""
+    asked = 0
+    for res, amount in requests.items():
+        if has_ids(res):
+            asked += units_of(res, amount)
+    return asked or 1
+
+
+def _id_bases(layout: list[ResourceKind] | None) -> dict[str, int]:
+    return {kind.name: kind.first for kind in layout or () if kind.count}
+
+
+def _pod_ids(sp: SimPod, bases: dict[str, int]) -> list[int]:
+    """The pod's ids in the run's layout, sorted (cores keep theirs: they come first). A pod of cores only gives
+    its own list, sorted in place: the job's and the pod's records share it (a month of trace has hundreds of
+    thousands; the order of a pod's free ids is of no matter to the cluster)."""
+    if not sp.ids:
+        cores = sp.cores
+        cores.sort()
+        return cores
+    ids = list(sp.cores)
+    for res, local in sp.ids.items():
+        base = bases.get(res, 0)
+        ids.extend(base + i for i in local)
+    ids.sort()
+    return ids
+
+
+def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKind] | None = None) -> list[JobRecord]:
+    """Rows for ``jobs.csv``: one per job, in submission order; ids in ``layout`` (None: cores only)."""
     records: list[JobRecord] = []
+    bases = _id_bases(layout)
     for job in jobs:
         start = job.start
         if start is None and job.finish is not None:
@@ -245,12 +320,12 @@ def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
             start = min(started) if started else None
         pods = job.pods
         if len(pods) == 1:
-            allocated = sorted(pods[0].cores)
+            allocated = _pod_ids(pods[0], bases)
         else:
-            cores: set[int] = set()
+            held: set[int] = set()
             for sp in pods:
-                cores.update(sp.cores)
-            allocated = sorted(cores)
+                held.update(_pod_ids(sp, bases))
+            allocated = sorted(held)
         records.append(
             JobRecord(
                 job_id=job.wjob.id,
@@ -271,16 +346,50 @@ def job_records(jobs: list[SimJob], workload_name: str) -> list[JobRecord]:
     return records
 
 
+def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) -> list[PodRecord]:
+    """Rows for ``pods.csv``: every pod of every job (all attempts), jobs in submission order."""
+    bases = _id_bases(layout)
+    records: list[PodRecord] = []
+    append = records.append
+    for job in jobs:
+        job_id = job.wjob.id
+        for sp in job.pods:
+            pod = sp.pod
+            ended = sp.finished_at is not None
+            append(
+                PodRecord(  # positional, in the field order: a month of trace makes hundreds of thousands
+                    job_id,
+                    pod.key,
+                    pod.node_name,
+                    sp.created_at,
+                    sp.bound_at,
+                    sp.running_at,
+                    sp.computing_at,
+                    sp.finished_at,
+                    pod.phase.value,
+                    (sp.reason or sp.container_reason) if ended else "",
+                    sp.exit_code if ended else None,
+                    _pod_ids(sp, bases),
+                    sp.status_message if ended else sp.unschedulable_message,
+                )
+            )
+    return records
+
+
 __all__ = [
     "COMPLETE_DELAY",
     "COMPLETE_JITTER",
+    "COUPLED_ANNOTATION",
     "JOB_NAME_LABEL",
     "READY_DELAY",
     "READY_JITTER",
     "SimJob",
+    "coupled_quorum",
     "exact_seconds",
     "job_records",
     "job_timing",
     "parse_duration",
+    "pod_ids_asked",
+    "pod_records",
     "timing_of",
 ]

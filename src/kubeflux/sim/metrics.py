@@ -7,7 +7,10 @@
 * ``execution_time`` = finish − start, ``waiting_time`` = start − submission, ``turnaround_time`` = finish −
   submission, ``stretch`` = turnaround / execution (empty when execution is 0), ``success`` is 1 only for
   ``COMPLETED_SUCCESSFULLY``; ``consumed_energy`` is −1 (no energy model); ``allocated_resources`` is Batsim's
-  interval set of resource (core) ids, e.g. ``0-3 5``; ``metadata`` is empty;
+  interval set of resource ids, e.g. ``0-3 5`` (cores, then GPUs, then other extended resources:
+  :mod:`kubeflux.sim.resourceids`); ``metadata`` is empty;
+* ``starting_time`` is when the job began computing: a coupled job's last required pod Running
+  (:func:`kubeflux.sim.jobs.coupled_quorum`), any other job's first pod Running;
 * a ``REJECTED`` job has, as Batsim writes it, empty starting_time, execution_time, finish_time, waiting_time,
   turnaround_time, stretch and consumed_energy; a job still pending or running when the run ended
   (``NOT_FINISHED``) has empty columns for what never happened;
@@ -16,7 +19,8 @@
   gang, the time between its first and last member being bound);
 * ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time).
 
-:func:`summarize` gives one row per run (see its docstring for each figure).
+:func:`summarize` gives one row per run (see its docstring for each figure); :func:`write_pods_csv` writes
+``pods.csv``, one row per pod (see :func:`pod_cells`). ``docs/simulator-outputs.md`` describes every output.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from kubeflux.sim.records import FinalState, JobRecord, RunRecord
+from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
 
 BATSIM_COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -145,33 +149,105 @@ def _cell(value: Cell) -> str:
     return str(value)
 
 
-def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
-    """Write ``jobs.csv`` for ``run`` (header + one line per job); returns the path."""
+def _write_csv(path: Path | str, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Path:
+    """Write a header and rows (None as an empty cell, as csv writes it); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(JOBS_COLUMNS)
-        origin, name = _origin(run), run.workload_name
-        writer.writerows(job_cells(job, origin, name) for job in run.jobs)  # csv writes None as an empty cell
+        writer.writerow(header)
+        writer.writerows(rows)
     return path
+
+
+def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
+    """Write ``jobs.csv`` for ``run`` (header + one line per job); returns the path."""
+    origin, name = _origin(run), run.workload_name
+    return _write_csv(path, JOBS_COLUMNS, (job_cells(job, origin, name) for job in run.jobs))
+
+
+POD_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "pod",
+    "node",
+    "creation_time",
+    "bind_time",
+    "running_time",
+    "compute_time",
+    "end_time",
+    "idle_time",
+    "phase",
+    "reason",
+    "exit_code",
+    "resources",
+    "message",
+)
+"""``pods.csv``'s columns (see :func:`pod_cells`)."""
+
+
+def _at(value: float | None, origin: float) -> float | None:
+    return None if value is None else round(value - origin, 6)
+
+
+def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
+    """One ``pods.csv`` row in :data:`POD_COLUMNS` order. Times are seconds from the run's first submission:
+    ``running_time`` when the container ran, ``compute_time`` when the pod began computing (a coupled job's compute
+    start: the pod held its resources idle from running to compute, ``idle_time`` seconds; a pod that ended before
+    its job computed was idle from running to its end); ``reason`` says why it ended; ``resources`` is the ids it
+    held (Batsim's interval set, as ``allocated_resources``); ``message`` what its status says (how it ended, or,
+    never bound, the scheduler's last ``Unschedulable`` message)."""
+    running, compute, end = pod.running_time, pod.compute_time, pod.end_time
+    idle: float | None = None
+    if running is not None:
+        until = compute if compute is not None else end
+        idle = None if until is None else round(until - running, 6)
+    ids = pod.resources
+    return (
+        pod.job_id,
+        pod.pod,
+        pod.node,
+        _at(pod.created_time, origin),
+        _at(pod.bind_time, origin),
+        _at(running, origin),
+        _at(compute, origin),
+        _at(end, origin),
+        idle,
+        pod.phase,
+        pod.reason,
+        pod.exit_code,
+        (str(ids[0]) if len(ids) == 1 else interval_set(ids)) if ids else "",
+        pod.message,
+    )
+
+
+def write_pods_csv(run: RunRecord, path: Path | str) -> Path:
+    """Write ``pods.csv`` for ``run`` (header + one line per pod, see :func:`pod_cells`); returns the path."""
+    origin = _origin(run)
+    return _write_csv(path, POD_COLUMNS, (pod_cells(pod, origin) for pod in run.pods))
 
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _area(points: Sequence[tuple[float, int]], begin: float, end: float) -> float:
+    """The integral over [begin, end] of a step function given as (time, value) at each change."""
+    total = 0.0
+    ordered = sorted(points)
+    if not ordered:
+        return total
+    for (time, value), (next_time, _) in zip(ordered, [*ordered[1:], (end, 0)], strict=True):
+        lo, hi = max(time, begin), min(next_time, end)
+        if hi > lo:
+            total += value * (hi - lo)
+    return total
+
+
 def _used_core_seconds(run: RunRecord, begin: float, end: float) -> float:
     """Core-seconds in use over [begin, end]: the run's utilization series when it has one, else the jobs'
     allocations (cores × (finish − start))."""
     if run.utilization_series:
-        total = 0.0
-        points = sorted(run.utilization_series)
-        for (time, cores), (next_time, _) in zip(points, [*points[1:], (end, 0)], strict=True):
-            lo, hi = max(time, begin), min(next_time, end)
-            if hi > lo:
-                total += cores * (hi - lo)
-        return total
+        return _area(run.utilization_series, begin, end)
     total = 0.0
     for job in run.jobs:
         if job.final_state is FinalState.REJECTED or job.starting_time is None or job.finish_time is None:
@@ -190,7 +266,11 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
       ``mean_slowdown`` (Batsim's, unbounded: turnaround / execution) and ``mean_bounded_slowdown``
       (max(1, turnaround / max(execution, 10 s))) over finished jobs;
     * ``mean_scheduling_latency``, ``mean_dispatch_time``, ``mean_job_completion_time`` (as in ``jobs.csv``);
-    * ``utilization`` = core-seconds used / (total cores × makespan), over [first submission, last finish];
+    * ``utilization`` = core-seconds allocated (held by bound pods) / (total cores × makespan), over [first
+      submission, last finish]; ``useful_utilization`` the same for core-seconds computing (a coupled job's pods
+      from its compute start: the idle holding before it is allocated, not useful); for every other resource kind
+      of the cluster (GPUs, extended resources, memory) ``utilization[<kind>]`` and ``useful_utilization[<kind>]``,
+      e.g. ``utilization[nvidia.com/gpu]``, in the kind's units over its capacity;
     * ``pods_per_virtual_second`` = pods bound / makespan; ``pods_per_wall_second`` = pods bound / wall seconds
       (the simulator's own speed); ``wall_seconds`` as measured by the driver.
     """
@@ -226,6 +306,8 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
     states = [job.final_state for job in run.jobs]
     used = _used_core_seconds(run, origin, last_finish)
     capacity = run.total_cores * makespan
+    kinds = kind_utilization(run, origin, last_finish)
+    useful = kinds.pop("useful_utilization", 0.0)
     return {
         "scheduler": run.scheduler,
         "workload": run.workload_name,
@@ -244,11 +326,38 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "mean_dispatch_time": round(_mean(dispatch), 6),
         "mean_job_completion_time": round(_mean(turnarounds), 6),
         "utilization": round(used / capacity, 6) if capacity > 0 else 0.0,
+        "useful_utilization": useful,
+        **kinds,
         "pods_bound": run.pods_bound,
         "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
         "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,
         "wall_seconds": round(run.wall_seconds, 6),
     }
+
+
+def kind_utilization(run: RunRecord, begin: float, end: float) -> dict[str, float]:
+    """``useful_utilization`` (cores: allocated minus held idle) and, per other kind with ids or asked for by a pod,
+    ``utilization[<kind>]`` and ``useful_utilization[<kind>]`` over [begin, end] (empty when ``end`` is not after
+    ``begin``)."""
+    figures: dict[str, float] = {}
+    span = end - begin
+    if span <= 0:
+        return figures
+    cores = run.total_cores * span
+    if cores > 0:
+        useful = _used_core_seconds(run, begin, end) - _area(run.idle_series, begin, end)
+        figures["useful_utilization"] = round(useful / cores, 6)
+    for kind in run.resources:
+        name, capacity = kind.name, kind.capacity
+        series = run.usage_series.get(name)
+        if name == "cpu" or capacity <= 0 or (series is None and not kind.count):  # memory no pod asked for
+            continue
+        points = series or []
+        allocated = _area([(t, a) for t, a, _ in points], begin, end) / (capacity * span)
+        busy = _area([(t, u) for t, _, u in points], begin, end) / (capacity * span)
+        figures[f"utilization[{name}]"] = round(allocated, 6)
+        figures[f"useful_utilization[{name}]"] = round(busy, 6)
+    return figures
 
 
 def write_summary_csv(rows: Sequence[dict[str, str | int | float]], path: Path | str) -> Path:
@@ -282,12 +391,16 @@ __all__ = [
     "BOUNDED_SLOWDOWN_TAU",
     "JOBS_COLUMNS",
     "KUBERNETES_COLUMNS",
+    "POD_COLUMNS",
     "interval_set",
     "job_cells",
     "job_row",
     "jobs_rows",
+    "kind_utilization",
+    "pod_cells",
     "summarize",
     "write_jobs_csv",
+    "write_pods_csv",
     "write_summary_csv",
     "write_summary_json",
 ]

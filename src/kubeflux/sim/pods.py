@@ -77,6 +77,8 @@ class TemplateTiming:
     scheduler_name: str
     owner: str
     container_name: str
+    others: dict[str, int] | None = None
+    """Requests other than ``cpu`` (memory, GPUs, extended resources), for the usage per kind; None when none."""
 
 
 class SimPod:
@@ -84,6 +86,7 @@ class SimPod:
 
     __slots__ = (
         "bound_at",
+        "computing_at",
         "container_name",
         "container_reason",
         "cores",
@@ -94,6 +97,7 @@ class SimPod:
         "fail_after",
         "finished_at",
         "gpu",
+        "ids",
         "job_index",
         "mem",
         "modified",
@@ -123,6 +127,12 @@ class SimPod:
         self.unschedulable_message = ""
         self.node_index = -1
         self.cores: list[int] = []
+        """Core ids held (see :mod:`kubeflux.sim.resourceids`)."""
+        self.ids: dict[str, list[int]] | None = None
+        """Ids held of the other kinds that have ids (GPUs, extended resources), numbered within each kind."""
+        self.computing_at: float | None = None
+        """When it began to compute: Running, or a coupled job's compute start if it ran before that (it held its
+        resources idle in between)."""
         self.run_time = timing.run_time
         self.start_delay = timing.start_delay
         self.fail_after: float | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kubeflux.sim.resourceids import ResourceKind, Series
+
 
 class FinalState(StrEnum):
     """Batsim's final states, as written in ``jobs.csv``."""
@@ -26,19 +28,51 @@ class JobRecord:
     workload_name: str
     submission_time: float
     requested_number_of_resources: int
+    """Resource ids the job asks for: its pods' whole cores, GPUs and units of other extended resources (at least
+    one per pod), times ``parallelism`` for a ``batch/v1`` Job; a trace job's processors as the trace gives them."""
     requested_time: float
     final_state: FinalState
     starting_time: float | None = None
-    """When the job started running: its last gang member (or first pod otherwise) Running."""
+    """When the job began computing: a coupled job's last required pod Running (its pods that ran before held
+    their resources idle), any other job's first pod Running. A coupled job that never computed (a pod failed
+    before the others ran) has its first pod's Running here."""
     finish_time: float | None = None
     first_bind_time: float | None = None
     """When the scheduler bound the first pod (scheduling latency = this − submission)."""
     last_bind_time: float | None = None
     allocated_resources: list[int] = field(default_factory=list)
-    """Resource ids (core indices across the cluster) the job ran on, for Batsim's interval set."""
+    """Resource ids the job's pods held, for Batsim's interval set: cores, then GPUs, then other extended resources
+    (:attr:`RunRecord.resources` gives the layout; :mod:`kubeflux.sim.resourceids`)."""
     pods: int = 0
     attempts: int = 1
     """Pod attempts including retries (Kubernetes Job back-off)."""
+
+
+@dataclass(slots=True)
+class PodRecord:
+    """One pod's life, for ``pods.csv``. Times are seconds of virtual time; None where the event never happened."""
+
+    job_id: str
+    pod: str
+    """``namespace/name``."""
+    node: str
+    created_time: float
+    bind_time: float | None
+    running_time: float | None
+    compute_time: float | None
+    """When it began computing: its Running, or its coupled job's compute start if it ran before (idle holding
+    from running to compute)."""
+    end_time: float | None
+    phase: str
+    reason: str
+    """Why it ended: ``Completed``, ``Error`` (its exit code), ``DeadlineExceeded``, ``NodeLost``, ``Deleted``,
+    ``PeerFailed`` (a coupled job's other pod failed), ``OutOf<resource>`` …; empty while it runs or waits."""
+    exit_code: int | None
+    resources: list[int] = field(default_factory=list)
+    """Resource ids it held, in the run's layout (as ``allocated_resources``)."""
+    message: str = ""
+    """What its status says: how it ended (``Node n1 was deleted``, the failed peer), or, never bound, the
+    scheduler's last ``Unschedulable`` message."""
 
 
 @dataclass(slots=True)
@@ -59,3 +93,15 @@ class RunRecord:
     """(time, pending jobs) at each change."""
     problems: list[str] = field(default_factory=list)
     """What went wrong without stopping the run (bad workload lines, refused decisions, orphaned pods)."""
+    pods: list[PodRecord] = field(default_factory=list)
+    """Every pod the run created, per job in submission order (``pods.csv``); empty when not recorded."""
+    resources: list[ResourceKind] = field(default_factory=list)
+    """The resource kinds and their id layout (cores, GPUs, extended kinds; amounts such as memory have no ids).
+    Empty: cores only, ``total_cores`` of them."""
+    idle_series: list[tuple[float, int]] = field(default_factory=list)
+    """(time, cores held idle) at each change: allocated (in :attr:`utilization_series`) but not computing, i.e.
+    between a pod's bind and its Running, or while a coupled job waits for its last pod. Useful = allocated − idle."""
+    usage_series: dict[str, Series] = field(default_factory=dict)
+    """Per resource kind other than cores, (time, allocated, useful) at each change, in the kind's units."""
+    stopped: str = ""
+    """Why the run stopped before its work was done (a deadlock, the idle wake-up guard); empty otherwise."""

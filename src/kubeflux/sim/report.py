@@ -2,10 +2,13 @@
 
 :func:`write_report` writes into ``out_dir``:
 
-* ``gantt.png`` — jobs as rectangles on resource (core) ids over time, one panel per run. A run of more than
+* ``gantt.png`` — jobs as rectangles on resource ids (cores, then GPUs and other extended resources, each kind
+  labelled on the right) over time, one panel per run, from each job's compute start to its end; in grey, hatched,
+  the idle holding of coupled jobs' pods that ran before their job could compute. A run of more than
   :data:`GANTT_MAX_JOBS` jobs shows its first :data:`GANTT_MAX_JOBS` jobs to start (the panel title says so), so a
   188k-job run still plots in seconds; contiguous id ranges are drawn as one rectangle each;
-* ``utilization.png`` — fraction of the cluster's cores in use over time;
+* ``utilization.png`` — fraction of the cluster's cores allocated (solid) and computing (dashed) over time, and
+  one more panel per other resource kind with ids (GPUs …);
 * ``queue.png`` — pending jobs over time;
 * ``waiting_cdf.png`` — cumulative distribution of waiting times;
 * ``summary.csv`` and ``summary.json`` — :func:`kubeflux.sim.metrics.summarize` of each run;
@@ -26,11 +29,13 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from rich.table import Table
 
 from kubeflux.sim.metrics import summarize, write_summary_csv, write_summary_json
 from kubeflux.sim.records import FinalState, JobRecord, RunRecord
+from kubeflux.sim.resourceids import has_ids
 
 GANTT_MAX_JOBS = 20_000
 """Jobs drawn per Gantt panel at most (the earliest to start)."""
@@ -49,6 +54,7 @@ _TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("mean_turnaround_time", "mean turnaround (s)"),
     ("mean_bounded_slowdown", "mean bounded slowdown"),
     ("utilization", "utilization"),
+    ("useful_utilization", "useful util."),
     ("mean_scheduling_latency", "mean sched. latency (s)"),
     ("pods_per_wall_second", "pods / wall s"),
     ("wall_seconds", "wall (s)"),
@@ -63,10 +69,23 @@ def _format(value: str | int | float | None) -> str:
     return str(value)
 
 
+def _table_columns(rows: Sequence[SummaryRow]) -> list[tuple[str, str]]:
+    """The table's columns: :data:`_TABLE_COLUMNS`, plus the allocated utilization of each other kind with ids a
+    row has (``utilization[nvidia.com/gpu]`` → ``gpu util.``; amounts such as memory stay in summary.csv)."""
+    columns = list(_TABLE_COLUMNS)
+    kinds: list[str] = []
+    for row in rows:
+        kinds.extend(key for key in row if key.startswith("utilization[") and has_ids(key[12:-1]) and key not in kinds)
+    at = next(i for i, (key, _) in enumerate(columns) if key == "useful_utilization") + 1
+    columns[at:at] = [(key, f"{key[len('utilization[') : -1].rsplit('/', 1)[-1]} util.") for key in kinds]
+    return columns
+
+
 def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison") -> Table:
     """A rich table of summary rows (one per run), the main figures only; best wait and slowdown in green."""
     table = Table(title=title)
-    for key, header in _TABLE_COLUMNS:
+    columns = _table_columns(rows)
+    for key, header in columns:
         if key == "scheduler":
             table.add_column(header, justify="left", no_wrap=True)
         else:
@@ -78,7 +97,7 @@ def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison
             best[key] = min(values)
     for row in rows:
         cells = []
-        for key, _ in _TABLE_COLUMNS:
+        for key, _ in columns:
             text = _format(row.get(key))
             value = row.get(key)
             if key in best and isinstance(value, int | float) and float(value) == best[key]:
@@ -115,6 +134,38 @@ def _placed(run: RunRecord) -> list[JobRecord]:
     ]
 
 
+def _idle_holding(run: RunRecord, origin: float, until: float) -> list[list[tuple[float, float]]]:
+    """Rectangles of the pods that held resources idle (Running before their coupled job computed), up to
+    ``until`` (seconds from ``origin``)."""
+    polygons: list[list[tuple[float, float]]] = []
+    for pod in run.pods:
+        running = pod.running_time
+        stop = pod.compute_time if pod.compute_time is not None else pod.end_time
+        if running is None or not pod.resources or running - origin > until:
+            continue
+        end = (stop if stop is not None else origin + until) - origin
+        start = running - origin
+        if end > start:
+            for low, high in _intervals(pod.resources):
+                polygons.append([(start, low), (end, low), (end, high + 1), (start, high + 1)])
+    return polygons
+
+
+def _label_kinds(ax: Axes, run: RunRecord) -> None:
+    """A line and a label on the right between each kind of the id layout (cores, GPUs …)."""
+    kinds = [kind for kind in run.resources if kind.count]
+    if not kinds:
+        return
+    ax.set_ylim(0, sum(kind.count for kind in kinds))
+    if len(kinds) < 2:
+        return
+    for kind in kinds:
+        if kind.first:
+            ax.axhline(kind.first, color="black", linewidth=0.8)
+        name = "cores" if kind.name == "cpu" else kind.name.rsplit("/", 1)[-1] + "s"
+        ax.text(1.005, (kind.first + kind.count / 2), name, transform=ax.get_yaxis_transform(), fontsize=8)
+
+
 def _gantt(runs: Sequence[RunRecord], path: Path) -> None:
     fig, axes = plt.subplots(len(runs), 1, figsize=(11, 3.2 * len(runs)), squeeze=False, sharex=True)
     for ax, run in zip(axes[:, 0], runs, strict=True):
@@ -131,9 +182,14 @@ def _gantt(runs: Sequence[RunRecord], path: Path) -> None:
             for low, high in _intervals(job.allocated_resources):
                 polygons.append([(start, low), (end, low), (end, high + 1), (start, high + 1)])
                 colors.append(cmap(index % 20))
+        idle = _idle_holding(run, origin, end_default - origin) if len(jobs) == len(shown) else []
+        if idle:
+            ax.add_collection(PolyCollection(idle, facecolors="0.85", edgecolors="0.5", hatch="//", linewidths=0.2))
         if polygons:
             ax.add_collection(PolyCollection(polygons, facecolors=colors, edgecolors="black", linewidths=0.2))
+        if polygons or idle:
             ax.autoscale_view()
+        _label_kinds(ax, run)
         title = _runs_label(run)
         if len(jobs) > len(shown):
             title += f" (first {len(shown):,} of {len(jobs):,} jobs to start)"
@@ -171,6 +227,75 @@ def utilization_points(run: RunRecord) -> list[tuple[float, float]]:
     return [(time - origin, cores / total) for time, cores in series]
 
 
+def _minus(a: list[tuple[float, int]], b: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """The step function ``a − b`` (both given as (time, value) at each change, 0 before their first point)."""
+    changes = sorted({t for t, _ in a} | {t for t, _ in b})
+    result: list[tuple[float, int]] = []
+    i = j = va = vb = 0
+    for t in changes:
+        while i < len(a) and a[i][0] <= t:
+            va = a[i][1]
+            i += 1
+        while j < len(b) and b[j][0] <= t:
+            vb = b[j][1]
+            j += 1
+        result.append((t, va - vb))
+    return result
+
+
+def kind_points(run: RunRecord, kind: str) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(time from first submission, fraction allocated) and (…, fraction useful) of one resource kind (``cpu``:
+    cores, useful = allocated − held idle); empty when the run has no series of it."""
+    origin = _origin(run)
+    if kind == "cpu":
+        allocated = sorted(run.utilization_series)
+        total = max(run.total_cores, 1)
+        useful = _minus(allocated, sorted(run.idle_series))
+        return (
+            [(time - origin, used / total) for time, used in allocated],
+            [(time - origin, busy / total) for time, busy in useful],
+        )
+    capacity = next((k.capacity for k in run.resources if k.name == kind), 0)
+    series = run.usage_series.get(kind) or []
+    total = max(capacity, 1)
+    return (
+        [(time - origin, used / total) for time, used, _ in series],
+        [(time - origin, busy / total) for time, _, busy in series],
+    )
+
+
+def _utilization(runs: Sequence[RunRecord], path: Path) -> None:
+    """One panel for cores, one per other kind with ids that some run used: allocated solid, useful dashed."""
+    kinds = ["cpu"]
+    for run in runs:
+        kinds.extend(k.name for k in run.resources if k.count and k.name in run.usage_series and k.name not in kinds)
+    fig, axes = plt.subplots(len(kinds), 1, figsize=(11, 4 * len(kinds)), squeeze=False, sharex=True)
+    colors = plt.get_cmap("tab10")
+    for ax, kind in zip(axes[:, 0], kinds, strict=True):
+        for index, run in enumerate(runs):
+            color = colors(index % 10)
+            allocated, useful = kind_points(run, kind)
+            if kind == "cpu":
+                allocated = utilization_points(run)
+            allocated, useful = _thin(allocated), _thin(useful)
+            if allocated:
+                xs, ys = [p[0] for p in allocated], [p[1] for p in allocated]
+                ax.step(xs, ys, where="post", color=color, label=f"{_runs_label(run)} allocated")
+            if useful:
+                xs, ys = [p[0] for p in useful], [p[1] for p in useful]
+                ax.step(xs, ys, where="post", color=color, linestyle="--", label=f"{_runs_label(run)} useful")
+        name = "cores" if kind == "cpu" else kind
+        ax.set_ylabel(f"fraction of {name}")
+        ax.set_title(f"Utilization of {name} (solid: allocated, dashed: computing)")
+        ax.set_ylim(0, 1.05)
+        if runs:
+            ax.legend(loc="best", fontsize=7)
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def queue_points(run: RunRecord) -> list[tuple[float, float]]:
     """(time from first submission, pending jobs): the run's series, else submissions minus starts."""
     origin = _origin(run)
@@ -190,17 +315,15 @@ def queue_points(run: RunRecord) -> list[tuple[float, float]]:
     return [(time - origin, float(count)) for time, count in series]
 
 
-def _series(runs: Sequence[RunRecord], path: Path, kind: str) -> None:
+def _queue(runs: Sequence[RunRecord], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(11, 4))
     for run in runs:
-        points = _thin(utilization_points(run) if kind == "utilization" else queue_points(run))
+        points = _thin(queue_points(run))
         if points:
             ax.step([p[0] for p in points], [p[1] for p in points], where="post", label=_runs_label(run))
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("fraction of cores in use" if kind == "utilization" else "pending jobs")
-    ax.set_title("Utilization" if kind == "utilization" else "Queue length")
-    if kind == "utilization":
-        ax.set_ylim(0, 1.05)
+    ax.set_ylabel("pending jobs")
+    ax.set_title("Queue length")
     if runs:
         ax.legend(loc="best")
     fig.tight_layout()
@@ -276,8 +399,8 @@ def write_report(runs: list[RunRecord], out_dir: Path, *, title: str = "kubeflux
         _gantt(runs, out_dir / "gantt.png")
     else:
         _empty(out_dir / "gantt.png")
-    _series(runs, out_dir / "utilization.png", "utilization")
-    _series(runs, out_dir / "queue.png", "queue")
+    _utilization(runs, out_dir / "utilization.png")
+    _queue(runs, out_dir / "queue.png")
     _waiting_cdf(runs, out_dir / "waiting_cdf.png")
     index = out_dir / "index.html"
     index.write_text(_html(rows, title), encoding="utf-8")
@@ -292,4 +415,4 @@ def _empty(path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["GANTT_MAX_JOBS", "queue_points", "summary_table", "utilization_points", "write_report"]
+__all__ = ["GANTT_MAX_JOBS", "kind_points", "queue_points", "summary_table", "utilization_points", "write_report"]

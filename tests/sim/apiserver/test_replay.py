@@ -137,6 +137,8 @@ def test_cluster_serve_until_done_writes_the_report_simulate_writes(tmp_path: Pa
     assert simulated.returncode == 0, simulated.stderr
     jobs_csv = Path("kubeflux") / "jobs.csv"
     assert (tmp_path / "served" / jobs_csv).read_text() == (tmp_path / "simulated" / jobs_csv).read_text()
+    pods_csv = Path("kubeflux") / "pods.csv"  # pi-demo's Jobs are not coupled: the same pods at the same times
+    assert (tmp_path / "served" / pods_csv).read_text() == (tmp_path / "simulated" / pods_csv).read_text()
     assert (tmp_path / "served" / "index.html").is_file()
 
 
@@ -160,6 +162,29 @@ def test_a_gang_that_can_never_fit_stops_the_served_run_as_it_stops_the_simulato
     }
     assert served.problems == simulated.problems
     assert "(3 pod(s) still pending)" in served.problems[0]
+
+
+def test_kube_default_placing_half_of_two_gangs_is_the_same_deadlock_through_the_api() -> None:
+    # Two PodGroups of 2 one-core pods on one 2-core node; the first pod of each has the higher priority, so
+    # kube-default binds a-0 and b-0: both hold a core idle, waiting for a pod that fits nowhere.
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    def group(name: str) -> WorkloadJob:
+        pods = [
+            PodTemplate(name=f"{name}-{k}", requests={"cpu": 1000}, run_time=60.0, priority=10 - 10 * k)
+            for k in range(2)
+        ]
+        return WorkloadJob(id=name, submit_time=0.0, kind=JobKind.POD_GROUP, name=name, min_member=2, pods=pods)
+
+    nodes = uniform_cluster(1, 2, "8Gi")
+    simulated, served = both(Workload("w", [group("a"), group("b")]), nodes, "kube-default")
+    assert schedule(served) == schedule(simulated)
+    assert {job.final_state.value for job in served.jobs} == {"NOT_FINISHED"}
+    assert served.problems == simulated.problems and served.stopped == simulated.stopped == served.problems[0]
+    assert served.problems[0].startswith("deadlock: the run stopped at 0 s: 2 coupled job(s) hold resources idle")
+    served_pods = {p.pod: (p.running_time, p.compute_time) for p in served.pods}
+    assert served_pods == {p.pod: (p.running_time, p.compute_time) for p in simulated.pods}
+    assert served_pods["default/a-0"] == (0.0, None)
 
 
 def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> None:

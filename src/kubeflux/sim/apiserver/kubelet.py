@@ -14,7 +14,13 @@ through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :m
   stage timers, in the simulator's tie order (endings and deadlines before stages); a pod without a start delay
   is Running at once, as in the simulator;
 * a Terminating pod (graceful delete) is confirmed at once: its containers stop and the kubelet deletes it with
-  grace 0, as KWOK's ``pod-delete`` stage does.
+  grace 0, as KWOK's ``pod-delete`` stage does;
+* with ``couple`` (a workload replay), the pods of a coupled job compute together as in the simulator
+  (:func:`kubeflux.sim.jobs.coupled_quorum`): a pod of a PodGroup of ``minMember`` > 1 (at most its Job's
+  ``parallelism`` when a Job owns it), or of a Job whose template says ``sim.kubeflux.io/coupled: "true"``
+  (``parallelism``), that runs before the last required one holds its node idle, and all run their run time from
+  the last one's Running. Unlike the simulator, a failed pod does not end the others, and a walltime is the pod's
+  ``activeDeadlineSeconds`` (from its bind).
 
 Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
 gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
@@ -41,14 +47,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
-from kubeflux.scheduler.objects import PodPhase
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer, VirtualClock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Priority
-from kubeflux.sim.jobs import timing_of
+from kubeflux.sim.jobs import COUPLED_ANNOTATION, timing_of
 from kubeflux.sim.pods import Lifecycle, SimPod
 from kubeflux.sim.podstatus import pod_status
 from kubeflux.sim.workloads.manifests import _template
@@ -116,7 +122,7 @@ def record_event(
         return
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Life:
     """One bound pod the kubelet runs."""
 
@@ -124,11 +130,22 @@ class _Life:
     namespace: str
     name: str
     timers: list[Timer] = field(default_factory=list)
+    group: _Group | None = None
+    """Its coupled job's pods, when it must compute with them."""
 
     def cancel(self) -> None:
         for timer in self.timers:
             timer.cancel()
         self.timers.clear()
+
+
+@dataclass(slots=True, eq=False)
+class _Group:
+    """The pods of one coupled job on the kubelets: those that wait, until ``quorum`` run; then it computes."""
+
+    quorum: int
+    waiting: list[_Life] = field(default_factory=list)
+    computing: bool = False
 
 
 class SimulatedKubelet:
@@ -141,6 +158,7 @@ class SimulatedKubelet:
         lifecycle: Lifecycle | None = None,
         clock: Clock | None = None,
         heartbeat_seconds: float = 10.0,
+        couple: bool = False,
     ) -> None:
         pods = store.registry.find("", "v1", "pods")
         nodes = store.registry.find("", "v1", "nodes")
@@ -150,6 +168,8 @@ class SimulatedKubelet:
         self.clock: Clock = clock or ServedClock()
         """Sets the stage timers (simulated seconds); the store's clock gives the time."""
         self._random = random.Random(self.lifecycle.seed)
+        self.couple = couple
+        self._groups: dict[str, _Group] = {}
         self.lives: dict[str, _Life] = {}
         """uid → the life of a bound pod being run."""
         self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
@@ -252,6 +272,7 @@ class SimulatedKubelet:
         if type_ == "DELETED":
             if life is not None:
                 life.cancel()
+                self._leave(life)
                 del self.lives[uid]
             return
         node = obj.get("spec", {}).get("nodeName")
@@ -287,6 +308,8 @@ class SimulatedKubelet:
         if timing.run_jitter is not None and sim.run_time is not None and timing.run_jitter > sim.run_time:
             sim.run_time = self._random.uniform(sim.run_time, timing.run_jitter)
         life = _Life(sim, namespace, meta["name"])
+        if self.couple:
+            life.group = self._group_of(obj)
         self.lives[meta["uid"]] = life
         if sim.start_delay > 0:
             self._write_status(life)  # Initialized, ContainerCreating (with no start delay: Running at once)
@@ -305,8 +328,63 @@ class SimulatedKubelet:
         sim.running_at = self.store.clock()
         sim.pod.phase = PodPhase.RUNNING
         self._write_status(life)
-        if sim.run_time is not None:
-            life.timers.append(self.clock.call_later(self.loop, sim.run_time, Priority.RELEASE, self._complete, life))
+        group = life.group
+        if group is not None and not group.computing:
+            group.waiting.append(life)
+            if len(group.waiting) < group.quorum:
+                return  # holds its node idle until the job's last required pod runs
+            group.computing = True
+            members, group.waiting = group.waiting, []
+            for member in members:
+                self._compute(member)
+            return
+        self._compute(life)
+
+    def _compute(self, life: _Life) -> None:
+        run_time = life.sim.run_time
+        if run_time is not None:
+            life.timers.append(self.clock.call_later(self.loop, run_time, Priority.RELEASE, self._complete, life))
+
+    def _group_of(self, obj: Object) -> _Group | None:
+        """The coupled job a pod belongs to (see the module docstring), read from its PodGroup or Job; None when
+        it computes on its own."""
+        meta = obj["metadata"]
+        namespace, labels = meta["namespace"], meta.get("labels") or {}
+        owner = next((ref.get("name") for ref in meta.get("ownerReferences") or () if ref.get("kind") == "Job"), None)
+        parallelism: int | None = None
+        if owner:
+            parallelism = int(self._spec("batch", "v1", "jobs", namespace, owner).get("parallelism") or 1)
+        group, quorum, key = labels.get(POD_GROUP_LABEL), 0, ""
+        if group:
+            found = self._spec("scheduling.x-k8s.io", "v1alpha1", "podgroups", namespace, group)
+            quorum = int(found.get("minMember") or 0)
+            if parallelism is not None:
+                quorum = min(quorum, parallelism)
+            key = f"{namespace}/podgroup/{group}"
+        elif owner and str((meta.get("annotations") or {}).get(COUPLED_ANNOTATION, "")).strip().lower() == "true":
+            quorum, key = parallelism or 1, f"{namespace}/job/{owner}"
+        if quorum <= 1:
+            return None
+        coupled = self._groups.get(key)
+        if coupled is None:
+            coupled = self._groups[key] = _Group(quorum)
+        return coupled
+
+    def _spec(self, group: str, version: str, plural: str, namespace: str, name: str) -> Object:
+        """The ``spec`` of an object in the store; empty when it is not there."""
+        resource = self.store.registry.find(group, version, plural)
+        try:
+            found = self.store.get(resource, namespace, name) if resource is not None else {}
+        except ApiError:
+            return {}
+        spec = found.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    def _leave(self, life: _Life) -> None:
+        """An ended pod no longer waits with its coupled job."""
+        group = life.group
+        if group is not None and life in group.waiting:
+            group.waiting.remove(life)
 
     def _complete(self, life: _Life) -> None:
         code = life.sim.exit_code
@@ -331,6 +409,7 @@ class SimulatedKubelet:
         sim.exit_code, sim.container_reason, sim.reason, sim.status_message = code, container_reason, reason, message
         sim.pod.phase = phase
         life.cancel()
+        self._leave(life)
         self._write_status(life)
 
     def _write_status(self, life: _Life) -> None:
@@ -359,6 +438,7 @@ class SimulatedKubelet:
         life = self.lives.pop(meta["uid"], None)
         if life is not None:
             life.cancel()
+            self._leave(life)
         try:
             self.store.delete(self.pods, meta["namespace"], meta["name"], grace=0, uid=meta["uid"])
         except ApiError:

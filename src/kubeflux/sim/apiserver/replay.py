@@ -36,7 +36,7 @@ from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Callback, Priority
-from kubeflux.sim.driver import livelock_problem
+from kubeflux.sim.driver import deadlock_problem, livelock_problem
 from kubeflux.sim.jobcontroller import JobController
 from kubeflux.sim.jobs import (
     COMPLETE_DELAY,
@@ -44,6 +44,7 @@ from kubeflux.sim.jobs import (
     READY_DELAY,
     READY_JITTER,
     SimJob,
+    coupled_quorum,
     exact_seconds,
     job_timing,
 )
@@ -108,6 +109,8 @@ class WorkloadReplay:
         self._rng = random.Random(self.lifecycle.seed)
         self.jobs: list[SimJob] = []
         self.problems: list[str] = list(workload.problems)
+        self.stopped = ""
+        """Why the run stopped before its work was done (a deadlock, the idle wake-up guard), as the simulator's."""
         self.job_controller = JobController(self)
         self._job_uids: dict[int, str] = {}
         """Job index → uid of its ``batch/v1`` Job object."""
@@ -197,11 +200,14 @@ class WorkloadReplay:
             return
         try:
             job.timings = [job_timing(t, wjob, self.lifecycle, self.primary) for t in wjob.pods]
+            quorum = coupled_quorum(wjob)
         except ValueError as exc:
             self.problems.append(str(exc))
             job.reject(str(exc), now)
             self._check_done()
             return
+        if quorum > 1:  # the served kubelet couples its pods (see kubeflux.sim.apiserver.kubelet)
+            job.coupled, job.start_quorum = True, quorum
         self.book.entered_queue()
         if wjob.min_member > 0 and not self._create_group(job):
             return
@@ -372,15 +378,21 @@ class WorkloadReplay:
             self._finish()
 
     def idle(self) -> None:
-        """Nothing is left to happen (the virtual clock has no timer left and the cluster is quiescent)."""
+        """Nothing is left to happen (the virtual clock has no timer left and the cluster is quiescent). Coupled
+        jobs that still hold resources idle then wait for ever: a deadlock, said as the simulator says it."""
         if not self._arrivals:
+            stuck = [job for job in self.jobs if job.waiting]
+            if stuck and not self.done:
+                self.stopped = deadlock_problem(self.loop.now, stuck)
+                self.problems.append(self.stopped)
             self._finish()
 
     def stalled(self, points: int) -> None:
         """Virtual time stopped: ``points`` time points in a row held only scheduler wake-ups and bound no pod.
         The run ends there, as the simulator's does, and its problems say so."""
         waiting = sum(1 for sp in self.book.pods.values() if sp.bound_at is None and not sp.pod.deleted)
-        self.problems.append(livelock_problem(self.loop.now, points, waiting))
+        self.stopped = livelock_problem(self.loop.now, points, waiting)
+        self.problems.append(self.stopped)
         self._finish()
 
     def _finish(self) -> None:
@@ -391,7 +403,7 @@ class WorkloadReplay:
 
     def run_record(self, label: str, wall_seconds: float) -> RunRecord:
         """The run as ``kubeflux simulate`` reports it (times in seconds from the first submission)."""
-        return self.book.run_record(label, self.workload.name, wall_seconds, self.problems)
+        return self.book.run_record(label, self.workload.name, wall_seconds, self.problems, self.stopped)
 
 
 def _duration(seconds: float) -> str:

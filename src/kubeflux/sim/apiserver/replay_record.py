@@ -8,7 +8,8 @@ handled; in virtual time the clock cannot move before (the book is one of the pa
 are the simulated times of the writes. The bookkeeping is :class:`kubeflux.sim.cluster.Cluster`'s: the cores each
 pod takes (ids numbered across the nodes in their order, the lowest free first), the jobs' counters, the
 utilisation and queue series; a job ends as it does there (all its pods ended; a ``batch/v1`` Job when its Job
-controller says so).
+controller says so). A coupled job (the served kubelet holds its pods until the last required one runs) starts
+computing at that pod's Running, which is then every waiting pod's compute time in ``pods.csv``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.jobcontroller import Timeline
-from kubeflux.sim.jobs import SimJob, job_records
+from kubeflux.sim.jobs import SimJob, job_records, pod_records
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import JobKind
@@ -152,6 +153,16 @@ class ReplayBook:
         sp.pod.phase = PodPhase.RUNNING
         job = self.replay.jobs[sp.job_index]
         job.running_started += 1
+        if job.coupled and job.start is None:  # the kubelet holds it until the job's last required pod runs
+            job.waiting.append(sp)
+            if len(job.waiting) < job.start_quorum:
+                return
+            job.start = now
+            for member in job.waiting:
+                member.computing_at = now
+            job.waiting = []
+            return
+        sp.computing_at = now
         if job.start is None and job.running_started >= job.start_quorum:
             job.start = now
 
@@ -163,6 +174,8 @@ class ReplayBook:
         if sp.bound_at is not None and sp.node_index >= 0:
             self._give_back(sp)
         job = self.replay.jobs[sp.job_index]
+        if job.coupled and job.start is None and sp in job.waiting:
+            job.waiting.remove(sp)
         job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now)
         if job.finish is not None:
             return
@@ -209,7 +222,9 @@ class ReplayBook:
         else:
             series.append((now, value))
 
-    def run_record(self, label: str, workload_name: str, wall_seconds: float, problems: list[str]) -> RunRecord:
+    def run_record(
+        self, label: str, workload_name: str, wall_seconds: float, problems: list[str], stopped: str = ""
+    ) -> RunRecord:
         return RunRecord(
             scheduler=label,
             workload_name=workload_name,
@@ -221,6 +236,8 @@ class ReplayBook:
             utilization_series=list(self.utilization_series),
             queue_series=list(self.queue_series),
             problems=list(problems),
+            pods=pod_records(self.replay.jobs),
+            stopped=stopped,
         )
 
 

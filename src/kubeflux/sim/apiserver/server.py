@@ -244,7 +244,8 @@ class ApiServer:
     async def _serve(self, server: uvicorn.Server) -> None:
         loop = self._loop = asyncio.get_running_loop()
         if self._with_kubelet:
-            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock)
+            couple = self.workload is not None  # a replay's coupled jobs compute together, as in the simulator
+            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock, couple=couple)
         if self._with_controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if self._scheduler_cores:
