@@ -305,19 +305,12 @@ def _native(policy: object) -> dict[str, object]:
 def test_kubernetes_own_podgroup_gang_min_count_and_basic_policy() -> None:
     assert podgroup_from_manifest(_native({"gang": {"minCount": 4}})).min_member == 4
     basic = podgroup_from_manifest(_native({"basic": {}}))
-    assert (basic.key, basic.min_member, basic.schedule_timeout_seconds) == ("hpc/ranks", 1, None)
+    assert (basic.key, basic.min_member, basic.schedule_timeout_seconds) == ("hpc/ranks (scheduling.k8s.io)", 1, None)
     member = pod_from_manifest(
         {"metadata": {"name": "r0", "namespace": "hpc"}, "spec": {"schedulingGroup": {"podGroupName": "ranks"}}}
     )
-    assert member.group == "hpc/ranks"
-    assert pod_from_manifest(pod_to_manifest(member)).group == "hpc/ranks"
-    labelled = pod_from_manifest(  # coscheduling's label wins over schedulingGroup
-        {
-            "metadata": {"name": "r1", "labels": {"scheduling.x-k8s.io/pod-group": "g"}},
-            "spec": {"schedulingGroup": {"podGroupName": "ranks"}},
-        }
-    )
-    assert labelled.group == "default/g"
+    assert member.group == basic.key  # a coscheduling group named ranks would be another one
+    assert pod_from_manifest(pod_to_manifest(member)).group == basic.key
 
 
 @pytest.mark.parametrize(

@@ -52,23 +52,24 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(stream))
 
 
-SCHEDULERS = ("kubeflux", "kube-default", "coscheduling")
+SCHEDULERS = ("kubeflux", "kube-default", "coscheduling", "fcfs", "easy")
 
 
 @pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning", "ignore:The inplace keyword")
 def test_the_kubecon_scenario_runs_every_job_in_72_s_with_its_8_gpus_counted(tmp_path: Path) -> None:
     workload = tmp_path / "kubecon.yaml"
     workload.write_text(kubecon_jobs(50, 20.0))
-    command = [sys.executable, "-m", "kubeflux.cli", "simulate", "--workload", str(workload), "--out", str(tmp_path)]
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "kubeflux.cli", "simulate", "--workload", str(workload), "--out", str(out)]
     command += ["--cluster", str(KWOK_NODES)]
     for name in SCHEDULERS:
         command += ["--scheduler", name]
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "gpu" in result.stdout  # the table's GPU utilization column
-    summary = {row["scheduler"]: row for row in read_csv(tmp_path / "summary.csv")}
+    summary = {row["scheduler"]: row for row in read_csv(out / "summary.csv")}
     for name in SCHEDULERS:
-        jobs = read_csv(tmp_path / name / "jobs.csv")
+        jobs = read_csv(out / name / "jobs.csv")
         assert len(jobs) == 50
         assert {float(row["job_completion_time"]) for row in jobs} == {72.0}
         assert {float(row["waiting_time"]) for row in jobs} == {0.0}
@@ -80,10 +81,10 @@ def test_the_kubecon_scenario_runs_every_job_in_72_s_with_its_8_gpus_counted(tmp
         gpu = float(summary[name]["utilization[nvidia.com/gpu]"])
         assert gpu == pytest.approx(50 * 72 * 8 / (32 * (49 * 20 + 72)), abs=1e-6)
         assert float(summary[name]["useful_utilization[nvidia.com/gpu]"]) == gpu
-        pods = read_csv(tmp_path / name / "pods.csv")
+        pods = read_csv(out / name / "pods.csv")
         assert [row["resources"] for row in pods] == [row["allocated_resources"] for row in jobs]
-        assert len(JobSet.from_csv(str(tmp_path / name / "jobs.csv")).df) == 50  # evalys reads the GPU ids
-    assert (tmp_path / "gantt.png").read_bytes()[:4] == b"\x89PNG"
+        assert len(JobSet.from_csv(str(out / name / "jobs.csv")).df) == 50  # evalys reads the GPU ids
+    assert (out / "gantt.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def node(name: str, **extra: int) -> Node:

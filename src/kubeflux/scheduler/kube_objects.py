@@ -514,6 +514,7 @@ def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> P
             min_member=_native_min_count(reader),
             creation_time=reader.timestamp("metadata.creationTimestamp") or 0.0,
             uid=reader.string("metadata.uid"),
+            native=True,
         )
     min_member = reader.get("spec.minMember")
     problem = min_member_problem(min_member)

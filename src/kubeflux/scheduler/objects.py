@@ -22,6 +22,9 @@ GPU = "nvidia.com/gpu"
 PODS = "pods"
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+NATIVE_GROUP_SUFFIX = " (scheduling.k8s.io)"
+"""Ends the key of a Kubernetes-own PodGroup (``scheduling.k8s.io``), so that it and a coscheduling PodGroup of
+the same name are two gangs."""
 """The label that makes a pod a member of a PodGroup (the coscheduling plugin's convention)."""
 
 WALLTIME_ANNOTATION = "kubeflux.io/walltime"
@@ -135,7 +138,7 @@ class Pod:
         if name is None:
             if not self.scheduling_group:
                 return None
-            name = self.scheduling_group
+            return f"{self.namespace}/{self.scheduling_group}{NATIVE_GROUP_SUFFIX}"
         return f"{self.namespace}/{name}"
 
 
@@ -151,7 +154,9 @@ class PodGroup:
     schedule_timeout_seconds: float | None = None
     creation_time: float = 0.0
     uid: str = ""
+    native: bool = False
+    """Kubernetes' own PodGroup (``scheduling.k8s.io``): its pods name it in ``spec.schedulingGroup``."""
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return f"{self.namespace}/{self.name}{NATIVE_GROUP_SUFFIX if self.native else ''}"

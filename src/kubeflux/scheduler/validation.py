@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.objects import CPU, GPU, Node, Pod, PodGroup
+from kubeflux.scheduler.objects import CPU, GPU, POD_GROUP_LABEL, Node, Pod, PodGroup
 
 __all__ = [
     "NODE_VERTICES_LIMIT",
@@ -136,6 +136,8 @@ def _pod_looks_right(pod: Pod) -> bool:
     for name, amount in requests.items():
         if type(amount) is not int or amount < 0 or type(name) is not str or not name:
             return False
+    if pod.scheduling_group and POD_GROUP_LABEL in pod.labels:
+        return False
     return requests.get(CPU, 0) < _CPU_LIMIT and requests.get(GPU, 0) <= NODE_VERTICES_LIMIT
 
 
@@ -157,6 +159,12 @@ def _pod_problem(pod: Pod) -> tuple[str, str] | None:
         problem = seconds_problem(pod.active_deadline_seconds)
         if problem is not None:
             return "active_deadline_seconds", problem
+    if pod.scheduling_group and POD_GROUP_LABEL in pod.labels:
+        why = (
+            f"names pod group {pod.scheduling_group!r} (Kubernetes' own) while its label {POD_GROUP_LABEL} names "
+            f"{pod.labels[POD_GROUP_LABEL]!r} (coscheduling's): a pod belongs to one group"
+        )
+        return "spec.schedulingGroup.podGroupName", why
     return None
 
 

@@ -16,6 +16,7 @@ schedulers only; the other schedulers run once per point with the policy ``-``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -24,6 +25,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -95,9 +97,9 @@ class SweepGrid(_Strict):
     policies: Annotated[list[str], Field(min_length=1)] = ["lonode"]
     clusters: Annotated[list[ClusterShape], Field(min_length=1)]
     seeds: Annotated[list[StrictInt], Field(min_length=1)] = [0]
-    start_delay: Annotated[float, Field(alias="startDelay", ge=0.0)] = 0.0
-    start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0)] = 0.0
-    fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0)] = 0.0
+    start_delay: Annotated[float, Field(alias="startDelay", ge=0.0, allow_inf_nan=False)] = 0.0
+    start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0, allow_inf_nan=False)] = 0.0
+    fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0, allow_inf_nan=False)] = 0.0
 
     @field_validator("schedulers")
     @classmethod
@@ -158,6 +160,8 @@ def load_grid(path: Path) -> tuple[SweepGrid, Path]:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"{path}: not UTF-8 text (byte {exc.start}): a grid is a YAML file") from exc
     except yaml.YAMLError as exc:
         raise SweepError(f"{path}: not YAML: {exc}") from exc
     if not isinstance(raw, dict):
@@ -188,6 +192,8 @@ class Task:
     start_delay: float
     start_jitter: float
     fail_fraction: float
+    source: str = ""
+    """The workload file as the grid names it (what an error about it says)."""
 
     def point(self) -> dict[str, Any]:
         """The grid coordinates, as the merged report's first columns."""
@@ -230,8 +236,10 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
     from kubeflux.sim.command import _nodes
 
     workloads: list[tuple[str, bytes]] = []
+    sources: dict[str, str] = {}
     for index, name in enumerate(grid.workloads):
         path = base / name
+        sources[path.name] = str(path)
         try:
             workloads.append((path.name, path.read_bytes()))
         except OSError as exc:
@@ -258,7 +266,20 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                         digest.update(repr((workload, cluster, scheduler, policy, seed, nodes, lifecycle)).encode())
                         readable = "_".join(_slug(p) for p in (workload, cluster, scheduler, policy, f"seed{seed}"))
                         key = f"{readable}_{digest.hexdigest()[:10]}"
-                        tasks.append(Task(key, workload, content, scheduler, policy, cluster, nodes, seed, *lifecycle))
+                        tasks.append(
+                            Task(
+                                key,
+                                workload,
+                                content,
+                                scheduler,
+                                policy,
+                                cluster,
+                                nodes,
+                                seed,
+                                *lifecycle,
+                                sources[workload],
+                            )
+                        )
     return tasks
 
 
@@ -284,7 +305,10 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
     with tempfile.TemporaryDirectory(prefix="kubeflux-sweep-") as scratch:
         path = Path(scratch) / task.workload
         path.write_bytes(task.workload_bytes)
-        loaded = load_workload(path)
+        try:
+            loaded = load_workload(path)
+        except Exception as exc:  # said of the user's file, not of this scratch copy
+            raise SweepError(str(exc).replace(str(path), task.source or task.workload)) from None
         nodes = list(task.nodes)
         mapped = map_to_cluster(loaded, nodes)
         schedulers, primary = _schedulers_for(task.scheduler, mapped)
@@ -303,10 +327,23 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
 # ---------------------------------------------------------------------------------------------------- running
 
 
+def read_summary(path: Path) -> dict[str, Any] | None:
+    """A run's ``summary.json``, or None when it is missing or damaged (then the run is done again)."""
+    try:
+        written = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(written, dict) or not isinstance(written.get("row"), dict):
+        return None
+    return written
+
+
 def done_keys(out: Path) -> set[str]:
-    """The runs already finished in ``out`` (their summary is written)."""
+    """The runs already finished in ``out`` (their summary is written whole)."""
     runs = out / "runs"
-    return {p.parent.name for p in runs.glob("*/summary.json")} if runs.is_dir() else set()
+    if not runs.is_dir():
+        return set()
+    return {p.parent.name for p in runs.glob("*/summary.json") if read_summary(p) is not None}
 
 
 def record(outcome: Outcome, out: Path) -> None:
@@ -348,11 +385,41 @@ def execute(
         for task in tasks:
             finish(run_task(task))
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_task, task): task for task in tasks}
-            for future in as_completed(futures):
-                finish(_result(future.result, futures[future]))
+        # a worker that dies (killed, out of memory) breaks the whole pool: what it left unfinished runs again in
+        # a new pool, and what breaks a pool twice runs alone, where only the run that kills its worker fails
+        broken = _on_pool(tasks, workers, finish)
+        if broken:
+            broken = _on_pool(broken, workers, finish)
+        for task in broken:
+            if _on_pool([task], 1, finish):
+                finish(Outcome(task.key, task.point(), None, "", _LOST, 0.0))
     return outcomes
+
+
+_LOST = "the worker process running it died (killed, or out of memory?)"
+
+
+def _on_pool(tasks: Sequence[Task], workers: int, finish: Callable[[Outcome], None]) -> list[Task]:
+    """Run ``tasks`` on a new pool of ``workers`` processes; the tasks a broken pool left unfinished."""
+    pool = ProcessPoolExecutor(max_workers=workers)
+    broken: list[Task] = []
+    try:
+        futures = {pool.submit(run_task, task): task for task in tasks}
+        for future in as_completed(futures):
+            try:
+                outcome = future.result()
+            except BrokenProcessPool:
+                broken.append(futures[future])
+                continue
+            finish(outcome)
+    except BaseException:  # Ctrl-C, SIGTERM (see sweep_command), an error recording: stop, run nothing more
+        running = list((pool._processes or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in running:  # what runs now is lost anyway: do not wait for it
+            process.terminate()
+        raise
+    pool.shutdown(wait=True)
+    return broken
 
 
 def _result(get: Callable[[], Outcome], task: Task) -> Outcome:
@@ -363,6 +430,11 @@ def _result(get: Callable[[], Outcome], task: Task) -> Outcome:
         return Outcome(task.key, task.point(), None, "", f"the worker running it was lost: {exc!r}", 0.0)
 
 
+def _run_shipped(task: Task, content: bytes, nodes: tuple[Node, ...]) -> Outcome:
+    """:func:`run_task` on a Dask worker, the workload and nodes sent once for all the tasks that use them."""
+    return run_task(dataclasses.replace(task, workload_bytes=content, nodes=nodes))
+
+
 def _on_dask(tasks: Iterable[Task], address: str, finish: Callable[[Outcome], None]) -> None:
     try:
         from distributed import Client
@@ -371,11 +443,24 @@ def _on_dask(tasks: Iterable[Task], address: str, finish: Callable[[Outcome], No
         raise SweepError("--dask needs dask.distributed: pip install 'kubeflux[dask]'") from exc
     try:
         client = Client(address, timeout=30)  # type: ignore[no-untyped-call]
-    except (OSError, TimeoutError) as exc:
-        raise SweepError(f"--dask {address}: cannot reach the Dask scheduler: {exc}") from exc
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SweepError(f"--dask {address}: cannot reach a Dask scheduler there: {exc}") from exc
     with client:
         listed = list(tasks)
-        futures = client.map(run_task, listed, key=[f"kubeflux-sweep-{task.key}" for task in listed], pure=False)
+        # each workload and each cluster goes to the cluster once; the tasks refer to it
+        contents = {t.workload: t.workload_bytes for t in listed}
+        clusters = {t.cluster: t.nodes for t in listed}
+        sent_contents = {name: client.scatter(data) for name, data in contents.items()}  # type: ignore[no-untyped-call]
+        sent_clusters = {name: client.scatter(nodes) for name, nodes in clusters.items()}  # type: ignore[no-untyped-call]
+        light = [dataclasses.replace(t, workload_bytes=b"", nodes=()) for t in listed]
+        futures = client.map(
+            _run_shipped,
+            light,
+            [sent_contents[t.workload] for t in listed],
+            [sent_clusters[t.cluster] for t in listed],
+            key=[f"kubeflux-sweep-{task.key}" for task in listed],
+            pure=False,
+        )
         by_key = {future.key: task for future, task in zip(futures, listed, strict=True)}
         for future in dask_completed(futures):  # type: ignore[no-untyped-call]
             finish(_result(future.result, by_key[future.key]))

@@ -8,6 +8,7 @@ go on. What the grid file holds is in :mod:`kubeflux.sim.sweep`; the report in :
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,10 @@ from rich.console import Console
 from rich.markup import escape
 
 __all__ = ["sweep_command"]
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def sweep_command(
@@ -46,13 +51,15 @@ def sweep_command(
     except SweepError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
+    if out.exists() and not out.is_dir():
+        console.print(f"[red]error:[/] --out {escape(str(out))}: exists and is not a folder")
+        raise typer.Exit(2)
     out.mkdir(parents=True, exist_ok=True)
     finished = done_keys(out)
     todo = [task for task in tasks if task.key not in finished]
     where = f"Dask at {dask}" if dask else f"{workers or os.cpu_count() or 1} local process(es)"
-    console.print(
-        f"{loaded.name}: {len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to run on {where}"
-    )
+    name = escape(loaded.name)
+    console.print(f"{name}: {len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to run on {where}")
     began = time.perf_counter()
     count = 0
 
@@ -67,13 +74,19 @@ def sweep_command(
         else:
             console.print(f"[{count}/{len(todo)}] {escape(point)}: done in {outcome.seconds:.1f} s")
 
+    previous = signal.signal(signal.SIGTERM, _interrupted)  # `kill`: stop the workers too, as Ctrl-C does
     try:
         outcomes = execute(todo, workers=workers or os.cpu_count() or 1, dask=dask, on_done=done)
     except SweepError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
+    except KeyboardInterrupt:
+        console.print(f"stopped: {count} of {len(todo)} runs recorded; run the same command again to go on")
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     merged = write_sweep_report(tasks, out)
-    console.print(summary_table(merged, title=f"{loaded.name}: means over seeds"))
+    console.print(summary_table(merged, title=f"{name}: means over seeds"))
     failed = [o for o in outcomes if o.error]
     console.print(f"report: {out / 'sweep.csv'}, {out / 'sweep-summary.csv'} ({time.perf_counter() - began:.1f} s)")
     if failed:

@@ -26,7 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from rich.table import Table
 
-from kubeflux.sim.sweep import Task
+from kubeflux.sim.sweep import Task, read_summary
 
 __all__ = ["METRICS", "aggregate", "collect", "summary_table", "write_sweep_report"]
 
@@ -51,8 +51,8 @@ def collect(tasks: Sequence[Task], out: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {**task.point(), "key": task.key}
         summary = folder / "summary.json"
         error = folder / "error.txt"
-        if summary.is_file():
-            written = json.loads(summary.read_text(encoding="utf-8"))
+        written = read_summary(summary)
+        if written is not None:
             metrics = {k: v for k, v in written["row"].items() if k not in ("scheduler", "workload")}
             row.update(status="ok", error="", seconds=written.get("seconds", 0.0), **metrics)
         elif error.is_file():

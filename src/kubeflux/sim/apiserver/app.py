@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import orjson
@@ -36,6 +36,9 @@ from kubeflux.sim.apiserver.selectors import (
     parse_label_selector,
 )
 from kubeflux.sim.apiserver.store import Store
+
+if TYPE_CHECKING:
+    from kubeflux.sim.apiserver.pacer import Activity
 from kubeflux.sim.apiserver.tables import table, wants_table
 from kubeflux.sim.apiserver.watch import Watcher
 
@@ -131,6 +134,8 @@ class ApiApp:
         self.requests = 0
         self.closing = False
         self._open: set[Watcher] = set()
+        self.activity: Activity | None = None
+        """The requests in flight that virtual time waits for (set by the server in virtual time)."""
 
     def shutdown(self) -> None:
         """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
@@ -266,12 +271,19 @@ class ApiApp:
     async def _wait_for_version(self, version: str) -> None:
         """A version ahead of the store's: wait up to :attr:`ServerSettings.fresh_wait_seconds` for the writes to
         reach it (the store then answers 504 if they have not)."""
-        if not version.isdigit() or int(version) <= self.store.rv:
-            return
+        if not version.isascii() or not version.isdigit() or len(version) > 20 or int(version) <= self.store.rv:
+            return  # the store answers a malformed one
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.fresh_wait_seconds
-        while int(version) > self.store.rv and loop.time() < deadline:
-            await asyncio.sleep(0.05)
+        activity = self.activity
+        if activity is not None:  # waiting for writes, not working: virtual time may go on to them
+            activity.in_flight -= 1
+        try:
+            while int(version) > self.store.rv and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+        finally:
+            if activity is not None:
+                activity.in_flight += 1
 
     def _target(self, parts: list[str]) -> tuple[Target | None, bool]:
         if parts[:1] == ["api"] and len(parts) >= 3:

@@ -145,6 +145,11 @@ def serve_command(
     gates = _feature_gates(feature_gates)
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
+    if path.is_dir() or any(parent.exists() and not parent.is_dir() for parent in path.parents):
+        typer.echo(
+            f"error: --kubeconfig {path}: cannot be a file (a folder is in its place or a file on its path)", err=True
+        )
+        raise typer.Exit(2)
     certificates = None
     if tls:
         from kubeflux.sim.apiserver.tls import make_certificates

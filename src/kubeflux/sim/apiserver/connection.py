@@ -80,3 +80,14 @@ class CoalescingHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         coalescing: Any = CoalescingTransport(transport, self.loop)
         super().connection_made(coalescing)
+
+    def shutdown(self) -> None:
+        """The server stops: an idle TLS connection is dropped at once (closing it politely waits for a client that
+        keeps it open to answer the TLS close, until uvicorn's graceful timeout logs an error)."""
+        idle = self.cycle is None or self.cycle.response_complete
+        if idle and self.transport.get_extra_info("sslcontext") is not None:
+            transport: Any = self.transport  # the CoalescingTransport: what it holds goes first
+            transport.flush()
+            transport.abort()
+            return
+        super().shutdown()

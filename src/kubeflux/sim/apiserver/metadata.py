@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -189,9 +190,14 @@ def metadata_causes(resource: ResourceType, meta: Object) -> list[Cause]:
     return causes
 
 
+_RESOURCE_VERSION = re.compile(r"[0-9]{1,20}")
+
+
 def parse_resource_version(text: str) -> int:
-    if not text.isdigit():
-        raise errors.bad_request(f"invalid resource version {text!r}: must be a non-negative integer")
+    """A resourceVersion a client sent: ASCII digits, at most 20 (a uint64); anything else is a 400."""
+    if not _RESOURCE_VERSION.fullmatch(text):
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise errors.bad_request(f"invalid resource version {shown!r}: must be a non-negative integer")
     return int(text)
 
 

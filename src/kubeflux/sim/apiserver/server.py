@@ -159,6 +159,7 @@ class ApiServer:
         self.app = ApiApp(self.store, self.settings, self.clock)
         self.activity = Activity()
         virtual = isinstance(self.clock, VirtualClock)
+        self.app.activity = self.activity if virtual else None
         self.asgi = TimeHeader(self.app, self.clock, self.activity if virtual else None)
         """The application uvicorn runs: the API, with the simulated time header (and, in virtual time, the
         requests in flight the pacer reads)."""
@@ -217,7 +218,10 @@ class ApiServer:
     def write_kubeconfig(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         ca = self.tls.ca.read_bytes() if self.tls else b""
-        text = yaml.safe_dump(kubeconfig(self.url, self.settings.token, ca), sort_keys=False)
+        # kubectl asks an HTTPS server's user for a name and password when the kubeconfig gives it no credential;
+        # a server without a token takes any, so it is given one that says so
+        token = self.settings.token or ("anonymous" if self.tls else "")
+        text = yaml.safe_dump(kubeconfig(self.url, token, ca), sort_keys=False)
         path.write_text(text, encoding="utf-8")
         path.chmod(0o600)
         return path

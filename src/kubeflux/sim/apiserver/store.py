@@ -241,6 +241,10 @@ class Store:
             resource, namespace if resource.namespaced else "", labels, fields, backlog=self.watch_backlog
         )
         initial: list[Object] = []
+        if initial_events and resource_version not in ("", "0"):  # NotOlderThan: never a state older than asked
+            requested = parse_resource_version(resource_version)
+            if requested > self.rv:
+                raise errors.future_version(requested, self.rv)
         if initial_events or resource_version in ("", "0"):
             if not resource.read_only_empty:
                 initial = [o for o in collection.objects.values() if watcher.matches(o)]

@@ -47,7 +47,7 @@ def _names(host: str, extra: Sequence[str] = ()) -> list[x509.GeneralName]:
     network would stall the start; ``extra`` names them)."""
     dns = {"localhost"}
     addresses = {"127.0.0.1", "::1"}
-    hosts = [socket.gethostname()] if host in ("0.0.0.0", "::", "") else [host]
+    hosts = [socket.gethostname(), *_own_address()] if host in ("0.0.0.0", "::", "") else [host]
     for name in [*hosts, *extra]:
         try:
             address = ipaddress.ip_address(name)
@@ -60,6 +60,17 @@ def _names(host: str, extra: Sequence[str] = ()) -> list[x509.GeneralName]:
     names: list[x509.GeneralName] = [x509.DNSName(d) for d in sorted(dns)]
     names.extend(x509.IPAddress(ipaddress.ip_address(a)) for a in sorted(addresses))
     return names
+
+
+def _own_address() -> list[str]:
+    """The address this machine reaches others from (a UDP socket "connected" to a documentation address sends
+    nothing and asks no resolver); none when it has no route."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))
+            return [str(probe.getsockname()[0])]
+    except OSError:
+        return []
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -37,6 +37,7 @@ A document Kubernetes would reject (a bad field, an unknown kind) is reported in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -314,7 +315,8 @@ class _Builder:
             self.group_jobs.setdefault(f"{job.namespace}/{group}", []).append(job)
 
     def _group(self, where: str, obj: dict[str, Any]) -> None:
-        group = podgroup_from_manifest(obj)
+        # Kubernetes' own PodGroup is simulated as coscheduling's (its pods carry the label): one name, one group
+        group = dataclasses.replace(podgroup_from_manifest(obj), native=False)
         label = f"PodGroup {group.key}"
         submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
         if group.key in self.groups:
