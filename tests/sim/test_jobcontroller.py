@@ -3,10 +3,16 @@ real cluster would: it creates pods, deletes them, ends the Job and records Even
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from kubeflux.sim.baselines import create
 from kubeflux.sim.clock import EventLoop
+from kubeflux.sim.driver import simulate
 from kubeflux.sim.jobcontroller import JobController
 from kubeflux.sim.jobs import SimJob, timing_of
 from kubeflux.sim.pods import Lifecycle, TemplateTiming
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.sim.workloads.manifests import read_manifests
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 
@@ -49,3 +55,32 @@ def test_a_job_past_its_deadline_is_ended_through_the_hosts_public_operations() 
     host.loop.step()  # the deadline
     assert host.calls[2:] == ["finish train", "event DeadlineExceeded default/train"]
     assert job.failed_reason == "DeadlineExceeded"
+
+
+def test_an_indexed_job_in_the_simulator_runs_the_lowest_indexes_first_each_once(tmp_path: Path) -> None:
+    """``completionMode: Indexed`` through ``simulate``: pods named ``job-index-n``, the lowest indexes first, two
+    at a time, each index once; the Job ends when every index has succeeded."""
+    manifest = tmp_path / "indexed.yaml"
+    manifest.write_text(
+        """apiVersion: batch/v1
+kind: Job
+metadata: {name: ranks}
+spec:
+  completions: 5
+  parallelism: 2
+  completionMode: Indexed
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 10s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+""",
+        encoding="utf-8",
+    )
+    workload = read_manifests(manifest)
+    run = simulate(workload, uniform_cluster(1, 4, "16Gi"), {"kubeflux": create("kubeflux")}, primary="kubeflux")
+    names = [record.pod.split("/", 1)[1].rsplit("-", 1)[0] for record in sorted(run.pods, key=lambda r: r.created_time)]
+    assert names == ["ranks-0", "ranks-1", "ranks-2", "ranks-3", "ranks-4"]
+    [job] = run.jobs
+    assert job.final_state.value == "COMPLETED_SUCCESSFULLY" and job.finish_time == 30.0

@@ -195,3 +195,23 @@ def test_broken_yaml_raises_with_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n")
     with pytest.raises(WorkloadError, match=r"w.yaml:\d+: invalid YAML"):
         read_manifests(path)
+
+
+def test_an_indexed_job_needs_completions_and_a_known_mode(tmp_path: Path) -> None:
+    job = """apiVersion: batch/v1
+kind: Job
+metadata: {name: ranks}
+spec:
+  {spec}
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+"""
+    indexed = read_manifests(write(tmp_path, job.replace("{spec}", "completions: 3\n  completionMode: Indexed")))
+    assert indexed.jobs[0].indexed and indexed.jobs[0].completions == 3
+    for spec, problem in (
+        ("completionMode: Indexed", "spec.completions: required when completionMode is Indexed"),
+        ("completions: 2\n  completionMode: Sometimes", "spec.completionMode: must be NonIndexed or Indexed"),
+    ):
+        workload = read_manifests(write(tmp_path, job.replace("{spec}", spec)))
+        assert not workload.jobs and problem in workload.problems[0]

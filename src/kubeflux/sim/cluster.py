@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Priority
-from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
+from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timing, pod_records
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord, PodRecord
@@ -316,11 +316,16 @@ class Cluster:
         """The template's timing for this job (read once per job: a Job's later pods reuse ``job.timings``)."""
         return job_timing(template, wjob, self.lifecycle, self.primary_scheduler)
 
-    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
-        """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending."""
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
+        """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending (an Indexed Job's
+        with its completion ``index``)."""
         wjob = job.wjob
         now = self.loop.now
         t = timing.template
+        labels, annotations = timing.labels, timing.annotations
+        if index is not None:
+            labels = {**labels, COMPLETION_INDEX: str(index)}
+            annotations = {**annotations, COMPLETION_INDEX: str(index)}
         pod = Pod(
             wjob.namespace,
             name,
@@ -329,8 +334,8 @@ class Cluster:
             t.priority,
             now,
             t.requests,
-            timing.labels,
-            timing.annotations,
+            labels,
+            annotations,
             t.node_selector,
             t.tolerations,
             t.required_node_affinity,
@@ -351,6 +356,7 @@ class Cluster:
             job.reject(message, now)
             return
         sp = SimPod(pod, job.index, timing, now)
+        sp.completion_index = index
         sp.draw(self.lifecycle, self._rng)
         job.created += 1
         job.active += 1
@@ -600,7 +606,7 @@ class Cluster:
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)
             self.idle_holding -= 1
-        job.pod_ended(phase is _SUCCEEDED, reason, now)
+        job.pod_ended(phase is _SUCCEEDED, reason, now, sp.completion_index)
         if peers and phase is _FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
             self._end_peers(job, sp)
         if job.finish is not None:

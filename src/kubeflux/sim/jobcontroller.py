@@ -22,6 +22,19 @@ JOB_BACKOFF_BASE = 10.0
 """Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
 JOB_BACKOFF_CAP = 360.0
 """The back-off never exceeds 6 minutes."""
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+"""The label and annotation with an Indexed Job's pod's completion index."""
+
+
+def completed_indexes(done: set[int]) -> str:
+    """``status.completedIndexes`` as Kubernetes writes it: ``{1, 2, 3, 5, 7, 8}`` → ``1-3,5,7-8``."""
+    ranges: list[list[int]] = []
+    for index in sorted(done):
+        if ranges and index == ranges[-1][1] + 1:
+            ranges[-1][1] = index
+        else:
+            ranges.append([index, index])
+    return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in ranges)
 
 
 class Timeline(Protocol):
@@ -46,8 +59,9 @@ class JobHost(Protocol):
         """The cluster's clock and event queue."""
         ...
 
-    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
-        """Create one of ``job``'s pods from ``timing``, named ``name``."""
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
+        """Create one of ``job``'s pods from ``timing``, named ``name`` (with its completion ``index``: the
+        :data:`COMPLETION_INDEX` label and annotation)."""
         ...
 
     def delete_pod(self, key: str, reason: str = "Deleted") -> None:
@@ -102,6 +116,14 @@ class JobController:
                 return
         wjob = job.wjob
         want = min(wjob.parallelism, wjob.completions - job.succeeded) - job.active
+        if wjob.indexed:  # the lowest indexes neither done nor running, each under its own name
+            free = (i for i in range(wjob.completions) if i not in job.indexes_done and i not in job.indexes_active)
+            for index in [i for _, i in zip(range(max(want, 0)), free, strict=False)]:
+                if job.fail_streak > 0:
+                    job.retries += 1
+                job.indexes_active.add(index)
+                cluster.create_pod(job, job.timings[0], f"{wjob.name}-{index}-{job.created}", index)
+            return
         for _ in range(want):
             if job.fail_streak > 0:
                 job.retries += 1
@@ -127,4 +149,12 @@ class JobController:
             )
 
 
-__all__ = ["JOB_BACKOFF_BASE", "JOB_BACKOFF_CAP", "JobController", "JobHost", "Timeline"]
+__all__ = [
+    "COMPLETION_INDEX",
+    "JOB_BACKOFF_BASE",
+    "JOB_BACKOFF_CAP",
+    "JobController",
+    "JobHost",
+    "Timeline",
+    "completed_indexes",
+]

@@ -193,6 +193,8 @@ class SimJob:
         "first_bind",
         "group_key",
         "index",
+        "indexes_active",
+        "indexes_done",
         "killed",
         "last_bind",
         "last_failure",
@@ -234,15 +236,25 @@ class SimJob:
         self.group_key = ""
         self.rejected_reason = ""
         self.failed_reason = ""
+        self.indexes_done: set[int] = set()
+        """An Indexed Job's completion indexes that succeeded."""
+        self.indexes_active: set[int] = set()
+        """An Indexed Job's completion indexes with a pod that has not ended."""
 
     def reject(self, reason: str, now: float) -> None:
         self.rejected_reason = reason
 
-    def pod_ended(self, succeeded: bool, reason: str, now: float) -> None:
-        """Count one of the job's pods ending (the simulated cluster and the served one's replay record alike)."""
+    def pod_ended(self, succeeded: bool, reason: str, now: float, index: int | None = None) -> None:
+        """Count one of the job's pods ending (the simulated cluster and the served one's replay record alike);
+        ``index``: an Indexed Job's pod's completion index (a second success of one index counts once)."""
         self.active -= 1
+        if index is not None:
+            self.indexes_active.discard(index)
         if succeeded:
-            self.succeeded += 1
+            if index is None or index not in self.indexes_done:
+                self.succeeded += 1
+            if index is not None:
+                self.indexes_done.add(index)
             self.fail_streak = 0
             return
         self.failed += 1

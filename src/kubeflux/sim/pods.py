@@ -86,6 +86,7 @@ class SimPod:
 
     __slots__ = (
         "bound_at",
+        "completion_index",
         "computing_at",
         "container_name",
         "container_reason",
@@ -142,6 +143,8 @@ class SimPod:
         self.container_reason = ""
         self.container_name = timing.container_name
         self.modified: ClusterEvent | None = None
+        self.completion_index: int | None = None
+        """An Indexed Job's pod: its completion index."""
 
     def draw(self, lifecycle: Lifecycle, rng: random.Random) -> None:
         """Draw this pod's random start delay, run time and injected failure from ``rng`` (KWOK's jitter: uniform

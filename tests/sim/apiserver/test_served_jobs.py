@@ -107,3 +107,36 @@ def test_a_job_the_manifest_reader_refuses_gets_a_warning_event(cluster: ApiServ
 
     eventually(warned, "a FailedCreate event naming the field")
     assert call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dhuge")["items"] == []
+
+
+def test_an_indexed_job_runs_each_index_once_and_replaces_a_failed_pod_under_its_index(cluster: ApiServer) -> None:
+    """``completionMode: Indexed``: each pod carries its index (label, annotation, hostname ``job-index``), the
+    lowest indexes first; a failed pod is replaced under the same index; the Job completes when every index has
+    succeeded, with ``status.completedIndexes``."""
+    body = job("ranks", "10s", completions=4, parallelism=2, completionMode="Indexed", backoffLimit=4)
+    call(cluster, "POST", JOBS, body)
+    eventually(lambda: ("Complete", "CompletionsReached") in conditions(cluster, "ranks"), "the Job completing")
+    status = call(cluster, "GET", f"{JOBS}/ranks")["status"]
+    assert (status["succeeded"], status["failed"], status["completedIndexes"]) == (4, 0, "0-3")
+    pods = call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dranks")["items"]
+    index = "batch.kubernetes.io/job-completion-index"
+    by_index = {p["metadata"]["labels"][index]: p for p in pods}
+    assert sorted(by_index) == ["0", "1", "2", "3"]
+    for number, pod in by_index.items():
+        assert pod["metadata"]["annotations"][index] == number
+        assert pod["metadata"]["name"].startswith(f"ranks-{number}-")
+        assert pod["spec"]["hostname"] == f"ranks-{number}"
+    assert pod_starts(cluster, "ranks") == [0, 0, 10, 10]
+
+
+def test_an_indexed_job_whose_pods_fail_retries_the_same_indexes(cluster: ApiServer) -> None:
+    call(
+        cluster,
+        "POST",
+        JOBS,
+        job("flaky", "5s", exit_code=1, completions=3, parallelism=2, completionMode="Indexed", backoffLimit=1),
+    )
+    eventually(lambda: ("Failed", "BackoffLimitExceeded") in conditions(cluster, "flaky"), "the Job failing")
+    pods = call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dflaky")["items"]
+    names = sorted(p["metadata"]["name"].rsplit("-", 1)[0] for p in pods)
+    assert names == ["flaky-0", "flaky-1"]  # indexes 0 and 1 failed; index 2 never started (parallelism 2)

@@ -37,7 +37,7 @@ from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.driver import deadlock_problem, livelock_problem
-from kubeflux.sim.jobcontroller import JobController
+from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController, completed_indexes
 from kubeflux.sim.jobs import (
     COMPLETE_DELAY,
     COMPLETE_JITTER,
@@ -139,12 +139,14 @@ class WorkloadReplay:
         self.store.stop_watch(self.jobs_resource, self._jobs_watcher)
 
     # -- the JobHost interface (the simulator's Job controller acts through it) ---------------------------------
-    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
-        """Create one of ``job``'s pods, named ``name``, through the store."""
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
+        """Create one of ``job``'s pods, named ``name`` (an Indexed Job's with its completion ``index``), through
+        the store."""
         wjob = job.wjob
         now = self.loop.now
         placeholder = Pod(wjob.namespace, name, "", timing.scheduler_name, creation_time=now)
         sp = SimPod(placeholder, job.index, timing, now)
+        sp.completion_index = index
         sp.draw(self.lifecycle, self._rng)
         try:
             created = self.store.create(self.pods_resource, wjob.namespace, self._pod_manifest(job, sp, name))
@@ -283,6 +285,9 @@ class WorkloadReplay:
         if walltime is not None and (sp.run_time is None or sp.run_time > walltime):
             spec["activeDeadlineSeconds"] = max(1, math.ceil(walltime))
         labels = dict(timing.labels)
+        if sp.completion_index is not None:  # as the Job controller writes it; the pod's hostname is job-index
+            labels[COMPLETION_INDEX] = annotations[COMPLETION_INDEX] = str(sp.completion_index)
+            spec["hostname"] = f"{wjob.name}-{sp.completion_index}"
         metadata: Object = {"name": name, "labels": labels, "annotations": annotations}
         job_uid = self._job_uids.get(job.index)
         if job_uid is not None:
@@ -304,6 +309,8 @@ class WorkloadReplay:
         status: Object = {**(current.get("status") or {}), "active": job.active}
         status.setdefault("startTime", now)
         status.update(succeeded=job.succeeded, failed=job.failed, terminating=0)
+        if wjob.indexed:
+            status["completedIndexes"] = completed_indexes(job.indexes_done)
         status["ready"] = sum(1 for sp in job.pods if sp.running_at is not None and sp.finished_at is None)
         if job.finish is not None:
             complete = job.succeeded >= wjob.completions and not job.failed_reason

@@ -176,7 +176,7 @@ class ReplayBook:
         job = self.replay.jobs[sp.job_index]
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)
-        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now)
+        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:

@@ -202,6 +202,11 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     completions = count("completions", 1)
     backoff = count("backoffLimit", 0)
     deadline = count("activeDeadlineSeconds", 1)
+    mode = spec.get("completionMode", "NonIndexed")
+    if mode not in ("NonIndexed", "Indexed"):
+        raise ManifestError(label, "spec.completionMode", f"must be NonIndexed or Indexed, got {mode!r}")
+    if mode == "Indexed" and completions is None:
+        raise ManifestError(label, "spec.completions", "required when completionMode is Indexed")
     if completions is None:
         completions = parallelism or 1
     parallelism = min(parallelism or 1, completions)
@@ -233,6 +238,7 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
         pods=[template],
         completions=completions,
         parallelism=parallelism,
+        indexed=mode == "Indexed",
         backoff_limit=6 if backoff is None else backoff,
         requested_processors=_cores(template) * parallelism,
         active_deadline_seconds=None if deadline is None else float(deadline),

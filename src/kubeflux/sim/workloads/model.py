@@ -69,6 +69,8 @@ class WorkloadJob:
     schedule_timeout_seconds: float | None = None
     completions: int = 1
     parallelism: int = 1
+    indexed: bool = False
+    """``completionMode: Indexed``: each of ``completions`` indexes must succeed once; its pods carry their index."""
     backoff_limit: int = 6
     requested_processors: int = 0
     """Batsim's ``requested_number_of_resources``: processors (trace) or cores asked in all."""
