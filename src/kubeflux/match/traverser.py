@@ -31,7 +31,8 @@ from kubeflux.match.evaluation import (
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.scoring import MATCH_MET, MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import Status, Vertex
@@ -219,7 +220,8 @@ class Traverser(WalkState):
         dfu = self.scoring_type()
         kids = Kids()
         if kind == "slot":
-            self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+            if not self._leaf_slots(meta, vertex, resources, children, next_resources, check_pristine, label, dfu):
+                self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
         else:
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
@@ -236,6 +238,28 @@ class Traverser(WalkState):
             else:
                 self._pass_up(evaluation, dfu)
         return evaluation
+
+    def _leaf_slots(
+        self,
+        meta: JobMeta,
+        vertex: Vertex,
+        resources: list[Request],
+        children: list[tuple[int, int]],
+        shape: list[Request],
+        pristine: bool,
+        label: str,
+        dfu: Scoring,
+    ) -> bool:
+        """:meth:`_dom_slot` in one loop when the slot is made of ``vertex``'s own leaves (see
+        :func:`~kubeflux.match.slots.leaf_slots`); False when the generic walk must run."""
+        if not self.leaf_slots or pristine or self.policy.spec.stop_on_first or not children:
+            return False
+        slots = leaf_slots(self, meta, children, shape, label, own_slot(vertex, resources))
+        if slots is None:
+            return False
+        if slots:
+            dfu.evals(SLOT).add_all(slots)
+        return True
 
     def _explore_aux(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: Scoring) -> None:
         """Explore ``vertex``'s edges in the auxiliary subsystems (none when matching over containment alone)."""
@@ -554,41 +578,3 @@ def tally_shares(
         else:
             enough = False
     return enough
-
-
-def take_slot(shape: list[Request], dfu_slot: Scoring, label: str) -> EdgeGroup | None:
-    """The next slot's edges: for each element, the next best candidates covering its count (None when
-    they run out)."""
-    slot_group = EdgeGroup(MATCH_MET, 1, 0, True, task_label=label)
-    for element in shape:
-        evals = dfu_slot.evals(element.type)
-        count = calc_count(element, evals.qualified)
-        taken = 0
-        while taken < count:
-            group = evals.next_group()
-            if group is None:
-                return None
-            first = group.edges[0]
-            slot_group.edges.append(EdgeEval(first.count, first.count, True, first.edge))
-            slot_group.score += group.score
-            taken += first.count
-    return slot_group
-
-
-def count_slots(shape: list[Request], dfu_slot: Scoring) -> int:
-    """How many slots of ``shape`` the candidates cover, the scarcest element deciding (Fluxion's ``cnt_slot``)."""
-    fits = 2**32 - 1
-    for element in shape:
-        evals = dfu_slot.evals(element.type)
-        count = calc_count(element, evals.qualified)
-        shares = 0
-        if count != 0:
-            current = 0
-            for group in evals.groups:
-                current += group.edges[0].count
-                if current >= count:
-                    shares += 1
-                    current = 0
-        fits = min(fits, shares)
-        evals.reset_cursor()
-    return fits
