@@ -1,6 +1,7 @@
 """A slot made of a vertex's own leaves (a pod's ``node → slot → core(k)`` on a node whose cores sit right under it)
-is cut in one loop, and a node that chooses its own slot makes only the slots it takes: every answer, error, visit
-count and schedule is the one the generic core-by-core walk gives."""
+is cut in one loop, a node that chooses its own slot makes only the slots it takes, and a vertex whose children
+are all leaves of the requested type (a socket's cores) is explored in one loop: every answer, error, visit count
+and schedule is the one the generic core-by-core walk gives."""
 
 from __future__ import annotations
 
@@ -53,6 +54,16 @@ JOBS = [
         "[{type: node, count: 1, with: [{type: slot, count: {min: 1, max: 3, operator: '+', operand: 1}, "
         "label: default, with: [{type: core, count: 1}]}]}]"
     ),
+    _job(  # a socket's cores under a slot above it (on n4): the socket explores its leaves in one loop
+        "[{type: node, count: 1, with: [{type: slot, count: 1, label: default, "
+        "with: [{type: socket, count: 1, with: [{type: core, count: 2}]}]}]}]"
+    ),
+    _job("[{type: socket, count: 1, with: [{type: core, count: 3, exclusive: false}]}]"),
+    _job(  # cores asked shared below a node asked whole: an error once a free core is reached
+        "[{type: node, count: 1, exclusive: true, with: [{type: socket, count: 1, "
+        "with: [{type: core, count: 1, exclusive: false}]}]}]"
+    ),
+    _job("[{type: core, count: 2}]"),  # cores with no slot: each vertex passes its candidates up
     _job(  # a slot's cores are exclusive: asking them shared is an error once a free core is reached
         "[{type: node, count: 1, with: [{type: slot, count: 1, label: default, "
         "with: [{type: core, count: 1, exclusive: false}]}]}]"
@@ -93,15 +104,17 @@ def _step(subject: Engine, kind: str, number: int) -> list[object]:
         if kind in ("down", "up"):
             subject.set_status(f"/cluster0/n{number % 5}", Status.DOWN if kind == "down" else Status.UP)
         if kind == "core":
-            node = number % 4  # n0..n3 hold their cores directly
-            subject.set_status(f"/cluster0/n{node}/core{number // 4 % 20}", Status.DOWN if number % 3 else Status.UP)
+            node, core = number % 5, number // 5 % 20  # n0..n3 hold their cores directly, n4 in sockets of 10
+            socket = f"socket{core // 10}/" if node == 4 and subject.graph.vertex_at("/cluster0/n4/socket0") else ""
+            subject.set_status(f"/cluster0/n{node}/{socket}core{core}", Status.DOWN if number % 3 else Status.UP)
     except EngineError as error:
         return [str(error)]
     return []
 
 
-def _run(policy: str, tied_ids: bool, steps: list[tuple[str, int]], leaf_slots: bool) -> list[object]:
-    with mock.patch.object(Traverser, "leaf_slots", leaf_slots):
+def _run(policy: str, tied_ids: bool, steps: list[tuple[str, int]], loops: bool) -> list[object]:
+    """What a user sees of ``steps``, with the one-loop paths (``loops``) or the walk visiting leaf by leaf."""
+    with mock.patch.object(Traverser, "leaf_slots", loops), mock.patch.object(Traverser, "leaf_batches", loops):
         subject = _engine(policy, tied_ids)
         seen: list[object] = []
         for kind, number in steps:
@@ -124,10 +137,13 @@ def _run(policy: str, tied_ids: bool, steps: list[tuple[str, int]], leaf_slots: 
         max_size=24,
     ),
 )
-def test_slots_cut_in_one_loop_answer_as_the_core_by_core_walk(
+def test_slots_and_leaves_in_one_loop_answer_as_the_core_by_core_walk(
     policy: str, tied_ids: bool, steps: list[tuple[str, int]]
 ) -> None:
-    assert _run(policy, tied_ids, steps, leaf_slots=True) == _run(policy, tied_ids, steps, leaf_slots=False)
+    """Answers (errors included), cancel visit counts, releases, finds and the final schedule are the same when
+    slots of a node's cores are cut in one loop and a socket's cores are explored in one loop (under the scoring
+    policies, as under ``first``) as when the walk visits each core."""
+    assert _run(policy, tied_ids, steps, loops=True) == _run(policy, tied_ids, steps, loops=False)
 
 
 def _taken(policy: str, tied_ids: bool, jobs: int) -> list[int]:

@@ -74,26 +74,29 @@ def leaf_slots(
     if not candidates:
         return []
     descending = state.policy.descending
-    qualified = sum(avail for score, avail, _ in candidates if score > 0)
+    avails = [avail for _, avail, _ in candidates]
+    if min([score for score, _, _ in candidates]) > 0:
+        qualified = sum(avails)
+    else:
+        qualified = sum(avail for score, avail, _ in candidates if score > 0)
     if qualified:  # the slot's best-k choice of all its candidates (Evals.choose_best_k), which sorts them
         stdsort.sort(candidates, _SCORE, descending)
     count = calc_count(element, qualified)
     if count == 0:
         return []
-    if own is not None:
-        chosen = _chosen(candidates, count, own, descending)
+    if own is not None and count == 1:
+        chosen = _chosen(candidates, own, descending)
         if chosen is not None:
             return _take_slots(chosen, count, label)
     return _take_slots(candidates, count, label)
 
 
-def _chosen(candidates: list[Candidate], count: int, own: Request, descending: bool) -> list[Candidate] | None:
-    """The candidates of the slots that the vertex's own best-k choice takes, when no tie can change which: the
-    first ``k`` slots, if they and the one after them have strictly ordered scores, all positive (then every
-    correct sort of the slots, the partial choice among many as the full sort of few, puts exactly these first,
-    in this order). Offering only these, ``k`` is still what that choice takes of them. None otherwise."""
-    if count != 1 or any(avail != 1 for _, avail, _ in candidates):
-        return None  # slots of one unit each: the slots are the candidates, in order, scored alike
+def _chosen(candidates: list[Candidate], own: Request, descending: bool) -> list[Candidate] | None:
+    """Of ``candidates`` cut into slots of one unit (each candidate a slot of its own, in order, its score plus
+    MATCH_MET), those of the slots that the vertex's own best-k choice takes, when no tie can change which: the
+    first ``k``, if they and the one after them have strictly ordered scores, all positive (then every correct sort
+    of the slots, the partial choice among many as the full sort of few, puts exactly these first, in this order).
+    Offering only these, ``k`` is still what that choice takes of them. None otherwise."""
     if min(candidates[0][0], candidates[-1][0]) + MATCH_MET <= 0:
         return None  # a slot that does not qualify (they are sorted, so the lowest score is at an end)
     wanted = calc_count(own, len(candidates))
@@ -119,12 +122,15 @@ def _qualified(
     at, duration = meta.at, meta.duration
     type = element.type
     conflict = element.exclusive is False
+    skip_allocated = not conflict and meta.alloc_type == AllocType.ALLOCATE  # held, with no error to raise first
     candidates: list[Candidate] = []
     for edge, target in children:
         vertex = vertices[target]
         if vertex.out:
             return None
         if vertex.type != type or (vertex.status and not any_status):  # Status.UP is 0
+            continue
+        if skip_allocated and allocations.get(target):
             continue
         plan = plans.get(target)
         avail = vertex.size if plan is None else plan.avail_resources_during(at, duration)

@@ -127,10 +127,19 @@ class Traverser(WalkState):
         return ("pristine" if pristine else "none"), resources, nslots, "", pristine
 
     def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
+        """Whether ``vertex`` has a child of each type the slot asks. Found by a scan that stops when they are
+        all seen (a node's first children are cores), so a node's first visit does not list its 64 children;
+        the set of its children's types is kept only when the scan went through them all."""
         types = self._out_types.get(vertex.uid)
         if types is None:
+            wanted = {child.type for child in slot.with_}
             graph = self.graph
-            types = self._out_types[vertex.uid] = {graph.vertices[graph.edges[i].target].type for i in vertex.out}
+            vertices, edges = graph.vertices, graph.edges
+            for i in vertex.out:
+                wanted.discard(vertices[edges[i].target].type)
+                if not wanted:
+                    return True
+            types = self._out_types[vertex.uid] = {vertices[edges[i].target].type for i in vertex.out}
         return all(child.type in types for child in slot.with_)
 
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
@@ -282,6 +291,13 @@ class Traverser(WalkState):
     ) -> bool:
         found = False
         if not self.policy.spec.stop_on_first:
+            # Checked before the blocks, so a vertex's leaf family is first asked with all its children.
+            if self.leaf_batches and len(resources) == 1 and children:
+                source = self._walk_parent(children[0][1])
+                if self._leaf_family(source, children) == resources[0].type:
+                    leaves_found = self._first_leaves(meta, children, resources, pristine, excl, dfu, None)
+                    if leaves_found is not None:
+                        return leaves_found
             if self.wide_blocks and len(children) >= 2 * BLOCK:
                 return self._explore_blocks(meta, children, resources, pristine, excl, dfu, kids)
             for edge, target in children:
@@ -317,11 +333,12 @@ class Traverser(WalkState):
         pristine: bool,
         excl: bool,
         dfu: Scoring,
-        needed: int,
+        needed: int | None,
     ) -> bool | None:
-        """``first``'s explore of children that are all leaves of the one requested type (a socket's cores): what
-        :meth:`_visit_leaf` and :func:`tally_shares` do child by child, in one loop. None when the leaves need
-        :meth:`_evaluate` (see :meth:`_leaf_kind`)."""
+        """The explore of children that are all leaves of the one requested type (a socket's cores): what
+        :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
+        :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
+        (see :meth:`_leaf_kind`)."""
         resource = resources[0]
         vertices = self.graph.vertices
         leaf = self._leaf_kind(vertices[order[0][1]], resources, pristine)
@@ -339,9 +356,11 @@ class Traverser(WalkState):
         plans, subplans, policy = self._plans, self.subplans, self.policy
         allocations, uses = self._allocations, self._x_uses
         base = policy.leaf_base(resource.type)
-        evals = dfu.evals(resource.type)
+        # ``first`` adds to the type's candidates even when none is found; the others, as _visit_leaf does, only
+        # when one is.
+        evals = dfu.evals(resource.type) if needed is not None else None
         per_share = effective_max(resource)
-        total = evals.total
+        total = 0 if evals is None else evals.total
         previous = current = shares = 0
         groups: list[EdgeGroup] = []
         descending, last_score = True, float("inf")
@@ -370,6 +389,8 @@ class Traverser(WalkState):
                 descending = False
             last_score = score
             groups.append(EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)]))
+            if needed is None:
+                continue
             total += avail
             if total > previous:
                 current += total - previous
@@ -379,7 +400,10 @@ class Traverser(WalkState):
                     current = 0
             if shares >= needed:
                 break
-        evals.add_all(groups, descending_scores=descending)
+        if evals is None and groups:
+            evals = dfu.evals(resource.type)
+        if evals is not None:
+            evals.add_all(groups, descending_scores=descending)
         return bool(groups)
 
     def _visit_child(
