@@ -291,8 +291,9 @@ class Traverser(WalkState):
     ) -> bool:
         found = False
         if not self.policy.spec.stop_on_first:
-            # Checked before the blocks, so a vertex's leaf family is first asked with all its children.
-            if self.leaf_batches and len(resources) == 1 and children:
+            # Checked before the blocks, so a vertex's leaf family is first asked with all its children (and only in
+            # a tree, where the first child's parent is the vertex explored).
+            if self.leaf_batches and len(resources) == 1 and children and not self.graph.shared_children:
                 source = self._walk_parent(children[0][1])
                 if self._leaf_family(source, children) == resources[0].type:
                     leaves_found = self._first_leaves(meta, children, resources, pristine, excl, dfu, None)
