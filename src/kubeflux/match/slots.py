@@ -15,17 +15,13 @@ from __future__ import annotations
 
 from itertools import pairwise
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
 from kubeflux.match import stdsort
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count
 from kubeflux.match.scoring import MATCH_MET, EdgeEval, EdgeGroup, Scoring
-from kubeflux.match.state import SLOT
+from kubeflux.match.state import SLOT, WalkState
 from kubeflux.resources.graph import Vertex
-
-if TYPE_CHECKING:
-    from kubeflux.match.traverser import Traverser
 
 _SCORE = itemgetter(0)
 
@@ -45,7 +41,7 @@ def own_slot(vertex: Vertex, resources: list[Request]) -> Request | None:
 
 
 def leaf_slots(
-    state: Traverser,
+    state: WalkState,
     meta: JobMeta,
     children: list[tuple[int, int]],
     shape: list[Request],
@@ -109,7 +105,7 @@ def _chosen(candidates: list[Candidate], own: Request, descending: bool) -> list
 
 
 def _qualified(
-    state: Traverser, meta: JobMeta, children: list[tuple[int, int]], element: Request, base: int
+    state: WalkState, meta: JobMeta, children: list[tuple[int, int]], element: Request, base: int
 ) -> list[Candidate] | None:
     """The children of ``element``'s type that qualify, in child order, as :meth:`Traverser._visit_leaf` finds
     them with the slot's exclusivity: up (unless testing satisfiability), units free in the window, no other job

@@ -29,7 +29,6 @@ from kubeflux.match.evaluation import (
     take_part,
 )
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
-from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
 from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
@@ -126,22 +125,6 @@ class Traverser(WalkState):
             return "resource", matched_resource.with_, nslots, "", False
         return ("pristine" if pristine else "none"), resources, nslots, "", pristine
 
-    def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
-        """Whether ``vertex`` has a child of each type the slot asks. Found by a scan that stops when they are
-        all seen (a node's first children are cores), so a node's first visit does not list its 64 children;
-        the set of its children's types is kept only when the scan went through them all."""
-        types = self._out_types.get(vertex.uid)
-        if types is None:
-            wanted = {child.type for child in slot.with_}
-            graph = self.graph
-            vertices, edges = graph.vertices, graph.edges
-            for i in vertex.out:
-                wanted.discard(vertices[edges[i].target].type)
-                if not wanted:
-                    return True
-            types = self._out_types[vertex.uid] = {vertices[edges[i].target].type for i in vertex.out}
-        return all(child.type in types for child in slot.with_)
-
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         """Whether the walk may descend into ``vertex`` (False prunes it)."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
@@ -155,13 +138,6 @@ class Traverser(WalkState):
             # policy, a replayed or partly released job) would fail its update walk half way.
             return False
         return self._prune_resources(meta, exclusive, vertex, resources)
-
-    def _held(self, meta: JobMeta, uid: int) -> bool:
-        """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
-        wanted exclusively cares (an allocation counts whenever it is, for a new allocation)."""
-        if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(uid):
-            return True
-        return self._x_busy(uid, meta.at, meta.duration)
 
     def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
@@ -178,16 +154,6 @@ class Traverser(WalkState):
             conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, conflict)
         return not ((exclusive or resource.exclusive is True) and self._held(meta, vertex.uid))
-
-    def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
-        subplan = self.subplans.get(uid)
-        if subplan is None or not resource.user_data:
-            return True
-        counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
-        try:
-            return subplan.avail_during(meta.at, meta.duration, counts)
-        except PlannerRangeError:
-            return False
 
     def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
         """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
@@ -229,8 +195,13 @@ class Traverser(WalkState):
         dfu = self.scoring_type()
         kids = Kids()
         if kind == "slot":
-            if not self._leaf_slots(meta, vertex, resources, children, next_resources, check_pristine, label, dfu):
+            slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
+            if self.leaf_slots and not check_pristine and not self.policy.spec.stop_on_first:
+                slots = leaf_slots(self, meta, children, next_resources, label, own_slot(vertex, resources))
+            if slots is None:
                 self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+            elif slots:
+                dfu.evals(SLOT).add_all(slots)
         else:
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
@@ -247,28 +218,6 @@ class Traverser(WalkState):
             else:
                 self._pass_up(evaluation, dfu)
         return evaluation
-
-    def _leaf_slots(
-        self,
-        meta: JobMeta,
-        vertex: Vertex,
-        resources: list[Request],
-        children: list[tuple[int, int]],
-        shape: list[Request],
-        pristine: bool,
-        label: str,
-        dfu: Scoring,
-    ) -> bool:
-        """:meth:`_dom_slot` in one loop when the slot is made of ``vertex``'s own leaves (see
-        :func:`~kubeflux.match.slots.leaf_slots`); False when the generic walk must run."""
-        if not self.leaf_slots or pristine or self.policy.spec.stop_on_first or not children:
-            return False
-        slots = leaf_slots(self, meta, children, shape, label, own_slot(vertex, resources))
-        if slots is None:
-            return False
-        if slots:
-            dfu.evals(SLOT).add_all(slots)
-        return True
 
     def _explore_aux(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: Scoring) -> None:
         """Explore ``vertex``'s edges in the auxiliary subsystems (none when matching over containment alone)."""
