@@ -1,14 +1,18 @@
 """Matcher benchmark: the 1,024-node graph of ../shared/bench (and larger variants) under Fluxion's scenarios.
 
-Prints, per graph size and policy, the mean and p99 time per match for
+Prints, per graph size, policy and scenario, the first match alone and the mean / p99 time per match over the
+first 200 and the first 1,000 jobs (--lengths), each run's first match included as a user's short session has it:
   (a) ``match allocate a_core1.yaml``            one core
   (b) ``match allocate b_node_excl.yaml``        one whole node, exclusive
   (c) ``match allocate c_128n_64c.yaml`` + cancel 128 nodes x 64 cores, then released (the match and the cancel
                                                  timed apart: Fluxion's ELAPSE times the match only)
   (d) ``match allocate_orelse_reserve d_1n_64c.yaml`` after 8 x (c) fill the cluster
-plus graph load time and resident memory (with the engine in use after the scenarios), next to Fluxion v0.54's
-figures from ../shared/bench/README.md.
-Usage: python benchmarks/match.py [--jobs N] [--nodes 1024,5000,10000] [--policies first,lonode,low]
+(a), (b) and (c) start on a freshly read graph, so their first match evaluates every vertex once; (d)'s first comes
+after the fill. Beside them, Fluxion v0.54's mean from ../shared/bench/README.md (1,000 jobs) and the ratio of it
+to ours at each length. A second table gives graph load and engine init time and resident memory per policy.
+Times are CPU time of the process (the machine may be shared).
+Usage: python benchmarks/match.py [--lengths 200,1000] [--nodes 1024,5000] [--policies first,low,lonode,high,hinode]
+       [--scenarios abcd]
 """
 
 from __future__ import annotations
@@ -70,17 +74,18 @@ def graph_file(nodes: int, workdir: Path) -> Path:
 
 
 def timed(engine: Engine, op: MatchOp, path: Path, jobs: int, cancel: bool = False) -> tuple[list[float], list[float]]:
-    """Seconds per match and, with ``cancel``, per cancel of the job just matched."""
+    """CPU seconds per match and, with ``cancel``, per cancel of the job just matched."""
     jobspec = load_jobspec(path)
+    clock = time.process_time
     times, cancels = [], []
     for _ in range(jobs):
-        started = time.perf_counter()
+        started = clock()
         result = engine.match(op, jobspec)
-        matched = time.perf_counter()
+        matched = clock()
         times.append(matched - started)
         if cancel and result.matched:
             engine.cancel(result.jobid)
-            cancels.append(time.perf_counter() - matched)
+            cancels.append(clock() - matched)
     return times, cancels
 
 
@@ -100,62 +105,82 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
+SCENARIOS = {  # scenario -> (label, jobspec, operation)
+    "a": ("(a) core", "a_core1", MatchOp.ALLOCATE),
+    "b": ("(b) node x", "b_node_excl", MatchOp.ALLOCATE),
+    "c": ("(c) 128n x 64c", "c_128n_64c", MatchOp.ALLOCATE),
+    "d": ("(d) reserve", "d_1n_64c", MatchOp.ALLOCATE_ORELSE_RESERVE),
+}
+
+
+def fresh_engine(path: Path, policy: str) -> tuple[Engine, float, float]:
+    """An engine on a freshly read graph, with the collector settled; (engine, load s, init s)."""
+    gc.collect()
+    started = time.perf_counter()
+    graph = read_grug(path)
+    load = time.perf_counter() - started
+    started = time.perf_counter()
+    engine = Engine(graph, policy=policy)
+    init = time.perf_counter() - started
+    settle_gc()
+    return engine, load, init
+
+
+def run_scenario(path: Path, policy: str, scenario: str, jobs: int, nodes: int) -> tuple[list[float], list[float]]:
+    """Per-match (and, for (c), per-cancel) CPU seconds of ``jobs`` jobs of ``scenario`` on a fresh engine."""
+    engine, _, _ = fresh_engine(path, policy)
+    _, spec, op = SCENARIOS[scenario]
+    if scenario == "d":
+        timed(engine, MatchOp.ALLOCATE, BENCH / "c_128n_64c.yaml", nodes // 128)
+    times, cancels = timed(engine, op, BENCH / f"{spec}.yaml", jobs, cancel=scenario == "c")
+    del engine
+    gc.unfreeze()
+    return times, cancels
+
+
+def ratio(fluxion: float | None, times: list[float]) -> str:
+    return f"{fluxion / (statistics.fmean(times) * 1e3):.1f}x" if fluxion is not None and times else "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=1000, help="matches per scenario")
-    parser.add_argument("--jobs-c", type=int, default=None, help="matches for (c) (default: --jobs)")
+    parser.add_argument("--lengths", default="200,1000", help="jobs per run, comma-separated (prefixes of one run)")
     parser.add_argument("--nodes", default="1024", help="comma-separated graph sizes, e.g. 1024,5000,10000")
-    parser.add_argument("--policies", default="first,lonode,low")
+    parser.add_argument("--policies", default="first,low,lonode,high,hinode")
+    parser.add_argument("--scenarios", default="abcd")
     args = parser.parse_args()
+    lengths = sorted(int(n) for n in args.lengths.split(","))
     console = Console(width=200)
-    jobs = f"{args.jobs} jobs per scenario" + (f", {args.jobs_c} for (c)" if args.jobs_c else "")
-    table = Table(title=f"kubeflux matcher, {jobs} (ms per match: mean / p99)")
-    for column in (
-        "nodes",
-        "policy",
-        "load s",
-        "init s",
-        "(a) core",
-        "(b) node x",
-        "(c) 128n x 64c",
-        "(c) its cancel",
-        "(d) reserve",
-        "RSS MB",
-        "Fluxion (a/b/c/d)",
-    ):
-        table.add_column(column)
+    table = Table(title="kubeflux matcher, CPU ms per match (mean / p99), each run's first match included")
+    columns = ["nodes", "policy", "scenario", "first match"]
+    for length in lengths:
+        columns += [f"{length} jobs", f"Fluxion / us at {length}"]
+    columns += ["Fluxion (1,000)", "(c) cancel"]
+    for column in columns:
+        table.add_column(column, justify="right")
+    setup = Table(title="graph load, engine init (wall s) and resident memory after the scenarios")
+    for column in ("nodes", "policy", "load s", "init s", "RSS MB"):
+        setup.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
         for nodes in (int(n) for n in args.nodes.split(",")):
             path = graph_file(nodes, Path(tmp))
             for policy in args.policies.split(","):
-                started = time.perf_counter()
-                graph = read_grug(path)
-                load = time.perf_counter() - started
-                started = time.perf_counter()
-                engine = Engine(graph, policy=policy)
-                init = time.perf_counter() - started
-                settle_gc()
-                cells = []
-                for spec in ("a_core1", "b_node_excl"):
-                    times, _ = timed(engine, MatchOp.ALLOCATE, BENCH / f"{spec}.yaml", args.jobs)
-                    cells.append(cell(times))
-                    del engine, graph
-                    gc.collect()
-                    graph = read_grug(path)
-                    engine = Engine(graph, policy=policy)
-                    settle_gc()
-                jobs_c = args.jobs_c or args.jobs
-                times, cancels = timed(engine, MatchOp.ALLOCATE, BENCH / "c_128n_64c.yaml", jobs_c, cancel=True)
-                cells += [cell(times), cell(cancels)]
+                for scenario in args.scenarios:
+                    times, cancels = run_scenario(path, policy, scenario, lengths[-1], nodes)
+                    fluxion = FLUXION_MS.get((policy, scenario))
+                    cells = [str(nodes), policy, SCENARIOS[scenario][0], f"{times[0] * 1e3:.2f}"]
+                    for length in lengths:
+                        cells += [cell(times[:length]), ratio(fluxion, times[:length])]
+                    cells += ["-" if fluxion is None else str(fluxion), cell(cancels)]
+                    table.add_row(*cells)
+                engine, load, init = fresh_engine(path, policy)
                 timed(engine, MatchOp.ALLOCATE, BENCH / "c_128n_64c.yaml", nodes // 128)
-                times, _ = timed(engine, MatchOp.ALLOCATE_ORELSE_RESERVE, BENCH / "d_1n_64c.yaml", args.jobs)
-                cells.append(cell(times))
                 gc.collect()
-                rss = resident_mb()
-                fluxion = " / ".join(str(FLUXION_MS.get((policy, s), "-")) for s in "abcd")
-                table.add_row(str(nodes), policy, f"{load:.2f}", f"{init:.2f}", *cells, f"{rss:.0f}", fluxion)
-
+                setup.add_row(str(nodes), policy, f"{load:.2f}", f"{init:.2f}", f"{resident_mb():.0f}")
+                del engine
+                gc.unfreeze()
     console.print(table)
+    console.print(setup)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ from kubeflux.match.evaluation import Kids
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import Scoring
+from kubeflux.match.slots import take_slot
 from kubeflux.match.state import SLOT
-from kubeflux.match.traverser import Traverser, take_slot
+from kubeflux.match.traverser import Traverser
 from kubeflux.resources.graph import Vertex
 
 XOR_SLOT = "xor_slot"

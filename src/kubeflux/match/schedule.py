@@ -39,6 +39,8 @@ class Schedule:
     leaf_batches = True
     """Whether ``first`` explores a vertex whose children are all leaves of the requested type in one loop (see
     :meth:`_first_leaves`)."""
+    leaf_slots = True
+    """Whether a slot made of a vertex's own leaves is cut in one loop (see :func:`kubeflux.match.slots.leaf_slots`)."""
 
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""

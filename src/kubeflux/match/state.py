@@ -17,12 +17,13 @@ from bisect import bisect_left
 from collections.abc import Iterable
 
 from kubeflux.match.evaluation import LEAD, NO_LEAD, NOT_LEAD, CacheKey, Evaluation, LeafRun, Mark
-from kubeflux.match.meta import JobMeta
+from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.multiplanner import MultiPlanner
+from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.request import Request
 from kubeflux.match.schedule import WEIGHT_MAX, Schedule
 from kubeflux.match.scoring import Scoring
-from kubeflux.resources.graph import Status, paused_gc
+from kubeflux.resources.graph import Status, Vertex, paused_gc
 
 SLOT = "slot"
 
@@ -271,6 +272,40 @@ class WalkState(Schedule):
             order = [(edge, target) for _, edge, target in keyed]
             known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
         return known[1]
+
+    def _held(self, meta: JobMeta, uid: int) -> bool:
+        """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
+        wanted exclusively cares (an allocation counts whenever it is, for a new allocation)."""
+        if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(uid):
+            return True
+        return self._x_busy(uid, meta.at, meta.duration)
+
+    def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
+        """Whether ``uid``'s aggregate filter has what ``resource`` asks below it during ``meta``'s window."""
+        subplan = self.subplans.get(uid)
+        if subplan is None or not resource.user_data:
+            return True
+        counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
+        try:
+            return subplan.avail_during(meta.at, meta.duration, counts)
+        except PlannerRangeError:
+            return False
+
+    def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
+        """Whether ``vertex`` has a child of each type the slot asks. Found by a scan that stops when they are
+        all seen (a node's first children are cores), so a node's first visit does not list its 64 children;
+        the set of its children's types is kept only when the scan went through them all."""
+        types = self._out_types.get(vertex.uid)
+        if types is None:
+            wanted = {child.type for child in slot.with_}
+            graph = self.graph
+            vertices, edges = graph.vertices, graph.edges
+            for i in vertex.out:
+                wanted.discard(vertices[edges[i].target].type)
+                if not wanted:
+                    return True
+            types = self._out_types[vertex.uid] = {vertices[edges[i].target].type for i in vertex.out}
+        return all(child.type in types for child in slot.with_)
 
     def _leaf_family(self, source: int, children: list[tuple[int, int]]) -> str | None:
         """The type of ``source``'s children if they are all leaves (no out-edges) of one type, else None."""

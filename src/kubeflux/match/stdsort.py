@@ -9,7 +9,6 @@ insertion sort). Reproducing the algorithm step by step is the only way to pick 
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 from typing import TypeVar
 
 import numpy as np
@@ -26,10 +25,7 @@ def sort(items: list[T], key: Callable[[T], int], descending: bool) -> None:
     if n < 2:
         return
     keys = [key(item) for item in items]
-    pairs = pairwise(keys)
-    if all(a > b for a, b in pairs) if descending else all(a < b for a, b in pairs):
-        return  # already in order, without ties
-    if len(set(keys)) == n:
+    if len(set(keys)) == n:  # without ties every correct sort agrees (Python's takes one pass over a sorted list)
         items.sort(key=key, reverse=descending)
         return
     signed = [-k for k in keys] if descending else keys

@@ -129,6 +129,7 @@ class SubsystemTraverser(Traverser):
     leaf_shortcut = False
     leaf_runs = False
     leaf_batches = False
+    leaf_slots = False
 
     def __init__(
         self,

@@ -29,9 +29,9 @@ from kubeflux.match.evaluation import (
     take_part,
 )
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
-from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.scoring import MATCH_MET, MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import Status, Vertex
@@ -125,13 +125,6 @@ class Traverser(WalkState):
             return "resource", matched_resource.with_, nslots, "", False
         return ("pristine" if pristine else "none"), resources, nslots, "", pristine
 
-    def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
-        types = self._out_types.get(vertex.uid)
-        if types is None:
-            graph = self.graph
-            types = self._out_types[vertex.uid] = {graph.vertices[graph.edges[i].target].type for i in vertex.out}
-        return all(child.type in types for child in slot.with_)
-
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         """Whether the walk may descend into ``vertex`` (False prunes it)."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
@@ -145,13 +138,6 @@ class Traverser(WalkState):
             # policy, a replayed or partly released job) would fail its update walk half way.
             return False
         return self._prune_resources(meta, exclusive, vertex, resources)
-
-    def _held(self, meta: JobMeta, uid: int) -> bool:
-        """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
-        wanted exclusively cares (an allocation counts whenever it is, for a new allocation)."""
-        if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(uid):
-            return True
-        return self._x_busy(uid, meta.at, meta.duration)
 
     def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
@@ -168,16 +154,6 @@ class Traverser(WalkState):
             conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, conflict)
         return not ((exclusive or resource.exclusive is True) and self._held(meta, vertex.uid))
-
-    def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
-        subplan = self.subplans.get(uid)
-        if subplan is None or not resource.user_data:
-            return True
-        counts = [resource.user_data.get(type, 0) for type in subplan.resource_types]
-        try:
-            return subplan.avail_during(meta.at, meta.duration, counts)
-        except PlannerRangeError:
-            return False
 
     def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
         """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
@@ -219,7 +195,13 @@ class Traverser(WalkState):
         dfu = self.scoring_type()
         kids = Kids()
         if kind == "slot":
-            self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+            slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
+            if self.leaf_slots and not check_pristine and not self.policy.spec.stop_on_first:
+                slots = leaf_slots(self, meta, children, next_resources, label, own_slot(vertex, resources))
+            if slots is None:
+                self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+            elif slots:
+                dfu.evals(SLOT).add_all(slots)
         else:
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
@@ -258,6 +240,14 @@ class Traverser(WalkState):
     ) -> bool:
         found = False
         if not self.policy.spec.stop_on_first:
+            # Checked before the blocks, so a vertex's leaf family is first asked with all its children (and only in
+            # a tree, where the first child's parent is the vertex explored).
+            if self.leaf_batches and len(resources) == 1 and children and not self.graph.shared_children:
+                source = self._walk_parent(children[0][1])
+                if self._leaf_family(source, children) == resources[0].type:
+                    leaves_found = self._first_leaves(meta, children, resources, pristine, excl, dfu, None)
+                    if leaves_found is not None:
+                        return leaves_found
             if self.wide_blocks and len(children) >= 2 * BLOCK:
                 return self._explore_blocks(meta, children, resources, pristine, excl, dfu, kids)
             for edge, target in children:
@@ -293,11 +283,12 @@ class Traverser(WalkState):
         pristine: bool,
         excl: bool,
         dfu: Scoring,
-        needed: int,
+        needed: int | None,
     ) -> bool | None:
-        """``first``'s explore of children that are all leaves of the one requested type (a socket's cores): what
-        :meth:`_visit_leaf` and :func:`tally_shares` do child by child, in one loop. None when the leaves need
-        :meth:`_evaluate` (see :meth:`_leaf_kind`)."""
+        """The explore of children that are all leaves of the one requested type (a socket's cores): what
+        :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
+        :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
+        (see :meth:`_leaf_kind`)."""
         resource = resources[0]
         vertices = self.graph.vertices
         leaf = self._leaf_kind(vertices[order[0][1]], resources, pristine)
@@ -315,9 +306,11 @@ class Traverser(WalkState):
         plans, subplans, policy = self._plans, self.subplans, self.policy
         allocations, uses = self._allocations, self._x_uses
         base = policy.leaf_base(resource.type)
-        evals = dfu.evals(resource.type)
+        # ``first`` adds to the type's candidates even when none is found; the others, as _visit_leaf does, only
+        # when one is.
+        evals = dfu.evals(resource.type) if needed is not None else None
         per_share = effective_max(resource)
-        total = evals.total
+        total = 0 if evals is None else evals.total
         previous = current = shares = 0
         groups: list[EdgeGroup] = []
         descending, last_score = True, float("inf")
@@ -346,6 +339,8 @@ class Traverser(WalkState):
                 descending = False
             last_score = score
             groups.append(EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)]))
+            if needed is None:
+                continue
             total += avail
             if total > previous:
                 current += total - previous
@@ -355,7 +350,10 @@ class Traverser(WalkState):
                     current = 0
             if shares >= needed:
                 break
-        evals.add_all(groups, descending_scores=descending)
+        if evals is None and groups:
+            evals = dfu.evals(resource.type)
+        if evals is not None:
+            evals.add_all(groups, descending_scores=descending)
         return bool(groups)
 
     def _visit_child(
@@ -554,41 +552,3 @@ def tally_shares(
         else:
             enough = False
     return enough
-
-
-def take_slot(shape: list[Request], dfu_slot: Scoring, label: str) -> EdgeGroup | None:
-    """The next slot's edges: for each element, the next best candidates covering its count (None when
-    they run out)."""
-    slot_group = EdgeGroup(MATCH_MET, 1, 0, True, task_label=label)
-    for element in shape:
-        evals = dfu_slot.evals(element.type)
-        count = calc_count(element, evals.qualified)
-        taken = 0
-        while taken < count:
-            group = evals.next_group()
-            if group is None:
-                return None
-            first = group.edges[0]
-            slot_group.edges.append(EdgeEval(first.count, first.count, True, first.edge))
-            slot_group.score += group.score
-            taken += first.count
-    return slot_group
-
-
-def count_slots(shape: list[Request], dfu_slot: Scoring) -> int:
-    """How many slots of ``shape`` the candidates cover, the scarcest element deciding (Fluxion's ``cnt_slot``)."""
-    fits = 2**32 - 1
-    for element in shape:
-        evals = dfu_slot.evals(element.type)
-        count = calc_count(element, evals.qualified)
-        shares = 0
-        if count != 0:
-            current = 0
-            for group in evals.groups:
-                current += group.edges[0].count
-                if current >= count:
-                    shares += 1
-                    current = 0
-        fits = min(fits, shares)
-        evals.reset_cursor()
-    return fits
