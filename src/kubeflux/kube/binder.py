@@ -45,6 +45,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
@@ -144,11 +145,8 @@ class Binder:
         self._told_lock = threading.Condition()
         self.interval = interval
         self.delay = delay
-        self.event_burst = event_burst
-        self.event_refill_seconds = event_refill_seconds
-        self._event_tokens: dict[str, tuple[float, float]] = {}
-        """Pod uid → (tokens, monotonic time they were counted): its FailedScheduling events' budget."""
-        self._tokens_lock = threading.Lock()
+        self.event_budget = EventBudget(event_burst, event_refill_seconds)
+        """Each pod's FailedScheduling events (client-go's spam filter)."""
         self._last: dict[str, float] = {}
         """Pod uid → when (monotonic) its last PodScheduled=False was sent."""
         self._deferred: dict[str, tuple[str, str, str | None, PodRef]] = {}
@@ -260,8 +258,7 @@ class Binder:
             self._deferred.pop(uid, None)
         with self._idle:
             self._bind_seq.pop(uid, None)
-        with self._tokens_lock:
-            self._event_tokens.pop(uid, None)
+        self.event_budget.forget(uid)
 
     # ------------------------------------------------------------------ decisions
 
@@ -385,23 +382,8 @@ class Binder:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("pod %s/%s: PodScheduled condition not written: %s", pod.namespace, pod.name, exc)
             return
-        if self._may_tell(pod.uid):
+        if self.event_budget.take(pod.uid, time.monotonic()):  # the condition is written regardless
             self.event(pod, "Warning", "FailedScheduling", message, scheduler, "Scheduling")
-
-    def _may_tell(self, uid: str) -> bool:
-        """client-go's event spam filter (``EventSourceObjectSpamFilter``): each pod's FailedScheduling events
-        come from a bucket of :attr:`event_burst` tokens that refills one every :attr:`event_refill_seconds`; when
-        it is empty the condition is still written, the event is not."""
-        now = time.monotonic()
-        with self._tokens_lock:
-            tokens, then = self._event_tokens.get(uid, (float(self.event_burst), now))
-            if self.event_refill_seconds > 0:
-                tokens = min(float(self.event_burst), tokens + (now - then) / self.event_refill_seconds)
-            if tokens < 1.0:
-                self._event_tokens[uid] = (tokens, now)
-                return False
-            self._event_tokens[uid] = (tokens - 1.0, now)
-            return True
 
     def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
         patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
@@ -70,11 +71,18 @@ class InProcessSchedulers:
         """uid → the last version of a pod read, and its reading."""
         self.clock: Clock = clock or ServedClock()
         registry = store.registry
-        kinds = [("", "v1", "nodes"), ("scheduling.x-k8s.io", "v1alpha1", "podgroups"), ("", "v1", "pods")]
+        kinds = [
+            ("", "v1", "nodes"),
+            ("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
+            ("scheduling.k8s.io", "v1alpha2", "podgroups"),  # served with the GenericWorkload gate only
+            ("", "v1", "pods"),
+        ]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
         self.pods = self.resources[-1]
         self._watchers: list[Watcher] = []
         self._scheduled = False
+        self.event_budget = EventBudget()
+        """Each pod's FailedScheduling events, in simulated seconds (client-go's spam filter, as ``serve``)."""
         self.rejected: list[Callable[[str, str], None]] = []
         """Told ``(uid, message)`` of every pod a scheduler rejects (it can never run): on the API such a pod is
         only ``Unschedulable``, but the workload replay's records say REJECTED, as the simulator's do."""
@@ -186,6 +194,8 @@ class InProcessSchedulers:
             pod = pod_from_manifest(obj)
         if type_ != "DELETED":
             self._pods[uid] = (obj, pod)
+        else:
+            self.event_budget.forget(uid)
         return pod
 
     def _wake_on_event(self) -> None:
@@ -267,7 +277,8 @@ class InProcessSchedulers:
             self.store.update(self.pods, namespace, name, updated, "status", trusted=True)
         except ApiError:
             return
-        record_event(self.store, namespace, pod, "Warning", "FailedScheduling", message, component)
+        if self.event_budget.take(meta["uid"], self.store.clock()):  # the condition above is written regardless
+            record_event(self.store, namespace, pod, "Warning", "FailedScheduling", message, component)
 
 
 def _enabling(type_: str, event: WatchEvent) -> bool:
