@@ -130,6 +130,14 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         started.server.stop()
 
 
+def create_podgroup(cluster: Cluster, api_version: str, name: str, spec: dict[str, Any]) -> None:
+    """A PodGroup of ``api_version`` (coscheduling's ``scheduling.x-k8s.io/v1alpha1`` or Kubernetes' own
+    ``scheduling.k8s.io/v1alpha2``) in ``default``, through the official client."""
+    group, version = api_version.split("/")
+    body = {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
+    client.CustomObjectsApi(cluster.api).create_namespaced_custom_object(group, version, "default", "podgroups", body)
+
+
 def pod(
     name: str,
     cpu: str = "8",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import Cluster, client, condition, eventually, pod, start_cluster
+from .conftest import Cluster, condition, create_podgroup, eventually, pod, start_cluster
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 
@@ -27,27 +27,11 @@ def gated(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def _native_group(cluster: Cluster, name: str, policy: dict[str, Any]) -> None:
-    body = {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"schedulingPolicy": policy},
-    }
-    client.CustomObjectsApi(cluster.api).create_namespaced_custom_object(
-        "scheduling.k8s.io", "v1alpha2", "default", "podgroups", body
-    )
+    create_podgroup(cluster, "scheduling.k8s.io/v1alpha2", name, {"schedulingPolicy": policy})
 
 
 def _coscheduling_group(cluster: Cluster, name: str, size: int) -> None:
-    body = {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"minMember": size},
-    }
-    client.CustomObjectsApi(cluster.api).create_namespaced_custom_object(
-        "scheduling.x-k8s.io", "v1alpha1", "default", "podgroups", body
-    )
+    create_podgroup(cluster, "scheduling.x-k8s.io/v1alpha1", name, {"minMember": size})
 
 
 def _native_member(name: str, group: str, cpu: str = "8", labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from kubeflux.kube.config import parse_config
 from kubeflux.kube.reflector import Resource, watched_resources
 from kubeflux.kube.serve import Serve, choose_clock
 
-from .conftest import Cluster, client, condition, eventually, pod, start_cluster
+from .conftest import Cluster, client, condition, create_podgroup, eventually, pod, start_cluster
 
 
 @pytest.fixture
@@ -29,15 +29,7 @@ def two_nodes(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def _podgroup(cluster: Cluster, name: str, size: int) -> None:
-    body = {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"minMember": size},
-    }
-    client.CustomObjectsApi(cluster.api).create_namespaced_custom_object(
-        "scheduling.x-k8s.io", "v1alpha1", "default", "podgroups", body
-    )
+    create_podgroup(cluster, "scheduling.x-k8s.io/v1alpha1", name, {"minMember": size})
 
 
 def _member(name: str, group: str, cpu: str) -> dict[str, Any]:
@@ -83,15 +75,8 @@ def test_kubernetes_own_gang_api_a_podgroup_with_a_gang_policy_waits_for_min_cou
 
 
 def _native_gangs(cluster: Cluster) -> None:
-    custom = client.CustomObjectsApi(cluster.api)
     for name, policy in (("ranks", {"gang": {"minCount": 3}}), ("loose", {"basic": {}})):
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1alpha2",
-            "kind": "PodGroup",
-            "metadata": {"name": name},
-            "spec": {"schedulingPolicy": policy},
-        }
-        custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", "default", "podgroups", body)
+        create_podgroup(cluster, "scheduling.k8s.io/v1alpha2", name, {"schedulingPolicy": policy})
     with cluster.serve() as serve:
         for index in range(2):
             cluster.create(_native_member(f"rank-{index}", "ranks", "8"))
@@ -104,9 +89,9 @@ def _native_gangs(cluster: Cluster) -> None:
         cluster.wait_for(lambda pods: all(pods[f"rank-{i}"]["spec"].get("nodeName") for i in range(3)))
         eventually(lambda: serve.bound == 4)  # counted once its binder thread has the reply
     with pytest.raises(client.ApiException) as refused:  # the served cluster validates the policy
-        body = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": {"name": "neither"}}
-        body["spec"] = {"schedulingPolicy": {"gang": {"minCount": 0}}}
-        custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", "default", "podgroups", body)
+        create_podgroup(
+            cluster, "scheduling.k8s.io/v1alpha2", "neither", {"schedulingPolicy": {"gang": {"minCount": 0}}}
+        )
     assert refused.value.status == 422 and "spec.schedulingPolicy.gang.minCount" in str(refused.value.body)
 
 
