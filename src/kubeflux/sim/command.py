@@ -336,6 +336,30 @@ def simulate_command(
         (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
     _write_outputs(runs, out, console)
     _record_outputs(out, before)
+    _tell_failures(runs, console)
+
+
+NOTHING_RAN = 3
+"""``kubeflux simulate``'s exit code when no job of the workload finished under any scheduler."""
+
+
+def _tell_failures(runs: list[RunRecord], console: Console) -> None:
+    """A warning for every run that left jobs unfinished (with why it stopped), and :data:`NOTHING_RAN` as the
+    exit code when nothing finished anywhere: a comparison of runs that did not run is not a result."""
+    finished_anywhere = False
+    for run in runs:
+        unfinished = [job for job in run.jobs if job.final_state.value == "NOT_FINISHED"]
+        finished_anywhere = finished_anywhere or any(job.finish_time is not None for job in run.jobs)
+        if unfinished:
+            why = run.stopped or "no event was left while they still waited (see jobs.csv's metadata)"
+            console.print(
+                f"[yellow]warning:[/] {escape(run.scheduler)}: {len(unfinished)} of {len(run.jobs)} jobs never "
+                f"finished: {escape(why)}",
+                highlight=False,
+            )
+    if runs and not finished_anywhere:
+        console.print("[red]error:[/] no job finished under any scheduler: nothing to compare")
+        raise typer.Exit(NOTHING_RAN)
 
 
 def _run_with_progress(

@@ -353,9 +353,35 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
                 allocated_resources=allocated,
                 pods=job.created,
                 attempts=1 + job.retries,
+                reason=_why(job),
             )
         )
     return records
+
+
+def _why(job: SimJob) -> str:
+    """What ``jobs.csv``'s ``metadata`` says of a job that was rejected, did not succeed or did not finish."""
+    state = job.final_state()
+    if state is FinalState.COMPLETED_SUCCESSFULLY:
+        return ""
+    if state is FinalState.REJECTED:
+        return f"rejected: {job.rejected_reason}"
+    if state is FinalState.NOT_FINISHED:
+        waiting = [sp for sp in job.pods if sp.bound_at is None and sp.finished_at is None]
+        told = next((sp.unschedulable_message for sp in reversed(waiting) if sp.unschedulable_message), "")
+        if told:
+            return f"not finished: a pod still waited: {told}"
+        if waiting or not job.pods:
+            return "not finished: a pod was never placed"
+        return "not finished: still running when the run ended"
+    if job.failed_reason:
+        return f"failed: {job.failed_reason}"
+    ended = [sp for sp in job.pods if sp.finished_at is not None and sp.pod.phase.value == "Failed"]
+    if ended:
+        sp = ended[-1]
+        why = sp.reason or sp.container_reason or "Error"
+        return f"failed: pod {sp.pod.name}: {why} (exit code {sp.exit_code})"
+    return state.value
 
 
 def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) -> list[PodRecord]:

@@ -8,7 +8,8 @@
   submission, ``stretch`` = turnaround / execution (empty when execution is 0), ``success`` is 1 only for
   ``COMPLETED_SUCCESSFULLY``; ``consumed_energy`` is −1 (no energy model); ``allocated_resources`` is Batsim's
   interval set of resource ids, e.g. ``0-3 5`` (cores, then GPUs, then other extended resources:
-  :mod:`kubeflux.sim.resourceids`); ``metadata`` is empty;
+  :mod:`kubeflux.sim.resourceids`); ``metadata`` says why a job was rejected, did not succeed or did not finish
+  (``rejected: …``, ``failed: …``, ``not finished: …``; empty for a job that succeeded);
 * ``starting_time`` is when the job began computing: a coupled job's last required pod Running
   (:func:`kubeflux.sim.jobs.coupled_quorum`), any other job's first pod Running;
 * a ``REJECTED`` job has, as Batsim writes it, empty starting_time, execution_time, finish_time, waiting_time,
@@ -123,7 +124,7 @@ def job_cells(job: JobRecord, origin: float, workload_name: str = "") -> tuple[C
         stretch,
         None if rejected else -1,
         (str(allocated[0]) if len(allocated) == 1 else interval_set(allocated)) if allocated else "",
-        "",
+        job.reason,
         None if first_bind is None else round(first_bind - submitted, 6),
         None if first_bind is None or last_bind is None else round(last_bind - first_bind, 6),
         turnaround,

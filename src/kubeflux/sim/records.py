@@ -46,6 +46,8 @@ class JobRecord:
     pods: int = 0
     attempts: int = 1
     """Pod attempts including retries (Kubernetes Job back-off)."""
+    reason: str = ""
+    """Why it was rejected, did not succeed or did not finish (``jobs.csv``'s ``metadata``); empty otherwise."""
 
 
 @dataclass(slots=True)

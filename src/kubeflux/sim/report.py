@@ -48,6 +48,7 @@ _TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("scheduler", "scheduler"),
     ("jobs", "jobs"),
     ("rejected", "rejected"),
+    ("not_finished", "not finished"),
     ("makespan", "makespan (s)"),
     ("mean_waiting_time", "mean wait (s)"),
     ("max_waiting_time", "max wait (s)"),
@@ -82,7 +83,9 @@ def _table_columns(rows: Sequence[SummaryRow]) -> list[tuple[str, str]]:
 
 
 def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison") -> Table:
-    """A rich table of summary rows (one per run), the main figures only; best wait and slowdown in green."""
+    """A rich table of summary rows (one per run), the main figures only; the best wait, slowdown and makespan in
+    green, among the runs that finished every job they did not reject (a run that left jobs waiting has nothing
+    to be best at: its averages leave out what it never ran)."""
     table = Table(title=title)
     columns = _table_columns(rows)
     for key, header in columns:
@@ -91,16 +94,18 @@ def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison
         else:
             table.add_column(header, justify="right")
     best: dict[str, float] = {}
+    complete = [row for row in rows if not row.get("not_finished")]
     for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan"):
-        values = [float(row[key]) for row in rows if isinstance(row.get(key), int | float)]
-        if len(values) > 1:
+        values = [float(row[key]) for row in complete if isinstance(row.get(key), int | float)]
+        if len(values) > 1 or (values and len(rows) > 1):
             best[key] = min(values)
     for row in rows:
         cells = []
         for key, _ in columns:
             text = _format(row.get(key))
             value = row.get(key)
-            if key in best and isinstance(value, int | float) and float(value) == best[key]:
+            in_race = not row.get("not_finished")
+            if in_race and key in best and isinstance(value, int | float) and float(value) == best[key]:
                 text = f"[green]{text}[/green]"
             cells.append(text)
         table.add_row(*cells)
@@ -288,7 +293,7 @@ def _utilization(runs: Sequence[RunRecord], path: Path) -> None:
         ax.set_ylabel(f"fraction of {name}")
         ax.set_title(f"Utilization of {name} (solid: allocated, dashed: computing)")
         ax.set_ylim(0, 1.05)
-        if runs:
+        if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="best", fontsize=7)
     axes[-1, 0].set_xlabel("time (s)")
     fig.tight_layout()
@@ -324,7 +329,7 @@ def _queue(runs: Sequence[RunRecord], path: Path) -> None:
     ax.set_xlabel("time (s)")
     ax.set_ylabel("pending jobs")
     ax.set_title("Queue length")
-    if runs:
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -346,7 +351,7 @@ def _waiting_cdf(runs: Sequence[RunRecord], path: Path) -> None:
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
     ax.set_title("CDF of waiting time")
-    if runs:
+    if ax.get_legend_handles_labels()[0]:  # none when no job of any run started
         ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

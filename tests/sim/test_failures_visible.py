@@ -1,0 +1,86 @@
+"""``kubeflux simulate`` does not hide failures: jobs.csv says why a job was rejected, failed or never finished,
+the table never crowns a run that left jobs waiting, a run with unfinished jobs warns, and a comparison in which
+nothing finished exits non-zero."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+from kubeflux.sim.command import NOTHING_RAN
+from kubeflux.sim.report import summary_table
+
+CLUSTER = """apiVersion: v1
+kind: Node
+metadata: {name: w1}
+status:
+  allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
+"""
+
+
+def _pod(name: str, cpu: str, run: str = "30s", exit_code: int = 0, selector: str = "") -> str:
+    spec = f"  nodeSelector: {{{selector}}}\n" if selector else ""
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: {run}, sim.kubeflux.io/exit-code: "{exit_code}"}}
+spec:
+{spec}  restartPolicy: Never
+  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+def _simulate(tmp_path: Path, pods: list[str], *schedulers: str) -> tuple[int, str, Path]:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER, encoding="utf-8")
+    (tmp_path / "pods.yaml").write_text("---\n".join(pods), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--workload", str(tmp_path / "pods.yaml")]
+    for name in schedulers:
+        args += ["--scheduler", name]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    return result.exit_code, result.output, out
+
+
+def _metadata(out: Path, scheduler: str) -> dict[str, str]:
+    with (out / scheduler / "jobs.csv").open(encoding="utf-8") as stream:
+        return {row["job_id"]: row["metadata"] for row in csv.DictReader(stream)}
+
+
+def test_jobs_csv_says_why_a_job_was_rejected_or_failed_and_a_waiting_job_is_warned_of(tmp_path: Path) -> None:
+    pods = [
+        _pod("fine", "4"),
+        _pod("huge", "64"),  # more than any node: kubeflux rejects it
+        _pod("crash", "4", exit_code=1),
+        _pod("nowhere", "1", selector="zone: mars"),  # no node has the label: kube-default keeps it pending
+    ]
+    code, output, out = _simulate(tmp_path, pods, "kubeflux", "kube-default")
+    assert code == 0, output
+    kubeflux = _metadata(out, "kubeflux")
+    assert kubeflux["default/fine"] == ""
+    assert kubeflux["default/huge"].startswith("rejected: ") and "cpu" in kubeflux["default/huge"]
+    assert kubeflux["default/crash"].startswith("failed: pod crash: ") and "(exit code 1)" in kubeflux["default/crash"]
+    kube_default = _metadata(out, "kube-default")
+    assert kube_default["default/nowhere"].startswith("not finished: a pod still waited: ")
+    said = " ".join(output.split())
+    assert "warning: kube-default: " in said and " jobs never finished" in said
+
+
+def test_nothing_finished_anywhere_is_an_error_not_a_comparison(tmp_path: Path) -> None:
+    code, output, _ = _simulate(tmp_path, [_pod("huge", "64")], "kubeflux")
+    assert code == NOTHING_RAN
+    assert "no job finished under any scheduler" in output
+
+
+def test_a_run_that_left_jobs_waiting_is_never_shown_as_best() -> None:
+    rows = [
+        {"scheduler": "short", "jobs": 3, "not_finished": 2, "mean_waiting_time": 0.0, "makespan": 10.0},
+        {"scheduler": "whole", "jobs": 3, "not_finished": 0, "mean_waiting_time": 50.0, "makespan": 90.0},
+    ]
+    table = summary_table(rows)
+    cells = {column.header: list(column.cells) for column in table.columns}
+    assert cells["mean wait (s)"] == ["0.000", "[green]50.000[/green]"]
+    assert cells["not finished"] == ["2", "0"]
