@@ -91,7 +91,7 @@ def test_jobs_csv_columns_and_empty_cells(tmp_path: Path) -> None:
     assert lines[0].startswith(
         "job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,success,"
         "final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,stretch,"
-        "consumed_energy,allocated_resources,metadata,scheduling_latency,dispatch_time,job_completion_time"
+        "allocated_resources,consumed_energy,metadata,scheduling_latency,dispatch_time,job_completion_time"
     )
     assert lines[3] == "c,w,,2.0,100,-1.0,0,REJECTED,,,,,,,,,,,,"
     rows = list(csv.DictReader(path.open()))

@@ -49,10 +49,12 @@ BATSIM_COLUMNS: tuple[str, ...] = (
     "waiting_time",
     "turnaround_time",
     "stretch",
-    "consumed_energy",
     "allocated_resources",
+    "consumed_energy",
     "metadata",
 )
+"""Batsim's ``jobs.csv`` columns in the order its ``export.cpp`` writes them (``…,stretch,allocated_resources,
+consumed_energy,metadata``)."""
 KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "dispatch_time", "job_completion_time")
 JOBS_COLUMNS: tuple[str, ...] = BATSIM_COLUMNS + KUBERNETES_COLUMNS
 
@@ -122,8 +124,8 @@ def job_cells(job: JobRecord, origin: float, workload_name: str = "") -> tuple[C
         None if start is None else round(start - submitted, 6),
         turnaround,
         stretch,
-        None if rejected else -1,
         (str(allocated[0]) if len(allocated) == 1 else interval_set(allocated)) if allocated else "",
+        None if rejected else -1,
         job.reason,
         None if first_bind is None else round(first_bind - submitted, 6),
         None if first_bind is None or last_bind is None else round(last_bind - first_bind, 6),
