@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -15,17 +14,7 @@ from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 
-from .conftest import start_server
 from .test_virtual_time import ORIGIN, PODS, _binding, call, eventually, now, phases, pi
-
-
-@pytest.fixture
-def apiserver(tmp_path: Path) -> Iterator[ApiServer]:
-    server = start_server(tmp_path)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _status(server: ApiServer, path: str) -> tuple[int, bytes]:
