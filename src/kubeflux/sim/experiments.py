@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubeflux import __version__
-from kubeflux.sim.baselines import create
+from kubeflux.sim.baselines import available
 from kubeflux.sim.command import _schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.metrics import summarize
@@ -72,10 +72,12 @@ def _run(name: str, every: float, scheduler: str) -> RunRecord:
 
 def seed004_rows(schedulers: Sequence[str] = SEED004_SCHEDULERS) -> list[Seed004Row]:
     """Every case under every scheduler, in order."""
+    unknown = [name for name in schedulers if name not in available()]
+    if unknown:  # before any run
+        raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(available())}")
     rows: list[Seed004Row] = []
     for case, name, every in SEED004_CASES:
         for scheduler in schedulers:
-            create(scheduler)  # an unknown name fails here, before any run
             run = _run(name, every, scheduler)
             summary = summarize(run)
             finished = [j for j in run.jobs if j.finish_time is not None]

@@ -12,6 +12,7 @@ is a watch event like any other and this module does not import the cluster's.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Protocol
 
 from kubeflux.sim.clock import Callback, Priority
@@ -116,18 +117,19 @@ class JobController:
                 return
         wjob = job.wjob
         want = min(wjob.parallelism, wjob.completions - job.succeeded) - job.active
-        if wjob.indexed:  # the lowest indexes neither done nor running, each under its own name
-            free = (i for i in range(wjob.completions) if i not in job.indexes_done and i not in job.indexes_active)
-            for index in [i for _, i in zip(range(max(want, 0)), free, strict=False)]:
-                if job.fail_streak > 0:
-                    job.retries += 1
-                job.indexes_active.add(index)
-                cluster.create_pod(job, job.timings[0], f"{wjob.name}-{index}-{job.created}", index)
-            return
-        for _ in range(want):
+        indexes: list[int | None] = [None] * max(want, 0)
+        if wjob.indexed:  # the lowest indexes neither done nor running, each pod named after its own
+            done, active = job.indexes_done, job.indexes_active
+            free = (i for i in range(wjob.completions) if i not in done and i not in active)
+            indexes = list(itertools.islice(free, max(want, 0)))
+        for index in indexes:
             if job.fail_streak > 0:
                 job.retries += 1
-            cluster.create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
+            if index is None:
+                cluster.create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
+            else:
+                job.indexes_active.add(index)
+                cluster.create_pod(job, job.timings[0], f"{wjob.name}-{index}-{job.created}", index)
 
     def _fail(self, job: SimJob, reason: str) -> None:
         """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""

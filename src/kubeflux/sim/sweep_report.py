@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from rich.table import Table
 
+from kubeflux.sim.metrics import write_summary_csv
 from kubeflux.sim.sweep import Task, read_summary
 
 __all__ = ["METRICS", "aggregate", "collect", "summary_table", "write_sweep_report"]
@@ -39,7 +39,6 @@ METRICS: tuple[str, ...] = (
 )
 """The summary columns the aggregated table and the plots compare."""
 
-_POINT = ("workload", "cluster", "scheduler", "policy", "seed")
 _GROUP = ("workload", "cluster", "scheduler", "policy")
 
 
@@ -48,18 +47,17 @@ def collect(tasks: Sequence[Task], out: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for task in tasks:
         folder = out / "runs" / task.key
-        row: dict[str, Any] = {**task.point(), "key": task.key}
-        summary = folder / "summary.json"
+        row: dict[str, Any] = task.point()  # its columns first, then status and error (sweep.csv's order)
         error = folder / "error.txt"
-        written = read_summary(summary)
+        written = read_summary(folder / "summary.json")
         if written is not None:
             metrics = {k: v for k, v in written["row"].items() if k not in ("scheduler", "workload")}
-            row.update(status="ok", error="", seconds=written.get("seconds", 0.0), **metrics)
+            row.update(status="ok", error="", key=task.key, seconds=written.get("seconds", 0.0), **metrics)
         elif error.is_file():
             lines = [line for line in error.read_text(encoding="utf-8").splitlines() if line.strip()]
-            row.update(status="failed", error=lines[-1] if lines else "failed")
+            row.update(status="failed", error=lines[-1] if lines else "failed", key=task.key)
         else:
-            row.update(status="not run", error="")
+            row.update(status="not run", error="", key=task.key)
         rows.append(row)
     return rows
 
@@ -84,17 +82,6 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             entry[f"{metric}_max"] = max(values) if values else None
         merged.append(entry)
     return merged
-
-
-def _write_csv(rows: Sequence[dict[str, Any]], path: Path, first: Sequence[str]) -> None:
-    columns = list(first)
-    for row in rows:
-        columns.extend(k for k in row if k not in columns)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
 
 
 def _plot(merged: Sequence[dict[str, Any]], metric: str, path: Path) -> None:
@@ -129,10 +116,10 @@ def _plot(merged: Sequence[dict[str, Any]], metric: str, path: Path) -> None:
 def write_sweep_report(tasks: Sequence[Task], out: Path) -> list[dict[str, Any]]:
     """Write the merged report of ``tasks`` into ``out``; returns the aggregated rows."""
     rows = collect(tasks, out)
-    _write_csv(rows, out / "sweep.csv", (*_POINT, "status", "error"))
+    write_summary_csv(rows, out / "sweep.csv")
     (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     merged = aggregate(rows)
-    _write_csv(merged, out / "sweep-summary.csv", (*_GROUP, "runs", "ok", "failed"))
+    write_summary_csv(merged, out / "sweep-summary.csv")
     if any(entry["ok"] for entry in merged):
         for metric in METRICS:
             _plot(merged, metric, out / f"sweep-{metric}.png")

@@ -25,7 +25,7 @@ from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.metadata import MAX_DEPTH, too_deep
+from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
@@ -271,15 +271,19 @@ class ApiApp:
     async def _wait_for_version(self, version: str) -> None:
         """A version ahead of the store's: wait up to :attr:`ServerSettings.fresh_wait_seconds` for the writes to
         reach it (the store then answers 504 if they have not)."""
-        if not version.isascii() or not version.isdigit() or len(version) > 20 or int(version) <= self.store.rv:
-            return  # the store answers a malformed one
+        try:
+            requested = parse_resource_version(version)
+        except ApiError:
+            return  # the store answers it with the same 400
+        if requested <= self.store.rv:
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.fresh_wait_seconds
         activity = self.activity
         if activity is not None:  # waiting for writes, not working: virtual time may go on to them
             activity.in_flight -= 1
         try:
-            while int(version) > self.store.rv and loop.time() < deadline:
+            while requested > self.store.rv and loop.time() < deadline:
                 await asyncio.sleep(0.05)
         finally:
             if activity is not None:
