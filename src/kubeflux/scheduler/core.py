@@ -337,9 +337,14 @@ class KubefluxScheduler(Placer):
             fitted is not None
             and fitted[0] == self._node_epoch
             and len(fitted[1]) == len(job.pods)
-            and all(a is b for a, b in zip(fitted[1], job.pods.values(), strict=True))
+            and all(
+                a is b or placement_view(a) == placement_view(b)
+                for a, b in zip(fitted[1], job.pods.values(), strict=True)
+            )
         ):
-            return False  # the same pods (objects are replaced when they change) on the same nodes: known to fit
+            # the same pods on the same nodes: known to fit (a pod's object is replaced whenever it changes, also
+            # when only its status or the expected start written back on it did: what placing reads is compared)
+            return False
         never: list[tuple[str, Pod, str]] = []
         for uid, pod in job.pods.items():
             why = self._fits.never(pod, self._empty_nodes)

@@ -291,6 +291,18 @@ class ClusterBooks:
             if self._forget_pending(uid) is not None:
                 self._changed()
             return
+        known = self.queue.by_pod.get(uid)
+        if (
+            known is not None
+            and uid not in self._told
+            and uid not in self._held
+            and (pod.group is None or pod.group not in self._bad_groups)
+            and placement_view(known.pods[uid]) == placement_view(pod)
+        ):
+            # a queued pod whose change placing does not read (its status, the expected start written back on
+            # it: most events about a waiting pod): as valid as it was, and it keeps its place in the plan
+            self.queue.add(uid, pod)
+            return
         if not self._valid(uid, pod):
             if self._forget_pending(uid) is not None:
                 self._changed()

@@ -38,16 +38,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodPhase
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer, VirtualClock
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
@@ -67,7 +69,6 @@ _NODE_LEASES = "kube-node-lease"
 NODE_STATUS_SECONDS = 300.0
 """How often a node's status heartbeat is written when nothing changed (the kubelet's
 ``nodeStatusReportFrequency``)."""
-_TIME_FIELDS = frozenset({"lastTransitionTime", "startTime", "startedAt", "finishedAt"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -75,18 +76,21 @@ def _stamp(seconds: int) -> str:
     return format_timestamp(float(seconds))
 
 
-def _rfc3339(value: Any) -> Any:
-    """``pod_status`` gives times as float seconds: the API writes RFC 3339."""
-    if isinstance(value, dict):
-        return {
-            k: _stamp(int(v))
-            if k in _TIME_FIELDS and isinstance(v, float | int)
-            else (_rfc3339(v) if isinstance(v, dict | list) else v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_rfc3339(v) if isinstance(v, dict | list) else v for v in value]
-    return value
+def _rfc3339(status: Object) -> Object:
+    """``pod_status`` gives times as float seconds in a status it built afresh: the API writes RFC 3339, so its
+    time fields (``startTime``, the conditions' ``lastTransitionTime``, the container state's ``startedAt`` and
+    ``finishedAt``) are rewritten in place."""
+    if "startTime" in status:
+        status["startTime"] = _stamp(int(status["startTime"]))
+    for condition in status.get("conditions", ()):
+        if isinstance(condition.get("lastTransitionTime"), float | int):
+            condition["lastTransitionTime"] = _stamp(int(condition["lastTransitionTime"]))
+    for container in status.get("containerStatuses", ()):
+        for state in container["state"].values():
+            for key in ("startedAt", "finishedAt"):
+                if isinstance(state.get(key), float | int):
+                    state[key] = _stamp(int(state[key]))
+    return status
 
 
 def record_event(
@@ -172,6 +176,9 @@ class SimulatedKubelet:
         self._groups: dict[str, _Group] = {}
         self.lives: dict[str, _Life] = {}
         """uid → the life of a bound pod being run."""
+        self.known_pod: Callable[[Object, Object | None], Pod | None] | None = None
+        """Asked for a reading of a pod (its version, the previous one) before its manifest is read: the in-process
+        schedulers' (:meth:`InProcessSchedulers.known_pod`) when they run."""
         self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
         self._watcher.wake = self._wake
         self._draining = False
@@ -263,9 +270,9 @@ class SimulatedKubelet:
         pending = self._watcher.pending
         while pending:
             type_, event = pending.popleft()
-            self._handle(type_, event.obj)
+            self._handle(type_, event.obj, event.prev)
 
-    def _handle(self, type_: str, obj: Object) -> None:
+    def _handle(self, type_: str, obj: Object, prev: Object | None = None) -> None:
         meta = obj["metadata"]
         uid = meta["uid"]
         life = self.lives.get(uid)
@@ -286,12 +293,14 @@ class SimulatedKubelet:
                 self.store.get(self.nodes, "", node)
             except ApiError:
                 return  # no such node: no kubelet will ever run it
-            self._admit(obj)
+            self._admit(obj, prev)
 
-    def _admit(self, obj: Object) -> None:
+    def _admit(self, obj: Object, prev: Object | None) -> None:
         meta, namespace = obj["metadata"], obj["metadata"]["namespace"]
         try:
-            pod = pod_from_manifest(obj)
+            known = self.known_pod(obj, prev) if self.known_pod is not None else None
+            # a copy: the kubelet moves its pod's phase on, the schedulers' reading must not move with it
+            pod = copy.copy(known) if known is not None else pod_from_manifest(obj)
             template = _template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", None)
             job = WorkloadJob(
                 id=pod.key, submit_time=0.0, kind=JobKind.POD, name=pod.name, namespace=namespace, pods=[template]

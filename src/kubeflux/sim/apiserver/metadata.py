@@ -156,17 +156,26 @@ def uid_from_bits(bits: int) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def metadata_causes(resource: ResourceType, meta: Object) -> list[Cause]:
-    """What the real server checks of any ObjectMeta: the name (per the strategy), string maps, finalizers, owners."""
-    causes = resource.strategy.name_causes(meta.get("name", ""), "metadata.name")
+def metadata_causes(resource: ResourceType, meta: Object, old: Object | None = None) -> list[Cause]:
+    """What the real server checks of any ObjectMeta: the name (per the strategy), string maps, finalizers, owners.
+
+    ``old`` is the stored metadata an update replaces (it passed these checks, and an update keeps its name): only
+    what changed is checked again, so a write that touches one annotation does not re-check every label."""
+    causes = [] if old is not None else resource.strategy.name_causes(meta.get("name", ""), "metadata.name")
     for field in ("labels", "annotations"):
         value = meta.get(field)
         if value is None:
             continue
+        before = old.get(field) if old is not None else None
+        if value is before:
+            continue
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             causes.append(Cause(f"metadata.{field}", "Invalid value: must be a map of strings to strings"))
             continue
+        kept = before if isinstance(before, dict) else {}
         for key, text in value.items():
+            if key in kept and kept[key] == text:
+                continue
             if not valid_label_key(key):
                 message = f"Invalid value: {key!r}: name part must consist of alphanumeric characters, '-', '_' or '.'"
                 causes.append(Cause(f"metadata.{field}", message))
@@ -178,7 +187,7 @@ def metadata_causes(resource: ResourceType, meta: Object) -> list[Cause]:
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             causes.append(Cause(f"metadata.{field}", "Invalid value: must be a list of strings"))
     refs = meta.get("ownerReferences")
-    if refs is not None:
+    if refs is not None and (old is None or refs != old.get("ownerReferences")):
         if not isinstance(refs, list):
             causes.append(Cause("metadata.ownerReferences", "Invalid value: must be a list"))
         else:

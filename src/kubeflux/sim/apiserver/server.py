@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import functools
+import gc
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -111,6 +113,36 @@ def kubeconfig(server: str, token: str = "", ca: bytes = b"") -> dict[str, Any]:
         ],
         "current-context": "kubeflux",
     }
+
+
+SERVED_GC_THRESHOLDS = (100_000, 50, 100)
+"""The collector's thresholds while a cluster is served (Python's defaults: 700, 10, 10)."""
+
+
+@contextlib.contextmanager
+def _served_collections() -> Iterator[None]:
+    """Collect cyclic garbage less often while the cluster is served, then restore the thresholds.
+
+    The store keeps every object's current version and a cache of events, hundreds of thousands of dicts that
+    live long and hold no cycles; with the default thresholds the collector rescans them again and again (about a
+    tenth of a trace replay's time). Unlike a simulated run (:func:`kubeflux.sim.driver.Simulation`), a served
+    cluster may run for days, so old generations are still collected, only less often."""
+    with _SERVING_LOCK:
+        if not _SERVING:
+            _SERVING.append(gc.get_threshold())  # the thresholds to restore, kept while any cluster is served
+        _SERVING.append(SERVED_GC_THRESHOLDS)
+        gc.set_threshold(*SERVED_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        with _SERVING_LOCK:  # several servers in one process (tests): the last to stop restores the thresholds
+            _SERVING.pop()
+            if len(_SERVING) == 1:
+                gc.set_threshold(*_SERVING.pop())
+
+
+_SERVING: list[tuple[int, ...]] = []
+_SERVING_LOCK = threading.Lock()
 
 
 class _Uvicorn(uvicorn.Server):
@@ -246,6 +278,10 @@ class ApiServer:
         return server
 
     async def _serve(self, server: uvicorn.Server) -> None:
+        with _served_collections():
+            await self._serve_cluster(server)
+
+    async def _serve_cluster(self, server: uvicorn.Server) -> None:
         loop = self._loop = asyncio.get_running_loop()
         if self._with_kubelet:
             couple = self.workload is not None  # a replay's coupled jobs compute together, as in the simulator
@@ -255,6 +291,8 @@ class ApiServer:
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock, paced=paced)
+            if self.kubelet is not None:
+                self.kubelet.known_pod = self.schedulers.known_pod
         self.started_at = time.perf_counter()
         if self.workload is not None or self._with_controllers:  # the Job controller runs in the replay
             workload = self.workload if self.workload is not None else Workload("api", [])

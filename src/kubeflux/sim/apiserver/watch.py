@@ -72,6 +72,8 @@ class Watcher:
         self.closed = False
         self.wake: Callable[[], None] | None = None
         """Called after an event is queued (the HTTP shell sets it to wake its writer)."""
+        self.everything = not namespace and labels.empty and fields.empty
+        """Whether every object matches (most watchers: the in-process components, informers)."""
 
     def matches(self, obj: Object | None) -> bool:
         if obj is None:
@@ -88,6 +90,14 @@ class Watcher:
 
     def offer(self, event: WatchEvent) -> None:
         if self.closed:
+            return
+        if self.everything:
+            if len(self.pending) >= self.backlog:
+                self.close()
+                return
+            self.pending.append((event.type, event))
+            if self.wake is not None:
+                self.wake()
             return
         now = self.matches(event.obj)
         before = self.matches(event.prev) if event.type == "MODIFIED" else now
