@@ -41,6 +41,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -218,14 +219,27 @@ def _quoted(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+_NEEDS_QUOTES = re.compile('[,"\n\r]')
+
+
 def _text(value: Cell) -> str:
+    if value is None:
+        return ""
     text = str(value)
-    return _quoted(text) if any(c in text for c in ',"\n\r') else text
+    return _quoted(text) if _NEEDS_QUOTES.search(text) else text
 
 
-_TEXT, _SECONDS, _QUOTED = 0, 1, 2
+def _seconds(value: Cell) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def _always_quoted(value: Cell) -> str:
+    return _quoted("" if value is None else str(value))
+
+
 _JOB_FORMATS = tuple(
-    _SECONDS if column in _SECONDS_COLUMNS else _QUOTED if column == "metadata" else _TEXT for column in JOBS_COLUMNS
+    _seconds if column in _SECONDS_COLUMNS else _always_quoted if column == "metadata" else _text
+    for column in JOBS_COLUMNS
 )
 
 
@@ -234,18 +248,7 @@ def batsim_line(cells: Sequence[Cell]) -> str:
     times (:data:`_SECONDS_COLUMNS`) with six decimals, ``metadata`` always in double quotes (``""`` when empty; a
     quote inside is doubled, as CSV wants, where Batsim leaves it single), an empty cell for a missing value, other
     text as it is (quoted only if it holds a comma, quote or newline)."""
-    parts: list[str] = []
-    append = parts.append
-    for value, kind in zip(cells, _JOB_FORMATS, strict=True):
-        if kind == _QUOTED:
-            append(_quoted("" if value is None else str(value)))
-        elif value is None:
-            append("")
-        elif kind == _SECONDS:
-            append(f"{value:.6f}")
-        else:
-            append(_text(value))
-    return ",".join(parts)
+    return ",".join([form(value) for form, value in zip(_JOB_FORMATS, cells, strict=True)])
 
 
 def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
