@@ -59,8 +59,8 @@ def test_jobs_rows_by_hand() -> None:
     rows = {row["job_id"]: row for row in jobs_rows(small_run())}
     a, b, c, d = rows["a"], rows["b"], rows["c"], rows["d"]
     assert list(a) == list(JOBS_COLUMNS)
-    # times relative to the first submission (t=100)
-    assert (a["submission_time"], a["starting_time"], a["finish_time"]) == (0.0, 10.0, 40.0)
+    # times on the workload's clock: the records' own here (they do not say another)
+    assert (a["submission_time"], a["starting_time"], a["finish_time"]) == (100.0, 110.0, 140.0)
     assert (a["execution_time"], a["waiting_time"], a["turnaround_time"], a["stretch"]) == (30.0, 10.0, 40.0, 1.333333)
     assert (a["success"], a["final_state"], a["allocated_resources"], a["consumed_energy"]) == (
         1,
@@ -68,7 +68,7 @@ def test_jobs_rows_by_hand() -> None:
         "0-3",
         -1,
     )
-    assert (a["scheduling_latency"], a["dispatch_time"], a["job_completion_time"]) == (5.0, 5.0, 40.0)
+    assert (a["scheduling_latency"], a["bind_span"], a["job_completion_time"]) == (5.0, 5.0, 40.0)
     assert (b["success"], b["waiting_time"], b["execution_time"], b["stretch"], b["allocated_resources"]) == (
         0,
         39.0,
@@ -76,11 +76,11 @@ def test_jobs_rows_by_hand() -> None:
         8.8,
         "2-3",
     )
-    assert (b["scheduling_latency"], b["dispatch_time"]) == (39.0, 0.0)
+    assert (b["scheduling_latency"], b["bind_span"]) == (39.0, 0.0)
     # Batsim leaves the time columns of a rejected job empty
     for column in ("starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time", "stretch"):
         assert c[column] is None and d[column] is None
-    assert (c["success"], c["final_state"], c["submission_time"], c["consumed_energy"]) == (0, "REJECTED", 2.0, None)
+    assert (c["success"], c["final_state"], c["submission_time"], c["consumed_energy"]) == (0, "REJECTED", 102.0, None)
     assert d["final_state"] == "NOT_FINISHED" and d["scheduling_latency"] is None
 
 
@@ -91,11 +91,39 @@ def test_jobs_csv_columns_and_empty_cells(tmp_path: Path) -> None:
     assert lines[0].startswith(
         "job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,success,"
         "final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,stretch,"
-        "allocated_resources,consumed_energy,metadata,scheduling_latency,dispatch_time,job_completion_time"
+        "allocated_resources,consumed_energy,metadata,scheduling_latency,bind_span,job_completion_time"
     )
-    assert lines[3] == "c,w,,2.0,100,-1.0,0,REJECTED,,,,,,,,,,,,"
+    # as Batsim writes a rejected job: six decimals, empty times and energy, metadata in quotes
+    assert lines[3] == 'c,w,,102.000000,100,-1.000000,0,REJECTED,,,,,,,,,"",,,'
+    assert lines[1].startswith("a,w,,100.000000,4,60.000000,1,COMPLETED_SUCCESSFULLY,110.000000,30.000000,")
     rows = list(csv.DictReader(path.open()))
-    assert rows[0]["allocated_resources"] == "0-3" and rows[1]["turnaround_time"] == "44.0"
+    assert rows[0]["allocated_resources"] == "0-3" and rows[1]["turnaround_time"] == "44.000000"
+
+
+def test_times_go_back_to_the_workloads_clock(tmp_path: Path) -> None:
+    """The simulator counts from the first submission; jobs.csv and pods.csv write the workload's own times."""
+    run = small_run()
+    for job in run.jobs:  # the workload's trace started at 1,000,000 s; virtual time 0 is its first job, at 100
+        job.workload_submission_time = job.submission_time + 1_000_000 - 100
+        job.profile = "101"
+    rows = jobs_rows(run)
+    assert (rows[0]["submission_time"], rows[0]["starting_time"], rows[0]["finish_time"]) == (
+        1_000_000.0,
+        1_000_010.0,
+        1_000_040.0,
+    )
+    assert (rows[0]["waiting_time"], rows[0]["profile"]) == (10.0, "101")  # durations do not move
+    line = write_jobs_csv(run, tmp_path / "jobs.csv").read_text().splitlines()[2]
+    assert line.startswith("b,w,101,1000001.000000,2,-1.000000,0,COMPLETED_FAILED,1000040.000000,5.000000,")
+
+
+def test_metadata_is_always_quoted_and_stays_one_cell(tmp_path: Path) -> None:
+    run = small_run()
+    run.jobs[1].reason = 'failed: pod b-0: Error (exit code 1), said "no"'
+    path = write_jobs_csv(run, tmp_path / "jobs.csv")
+    assert ',"failed: pod b-0: Error (exit code 1), said ""no""",' in path.read_text()
+    rows = list(csv.DictReader(path.open()))
+    assert rows[1]["metadata"] == 'failed: pod b-0: Error (exit code 1), said "no"' and rows[0]["metadata"] == ""
 
 
 @pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning", "ignore:The inplace keyword")
@@ -126,7 +154,7 @@ def test_summary_by_hand() -> None:
     assert summary["mean_slowdown"] == pytest.approx((40 / 30 + 44 / 5) / 2, abs=1e-6)
     assert summary["mean_bounded_slowdown"] == pytest.approx((40 / 30 + 44 / 10) / 2, abs=1e-6)  # b: max(5, 10)
     assert summary["utilization"] == pytest.approx(130 / 180, abs=1e-6)  # 4 cores x 30 s + 2 x 5 over 4 x 45
-    assert (summary["mean_scheduling_latency"], summary["mean_dispatch_time"]) == (22.0, 2.5)
+    assert (summary["mean_scheduling_latency"], summary["mean_bind_span"]) == (22.0, 2.5)
     assert summary["pods_per_virtual_second"] == pytest.approx(3 / 45, abs=1e-6)
     assert summary["pods_per_wall_second"] == 6.0
 

@@ -5,9 +5,10 @@ import pytest
 from rich.console import Console
 
 from kubeflux.sim import report
-from kubeflux.sim.metrics import summarize
+from kubeflux.sim.metrics import MEAN_OVER, summarize
 from kubeflux.sim.records import FinalState, JobRecord, RunRecord
 from kubeflux.sim.report import queue_points, summary_table, utilization_points, write_report
+from kubeflux.sim.verdict import verdict_lines
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -65,3 +66,82 @@ def test_summary_table_lists_every_run() -> None:
 def test_empty_report(tmp_path: Path) -> None:
     index = write_report([], tmp_path)
     assert (tmp_path / "gantt.png").exists() and "<table>" in index.read_text()
+
+
+def test_every_average_says_over_how_many_jobs() -> None:
+    """The 6 jobs of ``run`` started and finished, the 7th was rejected: each mean covers 6, and says so."""
+    unfinished = run("kube-default", 5.0)
+    unfinished.jobs[0].finish_time = None
+    unfinished.jobs[0].final_state = FinalState.NOT_FINISHED  # started, never finished
+    rows = [summarize(run("fcfs", 0.0)), summarize(unfinished)]
+    counts = ("started_jobs", "finished_jobs", "slowdown_jobs", "bound_jobs")
+    assert [rows[0][key] for key in counts] == [6, 6, 6, 6]
+    assert [rows[1][key] for key in counts] == [6, 5, 5, 6]
+    for mean, count in MEAN_OVER.items():
+        assert mean in rows[0] and count in rows[0]
+    console = Console(width=400, record=True)
+    console.print(summary_table(rows))
+    text = console.export_text()
+    for header in ("mean wait (s) of started", "mean turnaround (s) of finished", "mean sched. latency (s) of bound"):
+        assert header in text
+    line = next(line for line in text.splitlines() if "kube-default" in line)
+    assert line.split("│")[5:8] == ["       6 ", "        5 ", "     6 "]  # started, finished, bound
+
+
+def test_the_index_page_names_each_averages_count(tmp_path: Path) -> None:
+    page = write_report([run("fcfs", 0.0)], tmp_path).read_text()
+    assert "<th>mean_waiting_time<br>over started_jobs</th>" in page and "<th>started_jobs</th>" in page
+
+
+def row(name: str, wait: float, makespan: float, useful: float, finished: int = 203) -> dict[str, object]:
+    return {
+        "scheduler": name,
+        "jobs": 203,
+        "rejected": 0,
+        "not_finished": 203 - finished,
+        "finished_jobs": finished,
+        "mean_waiting_time": wait,
+        "makespan": makespan,
+        "useful_utilization": useful,
+    }
+
+
+@pytest.mark.parametrize(
+    ("theirs", "expected"),
+    [
+        pytest.param(
+            row("kube-default", 5538.443, 40722.0, 0.718),
+            "kubeflux vs kube-default: mean wait −54 %, makespan −10 %, useful utilization +8 points "
+            "(both finished all 203 jobs)",
+            id="gains",
+        ),
+        pytest.param(
+            row("slow", 2000.0, 36000.0, 0.80),
+            "kubeflux vs slow: mean wait +28 %, makespan +2 %, useful utilization −0.6 points "
+            "(both finished all 203 jobs)",
+            id="losses",
+        ),
+        pytest.param(
+            row("same", 2554.788, 36824.0, 0.794),
+            "kubeflux vs same: mean wait ±0 %, makespan ±0 %, useful utilization ±0 points "
+            "(both finished all 203 jobs)",
+            id="equal",
+        ),
+        pytest.param(
+            row("idle", 0.0, 36824.0, 0.794),
+            "kubeflux vs idle: mean wait +2555 s (from 0 s), makespan ±0 %, useful utilization ±0 points "
+            "(both finished all 203 jobs)",
+            id="baseline-without-wait",
+        ),
+        pytest.param(
+            row("stuck", 100.0, 20000.0, 0.9, finished=150),
+            "kubeflux vs stuck: mean wait +2455 %, makespan +84 %, useful utilization −11 points (not like for like: "
+            "kubeflux finished 203 of 203 jobs, stuck 150; the means cover only the jobs each ran)",
+            id="baseline-left-jobs-unfinished",
+        ),
+    ],
+)
+def test_the_verdict_says_in_one_line_what_the_first_scheduler_gains(theirs: dict[str, object], expected: str) -> None:
+    ours = row("kubeflux", 2554.788, 36824.0, 0.794)
+    assert verdict_lines([ours, theirs]) == [expected]
+    assert verdict_lines([ours]) == []

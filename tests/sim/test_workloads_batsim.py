@@ -123,3 +123,8 @@ def test_broken_json_names_the_line(tmp_path: Path) -> None:
 def test_json_without_jobs_is_not_a_batsim_workload(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError, match="expected an object with a 'jobs' list"):
         read_batsim(write(tmp_path, {"nb_res": 4}))
+
+
+def test_profile_names_are_kept_for_jobs_csv() -> None:
+    jobs = {job.id: job for job in read_batsim(KTH).jobs}
+    assert (jobs["15"].profile, jobs["15"].profile_name(), jobs["20"].profile_name()) == ("15", "15", "20")

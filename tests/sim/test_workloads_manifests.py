@@ -215,3 +215,24 @@ spec:
     ):
         workload = read_manifests(write(tmp_path, job.replace("{spec}", spec)))
         assert not workload.jobs and problem in workload.problems[0]
+
+
+def test_a_jobs_profile_is_its_container_images(tmp_path: Path) -> None:
+    job = """apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "90s"}
+    spec:
+      containers:
+        - {name: main, image: "trainer:v2"}
+        - {name: side, image: "sidecar:1"}
+        - {name: more, image: "trainer:v2"}
+"""
+    jobs = {j.id: j for j in read_manifests(write(tmp_path, job + "---\n" + pod("lone"))).jobs}
+    assert jobs["default/train"].profile_name() == "trainer:v2+sidecar:1"
+    assert jobs["default/lone"].profile_name() == "busybox"
+    lammps = {j.id: j for j in read_manifests(EXAMPLES / "mixed-jobs.yaml").jobs}["default/lammps"]
+    assert lammps.profile_name() == "lammps"  # a PodGroup of three pods of one image: named once

@@ -130,3 +130,12 @@ def test_limit_keeps_a_prefix_of_the_log() -> None:
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError, match=r"nope\.swf: cannot read"):
         read_swf(tmp_path / "nope.swf")
+
+
+def test_profiles_are_named_as_batsims_swf_converters_name_them(tmp_path: Path) -> None:
+    """``swf_to_batsim_workload_delay.py``: profile ``int((run_time // 1 + 1) * 1)``, so a 100 s job is ``"101"``."""
+    path = tmp_path / "p.swf"
+    path.write_text(job_line(1, run=100) + job_line(2, run=0) + job_line(3, run=59.7) + job_line(4, run=-1))
+    jobs = read_swf(path).jobs
+    assert [job.profile_name() for job in jobs] == ["101", "1", "60", ""]  # unknown run time: rejected, no profile
+    assert read_swf(HPC2N).jobs[0].profile_name() == "31406"  # run time 31405 s

@@ -77,3 +77,10 @@ def test_trace_jobs_request_processors_and_pods_request_cores() -> None:
     assert trace.pods == [] and trace.requested_processors == 4 and trace.run_time is not None
     pods = generate(SyntheticSpec(jobs=1, kind=JobKind.POD, pod_requests={CPU: 1500}), seed=0).jobs[0]
     assert pods.requested_processors == math.ceil(1.5) and len(pods.pods) == 1
+
+
+def test_synthetic_profiles_are_named_after_the_run_time_as_batsims_converters_do() -> None:
+    """A synthetic job has no profile of its own: like an SWF job, its run time in whole seconds plus one."""
+    jobs = generate(SyntheticSpec(jobs=50, runtime="fixed", mean_runtime=3600.0), seed=2).jobs
+    assert {job.profile_name() for job in jobs} == {"3601"}
+    assert preset("seed004-jobs").jobs[0].profile_name() == "73"  # pods of 72 s

@@ -3,7 +3,9 @@
 For each ``--scheduler`` the whole workload runs once, in virtual time, from the same cluster and seed. Output in
 ``--out``: ``<scheduler>/jobs.csv`` (Batsim's columns), ``summary.csv``/``summary.json`` (one row per scheduler),
 plots and ``index.html``, and ``problems.txt`` when input lines were skipped or decisions refused. Several
-``--workload`` files are merged into one run, each shifted so its first submission is at time 0.
+``--workload`` files are merged into one run, each shifted so its first submission is at time 0. With several
+schedulers the comparison ends with one line per other scheduler saying what the first one gains over it (mean
+wait, makespan, useful utilization: :mod:`kubeflux.sim.verdict`).
 
 Besides files, ``--preset NAME`` (the KubeCon presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
 KWOK cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
@@ -334,9 +336,18 @@ def simulate_command(
     problems = [f"[{run.scheduler}] {p}" for run in runs for p in run.problems]
     if problems:
         (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
-    _write_outputs(runs, out, console)
+    rows = _write_outputs(runs, out, console)
     _record_outputs(out, before)
+    _tell_verdict(rows, console)
     _tell_failures(runs, console)
+
+
+def _tell_verdict(rows: list[dict[str, Any]], console: Console) -> None:
+    """One line per other scheduler: what the first one gains over it (:mod:`kubeflux.sim.verdict`)."""
+    from kubeflux.sim.verdict import verdict_lines
+
+    for line in verdict_lines(rows):
+        console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 NOTHING_RAN = 3

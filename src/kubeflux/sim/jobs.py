@@ -354,6 +354,8 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
                 pods=job.created,
                 attempts=1 + job.retries,
                 reason=_why(job),
+                profile=job.wjob.profile_name(),
+                workload_submission_time=job.wjob.submit_time,
             )
         )
     return records

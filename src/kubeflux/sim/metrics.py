@@ -1,27 +1,39 @@
 """Job metrics of a run: Batsim's ``jobs.csv`` (plus Kubernetes columns) and a per-run summary.
 
-``jobs.csv`` has exactly Batsim's columns, in Batsim's order (:data:`BATSIM_COLUMNS`), then three Kubernetes ones
-(:data:`KUBERNETES_COLUMNS`), so evalys (``evalys.jobset.JobSet.from_csv``) and Batsim tooling read it:
+``jobs.csv`` is what Batsim's ``JobsTracer`` writes: exactly Batsim's columns, in Batsim's order
+(:data:`BATSIM_COLUMNS`), formatted as Batsim formats them (times with six decimals, ``-1.000000``, ``metadata``
+always in double quotes), then three Kubernetes columns (:data:`KUBERNETES_COLUMNS`), so evalys
+(``evalys.jobset.JobSet.from_csv``) and Batsim tooling read it:
 
-* times are seconds **relative to the run's first submission** (its submission_time is 0);
+* times are on the **workload's own clock**, as Batsim keeps them: ``submission_time`` is an SWF's submit field as
+  written, a Batsim workload's ``subtime``, a manifest's ``sim.kubeflux.io/submit-time`` (seconds from when the
+  file is applied; 0 without it), a synthetic job's arrival; the other times are on the same clock
+  (:func:`time_offset`). Several ``--workload`` files merged into one run are each shifted to start at 0 first;
+* ``profile`` is the job's Batsim profile name: a Batsim workload's ``profile``, what Batsim's SWF converters name
+  an SWF or synthetic job's (its run time in whole seconds + 1), a manifest job's container images
+  (:meth:`~kubeflux.sim.workloads.model.WorkloadJob.profile_name`);
 * ``execution_time`` = finish − start, ``waiting_time`` = start − submission, ``turnaround_time`` = finish −
-  submission, ``stretch`` = turnaround / execution (empty when execution is 0), ``success`` is 1 only for
-  ``COMPLETED_SUCCESSFULLY``; ``consumed_energy`` is −1 (no energy model); ``allocated_resources`` is Batsim's
-  interval set of resource ids, e.g. ``0-3 5`` (cores, then GPUs, then other extended resources:
-  :mod:`kubeflux.sim.resourceids`); ``metadata`` says why a job was rejected, did not succeed or did not finish
-  (``rejected: …``, ``failed: …``, ``not finished: …``; empty for a job that succeeded);
+  submission, ``stretch`` = turnaround / execution (empty when execution is 0, where Batsim would print ``inf``),
+  ``success`` is 1 only for ``COMPLETED_SUCCESSFULLY``; ``consumed_energy`` is −1 (no energy model);
+  ``allocated_resources`` is Batsim's interval set of resource ids, e.g. ``0-3 5`` (cores, then GPUs, then other
+  extended resources: :mod:`kubeflux.sim.resourceids`); ``metadata`` says why a job was rejected, did not succeed
+  or did not finish (``rejected: …``, ``failed: …``, ``not finished: …``; ``""`` for a job that succeeded);
 * ``starting_time`` is when the job began computing: a coupled job's last required pod Running
   (:func:`kubeflux.sim.jobs.coupled_quorum`), any other job's first pod Running;
 * a ``REJECTED`` job has, as Batsim writes it, empty starting_time, execution_time, finish_time, waiting_time,
   turnaround_time, stretch and consumed_energy; a job still pending or running when the run ended
   (``NOT_FINISHED``) has empty columns for what never happened;
-* ``scheduling_latency`` = first bind − submission: how long until the scheduler placed the first pod;
-* ``dispatch_time`` = last bind − first bind: how long placing the whole job took (0 for a one-pod job; for a
-  gang, the time between its first and last member being bound);
+* ``scheduling_latency`` = first bind − submission: how long until the scheduler placed the first pod (the talk of
+  seed 004 measures it per pod, from the pod's creation, which is the job's submission here);
+* ``bind_span`` = last bind − first bind: how long placing the whole job took (0 for a one-pod job and for a gang
+  placed at once). It is *not* MCAD's "dispatch time" (an AppWrapper's creation to its ``Dispatched`` condition,
+  the time MCAD's queue held the job back before creating its objects): no dispatcher holds jobs back here, their
+  pods exist from their submission, so that figure would be 0 for every job (the talk writes N/A without MCAD);
 * ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time).
 
-:func:`summarize` gives one row per run (see its docstring for each figure); :func:`write_pods_csv` writes
-``pods.csv``, one row per pod (see :func:`pod_cells`). ``docs/simulator-outputs.md`` describes every output.
+:func:`summarize` gives one row per run (see its docstring for each figure; every mean has a count of the jobs it
+averages, :data:`MEAN_OVER`); :func:`write_pods_csv` writes ``pods.csv``, one row per pod (see :func:`pod_cells`).
+``docs/simulator-outputs.md`` describes every output.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -55,8 +68,36 @@ BATSIM_COLUMNS: tuple[str, ...] = (
 )
 """Batsim's ``jobs.csv`` columns in the order its ``export.cpp`` writes them (``…,stretch,allocated_resources,
 consumed_energy,metadata``)."""
-KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "dispatch_time", "job_completion_time")
+KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "bind_span", "job_completion_time")
+"""After Batsim's: first bind − submission, last bind − first bind, finish − submission (module docstring)."""
 JOBS_COLUMNS: tuple[str, ...] = BATSIM_COLUMNS + KUBERNETES_COLUMNS
+_SECONDS_COLUMNS = frozenset(
+    {
+        "submission_time",
+        "requested_time",
+        "starting_time",
+        "execution_time",
+        "finish_time",
+        "waiting_time",
+        "turnaround_time",
+        "stretch",
+        "consumed_energy",
+        *KUBERNETES_COLUMNS,
+    }
+)
+"""Columns Batsim prints as C++ ``std::to_string(double)`` does: six decimals (``13257.000000``, ``-1.000000``)."""
+
+MEAN_OVER: dict[str, str] = {
+    "mean_waiting_time": "started_jobs",
+    "max_waiting_time": "started_jobs",
+    "mean_turnaround_time": "finished_jobs",
+    "mean_slowdown": "slowdown_jobs",
+    "mean_bounded_slowdown": "finished_jobs",
+    "mean_scheduling_latency": "bound_jobs",
+    "mean_bind_span": "bound_jobs",
+    "mean_job_completion_time": "finished_jobs",
+}
+"""For each average (and maximum) of :func:`summarize`, the summary key that counts the jobs it covers."""
 
 BOUNDED_SLOWDOWN_TAU = 10.0
 """Seconds: bounded slowdown = max(1, turnaround / max(execution, tau)); short jobs do not dominate the mean."""
@@ -95,9 +136,19 @@ def _origin(run: RunRecord) -> float:
     return min((job.submission_time for job in run.jobs), default=0.0)
 
 
-def job_cells(job: JobRecord, origin: float, workload_name: str = "") -> tuple[Cell, ...]:
-    """One ``jobs.csv`` row as values in :data:`JOBS_COLUMNS` order (rules in the module docstring); ``origin``
-    is the run's first submission. Times are rounded to the microsecond, as Batsim prints them."""
+def time_offset(run: RunRecord) -> float:
+    """Seconds to add to the run's virtual times (0 is its first submission) to put them on the workload's own
+    clock, as ``jobs.csv`` and ``pods.csv`` write them (:attr:`JobRecord.workload_submission_time`); 0 when the
+    records do not say."""
+    for job in run.jobs:
+        if job.workload_submission_time is not None:
+            return job.workload_submission_time - job.submission_time
+    return 0.0
+
+
+def job_cells(job: JobRecord, offset: float = 0.0, workload_name: str = "") -> tuple[Cell, ...]:
+    """One ``jobs.csv`` row as values in :data:`JOBS_COLUMNS` order (rules in the module docstring); ``offset`` is
+    :func:`time_offset` of the run. Times are rounded to the microsecond, as Batsim prints them."""
     rejected = job.final_state is FinalState.REJECTED
     submitted = job.submission_time
     start = None if rejected else job.starting_time
@@ -109,18 +160,19 @@ def job_cells(job: JobRecord, origin: float, workload_name: str = "") -> tuple[C
         stretch = round(turnaround / execution, 6) if execution else None
     first_bind, last_bind = job.first_bind_time, job.last_bind_time
     allocated = job.allocated_resources
+    own = job.workload_submission_time
     return (
         job.job_id,
         job.workload_name or workload_name,
-        "",
-        round(submitted - origin, 6),
+        job.profile,
+        round(submitted + offset if own is None else own, 6),
         job.requested_number_of_resources,
         job.requested_time,
         1 if job.final_state is FinalState.COMPLETED_SUCCESSFULLY else 0,
         job.final_state.value,
-        None if start is None else round(start - origin, 6),
+        None if start is None else round(start + offset, 6),
         execution,
-        None if finish is None else round(finish - origin, 6),
+        None if finish is None else round(finish + offset, 6),
         None if start is None else round(start - submitted, 6),
         turnaround,
         stretch,
@@ -133,15 +185,15 @@ def job_cells(job: JobRecord, origin: float, workload_name: str = "") -> tuple[C
     )
 
 
-def job_row(job: JobRecord, origin: float, workload_name: str = "") -> dict[str, Cell]:
+def job_row(job: JobRecord, offset: float = 0.0, workload_name: str = "") -> dict[str, Cell]:
     """One ``jobs.csv`` row keyed by column name (see :func:`job_cells`)."""
-    return dict(zip(JOBS_COLUMNS, job_cells(job, origin, workload_name), strict=True))
+    return dict(zip(JOBS_COLUMNS, job_cells(job, offset, workload_name), strict=True))
 
 
 def jobs_rows(run: RunRecord) -> list[dict[str, Cell]]:
     """``jobs.csv`` rows of a run, in the run's job order, keyed by :data:`JOBS_COLUMNS`."""
-    origin = _origin(run)
-    return [job_row(job, origin, run.workload_name) for job in run.jobs]
+    offset = time_offset(run)
+    return [job_row(job, offset, run.workload_name) for job in run.jobs]
 
 
 def _cell(value: Cell) -> str:
@@ -163,10 +215,51 @@ def _write_csv(path: Path | str, header: Sequence[str], rows: Iterable[Sequence[
     return path
 
 
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+_NEEDS_QUOTES = re.compile('[,"\n\r]')
+
+
+def _text(value: Cell) -> str:
+    if value is None:
+        return ""
+    text = str(value)
+    return _quoted(text) if _NEEDS_QUOTES.search(text) else text
+
+
+def _seconds(value: Cell) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def _always_quoted(value: Cell) -> str:
+    return _quoted("" if value is None else str(value))
+
+
+_JOB_FORMATS = tuple(
+    _seconds if column in _SECONDS_COLUMNS else _always_quoted if column == "metadata" else _text
+    for column in JOBS_COLUMNS
+)
+
+
+def batsim_line(cells: Sequence[Cell]) -> str:
+    """One ``jobs.csv`` line (no newline) of :func:`job_cells`, formatted as Batsim's ``JobsTracer`` writes it:
+    times (:data:`_SECONDS_COLUMNS`) with six decimals, ``metadata`` always in double quotes (``""`` when empty; a
+    quote inside is doubled, as CSV wants, where Batsim leaves it single), an empty cell for a missing value, other
+    text as it is (quoted only if it holds a comma, quote or newline)."""
+    return ",".join([form(value) for form, value in zip(_JOB_FORMATS, cells, strict=True)])
+
+
 def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
-    """Write ``jobs.csv`` for ``run`` (header + one line per job); returns the path."""
-    origin, name = _origin(run), run.workload_name
-    return _write_csv(path, JOBS_COLUMNS, (job_cells(job, origin, name) for job in run.jobs))
+    """Write ``jobs.csv`` for ``run`` (header + one line per job, :func:`batsim_line`); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    offset, name = time_offset(run), run.workload_name
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        stream.write(",".join(JOBS_COLUMNS) + "\n")
+        stream.writelines(batsim_line(job_cells(job, offset, name)) + "\n" for job in run.jobs)
+    return path
 
 
 POD_COLUMNS: tuple[str, ...] = (
@@ -188,12 +281,13 @@ POD_COLUMNS: tuple[str, ...] = (
 """``pods.csv``'s columns (see :func:`pod_cells`)."""
 
 
-def _at(value: float | None, origin: float) -> float | None:
-    return None if value is None else round(value - origin, 6)
+def _at(value: float | None, offset: float) -> float | None:
+    return None if value is None else round(value + offset, 6)
 
 
-def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
-    """One ``pods.csv`` row in :data:`POD_COLUMNS` order. Times are seconds from the run's first submission:
+def pod_cells(pod: PodRecord, offset: float = 0.0) -> tuple[Cell, ...]:
+    """One ``pods.csv`` row in :data:`POD_COLUMNS` order. Times are on the workload's clock, as in ``jobs.csv``
+    (``offset`` is :func:`time_offset` of the run):
     ``running_time`` when the container ran, ``compute_time`` when the pod began computing (a coupled job's compute
     start: the pod held its resources idle from running to compute, ``idle_time`` seconds; a pod that ended before
     its job computed was idle from running to its end); ``reason`` says why it ended; ``resources`` is the ids it
@@ -209,11 +303,11 @@ def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
         pod.job_id,
         pod.pod,
         pod.node,
-        _at(pod.created_time, origin),
-        _at(pod.bind_time, origin),
-        _at(running, origin),
-        _at(compute, origin),
-        _at(end, origin),
+        _at(pod.created_time, offset),
+        _at(pod.bind_time, offset),
+        _at(running, offset),
+        _at(compute, offset),
+        _at(end, offset),
         idle,
         pod.phase,
         pod.reason,
@@ -225,8 +319,8 @@ def pod_cells(pod: PodRecord, origin: float) -> tuple[Cell, ...]:
 
 def write_pods_csv(run: RunRecord, path: Path | str) -> Path:
     """Write ``pods.csv`` for ``run`` (header + one line per pod, see :func:`pod_cells`); returns the path."""
-    origin = _origin(run)
-    return _write_csv(path, POD_COLUMNS, (pod_cells(pod, origin) for pod in run.pods))
+    offset = time_offset(run)
+    return _write_csv(path, POD_COLUMNS, (pod_cells(pod, offset) for pod in run.pods))
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -265,10 +359,14 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
 
     * ``jobs``, ``rejected``, ``succeeded``, ``failed`` (any other ``COMPLETED_*``), ``not_finished``;
     * ``makespan`` = last finish − first submission (Batsim v5's definition; 0 when nothing finished);
-    * ``mean_waiting_time`` / ``max_waiting_time`` over jobs that started; ``mean_turnaround_time``,
-      ``mean_slowdown`` (Batsim's, unbounded: turnaround / execution) and ``mean_bounded_slowdown``
-      (max(1, turnaround / max(execution, 10 s))) over finished jobs;
-    * ``mean_scheduling_latency``, ``mean_dispatch_time``, ``mean_job_completion_time`` (as in ``jobs.csv``);
+    * how many jobs each mean averages (:data:`MEAN_OVER` names the count of each): ``started_jobs`` (began
+      computing), ``finished_jobs`` (ended ``COMPLETED_*``: succeeded + failed), ``slowdown_jobs`` (finished with a
+      non-zero execution time), ``bound_jobs`` (had a pod bound);
+    * ``mean_waiting_time`` / ``max_waiting_time`` over the started jobs; ``mean_turnaround_time``,
+      ``mean_bounded_slowdown`` (max(1, turnaround / max(execution, 10 s))) and ``mean_job_completion_time`` (as
+      in ``jobs.csv``) over the finished jobs; ``mean_slowdown`` (Batsim's, unbounded: turnaround / execution)
+      over the slowdown jobs; ``mean_scheduling_latency`` and ``mean_bind_span`` (as in ``jobs.csv``) over the
+      bound jobs. A mean over no job is 0, with its count 0;
     * ``utilization`` = core-seconds allocated (held by bound pods) / (total cores × makespan), over [first
       submission, last finish]; ``useful_utilization`` the same for core-seconds computing (a coupled job's pods
       from its compute start: the idle holding before it is allocated, not useful); for every other resource kind
@@ -301,7 +399,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
             slowdowns.append(turnaround / execution)
         bounded.append(max(1.0, turnaround / max(execution, BOUNDED_SLOWDOWN_TAU)))
     latencies = [j.first_bind_time - j.submission_time for j in run.jobs if j.first_bind_time is not None]
-    dispatch = [
+    spans = [
         j.last_bind_time - j.first_bind_time
         for j in run.jobs
         if j.first_bind_time is not None and j.last_bind_time is not None
@@ -319,6 +417,10 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "succeeded": states.count(FinalState.COMPLETED_SUCCESSFULLY),
         "failed": len(finished) - states.count(FinalState.COMPLETED_SUCCESSFULLY),
         "not_finished": states.count(FinalState.NOT_FINISHED),
+        "started_jobs": len(waits),
+        "finished_jobs": len(finished),
+        "slowdown_jobs": len(slowdowns),
+        "bound_jobs": len(latencies),
         "makespan": round(makespan, 6),
         "mean_waiting_time": round(_mean(waits), 6),
         "max_waiting_time": round(max(waits, default=0.0), 6),
@@ -326,7 +428,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "mean_slowdown": round(_mean(slowdowns), 6),
         "mean_bounded_slowdown": round(_mean(bounded), 6),
         "mean_scheduling_latency": round(_mean(latencies), 6),
-        "mean_dispatch_time": round(_mean(dispatch), 6),
+        "mean_bind_span": round(_mean(spans), 6),
         "mean_job_completion_time": round(_mean(turnarounds), 6),
         "utilization": round(used / capacity, 6) if capacity > 0 else 0.0,
         "useful_utilization": useful,
@@ -394,7 +496,9 @@ __all__ = [
     "BOUNDED_SLOWDOWN_TAU",
     "JOBS_COLUMNS",
     "KUBERNETES_COLUMNS",
+    "MEAN_OVER",
     "POD_COLUMNS",
+    "batsim_line",
     "interval_set",
     "job_cells",
     "job_row",
@@ -402,6 +506,7 @@ __all__ = [
     "kind_utilization",
     "pod_cells",
     "summarize",
+    "time_offset",
     "write_jobs_csv",
     "write_pods_csv",
     "write_summary_csv",

@@ -48,6 +48,14 @@ class JobRecord:
     """Pod attempts including retries (Kubernetes Job back-off)."""
     reason: str = ""
     """Why it was rejected, did not succeed or did not finish (``jobs.csv``'s ``metadata``); empty otherwise."""
+    profile: str = ""
+    """Batsim's profile name, ``jobs.csv``'s ``profile`` (rules: ``WorkloadJob.profile_name`` in
+    :mod:`kubeflux.sim.workloads.model`)."""
+    workload_submission_time: float | None = None
+    """The submission time as the workload gives it (an SWF's field 2, a Batsim workload's ``subtime``, a manifest's
+    ``sim.kubeflux.io/submit-time``, a synthetic job's arrival). The simulator's virtual time starts at the first
+    submission (:attr:`submission_time` counts from there); ``jobs.csv`` and ``pods.csv`` put every time back on the
+    workload's clock, as Batsim does. None: the same as :attr:`submission_time`."""
 
 
 @dataclass(slots=True)

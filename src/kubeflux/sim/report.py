@@ -33,7 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from rich.table import Table
 
-from kubeflux.sim.metrics import summarize, write_summary_csv, write_summary_json
+from kubeflux.sim.metrics import MEAN_OVER, summarize, write_summary_csv, write_summary_json
 from kubeflux.sim.records import FinalState, JobRecord, RunRecord
 from kubeflux.sim.resourceids import has_ids
 
@@ -44,11 +44,17 @@ SERIES_MAX_POINTS = 20_000
 
 SummaryRow = dict[str, str | int | float]
 
+_COUNT_NAMES = {"started_jobs": "started", "finished_jobs": "finished", "bound_jobs": "bound"}
+"""The table's words for the counts of :data:`~kubeflux.sim.metrics.MEAN_OVER`."""
+
 _TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("scheduler", "scheduler"),
     ("jobs", "jobs"),
     ("rejected", "rejected"),
     ("not_finished", "not finished"),
+    ("started_jobs", "started"),
+    ("finished_jobs", "finished"),
+    ("bound_jobs", "bound"),
     ("makespan", "makespan (s)"),
     ("mean_waiting_time", "mean wait (s)"),
     ("max_waiting_time", "max wait (s)"),
@@ -60,6 +66,8 @@ _TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("pods_per_wall_second", "pods / wall s"),
     ("wall_seconds", "wall (s)"),
 )
+"""(summary key, header); an average's header ends naming the jobs it covers (``mean wait (s) of started``), whose
+number is in that count's column."""
 
 
 def _format(value: str | int | float | None) -> str:
@@ -85,14 +93,16 @@ def _table_columns(rows: Sequence[SummaryRow]) -> list[tuple[str, str]]:
 def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison") -> Table:
     """A rich table of summary rows (one per run), the main figures only; the best wait, slowdown and makespan in
     green, among the runs that finished every job they did not reject (a run that left jobs waiting has nothing
-    to be best at: its averages leave out what it never ran)."""
+    to be best at: its averages leave out what it never ran). Each average says which jobs it covers (``mean wait
+    (s) of started``) and the ``started``, ``finished`` and ``bound`` columns say how many."""
     table = Table(title=title)
     columns = _table_columns(rows)
     for key, header in columns:
         if key == "scheduler":
             table.add_column(header, justify="left", no_wrap=True)
         else:
-            table.add_column(header, justify="right")
+            over = MEAN_OVER.get(key)
+            table.add_column(f"{header} of {_COUNT_NAMES[over]}" if over else header, justify="right")
     best: dict[str, float] = {}
     complete = [row for row in rows if not row.get("not_finished")]
     for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan"):
@@ -370,7 +380,10 @@ def _html(rows: Sequence[SummaryRow], title: str) -> str:
     columns: list[str] = []
     for row in rows:
         columns.extend(key for key in row if key not in columns)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(
+        f"<th>{html.escape(c)}" + (f"<br>over {html.escape(MEAN_OVER[c])}" if c in MEAN_OVER else "") + "</th>"
+        for c in columns
+    )
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_format(row.get(c)))}</td>" for c in columns) + "</tr>" for row in rows
     )
@@ -387,7 +400,8 @@ def _html(rows: Sequence[SummaryRow], title: str) -> str:
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>Times in seconds of virtual time; bounded slowdown with tau = 10 s. Per-job data: jobs.csv files; "
+        f"<p>Times in seconds of virtual time; bounded slowdown with tau = 10 s; each average covers the jobs its "
+        f"count column (under its name) counts. Per-job data: jobs.csv files; "
         f'summary: <a href="summary.csv">summary.csv</a>, <a href="summary.json">summary.json</a>.</p>'
         f"<table><tr>{head}</tr>{body}</table>{figures}</body></html>\n"
     )

@@ -4,7 +4,8 @@ How a Batsim job becomes a trace :class:`~kubeflux.sim.workloads.model.WorkloadJ
 
 * **id** is the job's ``id`` (a string or a number, kept as written, e.g. ``"15"``), **name** ``job-<id>``;
   **submit_time** is ``subtime`` (seconds, not shifted); **processors** is ``res``; **requested_time** is
-  ``walltime`` (``-1`` when absent). Batsim kills a job that reaches its walltime; so does the simulator.
+  ``walltime`` (``-1`` when absent); **profile** is the job's ``profile`` name (``jobs.csv``'s ``profile``, as
+  Batsim writes it). Batsim kills a job that reaches its walltime; so does the simulator.
 * **run time** comes from the job's profile:
 
   - ``delay`` / ``DelayProfile``: ``delay`` seconds;
@@ -202,6 +203,7 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
                 rejected=rejected,
                 exit_code=exit_code,
                 source=f"{file_name}: jobs[{index}]",
+                profile=profile_name if isinstance(profile_name, str) else "",
             )
         )
     header = {key: str(data[key]) for key in ("name", "description", "version") if key in data}

@@ -23,9 +23,13 @@ How each pod behaves once it runs (KWOK's annotations, so the same file runs on 
   random(jitter − delay)), in :attr:`~kubeflux.sim.workloads.model.PodTemplate.run_time_jitter`;
 * ``sim.kubeflux.io/exit-code``: the exit code (0–255, default 0; non-zero ends the pod ``Failed``).
 
-When objects arrive: the annotation ``sim.kubeflux.io/submit-time`` on the Pod, Job or PodGroup, in seconds of
-virtual time; **default 0** (everything is submitted at the start). A PodGroup's bare pods are submitted together,
-at the PodGroup's time if it has the annotation, else at the earliest of their times.
+When objects arrive: the annotation ``sim.kubeflux.io/submit-time`` on the Pod, Job or PodGroup, in seconds from
+the moment the file is applied (``kubectl apply``: time 0 of the workload, which is also the origin of the times in
+``jobs.csv``); **default 0** (everything is submitted at once, when the file is applied). A PodGroup's bare pods
+are submitted together, at the PodGroup's time if it has the annotation, else at the earliest of their times.
+
+A job's Batsim **profile** (``jobs.csv``'s ``profile``) is its pods' container images, joined by ``+``
+(``busybox:1.36``, ``trainer:v2+sidecar:1``): what it runs, as a Batsim profile says what a job runs.
 
 ``spec.schedulerName`` is kept as written (a pod of ``default-scheduler`` is another scheduler's); when it is
 absent the pod belongs to the scheduler under test.
@@ -376,6 +380,20 @@ class _Builder:
                 )
 
 
+def images(pods: list[PodTemplate]) -> str:
+    """The container images of ``pods`` (each once, in order) joined by ``+``: a manifest job's Batsim profile (what
+    it runs, as a Batsim profile says what a job runs); empty when no container names an image."""
+    seen: dict[str, None] = {}
+    for pod in pods:
+        spec = pod.manifest.get("spec") if isinstance(pod.manifest, dict) else None
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        for container in containers if isinstance(containers, list) else ():
+            image = container.get("image") if isinstance(container, dict) else None
+            if isinstance(image, str) and image:
+                seen[image] = None
+    return "+".join(seen)
+
+
 def _unique_ids(jobs: list[WorkloadJob]) -> None:
     """Make ids unique: a Job and a bare-pod PodGroup may share a name; the later one gets ``.kind`` appended."""
     seen: set[str] = set()
@@ -397,6 +415,8 @@ def read_manifests(path: Path | str, *, name: str | None = None) -> Workload:
     builder.finish()
     jobs = sorted(builder.jobs, key=lambda job: job.submit_time)
     _unique_ids(jobs)
+    for job in jobs:
+        job.profile = images(job.pods)
     return Workload(name=name or workload_name(path), jobs=jobs, problems=builder.problems)
 
 
@@ -406,6 +426,7 @@ __all__ = [
     "RUN_TIME_ANNOTATION",
     "SUBMIT_TIME_ANNOTATION",
     "YamlLoader",
+    "images",
     "job_from_manifest",
     "load_documents",
     "read_manifests",

@@ -88,6 +88,19 @@ class WorkloadJob:
     active_deadline_seconds: float | None = None
     """A ``batch/v1`` Job's ``spec.activeDeadlineSeconds``: seconds from the Job's start after which its running
     pods are killed and the Job fails (reason ``DeadlineExceeded``)."""
+    profile: str = ""
+    """Batsim's profile name (``jobs.csv``'s ``profile``): a Batsim workload's ``profile``, a manifest's container
+    images; empty: named after its run time, as Batsim's SWF converters name it (:meth:`profile_name`)."""
+
+    def profile_name(self) -> str:
+        """``jobs.csv``'s ``profile``: :attr:`profile` when the workload named one, else what Batsim's SWF-to-JSON
+        converters (``swf_to_batsim_workload_delay.py``, ``…_compute_only.py``) name the job's profile: its run
+        time in whole seconds plus one (``int((run_time // grain + 1) * grain)`` with their default grain of 1 s),
+        so a 100 s job has profile ``"101"``; empty when the run time is unknown."""
+        if self.profile:
+            return self.profile
+        run_time = self.run_time if self.kind is JobKind.TRACE else self.pods[0].run_time if self.pods else None
+        return "" if run_time is None or run_time < 0 else str(int(run_time // 1 + 1))
 
 
 @dataclass(slots=True)
