@@ -34,7 +34,6 @@ from kubeflux.scheduler.translate import (
     placement_from_output,
     placements_from_output,
     pod_policy,
-    pod_shape,
 )
 
 __all__ = ["REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
@@ -171,7 +170,7 @@ class Placer(ClusterBooks):
         graph = self.graph
         assert graph is not None
         pods = list(job.pods.values())
-        needed = sum(sorted(pod_shape(pod)[0] for pod in pods)[: self._minimum(job)])
+        needed = sum(sorted(self._pod_shape(pod)[0] for pod in pods)[: self._minimum(job)])
         shortest = min(self._planned(pod, at, reserve=True) for pod in pods)
         return not needed or graph.free_total(at, shortest) >= needed
 
@@ -304,7 +303,7 @@ class Placer(ClusterBooks):
             whole.append(wholly and name not in graph.unrecorded)
         gang = [
             GangMember(
-                (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+                (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 candidates[i],
                 self._whole_node_policy(pod),
             )
@@ -328,7 +327,7 @@ class Placer(ClusterBooks):
         node's whole cores cannot give them (its free count was an upper bound)."""
         graph = self.graph
         assert graph is not None
-        cores, gpus = pod_shape(pod)
+        cores, gpus = self._pod_shape(pod)
         core_uids = graph.free_leaves(node, "core", at, duration, cores)
         gpu_uids = graph.free_leaves(node, "gpu", at, duration, gpus)
         if core_uids is None or gpu_uids is None:
@@ -359,7 +358,7 @@ class Placer(ClusterBooks):
                 self._undo(made, "assignment not realizable")
                 return node
             names = graph.engine.graph.vertices
-            cores, _ = pod_shape(pod)
+            cores, _ = self._pod_shape(pod)
             placement = Placement(
                 node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
             )
@@ -430,13 +429,13 @@ class Placer(ClusterBooks):
         assert graph is not None
         pod = pods[0]
         duration = self._planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, job.key)
+        spec = gang_jobspec(pods, duration, job.key, self.shape.gpu_resources)
         if spec is None:
             return None
         result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, self._static_fit(pod).unfit)
         if not result.matched:
             return None
-        cores, gpus = pod_shape(pod)
+        cores, gpus = self._pod_shape(pod)
         per_node = [
             (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
             for where in placements_from_output(result.resources)
