@@ -6,10 +6,14 @@ of ``test_core``; the placements are read back from the bind decisions' allocati
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from kubeflux.cli import app
 from kubeflux.jobspec import jobspec_from_dict
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
@@ -25,7 +29,8 @@ from kubeflux.scheduler.translate import (
     placement_from_output,
     pod_jobspec,
 )
-from tests.scheduler.test_core import ADDED, Cluster
+from tests.scheduler.test_core import ADDED, MODIFIED, Cluster
+from tests.shared import REPO
 
 AMD = "amd.com/gpu"
 SOCKETED = NodeShape(SOCKETS_LABEL, 1, (GPU, AMD))
@@ -230,3 +235,34 @@ def test_jobspecs_are_shared_between_pods_of_one_shape() -> None:
             "tasks": [{"command": ["pod"], "slot": "task", "count": {"per_slot": 1}}],
         }
     )
+
+
+def test_a_node_relabelled_with_more_sockets_is_reshaped_and_keeps_its_pods_on_their_cores() -> None:
+    one = node("w0", 16, sockets="1")
+    cluster = Cluster(core(), [one])
+    cluster.add(pod("a", 4), pod("b", 4, t=1))
+    assert placed(cluster.run()) == {"a": ("w0", cores(0, 3), []), "b": ("w0", cores(4, 7), [])}
+    two = node("w0", 16, sockets="2")
+    cluster.tell(MODIFIED, two)
+    graph = cluster.scheduler.graph
+    assert graph is not None
+    assert graph.specs["w0"].sockets == 2
+    cluster.add(pod("c", 8, t=2), pod("d", 4, t=3))
+    # a and b still hold socket 0's first 8 cores: c takes socket 1, d has no socket with 4 free
+    assert placed(cluster.run(1.0)) == {"c": ("w0", cores(8, 15), [])}
+    assert graph.busy_cores("w0", 1) == 16
+
+
+def test_the_simulator_runs_kubeflux_on_socketed_nodes(tmp_path: Path) -> None:
+    """``kubeflux simulate --sockets 2``: the seed's demo (pods of one socket each) runs as on flat nodes."""
+    starts = {}
+    for sockets in ("0", "2"):
+        out = tmp_path / f"sockets-{sockets}"
+        args = ["simulate", "--workload", str(REPO / "examples/workloads/pi-demo.yaml"), "--nodes", "1"]
+        args += ["--cores-per-node", "16", "--sockets", sockets, "-s", "kubeflux", "--out", str(out)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        with (out / "kubeflux" / "jobs.csv").open() as rows:
+            starts[sockets] = {row["job_id"]: row["starting_time"] for row in csv.DictReader(rows)}
+    assert starts["2"] == starts["0"]
+    assert list(starts["2"].values()).count("0.0") == 2  # two pods of 8 cores at a time on 16 cores
