@@ -247,6 +247,7 @@ def test_a_node_relabelled_with_more_sockets_is_reshaped_and_keeps_its_pods_on_t
     graph = cluster.scheduler.graph
     assert graph is not None
     assert graph.specs["w0"].sockets == 2
+    assert graph.socket_size == (8, 0)  # was (16, 0): one socket of 16
     cluster.add(pod("c", 8, t=2), pod("d", 4, t=3))
     # a and b still hold socket 0's first 8 cores: c takes socket 1, d has no socket with 4 free
     assert placed(cluster.run(1.0)) == {"c": ("w0", cores(8, 15), [])}

@@ -17,7 +17,7 @@ node's cores and gpus reads that list.
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 
 from kubeflux.jobspec import Jobspec
@@ -91,7 +91,10 @@ class GraphView:
             vertex = graph.vertex_at(path)
             if vertex is not None:
                 self._leaves[name] = _core_and_gpu_leaves(graph, vertex)
-        self.socket_size = _socket_size(specs)
+        self._socket_sizes = Counter(_socket_size(spec) for spec in specs if spec.sockets > 0)
+        """(cores, gpus) of one socket → how many nodes have sockets of that size (the first socket's, which takes
+        a remainder)."""
+        self.socket_size = _largest(self._socket_sizes)
         """The (cores, gpus) of the largest socket of any node, None when no node has sockets (the pods' jobspecs
         then have no socket level: :func:`kubeflux.scheduler.translate.pod_jobspec`)."""
         self.log = log
@@ -316,8 +319,8 @@ class GraphView:
     def free_leaves(
         self, name: str, kind: str, at: int, duration: int, count: int, prefer: Iterable[str] = ()
     ) -> list[int] | None:
-        """``count`` of node ``name``'s ``kind`` vertices (core, gpu) free during ``[at, at + duration)``, those
-        named in ``prefer`` first; None when there are not enough."""
+        """``count`` of node ``name``'s ``kind`` vertices (``core`` or ``gpu``) free during ``[at, at + duration)``,
+        those named in ``prefer`` first; None when there are not enough."""
         if count == 0:
             return []
         if name not in self._leaves:
@@ -326,7 +329,7 @@ class GraphView:
         plans = self.engine.traverser.plans
         wanted = set(prefer)
         free: list[tuple[bool, int]] = []
-        for uid in self.leaves(name)[0 if kind == "core" else 1] if kind in ("core", "gpu") else ():
+        for uid in self.leaves(name)[1 if kind == "gpu" else 0]:
             plan = plans.get(uid)
             if plan is None or plan.avail_during(at, duration, 1):
                 free.append((vertices[uid].name not in wanted, uid))
@@ -402,11 +405,17 @@ class GraphView:
         engine.attach(document, source=f"node {spec.name}")
         self._orders.clear()
         self._changes += 1
+        old = self.specs.get(spec.name)
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
         vertex = graph.vertex_at(path)
         self._leaves[spec.name] = _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES
-        self.socket_size = _socket_size(self.specs.values())
+        if spec.sockets > 0 or (old is not None and old.sockets > 0):
+            if old is not None and old.sockets > 0:
+                self._socket_sizes[_socket_size(old)] -= 1
+            if spec.sockets > 0:
+                self._socket_sizes[_socket_size(spec)] += 1
+            self.socket_size = _largest(self._socket_sizes)
         self.gone.discard(spec.name)
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
@@ -460,9 +469,14 @@ def _core_and_gpu_leaves(graph: Graph, node: Vertex) -> tuple[list[int], list[in
     return cores, gpus
 
 
-def _socket_size(specs: Iterable[NodeSpec]) -> tuple[int, int] | None:
-    """The (cores, gpus) of the largest socket among ``specs`` (the first sockets take a remainder), or None."""
-    sizes = [(-(-s.cores // s.sockets), -(-s.gpus // s.sockets)) for s in specs if s.sockets > 0]
-    if not sizes:
+def _socket_size(spec: NodeSpec) -> tuple[int, int]:
+    """The (cores, gpus) of the node's first socket, its largest (the first sockets take a remainder)."""
+    return -(-spec.cores // spec.sockets), -(-spec.gpus // spec.sockets)
+
+
+def _largest(sizes: Counter[tuple[int, int]]) -> tuple[int, int] | None:
+    """The most cores and the most gpus of any socket counted in ``sizes``, None when there is none."""
+    present = [size for size, count in sizes.items() if count > 0]
+    if not present:
         return None
-    return max(c for c, _ in sizes), max(g for _, g in sizes)
+    return max(c for c, _ in present), max(g for _, g in present)
