@@ -267,3 +267,16 @@ def test_the_simulator_runs_kubeflux_on_socketed_nodes(tmp_path: Path) -> None:
             starts[sockets] = {row["job_id"]: row["starting_time"] for row in csv.DictReader(rows)}
     assert starts["2"] == starts["0"]
     assert list(starts["2"].values()).count("0.0") == 2  # two pods of 8 cores at a time on 16 cores
+
+
+def test_a_node_claiming_more_gpus_than_a_graph_node_holds_is_kept_out_and_logged() -> None:
+    scheduler = core()
+    cluster = Cluster(scheduler, [node("huge", 16, **{AMD: 10**9}), node("fine", 16, **{AMD: 2})])
+    cluster.add(pod("a", 1, **{AMD: 1}))
+    assert placed(cluster.run()) == {"a": ("fine", ["core0"], ["gpu0"])}
+    graph = scheduler.graph
+    assert graph is not None and "huge" not in graph.specs
+    assert any(
+        line.startswith("Node huge: allocatable[nvidia.com/gpu+amd.com/gpu]: more than 65536 GPUs in total")
+        for line in scheduler.log
+    )

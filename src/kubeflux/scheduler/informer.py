@@ -163,6 +163,7 @@ class ClusterBooks:
             if kind is not EventKind.DELETED:
                 try:
                     check_node(obj)
+                    self.shape.check(obj)
                 except InvalidObject as exc:
                     if self._bad_nodes.get(obj.name) != str(exc):  # said once, not at every heartbeat
                         self._bad_nodes[obj.name] = str(exc)

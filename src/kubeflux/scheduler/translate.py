@@ -45,6 +45,7 @@ from kubeflux.match.policy import parse_policy
 from kubeflux.resources import NodeSpec
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
 from kubeflux.scheduler.quantity import QuantityError, parse_duration
+from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject
 
 __all__ = [
     "DURATION_ANNOTATION",
@@ -132,6 +133,19 @@ class NodeShape:
     def socketed(self) -> bool:
         """Whether every node of this shape has a socket level."""
         return self.default_sockets > 0
+
+    def check(self, node: Node) -> None:
+        """Raise :class:`InvalidObject` when the node's gpus, all its GPU resources summed, are more than a graph
+        node holds (:data:`NODE_VERTICES_LIMIT`); ``nvidia.com/gpu`` alone is checked with every node."""
+        if self.gpu_resources != DEFAULT_GPU_RESOURCES:
+            total = gpu_count(node.allocatable, self.gpu_resources)
+            if total > NODE_VERTICES_LIMIT:
+                named = "+".join(self.gpu_resources)
+                raise InvalidObject(
+                    f"Node {node.name}",
+                    f"allocatable[{named}]",
+                    f"more than {NODE_VERTICES_LIMIT} GPUs in total, got {total}",
+                )
 
     def sockets(self, node: Node) -> tuple[int, str | None]:
         """The node's socket count, and why its label was not used (None when it was, or there is none): a value
