@@ -280,3 +280,22 @@ def test_a_node_claiming_more_gpus_than_a_graph_node_holds_is_kept_out_and_logge
         line.startswith("Node huge: allocatable[nvidia.com/gpu+amd.com/gpu]: more than 65536 GPUs in total")
         for line in scheduler.log
     )
+
+
+def test_a_pod_no_single_socket_has_room_for_spans_the_sockets_with_room() -> None:
+    cluster = Cluster(core(), [node("w0", 16, sockets="2")])
+    cluster.add(pod("a", 6), pod("b", 6, t=1))
+    assert placed(cluster.run()) == {"a": ("w0", cores(0, 5), []), "b": ("w0", cores(8, 13), [])}
+    cluster.add(pod("c", 4, t=2), pod("d", 1, t=3))
+    # 2 + 2 cores free: c spans both sockets' leftovers; d finds nothing left
+    assert placed(cluster.run(1.0)) == {"c": ("w0", ["core6", "core7", "core14", "core15"], [])}
+    cluster.end("c")
+    assert placed(cluster.run(2.0)) == {"d": ("w0", ["core6"], [])}
+
+
+def test_a_node_exclusive_pod_never_spans_sockets_of_a_busy_node() -> None:
+    cluster = Cluster(core("lonodex"), [node("w0", 16, sockets="2")])
+    cluster.add(pod("a", 6))
+    assert placed(cluster.run()) == {"a": ("w0", cores(0, 15), [])}  # held whole: every core listed
+    cluster.add(pod("b", 4, t=1))
+    assert placed(cluster.run(1.0)) == {}

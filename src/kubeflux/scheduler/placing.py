@@ -242,7 +242,11 @@ class Placer(ClusterBooks):
                     return None
                 node, jobid = chosen, 0
             elif not result.matched:
-                return None
+                spanned = self._span_sockets(pod, fit, set(short), start, duration)
+                if spanned is None:
+                    return None
+                placement, jobid = spanned
+                node = placement.node
             else:
                 placement = placement_from_output(result.resources)
                 node, jobid = placement.node, result.jobid
@@ -250,6 +254,41 @@ class Placer(ClusterBooks):
             for name in short:
                 fit.hidden.discard(name)
         return self._record(uid, pod, node, jobid, start, duration, placement)
+
+    def _span_sockets(
+        self, pod: Pod, fit: NodeFit, excluded: set[str], start: int, duration: int
+    ) -> tuple[Placement, int] | None:
+        """On nodes with sockets, a pod no single socket has room for now: its cores and gpus from several sockets
+        of the node its match policy prefers among those with enough free (the lowest-numbered free ones: the
+        fewest sockets), put on with the engine's ``update``. (placement, engine job id); None when no node has
+        room, or the graph has no sockets, or the pod's policy holds nodes whole (its match found no empty node)."""
+        graph = self.graph
+        assert graph is not None
+        if graph.socket_size is None or self._whole_node_policy(pod):
+            return None
+        cores, gpus = self._pod_shape(pod)
+
+        def room(name: str) -> bool:
+            if not fit.fits(name) or name in excluded:
+                return False
+            free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
+            if free_cores < cores or free_gpus < gpus:
+                return False
+            free_cores, _, _ = graph.free_counts(name, start, duration, exact=True)
+            return free_cores >= cores
+
+        node = graph.preferred_node(room, pod_policy(pod, self.policy), start)
+        leaves = None if node is None else self._leaves(pod, node, start, duration)
+        if node is None or leaves is None:
+            return None
+        jobid = self._replay_member(pod, node, leaves, start, duration, start)
+        if jobid < 0:
+            return None
+        names = graph.engine.graph.vertices
+        self.log.append(f"Pod {pod.key}: no socket of a node has room; placed over sockets of node {node}")
+        return Placement(
+            node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
+        ), jobid
 
     def _record(
         self, uid: str, pod: Pod, node: str, jobid: int, start: int, duration: int, placement: Placement | None
