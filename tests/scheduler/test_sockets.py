@@ -76,6 +76,8 @@ def test_a_labelled_node_is_built_with_its_sockets_and_an_unlabelled_one_with_th
         ("0", "must be a whole number of sockets"),
         ("-1", "must be a whole number of sockets"),
         ("99999999", "must be a whole number of sockets"),
+        ("\u00b2", "must be a whole number of sockets"),
+        (" 2.0", "must be a whole number of sockets"),
         ("32", "32 sockets but only 16 whole cores"),
     ],
 )

@@ -58,6 +58,7 @@ __all__ = [
     "Placement",
     "PodRequestError",
     "gang_jobspec",
+    "gpu_count",
     "node_spec",
     "placement_from_output",
     "placements_from_output",
@@ -130,11 +131,6 @@ class NodeShape:
         if not self.gpu_resources or len(set(self.gpu_resources)) != len(self.gpu_resources):
             raise ValueError(f"gpu resources must be distinct and at least one, got {list(self.gpu_resources)}")
 
-    @property
-    def socketed(self) -> bool:
-        """Whether every node of this shape has a socket level."""
-        return self.default_sockets > 0
-
     def check(self, node: Node) -> None:
         """Raise :class:`InvalidObject` when the node's gpus, all its GPU resources summed, are more than a graph
         node holds (:data:`NODE_VERTICES_LIMIT`); ``nvidia.com/gpu`` alone is checked with every node."""
@@ -155,7 +151,7 @@ class NodeShape:
         if raw is None:
             return self.default_sockets, None
         text = raw.strip()
-        value = int(text) if text.isdigit() and len(text) <= 5 else 0
+        value = int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else 0  # not '²', not 10**9
         problem = None
         if not 1 <= value <= MAX_SOCKETS:
             problem = f"must be a whole number of sockets from 1 to {MAX_SOCKETS}, got {raw!r}"
