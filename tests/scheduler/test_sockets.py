@@ -129,6 +129,17 @@ def test_a_pod_larger_than_a_socket_spans_the_fewest_sockets() -> None:
     assert placed(cluster.run()) == {"big": ("w0", [*cores(0, 5), *cores(8, 13)], [])}
 
 
+def test_an_odd_pod_larger_than_a_socket_holds_exactly_what_it_asks() -> None:
+    cluster = Cluster(core(), [node("w0", 32, sockets="2")])
+    cluster.add(pod("odd", 25), pod("rest", 7, t=1))
+    assert placed(cluster.run()) == {
+        "odd": ("w0", [*cores(0, 12), *cores(16, 27)], []),  # 13 + 13 matched, the 26th released at once
+        "rest": ("w0", [*cores(13, 15), *cores(28, 31)], []),
+    }
+    graph = cluster.scheduler.graph
+    assert graph is not None and graph.busy_cores("w0", 0) == 32
+
+
 def test_gpus_under_another_resource_name_come_from_the_pods_socket_and_are_released_at_its_end() -> None:
     cluster = Cluster(core(), [node("g0", 16, sockets="2", **{AMD: 4})])
     cluster.add(pod("a", 4, **{AMD: 2}), pod("b", 4, t=1, **{AMD: 2}), pod("c", 1, t=2, **{AMD: 1}))

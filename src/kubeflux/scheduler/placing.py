@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from kubeflux.match.engine import MatchOp
+from kubeflux.match.engine import EngineError, MatchOp
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
@@ -248,12 +248,32 @@ class Placer(ClusterBooks):
                 placement, jobid = spanned
                 node = placement.node
             else:
-                placement = placement_from_output(result.resources)
+                placement = self._trimmed(pod, result.jobid, placement_from_output(result.resources))
                 node, jobid = placement.node, result.jobid
         finally:
             for name in short:
                 fit.hidden.discard(name)
         return self._record(uid, pod, node, jobid, start, duration, placement)
+
+    def _trimmed(self, pod: Pod, jobid: int, placement: Placement) -> Placement:
+        """A pod larger than a socket, split evenly over sockets, may have been given more cores or gpus than it
+        asks (``pod_jobspec``): the surplus, the last ones, is released at once and the placement is what is left.
+        A node-exclusive pod keeps its whole node."""
+        cores, gpus = self._pod_shape(pod)
+        if len(placement.cores) <= cores and len(placement.gpus) <= gpus:
+            return placement
+        graph = self.graph
+        assert graph is not None
+        if self._whole_node_policy(pod):
+            return placement
+        surplus = {*placement.cores[cores:], *placement.gpus[gpus:]}
+        vertices = graph.engine.graph.vertices
+        uids = [uid for leaves in graph.leaves(placement.node) for uid in leaves if vertices[uid].name in surplus]
+        try:
+            graph.engine.release_vertices(jobid, uids, source=f"node {placement.node}")
+        except EngineError:
+            return placement
+        return Placement(placement.node, placement.cores[:cores], placement.gpus[:gpus])
 
     def _span_sockets(
         self, pod: Pod, fit: NodeFit, excluded: set[str], start: int, duration: int

@@ -25,8 +25,9 @@ nodes like their shared twins; such a pod holds no node exclusively, since it ho
 nodes ``node(1) → socket(n) → slot(1) → [core(⌈k/n⌉), gpu(⌈g/n⌉)]`` with ``n`` the fewest sockets of the largest
 socket that hold the pod (1 for most pods: Fluxion's walk binds a slot to the vertex holding its cores, so a pod's
 cores come from one socket, the one the match policy prefers; a pod larger than a socket takes ``n`` sockets evenly,
-up to ``n - 1`` cores or gpus beyond its request when they do not divide evenly; a pod no socket has room for now
-is put over several by :meth:`kubeflux.scheduler.placing.Placer._span_sockets`); its
+up to ``n - 1`` cores or gpus beyond its request when they do not divide evenly, which an allocation releases at once:
+:meth:`kubeflux.scheduler.placing.Placer._trimmed`; a pod no socket has room for now is put over several by
+:meth:`~kubeflux.scheduler.placing.Placer._span_sockets`); its
 duration is the pod's ``activeDeadlineSeconds``, else the :data:`DURATION_ANNOTATION` (or the walltime
 annotation), else the graph horizon. A pod group is matched as one job per member, all or nothing
 (:mod:`kubeflux.scheduler.core`), so members may differ and each pod maps to exactly one node, and a member that
