@@ -98,11 +98,10 @@ class NodesConfig(_Strict):
     """How each Node becomes vertices of the scheduler's graph (:class:`~kubeflux.scheduler.translate.NodeShape`).
 
     Cores are always the node's allocatable cpu in whole cores: a pod's cpu request is in the same unit, and the
-    exact books check allocatable anyway. Node Feature Discovery publishes no socket count as a label (its CPU
-    topology is a NodeResourceTopology object), so the label is whichever one the cluster's admins write (with a
-    NodeFeatureRule, or by hand)."""
+    exact books check allocatable anyway. Kubernetes has no well-known label for a node's socket count, so the label
+    is whichever one the cluster's admins write (by hand, or with a Node Feature Discovery rule)."""
 
-    sockets_label: Annotated[str, Field(alias="socketsLabel", max_length=316)] = ""
+    sockets_label: Annotated[str, Field(alias="socketsLabel", max_length=317)] = ""
     """A node label whose value is the node's socket count (``kubeflux.io/sockets: "2"``); empty: none is read."""
     sockets_default: Annotated[int, Field(alias="socketsDefault", ge=0, le=MAX_SOCKETS)] = 0
     """The sockets of a node without the label, or with a bad one (reported, never fatal): 0 gives the node no
