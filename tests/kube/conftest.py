@@ -21,6 +21,7 @@ import pytest
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import ServeConfig, parse_config
 from kubeflux.kube.serve import Serve
+from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.app import ServerSettings
 from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.resources import default_registry
@@ -102,11 +103,13 @@ def start_cluster(
     port: int = 0,
     fresh_wait: float = 3.0,
     generic_workload: bool = False,
+    node_list: list[Node] | None = None,
 ) -> Cluster:
+    """A started cluster of ``nodes`` uniform nodes of ``cores`` cores, or of ``node_list``."""
     clock = ServedClock(speed)
     store = Store(default_registry(generic_workload=generic_workload), clock=clock, cache_size=cache_size)
     server = ApiServer(
-        uniform_cluster(nodes, cores, "64Gi"),
+        node_list if node_list is not None else uniform_cluster(nodes, cores, "64Gi"),
         port=port,
         settings=ServerSettings(bookmark_seconds=0.2, fresh_wait_seconds=fresh_wait),
         store=store,
@@ -147,8 +150,10 @@ def pod(
     exit_code: int | None = None,
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A pod asking ``cpu`` that runs ``run`` (simulated; None: until deleted) and exits with ``exit_code``."""
+    """A pod asking ``cpu`` (and the ``extra`` resources) that runs ``run`` (simulated; None: until deleted) and
+    exits with ``exit_code``."""
     notes = dict(annotations or {})
     if run is not None:
         notes["pod-complete.stage.kwok.x-k8s.io/delay"] = run
@@ -161,7 +166,9 @@ def pod(
         "spec": {
             "schedulerName": scheduler,
             "restartPolicy": "Never",
-            "containers": [{"name": "pi", "image": "perl:5.34", "resources": {"requests": {"cpu": cpu}}}],
+            "containers": [
+                {"name": "pi", "image": "perl:5.34", "resources": {"requests": {"cpu": cpu, **(extra or {})}}}
+            ],
         },
     }
 

@@ -11,6 +11,7 @@ from kubeflux.cli import app
 from kubeflux.kube.config import ConfigError, load_config, parse_config
 from kubeflux.scheduler.core import Backfill
 from kubeflux.scheduler.sharing import CappedSharing
+from kubeflux.scheduler.translate import NodeShape
 from tests.shared import REPO
 
 
@@ -25,6 +26,24 @@ def test_no_file_is_every_default() -> None:
     config = load_config(None)
     assert config.schedulers[0].name == "kubeflux"
     assert config.schedules("any-namespace")
+
+
+def test_the_default_node_shape_is_the_graph_kubeflux_always_built() -> None:
+    config = load_config(None)
+    assert config.nodes.shape() == NodeShape()
+    assert config.schedulers[0].build(config.nodes.shape()).shape == NodeShape()
+
+
+def test_a_nodes_section_shapes_every_schedulers_graph() -> None:
+    config = parse_config(
+        {
+            "schedulers": [{"name": "a"}, {"name": "b"}],
+            "nodes": {"socketsLabel": "example.com/sockets", "socketsDefault": 2, "gpuResources": ["amd.com/gpu"]},
+        }
+    )
+    shape = config.nodes.shape()
+    assert shape == NodeShape("example.com/sockets", 2, ("amd.com/gpu",))
+    assert all(profile.build(shape).shape is shape for profile in config.schedulers)
 
 
 def test_two_schedulers_and_namespaces() -> None:
@@ -56,6 +75,14 @@ def test_two_schedulers_and_namespaces() -> None:
         ({"watch": {"pageSize": 0}}, "watch.pageSize"),
         ({"binding": {"workers": "many"}}, "binding.workers"),
         ({"clock": "sundial"}, "clock: Input should be 'auto', 'wall' or 'server'"),
+        ({"nodes": {"socketsLabel": "bad key!"}}, "nodes.socketsLabel: not a label key"),
+        ({"nodes": {"socketsLabel": "example.com/sockets"}}, "nodes: socketsDefault must be at least 1 when"),
+        ({"nodes": {"socketsDefault": -1}}, "nodes.socketsDefault: Input should be greater than or equal to 0"),
+        ({"nodes": {"socketsDefault": 4096}}, "nodes.socketsDefault: Input should be less than or equal to 1024"),
+        ({"nodes": {"gpuResources": ["gpu"]}}, "nodes.gpuResources[0]: String should match pattern"),
+        ({"nodes": {"gpuResources": []}}, "nodes.gpuResources: List should have at least 1 item"),
+        ({"nodes": {"gpuResources": ["amd.com/gpu", "amd.com/gpu"]}}, "nodes.gpuResources: GPU resources must be"),
+        ({"nodes": {"coresFrom": "capacity"}}, "nodes.coresFrom: Extra inputs are not permitted"),
         ({"schedulrs": []}, "schedulrs: Extra inputs are not permitted"),
         (["a", "list"], "serve.yaml: expected a mapping of settings, got list"),
     ],

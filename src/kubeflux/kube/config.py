@@ -11,6 +11,7 @@ complete example and docs/serve.md the reference.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -19,12 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kubeflux.match.policy import PolicyError, parse_policy
 from kubeflux.scheduler.core import Backfill, KubefluxScheduler
+from kubeflux.scheduler.objects import GPU
 from kubeflux.scheduler.sharing import CappedSharing, SharingPolicy, sharing_policy
+from kubeflux.scheduler.translate import MAX_SOCKETS, NodeShape
 
 __all__ = [
     "BindingConfig",
     "ConfigError",
     "LeaderElectionConfig",
+    "NodesConfig",
     "OperationsConfig",
     "SchedulerProfile",
     "ServeConfig",
@@ -35,6 +39,10 @@ __all__ = [
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+_LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+"""A label key: an optional DNS-subdomain prefix and ``/``, then a name (Kubernetes' qualified name)."""
+_EXTENDED_RESOURCE = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+"""An extended resource name: domain-prefixed (``nvidia.com/gpu``, ``amd.com/gpu``, ``gpu.intel.com/i915``)."""
 
 
 class ConfigError(ValueError):
@@ -72,8 +80,8 @@ class SchedulerProfile(_Strict):
     def sharing_policy(self) -> SharingPolicy:
         return CappedSharing(self.capped_fraction) if self.sharing == "capped" else sharing_policy(self.sharing)
 
-    def build(self) -> KubefluxScheduler:
-        """A new scheduler core with this profile."""
+    def build(self, shape: NodeShape | None = None) -> KubefluxScheduler:
+        """A new scheduler core with this profile, its nodes shaped by ``shape`` (the defaults when None)."""
         return KubefluxScheduler(
             self.name,
             policy=self.match_policy,
@@ -82,7 +90,53 @@ class SchedulerProfile(_Strict):
             sharing=self.sharing_policy(),
             group_backoff=self.group_backoff_seconds,
             max_backoff=self.max_backoff_seconds,
+            shape=shape,
         )
+
+
+class NodesConfig(_Strict):
+    """How each Node becomes vertices of the scheduler's graph (:class:`~kubeflux.scheduler.translate.NodeShape`).
+
+    Cores are always the node's allocatable cpu in whole cores: a pod's cpu request is in the same unit, and the
+    exact books check allocatable anyway. Kubernetes has no well-known label for a node's socket count, so the label
+    is whichever one the cluster's admins write (by hand, or with a Node Feature Discovery rule)."""
+
+    sockets_label: Annotated[str, Field(alias="socketsLabel", max_length=317)] = ""
+    """A node label whose value is the node's socket count (``kubeflux.io/sockets: "2"``); empty: none is read."""
+    sockets_default: Annotated[int, Field(alias="socketsDefault", ge=0, le=MAX_SOCKETS)] = 0
+    """The sockets of a node without the label, or with a bad one (reported, never fatal): 0 gives the node no
+    socket level (cores and gpus right under it); with ``socketsLabel`` it must be at least 1."""
+    gpu_resources: Annotated[list[Annotated[str, Field(pattern=_EXTENDED_RESOURCE)]], Field(alias="gpuResources")] = (
+        Field(default_factory=lambda: [GPU], min_length=1)
+    )
+    """The extended resources that are GPUs: a node's gpu vertices are the sum of its allocatable of each."""
+
+    @field_validator("sockets_label")
+    @classmethod
+    def _label_key(cls, value: str) -> str:
+        if value and re.match(_LABEL_KEY, value) is None:
+            raise ValueError(f"not a label key (an optional DNS prefix and '/', then a name): {value!r}")
+        return value
+
+    @field_validator("gpu_resources")
+    @classmethod
+    def _distinct_gpus(cls, names: list[str]) -> list[str]:
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"GPU resources must be distinct; repeated: {', '.join(repeated)}")
+        return names
+
+    @model_validator(mode="after")
+    def _sockets_everywhere(self) -> NodesConfig:
+        if self.sockets_label and self.sockets_default < 1:
+            raise ValueError(
+                "socketsDefault must be at least 1 when socketsLabel is set: a pod's jobspec walks through the "
+                "socket level, so every node needs one (1: one socket holding the whole node)"
+            )
+        return self
+
+    def shape(self) -> NodeShape:
+        return NodeShape(self.sockets_label, self.sockets_default, tuple(self.gpu_resources))
 
 
 class WatchConfig(_Strict):
@@ -160,6 +214,7 @@ class ServeConfig(_Strict):
     clock: Literal["auto", "wall", "server"] = "auto"
     """``wall``: Unix time. ``server``: the simulated cluster's time (``GET /kubeflux/time``); ``auto``: the
     server's when it publishes one, else wall."""
+    nodes: NodesConfig = Field(default_factory=NodesConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
     binding: BindingConfig = Field(default_factory=BindingConfig)
     operations: OperationsConfig = Field(default_factory=OperationsConfig)

@@ -128,7 +128,8 @@ class Serve:
         self.config = config
         self.api = api
         self.clock = clock or choose_clock(api, config.clock)
-        self.cores: list[KubefluxScheduler] = [profile.build() for profile in config.schedulers]
+        self.shape = config.nodes.shape()
+        self.cores: list[KubefluxScheduler] = [profile.build(self.shape) for profile in config.schedulers]
         self._names = {core.name for core in self.cores}
         self.events: queue.Queue[RawEvent] = queue.Queue(maxsize=config.watch.queue_capacity)
         self._refused: queue.SimpleQueue[BindOutcome] = queue.SimpleQueue()
@@ -158,6 +159,8 @@ class Serve:
         """``namespace/name`` → the pod as last seen (what the binder needs to write to it)."""
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""
+        self._bad_shape: dict[str, str] = {}
+        """Node name → why its sockets label was not used, last reported (said once; the node is still used)."""
         self.bound = 0
         """Bindings accepted (counted by the binder's threads, under :attr:`_count_lock`)."""
         self._count_lock = threading.Lock()
@@ -299,9 +302,20 @@ class Serve:
         except ManifestError as exc:
             self._unreadable(event, str(exc))
             return
+        if isinstance(converted, Node):
+            self._check_shape(kind, converted)
         cluster_event = ClusterEvent(kind, converted)
         for core in self.cores:
             core.observe(cluster_event, now)
+
+    def _check_shape(self, kind: EventKind, node: Node) -> None:
+        """A node whose sockets label is unusable is reported (once per problem) and shaped by the default."""
+        problem = None if kind is EventKind.DELETED else self.shape.sockets(node)[1]
+        if problem is None:
+            self._bad_shape.pop(node.name, None)
+        elif self._bad_shape.get(node.name) != problem:
+            self._bad_shape[node.name] = problem
+            log.warning("%s", problem)
 
     def _in_scope(self, obj: dict[str, Any]) -> bool:
         """A pending pod of kubeflux's in a namespace it does not schedule is left alone (not even queued)."""

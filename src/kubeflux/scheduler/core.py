@@ -52,7 +52,7 @@ from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
-from kubeflux.scheduler.translate import PodRequestError, pod_shape
+from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
 __all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
@@ -80,11 +80,12 @@ class KubefluxScheduler(Placer):
         group_backoff: float = 10.0,
         max_backoff: float = 300.0,
         log_limit: int = 10_000,
+        shape: NodeShape | None = None,
     ) -> None:
         parse_policy(policy)
         if queue_depth < 1:
             raise ValueError(f"queue_depth must be at least 1, got {queue_depth}")
-        super().__init__(name, policy, sharing or SharedSharing(), horizon, log_limit)
+        super().__init__(name, policy, sharing or SharedSharing(), horizon, log_limit, shape)
         self.backfill = Backfill(backfill)
         self.queue_depth = queue_depth
         self.group_backoff = group_backoff
@@ -398,7 +399,7 @@ class KubefluxScheduler(Placer):
         index = {node.name: i for i, node in enumerate(nodes)}
         members = [
             GangMember(
-                (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+                (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 tuple(index[name] for name in self._static_fit(pod).fit if name in index),
                 self._whole_node_policy(pod),
             )

@@ -8,18 +8,23 @@ deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come 
 back with another capacity, are attached in place (:meth:`GraphView.put_node`, the engine's ``attach`` and
 ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart) are replayed onto their node
 with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
+
+A node's cores and gpus may be its children or sit below its sockets: each node's core and gpu vertices are listed
+once, when the node is built or attached (:meth:`GraphView.leaves`), and every count, search and release over a
+node's cores and gpus reads that list.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
 from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
+from kubeflux.resources.graph import Vertex
 from kubeflux.scheduler.translate import placement_from_output
 
 __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes"]
@@ -79,6 +84,19 @@ class GraphView:
         """Counts the engine calls that change allocations (matches, replays, releases, cancels, attaches)."""
         self._free_at: tuple[tuple[int, int], list[str]] | None = None
         """``first``'s node order for fractional pods, with the (time, :attr:`_changes`) it was computed for."""
+        self._leaves: dict[str, tuple[list[int], list[int]]] = {}
+        """Node name → its core and gpu vertex uids, in graph order (:meth:`leaves`)."""
+        graph = self.engine.graph
+        for name, path in self.paths.items():
+            vertex = graph.vertex_at(path)
+            if vertex is not None:
+                self._leaves[name] = _core_and_gpu_leaves(graph, vertex)
+        self._socket_sizes = Counter(_socket_size(spec) for spec in specs if spec.sockets > 0)
+        """(cores, gpus) of one socket → how many nodes have sockets of that size (the first socket's, which takes
+        a remainder)."""
+        self.socket_size = _largest(self._socket_sizes)
+        """The (cores, gpus) of the largest socket of any node, None when no node has sockets (the pods' jobspecs
+        then have no socket level: :func:`kubeflux.scheduler.translate.pod_jobspec`)."""
         self.log = log
         self.log.append(f"Number nodes  {len(specs)}")
         for spec in specs:
@@ -89,6 +107,11 @@ class GraphView:
 
     def usable(self, name: str) -> bool:
         return name in self.specs and name not in self.gone
+
+    def leaves(self, name: str) -> tuple[list[int], list[int]]:
+        """Node ``name``'s core and gpu vertex uids (below its sockets, if it has some); empty for a node not in
+        the graph. The lists are the cache itself: not to be changed."""
+        return self._leaves.get(name, _NO_LEAVES)
 
     def _mark(self, name: str, status: Status) -> None:
         self.engine.set_status(self.paths[name], status)
@@ -233,9 +256,9 @@ class GraphView:
             return 0
         traverser = self.engine.traverser
         busy = 0
-        for uid in vertex.children:
+        for uid in self.leaves(name)[0]:
             spans = traverser.allocations.get(uid)
-            if graph.vertices[uid].type != "core" or not spans:
+            if not spans:
                 continue
             plan = traverser.plans[uid]
             for span in spans.values():
@@ -263,17 +286,16 @@ class GraphView:
             if (subplan is not None and counted)
             else 0
         )
-        gpus = total = 0
-        for uid in vertex.children:
-            child = graph.vertices[uid]
-            if child.type == "core":
-                total += 1
-                if not counted:
-                    plan = plans.get(uid)
-                    cores += plan is None or plan.avail_during(at, duration, 1)
-            elif child.type == "gpu":
+        gpus = 0
+        core_uids, gpu_uids = self.leaves(name)
+        total = len(core_uids)
+        if not counted:
+            for uid in core_uids:
                 plan = plans.get(uid)
-                gpus += plan is None or plan.avail_during(at, duration, 1)
+                cores += plan is None or plan.avail_during(at, duration, 1)
+        for uid in gpu_uids:
+            plan = plans.get(uid)
+            gpus += plan is None or plan.avail_during(at, duration, 1)
         spec = self.specs[name]
         node_plan = plans.get(vertex.uid)
         whole = cores >= total and gpus >= spec.gpus and (node_plan is None or node_plan.avail_during(at, duration, 1))
@@ -297,24 +319,20 @@ class GraphView:
     def free_leaves(
         self, name: str, kind: str, at: int, duration: int, count: int, prefer: Iterable[str] = ()
     ) -> list[int] | None:
-        """``count`` of node ``name``'s ``kind`` vertices (core, gpu) free during ``[at, at + duration)``, those
-        named in ``prefer`` first; None when there are not enough."""
+        """``count`` of node ``name``'s ``kind`` vertices (``core`` or ``gpu``) free during ``[at, at + duration)``,
+        those named in ``prefer`` first; None when there are not enough."""
         if count == 0:
             return []
-        graph = self.engine.graph
-        vertex = graph.vertex_at(self.paths[name])
-        if vertex is None:
+        if name not in self._leaves:
             return None
+        vertices = self.engine.graph.vertices
         plans = self.engine.traverser.plans
         wanted = set(prefer)
         free: list[tuple[bool, int]] = []
-        for uid in vertex.children:
-            child = graph.vertices[uid]
-            if child.type != kind:
-                continue
+        for uid in self.leaves(name)[1 if kind == "gpu" else 0]:
             plan = plans.get(uid)
             if plan is None or plan.avail_during(at, duration, 1):
-                free.append((child.name not in wanted, uid))
+                free.append((vertices[uid].name not in wanted, uid))
         if len(free) < count:
             return None
         return [uid for _, uid in sorted(free)[:count]]
@@ -387,8 +405,17 @@ class GraphView:
         engine.attach(document, source=f"node {spec.name}")
         self._orders.clear()
         self._changes += 1
+        old = self.specs.get(spec.name)
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
+        vertex = graph.vertex_at(path)
+        self._leaves[spec.name] = _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES
+        if spec.sockets > 0 or (old is not None and old.sockets > 0):
+            if old is not None and old.sockets > 0:
+                self._socket_sizes[_socket_size(old)] -= 1
+            if spec.sockets > 0:
+                self._socket_sizes[_socket_size(spec)] += 1
+            self.socket_size = _largest(self._socket_sizes)
         self.gone.discard(spec.name)
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
@@ -397,11 +424,11 @@ class GraphView:
         engine's ``release_vertices`` (which touches only those vertices and their ancestors), else a plain
         cancel. False when the engine no longer knows the job."""
         self._changes += 1
-        graph = self.engine.graph
-        vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
+        vertices = self.engine.graph.vertices
         names = set(leaves)
-        if vertex is not None and names:
-            held = [uid for uid in vertex.children if graph.vertices[uid].name in names]
+        if name in self._leaves and names:
+            core_uids, gpu_uids = self._leaves[name]
+            held = [uid for uids in (core_uids, gpu_uids) for uid in uids if vertices[uid].name in names]
             try:
                 if self.engine.release_vertices(jobid, held, source=f"node {name}"):
                     return True
@@ -417,3 +444,39 @@ class GraphView:
         except EngineError:
             return False
         return True
+
+
+_NO_LEAVES: tuple[list[int], list[int]] = ([], [])
+
+
+def _core_and_gpu_leaves(graph: Graph, node: Vertex) -> tuple[list[int], list[int]]:
+    """The core and gpu vertices below ``node`` (its children, or its sockets' children), in graph order."""
+    cores: list[int] = []
+    gpus: list[int] = []
+    vertices = graph.vertices
+    stack = [node.uid]
+    while stack:
+        for uid in vertices[stack.pop()].children:
+            kind = vertices[uid].type
+            if kind == "core":
+                cores.append(uid)
+            elif kind == "gpu":
+                gpus.append(uid)
+            elif kind != "memory":
+                stack.append(uid)
+    cores.sort()
+    gpus.sort()
+    return cores, gpus
+
+
+def _socket_size(spec: NodeSpec) -> tuple[int, int]:
+    """The (cores, gpus) of the node's first socket, its largest (the first sockets take a remainder)."""
+    return -(-spec.cores // spec.sockets), -(-spec.gpus // spec.sockets)
+
+
+def _largest(sizes: Counter[tuple[int, int]]) -> tuple[int, int] | None:
+    """The most cores and the most gpus of any socket counted in ``sizes``, None when there is none."""
+    present = [size for size, count in sizes.items() if count > 0]
+    if not present:
+        return None
+    return max(c for c, _ in present), max(g for _, g in present)

@@ -51,13 +51,15 @@ from kubeflux.scheduler.interface import (
     Reject,
 )
 from kubeflux.scheduler.ledger import Ledger
-from kubeflux.scheduler.objects import CPU, GPU, Node, Pod, PodGroup, ResourceList
+from kubeflux.scheduler.objects import CPU, Node, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.sharing import SharingPolicy
 from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.translate import (
+    NodeShape,
     Placement,
     PodRequestError,
+    gpu_count,
     node_spec,
     pod_duration,
     pod_jobspec,
@@ -94,10 +96,20 @@ class Allocation:
 class ClusterBooks:
     """The informer's state for the scheduler named ``name`` (see the module docstring)."""
 
-    def __init__(self, name: str, policy: str, sharing: SharingPolicy, horizon: int, log_limit: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        policy: str,
+        sharing: SharingPolicy,
+        horizon: int,
+        log_limit: int,
+        shape: NodeShape | None = None,
+    ) -> None:
         self.name = name
         self.policy = policy
         self.sharing = sharing
+        self.shape = shape or NodeShape()
+        """How nodes become graph vertices (sockets, which resources are gpus)."""
         self.horizon = horizon
         self.log: deque[str] = deque(maxlen=log_limit)
         """Fluence-style log lines (nodes found, cores per node, policy, each match and its result)."""
@@ -151,6 +163,7 @@ class ClusterBooks:
             if kind is not EventKind.DELETED:
                 try:
                     check_node(obj)
+                    self.shape.check(obj)
                 except InvalidObject as exc:
                     if self._bad_nodes.get(obj.name) != str(exc):  # said once, not at every heartbeat
                         self._bad_nodes[obj.name] = str(exc)
@@ -381,7 +394,7 @@ class ClusterBooks:
         if graph is None:
             return
         self._retry_stuck(name)
-        spec = node_spec(node, self.sharing.share(node)) if self.sharing.admits(node) else None
+        spec = node_spec(node, self.sharing.share(node), self.shape) if self.sharing.admits(node) else None
         if spec is None:
             graph.set_gone(name, True)  # no longer kubeflux's under the sharing policy: kept down
         elif graph.specs.get(name) == spec:
@@ -461,8 +474,8 @@ class ClusterBooks:
         self._changed()
         resize = f" ({pod.resize})" if pod.resize else ""
         self.log.append(f"Pod {pod.key} on node {node} resized{resize}: requests {before} -> {pod.requests}")
-        shape = (whole_cores(before.get(CPU, 0)), before.get(GPU, 0))
-        if shape != pod_shape(pod) or uid in self._stuck.get(node, ()):
+        shape = (whole_cores(before.get(CPU, 0)), gpu_count(before, self.shape.gpu_resources))
+        if shape != self._pod_shape(pod) or uid in self._stuck.get(node, ()):
             if alloc.jobid and self.graph is not None:
                 self._drop_job(alloc)
             if alloc.own or self.sharing.name != "capped":
@@ -508,10 +521,14 @@ class ClusterBooks:
         admitted = [node for node in self.nodes.values() if self.sharing.admits(node)]
         if not admitted:
             return None
-        specs = [node_spec(node, self.sharing.share(node)) for node in admitted]
+        specs = [node_spec(node, self.sharing.share(node), self.shape) for node in admitted]
         self.graph = GraphView(specs, self.policy, self.horizon, self.log)
         self._fits.reset()
         return self.graph
+
+    def _pod_shape(self, pod: Pod) -> tuple[int, int]:
+        """(exclusive cores, gpus) ``pod`` takes from the graph (:func:`~kubeflux.scheduler.translate.pod_shape`)."""
+        return pod_shape(pod, self.shape.gpu_resources)
 
     def _tick(self, now: float) -> int:
         return max(0, math.floor(now))
@@ -533,7 +550,7 @@ class ClusterBooks:
     ) -> MatchResult | None:
         """One engine match for ``pod`` with the ``hide`` nodes down; None for a pod that takes no core/gpu."""
         assert self.graph is not None
-        spec = pod_jobspec(pod, duration)
+        spec = pod_jobspec(pod, duration, self.shape.gpu_resources, self.graph.socket_size)
         if spec is None:
             return None
         return self.graph.match(op, spec, pod.key, start, hide, pod_policy(pod, self.policy))
@@ -551,7 +568,7 @@ class ClusterBooks:
         now = self._tick(self._now)
         for uid, pod in sorted(pending.items(), key=self._others_last):
             alloc = self.allocations.get(uid)
-            cores, gpus = pod_shape(pod)
+            cores, gpus = self._pod_shape(pod)
             if alloc is None or (cores == 0 and gpus == 0):
                 continue
             if not graph.usable(alloc.node):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from kubeflux.match.engine import MatchOp
+from kubeflux.match.engine import EngineError, MatchOp
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
@@ -34,7 +34,6 @@ from kubeflux.scheduler.translate import (
     placement_from_output,
     placements_from_output,
     pod_policy,
-    pod_shape,
 )
 
 __all__ = ["REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
@@ -171,7 +170,7 @@ class Placer(ClusterBooks):
         graph = self.graph
         assert graph is not None
         pods = list(job.pods.values())
-        needed = sum(sorted(pod_shape(pod)[0] for pod in pods)[: self._minimum(job)])
+        needed = sum(sorted(self._pod_shape(pod)[0] for pod in pods)[: self._minimum(job)])
         shortest = min(self._planned(pod, at, reserve=True) for pod in pods)
         return not needed or graph.free_total(at, shortest) >= needed
 
@@ -243,14 +242,73 @@ class Placer(ClusterBooks):
                     return None
                 node, jobid = chosen, 0
             elif not result.matched:
-                return None
+                spanned = self._span_sockets(pod, fit, set(short), start, duration)
+                if spanned is None:
+                    return None
+                placement, jobid = spanned
+                node = placement.node
             else:
-                placement = placement_from_output(result.resources)
+                placement = self._trimmed(pod, result.jobid, placement_from_output(result.resources))
                 node, jobid = placement.node, result.jobid
         finally:
             for name in short:
                 fit.hidden.discard(name)
         return self._record(uid, pod, node, jobid, start, duration, placement)
+
+    def _trimmed(self, pod: Pod, jobid: int, placement: Placement) -> Placement:
+        """A pod larger than a socket, split evenly over sockets, may have been given more cores or gpus than it
+        asks (``pod_jobspec``): the surplus, the last ones, is released at once and the placement is what is left.
+        A node-exclusive pod keeps its whole node."""
+        cores, gpus = self._pod_shape(pod)
+        if len(placement.cores) <= cores and len(placement.gpus) <= gpus:
+            return placement
+        graph = self.graph
+        assert graph is not None
+        if self._whole_node_policy(pod):
+            return placement
+        surplus = {*placement.cores[cores:], *placement.gpus[gpus:]}
+        vertices = graph.engine.graph.vertices
+        uids = [uid for leaves in graph.leaves(placement.node) for uid in leaves if vertices[uid].name in surplus]
+        try:
+            graph.engine.release_vertices(jobid, uids, source=f"node {placement.node}")
+        except EngineError:
+            return placement
+        return Placement(placement.node, placement.cores[:cores], placement.gpus[:gpus])
+
+    def _span_sockets(
+        self, pod: Pod, fit: NodeFit, excluded: set[str], start: int, duration: int
+    ) -> tuple[Placement, int] | None:
+        """On nodes with sockets, a pod no single socket has room for now: its cores and gpus from several sockets
+        of the node its match policy prefers among those with enough free (the lowest-numbered free ones: the
+        fewest sockets), put on with the engine's ``update``. (placement, engine job id); None when no node has
+        room, or the graph has no sockets, or the pod's policy holds nodes whole (its match found no empty node)."""
+        graph = self.graph
+        assert graph is not None
+        if graph.socket_size is None or self._whole_node_policy(pod):
+            return None
+        cores, gpus = self._pod_shape(pod)
+
+        def room(name: str) -> bool:
+            if not fit.fits(name) or name in excluded:
+                return False
+            free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
+            if free_cores < cores or free_gpus < gpus:
+                return False
+            free_cores, _, _ = graph.free_counts(name, start, duration, exact=True)
+            return free_cores >= cores
+
+        node = graph.preferred_node(room, pod_policy(pod, self.policy), start)
+        leaves = None if node is None else self._leaves(pod, node, start, duration)
+        if node is None or leaves is None:
+            return None
+        jobid = self._replay_member(pod, node, leaves, start, duration, start)
+        if jobid < 0:
+            return None
+        names = graph.engine.graph.vertices
+        self.log.append(f"Pod {pod.key}: no socket of a node has room; placed over sockets of node {node}")
+        return Placement(
+            node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
+        ), jobid
 
     def _record(
         self, uid: str, pod: Pod, node: str, jobid: int, start: int, duration: int, placement: Placement | None
@@ -304,7 +362,7 @@ class Placer(ClusterBooks):
             whole.append(wholly and name not in graph.unrecorded)
         gang = [
             GangMember(
-                (*pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+                (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 candidates[i],
                 self._whole_node_policy(pod),
             )
@@ -328,7 +386,7 @@ class Placer(ClusterBooks):
         node's whole cores cannot give them (its free count was an upper bound)."""
         graph = self.graph
         assert graph is not None
-        cores, gpus = pod_shape(pod)
+        cores, gpus = self._pod_shape(pod)
         core_uids = graph.free_leaves(node, "core", at, duration, cores)
         gpu_uids = graph.free_leaves(node, "gpu", at, duration, gpus)
         if core_uids is None or gpu_uids is None:
@@ -359,7 +417,7 @@ class Placer(ClusterBooks):
                 self._undo(made, "assignment not realizable")
                 return node
             names = graph.engine.graph.vertices
-            cores, _ = pod_shape(pod)
+            cores, _ = self._pod_shape(pod)
             placement = Placement(
                 node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
             )
@@ -430,13 +488,13 @@ class Placer(ClusterBooks):
         assert graph is not None
         pod = pods[0]
         duration = self._planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, job.key)
+        spec = gang_jobspec(pods, duration, job.key, self.shape.gpu_resources)
         if spec is None:
             return None
         result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, self._static_fit(pod).unfit)
         if not result.matched:
             return None
-        cores, gpus = pod_shape(pod)
+        cores, gpus = self._pod_shape(pod)
         per_node = [
             (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
             for where in placements_from_output(result.resources)

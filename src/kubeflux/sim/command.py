@@ -90,11 +90,18 @@ def _nodes(cluster: Path | None, nodes: int | None, cores: int | None, memory: s
     return uniform_cluster(nodes, cores, memory, gpus)
 
 
-def _schedulers_for(name: str, workload: Workload) -> tuple[dict[str, Scheduler], str]:
-    """The scheduler under test, plus one scheduler per other ``schedulerName`` the workload's pods name."""
+def _schedulers_for(name: str, workload: Workload, sockets: int = 0) -> tuple[dict[str, Scheduler], str]:
+    """The scheduler under test, plus one scheduler per other ``schedulerName`` the workload's pods name.
+
+    ``sockets`` > 0: a kubeflux scheduler's graph gives each node that many sockets, or its ``kubeflux.io/sockets``
+    label's (:class:`~kubeflux.scheduler.translate.NodeShape`)."""
+    from kubeflux.scheduler.informer import ClusterBooks
+    from kubeflux.scheduler.translate import SOCKETS_LABEL, NodeShape
     from kubeflux.sim.baselines import available, create
 
     primary = create(name)
+    if sockets and isinstance(primary, ClusterBooks):
+        primary.shape = NodeShape(SOCKETS_LABEL, sockets)  # before it sees a node: its graph is built later
     schedulers: dict[str, Scheduler] = {primary.name: primary}
     wanted = {t.scheduler_name for j in workload.jobs for t in j.pods if t.scheduler_name}
     known = available()
@@ -276,6 +283,15 @@ def simulate_command(
         str, typer.Option("--memory-per-node", help="Memory per node (quantity).")
     ] = DEFAULT_MEMORY_PER_NODE,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="nvidia.com/gpu per node.")] = 0,
+    sockets: Annotated[
+        int,
+        typer.Option(
+            "--sockets",
+            min=0,
+            max=1024,
+            help="Sockets per node in kubeflux's graph (0: none); a node's kubeflux.io/sockets label overrides it.",
+        ),
+    ] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter, failures and synthetic jobs.")] = 0,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[
@@ -326,7 +342,7 @@ def simulate_command(
         console.print(f"[yellow]{len(mapped.problems)} workload problem(s); see problems.txt[/]")
     runs: list[RunRecord] = []
     for name in scheduler:
-        schedulers, primary = _schedulers_for(name, mapped)
+        schedulers, primary = _schedulers_for(name, mapped, sockets)
         run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console)
         runs.append(run)
         console.print(
