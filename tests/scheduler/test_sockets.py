@@ -279,7 +279,7 @@ def test_the_simulator_runs_kubeflux_on_socketed_nodes(tmp_path: Path) -> None:
         with (out / "kubeflux" / "jobs.csv").open() as rows:
             starts[sockets] = {row["job_id"]: row["starting_time"] for row in csv.DictReader(rows)}
     assert starts["2"] == starts["0"]
-    assert list(starts["2"].values()).count("0.0") == 2  # two pods of 8 cores at a time on 16 cores
+    assert [float(start) for start in starts["2"].values()].count(0.0) == 2  # two pods of 8 cores at a time on 16 cores
 
 
 def test_a_node_claiming_more_gpus_than_a_graph_node_holds_is_kept_out_and_logged() -> None:

@@ -60,7 +60,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def dask_address() -> Iterator[str]:
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as dask:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0"
+    ) as dask:
         yield dask.scheduler_address
 
 

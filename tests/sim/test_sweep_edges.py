@@ -258,7 +258,9 @@ def test_every_task_sent_to_dask_does_not_carry_its_own_copy_of_the_workload(
     monkeypatch.setattr(distributed.Client, "map", measured(distributed.Client.map))
     monkeypatch.setattr(distributed.Client, "submit", measured(distributed.Client.submit))
     monkeypatch.setattr(sweep, "_simulate", lambda task: ({"jobs": 1}, "job_id\n"))  # the runs do not matter here
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as dask:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0"
+    ) as dask:
         result = _sweep(str(grid), "--out", str(tmp_path / "out"), "--dask", dask.scheduler_address)
     assert result.exit_code == 0, result.output
     assert sum(sent) < 5 * trace.stat().st_size, f"{len(sent)} arguments serialise to {sum(sent) / 1e6:.1f} MB"
