@@ -41,7 +41,7 @@ def test_each_trace_cut_short_runs_under_three_schedulers_and_the_page_has_table
     by = {(r.trace, r.scheduler): r for r in rows}
     for trace in small:  # kubeflux backfills as EASY does: the same schedule
         assert by[trace.label, "kubeflux"].mean_wait == by[trace.label, "easy"].mean_wait
-    page = write_traces(tmp_path, rows, traces=small).read_text(encoding="utf-8")
+    page = write_traces(tmp_path, rows, traces_folder=FOLDER, traces=small).read_text(encoding="utf-8")
     assert traces_table(rows) in page and "](traces.png)" in page and (tmp_path / "traces.png").stat().st_size
     assert "python -m kubeflux.sim.experiments traces" in page and "first 30 jobs" in page
 

@@ -205,7 +205,9 @@ Measured with {machine}.
 **What it shows.** Updating in place costs almost nothing for the events that come most often: a pod that ends
 and a node that leaves take a fraction of a millisecond whatever the size of the cluster, since they touch only the
 pod's cores (and their ancestors' counts) or one node's status. A node that joins costs more, and grows with the
-graph (the engine's `attach` re-indexes the graph), yet stays well below a rebuild. A rebuild grows with the
+graph: after attaching the node's subgraph, the engine refreshes the matcher's per-subtree state with a pass over
+the whole graph (`kubeflux.match.state`'s refresh, a prime pass of `kubeflux.match.schedule`), which could be made
+incremental; it stays well below a rebuild all the same. A rebuild grows with the
 cluster, and more again once the running pods are put back: at 10,000 nodes a scheduler that rebuilt at every event
 would spend seconds of CPU per pod that ends, which at the rate pods end on such a cluster it cannot afford. The
 informer's in-place updates are the answer to the seed's question.

@@ -18,6 +18,7 @@ from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.tables import table
 from kubeflux.sim.experiments.pages import markdown_table, stamp, write_page
+from kubeflux.sim.experiments.served import replay_served
 from kubeflux.sim.records import PodRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import preset, seed000_cluster
@@ -72,23 +73,9 @@ def run_demo(name: str, title: str = "") -> Demo:
     nodes = seed000_cluster()
     workload = map_to_cluster(preset(name), nodes)
     scheduler = KubefluxScheduler()
-    server = ApiServer(
-        nodes,
-        kubelet=True,
-        controllers=True,
-        schedulers=[scheduler],
-        clock=VirtualClock(_ORIGIN),
-        settle=0.0,
-        workload=workload,
-        primary=scheduler.name,
-        until_done=True,
-    ).start()
-    try:
-        if not server.join(timeout=600) or server.replay is None:
-            raise RuntimeError(f"{name}: the replay through the served cluster did not finish in 10 minutes")
-        record = server.replay.run_record("kubeflux", 0.0)
-    finally:
-        server.stop()
+    server, record = replay_served(
+        nodes, workload, [scheduler], scheduler.name, VirtualClock(_ORIGIN), label="kubeflux", timeout=600
+    )
     pods = _kubectl_get(server, "", "v1", "pods")
     jobs = _kubectl_get(server, "batch", "v1", "jobs")
     return Demo(name, title, pods, jobs, list(scheduler.log), record.pods)
@@ -160,7 +147,8 @@ presets: `seed000-succeed` is a `batch/v1` Job of 4 pi pods that compute 60 s; `
 that crash after 30 s with exit code 139 and `backoffLimit: 4`. Each runs through `kubeflux cluster serve`'s
 machinery in virtual time (`--clock virtual`): the API server, its simulated kubelet and Job controller, and
 kubeflux in the process, binding through `pods/binding`. `kubectl get` below is the server's own printing of the
-objects at the end (a `Table`, which kubectl prints as it comes), so what a user sees is what ran.
+objects at the end (a `Table`, which kubectl prints as it comes: `kubectl get pods` against the served cluster
+prints the same lines), so what a user sees is what ran.
 
 {sections}
 **What it shows.** In both demos two pods run at a time and the other two wait until the first two end (Fluence

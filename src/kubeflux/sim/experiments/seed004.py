@@ -8,17 +8,16 @@ kubeflux-fcfs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from kubeflux.sim.apiserver.clock import ServedClock
-from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import available
 from kubeflux.sim.command import _schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.experiments.pages import machine, markdown_table, stamp, write_page
+from kubeflux.sim.experiments.served import replay_served
 from kubeflux.sim.metrics import summarize
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster
@@ -88,22 +87,8 @@ def _served(name: str, every: float, scheduler: str, speed: float) -> RunRecord:
     nodes = seed004_cluster()
     workload = map_to_cluster(preset(name, mean_interarrival=every), nodes)
     schedulers, primary = _schedulers_for(scheduler, workload)
-    server = ApiServer(
-        nodes,
-        kubelet=True,
-        controllers=True,
-        schedulers=list(schedulers.values()),
-        clock=ServedClock(speed),
-        workload=workload,
-        primary=primary,
-        until_done=True,
-    ).start()
-    try:
-        if not server.join(timeout=3600) or server.replay is None:
-            raise RuntimeError(f"{name} under {scheduler}: the served run did not finish in an hour")
-        return server.replay.run_record(scheduler, time.perf_counter() - server.started_at)
-    finally:
-        server.stop()
+    _, record = replay_served(nodes, workload, list(schedulers.values()), primary, ServedClock(speed), label=scheduler)
+    return record
 
 
 def _row(case: str, scheduler: str, run: RunRecord) -> Seed004Row:
