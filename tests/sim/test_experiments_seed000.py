@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kubeflux import __version__
 from kubeflux.cli import app
 from kubeflux.sim.experiments import main
 from kubeflux.sim.experiments.graph_update import NAME, measure, update_table, write_graph_update
@@ -38,7 +39,7 @@ def test_the_seed000_page_quotes_what_a_fresh_run_of_both_demos_shows(demos: lis
         assert timeline_table(demo.records) in page, stale
         assert demo.pods in page and demo.jobs in page, stale
         assert "\n".join(stable_log(demo.log)) in "\n".join(stable_log(page.splitlines())), stale
-    assert "kubeflux 0.1.0" in page and "python -m kubeflux.sim.experiments seed000" in page
+    assert f"kubeflux {__version__}" in page and "python -m kubeflux.sim.experiments seed000" in page
 
 
 def test_demo1_runs_two_pi_pods_at_a_time_and_all_four_complete(demos: list[Demo]) -> None:

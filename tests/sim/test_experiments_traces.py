@@ -34,9 +34,7 @@ def test_each_trace_cut_short_runs_under_three_schedulers_and_the_page_has_table
 ) -> None:
     small = [dataclasses.replace(t, first=30) for t in TRACES]
     rows = trace_rows(FOLDER, small, ("fcfs", "easy", "kubeflux"))
-    assert [(r.trace, r.scheduler) for r in rows] == [
-        (t.label, s) for t in small for s in ("fcfs", "easy", "kubeflux")
-    ]
+    assert [(r.trace, r.scheduler) for r in rows] == [(t.label, s) for t in small for s in ("fcfs", "easy", "kubeflux")]
     assert all(r.status == "ok" and r.jobs == 30 and r.not_finished == 0 for r in rows)
     by = {(r.trace, r.scheduler): r for r in rows}
     for trace in small:  # kubeflux backfills as EASY does: the same schedule

@@ -23,7 +23,17 @@ from kubeflux.sim.records import PodRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import preset, seed000_cluster
 
-__all__ = ["DEMOS", "Demo", "kubectl_text", "run_demo", "timeline_table", "write_seed000"]
+__all__ = [
+    "DEMOS",
+    "Demo",
+    "kubectl_text",
+    "run_demo",
+    "seed000_demos",
+    "seed000_page",
+    "stable_log",
+    "timeline_table",
+    "write_seed000",
+]
 
 DEMOS: tuple[tuple[str, str], ...] = (
     ("seed000-succeed", "Demo 1: pi pods that succeed"),

@@ -211,8 +211,9 @@ def plot(rows: Sequence[TraceRow], path: Path) -> Path:
         axis.set_title(title, fontsize=10)
         if title.startswith("mean"):
             axis.set_yscale("symlog", linthresh=1.0)
-    axes.flat[0].legend(fontsize=8, ncols=2)
-    figure.tight_layout()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="upper center", ncols=len(schedulers), fontsize=9)
+    figure.tight_layout(rect=(0.0, 0.0, 1.0, 0.95))
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
