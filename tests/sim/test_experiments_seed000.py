@@ -17,6 +17,7 @@ from kubeflux.cli import app
 from kubeflux.sim.experiments import main
 from kubeflux.sim.experiments.graph_update import NAME, measure, update_table, write_graph_update
 from kubeflux.sim.experiments.seed000 import Demo, seed000_demos, stable_log, timeline_table
+from kubeflux.sim.workloads.synthetic import PRESETS, parse_spec
 from tests.shared import REPO
 
 DOCS = REPO / "docs" / "experiments"
@@ -97,3 +98,12 @@ def test_an_unknown_experiment_is_refused_with_the_known_ones(capsys: pytest.Cap
     with pytest.raises(SystemExit):
         main(["seed999"])
     assert "seed000" in capsys.readouterr().err
+
+
+def test_a_preset_s_exit_code_and_backoff_limit_are_checked_by_name() -> None:
+    with pytest.raises(ValueError, match=r"exit_code: must be in 0\.\.255"):
+        parse_spec("exit_code=300", PRESETS["seed000-segfault"])
+    with pytest.raises(ValueError, match="backoff_limit: must not be negative"):
+        parse_spec("backoff_limit=-1", PRESETS["seed000-segfault"])
+    spec = parse_spec("exit_code=1,backoff_limit=0", PRESETS["seed000-segfault"])
+    assert (spec.exit_code, spec.backoff_limit) == (1, 0)

@@ -92,8 +92,10 @@ class SyntheticSpec:
             raise ValueError("min_runtime/max_runtime: need 0 < min_runtime <= max_runtime for log_uniform")
         if self.mean_runtime < 0 or self.overestimate < 1:
             raise ValueError("mean_runtime must be >= 0 and overestimate >= 1")
-        if not 0 <= self.exit_code <= 255 or self.backoff_limit < 0:
-            raise ValueError("exit_code must be in 0..255 and backoff_limit >= 0")
+        if not 0 <= self.exit_code <= 255:
+            raise ValueError(f"exit_code: must be in 0..255 (a container's exit status), got {self.exit_code}")
+        if self.backoff_limit < 0:
+            raise ValueError(f"backoff_limit: must not be negative, got {self.backoff_limit}")
 
 
 def _size_table(spec: SyntheticSpec) -> tuple[list[int], list[float]]:
