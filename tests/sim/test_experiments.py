@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubeflux.sim.experiments import main, seed004_rows, seed004_table
+from kubeflux.sim.experiments.seed004 import SEED004_CASES, served_rows, write_seed004
 from tests.shared import REPO
 
 
@@ -17,8 +18,22 @@ def test_the_seed004_page_quotes_the_table_the_code_gives_and_the_talk_s_shape_h
     every_17 = [r for r in rows if r.case.startswith("Jobs, one every 17 s")]
     assert all(r.max_wait > 0 and r.jct > 72.0 for r in every_17)  # over-subscribed: it queues
     assert all(r.finished == r.jobs == 50 for r in rows)
+    assert "## Through the simulated API, in accelerated time" in page
+    assert page.count("| Jobs, one every 20 s | kubeflux |") == 2  # a row in each table
 
 
 def test_the_command_writes_the_page_where_asked(tmp_path: Path) -> None:
-    main(["seed004", "--out", str(tmp_path)])
-    assert "# Seed 004" in (tmp_path / "seed004.md").read_text(encoding="utf-8")
+    main(["seed000", "--out", str(tmp_path)])
+    assert "# Seed 000" in (tmp_path / "seed000.md").read_text(encoding="utf-8")
+
+
+def test_seed004_through_the_served_cluster_in_accelerated_time_runs_every_job_once_and_writes_both_tables(
+    tmp_path: Path,
+) -> None:
+    rows = seed004_rows(["kubeflux"])
+    served = served_rows(["kubeflux"], speed=200.0, cases=SEED004_CASES[:1])
+    assert [(r.case, r.scheduler, r.finished, r.jobs) for r in served] == [(rows[0].case, "kubeflux", 50, 50)]
+    assert served[0].jct >= 72.0  # the pod computes 72 s of the served clock, and wall time only adds delays
+    page = write_seed004(tmp_path, rows, served, speed=200.0).read_text(encoding="utf-8")
+    assert seed004_table(rows) in page and seed004_table(served) in page
+    assert "x200" in page or "200 times faster" in page

@@ -7,8 +7,8 @@ plots and ``index.html``, and ``problems.txt`` when input lines were skipped or 
 schedulers the comparison ends with one line per other scheduler saying what the first one gains over it (mean
 wait, makespan, useful utilization: :mod:`kubeflux.sim.verdict`).
 
-Besides files, ``--preset NAME`` (the KubeCon presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
-KWOK cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
+Besides files, ``--preset NAME`` (the seeds' presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
+cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
 
 What the command refuses, with exit code 2 and a message naming the cause: an unreadable, truncated or corrupt
 workload file, a workload without any job, options that would be ignored (``--gpus-per-node`` or
@@ -317,7 +317,7 @@ def simulate_command(
     from kubeflux.sim.baselines import available
     from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.mapping import map_to_cluster
-    from kubeflux.sim.workloads.synthetic import seed004_cluster
+    from kubeflux.sim.workloads.synthetic import preset_cluster
 
     unknown = [s for s in scheduler if s not in available()]
     if unknown:
@@ -326,7 +326,7 @@ def simulate_command(
     try:
         loaded = merge_workloads(_load(workload or [], preset, synthetic, seed))
         if preset is not None and cluster is None and nodes is None and cores_per_node is None:
-            node_list = seed004_cluster()
+            node_list = preset_cluster(preset)
         else:
             node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)

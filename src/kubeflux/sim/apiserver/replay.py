@@ -234,7 +234,10 @@ class WorkloadReplay:
     def _create_job(self, job: SimJob) -> bool:
         wjob = job.wjob
         template = wjob.pods[0]
-        pod_spec = clone(template.manifest["spec"]) if template.manifest else _spec_of(template.name, job.timings[0])
+        if template.manifest:
+            pod_spec = clone(template.manifest["spec"])
+        else:  # a synthetic Job (the seeds' presets): its failed pods are replaced, as restartPolicy Never says
+            pod_spec = {**_spec_of(template.name, job.timings[0]), "restartPolicy": "Never"}
         spec: Object = {
             "parallelism": wjob.parallelism,
             "completions": wjob.completions,

@@ -20,7 +20,10 @@ integer). What the knobs mean:
 :data:`PRESETS` holds the shapes of seed 004's experiments (KubeCon NA 2023, "Improving Batch Scheduling
 Performance at Scale Using MCAD and KWOK"): 50 Jobs of one pod asking 8 GPUs for 72 s every 17 s on 4 KWOK nodes
 of 8 GPUs (:func:`seed004_cluster`: tainted ``kwok.x-k8s.io/node=fake:NoSchedule`` as KWOK's nodes are, which the
-preset's pods tolerate), and the same load as coscheduled PodGroups of 2 such pods.
+preset's pods tolerate), and the same load as coscheduled PodGroups of 2 such pods; and seed 000's sprint demos
+(the KubeFlux informer project): on one worker of 16 cores (:func:`seed000_cluster`), a ``batch/v1`` Job of 4 pi
+pods of 8 cores that succeed, and one whose pods segfault (exit code 139). :func:`preset_cluster` names each
+preset's cluster.
 
 On the command line: ``kubeflux simulate --preset seed004-jobs`` and ``--synthetic "jobs=1000,max_size=64"``
 (:func:`parse_spec`: ``key=value`` pairs naming :class:`SyntheticSpec` fields, over a preset when both are given).
@@ -34,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, ResourceList, Taint, Toleration
-from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, ResourceList, Taint, Toleration
+from kubeflux.sim.workloads.cluster_file import HOSTNAME_LABEL, uniform_cluster
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 
 Arrival = Literal["poisson", "fixed"]
@@ -64,6 +67,11 @@ class SyntheticSpec:
     name: str = "synthetic"
     tolerations: tuple[Toleration, ...] = ()
     """Given to every pod (the KubeCon presets tolerate KWOK's node taint)."""
+    exit_code: int = 0
+    """Every pod of the Kubernetes kinds ends with it once its run time is over (non-zero: it fails; seed 000's
+    segfaulting pods use 139)."""
+    backoff_limit: int = 6
+    """``job``: the Job's ``backoffLimit`` (it fails once more pods than this failed)."""
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
@@ -84,6 +92,10 @@ class SyntheticSpec:
             raise ValueError("min_runtime/max_runtime: need 0 < min_runtime <= max_runtime for log_uniform")
         if self.mean_runtime < 0 or self.overestimate < 1:
             raise ValueError("mean_runtime must be >= 0 and overestimate >= 1")
+        if not 0 <= self.exit_code <= 255:
+            raise ValueError(f"exit_code: must be in 0..255 (a container's exit status), got {self.exit_code}")
+        if self.backoff_limit < 0:
+            raise ValueError(f"backoff_limit: must not be negative, got {self.backoff_limit}")
 
 
 def _size_table(spec: SyntheticSpec) -> tuple[list[int], list[float]]:
@@ -126,8 +138,13 @@ def _job(spec: SyntheticSpec, index: int, submit: float, size: int, run_time: fl
         job.requested_processors = size
         job.run_time = run_time
     elif spec.kind is JobKind.JOB:
-        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations)]
+        job.pods = [
+            PodTemplate(
+                name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations, exit_code=spec.exit_code
+            )
+        ]
         job.completions = job.parallelism = size
+        job.backoff_limit = spec.backoff_limit
         job.requested_processors = _cores(requests) * size
     elif spec.kind is JobKind.POD_GROUP:
         labels = {POD_GROUP_LABEL: name}
@@ -138,6 +155,7 @@ def _job(spec: SyntheticSpec, index: int, submit: float, size: int, run_time: fl
                 run_time=run_time,
                 labels=dict(labels),
                 tolerations=spec.tolerations,
+                exit_code=spec.exit_code,
             )
             for i in range(size)
         ]
@@ -145,7 +163,11 @@ def _job(spec: SyntheticSpec, index: int, submit: float, size: int, run_time: fl
         job.schedule_timeout_seconds = spec.schedule_timeout_seconds
         job.requested_processors = _cores(requests) * size
     else:
-        job.pods = [PodTemplate(name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations)]
+        job.pods = [
+            PodTemplate(
+                name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations, exit_code=spec.exit_code
+            )
+        ]
         job.requested_processors = _cores(requests)
     return job
 
@@ -171,6 +193,19 @@ _SEED004_POD = {CPU: 10, MEMORY: 110 * 2**30, GPU: 8}
 """The seed's fake training pod: ``cpu: 10m``, ``memory: 110Gi``, ``nvidia.com/gpu: 8``."""
 KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
 KWOK_TOLERATION = Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")
+_SEED000_POD = {CPU: 8000, MEMORY: 2**30}
+"""The seed's pi pod: 8 cores (``perl -Mbignum=bpi -wle 'print bpi(2000)'``), 1Gi."""
+_SEED000_JOB = SyntheticSpec(
+    jobs=1,
+    arrival="fixed",
+    sizes={4: 1.0},
+    runtime="fixed",
+    mean_runtime=60.0,
+    overestimate=1.0,
+    kind=JobKind.JOB,
+    pod_requests=_SEED000_POD,
+    name="pi-job",
+)
 
 PRESETS: dict[str, SyntheticSpec] = {
     "seed004-jobs": SyntheticSpec(
@@ -200,16 +235,35 @@ PRESETS: dict[str, SyntheticSpec] = {
         name="seed004-podgroups",
         tolerations=(KWOK_TOLERATION,),
     ),
+    "seed000-succeed": _SEED000_JOB,
+    "seed000-segfault": replace(
+        _SEED000_JOB, mean_runtime=30.0, exit_code=139, backoff_limit=4, name="pi-job-segfault"
+    ),
 }
 """Named specs. ``seed004-jobs``: 50 one-pod Jobs of 8 GPUs, 72 s each, one every 17 s (the talk's high load:
 the 4-node cluster queues once jobs arrive faster than every 18 s). ``seed004-podgroups``: 50 PodGroups of 2 such
-pods (minMember 2, scheduleTimeoutSeconds 10), one every 34 s (queueing starts below 36 s)."""
+pods (minMember 2, scheduleTimeoutSeconds 10), one every 34 s (queueing starts below 36 s). ``seed000-succeed``:
+one Job of 4 pi pods of 8 cores running 60 s (two at a time on the 16-core worker); ``seed000-segfault``: one Job of
+4 such pods that crash after 30 s with exit code 139, ``backoffLimit: 4`` (failed pods are replaced until the Job
+fails)."""
+
+
+def seed000_cluster() -> list[Node]:
+    """The seed's sprint-3 demo cluster: one kind worker, ``kind-worker``, of one 16-core socket (64Gi)."""
+    name = "kind-worker"
+    allocatable = {CPU: 16_000, MEMORY: 64 * 2**30, PODS: 110}
+    return [Node(name=name, uid=f"uid-{name}", allocatable=allocatable, labels={HOSTNAME_LABEL: name})]
 
 
 def seed004_cluster() -> list[Node]:
     """The seed's cluster: 4 KWOK nodes of 8 GPUs (``cpu: 5000m`` → 5 cores, 256Gi, 110 pods), tainted
     ``kwok.x-k8s.io/node=fake:NoSchedule`` as KWOK's nodes are."""
     return [replace(node, taints=(KWOK_TAINT,)) for node in uniform_cluster(4, 5, "256Gi", 8, max_pods=110)]
+
+
+def preset_cluster(name: str) -> list[Node]:
+    """The cluster preset ``name`` runs on when none is given: seed 000's worker or seed 004's KWOK nodes."""
+    return seed000_cluster() if name.startswith("seed000-") else seed004_cluster()
 
 
 _SPEC_KEYS = (
@@ -226,6 +280,8 @@ _SPEC_KEYS = (
     "kind",
     "schedule_timeout_seconds",
     "name",
+    "exit_code",
+    "backoff_limit",
 )
 
 
@@ -290,5 +346,7 @@ __all__ = [
     "generate",
     "parse_spec",
     "preset",
+    "preset_cluster",
+    "seed000_cluster",
     "seed004_cluster",
 ]
