@@ -109,6 +109,9 @@ class Simulation:
             raise ValueError("schedulers: at least one scheduler is needed")
         self.workload = workload
         self.schedulers = dict(schedulers)
+        self._unreserving = {name: s for name, s in self.schedulers.items() if isinstance(s, Unreserve)}
+        """The schedulers that take refused Binds back, found once: a runtime Protocol check costs ~50 µs, and
+        :meth:`_apply` runs for every scheduler at every time point (a tenth of an LCG run under fcfs)."""
         self.primary = primary if primary is not None else next(iter(self.schedulers))
         if self.primary not in self.schedulers:
             raise ValueError(f"primary: no scheduler named {self.primary!r} (have {sorted(self.schedulers)})")
@@ -221,8 +224,7 @@ class Simulation:
         cluster = self.cluster
         pods = cluster.pods
         bound = 0
-        scheduler = self.schedulers[name]
-        unreserve = scheduler if isinstance(scheduler, Unreserve) else None
+        unreserve = self._unreserving.get(name)
         for decision in decisions:
             sp = pods.get(decision.pod)
             if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
