@@ -108,6 +108,8 @@ class Schedule:
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
+        self._context = -1
+        """The number of the current select walk's cache context (see :meth:`WalkState._cache_context`)."""
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
         self._leaf_families: dict[int, str] = {}
         """Per vertex, the type of its children when they are all leaves of one type, else "" (see

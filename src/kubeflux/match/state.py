@@ -465,21 +465,18 @@ class WalkState(Schedule):
             number = self._shapes[shape] = len(self._shapes)
         return number
 
-    def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
-        """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
-        the walk's flags, whether the window fits the planners' horizon, the task labels and the policy (the
-        scheduler switches it per pod)."""
+    def _cache_context(self, meta: JobMeta) -> None:
+        """Number what every cache key of this walk shares (see :meth:`_cache_key`): whether the window fits the
+        planners' horizon, the kind of match, the task labels and the policy (the scheduler switches it per pod).
+        Set at the start of each select walk, so a key is a short tuple of small integers."""
         at, duration = meta.at, meta.duration
         in_range = self.base <= at and at + duration <= self.base + self.horizon
-        return (
-            self._signatures[id(resources)],
-            pristine,
-            excl,
-            in_range,
-            meta.alloc_type,
-            self._labels,
-            self.policy.spec,
-        )
+        self._context = self._intern(("context", in_range, int(meta.alloc_type), self._labels, self.policy.spec))
+
+    def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
+        """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
+        the walk's flags, and the walk's context (:meth:`_cache_context`, numbered when the walk began)."""
+        return (self._signatures[id(resources)], pristine, excl, self._context)
 
 
 def _weight_hash(edge: int, weight: int) -> int:

@@ -45,6 +45,7 @@ class Traverser(WalkState):
         """Find and mark the best resources for ``resources`` at ``meta.at``; raise MatchFailure if none."""
         self.sequence += 1
         self._labels = tuple(self.task_labels)
+        self._cache_context(meta)
         self._sign(resources)
         root = self.root
         evaluation = self._dom_dfv(meta, root, resources, True, exclusive)
