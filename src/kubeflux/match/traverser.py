@@ -15,16 +15,19 @@ the update walk and the cancel walk. The select walk must never write the schedu
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 from kubeflux.match import cancel as cancel_walk
 from kubeflux.match import record
 from kubeflux.match.evaluation import (
     BLOCK,
     FAILED,
+    NO_LEAD,
     BlockPart,
     Evaluation,
     Kids,
     Layout,
+    LeafRun,
     remember,
     take_part,
 )
@@ -35,6 +38,9 @@ from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import Status, Vertex
+
+LeafCandidate = tuple[int, int, int, int]
+"""A qualified leaf: (score, units available, edge, uid)."""
 
 
 class Traverser(WalkState):
@@ -204,10 +210,26 @@ class Traverser(WalkState):
             elif slots:
                 dfu.evals(SLOT).add_all(slots)
         else:
+            if (
+                kind == "resource"
+                and len(next_resources) == 1
+                and children
+                and self.leaf_batches
+                and self.policy.spec.stop_on_first
+            ):
+                chosen = self._own_leaves(meta, vertex, children, resources, next_resources, check_pristine, x_in, dfu)
+                if chosen is not None:
+                    return chosen
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
             self._explore_aux(meta, vertex, next_resources, x_in, dfu)
-        avail = self._avail(uid, meta.at, meta.duration)
+        return self._finish(meta, vertex, resources, x_in, dfu, kids)
+
+    def _finish(
+        self, meta: JobMeta, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring, kids: Kids
+    ) -> Evaluation:
+        """The end of a vertex's visit, once its children are explored: the policy's verdict and choices."""
+        avail = self._avail(vertex.uid, meta.at, meta.duration)
         if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
             return self.evaluation_type(False, kids=kids) if kids else FAILED
         evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
@@ -290,6 +312,40 @@ class Traverser(WalkState):
         :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
         :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
         (see :meth:`_leaf_kind`)."""
+        found = self._leaf_candidates(meta, order, resources, pristine, excl, needed, dfu)
+        if found is None:
+            return None
+        candidates, x_in, descending = found
+        self._add_leaves(dfu, resources[0].type, candidates, x_in, descending, needed is not None)
+        return bool(candidates)
+
+    def _add_leaves(
+        self, dfu: Scoring, type: str, candidates: list[LeafCandidate], x_in: bool, descending: bool, always: bool
+    ) -> None:
+        """Add the leaves :meth:`_leaf_candidates` found to ``dfu``'s candidates of ``type``: ``first`` adds to them
+        even when none is found (``always``); the others, as :meth:`_visit_leaf` does, only when one is."""
+        if candidates or always:
+            dfu.evals(type).add_all(
+                [
+                    EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)])
+                    for score, avail, edge, _ in candidates
+                ],
+                descending_scores=descending,
+            )
+
+    def _leaf_candidates(
+        self,
+        meta: JobMeta,
+        order: list[tuple[int, int]],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        needed: int | None,
+        dfu: Scoring | None = None,
+    ) -> tuple[list[LeafCandidate], bool, bool] | None:
+        """The leaves of :meth:`_first_leaves` that qualify, in visit order, whether the request holds them
+        exclusively, and whether their scores strictly descend; None when the leaves need :meth:`_evaluate`.
+        ``dfu`` holds the candidates found before (``first``'s shares count them)."""
         resource = resources[0]
         vertices = self.graph.vertices
         leaf = self._leaf_kind(vertices[order[0][1]], resources, pristine)
@@ -307,13 +363,10 @@ class Traverser(WalkState):
         plans, subplans, policy = self._plans, self.subplans, self.policy
         allocations, uses = self._allocations, self._x_uses
         base = policy.leaf_base(resource.type)
-        # ``first`` adds to the type's candidates even when none is found; the others, as _visit_leaf does, only
-        # when one is.
-        evals = dfu.evals(resource.type) if needed is not None else None
         per_share = effective_max(resource)
-        total = 0 if evals is None else evals.total
+        total = 0 if dfu is None or needed is None else dfu.total_count(resource.type)
         previous = current = shares = 0
-        groups: list[EdgeGroup] = []
+        candidates: list[LeafCandidate] = []
         descending, last_score = True, float("inf")
         for edge, target in order:
             vertex = vertices[target]
@@ -339,7 +392,7 @@ class Traverser(WalkState):
             if score >= last_score:
                 descending = False
             last_score = score
-            groups.append(EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)]))
+            candidates.append((score, avail, edge, target))
             if needed is None:
                 continue
             total += avail
@@ -351,11 +404,77 @@ class Traverser(WalkState):
                     current = 0
             if shares >= needed:
                 break
-        if evals is None and groups:
-            evals = dfu.evals(resource.type)
-        if evals is not None:
-            evals.add_all(groups, descending_scores=descending)
-        return bool(groups)
+        return candidates, x_in, descending
+
+    def _own_leaves(
+        self,
+        meta: JobMeta,
+        vertex: Vertex,
+        children: list[tuple[int, int]],
+        resources: list[Request],
+        next_resources: list[Request],
+        pristine: bool,
+        x_in: bool,
+        dfu: Scoring,
+    ) -> Evaluation | None:
+        """``first``'s evaluation of a vertex whose request asks only for leaves of one type and whose children are
+        all such leaves (a socket's cores under ``socket → core(k)``): the explore in one loop, and, when the
+        leaves come in strictly descending score order (a vertex seen fresh, or with some leaves taken), the
+        vertex's own best-k choice of them without an edge group per leaf, since every sort keeps that order.
+        Otherwise the leaves go into ``dfu`` as :meth:`_first_leaves` puts them, and None says the caller goes on
+        (policy hooks and choices as :meth:`_evaluate` makes them, in the same order)."""
+        source = self._walk_parent(children[0][1])
+        order = self._heaviest_first(source, children)
+        element = next_resources[0]
+        if self._leaf_family(source, order) != element.type:
+            return None
+        found = self._leaf_candidates(meta, order, next_resources, pristine, x_in, 1)
+        if found is None:
+            return None
+        candidates, leaf_x_in, descending = found
+        if not (descending and self.policy.descending):
+            self._add_leaves(dfu, element.type, candidates, leaf_x_in, descending, True)
+            self._explore_aux(meta, vertex, next_resources, x_in, dfu)
+            return self._finish(meta, vertex, resources, x_in, dfu, Kids())
+        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        if avail == 0:
+            return FAILED
+        qualified = sum([count for score, count, _, _ in candidates if score > 0])
+        wanted = calc_count(element, qualified)
+        score = self.policy.finish_chosen(vertex, wanted > 0)
+        if wanted == 0:
+            return FAILED
+        evaluation = self.evaluation_type(True, x_in, avail, score)
+        if score <= MATCH_UNMET:
+            return evaluation
+        taken = 0
+        for _, count, _, _ in candidates:
+            taken += 1
+            wanted -= count
+            if wanted <= 0:
+                break
+        chosen = candidates[:taken]
+        evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _, count, edge, _ in chosen]
+        if self.leaf_runs and leaf_x_in and not self.graph.shared_children:
+            evaluation.run = self._own_run(vertex.uid, chosen)
+        return evaluation
+
+    def _own_run(self, source: int, chosen: list[LeafCandidate]) -> LeafRun:
+        """:meth:`_leaf_run` of the marks :meth:`_own_leaves` made of ``chosen``, exclusive leaves of one type
+        reached through ``source``'s own out-edges (each edge once)."""
+        leaves = [(edge, uid, count) for _, count, edge, uid in chosen]
+        if len(leaves) > 1 and leaves[0][0] > leaves[1][0]:
+            leaves.reverse()  # found highest uniq_id first, which is usually the last edge first
+        if any(a[0] > b[0] for a, b in pairwise(leaves)):
+            leaves.sort()
+        vertices = self.graph.vertices
+        sizes = [vertices[uid].size for _, uid, _ in leaves]
+        whole = len(leaves) == len(self._kid_edges(source)) and all(
+            [count == size for (_, _, count), size in zip(leaves, sizes, strict=True)]
+        )
+        uids = [uid for _, uid, _ in leaves]
+        type = vertices[uids[0]].type
+        return LeafRun(source, leaves, uids, {type: sum(sizes)}, whole, hash((source, tuple(leaves))))
 
     def _visit_child(
         self,
