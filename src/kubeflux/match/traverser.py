@@ -34,7 +34,7 @@ from kubeflux.match.evaluation import (
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
-from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
+from kubeflux.match.slots import count_slots, leaf_slots, ordered_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import Status, Vertex
@@ -205,6 +205,8 @@ class Traverser(WalkState):
             slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
             if self.leaf_slots and not check_pristine and not self.policy.spec.stop_on_first:
                 slots = leaf_slots(self, meta, children, next_resources, label, own_slot(vertex, resources))
+            elif self.leaf_batches and self.policy.spec.stop_on_first and len(next_resources) == 1 and children:
+                slots = self._first_leaf_slots(meta, children, next_resources, nslots, label)
             if slots is None:
                 self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
             elif slots:
@@ -458,6 +460,24 @@ class Traverser(WalkState):
         if self.leaf_runs and leaf_x_in and not self.graph.shared_children:
             evaluation.run = self._own_run(vertex.uid, chosen)
         return evaluation
+
+    def _first_leaf_slots(
+        self, meta: JobMeta, children: list[tuple[int, int]], shape: list[Request], nslots: int, label: str
+    ) -> list[EdgeGroup] | None:
+        """``first``'s slots of one element made of the vertex's own leaves (a socket's cores for ``slot →
+        core(k)``): the leaves :meth:`_dom_slot` explores in one loop (stopping at ``nslots`` slots), cut into
+        slots as :func:`~kubeflux.match.slots.leaf_slots` cuts them, when they come in strictly descending score
+        order under a descending policy (the slot's choice of all of them then keeps that order). None when the
+        caller must walk (nothing was changed)."""
+        element = shape[0]
+        source = self._walk_parent(children[0][1])
+        order = self._heaviest_first(source, children)
+        if self._leaf_family(source, order) != element.type:
+            return None
+        found = self._leaf_candidates(meta, order, shape, False, True, max(nslots, 1))
+        if found is None or not (found[2] and self.policy.descending):
+            return None
+        return ordered_slots([(score, avail, edge) for score, avail, edge, _ in found[0]], element, label)
 
     def _own_run(self, source: int, chosen: list[LeafCandidate]) -> LeafRun:
         """:meth:`_leaf_run` of the marks :meth:`_own_leaves` made of ``chosen``, exclusive leaves of one type
