@@ -87,6 +87,7 @@ class MultiPlanner:
         "_span_counter",
         "_spans",
         "_totals",
+        "_type_tuple",
         "_types",
     )
 
@@ -97,6 +98,7 @@ class MultiPlanner:
         self._base = base
         self._end = base + duration
         self._types = [t for t, _ in pairs]
+        self._type_tuple = tuple(self._types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(self._types)}
         self._axis = Axis(base, self._totals)
@@ -122,7 +124,7 @@ class MultiPlanner:
 
     @property
     def resource_types(self) -> tuple[str, ...]:
-        return tuple(self._types)
+        return self._type_tuple
 
     def _slot(self, resource_type: str) -> int:
         try:
@@ -168,6 +170,7 @@ class MultiPlanner:
         other._base = self._base
         other._end = self._end
         other._types = list(self._types)
+        other._type_tuple = self._type_tuple
         other._totals = list(self._totals)
         other._index = dict(self._index)
         other._axis = self._axis.copy()
@@ -527,6 +530,7 @@ class MultiPlanner:
         axis.columns = columns
         self._hidden = hidden
         self._types = types
+        self._type_tuple = tuple(types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(types)}
 

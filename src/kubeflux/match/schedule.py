@@ -23,6 +23,12 @@ from kubeflux.match.scoring import Scoring
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
 WEIGHT_MAX = 2**64 - 1
+MatchKind = tuple[str, list[Request], int, str, bool]
+"""What :meth:`Traverser._match_kind` answers: (kind, next resources, nslots, slot label, pristine)."""
+KindPlan = tuple[list[Request], Request | None, MatchKind, MatchKind]
+"""A request list, the slot a vertex must fit, the answer if it does, the answer otherwise."""
+KINDS_KEPT = 4096
+"""Answers of :meth:`Traverser._kind_plan` kept (by request list and vertex type) before they are forgotten."""
 
 
 class Schedule:
@@ -93,6 +99,7 @@ class Schedule:
         self.root_eval: Evaluation | None = None
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
+        self._parent_edges: dict[int, int] = {}
         self._out_types: dict[int, set[str]] = {}
         self._layouts: dict[int, Layout] = {}
         """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""
@@ -111,6 +118,9 @@ class Schedule:
         self._context = -1
         """The number of the current select walk's cache context (see :meth:`WalkState._cache_context`)."""
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
+        self._kinds: dict[tuple[int, str, bool], KindPlan] = {}
+        """What a request list says of a vertex type (see :meth:`Traverser._kind_plan`)."""
+        self._exclusives: dict[tuple[int, str], tuple[list[Request], bool]] = {}
         self._leaf_families: dict[int, str] = {}
         """Per vertex, the type of its children when they are all leaves of one type, else "" (see
         :meth:`_leaf_family`)."""
@@ -229,6 +239,7 @@ class Schedule:
 
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
+        self._parent_edges.clear()
         self._kids.pop(uid, None)
         self._layouts.pop(uid, None)
         self._out_types.pop(uid, None)
@@ -422,28 +433,40 @@ class Schedule:
         return found
 
     def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
-        self._tags.setdefault(uid, set()).add(meta.jobid)
-        self._job_vertices(meta.jobid).add(uid)
+        jobid = meta.jobid
+        tags = self._tags.get(uid)
+        if tags is None:
+            self._tags[uid] = {jobid}
+        else:
+            tags.add(jobid)
+        self._job_vertices(jobid).add(uid)
         uses = self._x_uses.get(uid)
         if uses is None:
             uses = self._x_uses[uid] = {}
-        previous = uses.get(meta.jobid)
+        previous = uses.get(jobid)
         if previous is not None:
             fingerprint += previous[2]
             self._unbound(uid, previous[0], previous[1])
-        end = meta.at + meta.duration
-        uses[meta.jobid] = (meta.at, end, fingerprint)
+        at = meta.at
+        end = at + meta.duration
+        uses[jobid] = (at, end, fingerprint)
         if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
-                self.bounds[uid] = [meta.at, end]
+                self.bounds[uid] = [at, end]
+            elif not bounds or bounds[-1] <= at:  # the latest window yet (jobs placed one after another)
+                bounds.append(at)
+                bounds.append(end)
             else:
-                insort(bounds, meta.at)
+                insort(bounds, at)
                 insort(bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-            self.job2span.setdefault(uid, {})[meta.jobid] = subplan.add_span(meta.at, meta.duration, counts)
+            spans = self.job2span.get(uid)
+            if spans is None:
+                spans = self.job2span[uid] = {}
+            spans[jobid] = subplan.add_span(at, meta.duration, counts)
 
     def _unbound(self, uid: int, start: int, end: int) -> None:
         bounds = self.bounds.get(uid)
@@ -476,11 +499,16 @@ class Schedule:
         return parents
 
     def _parent_edge(self, uid: int) -> int:
+        """The containment edge into ``uid`` from its parent (found once: a rack's node is one of 64 out-edges)."""
+        found = self._parent_edges.get(uid)
+        if found is not None:
+            return found
         graph = self.graph
         parent = graph.vertices[uid].parent
         for index in graph.vertices[parent].out:
             edge = graph.edges[index]
             if edge.target == uid and edge.subsystem == CONTAINMENT and edge.relation == "contains":
+                self._parent_edges[uid] = index
                 return index
         raise KeyError(uid)
 

@@ -405,6 +405,7 @@ class WalkState(Schedule):
         vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
         """
         self._settle()
+        self._parent_edges.clear()
         graph = self.graph
         grow = len(graph.edges) - len(self.edge_needs)
         if grow > 0:

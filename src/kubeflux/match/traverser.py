@@ -33,6 +33,7 @@ from kubeflux.match.evaluation import (
 )
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
+from kubeflux.match.schedule import KINDS_KEPT, KindPlan, MatchKind
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
 from kubeflux.match.slots import count_slots, leaf_slots, ordered_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT, WalkState
@@ -105,15 +106,32 @@ class Traverser(WalkState):
     def _match_kind(
         self, vertex: Vertex, resources: list[Request], pristine: bool
     ) -> tuple[str, list[Request], int, str, bool]:
-        """Fluxion's ``test``: (kind, next resources, nslots, slot label, pristine)."""
+        """Fluxion's ``test``: (kind, next resources, nslots, slot label, pristine). What the request says of a
+        vertex type is worked out once per request list (see :meth:`_kind_plan`); only whether a slot fits is
+        asked of each vertex."""
+        plan = self._kinds.get((id(resources), vertex.type, pristine))
+        if plan is None or plan[0] is not resources:
+            plan = self._kind_plan(vertex.type, resources, pristine)
+        slot = plan[1]
+        if slot is not None and self._slot_fits(vertex, slot):
+            return plan[2]
+        return plan[3]
+
+    def _kind_plan(self, type: str, resources: list[Request], pristine: bool) -> KindPlan:
+        """:meth:`_match_kind` for a vertex of ``type``: the slot to check, the answer if the vertex fits it,
+        the answer otherwise. Kept with the request list itself, so a list that dies and whose id another takes
+        is never confused with it (at most :data:`KINDS_KEPT` kept)."""
         slot: Request | None = None
         matched_resource: Request | None = None
         nslots = 0
         matched = False
+        none = ("none", resources, 0, "", pristine)
+        plan: KindPlan | None = None
         for resource in resources:
-            if resource.type == vertex.type:
+            if resource.type == type:
                 if matched:
-                    return "none", resources, 0, "", pristine
+                    plan = (resources, None, none, none)
+                    break
                 matched_resource = resource
                 for child in resource.with_:
                     if child.type == SLOT:
@@ -122,15 +140,35 @@ class Traverser(WalkState):
                 matched = True
             elif resource.type == SLOT:
                 if matched:
-                    return "none", resources, 0, "", pristine
+                    plan = (resources, None, none, none)
+                    break
                 slot = resource
                 nslots = effective_max(resource)
                 matched = True
-        if slot is not None and self._slot_fits(vertex, slot):
-            return "slot", slot.with_, nslots, slot.label, False
-        if matched_resource is not None:
-            return "resource", matched_resource.with_, nslots, "", False
-        return ("pristine" if pristine else "none"), resources, nslots, "", pristine
+        if plan is None:
+            otherwise: MatchKind
+            if matched_resource is not None:
+                otherwise = ("resource", matched_resource.with_, nslots, "", False)
+            else:
+                otherwise = (("pristine" if pristine else "none"), resources, nslots, "", pristine)
+            fits = otherwise if slot is None else ("slot", slot.with_, nslots, slot.label, False)
+            plan = (resources, slot, fits, otherwise)
+        if len(self._kinds) >= KINDS_KEPT:
+            self._kinds.clear()
+        self._kinds[id(resources), type, pristine] = plan
+        return plan
+
+    def _own_exclusive(self, type: str, resources: list[Request]) -> bool:
+        """Whether ``resources`` ask for a vertex of ``type`` exclusively (kept as :meth:`_kind_plan` keeps its
+        answers)."""
+        known = self._exclusives.get((id(resources), type))
+        if known is not None and known[0] is resources:
+            return known[1]
+        answer = any(r.type == type and r.exclusive is True for r in resources)
+        if len(self._exclusives) >= KINDS_KEPT:
+            self._exclusives.clear()
+        self._exclusives[id(resources), type] = (resources, answer)
+        return answer
 
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         """Whether the walk may descend into ``vertex`` (False prunes it)."""
@@ -192,7 +230,7 @@ class Traverser(WalkState):
         vertex = self.graph.vertices[uid]
         if uid in self._pools and self._pools_matter(uid, meta, children):
             self._settle_source(uid)
-        x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
+        x_in = excl or self._own_exclusive(vertex.type, resources)
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
             return FAILED
@@ -290,8 +328,21 @@ class Traverser(WalkState):
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
         vertices = self.graph.vertices
+        inline = pristine and self.leaf_shortcut and self.leaf_batches
         for edge, target in order:
-            if vertices[target].type in satisfied:
+            vertex = vertices[target]
+            if vertex.type in satisfied:
+                continue
+            if (
+                inline
+                and not vertex.out
+                and vertex.type not in shares
+                and self._leaf_kind(vertex, resources, pristine) is False
+            ):
+                # A leaf of a type nothing asks for, above every request (a node's gpus when a slot of cores is
+                # wanted): its visit only adds it to the candidates of its type, which no share counts.
+                if self._pristine_leaf(meta, edge, vertex, resources, excl, dfu):
+                    found = True
                 continue
             if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                 continue
@@ -543,6 +594,29 @@ class Traverser(WalkState):
             answer = any(r.type == vertex.type and r.exclusive is True for r in resources)
         self._leaf_kinds[key] = answer
         return answer
+
+    def _pristine_leaf(
+        self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
+    ) -> bool:
+        """:meth:`_visit_leaf` of a leaf whose type no request names, above every request: only the slots'
+        aggregate filters can prune it, and only if it has one."""
+        if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
+            return False
+        plan = self._plans.get(vertex.uid)
+        avail = vertex.size if plan is None else plan.avail_resources_during(meta.at, meta.duration)
+        if avail == 0:
+            return False
+        if vertex.uid in self.subplans and not self._prune_resources(meta, x_in, vertex, resources):
+            return False
+        policy = self.policy
+        base = policy.leaf_base(vertex.type)
+        if base is None:
+            policy.discover(vertex)
+            score = policy.finish_leaf(vertex)
+        else:
+            score = base + vertex.id
+        dfu.add(vertex.type, EdgeGroup(score, avail, 0, x_in, edges=[EdgeEval(avail, avail, x_in, edge)]))
+        return True
 
     def _visit_leaf(
         self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
