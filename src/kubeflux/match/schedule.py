@@ -100,6 +100,8 @@ class Schedule:
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._parent_edges: dict[int, int] = {}
+        self._ids_above: bool | None = None
+        """Whether no vertex id is below -1 (see :meth:`WalkState._positive_scores`); None until asked."""
         self._out_types: dict[int, set[str]] = {}
         self._layouts: dict[int, Layout] = {}
         """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""

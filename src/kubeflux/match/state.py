@@ -273,6 +273,15 @@ class WalkState(Schedule):
             known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
         return known[1]
 
+    def _positive_scores(self) -> bool:
+        """Whether every score the policy gives a vertex is positive: not scored by performance class, and no
+        vertex id below -1 (a score is MATCH_MET, plus node factors of (id + 2) * 10000 or more, plus id + 1)."""
+        if self.policy.spec.performance_class:
+            return False
+        if self._ids_above is None:
+            self._ids_above = all(vertex.id >= -1 for vertex in self.graph.vertices)
+        return self._ids_above
+
     def _held(self, meta: JobMeta, uid: int) -> bool:
         """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
         wanted exclusively cares (an allocation counts whenever it is, for a new allocation)."""
@@ -406,6 +415,7 @@ class WalkState(Schedule):
         """
         self._settle()
         self._parent_edges.clear()
+        self._ids_above = None
         graph = self.graph
         grow = len(graph.edges) - len(self.edge_needs)
         if grow > 0:

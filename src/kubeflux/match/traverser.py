@@ -333,17 +333,17 @@ class Traverser(WalkState):
             vertex = vertices[target]
             if vertex.type in satisfied:
                 continue
-            if (
-                inline
-                and not vertex.out
-                and vertex.type not in shares
-                and self._leaf_kind(vertex, resources, pristine) is False
-            ):
+            if inline and not vertex.out and vertex.type not in shares:
                 # A leaf of a type nothing asks for, above every request (a node's gpus when a slot of cores is
-                # wanted): its visit only adds it to the candidates of its type, which no share counts.
-                if self._pristine_leaf(meta, edge, vertex, resources, excl, dfu):
-                    found = True
-                continue
+                # wanted): its visit only adds it to the candidates of its type, which no share counts, no choice
+                # takes and no mark follows; with every score positive they only tell the root that the type is
+                # there, which the root checks only of types that are there (see _resolve_graph).
+                if self._positive_scores():
+                    continue
+                if self._leaf_kind(vertex, resources, pristine) is False:
+                    if self._pristine_leaf(meta, edge, vertex, resources, excl, dfu):
+                        found = True
+                    continue
             if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                 continue
             found = True
