@@ -101,7 +101,8 @@ class Schedule:
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._parent_edges: dict[int, int] = {}
         self._ids_above: bool | None = None
-        """Whether no vertex id is below -1 (see :meth:`WalkState._positive_scores`); None until asked."""
+        """Whether no vertex the walks reach has an id below -1 (see :meth:`WalkState._positive_scores`), found
+        by the walk that primes the aggregate filters; None until then."""
         self._out_types: dict[int, set[str]] = {}
         self._layouts: dict[int, Layout] = {}
         """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""
@@ -270,12 +271,15 @@ class Schedule:
         stack: list[tuple[int, bool]] = [(root, False)]
         aggregates: dict[int, dict[str, int]] = {}
         summed: set[str] = set()
+        ids_above = True
         while stack:
             uid, done = stack.pop()
             vertex = vertices[uid]
             # Kept: first visits a vertex never seen before on every match, and would make its list then.
             children = self._kid_edges(uid) if vertex.out else []
             if not done:
+                if vertex.id < -1:
+                    ids_above = False
                 if not children:
                     if vertex.type not in filters.total and self._prime_leaf(vertex):
                         filters.add("cluster", vertex.type)
@@ -300,6 +304,7 @@ class Schedule:
             types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
                 self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
+        self._ids_above = ids_above
         return True
 
     def _prime_leaf(self, vertex: Vertex) -> bool:
