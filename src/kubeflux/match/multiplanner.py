@@ -434,6 +434,9 @@ class MultiPlanner:
                 if request < 0 or request > totals[k]:
                     raise self._range_error(k, request)
                 if self._spans:
+                    mins = columns[k].mins
+                    if len(mins) == 1 and mins[0] >= request:
+                        continue  # as many free at every point (a cluster with cores left): no window to find
                     if window is None:
                         window = columns[0].window(at, last)
                     if columns[k].min_at(*window) < request:

@@ -21,6 +21,7 @@ from kubeflux.match import cancel as cancel_walk
 from kubeflux.match import record
 from kubeflux.match.evaluation import (
     BLOCK,
+    CACHE_PER_VERTEX,
     FAILED,
     NO_LEAD,
     BlockPart,
@@ -210,12 +211,14 @@ class Traverser(WalkState):
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
-        else:
+        elif key in table:  # (a vertex ``first`` visits again has mostly changed since: test before calling)
             hit = self._cached(table, key, fp, uid, meta)
             if hit is not None:
                 return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
-        remember(table, key, (fp, meta.at, meta.at + meta.duration, evaluation))
+        table[key] = (fp, meta.at, meta.at + meta.duration, evaluation)
+        if len(table) > CACHE_PER_VERTEX:
+            del table[next(iter(table))]
         return evaluation
 
     def _evaluate(
@@ -321,7 +324,12 @@ class Traverser(WalkState):
             return False
         source = self._walk_parent(children[0][1])
         order = self._heaviest_first(source, children)
-        if self.leaf_batches and len(resources) == 1 and self._leaf_family(source, order) == resources[0].type:
+        if (
+            self.leaf_batches
+            and len(resources) == 1
+            and resources[0].type != SLOT
+            and self._leaf_family(source, order) == resources[0].type
+        ):
             leaves_found = self._first_leaves(meta, order, resources, pristine, excl, dfu, max(multiplier, 1))
             if leaves_found is not None:
                 return leaves_found
