@@ -291,7 +291,8 @@ class MultiPlanner:
                         raise self._range_error(k, request)
                     if window is None:
                         window = columns[0].window(start, last)
-                    if columns[k].min_at(*window) < request:
+                    mins = columns[k].mins
+                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
             new_start = count_end(self._refs, start, axis.insert)

@@ -171,19 +171,21 @@ class Traverser(WalkState):
         self._exclusives[id(resources), type] = (resources, answer)
         return answer
 
-    def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
-        """Whether the walk may descend into ``vertex`` (False prunes it)."""
+    def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> int:
+        """The units of ``vertex`` free during ``meta``'s window if the walk may descend into it, else 0 (it is
+        pruned). The select walk changes no planner, so the count holds until the vertex's visit ends."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
-            return False
-        if self._avail(vertex.uid, meta.at, meta.duration) == 0:
-            return False
+            return 0
+        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        if avail == 0:
+            return 0
         if vertex.type == "node" and self.policy.spec.node_exclusive and self._held(meta, vertex.uid):
             # The update walk will hold the node whole, planning every vertex below it: a node another job uses is
             # out, as if the jobspec asked for it exclusively. Fluxion checks only the node's own planner here,
             # which suffices while every job holds its nodes whole; a node a job holds in part (a pod of another
             # policy, a replayed or partly released job) would fail its update walk half way.
-            return False
-        return self._prune_resources(meta, exclusive, vertex, resources)
+            return 0
+        return avail if self._prune_resources(meta, exclusive, vertex, resources) else 0
 
     def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
@@ -237,7 +239,8 @@ class Traverser(WalkState):
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
             return FAILED
-        if not self._prune(meta, x_in, vertex, resources):
+        avail = self._prune(meta, x_in, vertex, resources)
+        if not avail:
             return FAILED
         self.policy.discover(vertex)
         dfu = self.scoring_type()
@@ -260,19 +263,21 @@ class Traverser(WalkState):
                 and self.leaf_batches
                 and self.policy.spec.stop_on_first
             ):
-                chosen = self._own_leaves(meta, vertex, children, resources, next_resources, check_pristine, x_in, dfu)
+                chosen = self._own_leaves(
+                    meta, vertex, children, resources, next_resources, check_pristine, x_in, dfu, avail
+                )
                 if chosen is not None:
                     return chosen
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
             self._explore_aux(meta, vertex, next_resources, x_in, dfu)
-        return self._finish(meta, vertex, resources, x_in, dfu, kids)
+        return self._finish(vertex, resources, x_in, dfu, kids, avail)
 
     def _finish(
-        self, meta: JobMeta, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring, kids: Kids
+        self, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring, kids: Kids, avail: int
     ) -> Evaluation:
-        """The end of a vertex's visit, once its children are explored: the policy's verdict and choices."""
-        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        """The end of a vertex's visit, once its children are explored: the policy's verdict and choices (``avail``:
+        the vertex's free units, which :meth:`_prune` found)."""
         if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
             return self.evaluation_type(False, kids=kids) if kids else FAILED
         evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
@@ -477,6 +482,7 @@ class Traverser(WalkState):
         pristine: bool,
         x_in: bool,
         dfu: Scoring,
+        avail: int,
     ) -> Evaluation | None:
         """``first``'s evaluation of a vertex whose request asks only for leaves of one type and whose children are
         all such leaves (a socket's cores under ``socket → core(k)``): the explore in one loop, and, when the
@@ -496,10 +502,7 @@ class Traverser(WalkState):
         if not (descending and self.policy.descending):
             self._add_leaves(dfu, element.type, candidates, leaf_x_in, descending, True)
             self._explore_aux(meta, vertex, next_resources, x_in, dfu)
-            return self._finish(meta, vertex, resources, x_in, dfu, Kids())
-        avail = self._avail(vertex.uid, meta.at, meta.duration)
-        if avail == 0:
-            return FAILED
+            return self._finish(vertex, resources, x_in, dfu, Kids(), avail)
         qualified = sum([count for score, count, _, _ in candidates if score > 0])
         wanted = calc_count(element, qualified)
         score = self.policy.finish_chosen(vertex, wanted > 0)
