@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
+from operator import lt
 
 from kubeflux.match.evaluation import LEAD, NO_LEAD, NOT_LEAD, CacheKey, Evaluation, LeafRun, Mark
 from kubeflux.match.meta import AllocType, JobMeta
@@ -249,20 +250,17 @@ class WalkState(Schedule):
         if known is None:
             weight = self.edge_weight
             vertices = self.graph.vertices
-            uniform = weight[children[0][0]]
-            previous = -1
-            family = vertices[children[0][1]].type
-            for edge, target in children:
-                vertex = vertices[target]
-                uniq_id = vertex.uniq_id
-                if weight[edge] != uniform or uniq_id <= previous:
-                    break
-                previous = uniq_id
-                if vertex.out or vertex.type != family:
-                    family = ""
-            else:
+            kids = [vertices[target] for _, target in children]
+            ids = [vertex.uniq_id for vertex in kids]
+            weights = [weight[edge] for edge, _ in children]
+            uniform = weights[0]
+            # (comparisons mapped over the lists, not a loop: a fresh vertex's first visit makes this order)
+            if weights.count(uniform) == len(weights) and ids[0] > -1 and all(map(lt, ids, ids[1:])):
                 # Equal weights and ascending uniq_ids (a freshly read graph): the order is the children reversed,
                 # and the sort keys are made only if a weight changes (see _reorder).
+                family = kids[0].type
+                if any([vertex.out for vertex in kids]) or any([vertex.type != family for vertex in kids]):
+                    family = ""
                 known = self._by_weight[source] = (None, children[::-1])
                 self._uniform_weight[source] = uniform
                 self._leaf_families.setdefault(source, family)
