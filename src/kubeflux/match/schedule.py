@@ -193,17 +193,18 @@ class Schedule:
         """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
         for pool in self._pools.pop(source, ()):
             leaves = pool.run.leaves
-            self._record(source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
+            record_leaves(self, source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
 
     def _children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of a vertex's containment out-edges, in order."""
         edges = self.graph.edges
-        result = []
-        for index in self.graph.vertices[uid].out:
-            edge = edges[index]
-            if edge.subsystem == CONTAINMENT and edge.relation == "contains":
-                result.append((index, edge.target))
-        return result
+        out = self.graph.vertices[uid].out
+        records = [edges[index] for index in out]  # (lists, not a loop: a fresh vertex's first visit makes these)
+        return [
+            (index, edge.target)
+            for index, edge in zip(out, records, strict=True)
+            if edge.subsystem == CONTAINMENT and edge.relation == "contains"
+        ]
 
     def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
         kids = self._kids.get(uid)
@@ -341,66 +342,6 @@ class Schedule:
             if start < end and at < stop:
                 return True
         return False
-
-    def _record(
-        self,
-        source: int,
-        leaves: list[tuple[int, int, int]],
-        jobid: int,
-        at: int,
-        duration: int,
-        alloc_type: AllocType,
-        full: bool,
-        total: int | None = None,
-    ) -> int:
-        """Record ``jobid`` on exclusive leaves of ``source`` (planner span, tags, use, fingerprint) during
-        ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
-        made up so they add up to ``total`` if given (a pool written late: its source already counts it).
-        Returns the fingerprint change."""
-        end = at + duration
-        key = job_key(jobid, at, duration, alloc_type)
-        plans, tags, x_uses, fp = self._plans, self._tags, self._x_uses, self.fp
-        table = self._span_table(alloc_type)
-        wide = source in self._layouts
-        last = len(leaves) - 1
-        added = shares = 0
-        for i, (_, uid, needs) in enumerate(leaves):
-            if full:
-                plan = plans.get(uid)
-                if plan is None:
-                    plan = self._new_plan(uid)
-                span = plan.add_span(at, duration, needs)
-                if table is not None:
-                    spans = table.get(uid)
-                    if spans is None:
-                        table[uid] = {jobid: span}
-                    else:
-                        spans[jobid] = span
-            held = tags.get(uid)
-            if held is None:
-                tags[uid] = {jobid}
-            else:
-                held.add(jobid)
-            own = hash((uid, needs, key))
-            if total is not None and i == last:
-                own = total - shares
-            shares += own
-            uses = x_uses.get(uid)
-            if uses is None:
-                x_uses[uid] = {jobid: (at, end, own)}
-            else:
-                previous = uses.get(jobid)
-                if previous is not None:
-                    own += previous[2]
-                    self._unbound(uid, previous[0], previous[1])
-                uses[jobid] = (at, end, own)
-            if wide:
-                self._bump(uid, own)
-            else:
-                fp[uid] += own
-            added += own
-        self._job_vertices(jobid).update([uid for _, uid, _ in leaves])
-        return added
 
     def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
         plan = self._plans.get(uid)
@@ -555,3 +496,64 @@ class Schedule:
         low, high = (end, until) if end < until else (until, end)
         i = bisect_left(bounds, low)
         return i == len(bounds) or bounds[i] >= high
+
+
+def record_leaves(
+    schedule: Schedule,
+    source: int,
+    leaves: list[tuple[int, int, int]],
+    jobid: int,
+    at: int,
+    duration: int,
+    alloc_type: AllocType,
+    full: bool,
+    total: int | None = None,
+) -> int:
+    """Record ``jobid`` on exclusive leaves of ``source`` in ``schedule`` (planner span, tags, use, fingerprint) during
+    ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
+    made up so they add up to ``total`` if given (a pool written late: its source already counts it).
+    Returns the fingerprint change."""
+    end = at + duration
+    key = job_key(jobid, at, duration, alloc_type)
+    plans, tags, x_uses, fp = schedule._plans, schedule._tags, schedule._x_uses, schedule.fp
+    table = schedule._span_table(alloc_type)
+    wide = source in schedule._layouts
+    last = len(leaves) - 1
+    added = shares = 0
+    for i, (_, uid, needs) in enumerate(leaves):
+        if full:
+            plan = plans.get(uid)
+            if plan is None:
+                plan = schedule._new_plan(uid)
+            span = plan.add_span(at, duration, needs)
+            if table is not None:
+                spans = table.get(uid)
+                if spans is None:
+                    table[uid] = {jobid: span}
+                else:
+                    spans[jobid] = span
+        held = tags.get(uid)
+        if held is None:
+            tags[uid] = {jobid}
+        else:
+            held.add(jobid)
+        own = hash((uid, needs, key))
+        if total is not None and i == last:
+            own = total - shares
+        shares += own
+        uses = x_uses.get(uid)
+        if uses is None:
+            x_uses[uid] = {jobid: (at, end, own)}
+        else:
+            previous = uses.get(jobid)
+            if previous is not None:
+                own += previous[2]
+                schedule._unbound(uid, previous[0], previous[1])
+            uses[jobid] = (at, end, own)
+        if wide:
+            schedule._bump(uid, own)
+        else:
+            fp[uid] += own
+        added += own
+    schedule._job_vertices(jobid).update([uid for _, uid, _ in leaves])
+    return added

@@ -15,7 +15,6 @@ the update walk and the cancel walk. The select walk must never write the schedu
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 
 from kubeflux.match import cancel as cancel_walk
 from kubeflux.match import record
@@ -23,26 +22,21 @@ from kubeflux.match.evaluation import (
     BLOCK,
     CACHE_PER_VERTEX,
     FAILED,
-    NO_LEAD,
     BlockPart,
     Evaluation,
     Kids,
     Layout,
-    LeafRun,
     remember,
     take_part,
 )
+from kubeflux.match.leaves import add_leaves, first_leaf_slots, kind_plan, leaf_candidates, own_exclusive, own_leaves
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.schedule import KINDS_KEPT, KindPlan, MatchKind
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
-from kubeflux.match.slots import count_slots, leaf_slots, ordered_slots, own_slot, take_slot
+from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import Status, Vertex
-
-LeafCandidate = tuple[int, int, int, int]
-"""A qualified leaf: (score, units available, edge, uid)."""
 
 
 class Traverser(WalkState):
@@ -108,68 +102,15 @@ class Traverser(WalkState):
         self, vertex: Vertex, resources: list[Request], pristine: bool
     ) -> tuple[str, list[Request], int, str, bool]:
         """Fluxion's ``test``: (kind, next resources, nslots, slot label, pristine). What the request says of a
-        vertex type is worked out once per request list (see :meth:`_kind_plan`); only whether a slot fits is
-        asked of each vertex."""
+        vertex type is worked out once per request list (:func:`~kubeflux.match.leaves.kind_plan`); only whether a
+        slot fits is asked of each vertex."""
         plan = self._kinds.get((id(resources), vertex.type, pristine))
         if plan is None or plan[0] is not resources:
-            plan = self._kind_plan(vertex.type, resources, pristine)
+            plan = kind_plan(self._kinds, vertex.type, resources, pristine)
         slot = plan[1]
         if slot is not None and self._slot_fits(vertex, slot):
             return plan[2]
         return plan[3]
-
-    def _kind_plan(self, type: str, resources: list[Request], pristine: bool) -> KindPlan:
-        """:meth:`_match_kind` for a vertex of ``type``: the slot to check, the answer if the vertex fits it,
-        the answer otherwise. Kept with the request list itself, so a list that dies and whose id another takes
-        is never confused with it (at most :data:`KINDS_KEPT` kept)."""
-        slot: Request | None = None
-        matched_resource: Request | None = None
-        nslots = 0
-        matched = False
-        none = ("none", resources, 0, "", pristine)
-        plan: KindPlan | None = None
-        for resource in resources:
-            if resource.type == type:
-                if matched:
-                    plan = (resources, None, none, none)
-                    break
-                matched_resource = resource
-                for child in resource.with_:
-                    if child.type == SLOT:
-                        slot = child
-                        nslots = effective_max(child)
-                matched = True
-            elif resource.type == SLOT:
-                if matched:
-                    plan = (resources, None, none, none)
-                    break
-                slot = resource
-                nslots = effective_max(resource)
-                matched = True
-        if plan is None:
-            otherwise: MatchKind
-            if matched_resource is not None:
-                otherwise = ("resource", matched_resource.with_, nslots, "", False)
-            else:
-                otherwise = (("pristine" if pristine else "none"), resources, nslots, "", pristine)
-            fits = otherwise if slot is None else ("slot", slot.with_, nslots, slot.label, False)
-            plan = (resources, slot, fits, otherwise)
-        if len(self._kinds) >= KINDS_KEPT:
-            self._kinds.clear()
-        self._kinds[id(resources), type, pristine] = plan
-        return plan
-
-    def _own_exclusive(self, type: str, resources: list[Request]) -> bool:
-        """Whether ``resources`` ask for a vertex of ``type`` exclusively (kept as :meth:`_kind_plan` keeps its
-        answers)."""
-        known = self._exclusives.get((id(resources), type))
-        if known is not None and known[0] is resources:
-            return known[1]
-        answer = any(r.type == type and r.exclusive is True for r in resources)
-        if len(self._exclusives) >= KINDS_KEPT:
-            self._exclusives.clear()
-        self._exclusives[id(resources), type] = (resources, answer)
-        return answer
 
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> int:
         """The units of ``vertex`` free during ``meta``'s window if the walk may descend into it, else 0 (it is
@@ -235,7 +176,7 @@ class Traverser(WalkState):
         vertex = self.graph.vertices[uid]
         if uid in self._pools and self._pools_matter(uid, meta, children):
             self._settle_source(uid)
-        x_in = excl or self._own_exclusive(vertex.type, resources)
+        x_in = excl or own_exclusive(self._exclusives, vertex.type, resources)
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
             return FAILED
@@ -250,7 +191,7 @@ class Traverser(WalkState):
             if self.leaf_slots and not check_pristine and not self.policy.spec.stop_on_first:
                 slots = leaf_slots(self, meta, children, next_resources, label, own_slot(vertex, resources))
             elif self.leaf_batches and self.policy.spec.stop_on_first and len(next_resources) == 1 and children:
-                slots = self._first_leaf_slots(meta, children, next_resources, nslots, label)
+                slots = first_leaf_slots(self, self._leaf_kind, meta, children, next_resources, nslots, label)
             if slots is None:
                 self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
             elif slots:
@@ -263,11 +204,14 @@ class Traverser(WalkState):
                 and self.leaf_batches
                 and self.policy.spec.stop_on_first
             ):
-                chosen = self._own_leaves(
-                    meta, vertex, children, resources, next_resources, check_pristine, x_in, dfu, avail
+                chosen = own_leaves(
+                    self, self._leaf_kind, meta, vertex, children, next_resources, check_pristine, x_in, avail
                 )
-                if chosen is not None:
+                if isinstance(chosen, Evaluation):
                     return chosen
+                if chosen is not None:  # the leaves are explored, in an order a sort may change
+                    add_leaves(dfu, next_resources[0].type, chosen[0], chosen[1], chosen[2], True)
+                    children = []
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
             self._explore_aux(meta, vertex, next_resources, x_in, dfu)
@@ -378,185 +322,12 @@ class Traverser(WalkState):
         :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
         :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
         (see :meth:`_leaf_kind`)."""
-        found = self._leaf_candidates(meta, order, resources, pristine, excl, needed, dfu)
+        found = leaf_candidates(self, self._leaf_kind, meta, order, resources, pristine, excl, needed, dfu)
         if found is None:
             return None
         candidates, x_in, descending = found
-        self._add_leaves(dfu, resources[0].type, candidates, x_in, descending, needed is not None)
+        add_leaves(dfu, resources[0].type, candidates, x_in, descending, needed is not None)
         return bool(candidates)
-
-    def _add_leaves(
-        self, dfu: Scoring, type: str, candidates: list[LeafCandidate], x_in: bool, descending: bool, always: bool
-    ) -> None:
-        """Add the leaves :meth:`_leaf_candidates` found to ``dfu``'s candidates of ``type``: ``first`` adds to them
-        even when none is found (``always``); the others, as :meth:`_visit_leaf` does, only when one is."""
-        if candidates or always:
-            dfu.evals(type).add_all(
-                [
-                    EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)])
-                    for score, avail, edge, _ in candidates
-                ],
-                descending_scores=descending,
-            )
-
-    def _leaf_candidates(
-        self,
-        meta: JobMeta,
-        order: list[tuple[int, int]],
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        needed: int | None,
-        dfu: Scoring | None = None,
-    ) -> tuple[list[LeafCandidate], bool, bool] | None:
-        """The leaves of :meth:`_first_leaves` that qualify, in visit order, whether the request holds them
-        exclusively, and whether their scores strictly descend; None when the leaves need :meth:`_evaluate`.
-        ``dfu`` holds the candidates found before (``first``'s shares count them)."""
-        resource = resources[0]
-        vertices = self.graph.vertices
-        leaf = self._leaf_kind(vertices[order[0][1]], resources, pristine)
-        if leaf is None or resource.type == SLOT:
-            return None
-        x_in = excl or leaf
-        if x_in and resource.exclusive is False:
-            conflict: str | None = f"exclusivity conflicts at jobspec={resource.label} : vertex="
-        else:
-            conflict = None
-        check_held = x_in or resource.exclusive is True
-        skip_allocated = check_held and conflict is None and meta.alloc_type == AllocType.ALLOCATE
-        any_status = meta.alloc_type == AllocType.SATISFIABILITY
-        at, duration = meta.at, meta.duration
-        plans, subplans, policy = self._plans, self.subplans, self.policy
-        allocations, uses = self._allocations, self._x_uses
-        base = policy.leaf_base(resource.type)
-        per_share = effective_max(resource)
-        total = 0 if dfu is None or needed is None else dfu.total_count(resource.type)
-        previous = current = shares = 0
-        candidates: list[LeafCandidate] = []
-        descending, last_score = True, float("inf")
-        for edge, target in order:
-            vertex = vertices[target]
-            if vertex.status and not any_status:  # Status.UP is 0
-                continue
-            plan = plans.get(target)
-            if plan is not None and skip_allocated and allocations.get(target):
-                continue  # held whatever its availability (see _held), and no error to raise first
-            avail = vertex.size if plan is None else plan.avail_resources_during(at, duration)
-            if avail == 0:
-                continue
-            if conflict is not None:
-                raise MatchFailure(Errno.EINVAL, conflict + vertex.name)
-            if check_held and (target in allocations or target in uses) and self._held(meta, target):
-                continue
-            if target in subplans and not self._by_subplan(meta, target, resource):
-                continue
-            if base is None:
-                policy.discover(vertex)
-                score = policy.finish_leaf(vertex)
-            else:
-                score = base + vertex.id
-            if score >= last_score:
-                descending = False
-            last_score = score
-            candidates.append((score, avail, edge, target))
-            if needed is None:
-                continue
-            total += avail
-            if total > previous:
-                current += total - previous
-                previous = total
-                if per_share > 0 and current >= per_share:
-                    shares += 1
-                    current = 0
-            if shares >= needed:
-                break
-        return candidates, x_in, descending
-
-    def _own_leaves(
-        self,
-        meta: JobMeta,
-        vertex: Vertex,
-        children: list[tuple[int, int]],
-        resources: list[Request],
-        next_resources: list[Request],
-        pristine: bool,
-        x_in: bool,
-        dfu: Scoring,
-        avail: int,
-    ) -> Evaluation | None:
-        """``first``'s evaluation of a vertex whose request asks only for leaves of one type and whose children are
-        all such leaves (a socket's cores under ``socket → core(k)``): the explore in one loop, and, when the
-        leaves come in strictly descending score order (a vertex seen fresh, or with some leaves taken), the
-        vertex's own best-k choice of them without an edge group per leaf, since every sort keeps that order.
-        Otherwise the leaves go into ``dfu`` as :meth:`_first_leaves` puts them, and None says the caller goes on
-        (policy hooks and choices as :meth:`_evaluate` makes them, in the same order)."""
-        source = self._walk_parent(children[0][1])
-        order = self._heaviest_first(source, children)
-        element = next_resources[0]
-        if self._leaf_family(source, order) != element.type:
-            return None
-        found = self._leaf_candidates(meta, order, next_resources, pristine, x_in, 1)
-        if found is None:
-            return None
-        candidates, leaf_x_in, descending = found
-        if not (descending and self.policy.descending):
-            self._add_leaves(dfu, element.type, candidates, leaf_x_in, descending, True)
-            self._explore_aux(meta, vertex, next_resources, x_in, dfu)
-            return self._finish(vertex, resources, x_in, dfu, Kids(), avail)
-        qualified = sum([count for score, count, _, _ in candidates if score > 0])
-        wanted = calc_count(element, qualified)
-        score = self.policy.finish_chosen(vertex, wanted > 0)
-        if wanted == 0:
-            return FAILED
-        evaluation = self.evaluation_type(True, x_in, avail, score)
-        if score <= MATCH_UNMET:
-            return evaluation
-        taken = 0
-        for _, count, _, _ in candidates:
-            taken += 1
-            wanted -= count
-            if wanted <= 0:
-                break
-        chosen = candidates[:taken]
-        evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _, count, edge, _ in chosen]
-        if self.leaf_runs and leaf_x_in and not self.graph.shared_children:
-            evaluation.run = self._own_run(vertex.uid, chosen)
-        return evaluation
-
-    def _first_leaf_slots(
-        self, meta: JobMeta, children: list[tuple[int, int]], shape: list[Request], nslots: int, label: str
-    ) -> list[EdgeGroup] | None:
-        """``first``'s slots of one element made of the vertex's own leaves (a socket's cores for ``slot →
-        core(k)``): the leaves :meth:`_dom_slot` explores in one loop (stopping at ``nslots`` slots), cut into
-        slots as :func:`~kubeflux.match.slots.leaf_slots` cuts them, when they come in strictly descending score
-        order under a descending policy (the slot's choice of all of them then keeps that order). None when the
-        caller must walk (nothing was changed)."""
-        element = shape[0]
-        source = self._walk_parent(children[0][1])
-        order = self._heaviest_first(source, children)
-        if self._leaf_family(source, order) != element.type:
-            return None
-        found = self._leaf_candidates(meta, order, shape, False, True, max(nslots, 1))
-        if found is None or not (found[2] and self.policy.descending):
-            return None
-        return ordered_slots([(score, avail, edge) for score, avail, edge, _ in found[0]], element, label)
-
-    def _own_run(self, source: int, chosen: list[LeafCandidate]) -> LeafRun:
-        """:meth:`_leaf_run` of the marks :meth:`_own_leaves` made of ``chosen``, exclusive leaves of one type
-        reached through ``source``'s own out-edges (each edge once)."""
-        leaves = [(edge, uid, count) for _, count, edge, uid in chosen]
-        if len(leaves) > 1 and leaves[0][0] > leaves[1][0]:
-            leaves.reverse()  # found highest uniq_id first, which is usually the last edge first
-        if any(a[0] > b[0] for a, b in pairwise(leaves)):
-            leaves.sort()
-        vertices = self.graph.vertices
-        sizes = [vertices[uid].size for _, uid, _ in leaves]
-        whole = len(leaves) == len(self._kid_edges(source)) and all(
-            [count == size for (_, _, count), size in zip(leaves, sizes, strict=True)]
-        )
-        uids = [uid for _, uid, _ in leaves]
-        type = vertices[uids[0]].type
-        return LeafRun(source, leaves, uids, {type: sum(sizes)}, whole, hash((source, tuple(leaves))))
 
     def _visit_child(
         self,
