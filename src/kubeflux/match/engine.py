@@ -118,6 +118,9 @@ class _Requests:
     """The traverser and the number of tracked types the priming was for."""
     aggregates: dict[str, int] = field(default_factory=dict)
     exclusive_types: set[str] = field(default_factory=set)
+    task_labels: list[str] = field(default_factory=list)
+    root_exclusive: dict[str, bool] = field(default_factory=dict)
+    """Per root type, whether the request asks for the root exclusively."""
 
 
 def _exclusive_types(requests: list[Request]) -> set[str]:
@@ -238,7 +241,9 @@ class Engine:
         known = self._requests.get(id(jobspec))
         if known is not None and known.jobspec is jobspec:
             return known
-        known = self._requests[id(jobspec)] = _Requests(jobspec, requests_from_jobspec(jobspec.resources))
+        known = self._requests[id(jobspec)] = _Requests(
+            jobspec, requests_from_jobspec(jobspec.resources), task_labels=[task.slot for task in jobspec.tasks]
+        )
         if len(self._requests) > REQUESTS_KEPT:
             evicted = self._requests.pop(next(iter(self._requests)))
             self.traverser.forget_requests(evicted.requests)
@@ -264,12 +269,16 @@ class Engine:
         requests = copy.requests
         saved_exclusive = set(self.policy.exclusive_types)
         try:
-            root = self.graph.vertices[traverser.root]
-            exclusive = any(r.type == root.type and r.exclusive is True for r in requests)
+            root_type = self.graph.vertices[traverser.root].type
+            exclusive = copy.root_exclusive.get(root_type)
+            if exclusive is None:
+                exclusive = copy.root_exclusive[root_type] = any(
+                    r.type == root_type and r.exclusive is True for r in requests
+                )
             aggregates = self._prime(copy)
             duration = jobspec.duration_seconds(self.horizon)
-            meta = JobMeta(jobid=jobid, at=now, duration=duration, now=now)
-            traverser.task_labels = [task.slot for task in jobspec.tasks]
+            meta = JobMeta(jobid, now, duration, AllocType.ALLOCATE, now)
+            traverser.task_labels = copy.task_labels
             if op == MatchOp.SATISFIABILITY:
                 self._satisfiability(requests, meta, exclusive)
                 return 0, ""

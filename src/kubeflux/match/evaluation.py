@@ -115,9 +115,9 @@ class LeafRun:
 @dataclass(slots=True, eq=False)
 class Pool:
     """A job's records on a run of leaves not yet written leaf by leaf: the planner spans, tags, uses and
-    fingerprints :meth:`Traverser._record` would write. Nothing reads a leaf's records without its parent's
-    pools being written first (:meth:`Traverser._settle_source`), and a cancel that finds its pool unwritten
-    drops it whole."""
+    fingerprints :func:`~kubeflux.match.schedule.record_leaves` would write. Nothing reads a leaf's records without
+    its parent's pools being written first (:meth:`Traverser._settle_source`), and a cancel that finds its pool
+    unwritten drops it whole."""
 
     jobid: int
     run: LeafRun

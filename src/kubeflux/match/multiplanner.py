@@ -87,6 +87,7 @@ class MultiPlanner:
         "_span_counter",
         "_spans",
         "_totals",
+        "_type_tuple",
         "_types",
     )
 
@@ -97,6 +98,7 @@ class MultiPlanner:
         self._base = base
         self._end = base + duration
         self._types = [t for t, _ in pairs]
+        self._type_tuple = tuple(self._types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(self._types)}
         self._axis = Axis(base, self._totals)
@@ -122,7 +124,7 @@ class MultiPlanner:
 
     @property
     def resource_types(self) -> tuple[str, ...]:
-        return tuple(self._types)
+        return self._type_tuple
 
     def _slot(self, resource_type: str) -> int:
         try:
@@ -168,6 +170,7 @@ class MultiPlanner:
         other._base = self._base
         other._end = self._end
         other._types = list(self._types)
+        other._type_tuple = self._type_tuple
         other._totals = list(self._totals)
         other._index = dict(self._index)
         other._axis = self._axis.copy()
@@ -288,7 +291,8 @@ class MultiPlanner:
                         raise self._range_error(k, request)
                     if window is None:
                         window = columns[0].window(start, last)
-                    if columns[k].min_at(*window) < request:
+                    mins = columns[k].mins
+                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
             new_start = count_end(self._refs, start, axis.insert)
@@ -431,6 +435,9 @@ class MultiPlanner:
                 if request < 0 or request > totals[k]:
                     raise self._range_error(k, request)
                 if self._spans:
+                    mins = columns[k].mins
+                    if len(mins) == 1 and mins[0] >= request:
+                        continue  # as many free at every point (a cluster with cores left): no window to find
                     if window is None:
                         window = columns[0].window(at, last)
                     if columns[k].min_at(*window) < request:
@@ -527,6 +534,7 @@ class MultiPlanner:
         axis.columns = columns
         self._hidden = hidden
         self._types = types
+        self._type_tuple = tuple(types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(types)}
 

@@ -114,10 +114,14 @@ class MatchPolicy:
                     met = False
                     break
                 dfu.choose_accum_best_k(child.type, count, self.descending)
+        dfu.overall_score = self.finish_chosen(vertex, met)
+        return met
+
+    def finish_chosen(self, vertex: Vertex, met: bool) -> int:
+        """The end of :meth:`finish_vertex` once the vertex's choices are made (``met``: they all were): its score."""
         if vertex.type in self._factors:
             self._multilevel -= self._last_factor.get(vertex.type, 0)
-        dfu.overall_score = self._vertex_score(vertex) if met else MATCH_UNMET
-        return met
+        return self._vertex_score(vertex) if met else MATCH_UNMET
 
     def finish_leaf(self, vertex: Vertex) -> int:
         """:meth:`finish_vertex` for a vertex with no children and no request below it: always met; its score."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from kubeflux.match.evaluation import Evaluation, LeafRun, Pool, job_key
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
+from kubeflux.match.schedule import record_leaves
 from kubeflux.match.state import WalkState
 from kubeflux.match.writers import Writer
 
@@ -180,7 +181,7 @@ def _upd_leaves(
     else:
         if source in state._pools:  # they were recorded first
             state._settle_source(source)
-        added = state._record(source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, full)
+        added = record_leaves(state, source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, full)
         vertices = state.graph.vertices
         for _, uid, _ in leaves:
             vertex = vertices[uid]

@@ -23,6 +23,12 @@ from kubeflux.match.scoring import Scoring
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
 WEIGHT_MAX = 2**64 - 1
+MatchKind = tuple[str, list[Request], int, str, bool]
+"""What :meth:`Traverser._match_kind` answers: (kind, next resources, nslots, slot label, pristine)."""
+KindPlan = tuple[list[Request], Request | None, MatchKind, MatchKind]
+"""A request list, the slot a vertex must fit, the answer if it does, the answer otherwise."""
+KINDS_KEPT = 4096
+"""Answers of :meth:`Traverser._kind_plan` kept (by request list and vertex type) before they are forgotten."""
 
 
 class Schedule:
@@ -93,6 +99,10 @@ class Schedule:
         self.root_eval: Evaluation | None = None
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
+        self._parent_edges: dict[int, int] = {}
+        self._ids_above: bool | None = None
+        """Whether no vertex the walks reach has an id below -1 (see :meth:`WalkState._positive_scores`), found
+        by the walk that primes the aggregate filters; None until then."""
         self._out_types: dict[int, set[str]] = {}
         self._layouts: dict[int, Layout] = {}
         """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""
@@ -108,7 +118,12 @@ class Schedule:
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
         self._labels: tuple[str, ...] = ()
+        self._context = -1
+        """The number of the current select walk's cache context (see :meth:`WalkState._cache_context`)."""
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
+        self._kinds: dict[tuple[int, str, bool], KindPlan] = {}
+        """What a request list says of a vertex type (see :meth:`Traverser._kind_plan`)."""
+        self._exclusives: dict[tuple[int, str], tuple[list[Request], bool]] = {}
         self._leaf_families: dict[int, str] = {}
         """Per vertex, the type of its children when they are all leaves of one type, else "" (see
         :meth:`_leaf_family`)."""
@@ -178,17 +193,18 @@ class Schedule:
         """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
         for pool in self._pools.pop(source, ()):
             leaves = pool.run.leaves
-            self._record(source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
+            record_leaves(self, source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
 
     def _children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of a vertex's containment out-edges, in order."""
         edges = self.graph.edges
-        result = []
-        for index in self.graph.vertices[uid].out:
-            edge = edges[index]
-            if edge.subsystem == CONTAINMENT and edge.relation == "contains":
-                result.append((index, edge.target))
-        return result
+        out = self.graph.vertices[uid].out
+        records = [edges[index] for index in out]  # (lists, not a loop: a fresh vertex's first visit makes these)
+        return [
+            (index, edge.target)
+            for index, edge in zip(out, records, strict=True)
+            if edge.subsystem == CONTAINMENT and edge.relation == "contains"
+        ]
 
     def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
         kids = self._kids.get(uid)
@@ -227,6 +243,7 @@ class Schedule:
 
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
+        self._parent_edges.clear()
         self._kids.pop(uid, None)
         self._layouts.pop(uid, None)
         self._out_types.pop(uid, None)
@@ -255,12 +272,15 @@ class Schedule:
         stack: list[tuple[int, bool]] = [(root, False)]
         aggregates: dict[int, dict[str, int]] = {}
         summed: set[str] = set()
+        ids_above = True
         while stack:
             uid, done = stack.pop()
             vertex = vertices[uid]
             # Kept: first visits a vertex never seen before on every match, and would make its list then.
             children = self._kid_edges(uid) if vertex.out else []
             if not done:
+                if vertex.id < -1:
+                    ids_above = False
                 if not children:
                     if vertex.type not in filters.total and self._prime_leaf(vertex):
                         filters.add("cluster", vertex.type)
@@ -285,6 +305,7 @@ class Schedule:
             types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
             if types:
                 self.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], self.base, self.horizon)
+        self._ids_above = ids_above
         return True
 
     def _prime_leaf(self, vertex: Vertex) -> bool:
@@ -321,66 +342,6 @@ class Schedule:
             if start < end and at < stop:
                 return True
         return False
-
-    def _record(
-        self,
-        source: int,
-        leaves: list[tuple[int, int, int]],
-        jobid: int,
-        at: int,
-        duration: int,
-        alloc_type: AllocType,
-        full: bool,
-        total: int | None = None,
-    ) -> int:
-        """Record ``jobid`` on exclusive leaves of ``source`` (planner span, tags, use, fingerprint) during
-        ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
-        made up so they add up to ``total`` if given (a pool written late: its source already counts it).
-        Returns the fingerprint change."""
-        end = at + duration
-        key = job_key(jobid, at, duration, alloc_type)
-        plans, tags, x_uses, fp = self._plans, self._tags, self._x_uses, self.fp
-        table = self._span_table(alloc_type)
-        wide = source in self._layouts
-        last = len(leaves) - 1
-        added = shares = 0
-        for i, (_, uid, needs) in enumerate(leaves):
-            if full:
-                plan = plans.get(uid)
-                if plan is None:
-                    plan = self._new_plan(uid)
-                span = plan.add_span(at, duration, needs)
-                if table is not None:
-                    spans = table.get(uid)
-                    if spans is None:
-                        table[uid] = {jobid: span}
-                    else:
-                        spans[jobid] = span
-            held = tags.get(uid)
-            if held is None:
-                tags[uid] = {jobid}
-            else:
-                held.add(jobid)
-            own = hash((uid, needs, key))
-            if total is not None and i == last:
-                own = total - shares
-            shares += own
-            uses = x_uses.get(uid)
-            if uses is None:
-                x_uses[uid] = {jobid: (at, end, own)}
-            else:
-                previous = uses.get(jobid)
-                if previous is not None:
-                    own += previous[2]
-                    self._unbound(uid, previous[0], previous[1])
-                uses[jobid] = (at, end, own)
-            if wide:
-                self._bump(uid, own)
-            else:
-                fp[uid] += own
-            added += own
-        self._job_vertices(jobid).update([uid for _, uid, _ in leaves])
-        return added
 
     def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
         plan = self._plans.get(uid)
@@ -420,28 +381,40 @@ class Schedule:
         return found
 
     def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
-        self._tags.setdefault(uid, set()).add(meta.jobid)
-        self._job_vertices(meta.jobid).add(uid)
+        jobid = meta.jobid
+        tags = self._tags.get(uid)
+        if tags is None:
+            self._tags[uid] = {jobid}
+        else:
+            tags.add(jobid)
+        self._job_vertices(jobid).add(uid)
         uses = self._x_uses.get(uid)
         if uses is None:
             uses = self._x_uses[uid] = {}
-        previous = uses.get(meta.jobid)
+        previous = uses.get(jobid)
         if previous is not None:
             fingerprint += previous[2]
             self._unbound(uid, previous[0], previous[1])
-        end = meta.at + meta.duration
-        uses[meta.jobid] = (meta.at, end, fingerprint)
+        at = meta.at
+        end = at + meta.duration
+        uses[jobid] = (at, end, fingerprint)
         if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
-                self.bounds[uid] = [meta.at, end]
+                self.bounds[uid] = [at, end]
+            elif not bounds or bounds[-1] <= at:  # the latest window yet (jobs placed one after another)
+                bounds.append(at)
+                bounds.append(end)
             else:
-                insort(bounds, meta.at)
+                insort(bounds, at)
                 insort(bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-            self.job2span.setdefault(uid, {})[meta.jobid] = subplan.add_span(meta.at, meta.duration, counts)
+            spans = self.job2span.get(uid)
+            if spans is None:
+                spans = self.job2span[uid] = {}
+            spans[jobid] = subplan.add_span(at, meta.duration, counts)
 
     def _unbound(self, uid: int, start: int, end: int) -> None:
         bounds = self.bounds.get(uid)
@@ -474,11 +447,16 @@ class Schedule:
         return parents
 
     def _parent_edge(self, uid: int) -> int:
+        """The containment edge into ``uid`` from its parent (found once: a rack's node is one of 64 out-edges)."""
+        found = self._parent_edges.get(uid)
+        if found is not None:
+            return found
         graph = self.graph
         parent = graph.vertices[uid].parent
         for index in graph.vertices[parent].out:
             edge = graph.edges[index]
             if edge.target == uid and edge.subsystem == CONTAINMENT and edge.relation == "contains":
+                self._parent_edges[uid] = index
                 return index
         raise KeyError(uid)
 
@@ -518,3 +496,64 @@ class Schedule:
         low, high = (end, until) if end < until else (until, end)
         i = bisect_left(bounds, low)
         return i == len(bounds) or bounds[i] >= high
+
+
+def record_leaves(
+    schedule: Schedule,
+    source: int,
+    leaves: list[tuple[int, int, int]],
+    jobid: int,
+    at: int,
+    duration: int,
+    alloc_type: AllocType,
+    full: bool,
+    total: int | None = None,
+) -> int:
+    """Record ``jobid`` on exclusive leaves of ``source`` in ``schedule`` (planner span, tags, use, fingerprint) during
+    ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
+    made up so they add up to ``total`` if given (a pool written late: its source already counts it).
+    Returns the fingerprint change."""
+    end = at + duration
+    key = job_key(jobid, at, duration, alloc_type)
+    plans, tags, x_uses, fp = schedule._plans, schedule._tags, schedule._x_uses, schedule.fp
+    table = schedule._span_table(alloc_type)
+    wide = source in schedule._layouts
+    last = len(leaves) - 1
+    added = shares = 0
+    for i, (_, uid, needs) in enumerate(leaves):
+        if full:
+            plan = plans.get(uid)
+            if plan is None:
+                plan = schedule._new_plan(uid)
+            span = plan.add_span(at, duration, needs)
+            if table is not None:
+                spans = table.get(uid)
+                if spans is None:
+                    table[uid] = {jobid: span}
+                else:
+                    spans[jobid] = span
+        held = tags.get(uid)
+        if held is None:
+            tags[uid] = {jobid}
+        else:
+            held.add(jobid)
+        own = hash((uid, needs, key))
+        if total is not None and i == last:
+            own = total - shares
+        shares += own
+        uses = x_uses.get(uid)
+        if uses is None:
+            x_uses[uid] = {jobid: (at, end, own)}
+        else:
+            previous = uses.get(jobid)
+            if previous is not None:
+                own += previous[2]
+                schedule._unbound(uid, previous[0], previous[1])
+            uses[jobid] = (at, end, own)
+        if wide:
+            schedule._bump(uid, own)
+        else:
+            fp[uid] += own
+        added += own
+    schedule._job_vertices(jobid).update([uid for _, uid, _ in leaves])
+    return added

@@ -292,20 +292,38 @@ class Evals:
 
 
 class Scoring:
-    """Per-vertex candidate sets by resource type (one subsystem: the dominant one)."""
+    """Per-vertex candidate sets by resource type (one subsystem: the dominant one).
 
-    __slots__ = ("avail", "by_type", "hier_constrain_now", "overall_score")
+    A type's candidates taken in from one child alone are that child's own :class:`Evals`, borrowed rather than
+    wrapped (``first`` visits one child per vertex, so most of a walk's candidate sets come from one child): the
+    first call that would change them (:meth:`evals`, :meth:`merge_types` of a second child) wraps them then, so a
+    child's candidates, which its cached evaluation keeps, are never changed.
+    """
+
+    __slots__ = ("_borrowed", "avail", "by_type", "hier_constrain_now", "overall_score")
 
     def __init__(self) -> None:
         self.by_type: dict[str, Evals] = {}
         self.hier_constrain_now = False
         self.overall_score = -1
         self.avail = 0
+        self._borrowed: set[str] | None = None
 
     def evals(self, type: str) -> Evals:
+        """The candidates of ``type``, this vertex's own to change."""
         evals = self.by_type.get(type)
         if evals is None:
             evals = self.by_type[type] = Evals()
+        elif self._borrowed and type in self._borrowed:
+            evals = self._own(type, evals)
+        return evals
+
+    def _own(self, type: str, borrowed: Evals) -> Evals:
+        """Wrap a borrowed child's candidates of ``type`` (what :meth:`merge_types` would have made of them)."""
+        assert self._borrowed is not None
+        self._borrowed.discard(type)
+        evals = self.by_type[type] = Evals()
+        evals.merge(borrowed)
         return evals
 
     def add(self, type: str, group: EdgeGroup) -> None:
@@ -329,6 +347,17 @@ class Scoring:
             self.hier_constrain_now = True
 
     def merge_types(self, by_type: dict[str, Evals]) -> None:
-        """Take in the candidates a child passed up (its lists are copied, never shared)."""
+        """Take in the candidates a child passed up (never changing them: see the class docstring)."""
+        mine = self.by_type
+        borrowed = self._borrowed
         for type, evals in by_type.items():
-            self.evals(type).merge(evals)
+            current = mine.get(type)
+            if current is None:
+                mine[type] = evals
+                if borrowed is None:
+                    borrowed = self._borrowed = set()
+                borrowed.add(type)
+            else:
+                if borrowed and type in borrowed:
+                    current = self._own(type, current)
+                current.merge(evals)

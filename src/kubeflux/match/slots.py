@@ -87,6 +87,14 @@ def leaf_slots(
     return _take_slots(candidates, count, label)
 
 
+def ordered_slots(candidates: list[Candidate], element: Request, label: str) -> list[EdgeGroup]:
+    """:func:`leaf_slots`' slots of ``candidates`` that are already in the order the slot's choice of all of them
+    puts them (``first`` finds a fresh socket's cores in strictly descending score order): no sort is needed."""
+    qualified = sum([avail for score, avail, _ in candidates if score > 0])
+    count = calc_count(element, qualified)
+    return _take_slots(candidates, count, label) if count else []
+
+
 def _chosen(candidates: list[Candidate], own: Request, descending: bool) -> list[Candidate] | None:
     """Of ``candidates`` cut into slots of one unit (each candidate a slot of its own, in order, its score plus
     MATCH_MET), those of the slots that the vertex's own best-k choice takes, when no tie can change which: the

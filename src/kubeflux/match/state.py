@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
+from operator import lt
 
 from kubeflux.match.evaluation import LEAD, NO_LEAD, NOT_LEAD, CacheKey, Evaluation, LeafRun, Mark
 from kubeflux.match.meta import AllocType, JobMeta
@@ -249,20 +250,17 @@ class WalkState(Schedule):
         if known is None:
             weight = self.edge_weight
             vertices = self.graph.vertices
-            uniform = weight[children[0][0]]
-            previous = -1
-            family = vertices[children[0][1]].type
-            for edge, target in children:
-                vertex = vertices[target]
-                uniq_id = vertex.uniq_id
-                if weight[edge] != uniform or uniq_id <= previous:
-                    break
-                previous = uniq_id
-                if vertex.out or vertex.type != family:
-                    family = ""
-            else:
+            kids = [vertices[target] for _, target in children]
+            ids = [vertex.uniq_id for vertex in kids]
+            weights = [weight[edge] for edge, _ in children]
+            uniform = weights[0]
+            # (comparisons mapped over the lists, not a loop: a fresh vertex's first visit makes this order)
+            if weights.count(uniform) == len(weights) and ids[0] > -1 and all(map(lt, ids, ids[1:])):
                 # Equal weights and ascending uniq_ids (a freshly read graph): the order is the children reversed,
                 # and the sort keys are made only if a weight changes (see _reorder).
+                family = kids[0].type
+                if any([vertex.out for vertex in kids]) or any([vertex.type != family for vertex in kids]):
+                    family = ""
                 known = self._by_weight[source] = (None, children[::-1])
                 self._uniform_weight[source] = uniform
                 self._leaf_families.setdefault(source, family)
@@ -272,6 +270,15 @@ class WalkState(Schedule):
             order = [(edge, target) for _, edge, target in keyed]
             known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
         return known[1]
+
+    def _positive_scores(self) -> bool:
+        """Whether every score the policy gives a vertex is positive: not scored by performance class, and no
+        vertex id below -1 (a score is MATCH_MET, plus node factors of (id + 2) * 10000 or more, plus id + 1)."""
+        if self.policy.spec.performance_class:
+            return False
+        if self._ids_above is None:
+            self._ids_above = all(vertex.id >= -1 for vertex in self.graph.vertices)
+        return self._ids_above
 
     def _held(self, meta: JobMeta, uid: int) -> bool:
         """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
@@ -305,7 +312,11 @@ class WalkState(Schedule):
                 if not wanted:
                     return True
             types = self._out_types[vertex.uid] = {vertices[edges[i].target].type for i in vertex.out}
-        return all(child.type in types for child in slot.with_)
+        # A loop, not all() over a generator (ruff's SIM110): this runs at every vertex a slot passes.
+        for child in slot.with_:  # noqa: SIM110
+            if child.type not in types:
+                return False
+        return True
 
     def _leaf_family(self, source: int, children: list[tuple[int, int]]) -> str | None:
         """The type of ``source``'s children if they are all leaves (no out-edges) of one type, else None."""
@@ -405,6 +416,8 @@ class WalkState(Schedule):
         vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
         """
         self._settle()
+        self._parent_edges.clear()
+        self._ids_above = None
         graph = self.graph
         grow = len(graph.edges) - len(self.edge_needs)
         if grow > 0:
@@ -465,21 +478,18 @@ class WalkState(Schedule):
             number = self._shapes[shape] = len(self._shapes)
         return number
 
-    def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
-        """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
-        the walk's flags, whether the window fits the planners' horizon, the task labels and the policy (the
-        scheduler switches it per pod)."""
+    def _cache_context(self, meta: JobMeta) -> None:
+        """Number what every cache key of this walk shares (see :meth:`_cache_key`): whether the window fits the
+        planners' horizon, the kind of match, the task labels and the policy (the scheduler switches it per pod).
+        Set at the start of each select walk, so a key is a short tuple of small integers."""
         at, duration = meta.at, meta.duration
         in_range = self.base <= at and at + duration <= self.base + self.horizon
-        return (
-            self._signatures[id(resources)],
-            pristine,
-            excl,
-            in_range,
-            meta.alloc_type,
-            self._labels,
-            self.policy.spec,
-        )
+        self._context = self._intern(("context", in_range, int(meta.alloc_type), self._labels, self.policy.spec))
+
+    def _cache_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
+        """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
+        the walk's flags, and the walk's context (:meth:`_cache_context`, numbered when the walk began)."""
+        return (self._signatures[id(resources)], pristine, excl, self._context)
 
 
 def _weight_hash(edge: int, weight: int) -> int:

@@ -20,6 +20,7 @@ from kubeflux.match import cancel as cancel_walk
 from kubeflux.match import record
 from kubeflux.match.evaluation import (
     BLOCK,
+    CACHE_PER_VERTEX,
     FAILED,
     BlockPart,
     Evaluation,
@@ -28,6 +29,7 @@ from kubeflux.match.evaluation import (
     remember,
     take_part,
 )
+from kubeflux.match.leaves import add_leaves, first_leaf_slots, kind_plan, leaf_candidates, own_exclusive, own_leaves
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
@@ -45,6 +47,7 @@ class Traverser(WalkState):
         """Find and mark the best resources for ``resources`` at ``meta.at``; raise MatchFailure if none."""
         self.sequence += 1
         self._labels = tuple(self.task_labels)
+        self._cache_context(meta)
         self._sign(resources)
         root = self.root
         evaluation = self._dom_dfv(meta, root, resources, True, exclusive)
@@ -98,46 +101,32 @@ class Traverser(WalkState):
     def _match_kind(
         self, vertex: Vertex, resources: list[Request], pristine: bool
     ) -> tuple[str, list[Request], int, str, bool]:
-        """Fluxion's ``test``: (kind, next resources, nslots, slot label, pristine)."""
-        slot: Request | None = None
-        matched_resource: Request | None = None
-        nslots = 0
-        matched = False
-        for resource in resources:
-            if resource.type == vertex.type:
-                if matched:
-                    return "none", resources, 0, "", pristine
-                matched_resource = resource
-                for child in resource.with_:
-                    if child.type == SLOT:
-                        slot = child
-                        nslots = effective_max(child)
-                matched = True
-            elif resource.type == SLOT:
-                if matched:
-                    return "none", resources, 0, "", pristine
-                slot = resource
-                nslots = effective_max(resource)
-                matched = True
+        """Fluxion's ``test``: (kind, next resources, nslots, slot label, pristine). What the request says of a
+        vertex type is worked out once per request list (:func:`~kubeflux.match.leaves.kind_plan`); only whether a
+        slot fits is asked of each vertex."""
+        plan = self._kinds.get((id(resources), vertex.type, pristine))
+        if plan is None or plan[0] is not resources:
+            plan = kind_plan(self._kinds, vertex.type, resources, pristine)
+        slot = plan[1]
         if slot is not None and self._slot_fits(vertex, slot):
-            return "slot", slot.with_, nslots, slot.label, False
-        if matched_resource is not None:
-            return "resource", matched_resource.with_, nslots, "", False
-        return ("pristine" if pristine else "none"), resources, nslots, "", pristine
+            return plan[2]
+        return plan[3]
 
-    def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
-        """Whether the walk may descend into ``vertex`` (False prunes it)."""
+    def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> int:
+        """The units of ``vertex`` free during ``meta``'s window if the walk may descend into it, else 0 (it is
+        pruned). The select walk changes no planner, so the count holds until the vertex's visit ends."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
-            return False
-        if self._avail(vertex.uid, meta.at, meta.duration) == 0:
-            return False
+            return 0
+        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        if avail == 0:
+            return 0
         if vertex.type == "node" and self.policy.spec.node_exclusive and self._held(meta, vertex.uid):
             # The update walk will hold the node whole, planning every vertex below it: a node another job uses is
             # out, as if the jobspec asked for it exclusively. Fluxion checks only the node's own planner here,
             # which suffices while every job holds its nodes whole; a node a job holds in part (a pod of another
             # policy, a replayed or partly released job) would fail its update walk half way.
-            return False
-        return self._prune_resources(meta, exclusive, vertex, resources)
+            return 0
+        return avail if self._prune_resources(meta, exclusive, vertex, resources) else 0
 
     def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
@@ -165,12 +154,14 @@ class Traverser(WalkState):
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
-        else:
+        elif key in table:  # (a vertex ``first`` visits again has mostly changed since: test before calling)
             hit = self._cached(table, key, fp, uid, meta)
             if hit is not None:
                 return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
-        remember(table, key, (fp, meta.at, meta.at + meta.duration, evaluation))
+        table[key] = (fp, meta.at, meta.at + meta.duration, evaluation)
+        if len(table) > CACHE_PER_VERTEX:
+            del table[next(iter(table))]
         return evaluation
 
     def _evaluate(
@@ -185,11 +176,12 @@ class Traverser(WalkState):
         vertex = self.graph.vertices[uid]
         if uid in self._pools and self._pools_matter(uid, meta, children):
             self._settle_source(uid)
-        x_in = excl or any(r.type == vertex.type and r.exclusive is True for r in resources)
+        x_in = excl or own_exclusive(self._exclusives, vertex.type, resources)
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
         if kind == "none":
             return FAILED
-        if not self._prune(meta, x_in, vertex, resources):
+        avail = self._prune(meta, x_in, vertex, resources)
+        if not avail:
             return FAILED
         self.policy.discover(vertex)
         dfu = self.scoring_type()
@@ -198,15 +190,38 @@ class Traverser(WalkState):
             slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
             if self.leaf_slots and not check_pristine and not self.policy.spec.stop_on_first:
                 slots = leaf_slots(self, meta, children, next_resources, label, own_slot(vertex, resources))
+            elif self.leaf_batches and self.policy.spec.stop_on_first and len(next_resources) == 1 and children:
+                slots = first_leaf_slots(self, self._leaf_kind, meta, children, next_resources, nslots, label)
             if slots is None:
                 self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
             elif slots:
                 dfu.evals(SLOT).add_all(slots)
         else:
+            if (
+                kind == "resource"
+                and len(next_resources) == 1
+                and children
+                and self.leaf_batches
+                and self.policy.spec.stop_on_first
+            ):
+                chosen = own_leaves(
+                    self, self._leaf_kind, meta, vertex, children, next_resources, check_pristine, x_in, avail
+                )
+                if isinstance(chosen, Evaluation):
+                    return chosen
+                if chosen is not None:  # the leaves are explored, in an order a sort may change
+                    add_leaves(dfu, next_resources[0].type, chosen[0], chosen[1], chosen[2], True)
+                    children = []
             if children:
                 self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
             self._explore_aux(meta, vertex, next_resources, x_in, dfu)
-        avail = self._avail(uid, meta.at, meta.duration)
+        return self._finish(vertex, resources, x_in, dfu, kids, avail)
+
+    def _finish(
+        self, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring, kids: Kids, avail: int
+    ) -> Evaluation:
+        """The end of a vertex's visit, once its children are explored: the policy's verdict and choices (``avail``:
+        the vertex's free units, which :meth:`_prune` found)."""
         if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
             return self.evaluation_type(False, kids=kids) if kids else FAILED
         evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
@@ -258,16 +273,34 @@ class Traverser(WalkState):
             return False
         source = self._walk_parent(children[0][1])
         order = self._heaviest_first(source, children)
-        if self.leaf_batches and len(resources) == 1 and self._leaf_family(source, order) == resources[0].type:
+        if (
+            self.leaf_batches
+            and len(resources) == 1
+            and resources[0].type != SLOT
+            and self._leaf_family(source, order) == resources[0].type
+        ):
             leaves_found = self._first_leaves(meta, order, resources, pristine, excl, dfu, max(multiplier, 1))
             if leaves_found is not None:
                 return leaves_found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
         vertices = self.graph.vertices
+        inline = pristine and self.leaf_shortcut and self.leaf_batches
         for edge, target in order:
-            if vertices[target].type in satisfied:
+            vertex = vertices[target]
+            if vertex.type in satisfied:
                 continue
+            if inline and not vertex.out and vertex.type not in shares:
+                # A leaf of a type nothing asks for, above every request (a node's gpus when a slot of cores is
+                # wanted): its visit only adds it to the candidates of its type, which no share counts, no choice
+                # takes and no mark follows; with every score positive they only tell the root that the type is
+                # there, which the root checks only of types that are there (see _resolve_graph).
+                if self._positive_scores():
+                    continue
+                if self._leaf_kind(vertex, resources, pristine) is False:
+                    if self._pristine_leaf(meta, edge, vertex, resources, excl, dfu):
+                        found = True
+                    continue
             if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                 continue
             found = True
@@ -289,72 +322,12 @@ class Traverser(WalkState):
         :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
         :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
         (see :meth:`_leaf_kind`)."""
-        resource = resources[0]
-        vertices = self.graph.vertices
-        leaf = self._leaf_kind(vertices[order[0][1]], resources, pristine)
-        if leaf is None or resource.type == SLOT:
+        found = leaf_candidates(self, self._leaf_kind, meta, order, resources, pristine, excl, needed, dfu)
+        if found is None:
             return None
-        x_in = excl or leaf
-        if x_in and resource.exclusive is False:
-            conflict: str | None = f"exclusivity conflicts at jobspec={resource.label} : vertex="
-        else:
-            conflict = None
-        check_held = x_in or resource.exclusive is True
-        skip_allocated = check_held and conflict is None and meta.alloc_type == AllocType.ALLOCATE
-        any_status = meta.alloc_type == AllocType.SATISFIABILITY
-        at, duration = meta.at, meta.duration
-        plans, subplans, policy = self._plans, self.subplans, self.policy
-        allocations, uses = self._allocations, self._x_uses
-        base = policy.leaf_base(resource.type)
-        # ``first`` adds to the type's candidates even when none is found; the others, as _visit_leaf does, only
-        # when one is.
-        evals = dfu.evals(resource.type) if needed is not None else None
-        per_share = effective_max(resource)
-        total = 0 if evals is None else evals.total
-        previous = current = shares = 0
-        groups: list[EdgeGroup] = []
-        descending, last_score = True, float("inf")
-        for edge, target in order:
-            vertex = vertices[target]
-            if vertex.status and not any_status:  # Status.UP is 0
-                continue
-            plan = plans.get(target)
-            if plan is not None and skip_allocated and allocations.get(target):
-                continue  # held whatever its availability (see _held), and no error to raise first
-            avail = vertex.size if plan is None else plan.avail_resources_during(at, duration)
-            if avail == 0:
-                continue
-            if conflict is not None:
-                raise MatchFailure(Errno.EINVAL, conflict + vertex.name)
-            if check_held and (target in allocations or target in uses) and self._held(meta, target):
-                continue
-            if target in subplans and not self._by_subplan(meta, target, resource):
-                continue
-            if base is None:
-                policy.discover(vertex)
-                score = policy.finish_leaf(vertex)
-            else:
-                score = base + vertex.id
-            if score >= last_score:
-                descending = False
-            last_score = score
-            groups.append(EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)]))
-            if needed is None:
-                continue
-            total += avail
-            if total > previous:
-                current += total - previous
-                previous = total
-                if per_share > 0 and current >= per_share:
-                    shares += 1
-                    current = 0
-            if shares >= needed:
-                break
-        if evals is None and groups:
-            evals = dfu.evals(resource.type)
-        if evals is not None:
-            evals.add_all(groups, descending_scores=descending)
-        return bool(groups)
+        candidates, x_in, descending = found
+        add_leaves(dfu, resources[0].type, candidates, x_in, descending, needed is not None)
+        return bool(candidates)
 
     def _visit_child(
         self,
@@ -403,6 +376,29 @@ class Traverser(WalkState):
             answer = any(r.type == vertex.type and r.exclusive is True for r in resources)
         self._leaf_kinds[key] = answer
         return answer
+
+    def _pristine_leaf(
+        self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
+    ) -> bool:
+        """:meth:`_visit_leaf` of a leaf whose type no request names, above every request: only the slots'
+        aggregate filters can prune it, and only if it has one."""
+        if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
+            return False
+        plan = self._plans.get(vertex.uid)
+        avail = vertex.size if plan is None else plan.avail_resources_during(meta.at, meta.duration)
+        if avail == 0:
+            return False
+        if vertex.uid in self.subplans and not self._prune_resources(meta, x_in, vertex, resources):
+            return False
+        policy = self.policy
+        base = policy.leaf_base(vertex.type)
+        if base is None:
+            policy.discover(vertex)
+            score = policy.finish_leaf(vertex)
+        else:
+            score = base + vertex.id
+        dfu.add(vertex.type, EdgeGroup(score, avail, 0, x_in, edges=[EdgeEval(avail, avail, x_in, edge)]))
+        return True
 
     def _visit_leaf(
         self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
