@@ -12,12 +12,16 @@ Cases (each runs in its own process, so peak resident memory is the case's own):
   registry's variant, whose PodGroups carry minResources): before it checked minResources it did not finish
   in ten minutes (under 900 of the 3,170 jobs submitted after 110 s of CPU time);
 * ``synthetic-easy`` — 100,000 synthetic trace jobs (1 … 1,024 processors, powers of two) on 10,000 nodes of 64
-  cores, one every 1.1 s on average (about 95 % offered load), under EASY (target: 100,000 jobs per minute, under 2 GB).
+  cores, one every 1.1 s on average (about 95 % offered load), under EASY (target: 100,000 jobs per minute, under 2 GB);
+* ``synthetic-kubeflux`` — the same workload under kubeflux (EASY, the matcher in the loop; issue 15's target:
+  10,000 jobs per wall minute or better, under 4 GB). It runs for hours today: ``--jobs N`` simulates only the first
+  ``N`` jobs of each synthetic case (the same arrivals, so the cluster is still filling up when N is small: compare
+  rates at one N only).
 
-Usage: ``python benchmarks/simulate.py [case ...]`` (all cases by default). Load time (reading and mapping the
-workload) is reported apart from simulation time; jobs per minute are over the simulation time, both in wall time
-and in CPU time (``time.process_time``, the figure to trust on a shared, loaded machine), with the 1-minute load
-average before and after the case. ``write_s`` is the time to write the run's ``jobs.csv`` (the metrics writer).
+Usage: ``python benchmarks/simulate.py [--jobs N] [case ...]`` (all cases by default). Load time (reading and
+mapping the workload) is reported apart from simulation time; jobs per minute are over the simulation time, both in
+wall time and in CPU time (``time.process_time``, the figure to trust on a shared, loaded machine), with the 1-minute
+load average before and after the case. ``write_s`` is the time to write the run's ``jobs.csv`` (the metrics writer).
 """
 
 from __future__ import annotations
@@ -29,15 +33,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 LCG = TRACES / "LCG-2005-1.swf.gz"
 HPC2N = TRACES / "HPC2N-2002-2.2.first3170.swf"
-CASES = ("lcg-fcfs", "lcg-easy", "hpc2n-kubeflux", "hpc2n-easy", "hpc2n-coscheduling", "synthetic-easy")
+CASES = (
+    "lcg-fcfs",
+    "lcg-easy",
+    "hpc2n-kubeflux",
+    "hpc2n-easy",
+    "hpc2n-coscheduling",
+    "synthetic-easy",
+    "synthetic-kubeflux",
+)
+SYNTHETIC_JOBS = 100_000
 
 
-def run_case(case: str) -> dict[str, object]:
+def run_case(case: str, synthetic_jobs: int = SYNTHETIC_JOBS) -> dict[str, object]:
     from kubeflux.sim.baselines import create
     from kubeflux.sim.driver import Simulation
     from kubeflux.sim.metrics import write_jobs_csv
@@ -57,6 +71,7 @@ def run_case(case: str) -> dict[str, object]:
         nodes = uniform_cluster(10_000, 64)
         spec = SyntheticSpec(jobs=100_000, mean_interarrival=1.1, max_size=1024, mean_runtime=3600.0)
         workload = map_to_cluster(generate(spec, seed=1), nodes)
+        workload = replace(workload, jobs=workload.jobs[:synthetic_jobs])
     loaded = time.perf_counter() - began
     scheduler = create(case.split("-", 1)[1])
     sim = Simulation(workload, nodes, {scheduler.name: scheduler})
@@ -94,18 +109,24 @@ def run_case(case: str) -> dict[str, object]:
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--one"]:
-        print(json.dumps(run_case(argv[1])))
+        print(json.dumps(run_case(argv[1], int(argv[2]))))
         return
+    jobs = SYNTHETIC_JOBS
+    if argv[:1] == ["--jobs"]:
+        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
+            raise SystemExit("--jobs needs a positive number of jobs")
+        jobs, argv = int(argv[1]), argv[2:]
     for case in argv or CASES:
         if case not in CASES:
             raise SystemExit(f"unknown case {case!r}; known: {', '.join(CASES)}")
-        out = subprocess.run([sys.executable, __file__, "--one", case], capture_output=True, text=True, check=False)
+        command = [sys.executable, __file__, "--one", case, str(jobs)]
+        out = subprocess.run(command, capture_output=True, text=True, check=False)
         if out.returncode != 0:
             print(f"{case}: failed\n{out.stderr}", file=sys.stderr)
             continue
         row = json.loads(out.stdout.strip().splitlines()[-1])
         print(
-            f"{row['case']:15} {row['jobs']:>7} jobs  load {row['load_s']:>6} s  simulate {row['sim_s']:>6} s  "
+            f"{row['case']:18} {row['jobs']:>7} jobs  load {row['load_s']:>6} s  simulate {row['sim_s']:>6} s  "
             f"{row['jobs_per_min']:>9} jobs/min  cpu {row['cpu_s']:>6} s  {row['jobs_per_cpu_min']:>9} jobs/cpu-min  "
             f"load {row['load']}  write {row['write_s']} s  {row['cluster_events_per_s']:>8} cluster events/s  "
             f"{row['loop_events_per_s']:>8} loop events/s  peak {row['peak_rss_mb']:>5} MB  "

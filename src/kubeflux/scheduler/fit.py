@@ -50,12 +50,16 @@ class NodeFit:
     them so that hiding them again re-marks only what changed."""
     short: Counter[str] = field(init=False)
     """The reasons of :attr:`unfit`, counted."""
+    open: set[str] = field(init=False)
+    """The nodes that may take the pod now (unordered), kept with :attr:`unfit` so that what is asked of them (how
+    many copies fit, why they do not) costs the fitting nodes, not a scan of every node."""
 
     def __post_init__(self) -> None:
         self.hidden = HiddenNodes(self.static.unfit | self.unfit.keys())
         self.short = Counter()
         for reasons in self.unfit.values():
             self.short.update(reasons)
+        self.open = self.static.members - self.unfit.keys()
 
     def set_unfit(self, name: str, reasons: list[str]) -> None:
         """Record why static-fit node ``name`` is short for the pod now (no reasons: it is not)."""
@@ -66,8 +70,10 @@ class NodeFit:
             self.unfit[name] = reasons
             self.short.update(reasons)
             self.hidden.add(name)
+            self.open.discard(name)
         else:
             self.hidden.discard(name)
+            self.open.add(name)
 
     def reasons(self) -> Counter[str]:
         """Every node's reason the pod may not go there now, counted as kube-scheduler counts them."""
@@ -80,9 +86,6 @@ class NodeFit:
     def fits(self, name: str) -> bool:
         """Whether graph node ``name`` may take the pod now."""
         return name in self.static.members and name not in self.unfit
-
-    def fitting(self) -> list[str]:
-        return [name for name in self.static.fit if name not in self.unfit]
 
 
 class FitIndex:

@@ -332,7 +332,9 @@ class ClusterBooks:
             # A queued pod changed: only what placing it reads matters. The status and the expected-start
             # annotation the shell writes for kubeflux's own decisions change nothing, and must not make the
             # queue's head be tried again as if it were new (it would lose its place in the plan).
-            changed = placement_view(known.pods[uid]) != placement_view(pod)
+            # (The simulator sends the live pod it changed in place, whose view is its own: no comparison.)
+            before = known.pods[uid]
+            changed = before is not pod and placement_view(before) != placement_view(pod)
             job = self.queue.add(uid, pod)
             if changed:
                 job.tried_epoch = -1

@@ -155,7 +155,7 @@ class Placer(ClusterBooks):
             assert graph is not None
             whole = self._whole_node_policy(pod)
             duration = self._planned(pod, start) if whole else 0
-            for name in fit.fitting():
+            for name in fit.open:  # counted: their order does not matter
                 if graph.held_whole(name, start):
                     reasons[REASON_HELD_WHOLE] += 1
                 elif whole and (name in graph.unrecorded or not graph.free_counts(name, start, duration)[2]):
@@ -215,7 +215,7 @@ class Placer(ClusterBooks):
         if PODS in first.requests or not all(_alike(pod, first) for pod in pods):
             return None
         packed = 0
-        for name in self._fit(first).fitting():
+        for name in self._fit(first).open:  # in any order: the count, or the first member beyond it, is the same
             copies = _copies(self._room(name), first.requests)
             if copies is None:
                 return None
