@@ -37,3 +37,4 @@ def test_seed004_through_the_served_cluster_in_accelerated_time_runs_every_job_o
     page = write_seed004(tmp_path, rows, served, speed=200.0).read_text(encoding="utf-8")
     assert seed004_table(rows) in page and seed004_table(served) in page
     assert "x200" in page or "200 times faster" in page
+    assert "](seed004.png)" in page and (tmp_path / "seed004.png").stat().st_size > 10_000  # the waits, plotted
