@@ -312,3 +312,18 @@ def test_a_node_exclusive_pod_never_spans_sockets_of_a_busy_node() -> None:
     assert placed(cluster.run()) == {"a": ("w0", cores(0, 15), [])}  # held whole: every core listed
     cluster.add(pod("b", 4, t=1))
     assert placed(cluster.run(1.0)) == {}
+
+
+def test_a_node_exclusive_pod_takes_an_empty_node_whose_sockets_split_its_gpus_unevenly() -> None:
+    """3 gpus over 2 sockets are 2 + 1: a pod of 3 gpus, split evenly, asks 2 + 2 and no socket pair has them; the
+    pod spans the empty node's sockets and holds it whole, as its policy says (it waited forever before)."""
+    cluster = Cluster(core("lonodex"), [node("g0", 4, sockets="2", **{AMD: 3})])
+    cluster.add(pod("a", 1, **{AMD: 3}), pod("b", 1, t=1))
+    assert placed(cluster.run()) == {"a": ("g0", ["core0"], ["gpu0", "gpu1", "gpu2"])}
+    assert placed(cluster.run(1.0)) == {}  # a holds g0 whole: b waits though three cores are free
+    cluster.end("a")
+    assert placed(cluster.run(2.0)) == {"b": ("g0", cores(0, 3), ["gpu0", "gpu1", "gpu2"])}  # held whole in turn
+    cluster.end("b")
+    cluster.run(3.0)
+    graph = cluster.scheduler.graph
+    assert graph is not None and graph.free_counts("g0", 3, 1, exact=True) == (4, 3, True)
