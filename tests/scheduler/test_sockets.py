@@ -19,7 +19,7 @@ from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.graphview import CLUSTER_NAME
-from kubeflux.scheduler.interface import Bind, Decision
+from kubeflux.scheduler.interface import Bind, Decision, Unschedulable
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.translate import (
     SOCKETS_LABEL,
@@ -327,3 +327,24 @@ def test_a_node_exclusive_pod_takes_an_empty_node_whose_sockets_split_its_gpus_u
     cluster.run(3.0)
     graph = cluster.scheduler.graph
     assert graph is not None and graph.free_counts("g0", 3, 1, exact=True) == (4, 3, True)
+
+
+def test_a_pod_of_a_whole_unevenly_socketed_node_is_reserved_and_not_overtaken_by_small_pods() -> None:
+    """5 cores over 2 sockets are 3 + 2: a pod of 5, split evenly, asks 3 + 3, which the engine can neither place
+    nor reserve; the pod runs spanned. It is reserved by the exact search instead, so a small pod arriving behind
+    it does not take the cores it waits for (before, one small pod after another did, and it never ran)."""
+    cluster = Cluster(core(), [node("w0", 5, sockets="2")])
+    cluster.add(pod("s0", 1))
+    cluster.pods["default/s0"].active_deadline_seconds = 20
+    assert placed(cluster.run()) == {"s0": ("w0", ["core0"], [])}
+    big = pod("big", 5, t=0.5)
+    big.active_deadline_seconds = 20
+    cluster.add(big)
+    waiting = cluster.run(0.5)
+    assert [d.expected_start for d in waiting if isinstance(d, Unschedulable)] == [20.0]
+    late = pod("s1", 1, t=1)
+    late.active_deadline_seconds = 30  # would still run at 20: it waits behind big
+    cluster.add(late)
+    assert placed(cluster.run(1.0)) == {}
+    cluster.end("s0")
+    assert placed(cluster.run(20.0)) == {"big": ("w0", cores(0, 4), [])}

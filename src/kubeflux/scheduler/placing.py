@@ -446,9 +446,13 @@ class Placer(ClusterBooks):
             pod = pods[0]
             duration = self._planned(pod, first, reserve=True)
             result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
-            if result is not None:
-                if not result.matched:
+            if result is not None and not result.matched:
+                # No node takes the pod's even split over sockets, ever: without sockets it can never run; with
+                # them its node's sockets may be smaller or uneven (it runs spanned: _span_sockets), so it is
+                # searched as the groups are, else the pods behind it would take its cores forever.
+                if graph.socket_size is None:
                     return None
+            elif result is not None:
                 node = placement_from_output(result.resources).node
                 if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
                     job.reservations.append(result.jobid)
