@@ -348,3 +348,28 @@ def test_a_pod_of_a_whole_unevenly_socketed_node_is_reserved_and_not_overtaken_b
     assert placed(cluster.run(1.0)) == {}
     cluster.end("s0")
     assert placed(cluster.run(20.0)) == {"big": ("w0", cores(0, 4), [])}
+
+
+@pytest.mark.parametrize(
+    ("label", "sockets", "why"),
+    [
+        ("two", "2", "Node node-0: metadata.labels[kubeflux.io/sockets]: must be a whole number of sockets"),
+        ("32", "2", "Node node-0: metadata.labels[kubeflux.io/sockets]: 32 sockets but only 16 whole cores"),
+        (None, "17", "--sockets 17: Node node-0 has only 16 whole cores"),
+    ],
+)
+def test_the_simulator_refuses_a_socket_count_a_node_cannot_have(
+    tmp_path: Path, label: str | None, sockets: str, why: str
+) -> None:
+    """A cluster file is the user's input: a bad sockets label, or more sockets than cores, is an error naming the
+    node and the label (it was silently taken as the --sockets count)."""
+    labels = "" if label is None else f"\n  labels: {{kubeflux.io/sockets: {label!r}}}"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        f"apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0{labels}\nstatus:\n  allocatable: {{cpu: '16'}}\n"
+    )
+    args = ["simulate", "--workload", str(REPO / "examples/workloads/pi-demo.yaml"), "--cluster", str(cluster)]
+    args += ["--sockets", sockets, "-s", "kubeflux", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert why in " ".join(result.output.split())
