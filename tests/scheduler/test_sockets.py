@@ -19,7 +19,7 @@ from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.graphview import CLUSTER_NAME
-from kubeflux.scheduler.interface import Bind, Decision
+from kubeflux.scheduler.interface import Bind, Decision, Unschedulable
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.translate import (
     SOCKETS_LABEL,
@@ -312,3 +312,64 @@ def test_a_node_exclusive_pod_never_spans_sockets_of_a_busy_node() -> None:
     assert placed(cluster.run()) == {"a": ("w0", cores(0, 15), [])}  # held whole: every core listed
     cluster.add(pod("b", 4, t=1))
     assert placed(cluster.run(1.0)) == {}
+
+
+def test_a_node_exclusive_pod_takes_an_empty_node_whose_sockets_split_its_gpus_unevenly() -> None:
+    """3 gpus over 2 sockets are 2 + 1: a pod of 3 gpus, split evenly, asks 2 + 2 and no socket pair has them; the
+    pod spans the empty node's sockets and holds it whole, as its policy says (it waited forever before)."""
+    cluster = Cluster(core("lonodex"), [node("g0", 4, sockets="2", **{AMD: 3})])
+    cluster.add(pod("a", 1, **{AMD: 3}), pod("b", 1, t=1))
+    assert placed(cluster.run()) == {"a": ("g0", ["core0"], ["gpu0", "gpu1", "gpu2"])}
+    assert placed(cluster.run(1.0)) == {}  # a holds g0 whole: b waits though three cores are free
+    cluster.end("a")
+    assert placed(cluster.run(2.0)) == {"b": ("g0", cores(0, 3), ["gpu0", "gpu1", "gpu2"])}  # held whole in turn
+    cluster.end("b")
+    cluster.run(3.0)
+    graph = cluster.scheduler.graph
+    assert graph is not None and graph.free_counts("g0", 3, 1, exact=True) == (4, 3, True)
+
+
+def test_a_pod_of_a_whole_unevenly_socketed_node_is_reserved_and_not_overtaken_by_small_pods() -> None:
+    """5 cores over 2 sockets are 3 + 2: a pod of 5, split evenly, asks 3 + 3, which the engine can neither place
+    nor reserve; the pod runs spanned. It is reserved by the exact search instead, so a small pod arriving behind
+    it does not take the cores it waits for (before, one small pod after another did, and it never ran)."""
+    cluster = Cluster(core(), [node("w0", 5, sockets="2")])
+    cluster.add(pod("s0", 1))
+    cluster.pods["default/s0"].active_deadline_seconds = 20
+    assert placed(cluster.run()) == {"s0": ("w0", ["core0"], [])}
+    big = pod("big", 5, t=0.5)
+    big.active_deadline_seconds = 20
+    cluster.add(big)
+    waiting = cluster.run(0.5)
+    assert [d.expected_start for d in waiting if isinstance(d, Unschedulable)] == [20.0]
+    late = pod("s1", 1, t=1)
+    late.active_deadline_seconds = 30  # would still run at 20: it waits behind big
+    cluster.add(late)
+    assert placed(cluster.run(1.0)) == {}
+    cluster.end("s0")
+    assert placed(cluster.run(20.0)) == {"big": ("w0", cores(0, 4), [])}
+
+
+@pytest.mark.parametrize(
+    ("label", "sockets", "why"),
+    [
+        ("two", "2", "Node node-0: metadata.labels[kubeflux.io/sockets]: must be a whole number of sockets"),
+        ("32", "2", "Node node-0: metadata.labels[kubeflux.io/sockets]: 32 sockets but only 16 whole cores"),
+        (None, "17", "--sockets 17: Node node-0 has only 16 whole cores"),
+    ],
+)
+def test_the_simulator_refuses_a_socket_count_a_node_cannot_have(
+    tmp_path: Path, label: str | None, sockets: str, why: str
+) -> None:
+    """A cluster file is the user's input: a bad sockets label, or more sockets than cores, is an error naming the
+    node and the label (it was silently taken as the --sockets count)."""
+    labels = "" if label is None else f"\n  labels: {{kubeflux.io/sockets: {label!r}}}"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        f"apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0{labels}\nstatus:\n  allocatable: {{cpu: '16'}}\n"
+    )
+    args = ["simulate", "--workload", str(REPO / "examples/workloads/pi-demo.yaml"), "--cluster", str(cluster)]
+    args += ["--sockets", sockets, "-s", "kubeflux", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert why in " ".join(result.output.split())

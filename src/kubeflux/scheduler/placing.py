@@ -281,18 +281,23 @@ class Placer(ClusterBooks):
         """On nodes with sockets, a pod no single socket has room for now: its cores and gpus from several sockets
         of the node its match policy prefers among those with enough free (the lowest-numbered free ones: the
         fewest sockets), put on with the engine's ``update``. (placement, engine job id); None when no node has
-        room, or the graph has no sockets, or the pod's policy holds nodes whole (its match found no empty node)."""
+        room, or the graph has no sockets.
+
+        A pod whose policy holds nodes whole takes only a wholly free node, which it then holds whole: its match
+        fails on an empty node too when the node's sockets are smaller or more uneven than the largest socket its
+        jobspec was split by (``pod_jobspec``: 3 gpus over 2 sockets are 2 + 1, a pod of 3 asks 2 + 2)."""
         graph = self.graph
         assert graph is not None
-        if graph.socket_size is None or self._whole_node_policy(pod):
+        if graph.socket_size is None:
             return None
+        whole = self._whole_node_policy(pod)
         cores, gpus = self._pod_shape(pod)
 
         def room(name: str) -> bool:
-            if not fit.fits(name) or name in excluded:
+            if not fit.fits(name) or name in excluded or (whole and name in graph.unrecorded):
                 return False
-            free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
-            if free_cores < cores or free_gpus < gpus:
+            free_cores, free_gpus, empty = graph.free_counts(name, start, duration)
+            if free_cores < cores or free_gpus < gpus or (whole and not empty):
                 return False
             free_cores, _, _ = graph.free_counts(name, start, duration, exact=True)
             return free_cores >= cores
@@ -441,9 +446,13 @@ class Placer(ClusterBooks):
             pod = pods[0]
             duration = self._planned(pod, first, reserve=True)
             result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
-            if result is not None:
-                if not result.matched:
+            if result is not None and not result.matched:
+                # No node takes the pod's even split over sockets, ever: without sockets it can never run; with
+                # them its node's sockets may be smaller or uneven (it runs spanned: _span_sockets), so it is
+                # searched as the groups are, else the pods behind it would take its cores forever.
+                if graph.socket_size is None:
                     return None
+            elif result is not None:
                 node = placement_from_output(result.resources).node
                 if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
                     job.reservations.append(result.jobid)

@@ -33,7 +33,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.objects import Node
+from kubeflux.scheduler.objects import CPU, Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.progress import ProgressReporter
@@ -252,6 +252,24 @@ def _list_presets(console: Console) -> None:
     console.print(table)
 
 
+def _check_sockets(node_list: list[Node], sockets: int) -> None:
+    """Raise ValueError for a node kubeflux's graph cannot give its sockets (with ``--sockets``): a bad
+    ``kubeflux.io/sockets`` label, or more sockets than whole cores. serve warns and uses its default, as a live
+    cluster must go on; here the cluster is the user's file, so it is refused (it was silently taken as ``sockets``)."""
+    if not sockets:
+        return
+    from kubeflux.scheduler.translate import SOCKETS_LABEL, NodeShape, whole_cores
+
+    shape = NodeShape(SOCKETS_LABEL, sockets)
+    for node in node_list:
+        problem = shape.sockets(node)[1]
+        if problem is not None:
+            raise ValueError(problem.rsplit(";", 1)[0])
+        cores = whole_cores(node.allocatable.get(CPU, 0))
+        if SOCKETS_LABEL not in node.labels and sockets > max(cores, 1):
+            raise ValueError(f"--sockets {sockets}: Node {node.name} has only {cores} whole cores")
+
+
 def _fail(console: Console, message: object) -> typer.Exit:
     console.print(f"[red]error:[/] {escape(str(message))}")
     return typer.Exit(2)
@@ -330,6 +348,7 @@ def simulate_command(
         else:
             node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
+        _check_sockets(node_list, sockets)
     except (WorkloadError, ValueError) as exc:
         raise _fail(console, exc) from exc
     if not loaded.jobs:
