@@ -9,10 +9,10 @@ Prints three tables:
       nodes running --load one-core pods each: both the empty graph from the node list (a lower bound of any
       rebuild) and the rebuild a restarted scheduler does (the nodes, then every running pod put back).
 Usage: python benchmarks/schedule.py [--nodes 5000] [--pods 10000] [--groups 1000] [--policy lonode]
-       [--shapes 4,64,128,64g4] [--update-nodes 1000,5000] [--default-gc]
-(a) and (b) run for each node shape: cores per node (8 GiB of memory each), ``gN`` for N gpus per node. Sockets
-are not a shape: the scheduler puts a node's cores right under the node (node_spec), as it has no source for a
-node's socket count.
+       [--shapes 4,64,128,64s1,64s2,64g4] [--update-nodes 1000,5000] [--default-gc]
+(a) and (b) run for each node shape: cores per node (8 GiB of memory each), ``sN`` for N sockets per node (the
+serve configuration's ``socketsDefault``: node → socket → cores; none by default, the cores right under the node),
+``gN`` for N gpus per node (e.g. ``64s2g4``).
 (a) and (b) are timed in CPU seconds of the process (the machine may be shared), the first pass included: its first
 match evaluates every node of the fresh graph. The graph is built, then the collector settled as ``kubeflux query``
 and the matcher benchmark do and as the simulator runs (its long-lived objects out of the collector's scans,
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import statistics
 import time
 
@@ -37,7 +38,7 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
-from kubeflux.scheduler.translate import node_spec
+from kubeflux.scheduler.translate import NodeShape, node_spec
 
 ADDED, MODIFIED = EventKind.ADDED, EventKind.MODIFIED
 
@@ -50,19 +51,23 @@ def nodes(count: int, cores: int = 4, gpus: int = 0) -> list[Node]:
     return [Node(f"node-{i}", uid=f"n{i}", allocatable=dict(allocatable)) for i in range(count)]
 
 
-def parse_shape(text: str) -> tuple[int, int]:
-    """``64`` (cores) or ``64g4`` (cores and gpus) → (cores, gpus)."""
-    cores, _, gpus = text.partition("g")
-    return int(cores), int(gpus or 0)
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``64`` (cores), ``64s2`` (and sockets), ``64g4`` (and gpus), ``64s2g4`` → (cores, sockets, gpus)."""
+    found = re.fullmatch(r"(\d+)(?:s(\d+))?(?:g(\d+))?", text)
+    if found is None:
+        raise SystemExit(f"--shapes: {text!r} is not CORES[sSOCKETS][gGPUS] (e.g. 64, 64s2, 64s2g4)")
+    cores, sockets, gpus = found.groups()
+    return int(cores), int(sockets or 0), int(gpus or 0)
 
 
 def one_core_pod(name: str, labels: dict[str, str] | None = None) -> Pod:
     return Pod("default", name, name, "kubeflux", requests={CPU: 1000, MEMORY: 2**30}, labels=labels or {})
 
 
-def scheduler_on(cluster: list[Node], policy: str, settle: bool = False) -> KubefluxScheduler:
-    """A scheduler that has built its graph of ``cluster``; with ``settle``, the collector then settled."""
-    scheduler = KubefluxScheduler(policy=policy, queue_depth=10**9)
+def scheduler_on(cluster: list[Node], policy: str, settle: bool = False, sockets: int = 0) -> KubefluxScheduler:
+    """A scheduler that has built its graph of ``cluster`` (``sockets`` per node); with ``settle``, the collector
+    then settled."""
+    scheduler = KubefluxScheduler(policy=policy, queue_depth=10**9, shape=NodeShape(default_sockets=sockets))
     for node in cluster:
         scheduler.observe(ClusterEvent(ADDED, node), 0.0)
     scheduler.schedule(0.0)  # builds the graph
@@ -155,8 +160,8 @@ def main() -> None:
     parser.add_argument("--policy", default="lonode")
     parser.add_argument(
         "--shapes",
-        default="4,64,128,64g4",
-        help="node shapes for (a) and (b): cores per node, with gN for N gpus (e.g. 4,64,128,64g4)",
+        default="4,64,128,64s1,64s2,64g4",
+        help="node shapes for (a) and (b): cores per node, sN for N sockets, gN for N gpus (e.g. 4,64,64s2,64s2g4)",
     )
     parser.add_argument("--update-nodes", default="1000,5000")
     parser.add_argument("--load", type=int, default=2, help="one-core pods running per node during (c)")
@@ -180,17 +185,18 @@ def main() -> None:
     ):
         table.add_column(column, justify="right")
     for shape in args.shapes.split(","):
-        cores, gpus = parse_shape(shape)
+        cores, sockets, gpus = parse_shape(shape)
         cluster = nodes(args.nodes, cores, gpus)
-        size = (str(args.nodes), str(cores), str(gpus))
-        scheduler = scheduler_on(cluster, args.policy, settle)
+        per_node = f"{cores} in {sockets} socket{'s' * (sockets > 1)}" if sockets else str(cores)
+        size = (str(args.nodes), per_node, str(gpus))
+        scheduler = scheduler_on(cluster, args.policy, settle, sockets)
         bound, seconds = bind_rate(scheduler, [one_core_pod(f"p{i}") for i in range(args.pods)])
         rate = f"{bound / seconds:.0f}"
         table.add_row("one-core pods", *size, str(args.pods), str(bound), f"{seconds:.1f}", rate, "270")
         del scheduler
         gc.unfreeze()
         gc.collect()
-        scheduler = scheduler_on(cluster, args.policy, settle)
+        scheduler = scheduler_on(cluster, args.policy, settle, sockets)
         members: list[Pod] = []
         for g in range(args.groups):
             scheduler.observe(ClusterEvent(ADDED, PodGroup("default", f"g{g}", args.group_size)), 0.5)
