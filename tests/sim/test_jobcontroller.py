@@ -84,3 +84,35 @@ spec:
     assert names == ["ranks-0", "ranks-1", "ranks-2", "ranks-3", "ranks-4"]
     [job] = run.jobs
     assert job.final_state.value == "COMPLETED_SUCCESSFULLY" and job.finish_time == 30.0
+
+
+def test_two_pods_failing_at_the_same_instant_both_end_error_before_the_job_fails(tmp_path: Path) -> None:
+    """A Job of two pods that segfault together, ``backoffLimit: 0``: the first failure alone exceeds the limit,
+    yet the Job controller looks only once both pods have ended at that instant (as a real one syncs after the
+    kubelets' reports), so the second ends ``Error`` with its own exit code instead of being deleted."""
+    manifest = tmp_path / "segfault.yaml"
+    manifest.write_text(
+        """apiVersion: batch/v1
+kind: Job
+metadata: {name: twins}
+spec:
+  completions: 2
+  parallelism: 2
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 10s, sim.kubeflux.io/exit-code: "139"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+""",
+        encoding="utf-8",
+    )
+    workload = read_manifests(manifest)
+    run = simulate(workload, uniform_cluster(1, 4, "16Gi"), {"kubeflux": create("kubeflux")}, primary="kubeflux")
+    assert sorted((record.reason, record.exit_code, record.end_time) for record in run.pods) == [
+        ("Error", 139, 10.0),
+        ("Error", 139, 10.0),
+    ]
+    [job] = run.jobs
+    assert job.final_state.value == "COMPLETED_FAILED" and job.finish_time == 10.0

@@ -93,7 +93,18 @@ class JobController:
         self._fill(job)
 
     def pod_ended(self, job: SimJob) -> None:
-        """One of the Job's pods reached a terminal phase (its counters are already updated)."""
+        """One of the Job's pods reached a terminal phase (its counters are already updated). The controller looks
+        once every pod ending at this instant has ended: as in a real cluster, where each kubelet reports its own
+        pod's end and the controller syncs the Job after, two pods that fail at the same instant both end as they
+        did (``Error``, their exit code), rather than the first one's failure deleting the second."""
+        loop = self.cluster.loop
+        if job.sync_at != loop.now:
+            job.sync_at = loop.now
+            loop.schedule(loop.now, Priority.RELEASE, self._sync, job)
+
+    def _sync(self, job: SimJob) -> None:
+        if job.finish is not None:
+            return
         wjob = job.wjob
         if job.succeeded >= wjob.completions:
             self.cluster.finish_job(job)

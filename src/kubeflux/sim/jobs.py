@@ -206,6 +206,7 @@ class SimJob:
         "start_quorum",
         "submit",
         "succeeded",
+        "sync_at",
         "timings",
         "waiting",
         "wjob",
@@ -222,6 +223,8 @@ class SimJob:
         self.deadline_hits = self.killed = 0
         self.last_failure = 0.0
         self.fill_at = -1.0
+        self.sync_at = -1.0
+        """When the Job controller last put off looking at this Job's ended pods (one look per instant)."""
         gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not JobKind.JOB else 0
         self.start_quorum = max(gang, 1)
         self.coupled = False

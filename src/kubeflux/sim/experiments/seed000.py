@@ -166,9 +166,11 @@ logged `Unable to schedule pod; no fit; waiting`; kubeflux, which backfills, res
 instead: `Match allocate_orelse_reserve …: reserved at` the time the running pods end); then both are bound at once,
 because the informer's `Cancel flux job` freed the cores. In demo 2 every failed pod's cores are freed the same way,
 the Job controller replaces the failed pods after its back-off (10 s, doubled per failure), and the Job fails once
-more than `backoffLimit` pods failed (`BackoffLimitExceeded`) and deletes its pods still counted active (the sixth,
-failing at the same instant), so `kubectl get pods` lists 5 `Error` pods, as the seed's did; the seed's log also
-cancelled Flux jobs 1, 2, 7 and 8 for segfaulted pods, as here. A test regenerates both demos and checks this page's
+more than `backoffLimit` pods failed (`BackoffLimitExceeded`) and deletes its pods still active. Here the last two
+pods fail at the same instant, and both end `Error` as each did: the Job controller looks at a Job once every pod
+ending at that instant has ended, as a real one syncs after the kubelets' reports. So `kubectl get pods` lists 6
+`Error` pods, where the seed's, whose pods segfaulted at different times, listed 5; the seed's log also cancelled
+Flux jobs 1, 2, 7 and 8 for segfaulted pods, as here. A test regenerates both demos and checks this page's
 tables, `kubectl` transcripts and log lines (the matcher's measured times aside).
 """
 
