@@ -11,6 +11,7 @@ from kubeflux.sim.driver import simulate
 from kubeflux.sim.jobcontroller import JobController
 from kubeflux.sim.jobs import SimJob, timing_of
 from kubeflux.sim.pods import Lifecycle, TemplateTiming
+from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.manifests import read_manifests
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
@@ -24,7 +25,7 @@ class RecordingHost:
         self.calls: list[str] = []
         self.live: dict[str, SimJob] = {}
 
-    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str) -> None:
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
         self.calls.append(f"create {name}")
         job.created += 1
         job.active += 1
@@ -57,29 +58,34 @@ def test_a_job_past_its_deadline_is_ended_through_the_hosts_public_operations() 
     assert job.failed_reason == "DeadlineExceeded"
 
 
-def test_an_indexed_job_in_the_simulator_runs_the_lowest_indexes_first_each_once(tmp_path: Path) -> None:
-    """``completionMode: Indexed`` through ``simulate``: pods named ``job-index-n``, the lowest indexes first, two
-    at a time, each index once; the Job ends when every index has succeeded."""
-    manifest = tmp_path / "indexed.yaml"
+def _run_job(tmp_path: Path, name: str, spec: str, annotations: str) -> RunRecord:
+    """A Job ``name`` (its ``spec`` fields as YAML flow lines, its template's ``annotations`` as a flow mapping's
+    content) of one-core pods run by ``simulate`` under kubeflux on one node of 4 cores."""
+    manifest = tmp_path / f"{name}.yaml"
     manifest.write_text(
-        """apiVersion: batch/v1
+        f"""apiVersion: batch/v1
 kind: Job
-metadata: {name: ranks}
+metadata: {{name: {name}}}
 spec:
-  completions: 5
-  parallelism: 2
-  completionMode: Indexed
+{spec}
   template:
     metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 10s}
+      annotations: {{{annotations}}}
     spec:
       restartPolicy: Never
-      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
 """,
         encoding="utf-8",
     )
     workload = read_manifests(manifest)
-    run = simulate(workload, uniform_cluster(1, 4, "16Gi"), {"kubeflux": create("kubeflux")}, primary="kubeflux")
+    return simulate(workload, uniform_cluster(1, 4, "16Gi"), {"kubeflux": create("kubeflux")}, primary="kubeflux")
+
+
+def test_an_indexed_job_in_the_simulator_runs_the_lowest_indexes_first_each_once(tmp_path: Path) -> None:
+    """``completionMode: Indexed`` through ``simulate``: pods named ``job-index-n``, the lowest indexes first, two
+    at a time, each index once; the Job ends when every index has succeeded."""
+    spec = "  completions: 5\n  parallelism: 2\n  completionMode: Indexed"
+    run = _run_job(tmp_path, "ranks", spec, "pod-complete.stage.kwok.x-k8s.io/delay: 10s")
     names = [record.pod.split("/", 1)[1].rsplit("-", 1)[0] for record in sorted(run.pods, key=lambda r: r.created_time)]
     assert names == ["ranks-0", "ranks-1", "ranks-2", "ranks-3", "ranks-4"]
     [job] = run.jobs
@@ -90,26 +96,9 @@ def test_two_pods_failing_at_the_same_instant_both_end_error_before_the_job_fail
     """A Job of two pods that segfault together, ``backoffLimit: 0``: the first failure alone exceeds the limit,
     yet the Job controller looks only once both pods have ended at that instant (as a real one syncs after the
     kubelets' reports), so the second ends ``Error`` with its own exit code instead of being deleted."""
-    manifest = tmp_path / "segfault.yaml"
-    manifest.write_text(
-        """apiVersion: batch/v1
-kind: Job
-metadata: {name: twins}
-spec:
-  completions: 2
-  parallelism: 2
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 10s, sim.kubeflux.io/exit-code: "139"}
-    spec:
-      restartPolicy: Never
-      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
-""",
-        encoding="utf-8",
-    )
-    workload = read_manifests(manifest)
-    run = simulate(workload, uniform_cluster(1, 4, "16Gi"), {"kubeflux": create("kubeflux")}, primary="kubeflux")
+    spec = "  completions: 2\n  parallelism: 2\n  backoffLimit: 0"
+    annotations = 'pod-complete.stage.kwok.x-k8s.io/delay: 10s, sim.kubeflux.io/exit-code: "139"'
+    run = _run_job(tmp_path, "twins", spec, annotations)
     assert sorted((record.reason, record.exit_code, record.end_time) for record in run.pods) == [
         ("Error", 139, 10.0),
         ("Error", 139, 10.0),
