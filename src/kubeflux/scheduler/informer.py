@@ -310,10 +310,11 @@ class ClusterBooks:
             and uid not in self._told
             and uid not in self._held
             and (pod.group is None or pod.group not in self._bad_groups)
-            and placement_view(known.pods[uid]) == placement_view(pod)
+            and (known.pods[uid] is pod or placement_view(known.pods[uid]) == placement_view(pod))
         ):
             # a queued pod whose change placing does not read (its status, the expected start written back on
-            # it: most events about a waiting pod): as valid as it was, and it keeps its place in the plan
+            # it: most events about a waiting pod; the simulator sends the live pod it changed in place, whose
+            # view is its own): as valid as it was, and it keeps its place in the plan
             self.queue.add(uid, pod)
             return
         if not self._valid(uid, pod):
@@ -327,14 +328,11 @@ class ClusterBooks:
         self._held.pop(uid, None)
         if self._told.pop(uid, None) is not None:  # it was rejected and is usable now
             self._changed()
-        known = self.queue.by_pod.get(uid)
-        if known is not None:
+        if known is not None:  # (nothing above changed the queue)
             # A queued pod changed: only what placing it reads matters. The status and the expected-start
             # annotation the shell writes for kubeflux's own decisions change nothing, and must not make the
             # queue's head be tried again as if it were new (it would lose its place in the plan).
-            # (The simulator sends the live pod it changed in place, whose view is its own: no comparison.)
-            before = known.pods[uid]
-            changed = before is not pod and placement_view(before) != placement_view(pod)
+            changed = placement_view(known.pods[uid]) != placement_view(pod)
             job = self.queue.add(uid, pod)
             if changed:
                 job.tried_epoch = -1
