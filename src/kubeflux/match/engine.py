@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from kubeflux.jobspec import Jobspec, JobspecError
 from kubeflux.match import elastic
+from kubeflux.match.evaluation import Excluded
 from kubeflux.match.find import FindError, find, parse_expression
 from kubeflux.match.flexible import FlexibleTraverser
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
@@ -188,13 +189,30 @@ class Engine:
     # ------------------------------------------------------------------ matching
 
     def match(
-        self, op: MatchOp, jobspec: Jobspec, *, jobid: int | None = None, source: str = "", now: int = 0
+        self,
+        op: MatchOp,
+        jobspec: Jobspec,
+        *,
+        jobid: int | None = None,
+        source: str = "",
+        now: int = 0,
+        excluded: Excluded | None = None,
     ) -> MatchResult:
         """Allocate, reserve or test ``jobspec`` (``match <op>`` of resource-query).
 
         ``now`` is the current time on the graph's time axis (seconds from :attr:`base`): an allocation starts
         then, a reservation later. resource-query always matches at 0; a scheduler passes its clock.
+
+        ``excluded``: uids of node vertices directly below the root that this match treats exactly as if they
+        were marked down (a scheduler's per-pod filters), without changing their status.
         """
+        self.traverser.excluded = excluded
+        try:
+            return self._match(op, jobspec, jobid, source, now)
+        finally:
+            self.traverser.excluded = None
+
+    def _match(self, op: MatchOp, jobspec: Jobspec, jobid: int | None, source: str, now: int) -> MatchResult:
         started = time.perf_counter()
         consumes = op != MatchOp.SATISFIABILITY
         if jobid is None:
@@ -309,10 +327,19 @@ class Engine:
 
     def _feasible(self, op: MatchOp, aggregates: dict[str, int]) -> None:
         wanted = aggregates.get("node", 0)
-        if wanted > self.traverser.nodes_up:
+        excluded = self.traverser.excluded
+        up = self.traverser.nodes_up
+        if wanted > up or (excluded and wanted > up - len(excluded) and wanted > self._excluded_up(up, excluded)):
             if op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE):
                 raise MatchFailure(Errno.EBUSY)
             raise MatchFailure(Errno.ENODEV)
+
+    def _excluded_up(self, up: int, excluded: Excluded) -> int:
+        """The nodes up for a match that excludes ``excluded``: those marked up, less those it excludes."""
+        vertices = self.graph.vertices
+        return up - sum(
+            1 for uid in self.graph.by_type.get("node", ()) if uid in excluded and vertices[uid].status == Status.UP
+        )
 
     def _schedule(
         self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]

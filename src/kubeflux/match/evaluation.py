@@ -8,7 +8,7 @@ Plain records. Must never touch the graph or the schedule: the select walk fills
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from kubeflux.match.meta import AllocType
 from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
@@ -22,6 +22,15 @@ T = TypeVar("T")
 CacheKey = tuple[object, ...]
 CacheTable = dict[CacheKey, tuple[int, int, int, T]]
 """Cached values by key, each with the fingerprint and the window (start, end) it was computed for."""
+
+
+class Excluded(Protocol):
+    """Vertex uids a match treats as down (only ``in`` and ``len`` are asked of it)."""
+
+    def __contains__(self, uid: object, /) -> bool: ...
+
+    def __len__(self) -> int: ...
+
 
 Mark = tuple[int, int, bool, int]
 """An edge chosen by a best-k choice: (edge, needs, exclusive, slot-leader action)."""
@@ -141,6 +150,9 @@ class Layout:
     blocks: list[list[tuple[int, int]]]
     fps: list[list[int]] = field(default_factory=list)
     cache: list[list[CacheTable[BlockPart]]] = field(default_factory=list)
+    ordered: str = ""
+    """The children's type when they all have it and their ids strictly increase along the list, else "": a
+    scoring policy then ranks them in list order (see :meth:`Traverser._early_count`)."""
 
 
 def remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:

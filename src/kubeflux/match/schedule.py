@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 
-from kubeflux.match.evaluation import BLOCK, CacheTable, Evaluation, Layout, LeafRun, Pool, T, job_key
+from kubeflux.match.evaluation import BLOCK, CacheTable, Evaluation, Excluded, Layout, LeafRun, Pool, T, job_key
 from kubeflux.match.meta import AllocType, JobMeta, PruningFilters
 from kubeflux.match.multiplanner import MultiPlanner
 from kubeflux.match.planner import Planner, UnitPlanner
@@ -97,6 +97,10 @@ class Schedule:
         """Per vertex, a fingerprint of the scheduling state of its subtree (a sum of hashes of its spans,
         statuses and edge weights); a cached :class:`Evaluation` is valid while it is unchanged."""
         self.root_eval: Evaluation | None = None
+        self.excluded: Excluded | None = None
+        """Node vertices below the root that the current match must treat as down (set by the engine for one
+        match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
+        marking them down, which would change their fingerprints and so void their cached evaluations."""
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._parent_edges: dict[int, int] = {}

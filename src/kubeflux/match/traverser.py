@@ -15,6 +15,7 @@ the update walk and the cancel walk. The select walk must never write the schedu
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 from kubeflux.match import cancel as cancel_walk
 from kubeflux.match import record
@@ -147,7 +148,8 @@ class Traverser(WalkState):
     def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
         """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
         children = self._kid_edges(uid)
-        if not children:
+        if not children or (self.excluded is not None and uid == self.root):
+            # (the root's evaluation depends on the nodes the match excludes: never kept nor reused)
             return self._evaluate(meta, uid, resources, pristine, excl, children)
         fp = self.fp[uid]
         key = self._cache_key(meta, resources, pristine, excl)
@@ -341,6 +343,9 @@ class Traverser(WalkState):
         kids: Kids,
     ) -> bool:
         """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
+        excluded = self.excluded
+        if excluded is not None and target in excluded and meta.alloc_type != AllocType.SATISFIABILITY:
+            return False  # as a node marked down: pruned (satisfiability ignores status)
         vertex = self.graph.vertices[target]
         if self.leaf_shortcut and not vertex.out:
             leaf = self._leaf_kind(vertex, resources, pristine)
@@ -436,6 +441,9 @@ class Traverser(WalkState):
         layout = self._layouts.get(parent)
         if layout is None or layout.width != len(children):
             layout = self._layouts[parent] = self._layout(children)
+        needed = self._early_count(parent, layout, resources)
+        if needed or self.excluded is not None:
+            return self._explore_ordered(meta, parent, layout, resources, pristine, excl, dfu, kids, needed)
         key = self._cache_key(meta, resources, pristine, excl)
         top = len(layout.fps) - 1
         found = False
@@ -444,9 +452,76 @@ class Traverser(WalkState):
                 found = True
         return found
 
+    def _early_count(self, parent: int, layout: Layout, resources: list[Request]) -> int:
+        """How many of the root's children the match takes, when the walk may stop once it has found that many in
+        the policy's order; 0 when it must see them all.
+
+        A scoring policy (not ``first``, not ``variation``) scores a node ``MATCH_MET + id + 1`` whatever is below
+        it (:meth:`MatchPolicy._vertex_score`; the root has no factor), and the root's choice takes the ``k``
+        best by score (``finish_vertex``, or ``finish_graph`` for a request that starts at the nodes). When the
+        request asks exactly ``k`` children of the type the root's children all have (no range: the count does
+        not depend on how many qualify), and their ids strictly increase along the list, the ``k`` best are the
+        first ``k`` that qualify in list order (the last ``k`` for a ``high`` policy): the rest of the walk could
+        not change the choice, only add candidates never chosen."""
+        if parent != self.root or not layout.ordered or len(resources) != 1:
+            return 0
+        spec = self.policy.spec
+        if spec.stop_on_first or spec.performance_class:
+            return 0
+        request = resources[0]
+        count = request.count.min
+        if request.type != layout.ordered or count < 1 or effective_max(request) != count:
+            return 0
+        return count
+
+    def _explore_ordered(
+        self,
+        meta: JobMeta,
+        parent: int,
+        layout: Layout,
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        kids: Kids,
+        needed: int,
+    ) -> bool:
+        """:meth:`_explore_blocks` block by block in the policy's order, stopping once ``needed`` children qualify
+        (0: never). With nodes excluded, each block's children are visited one by one (a span's cached candidates
+        hold the excluded nodes' too)."""
+        excluded = self.excluded if meta.alloc_type != AllocType.SATISFIABILITY else None
+        backwards = needed > 0 and self.policy.descending
+        blocks = layout.blocks
+        order = range(len(blocks) - 1, -1, -1) if backwards else range(len(blocks))
+        key = self._cache_key(meta, resources, pristine, excl)
+        wanted = resources[0].type
+        found = False
+        for index in order:
+            if excluded is None:
+                if take_part(self._span(meta, parent, layout, 0, index, key, resources, pristine, excl), dfu, kids):
+                    found = True
+                    if needed and dfu.qualified_count(wanted) >= needed:
+                        return True
+                continue
+            block = blocks[index]
+            for edge, target in reversed(block) if backwards else block:
+                if target in excluded or not self._visit_child(
+                    meta, edge, target, resources, pristine, excl, dfu, kids
+                ):
+                    continue
+                found = True
+                if needed and dfu.qualified_count(wanted) >= needed:
+                    return True
+        return found
+
     def _layout(self, children: list[tuple[int, int]]) -> Layout:
         fp = self.fp
         layout = Layout(len(children), [children[i : i + BLOCK] for i in range(0, len(children), BLOCK)])
+        vertices = self.graph.vertices
+        kinds = {vertices[target].type for _, target in children}
+        ids = [vertices[target].id for _, target in children]
+        if len(kinds) == 1 and all(a < b for a, b in pairwise(ids)):
+            layout.ordered = kinds.pop()
         level = [sum([fp[target] for _, target in block]) for block in layout.blocks]
         layout.fps.append(level)
         while len(level) > BLOCK:

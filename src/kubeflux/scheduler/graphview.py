@@ -1,10 +1,10 @@
 """The engine as the scheduler sees it: one graph node per admitted Kubernetes node, matches with nodes hidden.
 
-Hiding is how per-pod filters reach the matcher: before a match, the nodes that may not take the pod are marked
-down (:meth:`GraphView.hide`), and only the difference from the previous match is re-marked, so a busy cluster
-costs little. A :class:`HiddenNodes` kept up to date by its owner (the fit of one pod shape) records which names
-changed, so hiding it again costs only those names, not a comparison of two sets of every unfit node. Nodes
-deleted from the cluster stay down (:meth:`GraphView.set_gone`) until they come back; nodes that appear, or come
+Hiding is how per-pod filters reach the matcher: a match is given the nodes that may not take the pod (a
+:class:`HiddenNodes` kept up to date by its owner, the fit of one pod shape) as the engine's ``excluded`` nodes,
+which it treats exactly as nodes marked down. Marking them down would change their fingerprints, and so void their
+cached evaluations at every pod of another shape. Nodes deleted from the cluster are marked down
+(:meth:`GraphView.set_gone`) until they come back; nodes that appear, or come
 back with another capacity, are attached in place (:meth:`GraphView.put_node`, the engine's ``attach`` and
 ``remove``). Pods placed elsewhere (another scheduler, or kubeflux before a restart) are replayed onto their node
 with the engine's ``update_leaves`` (:meth:`GraphView.replay`).
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
@@ -35,31 +35,36 @@ _CHANGES_KEPT = 4096
 
 
 class HiddenNodes:
-    """A set of node names to hide, changed in place by its owner, which notes every name that entered or left."""
+    """A set of node names to hide from a pod's matches, changed in place by its owner (the fit of one pod shape)."""
 
-    __slots__ = ("changed", "names")
+    __slots__ = ("names",)
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
-        self.changed: set[str] | None = set()
-        """Names whose membership changed since the set was last hidden; None when too many did."""
 
     def add(self, name: str) -> None:
-        if name not in self.names:
-            self.names.add(name)
-            self._note(name)
+        self.names.add(name)
 
     def discard(self, name: str) -> None:
-        if name in self.names:
-            self.names.discard(name)
-            self._note(name)
+        self.names.discard(name)
 
-    def _note(self, name: str) -> None:
-        changed = self.changed
-        if changed is not None:
-            changed.add(name)
-            if len(changed) > _CHANGES_KEPT:
-                self.changed = None
+
+class _ExcludedNames:
+    """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex's name is (the graph's
+    node vertices are named after their Kubernetes nodes, and the root's children are all nodes)."""
+
+    __slots__ = ("names", "vertices")
+
+    def __init__(self, names: Collection[str], vertices: list[Vertex]) -> None:
+        self.names = names
+        self.vertices = vertices
+
+    def __contains__(self, uid: object) -> bool:
+        assert isinstance(uid, int)
+        return self.vertices[uid].name in self.names
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 class GraphView:
@@ -73,12 +78,9 @@ class GraphView:
         self.specs = {spec.name: spec for spec in specs}
         self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
         self.gone: set[str] = set()
-        self.hidden: set[str] = set()
         self.unrecorded: set[str] = set()
         """Nodes where a bound pod is counted in the books but not held in the graph (the engine could not take
         it yet): node-exclusive matches never land there, as the node is not whole (set by the informer)."""
-        self._hidden_from: HiddenNodes | None = None
-        """The kept set :attr:`hidden` was last made equal to (its later changes are in its ``changed``)."""
         self._orders: dict[tuple[bool, bool], list[str]] = {}
         self._changes = 0
         """Counts the engine calls that change allocations (matches, replays, releases, cancels, attaches)."""
@@ -122,43 +124,9 @@ class GraphView:
             return
         if gone:
             self.gone.add(name)
-            if name not in self.hidden:
-                self._mark(name, Status.DOWN)
         else:
             self.gone.discard(name)
-            if name not in self.hidden:
-                self._mark(name, Status.UP)
-
-    def hide(self, names: Iterable[str] | HiddenNodes) -> None:
-        """Make exactly ``names`` (plus the gone nodes) invisible to the next matches."""
-        if isinstance(names, HiddenNodes):
-            changed, names.changed = names.changed, set()
-            if names is self._hidden_from and changed is not None:
-                for name in changed:
-                    self._set_hidden(name, name in names.names)
-                return
-            self._hidden_from = names
-            names = names.names
-        else:
-            self._hidden_from = None
-        target = set(names)
-        for name in self.hidden - target:
-            if name not in self.gone:
-                self._mark(name, Status.UP)
-        for name in target - self.hidden:
-            if name not in self.gone:
-                self._mark(name, Status.DOWN)
-        self.hidden = target
-
-    def _set_hidden(self, name: str, hidden: bool) -> None:
-        if (name in self.hidden) == hidden:
-            return
-        if hidden:
-            self.hidden.add(name)
-        else:
-            self.hidden.discard(name)
-        if name not in self.gone:
-            self._mark(name, Status.DOWN if hidden else Status.UP)
+        self._mark(name, Status.DOWN if gone else Status.UP)
 
     def match(
         self,
@@ -166,20 +134,22 @@ class GraphView:
         spec: Jobspec,
         what: str,
         start: int,
-        hide: Iterable[str] | HiddenNodes,
+        hide: Collection[str] | HiddenNodes,
         policy: str | None = None,
     ) -> MatchResult:
-        """One engine match at ``start`` with the ``hide`` nodes down; logged as Fluence logs its match calls."""
+        """One engine match at ``start`` that treats the ``hide`` nodes as down (the engine's ``excluded``: their
+        status is not changed, so their cached evaluations stay valid for the next pod); logged as Fluence logs
+        its match calls."""
         engine = self.engine
+        names = hide.names if isinstance(hide, HiddenNodes) else hide
         if self.unrecorded and (parse_policy(policy) if policy is not None else engine.policy.spec).node_exclusive:
-            names = hide.names if isinstance(hide, HiddenNodes) else hide
-            hide = {*names, *self.unrecorded}
-        self.hide(hide)
+            names = {*names, *self.unrecorded}
+        excluded = _ExcludedNames(names, engine.graph.vertices) if names else None
         saved = engine.policy
         if policy is not None and policy != self.policy:
             engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
         try:
-            result = engine.match(op, spec, now=start, source=what)
+            result = engine.match(op, spec, now=start, source=what, excluded=excluded)
             self._changes += 1
         finally:
             engine.policy = engine.traverser.policy = saved
@@ -381,8 +351,6 @@ class GraphView:
         graph = engine.graph
         path = f"/{CLUSTER_NAME}0/{spec.name}"
         if spec.name in self.specs and graph.vertex_at(path) is not None:
-            self.hidden.discard(spec.name)
-            self._hidden_from = None
             engine.remove_path(path)
         rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
         piece = Graph()

@@ -1,0 +1,173 @@
+"""Two shortcuts of a wide root never change an answer.
+
+* **Early stop**: under a scoring policy, a request for exactly ``k`` nodes takes the ``k`` qualifying nodes that
+  come first in the policy's order, so the walk of the root's children stops there (``Traverser._early_count``).
+* **Excluded nodes**: a scheduler passes the nodes a pod may not use as ``excluded`` instead of marking them down;
+  the match must be exactly the one it would be with those nodes down.
+
+Random sequences of matches (every operation), cancels, status changes and clock steps on flat clusters wide
+enough for the block walk (more than 64 nodes, of uneven sizes, with and without sockets and gpus), under every
+policy, give byte-identical transcripts with and without each shortcut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeflux.jobspec import Jobspec, jobspec_from_dict
+from kubeflux.match import traverser
+from kubeflux.match.engine import Engine, MatchOp
+from kubeflux.resources import NodeSpec, build_graph
+from kubeflux.resources.graph import Status
+
+POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "firstnodex", "variation"]
+OPS = [
+    MatchOp.ALLOCATE,
+    MatchOp.ALLOCATE_ORELSE_RESERVE,
+    MatchOp.ALLOCATE_WITH_SATISFIABILITY,
+    MatchOp.SATISFIABILITY,
+]
+DURATIONS = [600, 3600, 5000]
+WAITS = [600, 1400, 3000]
+RANGE = {"min": 1, "max": 3, "operator": "+", "operand": 1}
+"""A node count that depends on how many qualify: the walk must see them all."""
+
+
+def _slot(count: object, cores: int, gpus: int = 0) -> dict[str, object]:
+    shape: list[dict[str, object]] = [{"type": "core", "count": cores}]
+    if gpus:
+        shape.append({"type": "gpu", "count": gpus})
+    return {"type": "slot", "count": count, "label": "task", "with": shape}
+
+
+def _spec(resources: list[dict[str, object]]) -> Jobspec:
+    return jobspec_from_dict(
+        {
+            "version": 9999,
+            "resources": resources,
+            "attributes": {"system": {"duration": 3600}},
+            "tasks": [{"command": ["app"], "slot": "task", "count": {"per_slot": 1}}],
+        }
+    )
+
+
+def _jobspecs(sockets: bool) -> list[Jobspec]:
+    below = (lambda slot: [{"type": "socket", "count": 1, "with": [slot]}]) if sockets else (lambda slot: [slot])
+    return [_spec([{"type": "node", "count": 1, "with": below(_slot(1, cores))}]) for cores in (1, 2, 4, 8)] + [
+        _spec([{"type": "node", "count": 2, "with": below(_slot(1, 3))}]),
+        _spec([{"type": "node", "count": 1, "exclusive": True, "with": below(_slot(1, 2))}]),
+        _spec([{"type": "node", "count": RANGE, "with": below(_slot(1, 2))}]),
+        _spec([{"type": "cluster", "count": 1, "with": [{"type": "node", "count": 1, "with": below(_slot(1, 4))}]}]),
+        _spec([_slot(3, 2)]),
+        _spec([{"type": "node", "count": 1, "with": below(_slot(1, 1, gpus=1))}]),
+    ]
+
+
+def _graph(nodes: int, sockets: bool, small: bool = False) -> list[NodeSpec]:
+    """``nodes`` nodes of 2, 4 and 8 cores, some with gpus; ``small``: all of 2 cores (a cluster soon full)."""
+    return [
+        NodeSpec(
+            f"n{i}",
+            cores=2 if small else (2, 4, 8)[i % 3],
+            gpus=2 if i % 5 == 0 else 0,
+            sockets=2 if sockets else 0,
+        )
+        for i in range(nodes)
+    ]
+
+
+Step = tuple[str, int, int]
+
+
+def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, exclude: bool) -> list[str]:
+    """The transcript of ``steps``; ``exclude``: hidden nodes are passed as ``excluded`` (else marked down for
+    the match and up again after it)."""
+    patch = mock.patch.object(traverser.Traverser, "_early_count", return_value=0) if not early else None
+    if patch is not None:
+        patch.start()
+    try:
+        engine = Engine(build_graph(specs), policy=policy)
+        jobspecs = _jobspecs(any(spec.sockets for spec in specs))
+        uids = list(engine.graph.by_type["node"])
+        paths = [engine.graph.vertices[uid].paths["containment"] for uid in uids]
+        transcript: list[str] = []
+        live: list[int] = []
+        now = 0
+        for kind, a, b in steps:
+            if kind == "wait":
+                now += WAITS[b % len(WAITS)]
+            elif kind == "cancel" and live:
+                engine.cancel(live.pop(a % len(live)))
+            elif kind == "status":
+                engine.set_status(paths[a % len(paths)], Status.DOWN if b % 2 else Status.UP)
+            elif kind == "match":
+                op = OPS[b % len(OPS)]
+                spec = dataclasses.replace(jobspecs[a % len(jobspecs)], duration=DURATIONS[(a + b) % 3])
+                hidden = {uids[i] for i in range(len(uids)) if (i * 7 + a + b) % 5 < (a % 4)}
+                if exclude:
+                    result = engine.match(op, spec, now=now, excluded=hidden)
+                else:
+                    marked = [uid for uid in hidden if engine.graph.vertices[uid].status == Status.UP]
+                    for uid in marked:
+                        engine.set_status(engine.graph.vertices[uid].paths["containment"], Status.DOWN)
+                    result = engine.match(op, spec, now=now)
+                    for uid in marked:
+                        engine.set_status(engine.graph.vertices[uid].paths["containment"], Status.UP)
+                if result.matched and op != MatchOp.SATISFIABILITY:
+                    live.append(result.jobid)
+                transcript.append(f"{op} {result.matched} {result.at} {result.errno}\n{result.resources}")
+        return transcript
+    finally:
+        if patch is not None:
+            patch.stop()
+
+
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["match", "match", "match", "match", "cancel", "status", "wait"]),
+        st.integers(0, 99),
+        st.integers(0, 9),
+    ),
+    min_size=1,
+    max_size=80,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.sampled_from([70, 100]),
+    sockets=st.booleans(),
+    small=st.booleans(),
+    policy=st.sampled_from(POLICIES),
+    steps=steps,
+)
+def test_early_stop_and_excluded_nodes_give_the_same_matches(
+    nodes: int, sockets: bool, small: bool, policy: str, steps: list[Step]
+) -> None:
+    specs = _graph(nodes, sockets, small)
+    reference = _run(specs, policy, steps, early=False, exclude=False)
+    assert _run(specs, policy, steps, early=True, exclude=False) == reference
+    assert _run(specs, policy, steps, early=True, exclude=True) == reference
+
+
+def test_a_one_node_request_on_a_wide_root_stops_at_the_first_node_that_qualifies() -> None:
+    """10,000 nodes: a one-core pod under ``lonode`` visits a handful of nodes, not thousands (counted visits)."""
+    engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(10_000)]), policy="lonode")
+    spec = _jobspecs(False)[0]
+    engine.match(MatchOp.ALLOCATE, spec)  # the first walk lays the root out
+    visits = mock.patch.object(
+        traverser.Traverser, "_visit_child", autospec=True, side_effect=traverser.Traverser._visit_child
+    )
+    with visits as visit:
+        result = engine.match(MatchOp.ALLOCATE, spec, now=10)
+    assert result.matched and "n0" in result.resources
+    assert visit.call_count < 100
+    excluded = set(engine.graph.by_type["node"][:5000])
+    with visits as visit:
+        result = engine.match(MatchOp.ALLOCATE, spec, now=20, excluded=excluded)
+    assert result.matched and "n5000" in result.resources
+    assert visit.call_count < 100
