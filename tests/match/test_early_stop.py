@@ -86,7 +86,7 @@ Step = tuple[str, int, int]
 def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, exclude: bool) -> list[str]:
     """The transcript of ``steps``; ``exclude``: hidden nodes are passed as ``excluded`` (else marked down for
     the match and up again after it)."""
-    patch = mock.patch.object(traverser.Traverser, "_early_count", return_value=0) if not early else None
+    patch = mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)) if not early else None
     if patch is not None:
         patch.start()
     try:

@@ -153,6 +153,9 @@ class Layout:
     ordered: str = ""
     """The children's type when they all have it and their ids strictly increase along the list, else "": a
     scoring policy then ranks them in list order (see :meth:`Traverser._early_count`)."""
+    stops: dict[tuple[bool, tuple[str, ...], bool], list[bool] | None] = field(default_factory=dict)
+    """Per (node-centric, slot leaf types, backwards): after which children a walk for such slots may stop
+    (:func:`kubeflux.match.ranked.slot_stops`), found on first use."""
 
 
 def remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from kubeflux.match import cancel as cancel_walk
-from kubeflux.match import record
+from kubeflux.match import ranked, record
 from kubeflux.match.evaluation import (
     BLOCK,
     CACHE_PER_VERTEX,
@@ -441,9 +441,9 @@ class Traverser(WalkState):
         layout = self._layouts.get(parent)
         if layout is None or layout.width != len(children):
             layout = self._layouts[parent] = self._layout(children)
-        needed = self._early_count(parent, layout, resources)
+        needed, stops = self._early_count(parent, layout, resources)
         if needed or self.excluded is not None:
-            return self._explore_ordered(meta, parent, layout, resources, pristine, excl, dfu, kids, needed)
+            return self._explore_ordered(meta, parent, layout, resources, pristine, excl, dfu, kids, needed, stops)
         key = self._cache_key(meta, resources, pristine, excl)
         top = len(layout.fps) - 1
         found = False
@@ -452,27 +452,35 @@ class Traverser(WalkState):
                 found = True
         return found
 
-    def _early_count(self, parent: int, layout: Layout, resources: list[Request]) -> int:
-        """How many of the root's children the match takes, when the walk may stop once it has found that many in
-        the policy's order; 0 when it must see them all.
-
-        A scoring policy (not ``first``, not ``variation``) scores a node ``MATCH_MET + id + 1`` whatever is below
-        it (:meth:`MatchPolicy._vertex_score`; the root has no factor), and the root's choice takes the ``k``
-        best by score (``finish_vertex``, or ``finish_graph`` for a request that starts at the nodes). When the
-        request asks exactly ``k`` children of the type the root's children all have (no range: the count does
-        not depend on how many qualify), and their ids strictly increase along the list, the ``k`` best are the
-        first ``k`` that qualify in list order (the last ``k`` for a ``high`` policy): the rest of the walk could
-        not change the choice, only add candidates never chosen."""
+    def _early_count(self, parent: int, layout: Layout, resources: list[Request]) -> tuple[int, list[bool] | None]:
+        """How many of the root's children's candidates the match takes, when the walk may stop once it has found
+        that many in the policy's order (0: it must see them all), and after which children it may (None: after
+        any). See :mod:`kubeflux.match.ranked`: a request for exactly ``k`` nodes, or ``k`` slots of unit leaves."""
         if parent != self.root or not layout.ordered or len(resources) != 1:
-            return 0
+            return 0, None
         spec = self.policy.spec
         if spec.stop_on_first or spec.performance_class:
-            return 0
+            return 0, None
         request = resources[0]
         count = request.count.min
-        if request.type != layout.ordered or count < 1 or effective_max(request) != count:
-            return 0
-        return count
+        if count < 1 or effective_max(request) != count:
+            return 0, None
+        if request.type == layout.ordered:
+            return count, None
+        if request.type != SLOT or layout.ordered != "node" or any(element.with_ for element in request.with_):
+            return 0, None
+        types = tuple(sorted({element.type for element in request.with_}))
+        key = (spec.node_centric, types, self.policy.descending)
+        if key not in layout.stops:
+            ranges = ranked.leaf_ranges(
+                self.graph.vertices,
+                self._kid_edges,
+                [target for block in layout.blocks for _, target in block],
+                spec.node_centric,
+            )
+            layout.stops[key] = ranked.slot_stops(ranges, list(types), self.policy.descending)
+        stops = layout.stops[key]
+        return (count, stops) if stops is not None and any(stops) else (0, None)
 
     def _explore_ordered(
         self,
@@ -485,10 +493,11 @@ class Traverser(WalkState):
         dfu: Scoring,
         kids: Kids,
         needed: int,
+        stops: list[bool] | None,
     ) -> bool:
-        """:meth:`_explore_blocks` block by block in the policy's order, stopping once ``needed`` children qualify
-        (0: never). With nodes excluded, each block's children are visited one by one (a span's cached candidates
-        hold the excluded nodes' too)."""
+        """:meth:`_explore_blocks` block by block in the policy's order, stopping once ``needed`` candidates
+        qualify (0: never) after a child where ``stops`` allows it (None: any). With nodes excluded, each block's
+        children are visited one by one (a span's cached candidates hold the excluded nodes' too)."""
         excluded = self.excluded if meta.alloc_type != AllocType.SATISFIABILITY else None
         backwards = needed > 0 and self.policy.descending
         blocks = layout.blocks
@@ -501,16 +510,20 @@ class Traverser(WalkState):
                 if take_part(self._span(meta, parent, layout, 0, index, key, resources, pristine, excl), dfu, kids):
                     found = True
                     if needed and dfu.qualified_count(wanted) >= needed:
-                        return True
+                        last = index * BLOCK if backwards else min((index + 1) * BLOCK, layout.width) - 1
+                        if stops is None or stops[last]:
+                            return True
                 continue
             block = blocks[index]
-            for edge, target in reversed(block) if backwards else block:
+            positions = range(len(block) - 1, -1, -1) if backwards else range(len(block))
+            for at in positions:
+                edge, target = block[at]
                 if target in excluded or not self._visit_child(
                     meta, edge, target, resources, pristine, excl, dfu, kids
                 ):
                     continue
                 found = True
-                if needed and dfu.qualified_count(wanted) >= needed:
+                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[index * BLOCK + at]):
                     return True
         return found
 
