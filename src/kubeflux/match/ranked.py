@@ -65,31 +65,27 @@ def leaf_ranges(vertices: list[Vertex], kid_edges: KidEdges, children: list[int]
 
 def slot_stops(ranges: Ranges, types: list[str], backwards: bool) -> list[bool] | None:
     """Per child position, whether the walk may stop once it has visited that child and all before it in its order
-    (for ``backwards``, that child and all after it): every leaf of ``types`` seen outranks every leaf unseen. None
-    when a type has vertices of several units (or none at all)."""
+    (for ``backwards``, that child and all after it): for each of ``types``, every leaf seen outranks every leaf
+    unseen, and the leaves seen are themselves ranked child by child, so no two slots seen tie (a tie among them
+    could be broken otherwise by the full walk's unstable sort). None when a type has vertices of several units
+    (or none at all)."""
     if not types or any(kind not in ranges for kind in types):
         return None
     width = len(ranges[types[0]][0])
     stops = [True] * width
     for kind in types:
         low, high = ranges[kind]
-        if backwards:
-            # seen: positions p.. (all higher ids); unseen: before p. Stop when min(seen low) > max(unseen high).
-            unseen_high = [-INF] * (width + 1)
-            for p in range(width):
-                unseen_high[p + 1] = max(unseen_high[p], high[p])
-            seen_low = INF
-            for p in range(width - 1, -1, -1):
-                seen_low = min(seen_low, low[p])
-                if not seen_low > unseen_high[p]:
-                    stops[p] = False
-        else:
-            unseen_low = [INF] * (width + 1)
-            for p in range(width - 1, -1, -1):
-                unseen_low[p] = min(unseen_low[p + 1], low[p])
-            seen_high = -INF
-            for p in range(width):
+        if backwards:  # mirror the lists, so that "seen" is always a prefix
+            low, high = [-x for x in reversed(high)], [-x for x in reversed(low)]
+        unseen_low = [INF] * (width + 1)
+        for p in range(width - 1, -1, -1):
+            unseen_low[p] = min(unseen_low[p + 1], low[p])
+        seen_high = -INF
+        ranked_so_far = True
+        for p in range(width):
+            if low[p] != INF:
+                ranked_so_far = ranked_so_far and seen_high < low[p]
                 seen_high = max(seen_high, high[p])
-                if not seen_high < unseen_low[p + 1]:
-                    stops[p] = False
+            if not (ranked_so_far and seen_high < unseen_low[p + 1]):
+                stops[width - 1 - p if backwards else p] = False
     return stops

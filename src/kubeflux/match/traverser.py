@@ -27,6 +27,7 @@ from kubeflux.match.evaluation import (
     Evaluation,
     Kids,
     Layout,
+    allowed_positions,
     remember,
     take_part,
 )
@@ -475,7 +476,7 @@ class Traverser(WalkState):
             ranges = ranked.leaf_ranges(
                 self.graph.vertices,
                 self._kid_edges,
-                [target for block in layout.blocks for _, target in block],
+                [target for _, target in layout.children],
                 spec.node_centric,
             )
             layout.stops[key] = ranked.slot_stops(ranges, list(types), self.policy.descending)
@@ -500,36 +501,34 @@ class Traverser(WalkState):
         children are visited one by one (a span's cached candidates hold the excluded nodes' too)."""
         excluded = self.excluded if meta.alloc_type != AllocType.SATISFIABILITY else None
         backwards = needed > 0 and self.policy.descending
-        blocks = layout.blocks
-        order = range(len(blocks) - 1, -1, -1) if backwards else range(len(blocks))
-        key = self._cache_key(meta, resources, pristine, excl)
         wanted = resources[0].type
-        found = False
-        for index in order:
-            if excluded is None:
-                if take_part(self._span(meta, parent, layout, 0, index, key, resources, pristine, excl), dfu, kids):
-                    found = True
-                    if needed and dfu.qualified_count(wanted) >= needed:
-                        last = index * BLOCK if backwards else min((index + 1) * BLOCK, layout.width) - 1
-                        if stops is None or stops[last]:
-                            return True
-                continue
-            block = blocks[index]
-            positions = range(len(block) - 1, -1, -1) if backwards else range(len(block))
-            for at in positions:
-                edge, target = block[at]
-                if target in excluded or not self._visit_child(
-                    meta, edge, target, resources, pristine, excl, dfu, kids
-                ):
+        if excluded is not None:
+            children = layout.children
+            found = False
+            for position in allowed_positions(layout, excluded, backwards):
+                edge, target = children[position]
+                if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
                     continue
                 found = True
-                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[index * BLOCK + at]):
+                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
                     return True
+            return found
+        blocks = layout.blocks
+        key = self._cache_key(meta, resources, pristine, excl)
+        found = False
+        for index in range(len(blocks) - 1, -1, -1) if backwards else range(len(blocks)):
+            if take_part(self._span(meta, parent, layout, 0, index, key, resources, pristine, excl), dfu, kids):
+                found = True
+                if needed and dfu.qualified_count(wanted) >= needed:
+                    last = index * BLOCK if backwards else min((index + 1) * BLOCK, layout.width) - 1
+                    if stops is None or stops[last]:
+                        return True
         return found
 
     def _layout(self, children: list[tuple[int, int]]) -> Layout:
         fp = self.fp
         layout = Layout(len(children), [children[i : i + BLOCK] for i in range(0, len(children), BLOCK)])
+        layout.children = children
         vertices = self.graph.vertices
         kinds = {vertices[target].type for _, target in children}
         ids = [vertices[target].id for _, target in children]

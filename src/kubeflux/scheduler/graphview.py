@@ -20,6 +20,9 @@ import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable
 
+import numpy as np
+import numpy.typing as npt
+
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
@@ -35,29 +38,42 @@ _CHANGES_KEPT = 4096
 
 
 class HiddenNodes:
-    """A set of node names to hide from a pod's matches, changed in place by its owner (the fit of one pod shape)."""
+    """A set of node names to hide from a pod's matches, changed in place by its owner (the fit of one pod shape).
 
-    __slots__ = ("names",)
+    The graph view it is matched on keeps a mask of the hidden nodes' vertex uids on it (:meth:`GraphView.match`),
+    which every change keeps true from then on."""
+
+    __slots__ = ("mask", "names", "owner", "uid_of")
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
+        self.mask: npt.NDArray[np.bool_] | None = None
+        self.uid_of: dict[str, int] = {}
+        self.owner: tuple[int, int] = (0, 0)
+        """(id of the graph view, its node generation) the mask was made for."""
 
     def add(self, name: str) -> None:
         self.names.add(name)
+        if self.mask is not None and (uid := self.uid_of.get(name)) is not None:
+            self.mask[uid] = True
 
     def discard(self, name: str) -> None:
         self.names.discard(name)
+        if self.mask is not None and (uid := self.uid_of.get(name)) is not None:
+            self.mask[uid] = False
 
 
 class _ExcludedNames:
     """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex's name is (the graph's
-    node vertices are named after their Kubernetes nodes, and the root's children are all nodes)."""
+    node vertices are named after their Kubernetes nodes, and the root's children are all nodes); ``mask``, when
+    given, marks the same uids."""
 
-    __slots__ = ("names", "vertices")
+    __slots__ = ("mask", "names", "vertices")
 
-    def __init__(self, names: Collection[str], vertices: list[Vertex]) -> None:
+    def __init__(self, names: Collection[str], vertices: list[Vertex], mask: npt.NDArray[np.bool_] | None) -> None:
         self.names = names
         self.vertices = vertices
+        self.mask = mask
 
     def __contains__(self, uid: object) -> bool:
         assert isinstance(uid, int)
@@ -65,6 +81,13 @@ class _ExcludedNames:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def allowed(self, uids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Which of ``uids`` are not excluded, at once."""
+        if self.mask is None:
+            names, vertices = self.names, self.vertices
+            return np.fromiter((vertices[uid].name not in names for uid in uids.tolist()), dtype=bool, count=len(uids))
+        return ~self.mask[uids]
 
 
 class GraphView:
@@ -88,11 +111,15 @@ class GraphView:
         """``first``'s node order for fractional pods, with the (time, :attr:`_changes`) it was computed for."""
         self._leaves: dict[str, tuple[list[int], list[int]]] = {}
         """Node name → its core and gpu vertex uids, in graph order (:meth:`leaves`)."""
+        self._uid_of: dict[str, int] = {}
+        """Node name → its node vertex's uid (a new dict whenever a node is attached: see :meth:`_mask`)."""
+        self._node_generation = 0
         graph = self.engine.graph
         for name, path in self.paths.items():
             vertex = graph.vertex_at(path)
             if vertex is not None:
                 self._leaves[name] = _core_and_gpu_leaves(graph, vertex)
+                self._uid_of[name] = vertex.uid
         self._socket_sizes = Counter(_socket_size(spec) for spec in specs if spec.sockets > 0)
         """(cores, gpus) of one socket → how many nodes have sockets of that size (the first socket's, which takes
         a remainder)."""
@@ -144,7 +171,8 @@ class GraphView:
         names = hide.names if isinstance(hide, HiddenNodes) else hide
         if self.unrecorded and (parse_policy(policy) if policy is not None else engine.policy.spec).node_exclusive:
             names = {*names, *self.unrecorded}
-        excluded = _ExcludedNames(names, engine.graph.vertices) if names else None
+        mask = self._mask(hide) if isinstance(hide, HiddenNodes) and names is hide.names else None
+        excluded = _ExcludedNames(names, engine.graph.vertices, mask) if names else None
         saved = engine.policy
         if policy is not None and policy != self.policy:
             engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
@@ -166,6 +194,19 @@ class GraphView:
                 f"({result.elapsed:.6f} s)"
             )
         return result
+
+    def _mask(self, hidden: HiddenNodes) -> npt.NDArray[np.bool_]:
+        """``hidden``'s mask of vertex uids on this view's graph, made when it has none for the graph's current
+        nodes (they change when a node is attached)."""
+        owner = (id(self), self._node_generation)
+        vertices = self.engine.graph.vertices
+        if hidden.owner != owner or hidden.mask is None or len(hidden.mask) != len(vertices):
+            mask = np.zeros(len(vertices), dtype=bool)
+            uid_of = self._uid_of
+            hit = [uid_of[name] for name in hidden.names if name in uid_of]
+            mask[hit] = True
+            hidden.mask, hidden.uid_of, hidden.owner = mask, uid_of, owner
+        return hidden.mask
 
     def preferred_node(self, fits: Callable[[str], bool], policy: str, at: int) -> str | None:
         """The node among those that ``fits`` that ``policy`` prefers for a pod that takes no vertex (a fractional
@@ -378,6 +419,8 @@ class GraphView:
         self.paths[spec.name] = path
         vertex = graph.vertex_at(path)
         self._leaves[spec.name] = _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES
+        self._uid_of = {**self._uid_of, spec.name: vertex.uid} if vertex is not None else dict(self._uid_of)
+        self._node_generation += 1
         if spec.sockets > 0 or (old is not None and old.sockets > 0):
             if old is not None and old.sockets > 0:
                 self._socket_sizes[_socket_size(old)] -= 1
