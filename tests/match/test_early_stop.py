@@ -15,11 +15,14 @@ from __future__ import annotations
 import dataclasses
 from unittest import mock
 
+import numpy as np
+import numpy.typing as npt
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec, jobspec_from_dict
-from kubeflux.match import traverser
+from kubeflux.match import evaluation, traverser
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
@@ -171,3 +174,27 @@ def test_a_one_node_request_on_a_wide_root_stops_at_the_first_node_that_qualifie
         result = engine.match(MatchOp.ALLOCATE, spec, now=20, excluded=excluded)
     assert result.matched and "n5000" in result.resources
     assert visit.call_count < 100
+
+
+@pytest.mark.parametrize("width", [1, 6, 7, 8, 20, 21])
+@pytest.mark.parametrize("backwards", [False, True])
+def test_allowed_positions_in_runs_are_those_a_plain_scan_gives(width: int, backwards: bool) -> None:
+    """A mask asked a run of children at a time (here 7) lists the same positions as testing each child."""
+    layout = evaluation.Layout(width, [])
+    layout.children = [(i, 100 + i) for i in range(width)]
+    excluded = {100 + i for i in range(width) if i % 3 == 0}
+
+    class Masked:
+        def __contains__(self, uid: object) -> bool:
+            return uid in excluded
+
+        def __len__(self) -> int:
+            return len(excluded)
+
+        def allowed(self, uids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+            return np.array([uid not in excluded for uid in uids.tolist()], dtype=bool)
+
+    with mock.patch.object(evaluation, "POSITIONS_AT_ONCE", 7):
+        runs = list(evaluation.allowed_positions(layout, Masked(), backwards))
+    scan = list(evaluation.allowed_positions(layout, excluded, backwards))
+    assert runs == scan == [p for p in (reversed(range(width)) if backwards else range(width)) if p % 3]

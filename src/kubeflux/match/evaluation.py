@@ -167,18 +167,27 @@ class Layout:
     (:func:`kubeflux.match.ranked.slot_stops`), found on first use."""
 
 
+POSITIONS_AT_ONCE = 512
+"""Children whose exclusion :func:`allowed_positions` asks about at a time (a walk mostly stops at the first)."""
+
+
 def allowed_positions(layout: Layout, excluded: Excluded, backwards: bool) -> Iterator[int]:
     """The positions of ``layout``'s children that ``excluded`` leaves, in order (last first when ``backwards``).
-    With an ``allowed`` method the mask is made in one vectorised step, so a walk that stops at the first allowed
-    child of ten thousand does not test them one by one."""
+    With an ``allowed`` method the mask is made a run of children at a time, vectorised, so a walk that stops at
+    the first allowed child of ten thousand neither tests them one by one nor lists them all."""
     allowed: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = getattr(excluded, "allowed", None)
     if allowed is None:
         positions = [p for p, (_, uid) in enumerate(layout.children) if uid not in excluded]
-        return reversed(positions) if backwards else iter(positions)
-    if layout.uids is None:
-        layout.uids = np.fromiter((uid for _, uid in layout.children), dtype=np.int64, count=layout.width)
-    found = np.flatnonzero(allowed(layout.uids))
-    return iter((found[::-1] if backwards else found).tolist())
+        yield from reversed(positions) if backwards else positions
+        return
+    uids = layout.uids
+    if uids is None:
+        uids = layout.uids = np.fromiter((uid for _, uid in layout.children), dtype=np.int64, count=layout.width)
+    width, step = layout.width, POSITIONS_AT_ONCE
+    for low in range(width - step if backwards else 0, -step if backwards else width, -step if backwards else step):
+        start = max(low, 0)
+        found = (np.flatnonzero(allowed(uids[start : low + step])) + start).tolist()
+        yield from reversed(found) if backwards else found
 
 
 def remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:

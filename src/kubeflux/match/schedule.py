@@ -441,8 +441,12 @@ class Schedule:
         return self.graph.vertices[uid].parent
 
     def _walk_parents(self, uid: int) -> list[int]:
-        """Every vertex the walk reaches ``uid`` from: in a containment DAG a vertex may have several."""
+        """Every vertex the walk reaches ``uid`` from: in a containment DAG a vertex may have several (in a tree,
+        its one parent)."""
         graph = self.graph
+        if not graph.shared_children:
+            parent = graph.vertices[uid].parent
+            return [] if parent == -1 else [parent]
         parents = []
         for index in graph.in_edges(uid):
             edge = graph.edges[index]
