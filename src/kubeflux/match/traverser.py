@@ -496,9 +496,9 @@ class Traverser(WalkState):
         needed: int,
         stops: list[bool] | None,
     ) -> bool:
-        """:meth:`_explore_blocks` block by block in the policy's order, stopping once ``needed`` candidates
-        qualify (0: never) after a child where ``stops`` allows it (None: any). With nodes excluded, each block's
-        children are visited one by one (a span's cached candidates hold the excluded nodes' too)."""
+        """:meth:`_explore_blocks` in the policy's order, stopping once ``needed`` candidates qualify (0: never)
+        after a child where ``stops`` allows it (None: any): block by block from the spans' caches, or, with nodes
+        excluded, the allowed children one by one (a span's cached candidates hold the excluded nodes' too)."""
         excluded = self.excluded if meta.alloc_type != AllocType.SATISFIABILITY else None
         backwards = needed > 0 and self.policy.descending
         wanted = resources[0].type
