@@ -88,9 +88,18 @@ Step = tuple[str, int, int]
 
 def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, exclude: bool) -> list[str]:
     """The transcript of ``steps``; ``exclude``: hidden nodes are passed as ``excluded`` (else marked down for
-    the match and up again after it)."""
-    patch = mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)) if not early else None
-    if patch is not None:
+    the match and up again after it); not ``early``: the plain walk, without early stops or cached evaluations
+    (a span of the root's children reused for a window it was not made for would show too)."""
+    patches = (
+        []
+        if early
+        else [
+            mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)),
+            mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0),  # the plain walk: nothing cached either
+            mock.patch.object(traverser, "CACHE_PER_VERTEX", 0),
+        ]
+    )
+    for patch in patches:
         patch.start()
     try:
         engine = Engine(build_graph(specs), policy=policy)
@@ -107,6 +116,12 @@ def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, 
                 engine.cancel(live.pop(a % len(live)))
             elif kind == "status":
                 engine.set_status(paths[a % len(paths)], Status.DOWN if b % 2 else Status.UP)
+            elif kind == "probe":  # matched and at once cancelled: the graph is as it was
+                op = OPS[b % len(OPS)]
+                result = engine.match(op, jobspecs[a % len(jobspecs)], now=now)
+                if result.matched and op != MatchOp.SATISFIABILITY:
+                    engine.cancel(result.jobid)
+                transcript.append(f"probe {op} {result.matched} {result.at} {result.errno}\n{result.resources}")
             elif kind == "match":
                 op = OPS[b % len(OPS)]
                 spec = dataclasses.replace(jobspecs[a % len(jobspecs)], duration=DURATIONS[(a + b) % 3])
@@ -125,7 +140,7 @@ def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, 
                 transcript.append(f"{op} {result.matched} {result.at} {result.errno}\n{result.resources}")
         return transcript
     finally:
-        if patch is not None:
+        for patch in patches:
             patch.stop()
 
 
@@ -198,3 +213,15 @@ def test_allowed_positions_in_runs_are_those_a_plain_scan_gives(width: int, back
         runs = list(evaluation.allowed_positions(layout, Masked(), backwards))
     scan = list(evaluation.allowed_positions(layout, excluded, backwards))
     assert runs == scan == [p for p in (reversed(range(width)) if backwards else range(width)) if p % 3]
+
+
+@pytest.mark.parametrize("policy", ["lonode", "low", "hinode"])
+def test_a_span_of_nodes_is_reused_only_for_windows_that_meet_the_same_jobs(policy: str) -> None:
+    """Jobs of many lengths on a wide cluster; then the same request, matched and cancelled as the clock moves past
+    their ends (each cancel restores the fingerprints, so only the window tells a cached span is stale): every
+    answer is the plain walk's."""
+    specs = [NodeSpec(f"n{i}", cores=2) for i in range(96)]
+    steps: list[Step] = [("match", 0, (i * 7) % 10) for i in range(150)]
+    steps += [step for i in range(40) for step in (("wait", 0, i % 3), ("probe", i % 5, 1), ("probe", 4, 0))]
+    reference = _run(specs, policy, steps, early=False, exclude=False)
+    assert _run(specs, policy, steps, early=True, exclude=False) == reference

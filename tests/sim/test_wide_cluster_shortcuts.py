@@ -1,5 +1,6 @@
 """On a cluster wide enough for the matcher's shortcuts (the walk that stops at the first nodes that qualify, the
-nodes a pod may not use passed as a vertex mask), kubeflux's schedule is the one the plain walk gives: a queueing
+nodes a pod may not use passed as a vertex mask, spans of nodes reused across windows), kubeflux's schedule is the
+one the plain walk (no shortcut, nothing cached) gives: a queueing
 synthetic workload of single pods and gangs, under each scoring policy and backfill, through the real simulator."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from kubeflux.match import traverser
+from kubeflux.match import evaluation, traverser
 from kubeflux.scheduler import graphview
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.sim.driver import Simulation
@@ -27,6 +28,8 @@ def _schedule(policy: str, backfill: str, *, shortcuts: bool) -> list[tuple[obje
         patches = [
             mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)),
             mock.patch.object(graphview._ExcludedNames, "allowed", new=None),
+            mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0),  # and no evaluation reused either
+            mock.patch.object(traverser, "CACHE_PER_VERTEX", 0),
         ]
     for patch in patches:
         patch.start()

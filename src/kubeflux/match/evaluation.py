@@ -159,6 +159,9 @@ class Layout:
     """The children's uids, in order (made on first use by :func:`allowed_positions`)."""
     fps: list[list[int]] = field(default_factory=list)
     cache: list[list[CacheTable[BlockPart]]] = field(default_factory=list)
+    bounds: list[list[list[int]]] = field(default_factory=list)
+    """Per level and span, the sorted span bounds of the children in it (their own bounds together): a span's
+    cached candidates hold for a new window unless one of these lies where the window moved."""
     ordered: str = ""
     """The children's type when they all have it and their ids strictly increase along the list, else "": a
     scoring policy then ranks them in list order (see :meth:`Traverser._early_count`)."""

@@ -250,6 +250,7 @@ class Schedule:
         self._parent_edges.clear()
         self._kids.pop(uid, None)
         self._layouts.pop(uid, None)
+        self._layouts.pop(self.graph.vertices[uid].parent, None)  # its spans' bounds hold uid's
         self._out_types.pop(uid, None)
         self._by_weight.clear()
         self._leaf_families.clear()
@@ -412,6 +413,9 @@ class Schedule:
             else:
                 insort(bounds, at)
                 insort(bounds, end)
+            for span_bounds in self._span_bounds(uid):
+                insort(span_bounds, at)
+                insort(span_bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]
@@ -425,6 +429,24 @@ class Schedule:
         if bounds:
             del bounds[bisect_left(bounds, start)]
             del bounds[bisect_left(bounds, end)]
+            for span_bounds in self._span_bounds(uid):
+                del span_bounds[bisect_left(span_bounds, start)]
+                del span_bounds[bisect_left(span_bounds, end)]
+
+    def _span_bounds(self, uid: int) -> list[list[int]]:
+        """The bounds lists of the spans of its parent's layout that ``uid`` is in, one per level (none when the
+        parent is not laid out)."""
+        layout = self._layouts.get(self.graph.vertices[uid].parent)
+        if layout is None or not layout.bounds:
+            return []
+        position = self._kid_pos.get(uid, layout.width) // BLOCK
+        if position * BLOCK >= layout.width:
+            return []
+        found = []
+        for level in layout.bounds:
+            found.append(level[position])
+            position //= BLOCK
+        return found
 
     def _pop_span(self, uid: int, jobid: int) -> int | None:
         """Take ``jobid``'s planner span on ``uid`` (an allocation or a reservation) out of the job tables; its
@@ -482,19 +504,32 @@ class Schedule:
         if hit is None or hit[0] != fp:
             return None
         at, end = meta.at, meta.at + meta.duration
-        if (hit[1] == at and hit[2] == end) or self._same_window(uid, hit[1], hit[2], at, end):
+        if (hit[1] == at and hit[2] == end) or self._same_window(self.bounds.get(uid), hit[1], hit[2], at, end):
             return hit[3]
         return None
 
-    def _same_window(self, uid: int, start: int, end: int, at: int, until: int) -> bool:
-        """Whether ``uid``'s subtree looks the same during ``[at, until)`` as during ``[start, end)``: no span of
+    def _cached_span(
+        self, table: CacheTable[T], key: tuple[object, ...], fp: int, bounds: list[int], meta: JobMeta
+    ) -> T | None:
+        """:meth:`_cached` for a span of a wide vertex's children, whose window is checked against the span's own
+        ``bounds`` (the vertex's would be every child's)."""
+        hit = table.get(key)
+        if hit is None or hit[0] != fp:
+            return None
+        at, end = meta.at, meta.at + meta.duration
+        if (hit[1] == at and hit[2] == end) or self._same_window(bounds, hit[1], hit[2], at, end):
+            return hit[3]
+        return None
+
+    @staticmethod
+    def _same_window(bounds: list[int] | None, start: int, end: int, at: int, until: int) -> bool:
+        """Whether a subtree looks the same during ``[at, until)`` as during ``[start, end)``: no span of
         the subtree starts or ends where the window's ends moved over.
 
         A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` between ``start``
         and ``at`` changes that only for ``t`` in ``(low, high]`` of the two, moving ``e`` between ``end`` and
         ``until`` only for ``s`` in ``[low, high)`` of those. Starts and ends share one sorted list, so both
-        ranges are checked against every bound."""
-        bounds = self.bounds.get(uid)
+        ranges are checked against every bound (``bounds``: those of the subtree, or of the span of children)."""
         if not bounds:
             return True
         low, high = (start, at) if start < at else (at, start)

@@ -15,7 +15,7 @@ the update walk and the cancel walk. The select walk must never write the schedu
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
+from itertools import chain, pairwise
 
 from kubeflux.match import cancel as cancel_walk
 from kubeflux.match import ranked, record
@@ -540,6 +540,16 @@ class Traverser(WalkState):
             level = [sum(level[i : i + BLOCK]) for i in range(0, len(level), BLOCK)]
             layout.fps.append(level)
         layout.cache = [[{} for _ in level] for level in layout.fps]
+        bounds = self.bounds
+        level_bounds = [
+            sorted(chain.from_iterable(bounds.get(target, ()) for _, target in block)) for block in layout.blocks
+        ]
+        layout.bounds.append(level_bounds)
+        while len(layout.bounds) < len(layout.fps):
+            level_bounds = [
+                sorted(chain.from_iterable(level_bounds[i : i + BLOCK])) for i in range(0, len(level_bounds), BLOCK)
+            ]
+            layout.bounds.append(level_bounds)
         for position, (_, target) in enumerate(children):
             self._kid_pos[target] = position
         return layout
@@ -558,7 +568,7 @@ class Traverser(WalkState):
     ) -> BlockPart:
         table = layout.cache[level][index]
         fingerprint = layout.fps[level][index]
-        hit = self._cached(table, key, fingerprint, parent, meta)
+        hit = self._cached_span(table, key, fingerprint, layout.bounds[level][index], meta)
         if hit is not None:
             return hit
         part_dfu = Scoring()
