@@ -38,6 +38,7 @@ MultiPlanner calls (``planner_multi``: N planners, one per resource type, on one
 from __future__ import annotations
 
 import errno as _errno
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
 from kubeflux.match.planner import (
@@ -87,8 +88,8 @@ class MultiPlanner:
         "_span_counter",
         "_spans",
         "_totals",
-        "_type_tuple",
         "_types",
+        "resource_types",
     )
 
     def __init__(self, totals: Totals, base: int, duration: int) -> None:
@@ -98,7 +99,7 @@ class MultiPlanner:
         self._base = base
         self._end = base + duration
         self._types = [t for t, _ in pairs]
-        self._type_tuple = tuple(self._types)
+        self.resource_types: tuple[str, ...] = tuple(self._types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(self._types)}
         self._axis = Axis(base, self._totals)
@@ -121,10 +122,6 @@ class MultiPlanner:
     @property
     def duration(self) -> int:
         return self._end - self._base
-
-    @property
-    def resource_types(self) -> tuple[str, ...]:
-        return self._type_tuple
 
     def _slot(self, resource_type: str) -> int:
         try:
@@ -170,7 +167,7 @@ class MultiPlanner:
         other._base = self._base
         other._end = self._end
         other._types = list(self._types)
-        other._type_tuple = self._type_tuple
+        other.resource_types = self.resource_types
         other._totals = list(self._totals)
         other._index = dict(self._index)
         other._axis = self._axis.copy()
@@ -295,9 +292,14 @@ class MultiPlanner:
                     if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
-            new_start = count_end(self._refs, start, axis.insert)
-            if count_end(self._refs, last, axis.insert) or new_start:  # new points move the window's indices
-                window = None if window is None else columns[0].window(start, last)
+            refs = self._refs
+            if start in refs and last in refs:  # both ends are points already (jobs of one window): no insert
+                refs[start] += 1
+                refs[last] += 1
+            else:
+                new_start = count_end(refs, start, axis.insert)
+                if count_end(refs, last, axis.insert) or new_start:  # new points move the window's indices
+                    window = None if window is None else columns[0].window(start, last)
             if window is not None:
                 for k, request in enumerate(vector):
                     if request:
@@ -449,9 +451,15 @@ class MultiPlanner:
             raise PlannerRangeError(f"time {at} is outside the horizon [{self._base}, {self._end}]")
 
     def avail_resources_at(self, at: int, resource_type: str) -> int:
-        k = self._slot(resource_type)
-        self._check_at(at)
-        return max(self._axis.columns[k].value_at(at), 0)
+        k = self._index.get(resource_type)
+        if k is None:
+            k = self._slot(resource_type)  # raises
+        if at < self._base or at > self._end:
+            self._check_at(at)  # raises
+        col = self._axis.columns[k]
+        b = bisect_right(col.firsts, at) - 1
+        free = col.rems[b][bisect_right(col.times[b], at) - 1] + col.offs[b]
+        return free if free > 0 else 0
 
     def avail_resources_array_at(self, at: int) -> list[int]:
         columns = self._axis.columns
@@ -534,7 +542,7 @@ class MultiPlanner:
         axis.columns = columns
         self._hidden = hidden
         self._types = types
-        self._type_tuple = tuple(types)
+        self.resource_types = tuple(types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(types)}
 

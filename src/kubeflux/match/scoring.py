@@ -268,10 +268,11 @@ class Evals:
             self.truncated = True
         elif not (descending and self.descending_scores):
             stdsort.sort(self.groups, _SCORE, descending)
+        groups = self.groups
         i = 0
         remaining = k
         while remaining > 0:
-            group = self.groups[i]
+            group = groups[i]
             group.needs = remaining if remaining <= group.count else group.count
             remaining -= group.count
             i += 1
