@@ -32,6 +32,7 @@ Found = tuple[list[LeafCandidate], bool, bool]
 scores strictly descend."""
 LeafKind = Callable[[Vertex, list[Request], bool], bool | None]
 """The traverser's :meth:`~kubeflux.match.traverser.Traverser._leaf_kind`."""
+_COUNT = itemgetter(1)
 _EDGE = itemgetter(2)
 
 
@@ -213,6 +214,8 @@ def _stop(sizes: list[int], total: int, per_share: int, needed: int) -> int:
     ``per_share`` units are found, counting from ``total`` units found before (all of them if never)."""
     if per_share <= 0:
         return len(sizes)
+    if needed == 1:  # the first leaf at which the running count reaches a share (the sums strictly increase)
+        return min(bisect_left(list(accumulate(sizes)), per_share - total) + 1, len(sizes))
     current = total
     shares = 0
     for n, size in enumerate(sizes, 1):
@@ -254,7 +257,7 @@ def own_leaves(
     candidates, leaf_x_in, descending = found
     if not (descending and state.policy.descending):
         return found
-    counts = [count for _, count, _, _ in candidates]
+    counts = list(map(_COUNT, candidates))
     if candidates and candidates[-1][0] > 0:  # the lowest score is the last
         qualified = sum(counts)
     else:
