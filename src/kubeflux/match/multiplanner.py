@@ -38,7 +38,7 @@ MultiPlanner calls (``planner_multi``: N planners, one per resource type, on one
 from __future__ import annotations
 
 import errno as _errno
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 
 from kubeflux.match.planner import (
@@ -57,6 +57,9 @@ from kubeflux.match.timeline import Axis, Timeline, count_end, uncount_end
 
 __all__ = ["MultiPlanner"]
 
+
+_KNOWN_MAX = 16
+"""An axis of one block up to this long takes a span between known points without finding its window twice."""
 
 _Span = tuple[int, int, tuple[int | None, ...]]
 """A multi-planner span: start, end and the units it holds of each type in the vector order (None: the span
@@ -279,6 +282,8 @@ class MultiPlanner:
                     raise self._range_error(k, request)
             axis.first_span(start, last, vector, totals)
             self._refs = {start: 2, last: 1} if start == self._base else {self._base: 1, start: 1, last: 1}
+        elif start in self._refs and last in self._refs and len(axis.times) == 1 and len(axis.times[0]) <= _KNOWN_MAX:
+            self._add_known(vector, start, last)
         else:
             window: tuple[int, int, int, int] | None = None
             for k, request in enumerate(vector):
@@ -308,6 +313,35 @@ class MultiPlanner:
         if self._iters:
             self._iters.clear()
         return span_id
+
+    def _add_known(self, vector: Sequence[int], start: int, last: int) -> None:
+        """:meth:`add_span`'s checks and counts for a span whose ends are points already, on an axis of one short
+        block (jobs placed in one window): the window's indices are found once, and no point moves."""
+        points = self._axis.times[0]
+        i = bisect_right(points, start) - 1
+        j = bisect_left(points, last)
+        columns, totals = self._axis.columns, self._totals
+        for k, request in enumerate(vector):
+            if request:
+                if request < 0 or request > totals[k]:
+                    self._failed_add(k)
+                    raise self._range_error(k, request)
+                col = columns[k]
+                if col.mins[0] < request and min(col.rems[0][i:j]) + col.offs[0] < request:
+                    self._failed_add(k)
+                    raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
+        refs = self._refs
+        refs[start] += 1
+        refs[last] += 1
+        for k, request in enumerate(vector):
+            if request:
+                col = columns[k]
+                rems = col.rems[0]
+                for p in range(i, j):
+                    rems[p] -= request
+                off = col.offs[0]
+                col.mins[0] = min(rems) + off
+                col.maxs[0] = max(rems) + off
 
     def _failed_add(self, k: int) -> None:
         """Forget the avail-time iterators of the types before ``k``: a planner per type would have added the span

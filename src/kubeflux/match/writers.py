@@ -112,12 +112,16 @@ class SimpleWriter:
         text = None if memo is None else memo.get(("simple", level))
         if text is None:
             prefix, vertices = _prefix(level), graph.vertices
-            needs = [needs for _, _, needs in leaves]
-            if len(needs) > 1 and needs.count(needs[0]) == len(needs):  # (a socket's cores): the names joined
-                tail = f"[{needs[0]}:x]\n"
-                text = prefix + (tail + prefix).join([vertices[uid].name for _, uid, _ in leaves]) + tail
+            if len(leaves) == 1:  # (a one-core job)
+                _, uid, count = leaves[0]
+                text = f"{prefix}{vertices[uid].name}[{count}:x]\n"
             else:
-                text = "".join([f"{prefix}{vertices[uid].name}[{count}:x]\n" for _, uid, count in leaves])
+                needs = [needs for _, _, needs in leaves]
+                if needs and needs.count(needs[0]) == len(needs):  # (a socket's cores): the names joined
+                    tail = f"[{needs[0]}:x]\n"
+                    text = prefix + (tail + prefix).join([vertices[uid].name for _, uid, _ in leaves]) + tail
+                else:
+                    text = "".join([f"{prefix}{vertices[uid].name}[{count}:x]\n" for _, uid, count in leaves])
             if memo is not None:
                 memo["simple", level] = text
         self._lines.append(text)
