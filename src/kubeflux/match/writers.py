@@ -96,7 +96,8 @@ class SimpleWriter:
         *,
         agfilter: Mapping[str, str] | None = None,
     ) -> None:
-        self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{'x' if exclusive else 's'}]\n")
+        prefix = _PREFIXES[level] if level < 32 else _prefix(level)
+        self._lines.append(f"{prefix}{vertex.name}[{needs}:{'x' if exclusive else 's'}]\n")
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
         return None
