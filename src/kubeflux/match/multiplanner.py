@@ -283,7 +283,7 @@ class MultiPlanner:
             axis.first_span(start, last, vector, totals)
             self._refs = {start: 2, last: 1} if start == self._base else {self._base: 1, start: 1, last: 1}
         elif start in self._refs and last in self._refs and len(axis.times) == 1 and len(axis.times[0]) <= _KNOWN_MAX:
-            self._add_known(vector, start, last)
+            _add_known(self, vector, start, last)
         else:
             window: tuple[int, int, int, int] | None = None
             for k, request in enumerate(vector):
@@ -297,14 +297,9 @@ class MultiPlanner:
                     if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
-            refs = self._refs
-            if start in refs and last in refs:  # both ends are points already (jobs of one window): no insert
-                refs[start] += 1
-                refs[last] += 1
-            else:
-                new_start = count_end(refs, start, axis.insert)
-                if count_end(refs, last, axis.insert) or new_start:  # new points move the window's indices
-                    window = None if window is None else columns[0].window(start, last)
+            new_start = count_end(self._refs, start, axis.insert)
+            if count_end(self._refs, last, axis.insert) or new_start:  # new points move the window's indices
+                window = None if window is None else columns[0].window(start, last)
             if window is not None:
                 for k, request in enumerate(vector):
                     if request:
@@ -313,35 +308,6 @@ class MultiPlanner:
         if self._iters:
             self._iters.clear()
         return span_id
-
-    def _add_known(self, vector: Sequence[int], start: int, last: int) -> None:
-        """:meth:`add_span`'s checks and counts for a span whose ends are points already, on an axis of one short
-        block (jobs placed in one window): the window's indices are found once, and no point moves."""
-        points = self._axis.times[0]
-        i = bisect_right(points, start) - 1
-        j = bisect_left(points, last)
-        columns, totals = self._axis.columns, self._totals
-        for k, request in enumerate(vector):
-            if request:
-                if request < 0 or request > totals[k]:
-                    self._failed_add(k)
-                    raise self._range_error(k, request)
-                col = columns[k]
-                if col.mins[0] < request and min(col.rems[0][i:j]) + col.offs[0] < request:
-                    self._failed_add(k)
-                    raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
-        refs = self._refs
-        refs[start] += 1
-        refs[last] += 1
-        for k, request in enumerate(vector):
-            if request:
-                col = columns[k]
-                rems = col.rems[0]
-                for p in range(i, j):
-                    rems[p] -= request
-                off = col.offs[0]
-                col.mins[0] = min(rems) + off
-                col.maxs[0] = max(rems) + off
 
     def _failed_add(self, k: int) -> None:
         """Forget the avail-time iterators of the types before ``k``: a planner per type would have added the span
@@ -485,14 +451,11 @@ class MultiPlanner:
             raise PlannerRangeError(f"time {at} is outside the horizon [{self._base}, {self._end}]")
 
     def avail_resources_at(self, at: int, resource_type: str) -> int:
-        k = self._index.get(resource_type)
-        if k is None:
-            k = self._slot(resource_type)  # raises
-        if at < self._base or at > self._end:
-            self._check_at(at)  # raises
-        col = self._axis.columns[k]
-        b = bisect_right(col.firsts, at) - 1
-        free = col.rems[b][bisect_right(col.times[b], at) - 1] + col.offs[b]
+        k = self._index.get(resource_type, -1)
+        if k < 0 or at < self._base or at > self._end:  # (the checks raise)
+            k = self._slot(resource_type)
+            self._check_at(at)
+        free = self._axis.columns[k].value_at(at)
         return free if free > 0 else 0
 
     def avail_resources_array_at(self, at: int) -> list[int]:
@@ -676,3 +639,33 @@ def _own_point(mp: MultiPlanner, k: int, t: int) -> int:
             if b == len(times_l):
                 return mp._end + 1
     return times_l[b][i]
+
+
+def _add_known(mp: MultiPlanner, vector: Sequence[int], start: int, last: int) -> None:
+    """:meth:`MultiPlanner.add_span`'s checks and counts for a span whose ends are points already, on an axis of one
+    short block (jobs placed in one window): the window's indices are found once, and no point moves."""
+    points = mp._axis.times[0]
+    i = bisect_right(points, start) - 1
+    j = bisect_left(points, last)
+    columns, totals = mp._axis.columns, mp._totals
+    for k, request in enumerate(vector):
+        if request:
+            if request < 0 or request > totals[k]:
+                mp._failed_add(k)
+                raise mp._range_error(k, request)
+            col = columns[k]
+            if col.mins[0] < request and min(col.rems[0][i:j]) + col.offs[0] < request:
+                mp._failed_add(k)
+                raise PlannerBusyError(f"fewer than {request} {mp._types[k]} free during [{start}, {last})")
+    refs = mp._refs
+    refs[start] += 1
+    refs[last] += 1
+    for k, request in enumerate(vector):
+        if request:
+            col = columns[k]
+            rems = col.rems[0]
+            for p in range(i, j):
+                rems[p] -= request
+            off = col.offs[0]
+            col.mins[0] = min(rems) + off
+            col.maxs[0] = max(rems) + off
