@@ -21,9 +21,10 @@ from tests.match._helpers import BENCH, bench_graph, schedule
 OPS = {"alloc": MatchOp.ALLOCATE, "reserve": MatchOp.ALLOCATE_ORELSE_RESERVE}
 
 
-def _slot_of_cores(cores: int) -> Jobspec:
+def _slot_of_cores(cores: int, slots: int = 1) -> Jobspec:
     return jobspec_from_yaml(
-        f"version: 9999\nresources: [{{type: slot, count: 1, label: default, with: [{{type: core, count: {cores}}}]}}]"
+        f"version: 9999\nresources: [{{type: slot, count: {slots}, label: default, "
+        f"with: [{{type: core, count: {cores}}}]}}]"
         "\nattributes: {system: {duration: 600}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
     )
 
@@ -86,3 +87,31 @@ def test_a_fresh_nodes_cores_are_taken_highest_first_and_written_in_edge_order(t
     cores = [line.strip().lstrip("-") for line in lines if "core" in line]
     assert cores[:3] == ["core0[1:x]", "core1[1:x]", "core2[1:x]"] and len(cores) == 64
     assert "node0[1:x]" in whole.resources and "gpu3[1:x]" in whole.resources
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shapes=st.lists(st.tuples(st.integers(1, 9), st.integers(1, 40)), min_size=1, max_size=6),
+    cancel_first=st.booleans(),
+)
+def test_firsts_several_slots_of_fresh_sockets_answer_as_the_walk_vertex_by_vertex(
+    tmp_path_factory: Any, shapes: list[tuple[int, int]], cancel_first: bool
+) -> None:
+    """Several slots of k cores on fresh sockets (the one-loop path counts their shares over a socket's cores, then
+    stops), one request after another, the first job possibly ended before the next: the same answers and the
+    same schedule with the one-loop paths as without them."""
+    path = bench_graph(tmp_path_factory.mktemp("bench"), racks=1, nodes_per_rack=3)
+
+    def run(one_loop: bool) -> list[object]:
+        with mock.patch.object(Traverser, "leaf_batches", one_loop):
+            engine = Engine(read_grug(path), policy="first")
+            seen: list[object] = []
+            for number, (slots, cores) in enumerate(shapes):
+                result = engine.match(MatchOp.ALLOCATE, _slot_of_cores(cores, slots))
+                seen.append(f"{result.errno} {result.resources}")
+                if number == 0 and cancel_first and result.matched:
+                    engine.cancel(result.jobid)
+            seen.append(schedule(engine.traverser))
+            return seen
+
+    assert run(True) == run(False)

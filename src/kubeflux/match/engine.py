@@ -83,8 +83,10 @@ class MatchTimes:
     def add(self, elapsed: float) -> None:
         self.count += 1
         self.total += elapsed
-        self.low = min(self.low, elapsed)
-        self.high = max(self.high, elapsed)
+        if elapsed < self.low:
+            self.low = elapsed
+        if elapsed > self.high:
+            self.high = elapsed
 
 
 @dataclass(slots=True)
@@ -301,10 +303,11 @@ class Engine:
                 self._satisfiability(requests, meta, exclusive)
                 return 0, ""
             self._schedule(op, requests, meta, exclusive, aggregates)
-            if meta.at == self.graph_end:
+            graph_end = self.base + self.horizon
+            if meta.at == graph_end:
                 raise MatchFailure(Errno.EBUSY)
-            if meta.at + meta.duration > self.graph_end:
-                meta.duration = self.graph_end - meta.at
+            if meta.at + meta.duration > graph_end:
+                meta.duration = graph_end - meta.at
             traverser.update(self.writer, meta)
             self.writer.interval(meta.at, meta.at + meta.duration)
             return meta.at, self._render()

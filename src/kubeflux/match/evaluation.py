@@ -56,7 +56,7 @@ class Kids:
         self.own[uid] = evaluation
 
     def __bool__(self) -> bool:
-        return bool(self.own) or bool(self.blocks)
+        return bool(self.own or self.blocks)
 
     def get(self, uid: int) -> Evaluation | None:
         evaluation = self.own.get(uid)

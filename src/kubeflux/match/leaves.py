@@ -11,8 +11,10 @@ candidates in the same order, the same marks, the same policy hooks in the same 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
-from operator import itemgetter, lt
+from itertools import accumulate
+from operator import gt, itemgetter, lt
 
 from kubeflux.match.evaluation import FAILED, NO_LEAD, Evaluation, LeafRun
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
@@ -30,6 +32,7 @@ Found = tuple[list[LeafCandidate], bool, bool]
 scores strictly descend."""
 LeafKind = Callable[[Vertex, list[Request], bool], bool | None]
 """The traverser's :meth:`~kubeflux.match.traverser.Traverser._leaf_kind`."""
+_COUNT = itemgetter(1)
 _EDGE = itemgetter(2)
 
 
@@ -147,6 +150,19 @@ def leaf_candidates(
     # Leaves whose parent's fingerprint is still that of a fresh graph hold no span, use or pool and are up
     # (each of those is in the fingerprint): every one is free whole (what a cached evaluation trusts too).
     fresh = base is not None and not state.graph.shared_children and state.fp[vertices[order[0][1]].parent] == 0
+    if fresh and base is not None:
+        # Each leaf holds a unit at least, so the loop below would stop within ``needed * per_share`` of them.
+        head = order if needed is None or per_share <= 0 else order[: needed * per_share]
+        kids = [vertices[target] for _, target in head]
+        sizes = [vertex.size for vertex in kids]
+        if 0 not in sizes:  # (else the loop below skips the empty ones)
+            if conflict is not None:
+                raise MatchFailure(Errno.EINVAL, conflict + kids[0].name)
+            stop = len(sizes) if needed is None else _stop(sizes, total, per_share, needed)
+            ids = [vertex.id for vertex in kids[:stop]]
+            taken = zip(ids, sizes, order, strict=False)  # the first ``stop`` of them
+            candidates = [(base + id, size, edge, target) for id, size, (edge, target) in taken]
+            return candidates, x_in, all(map(gt, ids, ids[1:]))
     for edge, target in order:
         vertex = vertices[target]
         if fresh:
@@ -193,6 +209,25 @@ def leaf_candidates(
     return candidates, x_in, descending
 
 
+def _stop(sizes: list[int], total: int, per_share: int, needed: int) -> int:
+    """How many of leaves with ``sizes`` (all > 0) :func:`leaf_candidates`' loop takes before ``needed`` shares of
+    ``per_share`` units are found, counting from ``total`` units found before (all of them if never)."""
+    if per_share <= 0:
+        return len(sizes)
+    if needed == 1:  # the first leaf at which the running count reaches a share (the sums strictly increase)
+        return min(bisect_left(list(accumulate(sizes)), per_share - total) + 1, len(sizes))
+    current = total
+    shares = 0
+    for n, size in enumerate(sizes, 1):
+        current += size
+        if current >= per_share:
+            shares += 1
+            current = 0
+            if shares >= needed:
+                return n
+    return len(sizes)
+
+
 def own_leaves(
     state: WalkState,
     leaf_kind: LeafKind,
@@ -222,7 +257,11 @@ def own_leaves(
     candidates, leaf_x_in, descending = found
     if not (descending and state.policy.descending):
         return found
-    qualified = sum([count for score, count, _, _ in candidates if score > 0])
+    counts = list(map(_COUNT, candidates))
+    if candidates and candidates[-1][0] > 0:  # the lowest score is the last
+        qualified = sum(counts)
+    else:
+        qualified = sum([count for score, count, _, _ in candidates if score > 0])
     wanted = calc_count(element, qualified)
     score = state.policy.finish_chosen(vertex, wanted > 0)
     if wanted == 0:
@@ -230,13 +269,8 @@ def own_leaves(
     evaluation = state.evaluation_type(True, x_in, avail, score)
     if score <= MATCH_UNMET:
         return evaluation
-    taken = 0
-    for _, count, _, _ in candidates:
-        taken += 1
-        wanted -= count
-        if wanted <= 0:
-            break
-    chosen = candidates[:taken]
+    # the first of them that cover ``wanted`` (each holds some units, so the running sums strictly increase)
+    chosen = candidates[: bisect_left(list(accumulate(counts)), wanted) + 1]
     evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _, count, edge, _ in chosen]
     if state.leaf_runs and leaf_x_in and not state.graph.shared_children:
         evaluation.run = own_run(state, vertex.uid, chosen)
@@ -273,13 +307,13 @@ def own_run(state: WalkState, source: int, chosen: list[LeafCandidate]) -> LeafR
     reached through ``source``'s own out-edges (each edge once)."""
     if len(chosen) > 1 and chosen[0][2] > chosen[-1][2]:
         chosen = chosen[::-1]  # found highest uniq_id first, which is usually the last edge first
-    edges = [edge for _, _, edge, _ in chosen]
+    _, counts, edges, uid_tuple = zip(*chosen, strict=True)
     if not all(map(lt, edges, edges[1:])):
-        chosen = sorted(chosen, key=_EDGE)
-    leaves = [(edge, uid, count) for _, count, edge, uid in chosen]
-    uids = [uid for _, _, _, uid in chosen]
+        _, counts, edges, uid_tuple = zip(*sorted(chosen, key=_EDGE), strict=True)
+    leaves = list(zip(edges, uid_tuple, counts, strict=True))
+    uids = list(uid_tuple)
     vertices = state.graph.vertices
     sizes = [vertices[uid].size for uid in uids]
-    whole = len(uids) == len(state._kid_edges(source)) and [count for _, count, _, _ in chosen] == sizes
+    whole = len(uids) == len(state._kid_edges(source)) and list(counts) == sizes
     type = vertices[uids[0]].type
     return LeafRun(source, leaves, uids, {type: sum(sizes)}, whole, hash((source, tuple(leaves))))

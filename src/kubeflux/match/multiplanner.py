@@ -38,6 +38,7 @@ MultiPlanner calls (``planner_multi``: N planners, one per resource type, on one
 from __future__ import annotations
 
 import errno as _errno
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 
 from kubeflux.match.planner import (
@@ -56,6 +57,9 @@ from kubeflux.match.timeline import Axis, Timeline, count_end, uncount_end
 
 __all__ = ["MultiPlanner"]
 
+
+_KNOWN_MAX = 16
+"""An axis of one block up to this long takes a span between known points without finding its window twice."""
 
 _Span = tuple[int, int, tuple[int | None, ...]]
 """A multi-planner span: start, end and the units it holds of each type in the vector order (None: the span
@@ -87,8 +91,8 @@ class MultiPlanner:
         "_span_counter",
         "_spans",
         "_totals",
-        "_type_tuple",
         "_types",
+        "resource_types",
     )
 
     def __init__(self, totals: Totals, base: int, duration: int) -> None:
@@ -98,7 +102,7 @@ class MultiPlanner:
         self._base = base
         self._end = base + duration
         self._types = [t for t, _ in pairs]
-        self._type_tuple = tuple(self._types)
+        self.resource_types: tuple[str, ...] = tuple(self._types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(self._types)}
         self._axis = Axis(base, self._totals)
@@ -121,10 +125,6 @@ class MultiPlanner:
     @property
     def duration(self) -> int:
         return self._end - self._base
-
-    @property
-    def resource_types(self) -> tuple[str, ...]:
-        return self._type_tuple
 
     def _slot(self, resource_type: str) -> int:
         try:
@@ -170,7 +170,7 @@ class MultiPlanner:
         other._base = self._base
         other._end = self._end
         other._types = list(self._types)
-        other._type_tuple = self._type_tuple
+        other.resource_types = self.resource_types
         other._totals = list(self._totals)
         other._index = dict(self._index)
         other._axis = self._axis.copy()
@@ -282,6 +282,8 @@ class MultiPlanner:
                     raise self._range_error(k, request)
             axis.first_span(start, last, vector, totals)
             self._refs = {start: 2, last: 1} if start == self._base else {self._base: 1, start: 1, last: 1}
+        elif start in self._refs and last in self._refs and len(axis.times) == 1 and len(axis.times[0]) <= _KNOWN_MAX:
+            _add_known(self, vector, start, last)
         else:
             window: tuple[int, int, int, int] | None = None
             for k, request in enumerate(vector):
@@ -449,9 +451,12 @@ class MultiPlanner:
             raise PlannerRangeError(f"time {at} is outside the horizon [{self._base}, {self._end}]")
 
     def avail_resources_at(self, at: int, resource_type: str) -> int:
-        k = self._slot(resource_type)
-        self._check_at(at)
-        return max(self._axis.columns[k].value_at(at), 0)
+        k = self._index.get(resource_type, -1)
+        if k < 0 or at < self._base or at > self._end:  # (the checks raise)
+            k = self._slot(resource_type)
+            self._check_at(at)
+        free = self._axis.columns[k].value_at(at)
+        return free if free > 0 else 0
 
     def avail_resources_array_at(self, at: int) -> list[int]:
         columns = self._axis.columns
@@ -534,7 +539,7 @@ class MultiPlanner:
         axis.columns = columns
         self._hidden = hidden
         self._types = types
-        self._type_tuple = tuple(types)
+        self.resource_types = tuple(types)
         self._totals = [n for _, n in pairs]
         self._index = {t: k for k, t in enumerate(types)}
 
@@ -634,3 +639,33 @@ def _own_point(mp: MultiPlanner, k: int, t: int) -> int:
             if b == len(times_l):
                 return mp._end + 1
     return times_l[b][i]
+
+
+def _add_known(mp: MultiPlanner, vector: Sequence[int], start: int, last: int) -> None:
+    """:meth:`MultiPlanner.add_span`'s checks and counts for a span whose ends are points already, on an axis of one
+    short block (jobs placed in one window): the window's indices are found once, and no point moves."""
+    points = mp._axis.times[0]
+    i = bisect_right(points, start) - 1
+    j = bisect_left(points, last)
+    columns, totals = mp._axis.columns, mp._totals
+    for k, request in enumerate(vector):
+        if request:
+            if request < 0 or request > totals[k]:
+                mp._failed_add(k)
+                raise mp._range_error(k, request)
+            col = columns[k]
+            if col.mins[0] < request and min(col.rems[0][i:j]) + col.offs[0] < request:
+                mp._failed_add(k)
+                raise PlannerBusyError(f"fewer than {request} {mp._types[k]} free during [{start}, {last})")
+    refs = mp._refs
+    refs[start] += 1
+    refs[last] += 1
+    for k, request in enumerate(vector):
+        if request:
+            col = columns[k]
+            rems = col.rems[0]
+            for p in range(i, j):
+                rems[p] -= request
+            off = col.offs[0]
+            col.mins[0] = min(rems) + off
+            col.maxs[0] = max(rems) + off

@@ -74,9 +74,10 @@ def _upd_dfv(
     """Record the job below ``uid``; ``changed[0]`` accumulates the fingerprint change of the subtree."""
     vertices = state.graph.vertices
     vertex = vertices[uid]
-    mod = emit_shadow or vertex.type in state.policy.exclusive_types
+    exclusive_types = state.policy.exclusive_types
+    mod = emit_shadow or vertex.type in exclusive_types
     excl = excl or mod
-    state._level += 1
+    level = state._level = state._level + 1
     n_plans = 0
     aggregates: dict[str, int] = {}
     sequence = state.sequence
@@ -86,46 +87,54 @@ def _upd_dfv(
         kid_evals = evaluation.kids
     delta = [0]
     children: Iterable[tuple[int, int]]
-    run = state._run_marks.get(uid) if state._marked_seq == sequence else None
+    marked_now = state._marked_seq == sequence
+    run = state._run_marks.get(uid) if marked_now else None
     if run is not None and (not mod or run.whole):
         # The run is all the edges marked below uid (and, when uid is held whole, all its children whole).
         n_plans += _upd_leaves(state, uid, run.leaves, writer, meta, aggregates, excl, delta, full, nslots, run)
-        children = []
-    elif mod or state._marked_seq != sequence:
+        children = ()
+    elif mod or not marked_now:
         children = state._kid_edges(uid)
     else:
         edges = state.graph.edges
-        children = [(edge, edges[edge].target) for edge in sorted(state._marked.get(uid, ()))]
-    kid_edges = state._kid_edges
-    exclusive_types = state.policy.exclusive_types
-    edge_seq, edge_excl, edge_needs = state.edge_seq, state.edge_excl, state.edge_needs
-    leaves: list[tuple[int, int, int]] = []
-    for edge, target in children:
-        if edge_seq[edge] != sequence and not mod:
-            continue
-        x = edge_excl[edge] or mod
-        child = vertices[target]
-        child_needs = child.size if mod else edge_needs[edge]
-        if not child.out or not kid_edges(target):
-            if x or child.type in exclusive_types:  # a shared leaf records nothing
-                leaves.append((edge, target, child_needs))
-            continue
+        marked = state._marked.get(uid, ())
+        if len(marked) == 1:  # one marked child (a one-core job's path down): no sort
+            (edge,) = marked
+            children = ((edge, edges[edge].target),)
+        else:
+            children = [(edge, edges[edge].target) for edge in sorted(marked)]
+    if children:
+        kid_edges = state._kid_edges
+        edge_seq, edge_excl, edge_needs = state.edge_seq, state.edge_excl, state.edge_needs
+        slot_leader = state.slot_leader
+        reweigh = state.policy.spec.stop_on_first
+        leaves: list[tuple[int, int, int]] = []
+        for edge, target in children:
+            if edge_seq[edge] != sequence and not mod:
+                continue
+            x = edge_excl[edge] or mod
+            child = vertices[target]
+            child_needs = child.size if mod else edge_needs[edge]
+            if not child.out or not kid_edges(target):
+                if x or child.type in exclusive_types:  # a shared leaf records nothing
+                    leaves.append((edge, target, child_needs))
+                continue
+            if leaves:
+                n_plans += _upd_leaves(state, uid, leaves, writer, meta, aggregates, excl, delta, full, nslots)
+                leaves = []
+            child_eval = kid_evals.get(target) if kid_evals else None
+            n_sub = _upd_dfv(
+                state, target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta, full
+            )
+            if n_sub > 0:
+                if edge in slot_leader and edge_seq[edge] == sequence:
+                    nslots[0] += 1
+                if reweigh:
+                    delta[0] += state._update_weight(edge, target, meta)
+                writer.edge(level, state.graph, edge, excl)
+                n_plans += n_sub
         if leaves:
             n_plans += _upd_leaves(state, uid, leaves, writer, meta, aggregates, excl, delta, full, nslots)
-            leaves = []
-        child_eval = kid_evals.get(target) if kid_evals else None
-        n_sub = _upd_dfv(
-            state, target, writer, child_needs, x, meta, aggregates, nslots, mod, excl, child_eval, delta, full
-        )
-        if n_sub > 0:
-            if edge in state.slot_leader and state.edge_seq[edge] == sequence:
-                nslots[0] += 1
-            if state.policy.spec.stop_on_first:
-                delta[0] += state._update_weight(edge, target, meta)
-            writer.edge(state._level, state.graph, edge, excl)
-            n_plans += n_sub
-    if leaves:
-        n_plans += _upd_leaves(state, uid, leaves, writer, meta, aggregates, excl, delta, full, nslots)
     if excl:
         n_plans += 1
         if full:
@@ -141,11 +150,11 @@ def _upd_dfv(
         for type, count in aggregates.items():
             if type in total:
                 to_parent[type] = to_parent.get(type, 0) + count
-        writer.vertex(state._level, vertex, needs, excl, excl_parent)
+        writer.vertex(level, vertex, needs, excl, excl_parent)
     if delta[0]:
         state._bump(uid, delta[0])
         changed[0] += delta[0]
-    state._level -= 1
+    state._level = level - 1
     return n_plans
 
 

@@ -266,12 +266,13 @@ class Evals:
         if chosen is not None:
             self.groups = chosen
             self.truncated = True
-        elif not (descending and self.descending_scores):
+        elif self.size > 1 and not (descending and self.descending_scores):
             stdsort.sort(self.groups, _SCORE, descending)
+        groups = self.groups
         i = 0
         remaining = k
         while remaining > 0:
-            group = self.groups[i]
+            group = groups[i]
             group.needs = remaining if remaining <= group.count else group.count
             remaining -= group.count
             i += 1
@@ -327,7 +328,12 @@ class Scoring:
         return evals
 
     def add(self, type: str, group: EdgeGroup) -> None:
-        self.evals(type).add(group)
+        evals = self.by_type.get(type)
+        if evals is None:
+            evals = self.by_type[type] = Evals()
+        elif self._borrowed and type in self._borrowed:
+            evals = self._own(type, evals)
+        evals.add(group)
 
     def qualified_count(self, type: str) -> int:
         evals = self.by_type.get(type)

@@ -130,7 +130,8 @@ class Timeline:
         if b1 == b2:
             rems = self.rems[b1]
             if len(rems) <= _SHORT_BLOCK:
-                rems[i1:i2] = [r + delta for r in rems[i1:i2]]
+                for i in range(i1, i2):  # (a loop, not a comprehension: a window is mostly a point or two)
+                    rems[i] += delta
                 off = self.offs[b1]
                 self.mins[b1] = min(rems) + off
                 self.maxs[b1] = max(rems) + off

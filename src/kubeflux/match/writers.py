@@ -96,7 +96,8 @@ class SimpleWriter:
         *,
         agfilter: Mapping[str, str] | None = None,
     ) -> None:
-        self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{'x' if exclusive else 's'}]\n")
+        prefix = _PREFIXES[level] if level < 32 else _prefix(level)
+        self._lines.append(f"{prefix}{vertex.name}[{needs}:{'x' if exclusive else 's'}]\n")
 
     def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
         return None
@@ -112,7 +113,16 @@ class SimpleWriter:
         text = None if memo is None else memo.get(("simple", level))
         if text is None:
             prefix, vertices = _prefix(level), graph.vertices
-            text = "".join([f"{prefix}{vertices[uid].name}[{needs}:x]\n" for _, uid, needs in leaves])
+            if len(leaves) == 1:  # (a one-core job)
+                _, uid, count = leaves[0]
+                text = f"{prefix}{vertices[uid].name}[{count}:x]\n"
+            else:
+                needs = [needs for _, _, needs in leaves]
+                if needs and needs.count(needs[0]) == len(needs):  # (a socket's cores): the names joined
+                    tail = f"[{needs[0]}:x]\n"
+                    text = prefix + (tail + prefix).join([vertices[uid].name for _, uid, _ in leaves]) + tail
+                else:
+                    text = "".join([f"{prefix}{vertices[uid].name}[{count}:x]\n" for _, uid, count in leaves])
             if memo is not None:
                 memo["simple", level] = text
         self._lines.append(text)
