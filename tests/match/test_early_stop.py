@@ -86,6 +86,24 @@ def _graph(nodes: int, sockets: bool, small: bool = False) -> list[NodeSpec]:
 Step = tuple[str, int, int]
 
 
+class _Masked:
+    """Excluded uids that also answer by a vectorised mask, as the scheduler's do."""
+
+    def __init__(self, uids: set[int], size: int) -> None:
+        self.uids = uids
+        self.mask = np.zeros(size, dtype=bool)
+        self.mask[list(uids)] = True
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self.uids
+
+    def __len__(self) -> int:
+        return len(self.uids)
+
+    def allowed(self, uids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        return ~self.mask[uids]
+
+
 def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, exclude: bool) -> list[str]:
     """The transcript of ``steps``; ``exclude``: hidden nodes are passed as ``excluded`` (else marked down for
     the match and up again after it); not ``early``: the plain walk, without early stops or cached evaluations
@@ -126,8 +144,11 @@ def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, 
                 op = OPS[b % len(OPS)]
                 spec = dataclasses.replace(jobspecs[a % len(jobspecs)], duration=DURATIONS[(a + b) % 3])
                 hidden = {uids[i] for i in range(len(uids)) if (i * 7 + a + b) % 5 < (a % 4)}
+                if a % 7 == 6:  # all but one node: a request for two may not even be tried
+                    hidden = set(uids) - {uids[b]}
                 if exclude:
-                    result = engine.match(op, spec, now=now, excluded=hidden)
+                    masked = _Masked(hidden, len(engine.graph.vertices)) if b >= 5 else hidden
+                    result = engine.match(op, spec, now=now, excluded=masked)
                 else:
                     marked = [uid for uid in hidden if engine.graph.vertices[uid].status == Status.UP]
                     for uid in marked:
@@ -225,3 +246,21 @@ def test_a_span_of_nodes_is_reused_only_for_windows_that_meet_the_same_jobs(poli
     steps += [step for i in range(40) for step in (("wait", 0, i % 3), ("probe", i % 5, 1), ("probe", 4, 0))]
     reference = _run(specs, policy, steps, early=False, exclude=False)
     assert _run(specs, policy, steps, early=True, exclude=False) == reference
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_excluding_all_nodes_but_one_answers_a_two_node_request_as_marking_them_down_does(masked: bool) -> None:
+    """Too few nodes left up is found before any walk: busy for an allocation, and no such resources at all for an
+    allocation that also tests satisfiability (as when the nodes are marked down)."""
+    specs = _graph(70, False)
+    spec = _jobspecs(False)[4]  # two nodes
+    engine, marked = Engine(build_graph(specs), policy="lonode"), Engine(build_graph(specs), policy="lonode")
+    uids = list(engine.graph.by_type["node"])
+    hidden = set(uids) - {uids[3]}
+    for uid in hidden:
+        marked.set_status(marked.graph.vertices[uid].paths["containment"], Status.DOWN)
+    excluded = _Masked(hidden, len(engine.graph.vertices)) if masked else hidden
+    for op in OPS:
+        got, want = engine.match(op, spec, excluded=excluded), marked.match(op, spec)
+        assert (got.matched, got.errno) == (want.matched, want.errno)
+    assert engine.match(MatchOp.ALLOCATE_WITH_SATISFIABILITY, spec, excluded=excluded).errno.name == "ENODEV"

@@ -12,6 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import numpy as np
+import numpy.typing as npt
+
 from kubeflux.jobspec import Jobspec, JobspecError
 from kubeflux.match import elastic
 from kubeflux.match.evaluation import Excluded
@@ -182,6 +185,7 @@ class Engine:
         self.next_jobid = 1
         self._requests: dict[int, _Requests] = {}
         self.match_times = MatchTimes()
+        self._live: tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None = None
         self.keep_cancelled = keep_cancelled
 
     @property
@@ -332,17 +336,37 @@ class Engine:
         wanted = aggregates.get("node", 0)
         excluded = self.traverser.excluded
         up = self.traverser.nodes_up
-        if wanted > up or (excluded and wanted > up - len(excluded) and wanted > self._excluded_up(up, excluded)):
+        if wanted > up or (excluded and wanted > up - len(excluded) and wanted > self._excluded_up(excluded)):
             if op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE):
                 raise MatchFailure(Errno.EBUSY)
             raise MatchFailure(Errno.ENODEV)
 
-    def _excluded_up(self, up: int, excluded: Excluded) -> int:
-        """The nodes up for a match that excludes ``excluded``: those marked up, less those it excludes."""
-        vertices = self.graph.vertices
-        return up - sum(
-            1 for uid in self.graph.by_type.get("node", ()) if uid in excluded and vertices[uid].status == Status.UP
-        )
+    def _excluded_up(self, excluded: Excluded) -> int:
+        """The nodes up for a match that excludes ``excluded``: those up (no vertex at or above them marked down)
+        that it does not exclude; one vectorised step when ``excluded`` has an ``allowed`` mask."""
+        uids, live = self._live_nodes()
+        allowed: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = getattr(excluded, "allowed", None)
+        if allowed is not None:
+            return int(np.count_nonzero(allowed(uids) & live))
+        return sum(1 for uid in uids[live].tolist() if uid not in excluded)
+
+    def _live_nodes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """The node vertices' uids, and which are up; kept until a status or the graph changes."""
+        key = (self.traverser.status_epoch, len(self.graph.vertices))
+        if self._live is None or self._live[0] != key:
+            vertices = self.graph.vertices
+            uids = [uid for uid in self.graph.by_type.get("node", ()) if not vertices[uid].removed]
+
+            def up(uid: int) -> bool:
+                while uid != -1:
+                    if vertices[uid].status != Status.UP:
+                        return False
+                    uid = vertices[uid].parent
+                return True
+
+            live = np.fromiter((up(uid) for uid in uids), dtype=bool, count=len(uids))
+            self._live = (key, np.array(uids, dtype=np.int64), live)
+        return self._live[1], self._live[2]
 
     def _schedule(
         self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]

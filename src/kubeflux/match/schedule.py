@@ -92,6 +92,8 @@ class Schedule:
         self._fresh = False
         self.subplans: dict[int, MultiPlanner] = {}
         self.job2span: dict[int, dict[int, int]] = {}
+        self.status_epoch = 0
+        """Counts the status changes (:meth:`WalkState.mark`)."""
         self.nodes_up = sum(1 for uid in graph.by_type.get("node", ()) if graph.vertices[uid].status == Status.UP)
         self.fp = [0] * len(graph.vertices)
         """Per vertex, a fingerprint of the scheduling state of its subtree (a sum of hashes of its spans,

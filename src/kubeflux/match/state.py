@@ -343,6 +343,7 @@ class WalkState(Schedule):
             return
         self.touch(uid, _status_hash(uid, status) - _status_hash(uid, vertex.status))
         vertex.status = status
+        self.status_epoch += 1
         delta = self._nodes_within.get(uid)
         if delta is None:
             stack = [uid]

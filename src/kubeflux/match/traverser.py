@@ -505,13 +505,17 @@ class Traverser(WalkState):
         if excluded is not None:
             children = layout.children
             found = False
-            for position in allowed_positions(layout, excluded, backwards):
-                edge, target = children[position]
-                if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
-                    continue
-                found = True
-                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
-                    return True
+            self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
+            try:
+                for position in allowed_positions(layout, excluded, backwards):
+                    edge, target = children[position]
+                    if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
+                        continue
+                    found = True
+                    if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
+                        return True
+            finally:
+                self.excluded = excluded
             return found
         blocks = layout.blocks
         key = self._cache_key(meta, resources, pristine, excl)
