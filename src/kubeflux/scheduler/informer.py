@@ -50,6 +50,7 @@ from kubeflux.scheduler.interface import (
     PodWarning,
     Reject,
 )
+from kubeflux.scheduler.kept import keeps_reservations
 from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import CPU, Node, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
@@ -148,6 +149,9 @@ class ClusterBooks:
         self._ends: list[tuple[int, str]] = []
         """(planned end, pod uid) of kubeflux's allocations, to extend those of pods that run past it."""
         self._fits = FitIndex()
+        self.keep_reservations = keeps_reservations(policy)
+        """Whether a gang's reservation may be put back as it was when the engine would make it again
+        (:mod:`kubeflux.scheduler.kept`); False re-plans every one."""
         self._dirty = True
         self._epoch = 0
         """Bumped whenever a waiting job might now fit, or a reservation might no longer hold."""
@@ -644,8 +648,12 @@ class ClusterBooks:
 
     def _cancel_job_reservations(self, job: PendingJob) -> None:
         if self.graph is not None:
+            kept = job.kept
             for jobid in job.reservations:
-                self.graph.cancel(jobid)
+                if kept is not None and jobid == kept.jobid:  # its vertices are known: named in the release log
+                    self.graph.cancel(jobid, kept.leaves, job)
+                else:
+                    self.graph.cancel(jobid)
         job.reservations.clear()
         for hold in job.holds:
             self.plans.drop(hold)

@@ -25,6 +25,7 @@ from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
 from kubeflux.scheduler.informer import Allocation, ClusterBooks
+from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import PODS, Node, Pod, ResourceList
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import (
@@ -459,7 +460,7 @@ class Placer(ClusterBooks):
                     self._reserve_books(job, node, pod, result.at, duration)
                     job.expected_start = float(result.at)
                     return job.expected_start
-                graph.cancel(result.jobid)
+                graph.cancel(result.jobid, freed=())
                 after = max(after, result.at)
         elif minimum == len(pods) and all(_alike(pod, pods[0]) for pod in pods):
             held = self._reserve_alike(job, pods, first, start)
@@ -492,7 +493,9 @@ class Placer(ClusterBooks):
 
     def _reserve_alike(self, job: PendingJob, pods: list[Pod], first: int, start: int) -> float | None:
         """A group of alike members all required: the engine reserves its slots as one job (as it reserves a lone
-        pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise."""
+        pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise. The engine's
+        reservation of the last pass is put back instead of searched again when it would be the same
+        (:mod:`kubeflux.scheduler.kept`)."""
         graph = self.graph
         assert graph is not None
         pod = pods[0]
@@ -500,28 +503,50 @@ class Placer(ClusterBooks):
         spec = gang_jobspec(pods, duration, job.key, self.shape.gpu_resources)
         if spec is None:
             return None
-        result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, self._static_fit(pod).unfit)
-        if not result.matched:
-            return None
-        cores, gpus = self._pod_shape(pod)
-        per_node = [
-            (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
-            for where in placements_from_output(result.resources)
-        ]
-        at = result.at
+        hidden = self._static_fit(pod)
+        kept, job.kept = job.kept, None
+        mark = graph.freed_mark()
+        jobid = -1
+        if kept is not None and first == start and still_first(kept, graph, job, pods, duration, hidden, start):
+            jobid = graph.reserve_again(kept.leaves, kept.at, duration, job.key, start)
+            at, per_node, leaves = kept.at, kept.per_node, kept.leaves
+        if jobid < 0:
+            result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit)
+            if not result.matched:
+                return None
+            jobid, at = result.jobid, result.at
+            cores, gpus = self._pod_shape(pod)
+            placements = placements_from_output(result.resources)
+            per_node = tuple(
+                (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
+                for where in placements
+            )
+            leaves = tuple(uid for where in placements for uid in self._leaf_uids(where))
         if (
             at <= start
             or sum(count for _, count in per_node) != len(pods)
             or not all(self._fits_many(node, pod, count, at, at + duration) for node, count in per_node)
         ):
-            graph.cancel(result.jobid)
+            graph.cancel(jobid, freed=())
             return None
-        job.reservations.append(result.jobid)
+        job.reservations.append(jobid)
+        if self.keep_reservations:
+            cores, gpus = self._pod_shape(pod)
+            counts = {"core": cores * len(pods), "gpu": gpus * len(pods)}
+            job.kept = KeptReservation(jobid, at, duration, tuple(pods), hidden, leaves, counts, per_node, mark)
         for node, count in per_node:
             for _ in range(count):
                 self._reserve_books(job, node, pod, at, duration)
         job.expected_start = float(at)
         return job.expected_start
+
+    def _leaf_uids(self, where: Placement) -> list[int]:
+        """The core and gpu vertices of a placement's node that it names."""
+        graph = self.graph
+        assert graph is not None
+        vertices = graph.engine.graph.vertices
+        names = {*where.cores, *where.gpus}
+        return [uid for uids in graph.leaves(where.node) for uid in uids if vertices[uid].name in names]
 
     def _fits_many(self, name: str, pod: Pod, count: int, start: int, end: int) -> bool:
         """Whether ``count`` pods like ``pod`` fit node ``name``'s exact books together throughout ``[start, end)``."""
