@@ -198,6 +198,7 @@ class KubefluxScheduler(Placer):
             self._head = None
             self._planned_epoch = self._epoch
         self._pass(ordered, now, full, out)
+        self._drop_deferred()
         if full:
             self._forget_stale_starts(out)
         return out
@@ -267,7 +268,7 @@ class KubefluxScheduler(Placer):
 
     def _cancel_reservations(self) -> None:
         for job in self.queue.jobs.values():
-            self._cancel_job_reservations(job)
+            self._cancel_job_reservations(job, defer=self.keep_reservations)
 
     def _timed_out(self, job: PendingJob, now: float) -> str | None:
         """A group still not placed ``scheduleTimeoutSeconds`` after it was ready (or last retried): the message

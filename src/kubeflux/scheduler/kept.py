@@ -3,22 +3,26 @@
 Every full pass cancels the reservations and makes them again in queue order (:mod:`kubeflux.scheduler.core`).
 For a gang of alike members the engine's reservation (``allocate_orelse_reserve`` of one gang jobspec) is the most
 expensive call of a pass: a walk at now, then one at each candidate start. Most passes follow a pod's end somewhere
-else, and the engine answers exactly what it answered before; this module tells when that is certain, so the
-scheduler puts the same cores back (the engine's ``update_leaves``, one job id as the match would take) instead of
-searching again.
+else, and the engine answers exactly what it answered before; this module tells when that is certain. The pass
+then leaves the reservation in the engine as it is: its cancel is deferred (``ClusterBooks._drop_deferred``) until
+the gang is reached, unless something reads the engine first (a match, a replay, another reservation), in which
+case it is cancelled then and its cores are put back with the engine's ``update_leaves`` when it is the same.
+Either way the schedule is the one a new search gives; only engine job ids differ (a reservation left in place
+keeps its id).
 
 Why it is certain. The reservation ``R`` (start ``T``, duration ``d``) was the first the engine found: it walks
 at now, then at each start where the root's aggregate counts hold the gang throughout ``d``, and at ``T`` its
 policy chose ``R``'s cores as the best of those free throughout ``[T, T + d)``. Now:
 
 * no walk before ``T`` can succeed when the whole graph's free cores and gpus (an upper bound of what any walk
-  finds) do not hold the gang at now, and first hold it at ``T`` among the later starts the engine tries: asked
-  of the root's planner, as the engine asks it;
+  finds) hold the gang from no start in ``[now, T)``: asked of the root's planner, with the reservation in the
+  graph or not alike (every window starting in ``[T - d, T)`` holds ``T - 1``, before it; earlier ones end by T);
 * at ``T`` the walk succeeds, since ``R``'s own cores are still free then (checked), and chooses them again when
   nothing better became free: allocations since only made vertices busy; each vertex released since (pods ended,
   other reservations cancelled) is in the graph's release log (:attr:`GraphView.freed`), and is harmless when it
-  is busy during ``[T, T + d)``, or, under a node-centric policy (whose order is static: node ids), when its node
-  comes after every node of ``R``. A release the graph cannot name the vertices of (a job cancelled whole, a node
+  is one of ``R``'s own (free then already: a pod that was to end before ``T`` ended sooner), when it is busy
+  during ``[T, T + d)``, or, under a node-centric policy (whose order is static: node ids), when its node comes
+  after every node of ``R``. A release the graph cannot name the vertices of (a job cancelled whole, a node
   replaced, down or back) keeps nothing.
 
 Policies whose order depends on free amounts (``first``) or that hold nodes whole are never kept. The same pods,
@@ -72,9 +76,12 @@ def still_first(
     duration: int,
     hidden: object,
     start: int,
+    *,
+    held: bool = False,
 ) -> bool:
     """Whether the engine, asked now (at ``start``) for the same gang, would answer ``kept`` again (see the
-    module docstring); ``owner`` is the job whose own cancelled reservation the release log names."""
+    module docstring); ``owner`` is the job whose own cancelled reservation the release log names. ``held``: the
+    reservation is still in the graph (never cancelled since it was made, so its cores are its own)."""
     if (
         kept.duration != duration
         or kept.hidden is not hidden
@@ -90,16 +97,18 @@ def still_first(
     traverser = graph.engine.traverser
     plans = traverser.plans
     at = kept.at
-    for uid in kept.leaves:
-        plan = plans.get(uid)
-        if plan is not None and not plan.avail_during(at, duration, 1):
-            return False
-    if not _first_fit_is(traverser.root_subplan(), kept, start):
+    if not held:
+        for uid in kept.leaves:
+            plan = plans.get(uid)
+            if plan is not None and not plan.avail_during(at, duration, 1):
+                return False
+    if not _nothing_sooner(traverser.root_subplan(), kept, start):
         return False
     ranks = graph.node_ranks() if graph.node_centric else None
     last = -1 if ranks is None else max(ranks.get(node, 1 << 62) for node, _ in kept.per_node)
+    own = set(kept.leaves)
     for uid, by in freed:
-        if by is owner:
+        if by is owner or uid in own:  # one of its own cores, free then already: the walk chose it
             continue
         plan = plans.get(uid)
         if (plan is None or plan.avail_during(at, duration, 1)) and (
@@ -109,14 +118,25 @@ def still_first(
     return True
 
 
-def _first_fit_is(root: MultiPlanner, kept: KeptReservation, start: int) -> bool:
-    """Whether the whole graph's free cores and gpus (an upper bound of what any walk finds) first hold the gang
-    throughout its duration at ``kept.at``: not at ``start``, nor at any start the engine would try before."""
-    types = root.resource_types
-    wanted = [kept.counts.get(kind, 0) for kind in types]
+def _nothing_sooner(root: MultiPlanner, kept: KeptReservation, start: int) -> bool:
+    """Whether the whole graph's free cores and gpus (an upper bound of what any walk finds) hold the gang
+    throughout its duration from no start in ``[start, T)``. The answer is the same whether the reservation itself
+    is in the graph or not: a window starting in ``[T - d, T)`` holds ``T - 1``, before it, and an earlier one
+    ends by ``T``."""
+    wanted = [kept.counts.get(kind, 0) for kind in root.resource_types]
     if not any(wanted):
         return False
-    free = root.avail_resources_array_during(start, kept.duration)
-    if all(have >= want for have, want in zip(free, wanted, strict=True)):
+    at, duration = kept.at, kept.duration
+
+    def holds(free: list[int]) -> bool:
+        return all(have >= want for have, want in zip(free, wanted, strict=True))
+
+    if holds(root.avail_resources_array_during(at - 1, 1)):
         return False
-    return root.avail_time_first(start + 1, kept.duration, wanted) == kept.at
+    last = at - duration - 1  # the latest start of a window ending before T
+    if start > last:
+        return True
+    if holds(root.avail_resources_array_during(start, duration)):
+        return False
+    sooner = root.avail_time_first(start + 1, duration, wanted) if start + 1 <= last else None
+    return sooner is None or sooner > last

@@ -134,6 +134,7 @@ class Placer(ClusterBooks):
             short = self._first_short_member(job, minimum)
             if short is not None:
                 return self._reasons(short)
+        self._drop_deferred()  # the engine is read from here on
         made, first_short = self._one_by_one(pods, start, minimum)
         if made is not None:
             return made
@@ -443,6 +444,9 @@ class Placer(ClusterBooks):
         pods = list(job.pods.values())
         minimum = self._minimum(job)
         after = first
+        alike = len(pods) > 1 and minimum == len(pods) and all(_alike(pod, pods[0]) for pod in pods)
+        if self._deferred is not job or not alike:
+            self._drop_deferred()
         if len(pods) == 1:
             pod = pods[0]
             duration = self._planned(pod, first, reserve=True)
@@ -462,7 +466,7 @@ class Placer(ClusterBooks):
                     return job.expected_start
                 graph.cancel(result.jobid, freed=())
                 after = max(after, result.at)
-        elif minimum == len(pods) and all(_alike(pod, pods[0]) for pod in pods):
+        elif alike:
             held = self._reserve_alike(job, pods, first, start)
             if held is not None:
                 return held
@@ -504,12 +508,27 @@ class Placer(ClusterBooks):
         if spec is None:
             return None
         hidden = self._static_fit(pod)
-        kept, job.kept = job.kept, None
+        kept = job.kept
+        held = self._deferred is job  # its reservation is still in the engine, as the last pass made it
+        same = (
+            kept is not None
+            and first == start
+            and still_first(kept, graph, job, pods, duration, hidden, start, held=held)
+        )
+        if held and not same:
+            self._drop_deferred()
+        job.kept = None
         mark = graph.freed_mark()
         jobid = -1
-        if kept is not None and first == start and still_first(kept, graph, job, pods, duration, hidden, start):
-            jobid = graph.reserve_again(kept.leaves, kept.at, duration, job.key, start)
+        if same:
+            assert kept is not None
             at, per_node, leaves = kept.at, kept.per_node, kept.leaves
+            if held:
+                self._deferred = None
+                jobid = kept.jobid
+                self.log.append(f"Match allocate_orelse_reserve {job.key}: jobid {jobid} reserved at {at} (kept)")
+            else:
+                jobid = graph.reserve_again(leaves, at, duration, job.key, start)
         if jobid < 0:
             result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit)
             if not result.matched:
@@ -527,7 +546,7 @@ class Placer(ClusterBooks):
             or sum(count for _, count in per_node) != len(pods)
             or not all(self._fits_many(node, pod, count, at, at + duration) for node, count in per_node)
         ):
-            graph.cancel(jobid, freed=())
+            graph.cancel(jobid, freed=leaves if same and held else (), owner=job)
             return None
         job.reservations.append(jobid)
         if self.keep_reservations:
