@@ -1,13 +1,18 @@
 """A blocked gang's reservation is put back as it was when the engine would make it again, and searched again when
-a pod's early end lets the gang start sooner (kubeflux.scheduler.kept)."""
+a pod's early end lets the gang start sooner (kubeflux.scheduler.kept); a gang that cannot start now is known so
+without matching its members."""
 
 from __future__ import annotations
+
+import pytest
 
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Unschedulable
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup
+from kubeflux.scheduler.placing import Placer
+from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
-from kubeflux.sim.driver import Simulation
+from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import SyntheticSpec, generate
@@ -72,3 +77,31 @@ def test_a_simulated_workload_runs_the_same_whether_reservations_are_kept_or_sea
         kept.append(sum(line.endswith("(kept)") for line in scheduler.log))
     assert records[0] == records[1]
     assert kept[0] > 0 and kept[1] == 0
+
+
+def test_a_gang_known_not_to_fit_now_is_told_what_trying_it_would_have_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick test that a gang cannot start now (too few slots on the nodes that may take its members) skips
+    matching it member by member, and changes nothing a user sees: the same schedule, messages and events."""
+    nodes = uniform_cluster(12, 4)
+    spec = SyntheticSpec(jobs=300, mean_interarrival=30.0, max_size=32, mean_runtime=1200.0)
+    workload = map_to_cluster(generate(spec, seed=5), nodes)
+    skipped = 0
+    quick = Placer._too_few_slots
+
+    def counted(self: Placer, job: PendingJob, start: int, minimum: int) -> bool:
+        nonlocal skipped
+        found = quick(self, job, start, minimum)
+        skipped += found
+        return found
+
+    def run() -> tuple[object, ...]:
+        scheduler = KubefluxScheduler()
+        sim = Simulation(workload, nodes, {scheduler.name: scheduler}, options=SimulationOptions(keep_events=True))
+        record = sim.run()
+        return record.jobs, record.pods, sim.cluster.kube_events, sim.cluster.event_counts
+
+    monkeypatch.setattr(Placer, "_too_few_slots", counted)
+    with_quick_test = run()
+    monkeypatch.setattr(Placer, "_too_few_slots", lambda *_: False)
+    assert run() == with_quick_test
+    assert skipped > 0

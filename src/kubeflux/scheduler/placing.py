@@ -135,6 +135,8 @@ class Placer(ClusterBooks):
             if short is not None:
                 return self._reasons(short)
         self._drop_deferred()  # the engine is read from here on
+        if len(pods) > 1 and self._too_few_slots(job, start, minimum):
+            return self._short_reasons(pods[0][1], start)
         made, first_short = self._one_by_one(pods, start, minimum)
         if made is not None:
             return made
@@ -150,8 +152,13 @@ class Placer(ClusterBooks):
                     return placed
                 exact.add(placed)
         assert first_short is not None
-        pod, fit = first_short
-        reasons = self._reasons(pod)
+        return self._short_reasons(first_short[0], start)
+
+    def _short_reasons(self, pod: Pod, start: int) -> Counter[str]:
+        """Why ``pod``, the first member that did not fit now, did not: kube-scheduler's reasons, and for each node
+        that may take it by the books now, what held it (read after the members placed before it were undone)."""
+        fit = self._fit(pod)
+        reasons = fit.reasons()
         if fit.any:
             graph = self.graph
             assert graph is not None
@@ -165,6 +172,45 @@ class Placer(ClusterBooks):
                 else:
                     reasons[REASON_RESERVED] += 1
         return reasons
+
+    def _too_few_slots(self, job: PendingJob, start: int, minimum: int) -> bool:
+        """A quick sufficient test that neither matching the job's members one by one now nor searching their
+        assignment places ``minimum`` of them, so that neither need be tried; the first member that fails one by one
+        is then one of its leading run of alike members (the trace's ``k`` pods of a node's cores and the rest).
+
+        Each node that may take those members by the books now takes at most as many as its exact books hold, as
+        its books in time hold beside the reservations (for the shortest planned time of one) and as its free
+        cores and gpus hold then (its pruning counts, an upper bound of what a match or the search finds; on a node
+        with reservations its cores one by one); every other member at most once. False when it cannot tell
+        (sockets, node-exclusive members, pods the engine still has to take, a pod count in the requests)."""
+        graph = self.graph
+        assert graph is not None
+        pods = list(job.pods.values())
+        first = pods[0]
+        if graph.socket_size is not None or self._stuck or PODS in first.requests or self._whole_node_policy(first):
+            return False
+        run = next((i for i, pod in enumerate(pods) if not _alike(pod, first)), len(pods))
+        needed = minimum - (len(pods) - run)  # of the run, when every other member is placed
+        if needed <= 0:
+            return False
+        cores, gpus = self._pod_shape(first)
+        duration = min(self._planned(pod, start) for pod in pods[:run])
+        held = self.plans.holds
+        slots = 0
+        for name in self._fit(first).open:
+            copies = _copies(self._room(name), first.requests)
+            if copies is None:
+                return False
+            reserved = name in held
+            if reserved:
+                copies = min(copies, _copies(self._room_during(name, start, start + duration), first.requests) or 0)
+            if copies and (cores or gpus):  # counted core by core where reservations make the counts loose
+                free_cores, free_gpus, _ = graph.free_counts(name, start, duration, exact=reserved)
+                copies = min(copies, free_cores // cores if cores else copies, free_gpus // gpus if gpus else copies)
+            slots += copies
+            if slots >= needed:
+                return False
+        return True
 
     def _may_fit(self, job: PendingJob, at: int) -> bool:
         """A quick necessary test before a search: the graph has as many cores free from ``at`` as the job's
