@@ -387,7 +387,7 @@ class KubefluxScheduler(Placer):
 
     def _gang_never_fits(self, job: PendingJob) -> str | None:
         """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up)."""
-        nodes = self._empty_nodes()
+        nodes = self._fits.empty(self._empty_nodes)
         graph = self.graph
         assert graph is not None
         pods = list(job.pods.values())
@@ -398,14 +398,15 @@ class KubefluxScheduler(Placer):
             free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
             free[-1].append(node.allocatable.get(PODS, 1 << 62))
         index = {node.name: i for i, node in enumerate(nodes)}
-        members = [
-            GangMember(
-                (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
-                tuple(index[name] for name in self._static_fit(pod).fit if name in index),
-                self._whole_node_policy(pod),
-            )
-            for pod in pods
-        ]
+        candidates: dict[int, tuple[int, ...]] = {}  # per static fit: members constrained alike share one
+        members = []
+        for pod in pods:
+            static = self._static_fit(pod)
+            mine = candidates.get(id(static))
+            if mine is None:
+                mine = candidates[id(static)] = tuple(index[name] for name in static.fit if name in index)
+            shape = (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1)
+            members.append(GangMember(shape, mine, self._whole_node_policy(pod)))
         minimum = self._minimum(job)
         found = assign(members, free, [True] * len(nodes), minimum)
         if found is not None:  # an assignment, or the search gave up: not proven never to fit
