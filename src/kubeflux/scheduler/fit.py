@@ -97,9 +97,16 @@ class FitIndex:
         self._empty: list[Node] | None = None
         self._log: list[str] = []
         self._base = 0
+        self._resets = 0
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """Changes whenever any node's books may have changed (a reset, or a node noted :meth:`changed`)."""
+        return self._resets, self._base + len(self._log)
 
     def reset(self) -> None:
         """Forget everything (a node changed, or the graph was rebuilt)."""
+        self._resets += 1
         self._static.clear()
         self._shapes.clear()
         self._never.clear()

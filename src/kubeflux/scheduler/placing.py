@@ -56,6 +56,10 @@ Assignment = list[tuple[str, Pod, str, int]]
 class Placer(ClusterBooks):
     """The placement half of the scheduler core: filters, matches, the assignment search and reservations."""
 
+    _packed: tuple[tuple[int, int], dict[int, int]] = ((-1, -1), {})
+    """:meth:`_first_short_member`'s full counts per fit entry, with the books' version they hold for (replaced, never
+    changed, until the first count: the class's own stays empty)."""
+
     # ================================================================== filters
 
     def _static_fit(self, pod: Pod) -> StaticFit:
@@ -140,7 +144,7 @@ class Placer(ClusterBooks):
         made, first_short = self._one_by_one(pods, start, minimum)
         if made is not None:
             return made
-        if len(pods) > 1 and not all(_alike(pod, pods[0][1]) for _, pod in pods) and self._may_fit(job, start):
+        if len(pods) > 1 and alike_run(job) < len(pods) and self._may_fit(job, start):
             # Alike members matched one by one fit as many as any assignment would: only different ones search.
             exact: set[str] = set()
             for _ in range(EXACT_ROUNDS):
@@ -189,7 +193,7 @@ class Placer(ClusterBooks):
         first = pods[0]
         if graph.socket_size is not None or self._stuck or PODS in first.requests or self._whole_node_policy(first):
             return False
-        run = next((i for i, pod in enumerate(pods) if not _alike(pod, first)), len(pods))
+        run = alike_run(job)
         needed = minimum - (len(pods) - run)  # of the run, when every other member is placed
         if needed <= 0:
             return False
@@ -257,20 +261,27 @@ class Placer(ClusterBooks):
         """A quick test before matching a group of alike members (same requests and constraints) pod by pod: as
         many as the exact books' free amounts hold, node after node; the first member beyond them when fewer than
         ``minimum`` fit (None when enough do, or when the members differ: their search is exact, a packing is
-        not)."""
+        not). A full count is kept until the books change, for the next group of that shape in the pass."""
         pods = list(job.pods.values())
         first = pods[0]
-        if PODS in first.requests or not all(_alike(pod, first) for pod in pods):
+        if PODS in first.requests or alike_run(job) < len(pods):
             return None
-        packed = 0
-        for name in self._fit(first).open:  # in any order: the count, or the first member beyond it, is the same
-            copies = _copies(self._room(name), first.requests)
-            if copies is None:
-                return None
-            packed += copies
-            if packed >= minimum:
-                return None
-        return pods[packed]
+        fit = self._fit(first)
+        version = self._fits.version
+        if self._packed[0] != version:
+            self._packed = (version, {})
+        packed = self._packed[1].get(id(fit))
+        if packed is None:
+            packed = 0
+            for name in fit.open:  # in any order: the count, or the first member beyond it, is the same
+                copies = _copies(self._room(name), first.requests)
+                if copies is None:
+                    return None
+                packed += copies
+                if packed >= minimum:
+                    return None
+            self._packed[1][id(fit)] = packed
+        return pods[packed] if packed < minimum else None
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         duration = self._planned(pod, start)
@@ -490,7 +501,7 @@ class Placer(ClusterBooks):
         pods = list(job.pods.values())
         minimum = self._minimum(job)
         after = first
-        alike = len(pods) > 1 and minimum == len(pods) and all(_alike(pod, pods[0]) for pod in pods)
+        alike = len(pods) > 1 and minimum == len(pods) and alike_run(job) == len(pods)
         if self._deferred is not job or not alike:
             self._drop_deferred()
         if len(pods) == 1:
@@ -652,6 +663,21 @@ class Placer(ClusterBooks):
         return [
             Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
         ]
+
+
+def alike_run(job: PendingJob) -> int:
+    """How many of the job's first pods are alike (all of them: ``len(job.pods)``); kept on the job while its pods
+    are the same objects (a pod's object is replaced whenever what placing reads of it changes, as the informer
+    assumes too)."""
+    pods = tuple(job.pods.values())
+    ids = tuple(map(id, pods))
+    known = job.alike
+    if known is not None and known[0] == ids:
+        return known[2]
+    first = pods[0] if pods else None
+    run = next((i for i, pod in enumerate(pods) if first is None or not _alike(pod, first)), len(pods))
+    job.alike = (ids, pods, run)
+    return run
 
 
 def _alike(pod: Pod, other: Pod) -> bool:
