@@ -106,6 +106,8 @@ class KubefluxScheduler(Placer):
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         obj = event.obj
+        if type(obj) is Pod and not obj.node_name and self._same_waiting(event.kind, obj):
+            return
         if isinstance(obj, Node):
             super().observe(event, now)
             if event.kind.value == "DELETED":
@@ -121,6 +123,25 @@ class KubefluxScheduler(Placer):
         if self._rejected and isinstance(obj, Pod) and self._still_rejected(event.kind, obj):
             return
         super().observe(event, now)
+
+    def _same_waiting(self, kind: EventKind, pod: Pod) -> bool:
+        """Whether ``pod`` is a queued pod of kubeflux's told again as the very object it was queued as, still
+        waiting and usable (most events: the status and expected start written on a waiting pod, by the shell
+        for kubeflux's own decisions): the informer would keep it as it is, so nothing is done."""
+        uid = pod.uid
+        if not uid or kind is EventKind.DELETED or pod.deleted or self._rejected:
+            return False
+        job = self.queue.by_pod.get(uid)
+        return (
+            job is not None
+            and job.pods.get(uid) is pod
+            and not pod.phase.terminal
+            and uid not in self._told
+            and uid not in self._held
+            and pod.scheduler_name == self.name
+            and self._uid_by_key.get(pod.key) == uid
+            and (pod.group is None or pod.group not in self._bad_groups)
+        )
 
     def _still_rejected(self, kind: EventKind, pod: Pod) -> bool:
         """A pending pod of a job rejected as never fitting changed: a change placing reads (its requests,
