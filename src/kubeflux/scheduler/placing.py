@@ -182,10 +182,11 @@ class Placer(ClusterBooks):
         assignment places ``minimum`` of them, so that neither need be tried; the first member that fails one by one
         is then one of its leading run of alike members (the trace's ``k`` pods of a node's cores and the rest).
 
-        Each node that may take those members by the books now takes at most as many as its exact books hold, as
-        its books in time hold beside the reservations (for the shortest planned time of one) and as its free
-        cores and gpus hold then (its pruning counts, an upper bound of what a match or the search finds; on a node
-        with reservations its cores one by one); every other member at most once. False when it cannot tell
+        Each node that may take those members by the books now takes at most as many as its exact books hold, and
+        on a node with reservations as many as its books in time hold beside them and its cores and gpus counted one
+        by one stay free (for the shortest planned time of one): an upper bound of what a match or the search finds
+        (elsewhere nothing is planned to start, and the books count every bound pod); every other member at most
+        once. False when it cannot tell
         (sockets, node-exclusive members, pods the engine still has to take, a pod count in the requests)."""
         graph = self.graph
         assert graph is not None
@@ -198,19 +199,22 @@ class Placer(ClusterBooks):
         if needed <= 0:
             return False
         cores, gpus = self._pod_shape(first)
-        duration = min(self._planned(pod, start) for pod in pods[:run])
+        duration = -1
         held = self.plans.holds
         slots = 0
         for name in self._fit(first).open:
             copies = _copies(self._room(name), first.requests)
             if copies is None:
                 return False
-            reserved = name in held
-            if reserved:
+            if copies and name in held:  # reserved later: what stays free until the members' planned ends
+                if duration < 0:
+                    duration = min(self._planned(pod, start) for pod in pods[:run])
                 copies = min(copies, _copies(self._room_during(name, start, start + duration), first.requests) or 0)
-            if copies and (cores or gpus):  # counted core by core where reservations make the counts loose
-                free_cores, free_gpus, _ = graph.free_counts(name, start, duration, exact=reserved)
-                copies = min(copies, free_cores // cores if cores else copies, free_gpus // gpus if gpus else copies)
+                if copies and (cores or gpus):
+                    free_cores, free_gpus, _ = graph.free_counts(name, start, duration, exact=True)
+                    copies = min(
+                        copies, free_cores // cores if cores else copies, free_gpus // gpus if gpus else copies
+                    )
             slots += copies
             if slots >= needed:
                 return False
