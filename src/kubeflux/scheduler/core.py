@@ -48,9 +48,10 @@ from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
-from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
+from kubeflux.scheduler.placing import REASON_RESERVED, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
@@ -65,7 +66,7 @@ class Backfill(StrEnum):
     CONSERVATIVE = "conservative"
 
 
-class KubefluxScheduler(Placer):
+class KubefluxScheduler(Reserver):
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
 
     def __init__(
