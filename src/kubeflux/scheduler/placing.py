@@ -176,13 +176,13 @@ class Placer(ClusterBooks):
         on a node with reservations as many as its books in time hold beside them and its cores and gpus counted one
         by one stay free (for the shortest planned time of one): an upper bound of what a match or the search finds
         (elsewhere nothing is planned to start, and the books count every bound pod); every other member at most
-        once. False when it cannot tell
-        (sockets, node-exclusive members, pods the engine still has to take, a pod count in the requests)."""
+        once. False when it cannot tell (sockets, a policy without a static order, pods the engine still has to
+        take, a pod count in the requests)."""
         graph = self.graph
         assert graph is not None
         pods = list(job.pods.values())
         first = pods[0]
-        if graph.socket_size is not None or self._stuck or PODS in first.requests or self._whole_node_policy(first):
+        if graph.socket_size is not None or self._stuck or PODS in first.requests or not self._static_order(first):
             return False
         run = alike_run(job)
         needed = minimum - (len(pods) - run)  # of the run, when every other member is placed
@@ -435,6 +435,15 @@ class Placer(ClusterBooks):
             for i, ((uid, pod), node) in enumerate(zip(members, found, strict=True))
             if node is not None
         ]
+
+    def _static_order(self, pod: Pod) -> bool:
+        """Whether ``pod``'s match policy (and the profile's) orders nodes statically and holds none whole: not
+        ``first``, whose walk follows free amounts (with it, matches made and undone since change later choices:
+        a failed one-by-one attempt is not skipped), nor ``*nodex``."""
+        return all(
+            not spec.stop_on_first and not spec.node_exclusive
+            for spec in (parse_policy(pod_policy(pod, self.policy)), parse_policy(self.policy))
+        )
 
     def _whole_node_policy(self, pod: Pod) -> bool:
         return parse_policy(pod_policy(pod, self.policy)).node_exclusive
