@@ -48,9 +48,10 @@ from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
-from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
+from kubeflux.scheduler.placing import REASON_RESERVED, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
@@ -65,7 +66,7 @@ class Backfill(StrEnum):
     CONSERVATIVE = "conservative"
 
 
-class KubefluxScheduler(Placer):
+class KubefluxScheduler(Reserver):
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
 
     def __init__(
@@ -106,6 +107,8 @@ class KubefluxScheduler(Placer):
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         obj = event.obj
+        if type(obj) is Pod and not obj.node_name and self._same_waiting(event.kind, obj):
+            return
         if isinstance(obj, Node):
             super().observe(event, now)
             if event.kind.value == "DELETED":
@@ -121,6 +124,25 @@ class KubefluxScheduler(Placer):
         if self._rejected and isinstance(obj, Pod) and self._still_rejected(event.kind, obj):
             return
         super().observe(event, now)
+
+    def _same_waiting(self, kind: EventKind, pod: Pod) -> bool:
+        """Whether ``pod`` is a queued pod of kubeflux's told again as the very object it was queued as, still
+        waiting and usable (most events: the status and expected start written on a waiting pod, by the shell
+        for kubeflux's own decisions): the informer would keep it as it is, so nothing is done."""
+        uid = pod.uid
+        if not uid or kind is EventKind.DELETED or pod.deleted or self._rejected:
+            return False
+        job = self.queue.by_pod.get(uid)
+        return (
+            job is not None
+            and job.pods.get(uid) is pod
+            and not pod.phase.terminal
+            and uid not in self._told
+            and uid not in self._held
+            and pod.scheduler_name == self.name
+            and self._uid_by_key.get(pod.key) == uid
+            and (pod.group is None or pod.group not in self._bad_groups)
+        )
 
     def _still_rejected(self, kind: EventKind, pod: Pod) -> bool:
         """A pending pod of a job rejected as never fitting changed: a change placing reads (its requests,
@@ -198,6 +220,7 @@ class KubefluxScheduler(Placer):
             self._head = None
             self._planned_epoch = self._epoch
         self._pass(ordered, now, full, out)
+        self._drop_deferred()
         if full:
             self._forget_stale_starts(out)
         return out
@@ -267,7 +290,7 @@ class KubefluxScheduler(Placer):
 
     def _cancel_reservations(self) -> None:
         for job in self.queue.jobs.values():
-            self._cancel_job_reservations(job)
+            self._cancel_job_reservations(job, defer=self.keep_reservations)
 
     def _timed_out(self, job: PendingJob, now: float) -> str | None:
         """A group still not placed ``scheduleTimeoutSeconds`` after it was ready (or last retried): the message
@@ -386,7 +409,7 @@ class KubefluxScheduler(Placer):
 
     def _gang_never_fits(self, job: PendingJob) -> str | None:
         """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up)."""
-        nodes = self._empty_nodes()
+        nodes = self._fits.empty(self._empty_nodes)
         graph = self.graph
         assert graph is not None
         pods = list(job.pods.values())
@@ -397,14 +420,15 @@ class KubefluxScheduler(Placer):
             free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
             free[-1].append(node.allocatable.get(PODS, 1 << 62))
         index = {node.name: i for i, node in enumerate(nodes)}
-        members = [
-            GangMember(
-                (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
-                tuple(index[name] for name in self._static_fit(pod).fit if name in index),
-                self._whole_node_policy(pod),
-            )
-            for pod in pods
-        ]
+        candidates: dict[int, tuple[int, ...]] = {}  # per static fit: members constrained alike share one
+        members = []
+        for pod in pods:
+            static = self._static_fit(pod)
+            mine = candidates.get(id(static))
+            if mine is None:
+                mine = candidates[id(static)] = tuple(index[name] for name in static.fit if name in index)
+            shape = (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1)
+            members.append(GangMember(shape, mine, self._whole_node_policy(pod)))
         minimum = self._minimum(job)
         found = assign(members, free, [True] * len(nodes), minimum)
         if found is not None:  # an assignment, or the search gave up: not proven never to fit

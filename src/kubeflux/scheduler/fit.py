@@ -97,9 +97,16 @@ class FitIndex:
         self._empty: list[Node] | None = None
         self._log: list[str] = []
         self._base = 0
+        self._resets = 0
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """Changes whenever any node's books may have changed (a reset, or a node noted :meth:`changed`)."""
+        return self._resets, self._base + len(self._log)
 
     def reset(self) -> None:
         """Forget everything (a node changed, or the graph was rebuilt)."""
+        self._resets += 1
         self._static.clear()
         self._shapes.clear()
         self._never.clear()
@@ -116,15 +123,20 @@ class FitIndex:
             self._base += len(self._log)
             self._log.clear()
 
+    def empty(self, empty_nodes: Callable[[], list[Node]]) -> list[Node]:
+        """``empty_nodes()``, the candidate nodes as they are when empty, kept until the next reset."""
+        if self._empty is None:
+            self._empty = empty_nodes()
+        return self._empty
+
     def never(self, pod: Pod, empty_nodes: Callable[[], list[Node]]) -> str | None:
         """:func:`~kubeflux.scheduler.constraints.never_fits` for ``pod``'s requests alone (its constraints aside)
         on ``empty_nodes()``, the candidate nodes as they are when empty; kept per requests until the next reset."""
         key = tuple(sorted(pod.requests.items()))
         if key not in self._never:
-            if self._empty is None:
-                self._empty = empty_nodes()
+            empty = self.empty(empty_nodes)
             bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
-            self._never[key] = never_fits(bare, self._empty) if self._empty else None
+            self._never[key] = never_fits(bare, empty) if empty else None
         return self._never[key]
 
     def never_admitted(
@@ -135,12 +147,11 @@ class FitIndex:
         does. Kept per constraints and requests until the next reset."""
         key = (self._static_key(pod), tuple(sorted(pod.requests.items())))
         if key not in self._never_admitted:
-            if self._empty is None:
-                self._empty = empty_nodes()
+            empty = self.empty(empty_nodes)
             bare = Pod(pod.namespace, pod.name, pod.uid, requests=pod.requests)
             reasons = Counter(static.reasons)
             why: str | None = None
-            for node in self._empty:
+            for node in empty:
                 if node.name not in static.members:
                     continue
                 short = node_resources_fit(bare, node, {})

@@ -35,6 +35,8 @@ __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes"]
 CLUSTER_NAME = "kubeflux"
 _CHANGES_KEPT = 4096
 """Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
+_FREED_KEPT = 1 << 16
+"""Released vertices the release log (:attr:`GraphView.freed`) holds before it starts again."""
 
 
 class HiddenNodes:
@@ -105,6 +107,8 @@ class GraphView:
         """Nodes where a bound pod is counted in the books but not held in the graph (the engine could not take
         it yet): node-exclusive matches never land there, as the node is not whole (set by the informer)."""
         self._orders: dict[tuple[bool, bool], list[str]] = {}
+        self._ranks: tuple[list[str], dict[str, int]] | None = None
+        """:meth:`node_ranks`, with the order it was made from."""
         self._changes = 0
         """Counts the engine calls that change allocations (matches, replays, releases, cancels, attaches)."""
         self._free_at: tuple[tuple[int, int], list[str]] | None = None
@@ -114,11 +118,20 @@ class GraphView:
         self._uid_of: dict[str, int] = {}
         """Node name → its node vertex's uid (a new dict whenever a node is attached: see :meth:`_mask`)."""
         self._node_generation = 0
+        self.freed: list[tuple[int, object]] = []
+        """The release log: (core or gpu vertex uid, who released it) for every vertex a release or cancel gave
+        back, in order (:mod:`kubeflux.scheduler.kept` reads it). ``who`` is the owner a caller named, else None."""
+        self._freed_base = 0
+        """Entries dropped from the front of :attr:`freed` (log positions count from the first ever)."""
+        self._unnamed_frees = 0
+        """Releases whose vertices were not named (a job cancelled whole, a node replaced or back up)."""
+        self._leaf_node: dict[int, str] = {}
+        """Core or gpu vertex uid → its node's name."""
         graph = self.engine.graph
         for name, path in self.paths.items():
             vertex = graph.vertex_at(path)
             if vertex is not None:
-                self._leaves[name] = _core_and_gpu_leaves(graph, vertex)
+                self._set_leaves(name, _core_and_gpu_leaves(graph, vertex))
                 self._uid_of[name] = vertex.uid
         self._socket_sizes = Counter(_socket_size(spec) for spec in specs if spec.sockets > 0)
         """(cores, gpus) of one socket → how many nodes have sockets of that size (the first socket's, which takes
@@ -133,6 +146,30 @@ class GraphView:
             self.log.append(f"Node  {spec.name}  total mem  {spec.memory}")
         self.log.append(f"Can request at most  {max((s.cores for s in specs), default=0)}  exclusive cpu")
         self.log.append(f'Match policy:  {{"matcher_policy": "{policy}"}}')
+
+    def _set_leaves(self, name: str, leaves: tuple[list[int], list[int]]) -> None:
+        self._leaves[name] = leaves
+        for uids in leaves:
+            for uid in uids:
+                self._leaf_node[uid] = name
+
+    def node_of(self, uid: int) -> str | None:
+        """The node of core or gpu vertex ``uid`` (None for another vertex)."""
+        return self._leaf_node.get(uid)
+
+    @property
+    def node_centric(self) -> bool:
+        """Whether the engine's own policy orders matches by node id first (``lonode``, ``hinode`` …)."""
+        spec = self.engine.policy.spec
+        return spec.node_centric and not spec.stop_on_first and not spec.performance_class
+
+    def node_ranks(self) -> dict[str, int]:
+        """Each admitted node's place in the engine's own policy order (0 the most preferred)."""
+        order = self._node_order(self.engine.policy.spec)
+        ranks = self._ranks
+        if ranks is None or ranks[0] is not order:
+            ranks = self._ranks = (order, {name: rank for rank, name in enumerate(order)})
+        return ranks[1]
 
     def usable(self, name: str) -> bool:
         return name in self.specs and name not in self.gone
@@ -149,6 +186,7 @@ class GraphView:
         """A node left the cluster (down until it returns) or came back."""
         if name not in self.specs or (name in self.gone) == gone:
             return
+        self._unnamed_frees += 1
         if gone:
             self.gone.add(name)
         else:
@@ -414,11 +452,12 @@ class GraphView:
         engine.attach(document, source=f"node {spec.name}")
         self._orders.clear()
         self._changes += 1
+        self._unnamed_frees += 1
         old = self.specs.get(spec.name)
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
         vertex = graph.vertex_at(path)
-        self._leaves[spec.name] = _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES
+        self._set_leaves(spec.name, _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES)
         self._uid_of = {**self._uid_of, spec.name: vertex.uid} if vertex is not None else dict(self._uid_of)
         self._node_generation += 1
         if spec.sockets > 0 or (old is not None and old.sockets > 0):
@@ -440,21 +479,69 @@ class GraphView:
         if name in self._leaves and names:
             core_uids, gpu_uids = self._leaves[name]
             held = [uid for uids in (core_uids, gpu_uids) for uid in uids if vertices[uid].name in names]
+            whole = self._holds_whole(jobid, name)
             try:
                 if self.engine.release_vertices(jobid, held, source=f"node {name}"):
+                    self._note_freed((*core_uids, *gpu_uids) if whole else held, None)
                     return True
             except EngineError:
                 pass
         return self.cancel(jobid)
 
-    def cancel(self, jobid: int) -> bool:
-        """Cancel an engine job; False when the engine does not know it (already gone)."""
+    def cancel(self, jobid: int, freed: Iterable[int] | None = None, owner: object = None) -> bool:
+        """Cancel an engine job; False when the engine does not know it (already gone). ``freed`` names the core
+        and gpu vertices it held, for the release log (with ``owner``): empty for a job made and cancelled within
+        one decision, None when unknown."""
         self._changes += 1
         try:
             self.engine.cancel(jobid)
         except EngineError:
             return False
+        if freed is None:
+            self._unnamed_frees += 1
+        else:
+            self._note_freed(freed, owner)
         return True
+
+    def _holds_whole(self, jobid: int, name: str) -> bool:
+        """Whether job ``jobid`` holds node ``name`` itself (a node-exclusive job: all its vertices free with it)."""
+        vertex = self.engine.graph.vertex_at(self.paths[name])
+        return vertex is not None and jobid in self.engine.traverser.allocations.get(vertex.uid, ())
+
+    def _note_freed(self, uids: Iterable[int], owner: object) -> None:
+        freed = self.freed
+        if len(freed) >= _FREED_KEPT:
+            self._freed_base += len(freed)
+            freed.clear()
+            self._unnamed_frees += 1  # what was dropped is no longer known to anyone reading from before
+        freed.extend((uid, owner) for uid in uids)
+
+    def freed_mark(self) -> tuple[int, int]:
+        """The release log's position now (for :meth:`freed_since`)."""
+        return self._freed_base + len(self.freed), self._unnamed_frees
+
+    def freed_since(self, mark: tuple[int, int]) -> list[tuple[int, object]] | None:
+        """The vertices released since :meth:`freed_mark` gave ``mark``; None when a release since did not name
+        its vertices (anything may be free)."""
+        position, unnamed = mark
+        if unnamed != self._unnamed_frees or position < self._freed_base:
+            return None
+        return self.freed[position - self._freed_base :]
+
+    def reserve_again(self, leaves: Iterable[int], at: int, duration: int, what: str, now: int) -> int:
+        """Put back a reservation the engine would make again (:mod:`kubeflux.scheduler.kept`): ``leaves`` held
+        during ``[at, at + duration)`` as a new reserved job, under the job id a match would take; its id, or -1
+        when the engine refused (nothing is held then)."""
+        engine = self.engine
+        result = engine.update_leaves(
+            engine.next_jobid, leaves, at=at, duration=duration, reserve=True, now=now, source=what
+        )
+        self._changes += 1
+        if not result.matched:
+            self.log.append(f"Match allocate_orelse_reserve {what}: kept reservation refused: {result.error}")
+            return -1
+        self.log.append(f"Match allocate_orelse_reserve {what}: jobid {result.jobid} reserved at {at} (kept)")
+        return result.jobid
 
 
 _NO_LEAVES: tuple[list[int], list[int]] = ([], [])

@@ -50,6 +50,7 @@ from kubeflux.scheduler.interface import (
     PodWarning,
     Reject,
 )
+from kubeflux.scheduler.kept import keeps_reservations
 from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import CPU, Node, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
@@ -148,6 +149,11 @@ class ClusterBooks:
         self._ends: list[tuple[int, str]] = []
         """(planned end, pod uid) of kubeflux's allocations, to extend those of pods that run past it."""
         self._fits = FitIndex()
+        self.keep_reservations = keeps_reservations(policy)
+        self._deferred: PendingJob | None = None
+        """A job whose cancelled reservation is still in the engine (:meth:`_cancel_job_reservations`)."""
+        """Whether a gang's reservation may be put back as it was when the engine would make it again
+        (:mod:`kubeflux.scheduler.kept`); False re-plans every one."""
         self._dirty = True
         self._epoch = 0
         """Bumped whenever a waiting job might now fit, or a reservation might no longer hold."""
@@ -564,6 +570,7 @@ class ClusterBooks:
         graph = self.graph
         if graph is None or not (self._unaccounted or graph.unrecorded):
             return
+        self._drop_deferred()
         pending, self._unaccounted = self._unaccounted, {}
         now = self._tick(self._now)
         for uid, pod in sorted(pending.items(), key=self._others_last):
@@ -642,10 +649,22 @@ class ClusterBooks:
             self._changed()
             self.log.append(f"Pod {alloc.key} runs past its planned end ({end}); its allocation is extended")
 
-    def _cancel_job_reservations(self, job: PendingJob) -> None:
-        if self.graph is not None:
+    def _cancel_job_reservations(self, job: PendingJob, *, defer: bool = False) -> None:
+        """Drop the job's reservation: its engine jobs and holds. With ``defer`` a kept gang reservation
+        (:mod:`kubeflux.scheduler.kept`) stays in the engine, for one job at a time, until the pass either finds it
+        the same again or touches the engine otherwise (:meth:`_drop_deferred`)."""
+        graph = self.graph
+        if graph is not None:
+            kept = job.kept
             for jobid in job.reservations:
-                self.graph.cancel(jobid)
+                if kept is None or jobid != kept.jobid:
+                    graph.cancel(jobid)
+                elif defer and self._deferred is None:
+                    self._deferred = job
+                else:  # its vertices are known: named in the release log
+                    graph.cancel(jobid, kept.leaves, job)
+            if self._deferred is job and not defer:
+                self._drop_deferred()
         job.reservations.clear()
         for hold in job.holds:
             self.plans.drop(hold)
@@ -653,6 +672,17 @@ class ClusterBooks:
         job.holds.clear()
         job.left_out.clear()
         job.expected_start = None
+
+    def _drop_deferred(self) -> None:
+        """Cancel the engine job of the reservation left in the engine by a deferred cancel, if any: called before
+        anything else reads or changes the engine in a pass."""
+        job = self._deferred
+        if job is None:
+            return
+        self._deferred = None
+        kept = job.kept
+        if kept is not None and self.graph is not None:
+            self.graph.cancel(kept.jobid, kept.leaves, job)
 
 
 def placement_view(pod: Pod) -> tuple[object, ...]:

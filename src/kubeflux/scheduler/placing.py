@@ -1,4 +1,4 @@
-"""How kubeflux places a job (a lone pod, or a pod group's members) now, or reserves it for later.
+"""How kubeflux places a job (a lone pod, or a pod group's members) now.
 
 **Now** (:meth:`Placer._start_at`): one engine match per pod, in the pod's order, each on the nodes the pod may use
 now (:mod:`kubeflux.scheduler.fit`) and whose books stay within their allocatable for the pod's planned time
@@ -7,12 +7,7 @@ rest of those present when room allows; a member beyond ``minMember`` that does 
 that one-by-one match fails for a group, the group's assignment is searched (:mod:`kubeflux.scheduler.gang`) and
 placed as found: each member onto its node's free cores and gpus with the engine's ``update``.
 
-**Later** (:meth:`Placer._reserve`): the earliest time at which the job can start, in every resource kubeflux
-counts. A lone pod asks the engine (``allocate_orelse_reserve``) and keeps its answer when the exact books agree
-then; otherwise, and for a group, the times at which something is planned to end are tried in order, each with the
-same assignment search as now, and the first that fits is held: engine jobs for the cores and gpus, holds in the
-books in time for everything else. At most :data:`RESERVE_TRIES` times are searched per job and pass; beyond that
-the job has no reservation this pass (it says so) and is planned again on the next.
+**Later**: reservations, in :mod:`kubeflux.scheduler.reserving`.
 """
 
 from __future__ import annotations
@@ -30,19 +25,15 @@ from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import (
     Placement,
     PodRequestError,
-    gang_jobspec,
     placement_from_output,
-    placements_from_output,
     pod_policy,
 )
 
-__all__ = ["REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "RESERVE_TRIES", "Placer"]
+__all__ = ["REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Placer", "alike_run"]
 
 REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
 REASON_HELD_WHOLE = "node(s) were held whole by a node-exclusive job"
 REASON_NOT_EMPTY = "node(s) were not empty for the pod's planned time (its match policy holds a node whole)"
-RESERVE_TRIES = 64
-"""Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 EXACT_ROUNDS = 4
 """Searches per start time: after each, the node whose cores could not give what its planner's count promised is
 counted core by core in the next."""
@@ -54,6 +45,10 @@ Assignment = list[tuple[str, Pod, str, int]]
 
 class Placer(ClusterBooks):
     """The placement half of the scheduler core: filters, matches, the assignment search and reservations."""
+
+    _packed: tuple[tuple[int, int], dict[int, int]] = ((-1, -1), {})
+    """:meth:`_first_short_member`'s full counts per fit entry, with the books' version they hold for (replaced, never
+    changed, until the first count: the class's own stays empty)."""
 
     # ================================================================== filters
 
@@ -133,10 +128,13 @@ class Placer(ClusterBooks):
             short = self._first_short_member(job, minimum)
             if short is not None:
                 return self._reasons(short)
+        self._drop_deferred()  # the engine is read from here on
+        if len(pods) > 1 and self._too_few_slots(job, start, minimum):
+            return self._short_reasons(pods[0][1], start)
         made, first_short = self._one_by_one(pods, start, minimum)
         if made is not None:
             return made
-        if len(pods) > 1 and not all(_alike(pod, pods[0][1]) for _, pod in pods) and self._may_fit(job, start):
+        if len(pods) > 1 and alike_run(job) < len(pods) and self._may_fit(job, start):
             # Alike members matched one by one fit as many as any assignment would: only different ones search.
             exact: set[str] = set()
             for _ in range(EXACT_ROUNDS):
@@ -148,8 +146,13 @@ class Placer(ClusterBooks):
                     return placed
                 exact.add(placed)
         assert first_short is not None
-        pod, fit = first_short
-        reasons = self._reasons(pod)
+        return self._short_reasons(first_short[0], start)
+
+    def _short_reasons(self, pod: Pod, start: int) -> Counter[str]:
+        """Why ``pod``, the first member that did not fit now, did not: kube-scheduler's reasons, and for each node
+        that may take it by the books now, what held it (read after the members placed before it were undone)."""
+        fit = self._fit(pod)
+        reasons = fit.reasons()
         if fit.any:
             graph = self.graph
             assert graph is not None
@@ -163,6 +166,49 @@ class Placer(ClusterBooks):
                 else:
                     reasons[REASON_RESERVED] += 1
         return reasons
+
+    def _too_few_slots(self, job: PendingJob, start: int, minimum: int) -> bool:
+        """A quick sufficient test that neither matching the job's members one by one now nor searching their
+        assignment places ``minimum`` of them, so that neither need be tried; the first member that fails one by one
+        is then one of its leading run of alike members (the trace's ``k`` pods of a node's cores and the rest).
+
+        Each node that may take those members by the books now takes at most as many as its exact books hold, and
+        on a node with reservations as many as its books in time hold beside them and its cores and gpus counted one
+        by one stay free (for the shortest planned time of one): an upper bound of what a match or the search finds
+        (elsewhere nothing is planned to start, and the books count every bound pod); every other member at most
+        once. False when it cannot tell (sockets, a policy without a static order, pods the engine still has to
+        take, a pod count in the requests)."""
+        graph = self.graph
+        assert graph is not None
+        pods = list(job.pods.values())
+        first = pods[0]
+        if graph.socket_size is not None or self._stuck or PODS in first.requests or not self._static_order(first):
+            return False
+        run = alike_run(job)
+        needed = minimum - (len(pods) - run)  # of the run, when every other member is placed
+        if needed <= 0:
+            return False
+        cores, gpus = self._pod_shape(first)
+        duration = -1
+        held = self.plans.holds
+        slots = 0
+        for name in self._fit(first).open:
+            copies = _copies(self._room(name), first.requests)
+            if copies is None:
+                return False
+            if copies and name in held:  # reserved later: what stays free until the members' planned ends
+                if duration < 0:
+                    duration = min(self._planned(pod, start) for pod in pods[:run])
+                copies = min(copies, _copies(self._room_during(name, start, start + duration), first.requests) or 0)
+                if copies and (cores or gpus):
+                    free_cores, free_gpus, _ = graph.free_counts(name, start, duration, exact=True)
+                    copies = min(
+                        copies, free_cores // cores if cores else copies, free_gpus // gpus if gpus else copies
+                    )
+            slots += copies
+            if slots >= needed:
+                return False
+        return True
 
     def _may_fit(self, job: PendingJob, at: int) -> bool:
         """A quick necessary test before a search: the graph has as many cores free from ``at`` as the job's
@@ -209,20 +255,27 @@ class Placer(ClusterBooks):
         """A quick test before matching a group of alike members (same requests and constraints) pod by pod: as
         many as the exact books' free amounts hold, node after node; the first member beyond them when fewer than
         ``minimum`` fit (None when enough do, or when the members differ: their search is exact, a packing is
-        not)."""
+        not). A full count is kept until the books change, for the next group of that shape in the pass."""
         pods = list(job.pods.values())
         first = pods[0]
-        if PODS in first.requests or not all(_alike(pod, first) for pod in pods):
+        if PODS in first.requests or alike_run(job) < len(pods):
             return None
-        packed = 0
-        for name in self._fit(first).open:  # in any order: the count, or the first member beyond it, is the same
-            copies = _copies(self._room(name), first.requests)
-            if copies is None:
-                return None
-            packed += copies
-            if packed >= minimum:
-                return None
-        return pods[packed]
+        fit = self._fit(first)
+        version = self._fits.version
+        if self._packed[0] != version:
+            self._packed = (version, {})
+        packed = self._packed[1].get(id(fit))
+        if packed is None:
+            packed = 0
+            for name in fit.open:  # in any order: the count, or the first member beyond it, is the same
+                copies = _copies(self._room(name), first.requests)
+                if copies is None:
+                    return None
+                packed += copies
+                if packed >= minimum:
+                    return None
+            self._packed[1][id(fit)] = packed
+        return pods[packed] if packed < minimum else None
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         duration = self._planned(pod, start)
@@ -383,6 +436,15 @@ class Placer(ClusterBooks):
             if node is not None
         ]
 
+    def _static_order(self, pod: Pod) -> bool:
+        """Whether ``pod``'s match policy (and the profile's) orders nodes statically and holds none whole: not
+        ``first``, whose walk follows free amounts (with it, matches made and undone since change later choices:
+        a failed one-by-one attempt is not skipped), nor ``*nodex``."""
+        return all(
+            not spec.stop_on_first and not spec.node_exclusive
+            for spec in (parse_policy(pod_policy(pod, self.policy)), parse_policy(self.policy))
+        )
+
     def _whole_node_policy(self, pod: Pod) -> bool:
         return parse_policy(pod_policy(pod, self.policy)).node_exclusive
 
@@ -430,131 +492,6 @@ class Placer(ClusterBooks):
         self.log.append(f"Placed pod group of {len(made)} by assignment search at {start}")
         return made
 
-    # ================================================================== reservations
-
-    def _reserve(self, job: PendingJob, now: float, earliest: int | None = None) -> float | None:
-        """Reserve ``job`` at the earliest time it fits in every resource (see the module docstring), not before
-        ``earliest`` (a back-off); its start, or None when nothing is held."""
-        graph = self.graph
-        assert graph is not None
-        start = self._tick(now)
-        first = max(start, earliest if earliest is not None else start)
-        pods = list(job.pods.values())
-        minimum = self._minimum(job)
-        after = first
-        if len(pods) == 1:
-            pod = pods[0]
-            duration = self._planned(pod, first, reserve=True)
-            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
-            if result is not None and not result.matched:
-                # No node takes the pod's even split over sockets, ever: without sockets it can never run; with
-                # them its node's sockets may be smaller or uneven (it runs spanned: _span_sockets), so it is
-                # searched as the groups are, else the pods behind it would take its cores forever.
-                if graph.socket_size is None:
-                    return None
-            elif result is not None:
-                node = placement_from_output(result.resources).node
-                if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
-                    job.reservations.append(result.jobid)
-                    self._reserve_books(job, node, pod, result.at, duration)
-                    job.expected_start = float(result.at)
-                    return job.expected_start
-                graph.cancel(result.jobid)
-                after = max(after, result.at)
-        elif minimum == len(pods) and all(_alike(pod, pods[0]) for pod in pods):
-            held = self._reserve_alike(job, pods, first, start)
-            if held is not None:
-                return held
-        shortest = min(self._planned(pod, first, reserve=True) for pod in pods)
-        tries = 0
-        for at in [after, *self.plans.release_times(after)]:
-            if at <= start:
-                continue
-            if at + shortest > self.horizon or tries >= RESERVE_TRIES:
-                break
-            if not self._may_fit(job, at):
-                continue
-            tries += 1
-            exact: set[str] = set()
-            for _ in range(EXACT_ROUNDS):
-                found = self._assignment(job, at, start, minimum, exact)
-                if not isinstance(found, list):
-                    break
-                short = self._hold_assignment(job, found, at, start)
-                if short is None:
-                    job.left_out = job.pods.keys() - {uid for uid, *_ in found}
-                    job.expected_start = float(at)
-                    return job.expected_start
-                exact.add(short)
-        if tries >= RESERVE_TRIES:
-            self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
-        return None
-
-    def _reserve_alike(self, job: PendingJob, pods: list[Pod], first: int, start: int) -> float | None:
-        """A group of alike members all required: the engine reserves its slots as one job (as it reserves a lone
-        pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise."""
-        graph = self.graph
-        assert graph is not None
-        pod = pods[0]
-        duration = self._planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, job.key, self.shape.gpu_resources)
-        if spec is None:
-            return None
-        result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, self._static_fit(pod).unfit)
-        if not result.matched:
-            return None
-        cores, gpus = self._pod_shape(pod)
-        per_node = [
-            (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
-            for where in placements_from_output(result.resources)
-        ]
-        at = result.at
-        if (
-            at <= start
-            or sum(count for _, count in per_node) != len(pods)
-            or not all(self._fits_many(node, pod, count, at, at + duration) for node, count in per_node)
-        ):
-            graph.cancel(result.jobid)
-            return None
-        job.reservations.append(result.jobid)
-        for node, count in per_node:
-            for _ in range(count):
-                self._reserve_books(job, node, pod, at, duration)
-        job.expected_start = float(at)
-        return job.expected_start
-
-    def _fits_many(self, name: str, pod: Pod, count: int, start: int, end: int) -> bool:
-        """Whether ``count`` pods like ``pod`` fit node ``name``'s exact books together throughout ``[start, end)``."""
-        node = self.nodes[name]
-        books = [(self.plans, node.allocatable)]
-        if self.sharing.name != "shared":
-            books.append((self.own_plans, self.sharing.share(node)))
-        for plans, allocatable in books:
-            peak = plans.peak(name, start, end)
-            for res, amount in pod.requests.items():
-                if amount > 0 and peak.get(res, 0) + count * amount > allocatable.get(res, 0):
-                    return False
-            if PODS in allocatable and peak.get(PODS, 0) + count > allocatable[PODS]:
-                return False
-        return True
-
-    def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
-        job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
-
-    def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> str | None:
-        """Reserve an assignment found for ``at``: engine jobs for its members' cores and gpus, holds for the rest;
-        the name of a node whose cores could not give it when one could not (nothing is kept then)."""
-        for _, pod, node, duration in found:
-            leaves = self._leaves(pod, node, at, duration)
-            jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, at, duration, now)
-            if leaves is None or jobid < 0:
-                self._cancel_job_reservations(job)
-                return node
-            if jobid:
-                job.reservations.append(jobid)
-            self._reserve_books(job, node, pod, at, duration)
-        return None
-
     def _empty_nodes(self) -> list[Node]:
         """The usable graph nodes, empty, with kubeflux's share of each (the sharing policy) as allocatable."""
         graph = self.graph
@@ -562,6 +499,21 @@ class Placer(ClusterBooks):
         return [
             Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
         ]
+
+
+def alike_run(job: PendingJob) -> int:
+    """How many of the job's first pods are alike (all of them: ``len(job.pods)``); kept on the job while its pods
+    are the same objects (a pod's object is replaced whenever what placing reads of it changes, as the informer
+    assumes too)."""
+    pods = tuple(job.pods.values())
+    ids = tuple(map(id, pods))
+    known = job.alike
+    if known is not None and known[0] == ids:
+        return known[2]
+    first = pods[0] if pods else None
+    run = next((i for i, pod in enumerate(pods) if first is None or not _alike(pod, first)), len(pods))
+    job.alike = (ids, pods, run)
+    return run
 
 
 def _alike(pod: Pod, other: Pod) -> bool:

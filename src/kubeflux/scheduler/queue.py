@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubeflux.scheduler.kept import KeptReservation
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.scheduler.timebooks import Hold
 
@@ -41,6 +42,11 @@ class PendingJob:
     """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""
     told: dict[str, tuple[str, float | None]] = field(default_factory=dict)
     """Pod uid → the last (message, expected start) reported, so each is reported once."""
+    alike: tuple[tuple[int, ...], tuple[Pod, ...], int] | None = None
+    """How many of its first pods are alike (:func:`kubeflux.scheduler.placing.alike_run`), with the pods it was
+    found for (their ids, and the pods themselves, kept alive so that the ids stay theirs)."""
+    kept: KeptReservation | None = None
+    """Its last gang reservation as the engine made it, to put back when the engine would make it again."""
 
     @property
     def priority(self) -> int:

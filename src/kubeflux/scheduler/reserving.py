@@ -1,0 +1,194 @@
+"""How kubeflux reserves a job (a lone pod, or a pod group's members) that cannot start now, for later.
+
+:meth:`Reserver._reserve` finds the earliest time at which the job can start, in every resource kubeflux counts. A
+lone pod asks the engine (``allocate_orelse_reserve``) and keeps its answer when the exact books agree then; a
+group of alike members all required asks it the same of one gang jobspec, and its reservation of the last pass is
+kept when the engine would make it again (:mod:`kubeflux.scheduler.kept`); otherwise, and for other groups, the
+times at which something is planned to end are tried in order, each with the same assignment search as now
+(:mod:`kubeflux.scheduler.placing`), and the first that fits is held: engine jobs for the cores and gpus, holds in
+the books in time for everything else. At most :data:`RESERVE_TRIES` times are searched per job and pass; beyond
+that the job has no reservation this pass (it says so) and is planned again on the next.
+"""
+
+from __future__ import annotations
+
+from kubeflux.match.engine import MatchOp
+from kubeflux.scheduler.kept import KeptReservation, still_first
+from kubeflux.scheduler.objects import PODS, Pod
+from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, alike_run
+from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.translate import Placement, gang_jobspec, placement_from_output, placements_from_output
+
+__all__ = ["RESERVE_TRIES", "Reserver"]
+
+RESERVE_TRIES = 64
+"""Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
+
+
+class Reserver(Placer):
+    """The reservation half of the scheduler core (see the module docstring)."""
+
+    def _reserve(self, job: PendingJob, now: float, earliest: int | None = None) -> float | None:
+        """Reserve ``job`` at the earliest time it fits in every resource (see the module docstring), not before
+        ``earliest`` (a back-off); its start, or None when nothing is held."""
+        graph = self.graph
+        assert graph is not None
+        start = self._tick(now)
+        first = max(start, earliest if earliest is not None else start)
+        pods = list(job.pods.values())
+        minimum = self._minimum(job)
+        after = first
+        alike = len(pods) > 1 and minimum == len(pods) and alike_run(job) == len(pods)
+        if self._deferred is not job or not alike:
+            self._drop_deferred()
+        if len(pods) == 1:
+            pod = pods[0]
+            duration = self._planned(pod, first, reserve=True)
+            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
+            if result is not None and not result.matched:
+                # No node takes the pod's even split over sockets, ever: without sockets it can never run; with
+                # them its node's sockets may be smaller or uneven (it runs spanned: _span_sockets), so it is
+                # searched as the groups are, else the pods behind it would take its cores forever.
+                if graph.socket_size is None:
+                    return None
+            elif result is not None:
+                node = placement_from_output(result.resources).node
+                if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
+                    job.reservations.append(result.jobid)
+                    self._reserve_books(job, node, pod, result.at, duration)
+                    job.expected_start = float(result.at)
+                    return job.expected_start
+                graph.cancel(result.jobid, freed=())
+                after = max(after, result.at)
+        elif alike:
+            held = self._reserve_alike(job, pods, first, start)
+            if held is not None:
+                return held
+        shortest = min(self._planned(pod, first, reserve=True) for pod in pods)
+        tries = 0
+        for at in [after, *self.plans.release_times(after)]:
+            if at <= start:
+                continue
+            if at + shortest > self.horizon or tries >= RESERVE_TRIES:
+                break
+            if not self._may_fit(job, at):
+                continue
+            tries += 1
+            exact: set[str] = set()
+            for _ in range(EXACT_ROUNDS):
+                found = self._assignment(job, at, start, minimum, exact)
+                if not isinstance(found, list):
+                    break
+                short = self._hold_assignment(job, found, at, start)
+                if short is None:
+                    job.left_out = job.pods.keys() - {uid for uid, *_ in found}
+                    job.expected_start = float(at)
+                    return job.expected_start
+                exact.add(short)
+        if tries >= RESERVE_TRIES:
+            self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
+        return None
+
+    def _reserve_alike(self, job: PendingJob, pods: list[Pod], first: int, start: int) -> float | None:
+        """A group of alike members all required: the engine reserves its slots as one job (as it reserves a lone
+        pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise. The engine's
+        reservation of the last pass is put back instead of searched again when it would be the same
+        (:mod:`kubeflux.scheduler.kept`)."""
+        graph = self.graph
+        assert graph is not None
+        pod = pods[0]
+        duration = self._planned(pod, first, reserve=True)
+        spec = gang_jobspec(pods, duration, job.key, self.shape.gpu_resources)
+        if spec is None:
+            return None
+        hidden = self._static_fit(pod)
+        kept = job.kept
+        held = self._deferred is job  # its reservation is still in the engine, as the last pass made it
+        same = (
+            kept is not None
+            and first == start
+            and still_first(kept, graph, job, pods, duration, hidden, start, held=held)
+        )
+        if held and not same:
+            self._drop_deferred()
+        job.kept = None
+        mark = graph.freed_mark()
+        jobid = -1
+        if same:
+            assert kept is not None
+            at, per_node, leaves = kept.at, kept.per_node, kept.leaves
+            if held:
+                self._deferred = None
+                jobid = kept.jobid
+                self.log.append(f"Match allocate_orelse_reserve {job.key}: jobid {jobid} reserved at {at} (kept)")
+            else:
+                jobid = graph.reserve_again(leaves, at, duration, job.key, start)
+        if jobid < 0:
+            result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit)
+            if not result.matched:
+                return None
+            jobid, at = result.jobid, result.at
+            cores, gpus = self._pod_shape(pod)
+            placements = placements_from_output(result.resources)
+            per_node = tuple(
+                (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
+                for where in placements
+            )
+            leaves = tuple(uid for where in placements for uid in self._leaf_uids(where))
+        if (
+            at <= start
+            or sum(count for _, count in per_node) != len(pods)
+            or not all(self._fits_many(node, pod, count, at, at + duration) for node, count in per_node)
+        ):
+            graph.cancel(jobid, freed=leaves if same and held else (), owner=job)
+            return None
+        job.reservations.append(jobid)
+        if self.keep_reservations:
+            cores, gpus = self._pod_shape(pod)
+            counts = {"core": cores * len(pods), "gpu": gpus * len(pods)}
+            job.kept = KeptReservation(jobid, at, duration, tuple(pods), hidden, leaves, counts, per_node, mark)
+        for node, count in per_node:
+            for _ in range(count):
+                self._reserve_books(job, node, pod, at, duration)
+        job.expected_start = float(at)
+        return job.expected_start
+
+    def _leaf_uids(self, where: Placement) -> list[int]:
+        """The core and gpu vertices of a placement's node that it names."""
+        graph = self.graph
+        assert graph is not None
+        vertices = graph.engine.graph.vertices
+        names = {*where.cores, *where.gpus}
+        return [uid for uids in graph.leaves(where.node) for uid in uids if vertices[uid].name in names]
+
+    def _fits_many(self, name: str, pod: Pod, count: int, start: int, end: int) -> bool:
+        """Whether ``count`` pods like ``pod`` fit node ``name``'s exact books together throughout ``[start, end)``."""
+        node = self.nodes[name]
+        books = [(self.plans, node.allocatable)]
+        if self.sharing.name != "shared":
+            books.append((self.own_plans, self.sharing.share(node)))
+        for plans, allocatable in books:
+            peak = plans.peak(name, start, end)
+            for res, amount in pod.requests.items():
+                if amount > 0 and peak.get(res, 0) + count * amount > allocatable.get(res, 0):
+                    return False
+            if PODS in allocatable and peak.get(PODS, 0) + count > allocatable[PODS]:
+                return False
+        return True
+
+    def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
+        job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
+
+    def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> str | None:
+        """Reserve an assignment found for ``at``: engine jobs for its members' cores and gpus, holds for the rest;
+        the name of a node whose cores could not give it when one could not (nothing is kept then)."""
+        for _, pod, node, duration in found:
+            leaves = self._leaves(pod, node, at, duration)
+            jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, at, duration, now)
+            if leaves is None or jobid < 0:
+                self._cancel_job_reservations(job)
+                return node
+            if jobid:
+                job.reservations.append(jobid)
+            self._reserve_books(job, node, pod, at, duration)
+        return None
