@@ -185,7 +185,7 @@ class Engine:
         self.next_jobid = 1
         self._requests: dict[int, _Requests] = {}
         self.match_times = MatchTimes()
-        self._live: tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None = None
+        self._live = LiveNodes()
         self.keep_cancelled = keep_cancelled
 
     @property
@@ -336,37 +336,12 @@ class Engine:
         wanted = aggregates.get("node", 0)
         excluded = self.traverser.excluded
         up = self.traverser.nodes_up
-        if wanted > up or (excluded and wanted > up - len(excluded) and wanted > self._excluded_up(excluded)):
+        if wanted > up or (
+            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.traverser, excluded)
+        ):
             if op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE):
                 raise MatchFailure(Errno.EBUSY)
             raise MatchFailure(Errno.ENODEV)
-
-    def _excluded_up(self, excluded: Excluded) -> int:
-        """The nodes up for a match that excludes ``excluded``: those up (no vertex at or above them marked down)
-        that it does not exclude; one vectorised step when ``excluded`` has an ``allowed`` mask."""
-        uids, live = self._live_nodes()
-        allowed: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = getattr(excluded, "allowed", None)
-        if allowed is not None:
-            return int(np.count_nonzero(allowed(uids) & live))
-        return sum(1 for uid in uids[live].tolist() if uid not in excluded)
-
-    def _live_nodes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        """The node vertices' uids, and which are up; kept until a status or the graph changes."""
-        key = (self.traverser.status_epoch, len(self.graph.vertices))
-        if self._live is None or self._live[0] != key:
-            vertices = self.graph.vertices
-            uids = [uid for uid in self.graph.by_type.get("node", ()) if not vertices[uid].removed]
-
-            def up(uid: int) -> bool:
-                while uid != -1:
-                    if vertices[uid].status != Status.UP:
-                        return False
-                    uid = vertices[uid].parent
-                return True
-
-            live = np.fromiter((up(uid) for uid in uids), dtype=bool, count=len(uids))
-            self._live = (key, np.array(uids, dtype=np.int64), live)
-        return self._live[1], self._live[2]
 
     def _schedule(
         self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]
@@ -656,3 +631,37 @@ class Engine:
         behind on its vertices."""
         if self.traverser.dominant != CONTAINMENT:
             raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")
+
+
+class LiveNodes:
+    """The node vertices of a graph and which are up (no vertex at or above them marked down), kept until a status
+    or the graph changes: what a match that excludes nodes counts to know whether enough are left."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None = None
+
+    def up(self, traverser: Traverser, excluded: Excluded) -> int:
+        """The nodes up that ``excluded`` leaves; one vectorised step when it has an ``allowed`` mask."""
+        uids, live = self._arrays(traverser)
+        allowed: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = getattr(excluded, "allowed", None)
+        if allowed is not None:
+            return int(np.count_nonzero(allowed(uids) & live))
+        return sum(1 for uid in uids[live].tolist() if uid not in excluded)
+
+    def _arrays(self, traverser: Traverser) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        graph = traverser.graph
+        key = (traverser.status_epoch, len(graph.vertices))
+        if self._kept is None or self._kept[0] != key:
+            vertices = graph.vertices
+            uids = [uid for uid in graph.by_type.get("node", ()) if not vertices[uid].removed]
+
+            def up(uid: int) -> bool:
+                while uid != -1:
+                    if vertices[uid].status != Status.UP:
+                        return False
+                    uid = vertices[uid].parent
+                return True
+
+            live = np.fromiter((up(uid) for uid in uids), dtype=bool, count=len(uids))
+            self._kept = (key, np.array(uids, dtype=np.int64), live)
+        return self._kept[1], self._kept[2]

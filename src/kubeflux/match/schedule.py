@@ -506,41 +506,9 @@ class Schedule:
         if hit is None or hit[0] != fp:
             return None
         at, end = meta.at, meta.at + meta.duration
-        if (hit[1] == at and hit[2] == end) or self._same_window(self.bounds.get(uid), hit[1], hit[2], at, end):
+        if (hit[1] == at and hit[2] == end) or same_window(self.bounds.get(uid), hit[1], hit[2], at, end):
             return hit[3]
         return None
-
-    def _cached_span(
-        self, table: CacheTable[T], key: tuple[object, ...], fp: int, bounds: list[int], meta: JobMeta
-    ) -> T | None:
-        """:meth:`_cached` for a span of a wide vertex's children, whose window is checked against the span's own
-        ``bounds`` (the vertex's would be every child's)."""
-        hit = table.get(key)
-        if hit is None or hit[0] != fp:
-            return None
-        at, end = meta.at, meta.at + meta.duration
-        if (hit[1] == at and hit[2] == end) or self._same_window(bounds, hit[1], hit[2], at, end):
-            return hit[3]
-        return None
-
-    @staticmethod
-    def _same_window(bounds: list[int] | None, start: int, end: int, at: int, until: int) -> bool:
-        """Whether a subtree looks the same during ``[at, until)`` as during ``[start, end)``: no span of
-        the subtree starts or ends where the window's ends moved over.
-
-        A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` between ``start``
-        and ``at`` changes that only for ``t`` in ``(low, high]`` of the two, moving ``e`` between ``end`` and
-        ``until`` only for ``s`` in ``[low, high)`` of those. Starts and ends share one sorted list, so both
-        ranges are checked against every bound (``bounds``: those of the subtree, or of the span of children)."""
-        if not bounds:
-            return True
-        low, high = (start, at) if start < at else (at, start)
-        i = bisect_right(bounds, low)
-        if i < len(bounds) and bounds[i] <= high:
-            return False
-        low, high = (end, until) if end < until else (until, end)
-        i = bisect_left(bounds, low)
-        return i == len(bounds) or bounds[i] >= high
 
 
 def record_leaves(
@@ -602,3 +570,22 @@ def record_leaves(
         added += own
     schedule._job_vertices(jobid).update([uid for _, uid, _ in leaves])
     return added
+
+
+def same_window(bounds: list[int] | None, start: int, end: int, at: int, until: int) -> bool:
+    """Whether a subtree looks the same during ``[at, until)`` as during ``[start, end)``: no span of
+    the subtree starts or ends where the window's ends moved over.
+
+    A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` between ``start``
+    and ``at`` changes that only for ``t`` in ``(low, high]`` of the two, moving ``e`` between ``end`` and
+    ``until`` only for ``s`` in ``[low, high)`` of those. Starts and ends share one sorted list, so both
+    ranges are checked against every bound (``bounds``: those of the subtree, or of the span of children)."""
+    if not bounds:
+        return True
+    low, high = (start, at) if start < at else (at, start)
+    i = bisect_right(bounds, low)
+    if i < len(bounds) and bounds[i] <= high:
+        return False
+    low, high = (end, until) if end < until else (until, end)
+    i = bisect_left(bounds, low)
+    return i == len(bounds) or bounds[i] >= high
