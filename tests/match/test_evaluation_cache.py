@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec, jobspec_from_dict, load_jobspec
-from kubeflux.match import evaluation, schedule, scoring, stdsort, traverser
+from kubeflux.match import evaluation, schedule, scoring, stdsort, traverser, wide
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
@@ -166,6 +166,7 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
         with (
             mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache),
             mock.patch.object(traverser, "BLOCK", 4 if shortcuts else traverser.BLOCK),
+            mock.patch.object(wide, "BLOCK", 4 if shortcuts else wide.BLOCK),
             mock.patch.object(schedule, "BLOCK", 4 if shortcuts else schedule.BLOCK),
             mock.patch.object(scoring, "RANKED_MAX", 16 if shortcuts else 10**9),
         ):
