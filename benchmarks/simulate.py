@@ -14,9 +14,9 @@ Cases (each runs in its own process, so peak resident memory is the case's own):
 * ``synthetic-easy`` — 100,000 synthetic trace jobs (1 … 1,024 processors, powers of two) on 10,000 nodes of 64
   cores, one every 1.1 s on average (about 95 % offered load), under EASY (target: 100,000 jobs per minute, under 2 GB);
 * ``synthetic-kubeflux`` — the same workload under kubeflux (EASY, the matcher in the loop; issue 15's target:
-  10,000 jobs per wall minute or better, under 4 GB). It runs for hours today: ``--jobs N`` simulates only the first
-  ``N`` jobs of each synthetic case (the same arrivals, so the cluster is still filling up when N is small: compare
-  rates at one N only).
+  10,000 jobs per wall minute or better, under 4 GB). ``--jobs N`` simulates only the first ``N`` jobs of each
+  synthetic case (the same arrivals, so the cluster is still filling up when N is small, and queues form only after
+  some 12,000 jobs: compare rates at one N only).
 
 Usage: ``python benchmarks/simulate.py [--jobs N] [case ...]`` (all cases by default). Load time (reading and
 mapping the workload) is reported apart from simulation time; jobs per minute are over the simulation time, both in
