@@ -42,40 +42,48 @@ _FREED_KEPT = 1 << 16
 class HiddenNodes:
     """A set of node names to hide from a pod's matches, changed in place by its owner (the fit of one pod shape).
 
-    The graph view it is matched on keeps a mask of the hidden nodes' vertex uids on it (:meth:`GraphView.match`),
-    which every change keeps true from then on."""
+    The graph view it is matched on keeps a mask of the hidden nodes on it, one flag per node
+    (:meth:`GraphView.match`), which every change keeps true from then on."""
 
-    __slots__ = ("mask", "names", "owner", "uid_of")
+    __slots__ = ("mask", "names", "owner", "slot_of")
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
         self.mask: npt.NDArray[np.bool_] | None = None
-        self.uid_of: dict[str, int] = {}
+        self.slot_of: dict[str, int] = {}
         self.owner: tuple[int, int] = (0, 0)
         """(id of the graph view, its node generation) the mask was made for."""
 
     def add(self, name: str) -> None:
         self.names.add(name)
-        if self.mask is not None and (uid := self.uid_of.get(name)) is not None:
-            self.mask[uid] = True
+        if self.mask is not None and (slot := self.slot_of.get(name)) is not None:
+            self.mask[slot] = True
 
     def discard(self, name: str) -> None:
         self.names.discard(name)
-        if self.mask is not None and (uid := self.uid_of.get(name)) is not None:
-            self.mask[uid] = False
+        if self.mask is not None and (slot := self.slot_of.get(name)) is not None:
+            self.mask[slot] = False
 
 
 class _ExcludedNames:
     """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex's name is (the graph's
-    node vertices are named after their Kubernetes nodes, and the root's children are all nodes); ``mask``, when
-    given, marks the same uids."""
+    node vertices are named after their Kubernetes nodes, and the root's children are all nodes). With a
+    ``mask`` of the hidden nodes' slots and ``slot_by_uid`` (each node vertex's slot, -1 for any other vertex, which
+    reads the mask's last flag, always False), the engine asks many uids at once."""
 
-    __slots__ = ("mask", "names", "vertices")
+    __slots__ = ("mask", "names", "slot_by_uid", "vertices")
 
-    def __init__(self, names: Collection[str], vertices: list[Vertex], mask: npt.NDArray[np.bool_] | None) -> None:
+    def __init__(
+        self,
+        names: Collection[str],
+        vertices: list[Vertex],
+        mask: npt.NDArray[np.bool_] | None = None,
+        slot_by_uid: npt.NDArray[np.int64] | None = None,
+    ) -> None:
         self.names = names
         self.vertices = vertices
         self.mask = mask
+        self.slot_by_uid = slot_by_uid
 
     def __contains__(self, uid: object) -> bool:
         assert isinstance(uid, int)
@@ -86,10 +94,10 @@ class _ExcludedNames:
 
     def allowed(self, uids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of ``uids`` are not excluded, at once."""
-        if self.mask is None:
+        if self.mask is None or self.slot_by_uid is None:
             names, vertices = self.names, self.vertices
             return np.fromiter((vertices[uid].name not in names for uid in uids.tolist()), dtype=bool, count=len(uids))
-        return ~self.mask[uids]
+        return ~self.mask[self.slot_by_uid[uids]]
 
 
 class GraphView:
@@ -117,6 +125,9 @@ class GraphView:
         """Node name → its core and gpu vertex uids, in graph order (:meth:`leaves`)."""
         self._uid_of: dict[str, int] = {}
         """Node name → its node vertex's uid (a new dict whenever a node is attached: see :meth:`_mask`)."""
+        self._slot_of: dict[str, int] = {}
+        """Node name → its slot in the hidden nodes' masks (a name keeps its slot; a new name takes the next one)."""
+        self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
         self._node_generation = 0
         self.freed: list[tuple[int, object]] = []
         """The release log: (core or gpu vertex uid, who released it) for every vertex a release or cancel gave
@@ -133,6 +144,7 @@ class GraphView:
             if vertex is not None:
                 self._set_leaves(name, _core_and_gpu_leaves(graph, vertex))
                 self._uid_of[name] = vertex.uid
+                self._slot_of[name] = len(self._slot_of)
         self._socket_sizes = Counter(_socket_size(spec) for spec in specs if spec.sockets > 0)
         """(cores, gpus) of one socket → how many nodes have sockets of that size (the first socket's, which takes
         a remainder)."""
@@ -209,8 +221,11 @@ class GraphView:
         names = hide.names if isinstance(hide, HiddenNodes) else hide
         if self.unrecorded and (parse_policy(policy) if policy is not None else engine.policy.spec).node_exclusive:
             names = {*names, *self.unrecorded}
-        mask = self._mask(hide) if isinstance(hide, HiddenNodes) and names is hide.names else None
-        excluded = _ExcludedNames(names, engine.graph.vertices, mask) if names else None
+        excluded = None
+        if names:
+            excluded = _ExcludedNames(names, engine.graph.vertices)
+            if isinstance(hide, HiddenNodes) and names is hide.names:
+                excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
         saved = engine.policy
         if policy is not None and policy != self.policy:
             engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
@@ -234,17 +249,28 @@ class GraphView:
         return result
 
     def _mask(self, hidden: HiddenNodes) -> npt.NDArray[np.bool_]:
-        """``hidden``'s mask of vertex uids on this view's graph, made when it has none for the graph's current
-        nodes (they change when a node is attached)."""
+        """``hidden``'s flags by node slot on this view (one more, always False, for vertices that are not nodes),
+        made when it has none for the view's current nodes (they change when a node is attached)."""
         owner = (id(self), self._node_generation)
-        vertices = self.engine.graph.vertices
-        if hidden.owner != owner or hidden.mask is None or len(hidden.mask) != len(vertices):
-            mask = np.zeros(len(vertices), dtype=bool)
-            uid_of = self._uid_of
-            hit = [uid_of[name] for name in hidden.names if name in uid_of]
-            mask[hit] = True
-            hidden.mask, hidden.uid_of, hidden.owner = mask, uid_of, owner
+        if hidden.owner != owner or hidden.mask is None:
+            slot_of = self._slot_of
+            mask = np.zeros(len(slot_of) + 1, dtype=bool)
+            mask[[slot_of[name] for name in hidden.names if name in slot_of]] = True
+            hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
         return hidden.mask
+
+    def _slots_by_uid(self) -> npt.NDArray[np.int64]:
+        """Each vertex's node slot (-1 for a vertex that is not a node of the view), made again when a node is
+        attached."""
+        kept = self._slot_array
+        if kept is None or kept[0] != self._node_generation:
+            size = len(self.engine.graph.vertices)
+            slots = np.full(size, -1, dtype=np.int64)
+            for name, uid in self._uid_of.items():
+                if uid < size:
+                    slots[uid] = self._slot_of[name]
+            kept = self._slot_array = (self._node_generation, slots)
+        return kept[1]
 
     def preferred_node(self, fits: Callable[[str], bool], policy: str, at: int) -> str | None:
         """The node among those that ``fits`` that ``policy`` prefers for a pod that takes no vertex (a fractional
@@ -459,6 +485,8 @@ class GraphView:
         vertex = graph.vertex_at(path)
         self._set_leaves(spec.name, _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES)
         self._uid_of = {**self._uid_of, spec.name: vertex.uid} if vertex is not None else dict(self._uid_of)
+        if spec.name not in self._slot_of:
+            self._slot_of = {**self._slot_of, spec.name: len(self._slot_of)}
         self._node_generation += 1
         if spec.sockets > 0 or (old is not None and old.sockets > 0):
             if old is not None and old.sockets > 0:
