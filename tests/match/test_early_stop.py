@@ -264,3 +264,26 @@ def test_excluding_all_nodes_but_one_answers_a_two_node_request_as_marking_them_
         got, want = engine.match(op, spec, excluded=excluded), marked.match(op, spec)
         assert (got.matched, got.errno) == (want.matched, want.errno)
     assert engine.match(MatchOp.ALLOCATE_WITH_SATISFIABILITY, spec, excluded=excluded).errno.name == "ENODEV"
+
+
+@pytest.mark.parametrize("policy", ["lonode", "high", "first"])
+def test_a_reservation_told_it_cannot_start_now_is_the_one_the_walk_at_now_would_have_led_to(policy: str) -> None:
+    """``later`` skips the walk at ``now`` of an allocate_orelse_reserve: on a cluster where the job cannot start
+    now, the reservation is the same, as is every answer after it."""
+    specs = _graph(70, False, small=True)
+    fill = 140  # one-core jobs: every core taken, for 600 to 5,000 s
+
+    def reserve(later: bool) -> list[str]:
+        engine = Engine(build_graph(specs), policy=policy)
+        jobspecs = _jobspecs(False)
+        answers = []
+        for index in range(fill):
+            engine.match(MatchOp.ALLOCATE, dataclasses.replace(jobspecs[0], duration=DURATIONS[index % 3]), now=0)
+        for a in (1, 8, 0, 1):
+            result = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, jobspecs[a], now=10, later=later)
+            answers.append(f"{result.matched} {result.at} {result.errno}\n{result.resources}")
+        return answers
+
+    with_walk = reserve(later=False)
+    assert all(answer.startswith("True ") and " 10 " not in answer.split("\n")[0] for answer in with_walk)
+    assert reserve(later=True) == with_walk

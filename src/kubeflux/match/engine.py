@@ -186,6 +186,7 @@ class Engine:
         self._requests: dict[int, _Requests] = {}
         self.match_times = MatchTimes()
         self._live = LiveNodes()
+        self._later = False
         self.keep_cancelled = keep_cancelled
 
     @property
@@ -203,6 +204,7 @@ class Engine:
         source: str = "",
         now: int = 0,
         excluded: Excluded | None = None,
+        later: bool = False,
     ) -> MatchResult:
         """Allocate, reserve or test ``jobspec`` (``match <op>`` of resource-query).
 
@@ -211,12 +213,17 @@ class Engine:
 
         ``excluded``: uids of node vertices directly below the root that this match treats exactly as if they
         were marked down (a scheduler's per-pod filters), without changing their status.
+
+        ``later``: the caller knows the job cannot start at ``now`` (a scheduler whose exact books say so), so an
+        ``allocate_orelse_reserve`` goes straight to the start times it would try after its walk at ``now`` failed.
         """
         self.traverser.excluded = excluded
+        self._later = later
         try:
             return self._match(op, jobspec, jobid, source, now)
         finally:
             self.traverser.excluded = None
+            self._later = False
 
     def _match(self, op: MatchOp, jobspec: Jobspec, jobid: int | None, source: str, now: int) -> MatchResult:
         started = time.perf_counter()
@@ -347,7 +354,7 @@ class Engine:
         self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]
     ) -> None:
         self._feasible(op, aggregates)
-        if self._select(requests, meta, exclusive):
+        if not (self._later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(requests, meta, exclusive):
             return
         if op == MatchOp.ALLOCATE_WITH_SATISFIABILITY:
             self._satisfiability(requests, meta, exclusive)

@@ -213,6 +213,8 @@ class GraphView:
         start: int,
         hide: Collection[str] | HiddenNodes,
         policy: str | None = None,
+        *,
+        later: bool = False,
     ) -> MatchResult:
         """One engine match at ``start`` that treats the ``hide`` nodes as down (the engine's ``excluded``: their
         status is not changed, so their cached evaluations stay valid for the next pod); logged as Fluence logs
@@ -230,7 +232,7 @@ class GraphView:
         if policy is not None and policy != self.policy:
             engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
         try:
-            result = engine.match(op, spec, now=start, source=what, excluded=excluded)
+            result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later)
             self._changes += 1
         finally:
             engine.policy = engine.traverser.policy = saved

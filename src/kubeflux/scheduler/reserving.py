@@ -124,7 +124,12 @@ class Reserver(Placer):
             else:
                 jobid = graph.reserve_again(leaves, at, duration, job.key, start)
         if jobid < 0:
-            result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit)
+            # The books may already show that the gang cannot start now: the engine's walk at now then fails too
+            # (its window is no shorter than the one the books were asked about), and is not made.
+            later = (
+                first == start and duration >= self._planned(pod, start) and self._too_few_slots(job, start, len(pods))
+            )
+            result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit, later=later)
             if not result.matched:
                 return None
             jobid, at = result.jobid, result.at
