@@ -198,3 +198,24 @@ def test_a_churning_wide_cluster_of_sockets_and_gpus_is_scheduled_as_the_plain_w
     fast = _run(policy, 3, shortcuts=True, sockets=sockets, gpus=gpus)
     assert len(fast) > 40
     assert fast == _run(policy, 3, shortcuts=False, sockets=sockets, gpus=gpus)
+
+
+@pytest.mark.parametrize("policy", ["lonode", "first", "lonodex"])
+@pytest.mark.parametrize("width", [4, 72])
+def test_cordoning_gpu_servers_named_gpu0_and_gpu1_leaves_the_other_servers_gpus_usable(
+    policy: str, width: int
+) -> None:
+    """A lab names its GPU servers ``gpu0``, ``gpu1`` …, as the graph names each node's gpus: hiding node ``gpu0``
+    from a pod hides that node, not the gpu named ``gpu0`` on every other node."""
+    scheduler = KubefluxScheduler(policy=policy)
+    for i in range(width):
+        node = Node(f"gpu{i}", allocatable={CPU: 4000, MEMORY: 2**34, GPU: 2}, unschedulable=i < 2)
+        scheduler.observe(ClusterEvent(ADDED, node), 0.0)
+    pod = Pod("default", "train", "u1", "kubeflux", 0, 0.0, {CPU: 4000, GPU: 2})
+    scheduler.observe(ClusterEvent(ADDED, pod), 0.0)
+    (bind,) = scheduler.schedule(0.0)
+    assert isinstance(bind, Bind)
+    assert bind.node not in ("gpu0", "gpu1")
+    record = json.loads(bind.annotations[ALLOCATION_ANNOTATION])
+    assert sorted(record["gpus"]) == ["gpu0", "gpu1"]
+    assert len(record["cores"]) == 4

@@ -66,9 +66,11 @@ class HiddenNodes:
 
 
 class _ExcludedNames:
-    """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex's name is (the graph's
-    node vertices are named after their Kubernetes nodes, and the root's children are all nodes); ``mask``, when
-    given, marks the same uids."""
+    """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex is a node vertex of one of
+    those names (the graph's node vertices are named after their Kubernetes nodes, and the root's children are all
+    nodes); ``mask``, when given, marks the same uids. The walk may ask about any vertex below the root too: a
+    core or gpu named like a hidden node (the gpu ``gpu0`` of every node, when a server is named ``gpu0``) is not
+    excluded."""
 
     __slots__ = ("mask", "names", "vertices")
 
@@ -79,7 +81,8 @@ class _ExcludedNames:
 
     def __contains__(self, uid: object) -> bool:
         assert isinstance(uid, int)
-        return self.vertices[uid].name in self.names
+        vertex = self.vertices[uid]
+        return vertex.type == "node" and vertex.name in self.names
 
     def __len__(self) -> int:
         return len(self.names)
