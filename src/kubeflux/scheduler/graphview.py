@@ -66,10 +66,12 @@ class HiddenNodes:
 
 
 class _ExcludedNames:
-    """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex's name is (the graph's
-    node vertices are named after their Kubernetes nodes, and the root's children are all nodes). With a
-    ``mask`` of the hidden nodes' slots and ``slot_by_uid`` (each node vertex's slot, -1 for any other vertex, which
-    reads the mask's last flag, always False), the engine asks many uids at once."""
+    """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex is a node vertex of one of
+    those names (the graph's node vertices are named after their Kubernetes nodes, and the root's children are all
+    nodes). The walk may ask about any vertex below the root too: a core or gpu named like a hidden node (the gpu
+    ``gpu0`` of every node, when a server is named ``gpu0``) is not excluded. With a ``mask`` of the hidden nodes'
+    slots and ``slot_by_uid`` (each node vertex's slot, -1 for any other vertex, which reads the mask's last flag,
+    always False), the engine asks many uids at once."""
 
     __slots__ = ("mask", "names", "slot_by_uid", "vertices")
 
@@ -87,7 +89,8 @@ class _ExcludedNames:
 
     def __contains__(self, uid: object) -> bool:
         assert isinstance(uid, int)
-        return self.vertices[uid].name in self.names
+        vertex = self.vertices[uid]
+        return vertex.type == "node" and vertex.name in self.names
 
     def __len__(self) -> int:
         return len(self.names)
@@ -96,7 +99,11 @@ class _ExcludedNames:
         """Which of ``uids`` are not excluded, at once."""
         if self.mask is None or self.slot_by_uid is None:
             names, vertices = self.names, self.vertices
-            return np.fromiter((vertices[uid].name not in names for uid in uids.tolist()), dtype=bool, count=len(uids))
+            return np.fromiter(
+                (vertices[uid].type != "node" or vertices[uid].name not in names for uid in uids.tolist()),
+                dtype=bool,
+                count=len(uids),
+            )
         return ~self.mask[self.slot_by_uid[uids]]
 
 
