@@ -186,7 +186,6 @@ class Engine:
         self._requests: dict[int, _Requests] = {}
         self.match_times = MatchTimes()
         self._live = LiveNodes()
-        self._later = False
         self.keep_cancelled = keep_cancelled
 
     @property
@@ -218,14 +217,14 @@ class Engine:
         ``allocate_orelse_reserve`` goes straight to the start times it would try after its walk at ``now`` failed.
         """
         self.traverser.excluded = excluded
-        self._later = later
         try:
-            return self._match(op, jobspec, jobid, source, now)
+            return self._match(op, jobspec, jobid, source, now, later)
         finally:
             self.traverser.excluded = None
-            self._later = False
 
-    def _match(self, op: MatchOp, jobspec: Jobspec, jobid: int | None, source: str, now: int) -> MatchResult:
+    def _match(
+        self, op: MatchOp, jobspec: Jobspec, jobid: int | None, source: str, now: int, later: bool
+    ) -> MatchResult:
         started = time.perf_counter()
         consumes = op != MatchOp.SATISFIABILITY
         if jobid is None:
@@ -236,7 +235,7 @@ class Engine:
         try:
             if consumes:
                 self._check_unused(jobid)
-            result.at, result.resources = self._run(op, jobspec, jobid, now)
+            result.at, result.resources = self._run(op, jobspec, jobid, now, later)
             result.matched = True
         except MatchFailure as failure:
             result.errno = failure.errno
@@ -294,7 +293,7 @@ class Engine:
         self.policy.exclusive_types.update(copy.exclusive_types)
         return copy.aggregates
 
-    def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0) -> tuple[int, str]:
+    def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0, later: bool = False) -> tuple[int, str]:
         traverser = self.traverser
         copy = self._working_copy(jobspec)
         requests = copy.requests
@@ -313,7 +312,7 @@ class Engine:
             if op == MatchOp.SATISFIABILITY:
                 self._satisfiability(requests, meta, exclusive)
                 return 0, ""
-            self._schedule(op, requests, meta, exclusive, aggregates)
+            self._schedule(op, requests, meta, exclusive, aggregates, later)
             graph_end = self.base + self.horizon
             if meta.at == graph_end:
                 raise MatchFailure(Errno.EBUSY)
@@ -351,10 +350,16 @@ class Engine:
             raise MatchFailure(Errno.ENODEV)
 
     def _schedule(
-        self, op: MatchOp, requests: list[Request], meta: JobMeta, exclusive: bool, aggregates: dict[str, int]
+        self,
+        op: MatchOp,
+        requests: list[Request],
+        meta: JobMeta,
+        exclusive: bool,
+        aggregates: dict[str, int],
+        later: bool = False,
     ) -> None:
         self._feasible(op, aggregates)
-        if not (self._later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(requests, meta, exclusive):
+        if not (later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(requests, meta, exclusive):
             return
         if op == MatchOp.ALLOCATE_WITH_SATISFIABILITY:
             self._satisfiability(requests, meta, exclusive)

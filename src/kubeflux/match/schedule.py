@@ -492,24 +492,6 @@ class Schedule:
                 return index
         raise KeyError(uid)
 
-    def _cached(
-        self,
-        table: CacheTable[T],
-        key: tuple[object, ...],
-        fp: int,
-        uid: int,
-        meta: JobMeta,
-    ) -> T | None:
-        """The value kept under ``key`` if the subtree of ``uid`` is unchanged (``fp``) and looks the same in
-        ``meta``'s window as in the one it was computed for."""
-        hit = table.get(key)
-        if hit is None or hit[0] != fp:
-            return None
-        at, end = meta.at, meta.at + meta.duration
-        if (hit[1] == at and hit[2] == end) or same_window(self.bounds.get(uid), hit[1], hit[2], at, end):
-            return hit[3]
-        return None
-
 
 def record_leaves(
     schedule: Schedule,
@@ -589,3 +571,16 @@ def same_window(bounds: list[int] | None, start: int, end: int, at: int, until: 
     low, high = (end, until) if end < until else (until, end)
     i = bisect_left(bounds, low)
     return i == len(bounds) or bounds[i] >= high
+
+
+def cached(table: CacheTable[T], key: tuple[object, ...], fp: int, bounds: list[int] | None, meta: JobMeta) -> T | None:
+    """The value kept under ``key`` if the subtree (or span of children) is unchanged (``fp``) and looks the same in
+    ``meta``'s window as in the one it was computed for (``bounds``: its sorted span bounds; see
+    :func:`same_window`)."""
+    hit = table.get(key)
+    if hit is None or hit[0] != fp:
+        return None
+    at, end = meta.at, meta.at + meta.duration
+    if (hit[1] == at and hit[2] == end) or same_window(bounds, hit[1], hit[2], at, end):
+        return hit[3]
+    return None

@@ -28,6 +28,7 @@ from kubeflux.match.evaluation import (
 from kubeflux.match.leaves import add_leaves, first_leaf_slots, kind_plan, leaf_candidates, own_exclusive, own_leaves
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
+from kubeflux.match.schedule import cached
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
 from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT
@@ -153,7 +154,7 @@ class Traverser(WideWalk):
         if table is None:
             table = self._cache[uid] = {}
         elif key in table:  # (a vertex ``first`` visits again has mostly changed since: test before calling)
-            hit = self._cached(table, key, fp, uid, meta)
+            hit = cached(table, key, fp, self.bounds.get(uid), meta)
             if hit is not None:
                 return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from itertools import chain, pairwise
 
 from kubeflux.match import ranked
-from kubeflux.match.evaluation import BLOCK, BlockPart, CacheTable, Kids, Layout, allowed_positions, remember, take_part
+from kubeflux.match.evaluation import BLOCK, BlockPart, Kids, Layout, allowed_positions, remember, take_part
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import Request, effective_max
-from kubeflux.match.schedule import same_window
+from kubeflux.match.schedule import cached
 from kubeflux.match.scoring import Scoring
 from kubeflux.match.state import SLOT, WalkState
 
@@ -176,7 +176,7 @@ class WideWalk(WalkState):
     ) -> BlockPart:
         table = layout.cache[level][index]
         fingerprint = layout.fps[level][index]
-        hit = self._cached_span(table, key, fingerprint, layout.bounds[level][index], meta)
+        hit = cached(table, key, fingerprint, layout.bounds[level][index], meta)
         if hit is not None:
             return hit
         part_dfu = Scoring()
@@ -193,16 +193,3 @@ class WideWalk(WalkState):
         result = (part_dfu, found, part_kids)
         remember(table, key, (fingerprint, meta.at, meta.at + meta.duration, result))
         return result
-
-    def _cached_span(
-        self, table: CacheTable[BlockPart], key: tuple[object, ...], fp: int, bounds: list[int], meta: JobMeta
-    ) -> BlockPart | None:
-        """:meth:`_cached` for a span of a wide vertex's children, whose window is checked against the span's own
-        ``bounds`` (the vertex's would be every child's)."""
-        hit = table.get(key)
-        if hit is None or hit[0] != fp:
-            return None
-        at, end = meta.at, meta.at + meta.duration
-        if (hit[1] == at and hit[2] == end) or same_window(bounds, hit[1], hit[2], at, end):
-            return hit[3]
-        return None
