@@ -194,6 +194,7 @@ class KubefluxScheduler(Reserver):
         self._now = now
         if self.graph is not None:
             self._extend_overruns(now)
+            self._replay_lost()
         due = self._wake is not None and now >= self._wake
         if not self._dirty and not due:
             return []

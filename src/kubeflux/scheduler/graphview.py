@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable
+from contextlib import suppress
 
 import numpy as np
 import numpy.typing as npt
@@ -111,9 +112,15 @@ class GraphView:
     """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
 
     def __init__(self, specs: list[NodeSpec], policy: str, horizon: int, log: deque[str]) -> None:
-        self.engine = Engine(
+        self._engine = Engine(
             build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
         )
+        self._releasing: dict[int, list[int]] = {}
+        """Engine job id → vertices released from it that the engine has not been told of yet (:meth:`release`
+        with ``partial``): told at the next read of :attr:`engine`, or all at once when the job's last part ends."""
+        self.lost: list[int] = []
+        """Engine jobs cancelled whole because a part of them could not be released alone (never expected: the
+        informer replays the pods that held the rest)."""
         self.policy = policy
         self.specs = {spec.name: spec for spec in specs}
         self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
@@ -506,23 +513,57 @@ class GraphView:
         self.gone.discard(spec.name)
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
-    def release(self, jobid: int, name: str, leaves: Iterable[str]) -> bool:
+    @property
+    def engine(self) -> Engine:
+        """The engine, told first of every release still pending (:meth:`release`): whoever reads it sees the
+        graph as the cluster is."""
+        if self._releasing:
+            self._tell_releases()
+        return self._engine
+
+    def _tell_releases(self) -> None:
+        engine = self._engine
+        pending, self._releasing = self._releasing, {}
+        for jobid, uids in pending.items():
+            try:
+                engine.release_vertices(jobid, uids, source="pods ended")
+            except EngineError:
+                self.log.append(f"Cancel flux job: {jobid} (a part of it could not be released alone)")
+                with suppress(EngineError):
+                    engine.cancel(jobid)
+                self.lost.append(jobid)
+
+    def release(self, jobid: int, name: str, leaves: Iterable[str], *, partial: bool = False) -> bool:
         """End a one-node job: its ``leaves`` (core and gpu names) on node ``name`` released by vertex with the
         engine's ``release_vertices`` (which touches only those vertices and their ancestors), else a plain
-        cancel. False when the engine no longer knows the job."""
+        cancel. False when the engine no longer knows the job.
+
+        ``partial``: the job holds more than these leaves (a gang's members placed by one match) and keeps the
+        rest. The engine is told at its next read, or with the job's last part: a gang whose members end at
+        once is then released in one step, not member by member. A job whose parts were released so is ended
+        (``partial`` False) by its last part."""
         self._changes += 1
-        vertices = self.engine.graph.vertices
+        engine = self._engine  # the other jobs' pending releases do not touch this one's vertices
+        vertices = engine.graph.vertices
         names = set(leaves)
         if name in self._leaves and names:
             core_uids, gpu_uids = self._leaves[name]
             held = [uid for uids in (core_uids, gpu_uids) for uid in uids if vertices[uid].name in names]
-            whole = self._holds_whole(jobid, name)
+            if partial:
+                self._releasing.setdefault(jobid, []).extend(held)
+                self._note_freed(held, None)
+                return True
+            earlier = self._releasing.pop(jobid, None)
+            whole = earlier is None and self._holds_whole(jobid, name)
             try:
-                if self.engine.release_vertices(jobid, held, source=f"node {name}"):
+                if engine.release_vertices(jobid, held if earlier is None else earlier + held, source=f"node {name}"):
                     self._note_freed((*core_uids, *gpu_uids) if whole else held, None)
                     return True
             except EngineError:
                 pass
+        elif partial:
+            self.cancel(jobid)
+            return False
         return self.cancel(jobid)
 
     def cancel(self, jobid: int, freed: Iterable[int] | None = None, owner: object = None) -> bool:
@@ -530,8 +571,9 @@ class GraphView:
         and gpu vertices it held, for the release log (with ``owner``): empty for a job made and cancelled within
         one decision, None when unknown."""
         self._changes += 1
+        self._releasing.pop(jobid, None)
         try:
-            self.engine.cancel(jobid)
+            self._engine.cancel(jobid)
         except EngineError:
             return False
         if freed is None:
@@ -542,8 +584,8 @@ class GraphView:
 
     def _holds_whole(self, jobid: int, name: str) -> bool:
         """Whether job ``jobid`` holds node ``name`` itself (a node-exclusive job: all its vertices free with it)."""
-        vertex = self.engine.graph.vertex_at(self.paths[name])
-        return vertex is not None and jobid in self.engine.traverser.allocations.get(vertex.uid, ())
+        vertex = self._engine.graph.vertex_at(self.paths[name])
+        return vertex is not None and jobid in self._engine.traverser.allocations.get(vertex.uid, ())
 
     def _note_freed(self, uids: Iterable[int], owner: object) -> None:
         freed = self.freed

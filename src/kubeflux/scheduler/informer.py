@@ -150,10 +150,13 @@ class ClusterBooks:
         """(planned end, pod uid) of kubeflux's allocations, to extend those of pods that run past it."""
         self._fits = FitIndex()
         self.keep_reservations = keeps_reservations(policy)
-        self._deferred: PendingJob | None = None
-        """A job whose cancelled reservation is still in the engine (:meth:`_cancel_job_reservations`)."""
         """Whether a gang's reservation may be put back as it was when the engine would make it again
         (:mod:`kubeflux.scheduler.kept`); False re-plans every one."""
+        self._deferred: PendingJob | None = None
+        """A job whose cancelled reservation is still in the engine (:meth:`_cancel_job_reservations`)."""
+        self._shared: dict[int, set[str]] = {}
+        """Engine job id → the pods holding a part of it: a gang's alike members placed by one match
+        (:meth:`Placer._run_at_once`); each pod's end releases its own vertices of the job."""
         self._dirty = True
         self._epoch = 0
         """Bumped whenever a waiting job might now fit, or a reservation might no longer hold."""
@@ -407,14 +410,14 @@ class ClusterBooks:
             graph.set_gone(name, False)
         else:  # a new node, or new capacity: attached in place, its pods replayed onto it
             graph.put_node(spec)
-            for alloc in self.allocations.values():
-                if alloc.node == name:
-                    if alloc.jobid:  # each pod has a job of its own: its vertices went with the node, not its record
-                        graph.cancel(alloc.jobid)
-                    alloc.jobid = 0
-                    pod = self._bound.get(alloc.uid)
-                    if pod is not None:
-                        self._unaccounted[alloc.uid] = pod
+            for alloc in [alloc for alloc in self.allocations.values() if alloc.node == name]:
+                if alloc.jobid:  # its vertices went with the node, not its record: the job is cancelled whole
+                    graph.cancel(alloc.jobid)
+                    self._unshare(alloc.jobid)
+                alloc.jobid = 0
+                pod = self._bound.get(alloc.uid)
+                if pod is not None:
+                    self._unaccounted[alloc.uid] = pod
 
     def _account_bound(self, uid: str, pod: Pod) -> None:
         """A pod bound to a node kubeflux does not count yet (another scheduler's, or ours after a restart).
@@ -490,10 +493,45 @@ class ClusterBooks:
 
     def _drop_job(self, alloc: Allocation) -> None:
         """Give up the engine job of a pod that stays counted in the books (it is replayed again later)."""
-        assert self.graph is not None
-        leaves = (*alloc.placement.cores, *alloc.placement.gpus) if alloc.placement is not None else ()
-        self.graph.release(alloc.jobid, alloc.node, leaves)
+        self._release_engine(alloc)
         alloc.jobid = 0
+
+    def _release_engine(self, alloc: Allocation) -> bool:
+        """Release the engine vertices of a pod's allocation: its own job, or its part of a job it shares with
+        other members of its gang (:attr:`_shared`). False when the engine no longer knew the job."""
+        graph = self.graph
+        assert graph is not None
+        leaves = (*alloc.placement.cores, *alloc.placement.gpus) if alloc.placement is not None else ()
+        sharers = self._shared.get(alloc.jobid)
+        if sharers is not None:
+            sharers.discard(alloc.uid)
+            if sharers:
+                if graph.release(alloc.jobid, alloc.node, leaves, partial=True):
+                    return True
+                self._unshare(alloc.jobid)  # cancelled whole instead: the others are replayed
+                return True
+            del self._shared[alloc.jobid]
+        return graph.release(alloc.jobid, alloc.node, leaves)
+
+    def _unshare(self, jobid: int) -> None:
+        """Engine job ``jobid`` is gone whole: the pods that held parts of it are replayed onto their cores."""
+        for uid in self._shared.pop(jobid, ()):
+            alloc = self.allocations.get(uid)
+            pod = self._bound.get(uid)
+            if alloc is None or alloc.jobid != jobid:
+                continue
+            alloc.jobid = 0
+            if pod is not None:
+                self._unaccounted[uid] = pod
+                self._changed()
+
+    def _replay_lost(self) -> None:
+        """The pods of the engine jobs the graph had to cancel whole (:attr:`GraphView.lost`) are replayed."""
+        graph = self.graph
+        if graph is not None and graph.lost:
+            lost, graph.lost = graph.lost, []
+            for jobid in lost:
+                self._unshare(jobid)
 
     def _retry_stuck(self, node: str) -> None:
         """Node ``node`` changed or freed something: its pods the engine could not take are tried again."""
@@ -514,8 +552,7 @@ class ClusterBooks:
         self._retry_stuck(alloc.node)
         if not alloc.jobid or self.graph is None:
             return
-        leaves = (*alloc.placement.cores, *alloc.placement.gpus) if alloc.placement is not None else ()
-        if self.graph.release(alloc.jobid, alloc.node, leaves):
+        if self._release_engine(alloc):
             self.log.append(f"Cancel flux job: {alloc.jobid} for pod {alloc.key} ({why})")
 
     # ================================================================== the graph
@@ -642,7 +679,10 @@ class ClusterBooks:
             if alloc is None or pod is None or not alloc.jobid or alloc.start + alloc.duration != end:
                 continue
             assert self.graph is not None
-            self.graph.cancel(alloc.jobid)
+            if alloc.jobid in self._shared:
+                self._release_engine(alloc)
+            else:
+                self.graph.cancel(alloc.jobid)
             alloc.jobid = 0
             alloc.start, alloc.duration = tick, self.horizon - tick
             self._unaccounted[uid] = pod

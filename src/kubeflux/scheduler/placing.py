@@ -25,7 +25,9 @@ from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import (
     Placement,
     PodRequestError,
+    gang_jobspec,
     placement_from_output,
+    placements_from_output,
     pod_policy,
 )
 
@@ -131,7 +133,7 @@ class Placer(ClusterBooks):
         self._drop_deferred()  # the engine is read from here on
         if len(pods) > 1 and self._too_few_slots(job, start, minimum):
             return self._short_reasons(pods[0][1], start)
-        made, first_short = self._one_by_one(pods, start, minimum)
+        made, first_short = self._together(job, pods, start, minimum)
         if made is not None:
             return made
         if len(pods) > 1 and alike_run(job) < len(pods) and self._may_fit(job, start):
@@ -219,6 +221,140 @@ class Placer(ClusterBooks):
         needed = sum(sorted(self._pod_shape(pod)[0] for pod in pods)[: self._minimum(job)])
         shortest = min(self._planned(pod, at, reserve=True) for pod in pods)
         return not needed or graph.free_total(at, shortest) >= needed
+
+    def _together(
+        self, job: PendingJob, pods: list[tuple[str, Pod]], start: int, minimum: int
+    ) -> tuple[list[tuple[Pod, Allocation]] | None, tuple[Pod, NodeFit] | None]:
+        """:meth:`_one_by_one`'s answer, with the job's leading run of alike members placed by one engine match
+        when that gives the same placements (:meth:`_run_at_once`)."""
+        run = alike_run(job) if len(pods) > 1 else 1
+        placed = self._run_at_once(job, pods[:run], start) if run > 1 else None
+        if placed is None:
+            return self._one_by_one(pods, start, minimum)
+        if not placed:  # fewer than the run fit: one by one, the first member short is one of them
+            if minimum < len(pods):
+                return self._one_by_one(pods, start, minimum)
+            first = pods[0][1]
+            return None, (first, self._fit(first))
+        more, short = self._one_by_one(pods[run:], start, max(0, minimum - run))
+        if more is None:
+            self._undo(placed, "gang incomplete")
+            return None, short
+        return placed + more, short
+
+    def _run_at_once(
+        self, job: PendingJob, run: list[tuple[str, Pod]], start: int
+    ) -> list[tuple[Pod, Allocation]] | None:
+        """A run of alike members placed by one engine match of a gang jobspec (``slot(N)`` of the member's
+        shape) instead of one match each: their allocations, all sharing one engine job (released member by
+        member: :meth:`ClusterBooks._release_engine`); an empty list when the engine finds fewer than N slots;
+        None when it cannot tell, and the members are matched one by one.
+
+        Under a node-centric policy with a static order (``lonode``, ``hinode``) one by one places each member on
+        the first node in that order with room, lowest cores first; the gang's slots come from the nodes in the
+        same order, as many from each as fit, so the placements are the same when every node's books take the
+        members the engine gives it. That is checked after the match (the engine counts cores and gpus only, and
+        a node with reservations was hidden only when one member would not fit beside them); when it fails the
+        job is cancelled and the members are matched one by one. Nodes with sockets, policies that hold nodes
+        whole, a pod count or differing planned times are left to the plain path."""
+        graph = self.graph
+        assert graph is not None
+        first = run[0][1]
+        if (
+            graph.socket_size is not None
+            or not graph.node_centric
+            or PODS in first.requests
+            or pod_policy(first, self.policy) != self.policy
+            or self._whole_node_policy(first)
+        ):
+            return None
+        cores, gpus = self._pod_shape(first)
+        duration = self._planned(first, start)
+        if (not cores and not gpus) or any(self._planned(pod, start) != duration for _, pod in run):
+            return None
+        fit = self._fit(first)
+        if not fit.any:
+            return None
+        spec = gang_jobspec([pod for _, pod in run], duration, job.key, self.shape.gpu_resources)
+        if spec is None:
+            return None
+        short = self._held_short(first, fit, start, start + duration)
+        for name in short:
+            fit.hidden.add(name)
+        try:
+            result = graph.match(MatchOp.ALLOCATE, spec, job.key, start, fit.hidden, self.policy)
+        finally:
+            for name in short:
+                fit.hidden.discard(name)
+        if not result.matched:
+            return []
+        chunks = self._split_slots(result.resources, cores, gpus)
+        if chunks is None or len(chunks) != len(run) or not self._books_take(first, chunks, start, duration):
+            graph.cancel(result.jobid, freed=())
+            return None
+        made = [
+            (pod, self._record(uid, pod, where.node, result.jobid, start, duration, where))
+            for (uid, pod), where in zip(run, chunks, strict=True)
+        ]
+        self._shared[result.jobid] = {uid for uid, _ in run}
+        return made
+
+    def _split_slots(self, output: str, cores: int, gpus: int) -> list[Placement] | None:
+        """A gang match's slots, one placement each, in the order one-by-one matching would have made them: the
+        nodes in the policy's order, on each node its cores and gpus in graph order, ``cores`` and ``gpus`` at a
+        time. None when a node's share is not a whole number of slots."""
+        graph = self.graph
+        assert graph is not None
+        ranks = graph.node_ranks()
+        vertices = graph.engine.graph.vertices
+        chunks: list[Placement] = []
+        for where in sorted(placements_from_output(output), key=lambda where: ranks.get(where.node, 1 << 62)):
+            count = len(where.cores) // cores if cores else len(where.gpus) // gpus
+            if not count or len(where.cores) != count * cores or len(where.gpus) != count * gpus:
+                return None
+            core_uids, gpu_uids = graph.leaves(where.node)
+            taken_cores, taken_gpus = set(where.cores), set(where.gpus)
+            node_cores = [vertices[uid].name for uid in core_uids if vertices[uid].name in taken_cores]
+            node_gpus = [vertices[uid].name for uid in gpu_uids if vertices[uid].name in taken_gpus]
+            for index in range(count):
+                chunks.append(
+                    Placement(
+                        where.node,
+                        tuple(node_cores[index * cores : (index + 1) * cores]),
+                        tuple(node_gpus[index * gpus : (index + 1) * gpus]),
+                    )
+                )
+        return chunks
+
+    def _books_take(self, pod: Pod, chunks: list[Placement], start: int, duration: int) -> bool:
+        """Whether each node's exact books take as many pods like ``pod`` as ``chunks`` put there, now and (on a
+        node with reservations) throughout the pod's planned time."""
+        counts = Counter(where.node for where in chunks)
+        held = self.plans.holds
+        for name, count in counts.items():
+            if count == 1:  # the match hid the nodes that do not take one
+                continue
+            copies = _copies(self._room(name), pod.requests)
+            if copies is not None and copies < count:
+                return False
+            if name in held and not self._fits_many(name, pod, count, start, start + duration):
+                return False
+        return True
+
+    def _fits_many(self, name: str, pod: Pod, count: int, start: int, end: int) -> bool:
+        """Whether ``count`` pods like ``pod`` fit node ``name``'s exact books together throughout ``[start, end)``."""
+        node = self.nodes[name]
+        books = [(self.plans, node.allocatable)]
+        if self.sharing.name != "shared":
+            books.append((self.own_plans, self.sharing.share(node)))
+        for plans, allocatable in books:
+            peak = plans.peak(name, start, end)
+            for res, amount in pod.requests.items():
+                if amount > 0 and peak.get(res, 0) + count * amount > allocatable.get(res, 0):
+                    return False
+            if PODS in allocatable and peak.get(PODS, 0) + count > allocatable[PODS]:
+                return False
+        return True
 
     def _one_by_one(
         self, pods: list[tuple[str, Pod]], start: int, minimum: int

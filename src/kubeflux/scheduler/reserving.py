@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.kept import KeptReservation, still_first
-from kubeflux.scheduler.objects import PODS, Pod
+from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, alike_run
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import Placement, gang_jobspec, placement_from_output, placements_from_output
@@ -165,21 +165,6 @@ class Reserver(Placer):
         vertices = graph.engine.graph.vertices
         names = {*where.cores, *where.gpus}
         return [uid for uids in graph.leaves(where.node) for uid in uids if vertices[uid].name in names]
-
-    def _fits_many(self, name: str, pod: Pod, count: int, start: int, end: int) -> bool:
-        """Whether ``count`` pods like ``pod`` fit node ``name``'s exact books together throughout ``[start, end)``."""
-        node = self.nodes[name]
-        books = [(self.plans, node.allocatable)]
-        if self.sharing.name != "shared":
-            books.append((self.own_plans, self.sharing.share(node)))
-        for plans, allocatable in books:
-            peak = plans.peak(name, start, end)
-            for res, amount in pod.requests.items():
-                if amount > 0 and peak.get(res, 0) + count * amount > allocatable.get(res, 0):
-                    return False
-            if PODS in allocatable and peak.get(PODS, 0) + count > allocatable[PODS]:
-                return False
-        return True
 
     def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
         job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
