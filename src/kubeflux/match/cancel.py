@@ -14,8 +14,10 @@ from kubeflux.match.state import WalkState
 
 WIDE_CANCEL = 16
 """A cancel walks a vertex's children through the job's own vertices, not by visiting each child, when it has more
-children than this plus twice the job's vertex count (a pod's cancel at the root of a 5,000-node cluster would
-otherwise cost 5,000 visits; a job holding many of the children is cheaper to walk child by child)."""
+children than this plus half the job's vertex count (a pod's cancel at the root of a 5,000-node cluster would
+otherwise cost 5,000 visits; a job holding many of the children is cheaper to walk child by child). Grouping the
+job's vertices by parent, once per cancel, costs less per vertex than a visit does per child: a gang of 16 nodes
+of 64 cores (1,040 vertices) on 1,000 nodes is cancelled through its tree."""
 
 
 def cancel(state: WalkState, jobid: int) -> None:
@@ -61,7 +63,7 @@ def _rem_dfv(state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
     if uid in state._pools:
         delta += _drop_pools(state, uid, jobid)
     kids = state._kid_edges(uid)
-    if len(kids) > WIDE_CANCEL + 2 * held.size:
+    if len(kids) > WIDE_CANCEL + held.size // 2:
         mine = held.children(uid)
         state.preorder += len(kids) - len(mine)
         if uid in state._leads:

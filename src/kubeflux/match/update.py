@@ -366,12 +366,15 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
     uids = list(uids)
     _check_uids(graph, uids, f"{source}: ")
     purge: list[int] = []
+    named: set[int] = set()
+    x_uses, allocations = traverser.x_uses, traverser.allocations
     for uid in uids:
-        if jobid not in traverser.x_uses.get(uid, {}):
+        if jobid not in x_uses.get(uid, {}):
             raise ResourceSetError(f"{source}: job {jobid} does not hold {graph.vertices[uid].name}")
-        if jobid not in traverser.allocations.get(uid, {}):
+        if jobid not in allocations.get(uid, {}):
             continue  # held shared (an ancestor of what it holds): released with its aggregate span
-        if uid not in purge:
+        if uid not in named:
+            named.add(uid)
             purge.append(uid)
     if not purge:
         raise ResourceSetError(f"{source} names nothing that job {jobid} holds: nothing to release")
