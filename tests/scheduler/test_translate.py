@@ -107,9 +107,32 @@ def test_a_gangs_match_over_several_nodes_names_each_node_with_its_cores_and_gpu
     spec = gang_jobspec([pod(1000, gpus=1)] * 3, 60, "default/g")
     assert spec is not None
     result = engine.match(MatchOp.ALLOCATE, spec)
-    assert placements_from_output(result.resources) == [Placement(f"w{i}", ("core0",), ("gpu0",)) for i in range(3)]
+    assert placements_from_output(result.resources) == tuple(
+        Placement(f"w{i}", ("core0",), ("gpu0",)) for i in range(3)
+    )
 
 
 @pytest.mark.parametrize(("expected", "text"), [(100, "100"), (100.0, "100"), (12.5, "12.5")])
 def test_the_expected_start_annotation_reads_whole_seconds_without_a_fraction(expected: float, text: str) -> None:
     assert expected_start_text(expected) == text
+
+
+def test_the_simple_output_of_nodes_with_sockets_names_each_nodes_cores_below_its_sockets() -> None:
+    output = (
+        "      ------------core0[1:x]\n"
+        "      ------------core1[1:x]\n"
+        "      ---------socket0[1:s]\n"
+        "      ------------gpu3[1:x]\n"
+        "      ---------socket1[1:s]\n"
+        "      ------node-7[1:s]\n"
+        "\n"
+        "      ---------core2[1:x]\n"
+        "      ---------memory0[16:x]\n"
+        "      ------node-8[1:s]\n"
+        "      ---kubeflux0[1:s]\n"
+    )
+    assert placements_from_output(output) == (
+        Placement("node-7", ("core0", "core1"), ("gpu3",)),
+        Placement("node-8", ("core2",), ()),
+    )
+    assert placements_from_output("") == ()

@@ -39,6 +39,7 @@ ends releases exactly its own job.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -297,42 +298,47 @@ def gang_jobspec(
     return _jobspec([_slot(len(pods), cores, gpus)], duration, name, f"pod group {name}")
 
 
-@lru_cache(maxsize=16)
 def placement_from_output(output: str) -> Placement:
-    """The node and vertices of a one-node match from the engine's ``simple`` output (remembered for the few
-    latest outputs: the scheduler reads each match's output twice, to log it and to bind).
-
-    The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
-    gpus come first, then their socket (on a node with sockets), then their node, one level below the cluster (the
-    last, shallowest line). Other leaves (the memory pool a node-exclusive policy holds with the node) are not cores.
-    Raises ValueError when the output names no node.
-    """
+    """The node and vertices of a one-node match from the engine's ``simple`` output (see
+    :func:`placements_from_output`): its first node. Raises ValueError when the output names no node."""
     found = placements_from_output(output)
     if not found:
         raise ValueError(f"the match names no node: {output!r}")
     return found[0]
 
 
-def placements_from_output(output: str) -> list[Placement]:
+_CORE = re.compile(r"-(core[^\[\s]*)\[")
+_GPU = re.compile(r"-(gpu[^\[\s]*)\[")
+
+
+@lru_cache(maxsize=8)
+def _node_line(depth: int) -> re.Pattern[str]:
+    """A line of the ``simple`` writer at exactly ``depth`` dashes; its vertex name."""
+    return re.compile(rf"^[ \t]*-{{{depth}}}([^\[\s-][^\[\s]*)", re.MULTILINE)
+
+
+@lru_cache(maxsize=16)
+def placements_from_output(output: str) -> tuple[Placement, ...]:
     """Every node of a match (a gang's, over several nodes) with the cores and gpus it took there, from the engine's
-    ``simple`` output: each node's leaves come right before the node's own line (see
-    :func:`placement_from_output`)."""
+    ``simple`` output (remembered for the few latest outputs: the scheduler reads each match's output twice, to log
+    it and to bind).
+
+    The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
+    gpus come first, then their socket (on a node with sockets), then their node, one level below the cluster (the
+    last, shallowest line): each node's leaves are the lines between the node line before it and its own. Other
+    leaves (the memory pool a node-exclusive policy holds with the node) are not cores. Read with regular
+    expressions, not line by line: a gang of 16 nodes of 64 cores has over a thousand lines."""
+    text = output.rstrip()
+    if not text:
+        return ()
+    last = text[text.rfind("\n") + 1 :].strip()
+    nodes = _node_line(len(last) - len(last.lstrip("-")) + 3)  # the cluster's children: three dashes deeper
     found: list[Placement] = []
-    cores: list[str] = []
-    gpus: list[str] = []
-    stripped = [text for line in output.splitlines() if (text := line.strip())]
-    lines = [(len(text) - len(text.lstrip("-")), text.lstrip("-")) for text in stripped]
-    if not lines:
-        return found
-    node_depth = min(depth for depth, _ in lines) + 3  # the cluster's children: three dashes deeper
-    for depth, text in lines:
-        name = text.split("[", 1)[0]
-        if depth > node_depth:
-            if name.startswith("gpu"):
-                gpus.append(name)
-            elif name.startswith("core"):
-                cores.append(name)
-        elif depth == node_depth and (cores or gpus):
-            found.append(Placement(name, tuple(cores), tuple(gpus)))
-            cores, gpus = [], []
-    return found
+    start = 0
+    for line in nodes.finditer(output):
+        cores = _CORE.findall(output, start, line.start())
+        gpus = _GPU.findall(output, start, line.start())
+        if cores or gpus:
+            found.append(Placement(line.group(1), tuple(cores), tuple(gpus)))
+        start = line.end()
+    return tuple(found)
