@@ -96,15 +96,15 @@ def test_a_node_exclusive_placement_lists_the_nodes_cores_and_gpus_but_not_its_m
 
 
 def test_a_gang_of_equal_members_is_one_jobspec_and_different_members_are_not() -> None:
-    same = gang_jobspec([pod(2000), pod(2000)], 60, "default/g")
+    same = gang_jobspec([pod(2000), pod(2000)], 60)
     assert same is not None and same.resources[0].type == "slot" and same.resources[0].count.min == 2
-    assert gang_jobspec([pod(2000), pod(1000)], 60, "default/g") is None
+    assert gang_jobspec([pod(2000), pod(1000)], 60) is None
 
 
 def test_a_gangs_match_over_several_nodes_names_each_node_with_its_cores_and_gpus() -> None:
     nodes = [Node(f"w{i}", allocatable={CPU: 2000, GPU: 1, MEMORY: 2**30}) for i in range(3)]
     engine = Engine(build_graph([node_spec(node) for node in nodes]), policy="lonode")
-    spec = gang_jobspec([pod(1000, gpus=1)] * 3, 60, "default/g")
+    spec = gang_jobspec([pod(1000, gpus=1)] * 3, 60)
     assert spec is not None
     result = engine.match(MatchOp.ALLOCATE, spec)
     assert placements_from_output(result.resources) == tuple(

@@ -275,7 +275,7 @@ class Placer(ClusterBooks):
         fit = self._fit(first)
         if not fit.any:
             return None
-        spec = gang_jobspec([pod for _, pod in run], duration, job.key, self.shape.gpu_resources)
+        spec = gang_jobspec([pod for _, pod in run], duration, self.shape.gpu_resources)
         if spec is None:
             return None
         short = self._held_short(first, fit, start, start + duration)

@@ -98,7 +98,7 @@ class Reserver(Placer):
         assert graph is not None
         pod = pods[0]
         duration = self._planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, job.key, self.shape.gpu_resources)
+        spec = gang_jobspec(pods, duration, self.shape.gpu_resources)
         if spec is None:
             return None
         hidden = self._static_fit(pod)

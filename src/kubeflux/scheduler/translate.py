@@ -283,19 +283,25 @@ def _one_node_jobspec(cores: int, gpus: int, duration: int, sockets: int = 0) ->
 
 
 def gang_jobspec(
-    pods: list[Pod], duration: int, name: str, gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    pods: list[Pod], duration: int, gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 ) -> Jobspec | None:
     """One jobspec of ``len(pods)`` slots for a gang of alike members (``slot(N) → [core(k), gpu(g)]``; several slots
-    may share a node, or a socket: a slot binds to the vertex that holds its cores), used to reserve the gang at one
-    start time. None when the members take different cores or gpus (their reservation is searched member by member:
-    :mod:`kubeflux.scheduler.placing`) or nothing from the graph."""
+    may share a node, or a socket: a slot binds to the vertex that holds its cores), used to place or reserve the
+    gang at one start time. None when the members take different cores or gpus (their reservation is searched
+    member by member: :mod:`kubeflux.scheduler.placing`) or nothing from the graph."""
     shapes = {pod_shape(pod, gpu_resources) for pod in pods}
     if len(shapes) != 1:
         return None
     cores, gpus = shapes.pop()
     if cores == 0 and gpus == 0:
         return None
-    return _jobspec([_slot(len(pods), cores, gpus)], duration, name, f"pod group {name}")
+    return _slots_jobspec(len(pods), cores, gpus, duration)
+
+
+@lru_cache(maxsize=4096)
+def _slots_jobspec(count: int, cores: int, gpus: int, duration: int) -> Jobspec:
+    """Gangs of one shape, size and duration share one jobspec (it is immutable, as a pod's)."""
+    return _jobspec([_slot(count, cores, gpus)], duration, "pod group", "a pod group")
 
 
 def placement_from_output(output: str) -> Placement:
