@@ -481,14 +481,19 @@ class Cluster:
         sp = self.pods.get(key)
         if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
-        _set_expected_start(sp.pod, expected_start)
+        pod = sp.pod
+        if expected_start is not None or EXPECTED_START_ANNOTATION in pod.annotations:
+            _set_expected_start(pod, expected_start)
+        if self.keep_events:
+            self.record_event("Warning", "FailedScheduling", key, message)
+        else:  # the count alone, as record_event keeps it: one call per pod per scheduling pass that tried it
+            counts = self.event_counts
+            counts["FailedScheduling"] = counts.get("FailedScheduling", 0) + 1
         if sp.unschedulable_at is None:
             sp.unschedulable_at = self.loop.now
         elif sp.unschedulable_message == message:
-            self.record_event("Warning", "FailedScheduling", key, message)
             return
         sp.unschedulable_message = message
-        self.record_event("Warning", "FailedScheduling", key, message)
         self._modified(sp)
 
     def reject(self, key: str, uid: str, message: str) -> None:
