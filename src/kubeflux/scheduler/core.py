@@ -48,7 +48,7 @@ from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod, PodPhase
-from kubeflux.scheduler.placing import REASON_RESERVED, ceil_time
+from kubeflux.scheduler.placing import REASON_RESERVED, alike_run, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.reserving import Reserver
@@ -103,6 +103,9 @@ class KubefluxScheduler(Reserver):
         self._never_fits_not: dict[str, tuple[int, list[Pod]]] = {}
         """Job key → (node epoch, its pods) when the job was last found able to fit the empty cluster."""
         self._node_epoch = 0
+        self._alike_fit: tuple[int, set[tuple[object, ...]]] = (-1, set())
+        """(fit index resets, the shapes of groups of alike members found able to fit the empty nodes then): the
+        static fits named by id are the index's own, kept until its next reset."""
         self._node_seen: dict[str, Node] = {}
         """Each node as last seen, to tell a change (which reconsiders rejected jobs) from a repeat."""
 
@@ -410,11 +413,31 @@ class KubefluxScheduler(Reserver):
         return True
 
     def _gang_never_fits(self, job: PendingJob) -> str | None:
-        """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up)."""
+        """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up).
+
+        A group of alike members that fits is remembered by its shape (constraints, requests, policy, size, minimum)
+        until the nodes change (the fit index is reset), so the next group alike is not searched again."""
+        pods = list(job.pods.values())
+        alike: tuple[object, ...] | None = None
+        if alike_run(job) == len(pods):
+            first = pods[0]
+            shape = (id(self._static_fit(first)), tuple(sorted(first.requests.items())), self._pod_shape(first))
+            alike = (*shape, self._whole_node_policy(first), len(pods), self._minimum(job))
+            resets = self._fits.version[0]
+            if self._alike_fit[0] != resets:
+                self._alike_fit = (resets, set())
+            if alike in self._alike_fit[1]:
+                return None
+        why = self._search_gang(job, pods)
+        if why is None and alike is not None:
+            self._alike_fit[1].add(alike)
+        return why
+
+    def _search_gang(self, job: PendingJob, pods: list[Pod]) -> str | None:
+        """:meth:`_gang_never_fits` by an assignment search on the empty nodes."""
         nodes = self._fits.empty(self._empty_nodes)
         graph = self.graph
         assert graph is not None
-        pods = list(job.pods.values())
         dims = sorted({res for pod in pods for res, amount in pod.requests.items() if amount > 0})
         free = []
         for node in nodes:

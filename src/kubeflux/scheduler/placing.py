@@ -12,11 +12,12 @@ placed as found: each member onto its node's free cores and gpus with the engine
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 
 from kubeflux.match.engine import EngineError, MatchOp
-from kubeflux.match.policy import parse_policy
+from kubeflux.match.policy import PolicySpec, parse_policy
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
 from kubeflux.scheduler.informer import Allocation, ClusterBooks
@@ -438,11 +439,11 @@ class Placer(ClusterBooks):
         a failed one-by-one attempt is not skipped), nor ``*nodex``."""
         return all(
             not spec.stop_on_first and not spec.node_exclusive
-            for spec in (parse_policy(pod_policy(pod, self.policy)), parse_policy(self.policy))
+            for spec in (_policy_spec(pod_policy(pod, self.policy)), _policy_spec(self.policy))
         )
 
     def _whole_node_policy(self, pod: Pod) -> bool:
-        return parse_policy(pod_policy(pod, self.policy)).node_exclusive
+        return _policy_spec(pod_policy(pod, self.policy)).node_exclusive
 
     def _leaves(self, pod: Pod, node: str, at: int, duration: int) -> list[int] | None:
         """The engine vertices (cores, then gpus) ``pod`` takes on ``node`` during its planned time; None when the
@@ -529,6 +530,13 @@ def _copies(room: dict[str, int], requests: dict[str, int]) -> int | None:
     if PODS in room:
         counts.append(max(0, room[PODS]))
     return min(counts) if counts else None
+
+
+@functools.lru_cache(maxsize=64)
+def _policy_spec(name: str) -> PolicySpec:
+    """:func:`~kubeflux.match.policy.parse_policy`, parsed once per name (asked for several times per gang and pass;
+    a bad name raises each time, as it is not cached)."""
+    return parse_policy(name)
 
 
 def ceil_time(seconds: float) -> int:
