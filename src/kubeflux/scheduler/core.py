@@ -72,6 +72,11 @@ class Backfill(StrEnum):
 class KubefluxScheduler(Reserver):
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
 
+    ignores_status_updates = True
+    """What a shell writes on a pending pod for its decisions (condition, expected start) is nothing it reads
+    (:func:`~kubeflux.scheduler.informer.placement_view`; :class:`~kubeflux.scheduler.interface.IgnoresStatusUpdates`):
+    the simulator leaves those events out."""
+
     def __init__(
         self,
         name: str = "kubeflux",
