@@ -491,10 +491,12 @@ class KubefluxScheduler(Reserver):
         self._rejected[job.key] = job
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
+        told, left_out = job.told, job.left_out
+        kept, cut = (message, expected), (message, None)  # one tuple for all the pods of the job: a pod per pass
         for uid, pod in job.pods.items():
-            said = (message, None if uid in job.left_out else expected)
-            if job.told.get(uid) != said:
-                job.told[uid] = said
+            said = cut if left_out and uid in left_out else kept
+            if told.get(uid) != said:
+                told[uid] = said
                 out.append(Unschedulable(pod.key, pod.uid, *said))
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:

@@ -177,7 +177,8 @@ class FitIndex:
 
     @staticmethod
     def _static_key(pod: Pod) -> tuple[object, ...]:
-        return (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
+        selector = pod.node_selector
+        return (tuple(sorted(selector.items())) if selector else (), pod.tolerations, pod.required_node_affinity)
 
     def known_static(self, pod: Pod) -> StaticFit | None:
         """The cached static filters for pods constrained like ``pod``, if computed since the last reset."""
