@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections import Counter
 from enum import StrEnum
 
@@ -371,9 +372,12 @@ class KubefluxScheduler(Reserver):
             fitted is not None
             and fitted[0] == self._node_epoch
             and len(fitted[1]) == len(job.pods)
-            and all(
-                a is b or placement_view(a) == placement_view(b)
-                for a, b in zip(fitted[1], job.pods.values(), strict=True)
+            and (
+                all(map(operator.is_, fitted[1], job.pods.values()))  # the very same objects: the usual case
+                or all(
+                    a is b or placement_view(a) == placement_view(b)
+                    for a, b in zip(fitted[1], job.pods.values(), strict=True)
+                )
             )
         ):
             # the same pods on the same nodes: known to fit (a pod's object is replaced whenever it changes, also
@@ -505,11 +509,12 @@ class KubefluxScheduler(Reserver):
         for job in self.queue.jobs.values():
             if job.expected_start is not None:
                 continue
-            for uid, (message, expected) in list(job.told.items()):
-                if expected is not None and uid in job.pods:
-                    job.told[uid] = (message, None)
-                    pod = job.pods[uid]
-                    out.append(Unschedulable(pod.key, pod.uid, message, None))
+            told = job.told
+            for uid in [uid for uid, said in told.items() if said[1] is not None and uid in job.pods]:
+                message = told[uid][0]
+                told[uid] = (message, None)
+                pod = job.pods[uid]
+                out.append(Unschedulable(pod.key, pod.uid, message, None))
 
     def _behind_message(self, job: PendingJob) -> str:
         head = self._head.key if self._head is not None else "an earlier job"
