@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections import Counter
 from enum import StrEnum
 
@@ -47,8 +48,8 @@ from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
-from kubeflux.scheduler.placing import REASON_RESERVED, ceil_time
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod, PodPhase
+from kubeflux.scheduler.placing import REASON_RESERVED, alike_run, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.reserving import Reserver
@@ -56,6 +57,9 @@ from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
 __all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
+
+_ALLOCATION_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""What ``json.dumps(record, sort_keys=True, separators=(",", ":"))`` writes, without building an encoder per pod."""
 
 NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
 
@@ -68,6 +72,11 @@ class Backfill(StrEnum):
 
 class KubefluxScheduler(Reserver):
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
+
+    ignores_status_updates = True
+    """What a shell writes on a pending pod for its decisions (condition, expected start) is nothing it reads
+    (:func:`~kubeflux.scheduler.informer.placement_view`; :class:`~kubeflux.scheduler.interface.IgnoresStatusUpdates`):
+    the simulator leaves those events out."""
 
     def __init__(
         self,
@@ -100,6 +109,9 @@ class KubefluxScheduler(Reserver):
         self._never_fits_not: dict[str, tuple[int, list[Pod]]] = {}
         """Job key → (node epoch, its pods) when the job was last found able to fit the empty cluster."""
         self._node_epoch = 0
+        self._alike_fit: tuple[int, set[tuple[object, ...]]] = (-1, set())
+        """(fit index resets, the shapes of groups of alike members found able to fit the empty nodes then): the
+        static fits named by id are the index's own, kept until its next reset."""
         self._node_seen: dict[str, Node] = {}
         """Each node as last seen, to tell a change (which reconsiders rejected jobs) from a repeat."""
 
@@ -130,18 +142,17 @@ class KubefluxScheduler(Reserver):
         waiting and usable (most events: the status and expected start written on a waiting pod, by the shell
         for kubeflux's own decisions): the informer would keep it as it is, so nothing is done."""
         uid = pod.uid
-        if not uid or kind is EventKind.DELETED or pod.deleted or self._rejected:
+        if not uid or self._rejected or kind is EventKind.DELETED or pod.deleted:
             return False
         job = self.queue.by_pod.get(uid)
-        return (
-            job is not None
-            and job.pods.get(uid) is pod
-            and not pod.phase.terminal
-            and uid not in self._told
+        if job is None or job.pods.get(uid) is not pod:  # the cheap, decisive tests first: ~200,000 calls a run
+            return False
+        return (pod.phase is PodPhase.PENDING or not pod.phase.terminal) and (
+            uid not in self._told
             and uid not in self._held
             and pod.scheduler_name == self.name
             and self._uid_by_key.get(pod.key) == uid
-            and (pod.group is None or pod.group not in self._bad_groups)
+            and (not self._bad_groups or pod.group is None or pod.group not in self._bad_groups)
         )
 
     def _still_rejected(self, kind: EventKind, pod: Pod) -> bool:
@@ -337,7 +348,7 @@ class KubefluxScheduler(Reserver):
                 "start": alloc.start,
                 "duration": alloc.duration,
             }
-            text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+            text = _ALLOCATION_JSON.encode(record)
             out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: text}))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
@@ -362,9 +373,12 @@ class KubefluxScheduler(Reserver):
             fitted is not None
             and fitted[0] == self._node_epoch
             and len(fitted[1]) == len(job.pods)
-            and all(
-                a is b or placement_view(a) == placement_view(b)
-                for a, b in zip(fitted[1], job.pods.values(), strict=True)
+            and (
+                all(map(operator.is_, fitted[1], job.pods.values()))  # the very same objects: the usual case
+                or all(
+                    a is b or placement_view(a) == placement_view(b)
+                    for a, b in zip(fitted[1], job.pods.values(), strict=True)
+                )
             )
         ):
             # the same pods on the same nodes: known to fit (a pod's object is replaced whenever it changes, also
@@ -409,11 +423,31 @@ class KubefluxScheduler(Reserver):
         return True
 
     def _gang_never_fits(self, job: PendingJob) -> str | None:
-        """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up)."""
+        """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up).
+
+        A group of alike members that fits is remembered by its shape (constraints, requests, policy, size, minimum)
+        until the nodes change (the fit index is reset), so the next group alike is not searched again."""
+        pods = list(job.pods.values())
+        alike: tuple[object, ...] | None = None
+        if alike_run(job) == len(pods):
+            first = pods[0]
+            shape = (id(self._static_fit(first)), tuple(sorted(first.requests.items())), self._pod_shape(first))
+            alike = (*shape, self._whole_node_policy(first), len(pods), self._minimum(job))
+            resets = self._fits.version[0]
+            if self._alike_fit[0] != resets:
+                self._alike_fit = (resets, set())
+            if alike in self._alike_fit[1]:
+                return None
+        why = self._search_gang(job, pods)
+        if why is None and alike is not None:
+            self._alike_fit[1].add(alike)
+        return why
+
+    def _search_gang(self, job: PendingJob, pods: list[Pod]) -> str | None:
+        """:meth:`_gang_never_fits` by an assignment search on the empty nodes."""
         nodes = self._fits.empty(self._empty_nodes)
         graph = self.graph
         assert graph is not None
-        pods = list(job.pods.values())
         dims = sorted({res for pod in pods for res, amount in pod.requests.items() if amount > 0})
         free = []
         for node in nodes:
@@ -462,10 +496,12 @@ class KubefluxScheduler(Reserver):
         self._rejected[job.key] = job
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
+        told, left_out = job.told, job.left_out
+        kept, cut = (message, expected), (message, None)  # one tuple for all the pods of the job: a pod per pass
         for uid, pod in job.pods.items():
-            said = (message, None if uid in job.left_out else expected)
-            if job.told.get(uid) != said:
-                job.told[uid] = said
+            said = cut if left_out and uid in left_out else kept
+            if told.get(uid) != said:
+                told[uid] = said
                 out.append(Unschedulable(pod.key, pod.uid, *said))
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:
@@ -474,11 +510,12 @@ class KubefluxScheduler(Reserver):
         for job in self.queue.jobs.values():
             if job.expected_start is not None:
                 continue
-            for uid, (message, expected) in list(job.told.items()):
-                if expected is not None and uid in job.pods:
-                    job.told[uid] = (message, None)
-                    pod = job.pods[uid]
-                    out.append(Unschedulable(pod.key, pod.uid, message, None))
+            told = job.told
+            for uid in [uid for uid, said in told.items() if said[1] is not None and uid in job.pods]:
+                message = told[uid][0]
+                told[uid] = (message, None)
+                pod = job.pods[uid]
+                out.append(Unschedulable(pod.key, pod.uid, message, None))
 
     def _behind_message(self, job: PendingJob) -> str:
         head = self._head.key if self._head is not None else "an earlier job"

@@ -54,7 +54,18 @@ class NodeFit:
     """The nodes that may take the pod now (unordered), kept with :attr:`unfit` so that what is asked of them (how
     many copies fit, why they do not) costs the fitting nodes, not a scan of every node."""
 
+    copies: dict[str, int | None] | None = field(init=False)
+    """How many pods of this shape each :attr:`open` node takes now by the exact books (None: any number), kept by
+    :meth:`FitIndex.copies`; None until first asked."""
+    copies_pos: int = field(init=False)
+    copies_total: int = field(init=False)
+    """The sum of :attr:`copies` (its None aside)."""
+    copies_unbounded: int = field(init=False)
+    """How many of :attr:`copies` are None."""
+
     def __post_init__(self) -> None:
+        self.copies = None
+        self.copies_pos = self.copies_total = self.copies_unbounded = 0
         self.hidden = HiddenNodes(self.static.unfit | self.unfit.keys())
         self.short = Counter()
         for reasons in self.unfit.values():
@@ -166,7 +177,8 @@ class FitIndex:
 
     @staticmethod
     def _static_key(pod: Pod) -> tuple[object, ...]:
-        return (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.required_node_affinity)
+        selector = pod.node_selector
+        return (tuple(sorted(selector.items())) if selector else (), pod.tolerations, pod.required_node_affinity)
 
     def known_static(self, pod: Pod) -> StaticFit | None:
         """The cached static filters for pods constrained like ``pod``, if computed since the last reset."""
@@ -193,6 +205,38 @@ class FitIndex:
                 reasons["node(s) are not available to kubeflux under its sharing policy"] += outside
             cached = self._static[key] = StaticFit(fit, unfit, reasons, set(fit))
         return cached
+
+    def copies(self, entry: NodeFit, count: Callable[[str], int | None]) -> NodeFit:
+        """Bring ``entry``'s :attr:`~NodeFit.copies` up to date, ``count(name)`` being how many pods of its shape node
+        ``name`` takes now (None: any number): counted for its open nodes the first time, then again only for the
+        nodes whose books changed since (so a pass that asks it for every gang costs O(nodes changed), not
+        O(nodes)). ``entry`` must be the one :meth:`fit` just returned (its open nodes up to date)."""
+        end = self._base + len(self._log)
+        counts = entry.copies
+        names: Iterable[str]
+        if counts is None or entry.copies_pos < self._base:
+            counts = entry.copies = {}
+            entry.copies_total = entry.copies_unbounded = 0
+            names = entry.open
+        elif entry.copies_pos < end:
+            names = set(self._log[entry.copies_pos - self._base :])
+        else:
+            return entry
+        entry.copies_pos = end
+        for name in names:
+            if name in counts:
+                old = counts.pop(name)
+                if old is None:
+                    entry.copies_unbounded -= 1
+                else:
+                    entry.copies_total -= old
+            if name in entry.open:
+                new = counts[name] = count(name)
+                if new is None:
+                    entry.copies_unbounded += 1
+                else:
+                    entry.copies_total += new
+        return entry
 
     def fit(self, pod: Pod, static: StaticFit, shortfall: Shortfall) -> NodeFit:
         """The nodes that may take ``pod`` now, brought up to date from the change log."""

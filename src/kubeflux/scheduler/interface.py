@@ -125,12 +125,24 @@ class Unreserve(Protocol):
     def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None: ...
 
 
+@runtime_checkable
+class IgnoresStatusUpdates(Protocol):
+    """A scheduler that reads nothing of what a shell writes on a pending pod for an :class:`Unschedulable` or
+    :class:`Reject` (the ``PodScheduled`` condition, the :data:`EXPECTED_START_ANNOTATION`), when
+    ``ignores_status_updates`` is True: a shell whose events carry the live pod object (the simulator) may then leave
+    out the MODIFIED events that bring only that, one per pod and scheduling pass (most of a busy run's events).
+    The pod the scheduler holds is the same object, so it sees the new status all the same."""
+
+    ignores_status_updates: bool
+
+
 __all__ = [
     "EXPECTED_START_ANNOTATION",
     "Bind",
     "ClusterEvent",
     "Decision",
     "EventKind",
+    "IgnoresStatusUpdates",
     "Node",
     "Pod",
     "PodGroup",

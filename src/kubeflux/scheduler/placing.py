@@ -12,11 +12,12 @@ placed as found: each member onto its node's free cores and gpus with the engine
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 
 from kubeflux.match.engine import EngineError, MatchOp
-from kubeflux.match.policy import parse_policy
+from kubeflux.match.policy import PolicySpec, parse_policy
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
 from kubeflux.scheduler.informer import Allocation, ClusterBooks
@@ -47,10 +48,6 @@ Assignment = list[tuple[str, Pod, str, int]]
 
 class Placer(ClusterBooks):
     """The placement half of the scheduler core: filters, matches, the assignment search and reservations."""
-
-    _packed: tuple[tuple[int, int], dict[int, int]] = ((-1, -1), {})
-    """:meth:`_first_short_member`'s full counts per fit entry, with the books' version they hold for (replaced, never
-    changed, until the first count: the class's own stays empty)."""
 
     # ================================================================== filters
 
@@ -191,26 +188,31 @@ class Placer(ClusterBooks):
         if needed <= 0:
             return False
         cores, gpus = self._pod_shape(first)
+        fit = self._copies_now(first)
+        counts = fit.copies
+        assert counts is not None
+        if fit.copies_unbounded:
+            return False
+        slots = fit.copies_total  # by the books now; a node with reservations may take fewer
+        if slots < needed:
+            return True
         duration = -1
         held = self.plans.holds
-        slots = 0
-        for name in self._fit(first).open:
-            copies = _copies(self._room(name), first.requests)
-            if copies is None:
-                return False
-            if copies and name in held:  # reserved later: what stays free until the members' planned ends
-                if duration < 0:
-                    duration = min(self._planned(pod, start) for pod in pods[:run])
-                copies = min(copies, _copies(self._room_during(name, start, start + duration), first.requests) or 0)
-                if copies and (cores or gpus):
-                    free_cores, free_gpus, _ = graph.free_counts(name, start, duration, exact=True)
-                    copies = min(
-                        copies, free_cores // cores if cores else copies, free_gpus // gpus if gpus else copies
-                    )
-            slots += copies
-            if slots >= needed:
-                return False
-        return True
+        for name in held if len(held) < len(counts) else counts:
+            copies = counts.get(name)
+            if not copies or name not in held:
+                continue
+            # reserved later: what stays free until the members' planned ends
+            if duration < 0:
+                duration = min(self._planned(pod, start) for pod in pods[:run])
+            fewer = min(copies, _copies(self._room_during(name, start, start + duration), first.requests) or 0)
+            if fewer and (cores or gpus):
+                free_cores, free_gpus, _ = graph.free_counts(name, start, duration, exact=True)
+                fewer = min(fewer, free_cores // cores if cores else fewer, free_gpus // gpus if gpus else fewer)
+            slots -= copies - fewer
+            if slots < needed:
+                return True
+        return False
 
     def _may_fit(self, job: PendingJob, at: int) -> bool:
         """A quick necessary test before a search: the graph has as many cores free from ``at`` as the job's
@@ -396,22 +398,17 @@ class Placer(ClusterBooks):
         first = pods[0]
         if PODS in first.requests or alike_run(job) < len(pods):
             return None
-        fit = self._fit(first)
-        version = self._fits.version
-        if self._packed[0] != version:
-            self._packed = (version, {})
-        packed = self._packed[1].get(id(fit))
-        if packed is None:
-            packed = 0
-            for name in fit.open:  # in any order: the count, or the first member beyond it, is the same
-                copies = _copies(self._room(name), first.requests)
-                if copies is None:
-                    return None
-                packed += copies
-                if packed >= minimum:
-                    return None
-            self._packed[1][id(fit)] = packed
+        fit = self._copies_now(first)
+        if fit.copies_unbounded:
+            return None
+        packed = fit.copies_total  # packed node after node, in any order: the first member beyond is the same
         return pods[packed] if packed < minimum else None
+
+    def _copies_now(self, pod: Pod) -> NodeFit:
+        """``pod``'s fit entry with how many pods like it each open node takes now by the exact books, kept up to date
+        incrementally (:meth:`~kubeflux.scheduler.fit.FitIndex.copies`)."""
+        requests = pod.requests
+        return self._fits.copies(self._fit(pod), lambda name: _copies(self._room(name), requests))
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         duration = self._planned(pod, start)
@@ -578,11 +575,11 @@ class Placer(ClusterBooks):
         a failed one-by-one attempt is not skipped), nor ``*nodex``."""
         return all(
             not spec.stop_on_first and not spec.node_exclusive
-            for spec in (parse_policy(pod_policy(pod, self.policy)), parse_policy(self.policy))
+            for spec in (_policy_spec(pod_policy(pod, self.policy)), _policy_spec(self.policy))
         )
 
     def _whole_node_policy(self, pod: Pod) -> bool:
-        return parse_policy(pod_policy(pod, self.policy)).node_exclusive
+        return _policy_spec(pod_policy(pod, self.policy)).node_exclusive
 
     def _leaves(self, pod: Pod, node: str, at: int, duration: int) -> list[int] | None:
         """The engine vertices (cores, then gpus) ``pod`` takes on ``node`` during its planned time; None when the
@@ -669,6 +666,13 @@ def _copies(room: dict[str, int], requests: dict[str, int]) -> int | None:
     if PODS in room:
         counts.append(max(0, room[PODS]))
     return min(counts) if counts else None
+
+
+@functools.lru_cache(maxsize=64)
+def _policy_spec(name: str) -> PolicySpec:
+    """:func:`~kubeflux.match.policy.parse_policy`, parsed once per name (asked for several times per gang and pass;
+    a bad name raises each time, as it is not cached)."""
+    return parse_policy(name)
 
 
 def ceil_time(seconds: float) -> int:

@@ -103,6 +103,8 @@ class Cluster:
         self.jobs: list[SimJob] = []
         self.groups: dict[str, PodGroup] = {}
         self._observers: list[Observer] = []
+        self._status_observers: list[Observer] = []
+        """The observers that are sent the status written on a pending pod for a scheduler's decision."""
         self._rng = random.Random(self.lifecycle.seed)
         self.job_controller = JobController(self)
         self.couple = couple
@@ -131,9 +133,15 @@ class Cluster:
         self.ids.add_node(alloc)
         self.total_cores += alloc.get(CPU, 0) // 1000
 
-    def subscribe(self, observer: Observer) -> None:
-        """Send every later watch event to ``observer(event, now)``."""
+    def subscribe(self, observer: Observer, *, status_updates: bool = True) -> None:
+        """Send every later watch event to ``observer(event, now)``; with ``status_updates`` False, all but the
+        MODIFIED events of a pending pod whose only change is what :meth:`mark_unschedulable` writes (its
+        ``PodScheduled`` condition and expected start: for a scheduler that reads neither, see
+        :class:`~kubeflux.scheduler.interface.IgnoresStatusUpdates`; events carry the live pod, so it holds the
+        change anyway)."""
         self._observers.append(observer)
+        if status_updates:
+            self._status_observers.append(observer)
 
     def announce_nodes(self) -> None:
         """Emit ADDED for every node (call once, after the observers subscribed)."""
@@ -481,15 +489,29 @@ class Cluster:
         sp = self.pods.get(key)
         if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
-        _set_expected_start(sp.pod, expected_start)
+        pod = sp.pod
+        if expected_start is not None or EXPECTED_START_ANNOTATION in pod.annotations:
+            _set_expected_start(pod, expected_start)
+        if self.keep_events:
+            self.record_event("Warning", "FailedScheduling", key, message)
+        else:  # the count alone, as record_event keeps it: one call per pod per scheduling pass that tried it
+            counts = self.event_counts
+            counts["FailedScheduling"] = counts.get("FailedScheduling", 0) + 1
         if sp.unschedulable_at is None:
             sp.unschedulable_at = self.loop.now
         elif sp.unschedulable_message == message:
-            self.record_event("Warning", "FailedScheduling", key, message)
             return
         sp.unschedulable_message = message
-        self.record_event("Warning", "FailedScheduling", key, message)
-        self._modified(sp)
+        if len(self._status_observers) == len(self._observers):
+            self._modified(sp)
+            return
+        self.events_emitted += 1  # emitted all the same (the figures count it), sent to those that read it
+        event = sp.modified
+        if event is None:
+            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
+        now = self.loop.now
+        for observe in self._status_observers:
+            observe(event, now)
 
     def reject(self, key: str, uid: str, message: str) -> None:
         """The scheduler says the pod can never run: it stays Pending, Unschedulable; its job is REJECTED."""

@@ -31,7 +31,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject, Scheduler, Unreserve, Unschedulable
+from kubeflux.scheduler.interface import (
+    Bind,
+    Decision,
+    IgnoresStatusUpdates,
+    PodWarning,
+    Reject,
+    Scheduler,
+    Unreserve,
+    Unschedulable,
+)
 from kubeflux.scheduler.objects import Node, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
@@ -128,7 +137,8 @@ class Simulation:
             couple=self.options.couple,
         )
         for scheduler in self.schedulers.values():
-            self.cluster.subscribe(scheduler.observe)
+            quiet = isinstance(scheduler, IgnoresStatusUpdates) and scheduler.ignores_status_updates
+            self.cluster.subscribe(scheduler.observe, status_updates=not quiet)
         self._order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._t0 = self._order[0].submit_time if self._order else 0.0
         self._next_arrival = 0
