@@ -152,6 +152,7 @@ POINT_5_SELECTOR = (
     "FCFS head it blocks every later pod for ever"
 )
 POINT_5_REJECT = "issue 12 point 5: a gang whose members each fit a node but not all at once is never rejected"
+POINT_5_REMOVED = "issue 12 point 5: a gang found able to fit is not reconsidered when a node is removed, and waits"
 POINT_7 = (
     "issue 12 point 7: the status update of a queued pod marks it untried, and an incremental pass then drops "
     "its expected start (fcfs, easy) or reserves it a second time (conservative)"
@@ -298,6 +299,14 @@ GANG_LARGER_THAN_THE_CLUSTER = Scenario(
     jobs=(group(0, P(4000), P(4000), P(4000)), lone(10, P(1000))),
     backfill="fcfs",
 )
+
+GANG_TOO_LARGE_ONCE_A_NODE_IS_REMOVED = Scenario(
+    nodes=(NodeShape(cpu=8000), NodeShape(cpu=8000)),
+    jobs=(lone(0, P(8000, run=100)), group(0, P(8000), P(8000))),
+    changes=(Change(50, "remove", 1),),
+)
+"""A gang of two 8-core pods waits behind an 8-core pod on a cluster of two 8-core nodes; the second node is
+removed at 50, after which the gang can never fit."""
 
 NO_NODE_IN_ITS_ZONE_AT_THE_HEAD = Scenario(
     nodes=(NodeShape(cpu=8000, zone="a"),),
@@ -541,7 +550,10 @@ for _policy in POLICIES:
     ]
     if _policy != "fcfs":
         KNOWN[(RESERVATION, _policy)].append((POINT_4, HALF_CORE_BESIDE_A_RESERVATION))
-    KNOWN[(REJECTION, _policy)] = [(POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER)]
+    KNOWN[(REJECTION, _policy)] = [
+        (POINT_5_REJECT, GANG_LARGER_THAN_THE_CLUSTER),
+        (POINT_5_REMOVED, _by(_policy, GANG_TOO_LARGE_ONCE_A_NODE_IS_REMOVED)),
+    ]
 KNOWN[(RESERVATION, "fcfs")] += [
     (POINT_5, REJECTED_GANG_RECONSIDERED_AT_THE_HEAD),
     (POINT_5, LATE_MEMBER_RECONSIDERED_AT_THE_HEAD),

@@ -125,6 +125,7 @@ class KubefluxScheduler(Reserver):
             super().observe(event, now)
             if event.kind.value == "DELETED":
                 self._node_seen.pop(obj.name, None)
+                self._node_epoch += 1  # a job found able to fit may no longer: asked again
                 return
             # A copy, not the object: a caller may change a node in place and tell it again.
             seen = dataclasses.replace(obj, allocatable=dict(obj.allocatable), labels=dict(obj.labels))
