@@ -25,7 +25,7 @@ from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.workloads.model import PodTemplate
 from tests.scheduler._invariants import INVARIANTS
-from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone, run
+from tests.scheduler._workload import NodeShape, PodShape, Scenario, group, lone, run
 
 P = PodShape
 NODE = NodeShape(cpu=8000)

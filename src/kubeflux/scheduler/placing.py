@@ -253,12 +253,13 @@ class Placer(ClusterBooks):
         None when it cannot tell, and the members are matched one by one.
 
         Under a node-centric policy with a static order (``lonode``, ``hinode``) one by one places each member on
-        the first node in that order with room, lowest cores first; the gang's slots come from the nodes in the
-        same order, as many from each as fit, so the placements are the same when every node's books take the
-        members the engine gives it. That is checked after the match (the engine counts cores and gpus only, and
-        a node with reservations was hidden only when one member would not fit beside them); when it fails the
-        job is cancelled and the members are matched one by one. Nodes with sockets, policies that hold nodes
-        whole, a pod count or differing planned times are left to the plain path."""
+        the first node in that order with room, on its lowest free cores (its highest under ``hinode``); the
+        gang's slots come from the nodes in the same order, as many from each as fit, so the placements are the
+        same when every node's books take the members the engine gives it. That is checked after the match (the
+        engine counts cores and gpus only, and a node with reservations was hidden only when one member would not
+        fit beside them); when it fails the job is cancelled and the members are matched one by one. Nodes with
+        sockets, policies that hold nodes whole, a pod count or differing planned times are left to the plain
+        path."""
         graph = self.graph
         assert graph is not None
         first = run[0][1]
@@ -303,12 +304,15 @@ class Placer(ClusterBooks):
 
     def _split_slots(self, output: str, cores: int, gpus: int) -> list[Placement] | None:
         """A gang match's slots, one placement each, in the order one-by-one matching would have made them: the
-        nodes in the policy's order, on each node its cores and gpus in graph order, ``cores`` and ``gpus`` at a
-        time. None when a node's share is not a whole number of slots."""
+        nodes in the policy's order, on each node its cores and gpus ``cores`` and ``gpus`` at a time, from the
+        lowest in graph order up (``lonode``) or from the highest down (``hinode``: each member then takes the
+        highest of those left). None when a node's share is not a whole number of slots."""
         graph = self.graph
         assert graph is not None
         ranks = graph.node_ranks()
-        vertices = graph.engine.graph.vertices
+        engine = graph.engine
+        vertices = engine.graph.vertices
+        high = engine.policy.spec.high  # one by one, each member takes the highest free cores (hinode) or lowest
         chunks: list[Placement] = []
         for where in sorted(placements_from_output(output), key=lambda where: ranks.get(where.node, 1 << 62)):
             count = len(where.cores) // cores if cores else len(where.gpus) // gpus
@@ -318,7 +322,8 @@ class Placer(ClusterBooks):
             taken_cores, taken_gpus = set(where.cores), set(where.gpus)
             node_cores = [vertices[uid].name for uid in core_uids if vertices[uid].name in taken_cores]
             node_gpus = [vertices[uid].name for uid in gpu_uids if vertices[uid].name in taken_gpus]
-            for index in range(count):
+            for slot in range(count):
+                index = count - 1 - slot if high else slot
                 chunks.append(
                     Placement(
                         where.node,
