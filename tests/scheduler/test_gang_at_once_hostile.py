@@ -22,6 +22,7 @@ import pytest
 
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.placing import Placer
+from kubeflux.scheduler.sharing import CappedSharing
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.workloads.model import PodTemplate
 from tests.scheduler._invariants import INVARIANTS
@@ -43,8 +44,9 @@ class Planned(PodShape):
         return template
 
 
-def _outcome(scenario: Scenario, *, at_once: bool, policy: str) -> tuple[dict[str, tuple[Any, ...]], int]:
-    """Every pod's (bound at, node, cores, gpus, finished at), and how many runs of members one match placed."""
+def _outcome(scenario: Scenario, *, at_once: bool, **options: Any) -> tuple[dict[str, tuple[Any, ...]], int]:
+    """Every pod's (bound at, node, cores, gpus, finished at), and how many runs of members one match placed, with
+    kubeflux made with ``options`` (its policy, its sharing)."""
     calls = 0
     real = Placer._run_at_once
 
@@ -54,7 +56,7 @@ def _outcome(scenario: Scenario, *, at_once: bool, policy: str) -> tuple[dict[st
         calls += bool(made)
         return made
 
-    core = functools.partial(KubefluxScheduler, policy=policy)
+    core = functools.partial(KubefluxScheduler, **options)
     with (
         mock.patch.object(Placer, "_run_at_once", counted if at_once else lambda *_: None),
         mock.patch("tests.scheduler._workload.KubefluxScheduler", core),
@@ -74,9 +76,9 @@ def _outcome(scenario: Scenario, *, at_once: bool, policy: str) -> tuple[dict[st
     return pods, calls
 
 
-def _same_as_one_by_one(scenario: Scenario, policy: str = "lonode") -> tuple[dict[str, tuple[Any, ...]], int]:
-    fast, calls = _outcome(scenario, at_once=True, policy=policy)
-    plain, _ = _outcome(scenario, at_once=False, policy=policy)
+def _same_as_one_by_one(scenario: Scenario, **options: Any) -> tuple[dict[str, tuple[Any, ...]], int]:
+    fast, calls = _outcome(scenario, at_once=True, **options)
+    plain, _ = _outcome(scenario, at_once=False, **options)
     assert {key: fast[key] for key in fast if fast[key] != plain[key]} == {}
     assert all(bound is not None for bound, *_ in fast.values())
     return fast, calls
@@ -116,3 +118,18 @@ HINODE_FRAGMENTED_NODES = Scenario(
 def test_hinode_ranks_on_fragmented_nodes_take_the_highest_holes_first() -> None:
     _, calls = _same_as_one_by_one(HINODE_FRAGMENTED_NODES, policy="hinode")
     assert calls == 1
+
+
+# ---------------------------------------------------------------------------------------------------- sharing
+
+CAPPED_NODE_FILLED_BY_ANOTHER_SCHEDULER = Scenario(
+    nodes=(NODE, NODE, NODE),
+    jobs=(lone(0, P(6000, run=500), other=True), group(1, *[P(1000, run=300)] * 6)),
+)
+"""kube-default's 6-core pod on n0; kubeflux may use half of each node (capped sharing): its share of n0 is free,
+the node has two cores left."""
+
+
+def test_capped_sharing_ranks_never_overcommit_a_node_another_scheduler_fills() -> None:
+    fast, _ = _same_as_one_by_one(CAPPED_NODE_FILLED_BY_ANOTHER_SCHEDULER, sharing=CappedSharing())
+    assert [fast[f"default/j1-{k}"][1] for k in range(6)] == [0, 0, 1, 1, 1, 1]
