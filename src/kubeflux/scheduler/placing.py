@@ -96,13 +96,17 @@ class Placer(ClusterBooks):
         return room
 
     def _room(self, name: str) -> dict[str, int]:
-        """What kubeflux may still use of node ``name`` by the exact books now (under its sharing policy)."""
+        """What kubeflux may still use of node ``name`` by the exact books now (under its sharing policy): what the
+        node has left, and under a policy other than ``shared`` no more than what is left of kubeflux's share (as
+        :meth:`_room_during`; another scheduler's pods may fill the node below that share)."""
         node = self.nodes[name]
-        if self.sharing.name == "shared":
-            alloc, used = node.allocatable, self.ledger.on(name)
-        else:
-            alloc, used = self.sharing.share(node), self.own.on(name)
-        return {res: amount - used.get(res, 0) for res, amount in alloc.items()}
+        used = self.ledger.on(name)
+        room = {res: amount - used.get(res, 0) for res, amount in node.allocatable.items()}
+        if self.sharing.name != "shared":
+            own = self.own.on(name)
+            share = self.sharing.share(node)
+            room = {res: min(amount - own.get(res, 0), room.get(res, amount)) for res, amount in share.items()}
+        return room
 
     def _held_short(self, pod: Pod, fit: NodeFit, start: int, end: int) -> list[str]:
         """The nodes that may take ``pod`` now but whose reservations leave it no room before ``end``."""
