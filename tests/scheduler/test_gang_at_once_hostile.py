@@ -21,12 +21,14 @@ from unittest import mock
 import pytest
 
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
+from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.sharing import CappedSharing
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.workloads.model import PodTemplate
-from tests.scheduler._invariants import INVARIANTS
-from tests.scheduler._workload import NodeShape, PodShape, Scenario, group, lone, run
+from tests.scheduler._invariants import INVARIANTS, compare_books
+from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone, run
 
 P = PodShape
 NODE = NodeShape(cpu=8000)
@@ -133,3 +135,158 @@ the node has two cores left."""
 def test_capped_sharing_ranks_never_overcommit_a_node_another_scheduler_fills() -> None:
     fast, _ = _same_as_one_by_one(CAPPED_NODE_FILLED_BY_ANOTHER_SCHEDULER, sharing=CappedSharing())
     assert [fast[f"default/j1-{k}"][1] for k in range(6)] == [0, 0, 1, 1, 1, 1]
+
+
+# ---------------------------------------------------------------------------------------------------- the shared job
+
+RANKS_OUTLIVE_THEIR_PLANNED_TIME = Scenario(
+    nodes=(NODE, NODE, NODE),
+    jobs=(
+        group(0, *[Planned(2000, run=50, planned=100)] * 2, *[Planned(2000, run=300, planned=100)] * 3),
+        lone(150, P(8000, run=100)),
+        lone(150, P(4000, run=100)),
+    ),
+    changes=(Change(200, "delete", 2),),
+)
+"""Five ranks say 100 s: two end at 50, three run on past 100 (each one's part of the shared job is released and the
+pod replayed to the horizon), a user deletes one at 200; the pods arriving at 150 take only what is free."""
+
+NODE_OF_THE_GANG_COMES_BACK_BIGGER = Scenario(
+    nodes=(NODE, NODE, NODE),
+    jobs=(group(0, *[P(2000, run=1000)] * 5), lone(300, P(8000, run=100)), lone(300, P(8000, run=100))),
+    changes=(Change(100, "remove", 1), Change(150, "readd", 0, NodeShape(cpu=16000))),
+)
+"""The node holding the fifth rank is removed (the gang fails) and comes back with twice the cores."""
+
+NODE_OF_THE_GANG_GROWS = Scenario(
+    nodes=(NODE, NODE, NODE),
+    jobs=(group(0, *[P(2000, run=1000)] * 5), lone(300, P(8000, run=100)), lone(300, P(4000, run=100))),
+    changes=(Change(100, "grow", 1),),
+)
+"""The node holding the fifth rank doubles while the ranks run: the shared job is cancelled whole and every rank is
+replayed onto its cores."""
+
+RESTARTED_MID_GANG_THEN_RANKS_END = Scenario(
+    nodes=(NODE, NODE, NODE),
+    jobs=(group(0, *[Planned(2000, run=300, planned=100)] * 5), lone(50, P(4000, run=100))),
+    changes=(Change(60, "grow", 1), Change(70, "delete", 0), Change(110, "restart"), Change(130, "delete", 1)),
+)
+"""kubeflux restarts while the ranks run past their planned time; a node grows and ranks are deleted around it."""
+
+NODE_POD_LIMIT_REFUSES_THE_PACKING = Scenario(
+    nodes=(NodeShape(cpu=8000, pods=2), NodeShape(cpu=8000, pods=2), NODE),
+    jobs=(group(0, *[P(2000, run=100)] * 5),),
+)
+"""Nodes of 8 cores that take two pods: the engine packs four ranks a node, the books refuse."""
+
+LAUNCHER_DOES_NOT_FIT_AFTER_ITS_WORKERS = Scenario(
+    nodes=(NODE, NODE, NODE),
+    jobs=(lone(0, P(8000, run=100)), group(0, *[P(2000, run=500)] * 6, P(8000, run=500)), lone(1, P(2000, run=50))),
+)
+"""Six workers matched at once, then an 8-core launcher that finds no empty node until 100: the workers are undone."""
+
+GPU_RANKS_ONE_DELETED = Scenario(
+    nodes=(NodeShape(cpu=8000, gpu=4),) * 3,
+    jobs=(group(0, *[P(1000, gpu=1, run=200)] * 9), lone(50, P(1000, gpu=4, run=100))),
+    changes=(Change(100, "delete", 3),),
+)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "at_once"),
+    [
+        (RANKS_OUTLIVE_THEIR_PLANNED_TIME, 1),
+        (NODE_OF_THE_GANG_COMES_BACK_BIGGER, 1),
+        (NODE_OF_THE_GANG_GROWS, 1),
+        (RESTARTED_MID_GANG_THEN_RANKS_END, 1),
+        (NODE_POD_LIMIT_REFUSES_THE_PACKING, 0),
+        (LAUNCHER_DOES_NOT_FIT_AFTER_ITS_WORKERS, 3),
+        (GPU_RANKS_ONE_DELETED, 1),
+    ],
+    ids=["overrun", "readd-bigger", "grow", "restart", "pod-limit", "launcher", "gpus"],
+)
+def test_a_gang_matched_at_once_lives_as_one_by_one(scenario: Scenario, at_once: int) -> None:
+    _, calls = _same_as_one_by_one(scenario)
+    assert calls == at_once
+
+
+# ------------------------------------------------------------------------------------------------ as a watch sees it
+
+
+class _Watched:
+    """kubeflux fed by hand as a watch delivers events (orders the simulator never produces); after each step its
+    books and graph must equal a rebuild from the objects."""
+
+    def __init__(self, nodes: int, ranks: int) -> None:
+        self.nodes = {f"n{i}": _node(f"n{i}", 8) for i in range(nodes)}
+        self.group = PodGroup("default", "g", ranks)
+        self.pods: dict[str, Pod] = {}
+        self.core = KubefluxScheduler()
+        self.now = 0.0
+        for node in self.nodes.values():
+            self.core.observe(ClusterEvent(EventKind.ADDED, node), 0.0)
+        self.core.observe(ClusterEvent(EventKind.ADDED, self.group), 0.0)
+        for k in range(ranks):
+            pod = Pod("default", f"g-{k}", f"u{k}", "kubeflux", requests={CPU: 2000}, labels={POD_GROUP_LABEL: "g"})
+            self.pods[pod.key] = pod
+            self.core.observe(ClusterEvent(EventKind.ADDED, pod), 0.0)
+        self.step()
+        assert len(self.core._shared) == 1  # one engine job for the ranks
+
+    def step(self) -> None:
+        self.now += 1.0
+        for decision in self.core.schedule(self.now):
+            if isinstance(decision, Bind):
+                pod = self.pods[decision.pod]
+                pod.node_name, pod.phase = decision.node, PodPhase.RUNNING
+                pod.annotations = {**pod.annotations, **decision.annotations}
+                self.core.observe(ClusterEvent(EventKind.MODIFIED, pod), self.now)
+        bound = [pod for pod in self.pods.values() if pod.node_name and not pod.phase.terminal]
+        compare_books(self.core, list(self.nodes.values()), [self.group], bound, self.now)
+
+    def change(self, key: str, **fields: Any) -> None:
+        pod = self.pods[key] = dataclasses.replace(self.pods[key], **fields)
+        self.core.observe(ClusterEvent(EventKind.MODIFIED, pod), self.now)
+
+    def node(self, kind: EventKind, name: str, cores: int) -> None:
+        node = _node(name, cores)
+        if kind is EventKind.DELETED:
+            del self.nodes[name]
+        else:
+            self.nodes[name] = node
+        self.core.observe(ClusterEvent(kind, node), self.now)
+
+    def ended(self) -> None:
+        """Every rank ends: nothing is left busy in the engine and no job is shared."""
+        for key in self.pods:
+            self.change(key, phase=PodPhase.SUCCEEDED)
+            self.step()
+        graph = self.core.graph
+        assert graph is not None
+        assert [graph.busy_cores(name, int(self.now)) for name in self.nodes] == [0] * len(self.nodes)
+        assert self.core._shared == {} and graph.lost == []
+
+
+def _node(name: str, cores: int) -> Node:
+    return Node(name, uid=name, allocatable={CPU: cores * 1000, MEMORY: 2**34, PODS: 110})
+
+
+def test_a_rank_resized_in_place_keeps_its_mates_cores_and_frees_its_own_at_its_end() -> None:
+    world = _Watched(nodes=2, ranks=5)
+    world.change("default/g-0", requests={CPU: 1000})  # fewer cores: its part of the shared job is let go
+    world.step()
+    world.change("default/g-1", requests={CPU: 3000})  # more: the node has just the room
+    world.step()
+    world.change("default/g-2", phase=PodPhase.SUCCEEDED)
+    world.step()
+    world.ended()
+
+
+def test_a_node_deleted_before_its_ranks_and_back_bigger_leaves_nothing_busy() -> None:
+    world = _Watched(nodes=3, ranks=6)  # four ranks on n0, two on n1
+    world.change("default/g-0", phase=PodPhase.SUCCEEDED)  # its release is pending in the graph
+    world.step()
+    world.node(EventKind.DELETED, "n0", 8)  # the node's DELETED before its pods' ends, as a watch may order them
+    world.node(EventKind.ADDED, "n0", 16)
+    world.step()
+    world.ended()
