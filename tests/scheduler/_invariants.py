@@ -136,8 +136,9 @@ def rebuilt(
     scheduler: KubefluxScheduler, nodes: Sequence[Node], groups: Iterable[PodGroup], bound: Iterable[Pod], now: float
 ) -> KubefluxScheduler:
     """A fresh kubeflux fed the current ``nodes``, pod ``groups`` and ``bound`` unfinished pods, with its graph
-    built and those pods accounted (one pass, which has nothing to place)."""
-    fresh = KubefluxScheduler(KUBEFLUX, backfill=scheduler.backfill)
+    built and those pods accounted (one pass, which has nothing to place); made as ``scheduler`` was (its backfill,
+    match policy and sharing policy)."""
+    fresh = KubefluxScheduler(KUBEFLUX, backfill=scheduler.backfill, policy=scheduler.policy, sharing=scheduler.sharing)
     for obj in (*nodes, *groups, *bound):
         fresh.observe(ClusterEvent(EventKind.ADDED, obj), now)
     decisions = fresh.schedule(now)

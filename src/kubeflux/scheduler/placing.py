@@ -96,13 +96,17 @@ class Placer(ClusterBooks):
         return room
 
     def _room(self, name: str) -> dict[str, int]:
-        """What kubeflux may still use of node ``name`` by the exact books now (under its sharing policy)."""
+        """What kubeflux may still use of node ``name`` by the exact books now (under its sharing policy): what the
+        node has left, and under a policy other than ``shared`` no more than what is left of kubeflux's share (as
+        :meth:`_room_during`; another scheduler's pods may fill the node below that share)."""
         node = self.nodes[name]
-        if self.sharing.name == "shared":
-            alloc, used = node.allocatable, self.ledger.on(name)
-        else:
-            alloc, used = self.sharing.share(node), self.own.on(name)
-        return {res: amount - used.get(res, 0) for res, amount in alloc.items()}
+        used = self.ledger.on(name)
+        room = {res: amount - used.get(res, 0) for res, amount in node.allocatable.items()}
+        if self.sharing.name != "shared":
+            own = self.own.on(name)
+            share = self.sharing.share(node)
+            room = {res: min(amount - own.get(res, 0), room.get(res, amount)) for res, amount in share.items()}
+        return room
 
     def _held_short(self, pod: Pod, fit: NodeFit, start: int, end: int) -> list[str]:
         """The nodes that may take ``pod`` now but whose reservations leave it no room before ``end``."""
@@ -253,12 +257,13 @@ class Placer(ClusterBooks):
         None when it cannot tell, and the members are matched one by one.
 
         Under a node-centric policy with a static order (``lonode``, ``hinode``) one by one places each member on
-        the first node in that order with room, lowest cores first; the gang's slots come from the nodes in the
-        same order, as many from each as fit, so the placements are the same when every node's books take the
-        members the engine gives it. That is checked after the match (the engine counts cores and gpus only, and
-        a node with reservations was hidden only when one member would not fit beside them); when it fails the
-        job is cancelled and the members are matched one by one. Nodes with sockets, policies that hold nodes
-        whole, a pod count or differing planned times are left to the plain path."""
+        the first node in that order with room, on its lowest free cores (its highest under ``hinode``); the
+        gang's slots come from the nodes in the same order, as many from each as fit, so the placements are the
+        same when every node's books take the members the engine gives it. That is checked after the match (the
+        engine counts cores and gpus only, and a node with reservations was hidden only when one member would not
+        fit beside them); when it fails the job is cancelled and the members are matched one by one. Nodes with
+        sockets, policies that hold nodes whole, a pod count or differing planned times are left to the plain
+        path."""
         graph = self.graph
         assert graph is not None
         first = run[0][1]
@@ -303,12 +308,15 @@ class Placer(ClusterBooks):
 
     def _split_slots(self, output: str, cores: int, gpus: int) -> list[Placement] | None:
         """A gang match's slots, one placement each, in the order one-by-one matching would have made them: the
-        nodes in the policy's order, on each node its cores and gpus in graph order, ``cores`` and ``gpus`` at a
-        time. None when a node's share is not a whole number of slots."""
+        nodes in the policy's order, on each node its cores and gpus ``cores`` and ``gpus`` at a time, from the
+        lowest in graph order up (``lonode``) or from the highest down (``hinode``: each member then takes the
+        highest of those left). None when a node's share is not a whole number of slots."""
         graph = self.graph
         assert graph is not None
         ranks = graph.node_ranks()
-        vertices = graph.engine.graph.vertices
+        engine = graph.engine
+        vertices = engine.graph.vertices
+        high = engine.policy.spec.high  # one by one, each member takes the highest free cores (hinode) or lowest
         chunks: list[Placement] = []
         for where in sorted(placements_from_output(output), key=lambda where: ranks.get(where.node, 1 << 62)):
             count = len(where.cores) // cores if cores else len(where.gpus) // gpus
@@ -318,7 +326,8 @@ class Placer(ClusterBooks):
             taken_cores, taken_gpus = set(where.cores), set(where.gpus)
             node_cores = [vertices[uid].name for uid in core_uids if vertices[uid].name in taken_cores]
             node_gpus = [vertices[uid].name for uid in gpu_uids if vertices[uid].name in taken_gpus]
-            for index in range(count):
+            for slot in range(count):
+                index = count - 1 - slot if high else slot
                 chunks.append(
                     Placement(
                         where.node,
