@@ -345,3 +345,19 @@ RESTART_WHILE_A_GANG_IS_TOLD_ITS_START = Scenario(
 def test_a_restarted_kubeflux_clears_the_expected_start_it_no_longer_plans() -> None:
     with mock.patch.object(Placer, "_run_at_once", lambda *_: None):  # not the shortcut's: one by one does it too
         run(RESTART_WHILE_A_GANG_IS_TOLD_ITS_START, checks=(EXPECTED,))
+
+
+OTHERS_POD_ON_A_NODE_GROWN_UNDER_CAPPED_SHARING = Scenario(
+    nodes=(NODE, NODE),
+    jobs=(lone(0, P(1000, run=60)), lone(60, P(1000, run=60), other=True)),
+    changes=(Change(65, "grow", 0),),
+)
+"""kube-default's pod runs on n0 when n0 is grown at 65; kubeflux runs with capped sharing (half of each node)."""
+
+
+def test_a_node_grown_under_capped_sharing_keeps_another_schedulers_pod_out_of_the_graph() -> None:
+    # Under capped sharing another scheduler's pods are counted in the books only (kubeflux's share is its own);
+    # replaying every pod of the grown node put kube-default's into the graph, unlike a restarted kubeflux.
+    core = functools.partial(KubefluxScheduler, sharing=CappedSharing())
+    with mock.patch("tests.scheduler._workload.KubefluxScheduler", core):
+        run(OTHERS_POD_ON_A_NODE_GROWN_UNDER_CAPPED_SHARING, checks=(BOOKS, CORES, OVERCOMMIT))

@@ -416,7 +416,7 @@ class ClusterBooks:
                     self._unshare(alloc.jobid)
                 alloc.jobid = 0
                 pod = self._bound.get(alloc.uid)
-                if pod is not None:
+                if pod is not None and (alloc.own or self.sharing.name != "capped"):  # as _account_bound
                     self._unaccounted[alloc.uid] = pod
 
     def _account_bound(self, uid: str, pod: Pod) -> None:
