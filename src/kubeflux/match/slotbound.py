@@ -9,15 +9,16 @@ do, so the child holds at most ``free // k`` slots: when these bounds summed ove
 
 On 10,000 nodes the root's own filter (its total free cores) nearly always admits a gang, while too few nodes have
 ``k`` cores free throughout the window; the engine then walked every start time a reservation tries, in vain. The
-bounds are summed through the spans of the root's :class:`~kubeflux.match.evaluation.Layout` and kept per span as
-its candidates are (:func:`~kubeflux.match.schedule.cached`: while the span's fingerprint is unchanged and none of
-its span bounds lies where the window moved), so a start time after another recounts the few spans that changed.
-The count may stop once it reaches ``N`` (a partial count is never kept).
+bounds are summed through the spans of the root's :class:`~kubeflux.match.evaluation.Layout` and kept per span
+and window, valid as its candidates are (:func:`~kubeflux.match.schedule.cached`: while the span's fingerprint is
+unchanged and none of its span bounds lies where the window moved), so a start time after another recounts the few
+spans that changed, and one tried before (by the last pass, or by a gang of the same shape and duration) none. The
+count may stop once it reaches ``N`` (a partial count is never kept).
 """
 
 from __future__ import annotations
 
-from kubeflux.match.evaluation import BLOCK, CacheTable, Layout, remember
+from kubeflux.match.evaluation import BLOCK, CacheTable, Layout
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import Request
 from kubeflux.match.schedule import cached
@@ -27,6 +28,8 @@ Elements = tuple[tuple[str, int], ...]
 """A slot's elements: (leaf type, the fewest units one slot takes of it)."""
 UNBOUNDED = 1 << 40
 """The bound of a child whose filter tracks none of the slot's types (nothing is known of it)."""
+COUNTS_KEPT = 16
+"""Counts kept per span of the root's children, one per shape and window; the oldest is dropped first."""
 BOUNDED_OPS = (AllocType.ALLOCATE, AllocType.ALLOCATE_ORELSE_RESERVE)
 
 
@@ -98,7 +101,7 @@ def _span_slots(
     """The bound of one span of the root's children: exact, or, when it reached ``wanted`` part way, at least that."""
     table: CacheTable[int] = layout.counts[level][index]
     fingerprint = layout.fps[level][index]
-    hit = cached(table, elements, fingerprint, layout.bounds[level][index], meta)
+    hit = _kept(table, elements, fingerprint, layout.bounds[level][index], meta)
     if hit is not None:
         return hit
     found = 0
@@ -111,8 +114,22 @@ def _span_slots(
             found += _span_slots(state, layout, level - 1, sub, elements, meta, wanted - found)
             if found >= wanted:
                 return found
-    remember(table, elements, (fingerprint, meta.at, meta.at + meta.duration, found))
+    table[elements, meta.at, meta.duration] = (fingerprint, meta.at, meta.at + meta.duration, found)
+    if len(table) > COUNTS_KEPT:
+        del table[next(iter(table))]
     return found
+
+
+def _kept(table: CacheTable[int], elements: Elements, fingerprint: int, bounds: list[int], meta: JobMeta) -> int | None:
+    """A span's count kept for ``meta``'s window, or the latest count kept if the span looks the same in this
+    window. Counts are kept per window, up to :data:`COUNTS_KEPT` (a gang's reservation tries one start time after
+    another, and the next pass, or the next gang of the same duration, tries the same ones again)."""
+    hit = cached(table, (elements, meta.at, meta.duration), fingerprint, bounds, meta)
+    if hit is None and table:
+        latest = next(reversed(table))
+        if latest[0] == elements:
+            hit = cached(table, latest, fingerprint, bounds, meta)
+    return hit
 
 
 def child_slots(state: WalkState, uid: int, elements: Elements, meta: JobMeta) -> int:
