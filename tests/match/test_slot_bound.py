@@ -211,6 +211,22 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
     assert len(engine.traverser._layouts[engine.traverser.root].fps) == 2
 
 
+@pytest.mark.parametrize(("policy", "first", "last"), [("lonode", "n0", "n15"), ("hinode", "n9984", "n9999")])
+def test_a_gang_of_whole_nodes_on_a_wide_root_stops_once_it_has_its_nodes(policy: str, first: str, last: str) -> None:
+    """10,000 free nodes: a gang of 16 whole nodes under a node-centric policy takes the 16 first (or last) nodes
+    after visiting a block or two of them, not thousands (the early stop of ``slot(N)`` of unit leaves, see
+    :mod:`kubeflux.match.ranked`, holds for slots of many cores)."""
+    engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(10_000)]), policy=policy)
+    assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
+    gang = dataclasses.replace(_spec([_slot(16, 4)]), duration=500)
+    with mock.patch.object(
+        traverser.Traverser, "_visit_child", autospec=True, side_effect=traverser.Traverser._visit_child
+    ) as visit:
+        result = engine.match(MatchOp.ALLOCATE, gang, now=10)
+    assert result.matched and f"{first}[" in result.resources and f"{last}[" in result.resources
+    assert visit.call_count < 100
+
+
 @pytest.mark.parametrize(
     ("resources", "bounded"),
     [
