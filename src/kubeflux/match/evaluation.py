@@ -168,6 +168,11 @@ class Layout:
     stops: dict[tuple[bool, tuple[str, ...], bool], list[bool] | None] = field(default_factory=dict)
     """Per (node-centric, slot leaf types, backwards): after which children a walk for such slots may stop
     (:func:`kubeflux.match.ranked.slot_stops`), found on first use."""
+    counts: list[list[CacheTable[int]]] = field(default_factory=list)
+    """Per level and span, the most slots of a shape its children can hold in a window, as ``cache`` keeps
+    candidates (:mod:`kubeflux.match.slotbound`); made on first use."""
+    leaf_types: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    """Per vertex type, whether none of its vertices has children, and the graph's size when that was found."""
 
 
 POSITIONS_AT_ONCE = 512

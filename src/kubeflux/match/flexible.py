@@ -86,6 +86,8 @@ def _check_alternatives(resources: list[Request]) -> None:
 class FlexibleTraverser(Traverser):
     """DFU matching where sibling slots are alternatives."""
 
+    slot_bounds = False  # (its slots may be alternatives: :mod:`kubeflux.match.slotbound` counts plain ones)
+
     def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
         variants = split_xor_slots(resources)
         for variant in variants:

@@ -47,6 +47,9 @@ class Schedule:
     :meth:`_first_leaves`)."""
     leaf_slots = True
     """Whether a slot made of a vertex's own leaves is cut in one loop (see :func:`kubeflux.match.slots.leaf_slots`)."""
+    slot_bounds = True
+    """Whether a walk for slots that the root's children cannot hold is refused before it is made (see
+    :mod:`kubeflux.match.slotbound`)."""
 
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""

@@ -30,6 +30,7 @@ from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.schedule import cached
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
+from kubeflux.match.slotbound import too_few_slots
 from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT
 from kubeflux.match.wide import WideWalk
@@ -43,6 +44,8 @@ class Traverser(WideWalk):
 
     def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
         """Find and mark the best resources for ``resources`` at ``meta.at``; raise MatchFailure if none."""
+        if self.slot_bounds and too_few_slots(self, resources, meta):
+            raise MatchFailure(Errno.EBUSY)
         self.sequence += 1
         self._labels = tuple(self.task_labels)
         self._cache_context(meta)
