@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from kubeflux.jobspec import Jobspec, jobspec_from_dict
 from kubeflux.match import evaluation, slotbound, traverser
 from kubeflux.match.engine import Engine, MatchOp
+from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.schedule import Schedule
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
@@ -41,6 +42,12 @@ def _slot(count: object, cores: int, gpus: int = 0) -> dict[str, object]:
     if gpus:
         shape.append({"type": "gpu", "count": gpus})
     return {"type": "slot", "count": count, "label": "task", "with": shape}
+
+
+def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
+    """Whether the bound refuses a reservation's walk for ``gang`` at ``at`` (the walks it applies to)."""
+    meta = JobMeta(engine.next_jobid, at, gang.duration, AllocType.ALLOCATE_ORELSE_RESERVE, at)
+    return slotbound.too_few_slots(engine.traverser, gang.resources, meta)
 
 
 def _spec(resources: list[dict[str, object]]) -> Jobspec:
@@ -172,10 +179,11 @@ def _fragmented(nodes: int, policy: str = "lonode") -> Engine:
 
 def test_a_gang_of_whole_nodes_on_a_fragmented_cluster_is_reserved_after_one_walk() -> None:
     """1,000 nodes with a core taken on each: the cluster has 3,000 free cores, but a gang of 4 whole nodes fits
-    only once the pods on nodes 1 to 4 have ended, at 1,004 s. The walks at now and at the three ends before are
-    refused by the bound (the root is visited once: the walk that succeeds); without the bound each is made."""
+    only once the pods on nodes 1 to 4 have ended, at 1,004 s. The walks at the three ends before are refused by
+    the bound (the root is visited twice: the walk at now, which the bound leaves alone, and the one that
+    succeeds); without the bound each is made."""
     gang = dataclasses.replace(_spec([_slot(4, 4)]), duration=500)
-    for bound, walks in ((True, 1), (False, 5)):
+    for bound, walks in ((True, 2), (False, 5)):
         engine = _fragmented(1000)
         root = engine.traverser.root
         with (
@@ -196,6 +204,7 @@ def test_a_gang_of_exactly_the_free_nodes_is_allocated() -> None:
         engine.cancel(jobid)
     for count, fits in ((200, False), (199, True)):
         gang = dataclasses.replace(_spec([_slot(count, 4)]), duration=500)
+        assert _bounded(engine, gang, at=10) == (not fits)
         assert engine.match(MatchOp.ALLOCATE, gang, now=10).matched == fits
 
 
@@ -205,7 +214,9 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(1100)]), policy="lonode")
     assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
     for count in (2, 1000):
-        result = engine.match(MatchOp.ALLOCATE, dataclasses.replace(_spec([_slot(count, 4)]), duration=500))
+        gang = dataclasses.replace(_spec([_slot(count, 4)]), duration=500)
+        assert not _bounded(engine, gang, at=0)
+        result = engine.match(MatchOp.ALLOCATE, gang)
         assert result.matched
         engine.cancel(result.jobid)
     assert len(engine.traverser._layouts[engine.traverser.root].fps) == 2
