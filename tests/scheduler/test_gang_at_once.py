@@ -10,8 +10,10 @@ members than their cores would.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 from unittest import mock
 
@@ -20,19 +22,22 @@ from hypothesis import HealthCheck, given, settings
 
 from kubeflux.match.engine import MatchOp
 from kubeflux.resources.builder import NodeSpec
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.translate import _jobspec, _slot
+from tests.scheduler._invariants import INVARIANTS
 from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone, run
 from tests.scheduler.test_workload_properties import EXAMPLES, scenarios
 
 P = PodShape
 
 
-def _outcome(scenario: Scenario, *, at_once: bool) -> tuple[dict[str, tuple[Any, ...]], int]:
-    """Every pod's (bound at, node, cores and gpus of its allocation, finished at), and how many gang matches
-    placed a run of members at once."""
+def _outcome(
+    scenario: Scenario, *, at_once: bool, checks: Iterable[str] = INVARIANTS, **options: Any
+) -> tuple[dict[str, tuple[Any, ...]], int]:
+    """Every pod's (bound at, node, cores, gpus, finished at), and how many runs of members one match placed, with
+    kubeflux made with ``options`` (its policy, its sharing); the ``checks`` are kept by the run with the shortcut."""
     calls = 0
     real = Placer._run_at_once
 
@@ -42,8 +47,12 @@ def _outcome(scenario: Scenario, *, at_once: bool) -> tuple[dict[str, tuple[Any,
         calls += bool(made)
         return made
 
-    with mock.patch.object(Placer, "_run_at_once", counted if at_once else lambda *_: None):
-        outcome = run(scenario, checks=())
+    core = functools.partial(KubefluxScheduler, **options)
+    with (
+        mock.patch.object(Placer, "_run_at_once", counted if at_once else lambda *_: None),
+        mock.patch("tests.scheduler._workload.KubefluxScheduler", core),
+    ):
+        outcome = run(scenario, checks=checks if at_once else ())
     pods: dict[str, tuple[Any, ...]] = {}
     for key, sim_pod in outcome.simulation.cluster.pods.items():
         text = sim_pod.pod.annotations.get(ALLOCATION_ANNOTATION)
@@ -63,7 +72,7 @@ def _outcome(scenario: Scenario, *, at_once: bool) -> tuple[dict[str, tuple[Any,
 @given(data=scenarios("easy", jobs=10))
 def test_random_workloads_place_a_gang_at_once_as_one_by_one(backfill: str, data: Scenario) -> None:
     scenario = Scenario(data.nodes, data.jobs, data.changes, backfill)
-    fast, _ = _outcome(scenario, at_once=True)
+    fast, _ = _outcome(scenario, at_once=True, checks=())
     plain, _ = _outcome(scenario, at_once=False)
     assert fast == plain
 
@@ -93,7 +102,7 @@ MEMORY_TAKES_ONE_PER_NODE = Scenario(
 @pytest.mark.parametrize("scenario", [RANKS_DELETED_ONE_BY_ONE, MEMORY_TAKES_ONE_PER_NODE], ids=["ranks", "memory"])
 def test_named_scenarios_place_a_gang_at_once_as_one_by_one(scenario: Scenario, backfill: str) -> None:
     scenario = Scenario(scenario.nodes, scenario.jobs, scenario.changes, backfill)
-    fast, calls = _outcome(scenario, at_once=True)
+    fast, calls = _outcome(scenario, at_once=True, checks=())
     plain, _ = _outcome(scenario, at_once=False)
     assert fast == plain
     assert all(bound is not None for bound, *_ in fast.values())

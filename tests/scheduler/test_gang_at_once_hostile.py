@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections.abc import Iterable
 from typing import Any
 from unittest import mock
@@ -22,7 +21,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.placing import Placer
@@ -31,6 +30,7 @@ from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.workloads.model import PodTemplate
 from tests.scheduler._invariants import BOOKS, CORES, EXPECTED, FILTERS, INVARIANTS, OVERCOMMIT, compare_books
 from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone, run
+from tests.scheduler.test_gang_at_once import _outcome
 from tests.scheduler.test_workload_properties import EXAMPLES, scenarios
 
 P = PodShape
@@ -47,40 +47,6 @@ class Planned(PodShape):
         template = super().template(name, scheduler, priority)
         template.annotations = {**template.annotations, DURATION_ANNOTATION: str(self.planned)}
         return template
-
-
-def _outcome(
-    scenario: Scenario, *, at_once: bool, checks: Iterable[str] = INVARIANTS, **options: Any
-) -> tuple[dict[str, tuple[Any, ...]], int]:
-    """Every pod's (bound at, node, cores, gpus, finished at), and how many runs of members one match placed, with
-    kubeflux made with ``options`` (its policy, its sharing); the ``checks`` are kept by the run with the shortcut."""
-    calls = 0
-    real = Placer._run_at_once
-
-    def counted(self: Placer, *args: object) -> object:
-        nonlocal calls
-        made = real(self, *args)  # type: ignore[arg-type]
-        calls += bool(made)
-        return made
-
-    core = functools.partial(KubefluxScheduler, **options)
-    with (
-        mock.patch.object(Placer, "_run_at_once", counted if at_once else lambda *_: None),
-        mock.patch("tests.scheduler._workload.KubefluxScheduler", core),
-    ):
-        outcome = run(scenario, checks=checks if at_once else ())
-    pods: dict[str, tuple[Any, ...]] = {}
-    for key, sim_pod in outcome.simulation.cluster.pods.items():
-        text = sim_pod.pod.annotations.get(ALLOCATION_ANNOTATION)
-        where = json.loads(text) if text else {}
-        pods[key] = (
-            sim_pod.bound_at,
-            sim_pod.node_index,
-            tuple(where.get("cores", ())),
-            tuple(where.get("gpus", ())),
-            sim_pod.finished_at,
-        )
-    return pods, calls
 
 
 def _same_as_one_by_one(
