@@ -17,13 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import Jobspec, jobspec_from_dict
+from kubeflux.jobspec import Jobspec
 from kubeflux.match import evaluation, slotbound, traverser
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.schedule import Schedule
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
+from tests.match.test_early_stop import Step, _slot, _spec
 
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "variation"]
 OPS = [
@@ -37,28 +38,10 @@ DURATIONS = [600, 3600, 5000]
 WAITS = [600, 1400, 3000]
 
 
-def _slot(count: object, cores: int, gpus: int = 0) -> dict[str, object]:
-    shape: list[dict[str, object]] = [{"type": "core", "count": cores}]
-    if gpus:
-        shape.append({"type": "gpu", "count": gpus})
-    return {"type": "slot", "count": count, "label": "task", "with": shape}
-
-
 def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
     """Whether the bound refuses a reservation's walk for ``gang`` at ``at`` (the walks it applies to)."""
     meta = JobMeta(engine.next_jobid, at, gang.duration, AllocType.ALLOCATE_ORELSE_RESERVE, at)
     return slotbound.too_few_slots(engine.traverser, gang.resources, meta)
-
-
-def _spec(resources: list[dict[str, object]]) -> Jobspec:
-    return jobspec_from_dict(
-        {
-            "version": 9999,
-            "resources": resources,
-            "attributes": {"system": {"duration": 3600}},
-            "tasks": [{"command": ["app"], "slot": "task", "count": {"per_slot": 1}}],
-        }
-    )
 
 
 JOBSPECS = [
@@ -85,9 +68,6 @@ def _graph(nodes: int, sockets: bool, small: bool) -> list[NodeSpec]:
         )
         for i in range(nodes)
     ]
-
-
-Step = tuple[str, int, int]
 
 
 def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, bound: bool) -> list[str]:
