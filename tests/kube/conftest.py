@@ -184,3 +184,14 @@ def condition(p: dict[str, Any], type_: str = "PodScheduled") -> dict[str, Any] 
 
 def ended(pods: dict[str, dict[str, Any]]) -> bool:
     return all(phase(p) in ("Succeeded", "Failed") for p in pods.values())
+
+
+@pytest.fixture
+def two_nodes(tmp_path: Path) -> Iterator[Cluster]:
+    """A served cluster of two nodes, stopped after the test."""
+    started = start_cluster(tmp_path, nodes=2)
+    try:
+        yield started
+    finally:
+        started.api.close()
+        started.server.stop()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,16 +75,6 @@ def test_410_gone_relists_and_releases_the_pods_deleted_during_the_gap(cluster: 
         assert serve.binder.refused == 0
         eventually(lambda: {a.node for a in serve.cores[0].allocations.values()} == {"node-0000"})
         eventually(lambda: len(serve.cores[0].allocations) == 2)
-
-
-@pytest.fixture
-def two_nodes(tmp_path: Path) -> Iterator[Cluster]:
-    started = start_cluster(tmp_path, nodes=2)
-    try:
-        yield started
-    finally:
-        started.api.close()
-        started.server.stop()
 
 
 def _before_bind(serve: Serve, act: Any) -> None:

@@ -5,25 +5,11 @@ last one frees the rest."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .conftest import Cluster, create_podgroup, eventually, no_allocations, pod, start_cluster
+from .conftest import Cluster, create_podgroup, eventually, no_allocations, pod
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-@pytest.fixture
-def two_nodes(tmp_path: Path) -> Iterator[Cluster]:
-    started = start_cluster(tmp_path, nodes=2)
-    try:
-        yield started
-    finally:
-        started.api.close()
-        started.server.stop()
 
 
 def _where(p: dict[str, Any]) -> tuple[str, list[str]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,6 @@ from kubeflux.kube.reflector import Resource, watched_resources
 from kubeflux.kube.serve import Serve, choose_clock
 
 from .conftest import Cluster, client, condition, create_podgroup, eventually, pod, start_cluster
-
-
-@pytest.fixture
-def two_nodes(tmp_path: Path) -> Iterator[Cluster]:
-    started = start_cluster(tmp_path, nodes=2)
-    try:
-        yield started
-    finally:
-        started.api.close()
-        started.server.stop()
 
 
 def _podgroup(cluster: Cluster, name: str, size: int) -> None:
