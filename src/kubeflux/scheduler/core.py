@@ -48,7 +48,7 @@ from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod, PodPhase
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, alike_run, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
@@ -148,7 +148,7 @@ class KubefluxScheduler(Reserver):
         job = self.queue.by_pod.get(uid)
         if job is None or job.pods.get(uid) is not pod:  # the cheap, decisive tests first: ~200,000 calls a run
             return False
-        return (pod.phase is PodPhase.PENDING or not pod.phase.terminal) and (
+        return not pod.phase.terminal and (
             uid not in self._told
             and uid not in self._held
             and pod.scheduler_name == self.name

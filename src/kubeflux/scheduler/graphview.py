@@ -561,10 +561,7 @@ class GraphView:
                     return True
             except EngineError:
                 pass
-        elif partial:
-            self.cancel(jobid)
-            return False
-        return self.cancel(jobid)
+        return self.cancel(jobid) and not partial
 
     def cancel(self, jobid: int, freed: Iterable[int] | None = None, owner: object = None) -> bool:
         """Cancel an engine job; False when the engine does not know it (already gone). ``freed`` names the core

@@ -506,9 +506,8 @@ class ClusterBooks:
         if sharers is not None:
             sharers.discard(alloc.uid)
             if sharers:
-                if graph.release(alloc.jobid, alloc.node, leaves, partial=True):
-                    return True
-                self._unshare(alloc.jobid)  # cancelled whole instead: the others are replayed
+                if not graph.release(alloc.jobid, alloc.node, leaves, partial=True):
+                    self._unshare(alloc.jobid)  # cancelled whole instead: the others are replayed
                 return True
             del self._shared[alloc.jobid]
         return graph.release(alloc.jobid, alloc.node, leaves)
