@@ -266,12 +266,8 @@ class KubefluxScheduler(Reserver):
                 self._wake_at(job.retry_at)
                 message = self._backoff_message(job)
             else:
-                try:
-                    reasons = self._place_now(job, now, out)
-                except PodRequestError as exc:
-                    self._reject(job, str(exc), out)
-                    continue
-                if reasons is None or self._never(job, out):
+                reasons = self._try_now(job, now, out)
+                if reasons is None:
                     continue
                 gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
                 if job.group and self._minimum(job) < len(job.pods):
@@ -330,6 +326,25 @@ class KubefluxScheduler(Reserver):
 
     # ================================================================== place now
 
+    def _try_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
+        """Place the job now; None when it was bound or rejected, else why it does not fit now.
+
+        Members beyond a group's minMember that can never fit are rejected alone and the rest are tried again at
+        once: left to a later pass, the group would hold no reservation and keep the expected start it was told
+        until some event brings that pass (the Rejects change nothing kubeflux reads), while jobs behind it were
+        planned as if it were not there."""
+        try:
+            size = len(job.pods)
+            reasons = self._place_now(job, now, out)
+            if reasons is None or self._never(job, out):
+                return None
+            if len(job.pods) < size:
+                reasons = self._place_now(job, now, out)
+        except PodRequestError as exc:
+            self._reject(job, str(exc), out)
+            return None
+        return reasons
+
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place the job's pods now (at least its minimum, as many as fit); None when bound, else why not."""
         start = self._tick(now)
@@ -367,7 +382,9 @@ class KubefluxScheduler(Reserver):
         A pod never fits when no node admits it (labels, taints, cordon, readiness: kube-scheduler's filters) or
         when no node could take its requests empty; a group when no assignment of at least its minimum of members to
         the empty nodes that admit each exists (the assignment search). A rejected job holds nothing and blocks no
-        queue; it is queued again when a node is added or changes, since nodes change.
+        queue; it is queued again when a node is added or changes, since nodes change. Members beyond a group's
+        minMember that can never fit are rejected alone, and the rest are checked as a group: False when they may
+        fit (the job goes on, smaller, in the same pass).
         """
         fitted = self._never_fits_not.get(job.key)
         if (
@@ -410,9 +427,8 @@ class KubefluxScheduler(Reserver):
                 self.queue.remove_pod(uid)
                 alone = PendingJob(pod.key, None, pod.creation_time, 0, {uid: pod})
                 self._rejected[pod.key] = alone
-            job.tried_epoch = -1
-            self._dirty = True
-            return True
+            if not job.pods:  # a minMember of 0 (refused by validation): nothing is left to place
+                return True
         why = self._gang_never_fits(job) if len(job.pods) > 1 else None
         if why is None:
             known = self._never_fits_not

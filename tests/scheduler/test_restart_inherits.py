@@ -1,0 +1,47 @@
+"""What a restarted kubeflux finds on its pods, and the plan it tells them, on the real simulator.
+
+A fresh kubeflux knows nothing of what its previous run told its pods; it reads it from them: a pending pod of its
+own carrying the expected-start annotation was told a start, so a pass that plans none for it takes the annotation
+back, and one that plans another writes it. And a gang whose member beyond minMember can never fit (a rejected
+fpga pod) is planned in the very pass that rejects the member: nothing kubeflux reads follows a Reject, so a group
+left to the next pass kept no reservation, and the start its previous run wrote, until some unrelated event, while
+the jobs behind it were planned as if it were not there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.scheduler._invariants import INVARIANTS
+from tests.scheduler._workload import Change, run
+from tests.scheduler.test_gang_at_once_hostile import RESTART_WHILE_A_GANG_IS_TOLD_ITS_START
+
+GANG_WITH_AN_FPGA_MEMBER_NO_NODE_HAS = dataclasses.replace(RESTART_WHILE_A_GANG_IS_TOLD_ITS_START, changes=())
+"""j0 (a node-exclusive pair) runs 0-300 on n0 and n1; j2 (arriving at 10: 1 and 4 cores, and an fpga pod no node
+has, minMember 2) fits n1 once j0 ends; j1 (arriving at 20: four pods of 50Gi storage) fits n1 and n2 after it."""
+
+RESTART_WHILE_ITS_NODE_IS_CORDONED = dataclasses.replace(
+    GANG_WITH_AN_FPGA_MEMBER_NO_NODE_HAS,
+    changes=(Change(5, "restart"), Change(5, "cordon", 1), Change(265, "uncordon", 1)),
+)
+"""n1 is cordoned from 5 to 265, so j2 and j1 are rejected as never fitting; kubeflux restarts at 5."""
+
+
+def test_a_gang_whose_extra_member_never_fits_is_told_its_start_when_it_arrives() -> None:
+    outcome = run(GANG_WITH_AN_FPGA_MEMBER_NO_NODE_HAS)
+    first = outcome.checked.first_reservation
+    j2 = outcome.simulation.cluster.pod("default/j2-0").pod
+    assert first[j2.uid][:2] == (10.0, 300.0)  # not at 20, when j1's arrival happened to bring a pass
+    assert (outcome.started("j2-0"), outcome.started("j1-0"), outcome.started("j2-2")) == (300.0, 360.0, None)
+
+
+def test_after_a_restart_an_uncordoned_node_is_planned_for_the_earlier_gang_first() -> None:
+    # At 265 the uncordon queues both gangs again; the earlier one's fpga member is rejected alone and the gang was
+    # left to a later pass, so j1 was told 300, then j2 took n1 at 300 and j1 started at 360. Every invariant holds,
+    # among them that a job starts by the first start it is told.
+    outcome = run(RESTART_WHILE_ITS_NODE_IS_CORDONED, INVARIANTS)
+    first = outcome.checked.first_reservation
+    cluster = outcome.simulation.cluster
+    assert first[cluster.pod("default/j2-0").pod.uid][:2] == (265.0, 300.0)
+    assert first[cluster.pod("default/j1-0").pod.uid][:2] == (300.0, 360.0)
+    assert (outcome.started("j2-0"), outcome.started("j1-0")) == (300.0, 360.0)
