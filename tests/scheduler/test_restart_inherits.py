@@ -11,10 +11,16 @@ the jobs behind it were planned as if it were not there.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from unittest import mock
 
-from tests.scheduler._invariants import INVARIANTS
-from tests.scheduler._workload import Change, run
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.interface import Decision, Unschedulable
+from tests.scheduler._invariants import EXPECTED, INVARIANTS
+from tests.scheduler._workload import Change, Checked, NodeShape, PodShape, Scenario, lone, run
 from tests.scheduler.test_gang_at_once_hostile import RESTART_WHILE_A_GANG_IS_TOLD_ITS_START
+
+P = PodShape
 
 GANG_WITH_AN_FPGA_MEMBER_NO_NODE_HAS = dataclasses.replace(RESTART_WHILE_A_GANG_IS_TOLD_ITS_START, changes=())
 """j0 (a node-exclusive pair) runs 0-300 on n0 and n1; j2 (arriving at 10: 1 and 4 cores, and an fpga pod no node
@@ -45,3 +51,40 @@ def test_after_a_restart_an_uncordoned_node_is_planned_for_the_earlier_gang_firs
     assert first[cluster.pod("default/j2-0").pod.uid][:2] == (265.0, 300.0)
     assert first[cluster.pod("default/j1-0").pod.uid][:2] == (300.0, 360.0)
     assert (outcome.started("j2-0"), outcome.started("j1-0")) == (300.0, 360.0)
+
+
+ONE_NODE_QUEUE_OVERTAKEN_AT_A_RESTART = Scenario(
+    nodes=(NodeShape(cpu=8000),),
+    jobs=(
+        lone(0, P(8000, run=100)),
+        lone(1, P(8000, run=100)),
+        lone(2, P(8000, run=100)),
+        lone(50, P(8000, run=100), priority=10),
+    ),
+    changes=(Change(50, "restart"),),
+    backfill="conservative",
+)
+"""One node, pods that fill it; conservative backfill plans two jobs a pass: j1 is told 100 and j2 200. At 50 a pod
+of higher priority arrives and kubeflux restarts: j3 and j1 are planned, j2 is past the queue depth."""
+
+
+def test_a_restarted_kubeflux_takes_back_a_start_it_no_longer_plans_beyond_its_queue_depth() -> None:
+    decided: list[tuple[float, Decision]] = []
+    schedule = Checked.schedule
+
+    def spied(self: Checked, now: float) -> list[Decision]:
+        decisions = schedule(self, now)
+        decided.extend((now, decision) for decision in decisions)
+        return decisions
+
+    depth_2 = functools.partial(KubefluxScheduler, queue_depth=2)
+    with (
+        mock.patch("tests.scheduler._workload.KubefluxScheduler", depth_2),
+        mock.patch.object(Checked, "schedule", spied),
+    ):
+        outcome = run(ONE_NODE_QUEUE_OVERTAKEN_AT_A_RESTART, (EXPECTED,))  # the annotation is checked at every call
+    j2 = outcome.simulation.cluster.pod("default/j2").pod
+    assert outcome.checked.first_reservation[j2.uid][:2] == (2.0, 200.0)
+    told = [d for t, d in decided if t == 50.0 and isinstance(d, Unschedulable) and d.pod == "default/j2"]
+    assert [(d.expected_start, "beyond kubeflux's queue depth of 2 jobs" in d.message) for d in told] == [(None, True)]
+    assert [outcome.started(name) for name in ("j0", "j3", "j1", "j2")] == [0.0, 100.0, 200.0, 300.0]

@@ -523,16 +523,23 @@ class KubefluxScheduler(Reserver):
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:
         """After a full pass, a pending pod told an expected start whose job holds no reservation any more (it was
-        not reached this pass) is told again without one, so its annotation never outlives the reservation."""
+        not reached this pass) is told again without one, so its annotation never outlives the reservation; also
+        one that came with an expected start written before this run (:data:`~kubeflux.scheduler.queue.INHERITED`),
+        told why it was not reached."""
         for job in self.queue.jobs.values():
             if job.expected_start is not None:
                 continue
             told = job.told
             for uid in [uid for uid, said in told.items() if said[1] is not None and uid in job.pods]:
-                message = told[uid][0]
+                message = told[uid][0] or self._unreached_message(job)
                 told[uid] = (message, None)
                 pod = job.pods[uid]
                 out.append(Unschedulable(pod.key, pod.uid, message, None))
+
+    def _unreached_message(self, job: PendingJob) -> str:
+        what = f"pod group {job.key}" if job.group else f"pod {job.key}"
+        why = f"{what} waits beyond kubeflux's queue depth of {self.queue_depth} jobs, planned as those ahead start"
+        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
 
     def _behind_message(self, job: PendingJob) -> str:
         head = self._head.key if self._head is not None else "an earlier job"
@@ -541,7 +548,7 @@ class KubefluxScheduler(Reserver):
 
     def _backoff_message(self, job: PendingJob) -> str:
         said = next(iter(job.told.values()), None)
-        if said is not None:
+        if said is not None and said[0]:  # not INHERITED: no message was said in this run
             return said[0]
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
         why = f"{what} is backing off until {job.retry_at:g}"
