@@ -15,7 +15,9 @@ import functools
 from unittest import mock
 
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.interface import Decision, Unschedulable
+from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, Decision, EventKind, Unschedulable
+from kubeflux.scheduler.objects import CPU, Pod
+from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from tests.scheduler._invariants import EXPECTED, INVARIANTS
 from tests.scheduler._workload import Change, Checked, NodeShape, PodShape, Scenario, lone, run
 from tests.scheduler.test_gang_at_once_hostile import RESTART_WHILE_A_GANG_IS_TOLD_ITS_START
@@ -88,3 +90,24 @@ def test_a_restarted_kubeflux_takes_back_a_start_it_no_longer_plans_beyond_its_q
     told = [d for t, d in decided if t == 50.0 and isinstance(d, Unschedulable) and d.pod == "default/j2"]
     assert [(d.expected_start, "beyond kubeflux's queue depth of 2 jobs" in d.message) for d in told] == [(None, True)]
     assert [outcome.started(name) for name in ("j0", "j3", "j1", "j2")] == [0.0, 100.0, 200.0, 300.0]
+
+
+def test_a_fresh_kubeflux_rewrites_or_takes_back_any_expected_start_on_its_waiting_pods_and_no_others() -> None:
+    # What the pods carry is all a new kubeflux has: a start of any form, even one no kubeflux would write, is
+    # rewritten or taken back on kubeflux's waiting pods; another scheduler's pod is not kubeflux's to touch.
+    core = KubefluxScheduler(queue_depth=2)
+    core.observe(ClusterEvent(EventKind.ADDED, NodeShape(cpu=8000).node("n0")), 0.0)
+    written = {EXPECTED_START_ANNOTATION: "soon"}
+    pods = [
+        Pod("default", "running", "u0", "kubeflux", requests={CPU: 8000}, annotations={DURATION_ANNOTATION: "100"}),
+        Pod("default", "next", "u1", "kubeflux", creation_time=1, requests={CPU: 8000}, annotations=written),
+        Pod("default", "last", "u2", "kubeflux", creation_time=2, requests={CPU: 8000}, annotations=written),
+        Pod("default", "web", "u3", "default-scheduler", creation_time=3, requests={CPU: 1000}, annotations=written),
+    ]
+    for waiting in pods:
+        core.observe(ClusterEvent(EventKind.ADDED, waiting), 0.0)
+    said = {d.pod: d for d in core.schedule(0.0) if isinstance(d, Unschedulable)}
+    assert said.keys() == {"default/next", "default/last"}  # "running" is bound
+    assert said["default/next"].expected_start == 100.0  # reserved for when "running" ends
+    assert said["default/last"].expected_start is None  # past the queue depth: taken back, and why
+    assert "waits beyond kubeflux's queue depth of 2 jobs" in said["default/last"].message
