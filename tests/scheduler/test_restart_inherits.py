@@ -5,7 +5,8 @@ own carrying the expected-start annotation was told a start, so a pass that plan
 back, and one that plans another writes it. And a gang whose member beyond minMember can never fit (a rejected
 fpga pod) is planned in the very pass that rejects the member: nothing kubeflux reads follows a Reject, so a group
 left to the next pass kept no reservation, and the start its previous run wrote, until some unrelated event, while
-the jobs behind it were planned as if it were not there.
+the jobs behind it were planned as if it were not there. Likewise a gang rejected whole no longer uses up the
+queue depth of the pass that rejects it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent
 from kubeflux.scheduler.objects import CPU, Pod
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from tests.scheduler._invariants import EXPECTED, INVARIANTS
-from tests.scheduler._workload import Change, Checked, NodeShape, PodShape, Scenario, lone, run
+from tests.scheduler._workload import Change, Checked, NodeShape, PodShape, Scenario, group, lone, run
 from tests.scheduler.test_gang_at_once_hostile import RESTART_WHILE_A_GANG_IS_TOLD_ITS_START
 
 P = PodShape
@@ -111,3 +112,21 @@ def test_a_fresh_kubeflux_rewrites_or_takes_back_any_expected_start_on_its_waiti
     assert said["default/next"].expected_start == 100.0  # reserved for when "running" ends
     assert said["default/last"].expected_start is None  # past the queue depth: taken back, and why
     assert "waits beyond kubeflux's queue depth of 2 jobs" in said["default/last"].message
+
+
+# ------------------------------------------------------------ a pass that leaves work to a pass no event brings
+
+X = P(1000, policy="lonodex")
+GANG_THAT_NEVER_FITS_FIRST_IN_THE_QUEUE = Scenario(
+    nodes=(NodeShape(), NodeShape()), jobs=(group(0, X, X, X), lone(0, P()))
+)
+"""Three node-exclusive pods on two nodes (rejected as never fitting), then a one-core pod, both at 0."""
+
+
+def test_a_gang_rejected_as_never_fitting_does_not_use_up_the_queue_depth() -> None:
+    # With a queue depth of 1 the rejected gang was the pass's one job, and nothing kubeflux reads follows a Reject:
+    # the pod behind it, on an idle cluster, waited for an event that never came.
+    depth_1 = functools.partial(KubefluxScheduler, queue_depth=1)
+    with mock.patch("tests.scheduler._workload.KubefluxScheduler", depth_1):
+        outcome = run(GANG_THAT_NEVER_FITS_FIRST_IN_THE_QUEUE, INVARIANTS)
+    assert (outcome.started("j0-0"), outcome.started("j1")) == (None, 0.0)

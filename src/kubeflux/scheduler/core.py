@@ -268,6 +268,8 @@ class KubefluxScheduler(Reserver):
             else:
                 reasons = self._try_now(job, now, out)
                 if reasons is None:
+                    if self._rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
+                        considered -= 1
                     continue
                 gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
                 if job.group and self._minimum(job) < len(job.pods):
