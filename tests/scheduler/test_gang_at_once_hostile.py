@@ -304,7 +304,7 @@ RESTART_WHILE_A_GANG_IS_TOLD_ITS_START = Scenario(
 )
 """A gang of three (minMember 2) told it starts at 300; kubeflux restarts at 225. Its third member never fits (no
 node has an fpga): the restarted kubeflux rejected it and left the other two to a later pass, with no reservation
-and the start the previous run wrote (see tests/scheduler/test_restart_inherits.py)."""
+and the start the previous run wrote (see tests/scheduler/test_told_starts.py)."""
 
 
 def test_a_restarted_kubeflux_clears_the_expected_start_it_no_longer_plans() -> None:

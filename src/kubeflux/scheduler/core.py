@@ -242,7 +242,10 @@ class KubefluxScheduler(Reserver):
         """Try the queue in order; on an incremental pass only the jobs not tried since the last change."""
         blocked = 0 if full else 1
         considered = 0
-        for job in ordered:
+        i = 0
+        while i < len(ordered):
+            job = ordered[i]
+            i += 1
             if considered >= self.queue_depth:
                 if any(isinstance(decision, Bind) for decision in out):
                     self._dirty = True  # jobs beyond the depth move up once these are bound: look again
@@ -270,6 +273,10 @@ class KubefluxScheduler(Reserver):
                 if reasons is None:
                     if self._rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
                         considered -= 1
+                    elif left := [self.queue.by_pod[uid] for uid in job.pods if uid in self.queue.by_pod]:
+                        # members of a started group beyond its minMember, queued on their own: tried in their place
+                        # in this pass, before the jobs behind them are planned (and told starts) as if they were not
+                        ordered[i:] = sorted([*ordered[i:], *left], key=PendingJob.order)
                     continue
                 gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
                 if job.group and self._minimum(job) < len(job.pods):

@@ -1,12 +1,16 @@
-"""What a restarted kubeflux finds on its pods, and the plan it tells them, on the real simulator.
+"""The starts kubeflux tells its waiting pods hold, on the real simulator: after a restart, and when a pass leaves
+part of its work to a later pass that no event may bring.
 
 A fresh kubeflux knows nothing of what its previous run told its pods; it reads it from them: a pending pod of its
 own carrying the expected-start annotation was told a start, so a pass that plans none for it takes the annotation
-back, and one that plans another writes it. And a gang whose member beyond minMember can never fit (a rejected
-fpga pod) is planned in the very pass that rejects the member: nothing kubeflux reads follows a Reject, so a group
-left to the next pass kept no reservation, and the start its previous run wrote, until some unrelated event, while
-the jobs behind it were planned as if it were not there. Likewise a gang rejected whole no longer uses up the
-queue depth of the pass that rejects it.
+back, and one that plans another writes it.
+
+Nothing kubeflux reads follows a Reject, and a pass goes on past what it changed: a gang whose member beyond
+minMember can never fit (a rejected fpga pod) is planned in the very pass that rejects the member (left to the next
+pass, it kept no reservation, and the start its previous run wrote, while the jobs behind it were planned as if it
+were not there); a gang rejected whole does not use up the queue depth; the members a started gang leaves waiting
+are planned before the jobs behind them. Two defects of gangs short of their size stay open (strict xfail, at the
+end).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from unittest import mock
+
+import pytest
 
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, Decision, EventKind, Unschedulable
@@ -130,3 +136,50 @@ def test_a_gang_rejected_as_never_fitting_does_not_use_up_the_queue_depth() -> N
     with mock.patch("tests.scheduler._workload.KubefluxScheduler", depth_1):
         outcome = run(GANG_THAT_NEVER_FITS_FIRST_IN_THE_QUEUE, INVARIANTS)
     assert (outcome.started("j0-0"), outcome.started("j1")) == (None, 0.0)
+
+
+GANG_STARTED_SHORT_OF_ITS_SIZE = Scenario(
+    nodes=(NodeShape(cpu=2000),),
+    jobs=(lone(0, P(run=100)), lone(0, P(run=110)), group(10, P(), P(), min_member=1), lone(20, P())),
+)
+"""Two cores, busy until 100 and 110; a gang of two (minMember 1) arrives at 10, a one-core pod at 20. At 100 the
+gang starts with one member; the other waits on its own, ahead of the pod by its arrival."""
+
+
+@pytest.mark.parametrize(
+    "backfill",
+    [
+        "fcfs",
+        "easy",
+        pytest.param(
+            "conservative",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the member left out of the gang's reservation (told no start) takes, once the gang started, "
+                "the start at 110 the pod was told at 20 (also on main)",
+            ),
+        ),
+    ],
+)
+def test_the_member_a_started_gang_leaves_waiting_is_planned_before_the_pod_behind_it(backfill: str) -> None:
+    # The member was queued on its own for a later pass, and the pass went on: the pod was told 110, then the
+    # member (earlier) took the core at 110 and the pod started at 160.
+    outcome = run(dataclasses.replace(GANG_STARTED_SHORT_OF_ITS_SIZE, backfill=backfill), INVARIANTS)
+    assert [outcome.started(name) for name in ("j2-0", "j2-1", "j3")] == [100.0, 110.0, 160.0]
+
+
+GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE = Scenario(
+    nodes=(NodeShape(cpu=8000, tainted=True), NodeShape(cpu=2000)),
+    jobs=(lone(0, P(1000)), lone(0, P(1000)), group(0, P(500), P(1000), P(1000), min_member=2)),
+)
+"""Two usable cores, busy until 60; a gang of a 500m pod and two one-core pods (minMember 2) waits for them."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the reservation holds j2-1 and j2-2 (each told 60, j2-0 told none), but at 60 the gang starts with j2-0 "
+    "and j2-1 in pod order, and j2-2 starts at 120 (reserving.py's assignment and placing.py's start pick "
+    "differently; also on main)",
+)
+def test_a_gang_short_of_its_size_starts_the_members_its_reservation_named() -> None:
+    run(GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE, INVARIANTS)
