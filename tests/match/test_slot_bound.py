@@ -24,7 +24,7 @@ from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.schedule import Schedule
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
-from tests.match.test_early_stop import Step, _slot, _spec
+from tests.match.test_early_stop import DURATIONS, WAITS, Step, _slot, _spec
 
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "variation"]
 OPS = [
@@ -34,8 +34,6 @@ OPS = [
     MatchOp.ALLOCATE_WITH_SATISFIABILITY,
     MatchOp.SATISFIABILITY,
 ]
-DURATIONS = [600, 3600, 5000]
-WAITS = [600, 1400, 3000]
 
 
 def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
@@ -259,7 +257,6 @@ def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -
         assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
         nodes = set(engine.graph.by_type["node"])
         with (
-            mock.patch.object(slotbound, "empty_block", slotbound.empty_block if skip else lambda *_: False),
             mock.patch.object(wide, "empty_block", slotbound.empty_block if skip else lambda *_: False),
             mock.patch.object(
                 traverser.Traverser, "_evaluate", autospec=True, side_effect=traverser.Traverser._evaluate

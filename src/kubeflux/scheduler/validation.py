@@ -50,7 +50,7 @@ claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for eve
 _CPU_LIMIT = (NODE_VERTICES_LIMIT + 1) * 1000
 _FLOAT_MAX = sys.float_info.max
 """The largest finite float: an ``int`` of seconds beyond it is no time a float can hold (``math.isfinite`` raises
-OverflowError on it, and the compiled scheduler's ``float`` fields refuse it with a TypeError)."""
+OverflowError on it, and the scheduler's arithmetic on times would too)."""
 
 
 class InvalidObject(ValueError):
