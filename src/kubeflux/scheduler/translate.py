@@ -328,8 +328,8 @@ def _node_line(depth: int) -> re.Pattern[str]:
 @lru_cache(maxsize=16)
 def placements_from_output(output: str) -> tuple[Placement, ...]:
     """Every node of a match (a gang's, over several nodes) with the cores and gpus it took there, from the engine's
-    ``simple`` output (remembered for the few latest outputs: the scheduler reads each match's output twice, to log
-    it and to bind).
+    ``simple`` output, as ``resource-query -F simple`` prints it (the scheduler's own engine writes placements
+    directly: :class:`PlacementWriter`, checked against this reading).
 
     The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
     gpus come first, then their socket (on a node with sockets), then their node, one level below the cluster (the
