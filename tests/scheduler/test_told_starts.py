@@ -122,6 +122,21 @@ def test_a_fresh_kubeflux_rewrites_or_takes_back_any_expected_start_on_its_waiti
 
 # ------------------------------------------------------------ a pass that leaves work to a pass no event brings
 
+BURST_ON_AN_IDLE_NODE = Scenario(nodes=(NodeShape(),), jobs=tuple(lone(0, P()) for _ in range(5)))
+"""Five one-core pods at 0 on an idle node of eight cores."""
+
+
+@pytest.mark.parametrize("depth", [1, 2, 64])
+def test_a_burst_beyond_the_queue_depth_starts_at_once_on_an_idle_cluster(depth: int) -> None:
+    # A pass stops at the queue depth once it has bound pods, for the jobs behind to move up; the binds' events
+    # came within the pass's time point, so the simulator brought no other pass: the pods beyond the depth waited
+    # for the first ones to end (0, 0, 60, 60, 120 with a depth of 2).
+    at_depth = functools.partial(KubefluxScheduler, queue_depth=depth)
+    with mock.patch("tests.scheduler._workload.KubefluxScheduler", at_depth):
+        outcome = run(BURST_ON_AN_IDLE_NODE, INVARIANTS)
+    assert [outcome.started(f"j{i}") for i in range(5)] == [0.0] * 5
+
+
 X = P(1000, policy="lonodex")
 GANG_THAT_NEVER_FITS_FIRST_IN_THE_QUEUE = Scenario(
     nodes=(NodeShape(), NodeShape()), jobs=(group(0, X, X, X), lone(0, P()))

@@ -292,6 +292,8 @@ class KubefluxScheduler(Reserver):
             self._report(job, message, expected, out)
 
     def next_wakeup(self, now: float) -> float | None:
+        if self._dirty:  # the pass left work for another (it stopped at the queue depth after binding): now
+            return now
         return self._wake if self._wake is not None and self._wake > now else None
 
     def _wake_at(self, t: float) -> None:
