@@ -206,7 +206,10 @@ def check_expected_start(scheduler: KubefluxScheduler, cluster: Cluster) -> None
         shown = pod.annotations.get(EXPECTED_START_ANNOTATION)
         job = scheduler.queue.by_pod.get(pod.uid)
         starts = set()
-        if job is not None and graph is not None and pod.uid not in job.left_out:  # left out: starts as room frees
+        own = job.member_reservations.get(pod.uid) if job is not None else None
+        if own is not None and graph is not None:  # a member beyond minMember reserved on its own
+            starts = {graph.engine.jobs[own[0]].at} if own[0] in graph.engine.jobs else set()
+        elif job is not None and graph is not None and pod.uid not in job.left_out:  # left out: starts as room frees
             starts = {graph.engine.jobs[j].at for j in job.reservations if j in graph.engine.jobs}
             starts |= {hold.start for hold in job.holds}  # what no engine job holds (millicores, memory, ...)
         want = expected_start_text(min(starts)) if starts else None

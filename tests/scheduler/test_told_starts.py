@@ -10,8 +10,9 @@ minMember can never fit (a rejected fpga pod) is planned in the very pass that r
 pass, it kept no reservation, and the start its previous run wrote, while the jobs behind it were planned as if it
 were not there); a gang rejected whole does not use up the queue depth; the members a started gang leaves waiting
 are planned before the jobs behind them; a gang that may start short of its size starts with the members its
-reservation named. Two defects stay open (strict xfail, at the end): a gang short of its size under conservative
-backfilling, and a restart among jobs created in the same second.
+reservation named, and under conservative backfilling the members its reservation leaves out are reserved too.
+Two defects stay open (strict xfail, at the end): a restart among jobs created in the same second, and a gang
+placed at its reserved time on other nodes than its reservation assigned.
 """
 
 from __future__ import annotations
@@ -162,26 +163,16 @@ GANG_STARTED_SHORT_OF_ITS_SIZE = Scenario(
 gang starts with one member; the other waits on its own, ahead of the pod by its arrival."""
 
 
-@pytest.mark.parametrize(
-    "backfill",
-    [
-        "fcfs",
-        "easy",
-        pytest.param(
-            "conservative",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the member left out of the gang's reservation (told no start) takes, once the gang started, "
-                "the start at 110 the pod was told at 20 (also on main)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("backfill", ["fcfs", "easy", "conservative"])
 def test_the_member_a_started_gang_leaves_waiting_is_planned_before_the_pod_behind_it(backfill: str) -> None:
     # The member was queued on its own for a later pass, and the pass went on: the pod was told 110, then the
-    # member (earlier) took the core at 110 and the pod started at 160.
+    # member (earlier) took the core at 110 and the pod started at 160. Under conservative backfilling the member
+    # the gang's reservation left out is reserved on its own (told 110 at 10), so the pod is told 160 at 20.
     outcome = run(dataclasses.replace(GANG_STARTED_SHORT_OF_ITS_SIZE, backfill=backfill), INVARIANTS)
     assert [outcome.started(name) for name in ("j2-0", "j2-1", "j3")] == [100.0, 110.0, 160.0]
+    if backfill == "conservative":
+        told = {uid: start for uid, (_, start, _) in outcome.checked.first_reservation.items()}
+        assert (told["2-1"], told["3-0"]) == (110.0, 160.0)
 
 
 GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE = Scenario(
@@ -216,3 +207,27 @@ start at 0; the pod is told 60, the other two members 60 and 120; kubeflux resta
 )
 def test_a_restarted_kubeflux_keeps_the_starts_it_told_jobs_created_in_the_same_second() -> None:
     run(RESTART_AMONG_JOBS_OF_ONE_SECOND, INVARIANTS)
+
+
+GANG_RESERVED_WHOLE_PLACED_IN_POD_ORDER = Scenario(
+    nodes=(NodeShape(), NodeShape(), NodeShape(gpu=2), NodeShape(cpu=4000, memory=8)),
+    jobs=(
+        lone(0, P()),
+        lone(0, P()),
+        lone(0, P()),
+        group(0, P(), P(policy="lonodex"), min_member=2),
+        group(0, P(), P(gpu=1), P(1000, memory=12, policy="lonodex"), P(8000), min_member=3),
+    ),
+    backfill="conservative",
+)
+"""Found by the random workloads (150 examples): j4's reservation holds its four members at 60 (an 8-core pod on
+an empty node among them)."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="at 60 the members are placed in pod order, not on the nodes the reservation assigned: j4-0 takes a "
+    "core of the node the 8-core j4-3 was to have whole, so j4-3, told 60, starts at 120 (also before this session)",
+)
+def test_a_gang_reserved_whole_starts_whole_at_its_reserved_time() -> None:
+    run(GANG_RESERVED_WHOLE_PLACED_IN_POD_ORDER, INVARIANTS)

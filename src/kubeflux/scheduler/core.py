@@ -288,7 +288,8 @@ class KubefluxScheduler(Reserver):
                 self._head = job
             blocked += 1
             earliest = ceil_time(job.retry_at) if job.retry_at > now else None
-            expected = self._reserve(job, now, earliest) if reserve else None
+            conservative = self.backfill is Backfill.CONSERVATIVE
+            expected = self._reserve(job, now, earliest, left_out_too=conservative) if reserve else None
             self._report(job, message, expected, out)
 
     def next_wakeup(self, now: float) -> float | None:
@@ -523,10 +524,12 @@ class KubefluxScheduler(Reserver):
         self._rejected[job.key] = job
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
-        told, left_out = job.told, job.left_out
+        told, left_out, own = job.told, job.left_out, job.member_reservations
         kept, cut = (message, expected), (message, None)  # one tuple for all the pods of the job: a pod per pass
         for uid, pod in job.pods.items():
             said = cut if left_out and uid in left_out else kept
+            if own and uid in own:
+                said = (message, own[uid][1])
             if told.get(uid) != said:
                 told[uid] = said
                 out.append(Unschedulable(pod.key, pod.uid, *said))

@@ -710,6 +710,7 @@ class ClusterBooks:
             self.own_plans.drop(hold)
         job.holds.clear()
         job.left_out.clear()
+        job.member_reservations.clear()
         job.expected_start = None
 
     def _drop_deferred(self) -> None:

@@ -46,6 +46,10 @@ class PendingJob:
     left_out: set[str] = field(default_factory=set)
     """Pods of a group with minMember below its size that its reservation does not hold (they start as room frees,
     so they are told no expected start)."""
+    member_reservations: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """Pods of a group beyond its minMember reserved on their own, later than the group (conservative
+    backfilling): the engine job of each (also in :attr:`reservations`) and the start it is told instead of
+    :attr:`expected_start`."""
     tried_epoch: int = -1
     """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""
     told: dict[str, tuple[str, float | None]] = field(default_factory=dict)

@@ -28,9 +28,12 @@ RESERVE_TRIES = 64
 class Reserver(Placer):
     """The reservation half of the scheduler core (see the module docstring)."""
 
-    def _reserve(self, job: PendingJob, now: float, earliest: int | None = None) -> float | None:
+    def _reserve(
+        self, job: PendingJob, now: float, earliest: int | None = None, *, left_out_too: bool = False
+    ) -> float | None:
         """Reserve ``job`` at the earliest time it fits in every resource (see the module docstring), not before
-        ``earliest`` (a back-off); its start, or None when nothing is held."""
+        ``earliest`` (a back-off); its start, or None when nothing is held. ``left_out_too``: the members beyond
+        minMember that a group's reservation leaves out are reserved as well (:meth:`_reserve_left_out`)."""
         graph = self.graph
         assert graph is not None
         start = self._tick(now)
@@ -83,11 +86,35 @@ class Reserver(Placer):
                 if short is None:
                     job.left_out = job.pods.keys() - {uid for uid, *_ in found}
                     job.expected_start = float(at)
+                    if left_out_too and job.left_out:
+                        self._reserve_left_out(job, at)
                     return job.expected_start
                 exact.add(short)
         if tries >= RESERVE_TRIES:
             self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
         return None
+
+    def _reserve_left_out(self, job: PendingJob, at: int) -> None:
+        """Reserve the members ``job``'s reservation at ``at`` left out, each on its own at its earliest start from
+        then (a member never starts before its group), in pod order, and tell each its start (conservative
+        backfilling: left with none, such a member would, once its group started, take ahead of the jobs behind it
+        the start they were told). A member the engine's reservation does not hold in the exact books stays out."""
+        graph = self.graph
+        assert graph is not None
+        for uid in [uid for uid in job.pods if uid in job.left_out]:
+            pod = job.pods[uid]
+            duration = self._planned(pod, at, reserve=True)
+            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, at, self._static_fit(pod).unfit)
+            if result is None or not result.matched:
+                continue
+            node = graph.placement().node
+            if not self._fits_during(node, pod, result.at, result.at + duration):
+                graph.cancel(result.jobid, freed=())
+                continue
+            job.reservations.append(result.jobid)
+            self._reserve_books(job, node, pod, result.at, duration)
+            job.left_out.discard(uid)
+            job.member_reservations[uid] = (result.jobid, float(result.at))
 
     def _reserve_alike(self, job: PendingJob, pods: list[Pod], first: int, start: int) -> float | None:
         """A group of alike members all required: the engine reserves its slots as one job (as it reserves a lone
