@@ -10,9 +10,9 @@ minMember can never fit (a rejected fpga pod) is planned in the very pass that r
 pass, it kept no reservation, and the start its previous run wrote, while the jobs behind it were planned as if it
 were not there); a gang rejected whole does not use up the queue depth; the members a started gang leaves waiting
 are planned before the jobs behind them; a gang that may start short of its size starts with the members its
-reservation named, and under conservative backfilling the members its reservation leaves out are reserved too.
-Two defects stay open (strict xfail, at the end): a restart among jobs created in the same second, and a gang
-placed at its reserved time on other nodes than its reservation assigned.
+reservation named, and under conservative backfilling the members its reservation leaves out are reserved too; a
+group is placed first on the nodes its reservation assigned its members. One defect stays open (strict xfail): a
+restart among jobs created in the same second.
 """
 
 from __future__ import annotations
@@ -224,10 +224,8 @@ GANG_RESERVED_WHOLE_PLACED_IN_POD_ORDER = Scenario(
 an empty node among them)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="at 60 the members are placed in pod order, not on the nodes the reservation assigned: j4-0 takes a "
-    "core of the node the 8-core j4-3 was to have whole, so j4-3, told 60, starts at 120 (also before this session)",
-)
 def test_a_gang_reserved_whole_starts_whole_at_its_reserved_time() -> None:
-    run(GANG_RESERVED_WHOLE_PLACED_IN_POD_ORDER, INVARIANTS)
+    # Placed in pod order at 60, j4-0 took a core of the node the 8-core j4-3 was to have whole, so j4-3, told 60,
+    # started at 120: a group is placed first where its reservation's assignment put each member.
+    outcome = run(GANG_RESERVED_WHOLE_PLACED_IN_POD_ORDER, INVARIANTS)
+    assert [outcome.started(f"j4-{i}") for i in range(4)] == [60.0] * 4

@@ -132,6 +132,9 @@ class Placer(ClusterBooks):
         self._drop_deferred()  # the engine is read from here on
         if len(pods) > 1 and self._too_few_slots(job, start, minimum):
             return self._short_reasons(pods[0][1], start)
+        planned = self._place_planned(job, start, minimum)
+        if planned is not None:
+            return planned
         promised = _promised_first(job, pods, minimum)
         if promised is not None:
             made, first_short = self._one_by_one(promised, start, minimum)
@@ -619,23 +622,67 @@ class Placer(ClusterBooks):
     def _place_assignment(self, found: Assignment, start: int) -> list[tuple[Pod, Allocation]] | str:
         """Allocate an assignment found for now; the name of a node whose cores could not give it when one could
         not (nothing is kept then)."""
-        graph = self.graph
-        assert graph is not None
         made: list[tuple[Pod, Allocation]] = []
         for uid, pod, node, duration in found:
-            leaves = self._leaves(pod, node, start, duration)
-            jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, start, duration, start)
-            if leaves is None or jobid < 0:
+            placed = self._place_on(uid, pod, node, duration, start)
+            if placed is None:
                 self._undo(made, "assignment not realizable")
                 return node
-            names = graph.engine.graph.vertices
-            cores, _ = self._pod_shape(pod)
-            placement = Placement(
-                node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
-            )
-            made.append((pod, self._record(uid, pod, node, jobid, start, duration, placement)))
+            made.append((pod, placed))
         self.log.append(f"Placed pod group of {len(made)} by assignment search at {start}")
         return made
+
+    def _place_on(self, uid: str, pod: Pod, node: str, duration: int, start: int) -> Allocation | None:
+        """Allocate ``pod`` on ``node`` now, on the node's free cores and gpus; None when they cannot give it."""
+        graph = self.graph
+        assert graph is not None
+        leaves = self._leaves(pod, node, start, duration)
+        jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, start, duration, start)
+        if leaves is None or jobid < 0:
+            return None
+        names = graph.engine.graph.vertices
+        cores, _ = self._pod_shape(pod)
+        placement = Placement(
+            node, tuple(names[u].name for u in leaves[:cores]), tuple(names[u].name for u in leaves[cores:])
+        )
+        return self._record(uid, pod, node, jobid, start, duration, placement)
+
+    def _place_planned(self, job: PendingJob, start: int, minimum: int) -> list[tuple[Pod, Allocation]] | None:
+        """A group placed where its last reservation's assignment put each member (:attr:`PendingJob.assigned`),
+        when every one of them fits there now, then its other members one by one as they fit; None (nothing kept)
+        otherwise. Placed in pod order instead, the members could take each other's nodes and start fewer than
+        the reservation promised (a one-core member on the node an eight-core one was to have whole)."""
+        plan = job.assigned
+        if not plan:
+            return None
+        graph = self.graph
+        assert graph is not None
+        members = [(uid, pod) for uid, pod in job.pods.items() if uid in plan]
+        if len(members) < minimum:
+            return None
+        made: list[tuple[Pod, Allocation]] = []
+        for uid, pod in members:
+            node = plan[uid]
+            duration = self._planned(pod, start)
+            fit = self._fit(pod)
+            placed = None
+            if (
+                fit.fits(node)
+                and node not in self._held_short(pod, fit, start, start + duration)
+                and (
+                    not self._whole_node_policy(pod)
+                    or (node not in graph.unrecorded and graph.free_counts(node, start, duration)[2])
+                )
+            ):
+                placed = self._place_on(uid, pod, node, duration, start)
+            if placed is None:
+                self._undo(made, "planned assignment not realizable")
+                return None
+            made.append((pod, placed))
+        rest = [(uid, pod) for uid, pod in job.pods.items() if uid not in plan]
+        more, _ = self._one_by_one(rest, start, 0)
+        self.log.append(f"Placed pod group of {len(made)} as its reservation assigned at {start}")
+        return made + (more or [])
 
     def _empty_nodes(self) -> list[Node]:
         """The usable graph nodes, empty, with kubeflux's share of each (the sharing policy) as allocatable."""

@@ -46,6 +46,9 @@ class PendingJob:
     left_out: set[str] = field(default_factory=set)
     """Pods of a group with minMember below its size that its reservation does not hold (they start as room frees,
     so they are told no expected start)."""
+    assigned: dict[str, str] = field(default_factory=dict)
+    """The node each member was reserved on by the last reservation made by assignment search (kept after the
+    reservation is cancelled, for the next placement: :meth:`~kubeflux.scheduler.placing.Placer._place_planned`)."""
     member_reservations: dict[str, tuple[int, float]] = field(default_factory=dict)
     """Pods of a group beyond its minMember reserved on their own, later than the group (conservative
     backfilling): the engine job of each (also in :attr:`reservations`) and the start it is told instead of

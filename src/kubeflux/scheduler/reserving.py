@@ -41,6 +41,7 @@ class Reserver(Placer):
         pods = list(job.pods.values())
         minimum = self._minimum(job)
         after = first
+        job.assigned = {}
         alike = len(pods) > 1 and minimum == len(pods) and alike_run(job) == len(pods)
         if self._deferred is not job or not alike:
             self._drop_deferred()
@@ -84,7 +85,8 @@ class Reserver(Placer):
                     break
                 short = self._hold_assignment(job, found, at, start)
                 if short is None:
-                    job.left_out = job.pods.keys() - {uid for uid, *_ in found}
+                    job.assigned = {uid: node for uid, _, node, _ in found}
+                    job.left_out = job.pods.keys() - job.assigned.keys()
                     job.expected_start = float(at)
                     if left_out_too and job.left_out:
                         self._reserve_left_out(job, at)
