@@ -11,8 +11,8 @@ pass, it kept no reservation, and the start its previous run wrote, while the jo
 were not there); a gang rejected whole does not use up the queue depth; the members a started gang leaves waiting
 are planned before the jobs behind them; a gang that may start short of its size starts with the members its
 reservation named, and under conservative backfilling the members its reservation leaves out are reserved too; a
-group is placed first on the nodes its reservation assigned its members. One defect stays open (strict xfail): a
-restart among jobs created in the same second.
+group is placed first on the nodes its reservation assigned its members; the members a started group leaves waiting
+keep its place in the queue, as a restarted kubeflux finds them.
 """
 
 from __future__ import annotations
@@ -196,17 +196,16 @@ RESTART_AMONG_JOBS_OF_ONE_SECOND = Scenario(
     changes=(Change(30, "restart"),),
     backfill="conservative",
 )
-"""Two gpus; a gang of four one-gpu pods (minMember 2) and a one-gpu pod, created in the same second. Two members
-start at 0; the pod is told 60, the other two members 60 and 120; kubeflux restarts at 30."""
+"""Two gpus; a gang of four one-gpu pods (minMember 2) and a one-gpu pod, created in the same second (the gang
+first). Two members start at 0; the other two are told 60, the pod 120; kubeflux restarts at 30."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jobs created in the same second are ordered by when kubeflux first saw them: the restarted one saw the "
-    "members first (the relist's order) and gives them 60, the pod 120 (also on main)",
-)
 def test_a_restarted_kubeflux_keeps_the_starts_it_told_jobs_created_in_the_same_second() -> None:
-    run(RESTART_AMONG_JOBS_OF_ONE_SECOND, INVARIANTS)
+    # The members the gang left waiting were queued as new jobs, behind the pod created in the same second: the pod
+    # was told 60, the members 60 and 120; restarted, kubeflux saw the members first (the relist's order, the order
+    # of creation) and gave them 60, the pod 120. A started group's members now keep the group's place in the queue.
+    outcome = run(RESTART_AMONG_JOBS_OF_ONE_SECOND, INVARIANTS)
+    assert [outcome.started(name) for name in ("j0-2", "j0-3", "j1")] == [60.0, 60.0, 120.0]
 
 
 GANG_RESERVED_WHOLE_PLACED_IN_POD_ORDER = Scenario(

@@ -380,8 +380,10 @@ class KubefluxScheduler(Reserver):
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self._backing_off.discard(job)
-        for uid, pod in left:  # beyond minMember: each waits on its own, in its started group
-            self.queue.add(uid, pod).told.update({uid: job.told[uid]} if uid in job.told else {})
+        for uid, pod in left:  # beyond minMember: each waits on its own, in its started group, in the group's place
+            queued = self.queue.add(uid, pod)
+            queued.arrival, queued.seq = job.arrival, job.seq
+            queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self._dirty = True
         return None
 
