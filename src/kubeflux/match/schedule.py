@@ -51,6 +51,10 @@ class Schedule:
     """Whether a walk for slots that the root's children cannot hold is refused before it is made (see
     :mod:`kubeflux.match.slotbound`)."""
 
+    count_free_parts = True
+    """Whether evaluations below the root are kept for a slot request whatever its count (see
+    :meth:`WalkState._count_free`); off for traversers whose slots read it lower down."""
+
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
 
@@ -129,6 +133,10 @@ class Schedule:
         self._uniform_weight: dict[int, int] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
+        self._free_list = -1
+        """The id of the current walk's request list when its evaluations below the root are numbered without its
+        slot count (:attr:`_free_number`; see :meth:`WalkState._count_free`), else -1."""
+        self._free_number = -1
         self._labels: tuple[str, ...] = ()
         self._context = -1
         """The number of the current select walk's cache context (see :meth:`WalkState._cache_context`)."""

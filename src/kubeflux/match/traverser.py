@@ -51,6 +51,7 @@ class Traverser(WideWalk):
         self._labels = tuple(self.task_labels)
         self._cache_context(meta)
         self._sign(resources)
+        self._count_free(resources)
         root = self.root
         evaluation = self._dom_dfv(meta, root, resources, True, exclusive)
         self.root_eval = evaluation
@@ -153,7 +154,11 @@ class Traverser(WideWalk):
             # (the root's evaluation depends on the nodes the match excludes: never kept nor reused)
             return self._evaluate(meta, uid, resources, pristine, excl, children)
         fp = self.fp[uid]
-        key = self._cache_key(meta, resources, pristine, excl)
+        key = (
+            self._cache_key(meta, resources, pristine, excl)
+            if uid == self.root
+            else self._part_key(meta, resources, pristine, excl)
+        )
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
