@@ -408,7 +408,11 @@ class Schedule:
             self._tags[uid] = {jobid}
         else:
             tags.add(jobid)
-        self._job_vertices(jobid).add(uid)
+        held = self.job_vertices.get(jobid)
+        if held is None:
+            self.job_vertices[jobid] = {uid}
+        else:
+            held.add(uid)
         uses = self._x_uses.get(uid)
         if uses is None:
             uses = self._x_uses[uid] = {}
@@ -419,7 +423,10 @@ class Schedule:
         at = meta.at
         end = at + meta.duration
         uses[jobid] = (at, end, fingerprint)
-        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
+        kids = self._kids.get(uid)
+        if kids is None:
+            kids = self._kid_edges(uid)
+        if kids:  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
                 self.bounds[uid] = [at, end]
@@ -429,9 +436,10 @@ class Schedule:
             else:
                 insort(bounds, at)
                 insort(bounds, end)
-            for span_bounds in self._span_bounds(uid):
-                insort(span_bounds, at)
-                insort(span_bounds, end)
+            if self._layouts:
+                for span_bounds in self._span_bounds(uid):
+                    insort(span_bounds, at)
+                    insort(span_bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]

@@ -145,8 +145,9 @@ class WalkState(Schedule):
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
-        self.edge_seq[edge] = self.sequence
-        self._new_marks()
+        sequence = self.edge_seq[edge] = self.sequence
+        if self._marked_seq != sequence:
+            self._new_marks()
         source = self.graph.edges[edge].source
         if source in self._run_marks:
             self._unrun(source)

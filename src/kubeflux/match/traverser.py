@@ -93,12 +93,17 @@ class Traverser(WideWalk):
         for evals in dfu.by_type.values():
             if evals.qualified == 0:
                 return -1
-        graph = self.graph
+        edges = self.graph.edges
+        last = -1
         for mark in self._marks(dfu):
             self._apply_mark(mark)
-            source = graph.edges[mark[0]].source
-            self._apply_path(source)
-            self._mark_ancestors(source, dfu)
+            source = edges[mark[0]].source
+            if source != last:
+                # A slot's marks come source by source (a node's cores): the path above a source is stamped by its
+                # first mark, and stamping it again changes nothing (a mark stamps only an edge below its source).
+                self._apply_path(source)
+                self._mark_ancestors(source, dfu)
+                last = source
         return needs
 
     def _match_kind(
