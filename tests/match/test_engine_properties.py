@@ -16,6 +16,7 @@ from kubeflux.jobspec import jobspec_from_yaml, load_jobspec
 from kubeflux.match import cancel as cancel_module
 from kubeflux.match import engine as engine_module
 from kubeflux.match import evaluation as evaluation_module
+from kubeflux.match import traverser as traverser_module
 from kubeflux.match import update as update_module
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp
 from kubeflux.match.traverser import Traverser
@@ -187,7 +188,10 @@ def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps
 
     def run(shortcuts: bool) -> list[str]:
         cache = evaluation_module.CACHE_PER_VERTEX if shortcuts else 0
-        with mock.patch.object(evaluation_module, "CACHE_PER_VERTEX", cache):
+        with (
+            mock.patch.object(evaluation_module, "CACHE_PER_VERTEX", cache),
+            mock.patch.object(traverser_module, "CACHE_PER_VERTEX", cache),  # (the name the vertex cache reads)
+        ):
             subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)
             out: list[str] = []
             attached = 0

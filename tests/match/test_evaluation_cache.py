@@ -51,6 +51,7 @@ def _run(graph_path: Path, policy: str, steps: list[Step], *, shortcuts: bool) -
     partial = 2 if shortcuts else 10**9
     with (
         mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache),
+        mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),  # (the name the vertex cache reads)
         mock.patch.object(scoring, "PARTIAL_MIN", partial),
         mock.patch.object(scoring, "RANKED_MAX", 4 if shortcuts else 10**9),
     ):
@@ -128,7 +129,10 @@ def test_reservations_follow_each_node_freeing_up(tmp_path: Path, policy: str) -
 
     def run(shortcuts: bool) -> list[tuple[int, str]]:
         cache = evaluation.CACHE_PER_VERTEX if shortcuts else 0
-        with mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache):
+        with (
+            mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache),
+            mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
+        ):
             engine = Engine(read_grug(graph), policy=policy)
             for hundreds in range(1, 17):
                 assert engine.match(MatchOp.ALLOCATE, dataclasses.replace(node, duration=100 * hundreds)).matched
@@ -165,6 +169,7 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
         cache = evaluation.CACHE_PER_VERTEX if shortcuts else 0
         with (
             mock.patch.object(evaluation, "CACHE_PER_VERTEX", cache),
+            mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
             mock.patch.object(traverser, "BLOCK", 4 if shortcuts else traverser.BLOCK),
             mock.patch.object(wide, "BLOCK", 4 if shortcuts else wide.BLOCK),
             mock.patch.object(schedule, "BLOCK", 4 if shortcuts else schedule.BLOCK),

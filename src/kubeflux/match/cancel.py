@@ -186,11 +186,18 @@ class _JobTree:
         if self._by_parent is None:
             traverser = self._traverser
             vertices = traverser.graph.vertices
-            walk_parents = traverser._walk_parents
             by_parent: dict[int, list[int]] = {}
-            for vertex in sorted(traverser.job_vertices.get(self._jobid, ())):
-                if not vertices[vertex].removed:
-                    for parent in walk_parents(vertex):
-                        by_parent.setdefault(parent, []).append(vertex)
+            held = sorted(traverser.job_vertices.get(self._jobid, ()))
+            if traverser.graph.shared_children:
+                walk_parents = traverser._walk_parents
+                for vertex in held:
+                    if not vertices[vertex].removed:
+                        for parent in walk_parents(vertex):
+                            by_parent.setdefault(parent, []).append(vertex)
+            else:  # (a tree: each vertex has its one walk parent, and no list of them is made per vertex)
+                walk_parent = traverser._walk_parent
+                for vertex in held:
+                    if not vertices[vertex].removed:
+                        by_parent.setdefault(walk_parent(vertex), []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])

@@ -87,6 +87,7 @@ class FlexibleTraverser(Traverser):
     """DFU matching where sibling slots are alternatives."""
 
     slot_bounds = False  # (its slots may be alternatives: :mod:`kubeflux.match.slotbound` counts plain ones)
+    count_free_parts = False  # (its slots are cut by their count below the root)
 
     def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
         variants = split_xor_slots(resources)

@@ -51,6 +51,10 @@ class Schedule:
     """Whether a walk for slots that the root's children cannot hold is refused before it is made (see
     :mod:`kubeflux.match.slotbound`)."""
 
+    count_free_parts = True
+    """Whether evaluations below the root are kept for a slot request whatever its count (see
+    :meth:`WalkState._count_free`); off for traversers whose slots read it lower down."""
+
     dominant: str = CONTAINMENT
     """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemTraverser` walks others)."""
 
@@ -129,6 +133,10 @@ class Schedule:
         self._uniform_weight: dict[int, int] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
+        self._free_list = -1
+        """The id of the current walk's request list when its evaluations below the root are numbered without its
+        slot count (:attr:`_free_number`; see :meth:`WalkState._count_free`), else -1."""
+        self._free_number = -1
         self._labels: tuple[str, ...] = ()
         self._context = -1
         """The number of the current select walk's cache context (see :meth:`WalkState._cache_context`)."""
@@ -400,7 +408,11 @@ class Schedule:
             self._tags[uid] = {jobid}
         else:
             tags.add(jobid)
-        self._job_vertices(jobid).add(uid)
+        held = self.job_vertices.get(jobid)
+        if held is None:
+            self.job_vertices[jobid] = {uid}
+        else:
+            held.add(uid)
         uses = self._x_uses.get(uid)
         if uses is None:
             uses = self._x_uses[uid] = {}
@@ -411,7 +423,10 @@ class Schedule:
         at = meta.at
         end = at + meta.duration
         uses[jobid] = (at, end, fingerprint)
-        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
+        kids = self._kids.get(uid)
+        if kids is None:
+            kids = self._kid_edges(uid)
+        if kids:  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
                 self.bounds[uid] = [at, end]
@@ -421,9 +436,10 @@ class Schedule:
             else:
                 insort(bounds, at)
                 insort(bounds, end)
-            for span_bounds in self._span_bounds(uid):
-                insort(span_bounds, at)
-                insort(span_bounds, end)
+            if self._layouts:
+                for span_bounds in self._span_bounds(uid):
+                    insort(span_bounds, at)
+                    insort(span_bounds, end)
         subplan = self.subplans.get(uid)
         if subplan is not None and aggregates:
             counts = [aggregates.get(type, 0) for type in subplan.resource_types]

@@ -145,8 +145,9 @@ class WalkState(Schedule):
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
-        self.edge_seq[edge] = self.sequence
-        self._new_marks()
+        sequence = self.edge_seq[edge] = self.sequence
+        if self._marked_seq != sequence:
+            self._new_marks()
         source = self.graph.edges[edge].source
         if source in self._run_marks:
             self._unrun(source)
@@ -491,6 +492,36 @@ class WalkState(Schedule):
         """What an evaluation depends on besides the subtree's state and the spans its window meets: the request,
         the walk's flags, and the walk's context (:meth:`_cache_context`, numbered when the walk began)."""
         return (self._signatures[id(resources)], pristine, excl, self._context)
+
+    def _part_key(self, meta: JobMeta, resources: list[Request], pristine: bool, excl: bool) -> CacheKey:
+        """:meth:`_cache_key` of an evaluation below the root, or of a span of the root's children: the request of
+        the walk's own slots alone (``slot(N) → …``) is numbered without its count ``N`` (see :meth:`_count_free`)."""
+        if id(resources) == self._free_list:
+            return (self._free_number, pristine, excl, self._context)
+        return (self._signatures[id(resources)], pristine, excl, self._context)
+
+    def _count_free(self, resources: list[Request]) -> None:
+        """Note whether the walk's request list (signed: see :meth:`_sign`) is numbered without its slot count below
+        the root (:meth:`_part_key`): when it is one ``slot(N)`` alone, the policy does not stop early
+        (``stop_on_1_matches``, whose explore stops after ``N`` shares), and the traverser allows it
+        (:attr:`count_free_parts`).
+
+        Why that is exact: ``N`` is read by the root alone (its best-k choice of ``N`` slots, the walk's early stop
+        after ``N`` candidates among the root's children, the slot bound), and, below it, only where a vertex's
+        own request holds the slot (``node → slot(N)``, not this shape) or where ``first``'s explore counts shares
+        toward it. Below the root, a vertex where the slot fits offers every slot it can cut (the same for any
+        ``N``); one where it does not passes its children's candidates up unchosen. So an evaluation below the
+        root, and a span of the root's children, is the same for every ``N``, and a match for 10 slots reuses those
+        made for 8 (a scheduler's gangs of many sizes otherwise evict each other's evaluations)."""
+        self._free_list = -1
+        if not self.count_free_parts or self.policy.spec.stop_on_first or len(resources) != 1:
+            return
+        slot = resources[0]
+        if slot.type != SLOT:
+            return
+        inner = self._signatures[id(slot.with_)]
+        self._free_number = self._intern(("any count", slot.type, slot.exclusive, slot.label, inner))
+        self._free_list = id(resources)
 
 
 def _weight_hash(edge: int, weight: int) -> int:

@@ -126,6 +126,7 @@ class SubsystemTraverser(Traverser):
     scoring_type = AuxScoring
     evaluation_type = AuxEvaluation
     wide_blocks = False
+    count_free_parts = False  # (kept to what is shown exact for the containment walk alone)
     leaf_shortcut = False
     leaf_runs = False
     leaf_batches = False

@@ -51,6 +51,7 @@ class Traverser(WideWalk):
         self._labels = tuple(self.task_labels)
         self._cache_context(meta)
         self._sign(resources)
+        self._count_free(resources)
         root = self.root
         evaluation = self._dom_dfv(meta, root, resources, True, exclusive)
         self.root_eval = evaluation
@@ -92,12 +93,17 @@ class Traverser(WideWalk):
         for evals in dfu.by_type.values():
             if evals.qualified == 0:
                 return -1
-        graph = self.graph
+        edges = self.graph.edges
+        last = -1
         for mark in self._marks(dfu):
             self._apply_mark(mark)
-            source = graph.edges[mark[0]].source
-            self._apply_path(source)
-            self._mark_ancestors(source, dfu)
+            source = edges[mark[0]].source
+            if source != last:
+                # A slot's marks come source by source (a node's cores): the path above a source is stamped by its
+                # first mark, and stamping it again changes nothing (a mark stamps only an edge below its source).
+                self._apply_path(source)
+                self._mark_ancestors(source, dfu)
+                last = source
         return needs
 
     def _match_kind(
@@ -153,7 +159,11 @@ class Traverser(WideWalk):
             # (the root's evaluation depends on the nodes the match excludes: never kept nor reused)
             return self._evaluate(meta, uid, resources, pristine, excl, children)
         fp = self.fp[uid]
-        key = self._cache_key(meta, resources, pristine, excl)
+        key = (
+            self._cache_key(meta, resources, pristine, excl)
+            if uid == self.root
+            else self._part_key(meta, resources, pristine, excl)
+        )
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}

@@ -50,7 +50,7 @@ class WideWalk(WalkState):
         needed, stops = self._early_count(parent, layout, resources)
         if needed or self.excluded is not None:
             return self._explore_ordered(meta, parent, layout, resources, pristine, excl, dfu, kids, needed, stops)
-        key = self._cache_key(meta, resources, pristine, excl)
+        key = self._part_key(meta, resources, pristine, excl)
         top = len(layout.fps) - 1
         found = False
         for index in range(len(layout.fps[top])):
@@ -123,7 +123,7 @@ class WideWalk(WalkState):
                 self.excluded = excluded
             return found
         blocks = layout.blocks
-        key = self._cache_key(meta, resources, pristine, excl)
+        key = self._part_key(meta, resources, pristine, excl)
         found = False
         for index in range(len(blocks) - 1, -1, -1) if backwards else range(len(blocks)):
             if take_part(self._span(meta, parent, layout, 0, index, key, resources, pristine, excl), dfu, kids):
