@@ -452,8 +452,8 @@ class Engine:
         self.writer.interval(0, 0)
         try:
             return self.writer.render()
-        except WriterError as error:
-            raise EngineError(f"writer emit: {error}") from error
+        except WriterError as failure:  # not `error` again: compiled, one name has one type (FindError above)
+            raise EngineError(f"writer emit: {failure}") from failure
 
     def set_status(self, path: str, status: Status) -> None:
         vertex = self.graph.vertex_at(path)

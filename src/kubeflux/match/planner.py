@@ -96,6 +96,8 @@ from __future__ import annotations
 import errno as _errno
 from collections.abc import Mapping, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from kubeflux.match.timeline import Timeline, count_end, uncount_end
 
 __all__ = [
@@ -110,28 +112,34 @@ __all__ = [
 ]
 
 
+# Not native classes when compiled: mypyc drops a native exception's class attribute defaults (``errno`` here).
+@mypyc_attr(native_class=False)
 class PlannerError(Exception):
     """A failed planner call; ``errno`` is the errno Fluxion sets for the same failure."""
 
     errno: int = _errno.EINVAL
 
 
+@mypyc_attr(native_class=False)
 class PlannerInvalidError(PlannerError, ValueError):
     """An invalid argument (EINVAL)."""
 
     errno = _errno.EINVAL
 
 
+@mypyc_attr(native_class=False)
 class PlannerRangeError(PlannerError, ValueError):
     """A count or time out of range (ERANGE)."""
 
     errno = _errno.ERANGE
 
 
+@mypyc_attr(native_class=False)
 class PlannerBusyError(PlannerInvalidError):
     """``add_span`` found fewer units free than requested during the span (Fluxion: EINVAL)."""
 
 
+@mypyc_attr(native_class=False)
 class UnknownSpanError(PlannerError, LookupError):
     """No span with this id (EINVAL from a Planner, ENOENT from a MultiPlanner)."""
 
@@ -207,7 +215,8 @@ class Planner:
         self._clear()
 
     def copy(self) -> Planner:
-        other = Planner.__new__(Planner)
+        # Not Planner.__new__: mypyc's __new__ runs __init__ (see kubeflux._native); all is set again below.
+        other = Planner(self._total, self._base, self._end - self._base, self._type)
         other._total = self._total
         other._type = self._type
         other._base = self._base
@@ -220,7 +229,8 @@ class Planner:
         other._iter_cursor = self._iter_cursor
         return other
 
-    __copy__ = copy
+    def __copy__(self) -> Planner:  # not `__copy__ = copy`, which mypyc compiles wrongly (see kubeflux._native)
+        return Planner.copy(self)
 
     def __deepcopy__(self, memo: dict[int, object]) -> Planner:
         return self.copy()
