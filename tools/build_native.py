@@ -1,0 +1,152 @@
+"""Compile kubeflux's engine (``kubeflux.match``) with mypyc into ``build/native``; ``make`` runs this after install.
+
+The compiled modules never sit in ``src``: they go to ``build/native/kubeflux/match/`` with a stamp of the sources
+the build read (see ``kubeflux._native``), and the package uses them only while that stamp matches its sources.
+Nothing is rebuilt when the stamp already matches. A missing compiler, a missing mypyc or a failed build is not
+an error: setup goes on and kubeflux runs in pure Python (one line says so; ``--strict`` makes it exit 1).
+
+    python tools/build_native.py [--force] [--strict] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from kubeflux import _native
+
+PACKAGES = ("kubeflux.match",)
+"""The packages compiled, each into one mypyc group whose shared library lives inside the package."""
+
+
+def kubeflux_imports(path: Path, src: Path) -> set[Path]:
+    """The source files of the kubeflux modules (and their packages' ``__init__``) that ``path`` imports."""
+    tree = ast.parse(path.read_bytes(), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    found: set[Path] = set()
+    for name in names:
+        if name != "kubeflux" and not name.startswith("kubeflux."):
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            base = src.joinpath(*parts[:i])
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file():
+                    found.add(candidate)
+    return found
+
+
+def source_closure(roots: list[Path], src: Path) -> set[Path]:
+    """``roots`` and every kubeflux source they import, transitively: what mypy reads to compile the roots."""
+    seen: set[Path] = set()
+    todo = list(roots)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(kubeflux_imports(path, src) - seen)
+    return seen
+
+
+def compiler_missing() -> str | None:
+    """Why no C extension can be built here, or None."""
+    try:
+        import mypyc.build  # noqa: F401
+        import setuptools  # noqa: F401
+    except ImportError as error:
+        return f"mypyc or setuptools is not installed ({error.name})"
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler})"
+    include = sysconfig.get_paths()["include"]
+    if not Path(include, "Python.h").is_file():
+        return f"no Python headers ({include}/Python.h)"
+    return None
+
+
+def build(package: str, jobs: int, verbose: bool, opt_level: str) -> None:
+    """Compile ``package`` and install it with its stamp into ``_native.BUILD_DIR`` (raises on failure)."""
+    package_dir = _native.SRC.joinpath(*package.split("."))
+    modules = _native.package_modules(package_dir)
+    paths = [package_dir / f"{module}.py" for module in modules]
+    sources = source_closure(paths, _native.SRC)
+    stamp = _native.make_stamp(modules, sources)
+    target = _native.BUILD_DIR.joinpath(*package.split("."))
+    stamp_file = _native.stamp_path(package)
+    with tempfile.TemporaryDirectory(prefix="kubeflux-native-") as tmp:
+        # A child process: mypyc and setuptools stay out of this one, and its output can be shown only on failure.
+        script = (
+            "import os, sys\n"
+            "from setuptools import setup\n"
+            "from mypyc.build import mypycify\n"
+            "modules = mypycify(sys.argv[6:], opt_level=sys.argv[5], target_dir=sys.argv[2], group_name=sys.argv[4])\n"
+            "os.chdir(sys.argv[2])  # away from our pyproject.toml, which is not setuptools' to read here\n"
+            "setup(name='kubeflux-native', ext_modules=modules, script_args=['build_ext', '--build-lib',\n"
+            "      sys.argv[1], '--build-temp', sys.argv[2], '--parallel', sys.argv[3]])\n"
+        )
+        command = [sys.executable, "-c", script, f"{tmp}/lib", f"{tmp}/c", str(jobs)]
+        command += [f"{package}.{_native.SHARED_LIBRARY.removesuffix('__mypyc')}", opt_level, *map(str, paths)]
+        result = subprocess.run(command, cwd=_native.SRC.parent, capture_output=not verbose, text=True)
+        if result.returncode != 0:
+            output = (result.stdout or "") + (result.stderr or "")
+            tail = "\n".join(line for line in output.strip().splitlines()[-15:] if "warning:" not in line)
+            raise RuntimeError(f"mypyc failed (exit {result.returncode}):\n{tail}")
+        built = Path(tmp, "lib").joinpath(*package.split("."))
+        stamp_file.unlink(missing_ok=True)
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        for library in built.iterdir():
+            shutil.copy2(library, target / library.name)
+    # The stamp goes last: a build cut short leaves no stamp, hence no compiled engine in use.
+    if _native.make_stamp(modules, sources) != stamp:
+        raise RuntimeError("a source changed during the build; run it again")
+    stamp_file.write_text(json.dumps(stamp, indent=1) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild even when the stamp matches the sources")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the engine cannot be compiled")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel compiler processes")
+    parser.add_argument("--verbose", action="store_true", help="show mypyc's and the compiler's output")
+    parser.add_argument("--opt-level", default="3", help="the C compiler's -O level (0 builds fastest, to debug)")
+    args = parser.parse_args()
+    for package in PACKAGES:
+        if not args.force and _native.stale_reason(package) is None:
+            print(f"kubeflux: the compiled {package} is up to date ({_native.BUILD_DIR})")
+            continue
+        reason = compiler_missing()
+        if reason is None:
+            print(f"kubeflux: compiling {package} with mypyc (about two minutes) ...", flush=True)
+            started = time.monotonic()
+            try:
+                build(package, args.jobs, args.verbose, args.opt_level)
+            except (RuntimeError, OSError) as error:
+                reason = str(error)
+            else:
+                print(f"kubeflux: compiled {package} in {time.monotonic() - started:.0f} s into {_native.BUILD_DIR}")
+                continue
+        print(f"kubeflux: {package} was not compiled, it runs in pure Python: {reason}", file=sys.stderr)
+        if args.strict:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
