@@ -19,8 +19,10 @@ import pytest
 import kubeflux.match
 from kubeflux import _native
 from kubeflux.match import engine
+from kubeflux.scheduler import placing
 
 PACKAGE = "fakeengine"
+OTHER = "fakescheduler"
 
 
 @pytest.fixture
@@ -34,8 +36,12 @@ def fake_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
     (build / PACKAGE).mkdir(parents=True)
     (build / PACKAGE / f"{_native.SHARED_LIBRARY}.py").write_text("")
     (build / PACKAGE / "walk.py").write_text("KIND = 'compiled'\n")
-    stamp = _native.make_stamp(["plan", "walk"], (src / PACKAGE).glob("*.py"), src)
-    _native.stamp_path(PACKAGE, build).write_text(json.dumps(stamp))
+    (src / OTHER).mkdir()  # a second package compiled in the same group
+    (src / OTHER / "__init__.py").write_text("")
+    (src / OTHER / "place.py").write_text("from fakeengine import walk\n")
+    sources = [*(src / PACKAGE).glob("*.py"), *(src / OTHER).glob("*.py")]
+    stamp = _native.make_stamp({PACKAGE: ["plan", "walk"], OTHER: ["place"]}, sources, src)
+    (build / _native.STAMP).write_text(json.dumps(stamp))
     monkeypatch.syspath_prepend(str(src))
     monkeypatch.delenv("KUBEFLUX_PURE", raising=False)
     yield src, build
@@ -64,6 +70,13 @@ def test_an_edited_source_is_never_shadowed_by_its_stale_build(fake_build: tuple
     assert f"{PACKAGE}: pure Python (compiled: {PACKAGE}/plan.py changed since the build)" in _native.describe()
 
 
+def test_an_edit_in_another_package_of_the_group_refuses_the_whole_group(fake_build: tuple[Path, Path]) -> None:
+    src, build = fake_build
+    (src / OTHER / "place.py").write_text("from fakeengine import walk, plan\n")
+    assert _walk_kind(src, build) == (False, "pure")
+    assert _native.stale_reason(OTHER, build, src) == _native.stale_reason(PACKAGE, build, src)
+
+
 def test_a_module_added_since_the_build_refuses_it(fake_build: tuple[Path, Path]) -> None:
     src, build = fake_build
     (src / PACKAGE / "extra.py").write_text("")
@@ -77,15 +90,19 @@ def test_a_module_added_since_the_build_refuses_it(fake_build: tuple[Path, Path]
         (None, "not built (run `make`)"),
         ("{not json", "unreadable stamp"),
         ("[]", "malformed stamp"),
-        ('{"cache_tag": "cpython-27", "sources": {}}', "built for cpython-27"),
+        ('{"cache_tag": "cpython-27", "sources": {}, "packages": {}, "library": "x"}', "built for cpython-27"),
+        (
+            f'{{"cache_tag": "{sys.implementation.cache_tag}", "sources": {{}}, "packages": {{}}, "library": "x"}}',
+            f"{PACKAGE} was not compiled",
+        ),
     ],
-    ids=["no stamp", "not json", "not an object", "another python"],
+    ids=["no stamp", "not json", "not an object", "another python", "another package"],
 )
 def test_a_missing_or_foreign_stamp_means_pure_python(
     fake_build: tuple[Path, Path], stamp: str | None, reason: str
 ) -> None:
     src, build = fake_build
-    stamp_file = _native.stamp_path(PACKAGE, build)
+    stamp_file = build / _native.STAMP
     if stamp is None:
         stamp_file.unlink()
     else:
@@ -108,13 +125,18 @@ def test_kubeflux_pure_forces_pure_python(fake_build: tuple[Path, Path], monkeyp
     assert _walk_kind(*fake_build) == (True, "compiled")
 
 
-def test_the_engine_in_use_is_the_one_its_stamp_allows() -> None:
-    """What this suite runs: the compiled engine whenever ``make`` built it for these very sources."""
+@pytest.mark.parametrize("package", ["kubeflux.match", "kubeflux.scheduler"])
+def test_the_engine_in_use_is_the_one_its_stamp_allows(package: str) -> None:
+    """What this suite runs: the compiled engine and scheduler whenever ``make`` built them for these very sources."""
     pure = os.environ.get("KUBEFLUX_PURE", "") not in ("", "0")
-    built = _native.stale_reason("kubeflux.match") is None
-    assert kubeflux.match.COMPILED is (built and not pure)
-    compiled = _native.BUILD_DIR / "kubeflux" / "match"
-    assert Path(engine.__file__).parent == (compiled if kubeflux.match.COMPILED else _native.SRC / "kubeflux" / "match")
+    built = _native.stale_reason(package) is None
+    compiled = importlib.import_module(package).COMPILED
+    assert compiled is (built and not pure)
+    origin = Path((engine if package == "kubeflux.match" else placing).__file__ or "")
+    if compiled:  # (mypyc names a module imported from compiled code with its package path twice: not checked)
+        assert origin.is_relative_to(_native.BUILD_DIR) and origin.suffix == ".so"
+    else:
+        assert origin.parent == _native.SRC.joinpath(*package.split("."))
 
 
 def test_kubeflux_version_says_which_engine_runs() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
 import os
 import shutil
@@ -24,8 +25,15 @@ from pathlib import Path
 
 from kubeflux import _native
 
-PACKAGES = ("kubeflux.match",)
-"""The packages compiled, each into one mypyc group whose shared library lives inside the package."""
+PACKAGES = ("kubeflux.match", "kubeflux.scheduler")
+"""The packages compiled, as one mypyc group (calls between them are native) whose shared library lives in the
+first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``."""
+
+PURE_MODULES = {"kubeflux.scheduler.interface", "kubeflux.scheduler.objects", "kubeflux.scheduler.validation"}
+"""Modules of those packages left pure. ``interface`` holds ``@runtime_checkable`` protocols, which a compiled
+module cannot define. ``objects`` and ``validation`` hold and check what users send (pods, pod groups, nodes):
+a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until
+validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError."""
 
 
 def kubeflux_imports(path: Path, src: Path) -> set[Path]:
@@ -66,11 +74,9 @@ def source_closure(roots: list[Path], src: Path) -> set[Path]:
 
 def compiler_missing() -> str | None:
     """Why no C extension can be built here, or None."""
-    try:
-        import mypyc.build  # noqa: F401
-        import setuptools  # noqa: F401
-    except ImportError as error:
-        return f"mypyc or setuptools is not installed ({error.name})"
+    for module in ("mypyc", "setuptools"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed"
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         return f"no C compiler ({compiler})"
@@ -80,15 +86,19 @@ def compiler_missing() -> str | None:
     return None
 
 
-def build(package: str, jobs: int, verbose: bool, opt_level: str) -> None:
-    """Compile ``package`` and install it with its stamp into ``_native.BUILD_DIR`` (raises on failure)."""
-    package_dir = _native.SRC.joinpath(*package.split("."))
-    modules = _native.package_modules(package_dir)
-    paths = [package_dir / f"{module}.py" for module in modules]
+def build(packages: tuple[str, ...], jobs: int, verbose: bool, opt_level: str) -> None:
+    """Compile ``packages`` (one group: one shared library, in the first package) and install them with their
+    stamp into ``_native.BUILD_DIR`` (raises on failure)."""
+    modules = {package: _native.package_modules(_package_dir(package)) for package in packages}
+    paths = [
+        _package_dir(package) / f"{module}.py"
+        for package in packages
+        for module in modules[package]
+        if f"{package}.{module}" not in PURE_MODULES
+    ]
     sources = source_closure(paths, _native.SRC)
     stamp = _native.make_stamp(modules, sources)
-    target = _native.BUILD_DIR.joinpath(*package.split("."))
-    stamp_file = _native.stamp_path(package)
+    stamp_file = _native.BUILD_DIR / _native.STAMP
     with tempfile.TemporaryDirectory(prefix="kubeflux-native-") as tmp:
         # A child process: mypyc and setuptools stay out of this one, and its output can be shown only on failure.
         script = (
@@ -100,23 +110,43 @@ def build(package: str, jobs: int, verbose: bool, opt_level: str) -> None:
             "setup(name='kubeflux-native', ext_modules=modules, script_args=['build_ext', '--build-lib',\n"
             "      sys.argv[1], '--build-temp', sys.argv[2], '--parallel', sys.argv[3]])\n"
         )
-        command = [sys.executable, "-c", script, f"{tmp}/lib", f"{tmp}/c", str(jobs)]
-        command += [f"{package}.{_native.SHARED_LIBRARY.removesuffix('__mypyc')}", opt_level, *map(str, paths)]
-        result = subprocess.run(command, cwd=_native.SRC.parent, capture_output=not verbose, text=True)
+        library = str(stamp["library"]).removesuffix("__mypyc")
+        command = [sys.executable, "-c", script, f"{tmp}/lib", f"{tmp}/c", str(jobs), library, opt_level]
+        result = subprocess.run(command + [str(p) for p in paths], cwd=_native.SRC.parent, capture_output=not verbose)
         if result.returncode != 0:
-            output = (result.stdout or "") + (result.stderr or "")
+            output = (result.stdout or b"").decode(errors="replace") + (result.stderr or b"").decode(errors="replace")
             tail = "\n".join(line for line in output.strip().splitlines()[-15:] if "warning:" not in line)
             raise RuntimeError(f"mypyc failed (exit {result.returncode}):\n{tail}")
-        built = Path(tmp, "lib").joinpath(*package.split("."))
         stamp_file.unlink(missing_ok=True)
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
-        for library in built.iterdir():
-            shutil.copy2(library, target / library.name)
+        for package in packages:
+            built = Path(tmp, "lib").joinpath(*package.split("."))
+            target = _native.BUILD_DIR.joinpath(*package.split("."))
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            for extension in built.iterdir():
+                shutil.copy2(extension, target / extension.name)
     # The stamp goes last: a build cut short leaves no stamp, hence no compiled engine in use.
     if _native.make_stamp(modules, sources) != stamp:
         raise RuntimeError("a source changed during the build; run it again")
-    stamp_file.write_text(json.dumps(stamp, indent=1) + "\n")
+    build_options = {"opt_level": opt_level, "pure_modules": sorted(PURE_MODULES)}
+    stamp_file.write_text(json.dumps({**stamp, **build_options}, indent=1) + "\n")
+
+
+def _package_dir(package: str) -> Path:
+    return _native.SRC.joinpath(*package.split("."))
+
+
+def up_to_date(opt_level: str) -> bool:
+    """Whether the build in ``_native.BUILD_DIR`` matches the sources and ``PACKAGES`` at this ``-O`` level."""
+    stamp = _native.read_stamp()
+    return (
+        isinstance(stamp, dict)
+        and stamp.get("opt_level") == opt_level
+        and stamp.get("pure_modules") == sorted(PURE_MODULES)
+        and isinstance(packages := stamp.get("packages"), dict)
+        and list(packages) == list(PACKAGES)
+        and all(_native.stale_reason(package) is None for package in PACKAGES)
+    )
 
 
 def main() -> int:
@@ -127,25 +157,23 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="show mypyc's and the compiler's output")
     parser.add_argument("--opt-level", default="3", help="the C compiler's -O level (0 builds fastest, to debug)")
     args = parser.parse_args()
-    for package in PACKAGES:
-        if not args.force and _native.stale_reason(package) is None:
-            print(f"kubeflux: the compiled {package} is up to date ({_native.BUILD_DIR})")
-            continue
-        reason = compiler_missing()
-        if reason is None:
-            print(f"kubeflux: compiling {package} with mypyc (about two minutes) ...", flush=True)
-            started = time.monotonic()
-            try:
-                build(package, args.jobs, args.verbose, args.opt_level)
-            except (RuntimeError, OSError) as error:
-                reason = str(error)
-            else:
-                print(f"kubeflux: compiled {package} in {time.monotonic() - started:.0f} s into {_native.BUILD_DIR}")
-                continue
-        print(f"kubeflux: {package} was not compiled, it runs in pure Python: {reason}", file=sys.stderr)
-        if args.strict:
-            return 1
-    return 0
+    names = ", ".join(PACKAGES)
+    if not args.force and up_to_date(args.opt_level):
+        print(f"kubeflux: the compiled {names} is up to date ({_native.BUILD_DIR})")
+        return 0
+    reason = compiler_missing()
+    if reason is None:
+        print(f"kubeflux: compiling {names} with mypyc (a few minutes) ...", flush=True)
+        started = time.monotonic()
+        try:
+            build(PACKAGES, args.jobs, args.verbose, args.opt_level)
+        except (RuntimeError, OSError) as error:
+            reason = str(error)
+        else:
+            print(f"kubeflux: compiled {names} in {time.monotonic() - started:.0f} s into {_native.BUILD_DIR}")
+            return 0
+    print(f"kubeflux: {names} not compiled, all runs in pure Python: {reason}", file=sys.stderr)
+    return 1 if args.strict else 0
 
 
 if __name__ == "__main__":

@@ -1,26 +1,32 @@
 """Which engine runs: the compiled one (mypyc C extensions, built by ``make``) or the pure-Python sources.
 
-``tools/build_native.py`` compiles a package's modules into ``build/native/<package path>/`` beside ``src`` and
-writes a stamp there (``build/native/<package>.stamp.json``): the SHA-256 of every source file the build read —
-the compiled modules and the kubeflux modules they import, transitively — and the interpreter's cache tag. A
-package opts in by calling :func:`use_compiled` from its ``__init__``; the compiled modules then shadow the
+``tools/build_native.py`` compiles a group of packages (the engine, ``kubeflux.match``, and the scheduler's core,
+``kubeflux.scheduler``) into ``build/native/<package path>/`` beside ``src``, with one shared library, and writes
+one stamp (``build/native/kubeflux.stamp.json``): each package's modules, the SHA-256 of every source file the
+build read (the compiled modules and the kubeflux modules they import, transitively) and the interpreter's cache
+tag. A package opts in by calling :func:`use_compiled` from its ``__init__``; its compiled modules then shadow the
 sources (the compiled directory goes first on the package's ``__path__``) only when every recorded source still
-hashes the same and the package holds the same modules, so an edited source is never shadowed by a stale binary:
-the package runs pure until ``make`` rebuilds. ``KUBEFLUX_PURE=1`` forces pure Python.
+hashes the same and every package of the group holds the same modules, so an edited source is never shadowed by
+a stale binary: the whole group runs pure until ``make`` rebuilds. ``KUBEFLUX_PURE=1`` forces pure Python.
 
-The check reads a few hundred kilobytes of sources once per process (well under a millisecond of hashing).
+The check reads under a megabyte of sources once per process (about a millisecond of hashing).
 
-What mypyc compiles differently from CPython, and how the engine's sources avoid it:
+What mypyc compiles differently from CPython, and how kubeflux's sources avoid it:
 
 * ``Cls.__new__(Cls)`` runs ``__init__`` (a native class's ``tp_new`` does both), so a copy is made by the
   constructor and then overwritten, not from a bare ``__new__``;
 * a method alias in a class body (``__copy__ = copy``) looks the method up in the class namespace, where a native
   method is not, and leaves a ``KeyError`` set that surfaces later as an unrelated ``SystemError`` (mypyc issue
   https://github.com/mypyc/mypyc/issues/1108), so the alias is a method that calls the other;
+* a module function assigned in a class body (``leaves = emit_leaves``) does not bind ``self`` when compiled, so
+  it is a method that calls the function;
 * an attribute annotation in a mixin (``_explore: Callable[...]``) is a slot of its own that hides the subclass's
   method of that name, so the mixin declares a method that raises ``NotImplementedError`` instead;
-* a variable that holds an ``int`` and a ``float`` (``last = float("inf")``, later ``last = score``) needs one
-  representation: the ``int`` is converted.
+* a native exception class loses its class attribute defaults (``errno = ERANGE``), so such exceptions are
+  ``@mypyc_attr(native_class=False)``;
+* a variable has one type: one that holds an ``int`` and a ``float`` converts the ``int``; two ``except`` clauses
+  of one function bind different names;
+* compiled classes and functions cannot be patched: tests that do carry ``@pytest.mark.pure_engine``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Iterable, MutableSequence
+from collections.abc import Iterable, Mapping, MutableSequence
 from pathlib import Path
 from typing import Final
 
@@ -38,18 +44,17 @@ SRC: Final = Path(__file__).resolve().parent.parent
 """The directory that holds the ``kubeflux`` package (``src`` in a checkout)."""
 
 BUILD_DIR: Final = SRC.parent / "build" / "native"
-"""Where ``tools/build_native.py`` puts the compiled modules and their stamps."""
+"""Where ``tools/build_native.py`` puts the compiled modules and their stamp."""
+
+STAMP: Final = "kubeflux.stamp.json"
+"""The stamp's file name in the build directory."""
 
 SHARED_LIBRARY: Final = "native__mypyc"
-"""The last component of the name of mypyc's shared library, which lives in the compiled package directory."""
+"""The last component of the name of mypyc's shared library (in the compiled directory of the group's first
+package, e.g. ``kubeflux.match.native__mypyc``)."""
 
 _STATE: dict[str, str] = {}
 """Package name -> a line saying which engine it runs and, when pure, why (see :func:`describe`)."""
-
-
-def stamp_path(package: str, build_dir: Path = BUILD_DIR) -> Path:
-    """The stamp file of ``package`` (e.g. ``kubeflux.match``) in ``build_dir``."""
-    return build_dir / f"{package}.stamp.json"
 
 
 def digest(path: Path) -> str:
@@ -62,32 +67,54 @@ def package_modules(package_dir: Path) -> list[str]:
     return sorted(p.stem for p in package_dir.glob("*.py") if p.name != "__init__.py")
 
 
-def make_stamp(modules: Iterable[str], sources: Iterable[Path], src: Path = SRC) -> dict[str, object]:
-    """The stamp of a build that compiled ``modules`` and read ``sources`` (paths under ``src``)."""
+def make_stamp(packages: Mapping[str, Iterable[str]], sources: Iterable[Path], src: Path = SRC) -> dict[str, object]:
+    """The stamp of a build that compiled ``packages`` (name -> its modules) and read ``sources`` (under ``src``).
+
+    The first package holds the group's shared library."""
     return {
         "cache_tag": sys.implementation.cache_tag,
-        "modules": sorted(modules),
+        "packages": {package: sorted(modules) for package, modules in packages.items()},
+        "library": f"{next(iter(packages))}.{SHARED_LIBRARY}",
         "sources": {p.relative_to(src).as_posix(): digest(p) for p in sorted(sources)},
     }
 
 
-def stale_reason(package: str, build_dir: Path = BUILD_DIR, src: Path = SRC) -> str | None:
-    """Why the compiled ``package`` in ``build_dir`` must not be used for the sources under ``src``, or None."""
-    stamp_file = stamp_path(package, build_dir)
+def read_stamp(build_dir: Path = BUILD_DIR) -> dict[str, object] | str:
+    """The stamp in ``build_dir``, or why there is none to use."""
+    stamp_file = build_dir / STAMP
     try:
         stamp = json.loads(stamp_file.read_text())
     except FileNotFoundError:
         return "not built (run `make`)"
     except (OSError, ValueError) as error:
         return f"unreadable stamp {stamp_file}: {error}"
-    if not isinstance(stamp, dict) or not isinstance(stamp.get("sources"), dict):
+    if (
+        not isinstance(stamp, dict)
+        or not isinstance(stamp.get("sources"), dict)
+        or not isinstance(stamp.get("packages"), dict)
+        or not isinstance(stamp.get("library"), str)
+    ):
         return f"malformed stamp {stamp_file}"
+    return stamp
+
+
+def stale_reason(package: str, build_dir: Path = BUILD_DIR, src: Path = SRC) -> str | None:
+    """Why the compiled ``package`` in ``build_dir`` must not be used for the sources under ``src``, or None."""
+    stamp = read_stamp(build_dir)
+    if isinstance(stamp, str):
+        return stamp
     if stamp.get("cache_tag") != sys.implementation.cache_tag:
         return f"built for {stamp.get('cache_tag')}, this is {sys.implementation.cache_tag}"
-    package_dir = src.joinpath(*package.split("."))
-    if stamp.get("modules") != package_modules(package_dir):
-        return f"the modules of {package} changed since the build"
-    for name, expected in stamp["sources"].items():
+    packages = stamp["packages"]
+    assert isinstance(packages, dict)
+    if package not in packages:
+        return f"{package} was not compiled"
+    for name, modules in packages.items():
+        if modules != package_modules(src.joinpath(*name.split("."))):
+            return f"the modules of {name} changed since the build"
+    sources = stamp["sources"]
+    assert isinstance(sources, dict)
+    for name, expected in sources.items():
         try:
             actual = digest(src / name)
         except OSError:
@@ -101,7 +128,8 @@ def use_compiled(package: str, path: MutableSequence[str], build_dir: Path = BUI
     """Put the compiled modules of ``package`` first on its ``__path__`` when they match its sources.
 
     Returns whether they are in use. Pure Python when ``KUBEFLUX_PURE`` is set (to anything but ``0`` or empty),
-    when nothing was built, when a source changed since the build, or when the compiled library fails to load.
+    when nothing was built, when a source of the group changed since the build, or when the group's compiled
+    library fails to load (a package of the group imported later then finds it pure too).
     """
     if os.environ.get("KUBEFLUX_PURE", "") not in ("", "0"):
         _STATE[package] = "pure Python (KUBEFLUX_PURE is set)"
@@ -110,8 +138,10 @@ def use_compiled(package: str, path: MutableSequence[str], build_dir: Path = BUI
     if reason is None:
         compiled_dir = str(build_dir.joinpath(*package.split(".")))
         path.insert(0, compiled_dir)
+        stamp = read_stamp(build_dir)
         try:
-            importlib.import_module(f"{package}.{SHARED_LIBRARY}")
+            assert isinstance(stamp, dict)
+            importlib.import_module(str(stamp["library"]))
         except ImportError as error:
             path.remove(compiled_dir)
             reason = f"the compiled library does not load: {error}"
