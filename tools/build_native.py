@@ -77,7 +77,7 @@ def compiler_missing() -> str | None:
     for module in ("mypyc", "setuptools"):
         if importlib.util.find_spec(module) is None:
             return f"{module} is not installed"
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]  # as setuptools picks it
     if shutil.which(compiler) is None:
         return f"no C compiler ({compiler})"
     include = sysconfig.get_paths()["include"]
