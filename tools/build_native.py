@@ -115,8 +115,10 @@ def build(packages: tuple[str, ...], jobs: int, verbose: bool, opt_level: str) -
         result = subprocess.run(command + [str(p) for p in paths], cwd=_native.SRC.parent, capture_output=not verbose)
         if result.returncode != 0:
             output = (result.stdout or b"").decode(errors="replace") + (result.stderr or b"").decode(errors="replace")
-            tail = "\n".join(line for line in output.strip().splitlines()[-15:] if "warning:" not in line)
-            raise RuntimeError(f"mypyc failed (exit {result.returncode}):\n{tail}")
+            lines = [line.strip() for line in output.splitlines() if line.strip() and "warning:" not in line]
+            errors = [line for line in lines if "error" in line.lower()]
+            last = (errors or lines or ["no output"])[-1]
+            raise RuntimeError(f"mypyc failed (exit {result.returncode}): {last} (--verbose shows all)")
         stamp_file.unlink(missing_ok=True)
         for package in packages:
             built = Path(tmp, "lib").joinpath(*package.split("."))
