@@ -18,14 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec
-from kubeflux.match import evaluation, slotbound, traverser
+from kubeflux.match import evaluation, slotbound, traverser, wide
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import requests_from_jobspec
 from kubeflux.match.schedule import Schedule
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
-from tests.match.test_early_stop import Step, _slot, _spec
+from tests.match.test_early_stop import DURATIONS, WAITS, Step, _slot, _spec
 
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "variation"]
 OPS = [
@@ -35,8 +35,6 @@ OPS = [
     MatchOp.ALLOCATE_WITH_SATISFIABILITY,
     MatchOp.SATISFIABILITY,
 ]
-DURATIONS = [600, 3600, 5000]
-WAITS = [600, 1400, 3000]
 
 
 def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
@@ -243,3 +241,39 @@ def test_the_bound_applies_to_one_slot_request_of_leaf_elements(
     engine = Engine(build_graph([NodeSpec("n0", cores=4)]))
     requests = engine._working_copy(_spec(resources)).requests
     assert (slotbound.slot_shape(requests) is not None) == bounded
+
+
+def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -> None:
+    """320 nodes of 4 cores (ten blocks of 32) with a core taken on each: until 5,000 s on most, until 1,100 s on
+    n230 (alone in its block) and from 1,200 s one by one on the block of n256. A gang of 4 whole nodes is reserved
+    at 1,202 s on n230 and n256-n258, as the plain walk reserves it; the walk that finds them visits the two blocks
+    where the bound counted a node, not the seven before them that it counted full."""
+    ends = [5000] * 320
+    ends[230] = 1100
+    for i in range(256, 288):
+        ends[i] = 1200 + i - 256
+    gang = dataclasses.replace(_spec([_slot(4, 4)]), duration=500)
+    answers = []
+    for skip in (True, False):
+        engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(320)]), policy="lonode")
+        for i, node in enumerate(engine.graph.by_type["node"]):
+            core = engine.traverser._kid_edges(node)[0][1]
+            assert engine.update_leaves(i + 1, [core], duration=ends[i]).matched
+        assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
+        nodes = set(engine.graph.by_type["node"])
+        with (
+            mock.patch.object(wide, "empty_block", slotbound.empty_block if skip else lambda *_: False),
+            mock.patch.object(
+                traverser.Traverser, "_evaluate", autospec=True, side_effect=traverser.Traverser._evaluate
+            ) as evaluate,
+        ):
+            result = engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, gang, now=10)
+        answers.append((result.matched, result.at, result.resources))
+        visited = sum(1 for call in evaluate.call_args_list if call.args[2] in nodes)
+        if skip:
+            chosen = [line.strip("- ").split("[")[0] for line in result.resources.splitlines() if "---n" in line]
+            assert (result.at, chosen) == (1202, ["n230", "n256", "n257", "n258"])
+            assert visited <= 320 + 2 * 32  # the walk at now (every node), then two blocks
+        else:
+            assert visited >= 320 + 9 * 32
+    assert answers[0] == answers[1]

@@ -93,6 +93,9 @@ class Schedule:
         self._run_marks: dict[int, LeafRun] = {}
         """The runs marked by the current match (``_marked_seq``), by source, instead of their edges' stamps."""
         self._fresh = False
+        self._bounded: tuple[tuple[str, int], ...] | None = None
+        """The slot elements the current walk's bound counted the root's children for (None: it did not count);
+        its blocks counted empty are skipped (:func:`~kubeflux.match.slotbound.empty_block`)."""
         self.subplans: dict[int, MultiPlanner] = {}
         self.job2span: dict[int, dict[int, int]] = {}
         self.status_epoch = 0

@@ -81,8 +81,20 @@ def too_few_slots(state: WalkState, resources: list[Request], meta: JobMeta) -> 
     for index in range(len(layout.fps[top])):
         found += _span_slots(state, layout, top, index, elements, meta, needed - found)
         if found >= needed:
+            state._bounded = elements
             return False
     return True
+
+
+def empty_block(state: WalkState, layout: Layout, index: int, meta: JobMeta) -> bool:
+    """Whether the current walk's bound (:func:`too_few_slots`, just made for ``meta``'s window) counted no slot in
+    block ``index`` of the root's children: none of them then qualifies (each holds at most ``free // k`` slots by
+    the filter the walk prunes by), and the walk skips the block rather than visit its children one by one."""
+    elements = state._bounded
+    if elements is None:
+        return False
+    hit = _kept(layout.counts[0][index], elements, layout.fps[0][index], layout.bounds[0][index], meta)
+    return hit == 0
 
 
 def _leaf_type(state: WalkState, layout: Layout, type: str) -> bool:

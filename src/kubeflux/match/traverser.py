@@ -44,6 +44,7 @@ class Traverser(WideWalk):
 
     def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
         """Find and mark the best resources for ``resources`` at ``meta.at``; raise MatchFailure if none."""
+        self._bounded = None
         if self.slot_bounds and too_few_slots(self, resources, meta):
             raise MatchFailure(Errno.EBUSY)
         self.sequence += 1

@@ -16,6 +16,7 @@ from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import Request, effective_max
 from kubeflux.match.schedule import cached
 from kubeflux.match.scoring import Scoring
+from kubeflux.match.slotbound import empty_block
 from kubeflux.match.state import SLOT, WalkState
 
 
@@ -203,6 +204,8 @@ class WideWalk(WalkState):
         hit = cached(table, key, fingerprint, layout.bounds[level][index], meta)
         if hit is not None:
             return hit
+        if level == 0 and self._bounded is not None and parent == self.root and empty_block(self, layout, index, meta):
+            return Scoring(), False, Kids()  # none of its children qualifies (nor takes part otherwise)
         part_dfu = Scoring()
         part_kids = Kids()
         if level == 0:

@@ -242,7 +242,10 @@ class KubefluxScheduler(Reserver):
         """Try the queue in order; on an incremental pass only the jobs not tried since the last change."""
         blocked = 0 if full else 1
         considered = 0
-        for job in ordered:
+        i = 0
+        while i < len(ordered):
+            job = ordered[i]
+            i += 1
             if considered >= self.queue_depth:
                 if any(isinstance(decision, Bind) for decision in out):
                     self._dirty = True  # jobs beyond the depth move up once these are bound: look again
@@ -266,12 +269,14 @@ class KubefluxScheduler(Reserver):
                 self._wake_at(job.retry_at)
                 message = self._backoff_message(job)
             else:
-                try:
-                    reasons = self._place_now(job, now, out)
-                except PodRequestError as exc:
-                    self._reject(job, str(exc), out)
-                    continue
-                if reasons is None or self._never(job, out):
+                reasons = self._try_now(job, now, out)
+                if reasons is None:
+                    if self._rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
+                        considered -= 1
+                    elif left := [self.queue.by_pod[uid] for uid in job.pods if uid in self.queue.by_pod]:
+                        # members of a started group beyond its minMember, queued on their own: tried in their place
+                        # in this pass, before the jobs behind them are planned (and told starts) as if they were not
+                        ordered[i:] = sorted([*ordered[i:], *left], key=PendingJob.order)
                     continue
                 gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
                 if job.group and self._minimum(job) < len(job.pods):
@@ -330,6 +335,25 @@ class KubefluxScheduler(Reserver):
 
     # ================================================================== place now
 
+    def _try_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
+        """Place the job now; None when it was bound or rejected, else why it does not fit now.
+
+        Members beyond a group's minMember that can never fit are rejected alone and the rest are tried again at
+        once: left to a later pass, the group would hold no reservation and keep the expected start it was told
+        until some event brings that pass (the Rejects change nothing kubeflux reads), while jobs behind it were
+        planned as if it were not there."""
+        try:
+            size = len(job.pods)
+            reasons = self._place_now(job, now, out)
+            if reasons is None or self._never(job, out):
+                return None
+            if len(job.pods) < size:
+                reasons = self._place_now(job, now, out)
+        except PodRequestError as exc:
+            self._reject(job, str(exc), out)
+            return None
+        return reasons
+
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place the job's pods now (at least its minimum, as many as fit); None when bound, else why not."""
         start = self._tick(now)
@@ -367,7 +391,9 @@ class KubefluxScheduler(Reserver):
         A pod never fits when no node admits it (labels, taints, cordon, readiness: kube-scheduler's filters) or
         when no node could take its requests empty; a group when no assignment of at least its minimum of members to
         the empty nodes that admit each exists (the assignment search). A rejected job holds nothing and blocks no
-        queue; it is queued again when a node is added or changes, since nodes change.
+        queue; it is queued again when a node is added or changes, since nodes change. Members beyond a group's
+        minMember that can never fit are rejected alone, and the rest are checked as a group: False when they may
+        fit (the job goes on, smaller, in the same pass).
         """
         fitted = self._never_fits_not.get(job.key)
         if (
@@ -410,9 +436,8 @@ class KubefluxScheduler(Reserver):
                 self.queue.remove_pod(uid)
                 alone = PendingJob(pod.key, None, pod.creation_time, 0, {uid: pod})
                 self._rejected[pod.key] = alone
-            job.tried_epoch = -1
-            self._dirty = True
-            return True
+            if not job.pods:  # a minMember of 0 (refused by validation): nothing is left to place
+                return True
         why = self._gang_never_fits(job) if len(job.pods) > 1 else None
         if why is None:
             known = self._never_fits_not
@@ -507,16 +532,23 @@ class KubefluxScheduler(Reserver):
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:
         """After a full pass, a pending pod told an expected start whose job holds no reservation any more (it was
-        not reached this pass) is told again without one, so its annotation never outlives the reservation."""
+        not reached this pass) is told again without one, so its annotation never outlives the reservation; also
+        one that came with an expected start written before this run (:data:`~kubeflux.scheduler.queue.INHERITED`),
+        told why it was not reached."""
         for job in self.queue.jobs.values():
             if job.expected_start is not None:
                 continue
             told = job.told
             for uid in [uid for uid, said in told.items() if said[1] is not None and uid in job.pods]:
-                message = told[uid][0]
+                message = told[uid][0] or self._unreached_message(job)
                 told[uid] = (message, None)
                 pod = job.pods[uid]
                 out.append(Unschedulable(pod.key, pod.uid, message, None))
+
+    def _unreached_message(self, job: PendingJob) -> str:
+        what = f"pod group {job.key}" if job.group else f"pod {job.key}"
+        why = f"{what} waits beyond kubeflux's queue depth of {self.queue_depth} jobs, planned as those ahead start"
+        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
 
     def _behind_message(self, job: PendingJob) -> str:
         head = self._head.key if self._head is not None else "an earlier job"
@@ -525,7 +557,7 @@ class KubefluxScheduler(Reserver):
 
     def _backoff_message(self, job: PendingJob) -> str:
         said = next(iter(job.told.values()), None)
-        if said is not None:
+        if said is not None and said[0]:  # not INHERITED: no message was said in this run
             return said[0]
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
         why = f"{what} is backing off until {job.retry_at:g}"

@@ -8,13 +8,21 @@ a late member, e.g. a replacement, then runs on its own).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
 from kubeflux.scheduler.kept import KeptReservation
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.scheduler.timebooks import Hold
 
-__all__ = ["PendingJob", "PendingQueue"]
+__all__ = ["INHERITED", "PendingJob", "PendingQueue"]
+
+INHERITED: tuple[str, float | None] = ("", math.nan)
+"""What a pod queued with an expected start already on it counts as told (:attr:`PendingJob.told`): a start, and
+no message kubeflux would say. A restarted kubeflux cannot know what its previous run told; the annotation says
+it, so the first decision about the pod is written whatever it says, and a pass that plans no start for the pod
+takes the annotation back."""
 
 
 @dataclass(slots=True, eq=False)
@@ -41,7 +49,8 @@ class PendingJob:
     tried_epoch: int = -1
     """The scheduler's change counter when the job was last tried (-1: never, or it changed since)."""
     told: dict[str, tuple[str, float | None]] = field(default_factory=dict)
-    """Pod uid → the last (message, expected start) reported, so each is reported once."""
+    """Pod uid → the last (message, expected start) reported, so each is reported once (:data:`INHERITED` for a
+    pod queued with an expected start on it)."""
     alike: tuple[tuple[int, ...], tuple[Pod, ...], int] | None = None
     """How many of its first pods are alike (:func:`kubeflux.scheduler.placing.alike_run`), with the pods it was
     found for (their ids, and the pods themselves, kept alive so that the ids stay theirs)."""
@@ -86,6 +95,8 @@ class PendingQueue:
             self.jobs[key] = job
         job.pods[uid] = pod
         self.by_pod[uid] = job
+        if EXPECTED_START_ANNOTATION in pod.annotations:  # written before it was queued here (a restart)
+            job.told.setdefault(uid, INHERITED)
         return job
 
     def remove_pod(self, uid: str) -> PendingJob | None:

@@ -20,7 +20,7 @@ too (:func:`read_allocation`): it is user-visible, so a restarted scheduler trea
 from __future__ import annotations
 
 import json
-import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,9 @@ NODE_VERTICES_LIMIT = 65_536
 claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for ever. A pod asking more can never run
 (and its jobspec could not even say how many it asks)."""
 _CPU_LIMIT = (NODE_VERTICES_LIMIT + 1) * 1000
+_FLOAT_MAX = sys.float_info.max
+"""The largest finite float: an ``int`` of seconds beyond it is no time a float can hold (``math.isfinite`` raises
+OverflowError on it, and the scheduler's arithmetic on times would too)."""
 
 
 class InvalidObject(ValueError):
@@ -75,7 +78,7 @@ def seconds_problem(value: object, *, positive: bool = True) -> str | None:
     not before 0 (the epoch, or the start of a simulation)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"must be a number of seconds, got {value!r}"
-    if not math.isfinite(value):
+    if not -_FLOAT_MAX <= value <= _FLOAT_MAX:  # NaN and infinities, and an int past any float
         return f"must be a finite number of seconds, got {value!r}"
     if positive and value <= 0:
         return f"must be positive, got {value!r}"
@@ -127,11 +130,11 @@ def _pod_looks_right(pod: Pod) -> bool:
         or type(pod.node_selector) is not dict
         or type(pod.priority) is not int
         or type(pod.creation_time) not in _NUMBER
-        or not 0.0 <= pod.creation_time < math.inf
+        or not 0.0 <= pod.creation_time <= _FLOAT_MAX
     ):
         return False
     deadline = pod.active_deadline_seconds
-    if deadline is not None and (type(deadline) not in _NUMBER or not 0.0 < deadline < math.inf):
+    if deadline is not None and (type(deadline) not in _NUMBER or not 0.0 < deadline <= _FLOAT_MAX):
         return False
     for name, amount in requests.items():
         if type(amount) is not int or amount < 0 or type(name) is not str or not name:
@@ -227,7 +230,7 @@ def _whole(data: dict[str, Any], key: str, least: int, horizon: int) -> int:
     value = data.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{key}: expected a whole number of seconds, got {value!r}")
-    if not math.isfinite(value) or value != int(value):
+    if not -_FLOAT_MAX <= value <= _FLOAT_MAX or value != int(value):
         raise ValueError(f"{key}: expected a whole number of seconds, got {value!r}")
     whole = int(value)
     if not least <= whole <= horizon:
