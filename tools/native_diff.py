@@ -21,6 +21,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import JobKind, Workload
 from kubeflux.sim.workloads.synthetic import SyntheticSpec, generate
 
+_TIMING = re.compile(r" \(\d+\.\d+ s\)")
 SCHEDULERS = ("kubeflux", "kubeflux-fcfs", "kubeflux-conservative")
 KINDS = (JobKind.TRACE, JobKind.POD_GROUP, JobKind.POD, JobKind.JOB)
 
@@ -73,7 +75,12 @@ def _record_text(record: RunRecord) -> str:
 
 def _run(workload: Workload, nodes: list[Node], scheduler: str) -> str:
     sched = create(scheduler)
-    return _record_text(Simulation(workload, nodes, {sched.name: sched}).run())
+    sim = Simulation(workload, nodes, {sched.name: sched})
+    text = _record_text(sim.run())
+    # What kubeflux wrote on the pods (its allocation annotations: start, duration, cores) and its log.
+    annotations = [f"{key} {sorted(sp.pod.annotations.items())}" for key, sp in sorted(sim.cluster.pods.items())]
+    log = [_TIMING.sub("", line) for line in getattr(sched, "log", ())]  # a match's time measured: left out
+    return "\n".join([text, *annotations, *(f"log {line}" for line in log)])
 
 
 def cases(seeds: int, only: str = "") -> Iterator[tuple[str, Callable[[], str]]]:
