@@ -29,6 +29,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from kubeflux import _native
 from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import settle_gc
@@ -181,6 +182,7 @@ def main() -> None:
                 gc.unfreeze()
     console.print(table)
     console.print(setup)
+    console.print(_native.describe())  # which engine ran: compiled (mypyc) or pure Python (KUBEFLUX_PURE=1)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Layers, lowest first (a module may import its own unit and the units of lower layers, nothing beside or above):
 
-0. ``resources`` (the graph), 1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
+0. ``resources`` (the graph) and ``_native`` (which engine runs, compiled or pure; it imports no kubeflux module),
+   1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
 4. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
    over the engine: a shell, so the engine never imports it),
 5. the command line: ``cli``, ``commands`` (what each subcommand does) and ``demo`` (the demo it runs), one unit.
@@ -23,7 +24,7 @@ from tests.shared import REPO
 SRC = REPO / "src"
 PACKAGE = "kubeflux"
 LAYERS: list[set[str]] = [
-    {"resources"},
+    {"resources", "_native"},
     {"jobspec"},
     {"match"},
     {"scheduler"},

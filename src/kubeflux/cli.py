@@ -20,10 +20,12 @@ def _root() -> None:
 
 @app.command()
 def version() -> None:
-    """Print kubeflux's version."""
-    from kubeflux import __version__
+    """Print kubeflux's version, and which engine runs: compiled (mypyc, built by ``make``) or pure Python."""
+    import kubeflux.match  # noqa: F401  (importing the engine settles which one runs)
+    from kubeflux import __version__, _native
 
     typer.echo(__version__)
+    typer.echo(_native.describe())
 
 
 # Subcommands are registered by their own modules (kept out of this file so each shell stays small).

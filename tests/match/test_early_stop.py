@@ -176,6 +176,7 @@ steps = st.lists(
 )
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=60, deadline=None)
 @given(
     nodes=st.sampled_from([70, 100]),
@@ -193,6 +194,7 @@ def test_early_stop_and_excluded_nodes_give_the_same_matches(
     assert _run(specs, policy, steps, early=True, exclude=True) == reference
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 def test_a_one_node_request_on_a_wide_root_stops_at_the_first_node_that_qualifies() -> None:
     """10,000 nodes: a one-core pod under ``lonode`` visits a handful of nodes, not thousands (counted visits)."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(10_000)]), policy="lonode")
@@ -236,6 +238,7 @@ def test_allowed_positions_in_runs_are_those_a_plain_scan_gives(width: int, back
     assert runs == scan == [p for p in (reversed(range(width)) if backwards else range(width)) if p % 3]
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @pytest.mark.parametrize("policy", ["lonode", "low", "hinode"])
 def test_a_span_of_nodes_is_reused_only_for_windows_that_meet_the_same_jobs(policy: str) -> None:
     """Jobs of many lengths on a wide cluster; then the same request, matched and cancelled as the clock moves past

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -332,6 +333,7 @@ def test_cancel_on_a_containment_dag_releases_a_child_reached_through_its_other_
     assert _held(subject) == []
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=40, deadline=None)
 @given(
     steps=st.lists(
@@ -429,6 +431,7 @@ def _socket_job(nodes: int, sockets: int, cores: int, *, gpus: int = 0, slot_on:
     )
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=60, deadline=None)
 @given(
     policy=st.sampled_from(["low", "first", "high", "lonodex"]),
@@ -479,6 +482,7 @@ def test_jobs_recorded_as_pools_of_leaves_behave_as_jobs_recorded_leaf_by_leaf(
     assert run(leaf_runs=True) == run(leaf_runs=False)
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 def test_a_cancelled_pool_is_never_written_and_a_read_writes_it_whole() -> None:
     """The 128-node benchmark's shape on a small graph: the cores of an allocation are pooled per socket; a
     cancel drops the pools unwritten, counting the visits a core-by-core cancel makes, and anything that reads
@@ -548,6 +552,7 @@ def _socketed_engine(policy: str) -> Engine:
     return Engine(build_graph(specs), policy=policy)
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=60, deadline=None)
 @given(
     policy=st.sampled_from(["first", "firstnodex", "policy=low node_centric=false stop_on_1_matches=true"]),
@@ -624,6 +629,7 @@ def test_firsts_explore_orders_stay_those_of_sorting_by_weight_then_uniq_id(step
     assert traverser._by_weight  # the orders were made and kept
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=30, deadline=None)
 @given(
     policy=st.sampled_from(["first", "lonode", "lonodex"]),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,6 +59,7 @@ def _run(graph_path: Path, steps: list[tuple[str, int]], *, one_loop: bool, low_
         return seen
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=40, deadline=None)
 @given(
     low_gpu_ids=st.booleans(),
@@ -89,6 +91,7 @@ def test_a_fresh_nodes_cores_are_taken_highest_first_and_written_in_edge_order(t
     assert "node0[1:x]" in whole.resources and "gpu3[1:x]" in whole.resources
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=25, deadline=None)
 @given(
     shapes=st.lists(st.tuples(st.integers(1, 9), st.integers(1, 40)), min_size=1, max_size=6),

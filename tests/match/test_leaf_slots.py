@@ -9,6 +9,7 @@ import json
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +124,7 @@ def _run(policy: str, tied_ids: bool, steps: list[tuple[str, int]], loops: bool)
         return seen
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=120, deadline=None)
 @given(
     policy=st.sampled_from(["low", "high", "lonode", "hinode", "lonodex", "hinodex"]),
@@ -163,6 +165,7 @@ def _taken(policy: str, tied_ids: bool, jobs: int) -> list[int]:
     return offered
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 def test_a_pods_node_offers_only_the_slot_it_takes_unless_ids_tie() -> None:
     """Each node a one-core pod looks at makes one slot (the core it would take), not one per free core; where
     core ids tie within the node, which core wins depends on the full sort, so all of them are made. (A socket's

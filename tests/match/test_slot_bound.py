@@ -21,6 +21,7 @@ from kubeflux.jobspec import Jobspec
 from kubeflux.match import evaluation, slotbound, traverser, wide
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.match.meta import AllocType, JobMeta
+from kubeflux.match.request import requests_from_jobspec
 from kubeflux.match.schedule import Schedule
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
@@ -39,7 +40,7 @@ OPS = [
 def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
     """Whether the bound refuses a reservation's walk for ``gang`` at ``at`` (the walks it applies to)."""
     meta = JobMeta(engine.next_jobid, at, gang.duration, AllocType.ALLOCATE_ORELSE_RESERVE, at)
-    return slotbound.too_few_slots(engine.traverser, gang.resources, meta)
+    return slotbound.too_few_slots(engine.traverser, requests_from_jobspec(gang.resources), meta)
 
 
 JOBSPECS = [
@@ -116,6 +117,7 @@ steps = st.lists(
 )
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @settings(max_examples=60, deadline=None)
 @given(
     nodes=st.sampled_from([70, 100]),
@@ -131,6 +133,7 @@ def test_the_slot_bound_gives_the_plain_walks_matches(
     assert _run(specs, policy, steps, bound=True) == _run(specs, policy, steps, bound=False)
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @pytest.mark.parametrize("policy", ["lonode", "low", "first"])
 def test_gangs_on_a_fragmented_cluster_are_reserved_as_the_plain_walk_reserves_them(policy: str) -> None:
     """Every node half busy for staggered times, so the cluster's free cores always suffice and no node is free
@@ -155,6 +158,7 @@ def _fragmented(nodes: int, policy: str = "lonode") -> Engine:
     return engine
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 def test_a_gang_of_whole_nodes_on_a_fragmented_cluster_is_reserved_after_one_walk() -> None:
     """1,000 nodes with a core taken on each: the cluster has 3,000 free cores, but a gang of 4 whole nodes fits
     only once the pods on nodes 1 to 4 have ended, at 1,004 s. The walks at the three ends before are refused by
@@ -200,6 +204,7 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
     assert len(engine.traverser._layouts[engine.traverser.root].fps) == 2
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @pytest.mark.parametrize(("policy", "first", "last"), [("lonode", "n0", "n15"), ("hinode", "n9984", "n9999")])
 def test_a_gang_of_whole_nodes_on_a_wide_root_stops_once_it_has_its_nodes(policy: str, first: str, last: str) -> None:
     """10,000 free nodes: a gang of 16 whole nodes under a node-centric policy takes the 16 first (or last) nodes
@@ -238,6 +243,7 @@ def test_the_bound_applies_to_one_slot_request_of_leaf_elements(
     assert (slotbound.slot_shape(requests) is not None) == bounded
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -> None:
     """320 nodes of 4 cores (ten blocks of 32) with a core taken on each: until 5,000 s on most, until 1,100 s on
     n230 (alone in its block) and from 1,200 s one by one on the block of n256. A gang of 4 whole nodes is reserved

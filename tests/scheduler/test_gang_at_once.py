@@ -67,6 +67,7 @@ def _outcome(
     return pods, calls
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 @pytest.mark.parametrize("backfill", ["easy", "conservative", "fcfs"])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=scenarios("easy", jobs=10))
@@ -98,6 +99,7 @@ MEMORY_TAKES_ONE_PER_NODE = Scenario(
 """Three 2-core workers of 12 GiB on nodes of 8 cores and 16 GiB: the cores hold four per node, the memory one."""
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 @pytest.mark.parametrize("backfill", ["easy", "conservative"])
 @pytest.mark.parametrize("scenario", [RANKS_DELETED_ONE_BY_ONE, MEMORY_TAKES_ONE_PER_NODE], ids=["ranks", "memory"])
 def test_named_scenarios_place_a_gang_at_once_as_one_by_one(scenario: Scenario, backfill: str) -> None:

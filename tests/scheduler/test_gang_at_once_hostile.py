@@ -70,6 +70,7 @@ HINODE_GANG_BESIDE_A_LONG_POD = Scenario(
 """Under ``hinode`` six 2-core ranks fill the highest node and the next, beside kube-default's pod."""
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 @pytest.mark.parametrize("backfill", ["easy", "conservative"])
 def test_hinode_ranks_get_the_cores_one_by_one_gives_them(backfill: str) -> None:
     scenario = dataclasses.replace(HINODE_GANG_BESIDE_A_LONG_POD, backfill=backfill)
@@ -92,6 +93,7 @@ HINODE_FRAGMENTED_NODES = Scenario(
 """Single-core ranks on nodes whose free cores are holes left by ended pods."""
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 def test_hinode_ranks_on_fragmented_nodes_take_the_highest_holes_first() -> None:
     _, calls = _same_as_one_by_one(HINODE_FRAGMENTED_NODES, policy="hinode")
     assert calls == 1
@@ -107,6 +109,7 @@ CAPPED_NODE_FILLED_BY_ANOTHER_SCHEDULER = Scenario(
 the node has two cores left."""
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 def test_capped_sharing_ranks_never_overcommit_a_node_another_scheduler_fills() -> None:
     fast, _ = _same_as_one_by_one(CAPPED_NODE_FILLED_BY_ANOTHER_SCHEDULER, sharing=CappedSharing())
     assert [fast[f"default/j1-{k}"][1] for k in range(6)] == [0, 0, 1, 1, 1, 1]
@@ -168,6 +171,7 @@ GPU_RANKS_ONE_DELETED = Scenario(
 )
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 @pytest.mark.parametrize(
     ("scenario", "at_once"),
     [
@@ -271,6 +275,7 @@ def test_a_node_deleted_before_its_ranks_and_back_bigger_leaves_nothing_busy() -
 # ---------------------------------------------------------------------------------------------------- random workloads
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 @pytest.mark.parametrize(
     "options", [{"policy": "hinode"}, {"sharing": CappedSharing()}], ids=["hinode", "capped-sharing"]
 )
@@ -308,6 +313,7 @@ node has an fpga): the restarted kubeflux rejected it and left the other two to 
 and the start the previous run wrote (see tests/scheduler/test_told_starts.py)."""
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 def test_a_restarted_kubeflux_clears_the_expected_start_it_no_longer_plans() -> None:
     with mock.patch.object(Placer, "_run_at_once", lambda *_: None):  # not the shortcut's: one by one does it too
         run(RESTART_WHILE_A_GANG_IS_TOLD_ITS_START, checks=(EXPECTED,))
@@ -321,6 +327,7 @@ OTHERS_POD_ON_A_NODE_GROWN_UNDER_CAPPED_SHARING = Scenario(
 """kube-default's pod runs on n0 when n0 is grown at 65; kubeflux runs with capped sharing (half of each node)."""
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 def test_a_node_grown_under_capped_sharing_keeps_another_schedulers_pod_out_of_the_graph() -> None:
     # Under capped sharing another scheduler's pods are counted in the books only (kubeflux's share is its own);
     # replaying every pod of the grown node put kube-default's into the graph, unlike a restarted kubeflux.

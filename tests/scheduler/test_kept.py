@@ -79,6 +79,7 @@ def test_a_simulated_workload_runs_the_same_whether_reservations_are_kept_or_sea
     assert kept[0] > 0 and kept[1] == 0
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 @pytest.mark.parametrize("policy", ["lonode", "first"])
 def test_a_gang_known_not_to_fit_now_is_told_what_trying_it_would_have_told(
     monkeypatch: pytest.MonkeyPatch, policy: str

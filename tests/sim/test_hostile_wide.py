@@ -182,6 +182,7 @@ def _run(
         return world.binds
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_churning_wide_cluster_is_scheduled_as_the_plain_walk_schedules_it(policy: str, seed: int) -> None:
@@ -190,6 +191,7 @@ def test_a_churning_wide_cluster_is_scheduled_as_the_plain_walk_schedules_it(pol
     assert fast == _run(policy, seed, shortcuts=False)
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @pytest.mark.parametrize("policy", ["lonode", "hinode", "low", "high", "first"])
 @pytest.mark.parametrize(("sockets", "gpus"), [(2, 0), (0, 2), (2, 4)])
 def test_a_churning_wide_cluster_of_sockets_and_gpus_is_scheduled_as_the_plain_walk_schedules_it(

@@ -54,6 +54,7 @@ def test_conservative_backfilling_never_delays_any_reserved_job(backfill: str) -
         assert starts(record)["3"] == 200.0
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 def test_every_waiting_pod_carries_its_expected_start() -> None:
     nodes = one_core_nodes(4)
     workload = map_to_cluster(trace((0, 2, 100, 100), (1, 4, 100, 100)), nodes)

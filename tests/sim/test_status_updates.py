@@ -3,6 +3,8 @@ busy kubeflux run sends its scheduler), and its run is the same as one that is s
 
 from __future__ import annotations
 
+import pytest
+
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.objects import Pod, PodPhase
@@ -51,6 +53,7 @@ def told(sim: Simulation) -> list[tuple[object, ...]]:
     ]
 
 
+@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
 def test_a_busy_run_sends_kubeflux_no_status_updates_of_its_waiting_pods_and_schedules_the_same() -> None:
     quiet_sim, quiet, quiet_watched = _busy_run(True)
     loud_sim, loud, loud_watched = _busy_run(False)

@@ -43,6 +43,7 @@ def _schedule(policy: str, backfill: str, *, shortcuts: bool) -> list[tuple[obje
     ]
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 @pytest.mark.parametrize(("policy", "backfill"), [("lonode", "easy"), ("hinode", "conservative"), ("low", "easy")])
 def test_a_wide_cluster_is_scheduled_as_the_plain_walk_schedules_it(policy: str, backfill: str) -> None:
     fast = _schedule(policy, backfill, shortcuts=True)

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
+from mypy_extensions import mypyc_attr
 
 from kubeflux.jobspec import Jobspec, JobspecError
 from kubeflux.match import elastic
@@ -143,6 +144,7 @@ class EngineError(Exception):
     """A request the engine refuses (unknown job, bad argument); the message says why."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (mypyc), a user's Python subclass may still extend it
 class Engine:
     def __init__(
         self,
@@ -452,8 +454,8 @@ class Engine:
         self.writer.interval(0, 0)
         try:
             return self.writer.render()
-        except WriterError as error:
-            raise EngineError(f"writer emit: {error}") from error
+        except WriterError as failure:  # not `error` again: compiled, one name has one type (FindError above)
+            raise EngineError(f"writer emit: {failure}") from failure
 
     def set_status(self, path: str, status: Status) -> None:
         vertex = self.graph.vertex_at(path)

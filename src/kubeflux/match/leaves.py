@@ -193,7 +193,7 @@ def leaf_candidates(
             score = base + vertex.id
         if score >= last_score:
             descending = False
-        last_score = score
+        last_score = float(score)  # one representation for mypyc (scores are ints far below 2**53: exact)
         candidates.append((score, avail, edge, target))
         if needed is None:
             continue

@@ -165,8 +165,8 @@ class MultiPlanner:
         totals = ", ".join(f"{t}={n}" for t, n in zip(self._types, self._totals, strict=True))
         return f"MultiPlanner({{{totals}}}, {self._base}, {self._end - self._base}: {len(self._spans)} spans)"
 
-    def copy(self) -> MultiPlanner:
-        other = MultiPlanner.__new__(MultiPlanner)
+    def copy(self) -> MultiPlanner:  # built, not MultiPlanner.__new__'d: mypyc's __new__ runs __init__
+        other = MultiPlanner(list(zip(self._types, self._totals, strict=True)), self._base, self._end - self._base)
         other._base = self._base
         other._end = self._end
         other._types = list(self._types)
@@ -183,7 +183,8 @@ class MultiPlanner:
         other._iters = {t: list(it) for t, it in self._iters.items()}
         return other
 
-    __copy__ = copy
+    def __copy__(self) -> MultiPlanner:  # not `__copy__ = copy`, which mypyc compiles wrongly (see kubeflux._native)
+        return MultiPlanner.copy(self)
 
     def __deepcopy__(self, memo: dict[int, object]) -> MultiPlanner:
         return self.copy()

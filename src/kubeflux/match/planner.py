@@ -95,6 +95,9 @@ from __future__ import annotations
 
 import errno as _errno
 from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from mypy_extensions import mypyc_attr
 
 from kubeflux.match.timeline import Timeline, count_end, uncount_end
 
@@ -110,28 +113,34 @@ __all__ = [
 ]
 
 
+# Not native classes when compiled: mypyc drops a native exception's class attribute defaults (``errno`` here).
+@mypyc_attr(native_class=False)
 class PlannerError(Exception):
     """A failed planner call; ``errno`` is the errno Fluxion sets for the same failure."""
 
     errno: int = _errno.EINVAL
 
 
+@mypyc_attr(native_class=False)
 class PlannerInvalidError(PlannerError, ValueError):
     """An invalid argument (EINVAL)."""
 
     errno = _errno.EINVAL
 
 
+@mypyc_attr(native_class=False)
 class PlannerRangeError(PlannerError, ValueError):
     """A count or time out of range (ERANGE)."""
 
     errno = _errno.ERANGE
 
 
+@mypyc_attr(native_class=False)
 class PlannerBusyError(PlannerInvalidError):
     """``add_span`` found fewer units free than requested during the span (Fluxion: EINVAL)."""
 
 
+@mypyc_attr(native_class=False)
 class UnknownSpanError(PlannerError, LookupError):
     """No span with this id (EINVAL from a Planner, ENOENT from a MultiPlanner)."""
 
@@ -207,7 +216,8 @@ class Planner:
         self._clear()
 
     def copy(self) -> Planner:
-        other = Planner.__new__(Planner)
+        # Not Planner.__new__: mypyc's __new__ runs __init__ (see kubeflux._native); all is set again below.
+        other = Planner(self._total, self._base, self._end - self._base, self._type)
         other._total = self._total
         other._type = self._type
         other._base = self._base
@@ -220,7 +230,8 @@ class Planner:
         other._iter_cursor = self._iter_cursor
         return other
 
-    __copy__ = copy
+    def __copy__(self) -> Planner:  # not `__copy__ = copy`, which mypyc compiles wrongly (see kubeflux._native)
+        return Planner.copy(self)
 
     def __deepcopy__(self, memo: dict[int, object]) -> Planner:
         return self.copy()
@@ -481,6 +492,23 @@ def resource_pairs(totals: Totals) -> list[tuple[str, int]]:
     return pairs
 
 
+class _LastSpan:
+    """The span a :class:`UnitPlanner` stored last, as one tuple the next unit planner given the same span stores
+    too: a job's spans on its many cores are one tuple, not one each (96 bytes per core and job saved; compiled,
+    128, the start being a new int object at each store too)."""
+
+    __slots__ = ("last", "request", "span", "start")
+
+    def __init__(self) -> None:
+        self.start = self.last = self.request = -1
+        self.span: Any = (-1, -1, -1)
+        """``(start, last, request)``; ``Any``, so that compiled code keeps the tuple object (it would hold a
+        ``tuple[int, int, int]`` unboxed, and make a new tuple at each store)."""
+
+
+_LAST_SPAN: Final = _LastSpan()
+
+
 class UnitPlanner(Planner):
     """A :class:`Planner` of one unit (a core, a gpu, a node): its spans are kept as a plain table and its
     timeline is built only when something beyond adding, removing and asking about availability needs it.
@@ -541,7 +569,11 @@ class UnitPlanner(Planner):
             raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
         # _new_span, inline: a large allocation adds one such span per core.
         span_id = self._span_counter = self._span_counter + 1
-        spans[span_id] = (start, last, request)
+        shared = _LAST_SPAN
+        if shared.start != start or shared.last != last or shared.request != request:
+            shared.start, shared.last, shared.request = start, last, request
+            shared.span = (start, last, request)
+        spans[span_id] = shared.span
         self._iter = None
         return span_id
 

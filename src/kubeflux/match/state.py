@@ -145,8 +145,8 @@ class WalkState(Schedule):
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
-        sequence = self.edge_seq[edge] = self.sequence
-        if self._marked_seq != sequence:
+        self.edge_seq[edge] = self.sequence_object  # one object for all (see Schedule.uid_objects)
+        if self._marked_seq != self.sequence:
             self._new_marks()
         source = self.graph.edges[edge].source
         if source in self._run_marks:

@@ -50,7 +50,7 @@ class Timeline:
         self.firsts[0] = times[0]
 
     def copy(self) -> Timeline:
-        other = Timeline.__new__(Timeline)
+        other = Timeline(0, 0)  # not Timeline.__new__: mypyc's __new__ runs __init__ (see kubeflux._native)
         other.times = [list(t) for t in self.times]
         other.rems = [list(r) for r in self.rems]
         other.offs = list(self.offs)
@@ -286,18 +286,14 @@ class Axis:
         self.firsts: list[int] = [base]
         self.columns: list[Timeline] = []
         for total in totals:
-            col = Timeline.__new__(Timeline)
+            col = Timeline(base, total)  # remaining counts, offsets and extremes; the axis's times and firsts:
             col.times = self.times
             col.firsts = self.firsts
-            col.rems = [[total]]
-            col.offs = [0]
-            col.mins = [total]
-            col.maxs = [total]
             self.columns.append(col)
 
     def column(self, remaining: int) -> Timeline:
         """A new column on this axis with ``remaining`` at every point (the caller adds it to ``columns``)."""
-        col = Timeline.__new__(Timeline)
+        col = Timeline(0, remaining)
         col.times = self.times
         col.firsts = self.firsts
         col.rems = [[remaining] * len(times) for times in self.times]
@@ -307,12 +303,12 @@ class Axis:
         return col
 
     def copy(self) -> Axis:
-        other = Axis.__new__(Axis)
+        other = Axis(0, ())
         other.times = [list(times) for times in self.times]
         other.firsts = list(self.firsts)
         other.columns = []
         for col in self.columns:
-            twin = Timeline.__new__(Timeline)
+            twin = Timeline(0, 0)
             twin.times = other.times
             twin.firsts = other.firsts
             twin.rems = [list(rems) for rems in col.rems]

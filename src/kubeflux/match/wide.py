@@ -8,7 +8,6 @@ a readable size; like the rest of the select walk it never writes the schedule.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import chain, pairwise
 
 from kubeflux.match import ranked
@@ -24,8 +23,33 @@ from kubeflux.match.state import SLOT, WalkState
 class WideWalk(WalkState):
     """The wide-vertex part of the select walk; :meth:`_explore` and :meth:`_visit_child` are the traverser's."""
 
-    _explore: Callable[[JobMeta, list[tuple[int, int]], list[Request], bool, bool, Scoring, int, Kids], bool]
-    _visit_child: Callable[[JobMeta, int, int, list[Request], bool, bool, Scoring, Kids], bool]
+    # Methods, not attribute annotations: mypyc would make an annotation a slot of its own, unset, that hides the
+    # traverser's method (see kubeflux._native).
+    def _explore(
+        self,
+        meta: JobMeta,
+        children: list[tuple[int, int]],
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        multiplier: int,
+        kids: Kids,
+    ) -> bool:
+        raise NotImplementedError
+
+    def _visit_child(
+        self,
+        meta: JobMeta,
+        edge: int,
+        target: int,
+        resources: list[Request],
+        pristine: bool,
+        excl: bool,
+        dfu: Scoring,
+        kids: Kids,
+    ) -> bool:
+        raise NotImplementedError
 
     def _explore_blocks(
         self,

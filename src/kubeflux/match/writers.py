@@ -73,7 +73,7 @@ def emit_leaves(
     memo: dict[object, str] | None = None,
 ) -> None:
     """:meth:`Writer.leaves` as :meth:`Writer.vertex` and :meth:`Writer.edge` for each leaf (a writer without a
-    faster way takes it as its ``leaves`` method)."""
+    faster way calls it from its ``leaves`` method)."""
     vertices = graph.vertices
     for edge, uid, needs in leaves:
         writer.vertex(level, vertices[uid], needs, True, exclusive_parent)
@@ -152,7 +152,15 @@ class PrettySimpleWriter(SimpleWriter):
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
 
-    leaves = emit_leaves
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
+        emit_leaves(self, level, graph, leaves, exclusive_parent)  # a method: a compiled function does not bind
 
     def render(self) -> str:
         self._lines.reverse()
@@ -193,7 +201,15 @@ class JgfWriter:
             item["metadata"] = {"subsystem": record.subsystem}
         self._edges.append(item)
 
-    leaves = emit_leaves
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
+        emit_leaves(self, level, graph, leaves, exclusive_parent)  # a method: a compiled function does not bind
 
     def interval(self, start: int, end: int) -> None:
         return None
@@ -307,7 +323,15 @@ class Rv1NoschedWriter:
     def interval(self, start: int, end: int) -> None:
         self._start, self._end = start, end
 
-    leaves = emit_leaves
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
+        emit_leaves(self, level, graph, leaves, exclusive_parent)  # a method: a compiled function does not bind
 
     def render(self) -> str:
         if not self._by_children:

@@ -33,6 +33,7 @@ start still later than now are required as well; anything else is searched again
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kubeflux.match.multiplanner import MultiPlanner
 from kubeflux.match.policy import parse_policy
@@ -50,7 +51,7 @@ class KeptReservation:
     at: int
     duration: int
     pods: tuple[Pod, ...]
-    hidden: object
+    hidden: Any  # compared by identity only; not `object`, which a mypyc-compiled dataclass cannot resolve
     """The static-fit entry whose unfit nodes the match hid (identity: a new one after every node event)."""
     leaves: tuple[int, ...]
     """The core and gpu vertices it holds."""
