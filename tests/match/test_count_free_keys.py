@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from tests.match._helpers import schedule as recorded
+
+pytestmark = pytest.mark.pure_engine  # patches the traverser's class switches and methods (tests/conftest.py)
 
 POLICIES = ["lonode", "hinode", "low", "high", "lonodex", "first"]
 DURATIONS = [100, 250, 600]

@@ -139,8 +139,7 @@ class Schedule:
         self._shapes: dict[tuple[object, ...], int] = {}
         self._signatures: dict[int, int] = {}
         self._free_list = -1
-        """The id of the current walk's request list when its evaluations below the root are numbered without its
-        slot count (:attr:`_free_number`; see :meth:`WalkState._count_free`), else -1."""
+        """The current walk's request list id when it numbers evaluations without its slot count, else -1."""
         self._free_number = -1
         self._labels: tuple[str, ...] = ()
         self._context = -1
@@ -436,11 +435,7 @@ class Schedule:
             self._tags[key] = {jobid}
         else:
             tags.add(jobid)
-        held = self.job_vertices.get(jobid)
-        if held is None:
-            self.job_vertices[jobid] = {key}
-        else:
-            held.add(key)
+        self._job_vertices(jobid).add(key)
         uses = self._x_uses.get(uid)
         if uses is None:
             uses = self._x_uses[key] = {}
@@ -451,10 +446,7 @@ class Schedule:
         at: Any = meta.at
         end: Any = meta.at + meta.duration
         uses[jobid] = (at, end, fingerprint)
-        kids = self._kids.get(uid)
-        if kids is None:
-            kids = self._kid_edges(uid)
-        if kids:  # only non-leaf evaluations are cached, so only they need their bounds
+        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
                 self.bounds[key] = [at, end]
