@@ -23,7 +23,6 @@ from kubeflux.scheduler.translate import (
     DURATION_ANNOTATION,
     POLICY_ANNOTATION,
     node_spec,
-    placement_from_output,
     pod_jobspec,
 )
 from kubeflux.scheduler.validation import InvalidObject
@@ -247,10 +246,10 @@ def test_while_a_pod_is_not_in_the_graph_node_exclusive_matches_avoid_its_node()
     graph.unrecorded = {"w1"}
     spec = pod_jobspec(pod("p", 1000), 60)
     assert spec is not None
-    whole = graph.match(MatchOp.ALLOCATE, spec, "whole", 0, set(), "lonodex")
-    shared = graph.match(MatchOp.ALLOCATE, spec, "shared", 0, set(), "lonode")
-    assert placement_from_output(whole.resources).node == "w2"
-    assert placement_from_output(shared.resources).node == "w1"
+    assert graph.match(MatchOp.ALLOCATE, spec, "whole", 0, set(), "lonodex").matched
+    assert graph.placement().node == "w2"
+    assert graph.match(MatchOp.ALLOCATE, spec, "shared", 0, set(), "lonode").matched
+    assert graph.placement().node == "w1"
 
 
 # --- 4. a started gang stays started across a restart -----------------------------------------------------

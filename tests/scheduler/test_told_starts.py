@@ -9,8 +9,9 @@ Nothing kubeflux reads follows a Reject, and a pass goes on past what it changed
 minMember can never fit (a rejected fpga pod) is planned in the very pass that rejects the member (left to the next
 pass, it kept no reservation, and the start its previous run wrote, while the jobs behind it were planned as if it
 were not there); a gang rejected whole does not use up the queue depth; the members a started gang leaves waiting
-are planned before the jobs behind them. Three defects stay open (strict xfail, at the end): two of gangs short of
-their size, and a restart among jobs created in the same second.
+are planned before the jobs behind them; a gang that may start short of its size starts with the members its
+reservation named. Two defects stay open (strict xfail, at the end): a gang short of its size under conservative
+backfilling, and a restart among jobs created in the same second.
 """
 
 from __future__ import annotations
@@ -122,6 +123,21 @@ def test_a_fresh_kubeflux_rewrites_or_takes_back_any_expected_start_on_its_waiti
 
 # ------------------------------------------------------------ a pass that leaves work to a pass no event brings
 
+BURST_ON_AN_IDLE_NODE = Scenario(nodes=(NodeShape(),), jobs=tuple(lone(0, P()) for _ in range(5)))
+"""Five one-core pods at 0 on an idle node of eight cores."""
+
+
+@pytest.mark.parametrize("depth", [1, 2, 64])
+def test_a_burst_beyond_the_queue_depth_starts_at_once_on_an_idle_cluster(depth: int) -> None:
+    # A pass stops at the queue depth once it has bound pods, for the jobs behind to move up; the binds' events
+    # came within the pass's time point, so the simulator brought no other pass: the pods beyond the depth waited
+    # for the first ones to end (0, 0, 60, 60, 120 with a depth of 2).
+    at_depth = functools.partial(KubefluxScheduler, queue_depth=depth)
+    with mock.patch("tests.scheduler._workload.KubefluxScheduler", at_depth):
+        outcome = run(BURST_ON_AN_IDLE_NODE, INVARIANTS)
+    assert [outcome.started(f"j{i}") for i in range(5)] == [0.0] * 5
+
+
 X = P(1000, policy="lonodex")
 GANG_THAT_NEVER_FITS_FIRST_IN_THE_QUEUE = Scenario(
     nodes=(NodeShape(), NodeShape()), jobs=(group(0, X, X, X), lone(0, P()))
@@ -175,14 +191,11 @@ GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE = Scenario(
 """Two usable cores, busy until 60; a gang of a 500m pod and two one-core pods (minMember 2) waits for them."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the reservation holds j2-1 and j2-2 (each told 60, j2-0 told none), but at 60 the gang starts with j2-0 "
-    "and j2-1 in pod order, and j2-2 starts at 120 (reserving.py's assignment and placing.py's start pick "
-    "differently; also on main)",
-)
 def test_a_gang_short_of_its_size_starts_the_members_its_reservation_named() -> None:
-    run(GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE, INVARIANTS)
+    # The reservation holds j2-1 and j2-2 (each told 60, j2-0 told none); placed in pod order at 60 the gang
+    # started with j2-0 and j2-1, and j2-2 at 120: the members told a start are placed first.
+    outcome = run(GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE, INVARIANTS)
+    assert [outcome.started(f"j2-{i}") for i in range(3)] == [120.0, 60.0, 60.0]
 
 
 GPU = P(1000, gpu=1)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubeflux.match.engine import Engine, MatchOp
-from kubeflux.resources import build_graph
+from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.scheduler.interface import expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod
 from kubeflux.scheduler.translate import (
     DURATION_ANNOTATION,
     POLICY_ANNOTATION,
     Placement,
+    PlacementWriter,
     PodRequestError,
     gang_jobspec,
     node_spec,
@@ -136,3 +139,34 @@ def test_the_simple_output_of_nodes_with_sockets_names_each_nodes_cores_below_it
         Placement("node-8", ("core2",), ()),
     )
     assert placements_from_output("") == ()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.lists(st.tuples(st.integers(1, 8), st.integers(0, 3), st.sampled_from([1, 2])), min_size=1, max_size=6),
+    jobs=st.lists(st.tuples(st.integers(1, 4), st.integers(0, 2), st.integers(1, 4)), min_size=1, max_size=12),
+    policy=st.sampled_from(["lonode", "hinode", "low", "high", "first", "lonodex"]),
+)
+def test_the_scheduler_reads_each_match_as_the_simple_writer_prints_it(
+    nodes: list[tuple[int, int, int]], jobs: list[tuple[int, int, int]], policy: str
+) -> None:
+    """:class:`PlacementWriter` (what the scheduler's engine writes) and :func:`placements_from_output` of the
+    ``simple`` writer's text agree on every match of a workload: single pods, gangs, sockets, gpus, every policy."""
+    specs = [
+        NodeSpec(f"w{i}", cores=cores, gpus=gpus, memory=2**32, sockets=sockets)
+        for i, (cores, gpus, sockets) in enumerate(nodes)
+    ]
+    engines = [Engine(build_graph(specs, cluster="cluster"), policy=policy) for _ in range(2)]
+    writer = engines[1].writer = PlacementWriter()
+    socketed = [(-(-c // s), -(-g // s)) for c, g, s in nodes if s > 1]
+    socket_size = (max(c for c, _ in socketed), max(g for _, g in socketed)) if socketed else None
+    for cores, gpus, count in jobs:
+        members = [pod(cores * 1000, gpus)] * count
+        spec = gang_jobspec(members, 60) if count > 1 else pod_jobspec(members[0], 60, socket_size=socket_size)
+        if spec is None:
+            continue
+        text, read = (engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec) for engine in engines)
+        assert text.matched == read.matched and text.at == read.at
+        if text.matched:
+            assert writer.rendered == placements_from_output(text.resources)
+            assert read.resources == ""

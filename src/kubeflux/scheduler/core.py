@@ -42,6 +42,8 @@ import operator
 from collections import Counter
 from enum import StrEnum
 
+import orjson
+
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.constraints import fit_error_message
@@ -58,8 +60,6 @@ from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
 __all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
-_ALLOCATION_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
-"""What ``json.dumps(record, sort_keys=True, separators=(",", ":"))`` writes, without building an encoder per pod."""
 
 NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
 
@@ -292,6 +292,8 @@ class KubefluxScheduler(Reserver):
             self._report(job, message, expected, out)
 
     def next_wakeup(self, now: float) -> float | None:
+        if self._dirty:  # the pass left work for another (it stopped at the queue depth after binding): now
+            return now
         return self._wake if self._wake is not None and self._wake > now else None
 
     def _wake_at(self, t: float) -> None:
@@ -373,8 +375,7 @@ class KubefluxScheduler(Reserver):
                 "start": alloc.start,
                 "duration": alloc.duration,
             }
-            text = _ALLOCATION_JSON.encode(record)
-            out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: text}))
+            out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: _allocation_text(record)}))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self._backing_off.discard(job)
@@ -570,3 +571,12 @@ class KubefluxScheduler(Reserver):
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.nodes), {}, pre_filter_message=why), None, out)
+
+
+def _allocation_text(record: dict[str, object]) -> str:
+    """``json.dumps(record, sort_keys=True, separators=(",", ":"))``, ten times faster (one per bound pod), except
+    that non-ASCII names are written as they are, not escaped; the same object when read back."""
+    try:
+        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:  # an integer past 64 bits (a memory request of over 9.2 EB)
+        return json.dumps(record, sort_keys=True, separators=(",", ":"))

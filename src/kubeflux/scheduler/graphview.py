@@ -29,7 +29,7 @@ from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
 from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
 from kubeflux.resources.graph import Vertex
-from kubeflux.scheduler.translate import placement_from_output
+from kubeflux.scheduler.translate import Placement, PlacementWriter
 
 __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes"]
 
@@ -115,6 +115,9 @@ class GraphView:
         self._engine = Engine(
             build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
         )
+        self._writer = self._engine.writer = PlacementWriter()
+        self.placements: tuple[Placement, ...] = ()
+        """The nodes, cores and gpus the last successful match took, as the engine wrote them."""
         self._releasing: dict[int, list[int]] = {}
         """Engine job id → vertices released from it that the engine has not been told of yet (:meth:`release`
         with ``partial``): told at the next read of :attr:`engine`, or all at once when the job's last part ends."""
@@ -251,18 +254,28 @@ class GraphView:
         finally:
             engine.policy = engine.traverser.policy = saved
         if not result.matched:
+            self.placements = ()
             self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
-        elif result.reserved:
+            return result
+        self.placements = self._writer.rendered
+        if result.reserved:
             self.log.append(
                 f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
             )
         else:
-            where = placement_from_output(result.resources)
+            where = self.placement()
             self.log.append(
                 f"Match {op.value} {what}: jobid {result.jobid} node {where.node} cores {len(where.cores)} "
                 f"({result.elapsed:.6f} s)"
             )
         return result
+
+    def placement(self) -> Placement:
+        """The node (the first, for a match over several), cores and gpus the last successful match took; ValueError
+        when it took none."""
+        if not self.placements:
+            raise ValueError("the match names no node")
+        return self.placements[0]
 
     def _mask(self, hidden: HiddenNodes) -> npt.NDArray[np.bool_]:
         """``hidden``'s flags by node slot on this view (one more, always False, for vertices that are not nodes),

@@ -13,7 +13,8 @@ Lifecycle, per call from the shell:
    :class:`Unschedulable` becomes ``PodScheduled=False`` with reason ``Unschedulable`` and a
    ``FailedScheduling`` event.
 3. ``next_wakeup(now)`` is the earliest time the scheduler wants ``schedule`` called again even if nothing
-   changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events.
+   changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events; ``now`` itself
+   when its pass left work it can do at once (it stopped at its queue depth after binding pods).
 4. A :class:`PodWarning` reports a problem the scheduler found in a pod it does not reject (another scheduler's
    pod with a bad request, a corrupt allocation annotation on a pod it recovered): the shell records it as a
    ``Warning`` Kubernetes Event on the pod and changes nothing else. It may concern any pod, not only the

@@ -27,8 +27,6 @@ from kubeflux.scheduler.translate import (
     Placement,
     PodRequestError,
     gang_jobspec,
-    placement_from_output,
-    placements_from_output,
     pod_policy,
 )
 
@@ -134,7 +132,11 @@ class Placer(ClusterBooks):
         self._drop_deferred()  # the engine is read from here on
         if len(pods) > 1 and self._too_few_slots(job, start, minimum):
             return self._short_reasons(pods[0][1], start)
-        made, first_short = self._together(job, pods, start, minimum)
+        promised = _promised_first(job, pods, minimum)
+        if promised is not None:
+            made, first_short = self._one_by_one(promised, start, minimum)
+        else:
+            made, first_short = self._together(job, pods, start, minimum)
         if made is not None:
             return made
         if len(pods) > 1 and alike_run(job) < len(pods) and self._may_fit(job, start):
@@ -295,7 +297,7 @@ class Placer(ClusterBooks):
                 fit.hidden.discard(name)
         if not result.matched:
             return []
-        chunks = self._split_slots(result.resources, cores, gpus)
+        chunks = self._split_slots(graph.placements, cores, gpus)
         if chunks is None or len(chunks) != len(run) or not self._books_take(first, chunks, start, duration):
             graph.cancel(result.jobid, freed=())
             return None
@@ -306,7 +308,7 @@ class Placer(ClusterBooks):
         self._shared[result.jobid] = {uid for uid, _ in run}
         return made
 
-    def _split_slots(self, output: str, cores: int, gpus: int) -> list[Placement] | None:
+    def _split_slots(self, placements: tuple[Placement, ...], cores: int, gpus: int) -> list[Placement] | None:
         """A gang match's slots, one placement each, in the order one-by-one matching would have made them: the
         nodes in the policy's order, on each node its cores and gpus ``cores`` and ``gpus`` at a time, from the
         lowest in graph order up (``lonode``) or from the highest down (``hinode``: each member then takes the
@@ -318,7 +320,7 @@ class Placer(ClusterBooks):
         vertices = engine.graph.vertices
         high = engine.policy.spec.high  # one by one, each member takes the highest free cores (hinode) or lowest
         chunks: list[Placement] = []
-        for where in sorted(placements_from_output(output), key=lambda where: ranks.get(where.node, 1 << 62)):
+        for where in sorted(placements, key=lambda where: ranks.get(where.node, 1 << 62)):
             count = len(where.cores) // cores if cores else len(where.gpus) // gpus
             if not count or len(where.cores) != count * cores or len(where.gpus) != count * gpus:
                 return None
@@ -420,6 +422,8 @@ class Placer(ClusterBooks):
         return self._fits.copies(self._fit(pod), lambda name: _copies(self._room(name), requests))
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
+        graph = self.graph
+        assert graph is not None
         duration = self._planned(pod, start)
         short = self._held_short(pod, fit, start, start + duration)
         for name in short:
@@ -428,9 +432,8 @@ class Placer(ClusterBooks):
             result = self._match(MatchOp.ALLOCATE, pod, duration, start, fit.hidden)
             placement: Placement | None = None
             if result is None:  # takes no core or gpu: the policy's node among those the books can take it on
-                assert self.graph is not None
                 excluded = set(short)
-                chosen = self.graph.preferred_node(
+                chosen = graph.preferred_node(
                     lambda name: fit.fits(name) and name not in excluded, pod_policy(pod, self.policy), start
                 )
                 if chosen is None:
@@ -443,7 +446,7 @@ class Placer(ClusterBooks):
                 placement, jobid = spanned
                 node = placement.node
             else:
-                placement = self._trimmed(pod, result.jobid, placement_from_output(result.resources))
+                placement = self._trimmed(pod, result.jobid, graph.placement())
                 node, jobid = placement.node, result.jobid
         finally:
             for name in short:
@@ -641,6 +644,20 @@ class Placer(ClusterBooks):
         return [
             Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
         ]
+
+
+def _promised_first(job: PendingJob, pods: list[tuple[str, Pod]], minimum: int) -> list[tuple[str, Pod]] | None:
+    """A group that may start short of its size, some of whose members were told an expected start and some not
+    (its reservation held only those): its members in the order to place them, the ones told a start first, so
+    that it starts with the members its reservation named; None for any other job (placed in pod order)."""
+    if minimum >= len(pods):
+        return None
+    told = job.told
+    promised = [item for item in pods if (said := told.get(item[0])) is not None and said[1] is not None]
+    if not promised or len(promised) == len(pods):
+        return None
+    named = {uid for uid, _ in promised}
+    return promised + [item for item in pods if item[0] not in named]
 
 
 def alike_run(job: PendingJob) -> int:

@@ -17,7 +17,7 @@ from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, alike_run
 from kubeflux.scheduler.queue import PendingJob
-from kubeflux.scheduler.translate import Placement, gang_jobspec, placement_from_output, placements_from_output
+from kubeflux.scheduler.translate import Placement, gang_jobspec
 
 __all__ = ["RESERVE_TRIES", "Reserver"]
 
@@ -52,7 +52,7 @@ class Reserver(Placer):
                 if graph.socket_size is None:
                     return None
             elif result is not None:
-                node = placement_from_output(result.resources).node
+                node = graph.placement().node
                 if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
                     job.reservations.append(result.jobid)
                     self._reserve_books(job, node, pod, result.at, duration)
@@ -134,7 +134,7 @@ class Reserver(Placer):
                 return None
             jobid, at = result.jobid, result.at
             cores, gpus = self._pod_shape(pod)
-            placements = placements_from_output(result.resources)
+            placements = graph.placements
             per_node = tuple(
                 (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
                 for where in placements

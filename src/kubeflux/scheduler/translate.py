@@ -45,7 +45,8 @@ from functools import lru_cache
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.policy import parse_policy
-from kubeflux.resources import NodeSpec
+from kubeflux.resources import Graph, NodeSpec
+from kubeflux.resources.graph import Vertex
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
 from kubeflux.scheduler.quantity import QuantityError, parse_duration
 from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject
@@ -58,6 +59,7 @@ __all__ = [
     "TASK_LABEL",
     "NodeShape",
     "Placement",
+    "PlacementWriter",
     "PodRequestError",
     "gang_jobspec",
     "gpu_count",
@@ -326,8 +328,8 @@ def _node_line(depth: int) -> re.Pattern[str]:
 @lru_cache(maxsize=16)
 def placements_from_output(output: str) -> tuple[Placement, ...]:
     """Every node of a match (a gang's, over several nodes) with the cores and gpus it took there, from the engine's
-    ``simple`` output (remembered for the few latest outputs: the scheduler reads each match's output twice, to log
-    it and to bind).
+    ``simple`` output, as ``resource-query -F simple`` prints it (the scheduler's own engine writes placements
+    directly: :class:`PlacementWriter`, checked against this reading).
 
     The writer emits vertices children first, one ``name[count:x|s]`` per line indented by depth: the cores and
     gpus come first, then their socket (on a node with sockets), then their node, one level below the cluster (the
@@ -348,3 +350,70 @@ def placements_from_output(output: str) -> tuple[Placement, ...]:
             found.append(Placement(line.group(1), tuple(cores), tuple(gpus)))
         start = line.end()
     return tuple(found)
+
+
+class PlacementWriter:
+    """A match writer for the scheduler's engine: what :func:`placements_from_output` reads from the ``simple``
+    writer's text (each node with the cores and gpus the match took there, in the order written), kept as
+    :class:`Placement` objects instead of text that is written, then parsed, for every match.
+
+    The engine writes vertices children first: a node's cores and gpus (by way of their socket, if any) come just
+    before the node itself. :meth:`render` returns no text; the placements of what it rendered are in
+    :attr:`rendered` until the next render."""
+
+    def __init__(self) -> None:
+        self._found: list[Placement] = []
+        self._cores: list[str] = []
+        self._gpus: list[str] = []
+        self.rendered: tuple[Placement, ...] = ()
+
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: object = None,
+    ) -> None:
+        kind = vertex.type
+        if kind == "node":
+            if self._cores or self._gpus:
+                self._found.append(Placement(vertex.name, tuple(self._cores), tuple(self._gpus)))
+                self._cores.clear()
+                self._gpus.clear()
+        elif kind == "core":
+            self._cores.append(vertex.name)
+        elif kind == "gpu":
+            self._gpus.append(vertex.name)
+
+    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        return None
+
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
+        vertices = graph.vertices
+        for _, uid, _ in leaves:
+            vertex = vertices[uid]
+            kind = vertex.type
+            if kind == "core":
+                self._cores.append(vertex.name)
+            elif kind == "gpu":
+                self._gpus.append(vertex.name)
+
+    def interval(self, start: int, end: int) -> None:
+        return None
+
+    def render(self) -> str:
+        self.rendered = tuple(self._found)
+        self._found.clear()
+        self._cores.clear()
+        self._gpus.clear()
+        return ""
