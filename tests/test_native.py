@@ -20,6 +20,7 @@ import kubeflux.match
 from kubeflux import _native
 from kubeflux.match import engine
 from kubeflux.scheduler import placing
+from tests.shared import REPO
 
 PACKAGE = "fakeengine"
 OTHER = "fakescheduler"
@@ -145,3 +146,20 @@ def test_kubeflux_version_says_which_engine_runs() -> None:
     )
     expected = "compiled (mypyc" if kubeflux.match.COMPILED else "pure Python"
     assert result.stdout.splitlines()[1].startswith(f"kubeflux.match: {expected}")
+
+
+@pytest.mark.parametrize(("ci", "strict"), [("true", True), ("", False)], ids=["CI=true", "local"])
+def test_under_ci_a_failed_compile_fails_make(ci: str, strict: bool) -> None:
+    """``make test`` under ``CI=true`` builds with ``--strict``, so CI never tests the pure sources in the compiled
+    engine's place; locally, a missing compiler is a one-line warning and everything runs pure."""
+    plan = subprocess.run(["make", "-n", "native", f"CI={ci}"], cwd=REPO, capture_output=True, text=True, check=True)
+    build = [line for line in plan.stdout.splitlines() if "tools/build_native.py" in line]
+    assert len(build) == 1 and build[0].endswith("--strict") is strict
+    command = [sys.executable, str(REPO / "tools" / "build_native.py"), "--force", *(["--strict"] if strict else [])]
+    env = {**os.environ, "CC": "/nonexistent/cc"}  # no compiler: nothing is built, and build/native is left alone
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.returncode == (1 if strict else 0)
+    assert result.stderr.splitlines() == [
+        "kubeflux: kubeflux.match, kubeflux.scheduler not compiled, all runs in pure Python: no C compiler "
+        "(/nonexistent/cc)"
+    ]

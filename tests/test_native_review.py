@@ -7,8 +7,9 @@ objects here are what a user of the Python API or of the simulator can build; wh
 (``kubeflux serve``, workload and cluster files) is checked field by field by
 :mod:`kubeflux.scheduler.kube_objects` first.
 
-A case marked ``xfail`` on the compiled engine is a difference found in review and not fixed yet; one marked
-``xfail`` everywhere crashes the pure sources too. Both are strict: the fix makes them fail until the mark goes.
+Each was a difference found in review (a TypeError compiled, or a crash of the pure sources too): validation
+now names the field (:mod:`kubeflux.scheduler.validation`, and :meth:`KubefluxScheduler.observe` for the fields it
+reads before validating), compiled and pure alike.
 """
 
 from __future__ import annotations
@@ -69,63 +70,51 @@ def _play(objects: Sequence[Node | Pod | PodGroup]) -> list[Decision]:
     return scheduler.schedule(1.0) + scheduler.schedule(2.0)
 
 
-COMPILED_ONLY = pytest.mark.xfail(COMPILED, strict=True, raises=TypeError, reason="compiled code's type check")
-EVERYWHERE = pytest.mark.xfail(strict=True, reason="the pure sources crash too")
-
 HOSTILE = [
-    # (id, objects, the field a rejection must name, mark)
-    ("duration annotation an int", [_pod(annotations={"kubeflux.io/duration": 60})], "duration", COMPILED_ONLY),
-    ("duration annotation a float", [_pod(annotations={"kubeflux.io/duration": 60.5})], "duration", COMPILED_ONLY),
-    ("node selector value an int", [_pod(node_selector={"zone": 5})], "node_selector", COMPILED_ONLY),
-    ("uid None", [_pod(uid=None)], "uid", COMPILED_ONLY),
-    ("node name None", [_pod(node_name=None)], "node_name", COMPILED_ONLY),
-    ("deleted an int", [_pod(deleted=1)], "deleted", COMPILED_ONLY),
-    ("creation time an int past float", [_pod(creation_time=10**400)], "creation_time", COMPILED_ONLY),
-    ("deadline an int past float", [_pod(active_deadline_seconds=10**400)], "active_deadline_seconds", COMPILED_ONLY),
-    (
-        "node label value an int",
-        [_node(labels={"zone": 5}), _pod(node_selector={"zone": "5"})],
-        "labels",
-        COMPILED_ONLY,
-    ),
-    ("node taints a list", [_node(taints=[Taint("k", "v")]), _pod()], "taints", COMPILED_ONLY),
-    ("node taint value an int", [_node(taints=(Taint("k", 5),)), _pod()], "taints", COMPILED_ONLY),
-    ("node unschedulable a string", [_node(unschedulable="yes"), _pod()], "unschedulable", COMPILED_ONLY),
-    ("node ready None", [_node(ready=None), _pod()], "ready", COMPILED_ONLY),
-    ("policy annotation an int", [_pod(annotations={"kubeflux.io/match-policy": 5})], "match-policy", EVERYWHERE),
-    ("phase a plain string", [_pod(phase="Pending")], "phase", EVERYWHERE),
-    ("tolerations a list", [_pod(tolerations=[Toleration("k", "Exists")])], "tolerations", EVERYWHERE),
+    # (id, objects, the field a rejection must name)
+    ("duration annotation an int", [_pod(annotations={"kubeflux.io/duration": 60})], "duration"),
+    ("duration annotation a float", [_pod(annotations={"kubeflux.io/duration": 60.5})], "duration"),
+    ("node selector value an int", [_pod(node_selector={"zone": 5})], "node_selector"),
+    ("uid None", [_pod(uid=None)], "uid"),
+    ("node name None", [_pod(node_name=None)], "node_name"),
+    ("deleted an int", [_pod(deleted=1)], "deleted"),
+    ("creation time an int past float", [_pod(creation_time=10**400)], "creation_time"),
+    ("deadline an int past float", [_pod(active_deadline_seconds=10**400)], "active_deadline_seconds"),
+    ("node label value an int", [_node(labels={"zone": 5}), _pod(node_selector={"zone": "5"})], "labels"),
+    ("node taints a list", [_node(taints=[Taint("k", "v")]), _pod()], "taints"),
+    ("node taint value an int", [_node(taints=(Taint("k", 5),)), _pod()], "taints"),
+    ("node unschedulable a string", [_node(unschedulable="yes"), _pod()], "unschedulable"),
+    ("node ready None", [_node(ready=None), _pod()], "ready"),
+    ("policy annotation an int", [_pod(annotations={"kubeflux.io/match-policy": 5})], "match-policy"),
+    ("phase a plain string", [_pod(phase="Pending")], "phase"),
+    ("tolerations a list", [_pod(tolerations=[Toleration("k", "Exists")])], "tolerations"),
     (
         "affinity values a list",
         [_pod(required_node_affinity=(NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ["a"]),)),))],
         "required_node_affinity",
-        EVERYWHERE,
     ),
-    ("node name an int", [_node(name=7), _pod()], "name", EVERYWHERE),
+    ("node name an int", [_node(name=7), _pod()], "name"),
     (
         "allocation annotation an int on a bound pod",
         [_pod(node_name="n0", phase=PodPhase.RUNNING, annotations={"kubeflux.io/allocation": 5})],
         "allocation",
-        EVERYWHERE,
     ),
     (
         "group timeout an int past float",
         [PodGroup("default", "g", 1, schedule_timeout_seconds=10**400), _member("a")],
         "schedule_timeout_seconds",
-        EVERYWHERE,
     ),
     (
         "group creation time an int past float",
         [PodGroup("default", "g", 1, creation_time=10**400), _member("a")],
         "creation_time",
-        EVERYWHERE,
     ),
 ]
 
 
 @pytest.mark.parametrize(
     ("objects", "field"),
-    [pytest.param(objects, field, id=name, marks=mark) for name, objects, field, mark in HOSTILE],
+    [pytest.param(objects, field, id=name) for name, objects, field in HOSTILE],
 )
 def test_an_odd_object_from_the_python_api_is_scheduled_or_rejected_naming_its_field(
     objects: list[Node | Pod | PodGroup], field: str
@@ -179,10 +168,9 @@ def test_whole_workloads_run_compiled_give_the_pure_runs_answers() -> None:
     assert compiled["digests"] and compiled["digests"] == pure["digests"]
 
 
-@pytest.mark.xfail(COMPILED, strict=True, raises=TypeError, reason="interpreted classes cannot inherit from compiled")
 def test_a_users_subclass_of_kubeflux_schedules_as_kubeflux_does() -> None:
     """The scheduler core is a class users (and tests/sim/test_status_updates.py) extend, e.g. to count what it is
-    told; compiled, a subclass cannot even be made unless the class allows interpreted subclasses."""
+    told; compiled, its classes allow interpreted subclasses (``@mypyc_attr(allow_interpreted_subclasses=True)``)."""
 
     class Counting(KubefluxScheduler):
         def __init__(self) -> None:

@@ -26,7 +26,14 @@ What mypyc compiles differently from CPython, and how kubeflux's sources avoid i
   ``@mypyc_attr(native_class=False)``;
 * a variable has one type: one that holds an ``int`` and a ``float`` converts the ``int``; two ``except`` clauses
   of one function bind different names;
-* compiled classes and functions cannot be patched: tests that do carry ``@pytest.mark.pure_engine``.
+* compiled classes and functions cannot be patched: tests that do carry ``@pytest.mark.pure_engine``;
+* an interpreted class cannot subclass a compiled one unless it (and its compiled bases) carry
+  ``@mypyc_attr(allow_interpreted_subclasses=True)``, as ``KubefluxScheduler`` and ``Engine`` do;
+* reading an attribute of a pure object (a user's ``Pod``) checks its value against the annotation and raises
+  ``TypeError`` on a mismatch, so the scheduler type-checks what it reads before validation (``observe``);
+* a native ``int`` (or tuple of them) stored into a dict, set, list or tuple becomes a new object at each store,
+  where the pure sources store one shared object: tables with millions of entries keep the graph's uid objects
+  (``Schedule.uid_objects``) and values boxed once (locals typed ``Any``), or memory grows by 32 bytes an entry.
 """
 
 from __future__ import annotations

@@ -243,6 +243,7 @@ def test_the_bound_applies_to_one_slot_request_of_leaf_elements(
     assert (slotbound.slot_shape(requests) is not None) == bounded
 
 
+@pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
 def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -> None:
     """320 nodes of 4 cores (ten blocks of 32) with a core taken on each: until 5,000 s on most, until 1,100 s on
     n230 (alone in its block) and from 1,200 s one by one on the block of n256. A gang of 4 whole nodes is reserved

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
+from mypy_extensions import mypyc_attr
 
 from kubeflux.jobspec import Jobspec, JobspecError
 from kubeflux.match import elastic
@@ -143,6 +144,7 @@ class EngineError(Exception):
     """A request the engine refuses (unknown job, bad argument); the message says why."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (mypyc), a user's Python subclass may still extend it
 class Engine:
     def __init__(
         self,

@@ -95,6 +95,7 @@ from __future__ import annotations
 
 import errno as _errno
 from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -491,6 +492,23 @@ def resource_pairs(totals: Totals) -> list[tuple[str, int]]:
     return pairs
 
 
+class _LastSpan:
+    """The span a :class:`UnitPlanner` stored last, as one tuple the next unit planner given the same span stores
+    too: a job's spans on its many cores are one tuple, not one each (96 bytes per core and job saved; compiled,
+    128, the start being a new int object at each store too)."""
+
+    __slots__ = ("last", "request", "span", "start")
+
+    def __init__(self) -> None:
+        self.start = self.last = self.request = -1
+        self.span: Any = (-1, -1, -1)
+        """``(start, last, request)``; ``Any``, so that compiled code keeps the tuple object (it would hold a
+        ``tuple[int, int, int]`` unboxed, and make a new tuple at each store)."""
+
+
+_LAST_SPAN: Final = _LastSpan()
+
+
 class UnitPlanner(Planner):
     """A :class:`Planner` of one unit (a core, a gpu, a node): its spans are kept as a plain table and its
     timeline is built only when something beyond adding, removing and asking about availability needs it.
@@ -551,7 +569,11 @@ class UnitPlanner(Planner):
             raise PlannerBusyError(f"fewer than {request} {self._type} free during [{start}, {last})")
         # _new_span, inline: a large allocation adds one such span per core.
         span_id = self._span_counter = self._span_counter + 1
-        spans[span_id] = (start, last, request)
+        shared = _LAST_SPAN
+        if shared.start != start or shared.last != last or shared.request != request:
+            shared.start, shared.last, shared.request = start, last, request
+            shared.span = (start, last, request)
+        spans[span_id] = shared.span
         self._iter = None
         return span_id
 

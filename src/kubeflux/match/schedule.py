@@ -12,6 +12,8 @@ cancel walks share. It must never choose resources (no request, no policy scorin
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from operator import attrgetter
+from typing import Any
 
 from kubeflux.match.evaluation import BLOCK, CacheTable, Evaluation, Excluded, Layout, LeafRun, Pool, T, job_key
 from kubeflux.match.meta import AllocType, JobMeta, PruningFilters
@@ -62,6 +64,8 @@ class Schedule:
         self.horizon = duration
         self.root = graph.roots[self.dominant]
         self.sequence = 0
+        self.sequence_object: Any = 0
+        """:attr:`sequence` as one int object, the one :attr:`edge_seq` stores (see :meth:`uid_objects`)."""
         self.task_labels: list[str] = []
         self.preorder = 0
         self.postorder = 0
@@ -78,6 +82,7 @@ class Schedule:
         self.root_needs = 0
         self.root_excl = False
         self.root_seq = 0
+        self._uid_objects: list[Any] = []
         self._plans: dict[int, Planner] = {}
         self._allocations: dict[int, dict[int, int]] = {}
         self._reservations: dict[int, dict[int, int]] = {}
@@ -180,6 +185,25 @@ class Schedule:
         self._settle()
         return self._tags
 
+    def next_sequence(self) -> None:
+        """Start a new match: a new :attr:`sequence` (edges stamped with an older one are not this match's)."""
+        self.sequence += 1
+        self.sequence_object = self.sequence
+
+    def uid_objects(self) -> list[Any]:
+        """Per vertex, its uid as the graph holds it (:attr:`Vertex.uid`): the one int object that the tables by
+        vertex store as their key.
+
+        Compiled code (mypyc) holds an ``int`` unboxed and makes a new int object at each store into a dict, set,
+        list or tuple, where the pure sources store the object they were given: without this, every table keyed
+        by vertex would hold its own copy of each key (32 bytes, a million of them at 2,000 nodes of 64 cores).
+        For the same reason the code that records a job keeps its id and window as ``Any`` locals, boxed once."""
+        objects = self._uid_objects
+        vertices = self.graph.vertices
+        if len(objects) < len(vertices):
+            objects.extend(map(attrgetter("uid"), vertices[len(objects) :]))
+        return objects
+
     def _settle(self) -> None:
         """Write every pool leaf by leaf: whatever reads or changes records outside the match and cancel walks
         sees them whole."""
@@ -210,8 +234,8 @@ class Schedule:
     def _children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of a vertex's containment out-edges, in order."""
         edges = self.graph.edges
-        out = self.graph.vertices[uid].out
-        records = [edges[index] for index in out]  # (lists, not a loop: a fresh vertex's first visit makes these)
+        out: list[Any] = self.graph.vertices[uid].out  # Any: the graph's int objects, not new ones (uid_objects)
+        records: list[Any] = [edges[index] for index in out]  # (lists, not a loop: a fresh vertex's first visit)
         return [
             (index, edge.target)
             for index, edge in zip(out, records, strict=True)
@@ -221,7 +245,7 @@ class Schedule:
     def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
         kids = self._kids.get(uid)
         if kids is None:
-            kids = self._kids[uid] = self._children(uid)
+            kids = self._kids[self.uid_objects()[uid]] = self._children(uid)
         return kids
 
     def touch(self, uid: int, delta: int = 0) -> None:
@@ -361,21 +385,23 @@ class Schedule:
         if plan is None:
             plan = self._new_plan(uid)
         span = plan.add_span(meta.at, meta.duration, needs)
-        self._job_vertices(meta.jobid).add(uid)
+        key: Any = self.uid_objects()[uid]  # (see uid_objects)
+        job: Any = meta.jobid
+        self._job_vertices(job).add(key)
         table = self._span_table(meta.alloc_type)
         if table is None:
             return
         spans = table.get(uid)
         if spans is None:
-            table[uid] = {meta.jobid: span}
+            table[key] = {job: span}
         else:
-            spans[meta.jobid] = span
+            spans[job] = span
 
     def _new_plan(self, uid: int) -> Planner:
         """``uid``'s planner, made when it first holds a span (a one-unit vertex keeps a small table)."""
         vertex = self.graph.vertices[uid]
         kind = UnitPlanner if vertex.size == 1 else Planner
-        plan = self._plans[uid] = kind(vertex.size, self.base, self.horizon, vertex.type)
+        plan = self._plans[self.uid_objects()[uid]] = kind(vertex.size, self.base, self.horizon, vertex.type)
         return plan
 
     def _span_table(self, alloc_type: AllocType) -> dict[int, dict[int, int]] | None:
@@ -386,35 +412,37 @@ class Schedule:
             return self._reservations
         return None
 
-    def _job_vertices(self, jobid: int) -> set[int]:
-        """The vertices where ``jobid`` is recorded (see :attr:`job_vertices`)."""
+    def _job_vertices(self, jobid: Any) -> set[int]:
+        """The vertices where ``jobid`` is recorded (see :attr:`job_vertices`); ``jobid`` is ``Any``: the caller's
+        int object is the key (see :meth:`uid_objects`)."""
         found = self.job_vertices.get(jobid)
         if found is None:
             found = self.job_vertices[jobid] = set()
         return found
 
     def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
-        jobid = meta.jobid
+        jobid: Any = meta.jobid  # boxed once for every table below (see uid_objects)
+        key: Any = self.uid_objects()[uid]
         tags = self._tags.get(uid)
         if tags is None:
-            self._tags[uid] = {jobid}
+            self._tags[key] = {jobid}
         else:
             tags.add(jobid)
-        self._job_vertices(jobid).add(uid)
+        self._job_vertices(jobid).add(key)
         uses = self._x_uses.get(uid)
         if uses is None:
-            uses = self._x_uses[uid] = {}
+            uses = self._x_uses[key] = {}
         previous = uses.get(jobid)
         if previous is not None:
             fingerprint += previous[2]
             self._unbound(uid, previous[0], previous[1])
-        at = meta.at
-        end = at + meta.duration
+        at: Any = meta.at
+        end: Any = meta.at + meta.duration
         uses[jobid] = (at, end, fingerprint)
         if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
-                self.bounds[uid] = [at, end]
+                self.bounds[key] = [at, end]
             elif not bounds or bounds[-1] <= at:  # the latest window yet (jobs placed one after another)
                 bounds.append(at)
                 bounds.append(end)
@@ -514,9 +542,12 @@ def record_leaves(
     ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
     made up so they add up to ``total`` if given (a pool written late: its source already counts it).
     Returns the fingerprint change."""
-    end = at + duration
     key = job_key(jobid, at, duration, alloc_type)
     plans, tags, x_uses, fp = schedule._plans, schedule._tags, schedule._x_uses, schedule.fp
+    keys = schedule.uid_objects()
+    job: Any = jobid  # one int object for every record below (see Schedule.uid_objects)
+    start: Any = at
+    end: Any = at + duration
     table = schedule._span_table(alloc_type)
     wide = source in schedule._layouts
     last = len(leaves) - 1
@@ -530,33 +561,33 @@ def record_leaves(
             if table is not None:
                 spans = table.get(uid)
                 if spans is None:
-                    table[uid] = {jobid: span}
+                    table[keys[uid]] = {job: span}
                 else:
-                    spans[jobid] = span
+                    spans[job] = span
         held = tags.get(uid)
         if held is None:
-            tags[uid] = {jobid}
+            tags[keys[uid]] = {job}
         else:
-            held.add(jobid)
+            held.add(job)
         own = hash((uid, needs, key))
         if total is not None and i == last:
             own = total - shares
         shares += own
         uses = x_uses.get(uid)
         if uses is None:
-            x_uses[uid] = {jobid: (at, end, own)}
+            x_uses[keys[uid]] = {job: (start, end, own)}
         else:
-            previous = uses.get(jobid)
+            previous = uses.get(job)
             if previous is not None:
                 own += previous[2]
                 schedule._unbound(uid, previous[0], previous[1])
-            uses[jobid] = (at, end, own)
+            uses[job] = (start, end, own)
         if wide:
             schedule._bump(uid, own)
         else:
             fp[uid] += own
         added += own
-    schedule._job_vertices(jobid).update([uid for _, uid, _ in leaves])
+    schedule._job_vertices(job).update([keys[uid] for _, uid, _ in leaves])
     return added
 
 

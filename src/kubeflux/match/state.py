@@ -145,7 +145,7 @@ class WalkState(Schedule):
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
-        self.edge_seq[edge] = self.sequence
+        self.edge_seq[edge] = self.sequence_object  # one object for all (see Schedule.uid_objects)
         self._new_marks()
         source = self.graph.edges[edge].source
         if source in self._run_marks:

@@ -47,7 +47,7 @@ class Traverser(WideWalk):
         self._bounded = None
         if self.slot_bounds and too_few_slots(self, resources, meta):
             raise MatchFailure(Errno.EBUSY)
-        self.sequence += 1
+        self.next_sequence()
         self._labels = tuple(self.task_labels)
         self._cache_context(meta)
         self._sign(resources)

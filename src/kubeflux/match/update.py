@@ -258,7 +258,7 @@ def _record(
 ) -> None:
     """Plan ``held`` (all or nothing), mark the edges, then record the job with the traverser's update walk."""
     _plan(traverser, held, meta)
-    traverser.sequence += 1
+    traverser.next_sequence()
     for index, child in marks:
         traverser.mark_edge(index, child.amount, child.exclusive)
     traverser.root_needs = root_mark.amount

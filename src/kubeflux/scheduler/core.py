@@ -41,6 +41,9 @@ import json
 import operator
 from collections import Counter
 from enum import StrEnum
+from typing import Any, cast
+
+from mypy_extensions import mypyc_attr
 
 import orjson
 
@@ -49,19 +52,33 @@ from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod, PodPhase
 from kubeflux.scheduler.placing import REASON_RESERVED, alike_run, ceil_time
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
+from kubeflux.scheduler.validation import InvalidObject, pod_fields_problem
 
 __all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
 
 NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
+
+
+def _fields_typed(pod: Any) -> bool:
+    """Whether what :meth:`KubefluxScheduler.observe` reads of a pod before validating it is of its type: compiled
+    (mypyc), reading a mistyped field raises a TypeError where the pure sources went on. ``pod`` is ``Any`` so the
+    fields are read unchecked (five attribute reads and type tests, on every pod event)."""
+    return (
+        type(pod.uid) is str
+        and type(pod.node_name) is str
+        and type(pod.deleted) is bool
+        and type(pod.phase) is PodPhase
+        and type(pod.scheduler_name) is str
+    )
 
 
 class Backfill(StrEnum):
@@ -70,6 +87,7 @@ class Backfill(StrEnum):
     CONSERVATIVE = "conservative"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (mypyc), a user's Python subclass may still extend it
 class KubefluxScheduler(Reserver):
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
 
@@ -119,9 +137,16 @@ class KubefluxScheduler(Reserver):
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         obj = event.obj
-        if type(obj) is Pod and not obj.node_name and self._same_waiting(event.kind, obj):
-            return
+        if type(obj) is Pod:
+            if not _fields_typed(obj):
+                self._refuse(obj)
+                return
+            if not obj.node_name and self._same_waiting(event.kind, obj):
+                return
         if isinstance(obj, Node):
+            if type(cast(Any, obj).name) is not str:
+                self._refuse_node(obj)
+                return
             super().observe(event, now)
             if event.kind.value == "DELETED":
                 self._node_seen.pop(obj.name, None)
@@ -137,6 +162,31 @@ class KubefluxScheduler(Reserver):
         if self._rejected and isinstance(obj, Pod) and self._still_rejected(event.kind, obj):
             return
         super().observe(event, now)
+
+    def _refuse(self, pod: Pod) -> None:
+        """Leave out a pod whose uid, node name, scheduler name, deleted flag or phase is not of its type (one built
+        through the Python API): rejected when it names kubeflux and is unbound, else warned about, as the
+        informer does with a pod that fails validation (:meth:`_valid`)."""
+        field, problem = pod_fields_problem(pod) or ("", "unusable")
+        message = str(InvalidObject(f"Pod {pod.key}", field, problem))
+        raw: Any = pod  # (Any: compiled code would check each field's type, the very check that failed)
+        uid = raw.uid if type(raw.uid) is str and raw.uid else pod.key
+        if self._told.get(uid) != message:
+            self.log.append(f"{message}; the pod is left out")
+        if self._forget_pending(uid) is not None:
+            self._changed()
+        if type(raw.scheduler_name) is str and raw.scheduler_name == self.name and not raw.node_name:
+            self._notify(uid, Reject(pod.key, uid, message))
+        else:
+            self._notify(uid, PodWarning(pod.key, uid, "InvalidPod", f"{message}; kubeflux does not count it"))
+
+    def _refuse_node(self, node: Node) -> None:
+        """Leave out a node whose name is no string (said once per name): nothing can be booked on it."""
+        name = repr(cast(Any, node).name)
+        if name not in self._bad_nodes:
+            message = f"Node {name}: name: must be a non-empty string, got {name}"
+            self._bad_nodes[name] = message
+            self.log.append(f"{message}; the node is kept out of the graph")
 
     def _same_waiting(self, kind: EventKind, pod: Pod) -> bool:
         """Whether ``pod`` is a queued pod of kubeflux's told again as the very object it was queued as, still

@@ -20,6 +20,7 @@ import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -179,7 +180,8 @@ class GraphView:
     def _set_leaves(self, name: str, leaves: tuple[list[int], list[int]]) -> None:
         self._leaves[name] = leaves
         for uids in leaves:
-            for uid in uids:
+            objects: list[Any] = uids  # the graph's int objects as keys, not new ones (Schedule.uid_objects)
+            for uid in objects:
                 self._leaf_node[uid] = name
 
     def node_of(self, uid: int) -> str | None:
@@ -597,7 +599,8 @@ class GraphView:
         vertex = self._engine.graph.vertex_at(self.paths[name])
         return vertex is not None and jobid in self._engine.traverser.allocations.get(vertex.uid, ())
 
-    def _note_freed(self, uids: Iterable[int], owner: object) -> None:
+    def _note_freed(self, uids: Iterable[Any], owner: object) -> None:
+        """Log ``uids`` released (``Any``: the callers' int objects are kept, see :meth:`Schedule.uid_objects`)."""
         freed = self.freed
         if len(freed) >= _FREED_KEPT:
             self._freed_base += len(freed)
@@ -643,7 +646,8 @@ def _core_and_gpu_leaves(graph: Graph, node: Vertex) -> tuple[list[int], list[in
     vertices = graph.vertices
     stack = [node.uid]
     while stack:
-        for uid in vertices[stack.pop()].children:
+        children: list[Any] = vertices[stack.pop()].children  # Any: the graph's int objects (Schedule.uid_objects)
+        for uid in children:
             kind = vertices[uid].type
             if kind == "core":
                 cores.append(uid)

@@ -38,6 +38,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.fit import FitIndex
@@ -94,6 +96,7 @@ class Allocation:
     placement: Placement | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # so that KubefluxScheduler may allow them (core.py)
 class ClusterBooks:
     """The informer's state for the scheduler named ``name`` (see the module docstring)."""
 

@@ -16,6 +16,8 @@ import functools
 import math
 from collections import Counter
 
+from mypy_extensions import mypyc_attr
+
 from kubeflux.match.engine import EngineError, MatchOp
 from kubeflux.match.policy import PolicySpec, parse_policy
 from kubeflux.scheduler.fit import NodeFit, StaticFit
@@ -44,6 +46,7 @@ Assignment = list[tuple[str, Pod, str, int]]
 """(pod uid, pod, node, planned duration) for each member placed."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # so that KubefluxScheduler may allow them (core.py)
 class Placer(ClusterBooks):
     """The placement half of the scheduler core: filters, matches, the assignment search and reservations."""
 

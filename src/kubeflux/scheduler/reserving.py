@@ -12,6 +12,8 @@ that the job has no reservation this pass (it says so) and is planned again on t
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
@@ -25,6 +27,7 @@ RESERVE_TRIES = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # so that KubefluxScheduler may allow them (core.py)
 class Reserver(Placer):
     """The reservation half of the scheduler core (see the module docstring)."""
 

@@ -24,7 +24,19 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.objects import CPU, GPU, POD_GROUP_LABEL, Node, Pod, PodGroup
+from kubeflux.scheduler.objects import (
+    CPU,
+    GPU,
+    POD_GROUP_LABEL,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PodGroup,
+    PodPhase,
+    Taint,
+    Toleration,
+)
 
 __all__ = [
     "NODE_VERTICES_LIMIT",
@@ -35,6 +47,7 @@ __all__ = [
     "check_pod",
     "min_member_problem",
     "node_size_problem",
+    "pod_fields_problem",
     "quantity_problem",
     "read_allocation",
     "seconds_problem",
@@ -109,10 +122,83 @@ def _resources_problem(field: str, resources: object) -> tuple[str, str] | None:
 
 
 def _mappings_problem(obj: Pod | Node, fields: tuple[str, ...]) -> tuple[str, str] | None:
+    """Labels, annotations and node selectors map strings to strings (as in Kubernetes): the scheduler compares
+    their values with strings, and its compiled build (mypyc) checks each value read against ``str``."""
     for field in fields:
         value = getattr(obj, field)
         if not isinstance(value, dict):
             return field, f"expected a mapping, got {value!r}"
+        for key, item in value.items():
+            if type(key) is not str or type(item) is not str:
+                return f"{field}[{key}]", f"must map strings to strings, got {key!r}: {item!r}"
+    return None
+
+
+_POD_FIELDS: tuple[tuple[str, type, str], ...] = (
+    ("uid", str, "a string"),
+    ("node_name", str, "a string (empty while unbound)"),
+    ("scheduler_name", str, "a string"),
+    ("deleted", bool, "True or False"),
+    ("phase", PodPhase, "a PodPhase"),
+)
+"""What :meth:`KubefluxScheduler.observe` reads of every pod before the other checks (``uid``, ``node_name``,
+``deleted`` …): (attribute, its exact type, that type in words)."""
+
+
+def pod_fields_problem(pod: Pod) -> tuple[str, str] | None:
+    """(field, problem) when a pod's uid, node name, scheduler name, deleted flag or phase is not of its type."""
+    for field, kind, words in _POD_FIELDS:
+        value = getattr(pod, field)
+        if type(value) is not kind:
+            return field, f"must be {words}, got {value!r}"
+    return None
+
+
+def _constraints_problem(pod: Pod) -> tuple[str, str] | None:
+    """(field, problem) when a pod's tolerations or required node affinity are not tuples of their dataclasses
+    holding strings (a list is no key of the placement caches, a number compares with no label)."""
+    tolerations = pod.tolerations
+    if type(tolerations) is not tuple or any(
+        type(toleration) is not Toleration
+        or not all(
+            type(part) is str for part in (toleration.key, toleration.operator, toleration.value, toleration.effect)
+        )
+        for toleration in tolerations
+    ):
+        return "tolerations", f"must be a tuple of Tolerations of strings, got {tolerations!r}"
+    terms = pod.required_node_affinity
+    if type(terms) is not tuple or not all(type(term) is NodeSelectorTerm and _term_ok(term) for term in terms):
+        why = "must be a tuple of NodeSelectorTerms of tuples of NodeSelectorRequirements (values a tuple of strings)"
+        return "required_node_affinity", f"{why}, got {terms!r}"
+    return None
+
+
+def _term_ok(term: NodeSelectorTerm) -> bool:
+    for requirements in (term.match_expressions, term.match_fields):
+        if type(requirements) is not tuple:
+            return False
+        for requirement in requirements:
+            if (
+                type(requirement) is not NodeSelectorRequirement
+                or type(requirement.key) is not str
+                or type(requirement.operator) is not str
+                or type(requirement.values) is not tuple
+                or not all(type(value) is str for value in requirement.values)
+            ):
+                return False
+    return True
+
+
+def _node_fields_problem(node: Node) -> tuple[str, str] | None:
+    if type(node.taints) is not tuple or any(
+        type(taint) is not Taint or not all(type(part) is str for part in (taint.key, taint.value, taint.effect))
+        for taint in node.taints
+    ):
+        return "taints", f"must be a tuple of Taints of strings, got {node.taints!r}"
+    for field in ("unschedulable", "ready"):
+        value = getattr(node, field)
+        if type(value) is not bool:
+            return field, f"must be True or False, got {value!r}"
     return None
 
 
@@ -129,6 +215,13 @@ def _pod_looks_right(pod: Pod) -> bool:
         or type(pod.annotations) is not dict
         or type(pod.node_selector) is not dict
         or type(pod.priority) is not int
+        or type(pod.uid) is not str
+        or type(pod.node_name) is not str
+        or type(pod.scheduler_name) is not str
+        or type(pod.deleted) is not bool
+        or type(pod.phase) is not PodPhase
+        or type(pod.tolerations) is not tuple
+        or type(pod.required_node_affinity) is not tuple
         or type(pod.creation_time) not in _NUMBER
         or not 0.0 <= pod.creation_time <= _FLOAT_MAX
     ):
@@ -139,7 +232,13 @@ def _pod_looks_right(pod: Pod) -> bool:
     for name, amount in requests.items():
         if type(amount) is not int or amount < 0 or type(name) is not str or not name:
             return False
+    for mapping in (pod.labels, pod.annotations, pod.node_selector):
+        for key, value in mapping.items():
+            if type(key) is not str or type(value) is not str:
+                return False
     if pod.scheduling_group and POD_GROUP_LABEL in pod.labels:
+        return False
+    if (pod.tolerations or pod.required_node_affinity) and _constraints_problem(pod) is not None:
         return False
     return requests.get(CPU, 0) < _CPU_LIMIT and requests.get(GPU, 0) <= NODE_VERTICES_LIMIT
 
@@ -147,7 +246,12 @@ def _pod_looks_right(pod: Pod) -> bool:
 def _pod_problem(pod: Pod) -> tuple[str, str] | None:
     if _pod_looks_right(pod):
         return None
-    found = _resources_problem("requests", pod.requests) or _mappings_problem(pod, _POD_MAPPINGS)
+    found = (
+        pod_fields_problem(pod)
+        or _resources_problem("requests", pod.requests)
+        or _mappings_problem(pod, _POD_MAPPINGS)
+        or _constraints_problem(pod)
+    )
     if found is not None:
         return found
     size = node_size_problem(pod.requests)
@@ -188,8 +292,14 @@ def node_size_problem(allocatable: dict[str, int]) -> tuple[str, str] | None:
 
 
 def check_node(node: Node) -> None:
-    """Raise :class:`InvalidObject` when the node's allocatable is unusable."""
-    found = _resources_problem("allocatable", node.allocatable) or _mappings_problem(node, ("labels",))
+    """Raise :class:`InvalidObject` when the node's allocatable, labels, taints or flags are unusable."""
+    name = node.name
+    found = (
+        (None if type(name) is str and name else ("name", f"must be a non-empty string, got {name!r}"))
+        or _resources_problem("allocatable", node.allocatable)
+        or _mappings_problem(node, ("labels",))
+        or _node_fields_problem(node)
+    )
     if found is None:
         size = node_size_problem(node.allocatable)
         found = None if size is None else (f"allocatable[{size[0]}]", size[1])
