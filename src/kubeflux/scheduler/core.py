@@ -43,9 +43,8 @@ from collections import Counter
 from enum import StrEnum
 from typing import Any, cast
 
-from mypy_extensions import mypyc_attr
-
 import orjson
+from mypy_extensions import mypyc_attr
 
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
