@@ -83,11 +83,12 @@ def test_a_workload_job_with_an_odd_field_is_refused_naming_it(job: WorkloadJob,
         _run(job)
 
 
-@pytest.mark.parametrize("amount", [1000.0, True], ids=["a float", "a bool"])
+@pytest.mark.parametrize("amount", [1000.0, True, "1"], ids=["a float", "a bool", "a string"])
 def test_an_odd_request_rejects_only_its_job_naming_the_field(amount: object) -> None:
     record = _run(_job(template={"requests": {CPU: amount}}))
     assert [job.final_state for job in record.jobs] == [FinalState.REJECTED]
     assert record.problems == [f"job 1: pod 'p': requests['cpu'] must be a non-negative integer, got {amount!r}"]
+    assert record.jobs[0].requested_number_of_resources == 1
 
 
 def test_whole_numbers_where_seconds_are_floats_run_as_floats_do() -> None:

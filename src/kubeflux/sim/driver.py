@@ -276,8 +276,8 @@ class Simulation:
                     )
                 elif type(decision) is Reject:
                     cluster.reject(decision.pod, decision.uid, decision.message)
-            except TypeError as error:  # a field not of its type (compiled, every typed read checks it)
-                self.problems.append(f"scheduler {name!r} sent an invalid decision, ignored: {decision!r}: {error}")
+            except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
+                self.problems.append(f"scheduler {name!r} sent an invalid decision, ignored: {decision!r}: {exc}")
         return bound
 
     def _report_livelock(self, now: float, idle: int) -> None:

@@ -297,11 +297,14 @@ class SimJob:
         return sum(pod_ids_asked(t.requests) for t in wjob.pods) * per_wave
 
 
-def pod_ids_asked(requests: dict[str, int]) -> int:
-    """Resource ids a pod asking ``requests`` gets (whole cores, GPUs, extended units), or 1 when it gets none."""
+def pod_ids_asked(requests: Mapping[str, object]) -> int:
+    """Resource ids a pod asking ``requests`` gets (whole cores, GPUs, extended units), or 1 when it gets none.
+
+    An amount that is no integer counts none: its job was rejected for it (:func:`timing_of`), and its record
+    still says what it asked of the rest (read untyped, as compiled code would fail on a float)."""
     asked = 0
     for res, amount in requests.items():
-        if has_ids(res):
+        if type(amount) is int and has_ids(res):
             asked += units_of(res, amount)
     return asked or 1
 
