@@ -163,6 +163,6 @@ def test_under_ci_a_failed_compile_fails_make(ci: str, strict: bool) -> None:
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == (1 if strict else 0)
     assert result.stderr.splitlines() == [
-        "kubeflux: kubeflux.match, kubeflux.scheduler not compiled, all runs in pure Python: no C compiler "
-        "(/nonexistent/cc)"
+        "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.sim not compiled, all runs in pure Python: "
+        "no C compiler (/nonexistent/cc)"
     ]
