@@ -116,7 +116,7 @@ def main(argv: list[str]) -> None:
         if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
             raise SystemExit("--jobs needs a positive number of jobs")
         jobs, argv = int(argv[1]), argv[2:]
-    from kubeflux import _native, match  # noqa: F401  (importing the engine settles which one the cases run)
+    from kubeflux import _native, match, sim  # noqa: F401  (importing them settles which engine the cases run)
 
     print(_native.describe())  # e.g. "kubeflux.match: compiled (mypyc, ...)"; KUBEFLUX_PURE=1 for the pure one
     for case in argv or CASES:

@@ -20,6 +20,7 @@ import kubeflux.match
 from kubeflux import _native
 from kubeflux.match import engine
 from kubeflux.scheduler import placing
+from kubeflux.sim import cluster
 from tests.shared import REPO
 
 PACKAGE = "fakeengine"
@@ -126,14 +127,16 @@ def test_kubeflux_pure_forces_pure_python(fake_build: tuple[Path, Path], monkeyp
     assert _walk_kind(*fake_build) == (True, "compiled")
 
 
-@pytest.mark.parametrize("package", ["kubeflux.match", "kubeflux.scheduler"])
+@pytest.mark.parametrize("package", ["kubeflux.match", "kubeflux.scheduler", "kubeflux.sim"])
 def test_the_engine_in_use_is_the_one_its_stamp_allows(package: str) -> None:
-    """What this suite runs: the compiled engine and scheduler whenever ``make`` built them for these very sources."""
+    """What this suite runs: the compiled engine, scheduler and simulator whenever ``make`` built them for these very
+    sources."""
     pure = os.environ.get("KUBEFLUX_PURE", "") not in ("", "0")
     built = _native.stale_reason(package) is None
     compiled = importlib.import_module(package).COMPILED
     assert compiled is (built and not pure)
-    origin = Path((engine if package == "kubeflux.match" else placing).__file__ or "")
+    module = {"kubeflux.match": engine, "kubeflux.scheduler": placing, "kubeflux.sim": cluster}[package]
+    origin = Path(module.__file__ or "")
     if compiled:  # (mypyc names a module imported from compiled code with its package path twice: not checked)
         assert origin.is_relative_to(_native.BUILD_DIR) and origin.suffix == ".so"
     else:
@@ -160,6 +163,6 @@ def test_under_ci_a_failed_compile_fails_make(ci: str, strict: bool) -> None:
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == (1 if strict else 0)
     assert result.stderr.splitlines() == [
-        "kubeflux: kubeflux.match, kubeflux.scheduler not compiled, all runs in pure Python: no C compiler "
-        "(/nonexistent/cc)"
+        "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.sim not compiled, all runs in pure Python: "
+        "no C compiler (/nonexistent/cc)"
     ]

@@ -164,7 +164,7 @@ def test_whole_workloads_run_compiled_give_the_pure_runs_answers() -> None:
     compiled = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     pure_env = {**os.environ, "KUBEFLUX_PURE": "1"}
     pure = json.loads(subprocess.run(command, env=pure_env, capture_output=True, text=True, check=True).stdout)
-    assert compiled["engine"].count("compiled (mypyc") == 2 and "KUBEFLUX_PURE" in pure["engine"]
+    assert compiled["engine"].count("compiled (mypyc") == 3 and "KUBEFLUX_PURE" in pure["engine"]
     assert compiled["digests"] and compiled["digests"] == pure["digests"]
 
 

@@ -25,11 +25,39 @@ from pathlib import Path
 
 from kubeflux import _native
 
-PACKAGES = ("kubeflux.match", "kubeflux.scheduler")
+PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.sim")
 """The packages compiled, as one mypyc group (calls between them are native) whose shared library lives in the
-first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``."""
+first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``. Only a package's own modules
+are compiled, never its subpackages (``kubeflux.sim.apiserver``, ``baselines``, ``workloads`` … stay pure)."""
 
-PURE_MODULES = {"kubeflux.scheduler.interface", "kubeflux.scheduler.objects", "kubeflux.scheduler.validation"}
+SIM_PURE_MODULES = {
+    f"kubeflux.sim.{name}"
+    for name in (
+        "command",
+        "jobcontroller",
+        "metrics",
+        "podstatus",
+        "progress",
+        "records",
+        "report",
+        "sweep",
+        "sweep_command",
+        "sweep_report",
+        "verdict",
+    )
+}
+"""The simulator's modules left pure: a run's hot loop is the event loop, the cluster, the job and pod bookkeeping,
+resource ids and the driver (``clock``, ``cluster``, ``jobs``, ``pods``, ``resourceids``, ``driver``); the rest
+parses commands, writes files, plots, sweeps in other processes, serves the API (``podstatus``) or runs Kubernetes
+Jobs, which the traces do not use (``jobcontroller``), and ``records`` are the plain rows that readers and writers
+share, built once per job at a run's end."""
+
+PURE_MODULES = {
+    "kubeflux.scheduler.interface",
+    "kubeflux.scheduler.objects",
+    "kubeflux.scheduler.validation",
+    *SIM_PURE_MODULES,
+}
 """Modules of those packages left pure. ``interface`` holds ``@runtime_checkable`` protocols, which a compiled
 module cannot define. ``objects`` and ``validation`` hold and check what users send (pods, pod groups, nodes):
 a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until

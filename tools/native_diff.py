@@ -173,7 +173,7 @@ def main() -> int:
                 print(run())
                 return 0
         raise SystemExit(f"no case {args.dump!r}")
-    from kubeflux import match, scheduler  # noqa: F401  (settles which engine runs, for describe())
+    from kubeflux import match, scheduler, sim  # noqa: F401  (settles which engine runs, for describe())
 
     mine = digests(args.seeds, args.only)
     if args.json:

@@ -48,8 +48,10 @@ from collections.abc import Callable, Iterable
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
+from kubeflux.scheduler.validation import check_node
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
+from kubeflux.sim.jobfields import check_job
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timing, pod_records
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord, PodRecord
@@ -118,11 +120,9 @@ class Cluster:
 
     # -- nodes -----------------------------------------------------------------------------------------------
     def _add_node(self, node: Node) -> None:
+        check_node(node)  # before any typed read: compiled, a float amount would fail as a bare TypeError
         if node.name in self.node_index:
             raise ValueError(f"node {node.name!r}: duplicate name")
-        for res, amount in node.allocatable.items():
-            if not isinstance(amount, int) or amount < 0:
-                raise ValueError(f"node {node.name!r}: allocatable[{res!r}] must be a non-negative integer")
         self.node_index[node.name] = len(self.nodes)
         self.nodes.append(node)
         alloc = node.allocatable
@@ -258,10 +258,10 @@ class Cluster:
         node = dataclasses.replace(old, labels=dict(old.labels if labels is None else labels))
         node.taints = old.taints if taints is None else taints
         if allocatable is not None:
-            for res, amount in allocatable.items():
-                if not isinstance(amount, int) or amount < 0:
-                    raise ValueError(f"node {name!r}: allocatable[{res!r}] must be a non-negative integer")
-            was, node.allocatable = old.allocatable, dict(allocatable)
+            node.allocatable = dict(allocatable)
+        check_node(node)  # names the bad field (compiled, a typed read of it would fail as a bare TypeError)
+        if allocatable is not None:
+            was = old.allocatable
             delta = {res: allocatable.get(res, 0) - was.get(res, 0) for res in {*was, *allocatable}}
             self._free_cpu[index] += delta.pop(CPU, 0)
             self._free_mem[index] += delta.pop(MEMORY, 0)
@@ -281,7 +281,10 @@ class Cluster:
 
     # -- submission --------------------------------------------------------------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
-        """Create the job's objects now: its PodGroup (when a gang), then its pods (a Job: the first wave)."""
+        """Create the job's objects now: its PodGroup (when a gang), then its pods (a Job: the first wave).
+
+        Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
+        check_job(wjob)
         job = SimJob(wjob, len(self.jobs), self.loop.now if submit_time is None else submit_time)
         self.jobs.append(job)
         if wjob.rejected:

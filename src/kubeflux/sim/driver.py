@@ -238,41 +238,46 @@ class Simulation:
         )
 
     def _apply(self, name: str, decisions: list[Decision]) -> int:
-        """Apply one scheduler's decisions; returns how many pods were bound."""
+        """Apply one scheduler's decisions; returns how many pods were bound. A decision that fails with a
+        TypeError (a field not of its type, such as a ``None`` node: compiled, every typed read checks it) is
+        ignored and named in :attr:`problems` instead of ending the run; the pure sources may apply some of them."""
         cluster = self.cluster
         pods = cluster.pods
         bound = 0
         unreserve = self._unreserving.get(name)
         for decision in decisions:
-            sp = pods.get(decision.pod)
-            if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
-                if type(decision) is Bind and unreserve is not None:
-                    why = f"pods {decision.pod!r} not found"
-                    unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
-                continue
-            if type(decision) is PodWarning:
-                if not decision.uid or sp.pod.uid == decision.uid:
-                    cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
-                continue
-            if sp.pod.scheduler_name != name:
-                self.problems.append(
-                    f"scheduler {name!r} decided for pod {decision.pod} owned by {sp.pod.scheduler_name!r}"
-                )
-                continue
-            if type(decision) is Bind:
-                error = cluster.bind(decision.pod, decision.uid, decision.node, decision.annotations)
-                if error:
-                    cluster.record_event("Warning", "FailedBinding", decision.pod, error)
-                    if unreserve is not None:
-                        unreserve.unreserve(decision.pod, decision.uid, decision.node, error, self.loop.now)
-                else:
-                    bound += 1
-            elif type(decision) is Unschedulable:
-                cluster.mark_unschedulable(
-                    decision.pod, decision.uid, decision.message, expected_start=decision.expected_start
-                )
-            elif type(decision) is Reject:
-                cluster.reject(decision.pod, decision.uid, decision.message)
+            try:
+                sp = pods.get(decision.pod)
+                if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
+                    if type(decision) is Bind and unreserve is not None:
+                        why = f"pods {decision.pod!r} not found"
+                        unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
+                    continue
+                if type(decision) is PodWarning:
+                    if not decision.uid or sp.pod.uid == decision.uid:
+                        cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
+                    continue
+                if sp.pod.scheduler_name != name:
+                    self.problems.append(
+                        f"scheduler {name!r} decided for pod {decision.pod} owned by {sp.pod.scheduler_name!r}"
+                    )
+                    continue
+                if type(decision) is Bind:
+                    error = cluster.bind(decision.pod, decision.uid, decision.node, decision.annotations)
+                    if error:
+                        cluster.record_event("Warning", "FailedBinding", decision.pod, error)
+                        if unreserve is not None:
+                            unreserve.unreserve(decision.pod, decision.uid, decision.node, error, self.loop.now)
+                    else:
+                        bound += 1
+                elif type(decision) is Unschedulable:
+                    cluster.mark_unschedulable(
+                        decision.pod, decision.uid, decision.message, expected_start=decision.expected_start
+                    )
+                elif type(decision) is Reject:
+                    cluster.reject(decision.pod, decision.uid, decision.message)
+            except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
+                self.problems.append(f"scheduler {name!r} sent an invalid decision, ignored: {decision!r}: {exc}")
         return bound
 
     def _report_livelock(self, now: float, idle: int) -> None:

@@ -7,6 +7,7 @@ A job record holds its pod records (:mod:`kubeflux.sim.pods`); a pod record name
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION
@@ -71,7 +72,8 @@ def timing_of(
 ) -> TemplateTiming:
     """Validate a template and read its timing; KWOK's annotations take precedence over the template's run time
     and the lifecycle's start delay. Raises ValueError naming the job, pod and field."""
-    for res, amount in template.requests.items():
+    requests: Mapping[str, object] = template.requests  # read untyped: compiled, a float would be a bare TypeError
+    for res, amount in requests.items():
         if type(amount) is int and amount >= 0:
             continue
         if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
@@ -96,7 +98,7 @@ def timing_of(
     annotations = template.annotations
     if walltime is not None and WALLTIME_ANNOTATION not in annotations:
         annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
-    requests = template.requests
+    requests = template.requests  # (whole and non-negative: checked above)
     ext = others = None
     if len(requests) > 1 or CPU not in requests:
         ext = {k: v for k, v in requests.items() if k not in (CPU, MEMORY, GPU, "pods")} or None
@@ -295,11 +297,14 @@ class SimJob:
         return sum(pod_ids_asked(t.requests) for t in wjob.pods) * per_wave
 
 
-def pod_ids_asked(requests: dict[str, int]) -> int:
-    """Resource ids a pod asking ``requests`` gets (whole cores, GPUs, extended units), or 1 when it gets none."""
+def pod_ids_asked(requests: Mapping[str, object]) -> int:
+    """Resource ids a pod asking ``requests`` gets (whole cores, GPUs, extended units), or 1 when it gets none.
+
+    An amount that is no integer counts none: its job was rejected for it (:func:`timing_of`), and its record
+    still says what it asked of the rest (read untyped, as compiled code would fail on a float)."""
     asked = 0
     for res, amount in requests.items():
-        if has_ids(res):
+        if type(amount) is int and has_ids(res):
             asked += units_of(res, amount)
     return asked or 1
 
