@@ -9,9 +9,9 @@ Nothing kubeflux reads follows a Reject, and a pass goes on past what it changed
 minMember can never fit (a rejected fpga pod) is planned in the very pass that rejects the member (left to the next
 pass, it kept no reservation, and the start its previous run wrote, while the jobs behind it were planned as if it
 were not there); a gang rejected whole does not use up the queue depth; the members a started gang leaves waiting
-are planned before the jobs behind them; a gang that may start short of its size starts with the members its
-reservation named, and under conservative backfilling the members its reservation leaves out are reserved too; a
-group is placed first on the nodes its reservation assigned its members; the members a started group leaves waiting
+are planned before the jobs behind them; a group is placed first on the nodes its reservation assigned its members
+(so one that may start short of its size starts with the members it named), and under conservative backfilling the
+members its reservation leaves out are reserved too; the members a started group leaves waiting
 keep its place in the queue, as a restarted kubeflux finds them.
 """
 
@@ -184,7 +184,7 @@ GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE = Scenario(
 
 def test_a_gang_short_of_its_size_starts_the_members_its_reservation_named() -> None:
     # The reservation holds j2-1 and j2-2 (each told 60, j2-0 told none); placed in pod order at 60 the gang
-    # started with j2-0 and j2-1, and j2-2 at 120: the members told a start are placed first.
+    # started with j2-0 and j2-1, and j2-2 at 120: the members are placed first where the reservation put them.
     outcome = run(GANG_OF_UNEQUAL_MEMBERS_SHORT_OF_ITS_SIZE, INVARIANTS)
     assert [outcome.started(f"j2-{i}") for i in range(3)] == [120.0, 60.0, 60.0]
 

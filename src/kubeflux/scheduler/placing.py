@@ -138,11 +138,7 @@ class Placer(ClusterBooks):
         planned = self._place_planned(job, start, minimum)
         if planned is not None:
             return planned
-        promised = _promised_first(job, pods, minimum)
-        if promised is not None:
-            made, first_short = self._one_by_one(promised, start, minimum)
-        else:
-            made, first_short = self._together(job, pods, start, minimum)
+        made, first_short = self._together(job, pods, start, minimum)
         if made is not None:
             return made
         if len(pods) > 1 and alike_run(job) < len(pods) and self._may_fit(job, start):
@@ -694,20 +690,6 @@ class Placer(ClusterBooks):
         return [
             Node(name, allocatable=self.sharing.share(node)) for name, node in self.nodes.items() if graph.usable(name)
         ]
-
-
-def _promised_first(job: PendingJob, pods: list[tuple[str, Pod]], minimum: int) -> list[tuple[str, Pod]] | None:
-    """A group that may start short of its size, some of whose members were told an expected start and some not
-    (its reservation held only those): its members in the order to place them, the ones told a start first, so
-    that it starts with the members its reservation named; None for any other job (placed in pod order)."""
-    if minimum >= len(pods):
-        return None
-    told = job.told
-    promised = [item for item in pods if (said := told.get(item[0])) is not None and said[1] is not None]
-    if not promised or len(promised) == len(pods):
-        return None
-    named = {uid for uid, _ in promised}
-    return promised + [item for item in pods if item[0] not in named]
 
 
 def alike_run(job: PendingJob) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mypy_extensions import mypyc_attr
 
-from kubeflux.match.engine import MatchOp
+from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, alike_run
@@ -49,9 +49,7 @@ class Reserver(Placer):
         if self._deferred is not job or not alike:
             self._drop_deferred()
         if len(pods) == 1:
-            pod = pods[0]
-            duration = self._planned(pod, first, reserve=True)
-            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
+            result, reserved = self._reserve_pod(job, pods[0], first, start)
             if result is not None and not result.matched:
                 # No node takes the pod's even split over sockets, ever: without sockets it can never run; with
                 # them its node's sockets may be smaller or uneven (it runs spanned: _span_sockets), so it is
@@ -59,13 +57,9 @@ class Reserver(Placer):
                 if graph.socket_size is None:
                     return None
             elif result is not None:
-                node = graph.placement().node
-                if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
-                    job.reservations.append(result.jobid)
-                    self._reserve_books(job, node, pod, result.at, duration)
+                if reserved:
                     job.expected_start = float(result.at)
                     return job.expected_start
-                graph.cancel(result.jobid, freed=())
                 after = max(after, result.at)
         elif alike:
             held = self._reserve_alike(job, pods, first, start)
@@ -92,34 +86,42 @@ class Reserver(Placer):
                     job.left_out = job.pods.keys() - job.assigned.keys()
                     job.expected_start = float(at)
                     if left_out_too and job.left_out:
-                        self._reserve_left_out(job, at)
+                        self._reserve_left_out(job, at, start)
                     return job.expected_start
                 exact.add(short)
         if tries >= RESERVE_TRIES:
             self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
         return None
 
-    def _reserve_left_out(self, job: PendingJob, at: int) -> None:
+    def _reserve_pod(self, job: PendingJob, pod: Pod, first: int, start: int) -> tuple[MatchResult | None, bool]:
+        """The engine's reservation of one pod of ``job`` from ``first`` (``allocate_orelse_reserve``), and whether
+        it is held (its engine job among the job's reservations, its books in time): when it starts after ``start``
+        and the exact books agree then; else it is cancelled. The result is None for a pod that takes no core or
+        gpu."""
+        graph = self.graph
+        assert graph is not None
+        duration = self._planned(pod, first, reserve=True)
+        result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
+        if result is None or not result.matched:
+            return result, False
+        node = graph.placement().node
+        if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
+            job.reservations.append(result.jobid)
+            self._reserve_books(job, node, pod, result.at, duration)
+            return result, True
+        graph.cancel(result.jobid, freed=())
+        return result, False
+
+    def _reserve_left_out(self, job: PendingJob, at: int, start: int) -> None:
         """Reserve the members ``job``'s reservation at ``at`` left out, each on its own at its earliest start from
         then (a member never starts before its group), in pod order, and tell each its start (conservative
         backfilling: left with none, such a member would, once its group started, take ahead of the jobs behind it
         the start they were told). A member the engine's reservation does not hold in the exact books stays out."""
-        graph = self.graph
-        assert graph is not None
         for uid in [uid for uid in job.pods if uid in job.left_out]:
-            pod = job.pods[uid]
-            duration = self._planned(pod, at, reserve=True)
-            result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, at, self._static_fit(pod).unfit)
-            if result is None or not result.matched:
-                continue
-            node = graph.placement().node
-            if not self._fits_during(node, pod, result.at, result.at + duration):
-                graph.cancel(result.jobid, freed=())
-                continue
-            job.reservations.append(result.jobid)
-            self._reserve_books(job, node, pod, result.at, duration)
-            job.left_out.discard(uid)
-            job.member_reservations[uid] = (result.jobid, float(result.at))
+            result, reserved = self._reserve_pod(job, job.pods[uid], at, start)
+            if result is not None and reserved:
+                job.left_out.discard(uid)
+                job.member_reservations[uid] = (result.jobid, float(result.at))
 
     def _reserve_alike(self, job: PendingJob, pods: list[Pod], first: int, start: int) -> float | None:
         """A group of alike members all required: the engine reserves its slots as one job (as it reserves a lone

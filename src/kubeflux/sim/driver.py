@@ -187,18 +187,16 @@ class Simulation:
             now = loop.run_time_point()
             bound = 0
             for name, scheduler in schedulers:
-                decisions = scheduler.schedule(now)
-                made = self._apply(name, decisions) if decisions else 0
-                wake = scheduler.next_wakeup(now)
-                while made and wake == now:
-                    # More to do at once (a pass that stopped at its queue depth after binding): the binds' own
-                    # events came in the pass's time point, so no later event would bring that pass; a shell on
-                    # a real cluster runs it after the binds' watch events, as kube-scheduler takes its next pod.
-                    bound += made
+                while True:
                     decisions = scheduler.schedule(now)
                     made = self._apply(name, decisions) if decisions else 0
+                    bound += made
                     wake = scheduler.next_wakeup(now)
-                bound += made
+                    # Again at once while it binds and asks (a pass that stopped at its queue depth): the binds'
+                    # own events came in this time point, so no later event would bring that pass; a shell on a
+                    # real cluster runs it after the binds' watch events, as kube-scheduler takes its next pod.
+                    if not made or wake != now:
+                        break
                 if wake is not None and wake > now and self._wakeups.get(name) != wake:
                     self._wakeups[name] = wake
                     self._wakeups_pending += 1
