@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import kubeflux.scheduler
 import kubeflux.sim
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod
@@ -127,14 +128,15 @@ def test_a_duck_typed_scheduler_runs_its_jobs() -> None:
     assert [(j.final_state, j.starting_time) for j in record.jobs] == [(FinalState.COMPLETED_SUCCESSFULLY, 0.0)]
 
 
-def test_a_decision_with_a_field_not_of_its_type_does_not_end_the_run() -> None:
-    """Compiled, a Bind to node ``None`` fails its typed read: ignored and named in the problems. The pure sources
-    ask the cluster for node None, which refuses the Binding (a FailedBinding event); either way the pod waits."""
+def test_a_decision_with_a_field_not_of_its_type_is_refused() -> None:
+    """Compiled, the decision classes check their fields' types as they are made: a Bind to node ``None`` raises
+    TypeError in the scheduler's own code, at the line that makes it. The pure sources make it and ask the cluster
+    for node None, which refuses the Binding (a FailedBinding event): the pod waits."""
     scheduler = _BindsTo(None)
+    if kubeflux.scheduler.COMPILED:
+        with pytest.raises(TypeError, match="got None"):
+            simulate(Workload("w", [_job()]), [_node()], {scheduler.name: scheduler})
+        return
     record = simulate(Workload("w", [_job()]), [_node()], {scheduler.name: scheduler})
     assert [j.final_state for j in record.jobs] == [FinalState.NOT_FINISHED]
-    invalid = [p for p in record.problems if "sent an invalid decision" in p]
-    if kubeflux.sim.COMPILED:
-        assert len(invalid) == 1 and "node=None" in invalid[0] and "got None" in invalid[0]
-    else:
-        assert invalid == []
+    assert [p for p in record.problems if "sent an invalid decision" in p] == []

@@ -81,9 +81,9 @@ BIND_BACKOFF = 1.0
 ``podInitialBackoffSeconds``)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Allocation:
-    """One bound pod as kubeflux counts it."""
+    """One bound pod as kubeflux counts it (its own ``__init__``: compiled, the generated one stays interpreted)."""
 
     uid: str
     key: str
@@ -94,6 +94,26 @@ class Allocation:
     start: int = 0
     duration: int = 0
     placement: Placement | None = None
+
+    def __init__(
+        self,
+        uid: str,
+        key: str,
+        node: str,
+        own: bool,
+        jobid: int = 0,
+        start: int = 0,
+        duration: int = 0,
+        placement: Placement | None = None,
+    ) -> None:
+        self.uid = uid
+        self.key = key
+        self.node = node
+        self.own = own
+        self.jobid = jobid
+        self.start = start
+        self.duration = duration
+        self.placement = placement
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # so that KubefluxScheduler may allow them (core.py)

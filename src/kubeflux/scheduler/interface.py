@@ -28,79 +28,19 @@ A shell must call ``schedule`` after any batch of events; it may call it more of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from kubeflux.scheduler.messages import (
+    EXPECTED_START_ANNOTATION,
+    Bind,
+    ClusterEvent,
+    EventKind,
+    PodWarning,
+    Reject,
+    Unschedulable,
+    expected_start_text,
+)
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
-
-
-class EventKind(StrEnum):
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterEvent:
-    """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
-    (for DELETED, its last known state, which may be stale: a tombstone)."""
-
-    kind: EventKind
-    obj: Pod | Node | PodGroup
-
-
-@dataclass(frozen=True, slots=True)
-class Bind:
-    pod: str
-    """The pod's ``namespace/name``."""
-    uid: str
-    node: str
-    annotations: dict[str, str] = field(default_factory=dict)
-    """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
-
-
-EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
-"""On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
-cluster, virtual time in the simulator), written as an integer when whole."""
-
-
-def expected_start_text(expected: float) -> str:
-    """The :data:`EXPECTED_START_ANNOTATION` value for ``expected`` seconds."""
-    return str(int(expected)) if float(expected).is_integer() else repr(expected)
-
-
-@dataclass(frozen=True, slots=True)
-class Unschedulable:
-    pod: str
-    uid: str
-    message: str
-    """In kube-scheduler's form, e.g. ``0/4 nodes are available: 4 Insufficient cpu.``"""
-    expected_start: float | None = None
-    """When a reservation holds resources for the pod: its expected start time. A shell writes it on the pod as
-    the :data:`EXPECTED_START_ANNOTATION` and removes that when a later decision has none or the pod is bound."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """The pod can never run here (e.g. it asks more than the whole cluster has); it stays Pending."""
-
-    pod: str
-    uid: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class PodWarning:
-    """A problem found in a pod that the scheduler reports without rejecting the pod (see the module docstring):
-    a ``Warning`` Event with ``reason`` (e.g. ``InvalidAllocation``) and ``message`` on the pod ``namespace/name``.
-    """
-
-    pod: str
-    uid: str
-    reason: str
-    message: str
-
 
 Decision = Bind | Unschedulable | Reject | PodWarning
 

@@ -14,10 +14,16 @@ from kubeflux.scheduler.constraints import insufficient_resources
 from kubeflux.scheduler.objects import PODS, ResourceList
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Booking:
+    """Where a pod is counted (its own ``__init__``: compiled, the generated one stays interpreted)."""
+
     node: str
     requests: ResourceList
+
+    def __init__(self, node: str, requests: ResourceList) -> None:
+        self.node = node
+        self.requests = requests
 
 
 @dataclass(slots=True)

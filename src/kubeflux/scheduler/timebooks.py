@@ -30,14 +30,21 @@ from kubeflux.scheduler.objects import PODS, ResourceList
 __all__ = ["Hold", "TimeBooks"]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Hold:
-    """A reservation of ``requests`` (and one pod) on ``node`` during ``[start, end)``."""
+    """A reservation of ``requests`` (and one pod) on ``node`` during ``[start, end)`` (its own ``__init__``:
+    compiled, the generated one stays interpreted)."""
 
     node: str
     start: int
     end: int
     requests: ResourceList
+
+    def __init__(self, node: str, start: int, end: int, requests: ResourceList) -> None:
+        self.node = node
+        self.start = start
+        self.end = end
+        self.requests = requests
 
 
 class TimeBooks:

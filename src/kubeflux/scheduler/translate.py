@@ -90,13 +90,19 @@ class PodRequestError(ValueError):
     """A pod whose scheduling inputs kubeflux cannot use; the message names the pod and the field."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Placement:
-    """Where the engine put one pod's job: the node and the core/gpu vertex names it took there."""
+    """Where the engine put one pod's job: the node and the core/gpu vertex names it took there. (Its own
+    ``__init__``: compiled, the one :mod:`dataclasses` generates stays interpreted; one per match and bound pod.)"""
 
     node: str
     cores: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()
+
+    def __init__(self, node: str, cores: tuple[str, ...] = (), gpus: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "cores", cores)
+        object.__setattr__(self, "gpus", gpus)
 
 
 def whole_cores(millicores: int) -> int:

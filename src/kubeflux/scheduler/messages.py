@@ -1,0 +1,108 @@
+"""The values a shell and a scheduler core exchange: cluster events in, decisions out (see
+:mod:`kubeflux.scheduler.interface` for the contract).
+
+Each class has its own ``__init__`` rather than the one :mod:`dataclasses` generates: compiled (mypyc), that one
+stays interpreted Python and sets each field of a frozen object through ``object.__setattr__``; a scheduling pass
+makes one decision per pending pod, and the simulator one event per change, so construction is a hot path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kubeflux.scheduler.objects import Node, Pod, PodGroup
+
+
+class EventKind(StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ClusterEvent:
+    """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
+    (for DELETED, its last known state, which may be stale: a tombstone)."""
+
+    kind: EventKind
+    obj: Pod | Node | PodGroup
+
+    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "obj", obj)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Bind:
+    pod: str
+    """The pod's ``namespace/name``."""
+    uid: str
+    node: str
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
+
+    def __init__(self, pod: str, uid: str, node: str, annotations: dict[str, str] | None = None) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "annotations", {} if annotations is None else annotations)
+
+
+EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
+"""On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
+cluster, virtual time in the simulator), written as an integer when whole."""
+
+
+def expected_start_text(expected: float) -> str:
+    """The :data:`EXPECTED_START_ANNOTATION` value for ``expected`` seconds."""
+    return str(int(expected)) if float(expected).is_integer() else repr(expected)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Unschedulable:
+    pod: str
+    uid: str
+    message: str
+    """In kube-scheduler's form, e.g. ``0/4 nodes are available: 4 Insufficient cpu.``"""
+    expected_start: float | None = None
+    """When a reservation holds resources for the pod: its expected start time. A shell writes it on the pod as
+    the :data:`EXPECTED_START_ANNOTATION` and removes that when a later decision has none or the pod is bound."""
+
+    def __init__(self, pod: str, uid: str, message: str, expected_start: float | None = None) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "expected_start", expected_start)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Reject:
+    """The pod can never run here (e.g. it asks more than the whole cluster has); it stays Pending."""
+
+    pod: str
+    uid: str
+    message: str
+
+    def __init__(self, pod: str, uid: str, message: str) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "message", message)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class PodWarning:
+    """A problem found in a pod that the scheduler reports without rejecting the pod (see
+    :mod:`kubeflux.scheduler.interface`): a ``Warning`` Event with ``reason`` (e.g. ``InvalidAllocation``) and
+    ``message`` on the pod ``namespace/name``."""
+
+    pod: str
+    uid: str
+    reason: str
+    message: str
+
+    def __init__(self, pod: str, uid: str, reason: str, message: str) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "message", message)
