@@ -196,13 +196,30 @@ def insufficient_resources(requests: ResourceList, allocatable: ResourceList, us
     reasons: list[str] = []
     if PODS in allocatable and used.get(PODS, 0) + 1 > allocatable[PODS]:
         reasons.append(REASON_TOO_MANY_PODS)
-    names = [name for name in _FIXED_ORDER if name in requests]
-    names += sorted(name for name in requests if name not in _FIXED_ORDER and name != PODS)
-    for name in names:
+    for name, reason in _checked_in_order(requests):
         amount = requests[name]
         if amount > 0 and amount > allocatable.get(name, 0) - used.get(name, 0):
-            reasons.append(f"Insufficient {name}")
+            reasons.append(reason)
     return reasons
+
+
+_ORDERS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+"""The resources of a request, in :func:`insufficient_resources`' order with their reason, by the request's
+names (asked for every node and pod a pass looks at; at most :data:`_ORDERS_KEPT` kept)."""
+_ORDERS_KEPT = 1024
+
+
+def _checked_in_order(requests: ResourceList) -> tuple[tuple[str, str], ...]:
+    key = tuple(requests)
+    order = _ORDERS.get(key)
+    if order is None:
+        names = [name for name in _FIXED_ORDER if name in requests]
+        names += sorted(name for name in requests if name not in _FIXED_ORDER and name != PODS)
+        order = tuple((name, f"Insufficient {name}") for name in names)
+        if len(_ORDERS) >= _ORDERS_KEPT:
+            _ORDERS.clear()
+        _ORDERS[key] = order
+    return order
 
 
 def node_resources_fit(pod: Pod, node: Node, used: ResourceList) -> list[str]:

@@ -216,7 +216,7 @@ class KubefluxScheduler(Reserver):
             known = job.pods.get(uid)
             if known is None:
                 continue
-            job.pods[uid] = pod
+            job.put(uid, pod)
             if placement_view(known) != placement_view(pod):
                 del self._rejected[key]
                 for member_uid, member in job.pods.items():
@@ -245,8 +245,7 @@ class KubefluxScheduler(Reserver):
 
     def _forget_pending(self, uid: str) -> PendingJob | None:
         for job in self._rejected.values():
-            if uid in job.pods:
-                del job.pods[uid]
+            job.drop(uid)
         return super()._forget_pending(uid)
 
     # ================================================================== schedule (one pass)

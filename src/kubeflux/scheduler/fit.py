@@ -75,11 +75,14 @@ class NodeFit:
     def set_unfit(self, name: str, reasons: list[str]) -> None:
         """Record why static-fit node ``name`` is short for the pod now (no reasons: it is not)."""
         before = self.unfit.pop(name, None)
+        short = self.short  # counted in loops: Counter's update and subtract are interpreted Python, even compiled
         if before:
-            self.short.subtract(before)
+            for reason in before:
+                short[reason] -= 1
         if reasons:
             self.unfit[name] = reasons
-            self.short.update(reasons)
+            for reason in reasons:
+                short[reason] += 1
             self.hidden.add(name)
             self.open.discard(name)
         else:
@@ -87,8 +90,18 @@ class NodeFit:
             self.open.add(name)
 
     def reasons(self) -> Counter[str]:
-        """Every node's reason the pod may not go there now, counted as kube-scheduler counts them."""
-        return self.static.reasons + self.short
+        """Every node's reason the pod may not go there now, counted as kube-scheduler counts them (``static.reasons +
+        short``, the positive counts, summed in a loop that compiles)."""
+        total: Counter[str] = Counter()
+        static, short = self.static.reasons, self.short
+        for reason, count in static.items():
+            count += short.get(reason, 0)
+            if count > 0:
+                total[reason] = count
+        for reason, count in short.items():
+            if count > 0 and reason not in static:
+                total[reason] = count
+        return total
 
     @property
     def any(self) -> bool:

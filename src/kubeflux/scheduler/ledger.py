@@ -40,8 +40,13 @@ class Ledger:
         if uid in self.bookings:
             return False
         self.bookings[uid] = Booking(node, dict(requests))
-        self.by_node.setdefault(node, set()).add(uid)
-        used = self.used.setdefault(node, {})
+        uids = self.by_node.get(node)
+        if uids is None:
+            uids = self.by_node[node] = set()
+        uids.add(uid)
+        used = self.used.get(node)
+        if used is None:
+            used = self.used[node] = {}
         for name, amount in requests.items():
             used[name] = used.get(name, 0) + amount
         used[PODS] = used.get(PODS, 0) + 1
@@ -52,8 +57,12 @@ class Ledger:
         booking = self.bookings.pop(uid, None)
         if booking is None:
             return None
-        self.by_node.get(booking.node, set()).discard(uid)
-        used = self.used.get(booking.node, {})
+        uids = self.by_node.get(booking.node)
+        if uids is not None:
+            uids.discard(uid)
+        used = self.used.get(booking.node)
+        if used is None:
+            used = {}
         for name, amount in booking.requests.items():
             used[name] = used.get(name, 0) - amount
         used[PODS] = used.get(PODS, 0) - 1

@@ -693,17 +693,16 @@ class Placer(ClusterBooks):
 
 
 def alike_run(job: PendingJob) -> int:
-    """How many of the job's first pods are alike (all of them: ``len(job.pods)``); kept on the job while its pods
-    are the same objects (a pod's object is replaced whenever what placing reads of it changes, as the informer
-    assumes too)."""
-    pods = tuple(job.pods.values())
-    ids = tuple(map(id, pods))
-    known = job.alike
-    if known is not None and known[0] == ids:
-        return known[2]
+    """How many of the job's first pods are alike (all of them: ``len(job.pods)``); kept on the job until its pods
+    change (:meth:`PendingJob.put`: a pod's object is replaced whenever what placing reads of it changes, as the
+    informer assumes too)."""
+    run = job.alike
+    if run >= 0:
+        return run
+    pods = list(job.pods.values())
     first = pods[0] if pods else None
     run = next((i for i, pod in enumerate(pods) if first is None or not _alike(pod, first)), len(pods))
-    job.alike = (ids, pods, run)
+    job.alike = run
     return run
 
 

@@ -33,7 +33,8 @@ class PendingJob:
     arrival: float
     seq: int
     pods: dict[str, Pod] = field(default_factory=dict)
-    """Pod uid → pod, in the order seen."""
+    """Pod uid → pod, in the order seen. Changed only by :meth:`put` and :meth:`drop`, which forget what was
+    found of the pods (:attr:`alike`, the priority)."""
     ready_since: float | None = None
     retry_at: float = 0.0
     """Back-off: not tried before this time."""
@@ -58,15 +59,30 @@ class PendingJob:
     told: dict[str, tuple[str, float | None]] = field(default_factory=dict)
     """Pod uid → the last (message, expected start) reported, so each is reported once (:data:`INHERITED` for a
     pod queued with an expected start on it)."""
-    alike: tuple[tuple[int, ...], tuple[Pod, ...], int] | None = None
-    """How many of its first pods are alike (:func:`kubeflux.scheduler.placing.alike_run`), with the pods it was
-    found for (their ids, and the pods themselves, kept alive so that the ids stay theirs)."""
+    alike: int = -1
+    """How many of its first pods are alike (:func:`kubeflux.scheduler.placing.alike_run`); -1 until found."""
+    top_priority: int | None = None
+    """The highest priority of its pods, once found (:attr:`priority`)."""
     kept: KeptReservation | None = None
     """Its last gang reservation as the engine made it, to put back when the engine would make it again."""
 
     @property
     def priority(self) -> int:
-        return max((pod.priority for pod in self.pods.values()), default=0)
+        top = self.top_priority
+        if top is None:
+            top = self.top_priority = max((pod.priority for pod in self.pods.values()), default=0)
+        return top
+
+    def put(self, uid: str, pod: Pod) -> None:
+        """Add or replace a pod (a pod's object is replaced whenever what placing reads of it changes)."""
+        pods = self.pods
+        if pods.get(uid) is not pod:
+            pods[uid] = pod
+            self.alike, self.top_priority = -1, None
+
+    def drop(self, uid: str) -> None:
+        if self.pods.pop(uid, None) is not None:
+            self.alike, self.top_priority = -1, None
 
     def order(self) -> tuple[int, float, int]:
         return (-self.priority, self.arrival, self.seq)
@@ -89,7 +105,7 @@ class PendingQueue:
         """Queue ``pod`` (or refresh it when already queued); returns its job."""
         job = self.by_pod.get(uid)
         if job is not None:
-            job.pods[uid] = pod
+            job.put(uid, pod)
             return job
         group = pod.group
         key = pod.key if group is None or group in self.started_groups else group
@@ -100,7 +116,7 @@ class PendingQueue:
             arrival = known.creation_time if known is not None and known.creation_time else pod.creation_time
             job = PendingJob(key, group if key == group else None, arrival, self._seq)
             self.jobs[key] = job
-        job.pods[uid] = pod
+        job.put(uid, pod)
         self.by_pod[uid] = job
         if EXPECTED_START_ANNOTATION in pod.annotations:  # written before it was queued here (a restart)
             job.told.setdefault(uid, INHERITED)
@@ -111,7 +127,7 @@ class PendingQueue:
         job = self.by_pod.pop(uid, None)
         if job is None:
             return None
-        job.pods.pop(uid, None)
+        job.drop(uid)
         if not job.pods and self.jobs.get(job.key) is job:
             del self.jobs[job.key]
         return job

@@ -192,16 +192,29 @@ def node_spec(node: Node, allocatable: dict[str, int] | None = None, shape: Node
     )
 
 
-def _seconds(pod: Pod, field: str, raw: str) -> float:
+_SECONDS: dict[str, float] = {}
+"""Durations read from annotations, by their text (one per pod and pass otherwise; at most
+:data:`_SECONDS_KEPT` kept)."""
+_SECONDS_KEPT = 4096
+
+
+def _seconds(pod: Pod, annotation: str, raw: str) -> float:
+    value = _SECONDS.get(raw)
+    if value is not None:
+        return value
     try:
         value = float(raw)
     except ValueError:
         try:
             value = parse_duration(raw)
         except QuantityError as exc:
-            raise PodRequestError(f"pod {pod.key}: {field}: {exc}") from None
+            raise PodRequestError(f"pod {pod.key}: metadata.annotations[{annotation}]: {exc}") from None
     if not math.isfinite(value) or value <= 0:
-        raise PodRequestError(f"pod {pod.key}: {field}: must be a positive duration, got {raw!r}")
+        why = f"must be a positive duration, got {raw!r}"
+        raise PodRequestError(f"pod {pod.key}: metadata.annotations[{annotation}]: {why}")
+    if len(_SECONDS) >= _SECONDS_KEPT:
+        _SECONDS.clear()
+    _SECONDS[raw] = value
     return value
 
 
@@ -216,7 +229,7 @@ def pod_duration(pod: Pod) -> float | None:
     for name in (DURATION_ANNOTATION, WALLTIME_ANNOTATION):
         raw = pod.annotations.get(name)
         if raw is not None:
-            return _seconds(pod, f"metadata.annotations[{name}]", raw)
+            return _seconds(pod, name, raw)
     return None
 
 
