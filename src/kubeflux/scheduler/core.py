@@ -582,7 +582,7 @@ class KubefluxScheduler(Reserver):
                 said = (message, own[uid][1])
             if told.get(uid) != said:
                 told[uid] = said
-                out.append(Unschedulable(pod.key, pod.uid, *said))
+                out.append(Unschedulable(pod.key, pod.uid, said[0], said[1]))  # (no *said: a native call)
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:
         """After a full pass, a pending pod told an expected start whose job holds no reservation any more (it was

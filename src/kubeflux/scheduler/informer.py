@@ -54,7 +54,7 @@ from kubeflux.scheduler.interface import (
 )
 from kubeflux.scheduler.kept import keeps_reservations
 from kubeflux.scheduler.ledger import Ledger
-from kubeflux.scheduler.objects import CPU, Node, Pod, PodGroup, ResourceList
+from kubeflux.scheduler.objects import CPU, Node, Pod, PodGroup, PodPhase, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.sharing import SharingPolicy
 from kubeflux.scheduler.timebooks import TimeBooks
@@ -301,19 +301,22 @@ class ClusterBooks:
 
     def _observe_pod(self, kind: EventKind, pod: Pod) -> None:
         uid = self._uid(pod)
-        if kind is EventKind.DELETED or pod.phase.terminal:
+        phase = pod.phase  # PodPhase.terminal, without the property call (pure Python) on every pod event
+        if kind is EventKind.DELETED or phase is PodPhase.SUCCEEDED or phase is PodPhase.FAILED:
             self._gone(uid, "deleted" if kind is EventKind.DELETED else pod.phase.value)
             group = pod.group  # a member that ran means its gang started (news to a restarted scheduler)
             own = pod.scheduler_name == self.name
             if own and pod.node_name and group is not None and group not in self.queue.started_groups:
                 self._started(group)
-            if self._uid_by_key.get(pod.key) == uid:  # a late tombstone of a re-created pod keeps the new one
-                del self._uid_by_key[pod.key]
+            key = pod.key
+            if self._uid_by_key.get(key) == uid:  # a late tombstone of a re-created pod keeps the new one
+                del self._uid_by_key[key]
             return
-        previous = self._uid_by_key.get(pod.key)
+        key = pod.key
+        previous = self._uid_by_key.get(key)
         if previous is not None and previous != uid:
             self._gone(previous, f"re-created as uid {uid}")
-        self._uid_by_key[pod.key] = uid
+        self._uid_by_key[key] = uid
         if pod.node_name:
             alloc = self.allocations.get(uid)
             if alloc is not None and alloc.node != pod.node_name:  # bound elsewhere than kubeflux decided

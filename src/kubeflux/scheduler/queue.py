@@ -25,8 +25,11 @@ it, so the first decision about the pod is written whatever it says, and a pass 
 takes the annotation back."""
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class PendingJob:
+    """A job waiting in the queue: a lone pod or a pod group's members (its own ``__init__``: compiled, the one
+    :mod:`dataclasses` generates stays interpreted, and calls each field's default factory in Python)."""
+
     key: str
     """``namespace/name`` of the group, or of the lone pod."""
     group: str | None
@@ -65,6 +68,25 @@ class PendingJob:
     """The highest priority of its pods, once found (:attr:`priority`)."""
     kept: KeptReservation | None = None
     """Its last gang reservation as the engine made it, to put back when the engine would make it again."""
+
+    def __init__(
+        self, key: str, group: str | None, arrival: float, seq: int, pods: dict[str, Pod] | None = None
+    ) -> None:
+        self.key, self.group, self.arrival, self.seq = key, group, arrival, seq
+        self.pods = {} if pods is None else pods
+        self.ready_since = None
+        self.retry_at = self.backoff = 0.0
+        self.reservations = []
+        self.holds = []
+        self.expected_start = None
+        self.left_out = set()
+        self.assigned = {}
+        self.member_reservations = {}
+        self.tried_epoch = -1
+        self.told = {}
+        self.alike = -1
+        self.top_priority = None
+        self.kept = None
 
     @property
     def priority(self) -> int:
