@@ -2,16 +2,14 @@
 
 When a node shrinks below the cores a running pod's annotation names (``core2`` of a node now of two cores), the
 pod is put back on other free cores of the node in the graph (``core0``): its annotation, already written, still
-names ``core2``. When the node grows back, the pod is replayed on the cores kubeflux last gave it, not on those its
-annotation names, and a new pod is given ``core2``: two running pods whose annotations name the same core (what a
-CPU pinning agent reading the annotation would pin twice). Not the matcher's shortcuts: the plain walk does the same.
+names ``core2``. When the node grows back, the pod is replayed on the cores its annotation names first (they are
+free again), not on those kubeflux last gave it, so no new pod is given ``core2``: two running pods whose
+annotations named the same core would be pinned twice by a CPU pinning agent reading them.
 """
 
 from __future__ import annotations
 
 import json
-
-import pytest
 
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
@@ -38,7 +36,6 @@ def _cores(pod: Pod) -> set[str]:
     return set(json.loads(pod.annotations[ALLOCATION_ANNOTATION])["cores"])
 
 
-@pytest.mark.xfail(strict=True, reason="a pod replayed after its node shrank keeps other cores than it names")
 def test_a_node_shrunk_under_a_pod_and_grown_back_gives_no_new_pod_the_cores_that_pod_names() -> None:
     scheduler = KubefluxScheduler()
     scheduler.observe(ClusterEvent(ADDED, _node(8)), 0.0)

@@ -423,22 +423,31 @@ class GraphView:
         return root.avail_resources_array_during(at, duration)[root.resource_types.index("core")]
 
     def free_leaves(
-        self, name: str, kind: str, at: int, duration: int, count: int, prefer: Iterable[str] = ()
+        self,
+        name: str,
+        kind: str,
+        at: int,
+        duration: int,
+        count: int,
+        prefer: Iterable[str] = (),
+        then: Iterable[str] = (),
     ) -> list[int] | None:
         """``count`` of node ``name``'s ``kind`` vertices (``core`` or ``gpu``) free during ``[at, at + duration)``,
-        those named in ``prefer`` first; None when there are not enough."""
+        those named in ``prefer`` first, then those in ``then``, then in graph order; None when there are not
+        enough."""
         if count == 0:
             return []
         if name not in self._leaves:
             return None
         vertices = self.engine.graph.vertices
         plans = self.engine.traverser.plans
-        wanted = set(prefer)
-        free: list[tuple[bool, int]] = []
+        wanted, second = set(prefer), set(then)
+        free: list[tuple[int, int]] = []
         for uid in self.leaves(name)[1 if kind == "gpu" else 0]:
             plan = plans.get(uid)
             if plan is None or plan.avail_during(at, duration, 1):
-                free.append((vertices[uid].name not in wanted, uid))
+                vertex_name = vertices[uid].name
+                free.append((0 if vertex_name in wanted else 1 if vertex_name in second else 2, uid))
         if len(free) < count:
             return None
         return [uid for _, uid in sorted(free)[:count]]

@@ -94,6 +94,11 @@ class Allocation:
     start: int = 0
     duration: int = 0
     placement: Placement | None = None
+    """Where the engine holds it now."""
+    named: Placement | None = None
+    """The placement its allocation annotation names (written as it was bound, or read when recovered): a replay
+    puts it back there first. It differs from :attr:`placement` once a replay had to use other cores (its node
+    shrank below them)."""
 
     def __init__(
         self,
@@ -113,7 +118,7 @@ class Allocation:
         self.jobid = jobid
         self.start = start
         self.duration = duration
-        self.placement = placement
+        self.placement = self.named = placement
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # so that KubefluxScheduler may allow them (core.py)
@@ -472,7 +477,7 @@ class ClusterBooks:
                 self._notify(uid, PodWarning(pod.key, pod.uid, "InvalidAllocation", message))
             else:
                 alloc.start, alloc.duration = record.start, record.duration
-                alloc.placement = Placement(node, record.cores, record.gpus)
+                alloc.placement = alloc.named = Placement(node, record.cores, record.gpus)
         self.allocations[uid] = alloc
         self._bound[uid] = pod
         if own or self.sharing.name != "capped":
@@ -650,9 +655,11 @@ class ClusterBooks:
                 start, duration = alloc.start, alloc.duration
             else:
                 start, duration = now, self.horizon - now
-            named = [*alloc.placement.cores, *alloc.placement.gpus] if alloc.placement is not None else []
-            core_uids = graph.free_leaves(alloc.node, "core", start, duration, cores, named)
-            gpu_uids = graph.free_leaves(alloc.node, "gpu", start, duration, gpus, named)
+            # the cores its annotation names first (a CPU pinning agent reads them), then those it last held
+            named = [*alloc.named.cores, *alloc.named.gpus] if alloc.named is not None else []
+            last = [*alloc.placement.cores, *alloc.placement.gpus] if alloc.placement is not None else []
+            core_uids = graph.free_leaves(alloc.node, "core", start, duration, cores, named, last)
+            gpu_uids = graph.free_leaves(alloc.node, "gpu", start, duration, gpus, named, last)
             if core_uids is None or gpu_uids is None:
                 self.log.append(
                     f"Could not put pod {pod.key} on node {alloc.node} in the graph "
