@@ -266,7 +266,10 @@ def own_leaves(
     score = state.policy.finish_chosen(vertex, wanted > 0)
     if wanted == 0:
         return FAILED
-    evaluation = state.evaluation_type(True, x_in, avail, score)
+    if state.evaluation_type is Evaluation:  # (a native call when compiled: see Traverser._finish)
+        evaluation = Evaluation(True, x_in, avail, score)
+    else:
+        evaluation = state.evaluation_type(True, x_in, avail, score)
     if score <= MATCH_UNMET:
         return evaluation
     # the first of them that cover ``wanted`` (each holds some units, so the running sums strictly increase)

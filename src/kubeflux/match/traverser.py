@@ -197,7 +197,7 @@ class Traverser(WideWalk):
         if not avail:
             return FAILED
         self.policy.discover(vertex)
-        dfu = self.scoring_type()
+        dfu = Scoring() if self.scoring_type is Scoring else self.scoring_type()  # (see _finish)
         kids = Kids()
         if kind == "slot":
             slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
@@ -237,7 +237,10 @@ class Traverser(WideWalk):
         the vertex's free units, which :meth:`_prune` found)."""
         if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
             return self.evaluation_type(False, kids=kids) if kids else FAILED
-        evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
+        if self.evaluation_type is Evaluation:  # (a native call when compiled; a class in a variable is not)
+            evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
+        else:
+            evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
                 evaluation.marks = self._marks(dfu) or None
