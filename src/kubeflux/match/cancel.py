@@ -188,16 +188,15 @@ class _JobTree:
             vertices = traverser.graph.vertices
             by_parent: dict[int, list[int]] = {}
             held = sorted(traverser.job_vertices.get(self._jobid, ()))
+            # (Methods called on the traverser, not bound ones kept in locals: compiled, those are Python calls.)
             if traverser.graph.shared_children:
-                walk_parents = traverser._walk_parents
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        for parent in walk_parents(vertex):
+                        for parent in traverser._walk_parents(vertex):
                             by_parent.setdefault(parent, []).append(vertex)
             else:  # (a tree: each vertex has its one walk parent, and no list of them is made per vertex)
-                walk_parent = traverser._walk_parent
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        by_parent.setdefault(walk_parent(vertex), []).append(vertex)
+                        by_parent.setdefault(traverser._walk_parent(vertex), []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])

@@ -53,7 +53,7 @@ from kubeflux.match.planner import (
     check_window,
     resource_pairs,
 )
-from kubeflux.match.timeline import Axis, Timeline, count_end, uncount_end
+from kubeflux.match.timeline import Axis, Timeline
 
 __all__ = ["MultiPlanner"]
 
@@ -298,8 +298,8 @@ class MultiPlanner:
                     if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
-            new_start = count_end(self._refs, start, axis.insert)
-            if count_end(self._refs, last, axis.insert) or new_start:  # new points move the window's indices
+            new_start = axis.count_end(self._refs, start)
+            if axis.count_end(self._refs, last) or new_start:  # new points move the window's indices
                 window = None if window is None else columns[0].window(start, last)
             if window is not None:
                 for k, request in enumerate(vector):
@@ -323,8 +323,9 @@ class MultiPlanner:
             self._axis.clear(self._base, self._totals)
             self._refs = {self._base: 1}
             return
-        uncount_end(self._refs, start, self._axis.remove)
-        uncount_end(self._refs, last, self._axis.remove)
+        axis = self._axis
+        axis.uncount_end(self._refs, start)
+        axis.uncount_end(self._refs, last)
 
     def _hide(self, k: int, start: int, last: int) -> None:
         hidden = self._hidden[k]

@@ -9,7 +9,7 @@ per type. A pure leaf below :mod:`kubeflux.match.planner`: no spans, no errors, 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 _BLOCK_MAX = 128
 _SHORT_BLOCK = 16
@@ -117,6 +117,26 @@ class Timeline:
         if i == 0:  # the equal point before it was in the previous block: this block's extremes may change
             self.firsts[b] = times[0]
             self._refresh(b)
+
+    def count_end(self, refs: dict[int, int], t: int) -> bool:
+        """Count a span end at ``t`` in ``refs`` (the span ends at each point), inserting ``t`` when it is new;
+        whether it was. (A method, not a function given ``insert``: compiled, a bound method passed as a value is
+        made and called as a Python object.)"""
+        if t in refs:
+            refs[t] += 1
+            return False
+        refs[t] = 1
+        self.insert(t)
+        return True
+
+    def uncount_end(self, refs: dict[int, int], t: int) -> None:
+        """Uncount a span end at ``t``, removing the point when no span ends there any more."""
+        n = refs[t] - 1
+        if n:
+            refs[t] = n
+        else:
+            del refs[t]
+            self.remove(t)
 
     def add(self, start: int, last: int, delta: int) -> None:
         """Add ``delta`` to every point in ``[start, last)``; both are points."""
@@ -319,23 +339,40 @@ class Axis:
         return other
 
     def clear(self, base: int, totals: Sequence[int]) -> None:
-        """Keep only the point ``base``, each column at its total; in place (the columns share the lists)."""
+        """Keep only the point ``base``, each column at its total; in place (the columns share the lists), down to
+        the first block's lists (a vertex's filter empties and fills again with every job that comes and goes)."""
         times, firsts = self.times, self.firsts
         del times[1:], firsts[1:]
-        times[0] = [base]
+        block = times[0]
+        del block[1:]
+        block[0] = base
         firsts[0] = base
         for col, total in zip(self.columns, totals, strict=True):
-            del col.rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
-            col.rems[0] = [total]
+            rems = col.rems
+            del rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
+            first = rems[0]
+            del first[1:]
+            first[0] = total
             col.offs[0] = 0
             col.mins[0] = col.maxs[0] = total
 
     def first_span(self, start: int, last: int, requests: Sequence[int], totals: Sequence[int]) -> None:
         """Become the points of one span on an axis holding only ``base`` (requests within their totals)."""
-        base = self.times[0][0]
-        self.times[0] = [base, last] if start == base else [base, start, last]
+        block = self.times[0]
+        base = block[0]
+        del block[1:]
+        if start != base:
+            block.append(start)
+        block.append(last)
         for col, request, total in zip(self.columns, requests, totals, strict=True):
-            col.rems[0] = [total - request, total] if start == base else [total, total - request, total]
+            rems = col.rems[0]  # (filled in place, as clear left it: see clear)
+            del rems[1:]
+            if start == base:
+                rems[0] = total - request
+            else:
+                rems[0] = total
+                rems.append(total - request)
+            rems.append(total)
             col.offs[0] = 0
             col.mins[0] = total - request
             col.maxs[0] = total
@@ -382,22 +419,20 @@ class Axis:
             for col in self.columns:
                 col._refresh(b)
 
+    def count_end(self, refs: dict[int, int], t: int) -> bool:
+        """:meth:`Timeline.count_end` on the axis: a new point is inserted in every column."""
+        if t in refs:
+            refs[t] += 1
+            return False
+        refs[t] = 1
+        self.insert(t)
+        return True
 
-def count_end(refs: dict[int, int], t: int, insert: Callable[[int], None]) -> bool:
-    """Count a span end at ``t`` among a timeline's points, inserting ``t`` when it is new; whether it was."""
-    if t in refs:
-        refs[t] += 1
-        return False
-    refs[t] = 1
-    insert(t)
-    return True
-
-
-def uncount_end(refs: dict[int, int], t: int, remove: Callable[[int], None]) -> None:
-    """Uncount a span end at ``t``, removing the point when no span ends there any more."""
-    n = refs[t] - 1
-    if n:
-        refs[t] = n
-    else:
-        del refs[t]
-        remove(t)
+    def uncount_end(self, refs: dict[int, int], t: int) -> None:
+        """:meth:`Timeline.uncount_end` on the axis."""
+        n = refs[t] - 1
+        if n:
+            refs[t] = n
+        else:
+            del refs[t]
+            self.remove(t)
