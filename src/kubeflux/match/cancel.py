@@ -67,17 +67,17 @@ def _rem_dfv(state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
         mine = held.children(uid)
         state.preorder += len(kids) - len(mine)
         if uid in state._leads:
-            for edge, _ in kids:
+            for edge, _target in kids:
                 state._unlead_edge(edge)
         for target in mine:
             delta += _rem_dfv(state, target, jobid, held)
     else:
-        unlead = state._unlead_edge if uid in state._leads else None
+        unlead = uid in state._leads  # (the method called, not kept bound in a local: see Timeline.count_end)
         vertices = state.graph.vertices
         leaves = []
         for edge, target in kids:
-            if unlead is not None:
-                unlead(edge)
+            if unlead:
+                state._unlead_edge(edge)
             if vertices[target].out:
                 delta += _rem_dfv(state, target, jobid, held)
             else:

@@ -211,6 +211,8 @@ class Layout:
 
 POSITIONS_AT_ONCE = 512
 """Children whose exclusion :func:`allowed_positions` asks about at a time (a walk mostly stops at the first)."""
+POSITIONS_FIRST = 8
+"""Allowed positions :func:`allowed_positions` lists first out of one mask (then four times as many each time)."""
 
 
 def allowed_positions(layout: Layout, excluded: Excluded, backwards: bool) -> Iterator[int]:
@@ -227,8 +229,15 @@ def allowed_positions(layout: Layout, excluded: Excluded, backwards: bool) -> It
         uids = layout.uids = np.fromiter((uid for _, uid in layout.children), dtype=np.int64, count=layout.width)
     width, step = layout.width, POSITIONS_AT_ONCE
     if width <= step:  # (most graphs: one mask, with no slice to take nor offset to add)
-        found = np.flatnonzero(allowed(uids)).tolist()
-        yield from reversed(found) if backwards else found
+        allowed_at = allowed(uids).nonzero()[0]
+        if backwards:
+            allowed_at = allowed_at[::-1]
+        # Listed a few at a time, more each time: the walk mostly stops at the first.
+        low, count, end = 0, POSITIONS_FIRST, len(allowed_at)
+        while low < end:
+            yield from allowed_at[low : low + count].tolist()
+            low += count
+            count *= 4
         return
     for low in range(width - step if backwards else 0, -step if backwards else width, -step if backwards else step):
         start = max(low, 0)

@@ -282,7 +282,9 @@ class MultiPlanner:
                     self._failed_add(k)
                     raise self._range_error(k, request)
             axis.first_span(start, last, vector, totals)
-            self._refs = {start: 2, last: 1} if start == self._base else {self._base: 1, start: 1, last: 1}
+            refs = self._refs  # {base: 1} (see _release), kept in place
+            refs[start] = 2 if start == self._base else 1
+            refs[last] = 1
         elif start in self._refs and last in self._refs and len(axis.times) == 1 and len(axis.times[0]) <= _KNOWN_MAX:
             _add_known(self, vector, start, last)
         else:
@@ -295,7 +297,9 @@ class MultiPlanner:
                     if window is None:
                         window = columns[0].window(start, last)
                     mins = columns[k].mins
-                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
+                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(
+                        window[0], window[1], window[2], window[3]
+                    ) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
             new_start = axis.count_end(self._refs, start)
@@ -304,7 +308,7 @@ class MultiPlanner:
             if window is not None:
                 for k, request in enumerate(vector):
                     if request:
-                        columns[k].add_at(*window, -request)
+                        columns[k].add_at(window[0], window[1], window[2], window[3], -request)
         self._spans[span_id] = (start, last, tuple(vector))
         if self._iters:
             self._iters.clear()
@@ -321,7 +325,9 @@ class MultiPlanner:
         """Uncount the ends of a span that is gone (its units already given back), dropping unused points."""
         if not self._spans:
             self._axis.clear(self._base, self._totals)
-            self._refs = {self._base: 1}
+            refs = self._refs
+            refs.clear()
+            refs[self._base] = 1
             return
         axis = self._axis
         axis.uncount_end(self._refs, start)
@@ -365,7 +371,7 @@ class MultiPlanner:
                 if request:
                     if window is None:
                         window = columns[0].window(start, last)
-                    columns[k].add_at(*window, request)
+                    columns[k].add_at(window[0], window[1], window[2], window[3], request)
         self._release(start, last)
 
     def reduce_span(self, span_id: int, reductions: Mapping[str, int]) -> bool:
@@ -444,7 +450,7 @@ class MultiPlanner:
                         continue  # as many free at every point (a cluster with cores left): no window to find
                     if window is None:
                         window = columns[0].window(at, last)
-                    if columns[k].min_at(*window) < request:
+                    if columns[k].min_at(window[0], window[1], window[2], window[3]) < request:
                         return False
         return True
 

@@ -382,7 +382,7 @@ class Schedule:
             return False
         end = at + duration
         # A loop, not any() over a generator (ruff's SIM110): this runs on every leaf visit, and is faster.
-        for start, stop, _ in uses.values():  # noqa: SIM110
+        for start, stop, _share in uses.values():  # noqa: SIM110
             if start < end and at < stop:
                 return True
         return False
@@ -560,7 +560,7 @@ def record_leaves(
     wide = source in schedule._layouts
     last = len(leaves) - 1
     added = shares = 0
-    for i, (_, uid, needs) in enumerate(leaves):
+    for i, (_edge, uid, needs) in enumerate(leaves):
         if full:
             plan = plans.get(uid)
             if plan is None:
@@ -595,7 +595,7 @@ def record_leaves(
         else:
             fp[uid] += own
         added += own
-    schedule._job_vertices(job).update([keys[uid] for _, uid, _ in leaves])
+    schedule._job_vertices(job).update([keys[uid] for _edge, uid, _needs in leaves])
     return added
 
 

@@ -347,7 +347,8 @@ class Axis:
         del block[1:]
         block[0] = base
         firsts[0] = base
-        for col, total in zip(self.columns, totals, strict=True):
+        for k, col in enumerate(self.columns):  # (not zip(..., strict=True): compiled, a Python call per loop)
+            total = totals[k]
             rems = col.rems
             del rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
             first = rems[0]
@@ -364,7 +365,8 @@ class Axis:
         if start != base:
             block.append(start)
         block.append(last)
-        for col, request, total in zip(self.columns, requests, totals, strict=True):
+        for k, col in enumerate(self.columns):  # (see clear)
+            request, total = requests[k], totals[k]
             rems = col.rems[0]  # (filled in place, as clear left it: see clear)
             del rems[1:]
             if start == base:

@@ -35,7 +35,7 @@ from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT
 from kubeflux.match.wide import WideWalk
 from kubeflux.match.writers import Writer
-from kubeflux.resources.graph import Status, Vertex
+from kubeflux.resources.graph import Vertex
 
 
 class Traverser(WideWalk):
@@ -123,7 +123,7 @@ class Traverser(WideWalk):
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> int:
         """The units of ``vertex`` free during ``meta``'s window if the walk may descend into it, else 0 (it is
         pruned). The select walk changes no planner, so the count holds until the vertex's visit ends."""
-        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+        if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return 0
         avail = self._avail(vertex.uid, meta.at, meta.duration)
         if avail == 0:
@@ -424,7 +424,7 @@ class Traverser(WideWalk):
     ) -> bool:
         """:meth:`_visit_child` for a vertex without out-edges that asks for nothing below it (a core, a gpu): it
         has no candidates to score or choose, only its own availability and score, and nothing to cache."""
-        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+        if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return False
         avail = self._avail(vertex.uid, meta.at, meta.duration)
         if avail == 0 or not self._prune_resources(meta, x_in, vertex, resources):
