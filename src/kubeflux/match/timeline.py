@@ -216,7 +216,13 @@ class Timeline:
         """The minimum remaining of the points from (b, i) up to, not including, (be, je) (je >= 1)."""
         rems_l, offs = self.rems, self.offs
         if b == be:
-            return min(rems_l[b][i:je]) + offs[b]
+            # A loop, not min() of a slice: a window mostly spans a point or two (compiled, no list is made).
+            rems = rems_l[b]
+            low = rems[i]
+            for k in range(i + 1, je):
+                if rems[k] < low:
+                    low = rems[k]
+            return low + offs[b]
         mins = self.mins
         low = mins[b] if i == 0 else min(rems_l[b][i:]) + offs[b]
         if be > b + 1:
@@ -342,17 +348,25 @@ class Axis:
         """Keep only the point ``base``, each column at its total; in place (the columns share the lists), down to
         the first block's lists (a vertex's filter empties and fills again with every job that comes and goes)."""
         times, firsts = self.times, self.firsts
-        del times[1:], firsts[1:]
+        # (Each del guarded: compiled, deleting a slice makes a slice object and calls through it, and an axis
+        # mostly holds one block.)
+        blocks = len(times)
+        if blocks > 1:
+            del times[1:], firsts[1:]
         block = times[0]
-        del block[1:]
+        points = len(block)
+        if points > 1:
+            del block[1:]
         block[0] = base
         firsts[0] = base
         for k, col in enumerate(self.columns):  # (not zip(..., strict=True): compiled, a Python call per loop)
             total = totals[k]
             rems = col.rems
-            del rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
+            if blocks > 1:
+                del rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
             first = rems[0]
-            del first[1:]
+            if points > 1:
+                del first[1:]
             first[0] = total
             col.offs[0] = 0
             col.mins[0] = col.maxs[0] = total
@@ -361,14 +375,16 @@ class Axis:
         """Become the points of one span on an axis holding only ``base`` (requests within their totals)."""
         block = self.times[0]
         base = block[0]
-        del block[1:]
+        if len(block) > 1:  # (see clear)
+            del block[1:]
         if start != base:
             block.append(start)
         block.append(last)
         for k, col in enumerate(self.columns):  # (see clear)
             request, total = requests[k], totals[k]
             rems = col.rems[0]  # (filled in place, as clear left it: see clear)
-            del rems[1:]
+            if len(rems) > 1:
+                del rems[1:]
             if start == base:
                 rems[0] = total - request
             else:

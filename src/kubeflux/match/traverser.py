@@ -28,7 +28,7 @@ from kubeflux.match.evaluation import (
 from kubeflux.match.leaves import add_leaves, first_leaf_slots, kind_plan, leaf_candidates, own_exclusive, own_leaves
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.schedule import cached
+from kubeflux.match.schedule import fresh
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
 from kubeflux.match.slotbound import too_few_slots
 from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
@@ -167,10 +167,12 @@ class Traverser(WideWalk):
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
-        elif key in table:  # (a vertex ``first`` visits again has mostly changed since: test before calling)
-            hit = cached(table, key, fp, self.bounds.get(uid), meta)
-            if hit is not None:
-                return hit
+        else:
+            entry = table.get(key)  # (a vertex ``first`` visits again has mostly changed since: test first)
+            if entry is not None:
+                hit = fresh(entry, fp, self.bounds.get(uid), meta)
+                if hit is not None:
+                    return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
         table[key] = (fp, meta.at, meta.at + meta.duration, evaluation)
         if len(table) > CACHE_PER_VERTEX:
