@@ -163,6 +163,12 @@ class _Requests:
     """The last (horizon, duration in seconds) the jobspec gave (:meth:`Jobspec.duration_seconds` is pure Python,
     and the jobspec is frozen); horizon 0 until then."""
 
+    def planned_duration(self, horizon: int) -> int:
+        """:meth:`Jobspec.duration_seconds`, asked of the jobspec once per horizon (its errors as it raises them)."""
+        if self.duration[0] != horizon:
+            self.duration = (horizon, self.jobspec.duration_seconds(horizon))
+        return self.duration[1]
+
 
 def _exclusive_types(requests: list[Request]) -> set[str]:
     """The types requested exclusively anywhere in ``requests``."""
@@ -342,12 +348,7 @@ class Engine:
                     r.type == root_type and r.exclusive is True for r in requests
                 )
             aggregates = self._prime(copy)
-            horizon = self.horizon
-            if copy.duration[0] == horizon:
-                duration = copy.duration[1]
-            else:
-                duration = jobspec.duration_seconds(horizon)
-                copy.duration = (horizon, duration)
+            duration = copy.planned_duration(self.horizon)
             meta = JobMeta(jobid, now, duration, AllocType.ALLOCATE, now)
             traverser.task_labels = copy.task_labels
             if op == MatchOp.SATISFIABILITY:

@@ -138,28 +138,7 @@ class MultiPlanner:
     def planner(self, resource_type: str) -> Planner:
         """A copy of the planner of one type: its total, points, spans (ids one more than this one's) and
         avail-time iterator. Changing it leaves this multi-planner alone."""
-        k = self._slot(resource_type)
-        base = self._base
-        planner = Planner(self._totals[k], base, self._end - base, resource_type)
-        hidden, refs = self._hidden[k], self._refs
-        points = [(t, r) for t, r in self._axis.columns[k].items() if not hidden or refs[t] > hidden.get(t, 0)]
-        planner._tl = Timeline.of([t for t, _ in points], [r for _, r in points])
-        own_refs = {base: 1}
-        spans: dict[int, tuple[int, int, int]] = {}
-        for span_id, (start, last, planned) in self._spans.items():
-            request = planned[k]
-            if request is not None:
-                spans[span_id + 1] = (start, last, request)
-                own_refs[start] = own_refs.get(start, 0) + 1
-                own_refs[last] = own_refs.get(last, 0) + 1
-        planner._refs = own_refs
-        planner._spans = spans
-        planner._span_counter = self._span_counter
-        it = self._iters.get(resource_type)
-        if it is not None:
-            planner._iter = (it[0], it[1], it[2])
-            planner._iter_cursor = it[3]
-        return planner
+        return _type_planner(self, self._slot(resource_type), resource_type)
 
     def __repr__(self) -> str:
         totals = ", ".join(f"{t}={n}" for t, n in zip(self._types, self._totals, strict=True))
@@ -282,9 +261,8 @@ class MultiPlanner:
                     self._failed_add(k)
                     raise self._range_error(k, request)
             axis.first_span(start, last, vector, totals)
-            refs = self._refs  # {base: 1} (see _release), kept in place
-            refs[start] = 2 if start == self._base else 1
-            refs[last] = 1
+            self._refs[start] = 2 if start == self._base else 1  # (to {base: 1}, kept in place: see _release)
+            self._refs[last] = 1
         elif start in self._refs and last in self._refs and len(axis.times) == 1 and len(axis.times[0]) <= _KNOWN_MAX:
             _add_known(self, vector, start, last)
         else:
@@ -297,9 +275,7 @@ class MultiPlanner:
                     if window is None:
                         window = columns[0].window(start, last)
                     mins = columns[k].mins
-                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(
-                        window[0], window[1], window[2], window[3]
-                    ) < request:
+                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_in(window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
             new_start = axis.count_end(self._refs, start)
@@ -308,7 +284,7 @@ class MultiPlanner:
             if window is not None:
                 for k, request in enumerate(vector):
                     if request:
-                        columns[k].add_at(window[0], window[1], window[2], window[3], -request)
+                        columns[k].add_in(window, -request)
         self._spans[span_id] = (start, last, tuple(vector))
         if self._iters:
             self._iters.clear()
@@ -325,13 +301,11 @@ class MultiPlanner:
         """Uncount the ends of a span that is gone (its units already given back), dropping unused points."""
         if not self._spans:
             self._axis.clear(self._base, self._totals)
-            refs = self._refs
-            refs.clear()
-            refs[self._base] = 1
+            self._refs.clear()
+            self._refs[self._base] = 1
             return
-        axis = self._axis
-        axis.uncount_end(self._refs, start)
-        axis.uncount_end(self._refs, last)
+        self._axis.uncount_end(self._refs, start)
+        self._axis.uncount_end(self._refs, last)
 
     def _hide(self, k: int, start: int, last: int) -> None:
         hidden = self._hidden[k]
@@ -371,7 +345,7 @@ class MultiPlanner:
                 if request:
                     if window is None:
                         window = columns[0].window(start, last)
-                    columns[k].add_at(window[0], window[1], window[2], window[3], request)
+                    columns[k].add_in(window, request)
         self._release(start, last)
 
     def reduce_span(self, span_id: int, reductions: Mapping[str, int]) -> bool:
@@ -450,7 +424,7 @@ class MultiPlanner:
                         continue  # as many free at every point (a cluster with cores left): no window to find
                     if window is None:
                         window = columns[0].window(at, last)
-                    if columns[k].min_at(window[0], window[1], window[2], window[3]) < request:
+                    if columns[k].min_in(window) < request:
                         return False
         return True
 
@@ -573,6 +547,31 @@ class MultiPlanner:
         if delta:
             self._totals[k] = total
             self._axis.columns[k].shift(delta)
+
+
+def _type_planner(mp: MultiPlanner, k: int, resource_type: str) -> Planner:
+    """:meth:`MultiPlanner.planner` of type ``k`` (kept out of the class, which holds the calls a walk makes)."""
+    base = mp._base
+    planner = Planner(mp._totals[k], base, mp._end - base, resource_type)
+    hidden, refs = mp._hidden[k], mp._refs
+    points = [(t, r) for t, r in mp._axis.columns[k].items() if not hidden or refs[t] > hidden.get(t, 0)]
+    planner._tl = Timeline.of([t for t, _ in points], [r for _, r in points])
+    own_refs = {base: 1}
+    spans: dict[int, tuple[int, int, int]] = {}
+    for span_id, (start, last, planned) in mp._spans.items():
+        request = planned[k]
+        if request is not None:
+            spans[span_id + 1] = (start, last, request)
+            own_refs[start] = own_refs.get(start, 0) + 1
+            own_refs[last] = own_refs.get(last, 0) + 1
+    planner._refs = own_refs
+    planner._spans = spans
+    planner._span_counter = mp._span_counter
+    it = mp._iters.get(resource_type)
+    if it is not None:
+        planner._iter = (it[0], it[1], it[2])
+        planner._iter_cursor = it[3]
+    return planner
 
 
 def _first_next(mp: MultiPlanner) -> int | None:

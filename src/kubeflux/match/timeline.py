@@ -212,6 +212,15 @@ class Timeline:
         be = bisect_left(firsts, last) - 1
         return b, bisect_right(times[b], at) - 1, be, bisect_left(times[be], last)
 
+    def min_in(self, window: tuple[int, int, int, int]) -> int:
+        """:meth:`min_at` of a :meth:`window` (a call with its four positions: compiled, ``min_at(*window)`` is a
+        Python call)."""
+        return self.min_at(window[0], window[1], window[2], window[3])
+
+    def add_in(self, window: tuple[int, int, int, int], delta: int) -> None:
+        """:meth:`add_at` of a :meth:`window` (see :meth:`min_in`)."""
+        self.add_at(window[0], window[1], window[2], window[3], delta)
+
     def min_at(self, b: int, i: int, be: int, je: int) -> int:
         """The minimum remaining of the points from (b, i) up to, not including, (be, je) (je >= 1)."""
         rems_l, offs = self.rems, self.offs
