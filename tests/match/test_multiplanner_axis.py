@@ -505,3 +505,21 @@ def test_one_axis_with_many_blocks(
     assert state(multi) == state(oracle)
     for vector in ([0, 2, 1], [5, 0, 0], [0, 0, 9]):
         assert iteration(multi, 100, duration, vector) == iteration(oracle, 100, duration, vector)
+
+
+def test_a_copy_keeps_its_points_when_the_original_empties_and_fills_again() -> None:
+    """An emptied axis is reset and refilled in place (its first block's lists are kept): a copy or a per-type
+    planner taken before must not share them."""
+    mp = MultiPlanner({"core": 4, "node": 1}, 0, 100)
+    span = mp.add_span(10, 20, [2, 1])
+    twin = mp.copy()
+    cores = mp.planner("core")
+    mp.rem_span(span)
+    assert mp.avail_resources_array_during(10, 20) == [4, 1]
+    mp.add_span(0, 50, [1, 0])
+    mp.add_span(50, 10, [3, 1])
+    assert twin.avail_resources_array_during(10, 20) == [2, 0]
+    assert twin.avail_resources_array_during(30, 10) == [4, 1]
+    assert cores.avail_resources_during(10, 20) == 2
+    assert mp.avail_resources_array_during(0, 50) == [3, 1]
+    assert mp.avail_resources_array_during(50, 10) == [1, 0]

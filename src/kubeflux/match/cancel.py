@@ -67,17 +67,17 @@ def _rem_dfv(state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
         mine = held.children(uid)
         state.preorder += len(kids) - len(mine)
         if uid in state._leads:
-            for edge, _ in kids:
+            for edge, _target in kids:
                 state._unlead_edge(edge)
         for target in mine:
             delta += _rem_dfv(state, target, jobid, held)
     else:
-        unlead = state._unlead_edge if uid in state._leads else None
+        unlead = uid in state._leads  # (the method called, not kept bound in a local: see Timeline.count_end)
         vertices = state.graph.vertices
         leaves = []
         for edge, target in kids:
-            if unlead is not None:
-                unlead(edge)
+            if unlead:
+                state._unlead_edge(edge)
             if vertices[target].out:
                 delta += _rem_dfv(state, target, jobid, held)
             else:
@@ -188,16 +188,15 @@ class _JobTree:
             vertices = traverser.graph.vertices
             by_parent: dict[int, list[int]] = {}
             held = sorted(traverser.job_vertices.get(self._jobid, ()))
+            # (Methods called on the traverser, not bound ones kept in locals: compiled, those are Python calls.)
             if traverser.graph.shared_children:
-                walk_parents = traverser._walk_parents
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        for parent in walk_parents(vertex):
+                        for parent in traverser._walk_parents(vertex):
                             by_parent.setdefault(parent, []).append(vertex)
             else:  # (a tree: each vertex has its one walk parent, and no list of them is made per vertex)
-                walk_parent = traverser._walk_parent
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        by_parent.setdefault(walk_parent(vertex), []).append(vertex)
+                        by_parent.setdefault(traverser._walk_parent(vertex), []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])

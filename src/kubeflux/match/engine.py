@@ -65,13 +65,20 @@ class JobState(StrEnum):
     CANCELED = "CANCELED"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JobInfo:
     jobid: int
     state: JobState
     at: int
     jobspec: str
     overhead: float
+
+    def __init__(self, jobid: int, state: JobState, at: int, jobspec: str, overhead: float) -> None:
+        self.jobid = jobid  # (written out, native when compiled: see scoring.EdgeEval)
+        self.state = state
+        self.at = at
+        self.jobspec = jobspec
+        self.overhead = overhead
 
 
 @dataclass(slots=True)
@@ -93,7 +100,7 @@ class MatchTimes:
             self.high = elapsed
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MatchResult:
     jobid: int
     matched: bool
@@ -109,6 +116,30 @@ class MatchResult:
     """Whether the match used up a job id (satisfiability checks and bad jobspecs do not)."""
     now: int = 0
     """The ``now`` the match was made at; :attr:`at` later than it is a reservation."""
+
+    def __init__(
+        self,
+        jobid: int,
+        matched: bool,
+        at: int = 0,
+        satisfiable: bool = True,
+        resources: str = "",
+        error: str = "",
+        errno: Errno | None = None,
+        elapsed: float = 0.0,
+        consumed_id: bool = True,
+        now: int = 0,
+    ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
+        self.jobid = jobid
+        self.matched = matched
+        self.at = at
+        self.satisfiable = satisfiable
+        self.resources = resources
+        self.error = error
+        self.errno = errno
+        self.elapsed = elapsed
+        self.consumed_id = consumed_id
+        self.now = now
 
     @property
     def reserved(self) -> bool:
@@ -128,6 +159,15 @@ class _Requests:
     task_labels: list[str] = field(default_factory=list)
     root_exclusive: dict[str, bool] = field(default_factory=dict)
     """Per root type, whether the request asks for the root exclusively."""
+    duration: tuple[int, int] = (0, 0)
+    """The last (horizon, duration in seconds) the jobspec gave (:meth:`Jobspec.duration_seconds` is pure Python,
+    and the jobspec is frozen); horizon 0 until then."""
+
+    def planned_duration(self, horizon: int) -> int:
+        """:meth:`Jobspec.duration_seconds`, asked of the jobspec once per horizon (its errors as it raises them)."""
+        if self.duration[0] != horizon:
+            self.duration = (horizon, self.jobspec.duration_seconds(horizon))
+        return self.duration[1]
 
 
 def _exclusive_types(requests: list[Request]) -> set[str]:
@@ -308,7 +348,7 @@ class Engine:
                     r.type == root_type and r.exclusive is True for r in requests
                 )
             aggregates = self._prime(copy)
-            duration = jobspec.duration_seconds(self.horizon)
+            duration = copy.planned_duration(self.horizon)
             meta = JobMeta(jobid, now, duration, AllocType.ALLOCATE, now)
             traverser.task_labels = copy.task_labels
             if op == MatchOp.SATISFIABILITY:

@@ -68,7 +68,7 @@ class Kids:
         return evaluation
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Evaluation:
     """What visiting one vertex gave its parent: whether it qualifies, its score and candidates, its choices.
 
@@ -90,6 +90,30 @@ class Evaluation:
     group: EdgeGroup | None = None
     run: LeafRun | None = None
     """The marks as one run of exclusive leaves of one source, when they are that (see :class:`LeafRun`)."""
+
+    def __init__(
+        self,
+        ok: bool,
+        x_in: bool = False,
+        avail: int = 0,
+        score: int = 0,
+        merged: dict[str, Evals] | None = None,
+        marks: list[Mark] | None = None,
+        kids: Kids | None = None,
+        applied: int = -1,
+        group: EdgeGroup | None = None,
+        run: LeafRun | None = None,
+    ) -> None:  # (written out, native when compiled: see EdgeEval)
+        self.ok = ok
+        self.x_in = x_in
+        self.avail = avail
+        self.score = score
+        self.merged = merged
+        self.marks = marks
+        self.kids = kids
+        self.applied = applied
+        self.group = group
+        self.run = run
 
     def group_for(self, edge: int) -> EdgeGroup:
         """The candidate group this vertex offers its parent through ``edge`` (its one parent edge)."""
@@ -126,7 +150,7 @@ class LeafRun:
     """Writers' text for these leaves, by writer and level (see :meth:`Writer.leaves`)."""
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Pool:
     """A job's records on a run of leaves not yet written leaf by leaf: the planner spans, tags, uses and
     fingerprints :func:`~kubeflux.match.schedule.record_leaves` would write. Nothing reads a leaf's records without
@@ -140,6 +164,16 @@ class Pool:
     alloc_type: AllocType
     total: int
     """The pool's share of its source's fingerprint: what its leaves' shares add up to once written."""
+
+    def __init__(
+        self, jobid: int, run: LeafRun, at: int, duration: int, alloc_type: AllocType, total: int
+    ) -> None:  # (written out, native when compiled: see EdgeEval)
+        self.jobid = jobid
+        self.run = run
+        self.at = at
+        self.duration = duration
+        self.alloc_type = alloc_type
+        self.total = total
 
 
 BlockPart = tuple[Scoring, bool, Kids]
@@ -177,6 +211,8 @@ class Layout:
 
 POSITIONS_AT_ONCE = 512
 """Children whose exclusion :func:`allowed_positions` asks about at a time (a walk mostly stops at the first)."""
+POSITIONS_FIRST = 8
+"""Allowed positions :func:`allowed_positions` lists first out of one mask (then four times as many each time)."""
 
 
 def allowed_positions(layout: Layout, excluded: Excluded, backwards: bool) -> Iterator[int]:
@@ -192,6 +228,17 @@ def allowed_positions(layout: Layout, excluded: Excluded, backwards: bool) -> It
     if uids is None:
         uids = layout.uids = np.fromiter((uid for _, uid in layout.children), dtype=np.int64, count=layout.width)
     width, step = layout.width, POSITIONS_AT_ONCE
+    if width <= step:  # (most graphs: one mask, with no slice to take nor offset to add)
+        allowed_at = allowed(uids).nonzero()[0]
+        if backwards:
+            allowed_at = allowed_at[::-1]
+        # Listed a few at a time, more each time: the walk mostly stops at the first.
+        low, count, end = 0, POSITIONS_FIRST, len(allowed_at)
+        while low < end:
+            yield from allowed_at[low : low + count].tolist()
+            low += count
+            count *= 4
+        return
     for low in range(width - step if backwards else 0, -step if backwards else width, -step if backwards else step):
         start = max(low, 0)
         found = (np.flatnonzero(allowed(uids[start : low + step])) + start).tolist()

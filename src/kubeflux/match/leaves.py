@@ -104,7 +104,7 @@ def add_leaves(
         dfu.evals(type).add_all(
             [
                 EdgeGroup(score, avail, 0, x_in, False, "", [EdgeEval(avail, avail, x_in, edge)])
-                for score, avail, edge, _ in candidates
+                for score, avail, edge, _uid in candidates
             ],
             descending_scores=descending,
         )
@@ -153,7 +153,7 @@ def leaf_candidates(
     if fresh and base is not None:
         # Each leaf holds a unit at least, so the loop below would stop within ``needed * per_share`` of them.
         head = order if needed is None or per_share <= 0 else order[: needed * per_share]
-        kids = [vertices[target] for _, target in head]
+        kids = [vertices[target] for _edge, target in head]
         sizes = [vertex.size for vertex in kids]
         if 0 not in sizes:  # (else the loop below skips the empty ones)
             if conflict is not None:
@@ -261,17 +261,20 @@ def own_leaves(
     if candidates and candidates[-1][0] > 0:  # the lowest score is the last
         qualified = sum(counts)
     else:
-        qualified = sum([count for score, count, _, _ in candidates if score > 0])
+        qualified = sum([count for score, count, _edge, _uid in candidates if score > 0])
     wanted = calc_count(element, qualified)
     score = state.policy.finish_chosen(vertex, wanted > 0)
     if wanted == 0:
         return FAILED
-    evaluation = state.evaluation_type(True, x_in, avail, score)
+    if state.evaluation_type is Evaluation:  # (a native call when compiled: see Traverser._finish)
+        evaluation = Evaluation(True, x_in, avail, score)
+    else:
+        evaluation = state.evaluation_type(True, x_in, avail, score)
     if score <= MATCH_UNMET:
         return evaluation
     # the first of them that cover ``wanted`` (each holds some units, so the running sums strictly increase)
     chosen = candidates[: bisect_left(list(accumulate(counts)), wanted) + 1]
-    evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _, count, edge, _ in chosen]
+    evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _score, count, edge, _uid in chosen]
     if state.leaf_runs and leaf_x_in and not state.graph.shared_children:
         evaluation.run = own_run(state, vertex.uid, chosen)
     return evaluation
@@ -299,7 +302,7 @@ def first_leaf_slots(
     found = leaf_candidates(state, leaf_kind, meta, order, shape, False, True, max(nslots, 1))
     if found is None or not (found[2] and state.policy.descending):
         return None
-    return ordered_slots([(score, avail, edge) for score, avail, edge, _ in found[0]], element, label)
+    return ordered_slots([(score, avail, edge) for score, avail, edge, _uid in found[0]], element, label)
 
 
 def own_run(state: WalkState, source: int, chosen: list[LeafCandidate]) -> LeafRun:

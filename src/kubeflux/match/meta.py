@@ -31,13 +31,22 @@ class Errno(Enum):
     ERANGE = "ERANGE"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JobMeta:
     jobid: int
     at: int
     duration: int
     alloc_type: AllocType = AllocType.ALLOCATE
     now: int = 0
+
+    def __init__(
+        self, jobid: int, at: int, duration: int, alloc_type: AllocType = AllocType.ALLOCATE, now: int = 0
+    ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
+        self.jobid = jobid
+        self.at = at
+        self.duration = duration
+        self.alloc_type = alloc_type
+        self.now = now
 
 
 class MatchFailure(Exception):

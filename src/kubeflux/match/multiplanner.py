@@ -53,7 +53,7 @@ from kubeflux.match.planner import (
     check_window,
     resource_pairs,
 )
-from kubeflux.match.timeline import Axis, Timeline, count_end, uncount_end
+from kubeflux.match.timeline import Axis, Timeline
 
 __all__ = ["MultiPlanner"]
 
@@ -138,28 +138,7 @@ class MultiPlanner:
     def planner(self, resource_type: str) -> Planner:
         """A copy of the planner of one type: its total, points, spans (ids one more than this one's) and
         avail-time iterator. Changing it leaves this multi-planner alone."""
-        k = self._slot(resource_type)
-        base = self._base
-        planner = Planner(self._totals[k], base, self._end - base, resource_type)
-        hidden, refs = self._hidden[k], self._refs
-        points = [(t, r) for t, r in self._axis.columns[k].items() if not hidden or refs[t] > hidden.get(t, 0)]
-        planner._tl = Timeline.of([t for t, _ in points], [r for _, r in points])
-        own_refs = {base: 1}
-        spans: dict[int, tuple[int, int, int]] = {}
-        for span_id, (start, last, planned) in self._spans.items():
-            request = planned[k]
-            if request is not None:
-                spans[span_id + 1] = (start, last, request)
-                own_refs[start] = own_refs.get(start, 0) + 1
-                own_refs[last] = own_refs.get(last, 0) + 1
-        planner._refs = own_refs
-        planner._spans = spans
-        planner._span_counter = self._span_counter
-        it = self._iters.get(resource_type)
-        if it is not None:
-            planner._iter = (it[0], it[1], it[2])
-            planner._iter_cursor = it[3]
-        return planner
+        return _type_planner(self, self._slot(resource_type), resource_type)
 
     def __repr__(self) -> str:
         totals = ", ".join(f"{t}={n}" for t, n in zip(self._types, self._totals, strict=True))
@@ -282,7 +261,8 @@ class MultiPlanner:
                     self._failed_add(k)
                     raise self._range_error(k, request)
             axis.first_span(start, last, vector, totals)
-            self._refs = {start: 2, last: 1} if start == self._base else {self._base: 1, start: 1, last: 1}
+            self._refs[start] = 2 if start == self._base else 1  # (to {base: 1}, kept in place: see _release)
+            self._refs[last] = 1
         elif start in self._refs and last in self._refs and len(axis.times) == 1 and len(axis.times[0]) <= _KNOWN_MAX:
             _add_known(self, vector, start, last)
         else:
@@ -295,16 +275,16 @@ class MultiPlanner:
                     if window is None:
                         window = columns[0].window(start, last)
                     mins = columns[k].mins
-                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_at(*window) < request:
+                    if (len(mins) > 1 or mins[0] < request) and columns[k].min_in(window) < request:
                         self._failed_add(k)
                         raise PlannerBusyError(f"fewer than {request} {self._types[k]} free during [{start}, {last})")
-            new_start = count_end(self._refs, start, axis.insert)
-            if count_end(self._refs, last, axis.insert) or new_start:  # new points move the window's indices
+            new_start = axis.count_end(self._refs, start)
+            if axis.count_end(self._refs, last) or new_start:  # new points move the window's indices
                 window = None if window is None else columns[0].window(start, last)
             if window is not None:
                 for k, request in enumerate(vector):
                     if request:
-                        columns[k].add_at(*window, -request)
+                        columns[k].add_in(window, -request)
         self._spans[span_id] = (start, last, tuple(vector))
         if self._iters:
             self._iters.clear()
@@ -321,10 +301,11 @@ class MultiPlanner:
         """Uncount the ends of a span that is gone (its units already given back), dropping unused points."""
         if not self._spans:
             self._axis.clear(self._base, self._totals)
-            self._refs = {self._base: 1}
+            self._refs.clear()
+            self._refs[self._base] = 1
             return
-        uncount_end(self._refs, start, self._axis.remove)
-        uncount_end(self._refs, last, self._axis.remove)
+        self._axis.uncount_end(self._refs, start)
+        self._axis.uncount_end(self._refs, last)
 
     def _hide(self, k: int, start: int, last: int) -> None:
         hidden = self._hidden[k]
@@ -364,7 +345,7 @@ class MultiPlanner:
                 if request:
                     if window is None:
                         window = columns[0].window(start, last)
-                    columns[k].add_at(*window, request)
+                    columns[k].add_in(window, request)
         self._release(start, last)
 
     def reduce_span(self, span_id: int, reductions: Mapping[str, int]) -> bool:
@@ -443,7 +424,7 @@ class MultiPlanner:
                         continue  # as many free at every point (a cluster with cores left): no window to find
                     if window is None:
                         window = columns[0].window(at, last)
-                    if columns[k].min_at(*window) < request:
+                    if columns[k].min_in(window) < request:
                         return False
         return True
 
@@ -566,6 +547,31 @@ class MultiPlanner:
         if delta:
             self._totals[k] = total
             self._axis.columns[k].shift(delta)
+
+
+def _type_planner(mp: MultiPlanner, k: int, resource_type: str) -> Planner:
+    """:meth:`MultiPlanner.planner` of type ``k`` (kept out of the class, which holds the calls a walk makes)."""
+    base = mp._base
+    planner = Planner(mp._totals[k], base, mp._end - base, resource_type)
+    hidden, refs = mp._hidden[k], mp._refs
+    points = [(t, r) for t, r in mp._axis.columns[k].items() if not hidden or refs[t] > hidden.get(t, 0)]
+    planner._tl = Timeline.of([t for t, _ in points], [r for _, r in points])
+    own_refs = {base: 1}
+    spans: dict[int, tuple[int, int, int]] = {}
+    for span_id, (start, last, planned) in mp._spans.items():
+        request = planned[k]
+        if request is not None:
+            spans[span_id + 1] = (start, last, request)
+            own_refs[start] = own_refs.get(start, 0) + 1
+            own_refs[last] = own_refs.get(last, 0) + 1
+    planner._refs = own_refs
+    planner._spans = spans
+    planner._span_counter = mp._span_counter
+    it = mp._iters.get(resource_type)
+    if it is not None:
+        planner._iter = (it[0], it[1], it[2])
+        planner._iter_cursor = it[3]
+    return planner
 
 
 def _first_next(mp: MultiPlanner) -> int | None:

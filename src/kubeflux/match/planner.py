@@ -99,7 +99,7 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from kubeflux.match.timeline import Timeline, count_end, uncount_end
+from kubeflux.match.timeline import Timeline
 
 __all__ = [
     "Planner",
@@ -356,8 +356,8 @@ class Planner:
 
     def _ref_points(self, start: int, last: int) -> None:
         """Count a span's two ends as points of the timeline, adding those that are new."""
-        count_end(self._refs, start, self._tl.insert)
-        count_end(self._refs, last, self._tl.insert)
+        self._tl.count_end(self._refs, start)
+        self._tl.count_end(self._refs, last)
 
     def _add_first_span(self, start: int, last: int, request: int) -> int:
         total, base = self._total, self._base
@@ -382,8 +382,8 @@ class Planner:
         tl = self._tl
         if planned:
             tl.add(start, last, planned)
-        uncount_end(self._refs, start, tl.remove)
-        uncount_end(self._refs, last, tl.remove)
+        tl.uncount_end(self._refs, start)
+        tl.uncount_end(self._refs, last)
 
     def reduce_span(self, span_id: int, to_remove: int) -> bool:
         start, last, planned = self._span(span_id)

@@ -104,7 +104,6 @@ def _upd_dfv(
         else:
             children = [(edge, edges[edge].target) for edge in sorted(marked)]
     if children:
-        kid_edges = state._kid_edges
         edge_seq, edge_excl, edge_needs = state.edge_seq, state.edge_excl, state.edge_needs
         slot_leader = state.slot_leader
         reweigh = state.policy.spec.stop_on_first
@@ -115,7 +114,7 @@ def _upd_dfv(
             x = edge_excl[edge] or mod
             child = vertices[target]
             child_needs = child.size if mod else edge_needs[edge]
-            if not child.out or not kid_edges(target):
+            if not child.out or not state._kid_edges(target):  # (a method call, not a bound method in a local)
                 if x or child.type in exclusive_types:  # a shared leaf records nothing
                     leaves.append((edge, target, child_needs))
                 continue
@@ -192,14 +191,14 @@ def _upd_leaves(
             state._settle_source(source)
         added = record_leaves(state, source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, full)
         vertices = state.graph.vertices
-        for _, uid, _ in leaves:
+        for _edge, uid, _needs in leaves:
             vertex = vertices[uid]
             if vertex.type in total:
                 to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
     writer.leaves(state._level + 1, state.graph, leaves, excl_parent, None if run is None else run.texts)
     if source in state._leads:
         sequence = state.sequence
-        for edge, _, _ in leaves:
+        for edge, _leaf, _count in leaves:
             if edge in state.slot_leader and (run is not None or state.edge_seq[edge] == sequence):
                 nslots[0] += 1
     changed[0] += added

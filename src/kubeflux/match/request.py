@@ -27,13 +27,23 @@ class Request:
 
 
 def calc_count(request: Request, available: int) -> int:
-    """How many of ``request`` to take when ``available`` qualify: Fluxion's ``calc_count``, 0 if too few."""
-    return request.count.calc(available)
+    """How many of ``request`` to take when ``available`` qualify: Fluxion's ``calc_count``, 0 if too few.
+
+    :meth:`Count.calc` for the common ``+`` counts, here: ``kubeflux.jobspec`` stays pure Python, and this is
+    asked on every candidate choice (compiled, the call into it would cost more than the arithmetic)."""
+    count = request.count
+    low, high = count.min, count.max
+    if low > high or low > available:
+        return 0
+    if count.operator != "+":
+        return count.calc(available)
+    top = available if available < high else high
+    return top - (top - low) % count.operand
 
 
 def effective_max(request: Request) -> int:
     """The largest count the request could take (Fluxion's ``calc_effective_max``)."""
-    return request.count.calc(request.count.max)
+    return calc_count(request, request.count.max)
 
 
 def requests_from_jobspec(resources: Iterable[Resource]) -> list[Request]:

@@ -382,7 +382,7 @@ class Schedule:
             return False
         end = at + duration
         # A loop, not any() over a generator (ruff's SIM110): this runs on every leaf visit, and is faster.
-        for start, stop, _ in uses.values():  # noqa: SIM110
+        for start, stop, _share in uses.values():  # noqa: SIM110
             if start < end and at < stop:
                 return True
         return False
@@ -560,7 +560,8 @@ def record_leaves(
     wide = source in schedule._layouts
     last = len(leaves) - 1
     added = shares = 0
-    for i, (_, uid, needs) in enumerate(leaves):
+    held_by_job = schedule._job_vertices(job)
+    for i, (_edge, uid, needs) in enumerate(leaves):
         if full:
             plan = plans.get(uid)
             if plan is None:
@@ -595,7 +596,7 @@ def record_leaves(
         else:
             fp[uid] += own
         added += own
-    schedule._job_vertices(job).update([keys[uid] for _, uid, _ in leaves])
+        held_by_job.add(keys[uid])  # (one at a time: no list of keys is made)
     return added
 
 
@@ -623,7 +624,14 @@ def cached(table: CacheTable[T], key: tuple[object, ...], fp: int, bounds: list[
     ``meta``'s window as in the one it was computed for (``bounds``: its sorted span bounds; see
     :func:`same_window`)."""
     hit = table.get(key)
-    if hit is None or hit[0] != fp:
+    if hit is None:
+        return None
+    return fresh(hit, fp, bounds, meta)
+
+
+def fresh(hit: tuple[int, int, int, T], fp: int, bounds: list[int] | None, meta: JobMeta) -> T | None:
+    """:func:`cached` of an entry already found (``hit``: fingerprint, window start and end, value)."""
+    if hit[0] != fp:
         return None
     at, end = meta.at, meta.at + meta.duration
     if (hit[1] == at and hit[2] == end) or same_window(bounds, hit[1], hit[2], at, end):

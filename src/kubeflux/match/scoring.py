@@ -22,9 +22,13 @@ MATCH_UNMET = 0
 MATCH_MET = 1
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class EdgeEval:
-    """One edge into a candidate: how many units it offers (``count``) and will take (``needs``)."""
+    """One edge into a candidate: how many units it offers (``count``) and will take (``needs``).
+
+    Its ``__init__`` is written out, not generated (``init=False``): compiled (mypyc), a dataclass's generated
+    ``__init__`` stays interpreted Python, several times slower than a native one, and the walks make one per
+    candidate edge. The same holds for :class:`EdgeGroup` and the engine's other per-match records."""
 
     count: int
     needs: int
@@ -32,8 +36,14 @@ class EdgeEval:
     edge: int
     """Index into the graph's edges; -1 for the virtual edge into the root."""
 
+    def __init__(self, count: int, needs: int, exclusive: bool, edge: int) -> None:
+        self.count = count
+        self.needs = needs
+        self.exclusive = exclusive
+        self.edge = edge
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class EdgeGroup:
     score: int
     count: int
@@ -42,6 +52,24 @@ class EdgeGroup:
     root: bool = False
     task_label: str = ""
     edges: list[EdgeEval] = field(default_factory=list)
+
+    def __init__(
+        self,
+        score: int,
+        count: int,
+        needs: int = 0,
+        exclusive: bool = False,
+        root: bool = False,
+        task_label: str = "",
+        edges: list[EdgeEval] | None = None,
+    ) -> None:  # (written out: see EdgeEval)
+        self.score = score
+        self.count = count
+        self.needs = needs
+        self.exclusive = exclusive
+        self.root = root
+        self.task_label = task_label
+        self.edges = [] if edges is None else edges
 
 
 _SCORE = attrgetter("score")

@@ -122,7 +122,7 @@ def _span_slots(
         return hit
     found = 0
     if level == 0:
-        for _, target in layout.blocks[index]:
+        for _edge, target in layout.blocks[index]:
             found += child_slots(state, target, elements, meta)
     else:
         below = layout.fps[level - 1]

@@ -70,11 +70,11 @@ def leaf_slots(
     if not candidates:
         return []
     descending = state.policy.descending
-    avails = [avail for _, avail, _ in candidates]
-    if min([score for score, _, _ in candidates]) > 0:
+    avails = [avail for _score, avail, _edge in candidates]
+    if min([score for score, _avail, _edge in candidates]) > 0:
         qualified = sum(avails)
     else:
-        qualified = sum(avail for score, avail, _ in candidates if score > 0)
+        qualified = sum(avail for score, avail, _edge in candidates if score > 0)
     if qualified:  # the slot's best-k choice of all its candidates (Evals.choose_best_k), which sorts them
         stdsort.sort(candidates, _SCORE, descending)
     count = calc_count(element, qualified)
@@ -90,7 +90,7 @@ def leaf_slots(
 def ordered_slots(candidates: list[Candidate], element: Request, label: str) -> list[EdgeGroup]:
     """:func:`leaf_slots`' slots of ``candidates`` that are already in the order the slot's choice of all of them
     puts them (``first`` finds a fresh socket's cores in strictly descending score order): no sort is needed."""
-    qualified = sum([avail for score, avail, _ in candidates if score > 0])
+    qualified = sum([avail for score, avail, _edge in candidates if score > 0])
     count = calc_count(element, qualified)
     return _take_slots(candidates, count, label) if count else []
 
@@ -107,7 +107,7 @@ def _chosen(candidates: list[Candidate], own: Request, descending: bool) -> list
     if wanted == 0 or calc_count(own, wanted) != wanted:
         return None
     head = candidates[: wanted + 1]
-    scores = [score for score, _, _ in head]
+    scores = [score for score, _avail, _edge in head]
     ordered = all(a > b for a, b in pairwise(scores)) if descending else all(a < b for a, b in pairwise(scores))
     return head[:wanted] if ordered else None
 

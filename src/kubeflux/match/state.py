@@ -86,10 +86,10 @@ class WalkState(Schedule):
             sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
             whole = whole and needs == vertex.size
         leaves.sort()
-        if len({edge for edge, _, _ in leaves}) != len(leaves):
+        if len({edge for edge, _uid, _needs in leaves}) != len(leaves):
             return None
         whole = whole and len(leaves) == len(self._kid_edges(source))
-        uids = [uid for _, uid, _ in leaves]
+        uids = [uid for _edge, uid, _needs in leaves]
         return LeafRun(source, leaves, uids, sizes, whole, hash((source, tuple(leaves))))
 
     def _run_of(self, source: int, leaves: list[tuple[int, int, int]]) -> LeafRun:
@@ -99,10 +99,10 @@ class WalkState(Schedule):
         stays unwritten."""
         vertices = self.graph.vertices
         sizes: dict[str, int] = {}
-        for _, uid, _ in leaves:
+        for _edge, uid, _needs in leaves:
             vertex = vertices[uid]
             sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
-        uids = [uid for _, uid, _ in leaves]
+        uids = [uid for _edge, uid, _needs in leaves]
         return LeafRun(source, leaves, uids, sizes, False, hash((source, tuple(leaves))))
 
     def _unrun(self, source: int) -> None:
@@ -251,9 +251,9 @@ class WalkState(Schedule):
         if known is None:
             weight = self.edge_weight
             vertices = self.graph.vertices
-            kids = [vertices[target] for _, target in children]
+            kids = [vertices[target] for _edge, target in children]
             ids = [vertex.uniq_id for vertex in kids]
-            weights = [weight[edge] for edge, _ in children]
+            weights = [weight[edge] for edge, _target in children]
             uniform = weights[0]
             # (comparisons mapped over the lists, not a loop: a fresh vertex's first visit makes this order)
             if weights.count(uniform) == len(weights) and ids[0] > -1 and all(map(lt, ids, ids[1:])):
@@ -325,7 +325,7 @@ class WalkState(Schedule):
         if family is None:
             vertices = self.graph.vertices
             family = vertices[children[0][1]].type
-            for _, target in children:
+            for _edge, target in children:
                 vertex = vertices[target]
                 if vertex.out or vertex.type != family:
                     family = ""

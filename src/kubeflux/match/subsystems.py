@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 
-from kubeflux.match.evaluation import Evaluation
+from kubeflux.match.evaluation import Evaluation, Kids, LeafRun, Mark
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, effective_max
@@ -113,11 +113,28 @@ class AuxScoring(Scoring):
                 self.aux_evals(subsystem, type).merge(evals)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class AuxEvaluation(Evaluation):
     """An evaluation that also passes auxiliary candidates up (by subsystem, then type)."""
 
     aux: dict[str, dict[str, Evals]] | None = None
+
+    def __init__(
+        self,
+        ok: bool,
+        x_in: bool = False,
+        avail: int = 0,
+        score: int = 0,
+        merged: dict[str, Evals] | None = None,
+        marks: list[Mark] | None = None,
+        kids: Kids | None = None,
+        applied: int = -1,
+        group: EdgeGroup | None = None,
+        run: LeafRun | None = None,
+        aux: dict[str, dict[str, Evals]] | None = None,
+    ) -> None:  # (written out as Evaluation's is: mypyc gives a subclass its base's native __init__)
+        super().__init__(ok, x_in, avail, score, merged, marks, kids, applied, group, run)
+        self.aux = aux
 
 
 class SubsystemTraverser(Traverser):

@@ -9,7 +9,7 @@ per type. A pure leaf below :mod:`kubeflux.match.planner`: no spans, no errors, 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 _BLOCK_MAX = 128
 _SHORT_BLOCK = 16
@@ -118,6 +118,26 @@ class Timeline:
             self.firsts[b] = times[0]
             self._refresh(b)
 
+    def count_end(self, refs: dict[int, int], t: int) -> bool:
+        """Count a span end at ``t`` in ``refs`` (the span ends at each point), inserting ``t`` when it is new;
+        whether it was. (A method, not a function given ``insert``: compiled, a bound method passed as a value is
+        made and called as a Python object.)"""
+        if t in refs:
+            refs[t] += 1
+            return False
+        refs[t] = 1
+        self.insert(t)
+        return True
+
+    def uncount_end(self, refs: dict[int, int], t: int) -> None:
+        """Uncount a span end at ``t``, removing the point when no span ends there any more."""
+        n = refs[t] - 1
+        if n:
+            refs[t] = n
+        else:
+            del refs[t]
+            self.remove(t)
+
     def add(self, start: int, last: int, delta: int) -> None:
         """Add ``delta`` to every point in ``[start, last)``; both are points."""
         b1, i1 = self.locate(start)
@@ -192,11 +212,26 @@ class Timeline:
         be = bisect_left(firsts, last) - 1
         return b, bisect_right(times[b], at) - 1, be, bisect_left(times[be], last)
 
+    def min_in(self, window: tuple[int, int, int, int]) -> int:
+        """:meth:`min_at` of a :meth:`window` (a call with its four positions: compiled, ``min_at(*window)`` is a
+        Python call)."""
+        return self.min_at(window[0], window[1], window[2], window[3])
+
+    def add_in(self, window: tuple[int, int, int, int], delta: int) -> None:
+        """:meth:`add_at` of a :meth:`window` (see :meth:`min_in`)."""
+        self.add_at(window[0], window[1], window[2], window[3], delta)
+
     def min_at(self, b: int, i: int, be: int, je: int) -> int:
         """The minimum remaining of the points from (b, i) up to, not including, (be, je) (je >= 1)."""
         rems_l, offs = self.rems, self.offs
         if b == be:
-            return min(rems_l[b][i:je]) + offs[b]
+            # A loop, not min() of a slice: a window mostly spans a point or two (compiled, no list is made).
+            rems = rems_l[b]
+            low = rems[i]
+            for k in range(i + 1, je):
+                if rems[k] < low:
+                    low = rems[k]
+            return low + offs[b]
         mins = self.mins
         low = mins[b] if i == 0 else min(rems_l[b][i:]) + offs[b]
         if be > b + 1:
@@ -319,23 +354,52 @@ class Axis:
         return other
 
     def clear(self, base: int, totals: Sequence[int]) -> None:
-        """Keep only the point ``base``, each column at its total; in place (the columns share the lists)."""
+        """Keep only the point ``base``, each column at its total; in place (the columns share the lists), down to
+        the first block's lists (a vertex's filter empties and fills again with every job that comes and goes)."""
         times, firsts = self.times, self.firsts
-        del times[1:], firsts[1:]
-        times[0] = [base]
+        # (Each del guarded: compiled, deleting a slice makes a slice object and calls through it, and an axis
+        # mostly holds one block.)
+        blocks = len(times)
+        if blocks > 1:
+            del times[1:], firsts[1:]
+        block = times[0]
+        points = len(block)
+        if points > 1:
+            del block[1:]
+        block[0] = base
         firsts[0] = base
-        for col, total in zip(self.columns, totals, strict=True):
-            del col.rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
-            col.rems[0] = [total]
+        for k, col in enumerate(self.columns):  # (not zip(..., strict=True): compiled, a Python call per loop)
+            total = totals[k]
+            rems = col.rems
+            if blocks > 1:
+                del rems[1:], col.offs[1:], col.mins[1:], col.maxs[1:]
+            first = rems[0]
+            if points > 1:
+                del first[1:]
+            first[0] = total
             col.offs[0] = 0
             col.mins[0] = col.maxs[0] = total
 
     def first_span(self, start: int, last: int, requests: Sequence[int], totals: Sequence[int]) -> None:
         """Become the points of one span on an axis holding only ``base`` (requests within their totals)."""
-        base = self.times[0][0]
-        self.times[0] = [base, last] if start == base else [base, start, last]
-        for col, request, total in zip(self.columns, requests, totals, strict=True):
-            col.rems[0] = [total - request, total] if start == base else [total, total - request, total]
+        block = self.times[0]
+        base = block[0]
+        if len(block) > 1:  # (see clear)
+            del block[1:]
+        if start != base:
+            block.append(start)
+        block.append(last)
+        for k, col in enumerate(self.columns):  # (see clear)
+            request, total = requests[k], totals[k]
+            rems = col.rems[0]  # (filled in place, as clear left it: see clear)
+            if len(rems) > 1:
+                del rems[1:]
+            if start == base:
+                rems[0] = total - request
+            else:
+                rems[0] = total
+                rems.append(total - request)
+            rems.append(total)
             col.offs[0] = 0
             col.mins[0] = total - request
             col.maxs[0] = total
@@ -382,22 +446,20 @@ class Axis:
             for col in self.columns:
                 col._refresh(b)
 
+    def count_end(self, refs: dict[int, int], t: int) -> bool:
+        """:meth:`Timeline.count_end` on the axis: a new point is inserted in every column."""
+        if t in refs:
+            refs[t] += 1
+            return False
+        refs[t] = 1
+        self.insert(t)
+        return True
 
-def count_end(refs: dict[int, int], t: int, insert: Callable[[int], None]) -> bool:
-    """Count a span end at ``t`` among a timeline's points, inserting ``t`` when it is new; whether it was."""
-    if t in refs:
-        refs[t] += 1
-        return False
-    refs[t] = 1
-    insert(t)
-    return True
-
-
-def uncount_end(refs: dict[int, int], t: int, remove: Callable[[int], None]) -> None:
-    """Uncount a span end at ``t``, removing the point when no span ends there any more."""
-    n = refs[t] - 1
-    if n:
-        refs[t] = n
-    else:
-        del refs[t]
-        remove(t)
+    def uncount_end(self, refs: dict[int, int], t: int) -> None:
+        """:meth:`Timeline.uncount_end` on the axis."""
+        n = refs[t] - 1
+        if n:
+            refs[t] = n
+        else:
+            del refs[t]
+            self.remove(t)

@@ -28,14 +28,14 @@ from kubeflux.match.evaluation import (
 from kubeflux.match.leaves import add_leaves, first_leaf_slots, kind_plan, leaf_candidates, own_exclusive, own_leaves
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.schedule import cached
+from kubeflux.match.schedule import fresh
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
 from kubeflux.match.slotbound import too_few_slots
 from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
 from kubeflux.match.state import SLOT
 from kubeflux.match.wide import WideWalk
 from kubeflux.match.writers import Writer
-from kubeflux.resources.graph import Status, Vertex
+from kubeflux.resources.graph import Vertex
 
 
 class Traverser(WideWalk):
@@ -123,7 +123,7 @@ class Traverser(WideWalk):
     def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> int:
         """The units of ``vertex`` free during ``meta``'s window if the walk may descend into it, else 0 (it is
         pruned). The select walk changes no planner, so the count holds until the vertex's visit ends."""
-        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+        if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return 0
         avail = self._avail(vertex.uid, meta.at, meta.duration)
         if avail == 0:
@@ -167,10 +167,12 @@ class Traverser(WideWalk):
         table = self._cache.get(uid)
         if table is None:
             table = self._cache[uid] = {}
-        elif key in table:  # (a vertex ``first`` visits again has mostly changed since: test before calling)
-            hit = cached(table, key, fp, self.bounds.get(uid), meta)
-            if hit is not None:
-                return hit
+        else:
+            entry = table.get(key)  # (a vertex ``first`` visits again has mostly changed since: test first)
+            if entry is not None:
+                hit = fresh(entry, fp, self.bounds.get(uid), meta)
+                if hit is not None:
+                    return hit
         evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
         table[key] = (fp, meta.at, meta.at + meta.duration, evaluation)
         if len(table) > CACHE_PER_VERTEX:
@@ -197,7 +199,7 @@ class Traverser(WideWalk):
         if not avail:
             return FAILED
         self.policy.discover(vertex)
-        dfu = self.scoring_type()
+        dfu = Scoring() if self.scoring_type is Scoring else self.scoring_type()  # (see _finish)
         kids = Kids()
         if kind == "slot":
             slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
@@ -237,7 +239,10 @@ class Traverser(WideWalk):
         the vertex's free units, which :meth:`_prune` found)."""
         if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
             return self.evaluation_type(False, kids=kids) if kids else FAILED
-        evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
+        if self.evaluation_type is Evaluation:  # (a native call when compiled; a class in a variable is not)
+            evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
+        else:
+            evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
                 evaluation.marks = self._marks(dfu) or None
@@ -421,7 +426,7 @@ class Traverser(WideWalk):
     ) -> bool:
         """:meth:`_visit_child` for a vertex without out-edges that asks for nothing below it (a core, a gpu): it
         has no candidates to score or choose, only its own availability and score, and nothing to cache."""
-        if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
+        if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return False
         avail = self._avail(vertex.uid, meta.at, meta.duration)
         if avail == 0 or not self._prune_resources(meta, x_in, vertex, resources):

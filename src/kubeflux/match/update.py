@@ -369,9 +369,11 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
     named: set[int] = set()
     x_uses, allocations = traverser.x_uses, traverser.allocations
     for uid in uids:
-        if jobid not in x_uses.get(uid, {}):
+        uses = x_uses.get(uid)
+        if uses is None or jobid not in uses:
             raise ResourceSetError(f"{source}: job {jobid} does not hold {graph.vertices[uid].name}")
-        if jobid not in allocations.get(uid, {}):
+        spans = allocations.get(uid)
+        if spans is None or jobid not in spans:
             continue  # held shared (an ancestor of what it holds): released with its aggregate span
         if uid not in named:
             named.add(uid)

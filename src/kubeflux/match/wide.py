@@ -183,7 +183,7 @@ class WideWalk(WalkState):
                 sorted(chain.from_iterable(level_bounds[i : i + BLOCK])) for i in range(0, len(level_bounds), BLOCK)
             ]
             layout.bounds.append(level_bounds)
-        for position, (_, target) in enumerate(children):
+        for position, (_edge, target) in enumerate(children):
             self._kid_pos[target] = position
         return layout
 
