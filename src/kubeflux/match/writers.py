@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from kubeflux.resources.graph import CONTAINMENT, Graph, Vertex, id_from_name_suffix
 from kubeflux.resources.jgf import vertex_metadata
 
 
-class Writer(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Writer:
+    """What the update walk emits a match to. A base class rather than a Protocol: compiled (mypyc), the walk's
+    calls of a subclass's methods are then native calls instead of Python attribute lookups and calls."""
+
     def vertex(
         self,
         level: int,
@@ -26,9 +32,10 @@ class Writer(Protocol):
         agfilter: Mapping[str, str] | None = None,
     ) -> None:
         """Emit one vertex; ``agfilter`` is ``find``'s per-type aggregate-filter use (only JGF shows it)."""
-        ...
+        raise NotImplementedError
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None: ...
+    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        raise NotImplementedError
 
     def leaves(
         self,
@@ -41,16 +48,16 @@ class Writer(Protocol):
         """Emit exclusive leaves (edge, vertex uid, needs) at ``level``, each with the edge to it from its parent
         (as :meth:`vertex` then :meth:`edge` for each, in order; the update walk records a socket's cores so).
         ``memo`` is the caller's store for these very leaves: a writer may keep its text for them there."""
-        ...
+        raise NotImplementedError
 
     def interval(self, start: int, end: int) -> None:
         """The emitted set is held during ``[start, end)`` (only R formats show it)."""
-        ...
+        raise NotImplementedError
 
     def render(self) -> str:
         """The text emitted so far (ending with a newline if not empty); clears the writer. WriterError when the
         format cannot express it."""
-        ...
+        raise NotImplementedError
 
 
 class WriterError(Exception):
@@ -80,7 +87,7 @@ def emit_leaves(
         writer.edge(level - 1, graph, edge, exclusive_parent)
 
 
-class SimpleWriter:
+class SimpleWriter(Writer):
     """``-F simple``: one line per vertex, ``name[count:x|s]`` indented by containment depth."""
 
     def __init__(self) -> None:
@@ -167,7 +174,7 @@ class PrettySimpleWriter(SimpleWriter):
         return super().render()
 
 
-class JgfWriter:
+class JgfWriter(Writer):
     """``-F jgf``: the selected sub-graph as one line of JSON Graph Format (Fluxion's ``jgf_match_writers_t``).
 
     Vertices in emission order (post-order) with :func:`~kubeflux.resources.jgf.vertex_metadata`, then the
@@ -280,7 +287,7 @@ def compress_hosts(hosts: list[str]) -> str:
     return ",".join(out)
 
 
-class Rv1NoschedWriter:
+class Rv1NoschedWriter(Writer):
     """``-F rv1_nosched``: RFC 20 R without the scheduling key (Fluxion's ``rv1_nosched_match_writers_t``).
 
     Core and gpu ids are gathered until their node is emitted (post-order), then the node's ``children``
@@ -357,7 +364,7 @@ class Rv1NoschedWriter:
         return json.dumps({"version": 1, "execution": execution}) + "\n"
 
 
-class DiscardWriter:
+class DiscardWriter(Writer):
     """Emits nothing: for a replay whose caller needs the recorded state, not its text."""
 
     def vertex(

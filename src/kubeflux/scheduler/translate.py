@@ -45,6 +45,7 @@ from functools import lru_cache
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.policy import parse_policy
+from kubeflux.match.writers import Writer
 from kubeflux.resources import Graph, NodeSpec
 from kubeflux.resources.graph import Vertex
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
@@ -371,7 +372,7 @@ def placements_from_output(output: str) -> tuple[Placement, ...]:
     return tuple(found)
 
 
-class PlacementWriter:
+class PlacementWriter(Writer):
     """A match writer for the scheduler's engine: what :func:`placements_from_output` reads from the ``simple``
     writer's text (each node with the cores and gpus the match took there, in the order written), kept as
     :class:`Placement` objects instead of text that is written, then parsed, for every match.
@@ -419,7 +420,7 @@ class PlacementWriter:
         memo: dict[object, str] | None = None,
     ) -> None:
         vertices = graph.vertices
-        for _, uid, _ in leaves:
+        for _edge, uid, _needs in leaves:  # (named: compiled, a field read into `_` is boxed)
             vertex = vertices[uid]
             kind = vertex.type
             if kind == "core":
