@@ -11,6 +11,10 @@ costs about a microsecond per job compiled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, Final
+
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 
 _NUMBER = "number"
@@ -58,6 +62,14 @@ _TEMPLATE_FIELDS: tuple[tuple[str, object], ...] = (
     ("run_time_jitter", _OPTIONAL_NUMBER),
 )
 
+_MAPPINGS = ("labels", "annotations", "node_selector")
+"""A template's fields that map strings to strings (each key and value is checked)."""
+
+_READ_JOB: Final = attrgetter(*(name for name, _ in _JOB_FIELDS))
+_READ_TEMPLATE: Final = attrgetter(*(name for name, _ in _TEMPLATE_FIELDS))
+"""Every field checked, read in one call (a tuple of values): a getattr per field cost most of the check."""
+_READ_MAPPINGS: Final = attrgetter(*_MAPPINGS)
+
 _WORDS = {str: "a string", int: "an integer", bool: "True or False", list: "a list", dict: "a mapping"}
 
 
@@ -77,31 +89,38 @@ def _problem(value: object, kind: object) -> str | None:
     return f"must be {words or getattr(kind, '__name__', kind)}, got {value!r}"
 
 
-def _fields_problem(obj: object, fields: tuple[tuple[str, object], ...]) -> tuple[str, str] | None:
-    for field, kind in fields:
-        problem = _problem(getattr(obj, field, None), kind)
-        if problem is not None:
-            return field, problem
+def _fields_problem(
+    obj: object, fields: tuple[tuple[str, object], ...], read: Callable[[object], Any]
+) -> tuple[str, str] | None:
+    try:
+        values: tuple[object, ...] = read(obj)
+    except AttributeError:  # a field missing: read one at a time, a missing one is None (and named as such)
+        values = tuple(getattr(obj, field, None) for field, _ in fields)
+    for i, (field, kind) in enumerate(fields):
+        value = values[i]
+        if type(value) is not kind:
+            problem = _problem(value, kind)
+            if problem is not None:
+                return field, problem
     return None
 
 
 def job_problem(wjob: object) -> tuple[str, str] | None:
     """(field path, problem) of the first field of a workload job, or of one of its pod templates, that is not of
     its type (``pods[0].requests[cpu]``), else None."""
-    found = _fields_problem(wjob, _JOB_FIELDS)
+    found = _fields_problem(wjob, _JOB_FIELDS, _READ_JOB)
     if found is not None:
         return found
     pods: list[object] = getattr(wjob, "pods")  # noqa: B009  (an untyped read: the check above vouched for a list)
     for i, template in enumerate(pods):
-        where = f"pods[{i}]"
-        found = _fields_problem(template, _TEMPLATE_FIELDS)
+        found = _fields_problem(template, _TEMPLATE_FIELDS, _READ_TEMPLATE)
         if found is not None:
-            return f"{where}.{found[0]}", found[1]
-        for field in ("labels", "annotations", "node_selector"):
-            mapping: dict[object, object] = getattr(template, field)
+            return f"pods[{i}].{found[0]}", found[1]
+        mappings: tuple[dict[object, object], ...] = _READ_MAPPINGS(template)  # dicts: checked above
+        for field, mapping in zip(_MAPPINGS, mappings, strict=True):
             for key, value in mapping.items():
                 if type(key) is not str or type(value) is not str:
-                    return f"{where}.{field}[{key}]", f"must map strings to strings, got {key!r}: {value!r}"
+                    return f"pods[{i}].{field}[{key}]", f"must map strings to strings, got {key!r}: {value!r}"
     return None  # the amounts of ``requests``: :func:`kubeflux.sim.jobs.timing_of` rejects the job, naming them
 
 
