@@ -68,10 +68,18 @@ def _where(template: PodTemplate, wjob: WorkloadJob) -> str:
 
 
 def timing_of(
-    template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, labels: dict[str, str], primary: str
+    template: PodTemplate,
+    wjob: WorkloadJob,
+    lifecycle: Lifecycle,
+    labels: dict[str, str],
+    primary: str,
+    shared: dict[float, dict[str, str]] | None = None,
 ) -> TemplateTiming:
     """Validate a template and read its timing; KWOK's annotations take precedence over the template's run time
-    and the lifecycle's start delay. Raises ValueError naming the job, pod and field."""
+    and the lifecycle's start delay. Raises ValueError naming the job, pod and field.
+
+    ``shared``: the annotations made for templates that have none, by walltime (they hold the walltime alone), to
+    reuse for the other templates of the job (pods never change a dict of annotations in place)."""
     requests: Mapping[str, object] = template.requests  # read untyped: compiled, a float would be a bare TypeError
     for res, amount in requests.items():
         if type(amount) is int and amount >= 0:
@@ -97,7 +105,12 @@ def timing_of(
     walltime = requested if requested > 0 else run_time
     annotations = template.annotations
     if walltime is not None and WALLTIME_ANNOTATION not in annotations:
-        annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
+        made = shared.get(walltime) if shared is not None and not annotations else None
+        if made is None:
+            made = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
+            if shared is not None and not annotations:
+                shared[walltime] = made
+        annotations = made
     requests = template.requests  # (whole and non-negative: checked above)
     ext = others = None
     if len(requests) > 1 or CPU not in requests:
@@ -125,7 +138,20 @@ def timing_of(
     )
 
 
-def job_timing(template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, primary: str) -> TemplateTiming:
+def job_timings(wjob: WorkloadJob, lifecycle: Lifecycle, primary: str) -> list[TemplateTiming]:
+    """:func:`job_timing` for each of the job's pod templates, in order (those without annotations share one dict
+    of the walltime annotation: a trace job's pods). Raises ValueError as :func:`timing_of` does."""
+    shared: dict[float, dict[str, str]] = {}
+    return [job_timing(template, wjob, lifecycle, primary, shared) for template in wjob.pods]
+
+
+def job_timing(
+    template: PodTemplate,
+    wjob: WorkloadJob,
+    lifecycle: Lifecycle,
+    primary: str,
+    shared: dict[float, dict[str, str]] | None = None,
+) -> TemplateTiming:
     """:func:`timing_of` for a pod of ``wjob``, with the labels its pods carry: the pod group's (a gang) and the
     Job's name (a ``batch/v1`` Job)."""
     labels = template.labels
@@ -133,7 +159,7 @@ def job_timing(template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, p
         labels = {**labels, POD_GROUP_LABEL: wjob.name}
     if wjob.kind is JobKind.JOB:
         labels = {**labels, JOB_NAME_LABEL: wjob.name}
-    return timing_of(template, wjob, lifecycle, labels, primary)
+    return timing_of(template, wjob, lifecycle, labels, primary, shared)
 
 
 def _container_name(manifest: Any) -> str:
@@ -436,6 +462,7 @@ __all__ = [
     "exact_seconds",
     "job_records",
     "job_timing",
+    "job_timings",
     "parse_duration",
     "pod_ids_asked",
     "pod_records",
