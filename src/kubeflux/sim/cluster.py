@@ -73,6 +73,7 @@ _FAILED: Final = PodPhase.FAILED
 _EVENT: Final = ClusterEvent
 _POD: Final = Pod
 _EXPECTED_START: Final = EXPECTED_START_ANNOTATION
+_KUBE_JOB: Final = JobKind.JOB
 _RELEASE: Final = Priority.RELEASE
 _STAGE: Final = Priority.STAGE
 
@@ -404,7 +405,7 @@ class Cluster:
         now = self.loop.now
         _set_expected_start(pod, None)
         if annotations:
-            pod.annotations = {**pod.annotations, **annotations}
+            pod.annotations = pod.annotations | annotations
         pod.node_name = node_name
         sp.node_index = index
         sp.bound_at = now
@@ -653,11 +654,11 @@ class Cluster:
             job.waiting.remove(sp)
             self.idle_holding -= 1
         job.pod_ended(phase is _SUCCEEDED, reason, now, sp.completion_index)
-        if peers and phase is _FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
+        if peers and phase is _FAILED and job.coupled and job.wjob.kind is not _KUBE_JOB:
             self._end_peers(job, sp)
         if job.finish is not None:
             return
-        if job.wjob.kind is JobKind.JOB:
+        if job.wjob.kind is _KUBE_JOB:
             self.job_controller.pod_ended(job)
         elif job.active == 0:
             self.finish_job(job)
