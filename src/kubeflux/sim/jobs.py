@@ -32,8 +32,11 @@ _GROUP_LABEL: Final = POD_GROUP_LABEL
 _TRACE: Final = JobKind.TRACE
 _JOB: Final = JobKind.JOB
 _POD_GROUP: Final = JobKind.POD_GROUP
-"""Names read for every pod template, as Final: compiled, a C static each, where an imported name is a dict lookup
-at each use."""
+_SUCCESSFUL: Final = FinalState.COMPLETED_SUCCESSFULLY
+_REJECTED: Final = FinalState.REJECTED
+_NOT_FINISHED: Final = FinalState.NOT_FINISHED
+"""Names read for every pod template or job, as Final: compiled, a C static each, where an imported name is a dict
+lookup at each use (and an Enum member an attribute read too)."""
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -309,9 +312,9 @@ class SimJob:
 
     def final_state(self) -> FinalState:
         if self.rejected_reason and self.first_bind is None:
-            return FinalState.REJECTED
+            return _REJECTED
         if self.finish is None:
-            return FinalState.NOT_FINISHED
+            return _NOT_FINISHED
         if self.failed_reason == "DeadlineExceeded":
             return FinalState.COMPLETED_WALLTIME_REACHED
         if self.wjob.kind is _JOB:
@@ -323,7 +326,7 @@ class SimJob:
             return FinalState.COMPLETED_FAILED
         if self.killed:
             return FinalState.COMPLETED_KILLED
-        return FinalState.COMPLETED_SUCCESSFULLY
+        return _SUCCESSFUL
 
     def requested_resources(self) -> int:
         """What ``requested_number_of_resources`` counts (:attr:`JobRecord.requested_number_of_resources`)."""
@@ -383,37 +386,38 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
             for sp in pods:
                 held.update(_pod_ids(sp, bases))
             allocated = sorted(held)
+        wjob, state = job.wjob, job.final_state()
         records.append(
-            JobRecord(
-                job_id=job.wjob.id,
-                workload_name=workload_name,
-                submission_time=job.submit,
-                requested_number_of_resources=job.requested_resources(),
-                requested_time=job.wjob.requested_time,
-                final_state=job.final_state(),
-                starting_time=start,
-                finish_time=job.finish,
-                first_bind_time=job.first_bind,
-                last_bind_time=job.last_bind,
-                allocated_resources=allocated,
-                pods=job.created,
-                attempts=1 + job.retries,
-                reason=_why(job),
-                profile=job.wjob.profile_name(),
-                workload_submission_time=job.wjob.submit_time,
+            JobRecord(  # positional, in the field order (job_id, workload_name, submission_time, …): one per job
+                wjob.id,
+                workload_name,
+                job.submit,
+                job.requested_resources(),
+                wjob.requested_time,
+                state,
+                start,
+                job.finish,
+                job.first_bind,
+                job.last_bind,
+                allocated,
+                job.created,
+                1 + job.retries,
+                _why(job, state),
+                wjob.profile_name(),
+                wjob.submit_time,
             )
         )
     return records
 
 
-def _why(job: SimJob) -> str:
-    """What ``jobs.csv``'s ``metadata`` says of a job that was rejected, did not succeed or did not finish."""
-    state = job.final_state()
-    if state is FinalState.COMPLETED_SUCCESSFULLY:
+def _why(job: SimJob, state: FinalState) -> str:
+    """What ``jobs.csv``'s ``metadata`` says of a job that was rejected, did not succeed or did not finish
+    (``state``: its final state)."""
+    if state is _SUCCESSFUL:
         return ""
-    if state is FinalState.REJECTED:
+    if state is _REJECTED:
         return f"rejected: {job.rejected_reason}"
-    if state is FinalState.NOT_FINISHED:
+    if state is _NOT_FINISHED:
         waiting = [sp for sp in job.pods if sp.bound_at is None and sp.finished_at is None]
         told = next((sp.unschedulable_message for sp in reversed(waiting) if sp.unschedulable_message), "")
         if told:
@@ -451,7 +455,7 @@ def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) ->
                     sp.running_at,
                     sp.computing_at,
                     sp.finished_at,
-                    pod.phase.value,
+                    str(pod.phase),  # a StrEnum's text: its value (``.value`` is a property, run interpreted)
                     (sp.reason or sp.container_reason) if ended else "",
                     sp.exit_code if ended else None,
                     _pod_ids(sp, bases),
