@@ -62,7 +62,8 @@ from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 Observer = Callable[[ClusterEvent, float], None]
 
 # Names used on every event, as Final: compiled, a Final module name is a C static, where any other module-level
-# name (an import from an interpreted module included) is a dict lookup at each use.
+# name (an import from an interpreted module included) is a dict lookup at each use. Classes are called by their
+# own names: called through an alias, a compiled class is a generic Python call, not its native constructor.
 _ADDED: Final = EventKind.ADDED
 _MODIFIED: Final = EventKind.MODIFIED
 _DELETED: Final = EventKind.DELETED
@@ -70,8 +71,6 @@ _PENDING: Final = PodPhase.PENDING
 _RUNNING: Final = PodPhase.RUNNING
 _SUCCEEDED: Final = PodPhase.SUCCEEDED
 _FAILED: Final = PodPhase.FAILED
-_EVENT: Final = ClusterEvent
-_POD: Final = Pod
 _EXPECTED_START: Final = EXPECTED_START_ANNOTATION
 _KUBE_JOB: Final = JobKind.JOB
 _RELEASE: Final = Priority.RELEASE
@@ -163,14 +162,14 @@ class Cluster:
             self._emit(_ADDED, node)
 
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
-        self._send(_EVENT(kind, obj))
+        self._send(ClusterEvent(kind, obj))
 
     def _modified(self, sp: SimPod) -> None:
         """Emit MODIFIED for a pod. Events carry the live pod, so one MODIFIED event object per pod serves all its
         updates (an observer reads the pod during ``observe``, whichever event object brought it)."""
         event = sp.modified
         if event is None:
-            event = sp.modified = _EVENT(_MODIFIED, sp.pod)
+            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
         self._send(event)
 
     def _send(self, event: ClusterEvent) -> None:
@@ -347,7 +346,7 @@ class Cluster:
         if index is not None:
             labels = {**labels, COMPLETION_INDEX: str(index)}
             annotations = {**annotations, COMPLETION_INDEX: str(index)}
-        pod = _POD(
+        pod = Pod(
             wjob.namespace,
             name,
             f"{job.index}-{job.created}",
@@ -533,7 +532,7 @@ class Cluster:
         self.events_emitted += 1  # emitted all the same (the figures count it), sent to those that read it
         event = sp.modified
         if event is None:
-            event = sp.modified = _EVENT(_MODIFIED, sp.pod)
+            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
         now = self.loop.now
         for observe in self._status_observers:
             observe(event, now)
