@@ -98,7 +98,10 @@ class Cluster:
         self.workload_name = workload_name
         self.keep_events = keep_events
         self.kube_events: list[KubeEvent] = []
-        self.event_counts: dict[str, int] = {}
+        self._event_counts: dict[str, int] = {}
+        self._unschedulable_events = 0
+        """``FailedScheduling`` events not yet in :attr:`event_counts` (one per Unschedulable decision: counted by a
+        native int, added to the dict when it is read)."""
         self.problems: list[str] = []
         self.nodes: list[Node] = []
         """Every node that joined, by index (a removed one keeps its place); :attr:`node_index` names the current."""
@@ -183,8 +186,18 @@ class Cluster:
                 for observe in observers:
                     observe(event, now)
 
+    @property
+    def event_counts(self) -> dict[str, int]:
+        """How many Kubernetes Events were recorded per reason (``Scheduled``, ``FailedScheduling`` …), kept or not."""
+        counts = self._event_counts
+        if self._unschedulable_events:
+            counts["FailedScheduling"] += self._unschedulable_events
+            self._unschedulable_events = 0
+        return counts
+
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
-        self.event_counts[reason] = self.event_counts.get(reason, 0) + 1
+        counts = self._event_counts
+        counts[reason] = counts.get(reason, 0) + 1
         if self.keep_events:
             self.kube_events.append(KubeEvent(self.loop.now, type_, reason, obj, message))
 
@@ -422,7 +435,7 @@ class Cluster:
             key = pod.key
             self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
         else:
-            counts = self.event_counts
+            counts = self._event_counts
             counts["Scheduled"] = counts.get("Scheduled", 0) + 1
         self._modified(sp)
         short = self._admit(sp, index)
@@ -519,8 +532,9 @@ class Cluster:
         if self.keep_events:
             self.record_event("Warning", "FailedScheduling", pod.key, message)
         else:  # the count alone, as record_event keeps it: one call per pod per scheduling pass that tried it
-            counts = self.event_counts
-            counts["FailedScheduling"] = counts.get("FailedScheduling", 0) + 1
+            if not self._unschedulable_events:  # its place among the reasons: where it first came
+                self._event_counts.setdefault("FailedScheduling", 0)
+            self._unschedulable_events += 1
         if sp.unschedulable_at is None:
             sp.unschedulable_at = self.loop.now
         elif sp.unschedulable_message == message:
