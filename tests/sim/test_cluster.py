@@ -255,3 +255,21 @@ def test_nodes_join_leave_and_change_mid_run_with_their_watch_events() -> None:
     assert ("ADDED", "n9") in seen and ("MODIFIED", "n9") in seen and seen[-1] == ("DELETED", "n9")
     with pytest.raises(ValueError, match="allocatable"):
         cluster.update_node("n0", allocatable={CPU: -1})
+
+
+@pytest.mark.parametrize("keep_events", [True, False], ids=["events kept", "counted only"])
+def test_events_are_counted_per_reason_in_the_order_reasons_first_came(keep_events: bool) -> None:
+    nodes = [Node("n0", allocatable={CPU: 1000, MEMORY: 2**30})]
+    cluster = Cluster(EventLoop(), nodes, primary_scheduler="test", keep_events=keep_events)
+    cluster.submit(lone_pod("a"))
+    cluster.submit(lone_pod("b"))
+    a, b = cluster.pod("default/a"), cluster.pod("default/b")
+    assert cluster.bind("default/a", a.pod.uid, "n0") == ""
+    cluster.mark_unschedulable("default/b", b.pod.uid, "0/1 nodes are available: 1 Insufficient cpu.")
+    assert cluster.event_counts == {"Scheduled": 1, "FailedScheduling": 1}
+    cluster.mark_unschedulable("default/b", b.pod.uid, "still no room")
+    cluster.mark_unschedulable("default/b", b.pod.uid, "still no room")  # unchanged: counted all the same
+    cluster.mark_unschedulable("default/a", a.pod.uid, "bound already")  # ignored: the pod is bound
+    assert cluster.bind("default/b", b.pod.uid, "n1") != ""  # no such node: refused, not counted
+    assert list(cluster.event_counts.items()) == [("Scheduled", 1), ("FailedScheduling", 3)]
+    assert len(cluster.kube_events) == (4 if keep_events else 0)

@@ -84,6 +84,27 @@ def test_a_workload_job_with_an_odd_field_is_refused_naming_it(job: WorkloadJob,
         _run(job)
 
 
+def _without(template_field: str) -> WorkloadJob:
+    job = _job()
+    delattr(job.pods[0], template_field)  # a slot never set: reading it raises AttributeError
+    return job
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [
+        (_job(min_member=True), "min_member: must be an integer, got True"),
+        (_job(template={"labels": {5: "x"}}), r"pods\[0\]\.labels\[5\]: must map strings to strings, got 5: 'x'"),
+        (_without("priority"), r"pods\[0\]\.priority: must be an integer, got None"),
+        (_without("labels"), r"pods\[0\]\.labels: must be a mapping, got None"),
+    ],
+    ids=["minMember a bool", "label key a number", "priority missing", "labels missing"],
+)  # fmt: skip
+def test_a_workload_job_says_which_field_is_odd_and_what_it_holds(job: WorkloadJob, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^workload job '1': {message}$"):
+        _run(job)
+
+
 @pytest.mark.parametrize("amount", [1000.0, True, "1"], ids=["a float", "a bool", "a string"])
 def test_an_odd_request_rejects_only_its_job_naming_the_field(amount: object) -> None:
     record = _run(_job(template={"requests": {CPU: amount}}))

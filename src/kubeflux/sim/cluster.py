@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
@@ -52,16 +53,28 @@ from kubeflux.scheduler.validation import check_node
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
 from kubeflux.sim.jobfields import check_job
-from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timing, pod_records
+from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord, PodRecord
 from kubeflux.sim.resourceids import ResourceIds, Usage, has_ids
-from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 
 Observer = Callable[[ClusterEvent, float], None]
 
-_ADDED, _MODIFIED, _DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
-_RUNNING, _SUCCEEDED, _FAILED = PodPhase.RUNNING, PodPhase.SUCCEEDED, PodPhase.FAILED
+# Names used on every event, as Final: compiled, a Final module name is a C static, where any other module-level
+# name (an import from an interpreted module included) is a dict lookup at each use. Classes are called by their
+# own names: called through an alias, a compiled class is a generic Python call, not its native constructor.
+_ADDED: Final = EventKind.ADDED
+_MODIFIED: Final = EventKind.MODIFIED
+_DELETED: Final = EventKind.DELETED
+_PENDING: Final = PodPhase.PENDING
+_RUNNING: Final = PodPhase.RUNNING
+_SUCCEEDED: Final = PodPhase.SUCCEEDED
+_FAILED: Final = PodPhase.FAILED
+_EXPECTED_START: Final = EXPECTED_START_ANNOTATION
+_KUBE_JOB: Final = JobKind.JOB
+_RELEASE: Final = Priority.RELEASE
+_STAGE: Final = Priority.STAGE
 
 
 class Cluster:
@@ -85,7 +98,10 @@ class Cluster:
         self.workload_name = workload_name
         self.keep_events = keep_events
         self.kube_events: list[KubeEvent] = []
-        self.event_counts: dict[str, int] = {}
+        self._event_counts: dict[str, int] = {}
+        self._unschedulable_events = 0
+        """``FailedScheduling`` events not yet in :attr:`event_counts` (one per Unschedulable decision: counted by a
+        native int, added to the dict when it is read)."""
         self.problems: list[str] = []
         self.nodes: list[Node] = []
         """Every node that joined, by index (a removed one keeps its place); :attr:`node_index` names the current."""
@@ -170,8 +186,18 @@ class Cluster:
                 for observe in observers:
                     observe(event, now)
 
+    @property
+    def event_counts(self) -> dict[str, int]:
+        """How many Kubernetes Events were recorded per reason (``Scheduled``, ``FailedScheduling`` …), kept or not."""
+        counts = self._event_counts
+        if self._unschedulable_events:
+            counts["FailedScheduling"] += self._unschedulable_events
+            self._unschedulable_events = 0
+        return counts
+
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
-        self.event_counts[reason] = self.event_counts.get(reason, 0) + 1
+        counts = self._event_counts
+        counts[reason] = counts.get(reason, 0) + 1
         if self.keep_events:
             self.kube_events.append(KubeEvent(self.loop.now, type_, reason, obj, message))
 
@@ -291,7 +317,7 @@ class Cluster:
             job.reject(wjob.rejected, self.loop.now)
             return job
         try:
-            job.timings = [self._timing(t, wjob) for t in wjob.pods]
+            job.timings = job_timings(wjob, self.lifecycle, self.primary_scheduler)
             quorum = coupled_quorum(wjob)
         except ValueError as exc:
             self.problems.append(str(exc))
@@ -323,10 +349,6 @@ class Cluster:
                 self.create_pod(job, timing, wjob.pods[i].name)
         return job
 
-    def _timing(self, template: PodTemplate, wjob: WorkloadJob) -> TemplateTiming:
-        """The template's timing for this job (read once per job: a Job's later pods reuse ``job.timings``)."""
-        return job_timing(template, wjob, self.lifecycle, self.primary_scheduler)
-
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
         """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending (an Indexed Job's
         with its completion ``index``)."""
@@ -351,7 +373,7 @@ class Cluster:
             t.tolerations,
             t.required_node_affinity,
             "",
-            PodPhase.PENDING,
+            _PENDING,
             False,
             t.active_deadline_seconds,
             timing.owner,
@@ -381,16 +403,21 @@ class Cluster:
         sp = self.pods.get(key)
         if sp is None or (uid and sp.pod.uid != uid):
             return f"pods {key!r} not found"
+        return self.bind_pod(sp, node_name, annotations)
+
+    def bind_pod(self, sp: SimPod, node_name: str, annotations: dict[str, str] | None = None) -> str:
+        """:meth:`bind` for a pod the caller found in :attr:`pods` (with the uid it names): the driver looks each
+        decision's pod up once."""
         pod = sp.pod
         if pod.node_name or pod.deleted:
-            return f"pod {key} is already assigned to node {pod.node_name!r}" if pod.node_name else "pod is deleted"
+            return f"pod {pod.key} is already assigned to node {pod.node_name!r}" if pod.node_name else "pod is deleted"
         index = self.node_index.get(node_name)
         if index is None:
             return f"nodes {node_name!r} not found"
         now = self.loop.now
         _set_expected_start(pod, None)
         if annotations:
-            pod.annotations = {**pod.annotations, **annotations}
+            pod.annotations = pod.annotations | annotations
         pod.node_name = node_name
         sp.node_index = index
         sp.bound_at = now
@@ -405,16 +432,17 @@ class Cluster:
                 self._sample_queue()
         job.last_bind = now
         if self.keep_events:
+            key = pod.key
             self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
         else:
-            counts = self.event_counts
+            counts = self._event_counts
             counts["Scheduled"] = counts.get("Scheduled", 0) + 1
         self._modified(sp)
         short = self._admit(sp, index)
         if short:
             message = f"Pod was rejected: Node didn't have enough resource: {short}"
             self._end(sp, _FAILED, 0, "", f"OutOf{short}", message)
-            self.record_event("Warning", f"OutOf{short}", key, message)
+            self.record_event("Warning", f"OutOf{short}", pod.key, message)
             return ""
         if not self.nodes[index].ready:
             node = self.nodes[index]
@@ -423,10 +451,10 @@ class Cluster:
             self._remove(sp)
             return ""
         if pod.active_deadline_seconds is not None:
-            self.loop.schedule(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
+            self.loop.schedule(now + pod.active_deadline_seconds, _RELEASE, self._deadline, sp)
         if sp.start_delay > 0.0:
             self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)  # allocated, idle until Running
-            self.loop.schedule(now + sp.start_delay, Priority.STAGE, self._start, sp)
+            self.loop.schedule(now + sp.start_delay, _STAGE, self._start, sp)
         else:
             self._start(sp, allocating=True)  # KWOK's fast pod-ready stage: Running at the bind's time point
         return ""
@@ -490,16 +518,23 @@ class Cluster:
         """``PodScheduled=False`` with reason ``Unschedulable`` and a ``FailedScheduling`` event; the pod carries
         ``expected_start`` (its reservation's start) as the :data:`EXPECTED_START_ANNOTATION`, or none."""
         sp = self.pods.get(key)
-        if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
+        if sp is not None and (not uid or sp.pod.uid == uid):
+            self.mark_pod_unschedulable(sp, message, expected_start)
+
+    def mark_pod_unschedulable(self, sp: SimPod, message: str, expected_start: float | None = None) -> None:
+        """:meth:`mark_unschedulable` for a pod the caller found in :attr:`pods` (with the uid it names); nothing
+        once the pod is bound."""
+        if sp.bound_at is not None:
             return
         pod = sp.pod
-        if expected_start is not None or EXPECTED_START_ANNOTATION in pod.annotations:
+        if expected_start is not None or _EXPECTED_START in pod.annotations:
             _set_expected_start(pod, expected_start)
         if self.keep_events:
-            self.record_event("Warning", "FailedScheduling", key, message)
+            self.record_event("Warning", "FailedScheduling", pod.key, message)
         else:  # the count alone, as record_event keeps it: one call per pod per scheduling pass that tried it
-            counts = self.event_counts
-            counts["FailedScheduling"] = counts.get("FailedScheduling", 0) + 1
+            if not self._unschedulable_events:  # its place among the reasons: where it first came
+                self._event_counts.setdefault("FailedScheduling", 0)
+            self._unschedulable_events += 1
         if sp.unschedulable_at is None:
             sp.unschedulable_at = self.loop.now
         elif sp.unschedulable_message == message:
@@ -575,11 +610,11 @@ class Cluster:
         self.usage.change(now, sp.cpu, sp.timing.others, 1 if allocating else 0, 1)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
-            self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
+            self.loop.schedule(now + sp.fail_after, _RELEASE, self._crash, sp)
         elif walltime is not None and (sp.run_time is None or sp.run_time > walltime):
-            self.loop.schedule(now + walltime, Priority.RELEASE, self._walltime, sp)
+            self.loop.schedule(now + walltime, _RELEASE, self._walltime, sp)
         elif sp.run_time is not None:
-            self.loop.schedule(now + sp.run_time, Priority.RELEASE, self._complete, sp)
+            self.loop.schedule(now + sp.run_time, _RELEASE, self._complete, sp)
 
     def _complete(self, sp: SimPod) -> None:
         if sp.finished_at is None:
@@ -632,11 +667,11 @@ class Cluster:
             job.waiting.remove(sp)
             self.idle_holding -= 1
         job.pod_ended(phase is _SUCCEEDED, reason, now, sp.completion_index)
-        if peers and phase is _FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
+        if peers and phase is _FAILED and job.coupled and job.wjob.kind is not _KUBE_JOB:
             self._end_peers(job, sp)
         if job.finish is not None:
             return
-        if job.wjob.kind is JobKind.JOB:
+        if job.wjob.kind is _KUBE_JOB:
             self.job_controller.pod_ended(job)
         elif job.active == 0:
             self.finish_job(job)
@@ -730,13 +765,13 @@ class Cluster:
 def _set_expected_start(pod: Pod, expected: float | None) -> None:
     """Write (or, for None, remove) a pending pod's expected start; the annotation dict is replaced, never
     changed in place, as pods of one template may share it."""
-    current = pod.annotations.get(EXPECTED_START_ANNOTATION)
+    current = pod.annotations.get(_EXPECTED_START)
     text = None if expected is None else expected_start_text(expected)
     if current == text:
         return
-    annotations = {name: value for name, value in pod.annotations.items() if name != EXPECTED_START_ANNOTATION}
+    annotations = {name: value for name, value in pod.annotations.items() if name != _EXPECTED_START}
     if text is not None:
-        annotations[EXPECTED_START_ANNOTATION] = text
+        annotations[_EXPECTED_START] = text
     pod.annotations = annotations
 
 

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Final
 
 from kubeflux.scheduler.interface import (
     Bind,
@@ -47,6 +48,13 @@ from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
+
+_BIND: Final = Bind
+_UNSCHEDULABLE: Final = Unschedulable
+_REJECT: Final = Reject
+_POD_WARNING: Final = PodWarning
+"""The decision classes as Final names: compiled, a C static each, where an imported name is a dict lookup at
+each use (:meth:`Simulation._apply` tests each decision's class against them)."""
 
 Progress = Callable[[float, int], None]
 """``progress(now, jobs_submitted)``, called every 256 time points (it decides itself whether to print)."""
@@ -247,33 +255,37 @@ class Simulation:
             try:
                 sp = pods.get(decision.pod)
                 if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
-                    if type(decision) is Bind and unreserve is not None:
+                    if type(decision) is _BIND and unreserve is not None:
                         why = f"pods {decision.pod!r} not found"
                         unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
                     continue
-                if type(decision) is PodWarning:
-                    if not decision.uid or sp.pod.uid == decision.uid:
+                pod = sp.pod
+                if type(decision) is _POD_WARNING:
+                    if not decision.uid or pod.uid == decision.uid:
                         cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
                     continue
-                if sp.pod.scheduler_name != name:
+                if pod.scheduler_name != name:
                     self.problems.append(
-                        f"scheduler {name!r} decided for pod {decision.pod} owned by {sp.pod.scheduler_name!r}"
+                        f"scheduler {name!r} decided for pod {decision.pod} owned by {pod.scheduler_name!r}"
                     )
                     continue
-                if type(decision) is Bind:
-                    error = cluster.bind(decision.pod, decision.uid, decision.node, decision.annotations)
+                uid = decision.uid
+                if type(decision) is _UNSCHEDULABLE:  # the pod found once, here
+                    if not uid or pod.uid == uid:
+                        cluster.mark_pod_unschedulable(sp, decision.message, decision.expected_start)
+                elif type(decision) is _BIND:
+                    if not uid or pod.uid == uid:
+                        error = cluster.bind_pod(sp, decision.node, decision.annotations)
+                    else:
+                        error = f"pods {decision.pod!r} not found"
                     if error:
                         cluster.record_event("Warning", "FailedBinding", decision.pod, error)
                         if unreserve is not None:
-                            unreserve.unreserve(decision.pod, decision.uid, decision.node, error, self.loop.now)
+                            unreserve.unreserve(decision.pod, uid, decision.node, error, self.loop.now)
                     else:
                         bound += 1
-                elif type(decision) is Unschedulable:
-                    cluster.mark_unschedulable(
-                        decision.pod, decision.uid, decision.message, expected_start=decision.expected_start
-                    )
-                elif type(decision) is Reject:
-                    cluster.reject(decision.pod, decision.uid, decision.message)
+                elif type(decision) is _REJECT:
+                    cluster.reject(decision.pod, uid, decision.message)
             except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
                 self.problems.append(f"scheduler {name!r} sent an invalid decision, ignored: {decision!r}: {exc}")
         return bound

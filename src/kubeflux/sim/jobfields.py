@@ -11,6 +11,10 @@ costs about a microsecond per job compiled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, Final, cast
+
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 
 _NUMBER = "number"
@@ -58,7 +62,59 @@ _TEMPLATE_FIELDS: tuple[tuple[str, object], ...] = (
     ("run_time_jitter", _OPTIONAL_NUMBER),
 )
 
+_MAPPINGS = ("labels", "annotations", "node_selector")
+"""A template's fields that map strings to strings (each key and value is checked)."""
+
 _WORDS = {str: "a string", int: "an integer", bool: "True or False", list: "a list", dict: "a mapping"}
+
+
+def _accepted(kind: object) -> tuple[object, ...]:
+    """The exact types of a field of ``kind`` that need no further look (the others go to :func:`_problem`)."""
+    if kind is _NUMBER:
+        return (float, int)
+    if kind is _OPTIONAL_NUMBER:
+        return (float, int, type(None))
+    if kind is _OPTIONAL_DICT:
+        return (dict, type(None))
+    return (kind,)  # a class (a JobKind's members are of the class itself)
+
+
+class _Fields:
+    """One table of fields, ready to check: all read in one call (a tuple of values; a getattr per field cost most
+    of the check) and each accepted at once when its value is of an exact type it takes."""
+
+    __slots__ = ("accepted", "fields", "read")
+
+    def __init__(self, fields: tuple[tuple[str, object], ...]) -> None:
+        self.fields = fields
+        self.read: Callable[[object], Any] = attrgetter(*(name for name, _ in fields))
+        self.accepted = tuple(_accepted(kind) for _, kind in fields)
+
+    def values(self, obj: object) -> tuple[object, ...]:
+        """The fields' values; a missing field reads as None (and is named as such)."""
+        try:
+            values: tuple[object, ...] = self.read(obj)
+        except AttributeError:
+            values = tuple(getattr(obj, field, None) for field, _ in self.fields)
+        return values
+
+    def problem(self, values: tuple[object, ...]) -> tuple[str, str] | None:
+        """(field, problem) of the first value not of its field's type, else None."""
+        accepted = self.accepted
+        for i in range(len(values)):
+            value = values[i]
+            if type(value) not in accepted[i]:
+                field, kind = self.fields[i]
+                problem = _problem(value, kind)
+                if problem is not None:
+                    return field, problem
+        return None
+
+
+_JOB: Final = _Fields(_JOB_FIELDS)
+_TEMPLATE: Final = _Fields(_TEMPLATE_FIELDS)
+_MAPPING_AT: Final = tuple(i for i, (name, _) in enumerate(_TEMPLATE_FIELDS) if name in _MAPPINGS)
+"""Where the string maps are among a template's values (in the order of :data:`_MAPPINGS`)."""
 
 
 def _problem(value: object, kind: object) -> str | None:
@@ -77,31 +133,24 @@ def _problem(value: object, kind: object) -> str | None:
     return f"must be {words or getattr(kind, '__name__', kind)}, got {value!r}"
 
 
-def _fields_problem(obj: object, fields: tuple[tuple[str, object], ...]) -> tuple[str, str] | None:
-    for field, kind in fields:
-        problem = _problem(getattr(obj, field, None), kind)
-        if problem is not None:
-            return field, problem
-    return None
-
-
 def job_problem(wjob: object) -> tuple[str, str] | None:
     """(field path, problem) of the first field of a workload job, or of one of its pod templates, that is not of
     its type (``pods[0].requests[cpu]``), else None."""
-    found = _fields_problem(wjob, _JOB_FIELDS)
+    found = _JOB.problem(_JOB.values(wjob))
     if found is not None:
         return found
     pods: list[object] = getattr(wjob, "pods")  # noqa: B009  (an untyped read: the check above vouched for a list)
     for i, template in enumerate(pods):
-        where = f"pods[{i}]"
-        found = _fields_problem(template, _TEMPLATE_FIELDS)
+        values = _TEMPLATE.values(template)
+        found = _TEMPLATE.problem(values)
         if found is not None:
-            return f"{where}.{found[0]}", found[1]
-        for field in ("labels", "annotations", "node_selector"):
-            mapping: dict[object, object] = getattr(template, field)
+            return f"pods[{i}].{found[0]}", found[1]
+        for at in _MAPPING_AT:
+            mapping = cast(dict[object, object], values[at])  # a dict: checked above
             for key, value in mapping.items():
                 if type(key) is not str or type(value) is not str:
-                    return f"{where}.{field}[{key}]", f"must map strings to strings, got {key!r}: {value!r}"
+                    field = _TEMPLATE_FIELDS[at][0]
+                    return f"pods[{i}].{field}[{key}]", f"must map strings to strings, got {key!r}: {value!r}"
     return None  # the amounts of ``requests``: :func:`kubeflux.sim.jobs.timing_of` rejects the job, naming them
 
 

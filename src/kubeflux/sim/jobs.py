@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
@@ -23,6 +23,20 @@ COMPLETE_JITTER = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 COUPLED_ANNOTATION = "sim.kubeflux.io/coupled"
 """On a Job's pod template: ``"true"`` makes its ``parallelism`` pods one coupled job (see :func:`coupled_quorum`)."""
+
+_CPU: Final = CPU
+_MEMORY: Final = MEMORY
+_GPU: Final = GPU
+_WALLTIME: Final = WALLTIME_ANNOTATION
+_GROUP_LABEL: Final = POD_GROUP_LABEL
+_TRACE: Final = JobKind.TRACE
+_JOB: Final = JobKind.JOB
+_POD_GROUP: Final = JobKind.POD_GROUP
+_SUCCESSFUL: Final = FinalState.COMPLETED_SUCCESSFULLY
+_REJECTED: Final = FinalState.REJECTED
+_NOT_FINISHED: Final = FinalState.NOT_FINISHED
+"""Names read for every pod template or job, as Final: compiled, a C static each, where an imported name is a dict
+lookup at each use (and an Enum member an attribute read too)."""
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -68,10 +82,18 @@ def _where(template: PodTemplate, wjob: WorkloadJob) -> str:
 
 
 def timing_of(
-    template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, labels: dict[str, str], primary: str
+    template: PodTemplate,
+    wjob: WorkloadJob,
+    lifecycle: Lifecycle,
+    labels: dict[str, str],
+    primary: str,
+    shared: dict[float, dict[str, str]] | None = None,
 ) -> TemplateTiming:
     """Validate a template and read its timing; KWOK's annotations take precedence over the template's run time
-    and the lifecycle's start delay. Raises ValueError naming the job, pod and field."""
+    and the lifecycle's start delay. Raises ValueError naming the job, pod and field.
+
+    ``shared``: the annotations made for templates that have none, by walltime (they hold the walltime alone), to
+    reuse for the other templates of the job (pods never change a dict of annotations in place)."""
     requests: Mapping[str, object] = template.requests  # read untyped: compiled, a float would be a bare TypeError
     for res, amount in requests.items():
         if type(amount) is int and amount >= 0:
@@ -96,44 +118,62 @@ def timing_of(
     requested = wjob.requested_time
     walltime = requested if requested > 0 else run_time
     annotations = template.annotations
-    if walltime is not None and WALLTIME_ANNOTATION not in annotations:
-        annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
+    if walltime is not None and _WALLTIME not in annotations:
+        made = shared.get(walltime) if shared is not None and not annotations else None
+        if made is None:
+            made = {**annotations, _WALLTIME: exact_seconds(walltime)}
+            if shared is not None and not annotations:
+                shared[walltime] = made
+        annotations = made
     requests = template.requests  # (whole and non-negative: checked above)
     ext = others = None
-    if len(requests) > 1 or CPU not in requests:
-        ext = {k: v for k, v in requests.items() if k not in (CPU, MEMORY, GPU, "pods")} or None
-        others = {k: v for k, v in requests.items() if k not in (CPU, "pods") and v} or None
+    if len(requests) > 1 or _CPU not in requests:
+        ext = {k: v for k, v in requests.items() if k not in (_CPU, _MEMORY, _GPU, "pods")} or None
+        others = {k: v for k, v in requests.items() if k not in (_CPU, "pods") and v} or None
     kind = wjob.kind
     return TemplateTiming(
         template,
-        requests.get(CPU, 0),
-        requests.get(MEMORY, 0),
-        requests.get(GPU, 0),
+        requests.get(_CPU, 0),
+        requests.get(_MEMORY, 0),
+        requests.get(_GPU, 0),
         ext,
         run_time,
         run_jitter,
         start_delay,
         start_jitter,
         template.exit_code,
-        requested if kind is JobKind.TRACE and requested > 0 else None,
+        requested if kind is _TRACE and requested > 0 else None,
         labels,
         annotations,
         template.scheduler_name or primary,
-        f"Job/{wjob.name}" if kind is JobKind.JOB else "",
+        f"Job/{wjob.name}" if kind is _JOB else "",
         "main" if template.manifest is None else _container_name(template.manifest),
         others,
     )
 
 
-def job_timing(template: PodTemplate, wjob: WorkloadJob, lifecycle: Lifecycle, primary: str) -> TemplateTiming:
+def job_timings(wjob: WorkloadJob, lifecycle: Lifecycle, primary: str) -> list[TemplateTiming]:
+    """:func:`job_timing` for each of the job's pod templates, in order (those without annotations share one dict
+    of the walltime annotation: a trace job's pods). Raises ValueError as :func:`timing_of` does."""
+    shared: dict[float, dict[str, str]] = {}
+    return [job_timing(template, wjob, lifecycle, primary, shared) for template in wjob.pods]
+
+
+def job_timing(
+    template: PodTemplate,
+    wjob: WorkloadJob,
+    lifecycle: Lifecycle,
+    primary: str,
+    shared: dict[float, dict[str, str]] | None = None,
+) -> TemplateTiming:
     """:func:`timing_of` for a pod of ``wjob``, with the labels its pods carry: the pod group's (a gang) and the
     Job's name (a ``batch/v1`` Job)."""
     labels = template.labels
-    if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
-        labels = {**labels, POD_GROUP_LABEL: wjob.name}
-    if wjob.kind is JobKind.JOB:
+    if wjob.min_member > 0 and labels.get(_GROUP_LABEL) != wjob.name:
+        labels = {**labels, _GROUP_LABEL: wjob.name}
+    if wjob.kind is _JOB:
         labels = {**labels, JOB_NAME_LABEL: wjob.name}
-    return timing_of(template, wjob, lifecycle, labels, primary)
+    return timing_of(template, wjob, lifecycle, labels, primary, shared)
 
 
 def _container_name(manifest: Any) -> str:
@@ -161,11 +201,11 @@ def coupled_quorum(wjob: WorkloadJob) -> int:
 
     Raises ValueError naming the job when the annotation is neither ``"true"`` nor ``"false"``."""
     kind = wjob.kind
-    if kind is JobKind.TRACE:
+    if kind is _TRACE:
         return len(wjob.pods) if len(wjob.pods) > 1 else 0
-    if kind is JobKind.POD_GROUP:
+    if kind is _POD_GROUP:
         return wjob.min_member if wjob.min_member > 1 else 0
-    if kind is not JobKind.JOB or not wjob.pods:
+    if kind is not _JOB or not wjob.pods:
         return 0
     text = wjob.pods[0].annotations.get(COUPLED_ANNOTATION)
     if text is not None and text.strip().lower() not in ("true", "false"):
@@ -227,7 +267,7 @@ class SimJob:
         self.fill_at = -1.0
         self.sync_at = -1.0
         """When the Job controller last put off looking at this Job's ended pods (one look per instant)."""
-        gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not JobKind.JOB else 0
+        gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not _JOB else 0
         self.start_quorum = max(gang, 1)
         self.coupled = False
         """Its pods compute together (see :func:`coupled_quorum`); :attr:`start_quorum` of them must run."""
@@ -272,12 +312,12 @@ class SimJob:
 
     def final_state(self) -> FinalState:
         if self.rejected_reason and self.first_bind is None:
-            return FinalState.REJECTED
+            return _REJECTED
         if self.finish is None:
-            return FinalState.NOT_FINISHED
+            return _NOT_FINISHED
         if self.failed_reason == "DeadlineExceeded":
             return FinalState.COMPLETED_WALLTIME_REACHED
-        if self.wjob.kind is JobKind.JOB:
+        if self.wjob.kind is _JOB:
             ok = self.succeeded >= self.wjob.completions
             return FinalState.COMPLETED_SUCCESSFULLY if ok else FinalState.COMPLETED_FAILED
         if self.deadline_hits:
@@ -286,14 +326,14 @@ class SimJob:
             return FinalState.COMPLETED_FAILED
         if self.killed:
             return FinalState.COMPLETED_KILLED
-        return FinalState.COMPLETED_SUCCESSFULLY
+        return _SUCCESSFUL
 
     def requested_resources(self) -> int:
         """What ``requested_number_of_resources`` counts (:attr:`JobRecord.requested_number_of_resources`)."""
         wjob = self.wjob
-        if wjob.kind is JobKind.TRACE and wjob.requested_processors > 0:
+        if wjob.kind is _TRACE and wjob.requested_processors > 0:
             return wjob.requested_processors
-        per_wave = wjob.parallelism if wjob.kind is JobKind.JOB else 1
+        per_wave = wjob.parallelism if wjob.kind is _JOB else 1
         return sum(pod_ids_asked(t.requests) for t in wjob.pods) * per_wave
 
 
@@ -346,37 +386,38 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
             for sp in pods:
                 held.update(_pod_ids(sp, bases))
             allocated = sorted(held)
+        wjob, state = job.wjob, job.final_state()
         records.append(
-            JobRecord(
-                job_id=job.wjob.id,
-                workload_name=workload_name,
-                submission_time=job.submit,
-                requested_number_of_resources=job.requested_resources(),
-                requested_time=job.wjob.requested_time,
-                final_state=job.final_state(),
-                starting_time=start,
-                finish_time=job.finish,
-                first_bind_time=job.first_bind,
-                last_bind_time=job.last_bind,
-                allocated_resources=allocated,
-                pods=job.created,
-                attempts=1 + job.retries,
-                reason=_why(job),
-                profile=job.wjob.profile_name(),
-                workload_submission_time=job.wjob.submit_time,
+            JobRecord(  # positional, in the field order (job_id, workload_name, submission_time, …): one per job
+                wjob.id,
+                workload_name,
+                job.submit,
+                job.requested_resources(),
+                wjob.requested_time,
+                state,
+                start,
+                job.finish,
+                job.first_bind,
+                job.last_bind,
+                allocated,
+                job.created,
+                1 + job.retries,
+                _why(job, state),
+                wjob.profile_name(),
+                wjob.submit_time,
             )
         )
     return records
 
 
-def _why(job: SimJob) -> str:
-    """What ``jobs.csv``'s ``metadata`` says of a job that was rejected, did not succeed or did not finish."""
-    state = job.final_state()
-    if state is FinalState.COMPLETED_SUCCESSFULLY:
+def _why(job: SimJob, state: FinalState) -> str:
+    """What ``jobs.csv``'s ``metadata`` says of a job that was rejected, did not succeed or did not finish
+    (``state``: its final state)."""
+    if state is _SUCCESSFUL:
         return ""
-    if state is FinalState.REJECTED:
+    if state is _REJECTED:
         return f"rejected: {job.rejected_reason}"
-    if state is FinalState.NOT_FINISHED:
+    if state is _NOT_FINISHED:
         waiting = [sp for sp in job.pods if sp.bound_at is None and sp.finished_at is None]
         told = next((sp.unschedulable_message for sp in reversed(waiting) if sp.unschedulable_message), "")
         if told:
@@ -414,7 +455,7 @@ def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) ->
                     sp.running_at,
                     sp.computing_at,
                     sp.finished_at,
-                    pod.phase.value,
+                    str(pod.phase),  # a StrEnum's text: its value (``.value`` is a property, run interpreted)
                     (sp.reason or sp.container_reason) if ended else "",
                     sp.exit_code if ended else None,
                     _pod_ids(sp, bases),
@@ -436,6 +477,7 @@ __all__ = [
     "exact_seconds",
     "job_records",
     "job_timing",
+    "job_timings",
     "parse_duration",
     "pod_ids_asked",
     "pod_records",

@@ -55,30 +55,72 @@ class KubeEvent:
     message: str
 
 
-@dataclass(slots=True)
 class TemplateTiming:
     """What the cluster needs of a pod template, read once per template: requests in canonical units, delays
-    and run time in seconds, labels with the group/Job labels added."""
+    and run time in seconds, labels with the group/Job labels added.
 
-    template: PodTemplate
-    cpu: int
-    mem: int
-    gpu: int
-    ext: dict[str, int] | None
-    run_time: float | None
-    run_jitter: float | None
-    start_delay: float
-    start_jitter: float
-    exit_code: int
-    walltime_kill: float | None
-    """Trace jobs: seconds after Running at which the pod is killed (the requested time), as Batsim does."""
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    scheduler_name: str
-    owner: str
-    container_name: str
-    others: dict[str, int] | None = None
-    """Requests other than ``cpu`` (memory, GPUs, extended resources), for the usage per kind; None when none."""
+    A plain class, not a dataclass: compiled, a dataclass keeps its generated ``__init__`` interpreted, and one of
+    these is built for every pod template (every pod of a trace job)."""
+
+    __slots__ = (
+        "annotations",
+        "container_name",
+        "cpu",
+        "exit_code",
+        "ext",
+        "gpu",
+        "labels",
+        "mem",
+        "others",
+        "owner",
+        "run_jitter",
+        "run_time",
+        "scheduler_name",
+        "start_delay",
+        "start_jitter",
+        "template",
+        "walltime_kill",
+    )
+
+    def __init__(
+        self,
+        template: PodTemplate,
+        cpu: int,
+        mem: int,
+        gpu: int,
+        ext: dict[str, int] | None,
+        run_time: float | None,
+        run_jitter: float | None,
+        start_delay: float,
+        start_jitter: float,
+        exit_code: int,
+        walltime_kill: float | None,
+        labels: dict[str, str],
+        annotations: dict[str, str],
+        scheduler_name: str,
+        owner: str,
+        container_name: str,
+        others: dict[str, int] | None = None,
+    ) -> None:
+        self.template = template
+        self.cpu = cpu
+        self.mem = mem
+        self.gpu = gpu
+        self.ext = ext
+        self.run_time = run_time
+        self.run_jitter = run_jitter
+        self.start_delay = start_delay
+        self.start_jitter = start_jitter
+        self.exit_code = exit_code
+        self.walltime_kill = walltime_kill
+        """Trace jobs: seconds after Running at which the pod is killed (the requested time), as Batsim does."""
+        self.labels = labels
+        self.annotations = annotations
+        self.scheduler_name = scheduler_name
+        self.owner = owner
+        self.container_name = container_name
+        self.others = others
+        """Requests other than ``cpu`` (memory, GPUs, extended resources), for the usage per kind; None when none."""
 
 
 class SimPod:

@@ -46,7 +46,7 @@ from kubeflux.sim.jobs import (
     SimJob,
     coupled_quorum,
     exact_seconds,
-    job_timing,
+    job_timings,
 )
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
@@ -201,7 +201,7 @@ class WorkloadReplay:
             self._check_done()
             return
         try:
-            job.timings = [job_timing(t, wjob, self.lifecycle, self.primary) for t in wjob.pods]
+            job.timings = job_timings(wjob, self.lifecycle, self.primary)
             quorum = coupled_quorum(wjob)
         except ValueError as exc:
             self.problems.append(str(exc))
@@ -361,7 +361,7 @@ class WorkloadReplay:
             wjob = job_from_manifest(obj, f"{label} (through the API)")
             wjob.submit_time = self._first + self.loop.now
             job = SimJob(wjob, len(self.jobs), self.loop.now)
-            job.timings = [job_timing(t, wjob, self.lifecycle, self.primary) for t in wjob.pods]
+            job.timings = job_timings(wjob, self.lifecycle, self.primary)
         except (ManifestError, ValueError) as exc:
             record_event(
                 self.store, meta.get("namespace", ""), obj, "Warning", "FailedCreate", str(exc), "job-controller"
