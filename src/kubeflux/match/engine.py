@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +81,9 @@ class JobInfo:
         self.jobspec = jobspec
         self.overhead = overhead
 
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (JobInfo, (self.jobid, self.state, self.at, self.jobspec, self.overhead))
+
 
 @dataclass(slots=True)
 class MatchTimes:
@@ -140,6 +144,23 @@ class MatchResult:
         self.elapsed = elapsed
         self.consumed_id = consumed_id
         self.now = now
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (
+            MatchResult,
+            (
+                self.jobid,
+                self.matched,
+                self.at,
+                self.satisfiable,
+                self.resources,
+                self.error,
+                self.errno,
+                self.elapsed,
+                self.consumed_id,
+                self.now,
+            ),
+        )
 
     @property
     def reserved(self) -> bool:

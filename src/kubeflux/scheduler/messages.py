@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -32,6 +33,9 @@ class ClusterEvent:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (ClusterEvent, (self.kind, self.obj))
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class Bind:
@@ -47,6 +51,9 @@ class Bind:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (Bind, (self.pod, self.uid, self.node, self.annotations))
 
 
 EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
@@ -75,6 +82,9 @@ class Unschedulable:
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "expected_start", expected_start)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (Unschedulable, (self.pod, self.uid, self.message, self.expected_start))
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class Reject:
@@ -88,6 +98,9 @@ class Reject:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "message", message)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (Reject, (self.pod, self.uid, self.message))
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -106,3 +119,6 @@ class PodWarning:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "message", message)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (PodWarning, (self.pod, self.uid, self.reason, self.message))

@@ -42,6 +42,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.policy import parse_policy
@@ -104,6 +105,9 @@ class Placement:
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "cores", cores)
         object.__setattr__(self, "gpus", gpus)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (Placement, (self.node, self.cores, self.gpus))
 
 
 def whole_cores(millicores: int) -> int:
