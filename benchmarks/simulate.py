@@ -49,6 +49,15 @@ CASES = (
     "synthetic-kubeflux",
 )
 SYNTHETIC_JOBS = 100_000
+TARGETS: dict[str, tuple[int, int | None]] = {
+    "lcg-fcfs": (1_000_000, 2048),
+    "lcg-easy": (1_000_000, 2048),
+    "hpc2n-kubeflux": (50_000, None),
+    "synthetic-easy": (100_000, 2048),
+    "synthetic-kubeflux": (10_000, 4096),
+}
+"""The figures asked of each case (issues 7 and 15): jobs per wall minute at least, and peak resident MB under;
+printed after each row with whether today's run met them (a full run only: ``--jobs`` changes the workload)."""
 
 
 def run_case(case: str, synthetic_jobs: int = SYNTHETIC_JOBS) -> dict[str, object]:
@@ -135,6 +144,18 @@ def main(argv: list[str]) -> None:
             f"{row['loop_events_per_s']:>8} loop events/s  peak {row['peak_rss_mb']:>5} MB  "
             f"mean wait {row['mean_wait_s']} s"
         )
+        if case in TARGETS:
+            print(f"{'':18} {_against_target(row, *TARGETS[case], full=jobs == SYNTHETIC_JOBS)}")
+
+
+def _against_target(row: dict[str, object], rate: int, peak_mb: int | None, *, full: bool) -> str:
+    """``target >= R jobs/min[, < M MB]: met`` (or ``NOT met``) for a row, beside what it measured."""
+    asked = f"target >= {rate:,} jobs/min" + (f", < {peak_mb:,} MB" if peak_mb is not None else "")
+    if not full and str(row["case"]).startswith("synthetic"):
+        return f"{asked}: not judged (--jobs runs part of the workload)"
+    got = int(str(row["jobs_per_min"]))
+    met = got >= rate and (peak_mb is None or int(str(row["peak_rss_mb"])) < peak_mb)
+    return f"{asked}: {'met' if met else 'NOT met'} ({got:,} jobs/min, peak {row['peak_rss_mb']} MB)"
 
 
 if __name__ == "__main__":
