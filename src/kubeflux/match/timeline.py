@@ -16,7 +16,39 @@ _SHORT_BLOCK = 16
 """Blocks up to this long are rescanned after a change: cheaper than keeping their extremes by cases."""
 
 
-class Timeline:
+class Points:
+    """What :class:`Timeline` and :class:`Axis` share: points inserted and removed as span ends are counted."""
+
+    __slots__ = ()
+
+    def insert(self, t: int) -> None:
+        raise NotImplementedError
+
+    def remove(self, t: int) -> None:
+        raise NotImplementedError
+
+    def count_end(self, refs: dict[int, int], t: int) -> bool:
+        """Count a span end at ``t`` in ``refs`` (the span ends at each point), inserting ``t`` when it is new
+        (on an axis, in every column); whether it was. (A method, not a function given ``insert``: compiled, a
+        bound method passed as a value is made and called as a Python object.)"""
+        if t in refs:
+            refs[t] += 1
+            return False
+        refs[t] = 1
+        self.insert(t)
+        return True
+
+    def uncount_end(self, refs: dict[int, int], t: int) -> None:
+        """Uncount a span end at ``t``, removing the point when no span ends there any more."""
+        n = refs[t] - 1
+        if n:
+            refs[t] = n
+        else:
+            del refs[t]
+            self.remove(t)
+
+
+class Timeline(Points):
     """The scheduled points of one planner, as a list of sorted blocks (a sqrt-decomposed step function).
 
     Block ``b`` holds ``times[b]`` (ascending) and ``rems[b]``; the remaining count of a point is
@@ -117,26 +149,6 @@ class Timeline:
         if i == 0:  # the equal point before it was in the previous block: this block's extremes may change
             self.firsts[b] = times[0]
             self._refresh(b)
-
-    def count_end(self, refs: dict[int, int], t: int) -> bool:
-        """Count a span end at ``t`` in ``refs`` (the span ends at each point), inserting ``t`` when it is new;
-        whether it was. (A method, not a function given ``insert``: compiled, a bound method passed as a value is
-        made and called as a Python object.)"""
-        if t in refs:
-            refs[t] += 1
-            return False
-        refs[t] = 1
-        self.insert(t)
-        return True
-
-    def uncount_end(self, refs: dict[int, int], t: int) -> None:
-        """Uncount a span end at ``t``, removing the point when no span ends there any more."""
-        n = refs[t] - 1
-        if n:
-            refs[t] = n
-        else:
-            del refs[t]
-            self.remove(t)
 
     def add(self, start: int, last: int, delta: int) -> None:
         """Add ``delta`` to every point in ``[start, last)``; both are points."""
@@ -304,7 +316,7 @@ class Timeline:
         return tl
 
 
-class Axis:
+class Axis(Points):
     """The scheduled points of several step functions (one per resource type), held once.
 
     Each column is a :class:`Timeline` whose ``times`` and ``firsts`` are the axis's own lists, so a point is
@@ -445,21 +457,3 @@ class Axis:
             self.firsts[b] = times[0]
             for col in self.columns:
                 col._refresh(b)
-
-    def count_end(self, refs: dict[int, int], t: int) -> bool:
-        """:meth:`Timeline.count_end` on the axis: a new point is inserted in every column."""
-        if t in refs:
-            refs[t] += 1
-            return False
-        refs[t] = 1
-        self.insert(t)
-        return True
-
-    def uncount_end(self, refs: dict[int, int], t: int) -> None:
-        """:meth:`Timeline.uncount_end` on the axis."""
-        n = refs[t] - 1
-        if n:
-            refs[t] = n
-        else:
-            del refs[t]
-            self.remove(t)
