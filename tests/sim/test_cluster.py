@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pytest
 
-from kubeflux.scheduler.interface import ClusterEvent
+from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent
 from kubeflux.scheduler.objects import CPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle
@@ -122,6 +122,21 @@ def test_binding_an_unknown_pod_or_node_is_refused() -> None:
     cluster.submit(lone_pod("p"))
     assert "not found" in cluster.bind("default/nope", "", "n0")
     assert "not found" in cluster.bind("default/p", "", "n9")
+
+
+def test_a_decision_naming_another_uid_than_the_pods_changes_nothing() -> None:
+    """A Bind or an Unschedulable for a pod of that name but another uid (a pod deleted and made again) is refused
+    as the API server refuses it, whether the pod is looked up by key or handed over by the driver."""
+    cluster = make_cluster()
+    cluster.submit(lone_pod("p"))
+    sp = cluster.pod("default/p")
+    assert cluster.bind("default/p", "old-uid", "n0") == "pods 'default/p' not found"
+    assert cluster.bind_pod(sp, "old-uid", "n0") == "pods 'default/p' not found"
+    cluster.mark_unschedulable("default/p", "old-uid", "0/1 nodes are available.", expected_start=60.0)
+    cluster.mark_pod_unschedulable(sp, "old-uid", "0/1 nodes are available.", 60.0)
+    assert sp.bound_at is None and not sp.pod.node_name and sp.unschedulable_message == ""
+    assert EXPECTED_START_ANNOTATION not in sp.pod.annotations
+    assert cluster.bind_pod(sp, sp.pod.uid, "n0") == "" and sp.pod.node_name == "n0"
 
 
 def job_with_failing_pods(backoff_limit: int) -> WorkloadJob:

@@ -401,14 +401,16 @@ class Cluster:
     def bind(self, key: str, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
         """Apply a Binding. Returns "" on success, else why the API server refused it (the pod stays Pending)."""
         sp = self.pods.get(key)
-        if sp is None or (uid and sp.pod.uid != uid):
+        if sp is None:
             return f"pods {key!r} not found"
-        return self.bind_pod(sp, node_name, annotations)
+        return self.bind_pod(sp, uid, node_name, annotations)
 
-    def bind_pod(self, sp: SimPod, node_name: str, annotations: dict[str, str] | None = None) -> str:
-        """:meth:`bind` for a pod the caller found in :attr:`pods` (with the uid it names): the driver looks each
-        decision's pod up once."""
+    def bind_pod(self, sp: SimPod, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
+        """:meth:`bind` for a pod the caller found in :attr:`pods` by its key (the driver looks each decision's pod
+        up once); ``uid``, when given, must be the pod's."""
         pod = sp.pod
+        if uid and pod.uid != uid:
+            return f"pods {pod.key!r} not found"
         if pod.node_name or pod.deleted:
             return f"pod {pod.key} is already assigned to node {pod.node_name!r}" if pod.node_name else "pod is deleted"
         index = self.node_index.get(node_name)
@@ -518,13 +520,13 @@ class Cluster:
         """``PodScheduled=False`` with reason ``Unschedulable`` and a ``FailedScheduling`` event; the pod carries
         ``expected_start`` (its reservation's start) as the :data:`EXPECTED_START_ANNOTATION`, or none."""
         sp = self.pods.get(key)
-        if sp is not None and (not uid or sp.pod.uid == uid):
-            self.mark_pod_unschedulable(sp, message, expected_start)
+        if sp is not None:
+            self.mark_pod_unschedulable(sp, uid, message, expected_start)
 
-    def mark_pod_unschedulable(self, sp: SimPod, message: str, expected_start: float | None = None) -> None:
-        """:meth:`mark_unschedulable` for a pod the caller found in :attr:`pods` (with the uid it names); nothing
-        once the pod is bound."""
-        if sp.bound_at is not None:
+    def mark_pod_unschedulable(self, sp: SimPod, uid: str, message: str, expected_start: float | None = None) -> None:
+        """:meth:`mark_unschedulable` for a pod the caller found in :attr:`pods` by its key; nothing when ``uid``
+        is given and not the pod's, or once the pod is bound."""
+        if (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
         pod = sp.pod
         if expected_start is not None or _EXPECTED_START in pod.annotations:

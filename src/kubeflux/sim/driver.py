@@ -271,13 +271,9 @@ class Simulation:
                     continue
                 uid = decision.uid
                 if type(decision) is _UNSCHEDULABLE:  # the pod found once, here
-                    if not uid or pod.uid == uid:
-                        cluster.mark_pod_unschedulable(sp, decision.message, decision.expected_start)
+                    cluster.mark_pod_unschedulable(sp, uid, decision.message, decision.expected_start)
                 elif type(decision) is _BIND:
-                    if not uid or pod.uid == uid:
-                        error = cluster.bind_pod(sp, decision.node, decision.annotations)
-                    else:
-                        error = f"pods {decision.pod!r} not found"
+                    error = cluster.bind_pod(sp, uid, decision.node, decision.annotations)
                     if error:
                         cluster.record_event("Warning", "FailedBinding", decision.pod, error)
                         if unreserve is not None:

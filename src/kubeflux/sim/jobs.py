@@ -119,12 +119,13 @@ def timing_of(
     walltime = requested if requested > 0 else run_time
     annotations = template.annotations
     if walltime is not None and _WALLTIME not in annotations:
-        made = shared.get(walltime) if shared is not None and not annotations else None
-        if made is None:
-            made = {**annotations, _WALLTIME: exact_seconds(walltime)}
-            if shared is not None and not annotations:
-                shared[walltime] = made
-        annotations = made
+        if shared is None or annotations:
+            annotations = {**annotations, _WALLTIME: exact_seconds(walltime)}
+        else:
+            made = shared.get(walltime)
+            if made is None:
+                made = shared[walltime] = {_WALLTIME: exact_seconds(walltime)}
+            annotations = made
     requests = template.requests  # (whole and non-negative: checked above)
     ext = others = None
     if len(requests) > 1 or _CPU not in requests:
