@@ -9,7 +9,15 @@ import pytest
 from kubeflux.match.engine import JobState
 from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.informer import BIND_BACKOFF
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.interface import (
+    EXPECTED_START_ANNOTATION,
+    Bind,
+    ClusterEvent,
+    Decision,
+    EventKind,
+    Reject,
+    Unschedulable,
+)
 from kubeflux.scheduler.objects import (
     CPU,
     MEMORY,
@@ -674,3 +682,34 @@ def test_a_gang_keeps_its_other_nodes_when_one_of_its_nodes_is_attached_again() 
     assert bound(cluster.run(1.0)) == {}  # one core free on w1; w2 is still the gang's
     assert scheduler.graph is not None
     assert scheduler.graph.busy_cores("w2", 1) == 2
+
+
+@pytest.mark.parametrize("write", ["expected start taken off", "PodScheduled=False", "deletion begun"])
+def test_a_pod_whose_binding_is_in_flight_is_never_queued_again(write: str) -> None:
+    """serve writes to a pod before its Binding (the expected start taken off, a PodScheduled=False held back): the
+    watch shows the pod still unbound after the Bind decision. It stays assumed on its node, is neither bound again
+    nor told it waits, and keeps exactly one allocation; a refusal then frees it, or its Binding lands."""
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    a = pod("a", 2000, annotations={EXPECTED_START_ANNOTATION: "100"})
+    cluster.add(a)
+    decisions = cluster.scheduler.schedule(0.0)
+    assert bound(decisions) == {"default/a": "w1"}
+    seen = Pod(a.namespace, a.name, a.uid, a.scheduler_name, requests=a.requests)  # unbound, as the watch shows
+    if write == "deletion begun":
+        seen.deleted = True
+    cluster.pods[a.key] = seen
+    cluster.tell(MODIFIED, seen)
+    cluster.add(pod("b", 2000, t=1))
+    decisions = cluster.scheduler.schedule(1.0)
+    assert "default/a" not in bound(decisions) and "default/a" not in messages(decisions)
+    assert messages(decisions)["default/b"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert set(cluster.scheduler.allocations) == {a.uid} and a.uid not in cluster.scheduler.queue.by_pod
+    if write == "deletion begun":  # its Binding is refused: the cores go to b
+        _refuse(cluster, [Bind("default/a", a.uid, "w1")], "pod default/a is being deleted")
+        cluster.delete("a")
+        assert bound(cluster.run(2.0)) == {"default/b": "w1"}
+    else:  # its Binding lands
+        seen.node_name, seen.phase = "w1", PodPhase.RUNNING
+        cluster.tell(MODIFIED, seen)
+        assert bound(cluster.run(2.0)) == {}
+        assert set(cluster.scheduler.allocations) == {a.uid}

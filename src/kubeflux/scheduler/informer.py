@@ -340,6 +340,14 @@ class ClusterBooks:
             return
         if pod.scheduler_name != self.name:
             return
+        assumed = self.allocations.get(uid)
+        if assumed is not None and assumed.own:
+            # Assumed, as kube-scheduler's cache says: kubeflux decided to bind it and the Binding is in flight. The
+            # watch may still show writes sent before it (the expected start taken off, a PodScheduled=False held
+            # back): the pod is never queued again; only the Binding's refusal (unreserve), the pod's end or
+            # deletion, or its binding elsewhere changes that.
+            self._bound[uid] = pod
+            return
         if pod.deleted:
             if self._forget_pending(uid) is not None:
                 self._changed()
