@@ -6,7 +6,9 @@ Layers, lowest first (a module may import its own unit and the units of lower la
    1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
 4. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
    over the engine: a shell, so the engine never imports it),
-5. the command line: ``cli``, ``commands`` (what each subcommand does) and ``demo`` (the demo it runs), one unit.
+5. ``controlplane``: the real Kubernetes control plane started on loopback, for the tests and ``kubeflux kube up``
+   (it uses the simulated API server's certificate helpers),
+6. the command line: ``cli``, ``commands`` (what each subcommand does) and ``demo`` (the demo it runs), one unit.
 
 Every import counts, ``TYPE_CHECKING`` ones included: a type a module names is a module it depends on.
 """
@@ -29,6 +31,7 @@ LAYERS: list[set[str]] = [
     {"match"},
     {"scheduler"},
     {"sim", "kube", "query"},
+    {"controlplane"},
     {"cli", "commands", "demo", "__main__"},
 ]
 CLI_UNIT = {"cli", "commands", "demo", "__main__"}

@@ -70,3 +70,4 @@ def register(app: typer.Typer) -> None:
     app.command("sweep")(__import__("kubeflux.sim.sweep_command", fromlist=["sweep_command"]).sweep_command)
     app.command("serve")(__import__("kubeflux.kube.command", fromlist=["serve_command"]).serve_command)
     app.add_typer(__import__("kubeflux.sim.apiserver.command", fromlist=["cluster_app"]).cluster_app, name="cluster")
+    app.add_typer(__import__("kubeflux.controlplane.command", fromlist=["kube_app"]).kube_app, name="kube")

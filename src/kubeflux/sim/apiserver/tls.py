@@ -8,6 +8,10 @@ Keys are readable by their owner only, and written without following a link plan
 The certificate names every address a client may use: ``localhost``, the loopback addresses, the address listened
 on (for a wildcard address, the machine's name) and any ``--tls-san`` given. Keys are ECDSA P-256 (fast to make,
 accepted by Go's and Python's TLS); certificates last a year.
+
+The real control plane's harness (:mod:`kubeflux.controlplane`) uses the same CA for the client certificates of its
+users (:func:`client_certificate`: the user is the certificate's common name, its groups its organisations, as
+kube-apiserver reads them) and for the service-account token signing key (:func:`signing_key`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["TlsFiles", "make_certificates"]
+__all__ = ["TlsFiles", "client_certificate", "make_certificates", "signing_key"]
 
 _VALID = datetime.timedelta(days=365)
 _CA_NAME = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubeflux-ca")])
@@ -164,3 +168,46 @@ def make_certificates(folder: Path, host: str = "127.0.0.1", extra_names: Sequen
     files.certificate.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     _write_private(files.key, _pem_key(key))
     return files
+
+
+def client_certificate(folder: Path, name: str, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
+    """A client certificate (``NAME.crt``, ``NAME.key`` in ``folder``) for ``user`` in ``groups``, signed by the CA
+    that :func:`make_certificates` keeps in ``folder``."""
+    now = datetime.datetime.now(datetime.UTC)
+    kept = _existing_ca(folder, now)
+    if kept is None:
+        raise FileNotFoundError(f"{folder}: no CA to sign with (make_certificates first)")
+    ca, ca_key = kept
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
+    subject.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(subject))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(min(now + _VALID, ca.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / f"{name}.crt", folder / f"{name}.key"
+    cert_path.unlink(missing_ok=True)
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    _write_private(key_path, _pem_key(key))
+    return cert_path, key_path
+
+
+def signing_key(folder: Path, name: str) -> tuple[Path, Path]:
+    """A new key pair for signing tokens (``NAME.key``, private, and ``NAME.pub``), such as service-account tokens."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    private, public = folder / f"{name}.key", folder / f"{name}.pub"
+    _write_private(private, _pem_key(key))
+    public.unlink(missing_ok=True)
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return private, public
