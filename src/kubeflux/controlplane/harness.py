@@ -225,6 +225,13 @@ class ControlPlane:
                 raise ControlPlaneError(f"{name} runs already")
             self.components[name] = component
         component.start()
+        self._run_until(name, ready)
+        return component
+
+    def _run_until(self, name: str, ready: Callable[[], bool]) -> None:
+        """Wait until ``ready()``; fails when component ``name`` exits first or :data:`_READY_SECONDS` pass (then
+        it is stopped)."""
+        component = self.components[name]
         deadline = time.monotonic() + _READY_SECONDS
         while not ready():
             if not component.running:
@@ -233,7 +240,6 @@ class ControlPlane:
                 component.stop()
                 raise component.failure(f"not ready after {_READY_SECONDS:.0f} s")
             time.sleep(0.1)
-        return component
 
     def start_etcd(self, *, empty: bool = False) -> None:
         """etcd on loopback (no fsync: a test's data need not survive a power cut). ``empty``: its data wiped first,
@@ -344,6 +350,10 @@ class ControlPlane:
             *args,
         ]
         self._run("kube-controller-manager", argv, lambda: self._get(f"https://127.0.0.1:{port}/healthz") == b"ok")
+        # pods need their namespace's default ServiceAccount, which its controller makes a moment later (as kind
+        # waits for it before it says the cluster is ready)
+        account = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"
+        self._run_until("kube-controller-manager", lambda: self._get(account) is not None)
 
     def start_kwok(self, *args: str) -> None:
         """KWOK's controller with kwokctl's default stages, managing the nodes annotated ``kwok.x-k8s.io/node:

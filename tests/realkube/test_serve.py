@@ -1,0 +1,210 @@
+"""``kubeflux serve`` on the real control plane (etcd, kube-apiserver, kube-controller-manager, KWOK nodes), as a user
+runs it: the seed's demos, pods with run times that hold reservations, and kube-scheduler's pods beside kubeflux's on
+shared nodes.
+
+Every test watches its namespace and checks after every event (:class:`~tests.realkube.watching.PodWatch`) that no node
+holds more cpu than it has, that no bound pod is told it waits and that no Binding of serve's is refused; at the end,
+that serve holds no allocation once every pod has ended. Each test has a control plane of its own (a few seconds to
+start), so its nodes are the only ones serve sees.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeflux.controlplane import Binaries, ControlPlane
+from kubeflux.kube.command import api_client
+from kubeflux.kube.config import parse_config
+from kubeflux.kube.serve import Serve
+from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
+from kubeflux.scheduler.translate import DURATION_ANNOTATION
+
+from .conftest import Api, eventually, phase, ready
+from .watching import PodWatch
+
+COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
+"""KWOK's annotation: the pod completes this long after it runs (``kubeflux.controlplane``'s stages)."""
+EXIT_CODE = "sim.kubeflux.io/exit-code"
+
+
+@pytest.fixture
+def plane(binaries: Binaries, tmp_path: Path) -> Iterator[ControlPlane]:
+    started = ControlPlane(tmp_path / "plane", binaries).start()
+    try:
+        started.start_controller_manager()
+        started.start_kwok()
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def api(plane: ControlPlane) -> Iterator[Api]:
+    made = Api(plane.kubeconfig)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def nodes(plane: ControlPlane, api: Api, count: int, cpu: int) -> dict[str, int]:
+    """``count`` KWOK nodes of ``cpu`` cores, Ready; node name → millicores."""
+    names = plane.add_kwok_nodes(count, cpu=str(cpu))
+    eventually(lambda: all(ready(n) for n in api.nodes().values()) and len(api.nodes()) == count)
+    return {name: cpu * 1000 for name in names}
+
+
+def serve(plane: ControlPlane, **settings: Any) -> Serve:
+    """``kubeflux serve`` with the admin's kubeconfig and wall time (``settings`` merged into its configuration)."""
+    config = parse_config({"clock": "wall", "watch": {"timeoutSeconds": 30}, **settings})
+    return Serve(config, api_client(plane.kubeconfig, None, False, 16)).start()
+
+
+def pod(
+    name: str,
+    cpu: str,
+    *,
+    scheduler: str = "kubeflux",
+    annotations: dict[str, str] | None = None,
+    deadline: int | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "restartPolicy": "Never",
+        "containers": [{"name": "pi", "image": "perl:5.34", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": spec,
+    }
+
+
+def end(plane: ControlPlane, name: str, exit_code: int) -> None:
+    """The pod's container exits with ``exit_code`` (as its kubelet would report it; KWOK leaves it so)."""
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}
+    status = {
+        "phase": "Succeeded" if exit_code == 0 else "Failed",
+        "containerStatuses": [
+            {
+                "name": "pi",
+                "image": "perl:5.34",
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {**terminated, "finishedAt": "2026-01-01T00:00:00Z"}},
+            }
+        ],
+    }
+    patch = json.dumps({"status": status})
+    plane.kubectl("patch", "pod", name, "--subresource=status", "--type=merge", "-p", patch)
+
+
+def waits(p: dict[str, Any]) -> bool:
+    """Told it waits, as kube-scheduler tells it: ``PodScheduled=False/Unschedulable``, no node."""
+    conditions = p.get("status", {}).get("conditions") or []
+    told = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions)
+    return told and not p["spec"].get("nodeName")
+
+
+def failed_scheduling(api: Api, namespace: str) -> set[str]:
+    return {e["regarding"]["name"] for e in api.events(namespace) if e.get("reason") == "FailedScheduling"}
+
+
+@pytest.mark.parametrize("exit_code", [0, 139], ids=["complete", "segfault"])
+def test_the_seed_demo_two_run_two_wait_then_run_when_the_first_end(
+    plane: ControlPlane, api: Api, exit_code: int
+) -> None:
+    """Fluence's informer demo (seed 000) on a real API server: four 8-core pods on one 16-core node."""
+    capacity = nodes(plane, api, 1, 16)
+    with serve(plane) as scheduler, PodWatch(api.client, "default", capacity, lambda: scheduler.binder.refused) as w:
+        for name in ("pi-0", "pi-1"):
+            api.create_pod("default", pod(name, "8"))
+        eventually(lambda: all(phase(p) == "Running" for p in api.pods("default").values()))
+        for name in ("pi-2", "pi-3"):
+            api.create_pod("default", pod(name, "8"))
+        eventually(lambda: all(waits(api.pods("default")[n]) for n in ("pi-2", "pi-3")))
+        eventually(lambda: {"pi-2", "pi-3"} <= failed_scheduling(api, "default"))
+        for name in ("pi-0", "pi-1"):
+            end(plane, name, exit_code)
+        eventually(lambda: all(phase(api.pods("default")[n]) == "Running" for n in ("pi-2", "pi-3")))
+        for name in ("pi-2", "pi-3"):
+            end(plane, name, 0)
+        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+        w.check()
+        assert scheduler.bound == 4
+    pods = api.pods("default")
+    assert [phase(pods[n]) for n in sorted(pods)] == ["Failed" if exit_code else "Succeeded"] * 2 + ["Succeeded"] * 2
+
+
+def test_pods_with_run_times_hold_reservations_and_are_bound_once_each(plane: ControlPlane, api: Api) -> None:
+    """Twelve 8-core pods with run times on one 16-core node, arriving at once: two run, the others are told when
+    they start (the expected-start annotation: a reservation) and each is bound once when its turn comes — the
+    annotation taken off before its Binding, which the watch shows while the Binding is in flight (it was queued
+    again, bound twice and refused with 409, and its cores leaked)."""
+    capacity = nodes(plane, api, 1, 16)
+    names = [f"job-{i:02d}" for i in range(12)]
+    with serve(plane) as scheduler, PodWatch(api.client, "default", capacity, lambda: scheduler.binder.refused) as w:
+        for index, name in enumerate(names):
+            run = 2 + index % 3
+            notes = {COMPLETE_AFTER: f"{run}s", DURATION_ANNOTATION: str(run + 2)}
+            api.create_pod("default", pod(name, "8", annotations=notes, deadline=60 if index % 2 else None))
+        eventually(
+            lambda: any(
+                EXPECTED_START_ANNOTATION in (p["metadata"].get("annotations") or {})
+                for p in api.pods("default").values()
+            )
+        )
+        eventually(lambda: all(phase(p) == "Succeeded" for p in api.pods("default").values()) and w.events > 0)
+        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+        w.check()
+        assert scheduler.bound == len(names)
+        assert not any(core.queue.by_pod for core in scheduler.cores)
+    for p in api.pods("default").values():
+        assert EXPECTED_START_ANNOTATION not in (p["metadata"].get("annotations") or {}), p["metadata"]["name"]
+
+
+def test_kube_schedulers_pods_and_kubefluxs_share_nodes_and_none_is_over_committed(
+    plane: ControlPlane, api: Api
+) -> None:
+    """The real kube-scheduler and serve place pods on the same two 8-core nodes, each counting the other's pods.
+    (Two schedulers deciding at the same instant can both take the last cores of a node, as with any two schedulers
+    on shared nodes: a kubelet refuses the later pod, KWOK does not; so each batch here waits for the other's
+    binds, as ``sharing: exclusive`` would make sure of.)"""
+    plane.start_scheduler()
+    capacity = nodes(plane, api, 2, 8)
+    with serve(plane) as scheduler, PodWatch(api.client, "default", capacity, lambda: scheduler.binder.refused) as w:
+        for index in range(2):
+            api.create_pod("default", pod(f"default-{index}", "3", scheduler="default-scheduler"))
+        eventually(lambda: all(phase(p) == "Running" for p in api.pods("default").values()))
+        spread = {p["spec"]["nodeName"] for p in api.pods("default").values()}
+        assert len(spread) == 2  # kube-scheduler spreads them: one on each node, 5 cores left on each
+        for index in range(4):
+            api.create_pod("default", pod(f"flux-{index}", "3"))
+        # one more pod of 3 fits on each node (3 + 3 + 3 > 8): two of kubeflux's run, two wait, saying why
+        eventually(lambda: sum(phase(p) == "Running" for p in api.pods("default").values()) == 4)
+        eventually(lambda: sum(waits(p) for p in api.pods("default").values()) == 2)
+        waiting = {n for n, p in api.pods("default").items() if waits(p)}
+        assert all(n.startswith("flux-") for n in waiting)
+        message = api.pods("default")[min(waiting)]["status"]["conditions"][0]["message"]
+        assert message == "0/2 nodes are available: 2 Insufficient cpu."
+        for index in range(2):  # kube-scheduler's pods end: kubeflux's waiting pods take their cores
+            end(plane, f"default-{index}", 0)
+        eventually(lambda: all(phase(api.pods("default")[n]) == "Running" for n in waiting))
+        api.create_pod("default", pod("default-late", "3", scheduler="default-scheduler"))  # no room: it waits
+        eventually(
+            lambda: (
+                "FailedScheduling"
+                in {e.get("reason") for e in api.events("default") if e["regarding"]["name"] == "default-late"}
+            )
+        )
+        assert not api.pods("default")["default-late"]["spec"].get("nodeName")
+        w.check()
