@@ -2,9 +2,10 @@
 
 It holds no semantics of its own: it parses the path (``/api/v1/namespaces/NS/pods/NAME/status``, the ``/apis``
 groups, legacy ``/watch/`` paths), the query (selectors, paging, watch options, delete options) and the body
-(JSON, or YAML for hand-made requests; protobuf and server-side apply are 415), calls the store, and writes JSON
-(orjson). Discovery (``/version``, ``/api``, ``/apis``, group/version resource lists) is answered in the legacy
-form, which kubectl and client-go accept when they ask for aggregated discovery. Every refused request is a
+(JSON, YAML for hand-made requests, protobuf for built-in kinds: see :mod:`.media`; server-side apply is 415),
+calls the store, and writes JSON (orjson), or protobuf to the clients that prefer it. Discovery (``/version``,
+``/api``, ``/apis``, group/version resource lists) is answered in the legacy form, which kubectl and client-go
+accept when they ask for aggregated discovery. Every refused request is a
 ``Status``; an unexpected exception is logged and answered as a 500 ``Status`` without taking the server down.
 """
 
@@ -25,6 +26,7 @@ from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
@@ -83,6 +85,7 @@ class _StreamOptions:
     bookmarks: bool
     seconds: float
     as_table: bool
+    output: Output = JSON_OUTPUT
 
 
 @dataclass(slots=True)
@@ -136,6 +139,7 @@ class ApiApp:
         self._open: set[Watcher] = set()
         self.activity: Activity | None = None
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
+        self.media = Renderer()
 
     def shutdown(self) -> None:
         """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
@@ -162,17 +166,30 @@ class ApiApp:
         try:
             await self._handle(scope, receive, send)
         except ApiError as exc:
-            await self._respond(send, exc.code, exc.status())
+            await self._respond(send, exc.code, exc.status(), output=self._error_output(scope))
         except RecursionError:
-            await self._respond(send, 400, errors.bad_request("the request body is nested too deeply").status())
+            body = errors.bad_request("the request body is nested too deeply").status()
+            await self._respond(send, 400, body, output=self._error_output(scope))
         except Exception as exc:  # a bug must not take the server down; the client gets a Status
             log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
             body = ApiError(500, "InternalError", f"an error on the server ({type(exc).__name__}: {exc})").status()
             await self._respond(send, 500, body)
 
+    def _error_output(self, scope: Scope) -> Output:
+        """A ``Status`` in protobuf to the clients that prefer it, as the real server answers them."""
+        for key, value in scope.get("headers", []):
+            if key.lower() == b"accept":
+                return self.media.error_output(value.decode("latin-1"))
+        return JSON_OUTPUT
+
     # -- plumbing --------------------------------------------------------------------------------------------
-    async def _respond(self, send: Send, code: int, body: Any, content_type: str = _JSON) -> None:
-        data = body if isinstance(body, bytes) else orjson.dumps(body)
+    async def _respond(
+        self, send: Send, code: int, body: Any, content_type: str = _JSON, output: Output = JSON_OUTPUT
+    ) -> None:
+        if output is JSON_OUTPUT:
+            data = body if isinstance(body, bytes) else orjson.dumps(body)
+        else:
+            data, content_type = self.media.encode(body, output)
         headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
         try:
             await send({"type": "http.response.start", "status": code, "headers": headers})
@@ -195,7 +212,8 @@ class ApiApp:
             if not message.get("more_body"):
                 return b"".join(chunks)
 
-    def _decode(self, data: bytes, content_type: str) -> Any:
+    def _decode(self, data: bytes, content_type: str, api_version: str = "") -> Any:
+        """The body in its content type; protobuf only for a resource of a built-in ``api_version``."""
         media = content_type.split(";")[0].strip().lower()
         if media in ("", _JSON, _MERGE, _JSON_PATCH, _STRATEGIC, "*/*"):
             try:
@@ -207,6 +225,8 @@ class ApiApp:
                 return _yaml_load(data)
             except yaml.YAMLError as exc:
                 raise errors.bad_request(f"yaml parse error: {exc}") from exc
+        if media == PROTOBUF and api_version:
+            return self.media.decode(data, api_version)
         raise errors.unsupported_media_type(media, "application/json, application/yaml")
 
     def _authorize(self, headers: dict[str, str]) -> None:
@@ -244,14 +264,19 @@ class ApiApp:
         if target is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         content_type = headers.get("content-type", "")
+        accept = headers.get("accept", "")
+        output = self.media.output(accept, target.resource.api_version)
         if method == "GET":
-            as_table = wants_table(headers.get("accept", ""))
+            as_table = wants_table(accept)
             if watch_path or not target.name:
                 await self._wait_for_version(query.get("resourceVersion", ""))
             if watch_path or (not target.name and _bool(query, "watch")):
-                await self._watch(target, query, receive, send, as_table)
+                await self._watch(target, query, receive, send, as_table, output)
                 return
-            await self._respond(send, 200, self._get(target, query, as_table))
+            body = self._get(target, query, as_table)
+            if output is not JSON_OUTPUT:
+                body = self.media.shape(body, output, is_list=not target.name)
+            await self._respond(send, 200, body, output=output)
             return
         if "dryRun" in query:  # on every write: to apply it would change what the client asked not to change
             raise errors.bad_request(f"dryRun={query['dryRun']}: dry runs are not served by kubeflux; nothing was done")
@@ -266,7 +291,9 @@ class ApiApp:
             code, body = self._delete(target, body_bytes, content_type, query)
         else:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
-        await self._respond(send, code, body)
+        if output is not JSON_OUTPUT:
+            body = self.media.shape(body, output, is_list=isinstance(body, dict) and "items" in body)
+        await self._respond(send, code, body, output=output)
 
     async def _wait_for_version(self, version: str) -> None:
         """A version ahead of the store's: wait up to :attr:`ServerSettings.fresh_wait_seconds` for the writes to
@@ -371,7 +398,7 @@ class ApiApp:
 
     def _post(self, target: Target, data: bytes, content_type: str) -> tuple[int, Any]:
         resource = target.resource
-        body = self._decode(data, content_type)
+        body = self._decode(data, content_type, resource.api_version)
         if resource.create_only:
             pods = self.registry.find("", "v1", "pods")
             meta = body.get("metadata") if isinstance(body, dict) else None
@@ -398,7 +425,7 @@ class ApiApp:
     def _put(self, target: Target, data: bytes, content_type: str) -> Any:
         if not target.name:
             raise errors.method_not_allowed("PUT needs an object name")
-        body = self._decode(data, content_type)
+        body = self._decode(data, content_type, target.resource.api_version)
         return self.store.update(target.resource, target.namespace, target.name, body, target.subresource)
 
     def _patch(self, target: Target, data: bytes, content_type: str) -> Any:
@@ -431,7 +458,7 @@ class ApiApp:
     def _delete(self, target: Target, data: bytes, content_type: str, query: dict[str, str]) -> tuple[int, Any]:
         options: dict[str, Any] = {}
         if data.strip():
-            decoded = self._decode(data, content_type)
+            decoded = self._decode(data, content_type, target.resource.api_version)
             if not isinstance(decoded, dict):
                 raise errors.bad_request("the body of a DELETE must be DeleteOptions")
             options = decoded
@@ -478,7 +505,13 @@ class ApiApp:
 
     # -- watch -----------------------------------------------------------------------------------------------
     async def _watch(
-        self, target: Target, query: dict[str, str], receive: Receive, send: Send, as_table: bool = False
+        self,
+        target: Target,
+        query: dict[str, str],
+        receive: Receive,
+        send: Send,
+        as_table: bool = False,
+        output: Output = JSON_OUTPUT,
     ) -> None:
         resource = target.resource
         labels, fields = self._selectors(resource, query)
@@ -512,35 +545,30 @@ class ApiApp:
         except ApiError as exc:
             if exc.code not in (410, 504):  # history gone or not reached: one ERROR event, as the watch cache does
                 raise
-            await self._start_stream(send)
-            line = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
-            await self._write(send, line, more=False)
+            await self._start_stream(send, output)
+            await self._write(send, self.media.event("ERROR", exc.status(), output), more=False)
             return
         start_rv = self.store.rv
         self.watches += 1
         self._open.add(watcher)
         try:
-            options = _StreamOptions(start_rv, initial_events, bookmarks, seconds, as_table)
+            if output.metadata and output.metadata != "PartialObjectMetadata":
+                raise errors.not_acceptable(f"you requested {output.metadata}, but a watch sends single objects")
+            options = _StreamOptions(start_rv, initial_events, bookmarks, seconds, as_table, output)
             await self._stream(watcher, initial, options, receive, send)
         finally:
             self.watches -= 1
             self._open.discard(watcher)
             self.store.stop_watch(resource, watcher)
 
-    async def _start_stream(self, send: Send) -> None:
-        headers = [(b"content-type", _JSON.encode()), (b"cache-control", b"no-cache, private")]
+    async def _start_stream(self, send: Send, output: Output = JSON_OUTPUT) -> None:
+        content_type = output.stream_content_type.encode()
+        headers = [(b"content-type", content_type), (b"cache-control", b"no-cache, private")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
 
     @staticmethod
     async def _write(send: Send, data: bytes, more: bool = True) -> None:
         await send({"type": "http.response.body", "body": data, "more_body": more})
-
-    def _bookmark(self, resource: ResourceType, rv: int, initial_end: bool = False) -> bytes:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
-        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
     def _table_line(self, resource: ResourceType, type_: str, obj: dict[str, Any], headers: bool) -> bytes:
         metadata = {"resourceVersion": obj["metadata"]["resourceVersion"]}
@@ -580,8 +608,9 @@ class ApiApp:
         listener = asyncio.ensure_future(disconnected())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
+        output = options.output
         try:
-            await self._start_stream(send)
+            await self._start_stream(send, output)
             view = resource.to_view
             batch: list[bytes] = []
             for obj in initial:
@@ -589,12 +618,16 @@ class ApiApp:
                     batch.append(self._table_line(resource, "ADDED", obj, first))
                     first = False
                     continue
-                batch.append(orjson.dumps({"type": "ADDED", "object": view(obj) if view else obj}) + b"\n")
+                shown = view(obj) if view else obj
+                if output is JSON_OUTPUT:
+                    batch.append(orjson.dumps({"type": "ADDED", "object": shown}) + b"\n")
+                else:
+                    batch.append(self.media.event("ADDED", self.media.shape(shown, output, False), output))
                 if len(batch) >= 256:
                     await self._write(send, b"".join(batch))
                     batch = []
             if initial_events:
-                batch.append(self._bookmark(resource, start_rv, initial_end=True))
+                batch.append(self.media.bookmark(resource, start_rv, output, initial_end=True))
             if batch:
                 await self._write(send, b"".join(batch))
             next_bookmark = loop.time() + self.settings.bookmark_seconds
@@ -606,15 +639,17 @@ class ApiApp:
                         if options.as_table:
                             lines.append(self._table_line(resource, type_, event.obj, first))
                             first = False
-                        else:
+                        elif output is JSON_OUTPUT:
                             lines.append(event.line(resource, type_))
+                        else:
+                            lines.append(self.media.watch_event(resource, type_, event, output))
                     await self._write(send, b"".join(lines))
                     continue
                 now = loop.time()
                 if now >= deadline:
                     break
                 if bookmarks and now >= next_bookmark:
-                    await self._write(send, self._bookmark(resource, self.store.rv))
+                    await self._write(send, self.media.bookmark(resource, self.store.rv, output))
                     next_bookmark = now + self.settings.bookmark_seconds
                 wake.clear()
                 if watcher.pending or watcher.closed or gone:

@@ -23,6 +23,7 @@ __all__ = [
     "future_version",
     "invalid",
     "method_not_allowed",
+    "not_acceptable",
     "not_found",
     "status_success",
     "too_large",
@@ -149,6 +150,11 @@ def future_version(requested: int, current: int) -> ApiError:
         causes=[Cause("", "Too large resource version", "ResourceVersionTooLarge")],
         retry_after=1,
     )
+
+
+def not_acceptable(message: str) -> ApiError:
+    """406: the answer cannot take the form the client asked for (``as=PartialObjectMetadataList`` of one object)."""
+    return ApiError(406, "NotAcceptable", message)
 
 
 def too_large(limit: int) -> ApiError:

@@ -38,7 +38,7 @@ class WatchEvent:
         self.type = type_
         self.obj = obj
         self.prev = prev
-        self._lines: dict[tuple[str, str], bytes] = {}
+        self._lines: dict[tuple[Any, ...], bytes] = {}
 
     def line(self, resource: ResourceType, type_: str) -> bytes:
         """``{"type": ..., "object": ...}\\n`` in ``resource``'s view, encoded once and shared by every watcher."""
@@ -49,6 +49,16 @@ class WatchEvent:
             line = orjson.dumps({"type": type_, "object": obj}) + b"\n"
             self._lines[key] = line
         return line
+
+    def encoded(self, resource: ResourceType, type_: str, form: object, make: Callable[[Object], bytes]) -> bytes:
+        """The event in another form (protobuf, metadata only): ``make(object in resource's view)``, made once per
+        view and ``form`` and shared by every watcher."""
+        key = (resource.collection + resource.api_version, type_, form)
+        data = self._lines.get(key)
+        if data is None:
+            data = make(resource.to_view(self.obj) if resource.to_view else self.obj)
+            self._lines[key] = data
+        return data
 
 
 class Watcher:
