@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -21,20 +20,22 @@ import pytest
 
 from kubeflux.sim.apiserver.protobuf import ProtobufUnavailable, codec
 from kubeflux.sim.apiserver.server import ApiServer
+from tests.shared import unavailable
 
 _BUILT = Path(os.environ.get("KUBEFLUX_KUBE_DIR") or Path(__file__).resolve().parents[3] / "build" / "kube")
-KUBECTL = str(_BUILT / "bin" / "kubectl") if os.access(_BUILT / "bin" / "kubectl", os.X_OK) else shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="no kubectl built (make) or installed")
+KUBECTL = str(_BUILT / "bin" / "kubectl")
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
 def kubectl(apiserver: ApiServer, tmp_path: Path) -> Kubectl:
+    if not os.access(KUBECTL, os.X_OK):
+        unavailable(f"no kubectl in {_BUILT / 'bin'} (make builds it: tools/kube/build.py)")
     try:
         codec()
     except ProtobufUnavailable as exc:
-        pytest.skip(str(exc))
+        unavailable(str(exc))
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kubeflux.sim.apiserver.protobuf import MAGIC, Codec, ProtobufError, ProtobufUnavailable, codec
+from tests.shared import unavailable
 
 DATA = Path(__file__).parent / "data" / "protobuf"
 FIXTURES: list[dict[str, Any]] = json.loads((DATA / "fixtures.json").read_text())
@@ -27,7 +28,7 @@ def pb() -> Codec:
     try:
         return codec()
     except ProtobufUnavailable as exc:
-        pytest.skip(str(exc))
+        unavailable(str(exc))
 
 
 def _fixture(name: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 from kubeflux.sim.apiserver.media import Renderer
 from kubeflux.sim.apiserver.protobuf import BUILD_COMMAND, MAGIC, Codec, ProtobufUnavailable, codec
 from kubeflux.sim.apiserver.server import ApiServer
+from tests.shared import unavailable
 from tests.sim.apiserver.conftest import start_server
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -35,7 +36,7 @@ def pb() -> Codec:
     try:
         return codec()
     except ProtobufUnavailable as exc:
-        pytest.skip(str(exc))
+        unavailable(str(exc))
 
 
 def request(

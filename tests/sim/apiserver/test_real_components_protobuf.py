@@ -23,6 +23,7 @@ import pytest
 from kubeflux.sim.apiserver.protobuf import ProtobufUnavailable, codec
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from tests.shared import unavailable
 
 BUILT = Path(os.environ.get("KUBEFLUX_KUBE_DIR") or Path(__file__).resolve().parents[3] / "build" / "kube")
 COMPONENTS = ("kube-scheduler", "kube-controller-manager", "kwok", "kubectl")
@@ -41,7 +42,11 @@ def _missing() -> str:
     return ""
 
 
-pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "ready")
+@pytest.fixture(autouse=True)
+def _built() -> None:
+    missing = _missing()
+    if missing:
+        unavailable(missing)
 
 
 class Components:
