@@ -10,7 +10,9 @@ Two Go modules pin the versions (the only Go in the repository):
   ``etcdmain``) at the version Kubernetes requires;
 * ``tools/kube/kwok``: KWOK's controller (``sigs.k8s.io/kwok/cmd/kwok``), with its own dependencies.
 
-The binaries go to ``OUT/bin`` with KWOK's stage files (node and pod lifecycles, copied from the KWOK module as
+The binaries go to ``OUT/bin`` with the CustomResourceDefinition of coscheduling's PodGroup
+(``scheduling.x-k8s.io``, from the ``sigs.k8s.io/scheduler-plugins`` module at :data:`SCHEDULER_PLUGINS`) in
+``OUT/crds``, KWOK's stage files (node and pod lifecycles, copied from the KWOK module as
 kwokctl uses them) in ``OUT/stages`` and a stamp, ``OUT/stamp.json``: the versions and a digest of the module files,
 the Go version and this script. Nothing is built when the stamp matches (a fraction of a second); otherwise Go's
 build cache makes a rebuild take seconds, and a cold one (every module downloaded through the module proxy and
@@ -61,6 +63,11 @@ one, which ignores the annotation). kubeflux adds one stage of its own (``kubefl
 that carries the annotation completes after it too, as in ``kubeflux cluster serve``."""
 
 
+SCHEDULER_PLUGINS = "v0.34.7"
+"""scheduler-plugins, whose coscheduling PodGroup CRD kubeflux reads (the version KWOK v0.8.0 pairs with 1.36)."""
+SCHEDULER_PLUGINS_CRDS = ("config/crd/bases/scheduling.x-k8s.io_podgroups.yaml",)
+
+
 def _required(module: Path, path: str) -> str:
     """The version ``module``'s go.mod requires of ``path``."""
     text = (module / "go.mod").read_text()
@@ -86,6 +93,7 @@ def _stamp(go_version: str) -> dict[str, object]:
         "kubernetes": _required(CONTROL_PLANE, "k8s.io/kubernetes"),
         "etcd": _required(CONTROL_PLANE, "go.etcd.io/etcd/server/v3"),
         "kwok": _required(KWOK, "sigs.k8s.io/kwok"),
+        "scheduler-plugins": SCHEDULER_PLUGINS,
         "go": go_version,
         "sources": digest.hexdigest(),
     }
@@ -125,13 +133,21 @@ def build(out: Path, *, force: bool = False) -> str:
         stages.mkdir()
         for stage in KWOK_STAGES:
             shutil.copyfile(kwok_dir / stage, stages / Path(stage).name)
+        crds = staged / "crds"
+        crds.mkdir()
+        module = json.loads(
+            _go("mod", "download", "-json", f"sigs.k8s.io/scheduler-plugins@{SCHEDULER_PLUGINS}", cwd=KWOK)
+        )
+        for crd in SCHEDULER_PLUGINS_CRDS:
+            shutil.copyfile(Path(module["Dir"]) / crd, crds / Path(crd).name)
         bin_dir = out / "bin"
-        shutil.rmtree(bin_dir, ignore_errors=True)
-        shutil.rmtree(out / "stages", ignore_errors=True)
+        for folder in (bin_dir, out / "stages", out / "crds"):
+            shutil.rmtree(folder, ignore_errors=True)
         bin_dir.mkdir()
         for name in (*KUBERNETES_BINARIES, KWOK_BINARY[0]):
             (staged / name).rename(bin_dir / name)
         stages.rename(out / "stages")
+        crds.rename(out / "crds")
     stamp_file.write_text(json.dumps(stamp, indent=1) + "\n")
     return (
         f"kube: built control plane {stamp['kubernetes']} (etcd {stamp['etcd']}), KWOK {stamp['kwok']} "

@@ -35,6 +35,12 @@ class Binaries:
         return [*sorted((self.folder / "stages").glob("*.yaml")), *sorted(_OWN_STAGES.glob("*.yaml"))]
 
 
+    @property
+    def crds(self) -> list[Path]:
+        """CustomResourceDefinitions kubeflux reads that a cluster may not have: coscheduling's PodGroup."""
+        return sorted((self.folder / "crds").glob("*.yaml"))
+
+
 def find_binaries(folder: Path | None = None) -> Binaries | str:
     """The built control plane in ``folder`` (default: ``KUBEFLUX_KUBE_DIR`` or ``build/kube``), or why there is
     none, in one line (a test's skip reason)."""
@@ -44,6 +50,8 @@ def find_binaries(folder: Path | None = None) -> Binaries | str:
     if not stamp.is_file():
         return f"no real control plane built in {folder} (run `make`, which needs Go: tools/kube/build.py)"
     missing = [name for name in COMPONENTS if not os.access(folder / "bin" / name, os.X_OK)]
+    if not (folder / "crds").is_dir():
+        missing.append("crds")
     if missing:
         return f"{folder}: missing {', '.join(missing)} (run `python tools/kube/build.py --force`)"
     versions = json.loads(stamp.read_text())

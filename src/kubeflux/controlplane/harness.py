@@ -377,6 +377,14 @@ class ControlPlane:
 
     # ------------------------------------------------------------------ objects
 
+    def install_crds(self) -> None:
+        """The CustomResourceDefinitions kubeflux reads that Kubernetes does not define (coscheduling's PodGroup),
+        established."""
+        assert self.binaries is not None
+        for crd in self.binaries.crds:
+            self.kubectl("apply", "--server-side", "-f", str(crd))
+        self.kubectl("wait", "--for=condition=established", "--timeout=60s", "crd", "--all")
+
     def add_kwok_nodes(
         self,
         count: int,
