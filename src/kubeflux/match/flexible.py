@@ -7,7 +7,9 @@ It differs from the simple traverser in four places, each mirrored here:
   fits the most slots (a memoised search over the remaining counts, ``select_or_config``);
 * ``xor_slot`` siblings are exclusive alternatives: the request is split into one variant per choice and the
   variants are tried in order; the first that matches wins;
-* pruning aggregates of or-slots take the minimum over the alternatives instead of the sum;
+* the aggregate counts of sibling alternatives, ``slot`` or ``xor_slot``, are the minimum over them instead of the
+  sum (:meth:`FlexibleTraverser.prime_jobspec`): the pruning filters' lower bounds, and at the root the counts
+  an ``allocate_orelse_reserve`` asks the root's filter to find a start time for;
 * a slot's subtree filter failing does not prune by itself: the last resource checked decides.
 """
 
@@ -110,6 +112,11 @@ class FlexibleTraverser(Traverser):
         raise failure
 
     def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
+        """Fluxion's ``dfu_flexible_t::prime_jobspec``: the aggregates of sibling alternatives (or-slots, and the
+        xor_slots a match splits into one slot each) are the minimum of their needs, met in order; a type an
+        alternative lacks is lowered to 0 only if an earlier one brought it (Fluxion's order, kept). Summed, the
+        alternatives of an xor request would ask the root for all its shapes at once: a reservation would be
+        refused (a count beyond the graph) or placed later than Fluxion places it."""
         total = self.prune_filters.total
         for resource in resources:
             if resource.exclusive is True:
@@ -118,7 +125,7 @@ class FlexibleTraverser(Traverser):
                 to_parent[resource.type] = to_parent.get(resource.type, 0) + resource.min
             resource.user_data = {}
             self.prime_jobspec(resource.with_, resource.user_data)
-            if resource.type == SLOT:
+            if resource.type in (SLOT, XOR_SLOT):
                 for type, count in resource.user_data.items():
                     if type in total:
                         wanted = resource.min * count
