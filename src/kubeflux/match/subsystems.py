@@ -133,7 +133,9 @@ class AuxEvaluation(Evaluation):
         run: LeafRun | None = None,
         aux: dict[str, dict[str, Evals]] | None = None,
     ) -> None:  # (written out as Evaluation's is: mypyc gives a subclass its base's native __init__)
-        super().__init__(ok, x_in, avail, score, merged, marks, kids, applied, group, run)
+        # the base named, not super(): a slots dataclass is a new class, which the zero-argument super()'s cell
+        # does not know (pure Python raised TypeError at every auxiliary match)
+        Evaluation.__init__(self, ok, x_in, avail, score, merged, marks, kids, applied, group, run)
         self.aux = aux
 
 
