@@ -137,6 +137,7 @@ def test_bad_objects_get_failed_scheduling_naming_the_field_and_the_others_are_s
     assert pods_type is not None
     # the API server refuses an unparseable quantity; let one in, as an older server or a bug might
     monkeypatch.setattr(pods_type.strategy, "validate", lambda obj: [])
+    monkeypatch.setattr(pods_type.strategy, "decode_error", lambda obj: "")
     cluster.create(pod("bad-cpu", "8 cores"))
     monkeypatch.undo()
     cluster.create(pod("bad-duration", "1", annotations={"kubeflux.io/duration": "forever"}))

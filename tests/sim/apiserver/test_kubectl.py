@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -23,9 +24,9 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 def kubectl(apiserver: ApiServer, tmp_path: Path) -> Kubectl:
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
 
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
         command = [str(KUBECTL), "--cache-dir", str(tmp_path / "cache"), *args]
-        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, input=input)
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
         return result
@@ -66,10 +67,16 @@ def test_apply_changes_are_patched_and_kept(kubectl: Kubectl, tmp_path: Path) ->
     assert "pod updates may not change fields" in refused.stderr
 
 
-def test_server_side_apply_is_refused_clearly(kubectl: Kubectl) -> None:
-    refused = kubectl("apply", "--server-side", "-f", str(EXAMPLES / "apiserver" / "pod.yaml"), check=False)
-    assert refused.returncode != 0
-    assert "server-side apply is not served" in refused.stderr
+def test_server_side_apply_creates_and_a_second_manager_conflicts(kubectl: Kubectl) -> None:
+    """As on the real server (it was a 415 before issue 28)."""
+    pod = EXAMPLES / "apiserver" / "pod.yaml"
+    kubectl("apply", "--server-side", "-f", str(pod))
+    managers = kubectl("get", "pod", "hello", "-o", "jsonpath={.metadata.managedFields[*].manager}").stdout
+    assert managers == "kubectl"
+    other = kubectl(
+        "apply", "--server-side", "--field-manager=other", "-f", "-", input=_with_image(pod.read_text()), check=False
+    )
+    assert other.returncode != 0 and "conflict" in other.stderr
 
 
 def test_describe_and_events(kubectl: Kubectl, tmp_path: Path) -> None:
@@ -119,9 +126,13 @@ def test_delete_and_wait(kubectl: Kubectl) -> None:
     assert 'pods "hello" not found' in missing.stderr
 
 
-def test_server_side_apply_fails_clearly_and_creates_nothing(kubectl: Kubectl) -> None:
-    refused = kubectl("apply", "--server-side", "-f", str(EXAMPLES / "apiserver" / "pod.yaml"), check=False)
-    assert refused.returncode != 0
-    assert "Server-side apply not available on the server" in refused.stderr
-    assert "use client-side kubectl apply" in refused.stderr
+def test_server_side_apply_of_an_invalid_object_creates_nothing(kubectl: Kubectl) -> None:
+    bad = _with_image((EXAMPLES / "apiserver" / "pod.yaml").read_text()).replace("name: hello", "name: Bad_Name", 1)
+    refused = kubectl("apply", "--server-side", "-f", "-", input=bad, check=False)
+    assert refused.returncode != 0 and "is invalid" in refused.stderr
     assert kubectl("get", "pods", "-o", "name").stdout.strip() == ""
+
+
+def _with_image(manifest: str) -> str:
+    """``manifest`` with its first container's image changed (a value another manager owns)."""
+    return re.sub(r"image: \S+", "image: busybox:9.99", manifest, count=1)

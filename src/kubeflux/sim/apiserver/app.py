@@ -29,6 +29,7 @@ from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
+from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_manager
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import (
@@ -61,6 +62,7 @@ _JSON_PATCH = "application/json-patch+json"
 _STRATEGIC = "application/strategic-merge-patch+json"
 _APPLY = "application/apply-patch+yaml"
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+_OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
 
 
 @dataclass(slots=True)
@@ -278,19 +280,21 @@ class ApiApp:
                 body = self.media.shape(body, output, is_list=not target.name)
             await self._respond(send, 200, body, output=output)
             return
-        if "dryRun" in query:  # on every write: to apply it would change what the client asked not to change
-            raise errors.bad_request(f"dryRun={query['dryRun']}: dry runs are not served by kubeflux; nothing was done")
-        body_bytes = await self._body(receive)
-        if method == "POST":
-            code, body = self._post(target, body_bytes, content_type)
-        elif method == "PUT":
-            code, body = 200, self._put(target, body_bytes, content_type)
-        elif method == "PATCH":
-            code, body = 200, self._patch(target, body_bytes, content_type)
-        elif method == "DELETE":
-            code, body = self._delete(target, body_bytes, content_type, query)
-        else:
+        options_kind = _OPTIONS_KINDS.get(method)
+        if options_kind is None:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        dry = dry_run(query, options_kind)
+        body_bytes = await self._body(receive)
+        manager = field_manager(query, headers.get("user-agent", "")) if method != "DELETE" else ""
+        with self.store.request(manager, dry=dry):
+            if method == "POST":
+                code, body = self._post(target, body_bytes, content_type)
+            elif method == "PUT":
+                code, body = 200, self._put(target, body_bytes, content_type)
+            elif method == "PATCH":
+                code, body = self._patch(target, body_bytes, content_type, query)
+            else:
+                code, body = self._delete(target, body_bytes, content_type, query)
         if output is not JSON_OUTPUT:
             body = self.media.shape(body, output, is_list=isinstance(body, dict) and "items" in body)
         await self._respond(send, code, body, output=output)
@@ -370,9 +374,8 @@ class ApiApp:
         limit = _int(query, "limit") or 0
         if limit < 0:
             raise errors.bad_request(f"limit: must not be negative, got {limit}")
+        check_list_options(query, watch=False)
         match = query.get("resourceVersionMatch", "")
-        if match not in ("", "Exact", "NotOlderThan"):
-            raise errors.bad_request(f"resourceVersionMatch: unsupported value {match!r}")
         result = self.store.list_objects(
             resource,
             target.namespace,
@@ -408,6 +411,10 @@ class ApiApp:
             self.store.bind(pods, target.namespace, name, body)
             return 201, errors.status_success(201)
         if target.subresource == "binding":
+            meta = body.get("metadata") if isinstance(body, dict) else None
+            named = meta.get("name") if isinstance(meta, dict) else None
+            if named not in (None, "", target.name):
+                raise errors.bad_request("name in URL does not match name in Binding object")
             self.store.bind(resource, target.namespace, target.name, body)
             return 201, errors.status_success(201)
         if target.subresource == "eviction":  # no PodDisruptionBudgets exist: an eviction is a delete
@@ -428,16 +435,12 @@ class ApiApp:
         body = self._decode(data, content_type, target.resource.api_version)
         return self.store.update(target.resource, target.namespace, target.name, body, target.subresource)
 
-    def _patch(self, target: Target, data: bytes, content_type: str) -> Any:
+    def _patch(self, target: Target, data: bytes, content_type: str, query: dict[str, str]) -> tuple[int, Any]:
         if not target.name:
             raise errors.method_not_allowed("PATCH needs an object name")
         media = content_type.split(";")[0].strip().lower()
         if media == _APPLY:
-            raise errors.unsupported_media_type(
-                media,
-                f"{_JSON_PATCH}, {_MERGE}, {_STRATEGIC} (server-side apply is not served by kubeflux yet: "
-                "use client-side kubectl apply)",
-            )
+            return self._apply(target, data, query)
         appliers: dict[str, Callable[[Any, Any], Any]] = {
             _MERGE: merge_patch,
             _JSON_PATCH: json_patch,
@@ -445,14 +448,36 @@ class ApiApp:
         }
         applier = appliers.get(media)
         if applier is None:
-            raise errors.unsupported_media_type(media, f"{_JSON_PATCH}, {_MERGE}, {_STRATEGIC}")
+            raise errors.unsupported_media_type(media, f"{_JSON_PATCH}, {_MERGE}, {_STRATEGIC}, {_APPLY}")
         patch = self._decode(data, _JSON)
         if too_deep(patch):
             raise errors.bad_request(f"the patch is nested more than {MAX_DEPTH} levels deep")
         if media != _JSON_PATCH and not isinstance(patch, dict):
             raise errors.bad_request("the patch must be a JSON object")
-        return self.store.patch(
+        return 200, self.store.patch(
             target.resource, target.namespace, target.name, lambda current: applier(current, patch), target.subresource
+        )
+
+    def _apply(self, target: Target, data: bytes, query: dict[str, str]) -> tuple[int, Any]:
+        """Server-side apply (``application/apply-patch+yaml``)."""
+        manager = query.get("fieldManager", "")
+        if not manager:
+            cause = errors.Cause("fieldManager", "Required value: is required for apply patch", "FieldValueRequired")
+            raise errors.invalid("PatchOptions.meta.k8s.io", "", [cause])
+        try:
+            applied = _yaml_load(data)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        if not isinstance(applied, dict):
+            raise errors.bad_request("error decoding YAML: the applied configuration must be an object")
+        return self.store.apply(
+            target.resource,
+            target.namespace,
+            target.name,
+            applied,
+            manager,
+            force=_bool(query, "force"),
+            subresource=target.subresource,
         )
 
     def _delete(self, target: Target, data: bytes, content_type: str, query: dict[str, str]) -> tuple[int, Any]:
@@ -473,15 +498,20 @@ class ApiApp:
             raise errors.bad_request("preconditions must be an object and propagationPolicy a string")
         resource = target.resource
         if target.name:
-            obj = self.store.delete(
+            self.store.check_preconditions(
                 resource,
                 target.namespace,
                 target.name,
-                grace=grace,
-                propagation=propagation,
                 uid=str(preconditions.get("uid") or ""),
                 resource_version=str(preconditions.get("resourceVersion") or ""),
             )
+            obj, gone = self.store.delete_outcome(
+                resource, target.namespace, target.name, grace=grace, propagation=propagation
+            )
+            if gone and not resource.strategy.returns_deleted_object:
+                meta = obj["metadata"]
+                details = {"name": meta["name"], "group": resource.group, "kind": resource.plural, "uid": meta["uid"]}
+                return 200, errors.status_success(200, **{k: v for k, v in details.items() if v})
             return 200, obj
         labels, fields = self._selectors(resource, query)
         listed = self.store.list_objects(resource, target.namespace, labels, fields)
@@ -517,20 +547,7 @@ class ApiApp:
         labels, fields = self._selectors(resource, query)
         initial_events = _bool(query, "sendInitialEvents")
         bookmarks = _bool(query, "allowWatchBookmarks")
-        if initial_events and query.get("resourceVersionMatch") != "NotOlderThan":
-            cause = errors.Cause(
-                "resourceVersionMatch",
-                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                "FieldValueForbidden",
-            )
-            raise errors.invalid("ListOptions", "", [cause])
-        if initial_events and not bookmarks:
-            cause = errors.Cause(
-                "allowWatchBookmarks",
-                "Required value: allowWatchBookmarks must be true if sendInitialEvents equals true",
-                "FieldValueRequired",
-            )
-            raise errors.invalid("ListOptions", "", [cause])
+        check_list_options(query, watch=True)
         timeout = _int(query, "timeoutSeconds")
         seconds = float(timeout) if timeout is not None and timeout > 0 else self.settings.default_watch_seconds
         try:

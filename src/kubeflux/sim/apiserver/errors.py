@@ -84,6 +84,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # an internal error the real server reports without a reason
+            del body["reason"]
         if details:
             body["details"] = details
         return body

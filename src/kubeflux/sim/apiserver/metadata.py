@@ -143,6 +143,11 @@ def check_type(resource: ResourceType, obj: Any, trusted: bool = False) -> Objec
         obj["metadata"] = meta = {}
     if not isinstance(meta, dict):
         raise errors.invalid(resource.kind, "", [Cause("metadata", "Invalid value: must be an object")])
+    problem = "" if trusted else resource.strategy.decode_error(obj)
+    if problem:
+        raise errors.bad_request(
+            f'{resource.kind} in version "{resource.version}" cannot be handled as a {resource.kind}: {problem}'
+        )
     stored = resource.from_view(obj) if resource.from_view else obj
     stored.setdefault("metadata", meta)
     return stored

@@ -85,6 +85,17 @@ class Strategy:
     orphan_by_default = False
     """Delete without ``propagationPolicy`` orphans the dependents (batch/v1 Jobs, for compatibility)."""
 
+    graceful_delete = False
+    """Every delete first writes the object with its ``deletionTimestamp`` (a ``MODIFIED`` event), even when it
+    goes at once (pods)."""
+    returns_deleted_object = False
+    """A delete that removes the object at once answers with it (pods, nodes ...); others answer ``Status``."""
+
+    def decode_error(self, obj: Object) -> str:
+        """Why ``obj`` could not be decoded into its Go type (a 400, not a 422: a string where a number goes, a bad
+        quantity, bad base64); ``""`` when it can."""
+        return ""
+
     def prepare_create(self, obj: Object, now: str) -> None:
         """Defaults set on create (after metadata is filled in)."""
 

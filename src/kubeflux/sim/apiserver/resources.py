@@ -21,7 +21,15 @@ from kubeflux.scheduler.kube_objects import (
     podgroup_from_manifest,
 )
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.data_strategies import (
+    ConfigMapStrategy,
+    SecretStrategy,
+    events_v1_causes,
+    events_v1_update_causes,
+    quantity_error,
+)
 from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.pod_admission import admit_pod
 from kubeflux.sim.apiserver.registry import (
     Registry,
     ResourceType,
@@ -69,7 +77,6 @@ def _required(path: str) -> Cause:
 
 _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
-_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
 def _default_container(container: Any) -> None:
@@ -162,6 +169,9 @@ def _pod_view(name: str, namespace: str, spec: Object) -> Object:
 
 class PodStrategy(Strategy):
     has_status = True
+    tracks_generation = True
+    returns_deleted_object = True
+    graceful_delete = True
     fields = frozenset(
         {
             "spec.nodeName",
@@ -175,6 +185,20 @@ class PodStrategy(Strategy):
         }
     )
 
+    def decode_error(self, obj: Object) -> str:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return ""
+        for field in ("containers", "initContainers"):
+            items = spec.get(field)
+            for container in items if isinstance(items, list) else ():
+                resources = container.get("resources") if isinstance(container, dict) else None
+                if isinstance(resources, dict):
+                    problem = quantity_error(resources.get("requests")) or quantity_error(resources.get("limits"))
+                    if problem:
+                        return problem
+        return ""
+
     def prepare_create(self, obj: Object, now: str) -> None:
         spec = obj.get("spec")
         if isinstance(spec, dict):
@@ -182,8 +206,10 @@ class PodStrategy(Strategy):
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
 
     def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
-        """The Priority admission plugin: ``spec.priority`` from ``spec.priorityClassName``."""
+        """The mutating admission plugins (:func:`admit_pod`) and Priority: ``spec.priority`` from
+        ``spec.priorityClassName``."""
         spec = obj["spec"]
+        admit_pod(obj)
         name = spec.get("priorityClassName")
         if not name:
             return
@@ -238,7 +264,7 @@ def _pod_status_causes(obj: Object) -> list[Cause]:
     if not isinstance(status, dict):
         return [Cause("status", "Invalid value: must be an object")]
     phase = status.get("phase")
-    if phase not in _PHASES:
+    if phase is not None and not isinstance(phase, str):  # any string: the real server takes a phase it does not know
         return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
     return list_of_objects_causes(status, "status.", ("conditions", "containerStatuses", "initContainerStatuses"))
 
@@ -278,7 +304,14 @@ def _qos_class(spec: Object) -> str:
 class NodeStrategy(Strategy):
     has_status = True
     keep_status_on_create = True
+    returns_deleted_object = True
     fields = frozenset({"spec.unschedulable"})
+
+    def decode_error(self, obj: Object) -> str:
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return ""
+        return quantity_error(status.get("capacity")) or quantity_error(status.get("allocatable"))
 
     def validate(self, obj: Object) -> list[Cause]:
         try:
@@ -416,15 +449,11 @@ class LeaseStrategy(Strategy):
         return []
 
 
-class ConfigMapStrategy(Strategy):
-    def validate(self, obj: Object) -> list[Cause]:
-        data = obj.get("data")
-        if data is not None and (not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values())):
-            return [Cause("data", "Invalid value: must be a map of strings to strings")]
-        return []
-
-
 class PriorityClassStrategy(Strategy):
+    def prepare_create(self, obj: Object, now: str) -> None:
+        obj.setdefault("value", 0)
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
     def validate(self, obj: Object) -> list[Cause]:
         value = obj.get("value")
         if isinstance(value, bool) or not isinstance(value, int):
@@ -444,6 +473,12 @@ class EventStrategy(Strategy):
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = objects_causes(obj, "", ("involvedObject", "source", "series", "related"))
+        involved = obj.get("involvedObject")
+        namespace = involved.get("namespace") if isinstance(involved, dict) else None
+        if namespace and namespace != obj["metadata"].get("namespace"):
+            causes.append(
+                Cause("involvedObject.namespace", f'Invalid value: "{namespace}": does not match event.namespace')
+            )
         for field in ("reason", "message", "type", "reportingComponent", "reportingInstance", "action"):
             if obj.get(field) is not None and not isinstance(obj.get(field), str):
                 causes.append(Cause(field, "Invalid value: must be a string"))
@@ -470,6 +505,12 @@ class EventStrategy(Strategy):
 
 
 class EventsV1Strategy(EventStrategy):
+    def validate(self, obj: Object) -> list[Cause]:
+        return super().validate(obj) + events_v1_causes(obj)
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        return events_v1_update_causes(new, old) + super().validate(new)
+
     fields = frozenset(
         {
             "regarding.kind",
@@ -523,26 +564,26 @@ def core_event_from_v1(obj: Object) -> Object:
 
 # --- the registry ---------------------------------------------------------------------------------------------
 
-EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
-    ("", "v1", "services", "Service", True),
-    ("", "v1", "replicationcontrollers", "ReplicationController", True),
-    ("", "v1", "persistentvolumes", "PersistentVolume", False),
-    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
-    ("apps", "v1", "replicasets", "ReplicaSet", True),
-    ("apps", "v1", "statefulsets", "StatefulSet", True),
-    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
-    ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
-    ("storage.k8s.io", "v1", "csinodes", "CSINode", False),
-    ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
-    ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
-    ("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
-    ("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True),
-    ("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
-    ("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("", "v1", "services", "Service", True, ("svc",), ("all",)),
+    ("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
+    ("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ()),
+    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ()),
+    ("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
+    ("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",)),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ()),
+    ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",), ()),
+    ("storage.k8s.io", "v1", "csinodes", "CSINode", False, (), ()),
+    ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, (), ()),
+    ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True, (), ()),
+    ("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, (), ()),
+    ("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, (), ()),
+    ("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, (), ()),
+    ("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False, (), ()),
 )
 """What kube-scheduler v1.36 watches at start and kubeflux does not model.
 
-(group, version, plural, kind, namespaced)."""
+(group, version, plural, kind, namespaced, short names, categories), as the real server's discovery has them."""
 
 
 FEATURE_GATES = ("GenericWorkload",)
@@ -562,6 +603,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("", "v1", "bindings", "Binding", True, create_only=True),
         ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ConfigMapStrategy(), ("cm",)),
+        ResourceType("", "v1", "secrets", "Secret", True, SecretStrategy()),
         ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, LeaseStrategy()),
         ResourceType(
@@ -603,7 +645,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
             ResourceType("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, WorkloadStrategy()),
         ]
     resources.extend(
-        ResourceType(group, version, plural, kind, namespaced, read_only_empty=True)
-        for group, version, plural, kind, namespaced in EMPTY_COLLECTIONS
+        ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
+        for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS
     )
     return Registry(resources)

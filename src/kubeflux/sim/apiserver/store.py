@@ -15,14 +15,17 @@ the stored core Events). Every method runs on the server's one event loop; none 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
 from kubeflux.sim.apiserver.metadata import (
     check_type,
     clone,
@@ -56,6 +59,13 @@ def _name_suffix(number: int) -> str:
 
 
 _SYSTEM_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+@dataclass(frozen=True, slots=True)
+class _Writer:
+    manager: str
+    operation: str
+    applied: set[Path] | None
 
 
 def _key(namespace: str, name: str) -> str:
@@ -94,6 +104,10 @@ class Store:
         self._random = random.Random(seed)
         self._now: tuple[int, str] = (-1, "")
         self.collections: dict[str, Collection] = {}
+        self.dry = False
+        """A dry run (``dryRun=All``) is under way: writes are checked and answered, nothing is stored."""
+        self._writer: _Writer | None = None
+        """Who writes (a request over HTTP), for ``managedFields``; None: the server's own components."""
         self._dependents: dict[str, set[tuple[str, str]]] = {}
         """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
         for resource in registry.resources:
@@ -146,7 +160,44 @@ class Store:
                         if not dependents:
                             del self._dependents[uid]
 
+    @contextlib.contextmanager
+    def request(self, manager: str = "", *, dry: bool = False, applied: set[Path] | None = None) -> Iterator[None]:
+        """Writes inside are ``manager``'s (its ``managedFields``; ``applied``: the leaves of a server-side apply);
+        with ``dry`` they are validated and answered as usual but change nothing (``dryRun=All``)."""
+        before = self.dry, self._writer
+        self.dry = dry
+        if manager:
+            self._writer = _Writer(manager, "Apply" if applied is not None else "Update", applied)
+        try:
+            yield
+        finally:
+            self.dry, self._writer = before
+
+    def _manage(self, resource: ResourceType, old: Object | None, new: Object, subresource: str = "") -> None:
+        """``new``'s ``managedFields`` after the current writer's write (kept as they were without one)."""
+        writer = self._writer
+        if writer is None:
+            if old is not None and "managedFields" in old["metadata"]:
+                new["metadata"]["managedFields"] = old["metadata"]["managedFields"]
+            return
+        new["metadata"]["managedFields"] = managed_after(
+            old,
+            new,
+            writer.manager,
+            writer.operation,
+            self.now(),
+            subresource=subresource,
+            status_separate=resource.strategy.has_status,
+            applied=writer.applied,
+        )
+
     def _put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object:
+        if self.dry:  # answered as stored, at the version it would replace (none for a create)
+            if old is None:
+                obj["metadata"].pop("resourceVersion", None)
+            else:
+                obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return obj
         collection = self._collection(resource)
         obj["metadata"]["resourceVersion"] = str(self._next_rv())
         collection.objects[key] = obj
@@ -295,8 +346,8 @@ class Store:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        if meta.get("resourceVersion"):
-            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        if meta.get("resourceVersion"):  # the real server answers it as an internal error
+            raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
         name = meta.get("name") or ""
         generate = meta.get("generateName") or ""
         if not isinstance(name, str) or not isinstance(generate, str):
@@ -334,6 +385,9 @@ class Store:
         key = _key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
+        meta.pop("managedFields", None)
+        if self._writer is not None:
+            self._manage(resource, None, obj)
         return self._view(resource, self._put(resource, key, obj, None, "ADDED"))
 
     def update(
@@ -397,11 +451,18 @@ class Store:
                 else:
                     meta.pop(field, None)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
-        causes = metadata_causes(resource, new["metadata"], old_meta) + strategy.validate_update(new, old)
+        causes = metadata_causes(resource, new["metadata"], old_meta) + _finalizer_causes(new, old)
+        causes += strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
+        if "managedFields" in old_meta:
+            new["metadata"]["managedFields"] = old_meta["managedFields"]
+        else:
+            new["metadata"].pop("managedFields", None)
         if new == old:
             return self._view(resource, old)
+        if self._writer is not None:
+            self._manage(resource, old, new, subresource)
         if strategy.tracks_generation and _spec_of(new) != _spec_of(old):
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         stored = self._put(resource, key, new, old, "MODIFIED")
@@ -426,6 +487,48 @@ class Store:
             raise errors.bad_request("the patched object is not a JSON object")
         return self.update(resource, namespace, name, new, subresource)
 
+    def apply(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        config: Object,
+        manager: str,
+        *,
+        force: bool = False,
+        subresource: str = "",
+    ) -> tuple[int, Object]:
+        """Server-side apply of ``config`` by ``manager``: 201 and the object when it creates it, else 200 (see
+        :mod:`kubeflux.sim.apiserver.fields`)."""
+        if resource.read_only_empty:
+            raise _read_only(resource)
+        check_type(resource, clone(config))  # the kind and version, the metadata's type
+        meta = config.setdefault("metadata", {})
+        if meta.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        separate = resource.strategy.has_status
+        key = _key(namespace if resource.namespaced else "", name)
+        live = self._collection(resource).objects.get(key)
+        if live is None:
+            if subresource:
+                raise errors.not_found(resource.plural, name, resource.group)
+            created = clone(config)
+            created["metadata"]["name"] = name
+            with self.request(manager, dry=self.dry, applied=set(leaves(config, "", separate))):
+                return 201, self.create(resource, namespace, created)
+        merged, applied = apply_configuration(
+            clone(self._view(resource, live)),
+            config,
+            manager,
+            force=force,
+            subresource=subresource,
+            status_separate=separate,
+        )
+        with self.request(manager, dry=self.dry, applied=applied):
+            return 200, self.update(resource, namespace, name, merged, subresource)
+
     # -- deletion --------------------------------------------------------------------------------------------
     def delete(
         self,
@@ -439,10 +542,16 @@ class Store:
         resource_version: str = "",
     ) -> Object:
         """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
+        self.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
+        return self.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)[0]
+
+    def check_preconditions(
+        self, resource: ResourceType, namespace: str, name: str, *, uid: str = "", resource_version: str = ""
+    ) -> None:
+        """A delete's preconditions: 409 when the object's uid or resourceVersion is not the one given."""
         if resource.read_only_empty:
             raise _read_only(resource)
-        key, obj = self._raw(resource, namespace, name)
-        meta = obj["metadata"]
+        meta = self._raw(resource, namespace, name)[1]["metadata"]
         if uid and uid != meta.get("uid"):
             why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}"
             raise errors.conflict(resource.plural, name, why, resource.group)
@@ -452,30 +561,73 @@ class Store:
                 f"ResourceVersion in object meta: {meta.get('resourceVersion')}"
             )
             raise errors.conflict(resource.plural, name, why, resource.group)
+
+    def delete_outcome(
+        self, resource: ResourceType, namespace: str, name: str, *, grace: int | None = None, propagation: str = ""
+    ) -> tuple[Object, bool]:
+        """:meth:`delete` (without preconditions), and whether the object is gone (or would be, in a dry run)."""
+        if resource.read_only_empty:
+            raise _read_only(resource)
+        key, obj = self._raw(resource, namespace, name)
         if propagation not in ("", "Orphan", "Background", "Foreground"):
             cause = Cause("propagationPolicy", f"Unsupported value: {propagation!r}", "FieldValueNotSupported")
             raise errors.invalid("DeleteOptions", "", [cause])
+        found, gone = self._delete(resource, key, obj, grace, propagation)
+        return self._view(resource, found), gone
+
+    def _delete(
+        self, resource: ResourceType, key: str, obj: Object, grace: int | None, propagation: str
+    ) -> tuple[Object, bool]:
         if resource is self.namespaces:
-            return self._delete_namespace(key, obj)
-        seconds = resource.strategy.grace_seconds(obj, grace)
+            return self._delete_namespace(key, obj), False
+        meta = obj["metadata"]
+        strategy = resource.strategy
+        seconds = strategy.grace_seconds(obj, grace)
         if meta.get("deletionTimestamp"):
             if seconds == 0 and not meta.get("finalizers"):
-                return self._view(resource, self._remove(resource, key, obj))
+                if strategy.graceful_delete:  # the shortened grace period is written first, as the real store does
+                    obj = self._terminate(resource, key, obj, 0)
+                return self._remove(resource, key, obj), True
             if seconds >= (meta.get("deletionGracePeriodSeconds") or 0):
-                return self._view(resource, obj)
-            return self._view(resource, self._terminate(resource, key, obj, seconds))
+                return obj, False
+            return self._terminate(resource, key, obj, seconds), False
+        policy = propagation or ("Orphan" if strategy.orphan_by_default else "Background")
+        if policy != "Background":  # the garbage collector's finalizer holds the object until it has done its work
+            finalizer = "orphan" if policy == "Orphan" else "foregroundDeletion"
+            held = self._terminate(resource, key, obj, seconds, finalizer)
+            if not self.dry:
+                self._after_delete(resource, held, policy)
+                self._release(resource, key, finalizer)
+            return held, False
         if seconds > 0 or meta.get("finalizers"):
-            stored = self._terminate(resource, key, obj, seconds)
-            self._after_delete(resource, stored, propagation)
-            return self._view(resource, stored)
-        removed = self._remove(resource, key, obj)
-        self._after_delete(resource, removed, propagation)
-        return self._view(resource, removed)
+            return self._terminate(resource, key, obj, seconds), False
+        if strategy.graceful_delete:
+            obj = self._terminate(resource, key, obj, 0)
+        return self._remove(resource, key, obj), True
 
-    def _terminate(self, resource: ResourceType, key: str, obj: Object, seconds: int) -> Object:
-        """Mark ``obj`` Terminating: ``deletionTimestamp`` is when its grace period ends."""
+    def _release(self, resource: ResourceType, key: str, finalizer: str) -> None:
+        """The garbage collector is done with ``key``: its ``finalizer`` goes, and so does the object if nothing
+        else holds it."""
+        current = self._collection(resource).objects.get(key)
+        if current is None:
+            return
+        new = dict(current)
+        new["metadata"] = meta = dict(current["metadata"])
+        finalizers = [f for f in meta.get("finalizers") or () if f != finalizer]
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+        stored = self._put(resource, key, new, current, "MODIFIED")
+        if not finalizers and not meta.get("deletionGracePeriodSeconds"):
+            self._remove(resource, key, stored)
+
+    def _terminate(self, resource: ResourceType, key: str, obj: Object, seconds: int, finalizer: str = "") -> Object:
+        """Mark ``obj`` Terminating: ``deletionTimestamp`` is when its grace period ends (and ``finalizer`` added)."""
         new = dict(obj)
         new["metadata"] = dict(obj["metadata"])
+        if finalizer:
+            new["metadata"]["finalizers"] = [*(obj["metadata"].get("finalizers") or ()), finalizer]
         new["metadata"]["deletionTimestamp"] = format_timestamp(float(int(self.clock()) + seconds))
         new["metadata"]["deletionGracePeriodSeconds"] = seconds
         return self._put(resource, key, new, obj, "MODIFIED")
@@ -490,10 +642,13 @@ class Store:
         new["metadata"]["deletionGracePeriodSeconds"] = 0
         new["status"] = {"phase": "Terminating"}
         stored = self._put(self.namespaces, key, new, obj, "MODIFIED")
-        self._empty_namespace(obj["metadata"]["name"])
+        if not self.dry:
+            self._empty_namespace(obj["metadata"]["name"])
         return stored
 
     def _remove(self, resource: ResourceType, key: str, obj: Object) -> Object:
+        if self.dry:
+            return obj
         collection = self._collection(resource)
         del collection.objects[key]
         self._index_owners(collection.name, key, obj, None)
@@ -501,14 +656,17 @@ class Store:
         gone["metadata"] = dict(obj["metadata"])
         gone["metadata"]["resourceVersion"] = str(self._next_rv())
         self._record(collection, "DELETED", gone, obj)
+        if obj["metadata"].get("uid") in self._dependents:  # the garbage collector: dependents of a gone owner go
+            self._after_delete(resource, gone, "Background")
         namespace = obj["metadata"].get("namespace")
         if namespace and self.namespaces is not None:
             self._reap_namespace(namespace)
         return gone
 
-    def _after_delete(self, resource: ResourceType, obj: Object, propagation: str) -> None:
-        """Garbage collection of the dependents of ``obj`` (whose deletion has begun)."""
-        policy = propagation or ("Orphan" if resource.strategy.orphan_by_default else "Background")
+    def _after_delete(self, resource: ResourceType, obj: Object, policy: str) -> None:
+        """Garbage collection of the dependents of ``obj`` (whose deletion has begun) by ``policy``."""
+        if self.dry:
+            return
         uid = obj["metadata"]["uid"]
         for collection_name, key in sorted(self._dependents.get(uid, ())):
             dependent = self.collections[collection_name].objects.get(key)
@@ -568,9 +726,8 @@ class Store:
         meta: Object = raw_meta if isinstance(raw_meta, dict) else {}
         target = binding.get("target")
         node = target.get("name") if isinstance(target, dict) else None
-        if not isinstance(node, str) or not node:
-            cause = Cause("target.name", "Required value", "FieldValueRequired")
-            raise errors.invalid("Binding", name, [cause])
+        if not isinstance(node, str) or not node:  # the real server answers it as an internal error
+            raise ApiError(500, "", "target.name: Required value")
         if isinstance(target, dict) and target.get("kind") not in (None, "", "Node"):
             raise errors.invalid("Binding", name, [Cause("target.kind", "Invalid value: must be empty or 'Node'")])
         key, pod = self._raw(pods, namespace, name)
@@ -602,6 +759,22 @@ class Store:
     def objects(self, resource: ResourceType) -> Iterable[Object]:
         """Every stored object of ``resource``'s collection (stored form; for the shell and tests)."""
         return self._collection(resource).objects.values()
+
+
+def _finalizer_causes(new: Object, old: Object) -> list[Cause]:
+    """No finalizer may be added to an object being deleted."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return []
+    before = set(old["metadata"].get("finalizers") or ())
+    added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
+    if not added:
+        return []
+    listed = ", ".join(f'"{f}"' for f in added)
+    message = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, "
+        f"found new finalizers []string{{{listed}}}"
+    )
+    return [Cause("metadata.finalizers", message, "FieldValueForbidden")]
 
 
 def _spec_of(obj: Object) -> Object:

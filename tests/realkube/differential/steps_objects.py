@@ -1,0 +1,244 @@
+"""The sequence, part 2: ConfigMaps, Secrets, Events (core and events.k8s.io), Leases, Jobs, PriorityClasses,
+dry runs, server-side apply, finalizers, garbage collection and terminating namespaces."""
+
+from __future__ import annotations
+
+from .dsl import NS, configmap, delete, get, gone, patch, pod, post, put
+from .runner import Step
+
+CMS = f"{NS}/configmaps"
+SECRETS = f"{NS}/secrets"
+EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/diff/events"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/diff/leases"
+JOBS = "/apis/batch/v1/namespaces/diff/jobs"
+PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+_JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "j1"},
+    "spec": {
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "main", "image": "busybox:1.36", "command": ["true"]}],
+            }
+        }
+    },
+}
+_EVENT_V1 = {
+    "apiVersion": "events.k8s.io/v1",
+    "kind": "Event",
+    "metadata": {"name": "ev2"},
+    "eventTime": "2026-01-01T00:00:00.000000Z",
+    "reportingController": "example.com/differential",
+    "reportingInstance": "differential-1",
+    "action": "Testing",
+    "reason": "Tested",
+    "type": "Normal",
+    "note": "a note",
+    "regarding": {"kind": "Pod", "namespace": "diff", "name": "p2", "apiVersion": "v1"},
+}
+_APPLIED = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  labels:\n    by: apply\ndata:\n  a: '1'\n"
+
+
+def _owned(name: str, owner: str, **ref: object) -> dict[str, object]:
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": f"${owner}_uid", **ref}
+    return configmap(name, ownerReferences=[reference])
+
+
+STEPS: list[Step] = [
+    # --- configmaps ------------------------------------------------------------------------------------------
+    post("configmap create", CMS, configmap("cm1", {"k": "v"}, labels={"kind": "cm"})),
+    post("configmap bad key", CMS, configmap("badkey", {"bad key!": "v"})),
+    post("configmap non-string value", CMS, configmap("badvalue", {"k": 1})),  # type: ignore[dict-item]
+    post("configmap binary data", CMS, {**configmap("bin"), "binaryData": {"b": "aGVsbG8="}}),
+    post("configmap immutable", CMS, {**configmap("frozen"), "immutable": True}),
+    patch("configmap immutable change", f"{CMS}/frozen", {"data": {"a": "2"}}),
+    get("configmap get", f"{CMS}/cm1", save={"cm1_rv": "metadata.resourceVersion"}),
+    put("configmap update", f"{CMS}/cm1", configmap("cm1", {"k": "w"}, resourceVersion="$cm1_rv")),
+    put("configmap update stale", f"{CMS}/cm1", configmap("cm1", {"k": "x"}, resourceVersion="$cm1_rv")),
+    patch("configmap strategic patch", f"{CMS}/cm1", {"data": {"k2": "v2"}}, "strategic"),
+    get("configmap list by label", f"{CMS}?labelSelector=kind%3Dcm"),
+    get("configmap list by name", f"{CMS}?fieldSelector=metadata.name%3Dcm1"),
+    get("configmap list bad field", f"{CMS}?fieldSelector=data.k%3Dv"),
+    get("configmap list bad label selector", f"{CMS}?labelSelector=a%3D%3D%3Db"),
+    delete("configmap delete", f"{CMS}/bin"),
+    # --- dry runs ------------------------------------------------------------------------------------------------
+    post("dry run create", f"{CMS}?dryRun=All", configmap("dry")),
+    get("dry run not stored", f"{CMS}/dry"),
+    post("dry run invalid", f"{CMS}?dryRun=All", configmap("dry", {"bad key!": "v"})),
+    patch("dry run patch", f"{CMS}/cm1?dryRun=All", {"data": {"k": "dry"}}),
+    delete("dry run delete", f"{CMS}/cm1?dryRun=All"),
+    get("dry run delete kept", f"{CMS}/cm1"),
+    post("dry run unknown value", f"{CMS}?dryRun=Some", configmap("dry")),
+    post("dry run pod", f"{NS}/pods?dryRun=All", pod("drypod")),
+    # --- server-side apply ------------------------------------------------------------------------------------
+    patch("apply create", f"{CMS}/applied?fieldManager=differential", _APPLIED, "apply"),
+    patch("apply again", f"{CMS}/applied?fieldManager=differential", _APPLIED, "apply"),
+    patch("apply without manager", f"{CMS}/applied", _APPLIED, "apply"),
+    patch("update by another manager", f"{CMS}/applied?fieldManager=other", {"data": {"a": "2"}}),
+    patch("apply conflict", f"{CMS}/applied?fieldManager=differential", _APPLIED, "apply"),
+    patch("apply force", f"{CMS}/applied?fieldManager=differential&force=true", _APPLIED, "apply"),
+    patch(
+        "apply invalid",
+        f"{CMS}/applied?fieldManager=differential",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  'bad key!': x\n",
+        "apply",
+    ),
+    patch("apply wrong name", f"{CMS}/other?fieldManager=differential", _APPLIED, "apply"),
+    patch("apply not yaml", f"{CMS}/applied?fieldManager=differential", "{{{", "apply"),
+    patch(
+        "apply pod",
+        f"{NS}/pods/applied?fieldManager=differential",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: applied\nspec:\n  automountServiceAccountToken: false\n"
+        "  containers:\n  - name: main\n    image: busybox:1.36\n",
+        "apply",
+    ),
+    # --- secrets -------------------------------------------------------------------------------------------------
+    post(
+        "secret create", SECRETS, {"metadata": {"name": "s1"}, "stringData": {"user": "admin"}, "data": {"p": "cHc="}}
+    ),
+    post("secret bad base64", SECRETS, {"metadata": {"name": "s2"}, "data": {"p": "not base64!"}}),
+    post("secret bad key", SECRETS, {"metadata": {"name": "s3"}, "data": {"bad key": "cHc="}}),
+    post("secret typed", SECRETS, {"metadata": {"name": "s4"}, "type": "kubernetes.io/basic-auth", "data": {}}),
+    get("secret get", f"{SECRETS}/s1"),
+    patch("secret patch", f"{SECRETS}/s1", {"stringData": {"extra": "x"}}),
+    patch("secret type change", f"{SECRETS}/s1", {"type": "kubernetes.io/tls"}),
+    get("secret list", SECRETS),
+    delete("secret delete", f"{SECRETS}/s1"),
+    # --- events ----------------------------------------------------------------------------------------------------
+    post(
+        "event core create",
+        f"{NS}/events",
+        {
+            "metadata": {"name": "ev1"},
+            "involvedObject": {"kind": "Pod", "namespace": "diff", "name": "p2"},
+            "reason": "Tested",
+            "message": "hello",
+            "type": "Normal",
+            "source": {"component": "differential"},
+            "count": 1,
+        },
+    ),
+    post(
+        "event core bad namespace", f"{NS}/events", {"metadata": {"name": "ev0"}, "involvedObject": {"namespace": "x"}}
+    ),
+    post("event v1 create", EVENTS_V1, _EVENT_V1),
+    post("event v1 without eventTime", EVENTS_V1, {**_EVENT_V1, "metadata": {"name": "ev3"}, "eventTime": None}),
+    post(
+        "event v1 without controller", EVENTS_V1, {**_EVENT_V1, "metadata": {"name": "ev4"}, "reportingController": ""}
+    ),
+    get("event core as v1", f"{EVENTS_V1}/ev1"),
+    get("event v1 as core", f"{NS}/events/ev2"),
+    get("event v1 by regarding", f"{EVENTS_V1}?fieldSelector=regarding.name%3Dp2"),
+    get("event core by involvedObject", f"{NS}/events?fieldSelector=involvedObject.name%3Dp2"),
+    patch("event v1 patch note", f"{EVENTS_V1}/ev2", {"note": "changed"}),
+    delete("event core delete", f"{NS}/events/ev1"),
+    delete("event v1 delete", f"{EVENTS_V1}/ev2"),
+    # --- leases ------------------------------------------------------------------------------------------------------
+    post(
+        "lease create",
+        LEASES,
+        {"metadata": {"name": "l1"}, "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}},
+        save={"lease_rv": "metadata.resourceVersion"},
+    ),
+    post("lease bad duration", LEASES, {"metadata": {"name": "l2"}, "spec": {"leaseDurationSeconds": 0}}),
+    put(
+        "lease renew",
+        f"{LEASES}/l1",
+        {
+            "metadata": {"name": "l1", "resourceVersion": "$lease_rv"},
+            "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15, "renewTime": "2026-01-01T00:00:00.000000Z"},
+        },
+    ),
+    put(
+        "lease take over stale",
+        f"{LEASES}/l1",
+        {"metadata": {"name": "l1", "resourceVersion": "$lease_rv"}, "spec": {"holderIdentity": "you"}},
+    ),
+    delete("lease delete", f"{LEASES}/l1"),
+    # --- jobs ---------------------------------------------------------------------------------------------------------
+    post("job create", JOBS, _JOB, save={"j1_uid": "metadata.uid"}),
+    post("job bad restart policy", JOBS, {**_JOB, "metadata": {"name": "j2"}, "spec": {"template": pod("x")}}),
+    post(
+        "job negative completions",
+        JOBS,
+        {**_JOB, "metadata": {"name": "j3"}, "spec": {**_JOB["spec"], "completions": -1}},
+    ),  # type: ignore[dict-item]
+    get("job get", f"{JOBS}/j1"),
+    patch(
+        "job change template",
+        f"{JOBS}/j1",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "x"}]}}}},
+        "strategic",
+    ),
+    patch("job suspend", f"{JOBS}/j1", {"spec": {"suspend": True}}),
+    patch("job status", f"{JOBS}/j1/status", {"status": {"active": 1}}),
+    post(
+        "job dependent pod",
+        f"{NS}/pods",
+        {
+            **pod("j1-pod"),
+            "metadata": {
+                "name": "j1-pod",
+                "ownerReferences": [
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": "j1", "uid": "$j1_uid", "controller": True}
+                ],
+            },
+        },
+    ),
+    delete("job delete default policy", f"{JOBS}/j1"),
+    gone("job gone", f"{JOBS}/j1"),
+    get("job pod orphaned", f"{NS}/pods/j1-pod"),
+    post("job k2 create", JOBS, {**_JOB, "metadata": {"name": "j4"}}),
+    delete("job delete background", f"{JOBS}/j4?propagationPolicy=Background"),
+    # --- priority classes ---------------------------------------------------------------------------------------------
+    post("priorityclass create", PCS, {"metadata": {"name": "diff-high"}, "value": 1000, "description": "d"}),
+    post("priorityclass too high", PCS, {"metadata": {"name": "diff-huge"}, "value": 2_000_000_000}),
+    post("priorityclass no value", PCS, {"metadata": {"name": "diff-none"}}),
+    patch("priorityclass change value", f"{PCS}/diff-high", {"value": 5}),
+    get("priorityclass system", f"{PCS}/system-node-critical"),
+    post("pod with priority class", f"{NS}/pods", pod("prioritised", priorityClassName="diff-high")),
+    delete("priorityclass delete", f"{PCS}/diff-high"),
+    # --- finalizers ---------------------------------------------------------------------------------------------------
+    post("finalized create", CMS, configmap("held", finalizers=["example.com/hold"])),
+    delete("finalized delete", f"{CMS}/held"),
+    get("finalized terminating", f"{CMS}/held"),
+    patch(
+        "finalizer added while deleting",
+        f"{CMS}/held",
+        {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}},
+    ),
+    put("finalized update data", f"{CMS}/held", configmap("held", {"b": "2"}, finalizers=["example.com/hold"])),
+    patch("finalizer removed", f"{CMS}/held", {"metadata": {"finalizers": None}}),
+    get("finalized gone", f"{CMS}/held"),
+    # --- garbage collection -------------------------------------------------------------------------------------------
+    post("owner orphan create", CMS, configmap("owner1"), save={"owner1_uid": "metadata.uid"}),
+    post("dependent orphan create", CMS, _owned("dep1", "owner1")),
+    delete("owner delete orphan", f"{CMS}/owner1", {"propagationPolicy": "Orphan"}),
+    gone("owner orphan gone", f"{CMS}/owner1"),
+    get("dependent orphaned", f"{CMS}/dep1"),
+    post("owner foreground create", CMS, configmap("owner2"), save={"owner2_uid": "metadata.uid"}),
+    post("dependent foreground create", CMS, _owned("dep2", "owner2", blockOwnerDeletion=True)),
+    delete("owner delete foreground", f"{CMS}/owner2?propagationPolicy=Foreground"),
+    gone("dependent foreground gone", f"{CMS}/dep2"),
+    gone("owner foreground gone", f"{CMS}/owner2"),
+    post("owner background create", CMS, configmap("owner3"), save={"owner3_uid": "metadata.uid"}),
+    post("dependent background create", CMS, _owned("dep3", "owner3")),
+    delete("owner delete background", f"{CMS}/owner3?propagationPolicy=Background"),
+    gone("dependent background gone", f"{CMS}/dep3"),
+    delete("owner delete orphanDependents", f"{CMS}/dep1", {"orphanDependents": True}),
+    # --- terminating namespaces ---------------------------------------------------------------------------------------
+    post("term namespace create", "/api/v1/namespaces", {"metadata": {"name": "diff-term"}}),
+    post(
+        "term held create", "/api/v1/namespaces/diff-term/configmaps", configmap("held", finalizers=["example.com/h"])
+    ),
+    post("term plain create", "/api/v1/namespaces/diff-term/configmaps", configmap("plain")),
+    delete("term namespace delete", "/api/v1/namespaces/diff-term"),
+    post("create in terminating namespace", "/api/v1/namespaces/diff-term/configmaps", configmap("late")),
+    get("term namespace terminating", "/api/v1/namespaces/diff-term"),
+    gone("term plain deleted", "/api/v1/namespaces/diff-term/configmaps/plain"),
+    patch("term held released", "/api/v1/namespaces/diff-term/configmaps/held", {"metadata": {"finalizers": None}}),
+    gone("term namespace gone", "/api/v1/namespaces/diff-term"),
+]

@@ -1,0 +1,112 @@
+"""``cluster serve`` answers as the real kube-apiserver v1.36 does: one scripted sequence of requests and kubectl
+commands (tests/realkube/differential) against both, compared step by step.
+
+The real side is etcd and kube-apiserver with three controllers of kube-controller-manager: the ServiceAccount
+controller (pods are refused until a namespace has its ``default`` ServiceAccount), the garbage collector and the
+namespace controller, whose work ``cluster serve``'s store does itself (dependents, ``orphan`` and
+``foregroundDeletion`` finalizers, a namespace's contents). No scheduler, kubelet, KWOK or Job controller on either
+side. ``cluster serve`` runs with no nodes, no kubelet and no controllers.
+
+Per step the status code must be equal. Every other difference (Status reason, causes, fields present and their
+types, watch events, kubectl output) must be in :data:`ALLOWED` with the reason it is there; a new one fails, and so
+does an allowed one that no longer occurs (the list says what is true).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubeflux.controlplane import Binaries, ControlPlane
+from kubeflux.sim.apiserver.app import ServerSettings
+from kubeflux.sim.apiserver.resources import default_registry
+from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.apiserver.store import Store
+
+from .differential import steps_objects, steps_pods, steps_reads
+from .differential.known import KNOWN
+from .differential.runner import Observation, Server, Step, differences, run
+
+STEPS: list[Step] = [*steps_pods.STEPS, *steps_objects.STEPS, *steps_reads.STEPS]
+
+EXPLAINED: dict[tuple[str, str], str] = {}
+"""(step name pattern, difference pattern) → why the difference stays (fnmatch patterns)."""
+ALLOWED = {**EXPLAINED, **KNOWN}
+
+
+@pytest.fixture(scope="module")
+def real(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    plane = ControlPlane(tmp_path_factory.mktemp("real"), binaries).start()
+    try:
+        plane.start_controller_manager("--controllers=serviceaccount,garbagecollector,namespace")
+        yield Server(
+            "real",
+            plane.server,
+            binaries.path("kubectl"),
+            plane.kubeconfig,
+            cert=(plane.pki / "admin.crt", plane.pki / "admin.key"),
+            ca=plane.ca,
+        )
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
+def served(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("served")
+    server = ApiServer([], settings=ServerSettings(), store=Store(default_registry())).start()
+    try:
+        kubeconfig = server.write_kubeconfig(folder / "kubeconfig")
+        yield Server("served", server.url, binaries.path("kubectl"), kubeconfig)
+    finally:
+        server.stop()
+
+
+def _run_both(real: Server, served: Server) -> tuple[list[Observation], list[Observation]]:
+    results: dict[str, list[Observation]] = {}
+
+    def one(server: Server) -> None:
+        results[server.name] = run(server, STEPS)
+
+    threads = [threading.Thread(target=one, args=(s,)) for s in (real, served)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results["real"], results["served"]
+
+
+def _allowed(step: str, difference: str) -> tuple[str, str] | None:
+    for key in ALLOWED:
+        if fnmatch.fnmatchcase(step, key[0]) and fnmatch.fnmatchcase(difference, key[1]):
+            return key
+    return None
+
+
+def test_cluster_serve_answers_as_the_real_api_server(real: Server, served: Server, tmp_path: Path) -> None:
+    assert len({s.name for s in STEPS}) == len(STEPS), "step names are unique"
+    real_seen, served_seen = _run_both(real, served)
+    unexplained: list[str] = []
+    codes: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for step, a, b in zip(STEPS, real_seen, served_seen, strict=True):
+        for difference in differences(a, b):
+            key = _allowed(step.name, difference)
+            if difference.startswith("code "):
+                codes.append(f"{step.name}: {difference}")
+            if key is None:
+                shown = f" ({a.message[:200]!r} | {b.message[:200]!r})" if difference.startswith("code ") else ""
+                unexplained.append(f"{step.name}: {difference}{shown}")
+            else:
+                used.add(key)
+    report = "\n".join(unexplained)
+    (Path(os.environ.get("KUBEFLUX_DIFFERENTIAL_REPORT") or tmp_path / "differences.txt")).write_text(report)
+    stale = [f"{k[0]}: {k[1]}" for k in ALLOWED if k not in used]
+    print(f"{len(STEPS)} steps; {len(codes)} status-code differences; {len(unexplained)} unexplained")
+    assert not unexplained, f"{len(unexplained)} unexplained differences:\n{report}"
+    assert not stale, "allowed differences that no longer occur:\n" + "\n".join(stale)
