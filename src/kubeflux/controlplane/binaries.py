@@ -34,7 +34,6 @@ class Binaries:
         (``kubeflux/data/kwok``: a pod of no Job completes after the delay its annotation asks)."""
         return [*sorted((self.folder / "stages").glob("*.yaml")), *sorted(_OWN_STAGES.glob("*.yaml"))]
 
-
     @property
     def crds(self) -> list[Path]:
         """CustomResourceDefinitions kubeflux reads that a cluster may not have: coscheduling's PodGroup."""
