@@ -24,7 +24,7 @@ from kubeflux.kube.serve import Serve
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 
-from .conftest import Api, eventually, phase, ready
+from .conftest import Api, eventually, phase, ready, running_plane
 from .watching import PodWatch
 
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
@@ -34,22 +34,9 @@ EXIT_CODE = "sim.kubeflux.io/exit-code"
 
 @pytest.fixture
 def plane(binaries: Binaries, tmp_path: Path) -> Iterator[ControlPlane]:
-    started = ControlPlane(tmp_path / "plane", binaries).start()
-    try:
-        started.start_controller_manager()
-        started.start_kwok()
+    """A control plane of the test's own (:func:`~tests.realkube.conftest.running_plane`)."""
+    with running_plane(binaries, tmp_path / "plane") as started:
         yield started
-    finally:
-        started.stop()
-
-
-@pytest.fixture
-def api(plane: ControlPlane) -> Iterator[Api]:
-    made = Api(plane.kubeconfig)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def nodes(plane: ControlPlane, api: Api, count: int, cpu: int) -> dict[str, int]:

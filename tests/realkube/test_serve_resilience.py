@@ -40,7 +40,7 @@ from kubeflux.scheduler.objects import WALLTIME_ANNOTATION
 from kubeflux.scheduler.quantity import canonical_value
 from tests.shared import REPO
 
-from .conftest import CEILING, Api, client, eventually, phase, ready
+from .conftest import CEILING, Api, client, eventually, phase, ready, running_plane
 
 SERVICE_ACCOUNT = "system:serviceaccount:kubeflux-system:kubeflux"
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
@@ -58,13 +58,8 @@ def plane(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Itera
     policy = folder / "audit-policy.yaml"
     policy.write_text(AUDIT_POLICY)
     audit = [f"--audit-policy-file={policy}", f"--audit-log-path={folder / 'audit.log'}", "--audit-log-maxsize=0"]
-    started = ControlPlane(folder, binaries, apiserver_args=audit).start()
-    try:
-        started.start_controller_manager()
-        started.start_kwok()
+    with running_plane(binaries, folder, apiserver_args=audit) as started:
         yield started
-    finally:
-        started.stop()
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
