@@ -35,14 +35,15 @@ kube: $(STAMP)
 	$(BIN)/python tools/kube/protobuf_gen.py $(KUBE_FLAGS) build/kube/proto
 
 # The suite runs on the engine users run (compiled when built); the tests that patch the engine's internals run on
-# the pure engine in a second pass (tests/conftest.py). A module of tests against the real control plane runs on one
+# the pure engine in a second pass (tests/conftest.py), with Fluxion's corpora, which check the pure engine that
+# machines without a C compiler run (marked both_engines). A module of tests against the real control plane runs on one
 # worker (--dist loadgroup), which starts its control plane once.
 test: native kube
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
-	KUBEFLUX_PURE=1 $(BIN)/python -m pytest -n 2 -q -m pure_engine
+	KUBEFLUX_PURE=1 $(BIN)/python -m pytest -n 2 -q -m "pure_engine or both_engines"
 
 experiments: native
 	$(BIN)/python -m kubeflux.sim.experiments
