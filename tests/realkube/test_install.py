@@ -22,6 +22,8 @@ from kubeflux.kube.config import ServeConfig, parse_config
 from tests.kube.test_deploy import CALLS, _calls_in_code
 from tests.shared import REPO, unavailable
 
+from .conftest import running_plane
+
 DEPLOY = REPO / "deploy"
 CHART = DEPLOY / "helm" / "kubeflux"
 HA_VALUES = CHART / "ci" / "ha-values.yaml"
@@ -204,20 +206,12 @@ def test_more_replicas_without_leader_election_are_refused(helm: Helm) -> None:
 @pytest.fixture(scope="module")
 def plane(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """The API groups serve reads all served: coscheduling's PodGroup CRD installed, and Kubernetes' own PodGroups
-    (``scheduling.k8s.io/v1alpha2``) enabled, so ``kubectl auth can-i`` resolves every resource it is asked about;
-    the controller manager gives each namespace its default ServiceAccount and the Deployments their ReplicaSets."""
-    started = ControlPlane(
-        tmp_path_factory.mktemp("plane"),
-        binaries,
-        feature_gates={"GenericWorkload": True, "GangScheduling": True},
-        runtime_config={"scheduling.k8s.io/v1alpha2": "true"},
-    ).start()
-    try:
-        started.install_crds()
-        started.start_controller_manager()
+    (``scheduling.k8s.io/v1alpha2``) enabled, so ``kubectl auth can-i`` resolves every resource it is asked about."""
+    gates = {"GenericWorkload": True, "GangScheduling": True}
+    runtime = {"scheduling.k8s.io/v1alpha2": "true"}
+    folder = tmp_path_factory.mktemp("plane")
+    with running_plane(binaries, folder, crds=True, feature_gates=gates, runtime_config=runtime) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture(scope="module")
