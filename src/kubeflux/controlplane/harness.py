@@ -434,8 +434,8 @@ class ControlPlane:
         labels: Mapping[str, str] | None = None,
         extra: Mapping[str, str] | None = None,
     ) -> list[str]:
-        """Create ``count`` nodes KWOK runs (``cpu``, ``memory`` and 110 pods each, plus ``extra`` resources such as
-        ``nvidia.com/gpu``); their names."""
+        """Make ``count`` nodes KWOK runs (``cpu``, ``memory`` and 110 pods each, plus ``extra`` resources such as
+        ``nvidia.com/gpu``), or make them so again; their names."""
         names = [f"{prefix}{i}" for i in range(count)]
         capacity = {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}
         docs = [
@@ -451,7 +451,11 @@ class ControlPlane:
             }
             for name in names
         ]
-        self.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+        # applied, not created: a cluster started again on its folder (its etcd kept) has them already
+        listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+        self.kubectl(
+            "apply", "--server-side", "--force-conflicts", "--field-manager=kubeflux-kube-up", "-f", "-", input=listed
+        )
         return names
 
     # ------------------------------------------------------------------ plumbing

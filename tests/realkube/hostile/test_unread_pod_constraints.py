@@ -99,8 +99,10 @@ def test_two_pods_that_may_not_share_a_node_are_not_both_bound_to_it(
         stop_serve(serve)
 
 
-@pytest.mark.xfail(strict=True, reason="serve ignores volumes: a pod whose PersistentVolumeClaim does not exist is bound")
-def test_a_pod_whose_claim_does_not_exist_is_not_bound(plane: ControlPlane, api: Api, namespaced: tuple[str, str]) -> None:
+@pytest.mark.xfail(strict=True, reason="serve ignores volumes: a pod whose PersistentVolumeClaim is missing is bound")
+def test_a_pod_whose_claim_does_not_exist_is_not_bound(
+    plane: ControlPlane, api: Api, namespaced: tuple[str, str]
+) -> None:
     """kube-scheduler: ``0/N nodes are available: persistentvolumeclaim "nope" not found``; the pod waits."""
     namespace, pool = namespaced
     volume = {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "nope"}}]}
