@@ -23,9 +23,11 @@ import orjson
 import yaml
 
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.authorization import ReviewStrategy
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
 from kubeflux.sim.apiserver.discovery import discovery_document
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
@@ -168,7 +170,10 @@ class ApiApp:
         try:
             await self._handle(scope, receive, send)
         except ApiError as exc:
-            await self._respond(send, exc.code, exc.status(), output=self._error_output(scope))
+            if exc.plain is not None:
+                await self._respond(send, exc.code, exc.plain, "text/plain; charset=utf-8" if exc.plain else "")
+            else:
+                await self._respond(send, exc.code, exc.status(), output=self._error_output(scope))
         except RecursionError:
             body = errors.bad_request("the request body is nested too deeply").status()
             await self._respond(send, 400, body, output=self._error_output(scope))
@@ -192,7 +197,9 @@ class ApiApp:
             data = body if isinstance(body, bytes) else orjson.dumps(body)
         else:
             data, content_type = self.media.encode(body, output)
-        headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
+        headers = [(b"content-length", str(len(data)).encode())]
+        if content_type:
+            headers.append((b"content-type", content_type.encode()))
         try:
             await send({"type": "http.response.start", "status": code, "headers": headers})
             await send({"type": "http.response.body", "body": data})
@@ -264,10 +271,17 @@ class ApiApp:
             return
         target, watch_path = self._target(parts)
         if target is None:
+            if parts[:1] == ["apis"] and len(parts) > 1 and parts[1] not in self.registry.group_versions():
+                raise errors.page_not_found()
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         content_type = headers.get("content-type", "")
         accept = headers.get("accept", "")
         output = self.media.output(accept, target.resource.api_version)
+        if target.subresource == "log":
+            if method != "GET":
+                raise errors.method_not_allowed(f"{method} is not allowed on pods/log")
+            await self._respond(send, 200, self._log(target, query), "text/plain")
+            return
         if method == "GET":
             as_table = wants_table(accept)
             if watch_path or not target.name:
@@ -288,7 +302,7 @@ class ApiApp:
         manager = field_manager(query, headers.get("user-agent", "")) if method != "DELETE" else ""
         with self.store.request(manager, dry=dry):
             if method == "POST":
-                code, body = self._post(target, body_bytes, content_type)
+                code, body = self._post(target, body_bytes, content_type, manager)
             elif method == "PUT":
                 code, body = 200, self._put(target, body_bytes, content_type)
             elif method == "PATCH":
@@ -399,9 +413,32 @@ class ApiApp:
             "items": result.items,
         }
 
-    def _post(self, target: Target, data: bytes, content_type: str) -> tuple[int, Any]:
+    def _log(self, target: Target, query: dict[str, str]) -> bytes:
+        """``pods/NAME/log``: the container is checked as the real server checks it; the simulated containers
+        write nothing, and a pod not yet bound has no kubelet to ask (the real server answers it empty too)."""
+        pod = self.store.get(target.resource, target.namespace, target.name)
+        spec = pod.get("spec") or {}
+        names = [c.get("name") for c in spec.get("containers") or () if isinstance(c, dict)]
+        others = [c.get("name") for f in ("initContainers", "ephemeralContainers") for c in spec.get(f) or ()]
+        container = query.get("container", "")
+        if not container and len(names) != 1:
+            if not names:
+                raise errors.bad_request(f"a container name must be specified for pod {target.name}")
+            listed = " ".join(str(n) for n in [*names, *others])
+            raise errors.bad_request(f"a container name must be specified for pod {target.name}, choose one of: [{listed}]")
+        if container and container not in names and container not in others:
+            raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
+        return b""
+
+    def _post(self, target: Target, data: bytes, content_type: str, manager: str = "") -> tuple[int, Any]:
         resource = target.resource
         body = self._decode(data, content_type, resource.api_version)
+        if isinstance(resource.strategy, ReviewStrategy):
+            answer = resource.strategy.answer(body, target.namespace)
+            if manager and answer["spec"]:  # the request's fields are the client's, as the real server records
+                asked = {"apiVersion": answer["apiVersion"], "metadata": {}, "spec": answer["spec"]}
+                answer["metadata"]["managedFields"] = managed_after(None, asked, manager, "Update", self.store.now())
+            return 201, answer
         if resource.create_only:
             pods = self.registry.find("", "v1", "pods")
             meta = body.get("metadata") if isinstance(body, dict) else None

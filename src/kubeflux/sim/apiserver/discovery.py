@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeflux import __version__
+from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.openapi import openapi_v3_paths
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
@@ -42,10 +43,10 @@ def discovery_document(registry: Registry, parts: list[str], address: str) -> An
     if parts == ["apis"]:
         groups = [_group(g, vs) for g, vs in registry.group_versions().items() if g]
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+    if len(parts) in (2, 3) and parts[0] == "apis" and parts[1] not in registry.group_versions():
+        raise errors.page_not_found()
     if len(parts) == 2 and parts[0] == "apis":
-        versions = registry.group_versions().get(parts[1])
-        if versions is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        versions = registry.group_versions()[parts[1]]
         return {"kind": "APIGroup", "apiVersion": "v1"} | _group(parts[1], versions)
     if (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis"):
         group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
@@ -56,6 +57,16 @@ def discovery_document(registry: Registry, parts: list[str], address: str) -> An
     if parts[:2] == ["openapi", "v3"]:
         return openapi_v3_paths(registry, parts[2:])
     return None
+
+
+_SUBRESOURCES: dict[str, tuple[str, list[str]]] = {
+    "binding": ("Binding", ["create"]),
+    "eviction": ("Eviction", ["create"]),
+    "log": ("", ["get"]),
+    "finalize": ("", ["update"]),
+}
+"""Subresources whose kind or verbs are not their resource's ``get``/``patch``/``update`` (``""``: the resource's
+kind)."""
 
 
 def _group(group: str, versions: list[str]) -> dict[str, Any]:
@@ -79,8 +90,8 @@ def _resource_list(group: str, version: str, resources: list[ResourceType]) -> d
             entry["categories"] = list(r.categories)
         listed.append(entry)
         for sub in r.subresources:
-            kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, r.kind)
-            verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
+            kind, verbs = _SUBRESOURCES.get(sub, (r.kind, ["get", "patch", "update"]))
+            kind = kind or r.kind
             listed.append(
                 {
                     "name": f"{r.plural}/{sub}",

@@ -21,6 +21,7 @@ from kubeflux.scheduler.kube_objects import (
     podgroup_from_manifest,
 )
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.authorization import review_resources
 from kubeflux.sim.apiserver.data_strategies import (
     ConfigMapStrategy,
     SecretStrategy,
@@ -598,7 +599,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("status",)),
         ResourceType("", "v1", "nodes", "Node", False, NodeStrategy(), ("no",), (), ("status",)),
         ResourceType(
-            "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction")
+            "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction", "log")
         ),
         ResourceType("", "v1", "bindings", "Binding", True, create_only=True),
         ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
@@ -644,6 +645,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
             ),
             ResourceType("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, WorkloadStrategy()),
         ]
+    resources += review_resources()
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS
