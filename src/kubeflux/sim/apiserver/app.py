@@ -30,7 +30,7 @@ from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
-from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
+from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, OpenApi, openapi_v2_json
 from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_manager
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
@@ -144,6 +144,7 @@ class ApiApp:
         self.activity: Activity | None = None
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
         self.media = Renderer()
+        self.openapi = OpenApi(self.registry)
 
     def shutdown(self) -> None:
         """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
@@ -191,7 +192,13 @@ class ApiApp:
 
     # -- plumbing --------------------------------------------------------------------------------------------
     async def _respond(
-        self, send: Send, code: int, body: Any, content_type: str = _JSON, output: Output = JSON_OUTPUT
+        self,
+        send: Send,
+        code: int,
+        body: Any,
+        content_type: str = _JSON,
+        output: Output = JSON_OUTPUT,
+        extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         if output is JSON_OUTPUT:
             data = body if isinstance(body, bytes) else orjson.dumps(body)
@@ -200,6 +207,8 @@ class ApiApp:
         headers = [(b"content-length", str(len(data)).encode())]
         if content_type:
             headers.append((b"content-type", content_type.encode()))
+        if extra:
+            headers.extend(extra)
         try:
             await send({"type": "http.response.start", "status": code, "headers": headers})
             await send({"type": "http.response.body", "body": data})
@@ -262,6 +271,13 @@ class ApiApp:
                 await self._respond(send, 200, b"", OPENAPI_V2_PROTOBUF)
             else:
                 await self._respond(send, 200, openapi_v2_json())
+            return
+        if parts[:2] == ["openapi", "v3"] and method == "GET":
+            if len(parts) == 2:  # the index, in the real server's content type
+                await self._respond(send, 200, self.openapi.index(), "text/plain; charset=utf-8")
+                return
+            code, extra, data = self.openapi.answer(parts[2:], query)
+            await self._respond(send, code, data, _JSON if data else "", extra=extra)
             return
         discovery = self._discovery(parts, scope)
         if discovery is not None:
@@ -425,7 +441,8 @@ class ApiApp:
             if not names:
                 raise errors.bad_request(f"a container name must be specified for pod {target.name}")
             listed = " ".join(str(n) for n in [*names, *others])
-            raise errors.bad_request(f"a container name must be specified for pod {target.name}, choose one of: [{listed}]")
+            why = f"a container name must be specified for pod {target.name}, choose one of: [{listed}]"
+            raise errors.bad_request(why)
         if container and container not in names and container not in others:
             raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
         return b""

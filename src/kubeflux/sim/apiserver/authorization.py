@@ -73,17 +73,18 @@ class ReviewStrategy(Strategy):
             raise ApiError(400, "BadRequest", f"the body must be a {self.kind}")
         spec = body.get("spec")
         spec = spec if isinstance(spec, dict) else {}
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        given = body.get("metadata")
+        meta: Object = given if isinstance(given, dict) else {}
         head: Object = {"kind": self.kind, "apiVersion": f"{GROUP}/v1"}
         if self.kind == "SelfSubjectRulesReview":
             if not isinstance(spec.get("namespace", ""), str):
                 raise _invalid([Cause("spec.namespace", "Invalid value: must be a string")])
             return {**head, "metadata": {}, "spec": {}, "status": dict(_EVERYTHING_RULES)}
         causes = _attributes_causes(spec)
-        if self.kind in ("SubjectAccessReview", "LocalSubjectAccessReview") and not causes:
-            if not spec.get("user") and not spec.get("groups"):
-                message = 'Invalid value: "": at least one of user or group must be specified'
-                causes.append(Cause("spec.user", message))
+        about_another = self.kind in ("SubjectAccessReview", "LocalSubjectAccessReview")
+        if about_another and not causes and not spec.get("user") and not spec.get("groups"):
+            message = 'Invalid value: "": at least one of user or group must be specified'
+            causes.append(Cause("spec.user", message))
         if self.kind == "LocalSubjectAccessReview" and not causes:
             attributes = spec.get("resourceAttributes") or {}
             if attributes.get("namespace", "") != namespace:

@@ -1,4 +1,4 @@
-"""Discovery: ``/version``, ``/api``, ``/apis``, group and group/version resource lists, ``/openapi/v3``.
+"""Discovery: ``/version``, ``/api``, ``/apis``, group and group/version resource lists.
 
 Answered in the legacy form (``APIVersions``, ``APIGroupList``, ``APIResourceList``): kubectl and client-go ask
 for aggregated discovery first and fall back to it when the response's content type is plain JSON.
@@ -11,7 +11,6 @@ from typing import Any
 from kubeflux import __version__
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.openapi import openapi_v3_paths
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 
 __all__ = ["KUBERNETES_VERSION", "discovery_document"]
@@ -54,8 +53,6 @@ def discovery_document(registry: Registry, parts: list[str], address: str) -> An
         if not resources:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return _resource_list(group, version, resources)
-    if parts[:2] == ["openapi", "v3"]:
-        return openapi_v3_paths(registry, parts[2:])
     return None
 
 
