@@ -129,6 +129,15 @@ def _int(query: dict[str, str], name: str) -> int | None:
         raise errors.bad_request(f"{name}: invalid integer {text!r}") from exc
 
 
+def _list_item(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as a list shows it: without ``kind`` and ``apiVersion`` (the list's kind says them), as the real
+    server's lists. A shallow copy (the stored version is shared), two keys taken out: C-level dict work."""
+    item = dict(obj)
+    item.pop("kind", None)
+    item.pop("apiVersion", None)
+    return item
+
+
 class ApiApp:
     """The ASGI application serving ``store``."""
 
@@ -396,9 +405,8 @@ class ApiApp:
         if target.name:
             obj = self.store.get(resource, target.namespace, target.name)
             if as_table:
-                return table(
-                    resource, [obj], self.store.clock(), {"resourceVersion": obj["metadata"]["resourceVersion"]}
-                )
+                version = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+                return table(resource, [obj], self.store.clock(), version, objects_as=query.get("includeObject", ""))
             return obj
         labels, fields = self._selectors(resource, query)
         limit = _int(query, "limit") or 0
@@ -419,14 +427,16 @@ class ApiApp:
         metadata: dict[str, Any] = {"resourceVersion": str(result.rv)}
         if result.continue_token:
             metadata["continue"] = result.continue_token
-            metadata["remainingItemCount"] = result.remaining
+            if labels.empty and fields.empty:  # the real server cannot count what a selector would leave
+                metadata["remainingItemCount"] = result.remaining
         if as_table:
-            return table(resource, result.items, self.store.clock(), metadata)
+            rows = query.get("includeObject", "")
+            return table(resource, result.items, self.store.clock(), metadata, objects_as=rows)
         return {
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,
             "metadata": metadata,
-            "items": result.items,
+            "items": [_list_item(item) for item in result.items],
         }
 
     def _log(self, target: Target, query: dict[str, str]) -> bytes:
@@ -567,24 +577,20 @@ class ApiApp:
                 details = {"name": meta["name"], "group": resource.group, "kind": resource.plural, "uid": meta["uid"]}
                 return 200, errors.status_success(200, **{k: v for k, v in details.items() if v})
             return 200, obj
+        if not resource.verbs_allow("deletecollection"):
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         labels, fields = self._selectors(resource, query)
         listed = self.store.list_objects(resource, target.namespace, labels, fields)
-        deleted = []
         for item in listed.items:
             meta = item["metadata"]
-            try:
-                deleted.append(
-                    self.store.delete(
-                        resource, meta.get("namespace", ""), meta["name"], grace=grace, propagation=propagation
-                    )
-                )
-            except ApiError:
-                continue
-        return 200, {
+            with contextlib.suppress(ApiError):
+                namespace = meta.get("namespace", "")
+                self.store.delete(resource, namespace, meta["name"], grace=grace, propagation=propagation)
+        return 200, {  # the objects as listed before their deletion, as the real server answers
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,
             "metadata": {"resourceVersion": str(self.store.rv)},
-            "items": deleted,
+            "items": [_list_item(item) for item in listed.items],
         }
 
     # -- watch -----------------------------------------------------------------------------------------------
@@ -697,7 +703,7 @@ class ApiApp:
                 if len(batch) >= 256:
                     await self._write(send, b"".join(batch))
                     batch = []
-            if initial_events:
+            if initial_events and bookmarks:  # the real server sends it only to a client that allows bookmarks
                 batch.append(self.media.bookmark(resource, start_rv, output, initial_end=True))
             if batch:
                 await self._write(send, b"".join(batch))

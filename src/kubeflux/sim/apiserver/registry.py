@@ -90,6 +90,8 @@ class Strategy:
     goes at once (pods)."""
     returns_deleted_object = False
     """A delete that removes the object at once answers with it (pods, nodes ...); others answer ``Status``."""
+    delete_collection = True
+    """``DELETE`` of the collection is served (not of namespaces, as on the real server)."""
 
     def decode_error(self, obj: Object) -> str:
         """Why ``obj`` could not be decoded into its Go type (a 400, not a 422: a string where a number goes, a bad
@@ -164,7 +166,12 @@ class ResourceType:
             return ["get", "list", "watch"]
         if self.create_only:
             return ["create"]
+        if not self.strategy.delete_collection:
+            return ["create", "delete", "get", "list", "patch", "update", "watch"]
         return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+    def verbs_allow(self, verb: str) -> bool:
+        return verb in self.verbs()
 
 
 class Registry:

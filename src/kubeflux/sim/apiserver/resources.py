@@ -324,6 +324,7 @@ class NodeStrategy(Strategy):
 
 class NamespaceStrategy(Strategy):
     has_status = True
+    delete_collection = False
     fields = frozenset({"status.phase"})
     name_causes = staticmethod(dns_label_causes)
 
