@@ -25,7 +25,7 @@ import yaml
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.authorization import ReviewStrategy
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
-from kubeflux.sim.apiserver.discovery import discovery_document
+from kubeflux.sim.apiserver.discovery import AGGREGATED, aggregated_discovery, discovery_document, wants_aggregated
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
@@ -76,8 +76,13 @@ class ServerSettings:
     """How often an idle watch that allows bookmarks gets one."""
     default_watch_seconds: float = 1800.0
     fresh_wait_seconds: float = 3.0
-    """How long a list or watch from a version the server has not reached waits for it before the 504 (the real
-    watch cache waits 3 s)."""
+    """How long a list from a version the server has not reached waits for it before the 504 (the real watch cache
+    waits 3 s)."""
+    watch_future_waits: bool = True
+    """A watch from a version the server has not reached waits for it silently, as the real server's does (only a
+    list says 504). False: it waits :attr:`fresh_wait_seconds`, then ends with an ``ERROR`` event of that 504, as
+    this server answered before; for a client that relies on it (kubeflux serve's reflector until it relists after
+    a failed watch, as client-go's does)."""
     address: str = "127.0.0.1:0"
 
 
@@ -288,6 +293,9 @@ class ApiApp:
             code, extra, data = self.openapi.answer(parts[2:], query)
             await self._respond(send, code, data, _JSON if data else "", extra=extra)
             return
+        if parts in (["api"], ["apis"]) and method == "GET" and wants_aggregated(headers.get("accept", "")):
+            await self._respond(send, 200, aggregated_discovery(self.registry, parts == ["api"]), AGGREGATED)
+            return
         discovery = self._discovery(parts, scope)
         if discovery is not None:
             if method != "GET":
@@ -309,9 +317,11 @@ class ApiApp:
             return
         if method == "GET":
             as_table = wants_table(accept)
-            if watch_path or not target.name:
+            watching = watch_path or (not target.name and _bool(query, "watch"))
+            waits = watching and self.settings.watch_future_waits and not _bool(query, "sendInitialEvents")
+            if (watch_path or not target.name) and not waits:  # a watch that waits needs no head start
                 await self._wait_for_version(query.get("resourceVersion", ""))
-            if watch_path or (not target.name and _bool(query, "watch")):
+            if watching:
                 await self._watch(target, query, receive, send, as_table, output)
                 return
             body = self._get(target, query, as_table)
@@ -618,6 +628,7 @@ class ApiApp:
                 fields,
                 query.get("resourceVersion", ""),
                 initial_events=initial_events,
+                future_waits=self.settings.watch_future_waits,
             )
         except ApiError as exc:
             if exc.code not in (410, 504):  # history gone or not reached: one ERROR event, as the watch cache does

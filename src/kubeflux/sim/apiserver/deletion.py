@@ -37,6 +37,43 @@ def read_only(resource: ResourceType) -> ApiError:
     )
 
 
+_SETTLED = (
+    ("NamespaceDeletionDiscoveryFailure", "ResourcesDiscovered", "All resources successfully discovered"),
+    ("NamespaceDeletionGroupVersionParsingFailure", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+    (
+        "NamespaceDeletionContentFailure",
+        "ContentDeleted",
+        "All content successfully deleted, may be waiting on finalization",
+    ),
+)
+"""The namespace controller's conditions that are False once it has deleted what it could."""
+
+
+def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], now: str) -> list[Object]:
+    """The conditions kube-controller-manager's namespace controller writes on a Terminating namespace whose
+    content (``remaining``: count by ``resource.group``) and finalizers (count by name) hold it."""
+
+    def condition(type_: str, status: str, reason: str, message: str) -> Object:
+        return {"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}
+
+    conditions = [condition(type_, "False", reason, message) for type_, reason, message in _SETTLED]
+    content = ", ".join(f"{name} has {count} resource instances" for name, count in sorted(remaining.items()))
+    held = ", ".join(f"{name} in {count} resource instances" for name, count in sorted(finalizers.items()))
+    if content:
+        message = f"Some resources are remaining: {content}"
+        conditions.append(condition("NamespaceContentRemaining", "True", "SomeResourcesRemain", message))
+    else:
+        message = "All content successfully removed"
+        conditions.append(condition("NamespaceContentRemaining", "False", "ContentRemoved", message))
+    if held:
+        message = f"Some content in the namespace has finalizers remaining: {held}"
+        conditions.append(condition("NamespaceFinalizersRemaining", "True", "SomeFinalizersRemain", message))
+    else:
+        message = "All content-preserving finalizers have been removed"
+        conditions.append(condition("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers", message))
+    return conditions
+
+
 class Deletion:
     """The deletion side of ``store`` (see the module docstring)."""
 
@@ -152,7 +189,6 @@ class Deletion:
             return obj
         new = clone(obj)
         new["metadata"]["deletionTimestamp"] = self.store.now()
-        new["metadata"]["deletionGracePeriodSeconds"] = 0
         new["status"] = {"phase": "Terminating"}
         stored = self.store.put(self.store.namespaces, key, new, obj, "MODIFIED")
         if not self.store.dry:
@@ -215,6 +251,32 @@ class Deletion:
                 except ApiError:
                     continue
         self._reap_namespace(namespace)
+        self._report_remaining(namespace)
+
+    def _report_remaining(self, namespace: str) -> None:
+        """A Terminating namespace that content still holds says what, in the namespace controller's conditions."""
+        assert self.store.namespaces is not None
+        ns_key = object_key("", namespace)
+        ns = self.store.collection_of(self.store.namespaces).objects.get(ns_key)
+        if ns is None:
+            return
+        remaining: dict[str, int] = {}
+        finalizers: dict[str, int] = {}
+        for resource in self.store.registry.resources:
+            if not resource.namespaced or resource.to_view or resource.read_only_empty:
+                continue
+            for key, obj in self.store.collection_of(resource).objects.items():
+                if key.startswith(namespace + "/"):
+                    name = f"{resource.plural}.{resource.group}"
+                    remaining[name] = remaining.get(name, 0) + 1
+                    for finalizer in obj["metadata"].get("finalizers") or ():
+                        finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
+        new = dict(ns)
+        new["status"] = {
+            **ns.get("status", {}),
+            "conditions": namespace_conditions(remaining, finalizers, self.store.now()),
+        }
+        self.store.put(self.store.namespaces, ns_key, new, ns, "MODIFIED")
 
     def _reap_namespace(self, namespace: str) -> None:
         """Remove a Terminating namespace once nothing is left in it."""

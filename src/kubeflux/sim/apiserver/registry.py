@@ -101,6 +101,11 @@ class Strategy:
     def prepare_create(self, obj: Object, now: str) -> None:
         """Defaults set on create (after metadata is filled in)."""
 
+    def canonicalize(self, obj: Object) -> None:
+        """Fill in what the real server shows though the client left it out, on every create and update: the zero
+        values Go marshals (a struct that is not a pointer, a time as ``null``, a string as ``""``) and drops (a
+        ``null`` pointer); only keys that are missing or ``null`` are touched, so a stored object is left as is."""
+
     def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
         """Admission on create, with ``lookup(group/plural, namespace, name)`` of other objects; raises ApiError."""
 

@@ -44,7 +44,19 @@ __all__ = ["DEFAULT_NAMESPACES", "ListResult", "Store", "clone"]
 
 Object = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000))
+SYSTEM_PRIORITY_CLASSES = (
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+)
+"""The PriorityClasses the real server creates at start (as ``kube-apiserver``, its own field manager)."""
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SUFFIXES = len(_NAME_ALPHABET) ** 5
 
@@ -117,8 +129,10 @@ class Store:
                 self.create(self.namespaces, "", {"metadata": {"name": name}})
         priority_classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
         if priority_classes is not None:
-            for name, value in SYSTEM_PRIORITY_CLASSES:
-                self.create(priority_classes, "", {"metadata": {"name": name}, "value": value, "globalDefault": False})
+            with self.request("kube-apiserver"):
+                for name, value, description in SYSTEM_PRIORITY_CLASSES:
+                    pc = {"metadata": {"name": name}, "value": value, "description": description}
+                    self.create(priority_classes, "", pc)
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def now(self) -> str:
@@ -203,16 +217,23 @@ class Store:
         self.record(collection, type_, obj, old)
         return obj
 
-    def _require_namespace(self, resource: ResourceType, namespace: str, creating: bool) -> None:
+    def _require_namespace(self, resource: ResourceType, namespace: str, creating: bool, name: str = "") -> None:
         if not resource.namespaced or self.namespaces is None:
             return
         ns = self.collection_of(self.namespaces).objects.get(object_key("", namespace))
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if creating and ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
-                f'{resource.plural} "" is forbidden: unable to create new content in namespace {namespace} '
-                "because it is being terminated"
+            message = f"namespace {namespace} is being terminated"
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{resource.plural} "{name}" is forbidden: unable to create new content in namespace {namespace} '
+                "because it is being terminated",
+                resource.plural,
+                name,
+                resource.group,
+                [Cause("metadata.namespace", message, "NamespaceTerminating")],
             )
 
     def _lookup(self, collection: str, namespace: str, name: str) -> Object | None:
@@ -291,12 +312,14 @@ class Store:
         resource_version: str,
         *,
         initial_events: bool,
+        future_waits: bool = True,
     ) -> tuple[Watcher, list[Object]]:
         """Open a watch; returns it with the objects to send first as ``ADDED`` (the initial state).
 
         With ``initial_events`` (or no version, or ``"0"``) the initial state is every matching object; else the
         watch replays the cached events after ``resource_version`` (410 ``Expired`` if the cache no longer holds
-        them all).
+        them all). A version the store has not reached is waited for silently, as the real watch cache does (the
+        watch sends the events after it, if the history ever gets there); without ``future_waits`` it is 504.
         """
         collection = self.collection_of(resource)
         watcher = Watcher(
@@ -313,8 +336,10 @@ class Store:
         else:
             requested = parse_resource_version(resource_version)
             if requested > self.rv:
-                raise errors.future_version(requested, self.rv)
-            if requested < collection.compacted:
+                if not future_waits:
+                    raise errors.future_version(requested, self.rv)
+                watcher.after = requested
+            elif requested < collection.compacted:
                 raise errors.expired(f"too old resource version: {requested} ({collection.compacted})")
             for event in collection.since(requested):
                 watcher.offer(event)
@@ -374,12 +399,13 @@ class Store:
         causes = metadata_causes(resource, meta)
         if not causes:
             strategy.prepare_create(obj, self.now())
+            strategy.canonicalize(obj)
             causes = strategy.validate(obj)
         if not causes:
             strategy.admit(obj, self._lookup)
         if causes:
             raise errors.invalid(resource.kind, name, causes, resource.group)
-        self._require_namespace(resource, meta.get("namespace", ""), creating=True)
+        self._require_namespace(resource, meta.get("namespace", ""), creating=True, name=name)
         key = object_key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
@@ -450,6 +476,7 @@ class Store:
                     meta.pop(field, None)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         causes = metadata_causes(resource, new["metadata"], old_meta) + _finalizer_causes(new, old)
+        strategy.canonicalize(new)
         causes += strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
@@ -465,7 +492,12 @@ class Store:
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         stored = self.put(resource, key, new, old, "MODIFIED")
         meta = stored["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+            and resource is not self.namespaces  # a Terminating namespace goes when its content has gone
+        ):
             self.deletion.remove(resource, key, stored)
         return self.view(resource, stored)
 
