@@ -310,6 +310,8 @@ class ApiApp:
         content_type = headers.get("content-type", "")
         accept = headers.get("accept", "")
         output = self.media.output(accept, target.resource.api_version)
+        if target.subresource == "finalize" and method != "PUT":
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         if target.subresource == "log":
             if method != "GET":
                 raise errors.method_not_allowed(f"{method} is not allowed on pods/log")

@@ -67,6 +67,8 @@ def field_path(obj: Object, dotted: str) -> str:
         node = node.get(part)
     if node is None:
         return ""
+    if isinstance(node, bool):  # as Go formats it (a field selector says spec.unschedulable=true)
+        return "true" if node else "false"
     return node if isinstance(node, str) else str(node)
 
 

@@ -349,7 +349,6 @@ def _qos_class(spec: Object) -> str:
 class NodeStrategy(Strategy):
     has_status = True
     keep_status_on_create = True
-    returns_deleted_object = True
     fields = frozenset({"spec.unschedulable"})
 
     def decode_error(self, obj: Object) -> str:
@@ -637,6 +636,7 @@ _EVENT_V1_ZERO: tuple[tuple[str, Any], ...] = (
     ("eventTime", None),
     ("deprecatedSource", {}),
     ("deprecatedFirstTimestamp", None),
+    ("deprecatedLastTimestamp", None),
 )
 """What events.k8s.io/v1 shows though unset (Go structs that are not pointers)."""
 
@@ -700,7 +700,9 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
     Kubernetes' own gang API too."""
     events = EventStrategy()
     resources = [
-        ResourceType("", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("status",)),
+        ResourceType(
+            "", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("finalize", "status")
+        ),
         ResourceType("", "v1", "nodes", "Node", False, NodeStrategy(), ("no",), (), ("status",)),
         ResourceType(
             "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction", "log")

@@ -458,6 +458,12 @@ class Store:
                 new.pop("status", None)
             else:
                 new["status"] = status
+        elif subresource == "finalize":  # a namespace's spec.finalizers, and nothing else
+            spec = new.get("spec")
+            finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+            new = dict(old)
+            new["metadata"] = dict(old_meta)
+            new["spec"] = {**old.get("spec", {}), "finalizers": finalizers} if finalizers else {}
         else:
             new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
             if strategy.has_status:
