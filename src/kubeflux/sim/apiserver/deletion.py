@@ -10,18 +10,17 @@ orphaned by the propagation policy, and a Terminating namespace's contents are d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.metadata import clone
-from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.registry import Registry, ResourceType
+from kubeflux.sim.apiserver.watch import Collection
 
-if TYPE_CHECKING:
-    from kubeflux.sim.apiserver.store import Store
-
-__all__ = ["Deletion", "object_key", "read_only"]
+__all__ = ["Deletion", "Stored", "namespace_conditions", "object_key", "read_only"]
 
 Object = dict[str, Any]
 
@@ -74,10 +73,30 @@ def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], 
     return conditions
 
 
+class Stored(Protocol):
+    """What deletion needs of the :class:`~kubeflux.sim.apiserver.store.Store` that has it."""
+
+    registry: Registry
+    clock: Callable[[], float]
+    collections: dict[str, Collection]
+    dependents: dict[str, set[tuple[str, str]]]
+    namespaces: ResourceType | None
+    dry: bool
+
+    def now(self) -> str: ...
+    def collection_of(self, resource: ResourceType) -> Collection: ...
+    def view(self, resource: ResourceType, obj: Object) -> Object: ...
+    def next_rv(self) -> int: ...
+    def record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None: ...
+    def index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None: ...
+    def put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object: ...
+    def raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]: ...
+
+
 class Deletion:
     """The deletion side of ``store`` (see the module docstring)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Stored) -> None:
         self.store = store
 
     def delete(
