@@ -24,8 +24,9 @@ demo: native
 	$(BIN)/kubeflux demo
 
 # The real control plane the tests run against (etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, KWOK), built from the Go modules pinned in tools/kube into build/kube: once, then only when a pin changes
-# (seconds with Go's build cache; ~8 minutes cold on 2 cores). Without Go, one line, and those tests are skipped;
+# kubectl, KWOK) and Helm (which installs kubeflux's chart in the tests), built from the Go modules pinned in tools/kube
+# into build/kube: once, then only when a pin changes (seconds with Go's build cache; ~8 minutes cold on 2 cores, and
+# ~9 more for Helm, whose k8s.io libraries are its own). Without Go, one line, and those tests are skipped;
 # under CI=true a failed build fails (--strict), so CI never passes without them.
 KUBE_FLAGS ?= $(if $(filter true,$(CI)),--strict)
 # The protobuf schema of the built-in types (descriptors compiled from k8s.io/api's .proto files, and Go's JSON rules
@@ -37,14 +38,15 @@ kube: $(STAMP)
 	$(BIN)/python tools/kube/openapi_gen.py $(KUBE_FLAGS) build/kube/openapi
 
 # The suite runs on the engine users run (compiled when built); the tests that patch the engine's internals run on
-# the pure engine in a second pass (tests/conftest.py). A module of tests against the real control plane runs on one
+# the pure engine in a second pass (tests/conftest.py), with Fluxion's corpora, which check the pure engine that
+# machines without a C compiler run (marked both_engines). A module of tests against the real control plane runs on one
 # worker (--dist loadgroup), which starts its control plane once.
 test: native kube
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
-	KUBEFLUX_PURE=1 $(BIN)/python -m pytest -n 2 -q -m pure_engine
+	KUBEFLUX_PURE=1 $(BIN)/python -m pytest -n 2 -q -m "pure_engine or both_engines"
 
 experiments: native
 	$(BIN)/python -m kubeflux.sim.experiments

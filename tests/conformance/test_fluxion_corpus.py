@@ -14,6 +14,8 @@ import pytest
 
 from tests.conformance.fluxion_corpus import CORPORA, Case, known_differences, load_cases, run_case
 
+pytestmark = pytest.mark.both_engines
+
 CASES = {name: load_cases(name) for name in CORPORA}
 ALL_CASES = [case for cases in CASES.values() for case in cases]
 KNOWN = known_differences()

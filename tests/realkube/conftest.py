@@ -9,6 +9,7 @@ tests share it, each in namespaces or on nodes of its own), stopped when the mod
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,16 +37,27 @@ def binaries() -> Binaries:
     return found
 
 
-@pytest.fixture(scope="module")
-def plane(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """etcd, kube-apiserver, kube-controller-manager and KWOK (no kube-scheduler: a test starts it if it needs it)."""
-    started = ControlPlane(tmp_path_factory.mktemp("plane"), binaries).start()
+@contextlib.contextmanager
+def running_plane(binaries: Binaries, folder: Path, *, crds: bool = False, **options: Any) -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver (``options``: :class:`ControlPlane`'s), kube-controller-manager and KWOK, with the
+    CustomResourceDefinitions kubeflux reads when ``crds``; no kube-scheduler (a test starts it if it needs it).
+    Stopped on leaving."""
+    started = ControlPlane(folder, binaries, **options).start()
     try:
+        if crds:
+            started.install_crds()
         started.start_controller_manager()
         started.start_kwok()
         yield started
     finally:
         started.stop()
+
+
+@pytest.fixture(scope="module")
+def plane(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane (:func:`running_plane`) shared by a module's tests."""
+    with running_plane(binaries, tmp_path_factory.mktemp("plane")) as started:
+        yield started
 
 
 def eventually(what: Callable[[], Any], message: Callable[[], str] = lambda: "") -> Any:
@@ -92,7 +104,7 @@ class Api:
         return name
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def api(plane: ControlPlane) -> Iterator[Api]:
     made = Api(plane.kubeconfig)
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,14 @@ def test_kubeflux_kube_up_without_a_build_says_how_to_make_one(tmp_path: Path) -
     )
     assert result.returncode == 2
     assert "no real control plane built in" in result.stderr and "run `make`" in result.stderr
+
+
+def test_a_port_taken_before_the_api_server_binds_it_is_replaced_by_another(binaries: Binaries, tmp_path: Path) -> None:
+    """Another test's server may draw the same free port first: the start tries again on a new one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with ControlPlane(tmp_path, binaries, ports={"kube-apiserver": port}).start() as plane:
+            assert plane.ports["kube-apiserver"] != port
+            assert "default" in plane.kubectl("get", "namespaces")

@@ -21,7 +21,7 @@ from kubernetes import client
 from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.scheduler.objects import POD_GROUP_LABEL
 
-from .conftest import Api, eventually, phase
+from .conftest import Api, eventually, phase, running_plane
 from .test_serve import COMPLETE_AFTER, nodes, pod, serve
 from .watching import PodWatch
 
@@ -29,28 +29,14 @@ from .watching import PodWatch
 @pytest.fixture
 def plane(binaries: Binaries, tmp_path: Path) -> Iterator[ControlPlane]:
     """The control plane with Kubernetes' own gang API on and coscheduling's PodGroup CRD installed."""
-    started = ControlPlane(
-        tmp_path / "plane",
+    with running_plane(
         binaries,
+        tmp_path / "plane",
+        crds=True,
         feature_gates={"GenericWorkload": True, "GangScheduling": True},
         runtime_config={"scheduling.k8s.io/v1alpha2": "true"},
-    ).start()
-    try:
-        started.install_crds()
-        started.start_controller_manager()
-        started.start_kwok()
+    ) as started:
         yield started
-    finally:
-        started.stop()
-
-
-@pytest.fixture
-def api(plane: ControlPlane) -> Iterator[Api]:
-    made = Api(plane.kubeconfig)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def podgroup(api: Api, api_version: str, name: str, spec: dict[str, Any]) -> None:

@@ -105,3 +105,14 @@ def test_two_pods_failing_at_the_same_instant_both_end_error_before_the_job_fail
     ]
     [job] = run.jobs
     assert job.final_state.value == "COMPLETED_FAILED" and job.finish_time == 10.0
+
+
+def test_a_plain_job_of_pods_without_a_run_time_runs_under_kubeflux_and_completes(tmp_path: Path) -> None:
+    """A Job with no KWOK delay (what ``kubectl create job`` makes): its pods complete as soon as they run, the
+    lifecycle's default for a Job's pod. They carry no ``kubeflux.io/walltime`` (a walltime of 0 was refused by
+    kubeflux, rejecting the Job), and a pod made at the instant the Job synced, ending at that instant too, makes the
+    Job sync again (it used to stay unfinished with all its completions done)."""
+    run = _run_job(tmp_path, "plain", "  completions: 3\n  parallelism: 2", "")
+    [job] = run.jobs
+    assert job.final_state.value == "COMPLETED_SUCCESSFULLY" and job.finish_time == 0.0
+    assert sorted(record.phase for record in run.pods) == ["Succeeded"] * 3

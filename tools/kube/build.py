@@ -2,13 +2,16 @@
 
     python tools/kube/build.py [--strict] [--force] [--out build/kube]
 
-Two Go modules pin the versions (the only Go in the repository):
+Three Go modules pin the versions (the only Go in the repository):
 
 * ``tools/kube/control-plane``: ``k8s.io/kubernetes`` with its staging repositories replaced by their published
   versions (as kubernetes-sigs/scheduler-plugins does), giving ``kube-apiserver``, ``kube-controller-manager``,
   ``kube-scheduler`` and ``kubectl``, and etcd's server (``go.etcd.io/etcd/server/v3``, whose ``main`` calls
   ``etcdmain``) at the version Kubernetes requires;
-* ``tools/kube/kwok``: KWOK's controller (``sigs.k8s.io/kwok/cmd/kwok``), with its own dependencies.
+* ``tools/kube/kwok``: KWOK's controller (``sigs.k8s.io/kwok/cmd/kwok``), with its own dependencies;
+* ``tools/kube/helm``: Helm (``helm.sh/helm/v4/cmd/helm``), with its own dependencies, which renders, lints and
+  installs kubeflux's chart (``deploy/helm/kubeflux``) in the tests (``kubectl kustomize`` does the same for the
+  kustomize manifests, ``deploy/``).
 
 The binaries go to ``OUT/bin`` with the CustomResourceDefinition of coscheduling's PodGroup
 (``scheduling.x-k8s.io``, from the ``sigs.k8s.io/scheduler-plugins`` module at :data:`SCHEDULER_PLUGINS`) in
@@ -40,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CONTROL_PLANE = HERE / "control-plane"
 KWOK = HERE / "kwok"
+HELM = HERE / "helm"
 
 KUBERNETES_BINARIES = {
     "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
@@ -49,6 +53,7 @@ KUBERNETES_BINARIES = {
     "etcd": "go.etcd.io/etcd/server/v3",
 }
 KWOK_BINARY = ("kwok", "sigs.k8s.io/kwok/cmd/kwok")
+HELM_BINARY = ("helm", "helm.sh/helm/v4/cmd/helm")
 KWOK_STAGES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
     "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -87,12 +92,15 @@ def _go(*args: str, cwd: Path) -> str:
 
 def _stamp(go_version: str) -> dict[str, object]:
     digest = hashlib.sha256()
-    for path in (CONTROL_PLANE / "go.mod", CONTROL_PLANE / "go.sum", KWOK / "go.mod", KWOK / "go.sum", Path(__file__)):
-        digest.update(path.read_bytes())
+    for module in (CONTROL_PLANE, KWOK, HELM):
+        digest.update((module / "go.mod").read_bytes())
+        digest.update((module / "go.sum").read_bytes())
+    digest.update(Path(__file__).read_bytes())
     return {
         "kubernetes": _required(CONTROL_PLANE, "k8s.io/kubernetes"),
         "etcd": _required(CONTROL_PLANE, "go.etcd.io/etcd/server/v3"),
         "kwok": _required(KWOK, "sigs.k8s.io/kwok"),
+        "helm": _required(HELM, "helm.sh/helm/v4"),
         "scheduler-plugins": SCHEDULER_PLUGINS,
         "go": go_version,
         "sources": digest.hexdigest(),
@@ -109,13 +117,20 @@ def _kubernetes_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
+def _helm_ldflags(version: str) -> str:
+    """The version ``helm version`` reports, as Helm's Makefile sets it for a tagged release."""
+    package = "helm.sh/helm/v4/internal/version"
+    return f"-s -w -X {package}.version={version} -X {package}.metadata= -X {package}.gitTreeState=clean"
+
+
 def build(out: Path, *, force: bool = False) -> str:
     """Build into ``out`` unless its stamp matches; returns what was done, in one line."""
     go_version = _go("env", "GOVERSION", cwd=CONTROL_PLANE).strip()
     stamp = _stamp(go_version)
     stamp_file = out / "stamp.json"
     if not force and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
-        return f"kube: control plane {stamp['kubernetes']}, KWOK {stamp['kwok']} already built in {out}"
+        versions = f"control plane {stamp['kubernetes']}, KWOK {stamp['kwok']}, Helm {stamp['helm']}"
+        return f"kube: {versions} already built in {out}"
     began = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     stamp_file.unlink(missing_ok=True)
@@ -128,6 +143,9 @@ def build(out: Path, *, force: bool = False) -> str:
         name, package = KWOK_BINARY
         kwok_flags = f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={str(stamp['kwok']).lstrip('v')}"
         _go("build", "-trimpath", "-ldflags", kwok_flags, "-o", str(staged / name), package, cwd=KWOK)
+        name, package = HELM_BINARY
+        helm_flags = _helm_ldflags(str(stamp["helm"]))
+        _go("build", "-trimpath", "-ldflags", helm_flags, "-o", str(staged / name), package, cwd=HELM)
         kwok_dir = Path(_go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok", cwd=KWOK).strip())
         stages = staged / "stages"
         stages.mkdir()
@@ -144,14 +162,14 @@ def build(out: Path, *, force: bool = False) -> str:
         for folder in (bin_dir, out / "stages", out / "crds"):
             shutil.rmtree(folder, ignore_errors=True)
         bin_dir.mkdir()
-        for name in (*KUBERNETES_BINARIES, KWOK_BINARY[0]):
+        for name in (*KUBERNETES_BINARIES, KWOK_BINARY[0], HELM_BINARY[0]):
             (staged / name).rename(bin_dir / name)
         stages.rename(out / "stages")
         crds.rename(out / "crds")
     stamp_file.write_text(json.dumps(stamp, indent=1) + "\n")
     return (
-        f"kube: built control plane {stamp['kubernetes']} (etcd {stamp['etcd']}), KWOK {stamp['kwok']} "
-        f"into {out} in {time.monotonic() - began:.0f} s"
+        f"kube: built control plane {stamp['kubernetes']} (etcd {stamp['etcd']}), KWOK {stamp['kwok']}, "
+        f"Helm {stamp['helm']} into {out} in {time.monotonic() - began:.0f} s"
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import random
 import shutil
 import signal
 import socket
@@ -54,8 +55,23 @@ class ControlPlaneError(RuntimeError):
     """A component did not start, or stopped on its own; the message ends with its log's last lines."""
 
 
+_PORTS = range(20_000, 32_768)
+"""Where servers' ports are drawn from: below Linux's ephemeral range (32768-60999), from which every outgoing
+connection takes its source port, so a port free when drawn is not taken by some client's connection before the
+server binds it. Another server drawing the same port is still possible: a start that finds its port taken tries
+again on another (:meth:`ControlPlane._on_free_port`)."""
+
+
 def free_port() -> int:
-    """A port free on 127.0.0.1 now (the kernel's choice)."""
+    """A port free on 127.0.0.1 now, drawn at random from :data:`_PORTS` (the kernel's choice if none is found)."""
+    for _ in range(100):
+        port = random.choice(_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -185,16 +201,14 @@ class ControlPlane:
     def start(self) -> ControlPlane:
         """etcd, then the API server once etcd is healthy; returns when ``/readyz`` answers ok."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.ports.setdefault("kube-apiserver", free_port())
         make_certificates(self.pki, "127.0.0.1")
         client_certificate(self.pki, "admin", "kubernetes-admin", ["system:masters"])
         client_certificate(self.pki, "front-proxy-client", "front-proxy-client")
         if not (self.pki / "service-account.key").is_file():
             signing_key(self.pki, "service-account")
-        self.kubeconfig_for("kubernetes-admin", groups=["system:masters"]).rename(self.kubeconfig)
         try:
-            self.start_etcd()
-            self.start_apiserver()
+            self._on_free_port(("etcd", "etcd-peer"), self.start_etcd)
+            self._on_free_port(("kube-apiserver",), self.start_apiserver)
         except BaseException:
             self.stop()
             raise
@@ -227,6 +241,19 @@ class ControlPlane:
         component.start()
         self._run_until(name, ready)
         return component
+
+    def _on_free_port(self, keys: tuple[str, ...], start: Callable[[], None], tries: int = 3) -> None:
+        """``start()``, which takes its ports from :attr:`ports` (``keys``), drawing them when missing; when a port
+        was taken meanwhile (another server drew it too), again on new ones."""
+        for attempt in range(tries):
+            try:
+                start()
+                return
+            except ControlPlaneError as exc:
+                if "address already in use" not in str(exc) or attempt == tries - 1:
+                    raise
+                for key in keys:
+                    self.ports.pop(key, None)
 
     def _run_until(self, name: str, ready: Callable[[], bool]) -> None:
         """Wait until ``ready()``; fails when component ``name`` exits first or :data:`_READY_SECONDS` pass (then
@@ -269,8 +296,11 @@ class ControlPlane:
         return ["--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self.feature_gates.items()))]
 
     def start_apiserver(self) -> None:
+        """The API server on :attr:`ports`' ``kube-apiserver`` (drawn when missing), etcd running; the admin's
+        kubeconfig written for it."""
         assert self.binaries is not None
-        pki, port = self.pki, self.ports["kube-apiserver"]
+        pki, port = self.pki, self.ports.setdefault("kube-apiserver", free_port())
+        self.kubeconfig_for("kubernetes-admin", groups=["system:masters"]).rename(self.kubeconfig)
         argv = [
             str(self.binaries.path("kube-apiserver")),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
@@ -321,8 +351,11 @@ class ControlPlane:
 
     def start_scheduler(self, *args: str) -> None:
         """The real kube-scheduler, as ``system:kube-scheduler``, at its default flags (``args`` added)."""
+        self._on_free_port(("kube-scheduler",), lambda: self._start_scheduler(args))
+
+    def _start_scheduler(self, args: tuple[str, ...]) -> None:
         assert self.binaries is not None
-        port = free_port()
+        port = self.ports.setdefault("kube-scheduler", free_port())
         argv = [
             str(self.binaries.path("kube-scheduler")),
             *self._client_flags("system:kube-scheduler"),
@@ -336,8 +369,11 @@ class ControlPlane:
     def start_controller_manager(self, *args: str) -> None:
         """The real kube-controller-manager, as ``system:kube-controller-manager``, with every default controller
         (the Job controller and the garbage collector among them; ``args`` added)."""
+        self._on_free_port(("kube-controller-manager",), lambda: self._start_controller_manager(args))
+
+    def _start_controller_manager(self, args: tuple[str, ...]) -> None:
         assert self.binaries is not None
-        port = free_port()
+        port = self.ports.setdefault("kube-controller-manager", free_port())
         argv = [
             str(self.binaries.path("kube-controller-manager")),
             *self._client_flags("system:kube-controller-manager"),
@@ -359,10 +395,13 @@ class ControlPlane:
         """KWOK's controller with kwokctl's default stages, managing the nodes annotated ``kwok.x-k8s.io/node:
         fake`` (:meth:`add_kwok_nodes`): they become Ready and keep a Lease; their pods run, complete when their
         containers would, and go when deleted."""
+        self._on_free_port(("kwok",), lambda: self._start_kwok(args))
+
+    def _start_kwok(self, args: tuple[str, ...]) -> None:
         assert self.binaries is not None
         config = self.folder / "kwok.yaml"
         config.write_text("\n---\n".join(stage.read_text() for stage in self.binaries.stages))
-        port = free_port()
+        port = self.ports.setdefault("kwok", free_port())
         argv = [
             str(self.binaries.path("kwok")),
             f"--kubeconfig={self.kubeconfig}",

@@ -140,11 +140,15 @@ class LeaderElector:
             return False
 
     def _record(self, spec: Object | None) -> Object:
+        """The spec to write for this replica to hold the Lease whose spec is ``spec`` (None: it does not exist).
+        As client-go counts them, taking over from any other holder — one that released it (empty) included — is a
+        transition; creating the Lease is not."""
+        existing = spec is not None
         spec = dict(spec or {})
         stamp = _micro_time()
         if spec.get("holderIdentity") != self.identity:
             spec["acquireTime"] = stamp
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if spec.get("holderIdentity") else 0)
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if existing else 0)
         spec["holderIdentity"] = self.identity
         spec["leaseDurationSeconds"] = max(1, round(self.lease_seconds))
         spec["renewTime"] = stamp

@@ -12,11 +12,15 @@ What a reflector guarantees to the loop:
   every reflector is synced: a scheduler that binds before it has seen the cluster double-books it);
 * a list is paginated (``limit``/``continue``; an expired continue token restarts the list); the watch starts from
   the list's resourceVersion with bookmarks, so a quiet collection's version stays fresh;
-* a watch that ends (server timeout, dropped connection) is opened again from the last version seen; one that
-  answers 410 Gone (the version fell out of the server's cache) or 504 (a version from the server's future: it
-  restarted with a new history) is replaced by a relist, *diffed* against what was known: objects that appeared
-  are ADDED, changed ones MODIFIED, and those deleted during the gap are delivered as DELETED with their last
-  known state (a tombstone), so their allocations are released;
+* a watch the server ended (its timeout) is opened again from the last version seen. One that *failed* (the
+  connection dropped or refused, an error status, an ``ERROR`` event: the API server may have restarted, perhaps on
+  another etcd) is replaced by a relist *from the last version seen* (``resourceVersionMatch=NotOlderThan``, as
+  client-go's reflector relists after a failed watch): a real v1.36 server answers a watch from a version it never
+  had (its etcd was wiped or restored: its history restarted lower) by waiting silently, and only a *list* says
+  504 "Too large resource version". A list answered so, or 410 Gone (the version was compacted), is made again
+  from scratch (a consistent read). Every relist is *diffed* against what was known: objects that appeared are
+  ADDED, changed ones MODIFIED, and those deleted during the gap (or lost with the old etcd) are delivered as
+  DELETED with their last known state (a tombstone), so their allocations are released;
 * a resource the server does not serve (no PodGroup CRD: 404) is not an error: it is synced empty and looked for
   again every minute;
 * errors back off (doubling up to 30 s) and never end the thread; :meth:`Reflector.stop` ends it promptly, even
@@ -126,6 +130,21 @@ class _Expired(Exception):
         self.why = "expired (410 Gone)" if code == 410 else "is ahead of the server's (504 Too large resource version)"
 
 
+def _version_unavailable(exc: client.ApiException) -> bool:
+    """Whether a list from a resourceVersion was refused because the server has no such version: compacted (410
+    Expired) or from its future (504 with the cause ``ResourceVersionTooLarge``: its history restarted lower)."""
+    if exc.status == 410:
+        return True
+    if exc.status != 504:
+        return False
+    try:
+        body = orjson.loads(exc.body or b"{}")
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    causes = ((body.get("details") or {}).get("causes") or []) if isinstance(body, dict) else []
+    return any(c.get("reason") == "ResourceVersionTooLarge" for c in causes if isinstance(c, dict))
+
+
 class Reflector:
     """Lists and watches ``resource`` into ``out`` on a thread (see the module docstring)."""
 
@@ -206,39 +225,53 @@ class Reflector:
             except client.ApiException as exc:
                 if self._stop.is_set():
                     break
+                need_list = True  # a failed watch: the server may not be the one it was (client-go relists too)
                 if exc.status in (410, 504) or (exc.status == 404 and self.resource.optional):
-                    # history gone (410), a version the server never had (504: it restarted with a new history,
-                    # as client-go's "too large resource version"), or the resource itself gone: list again
-                    need_list = True
-                    continue
-                log.warning("%s: the API server answered %s %s; retrying", self.resource.kind, exc.status, exc.reason)
-                need_list = need_list or exc.status is None
+                    continue  # history gone or never had (504), or the resource itself gone: list again now
+                log.warning("%s: the API server answered %s %s; relisting", self.resource.kind, exc.status, exc.reason)
                 if not self._wait(backoff):
                     break
                 backoff = min(backoff * 2, _MAX_BACKOFF)
             except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 if self._stop.is_set():
                     break
-                log.warning("%s: watch failed (%s); retrying from version %s", self.resource.kind, exc, self.version)
+                need_list = True
+                log.warning("%s: watch failed (%s); relisting from version %s", self.resource.kind, exc, self.version)
                 if not self._wait(backoff):
                     break
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
     def _list_pages(self) -> tuple[list[Object], str] | None:
-        """Every object and the list's resourceVersion; None when the resource is not served."""
+        """Every object and the list's resourceVersion; None when the resource is not served. The list is at least
+        as new as the last version seen; when the server has no such version (see :func:`_version_unavailable`), it
+        is the server's newest state (a consistent read)."""
         items: list[Object] = []
         token: str | None = None
+        since = self.version
         while True:
             query: dict[str, Any] = {"limit": self.page_size, "_preload_content": False, "_request_timeout": (10, 300)}
             if token:
                 query["_continue"] = token
+            elif since:
+                query["resource_version"] = since
+                query["resource_version_match"] = "NotOlderThan"
             try:
                 response = self.resource.call(**query)
             except client.ApiException as exc:
                 if exc.status == 404 and self.resource.optional:
                     return None
                 if exc.status == 410 and token:  # the continue token expired: a consistent list starts again
-                    items, token = [], None
+                    items, token, since = [], None, ""
+                    continue
+                if since and not token and _version_unavailable(exc):
+                    log.warning(
+                        "%s: the API server has no version %s (%s): its history restarted (etcd wiped or restored) "
+                        "or was compacted; listing its newest state",
+                        self.resource.kind,
+                        since,
+                        "410 Gone" if exc.status == 410 else "504 Too large resource version",
+                    )
+                    since = ""
                     continue
                 raise
             body = orjson.loads(response.data)
@@ -308,8 +341,8 @@ class Reflector:
                 if type_ == "ERROR":
                     if obj.get("code") in (410, 504):
                         raise _Expired(obj["code"])
-                    log.warning("%s: watch error %s: %s", kind, obj.get("code"), obj.get("message"))
-                    return
+                    code = obj.get("code")
+                    raise client.ApiException(status=code if isinstance(code, int) else 500, reason=obj.get("message"))
                 version = _version(obj)
                 if version:
                     self.version = version

@@ -14,7 +14,8 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    back to the loop, which tells the core (``unreserve``: the allocation is released and the pod queued again).
 
 Time: the cores' ``now`` is Unix time, or the simulated cluster's time when it publishes one (``GET
-/kubeflux/time``; its ``speed`` makes wake-ups shorter in wall time), so that pod timestamps and the core agree.
+/kubeflux/time``, asked only of a server whose ``/version`` is kubeflux's; its ``speed`` makes wake-ups shorter in
+wall time), so that pod timestamps and the core agree.
 """
 
 from __future__ import annotations
@@ -80,18 +81,37 @@ class ServeClock:
         return max(seconds, 0.0) / self.speed
 
 
+def _simulated(api: client.ApiClient) -> bool:
+    """Whether the API server is kubeflux's simulated one (``kubeflux cluster serve``), as its ``GET /version`` says
+    (``gitVersion`` ``v1.36.0-kubeflux.X``, ``compiler`` ``kubeflux``). ``/version`` is readable by every client of a
+    real cluster (the ``system:public-info-viewer`` role), so asking is never refused."""
+    try:
+        response: Any = client.VersionApi(api).get_code(_preload_content=False, _request_timeout=(5.0, 10.0))
+        version = orjson.loads(response.data)
+    except Exception as exc:  # no answer, or not JSON: not one that publishes a time
+        log.debug("GET /version: %s", exc)
+        return False
+    return isinstance(version, dict) and (
+        version.get("compiler") == "kubeflux" or "-kubeflux." in str(version.get("gitVersion", ""))
+    )
+
+
 def choose_clock(api: client.ApiClient, mode: str) -> ServeClock:
-    """The clock for ``mode`` (``wall``, ``server``, ``auto``: see :class:`~kubeflux.kube.config.ServeConfig`)."""
+    """The clock for ``mode`` (``wall``, ``server``, ``auto``: see :class:`~kubeflux.kube.config.ServeConfig`).
+
+    ``GET /kubeflux/time`` is asked only of a simulated server (:func:`_simulated`): on a real cluster that path
+    does not exist, RBAC refuses it (403), and a refused request is an alarm in the cluster's audit log."""
     if mode == "wall":
         return ServeClock()
     published: dict[str, Any] | None = None
-    try:
-        pool: urllib3.PoolManager = api.rest_client.pool_manager
-        response = pool.request("GET", f"{api.configuration.host}/kubeflux/time", timeout=10.0, retries=False)
-        if response.status == 200:
-            published = orjson.loads(response.data)
-    except Exception as exc:  # a real cluster: no such path (or no answer)
-        log.debug("no published time: %s", exc)
+    if _simulated(api):
+        try:
+            pool: urllib3.PoolManager = api.rest_client.pool_manager
+            response = pool.request("GET", f"{api.configuration.host}/kubeflux/time", timeout=10.0, retries=False)
+            if response.status == 200:
+                published = orjson.loads(response.data)
+        except Exception as exc:  # no answer
+            log.debug("no published time: %s", exc)
     if published is None or not isinstance(published.get("now"), int | float):
         if mode == "server":
             raise RuntimeError("clock: server was asked, but the API server publishes no time (GET /kubeflux/time)")

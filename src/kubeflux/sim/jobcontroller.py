@@ -103,6 +103,7 @@ class JobController:
             loop.schedule(loop.now, Priority.RELEASE, self._sync, job)
 
     def _sync(self, job: SimJob) -> None:
+        job.sync_at = -1.0  # a pod ending later at this same instant (one of no run time made here) syncs again
         if job.finish is not None:
             return
         wjob = job.wjob

@@ -118,7 +118,9 @@ def timing_of(
     requested = wjob.requested_time
     walltime = requested if requested > 0 else run_time
     annotations = template.annotations
-    if walltime is not None and _WALLTIME not in annotations:
+    # no estimate without a positive time: a pod of no run time (a Job's pod with no KWOK delay completes as soon
+    # as it runs) is planned as running until it ends, not refused for a walltime of 0
+    if walltime is not None and walltime > 0 and _WALLTIME not in annotations:
         if shared is None or annotations:
             annotations = {**annotations, _WALLTIME: exact_seconds(walltime)}
         else:

@@ -10,6 +10,7 @@ or without the protobuf build, the test skips saying so. Every process it starts
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -153,3 +154,34 @@ def test_the_garbage_collector_deletes_an_orphan(components: Components, tmp_pat
     components.wait_for(lambda: not present(), "collected the orphan")
     log = (tmp_path / "kube-controller-manager.log").read_text(errors="replace")
     assert "all resource monitors have synced" in log
+
+
+def test_with_no_controllers_job_the_real_job_controller_runs_jobs_the_served_kubelet_completes(tmp_path: Path) -> None:
+    """``cluster serve --no-controllers job`` with the real kube-controller-manager at its default flags: the
+    Job's pods are the real Job controller's (none of the served cluster's), the served cluster's simulated kubelet
+    runs and completes them, and the real controller counts them and completes the Job."""
+    server = ApiServer(
+        uniform_cluster(2, 4, "16Gi"), kubelet=True, controllers=True, disabled_controllers=["job"]
+    ).start()
+    started = Components(server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path)
+    try:
+        assert server.job_controller is None
+        started.start("kube-scheduler", "--leader-elect=false", "--secure-port=0")
+        started.start("kube-controller-manager", "--leader-elect=false", "--secure-port=0")
+        started.kubectl("create", "job", "pi", "--image=busybox:1.36", "--", "true")
+        started.kubectl("patch", "job", "pi", "--type=merge", "-p", '{"spec":{"parallelism":2}}')
+
+        def status() -> Any:
+            return started.kubectl("get", "job", "pi", "-o", "json").get("status", {})
+
+        started.wait_for(lambda: any(c["type"] == "Complete" for c in status().get("conditions") or []), "completed")
+        assert status()["succeeded"] == 1  # parallelism 2 of completions 1: one pod
+        pods = started.kubectl("get", "pods", "-o", "json")["items"]
+        assert [p["metadata"]["generateName"] for p in pods] == ["pi-"]
+        assert all(p["status"]["phase"] == "Succeeded" and not p["metadata"].get("finalizers") for p in pods), pods
+        events = started.kubectl("get", "events", "-o", "json")["items"]
+        created = [e for e in events if e["reason"] == "SuccessfulCreate"]
+        assert created and all("job-controller" in json.dumps(e) for e in created), created
+    finally:
+        started.stop()
+        server.stop()

@@ -75,7 +75,8 @@ def test_kubectl_applies_the_example_job_and_waits_for_it_to_complete(cluster: A
     assert "job.batch/pi created" in kubectl("apply", "-f", str(EXAMPLES / "apiserver" / "job.yaml"))
     assert "condition met" in kubectl("wait", "--for=condition=complete", "job/pi", "--timeout=240s")
     status = call(cluster, "GET", f"{JOBS}/pi")["status"]
-    assert (status["succeeded"], status["failed"], status["active"]) == (4, 0, 0)
+    # counts of 0 are left out, as kube-controller-manager writes them (omitempty)
+    assert (status["succeeded"], status.get("failed"), status.get("active")) == (4, None, None)
     assert [c["type"] for c in status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
     assert pod_starts(cluster, "pi") == [0, 0, 60, 60]  # 4 completions, 2 at a time, 1 min each
     assert parse_timestamp(status["completionTime"]) == ORIGIN + 120
@@ -85,7 +86,7 @@ def test_a_job_whose_pods_fail_is_retried_after_back_off_then_fails(cluster: Api
     call(cluster, "POST", JOBS, job("crash", "5s", exit_code=1, backoffLimit=1))
     eventually(lambda: ("Failed", "BackoffLimitExceeded") in conditions(cluster, "crash"), "the Job failing")
     status = call(cluster, "GET", f"{JOBS}/crash")["status"]
-    assert (status["succeeded"], status["failed"]) == (0, 2)
+    assert (status.get("succeeded", 0), status["failed"]) == (0, 2)  # a count of 0 is left out (omitempty)
     assert pod_starts(cluster, "crash") == [0, 15]  # failed at 5 s, replaced after the 10 s back-off
 
 
@@ -96,17 +97,21 @@ def test_a_job_past_its_deadline_fails_and_its_pods_go(cluster: ApiServer) -> No
     assert call(cluster, "GET", "/kubeflux/time")["now"] == ORIGIN + 30
 
 
-def test_a_job_the_manifest_reader_refuses_gets_a_warning_event(cluster: ApiServer) -> None:
+def test_a_job_whose_pods_the_kubelet_cannot_read_gets_them_created_and_the_kubelet_warns(cluster: ApiServer) -> None:
+    """As on a real cluster, the Job controller creates pods from any valid template; a simulated-run annotation
+    the kubelet cannot read leaves the pod Pending with a kubelet Warning naming the field. (This used to be a
+    FailedCreate of the Job controller, which no real controller gives.)"""
     bad = job("huge", "10s", parallelism=2)
     bad["spec"]["template"]["metadata"]["annotations"]["sim.kubeflux.io/exit-code"] = "300"
     call(cluster, "POST", JOBS, bad)
 
     def warned() -> bool:
         events = call(cluster, "GET", "/api/v1/namespaces/default/events")["items"]
-        return any(e["reason"] == "FailedCreate" and "exit-code" in e["message"] for e in events)
+        return any(e["reason"] == "FailedCreatePodSandBox" and "exit-code" in e["message"] for e in events)
 
-    eventually(warned, "a FailedCreate event naming the field")
-    assert call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dhuge")["items"] == []
+    eventually(warned, "a kubelet Warning naming the field")
+    pods = call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dhuge")["items"]
+    assert len(pods) == 2 and {p["status"].get("phase") for p in pods} == {"Pending"}
 
 
 def test_an_indexed_job_runs_each_index_once_and_replaces_a_failed_pod_under_its_index(cluster: ApiServer) -> None:
@@ -117,7 +122,7 @@ def test_an_indexed_job_runs_each_index_once_and_replaces_a_failed_pod_under_its
     call(cluster, "POST", JOBS, body)
     eventually(lambda: ("Complete", "CompletionsReached") in conditions(cluster, "ranks"), "the Job completing")
     status = call(cluster, "GET", f"{JOBS}/ranks")["status"]
-    assert (status["succeeded"], status["failed"], status["completedIndexes"]) == (4, 0, "0-3")
+    assert (status["succeeded"], status.get("failed", 0), status["completedIndexes"]) == (4, 0, "0-3")
     pods = call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dranks")["items"]
     index = "batch.kubernetes.io/job-completion-index"
     by_index = {p["metadata"]["labels"][index]: p for p in pods}

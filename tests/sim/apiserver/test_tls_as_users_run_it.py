@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from kubeflux.controlplane import free_port
+
 kubernetes = pytest.importorskip("kubernetes")
 
 SERVE = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "2", "--cores-per-node", "4", "--tls"]
@@ -36,12 +38,6 @@ def served(*args: str) -> Iterator[subprocess.Popen[str]]:
     finally:
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=60)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _own_address() -> str | None:
@@ -81,7 +77,7 @@ def test_a_tls_cluster_on_every_address_is_verified_at_the_machine_s_own_address
     address = _own_address()
     if address is None:
         pytest.skip("this machine has no address beyond loopback")
-    config, port = tmp_path / "kubeconfig", _free_port()
+    config, port = tmp_path / "kubeconfig", free_port()
     with served("--address", "0.0.0.0", "--port", str(port), "--kubeconfig", str(config)):
         trusting = ssl.create_default_context(cafile=str(tmp_path / "pki" / "ca.crt"))
         with socket.create_connection((address, port), timeout=60) as raw:
@@ -97,7 +93,7 @@ def test_a_client_of_the_kubeconfig_still_trusts_the_server_restarted_with_the_s
     that loaded K before (``kubeflux serve``, a controller, an open shell's kubectl proxy) gets
     CERTIFICATE_VERIFY_FAILED on every request until restarted itself. The served cluster's 504 relist was built
     for exactly this restart; with --tls it never gets that far. The CA in ``pki/`` should be reused."""
-    config, port = tmp_path / "kubeconfig", _free_port()
+    config, port = tmp_path / "kubeconfig", free_port()
     with served("--port", str(port), "--kubeconfig", str(config), "--token", "s3cret"):
         api = kubernetes.config.new_client_from_config(config_file=str(config))
         core = kubernetes.client.CoreV1Api(api)

@@ -69,6 +69,14 @@ def serve_command(
     kubelet: Annotated[
         bool, typer.Option("--kubelet/--no-kubelet", help="Simulated kubelets run bound pods (KWOK stages).")
     ] = True,
+    no_controllers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--no-controllers",
+            help="Turn off a built-in controller (repeatable): job (run a real kube-controller-manager instead), "
+            "podgroup.",
+        ),
+    ] = None,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[float, typer.Option("--start-jitter", help="Upper bound of the start delay (KWOK).")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the start and run time jitter.")] = 0,
@@ -141,7 +149,22 @@ def serve_command(
         clock: Clock = VirtualClock() if clock_mode == "virtual" else ServedClock(speed)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    from kubeflux.sim.apiserver.server import CONTROLLERS
+
+    disabled = [name.strip() for item in no_controllers or () for name in item.split(",") if name.strip()]
+    unknown_controllers = sorted(set(disabled) - set(CONTROLLERS))
+    if unknown_controllers:
+        known = ", ".join(CONTROLLERS)
+        raise typer.BadParameter(
+            f"--no-controllers: unknown controller(s) {', '.join(unknown_controllers)}; known: {known}"
+        )
     replayed, cores, under_test = _replay_plan(workload, node_list, names, primary)
+    from kubeflux.sim.workloads.model import JobKind
+
+    if "job" in disabled and replayed is not None and any(j.kind is JobKind.JOB for j in replayed.jobs):
+        raise typer.BadParameter(
+            "--no-controllers job: the --workload has Jobs, which the replay runs with the built-in Job controller"
+        )
     gates = _feature_gates(feature_gates)
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
@@ -167,6 +190,7 @@ def serve_command(
         schedulers=cores,
         clock=clock,
         controllers=True,
+        disabled_controllers=disabled,
         settle=settle,
         external_schedulers=external or (),
         workload=replayed,
@@ -189,6 +213,8 @@ def serve_command(
         typer.echo(f"scheduler: {core.name} (in process; pods with schedulerName: {core.name})")
     if certificates is not None:
         typer.echo(f"TLS: certificates in {certificates.ca.parent} (the CA is in the kubeconfig)")
+    if disabled:
+        typer.echo(f"controllers turned off: {', '.join(sorted(set(disabled)))}")
     typer.echo(f"kubeconfig: {path}")
     typer.echo(f"  export KUBECONFIG={path}")
     if replayed is not None:

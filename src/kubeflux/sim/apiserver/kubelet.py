@@ -8,7 +8,9 @@ through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :m
 
 * bound → ``Running`` after the start delay (``pod-ready`` delay, uniform up to its ``jitter-delay``);
 * ``Running`` → ``Succeeded`` (exit code 0) or ``Failed`` (non-zero) after the run time (``pod-complete`` delay,
-  with its jitter); a pod without one runs until deleted;
+  with its jitter); without one, a Job's pod completes as soon as it runs (KWOK's ``pod-complete`` stage for Job
+  pods, which waits 1 s plus up to 5 s of jitter on a real KWOK; the simulator's Job pods, which take no time) and
+  any other pod runs until deleted;
 * ``activeDeadlineSeconds`` after the bind: ``Failed``, reason ``DeadlineExceeded``, exit code 137;
 * times are the served clock's (:mod:`kubeflux.sim.apiserver.clock`: wall, accelerated or virtual), and so are the
   stage timers, in the simulator's tie order (endings and deadlines before stages); a pod without a start delay
@@ -106,7 +108,7 @@ def record_event(
         "metadata": {"generateName": f"{meta.get('name', 'object')}."},
         "involvedObject": {
             "kind": involved.get("kind", "Pod"),
-            "apiVersion": "v1",
+            "apiVersion": involved.get("apiVersion", "v1"),
             "namespace": namespace,
             "name": meta.get("name", ""),
             "uid": meta.get("uid", ""),
@@ -301,7 +303,10 @@ class SimulatedKubelet:
             known = self.known_pod(obj, prev) if self.known_pod is not None else None
             # a copy: the kubelet moves its pod's phase on, the schedulers' reading must not move with it
             pod = copy.copy(known) if known is not None else pod_from_manifest(obj)
-            template = _template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", None)
+            # a Job's pod without a run time completes once it runs, as KWOK's pod-complete stage for Job pods and
+            # the simulator (kubeflux.sim.workloads.manifests) have it; any other pod runs until it is deleted
+            owned = any(ref.get("kind") == "Job" for ref in meta.get("ownerReferences") or () if isinstance(ref, dict))
+            template = _template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", 0.0 if owned else None)
             job = WorkloadJob(
                 id=pod.key, submit_time=0.0, kind=JobKind.POD, name=pod.name, namespace=namespace, pods=[template]
             )

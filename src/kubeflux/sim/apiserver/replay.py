@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import ManifestError, pod_to_manifest
+from kubeflux.scheduler.kube_objects import pod_to_manifest
 from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.sim.apiserver.clock import Clock
 from kubeflux.sim.apiserver.errors import ApiError
@@ -50,7 +50,7 @@ from kubeflux.sim.jobs import (
 )
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
-from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION, job_from_manifest
+from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 __all__ = ["WorkloadReplay"]
@@ -116,7 +116,7 @@ class WorkloadReplay:
         """Job index → uid of its ``batch/v1`` Job object."""
         self.book = ReplayBook(store, loop, clock, nodes, self)
         self._by_uid: dict[str, SimJob] = {}
-        """uid of a ``batch/v1`` Job object → its record (replayed, or created by a client)."""
+        """uid of a ``batch/v1`` Job object the replay created → its record."""
         self._jobs_watcher = Watcher(jobs, "", LabelSelector(), FieldSelector(), backlog=10**9)
         self._jobs_watcher.wake = self._wake_jobs
         self._draining_jobs = False
@@ -187,7 +187,11 @@ class WorkloadReplay:
 
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
         namespace, name = obj.split("/", 1) if "/" in obj else ("default", obj)
-        involved = {"kind": "Job", "metadata": {"name": name, "uid": self._uid_of(namespace, name)}}
+        involved = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "uid": self._uid_of(namespace, name)},
+        }
         record_event(self.store, namespace, involved, type_, reason, message, "job-controller")
 
     # -- arrivals ------------------------------------------------------------------------------------------------
@@ -333,7 +337,12 @@ class WorkloadReplay:
                 self.jobs_resource, wjob.namespace, wjob.name, {**current, "status": status}, "status", trusted=True
             )
 
-    # -- Jobs created by clients ---------------------------------------------------------------------------------
+    # -- the replay's Job objects -------------------------------------------------------------------------------
+    def owns_job(self, uid: str) -> bool:
+        """The Job ``uid`` is one the replay created (its Job controller runs it; the served cluster's runs the
+        Jobs clients create)."""
+        return uid in self._by_uid
+
     def _wake_jobs(self) -> None:
         if not self._draining_jobs:
             self._draining_jobs = True
@@ -344,35 +353,10 @@ class WorkloadReplay:
         pending = self._jobs_watcher.pending
         while pending:
             type_, event = pending.popleft()
-            uid = event.obj["metadata"]["uid"]
-            job = self._by_uid.get(uid)
-            if type_ == "ADDED" and job is None:
-                self._adopt(event.obj)
-            elif type_ == "DELETED" and job is not None and job.finish is None:
+            job = self._by_uid.get(event.obj["metadata"]["uid"])
+            if type_ == "DELETED" and job is not None and job.finish is None:
                 job.failed_reason = job.failed_reason or "Deleted"
                 self.finish_job(job)
-
-    def _adopt(self, obj: Object) -> None:
-        """A Job a client created: the simulator's Job controller runs it from now on (its pods are created, run
-        by the simulated kubelet, replaced after back-off, deleted at its deadline), and the report counts it."""
-        meta = obj["metadata"]
-        label = f"Job {meta.get('namespace', '')}/{meta.get('name', '')}"
-        try:
-            wjob = job_from_manifest(obj, f"{label} (through the API)")
-            wjob.submit_time = self._first + self.loop.now
-            job = SimJob(wjob, len(self.jobs), self.loop.now)
-            job.timings = job_timings(wjob, self.lifecycle, self.primary)
-        except (ManifestError, ValueError) as exc:
-            record_event(
-                self.store, meta.get("namespace", ""), obj, "Warning", "FailedCreate", str(exc), "job-controller"
-            )
-            return
-        self.jobs.append(job)
-        self._job_uids[job.index] = meta["uid"]
-        self._by_uid[meta["uid"]] = job
-        self.book.entered_queue()
-        self.job_controller.start(job)
-        self._job_status(job)
 
     def _uid_of(self, namespace: str, name: str) -> str:
         try:

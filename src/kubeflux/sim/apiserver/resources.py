@@ -467,10 +467,11 @@ class JobStrategy(Strategy):
                             "job-name": meta["name"],
                         }
                     )
-                    if not meta.get("labels"):  # a Job without labels takes its template's
-                        meta["labels"] = dict(labels)
             if isinstance(template.get("spec"), dict):
                 default_template_spec(template["spec"], restart_policy=False)
+            template_labels = (template.get("metadata") or {}).get("labels")
+            if not meta.get("labels") and isinstance(template_labels, dict) and template_labels:
+                meta["labels"] = dict(template_labels)  # the real server's defaulting: a Job is labelled as its pods
         obj["status"] = {}
 
     def validate(self, obj: Object) -> list[Cause]:
@@ -511,7 +512,23 @@ class JobStrategy(Strategy):
         for field in ("selector", "template", "completionMode"):
             if isinstance(new_spec, dict) and new_spec.get(field) != old_spec.get(field):
                 causes.append(Cause(f"spec.{field}", "Invalid value: field is immutable"))
+        if isinstance(new_spec, dict) and isinstance(old_spec, dict):
+            causes.extend(_completions_update_causes(new_spec, old_spec))
         return causes
+
+
+def _completions_update_causes(new: Object, old: Object) -> list[Cause]:
+    """``completions`` is immutable, but for an Indexed Job that changes it in tandem with ``parallelism``."""
+    completions = new.get("completions")
+    if completions == old.get("completions"):
+        return []
+    if new.get("completionMode") == "Indexed" and isinstance(completions, int):
+        grown = completions - int(old.get("completions") or 0)
+        if grown == int(new.get("parallelism") or 0) - int(old.get("parallelism") or 0):
+            return []
+        why = "can only be modified in tandem with spec.parallelism"
+        return [Cause("spec.completions", f"Invalid value: {completions}: {why}")]
+    return [Cause("spec.completions", f"Invalid value: {completions}: field is immutable")]
 
 
 # --- leases, configmaps, priority classes, events -----------------------------------------------------------

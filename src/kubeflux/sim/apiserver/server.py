@@ -3,8 +3,9 @@
 :class:`ApiServer` runs in the calling thread (:meth:`serve_forever`, which stops on Ctrl-C or SIGTERM) or in a
 background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a context manager). The store is
 only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
-``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the PodGroup
-controller keeps groups' status; ``schedulers`` run in the process
+``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the built-in controllers
+run (:data:`CONTROLLERS`: the Job controller, as kube-controller-manager's, and the PodGroup controller, which keeps
+groups' status), but those named in ``disabled_controllers``; ``schedulers`` run in the process
 (:class:`InProcessSchedulers`), both on the server's loop, created when it starts serving.
 """
 
@@ -37,6 +38,7 @@ from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
+from kubeflux.sim.apiserver.jobs import JobController
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
 from kubeflux.sim.apiserver.pacer import Activity, Pacer, TimeHeader, UnansweredPods
 from kubeflux.sim.apiserver.replay import WorkloadReplay
@@ -44,9 +46,13 @@ from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.tls import TlsFiles
 from kubeflux.sim.pods import Lifecycle
-from kubeflux.sim.workloads.model import Workload
+from kubeflux.sim.workloads.model import JobKind, Workload
 
-__all__ = ["ApiServer", "kubeconfig", "node_manifest"]
+__all__ = ["CONTROLLERS", "ApiServer", "kubeconfig", "node_manifest"]
+
+CONTROLLERS = ("job", "podgroup")
+"""The built-in controllers ``controllers=True`` runs: ``job`` (kube-controller-manager's Job controller, with its
+TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status)."""
 
 T = TypeVar("T")
 
@@ -176,6 +182,7 @@ class ApiServer:
         schedulers: Sequence[Scheduler] = (),
         clock: Clock | None = None,
         controllers: bool = False,
+        disabled_controllers: Sequence[str] = (),
         settle: float = 0.05,
         external_schedulers: Sequence[str] = (),
         workload: Workload | None = None,
@@ -211,8 +218,16 @@ class ApiServer:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._with_kubelet = kubelet
-        self._with_controllers = controllers
+        unknown = sorted(set(disabled_controllers) - set(CONTROLLERS))
+        if unknown:
+            raise ValueError(f"unknown controller(s) {', '.join(unknown)}; known: {', '.join(CONTROLLERS)}")
+        self.controllers = frozenset(CONTROLLERS) - set(disabled_controllers) if controllers else frozenset()
+        """The built-in controllers that run."""
+        if workload is not None and "job" not in self.controllers and any(j.kind is JobKind.JOB for j in workload.jobs):
+            raise ValueError("a workload's Jobs are replayed by the built-in Job controller: it cannot be turned off")
         self.podgroup_controller: PodGroupController | None = None
+        self.job_controller: JobController | None = None
+        """The Job controller (with the ``job`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
         self.kubelet: SimulatedKubelet | None = None
@@ -286,7 +301,7 @@ class ApiServer:
         if self._with_kubelet:
             couple = self.workload is not None  # a replay's coupled jobs compute together, as in the simulator
             self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock, couple=couple)
-        if self._with_controllers:
+        if "podgroup" in self.controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
@@ -294,14 +309,13 @@ class ApiServer:
             if self.kubelet is not None:
                 self.kubelet.known_pod = self.schedulers.known_pod
         self.started_at = time.perf_counter()
-        if self.workload is not None or self._with_controllers:  # the Job controller runs in the replay
-            workload = self.workload if self.workload is not None else Workload("api", [])
+        if self.workload is not None:
             done = self._replay_done if self.until_done else None
             self.replay = WorkloadReplay(
                 self.store,
                 loop,
                 self.clock,
-                workload,
+                self.workload,
                 self.nodes,
                 lifecycle=self.lifecycle,
                 primary=self.primary,
@@ -309,6 +323,9 @@ class ApiServer:
             )
             if self.schedulers is not None:
                 self.schedulers.rejected.append(self.replay.book.rejected)
+        if "job" in self.controllers:
+            skip = self.replay.owns_job if self.replay is not None else (lambda uid: False)
+            self.job_controller = JobController(self.store, loop, self.clock, skip)
         pacing: asyncio.Future[None] | None = None
         if isinstance(self.clock, VirtualClock):
             pacing = asyncio.ensure_future(self._pacer(self.clock).run())
@@ -326,6 +343,8 @@ class ApiServer:
                 self.schedulers.stop()
             if self.podgroup_controller is not None:
                 self.podgroup_controller.stop()
+            if self.job_controller is not None:
+                self.job_controller.stop()
             if self.replay is not None:
                 self.replay.stop()
 
@@ -333,7 +352,7 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        for component in (self.kubelet, self.podgroup_controller, self.schedulers, self.replay):
+        for component in (self.kubelet, self.podgroup_controller, self.job_controller, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)

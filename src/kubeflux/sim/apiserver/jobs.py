@@ -1,0 +1,272 @@
+"""The served cluster's Job controller: kube-controller-manager's, on the store (``cluster serve``'s ``job``
+controller; ``--no-controllers job`` turns it off so that a real kube-controller-manager runs Jobs instead).
+
+It follows Jobs and pods on the server's loop as an informer would, and syncs a Job (:func:`~kubeflux.sim.apiserver.
+jobsync.sync_job`, the decisions) whenever it or one of the pods it controls changes, or when a timer it asked for
+(the pod-failure back-off, ``activeDeadlineSeconds``) comes. A sync's plan is applied through the store as a
+controller's requests would be: pods created with ``generateName``, deleted with their grace period, their
+``batch.kubernetes.io/job-tracking`` finalizer removed with a metadata update, the Job's status written through
+``jobs/status``, Events recorded as ``job-controller``. A pod's Job is its controller ``ownerReference``.
+
+It also does the TTL-after-finished controller's work: a finished Job with ``ttlSecondsAfterFinished`` is deleted
+(with its pods, ``propagationPolicy: Foreground``) that many seconds after it finished.
+
+Jobs that a workload replay created are run by the simulator's Job controller
+(:class:`kubeflux.sim.apiserver.replay.WorkloadReplay`), so that a replay gives ``kubeflux simulate``'s schedule:
+``skip`` names them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.sim.apiserver.clock import Clock, Timer
+from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.jobsync import TRACKING_FINALIZER, Backoff, JobPlan, finished_condition, sync_job
+from kubeflux.sim.apiserver.kubelet import record_event
+from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.clock import Priority
+
+__all__ = ["JobController"]
+
+Object = dict[str, Any]
+_COMPONENT = "job-controller"
+
+
+def _controller_uid(pod: Object) -> str | None:
+    for ref in pod["metadata"].get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "Job":
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+class JobController:
+    """Runs every ``batch/v1`` Job of ``store`` that ``skip`` does not name (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        clock: Clock,
+        skip: Callable[[str], bool] = lambda uid: False,
+    ) -> None:
+        pods = store.registry.find("", "v1", "pods")
+        jobs = store.registry.find("batch", "v1", "jobs")
+        assert pods is not None and jobs is not None
+        self.store, self.loop, self.clock, self.skip = store, loop, clock, skip
+        self.pods_resource, self.jobs_resource = pods, jobs
+        self._jobs: dict[str, tuple[str, str]] = {}
+        """uid → (namespace, name) of every Job followed."""
+        self._pods: dict[str, dict[str, Object]] = {}
+        """Job uid → pod uid → the latest version of each pod it controls."""
+        self._owner: dict[str, str] = {}
+        """pod uid → its Job's uid."""
+        self._backoff: dict[str, Backoff] = {}
+        self._timers: dict[str, tuple[float, Timer]] = {}
+        """Job uid → (when, the timer) of its next requested sync."""
+        self._ttl: dict[str, Timer] = {}
+        self._dirty: set[str] = set()
+        self._scheduled = False
+        self._watchers: list[tuple[Any, Watcher]] = []
+        for resource in (jobs, pods):
+            watcher = Watcher(resource, "", LabelSelector(), FieldSelector(), backlog=10**9)
+            watcher.wake = self._wake
+            store.collections[resource.collection].watchers.add(watcher)
+            self._watchers.append((resource, watcher))
+        for job in list(store.objects(jobs)):
+            self._job_event("ADDED", job)
+        for pod in list(store.objects(pods)):
+            self._pod_event("ADDED", pod)
+        self._wake()
+
+    @property
+    def busy(self) -> bool:
+        """Watch events wait to be handled, or Jobs to be synced (the virtual clock must not jump)."""
+        return self._scheduled or any(watcher.pending for _, watcher in self._watchers)
+
+    def stop(self) -> None:
+        for resource, watcher in self._watchers:
+            self.store.stop_watch(resource, watcher)
+        for _, timer in self._timers.values():
+            timer.cancel()
+        for timer in self._ttl.values():
+            timer.cancel()
+
+    # -- the informers ---------------------------------------------------------------------------------------
+    def _wake(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        self._scheduled = False
+        for resource, watcher in self._watchers:
+            while watcher.pending:
+                type_, event = watcher.pending.popleft()
+                if resource is self.jobs_resource:
+                    self._job_event(type_, event.obj)
+                else:
+                    self._pod_event(type_, event.obj)
+        dirty, self._dirty = self._dirty, set()
+        for uid in sorted(dirty, key=lambda u: self._jobs.get(u, ("", ""))):
+            self._sync(uid)
+
+    def _job_event(self, type_: str, job: Object) -> None:
+        meta = job["metadata"]
+        uid = meta["uid"]
+        if self.skip(uid):
+            return
+        if type_ == "DELETED":
+            self._forget(uid)
+            return
+        self._jobs[uid] = (meta["namespace"], meta["name"])
+        self._dirty.add(uid)
+
+    def _pod_event(self, type_: str, pod: Object) -> None:
+        uid = pod["metadata"]["uid"]
+        before = self._owner.pop(uid, None)
+        if before is not None:
+            self._pods.get(before, {}).pop(uid, None)
+            self._dirty.add(before)
+        job = _controller_uid(pod)
+        if job is None or type_ == "DELETED" or self.skip(job):
+            return
+        self._owner[uid] = job
+        self._pods.setdefault(job, {})[uid] = pod
+        if job in self._jobs:
+            self._dirty.add(job)
+        elif TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ()):
+            self._unfinalize(pod["metadata"]["namespace"], pod["metadata"]["name"])  # its Job is gone
+
+    def _forget(self, uid: str) -> None:
+        """A Job was deleted: its pods keep no tracking finalizer, its timers go."""
+        self._jobs.pop(uid, None)
+        self._backoff.pop(uid, None)
+        self._dirty.discard(uid)
+        timer = self._timers.pop(uid, None)
+        if timer is not None:
+            timer[1].cancel()
+        ttl = self._ttl.pop(uid, None)
+        if ttl is not None:
+            ttl.cancel()
+        for pod in list(self._pods.get(uid, {}).values()):
+            if TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ()):
+                self._unfinalize(pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+    # -- one sync --------------------------------------------------------------------------------------------
+    def _sync(self, uid: str) -> None:
+        key = self._jobs.get(uid)
+        if key is None:
+            return
+        try:
+            job = self.store.get(self.jobs_resource, *key)
+        except ApiError:
+            return
+        if job["metadata"]["uid"] != uid:
+            return
+        pods = sorted(self._pods.get(uid, {}).values(), key=lambda p: p["metadata"]["name"])
+        plan = sync_job(job, pods, self.store.clock(), self._backoff.get(uid, Backoff()))
+        self._backoff[uid] = plan.backoff
+        self._apply(job, plan)
+
+    def _apply(self, job: Object, plan: JobPlan) -> None:
+        meta = job["metadata"]
+        namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
+        for pod in plan.create:
+            try:
+                created = self.store.create(self.pods_resource, namespace, pod)
+            except ApiError as exc:
+                self._event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+                continue
+            self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+        for pod_name, unfinalize_first in plan.delete:
+            if unfinalize_first:
+                self._unfinalize(namespace, pod_name)
+            try:
+                self.store.delete(self.pods_resource, namespace, pod_name)
+            except ApiError:
+                continue
+            self._event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod_name}")
+        if plan.tracking_status is not None:
+            self._write_status(namespace, name, plan.tracking_status)
+        for pod_name in plan.unfinalize:
+            self._unfinalize(namespace, pod_name)
+        if plan.status is not None:
+            self._write_status(namespace, name, plan.status)
+        for type_, reason, message in plan.events:
+            self._event(job, type_, reason, message)
+        if plan.requeue_after is not None:
+            self._requeue(uid, plan.requeue_after)
+        final = plan.status if plan.status is not None else plan.tracking_status
+        self._arm_ttl({**job, "status": final} if final is not None else job)
+
+    def _write_status(self, namespace: str, name: str, status: Object) -> None:
+        with contextlib.suppress(ApiError):
+            current = self.store.get(self.jobs_resource, namespace, name)
+            self.store.update(
+                self.jobs_resource, namespace, name, {**current, "status": status}, "status", trusted=True
+            )
+
+    def _unfinalize(self, namespace: str, name: str) -> None:
+        """Remove the tracking finalizer of a pod (a metadata update; a pod already gone is no error)."""
+        with contextlib.suppress(ApiError):
+            pod = self.store.get(self.pods_resource, namespace, name)
+            finalizers = [f for f in pod["metadata"].get("finalizers") or () if f != TRACKING_FINALIZER]
+            if len(finalizers) == len(pod["metadata"].get("finalizers") or ()):
+                return
+            meta = {**pod["metadata"], "finalizers": finalizers}
+            if not finalizers:
+                meta.pop("finalizers")
+            self.store.update(self.pods_resource, namespace, name, {**pod, "metadata": meta}, trusted=True)
+
+    def _event(self, job: Object, type_: str, reason: str, message: str) -> None:
+        involved = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job["metadata"]}
+        record_event(self.store, job["metadata"]["namespace"], involved, type_, reason, message, _COMPONENT)
+
+    # -- timers ----------------------------------------------------------------------------------------------
+    def _requeue(self, uid: str, after: float) -> None:
+        at = self.store.clock() + after
+        current = self._timers.get(uid)
+        if current is not None:
+            if current[0] <= at:
+                return
+            current[1].cancel()
+        timer = self.clock.call_later(self.loop, after, Priority.STAGE, self._timer_sync, uid)
+        self._timers[uid] = (at, timer)
+
+    def _timer_sync(self, uid: str) -> None:
+        self._timers.pop(uid, None)
+        if uid in self._jobs:
+            self._dirty.add(uid)
+            self._wake()
+
+    def _arm_ttl(self, job: Object) -> None:
+        """The TTL-after-finished controller: delete a finished Job ``ttlSecondsAfterFinished`` after its end."""
+        uid = job["metadata"]["uid"]
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        kind = finished_condition(job)
+        if not isinstance(ttl, int) or not kind or uid in self._ttl:
+            return
+        ended = next(
+            (c.get("lastTransitionTime") for c in job["status"].get("conditions") or () if c.get("type") == kind), None
+        )
+        try:
+            left = parse_timestamp(ended) + ttl - self.store.clock() if isinstance(ended, str) else float(ttl)
+        except ValueError:
+            left = float(ttl)
+        meta = job["metadata"]
+        self._ttl[uid] = self.clock.call_later(
+            self.loop, left, Priority.STAGE, self._expire, meta["namespace"], meta["name"], uid
+        )
+
+    def _expire(self, namespace: str, name: str, uid: str) -> None:
+        self._ttl.pop(uid, None)
+        with contextlib.suppress(ApiError):
+            self.store.delete(self.jobs_resource, namespace, name, propagation="Foreground", uid=uid)
