@@ -30,10 +30,12 @@ demo: native
 # under CI=true a failed build fails (--strict), so CI never passes without them.
 KUBE_FLAGS ?= $(if $(filter true,$(CI)),--strict)
 # The protobuf schema of the built-in types (descriptors compiled from k8s.io/api's .proto files, and Go's JSON rules
-# read from its types) goes to build/kube/proto: `cluster serve` decodes and answers protobuf with it.
+# read from its types) goes to build/kube/proto: `cluster serve` decodes and answers protobuf with it. The OpenAPI v3
+# documents of the served groups (copied from k8s.io/kubernetes) go to build/kube/openapi: `cluster serve` serves them.
 kube: $(STAMP)
 	$(BIN)/python tools/kube/build.py $(KUBE_FLAGS)
 	$(BIN)/python tools/kube/protobuf_gen.py $(KUBE_FLAGS) build/kube/proto
+	$(BIN)/python tools/kube/openapi_gen.py $(KUBE_FLAGS) build/kube/openapi
 
 # The suite runs on the engine users run (compiled when built); the tests that patch the engine's internals run on
 # the pure engine in a second pass (tests/conftest.py), with Fluxion's corpora, which check the pure engine that

@@ -11,7 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
+from kubeflux.sim.apiserver.app import ServerSettings
+from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
 
 from .conftest import kubernetes, pod_manifest, start_server
 
@@ -432,10 +436,14 @@ def test_a_filtered_watch_sees_an_object_leave_its_filter_as_deleted(kube: Any) 
     assert seen == [("ADDED", "p"), ("DELETED", "p")]
 
 
-def test_a_version_the_server_has_not_reached_is_waited_for_then_answered_504_too_large(tmp_path: Path) -> None:
-    """As the real watch cache: a list or watch from a version ahead of the server's waits for the writes to reach
-    it; if they do not in time (the server restarted with a new history), 504 ``Timeout`` with the cause
-    ``ResourceVersionTooLarge`` that makes client-go's reflector relist from the current version."""
+def test_a_version_the_server_has_not_reached_is_waited_for_then_a_list_answered_504_too_large(
+    tmp_path: Path,
+) -> None:
+    """As the real watch cache: a list from a version ahead of the server's waits for the writes to reach it; if
+    they do not in time (the server restarted with a new history), 504 ``Timeout`` with the cause
+    ``ResourceVersionTooLarge`` that makes client-go's reflector relist from the current version. A watch from such
+    a version waits silently, as the real server's does (it used to end with that 504 as an ERROR event), and sends
+    the events after it once the history gets there."""
     server = start_server(tmp_path, fresh_wait=1.0)
     try:
         api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
@@ -456,8 +464,39 @@ def test_a_version_the_server_has_not_reached_is_waited_for_then_answered_504_to
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": 1,
         }
+        raw = core.list_namespaced_config_map(
+            "default", watch=True, resource_version=future, timeout_seconds=1, _preload_content=False
+        )
+        assert raw.status == 200 and raw.data == b""  # no ERROR: it waited, and its timeout ended it
+        soon = str(current + 2)  # reached by the next two writes: the watch sends what comes after it
+        later = threading.Timer(
+            0.3, lambda: [core.create_namespaced_config_map("default", {"metadata": {"name": n}}) for n in "de"]
+        )
+        later.start()
+        raw = core.list_namespaced_config_map(
+            "default", watch=True, resource_version=soon, timeout_seconds=2, _preload_content=False
+        )
+        later.join()
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in map(orjson.loads, raw.data.splitlines())] == [
+            ("ADDED", "e")
+        ]
+        api.close()
+    finally:
+        server.stop()
+
+
+def test_a_watch_from_a_version_not_reached_can_still_end_with_the_504(tmp_path: Path) -> None:
+    """``ServerSettings.watch_future_waits=False`` keeps the answer this server gave before (for a client that relies
+    on it): the wait of ``fresh_wait_seconds``, then one ERROR event of the 504 ResourceVersionTooLarge."""
+    store = Store(default_registry())
+    settings = ServerSettings(fresh_wait_seconds=0.2, watch_future_waits=False)
+    server = ApiServer(uniform_cluster(1, 4, "8Gi"), settings=settings, store=store).start()
+    try:
+        server.write_kubeconfig(tmp_path / "kubeconfig")
+        api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+        core = client.CoreV1Api(api)
+        future = str(store.rv + 1000)
         raw = core.list_namespaced_config_map("default", watch=True, resource_version=future, _preload_content=False)
-        assert raw.status == 200
         [error] = [orjson.loads(line) for line in raw.data.splitlines()]
         assert (error["type"], error["object"]["code"]) == ("ERROR", 504)
         assert error["object"]["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"

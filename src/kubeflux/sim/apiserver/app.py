@@ -23,12 +23,14 @@ import orjson
 import yaml
 
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.authorization import ReviewStrategy
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
-from kubeflux.sim.apiserver.discovery import discovery_document
+from kubeflux.sim.apiserver.discovery import AGGREGATED, aggregated_discovery, discovery_document, wants_aggregated
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
-from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v2_json
+from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, OpenApi, openapi_v2_json
 from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_manager
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
@@ -74,8 +76,13 @@ class ServerSettings:
     """How often an idle watch that allows bookmarks gets one."""
     default_watch_seconds: float = 1800.0
     fresh_wait_seconds: float = 3.0
-    """How long a list or watch from a version the server has not reached waits for it before the 504 (the real
-    watch cache waits 3 s)."""
+    """How long a list from a version the server has not reached waits for it before the 504 (the real watch cache
+    waits 3 s)."""
+    watch_future_waits: bool = True
+    """A watch from a version the server has not reached waits for it silently, as the real server's does (only a
+    list says 504). False: it waits :attr:`fresh_wait_seconds`, then ends with an ``ERROR`` event of that 504, as
+    this server answered before; for a client that relies on it (kubeflux serve's reflector until it relists after
+    a failed watch, as client-go's does)."""
     address: str = "127.0.0.1:0"
 
 
@@ -127,6 +134,15 @@ def _int(query: dict[str, str], name: str) -> int | None:
         raise errors.bad_request(f"{name}: invalid integer {text!r}") from exc
 
 
+def _list_item(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as a list shows it: without ``kind`` and ``apiVersion`` (the list's kind says them), as the real
+    server's lists. A shallow copy (the stored version is shared), two keys taken out: C-level dict work."""
+    item = dict(obj)
+    item.pop("kind", None)
+    item.pop("apiVersion", None)
+    return item
+
+
 class ApiApp:
     """The ASGI application serving ``store``."""
 
@@ -142,6 +158,7 @@ class ApiApp:
         self.activity: Activity | None = None
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
         self.media = Renderer()
+        self.openapi = OpenApi(self.registry)
 
     def shutdown(self) -> None:
         """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
@@ -168,7 +185,10 @@ class ApiApp:
         try:
             await self._handle(scope, receive, send)
         except ApiError as exc:
-            await self._respond(send, exc.code, exc.status(), output=self._error_output(scope))
+            if exc.plain is not None:
+                await self._respond(send, exc.code, exc.plain, "text/plain; charset=utf-8" if exc.plain else "")
+            else:
+                await self._respond(send, exc.code, exc.status(), output=self._error_output(scope))
         except RecursionError:
             body = errors.bad_request("the request body is nested too deeply").status()
             await self._respond(send, 400, body, output=self._error_output(scope))
@@ -186,13 +206,23 @@ class ApiApp:
 
     # -- plumbing --------------------------------------------------------------------------------------------
     async def _respond(
-        self, send: Send, code: int, body: Any, content_type: str = _JSON, output: Output = JSON_OUTPUT
+        self,
+        send: Send,
+        code: int,
+        body: Any,
+        content_type: str = _JSON,
+        output: Output = JSON_OUTPUT,
+        extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         if output is JSON_OUTPUT:
             data = body if isinstance(body, bytes) else orjson.dumps(body)
         else:
             data, content_type = self.media.encode(body, output)
-        headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
+        headers = [(b"content-length", str(len(data)).encode())]
+        if content_type:
+            headers.append((b"content-type", content_type.encode()))
+        if extra:
+            headers.extend(extra)
         try:
             await send({"type": "http.response.start", "status": code, "headers": headers})
             await send({"type": "http.response.body", "body": data})
@@ -256,6 +286,16 @@ class ApiApp:
             else:
                 await self._respond(send, 200, openapi_v2_json())
             return
+        if parts[:2] == ["openapi", "v3"] and method == "GET":
+            if len(parts) == 2:  # the index, in the real server's content type
+                await self._respond(send, 200, self.openapi.index(), "text/plain; charset=utf-8")
+                return
+            code, extra, data = self.openapi.answer(parts[2:], query)
+            await self._respond(send, code, data, _JSON if data else "", extra=extra)
+            return
+        if parts in (["api"], ["apis"]) and method == "GET" and wants_aggregated(headers.get("accept", "")):
+            await self._respond(send, 200, aggregated_discovery(self.registry, parts == ["api"]), AGGREGATED)
+            return
         discovery = self._discovery(parts, scope)
         if discovery is not None:
             if method != "GET":
@@ -264,15 +304,26 @@ class ApiApp:
             return
         target, watch_path = self._target(parts)
         if target is None:
+            if parts[:1] == ["apis"] and len(parts) > 1 and parts[1] not in self.registry.group_versions():
+                raise errors.page_not_found()
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         content_type = headers.get("content-type", "")
         accept = headers.get("accept", "")
         output = self.media.output(accept, target.resource.api_version)
+        if target.subresource == "finalize" and method != "PUT":
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        if target.subresource == "log":
+            if method != "GET":
+                raise errors.method_not_allowed(f"{method} is not allowed on pods/log")
+            await self._respond(send, 200, self._log(target, query), "text/plain")
+            return
         if method == "GET":
             as_table = wants_table(accept)
-            if watch_path or not target.name:
+            watching = watch_path or (not target.name and _bool(query, "watch"))
+            waits = watching and self.settings.watch_future_waits and not _bool(query, "sendInitialEvents")
+            if (watch_path or not target.name) and not waits:  # a watch that waits needs no head start
                 await self._wait_for_version(query.get("resourceVersion", ""))
-            if watch_path or (not target.name and _bool(query, "watch")):
+            if watching:
                 await self._watch(target, query, receive, send, as_table, output)
                 return
             body = self._get(target, query, as_table)
@@ -288,7 +339,7 @@ class ApiApp:
         manager = field_manager(query, headers.get("user-agent", "")) if method != "DELETE" else ""
         with self.store.request(manager, dry=dry):
             if method == "POST":
-                code, body = self._post(target, body_bytes, content_type)
+                code, body = self._post(target, body_bytes, content_type, manager)
             elif method == "PUT":
                 code, body = 200, self._put(target, body_bytes, content_type)
             elif method == "PATCH":
@@ -366,9 +417,8 @@ class ApiApp:
         if target.name:
             obj = self.store.get(resource, target.namespace, target.name)
             if as_table:
-                return table(
-                    resource, [obj], self.store.clock(), {"resourceVersion": obj["metadata"]["resourceVersion"]}
-                )
+                version = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+                return table(resource, [obj], self.store.clock(), version, objects_as=query.get("includeObject", ""))
             return obj
         labels, fields = self._selectors(resource, query)
         limit = _int(query, "limit") or 0
@@ -389,19 +439,45 @@ class ApiApp:
         metadata: dict[str, Any] = {"resourceVersion": str(result.rv)}
         if result.continue_token:
             metadata["continue"] = result.continue_token
-            metadata["remainingItemCount"] = result.remaining
+            if labels.empty and fields.empty:  # the real server cannot count what a selector would leave
+                metadata["remainingItemCount"] = result.remaining
         if as_table:
-            return table(resource, result.items, self.store.clock(), metadata)
+            rows = query.get("includeObject", "")
+            return table(resource, result.items, self.store.clock(), metadata, objects_as=rows)
         return {
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,
             "metadata": metadata,
-            "items": result.items,
+            "items": [_list_item(item) for item in result.items],
         }
 
-    def _post(self, target: Target, data: bytes, content_type: str) -> tuple[int, Any]:
+    def _log(self, target: Target, query: dict[str, str]) -> bytes:
+        """``pods/NAME/log``: the container is checked as the real server checks it; the simulated containers
+        write nothing, and a pod not yet bound has no kubelet to ask (the real server answers it empty too)."""
+        pod = self.store.get(target.resource, target.namespace, target.name)
+        spec = pod.get("spec") or {}
+        names = [c.get("name") for c in spec.get("containers") or () if isinstance(c, dict)]
+        others = [c.get("name") for f in ("initContainers", "ephemeralContainers") for c in spec.get(f) or ()]
+        container = query.get("container", "")
+        if not container and len(names) != 1:
+            if not names:
+                raise errors.bad_request(f"a container name must be specified for pod {target.name}")
+            listed = " ".join(str(n) for n in [*names, *others])
+            why = f"a container name must be specified for pod {target.name}, choose one of: [{listed}]"
+            raise errors.bad_request(why)
+        if container and container not in names and container not in others:
+            raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
+        return b""
+
+    def _post(self, target: Target, data: bytes, content_type: str, manager: str = "") -> tuple[int, Any]:
         resource = target.resource
         body = self._decode(data, content_type, resource.api_version)
+        if isinstance(resource.strategy, ReviewStrategy):
+            answer = resource.strategy.answer(body, target.namespace)
+            if manager and answer["spec"]:  # the request's fields are the client's, as the real server records
+                asked = {"apiVersion": answer["apiVersion"], "metadata": {}, "spec": answer["spec"]}
+                answer["metadata"]["managedFields"] = managed_after(None, asked, manager, "Update", self.store.now())
+            return 201, answer
         if resource.create_only:
             pods = self.registry.find("", "v1", "pods")
             meta = body.get("metadata") if isinstance(body, dict) else None
@@ -513,24 +589,20 @@ class ApiApp:
                 details = {"name": meta["name"], "group": resource.group, "kind": resource.plural, "uid": meta["uid"]}
                 return 200, errors.status_success(200, **{k: v for k, v in details.items() if v})
             return 200, obj
+        if not resource.verbs_allow("deletecollection"):
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         labels, fields = self._selectors(resource, query)
         listed = self.store.list_objects(resource, target.namespace, labels, fields)
-        deleted = []
         for item in listed.items:
             meta = item["metadata"]
-            try:
-                deleted.append(
-                    self.store.delete(
-                        resource, meta.get("namespace", ""), meta["name"], grace=grace, propagation=propagation
-                    )
-                )
-            except ApiError:
-                continue
-        return 200, {
+            with contextlib.suppress(ApiError):
+                namespace = meta.get("namespace", "")
+                self.store.delete(resource, namespace, meta["name"], grace=grace, propagation=propagation)
+        return 200, {  # the objects as listed before their deletion, as the real server answers
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,
             "metadata": {"resourceVersion": str(self.store.rv)},
-            "items": deleted,
+            "items": [_list_item(item) for item in listed.items],
         }
 
     # -- watch -----------------------------------------------------------------------------------------------
@@ -558,6 +630,7 @@ class ApiApp:
                 fields,
                 query.get("resourceVersion", ""),
                 initial_events=initial_events,
+                future_waits=self.settings.watch_future_waits,
             )
         except ApiError as exc:
             if exc.code not in (410, 504):  # history gone or not reached: one ERROR event, as the watch cache does
@@ -643,7 +716,7 @@ class ApiApp:
                 if len(batch) >= 256:
                     await self._write(send, b"".join(batch))
                     batch = []
-            if initial_events:
+            if initial_events and bookmarks:  # the real server sends it only to a client that allows bookmarks
                 batch.append(self.media.bookmark(resource, start_rv, output, initial_end=True))
             if batch:
                 await self._write(send, b"".join(batch))

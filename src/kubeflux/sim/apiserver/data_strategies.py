@@ -167,6 +167,13 @@ def quantity_error(resources: Any) -> str:
     return ""
 
 
+_NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
 def events_v1_causes(obj: Object) -> list[Cause]:
     """What an events.k8s.io/v1 Event must carry (the stored core form): eventTime, reportingController (a
     qualified name), reportingInstance, action, reason, and a type of Normal or Warning."""
@@ -174,8 +181,10 @@ def events_v1_causes(obj: Object) -> list[Cause]:
     if not obj.get("eventTime"):
         causes.append(Cause("eventTime", "Required value", "FieldValueRequired"))
     controller = obj.get("reportingComponent")
-    if not controller:
+    if not controller:  # required, and (as the real server also says) not a qualified name
         causes.append(Cause("reportingController", "Required value", "FieldValueRequired"))
+        causes.append(Cause("reportingController", 'Invalid value: "": name part must be non-empty'))
+        causes.append(Cause("reportingController", f'Invalid value: "": {_NAME_PART}'))
     elif not isinstance(controller, str) or not _QUALIFIED.match(controller.rsplit("/", 1)[-1]):
         causes.append(Cause("reportingController", f'Invalid value: "{controller}": must be a qualified name'))
     for field in ("reportingInstance", "action", "reason"):

@@ -1,7 +1,8 @@
-"""Discovery: ``/version``, ``/api``, ``/apis``, group and group/version resource lists, ``/openapi/v3``.
+"""Discovery: ``/version``, ``/api``, ``/apis``, group and group/version resource lists.
 
-Answered in the legacy form (``APIVersions``, ``APIGroupList``, ``APIResourceList``): kubectl and client-go ask
-for aggregated discovery first and fall back to it when the response's content type is plain JSON.
+``/api`` and ``/apis`` answer in the aggregated form (``APIGroupDiscoveryList``, every group's resources in one
+document) to the clients that ask for it, as kubectl and client-go do first; otherwise, and for the group and
+group/version paths, in the legacy form (``APIVersions``, ``APIGroupList``, ``APIResourceList``).
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from kubeflux import __version__
+from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.openapi import openapi_v3_paths
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 
-__all__ = ["KUBERNETES_VERSION", "discovery_document"]
+__all__ = ["AGGREGATED", "KUBERNETES_VERSION", "aggregated_discovery", "discovery_document", "wants_aggregated"]
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+"""The content type of aggregated discovery (``apidiscovery.k8s.io/v2``), which kubectl and client-go ask first."""
 
 KUBERNETES_VERSION = ("1", "36")
 """The version served: the one whose behaviour the anchors observed."""
@@ -42,10 +46,10 @@ def discovery_document(registry: Registry, parts: list[str], address: str) -> An
     if parts == ["apis"]:
         groups = [_group(g, vs) for g, vs in registry.group_versions().items() if g]
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+    if len(parts) in (2, 3) and parts[0] == "apis" and parts[1] not in registry.group_versions():
+        raise errors.page_not_found()
     if len(parts) == 2 and parts[0] == "apis":
-        versions = registry.group_versions().get(parts[1])
-        if versions is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        versions = registry.group_versions()[parts[1]]
         return {"kind": "APIGroup", "apiVersion": "v1"} | _group(parts[1], versions)
     if (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis"):
         group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
@@ -53,9 +57,17 @@ def discovery_document(registry: Registry, parts: list[str], address: str) -> An
         if not resources:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return _resource_list(group, version, resources)
-    if parts[:2] == ["openapi", "v3"]:
-        return openapi_v3_paths(registry, parts[2:])
     return None
+
+
+_SUBRESOURCES: dict[str, tuple[str, list[str]]] = {
+    "binding": ("Binding", ["create"]),
+    "eviction": ("Eviction", ["create"]),
+    "log": ("", ["get"]),
+    "finalize": ("", ["update"]),
+}
+"""Subresources whose kind or verbs are not their resource's ``get``/``patch``/``update`` (``""``: the resource's
+kind)."""
 
 
 def _group(group: str, versions: list[str]) -> dict[str, Any]:
@@ -79,8 +91,8 @@ def _resource_list(group: str, version: str, resources: list[ResourceType]) -> d
             entry["categories"] = list(r.categories)
         listed.append(entry)
         for sub in r.subresources:
-            kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, r.kind)
-            verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
+            kind, verbs = _SUBRESOURCES.get(sub, (r.kind, ["get", "patch", "update"]))
+            kind = kind or r.kind
             listed.append(
                 {
                     "name": f"{r.plural}/{sub}",
@@ -92,3 +104,49 @@ def _resource_list(group: str, version: str, resources: list[ResourceType]) -> d
             )
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": listed}
+
+
+_RESPONSE_KINDS = {"eviction": ("policy", "v1", "Eviction")}
+
+
+def wants_aggregated(accept: str) -> bool:
+    return "as=APIGroupDiscoveryList" in accept and "v=v2;" in accept.replace(" ", "") + ";"
+
+
+def aggregated_discovery(registry: Registry, core: bool) -> dict[str, Any]:
+    """``/api`` (``core``) or ``/apis`` as an ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``."""
+    items = []
+    for group, versions in registry.group_versions().items():
+        if (group == "") != core:
+            continue
+        listed = []
+        for version in versions:
+            resources = sorted(registry.in_group_version(group, version), key=lambda r: r.plural)
+            listed.append(
+                {"version": version, "resources": [_aggregated(r) for r in resources], "freshness": "Current"}
+            )
+        items.append({"metadata": {"name": group} if group else {}, "versions": listed})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+
+
+def _aggregated(resource: ResourceType) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": resource.plural,
+        "responseKind": {"group": "", "version": "", "kind": resource.kind},
+        "scope": "Namespaced" if resource.namespaced else "Cluster",
+        "singularResource": resource.singular,
+        "verbs": resource.verbs(),
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    subresources = []
+    for sub in sorted(resource.subresources):
+        kind, verbs = _SUBRESOURCES.get(sub, (resource.kind, ["get", "patch", "update"]))
+        group, version, kind = _RESPONSE_KINDS.get(sub, ("", "", kind or resource.kind))
+        response_kind = {"group": group, "version": version, "kind": kind}
+        subresources.append({"subresource": sub, "responseKind": response_kind, "verbs": verbs})
+    if subresources:
+        entry["subresources"] = subresources
+    return entry

@@ -25,6 +25,7 @@ __all__ = [
     "method_not_allowed",
     "not_acceptable",
     "not_found",
+    "page_not_found",
     "status_success",
     "too_large",
     "unauthorized",
@@ -54,6 +55,8 @@ class ApiError(Exception):
     causes: list[Cause] = field(default_factory=list)
     retry_after: int = 0
     """``details.retryAfterSeconds``: when a client may try again (0: not said)."""
+    plain: bytes | None = None
+    """The body is this text, not a ``Status`` (the real server's ``404 page not found`` of a path no API serves)."""
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -118,6 +121,12 @@ def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiEr
     listed = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     message = f'{kind} "{name}" is invalid: {listed}'
     return ApiError(422, "Invalid", message, kind, name, group, list(causes))
+
+
+def page_not_found(text: bytes = b"404 page not found\n") -> ApiError:
+    """404 in plain text (no ``Status``): what the real server answers for a path of no group it serves, and, with
+    an empty body, for an OpenAPI document it does not have."""
+    return ApiError(404, "NotFound", text.decode().strip(), plain=text)
 
 
 def bad_request(message: str) -> ApiError:

@@ -67,6 +67,8 @@ def field_path(obj: Object, dotted: str) -> str:
         node = node.get(part)
     if node is None:
         return ""
+    if isinstance(node, bool):  # as Go formats it (a field selector says spec.unschedulable=true)
+        return "true" if node else "false"
     return node if isinstance(node, str) else str(node)
 
 
@@ -90,6 +92,8 @@ class Strategy:
     goes at once (pods)."""
     returns_deleted_object = False
     """A delete that removes the object at once answers with it (pods, nodes ...); others answer ``Status``."""
+    delete_collection = True
+    """``DELETE`` of the collection is served (not of namespaces, as on the real server)."""
 
     def decode_error(self, obj: Object) -> str:
         """Why ``obj`` could not be decoded into its Go type (a 400, not a 422: a string where a number goes, a bad
@@ -98,6 +102,11 @@ class Strategy:
 
     def prepare_create(self, obj: Object, now: str) -> None:
         """Defaults set on create (after metadata is filled in)."""
+
+    def canonicalize(self, obj: Object) -> None:
+        """Fill in what the real server shows though the client left it out, on every create and update: the zero
+        values Go marshals (a struct that is not a pointer, a time as ``null``, a string as ``""``) and drops (a
+        ``null`` pointer); only keys that are missing or ``null`` are touched, so a stored object is left as is."""
 
     def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
         """Admission on create, with ``lookup(group/plural, namespace, name)`` of other objects; raises ApiError."""
@@ -164,7 +173,12 @@ class ResourceType:
             return ["get", "list", "watch"]
         if self.create_only:
             return ["create"]
+        if not self.strategy.delete_collection:
+            return ["create", "delete", "get", "list", "patch", "update", "watch"]
         return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+    def verbs_allow(self, verb: str) -> bool:
+        return verb in self.verbs()
 
 
 class Registry:

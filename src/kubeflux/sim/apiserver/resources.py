@@ -21,6 +21,7 @@ from kubeflux.scheduler.kube_objects import (
     podgroup_from_manifest,
 )
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.authorization import review_resources
 from kubeflux.sim.apiserver.data_strategies import (
     ConfigMapStrategy,
     SecretStrategy,
@@ -69,6 +70,23 @@ def objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list
     ]
 
 
+_FORBIDDEN = "FieldValueForbidden"
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_NODE_INFO = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+"""``status.nodeInfo``'s strings, which Go writes even when empty."""
+
+
 def _required(path: str) -> Cause:
     return Cause(path, "Required value", "FieldValueRequired")
 
@@ -91,19 +109,37 @@ def _default_container(container: Any) -> None:
     container.setdefault("resources", {})
 
 
-def default_pod_spec(spec: Object) -> None:
-    """The real server's defaults for the pod spec fields clients read back."""
-    spec.setdefault("restartPolicy", "Always")
+def default_template_spec(spec: Object, *, restart_policy: bool = True) -> None:
+    """The real server's defaults of a pod spec in a template (a Job's: its restart policy is not defaulted)."""
+    if restart_policy:
+        spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("priority", 0)
     for field in ("containers", "initContainers"):
         for container in spec.get(field) or ():
             _default_container(container)
+
+
+def default_pod_spec(spec: Object) -> None:
+    """The real server's defaults for the pod spec fields clients read back: a template's, and what a pod gets
+    besides (``enableServiceLinks``, defaulted on pods only, and the Priority admission's fields)."""
+    default_template_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+
+
+def _condition_times(obj: Object, names: tuple[str, ...]) -> None:
+    """Each status condition shows its times, ``null`` when unset (``metav1.Time`` is not a pointer)."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, dict):
+            for name in names:
+                if name not in condition:
+                    condition[name] = None
 
 
 def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = _RESTART_POLICIES) -> list[Cause]:
@@ -205,6 +241,13 @@ class PodStrategy(Strategy):
             default_pod_spec(spec)
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
 
+    def canonicalize(self, obj: Object) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and None in spec.values():  # nil pointers, left out (a null token automount)
+            for key in [k for k, v in spec.items() if v is None]:
+                del spec[key]
+        _condition_times(obj, ("lastProbeTime", "lastTransitionTime"))
+
     def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
         """The mutating admission plugins (:func:`admit_pod`) and Priority: ``spec.priority`` from
         ``spec.priorityClassName``."""
@@ -237,6 +280,8 @@ class PodStrategy(Strategy):
             return causes
         old_spec = old.get("spec", {})
         new_spec = new.get("spec", {})
+        if len(new_spec.get("containers") or ()) != len(old_spec.get("containers") or ()):
+            return [Cause("spec.containers", "Forbidden: pod updates may not add or remove containers", _FORBIDDEN)]
         if _frozen_pod_spec(new_spec) != _frozen_pod_spec(old_spec):
             message = (
                 "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
@@ -304,7 +349,6 @@ def _qos_class(spec: Object) -> str:
 class NodeStrategy(Strategy):
     has_status = True
     keep_status_on_create = True
-    returns_deleted_object = True
     fields = frozenset({"spec.unschedulable"})
 
     def decode_error(self, obj: Object) -> str:
@@ -313,7 +357,36 @@ class NodeStrategy(Strategy):
             return ""
         return quantity_error(status.get("capacity")) or quantity_error(status.get("allocatable"))
 
+    def canonicalize(self, obj: Object) -> None:
+        if obj.get("spec") is None:
+            obj["spec"] = {}
+        if obj.get("status") is None:
+            obj["status"] = {}
+        status = obj["status"]
+        if not isinstance(status, dict):
+            return
+        if status.get("daemonEndpoints") is None:
+            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 0}}
+        info = status.get("nodeInfo")
+        if info is None:
+            status["nodeInfo"] = dict.fromkeys(_NODE_INFO, "")
+        elif isinstance(info, dict) and len(info) < len(_NODE_INFO):
+            for key in _NODE_INFO:
+                info.setdefault(key, "")
+        _condition_times(obj, ("lastHeartbeatTime", "lastTransitionTime"))
+
     def validate(self, obj: Object) -> list[Cause]:
+        spec = obj.get("spec")
+        taints = spec.get("taints") if isinstance(spec, dict) else None
+        causes = []
+        for index, taint in enumerate(taints if isinstance(taints, list) else ()):
+            effect = taint.get("effect") if isinstance(taint, dict) else None
+            if effect not in _TAINT_EFFECTS:  # the real server names the path metadata.taints, and so do we
+                supported = ", ".join(f'"{e}"' for e in _TAINT_EFFECTS)
+                message = f'Unsupported value: "{effect}": supported values: {supported}'
+                causes.append(Cause(f"metadata.taints[{index}].effect", message, "FieldValueNotSupported"))
+        if causes:
+            return causes
         try:
             node_from_manifest(obj)
         except ManifestError as exc:
@@ -323,6 +396,7 @@ class NodeStrategy(Strategy):
 
 class NamespaceStrategy(Strategy):
     has_status = True
+    delete_collection = False
     fields = frozenset({"status.phase"})
     name_causes = staticmethod(dns_label_causes)
 
@@ -394,7 +468,7 @@ class JobStrategy(Strategy):
                         }
                     )
             if isinstance(template.get("spec"), dict):
-                default_pod_spec(template["spec"])
+                default_template_spec(template["spec"], restart_policy=False)
             template_labels = (template.get("metadata") or {}).get("labels")
             if not meta.get("labels") and isinstance(template_labels, dict) and template_labels:
                 meta["labels"] = dict(template_labels)  # the real server's defaulting: a Job is labelled as its pods
@@ -420,7 +494,10 @@ class JobStrategy(Strategy):
         template = spec.get("template")
         if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
             return [*causes, _required("spec.template.spec")]
-        causes.extend(pod_spec_causes(template["spec"], "spec.template.spec.", ("OnFailure", "Never")))
+        if template["spec"].get("restartPolicy") in (None, ""):
+            causes.append(_required("spec.template.spec.restartPolicy"))
+        else:
+            causes.extend(pod_spec_causes(template["spec"], "spec.template.spec.", ("OnFailure", "Never")))
         if not causes:
             meta = obj["metadata"]
             try:
@@ -469,6 +546,8 @@ class LeaseStrategy(Strategy):
 
 
 class PriorityClassStrategy(Strategy):
+    tracks_generation = True
+
     def prepare_create(self, obj: Object, now: str) -> None:
         obj.setdefault("value", 0)
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
@@ -478,7 +557,8 @@ class PriorityClassStrategy(Strategy):
         if isinstance(value, bool) or not isinstance(value, int):
             return [_required("value")]
         if value > 1_000_000_000 and not obj["metadata"]["name"].startswith("system-"):
-            return [Cause("value", "Invalid value: user-defined priority classes may not exceed 1000000000")]
+            message = "Forbidden: maximum allowed value of a user defined priority is 1000000000"
+            return [Cause("value", message, _FORBIDDEN)]
         return []
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
@@ -489,6 +569,17 @@ class PriorityClassStrategy(Strategy):
 
 class EventStrategy(Strategy):
     name_causes = staticmethod(path_segment_causes)
+
+    def canonicalize(self, obj: Object) -> None:
+        for field in ("eventTime", "firstTimestamp", "lastTimestamp"):
+            if field not in obj:
+                obj[field] = None
+        for field in ("reportingComponent", "reportingInstance"):
+            if obj.get(field) is None:
+                obj[field] = ""
+        for field in ("involvedObject", "source"):
+            if obj.get(field) is None:
+                obj[field] = {}
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = objects_causes(obj, "", ("involvedObject", "source", "series", "related"))
@@ -558,15 +649,27 @@ _EVENT_FIELDS = (  # (events.k8s.io/v1, core/v1)
 _EVENT_SAME = ("metadata", "eventTime", "series", "reportingInstance", "action", "reason", "related", "type")
 
 
+_EVENT_V1_ZERO: tuple[tuple[str, Any], ...] = (
+    ("eventTime", None),
+    ("deprecatedSource", {}),
+    ("deprecatedFirstTimestamp", None),
+    ("deprecatedLastTimestamp", None),
+)
+"""What events.k8s.io/v1 shows though unset (Go structs that are not pointers)."""
+
+
 def event_v1_from_core(obj: Object) -> Object:
     """A stored core/v1 Event as events.k8s.io/v1 shows it (the real server's conversion)."""
     view: Object = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
     for field in _EVENT_SAME:
-        if obj.get(field) is not None:
-            view[field] = obj[field]
+        value = obj.get(field)
+        if value is not None and value != "":
+            view[field] = value
     for new, old in _EVENT_FIELDS:
-        if obj.get(old) not in (None, "", {}):
+        if obj.get(old) not in (None, "", {}, 0):
             view[new] = obj[old]
+    for field, zero in _EVENT_V1_ZERO:
+        view.setdefault(field, dict(zero) if isinstance(zero, dict) else zero)
     return view
 
 
@@ -614,10 +717,12 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
     Kubernetes' own gang API too."""
     events = EventStrategy()
     resources = [
-        ResourceType("", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("status",)),
+        ResourceType(
+            "", "v1", "namespaces", "Namespace", False, NamespaceStrategy(), ("ns",), (), ("finalize", "status")
+        ),
         ResourceType("", "v1", "nodes", "Node", False, NodeStrategy(), ("no",), (), ("status",)),
         ResourceType(
-            "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction")
+            "", "v1", "pods", "Pod", True, PodStrategy(), ("po",), ("all",), ("status", "binding", "eviction", "log")
         ),
         ResourceType("", "v1", "bindings", "Binding", True, create_only=True),
         ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
@@ -663,6 +768,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
             ),
             ResourceType("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, WorkloadStrategy()),
         ]
+    resources += review_resources()
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS

@@ -24,6 +24,7 @@ from typing import Any
 
 from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
 from kubeflux.sim.apiserver.metadata import (
@@ -43,7 +44,19 @@ __all__ = ["DEFAULT_NAMESPACES", "ListResult", "Store", "clone"]
 
 Object = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000))
+SYSTEM_PRIORITY_CLASSES = (
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+)
+"""The PriorityClasses the real server creates at start (as ``kube-apiserver``, its own field manager)."""
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SUFFIXES = len(_NAME_ALPHABET) ** 5
 
@@ -66,10 +79,6 @@ class _Writer:
     manager: str
     operation: str
     applied: set[Path] | None
-
-
-def _key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}"
 
 
 class ListResult:
@@ -108,8 +117,9 @@ class Store:
         """A dry run (``dryRun=All``) is under way: writes are checked and answered, nothing is stored."""
         self._writer: _Writer | None = None
         """Who writes (a request over HTTP), for ``managedFields``; None: the server's own components."""
-        self._dependents: dict[str, set[tuple[str, str]]] = {}
+        self.dependents: dict[str, set[tuple[str, str]]] = {}
         """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
+        self.deletion = Deletion(self)
         for resource in registry.resources:
             if resource.collection not in self.collections:
                 self.collections[resource.collection] = Collection(resource.collection, cache_size)
@@ -119,8 +129,10 @@ class Store:
                 self.create(self.namespaces, "", {"metadata": {"name": name}})
         priority_classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
         if priority_classes is not None:
-            for name, value in SYSTEM_PRIORITY_CLASSES:
-                self.create(priority_classes, "", {"metadata": {"name": name}, "value": value, "globalDefault": False})
+            with self.request("kube-apiserver"):
+                for name, value, description in SYSTEM_PRIORITY_CLASSES:
+                    pc = {"metadata": {"name": name}, "value": value, "description": description}
+                    self.create(priority_classes, "", pc)
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def now(self) -> str:
@@ -130,20 +142,20 @@ class Store:
             self._now = (second, format_timestamp(float(second)))
         return self._now[1]
 
-    def _collection(self, resource: ResourceType) -> Collection:
+    def collection_of(self, resource: ResourceType) -> Collection:
         return self.collections[resource.collection]
 
-    def _view(self, resource: ResourceType, obj: Object) -> Object:
+    def view(self, resource: ResourceType, obj: Object) -> Object:
         return resource.to_view(obj) if resource.to_view else obj
 
-    def _next_rv(self) -> int:
+    def next_rv(self) -> int:
         self.rv += 1
         return self.rv
 
-    def _record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None:
+    def record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None:
         collection.record(WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, obj, prev))
 
-    def _index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None:
+    def index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None:
         for obj, add in ((old, False), (new, True)):
             if obj is None:
                 continue
@@ -152,13 +164,13 @@ class Store:
                 if not isinstance(uid, str):
                     continue
                 if add:
-                    self._dependents.setdefault(uid, set()).add((collection, key))
+                    self.dependents.setdefault(uid, set()).add((collection, key))
                 else:
-                    dependents = self._dependents.get(uid)
+                    dependents = self.dependents.get(uid)
                     if dependents is not None:
                         dependents.discard((collection, key))
                         if not dependents:
-                            del self._dependents[uid]
+                            del self.dependents[uid]
 
     @contextlib.contextmanager
     def request(self, manager: str = "", *, dry: bool = False, applied: set[Path] | None = None) -> Iterator[None]:
@@ -191,48 +203,55 @@ class Store:
             applied=writer.applied,
         )
 
-    def _put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object:
+    def put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object:
         if self.dry:  # answered as stored, at the version it would replace (none for a create)
             if old is None:
                 obj["metadata"].pop("resourceVersion", None)
             else:
                 obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             return obj
-        collection = self._collection(resource)
-        obj["metadata"]["resourceVersion"] = str(self._next_rv())
+        collection = self.collection_of(resource)
+        obj["metadata"]["resourceVersion"] = str(self.next_rv())
         collection.objects[key] = obj
-        self._index_owners(collection.name, key, old, obj)
-        self._record(collection, type_, obj, old)
+        self.index_owners(collection.name, key, old, obj)
+        self.record(collection, type_, obj, old)
         return obj
 
-    def _require_namespace(self, resource: ResourceType, namespace: str, creating: bool) -> None:
+    def _require_namespace(self, resource: ResourceType, namespace: str, creating: bool, name: str = "") -> None:
         if not resource.namespaced or self.namespaces is None:
             return
-        ns = self._collection(self.namespaces).objects.get(_key("", namespace))
+        ns = self.collection_of(self.namespaces).objects.get(object_key("", namespace))
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if creating and ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
-                f'{resource.plural} "" is forbidden: unable to create new content in namespace {namespace} '
-                "because it is being terminated"
+            message = f"namespace {namespace} is being terminated"
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{resource.plural} "{name}" is forbidden: unable to create new content in namespace {namespace} '
+                "because it is being terminated",
+                resource.plural,
+                name,
+                resource.group,
+                [Cause("metadata.namespace", message, "NamespaceTerminating")],
             )
 
     def _lookup(self, collection: str, namespace: str, name: str) -> Object | None:
         found = self.collections.get(collection)
-        return None if found is None else found.objects.get(_key(namespace, name))
+        return None if found is None else found.objects.get(object_key(namespace, name))
 
     # -- reads -----------------------------------------------------------------------------------------------
     def get(self, resource: ResourceType, namespace: str, name: str) -> Object:
         if resource.read_only_empty:
             raise errors.not_found(resource.plural, name, resource.group)
-        obj = self._collection(resource).objects.get(_key(namespace if resource.namespaced else "", name))
+        obj = self.collection_of(resource).objects.get(object_key(namespace if resource.namespaced else "", name))
         if obj is None:
             raise errors.not_found(resource.plural, name, resource.group)
-        return self._view(resource, obj)
+        return self.view(resource, obj)
 
-    def _raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]:
-        key = _key(namespace if resource.namespaced else "", name)
-        obj = self._collection(resource).objects.get(key)
+    def raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]:
+        key = object_key(namespace if resource.namespaced else "", name)
+        obj = self.collection_of(resource).objects.get(key)
         if obj is None or resource.read_only_empty:
             raise errors.not_found(resource.plural, name, resource.group)
         return key, obj
@@ -254,7 +273,7 @@ class Store:
         ``limit``/``continue_token`` page through the live state (pages are not a snapshot). ``exact`` with an
         older ``resource_version`` is 410 ``Expired`` when the collection changed since (no snapshots are kept).
         """
-        collection = self._collection(resource)
+        collection = self.collection_of(resource)
         if resource_version not in ("", "0"):
             requested = parse_resource_version(resource_version)
             if requested > self.rv:
@@ -293,14 +312,16 @@ class Store:
         resource_version: str,
         *,
         initial_events: bool,
+        future_waits: bool = True,
     ) -> tuple[Watcher, list[Object]]:
         """Open a watch; returns it with the objects to send first as ``ADDED`` (the initial state).
 
         With ``initial_events`` (or no version, or ``"0"``) the initial state is every matching object; else the
         watch replays the cached events after ``resource_version`` (410 ``Expired`` if the cache no longer holds
-        them all).
+        them all). A version the store has not reached is waited for silently, as the real watch cache does (the
+        watch sends the events after it, if the history ever gets there); without ``future_waits`` it is 504.
         """
-        collection = self._collection(resource)
+        collection = self.collection_of(resource)
         watcher = Watcher(
             resource, namespace if resource.namespaced else "", labels, fields, backlog=self.watch_backlog
         )
@@ -315,8 +336,10 @@ class Store:
         else:
             requested = parse_resource_version(resource_version)
             if requested > self.rv:
-                raise errors.future_version(requested, self.rv)
-            if requested < collection.compacted:
+                if not future_waits:
+                    raise errors.future_version(requested, self.rv)
+                watcher.after = requested
+            elif requested < collection.compacted:
                 raise errors.expired(f"too old resource version: {requested} ({collection.compacted})")
             for event in collection.since(requested):
                 watcher.offer(event)
@@ -325,14 +348,14 @@ class Store:
 
     def stop_watch(self, resource: ResourceType, watcher: Watcher) -> None:
         watcher.closed = True
-        self._collection(resource).watchers.discard(watcher)
+        self.collection_of(resource).watchers.discard(watcher)
 
     # -- writes ----------------------------------------------------------------------------------------------
     def create(self, resource: ResourceType, namespace: str, body: Any, *, trusted: bool = False) -> Object:
         """``POST``: fill metadata, default, validate, store; 409 ``AlreadyExists`` when the name is taken.
         ``trusted``: the body comes from the server's own components (see :func:`check_type`)."""
         if resource.read_only_empty:
-            raise _read_only(resource)
+            raise read_only(resource)
         obj = check_type(resource, body, trusted)
         meta = obj["metadata"]
         if resource.from_view is None:
@@ -352,14 +375,14 @@ class Store:
         generate = meta.get("generateName") or ""
         if not isinstance(name, str) or not isinstance(generate, str):
             raise errors.invalid(resource.kind, "", [Cause("metadata.name", "Invalid value: must be a string")])
-        collection = self._collection(resource)
+        collection = self.collection_of(resource)
         if not name:
             if not generate:
                 cause = Cause("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
                 raise errors.invalid(resource.kind, "", [cause], resource.group)
             for _ in range(8):
                 name = generate[:58] + _name_suffix(self._random.randrange(_SUFFIXES))
-                if _key(meta.get("namespace", ""), name) not in collection.objects:
+                if object_key(meta.get("namespace", ""), name) not in collection.objects:
                     break
             meta["name"] = name
         for field in _SYSTEM_FIELDS:
@@ -376,19 +399,20 @@ class Store:
         causes = metadata_causes(resource, meta)
         if not causes:
             strategy.prepare_create(obj, self.now())
+            strategy.canonicalize(obj)
             causes = strategy.validate(obj)
         if not causes:
             strategy.admit(obj, self._lookup)
         if causes:
             raise errors.invalid(resource.kind, name, causes, resource.group)
-        self._require_namespace(resource, meta.get("namespace", ""), creating=True)
-        key = _key(meta.get("namespace", ""), name)
+        self._require_namespace(resource, meta.get("namespace", ""), creating=True, name=name)
+        key = object_key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
-        return self._view(resource, self._put(resource, key, obj, None, "ADDED"))
+        return self.view(resource, self.put(resource, key, obj, None, "ADDED"))
 
     def update(
         self,
@@ -402,8 +426,8 @@ class Store:
     ) -> Object:
         """``PUT`` (and the end of every ``PATCH``): optimistic concurrency on ``metadata.resourceVersion``."""
         if resource.read_only_empty:
-            raise _read_only(resource)
-        key, old = self._raw(resource, namespace, name)
+            raise read_only(resource)
+        key, old = self.raw(resource, namespace, name)
         new = check_type(resource, body, trusted)
         meta = new["metadata"]
         if meta.get("name", name) != name:
@@ -434,6 +458,12 @@ class Store:
                 new.pop("status", None)
             else:
                 new["status"] = status
+        elif subresource == "finalize":  # a namespace's spec.finalizers, and nothing else
+            spec = new.get("spec")
+            finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+            new = dict(old)
+            new["metadata"] = dict(old_meta)
+            new["spec"] = {**old.get("spec", {}), "finalizers": finalizers} if finalizers else {}
         else:
             new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
             if strategy.has_status:
@@ -452,6 +482,7 @@ class Store:
                     meta.pop(field, None)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         causes = metadata_causes(resource, new["metadata"], old_meta) + _finalizer_causes(new, old)
+        strategy.canonicalize(new)
         causes += strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
@@ -460,16 +491,21 @@ class Store:
         else:
             new["metadata"].pop("managedFields", None)
         if new == old:
-            return self._view(resource, old)
+            return self.view(resource, old)
         if self._writer is not None:
             self._manage(resource, old, new, subresource)
         if strategy.tracks_generation and _spec_of(new) != _spec_of(old):
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
-        stored = self._put(resource, key, new, old, "MODIFIED")
+        stored = self.put(resource, key, new, old, "MODIFIED")
         meta = stored["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
-            self._remove(resource, key, stored)
-        return self._view(resource, stored)
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+            and resource is not self.namespaces  # a Terminating namespace goes when its content has gone
+        ):
+            self.deletion.remove(resource, key, stored)
+        return self.view(resource, stored)
 
     def patch(
         self,
@@ -480,9 +516,9 @@ class Store:
         subresource: str = "",
     ) -> Object:
         if resource.read_only_empty:
-            raise _read_only(resource)
-        _, old = self._raw(resource, namespace, name)
-        new = apply(clone(self._view(resource, old)))
+            raise read_only(resource)
+        _, old = self.raw(resource, namespace, name)
+        new = apply(clone(self.view(resource, old)))
         if not isinstance(new, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         return self.update(resource, namespace, name, new, subresource)
@@ -501,7 +537,7 @@ class Store:
         """Server-side apply of ``config`` by ``manager``: 201 and the object when it creates it, else 200 (see
         :mod:`kubeflux.sim.apiserver.fields`)."""
         if resource.read_only_empty:
-            raise _read_only(resource)
+            raise read_only(resource)
         check_type(resource, clone(config))  # the kind and version, the metadata's type
         meta = config.setdefault("metadata", {})
         if meta.get("name", name) != name:
@@ -509,8 +545,8 @@ class Store:
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
             )
         separate = resource.strategy.has_status
-        key = _key(namespace if resource.namespaced else "", name)
-        live = self._collection(resource).objects.get(key)
+        key = object_key(namespace if resource.namespaced else "", name)
+        live = self.collection_of(resource).objects.get(key)
         if live is None:
             if subresource:
                 raise errors.not_found(resource.plural, name, resource.group)
@@ -519,7 +555,7 @@ class Store:
             with self.request(manager, dry=self.dry, applied=set(leaves(config, "", separate))):
                 return 201, self.create(resource, namespace, created)
         merged, applied = apply_configuration(
-            clone(self._view(resource, live)),
+            clone(self.view(resource, live)),
             config,
             manager,
             force=force,
@@ -529,7 +565,7 @@ class Store:
         with self.request(manager, dry=self.dry, applied=applied):
             return 200, self.update(resource, namespace, name, merged, subresource)
 
-    # -- deletion --------------------------------------------------------------------------------------------
+    # -- deletion (see :mod:`.deletion`) ----------------------------------------------------------------------
     def delete(
         self,
         resource: ResourceType,
@@ -542,180 +578,21 @@ class Store:
         resource_version: str = "",
     ) -> Object:
         """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
-        self.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
-        return self.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)[0]
+        return self.deletion.delete(
+            resource, namespace, name, grace=grace, propagation=propagation, uid=uid, resource_version=resource_version
+        )
 
     def check_preconditions(
         self, resource: ResourceType, namespace: str, name: str, *, uid: str = "", resource_version: str = ""
     ) -> None:
         """A delete's preconditions: 409 when the object's uid or resourceVersion is not the one given."""
-        if resource.read_only_empty:
-            raise _read_only(resource)
-        meta = self._raw(resource, namespace, name)[1]["metadata"]
-        if uid and uid != meta.get("uid"):
-            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}"
-            raise errors.conflict(resource.plural, name, why, resource.group)
-        if resource_version and resource_version != meta.get("resourceVersion"):
-            why = (
-                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                f"ResourceVersion in object meta: {meta.get('resourceVersion')}"
-            )
-            raise errors.conflict(resource.plural, name, why, resource.group)
+        self.deletion.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
 
     def delete_outcome(
         self, resource: ResourceType, namespace: str, name: str, *, grace: int | None = None, propagation: str = ""
     ) -> tuple[Object, bool]:
         """:meth:`delete` (without preconditions), and whether the object is gone (or would be, in a dry run)."""
-        if resource.read_only_empty:
-            raise _read_only(resource)
-        key, obj = self._raw(resource, namespace, name)
-        if propagation not in ("", "Orphan", "Background", "Foreground"):
-            cause = Cause("propagationPolicy", f"Unsupported value: {propagation!r}", "FieldValueNotSupported")
-            raise errors.invalid("DeleteOptions", "", [cause])
-        found, gone = self._delete(resource, key, obj, grace, propagation)
-        return self._view(resource, found), gone
-
-    def _delete(
-        self, resource: ResourceType, key: str, obj: Object, grace: int | None, propagation: str
-    ) -> tuple[Object, bool]:
-        if resource is self.namespaces:
-            return self._delete_namespace(key, obj), False
-        meta = obj["metadata"]
-        strategy = resource.strategy
-        seconds = strategy.grace_seconds(obj, grace)
-        if meta.get("deletionTimestamp"):
-            if seconds == 0 and not meta.get("finalizers"):
-                if strategy.graceful_delete:  # the shortened grace period is written first, as the real store does
-                    obj = self._terminate(resource, key, obj, 0)
-                return self._remove(resource, key, obj), True
-            if seconds >= (meta.get("deletionGracePeriodSeconds") or 0):
-                return obj, False
-            return self._terminate(resource, key, obj, seconds), False
-        policy = propagation or ("Orphan" if strategy.orphan_by_default else "Background")
-        if policy != "Background":  # the garbage collector's finalizer holds the object until it has done its work
-            finalizer = "orphan" if policy == "Orphan" else "foregroundDeletion"
-            held = self._terminate(resource, key, obj, seconds, finalizer)
-            if not self.dry:
-                self._after_delete(resource, held, policy)
-                self._release(resource, key, finalizer)
-            return held, False
-        if seconds > 0 or meta.get("finalizers"):
-            return self._terminate(resource, key, obj, seconds), False
-        if strategy.graceful_delete:
-            obj = self._terminate(resource, key, obj, 0)
-        return self._remove(resource, key, obj), True
-
-    def _release(self, resource: ResourceType, key: str, finalizer: str) -> None:
-        """The garbage collector is done with ``key``: its ``finalizer`` goes, and so does the object if nothing
-        else holds it."""
-        current = self._collection(resource).objects.get(key)
-        if current is None:
-            return
-        new = dict(current)
-        new["metadata"] = meta = dict(current["metadata"])
-        finalizers = [f for f in meta.get("finalizers") or () if f != finalizer]
-        if finalizers:
-            meta["finalizers"] = finalizers
-        else:
-            meta.pop("finalizers", None)
-        stored = self._put(resource, key, new, current, "MODIFIED")
-        if not finalizers and not meta.get("deletionGracePeriodSeconds"):
-            self._remove(resource, key, stored)
-
-    def _terminate(self, resource: ResourceType, key: str, obj: Object, seconds: int, finalizer: str = "") -> Object:
-        """Mark ``obj`` Terminating: ``deletionTimestamp`` is when its grace period ends (and ``finalizer`` added)."""
-        new = dict(obj)
-        new["metadata"] = dict(obj["metadata"])
-        if finalizer:
-            new["metadata"]["finalizers"] = [*(obj["metadata"].get("finalizers") or ()), finalizer]
-        new["metadata"]["deletionTimestamp"] = format_timestamp(float(int(self.clock()) + seconds))
-        new["metadata"]["deletionGracePeriodSeconds"] = seconds
-        return self._put(resource, key, new, obj, "MODIFIED")
-
-    def _delete_namespace(self, key: str, obj: Object) -> Object:
-        """A namespace goes Terminating, its contents are deleted, and it goes when the last of them has gone."""
-        assert self.namespaces is not None
-        if obj["metadata"].get("deletionTimestamp"):
-            return obj
-        new = clone(obj)
-        new["metadata"]["deletionTimestamp"] = self.now()
-        new["metadata"]["deletionGracePeriodSeconds"] = 0
-        new["status"] = {"phase": "Terminating"}
-        stored = self._put(self.namespaces, key, new, obj, "MODIFIED")
-        if not self.dry:
-            self._empty_namespace(obj["metadata"]["name"])
-        return stored
-
-    def _remove(self, resource: ResourceType, key: str, obj: Object) -> Object:
-        if self.dry:
-            return obj
-        collection = self._collection(resource)
-        del collection.objects[key]
-        self._index_owners(collection.name, key, obj, None)
-        gone = dict(obj)
-        gone["metadata"] = dict(obj["metadata"])
-        gone["metadata"]["resourceVersion"] = str(self._next_rv())
-        self._record(collection, "DELETED", gone, obj)
-        if obj["metadata"].get("uid") in self._dependents:  # the garbage collector: dependents of a gone owner go
-            self._after_delete(resource, gone, "Background")
-        namespace = obj["metadata"].get("namespace")
-        if namespace and self.namespaces is not None:
-            self._reap_namespace(namespace)
-        return gone
-
-    def _after_delete(self, resource: ResourceType, obj: Object, policy: str) -> None:
-        """Garbage collection of the dependents of ``obj`` (whose deletion has begun) by ``policy``."""
-        if self.dry:
-            return
-        uid = obj["metadata"]["uid"]
-        for collection_name, key in sorted(self._dependents.get(uid, ())):
-            dependent = self.collections[collection_name].objects.get(key)
-            kind = self._resource_of(collection_name)
-            if dependent is None or kind is None:
-                continue
-            if policy == "Orphan":
-                new = clone(dependent)
-                refs = [r for r in new["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
-                if refs:
-                    new["metadata"]["ownerReferences"] = refs
-                else:
-                    new["metadata"].pop("ownerReferences", None)
-                self._put(kind, key, new, dependent, "MODIFIED")
-            else:
-                namespace, name = key.split("/", 1)
-                try:
-                    self.delete(kind, namespace, name, propagation="Background")
-                except ApiError:
-                    continue
-
-    def _resource_of(self, collection: str) -> ResourceType | None:
-        return next((r for r in self.registry.resources if r.collection == collection and not r.to_view), None)
-
-    def _empty_namespace(self, namespace: str) -> None:
-        for resource in self.registry.resources:
-            if not resource.namespaced or resource.to_view or resource.read_only_empty:
-                continue
-            collection = self._collection(resource)
-            for key in [k for k in collection.objects if k.startswith(namespace + "/")]:
-                try:
-                    self.delete(resource, namespace, key.split("/", 1)[1])
-                except ApiError:
-                    continue
-        self._reap_namespace(namespace)
-
-    def _reap_namespace(self, namespace: str) -> None:
-        """Remove a Terminating namespace once nothing is left in it."""
-        if self.namespaces is None:
-            return
-        ns_key = _key("", namespace)
-        ns = self._collection(self.namespaces).objects.get(ns_key)
-        if ns is None or not ns["metadata"].get("deletionTimestamp"):
-            return
-        prefix = namespace + "/"
-        for collection in self.collections.values():
-            if any(k.startswith(prefix) for k in collection.objects):
-                return
-        self._remove(self.namespaces, ns_key, ns)
+        return self.deletion.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)
 
     # -- pods ------------------------------------------------------------------------------------------------
     def bind(self, pods: ResourceType, namespace: str, name: str, binding: Any) -> None:
@@ -730,7 +607,7 @@ class Store:
             raise ApiError(500, "", "target.name: Required value")
         if isinstance(target, dict) and target.get("kind") not in (None, "", "Node"):
             raise errors.invalid("Binding", name, [Cause("target.kind", "Invalid value: must be empty or 'Node'")])
-        key, pod = self._raw(pods, namespace, name)
+        key, pod = self.raw(pods, namespace, name)
         pod_meta = pod["metadata"]
         uid = meta.get("uid")
         if uid and uid != pod_meta.get("uid"):
@@ -754,11 +631,11 @@ class Store:
             0, {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": self.now()}
         )
         status["conditions"] = conditions
-        self._put(pods, key, new, pod, "MODIFIED")
+        self.put(pods, key, new, pod, "MODIFIED")
 
     def objects(self, resource: ResourceType) -> Iterable[Object]:
         """Every stored object of ``resource``'s collection (stored form; for the shell and tests)."""
-        return self._collection(resource).objects.values()
+        return self.collection_of(resource).objects.values()
 
 
 def _finalizer_causes(new: Object, old: Object) -> list[Cause]:
@@ -779,9 +656,3 @@ def _finalizer_causes(new: Object, old: Object) -> list[Cause]:
 
 def _spec_of(obj: Object) -> Object:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-def _read_only(resource: ResourceType) -> ApiError:
-    return errors.method_not_allowed(
-        f"{resource.plural}.{resource.group or 'core'} is served by kubeflux as an empty, read-only collection"
-    )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.registry import ResourceType
 
 __all__ = ["TABLE_MEDIA", "human_duration", "table", "wants_table"]
@@ -89,8 +90,16 @@ def _pod_ready(obj: Object, now: float) -> str:
     return f"{sum(1 for s in statuses if s.get('ready'))}/{len(containers)}"
 
 
-def _pod_restarts(obj: Object, now: float) -> int:
-    return sum(int(s.get("restartCount", 0)) for s in obj.get("status", {}).get("containerStatuses") or ())
+def _pod_restarts(obj: Object, now: float) -> str:
+    return str(sum(int(s.get("restartCount", 0)) for s in obj.get("status", {}).get("containerStatuses") or ()))
+
+
+def _pod_readiness_gates(obj: Object, now: float) -> str:
+    gates = obj.get("spec", {}).get("readinessGates") or ()
+    if not gates:
+        return "<none>"
+    true = {c.get("type") for c in obj.get("status", {}).get("conditions") or () if c.get("status") == "True"}
+    return f"{sum(1 for g in gates if g.get('conditionType') in true)}/{len(gates)}"
 
 
 def _node_status(obj: Object, now: float) -> str:
@@ -107,31 +116,104 @@ def _node_roles(obj: Object, now: float) -> str:
     return ",".join(roles) or "<none>"
 
 
+def _node_address(kind: str) -> Callable[[Object, float], str]:
+    def cell(obj: Object, now: float) -> str:
+        addresses = obj.get("status", {}).get("addresses") or ()
+        return next((str(a.get("address")) for a in addresses if a.get("type") == kind), "<none>")
+
+    return cell
+
+
 def _job_status(obj: Object, now: float) -> str:
-    for condition in obj.get("status", {}).get("conditions") or ():
-        if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed", "Suspended"):
-            return str(condition["type"])
-    return "Running" if obj.get("status", {}).get("active") else "Pending"
+    true = {c.get("type") for c in obj.get("status", {}).get("conditions") or () if c.get("status") == "True"}
+    for condition in ("Complete", "Failed"):
+        if condition in true:
+            return condition
+    if obj.get("metadata", {}).get("deletionTimestamp"):
+        return "Terminating"
+    for condition in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if condition in true:
+            return condition
+    return "Running"
 
 
 def _job_completions(obj: Object, now: float) -> str:
     completions = obj.get("spec", {}).get("completions")
     succeeded = obj.get("status", {}).get("succeeded", 0)
-    return (
-        f"{succeeded}/{completions}"
-        if completions is not None
-        else f"{succeeded}/1 of {obj['spec'].get('parallelism')}"
-    )
+    if completions is not None:
+        return f"{succeeded}/{completions}"
+    parallelism = obj.get("spec", {}).get("parallelism") or 0
+    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+
+
+def _job_duration(obj: Object, now: float) -> str:
+    status = obj.get("status", {})
+    start, end = status.get("startTime"), status.get("completionTime")
+    if not start:
+        return ""
+    if not end:
+        return _since(start, now)
+    return human_duration(parse_timestamp(end) - parse_timestamp(start))
+
+
+def _containers(*path: str, field: str) -> Callable[[Object, float], str]:
+    def cell(obj: Object, now: float) -> str:
+        node: Any = obj
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return ",".join(str(c.get(field, "")) for c in (node or {}).get("containers") or ())
+
+    return cell
+
+
+def _selector(obj: Object, now: float) -> str:
+    """``metav1.FormatLabelSelector`` of ``spec.selector`` (matchLabels and the simple expressions)."""
+    selector = obj.get("spec", {}).get("selector")
+    if not selector:
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or ():
+        key, op, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts) or "<none>"
 
 
 def _event_object(obj: Object, now: float) -> str:
     involved = obj.get("involvedObject") or obj.get("regarding") or {}
-    return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+    kind = str(involved.get("kind", "")).lower()
+    return f"{kind}/{involved['name']}" if involved.get("name") else kind
+
+
+def _event_first_seen(obj: Object, now: float) -> str:
+    return _since(obj.get("firstTimestamp") or obj.get("eventTime"), now)
 
 
 def _event_last_seen(obj: Object, now: float) -> str:
-    stamp = obj.get("lastTimestamp") or obj.get("eventTime") or obj.get("metadata", {}).get("creationTimestamp")
-    return _since(stamp, now)
+    series = obj.get("series")
+    if isinstance(series, dict) and series.get("lastObservedTime"):
+        return _since(series["lastObservedTime"], now)
+    return _since(obj.get("lastTimestamp"), now) if obj.get("lastTimestamp") else _event_first_seen(obj, now)
+
+
+def _event_source(obj: Object, now: float) -> str:
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    instance = source.get("host") or obj.get("reportingInstance") or ""
+    return f"{component}, {instance}" if instance else str(component)
+
+
+def _event_count(obj: Object, now: float) -> int:
+    series = obj.get("series")
+    if isinstance(series, dict):
+        return int(series.get("count") or 0)
+    return int(obj.get("count") or 0) or 1
 
 
 def _path(*keys: str, default: Any = "<none>") -> Callable[[Object, float], Any]:
@@ -144,8 +226,35 @@ def _path(*keys: str, default: Any = "<none>") -> Callable[[Object, float], Any]
     return cell
 
 
+def _columns(*specs: str) -> list[Column]:
+    """Columns of the empty collections, by name (``Name:type:priority``): their cells are never asked for."""
+    built: list[Column] = []
+    for spec in specs:
+        name, type_, priority = spec.split(":")
+        built.append(_NAME if name == "Name" else _AGE if name == "Age" else (name, type_, int(priority), _blank))
+    return built
+
+
+def _blank(obj: Object, now: float) -> str:
+    return ""
+
+
 _NAME: Column = ("Name", "string", 0, _name)
 _AGE: Column = ("Age", "string", 0, _age)
+_EVENTS: list[Column] = [
+    ("Last Seen", "string", 0, _event_last_seen),
+    ("Type", "string", 0, _path("type", default="")),
+    ("Reason", "string", 0, _path("reason", default="")),
+    ("Object", "string", 0, _event_object),
+    ("Subobject", "string", 1, _path("involvedObject", "fieldPath", default="")),
+    ("Source", "string", 1, _event_source),
+    ("Message", "string", 0, lambda o, now: str(o.get("message") or "").strip()),
+    ("First Seen", "string", 1, _event_first_seen),
+    ("Count", "string", 1, _event_count),
+    ("Name", "string", 1, _name),
+]
+_WORKLOAD = ("Name:string:0", "Desired:integer:0", "Current:integer:0", "Ready:integer:0", "Age:string:0")
+_WORKLOAD_WIDE = ("Containers:string:1", "Images:string:1", "Selector:string:1")
 COLUMNS: dict[str, list[Column]] = {
     "/pods": [
         _NAME,
@@ -156,6 +265,7 @@ COLUMNS: dict[str, list[Column]] = {
         ("IP", "string", 1, _path("status", "podIP")),
         ("Node", "string", 1, _path("spec", "nodeName")),
         ("Nominated Node", "string", 1, _path("status", "nominatedNodeName")),
+        ("Readiness Gates", "string", 1, _pod_readiness_gates),
     ],
     "/nodes": [
         _NAME,
@@ -163,30 +273,81 @@ COLUMNS: dict[str, list[Column]] = {
         ("Roles", "string", 0, _node_roles),
         _AGE,
         ("Version", "string", 0, _path("status", "nodeInfo", "kubeletVersion", default="")),
+        ("Internal-IP", "string", 1, _node_address("InternalIP")),
+        ("External-IP", "string", 1, _node_address("ExternalIP")),
+        ("OS-Image", "string", 1, _path("status", "nodeInfo", "osImage", default="<unknown>")),
+        ("Kernel-Version", "string", 1, _path("status", "nodeInfo", "kernelVersion", default="<unknown>")),
+        ("Container-Runtime", "string", 1, _path("status", "nodeInfo", "containerRuntimeVersion", default="<unknown>")),
     ],
     "/namespaces": [_NAME, ("Status", "string", 0, _path("status", "phase", default="")), _AGE],
-    "/events": [
-        ("Last Seen", "string", 0, _event_last_seen),
-        ("Type", "string", 0, _path("type", default="")),
-        ("Reason", "string", 0, _path("reason", default="")),
-        ("Object", "string", 0, _event_object),
-        ("Message", "string", 0, _path("message", default="")),
-    ],
+    "/events": _EVENTS,
     "batch/jobs": [
         _NAME,
         ("Status", "string", 0, _job_status),
         ("Completions", "string", 0, _job_completions),
+        ("Duration", "string", 0, _job_duration),
         _AGE,
+        ("Containers", "string", 1, _containers("spec", "template", "spec", field="name")),
+        ("Images", "string", 1, _containers("spec", "template", "spec", field="image")),
+        ("Selector", "string", 1, _selector),
     ],
     "/configmaps": [_NAME, ("Data", "integer", 0, lambda o, now: len(o.get("data") or {})), _AGE],
+    "/secrets": [
+        _NAME,
+        ("Type", "string", 0, _path("type", default="")),
+        ("Data", "string", 0, lambda o, now: len(o.get("data") or {})),
+        _AGE,
+    ],
     "coordination.k8s.io/leases": [_NAME, ("Holder", "string", 0, _path("spec", "holderIdentity", default="")), _AGE],
     "scheduling.k8s.io/priorityclasses": [
         _NAME,
         ("Value", "integer", 0, _path("value", default=0)),
         ("Global-Default", "boolean", 0, _path("globalDefault", default=False)),
         _AGE,
+        ("PreemptionPolicy", "string", 0, _path("preemptionPolicy", default="")),
     ],
-}
+    "/services": _columns(
+        "Name:string:0", "Type:string:0", "Cluster-IP:string:0", "External-IP:string:0", "Port(s):string:0",
+        "Age:string:0", "Selector:string:1",
+    ),
+    "/replicationcontrollers": _columns(*_WORKLOAD, *_WORKLOAD_WIDE),
+    "apps/replicasets": _columns(*_WORKLOAD, *_WORKLOAD_WIDE),
+    "apps/statefulsets": _columns("Name:string:0", "Ready:string:0", "Age:string:0", *_WORKLOAD_WIDE[:2]),
+    "policy/poddisruptionbudgets": _columns(
+        "Name:string:0", "Min Available:string:0", "Max Unavailable:string:0", "Allowed Disruptions:integer:0",
+        "Age:string:0",
+    ),
+    "/persistentvolumes": _columns(
+        "Name:string:0", "Capacity:string:0", "Access Modes:string:0", "Reclaim Policy:string:0", "Status:string:0",
+        "Claim:string:0", "StorageClass:string:0", "VolumeAttributesClass:string:0", "Reason:string:0",
+        "Age:string:0", "VolumeMode:string:1",
+    ),
+    "/persistentvolumeclaims": _columns(
+        "Name:string:0", "Status:string:0", "Volume:string:0", "Capacity:string:0", "Access Modes:string:0",
+        "StorageClass:string:0", "VolumeAttributesClass:string:0", "Age:string:0", "VolumeMode:string:1",
+    ),
+    "storage.k8s.io/storageclasses": _columns(
+        "Name:string:0", "Provisioner:string:0", "ReclaimPolicy:string:0", "VolumeBindingMode:string:0",
+        "AllowVolumeExpansion:string:0", "Age:string:0",
+    ),
+    "storage.k8s.io/csinodes": _columns("Name:string:0", "Drivers:integer:0", "Age:string:0"),
+    "storage.k8s.io/csidrivers": _columns(
+        "Name:string:0", "AttachRequired:boolean:0", "PodInfoOnMount:boolean:0", "StorageCapacity:boolean:0",
+        "TokenRequests:string:0", "RequiresRepublish:boolean:0", "Modes:string:0", "Age:string:0",
+    ),
+    "storage.k8s.io/volumeattachments": _columns(
+        "Name:string:0", "Attacher:string:0", "PV:string:0", "Node:string:0", "Attached:boolean:0", "Age:string:0"
+    ),
+    "resource.k8s.io/resourceclaims": _columns("Name:string:0", "State:string:0", "Age:string:0"),
+    "resource.k8s.io/resourceslices": _columns(
+        "Name:string:0", "Node:string:0", "Driver:string:0", "Pool:string:0", "Age:string:0"
+    ),
+}  # fmt: skip
+"""The columns of the real server's printers (``pkg/printers/internalversion``), by collection (as stored: the
+events.k8s.io view prints as core Events, as the real server prints it). The server always sends the wide ones
+(priority 1): kubectl shows them with ``-o wide``."""
+_DEFAULT: list[Column] = [_NAME, _AGE]
+_INCLUDE_OBJECT = ("", "Metadata", "Object", "None")
 
 
 def _cell(cell: Callable[[Object, float], Any], obj: Object, now: float) -> Any:
@@ -198,23 +359,26 @@ def _cell(cell: Callable[[Object, float], Any], obj: Object, now: float) -> Any:
 
 
 def table(
-    resource: ResourceType, objects: list[Object], now: float, metadata: Object, *, headers: bool = True
+    resource: ResourceType,
+    objects: list[Object],
+    now: float,
+    metadata: Object,
+    *,
+    headers: bool = True,
+    objects_as: str = "",
 ) -> Object:
-    """A ``Table`` of ``objects`` (in ``resource``'s view); rows carry the object's metadata for kubectl."""
-    columns = COLUMNS.get(resource.collection, [_NAME, _AGE])
-    if resource.to_view is not None:
-        columns = [_NAME, _AGE]
-    rows = [
-        {
-            "cells": [_cell(cell, obj, now) for _, _, _, cell in columns],
-            "object": {
-                "kind": "PartialObjectMetadata",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": obj.get("metadata", {}),
-            },
-        }
-        for obj in objects
-    ]
+    """A ``Table`` of ``objects`` (in ``resource``'s view). ``objects_as`` is ``includeObject``: each row carries
+    the object's metadata (``Metadata``, the default), the whole object (``Object``: what ``kubectl get --sort-by``
+    sorts) or nothing (``None``)."""
+    if objects_as not in _INCLUDE_OBJECT:
+        raise errors.bad_request(f"includeObject: unsupported value {objects_as!r}: Metadata, Object or None")
+    columns = COLUMNS.get(resource.collection, _DEFAULT)
+    stored = resource.from_view
+    rows = []
+    for obj in objects:
+        printed = stored(obj) if stored is not None else obj
+        cells = [_cell(cell, printed, now) for _, _, _, cell in columns]
+        rows.append({"cells": cells, "object": _row_object(obj, objects_as)})
     result: Object = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "rows": rows}
     if headers:
         result["columnDefinitions"] = [
@@ -222,3 +386,11 @@ def table(
             for name, type_, p, _ in columns
         ]
     return result
+
+
+def _row_object(obj: Object, objects_as: str) -> Object | None:
+    if objects_as == "None":
+        return None
+    if objects_as == "Object":
+        return obj
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}

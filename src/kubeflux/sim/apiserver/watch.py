@@ -84,6 +84,8 @@ class Watcher:
         """Called after an event is queued (the HTTP shell sets it to wake its writer)."""
         self.everything = not namespace and labels.empty and fields.empty
         """Whether every object matches (most watchers: the in-process components, informers)."""
+        self.after = 0
+        """Events up to this version are not this watch's (one opened from a version the server had not reached)."""
 
     def matches(self, obj: Object | None) -> bool:
         if obj is None:
@@ -99,7 +101,7 @@ class Watcher:
         return self.fields.matches(view, self.resource.strategy.field_value)
 
     def offer(self, event: WatchEvent) -> None:
-        if self.closed:
+        if self.closed or event.rv <= self.after:
             return
         if self.everything:
             if len(self.pending) >= self.backlog:

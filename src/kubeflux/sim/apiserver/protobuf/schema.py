@@ -3,7 +3,8 @@
 The build folder holds ``kubernetes.binpb`` (a ``FileDescriptorSet`` of ``k8s.io/api`` and ``k8s.io/apimachinery``,
 compiled by protoc) and ``types.json`` (what the Go types add: JSON names, pointers, ``omitempty``, inlining, the
 registered kinds). It is found at ``$KUBEFLUX_PROTO_DIR`` if set, else at ``build/kube/proto`` of the source
-checkout this package runs from, else at ``build/kube/proto`` under the working directory. Message classes come from
+checkout this package runs from, else at ``proto/`` of ``$KUBEFLUX_KUBE_DIR`` (the control plane's build folder),
+else at ``build/kube/proto`` under the working directory. Message classes come from
 the ``protobuf`` runtime's descriptor pool; no Python is generated.
 
 A :class:`FieldPlan` is one proto field of one message with everything the converters need to turn it into the JSON
@@ -101,6 +102,9 @@ def find_build() -> Path:
     checkout = Path(__file__).resolve().parents[5] / "build" / "kube" / "proto"
     if (checkout / "kubernetes.binpb").exists():
         return checkout
+    kube = os.environ.get("KUBEFLUX_KUBE_DIR")
+    if kube and (Path(kube) / "proto" / "kubernetes.binpb").exists():
+        return Path(kube) / "proto"
     return Path.cwd() / "build" / "kube" / "proto"
 
 

@@ -1,0 +1,312 @@
+"""Deletion for the generic store: graceful deletion, finalizers, garbage collection and namespace termination.
+
+What k8s.io/apiserver's store does on ``DELETE`` (``deletionTimestamp`` and ``deletionGracePeriodSeconds``, the
+``orphan`` and ``foregroundDeletion`` finalizers) and what kube-controller-manager's garbage collector and namespace
+controller then do, for every resource alike: the dependents of an owner (``ownerReferences``) are deleted or
+orphaned by the propagation policy, and a Terminating namespace's contents are deleted, its status says what remains
+(the namespace controller's conditions), and it goes when nothing is left. :class:`Deletion` works on its
+:class:`~kubeflux.sim.apiserver.store.Store`'s collections (composition: the store has one and delegates to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.metadata import clone
+from kubeflux.sim.apiserver.registry import Registry, ResourceType
+from kubeflux.sim.apiserver.watch import Collection
+
+__all__ = ["Deletion", "Stored", "namespace_conditions", "object_key", "read_only"]
+
+Object = dict[str, Any]
+
+
+def object_key(namespace: str, name: str) -> str:
+    """The key of an object in its collection."""
+    return f"{namespace}/{name}"
+
+
+def read_only(resource: ResourceType) -> ApiError:
+    return errors.method_not_allowed(
+        f"{resource.plural}.{resource.group or 'core'} is served by kubeflux as an empty, read-only collection"
+    )
+
+
+_SETTLED = (
+    ("NamespaceDeletionDiscoveryFailure", "ResourcesDiscovered", "All resources successfully discovered"),
+    ("NamespaceDeletionGroupVersionParsingFailure", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+    (
+        "NamespaceDeletionContentFailure",
+        "ContentDeleted",
+        "All content successfully deleted, may be waiting on finalization",
+    ),
+)
+"""The namespace controller's conditions that are False once it has deleted what it could."""
+
+
+def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], now: str) -> list[Object]:
+    """The conditions kube-controller-manager's namespace controller writes on a Terminating namespace whose
+    content (``remaining``: count by ``resource.group``) and finalizers (count by name) hold it."""
+
+    def condition(type_: str, status: str, reason: str, message: str) -> Object:
+        return {"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}
+
+    conditions = [condition(type_, "False", reason, message) for type_, reason, message in _SETTLED]
+    content = ", ".join(f"{name} has {count} resource instances" for name, count in sorted(remaining.items()))
+    held = ", ".join(f"{name} in {count} resource instances" for name, count in sorted(finalizers.items()))
+    if content:
+        message = f"Some resources are remaining: {content}"
+        conditions.append(condition("NamespaceContentRemaining", "True", "SomeResourcesRemain", message))
+    else:
+        message = "All content successfully removed"
+        conditions.append(condition("NamespaceContentRemaining", "False", "ContentRemoved", message))
+    if held:
+        message = f"Some content in the namespace has finalizers remaining: {held}"
+        conditions.append(condition("NamespaceFinalizersRemaining", "True", "SomeFinalizersRemain", message))
+    else:
+        message = "All content-preserving finalizers have been removed"
+        conditions.append(condition("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers", message))
+    return conditions
+
+
+class Stored(Protocol):
+    """What deletion needs of the :class:`~kubeflux.sim.apiserver.store.Store` that has it."""
+
+    registry: Registry
+    clock: Callable[[], float]
+    collections: dict[str, Collection]
+    dependents: dict[str, set[tuple[str, str]]]
+    namespaces: ResourceType | None
+    dry: bool
+
+    def now(self) -> str: ...
+    def collection_of(self, resource: ResourceType) -> Collection: ...
+    def view(self, resource: ResourceType, obj: Object) -> Object: ...
+    def next_rv(self) -> int: ...
+    def record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None: ...
+    def index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None: ...
+    def put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object: ...
+    def raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]: ...
+
+
+class Deletion:
+    """The deletion side of ``store`` (see the module docstring)."""
+
+    def __init__(self, store: Stored) -> None:
+        self.store = store
+
+    def delete(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        grace: int | None = None,
+        propagation: str = "",
+        uid: str = "",
+        resource_version: str = "",
+    ) -> Object:
+        """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
+        self.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
+        return self.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)[0]
+
+    def check_preconditions(
+        self, resource: ResourceType, namespace: str, name: str, *, uid: str = "", resource_version: str = ""
+    ) -> None:
+        """A delete's preconditions: 409 when the object's uid or resourceVersion is not the one given."""
+        if resource.read_only_empty:
+            raise read_only(resource)
+        meta = self.store.raw(resource, namespace, name)[1]["metadata"]
+        if uid and uid != meta.get("uid"):
+            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}"
+            raise errors.conflict(resource.plural, name, why, resource.group)
+        if resource_version and resource_version != meta.get("resourceVersion"):
+            why = (
+                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}"
+            )
+            raise errors.conflict(resource.plural, name, why, resource.group)
+
+    def delete_outcome(
+        self, resource: ResourceType, namespace: str, name: str, *, grace: int | None = None, propagation: str = ""
+    ) -> tuple[Object, bool]:
+        """:meth:`delete` (without preconditions), and whether the object is gone (or would be, in a dry run)."""
+        if resource.read_only_empty:
+            raise read_only(resource)
+        key, obj = self.store.raw(resource, namespace, name)
+        if propagation not in ("", "Orphan", "Background", "Foreground"):
+            cause = Cause("propagationPolicy", f"Unsupported value: {propagation!r}", "FieldValueNotSupported")
+            raise errors.invalid("DeleteOptions", "", [cause])
+        found, gone = self._delete(resource, key, obj, grace, propagation)
+        return self.store.view(resource, found), gone
+
+    def _delete(
+        self, resource: ResourceType, key: str, obj: Object, grace: int | None, propagation: str
+    ) -> tuple[Object, bool]:
+        if resource is self.store.namespaces:
+            return self._delete_namespace(key, obj), False
+        meta = obj["metadata"]
+        strategy = resource.strategy
+        seconds = strategy.grace_seconds(obj, grace)
+        if meta.get("deletionTimestamp"):
+            if seconds == 0 and not meta.get("finalizers"):
+                if strategy.graceful_delete:  # the shortened grace period is written first, as the real store does
+                    obj = self._terminate(resource, key, obj, 0)
+                return self.remove(resource, key, obj), True
+            if seconds >= (meta.get("deletionGracePeriodSeconds") or 0):
+                return obj, False
+            return self._terminate(resource, key, obj, seconds), False
+        policy = propagation or ("Orphan" if strategy.orphan_by_default else "Background")
+        if policy != "Background":  # the garbage collector's finalizer holds the object until it has done its work
+            finalizer = "orphan" if policy == "Orphan" else "foregroundDeletion"
+            held = self._terminate(resource, key, obj, seconds, finalizer)
+            if not self.store.dry:
+                self._after_delete(resource, held, policy)
+                self._release(resource, key, finalizer)
+            return held, False
+        if seconds > 0 or meta.get("finalizers"):
+            return self._terminate(resource, key, obj, seconds), False
+        if strategy.graceful_delete:
+            obj = self._terminate(resource, key, obj, 0)
+        return self.remove(resource, key, obj), True
+
+    def _release(self, resource: ResourceType, key: str, finalizer: str) -> None:
+        """The garbage collector is done with ``key``: its ``finalizer`` goes, and so does the object if nothing
+        else holds it."""
+        current = self.store.collection_of(resource).objects.get(key)
+        if current is None:
+            return
+        new = dict(current)
+        new["metadata"] = meta = dict(current["metadata"])
+        finalizers = [f for f in meta.get("finalizers") or () if f != finalizer]
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+        stored = self.store.put(resource, key, new, current, "MODIFIED")
+        if not finalizers and not meta.get("deletionGracePeriodSeconds"):
+            self.remove(resource, key, stored)
+
+    def _terminate(self, resource: ResourceType, key: str, obj: Object, seconds: int, finalizer: str = "") -> Object:
+        """Mark ``obj`` Terminating: ``deletionTimestamp`` is when its grace period ends (and ``finalizer`` added)."""
+        new = dict(obj)
+        new["metadata"] = dict(obj["metadata"])
+        if finalizer:
+            new["metadata"]["finalizers"] = [*(obj["metadata"].get("finalizers") or ()), finalizer]
+        new["metadata"]["deletionTimestamp"] = format_timestamp(float(int(self.store.clock()) + seconds))
+        new["metadata"]["deletionGracePeriodSeconds"] = seconds
+        return self.store.put(resource, key, new, obj, "MODIFIED")
+
+    def _delete_namespace(self, key: str, obj: Object) -> Object:
+        """A namespace goes Terminating, its contents are deleted, and it goes when the last of them has gone."""
+        assert self.store.namespaces is not None
+        if obj["metadata"].get("deletionTimestamp"):
+            return obj
+        new = clone(obj)
+        new["metadata"]["deletionTimestamp"] = self.store.now()
+        new["status"] = {"phase": "Terminating"}
+        stored = self.store.put(self.store.namespaces, key, new, obj, "MODIFIED")
+        if not self.store.dry:
+            self._empty_namespace(obj["metadata"]["name"])
+        return stored
+
+    def remove(self, resource: ResourceType, key: str, obj: Object) -> Object:
+        if self.store.dry:
+            return obj
+        collection = self.store.collection_of(resource)
+        del collection.objects[key]
+        self.store.index_owners(collection.name, key, obj, None)
+        gone = dict(obj)
+        gone["metadata"] = dict(obj["metadata"])
+        gone["metadata"]["resourceVersion"] = str(self.store.next_rv())
+        self.store.record(collection, "DELETED", gone, obj)
+        if obj["metadata"].get("uid") in self.store.dependents:  # the garbage collector: dependents of a gone owner go
+            self._after_delete(resource, gone, "Background")
+        namespace = obj["metadata"].get("namespace")
+        if namespace and self.store.namespaces is not None:
+            self._reap_namespace(namespace)
+        return gone
+
+    def _after_delete(self, resource: ResourceType, obj: Object, policy: str) -> None:
+        """Garbage collection of the dependents of ``obj`` (whose deletion has begun) by ``policy``."""
+        if self.store.dry:
+            return
+        uid = obj["metadata"]["uid"]
+        for collection_name, key in sorted(self.store.dependents.get(uid, ())):
+            dependent = self.store.collections[collection_name].objects.get(key)
+            kind = self._resource_of(collection_name)
+            if dependent is None or kind is None:
+                continue
+            if policy == "Orphan":
+                new = clone(dependent)
+                refs = [r for r in new["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
+                if refs:
+                    new["metadata"]["ownerReferences"] = refs
+                else:
+                    new["metadata"].pop("ownerReferences", None)
+                self.store.put(kind, key, new, dependent, "MODIFIED")
+            else:
+                namespace, name = key.split("/", 1)
+                try:
+                    self.delete(kind, namespace, name, propagation="Background")
+                except ApiError:
+                    continue
+
+    def _resource_of(self, collection: str) -> ResourceType | None:
+        return next((r for r in self.store.registry.resources if r.collection == collection and not r.to_view), None)
+
+    def _empty_namespace(self, namespace: str) -> None:
+        for resource in self.store.registry.resources:
+            if not resource.namespaced or resource.to_view or resource.read_only_empty:
+                continue
+            collection = self.store.collection_of(resource)
+            for key in [k for k in collection.objects if k.startswith(namespace + "/")]:
+                try:
+                    self.delete(resource, namespace, key.split("/", 1)[1])
+                except ApiError:
+                    continue
+        self._reap_namespace(namespace)
+        self._report_remaining(namespace)
+
+    def _report_remaining(self, namespace: str) -> None:
+        """A Terminating namespace that content still holds says what, in the namespace controller's conditions."""
+        assert self.store.namespaces is not None
+        ns_key = object_key("", namespace)
+        ns = self.store.collection_of(self.store.namespaces).objects.get(ns_key)
+        if ns is None:
+            return
+        remaining: dict[str, int] = {}
+        finalizers: dict[str, int] = {}
+        for resource in self.store.registry.resources:
+            if not resource.namespaced or resource.to_view or resource.read_only_empty:
+                continue
+            for key, obj in self.store.collection_of(resource).objects.items():
+                if key.startswith(namespace + "/"):
+                    name = f"{resource.plural}.{resource.group}"
+                    remaining[name] = remaining.get(name, 0) + 1
+                    for finalizer in obj["metadata"].get("finalizers") or ():
+                        finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
+        new = dict(ns)
+        new["status"] = {
+            **ns.get("status", {}),
+            "conditions": namespace_conditions(remaining, finalizers, self.store.now()),
+        }
+        self.store.put(self.store.namespaces, ns_key, new, ns, "MODIFIED")
+
+    def _reap_namespace(self, namespace: str) -> None:
+        """Remove a Terminating namespace once nothing is left in it."""
+        if self.store.namespaces is None:
+            return
+        ns_key = object_key("", namespace)
+        ns = self.store.collection_of(self.store.namespaces).objects.get(ns_key)
+        if ns is None or not ns["metadata"].get("deletionTimestamp"):
+            return
+        prefix = namespace + "/"
+        for collection in self.store.collections.values():
+            if any(k.startswith(prefix) for k in collection.objects):
+                return
+        self.remove(self.store.namespaces, ns_key, ns)
