@@ -102,20 +102,17 @@ def start_cluster(
     cache_size: int = 10_000,
     port: int = 0,
     fresh_wait: float = 3.0,
-    watch_future_waits: bool = True,
     generic_workload: bool = False,
     node_list: list[Node] | None = None,
 ) -> Cluster:
-    """A started cluster of ``nodes`` uniform nodes of ``cores`` cores, or of ``node_list`` (``fresh_wait`` and
-    ``watch_future_waits``: see :class:`ServerSettings`)."""
+    """A started cluster of ``nodes`` uniform nodes of ``cores`` cores, or of ``node_list`` (``fresh_wait``: see
+    :class:`ServerSettings`)."""
     clock = ServedClock(speed)
     store = Store(default_registry(generic_workload=generic_workload), clock=clock, cache_size=cache_size)
     server = ApiServer(
         node_list if node_list is not None else uniform_cluster(nodes, cores, "64Gi"),
         port=port,
-        settings=ServerSettings(
-            bookmark_seconds=0.2, fresh_wait_seconds=fresh_wait, watch_future_waits=watch_future_waits
-        ),
+        settings=ServerSettings(bookmark_seconds=0.2, fresh_wait_seconds=fresh_wait),
         store=store,
         kubelet=True,
         lifecycle=Lifecycle(),

@@ -181,13 +181,12 @@ def test_a_server_restarted_with_a_new_history_is_relisted_and_the_pods_it_lost_
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The API server comes back on the same address with an older history (etcd restored from a backup, here a
-    new simulated cluster): serve's watches ask for versions it has not reached, get 504 "Too large resource
-    version", and relist; the pods the new history does not have are released, the ones it has are placed."""
+    new simulated cluster): serve's watches fail with the server gone, its relist asks for versions the new one has
+    not reached and gets 504 "Too large resource version", and it lists from scratch; the pods the new history does
+    not have are released, the ones it has are placed."""
     caplog.set_level(logging.INFO, logger="kubeflux.serve")
-    # The real server's watch from a version it has not reached waits silently, and only a list says 504; serve's
-    # reflector relists after a failed watch on branch `resilience` (as client-go's does) and then needs no more.
-    # Until then the second server ends such a watch with the 504, as cluster serve did before it answered as the
-    # real one (watch_future_waits=False).
+    # As on the real server, a watch from a version the second server has not reached waits silently and only a
+    # list says 504: serve's reflector relists after the failed watch (the server was gone), as client-go's does.
     first = start_cluster(tmp_path / "first", fresh_wait=0.3)
     second: Cluster | None = None
     try:
@@ -204,7 +203,7 @@ def test_a_server_restarted_with_a_new_history_is_relisted_and_the_pods_it_lost_
             port = first.server.port
             first.api.close()
             first.server.stop()
-            second = start_cluster(tmp_path / "second", port=port, fresh_wait=0.3, watch_future_waits=False)
+            second = start_cluster(tmp_path / "second", port=port, fresh_wait=0.3)
             assert second.server.store.rv < ahead
             second.create(pod("x", "8", run=None))
             second.wait_for(lambda pods: _bound(pods, "x"))
