@@ -13,6 +13,11 @@ to the last bind seen. Workloads:
 
 Usage: ``python benchmarks/serve.py [--pods 10000] [--gangs 1000] [--nodes 5000]``. On a 2-core machine the three
 processes share the two cores: the figures are the machine's as much as serve's.
+
+``--real``: the real control plane instead (etcd and kube-apiserver built by ``make kube``; ``KUBEFLUX_KUBE_DIR``),
+5,000 nodes of 64 cores and 10,000 pods, three rows in one run: the real kube-scheduler (raised QPS), ``kubeflux
+serve``, and a raw binding client (the API server's limit); see ``benchmarks/serve_real.py`` for the definitions.
+``--repeat N`` alternates the rows N times; ``--rows`` picks some.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from pathlib import Path
 
 import orjson
 import yaml
+
+import serve_real  # this folder's: the --real mode
 
 CREATORS = 4
 
@@ -199,7 +206,18 @@ def main() -> None:
     parser.add_argument("--gangs", type=int, default=1_000, help="gangs of 16 of the second workload (0: none)")
     parser.add_argument("--nodes", type=int, default=5_000)
     parser.add_argument("--config", type=Path, default=None, help="serve's config (default: its defaults)")
+    parser.add_argument("--real", action="store_true", help="on the real control plane (64-core nodes, 3 rows)")
+    parser.add_argument("--repeat", type=int, default=1, help="--real: runs of the rows, alternated")
+    parser.add_argument("--rows", default=",".join(serve_real.ROWS), help="--real: which rows, comma-separated")
+    parser.add_argument("--raw-processes", type=int, default=4, help="--real: processes of the raw binding client")
     args = parser.parse_args()
+    if args.real:
+        rows = [row.strip() for row in args.rows.split(",") if row.strip()]
+        unknown = set(rows) - set(serve_real.ROWS)
+        if unknown:
+            parser.error(f"--rows: unknown {', '.join(sorted(unknown))} (known: {', '.join(serve_real.ROWS)})")
+        serve_real.main(args.nodes, args.pods, args.repeat, rows, args.raw_processes)
+        return
     rows = [run("pods", args.pods, 1, args.nodes, args.config)]
     if args.gangs:
         rows.append(run("gangs", args.gangs * 16, 16, args.nodes, args.config))

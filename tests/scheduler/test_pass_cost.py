@@ -64,3 +64,18 @@ def test_a_gang_alike_to_one_that_could_fit_is_rejected_once_a_node_is_gone() ->
     rejected = {d.pod for d in decisions if isinstance(d, Reject)}
     assert rejected == {"default/a-0", "default/a-1", "default/b-0", "default/b-1"}, decisions
     assert all("can never fit" in d.message for d in decisions if isinstance(d, Reject))
+
+
+def test_nodes_listed_by_name_are_built_in_the_order_of_their_ids_and_placed_as_if_listed_so() -> None:
+    """The API server lists nodes by name (node-0, node-1, node-10, node-11, node-2 …): the graph takes them in the
+    order of their ids, where a node-centric walk meets its best nodes first and may stop early (in name order it
+    walked all 5,000 nodes for every pod), and the placements are those of nodes observed in id order."""
+    ids = [f"node-{i}" for i in range(12)]
+    placed = []
+    for order in (ids, sorted(ids)):
+        scheduler = KubefluxScheduler()
+        cluster = Cluster(scheduler, [node(name, cores=2) for name in order])
+        cluster.add(*(pod(f"p{i}", 1000, t=float(i)) for i in range(20)))
+        placed.append(bound(cluster.run()))
+        assert scheduler.graph is not None and list(scheduler.graph.specs) == ids
+    assert len(placed[0]) == 20 and placed[0] == placed[1]

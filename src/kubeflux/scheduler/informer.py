@@ -42,6 +42,7 @@ from mypy_extensions import mypyc_attr
 
 from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.match.policy import parse_policy
+from kubeflux.resources import id_from_name_suffix
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView, HiddenNodes
 from kubeflux.scheduler.interface import (
@@ -79,6 +80,16 @@ ALLOCATION_ANNOTATION = "kubeflux.io/allocation"
 BIND_BACKOFF = 1.0
 """Seconds a pod whose Bind was refused waits before it is tried again (kube-scheduler's
 ``podInitialBackoffSeconds``)."""
+
+
+def _graph_order(node: Node) -> tuple[bool, int, str]:
+    """Where a node goes among the graph's first nodes: by the id its name gives its vertex (``node-10`` → 10), as
+    Fluxion numbers nodes, then by name. The API server lists nodes by name (``node-0``, ``node-1``, ``node-10``,
+    ``node-100`` …): in that order a node-centric policy's walk never finds its best nodes first, cannot stop early
+    (:mod:`kubeflux.match.ranked`) and visits every node for every pod (5,000 nodes of 64 cores, real API server:
+    ~14 ms of CPU a pod instead of ~0.3). Nodes without a number keep their order after the numbered ones."""
+    suffix = id_from_name_suffix(node.name)
+    return suffix is None, suffix or 0, node.name if suffix is not None else ""
 
 
 @dataclass(slots=True, init=False)
@@ -599,7 +610,7 @@ class ClusterBooks:
         """The graph, built from the admitted nodes the first time there are any; later changes are in place."""
         if self.graph is not None:
             return self.graph
-        admitted = [node for node in self.nodes.values() if self.sharing.admits(node)]
+        admitted = sorted((node for node in self.nodes.values() if self.sharing.admits(node)), key=_graph_order)
         if not admitted:
             return None
         specs = [node_spec(node, self.sharing.share(node), self.shape) for node in admitted]

@@ -1,0 +1,505 @@
+"""``benchmarks/serve.py --real``: kube-scheduler, ``kubeflux serve`` and a raw binding client on the real API server.
+
+Each row gets a fresh control plane (:class:`kubeflux.controlplane.ControlPlane`: etcd and kube-apiserver only, no
+controller-manager, no KWOK), so rows never disturb each other. Before the row's scheduler starts, this script
+creates the nodes (Ready, with allocatable set, through the API) and then every pod, all pending, with a few
+keep-alive HTTPS connections. Then the row's binder starts and a watch (in this process) records when each pod is
+first seen bound:
+
+* ``kube-scheduler``: the real one, with a KubeSchedulerConfiguration raising its client's QPS and burst (5000 /
+  10000, as scheduler_perf does); otherwise its defaults;
+* ``kubeflux serve``: its own process (``python -m kubeflux.cli serve``), its default config (only the operations
+  port is free-chosen, so that another serve on the machine cannot collide);
+* ``raw binding``: the limit, ``--raw-processes`` processes each POSTing ``pods/binding`` on one keep-alive HTTPS
+  connection (http.client, a pre-serialised body), pod ``i`` to node ``i mod nodes``: no scheduling, no events.
+
+Definitions, the same for the three rows: *start* is the moment the binder's process is launched (pods already
+created); pods/s is pods over the time from start to the last bind seen; a pod's latency is from start to its bind
+seen (so p50 is about half the run); *first bind* is the first bind seen after start. CPU seconds are read from
+``/proc/PID/stat`` at the last bind: the binder's since its launch, the API server's and etcd's since start.
+*Events done*: when the namespace holds one Event per pod (the ``Scheduled`` events; polled after the last bind).
+Every client is the cluster's admin (``system:masters``: exempt from API Priority and Fairness), the same for all.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:  # the raw binding workers run this file: they import nothing they do not use
+    from kubeflux.controlplane import ControlPlane
+
+NAMESPACE = "default"
+CREATORS = 4
+NODE_CPU = 64
+SCHEDULER_QPS, SCHEDULER_BURST = 5000, 10000
+STALL_SECONDS = 60.0
+"""A row whose binds stop for this long has failed."""
+ROWS = ("kube-scheduler", "kubeflux serve", "raw binding")
+_SCHEDULER_NAMES = {"kube-scheduler": "default-scheduler", "kubeflux serve": "kubeflux", "raw binding": "nobody"}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    pods: int
+    seconds: float
+    first_bind: float
+    p50: float
+    p99: float
+    cpu: dict[str, float]
+    events_done: float | None
+    nodes_used: int
+    load: float
+
+    @property
+    def rate(self) -> float:
+        return self.pods / self.seconds
+
+
+# ---------------------------------------------------------------------- HTTP
+
+
+def tls(ca: str, cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=ca)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+class Connection:
+    """One keep-alive HTTPS connection to the API server."""
+
+    def __init__(self, port: int, context: ssl.SSLContext) -> None:
+        self.http = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=600)
+
+    def send(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self.http.request(method, path, body=body, headers=headers)
+        response = self.http.getresponse()
+        return response.status, response.read()
+
+    def must(self, method: str, path: str, body: bytes | None = None) -> dict[str, Any]:
+        status, data = self.send(method, path, body)
+        if status >= 300:
+            raise RuntimeError(f"{method} {path}: {status} {data[:300]!r}")
+        answer: dict[str, Any] = orjson.loads(data)
+        return answer
+
+
+def _context(plane: ControlPlane) -> ssl.SSLContext:
+    return tls(str(plane.ca), str(plane.pki / "admin.crt"), str(plane.pki / "admin.key"))
+
+
+# ---------------------------------------------------------------------- objects
+
+
+def node(name: str) -> bytes:
+    capacity = {"cpu": str(NODE_CPU), "memory": f"{NODE_CPU * 4}Gi", "pods": "110"}
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "kubelet is posting ready status",
+        "lastHeartbeatTime": stamp,
+        "lastTransitionTime": stamp,
+    }
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"capacity": capacity, "allocatable": capacity, "conditions": [ready]},
+        }
+    )
+
+
+def pod(name: str, scheduler: str) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "bench"}},
+            "spec": {
+                "schedulerName": scheduler,
+                "automountServiceAccountToken": False,
+                "containers": [
+                    {"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+                ],
+            },
+        }
+    )
+
+
+def _parallel(work: list[bytes], post: Callable[[Connection, bytes], None], port: int, context: ssl.SSLContext) -> None:
+    errors: list[BaseException] = []
+
+    def run(part: list[bytes]) -> None:
+        connection = Connection(port, context)
+        try:
+            for body in part:
+                post(connection, body)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(work[i::CREATORS],)) for i in range(CREATORS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def populate(plane: ControlPlane, nodes: int, pods: int, scheduler: str) -> str:
+    """The nodes, the namespace's default ServiceAccount (no controller-manager makes it), then the pods, pending;
+    the pods' list resourceVersion (where the watch starts)."""
+    port, context = plane.ports["kube-apiserver"], _context(plane)
+    setup = Connection(port, context)
+    deadline = time.monotonic() + 60
+    account = orjson.dumps({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    while True:  # the namespace appears a moment after /readyz
+        status, data = setup.send("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", account)
+        if status in (201, 409):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no ServiceAccount: {status} {data[:200]!r}")
+        time.sleep(0.2)
+    names = [f"node-{i}" for i in range(nodes)]
+    _parallel([node(name) for name in names], lambda c, b: _created(c, "/api/v1/nodes", b), port, context)
+    # the API server's TaintNodesByCondition admission taints a new node not-ready until the node lifecycle
+    # controller (kube-controller-manager, not run here) sees it Ready and lifts the taint: lifted here instead
+    untaint = orjson.dumps({"spec": {"taints": None}})
+    _parallel([name.encode() for name in names], lambda c, n: _untainted(c, n.decode(), untaint), port, context)
+    tainted = [n for n in setup.must("GET", "/api/v1/nodes")["items"] if n["spec"].get("taints")]
+    if tainted:
+        raise RuntimeError(f"{len(tainted)} nodes still tainted: {tainted[0]['spec']['taints']}")
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    _parallel([pod(f"pod-{i}", scheduler) for i in range(pods)], lambda c, b: _created(c, path, b), port, context)
+    listed = setup.must("GET", f"{path}?limit=1")
+    version = str(listed["metadata"]["resourceVersion"])
+    counted = 1 + int(listed["metadata"].get("remainingItemCount", 0))
+    if counted != pods:
+        raise RuntimeError(f"{counted} pods listed, {pods} created")
+    return version
+
+
+def _untainted(connection: Connection, name: str, patch: bytes) -> None:
+    connection.http.request(
+        "PATCH", f"/api/v1/nodes/{name}", body=patch, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    response = connection.http.getresponse()
+    data = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"PATCH node {name}: {response.status} {data[:300]!r}")
+
+
+def _created(connection: Connection, path: str, body: bytes) -> None:
+    status, data = connection.send("POST", path, body)
+    if status != 201:
+        raise RuntimeError(f"POST {path}: {status} {data[:300]!r}")
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class BindWatch(threading.Thread):
+    """Records when (``perf_counter``) and where each pod is first seen bound. A watch the server ends (it closes a
+    watcher that falls behind) is opened again from the last version seen, as an informer does."""
+
+    def __init__(self, port: int, context: ssl.SSLContext, version: str, expected: int) -> None:
+        super().__init__(daemon=True, name="bind-watch")
+        self.port, self.context = port, context
+        self.version, self.expected = version, expected
+        self.bound: dict[str, tuple[float, str]] = {}
+        self.done = threading.Event()
+        self.opened = threading.Event()
+        self.error: BaseException | None = None
+        self.watches = 0
+
+    def run(self) -> None:
+        try:
+            while len(self.bound) < self.expected:
+                self._watch()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.opened.set()
+            self.done.set()
+
+    def _watch(self) -> None:
+        connection = Connection(self.port, self.context)
+        path = f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&allowWatchBookmarks=true&resourceVersion={self.version}"
+        connection.http.request("GET", path, headers={"Accept": "application/json"})
+        response = connection.http.getresponse()
+        if response.status != 200:
+            raise RuntimeError(f"watch: {response.status} {response.read()[:200]!r}")
+        self.watches += 1
+        self.opened.set()
+        try:
+            while len(self.bound) < self.expected:
+                line = response.readline()
+                if not line:
+                    return
+                seen = time.perf_counter()
+                event = orjson.loads(line)
+                obj = event["object"]
+                if event["type"] == "ERROR":
+                    raise RuntimeError(f"watch: {obj}")
+                self.version = obj["metadata"]["resourceVersion"]
+                if event["type"] == "BOOKMARK":
+                    continue
+                where = (obj.get("spec") or {}).get("nodeName")
+                name = obj["metadata"]["name"]
+                if where and name not in self.bound:
+                    self.bound[name] = (seen, where)
+        finally:
+            connection.http.close()
+
+
+def events_done(plane: ControlPlane, pods: int, start: float, patience: float = 120.0) -> float | None:
+    """Seconds from ``start`` until the namespace holds ``pods`` Events (None: not within ``patience`` s)."""
+    connection = Connection(plane.ports["kube-apiserver"], _context(plane))
+    deadline = time.perf_counter() + patience
+    while time.perf_counter() < deadline:
+        listed = connection.must("GET", f"/api/v1/namespaces/{NAMESPACE}/events?limit=1")
+        items = listed.get("items") or []
+        if items and len(items) + int(listed["metadata"].get("remainingItemCount", 0)) >= pods:
+            return time.perf_counter() - start
+        time.sleep(0.1)
+    return None
+
+
+# ---------------------------------------------------------------------- the binders
+
+
+def scheduler_config(plane: ControlPlane) -> Path:
+    import yaml
+
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(plane.kubeconfig), "qps": SCHEDULER_QPS, "burst": SCHEDULER_BURST},
+        "leaderElection": {"leaderElect": False},
+    }
+    path = plane.folder / "kube-scheduler.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+class Binder:
+    """The row's binder process(es): started, read (CPU) and stopped."""
+
+    def __init__(self, row: str, plane: ControlPlane, nodes: int, pods: int, raw_processes: int) -> None:
+        self.row, self.plane, self.nodes, self.pods, self.raw_processes = row, plane, nodes, pods, raw_processes
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.profiler: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        plane = self.plane
+        if self.row == "kube-scheduler":
+            plane.start_scheduler(f"--config={scheduler_config(plane)}")
+            process = plane.components["kube-scheduler"].process
+            assert process is not None
+            self.processes = [process]
+        elif self.row == "kubeflux serve":
+            config = plane.folder / "serve.yaml"
+            config.write_text("operations:\n  port: 0\n")
+            log = (plane.folder / "logs" / "serve.log").open("ab")
+            command = [sys.executable, "-m", "kubeflux.cli", "serve", "--kubeconfig", str(plane.kubeconfig)]
+            self.processes = [subprocess.Popen([*command, "--config", str(config)], stdout=log, stderr=log)]
+            self._profile(self.processes[0].pid)
+        else:
+            command = [sys.executable, __file__, "--worker", str(plane.ports["kube-apiserver"]), str(plane.ca)]
+            command += [str(plane.pki / "admin.crt"), str(plane.pki / "admin.key"), str(self.nodes), str(self.pods)]
+            self.processes = [
+                subprocess.Popen([*command, str(i), str(self.raw_processes)], stdout=subprocess.PIPE)
+                for i in range(self.raw_processes)
+            ]
+
+    def _profile(self, pid: int) -> None:
+        if os.environ.get("KUBEFLUX_PROFILE"):  # py-spy on serve: where its time goes
+            out = Path(tempfile.gettempdir()) / f"kubeflux-serve-profile-{pid}.txt"
+            argv = [os.environ["KUBEFLUX_PROFILE"], "record", "-o", str(out), "-p", str(pid), "--format", "raw"]
+            self.profiler = subprocess.Popen([*argv, "-r", "100", "--gil", "--nonblocking"])
+            print(f"profile of serve: {out}", file=sys.stderr)
+
+    def cpu(self) -> float:
+        """The binder's CPU seconds so far (raw workers: as they report it when they are done)."""
+        if self.row != "raw binding":
+            return cpu_seconds(self.processes[0].pid)
+        total = 0.0
+        for process in self.processes:
+            out, _ = process.communicate(timeout=600)
+            report = json.loads(out)
+            if report["errors"]:
+                raise RuntimeError(f"raw binding: {report['errors']} refused, the first: {report['first']}")
+            total += report["cpu"]
+        return total
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        if self.profiler is not None:
+            self.profiler.wait(60)
+
+
+def worker(argv: list[str]) -> None:
+    """One raw binding process: binds pods ``index``, ``index + processes`` … on one keep-alive connection; prints
+    its CPU seconds and refusals as JSON."""
+    port, ca, cert, key, nodes, pods, index, processes = argv
+    connection = Connection(int(port), tls(ca, cert, key))
+    errors, first = 0, ""
+    for i in range(int(index), int(pods), int(processes)):
+        body = (
+            b'{"apiVersion":"v1","kind":"Binding","metadata":{"name":"pod-%d"},'
+            b'"target":{"apiVersion":"v1","kind":"Node","name":"node-%d"}}' % (i, i % int(nodes))
+        )
+        status, data = connection.send("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/pod-{i}/binding", body)
+        if status != 201:
+            errors += 1
+            first = first or f"{status} {data[:200]!r}"
+    times = os.times()
+    print(json.dumps({"cpu": times.user + times.system, "errors": errors, "first": first}))
+
+
+# ---------------------------------------------------------------------- one row
+
+
+def run_row(row: str, nodes: int, pods: int, raw_processes: int, folder: Path) -> Row:
+    from kubeflux.controlplane import ControlPlane
+
+    plane = ControlPlane(folder / row.replace(" ", "-")).start()
+    binder = Binder(row, plane, nodes, pods, raw_processes)
+    try:
+        version = populate(plane, nodes, pods, _SCHEDULER_NAMES[row])
+        watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, pods)
+        watch.start()
+        watch.opened.wait(60)
+        apiserver, etcd = (plane.components[name].process for name in ("kube-apiserver", "etcd"))
+        assert apiserver is not None and etcd is not None
+        load = os.getloadavg()[0]
+        before = {"kube-apiserver": cpu_seconds(apiserver.pid), "etcd": cpu_seconds(etcd.pid)}
+        mine = time.process_time()
+        start = time.perf_counter()
+        binder.start()
+        seen = -1
+        while not watch.done.wait(STALL_SECONDS) and len(watch.bound) > seen:  # a stall of a minute is a failure
+            seen = len(watch.bound)
+        if not watch.done.is_set() or watch.error is not None:
+            raise RuntimeError(f"{row}: {len(watch.bound)} of {pods} pods seen bound: {watch.error}; {plane.folder}")
+        cpu = {
+            "binder": binder.cpu(),
+            "kube-apiserver": cpu_seconds(apiserver.pid) - before["kube-apiserver"],
+            "etcd": cpu_seconds(etcd.pid) - before["etcd"],
+            "watch": time.process_time() - mine,
+        }
+        times = sorted(seen - start for seen, _ in watch.bound.values())
+        per_node = Counter(where for _, where in watch.bound.values())
+        if max(per_node.values()) > NODE_CPU:
+            raise RuntimeError(f"{row}: a node holds {max(per_node.values())} one-core pods of {NODE_CPU} cores")
+        done = None if row == "raw binding" else events_done(plane, pods, start)
+        return Row(
+            row,
+            pods,
+            times[-1],
+            times[0],
+            statistics.median(times),
+            times[int(len(times) * 0.99) - 1],
+            cpu,
+            done,
+            len(per_node),
+            load,
+        )
+    finally:
+        binder.stop()
+        plane.stop()
+        if sys.exc_info()[0] is None:
+            shutil.rmtree(plane.folder, ignore_errors=True)
+        else:
+            print(f"{row}: the control plane's files are kept in {plane.folder}", file=sys.stderr)
+
+
+def print_table(rows: list[Row], nodes: int, raw_processes: int) -> None:
+    print(
+        "Real control plane (etcd + kube-apiserver), "
+        f"{nodes:,} nodes x {NODE_CPU} cpu, pods pre-created; {os.cpu_count()} cores; "
+        f"raw binding: {raw_processes} processes x 1 keep-alive connection"
+    )
+    print(
+        "| binder | load | pods | pods/s | first bind | p50 / p99 (from start) | events done "
+        "| CPU s: binder / apiserver / etcd | nodes used |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        cpu = row.cpu
+        events = "—" if row.events_done is None else f"{row.events_done:.1f} s"
+        print(
+            f"| {row.name} | {row.load:.1f} | {row.pods:,} | {row.rate:,.0f} | {row.first_bind:.2f} s "
+            f"| {row.p50:.1f} / {row.p99:.1f} s | {events} "
+            f"| {cpu['binder']:.1f} / {cpu['kube-apiserver']:.1f} / {cpu['etcd']:.1f} | {row.nodes_used:,} |"
+        )
+
+
+def main(nodes: int, pods: int, repeat: int, rows: list[str], raw_processes: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-real-"))
+    results: list[Row] = []
+    try:
+        for turn in range(repeat):
+            for row in rows:  # alternated: a b c a b c
+                result = run_row(row, nodes, pods, raw_processes, folder)
+                results.append(result)
+                print(
+                    f"[{turn + 1}/{repeat}] {row}: {result.rate:,.0f} pods/s, load {result.load:.1f}, "
+                    f"CPU watch {result.cpu['watch']:.1f} s",
+                    file=sys.stderr,
+                )
+    except BaseException:
+        print_table(results, nodes, raw_processes)
+        raise
+    shutil.rmtree(folder, ignore_errors=True)
+    print_table(results, nodes, raw_processes)
+    by_row: dict[str, list[float]] = {}
+    for result in results:
+        by_row.setdefault(result.name, []).append(result.rate)
+    if "kubeflux serve" in by_row:
+        for turn, serve in enumerate(by_row["kubeflux serve"]):
+            ratios = []
+            if "kube-scheduler" in by_row and turn < len(by_row["kube-scheduler"]):
+                ratios.append(f"{serve / by_row['kube-scheduler'][turn]:.2f}x kube-scheduler")
+            if "raw binding" in by_row and turn < len(by_row["raw binding"]):
+                ratios.append(f"{100 * serve / by_row['raw binding'][turn]:.0f} % of the raw limit")
+            if ratios:
+                print(f"run {turn + 1}: serve at {', '.join(ratios)}")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
+    worker(sys.argv[2:])
