@@ -30,14 +30,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from gotool import go  # beside this script (tools/kube)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -82,14 +82,6 @@ def _required(module: Path, path: str) -> str:
     return found.group(1)
 
 
-def _go(*args: str, cwd: Path) -> str:
-    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
-    result = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"go {' '.join(args[:2])} in {cwd.relative_to(ROOT)} failed:\n{result.stderr[-4000:]}")
-    return result.stdout
-
-
 def _stamp(go_version: str) -> dict[str, object]:
     digest = hashlib.sha256()
     for module in (CONTROL_PLANE, KWOK, HELM):
@@ -125,7 +117,7 @@ def _helm_ldflags(version: str) -> str:
 
 def build(out: Path, *, force: bool = False) -> str:
     """Build into ``out`` unless its stamp matches; returns what was done, in one line."""
-    go_version = _go("env", "GOVERSION", cwd=CONTROL_PLANE).strip()
+    go_version = go("env", "GOVERSION", cwd=CONTROL_PLANE).strip()
     stamp = _stamp(go_version)
     stamp_file = out / "stamp.json"
     if not force and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
@@ -139,14 +131,14 @@ def build(out: Path, *, force: bool = False) -> str:
         kubernetes = str(stamp["kubernetes"])
         for name, package in KUBERNETES_BINARIES.items():
             flags = _kubernetes_ldflags(kubernetes) if package.startswith("k8s.io/") else "-s -w"
-            _go("build", "-trimpath", "-ldflags", flags, "-o", str(staged / name), package, cwd=CONTROL_PLANE)
+            go("build", "-trimpath", "-ldflags", flags, "-o", str(staged / name), package, cwd=CONTROL_PLANE)
         name, package = KWOK_BINARY
         kwok_flags = f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={str(stamp['kwok']).lstrip('v')}"
-        _go("build", "-trimpath", "-ldflags", kwok_flags, "-o", str(staged / name), package, cwd=KWOK)
+        go("build", "-trimpath", "-ldflags", kwok_flags, "-o", str(staged / name), package, cwd=KWOK)
         name, package = HELM_BINARY
         helm_flags = _helm_ldflags(str(stamp["helm"]))
-        _go("build", "-trimpath", "-ldflags", helm_flags, "-o", str(staged / name), package, cwd=HELM)
-        kwok_dir = Path(_go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok", cwd=KWOK).strip())
+        go("build", "-trimpath", "-ldflags", helm_flags, "-o", str(staged / name), package, cwd=HELM)
+        kwok_dir = Path(go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok", cwd=KWOK).strip())
         stages = staged / "stages"
         stages.mkdir()
         for stage in KWOK_STAGES:
@@ -154,7 +146,7 @@ def build(out: Path, *, force: bool = False) -> str:
         crds = staged / "crds"
         crds.mkdir()
         module = json.loads(
-            _go("mod", "download", "-json", f"sigs.k8s.io/scheduler-plugins@{SCHEDULER_PLUGINS}", cwd=KWOK)
+            go("mod", "download", "-json", f"sigs.k8s.io/scheduler-plugins@{SCHEDULER_PLUGINS}", cwd=KWOK)
         )
         for crd in SCHEDULER_PLUGINS_CRDS:
             shutil.copyfile(Path(module["Dir"]) / crd, crds / Path(crd).name)

@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from gotool import go  # beside this script (tools/kube)
 
 HERE = Path(__file__).resolve().parent
 GO_MODULE = HERE / "control-plane"
@@ -44,14 +44,6 @@ GROUPS = (
 )
 """The groups of the built-in resources ``cluster serve`` serves (``""``: core)."""
 EXTRA = ("api_openapi.json", "apis_openapi.json", "version_openapi.json")
-
-
-def _go(*args: str) -> str:
-    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
-    result = subprocess.run(["go", *args], cwd=GO_MODULE, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"go {' '.join(args[:2])} in {GO_MODULE} failed:\n{result.stderr[-4000:]}")
-    return result.stdout
 
 
 def _digest() -> str:
@@ -86,8 +78,8 @@ def generate(out: Path, force: bool = False) -> str:
         except (OSError, ValueError):
             pass
     started = time.monotonic()
-    _go("mod", "download", MODULE)
-    version, directory = _go("list", "-m", "-f", "{{.Version}} {{.Dir}}", MODULE).strip().split(" ", 1)
+    go("mod", "download", MODULE, cwd=GO_MODULE)
+    version, directory = go("list", "-m", "-f", "{{.Version}} {{.Dir}}", MODULE, cwd=GO_MODULE).strip().split(" ", 1)
     specs = Path(directory) / SPECS
     files = sorted(path.name for path in specs.glob("*_openapi.json") if wanted(path.name))
     if not any(name.startswith("api__v1") for name in files):

@@ -27,12 +27,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from gotool import go  # beside this script (tools/kube)
 
 HERE = Path(__file__).resolve().parent
 GO_MODULE = HERE / "protobuf"
@@ -40,14 +41,6 @@ MODULES = ("k8s.io/api", "k8s.io/apimachinery")
 SKIPPED = ("/testapigroup/",)
 """``.proto`` files of the modules that describe no served type."""
 FILES = ("kubernetes.binpb", "types.json", "stamp.json")
-
-
-def _go(*args: str) -> str:
-    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
-    result = subprocess.run(["go", *args], cwd=GO_MODULE, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"go {' '.join(args[:2])} in {GO_MODULE} failed:\n{result.stderr[-4000:]}")
-    return result.stdout
 
 
 def _digest() -> str:
@@ -59,18 +52,18 @@ def _digest() -> str:
         if path.is_file():
             h.update(path.name.encode() + b"\0" + path.read_bytes())
     h.update(Path(__file__).read_bytes())
-    h.update(_go("version").encode())
+    h.update(go("version", cwd=GO_MODULE).encode())
     h.update(str(getattr(grpc_tools, "__version__", "")).encode())
     return h.hexdigest()
 
 
 def _stage(out: Path) -> tuple[Path, dict[str, str]]:
     """The proto root ``out/src`` (links to the module directories) and the module versions."""
-    _go("mod", "download", *MODULES)
+    go("mod", "download", *MODULES, cwd=GO_MODULE)
     root = out / "src" / "k8s.io"
     root.mkdir(parents=True, exist_ok=True)
     versions: dict[str, str] = {}
-    for line in _go("list", "-m", "-f", "{{.Path}} {{.Version}} {{.Dir}}", *MODULES).splitlines():
+    for line in go("list", "-m", "-f", "{{.Path}} {{.Version}} {{.Dir}}", *MODULES, cwd=GO_MODULE).splitlines():
         path, version, directory = line.split(" ", 2)
         versions[path] = version
         link = root / path.removeprefix("k8s.io/")
@@ -112,7 +105,7 @@ def generate(out: Path, force: bool = False) -> str:
     out.mkdir(parents=True, exist_ok=True)
     src, versions = _stage(out)
     count = _compile(src, out / "kubernetes.binpb.tmp")
-    _go("run", ".", "table", str(out / "types.json.tmp"))
+    go("run", ".", "table", str(out / "types.json.tmp"), cwd=GO_MODULE)
     for name in ("kubernetes.binpb", "types.json"):
         (out / f"{name}.tmp").replace(out / name)
     stamp = {"digest": digest, "modules": versions, "protos": count}
