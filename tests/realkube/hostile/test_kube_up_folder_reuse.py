@@ -43,7 +43,7 @@ def _wait_up(process: subprocess.Popen[str]) -> str:
 def _stop(process: subprocess.Popen[str]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
-    process.wait(60)
+    process.wait(CEILING)  # its components stop in turn, each given 10 s before SIGKILL: slow on a loaded machine
 
 
 def test_kube_up_starts_again_on_the_folder_of_a_stopped_cluster(binaries: Binaries, tmp_path: Path) -> None:
