@@ -42,14 +42,14 @@ kube: $(STAMP)
 # machines without a C compiler run (marked both_engines). A module of tests against the real control plane runs on one
 # worker (--dist loadgroup), which starts its control plane once.
 test: native kube
-	$(BIN)/ruff check src tests benchmarks tools
-	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/ruff check src tests benchmarks tools experiments
+	$(BIN)/ruff format --check src tests benchmarks tools experiments
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 	KUBEFLUX_PURE=1 $(BIN)/python -m pytest -n 2 -q -m "pure_engine or both_engines"
 
 experiments: native
-	$(BIN)/python -m kubeflux.sim.experiments
+	$(BIN)/python -m experiments
 
 bench: native
 	$(BIN)/python benchmarks/match.py

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubeflux.sim.experiments import main, seed004_rows, seed004_table
-from kubeflux.sim.experiments.seed004 import SEED004_CASES, served_rows, write_seed004
+from experiments import main, seed004_rows, seed004_table
+from experiments.seed004 import SEED004_CASES, served_rows, write_seed004
 from tests.shared import REPO
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from experiments import main
+from experiments.graph_update import NAME, measure, update_table, write_graph_update
+from experiments.seed000 import Demo, seed000_demos, stable_log, timeline_table
 from kubeflux import __version__
 from kubeflux.cli import app
-from kubeflux.sim.experiments import main
-from kubeflux.sim.experiments.graph_update import NAME, measure, update_table, write_graph_update
-from kubeflux.sim.experiments.seed000 import Demo, seed000_demos, stable_log, timeline_table
 from kubeflux.sim.workloads.synthetic import PRESETS, parse_spec
 from tests.shared import REPO
 
@@ -40,7 +40,7 @@ def test_the_seed000_page_quotes_what_a_fresh_run_of_both_demos_shows(demos: lis
         assert timeline_table(demo.records) in page, stale
         assert demo.pods in page and demo.jobs in page, stale
         assert "\n".join(stable_log(demo.log)) in "\n".join(stable_log(page.splitlines())), stale
-    assert f"kubeflux {__version__}" in page and "python -m kubeflux.sim.experiments seed000" in page
+    assert f"kubeflux {__version__}" in page and "python -m experiments seed000" in page
 
 
 def test_demo1_runs_two_pi_pods_at_a_time_and_all_four_complete(demos: list[Demo]) -> None:
@@ -86,7 +86,7 @@ def test_update_vs_rebuild_runs_on_a_small_graph_and_writes_its_page_and_plot(tm
     page = write_graph_update(tmp_path, rows, events=4).read_text(encoding="utf-8")
     assert update_table(rows) in page
     assert (tmp_path / f"{NAME}.png").stat().st_size > 0 and f"]({NAME}.png)" in page
-    assert "load average" in page and f"python -m kubeflux.sim.experiments {NAME}" in page
+    assert "load average" in page and f"python -m experiments {NAME}" in page
 
 
 def test_the_published_update_vs_rebuild_page_has_its_three_sizes_and_plot() -> None:

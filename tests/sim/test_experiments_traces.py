@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kubeflux.sim.experiments.traces import SCHEDULERS, TRACES, prefix, trace_rows, traces_table, write_traces
+from experiments.traces import SCHEDULERS, TRACES, prefix, trace_rows, traces_table, write_traces
 from kubeflux.sim.workloads import load_workload
 from tests.shared import REPO, SHARED
 
@@ -41,7 +41,7 @@ def test_each_trace_cut_short_runs_under_three_schedulers_and_the_page_has_table
         assert by[trace.label, "kubeflux"].mean_wait == by[trace.label, "easy"].mean_wait
     page = write_traces(tmp_path, rows, traces_folder=FOLDER, traces=small).read_text(encoding="utf-8")
     assert traces_table(rows) in page and "](traces.png)" in page and (tmp_path / "traces.png").stat().st_size
-    assert "python -m kubeflux.sim.experiments traces" in page and "first 30 jobs" in page
+    assert "python -m experiments traces" in page and "first 30 jobs" in page
 
 
 def test_the_published_page_names_every_trace_and_scheduler() -> None:

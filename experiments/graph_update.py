@@ -25,9 +25,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+from experiments.pages import machine, markdown_table, stamp, write_page
 from kubeflux.resources import NodeSpec
 from kubeflux.scheduler.graphview import GraphView
-from kubeflux.sim.experiments.pages import machine, markdown_table, stamp, write_page
 
 __all__ = ["SIZES", "UpdateRow", "measure", "update_rows", "update_table", "write_graph_update"]
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.pages import markdown_table, stamp, write_page
+from experiments.served import replay_served
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.tables import table
-from kubeflux.sim.experiments.pages import markdown_table, stamp, write_page
-from kubeflux.sim.experiments.served import replay_served
 from kubeflux.sim.records import PodRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import preset, seed000_cluster

@@ -26,7 +26,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-from kubeflux.sim.experiments.pages import markdown_table, stamp, write_page
+from experiments.pages import markdown_table, stamp, write_page
 from kubeflux.sim.sweep import SweepGrid, Task, execute, plan
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.model import Workload

@@ -1,4 +1,4 @@
-"""The seeds' experiments, reproduced: ``python -m kubeflux.sim.experiments [NAME …]`` (``make experiments``)
+"""The seeds' experiments, reproduced: ``python -m experiments [NAME …]`` (``make experiments``)
 regenerates each page of ``docs/experiments/`` — its tables, its plots and the command — so what the docs quote is
 what the code gives (tests regenerate the deterministic tables and compare them with the pages).
 
@@ -14,10 +14,10 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kubeflux.sim.experiments.graph_update import write_graph_update
-from kubeflux.sim.experiments.seed000 import write_seed000
-from kubeflux.sim.experiments.seed004 import SEED004_SCHEDULERS, Seed004Row, seed004_rows, seed004_table, write_seed004
-from kubeflux.sim.experiments.traces import write_traces
+from experiments.graph_update import write_graph_update
+from experiments.seed000 import write_seed000
+from experiments.seed004 import SEED004_SCHEDULERS, Seed004Row, seed004_rows, seed004_table, write_seed004
+from experiments.traces import write_traces
 
 __all__ = [
     "EXPERIMENTS",

@@ -18,12 +18,12 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+from experiments.pages import machine, markdown_table, stamp, write_page
+from experiments.served import replay_served
 from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.baselines import available
 from kubeflux.sim.command import _schedulers_for
 from kubeflux.sim.driver import simulate
-from kubeflux.sim.experiments.pages import machine, markdown_table, stamp, write_page
-from kubeflux.sim.experiments.served import replay_served
 from kubeflux.sim.metrics import summarize
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster

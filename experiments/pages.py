@@ -11,7 +11,7 @@ from kubeflux import __version__
 
 __all__ = ["COMMAND", "machine", "markdown_table", "stamp", "write_page"]
 
-COMMAND = "python -m kubeflux.sim.experiments"
+COMMAND = "python -m experiments"
 """The command that regenerates every page (``make experiments``); ``COMMAND NAME`` regenerates one."""
 
 
