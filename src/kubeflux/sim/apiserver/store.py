@@ -57,6 +57,8 @@ SYSTEM_PRIORITY_CLASSES = (
     ),
 )
 """The PriorityClasses the real server creates at start (as ``kube-apiserver``, its own field manager)."""
+LEGACY_TOKEN_TRACKING = "kube-apiserver-legacy-service-account-token-tracking"
+"""The ConfigMap in ``kube-system`` the real server creates at start (``data.since``: its first day)."""
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SUFFIXES = len(_NAME_ALPHABET) ** 5
 
@@ -133,6 +135,13 @@ class Store:
                 for name, value, description in SYSTEM_PRIORITY_CLASSES:
                     pc = {"metadata": {"name": name}, "value": value, "description": description}
                     self.create(priority_classes, "", pc)
+        configmaps = registry.find("", "v1", "configmaps")
+        if configmaps is not None and self.namespaces is not None:
+            # the date since when the server tracks the use of legacy ServiceAccount token Secrets, which
+            # kube-controller-manager's cleaner of such Secrets reads (and logs an error every run without)
+            since = {"since": self.now()[:10]}
+            with self.request("kube-apiserver"):
+                self.create(configmaps, "kube-system", {"metadata": {"name": LEGACY_TOKEN_TRACKING}, "data": since})
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def now(self) -> str:
@@ -192,7 +201,7 @@ class Store:
             if old is not None and "managedFields" in old["metadata"]:
                 new["metadata"]["managedFields"] = old["metadata"]["managedFields"]
             return
-        new["metadata"]["managedFields"] = managed_after(
+        managed = managed_after(
             old,
             new,
             writer.manager,
@@ -202,6 +211,10 @@ class Store:
             status_separate=resource.strategy.has_status,
             applied=writer.applied,
         )
+        if managed:
+            new["metadata"]["managedFields"] = managed
+        else:  # no field is anyone's (an object of metadata only): the real server shows none
+            new["metadata"].pop("managedFields", None)
 
     def put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object:
         if self.dry:  # answered as stored, at the version it would replace (none for a create)
@@ -412,7 +425,22 @@ class Store:
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
-        return self.view(resource, self.put(resource, key, obj, None, "ADDED"))
+        stored = self.put(resource, key, obj, None, "ADDED")
+        if resource is self.namespaces and not self.dry:
+            self._default_account(name)
+        return self.view(resource, stored)
+
+    def _default_account(self, namespace: str) -> None:
+        """A new namespace's ``default`` ServiceAccount, as kube-controller-manager's ServiceAccount controller makes
+        it a moment later (a real KCM run against the store finds it made)."""
+        accounts = self.registry.find("", "v1", "serviceaccounts")
+        if accounts is None:
+            return
+        writer, self._writer = self._writer, None
+        try:
+            self.create(accounts, namespace, {"metadata": {"name": "default"}}, trusted=True)
+        finally:
+            self._writer = writer
 
     def update(
         self,
