@@ -247,7 +247,7 @@ RACES = {
         "kube-controller-manager's ReplicaSet controller (pkg/controller/util/consistency) retries a sync while its "
         "informers have not yet seen its own last write; seen on the real server too, as often as the informers lag"
     ),
-    'failed with replicasets.apps "*" not found': (
+    "failed with replicasets.apps * not found": (
         "the ReplicaSet controller writes the status of a ReplicaSet that the garbage collector deleted meanwhile "
         "(its Deployment was deleted while the sync ran)"
     ),
