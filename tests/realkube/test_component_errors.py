@@ -3,7 +3,7 @@ against the real kube-apiserver (issue 28).
 
 One short scenario (KWOK nodes, a Job of a few pods, a plain pod, deletions) runs twice with the three components at
 the same flags, their defaults but for ports and the KWOK node selector: once on etcd and the real kube-apiserver,
-once on ``cluster serve --no-kubelet --no-controllers job`` (the work is KWOK's and kube-controller-manager's). Each
+once on ``cluster serve`` with the work left to KWOK and kube-controller-manager (:data:`KCM_DOES`). Each
 component's log is read before it stops; its error lines (:func:`error_lines`), made comparable
 (:func:`normalised`: no times, pids, ports, random name suffixes, uids or resourceVersions), must each also be among
 the real run's.
@@ -31,6 +31,9 @@ from kubeflux.sim.apiserver.server import ApiServer
 from .conftest import CEILING
 
 COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok")
+KCM_DOES = ["job", "garbagecollector", "namespace"]
+"""The built-in controllers of ``cluster serve`` turned off: kube-controller-manager does their work, as on the real
+server (``cluster serve --no-kubelet --no-controllers job,garbagecollector,namespace``)."""
 NODES = 3
 JOB_PODS = 3
 
@@ -125,19 +128,21 @@ _JOB = {
         },
     },
 }
-_DEPLOYMENT = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "web"},
-    "spec": {
-        "replicas": 2,
-        "selector": {"matchLabels": {"app": "web"}},
-        "template": {
-            "metadata": {"labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
-        },
-    },
-}
+
+
+def _deployment(name: str, replicas: int) -> dict[str, Any]:
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template},
+    }
+
+
 _POD = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -152,8 +157,8 @@ def _ready(node: dict[str, Any]) -> bool:
 
 def scenario(run: Run) -> dict[str, str]:
     """KWOK nodes become Ready; a Job's pods are made, bound, run and complete; a plain pod runs and is deleted;
-    the Job is deleted with its pods; a Deployment's pods run in a new namespace, which is deleted with them. The
-    components' logs then."""
+    the Job is deleted with its pods; two Deployments' pods run in a new namespace, one is deleted with its pods,
+    the namespace with the other. The components' logs then."""
     run.start()
     nodes = [_node(f"kwok-node-{i}") for i in range(NODES)]
     run.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
@@ -173,14 +178,15 @@ def scenario(run: Run) -> dict[str, str]:
     run.wait(lambda: not run.get("pods")["items"], "deleted the Job's pods")
     run.kubectl("create", "namespace", "scratch")
     run.wait(lambda: bool(run.kubectl("get", "-n", "scratch", "sa", "default", "--ignore-not-found")), "had an account")
-    run.kubectl("create", "-n", "scratch", "-f", "-", input=json.dumps(_DEPLOYMENT))
+    for name, replicas in (("web", 2), ("api", 1)):
+        run.kubectl("create", "-n", "scratch", "-f", "-", input=json.dumps(_deployment(name, replicas)))
 
     def running() -> list[str]:
-        return [p["status"].get("phase") for p in run.get("pods", "-n", "scratch")["items"]]
+        return sorted(p["metadata"]["name"][:3] for p in run.get("pods", "-n", "scratch")["items"])
 
-    run.wait(lambda: running() == ["Running", "Running"], "ran the Deployment's pods")
+    run.wait(lambda: running() == ["api", "web", "web"], "ran the Deployments' pods")
     run.kubectl("delete", "-n", "scratch", "deployment", "web", "--wait=true", f"--timeout={CEILING:.0f}s")
-    run.wait(lambda: not running(), "deleted the Deployment's pods")
+    run.wait(lambda: running() == ["api"], "deleted a Deployment's pods")
     run.kubectl("delete", "namespace", "scratch", "--wait=true", f"--timeout={CEILING:.0f}s")
     return run.logs()
 
@@ -294,7 +300,7 @@ def real_errors(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="module")
 def served_errors(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     folder = tmp_path_factory.mktemp("served")
-    with ApiServer([], kubelet=False, controllers=True, disabled_controllers=["job"]) as server:
+    with ApiServer([], kubelet=False, controllers=True, disabled_controllers=KCM_DOES) as server:
         server.start()
         with _running(Run(binaries, server.write_kubeconfig(folder / "kubeconfig"), folder)) as run:
             return errors_of(scenario(run))

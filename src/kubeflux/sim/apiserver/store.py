@@ -530,10 +530,16 @@ class Store:
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
             and not meta.get("deletionGracePeriodSeconds")
-            and resource is not self.namespaces  # a Terminating namespace goes when its content has gone
+            and (resource is not self.namespaces or self._finalized(stored))
         ):
             self.deletion.remove(resource, key, stored)
         return self.view(resource, stored)
+
+    def _finalized(self, namespace: Object) -> bool:
+        """A Terminating namespace goes when its content has gone (the store's own namespace controller), or, with a
+        real one, on the write that leaves it no ``spec.finalizers`` (its ``finalize``), as on the real server."""
+        spec = namespace.get("spec")
+        return not self.deletion.finalizes_namespaces and not (isinstance(spec, dict) and spec.get("finalizers"))
 
     def patch(
         self,
