@@ -1,12 +1,12 @@
 """The sequence, part 4: what kube-controller-manager's controllers keep (ServiceAccounts, Endpoints, EndpointSlices,
-ResourceQuotas, PodDisruptionBudgets, the apps/v1 workloads and their ControllerRevisions, CronJobs): defaults,
+PodDisruptionBudgets, the apps/v1 workloads and their ControllerRevisions, CronJobs): defaults,
 the validation a client meets first, status subresources. No controller of them runs on either side."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .dsl import NS, delete, get, patch, post
+from .dsl import NS, delete, get, patch, pod, post
 from .runner import Step
 
 APPS = "/apis/apps/v1/namespaces/diff"
@@ -69,11 +69,31 @@ STEPS: list[Step] = [
     post("endpointslice create", SLICES, _SLICE),
     post("endpointslice without address type", SLICES, {**_SLICE, "metadata": {"name": "bad"}, "addressType": None}),
     patch("endpointslice address type change", f"{SLICES}/web-1", {"addressType": "IPv6"}),
-    post("resourcequota create", f"{NS}/resourcequotas", {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "10"}}}),
-    patch("resourcequota status", f"{NS}/resourcequotas/q/status", {"status": {"hard": {"pods": "10"}}}),
+    get("resourcequota list", f"{NS}/resourcequotas"),
     # --- disruption budgets -----------------------------------------------------------------------------------
-    post("pdb create", PDBS, {"metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {}}}),
+    post(
+        "pdb create",
+        PDBS,
+        {"metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}}},
+    ),
     post("pdb both bounds", PDBS, {"metadata": {"name": "c"}, "spec": {"minAvailable": 1, "maxUnavailable": 1}}),
+    # an eviction the budget refuses: no disruption controller has processed it (on either side)
+    post("pdb guarded pod", f"{NS}/pods", pod("guarded", labels={"tier": "guarded"})),
+    patch("pdb guarded pod runs", f"{NS}/pods/guarded/status", {"status": {"phase": "Running"}}),
+    post(
+        "pdb guarding",
+        PDBS,
+        {
+            "metadata": {"name": "guard"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"tier": "guarded"}}},
+        },
+    ),
+    post(
+        "pdb eviction refused",
+        f"{NS}/pods/guarded/eviction",
+        {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "guarded"}},
+    ),
+    get("pdb pod kept", f"{NS}/pods/guarded"),
     # --- apps/v1 ------------------------------------------------------------------------------------------------
     post("deployment create", f"{APPS}/deployments", _workload("Deployment", "web")),
     post("deployment without selector", f"{APPS}/deployments", {**_workload("Deployment", "bad"), "spec": {}}),

@@ -14,7 +14,6 @@ SERVED = {
         "namespaces", "nodes", "pods", "pods/status", "pods/binding", "pods/eviction", "bindings", "events",
         "configmaps", "secrets", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims",
         "namespaces/status", "nodes/status", "namespaces/finalize", "serviceaccounts", "endpoints", "resourcequotas",
-        "resourcequotas/status",
     },
     "apps/v1": {
         "replicasets", "statefulsets", "deployments", "daemonsets", "controllerrevisions", "replicasets/status",

@@ -140,7 +140,8 @@ class ReplicatedStrategy(Strategy):
         self.zero_status = zero_status
         """The status fields Go shows though zero (not ``omitempty``)."""
         self.mutable = mutable
-        """The spec fields an update may change (None: all but the selector)."""
+        """The spec fields an update may change, refused together as ``spec`` (None: all but the selector, which
+        is immutable)."""
         self.zero_spec = zero_spec or {}
 
     def prepare_create(self, obj: Object, now: str) -> None:
@@ -194,9 +195,11 @@ class ReplicatedStrategy(Strategy):
         causes = self.validate(new)
         if not isinstance(new_spec, dict):
             return causes
-        if new_spec.get("selector") != old_spec.get("selector"):
-            causes.append(Cause("spec.selector", f"Invalid value: {new_spec.get('selector')}: field is immutable"))
-        elif self.mutable is not None:
+        if self.mutable is None:
+            if new_spec.get("selector") != old_spec.get("selector"):
+                message = f"Invalid value: {new_spec.get('selector')}: field is immutable"
+                causes.append(Cause("spec.selector", message))
+        else:  # a selector too is no field an update may change
             frozen = {k for k in set(new_spec) | set(old_spec) if k not in self.mutable}
             if any(new_spec.get(k) != old_spec.get(k) for k in frozen):
                 allowed = ", ".join(f"'{name}'" for name in self.mutable[:-1])

@@ -1,12 +1,12 @@
 """Strategies of the objects the cluster's controllers keep beside the workloads: Leases, PriorityClasses,
-ServiceAccounts, Endpoints and EndpointSlices, ResourceQuotas and PodDisruptionBudgets."""
+ServiceAccounts, Endpoints and EndpointSlices, and PodDisruptionBudgets."""
 
 from __future__ import annotations
 
 import ipaddress
 from typing import Any
 
-from kubeflux.sim.apiserver.data_strategies import json_type, quantity_error
+from kubeflux.sim.apiserver.data_strategies import json_type
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.registry import Strategy, fill_zeros, list_of_objects_causes, required
 
@@ -16,7 +16,6 @@ __all__ = [
     "LeaseStrategy",
     "PodDisruptionBudgetStrategy",
     "PriorityClassStrategy",
-    "ResourceQuotaStrategy",
     "ServiceAccountStrategy",
     "endpoint_ip_causes",
 ]
@@ -186,22 +185,6 @@ class EndpointSliceStrategy(Strategy):
 
 
 _UNSUPPORTED = "FieldValueNotSupported"
-
-
-class ResourceQuotaStrategy(Strategy):
-    """Limits per namespace (``spec.hard``, quantities); the resource quota controller writes what is used into
-    the status."""
-
-    has_status = True
-
-    def decode_error(self, obj: Object) -> str:
-        spec, status = obj.get("spec"), obj.get("status")
-        return quantity_error(spec.get("hard") if isinstance(spec, dict) else None) or quantity_error(
-            status.get("used") if isinstance(status, dict) else None
-        )
-
-    def prepare_create(self, obj: Object, now: str) -> None:
-        obj["status"] = {}
 
 
 class PodDisruptionBudgetStrategy(Strategy):

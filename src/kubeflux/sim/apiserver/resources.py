@@ -19,7 +19,6 @@ from kubeflux.sim.apiserver.cluster_strategies import (
     LeaseStrategy,
     PodDisruptionBudgetStrategy,
     PriorityClassStrategy,
-    ResourceQuotaStrategy,
     ServiceAccountStrategy,
 )
 from kubeflux.sim.apiserver.core_strategies import NamespaceStrategy, NodeStrategy, PodStrategy
@@ -40,6 +39,7 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
     ("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ()),
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ()),
+    ("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ()),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",), ()),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", False, (), ()),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, (), ()),
@@ -66,7 +66,7 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ),
 )
 """What kube-scheduler and kube-controller-manager v1.36 watch at their default flags and kubeflux does not model
-(no Services, volumes, storage, autoscaling, certificates, RBAC or admission policies): served so that their
+(no Services, volumes, storage, quotas, autoscaling, certificates, RBAC or admission policies): served so that their
 informers sync, and empty.
 
 (group, version, plural, kind, namespaced, short names, categories), as the real server's discovery has them."""
@@ -94,9 +94,6 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("", "v1", "secrets", "Secret", True, SecretStrategy()),
         ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ServiceAccountStrategy(), ("sa",)),
         ResourceType("", "v1", "endpoints", "Endpoints", True, EndpointsStrategy(), ("ep",)),
-        ResourceType(
-            "", "v1", "resourcequotas", "ResourceQuota", True, ResourceQuotaStrategy(), ("quota",), (), ("status",)
-        ),
         ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
         ResourceType("batch", "v1", "cronjobs", "CronJob", True, CronJobStrategy(), ("cj",), ("all",), ("status",)),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, LeaseStrategy()),
