@@ -186,14 +186,44 @@ def test_a_long_module_says_why(module: str) -> None:
     )
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("kubeflux.match")))
-def test_no_engine_class_over_500_lines(module: str) -> None:
+LONG_CLASS_MARK = "Why this class is long:"
+"""A class over :data:`MAX_CLASS_LINES` lines says why in its docstring, in a paragraph starting so."""
+CLASS_SPLIT_PENDING = {
+    "kubeflux.scheduler.core",
+    "kubeflux.scheduler.graphview",
+    "kubeflux.scheduler.informer",
+    "kubeflux.scheduler.placing",
+    "kubeflux.sim.apiserver.app",
+    "kubeflux.sim.apiserver.store",
+    "kubeflux.sim.cluster",
+}
+"""Modules whose classes are being split by composition (issue 29); this list may only shrink."""
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_class_over_500_lines(module: str) -> None:
     tree = ast.parse(MODULES[module].read_text())
     long = [
         f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
         for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef) and node.end_lineno and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+        if isinstance(node, ast.ClassDef)
+        and node.end_lineno
+        and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+        and LONG_CLASS_MARK not in (ast.get_docstring(node) or "")
     ]
-    if long and module in SPLIT_PENDING:
-        pytest.xfail(f"{module}: {long}, to be split (issue 17)")
-    assert not long, f"{module}: classes over {MAX_CLASS_LINES} lines: {long}"
+    if module in CLASS_SPLIT_PENDING:
+        assert long, f"{module} has no class over {MAX_CLASS_LINES} lines now: remove it from CLASS_SPLIT_PENDING"
+        pytest.xfail(f"{module}: {long}, to be split (issue 29)")
+    assert not long, (
+        f"{module}: classes over {MAX_CLASS_LINES} lines: {long}; compose them of parts, or say in the class's "
+        f"docstring, in a paragraph starting {LONG_CLASS_MARK!r}, why it is one class"
+    )
+
+
+README_MAX_LINES = 150
+
+
+def test_the_readme_is_a_map_not_a_log() -> None:
+    """README.md says what kubeflux is, how to start and where to read next; figures live in docs/performance.md."""
+    lines = (REPO / "README.md").read_text().count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail to docs/"
