@@ -16,6 +16,7 @@ Every import counts, ``TYPE_CHECKING`` ones included: a type a module names is a
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -227,3 +228,17 @@ def test_the_readme_is_a_map_not_a_log() -> None:
     """README.md says what kubeflux is, how to start and where to read next; figures live in docs/performance.md."""
     lines = (REPO / "README.md").read_text().count("\n")
     assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail to docs/"
+
+
+def _doc_links() -> Iterator[tuple[Path, str]]:
+    for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        for match in re.finditer(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in match.group(1):
+                yield page, match.group(1)
+
+
+def test_the_docs_links_lead_somewhere() -> None:
+    broken = [
+        f"{page.relative_to(REPO)} → {target}" for page, target in _doc_links() if not (page.parent / target).exists()
+    ]
+    assert not broken, f"links to nothing: {broken}"
