@@ -15,7 +15,8 @@ from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.resources import default_registry
-from kubeflux.sim.apiserver.store import LEGACY_TOKEN_TRACKING, Store
+from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.system_objects import LEGACY_TOKEN_TRACKING
 
 Object = dict[str, Any]
 _TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "main", "image": "nginx"}]}}

@@ -311,6 +311,13 @@ class Deletion:
         }
         self.store.put(self.store.namespaces, ns_key, new, ns, "MODIFIED")
 
+    def finalized(self, namespace: Object) -> bool:
+        """Whether a write leaving Terminating ``namespace`` so removes it: never with the store's own namespace
+        controller (it goes when its content has gone), else when it has no ``spec.finalizers`` left (a real
+        controller's ``finalize``), as the real server's ``ShouldDeleteNamespaceDuringUpdate`` says."""
+        spec = namespace.get("spec")
+        return not self.finalizes_namespaces and not (isinstance(spec, dict) and spec.get("finalizers"))
+
     def _reap_namespace(self, namespace: str) -> None:
         """Remove a Terminating namespace once nothing is left in it."""
         if self.store.namespaces is None or not self.finalizes_namespaces:

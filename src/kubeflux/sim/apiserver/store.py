@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import format_timestamp
-from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver import errors, system_objects
 from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
@@ -40,25 +40,9 @@ from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
-__all__ = ["DEFAULT_NAMESPACES", "ListResult", "Store", "clone"]
+__all__ = ["ListResult", "Store", "clone"]
 
 Object = dict[str, Any]
-DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-SYSTEM_PRIORITY_CLASSES = (
-    (
-        "system-cluster-critical",
-        2_000_000_000,
-        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
-    ),
-    (
-        "system-node-critical",
-        2_000_001_000,
-        "Used for system critical pods that must not be moved from their current node.",
-    ),
-)
-"""The PriorityClasses the real server creates at start (as ``kube-apiserver``, its own field manager)."""
-LEGACY_TOKEN_TRACKING = "kube-apiserver-legacy-service-account-token-tracking"
-"""The ConfigMap in ``kube-system`` the real server creates at start (``data.since``: its first day)."""
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SUFFIXES = len(_NAME_ALPHABET) ** 5
 
@@ -126,22 +110,7 @@ class Store:
             if resource.collection not in self.collections:
                 self.collections[resource.collection] = Collection(resource.collection, cache_size)
         self.namespaces = registry.find("", "v1", "namespaces")
-        if self.namespaces is not None:
-            for name in DEFAULT_NAMESPACES:
-                self.create(self.namespaces, "", {"metadata": {"name": name}})
-        priority_classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
-        if priority_classes is not None:
-            with self.request("kube-apiserver"):
-                for name, value, description in SYSTEM_PRIORITY_CLASSES:
-                    pc = {"metadata": {"name": name}, "value": value, "description": description}
-                    self.create(priority_classes, "", pc)
-        configmaps = registry.find("", "v1", "configmaps")
-        if configmaps is not None and self.namespaces is not None:
-            # the date since when the server tracks the use of legacy ServiceAccount token Secrets, which
-            # kube-controller-manager's cleaner of such Secrets reads (and logs an error every run without)
-            since = {"since": self.now()[:10]}
-            with self.request("kube-apiserver"):
-                self.create(configmaps, "kube-system", {"metadata": {"name": LEGACY_TOKEN_TRACKING}, "data": since})
+        system_objects.make(self)
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def now(self) -> str:
@@ -427,20 +396,8 @@ class Store:
             self._manage(resource, None, obj)
         stored = self.put(resource, key, obj, None, "ADDED")
         if resource is self.namespaces and not self.dry:
-            self._default_account(name)
+            system_objects.default_account(self, name)
         return self.view(resource, stored)
-
-    def _default_account(self, namespace: str) -> None:
-        """A new namespace's ``default`` ServiceAccount, as kube-controller-manager's ServiceAccount controller makes
-        it a moment later (a real KCM run against the store finds it made)."""
-        accounts = self.registry.find("", "v1", "serviceaccounts")
-        if accounts is None:
-            return
-        writer, self._writer = self._writer, None
-        try:
-            self.create(accounts, namespace, {"metadata": {"name": "default"}}, trusted=True)
-        finally:
-            self._writer = writer
 
     def update(
         self,
@@ -530,16 +487,10 @@ class Store:
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
             and not meta.get("deletionGracePeriodSeconds")
-            and (resource is not self.namespaces or self._finalized(stored))
+            and (resource is not self.namespaces or self.deletion.finalized(stored))
         ):
             self.deletion.remove(resource, key, stored)
         return self.view(resource, stored)
-
-    def _finalized(self, namespace: Object) -> bool:
-        """A Terminating namespace goes when its content has gone (the store's own namespace controller), or, with a
-        real one, on the write that leaves it no ``spec.finalizers`` (its ``finalize``), as on the real server."""
-        spec = namespace.get("spec")
-        return not self.deletion.finalizes_namespaces and not (isinstance(spec, dict) and spec.get("finalizers"))
 
     def patch(
         self,
