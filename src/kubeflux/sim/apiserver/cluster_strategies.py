@@ -96,17 +96,24 @@ def endpoint_ip_causes(address: Any, path: str) -> list[Cause]:
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 
 
+def _default_ports(ports: Any, **defaults: str) -> None:
+    """Ports of Endpoints or an EndpointSlice: the protocol defaults to TCP (and ``defaults`` besides)."""
+    for port in ports if isinstance(ports, list) else ():
+        if isinstance(port, dict):
+            for name, value in {"protocol": "TCP", **defaults}.items():
+                if port.get(name) is None:
+                    port[name] = value
+
+
 def _port_causes(ports: Any, path: str, *, port_required: bool) -> list[Cause]:
-    """Ports of Endpoints or an EndpointSlice: the protocol defaulted to TCP, a known one; a number in 1-65535."""
+    """Ports of Endpoints or an EndpointSlice: a known protocol; a number in 1-65535."""
     causes = []
     for index, port in enumerate(ports if isinstance(ports, list) else ()):
         if not isinstance(port, dict):
             continue
-        if port.get("protocol") is None:
-            port["protocol"] = "TCP"
-        if port["protocol"] not in _PROTOCOLS:
+        if port.get("protocol") not in _PROTOCOLS:
             supported = ", ".join(f'"{p}"' for p in _PROTOCOLS)
-            message = f'Unsupported value: "{port["protocol"]}": supported values: {supported}'
+            message = f'Unsupported value: "{port.get("protocol")}": supported values: {supported}'
             causes.append(Cause(f"{path}[{index}].protocol", message, "FieldValueNotSupported"))
         number = port.get("port")
         if number is None and not port_required:
@@ -119,6 +126,12 @@ def _port_causes(ports: Any, path: str, *, port_required: bool) -> list[Cause]:
 
 class EndpointsStrategy(Strategy):
     """A Service's addresses as the endpoints controller writes them: each subset's addresses have an ``ip``."""
+
+    def canonicalize(self, obj: Object) -> None:
+        subsets = obj.get("subsets")
+        for subset in subsets if isinstance(subsets, list) else ():
+            if isinstance(subset, dict):
+                _default_ports(subset.get("ports"))
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = list_of_objects_causes(obj, "", ("subsets",))
@@ -150,6 +163,7 @@ class EndpointSliceStrategy(Strategy):
         for endpoint in obj["endpoints"] if isinstance(obj["endpoints"], list) else ():
             if isinstance(endpoint, dict) and endpoint.get("conditions") is None:
                 endpoint["conditions"] = {}  # a struct, not a pointer: Go shows it empty
+        _default_ports(obj.get("ports"), name="")
 
     def validate(self, obj: Object) -> list[Cause]:
         kind = obj.get("addressType")
@@ -173,8 +187,6 @@ class EndpointSliceStrategy(Strategy):
                         "FieldValueRequired",
                     )
                 )
-        for port in obj.get("ports") or ():
-            port.setdefault("name", "")
         return causes + _port_causes(obj.get("ports"), "ports", port_required=False)
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
