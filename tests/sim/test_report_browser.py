@@ -13,14 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tools.browser import Browser, BrowserError, find_chromium
+from typer.testing import CliRunner
 
+from kubeflux.cli import app
 from kubeflux.demo import run_demo
 from kubeflux.sim.records import FinalState, JobRecord, RunRecord
 from kubeflux.sim.report import write_report
 from tests.shared import unavailable
 
 WIDTH, HEIGHT = 1366, 768
+REPO = Path(__file__).resolve().parents[2]
 
 READER = """(() => {
   const width = document.documentElement.clientWidth;
@@ -112,6 +116,24 @@ def test_a_single_run_has_a_one_line_verdict(browser: Browser, tmp_path: Path) -
     seen = read(browser, write_report(many_runs()[:1], tmp_path))
     check(seen)
     assert seen["verdict"]["text"].startswith("kubeflux-conservative-variant-0: 40 of 40 jobs finished; mean wait")
+
+
+def test_the_sweep_page_reads_on_a_laptop_screen(browser: Browser, tmp_path: Path) -> None:
+    """The examples' grid (three workloads, two clusters, four schedulers), one seed to keep it short."""
+    folder = REPO / "examples" / "sweep"
+    grid = yaml.safe_load((folder / "grid.yaml").read_text(encoding="utf-8"))
+    grid["workloads"] = [str((folder / path).resolve()) for path in grid["workloads"]]
+    grid["clusters"] = [
+        c if "file" not in c else {"file": str((folder / c["file"]).resolve())} for c in grid["clusters"]
+    ]
+    grid["seeds"] = [0]
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["sweep", str(tmp_path / "grid.yaml"), "--out", str(out), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    seen = read(browser, out / "index.html")
+    check(seen)
+    assert "kubeflux (lonode) vs kubeflux-fcfs (lonode): mean wait" in seen["verdict"]["text"]
 
 
 @pytest.mark.skipif(os.environ.get("KUBEFLUX_SCREENSHOT") is None, reason="set KUBEFLUX_SCREENSHOT=PATH to save one")

@@ -45,6 +45,8 @@ WIDTH = 11.0
 """Inches: figures are 1,100 px wide (the page shows them at most at its text width)."""
 IDLE_STYLE: dict[str, Any] = {"facecolor": "0.85", "edgecolor": "0.45", "hatch": "//", "linewidth": 0.3}
 UNFINISHED_ALPHA = 0.35
+OUTLINED_BOXES = 2_000
+"""Gantt rectangles drawn with a black outline at most per panel; more are drawn filled only."""
 
 
 def colour(index: int) -> Any:
@@ -147,7 +149,8 @@ def gantt(runs: Sequence[RunRecord], path: Path, max_jobs: int) -> None:
             unfinished = np.array([j.finish_time is None for j in shown], dtype=bool)[owner]
             colours[unfinished, 3] = UNFINISHED_ALPHA
             marks["unfinished"] = marks["unfinished"] or bool(unfinished.any())
-            ax.add_collection(PolyCollection(list(boxes), facecolors=colours, edgecolors="black", linewidths=0.2))
+            edges = 0.2 if len(boxes) <= OUTLINED_BOXES else 0.0  # thousands of outlines would paint the panel black
+            ax.add_collection(PolyCollection(list(boxes), facecolors=colours, edgecolors="black", linewidths=edges))
         if spans or idle:
             ax.autoscale_view()
         marks["kinds"] = _label_kinds(ax, run) or marks["kinds"]
@@ -259,6 +262,7 @@ def waiting_cdf(runs: Sequence[RunRecord], path: Path, most: int) -> None:
     labels = ("waiting time (s)", "share of the jobs that started", "Waiting time: cumulative distribution")
     fig, ax = _lines(runs, cdf, labels)
     ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0, right=None if ax.get_xlim()[1] > 0 else 1)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     _save(fig, path)
 
@@ -298,6 +302,7 @@ def headline_bars(rows: Sequence[dict[str, Any]], best: dict[str, set[int]], pat
         ax.set_xticks(range(len(rows)), names, rotation=20 if len(rows) > 2 else 0, ha="right", fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
         ax.margins(y=0.2)
+        ax.set_ylim(bottom=0, top=None if max(heights, default=0) > 0 else 1)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     _save(fig, path)
