@@ -189,9 +189,15 @@ def write_report(
     write_summary_json(rows, out_dir / "summary.json")
     best = best_of(rows, [(key, "higher" if higher else "lower") for key, _, higher in plots.HEADLINE])
     with timer.phase("plot headline.png"):
-        plots.headline_bars(rows, best, out_dir / "headline.png") if rows else plots.empty(out_dir / "headline.png")
+        if rows:
+            plots.headline_bars(rows, best, out_dir / "headline.png")
+        else:
+            plots.empty(out_dir / "headline.png")
     with timer.phase("plot gantt.png"):
-        plots.gantt(runs, out_dir / "gantt.png", GANTT_MAX_JOBS) if runs else plots.empty(out_dir / "gantt.png")
+        if runs:
+            plots.gantt(runs, out_dir / "gantt.png", GANTT_MAX_JOBS)
+        else:
+            plots.empty(out_dir / "gantt.png")
     with timer.phase("plot utilization.png"):
         plots.utilization(runs, out_dir / "utilization.png", SERIES_MAX_POINTS)
     with timer.phase("plot queue.png"):
