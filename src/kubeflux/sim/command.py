@@ -127,21 +127,32 @@ def _write_outputs(
     *,
     about: About | None = None,
     timer: PhaseTimer | None = None,
+    parallel: bool = False,
 ) -> list[dict[str, Any]]:
     """Write every run's ``jobs.csv`` and ``pods.csv``, the summaries and the report (each timed by ``timer``);
-    print the comparison; return the summary rows."""
+    print the comparison; return the summary rows. ``parallel``: the CSV files are written by a forked child while
+    this process summarizes and draws (:mod:`kubeflux.sim.output.parallel`; ``simulate`` only: a server's threads
+    make forking unsafe, and it says so by itself)."""
     from kubeflux.sim import metrics, report
+    from kubeflux.sim.output import parallel as forked
 
     timer = timer or PhaseTimer()
+
+    def write_csv_files(timer: PhaseTimer) -> None:
+        for run in runs:
+            with timer.phase(f"write {run.scheduler}/jobs.csv"):
+                metrics.write_jobs_csv(run, out / run.scheduler / "jobs.csv")
+            with timer.phase(f"write {run.scheduler}/pods.csv"):
+                metrics.write_pods_csv(run, out / run.scheduler / "pods.csv")
+
+    csv_files = forked.start(write_csv_files, parallel=parallel)
     rows: list[dict[str, Any]] = []
     for run in runs:
-        with timer.phase(f"write {run.scheduler}/jobs.csv"):
-            metrics.write_jobs_csv(run, out / run.scheduler / "jobs.csv")
-        with timer.phase(f"write {run.scheduler}/pods.csv"):
-            metrics.write_pods_csv(run, out / run.scheduler / "pods.csv")
         with timer.phase(f"summarize {run.scheduler}"):
             rows.append(metrics.summarize(run))
-    report.write_report(runs, out, rows=rows, about=about, timer=timer)
+    report.write_figures(runs, rows, out, timer)
+    csv_files.join(timer)
+    report.write_page(runs, rows, out, about=about, timer=timer)
     console.print(fit_table(report.summary_table(rows), console.width))
     return rows
 
@@ -418,7 +429,7 @@ def simulate_command(
         if problems:
             (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
         about = About(cluster=describe_cluster(node_list), workload=_workload_words(workload or [], preset, synthetic))
-        rows = _write_outputs(runs, out, console, about=about, timer=timer)
+        rows = _write_outputs(runs, out, console, about=about, timer=timer, parallel=True)
         _record_outputs(out, before)
         _tell_verdict(rows, console)
         if verbose:

@@ -180,11 +180,17 @@ def write_report(
     ``rows``: the runs' summaries when the caller has them already (else :func:`summarize` of each); ``about``: what
     ran, in words (else derived from the runs); ``timer``: times each output (``simulate -v``)."""
     timer = timer or PhaseTimer()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     if rows is None:
         with timer.phase("summaries"):
             rows = [summarize(run) for run in runs]
+    write_figures(runs, rows, out_dir, timer)
+    return write_page(runs, rows, out_dir, title=title, about=about, timer=timer)
+
+
+def write_figures(runs: list[RunRecord], rows: Sequence[SummaryRow], out_dir: Path, timer: PhaseTimer) -> None:
+    """``summary.csv``, ``summary.json`` and the plots of :func:`write_report`."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     write_summary_csv(rows, out_dir / "summary.csv")
     write_summary_json(rows, out_dir / "summary.json")
     best = best_of(rows, [(key, "higher" if higher else "lower") for key, _, higher in plots.HEADLINE])
@@ -204,9 +210,21 @@ def write_report(
         plots.queue(runs, out_dir / "queue.png", SERIES_MAX_POINTS)
     with timer.phase("plot waiting_cdf.png"):
         plots.waiting_cdf(runs, out_dir / "waiting_cdf.png", SERIES_MAX_POINTS)
-    with timer.phase("index.html"):
+
+
+def write_page(
+    runs: list[RunRecord],
+    rows: Sequence[SummaryRow],
+    out_dir: Path,
+    *,
+    title: str = "kubeflux simulation report",
+    about: About | None = None,
+    timer: PhaseTimer | None = None,
+) -> Path:
+    """``index.html`` of :func:`write_report` (its file list names the data files present in ``out_dir``)."""
+    with (timer or PhaseTimer()).phase("index.html"):
         verdicts = verdict_lines(rows) if len(rows) > 1 else [summary_line(row) for row in rows]
-        index = out_dir / "index.html"
+        index = Path(out_dir) / "index.html"
         page = render(
             rows,
             title=title,
@@ -214,7 +232,7 @@ def write_report(
             verdicts=verdicts,
             total_cores=max((run.total_cores for run in runs), default=0),
             figures=FIGURES,
-            files=present_files(out_dir, [run.scheduler for run in runs]),
+            files=present_files(Path(out_dir), [run.scheduler for run in runs]),
             mean_over=MEAN_OVER,
         )
         index.write_text(page, encoding="utf-8")
@@ -228,5 +246,7 @@ __all__ = [
     "queue_points",
     "summary_table",
     "utilization_points",
+    "write_figures",
+    "write_page",
     "write_report",
 ]

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 
 @dataclass
 class PhaseTimer:
-    """Phases in the order they ended: (name, wall seconds, CPU seconds of this process)."""
+    """Phases in the order they ended: (name, wall seconds, CPU seconds of this process); ``beside``: phases that
+    ran at the same time in a child process (:mod:`kubeflux.sim.output.parallel`), left out of the total."""
 
     phases: list[tuple[str, float, float]] = field(default_factory=list)
+    beside: list[tuple[str, float, float]] = field(default_factory=list)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -31,8 +33,9 @@ class PhaseTimer:
             self.phases.append((name, time.perf_counter() - wall, time.process_time() - cpu))
 
     def lines(self) -> list[str]:
-        """One line per phase, then the total, aligned."""
-        rows = [*self.phases, ("total", sum(p[1] for p in self.phases), sum(p[2] for p in self.phases))]
+        """One line per phase, then those of a child process, then the total of this process's, aligned."""
+        total = ("total", sum(p[1] for p in self.phases), sum(p[2] for p in self.phases))
+        rows = [*self.phases, *((f"{name} (in a child, meanwhile)", w, c) for name, w, c in self.beside), total]
         width = max((len(name) for name, _, _ in rows), default=0)
         return [f"{name:<{width}}  {wall:8.2f} s wall  {cpu:8.2f} s CPU" for name, wall, cpu in rows]
 
