@@ -188,7 +188,8 @@ def main_command(cases: list[str]) -> None:
             verdict = "met" if rate >= COMMAND_TARGETS[case] else "NOT met"
             print(
                 f"{'':18}target >= {COMMAND_TARGETS[case]:,} jobs per wall minute, every output included: {verdict} "
-                f"({rate:,}; {cpu_rate:,} per CPU minute, the figure a quiet machine's wall time approaches)"
+                f"({rate:,}; {cpu_rate:,} per CPU minute: on a quiet machine the wall time is about the CPU time, less "
+                "what the child writing the CSV files did meanwhile)"
             )
 
 
