@@ -248,7 +248,8 @@ def _lines(
 def queue(runs: Sequence[RunRecord], path: Path, most: int) -> None:
     """Pending jobs over time."""
     labels = ("time since the first submission (s)", "pending jobs", "Queue length")
-    fig, _ = _lines(runs, lambda run: series.thin(series.queue(run), most), labels)
+    fig, ax = _lines(runs, lambda run: series.thin(series.queue(run), most), labels)
+    ax.set_ylim(bottom=0, top=None if ax.get_ylim()[1] >= 1 else 1)
     _save(fig, path)
 
 
@@ -262,7 +263,8 @@ def waiting_cdf(runs: Sequence[RunRecord], path: Path, most: int) -> None:
     labels = ("waiting time (s)", "share of the jobs that started", "Waiting time: cumulative distribution")
     fig, ax = _lines(runs, cdf, labels)
     ax.set_ylim(0, 1.02)
-    ax.set_xlim(left=0, right=None if ax.get_xlim()[1] > 0 else 1)
+    right = ax.get_xlim()[1] if ax.get_xlim()[1] > 0 else 1.0
+    ax.set_xlim(-0.01 * right, right)  # a little left of 0, so a rise at 0 (no wait) shows
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     _save(fig, path)
 
