@@ -38,7 +38,7 @@ from kubeflux.match.update import (
     replay,
     replay_leaves,
 )
-from kubeflux.match.writers import WRITERS, DiscardWriter, Writer, WriterError
+from kubeflux.match.writers import WRITERS, DiscardWriter, Placement, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
 REQUESTS_KEPT = 256
@@ -120,6 +120,9 @@ class MatchResult:
     """Whether the match used up a job id (satisfiability checks and bad jobspecs do not)."""
     now: int = 0
     """The ``now`` the match was made at; :attr:`at` later than it is a reservation."""
+    placements: tuple[Placement, ...] = ()
+    """The nodes, cores and gpus the match took, when the engine's writer keeps them (a
+    :class:`~kubeflux.match.writers.PlacementWriter`: the scheduler's engine); empty otherwise."""
 
     def __init__(
         self,
@@ -133,6 +136,7 @@ class MatchResult:
         elapsed: float = 0.0,
         consumed_id: bool = True,
         now: int = 0,
+        placements: tuple[Placement, ...] = (),
     ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
         self.jobid = jobid
         self.matched = matched
@@ -144,6 +148,7 @@ class MatchResult:
         self.elapsed = elapsed
         self.consumed_id = consumed_id
         self.now = now
+        self.placements = placements
 
     def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
         return (
@@ -159,6 +164,7 @@ class MatchResult:
                 self.elapsed,
                 self.consumed_id,
                 self.now,
+                self.placements,
             ),
         )
 
@@ -267,6 +273,7 @@ class Engine:
         now: int = 0,
         excluded: Excluded | None = None,
         later: bool = False,
+        policy: MatchPolicy | None = None,
     ) -> MatchResult:
         """Allocate, reserve or test ``jobspec`` (``match <op>`` of resource-query).
 
@@ -278,12 +285,17 @@ class Engine:
 
         ``later``: the caller knows the job cannot start at ``now`` (a scheduler whose exact books say so), so an
         ``allocate_orelse_reserve`` goes straight to the start times it would try after its walk at ``now`` failed.
+
+        ``policy``: the match policy of this match (a scheduler's pod may name its own), else the engine's
+        (:attr:`policy`).
         """
         self.traverser.excluded = excluded
+        self.traverser.policy = self.policy if policy is None else policy
         try:
             return self._match(op, jobspec, jobid, source, now, later)
         finally:
             self.traverser.excluded = None
+            self.traverser.policy = self.policy
 
     def _match(
         self, op: MatchOp, jobspec: Jobspec, jobid: int | None, source: str, now: int, later: bool
@@ -298,7 +310,7 @@ class Engine:
         try:
             if consumes:
                 self._check_unused(jobid)
-            result.at, result.resources = self._run(op, jobspec, jobid, now, later)
+            result.at, result.resources, result.placements = self._run(op, jobspec, jobid, now, later)
             result.matched = True
         except MatchFailure as failure:
             result.errno = failure.errno
@@ -353,14 +365,17 @@ class Engine:
             traverser.prime_jobspec(copy.requests, copy.aggregates)
             copy.exclusive_types = _exclusive_types(copy.requests)
             copy.primed = key
-        self.policy.exclusive_types.update(copy.exclusive_types)
+        traverser.policy.exclusive_types.update(copy.exclusive_types)
         return copy.aggregates
 
-    def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0, later: bool = False) -> tuple[int, str]:
+    def _run(
+        self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0, later: bool = False
+    ) -> tuple[int, str, tuple[Placement, ...]]:
         traverser = self.traverser
         copy = self._working_copy(jobspec)
         requests = copy.requests
-        saved_exclusive = set(self.policy.exclusive_types)
+        policy = traverser.policy
+        saved_exclusive = set(policy.exclusive_types)
         try:
             root_type = self.graph.vertices[traverser.root].type
             exclusive = copy.root_exclusive.get(root_type)
@@ -374,7 +389,7 @@ class Engine:
             traverser.task_labels = copy.task_labels
             if op == MatchOp.SATISFIABILITY:
                 self._satisfiability(requests, meta, exclusive)
-                return 0, ""
+                return 0, "", ()
             self._schedule(op, requests, meta, exclusive, aggregates, later)
             graph_end = self.base + self.horizon
             if meta.at == graph_end:
@@ -383,10 +398,11 @@ class Engine:
                 meta.duration = graph_end - meta.at
             traverser.update(self.writer, meta)
             self.writer.interval(meta.at, meta.at + meta.duration)
-            return meta.at, self._render()
+            text = self._render()
+            return meta.at, text, self.writer.placements()
         finally:
-            self.policy.exclusive_types.clear()
-            self.policy.exclusive_types.update(saved_exclusive)
+            policy.exclusive_types.clear()
+            policy.exclusive_types.update(saved_exclusive)
 
     def _satisfiability(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> None:
         meta.alloc_type = AllocType.SATISFIABILITY
@@ -430,51 +446,12 @@ class Engine:
         if op != MatchOp.ALLOCATE_ORELSE_RESERVE:
             raise MatchFailure(Errno.EBUSY)
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        for t in self._reservation_times(meta, aggregates):
+        for t in reservation_times(self.traverser, meta, aggregates, self.graph_end):
             meta.at = t
             if self._select(requests, meta, exclusive):
                 return
         self._satisfiability(requests, meta, exclusive)
         raise MatchFailure(Errno.EBUSY)
-
-    def _reservation_times(self, meta: JobMeta, aggregates: dict[str, int]) -> Iterator[int]:
-        """The start times after ``meta.at`` that a reservation tries, earliest first: the scheduled points of the
-        root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``)."""
-        traverser = self.traverser
-        root = traverser.root
-        if meta.at + 1 >= self.graph_end:  # no later start (the planners refuse to look past their horizon)
-            return
-        subplan = traverser.subplans.get(root)
-        if subplan is not None:
-            counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-            try:
-                t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
-            except PlannerRangeError:
-                return
-            while t is not None:
-                yield t
-                t = subplan.avail_time_next()
-            return
-        # The root has no filter when none of the types it tracks is below it (-S PA -p ALL:core: the power tree
-        # has no core). Fluxion's root keeps those types at 0 units all the same, and every job adds a 0-unit span
-        # to it: its points are the jobs' starts and ends, and a request for one of those types exceeds it (ERANGE).
-        vertex = self.graph.vertices[root]
-        tracked = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
-        if not tracked:
-            # Fluxion's root has no filter either, and resource-query aborts (std::out_of_range).
-            raise MatchFailure(
-                Errno.EINVAL,
-                f"cannot reserve: the root {vertex.name} has no aggregate filter to find a start time in; "
-                f"--prune-filters names no type for a {vertex.type} to track (e.g. ALL:node)",
-            )
-        if any(aggregates.get(type, 0) > 0 for type in tracked):
-            return
-        windows = traverser.x_uses.get(root, {}).values()
-        for t in sorted({t for start, end, _ in windows for t in (start, end)}):
-            if t + meta.duration > self.graph_end:
-                return
-            if t > meta.at:
-                yield t
 
     def _select(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> bool:
         """One walk at ``meta.at``: True if it matched; a malformed request (EINVAL) propagates."""
@@ -581,16 +558,19 @@ class Engine:
         reserve: bool = False,
         now: int = 0,
         source: str = "<resource set>",
+        policy: MatchPolicy | None = None,
     ) -> MatchResult:
         """:meth:`update` of the resource set that holds the graph vertices ``leaves`` exclusively and the path
         from the root to them shared, given by vertex uid instead of as JGF (the scheduler puts a pod onto the
         cores it names). The state it leaves is the one :meth:`update` leaves with that set's JGF; the result
         carries no resources text. ``now`` is the current time, as for :meth:`match`: a replay starting later is
-        RESERVED, one starting by then ALLOCATED (so :meth:`release_vertices` accepts it). Errors as :meth:`update`.
+        RESERVED, one starting by then ALLOCATED (so :meth:`release_vertices` accepts it). ``policy``: the match
+        policy the job is recorded under (as :meth:`match`'s), else the engine's. Errors as :meth:`update`.
         """
         started = time.perf_counter()
         meta = self._replay_meta(jobid, at, duration, reserve, now)
         result = MatchResult(jobid, False, now=now)
+        self.traverser.policy = self.policy if policy is None else policy
         try:
             replay_leaves(self.traverser, _DISCARD, leaves, meta)
         except ResourceSetError as error:
@@ -599,6 +579,8 @@ class Engine:
         else:
             result.matched = True
             result.at = at
+        finally:
+            self.traverser.policy = self.policy
         return self._replayed(result, reserve, source, started)
 
     def _replay_meta(self, jobid: int, at: int, duration: int, reserve: bool, now: int = 0) -> JobMeta:
@@ -706,6 +688,46 @@ class Engine:
         behind on its vertices."""
         if self.traverser.dominant != CONTAINMENT:
             raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")
+
+
+def reservation_times(traverser: Traverser, meta: JobMeta, aggregates: dict[str, int], graph_end: int) -> Iterator[int]:
+    """The start times after ``meta.at`` that a reservation tries, earliest first: the scheduled points of the
+    root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``), before
+    ``graph_end``."""
+    root = traverser.root
+    if meta.at + 1 >= graph_end:  # no later start (the planners refuse to look past their horizon)
+        return
+    subplan = traverser.subplans.get(root)
+    if subplan is not None:
+        counts = [aggregates.get(type, 0) for type in subplan.resource_types]
+        try:
+            t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
+        except PlannerRangeError:
+            return
+        while t is not None:
+            yield t
+            t = subplan.avail_time_next()
+        return
+    # The root has no filter when none of the types it tracks is below it (-S PA -p ALL:core: the power tree
+    # has no core). Fluxion's root keeps those types at 0 units all the same, and every job adds a 0-unit span
+    # to it: its points are the jobs' starts and ends, and a request for one of those types exceeds it (ERANGE).
+    vertex = traverser.graph.vertices[root]
+    tracked = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
+    if not tracked:
+        # Fluxion's root has no filter either, and resource-query aborts (std::out_of_range).
+        raise MatchFailure(
+            Errno.EINVAL,
+            f"cannot reserve: the root {vertex.name} has no aggregate filter to find a start time in; "
+            f"--prune-filters names no type for a {vertex.type} to track (e.g. ALL:node)",
+        )
+    if any(aggregates.get(type, 0) > 0 for type in tracked):
+        return
+    windows = traverser.x_uses.get(root, {}).values()
+    for t in sorted({t for start, end, _ in windows for t in (start, end)}):
+        if t + meta.duration > graph_end:
+            return
+        if t > meta.at:
+            yield t
 
 
 class LiveNodes:

@@ -116,7 +116,7 @@ class GraphView:
         self._engine = Engine(
             build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
         )
-        self._writer = self._engine.writer = PlacementWriter()
+        self._engine.writer = PlacementWriter()
         self.placements: tuple[Placement, ...] = ()
         """The nodes, cores and gpus the last successful match took, as the engine wrote them."""
         self._releasing: dict[int, list[int]] = {}
@@ -247,19 +247,14 @@ class GraphView:
             excluded = _ExcludedNames(names, engine.graph.vertices)
             if isinstance(hide, HiddenNodes) and names is hide.names:
                 excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
-        saved = engine.policy
-        if policy is not None and policy != self.policy:
-            engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
-        try:
-            result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later)
-            self._changes += 1
-        finally:
-            engine.policy = engine.traverser.policy = saved
+        chosen = MatchPolicy(parse_policy(policy)) if policy is not None and policy != self.policy else None
+        result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later, policy=chosen)
+        self._changes += 1
         if not result.matched:
             self.placements = ()
             self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
             return result
-        self.placements = self._writer.rendered
+        self.placements = result.placements
         if result.reserved:
             self.log.append(
                 f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
@@ -472,16 +467,12 @@ class GraphView:
         ``allocate_orelse_reserve`` makes them: for a new allocation the engine counts an allocation on an
         exclusive vertex whenever it is (as Fluxion does), a reservation only during its own window."""
         engine = self.engine
-        saved = engine.policy
-        if saved.spec.node_exclusive != whole_node:
-            twin = dataclasses.replace(saved.spec, node_exclusive=whole_node)
-            engine.policy = engine.traverser.policy = MatchPolicy(twin)
-        try:
-            result = engine.update_leaves(
-                engine.next_jobid, leaves, at=start, duration=duration, reserve=reserve, now=now, source=what
-            )
-        finally:
-            engine.policy = engine.traverser.policy = saved
+        chosen = None
+        if engine.policy.spec.node_exclusive != whole_node:
+            chosen = MatchPolicy(dataclasses.replace(engine.policy.spec, node_exclusive=whole_node))
+        result = engine.update_leaves(
+            engine.next_jobid, leaves, at=start, duration=duration, reserve=reserve, now=now, source=what, policy=chosen
+        )
         self._changes += 1
         if result.matched:
             self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
