@@ -45,6 +45,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from kubeflux.kube.rest import RawWriter
 from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
@@ -81,13 +82,6 @@ class BindOutcome:
     scheduler: str
     decision: Bind
     reason: str
-
-
-def _done(response: Any) -> None:
-    """Read the rest of a raw response and give its connection back to the pool (unread, it would be dropped and
-    every request would open a new connection)."""
-    response.drain_conn()
-    response.release_conn()
 
 
 def _reason(exc: client.ApiException) -> str:
@@ -130,8 +124,7 @@ class Binder:
         event_burst: int = 25,
         event_refill_seconds: float = 300.0,
     ) -> None:
-        self.core = client.CoreV1Api(api)
-        self.events = client.EventsV1Api(api)
+        self.writer = RawWriter(api, _TIMEOUT)
         self.clock = clock
         self.on_refused = on_refused
         self.on_bound = on_bound
@@ -329,18 +322,19 @@ class Binder:
         if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
             self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
             self._annotated.discard(pod.uid)
-        binding = client.V1Binding(
-            api_version="v1",
-            kind="Binding",
-            metadata=client.V1ObjectMeta(name=pod.name, uid=decision.uid, annotations=dict(decision.annotations)),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=decision.node),
-        )
+        metadata: dict[str, Any] = {"name": pod.name}
+        if decision.uid:
+            metadata["uid"] = decision.uid
+        if decision.annotations:
+            metadata["annotations"] = dict(decision.annotations)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": decision.node},
+        }
         try:
-            _done(
-                self.core.create_namespaced_pod_binding(
-                    pod.name, pod.namespace, binding, _preload_content=False, _request_timeout=_TIMEOUT
-                )
-            )
+            self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, binding)
         except client.ApiException as exc:
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
@@ -369,11 +363,7 @@ class Binder:
         }
         patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
         try:
-            _done(
-                self.core.patch_namespaced_pod_status(
-                    pod.name, pod.namespace, patch, _preload_content=False, _request_timeout=_TIMEOUT
-                )
-            )
+            self.writer.patch_namespaced_pod_status(pod.name, pod.namespace, patch)
         except client.ApiException as exc:
             if exc.status == 404:
                 return
@@ -388,16 +378,7 @@ class Binder:
     def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
         patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}
         try:
-            _done(
-                self.core.patch_namespaced_pod(
-                    pod.name,
-                    pod.namespace,
-                    patch,
-                    _content_type="application/merge-patch+json",
-                    _preload_content=False,
-                    _request_timeout=_TIMEOUT,
-                )
-            )
+            self.writer.patch_namespaced_pod(pod.name, pod.namespace, patch)
         except client.ApiException as exc:
             if exc.status not in (404, 409):
                 log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, _reason(exc))
@@ -406,26 +387,26 @@ class Binder:
 
     def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
         """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
-        body = client.EventsV1Event(
-            api_version="events.k8s.io/v1",
-            kind="Event",
-            metadata=client.V1ObjectMeta(name=f"{pod.name}.{time.time_ns():x}", namespace=pod.namespace),
-            event_time=datetime.fromtimestamp(self.clock(), UTC),
-            reporting_controller=scheduler,
-            reporting_instance=f"{scheduler}-{self.instance}"[:128],
-            action=action,
-            reason=reason,
-            note=note[:1024],
-            type=type_,
-            regarding=client.V1ObjectReference(
-                api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid
-            ),
-        )
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "eventTime": datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "reportingController": scheduler,
+            "reportingInstance": f"{scheduler}-{self.instance}"[:128],
+            "action": action,
+            "reason": reason,
+            "note": note[:1024],
+            "type": type_,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+            },
+        }
         try:
-            _done(
-                self.events.create_namespaced_event(
-                    pod.namespace, body, _preload_content=False, _request_timeout=_TIMEOUT
-                )
-            )
+            self.writer.create_namespaced_event(pod.namespace, body)
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)
