@@ -1,10 +1,18 @@
 """Writing the core's decisions to the cluster: Bindings, ``PodScheduled`` conditions, annotations and Events.
 
-A small pool of threads sends the requests, so a slow API server delays the writes, never the matching. Every
-write for one pod goes to the same thread (by a hash of its key), one at a time. Each thread sends Bindings
-before anything else (a pod waiting for its node matters more than a note about another pod), and a condition or
-event decided before a pod's latest Binding is dropped unsent: it is stale, and a ``PodScheduled=False`` can never
-land after the pod's Binding.
+A small pool of threads sends the requests (raw JSON on the official client's pool: :mod:`kubeflux.kube.rest`),
+so a slow API server delays the writes, never the matching. Every write for one pod goes to the same thread (by a
+hash of its key), one at a time. Each thread sends Bindings before anything else (a pod waiting for its node
+matters more than a note about another pod), and a condition or event decided before a pod's latest Binding is
+dropped unsent: it is stale, and a ``PodScheduled=False`` can never land after the pod's Binding.
+
+The events about Bindings done (``Scheduled``, and a :class:`PodWarning`'s) come last: they wait while Bindings are
+queued anywhere or were queued within :data:`EVENTS_QUIET` seconds, so that a burst of Bindings does not share the
+API server with as many Event writes (kube-scheduler's event broadcaster writes them beside its Bindings and drops
+them when its queue of 1,000 is full). None is dropped or merged: they are all written, in order, once the burst
+ends; only with more than :data:`EVENTS_BACKLOG` waiting do they go between the Bindings again (memory stays
+bounded). ``kubeflux_pending_writes`` counts them. Stopping drops the ones not yet written, like every other write
+but a Binding.
 
 * :class:`Bind` → ``POST pods/binding`` (``_preload_content=False``: the typed call mis-reads the server's 201
   ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
@@ -56,9 +64,13 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 
-__all__ = ["BindOutcome", "Binder", "PodRef"]
+__all__ = ["EVENTS_BACKLOG", "EVENTS_QUIET", "BindOutcome", "Binder", "PodRef"]
 
 log = logging.getLogger("kubeflux.serve")
+EVENTS_QUIET = 0.2
+"""Seconds without a new Binding before the events about Bindings done are written (they wait during a burst)."""
+EVENTS_BACKLOG = 50_000
+"""Events about Bindings done that may wait; with more waiting, they are written between the Bindings again."""
 _TIMEOUT = (5.0, 30.0)
 """(connect, read) seconds of one write: a dead API server fails it instead of holding a thread for ever."""
 
@@ -98,12 +110,17 @@ def _reason(exc: client.ApiException) -> str:
     return f"{exc.status}: {exc.reason}"
 
 
+_Task = tuple[Callable[[], None], int, str, str]
+
+
 class _Worker:
-    """One writer thread's work: Bindings first, then the other writes, each lane in order."""
+    """One writer thread's work: Bindings first, then conditions, then events about Bindings done (while no
+    Binding is waiting anywhere), each lane in order."""
 
     def __init__(self) -> None:
-        self.binds: deque[tuple[Callable[[], None], int, str, str]] = deque()
-        self.writes: deque[tuple[Callable[[], None], int, str, str]] = deque()
+        self.binds: deque[_Task] = deque()
+        self.writes: deque[_Task] = deque()
+        self.later: deque[_Task] = deque()
         self.ready = threading.Condition()
         self.closed = False
 
@@ -123,6 +140,8 @@ class Binder:
         delay: float = 1.0,
         event_burst: int = 25,
         event_refill_seconds: float = 300.0,
+        events_quiet: float = EVENTS_QUIET,
+        events_backlog: int = EVENTS_BACKLOG,
     ) -> None:
         self.writer = RawWriter(api, _TIMEOUT)
         self.clock = clock
@@ -154,6 +173,14 @@ class Binder:
         """Pod uid → the sequence number of its latest Binding queued: older advisory writes for it are stale."""
         self._seq = 0
         self._pending = 0
+        self._binding = 0
+        """Bindings queued or being sent, on every thread."""
+        self._last_bind = 0.0
+        """When (monotonic) the last Binding was queued."""
+        self._later = 0
+        """Events about Bindings done, not written yet."""
+        self.events_quiet = events_quiet
+        self.events_backlog = events_backlog
         self._idle = threading.Condition()
         self._threads = [
             threading.Thread(target=self._work, args=(w,), daemon=True, name=f"binder-{i}")
@@ -177,22 +204,49 @@ class Binder:
             seq = self._seq
             if kind == "bind":
                 self._bind_seq[pod.uid] = seq
+                self._binding += 1
+                self._last_bind = time.monotonic()
+            elif kind == "after":
+                self._later += 1
         worker = self._workers[zlib.crc32(f"{pod.namespace}/{pod.name}".encode()) % len(self._workers)]
+        lane = worker.binds if kind == "bind" else worker.later if kind == "after" else worker.writes
         with worker.ready:
-            (worker.binds if kind == "bind" else worker.writes).append((task, seq, pod.uid, kind))
+            lane.append((task, seq, pod.uid, kind))
             worker.ready.notify()
+
+    def _events_wait(self) -> float:
+        """Seconds an event about a Binding done should still wait (0: send it): while Bindings are queued or
+        were within :attr:`events_quiet` seconds, unless :attr:`events_backlog` events wait already."""
+        if self._closing or self._later >= self.events_backlog:
+            return 0.0
+        if self._binding:
+            return self.events_quiet
+        return max(0.0, self._last_bind + self.events_quiet - time.monotonic())
+
+    def _next(self, worker: _Worker) -> _Task | None:
+        """The next write of ``worker``'s thread (None: the binder is stopping and nothing is left)."""
+        with worker.ready:
+            while True:
+                if worker.binds:
+                    return worker.binds.popleft()
+                if worker.writes:
+                    return worker.writes.popleft()
+                if worker.later:
+                    wait = self._events_wait()
+                    if wait <= 0.0:
+                        return worker.later.popleft()
+                    worker.ready.wait(wait)
+                elif worker.closed:
+                    return None
+                else:
+                    worker.ready.wait()
 
     def _work(self, worker: _Worker) -> None:
         while True:
-            with worker.ready:
-                while not worker.binds and not worker.writes and not worker.closed:
-                    worker.ready.wait()
-                if worker.binds:
-                    task, seq, uid, kind = worker.binds.popleft()
-                elif worker.writes:
-                    task, seq, uid, kind = worker.writes.popleft()
-                else:
-                    return
+            work = self._next(worker)
+            if work is None:
+                return
+            task, seq, uid, kind = work
             try:
                 stale = kind == "advisory" and self._bind_seq.get(uid, -1) > seq
                 if not self._abandoned and not stale and (kind == "bind" or not self._closing):
@@ -202,6 +256,10 @@ class Binder:
             finally:
                 with self._idle:
                     self._pending -= 1
+                    if kind == "bind":
+                        self._binding -= 1
+                    elif kind == "after":
+                        self._later -= 1
                     if not self._pending:
                         self._idle.notify_all()
 
