@@ -53,7 +53,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
-from kubeflux.kube.rest import RawWriter
+from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
@@ -143,7 +143,7 @@ class Binder:
         events_quiet: float = EVENTS_QUIET,
         events_backlog: int = EVENTS_BACKLOG,
     ) -> None:
-        self.writer = RawWriter(api, _TIMEOUT)
+        self.writer = RawApi(api, _TIMEOUT)
         self.clock = clock
         self.on_refused = on_refused
         self.on_bound = on_bound

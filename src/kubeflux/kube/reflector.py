@@ -42,6 +42,7 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.kube_objects import NATIVE_GANG_GROUP
 
 __all__ = ["SYNCED", "RawEvent", "Reflector", "Resource", "watched_resources"]
@@ -65,7 +66,8 @@ class RawEvent:
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A collection to list and watch: ``call(**query)`` is the official client's list function for it."""
+    """A collection to list and watch: ``call(**query)`` is its list function, the official client's or
+    :class:`~kubeflux.kube.rest.RawApi`'s (the same keywords; ``_preload_content=False``)."""
 
     kind: str
     call: Callable[..., Any]
@@ -79,20 +81,19 @@ class Resource:
 def watched_resources(api: client.ApiClient) -> list[Resource]:
     """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, then pods of every scheduler and
     namespace (others' pods are counted)."""
-    core = client.CoreV1Api(api)
-    custom = client.CustomObjectsApi(api)
+    raw = RawApi(api)
 
     def podgroups(**query: Any) -> Any:
-        return custom.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", **query)
+        return raw.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", **query)
 
     def native_podgroups(**query: Any) -> Any:  # Kubernetes' own gang API (1.36: v1alpha2), where it is enabled
-        return custom.list_cluster_custom_object(NATIVE_GANG_GROUP, "v1alpha2", "podgroups", **query)
+        return raw.list_cluster_custom_object(NATIVE_GANG_GROUP, "v1alpha2", "podgroups", **query)
 
     return [
-        Resource("Node", core.list_node),
+        Resource("Node", raw.list_node),
         Resource("PodGroup", podgroups, optional=True, api_version="scheduling.x-k8s.io/v1alpha1"),
         Resource("PodGroup", native_podgroups, optional=True, api_version=f"{NATIVE_GANG_GROUP}/v1alpha2"),
-        Resource("Pod", core.list_pod_for_all_namespaces),
+        Resource("Pod", raw.list_pod_for_all_namespaces),
     ]
 
 
