@@ -79,16 +79,16 @@ def test_410_gone_relists_and_releases_the_pods_deleted_during_the_gap(cluster: 
 
 def _before_bind(serve: Serve, act: Any) -> None:
     """Run ``act(name, node)`` just before serve's next Binding is sent (once): a race it loses."""
-    real = serve.binder.core.create_namespaced_pod_binding
+    real = serve.binder.writer.create_namespaced_pod_binding
     done: list[bool] = []
 
-    def racing(name: str, namespace: str, body: Any, **options: Any) -> Any:
+    def racing(name: str, namespace: str, body: Any) -> Any:
         if not done:
             done.append(True)
-            act(name, body.target.name)
-        return real(name, namespace, body, **options)
+            act(name, body["target"]["name"])
+        return real(name, namespace, body)
 
-    serve.binder.core.create_namespaced_pod_binding = racing
+    serve.binder.writer.create_namespaced_pod_binding = racing  # type: ignore[method-assign]
 
 
 def test_a_bind_lost_to_another_scheduler_is_unreserved_and_the_pod_counted_where_it_runs(two_nodes: Cluster) -> None:

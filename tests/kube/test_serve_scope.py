@@ -14,7 +14,7 @@ from kubeflux.kube.config import parse_config
 from kubeflux.kube.reflector import Resource, watched_resources
 from kubeflux.kube.serve import Serve, choose_clock
 
-from .conftest import Cluster, client, condition, create_podgroup, eventually, pod, start_cluster
+from .conftest import CEILING, Cluster, client, condition, create_podgroup, eventually, pod, start_cluster
 
 
 def _podgroup(cluster: Cluster, name: str, size: int) -> None:
@@ -125,6 +125,7 @@ def test_two_scheduler_names_each_own_their_pods(cluster: Cluster) -> None:
         cluster.create(pod("b", "8", run=None, scheduler="kubeflux-fcfs"))
         cluster.wait_for(lambda pods: all(p["spec"].get("nodeName") for p in pods.values()))
         eventually(lambda: serve.bound == 2)  # counted once its binder thread has the reply
+        assert serve.binder.drain(CEILING)  # the Scheduled events follow the Bindings once they are all sent
         events = {
             e["regarding"]["name"]: e["reportingController"] for e in cluster.events() if e["reason"] == "Scheduled"
         }

@@ -41,7 +41,6 @@ from pathlib import Path
 import yaml
 
 from kubeflux.controlplane.binaries import Binaries, find_binaries
-from kubeflux.sim.apiserver.tls import client_certificate, make_certificates, signing_key
 
 __all__ = ["ControlPlane", "ControlPlaneError", "free_port"]
 
@@ -172,6 +171,8 @@ class ControlPlane:
         if token:
             credential = {"token": token}
         else:
+            from kubeflux.sim.apiserver.tls import client_certificate  # (cryptography: imported when used)
+
             cert, key = client_certificate(self.pki, user.replace(":", "-"), user, groups)
             credential = {"client-certificate": str(cert), "client-key": str(key)}
         config = {
@@ -200,6 +201,8 @@ class ControlPlane:
 
     def start(self) -> ControlPlane:
         """etcd, then the API server once etcd is healthy; returns when ``/readyz`` answers ok."""
+        from kubeflux.sim.apiserver.tls import client_certificate, make_certificates, signing_key
+
         self.folder.mkdir(parents=True, exist_ok=True)
         make_certificates(self.pki, "127.0.0.1")
         client_certificate(self.pki, "admin", "kubernetes-admin", ["system:masters"])

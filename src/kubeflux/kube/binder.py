@@ -1,10 +1,18 @@
 """Writing the core's decisions to the cluster: Bindings, ``PodScheduled`` conditions, annotations and Events.
 
-A small pool of threads sends the requests, so a slow API server delays the writes, never the matching. Every
-write for one pod goes to the same thread (by a hash of its key), one at a time. Each thread sends Bindings
-before anything else (a pod waiting for its node matters more than a note about another pod), and a condition or
-event decided before a pod's latest Binding is dropped unsent: it is stale, and a ``PodScheduled=False`` can never
-land after the pod's Binding.
+A small pool of threads sends the requests (raw JSON on the official client's pool: :mod:`kubeflux.kube.rest`),
+so a slow API server delays the writes, never the matching. Every write for one pod goes to the same thread (by a
+hash of its key), one at a time. Each thread sends Bindings before anything else (a pod waiting for its node
+matters more than a note about another pod), and a condition or event decided before a pod's latest Binding is
+dropped unsent: it is stale, and a ``PodScheduled=False`` can never land after the pod's Binding.
+
+The events about Bindings done (``Scheduled``, and a :class:`PodWarning`'s) come last: they wait while Bindings are
+queued anywhere or were queued within :data:`EVENTS_QUIET` seconds, so that a burst of Bindings does not share the
+API server with as many Event writes (kube-scheduler's event broadcaster writes them beside its Bindings and drops
+them when its queue of 1,000 is full). None is dropped or merged: they are all written, in order, once the burst
+ends; only with more than :data:`EVENTS_BACKLOG` waiting do they go between the Bindings again (memory stays
+bounded). ``kubeflux_pending_writes`` counts them. Stopping drops the ones not yet written, like every other write
+but a Binding.
 
 * :class:`Bind` → ``POST pods/binding`` (``_preload_content=False``: the typed call mis-reads the server's 201
   ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
@@ -45,6 +53,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
@@ -55,9 +64,13 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 
-__all__ = ["BindOutcome", "Binder", "PodRef"]
+__all__ = ["EVENTS_BACKLOG", "EVENTS_QUIET", "BindOutcome", "Binder", "PodRef"]
 
 log = logging.getLogger("kubeflux.serve")
+EVENTS_QUIET = 0.2
+"""Seconds without a new Binding before the events about Bindings done are written (they wait during a burst)."""
+EVENTS_BACKLOG = 50_000
+"""Events about Bindings done that may wait; with more waiting, they are written between the Bindings again."""
 _TIMEOUT = (5.0, 30.0)
 """(connect, read) seconds of one write: a dead API server fails it instead of holding a thread for ever."""
 
@@ -83,13 +96,6 @@ class BindOutcome:
     reason: str
 
 
-def _done(response: Any) -> None:
-    """Read the rest of a raw response and give its connection back to the pool (unread, it would be dropped and
-    every request would open a new connection)."""
-    response.drain_conn()
-    response.release_conn()
-
-
 def _reason(exc: client.ApiException) -> str:
     body = exc.body
     if isinstance(body, bytes | str) and body:
@@ -104,12 +110,17 @@ def _reason(exc: client.ApiException) -> str:
     return f"{exc.status}: {exc.reason}"
 
 
+_Task = tuple[Callable[[], None], int, str, str]
+
+
 class _Worker:
-    """One writer thread's work: Bindings first, then the other writes, each lane in order."""
+    """One writer thread's work: Bindings first, then conditions, then events about Bindings done (while no
+    Binding is waiting anywhere), each lane in order."""
 
     def __init__(self) -> None:
-        self.binds: deque[tuple[Callable[[], None], int, str, str]] = deque()
-        self.writes: deque[tuple[Callable[[], None], int, str, str]] = deque()
+        self.binds: deque[_Task] = deque()
+        self.writes: deque[_Task] = deque()
+        self.later: deque[_Task] = deque()
         self.ready = threading.Condition()
         self.closed = False
 
@@ -129,9 +140,10 @@ class Binder:
         delay: float = 1.0,
         event_burst: int = 25,
         event_refill_seconds: float = 300.0,
+        events_quiet: float = EVENTS_QUIET,
+        events_backlog: int = EVENTS_BACKLOG,
     ) -> None:
-        self.core = client.CoreV1Api(api)
-        self.events = client.EventsV1Api(api)
+        self.writer = RawApi(api, _TIMEOUT)
         self.clock = clock
         self.on_refused = on_refused
         self.on_bound = on_bound
@@ -161,6 +173,14 @@ class Binder:
         """Pod uid → the sequence number of its latest Binding queued: older advisory writes for it are stale."""
         self._seq = 0
         self._pending = 0
+        self._binding = 0
+        """Bindings queued or being sent, on every thread."""
+        self._last_bind = 0.0
+        """When (monotonic) the last Binding was queued."""
+        self._later = 0
+        """Events about Bindings done, not written yet."""
+        self.events_quiet = events_quiet
+        self.events_backlog = events_backlog
         self._idle = threading.Condition()
         self._threads = [
             threading.Thread(target=self._work, args=(w,), daemon=True, name=f"binder-{i}")
@@ -184,22 +204,49 @@ class Binder:
             seq = self._seq
             if kind == "bind":
                 self._bind_seq[pod.uid] = seq
+                self._binding += 1
+                self._last_bind = time.monotonic()
+            elif kind == "after":
+                self._later += 1
         worker = self._workers[zlib.crc32(f"{pod.namespace}/{pod.name}".encode()) % len(self._workers)]
+        lane = worker.binds if kind == "bind" else worker.later if kind == "after" else worker.writes
         with worker.ready:
-            (worker.binds if kind == "bind" else worker.writes).append((task, seq, pod.uid, kind))
+            lane.append((task, seq, pod.uid, kind))
             worker.ready.notify()
+
+    def _events_wait(self) -> float:
+        """Seconds an event about a Binding done should still wait (0: send it): while Bindings are queued or
+        were within :attr:`events_quiet` seconds, unless :attr:`events_backlog` events wait already."""
+        if self._closing or self._later >= self.events_backlog:
+            return 0.0
+        if self._binding:
+            return self.events_quiet
+        return max(0.0, self._last_bind + self.events_quiet - time.monotonic())
+
+    def _next(self, worker: _Worker) -> _Task | None:
+        """The next write of ``worker``'s thread (None: the binder is stopping and nothing is left)."""
+        with worker.ready:
+            while True:
+                if worker.binds:
+                    return worker.binds.popleft()
+                if worker.writes:
+                    return worker.writes.popleft()
+                if worker.later:
+                    wait = self._events_wait()
+                    if wait <= 0.0:
+                        return worker.later.popleft()
+                    worker.ready.wait(wait)
+                elif worker.closed:
+                    return None
+                else:
+                    worker.ready.wait()
 
     def _work(self, worker: _Worker) -> None:
         while True:
-            with worker.ready:
-                while not worker.binds and not worker.writes and not worker.closed:
-                    worker.ready.wait()
-                if worker.binds:
-                    task, seq, uid, kind = worker.binds.popleft()
-                elif worker.writes:
-                    task, seq, uid, kind = worker.writes.popleft()
-                else:
-                    return
+            work = self._next(worker)
+            if work is None:
+                return
+            task, seq, uid, kind = work
             try:
                 stale = kind == "advisory" and self._bind_seq.get(uid, -1) > seq
                 if not self._abandoned and not stale and (kind == "bind" or not self._closing):
@@ -209,6 +256,10 @@ class Binder:
             finally:
                 with self._idle:
                     self._pending -= 1
+                    if kind == "bind":
+                        self._binding -= 1
+                    elif kind == "after":
+                        self._later -= 1
                     if not self._pending:
                         self._idle.notify_all()
 
@@ -329,18 +380,19 @@ class Binder:
         if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
             self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
             self._annotated.discard(pod.uid)
-        binding = client.V1Binding(
-            api_version="v1",
-            kind="Binding",
-            metadata=client.V1ObjectMeta(name=pod.name, uid=decision.uid, annotations=dict(decision.annotations)),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=decision.node),
-        )
+        metadata: dict[str, Any] = {"name": pod.name}
+        if decision.uid:
+            metadata["uid"] = decision.uid
+        if decision.annotations:
+            metadata["annotations"] = dict(decision.annotations)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": decision.node},
+        }
         try:
-            _done(
-                self.core.create_namespaced_pod_binding(
-                    pod.name, pod.namespace, binding, _preload_content=False, _request_timeout=_TIMEOUT
-                )
-            )
+            self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, binding)
         except client.ApiException as exc:
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
@@ -369,11 +421,7 @@ class Binder:
         }
         patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
         try:
-            _done(
-                self.core.patch_namespaced_pod_status(
-                    pod.name, pod.namespace, patch, _preload_content=False, _request_timeout=_TIMEOUT
-                )
-            )
+            self.writer.patch_namespaced_pod_status(pod.name, pod.namespace, patch)
         except client.ApiException as exc:
             if exc.status == 404:
                 return
@@ -388,16 +436,7 @@ class Binder:
     def _patch_annotations(self, pod: PodRef, annotations: dict[str, str | None]) -> None:
         patch = {"metadata": {"uid": pod.uid, "annotations": annotations}}
         try:
-            _done(
-                self.core.patch_namespaced_pod(
-                    pod.name,
-                    pod.namespace,
-                    patch,
-                    _content_type="application/merge-patch+json",
-                    _preload_content=False,
-                    _request_timeout=_TIMEOUT,
-                )
-            )
+            self.writer.patch_namespaced_pod(pod.name, pod.namespace, patch)
         except client.ApiException as exc:
             if exc.status not in (404, 409):
                 log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, _reason(exc))
@@ -406,26 +445,26 @@ class Binder:
 
     def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
         """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
-        body = client.EventsV1Event(
-            api_version="events.k8s.io/v1",
-            kind="Event",
-            metadata=client.V1ObjectMeta(name=f"{pod.name}.{time.time_ns():x}", namespace=pod.namespace),
-            event_time=datetime.fromtimestamp(self.clock(), UTC),
-            reporting_controller=scheduler,
-            reporting_instance=f"{scheduler}-{self.instance}"[:128],
-            action=action,
-            reason=reason,
-            note=note[:1024],
-            type=type_,
-            regarding=client.V1ObjectReference(
-                api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid
-            ),
-        )
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "eventTime": datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "reportingController": scheduler,
+            "reportingInstance": f"{scheduler}-{self.instance}"[:128],
+            "action": action,
+            "reason": reason,
+            "note": note[:1024],
+            "type": type_,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+            },
+        }
         try:
-            _done(
-                self.events.create_namespaced_event(
-                    pod.namespace, body, _preload_content=False, _request_timeout=_TIMEOUT
-                )
-            )
+            self.writer.create_namespaced_event(pod.namespace, body)
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)

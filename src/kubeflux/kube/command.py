@@ -76,7 +76,7 @@ def serve_command(
         typer.echo(f"error: cannot configure the Kubernetes client: {exc}", err=True)
         raise typer.Exit(2) from exc
     try:
-        replica = Replica(settings, api)
+        replica = Replica(settings, api, tune_gc=True)  # the process is serve's own
     except (RuntimeError, OSError) as exc:  # no published clock when asked for; the operations port is taken
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

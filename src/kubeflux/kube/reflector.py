@@ -10,8 +10,9 @@ What a reflector guarantees to the loop:
 * the objects of its resource as a stream of ``ADDED``/``MODIFIED``/``DELETED`` :class:`RawEvent` in the order the
   server changed them, then a ``SYNCED`` marker after the first complete list (the loop schedules nothing before
   every reflector is synced: a scheduler that binds before it has seen the cluster double-books it);
-* a list is paginated (``limit``/``continue``; an expired continue token restarts the list); the watch starts from
-  the list's resourceVersion with bookmarks, so a quiet collection's version stays fresh;
+* a list is paginated (``limit``/``continue``; an expired continue token restarts the list) and each page is
+  delivered as it comes, so the loop reads one page while the server sends the next; the watch starts from the
+  list's resourceVersion with bookmarks, so a quiet collection's version stays fresh;
 * a watch the server ended (its timeout) is opened again from the last version seen. One that *failed* (the
   connection dropped or refused, an error status, an ``ERROR`` event: the API server may have restarted, perhaps on
   another etcd) is replaced by a relist *from the last version seen* (``resourceVersionMatch=NotOlderThan``, as
@@ -41,6 +42,7 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.kube_objects import NATIVE_GANG_GROUP
 
 __all__ = ["SYNCED", "RawEvent", "Reflector", "Resource", "watched_resources"]
@@ -64,7 +66,8 @@ class RawEvent:
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A collection to list and watch: ``call(**query)`` is the official client's list function for it."""
+    """A collection to list and watch: ``call(**query)`` is its list function, the official client's or
+    :class:`~kubeflux.kube.rest.RawApi`'s (the same keywords; ``_preload_content=False``)."""
 
     kind: str
     call: Callable[..., Any]
@@ -78,20 +81,19 @@ class Resource:
 def watched_resources(api: client.ApiClient) -> list[Resource]:
     """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, then pods of every scheduler and
     namespace (others' pods are counted)."""
-    core = client.CoreV1Api(api)
-    custom = client.CustomObjectsApi(api)
+    raw = RawApi(api)
 
     def podgroups(**query: Any) -> Any:
-        return custom.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", **query)
+        return raw.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", **query)
 
     def native_podgroups(**query: Any) -> Any:  # Kubernetes' own gang API (1.36: v1alpha2), where it is enabled
-        return custom.list_cluster_custom_object(NATIVE_GANG_GROUP, "v1alpha2", "podgroups", **query)
+        return raw.list_cluster_custom_object(NATIVE_GANG_GROUP, "v1alpha2", "podgroups", **query)
 
     return [
-        Resource("Node", core.list_node),
+        Resource("Node", raw.list_node),
         Resource("PodGroup", podgroups, optional=True, api_version="scheduling.x-k8s.io/v1alpha1"),
         Resource("PodGroup", native_podgroups, optional=True, api_version=f"{NATIVE_GANG_GROUP}/v1alpha2"),
-        Resource("Pod", core.list_pod_for_all_namespaces),
+        Resource("Pod", raw.list_pod_for_all_namespaces),
     ]
 
 
@@ -103,6 +105,10 @@ def _key(obj: Object) -> str:
 
 def _version(obj: Object) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _uid(obj: Object) -> object:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _lines(response: Any) -> Iterator[Object]:
@@ -119,6 +125,10 @@ def _lines(response: Any) -> Iterator[Object]:
                 yield orjson.loads(line)
     if buffer.strip():
         yield orjson.loads(buffer)
+
+
+class _NotServed(Exception):
+    """The resource is not served by this cluster (404 of an optional one)."""
 
 
 class _Expired(Exception):
@@ -165,6 +175,8 @@ class Reflector:
         self.known: dict[str, Object] = {}
         """Key → the object as last delivered: what a relist is diffed against."""
         self.version = ""
+        self._listed = ""
+        """The resourceVersion of the list just read."""
         self.relists = 0
         self.watches = 0
         self.synced = threading.Event()
@@ -241,11 +253,12 @@ class Reflector:
                     break
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
-    def _list_pages(self) -> tuple[list[Object], str] | None:
-        """Every object and the list's resourceVersion; None when the resource is not served. The list is at least
-        as new as the last version seen; when the server has no such version (see :func:`_version_unavailable`), it
-        is the server's newest state (a consistent read)."""
-        items: list[Object] = []
+    def _list_pages(self) -> Iterator[list[Object] | None]:
+        """The pages of a list, each as it comes (the loop reads one while the next is fetched): lists of objects,
+        or None when the list starts again from scratch (the pages before are void). The list is at least as new
+        as the last version seen; when the server has no such version (see :func:`_version_unavailable`), it is
+        the server's newest state (a consistent read). The list's resourceVersion is left in :attr:`_listed`.
+        Raises :class:`_NotServed` when the resource is not served."""
         token: str | None = None
         since = self.version
         while True:
@@ -259,9 +272,10 @@ class Reflector:
                 response = self.resource.call(**query)
             except client.ApiException as exc:
                 if exc.status == 404 and self.resource.optional:
-                    return None
+                    raise _NotServed from exc
                 if exc.status == 410 and token:  # the continue token expired: a consistent list starts again
-                    items, token, since = [], None, ""
+                    token, since = None, ""
+                    yield None
                     continue
                 if since and not token and _version_unavailable(exc):
                     log.warning(
@@ -280,16 +294,42 @@ class Reflector:
             if self.resource.api_version:
                 for item in page:
                     item.setdefault("apiVersion", self.resource.api_version)
-            items.extend(page)
             meta = body.get("metadata") or {}
             token = meta.get("continue") or None
             if not token:
-                return items, str(meta.get("resourceVersion", ""))
+                self._listed = str(meta.get("resourceVersion", ""))
+            yield page
+            if not token:
+                return
 
     def _relist(self) -> bool:
-        """List and deliver the difference with what was known; whether the watch may start."""
-        listed = self._list_pages()
-        if listed is None:
+        """List and deliver the difference with what was known, page by page; whether the watch may start.
+
+        An object listed and known with another uid (deleted and made again under its name during the gap) is
+        delivered DELETED (its last known state) then ADDED; the known objects the whole list lacks (deleted
+        during the gap, or lost with the old etcd) are delivered DELETED at the end, with their last known state
+        (tombstones), so their allocations are released."""
+        kind = self.resource.kind
+        fresh: set[str] = set()
+        try:
+            for page in self._list_pages():
+                if page is None:
+                    fresh = set()
+                    continue
+                for obj in page:
+                    key = _key(obj)
+                    fresh.add(key)
+                    last = self.known.get(key)
+                    if last is not None and _version(last) == _version(obj):
+                        continue
+                    if last is not None and _uid(last) != _uid(obj):
+                        if not self._put(RawEvent(kind, "DELETED", last)):
+                            return False
+                        last = None
+                    self.known[key] = obj
+                    if not self._put(RawEvent(kind, "ADDED" if last is None else "MODIFIED", obj)):
+                        return False
+        except _NotServed:
             if not self.synced.is_set():
                 log.info("%s: not served by this cluster; looked for again every minute", self.resource.kind)
                 if not self._put(RawEvent(self.resource.kind, SYNCED, {})):
@@ -297,24 +337,11 @@ class Reflector:
                 self.synced.set()
             self._wait(_ABSENT_RETRY)
             return False
-        items, version = listed
         self.relists += 1
-        fresh = {_key(obj): obj for obj in items}
-        kind = self.resource.kind
-        for key, old in list(self.known.items()):
-            new: Object | None = fresh.get(key)
-            if new is None or (new.get("metadata") or {}).get("uid") != (old.get("metadata") or {}).get("uid"):
-                del self.known[key]  # deleted during the gap (or re-created under its name): a tombstone
-                if not self._put(RawEvent(kind, "DELETED", old)):
-                    return False
-        for key, obj in fresh.items():
-            last = self.known.get(key)
-            if last is not None and _version(last) == _version(obj):
-                continue
-            self.known[key] = obj
-            if not self._put(RawEvent(kind, "ADDED" if last is None else "MODIFIED", obj)):
+        for key in [key for key in self.known if key not in fresh]:
+            if not self._put(RawEvent(kind, "DELETED", self.known.pop(key))):
                 return False
-        self.version = version
+        self.version = self._listed
         if not self.synced.is_set():
             if not self._put(RawEvent(kind, SYNCED, {})):
                 return False

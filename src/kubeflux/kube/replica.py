@@ -28,7 +28,9 @@ log = logging.getLogger("kubeflux.serve")
 class Replica:
     """``serve`` as deployed (see the module docstring). :meth:`start` returns at once; :meth:`stop` drains."""
 
-    def __init__(self, config: ServeConfig, api: client.ApiClient, *, identity: str | None = None) -> None:
+    def __init__(
+        self, config: ServeConfig, api: client.ApiClient, *, identity: str | None = None, tune_gc: bool = False
+    ) -> None:
         self.config, self.api = config, api
         self.clock: ServeClock = choose_clock(api, config.clock)
         election = config.leader_election
@@ -43,7 +45,7 @@ class Replica:
                 renew_seconds=election.renew_seconds,
                 retry_seconds=election.retry_seconds,
             )
-        self.serve = Serve(config, api, clock=self.clock)
+        self.serve = Serve(config, api, clock=self.clock, tune_gc=tune_gc)
         self.serve.leading = self.elector is None
         self.operations: OperationsServer | None = None
         if config.operations.enabled:

@@ -1,0 +1,131 @@
+"""serve's requests as raw JSON on the official client's own connection pool.
+
+The official client's typed calls cost about a millisecond of CPU each, most of it around the request (the call
+validated by pydantic, the model sanitised to a dict, encoded with :mod:`json`, the response wrapped), and
+importing its ``CoreV1Api`` alone takes 0.3-0.7 s; serve sends a Binding and an Event per pod, so it sends its
+requests itself: a body encoded once with orjson, on the same urllib3 pool (so the same host, proxy, TLS and
+client certificate), with the same bearer token (read through the configuration, whose refresh hook renews an
+exec plugin's or a service account's token) and user agent. A write costs about a third of the CPU it did
+(benchmarks/serve.py --real).
+
+:class:`RawApi` has one method per call serve makes, named and taking keywords as the official client's call does
+(the RBAC test in tests/kube/test_deploy.py reads those names; a :class:`~kubeflux.kube.reflector.Resource` may be
+either's). A refusal raises the client's own :class:`~kubernetes.client.ApiException` (status, reason and the
+server's ``Status`` body), a failure to send raises urllib3's errors, as the typed calls do: callers handle both
+alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import orjson
+import urllib3
+from kubernetes import client
+
+__all__ = ["RawApi"]
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+_QUERY = {
+    "limit": "limit",
+    "_continue": "continue",
+    "resource_version": "resourceVersion",
+    "resource_version_match": "resourceVersionMatch",
+    "watch": "watch",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "timeout_seconds": "timeoutSeconds",
+    "field_selector": "fieldSelector",
+    "label_selector": "labelSelector",
+}
+"""The official client's list keywords → the API's query parameters."""
+
+
+def _pod(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+
+
+def _timeout(seconds: float | tuple[float, float]) -> urllib3.Timeout:
+    if isinstance(seconds, tuple):
+        return urllib3.Timeout(connect=seconds[0], read=seconds[1])
+    return urllib3.Timeout(total=seconds)
+
+
+class RawApi:
+    """serve's calls through ``api``'s pool; thread-safe (urllib3's pool is). A write returns the response's body,
+    waiting at most ``timeout`` (connect, read) seconds (a dead API server fails it instead of holding a thread);
+    a list returns the unread response (``_preload_content=False``, as serve calls the official client)."""
+
+    def __init__(self, api: client.ApiClient, timeout: tuple[float, float] = (5.0, 30.0)) -> None:
+        self.api = api
+        self.host = api.configuration.host.rstrip("/")
+        self.pool: urllib3.PoolManager = api.rest_client.pool_manager
+        self.timeout = _timeout(timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = JSON,
+        *,
+        timeout: urllib3.Timeout | None = None,
+        preload: bool = True,
+    ) -> urllib3.BaseHTTPResponse:
+        """The response of ``method path`` with ``body`` (a JSON-able object, or bytes sent as they are; None: no
+        body). Raises :class:`~kubernetes.client.ApiException` for a status other than 2xx."""
+        headers = {**self.api.default_headers, "Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+            body = body if isinstance(body, bytes) else orjson.dumps(body)
+        self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, None)
+        response = self.pool.request(
+            method,
+            self.host + path,
+            body=body,
+            headers=headers,
+            timeout=timeout or self.timeout,
+            preload_content=preload,
+        )
+        if not 200 <= response.status <= 299:
+            text = response.data.decode("utf-8", "replace")  # read whole, the connection goes back to the pool
+            raise client.ApiException(status=response.status, reason=response.reason, body=text)
+        return response
+
+    def _list(self, path: str, query: dict[str, Any]) -> urllib3.BaseHTTPResponse:
+        timeout = _timeout(query.pop("_request_timeout", (10.0, 300.0)))
+        if query.pop("_preload_content", False):
+            raise ValueError("serve reads lists raw: _preload_content=False")
+        params = {_QUERY[key]: str(value).lower() if isinstance(value, bool) else value for key, value in query.items()}
+        return self.request("GET", f"{path}?{urlencode(params)}" if params else path, timeout=timeout, preload=False)
+
+    # ------------------------------------------------------------------ the calls
+
+    def list_node(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/nodes", query)
+
+    def list_pod_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/pods", query)
+
+    def list_cluster_custom_object(
+        self, group: str, version: str, plural: str, **query: Any
+    ) -> urllib3.BaseHTTPResponse:
+        return self._list(f"/apis/{quote(group, safe='')}/{quote(version, safe='')}/{quote(plural, safe='')}", query)
+
+    def create_namespaced_pod_binding(self, name: str, namespace: str, binding: Any) -> bytes:
+        return bytes(self.request("POST", f"{_pod(namespace, name)}/binding", binding).data)
+
+    def patch_namespaced_pod_status(self, name: str, namespace: str, patch: Any) -> bytes:
+        """A strategic merge patch (conditions merge by type), as the official client sends a dict."""
+        return bytes(self.request("PATCH", f"{_pod(namespace, name)}/status", patch, STRATEGIC_MERGE_PATCH).data)
+
+    def patch_namespaced_pod(self, name: str, namespace: str, patch: Any) -> bytes:
+        """A JSON merge patch (``null`` removes a key)."""
+        return bytes(self.request("PATCH", _pod(namespace, name), patch, MERGE_PATCH).data)
+
+    def create_namespaced_event(self, namespace: str, event: Any) -> bytes:
+        """An ``events.k8s.io/v1`` Event."""
+        path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
+        return bytes(self.request("POST", path, event).data)
