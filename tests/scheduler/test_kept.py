@@ -11,12 +11,12 @@ from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.interface import Unschedulable
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup
 from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.testing import ADDED, Cluster, bound, node, pod
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import SyntheticSpec, generate
-from tests.scheduler.test_core import ADDED, Cluster, bound, node, pod
 
 
 def timed(name: str, cpu: int, seconds: int, **kwargs: object) -> object:

@@ -97,7 +97,7 @@ class ClusterBooks:
         """A job whose cancelled reservation is still in the engine (:meth:`cancel_reservations`)."""
         self.shared: dict[int, set[str]] = {}
         """Engine job id → the pods holding a part of it: a gang's alike members placed by one match
-        (:meth:`Placer.run_at_once`); each pod's end releases its own vertices of the job."""
+        (``Placer._run_at_once``); each pod's end releases its own vertices of the job."""
         self.now = 0.0
         """The time of the last pass (or refused Bind), in seconds."""
 

@@ -150,7 +150,7 @@ class Placer:
     ) -> list[tuple[Pod, Allocation]] | None:
         """A run of alike members placed by one engine match of a gang jobspec (``slot(N)`` of the member's
         shape) instead of one match each: their allocations, all sharing one engine job (released member by
-        member: :meth:`ClusterBooks._release_engine`); an empty list when the engine finds fewer than N slots;
+        member: ``ClusterBooks.release_engine``); an empty list when the engine finds fewer than N slots;
         None when it cannot tell, and the members are matched one by one.
 
         Under a node-centric policy with a static order (``lonode``, ``hinode``) one by one places each member on

@@ -63,7 +63,7 @@ class PendingJob:
     """Pod uid → the last (message, expected start) reported, so each is reported once (:data:`INHERITED` for a
     pod queued with an expected start on it)."""
     alike: int = -1
-    """How many of its first pods are alike (:func:`kubeflux.scheduler.placing.alike_run`); -1 until found."""
+    """How many of its first pods are alike (:func:`kubeflux.scheduler.filtering.alike_run`); -1 until found."""
     top_priority: int | None = None
     """The highest priority of its pods, once found (:attr:`priority`)."""
     kept: KeptReservation | None = None
