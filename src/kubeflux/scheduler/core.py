@@ -263,7 +263,9 @@ class KubefluxScheduler:
         return full
 
     def _pass(self, ordered: list[PendingJob], now: float, full: bool, out: list[Decision]) -> None:
-        """Try the queue in order; on an incremental pass only the jobs not tried since the last change."""
+        """The queue in order (pop), each job placed now (place) or else reserved for later (reserve) and told why
+        (decide); on an incremental pass only the jobs not tried since the last change."""
+        queue = self.queue
         blocked = 0 if full else 1
         considered = 0
         i = 0
@@ -272,45 +274,55 @@ class KubefluxScheduler:
             i += 1
             if considered >= self.queue_depth:
                 if any(isinstance(decision, Bind) for decision in out):
-                    self.queue.dirty = True  # jobs beyond the depth move up once these are bound: look again
+                    queue.dirty = True  # jobs beyond the depth move up once these are bound: look again
                 break
-            missing = self.queue.missing_members(job)
-            if missing:
+            if queue.missing_members(job):
                 self._report_group_waiting(job, out)
                 continue
             if job.ready_since is None:
                 job.ready_since = now
             considered += 1
-            if not full and job.tried_epoch == self.queue.epoch:
+            if not full and job.tried_epoch == queue.epoch:
                 self._keep_timers(job)
                 continue
-            job.tried_epoch = self.queue.epoch
+            job.tried_epoch = queue.epoch
             if self.backfill is Backfill.FCFS and blocked:
                 self._report(job, self._behind_message(job), None, out)
                 continue
-            backing_off = job.retry_at > now
-            if backing_off:
-                self._wake_at(job.retry_at)
-                message = self._backoff_message(job)
-            else:
-                reasons = self._try_now(job, now, out)
-                if reasons is None:
-                    if self.queue.rejected.get(job.key) is job:  # it left the queue for good: the pass goes on
-                        considered -= 1
-                    elif left := [self.queue.by_pod[uid] for uid in job.pods if uid in self.queue.by_pod]:
-                        # members of a started group beyond its minMember, queued on their own: tried in their place
-                        # in this pass, before the jobs behind them are planned (and told starts) as if they were not
-                        ordered[i:] = sorted([*ordered[i:], *left], key=PendingJob.order)
-                    continue
-                message = self._timed_out(job, now) or self._unfit_message(job, reasons)
-            reserve = self.backfill is Backfill.CONSERVATIVE or blocked == 0
+            message = self._place(job, now, out)
+            if message is None:  # bound, or rejected
+                if queue.rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
+                    considered -= 1
+                elif left := [queue.by_pod[uid] for uid in job.pods if uid in queue.by_pod]:
+                    # members of a started group beyond its minMember, queued on their own: tried in their place in
+                    # this pass, before the jobs behind them are planned (and told starts) as if they were not
+                    ordered[i:] = sorted([*ordered[i:], *left], key=PendingJob.order)
+                continue
             if blocked == 0:
                 self._head = job
+            expected = self._reserve(job, now, first_blocked=blocked == 0)
+            self._report(job, message, expected, out)  # decide
             blocked += 1
-            earliest = ceil_time(job.retry_at) if job.retry_at > now else None
-            conservative = self.backfill is Backfill.CONSERVATIVE
-            expected = self.reserver.reserve(job, now, earliest, left_out_too=conservative) if reserve else None
-            self._report(job, message, expected, out)
+
+    def _place(self, job: PendingJob, now: float, out: list[Decision]) -> str | None:
+        """Place the job now (its Binds, or its Rejects, go to ``out``): None when it left the queue, else why it
+        waits (backing off, or kube-scheduler's message of why it does not fit now)."""
+        if job.retry_at > now:  # backing off
+            self._wake_at(job.retry_at)
+            return self._backoff_message(job)
+        reasons = self._try_now(job, now, out)
+        if reasons is None:
+            return None
+        return self._timed_out(job, now) or self._unfit_message(job, reasons)
+
+    def _reserve(self, job: PendingJob, now: float, *, first_blocked: bool) -> float | None:
+        """Reserve a job that waits, as the backfill policy says (the first blocked job, or every one under
+        ``conservative``): its expected start, or None."""
+        conservative = self.backfill is Backfill.CONSERVATIVE
+        if not (conservative or first_blocked):
+            return None
+        earliest = ceil_time(job.retry_at) if job.retry_at > now else None
+        return self.reserver.reserve(job, now, earliest, left_out_too=conservative)
 
     def next_wakeup(self, now: float) -> float | None:
         if self.queue.dirty:  # the pass left work for another (it stopped at the queue depth after binding): now
