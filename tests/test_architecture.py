@@ -16,6 +16,7 @@ Every import counts, ``TYPE_CHECKING`` ones included: a type a module names is a
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,14 +187,58 @@ def test_a_long_module_says_why(module: str) -> None:
     )
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("kubeflux.match")))
-def test_no_engine_class_over_500_lines(module: str) -> None:
+LONG_CLASS_MARK = "Why this class is long:"
+"""A class over :data:`MAX_CLASS_LINES` lines says why in its docstring, in a paragraph starting so."""
+CLASS_SPLIT_PENDING = {
+    "kubeflux.scheduler.core",
+    "kubeflux.scheduler.graphview",
+    "kubeflux.scheduler.informer",
+    "kubeflux.scheduler.placing",
+    "kubeflux.sim.apiserver.app",
+    "kubeflux.sim.apiserver.store",
+    "kubeflux.sim.cluster",
+}
+"""Modules whose classes are being split by composition (issue 29); this list may only shrink."""
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_class_over_500_lines(module: str) -> None:
     tree = ast.parse(MODULES[module].read_text())
     long = [
         f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
         for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef) and node.end_lineno and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+        if isinstance(node, ast.ClassDef)
+        and node.end_lineno
+        and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+        and LONG_CLASS_MARK not in (ast.get_docstring(node) or "")
     ]
-    if long and module in SPLIT_PENDING:
-        pytest.xfail(f"{module}: {long}, to be split (issue 17)")
-    assert not long, f"{module}: classes over {MAX_CLASS_LINES} lines: {long}"
+    if module in CLASS_SPLIT_PENDING:
+        assert long, f"{module} has no class over {MAX_CLASS_LINES} lines now: remove it from CLASS_SPLIT_PENDING"
+        pytest.xfail(f"{module}: {long}, to be split (issue 29)")
+    assert not long, (
+        f"{module}: classes over {MAX_CLASS_LINES} lines: {long}; compose them of parts, or say in the class's "
+        f"docstring, in a paragraph starting {LONG_CLASS_MARK!r}, why it is one class"
+    )
+
+
+README_MAX_LINES = 150
+
+
+def test_the_readme_is_a_map_not_a_log() -> None:
+    """README.md says what kubeflux is, how to start and where to read next; figures live in docs/performance.md."""
+    lines = (REPO / "README.md").read_text().count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail to docs/"
+
+
+def _doc_links() -> Iterator[tuple[Path, str]]:
+    for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        for match in re.finditer(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in match.group(1):
+                yield page, match.group(1)
+
+
+def test_the_docs_links_lead_somewhere() -> None:
+    broken = [
+        f"{page.relative_to(REPO)} → {target}" for page, target in _doc_links() if not (page.parent / target).exists()
+    ]
+    assert not broken, f"links to nothing: {broken}"

@@ -3,8 +3,11 @@ calls the code in src/kubeflux/kube makes), and the configuration they carry is 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -157,3 +160,10 @@ def test_the_image_compiles_the_engine_and_runs_serve_compiled_as_non_root() -> 
     commands = set(get_command(app).commands)
     assert container["args"][0] in commands
     assert yaml.safe_load(runtime_dict["CMD"])[:2] == ["serve", "--in-cluster"]
+
+
+def test_the_values_schema_is_what_the_sources_give() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    command = [sys.executable, str(REPO / "tools" / "helm_schema.py"), "--check"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

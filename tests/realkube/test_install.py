@@ -200,6 +200,26 @@ def test_more_replicas_without_leader_election_are_refused(helm: Helm) -> None:
     assert "leaderElection.enabled" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "path"),
+    [
+        ("config.schedulers[0].queuePolicy=eas", "/config/schedulers/0/queuePolicy"),
+        ("config.nodes.socketsDefault=-1", "/config/nodes/socketsDefault"),
+        ("config.scheduler=kubeflux", "/config"),
+        ("imagee.tag=x", "imagee"),
+        ("operationsPort=0", "/operationsPort"),
+        ("leaderElection.enabled=yes", "/leaderElection/enabled"),
+    ],
+)
+def test_a_bad_value_is_refused_with_its_path(helm: Helm, setting: str, path: str) -> None:
+    """values.schema.json (tools/helm_schema.py, from serve's own config model) stops a typo at lint and install,
+    naming where it is, before a pod that would refuse its config at start is rolled out."""
+    for verb in (("lint", "--strict", CHART), ("template", "kubeflux", CHART)):
+        result = helm.run(*verb, "--set", setting, check=False)
+        assert result.returncode != 0, f"helm {verb[0]} accepted {setting}"
+        assert path in result.stdout + result.stderr, result.stdout + result.stderr
+
+
 # ---------------------------------------------------------------------------------------------------- on the server
 
 
