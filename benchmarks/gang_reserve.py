@@ -51,7 +51,7 @@ def fragmented(nodes: int, cores: int) -> Engine:
     """The cluster of the module docstring, its root laid out by a first walk."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=cores) for i in range(nodes)]), policy="lonode")
     for i, node in enumerate(engine.graph.by_type["node"]):
-        core = engine.traverser._kid_edges(node)[0][1]
+        core = engine.schedule._kid_edges(node)[0][1]
         assert engine.update_leaves(i + 1, [core], duration=1000 + (i * 7919) % 3600).matched
     assert engine.match(MatchOp.SATISFIABILITY, gang(1, 1)).matched
     return engine
@@ -63,11 +63,11 @@ def reserve(engine: Engine, spec: Jobspec, bound: bool) -> tuple[int, int, int, 
     tried = refused = 0
     check = slotbound.too_few_slots
 
-    def counted(*args: Any) -> bool:
+    def counted(*args: Any) -> tuple[bool, slotbound.Elements | None]:
         nonlocal tried, refused
         tried += 1
-        answer = bound and check(*args)
-        refused += answer
+        answer = check(*args) if bound else (False, None)
+        refused += answer[0]
         return answer
 
     with mock.patch.object(traverser, "too_few_slots", counted):

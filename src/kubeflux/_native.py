@@ -21,8 +21,6 @@ What mypyc compiles differently from CPython, and how kubeflux's sources avoid i
   https://github.com/mypyc/mypyc/issues/1108), so the alias is a method that calls the other;
 * a module function assigned in a class body (``leaves = emit_leaves``) does not bind ``self`` when compiled, so
   it is a method that calls the function;
-* an attribute annotation in a mixin (``_explore: Callable[...]``) is a slot of its own that hides the subclass's
-  method of that name, so the mixin declares a method that raises ``NotImplementedError`` instead;
 * a native exception class loses its class attribute defaults (``errno = ERANGE``), so such exceptions are
   ``@mypyc_attr(native_class=False)``;
 * a variable has one type: one that holds an ``int`` and a ``float`` converts the ``int``; two ``except`` clauses
@@ -34,7 +32,7 @@ What mypyc compiles differently from CPython, and how kubeflux's sources avoid i
   ``TypeError`` on a mismatch, so the scheduler type-checks what it reads before validation (``observe``);
 * a native ``int`` (or tuple of them) stored into a dict, set, list or tuple becomes a new object at each store,
   where the pure sources store one shared object: tables with millions of entries keep the graph's uid objects
-  (``Schedule.uid_objects``) and values boxed once (locals typed ``Any``), or memory grows by 32 bytes an entry.
+  (``ScheduleView.uid_objects``) and values boxed once (locals typed ``Any``), or memory grows by 32 bytes an entry.
 """
 
 from __future__ import annotations

@@ -183,10 +183,10 @@ class QuerySession:
 
     def _walk_stats(self, what: str) -> None:
         """The vertex counts of the last cancel walk, as ``cancel … stats`` prints them."""
-        traverser = self.engine.traverser
+        state = self.engine.state
         self.out.write(
-            f'{RULE}\nINFO: {what} PREORDER COUNT="{traverser.preorder}"\n'
-            f'INFO: {what} POSTORDER COUNT="{traverser.postorder}"\n{RULE}\n'
+            f'{RULE}\nINFO: {what} PREORDER COUNT="{state.preorder}"\n'
+            f'INFO: {what} POSTORDER COUNT="{state.postorder}"\n{RULE}\n'
         )
 
     def _update(self, args: list[str]) -> None:
@@ -350,7 +350,7 @@ class QuerySession:
             self.out.write(f"Couldn't find path {args[1]} in resource graph.\n")
             return
         vertex.properties[key] = value
-        self.engine.traverser.touch(vertex.uid)
+        self.engine.schedule.touch(vertex.uid)
 
     def _get_property(self, args: list[str]) -> None:
         if len(args) != 2:

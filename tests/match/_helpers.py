@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from kubeflux.jobspec import Jobspec, jobspec_from_yaml
-from kubeflux.match.traverser import Traverser
+from kubeflux.match.view import ScheduleView
 from kubeflux.resources.graph import Graph
 from kubeflux.resources.jgf import graph_to_jgf
 from tests.shared import SHARED
 
 
-def schedule(traverser: Traverser) -> dict[str, Any]:
+def schedule(traverser: ScheduleView) -> dict[str, Any]:
     """Everything the matcher records per vertex (planner spans, exclusivity uses, aggregate filters, tags),
     keyed by containment path, with span ids left out, so two engines' schedules can be compared."""
     paths = {vertex.uid: vertex.paths.get("containment", str(vertex.uid)) for vertex in traverser.graph.vertices}

@@ -2,7 +2,7 @@
 
 A scheduler matches ``slot(N) → core(k)`` for gangs of many sizes ``N``; the evaluations of the root's children
 (and the cached spans of them) are the same for every ``N`` under a policy that does not stop early, so they are kept
-under the request's shape without its count (:meth:`WalkState._count_free`). Random sequences of such gangs, with
+under the request's shape without its count (:meth:`CacheKeys.count_free`). Random sequences of such gangs, with
 reservations, cancels, releases of parts, excluded nodes and nodes going down, must give the same answers as with
 no evaluation cached at all, and as with the count kept in the key.
 """
@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec, jobspec_from_dict
-from kubeflux.match import evaluation, schedule, traverser, wide
+from kubeflux.match import evaluation, traverser, view, wide
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph
@@ -60,7 +60,7 @@ def _run(policy: str, shape: int, steps: list[tuple[str, int, int]], *, cache: b
         # blocks of 4 children: the root's twelve nodes are explored through cached spans
         mock.patch.object(traverser, "BLOCK", 4),
         mock.patch.object(wide, "BLOCK", 4),
-        mock.patch.object(schedule, "BLOCK", 4),
+        mock.patch.object(view, "BLOCK", 4),
     ):
         engine = _engine(policy, shape)
         nodes = [engine.graph.vertices[uid] for uid in engine.graph.by_type["node"]]
@@ -81,7 +81,7 @@ def _run(policy: str, shape: int, steps: list[tuple[str, int, int]], *, cache: b
                 jobid = live[a % len(live)]
                 held = sorted(
                     uid
-                    for uid, jobs in engine.traverser.allocations.items()
+                    for uid, jobs in engine.schedule.allocations.items()
                     if jobid in jobs and not engine.graph.vertices[uid].out
                 )
                 try:
@@ -105,7 +105,7 @@ def _run(policy: str, shape: int, steps: list[tuple[str, int, int]], *, cache: b
                 if result.matched:
                     live.append(result.jobid)
                 out.append((kind, result.matched, result.at, result.errno, result.resources))
-        out.append(recorded(engine.traverser))
+        out.append(recorded(engine.schedule))
         return out
 
 

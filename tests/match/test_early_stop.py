@@ -1,7 +1,7 @@
 """Two shortcuts of a wide root never change an answer.
 
 * **Early stop**: under a scoring policy, a request for exactly ``k`` nodes takes the ``k`` qualifying nodes that
-  come first in the policy's order, so the walk of the root's children stops there (``Traverser._early_count``).
+  come first in the policy's order, so the walk of the root's children stops there (``wide.early_count``).
 * **Excluded nodes**: a scheduler passes the nodes a pod may not use as ``excluded`` instead of marking them down;
   the match must be exactly the one it would be with those nodes down.
 
@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec, jobspec_from_dict
-from kubeflux.match import evaluation, traverser
+from kubeflux.match import evaluation, traverser, wide
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
@@ -112,7 +112,7 @@ def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, early: bool, 
         []
         if early
         else [
-            mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)),
+            mock.patch.object(wide, "early_count", return_value=(0, None)),
             mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0),  # the plain walk: nothing cached either
             mock.patch.object(traverser, "CACHE_PER_VERTEX", 0),
         ]

@@ -6,6 +6,7 @@ from kubeflux.jobspec import Jobspec, jobspec_from_yaml
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.match.meta import Errno, JobMeta, PruningFilters
 from kubeflux.match.scoring import Scoring
+from kubeflux.match.visit import Visit
 from kubeflux.resources import NodeSpec, build_graph
 
 
@@ -81,12 +82,13 @@ def _first_leaves_scores_descend(core_ids: list[int]) -> tuple[bool, list[int]]:
         "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
     )
     engine.cancel(engine.match(MatchOp.ALLOCATE, job).jobid)
-    traverser = engine.traverser
+    schedule = engine.schedule
     (socket,) = graph.by_type["socket"]
     (slot,) = engine._working_copy(job).requests
     dfu = Scoring()
-    order = traverser._heaviest_first(socket, traverser.children(socket))
-    assert traverser._first_leaves(JobMeta(99, 0, 60), order, slot.with_, False, True, dfu, len(core_ids) // 2)
+    order = schedule._heaviest_first(socket, schedule.children(socket))
+    visit = Visit(JobMeta(99, 0, 60), engine.policy, slot.with_, False, True)
+    assert engine.traverser._first_leaves(visit, order, dfu, len(core_ids) // 2)
     evals = dfu.evals("core")
     assert evals.choose_best_k(len(core_ids), descending=True)
     return evals.descending_scores, [graph.vertices[graph.edges[g.edges[0].edge].target].id for g in evals.groups]

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflux.jobspec import Jobspec, jobspec_from_dict, load_jobspec
-from kubeflux.match import evaluation, schedule, scoring, stdsort, traverser, wide
+from kubeflux.match import evaluation, scoring, stdsort, traverser, view, wide
 from kubeflux.match.engine import Engine, EngineError, MatchOp
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.resources import NodeSpec, build_graph
@@ -172,7 +172,7 @@ def test_wide_vertices_reuse_blocks_of_children_exactly(policy: str, steps: list
             mock.patch.object(traverser, "CACHE_PER_VERTEX", cache),
             mock.patch.object(traverser, "BLOCK", 4 if shortcuts else traverser.BLOCK),
             mock.patch.object(wide, "BLOCK", 4 if shortcuts else wide.BLOCK),
-            mock.patch.object(schedule, "BLOCK", 4 if shortcuts else schedule.BLOCK),
+            mock.patch.object(view, "BLOCK", 4 if shortcuts else view.BLOCK),
             mock.patch.object(scoring, "RANKED_MAX", 16 if shortcuts else 10**9),
         ):
             engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(80)]), policy=policy)
@@ -212,8 +212,7 @@ def test_a_policy_switched_between_matches_does_not_reuse_the_other_policys_choi
         engine = Engine(build_graph([NodeSpec(f"node{i}", cores=4) for i in range(3)]), policy="lonode")
         for _ in range(2 if warm else 0):
             engine.cancel(engine.match(MatchOp.ALLOCATE, job).jobid)
-        engine.policy = engine.traverser.policy = MatchPolicy(parse_policy("hinode"))
-        return engine.match(MatchOp.ALLOCATE, job).resources
+        return engine.match(MatchOp.ALLOCATE, job, policy=MatchPolicy(parse_policy("hinode"))).resources
 
     assert hinode_after(warm=True) == hinode_after(warm=False)
 

@@ -89,14 +89,13 @@ def _engine(policy: str, tied_ids: bool, *, socketed: bool = True) -> Engine:
 
 def _step(subject: Engine, kind: str, number: int) -> list[object]:
     live = [info.jobid for info in subject.jobs.values() if info.state != JobState.CANCELED]
-    traverser = subject.traverser
     try:
         if kind in _OPS:
             result = subject.match(_OPS[kind], JOBS[number % len(JOBS)])
             return [f"{result.at} {result.errno} {result.resources}"]
         if kind == "cancel" and live:
             subject.cancel(live[number % len(live)])
-            return [(traverser.preorder, traverser.postorder)]
+            return [(subject.state.preorder, subject.state.postorder)]
         if kind == "partial" and live:
             rank = json.dumps({"execution": {"R_lite": [{"rank": str(number % 5), "children": {}}]}})
             return [subject.partial_cancel(live[number % len(live)], rank)]
@@ -120,7 +119,7 @@ def _run(policy: str, tied_ids: bool, steps: list[tuple[str, int]], loops: bool)
         seen: list[object] = []
         for kind, number in steps:
             seen += _step(subject, kind, number)
-        seen.append(schedule(subject.traverser))
+        seen.append(schedule(subject.schedule))
         return seen
 
 

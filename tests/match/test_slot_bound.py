@@ -22,7 +22,7 @@ from kubeflux.match import evaluation, slotbound, traverser, wide
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import requests_from_jobspec
-from kubeflux.match.schedule import Schedule
+from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
 from tests.match.test_early_stop import DURATIONS, WAITS, Step, _slot, _spec
@@ -40,7 +40,7 @@ OPS = [
 def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
     """Whether the bound refuses a reservation's walk for ``gang`` at ``at`` (the walks it applies to)."""
     meta = JobMeta(engine.next_jobid, at, gang.duration, AllocType.ALLOCATE_ORELSE_RESERVE, at)
-    return slotbound.too_few_slots(engine.traverser, requests_from_jobspec(gang.resources), meta)
+    return slotbound.too_few_slots(engine.schedule, requests_from_jobspec(gang.resources), meta)[0]
 
 
 JOBSPECS = [
@@ -71,10 +71,10 @@ def _graph(nodes: int, sockets: bool, small: bool) -> list[NodeSpec]:
 
 def _run(specs: list[NodeSpec], policy: str, steps: list[Step], *, bound: bool) -> list[str]:
     """The transcript of ``steps``; not ``bound``: the plain walk (no bound, no early stop, nothing cached)."""
-    patches: list[Any] = [mock.patch.object(Schedule, "slot_bounds", bound)]
+    patches: list[Any] = [mock.patch.object(Traverser, "slot_bounds", bound)]
     if not bound:
         patches += [
-            mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)),
+            mock.patch.object(wide, "early_count", return_value=(0, None)),
             mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0),
             mock.patch.object(traverser, "CACHE_PER_VERTEX", 0),
         ]
@@ -152,7 +152,7 @@ def _fragmented(nodes: int, policy: str = "lonode") -> Engine:
     """``nodes`` nodes of 4 cores, node ``i`` with one core taken for 1,000 + ``i`` s (the first for 2,000 s)."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(nodes)]), policy=policy)
     for i, node in enumerate(engine.graph.by_type["node"]):
-        core = engine.traverser._kid_edges(node)[0][1]
+        core = engine.schedule._kid_edges(node)[0][1]
         assert engine.update_leaves(i + 1, [core], duration=2000 if i == 0 else 1000 + i).matched
     assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
     return engine
@@ -167,9 +167,9 @@ def test_a_gang_of_whole_nodes_on_a_fragmented_cluster_is_reserved_after_one_wal
     gang = dataclasses.replace(_spec([_slot(4, 4)]), duration=500)
     for bound, walks in ((True, 2), (False, 5)):
         engine = _fragmented(1000)
-        root = engine.traverser.root
+        root = engine.schedule.root
         with (
-            mock.patch.object(Schedule, "slot_bounds", bound),
+            mock.patch.object(Traverser, "slot_bounds", bound),
             mock.patch.object(
                 traverser.Traverser, "_evaluate", autospec=True, side_effect=traverser.Traverser._evaluate
             ) as evaluate,
@@ -201,7 +201,7 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
         result = engine.match(MatchOp.ALLOCATE, gang)
         assert result.matched
         engine.cancel(result.jobid)
-    assert len(engine.traverser._layouts[engine.traverser.root].fps) == 2
+    assert len(engine.schedule._layouts[engine.schedule.root].fps) == 2
 
 
 @pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
@@ -258,7 +258,7 @@ def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -
     for skip in (True, False):
         engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(320)]), policy="lonode")
         for i, node in enumerate(engine.graph.by_type["node"]):
-            core = engine.traverser._kid_edges(node)[0][1]
+            core = engine.schedule._kid_edges(node)[0][1]
             assert engine.update_leaves(i + 1, [core], duration=ends[i]).matched
         assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
         nodes = set(engine.graph.by_type["node"])

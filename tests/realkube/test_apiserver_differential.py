@@ -28,11 +28,11 @@ from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import Store
 
-from .differential import steps_objects, steps_pods, steps_reads
+from .differential import steps_controllers, steps_objects, steps_pods, steps_reads
 from .differential.known import KNOWN
 from .differential.runner import Observation, Server, Step, differences, run
 
-STEPS: list[Step] = [*steps_pods.STEPS, *steps_objects.STEPS, *steps_reads.STEPS]
+STEPS: list[Step] = [*steps_pods.STEPS, *steps_objects.STEPS, *steps_reads.STEPS, *steps_controllers.STEPS]
 
 _EMPTY_COLLECTION_VERBS = '*"deletecollection"* != *"get", "list", "watch"]*'
 EXPLAINED: dict[tuple[str, str], str] = {

@@ -171,7 +171,7 @@ def _run(
 ) -> list[tuple[float, str, str, str]]:
     with ExitStack() as stack:
         if not shortcuts:
-            stack.enter_context(mock.patch.object(wide.WideWalk, "_early_count", return_value=(0, None)))
+            stack.enter_context(mock.patch.object(wide, "early_count", return_value=(0, None)))
             stack.enter_context(mock.patch.object(graphview._ExcludedNames, "allowed", new=None))
             stack.enter_context(mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0))
             stack.enter_context(mock.patch.object(traverser, "CACHE_PER_VERTEX", 0))

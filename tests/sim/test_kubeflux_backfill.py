@@ -102,11 +102,12 @@ def test_a_waiting_pod_shows_its_expected_start_in_the_simulated_cluster_until_i
 def test_kubeflux_easy_gives_the_easy_baselines_schedule_on_the_start_of_hpc2n() -> None:
     # The first 400 jobs of HPC2N (gangs of up to 100 pods on 120 nodes of 2 cores): kubeflux's reservations, made
     # for each member and held in every resource, give every job the start the plain EASY baseline gives it.
+
     from kubeflux.sim.baselines.easy import EasyScheduler
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.cluster_file import uniform_cluster
 
-    trace_file = SHARED / "traces" / "HPC2N-2002-2.2.first3170.swf"  # beside the checkout, a worktree's too
+    trace_file = SHARED / "traces" / "HPC2N-2002-2.2.first3170.swf"
     nodes = uniform_cluster(120, 2)
     workload = map_to_cluster(load_workload(trace_file), nodes)
     workload.jobs = workload.jobs[:400]

@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from kubeflux.match import evaluation, traverser
+from kubeflux.match import evaluation, traverser, wide
 from kubeflux.scheduler import graphview
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.sim.driver import Simulation
@@ -26,7 +26,7 @@ def _schedule(policy: str, backfill: str, *, shortcuts: bool) -> list[tuple[obje
     patches = []
     if not shortcuts:
         patches = [
-            mock.patch.object(traverser.Traverser, "_early_count", return_value=(0, None)),
+            mock.patch.object(wide, "early_count", return_value=(0, None)),
             mock.patch.object(graphview._ExcludedNames, "allowed", new=None),
             mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0),  # and no evaluation reused either
             mock.patch.object(traverser, "CACHE_PER_VERTEX", 0),

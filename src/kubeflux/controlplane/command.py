@@ -74,11 +74,11 @@ def up(
     versions = binaries.versions
     typer.echo(f"Kubernetes {versions.get('kubernetes')} (etcd {versions.get('etcd')}, KWOK {versions.get('kwok')})")
     typer.echo(f"API server: {plane.server}, {kwok_nodes} KWOK node(s); logs in {where / 'logs'}")
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a script that signals on that line is heard
+        signal.signal(sig, lambda *_: stopped.set())
     typer.echo(f"export KUBECONFIG={plane.kubeconfig}")
     typer.echo("Ctrl-C stops it.")
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
     try:
         while not stopped.wait(1.0):
             down = [name for name, component in plane.components.items() if not component.running]

@@ -5,12 +5,16 @@ As Fluxion's, it walks from the root through every vertex that still holds the j
 children the job was recorded on are walked. What the walk cannot reach (a job released in part, or one the root
 does not hold) is swept from the vertices the job was recorded on.
 
-Functions of a :class:`~kubeflux.match.state.WalkState`. Must never read the current match's marks or evaluations.
+Functions of the :class:`~kubeflux.match.schedule.Schedule` they change and the
+:class:`~kubeflux.match.state.WalkState` whose slot leaders they forget and whose visit counts they keep. Must never
+read the current match's marks or evaluations.
 """
 
 from __future__ import annotations
 
+from kubeflux.match.schedule import Schedule
 from kubeflux.match.state import WalkState
+from kubeflux.match.view import ScheduleView
 
 WIDE_CANCEL = 16
 """A cancel walks a vertex's children through the job's own vertices, not by visiting each child, when it has more
@@ -20,49 +24,49 @@ job's vertices by parent, once per cancel, costs less per vertex than a visit do
 of 64 cores (1,040 vertices) on 1,000 nodes is cancelled through its tree."""
 
 
-def cancel(state: WalkState, jobid: int) -> None:
+def cancel(schedule: Schedule, state: WalkState, jobid: int) -> None:
     """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
     state.preorder = 0
     state.postorder = 0
-    walked = jobid in state._tags.get(state.root, ())
+    walked = jobid in schedule._tags.get(schedule.root, ())
     if walked:
-        _rem_dfv(state, state.root, jobid, _JobTree(state, jobid))
-    if not walked or jobid in state.released_in_part:
-        _sweep(state, jobid)
-    state.job_vertices.pop(jobid, None)
-    state.released_in_part.discard(jobid)
+        _rem_dfv(schedule, state, schedule.root, jobid, _JobTree(schedule, jobid))
+    if not walked or jobid in schedule.released_in_part:
+        _sweep(schedule, state, jobid)
+    schedule.job_vertices.pop(jobid, None)
+    schedule.released_in_part.discard(jobid)
 
 
-def _sweep(state: WalkState, jobid: int) -> None:
+def _sweep(schedule: Schedule, state: WalkState, jobid: int) -> None:
     """Remove what the walk could not reach (the job's state below a vertex that no longer holds it, or all of
     it when the root does not): every vertex the job was recorded on is looked at, not every vertex."""
-    state._settle()
-    for uid in sorted(state.job_vertices.get(jobid, ())):
-        if jobid in state.tags.get(uid, ()):
-            delta = _rem_own(state, uid, jobid)
+    schedule._settle()
+    for uid in sorted(schedule.job_vertices.get(jobid, ())):
+        if jobid in schedule.tags.get(uid, ()):
+            delta = _rem_own(schedule, uid, jobid)
             if uid in state._leads:
-                for edge, _ in state._kid_edges(uid):
+                for edge, _ in schedule._kid_edges(uid):
                     state._unlead_edge(edge)
-            state.touch(uid, -delta if delta else 0)
+            schedule.touch(uid, -delta if delta else 0)
         else:
-            span = state._pop_span(uid, jobid)
+            span = schedule._pop_span(uid, jobid)
             if span is not None:
-                state.plans[uid].rem_span(span)
-                state.touch(uid)
+                schedule.plans[uid].rem_span(span)
+                schedule.touch(uid)
 
 
-def _rem_dfv(state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
+def _rem_dfv(schedule: Schedule, state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
     """Remove ``jobid`` below ``uid``; returns the fingerprint change of the subtree.
 
     As Fluxion's cancel, every child of a vertex the job holds is visited (and counted in :attr:`preorder`);
     under a wide vertex only the children the job was recorded on are walked, and the others only counted."""
     state.preorder += 1
-    delta = _rem_own(state, uid, jobid)
+    delta = _rem_own(schedule, uid, jobid)
     if delta is None:
         return 0
-    if uid in state._pools:
-        delta += _drop_pools(state, uid, jobid)
-    kids = state._kid_edges(uid)
+    if uid in schedule._pools:
+        delta += _drop_pools(schedule, state, uid, jobid)
+    kids = schedule._kid_edges(uid)
     if len(kids) > WIDE_CANCEL + held.size // 2:
         mine = held.children(uid)
         state.preorder += len(kids) - len(mine)
@@ -70,29 +74,29 @@ def _rem_dfv(state: WalkState, uid: int, jobid: int, held: _JobTree) -> int:
             for edge, _target in kids:
                 state._unlead_edge(edge)
         for target in mine:
-            delta += _rem_dfv(state, target, jobid, held)
+            delta += _rem_dfv(schedule, state, target, jobid, held)
     else:
         unlead = uid in state._leads  # (the method called, not kept bound in a local: see Timeline.count_end)
-        vertices = state.graph.vertices
+        vertices = schedule.graph.vertices
         leaves = []
         for edge, target in kids:
             if unlead:
                 state._unlead_edge(edge)
             if vertices[target].out:
-                delta += _rem_dfv(state, target, jobid, held)
+                delta += _rem_dfv(schedule, state, target, jobid, held)
             else:
                 leaves.append(target)
         if leaves:
-            delta += _rem_leaves(state, uid, leaves, jobid)
-    state._bump(uid, -delta)
+            delta += _rem_leaves(schedule, state, uid, leaves, jobid)
+    schedule._bump(uid, -delta)
     state.postorder += 1
     return delta
 
 
-def _drop_pools(state: WalkState, source: int, jobid: int) -> int:
+def _drop_pools(schedule: Schedule, state: WalkState, source: int, jobid: int) -> int:
     """Drop ``jobid``'s unwritten pools on ``source``'s leaves (counted as the leaf-by-leaf walk would count
     them); returns their share of the fingerprints."""
-    pools = state._pools[source]
+    pools = schedule._pools[source]
     kept = [pool for pool in pools if pool.jobid != jobid]
     if len(kept) == len(pools):
         return 0
@@ -102,29 +106,29 @@ def _drop_pools(state: WalkState, source: int, jobid: int) -> int:
             dropped += pool.total
             state.postorder += len(pool.run.leaves)
     if kept:
-        state._pools[source] = kept
+        schedule._pools[source] = kept
     else:
-        del state._pools[source]
+        del schedule._pools[source]
     return dropped
 
 
-def _rem_leaves(state: WalkState, source: int, leaves: list[int], jobid: int) -> int:
+def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[int], jobid: int) -> int:
     """:meth:`_rem_dfv` for children of ``source`` without out-edges (most of a large job's vertices: its
     cores), in one loop: :meth:`_rem_own` without the parts a leaf does not have (aggregate filter, span
     bounds) unless it has them. Returns the fingerprint change."""
-    tags, x_uses, plans, fp = state._tags, state._x_uses, state._plans, state.fp
-    allocations, reservations = state._allocations, state._reservations
-    bounds, job2span = state.bounds, state.job2span
-    wide = source in state._layouts
+    tags, x_uses, plans, fp = schedule._tags, schedule._x_uses, schedule._plans, schedule.fp
+    allocations, reservations = schedule._allocations, schedule._reservations
+    bounds, job2span = schedule.bounds, schedule.job2span
+    wide = source in schedule._layouts
     total = 0
     held = 0
     for uid in leaves:
         if wide or uid in bounds or uid in job2span:
-            delta = _rem_own(state, uid, jobid)
+            delta = _rem_own(schedule, uid, jobid)
             if delta is not None:
                 held += 1
                 total += delta
-                state._bump(uid, -delta)
+                schedule._bump(uid, -delta)
             continue
         mine = tags.get(uid)
         if mine is None or jobid not in mine:
@@ -147,25 +151,25 @@ def _rem_leaves(state: WalkState, source: int, leaves: list[int], jobid: int) ->
     return total
 
 
-def _rem_own(state: WalkState, uid: int, jobid: int) -> int | None:
+def _rem_own(schedule: Schedule, uid: int, jobid: int) -> int | None:
     """Remove what ``jobid`` holds on ``uid`` itself; its share of the fingerprint, None if it holds nothing."""
-    tags = state._tags.get(uid)
+    tags = schedule._tags.get(uid)
     if tags is None or jobid not in tags:
         return None
     tags.discard(jobid)
-    uses = state._x_uses.get(uid)
+    uses = schedule._x_uses.get(uid)
     use = uses.pop(jobid, None) if uses is not None else None
     delta = 0
     if use is not None:
         delta = use[2]
-        if uid in state.bounds:
-            state._unbound(uid, use[0], use[1])
-    spans = state.job2span.get(uid)
+        if uid in schedule.bounds:
+            schedule._unbound(uid, use[0], use[1])
+    spans = schedule.job2span.get(uid)
     if spans is not None and jobid in spans:
-        state.subplans[uid].rem_span(spans.pop(jobid))
-    span = state._pop_span(uid, jobid)
+        schedule.subplans[uid].rem_span(spans.pop(jobid))
+    span = schedule._pop_span(uid, jobid)
     if span is not None:
-        state._plans[uid].rem_span(span)
+        schedule._plans[uid].rem_span(span)
     return delta
 
 
@@ -175,7 +179,7 @@ class _JobTree:
 
     __slots__ = ("_by_parent", "_jobid", "_traverser", "size")
 
-    def __init__(self, traverser: WalkState, jobid: int) -> None:
+    def __init__(self, traverser: ScheduleView, jobid: int) -> None:
         self._traverser = traverser
         self._jobid = jobid
         self._by_parent: dict[int, list[int]] | None = None

@@ -14,50 +14,52 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubeflux.match.traverser import Traverser
+from kubeflux.match.schedule import Schedule
+from kubeflux.match.state import WalkState
 from kubeflux.match.update import ResourceSetError, holding, release_held
 from kubeflux.resources.graph import CONTAINMENT
 from kubeflux.resources.jgf import JgfDocument, add_jgf
 
 
-def attach(traverser: Traverser, document: JgfDocument) -> list[int]:
+def attach(schedule: Schedule, state: WalkState, document: JgfDocument) -> list[int]:
     """Add ``document``'s new vertices and edges; return the uids added."""
-    added = add_jgf(traverser.graph, document)
-    vertices = traverser.graph.vertices
+    added = add_jgf(schedule.graph, document)
+    vertices = schedule.graph.vertices
     fresh = set(added)
     changed = {vertices[uid].parent for uid in added if vertices[uid].parent not in fresh} - {-1}
-    traverser.refresh(sorted(changed), added=added)
+    state.refresh()
+    schedule.refresh(sorted(changed), added=added)
     return added
 
 
-def remove_path(traverser: Traverser, path: str) -> list[int]:
+def remove_path(schedule: Schedule, state: WalkState, path: str) -> list[int]:
     """Remove the subtree at containment ``path``; return the removed uids. ResourceSetError if there is none."""
-    root = traverser.graph.by_path.get(path)
+    root = schedule.graph.by_path.get(path)
     if root is None:
         raise ResourceSetError(f"no vertex at {path} in the resource graph")
-    if root == traverser.root:
+    if root == schedule.root:
         raise ResourceSetError(f"{path} is the root of the resource graph; it cannot be removed")
-    return _remove(traverser, {root: _subtree(traverser, root)})
+    return _remove(schedule, state, {root: _subtree(schedule, root)})
 
 
-def remove_ranks(traverser: Traverser, ranks: Iterable[int]) -> list[int]:
+def remove_ranks(schedule: Schedule, state: WalkState, ranks: Iterable[int]) -> list[int]:
     """Remove every vertex of ``ranks`` and everything below it; return the removed uids. ResourceSetError for an
     unknown rank."""
-    graph = traverser.graph
+    graph = schedule.graph
     groups: dict[int, list[int]] = {}
     for rank in sorted(set(ranks)):
         uids = [uid for uid in graph.by_rank.get(rank, ()) if not graph.vertices[uid].removed]
         if not uids:
             raise ResourceSetError(f"rank {rank} is not in the resource graph")
         root = min(uids, key=lambda uid: len(graph.vertices[uid].paths.get(CONTAINMENT, "")))
-        if root == traverser.root:
+        if root == schedule.root:
             raise ResourceSetError(f"rank {rank} holds the root of the resource graph; it cannot be removed")
         groups[root] = uids
-    return _remove(traverser, groups)
+    return _remove(schedule, state, groups)
 
 
-def _subtree(traverser: Traverser, root: int) -> list[int]:
-    vertices = traverser.graph.vertices
+def _subtree(schedule: Schedule, root: int) -> list[int]:
+    vertices = schedule.graph.vertices
     found, stack = [], [root]
     while stack:
         uid = stack.pop()
@@ -66,31 +68,32 @@ def _subtree(traverser: Traverser, root: int) -> list[int]:
     return found
 
 
-def _remove(traverser: Traverser, groups: dict[int, list[int]]) -> list[int]:
+def _remove(schedule: Schedule, state: WalkState, groups: dict[int, list[int]]) -> list[int]:
     # Everything below a removed vertex goes with it, whatever its rank (a JGF gives its nodes a rank and the
     # sockets and cores below them none): the jobs holding any of it release it all first.
     doomed: set[int] = set()
     for uids in groups.values():
         for uid in uids:
             if uid not in doomed:
-                doomed.update(_subtree(traverser, uid))
+                doomed.update(_subtree(schedule, uid))
     jobs = sorted(
         {
             jobid
-            for table in (traverser.tags, traverser.allocations, traverser.reservations)
+            for table in (schedule.tags, schedule.allocations, schedule.reservations)
             for uid in doomed
             for jobid in table.get(uid, ())
         }
     )
     for jobid in jobs:
-        held = set(holding(traverser, jobid))
-        release_held(traverser, jobid, sorted(doomed & held))
-    graph = traverser.graph
+        held = set(holding(schedule, jobid))
+        release_held(schedule, state, jobid, sorted(doomed & held))
+    graph = schedule.graph
     parents = {graph.vertices[uid].parent for uid in doomed} - doomed - {-1}
     removed: list[int] = []
     for root in groups:
         removed.extend(graph.remove_subtree(root))
     for uid in doomed - set(removed):
         removed.extend(graph.remove_subtree(uid))
-    traverser.refresh(sorted(parents), removed=removed)
+    state.refresh()
+    schedule.refresh(sorted(parents), removed=removed)
     return removed

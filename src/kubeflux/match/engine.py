@@ -1,6 +1,7 @@
 """The matcher's facade (Fluxion's REAPI): match, reserve, cancel and query jobs on one resource graph.
 
-An :class:`Engine` owns a graph, a policy and a traverser, and a table of the jobs it has placed. It does no
+An :class:`Engine` owns a graph, its schedule, the walks' state, a traverser (the select walk) and a default
+policy, and a table of the jobs it has placed. It does no
 I/O: callers hand it parsed jobspecs and get :class:`MatchResult` values back (the ``kubeflux query`` shell
 prints them in ``resource-query``'s format; the scheduler core uses them directly).
 """
@@ -18,7 +19,8 @@ import numpy.typing as npt
 from mypy_extensions import mypyc_attr
 
 from kubeflux.jobspec import Jobspec, JobspecError
-from kubeflux.match import elastic
+from kubeflux.match import cancel as cancel_walk
+from kubeflux.match import elastic, record
 from kubeflux.match.evaluation import Excluded
 from kubeflux.match.find import FindError, find, parse_expression
 from kubeflux.match.flexible import FlexibleTraverser
@@ -26,7 +28,9 @@ from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, Pruning
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
-from kubeflux.match.subsystems import SubsystemError, SubsystemTraverser, parse_subsystems
+from kubeflux.match.schedule import Schedule
+from kubeflux.match.state import WalkState
+from kubeflux.match.subsystems import SubsystemError, SubsystemSchedule, SubsystemTraverser, parse_subsystems
 from kubeflux.match.traverser import Traverser
 from kubeflux.match.update import (
     ResourceSet,
@@ -38,7 +42,9 @@ from kubeflux.match.update import (
     replay,
     replay_leaves,
 )
-from kubeflux.match.writers import WRITERS, DiscardWriter, Writer, WriterError
+from kubeflux.match.view import ScheduleView
+from kubeflux.match.visit import Visit
+from kubeflux.match.writers import WRITERS, DiscardWriter, Placement, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
 REQUESTS_KEPT = 256
@@ -120,6 +126,9 @@ class MatchResult:
     """Whether the match used up a job id (satisfiability checks and bad jobspecs do not)."""
     now: int = 0
     """The ``now`` the match was made at; :attr:`at` later than it is a reservation."""
+    placements: tuple[Placement, ...] = ()
+    """The nodes, cores and gpus the match took, when the engine's writer keeps them (a
+    :class:`~kubeflux.match.writers.PlacementWriter`: the scheduler's engine); empty otherwise."""
 
     def __init__(
         self,
@@ -133,6 +142,7 @@ class MatchResult:
         elapsed: float = 0.0,
         consumed_id: bool = True,
         now: int = 0,
+        placements: tuple[Placement, ...] = (),
     ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
         self.jobid = jobid
         self.matched = matched
@@ -144,6 +154,7 @@ class MatchResult:
         self.elapsed = elapsed
         self.consumed_id = consumed_id
         self.now = now
+        self.placements = placements
 
     def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
         return (
@@ -159,6 +170,7 @@ class MatchResult:
                 self.elapsed,
                 self.consumed_id,
                 self.now,
+                self.placements,
             ),
         )
 
@@ -237,10 +249,19 @@ class Engine:
         except SubsystemError as error:
             raise EngineError(str(error)) from error
         filters = PruningFilters(prune_filters)
+        self.schedule: Schedule
+        """The graph's schedule: what the update and cancel walks record and release (the select walk reads it)."""
+        self.state: WalkState
+        """The marks and results the walks of a match share."""
         if walked == (CONTAINMENT,):
-            self.traverser = kind(graph, self.policy, filters, base, horizon)
+            self.schedule = Schedule(graph, filters, base, horizon)
+            self.state = WalkState(self.schedule)
+            self.traverser: Traverser = kind(self.state)
         elif kind is Traverser:
-            self.traverser = SubsystemTraverser(graph, self.policy, filters, base, horizon, walked)
+            subsystem_schedule = SubsystemSchedule(graph, filters, base, horizon, walked)
+            self.schedule = subsystem_schedule
+            self.state = WalkState(subsystem_schedule)
+            self.traverser = SubsystemTraverser(self.state, subsystem_schedule.aux)
         else:
             raise EngineError(f"the {traverser} traverser matches only the containment subsystem (-S CA)")
         self.writer: Writer = WRITERS[match_format]()
@@ -267,6 +288,7 @@ class Engine:
         now: int = 0,
         excluded: Excluded | None = None,
         later: bool = False,
+        policy: MatchPolicy | None = None,
     ) -> MatchResult:
         """Allocate, reserve or test ``jobspec`` (``match <op>`` of resource-query).
 
@@ -278,15 +300,25 @@ class Engine:
 
         ``later``: the caller knows the job cannot start at ``now`` (a scheduler whose exact books say so), so an
         ``allocate_orelse_reserve`` goes straight to the start times it would try after its walk at ``now`` failed.
+
+        ``policy``: the match policy of this match (a scheduler's pod may name its own), else the engine's
+        (:attr:`policy`).
         """
         self.traverser.excluded = excluded
         try:
-            return self._match(op, jobspec, jobid, source, now, later)
+            return self._match(op, jobspec, jobid, source, now, later, self.policy if policy is None else policy)
         finally:
             self.traverser.excluded = None
 
     def _match(
-        self, op: MatchOp, jobspec: Jobspec, jobid: int | None, source: str, now: int, later: bool
+        self,
+        op: MatchOp,
+        jobspec: Jobspec,
+        jobid: int | None,
+        source: str,
+        now: int,
+        later: bool,
+        policy: MatchPolicy,
     ) -> MatchResult:
         started = time.perf_counter()
         consumes = op != MatchOp.SATISFIABILITY
@@ -298,7 +330,7 @@ class Engine:
         try:
             if consumes:
                 self._check_unused(jobid)
-            result.at, result.resources = self._run(op, jobspec, jobid, now, later)
+            result.at, result.resources, result.placements = self._run(op, jobspec, jobid, now, later, policy)
             result.matched = True
         except MatchFailure as failure:
             result.errno = failure.errno
@@ -342,60 +374,64 @@ class Engine:
             self.traverser.forget_requests(evicted.requests)
         return known
 
-    def _prime(self, copy: _Requests) -> dict[str, int]:
+    def _prime(self, copy: _Requests, policy: MatchPolicy) -> dict[str, int]:
         """The request's aggregate counts of the tracked types (for the root's filter), with each request's own
         counts set below it and its exclusive types given to the policy (Fluxion's ``prime_jobspec``). Computed
         again only when the tracked types change."""
         traverser = self.traverser
-        key = (id(traverser), len(traverser.prune_filters.total))
+        key = (id(traverser), len(self.schedule.prune_filters.total))
         if copy.primed != key:
             copy.aggregates = {}
-            traverser.prime_jobspec(copy.requests, copy.aggregates)
+            traverser.prime_jobspec(copy.requests, copy.aggregates, policy)
             copy.exclusive_types = _exclusive_types(copy.requests)
             copy.primed = key
-        self.policy.exclusive_types.update(copy.exclusive_types)
+        policy.exclusive_types.update(copy.exclusive_types)
         return copy.aggregates
 
-    def _run(self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int = 0, later: bool = False) -> tuple[int, str]:
-        traverser = self.traverser
+    def _run(
+        self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int, later: bool, policy: MatchPolicy
+    ) -> tuple[int, str, tuple[Placement, ...]]:
         copy = self._working_copy(jobspec)
         requests = copy.requests
-        saved_exclusive = set(self.policy.exclusive_types)
+        saved_exclusive = set(policy.exclusive_types)
         try:
-            root_type = self.graph.vertices[traverser.root].type
+            root_type = self.graph.vertices[self.schedule.root].type
             exclusive = copy.root_exclusive.get(root_type)
             if exclusive is None:
                 exclusive = copy.root_exclusive[root_type] = any(
                     r.type == root_type and r.exclusive is True for r in requests
                 )
-            aggregates = self._prime(copy)
+            aggregates = self._prime(copy, policy)
             duration = copy.planned_duration(self.horizon)
             meta = JobMeta(jobid, now, duration, AllocType.ALLOCATE, now)
-            traverser.task_labels = copy.task_labels
+            self.state.task_labels = copy.task_labels
+            root = Visit(meta, policy, requests, True, exclusive)
             if op == MatchOp.SATISFIABILITY:
-                self._satisfiability(requests, meta, exclusive)
-                return 0, ""
-            self._schedule(op, requests, meta, exclusive, aggregates, later)
+                self._satisfiability(root)
+                return 0, "", ()
+            self._schedule(op, root, aggregates, later)
             graph_end = self.base + self.horizon
             if meta.at == graph_end:
                 raise MatchFailure(Errno.EBUSY)
             if meta.at + meta.duration > graph_end:
                 meta.duration = graph_end - meta.at
-            traverser.update(self.writer, meta)
+            record.update(self.state, self.schedule, self.writer, meta, policy, leaf_runs=self.traverser.leaf_runs)
             self.writer.interval(meta.at, meta.at + meta.duration)
-            return meta.at, self._render()
+            text = self._render()
+            return meta.at, text, self.writer.placements()
         finally:
-            self.policy.exclusive_types.clear()
-            self.policy.exclusive_types.update(saved_exclusive)
+            policy.exclusive_types.clear()
+            policy.exclusive_types.update(saved_exclusive)
 
-    def _satisfiability(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> None:
+    def _satisfiability(self, root: Visit) -> None:
+        meta = root.meta
         meta.alloc_type = AllocType.SATISFIABILITY
         # Fluxion tests at graph_end - duration - 1, which is base - 1 for a job that spans the whole horizon (no
         # duration): its planners then dereference a null point and resource-query crashes. The horizon's start is
         # the only window such a job can have; it is also where Fluxion tests a job one second shorter.
         meta.at = max(self.base, self.graph_end - meta.duration - 1)
         try:
-            self.traverser.select(requests, meta, exclusive)
+            self.traverser.select(root)
         except MatchFailure as failure:
             if failure.errno in (Errno.EBUSY, Errno.ERANGE, Errno.ENODEV):
                 raise MatchFailure(Errno.ENODEV) from None
@@ -404,82 +440,38 @@ class Engine:
     def _feasible(self, op: MatchOp, aggregates: dict[str, int]) -> None:
         wanted = aggregates.get("node", 0)
         excluded = self.traverser.excluded
-        up = self.traverser.nodes_up
+        up = self.schedule.nodes_up
         if wanted > up or (
-            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.traverser, excluded)
+            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.schedule, excluded)
         ):
             if op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE):
                 raise MatchFailure(Errno.EBUSY)
             raise MatchFailure(Errno.ENODEV)
 
-    def _schedule(
-        self,
-        op: MatchOp,
-        requests: list[Request],
-        meta: JobMeta,
-        exclusive: bool,
-        aggregates: dict[str, int],
-        later: bool = False,
-    ) -> None:
+    def _schedule(self, op: MatchOp, root: Visit, aggregates: dict[str, int], later: bool = False) -> None:
+        """Place the root visit's request by ``op``: now, else (a reservation) at the first later start time that
+        fits, else test it; MatchFailure if it is not placed."""
         self._feasible(op, aggregates)
-        if not (later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(requests, meta, exclusive):
+        if not (later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(root):
             return
         if op == MatchOp.ALLOCATE_WITH_SATISFIABILITY:
-            self._satisfiability(requests, meta, exclusive)
+            self._satisfiability(root)
             raise MatchFailure(Errno.EBUSY)
         if op != MatchOp.ALLOCATE_ORELSE_RESERVE:
             raise MatchFailure(Errno.EBUSY)
+        meta = root.meta
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        for t in self._reservation_times(meta, aggregates):
+        for t in reservation_times(self.schedule, meta, aggregates, self.graph_end):
             meta.at = t
-            if self._select(requests, meta, exclusive):
+            if self._select(root):
                 return
-        self._satisfiability(requests, meta, exclusive)
+        self._satisfiability(root)
         raise MatchFailure(Errno.EBUSY)
 
-    def _reservation_times(self, meta: JobMeta, aggregates: dict[str, int]) -> Iterator[int]:
-        """The start times after ``meta.at`` that a reservation tries, earliest first: the scheduled points of the
-        root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``)."""
-        traverser = self.traverser
-        root = traverser.root
-        if meta.at + 1 >= self.graph_end:  # no later start (the planners refuse to look past their horizon)
-            return
-        subplan = traverser.subplans.get(root)
-        if subplan is not None:
-            counts = [aggregates.get(type, 0) for type in subplan.resource_types]
-            try:
-                t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
-            except PlannerRangeError:
-                return
-            while t is not None:
-                yield t
-                t = subplan.avail_time_next()
-            return
-        # The root has no filter when none of the types it tracks is below it (-S PA -p ALL:core: the power tree
-        # has no core). Fluxion's root keeps those types at 0 units all the same, and every job adds a 0-unit span
-        # to it: its points are the jobs' starts and ends, and a request for one of those types exceeds it (ERANGE).
-        vertex = self.graph.vertices[root]
-        tracked = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
-        if not tracked:
-            # Fluxion's root has no filter either, and resource-query aborts (std::out_of_range).
-            raise MatchFailure(
-                Errno.EINVAL,
-                f"cannot reserve: the root {vertex.name} has no aggregate filter to find a start time in; "
-                f"--prune-filters names no type for a {vertex.type} to track (e.g. ALL:node)",
-            )
-        if any(aggregates.get(type, 0) > 0 for type in tracked):
-            return
-        windows = traverser.x_uses.get(root, {}).values()
-        for t in sorted({t for start, end, _ in windows for t in (start, end)}):
-            if t + meta.duration > self.graph_end:
-                return
-            if t > meta.at:
-                yield t
-
-    def _select(self, requests: list[Request], meta: JobMeta, exclusive: bool) -> bool:
-        """One walk at ``meta.at``: True if it matched; a malformed request (EINVAL) propagates."""
+    def _select(self, root: Visit) -> bool:
+        """One walk at ``root.meta.at``: True if it matched; a malformed request (EINVAL) propagates."""
         try:
-            self.traverser.select(requests, meta, exclusive)
+            self.traverser.select(root)
         except MatchFailure as failure:
             if failure.errno is Errno.EINVAL:
                 raise
@@ -492,7 +484,7 @@ class Engine:
         info = self.jobs.get(jobid)
         if info is None or info.state == JobState.CANCELED:
             raise EngineError(f"nonexistent job {jobid}")
-        self.traverser.cancel(jobid)
+        cancel_walk.cancel(self.schedule, self.state, jobid)
         self._ended(info)
 
     def _ended(self, info: JobInfo) -> None:
@@ -511,7 +503,7 @@ class Engine:
             parsed = parse_expression(expression)
         except FindError as error:
             raise EngineError(f"invalid criteria: {expression}: {error}") from error
-        find(self.traverser, self.writer, parsed, now=now)
+        find(self.schedule, self.writer, parsed, now=now)
         self.writer.interval(0, 0)
         try:
             return self.writer.render()
@@ -522,7 +514,7 @@ class Engine:
         vertex = self.graph.vertex_at(path)
         if vertex is None:
             raise EngineError(f"Could not find path {path} in resource graph.")
-        self.traverser.mark(vertex.uid, status)
+        self.schedule.mark(vertex.uid, status)
 
     def _render(self) -> str:
         """The writer's text for a match or replay; empty when the format cannot express it (as resource-query)."""
@@ -559,7 +551,7 @@ class Engine:
         meta = self._replay_meta(jobid, at, duration, reserve)
         result = MatchResult(jobid, False)
         try:
-            replay(self.traverser, self.writer, load_jgf_set(rset, source=source), meta)
+            replay(self.schedule, self.state, self.writer, load_jgf_set(rset, source=source), meta, self.policy)
         except ResourceSetError as error:
             result.error = str(error)
             result.errno = Errno.EINVAL
@@ -581,18 +573,20 @@ class Engine:
         reserve: bool = False,
         now: int = 0,
         source: str = "<resource set>",
+        policy: MatchPolicy | None = None,
     ) -> MatchResult:
         """:meth:`update` of the resource set that holds the graph vertices ``leaves`` exclusively and the path
         from the root to them shared, given by vertex uid instead of as JGF (the scheduler puts a pod onto the
         cores it names). The state it leaves is the one :meth:`update` leaves with that set's JGF; the result
         carries no resources text. ``now`` is the current time, as for :meth:`match`: a replay starting later is
-        RESERVED, one starting by then ALLOCATED (so :meth:`release_vertices` accepts it). Errors as :meth:`update`.
+        RESERVED, one starting by then ALLOCATED (so :meth:`release_vertices` accepts it). ``policy``: the match
+        policy the job is recorded under (as :meth:`match`'s), else the engine's. Errors as :meth:`update`.
         """
         started = time.perf_counter()
         meta = self._replay_meta(jobid, at, duration, reserve, now)
         result = MatchResult(jobid, False, now=now)
         try:
-            replay_leaves(self.traverser, _DISCARD, leaves, meta)
+            replay_leaves(self.schedule, self.state, _DISCARD, leaves, meta, self.policy if policy is None else policy)
         except ResourceSetError as error:
             result.error = f"{source}: {error}"
             result.errno = Errno.EINVAL
@@ -634,13 +628,17 @@ class Engine:
         or a resource set that does not fit the graph or the job.
         """
         return self._release(
-            jobid, "partial cancel", lambda: release(self.traverser, jobid, load_resource_set(rset, source=source))
+            jobid,
+            "partial cancel",
+            lambda: release(self.schedule, self.state, jobid, load_resource_set(rset, source=source)),
         )
 
     def release_vertices(self, jobid: int, uids: Iterable[int], *, source: str = "<resource set>") -> bool:
         """:meth:`partial_cancel` of the graph vertices ``uids``, given by uid instead of as JGF; the same state
         as releasing their JGF. True if nothing of the job is left. Errors as :meth:`partial_cancel`."""
-        return self._release(jobid, "release", lambda: release_vertices(self.traverser, jobid, uids, source=source))
+        return self._release(
+            jobid, "release", lambda: release_vertices(self.schedule, self.state, jobid, uids, source=source)
+        )
 
     def _release(self, jobid: int, what: str, purge: Callable[[], bool]) -> bool:
         """Run ``purge`` (a partial release of allocated job ``jobid``: True if nothing is left) with the engine's
@@ -652,8 +650,8 @@ class Engine:
         except ResourceSetError as error:
             raise EngineError(str(error)) from error
         finally:
-            self.traverser.preorder = 0
-            self.traverser.postorder = 0
+            self.state.preorder = 0
+            self.state.postorder = 0
         if full:
             self._ended(info)
         return full
@@ -677,7 +675,7 @@ class Engine:
         """
         self._containment_only("attach")
         try:
-            return elastic.attach(self.traverser, load_jgf_set(rset, source=source))
+            return elastic.attach(self.schedule, self.state, load_jgf_set(rset, source=source))
         except (ResourceSetError, GraphFormatError) as error:
             raise EngineError(str(error)) from error
 
@@ -688,7 +686,7 @@ class Engine:
         """
         self._containment_only("remove")
         try:
-            return elastic.remove_path(self.traverser, path)
+            return elastic.remove_path(self.schedule, self.state, path)
         except ResourceSetError as error:
             raise EngineError(str(error)) from error
 
@@ -696,7 +694,7 @@ class Engine:
         """Shrink the graph by every vertex of broker ``ranks`` (``remove <idset> false``); return removed uids."""
         self._containment_only("remove")
         try:
-            return elastic.remove_ranks(self.traverser, ranks)
+            return elastic.remove_ranks(self.schedule, self.state, ranks)
         except ResourceSetError as error:
             raise EngineError(str(error)) from error
 
@@ -704,8 +702,50 @@ class Engine:
         """Partial release and graph growth and shrink walk containment parents (:mod:`kubeflux.match.update`,
         :mod:`kubeflux.match.elastic`): refuse them when another subsystem is dominant rather than leave state
         behind on its vertices."""
-        if self.traverser.dominant != CONTAINMENT:
+        if self.schedule.dominant != CONTAINMENT:
             raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")
+
+
+def reservation_times(
+    schedule: ScheduleView, meta: JobMeta, aggregates: dict[str, int], graph_end: int
+) -> Iterator[int]:
+    """The start times after ``meta.at`` that a reservation tries, earliest first: the scheduled points of the
+    root's aggregate filter where the request's aggregates fit (``planner_multi_avail_time_first/next``), before
+    ``graph_end``."""
+    root = schedule.root
+    if meta.at + 1 >= graph_end:  # no later start (the planners refuse to look past their horizon)
+        return
+    subplan = schedule.subplans.get(root)
+    if subplan is not None:
+        counts = [aggregates.get(type, 0) for type in subplan.resource_types]
+        try:
+            t = subplan.avail_time_first(meta.at + 1, meta.duration, counts)
+        except PlannerRangeError:
+            return
+        while t is not None:
+            yield t
+            t = subplan.avail_time_next()
+        return
+    # The root has no filter when none of the types it tracks is below it (-S PA -p ALL:core: the power tree
+    # has no core). Fluxion's root keeps those types at 0 units all the same, and every job adds a 0-unit span
+    # to it: its points are the jobs' starts and ends, and a request for one of those types exceeds it (ERANGE).
+    vertex = schedule.graph.vertices[root]
+    tracked = [type for type in schedule.prune_filters.types_for(vertex.type) if type != vertex.type]
+    if not tracked:
+        # Fluxion's root has no filter either, and resource-query aborts (std::out_of_range).
+        raise MatchFailure(
+            Errno.EINVAL,
+            f"cannot reserve: the root {vertex.name} has no aggregate filter to find a start time in; "
+            f"--prune-filters names no type for a {vertex.type} to track (e.g. ALL:node)",
+        )
+    if any(aggregates.get(type, 0) > 0 for type in tracked):
+        return
+    windows = schedule.x_uses.get(root, {}).values()
+    for t in sorted({t for start, end, _ in windows for t in (start, end)}):
+        if t + meta.duration > graph_end:
+            return
+        if t > meta.at:
+            yield t
 
 
 class LiveNodes:
@@ -715,17 +755,17 @@ class LiveNodes:
     def __init__(self) -> None:
         self._kept: tuple[tuple[int, int], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None = None
 
-    def up(self, traverser: Traverser, excluded: Excluded) -> int:
+    def up(self, schedule: ScheduleView, excluded: Excluded) -> int:
         """The nodes up that ``excluded`` leaves; one vectorised step when it has an ``allowed`` mask."""
-        uids, live = self._arrays(traverser)
+        uids, live = self._arrays(schedule)
         allowed: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = getattr(excluded, "allowed", None)
         if allowed is not None:
             return int(np.count_nonzero(allowed(uids) & live))
         return sum(1 for uid in uids[live].tolist() if uid not in excluded)
 
-    def _arrays(self, traverser: Traverser) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        graph = traverser.graph
-        key = (traverser.status_epoch, len(graph.vertices))
+    def _arrays(self, schedule: ScheduleView) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        graph = schedule.graph
+        key = (schedule.status_epoch, len(graph.vertices))
         if self._kept is None or self._kept[0] != key:
             vertices = graph.vertices
             uids = [uid for uid in graph.by_type.get("node", ()) if not vertices[uid].removed]

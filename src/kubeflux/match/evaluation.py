@@ -7,6 +7,7 @@ Plain records. Must never touch the graph or the schedule: the select walk fills
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -14,7 +15,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from kubeflux.match.meta import AllocType
+from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
 
 CACHE_PER_VERTEX = 8
@@ -72,7 +73,7 @@ class Kids:
 class Evaluation:
     """What visiting one vertex gave its parent: whether it qualifies, its score and candidates, its choices.
 
-    Evaluations are cached per vertex and reused while the subtree's fingerprint (:attr:`Traverser.fp`) and the
+    Evaluations are cached per vertex and reused while the subtree's fingerprint (:attr:`ScheduleView.fp`) and the
     request are unchanged, so a match walks only the subtrees that changed since the last one. ``marks`` are
     the edges this vertex's own best-k choice picked; ``kids`` are the children's evaluations that hold marks.
     """
@@ -198,7 +199,7 @@ class Layout:
     cached candidates hold for a new window unless one of these lies where the window moved."""
     ordered: str = ""
     """The children's type when they all have it and their ids strictly increase along the list, else "": a
-    scoring policy then ranks them in list order (see :meth:`Traverser._early_count`)."""
+    scoring policy then ranks them in list order (see :func:`kubeflux.match.wide.early_count`)."""
     stops: dict[tuple[bool, tuple[str, ...], bool], list[bool] | None] = field(default_factory=dict)
     """Per (node-centric, slot leaf types, backwards): after which children a walk for such slots may stop
     (:func:`kubeflux.match.ranked.slot_stops`), found on first use."""
@@ -263,3 +264,42 @@ def take_part(part: BlockPart, dfu: Scoring, kids: Kids) -> bool:
     if part[2]:
         kids.blocks.append(part[2])
     return part[1]
+
+
+def same_window(bounds: list[int] | None, start: int, end: int, at: int, until: int) -> bool:
+    """Whether a subtree looks the same during ``[at, until)`` as during ``[start, end)``: no span of
+    the subtree starts or ends where the window's ends moved over.
+
+    A span ``[s, t)`` meets a window ``[a, e)`` when ``s < e`` and ``a < t``; moving ``a`` between ``start``
+    and ``at`` changes that only for ``t`` in ``(low, high]`` of the two, moving ``e`` between ``end`` and
+    ``until`` only for ``s`` in ``[low, high)`` of those. Starts and ends share one sorted list, so both
+    ranges are checked against every bound (``bounds``: those of the subtree, or of the span of children)."""
+    if not bounds:
+        return True
+    low, high = (start, at) if start < at else (at, start)
+    i = bisect_right(bounds, low)
+    if i < len(bounds) and bounds[i] <= high:
+        return False
+    low, high = (end, until) if end < until else (until, end)
+    i = bisect_left(bounds, low)
+    return i == len(bounds) or bounds[i] >= high
+
+
+def cached(table: CacheTable[T], key: tuple[object, ...], fp: int, bounds: list[int] | None, meta: JobMeta) -> T | None:
+    """The value kept under ``key`` if the subtree (or span of children) is unchanged (``fp``) and looks the same in
+    ``meta``'s window as in the one it was computed for (``bounds``: its sorted span bounds; see
+    :func:`same_window`)."""
+    hit = table.get(key)
+    if hit is None:
+        return None
+    return fresh(hit, fp, bounds, meta)
+
+
+def fresh(hit: tuple[int, int, int, T], fp: int, bounds: list[int] | None, meta: JobMeta) -> T | None:
+    """:func:`cached` of an entry already found (``hit``: fingerprint, window start and end, value)."""
+    if hit[0] != fp:
+        return None
+    at, end = meta.at, meta.at + meta.duration
+    if (hit[1] == at and hit[2] == end) or same_window(bounds, hit[1], hit[2], at, end):
+        return hit[3]
+    return None

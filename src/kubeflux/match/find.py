@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from kubeflux.jobspec import HostlistConstraint, JobspecError, parse_hostlist
 from kubeflux.match.planner import PlannerError
-from kubeflux.match.traverser import Traverser
+from kubeflux.match.view import ScheduleView
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import Status
 
@@ -161,8 +161,8 @@ class _Inherited:
 
 
 class _Finder:
-    def __init__(self, traverser: Traverser, expression: Expression, now: int) -> None:
-        self.traverser = traverser
+    def __init__(self, schedule: ScheduleView, expression: Expression, now: int) -> None:
+        self.schedule = schedule
         self.expression = expression
         self.now = now
         self.jobid = 0
@@ -183,7 +183,7 @@ class _Finder:
     def _term(self, term: Predicate | Expression, uid: int, inherited: _Inherited) -> bool:
         if isinstance(term, Expression):
             return self.holds(term, uid, inherited)
-        t = self.traverser
+        t = self.schedule
         key, value = term.key, term.value
         if key == "status":
             up = not inherited.down and t.graph.vertices[uid].status == Status.UP
@@ -214,17 +214,17 @@ class _Finder:
         Fluxion's filter on a non-leaf vertex tracks every pruning type of the vertex's type except its own,
         with total 0 for a type absent below; ours tracks only the types present, so the absent ones are
         reported as Fluxion reports them (``used:0, total:0``)."""
-        traverser = self.traverser
-        vertex = traverser.graph.vertices[uid]
-        types = [type for type in traverser.prune_filters.types_for(vertex.type) if type != vertex.type]
-        subplan = traverser.subplans.get(uid)
-        if not types or not traverser.has_children(uid):
+        schedule = self.schedule
+        vertex = schedule.graph.vertices[uid]
+        types = [type for type in schedule.prune_filters.types_for(vertex.type) if type != vertex.type]
+        subplan = schedule.subplans.get(uid)
+        if not types or not schedule.has_children(uid):
             return None
         tracked = subplan.resource_types if subplan is not None else ()
         report: dict[str, str] = {}
         span = None
         if self.jobid:
-            span = traverser.job2span.get(uid, {}).get(self.jobid)
+            span = schedule.job2span.get(uid, {}).get(self.jobid)
             if span is None:
                 return None
         for type in types:
@@ -235,41 +235,41 @@ class _Finder:
             if span is not None:
                 used = subplan.span_planned(span, type)
             else:
-                free = _avail_at(traverser, uid, type, self.now)
+                free = _avail_at(schedule, uid, type, self.now)
                 if free == total:
-                    free = _avail_at(traverser, uid, type, 0)
+                    free = _avail_at(schedule, uid, type, 0)
                 used = total - free
             report[type] = f"used:{used}, total:{total}"
         return dict(sorted(report.items()))
 
 
-def _avail_at(traverser: Traverser, uid: int, type: str, at: int) -> int:
+def _avail_at(schedule: ScheduleView, uid: int, type: str, at: int) -> int:
     try:
-        return traverser.subplans[uid].avail_resources_at(at, type)
+        return schedule.subplans[uid].avail_resources_at(at, type)
     except PlannerError:
         return -1
 
 
-def find(traverser: Traverser, writer: Writer, expression: Expression, *, now: int = 0) -> int:
+def find(schedule: ScheduleView, writer: Writer, expression: Expression, *, now: int = 0) -> int:
     """Emit the vertices matching ``expression`` to ``writer``; return how many were emitted.
 
     ``now`` (seconds) is the instant at which ``agfilter`` reports current use.
     """
-    finder = _Finder(traverser, expression, now)
-    return _visit(finder, writer, traverser.root, _Inherited(), 1)
+    finder = _Finder(schedule, expression, now)
+    return _visit(finder, writer, schedule.root, _Inherited(), 1)
 
 
 def _visit(finder: _Finder, writer: Writer, uid: int, inherited: _Inherited, level: int) -> int:
-    traverser = finder.traverser
-    graph = traverser.graph
+    schedule = finder.schedule
+    graph = schedule.graph
     vertex = graph.vertices[uid]
     mine = _Inherited(
         inherited.down or vertex.status == Status.DOWN,
-        inherited.allocated or bool(traverser.allocations.get(uid)),
-        inherited.reserved or bool(traverser.reservations.get(uid)),
+        inherited.allocated or bool(schedule.allocations.get(uid)),
+        inherited.reserved or bool(schedule.reservations.get(uid)),
     )
     emitted = 0
-    for index, target in traverser.children(uid):
+    for index, target in schedule.children(uid):
         below = _visit(finder, writer, target, mine, level + 1)
         if below > 0:
             writer.edge(level, graph, index, False)

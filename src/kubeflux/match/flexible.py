@@ -19,11 +19,13 @@ import dataclasses
 
 from kubeflux.match.evaluation import Kids
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
+from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import Scoring
 from kubeflux.match.slots import take_slot
 from kubeflux.match.state import SLOT
 from kubeflux.match.traverser import Traverser
+from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
 XOR_SLOT = "xor_slot"
@@ -91,18 +93,19 @@ class FlexibleTraverser(Traverser):
     slot_bounds = False  # (its slots may be alternatives: :mod:`kubeflux.match.slotbound` counts plain ones)
     count_free_parts = False  # (its slots are cut by their count below the root)
 
-    def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
+    def select(self, root_visit: Visit) -> None:
+        resources = root_visit.resources
         variants = split_xor_slots(resources)
         for variant in variants:
             _check_alternatives(variant)
         if len(variants) == 1 and _same(variants[0], resources):
-            super().select(resources, meta, exclusive)
+            super().select(root_visit)
             return
         failure = MatchFailure(Errno.EBUSY)
         for variant in variants:
-            self.prime_jobspec(variant, {})
+            self.prime_jobspec(variant, {}, root_visit.policy)
             try:
-                super().select(variant, meta, exclusive)
+                super().select(root_visit.below(variant, True, root_visit.exclusive))
             except MatchFailure as exc:
                 if exc.errno is Errno.EINVAL:
                     raise
@@ -111,20 +114,20 @@ class FlexibleTraverser(Traverser):
             return
         raise failure
 
-    def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int]) -> None:
+    def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int], policy: MatchPolicy) -> None:
         """Fluxion's ``dfu_flexible_t::prime_jobspec``: the aggregates of sibling alternatives (or-slots, and the
         xor_slots a match splits into one slot each) are the minimum of their needs, met in order; a type an
         alternative lacks is lowered to 0 only if an earlier one brought it (Fluxion's order, kept). Summed, the
         alternatives of an xor request would ask the root for all its shapes at once: a reservation would be
         refused (a count beyond the graph) or placed later than Fluxion places it."""
-        total = self.prune_filters.total
+        total = self.schedule.prune_filters.total
         for resource in resources:
             if resource.exclusive is True:
-                self.policy.exclusive_types.add(resource.type)
+                policy.exclusive_types.add(resource.type)
             if resource.type in total:
                 to_parent[resource.type] = to_parent.get(resource.type, 0) + resource.min
             resource.user_data = {}
-            self.prime_jobspec(resource.with_, resource.user_data)
+            self.prime_jobspec(resource.with_, resource.user_data, policy)
             if resource.type in (SLOT, XOR_SLOT):
                 for type, count in resource.user_data.items():
                     if type in total:
@@ -162,7 +165,7 @@ class FlexibleTraverser(Traverser):
                 nslots = effective_max(resource)
                 or_matched = True
         if slots is not None:
-            if any(self._slot_fits(vertex, slot) for slot in slots):
+            if any(self.schedule._slot_fits(vertex, slot) for slot in slots):
                 return "slot", slots, nslots, "", False
             return ("pristine" if pristine else "none"), resources, nslots, "", pristine
         if matched_resource is not None:
@@ -177,25 +180,17 @@ class FlexibleTraverser(Traverser):
             if resource.type != SLOT:
                 if not self._by_excl(meta, exclusive, vertex, resource):
                     return False
-                if not self._by_subplan(meta, vertex.uid, resource):
+                if not self.schedule._by_subplan(meta, vertex.uid, resource):
                     return False
                 ok = True
             else:
-                ok = self._by_subplan(meta, vertex.uid, resource)
+                ok = self.schedule._by_subplan(meta, vertex.uid, resource)
         return ok
 
     def _dom_slot(
-        self,
-        meta: JobMeta,
-        children: list[tuple[int, int]],
-        shape: list[Request],
-        nslots: int,
-        pristine: bool,
-        label: str,
-        dfu: Scoring,
-        kids: Kids,
+        self, visit: Visit, children: list[tuple[int, int]], nslots: int, label: str, dfu: Scoring, kids: Kids
     ) -> None:
-        slots = shape
+        slots = visit.resources
         union: dict[str, Request] = {}
         for slot in slots:
             for element in slot.with_:
@@ -203,11 +198,11 @@ class FlexibleTraverser(Traverser):
                 if known is None or known.min < element.min:
                     union[element.type] = element
         shapes = list(union.values())
-        self._sign(shapes)
+        self.keys.sign(shapes)
         dfu_slot = Scoring()
-        if not self._explore(meta, children, shapes, pristine, True, dfu_slot, nslots, kids):
+        if not self._explore(visit.below(shapes, visit.pristine, True), children, dfu_slot, nslots, kids):
             return
-        self.policy.finish_slot(dfu_slot)
+        visit.policy.finish_slot(dfu_slot)
         counts: Counts = tuple(sorted((type, dfu_slot.qualified_count(type)) for type in union))
         memo: dict[Counts, Config] = {}
         config = _select_or_config(slots, counts, nslots, memo)

@@ -4,7 +4,8 @@
 score order, which every sort keeps; and what a request list says of a vertex type, worked out once per list
 (:func:`kind_plan`, :func:`own_exclusive`).
 
-Functions of a :class:`~kubeflux.match.state.WalkState` and the traverser's hooks it is given. The answers are the
+Functions of the schedule's view and a :class:`~kubeflux.match.visit.Visit`, and the traverser's hooks they are
+given. The answers are the
 vertex-by-vertex walk's (:class:`~kubeflux.match.traverser.Traverser` with ``leaf_batches`` off walks it): the same
 candidates in the same order, the same marks, the same policy hooks in the same order.
 """
@@ -17,14 +18,21 @@ from itertools import accumulate
 from operator import gt, itemgetter, lt
 
 from kubeflux.match.evaluation import FAILED, NO_LEAD, Evaluation, LeafRun
-from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
+from kubeflux.match.meta import AllocType, Errno, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.schedule import KINDS_KEPT, KindPlan, MatchKind
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
 from kubeflux.match.slots import ordered_slots
-from kubeflux.match.state import SLOT, WalkState
+from kubeflux.match.state import SLOT
+from kubeflux.match.view import ScheduleView
+from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
+MatchKind = tuple[str, list[Request], int, str, bool]
+"""What :meth:`Traverser._match_kind` answers: (kind, next resources, nslots, slot label, pristine)."""
+KindPlan = tuple[list[Request], Request | None, MatchKind, MatchKind]
+"""A request list, the slot a vertex must fit, the answer if it does, the answer otherwise."""
+KINDS_KEPT = 4096
+"""Answers of :func:`kind_plan` kept (by request list and vertex type) before they are forgotten."""
 LeafCandidate = tuple[int, int, int, int]
 """A qualified leaf: (score, units available, edge, uid)."""
 Found = tuple[list[LeafCandidate], bool, bool]
@@ -111,13 +119,10 @@ def add_leaves(
 
 
 def leaf_candidates(
-    state: WalkState,
+    schedule: ScheduleView,
+    visit: Visit,
     leaf_kind: LeafKind,
-    meta: JobMeta,
     order: list[tuple[int, int]],
-    resources: list[Request],
-    pristine: bool,
-    excl: bool,
     needed: int | None,
     dfu: Scoring | None = None,
 ) -> Found | None:
@@ -125,8 +130,9 @@ def leaf_candidates(
     exclusively, and whether their scores strictly descend; None when the leaves need :meth:`Traverser._evaluate`
     (``leaf_kind`` says, the traverser's :meth:`Traverser._leaf_kind`). ``dfu`` holds the candidates found before
     (``first``'s shares count them)."""
+    resources, pristine, excl, meta = visit.resources, visit.pristine, visit.exclusive, visit.meta
     resource = resources[0]
-    vertices = state.graph.vertices
+    vertices = schedule.graph.vertices
     leaf = leaf_kind(vertices[order[0][1]], resources, pristine)
     if leaf is None or resource.type == SLOT:
         return None
@@ -139,8 +145,8 @@ def leaf_candidates(
     skip_allocated = check_held and conflict is None and meta.alloc_type == AllocType.ALLOCATE
     any_status = meta.alloc_type == AllocType.SATISFIABILITY
     at, duration = meta.at, meta.duration
-    plans, subplans, policy = state._plans, state.subplans, state.policy
-    allocations, uses = state._allocations, state._x_uses
+    plans, subplans, policy = schedule._plans, schedule.subplans, visit.policy
+    allocations, uses = schedule._allocations, schedule._x_uses
     base = policy.leaf_base(resource.type)
     per_share = effective_max(resource)
     total = 0 if dfu is None or needed is None else dfu.total_count(resource.type)
@@ -149,7 +155,7 @@ def leaf_candidates(
     descending, last_score = True, float("inf")
     # Leaves whose parent's fingerprint is still that of a fresh graph hold no span, use or pool and are up
     # (each of those is in the fingerprint): every one is free whole (what a cached evaluation trusts too).
-    fresh = base is not None and not state.graph.shared_children and state.fp[vertices[order[0][1]].parent] == 0
+    fresh = base is not None and not schedule.graph.shared_children and schedule.fp[vertices[order[0][1]].parent] == 0
     if fresh and base is not None:
         # Each leaf holds a unit at least, so the loop below would stop within ``needed * per_share`` of them.
         head = order if needed is None or per_share <= 0 else order[: needed * per_share]
@@ -182,9 +188,9 @@ def leaf_candidates(
                 continue
             if conflict is not None:
                 raise MatchFailure(Errno.EINVAL, conflict + vertex.name)
-            if check_held and (target in allocations or target in uses) and state._held(meta, target):
+            if check_held and (target in allocations or target in uses) and schedule._held(meta, target):
                 continue
-            if target in subplans and not state._by_subplan(meta, target, resource):
+            if target in subplans and not schedule._by_subplan(meta, target, resource):
                 continue
         if base is None:
             policy.discover(vertex)
@@ -229,15 +235,14 @@ def _stop(sizes: list[int], total: int, per_share: int, needed: int) -> int:
 
 
 def own_leaves(
-    state: WalkState,
+    schedule: ScheduleView,
+    visit: Visit,
     leaf_kind: LeafKind,
-    meta: JobMeta,
     vertex: Vertex,
     children: list[tuple[int, int]],
-    next_resources: list[Request],
-    pristine: bool,
-    x_in: bool,
     avail: int,
+    evaluation_type: type[Evaluation],
+    leaf_runs: bool,
 ) -> Evaluation | Found | None:
     """``first``'s evaluation of a vertex whose request asks only for leaves of one type and whose children are
     all such leaves (a socket's cores under ``socket → core(k)``): the explore in one loop, and, when the
@@ -245,17 +250,19 @@ def own_leaves(
     vertex's own best-k choice of them without an edge group per leaf, since every sort keeps that order.
     Otherwise what :func:`leaf_candidates` found, which the caller adds (:func:`add_leaves`) and goes on with (policy
     hooks and choices as :meth:`Traverser._evaluate` makes them, in the same order); None when the vertex is not
-    such a vertex (nothing was done). ``avail``: the vertex's free units."""
-    source = state._walk_parent(children[0][1])
-    order = state._heaviest_first(source, children)
-    element = next_resources[0]
-    if state._leaf_family(source, order) != element.type:
+    such a vertex (nothing was done). ``visit``: the request of the vertex's children; ``avail``: the vertex's free
+    units; ``evaluation_type`` and ``leaf_runs``: the walk's (see :class:`Traverser`)."""
+    source = schedule._walk_parent(children[0][1])
+    order = schedule._heaviest_first(source, children)
+    element = visit.resources[0]
+    x_in = visit.exclusive
+    if schedule._leaf_family(source, order) != element.type:
         return None
-    found = leaf_candidates(state, leaf_kind, meta, order, next_resources, pristine, x_in, 1)
+    found = leaf_candidates(schedule, visit, leaf_kind, order, 1)
     if found is None:
         return None
     candidates, leaf_x_in, descending = found
-    if not (descending and state.policy.descending):
+    if not (descending and visit.policy.descending):
         return found
     counts = list(map(_COUNT, candidates))
     if candidates and candidates[-1][0] > 0:  # the lowest score is the last
@@ -263,29 +270,28 @@ def own_leaves(
     else:
         qualified = sum([count for score, count, _edge, _uid in candidates if score > 0])
     wanted = calc_count(element, qualified)
-    score = state.policy.finish_chosen(vertex, wanted > 0)
+    score = visit.policy.finish_chosen(vertex, wanted > 0)
     if wanted == 0:
         return FAILED
-    if state.evaluation_type is Evaluation:  # (a native call when compiled: see Traverser._finish)
+    if evaluation_type is Evaluation:  # (a native call when compiled: see Traverser._finish)
         evaluation = Evaluation(True, x_in, avail, score)
     else:
-        evaluation = state.evaluation_type(True, x_in, avail, score)
+        evaluation = evaluation_type(True, x_in, avail, score)
     if score <= MATCH_UNMET:
         return evaluation
     # the first of them that cover ``wanted`` (each holds some units, so the running sums strictly increase)
     chosen = candidates[: bisect_left(list(accumulate(counts)), wanted) + 1]
     evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _score, count, edge, _uid in chosen]
-    if state.leaf_runs and leaf_x_in and not state.graph.shared_children:
-        evaluation.run = own_run(state, vertex.uid, chosen)
+    if leaf_runs and leaf_x_in and not schedule.graph.shared_children:
+        evaluation.run = own_run(schedule, vertex.uid, chosen)
     return evaluation
 
 
 def first_leaf_slots(
-    state: WalkState,
+    schedule: ScheduleView,
+    visit: Visit,
     leaf_kind: LeafKind,
-    meta: JobMeta,
     children: list[tuple[int, int]],
-    shape: list[Request],
     nslots: int,
     label: str,
 ) -> list[EdgeGroup] | None:
@@ -293,19 +299,19 @@ def first_leaf_slots(
     core(k)``): the leaves :meth:`Traverser._dom_slot` explores in one loop (stopping at ``nslots`` slots), cut into
     slots as :func:`~kubeflux.match.slots.leaf_slots` cuts them, when they come in strictly descending score
     order under a descending policy (the slot's choice of all of them then keeps that order). None when the
-    caller must walk (nothing was changed)."""
-    element = shape[0]
-    source = state._walk_parent(children[0][1])
-    order = state._heaviest_first(source, children)
-    if state._leaf_family(source, order) != element.type:
+    caller must walk (nothing was changed). ``visit``: the slot's (its shape, held exclusively)."""
+    element = visit.resources[0]
+    source = schedule._walk_parent(children[0][1])
+    order = schedule._heaviest_first(source, children)
+    if schedule._leaf_family(source, order) != element.type:
         return None
-    found = leaf_candidates(state, leaf_kind, meta, order, shape, False, True, max(nslots, 1))
-    if found is None or not (found[2] and state.policy.descending):
+    found = leaf_candidates(schedule, visit, leaf_kind, order, max(nslots, 1))
+    if found is None or not (found[2] and visit.policy.descending):
         return None
     return ordered_slots([(score, avail, edge) for score, avail, edge, _uid in found[0]], element, label)
 
 
-def own_run(state: WalkState, source: int, chosen: list[LeafCandidate]) -> LeafRun:
+def own_run(schedule: ScheduleView, source: int, chosen: list[LeafCandidate]) -> LeafRun:
     """:meth:`WalkState._leaf_run` of the marks :func:`own_leaves` made of ``chosen``, exclusive leaves of one type
     reached through ``source``'s own out-edges (each edge once)."""
     if len(chosen) > 1 and chosen[0][2] > chosen[-1][2]:
@@ -315,8 +321,8 @@ def own_run(state: WalkState, source: int, chosen: list[LeafCandidate]) -> LeafR
         _, counts, edges, uid_tuple = zip(*sorted(chosen, key=_EDGE), strict=True)
     leaves = list(zip(edges, uid_tuple, counts, strict=True))
     uids = list(uid_tuple)
-    vertices = state.graph.vertices
+    vertices = schedule.graph.vertices
     sizes = [vertices[uid].size for uid in uids]
-    whole = len(uids) == len(state._kid_edges(source)) and list(counts) == sizes
+    whole = len(uids) == len(schedule._kid_edges(source)) and list(counts) == sizes
     type = vertices[uids[0]].type
     return LeafRun(source, leaves, uids, {type: sum(sizes)}, whole, hash((source, tuple(leaves))))

@@ -10,7 +10,7 @@ do, so the child holds at most ``free // k`` slots: when these bounds summed ove
 On 10,000 nodes the root's own filter (its total free cores) nearly always admits a gang, while too few nodes have
 ``k`` cores free throughout the window; the engine then walked every start time a reservation tries, in vain. The
 bounds are summed through the spans of the root's :class:`~kubeflux.match.evaluation.Layout` and kept per span
-and window, valid as its candidates are (:func:`~kubeflux.match.schedule.cached`: while the span's fingerprint is
+and window, valid as its candidates are (:func:`~kubeflux.match.evaluation.cached`: while the span's fingerprint is
 unchanged and none of its span bounds lies where the window moved), so a start time after another recounts the few
 spans that changed, and one tried before (by the last pass, or by a gang of the same shape and duration) none. The
 count may stop once it reaches ``N`` (a partial count is never kept).
@@ -18,11 +18,11 @@ count may stop once it reaches ``N`` (a partial count is never kept).
 
 from __future__ import annotations
 
-from kubeflux.match.evaluation import BLOCK, CacheTable, Layout
+from kubeflux.match.evaluation import BLOCK, CacheTable, Layout, cached
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import Request
-from kubeflux.match.schedule import cached
-from kubeflux.match.state import SLOT, WalkState
+from kubeflux.match.state import SLOT
+from kubeflux.match.view import ScheduleView
 
 Elements = tuple[tuple[str, int], ...]
 """A slot's elements: (leaf type, the fewest units one slot takes of it)."""
@@ -55,64 +55,63 @@ def slot_shape(resources: list[Request]) -> tuple[Request, int, Elements] | None
     return slot, count.min, tuple(elements)
 
 
-def too_few_slots(state: WalkState, resources: list[Request], meta: JobMeta) -> bool:
+def too_few_slots(schedule: ScheduleView, resources: list[Request], meta: JobMeta) -> tuple[bool, Elements | None]:
     """Whether the root's children certainly cannot hold the slots ``resources`` ask during ``meta``'s window (see
-    the module docstring). False whenever the bound does not apply: the walk then decides."""
-    if meta.alloc_type not in BOUNDED_OPS or state.graph.shared_children:
-        return False
-    layout = state._layouts.get(state.root)
+    the module docstring), and, when they can, the slot elements the bound counted them for (for
+    :func:`empty_block`; None when it did not count). (False, None) whenever the bound does not apply: the walk
+    then decides."""
+    if meta.alloc_type not in BOUNDED_OPS or schedule.graph.shared_children:
+        return False, None
+    layout = schedule._layouts.get(schedule.root)
     if layout is None:
-        return False
+        return False, None
     shape = slot_shape(resources)
     if shape is None:
-        return False
+        return False, None
     slot, needed, elements = shape
-    elements = tuple(element for element in elements if _leaf_type(state, layout, element[0]))
+    elements = tuple(element for element in elements if _leaf_type(schedule, layout, element[0]))
     if not elements:
-        return False
-    if meta.at < state.base or meta.at + meta.duration > state.base + state.horizon or meta.duration < 1:
-        return False
-    if state._slot_fits(state.graph.vertices[state.root], slot):
-        return False  # (the root would cut slots from its own leaves, across its children)
+        return False, None
+    if meta.at < schedule.base or meta.at + meta.duration > schedule.base + schedule.horizon or meta.duration < 1:
+        return False, None
+    if schedule._slot_fits(schedule.graph.vertices[schedule.root], slot):
+        return False, None  # (the root would cut slots from its own leaves, across its children)
     if not layout.counts:
         layout.counts = [[{} for _ in level] for level in layout.fps]
     top = len(layout.fps) - 1
     found = 0
     for index in range(len(layout.fps[top])):
-        found += _span_slots(state, layout, top, index, elements, meta, needed - found)
+        found += _span_slots(schedule, layout, top, index, elements, meta, needed - found)
         if found >= needed:
-            state._bounded = elements
-            return False
-    return True
+            return False, elements
+    return True, None
 
 
-def empty_block(state: WalkState, layout: Layout, index: int, meta: JobMeta) -> bool:
-    """Whether the current walk's bound (:func:`too_few_slots`, just made for ``meta``'s window) counted no slot in
-    block ``index`` of the root's children: none of them then qualifies (each holds at most ``free // k`` slots by
-    the filter the walk prunes by), and the walk skips the block rather than visit its children one by one."""
-    elements = state._bounded
-    if elements is None:
-        return False
+def empty_block(elements: Elements, layout: Layout, index: int, meta: JobMeta) -> bool:
+    """Whether the current walk's bound (:func:`too_few_slots`, just made for ``meta``'s window, which counted the
+    slots of ``elements``) counted no slot in block ``index`` of the root's children: none of them then qualifies
+    (each holds at most ``free // k`` slots by the filter the walk prunes by), and the walk skips the block rather
+    than visit its children one by one."""
     hit = _kept(layout.counts[0][index], elements, layout.fps[0][index], layout.bounds[0][index], meta)
     return hit == 0
 
 
-def _leaf_type(state: WalkState, layout: Layout, type: str) -> bool:
+def _leaf_type(schedule: ScheduleView, layout: Layout, type: str) -> bool:
     """Whether no vertex of ``type`` has children (its units are what a slot holds, and what filters count); kept
     while the graph has as many vertices (a vertex that grows children brings new ones)."""
-    size = len(state.graph.vertices)
+    size = len(schedule.graph.vertices)
     known = layout.leaf_types.get(type)
     if known is None or known[0] != size:
-        vertices = state.graph.vertices
+        vertices = schedule.graph.vertices
         known = layout.leaf_types[type] = (
             size,
-            not any(vertices[uid].out for uid in state.graph.by_type.get(type, ())),
+            not any(vertices[uid].out for uid in schedule.graph.by_type.get(type, ())),
         )
     return known[1]
 
 
 def _span_slots(
-    state: WalkState, layout: Layout, level: int, index: int, elements: Elements, meta: JobMeta, wanted: int
+    schedule: ScheduleView, layout: Layout, level: int, index: int, elements: Elements, meta: JobMeta, wanted: int
 ) -> int:
     """The bound of one span of the root's children: exact, or, when it reached ``wanted`` part way, at least that."""
     table: CacheTable[int] = layout.counts[level][index]
@@ -123,11 +122,11 @@ def _span_slots(
     found = 0
     if level == 0:
         for _edge, target in layout.blocks[index]:
-            found += child_slots(state, target, elements, meta)
+            found += child_slots(schedule, target, elements, meta)
     else:
         below = layout.fps[level - 1]
         for sub in range(index * BLOCK, min((index + 1) * BLOCK, len(below))):
-            found += _span_slots(state, layout, level - 1, sub, elements, meta, wanted - found)
+            found += _span_slots(schedule, layout, level - 1, sub, elements, meta, wanted - found)
             if found >= wanted:
                 return found
     table[elements, meta.at, meta.duration] = (fingerprint, meta.at, meta.at + meta.duration, found)
@@ -148,9 +147,9 @@ def _kept(table: CacheTable[int], elements: Elements, fingerprint: int, bounds: 
     return hit
 
 
-def child_slots(state: WalkState, uid: int, elements: Elements, meta: JobMeta) -> int:
+def child_slots(schedule: ScheduleView, uid: int, elements: Elements, meta: JobMeta) -> int:
     """The most slots of ``elements`` that ``uid``'s subtree can hold during ``meta``'s window, by its filter."""
-    subplan = state.subplans.get(uid)
+    subplan = schedule.subplans.get(uid)
     if subplan is None:
         return UNBOUNDED
     types = subplan.resource_types

@@ -20,7 +20,9 @@ from kubeflux.match import stdsort
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count
 from kubeflux.match.scoring import MATCH_MET, EdgeEval, EdgeGroup, Scoring
-from kubeflux.match.state import SLOT, WalkState
+from kubeflux.match.state import SLOT
+from kubeflux.match.view import ScheduleView
+from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
 _SCORE = itemgetter(0)
@@ -41,12 +43,7 @@ def own_slot(vertex: Vertex, resources: list[Request]) -> Request | None:
 
 
 def leaf_slots(
-    state: WalkState,
-    meta: JobMeta,
-    children: list[tuple[int, int]],
-    shape: list[Request],
-    label: str,
-    own: Request | None,
+    schedule: ScheduleView, visit: Visit, children: list[tuple[int, int]], label: str, own: Request | None
 ) -> list[EdgeGroup] | None:
     """The slot groups a vertex with ``children`` offers for ``shape`` (its slot's elements), in the order the
     generic path adds them; [] when none qualifies; None when the shape or the children are not covered.
@@ -55,21 +52,22 @@ def leaf_slots(
     is certain (see :func:`_chosen`): it reads nothing else of them.
 
     Raises :class:`MatchFailure` (EINVAL) where the generic walk does: an element marked not exclusive that a
-    qualified leaf reaches (a slot holds its leaves exclusively)."""
+    qualified leaf reaches (a slot holds its leaves exclusively). ``visit``: the slot's (its shape)."""
+    shape = visit.resources
     if len(shape) != 1:
         return None
     element = shape[0]
     if element.type == SLOT or element.with_:
         return None
-    base = state.policy.leaf_base(element.type)
+    base = visit.policy.leaf_base(element.type)
     if base is None:
         return None
-    candidates = _qualified(state, meta, children, element, base)
+    candidates = _qualified(schedule, visit.meta, children, element, base)
     if candidates is None:
         return None
     if not candidates:
         return []
-    descending = state.policy.descending
+    descending = visit.policy.descending
     avails = [avail for _score, avail, _edge in candidates]
     if min([score for score, _avail, _edge in candidates]) > 0:
         qualified = sum(avails)
@@ -113,15 +111,15 @@ def _chosen(candidates: list[Candidate], own: Request, descending: bool) -> list
 
 
 def _qualified(
-    state: WalkState, meta: JobMeta, children: list[tuple[int, int]], element: Request, base: int
+    schedule: ScheduleView, meta: JobMeta, children: list[tuple[int, int]], element: Request, base: int
 ) -> list[Candidate] | None:
     """The children of ``element``'s type that qualify, in child order, as :meth:`Traverser._visit_leaf` finds
     them with the slot's exclusivity: up (unless testing satisfiability), units free in the window, no other job
     holding them, within their own aggregate filter. None if a child is no leaf (the generic walk visits it).
     Children of other types fail the slot's shape (their visit finds nothing and records nothing)."""
-    vertices = state.graph.vertices
-    plans, subplans = state._plans, state.subplans
-    allocations, uses = state._allocations, state._x_uses
+    vertices = schedule.graph.vertices
+    plans, subplans = schedule._plans, schedule.subplans
+    allocations, uses = schedule._allocations, schedule._x_uses
     any_status = meta.alloc_type == AllocType.SATISFIABILITY
     at, duration = meta.at, meta.duration
     type = element.type
@@ -143,9 +141,9 @@ def _qualified(
         if conflict:
             message = f"exclusivity conflicts at jobspec={element.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, message)
-        if (target in allocations or target in uses) and state._held(meta, target):
+        if (target in allocations or target in uses) and schedule._held(meta, target):
             continue
-        if target in subplans and not state._by_subplan(meta, target, element):
+        if target in subplans and not schedule._by_subplan(meta, target, element):
             continue
         candidates.append((base + vertex.id, avail, edge))
     return candidates

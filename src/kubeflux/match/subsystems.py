@@ -23,9 +23,10 @@ At every dominant vertex the walk then explores each auxiliary subsystem (Fluxio
   match (ENODEV) if one of their types has no qualified candidate;
 * the update walk records nothing along auxiliary edges (Fluxion's ``upd_upv`` and ``rem_upv`` are empty).
 
-:class:`SubsystemTraverser` does this on top of :class:`~kubeflux.match.traverser.Traverser`. The dominant
-subsystem is walked as a tree: each vertex's parent is the one through which a depth-first walk from the root
-first reaches it (Fluxion colours visited vertices and skips them), so cross edges are never followed. It keeps
+:class:`SubsystemTraverser` does this on top of :class:`~kubeflux.match.traverser.Traverser`, over a
+:class:`SubsystemSchedule`, whose dominant subsystem is walked as a tree: each vertex's parent is the one through
+which a depth-first walk from the root first reaches it (Fluxion colours visited vertices and skips them), so cross
+edges are never followed. It keeps
 no cached evaluations (each match re-walks the dominant tree), so the containment matcher (``-S CA``), which
 uses the plain :class:`~kubeflux.match.traverser.Traverser`, is unaffected.
 """
@@ -40,9 +41,11 @@ from kubeflux.match.evaluation import Evaluation, Kids, LeafRun, Mark
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, effective_max
+from kubeflux.match.schedule import Schedule
 from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
-from kubeflux.match.state import SLOT
+from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.traverser import Traverser, tally_shares
+from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
 
 IBNET, IBNETBW, PFS1BW, POWER, VIRTUAL1 = "ibnet", "ibnetbw", "pfs1bw", "power", "virtual1"
@@ -139,38 +142,22 @@ class AuxEvaluation(Evaluation):
         self.aux = aux
 
 
-class SubsystemTraverser(Traverser):
-    """DFU matching whose dominant subsystem is ``subsystems[0]``, with up-walks over the others."""
-
-    scoring_type = AuxScoring
-    evaluation_type = AuxEvaluation
-    wide_blocks = False
-    count_free_parts = False  # (kept to what is shown exact for the containment walk alone)
-    leaf_shortcut = False
-    leaf_runs = False
-    leaf_batches = False
-    leaf_slots = False
+class SubsystemSchedule(Schedule):
+    """The schedule of a graph whose walks follow ``subsystems[0]`` (the dominant subsystem), as a tree."""
 
     def __init__(
-        self,
-        graph: Graph,
-        policy: MatchPolicy,
-        prune: PruningFilters,
-        base: int,
-        duration: int,
-        subsystems: Iterable[str],
+        self, graph: Graph, prune: PruningFilters, base: int, duration: int, subsystems: Iterable[str]
     ) -> None:
         names = tuple(subsystems)
         if not names:
             raise SubsystemError("no match subsystem given")
         self.dominant = names[0]
         self.aux = tuple(name for name in names[1:] if name != self.dominant)
+        """The auxiliary subsystems (:class:`SubsystemTraverser` explores them at every dominant vertex)."""
         self._tree_parent: dict[int, int] = {}
         self._tree_edge: dict[int, int] = {}
         self._build_tree(graph)
-        super().__init__(graph, policy, prune, base, duration)
-
-    # ------------------------------------------------------------------ the dominant tree
+        super().__init__(graph, prune, base, duration)
 
     def _build_tree(self, graph: Graph) -> None:
         """Each vertex's parent and parent edge in a depth-first walk of the dominant subsystem from its root,
@@ -213,6 +200,9 @@ class SubsystemTraverser(Traverser):
             raise KeyError(uid)
         return edge
 
+    def walk_parent_edge(self, uid: int) -> int:
+        return self._tree_edge.get(uid, -1)
+
     def _prime_leaf(self, vertex: Vertex) -> bool:
         # Fluxion's prime_pruning_filter takes a vertex for a leaf by its out-degree over all subsystems.
         return not vertex.out
@@ -222,27 +212,6 @@ class SubsystemTraverser(Traverser):
         self._kids.clear()
         self._by_weight.clear()
         super().refresh(changed, added, removed)
-
-    def unlead(self, uid: int) -> None:
-        edge = self._tree_edge.get(uid, -1)
-        if edge != -1:
-            self._unlead_edge(edge)
-
-    # ------------------------------------------------------------------ select
-
-    def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
-        """Visit ``uid`` afresh (no evaluation is cached: the subtree's state includes auxiliary vertices that the
-        dominant tree's fingerprints do not cover)."""
-        return self._evaluate(meta, uid, resources, pristine, excl, self._kid_edges(uid))
-
-    def _explore_aux(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: Scoring) -> None:
-        if self.aux and isinstance(dfu, AuxScoring):
-            self._aux_explore(meta, vertex, resources, excl, dfu)
-
-    def _pass_up(self, evaluation: Evaluation, dfu: Scoring) -> None:
-        super()._pass_up(evaluation, dfu)
-        if isinstance(evaluation, AuxEvaluation) and isinstance(dfu, AuxScoring) and dfu.aux:
-            evaluation.aux = dfu.aux
 
     def _walk_parent(self, uid: int) -> int:
         return self._tree_parent.get(uid, -1)
@@ -254,6 +223,37 @@ class SubsystemTraverser(Traverser):
         # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
         self._by_weight.pop(self._tree_parent.get(target, -1), None)
 
+
+class SubsystemTraverser(Traverser):
+    """DFU matching over a :class:`SubsystemSchedule`'s dominant subsystem, with up-walks over the ``aux`` ones."""
+
+    scoring_type = AuxScoring
+    evaluation_type = AuxEvaluation
+    wide_blocks = False
+    count_free_parts = False  # (kept to what is shown exact for the containment walk alone)
+    leaf_shortcut = False
+    leaf_runs = False
+    leaf_batches = False
+    leaf_slots = False
+
+    def __init__(self, state: WalkState, aux: tuple[str, ...]) -> None:
+        super().__init__(state)
+        self.aux = aux
+
+    def _dom_dfv(self, visit: Visit, uid: int) -> Evaluation:
+        """Visit ``uid`` afresh (no evaluation is cached: the subtree's state includes auxiliary vertices that the
+        dominant tree's fingerprints do not cover)."""
+        return self._evaluate(visit, uid, self.schedule._kid_edges(uid))
+
+    def _explore_aux(self, visit: Visit, vertex: Vertex, dfu: Scoring) -> None:
+        if self.aux and isinstance(dfu, AuxScoring):
+            self._aux_explore(visit, vertex, dfu)
+
+    def _pass_up(self, evaluation: Evaluation, dfu: Scoring) -> None:
+        super()._pass_up(evaluation, dfu)
+        if isinstance(evaluation, AuxEvaluation) and isinstance(dfu, AuxScoring) and dfu.aux:
+            evaluation.aux = dfu.aux
+
     def _take(self, evaluation: Evaluation, type: str, edge: int, dfu: Scoring) -> None:
         """Also take the child's auxiliary candidates, and leave its score and availability in ``dfu`` for the
         auxiliary candidates that follow."""
@@ -263,20 +263,20 @@ class SubsystemTraverser(Traverser):
         dfu.overall_score = evaluation.score
         dfu.avail = evaluation.avail
 
-    def _aux_explore(
-        self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: AuxScoring
-    ) -> None:
-        """Fluxion's explore of ``vertex``'s out-edges in each auxiliary subsystem (``visit_t::UPV``)."""
+    def _aux_explore(self, visit: Visit, vertex: Vertex, dfu: AuxScoring) -> None:
+        """Fluxion's explore of ``vertex``'s out-edges in each auxiliary subsystem (``visit_t::UPV``), for the
+        request ``visit`` holds."""
         graph = self.graph
         edges = graph.edges
         vertices = graph.vertices
+        meta, resources, excl = visit.meta, visit.resources, visit.exclusive
         for subsystem in self.aux:
             targets = [(index, edges[index].target) for index in vertex.out if edges[index].subsystem == subsystem]
             if not targets:
                 continue
-            dynamic = self.policy.spec.stop_on_first
+            dynamic = visit.policy.spec.stop_on_first
             if dynamic:
-                weight = self.edge_weight
+                weight = self.schedule.edge_weight
                 targets.sort(key=lambda pair: (-weight[pair[0]], -vertices[pair[1]].uniq_id))
             shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}
             satisfied: set[str] = set()
@@ -297,7 +297,7 @@ class SubsystemTraverser(Traverser):
         subsystem (status, availability, exclusivity; no aggregate filter there) and has units free."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
             return False
-        if self._avail(vertex.uid, meta.at, meta.duration) == 0:
+        if self.schedule._avail(vertex.uid, meta.at, meta.duration) == 0:
             return False
         for resource in resources:
             if resource.type != vertex.type or resource.type == SLOT:
@@ -311,34 +311,13 @@ class SubsystemTraverser(Traverser):
                 return False
         return True
 
-    def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring) -> int:
+    def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring, policy: MatchPolicy) -> int:
         """Fluxion's ``resolve_graph``; its ``has_remaining`` also covers the auxiliary candidates that reached
         the root."""
-        needs = super()._resolve_graph(root, resources, dfu)
-        evaluation = self.root_eval
+        needs = super()._resolve_graph(root, resources, dfu, policy)
+        evaluation = self.state.root_eval
         if needs >= 0 and isinstance(evaluation, AuxEvaluation) and evaluation.aux:
             for by_type in evaluation.aux.values():
                 if any(evals.qualified == 0 for evals in by_type.values()):
                     return -1
         return needs
-
-    # ------------------------------------------------------------------ walks up the dominant tree
-
-    def _mark_ancestors(self, parent: int, dfu: Scoring) -> None:
-        """Mark the unconstrained edges from ``parent`` up to the root (Fluxion's ``enforce`` with
-        ``enforce_unconstrained``), through the dominant tree."""
-        vertices = self.graph.vertices
-        parents = self._tree_parent
-        while True:
-            grand = parents.get(parent, -1)
-            if grand == -1:
-                return
-            edge = self._tree_edge[parent]
-            if self.edge_seq[edge] == self.sequence:
-                return
-            evals = dfu.by_type.get(vertices[parent].type)
-            if evals is not None and evals.best_k == 0:
-                self.edge_needs[edge] = vertices[parent].size
-                self.edge_excl[edge] = False
-                self._stamp(edge)
-            parent = grand

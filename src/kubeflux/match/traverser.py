@@ -1,63 +1,125 @@
-"""The depth-first-and-up (DFU) traverser: Fluxion's matching walk, step for step (``dfu_impl.cpp``), and the facade
-that sequences a match (Fluxion's ``dfu.cpp``).
+"""The depth-first-and-up (DFU) select walk: Fluxion's matching walk, step for step (``dfu_impl.cpp``).
 
 ``select`` walks the containment tree from the root, pruning subtrees that cannot satisfy the request (status,
 exclusivity, per-subtree aggregate filters), lets the policy score candidates on the way up and marks the edges of
-the chosen ones; evaluations of unchanged subtrees are reused. ``update`` then hands the marks to the update walk
-(:mod:`kubeflux.match.record`), ``cancel`` to the cancel walk (:mod:`kubeflux.match.cancel`).
+the chosen ones; evaluations of unchanged subtrees are reused. The engine then hands the marks to the update walk
+(:mod:`kubeflux.match.record`).
 
-The engine's parts, each a module: the per-graph schedule (:mod:`~kubeflux.match.schedule`) and what the walks
-share about the current match (:mod:`~kubeflux.match.state`: the one state object every walk receives; a
-:class:`Traverser` is one), the records a visit leaves (:mod:`~kubeflux.match.evaluation`), the select walk (here),
-the update walk and the cancel walk. The select walk must never write the schedule: it reads it and leaves marks.
+The engine's parts, each a module: the schedule as the walks read it (:mod:`~kubeflux.match.view`) and as the update
+and cancel walks change it (:mod:`~kubeflux.match.schedule`), the marks the walks of a match share
+(:mod:`~kubeflux.match.state`), what a visit is for (:mod:`~kubeflux.match.visit`), the records a visit leaves
+(:mod:`~kubeflux.match.evaluation`), the select walk (here, with its wide vertices in :mod:`~kubeflux.match.wide`
+and its leaves in :mod:`~kubeflux.match.leaves` and :mod:`~kubeflux.match.slots`), the update walk and the cancel
+walk. A :class:`Traverser` holds the walk state and the schedule's view, not the schedule: the select walk reads the
+schedule and leaves marks, and never writes it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from kubeflux.match import cancel as cancel_walk
-from kubeflux.match import record
+from kubeflux.match import wide
 from kubeflux.match.evaluation import (
     BLOCK,
     CACHE_PER_VERTEX,
     FAILED,
+    CacheTable,
     Evaluation,
+    Excluded,
     Kids,
+    allowed_positions,
+    fresh,
 )
-from kubeflux.match.leaves import add_leaves, first_leaf_slots, kind_plan, leaf_candidates, own_exclusive, own_leaves
+from kubeflux.match.keys import CacheKeys
+from kubeflux.match.leaves import (
+    KindPlan,
+    add_leaves,
+    first_leaf_slots,
+    kind_plan,
+    leaf_candidates,
+    own_exclusive,
+    own_leaves,
+)
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure
+from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
-from kubeflux.match.schedule import fresh
 from kubeflux.match.scoring import MATCH_UNMET, EdgeEval, EdgeGroup, Scoring
-from kubeflux.match.slotbound import too_few_slots
+from kubeflux.match.slotbound import Elements, too_few_slots
 from kubeflux.match.slots import count_slots, leaf_slots, own_slot, take_slot
-from kubeflux.match.state import SLOT
-from kubeflux.match.wide import WideWalk
-from kubeflux.match.writers import Writer
+from kubeflux.match.state import SLOT, WalkState
+from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
 
-class Traverser(WideWalk):
-    """DFU matching over the containment subsystem of one graph: the select walk, and the facade that sequences a
-    match (:meth:`select`, then :meth:`update`) and a cancel."""
+class Traverser:
+    """DFU matching over the containment subsystem of one graph: the select walk (see the module docstring)."""
 
-    def select(self, resources: list[Request], meta: JobMeta, exclusive: bool) -> None:
-        """Find and mark the best resources for ``resources`` at ``meta.at``; raise MatchFailure if none."""
+    scoring_type: type[Scoring] = Scoring
+    evaluation_type: type[Evaluation] = Evaluation
+    wide_blocks = True
+    """Whether wide vertices explore through cached spans of children (see :mod:`kubeflux.match.wide`)."""
+    leaf_shortcut = True
+    """Whether a child with no out-edges is visited by :meth:`_visit_leaf` (see :meth:`_visit_child`)."""
+    leaf_runs = True
+    """Whether marks on a run of one vertex's exclusive leaves are recorded as one pool (see :class:`LeafRun`)."""
+    leaf_batches = True
+    """Whether ``first`` explores a vertex whose children are all leaves of the requested type in one loop (see
+    :meth:`_first_leaves`)."""
+    leaf_slots = True
+    """Whether a slot made of a vertex's own leaves is cut in one loop (see :func:`kubeflux.match.slots.leaf_slots`)."""
+    slot_bounds = True
+    """Whether a walk for slots that the root's children cannot hold is refused before it is made (see
+    :mod:`kubeflux.match.slotbound`)."""
+    count_free_parts = True
+    """Whether evaluations below the root are kept for a slot request whatever its count (see
+    :meth:`CacheKeys.count_free`); off for traversers whose slots read it lower down."""
+
+    def __init__(self, state: WalkState) -> None:
+        self.state = state
+        self.schedule = state.schedule
+        """The schedule as the walk reads it (a view: the select walk never writes the schedule)."""
+        self.graph = state.graph
+        self.excluded: Excluded | None = None
+        """Node vertices below the root that the current match must treat as down (set by the engine for one
+        match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
+        marking them down, which would change their fingerprints and so void their cached evaluations."""
+        self.keys = CacheKeys()
+        self._cache: dict[int, CacheTable[Evaluation]] = {}
+        self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
+        self._kinds: dict[tuple[int, str, bool], KindPlan] = {}
+        """What a request list says of a vertex type (see :meth:`_match_kind`)."""
+        self._exclusives: dict[tuple[int, str], tuple[list[Request], bool]] = {}
+        self._bounded: Elements | None = None
+        """The slot elements the current walk's bound counted the root's children for (None: it did not count);
+        its blocks counted empty are skipped (:func:`~kubeflux.match.slotbound.empty_block`)."""
+
+    def select(self, root_visit: Visit) -> None:
+        """Find and mark the best resources for the root's visit (its request, at its ``meta.at``, under its
+        policy); raise MatchFailure if none."""
+        resources, meta, exclusive, policy = (
+            root_visit.resources,
+            root_visit.meta,
+            root_visit.exclusive,
+            root_visit.policy,
+        )
+        schedule, state = self.schedule, self.state
         self._bounded = None
-        if self.slot_bounds and too_few_slots(self, resources, meta):
-            raise MatchFailure(Errno.EBUSY)
-        self.next_sequence()
-        self._labels = tuple(self.task_labels)
-        self._cache_context(meta)
-        self._sign(resources)
-        self._count_free(resources)
-        root = self.root
-        evaluation = self._dom_dfv(meta, root, resources, True, exclusive)
-        self.root_eval = evaluation
+        if self.slot_bounds:
+            refused, self._bounded = too_few_slots(schedule, resources, meta)
+            if refused:
+                raise MatchFailure(Errno.EBUSY)
+        state.next_sequence()
+        at, duration = meta.at, meta.duration
+        in_range = schedule.base <= at and at + duration <= schedule.base + schedule.horizon
+        self.keys.begin(meta, in_range, tuple(state.task_labels), policy.spec)
+        self.keys.sign(resources)
+        self.keys.count_free(resources, self.count_free_parts and not policy.spec.stop_on_first)
+        root = schedule.root
+        evaluation = self._dom_dfv(root_visit, root)
+        state.root_eval = evaluation
         if not evaluation.ok:
             raise MatchFailure(Errno.EBUSY)
-        self._apply_own(evaluation)
+        state._apply_own(evaluation)
         dfu = Scoring()
         if evaluation.merged is not None:
             dfu.merge_types(evaluation.merged)
@@ -72,15 +134,34 @@ class Traverser(WideWalk):
             edges=[EdgeEval(evaluation.avail, evaluation.avail, exclusive, -1)],
         )
         dfu.add(self.graph.vertices[root].type, group)
-        needs = self._resolve_graph(root, resources, dfu)
-        self.root_needs = max(needs, 0)
-        self.root_excl = evaluation.x_in
-        self.root_seq = self.sequence
+        needs = self._resolve_graph(root, resources, dfu, policy)
+        state.root_needs = max(needs, 0)
+        state.root_excl = evaluation.x_in
+        state.root_seq = state.sequence
         if needs < 0:
             raise MatchFailure(Errno.ENODEV)
 
-    def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring) -> int:
-        if not self.policy.finish_graph(resources, dfu):
+    def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int], policy: MatchPolicy) -> None:
+        """Fluxion's ``prime_jobspec``: each request's aggregate counts of the tracked types below it (its
+        ``user_data``), summed into ``to_parent``; the types requested exclusively go to ``policy``."""
+        total = self.schedule.prune_filters.total
+        for resource in resources:
+            if resource.exclusive is True:
+                policy.exclusive_types.add(resource.type)
+            if resource.type in total:
+                to_parent[resource.type] = to_parent.get(resource.type, 0) + resource.min
+            resource.user_data = {}
+            self.prime_jobspec(resource.with_, resource.user_data, policy)
+            for type, count in resource.user_data.items():
+                if type in total:
+                    to_parent[type] = to_parent.get(type, 0) + resource.min * count
+
+    def forget_requests(self, resources: list[Request]) -> None:
+        """Forget the cache keys of a request list its owner no longer matches (see :meth:`CacheKeys.forget`)."""
+        self.keys.forget(resources)
+
+    def _resolve_graph(self, root: int, resources: list[Request], dfu: Scoring, policy: MatchPolicy) -> int:
+        if not policy.finish_graph(resources, dfu):
             return -1
         needs = 1
         root_type = self.graph.vertices[root].type
@@ -93,17 +174,7 @@ class Traverser(WideWalk):
         for evals in dfu.by_type.values():
             if evals.qualified == 0:
                 return -1
-        edges = self.graph.edges
-        last = -1
-        for mark in self._marks(dfu):
-            self._apply_mark(mark)
-            source = edges[mark[0]].source
-            if source != last:
-                # A slot's marks come source by source (a node's cores): the path above a source is stamped by its
-                # first mark, and stamping it again changes nothing (a mark stamps only an edge below its source).
-                self._apply_path(source)
-                self._mark_ancestors(source, dfu)
-                last = source
+        self.state.mark_choices(dfu)
         return needs
 
     def _match_kind(
@@ -116,25 +187,27 @@ class Traverser(WideWalk):
         if plan is None or plan[0] is not resources:
             plan = kind_plan(self._kinds, vertex.type, resources, pristine)
         slot = plan[1]
-        if slot is not None and self._slot_fits(vertex, slot):
+        if slot is not None and self.schedule._slot_fits(vertex, slot):
             return plan[2]
         return plan[3]
 
-    def _prune(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> int:
-        """The units of ``vertex`` free during ``meta``'s window if the walk may descend into it, else 0 (it is
+    def _prune(self, visit: Visit, exclusive: bool, vertex: Vertex) -> int:
+        """The units of ``vertex`` free during the visit's window if the walk may descend into it, else 0 (it is
         pruned). The select walk changes no planner, so the count holds until the vertex's visit ends."""
+        meta = visit.meta
         if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return 0
-        avail = self._avail(vertex.uid, meta.at, meta.duration)
+        schedule = self.schedule
+        avail = schedule._avail(vertex.uid, meta.at, meta.duration)
         if avail == 0:
             return 0
-        if vertex.type == "node" and self.policy.spec.node_exclusive and self._held(meta, vertex.uid):
+        if vertex.type == "node" and visit.policy.spec.node_exclusive and schedule._held(meta, vertex.uid):
             # The update walk will hold the node whole, planning every vertex below it: a node another job uses is
             # out, as if the jobspec asked for it exclusively. Fluxion checks only the node's own planner here,
             # which suffices while every job holds its nodes whole; a node a job holds in part (a pod of another
             # policy, a replayed or partly released job) would fail its update walk half way.
             return 0
-        return avail if self._prune_resources(meta, exclusive, vertex, resources) else 0
+        return avail if self._prune_resources(meta, exclusive, vertex, visit.resources) else 0
 
     def _prune_resources(self, meta: JobMeta, exclusive: bool, vertex: Vertex, resources: list[Request]) -> bool:
         for resource in resources:
@@ -142,7 +215,7 @@ class Traverser(WideWalk):
                 continue
             if resource.type != SLOT and not self._by_excl(meta, exclusive, vertex, resource):
                 return False
-            if not self._by_subplan(meta, vertex.uid, resource):
+            if not self.schedule._by_subplan(meta, vertex.uid, resource):
                 return False
         return True
 
@@ -150,19 +223,22 @@ class Traverser(WideWalk):
         if exclusive and resource.exclusive is False:
             conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, conflict)
-        return not ((exclusive or resource.exclusive is True) and self._held(meta, vertex.uid))
+        return not ((exclusive or resource.exclusive is True) and self.schedule._held(meta, vertex.uid))
 
-    def _dom_dfv(self, meta: JobMeta, uid: int, resources: list[Request], pristine: bool, excl: bool) -> Evaluation:
+    def _dom_dfv(self, visit: Visit, uid: int) -> Evaluation:
         """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
-        children = self._kid_edges(uid)
-        if not children or (self.excluded is not None and uid == self.root):
+        schedule = self.schedule
+        children = schedule._kid_edges(uid)
+        root = uid == schedule.root
+        if not children or (self.excluded is not None and root):
             # (the root's evaluation depends on the nodes the match excludes: never kept nor reused)
-            return self._evaluate(meta, uid, resources, pristine, excl, children)
-        fp = self.fp[uid]
+            return self._evaluate(visit, uid, children)
+        fp = schedule.fp[uid]
+        keys = self.keys
         key = (
-            self._cache_key(meta, resources, pristine, excl)
-            if uid == self.root
-            else self._part_key(meta, resources, pristine, excl)
+            keys.root_key(visit.resources, visit.pristine, visit.exclusive)
+            if root
+            else keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         )
         table = self._cache.get(uid)
         if table is None:
@@ -170,57 +246,49 @@ class Traverser(WideWalk):
         else:
             entry = table.get(key)  # (a vertex ``first`` visits again has mostly changed since: test first)
             if entry is not None:
-                hit = fresh(entry, fp, self.bounds.get(uid), meta)
+                hit = fresh(entry, fp, schedule.bounds.get(uid), visit.meta)
                 if hit is not None:
                     return hit
-        evaluation = self._evaluate(meta, uid, resources, pristine, excl, children)
+        evaluation = self._evaluate(visit, uid, children)
+        meta = visit.meta
         table[key] = (fp, meta.at, meta.at + meta.duration, evaluation)
         if len(table) > CACHE_PER_VERTEX:
             del table[next(iter(table))]
         return evaluation
 
-    def _evaluate(
-        self,
-        meta: JobMeta,
-        uid: int,
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        children: list[tuple[int, int]],
-    ) -> Evaluation:
+    def _evaluate(self, visit: Visit, uid: int, children: list[tuple[int, int]]) -> Evaluation:
+        schedule = self.schedule
         vertex = self.graph.vertices[uid]
-        if uid in self._pools and self._pools_matter(uid, meta, children):
-            self._settle_source(uid)
-        x_in = excl or own_exclusive(self._exclusives, vertex.type, resources)
-        kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, pristine)
+        resources, meta, policy = visit.resources, visit.meta, visit.policy
+        if uid in schedule._pools and schedule._pools_matter(uid, meta, children):
+            schedule._settle_source(uid)
+        x_in = visit.exclusive or own_exclusive(self._exclusives, vertex.type, resources)
+        kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, visit.pristine)
         if kind == "none":
             return FAILED
-        avail = self._prune(meta, x_in, vertex, resources)
+        avail = self._prune(visit, x_in, vertex)
         if not avail:
             return FAILED
-        self.policy.discover(vertex)
+        policy.discover(vertex)
         dfu = Scoring() if self.scoring_type is Scoring else self.scoring_type()  # (see _finish)
         kids = Kids()
+        stop_on_first = policy.spec.stop_on_first
         if kind == "slot":
+            below = visit.below(next_resources, check_pristine, True)
             slots = None  # the slot cut in one loop when it is made of the vertex's own leaves (see leaf_slots)
-            if self.leaf_slots and not check_pristine and not self.policy.spec.stop_on_first:
-                slots = leaf_slots(self, meta, children, next_resources, label, own_slot(vertex, resources))
-            elif self.leaf_batches and self.policy.spec.stop_on_first and len(next_resources) == 1 and children:
-                slots = first_leaf_slots(self, self._leaf_kind, meta, children, next_resources, nslots, label)
+            if self.leaf_slots and not check_pristine and not stop_on_first:
+                slots = leaf_slots(schedule, below, children, label, own_slot(vertex, resources))
+            elif self.leaf_batches and stop_on_first and len(next_resources) == 1 and children:
+                slots = first_leaf_slots(schedule, below, self._leaf_kind, children, nslots, label)
             if slots is None:
-                self._dom_slot(meta, children, next_resources, nslots, check_pristine, label, dfu, kids)
+                self._dom_slot(below, children, nslots, label, dfu, kids)
             elif slots:
                 dfu.evals(SLOT).add_all(slots)
         else:
-            if (
-                kind == "resource"
-                and len(next_resources) == 1
-                and children
-                and self.leaf_batches
-                and self.policy.spec.stop_on_first
-            ):
+            below = visit.below(next_resources, check_pristine, x_in)
+            if kind == "resource" and len(next_resources) == 1 and children and self.leaf_batches and stop_on_first:
                 chosen = own_leaves(
-                    self, self._leaf_kind, meta, vertex, children, next_resources, check_pristine, x_in, avail
+                    schedule, below, self._leaf_kind, vertex, children, avail, self.evaluation_type, self.leaf_runs
                 )
                 if isinstance(chosen, Evaluation):
                     return chosen
@@ -228,16 +296,14 @@ class Traverser(WideWalk):
                     add_leaves(dfu, next_resources[0].type, chosen[0], chosen[1], chosen[2], True)
                     children = []
             if children:
-                self._explore(meta, children, next_resources, check_pristine, x_in, dfu, 0, kids)
-            self._explore_aux(meta, vertex, next_resources, x_in, dfu)
-        return self._finish(vertex, resources, x_in, dfu, kids, avail)
+                self._explore(below, children, dfu, 0, kids)
+            self._explore_aux(below, vertex, dfu)
+        return self._finish(visit, vertex, x_in, dfu, kids, avail)
 
-    def _finish(
-        self, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring, kids: Kids, avail: int
-    ) -> Evaluation:
+    def _finish(self, visit: Visit, vertex: Vertex, x_in: bool, dfu: Scoring, kids: Kids, avail: int) -> Evaluation:
         """The end of a vertex's visit, once its children are explored: the policy's verdict and choices (``avail``:
         the vertex's free units, which :meth:`_prune` found)."""
-        if avail == 0 or not self.policy.finish_vertex(vertex, resources, dfu):
+        if avail == 0 or not visit.policy.finish_vertex(vertex, visit.resources, dfu):
             return self.evaluation_type(False, kids=kids) if kids else FAILED
         if self.evaluation_type is Evaluation:  # (a native call when compiled; a class in a variable is not)
             evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
@@ -245,14 +311,14 @@ class Traverser(WideWalk):
             evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
-                evaluation.marks = self._marks(dfu) or None
+                evaluation.marks = self.state._marks(dfu) or None
                 if evaluation.marks is not None and self.leaf_runs:
-                    evaluation.run = self._leaf_run(evaluation.marks)
+                    evaluation.run = self.state._leaf_run(evaluation.marks)
             else:
                 self._pass_up(evaluation, dfu)
         return evaluation
 
-    def _explore_aux(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool, dfu: Scoring) -> None:
+    def _explore_aux(self, visit: Visit, vertex: Vertex, dfu: Scoring) -> None:
         """Explore ``vertex``'s edges in the auxiliary subsystems (none when matching over containment alone)."""
 
     def _pass_up(self, evaluation: Evaluation, dfu: Scoring) -> None:
@@ -261,49 +327,43 @@ class Traverser(WideWalk):
             evaluation.merged = dfu.by_type
 
     def _explore(
-        self,
-        meta: JobMeta,
-        children: list[tuple[int, int]],
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        dfu: Scoring,
-        multiplier: int,
-        kids: Kids,
+        self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, multiplier: int, kids: Kids
     ) -> bool:
         found = False
-        if not self.policy.spec.stop_on_first:
+        resources = visit.resources
+        schedule = self.schedule
+        if not visit.policy.spec.stop_on_first:
             # Checked before the blocks, so a vertex's leaf family is first asked with all its children (and only in
             # a tree, where the first child's parent is the vertex explored).
             if self.leaf_batches and len(resources) == 1 and children and not self.graph.shared_children:
-                source = self._walk_parent(children[0][1])
-                if self._leaf_family(source, children) == resources[0].type:
-                    leaves_found = self._first_leaves(meta, children, resources, pristine, excl, dfu, None)
+                source = schedule._walk_parent(children[0][1])
+                if schedule._leaf_family(source, children) == resources[0].type:
+                    leaves_found = self._first_leaves(visit, children, dfu, None)
                     if leaves_found is not None:
                         return leaves_found
             if self.wide_blocks and len(children) >= 2 * BLOCK:
-                return self._explore_blocks(meta, children, resources, pristine, excl, dfu, kids)
+                return self._explore_wide(visit, children, dfu, kids)
             for edge, target in children:
-                if self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
+                if self._visit_child(visit, edge, target, dfu, kids):
                     found = True
             return found
         if not children:
             return False
-        source = self._walk_parent(children[0][1])
-        order = self._heaviest_first(source, children)
+        source = schedule._walk_parent(children[0][1])
+        order = schedule._heaviest_first(source, children)
         if (
             self.leaf_batches
             and len(resources) == 1
             and resources[0].type != SLOT
-            and self._leaf_family(source, order) == resources[0].type
+            and schedule._leaf_family(source, order) == resources[0].type
         ):
-            leaves_found = self._first_leaves(meta, order, resources, pristine, excl, dfu, max(multiplier, 1))
+            leaves_found = self._first_leaves(visit, order, dfu, max(multiplier, 1))
             if leaves_found is not None:
                 return leaves_found
         shares = {r.type: [effective_max(r), 0, 0, 0] for r in resources}  # per_share, prev_total, current, shares
         satisfied: set[str] = set()
         vertices = self.graph.vertices
-        inline = pristine and self.leaf_shortcut and self.leaf_batches
+        inline = visit.pristine and self.leaf_shortcut and self.leaf_batches
         for edge, target in order:
             vertex = vertices[target]
             if vertex.type in satisfied:
@@ -313,61 +373,93 @@ class Traverser(WideWalk):
                 # wanted): its visit only adds it to the candidates of its type, which no share counts, no choice
                 # takes and no mark follows; with every score positive they only tell the root that the type is
                 # there, which the root checks only of types that are there (see _resolve_graph).
-                if self._positive_scores():
+                if schedule._positive_scores(visit.policy.spec):
                     continue
-                if self._leaf_kind(vertex, resources, pristine) is False:
-                    if self._pristine_leaf(meta, edge, vertex, resources, excl, dfu):
+                if self._leaf_kind(vertex, resources, visit.pristine) is False:
+                    if self._pristine_leaf(visit, edge, vertex, dfu):
                         found = True
                     continue
-            if not self._visit_child(meta, edge, target, resources, pristine, excl, dfu, kids):
+            if not self._visit_child(visit, edge, target, dfu, kids):
                 continue
             found = True
             if tally_shares(shares, satisfied, resources, dfu.total_count, max(multiplier, 1)):
                 break
         return found
 
-    def _first_leaves(
+    def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
+        """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
+        children, in the policy's order with an early stop, or, with nodes excluded, child by child
+        (:meth:`_explore_allowed`)."""
+        schedule = self.schedule
+        parent = self.graph.vertices[children[0][1]].parent
+        layout = wide.layout_of(schedule, parent, children)
+        needed, stops = wide.early_count(schedule, visit.policy, parent, layout, visit.resources)
+        ordered = needed > 0 or self.excluded is not None
+        if ordered:
+            excluded = self.excluded if visit.meta.alloc_type != AllocType.SATISFIABILITY else None
+            if excluded is not None:
+                return self._explore_allowed(visit, layout, excluded, needed, stops, dfu, kids)
+        key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
+        spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
+        if ordered:
+            return wide.explore_in_order(spans, dfu, kids, needed, stops)
+        return wide.explore_all(spans, dfu, kids)
+
+    def _explore_allowed(
         self,
-        meta: JobMeta,
-        order: list[tuple[int, int]],
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
+        visit: Visit,
+        layout: wide.Layout,
+        excluded: Excluded,
+        needed: int,
+        stops: list[bool] | None,
         dfu: Scoring,
-        needed: int | None,
+        kids: Kids,
+    ) -> bool:
+        """The children of a wide vertex that ``excluded`` allows, one by one in the policy's order, stopping once
+        ``needed`` candidates qualify (0: never) after a child where ``stops`` allows it (None: any); a span's cached
+        candidates hold the excluded nodes' too."""
+        backwards = needed > 0 and visit.policy.descending
+        wanted = visit.resources[0].type
+        children = layout.children
+        found = False
+        self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
+        try:
+            for position in allowed_positions(layout, excluded, backwards):
+                edge, target = children[position]
+                if not self._visit_child(visit, edge, target, dfu, kids):
+                    continue
+                found = True
+                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
+                    return True
+        finally:
+            self.excluded = excluded
+        return found
+
+    def _first_leaves(
+        self, visit: Visit, order: list[tuple[int, int]], dfu: Scoring, needed: int | None
     ) -> bool | None:
         """The explore of children that are all leaves of the one requested type (a socket's cores): what
         :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
         :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
         (see :meth:`_leaf_kind`)."""
-        found = leaf_candidates(self, self._leaf_kind, meta, order, resources, pristine, excl, needed, dfu)
+        found = leaf_candidates(self.schedule, visit, self._leaf_kind, order, needed, dfu)
         if found is None:
             return None
         candidates, x_in, descending = found
-        add_leaves(dfu, resources[0].type, candidates, x_in, descending, needed is not None)
+        add_leaves(dfu, visit.resources[0].type, candidates, x_in, descending, needed is not None)
         return bool(candidates)
 
-    def _visit_child(
-        self,
-        meta: JobMeta,
-        edge: int,
-        target: int,
-        resources: list[Request],
-        pristine: bool,
-        excl: bool,
-        dfu: Scoring,
-        kids: Kids,
-    ) -> bool:
+    def _visit_child(self, visit: Visit, edge: int, target: int, dfu: Scoring, kids: Kids) -> bool:
         """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
         excluded = self.excluded
-        if excluded is not None and target in excluded and meta.alloc_type != AllocType.SATISFIABILITY:
+        if excluded is not None and target in excluded and visit.meta.alloc_type != AllocType.SATISFIABILITY:
             return False  # as a node marked down: pruned (satisfiability ignores status)
         vertex = self.graph.vertices[target]
         if self.leaf_shortcut and not vertex.out:
-            leaf = self._leaf_kind(vertex, resources, pristine)
+            leaf = self._leaf_kind(vertex, visit.resources, visit.pristine)
             if leaf is not None:
-                return self._visit_leaf(meta, edge, vertex, resources, excl or leaf, dfu)
-        evaluation = self._dom_dfv(meta, target, resources, pristine, excl)
+                return self._visit_leaf(visit, edge, vertex, visit.exclusive or leaf, dfu)
+        evaluation = self._dom_dfv(visit, target)
         if evaluation.kids is not None or evaluation.marks is not None:
             kids[target] = evaluation
         if not evaluation.ok:
@@ -385,7 +477,7 @@ class Traverser(WideWalk):
         """For a vertex without out-edges: None if :meth:`_evaluate` must see it (it fails the request's shape,
         or the request asks for something below it); else whether the request makes it exclusive. Memoised per
         request shape and vertex type, since all of a node's cores answer the same."""
-        signature = self._signatures.get(id(resources))
+        signature = self.keys.signature(resources)
         if signature is None:
             return None
         key = (signature, vertex.type, pristine)
@@ -398,20 +490,19 @@ class Traverser(WideWalk):
         self._leaf_kinds[key] = answer
         return answer
 
-    def _pristine_leaf(
-        self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
-    ) -> bool:
+    def _pristine_leaf(self, visit: Visit, edge: int, vertex: Vertex, dfu: Scoring) -> bool:
         """:meth:`_visit_leaf` of a leaf whose type no request names, above every request: only the slots'
         aggregate filters can prune it, and only if it has one."""
+        meta, x_in = visit.meta, visit.exclusive
         if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return False
-        plan = self._plans.get(vertex.uid)
+        plan = self.schedule._plans.get(vertex.uid)
         avail = vertex.size if plan is None else plan.avail_resources_during(meta.at, meta.duration)
         if avail == 0:
             return False
-        if vertex.uid in self.subplans and not self._prune_resources(meta, x_in, vertex, resources):
+        if vertex.uid in self.schedule.subplans and not self._prune_resources(meta, x_in, vertex, visit.resources):
             return False
-        policy = self.policy
+        policy = visit.policy
         base = policy.leaf_base(vertex.type)
         if base is None:
             policy.discover(vertex)
@@ -421,37 +512,30 @@ class Traverser(WideWalk):
         dfu.add(vertex.type, EdgeGroup(score, avail, 0, x_in, edges=[EdgeEval(avail, avail, x_in, edge)]))
         return True
 
-    def _visit_leaf(
-        self, meta: JobMeta, edge: int, vertex: Vertex, resources: list[Request], x_in: bool, dfu: Scoring
-    ) -> bool:
+    def _visit_leaf(self, visit: Visit, edge: int, vertex: Vertex, x_in: bool, dfu: Scoring) -> bool:
         """:meth:`_visit_child` for a vertex without out-edges that asks for nothing below it (a core, a gpu): it
         has no candidates to score or choose, only its own availability and score, and nothing to cache."""
+        meta = visit.meta
         if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return False
-        avail = self._avail(vertex.uid, meta.at, meta.duration)
-        if avail == 0 or not self._prune_resources(meta, x_in, vertex, resources):
+        avail = self.schedule._avail(vertex.uid, meta.at, meta.duration)
+        if avail == 0 or not self._prune_resources(meta, x_in, vertex, visit.resources):
             return False
-        policy = self.policy
+        policy = visit.policy
         policy.discover(vertex)
         score = policy.finish_leaf(vertex)
         dfu.add(vertex.type, EdgeGroup(score, avail, 0, x_in, edges=[EdgeEval(avail, avail, x_in, edge)]))
         return True
 
     def _dom_slot(
-        self,
-        meta: JobMeta,
-        children: list[tuple[int, int]],
-        shape: list[Request],
-        nslots: int,
-        pristine: bool,
-        label: str,
-        dfu: Scoring,
-        kids: Kids,
+        self, visit: Visit, children: list[tuple[int, int]], nslots: int, label: str, dfu: Scoring, kids: Kids
     ) -> None:
+        """The slots ``children`` offer for the slot shape ``visit.resources`` (held exclusively), added to ``dfu``."""
+        shape = visit.resources
         dfu_slot = Scoring()
-        if not self._explore(meta, children, shape, pristine, True, dfu_slot, nslots, kids):
+        if not self._explore(visit, children, dfu_slot, nslots, kids):
             return
-        self.policy.finish_slot(dfu_slot)
+        visit.policy.finish_slot(dfu_slot)
         qualified_slots = count_slots(shape, dfu_slot)
         groups = []
         for _ in range(qualified_slots):
@@ -461,15 +545,6 @@ class Traverser(WideWalk):
             groups.append(slot_group)
         for group in groups:
             dfu.add(SLOT, group)
-
-    def update(self, writer: Writer, meta: JobMeta, *, full: bool = True) -> int:
-        """Record the marked resources for ``meta`` and emit them; returns the number of slots (see
-        :func:`kubeflux.match.record.update`)."""
-        return record.update(self, writer, meta, full=full)
-
-    def cancel(self, jobid: int) -> None:
-        """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
-        cancel_walk.cancel(self, jobid)
 
 
 def tally_shares(

@@ -10,7 +10,7 @@ Replay (:func:`replay`), in two phases as in Fluxion:
    name; its ``size`` is the amount held and may not exceed the vertex's size). An ``exclusive`` vertex gets a
    planner span for the job; a shared one must be free for the whole window. Every JGF edge must be an edge of
    the graph; it is marked with the amount and exclusivity of its target, as a match's select phase marks it.
-2. *walk*: the traverser's update walk follows the marked edges without planning again (``full=False``): it
+2. *walk*: the update walk follows the marked edges without planning again (``full=False``): it
    records the job's tags, exclusivity checkers and subtree aggregate filters and emits the vertices to the
    writer, so the replayed job is indistinguishable from a matched one.
 
@@ -52,9 +52,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeflux.match import cancel as cancel_walk
+from kubeflux.match import record as update_walk
 from kubeflux.match.meta import JobMeta
 from kubeflux.match.planner import PlannerError
-from kubeflux.match.traverser import Traverser
+from kubeflux.match.policy import MatchPolicy
+from kubeflux.match.schedule import Schedule
+from kubeflux.match.state import WalkState
 from kubeflux.match.writers import Writer
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError
 from kubeflux.resources.jgf import JgfDocument, JgfVertex, decode_idset, jgf_document
@@ -122,9 +126,9 @@ def _r_lite_ranks(execution: Any, source: str) -> frozenset[int]:
     return frozenset(ranks)
 
 
-def _resolve(traverser: Traverser, record: JgfVertex, source: str) -> int:
+def _resolve(schedule: Schedule, record: JgfVertex, source: str) -> int:
     """The graph vertex a JGF vertex stands for (Fluxion's ``find_vtx``)."""
-    graph = traverser.graph
+    graph = schedule.graph
     where = f"{source}: node {record.key!r}"
     uid: int | None = None
     for path in record.paths.values():
@@ -158,20 +162,23 @@ def _resolve(traverser: Traverser, record: JgfVertex, source: str) -> int:
 # ---------------------------------------------------------------------------------------------------- replay
 
 
-def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: JobMeta) -> None:
+def replay(
+    schedule: Schedule, state: WalkState, writer: Writer, document: JgfDocument, meta: JobMeta, policy: MatchPolicy
+) -> None:
     """Record the allocation ``document`` describes for ``meta`` and emit it to ``writer``.
 
     ``meta.alloc_type`` says whether the spans are allocations or reservations. Raises ResourceSetError, with
     the graph unchanged, if a vertex or edge is not in the graph or a vertex is not free during the window.
+    ``policy``: the match policy the job is recorded under (a node-exclusive one holds its nodes whole).
     """
     source = document.source
-    graph = traverser.graph
+    graph = schedule.graph
     skipped = document.free_ranks or frozenset()
     held: dict[str, _Held] = {}
     for record in document.vertices:
         if record.key in held:
             raise ResourceSetError(f"{source}: duplicate JGF node id {record.key!r}")
-        uid = _resolve(traverser, record, source)
+        uid = _resolve(schedule, record, source)
         if record.rank not in skipped:
             held[record.key] = _Held(uid, record.size, record.exclusive)
 
@@ -183,7 +190,7 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
             if document.free_ranks is not None:
                 continue
             raise ResourceSetError(f"{source}: edges[{position}] ({edge.source} -> {edge.target}): no such node")
-        if parent.uid == traverser.root and root_mark is None:
+        if parent.uid == schedule.root and root_mark is None:
             root_mark = parent
         index = graph.find_out_edge(parent.uid, child.uid)
         if index is None:
@@ -194,21 +201,23 @@ def replay(traverser: Traverser, writer: Writer, document: JgfDocument, meta: Jo
         marks.append((index, child))
 
     if root_mark is None:
-        root = graph.vertices[traverser.root].name
+        root = graph.vertices[schedule.root].name
         raise ResourceSetError(
             f"{source}: no edge leaves the root {root}: a resource set must hold the path from the root"
             if held
             else f"{source}: the resource set holds no vertex"
         )
-    _record(traverser, writer, list(held.values()), marks, root_mark, meta)
+    _record(schedule, state, writer, list(held.values()), marks, root_mark, meta, policy)
 
 
-def replay_leaves(traverser: Traverser, writer: Writer, leaves: Iterable[int], meta: JobMeta) -> None:
+def replay_leaves(
+    schedule: Schedule, state: WalkState, writer: Writer, leaves: Iterable[int], meta: JobMeta, policy: MatchPolicy
+) -> None:
     """:func:`replay` of the resource set that holds the vertices ``leaves`` exclusively and whole, and the path
     from the root to each of them shared: the same state as replaying the JGF of those vertices, without writing
     and reading that document. Raises ResourceSetError, with the graph unchanged, if a leaf is not in the graph
     or not free during the window."""
-    graph = traverser.graph
+    graph = schedule.graph
     vertices = graph.vertices
     exclusive = set(leaves)
     _check_uids(graph, exclusive, "")
@@ -221,12 +230,12 @@ def replay_leaves(traverser: Traverser, writer: Writer, leaves: Iterable[int], m
                 raise ResourceSetError(f"{vertex.name} is not in the resource graph")
             held[uid] = _Held(uid, vertex.size, uid in exclusive)
             uid = vertex.parent
-    root = held.get(traverser.root)
+    root = held.get(schedule.root)
     if root is None:
         raise ResourceSetError("the resource set holds no vertex" if not held else "it does not reach the root")
     ordered = [held[uid] for uid in sorted(held)]
-    marks = [(_parent_edge(traverser, item.uid), item) for item in ordered if item.uid != traverser.root]
-    _record(traverser, writer, ordered, marks, root, meta)
+    marks = [(_parent_edge(schedule, item.uid), item) for item in ordered if item.uid != schedule.root]
+    _record(schedule, state, writer, ordered, marks, root, meta, policy)
 
 
 def _check_uids(graph: Graph, uids: Iterable[int], prefix: str) -> None:
@@ -237,9 +246,9 @@ def _check_uids(graph: Graph, uids: Iterable[int], prefix: str) -> None:
             raise ResourceSetError(f"{prefix}no vertex with uid {uid} in the resource graph")
 
 
-def _parent_edge(traverser: Traverser, uid: int) -> int:
+def _parent_edge(schedule: Schedule, uid: int) -> int:
     """The containment edge into ``uid`` from its parent."""
-    graph = traverser.graph
+    graph = schedule.graph
     parent = graph.vertices[uid].parent
     for index in graph.in_edges(uid):
         edge = graph.edges[index]
@@ -249,48 +258,50 @@ def _parent_edge(traverser: Traverser, uid: int) -> int:
 
 
 def _record(
-    traverser: Traverser,
+    schedule: Schedule,
+    state: WalkState,
     writer: Writer,
     held: list[_Held],
     marks: list[tuple[int, _Held]],
     root_mark: _Held,
     meta: JobMeta,
+    policy: MatchPolicy,
 ) -> None:
-    """Plan ``held`` (all or nothing), mark the edges, then record the job with the traverser's update walk."""
-    _plan(traverser, held, meta)
-    traverser.next_sequence()
+    """Plan ``held`` (all or nothing), mark the edges, then record the job with the update walk."""
+    _plan(schedule, held, meta, policy)
+    state.next_sequence()
     for index, child in marks:
-        traverser.mark_edge(index, child.amount, child.exclusive)
-    traverser.root_needs = root_mark.amount
-    traverser.root_excl = root_mark.exclusive
-    traverser.root_seq = traverser.sequence
-    traverser.update(writer, meta, full=False)
+        state.mark_edge(index, child.amount, child.exclusive)
+    state.root_needs = root_mark.amount
+    state.root_excl = root_mark.exclusive
+    state.root_seq = state.sequence
+    update_walk.update(state, schedule, writer, meta, policy, full=False)
 
 
-def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
+def _plan(schedule: Schedule, held: Iterable[_Held], meta: JobMeta, policy: MatchPolicy) -> None:
     """Plan the exclusive vertices; check that the shared ones are free. All or nothing.
 
     Under a node-exclusive policy the update walk holds each node on the path whole, everything below it
     included, as a match would: a node another job uses during the window is refused, as select passes over it.
     """
-    vertices = traverser.graph.vertices
+    vertices = schedule.graph.vertices
     at, end = meta.at, meta.at + meta.duration
-    whole = traverser.policy.spec.node_exclusive
+    whole = policy.spec.node_exclusive
     planned: list[int] = []
     held = list(held)
     try:
         below_whole: set[int] = set()
         for item in held:
             if whole and vertices[item.uid].type == "node":
-                if traverser.busy(item.uid, at, end):
+                if schedule.busy(item.uid, at, end):
                     raise ResourceSetError(
                         f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
-                        f"{traverser.policy.spec.name} policy a replay holds its nodes whole"
+                        f"{policy.spec.name} policy a replay holds its nodes whole"
                     )
                 # The update walk records the node and everything below it, named or not, whole: plan them so.
-                for uid in _subtree(traverser, item.uid):
+                for uid in _subtree(schedule, item.uid):
                     try:
-                        traverser.plan_span(uid, meta, vertices[uid].size)
+                        schedule.plan_span(uid, meta, vertices[uid].size)
                     except PlannerError as error:
                         raise ResourceSetError(
                             f"{vertices[uid].name} is not free during [{at}, {end}): {error}"
@@ -301,73 +312,75 @@ def _plan(traverser: Traverser, held: Iterable[_Held], meta: JobMeta) -> None:
             if item.uid in below_whole:
                 continue
             if item.exclusive:
-                if traverser.busy(item.uid, at, end):
+                if schedule.busy(item.uid, at, end):
                     raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
                 try:
-                    traverser.plan_span(item.uid, meta, item.amount)
+                    schedule.plan_span(item.uid, meta, item.amount)
                 except PlannerError as error:
                     name = vertices[item.uid].name
                     raise ResourceSetError(f"{name} is not free during [{at}, {end}): {error}") from error
                 planned.append(item.uid)
             else:
-                plan = traverser.plans.get(item.uid)
+                plan = schedule.plans.get(item.uid)
                 if plan is not None and plan.avail_resources_during(at, meta.duration) < vertices[item.uid].size:
                     raise ResourceSetError(f"{vertices[item.uid].name} is not free during [{at}, {end})")
     except ResourceSetError:
         for uid in planned:
-            traverser.unplan(uid, meta.jobid)
+            schedule.unplan(uid, meta.jobid)
         raise
 
 
-def _subtree(traverser: Traverser, uid: int) -> list[int]:
+def _subtree(schedule: Schedule, uid: int) -> list[int]:
     """``uid`` and every vertex below it in the walked subsystem."""
     found = [uid]
     for vertex in found:
-        found.extend(child for _, child in traverser.children(vertex))
+        found.extend(child for _, child in schedule.children(vertex))
     return found
 
 
 # ---------------------------------------------------------------------------------------------------- release
 
 
-def release(traverser: Traverser, jobid: int, resources: JgfDocument | frozenset[int]) -> bool:
+def release(schedule: Schedule, state: WalkState, jobid: int, resources: JgfDocument | frozenset[int]) -> bool:
     """Release part of ``jobid``'s allocation; True when nothing of the job is left (it is then fully released).
 
     ``resources`` is a JGF document of vertices the job holds, or a set of broker ranks (every vertex of those
     ranks that the job holds is released). Raises ResourceSetError, with the graph unchanged, if a vertex is
     not in the graph or not held by the job, or a rank is unknown.
     """
-    graph = traverser.graph
+    graph = schedule.graph
     if isinstance(resources, JgfDocument):
         skipped = resources.free_ranks or frozenset()
         named = []
         for record in resources.vertices:
-            uid = _resolve(traverser, record, resources.source)
+            uid = _resolve(schedule, record, resources.source)
             if record.rank not in skipped:
                 named.append(uid)
-        return release_vertices(traverser, jobid, named, source=resources.source)
+        return release_vertices(schedule, state, jobid, named, source=resources.source)
     purge: list[int] = []
     for rank in sorted(resources):
         uids = graph.by_rank.get(rank)
         if not uids:
             raise ResourceSetError(f"rank {rank} is not in the resource graph")
-        purge.extend(uid for uid in uids if jobid in traverser.tags.get(uid, ()))
+        purge.extend(uid for uid in uids if jobid in schedule.tags.get(uid, ()))
     if not purge:
         raise ResourceSetError(f"ranks {sorted(resources)} hold nothing that job {jobid} holds: nothing to release")
-    return release_held(traverser, jobid, purge)
+    return release_held(schedule, state, jobid, purge)
 
 
-def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, source: str = "<resource set>") -> bool:
+def release_vertices(
+    schedule: Schedule, state: WalkState, jobid: int, uids: Iterable[int], *, source: str = "<resource set>"
+) -> bool:
     """:func:`release` of the graph vertices ``uids`` (the vertices a JGF document of them would name, without
     writing and reading it); True when nothing of the job is left. Vertices the job holds shared are released
     through their aggregate spans. Raises ResourceSetError, with the graph unchanged, if the job does not hold
     one of them or holds none exclusively; ``source`` names the resource set in the message."""
-    graph = traverser.graph
+    graph = schedule.graph
     uids = list(uids)
     _check_uids(graph, uids, f"{source}: ")
     purge: list[int] = []
     named: set[int] = set()
-    x_uses, allocations = traverser.x_uses, traverser.allocations
+    x_uses, allocations = schedule.x_uses, schedule.allocations
     for uid in uids:
         uses = x_uses.get(uid)
         if uses is None or jobid not in uses:
@@ -380,22 +393,24 @@ def release_vertices(traverser: Traverser, jobid: int, uids: Iterable[int], *, s
             purge.append(uid)
     if not purge:
         raise ResourceSetError(f"{source} names nothing that job {jobid} holds: nothing to release")
-    if _releases_all(traverser, jobid, purge):
-        traverser.cancel(jobid)  # the same end state, without taking each ancestor's share off piece by piece
+    if _releases_all(schedule, jobid, purge):
+        cancel_walk.cancel(
+            schedule, state, jobid
+        )  # the same end state, without taking each ancestor's share off piece by piece
         return True
-    return release_held(traverser, jobid, purge)
+    return release_held(schedule, state, jobid, purge)
 
 
-def _releases_all(traverser: Traverser, jobid: int, purge: list[int]) -> bool:
+def _releases_all(schedule: Schedule, jobid: int, purge: list[int]) -> bool:
     """Whether ``purge`` names every vertex ``jobid`` holds exclusively (a pod's whole job, for instance)."""
-    allocations = traverser.allocations
+    allocations = schedule.allocations
     named = set(purge)
-    return jobid in traverser.tags.get(traverser.root, ()) and all(
-        uid in named for uid in traverser.job_vertices.get(jobid, ()) if jobid in allocations.get(uid, ())
+    return jobid in schedule.tags.get(schedule.root, ()) and all(
+        uid in named for uid in schedule.job_vertices.get(jobid, ()) if jobid in allocations.get(uid, ())
     )
 
 
-def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
+def release_held(schedule: Schedule, state: WalkState, jobid: int, uids: Iterable[int]) -> bool:
     """Purge ``jobid`` from every vertex of ``uids``, then take what each held off the aggregate spans of its own
     ancestors (deepest first; an ancestor purged itself has none left); True if nothing of the job is left.
 
@@ -406,14 +421,14 @@ def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
     cases, and a later match then takes the vertex as free and finds what is below it busy. Only the root
     draining ends the job, as in Fluxion (what is left is purged then). An ancestor kept so, with no aggregate
     span left, keeps the job until it ends, as Fluxion keeps one that never had an aggregate span for it."""
-    vertices = traverser.graph.vertices
+    vertices = schedule.graph.vertices
     uids = list(uids)
-    above = _above_held(traverser, jobid, set(uids))
+    above = _above_held(schedule, jobid, set(uids))
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
-    traverser.released_in_part.add(jobid)
+    schedule.released_in_part.add(jobid)
     for uid in uids:
-        amount = _let_go(traverser, uid, jobid) if uid in above else _purge(traverser, uid, jobid)
+        amount = _let_go(schedule, state, uid, jobid) if uid in above else _purge(schedule, state, uid, jobid)
         type = vertices[uid].type
         chain = []
         ancestor = vertices[uid].parent
@@ -424,25 +439,25 @@ def release_held(traverser: Traverser, jobid: int, uids: Iterable[int]) -> bool:
             depth[ancestor] = level
             totals = reductions.setdefault(ancestor, {})
             totals[type] = totals.get(type, 0) + amount
-    above.discard(traverser.root)
+    above.discard(schedule.root)
     for ancestor in sorted(reductions, key=lambda uid: -depth[uid]):
-        _reduce(traverser, ancestor, jobid, reductions[ancestor], above)
+        _reduce(schedule, ancestor, jobid, reductions[ancestor], above)
 
-    if jobid in traverser.tags.get(traverser.root, ()):
+    if jobid in schedule.tags.get(schedule.root, ()):
         return False
-    for uid in holding(traverser, jobid):
-        _purge(traverser, uid, jobid)
-    traverser.job_vertices.pop(jobid, None)
-    traverser.released_in_part.discard(jobid)
+    for uid in holding(schedule, jobid):
+        _purge(schedule, state, uid, jobid)
+    schedule.job_vertices.pop(jobid, None)
+    schedule.released_in_part.discard(jobid)
     return True
 
 
-def _above_held(traverser: Traverser, jobid: int, released: set[int]) -> set[int]:
+def _above_held(schedule: Schedule, jobid: int, released: set[int]) -> set[int]:
     """The vertices above a vertex that holds a planner span of ``jobid`` and is not among ``released``."""
-    vertices = traverser.graph.vertices
+    vertices = schedule.graph.vertices
     above: set[int] = set()
-    for uid in traverser.job_vertices.get(jobid, ()):
-        if uid in released or not traverser.holds_span(uid, jobid):
+    for uid in schedule.job_vertices.get(jobid, ()):
+        if uid in released or not schedule.holds_span(uid, jobid):
             continue
         parent = vertices[uid].parent
         while parent != -1 and parent not in above:
@@ -451,34 +466,34 @@ def _above_held(traverser: Traverser, jobid: int, released: set[int]) -> set[int
     return above
 
 
-def _purge(traverser: Traverser, uid: int, jobid: int) -> int:
+def _purge(schedule: Schedule, state: WalkState, uid: int, jobid: int) -> int:
     """Remove everything ``jobid`` holds on ``uid``; return the amount its planner span held."""
-    tags = traverser.tags.get(uid)
+    tags = schedule.tags.get(uid)
     if tags is not None:
         tags.discard(jobid)
-    traverser.drop_use(uid, jobid)
-    aggregate = traverser.job2span.get(uid, {}).pop(jobid, None)
+    schedule.drop_use(uid, jobid)
+    aggregate = schedule.job2span.get(uid, {}).pop(jobid, None)
     if aggregate is not None:
-        traverser.subplans[uid].rem_span(aggregate)
-    return _let_go(traverser, uid, jobid)
+        schedule.subplans[uid].rem_span(aggregate)
+    return _let_go(schedule, state, uid, jobid)
 
 
-def _let_go(traverser: Traverser, uid: int, jobid: int) -> int:
+def _let_go(schedule: Schedule, state: WalkState, uid: int, jobid: int) -> int:
     """Remove ``jobid``'s own hold on ``uid`` (its planner span and slot lead); return the amount the span held."""
-    traverser.unlead(uid)
-    return traverser.unplan(uid, jobid)
+    state.unlead(uid)
+    return schedule.unplan(uid, jobid)
 
 
-def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int], above: set[int]) -> None:
+def _reduce(schedule: Schedule, uid: int, jobid: int, counts: Mapping[str, int], above: set[int]) -> None:
     """Take ``counts`` off the job's aggregate span on ancestor ``uid``; a drained span releases the vertex unless
     the job holds the vertex itself (a planner span of its own) or a vertex below it (one of ``above``).
 
     No fingerprint token of its own: a vertex below it gave up a planner span just before, and that change
     already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
     """
-    tags = traverser.tags.get(uid)
-    subplan = traverser.subplans.get(uid)
-    spans = traverser.job2span.get(uid, {})
+    tags = schedule.tags.get(uid)
+    subplan = schedule.subplans.get(uid)
+    spans = schedule.job2span.get(uid, {})
     if tags is None or jobid not in tags or subplan is None or jobid not in spans:
         return
     span = spans[jobid]
@@ -488,19 +503,19 @@ def _reduce(traverser: Traverser, uid: int, jobid: int, counts: Mapping[str, int
     if drained:
         del spans[jobid]
         # a vertex held whole (a node) stays held until it is named
-        if not traverser.holds_span(uid, jobid) and uid not in above:
+        if not schedule.holds_span(uid, jobid) and uid not in above:
             tags.discard(jobid)
-            traverser.drop_use(uid, jobid)
+            schedule.drop_use(uid, jobid)
 
 
-def holding(traverser: Traverser, jobid: int) -> list[int]:
+def holding(schedule: Schedule, jobid: int) -> list[int]:
     """Every vertex that still holds some state of ``jobid``."""
     tables: list[Mapping[int, Any]] = [
-        traverser.tags,
-        traverser.x_uses,
-        traverser.job2span,
-        traverser.allocations,
-        traverser.reservations,
+        schedule.tags,
+        schedule.x_uses,
+        schedule.job2span,
+        schedule.allocations,
+        schedule.reservations,
     ]
-    candidates = traverser.job_vertices.get(jobid, ())
+    candidates = schedule.job_vertices.get(jobid, ())
     return sorted(uid for uid in candidates if any(jobid in table.get(uid, ()) for table in tables))

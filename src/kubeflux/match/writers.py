@@ -8,12 +8,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mypy_extensions import mypyc_attr
 
 from kubeflux.resources.graph import CONTAINMENT, Graph, Vertex, id_from_name_suffix
 from kubeflux.resources.jgf import vertex_metadata
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Placement:
+    """What a match took on one node: the node and the core/gpu vertex names it took there. (Its own
+    ``__init__``: compiled, the one :mod:`dataclasses` generates stays interpreted; one per match and bound pod.)"""
+
+    node: str
+    cores: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()
+
+    def __init__(self, node: str, cores: tuple[str, ...] = (), gpus: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "cores", cores)
+        object.__setattr__(self, "gpus", gpus)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
+        return (Placement, (self.node, self.cores, self.gpus))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -58,6 +77,11 @@ class Writer:
         """The text emitted so far (ending with a newline if not empty); clears the writer. WriterError when the
         format cannot express it."""
         raise NotImplementedError
+
+    def placements(self) -> tuple[Placement, ...]:
+        """The nodes, cores and gpus of what :meth:`render` rendered last, for a writer that keeps them
+        (:class:`PlacementWriter`); empty for the text formats."""
+        return ()
 
 
 class WriterError(Exception):
@@ -397,6 +421,76 @@ class DiscardWriter(Writer):
         memo: dict[object, str] | None = None,
     ) -> None:
         return None
+
+
+class PlacementWriter(Writer):
+    """A match writer for the scheduler's engine: what :func:`placements_from_output` reads from the ``simple``
+    writer's text (each node with the cores and gpus the match took there, in the order written), kept as
+    :class:`Placement` objects instead of text that is written, then parsed, for every match.
+
+    The engine writes vertices children first: a node's cores and gpus (by way of their socket, if any) come just
+    before the node itself. :meth:`render` returns no text; :meth:`placements` gives what it rendered last (the
+    engine puts them in its :class:`~kubeflux.match.engine.MatchResult`)."""
+
+    def __init__(self) -> None:
+        self._found: list[Placement] = []
+        self._cores: list[str] = []
+        self._gpus: list[str] = []
+        self._rendered: tuple[Placement, ...] = ()
+
+    def vertex(
+        self,
+        level: int,
+        vertex: Vertex,
+        needs: int,
+        exclusive: bool,
+        exclusive_parent: bool,
+        *,
+        agfilter: object = None,
+    ) -> None:
+        kind = vertex.type
+        if kind == "node":
+            if self._cores or self._gpus:
+                self._found.append(Placement(vertex.name, tuple(self._cores), tuple(self._gpus)))
+                self._cores.clear()
+                self._gpus.clear()
+        elif kind == "core":
+            self._cores.append(vertex.name)
+        elif kind == "gpu":
+            self._gpus.append(vertex.name)
+
+    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+        return None
+
+    def leaves(
+        self,
+        level: int,
+        graph: Graph,
+        leaves: list[tuple[int, int, int]],
+        exclusive_parent: bool,
+        memo: dict[object, str] | None = None,
+    ) -> None:
+        vertices = graph.vertices
+        for _edge, uid, _needs in leaves:  # (named: compiled, a field read into `_` is boxed)
+            vertex = vertices[uid]
+            kind = vertex.type
+            if kind == "core":
+                self._cores.append(vertex.name)
+            elif kind == "gpu":
+                self._gpus.append(vertex.name)
+
+    def interval(self, start: int, end: int) -> None:
+        return None
+
+    def render(self) -> str:
+        self._rendered = tuple(self._found)
+        self._found.clear()
+        self._cores.clear()
+        self._gpus.clear()
+        return ""
+
+    def placements(self) -> tuple[Placement, ...]:
+        return self._rendered
 
 
 WRITERS: dict[str, type[Writer]] = {

@@ -116,7 +116,7 @@ class GraphView:
         self._engine = Engine(
             build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
         )
-        self._writer = self._engine.writer = PlacementWriter()
+        self._engine.writer = PlacementWriter()
         self.placements: tuple[Placement, ...] = ()
         """The nodes, cores and gpus the last successful match took, as the engine wrote them."""
         self._releasing: dict[int, list[int]] = {}
@@ -180,7 +180,7 @@ class GraphView:
     def _set_leaves(self, name: str, leaves: tuple[list[int], list[int]]) -> None:
         self._leaves[name] = leaves
         for uids in leaves:
-            objects: list[Any] = uids  # the graph's int objects as keys, not new ones (Schedule.uid_objects)
+            objects: list[Any] = uids  # the graph's int objects as keys, not new ones (ScheduleView.uid_objects)
             for uid in objects:
                 self._leaf_node[uid] = name
 
@@ -247,19 +247,14 @@ class GraphView:
             excluded = _ExcludedNames(names, engine.graph.vertices)
             if isinstance(hide, HiddenNodes) and names is hide.names:
                 excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
-        saved = engine.policy
-        if policy is not None and policy != self.policy:
-            engine.policy = engine.traverser.policy = MatchPolicy(parse_policy(policy))
-        try:
-            result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later)
-            self._changes += 1
-        finally:
-            engine.policy = engine.traverser.policy = saved
+        chosen = MatchPolicy(parse_policy(policy)) if policy is not None and policy != self.policy else None
+        result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later, policy=chosen)
+        self._changes += 1
         if not result.matched:
             self.placements = ()
             self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
             return result
-        self.placements = self._writer.rendered
+        self.placements = result.placements
         if result.reserved:
             self.log.append(
                 f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
@@ -320,7 +315,7 @@ class GraphView:
         if self._free_at is not None and self._free_at[0] == (at, self._changes):
             return self._free_at[1]
         graph = self.engine.graph
-        subplans = self.engine.traverser.subplans
+        subplans = self.engine.schedule.subplans
         keyed: list[tuple[int, int, str]] = []
         for name in self.specs:
             vertex = graph.vertex_at(self.paths[name])
@@ -360,13 +355,13 @@ class GraphView:
         vertex = graph.vertex_at(self.paths[name])
         if vertex is None:
             return 0
-        traverser = self.engine.traverser
+        schedule = self.engine.schedule
         busy = 0
         for uid in self.leaves(name)[0]:
-            spans = traverser.allocations.get(uid)
+            spans = schedule.allocations.get(uid)
             if not spans:
                 continue
-            plan = traverser.plans[uid]
+            plan = schedule.plans[uid]
             for span in spans.values():
                 start = plan.span_start(span)
                 if start <= at < start + plan.span_duration(span):
@@ -383,9 +378,9 @@ class GraphView:
         vertex = graph.vertex_at(self.paths[name]) if name in self.paths else None
         if vertex is None:
             return 0, 0, False
-        traverser = self.engine.traverser
-        plans = traverser.plans
-        subplan = traverser.subplans.get(vertex.uid)
+        schedule = self.engine.schedule
+        plans = schedule.plans
+        subplan = schedule.subplans.get(vertex.uid)
         counted = not exact and subplan is not None and "core" in subplan.resource_types
         cores = (
             subplan.avail_resources_array_during(at, duration)[subplan.resource_types.index("core")]
@@ -412,12 +407,12 @@ class GraphView:
         vertex = self.engine.graph.vertex_at(self.paths[name]) if name in self.paths else None
         if vertex is None:
             return False
-        plan = self.engine.traverser.plans.get(vertex.uid)
+        plan = self.engine.schedule.plans.get(vertex.uid)
         return plan is not None and not plan.avail_during(at, 1, 1)
 
     def free_total(self, at: int, duration: int) -> int:
         """Cores free in the whole graph throughout ``[at, at + duration)`` (an upper bound for any placement)."""
-        root = self.engine.traverser.root_subplan()
+        root = self.engine.schedule.root_subplan()
         if "core" not in root.resource_types:
             return 0
         return root.avail_resources_array_during(at, duration)[root.resource_types.index("core")]
@@ -440,7 +435,7 @@ class GraphView:
         if name not in self._leaves:
             return None
         vertices = self.engine.graph.vertices
-        plans = self.engine.traverser.plans
+        plans = self.engine.schedule.plans
         wanted, second = set(prefer), set(then)
         free: list[tuple[int, int]] = []
         for uid in self.leaves(name)[1 if kind == "gpu" else 0]:
@@ -472,16 +467,12 @@ class GraphView:
         ``allocate_orelse_reserve`` makes them: for a new allocation the engine counts an allocation on an
         exclusive vertex whenever it is (as Fluxion does), a reservation only during its own window."""
         engine = self.engine
-        saved = engine.policy
-        if saved.spec.node_exclusive != whole_node:
-            twin = dataclasses.replace(saved.spec, node_exclusive=whole_node)
-            engine.policy = engine.traverser.policy = MatchPolicy(twin)
-        try:
-            result = engine.update_leaves(
-                engine.next_jobid, leaves, at=start, duration=duration, reserve=reserve, now=now, source=what
-            )
-        finally:
-            engine.policy = engine.traverser.policy = saved
+        chosen = None
+        if engine.policy.spec.node_exclusive != whole_node:
+            chosen = MatchPolicy(dataclasses.replace(engine.policy.spec, node_exclusive=whole_node))
+        result = engine.update_leaves(
+            engine.next_jobid, leaves, at=start, duration=duration, reserve=reserve, now=now, source=what, policy=chosen
+        )
         self._changes += 1
         if result.matched:
             self.log.append(f"Update allocate {what}: jobid {result.jobid} node {name} leaves {len(leaves)}")
@@ -606,10 +597,10 @@ class GraphView:
     def _holds_whole(self, jobid: int, name: str) -> bool:
         """Whether job ``jobid`` holds node ``name`` itself (a node-exclusive job: all its vertices free with it)."""
         vertex = self._engine.graph.vertex_at(self.paths[name])
-        return vertex is not None and jobid in self._engine.traverser.allocations.get(vertex.uid, ())
+        return vertex is not None and jobid in self._engine.schedule.allocations.get(vertex.uid, ())
 
     def _note_freed(self, uids: Iterable[Any], owner: object) -> None:
-        """Log ``uids`` released (``Any``: the callers' int objects are kept, see :meth:`Schedule.uid_objects`)."""
+        """Log ``uids`` released (``Any``: the callers' int objects are kept, see :meth:`ScheduleView.uid_objects`)."""
         freed = self.freed
         if len(freed) >= _FREED_KEPT:
             self._freed_base += len(freed)
@@ -655,7 +646,7 @@ def _core_and_gpu_leaves(graph: Graph, node: Vertex) -> tuple[list[int], list[in
     vertices = graph.vertices
     stack = [node.uid]
     while stack:
-        children: list[Any] = vertices[stack.pop()].children  # Any: the graph's int objects (Schedule.uid_objects)
+        children: list[Any] = vertices[stack.pop()].children  # Any: the graph's int objects (ScheduleView.uid_objects)
         for uid in children:
             kind = vertices[uid].type
             if kind == "core":

@@ -95,15 +95,15 @@ def still_first(
     freed = graph.freed_since(kept.since)
     if freed is None:
         return False
-    traverser = graph.engine.traverser
-    plans = traverser.plans
+    schedule = graph.engine.schedule
+    plans = schedule.plans
     at = kept.at
     if not held:
         for uid in kept.leaves:
             plan = plans.get(uid)
             if plan is not None and not plan.avail_during(at, duration, 1):
                 return False
-    if not _nothing_sooner(traverser.root_subplan(), kept, start):
+    if not _nothing_sooner(schedule.root_subplan(), kept, start):
         return False
     ranks = graph.node_ranks() if graph.node_centric else None
     last = -1 if ranks is None else max(ranks.get(node, 1 << 62) for node, _ in kept.per_node)

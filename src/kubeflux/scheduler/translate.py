@@ -42,13 +42,11 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.policy import parse_policy
-from kubeflux.match.writers import Writer
-from kubeflux.resources import Graph, NodeSpec
-from kubeflux.resources.graph import Vertex
+from kubeflux.match.writers import Placement, PlacementWriter
+from kubeflux.resources import NodeSpec
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
 from kubeflux.scheduler.quantity import QuantityError, parse_duration
 from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject
@@ -90,24 +88,6 @@ DEFAULT_GPU_RESOURCES = (GPU,)
 
 class PodRequestError(ValueError):
     """A pod whose scheduling inputs kubeflux cannot use; the message names the pod and the field."""
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class Placement:
-    """Where the engine put one pod's job: the node and the core/gpu vertex names it took there. (Its own
-    ``__init__``: compiled, the one :mod:`dataclasses` generates stays interpreted; one per match and bound pod.)"""
-
-    node: str
-    cores: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()
-
-    def __init__(self, node: str, cores: tuple[str, ...] = (), gpus: tuple[str, ...] = ()) -> None:
-        object.__setattr__(self, "node", node)
-        object.__setattr__(self, "cores", cores)
-        object.__setattr__(self, "gpus", gpus)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Placement, (self.node, self.cores, self.gpus))
 
 
 def whole_cores(millicores: int) -> int:
@@ -374,70 +354,3 @@ def placements_from_output(output: str) -> tuple[Placement, ...]:
             found.append(Placement(line.group(1), tuple(cores), tuple(gpus)))
         start = line.end()
     return tuple(found)
-
-
-class PlacementWriter(Writer):
-    """A match writer for the scheduler's engine: what :func:`placements_from_output` reads from the ``simple``
-    writer's text (each node with the cores and gpus the match took there, in the order written), kept as
-    :class:`Placement` objects instead of text that is written, then parsed, for every match.
-
-    The engine writes vertices children first: a node's cores and gpus (by way of their socket, if any) come just
-    before the node itself. :meth:`render` returns no text; the placements of what it rendered are in
-    :attr:`rendered` until the next render."""
-
-    def __init__(self) -> None:
-        self._found: list[Placement] = []
-        self._cores: list[str] = []
-        self._gpus: list[str] = []
-        self.rendered: tuple[Placement, ...] = ()
-
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: object = None,
-    ) -> None:
-        kind = vertex.type
-        if kind == "node":
-            if self._cores or self._gpus:
-                self._found.append(Placement(vertex.name, tuple(self._cores), tuple(self._gpus)))
-                self._cores.clear()
-                self._gpus.clear()
-        elif kind == "core":
-            self._cores.append(vertex.name)
-        elif kind == "gpu":
-            self._gpus.append(vertex.name)
-
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        return None
-
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        vertices = graph.vertices
-        for _edge, uid, _needs in leaves:  # (named: compiled, a field read into `_` is boxed)
-            vertex = vertices[uid]
-            kind = vertex.type
-            if kind == "core":
-                self._cores.append(vertex.name)
-            elif kind == "gpu":
-                self._gpus.append(vertex.name)
-
-    def interval(self, start: int, end: int) -> None:
-        return None
-
-    def render(self) -> str:
-        self.rendered = tuple(self._found)
-        self._found.clear()
-        self._cores.clear()
-        self._gpus.clear()
-        return ""

@@ -42,9 +42,13 @@ import csv
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import NDArray
+
+from kubeflux.sim.output.arrays import columns, floats
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
 
 BATSIM_COLUMNS: tuple[str, ...] = (
@@ -204,17 +208,6 @@ def _cell(value: Cell) -> str:
     return str(value)
 
 
-def _write_csv(path: Path | str, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Path:
-    """Write a header and rows (None as an empty cell, as csv writes it); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
-
-
 def _quoted(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
@@ -252,14 +245,11 @@ def batsim_line(cells: Sequence[Cell]) -> str:
 
 
 def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
-    """Write ``jobs.csv`` for ``run`` (header + one line per job, :func:`batsim_line`); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    offset, name = time_offset(run), run.workload_name
-    with path.open("w", newline="", encoding="utf-8") as stream:
-        stream.write(",".join(JOBS_COLUMNS) + "\n")
-        stream.writelines(batsim_line(job_cells(job, offset, name)) + "\n" for job in run.jobs)
-    return path
+    """Write ``jobs.csv`` for ``run`` (header + one line per job, each the :func:`batsim_line` of its
+    :func:`job_cells`, built a column at a time: :mod:`kubeflux.sim.output.csvcolumns`); returns the path."""
+    from kubeflux.sim.output.csvcolumns import jobs_columns, write_lines
+
+    return write_lines(path, JOBS_COLUMNS, jobs_columns(run, time_offset(run), interval_set))
 
 
 POD_COLUMNS: tuple[str, ...] = (
@@ -318,26 +308,44 @@ def pod_cells(pod: PodRecord, offset: float = 0.0) -> tuple[Cell, ...]:
 
 
 def write_pods_csv(run: RunRecord, path: Path | str) -> Path:
-    """Write ``pods.csv`` for ``run`` (header + one line per pod, see :func:`pod_cells`); returns the path."""
-    offset = time_offset(run)
-    return _write_csv(path, POD_COLUMNS, (pod_cells(pod, offset) for pod in run.pods))
+    """Write ``pods.csv`` for ``run`` (header + one line per pod, the cells of :func:`pod_cells`, built a column at
+    a time: :mod:`kubeflux.sim.output.csvcolumns`); returns the path."""
+    from kubeflux.sim.output.csvcolumns import pods_columns, write_csv_columns
+
+    return write_csv_columns(path, POD_COLUMNS, pods_columns(run.pods, time_offset(run), interval_set))
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+def _mean(values: NDArray[np.float64]) -> float:
+    """The mean as ``sum(list) / len`` gives it (left to right, to the last bit of earlier releases)."""
+    return sum(values.tolist()) / len(values) if len(values) else 0.0
+
+
+class JobTimes:
+    """A run's job times as arrays (NaN where an event never happened) and its final states, for the summary."""
+
+    def __init__(self, jobs: Sequence[JobRecord]) -> None:
+        self.states = [job.final_state for job in jobs]
+        self.rejected = np.array([state is FinalState.REJECTED for state in self.states], dtype=bool)
+        self.unfinished = np.array([state is FinalState.NOT_FINISHED for state in self.states], dtype=bool)
+        self.submitted = floats([job.submission_time for job in jobs])
+        self.start = floats([job.starting_time for job in jobs])
+        self.finish = floats([job.finish_time for job in jobs])
+        self.first_bind = floats([job.first_bind_time for job in jobs])
+        self.last_bind = floats([job.last_bind_time for job in jobs])
 
 
 def _area(points: Sequence[tuple[float, int]], begin: float, end: float) -> float:
     """The integral over [begin, end] of a step function given as (time, value) at each change."""
-    total = 0.0
-    ordered = sorted(points)
-    if not ordered:
-        return total
-    for (time, value), (next_time, _) in zip(ordered, [*ordered[1:], (end, 0)], strict=True):
-        lo, hi = max(time, begin), min(next_time, end)
-        if hi > lo:
-            total += value * (hi - lo)
-    return total
+    if not points:
+        return 0.0
+    times, values = columns(points, 2)
+    order = np.lexsort((values, times))
+    times, values = times[order], values[order]
+    lo = np.maximum(times, begin)
+    hi = np.minimum(np.append(times[1:], end), end)
+    inside = hi > lo
+    terms = values[inside] * (hi[inside] - lo[inside])
+    return float(np.cumsum(terms)[-1]) if terms.size else 0.0  # cumsum adds left to right, as a loop would
 
 
 def _used_core_seconds(run: RunRecord, begin: float, end: float) -> float:
@@ -376,35 +384,21 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
       (the simulator's own speed); ``wall_seconds`` as measured by the driver.
     """
     origin = _origin(run)
-    finished = [
-        job
-        for job in run.jobs
-        if job.final_state not in (FinalState.REJECTED, FinalState.NOT_FINISHED)
-        and job.starting_time is not None
-        and job.finish_time is not None
-    ]
-    started = [j for j in run.jobs if j.final_state is not FinalState.REJECTED and j.starting_time is not None]
-    last_finish = max((job.finish_time for job in finished if job.finish_time is not None), default=origin)
-    makespan = max(0.0, last_finish - origin)
-    waits = [job.starting_time - job.submission_time for job in started if job.starting_time is not None]
-    turnarounds: list[float] = []
-    slowdowns: list[float] = []
-    bounded: list[float] = []
-    for job in finished:
-        assert job.finish_time is not None and job.starting_time is not None
-        turnaround = job.finish_time - job.submission_time
-        execution = job.finish_time - job.starting_time
-        turnarounds.append(turnaround)
-        if execution > 0:
-            slowdowns.append(turnaround / execution)
-        bounded.append(max(1.0, turnaround / max(execution, BOUNDED_SLOWDOWN_TAU)))
-    latencies = [j.first_bind_time - j.submission_time for j in run.jobs if j.first_bind_time is not None]
-    spans = [
-        j.last_bind_time - j.first_bind_time
-        for j in run.jobs
-        if j.first_bind_time is not None and j.last_bind_time is not None
-    ]
-    states = [job.final_state for job in run.jobs]
+    times = JobTimes(run.jobs)
+    states = times.states
+    with np.errstate(invalid="ignore"):
+        started = ~times.rejected & ~np.isnan(times.start)
+        finished = started & ~times.unfinished & ~np.isnan(times.finish)
+        end, begin, submitted = times.finish[finished], times.start[finished], times.submitted[finished]
+        last_finish = float(end.max()) if end.size else origin
+        makespan = max(0.0, last_finish - origin)
+        waits = (times.start - times.submitted)[started]
+        turnarounds = end - submitted
+        executions = end - begin
+        slowdowns = turnarounds[executions > 0] / executions[executions > 0]
+        bounded = np.maximum(1.0, turnarounds / np.maximum(executions, BOUNDED_SLOWDOWN_TAU))
+        latencies = (times.first_bind - times.submitted)[~np.isnan(times.first_bind)]
+        spans = (times.last_bind - times.first_bind)[~np.isnan(times.first_bind) & ~np.isnan(times.last_bind)]
     used = _used_core_seconds(run, origin, last_finish)
     capacity = run.total_cores * makespan
     kinds = kind_utilization(run, origin, last_finish)
@@ -415,15 +409,15 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "jobs": len(run.jobs),
         "rejected": states.count(FinalState.REJECTED),
         "succeeded": states.count(FinalState.COMPLETED_SUCCESSFULLY),
-        "failed": len(finished) - states.count(FinalState.COMPLETED_SUCCESSFULLY),
+        "failed": len(turnarounds) - states.count(FinalState.COMPLETED_SUCCESSFULLY),
         "not_finished": states.count(FinalState.NOT_FINISHED),
         "started_jobs": len(waits),
-        "finished_jobs": len(finished),
+        "finished_jobs": len(turnarounds),
         "slowdown_jobs": len(slowdowns),
         "bound_jobs": len(latencies),
         "makespan": round(makespan, 6),
         "mean_waiting_time": round(_mean(waits), 6),
-        "max_waiting_time": round(max(waits, default=0.0), 6),
+        "max_waiting_time": round(float(waits.max()) if waits.size else 0.0, 6),
         "mean_turnaround_time": round(_mean(turnarounds), 6),
         "mean_slowdown": round(_mean(slowdowns), 6),
         "mean_bounded_slowdown": round(_mean(bounded), 6),

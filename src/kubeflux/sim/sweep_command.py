@@ -85,10 +85,13 @@ def sweep_command(
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
-    merged = write_sweep_report(tasks, out)
+    merged = write_sweep_report(tasks, out, loaded.name)
     console.print(summary_table(merged, title=f"{name}: means over seeds"))
     failed = [o for o in outcomes if o.error]
-    console.print(f"report: {out / 'sweep.csv'}, {out / 'sweep-summary.csv'} ({time.perf_counter() - began:.1f} s)")
+    console.print(
+        f"report: {out / 'index.html'}, {out / 'sweep.csv'}, {out / 'sweep-summary.csv'} "
+        f"({time.perf_counter() - began:.1f} s)"
+    )
     if failed:
         console.print(
             f"[yellow]{len(failed)} run(s) failed[/]: see sweep.csv and runs/<key>/error.txt; run again to retry"

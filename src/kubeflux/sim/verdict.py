@@ -13,6 +13,9 @@ the first row (the first ``--scheduler``) against every other, e.g.
 * in brackets, the jobs behind the figures: when both runs finished the same jobs the comparison is like for
   like; otherwise the line says how many each finished and that the means cover only those (a run that left jobs
   waiting looks faster than it is).
+
+A run compared with nothing (``cluster serve --out``, one ``--scheduler``) gets :func:`summary_line` instead:
+``kubeflux: 203 of 203 jobs finished; mean wait 42 min, makespan 10.2 h, useful utilization 79.4 %``.
 """
 
 from __future__ import annotations
@@ -71,9 +74,19 @@ def verdict_line(ours: Row, theirs: Row) -> str:
     return f"{ours.get('scheduler')} vs {theirs.get('scheduler')}: {', '.join(parts)} ({_jobs(ours, theirs)})"
 
 
+def summary_line(row: Row) -> str:
+    """One run's outcome in one line, in readable units (:mod:`kubeflux.sim.output.numbers`)."""
+    from kubeflux.sim.output.numbers import count, duration, percent
+
+    done, total = count(_number(row, "finished_jobs")), count(_number(row, "jobs"))
+    wait, makespan = duration(_number(row, "mean_waiting_time")), duration(_number(row, "makespan"))
+    useful = f"{UTILIZATION[1]} {percent(_number(row, UTILIZATION[0]))}"
+    return f"{row.get('scheduler')}: {done} of {total} jobs finished; mean wait {wait}, makespan {makespan}, {useful}"
+
+
 def verdict_lines(rows: Sequence[Row]) -> list[str]:
     """The first row against each other row, one line each; none for fewer than two rows."""
     return [verdict_line(rows[0], other) for other in rows[1:]]
 
 
-__all__ = ["verdict_line", "verdict_lines"]
+__all__ = ["summary_line", "verdict_line", "verdict_lines"]

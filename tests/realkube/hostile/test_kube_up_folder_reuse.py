@@ -9,9 +9,11 @@ command exits 1 after starting every component (``kubeflux kube up: kubectl crea
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,21 +31,42 @@ def _up(folder: Path) -> subprocess.Popen[str]:
 
 
 def _wait_up(process: subprocess.Popen[str]) -> str:
-    """Its output until it says it is up (then it keeps running) or exits."""
+    """Its output until it says it is up (then it keeps running), exits, or :data:`CEILING` passes (a thread reads
+    the pipe: a text pipe's buffer holds lines that ``select`` on its descriptor would not see)."""
     assert process.stdout is not None
-    seen = []
+    lines: queue.Queue[str] = queue.Queue()
+    stream = process.stdout
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
     deadline = time.monotonic() + CEILING
-    for line in process.stdout:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=min(left, 1.0))
+        except queue.Empty:
+            if process.poll() is not None and lines.empty():
+                break
+            continue
         seen.append(line)
-        if UP in line or time.monotonic() > deadline:
+        if UP in line:
             break
     return "".join(seen)
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
+def _stop(process: subprocess.Popen[str], folder: Path) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
-    process.wait(CEILING)  # its components stop in turn, each given 10 s before SIGKILL: slow on a loaded machine
+    try:
+        process.wait(CEILING)  # its components stop in turn, each given 10 s before SIGKILL: slow on a loaded machine
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        logs = sorted(str(path.relative_to(folder)) for path in (folder / "logs").glob("*"))
+        raise AssertionError(f"kube up did not stop {CEILING:.0f} s after SIGTERM; logs: {logs}") from None
 
 
 def test_kube_up_starts_again_on_the_folder_of_a_stopped_cluster(binaries: Binaries, tmp_path: Path) -> None:
@@ -52,10 +75,10 @@ def test_kube_up_starts_again_on_the_folder_of_a_stopped_cluster(binaries: Binar
     try:
         assert UP in _wait_up(first)
     finally:
-        _stop(first)
+        _stop(first, folder)
     second = _up(folder)
     try:
         said = _wait_up(second)
         assert UP in said and second.poll() is None, said
     finally:
-        _stop(second)
+        _stop(second, folder)

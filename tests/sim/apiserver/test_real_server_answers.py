@@ -167,7 +167,7 @@ def _fake_build(folder: Path) -> Path:
             "/api/v1/": item,
             "/api/v1/namespaces/{namespace}/pods/{name}": item,
             "/api/v1/namespaces/{namespace}/pods/{name}/exec": item,
-            "/api/v1/namespaces/{namespace}/endpoints": item,
+            "/api/v1/namespaces/{namespace}/podtemplates": item,
             "/api/v1/watch/namespaces/{namespace}/services": item,
             "/api/v1/namespaces/{name}/finalize": item,
         },

@@ -27,6 +27,7 @@ from kubeflux.sim.apiserver.authorization import ReviewStrategy
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
 from kubeflux.sim.apiserver.discovery import AGGREGATED, aggregated_discovery, discovery_document, wants_aggregated
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.eviction import evict
 from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
@@ -493,13 +494,8 @@ class ApiApp:
                 raise errors.bad_request("name in URL does not match name in Binding object")
             self.store.bind(resource, target.namespace, target.name, body)
             return 201, errors.status_success(201)
-        if target.subresource == "eviction":  # no PodDisruptionBudgets exist: an eviction is a delete
-            options = body.get("deleteOptions") if isinstance(body, dict) else None
-            options = options if isinstance(options, dict) else {}
-            grace = options.get("gracePeriodSeconds")
-            if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
-                raise errors.bad_request(f"deleteOptions.gracePeriodSeconds: must be an integer, got {grace!r}")
-            self.store.delete(resource, target.namespace, target.name, grace=grace)
+        if target.subresource == "eviction":
+            evict(self.store, resource, target.namespace, target.name, body)
             return 201, errors.status_success(201)
         if target.name:
             raise errors.method_not_allowed(f"POST is not allowed on a named {resource.singular}; use PUT or PATCH")

@@ -73,8 +73,8 @@ def serve_command(
         list[str] | None,
         typer.Option(
             "--no-controllers",
-            help="Turn off a built-in controller (repeatable): job (run a real kube-controller-manager instead), "
-            "podgroup.",
+            help="Turn off a built-in controller (repeatable): job, garbagecollector, namespace (run a real "
+            "kube-controller-manager instead), podgroup.",
         ),
     ] = None,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
@@ -161,9 +161,11 @@ def serve_command(
     replayed, cores, under_test = _replay_plan(workload, node_list, names, primary)
     from kubeflux.sim.workloads.model import JobKind
 
-    if "job" in disabled and replayed is not None and any(j.kind is JobKind.JOB for j in replayed.jobs):
+    needed = sorted({"job", "garbagecollector"} & set(disabled))
+    if needed and replayed is not None and any(j.kind is JobKind.JOB for j in replayed.jobs):
         raise typer.BadParameter(
-            "--no-controllers job: the --workload has Jobs, which the replay runs with the built-in Job controller"
+            f"--no-controllers {needed[0]}: the --workload has Jobs, which the replay runs with the built-in Job "
+            "controller and garbage collector"
         )
     gates = _feature_gates(feature_gates)
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")

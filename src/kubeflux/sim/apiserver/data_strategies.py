@@ -18,6 +18,7 @@ __all__ = [
     "config_key_causes",
     "events_v1_causes",
     "events_v1_update_causes",
+    "json_type",
     "quantity_error",
 ]
 
@@ -46,15 +47,15 @@ def _string_map_error(value: Any, kind: str, field: str) -> str:
         return ""
     if not isinstance(value, dict):
         return (
-            f"json: cannot unmarshal {_json_type(value)} into Go struct field {kind}.{field} of type map[string]string"
+            f"json: cannot unmarshal {json_type(value)} into Go struct field {kind}.{field} of type map[string]string"
         )
     for item in value.values():
         if not isinstance(item, str):
-            return f"json: cannot unmarshal {_json_type(item)} into Go struct field {kind}.{field} of type string"
+            return f"json: cannot unmarshal {json_type(item)} into Go struct field {kind}.{field} of type string"
     return ""
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):

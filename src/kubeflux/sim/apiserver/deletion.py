@@ -98,6 +98,14 @@ class Deletion:
 
     def __init__(self, store: Stored) -> None:
         self.store = store
+        self.collects_garbage = True
+        """Dependents are deleted or orphaned here (kube-controller-manager's garbage collector); off, the
+        ``orphan`` and ``foregroundDeletion`` finalizers and the dependents of a deleted owner are left to a real
+        garbage collector run against the server, which then works as on a real server."""
+        self.finalizes_namespaces = True
+        """A Terminating namespace is emptied and removed here (the namespace controller); off, a real one run
+        against the server deletes the content, finalizes (``namespaces/NAME/finalize``) and deletes the namespace
+        again, which then goes, as on a real server."""
 
     def delete(
         self,
@@ -164,7 +172,7 @@ class Deletion:
         if policy != "Background":  # the garbage collector's finalizer holds the object until it has done its work
             finalizer = "orphan" if policy == "Orphan" else "foregroundDeletion"
             held = self._terminate(resource, key, obj, seconds, finalizer)
-            if not self.store.dry:
+            if not self.store.dry and self.collects_garbage:
                 self._after_delete(resource, held, policy)
                 self._release(resource, key, finalizer)
             return held, False
@@ -205,12 +213,18 @@ class Deletion:
         """A namespace goes Terminating, its contents are deleted, and it goes when the last of them has gone."""
         assert self.store.namespaces is not None
         if obj["metadata"].get("deletionTimestamp"):
-            return obj
+            if (
+                self.finalizes_namespaces
+                or (obj.get("spec") or {}).get("finalizers")
+                or obj["metadata"].get("finalizers")
+            ):
+                return obj
+            return self.remove(self.store.namespaces, key, obj)  # finalized by a real namespace controller
         new = clone(obj)
         new["metadata"]["deletionTimestamp"] = self.store.now()
         new["status"] = {"phase": "Terminating"}
         stored = self.store.put(self.store.namespaces, key, new, obj, "MODIFIED")
-        if not self.store.dry:
+        if not self.store.dry and self.finalizes_namespaces:
             self._empty_namespace(obj["metadata"]["name"])
         return stored
 
@@ -224,7 +238,7 @@ class Deletion:
         gone["metadata"] = dict(obj["metadata"])
         gone["metadata"]["resourceVersion"] = str(self.store.next_rv())
         self.store.record(collection, "DELETED", gone, obj)
-        if obj["metadata"].get("uid") in self.store.dependents:  # the garbage collector: dependents of a gone owner go
+        if self.collects_garbage and obj["metadata"].get("uid") in self.store.dependents:  # dependents of a gone owner
             self._after_delete(resource, gone, "Background")
         namespace = obj["metadata"].get("namespace")
         if namespace and self.store.namespaces is not None:
@@ -297,9 +311,16 @@ class Deletion:
         }
         self.store.put(self.store.namespaces, ns_key, new, ns, "MODIFIED")
 
+    def finalized(self, namespace: Object) -> bool:
+        """Whether a write leaving Terminating ``namespace`` so removes it: never with the store's own namespace
+        controller (it goes when its content has gone), else when it has no ``spec.finalizers`` left (a real
+        controller's ``finalize``), as the real server's ``ShouldDeleteNamespaceDuringUpdate`` says."""
+        spec = namespace.get("spec")
+        return not self.finalizes_namespaces and not (isinstance(spec, dict) and spec.get("finalizers"))
+
     def _reap_namespace(self, namespace: str) -> None:
         """Remove a Terminating namespace once nothing is left in it."""
-        if self.store.namespaces is None:
+        if self.store.namespaces is None or not self.finalizes_namespaces:
             return
         ns_key = object_key("", namespace)
         ns = self.store.collection_of(self.store.namespaces).objects.get(ns_key)

@@ -23,7 +23,11 @@ __all__ = [
     "dns_label_causes",
     "dns_subdomain_causes",
     "field_path",
+    "fill_zeros",
+    "list_of_objects_causes",
+    "objects_causes",
     "path_segment_causes",
+    "required",
 ]
 
 Object = dict[str, Any]
@@ -56,6 +60,39 @@ def path_segment_causes(name: str, path: str = "metadata.name") -> list[Cause]:
     if name in (".", "..") or "/" in name or "%" in name:
         return [Cause(path, f"Invalid value: {name!r}: may not contain '/' or '%' or be '.' or '..'")]
     return []
+
+
+def required(path: str) -> Cause:
+    return Cause(path, "Required value", "FieldValueRequired")
+
+
+def list_of_objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list[Cause]:
+    """Each of ``fields`` of ``parent``, when present, is a list of objects (what readers of it iterate)."""
+    causes = []
+    for name in fields:
+        value = parent.get(name)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
+            causes.append(Cause(f"{prefix}{name}", "Invalid value: must be a list of objects"))
+    return causes
+
+
+def objects_causes(parent: Object, prefix: str, fields: tuple[str, ...]) -> list[Cause]:
+    """Each of ``fields`` of ``parent``, when present, is an object."""
+    return [
+        Cause(f"{prefix}{name}", "Invalid value: must be an object")
+        for name in fields
+        if parent.get(name) is not None and not isinstance(parent.get(name), dict)
+    ]
+
+
+def fill_zeros(obj: Object, key: str, zeros: Object) -> None:
+    """``obj[key]``, an object, shows the fields of ``zeros`` that are missing with their zero values (what Go
+    writes of a field that is not ``omitempty``)."""
+    part = obj.get(key)
+    if isinstance(part, dict):
+        for name, zero in zeros.items():
+            if part.get(name) is None:
+                part[name] = zero
 
 
 def field_path(obj: Object, dotted: str) -> str:

@@ -5,7 +5,8 @@ background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a 
 only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
 ``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the built-in controllers
 run (:data:`CONTROLLERS`: the Job controller, as kube-controller-manager's, and the PodGroup controller, which keeps
-groups' status), but those named in ``disabled_controllers``; ``schedulers`` run in the process
+groups' status), but those named in ``disabled_controllers``, which may also name the store's own garbage collector
+and namespace controller (:data:`STORE_CONTROLLERS`, on otherwise); ``schedulers`` run in the process
 (:class:`InProcessSchedulers`), both on the server's loop, created when it starts serving.
 """
 
@@ -48,11 +49,15 @@ from kubeflux.sim.apiserver.tls import TlsFiles
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.model import JobKind, Workload
 
-__all__ = ["CONTROLLERS", "ApiServer", "kubeconfig", "node_manifest"]
+__all__ = ["CONTROLLERS", "STORE_CONTROLLERS", "ApiServer", "kubeconfig", "node_manifest"]
 
-CONTROLLERS = ("job", "podgroup")
-"""The built-in controllers ``controllers=True`` runs: ``job`` (kube-controller-manager's Job controller, with its
-TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status)."""
+STORE_CONTROLLERS = ("garbagecollector", "namespace")
+"""What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
+a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
+leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
+CONTROLLERS = ("job", "podgroup", *STORE_CONTROLLERS)
+"""The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
+TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status); and the store's own."""
 
 T = TypeVar("T")
 
@@ -221,10 +226,21 @@ class ApiServer:
         unknown = sorted(set(disabled_controllers) - set(CONTROLLERS))
         if unknown:
             raise ValueError(f"unknown controller(s) {', '.join(unknown)}; known: {', '.join(CONTROLLERS)}")
-        self.controllers = frozenset(CONTROLLERS) - set(disabled_controllers) if controllers else frozenset()
+        store_controllers = frozenset(STORE_CONTROLLERS) - set(disabled_controllers)
+        self.controllers = (frozenset(CONTROLLERS) if controllers else store_controllers) - set(disabled_controllers)
         """The built-in controllers that run."""
-        if workload is not None and "job" not in self.controllers and any(j.kind is JobKind.JOB for j in workload.jobs):
-            raise ValueError("a workload's Jobs are replayed by the built-in Job controller: it cannot be turned off")
+        needed = {"job", "garbagecollector"}
+        if (
+            workload is not None
+            and not needed <= self.controllers
+            and any(j.kind is JobKind.JOB for j in workload.jobs)
+        ):
+            raise ValueError(
+                "a workload's Jobs are replayed by the built-in Job controller and garbage collector: they cannot "
+                "be turned off"
+            )
+        self.store.deletion.collects_garbage = "garbagecollector" in self.controllers
+        self.store.deletion.finalizes_namespaces = "namespace" in self.controllers
         self.podgroup_controller: PodGroupController | None = None
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""

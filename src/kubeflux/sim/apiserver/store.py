@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflux.scheduler.kube_objects import format_timestamp
-from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver import errors, system_objects
 from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
@@ -40,23 +40,9 @@ from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
-__all__ = ["DEFAULT_NAMESPACES", "ListResult", "Store", "clone"]
+__all__ = ["ListResult", "Store", "clone"]
 
 Object = dict[str, Any]
-DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-SYSTEM_PRIORITY_CLASSES = (
-    (
-        "system-cluster-critical",
-        2_000_000_000,
-        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
-    ),
-    (
-        "system-node-critical",
-        2_000_001_000,
-        "Used for system critical pods that must not be moved from their current node.",
-    ),
-)
-"""The PriorityClasses the real server creates at start (as ``kube-apiserver``, its own field manager)."""
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SUFFIXES = len(_NAME_ALPHABET) ** 5
 
@@ -124,15 +110,7 @@ class Store:
             if resource.collection not in self.collections:
                 self.collections[resource.collection] = Collection(resource.collection, cache_size)
         self.namespaces = registry.find("", "v1", "namespaces")
-        if self.namespaces is not None:
-            for name in DEFAULT_NAMESPACES:
-                self.create(self.namespaces, "", {"metadata": {"name": name}})
-        priority_classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
-        if priority_classes is not None:
-            with self.request("kube-apiserver"):
-                for name, value, description in SYSTEM_PRIORITY_CLASSES:
-                    pc = {"metadata": {"name": name}, "value": value, "description": description}
-                    self.create(priority_classes, "", pc)
+        system_objects.make(self)
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def now(self) -> str:
@@ -192,7 +170,7 @@ class Store:
             if old is not None and "managedFields" in old["metadata"]:
                 new["metadata"]["managedFields"] = old["metadata"]["managedFields"]
             return
-        new["metadata"]["managedFields"] = managed_after(
+        managed = managed_after(
             old,
             new,
             writer.manager,
@@ -202,6 +180,10 @@ class Store:
             status_separate=resource.strategy.has_status,
             applied=writer.applied,
         )
+        if managed:
+            new["metadata"]["managedFields"] = managed
+        else:  # no field is anyone's (an object of metadata only): the real server shows none
+            new["metadata"].pop("managedFields", None)
 
     def put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object:
         if self.dry:  # answered as stored, at the version it would replace (none for a create)
@@ -412,7 +394,10 @@ class Store:
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
-        return self.view(resource, self.put(resource, key, obj, None, "ADDED"))
+        stored = self.put(resource, key, obj, None, "ADDED")
+        if resource is self.namespaces and not self.dry:
+            system_objects.default_account(self, name)
+        return self.view(resource, stored)
 
     def update(
         self,
@@ -502,7 +487,7 @@ class Store:
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
             and not meta.get("deletionGracePeriodSeconds")
-            and resource is not self.namespaces  # a Terminating namespace goes when its content has gone
+            and (resource is not self.namespaces or self.deletion.finalized(stored))
         ):
             self.deletion.remove(resource, key, stored)
         return self.view(resource, stored)

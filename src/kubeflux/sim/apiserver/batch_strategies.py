@@ -1,0 +1,229 @@
+"""Strategies of the batch workloads: ``batch/v1`` Jobs and CronJobs, and pod groups (scheduler-plugins' and
+Kubernetes' own gang API)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeflux.scheduler.kube_objects import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.sim.apiserver.core_strategies import (
+    default_template_spec,
+    manifest_causes,
+    pod_spec_causes,
+    pod_view,
+)
+from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.registry import Strategy, required
+
+__all__ = ["CronJobStrategy", "JobStrategy", "PodGroupStrategy", "WorkloadStrategy", "job_template_causes"]
+
+Object = dict[str, Any]
+
+
+class PodGroupStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+
+    def validate(self, obj: Object) -> list[Cause]:
+        try:
+            podgroup_from_manifest(obj)
+        except ManifestError as exc:
+            return manifest_causes(exc)
+        return []
+
+
+class WorkloadStrategy(Strategy):
+    """``scheduling.k8s.io`` Workloads: policy templates that controllers copy into PodGroups; stored as given."""
+
+    tracks_generation = True
+
+
+# --- batch/v1 Jobs --------------------------------------------------------------------------------------------
+
+_CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+_JOB_NAME = "batch.kubernetes.io/job-name"
+
+
+class JobStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+    orphan_by_default = True
+    fields = frozenset({"status.successful"})
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        meta = obj["metadata"]
+        if "completions" not in spec and "parallelism" not in spec:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+        spec.setdefault("manualSelector", False)
+        if not spec.get("manualSelector"):
+            spec["selector"] = {"matchLabels": {_CONTROLLER_UID: meta["uid"]}}
+        template = spec.get("template")
+        if isinstance(template, dict):
+            template_meta = template.setdefault("metadata", {})
+            if isinstance(template_meta, dict):
+                labels = template_meta.setdefault("labels", {})
+                if isinstance(labels, dict):
+                    labels.update(
+                        {
+                            _CONTROLLER_UID: meta["uid"],
+                            _JOB_NAME: meta["name"],
+                            "controller-uid": meta["uid"],
+                            "job-name": meta["name"],
+                        }
+                    )
+            if isinstance(template.get("spec"), dict):
+                default_template_spec(template["spec"], restart_policy=False)
+            template_labels = (template.get("metadata") or {}).get("labels")
+            if not meta.get("labels") and isinstance(template_labels, dict) and template_labels:
+                meta["labels"] = dict(template_labels)  # the real server's defaulting: a Job is labelled as its pods
+        obj["status"] = {}
+
+    def validate(self, obj: Object) -> list[Cause]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [required("spec")]
+        causes: list[Cause] = []
+        for field in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+            value = spec.get(field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                causes.append(Cause(f"spec.{field}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
+        if spec.get("completionMode") not in ("NonIndexed", "Indexed"):
+            causes.append(
+                Cause(
+                    "spec.completionMode",
+                    f"Unsupported value: {spec.get('completionMode')!r}",
+                    "FieldValueNotSupported",
+                )
+            )
+        template = spec.get("template")
+        if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+            return [*causes, required("spec.template.spec")]
+        if template["spec"].get("restartPolicy") in (None, ""):
+            causes.append(required("spec.template.spec.restartPolicy"))
+        else:
+            causes.extend(pod_spec_causes(template["spec"], "spec.template.spec.", ("OnFailure", "Never")))
+        if not causes:
+            meta = obj["metadata"]
+            try:
+                pod_from_manifest(pod_view(meta.get("name", ""), meta.get("namespace", ""), template["spec"]))
+            except ManifestError as exc:
+                causes.extend(manifest_causes(exc, "spec.template."))
+        return causes
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        causes = self.validate(new)
+        new_spec, old_spec = new.get("spec", {}), old.get("spec", {})
+        for field in ("selector", "template", "completionMode"):
+            if isinstance(new_spec, dict) and new_spec.get(field) != old_spec.get(field):
+                causes.append(Cause(f"spec.{field}", "Invalid value: field is immutable"))
+        if isinstance(new_spec, dict) and isinstance(old_spec, dict):
+            causes.extend(_completions_update_causes(new_spec, old_spec))
+        return causes
+
+
+def _completions_update_causes(new: Object, old: Object) -> list[Cause]:
+    """``completions`` is immutable, but for an Indexed Job that changes it in tandem with ``parallelism``."""
+    completions = new.get("completions")
+    if completions == old.get("completions"):
+        return []
+    if new.get("completionMode") == "Indexed" and isinstance(completions, int):
+        grown = completions - int(old.get("completions") or 0)
+        if grown == int(new.get("parallelism") or 0) - int(old.get("parallelism") or 0):
+            return []
+        why = "can only be modified in tandem with spec.parallelism"
+        return [Cause("spec.completions", f"Invalid value: {completions}: {why}")]
+    return [Cause("spec.completions", f"Invalid value: {completions}: field is immutable")]
+
+
+_CONCURRENCY = ("Allow", "Forbid", "Replace")
+_SCHEDULE_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+
+
+def _schedule_causes(schedule: Any) -> list[Cause]:
+    """A cron schedule: five fields, a macro or ``@every <duration>`` (the fields themselves are not parsed); no
+    ``TZ=`` in it (``spec.timeZone`` says that)."""
+    if not isinstance(schedule, str) or not schedule:
+        return [required("spec.schedule")]
+    if "TZ" in schedule:
+        return [
+            Cause(
+                "spec.schedule",
+                f'Invalid value: "{schedule}": cannot use TZ or CRON_TZ in schedule, use timeZone field instead',
+            )
+        ]
+    fields = schedule.split()
+    if schedule.startswith("@"):
+        if schedule in _SCHEDULE_MACROS or (fields[0] == "@every" and len(fields) == 2):
+            return []
+        return [Cause("spec.schedule", f'Invalid value: "{schedule}": unrecognized descriptor: {schedule}')]
+    if len(fields) != 5:
+        message = f'Invalid value: "{schedule}": expected exactly 5 fields, found {len(fields)}: [{schedule}]'
+        return [Cause("spec.schedule", message)]
+    return []
+
+
+class CronJobStrategy(Strategy):
+    """``batch/v1`` CronJobs: a schedule and a Job template; kube-controller-manager's CronJob controller makes the
+    Jobs and writes the status."""
+
+    has_status = True
+    tracks_generation = True
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            spec.setdefault("concurrencyPolicy", "Allow")
+            spec.setdefault("suspend", False)
+            spec.setdefault("successfulJobsHistoryLimit", 3)
+            spec.setdefault("failedJobsHistoryLimit", 1)
+            template = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
+            if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+                default_template_spec(template["spec"], restart_policy=False)
+        obj["status"] = {}
+
+    def canonicalize(self, obj: Object) -> None:
+        spec = obj.get("spec")
+        job = spec.get("jobTemplate") if isinstance(spec, dict) else None
+        if isinstance(job, dict):  # ObjectMeta is no pointer: Go shows the templates' metadata, empty
+            if job.get("metadata") is None:
+                job["metadata"] = {}
+            template = (job.get("spec") or {}).get("template")
+            if isinstance(template, dict) and template.get("metadata") is None:
+                template["metadata"] = {}
+
+    def validate(self, obj: Object) -> list[Cause]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [required("spec")]
+        causes = _schedule_causes(spec.get("schedule"))
+        for name in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+            value = spec.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                causes.append(Cause(f"spec.{name}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
+        policy = spec.get("concurrencyPolicy")
+        if policy not in _CONCURRENCY:
+            supported = ", ".join(f'"{p}"' for p in _CONCURRENCY)
+            message = f"Unsupported value: {policy!r}: supported values: {supported}"
+            causes.append(Cause("spec.concurrencyPolicy", message, "FieldValueNotSupported"))
+        return causes + job_template_causes(spec.get("jobTemplate"), "spec.jobTemplate.spec.template.spec.")
+
+
+def job_template_causes(job: Any, prefix: str) -> list[Cause]:
+    """The pod template of a Job's template (a missing one is empty, as Go decodes it): valid, and with a restart
+    policy of ``OnFailure`` or ``Never`` (a template's is not defaulted)."""
+    job_spec = job.get("spec") if isinstance(job, dict) else None
+    template = job_spec.get("template") if isinstance(job_spec, dict) else None
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    if not isinstance(pod_spec, dict):
+        pod_spec = {}
+    if pod_spec.get("restartPolicy") in (None, ""):
+        return [*pod_spec_causes({**pod_spec, "restartPolicy": "Never"}, prefix), required(f"{prefix}restartPolicy")]
+    return pod_spec_causes(pod_spec, prefix, ("OnFailure", "Never"))

@@ -1,0 +1,383 @@
+"""Strategies of the core resources the scheduler reads: pods, nodes and namespaces (see
+:mod:`kubeflux.sim.apiserver.registry`).
+
+Validation reuses the scheduler's manifest readers (:mod:`kubeflux.scheduler.kube_objects`), so what the API
+server accepts is what the scheduler and simulator can read; their ``ManifestError`` (object, field, problem)
+becomes a 422 cause on the same field. Defaults are the real server's for the fields clients read back
+(``schedulerName``, ``restartPolicy``, ``terminationGracePeriodSeconds`` ...).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest
+from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.data_strategies import quantity_error
+from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.pod_admission import admit_pod
+from kubeflux.sim.apiserver.registry import (
+    Strategy,
+    dns_label_causes,
+    list_of_objects_causes,
+    required,
+)
+
+__all__ = [
+    "NamespaceStrategy",
+    "NodeStrategy",
+    "PodStrategy",
+    "condition_times",
+    "default_pod_spec",
+    "default_template_spec",
+    "manifest_causes",
+    "pod_spec_causes",
+    "pod_view",
+]
+
+Object = dict[str, Any]
+
+
+def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
+    problem = error.problem
+    reason = "FieldValueRequired" if problem == "required" else "FieldValueInvalid"
+    message = "Required value" if problem == "required" else f"Invalid value: {problem}"
+    return [Cause(prefix + error.path, message, reason)]
+
+
+_FORBIDDEN = "FieldValueForbidden"
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_NODE_INFO = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+"""``status.nodeInfo``'s strings, which Go writes even when empty."""
+
+
+# --- pods -----------------------------------------------------------------------------------------------------
+
+_POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _default_container(container: Any) -> None:
+    if not isinstance(container, dict):
+        return
+    image = container.get("image")
+    if isinstance(image, str) and "imagePullPolicy" not in container:
+        tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+        container["imagePullPolicy"] = "IfNotPresent" if tagged and not image.endswith(":latest") else "Always"
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+
+
+def default_template_spec(spec: Object, *, restart_policy: bool = True) -> None:
+    """The real server's defaults of a pod spec in a template (a Job's: its restart policy is not defaulted)."""
+    if restart_policy:
+        spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    for field in ("containers", "initContainers"):
+        for container in spec.get(field) or ():
+            _default_container(container)
+
+
+def default_pod_spec(spec: Object) -> None:
+    """The real server's defaults for the pod spec fields clients read back: a template's, and what a pod gets
+    besides (``enableServiceLinks``, defaulted on pods only, and the Priority admission's fields)."""
+    default_template_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+
+
+def condition_times(obj: Object, names: tuple[str, ...]) -> None:
+    """Each status condition shows its times, ``null`` when unset (``metav1.Time`` is not a pointer)."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, dict):
+            for name in names:
+                if name not in condition:
+                    condition[name] = None
+
+
+def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = _RESTART_POLICIES) -> list[Cause]:
+    """Containers present, named (unique DNS labels) and with an image; a known restart policy."""
+    if not isinstance(spec, dict):
+        return [required(prefix.rstrip("."))]
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        causes.append(required(f"{prefix}containers"))
+    names: set[str] = set()
+    for field in ("containers", "initContainers"):
+        items = spec.get(field) or []
+        if not isinstance(items, list):
+            causes.append(Cause(f"{prefix}{field}", "Invalid value: must be a list"))
+            continue
+        for index, container in enumerate(items):
+            path = f"{prefix}{field}[{index}]"
+            if not isinstance(container, dict):
+                causes.append(Cause(path, "Invalid value: must be an object"))
+                continue
+            name = container.get("name")
+            if not isinstance(name, str) or not name:
+                causes.append(required(f"{path}.name"))
+            else:
+                causes.extend(dns_label_causes(name, f"{path}.name"))
+                if name in names:
+                    causes.append(Cause(f"{path}.name", f"Duplicate value: {name!r}", "FieldValueDuplicate"))
+                names.add(name)
+            if not isinstance(container.get("image"), str) or not container.get("image"):
+                causes.append(required(f"{path}.image"))
+    policy = spec.get("restartPolicy")
+    if policy not in restart_policies:
+        allowed = ", ".join(f'"{p}"' for p in restart_policies)
+        causes.append(
+            Cause(
+                f"{prefix}restartPolicy",
+                f"Unsupported value: {policy!r}: supported values: {allowed}",
+                "FieldValueNotSupported",
+            )
+        )
+    return causes
+
+
+@functools.lru_cache(maxsize=4096)
+def _pod_spec_causes(spec_json: bytes) -> tuple[Cause, ...]:
+    """The causes of one pod spec, cached: pods of a Job or a trace share their spec, and reading a spec through
+    the scheduler's manifest reader (the check that it is readable) is most of the cost of a create."""
+    spec = orjson.loads(spec_json)
+    causes = pod_spec_causes(spec, "spec.")
+    if causes:
+        return tuple(causes)
+    try:
+        pod_from_manifest(pod_view("pod", "default", spec))
+    except ManifestError as exc:
+        return tuple(manifest_causes(exc))
+    return ()
+
+
+def pod_view(name: str, namespace: str, spec: Object) -> Object:
+    return {"kind": "Pod", "metadata": {"name": name or "pod", "namespace": namespace}, "spec": spec}
+
+
+class PodStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+    returns_deleted_object = True
+    graceful_delete = True
+    fields = frozenset(
+        {
+            "spec.nodeName",
+            "spec.schedulerName",
+            "status.phase",
+            "spec.restartPolicy",
+            "spec.serviceAccountName",
+            "status.podIP",
+            "status.nominatedNodeName",
+            "spec.hostNetwork",
+        }
+    )
+
+    def decode_error(self, obj: Object) -> str:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return ""
+        for field in ("containers", "initContainers"):
+            items = spec.get(field)
+            for container in items if isinstance(items, list) else ():
+                resources = container.get("resources") if isinstance(container, dict) else None
+                if isinstance(resources, dict):
+                    problem = quantity_error(resources.get("requests")) or quantity_error(resources.get("limits"))
+                    if problem:
+                        return problem
+        return ""
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            default_pod_spec(spec)
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
+
+    def canonicalize(self, obj: Object) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and None in spec.values():  # nil pointers, left out (a null token automount)
+            for key in [k for k, v in spec.items() if v is None]:
+                del spec[key]
+        condition_times(obj, ("lastProbeTime", "lastTransitionTime"))
+
+    def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
+        """The mutating admission plugins (:func:`admit_pod`) and Priority: ``spec.priority`` from
+        ``spec.priorityClassName``."""
+        spec = obj["spec"]
+        admit_pod(obj)
+        name = spec.get("priorityClassName")
+        if not name:
+            return
+        found = lookup("scheduling.k8s.io/priorityclasses", "", name) if isinstance(name, str) else None
+        if found is None:
+            raise errors.forbidden(
+                f'pods "{obj["metadata"]["name"]}" is forbidden: no PriorityClass with name {name} was found'
+            )
+        spec["priority"] = found.get("value", 0)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        causes = _pod_status_causes(obj)
+        if causes:
+            return causes
+        return list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        spec = new.get("spec")
+        if spec is not None and spec is old.get("spec"):  # a status write keeps the stored (valid) spec itself
+            return _pod_status_causes(new)
+        if isinstance(spec, dict):
+            default_pod_spec(spec)
+        causes = self.validate(new)
+        if causes:
+            return causes
+        old_spec = old.get("spec", {})
+        new_spec = new.get("spec", {})
+        if len(new_spec.get("containers") or ()) != len(old_spec.get("containers") or ()):
+            return [Cause("spec.containers", "Forbidden: pod updates may not add or remove containers", _FORBIDDEN)]
+        if _frozen_pod_spec(new_spec) != _frozen_pod_spec(old_spec):
+            message = (
+                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+                "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
+                "existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+                "previously negative)"
+            )
+            return [Cause("spec", message, "FieldValueForbidden")]
+        return []
+
+    def grace_seconds(self, obj: Object, requested: int | None) -> int:
+        if not obj.get("spec", {}).get("nodeName"):
+            return 0
+        if obj.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is None:
+            requested = obj.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+        if not isinstance(requested, int):
+            return 30
+        return max(requested, 0)
+
+
+def _pod_status_causes(obj: Object) -> list[Cause]:
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return [Cause("status", "Invalid value: must be an object")]
+    phase = status.get("phase")
+    if phase is not None and not isinstance(phase, str):  # any string: the real server takes a phase it does not know
+        return [Cause("status.phase", f"Unsupported value: {phase!r}", "FieldValueNotSupported")]
+    return list_of_objects_causes(status, "status.", ("conditions", "containerStatuses", "initContainerStatuses"))
+
+
+def _frozen_pod_spec(spec: Object) -> Object:
+    frozen = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
+    for field in ("containers", "initContainers"):
+        if isinstance(frozen.get(field), list):
+            frozen[field] = [
+                {k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c for c in frozen[field]
+            ]
+    return frozen
+
+
+def _qos_class(spec: Object) -> str:
+    requests_seen = False
+    guaranteed = True
+    for container in spec.get("containers") or ():
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {} if isinstance(resources, dict) else {}
+        limits = resources.get("limits") or {} if isinstance(resources, dict) else {}
+        if requests or limits:
+            requests_seen = True
+        for name in ("cpu", "memory"):
+            if name not in limits or (name in requests and requests[name] != limits[name]):
+                guaranteed = False
+    if not requests_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+# --- nodes, namespaces, pod groups ---------------------------------------------------------------------------
+
+
+class NodeStrategy(Strategy):
+    has_status = True
+    keep_status_on_create = True
+    fields = frozenset({"spec.unschedulable"})
+
+    def decode_error(self, obj: Object) -> str:
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return ""
+        return quantity_error(status.get("capacity")) or quantity_error(status.get("allocatable"))
+
+    def canonicalize(self, obj: Object) -> None:
+        if obj.get("spec") is None:
+            obj["spec"] = {}
+        if obj.get("status") is None:
+            obj["status"] = {}
+        status = obj["status"]
+        if not isinstance(status, dict):
+            return
+        if status.get("daemonEndpoints") is None:
+            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 0}}
+        info = status.get("nodeInfo")
+        if info is None:
+            status["nodeInfo"] = dict.fromkeys(_NODE_INFO, "")
+        elif isinstance(info, dict) and len(info) < len(_NODE_INFO):
+            for key in _NODE_INFO:
+                info.setdefault(key, "")
+        condition_times(obj, ("lastHeartbeatTime", "lastTransitionTime"))
+
+    def validate(self, obj: Object) -> list[Cause]:
+        spec = obj.get("spec")
+        taints = spec.get("taints") if isinstance(spec, dict) else None
+        causes = []
+        for index, taint in enumerate(taints if isinstance(taints, list) else ()):
+            effect = taint.get("effect") if isinstance(taint, dict) else None
+            if effect not in _TAINT_EFFECTS:  # the real server names the path metadata.taints, and so do we
+                supported = ", ".join(f'"{e}"' for e in _TAINT_EFFECTS)
+                message = f'Unsupported value: "{effect}": supported values: {supported}'
+                causes.append(Cause(f"metadata.taints[{index}].effect", message, "FieldValueNotSupported"))
+        if causes:
+            return causes
+        try:
+            node_from_manifest(obj)
+        except ManifestError as exc:
+            return manifest_causes(exc)
+        return []
+
+
+class NamespaceStrategy(Strategy):
+    has_status = True
+    delete_collection = False
+    fields = frozenset({"status.phase"})
+    name_causes = staticmethod(dns_label_causes)
+
+    def prepare_create(self, obj: Object, now: str) -> None:
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+        labels = obj["metadata"].setdefault("labels", {})
+        if isinstance(labels, dict):
+            labels.setdefault("kubernetes.io/metadata.name", obj["metadata"]["name"])
