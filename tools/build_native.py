@@ -55,13 +55,15 @@ share, built once per job at a run's end."""
 PURE_MODULES = {
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",
+    "kubeflux.scheduler.testing",
     "kubeflux.scheduler.validation",
     *SIM_PURE_MODULES,
 }
 """Modules of those packages left pure. ``interface`` holds ``@runtime_checkable`` protocols, which a compiled
 module cannot define. ``objects`` and ``validation`` hold and check what users send (pods, pod groups, nodes):
 a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until
-validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError."""
+validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError.
+``testing`` is the tests' double of a cluster: nothing of a run."""
 
 
 def kubeflux_imports(path: Path, src: Path) -> set[Path]:

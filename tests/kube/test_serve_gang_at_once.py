@@ -46,4 +46,4 @@ def test_ranks_deleted_one_by_one_free_their_cores_to_the_next_pods(two_nodes: C
         cluster.create(pod("whole-a", "16", run=None))
         cluster.create(pod("whole-b", "16", run=None))
         cluster.wait_for(lambda pods: _bound(pods, "whole-a", "whole-b"))
-        assert serve.cores[0]._shared == {}
+        assert serve.cores[0].books.shared == {}

@@ -12,9 +12,7 @@ from kubeflux.scheduler.informer import BIND_BACKOFF
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
-    ClusterEvent,
     Decision,
-    EventKind,
     Reject,
     Unschedulable,
 )
@@ -32,76 +30,8 @@ from kubeflux.scheduler.objects import (
     Toleration,
 )
 from kubeflux.scheduler.sharing import CappedSharing, ExclusiveSharing
+from kubeflux.scheduler.testing import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.translate import DURATION_ANNOTATION, POLICY_ANNOTATION
-
-ADDED, MODIFIED, DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
-
-
-def node(name: str, cores: int = 4, **kwargs: object) -> Node:
-    return Node(name, uid=name, allocatable={CPU: cores * 1000, MEMORY: 16 * 2**30}, **kwargs)  # type: ignore[arg-type]
-
-
-def pod(name: str, cpu: int, *, scheduler: str = "kubeflux", t: float = 0.0, **kwargs: object) -> Pod:
-    return Pod("default", name, f"uid-{name}", scheduler, creation_time=t, requests={CPU: cpu}, **kwargs)  # type: ignore[arg-type]
-
-
-class Cluster:
-    """A tiny stand-in for the API server: applies binds, tells the scheduler, checks nothing is over-committed."""
-
-    def __init__(self, scheduler: KubefluxScheduler, nodes: list[Node]) -> None:
-        self.scheduler = scheduler
-        self.nodes = {n.name: n for n in nodes}
-        self.pods: dict[str, Pod] = {}
-        self.now = 0.0
-        for n in nodes:
-            scheduler.observe(ClusterEvent(ADDED, n), 0.0)
-
-    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
-        self.scheduler.observe(ClusterEvent(kind, obj), self.now)
-
-    def add(self, *pods: Pod) -> None:
-        for p in pods:
-            self.pods[p.key] = p
-            self.tell(ADDED, p)
-
-    def run(self, now: float | None = None) -> list[Decision]:
-        if now is not None:
-            self.now = now
-        decisions = self.scheduler.schedule(self.now)
-        for d in decisions:
-            if isinstance(d, Bind):
-                p = self.pods[d.pod]
-                p.node_name = d.node
-                p.annotations = {**p.annotations, **d.annotations}
-                p.phase = PodPhase.RUNNING
-                self.tell(MODIFIED, p)
-        self.check()
-        return decisions
-
-    def end(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
-        p = self.pods[f"default/{name}"]
-        p.phase = phase
-        self.tell(MODIFIED, p)
-
-    def delete(self, name: str) -> None:
-        p = self.pods.pop(f"default/{name}")
-        p.deleted = True
-        self.tell(DELETED, p)
-
-    def check(self) -> None:
-        for n in self.nodes.values():
-            used = sum(
-                p.requests.get(CPU, 0) for p in self.pods.values() if p.node_name == n.name and not p.phase.terminal
-            )
-            assert used <= n.allocatable[CPU], f"node {n.name} over-committed: {used}"
-
-
-def bound(decisions: list[Decision]) -> dict[str, str]:
-    return {d.pod: d.node for d in decisions if isinstance(d, Bind)}
-
-
-def messages(decisions: list[Decision]) -> dict[str, str]:
-    return {d.pod: d.message for d in decisions if isinstance(d, Unschedulable | Reject)}
 
 
 def test_a_pod_bound_by_kubeflux_carries_its_allocation() -> None:
@@ -713,3 +643,33 @@ def test_a_pod_whose_binding_is_in_flight_is_never_queued_again(write: str) -> N
         cluster.tell(MODIFIED, seen)
         assert bound(cluster.run(2.0)) == {}
         assert set(cluster.scheduler.allocations) == {a.uid}
+
+
+def test_a_pod_no_node_admits_is_rejected_blocks_no_fcfs_queue_and_runs_once_a_node_is_labelled() -> None:
+    cluster = Cluster(KubefluxScheduler(backfill="fcfs"), [node("w1"), node("w2")])
+    cluster.add(pod("picky", 1000, node_selector={"zone": "b"}), pod("after", 1000, t=1))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/after": "w1"}
+    rejected = [d for d in decisions if isinstance(d, Reject)]
+    assert [d.pod for d in rejected] == ["default/picky"]
+    assert rejected[0].message == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. No node admits the pod as "
+        "the nodes are now; it is reconsidered when a node is added or changes."
+    )
+    cluster.nodes["w2"] = node("w2", labels={"zone": "b"})
+    cluster.tell(MODIFIED, cluster.nodes["w2"])
+    assert bound(cluster.run(2.0)) == {"default/picky": "w2"}
+
+
+def test_a_gang_whose_members_only_fit_nodes_that_do_not_admit_them_is_rejected() -> None:
+    # Two 4-core members that must run in zone b: only w2 is in zone b, and it holds one of them.
+    cluster = Cluster(KubefluxScheduler(), [node("w1"), node("w2", labels={"zone": "b"})])
+    cluster.tell(ADDED, PodGroup("default", "pair", min_member=2))
+    cluster.add(
+        *(pod(f"pair-{i}", 4000, node_selector={"zone": "b"}, labels={POD_GROUP_LABEL: "pair"}) for i in range(2))
+    )
+    decisions = cluster.run()
+    assert {d.pod for d in decisions if isinstance(d, Reject)} == {"default/pair-0", "default/pair-1"}
+    cluster.nodes["w1"] = node("w1", labels={"zone": "b"})
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert len(bound(cluster.run(1.0))) == 2

@@ -211,7 +211,7 @@ class _Watched:
             self.pods[pod.key] = pod
             self.core.observe(ClusterEvent(EventKind.ADDED, pod), 0.0)
         self.step()
-        assert len(self.core._shared) == 1  # one engine job for the ranks
+        assert len(self.core.books.shared) == 1  # one engine job for the ranks
 
     def step(self) -> None:
         self.now += 1.0
@@ -244,7 +244,7 @@ class _Watched:
         graph = self.core.graph
         assert graph is not None
         assert [graph.busy_cores(name, int(self.now)) for name in self.nodes] == [0] * len(self.nodes)
-        assert self.core._shared == {} and graph.lost == []
+        assert self.core.books.shared == {} and graph.lost == []
 
 
 def _node(name: str, cores: int) -> Node:

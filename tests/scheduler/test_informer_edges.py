@@ -4,6 +4,7 @@ drives the core with events, as a shell would, and checks the books against the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import deque
@@ -19,6 +20,7 @@ from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, PodWarning, Reject
 from kubeflux.scheduler.kube_objects import node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.testing import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.translate import (
     DURATION_ANNOTATION,
     POLICY_ANNOTATION,
@@ -26,7 +28,6 @@ from kubeflux.scheduler.translate import (
     pod_jobspec,
 )
 from kubeflux.scheduler.validation import InvalidObject
-from tests.scheduler.test_core import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
 
 
 def books_match(cluster: Cluster) -> None:
@@ -658,3 +659,49 @@ def test_garbage_through_the_python_api_never_raises_and_never_reaches_the_books
     for booking in scheduler.ledger.bookings.values():
         assert all(type(amount) is int and amount >= 0 for amount in booking.requests.values())
     assert "uid-recovered" in scheduler.ledger.bookings
+
+
+def test_a_rejected_gang_is_queued_again_and_placed_when_a_node_is_added() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2)])
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=3))
+    cluster.add(*(pod(f"mpi-{i}", 2000, labels={POD_GROUP_LABEL: "mpi"}) for i in range(3)))
+    assert all(isinstance(d, Reject) for d in cluster.run())
+    cluster.nodes["w3"] = node("w3", cores=2)
+    cluster.tell(ADDED, cluster.nodes["w3"])
+    assert bound(cluster.run(1.0)) == {"default/mpi-0": "w1", "default/mpi-1": "w2", "default/mpi-2": "w3"}
+
+
+def test_a_rejected_pod_is_queued_again_when_a_nodes_capacity_is_raised() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("big", 4000))
+    decisions = cluster.run()
+    assert [type(d) for d in decisions] == [Reject]
+    cluster.nodes["w1"] = node("w1", cores=4)
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert bound(cluster.run(1.0)) == {"default/big": "w1"}
+
+
+def test_a_rejected_pod_that_still_never_fits_after_a_node_change_is_rejected_again_not_bound() -> None:
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("big", 4000))
+    cluster.run()
+    cluster.nodes["w1"] = node("w1", cores=2, labels={"zone": "a"})
+    cluster.tell(MODIFIED, cluster.nodes["w1"])
+    assert [type(d) for d in cluster.run(1.0)] == [Reject]
+
+
+def test_a_rejected_gang_stays_rejected_whole_when_the_shell_writes_a_members_status() -> None:
+    # Three 16-core members on one 16-core node: rejected as never fitting. kubeflux serve then writes
+    # PodScheduled=False on a member (a status-only update): the member must not be queued alone, splitting the
+    # gang into one rejected member and others waiting for a minMember they cannot reach.
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=16)])
+    cluster.tell(ADDED, PodGroup("default", "wide", min_member=3))
+    cluster.add(*(pod(f"wide-{i}", 16_000, labels={POD_GROUP_LABEL: "wide"}) for i in range(3)))
+    assert [type(d) for d in cluster.run()] == [Reject, Reject, Reject]
+    status_only = dataclasses.replace(cluster.pods["default/wide-0"])
+    cluster.tell(MODIFIED, status_only)
+    assert cluster.run(1.0) == []
+    relabelled = dataclasses.replace(status_only, labels={**status_only.labels, "tier": "hpc"})
+    cluster.tell(MODIFIED, relabelled)  # a change placing reads: the whole gang is reconsidered (and still too big)
+    assert [type(d) for d in cluster.run(2.0)] == [Reject, Reject, Reject]

@@ -7,16 +7,16 @@ from __future__ import annotations
 import pytest
 
 from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.interface import Unschedulable
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup
-from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.testing import ADDED, Cluster, bound, node, pod
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import SyntheticSpec, generate
-from tests.scheduler.test_core import ADDED, Cluster, bound, node, pod
 
 
 def timed(name: str, cpu: int, seconds: int, **kwargs: object) -> object:
@@ -91,9 +91,9 @@ def test_a_gang_known_not_to_fit_now_is_told_what_trying_it_would_have_told(
     spec = SyntheticSpec(jobs=300, mean_interarrival=30.0, max_size=32, mean_runtime=1200.0)
     workload = map_to_cluster(generate(spec, seed=5), nodes)
     skipped = 0
-    quick = Placer._too_few_slots
+    quick = NodeFilter.too_few_slots
 
-    def counted(self: Placer, job: PendingJob, start: int, minimum: int) -> bool:
+    def counted(self: NodeFilter, job: PendingJob, start: int, minimum: int) -> bool:
         nonlocal skipped
         found = quick(self, job, start, minimum)
         skipped += found
@@ -105,8 +105,8 @@ def test_a_gang_known_not_to_fit_now_is_told_what_trying_it_would_have_told(
         record = sim.run()
         return record.jobs, record.pods, sim.cluster.kube_events, sim.cluster.event_counts
 
-    monkeypatch.setattr(Placer, "_too_few_slots", counted)
+    monkeypatch.setattr(NodeFilter, "too_few_slots", counted)
     with_quick_test = run()
-    monkeypatch.setattr(Placer, "_too_few_slots", lambda *_: False)
+    monkeypatch.setattr(NodeFilter, "too_few_slots", lambda *_: False)
     assert run() == with_quick_test
     assert (skipped > 0) is (policy == "lonode")

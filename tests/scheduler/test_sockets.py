@@ -21,6 +21,7 @@ from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
 from kubeflux.scheduler.graphview import CLUSTER_NAME
 from kubeflux.scheduler.interface import Bind, Decision, Unschedulable
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster
 from kubeflux.scheduler.translate import (
     SOCKETS_LABEL,
     NodeShape,
@@ -29,7 +30,6 @@ from kubeflux.scheduler.translate import (
     placement_from_output,
     pod_jobspec,
 )
-from tests.scheduler.test_core import ADDED, MODIFIED, Cluster
 from tests.shared import REPO
 
 AMD = "amd.com/gpu"

@@ -1,30 +1,42 @@
-"""The kubeflux scheduler core: pods and pod groups placed by the graph engine, with queueing and backfill.
+"""The kubeflux scheduler: pods and pod groups placed by the graph engine, with queueing and backfill.
 
 It implements :class:`kubeflux.scheduler.interface.Scheduler`: no I/O, no clock (``now`` is an argument, in
 seconds; the engine's time axis is whole seconds from 0, so Unix time and simulated time both fit its horizon).
 
-**Informer logic** (:meth:`KubefluxScheduler.observe`): in :mod:`kubeflux.scheduler.informer` — each pod that
-ends releases its own allocation, other schedulers' pods are counted and replayed onto their node, nodes change
-the graph in place.
+:class:`KubefluxScheduler` owns its parts, each usable and tested on its own, as kube-scheduler has a cache, a
+scheduling queue and a framework:
+
+* :attr:`~KubefluxScheduler.books` (:class:`~kubeflux.scheduler.books.ClusterBooks`): nodes, the exact books,
+  allocations and the engine's graph;
+* :attr:`~KubefluxScheduler.informer` (:class:`~kubeflux.scheduler.informer.Informer`): cluster events into the
+  books and the queue (:meth:`KubefluxScheduler.observe`, :meth:`KubefluxScheduler.unreserve`);
+* :attr:`~KubefluxScheduler.queue` (:class:`~kubeflux.scheduler.queue.PendingQueue`): the waiting jobs;
+* :attr:`~KubefluxScheduler.filter` (:class:`~kubeflux.scheduler.filtering.NodeFilter`): which nodes may take a
+  pod, by the books;
+* :attr:`~KubefluxScheduler.placer` (:class:`~kubeflux.scheduler.placing.Placer`) and
+  :attr:`~KubefluxScheduler.reserver` (:class:`~kubeflux.scheduler.reserving.Reserver`): engine matches now and
+  reservations for later;
+* :attr:`~KubefluxScheduler.profile` (:class:`~kubeflux.scheduler.profile.Profile`): the settings they share.
 
 **One scheduling pass** (:meth:`KubefluxScheduler.schedule`), in named phases:
 
-1. *re-plan*: cancel the reservations of the previous pass; account pods bound by others (or recovered). A
-   pass after nothing but new arrivals keeps the reservations and tries only the new jobs (an incremental
-   pass), unless one of them sorts before the blocked head;
-2. *order*: ready jobs by priority, arrival, first sight (:mod:`kubeflux.scheduler.queue`), at most
-   ``queue_depth`` of them;
-3. *filter*: per pod, kube-scheduler's filters (:mod:`kubeflux.scheduler.constraints`) and the exact ledger
-   (:mod:`kubeflux.scheduler.ledger`), kept incrementally (:mod:`kubeflux.scheduler.fit`); unfit nodes are
-   hidden from the engine for that match (:mod:`kubeflux.scheduler.graphview`);
-4. *match*: one engine job per pod (:mod:`kubeflux.scheduler.translate`), all members of a group or none;
+1. *snapshot*: the books brought to ``now`` (pods past their planned end extended, engine jobs lost replayed);
+2. *pop*: ready jobs by priority, arrival, first sight (:mod:`kubeflux.scheduler.queue`), at most ``queue_depth``
+   of them;
+3. *re-plan*: cancel the reservations of the previous pass; account pods bound by others (or recovered). A pass
+   after nothing but new arrivals keeps the reservations and tries only the new jobs (an incremental pass),
+   unless one of them sorts before the blocked head;
+4. *place*: per pod, kube-scheduler's filters (:mod:`kubeflux.scheduler.constraints`) and the exact ledger
+   (:mod:`kubeflux.scheduler.ledger`), kept incrementally (:mod:`kubeflux.scheduler.fit`); unfit nodes are hidden
+   from the engine for that match (:mod:`kubeflux.scheduler.graphview`); one engine job per pod
+   (:mod:`kubeflux.scheduler.translate`), all members of a group or none;
 5. *reserve*: a job that does not fit now gets a reservation (``allocate_orelse_reserve``; a gang as one engine
-   job, so its members share one start): under ``fcfs`` only the first blocked job, and nothing passes it;
-   under ``easy`` the first blocked job, and later jobs start only when they fit now around it; under
-   ``conservative`` every blocked job in the queue depth;
-6. *decide*: :class:`Bind` (with the :data:`ALLOCATION_ANNOTATION` for recovery), else ``Unschedulable`` with
-   kube-scheduler's message and the expected start of the reservation, or :class:`Reject` when no node could
-   ever host the pod.
+   job, so its members share one start): under ``fcfs`` only the first blocked job, and nothing passes it; under
+   ``easy`` the first blocked job, and later jobs start only when they fit now around it; under ``conservative``
+   every blocked job in the queue depth;
+6. *decide*: :class:`Bind` (with the :data:`~kubeflux.scheduler.allocation.ALLOCATION_ANNOTATION` for recovery),
+   else ``Unschedulable`` with kube-scheduler's message and the expected start of the reservation, or
+   :class:`Reject` when no node could ever host the pod.
 
 A gang waiting longer than its ``scheduleTimeoutSeconds`` is released (its reservation dropped) and retried after
 a back-off that doubles from :attr:`group_backoff` up to :attr:`max_backoff`.
@@ -36,48 +48,35 @@ placed, so nothing is double-booked.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import operator
-from collections import Counter
+from collections import Counter, deque
 from enum import StrEnum
-from typing import Any, cast
 
-import orjson
 from mypy_extensions import mypyc_attr
 
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION, Allocation, allocation_text
+from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.constraints import fit_error_message
-from kubeflux.scheduler.gang import GangMember, assign
-from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION, Allocation, placement_view
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, PodWarning, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, Pod, PodPhase
-from kubeflux.scheduler.placing import REASON_RESERVED, alike_run, ceil_time
-from kubeflux.scheduler.quantity import format_quantity
-from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.filtering import NodeFilter
+from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.informer import Informer
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
+from kubeflux.scheduler.ledger import Ledger
+from kubeflux.scheduler.objects import Node, Pod
+from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
+from kubeflux.scheduler.profile import Profile, tick
+from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
+from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
-from kubeflux.scheduler.validation import InvalidObject, pod_fields_problem
 
 __all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
 
 NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
-
-
-def _fields_typed(pod: Any) -> bool:
-    """Whether what :meth:`KubefluxScheduler.observe` reads of a pod before validating it is of its type: compiled
-    (mypyc), reading a mistyped field raises a TypeError where the pure sources went on. ``pod`` is ``Any`` so the
-    fields are read unchecked (five attribute reads and type tests, on every pod event)."""
-    return (
-        type(pod.uid) is str
-        and type(pod.node_name) is str
-        and type(pod.deleted) is bool
-        and type(pod.phase) is PodPhase
-        and type(pod.scheduler_name) is str
-    )
 
 
 class Backfill(StrEnum):
@@ -87,12 +86,12 @@ class Backfill(StrEnum):
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled (mypyc), a user's Python subclass may still extend it
-class KubefluxScheduler(Reserver):
+class KubefluxScheduler:
     """The kubeflux scheduler (see the module docstring). ``name`` is the ``schedulerName`` it owns."""
 
     ignores_status_updates = True
     """What a shell writes on a pending pod for its decisions (condition, expected start) is nothing it reads
-    (:func:`~kubeflux.scheduler.informer.placement_view`; :class:`~kubeflux.scheduler.interface.IgnoresStatusUpdates`):
+    (:func:`~kubeflux.scheduler.queue.placement_view`; :class:`~kubeflux.scheduler.interface.IgnoresStatusUpdates`):
     the simulator leaves those events out."""
 
     def __init__(
@@ -112,7 +111,16 @@ class KubefluxScheduler(Reserver):
         parse_policy(policy)
         if queue_depth < 1:
             raise ValueError(f"queue_depth must be at least 1, got {queue_depth}")
-        super().__init__(name, policy, sharing or SharedSharing(), horizon, log_limit, shape)
+        self.name = name
+        self.profile = Profile(name, policy, sharing or SharedSharing(), horizon, shape)
+        self.log: deque[str] = deque(maxlen=log_limit)
+        """Fluence-style log lines (nodes found, cores per node, policy, each match and its result)."""
+        self.queue = PendingQueue()
+        self.books = ClusterBooks(self.profile, self.queue, self.log)
+        self.informer = Informer(self.profile, self.books, self.queue, self.log)
+        self.filter = NodeFilter(self.profile, self.books, self.queue)
+        self.placer = Placer(self.profile, self.books, self.queue, self.filter, self.log)
+        self.reserver = Reserver(self.profile, self.books, self.queue, self.filter, self.placer, self.log)
         self.backfill = Backfill(backfill)
         self.queue_depth = queue_depth
         self.group_backoff = group_backoff
@@ -120,174 +128,144 @@ class KubefluxScheduler(Reserver):
         self._planned_epoch = -1
         self._head: PendingJob | None = None
         self._wake: float | None = None
-        self._backing_off: set[PendingJob] = set()
-        self._rejected: dict[str, PendingJob] = {}
-        """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
         self._never_fits_not: dict[str, tuple[int, list[Pod]]] = {}
         """Job key → (node epoch, its pods) when the job was last found able to fit the empty cluster."""
-        self._node_epoch = 0
-        self._alike_fit: tuple[int, set[tuple[object, ...]]] = (-1, set())
-        """(fit index resets, the shapes of groups of alike members found able to fit the empty nodes then): the
-        static fits named by id are the index's own, kept until its next reset."""
-        self._node_seen: dict[str, Node] = {}
-        """Each node as last seen, to tell a change (which reconsiders rejected jobs) from a repeat."""
 
-    # ================================================================== events the queue cares about
+    # ================================================================== what the parts hold, as before
+
+    @property
+    def policy(self) -> str:
+        """The match policy of pods that name none (settable before the first node is seen)."""
+        return self.profile.policy
+
+    @policy.setter
+    def policy(self, policy: str) -> None:
+        self.profile.policy = policy
+
+    @property
+    def shape(self) -> NodeShape:
+        """How nodes become graph vertices (settable before the first node is seen)."""
+        return self.profile.shape
+
+    @shape.setter
+    def shape(self, shape: NodeShape) -> None:
+        self.profile.shape = shape
+
+    @property
+    def keep_reservations(self) -> bool:
+        """Whether a gang's reservation may be put back as it was (:mod:`kubeflux.scheduler.kept`)."""
+        return self.profile.keep_reservations
+
+    @keep_reservations.setter
+    def keep_reservations(self, keep: bool) -> None:
+        self.profile.keep_reservations = keep
+
+    @property
+    def sharing(self) -> SharingPolicy:
+        return self.profile.sharing
+
+    @property
+    def horizon(self) -> int:
+        return self.profile.horizon
+
+    @property
+    def graph(self) -> GraphView | None:
+        """The engine's graph, once a node is admitted (:attr:`ClusterBooks.graph`)."""
+        return self.books.graph
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.books.nodes
+
+    @property
+    def allocations(self) -> dict[str, Allocation]:
+        """Pod uid → allocation, for every bound unfinished pod of any scheduler."""
+        return self.books.allocations
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.books.ledger
+
+    @property
+    def own(self) -> Ledger:
+        return self.books.own
+
+    @property
+    def plans(self) -> TimeBooks:
+        return self.books.plans
+
+    @property
+    def own_plans(self) -> TimeBooks:
+        return self.books.own_plans
+
+    # ================================================================== events
 
     def observe(self, event: ClusterEvent, now: float) -> None:
-        obj = event.obj
-        if type(obj) is Pod:
-            if not _fields_typed(obj):
-                self._refuse(obj)
-                return
-            if not obj.node_name and self._same_waiting(event.kind, obj):
-                return
-        if isinstance(obj, Node):
-            if type(cast(Any, obj).name) is not str:
-                self._refuse_node(obj)
-                return
-            super().observe(event, now)
-            if event.kind.value == "DELETED":
-                self._node_seen.pop(obj.name, None)
-                self._node_epoch += 1  # a job found able to fit may no longer: asked again
-                return
-            # A copy, not the object: a caller may change a node in place and tell it again.
-            seen = dataclasses.replace(obj, allocatable=dict(obj.allocatable), labels=dict(obj.labels))
-            if self._node_seen.get(obj.name) != seen:
-                self._node_seen[obj.name] = seen
-                self._node_epoch += 1
-                self._requeue_rejected()
-            return
-        if self._rejected and isinstance(obj, Pod) and self._still_rejected(event.kind, obj):
-            return
-        super().observe(event, now)
+        self.informer.observe(event, now)
 
-    def _refuse(self, pod: Pod) -> None:
-        """Leave out a pod whose uid, node name, scheduler name, deleted flag or phase is not of its type (one built
-        through the Python API): rejected when it names kubeflux and is unbound, else warned about, as the
-        informer does with a pod that fails validation (:meth:`_valid`)."""
-        field, problem = pod_fields_problem(pod) or ("", "unusable")
-        message = str(InvalidObject(f"Pod {pod.key}", field, problem))
-        raw: Any = pod  # (Any: compiled code would check each field's type, the very check that failed)
-        uid = raw.uid if type(raw.uid) is str and raw.uid else pod.key
-        if self._told.get(uid) != message:
-            self.log.append(f"{message}; the pod is left out")
-        if self._forget_pending(uid) is not None:
-            self._changed()
-        if type(raw.scheduler_name) is str and raw.scheduler_name == self.name and not raw.node_name:
-            self._notify(uid, Reject(pod.key, uid, message))
-        else:
-            self._notify(uid, PodWarning(pod.key, uid, "InvalidPod", f"{message}; kubeflux does not count it"))
-
-    def _refuse_node(self, node: Node) -> None:
-        """Leave out a node whose name is no string (said once per name): nothing can be booked on it."""
-        name = repr(cast(Any, node).name)
-        if name not in self._bad_nodes:
-            message = f"Node {name}: name: must be a non-empty string, got {name}"
-            self._bad_nodes[name] = message
-            self.log.append(f"{message}; the node is kept out of the graph")
-
-    def _same_waiting(self, kind: EventKind, pod: Pod) -> bool:
-        """Whether ``pod`` is a queued pod of kubeflux's told again as the very object it was queued as, still
-        waiting and usable (most events: the status and expected start written on a waiting pod, by the shell
-        for kubeflux's own decisions): the informer would keep it as it is, so nothing is done."""
-        uid = pod.uid
-        if not uid or self._rejected or kind is EventKind.DELETED or pod.deleted:
-            return False
-        job = self.queue.by_pod.get(uid)
-        if job is None or job.pods.get(uid) is not pod:  # the cheap, decisive tests first: ~200,000 calls a run
-            return False
-        return not pod.phase.terminal and (
-            uid not in self._told
-            and uid not in self._held
-            and pod.scheduler_name == self.name
-            and self._uid_by_key.get(pod.key) == uid
-            and (not self._bad_groups or pod.group is None or pod.group not in self._bad_groups)
-        )
-
-    def _still_rejected(self, kind: EventKind, pod: Pod) -> bool:
-        """A pending pod of a job rejected as never fitting changed: a change placing reads (its requests,
-        selector, tolerations …) queues the whole job again; any other (a status the shell wrote) keeps it
-        rejected, with the new object, and is not passed on (it would queue the pod alone, splitting a gang)."""
-        if kind is EventKind.DELETED or pod.phase.terminal or pod.node_name or pod.deleted:
-            return False
-        uid = self._uid(pod)
-        for key, job in self._rejected.items():
-            known = job.pods.get(uid)
-            if known is None:
-                continue
-            job.put(uid, pod)
-            if placement_view(known) != placement_view(pod):
-                del self._rejected[key]
-                for member_uid, member in job.pods.items():
-                    if member_uid not in self.allocations and member_uid not in self.queue.by_pod:
-                        self.queue.add(member_uid, member).tried_epoch = -1
-                self._changed()
-            return True
-        return False
-
-    def _changed(self) -> None:
-        super()._changed()
-        if self._backing_off:  # the cluster changed: a gang backing off may fit now, so it is tried again
-            for job in self._backing_off:
-                job.retry_at = 0.0
-            self._backing_off.clear()
-
-    def _requeue_rejected(self) -> None:
-        """A node was added or changed: every job rejected as never fitting is queued again and reconsidered."""
-        rejected, self._rejected = self._rejected, {}
-        for job in rejected.values():
-            for uid, pod in job.pods.items():
-                if uid not in self.allocations and uid not in self.queue.by_pod:
-                    self.queue.add(uid, pod)  # told afresh: the Reject replaced its message and expected start
-        if rejected:
-            self._dirty = True
-
-    def _forget_pending(self, uid: str) -> PendingJob | None:
-        for job in self._rejected.values():
-            job.drop(uid)
-        return super()._forget_pending(uid)
+    def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None:
+        """The cluster refused kubeflux's Bind of ``pod`` (:meth:`Informer.unreserve`)."""
+        self.informer.unreserve(pod, uid, node, reason, now)
 
     # ================================================================== schedule (one pass)
 
     def schedule(self, now: float) -> list[Decision]:
-        self._now = now
-        if self.graph is not None:
-            self._extend_overruns(now)
-            self._replay_lost()
+        books = self.books
+        queue = self.queue
+        self._snapshot(now)
         due = self._wake is not None and now >= self._wake
-        if not self._dirty and not due:
+        if not queue.dirty and not due:
             return []
-        self._dirty = False
+        queue.dirty = False
         self._wake = None
-        out: list[Decision] = self._take_notices()  # rejects and warnings the informer found while observing
-        if self._ensure_graph() is None:
-            reasons = {NO_SHARE_REASON: len(self.nodes)}
-            for job in self.queue.jobs.values():
-                self._report(job, fit_error_message(len(self.nodes), reasons), None, out)
+        out: list[Decision] = self.informer.take_notices()  # rejects and warnings found while observing
+        if books.ensure_graph() is None:
+            reasons = {NO_SHARE_REASON: len(books.nodes)}
+            for job in queue.jobs.values():
+                self._report(job, fit_error_message(len(books.nodes), reasons), None, out)
             return out
-        ordered = self.queue.ordered()
-        head = self._head
-        full = (
-            due
-            or self._epoch != self._planned_epoch
-            or head is None
-            or head.key not in self.queue.jobs
-            or any(job.tried_epoch != self._epoch and job.order() < head.order() for job in ordered)
-        )
-        if full:
-            self._cancel_reservations()
-            self._account_unaccounted()
-            self._head = None
-            self._planned_epoch = self._epoch
+        ordered = queue.ordered()
+        full = self._replan(ordered, due)
         self._pass(ordered, now, full, out)
-        self._drop_deferred()
+        books.drop_deferred()
         if full:
             self._forget_stale_starts(out)
         return out
 
+    def _snapshot(self, now: float) -> None:
+        """The books brought to ``now``: pods past their planned end keep their cores, engine jobs the graph lost
+        are replayed."""
+        books = self.books
+        books.now = now
+        if books.graph is not None:
+            books.extend_overruns(now)
+            books.replay_lost()
+
+    def _replan(self, ordered: list[PendingJob], due: bool) -> bool:
+        """Whether this pass is a full one; if so the last pass's reservations are cancelled and the bound pods the
+        engine does not hold yet are put in. An incremental pass (nothing changed but new arrivals, none of them
+        before the blocked head) keeps the reservations and tries only the new jobs."""
+        queue = self.queue
+        epoch = queue.epoch
+        head = self._head
+        full = (
+            due
+            or epoch != self._planned_epoch
+            or head is None
+            or head.key not in queue.jobs
+            or any(job.tried_epoch != epoch and job.order() < head.order() for job in ordered)
+        )
+        if full:
+            self._cancel_reservations()
+            self.books.account_unaccounted()
+            self._head = None
+            self._planned_epoch = queue.epoch
+        return full
+
     def _pass(self, ordered: list[PendingJob], now: float, full: bool, out: list[Decision]) -> None:
-        """Try the queue in order; on an incremental pass only the jobs not tried since the last change."""
+        """The queue in order (pop), each job placed now (place) or else reserved for later (reserve) and told why
+        (decide); on an incremental pass only the jobs not tried since the last change."""
+        queue = self.queue
         blocked = 0 if full else 1
         considered = 0
         i = 0
@@ -296,52 +274,58 @@ class KubefluxScheduler(Reserver):
             i += 1
             if considered >= self.queue_depth:
                 if any(isinstance(decision, Bind) for decision in out):
-                    self._dirty = True  # jobs beyond the depth move up once these are bound: look again
+                    queue.dirty = True  # jobs beyond the depth move up once these are bound: look again
                 break
-            missing = self.queue.missing_members(job)
-            if missing:
+            if queue.missing_members(job):
                 self._report_group_waiting(job, out)
                 continue
             if job.ready_since is None:
                 job.ready_since = now
             considered += 1
-            if not full and job.tried_epoch == self._epoch:
+            if not full and job.tried_epoch == queue.epoch:
                 self._keep_timers(job)
                 continue
-            job.tried_epoch = self._epoch
+            job.tried_epoch = queue.epoch
             if self.backfill is Backfill.FCFS and blocked:
                 self._report(job, self._behind_message(job), None, out)
                 continue
-            backing_off = job.retry_at > now
-            if backing_off:
-                self._wake_at(job.retry_at)
-                message = self._backoff_message(job)
-            else:
-                reasons = self._try_now(job, now, out)
-                if reasons is None:
-                    if self._rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
-                        considered -= 1
-                    elif left := [self.queue.by_pod[uid] for uid in job.pods if uid in self.queue.by_pod]:
-                        # members of a started group beyond its minMember, queued on their own: tried in their place
-                        # in this pass, before the jobs behind them are planned (and told starts) as if they were not
-                        ordered[i:] = sorted([*ordered[i:], *left], key=PendingJob.order)
-                    continue
-                gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
-                if job.group and self._minimum(job) < len(job.pods):
-                    gang = f"pod group {job.key} needs {self._minimum(job)} of its {len(job.pods)} pods placed at once."
-                message = fit_error_message(len(self.nodes), reasons, post_filter_message=gang)
-                message = self._timed_out(job, now) or message
-            reserve = self.backfill is Backfill.CONSERVATIVE or blocked == 0
+            message = self._place(job, now, out)
+            if message is None:  # bound, or rejected
+                if queue.rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
+                    considered -= 1
+                elif left := [queue.by_pod[uid] for uid in job.pods if uid in queue.by_pod]:
+                    # members of a started group beyond its minMember, queued on their own: tried in their place in
+                    # this pass, before the jobs behind them are planned (and told starts) as if they were not
+                    ordered[i:] = sorted([*ordered[i:], *left], key=PendingJob.order)
+                continue
             if blocked == 0:
                 self._head = job
+            expected = self._reserve(job, now, first_blocked=blocked == 0)
+            self._report(job, message, expected, out)  # decide
             blocked += 1
-            earliest = ceil_time(job.retry_at) if job.retry_at > now else None
-            conservative = self.backfill is Backfill.CONSERVATIVE
-            expected = self._reserve(job, now, earliest, left_out_too=conservative) if reserve else None
-            self._report(job, message, expected, out)
+
+    def _place(self, job: PendingJob, now: float, out: list[Decision]) -> str | None:
+        """Place the job now (its Binds, or its Rejects, go to ``out``): None when it left the queue, else why it
+        waits (backing off, or kube-scheduler's message of why it does not fit now)."""
+        if job.retry_at > now:  # backing off
+            self._wake_at(job.retry_at)
+            return self._backoff_message(job)
+        reasons = self._try_now(job, now, out)
+        if reasons is None:
+            return None
+        return self._timed_out(job, now) or self._unfit_message(job, reasons)
+
+    def _reserve(self, job: PendingJob, now: float, *, first_blocked: bool) -> float | None:
+        """Reserve a job that waits, as the backfill policy says (the first blocked job, or every one under
+        ``conservative``): its expected start, or None."""
+        conservative = self.backfill is Backfill.CONSERVATIVE
+        if not (conservative or first_blocked):
+            return None
+        earliest = ceil_time(job.retry_at) if job.retry_at > now else None
+        return self.reserver.reserve(job, now, earliest, left_out_too=conservative)
 
     def next_wakeup(self, now: float) -> float | None:
-        if self._dirty:  # the pass left work for another (it stopped at the queue depth after binding): now
+        if self.queue.dirty:  # the pass left work for another (it stopped at the queue depth after binding): now
             return now
         return self._wake if self._wake is not None and self._wake > now else None
 
@@ -351,7 +335,7 @@ class KubefluxScheduler(Reserver):
 
     def _keep_timers(self, job: PendingJob) -> None:
         """An incremental pass skips a job tried since the last change, but keeps its timers' wake-ups."""
-        if job.retry_at > self._now:
+        if job.retry_at > self.books.now:
             self._wake_at(job.retry_at)
         timeout = self.queue.timeout(job)
         if timeout is not None and job.ready_since is not None:
@@ -359,7 +343,7 @@ class KubefluxScheduler(Reserver):
 
     def _cancel_reservations(self) -> None:
         for job in self.queue.jobs.values():
-            self._cancel_job_reservations(job, defer=self.keep_reservations)
+            self.books.cancel_reservations(job, defer=self.profile.keep_reservations)
 
     def _timed_out(self, job: PendingJob, now: float) -> str | None:
         """A group still not placed ``scheduleTimeoutSeconds`` after it was ready (or last retried): the message
@@ -374,13 +358,13 @@ class KubefluxScheduler(Reserver):
         job.backoff = min(self.max_backoff, job.backoff * 2 if job.backoff else self.group_backoff)
         job.retry_at = now + job.backoff
         job.ready_since = now
-        self._backing_off.add(job)
+        self.queue.backing_off.add(job)
         self._wake_at(job.retry_at)
         why = (
             f"pod group {job.key} did not fit within its scheduleTimeoutSeconds of {timeout:g}; "
             f"retrying when the cluster changes, or in {job.backoff:g} s"
         )
-        message = fit_error_message(len(self.nodes), {}, pre_filter_message=why)
+        message = fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
         self.log.append(message)
         return message
 
@@ -407,32 +391,22 @@ class KubefluxScheduler(Reserver):
 
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place the job's pods now (at least its minimum, as many as fit); None when bound, else why not."""
-        start = self._tick(now)
-        made = self._start_at(job, start)
+        start = tick(now)
+        made = self.placer.start_at(job, start)
         if isinstance(made, Counter):
             return made
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            record = {
-                "jobid": alloc.jobid,
-                "node": alloc.node,
-                "cores": list(alloc.placement.cores) if alloc.placement else [],
-                "gpus": list(alloc.placement.gpus) if alloc.placement else [],
-                "cpu": pod.requests.get(CPU, 0),
-                "memory": pod.requests.get(MEMORY, 0),
-                "start": alloc.start,
-                "duration": alloc.duration,
-            }
-            out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: _allocation_text(record)}))
+            out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: allocation_text(pod, alloc)}))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
-        self._backing_off.discard(job)
+        self.queue.backing_off.discard(job)
         for uid, pod in left:  # beyond minMember: each waits on its own, in its started group, in the group's place
             queued = self.queue.add(uid, pod)
             queued.arrival, queued.seq = job.arrival, job.seq
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
-            self._dirty = True
+            self.queue.dirty = True
         return None
 
     # ================================================================== decisions
@@ -450,7 +424,7 @@ class KubefluxScheduler(Reserver):
         fitted = self._never_fits_not.get(job.key)
         if (
             fitted is not None
-            and fitted[0] == self._node_epoch
+            and fitted[0] == self.informer.node_epoch
             and len(fitted[1]) == len(job.pods)
             and (
                 all(map(operator.is_, fitted[1], job.pods.values()))  # the very same objects: the usual case
@@ -465,16 +439,18 @@ class KubefluxScheduler(Reserver):
             return False
         never: list[tuple[str, Pod, str]] = []
         for uid, pod in job.pods.items():
-            why = self._fits.never(pod, self._empty_nodes)
-            if why is None and not self._static_fit(pod).fit:
+            why = self.books.fits.never(pod, self.filter.empty_nodes)
+            if why is None and not self.filter.static_fit(pod).fit:
                 why = fit_error_message(
-                    len(self.nodes),
-                    self._static_fit(pod).reasons,
+                    len(self.books.nodes),
+                    self.filter.static_fit(pod).reasons,
                     post_filter_message="No node admits the pod as the nodes are now; it is reconsidered when a "
                     "node is added or changes.",
                 )
             if why is None:
-                why = self._fits.never_admitted(pod, self._static_fit(pod), self._empty_nodes, len(self.nodes))
+                why = self.books.fits.never_admitted(
+                    pod, self.filter.static_fit(pod), self.filter.empty_nodes, len(self.books.nodes)
+                )
             if why is not None:
                 never.append((uid, pod, why))
         if never:
@@ -487,91 +463,27 @@ class KubefluxScheduler(Reserver):
                 self.log.append(f"Rejected {pod.key}: {why}")
                 self.queue.remove_pod(uid)
                 alone = PendingJob(pod.key, None, pod.creation_time, 0, {uid: pod})
-                self._rejected[pod.key] = alone
+                self.queue.rejected[pod.key] = alone
             if not job.pods:  # a minMember of 0 (refused by validation): nothing is left to place
                 return True
-        why = self._gang_never_fits(job) if len(job.pods) > 1 else None
+        why = self.filter.gang_never_fits(job) if len(job.pods) > 1 else None
         if why is None:
             known = self._never_fits_not
-            known[job.key] = (self._node_epoch, list(job.pods.values()))
+            known[job.key] = (self.informer.node_epoch, list(job.pods.values()))
             if len(known) > 2 * len(self.queue.jobs) + 64:  # forget jobs gone from the queue
                 self._never_fits_not = {key: known[key] for key in self.queue.jobs.keys() & known.keys()}
             return False
         self._reject(job, why, out)
         return True
 
-    def _gang_never_fits(self, job: PendingJob) -> str | None:
-        """Why the group can never fit the cluster's nodes even empty, or None (also when the search gave up).
-
-        A group of alike members that fits is remembered by its shape (constraints, requests, policy, size, minimum)
-        until the nodes change (the fit index is reset), so the next group alike is not searched again."""
-        pods = list(job.pods.values())
-        alike: tuple[object, ...] | None = None
-        if alike_run(job) == len(pods):
-            first = pods[0]
-            shape = (id(self._static_fit(first)), tuple(sorted(first.requests.items())), self._pod_shape(first))
-            alike = (*shape, self._whole_node_policy(first), len(pods), self._minimum(job))
-            resets = self._fits.version[0]
-            if self._alike_fit[0] != resets:
-                self._alike_fit = (resets, set())
-            if alike in self._alike_fit[1]:
-                return None
-        why = self._search_gang(job, pods)
-        if why is None and alike is not None:
-            self._alike_fit[1].add(alike)
-        return why
-
-    def _search_gang(self, job: PendingJob, pods: list[Pod]) -> str | None:
-        """:meth:`_gang_never_fits` by an assignment search on the empty nodes."""
-        nodes = self._fits.empty(self._empty_nodes)
-        graph = self.graph
-        assert graph is not None
-        dims = sorted({res for pod in pods for res, amount in pod.requests.items() if amount > 0})
-        free = []
-        for node in nodes:
-            spec = graph.specs[node.name]
-            free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
-            free[-1].append(node.allocatable.get(PODS, 1 << 62))
-        index = {node.name: i for i, node in enumerate(nodes)}
-        candidates: dict[int, tuple[int, ...]] = {}  # per static fit: members constrained alike share one
-        members = []
-        for pod in pods:
-            static = self._static_fit(pod)
-            mine = candidates.get(id(static))
-            if mine is None:
-                mine = candidates[id(static)] = tuple(index[name] for name in static.fit if name in index)
-            shape = (*self._pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1)
-            members.append(GangMember(shape, mine, self._whole_node_policy(pod)))
-        minimum = self._minimum(job)
-        found = assign(members, free, [True] * len(nodes), minimum)
-        if found is not None:  # an assignment, or the search gave up: not proven never to fit
-            return None
-        need: Counter[str] = Counter()
-        for pod in sorted(pods, key=lambda p: -sum(p.requests.values()))[:minimum]:
-            need.update({res: amount for res, amount in pod.requests.items() if amount > 0})
-        have: Counter[str] = Counter()
-        for node in nodes:
-            have.update({res: node.allocatable.get(res, 0) for res in need})
-        wanted = ", ".join(f"{format_quantity(res, need[res])} {res}" for res in sorted(need))
-        held = ", ".join(f"{format_quantity(res, have[res])} {res}" for res in sorted(need))
-        count = f"{minimum} of its {len(pods)} pods" if minimum < len(pods) else f"its {len(pods)} pods"
-        short = [res for res in sorted(need) if need[res] > have[res]]
-        why = f"too little {', '.join(short)}" if short else "no assignment of each pod to a node that admits it fits"
-        if not short and any(self._whole_node_policy(pod) for pod in pods):
-            why += "; a node-exclusive pod holds its node whole"
-        return (
-            f"pod group {job.key} can never fit: {count} need {wanted} in all; the {len(nodes)} node(s) available "
-            f"to kubeflux have {held} even when empty ({why})."
-        )
-
     def _reject(self, job: PendingJob, message: str, out: list[Decision]) -> None:
         for pod in job.pods.values():
             out.append(Reject(pod.key, pod.uid, message))
         self.log.append(f"Rejected {job.key}: {message}")
-        self._cancel_job_reservations(job)
-        self._backing_off.discard(job)
+        self.books.cancel_reservations(job)
+        self.queue.backing_off.discard(job)
         self.queue.drop(job)
-        self._rejected[job.key] = job
+        self.queue.rejected[job.key] = job
 
     def _report(self, job: PendingJob, message: str, expected: float | None, out: list[Decision]) -> None:
         told, left_out, own = job.told, job.left_out, job.member_reservations
@@ -599,15 +511,23 @@ class KubefluxScheduler(Reserver):
                 pod = job.pods[uid]
                 out.append(Unschedulable(pod.key, pod.uid, message, None))
 
+    def _unfit_message(self, job: PendingJob, reasons: Counter[str]) -> str:
+        """kube-scheduler's message for a job that does not fit now, with why the nodes did not take it."""
+        gang = f"pod group {job.key} needs its {len(job.pods)} pods placed at once." if job.group else ""
+        minimum = self.queue.minimum(job)
+        if job.group and minimum < len(job.pods):
+            gang = f"pod group {job.key} needs {minimum} of its {len(job.pods)} pods placed at once."
+        return fit_error_message(len(self.books.nodes), reasons, post_filter_message=gang)
+
     def _unreached_message(self, job: PendingJob) -> str:
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
         why = f"{what} waits beyond kubeflux's queue depth of {self.queue_depth} jobs, planned as those ahead start"
-        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
+        return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
 
     def _behind_message(self, job: PendingJob) -> str:
         head = self._head.key if self._head is not None else "an earlier job"
         why = f"waiting in FCFS order behind {head}"
-        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
+        return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
 
     def _backoff_message(self, job: PendingJob) -> str:
         said = next(iter(job.told.values()), None)
@@ -615,7 +535,7 @@ class KubefluxScheduler(Reserver):
             return said[0]
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
         why = f"{what} is backing off until {job.retry_at:g}"
-        return fit_error_message(len(self.nodes), {}, pre_filter_message=why)
+        return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
 
     def _report_group_waiting(self, job: PendingJob, out: list[Decision]) -> None:
         group = self.queue.groups.get(job.key)
@@ -623,13 +543,4 @@ class KubefluxScheduler(Reserver):
             why = f"pod group {job.key} does not exist (yet)"
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
-        self._report(job, fit_error_message(len(self.nodes), {}, pre_filter_message=why), None, out)
-
-
-def _allocation_text(record: dict[str, object]) -> str:
-    """``json.dumps(record, sort_keys=True, separators=(",", ":"))``, ten times faster (one per bound pod), except
-    that non-ASCII names are written as they are, not escaped; the same object when read back."""
-    try:
-        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
-    except orjson.JSONEncodeError:  # an integer past 64 bits (a memory request of over 9.2 EB)
-        return json.dumps(record, sort_keys=True, separators=(",", ":"))
+        self._report(job, fit_error_message(len(self.books.nodes), {}, pre_filter_message=why), None, out)

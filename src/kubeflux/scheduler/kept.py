@@ -4,7 +4,7 @@ Every full pass cancels the reservations and makes them again in queue order (:m
 For a gang of alike members the engine's reservation (``allocate_orelse_reserve`` of one gang jobspec) is the most
 expensive call of a pass: a walk at now, then one at each candidate start. Most passes follow a pod's end somewhere
 else, and the engine answers exactly what it answered before; this module tells when that is certain. The pass
-then leaves the reservation in the engine as it is: its cancel is deferred (``ClusterBooks._drop_deferred``) until
+then leaves the reservation in the engine as it is: its cancel is deferred (``ClusterBooks.drop_deferred``) until
 the gang is reached, unless something reads the engine first (a match, a replay, another reservation), in which
 case it is cancelled then and its cores are put back with the engine's ``update_leaves`` when it is the same.
 Either way the schedule is the one a new search gives; only engine job ids differ (a reservation left in place

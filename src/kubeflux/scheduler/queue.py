@@ -16,7 +16,7 @@ from kubeflux.scheduler.kept import KeptReservation
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.scheduler.timebooks import Hold
 
-__all__ = ["INHERITED", "PendingJob", "PendingQueue"]
+__all__ = ["INHERITED", "PendingJob", "PendingQueue", "placement_view"]
 
 INHERITED: tuple[str, float | None] = ("", math.nan)
 """What a pod queued with an expected start already on it counts as told (:attr:`PendingJob.told`): a start, and
@@ -63,7 +63,7 @@ class PendingJob:
     """Pod uid → the last (message, expected start) reported, so each is reported once (:data:`INHERITED` for a
     pod queued with an expected start on it)."""
     alike: int = -1
-    """How many of its first pods are alike (:func:`kubeflux.scheduler.placing.alike_run`); -1 until found."""
+    """How many of its first pods are alike (:func:`kubeflux.scheduler.filtering.alike_run`); -1 until found."""
     top_priority: int | None = None
     """The highest priority of its pods, once found (:attr:`priority`)."""
     kept: KeptReservation | None = None
@@ -111,7 +111,8 @@ class PendingJob:
 
 
 class PendingQueue:
-    """Pending jobs by key and their pods by uid."""
+    """Pending jobs by key and their pods by uid; the jobs backing off and those rejected as never fitting; and
+    whether the cluster changed since the last pass (:meth:`changed`)."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, PendingJob] = {}
@@ -119,6 +120,24 @@ class PendingQueue:
         self.groups: dict[str, PodGroup] = {}
         self.started_groups: set[str] = set()
         self._seq = 0
+        self.dirty = True
+        """Whether a pass has something to do (a change, a notice to give, a job left for another pass)."""
+        self.epoch = 0
+        """Bumped whenever a waiting job might now fit, or a reservation might no longer hold."""
+        self.backing_off: set[PendingJob] = set()
+        """Gangs waiting out a back-off after their ``scheduleTimeoutSeconds``: tried again at any change."""
+        self.rejected: dict[str, PendingJob] = {}
+        """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
+
+    def changed(self) -> None:
+        """The cluster changed: a waiting job might now fit (a gang backing off is tried again at once), or a
+        reservation might no longer hold."""
+        self.dirty = True
+        self.epoch += 1
+        if self.backing_off:
+            for job in self.backing_off:
+                job.retry_at = 0.0
+            self.backing_off.clear()
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -169,6 +188,13 @@ class PendingQueue:
         if self.jobs.get(job.key) is job:
             del self.jobs[job.key]
 
+    def minimum(self, job: PendingJob) -> int:
+        """How many of the job's pods must start together: a group's ``minMember`` (at most its pods), else all."""
+        if job.group is None:
+            return len(job.pods)
+        group = self.groups.get(job.group)
+        return len(job.pods) if group is None else max(1, min(group.min_member, len(job.pods)))
+
     def missing_members(self, job: PendingJob) -> int:
         """How many more pods the job's group needs before it can be tried (0 when ready)."""
         if job.group is None:
@@ -186,3 +212,19 @@ class PendingQueue:
 
     def ordered(self) -> list[PendingJob]:
         return sorted(self.jobs.values(), key=PendingJob.order)
+
+
+def placement_view(pod: Pod) -> tuple[object, ...]:
+    """What placing a pending pod reads of it (not its status, nor the expected start written back on it)."""
+    annotations = {k: v for k, v in pod.annotations.items() if k != EXPECTED_START_ANNOTATION}
+    return (
+        pod.requests,
+        pod.priority,
+        pod.labels,
+        annotations,
+        pod.node_selector,
+        pod.tolerations,
+        pod.required_node_affinity,
+        pod.active_deadline_seconds,
+        pod.scheduler_name,
+    )

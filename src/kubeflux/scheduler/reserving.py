@@ -1,24 +1,28 @@
 """How kubeflux reserves a job (a lone pod, or a pod group's members) that cannot start now, for later.
 
-:meth:`Reserver._reserve` finds the earliest time at which the job can start, in every resource kubeflux counts. A
+:meth:`Reserver.reserve` finds the earliest time at which the job can start, in every resource kubeflux counts. A
 lone pod asks the engine (``allocate_orelse_reserve``) and keeps its answer when the exact books agree then; a
 group of alike members all required asks it the same of one gang jobspec, and its reservation of the last pass is
 kept when the engine would make it again (:mod:`kubeflux.scheduler.kept`); otherwise, and for other groups, the
 times at which something is planned to end are tried in order, each with the same assignment search as now
-(:mod:`kubeflux.scheduler.placing`), and the first that fits is held: engine jobs for the cores and gpus, holds in
-the books in time for everything else. At most :data:`RESERVE_TRIES` times are searched per job and pass; beyond
-that the job has no reservation this pass (it says so) and is planned again on the next.
+(:meth:`Placer.assignment <kubeflux.scheduler.placing.Placer.assignment>`), and the first that fits is held:
+engine jobs for the cores and gpus, holds in the books in time for everything else. At most :data:`RESERVE_TRIES`
+times are searched per job and pass; beyond that the job has no reservation this pass (it says so) and is planned
+again on the next.
 """
 
 from __future__ import annotations
 
-from mypy_extensions import mypyc_attr
+from collections import deque
 
 from kubeflux.match.engine import MatchOp, MatchResult
+from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.filtering import NodeFilter, alike_run
 from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, alike_run
-from kubeflux.scheduler.queue import PendingJob
+from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer
+from kubeflux.scheduler.profile import Profile, tick
+from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.translate import Placement, gang_jobspec
 
 __all__ = ["RESERVE_TRIES", "Reserver"]
@@ -27,27 +31,43 @@ RESERVE_TRIES = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # so that KubefluxScheduler may allow them (core.py)
-class Reserver(Placer):
-    """The reservation half of the scheduler core (see the module docstring)."""
+class Reserver:
+    """Reserves jobs that cannot start now for the earliest time they fit (see the module docstring): engine jobs
+    and holds in the books in time, dropped again by the books' ``cancel_reservations``."""
 
-    def _reserve(
+    def __init__(
+        self,
+        profile: Profile,
+        books: ClusterBooks,
+        queue: PendingQueue,
+        filter: NodeFilter,
+        placer: Placer,
+        log: deque[str],
+    ) -> None:
+        self.profile = profile
+        self.books = books
+        self.queue = queue
+        self.filter = filter
+        self.placer = placer
+        self.log = log
+
+    def reserve(
         self, job: PendingJob, now: float, earliest: int | None = None, *, left_out_too: bool = False
     ) -> float | None:
         """Reserve ``job`` at the earliest time it fits in every resource (see the module docstring), not before
         ``earliest`` (a back-off); its start, or None when nothing is held. ``left_out_too``: the members beyond
         minMember that a group's reservation leaves out are reserved as well (:meth:`_reserve_left_out`)."""
-        graph = self.graph
+        graph = self.books.graph
         assert graph is not None
-        start = self._tick(now)
+        start = tick(now)
         first = max(start, earliest if earliest is not None else start)
         pods = list(job.pods.values())
-        minimum = self._minimum(job)
+        minimum = self.queue.minimum(job)
         after = first
         job.assigned = {}
         alike = len(pods) > 1 and minimum == len(pods) and alike_run(job) == len(pods)
-        if self._deferred is not job or not alike:
-            self._drop_deferred()
+        if self.books.deferred is not job or not alike:
+            self.books.drop_deferred()
         if len(pods) == 1:
             result, reserved = self._reserve_pod(job, pods[0], first, start)
             if result is not None and not result.matched:
@@ -65,19 +85,19 @@ class Reserver(Placer):
             held = self._reserve_alike(job, pods, first, start)
             if held is not None:
                 return held
-        shortest = min(self._planned(pod, first, reserve=True) for pod in pods)
+        shortest = min(self.profile.planned(pod, first, reserve=True) for pod in pods)
         tries = 0
-        for at in [after, *self.plans.release_times(after)]:
+        for at in [after, *self.books.plans.release_times(after)]:
             if at <= start:
                 continue
-            if at + shortest > self.horizon or tries >= RESERVE_TRIES:
+            if at + shortest > self.profile.horizon or tries >= RESERVE_TRIES:
                 break
-            if not self._may_fit(job, at):
+            if not self.filter.may_fit(job, at):
                 continue
             tries += 1
             exact: set[str] = set()
             for _ in range(EXACT_ROUNDS):
-                found = self._assignment(job, at, start, minimum, exact)
+                found = self.placer.assignment(job, at, start, minimum, exact)
                 if not isinstance(found, list):
                     break
                 short = self._hold_assignment(job, found, at, start)
@@ -98,14 +118,16 @@ class Reserver(Placer):
         it is held (its engine job among the job's reservations, its books in time): when it starts after ``start``
         and the exact books agree then; else it is cancelled. The result is None for a pod that takes no core or
         gpu."""
-        graph = self.graph
+        graph = self.books.graph
         assert graph is not None
-        duration = self._planned(pod, first, reserve=True)
-        result = self._match(MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self._static_fit(pod).unfit)
+        duration = self.profile.planned(pod, first, reserve=True)
+        result = self.placer.match(
+            MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self.filter.static_fit(pod).unfit
+        )
         if result is None or not result.matched:
             return result, False
         node = graph.placement().node
-        if result.at > start and self._fits_during(node, pod, result.at, result.at + duration):
+        if result.at > start and self.filter.fits_during(node, pod, result.at, result.at + duration):
             job.reservations.append(result.jobid)
             self._reserve_books(job, node, pod, result.at, duration)
             return result, True
@@ -128,23 +150,23 @@ class Reserver(Placer):
         pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise. The engine's
         reservation of the last pass is put back instead of searched again when it would be the same
         (:mod:`kubeflux.scheduler.kept`)."""
-        graph = self.graph
+        graph = self.books.graph
         assert graph is not None
         pod = pods[0]
-        duration = self._planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, self.shape.gpu_resources)
+        duration = self.profile.planned(pod, first, reserve=True)
+        spec = gang_jobspec(pods, duration, self.profile.shape.gpu_resources)
         if spec is None:
             return None
-        hidden = self._static_fit(pod)
+        hidden = self.filter.static_fit(pod)
         kept = job.kept
-        held = self._deferred is job  # its reservation is still in the engine, as the last pass made it
+        held = self.books.deferred is job  # its reservation is still in the engine, as the last pass made it
         same = (
             kept is not None
             and first == start
             and still_first(kept, graph, job, pods, duration, hidden, start, held=held)
         )
         if held and not same:
-            self._drop_deferred()
+            self.books.drop_deferred()
         job.kept = None
         mark = graph.freed_mark()
         jobid = -1
@@ -152,7 +174,7 @@ class Reserver(Placer):
             assert kept is not None
             at, per_node, leaves = kept.at, kept.per_node, kept.leaves
             if held:
-                self._deferred = None
+                self.books.deferred = None
                 jobid = kept.jobid
                 self.log.append(f"Match allocate_orelse_reserve {job.key}: jobid {jobid} reserved at {at} (kept)")
             else:
@@ -161,13 +183,15 @@ class Reserver(Placer):
             # The books may already show that the gang cannot start now: the engine's walk at now then fails too
             # (its window is no shorter than the one the books were asked about), and is not made.
             later = (
-                first == start and duration >= self._planned(pod, start) and self._too_few_slots(job, start, len(pods))
+                first == start
+                and duration >= self.profile.planned(pod, start)
+                and self.filter.too_few_slots(job, start, len(pods))
             )
             result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit, later=later)
             if not result.matched:
                 return None
             jobid, at = result.jobid, result.at
-            cores, gpus = self._pod_shape(pod)
+            cores, gpus = self.books.pod_shape(pod)
             placements = graph.placements
             per_node = tuple(
                 (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
@@ -177,13 +201,13 @@ class Reserver(Placer):
         if (
             at <= start
             or sum(count for _, count in per_node) != len(pods)
-            or not all(self._fits_many(node, pod, count, at, at + duration) for node, count in per_node)
+            or not all(self.filter.fits_many(node, pod, count, at, at + duration) for node, count in per_node)
         ):
             graph.cancel(jobid, freed=leaves if same and held else (), owner=job)
             return None
         job.reservations.append(jobid)
-        if self.keep_reservations:
-            cores, gpus = self._pod_shape(pod)
+        if self.profile.keep_reservations:
+            cores, gpus = self.books.pod_shape(pod)
             counts = {"core": cores * len(pods), "gpu": gpus * len(pods)}
             job.kept = KeptReservation(jobid, at, duration, tuple(pods), hidden, leaves, counts, per_node, mark)
         for node, count in per_node:
@@ -194,23 +218,23 @@ class Reserver(Placer):
 
     def _leaf_uids(self, where: Placement) -> list[int]:
         """The core and gpu vertices of a placement's node that it names."""
-        graph = self.graph
+        graph = self.books.graph
         assert graph is not None
         vertices = graph.engine.graph.vertices
         names = {*where.cores, *where.gpus}
         return [uid for uids in graph.leaves(where.node) for uid in uids if vertices[uid].name in names]
 
     def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
-        job.holds.append(self.plans.hold(node, at, at + duration, pod.requests))
+        job.holds.append(self.books.plans.hold(node, at, at + duration, pod.requests))
 
     def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> str | None:
         """Reserve an assignment found for ``at``: engine jobs for its members' cores and gpus, holds for the rest;
         the name of a node whose cores could not give it when one could not (nothing is kept then)."""
         for _, pod, node, duration in found:
-            leaves = self._leaves(pod, node, at, duration)
-            jobid = -1 if leaves is None else self._replay_member(pod, node, leaves, at, duration, now)
+            leaves = self.placer.leaves(pod, node, at, duration)
+            jobid = -1 if leaves is None else self.placer.replay_member(pod, node, leaves, at, duration, now)
             if leaves is None or jobid < 0:
-                self._cancel_job_reservations(job)
+                self.books.cancel_reservations(job)
                 return node
             if jobid:
                 job.reservations.append(jobid)

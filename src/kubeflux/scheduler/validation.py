@@ -13,16 +13,13 @@ both doors:
 A ``*_problem`` function returns None for a good value, else what is wrong in words (``must be non-negative,
 got -1``); a ``check_*`` function raises :class:`InvalidObject` naming the object and the field.
 
-The allocation annotation kubeflux writes on the pods it binds (start, duration, cores, gpus) is read back here
-too (:func:`read_allocation`): it is user-visible, so a restarted scheduler treats it as hostile input.
+The allocation annotation kubeflux writes on the pods it binds is read back and checked in
+:mod:`kubeflux.scheduler.allocation`.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
-from typing import Any
 
 from kubeflux.scheduler.objects import (
     CPU,
@@ -40,7 +37,6 @@ from kubeflux.scheduler.objects import (
 
 __all__ = [
     "NODE_VERTICES_LIMIT",
-    "AllocationRecord",
     "InvalidObject",
     "check_group",
     "check_node",
@@ -49,7 +45,6 @@ __all__ = [
     "node_size_problem",
     "pod_fields_problem",
     "quantity_problem",
-    "read_allocation",
     "seconds_problem",
 ]
 
@@ -317,56 +312,3 @@ def check_group(group: PodGroup) -> None:
     field, problem = found
     if problem is not None:
         raise InvalidObject(f"PodGroup {group.key}", field, problem)
-
-
-# --- the allocation annotation ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class AllocationRecord:
-    """What a restarted kubeflux needs of its allocation annotation to put a pod back where it was."""
-
-    start: int
-    """Engine time (whole seconds) the allocation started."""
-    duration: int
-    """Seconds it was planned for (at least 1)."""
-    cores: tuple[str, ...]
-    """The core vertex names it held on its node."""
-    gpus: tuple[str, ...]
-    """The gpu vertex names it held there."""
-
-
-def _whole(data: dict[str, Any], key: str, least: int, horizon: int) -> int:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{key}: expected a whole number of seconds, got {value!r}")
-    if not -_FLOAT_MAX <= value <= _FLOAT_MAX or value != int(value):
-        raise ValueError(f"{key}: expected a whole number of seconds, got {value!r}")
-    whole = int(value)
-    if not least <= whole <= horizon:
-        raise ValueError(f"{key}: must be between {least} and the graph's horizon {horizon}, got {value!r}")
-    return whole
-
-
-def _names(data: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise ValueError(f"{key}: expected a list of vertex names, got {value!r}")
-    return tuple(value)
-
-
-def read_allocation(raw: str, horizon: int) -> AllocationRecord:
-    """The record in an allocation annotation's text; raises ValueError saying what is wrong (not JSON, not an
-    object, a start or duration that is not a whole number of seconds within ``[0, horizon]``, names that are not
-    lists of strings)."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    start = _whole(data, "start", 0, horizon)
-    duration = _whole(data, "duration", 1, horizon)
-    if start + duration > horizon:
-        raise ValueError(f"start {start} + duration {duration} is past the graph's horizon {horizon}")
-    return AllocationRecord(start, duration, _names(data, "cores"), _names(data, "gpus"))

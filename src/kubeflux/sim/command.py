@@ -101,12 +101,12 @@ def _schedulers_for(name: str, workload: Workload, sockets: int = 0) -> tuple[di
 
     ``sockets`` > 0: a kubeflux scheduler's graph gives each node that many sockets, or its ``kubeflux.io/sockets``
     label's (:class:`~kubeflux.scheduler.translate.NodeShape`)."""
-    from kubeflux.scheduler.informer import ClusterBooks
+    from kubeflux.scheduler.core import KubefluxScheduler
     from kubeflux.scheduler.translate import SOCKETS_LABEL, NodeShape
     from kubeflux.sim.baselines import available, create
 
     primary = create(name)
-    if sockets and isinstance(primary, ClusterBooks):
+    if sockets and isinstance(primary, KubefluxScheduler):
         primary.shape = NodeShape(SOCKETS_LABEL, sockets)  # before it sees a node: its graph is built later
     schedulers: dict[str, Scheduler] = {primary.name: primary}
     wanted = {t.scheduler_name for j in workload.jobs for t in j.pods if t.scheduler_name}

@@ -1,0 +1,146 @@
+"""A test double for the scheduler: a tiny cluster that applies its decisions, and builders of nodes and pods.
+
+For tests of :class:`~kubeflux.scheduler.core.KubefluxScheduler` (and of its parts through it) that need no
+simulator: :class:`Cluster` tells the scheduler of nodes and pods, runs a pass, binds what it binds (writing the
+annotations it asks for, and telling it of the bound pod), and checks that no node is over-committed. Time moves
+only when a test says (``run(now)``). It is no API server: no validation, no watch, no lifecycle; the simulator
+(:mod:`kubeflux.sim`) is the real cluster model.
+
+:func:`parts` builds the scheduler's parts without the scheduler (books, queue, filter, placer, reserver over
+the given nodes), for tests of one part on its own.
+
+Usage::
+
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=4)])
+    cluster.add(pod("a", 2000))
+    assert bound(cluster.run()) == {"default/a": "w1"}
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from kubeflux.match.engine import DEFAULT_HORIZON
+from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.filtering import NodeFilter
+from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.placing import Placer
+from kubeflux.scheduler.profile import Profile
+from kubeflux.scheduler.queue import PendingQueue
+from kubeflux.scheduler.reserving import Reserver
+from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
+
+__all__ = ["ADDED", "DELETED", "MODIFIED", "Cluster", "Parts", "bound", "messages", "node", "parts", "pod"]
+
+ADDED, MODIFIED, DELETED = EventKind.ADDED, EventKind.MODIFIED, EventKind.DELETED
+
+
+def node(name: str, cores: int = 4, **kwargs: object) -> Node:
+    """A node of ``cores`` cores and 16 GiB of memory, its uid its name; ``kwargs`` are :class:`Node`'s fields."""
+    return Node(name, uid=name, allocatable={CPU: cores * 1000, MEMORY: 16 * 2**30}, **kwargs)  # type: ignore[arg-type]
+
+
+def pod(name: str, cpu: int, *, scheduler: str = "kubeflux", t: float = 0.0, **kwargs: object) -> Pod:
+    """A pod ``default/<name>`` (uid ``uid-<name>``) requesting ``cpu`` millicores, created at ``t``."""
+    return Pod("default", name, f"uid-{name}", scheduler, creation_time=t, requests={CPU: cpu}, **kwargs)  # type: ignore[arg-type]
+
+
+class Cluster:
+    """A tiny stand-in for the API server: applies binds, tells the scheduler, checks nothing is over-committed."""
+
+    def __init__(self, scheduler: KubefluxScheduler, nodes: list[Node]) -> None:
+        self.scheduler = scheduler
+        self.nodes = {n.name: n for n in nodes}
+        self.pods: dict[str, Pod] = {}
+        self.now = 0.0
+        for n in nodes:
+            scheduler.observe(ClusterEvent(ADDED, n), 0.0)
+
+    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+        self.scheduler.observe(ClusterEvent(kind, obj), self.now)
+
+    def add(self, *pods: Pod) -> None:
+        for p in pods:
+            self.pods[p.key] = p
+            self.tell(ADDED, p)
+
+    def run(self, now: float | None = None) -> list[Decision]:
+        """One scheduling pass at ``now`` (else the time of the last), its binds applied; its decisions."""
+        if now is not None:
+            self.now = now
+        decisions = self.scheduler.schedule(self.now)
+        for d in decisions:
+            if isinstance(d, Bind):
+                p = self.pods[d.pod]
+                p.node_name = d.node
+                p.annotations = {**p.annotations, **d.annotations}
+                p.phase = PodPhase.RUNNING
+                self.tell(MODIFIED, p)
+        self.check()
+        return decisions
+
+    def end(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
+        p = self.pods[f"default/{name}"]
+        p.phase = phase
+        self.tell(MODIFIED, p)
+
+    def delete(self, name: str) -> None:
+        p = self.pods.pop(f"default/{name}")
+        p.deleted = True
+        self.tell(DELETED, p)
+
+    def check(self) -> None:
+        """Raise AssertionError when a node's running pods request more cpu than it has."""
+        for n in self.nodes.values():
+            used = sum(
+                p.requests.get(CPU, 0) for p in self.pods.values() if p.node_name == n.name and not p.phase.terminal
+            )
+            if used > n.allocatable[CPU]:
+                raise AssertionError(f"node {n.name} over-committed: {used}")
+
+
+def bound(decisions: list[Decision]) -> dict[str, str]:
+    """Pod key → node, for the binds among ``decisions``."""
+    return {d.pod: d.node for d in decisions if isinstance(d, Bind)}
+
+
+def messages(decisions: list[Decision]) -> dict[str, str]:
+    """Pod key → message, for the pods told they do not fit or are rejected."""
+    return {d.pod: d.message for d in decisions if isinstance(d, Unschedulable | Reject)}
+
+
+@dataclass
+class Parts:
+    """A scheduler's parts wired as :class:`KubefluxScheduler` wires them, without it."""
+
+    profile: Profile
+    queue: PendingQueue
+    books: ClusterBooks
+    filter: NodeFilter
+    placer: Placer
+    reserver: Reserver
+    log: deque[str]
+
+
+def parts(
+    nodes: list[Node],
+    *,
+    policy: str = "lonode",
+    sharing: SharingPolicy | None = None,
+    horizon: int = DEFAULT_HORIZON,
+) -> Parts:
+    """The parts of a scheduler of ``policy`` whose books hold ``nodes`` (its graph built from them)."""
+    profile = Profile("kubeflux", policy, sharing or SharedSharing(), horizon)
+    log: deque[str] = deque(maxlen=10_000)
+    queue = PendingQueue()
+    books = ClusterBooks(profile, queue, log)
+    for n in nodes:
+        books.put_node(n)
+    books.ensure_graph()
+    node_filter = NodeFilter(profile, books, queue)
+    placer = Placer(profile, books, queue, node_filter, log)
+    reserver = Reserver(profile, books, queue, node_filter, placer, log)
+    return Parts(profile, queue, books, node_filter, placer, reserver, log)
