@@ -32,13 +32,13 @@ from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, g
 from kubeflux.resources.graph import Vertex
 from kubeflux.scheduler.translate import Placement, PlacementWriter
 
-__all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes"]
+__all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes", "ReleaseLog"]
 
 CLUSTER_NAME = "kubeflux"
 _CHANGES_KEPT = 4096
 """Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
 _FREED_KEPT = 1 << 16
-"""Released vertices the release log (:attr:`GraphView.freed`) holds before it starts again."""
+"""Released vertices the release log (:class:`ReleaseLog`) holds before it starts again."""
 
 
 class HiddenNodes:
@@ -109,6 +109,45 @@ class _ExcludedNames:
         return ~self.mask[self.slot_by_uid[uids]]
 
 
+class ReleaseLog:
+    """What the graph gave back, in order: (core or gpu vertex uid, who released it) for every vertex a release or
+    cancel freed (:mod:`kubeflux.scheduler.kept` reads it to tell whether a kept reservation is still the one the
+    engine would make). ``who`` is the owner a caller named, else None. A release that does not name its vertices
+    (a job cancelled whole, a node replaced or back up) makes every earlier mark unknown."""
+
+    def __init__(self) -> None:
+        self.freed: list[tuple[int, object]] = []
+        self._base = 0
+        """Entries dropped from the front of :attr:`freed` (log positions count from the first ever)."""
+        self._unnamed = 0
+        """Releases whose vertices were not named."""
+
+    def note(self, uids: Iterable[Any], owner: object) -> None:
+        """Log ``uids`` released (``Any``: the callers' int objects are kept, see :meth:`ScheduleView.uid_objects`)."""
+        freed = self.freed
+        if len(freed) >= _FREED_KEPT:
+            self._base += len(freed)
+            freed.clear()
+            self._unnamed += 1  # what was dropped is no longer known to anyone reading from before
+        freed.extend((uid, owner) for uid in uids)
+
+    def note_unnamed(self) -> None:
+        """Something was released without naming its vertices: anything may be free."""
+        self._unnamed += 1
+
+    def mark(self) -> tuple[int, int]:
+        """The log's position now (for :meth:`since`)."""
+        return self._base + len(self.freed), self._unnamed
+
+    def since(self, mark: tuple[int, int]) -> list[tuple[int, object]] | None:
+        """The vertices released since :meth:`mark` gave ``mark``; None when a release since did not name its
+        vertices (anything may be free)."""
+        position, unnamed = mark
+        if unnamed != self._unnamed or position < self._base:
+            return None
+        return self.freed[position - self._base :]
+
+
 class GraphView:
     """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
 
@@ -147,13 +186,8 @@ class GraphView:
         """Node name → its slot in the hidden nodes' masks (a name keeps its slot; a new name takes the next one)."""
         self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
         self._node_generation = 0
-        self.freed: list[tuple[int, object]] = []
-        """The release log: (core or gpu vertex uid, who released it) for every vertex a release or cancel gave
-        back, in order (:mod:`kubeflux.scheduler.kept` reads it). ``who`` is the owner a caller named, else None."""
-        self._freed_base = 0
-        """Entries dropped from the front of :attr:`freed` (log positions count from the first ever)."""
-        self._unnamed_frees = 0
-        """Releases whose vertices were not named (a job cancelled whole, a node replaced or back up)."""
+        self.released = ReleaseLog()
+        """What releases and cancels gave back (:mod:`kubeflux.scheduler.kept` reads it)."""
         self._leaf_node: dict[int, str] = {}
         """Core or gpu vertex uid → its node's name."""
         graph = self.engine.graph
@@ -217,7 +251,7 @@ class GraphView:
         """A node left the cluster (down until it returns) or came back."""
         if name not in self.specs or (name in self.gone) == gone:
             return
-        self._unnamed_frees += 1
+        self.released.note_unnamed()
         if gone:
             self.gone.add(name)
         else:
@@ -509,7 +543,7 @@ class GraphView:
         engine.attach(document, source=f"node {spec.name}")
         self._orders.clear()
         self._changes += 1
-        self._unnamed_frees += 1
+        self.released.note_unnamed()
         old = self.specs.get(spec.name)
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
@@ -566,13 +600,13 @@ class GraphView:
             held = [uid for uids in (core_uids, gpu_uids) for uid in uids if vertices[uid].name in names]
             if partial:
                 self._releasing.setdefault(jobid, []).extend(held)
-                self._note_freed(held, None)
+                self.released.note(held, None)
                 return True
             earlier = self._releasing.pop(jobid, None)
             whole = earlier is None and self._holds_whole(jobid, name)
             try:
                 if engine.release_vertices(jobid, held if earlier is None else earlier + held, source=f"node {name}"):
-                    self._note_freed((*core_uids, *gpu_uids) if whole else held, None)
+                    self.released.note((*core_uids, *gpu_uids) if whole else held, None)
                     return True
             except EngineError:
                 pass
@@ -589,36 +623,15 @@ class GraphView:
         except EngineError:
             return False
         if freed is None:
-            self._unnamed_frees += 1
+            self.released.note_unnamed()
         else:
-            self._note_freed(freed, owner)
+            self.released.note(freed, owner)
         return True
 
     def _holds_whole(self, jobid: int, name: str) -> bool:
         """Whether job ``jobid`` holds node ``name`` itself (a node-exclusive job: all its vertices free with it)."""
         vertex = self._engine.graph.vertex_at(self.paths[name])
         return vertex is not None and jobid in self._engine.schedule.allocations.get(vertex.uid, ())
-
-    def _note_freed(self, uids: Iterable[Any], owner: object) -> None:
-        """Log ``uids`` released (``Any``: the callers' int objects are kept, see :meth:`ScheduleView.uid_objects`)."""
-        freed = self.freed
-        if len(freed) >= _FREED_KEPT:
-            self._freed_base += len(freed)
-            freed.clear()
-            self._unnamed_frees += 1  # what was dropped is no longer known to anyone reading from before
-        freed.extend((uid, owner) for uid in uids)
-
-    def freed_mark(self) -> tuple[int, int]:
-        """The release log's position now (for :meth:`freed_since`)."""
-        return self._freed_base + len(self.freed), self._unnamed_frees
-
-    def freed_since(self, mark: tuple[int, int]) -> list[tuple[int, object]] | None:
-        """The vertices released since :meth:`freed_mark` gave ``mark``; None when a release since did not name
-        its vertices (anything may be free)."""
-        position, unnamed = mark
-        if unnamed != self._unnamed_frees or position < self._freed_base:
-            return None
-        return self.freed[position - self._freed_base :]
 
     def reserve_again(self, leaves: Iterable[int], at: int, duration: int, what: str, now: int) -> int:
         """Put back a reservation the engine would make again (:mod:`kubeflux.scheduler.kept`): ``leaves`` held

@@ -19,7 +19,7 @@ policy chose ``R``'s cores as the best of those free throughout ``[T, T + d)``. 
   graph or not alike (every window starting in ``[T - d, T)`` holds ``T - 1``, before it; earlier ones end by T);
 * at ``T`` the walk succeeds, since ``R``'s own cores are still free then (checked), and chooses them again when
   nothing better became free: allocations since only made vertices busy; each vertex released since (pods ended,
-  other reservations cancelled) is in the graph's release log (:attr:`GraphView.freed`), and is harmless when it
+  other reservations cancelled) is in the graph's release log (:attr:`GraphView.released`), and is harmless when it
   is one of ``R``'s own (free then already: a pod that was to end before ``T`` ended sooner), when it is busy
   during ``[T, T + d)``, or, under a node-centric policy (whose order is static: node ids), when its node comes
   after every node of ``R``. A release the graph cannot name the vertices of (a job cancelled whole, a node
@@ -60,7 +60,7 @@ class KeptReservation:
     per_node: tuple[tuple[str, int], ...]
     """(node, members there), in the engine's order."""
     since: tuple[int, int]
-    """:meth:`GraphView.freed_mark` when it was made (with itself absent)."""
+    """:meth:`ReleaseLog.mark` of :attr:`GraphView.released` when it was made (with itself absent)."""
 
 
 def keeps_reservations(policy: str) -> bool:
@@ -92,7 +92,7 @@ def still_first(
         or any(a is not b for a, b in zip(kept.pods, pods, strict=True))
     ):
         return False
-    freed = graph.freed_since(kept.since)
+    freed = graph.released.since(kept.since)
     if freed is None:
         return False
     schedule = graph.engine.schedule

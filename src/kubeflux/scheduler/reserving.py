@@ -168,7 +168,7 @@ class Reserver:
         if held and not same:
             self.books.drop_deferred()
         job.kept = None
-        mark = graph.freed_mark()
+        mark = graph.released.mark()
         jobid = -1
         if same:
             assert kept is not None
