@@ -1,0 +1,286 @@
+"""**Fidelity**: seed 004's cases on the real control plane (KWOK nodes, the real Job controller, the real
+kube-scheduler — at its defaults and with v1.36's gang scheduling — and ``kubeflux serve``) beside ``kubeflux
+simulate`` on the same presets under the baseline that stands for each real scheduler: real vs simulated mean JCT,
+scheduling latency, longest wait and each job's start.
+
+The real runs take wall time (1,000 s of arrivals and more per case and scheduler), so the workloads are compressed:
+arrivals and run times divided by :data:`COMPRESSION` (the simulated runs get the same workload; the control plane's
+own delays — the Job controller's 1 s, kube-scheduler's 1–10 s back-off — are not compressed, on either side).
+The measured runs are kept in ``fidelity.json`` beside the page: ``python -m experiments fidelity`` runs them again
+(about 40 minutes), ``KUBEFLUX_FIDELITY_REUSE=1`` re-renders the page from the kept runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from experiments.pages import markdown_table, stamp, write_page
+from experiments.realrun import JobTimes, RealRun, real_run
+from kubeflux.scheduler.interface import Scheduler
+from kubeflux.sim.baselines import create
+from kubeflux.sim.driver import SimulationOptions, simulate
+from kubeflux.sim.pods import Lifecycle
+from kubeflux.sim.workloads.model import Workload
+from kubeflux.sim.workloads.synthetic import preset, seed004_cluster
+
+__all__ = [
+    "CASES",
+    "COMPRESSION",
+    "FidelityCase",
+    "FidelityRow",
+    "compress",
+    "fidelity_rows",
+    "run_real_cases",
+    "simulated_times",
+    "write_fidelity",
+]
+
+COMPRESSION = 4.0
+"""Arrivals and run times are divided by this on both sides (1,000 s of arrivals take 250 s)."""
+NODE_CAPACITY = {"cpu": "5", "memory": "256Gi", "nvidia.com/gpu": "8"}
+"""Seed 004's KWOK nodes (:func:`~kubeflux.sim.workloads.synthetic.seed004_cluster`), four of them."""
+
+
+@dataclass(frozen=True, slots=True)
+class FidelityCase:
+    """One case under one real scheduler and the simulated baseline that stands for it."""
+
+    label: str
+    preset: str
+    every: float
+    real: str
+    """One of :data:`experiments.realrun.REAL_SCHEDULERS`."""
+    simulated: str
+    """A scheduler of :func:`kubeflux.sim.baselines.available`."""
+    compression: float = COMPRESSION
+
+    @property
+    def key(self) -> str:
+        return f"{self.preset}-{self.every:g}-{self.real}-x{self.compression:g}"
+
+
+CASES: tuple[FidelityCase, ...] = (
+    FidelityCase("Jobs, one every 20 s", "seed004-jobs", 20.0, "kube-scheduler", "kube-default"),
+    FidelityCase("Jobs, one every 17 s", "seed004-jobs", 17.0, "kube-scheduler", "kube-default"),
+    FidelityCase("PodGroups of 2, one every 34 s", "seed004-podgroups", 34.0, "kube-scheduler", "kube-default"),
+    FidelityCase("PodGroups of 2, one every 34 s", "seed004-podgroups", 34.0, "kube-scheduler-gang", "kube-gang"),
+    FidelityCase("Jobs, one every 20 s", "seed004-jobs", 20.0, "serve", "kubeflux"),
+    FidelityCase("Jobs, one every 17 s", "seed004-jobs", 17.0, "serve", "kubeflux"),
+    FidelityCase("PodGroups of 2, one every 34 s", "seed004-podgroups", 34.0, "serve", "kubeflux"),
+    FidelityCase("Jobs, one every 17 s", "seed004-jobs", 17.0, "kube-scheduler", "kube-default", compression=1.0),
+)
+"""Every case, in the order they run; the last, uncompressed, shows what the compression changes."""
+
+
+def compress(workload: Workload, factor: float, jobs: int | None = None) -> Workload:
+    """``workload`` with submission times, pod run times and requested times divided by ``factor`` (its first
+    ``jobs`` jobs only, when given)."""
+    out = []
+    for job in workload.jobs[:jobs]:
+        pods = [replace(p, run_time=None if p.run_time is None else p.run_time / factor) for p in job.pods]
+        requested = job.requested_time / factor if job.requested_time > 0 else job.requested_time
+        out.append(replace(job, submit_time=job.submit_time / factor, pods=pods, requested_time=requested))
+    return replace(workload, jobs=out)
+
+
+def case_workload(case: FidelityCase, jobs: int | None = None) -> Workload:
+    return compress(preset(case.preset, mean_interarrival=case.every), case.compression, jobs)
+
+
+def _scheduler(name: str) -> Scheduler:
+    return create(name)
+
+
+FIDELITY_LIFECYCLE = Lifecycle(end_jitter=0.01, job_sync_delay=1.0)
+"""The simulated kubelets and Job controller as the real runs measured them: pods end up to 10 ms after their run
+time (two pods started together end apart), a Job is complete 1 s after its last pod (kube-controller-manager's
+``syncJobBatchPeriod``)."""
+
+
+def simulated_times(workload: Workload, scheduler: str, lifecycle: Lifecycle = FIDELITY_LIFECYCLE) -> list[JobTimes]:
+    """``workload`` in virtual time under ``scheduler`` on seed 004's cluster, its pods uncoupled (each runs its
+    run time from its own Running, as KWOK runs it); each job's times in submission order."""
+    core = _scheduler(scheduler)
+    options = SimulationOptions(lifecycle=lifecycle, couple=False)
+    run = simulate(workload, seed004_cluster(), {core.name: core}, primary=core.name, options=options)
+    records = sorted(run.jobs, key=lambda r: r.submission_time)
+    return [JobTimes(r.job_id, r.submission_time, r.first_bind_time, r.starting_time, r.finish_time) for r in records]
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    jct: float
+    latency: float
+    longest_wait: float
+
+
+def figures(jobs: Sequence[JobTimes]) -> Figures:
+    """Mean JCT (end − submission), mean scheduling latency (first bind − submission), longest wait (start −
+    submission), over the jobs that got there."""
+    jct = [j.end - j.submitted for j in jobs if j.end is not None]
+    latency = [j.first_bind - j.submitted for j in jobs if j.first_bind is not None]
+    wait = [j.start - j.submitted for j in jobs if j.start is not None]
+    return Figures(statistics.fmean(jct), statistics.fmean(latency), max(wait, default=0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class FidelityRow:
+    case: FidelityCase
+    real: Figures
+    simulated: Figures
+    start_error_median: float
+    start_error_max: float
+    worst_job: int
+    """The job (in submission order, from 0) whose start differs most."""
+
+    @property
+    def jct_gap(self) -> float:
+        """Simulated − real mean JCT, relative to the real one."""
+        return (self.simulated.jct - self.real.jct) / self.real.jct
+
+    def cells(self) -> list[str]:
+        c = self.case
+        return [
+            c.label,
+            f"{c.real} / {c.simulated}",
+            f"{c.compression:g}",
+            f"{self.real.jct:.2f} / {self.simulated.jct:.2f}",
+            f"{100 * self.jct_gap:+.1f} %",
+            f"{self.real.latency:.2f} / {self.simulated.latency:.2f}",
+            f"{self.real.longest_wait:.2f} / {self.simulated.longest_wait:.2f}",
+            f"{self.start_error_median:.2f}",
+            f"{self.start_error_max:.2f} (job {self.worst_job})",
+        ]
+
+
+HEADER = (
+    "case",
+    "real / simulated scheduler",
+    "compression",
+    "mean JCT (s), real / sim",
+    "JCT sim − real",
+    "mean latency (s), real / sim",
+    "longest wait (s), real / sim",
+    "start error median (s)",
+    "start error max (s)",
+)
+
+
+def compare(case: FidelityCase, real: Sequence[JobTimes], simulated: Sequence[JobTimes]) -> FidelityRow:
+    """The case's figures, real and simulated, and each job's start error |real − simulated| (jobs in submission
+    order; the real times counted from the first real submission, as the simulated ones)."""
+    origin = real[0].submitted if real else 0.0
+    errors = [
+        abs(r.start - origin - s.start)
+        for r, s in zip(real, simulated, strict=True)
+        if r.start is not None and s.start is not None
+    ]
+    worst = max(range(len(errors)), key=errors.__getitem__) if errors else 0
+    return FidelityRow(
+        case,
+        figures(real),
+        figures(simulated),
+        statistics.median(errors) if errors else 0.0,
+        max(errors, default=0.0),
+        worst,
+    )
+
+
+def run_real_cases(
+    store: Path, cases: Sequence[FidelityCase] = CASES, *, jobs: int | None = None, keep: bool = True
+) -> dict[str, RealRun]:
+    """Run ``cases`` on the real control plane, one after the other, each on a new one in a temporary folder;
+    each run is written to ``store`` (JSON, by :attr:`FidelityCase.key`) as soon as it is done, so an interrupted
+    series keeps what it measured; with ``keep`` a case already in ``store`` is not run again."""
+    runs = load_runs(store)
+    for case in cases:
+        if keep and case.key in runs:
+            continue
+        with tempfile.TemporaryDirectory(prefix="kubeflux-fidelity-") as folder:
+            print(f"fidelity: {case.key} …", flush=True)
+            run = real_run(case_workload(case, jobs), case.real, Path(folder), nodes=4, node_capacity=NODE_CAPACITY)
+        runs[case.key] = run
+        store.write_text(json.dumps({k: v.to_json() for k, v in runs.items()}, indent=1) + "\n")
+    return runs
+
+
+def load_runs(store: Path) -> dict[str, RealRun]:
+    if not store.is_file():
+        return {}
+    return {key: RealRun.from_json(value) for key, value in json.loads(store.read_text()).items()}
+
+
+def fidelity_rows(runs: dict[str, RealRun], cases: Sequence[FidelityCase] = CASES) -> list[FidelityRow]:
+    """Each case that has a real run, compared with its simulated run."""
+    rows = []
+    for case in cases:
+        run = runs.get(case.key)
+        if run is None:
+            continue
+        workload = case_workload(case, len(run.jobs))
+        rows.append(compare(case, run.jobs, simulated_times(workload, case.simulated)))
+    return rows
+
+
+_PAGE = """# Fidelity: seed 004 on the real control plane and in the simulator
+
+{stamp}
+
+**The question.** Does `kubeflux simulate` give what the real Kubernetes gives? Seed 004's cases (50 Jobs of one
+8-GPU pod running 72 s, one every 20 s and every 17 s; 50 PodGroups of 2 such pods, one every 34 s) run on a real
+control plane (etcd, kube-apiserver, kube-controller-manager with its Job controller, KWOK running the pods, 4 KWOK
+nodes of 8 GPUs) under the real kube-scheduler v1.36 — at its defaults, and with its own gang scheduling
+(`GenericWorkload` and `GangScheduling` gates, `scheduling.k8s.io/v1alpha2` PodGroups with `gang.minCount: 2`) —
+and under `kubeflux serve` (coscheduling's PodGroup, `minMember: 2`); then the same workloads in virtual time under
+the baseline standing for each: `kube-default`, `kube-gang`, `kubeflux`.
+
+**The setup.** The real runs are driven by `experiments/realrun.py`: each job submitted at its time (wall clock),
+every pod and Job watched; a job's first bind is the first watch event with a `nodeName`, its start the event with
+its last required pod `Running`, its end the Job's `Complete` condition (a Job) or its last pod `Succeeded` (a
+PodGroup). KWOK runs each pod its run time from its own `Running` (pods of a pair are not coupled), so the simulated
+runs use `couple=False`. **Compression**: the real runs take wall time, so arrivals and run times are divided by
+the factor in the table (4: a Job every 5 s or 4.25 s running 18 s; PodGroups every 8.5 s) on both sides; the
+control plane's own delays (the Job controller's 1 s, kube-scheduler's 1–10 s back-off) are not. The last row runs
+the Jobs-every-17-s case uncompressed to show what compression changes. Measured on a machine shared with other
+work: {machine}.
+
+{table}
+
+*(real / simulated; start error: |real − simulated| start of each job, counted from the first submission.)*
+
+{explained}
+"""
+
+
+def _machine(runs: dict[str, RealRun]) -> str:
+    loads = [run.load[0] for run in runs.values()]
+    cores = os.cpu_count()
+    if not loads:
+        return f"{cores} cores"
+    return f"{cores} cores, load average (1 min) {min(loads):.1f}–{max(loads):.1f} at the runs' ends"
+
+
+EXPLAINED = """**What makes the differences.** …"""
+
+
+def write_fidelity(folder: Path, runs: dict[str, RealRun] | None = None, cases: Sequence[FidelityCase] = CASES) -> Path:
+    """Write ``fidelity.md`` (and the measured runs, ``fidelity.json``) into ``folder``: the real runs of ``cases``
+    are run unless given or, with ``KUBEFLUX_FIDELITY_REUSE=1``, taken from ``fidelity.json``."""
+    store = folder / "fidelity.json"
+    if runs is None:
+        reuse = bool(os.environ.get("KUBEFLUX_FIDELITY_REUSE"))
+        runs = load_runs(store) if reuse else run_real_cases(store, cases, keep=False)
+    rows = fidelity_rows(runs, cases)
+    page = _PAGE.format(
+        stamp=stamp("fidelity", "a test checks the page's structure and the driver on a tiny case"),
+        machine=_machine(runs),
+        table=markdown_table(HEADER, [row.cells() for row in rows]),
+        explained=EXPLAINED,
+    )
+    return write_page(folder, "fidelity", page)
