@@ -19,12 +19,17 @@ use ``couple=False``.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import signal
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -74,6 +79,14 @@ class RealRun:
     load: tuple[float, float, float]
     """The load average (1, 5, 15 min) at the run's end."""
     notes: list[str] = field(default_factory=list)
+    pods: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Each pod's ``bind``, ``running`` and ``end`` as the watch showed them (seconds, as the jobs' times)."""
+    origin_unix: float = 0.0
+    """The wall clock (Unix seconds) at time 0 of the run: where kube-scheduler's whole-second back-off windows
+    fall in the run's time."""
+    scheduler_metrics: dict[str, float] = field(default_factory=dict)
+    """From kube-scheduler's ``/metrics`` at the end: ``attempts_<result>`` and ``attempt_seconds_<result>``
+    (``scheduler_scheduling_attempt_duration_seconds``' count and sum by result)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,8 +94,17 @@ class RealRun:
     @staticmethod
     def from_json(data: dict[str, Any]) -> RealRun:
         jobs = [JobTimes(**job) for job in data["jobs"]]
+        load = (float(data["load"][0]), float(data["load"][1]), float(data["load"][2]))
         return RealRun(
-            data["scheduler"], data["workload"], jobs, data["wall_seconds"], tuple(data["load"]), data["notes"]
+            data["scheduler"],
+            data["workload"],
+            jobs,
+            data["wall_seconds"],
+            load,
+            data["notes"],
+            data.get("pods", {}),
+            data.get("origin_unix", 0.0),
+            data.get("scheduler_metrics", {}),
         )
 
 
@@ -303,7 +325,14 @@ def _run_serve(plane: ControlPlane, folder: Path) -> Any:
     log = (folder / "logs" / "serve.log").open("ab")
     code = "import sys; from kubeflux.cli import main; sys.argv[0] = 'kubeflux'; main()"
     argv = [sys.executable, "-c", code, "serve", "--config", str(config), "--kubeconfig", str(plane.kubeconfig)]
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+    )
+
+
+def _die_with_parent() -> None:  # in the child between fork and exec, as the control plane's components
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @contextmanager
@@ -377,6 +406,7 @@ def real_run(
             _wait_nodes_ready(api, nodes)
             submitter = _Submitter(api, scheduler)
             t0 = time.monotonic() + 1.0
+            origin_unix = time.time() + 1.0
 
             def clock() -> float:
                 return time.monotonic() - t0
@@ -408,7 +438,43 @@ def real_run(
                     book.changed.wait(1.0)
             for watcher in watchers:
                 watcher.stopping = True
+            metrics = _scheduler_metrics(plane) if scheduler != "serve" else {}
         finally:
             api.close()
     jobs = [book.times[job.name] for job in order]
-    return RealRun(scheduler, workload.name, jobs, time.perf_counter() - started, os.getloadavg())
+    return RealRun(
+        scheduler,
+        workload.name,
+        jobs,
+        time.perf_counter() - started,
+        os.getloadavg(),
+        pods=book.pods,
+        origin_unix=origin_unix,
+        scheduler_metrics=metrics,
+    )
+
+
+_ATTEMPTS = "scheduler_scheduling_attempt_duration_seconds"
+
+
+def _scheduler_metrics(plane: ControlPlane) -> dict[str, float]:
+    """kube-scheduler's scheduling attempts by result: how many, and their seconds in all (its ``/metrics``, read
+    as the admin); empty when it does not answer."""
+    context = ssl.create_default_context(cafile=str(plane.ca))
+    context.load_cert_chain(plane.pki / "admin.crt", plane.pki / "admin.key")
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # its serving certificate is its own, self-signed
+    url = f"https://127.0.0.1:{plane.ports['kube-scheduler']}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=10.0, context=context) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        for suffix, key in (("_count", "attempts"), ("_sum", "attempt_seconds")):
+            if line.startswith(_ATTEMPTS + suffix + "{"):
+                labels, value = line[len(_ATTEMPTS + suffix) + 1 :].rsplit("} ", 1)
+                result = dict(part.split("=", 1) for part in labels.split(",")).get("result", '""').strip('"')
+                found[f"{key}_{result}"] = found.get(f"{key}_{result}", 0.0) + float(value)
+    return found

@@ -27,4 +27,5 @@ def test_the_driver_times_every_job_on_the_real_plane_and_the_page_compares_it(
     page = write_fidelity(tmp_path, runs, cases=[TINY]).read_text(encoding="utf-8")
     assert "| " + " | ".join(HEADER) + " |" in page
     assert "| Jobs, one every 17 s | kube-scheduler / kube-default | 8 |" in page
-    assert "**What makes the differences.**" in page
+    assert "**What makes the differences, and how the simulator models them.**" in page
+    assert "1. **The Job controller.** A Job is `Complete`" in page

@@ -143,6 +143,7 @@ class KubeDefaultScheduler:
         reject_never_fits: bool = False,
         queue: str = QUEUE_V136,
         cycle_seconds: float = 0.0,
+        window_offset: float = 0.0,
     ) -> None:
         if not 0 <= percentage_of_nodes_to_score <= 100:
             raise ValueError(f"percentage_of_nodes_to_score must be within 0..100, got {percentage_of_nodes_to_score}")
@@ -153,6 +154,9 @@ class KubeDefaultScheduler:
         self.queue = queue
         self._v136 = queue == QUEUE_V136
         self.cycle_seconds = cycle_seconds
+        self.window_offset = window_offset
+        """Where the back-off windows fall: kube-scheduler truncates to whole seconds of the wall clock, so a
+        virtual time ``t`` is at ``t + window_offset`` of it (the fraction of a second at which a real run began)."""
         self._busy_until = 0.0
         self.name = name
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -196,7 +200,8 @@ class KubeDefaultScheduler:
                 self._groups.pop(obj.key, None)
             else:
                 self._groups[obj.key] = obj
-            self._generation += 1
+            if not self._v136:  # no plugin of kube-scheduler's default profile registers coscheduling's PodGroup
+                self._generation += 1
 
     def _observe_pod(self, pod: Pod, *, deleted: bool) -> None:
         key = pod.key
@@ -299,10 +304,14 @@ class KubeDefaultScheduler:
             return (1, queued.expiry, key)
         return (0, 0.0, key)
 
-    @staticmethod
-    def _backing_off(queued: QueuedPod, now: float) -> bool:
+    def _backing_off(self, queued: QueuedPod, now: float) -> bool:
         """kube-scheduler's ``isPodBackingoff``: its expiry is not before the current window."""
-        return queued.expiry >= math.floor(now / BACKOFF_WINDOW) * BACKOFF_WINDOW
+        return queued.expiry >= self._window(now)
+
+    def _window(self, t: float) -> float:
+        """The start of ``t``'s back-off window (``alignToWindow``), in virtual time."""
+        offset = self.window_offset
+        return math.floor((t + offset) / BACKOFF_WINDOW) * BACKOFF_WINDOW - offset
 
     def _activate(self, queued: QueuedPod, now: float) -> None:
         """Move a pod to the active queue now (kube-scheduler's ``PodsToActivate``), or once its back-off ends."""
@@ -385,7 +394,7 @@ class KubeDefaultScheduler:
         queued.backoff_until = now + backoff
         queued.generation = self._generation - 1 if retry else self._generation
         queued.timestamp = now
-        queued.expiry = math.floor((now + backoff) / BACKOFF_WINDOW) * BACKOFF_WINDOW
+        queued.expiry = self._window(now + backoff)
 
     # --- Filter and Score over the node arrays -------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import random
 
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
-from kubeflux.scheduler.objects import Pod
+from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.sim.baselines.kube_default import QUEUE_V136, KubeDefaultScheduler, QueuedPod, QueueKey
 
 __all__ = ["KubeGangScheduler"]
@@ -59,6 +59,8 @@ class KubeGangScheduler(KubeDefaultScheduler):
             else:
                 members.add(obj.key)
         super().observe(event, now)
+        if isinstance(obj, PodGroup) and event.kind is EventKind.ADDED:
+            self._generation += 1  # GangScheduling's hint on PodGroup/Add
 
     def _on_pod_added(self, pod: Pod) -> None:
         if pod.group is not None:
