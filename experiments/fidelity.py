@@ -113,11 +113,12 @@ GANG_SEEDS = range(10)
 """The draws of ``kube-gang``'s busy-loop order the page shows the spread of (the table: the first)."""
 
 
-def _scheduler(name: str, seed: int = 0) -> Scheduler:
-    """The simulated scheduler that stands for a real one: kube-default with kube-scheduler's measured cycle time,
-    kube-gang with the ``seed``-th draw of its busy loop's order, the others as registered."""
+def _scheduler(name: str, seed: int = 0, window_offset: float = 0.0) -> Scheduler:
+    """The simulated scheduler that stands for a real one: kube-default with kube-scheduler's measured cycle time
+    and its back-off windows where the real run's fell (``window_offset``), kube-gang with the ``seed``-th draw of
+    its busy loop's order, the others as registered."""
     if name == "kube-default":
-        return KubeDefaultScheduler(cycle_seconds=CYCLE_SECONDS)
+        return KubeDefaultScheduler(cycle_seconds=CYCLE_SECONDS, window_offset=window_offset)
     if name == "kube-gang":
         return KubeGangScheduler(seed=seed)
     return create(name)
@@ -132,11 +133,15 @@ end 0.1–7 ms apart on the real cluster, each a watch event of its own)."""
 
 
 def simulated_times(
-    workload: Workload, scheduler: str, lifecycle: Lifecycle = FIDELITY_LIFECYCLE, seed: int = 0
+    workload: Workload,
+    scheduler: str,
+    lifecycle: Lifecycle = FIDELITY_LIFECYCLE,
+    seed: int = 0,
+    window_offset: float = 0.0,
 ) -> list[JobTimes]:
     """``workload`` in virtual time under ``scheduler`` on seed 004's cluster, its pods uncoupled (each runs its
     run time from its own Running, as KWOK runs it); each job's times in submission order."""
-    core = _scheduler(scheduler, seed)
+    core = _scheduler(scheduler, seed, window_offset)
     options = SimulationOptions(lifecycle=lifecycle, couple=False)
     run = simulate(workload, seed004_cluster(), {core.name: core}, primary=core.name, options=options)
     records = sorted(run.jobs, key=lambda r: r.submission_time)
@@ -254,7 +259,8 @@ def fidelity_rows(runs: dict[str, RealRun], cases: Sequence[FidelityCase] = CASE
         if run is None:
             continue
         workload = case_workload(case, len(run.jobs))
-        rows.append(compare(case, run.jobs, simulated_times(workload, case.simulated)))
+        offset = (run.origin_unix + run.jobs[0].submitted) % 1.0 if run.origin_unix else 0.0
+        rows.append(compare(case, run.jobs, simulated_times(workload, case.simulated, window_offset=offset)))
     return rows
 
 

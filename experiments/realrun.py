@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 from kubernetes import client
 
-from kubeflux.controlplane import ControlPlane
+from kubeflux.controlplane import ControlPlane, free_port
 from kubeflux.kube.command import api_client
 from kubeflux.scheduler.objects import MEMORY, POD_GROUP_LABEL
 from kubeflux.scheduler.quantity import format_quantity
@@ -319,15 +319,28 @@ class _Book:
 
 
 def _run_serve(plane: ControlPlane, folder: Path) -> Any:
-    """``kubeflux serve`` as a process of its own (its own interpreter, as a user runs it), wall clock."""
+    """``kubeflux serve`` as a process of its own (its own interpreter, as a user runs it), wall clock; returns
+    once its ``/readyz`` answers (its caches synced), so that no job waits for its start."""
     config = folder / "serve.yaml"
-    config.write_text(json.dumps({"clock": "wall", "watch": {"timeoutSeconds": 60}}))
+    port = free_port()
+    settings = {"clock": "wall", "watch": {"timeoutSeconds": 60}, "operations": {"port": port}}
+    config.write_text(json.dumps(settings))
     log = (folder / "logs" / "serve.log").open("ab")
     code = "import sys; from kubeflux.cli import main; sys.argv[0] = 'kubeflux'; main()"
     argv = [sys.executable, "-c", code, "serve", "--config", str(config), "--kubeconfig", str(plane.kubeconfig)]
-    return subprocess.Popen(
+    process = subprocess.Popen(
         argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
     )
+    deadline = time.monotonic() + 90.0
+    while time.monotonic() < deadline and process.poll() is None:
+        url = f"http://127.0.0.1:{port}/readyz"
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2.0) as response:
+            if response.status == 200:
+                return process
+        time.sleep(0.2)
+    process.kill()
+    process.wait()
+    raise RuntimeError(f"kubeflux serve did not become ready (see {folder / 'logs' / 'serve.log'})")
 
 
 def _die_with_parent() -> None:  # in the child between fork and exec, as the control plane's components
