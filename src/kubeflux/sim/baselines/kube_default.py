@@ -17,12 +17,14 @@ What is kube-scheduler's behaviour here, exactly:
   none (kube-scheduler's ``NonZeroRequested``; applied per pod here, per container in kube-scheduler).
 * The cache counts every pod bound to a node, whichever scheduler bound it, until it is terminal or deleted;
   pods this scheduler binds are assumed at once.
-* Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released, a
-  pod group changed) and for its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds``
-  and ``podMaxBackoffSeconds``).
-* With ``queue="v1.36"``, kube-scheduler v1.36's scheduling queue (``pkg/scheduler/backend/queue``) as it orders
-  those retries (:data:`QUEUE_V136`): a failed pod's ``Timestamp`` becomes the time of its failure (PrioritySort
-  orders the active queue by priority, then that timestamp, not by creation); its back-off expiry is
+* Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released)
+  and, ordered by its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds`` and
+  ``podMaxBackoffSeconds``), is tried again. ``queue="classic"`` (the first baselines: priority then creation, a
+  failed pod retried once it saw an event and its back-off ended) keeps the figures published before v1.36's queue
+  was modelled; the default is kube-scheduler v1.36's scheduling queue (``pkg/scheduler/backend/queue``,
+  :data:`QUEUE_V136`, the fidelity page measured it on the real kube-scheduler): a failed pod's ``Timestamp``
+  becomes the time of its failure (PrioritySort orders the active queue by priority, then that timestamp, not by
+  creation); its back-off expiry is
   ``Timestamp + min(1 s × 2^(n−1), 10 s)`` truncated to the whole second (``backoffQOrderingWindowDuration``)
   and it is backing off while that expiry is not before the current second. A cluster event that may help
   (``AssignedPodDelete``: a bound pod ended or went; a node added or changed) moves each waiting pod to the
