@@ -24,6 +24,7 @@ from pathlib import Path
 
 from experiments.pages import markdown_table, stamp, write_page
 from experiments.realrun import JobTimes, RealRun, real_run
+from kubeflux.controlplane import find_binaries
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.sim.baselines import create
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
@@ -478,7 +479,10 @@ def write_fidelity(folder: Path, runs: dict[str, RealRun] | None = None, cases: 
     are run unless given or, with ``KUBEFLUX_FIDELITY_REUSE=1``, taken from ``fidelity.json``."""
     store = folder / "fidelity.json"
     if runs is None:
-        reuse = bool(os.environ.get("KUBEFLUX_FIDELITY_REUSE"))
+        missing = find_binaries()
+        reuse = bool(os.environ.get("KUBEFLUX_FIDELITY_REUSE")) or isinstance(missing, str)
+        if isinstance(missing, str):
+            print(f"fidelity: {missing}; the page is rendered from the kept runs", flush=True)
         runs = load_runs(store) if reuse else run_real_cases(store, cases, keep=False)
     rows = fidelity_rows(runs, cases)
     page = _PAGE.format(
