@@ -38,3 +38,20 @@ def test_seed004_through_the_served_cluster_in_accelerated_time_runs_every_job_o
     assert seed004_table(rows) in page and seed004_table(served) in page
     assert "x200" in page or "200 times faster" in page
     assert "](seed004.png)" in page and (tmp_path / "seed004.png").stat().st_size > 10_000  # the waits, plotted
+
+
+def test_the_fidelity_page_quotes_the_table_its_kept_real_runs_and_the_simulator_give() -> None:
+    """The real runs take an hour and are kept beside the page (``fidelity.json``); re-rendered from them, the page's
+    table — the simulated side computed now — is the one published, and every case has its row."""
+    from experiments.fidelity import CASES, HEADER, fidelity_rows, load_runs
+    from experiments.pages import markdown_table
+
+    folder = REPO / "docs" / "experiments"
+    runs = load_runs(folder / "fidelity.json")
+    assert {case.key for case in CASES} <= set(runs), "docs/experiments/fidelity.json lacks a case: run the experiment"
+    rows = fidelity_rows(runs)
+    page = (folder / "fidelity.md").read_text(encoding="utf-8")
+    assert markdown_table(HEADER, [row.cells() for row in rows]) in page, "fidelity.md is stale: re-render it"
+    assert [row.case.key for row in rows] == [case.key for case in CASES]
+    jobs = [row for row in rows if row.case.preset == "seed004-jobs"]
+    assert all(abs(row.jct_gap) < 0.02 for row in jobs)  # the Jobs cases agree within 2 % in JCT

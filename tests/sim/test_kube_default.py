@@ -6,7 +6,7 @@ import pytest
 
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import Node, Pod, PodPhase, Taint
-from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler, num_feasible_nodes_to_find
+from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, KubeDefaultScheduler, num_feasible_nodes_to_find
 
 GI = 1024**3
 
@@ -96,7 +96,7 @@ def test_message_with_no_nodes() -> None:
 
 
 def test_retry_after_release_waits_for_back_off() -> None:
-    s = KubeDefaultScheduler()
+    s = KubeDefaultScheduler(queue=QUEUE_CLASSIC)  # v1.36 pops the backoff queue at once: test_kube_scheduler_v136
     add(s, make_node("n", cpu=1000))
     add(s, make_pod("first", 1000, t=0.0), make_pod("second", 1000, t=1.0))
     assert binds(s.schedule(0.0)) == {"first": "n"}
@@ -110,7 +110,7 @@ def test_retry_after_release_waits_for_back_off() -> None:
 def test_back_off_stays_capped_after_thousands_of_failures() -> None:
     # A pod that fails every cycle (a coscheduling gang that keeps cycling does this for days of virtual time)
     # must keep the 10 s cap: 2**1100 would overflow a float.
-    s = KubeDefaultScheduler()
+    s = KubeDefaultScheduler(queue=QUEUE_CLASSIC)
     add(s, make_node("n", cpu=1000), make_node("x", cpu=500), make_pod("big", 2000))
     now = 0.0
     for _ in range(1100):

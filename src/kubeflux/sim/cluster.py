@@ -124,7 +124,7 @@ class Cluster:
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
         self._rng = random.Random(self.lifecycle.seed)
-        self.job_controller = JobController(self)
+        self.job_controller = JobController(self, self.lifecycle.job_sync_delay)
         self.couple = couple
         self.idle_holding = 0
         """Running pods of coupled jobs holding their resources idle until their job can compute."""

@@ -81,8 +81,11 @@ class JobHost(Protocol):
 class JobController:
     """The Job controller of one simulated cluster (see the module docstring)."""
 
-    def __init__(self, cluster: JobHost) -> None:
+    def __init__(self, cluster: JobHost, sync_delay: float = 0.0) -> None:
         self.cluster = cluster
+        self.sync_delay = sync_delay
+        """Seconds from a pod's end to the sync that acts on it (kube-controller-manager: 1 s, its
+        ``syncJobBatchPeriod``); the pod ends within that window are acted on together."""
 
     def start(self, job: SimJob) -> None:
         """A Job was created: arm its ``activeDeadlineSeconds`` and create its first wave of pods."""
@@ -96,11 +99,12 @@ class JobController:
         """One of the Job's pods reached a terminal phase (its counters are already updated). The controller looks
         once every pod ending at this instant has ended: as in a real cluster, where each kubelet reports its own
         pod's end and the controller syncs the Job after, two pods that fail at the same instant both end as they
-        did (``Error``, their exit code), rather than the first one's failure deleting the second."""
+        did (``Error``, their exit code), rather than the first one's failure deleting the second. With
+        :attr:`sync_delay`, that sync comes that much later and covers every pod ending until then."""
         loop = self.cluster.loop
-        if job.sync_at != loop.now:
-            job.sync_at = loop.now
-            loop.schedule(loop.now, Priority.RELEASE, self._sync, job)
+        if job.sync_at < loop.now:
+            job.sync_at = loop.now + self.sync_delay
+            loop.schedule(job.sync_at, Priority.RELEASE, self._sync, job)
 
     def _sync(self, job: SimJob) -> None:
         job.sync_at = -1.0  # a pod ending later at this same instant (one of no run time made here) syncs again

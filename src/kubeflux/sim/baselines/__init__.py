@@ -2,7 +2,7 @@
 
 A module adds a scheduler with :func:`register`; :func:`create` builds a fresh instance per run. The built-in HPC
 baselines (``fcfs``, ``easy``) and kubeflux itself (``kubeflux``, ``kubeflux-fcfs``, ``kubeflux-conservative``)
-are always there; ``kube-default`` and ``coscheduling`` are imported lazily, so the
+are always there; ``kube-default``, ``kube-gang`` and ``coscheduling`` are imported lazily, so the
 registry works whether or not those modules exist.
 """
 
@@ -35,6 +35,13 @@ _LAZY: tuple[tuple[str, str, str, str], ...] = (
         "kubeflux.sim.baselines.kube_default",
         "KubeDefaultScheduler",
         "kube-scheduler's default profile: pod by pod, LeastAllocated scoring, no gangs",
+    ),
+    (
+        "kube-gang",
+        "kubeflux.sim.baselines.kube_gang",
+        "KubeGangScheduler",
+        "kube-scheduler v1.36's own gang scheduling (GangScheduling gate): a gang placed whole on one snapshot, "
+        "blocked gangs retried in a busy loop",
     ),
     (
         "coscheduling",

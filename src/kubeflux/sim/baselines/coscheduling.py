@@ -49,7 +49,7 @@ from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind
 from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.quantity import format_duration, format_quantity
-from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler, QueuedPod
+from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, KubeDefaultScheduler, QueuedPod, QueueKey
 
 __all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simulated_coscheduling"]
 
@@ -97,6 +97,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             pod_initial_backoff=pod_initial_backoff,
             pod_max_backoff=pod_max_backoff,
             reject_never_fits=reject_never_fits,
+            queue=QUEUE_CLASSIC,  # its Permit and group back-off are modelled on the first queue
         )
         if permit_waiting_time_seconds <= 0 or pod_group_backoff_seconds < 0:
             raise ValueError("permit_waiting_time_seconds must be positive and pod_group_backoff_seconds not negative")
@@ -155,7 +156,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         created = pod.creation_time if group is None else group.creation_time
         return (-pod.priority, created, pod.key)
 
-    def _due_entries(self, now: float) -> list[tuple[tuple[int, float, str], int, QueuedPod]]:
+    def _due_entries(self, now: float) -> list[tuple[QueueKey, int, QueuedPod]]:
         """The pods of a backed-off group, or of a group still short of its minResources, are not popped: each
         would fail PreFilter at once, for the reason it was last told. A backed-off group's pods become due
         together when the back-off ends (:meth:`_before_cycle`); a short group's, once the cluster has room."""
@@ -164,7 +165,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             return super()._due_entries(now)
         blocked: set[str] = set().union(*(self._members.get(g, ()) for g in blocked_groups))
         due = self._due
-        return [self._entry(q) for key, q in self._queue.items() if key not in blocked and due(q, now)]
+        return [self._entry(q, now) for key, q in self._queue.items() if key not in blocked and due(q, now)]
 
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
         group_key = pod.group

@@ -17,9 +17,26 @@ What is kube-scheduler's behaviour here, exactly:
   none (kube-scheduler's ``NonZeroRequested``; applied per pod here, per container in kube-scheduler).
 * The cache counts every pod bound to a node, whichever scheduler bound it, until it is terminal or deleted;
   pods this scheduler binds are assumed at once.
-* Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released, a
-  pod group changed) and for its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds``
-  and ``podMaxBackoffSeconds``).
+* Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released)
+  and, ordered by its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds`` and
+  ``podMaxBackoffSeconds``), is tried again. ``queue="classic"`` (the first baselines: priority then creation, a
+  failed pod retried once it saw an event and its back-off ended) keeps the figures published before v1.36's queue
+  was modelled; the default is kube-scheduler v1.36's scheduling queue (``pkg/scheduler/backend/queue``,
+  :data:`QUEUE_V136`, the fidelity page measured it on the real kube-scheduler): a failed pod's ``Timestamp``
+  becomes the time of its failure (PrioritySort orders the active queue by priority, then that timestamp, not by
+  creation); its back-off expiry is
+  ``Timestamp + min(1 s × 2^(n−1), 10 s)`` truncated to the whole second (``backoffQOrderingWindowDuration``)
+  and it is backing off while that expiry is not before the current second. A cluster event that may help
+  (``AssignedPodDelete``: a bound pod ended or went; a node added or changed) moves each waiting pod to the
+  active queue, or, still backing off, to the backoff queue; the scheduler pops the active queue and, when it is
+  empty, the backoff queue (``SchedulerPopFromBackoffQ``) in expiry order — so every waiting pod is tried at
+  each such event, the ones done backing off first (oldest failure first), then the others soonest expiry first:
+  the pods that failed fewer times. Each failure counts (``UnschedulableCount``) and restarts the back-off, so a
+  pod that keeps losing falls behind younger ones (2, 4, 8, 10 s). Pods wait for events, never for a timer.
+  ``cycle_seconds`` gives each scheduling cycle that much virtual time (one pod per cycle, the next cycle a
+  wake-up later), so an event that comes while the queue is being worked through (the second pod of a pair
+  ending a few milliseconds after the first) finds the pods not yet tried still in the active queue, ahead of the
+  ones that just failed; 0 (the default) works the whole queue at one instant.
 
 Approximations: ties between equally scored nodes go to the first in scan order (or a seeded random choice with
 ``seed``) where kube-scheduler picks at random; only LeastAllocated scores (no BalancedAllocation, ImageLocality,
@@ -31,6 +48,7 @@ event; the filter is exact and sequential where kube-scheduler's is parallel.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from dataclasses import dataclass
 
@@ -43,12 +61,24 @@ from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, ResourceList
 from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
 
-__all__ = ["KubeDefaultScheduler", "QueuedPod", "num_feasible_nodes_to_find"]
+__all__ = ["QUEUE_CLASSIC", "QUEUE_V136", "KubeDefaultScheduler", "QueuedPod", "num_feasible_nodes_to_find"]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 MAX_NODE_SCORE = 100
 _ANSWERS_KEPT = 4_096
+QUEUE_CLASSIC = "classic"
+"""The queue order of the first baselines: priority, then creation; a failed pod retried once it saw an event and
+its back-off ended (a wake-up at its end)."""
+QUEUE_V136 = "v1.36"
+"""kube-scheduler v1.36's active and backoff queues (the module docstring)."""
+QUEUES = (QUEUE_CLASSIC, QUEUE_V136)
+BACKOFF_WINDOW = 1.0
+"""kube-scheduler's ``backoffQOrderingWindowDuration``: back-off expiries are truncated to whole seconds."""
+
+SortKey = tuple[int, float, str]
+QueueKey = tuple[int, float, SortKey]
+"""(band: 0 active, 1 backoff; the expiry in the backoff band; PrioritySort's key)."""
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
@@ -80,6 +110,10 @@ class QueuedPod:
     backoff_until: float = 0.0
     generation: int = -1
     """-1: never attempted (eligible at once)."""
+    timestamp: float = 0.0
+    """kube-scheduler's ``QueuedPodInfo.Timestamp``: when it was added, then when it last failed."""
+    expiry: float = 0.0
+    """Its back-off expiry, truncated to the window (``v1.36`` queue)."""
 
 
 @dataclass(slots=True)
@@ -109,9 +143,23 @@ class KubeDefaultScheduler:
         pod_initial_backoff: float = 1.0,
         pod_max_backoff: float = 10.0,
         reject_never_fits: bool = False,
+        queue: str = QUEUE_V136,
+        cycle_seconds: float = 0.0,
+        window_offset: float = 0.0,
     ) -> None:
         if not 0 <= percentage_of_nodes_to_score <= 100:
             raise ValueError(f"percentage_of_nodes_to_score must be within 0..100, got {percentage_of_nodes_to_score}")
+        if queue not in QUEUES:
+            raise ValueError(f"queue must be one of {', '.join(QUEUES)}, got {queue!r}")
+        if cycle_seconds < 0 or (cycle_seconds and queue != QUEUE_V136):
+            raise ValueError("cycle_seconds must be >= 0, and is for the v1.36 queue only")
+        self.queue = queue
+        self._v136 = queue == QUEUE_V136
+        self.cycle_seconds = cycle_seconds
+        self.window_offset = window_offset
+        """Where the back-off windows fall: kube-scheduler truncates to whole seconds of the wall clock, so a
+        virtual time ``t`` is at ``t + window_offset`` of it (the fraction of a second at which a real run began)."""
+        self._busy_until = 0.0
         self.name = name
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.pod_initial_backoff = pod_initial_backoff
@@ -125,7 +173,9 @@ class KubeDefaultScheduler:
         self._group_placed: dict[str, int] = {}
         self._generation = 1  # so that "one behind" (retry after back-off) is never the -1 of "due now"
         self._next_start = 0
-        self._active: list[tuple[tuple[int, float, str], int, QueuedPod]] = []
+        self._attempted: set[str] = set()
+        """The pods tried in the current :meth:`schedule` call (each at most once)."""
+        self._active: list[tuple[QueueKey, int, QueuedPod]] = []
         self._sequence = 0
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
         self._answers: dict[tuple[object, ...], tuple[str | None, int]] = {}
@@ -152,7 +202,8 @@ class KubeDefaultScheduler:
                 self._groups.pop(obj.key, None)
             else:
                 self._groups[obj.key] = obj
-            self._generation += 1
+            if not self._v136:  # no plugin of kube-scheduler's default profile registers coscheduling's PodGroup
+                self._generation += 1
 
     def _observe_pod(self, pod: Pod, *, deleted: bool) -> None:
         key = pod.key
@@ -175,7 +226,7 @@ class KubeDefaultScheduler:
                 self._place(pod, pod.node_name)
         elif placed is None and pod.scheduler_name == self.name:
             if queued is None:
-                self._queue[key] = QueuedPod(pod)
+                self._queue[key] = QueuedPod(pod, timestamp=pod.creation_time)
             else:
                 queued.pod = pod
         # else: assumed by us and not yet confirmed bound; keep the assumption
@@ -204,7 +255,9 @@ class KubeDefaultScheduler:
         self.nodes.refresh()
         decisions: list[Decision] = self._before_cycle(now)
         failures: dict[tuple[object, ...], str] = {}
-        attempted: set[str] = set()
+        if self.cycle_seconds:
+            return decisions + self._one_cycle(now, failures)
+        attempted = self._attempted = set()
         self._active = self._due_entries(now)
         heapq.heapify(self._active)
         while self._active:
@@ -216,16 +269,51 @@ class KubeDefaultScheduler:
             decisions.extend(self._schedule_one(queued, now, failures))
         return decisions
 
-    def _due_entries(self, now: float) -> list[tuple[tuple[int, float, str], int, QueuedPod]]:
+    def _one_cycle(self, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+        """With ``cycle_seconds``: one scheduling cycle, for the head of the queue, unless the previous one is still
+        running (then :meth:`next_wakeup` says when it ends)."""
+        if now < self._busy_until:
+            return []
+        entries = self._due_entries(now)
+        if not entries:
+            return []
+        head = min(entries)[2]
+        self._attempted = {head.pod.key}
+        self._busy_until = now + self.cycle_seconds
+        return self._schedule_one(head, now, failures)
+
+    def _due_entries(self, now: float) -> list[tuple[QueueKey, int, QueuedPod]]:
         """Queue entries of the pods due for a cycle now (a hook: coscheduling leaves out blocked groups)."""
-        return [self._entry(q) for q in self._queue.values() if self._due(q, now)]
+        return [self._entry(q, now) for q in self._queue.values() if self._due(q, now)]
 
     def _due(self, queued: QueuedPod, now: float) -> bool:
+        if self._v136:  # popped from the backoff queue when the active one is empty: an event is enough
+            return queued.generation < self._generation
         return queued.generation < 0 or (queued.generation < self._generation and queued.backoff_until <= now)
 
-    def _entry(self, queued: QueuedPod) -> tuple[tuple[int, float, str], int, QueuedPod]:
+    def _entry(self, queued: QueuedPod, now: float) -> tuple[QueueKey, int, QueuedPod]:
         self._sequence += 1
-        return (self._sort_key(queued.pod), self._sequence, queued)
+        return (self._queue_key(queued, now), self._sequence, queued)
+
+    def _queue_key(self, queued: QueuedPod, now: float) -> QueueKey:
+        """Where the pod stands in this cycle's order: the active queue by PrioritySort, then (``v1.36``) the
+        pods still backing off by expiry, then PrioritySort."""
+        if not self._v136:
+            return (0, 0.0, self._sort_key(queued.pod))
+        pod = queued.pod
+        key = (-pod.priority, queued.timestamp, pod.key)
+        if queued.attempts and self._backing_off(queued, now):
+            return (1, queued.expiry, key)
+        return (0, 0.0, key)
+
+    def _backing_off(self, queued: QueuedPod, now: float) -> bool:
+        """kube-scheduler's ``isPodBackingoff``: its expiry is not before the current window."""
+        return queued.expiry >= self._window(now)
+
+    def _window(self, t: float) -> float:
+        """The start of ``t``'s back-off window (``alignToWindow``), in virtual time."""
+        offset = self.window_offset
+        return math.floor((t + offset) / BACKOFF_WINDOW) * BACKOFF_WINDOW - offset
 
     def _activate(self, queued: QueuedPod, now: float) -> None:
         """Move a pod to the active queue now (kube-scheduler's ``PodsToActivate``), or once its back-off ends."""
@@ -233,9 +321,12 @@ class KubeDefaultScheduler:
             queued.generation = min(queued.generation, self._generation - 1)
             return
         queued.generation = -1
-        heapq.heappush(self._active, self._entry(queued))
+        heapq.heappush(self._active, self._entry(queued, now))
 
     def next_wakeup(self, now: float) -> float | None:
+        if self._v136:  # waiting pods wait for events (the backoff queue is drained when the active one is empty)
+            busy = self.cycle_seconds and any(self._due(q, now) for q in self._queue.values())
+            return max(self._busy_until, now) if busy else None
         times = [
             q.backoff_until for q in self._queue.values() if q.generation < self._generation and q.backoff_until > now
         ]
@@ -304,6 +395,8 @@ class KubeDefaultScheduler:
         backoff = min(self.pod_initial_backoff * 2**doublings, self.pod_max_backoff)
         queued.backoff_until = now + backoff
         queued.generation = self._generation - 1 if retry else self._generation
+        queued.timestamp = now
+        queued.expiry = self._window(now + backoff)
 
     # --- Filter and Score over the node arrays -------------------------------------------------------------
 
