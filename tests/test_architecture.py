@@ -238,3 +238,26 @@ def test_the_docs_links_lead_somewhere() -> None:
         f"{page.relative_to(REPO)} → {target}" for page, target in _doc_links() if not (page.parent / target).exists()
     ]
     assert not broken, f"links to nothing: {broken}"
+
+
+def _listed_in_architecture() -> set[str]:
+    """The modules docs/architecture.md lists: ``file.py`` in a section whose heading names its package
+    (```sim/apiserver/```; ```kubeflux/``` for the package root), or a path from the package root anywhere."""
+    listed: set[str] = set()
+    for section in re.split(r"\n(?=#{2,3} )", (REPO / "docs" / "architecture.md").read_text()):
+        heading = section.split("\n", 1)[0]
+        packages = ["" if name == "kubeflux/" else name for name in re.findall(r"`([a-z_/]+/)`", heading)]
+        for name in re.findall(r"`([A-Za-z_/]+\.py)`", section):
+            listed.add(name)
+            listed.update(package + name for package in packages)
+    return listed
+
+
+def test_the_architecture_page_lists_every_module() -> None:
+    listed = _listed_in_architecture()
+    unlisted = [
+        str(path.relative_to(SRC / PACKAGE))
+        for path in MODULES.values()
+        if path.name not in ("__init__.py", "__main__.py") and str(path.relative_to(SRC / PACKAGE)) not in listed
+    ]
+    assert not unlisted, f"docs/architecture.md does not list {unlisted}: add each under its package's heading"
