@@ -15,6 +15,12 @@ job submitted at ``t``:
 5. :attr:`Priority.WAKEUP` — a scheduler's ``next_wakeup``.
 
 The simulation driver then calls every scheduler's ``schedule(now)`` once for the whole time point.
+
+An entry set with :meth:`EventLoop.schedule_cancellable` returns a :class:`Handle` whose :meth:`~Handle.cancel`
+drops it: it never runs, is not counted, and neither :meth:`EventLoop.peek` nor :meth:`EventLoop.run_time_point`
+ever stops at its time. The served cluster's virtual clock (:mod:`kubeflux.sim.apiserver.clock`) is this loop with
+such entries. A cancelled entry leaves the heap lazily (when it reaches the top, or when cancelled entries are
+most of the heap), so the plain :meth:`EventLoop.schedule` the simulator uses costs nothing more.
 """
 
 from __future__ import annotations
@@ -43,14 +49,54 @@ _heappop: Final = heapq.heappop
 """Final: compiled, a C static each (``heapq.heappush`` is two lookups at each call)."""
 
 
+_PENDING: Final = 0
+_DONE: Final = 1
+_CANCELLED: Final = 2
+
+
+class Handle:
+    """An entry of :meth:`EventLoop.schedule_cancellable`: :meth:`cancel` drops it if it has not run yet."""
+
+    __slots__ = ("_loop", "_state", "callback", "payload")
+
+    def __init__(self, loop: EventLoop, callback: Callback, payload: Any) -> None:
+        self._loop = loop
+        self._state = _PENDING
+        self.callback = callback
+        self.payload = payload
+
+    @property
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def cancel(self) -> None:
+        """Drop the entry; nothing when it has already run or been cancelled."""
+        if self._state == _PENDING:
+            self._state = _CANCELLED
+            self._loop._cancelled_entry()
+
+
+def _fire(handle: Handle) -> None:
+    """The callback of every cancellable entry: runs the handle's callback unless it was cancelled (a cancelled
+    entry that reaches a time point is popped here and taken back out of the loop's count)."""
+    if handle._state == _PENDING:
+        handle._state = _DONE
+        handle.callback(handle.payload)
+    else:
+        loop = handle._loop
+        loop._cancelled -= 1
+        loop.processed -= 1
+
+
 class EventLoop:
     """Virtual time and a heap of callbacks.
 
-    Times are float seconds. An entry is ``callback(payload)`` at ``at``; entries are never cancelled — a callback
-    that may have become stale checks its payload (e.g. a pod attempt number) and returns.
+    Times are float seconds. An entry is ``callback(payload)`` at ``at``. Entries of :meth:`schedule` are never
+    cancelled — a callback that may have become stale checks its payload (e.g. a pod attempt number) and returns;
+    entries of :meth:`schedule_cancellable` can be (see the module docstring).
     """
 
-    __slots__ = ("_heap", "_sequence", "now", "processed")
+    __slots__ = ("_cancelled", "_heap", "_sequence", "now", "processed")
 
     def __init__(self, start: float = 0.0) -> None:
         self.now: float = start
@@ -60,6 +106,8 @@ class EventLoop:
         self._heap: list[tuple[float, int, int, Callback, Any]] = []
         self._sequence = 0
         """The next entry's sequence number."""
+        self._cancelled = 0
+        """Cancelled entries still in the heap."""
 
     def schedule(self, at: float, priority: int, callback: Callback, payload: Any = None) -> None:
         """Run ``callback(payload)`` at virtual time ``at`` (not before ``now``)."""
@@ -69,12 +117,40 @@ class EventLoop:
         self._sequence = sequence + 1
         _heappush(self._heap, (at, priority, sequence, callback, payload))
 
+    def schedule_cancellable(self, at: float, priority: int, callback: Callback, payload: Any = None) -> Handle:
+        """:meth:`schedule`, returning a :class:`Handle` that can drop the entry."""
+        handle = Handle(self, callback, payload)
+        self.schedule(at, priority, _fire, handle)
+        return handle
+
+    def _cancelled_entry(self) -> None:
+        """A handle was cancelled: count it, and rebuild the heap without the cancelled entries once they are most
+        of it (as asyncio does), so that cancelled timers far in the future do not pile up."""
+        self._cancelled += 1
+        heap = self._heap
+        if self._cancelled > 64 and 2 * self._cancelled > len(heap):
+            kept = [entry for entry in heap if not (entry[3] is _fire and entry[4]._state == _CANCELLED)]
+            heapq.heapify(kept)
+            heap[:] = kept
+            self._cancelled = 0
+
+    def _drop_cancelled(self) -> None:
+        """Pop the cancelled entries off the top of the heap."""
+        heap = self._heap
+        while heap and heap[0][3] is _fire and heap[0][4]._state == _CANCELLED:
+            _heappop(heap)
+            self._cancelled -= 1
+
     def peek(self) -> float:
         """The time of the next entry, or ``inf`` when none is left."""
+        if self._cancelled:
+            self._drop_cancelled()
         return self._heap[0][0] if self._heap else math.inf
 
     def step(self) -> None:
         """Advance to the next entry and run it. Raises IndexError when nothing is scheduled."""
+        if self._cancelled:
+            self._drop_cancelled()
         at, _priority, _seq, callback, payload = _heappop(self._heap)
         self.now = at
         self.processed += 1
@@ -83,6 +159,8 @@ class EventLoop:
     def run_time_point(self) -> float:
         """Run every entry of the next time point, including entries they add for that same time, and return
         the time. Raises IndexError when nothing is scheduled."""
+        if self._cancelled:
+            self._drop_cancelled()
         heap = self._heap
         at = heap[0][0]
         self.now = at
@@ -98,14 +176,14 @@ class EventLoop:
     def run(self, until: float | None = None) -> None:
         """Run entries until none is left or the next one is later than ``until`` (then ``now`` becomes
         ``until``)."""
-        heap = self._heap
-        while heap and (until is None or heap[0][0] <= until):
+        while len(self) > 0 and (until is None or self.peek() <= until):
             self.step()
         if until is not None and until > self.now:
             self.now = until
 
     def __len__(self) -> int:
-        return len(self._heap)
+        """How many entries are pending (cancelled ones excluded)."""
+        return len(self._heap) - self._cancelled
 
 
-__all__ = ["Callback", "EventLoop", "Priority"]
+__all__ = ["Callback", "EventLoop", "Handle", "Priority"]

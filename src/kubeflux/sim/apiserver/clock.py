@@ -9,17 +9,15 @@ kubelet stage, a Job's deadline, a scheduler's wake-up, a replayed submission) i
 * :class:`ServedClock` (``--clock wall``, ``--speed X``): simulated time starts at the wall time the server
   started and runs ``speed`` times faster; a timer waits ``seconds / speed`` of wall time on the event loop.
 * :class:`VirtualClock` (``--clock virtual``): simulated time stands still while the cluster works and jumps to
-  the next timer when it is quiescent. Timers wait in a heap keyed ``(time, priority, sequence)`` as in the
-  simulator's :class:`~kubeflux.sim.clock.EventLoop`; :meth:`VirtualClock.advance` runs every timer of the next
-  time point. *When* to advance is not the clock's business: :mod:`kubeflux.sim.apiserver.pacer` decides (the
-  quiescence rule).
+  the next timer when it is quiescent. Timers are cancellable entries of the simulator's
+  :class:`~kubeflux.sim.clock.EventLoop`, keyed ``(time, priority, sequence)``; :meth:`VirtualClock.advance`
+  runs every timer of the next time point. *When* to advance is not the clock's business:
+  :mod:`kubeflux.sim.apiserver.pacer` decides (the quiescence rule).
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import math
 import time
 from collections.abc import Callable
@@ -27,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubeflux.scheduler.kube_objects import format_timestamp
-from kubeflux.sim.clock import Priority
+from kubeflux.sim.clock import EventLoop, Handle, Priority
 
 __all__ = ["Clock", "ServedClock", "Timer", "VirtualClock", "time_document"]
 
@@ -101,36 +99,45 @@ class ServedClock:
         return loop.call_later(self.wall(delay), callback, *args)
 
 
-class _Entry:
-    """One timer of a :class:`VirtualClock`; cancelled entries stay in the heap and are skipped."""
+class _Timer:
+    """One timer of a :class:`VirtualClock`: an entry of its :class:`~kubeflux.sim.clock.EventLoop`, and whether it
+    counts in :attr:`VirtualClock.working`."""
 
-    __slots__ = ("args", "callback", "cancelled", "clock", "key")
+    __slots__ = ("args", "callback", "clock", "handle", "pending", "working")
 
-    def __init__(
-        self, clock: VirtualClock, key: tuple[float, int, int], callback: Callable[..., Any], args: tuple[Any, ...]
-    ) -> None:
+    def __init__(self, clock: VirtualClock, working: bool, callback: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.clock = clock
-        self.key = key
+        self.working = working
         self.callback = callback
         self.args = args
-        self.cancelled = False
+        self.pending = True
+        self.handle: Handle | None = None
+
+    def _done(self) -> None:
+        self.pending = False
+        if self.working:
+            self.clock.working -= 1
 
     def cancel(self) -> None:
-        if not self.cancelled:
-            self.cancelled = True
-            if self.key[1] < Priority.WAKEUP:
-                self.clock.working -= 1
+        if self.pending:
+            self._done()
+            assert self.handle is not None
+            self.handle.cancel()
 
-    def __lt__(self, other: _Entry) -> bool:
-        return self.key < other.key
+
+def _run(timer: _Timer) -> None:
+    timer._done()
+    timer.callback(*timer.args)
 
 
 class VirtualClock:
     """Virtual time: stands still until :meth:`advance` jumps it to the next timer.
 
-    ``origin`` (Unix seconds, default the wall time now, whole seconds) is the simulated time at the start. Timers
-    run on the loop of whoever calls :meth:`advance` (the pacer, on the server's loop); ``loop`` arguments are
-    accepted for the :class:`Clock` interface and not used.
+    The timers are entries of an :class:`~kubeflux.sim.clock.EventLoop` (:attr:`events`), the simulator's, set with
+    :meth:`~kubeflux.sim.clock.EventLoop.schedule_cancellable`. ``origin`` (Unix seconds, default the wall time
+    now, whole seconds) is the simulated time at the start. Timers run on the loop of whoever calls :meth:`advance`
+    (the pacer, on the server's loop); ``loop`` arguments are accepted for the :class:`Clock` interface and not
+    used.
     """
 
     def __init__(self, origin: float | None = None) -> None:
@@ -138,14 +145,13 @@ class VirtualClock:
         if not math.isfinite(start) or start < 0:
             raise ValueError(f"the virtual clock's origin must be a non-negative time, got {origin}")
         self.origin = start
-        self.now = start
+        self.events = EventLoop(start)
+        """The timers, in the simulator's ``(time, priority, sequence)`` order."""
         self.jumps = 0
         """How many time points :meth:`advance` has run."""
         self.working = 0
         """Timers set and not yet run nor cancelled, other than schedulers' wake-ups: 0 means that only a
         scheduler's own timers can still change anything."""
-        self._heap: list[_Entry] = []
-        self._counter = itertools.count()
         self.scheduled: Callable[[], None] | None = None
         """Called whenever a timer is set (the pacer sets it to notice new work while idle)."""
         self.jumped: list[Callable[[float], None]] = []
@@ -160,20 +166,26 @@ class VirtualClock:
     def speed(self) -> float:
         return 0.0
 
+    @property
+    def now(self) -> float:
+        return self.events.now
+
     def __call__(self) -> float:
-        return self.now
+        return self.events.now
 
     def call_at(self, when: float, priority: Priority, callback: Callable[..., Any], *args: Any) -> Timer:
         """Run ``callback(*args)`` at simulated time ``when`` (not before now)."""
         if math.isnan(when):
             raise ValueError("cannot set a timer at NaN")
-        entry = _Entry(self, (max(when, self.now), int(priority), next(self._counter)), callback, args)
-        heapq.heappush(self._heap, entry)
-        if priority < Priority.WAKEUP:
+        working = priority < Priority.WAKEUP
+        timer = _Timer(self, working, callback, args)
+        events = self.events
+        timer.handle = events.schedule_cancellable(max(when, events.now), int(priority), _run, timer)
+        if working:
             self.working += 1
         if self.scheduled is not None:
             self.scheduled()
-        return entry
+        return timer
 
     def call_later(
         self,
@@ -183,31 +195,25 @@ class VirtualClock:
         callback: Callable[..., Any],
         *args: Any,
     ) -> Timer:
-        return self.call_at(self.now + max(delay, 0.0), priority, callback, *args)
+        return self.call_at(self.events.now + max(delay, 0.0), priority, callback, *args)
 
     def next_time(self) -> float:
         """The time of the next timer that is not cancelled, or ``inf`` when none is left."""
-        heap = self._heap
-        while heap and heap[0].cancelled:
-            heapq.heappop(heap)
-        return heap[0].key[0] if heap else math.inf
+        return self.events.peek()
 
     def advance(self) -> float | None:
         """Jump to the next time point and run its timers (those they set for the same time too), in
         ``(priority, sequence)`` order. Returns the new time, or None when no timer is left."""
-        at = self.next_time()
+        events = self.events
+        at = events.peek()
         if at == math.inf:
             return None
-        self.now = at
+        events.now = at
         self.jumps += 1
         for listener in list(self.jumped):
             listener(at)
-        heap = self._heap
-        while heap and heap[0].key[0] <= at:
-            entry = heapq.heappop(heap)
-            if not entry.cancelled:
-                entry.cancel()
-                entry.callback(*entry.args)
+        if events.peek() == at:  # a listener may have cancelled the time point's timers
+            events.run_time_point()
         return at
 
 

@@ -6,8 +6,9 @@ end the one that makes it ``Succeeded`` or ``Failed`` (exit code and reason from
 before that (killed, with the reason the Job controller gave). Each is dated by the served clock when the event is
 handled; in virtual time the clock cannot move before (the book is one of the pacer's busy probes), so the dates
 are the simulated times of the writes. The bookkeeping is :class:`kubeflux.sim.cluster.Cluster`'s: the cores each
-pod takes (ids numbered across the nodes in their order, the lowest free first), the jobs' counters, the
-utilisation and queue series; a job ends as it does there (all its pods ended; a ``batch/v1`` Job when its Job
+pod takes (its :class:`~kubeflux.sim.resourceids.ResourceIds`: ids numbered across the nodes in their order, the
+lowest free first), the cores allocated over time (its :class:`~kubeflux.sim.resourceids.Usage`), the jobs'
+counters and the queue series; a job ends as it does there (all its pods ended; a ``batch/v1`` Job when its Job
 controller says so). A coupled job (the served kubelet holds its pods until the last required one runs) starts
 computing at that pod's Running, which is then every waiting pod's compute time in ``pods.csv``.
 """
@@ -26,6 +27,7 @@ from kubeflux.sim.jobcontroller import Timeline
 from kubeflux.sim.jobs import SimJob, job_records, pod_records
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
+from kubeflux.sim.resourceids import ResourceIds, Usage
 from kubeflux.sim.workloads.model import JobKind
 
 __all__ = ["ReplayBook"]
@@ -57,16 +59,18 @@ class ReplayBook:
         assert pods is not None
         self.store, self.loop, self.clock, self.replay, self.pods_resource = store, loop, clock, replay, pods
         self.node_index = {node.name: index for index, node in enumerate(nodes)}
-        self._node_cores = [node.allocatable.get(CPU, 0) // 1000 for node in nodes]
-        self._core_offset = [sum(self._node_cores[:index]) for index in range(len(nodes))]
-        self._free_cores: list[list[int] | None] = [None] * len(nodes)
-        self.total_cores = sum(self._node_cores)
+        self.ids = ResourceIds()
+        """The cores' ids, numbered as the simulated cluster numbers them."""
+        for node in nodes:
+            self.ids.add_node(node.allocatable)
+        self.usage = Usage()
+        """The cores allocated over time (:attr:`Usage.cores_series`: the run's utilization series)."""
+        self.total_cores = sum(node.allocatable.get(CPU, 0) // 1000 for node in nodes)
         self.pods: dict[str, SimPod] = {}
         """uid → record of every replayed pod not yet deleted."""
         self.killing: dict[str, str] = {}
         """``namespace/name`` → why the replay deletes it (its record says so when the deletion is seen)."""
-        self.used_mcpu = self.pending_jobs = self.pods_bound = self.events = 0
-        self.utilization_series: list[tuple[float, int]] = []
+        self.pending_jobs = self.pods_bound = self.events = 0
         self.queue_series: list[tuple[float, int]] = []
         self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
         self._watcher.wake = self._wake
@@ -145,7 +149,9 @@ class ReplayBook:
                 self.left_queue(job)
         job.last_bind = now
         if index >= 0:
-            self._take_cores(sp, index)
+            if sp.cpu >= 1000:
+                sp.cores = self.ids.cores.take(index, sp.cpu // 1000)
+            self.usage.change(now, sp.cpu, None, 1, 1)
 
     def _running(self, sp: SimPod) -> None:
         now = self.replay.loop.now
@@ -172,7 +178,9 @@ class ReplayBook:
         sp.finished_at, sp.exit_code, sp.container_reason, sp.reason = now, code, container_reason, reason
         sp.pod.phase = phase
         if sp.bound_at is not None and sp.node_index >= 0:
-            self._give_back(sp)
+            if sp.cores:
+                self.ids.cores.give(sp.node_index, sp.cores)
+            self.usage.change(now, sp.cpu, None, -1, -1)
         job = self.replay.jobs[sp.job_index]
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)
@@ -184,29 +192,7 @@ class ReplayBook:
         elif job.active == 0:
             self.replay.finish_job(job)
 
-    # -- cores and series, as the simulated cluster keeps them ----------------------------------------------------
-    def _take_cores(self, sp: SimPod, index: int) -> None:
-        self.used_mcpu += sp.cpu
-        want = sp.cpu // 1000
-        if want:
-            cores = self._free_cores[index]
-            if cores is None:
-                offset = self._core_offset[index]
-                cores = self._free_cores[index] = list(range(offset + self._node_cores[index] - 1, offset - 1, -1))
-            take = min(want, len(cores))
-            sp.cores = cores[-take:]
-            del cores[-take:]
-        self._sample(self.utilization_series, self.used_mcpu // 1000)
-
-    def _give_back(self, sp: SimPod) -> None:
-        self.used_mcpu -= sp.cpu
-        if sp.cores:
-            cores = self._free_cores[sp.node_index]
-            assert cores is not None
-            cores.extend(sp.cores)
-            cores.sort(reverse=True)
-        self._sample(self.utilization_series, self.used_mcpu // 1000)
-
+    # -- the queue series, as the simulated cluster keeps it ------------------------------------------------------
     def entered_queue(self) -> None:
         self.pending_jobs += 1
         self._sample(self.queue_series, self.pending_jobs)
@@ -233,7 +219,7 @@ class ReplayBook:
             wall_seconds=wall_seconds,
             pods_bound=self.pods_bound,
             events=self.events,
-            utilization_series=list(self.utilization_series),
+            utilization_series=list(self.usage.cores_series),
             queue_series=list(self.queue_series),
             problems=list(problems),
             pods=pod_records(self.replay.jobs),
