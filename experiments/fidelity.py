@@ -27,7 +27,7 @@ from experiments.realrun import JobTimes, RealRun, real_run
 from kubeflux.controlplane import find_binaries
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.sim.baselines import create
-from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, KubeDefaultScheduler
+from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, QUEUE_V136, KubeDefaultScheduler
 from kubeflux.sim.baselines.kube_gang import KubeGangScheduler
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.pods import Lifecycle
@@ -121,7 +121,7 @@ def _scheduler(name: str, seed: int = 0, window_offset: float = 0.0) -> Schedule
     and its back-off windows where the real run's fell (``window_offset``), kube-gang with the ``seed``-th draw of
     its busy loop's order, the others as registered."""
     if name == "kube-default":
-        return KubeDefaultScheduler(cycle_seconds=CYCLE_SECONDS, window_offset=window_offset)
+        return KubeDefaultScheduler(queue=QUEUE_V136, cycle_seconds=CYCLE_SECONDS, window_offset=window_offset)
     if name == "kube-gang":
         return KubeGangScheduler(seed=seed)
     return create(name)
@@ -359,7 +359,8 @@ def explain(runs: dict[str, RealRun], rows: Sequence[FidelityRow]) -> str:
             f"{1000 * gaps[-1]:.1f} ms apart (median {1000 * _median(gaps):.1f} ms; KWOK completes each on a timer "
             "of its own): kube-scheduler sees two releases where virtual time has one instant. The simulated "
             "pods end up to 10 ms after their run time (`Lifecycle(end_jitter=0.01)`, seeded).\n"
-            "4. **kube-scheduler v1.36's queue** (`kube-default` now models it, `pkg/scheduler/backend/queue`): a "
+            "4. **kube-scheduler v1.36's queue** (`kube-default` with `queue='v1.36'` models it, "
+            "`pkg/scheduler/backend/queue`; the published baselines keep the classic queue): a "
             "failed pod's timestamp becomes the time of its failure; its back-off (1, 2, 4, 8, then 10 s) ends on a "
             "whole second (`backoffQOrderingWindowDuration`); at a release every waiting pod is tried, first those "
             "done backing off (the active queue, by timestamp), then the others soonest expiry first "

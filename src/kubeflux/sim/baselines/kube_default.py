@@ -19,12 +19,15 @@ What is kube-scheduler's behaviour here, exactly:
   pods this scheduler binds are assumed at once.
 * Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released)
   and, ordered by its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds`` and
-  ``podMaxBackoffSeconds``), is tried again. ``queue="classic"`` (the first baselines: priority then creation, a
-  failed pod retried once it saw an event and its back-off ended) keeps the figures published before v1.36's queue
-  was modelled; the default is kube-scheduler v1.36's scheduling queue (``pkg/scheduler/backend/queue``,
-  :data:`QUEUE_V136`, the fidelity page measured it on the real kube-scheduler): a failed pod's ``Timestamp``
-  becomes the time of its failure (PrioritySort orders the active queue by priority, then that timestamp, not by
-  creation); its back-off expiry is
+  ``podMaxBackoffSeconds``), is tried again. The default, ``queue="classic"`` (the first baselines: priority then
+  creation, a failed pod retried once it saw an event and its back-off ended), gives the published figures.
+  ``queue="v1.36"`` (:data:`QUEUE_V136`, what the fidelity page and ``kube-gang`` run) is kube-scheduler v1.36's
+  scheduling queue (``pkg/scheduler/backend/queue``), measured against the real kube-scheduler on seed 004's
+  one- and two-pod jobs. It is not the default: on gangs of plain pods (the demo's MPI jobs) its outcome swings by
+  tens of percent, or deadlocks, with milliseconds of difference in when pods end or cycles run (so does the real
+  scheduler's; one run is one draw), and the 5-minute flush of ``unschedulablePods`` is not modelled. Under it a failed
+  pod's ``Timestamp`` becomes the time of its failure (PrioritySort orders the active queue by priority, then
+  that timestamp, not by creation); its back-off expiry is
   ``Timestamp + min(1 s × 2^(n−1), 10 s)`` truncated to the whole second (``backoffQOrderingWindowDuration``)
   and it is backing off while that expiry is not before the current second. A cluster event that may help
   (``AssignedPodDelete``: a bound pod ended or went; a node added or changed) moves each waiting pod to the
@@ -76,7 +79,8 @@ QUEUES = (QUEUE_CLASSIC, QUEUE_V136)
 BACKOFF_WINDOW = 1.0
 """kube-scheduler's ``backoffQOrderingWindowDuration``: back-off expiries are truncated to whole seconds."""
 
-SortKey = tuple[int, float, str]
+SortKey = tuple[int, float, str | int]
+"""(-priority, timestamp, tie-break): the pod's key under the classic queue, its queue-entry count under v1.36."""
 QueueKey = tuple[int, float, SortKey]
 """(band: 0 active, 1 backoff; the expiry in the backoff band; PrioritySort's key)."""
 
@@ -114,6 +118,10 @@ class QueuedPod:
     """kube-scheduler's ``QueuedPodInfo.Timestamp``: when it was added, then when it last failed."""
     expiry: float = 0.0
     """Its back-off expiry, truncated to the window (``v1.36`` queue)."""
+    order: int = 0
+    """When it entered the queue or last failed, as a count: pods with one ``timestamp`` (failed while one event was
+    handled, created at one instant) keep the order they were tried or created in, as kube-scheduler's serial
+    cycles stamp them, not their names' order (PrioritySort has no name tie-break)."""
 
 
 @dataclass(slots=True)
@@ -143,7 +151,7 @@ class KubeDefaultScheduler:
         pod_initial_backoff: float = 1.0,
         pod_max_backoff: float = 10.0,
         reject_never_fits: bool = False,
-        queue: str = QUEUE_V136,
+        queue: str = QUEUE_CLASSIC,
         cycle_seconds: float = 0.0,
         window_offset: float = 0.0,
     ) -> None:
@@ -172,6 +180,8 @@ class KubeDefaultScheduler:
         self._groups: dict[str, PodGroup] = {}
         self._group_placed: dict[str, int] = {}
         self._generation = 1  # so that "one behind" (retry after back-off) is never the -1 of "due now"
+        self._stamps = 0
+        """Counts the pods' entries into the queue and failures (:attr:`QueuedPod.order`)."""
         self._next_start = 0
         self._attempted: set[str] = set()
         """The pods tried in the current :meth:`schedule` call (each at most once)."""
@@ -226,7 +236,8 @@ class KubeDefaultScheduler:
                 self._place(pod, pod.node_name)
         elif placed is None and pod.scheduler_name == self.name:
             if queued is None:
-                self._queue[key] = QueuedPod(pod, timestamp=pod.creation_time)
+                self._stamps += 1
+                self._queue[key] = QueuedPod(pod, timestamp=pod.creation_time, order=self._stamps)
             else:
                 queued.pod = pod
         # else: assumed by us and not yet confirmed bound; keep the assumption
@@ -301,7 +312,7 @@ class KubeDefaultScheduler:
         if not self._v136:
             return (0, 0.0, self._sort_key(queued.pod))
         pod = queued.pod
-        key = (-pod.priority, queued.timestamp, pod.key)
+        key = (-pod.priority, queued.timestamp, queued.order)
         if queued.attempts and self._backing_off(queued, now):
             return (1, queued.expiry, key)
         return (0, 0.0, key)
@@ -396,6 +407,8 @@ class KubeDefaultScheduler:
         queued.backoff_until = now + backoff
         queued.generation = self._generation - 1 if retry else self._generation
         queued.timestamp = now
+        self._stamps += 1
+        queued.order = self._stamps
         queued.expiry = self._window(now + backoff)
 
     # --- Filter and Score over the node arrays -------------------------------------------------------------
