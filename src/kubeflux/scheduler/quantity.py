@@ -63,6 +63,10 @@ _BINARY_SUFFIXES: dict[str, Fraction] = {
 _QUANTITY_RE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([+-]?[0-9]*)")
 
 Quantityish = str | int | float | Fraction
+_MAX_DIGITS = 1_000
+_MAX_EXPONENT = 1_000
+"""Bounds on a quantity's text, far beyond any amount (Go's int64 has 19 digits): an exponent of 999999999 would
+otherwise be computed exactly, for minutes and gigabytes, and 4,300 digits are more than ``int`` converts."""
 
 
 def parse_quantity(text: Quantityish) -> Fraction:
@@ -92,6 +96,8 @@ def parse_quantity(text: Quantityish) -> Fraction:
     sign, whole, fraction, letters, exponent = match.groups()
     if not whole and fraction is None:
         raise QuantityError(f"invalid quantity {text!r}: no number before the suffix")
+    if len(whole) + len(fraction or "") > _MAX_DIGITS:
+        raise QuantityError(f"invalid quantity {text[:40]!r}…: more than {_MAX_DIGITS} digits")
     number = Fraction(int(whole or "0"))
     if fraction:
         number += Fraction(int(fraction), 10 ** len(fraction))
@@ -109,6 +115,8 @@ def _suffix_multiplier(text: str, suffix: str) -> Fraction:
     if len(suffix) > 1 and suffix[0] in "eE":
         digits = suffix[1:]
         if re.fullmatch(r"[+-]?[0-9]+", digits):
+            if len(digits) > 6 or abs(int(digits)) > _MAX_EXPONENT:  # 10**999999999 would take minutes and GBs
+                raise QuantityError(f"invalid quantity {text[:40]!r}: exponent beyond ±{_MAX_EXPONENT}")
             return Fraction(10) ** int(digits)
     raise QuantityError(f"invalid quantity {text!r}: unable to parse quantity's suffix {suffix!r}")
 
@@ -164,6 +172,9 @@ _DURATION_UNITS_NS: dict[str, int] = {
 _DURATION_PART_RE = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
 
 
+_MAX_DURATION_NS = 2**63 - 1
+
+
 def parse_duration(text: str) -> float:
     """Seconds in a Go duration string: ``"1m30s"`` → 90.0, ``"500ms"`` → 0.5, ``"-1.5h"`` → -5400.0.
 
@@ -171,6 +182,8 @@ def parse_duration(text: str) -> float:
     """
     if not isinstance(text, str) or not text:
         raise QuantityError(f"invalid duration {text!r}")
+    if len(text) > _MAX_DIGITS:
+        raise QuantityError(f"invalid duration {text[:40]!r}…: more than {_MAX_DIGITS} characters")
     body = text
     sign = 1
     if body[0] in "+-":
@@ -188,6 +201,8 @@ def parse_duration(text: str) -> float:
             raise QuantityError(f"invalid duration {text!r}: expected a number followed by one of ns, us, ms, s, m, h")
         total += Fraction(match.group(1)) * _DURATION_UNITS_NS[match.group(2)]
         pos = match.end()
+    if total > _MAX_DURATION_NS:  # Go's time.Duration is an int64 of nanoseconds: about 292 years
+        raise QuantityError(f"invalid duration {text[:40]!r}: beyond Go's limit of about 292 years")
     return float(sign * total / 1_000_000_000)
 
 

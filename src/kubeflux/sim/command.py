@@ -25,7 +25,7 @@ import re
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,6 +44,7 @@ from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
+from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -74,7 +75,12 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
             for j in wl.jobs
         )
         problems.extend(wl.problems)
-    return Workload(name="+".join(wl.name for wl in workloads), jobs=jobs, problems=problems)
+    return Workload(
+        name="+".join(wl.name for wl in workloads),
+        jobs=jobs,
+        problems=problems,
+        skipped=sum(wl.skipped for wl in workloads),
+    )
 
 
 def _dns_label(text: str) -> str:
@@ -238,12 +244,14 @@ def _check_options(
         raise typer.BadParameter(f"scheduler(s) named more than once: {', '.join(twice)}")
 
 
-def _load(files: list[Path], preset_name: str | None, synthetic: str | None, seed: int) -> list[Workload]:
+def _load(
+    files: list[Path], preset_name: str | None, synthetic: str | None, seed: int, default_run_time: float | None = None
+) -> list[Workload]:
     """The workloads to merge: files, then the preset or synthetic spec (ValueError/WorkloadError on bad input)."""
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.synthetic import PRESETS, generate, parse_spec
 
-    workloads = [load_workload(path) for path in files]
+    workloads = [load_workload(path, default_run_time=default_run_time) for path in files]
     if preset_name is not None:
         base = PRESETS.get(preset_name)
         if base is None:
@@ -368,6 +376,24 @@ def simulate_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Print the wall and CPU time of each phase at the end.")
     ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Fail (exit 2) when an input line, entry or document is bad, instead of skipping it."
+        ),
+    ] = False,
+    default_runtime: Annotated[
+        float | None,
+        typer.Option(
+            "--default-runtime",
+            help="Seconds a Pod without the pod-complete.stage.kwok.x-k8s.io/delay annotation runs (default: until "
+            "deleted, as on KWOK).",
+        ),
+    ] = None,
+    memory_budget: Annotated[
+        str,
+        typer.Option("--memory-budget", help="Refuse a run expected to need more memory than this (quantity)."),
+    ] = "8Gi",
 ) -> None:
     """Simulate workloads on a virtual-time Kubernetes cluster under each scheduler and compare them."""
     # Printed to a pipe or a file (make demo, CI logs), the comparison keeps its full width instead of 80 columns.
@@ -378,34 +404,33 @@ def simulate_command(
         if list_presets:
             _list_presets(console)
         return
-    if not (workload or preset or synthetic) or not scheduler or out is None:
-        raise typer.BadParameter(
-            "--workload (or --preset/--synthetic), --scheduler and --out are required (or --list-schedulers)"
-        )
-    from kubeflux.sim.baselines import available
+    if not (workload or preset or synthetic) or out is None:
+        raise typer.BadParameter("--workload (or --preset/--synthetic) and --out are required (or --list-schedulers)")
     from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.mapping import map_to_cluster
-    from kubeflux.sim.workloads.synthetic import preset_cluster
 
-    unknown = [s for s in scheduler if s not in available()]
-    if unknown:
-        raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(available())}")
+    scheduler = _scheduler_names(scheduler)
     _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
+    budget = _budget(memory_budget)
+    if default_runtime is not None and seconds_problem(default_runtime) is not None:
+        raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
     timer = PhaseTimer()
     try:
         with timer.phase("read workload"):
-            loaded = merge_workloads(_load(workload or [], preset, synthetic, seed))
-        if preset is not None and cluster is None and nodes is None and cores_per_node is None:
-            node_list = preset_cluster(preset)
-        else:
-            node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
+            parts = _load(workload or [], preset, synthetic, seed, default_runtime)
+            loaded = merge_workloads(parts)
+        shape = _Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
+        node_list = _cluster(parts, workload or [], preset, cluster, shape, budget, console)
+        _tell_input(loaded, console, strict)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
         _check_sockets(node_list, sockets)
+        _check_budget(loaded, node_list, len(scheduler), budget)
     except (WorkloadError, ValueError) as exc:
         raise _fail(console, exc) from exc
     if not loaded.jobs:
         skipped = f"; {len(loaded.problems)} line(s) skipped, first: {loaded.problems[0]}" if loaded.problems else ""
         raise _fail(console, f"no jobs to simulate in {loaded.name}{skipped}")
+    _tell_endless_pods(loaded, console)
     _prepare_out(out, force)
     before = {p.name for p in out.iterdir()}
     atexit.unregister(_skip_final_collection)  # registered once, however often the command runs in a process
@@ -413,8 +438,6 @@ def simulate_command(
     with _few_collections():  # millions of long-lived objects: see its docstring (mapping 2.2 -> 1.3 s on LCG)
         with timer.phase("map workload to cluster"):
             mapped = map_to_cluster(loaded, node_list)
-        if mapped.problems:
-            console.print(f"[yellow]{len(mapped.problems)} workload problem(s); see problems.txt[/]")
         runs: list[RunRecord] = []
         for name in scheduler:
             schedulers, primary = _schedulers_for(name, mapped, sockets)
@@ -435,7 +458,157 @@ def simulate_command(
         if verbose:
             for line in timer.lines():
                 console.print(escape(line), highlight=False)
-    _tell_failures(runs, console)
+    _tell_failures(runs, console, _endless_pods(mapped))
+
+
+ALL_SCHEDULERS = "all"
+"""``--scheduler all`` (the default): every built-in scheduler, kubeflux first."""
+
+
+def _scheduler_names(names: list[str] | None) -> list[str]:
+    """The schedulers to run, in order: as named, ``all`` standing for every built-in one not named on its own
+    (kubeflux first, so that the verdict lines say what it gains over each); ``all`` when none is named."""
+    from kubeflux.sim.baselines import available
+
+    known = list(available())
+    given = names or [ALL_SCHEDULERS]
+    unknown = [name for name in given if name not in known and name != ALL_SCHEDULERS]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}, or {ALL_SCHEDULERS}"
+        )
+    everyone = sorted(known, key=lambda name: name != "kubeflux")
+    result: list[str] = []
+    for name in given:
+        if name == ALL_SCHEDULERS:
+            result.extend(other for other in everyone if other not in given and other not in result)
+        else:
+            result.append(name)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """``--nodes``, ``--cores-per-node``, ``--memory-per-node``, ``--gpus-per-node`` as given."""
+
+    nodes: int | None
+    cores: int | None
+    memory: str
+    gpus: int
+
+
+def _budget(text: str) -> int:
+    from kubeflux.scheduler.quantity import QuantityError, bytes_
+
+    try:
+        budget = bytes_(text)
+    except QuantityError as exc:
+        raise typer.BadParameter(f"--memory-budget: {exc}") from exc
+    if budget <= 0:
+        raise typer.BadParameter(f"--memory-budget must be positive, got {text!r}")
+    return budget
+
+
+def _cluster(
+    parts: list[Workload],
+    files: list[Path],
+    preset: str | None,
+    cluster: Path | None,
+    shape: _Shape,
+    budget: int,
+    console: Console,
+) -> list[Node]:
+    """The nodes to run on: the cluster file, ``--nodes`` x ``--cores-per-node``, the preset's own cluster, or
+    the platform the first trace's header states (said on the first line of the output). A uniform cluster is
+    bounded before it is built: at most :data:`NODE_VERTICES_LIMIT` cores or GPUs per node, and the memory
+    budget."""
+    from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT
+    from kubeflux.sim.workloads.limits import budget_problem, cluster_bytes
+    from kubeflux.sim.workloads.platform import header_platform
+    from kubeflux.sim.workloads.synthetic import preset_cluster
+
+    nodes, cores, what = shape.nodes, shape.cores, f"--nodes {shape.nodes} x --cores-per-node {shape.cores}"
+    if cluster is None and nodes is None and cores is None:
+        if preset is not None:
+            return preset_cluster(preset)
+        platform = next(
+            (found for wl, path in zip(parts, files, strict=False) if (found := header_platform(wl, path.name))),
+            None,
+        )
+        if platform is None:
+            raise typer.BadParameter(
+                "give --cluster FILE, or --nodes N and --cores-per-node C: the workload states no platform (an SWF "
+                "header's MaxNodes/MaxProcs, a Batsim nb_res)"
+            )
+        nodes, cores, what = platform.nodes, platform.cores_per_node, f"the platform of {platform.source}"
+        words = f"{nodes:,} node{'s' if nodes != 1 else ''} × {cores:,} core{'s' if cores != 1 else ''}"
+        console.print(
+            f"platform: {escape(words)} from {escape(platform.source)} (--nodes/--cores-per-node or --cluster to "
+            "choose another)",
+            highlight=False,
+        )
+    if cluster is None and nodes is not None and cores is not None:
+        if cores > NODE_VERTICES_LIMIT or shape.gpus > NODE_VERTICES_LIMIT:
+            raise ValueError(f"{what}: at most {NODE_VERTICES_LIMIT:,} cores and GPUs per node")
+        problem = budget_problem(what, cluster_bytes(nodes, cores), budget)
+        if problem is not None:
+            raise ValueError(problem)
+    return _nodes(cluster, nodes, cores, shape.memory, shape.gpus)
+
+
+def _check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:
+    """Raise ValueError when a run of ``workload`` on ``nodes`` would need more than ``budget`` bytes (one run at
+    a time, plus the records of the runs before it: :mod:`kubeflux.sim.workloads.limits`)."""
+    from kubeflux.sim.workloads.limits import BYTES_PER_JOB, budget_problem, estimate_bytes, pod_count
+    from kubeflux.sim.workloads.mapping import whole_cores
+
+    schedulable = [node for node in nodes if not node.unschedulable]
+    largest = max((whole_cores(node) for node in schedulable), default=0)
+    total = sum(whole_cores(node) for node in schedulable)
+    pods = pod_count(workload, largest, total)
+    estimate = estimate_bytes(workload, len(nodes), largest, total)
+    estimate += (schedulers - 1) * (pods + len(workload.jobs)) * BYTES_PER_JOB // 6  # kept records: ~0.5 KB each
+    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {schedulers} scheduler(s)"
+    problem = budget_problem(f"{workload.name}: {jobs}", estimate, budget)
+    if problem is not None:
+        raise ValueError(problem)
+
+
+def _tell_input(workload: Workload, console: Console, strict: bool) -> None:
+    """Say how many input lines, entries or documents were skipped or had problems (all are in problems.txt);
+    with ``strict``, any is an error (ValueError)."""
+    problems = workload.problems
+    if not problems:
+        return
+    skipped = workload.skipped
+    what = f"{len(problems)} input problem(s), {skipped} line(s)/document(s) skipped; first: {problems[0]}"
+    if strict:
+        raise ValueError(f"--strict: {what}")
+    console.print(f"[yellow]warning:[/] {escape(what)} (all in problems.txt; --strict to fail)", highlight=False)
+
+
+def _endless_pods(workload: Workload) -> int:
+    """Pods of the workload with no run time: they run until deleted (a manifest's Pod without the KWOK
+    annotation), so their jobs never finish."""
+    return sum(
+        1
+        for job in workload.jobs
+        if not job.rejected and job.kind is not JobKind.TRACE
+        for pod in job.pods
+        if pod.run_time is None
+    )
+
+
+def _tell_endless_pods(workload: Workload, console: Console) -> None:
+    from kubeflux.sim.workloads.manifests import RUN_TIME_ANNOTATION
+
+    count = _endless_pods(workload)
+    if count:
+        console.print(
+            f"note: {count} pod(s) have no run time (annotation {RUN_TIME_ANNOTATION}): they run until deleted, as "
+            "on KWOK, so their jobs never finish; --default-runtime SECONDS gives them one",
+            highlight=False,
+        )
 
 
 def _skip_final_collection() -> None:
@@ -467,22 +640,34 @@ NOTHING_RAN = 3
 """``kubeflux simulate``'s exit code when no job of the workload finished under any scheduler."""
 
 
-def _tell_failures(runs: list[RunRecord], console: Console) -> None:
-    """A warning for every run that left jobs unfinished (with why it stopped), and :data:`NOTHING_RAN` as the
-    exit code when nothing finished anywhere: a comparison of runs that did not run is not a result."""
+def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
+    """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
+    no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere: a comparison of runs
+    that did not run is not a result."""
     finished_anywhere = False
     for run in runs:
         unfinished = [job for job in run.jobs if job.final_state.value == "NOT_FINISHED"]
         finished_anywhere = finished_anywhere or any(job.finish_time is not None for job in run.jobs)
         if unfinished:
-            why = run.stopped or "no event was left while they still waited (see jobs.csv's metadata)"
+            why = run.stopped or (
+                f"{endless_pods} pod(s) without a run time still run (they end only when deleted; "
+                "--default-runtime SECONDS gives them one)"
+                if endless_pods
+                else "no event was left while they still waited (see jobs.csv's metadata)"
+            )
             console.print(
                 f"[yellow]warning:[/] {escape(run.scheduler)}: {len(unfinished)} of {len(run.jobs)} jobs never "
                 f"finished: {escape(why)}",
                 highlight=False,
             )
     if runs and not finished_anywhere:
-        console.print("[red]error:[/] no job finished under any scheduler: nothing to compare")
+        rejected = [job for job in runs[0].jobs if job.final_state.value == "REJECTED"]
+        why = "nothing to compare"
+        if rejected and len(rejected) == len(runs[0].jobs):
+            why = (
+                f"every job was rejected; first: {rejected[0].job_id}: {rejected[0].reason.removeprefix('rejected: ')}"
+            )
+        console.print(f"[red]error:[/] no job finished under any scheduler: {escape(why)}", highlight=False)
         raise typer.Exit(NOTHING_RAN)
 
 

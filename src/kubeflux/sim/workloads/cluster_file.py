@@ -13,6 +13,7 @@ from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node
 from kubeflux.scheduler.quantity import QuantityError, bytes_
 from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.files import check_file
 from kubeflux.sim.workloads.manifests import load_documents
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -32,6 +33,7 @@ def read_cluster(path: Path | str) -> list[Node]:
     file without nodes.
     """
     path = Path(path)
+    check_file(path, "cluster")
     nodes: list[Node] = []
     names: set[str] = set()
     for where, obj in load_documents(path):
