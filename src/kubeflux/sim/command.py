@@ -10,8 +10,11 @@ wait, makespan, useful utilization: :mod:`kubeflux.sim.verdict`).
 Besides files, ``--preset NAME`` (the seeds' presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
 cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
 
-What the command refuses, with exit code 2 and a message naming the cause: an unreadable, truncated or corrupt
-workload file, a workload without any job, options that would be ignored (``--gpus-per-node`` or
+Without ``--scheduler`` every built-in scheduler runs (``all``); without a cluster, a trace's header states the
+platform (:mod:`kubeflux.sim.inputs`). What the command refuses, with exit code 2 and a message naming the cause:
+a path that is no readable regular file, an unreadable, truncated or corrupt workload file, a number out of range
+(:mod:`kubeflux.sim.workloads.limits`), a run beyond ``--memory-budget``, a bad line or document under
+``--strict``, a workload without any job, options that would be ignored (``--gpus-per-node`` or
 ``--memory-per-node`` with ``--cluster``; a ``--start-jitter`` below ``--start-delay``; a scheduler named twice),
 and an ``--out`` folder that is not empty, unless ``--force`` is given: then the files of the previous run there
 (listed in its ``.kubeflux-simulate`` file) are removed first, and nothing else.
@@ -25,7 +28,7 @@ import re
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +43,17 @@ from kubeflux.scheduler.objects import CPU, GPU, Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.driver import _few_collections as _few_collections
+from kubeflux.sim.inputs import (
+    Shape,
+    check_budget,
+    choose_cluster,
+    endless_pods,
+    memory_budget_bytes,
+    nodes_from_options,
+    scheduler_names,
+    tell_endless_pods,
+    tell_input,
+)
 from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
@@ -48,6 +62,8 @@ from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+_nodes = nodes_from_options
+"""The nodes ``--cluster`` or ``--nodes``/``--cores-per-node`` give (``sweep`` and ``cluster serve`` use it too)."""
 
 
 def merge_workloads(workloads: list[Workload]) -> Workload:
@@ -86,20 +102,6 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
 def _dns_label(text: str) -> str:
     """``HPC2N-2002-2.2.first3170`` → ``hpc2n-2002-2.2.first3170``: lowercase, other characters become ``-``."""
     return re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")[:40] or "workload"
-
-
-def _nodes(cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int) -> list[Node]:
-    from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
-
-    if cluster is not None:
-        if nodes is not None or cores is not None:
-            raise typer.BadParameter("give either --cluster or --nodes/--cores-per-node, not both")
-        return read_cluster(cluster)
-    if nodes is None or cores is None:
-        raise typer.BadParameter("give --cluster FILE, or --nodes N and --cores-per-node C")
-    if nodes <= 0 or cores <= 0:
-        raise typer.BadParameter("--nodes and --cores-per-node must be positive")
-    return uniform_cluster(nodes, cores, memory, gpus)
 
 
 def _schedulers_for(name: str, workload: Workload, sockets: int = 0) -> tuple[dict[str, Scheduler], str]:
@@ -409,9 +411,9 @@ def simulate_command(
     from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.mapping import map_to_cluster
 
-    scheduler = _scheduler_names(scheduler)
+    scheduler = scheduler_names(scheduler)
     _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
-    budget = _budget(memory_budget)
+    budget = memory_budget_bytes(memory_budget)
     if default_runtime is not None and seconds_problem(default_runtime) is not None:
         raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
     timer = PhaseTimer()
@@ -419,18 +421,18 @@ def simulate_command(
         with timer.phase("read workload"):
             parts = _load(workload or [], preset, synthetic, seed, default_runtime)
             loaded = merge_workloads(parts)
-        shape = _Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
-        node_list = _cluster(parts, workload or [], preset, cluster, shape, budget, console)
-        _tell_input(loaded, console, strict)
+        shape = Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
+        node_list = choose_cluster(parts, workload or [], preset, cluster, shape, budget, console)
+        tell_input(loaded, console, strict)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
         _check_sockets(node_list, sockets)
-        _check_budget(loaded, node_list, len(scheduler), budget)
+        check_budget(loaded, node_list, len(scheduler), budget)
     except (WorkloadError, ValueError) as exc:
         raise _fail(console, exc) from exc
     if not loaded.jobs:
         skipped = f"; {len(loaded.problems)} line(s) skipped, first: {loaded.problems[0]}" if loaded.problems else ""
         raise _fail(console, f"no jobs to simulate in {loaded.name}{skipped}")
-    _tell_endless_pods(loaded, console)
+    tell_endless_pods(loaded, console)
     _prepare_out(out, force)
     before = {p.name for p in out.iterdir()}
     atexit.unregister(_skip_final_collection)  # registered once, however often the command runs in a process
@@ -458,157 +460,7 @@ def simulate_command(
         if verbose:
             for line in timer.lines():
                 console.print(escape(line), highlight=False)
-    _tell_failures(runs, console, _endless_pods(mapped))
-
-
-ALL_SCHEDULERS = "all"
-"""``--scheduler all`` (the default): every built-in scheduler, kubeflux first."""
-
-
-def _scheduler_names(names: list[str] | None) -> list[str]:
-    """The schedulers to run, in order: as named, ``all`` standing for every built-in one not named on its own
-    (kubeflux first, so that the verdict lines say what it gains over each); ``all`` when none is named."""
-    from kubeflux.sim.baselines import available
-
-    known = list(available())
-    given = names or [ALL_SCHEDULERS]
-    unknown = [name for name in given if name not in known and name != ALL_SCHEDULERS]
-    if unknown:
-        raise typer.BadParameter(
-            f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}, or {ALL_SCHEDULERS}"
-        )
-    everyone = sorted(known, key=lambda name: name != "kubeflux")
-    result: list[str] = []
-    for name in given:
-        if name == ALL_SCHEDULERS:
-            result.extend(other for other in everyone if other not in given and other not in result)
-        else:
-            result.append(name)
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """``--nodes``, ``--cores-per-node``, ``--memory-per-node``, ``--gpus-per-node`` as given."""
-
-    nodes: int | None
-    cores: int | None
-    memory: str
-    gpus: int
-
-
-def _budget(text: str) -> int:
-    from kubeflux.scheduler.quantity import QuantityError, bytes_
-
-    try:
-        budget = bytes_(text)
-    except QuantityError as exc:
-        raise typer.BadParameter(f"--memory-budget: {exc}") from exc
-    if budget <= 0:
-        raise typer.BadParameter(f"--memory-budget must be positive, got {text!r}")
-    return budget
-
-
-def _cluster(
-    parts: list[Workload],
-    files: list[Path],
-    preset: str | None,
-    cluster: Path | None,
-    shape: _Shape,
-    budget: int,
-    console: Console,
-) -> list[Node]:
-    """The nodes to run on: the cluster file, ``--nodes`` x ``--cores-per-node``, the preset's own cluster, or
-    the platform the first trace's header states (said on the first line of the output). A uniform cluster is
-    bounded before it is built: at most :data:`NODE_VERTICES_LIMIT` cores or GPUs per node, and the memory
-    budget."""
-    from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT
-    from kubeflux.sim.workloads.limits import budget_problem, cluster_bytes
-    from kubeflux.sim.workloads.platform import header_platform
-    from kubeflux.sim.workloads.synthetic import preset_cluster
-
-    nodes, cores, what = shape.nodes, shape.cores, f"--nodes {shape.nodes} x --cores-per-node {shape.cores}"
-    if cluster is None and nodes is None and cores is None:
-        if preset is not None:
-            return preset_cluster(preset)
-        platform = next(
-            (found for wl, path in zip(parts, files, strict=False) if (found := header_platform(wl, path.name))),
-            None,
-        )
-        if platform is None:
-            raise typer.BadParameter(
-                "give --cluster FILE, or --nodes N and --cores-per-node C: the workload states no platform (an SWF "
-                "header's MaxNodes/MaxProcs, a Batsim nb_res)"
-            )
-        nodes, cores, what = platform.nodes, platform.cores_per_node, f"the platform of {platform.source}"
-        words = f"{nodes:,} node{'s' if nodes != 1 else ''} × {cores:,} core{'s' if cores != 1 else ''}"
-        console.print(
-            f"platform: {escape(words)} from {escape(platform.source)} (--nodes/--cores-per-node or --cluster to "
-            "choose another)",
-            highlight=False,
-        )
-    if cluster is None and nodes is not None and cores is not None:
-        if cores > NODE_VERTICES_LIMIT or shape.gpus > NODE_VERTICES_LIMIT:
-            raise ValueError(f"{what}: at most {NODE_VERTICES_LIMIT:,} cores and GPUs per node")
-        problem = budget_problem(what, cluster_bytes(nodes, cores), budget)
-        if problem is not None:
-            raise ValueError(problem)
-    return _nodes(cluster, nodes, cores, shape.memory, shape.gpus)
-
-
-def _check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:
-    """Raise ValueError when a run of ``workload`` on ``nodes`` would need more than ``budget`` bytes (one run at
-    a time, plus the records of the runs before it: :mod:`kubeflux.sim.workloads.limits`)."""
-    from kubeflux.sim.workloads.limits import BYTES_PER_JOB, budget_problem, estimate_bytes, pod_count
-    from kubeflux.sim.workloads.mapping import whole_cores
-
-    schedulable = [node for node in nodes if not node.unschedulable]
-    largest = max((whole_cores(node) for node in schedulable), default=0)
-    total = sum(whole_cores(node) for node in schedulable)
-    pods = pod_count(workload, largest, total)
-    estimate = estimate_bytes(workload, len(nodes), largest, total)
-    estimate += (schedulers - 1) * (pods + len(workload.jobs)) * BYTES_PER_JOB // 6  # kept records: ~0.5 KB each
-    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {schedulers} scheduler(s)"
-    problem = budget_problem(f"{workload.name}: {jobs}", estimate, budget)
-    if problem is not None:
-        raise ValueError(problem)
-
-
-def _tell_input(workload: Workload, console: Console, strict: bool) -> None:
-    """Say how many input lines, entries or documents were skipped or had problems (all are in problems.txt);
-    with ``strict``, any is an error (ValueError)."""
-    problems = workload.problems
-    if not problems:
-        return
-    skipped = workload.skipped
-    what = f"{len(problems)} input problem(s), {skipped} line(s)/document(s) skipped; first: {problems[0]}"
-    if strict:
-        raise ValueError(f"--strict: {what}")
-    console.print(f"[yellow]warning:[/] {escape(what)} (all in problems.txt; --strict to fail)", highlight=False)
-
-
-def _endless_pods(workload: Workload) -> int:
-    """Pods of the workload with no run time: they run until deleted (a manifest's Pod without the KWOK
-    annotation), so their jobs never finish."""
-    return sum(
-        1
-        for job in workload.jobs
-        if not job.rejected and job.kind is not JobKind.TRACE
-        for pod in job.pods
-        if pod.run_time is None
-    )
-
-
-def _tell_endless_pods(workload: Workload, console: Console) -> None:
-    from kubeflux.sim.workloads.manifests import RUN_TIME_ANNOTATION
-
-    count = _endless_pods(workload)
-    if count:
-        console.print(
-            f"note: {count} pod(s) have no run time (annotation {RUN_TIME_ANNOTATION}): they run until deleted, as "
-            "on KWOK, so their jobs never finish; --default-runtime SECONDS gives them one",
-            highlight=False,
-        )
+    _tell_failures(runs, console, endless_pods(mapped))
 
 
 def _skip_final_collection() -> None:
