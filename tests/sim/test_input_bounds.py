@@ -230,6 +230,16 @@ def test_hostile_input(tmp_path: Path, case: Case) -> None:
     assert "Traceback" not in output
 
 
+def test_the_report_says_how_many_lines_were_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE + "not a job line\n" + swf_line(2, run="1e400"))
+    code, _ = simulate(tmp_path, "-w", path, "-s", "fcfs")
+    assert code == 0
+    assert "t.swf (2 line(s)/document(s) skipped: see problems.txt)" in (tmp_path / "out" / "index.html").read_text()
+    problems = (tmp_path / "out" / "problems.txt").read_text()
+    assert "t.swf:4: expected 18 fields" in problems and "t.swf:5: field 4 (run_time)" in problems
+
+
 def test_the_platform_is_the_first_line_of_the_output(tmp_path: Path) -> None:
     path = tmp_path / "t.swf"
     path.write_text(SWF_HEADER + GOOD_SWF_LINE)
@@ -325,3 +335,18 @@ def test_min_member_0_gets_the_words_cluster_serve_answers_with(tmp_path: Path) 
     assert cause["field"] == "spec.minMember"
     assert f"PodGroup default/g: {cause['field']}: must be a positive integer, got 0" in problems
     assert "must be a positive integer, got 0" in cause["message"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("jobs=1000000000", "jobs and max_size: at most 10,000,000 and 1,000,000, got 1,000,000,000 and 64"),
+        ("max_size=1000000000,sizes=uniform", "got 100 and 1,000,000,000"),
+        ("mean_runtime=nan", "mean_runtime: must be a finite number of seconds, got nan"),
+        ("mean_interarrival=1e23", "mean_interarrival: must be at most 3,153,600,000 s (100 years), got 1e+23"),
+    ],
+    ids=["jobs-1e9", "max-size-1e9", "runtime-nan", "interarrival-1e23"],
+)
+def test_synthetic_specs_are_bounded_before_generating(tmp_path: Path, spec: str, says: str) -> None:
+    code, output = simulate(tmp_path, "--synthetic", spec, "-s", "fcfs", *CLUSTER)
+    assert code == 2 and says in output, output

@@ -453,7 +453,10 @@ def simulate_command(
         problems = [f"[{run.scheduler}] {p}" for run in runs for p in run.problems]
         if problems:
             (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
-        about = About(cluster=describe_cluster(node_list), workload=_workload_words(workload or [], preset, synthetic))
+        words = _workload_words(workload or [], preset, synthetic)
+        if loaded.skipped:  # the page's "what ran" says it too, not only the terminal
+            words += f" ({loaded.skipped:,} line(s)/document(s) skipped: see problems.txt)"
+        about = About(cluster=describe_cluster(node_list), workload=words)
         rows = _write_outputs(runs, out, console, about=about, timer=timer, parallel=True)
         _record_outputs(out, before)
         _tell_verdict(rows, console)
