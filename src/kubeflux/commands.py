@@ -69,5 +69,6 @@ def register(app: typer.Typer) -> None:
     app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)
     app.command("sweep")(__import__("kubeflux.sim.sweep_command", fromlist=["sweep_command"]).sweep_command)
     app.command("serve")(__import__("kubeflux.kube.command", fromlist=["serve_command"]).serve_command)
+    app.command("queue")(__import__("kubeflux.kube.queue_command", fromlist=["queue_command"]).queue_command)
     app.add_typer(__import__("kubeflux.sim.apiserver.command", fromlist=["cluster_app"]).cluster_app, name="cluster")
     app.add_typer(__import__("kubeflux.controlplane.command", fromlist=["kube_app"]).kube_app, name="kube")

@@ -34,6 +34,7 @@ from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, t
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, OpenApi, openapi_v2_json
 from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_manager
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from kubeflux.sim.apiserver.queue_route import QUEUE_PATH, QueueRoute
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import (
     FieldSelector,
@@ -160,6 +161,8 @@ class ApiApp:
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
         self.media = Renderer()
         self.openapi = OpenApi(self.registry)
+        self.queue = QueueRoute()
+        """``GET /kubeflux/queue``: the in-process schedulers' queues (given once they run)."""
 
     def shutdown(self) -> None:
         """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
@@ -278,6 +281,9 @@ class ApiApp:
             return
         self._authorize(headers)
         method: str = scope["method"]
+        if path == QUEUE_PATH:  # pod names: for authorized clients only
+            await self._respond(send, *self.queue.answer(method, self.store.clock()))
+            return
         raw_query = scope.get("query_string", b"").decode("latin-1")
         query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         parts = [p for p in path.split("/") if p]
