@@ -92,9 +92,15 @@ def test_the_queue_of_cluster_serves_scheduler_in_order_with_its_reservation(ser
 
 
 def eventually_value(what: Any) -> Any:
-    found: list[Any] = []
-    eventually(lambda: bool(found.append(what()) or found[-1]))
-    return found[-1]
+    """``what()``'s first true value (:func:`eventually`)."""
+    found: list[Any] = [None]
+
+    def look() -> bool:
+        found[0] = what()
+        return bool(found[0])
+
+    eventually(look)
+    return found[0]
 
 
 def test_without_its_token_cluster_serve_refuses_and_the_command_says_how_to_authenticate(served: Cluster) -> None:

@@ -4,16 +4,22 @@ server cannot be reached. (On the real control plane: tests/realkube/test_serve_
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubeflux.kube.command import api_client
 from kubeflux.kube.operations import OperationsServer, ServeMetrics
 from kubeflux.kube.reflector import Failures, watched_resources
-from tests.kube.conftest import CEILING, Cluster
+from tests.kube.conftest import CEILING, Cluster, eventually, start_cluster
 from tests.shared import REPO
 
 
@@ -88,3 +94,47 @@ def test_failures_are_said_once_then_at_most_every_30_seconds_then_the_recovery(
     )
     assert failures.succeeded() == "Pod: the API server answers again, after 46 failed attempts in 35 s"
     assert failures.since is None and failures.for_longer_than(0.0) is None and failures.succeeded() is None
+
+
+def _readyz(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_a_dead_api_server_is_said_once_per_informer_and_readyz_turns_503(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path)
+    config = tmp_path / "serve.yaml"
+    settings = {"watch": {"retrySeconds": 0.05}, "operations": {"port": 0, "unreachableSeconds": 1}}
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    command = [sys.executable, "-m", "kubeflux.cli", "serve", "--kubeconfig", str(cluster.kubeconfig)]
+    process = subprocess.Popen(
+        [*command, "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        eventually(lambda: any("caches synced" in line for line in lines))
+        port = int(next(line for line in lines if "/metrics" in line).rsplit(":", 1)[1])
+        assert _readyz(port) == (200, "ok")
+        cluster.api.close()
+        cluster.server.stop()
+        eventually(lambda: _readyz(port)[0] == 503)
+        _, why = _readyz(port)
+        assert why.startswith("the API server has been unreachable for ") and "cannot reach the API server" in why
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(CEILING)
+        reader.join(10)
+    said = [line for line in lines if "cannot reach the API server" in line]
+    # one line per informer (nodes, two PodGroup APIs, pods) in the first 30 s, however many attempts; none of
+    # urllib3's own retry lines
+    assert 1 <= len(said) <= 4 and not [line for line in lines if "Retrying (Retry(" in line], lines
+    assert sum("caches synced" in line for line in lines) == 1

@@ -107,6 +107,8 @@ def serve_command(
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
     logging.getLogger("kubeflux.serve").setLevel(level)
+    if verbose < 2:  # urllib3 says each of its retries; the informers say a failure once, then every 30 s
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     try:
         api = api_client(kubeconfig, context, in_cluster, settings.binding.workers + 8)
     except Exception as exc:  # the kubernetes client's config errors have no common base

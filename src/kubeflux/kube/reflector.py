@@ -155,6 +155,19 @@ def _lines(response: Any) -> Iterator[Object]:
         yield orjson.loads(buffer)
 
 
+def _network_reason(exc: Exception) -> str:
+    """The cause of a failed request in a few words: urllib3 wraps it (``Max retries exceeded with url: … (Caused by
+    NewConnectionError("HTTPConnection(host=…, port=…): Failed to establish a new connection: [Errno 111] Connection
+    refused"))``); the innermost reason is what a reader needs."""
+    reason: object = exc
+    while isinstance(getattr(reason, "reason", None), Exception):
+        reason = reason.reason  # type: ignore[attr-defined]
+    text = str(reason)
+    if isinstance(reason, urllib3.exceptions.NewConnectionError) and "): " in text:
+        text = text.split("): ", 1)[1]
+    return text
+
+
 class Failures:
     """A run of failed requests of one reflector: since when (``clock`` seconds, monotonic), how many, the last
     error, and which of them to log (the first, then one every ``every`` seconds)."""
@@ -325,7 +338,7 @@ class Reflector:
                 if self._stop.is_set():
                     break
                 need_list = True
-                self._failed(f"cannot reach the API server ({exc})", backoff)
+                self._failed(f"cannot reach the API server ({_network_reason(exc)})", backoff)
                 if not self._wait(backoff):
                     break
                 backoff = min(backoff * 2, _MAX_BACKOFF)
