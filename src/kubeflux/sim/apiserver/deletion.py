@@ -107,21 +107,6 @@ class Deletion:
         against the server deletes the content, finalizes (``namespaces/NAME/finalize``) and deletes the namespace
         again, which then goes, as on a real server."""
 
-    def delete(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        name: str,
-        *,
-        grace: int | None = None,
-        propagation: str = "",
-        uid: str = "",
-        resource_version: str = "",
-    ) -> Object:
-        """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
-        self.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
-        return self.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)[0]
-
     def check_preconditions(
         self, resource: ResourceType, namespace: str, name: str, *, uid: str = "", resource_version: str = ""
     ) -> None:
@@ -142,7 +127,8 @@ class Deletion:
     def delete_outcome(
         self, resource: ResourceType, namespace: str, name: str, *, grace: int | None = None, propagation: str = ""
     ) -> tuple[Object, bool]:
-        """:meth:`delete` (without preconditions), and whether the object is gone (or would be, in a dry run)."""
+        """``DELETE`` without preconditions (see :meth:`check_preconditions`), and whether the object is gone (or
+        would be, in a dry run)."""
         if resource.read_only_empty:
             raise read_only(resource)
         key, obj = self.store.raw(resource, namespace, name)
@@ -266,7 +252,7 @@ class Deletion:
             else:
                 namespace, name = key.split("/", 1)
                 try:
-                    self.delete(kind, namespace, name, propagation="Background")
+                    self.delete_outcome(kind, namespace, name, propagation="Background")
                 except ApiError:
                     continue
 
@@ -280,7 +266,7 @@ class Deletion:
             collection = self.store.collection_of(resource)
             for key in [k for k in collection.objects if k.startswith(namespace + "/")]:
                 try:
-                    self.delete(resource, namespace, key.split("/", 1)[1])
+                    self.delete_outcome(resource, namespace, key.split("/", 1)[1])
                 except ApiError:
                     continue
         self._reap_namespace(namespace)
