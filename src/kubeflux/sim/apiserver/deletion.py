@@ -46,6 +46,24 @@ _SETTLED = (
     ),
 )
 """The namespace controller's conditions that are False once it has deleted what it could."""
+_REMAINING = (
+    (
+        "NamespaceContentRemaining",
+        "SomeResourcesRemain",
+        "Some resources are remaining: {}",
+        "ContentRemoved",
+        "All content successfully removed",
+    ),
+    (
+        "NamespaceFinalizersRemaining",
+        "SomeFinalizersRemain",
+        "Some content in the namespace has finalizers remaining: {}",
+        "ContentHasNoFinalizers",
+        "All content-preserving finalizers have been removed",
+    ),
+)
+"""The namespace controller's conditions on what holds a namespace: type, then reason and message (of what
+holds it) when True, reason and message when False."""
 
 
 def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], now: str) -> list[Object]:
@@ -58,18 +76,11 @@ def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], 
     conditions = [condition(type_, "False", reason, message) for type_, reason, message in _SETTLED]
     content = ", ".join(f"{name} has {count} resource instances" for name, count in sorted(remaining.items()))
     held = ", ".join(f"{name} in {count} resource instances" for name, count in sorted(finalizers.items()))
-    if content:
-        message = f"Some resources are remaining: {content}"
-        conditions.append(condition("NamespaceContentRemaining", "True", "SomeResourcesRemain", message))
-    else:
-        message = "All content successfully removed"
-        conditions.append(condition("NamespaceContentRemaining", "False", "ContentRemoved", message))
-    if held:
-        message = f"Some content in the namespace has finalizers remaining: {held}"
-        conditions.append(condition("NamespaceFinalizersRemaining", "True", "SomeFinalizersRemain", message))
-    else:
-        message = "All content-preserving finalizers have been removed"
-        conditions.append(condition("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers", message))
+    for (type_, reason, message, clear_reason, clear_message), what in zip(_REMAINING, (content, held), strict=True):
+        if what:
+            conditions.append(condition(type_, "True", reason, message.format(what)))
+        else:
+            conditions.append(condition(type_, "False", clear_reason, clear_message))
     return conditions
 
 
