@@ -32,13 +32,16 @@ from typing import Protocol, runtime_checkable
 
 from kubeflux.scheduler.messages import (
     EXPECTED_START_ANNOTATION,
+    EXPECTED_START_TIME_ANNOTATION,
     Bind,
     ClusterEvent,
     EventKind,
     PodWarning,
     Reject,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
+    rfc3339,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -79,6 +82,7 @@ class IgnoresStatusUpdates(Protocol):
 
 __all__ = [
     "EXPECTED_START_ANNOTATION",
+    "EXPECTED_START_TIME_ANNOTATION",
     "Bind",
     "ClusterEvent",
     "Decision",
@@ -92,5 +96,7 @@ __all__ = [
     "Scheduler",
     "Unreserve",
     "Unschedulable",
+    "expected_start_annotations",
     "expected_start_text",
+    "rfc3339",
 ]
