@@ -49,7 +49,6 @@ from kubeflux.sim.inputs import (
     choose_cluster,
     endless_pods,
     memory_budget_bytes,
-    nodes_from_options,
     scheduler_names,
     tell_endless_pods,
     tell_input,
@@ -62,8 +61,6 @@ from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
-_nodes = nodes_from_options
-"""The nodes ``--cluster`` or ``--nodes``/``--cores-per-node`` give (``sweep`` and ``cluster serve`` use it too)."""
 
 
 def merge_workloads(workloads: list[Workload]) -> Workload:

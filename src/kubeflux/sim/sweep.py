@@ -237,7 +237,7 @@ def _has_policy(scheduler: str) -> bool:
 
 def plan(grid: SweepGrid, base: Path) -> list[Task]:
     """Every run of the grid, in grid order (workload, cluster, scheduler, policy, seed)."""
-    from kubeflux.sim.command import _nodes
+    from kubeflux.sim.inputs import nodes_from_options
 
     workloads: list[tuple[str, bytes]] = []
     sources: dict[str, str] = {}
@@ -252,7 +252,9 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
     for index, shape in enumerate(grid.clusters):
         file = None if shape.file is None else base / shape.file
         try:
-            built = _nodes(file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node)
+            built = nodes_from_options(
+                file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node
+            )
         except Exception as exc:  # the cluster reader's own errors name the file and line
             raise SweepError(f"clusters.{index}: {exc}") from exc
         clusters.append((shape.label(), tuple(built)))
