@@ -53,8 +53,8 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.kube.rest import RawApi
-from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,

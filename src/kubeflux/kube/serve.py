@@ -6,7 +6,7 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    queue; they are started in that order, each once the previous one has synced, so the core sees the nodes
    before the pods bound to them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
-   (:mod:`kubeflux.scheduler.kube_objects`) and gives it to every core's ``observe``; an object those readers
+   (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers
    refuse is reported (a kubeflux pod waiting for it gets ``FailedScheduling`` naming the field) and left out,
    and the others keep being scheduled;
 3. once every reflector has synced, ``schedule(now)`` runs after each batch and at the cores' ``next_wakeup``
@@ -35,6 +35,14 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.manifests import (
+    DEFAULT_SCHEDULER,
+    ManifestError,
+    node_from_manifest,
+    parse_timestamp,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
@@ -48,14 +56,6 @@ from kubeflux.scheduler.interface import (
     PodWarning,
     Reject,
     Unschedulable,
-)
-from kubeflux.scheduler.kube_objects import (
-    DEFAULT_SCHEDULER,
-    ManifestError,
-    node_from_manifest,
-    parse_timestamp,
-    pod_from_manifest,
-    podgroup_from_manifest,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 

@@ -14,7 +14,7 @@ Keyed by pod UID (``namespace/name`` when a pod has none, or when a tombstone lo
   kubeflux chose, releases kubeflux's allocation for it at once; a pod still pending waits in the queue again;
 * a pod seen under a ``namespace/name`` that another UID held (a StatefulSet re-created it; a relist folded
   DELETED and ADDED into one update) first releases the old UID's allocation and queue entry, whatever the order;
-* a bound pod whose requests change (an in-place resize, see :mod:`kubeflux.scheduler.kube_objects`) is counted
+* a bound pod whose requests change (an in-place resize, see :mod:`kubeflux.apiobjects.manifests`) is counted
   anew in the books, and its engine job is replayed when its whole cores or gpus change;
 * a bound pod of kubeflux's own gang found after a restart marks the gang started, so its missing members are
   placed one by one, as an uninterrupted scheduler places them;

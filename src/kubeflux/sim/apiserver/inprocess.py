@@ -20,7 +20,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from kubeflux.scheduler.eventbudget import EventBudget
+from kubeflux.apiobjects.eventbudget import EventBudget
+from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
@@ -34,7 +35,6 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
     expected_start_text,
 )
-from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer
 from kubeflux.sim.apiserver.errors import ApiError

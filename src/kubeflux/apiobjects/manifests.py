@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.scheduler.objects import (
     Node,
     NodeSelectorRequirement,
@@ -34,7 +35,7 @@ from kubeflux.scheduler.objects import (
     Taint,
     Toleration,
 )
-from kubeflux.scheduler.quantity import QuantityError, canonical_value, format_quantity
+from kubeflux.scheduler.units import format_quantity
 from kubeflux.scheduler.validation import (
     InvalidObject,
     min_member_problem,
