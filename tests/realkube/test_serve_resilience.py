@@ -36,7 +36,7 @@ from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.replica import Replica
 from kubeflux.kube.serve import Serve
-from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
 from kubeflux.scheduler.objects import WALLTIME_ANNOTATION
 from tests.shared import REPO
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
 from kubeflux.match.engine import MatchOp
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, PodWarning, Reject
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
