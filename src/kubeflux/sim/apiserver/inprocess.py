@@ -288,7 +288,7 @@ class _StoreSink:
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )
         except ApiError as exc:
-            return exc.message
+            return exc.message or f"{exc.code} {exc.reason}"  # never empty: empty says bound
         self.shell.bound += 1
         message = scheduled_message(decision.pod, decision.node)
         record_event(self.store, namespace, pod, "Normal", "Scheduled", message, self.scheduler)
