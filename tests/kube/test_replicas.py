@@ -154,4 +154,4 @@ def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
         timeout=CEILING,
     )
     assert result.returncode == 2
-    assert "cannot configure the Kubernetes client" in result.stderr
+    assert result.stderr == f"error: --kubeconfig {missing}: no such file\n"  # not "Invalid kube-config file"

@@ -56,11 +56,11 @@ from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.interface import (
-    EXPECTED_START_ANNOTATION,
     Bind,
     PodWarning,
     Reject,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
 )
 
@@ -380,7 +380,7 @@ class Binder:
 
     def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
         if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
-            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
+            self._patch_annotations(pod, expected_start_annotations(None))
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
         try:
@@ -400,7 +400,7 @@ class Binder:
 
     def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
         if expected != pod.expected_start:
-            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: expected})
+            self._patch_annotations(pod, expected_start_annotations(expected))  # seconds and RFC 3339
             if expected is not None:
                 self._annotated.add(pod.uid)
         condition = unschedulable_condition(message, format_timestamp(int(self.clock())))

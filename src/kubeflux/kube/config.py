@@ -169,13 +169,16 @@ class BindingConfig(_Strict):
 
 
 class OperationsConfig(_Strict):
-    """Where ``/metrics``, ``/healthz``, ``/readyz`` and ``/livez`` are served (:mod:`kubeflux.kube.operations`)."""
+    """Where ``/metrics``, ``/healthz``, ``/readyz``, ``/livez`` and ``/kubeflux/queue`` are served
+    (:mod:`kubeflux.kube.operations`)."""
 
     enabled: bool = True
     address: str = "127.0.0.1"
     """Loopback unless asked: a probe or a Prometheus in the pod's network namespace reaches it there."""
     port: Annotated[int, Field(ge=0, le=65535)] = 10260
-    """0: a free port (tests)."""
+    """0: a free port (tests). ``serve --operations-port`` overrides it."""
+    unreachable_seconds: Annotated[float, Field(alias="unreachableSeconds", gt=0.0, le=3600.0)] = 30.0
+    """``/readyz`` is false once the API server has been unreachable (or failing every request) this long."""
 
 
 class LeaderElectionConfig(_Strict):

@@ -28,6 +28,7 @@ import logging
 import queue
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,7 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.queueview import queue_document
 
 __all__ = ["Serve", "ServeClock", "choose_clock"]
 
@@ -220,6 +222,8 @@ class Serve:
         """False while this replica waits for the lease (set by its elector)."""
         self.metrics = ServeMetrics()
         self.metrics.watch(self, lambda: self.leading)
+        self._asked: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
+        """Requests for the queue (:meth:`queue_document`), answered by the loop, the one thread touching the cores."""
 
     # ------------------------------------------------------------------ life cycle
 
@@ -263,6 +267,27 @@ class Serve:
             waiting = [r.resource.kind for r in self.reflectors if not r.synced.is_set()]
             return f"informers not synced: {', '.join(waiting)}"
         return ""
+
+    def queue_document(self, timeout: float = 10.0) -> dict[str, Any]:
+        """Each core's queue (:func:`~kubeflux.scheduler.queueview.queue_document`), taken by the scheduling loop
+        between two batches (at once when the loop does not run); TimeoutError when it does not answer in
+        ``timeout`` seconds (a long pass)."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return queue_document(self.cores, self.clock(), "serve")
+        asked: Future[dict[str, Any]] = Future()
+        self._asked.put(asked)
+        self._wake()
+        return asked.result(timeout)
+
+    def _answer(self) -> None:
+        while True:
+            try:
+                asked = self._asked.get_nowait()
+            except queue.Empty:
+                return
+            if asked.set_running_or_notify_cancel():
+                asked.set_result(queue_document(self.cores, self.clock(), "serve"))
 
     def _wake(self) -> None:
         with contextlib.suppress(queue.Full):  # when full, the loop has work already: it will look
@@ -327,6 +352,7 @@ class Serve:
                 if not settled:
                     _settle_gc()
                     settled = True
+            self._answer()
 
     def _observe(self, event: RawEvent, now: float) -> None:
         if event.type == SYNCED:
@@ -337,8 +363,7 @@ class Serve:
                     # the last list (the pods) has begun; no pod is known, so a pass decides nothing, but it builds
                     # the cores' graphs from the nodes meanwhile, instead of after the pods' list
                     self._schedule(now)
-            elif all(r.synced.is_set() for r in self.reflectors):
-                log.info("caches synced: %d pods known; scheduling", len(self.pods))
+            elif all(r.synced.is_set() for r in self.reflectors):  # the command says so (once)
                 self.synced.set()
             return
         if event.type == "WAKE":

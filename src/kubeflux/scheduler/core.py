@@ -68,6 +68,7 @@ from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
+from kubeflux.scheduler.queueview import QueuedJob, queue_snapshot
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.timebooks import TimeBooks
@@ -323,6 +324,11 @@ class KubefluxScheduler:
             return None
         earliest = ceil_time(job.retry_at) if job.retry_at > now else None
         return self.reserver.reserve(job, now, earliest, left_out_too=conservative)
+
+    def queued(self, now: float) -> list[QueuedJob]:
+        """The waiting jobs in the order they are tried, as of the last pass (:mod:`kubeflux.scheduler.queueview`);
+        read-only, on the thread that owns the scheduler."""
+        return queue_snapshot(self.queue, now)
 
     def next_wakeup(self, now: float) -> float | None:
         if self.queue.dirty:  # the pass left work for another (it stopped at the queue depth after binding): now

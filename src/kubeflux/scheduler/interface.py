@@ -34,13 +34,16 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from kubeflux.scheduler.messages import (
     EXPECTED_START_ANNOTATION,
+    EXPECTED_START_TIME_ANNOTATION,
     Bind,
     ClusterEvent,
     EventKind,
     PodWarning,
     Reject,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
+    rfc3339,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -125,6 +128,7 @@ class DecisionSink(Protocol[P]):
 
 __all__ = [
     "EXPECTED_START_ANNOTATION",
+    "EXPECTED_START_TIME_ANNOTATION",
     "Bind",
     "ClusterEvent",
     "Decision",
@@ -139,5 +143,7 @@ __all__ = [
     "Scheduler",
     "Unreserve",
     "Unschedulable",
+    "expected_start_annotations",
     "expected_start_text",
+    "rfc3339",
 ]

@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
@@ -54,8 +54,18 @@ NO_POLICY = "-"
 """The policy column of a scheduler that has no match policy (the baselines)."""
 
 
+_Named = TypeVar("_Named", str, int)
+
+
 class SweepError(ValueError):
     """The grid cannot be run; the message names the file and the field."""
+
+
+def _once_each(values: list[_Named], what: str) -> list[_Named]:
+    """``values``; ValueError when one of them is there twice."""
+    if len(set(values)) != len(values):
+        raise ValueError(f"a {what} is named twice")
+    return values
 
 
 class _Strict(BaseModel):
@@ -110,16 +120,12 @@ class SweepGrid(_Strict):
         unknown = [n for n in names if n not in known]
         if unknown:
             raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        if len(set(names)) != len(names):
-            raise ValueError("a scheduler is named twice")
-        return names
+        return _once_each(names, "scheduler")
 
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
-        if len(set(seeds)) != len(seeds):
-            raise ValueError("a seed is named twice")
-        return seeds
+        return _once_each(seeds, "seed")
 
     @field_validator("workloads")
     @classmethod
@@ -144,9 +150,7 @@ class SweepGrid(_Strict):
     @field_validator("policies")
     @classmethod
     def _known_policies(cls, policies: list[str]) -> list[str]:
-        if len(set(policies)) != len(policies):
-            raise ValueError("a policy is named twice")
-        for policy in policies:
+        for policy in _once_each(policies, "policy"):
             try:
                 parse_policy(policy)
             except PolicyError as exc:

@@ -37,6 +37,7 @@ __all__ = [
     "manifest_causes",
     "pod_spec_causes",
     "pod_view",
+    "unreadable_causes",
 ]
 
 Object = dict[str, Any]
@@ -47,6 +48,16 @@ def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
     reason = "FieldValueRequired" if problem == "required" else "FieldValueInvalid"
     message = "Required value" if problem == "required" else f"Invalid value: {problem}"
     return [Cause(prefix + error.path, message, reason)]
+
+
+def unreadable_causes(read: Callable[[Object], object], obj: Object, prefix: str = "") -> list[Cause]:
+    """What the scheduler's reader ``read`` (:func:`node_from_manifest`, …) finds wrong with ``obj`` (its paths
+    after ``prefix``): none when it reads it."""
+    try:
+        read(obj)
+    except ManifestError as exc:
+        return manifest_causes(exc, prefix)
+    return []
 
 
 _FORBIDDEN = "FieldValueForbidden"
@@ -165,13 +176,7 @@ def _pod_spec_causes(spec_json: bytes) -> tuple[Cause, ...]:
     the scheduler's manifest reader (the check that it is readable) is most of the cost of a create."""
     spec = orjson.loads(spec_json)
     causes = pod_spec_causes(spec, "spec.")
-    if causes:
-        return tuple(causes)
-    try:
-        pod_from_manifest(pod_view("pod", "default", spec))
-    except ManifestError as exc:
-        return tuple(manifest_causes(exc))
-    return ()
+    return tuple(causes or unreadable_causes(pod_from_manifest, pod_view("pod", "default", spec)))
 
 
 def pod_view(name: str, namespace: str, spec: Object) -> Object:
@@ -362,11 +367,7 @@ class NodeStrategy(Strategy):
                 causes.append(Cause(f"metadata.taints[{index}].effect", message, "FieldValueNotSupported"))
         if causes:
             return causes
-        try:
-            node_from_manifest(obj)
-        except ManifestError as exc:
-            return manifest_causes(exc)
-        return []
+        return unreadable_causes(node_from_manifest, obj)
 
 
 class NamespaceStrategy(Strategy):

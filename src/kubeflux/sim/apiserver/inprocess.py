@@ -40,6 +40,7 @@ from kubeflux.scheduler.interface import (
     Scheduler,
     Unreserve,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
@@ -236,10 +237,11 @@ class InProcessSchedulers:
         annotations = dict(meta.get("annotations") or {})
         wanted = None if expected is None else expected_start_text(expected)
         if annotations.get(EXPECTED_START_ANNOTATION) != wanted:
-            if wanted is None:
-                annotations.pop(EXPECTED_START_ANNOTATION, None)
-            else:
-                annotations[EXPECTED_START_ANNOTATION] = wanted
+            for key, value in expected_start_annotations(wanted).items():  # seconds and RFC 3339, one update
+                if value is None:
+                    annotations.pop(key, None)
+                else:
+                    annotations[key] = value
             # stored versions are never changed in place: a new top level and metadata share the rest
             updated = {**pod, "metadata": {**pod["metadata"], "annotations": annotations}}
             try:

@@ -322,6 +322,7 @@ class ApiServer:
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock, paced=paced)
+            self.app.queue.serve(self.schedulers.schedulers)
             if self.kubelet is not None:
                 self.kubelet.known_pod = self.schedulers.known_pod
         self.started_at = time.perf_counter()
