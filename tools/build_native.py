@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kubeflux import _native
 
-PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.sim")
+PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim")
 """The packages compiled, as one mypyc group (calls between them are native) whose shared library lives in the
 first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``. Only a package's own modules
 are compiled, never its subpackages (``kubeflux.sim.apiserver``, ``baselines``, ``workloads`` … stay pure)."""

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from kubeflux.apiobjects.quantity import canonical_value
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.replica import Replica
-from kubeflux.scheduler.quantity import canonical_value
 
 from .conftest import CEILING, Cluster, eventually, pod, start_cluster
 

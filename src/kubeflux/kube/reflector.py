@@ -3,7 +3,7 @@
 One :class:`Reflector` (client-go's name for the part of an informer that lists and watches) per resource, each on
 its own thread, feeding one bounded :class:`queue.Queue` that the scheduling loop drains. Objects stay the
 server's JSON (``_preload_content=False``, decoded with orjson): the official client's typed models cost several
-times more per pod, and the scheduler core reads manifests anyway (:mod:`kubeflux.scheduler.kube_objects`).
+times more per pod, and the scheduler core reads manifests anyway (:mod:`kubeflux.apiobjects.manifests`).
 
 What a reflector guarantees to the loop:
 
@@ -46,8 +46,8 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.manifests import NATIVE_GANG_GROUP
 from kubeflux.kube.rest import RawApi
-from kubeflux.scheduler.kube_objects import NATIVE_GANG_GROUP
 
 __all__ = ["LOG_EVERY", "SYNCED", "Failures", "RawEvent", "Reflector", "Resource", "watched_resources"]
 

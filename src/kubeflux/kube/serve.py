@@ -6,7 +6,7 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    queue; they are started in that order, each once the previous one has synced, so the core sees the nodes
    before the pods bound to them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
-   (:mod:`kubeflux.scheduler.kube_objects`) and gives it to every core's ``observe``; an object those readers
+   (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers
    refuse is reported (a kubeflux pod waiting for it gets ``FailedScheduling`` naming the field) and left out,
    and the others keep being scheduled;
 3. once every reflector has synced, ``schedule(now)`` runs after each batch and at the cores' ``next_wakeup``
@@ -36,11 +36,20 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.manifests import (
+    DEFAULT_SCHEDULER,
+    ManifestError,
+    node_from_manifest,
+    parse_timestamp,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
 from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, Resource, watched_resources
 from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
@@ -49,14 +58,6 @@ from kubeflux.scheduler.interface import (
     PodWarning,
     Reject,
     Unschedulable,
-)
-from kubeflux.scheduler.kube_objects import (
-    DEFAULT_SCHEDULER,
-    ManifestError,
-    node_from_manifest,
-    parse_timestamp,
-    pod_from_manifest,
-    podgroup_from_manifest,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 from kubeflux.scheduler.queueview import queue_document
@@ -133,8 +134,15 @@ def _pod_ref(obj: dict[str, Any]) -> PodRef:
         created: float | None = parse_timestamp(meta["creationTimestamp"])
     except (KeyError, TypeError, ValueError):
         created = None
+    spec = obj.get("spec")
+    scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None
     return PodRef(
-        str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("uid", "")), expected, created
+        str(meta.get("namespace", "")),
+        str(meta.get("name", "")),
+        str(meta.get("uid", "")),
+        expected,
+        created,
+        str(scheduler or DEFAULT_SCHEDULER),
     )
 
 
@@ -196,6 +204,7 @@ class Serve:
         ]
         self.pods: dict[str, PodRef] = {}
         """``namespace/name`` → the pod as last seen (what the binder needs to write to it)."""
+        self._sinks = {core.name: _BinderSink(self, core.name) for core in self.cores}
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""
         self._bad_shape: dict[str, str] = {}
@@ -440,7 +449,8 @@ class Serve:
             self.metrics.passes.labels(core.name).observe(time.perf_counter() - began)
             for decision in decisions:
                 self.metrics.attempts.labels(core.name, _RESULTS[type(decision)]).inc()
-                self._apply(core, decision, now)
+            if decisions:
+                apply_decisions(core.name, decisions, self._sinks[core.name], core, now)
             wake = core.next_wakeup(now)
             if wake is not None and (earliest is None or wake < earliest):
                 earliest = wake
@@ -450,15 +460,37 @@ class Serve:
                 core.log.clear()
         self._wakeup = earliest
 
-    def _apply(self, core: KubefluxScheduler, decision: Any, now: float) -> None:
-        ref = self.pods.get(decision.pod)
-        if ref is None or (decision.uid and ref.uid != decision.uid):
-            if isinstance(decision, Bind):
-                core.unreserve(decision.pod, decision.uid, decision.node, f'pod "{decision.pod}" not found', now)
-            return
-        if isinstance(decision, Bind):
-            self.binder.bind(core.name, decision, ref)
-        elif isinstance(decision, Unschedulable | Reject):
-            self.binder.unschedulable(core.name, decision, ref)
-        elif isinstance(decision, PodWarning):
-            self.binder.warn(core.name, decision, ref)
+
+class _BinderSink:
+    """Where one core's decisions go (:func:`~kubeflux.scheduler.decisions.apply_decisions`): to the binder's
+    threads, for the pods as the watch last showed them; a Bind the cluster refuses comes back later
+    (:meth:`Serve._unreserve`)."""
+
+    def __init__(self, serve: Serve, scheduler: str) -> None:
+        self.serve, self.binder, self.scheduler = serve, serve.binder, scheduler
+
+    def pod(self, key: str, uid: str) -> PodRef | None:
+        ref = self.serve.pods.get(key)
+        return None if ref is None or (uid and ref.uid != uid) else ref
+
+    def not_found(self, key: str) -> str:
+        return f'pod "{key}" not found'
+
+    def owner(self, pod: PodRef) -> str:
+        return pod.scheduler
+
+    def bind(self, pod: PodRef, decision: Bind) -> str:
+        self.binder.bind(self.scheduler, decision, pod)
+        return ""
+
+    def unschedulable(self, pod: PodRef, decision: Unschedulable) -> None:
+        self.binder.unschedulable(self.scheduler, decision, pod)
+
+    def reject(self, pod: PodRef, decision: Reject) -> None:
+        self.binder.unschedulable(self.scheduler, decision, pod)
+
+    def warn(self, pod: PodRef, decision: PodWarning) -> None:
+        self.binder.warn(self.scheduler, decision, pod)
+
+    def problem(self, message: str) -> None:
+        log.warning("%s", message)

@@ -56,7 +56,7 @@ from mypy_extensions import mypyc_attr
 
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
-from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION, Allocation, allocation_text
+from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter
@@ -74,7 +74,7 @@ from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
-__all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
+__all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
 
 NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
@@ -404,7 +404,7 @@ class KubefluxScheduler:
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: allocation_text(pod, alloc)}))
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc)))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)

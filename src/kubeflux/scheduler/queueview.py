@@ -15,8 +15,8 @@ from typing import Any
 
 from kubeflux.scheduler.messages import rfc3339
 from kubeflux.scheduler.objects import ResourceList
-from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.units import format_quantity
 
 __all__ = ["QUEUE_PATH", "QueuedJob", "queue_document", "queue_snapshot", "rfc3339"]
 

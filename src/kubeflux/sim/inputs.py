@@ -54,7 +54,7 @@ class Shape:
 
 
 def memory_budget_bytes(text: str) -> int:
-    from kubeflux.scheduler.quantity import QuantityError, bytes_
+    from kubeflux.apiobjects.quantity import QuantityError, bytes_
 
     try:
         budget = bytes_(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import pod_from_manifest, podgroup_from_manifest
 from kubeflux.sim.apiserver.core_strategies import (
     default_template_spec,
     pod_spec_causes,

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 
 __all__ = ["Clock", "ServedClock", "Timer", "VirtualClock", "time_document"]

@@ -1,7 +1,7 @@
 """Strategies of the core resources the scheduler reads: pods, nodes and namespaces (see
 :mod:`kubeflux.sim.apiserver.registry`).
 
-Validation reuses the scheduler's manifest readers (:mod:`kubeflux.scheduler.kube_objects`), so what the API
+Validation reuses the scheduler's manifest readers (:mod:`kubeflux.apiobjects.manifests`), so what the API
 server accepts is what the scheduler and simulator can read; their ``ManifestError`` (object, field, problem)
 becomes a 422 cause on the same field. Defaults are the real server's for the fields clients read back
 (``schedulerName``, ``restartPolicy``, ``terminationGracePeriodSeconds`` ...).
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause

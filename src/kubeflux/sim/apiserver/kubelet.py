@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer, VirtualClock
 from kubeflux.sim.apiserver.errors import ApiError

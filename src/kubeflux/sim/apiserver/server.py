@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 import uvicorn
 import yaml
 
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.scheduler.objects import Node
-from kubeflux.scheduler.quantity import format_quantity
+from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
 from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.apiserver import errors, system_objects
 from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause

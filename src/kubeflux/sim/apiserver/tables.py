@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.registry import ResourceType
 

@@ -53,9 +53,9 @@ from typing import Any
 
 import yaml
 
-from kubeflux.scheduler.kube_objects import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
-from kubeflux.scheduler.quantity import QuantityError, parse_duration
+from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import MAX_INDEXED_COMPLETIONS, MAX_INT32, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
@@ -133,7 +133,7 @@ def _duration(obj: str, annotations: dict[str, str], key: str, path: str) -> flo
         return None
     try:
         value = parse_duration(text)
-    except QuantityError as exc:
+    except DurationError as exc:
         raise ManifestError(obj, f"{path}.annotations.{key}", f"{exc} (a Go duration such as 60s or 1m30s)") from exc
     problem = seconds_problem(value)
     if problem is not None:
