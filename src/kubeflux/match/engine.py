@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +47,9 @@ from kubeflux.match.visit import Visit
 from kubeflux.match.writers import WRITERS, DiscardWriter, Placement, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
-REQUESTS_KEPT = 256
+REQUESTS_KEPT: Final = 256
 """Jobspecs whose working copies the engine keeps for reuse."""
-DEFAULT_HORIZON = 3_153_600_000
+DEFAULT_HORIZON: Final = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import Final
 
-ANY_TYPE = "ALL"
+ANY_TYPE: Final = "ALL"
 
 
 class AllocType(IntEnum):

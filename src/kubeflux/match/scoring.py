@@ -12,14 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from kubeflux.match import stdsort
 
-MATCH_UNMET = 0
-MATCH_MET = 1
+MATCH_UNMET: Final = 0
+MATCH_MET: Final = 1
 
 
 @dataclass(slots=True, init=False)
@@ -75,11 +76,11 @@ class EdgeGroup:
 _SCORE = attrgetter("score")
 
 
-PARTIAL_MIN = 64
+PARTIAL_MIN: Final = 64
 """Below this many candidates a best-k choice simply sorts them all."""
-RANKED_MAX = 8192
+RANKED_MAX: Final = 8192
 """Candidate sets larger than this are ranked through their parts (see :meth:`Evals._sources`)."""
-LOOKUP_PER_FLATTEN = 256
+LOOKUP_PER_FLATTEN: Final = 256
 """Picking one candidate by position through the parts costs less than flattening this many."""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -56,7 +56,7 @@ class Bind:
         return (Bind, (self.pod, self.uid, self.node, self.annotations))
 
 
-EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
+EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"
 """On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
 cluster, virtual time in the simulator), written as an integer when whole."""
 

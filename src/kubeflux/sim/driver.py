@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Final
 
 from kubeflux.scheduler.interface import (
     Bind,
@@ -48,13 +47,6 @@ from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
-
-_BIND: Final = Bind
-_UNSCHEDULABLE: Final = Unschedulable
-_REJECT: Final = Reject
-_POD_WARNING: Final = PodWarning
-"""The decision classes as Final names: compiled, a C static each, where an imported name is a dict lookup at
-each use (:meth:`Simulation._apply` tests each decision's class against them)."""
 
 Progress = Callable[[float, int], None]
 """``progress(now, jobs_submitted)``, called every 256 time points (it decides itself whether to print)."""
@@ -255,12 +247,12 @@ class Simulation:
             try:
                 sp = pods.get(decision.pod)
                 if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
-                    if type(decision) is _BIND and unreserve is not None:
+                    if type(decision) is Bind and unreserve is not None:
                         why = f"pods {decision.pod!r} not found"
                         unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
                     continue
                 pod = sp.pod
-                if type(decision) is _POD_WARNING:
+                if type(decision) is PodWarning:
                     if not decision.uid or pod.uid == decision.uid:
                         cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
                     continue
@@ -270,9 +262,9 @@ class Simulation:
                     )
                     continue
                 uid = decision.uid
-                if type(decision) is _UNSCHEDULABLE:  # the pod found once, here
+                if type(decision) is Unschedulable:  # the pod found once, here
                     cluster.mark_pod_unschedulable(sp, uid, decision.message, decision.expected_start)
-                elif type(decision) is _BIND:
+                elif type(decision) is Bind:
                     error = cluster.bind_pod(sp, uid, decision.node, decision.annotations)
                     if error:
                         cluster.record_event("Warning", "FailedBinding", decision.pod, error)
@@ -280,7 +272,7 @@ class Simulation:
                             unreserve.unreserve(decision.pod, uid, decision.node, error, self.loop.now)
                     else:
                         bound += 1
-                elif type(decision) is _REJECT:
+                elif type(decision) is Reject:
                     cluster.reject(decision.pod, uid, decision.message)
             except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
                 self.problems.append(f"scheduler {name!r} sent an invalid decision, ignored: {decision!r}: {exc}")
