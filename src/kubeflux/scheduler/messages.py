@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
+from kubeflux.match.picklable import Picklable
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
 
@@ -22,7 +23,7 @@ class EventKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class ClusterEvent:
+class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
     (for DELETED, its last known state, which may be stale: a tombstone)."""
 
@@ -33,12 +34,9 @@ class ClusterEvent:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (ClusterEvent, (self.kind, self.obj))
-
 
 @dataclass(frozen=True, slots=True, init=False)
-class Bind:
+class Bind(Picklable):
     pod: str
     """The pod's ``namespace/name``."""
     uid: str
@@ -52,9 +50,6 @@ class Bind:
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Bind, (self.pod, self.uid, self.node, self.annotations))
-
 
 EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"
 """On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
@@ -67,7 +62,7 @@ def expected_start_text(expected: float) -> str:
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class Unschedulable:
+class Unschedulable(Picklable):
     pod: str
     uid: str
     message: str
@@ -82,12 +77,9 @@ class Unschedulable:
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "expected_start", expected_start)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Unschedulable, (self.pod, self.uid, self.message, self.expected_start))
-
 
 @dataclass(frozen=True, slots=True, init=False)
-class Reject:
+class Reject(Picklable):
     """The pod can never run here (e.g. it asks more than the whole cluster has); it stays Pending."""
 
     pod: str
@@ -99,12 +91,9 @@ class Reject:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "message", message)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Reject, (self.pod, self.uid, self.message))
-
 
 @dataclass(frozen=True, slots=True, init=False)
-class PodWarning:
+class PodWarning(Picklable):
     """A problem found in a pod that the scheduler reports without rejecting the pod (see
     :mod:`kubeflux.scheduler.interface`): a ``Warning`` Event with ``reason`` (e.g. ``InvalidAllocation``) and
     ``message`` on the pod ``namespace/name``."""
@@ -119,6 +108,3 @@ class PodWarning:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "message", message)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (PodWarning, (self.pod, self.uid, self.reason, self.message))
