@@ -378,23 +378,23 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
             allocated = sorted(held)
         wjob, state = job.wjob, job.final_state()
         records.append(
-            JobRecord(  # positional, in the field order (job_id, workload_name, submission_time, …): one per job
-                wjob.id,
-                workload_name,
-                job.submit,
-                job.requested_resources(),
-                wjob.requested_time,
-                state,
-                start,
-                job.finish,
-                job.first_bind,
-                job.last_bind,
-                allocated,
-                job.created,
-                1 + job.retries,
-                _why(job, state),
-                wjob.profile_name(),
-                wjob.submit_time,
+            JobRecord(
+                job_id=wjob.id,
+                workload_name=workload_name,
+                submission_time=job.submit,
+                requested_number_of_resources=job.requested_resources(),
+                requested_time=wjob.requested_time,
+                final_state=state,
+                starting_time=start,
+                finish_time=job.finish,
+                first_bind_time=job.first_bind,
+                last_bind_time=job.last_bind,
+                allocated_resources=allocated,
+                pods=job.created,
+                attempts=1 + job.retries,
+                reason=_why(job, state),
+                profile=wjob.profile_name(),
+                workload_submission_time=wjob.submit_time,
             )
         )
     return records
@@ -436,20 +436,20 @@ def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) ->
             pod = sp.pod
             ended = sp.finished_at is not None
             append(
-                PodRecord(  # positional, in the field order: a month of trace makes hundreds of thousands
-                    job_id,
-                    pod.key,
-                    pod.node_name,
-                    sp.created_at,
-                    sp.bound_at,
-                    sp.running_at,
-                    sp.computing_at,
-                    sp.finished_at,
-                    str(pod.phase),  # a StrEnum's text: its value (``.value`` is a property, run interpreted)
-                    (sp.reason or sp.container_reason) if ended else "",
-                    sp.exit_code if ended else None,
-                    _pod_ids(sp, bases),
-                    sp.status_message if ended else sp.unschedulable_message,
+                PodRecord(
+                    job_id=job_id,
+                    pod=pod.key,
+                    node=pod.node_name,
+                    created_time=sp.created_at,
+                    bind_time=sp.bound_at,
+                    running_time=sp.running_at,
+                    compute_time=sp.computing_at,
+                    end_time=sp.finished_at,
+                    phase=str(pod.phase),
+                    reason=(sp.reason or sp.container_reason) if ended else "",
+                    exit_code=sp.exit_code if ended else None,
+                    resources=_pod_ids(sp, bases),
+                    message=sp.status_message if ended else sp.unschedulable_message,
                 )
             )
     return records
