@@ -110,7 +110,8 @@ def test_a_value_comes_back_from_pickle_as_it_was(value: Picklable) -> None:
     back = pickle.loads(pickle.dumps(value))
     assert type(back) is type(value)
     assert [getattr(back, f.name) for f in dataclasses.fields(value)] == [  # type: ignore[arg-type]
-        getattr(value, f.name) for f in dataclasses.fields(value)  # type: ignore[arg-type]
+        getattr(value, f.name)
+        for f in dataclasses.fields(value)  # type: ignore[arg-type]
     ]
 
 
