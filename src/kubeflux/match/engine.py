@@ -82,7 +82,7 @@ class JobInfo(Picklable):
     overhead: float
 
     def __init__(self, jobid: int, state: JobState, at: int, jobspec: str, overhead: float) -> None:
-        self.jobid = jobid  # (written out, native when compiled: see scoring.EdgeEval)
+        self.jobid = jobid  # (written out: see docs/native.md)
         self.state = state
         self.at = at
         self.jobspec = jobspec
@@ -141,7 +141,7 @@ class MatchResult(Picklable):
         consumed_id: bool = True,
         now: int = 0,
         placements: tuple[Placement, ...] = (),
-    ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.jobid = jobid
         self.matched = matched
         self.at = at

@@ -104,7 +104,7 @@ class Evaluation:
         applied: int = -1,
         group: EdgeGroup | None = None,
         run: LeafRun | None = None,
-    ) -> None:  # (written out, native when compiled: see EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.ok = ok
         self.x_in = x_in
         self.avail = avail
@@ -168,7 +168,7 @@ class Pool:
 
     def __init__(
         self, jobid: int, run: LeafRun, at: int, duration: int, alloc_type: AllocType, total: int
-    ) -> None:  # (written out, native when compiled: see EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.jobid = jobid
         self.run = run
         self.at = at

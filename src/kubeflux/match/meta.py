@@ -42,7 +42,7 @@ class JobMeta:
 
     def __init__(
         self, jobid: int, at: int, duration: int, alloc_type: AllocType = AllocType.ALLOCATE, now: int = 0
-    ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.jobid = jobid
         self.at = at
         self.duration = duration

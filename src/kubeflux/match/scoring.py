@@ -27,9 +27,7 @@ MATCH_MET: Final = 1
 class EdgeEval:
     """One edge into a candidate: how many units it offers (``count``) and will take (``needs``).
 
-    Its ``__init__`` is written out, not generated (``init=False``): compiled (mypyc), a dataclass's generated
-    ``__init__`` stays interpreted Python, several times slower than a native one, and the walks make one per
-    candidate edge. The same holds for :class:`EdgeGroup` and the engine's other per-match records."""
+    Its ``__init__`` is written out (the walks make one per candidate edge; see docs/native.md)."""
 
     count: int
     needs: int
@@ -63,7 +61,7 @@ class EdgeGroup:
         root: bool = False,
         task_label: str = "",
         edges: list[EdgeEval] | None = None,
-    ) -> None:  # (written out: see EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.score = score
         self.count = count
         self.needs = needs

@@ -1,9 +1,8 @@
 """The values a shell and a scheduler core exchange: cluster events in, decisions out (see
 :mod:`kubeflux.scheduler.interface` for the contract).
 
-Each class has its own ``__init__`` rather than the one :mod:`dataclasses` generates: compiled (mypyc), that one
-stays interpreted Python and sets each field of a frozen object through ``object.__setattr__``; a scheduling pass
-makes one decision per pending pod, and the simulator one event per change, so construction is a hot path.
+Each class writes its own ``__init__`` (see docs/native.md): a scheduling pass makes one decision per pending pod,
+and the simulator one event per change, so construction is a hot path.
 """
 
 from __future__ import annotations
