@@ -172,3 +172,16 @@ def test_under_ci_a_failed_compile_fails_make(ci: str, strict: bool) -> None:
         "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.apiobjects, kubeflux.sim not compiled, all runs in "
         "pure Python: no C compiler (/nonexistent/cc)"
     ]
+
+
+@pytest.mark.skipif(not kubeflux.match.COMPILED, reason="compares compiled with pure; this run is pure")
+def test_whole_workloads_run_compiled_give_the_pure_runs_answers() -> None:
+    """Some cases of tools/native_diff.py (all of them: ``python tools/native_diff.py --compare``): every job's
+    and pod's times, nodes, resource ids and messages the same compiled and pure (KUBEFLUX_PURE=1)."""
+    only = "kubeflux-conservative-0"  # every kind of workload, on uniform and mixed nodes: 8 runs
+    command = [sys.executable, str(REPO / "tools" / "native_diff.py"), "--json", "--seeds", "1", "--only", only]
+    compiled = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    pure_env = {**os.environ, "KUBEFLUX_PURE": "1"}
+    pure = json.loads(subprocess.run(command, env=pure_env, capture_output=True, text=True, check=True).stdout)
+    assert compiled["engine"].count("compiled (mypyc") == 3 and "KUBEFLUX_PURE" in pure["engine"]
+    assert compiled["digests"] and compiled["digests"] == pure["digests"]

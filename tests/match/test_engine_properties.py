@@ -283,6 +283,7 @@ def test_an_engine_that_forgets_cancelled_jobs_keeps_only_live_ones() -> None:
     assert with_history.jobs[jobid].state == JobState.CANCELED
 
 
+@pytest.mark.pure_engine  # patches REQUESTS_KEPT, a Final constant compiled code inlines
 def test_a_scheduler_matching_ever_new_jobspecs_keeps_a_bounded_number_of_request_signatures() -> None:
     """Each pod brings its own jobspec object; the engine keeps the requests of the last few only, and the
     traverser's shape signatures of the dropped ones must go with them."""

@@ -13,7 +13,9 @@ from kubeflux.scheduler.informer import BIND_BACKOFF
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
+    ClusterEvent,
     Decision,
+    EventKind,
     Reject,
     Unschedulable,
 )
@@ -674,3 +676,23 @@ def test_a_gang_whose_members_only_fit_nodes_that_do_not_admit_them_is_rejected(
     cluster.nodes["w1"] = node("w1", labels={"zone": "b"})
     cluster.tell(MODIFIED, cluster.nodes["w1"])
     assert len(bound(cluster.run(1.0))) == 2
+
+
+def test_a_users_subclass_of_kubeflux_schedules_as_kubeflux_does() -> None:
+    """The scheduler core is a class users (and tests/sim/test_status_updates.py) extend, e.g. to count what it is
+    told; compiled, its classes allow interpreted subclasses (``@mypyc_attr(allow_interpreted_subclasses=True)``)."""
+
+    class Counting(KubefluxScheduler):
+        def __init__(self) -> None:
+            super().__init__("kubeflux")
+            self.seen = 0
+
+        def observe(self, event: ClusterEvent, now: float) -> None:
+            self.seen += 1
+            super().observe(event, now)
+
+    scheduler = Counting()
+    for obj in (node("n0"), pod("p0", 1000)):
+        scheduler.observe(ClusterEvent(EventKind.ADDED, obj), 0.0)
+    assert scheduler.seen == 2
+    assert [type(decision).__name__ for decision in scheduler.schedule(1.0)] == ["Bind"]

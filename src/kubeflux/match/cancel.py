@@ -12,11 +12,13 @@ read the current match's marks or evaluations.
 
 from __future__ import annotations
 
+from typing import Final
+
 from kubeflux.match.schedule import Schedule
 from kubeflux.match.state import WalkState
 from kubeflux.match.view import ScheduleView
 
-WIDE_CANCEL = 16
+WIDE_CANCEL: Final = 16
 """A cancel walks a vertex's children through the job's own vertices, not by visiting each child, when it has more
 children than this plus half the job's vertex count (a pod's cancel at the root of a 5,000-node cluster would
 otherwise cost 5,000 visits; a job holding many of the children is cheaper to walk child by child). Grouping the

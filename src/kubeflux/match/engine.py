@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,7 @@ from kubeflux.match.evaluation import Excluded
 from kubeflux.match.find import FindError, find, parse_expression
 from kubeflux.match.flexible import FlexibleTraverser
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
+from kubeflux.match.picklable import Picklable
 from kubeflux.match.planner import PlannerRangeError
 from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
@@ -47,9 +48,9 @@ from kubeflux.match.visit import Visit
 from kubeflux.match.writers import WRITERS, DiscardWriter, Placement, Writer, WriterError
 from kubeflux.resources.graph import CONTAINMENT, Graph, GraphFormatError, Status
 
-REQUESTS_KEPT = 256
+REQUESTS_KEPT: Final = 256
 """Jobspecs whose working copies the engine keeps for reuse."""
-DEFAULT_HORIZON = 3_153_600_000
+DEFAULT_HORIZON: Final = 3_153_600_000
 """Fluxion's default graph duration: 100 years of seconds."""
 
 
@@ -73,7 +74,7 @@ class JobState(StrEnum):
 
 
 @dataclass(slots=True, init=False)
-class JobInfo:
+class JobInfo(Picklable):
     jobid: int
     state: JobState
     at: int
@@ -81,14 +82,11 @@ class JobInfo:
     overhead: float
 
     def __init__(self, jobid: int, state: JobState, at: int, jobspec: str, overhead: float) -> None:
-        self.jobid = jobid  # (written out, native when compiled: see scoring.EdgeEval)
+        self.jobid = jobid  # (written out: see docs/native.md)
         self.state = state
         self.at = at
         self.jobspec = jobspec
         self.overhead = overhead
-
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (JobInfo, (self.jobid, self.state, self.at, self.jobspec, self.overhead))
 
 
 @dataclass(slots=True)
@@ -111,7 +109,7 @@ class MatchTimes:
 
 
 @dataclass(slots=True, init=False)
-class MatchResult:
+class MatchResult(Picklable):
     jobid: int
     matched: bool
     at: int = 0
@@ -143,7 +141,7 @@ class MatchResult:
         consumed_id: bool = True,
         now: int = 0,
         placements: tuple[Placement, ...] = (),
-    ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.jobid = jobid
         self.matched = matched
         self.at = at
@@ -155,24 +153,6 @@ class MatchResult:
         self.consumed_id = consumed_id
         self.now = now
         self.placements = placements
-
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (
-            MatchResult,
-            (
-                self.jobid,
-                self.matched,
-                self.at,
-                self.satisfiable,
-                self.resources,
-                self.error,
-                self.errno,
-                self.elapsed,
-                self.consumed_id,
-                self.now,
-                self.placements,
-            ),
-        )
 
     @property
     def reserved(self) -> bool:

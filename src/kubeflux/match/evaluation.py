@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -18,9 +18,9 @@ import numpy.typing as npt
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
 
-CACHE_PER_VERTEX = 8
+CACHE_PER_VERTEX: Final = 8
 """Evaluations kept per vertex (one per request shape and time window); the oldest is dropped first."""
-BLOCK = 32
+BLOCK: Final = 32
 """Children per block when a wide vertex's static explore is cached block by block."""
 
 T = TypeVar("T")
@@ -104,7 +104,7 @@ class Evaluation:
         applied: int = -1,
         group: EdgeGroup | None = None,
         run: LeafRun | None = None,
-    ) -> None:  # (written out, native when compiled: see EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.ok = ok
         self.x_in = x_in
         self.avail = avail
@@ -168,7 +168,7 @@ class Pool:
 
     def __init__(
         self, jobid: int, run: LeafRun, at: int, duration: int, alloc_type: AllocType, total: int
-    ) -> None:  # (written out, native when compiled: see EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.jobid = jobid
         self.run = run
         self.at = at
@@ -210,9 +210,9 @@ class Layout:
     """Per vertex type, whether none of its vertices has children, and the graph's size when that was found."""
 
 
-POSITIONS_AT_ONCE = 512
+POSITIONS_AT_ONCE: Final = 512
 """Children whose exclusion :func:`allowed_positions` asks about at a time (a walk mostly stops at the first)."""
-POSITIONS_FIRST = 8
+POSITIONS_FIRST: Final = 8
 """Allowed positions :func:`allowed_positions` lists first out of one mask (then four times as many each time)."""
 
 

@@ -16,6 +16,7 @@ It differs from the simple traverser in four places, each mirrored here:
 from __future__ import annotations
 
 import dataclasses
+from typing import Final
 
 from kubeflux.match.evaluation import Kids
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
@@ -28,8 +29,8 @@ from kubeflux.match.traverser import Traverser
 from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
-XOR_SLOT = "xor_slot"
-MAX_VARIANTS = 4096
+XOR_SLOT: Final = "xor_slot"
+MAX_VARIANTS: Final = 4096
 """The most requests a jobspec's xor_slot choices may expand to."""
 
 Counts = tuple[tuple[str, int], ...]

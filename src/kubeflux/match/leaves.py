@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
 from operator import gt, itemgetter, lt
+from typing import Final
 
 from kubeflux.match.evaluation import FAILED, NO_LEAD, Evaluation, LeafRun
 from kubeflux.match.meta import AllocType, Errno, MatchFailure
@@ -31,7 +32,7 @@ MatchKind = tuple[str, list[Request], int, str, bool]
 """What :meth:`Traverser._match_kind` answers: (kind, next resources, nslots, slot label, pristine)."""
 KindPlan = tuple[list[Request], Request | None, MatchKind, MatchKind]
 """A request list, the slot a vertex must fit, the answer if it does, the answer otherwise."""
-KINDS_KEPT = 4096
+KINDS_KEPT: Final = 4096
 """Answers of :func:`kind_plan` kept (by request list and vertex type) before they are forgotten."""
 LeafCandidate = tuple[int, int, int, int]
 """A qualified leaf: (score, units available, edge, uid)."""

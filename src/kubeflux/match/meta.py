@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import Final
 
-ANY_TYPE = "ALL"
+ANY_TYPE: Final = "ALL"
 
 
 class AllocType(IntEnum):
@@ -41,7 +42,7 @@ class JobMeta:
 
     def __init__(
         self, jobid: int, at: int, duration: int, alloc_type: AllocType = AllocType.ALLOCATE, now: int = 0
-    ) -> None:  # (written out, native when compiled: see scoring.EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.jobid = jobid
         self.at = at
         self.duration = duration

@@ -12,23 +12,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from kubeflux.match import stdsort
 
-MATCH_UNMET = 0
-MATCH_MET = 1
+MATCH_UNMET: Final = 0
+MATCH_MET: Final = 1
 
 
 @dataclass(slots=True, init=False)
 class EdgeEval:
     """One edge into a candidate: how many units it offers (``count``) and will take (``needs``).
 
-    Its ``__init__`` is written out, not generated (``init=False``): compiled (mypyc), a dataclass's generated
-    ``__init__`` stays interpreted Python, several times slower than a native one, and the walks make one per
-    candidate edge. The same holds for :class:`EdgeGroup` and the engine's other per-match records."""
+    Its ``__init__`` is written out (the walks make one per candidate edge; see docs/native.md)."""
 
     count: int
     needs: int
@@ -62,7 +61,7 @@ class EdgeGroup:
         root: bool = False,
         task_label: str = "",
         edges: list[EdgeEval] | None = None,
-    ) -> None:  # (written out: see EdgeEval)
+    ) -> None:  # (written out: see docs/native.md)
         self.score = score
         self.count = count
         self.needs = needs
@@ -75,11 +74,11 @@ class EdgeGroup:
 _SCORE = attrgetter("score")
 
 
-PARTIAL_MIN = 64
+PARTIAL_MIN: Final = 64
 """Below this many candidates a best-k choice simply sorts them all."""
-RANKED_MAX = 8192
+RANKED_MAX: Final = 8192
 """Candidate sets larger than this are ranked through their parts (see :meth:`Evals._sources`)."""
-LOOKUP_PER_FLATTEN = 256
+LOOKUP_PER_FLATTEN: Final = 256
 """Picking one candidate by position through the parts costs less than flattening this many."""
 
 

@@ -18,6 +18,8 @@ count may stop once it reaches ``N`` (a partial count is never kept).
 
 from __future__ import annotations
 
+from typing import Final
+
 from kubeflux.match.evaluation import BLOCK, CacheTable, Layout, cached
 from kubeflux.match.meta import AllocType, JobMeta
 from kubeflux.match.request import Request
@@ -28,7 +30,7 @@ Elements = tuple[tuple[str, int], ...]
 """A slot's elements: (leaf type, the fewest units one slot takes of it)."""
 UNBOUNDED = 1 << 40
 """The bound of a child whose filter tracks none of the slot's types (nothing is known of it)."""
-COUNTS_KEPT = 16
+COUNTS_KEPT: Final = 16
 """Counts kept per span of the root's children, one per shape and window; the oldest is dropped first."""
 BOUNDED_OPS = (AllocType.ALLOCATE_ORELSE_RESERVE,)
 """The walks bounded: those at the later start times a reservation tries, where most walks fail. A walk at now

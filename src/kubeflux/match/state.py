@@ -11,13 +11,13 @@ to find the edges and parents it stamps; it never changes the schedule.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.match.evaluation import LEAD, NO_LEAD, NOT_LEAD, Evaluation, LeafRun, Mark
 from kubeflux.match.scoring import Scoring
 from kubeflux.match.view import ScheduleView
 
-SLOT = "slot"
+SLOT: Final = "slot"
 
 
 class WalkState:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
+from kubeflux.match.picklable import Picklable
 from kubeflux.resources.graph import CONTAINMENT, Graph, Vertex, id_from_name_suffix
 from kubeflux.resources.jgf import vertex_metadata
 
@@ -25,7 +26,7 @@ Memo = dict[object, str] | None
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class Placement:
+class Placement(Picklable):
     """What a match took on one node: the node and the core/gpu vertex names it took there. (Its own
     ``__init__``: compiled, the one :mod:`dataclasses` generates stays interpreted; one per match and bound pod.)"""
 
@@ -37,9 +38,6 @@ class Placement:
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "cores", cores)
         object.__setattr__(self, "gpus", gpus)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Placement, (self.node, self.cores, self.gpus))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

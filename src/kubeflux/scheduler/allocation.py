@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -29,7 +29,7 @@ __all__ = [
     "recorded_allocation",
 ]
 
-ALLOCATION_ANNOTATION = "kubeflux.io/allocation"
+ALLOCATION_ANNOTATION: Final = "kubeflux.io/allocation"
 """Written on every pod kubeflux binds: JSON with the engine job id, node, cores, gpus, start and duration."""
 
 _FLOAT_MAX = sys.float_info.max

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from kubeflux.scheduler.objects import (
     CPU,
@@ -63,14 +64,14 @@ __all__ = [
     "untolerated_taint",
 ]
 
-EPHEMERAL_STORAGE = "ephemeral-storage"
-UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
+UNSCHEDULABLE_TAINT_KEY: Final = "node.kubernetes.io/unschedulable"
 NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", value="", effect="NoSchedule")
 
-REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-REASON_TOO_MANY_PODS = "Too many pods"
-NO_NODES_MESSAGE = "no nodes available to schedule pods"
+REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+REASON_NODE_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
+REASON_TOO_MANY_PODS: Final = "Too many pods"
+NO_NODES_MESSAGE: Final = "no nodes available to schedule pods"
 """kube-scheduler's ``ErrNoNodesAvailable``, used when the cluster has no node at all."""
 
 _FILTERED_EFFECTS = ("NoSchedule", "NoExecute")

@@ -51,6 +51,7 @@ from __future__ import annotations
 import operator
 from collections import Counter, deque
 from enum import StrEnum
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -77,7 +78,7 @@ from kubeflux.scheduler.translate import NodeShape, PodRequestError
 __all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
 
-NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
+NO_SHARE_REASON: Final = "node(s) are not available to kubeflux under its sharing policy"
 
 
 class Backfill(StrEnum):

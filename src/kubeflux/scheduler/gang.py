@@ -30,10 +30,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 __all__ = ["DEFAULT_BUDGET", "EXHAUSTED", "Exhausted", "GangMember", "assign"]
 
-DEFAULT_BUDGET = 20_000
+DEFAULT_BUDGET: Final = 20_000
 """Node trials before a search gives up: a few milliseconds of work, far more than any gang of alike members or a
 launcher-plus-workers gang needs (those take one trial per member)."""
 

@@ -20,7 +20,7 @@ import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,7 @@ from kubeflux.scheduler.translate import Placement, PlacementWriter
 
 __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes", "ReleaseLog"]
 
-CLUSTER_NAME = "kubeflux"
+CLUSTER_NAME: Final = "kubeflux"
 _CHANGES_KEPT = 4096
 """Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
 _FREED_KEPT = 1 << 16

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
@@ -43,7 +43,7 @@ from kubeflux.scheduler.validation import InvalidObject, check_group, check_node
 
 __all__ = ["BIND_BACKOFF", "Informer"]
 
-BIND_BACKOFF = 1.0
+BIND_BACKOFF: Final = 1.0
 """Seconds a pod whose Bind was refused waits before it is tried again (kube-scheduler's
 ``podInitialBackoffSeconds``)."""
 

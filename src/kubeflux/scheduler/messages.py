@@ -1,9 +1,8 @@
 """The values a shell and a scheduler core exchange: cluster events in, decisions out (see
 :mod:`kubeflux.scheduler.interface` for the contract).
 
-Each class has its own ``__init__`` rather than the one :mod:`dataclasses` generates: compiled (mypyc), that one
-stays interpreted Python and sets each field of a frozen object through ``object.__setattr__``; a scheduling pass
-makes one decision per pending pod, and the simulator one event per change, so construction is a hot path.
+Each class writes its own ``__init__`` (see docs/native.md): a scheduling pass makes one decision per pending pod,
+and the simulator one event per change, so construction is a hot path.
 """
 
 from __future__ import annotations
@@ -12,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Final
 
+from kubeflux.match.picklable import Picklable
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
 
@@ -24,7 +24,7 @@ class EventKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class ClusterEvent:
+class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
     (for DELETED, its last known state, which may be stale: a tombstone)."""
 
@@ -35,12 +35,9 @@ class ClusterEvent:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (ClusterEvent, (self.kind, self.obj))
-
 
 @dataclass(frozen=True, slots=True, init=False)
-class Bind:
+class Bind(Picklable):
     pod: str
     """The pod's ``namespace/name``."""
     uid: str
@@ -54,11 +51,8 @@ class Bind:
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Bind, (self.pod, self.uid, self.node, self.annotations))
 
-
-EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
+EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"
 """On a pending pod: when its reservation lets it start, in seconds on the scheduler's clock (Unix time on a real
 cluster, virtual time in the simulator), written as an integer when whole."""
 
@@ -88,7 +82,7 @@ def expected_start_annotations(text: str | None) -> dict[str, str | None]:
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class Unschedulable:
+class Unschedulable(Picklable):
     pod: str
     uid: str
     message: str
@@ -103,12 +97,9 @@ class Unschedulable:
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "expected_start", expected_start)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Unschedulable, (self.pod, self.uid, self.message, self.expected_start))
-
 
 @dataclass(frozen=True, slots=True, init=False)
-class Reject:
+class Reject(Picklable):
     """The pod can never run here (e.g. it asks more than the whole cluster has); it stays Pending."""
 
     pod: str
@@ -120,12 +111,9 @@ class Reject:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "message", message)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (Reject, (self.pod, self.uid, self.message))
-
 
 @dataclass(frozen=True, slots=True, init=False)
-class PodWarning:
+class PodWarning(Picklable):
     """A problem found in a pod that the scheduler reports without rejecting the pod (see
     :mod:`kubeflux.scheduler.interface`): a ``Warning`` Event with ``reason`` (e.g. ``InvalidAllocation``) and
     ``message`` on the pod ``namespace/name``."""
@@ -140,6 +128,3 @@ class PodWarning:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "message", message)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # compiled, a class with its own __init__ is not rebuilt field by field
-        return (PodWarning, (self.pod, self.uid, self.reason, self.message))

@@ -13,38 +13,27 @@ simulator, Unix time on a real cluster).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
-CPU = "cpu"
-MEMORY = "memory"
-GPU = "nvidia.com/gpu"
-PODS = "pods"
+from kubeflux.scheduler.phase import PodPhase as PodPhase  # defined in a compiled module: see there
 
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-NATIVE_GROUP_SUFFIX = " (scheduling.k8s.io)"
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+GPU: Final = "nvidia.com/gpu"
+PODS: Final = "pods"
+
+POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
+"""The label that makes a pod a member of a PodGroup (the coscheduling plugin's convention)."""
+NATIVE_GROUP_SUFFIX: Final = " (scheduling.k8s.io)"
 """Ends the key of a Kubernetes-own PodGroup (``scheduling.k8s.io``), so that it and a coscheduling PodGroup of
 the same name are two gangs."""
-"""The label that makes a pod a member of a PodGroup (the coscheduling plugin's convention)."""
 
-WALLTIME_ANNOTATION = "kubeflux.io/walltime"
+WALLTIME_ANNOTATION: Final = "kubeflux.io/walltime"
 """A pod's walltime estimate (seconds, or a Go duration such as ``1h``): backfilling schedulers take a job's
 expected end as its start plus this. The simulator writes it from the workload's requested time (or, when
 unknown, the run time)."""
 
 ResourceList = dict[str, int]
-
-
-class PodPhase(StrEnum):
-    PENDING = "Pending"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    UNKNOWN = "Unknown"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
+from typing import Final
 
 from kubeflux.match.engine import EngineError, MatchOp, MatchResult
 from kubeflux.scheduler.allocation import Allocation
@@ -37,10 +38,10 @@ from kubeflux.scheduler.translate import (
 
 __all__ = ["EXACT_ROUNDS", "REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Assignment", "Placer"]
 
-REASON_RESERVED = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
-REASON_HELD_WHOLE = "node(s) were held whole by a node-exclusive job"
-REASON_NOT_EMPTY = "node(s) were not empty for the pod's planned time (its match policy holds a node whole)"
-EXACT_ROUNDS = 4
+REASON_RESERVED: Final = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
+REASON_HELD_WHOLE: Final = "node(s) were held whole by a node-exclusive job"
+REASON_NOT_EMPTY: Final = "node(s) were not empty for the pod's planned time (its match policy holds a node whole)"
+EXACT_ROUNDS: Final = 4
 """Searches per start time: after each, the node whose cores could not give what its planner's count promised is
 counted core by core in the next."""
 _UNLIMITED = 1 << 62

@@ -14,6 +14,7 @@ again on the next.
 from __future__ import annotations
 
 from collections import deque
+from typing import Final
 
 from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.scheduler.books import ClusterBooks
@@ -27,7 +28,7 @@ from kubeflux.scheduler.translate import Placement, gang_jobspec
 
 __all__ = ["RESERVE_TRIES", "Reserver"]
 
-RESERVE_TRIES = 64
+RESERVE_TRIES: Final = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from kubeflux.scheduler.objects import PODS, Node, ResourceList
 
@@ -29,7 +29,7 @@ __all__ = [
     "sharing_policy",
 ]
 
-EXCLUSIVE_LABEL = "kubeflux.io/owner"
+EXCLUSIVE_LABEL: Final = "kubeflux.io/owner"
 
 
 class SharingPolicy(Protocol):

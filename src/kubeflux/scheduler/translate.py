@@ -42,6 +42,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.policy import parse_policy
@@ -73,15 +74,15 @@ __all__ = [
     "whole_cores",
 ]
 
-POLICY_ANNOTATION = "kubeflux.io/match-policy"
+POLICY_ANNOTATION: Final = "kubeflux.io/match-policy"
 """A pod's own match policy (``first``, ``low``, ``lonode``, ``hinode`` …), overriding the profile's."""
-DURATION_ANNOTATION = "kubeflux.io/duration"
+DURATION_ANNOTATION: Final = "kubeflux.io/duration"
 """How long the pod's allocation is planned for: seconds, or a Go duration (``90m``)."""
-TASK_LABEL = "task"
-MILLICORES = 1000
-SOCKETS_LABEL = "kubeflux.io/sockets"
+TASK_LABEL: Final = "task"
+MILLICORES: Final = 1000
+SOCKETS_LABEL: Final = "kubeflux.io/sockets"
 """The node label the simulator writes for a node's socket count (``kubeflux simulate --sockets``)."""
-MAX_SOCKETS = 1024
+MAX_SOCKETS: Final = 1024
 """The most sockets a node may be given (a label asking more is a mistake, not a machine)."""
 DEFAULT_GPU_RESOURCES = (GPU,)
 

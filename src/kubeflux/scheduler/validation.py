@@ -20,6 +20,7 @@ The allocation annotation kubeflux writes on the pods it binds is read back and 
 from __future__ import annotations
 
 import sys
+from typing import Final
 
 from kubeflux.scheduler.objects import (
     CPU,
@@ -51,7 +52,7 @@ __all__ = [
 
 _POD_MAPPINGS = ("labels", "annotations", "node_selector")
 
-NODE_VERTICES_LIMIT = 65_536
+NODE_VERTICES_LIMIT: Final = 65_536
 """The most whole cores, and the most gpus, a node may have: each is a vertex of the engine's graph, so a node
 claiming ``cpu: 1e30`` would otherwise make the scheduler build vertices for ever. A pod asking more can never run
 (and its jobspec could not even say how many it asks)."""

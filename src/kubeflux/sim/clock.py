@@ -29,6 +29,7 @@ import heapq
 import math
 from collections.abc import Callable
 from enum import IntEnum
+from heapq import heappop, heappush
 from typing import Any, Final
 
 
@@ -43,10 +44,6 @@ class Priority(IntEnum):
 
 
 Callback = Callable[[Any], None]
-
-_heappush: Final = heapq.heappush
-_heappop: Final = heapq.heappop
-"""Final: compiled, a C static each (``heapq.heappush`` is two lookups at each call)."""
 
 
 _PENDING: Final = 0
@@ -115,7 +112,7 @@ class EventLoop:
             raise ValueError(f"cannot schedule at {at}: the clock is already at {self.now}")
         sequence = self._sequence
         self._sequence = sequence + 1
-        _heappush(self._heap, (at, priority, sequence, callback, payload))
+        heappush(self._heap, (at, priority, sequence, callback, payload))
 
     def schedule_cancellable(self, at: float, priority: int, callback: Callback, payload: Any = None) -> Handle:
         """:meth:`schedule`, returning a :class:`Handle` that can drop the entry."""
@@ -138,7 +135,7 @@ class EventLoop:
         """Pop the cancelled entries off the top of the heap."""
         heap = self._heap
         while heap and heap[0][3] is _fire and heap[0][4]._state == _CANCELLED:
-            _heappop(heap)
+            heappop(heap)
             self._cancelled -= 1
 
     def peek(self) -> float:
@@ -151,7 +148,7 @@ class EventLoop:
         """Advance to the next entry and run it. Raises IndexError when nothing is scheduled."""
         if self._cancelled:
             self._drop_cancelled()
-        at, _priority, _seq, callback, payload = _heappop(self._heap)
+        at, _priority, _seq, callback, payload = heappop(self._heap)
         self.now = at
         self.processed += 1
         callback(payload)
@@ -164,7 +161,7 @@ class EventLoop:
         heap = self._heap
         at = heap[0][0]
         self.now = at
-        pop = _heappop
+        pop = heappop
         count = 0
         while heap and heap[0][0] == at:
             entry = pop(heap)

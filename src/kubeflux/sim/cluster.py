@@ -45,7 +45,6 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Iterable
-from typing import Final
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
@@ -60,21 +59,6 @@ from kubeflux.sim.resourceids import ResourceIds, Usage, has_ids
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 
 Observer = Callable[[ClusterEvent, float], None]
-
-# Names used on every event, as Final: compiled, a Final module name is a C static, where any other module-level
-# name (an import from an interpreted module included) is a dict lookup at each use. Classes are called by their
-# own names: called through an alias, a compiled class is a generic Python call, not its native constructor.
-_ADDED: Final = EventKind.ADDED
-_MODIFIED: Final = EventKind.MODIFIED
-_DELETED: Final = EventKind.DELETED
-_PENDING: Final = PodPhase.PENDING
-_RUNNING: Final = PodPhase.RUNNING
-_SUCCEEDED: Final = PodPhase.SUCCEEDED
-_FAILED: Final = PodPhase.FAILED
-_EXPECTED_START: Final = EXPECTED_START_ANNOTATION
-_KUBE_JOB: Final = JobKind.JOB
-_RELEASE: Final = Priority.RELEASE
-_STAGE: Final = Priority.STAGE
 
 
 class Cluster:
@@ -162,7 +146,7 @@ class Cluster:
     def announce_nodes(self) -> None:
         """Emit ADDED for every node (call once, after the observers subscribed)."""
         for node in self.nodes:
-            self._emit(_ADDED, node)
+            self._emit(EventKind.ADDED, node)
 
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
         self._send(ClusterEvent(kind, obj))
@@ -172,7 +156,7 @@ class Cluster:
         updates (an observer reads the pod during ``observe``, whichever event object brought it)."""
         event = sp.modified
         if event is None:
-            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
+            event = sp.modified = ClusterEvent(EventKind.MODIFIED, sp.pod)
         self._send(event)
 
     def _send(self, event: ClusterEvent) -> None:
@@ -212,7 +196,7 @@ class Cluster:
         node = self._node(name)
         if node.unschedulable != unschedulable:
             node.unschedulable = unschedulable
-            self._emit(_MODIFIED, node)
+            self._emit(EventKind.MODIFIED, node)
 
     def node_down(self, name: str) -> None:
         """The node stops reporting: NotReady, and its pods are evicted at once (Failed ``NodeLost``, deleted)."""
@@ -220,19 +204,21 @@ class Cluster:
         if not node.ready:
             return
         node.ready = False
-        self._emit(_MODIFIED, node)
+        self._emit(EventKind.MODIFIED, node)
         index = self.node_index[name]
         victims = [sp for sp in self.pods.values() if sp.node_index == index and sp.finished_at is None]
         for sp in victims:
             if sp.finished_at is None:  # not ended meanwhile with a coupled peer
-                self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} which was running pod is unresponsive")
+                self._end(
+                    sp, PodPhase.FAILED, 137, "Error", "NodeLost", f"Node {name} which was running pod is unresponsive"
+                )
             self._remove(sp)
 
     def node_up(self, name: str) -> None:
         node = self._node(name)
         if not node.ready:
             node.ready = True
-            self._emit(_MODIFIED, node)
+            self._emit(EventKind.MODIFIED, node)
 
     def schedule_outage(self, outage: NodeOutage) -> None:
         self._node(outage.node)
@@ -252,7 +238,7 @@ class Cluster:
     def add_node(self, node: Node) -> None:
         """A node joins the cluster now (ADDED). Raises ValueError on a duplicate name or a bad allocatable."""
         self._add_node(node)
-        self._emit(_ADDED, node)
+        self._emit(EventKind.ADDED, node)
 
     def remove_node(self, name: str) -> None:
         """``kubectl delete node`` now: its unfinished pods fail (``NodeLost``) and are deleted, as the pod
@@ -262,10 +248,10 @@ class Cluster:
         index = self.node_index[name]
         for sp in [sp for sp in self.pods.values() if sp.node_index == index and sp.finished_at is None]:
             if sp.finished_at is None:  # not ended meanwhile with a coupled peer
-                self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {name} was deleted")
+                self._end(sp, PodPhase.FAILED, 137, "Error", "NodeLost", f"Node {name} was deleted")
             self._remove(sp)
         del self.node_index[name]
-        self._emit(_DELETED, node)
+        self._emit(EventKind.DELETED, node)
 
     def update_node(
         self,
@@ -299,7 +285,7 @@ class Cluster:
             self.ids.resize(index, was, allocatable)
             self.total_cores += max(allocatable.get(CPU, 0) // 1000 - was.get(CPU, 0) // 1000, 0)
         self.nodes[index] = node
-        self._emit(_MODIFIED, node)
+        self._emit(EventKind.MODIFIED, node)
 
     def current_nodes(self) -> list[Node]:
         """The nodes in the cluster now (not those removed), in the order they joined."""
@@ -341,7 +327,7 @@ class Cluster:
             )
             job.group_key = group.key
             self.groups[group.key] = group
-            self._emit(_ADDED, group)
+            self._emit(EventKind.ADDED, group)
         if wjob.kind is JobKind.JOB:
             self.job_controller.start(job)
         else:
@@ -373,7 +359,7 @@ class Cluster:
             t.tolerations,
             t.required_node_affinity,
             "",
-            _PENDING,
+            PodPhase.PENDING,
             False,
             t.active_deadline_seconds,
             timing.owner,
@@ -395,7 +381,7 @@ class Cluster:
         job.active += 1
         job.pods.append(sp)
         self.pods[key] = sp
-        self._emit(_ADDED, pod)
+        self._emit(EventKind.ADDED, pod)
 
     # -- scheduler decisions -----------------------------------------------------------------------------------
     def bind(self, key: str, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
@@ -443,20 +429,22 @@ class Cluster:
         short = self._admit(sp, index)
         if short:
             message = f"Pod was rejected: Node didn't have enough resource: {short}"
-            self._end(sp, _FAILED, 0, "", f"OutOf{short}", message)
+            self._end(sp, PodPhase.FAILED, 0, "", f"OutOf{short}", message)
             self.record_event("Warning", f"OutOf{short}", pod.key, message)
             return ""
         if not self.nodes[index].ready:
             node = self.nodes[index]
             self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)
-            self._end(sp, _FAILED, 137, "Error", "NodeLost", f"Node {node.name} which was running pod is unresponsive")
+            self._end(
+                sp, PodPhase.FAILED, 137, "Error", "NodeLost", f"Node {node.name} which was running pod is unresponsive"
+            )
             self._remove(sp)
             return ""
         if pod.active_deadline_seconds is not None:
-            self.loop.schedule(now + pod.active_deadline_seconds, _RELEASE, self._deadline, sp)
+            self.loop.schedule(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
         if sp.start_delay > 0.0:
             self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)  # allocated, idle until Running
-            self.loop.schedule(now + sp.start_delay, _STAGE, self._start, sp)
+            self.loop.schedule(now + sp.start_delay, Priority.STAGE, self._start, sp)
         else:
             self._start(sp, allocating=True)  # KWOK's fast pod-ready stage: Running at the bind's time point
         return ""
@@ -529,7 +517,7 @@ class Cluster:
         if (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
         pod = sp.pod
-        if expected_start is not None or _EXPECTED_START in pod.annotations:
+        if expected_start is not None or EXPECTED_START_ANNOTATION in pod.annotations:
             _set_expected_start(pod, expected_start)
         if self.keep_events:
             self.record_event("Warning", "FailedScheduling", pod.key, message)
@@ -548,7 +536,7 @@ class Cluster:
         self.events_emitted += 1  # emitted all the same (the figures count it), sent to those that read it
         event = sp.modified
         if event is None:
-            event = sp.modified = ClusterEvent(_MODIFIED, sp.pod)
+            event = sp.modified = ClusterEvent(EventKind.MODIFIED, sp.pod)
         now = self.loop.now
         for observe in self._status_observers:
             observe(event, now)
@@ -572,7 +560,7 @@ class Cluster:
         if sp is None:
             raise KeyError(f"pods {key!r} not found")
         if sp.finished_at is None:
-            self._end(sp, _FAILED, 137, "Error", reason, "")
+            self._end(sp, PodPhase.FAILED, 137, "Error", reason, "")
         self._remove(sp)
 
     # -- kubelet stages ----------------------------------------------------------------------------------------
@@ -584,7 +572,7 @@ class Cluster:
             return
         now = self.loop.now
         sp.running_at = now
-        sp.pod.phase = _RUNNING
+        sp.pod.phase = PodPhase.RUNNING
         job = self.jobs[sp.job_index]
         job.running_started += 1
         if job.coupled and job.start is None:
@@ -612,31 +600,31 @@ class Cluster:
         self.usage.change(now, sp.cpu, sp.timing.others, 1 if allocating else 0, 1)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
-            self.loop.schedule(now + sp.fail_after, _RELEASE, self._crash, sp)
+            self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
         elif walltime is not None and (sp.run_time is None or sp.run_time > walltime):
-            self.loop.schedule(now + walltime, _RELEASE, self._walltime, sp)
+            self.loop.schedule(now + walltime, Priority.RELEASE, self._walltime, sp)
         elif sp.run_time is not None:
-            self.loop.schedule(now + sp.run_time, _RELEASE, self._complete, sp)
+            self.loop.schedule(now + sp.run_time, Priority.RELEASE, self._complete, sp)
 
     def _complete(self, sp: SimPod) -> None:
         if sp.finished_at is None:
             code = sp.exit_code
-            phase, why = (_SUCCEEDED, "Completed") if code == 0 else (_FAILED, "Error")
+            phase, why = (PodPhase.SUCCEEDED, "Completed") if code == 0 else (PodPhase.FAILED, "Error")
             self._end(sp, phase, code, why, "", "", peers=False)
 
     def _crash(self, sp: SimPod) -> None:
         if sp.finished_at is None:
-            self._end(sp, _FAILED, sp.exit_code, "Error", "", "")
+            self._end(sp, PodPhase.FAILED, sp.exit_code, "Error", "", "")
 
     def _walltime(self, sp: SimPod) -> None:
         """A trace job reached its requested time: killed, as Batsim kills it (``COMPLETED_WALLTIME_REACHED``)."""
         if sp.finished_at is None:
-            self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", "walltime reached", peers=False)
+            self._end(sp, PodPhase.FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", "walltime reached", peers=False)
 
     def _deadline(self, sp: SimPod) -> None:
         if sp.finished_at is None:
             message = "Pod was active on the node longer than the specified deadline"
-            self._end(sp, _FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", message)
+            self._end(sp, PodPhase.FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", message)
             self.record_event("Normal", "DeadlineExceeded", sp.pod.key, message)
 
     def _end(
@@ -668,12 +656,12 @@ class Cluster:
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)
             self.idle_holding -= 1
-        job.pod_ended(phase is _SUCCEEDED, reason, now, sp.completion_index)
-        if peers and phase is _FAILED and job.coupled and job.wjob.kind is not _KUBE_JOB:
+        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
+        if peers and phase is PodPhase.FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
             self._end_peers(job, sp)
         if job.finish is not None:
             return
-        if job.wjob.kind is _KUBE_JOB:
+        if job.wjob.kind is JobKind.JOB:
             self.job_controller.pod_ended(job)
         elif job.active == 0:
             self.finish_job(job)
@@ -684,7 +672,7 @@ class Cluster:
         message = f"pod {failed.pod.key} of the coupled job ended ({failed.reason or failed.container_reason})"
         for sp in job.pods:
             if sp.finished_at is None:
-                self._end(sp, _FAILED, 137, "Error", "PeerFailed", message, peers=False)
+                self._end(sp, PodPhase.FAILED, 137, "Error", "PeerFailed", message, peers=False)
                 if sp.bound_at is None:
                     self._remove(sp)
 
@@ -693,7 +681,7 @@ class Cluster:
         if not pod.deleted:
             pod.deleted = True
             self.pods.pop(pod.key, None)
-            self._emit(_DELETED, pod)
+            self._emit(EventKind.DELETED, pod)
 
     def finish_job(self, job: SimJob) -> None:
         """``job`` ended (all its pods, or its Job controller says so): it leaves the queue figures."""
@@ -703,7 +691,7 @@ class Cluster:
             self._sample_queue()
         group = self.groups.get(job.group_key) if job.group_key else None
         if group is not None:
-            self._emit(_MODIFIED, group)
+            self._emit(EventKind.MODIFIED, group)
 
     # -- series and records ------------------------------------------------------------------------------------
     def _sample_queue(self) -> None:
@@ -767,13 +755,13 @@ class Cluster:
 def _set_expected_start(pod: Pod, expected: float | None) -> None:
     """Write (or, for None, remove) a pending pod's expected start; the annotation dict is replaced, never
     changed in place, as pods of one template may share it."""
-    current = pod.annotations.get(_EXPECTED_START)
+    current = pod.annotations.get(EXPECTED_START_ANNOTATION)
     text = None if expected is None else expected_start_text(expected)
     if current == text:
         return
-    annotations = {name: value for name, value in pod.annotations.items() if name != _EXPECTED_START}
+    annotations = {name: value for name, value in pod.annotations.items() if name != EXPECTED_START_ANNOTATION}
     if text is not None:
-        annotations[_EXPECTED_START] = text
+        annotations[EXPECTED_START_ANNOTATION] = text
     pod.annotations = annotations
 
 

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 from rich.console import Console
@@ -60,7 +60,7 @@ from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
 
 def merge_workloads(workloads: list[Workload]) -> Workload:
@@ -200,9 +200,9 @@ def _list_schedulers(console: Console) -> None:
     console.print(table)
 
 
-REPORT_WIDTH = 160
-DEFAULT_MEMORY_PER_NODE = "256Gi"
-OUTPUT_LIST = ".kubeflux-simulate"
+REPORT_WIDTH: Final = 160
+DEFAULT_MEMORY_PER_NODE: Final = "256Gi"
+OUTPUT_LIST: Final = ".kubeflux-simulate"
 """In ``--out``: the files and folders the run wrote, one per line, which ``--force`` removes before the next."""
 
 
@@ -488,7 +488,7 @@ def _tell_verdict(rows: list[dict[str, Any]], console: Console) -> None:
         console.print(escape(line), highlight=False, soft_wrap=True)
 
 
-NOTHING_RAN = 3
+NOTHING_RAN: Final = 3
 """``kubeflux simulate``'s exit code when no job of the workload finished under any scheduler."""
 
 

@@ -13,17 +13,17 @@ is a watch event like any other and this module does not import the cluster's.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.pods import TemplateTiming
 
-JOB_BACKOFF_BASE = 10.0
+JOB_BACKOFF_BASE: Final = 10.0
 """Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
-JOB_BACKOFF_CAP = 360.0
+JOB_BACKOFF_CAP: Final = 360.0
 """The back-off never exceeds 6 minutes."""
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 """The label and annotation with an Indexed Job's pod's completion index."""
 
 

@@ -16,27 +16,14 @@ from kubeflux.sim.records import FinalState, JobRecord, PodRecord
 from kubeflux.sim.resourceids import ResourceKind, has_ids, units_of
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
-READY_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
-READY_JITTER = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
-COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
-COMPLETE_JITTER = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-COUPLED_ANNOTATION = "sim.kubeflux.io/coupled"
+READY_DELAY: Final = "pod-ready.stage.kwok.x-k8s.io/delay"
+READY_JITTER: Final = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
+COMPLETE_DELAY: Final = "pod-complete.stage.kwok.x-k8s.io/delay"
+COMPLETE_JITTER: Final = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+COUPLED_ANNOTATION: Final = "sim.kubeflux.io/coupled"
 """On a Job's pod template: ``"true"`` makes its ``parallelism`` pods one coupled job (see :func:`coupled_quorum`)."""
 
-_CPU: Final = CPU
-_MEMORY: Final = MEMORY
-_GPU: Final = GPU
-_WALLTIME: Final = WALLTIME_ANNOTATION
-_GROUP_LABEL: Final = POD_GROUP_LABEL
-_TRACE: Final = JobKind.TRACE
-_JOB: Final = JobKind.JOB
-_POD_GROUP: Final = JobKind.POD_GROUP
-_SUCCESSFUL: Final = FinalState.COMPLETED_SUCCESSFULLY
-_REJECTED: Final = FinalState.REJECTED
-_NOT_FINISHED: Final = FinalState.NOT_FINISHED
-"""Names read for every pod template or job, as Final: compiled, a C static each, where an imported name is a dict
-lookup at each use (and an Enum member an attribute read too)."""
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -120,38 +107,38 @@ def timing_of(
     annotations = template.annotations
     # no estimate without a positive time: a pod of no run time (a Job's pod with no KWOK delay completes as soon
     # as it runs) is planned as running until it ends, not refused for a walltime of 0
-    if walltime is not None and walltime > 0 and _WALLTIME not in annotations:
+    if walltime is not None and walltime > 0 and WALLTIME_ANNOTATION not in annotations:
         if shared is None or annotations:
-            annotations = {**annotations, _WALLTIME: exact_seconds(walltime)}
+            annotations = {**annotations, WALLTIME_ANNOTATION: exact_seconds(walltime)}
         else:
             made = shared.get(walltime)
             if made is None:
-                made = shared[walltime] = {_WALLTIME: exact_seconds(walltime)}
+                made = shared[walltime] = {WALLTIME_ANNOTATION: exact_seconds(walltime)}
             annotations = made
     requests = template.requests  # (whole and non-negative: checked above)
     ext = others = None
-    if len(requests) > 1 or _CPU not in requests:
-        ext = {k: v for k, v in requests.items() if k not in (_CPU, _MEMORY, _GPU, "pods")} or None
-        others = {k: v for k, v in requests.items() if k not in (_CPU, "pods") and v} or None
+    if len(requests) > 1 or CPU not in requests:
+        ext = {k: v for k, v in requests.items() if k not in (CPU, MEMORY, GPU, "pods")} or None
+        others = {k: v for k, v in requests.items() if k not in (CPU, "pods") and v} or None
     kind = wjob.kind
     return TemplateTiming(
         template,
-        requests.get(_CPU, 0),
-        requests.get(_MEMORY, 0),
-        requests.get(_GPU, 0),
-        ext,
-        run_time,
-        run_jitter,
-        start_delay,
-        start_jitter,
-        template.exit_code,
-        requested if kind is _TRACE and requested > 0 else None,
-        labels,
-        annotations,
-        template.scheduler_name or primary,
-        f"Job/{wjob.name}" if kind is _JOB else "",
-        "main" if template.manifest is None else _container_name(template.manifest),
-        others,
+        cpu=requests.get(CPU, 0),
+        mem=requests.get(MEMORY, 0),
+        gpu=requests.get(GPU, 0),
+        ext=ext,
+        run_time=run_time,
+        run_jitter=run_jitter,
+        start_delay=start_delay,
+        start_jitter=start_jitter,
+        exit_code=template.exit_code,
+        walltime_kill=requested if kind is JobKind.TRACE and requested > 0 else None,
+        labels=labels,
+        annotations=annotations,
+        scheduler_name=template.scheduler_name or primary,
+        owner=f"Job/{wjob.name}" if kind is JobKind.JOB else "",
+        container_name="main" if template.manifest is None else _container_name(template.manifest),
+        others=others,
     )
 
 
@@ -172,9 +159,9 @@ def job_timing(
     """:func:`timing_of` for a pod of ``wjob``, with the labels its pods carry: the pod group's (a gang) and the
     Job's name (a ``batch/v1`` Job)."""
     labels = template.labels
-    if wjob.min_member > 0 and labels.get(_GROUP_LABEL) != wjob.name:
-        labels = {**labels, _GROUP_LABEL: wjob.name}
-    if wjob.kind is _JOB:
+    if wjob.min_member > 0 and labels.get(POD_GROUP_LABEL) != wjob.name:
+        labels = {**labels, POD_GROUP_LABEL: wjob.name}
+    if wjob.kind is JobKind.JOB:
         labels = {**labels, JOB_NAME_LABEL: wjob.name}
     return timing_of(template, wjob, lifecycle, labels, primary, shared)
 
@@ -204,11 +191,11 @@ def coupled_quorum(wjob: WorkloadJob) -> int:
 
     Raises ValueError naming the job when the annotation is neither ``"true"`` nor ``"false"``."""
     kind = wjob.kind
-    if kind is _TRACE:
+    if kind is JobKind.TRACE:
         return len(wjob.pods) if len(wjob.pods) > 1 else 0
-    if kind is _POD_GROUP:
+    if kind is JobKind.POD_GROUP:
         return wjob.min_member if wjob.min_member > 1 else 0
-    if kind is not _JOB or not wjob.pods:
+    if kind is not JobKind.JOB or not wjob.pods:
         return 0
     text = wjob.pods[0].annotations.get(COUPLED_ANNOTATION)
     if text is not None and text.strip().lower() not in ("true", "false"):
@@ -270,7 +257,7 @@ class SimJob:
         self.fill_at = -1.0
         self.sync_at = -1.0
         """When the Job controller last put off looking at this Job's ended pods (one look per instant)."""
-        gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not _JOB else 0
+        gang = min(wjob.min_member, len(wjob.pods)) if wjob.kind is not JobKind.JOB else 0
         self.start_quorum = max(gang, 1)
         self.coupled = False
         """Its pods compute together (see :func:`coupled_quorum`); :attr:`start_quorum` of them must run."""
@@ -315,12 +302,12 @@ class SimJob:
 
     def final_state(self) -> FinalState:
         if self.rejected_reason and self.first_bind is None:
-            return _REJECTED
+            return FinalState.REJECTED
         if self.finish is None:
-            return _NOT_FINISHED
+            return FinalState.NOT_FINISHED
         if self.failed_reason == "DeadlineExceeded":
             return FinalState.COMPLETED_WALLTIME_REACHED
-        if self.wjob.kind is _JOB:
+        if self.wjob.kind is JobKind.JOB:
             ok = self.succeeded >= self.wjob.completions
             return FinalState.COMPLETED_SUCCESSFULLY if ok else FinalState.COMPLETED_FAILED
         if self.deadline_hits:
@@ -329,14 +316,14 @@ class SimJob:
             return FinalState.COMPLETED_FAILED
         if self.killed:
             return FinalState.COMPLETED_KILLED
-        return _SUCCESSFUL
+        return FinalState.COMPLETED_SUCCESSFULLY
 
     def requested_resources(self) -> int:
         """What ``requested_number_of_resources`` counts (:attr:`JobRecord.requested_number_of_resources`)."""
         wjob = self.wjob
-        if wjob.kind is _TRACE and wjob.requested_processors > 0:
+        if wjob.kind is JobKind.TRACE and wjob.requested_processors > 0:
             return wjob.requested_processors
-        per_wave = wjob.parallelism if wjob.kind is _JOB else 1
+        per_wave = wjob.parallelism if wjob.kind is JobKind.JOB else 1
         return sum(pod_ids_asked(t.requests) for t in wjob.pods) * per_wave
 
 
@@ -391,23 +378,23 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
             allocated = sorted(held)
         wjob, state = job.wjob, job.final_state()
         records.append(
-            JobRecord(  # positional, in the field order (job_id, workload_name, submission_time, …): one per job
-                wjob.id,
-                workload_name,
-                job.submit,
-                job.requested_resources(),
-                wjob.requested_time,
-                state,
-                start,
-                job.finish,
-                job.first_bind,
-                job.last_bind,
-                allocated,
-                job.created,
-                1 + job.retries,
-                _why(job, state),
-                wjob.profile_name(),
-                wjob.submit_time,
+            JobRecord(
+                job_id=wjob.id,
+                workload_name=workload_name,
+                submission_time=job.submit,
+                requested_number_of_resources=job.requested_resources(),
+                requested_time=wjob.requested_time,
+                final_state=state,
+                starting_time=start,
+                finish_time=job.finish,
+                first_bind_time=job.first_bind,
+                last_bind_time=job.last_bind,
+                allocated_resources=allocated,
+                pods=job.created,
+                attempts=1 + job.retries,
+                reason=_why(job, state),
+                profile=wjob.profile_name(),
+                workload_submission_time=wjob.submit_time,
             )
         )
     return records
@@ -416,11 +403,11 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
 def _why(job: SimJob, state: FinalState) -> str:
     """What ``jobs.csv``'s ``metadata`` says of a job that was rejected, did not succeed or did not finish
     (``state``: its final state)."""
-    if state is _SUCCESSFUL:
+    if state is FinalState.COMPLETED_SUCCESSFULLY:
         return ""
-    if state is _REJECTED:
+    if state is FinalState.REJECTED:
         return f"rejected: {job.rejected_reason}"
-    if state is _NOT_FINISHED:
+    if state is FinalState.NOT_FINISHED:
         waiting = [sp for sp in job.pods if sp.bound_at is None and sp.finished_at is None]
         told = next((sp.unschedulable_message for sp in reversed(waiting) if sp.unschedulable_message), "")
         if told:
@@ -449,20 +436,20 @@ def pod_records(jobs: list[SimJob], layout: list[ResourceKind] | None = None) ->
             pod = sp.pod
             ended = sp.finished_at is not None
             append(
-                PodRecord(  # positional, in the field order: a month of trace makes hundreds of thousands
-                    job_id,
-                    pod.key,
-                    pod.node_name,
-                    sp.created_at,
-                    sp.bound_at,
-                    sp.running_at,
-                    sp.computing_at,
-                    sp.finished_at,
-                    str(pod.phase),  # a StrEnum's text: its value (``.value`` is a property, run interpreted)
-                    (sp.reason or sp.container_reason) if ended else "",
-                    sp.exit_code if ended else None,
-                    _pod_ids(sp, bases),
-                    sp.status_message if ended else sp.unschedulable_message,
+                PodRecord(
+                    job_id=job_id,
+                    pod=pod.key,
+                    node=pod.node_name,
+                    created_time=sp.created_at,
+                    bind_time=sp.bound_at,
+                    running_time=sp.running_at,
+                    compute_time=sp.computing_at,
+                    end_time=sp.finished_at,
+                    phase=str(pod.phase),
+                    reason=(sp.reason or sp.container_reason) if ended else "",
+                    exit_code=sp.exit_code if ended else None,
+                    resources=_pod_ids(sp, bases),
+                    message=sp.status_message if ended else sp.unschedulable_message,
                 )
             )
     return records

@@ -44,6 +44,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -99,7 +100,7 @@ MEAN_OVER: dict[str, str] = {
 }
 """For each average (and maximum) of :func:`summarize`, the summary key that counts the jobs it covers."""
 
-BOUNDED_SLOWDOWN_TAU = 10.0
+BOUNDED_SLOWDOWN_TAU: Final = 10.0
 """Seconds: bounded slowdown = max(1, turnaround / max(execution, tau)); short jobs do not dominate the mean."""
 
 Cell = str | int | float | None

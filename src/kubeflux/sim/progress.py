@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Final
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,7 +19,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 __all__ = ["LINE_EVERY_SECONDS", "ProgressReporter", "eta_seconds"]
 
-LINE_EVERY_SECONDS = 10.0
+LINE_EVERY_SECONDS: Final = 10.0
 """Wall seconds between two progress lines when the output is not a terminal."""
 
 

@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from kubeflux.sim.kinds import FinalState as FinalState  # defined in a compiled module: see there
 from kubeflux.sim.resourceids import ResourceKind, Series
-
-
-class FinalState(StrEnum):
-    """Batsim's final states, as written in ``jobs.csv``."""
-
-    COMPLETED_SUCCESSFULLY = "COMPLETED_SUCCESSFULLY"
-    COMPLETED_FAILED = "COMPLETED_FAILED"
-    COMPLETED_WALLTIME_REACHED = "COMPLETED_WALLTIME_REACHED"
-    COMPLETED_KILLED = "COMPLETED_KILLED"
-    REJECTED = "REJECTED"
-    NOT_FINISHED = "NOT_FINISHED"
-    """Still pending or running when the run ended (e.g. a pod that can never be placed)."""
 
 
 @dataclass(slots=True)

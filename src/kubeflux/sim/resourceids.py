@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY
 
-MAX_IDS_PER_NODE = 4096
+MAX_IDS_PER_NODE: Final = 4096
 """An extended resource with more units than this on one node is taken for an amount, not devices: no ids."""
 
 

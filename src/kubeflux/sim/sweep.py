@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
@@ -50,7 +50,7 @@ __all__ = [
     "run_task",
 ]
 
-NO_POLICY = "-"
+NO_POLICY: Final = "-"
 """The policy column of a scheduler that has no match policy (the baselines)."""
 
 

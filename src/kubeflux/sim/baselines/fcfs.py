@@ -27,13 +27,10 @@ from dataclasses import replace
 from kubeflux.scheduler.constraints import insufficient_resources, node_affinity, taint_toleration
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION, Node, Pod, PodGroup
-from kubeflux.scheduler.objects import PodPhase as _Phase
+from kubeflux.scheduler.objects import PodPhase as PodPhase
 from kubeflux.sim.baselines.capacity import NodeCapacity, is_special
 from kubeflux.sim.baselines.node_table import NodeTable
 from kubeflux.sim.jobs import parse_duration
-
-_SUCCEEDED, _FAILED = _Phase.SUCCEEDED, _Phase.FAILED
-_DELETED = EventKind.DELETED
 
 
 def walltime_of(pod: Pod) -> float:
@@ -163,8 +160,8 @@ class FCFSScheduler:
             return
         uid = pod.uid or pod.key
         phase = pod.phase
-        deleted = event.kind is _DELETED
-        if deleted or phase is _SUCCEEDED or phase is _FAILED:
+        deleted = event.kind is EventKind.DELETED
+        if deleted or phase is PodPhase.SUCCEEDED or phase is PodPhase.FAILED:
             i = self._placed.pop(uid, None)
             if i is not None:
                 self.cap.give(i, pod)
@@ -192,12 +189,12 @@ class FCFSScheduler:
     def _observe_other(self, event: ClusterEvent) -> None:
         obj = event.obj
         if type(obj) is Node:
-            if event.kind is _DELETED:
+            if event.kind is EventKind.DELETED:
                 self.cap.remove_node(obj.name)
             else:
                 self.cap.set_node(obj)
         elif type(obj) is PodGroup:
-            if event.kind is _DELETED:
+            if event.kind is EventKind.DELETED:
                 self._groups.pop(obj.key, None)
             else:
                 self._groups[obj.key] = obj.min_member

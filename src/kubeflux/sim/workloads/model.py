@@ -8,22 +8,10 @@ of how many cores) and marks the jobs that can never run. The simulator only eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from kubeflux.scheduler.objects import NodeSelectorTerm, ResourceList, Toleration
-
-
-class JobKind(StrEnum):
-    TRACE = "trace"
-    """A job of an HPC trace (SWF, Batsim): P processors for a run time; becomes a gang of pods."""
-    JOB = "job"
-    """A Kubernetes ``batch/v1`` Job: ``completions`` pods, ``parallelism`` at a time, retried up to
-    ``backoff_limit`` times."""
-    POD_GROUP = "podgroup"
-    """A ``scheduling.x-k8s.io`` PodGroup and the pods that name it."""
-    POD = "pod"
-    """A lone pod."""
+from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 
 
 @dataclass(slots=True)

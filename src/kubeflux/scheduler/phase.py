@@ -1,0 +1,22 @@
+"""A pod's phase, in a module of its own because the scheduler and the simulator read it on every event.
+
+Compiled (mypyc), a member of an enum defined in a compiled module (``PodPhase.RUNNING``) is read as a C static;
+defined in an interpreted one (:mod:`kubeflux.scheduler.objects` stays pure, see ``tools/build_native.py``) it is a
+module dictionary lookup and an attribute read at each use. :mod:`kubeflux.scheduler.objects` re-exports it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (PodPhase.SUCCEEDED, PodPhase.FAILED)
