@@ -2,7 +2,8 @@
 
 Layers, lowest first (a module may import its own unit and the units of lower layers, nothing beside or above):
 
-0. ``resources`` (the graph) and ``_native`` (which engine runs, compiled or pure; it imports no kubeflux module),
+0. ``resources`` (the graph), ``_native`` (which engine runs, compiled or pure; it imports no kubeflux module) and
+   ``wallclock`` (the wall clock ``serve`` and ``cluster serve`` share),
    1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
 4. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
    over the engine: a shell, so the engine never imports it),
@@ -27,7 +28,7 @@ from tests.shared import REPO
 SRC = REPO / "src"
 PACKAGE = "kubeflux"
 LAYERS: list[set[str]] = [
-    {"resources", "_native"},
+    {"resources", "_native", "wallclock"},
     {"jobspec"},
     {"match"},
     {"scheduler"},

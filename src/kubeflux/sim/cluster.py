@@ -38,6 +38,16 @@ scheduler sees the same pods fail.
 The cluster never builds Kubernetes JSON per pod; :func:`kubeflux.sim.podstatus.pod_status` derives it on demand.
 Events carry the live :class:`~kubeflux.scheduler.objects.Pod`: an observer reads it during ``observe`` and must
 not change it.
+
+The served cluster (``cluster serve``) runs its pods in this same class: its kubelet
+(:mod:`kubeflux.sim.apiserver.kubelet`) adds the jobs and pods the API made (:meth:`Cluster.add_job`,
+:meth:`Cluster.adopt_pod`), binds them here, and writes each change back; its Job controller is the served one
+(``job_controller=False``), and its entries are cancellable (``cancellable=True``) so that virtual time never jumps
+to a stage of a pod that has ended.
+
+Why this module is long: :class:`Cluster` now holds the one pod lifecycle of both the simulator and the served
+cluster; it is to be split by composition (node state and resource ids apart from pod lifecycles, issue 29, see
+``CLASS_SPLIT_PENDING`` in ``tests/test_architecture.py``), which brings it back under 800 lines.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ from typing import Final
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.scheduler.validation import check_node
-from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
 from kubeflux.sim.jobfields import check_job
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
@@ -90,6 +100,8 @@ class Cluster:
         workload_name: str = "",
         keep_events: bool = False,
         couple: bool = True,
+        job_controller: bool = True,
+        cancellable: bool = False,
     ) -> None:
         self.loop = loop
         self.lifecycle = lifecycle or Lifecycle()
@@ -124,8 +136,14 @@ class Cluster:
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
         self._rng = random.Random(self.lifecycle.seed)
-        self.job_controller = JobController(self, self.lifecycle.job_sync_delay)
+        self.job_controller = JobController(self, self.lifecycle.job_sync_delay) if job_controller else None
+        """The simulator's Job controller; None where another one keeps the Jobs (the served cluster's, through the
+        API): a Job's pods then come from :meth:`adopt_pod` and the cluster only runs them."""
         self.couple = couple
+        self._handles: dict[SimPod, list[Handle]] | None = {} if cancellable else None
+        """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
+        nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its
+        pod and returns."""
         self.idle_holding = 0
         """Running pods of coupled jobs holding their resources idle until their job can compute."""
         self.pending_jobs = 0
@@ -343,6 +361,8 @@ class Cluster:
             self.groups[group.key] = group
             self._emit(_ADDED, group)
         if wjob.kind is JobKind.JOB:
+            if self.job_controller is None:
+                raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
             self.job_controller.start(job)
         else:
             for i, timing in enumerate(job.timings):
@@ -391,11 +411,37 @@ class Cluster:
         sp = SimPod(pod, job.index, timing, now)
         sp.completion_index = index
         sp.draw(self.lifecycle, self._rng)
+        self._add_pod(job, sp)
+
+    def _add_pod(self, job: SimJob, sp: SimPod) -> None:
         job.created += 1
         job.active += 1
         job.pods.append(sp)
-        self.pods[key] = sp
-        self._emit(_ADDED, pod)
+        self.pods[sp.pod.key] = sp
+        self._emit(_ADDED, sp.pod)
+
+    # -- jobs and pods made elsewhere (the served cluster's API objects) ---------------------------------------
+    def add_job(self, wjob: WorkloadJob, quorum: int = 0) -> SimJob:
+        """A job whose pods are made elsewhere and join through :meth:`adopt_pod` (the served cluster's: a
+        PodGroup's, a Job's or a lone pod's, read from the API); coupled, when the cluster couples, if ``quorum``
+        > 1 (see :func:`~kubeflux.sim.jobs.coupled_quorum`). It is in :attr:`jobs` as a submitted job is."""
+        job = SimJob(wjob, len(self.jobs), self.loop.now)
+        self.jobs.append(job)
+        if self.couple and quorum > 1:
+            job.coupled, job.start_quorum = True, quorum
+        self.pending_jobs += 1
+        self._sample_queue()
+        return job
+
+    def adopt_pod(self, job: SimJob, pod: Pod, timing: TemplateTiming) -> SimPod:
+        """``pod``, made elsewhere (its uid and fields read from the API), joins ``job`` Pending and unbound, with
+        ``timing``'s stage times: :meth:`bind_pod` then runs it as every pod runs. Its random draws are the
+        caller's. Raises ValueError when a pod of its name is already here."""
+        if pod.key in self.pods:
+            raise ValueError(f"pod {pod.key} already exists")
+        sp = SimPod(pod, job.index, timing, self.loop.now)
+        self._add_pod(job, sp)
+        return sp
 
     # -- scheduler decisions -----------------------------------------------------------------------------------
     def bind(self, key: str, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
@@ -453,10 +499,10 @@ class Cluster:
             self._remove(sp)
             return ""
         if pod.active_deadline_seconds is not None:
-            self.loop.schedule(now + pod.active_deadline_seconds, _RELEASE, self._deadline, sp)
+            self._at(now + pod.active_deadline_seconds, _RELEASE, self._deadline, sp)
         if sp.start_delay > 0.0:
             self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)  # allocated, idle until Running
-            self.loop.schedule(now + sp.start_delay, _STAGE, self._start, sp)
+            self._at(now + sp.start_delay, _STAGE, self._start, sp)
         else:
             self._start(sp, allocating=True)  # KWOK's fast pod-ready stage: Running at the bind's time point
         return ""
@@ -612,11 +658,19 @@ class Cluster:
         self.usage.change(now, sp.cpu, sp.timing.others, 1 if allocating else 0, 1)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
-            self.loop.schedule(now + sp.fail_after, _RELEASE, self._crash, sp)
+            self._at(now + sp.fail_after, _RELEASE, self._crash, sp)
         elif walltime is not None and (sp.run_time is None or sp.run_time > walltime):
-            self.loop.schedule(now + walltime, _RELEASE, self._walltime, sp)
+            self._at(now + walltime, _RELEASE, self._walltime, sp)
         elif sp.run_time is not None:
-            self.loop.schedule(now + sp.run_time, _RELEASE, self._complete, sp)
+            self._at(now + sp.run_time, _RELEASE, self._complete, sp)
+
+    def _at(self, at: float, priority: int, stage: Callable[[SimPod], None], sp: SimPod) -> None:
+        """Run ``stage(sp)`` at ``at``: an entry of the loop (see ``cancellable``)."""
+        handles = self._handles
+        if handles is None:
+            self.loop.schedule(at, priority, stage, sp)
+        else:
+            handles.setdefault(sp, []).append(self.loop.schedule_cancellable(at, priority, stage, sp))
 
     def _complete(self, sp: SimPod) -> None:
         if sp.finished_at is None:
@@ -661,6 +715,9 @@ class Cluster:
         sp.status_message = message
         pod = sp.pod
         pod.phase = phase
+        if self._handles is not None:
+            for handle in self._handles.pop(sp, ()):
+                handle.cancel()
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
         self._modified(sp)
@@ -674,7 +731,8 @@ class Cluster:
         if job.finish is not None:
             return
         if job.wjob.kind is _KUBE_JOB:
-            self.job_controller.pod_ended(job)
+            if self.job_controller is not None:
+                self.job_controller.pod_ended(job)
         elif job.active == 0:
             self.finish_job(job)
 

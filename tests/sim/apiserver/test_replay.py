@@ -189,7 +189,7 @@ def test_kube_default_placing_half_of_two_gangs_is_the_same_deadlock_through_the
 
 def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> None:
     # In wall time the schedule is as precise as the event loop's timers: only the outcome is compared.
-    from kubeflux.sim.apiserver.clock import ServedClock
+    from kubeflux.wallclock import WallClock
 
     nodes = read_cluster(ONE_WORKER)
     workload = map_to_cluster(load_workload(EXAMPLES / "workloads" / "pi-demo.yaml"), nodes)
@@ -199,7 +199,7 @@ def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> No
         kubelet=True,
         controllers=True,
         schedulers=list(schedulers.values()),
-        clock=ServedClock(speed=400),
+        clock=WallClock(speed=400),
         workload=workload,
         primary=primary,
         until_done=True,
@@ -216,7 +216,6 @@ def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> No
     assert all(state == "COMPLETED_SUCCESSFULLY" for job, state in states.items() if "segfault" not in job)
 
 
-@pytest.mark.xfail(strict=True, reason="the served kubelet is not the simulator's Cluster yet (issue 29)")
 def test_a_failed_pod_of_a_coupled_job_ends_its_peers_as_in_the_simulator() -> None:
     # A PodGroup of minMember 2 computes together (coupled): when b-1 fails at 30 s (its activeDeadlineSeconds),
     # b-0 cannot go on (an MPI rank lost) and ends PeerFailed at the same instant, in the simulator and through the

@@ -35,7 +35,7 @@ from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
-from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
+from kubeflux.sim.apiserver.clock import Clock, VirtualClock
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
@@ -48,6 +48,7 @@ from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.tls import TlsFiles
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.model import JobKind, Workload
+from kubeflux.wallclock import WallClock
 
 __all__ = ["CONTROLLERS", "STORE_CONTROLLERS", "ApiServer", "kubeconfig", "node_manifest"]
 
@@ -195,7 +196,7 @@ class ApiServer:
         until_done: bool = False,
         tls: TlsFiles | None = None,
     ) -> None:
-        self.clock: Clock = clock or ServedClock()
+        self.clock: Clock = clock or WallClock()
         self.tls = tls
         """The certificate and key served (HTTPS), or None (HTTP)."""
         self.store = store or Store(default_registry(), clock=self.clock)
