@@ -201,9 +201,13 @@ class WallEvents:
     """The simulator's :class:`~kubeflux.sim.clock.EventLoop` (:attr:`events`) in wall time (a
     :class:`~kubeflux.wallclock.WallClock`): an entry runs on ``loop`` when the clock reaches its time.
 
-    Whoever sets entries calls :meth:`catch_up` first (the loop's time becomes the clock's, once every entry due by
-    then has run) and :meth:`arm` after (an asyncio timer for the earliest entry). A :class:`VirtualClock` has the
-    same two calls, so the served cluster (:class:`kubeflux.sim.cluster.Cluster`) runs on either.
+    It is the served cluster's :class:`Clock` in wall time, as a :class:`VirtualClock` is in virtual time: every
+    timer (:meth:`call_later`: a Job's sync, a scheduler's wake-up, a replayed submission) and every stage of the
+    cluster's pods is an entry of the one loop, in the simulator's ``(time, priority, sequence)`` order. Whoever sets
+    entries on :attr:`events` directly calls :meth:`catch_up` first (the loop's time becomes the clock's, once every
+    entry due by then has run) and :meth:`arm` after (an asyncio timer for the earliest entry); a
+    :class:`VirtualClock` has the same two calls, so the served cluster (:class:`kubeflux.sim.cluster.Cluster`) runs
+    on either.
     """
 
     def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
@@ -211,6 +215,33 @@ class WallEvents:
         self.events = EventLoop(clock())
         self._timer: asyncio.TimerHandle | None = None
         self._armed = math.inf
+
+    @property
+    def mode(self) -> str:
+        return self.clock.mode
+
+    @property
+    def speed(self) -> float:
+        return self.clock.speed
+
+    def __call__(self) -> float:
+        return self.clock()
+
+    def call_later(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        delay: float,
+        priority: Priority,
+        callback: Callable[..., Any],
+        *args: Any,
+    ) -> Timer:
+        """An entry ``delay`` simulated seconds from now (``loop`` is :attr:`loop`: accepted for the
+        :class:`Clock` interface)."""
+        events = self.events
+        at = max(self.clock(), events.now) + max(delay, 0.0)
+        handle = events.schedule_cancellable(at, int(priority), _call, (callback, args))
+        self.arm()
+        return handle
 
     def catch_up(self) -> None:
         """Run every entry due by now, then bring :attr:`events`' time to now."""
@@ -231,13 +262,20 @@ class WallEvents:
 
     def _fire(self) -> None:
         self._timer, self._armed = None, math.inf
-        self.catch_up()
-        self.arm()
+        try:
+            self.catch_up()
+        finally:  # an entry that raised leaves the rest of its time point for the next firing
+            self.arm()
 
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer, self._armed = None, math.inf
+
+
+def _call(payload: tuple[Callable[..., Any], tuple[Any, ...]]) -> None:
+    callback, args = payload
+    callback(*args)
 
 
 def time_document(clock: Clock, now: float) -> dict[str, Any]:

@@ -155,7 +155,7 @@ class SimulatedKubelet:
         self.clock: Clock = clock or WallClock()
         """Sets the heartbeat timers (simulated seconds); the store's clock gives the time."""
         self.time: VirtualClock | WallEvents = (
-            self.clock if isinstance(self.clock, VirtualClock) else WallEvents(self.clock, loop)
+            self.clock if isinstance(self.clock, VirtualClock | WallEvents) else WallEvents(self.clock, loop)
         )
         """The event loop the cluster runs on: the virtual clock's own, or one the wall clock drives."""
         self.cluster = Cluster(
@@ -203,7 +203,7 @@ class SimulatedKubelet:
         if isinstance(self.clock, VirtualClock) and self._beat_if_due in self.clock.jumped:
             self.clock.jumped.remove(self._beat_if_due)
         self.store.stop_watch(self.pods, self._watcher)
-        if isinstance(self.time, WallEvents):
+        if isinstance(self.time, WallEvents) and self.time is not self.clock:
             self.time.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
