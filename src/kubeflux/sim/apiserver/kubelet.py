@@ -284,8 +284,13 @@ class SimulatedKubelet:
         if meta.get("deletionTimestamp"):
             self._confirm_deletion(obj)
             return
-        if meta["uid"] not in self.lives and obj.get("status", {}).get("phase") == "Pending":
+        phase = obj.get("status", {}).get("phase")
+        sp = self.lives.get(meta["uid"])
+        if sp is None and phase == "Pending":
             self._telling(self._admit, obj, prev, node)
+        elif sp is not None and sp.finished_at is None and phase in ("Succeeded", "Failed"):
+            del self.lives[meta["uid"]]  # another writer ended it (a test, a KWOK stage): its resources come back
+            self._telling(self._forget, sp)
 
     def _telling(self, change: Callable[..., None], *args: Any) -> None:
         """Run ``change`` on the cluster at the clock's time, write the status of every pod it changed once,
