@@ -34,8 +34,8 @@ from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import settle_gc
 from kubeflux.resources.grug import read_grug
+from shared import BENCH
 
-BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "bench"
 FLUXION_MS = {  # (policy, scenario) -> mean ms of Fluxion's resource-query v0.54, 1,024 nodes
     ("first", "a"): 0.19,
     ("first", "b"): 0.45,

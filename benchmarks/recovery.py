@@ -14,7 +14,6 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -22,8 +21,7 @@ from rich.table import Table
 from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources.grug import read_grug
-
-BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "bench"
+from shared import BENCH
 
 
 def timed(calls: list[Callable[[], object]]) -> str:

@@ -41,15 +41,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-TRACES = next(
-    (
-        folder / "shared" / "traces"
-        for folder in Path(__file__).resolve().parents
-        if (folder / "shared" / "traces").is_dir()
-    ),
-    Path(__file__).resolve().parents[1].parent / "shared" / "traces",
-)
-"""``../shared/traces`` beside the checkout, or beside a folder above it (a worktree)."""
+from shared import TRACES
+
 LCG = TRACES / "LCG-2005-1.swf.gz"
 HPC2N = TRACES / "HPC2N-2002-2.2.first3170.swf"
 CASES = (

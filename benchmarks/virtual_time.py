@@ -31,10 +31,11 @@ from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import Workload
+from shared import TRACES
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "src" / "kubeflux" / "data" / "demo"
-HPC2N = REPO.parent / "shared" / "traces" / "HPC2N-2002-2.2.first3170.swf"
+HPC2N = TRACES / "HPC2N-2002-2.2.first3170.swf"
 
 
 def case(name: str, jobs: int | None) -> tuple[Workload, list[Node]]:

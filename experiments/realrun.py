@@ -42,8 +42,8 @@ from kubernetes import client
 from kubeflux.controlplane import ControlPlane, free_port
 from kubeflux.kube.command import api_client
 from kubeflux.scheduler.objects import MEMORY, POD_GROUP_LABEL
-from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
+from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.workloads.manifests import JITTER_ANNOTATION, RUN_TIME_ANNOTATION
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 

@@ -5,13 +5,19 @@ Layers, lowest first (a module may import its own unit and the units of lower la
 0. ``resources`` (the graph), ``_native`` (which engine runs, compiled or pure; it imports no kubeflux module) and
    ``wallclock`` (the wall clock ``serve`` and ``cluster serve`` share),
    1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
-4. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
+4. ``apiobjects``: Kubernetes objects as kubeflux reads and writes them (manifests, quantities, the Binding, the
+   ``PodScheduled`` condition and Events, the event budget), between the core and the shells,
+5. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
    over the engine: a shell, so the engine never imports it),
-5. ``controlplane``: the real Kubernetes control plane started on loopback, for the tests and ``kubeflux kube up``
+6. ``controlplane``: the real Kubernetes control plane started on loopback, for the tests and ``kubeflux kube up``
    (it uses the simulated API server's certificate helpers),
-6. the command line: ``cli``, ``commands`` (what each subcommand does) and ``demo`` (the demo it runs), one unit.
+7. the command line: ``cli``, ``commands`` (what each subcommand does) and ``demo`` (the demo it runs), one unit.
 
 Every import counts, ``TYPE_CHECKING`` ones included: a type a module names is a module it depends on.
+
+The functional core of DESIGN.md is layers 0 to 3 (:data:`CORE`: the graph, the jobspec, the engine and the
+scheduler): it reads no Kubernetes wire format, so besides the layering it imports neither ``apiobjects`` nor a
+shell nor the official ``kubernetes`` client (:func:`test_the_core_imports_no_kubernetes_wire_format`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ LAYERS: list[set[str]] = [
     {"jobspec"},
     {"match"},
     {"scheduler"},
+    {"apiobjects"},
     {"sim", "kube", "query"},
     {"controlplane"},
     {"cli", "commands", "demo", "__main__"},
@@ -85,6 +92,23 @@ def _imports(module: str, path: Path) -> Iterator[str]:
 GRAPH = {module: set(_imports(module, path)) & set(MODULES) for module, path in MODULES.items()}
 
 
+CORE = {"resources", "_native", "jobspec", "match", "scheduler"}
+"""The functional core: what a scheduling decision is made of, with no I/O and no Kubernetes wire format."""
+WIRE = {"apiobjects", "sim", "kube", "controlplane", "query", "cli", "commands", "demo", "__main__"}
+"""What the core may never import: the Kubernetes objects layer and everything above it."""
+WIRE_LIBRARIES = {"kubernetes"}
+"""Third-party packages that speak the Kubernetes API, which the core may not import either."""
+
+
+def _third_party_imports(path: Path) -> Iterator[str]:
+    """The top-level packages other than kubeflux that ``path`` imports (absolute imports only)."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module.split(".")[0]
+
+
 def _unit(module: str) -> str:
     """The unit a module belongs to: ``kubeflux.match.engine`` -> ``match``; the package root -> ``""``."""
     parts = module.split(".")
@@ -115,6 +139,37 @@ def test_imports_point_down_the_layers() -> None:
             if not unit or _layer(other) >= _layer(unit):
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "imports against the layering of DESIGN.md:\n" + "\n".join(wrong)
+
+
+def _wire_imports_of_the_core() -> list[str]:
+    wrong = []
+    for module, imported in sorted(GRAPH.items()):
+        if _unit(module) not in CORE:
+            continue
+        wrong += [f"{module} imports {target}" for target in sorted(imported) if _unit(target) in WIRE]
+        wrong += [
+            f"{module} imports {library}"
+            for library in sorted(set(_third_party_imports(MODULES[module])) & WIRE_LIBRARIES)
+        ]
+    return wrong
+
+
+def test_the_core_imports_no_kubernetes_wire_format() -> None:
+    wrong = _wire_imports_of_the_core()
+    assert not wrong, "the core imports the Kubernetes layer or a shell:\n" + "\n".join(wrong)
+
+
+def test_the_wire_check_finds_a_core_module_importing_the_layer() -> None:
+    GRAPH["kubeflux.scheduler.filtering"].add("kubeflux.apiobjects.quantity")
+    try:
+        assert "kubeflux.scheduler.filtering imports kubeflux.apiobjects.quantity" in _wire_imports_of_the_core()
+    finally:
+        GRAPH["kubeflux.scheduler.filtering"].discard("kubeflux.apiobjects.quantity")
+
+
+def test_every_unit_is_core_or_not() -> None:
+    units = {_unit(module) for module in MODULES if _unit(module)}
+    assert units <= CORE | WIRE, f"units neither in CORE nor in WIRE: {sorted(units - CORE - WIRE)}"
 
 
 def _circles() -> set[frozenset[str]]:
@@ -191,8 +246,6 @@ def test_a_long_module_says_why(module: str) -> None:
 LONG_CLASS_MARK = "Why this class is long:"
 """A class over :data:`MAX_CLASS_LINES` lines says why in its docstring, in a paragraph starting so."""
 CLASS_SPLIT_PENDING = {
-    "kubeflux.sim.apiserver.app",
-    "kubeflux.sim.apiserver.store",
     "kubeflux.sim.cluster",
 }
 """Modules whose classes are being split by composition (issue 29); this list may only shrink."""

@@ -18,6 +18,7 @@ import pytest
 
 import kubeflux.match
 from kubeflux import _native
+from kubeflux.apiobjects import manifests
 from kubeflux.match import engine
 from kubeflux.scheduler import placing
 from kubeflux.sim import cluster
@@ -127,7 +128,7 @@ def test_kubeflux_pure_forces_pure_python(fake_build: tuple[Path, Path], monkeyp
     assert _walk_kind(*fake_build) == (True, "compiled")
 
 
-@pytest.mark.parametrize("package", ["kubeflux.match", "kubeflux.scheduler", "kubeflux.sim"])
+@pytest.mark.parametrize("package", ["kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim"])
 def test_the_engine_in_use_is_the_one_its_stamp_allows(package: str) -> None:
     """What this suite runs: the compiled engine, scheduler and simulator whenever ``make`` built them for these very
     sources."""
@@ -135,7 +136,12 @@ def test_the_engine_in_use_is_the_one_its_stamp_allows(package: str) -> None:
     built = _native.stale_reason(package) is None
     compiled = importlib.import_module(package).COMPILED
     assert compiled is (built and not pure)
-    module = {"kubeflux.match": engine, "kubeflux.scheduler": placing, "kubeflux.sim": cluster}[package]
+    module = {
+        "kubeflux.match": engine,
+        "kubeflux.scheduler": placing,
+        "kubeflux.apiobjects": manifests,
+        "kubeflux.sim": cluster,
+    }[package]
     origin = Path(module.__file__ or "")
     if compiled:  # (mypyc names a module imported from compiled code with its package path twice: not checked)
         assert origin.is_relative_to(_native.BUILD_DIR) and origin.suffix == ".so"
@@ -163,6 +169,6 @@ def test_under_ci_a_failed_compile_fails_make(ci: str, strict: bool) -> None:
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == (1 if strict else 0)
     assert result.stderr.splitlines() == [
-        "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.sim not compiled, all runs in pure Python: "
-        "no C compiler (/nonexistent/cc)"
+        "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.apiobjects, kubeflux.sim not compiled, all runs in "
+        "pure Python: no C compiler (/nonexistent/cc)"
     ]

@@ -5,7 +5,7 @@ Compiled code checks every value it reads against its annotation (a ``str`` fiel
 validation (:mod:`kubeflux.scheduler.validation`, pure) does not look at crashes the compiled scheduler only. The
 objects here are what a user of the Python API or of the simulator can build; what comes from manifests
 (``kubeflux serve``, workload and cluster files) is checked field by field by
-:mod:`kubeflux.scheduler.kube_objects` first.
+:mod:`kubeflux.apiobjects.manifests` first.
 
 Each was a difference found in review (a TypeError compiled, or a crash of the pure sources too): validation
 now names the field (:mod:`kubeflux.scheduler.validation`, and :meth:`KubefluxScheduler.observe` for the fields it

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kubeflux import _native
 
-PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.sim")
+PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim")
 """The packages compiled, as one mypyc group (calls between them are native) whose shared library lives in the
 first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``. Only a package's own modules
 are compiled, never its subpackages (``kubeflux.sim.apiserver``, ``baselines``, ``workloads`` … stay pure)."""
@@ -55,6 +55,7 @@ share, built once per job at a run's end."""
 PURE_MODULES = {
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",
+    "kubeflux.scheduler.queueview",
     "kubeflux.scheduler.testing",
     "kubeflux.scheduler.validation",
     *SIM_PURE_MODULES,
@@ -63,7 +64,8 @@ PURE_MODULES = {
 module cannot define. ``objects`` and ``validation`` hold and check what users send (pods, pod groups, nodes):
 a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until
 validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError.
-``testing`` is the tests' double of a cluster: nothing of a run."""
+``testing`` is the tests' double of a cluster: nothing of a run. ``queueview`` copies the queue for people when
+asked (``kubeflux queue``): nothing of a pass."""
 
 
 def kubeflux_imports(path: Path, src: Path) -> set[Path]:

@@ -1,14 +1,14 @@
 """Which engine runs: the compiled one (mypyc C extensions, built by ``make``) or the pure-Python sources.
 
 ``tools/build_native.py`` compiles a group of packages (the engine, ``kubeflux.match``, the scheduler's core,
-``kubeflux.scheduler``, and the simulator's hot modules in ``kubeflux.sim``) into ``build/native/<package path>/``
-beside ``src``, with one shared library, and writes one stamp (``build/native/kubeflux.stamp.json``): each package's
-modules, the SHA-256 of every source file the build read (the compiled modules and the kubeflux modules they import,
-transitively) and the interpreter's cache tag. A package opts in by calling :func:`use_compiled` from its
-``__init__``; its compiled modules then shadow the sources (the compiled directory goes first on the package's
-``__path__``) only when every recorded source still hashes the same and every package of the group holds the same
-modules, so an edited source is never shadowed by a stale binary: the whole group runs pure until ``make`` rebuilds.
-``KUBEFLUX_PURE=1`` forces pure Python.
+``kubeflux.scheduler``, the Kubernetes objects layer, ``kubeflux.apiobjects``, and the simulator's hot modules in
+``kubeflux.sim``) into ``build/native/<package path>/`` beside ``src``, with one shared library, and writes one stamp
+(``build/native/kubeflux.stamp.json``): each package's modules, the SHA-256 of every source file the build read (the
+compiled modules and the kubeflux modules they import, transitively) and the interpreter's cache tag. A package opts in
+by calling :func:`use_compiled` from its ``__init__``; its compiled modules then shadow the sources (the compiled
+directory goes first on the package's ``__path__``) only when every recorded source still hashes the same and every
+package of the group holds the same modules, so an edited source is never shadowed by a stale binary: the whole group
+runs pure until ``make`` rebuilds. ``KUBEFLUX_PURE=1`` forces pure Python.
 
 The check reads under a megabyte of sources once per process (about a millisecond of hashing).
 

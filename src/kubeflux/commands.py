@@ -8,6 +8,13 @@ from typing import Annotated
 
 import typer
 
+from kubeflux.controlplane.command import kube_app
+from kubeflux.kube.command import serve_command
+from kubeflux.kube.queue_command import queue_command
+from kubeflux.sim.apiserver.command import cluster_app
+from kubeflux.sim.command import simulate_command
+from kubeflux.sim.sweep_command import sweep_command
+
 
 def query(
     load_file: Annotated[Path, typer.Option("-L", "--load-file", help="Graph file (GRUG GraphML or JGF).")],
@@ -66,8 +73,9 @@ def register(app: typer.Typer) -> None:
     """Attach every implemented subcommand to ``app``."""
     app.command("query")(query)
     app.command("demo")(demo)
-    app.command("simulate")(__import__("kubeflux.sim.command", fromlist=["simulate_command"]).simulate_command)
-    app.command("sweep")(__import__("kubeflux.sim.sweep_command", fromlist=["sweep_command"]).sweep_command)
-    app.command("serve")(__import__("kubeflux.kube.command", fromlist=["serve_command"]).serve_command)
-    app.add_typer(__import__("kubeflux.sim.apiserver.command", fromlist=["cluster_app"]).cluster_app, name="cluster")
-    app.add_typer(__import__("kubeflux.controlplane.command", fromlist=["kube_app"]).kube_app, name="kube")
+    app.command("simulate")(simulate_command)
+    app.command("sweep")(sweep_command)
+    app.command("serve")(serve_command)
+    app.command("queue")(queue_command)
+    app.add_typer(cluster_app, name="cluster")
+    app.add_typer(kube_app, name="kube")

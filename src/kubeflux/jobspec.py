@@ -530,14 +530,19 @@ def _c_integer(text: str) -> int:
     return sign * int(body)
 
 
-def _as_unsigned(value: Any, path: str) -> int:
-    """``as<unsigned>``: 0..UINT_MAX; decimal, octal or hex text is accepted, a float or boolean is not."""
+def _integer(value: Any, text: re.Pattern[str], what: str, path: str) -> int:
+    """``value`` as an integer: an int, or decimal, octal or hex text that ``text`` accepts (a float or boolean is
+    not); else "must be ``what``"."""
     if type(value) is int:
-        number = value
-    elif isinstance(value, str) and _UNSIGNED_RE.match(value):
-        number = _c_integer(value)
-    else:
-        raise JobspecError(f"must be an unsigned integer, not {_kind(value)}", path)
+        return value
+    if isinstance(value, str) and text.match(value):
+        return _c_integer(value)
+    raise JobspecError(f"must be {what}, not {_kind(value)}", path)
+
+
+def _as_unsigned(value: Any, path: str) -> int:
+    """``as<unsigned>``: 0..UINT_MAX."""
+    number = _integer(value, _UNSIGNED_RE, "an unsigned integer", path)
     if number < 0:
         raise JobspecError(f"must be an unsigned integer, not {number}", path)
     if number > UINT_MAX:
@@ -547,12 +552,7 @@ def _as_unsigned(value: Any, path: str) -> int:
 
 def _as_int(value: Any, path: str) -> int:
     """``as<int>``: a 32-bit signed integer."""
-    if type(value) is int:
-        number = value
-    elif isinstance(value, str) and _SIGNED_RE.match(value):
-        number = _c_integer(value)
-    else:
-        raise JobspecError(f"must be an integer, not {_kind(value)}", path)
+    number = _integer(value, _SIGNED_RE, "an integer", path)
     if not _INT_MIN <= number <= _INT_MAX:
         raise JobspecError(f"must be an integer from {_INT_MIN} to {_INT_MAX}, not {number}", path)
     return number
@@ -633,11 +633,7 @@ class _Builder:
         return tuple(self.resource(item, f"{path}[{i}]", depth) for i, item in enumerate(node))
 
     def resource(self, node: Any, path: str, depth: int) -> Resource:
-        if not _is_map(node):
-            raise JobspecError(f"a resource must be a mapping, not {_kind(node)}", path)
-        if "type" not in node:
-            raise JobspecError("a resource needs a type", path)
-        rtype = node["type"]
+        rtype = _first_field(node, "resource", "type", path)
         if not _is_scalar(rtype):
             raise JobspecError(f"must be a scalar, not {_kind(rtype)}", f"{path}.type")
         rtype = _as_str(rtype, f"{path}.type")
@@ -692,8 +688,7 @@ class _Builder:
 
     def attributes(self, node: Any) -> tuple[Any, dict[str, Any]]:
         """``(user, system)``; ``system`` holds the known system keys parsed plus ``optional`` for the others."""
-        if not _is_map(node):
-            raise JobspecError(f"must be a mapping, not {_kind(node)}", "attributes")
+        _mapping(node, "attributes")
         user = None
         system: dict[str, Any] = {}
         for key, value in node.items():
@@ -755,16 +750,29 @@ def _count(node: Any, path: str) -> Count:
     return Count(low, high, operator, operand)
 
 
+def _mapping(value: Any, path: str) -> Any:
+    """``value``; JobspecError when it is no mapping."""
+    if not _is_map(value):
+        raise JobspecError(f"must be a mapping, not {_kind(value)}", path)
+    return value
+
+
+def _first_field(node: Any, what: str, key: str, path: str) -> Any:
+    """``node[key]``, the first field read of a ``what`` (a resource, a task) at ``path``; JobspecError when
+    ``node`` is no mapping or has no ``key``."""
+    if not _is_map(node):
+        raise JobspecError(f"a {what} must be a mapping, not {_kind(node)}", path)
+    if key not in node:
+        raise JobspecError(f"a {what} needs a {key}", path)
+    return node[key]
+
+
 def _string_map(node: Any, path: str) -> dict[str, str]:
     return {_as_str(k, path): _as_str(v, f"{path}.{k}") for k, v in node.items()}
 
 
 def _task(node: Any, path: str) -> Task:
-    if not _is_map(node):
-        raise JobspecError(f"a task must be a mapping, not {_kind(node)}", path)
-    if "command" not in node:
-        raise JobspecError("a task needs a command", path)
-    command = node["command"]
+    command = _first_field(node, "task", "command", path)
     if not _is_seq(command):
         raise JobspecError(f"must be a sequence, not {_kind(command)}", f"{path}.command")
     words = tuple(_as_str(word, f"{path}.command[{i}]") for i, word in enumerate(command))
@@ -773,9 +781,7 @@ def _task(node: Any, path: str) -> Task:
     slot = _scalar_str(node["slot"], f"{path}.slot")
     count: Mapping[str, str] = _EMPTY
     if "count" in node:
-        value = node["count"]
-        if not _is_map(value):
-            raise JobspecError(f"must be a mapping, not {_kind(value)}", f"{path}.count")
+        value = _mapping(node["count"], f"{path}.count")
         if len(value) != 1:
             raise JobspecError(f"must have exactly one entry (per_slot or total), not {len(value)}", f"{path}.count")
         count = MappingProxyType(_string_map(value, f"{path}.count"))
@@ -784,9 +790,7 @@ def _task(node: Any, path: str) -> Task:
         distribution = _scalar_str(node["distribution"], f"{path}.distribution")
     attributes: Mapping[str, str] = _EMPTY
     if "attributes" in node:
-        value = node["attributes"]
-        if not _is_map(value):
-            raise JobspecError(f"must be a mapping, not {_kind(value)}", f"{path}.attributes")
+        value = _mapping(node["attributes"], f"{path}.attributes")
         attributes = MappingProxyType(_string_map(value, f"{path}.attributes"))
     if not 3 <= len(node) <= 5:
         raise JobspecError(

@@ -18,7 +18,7 @@ from typing import TextIO
 from kubeflux.jobspec import JobspecError, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp, MatchResult
 from kubeflux.resources import decode_idset, load_graph, settle_gc
-from kubeflux.resources.graph import Graph, GraphFormatError, Status
+from kubeflux.resources.graph import Graph, GraphFormatError, Status, Vertex
 
 RULE = "INFO: ============================="
 
@@ -109,16 +109,14 @@ class QuerySession:
 
     def _match(self, args: list[str]) -> None:
         if len(args) != 3:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         op = self._op(args[1])
         if op is not None:
             self._run_match(op, args[2])
 
     def _multi_match(self, args: list[str]) -> None:
         if len(args) <= 3:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         op = self._op(args[1])
         if op is None:
             return
@@ -171,8 +169,7 @@ class QuerySession:
 
     def _cancel(self, args: list[str]) -> None:
         if len(args) not in (2, 3):
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         try:
             self.engine.cancel(int(args[1]))
         except (EngineError, ValueError) as exc:
@@ -192,8 +189,7 @@ class QuerySession:
     def _update(self, args: list[str]) -> None:
         """``update allocate|reserve jgf <file> <jobid> <starttime> <duration>``."""
         if len(args) != 7:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         subcmd, reader, path = args[1], args[2], args[3]
         if subcmd not in ("allocate", "reserve"):
             print(f"ERROR: unknown subcmd {subcmd}", file=sys.stderr)
@@ -222,8 +218,7 @@ class QuerySession:
     def _partial_cancel(self, args: list[str]) -> None:
         """``partial-cancel <jobid> jgf|rv1exec <file> [stats]``."""
         if len(args) not in (4, 5):
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         if args[2] not in ("jgf", "rv1exec"):
             print(f"ERROR: unsupported reader {args[2]}", file=sys.stderr)
             return
@@ -252,8 +247,7 @@ class QuerySession:
 
     def _attach(self, args: list[str]) -> None:
         if len(args) != 2:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         text = _read(args[1])
         if text is None:
             return
@@ -267,8 +261,7 @@ class QuerySession:
     def _remove(self, args: list[str]) -> None:
         """``remove <path> true`` or ``remove <idset> false``."""
         if len(args) != 3:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         target, is_path = args[1], args[2]
         try:
             if is_path == "true":
@@ -294,8 +287,7 @@ class QuerySession:
 
     def _info(self, args: list[str]) -> None:
         if len(args) != 2:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         info = self.engine.jobs.get(int(args[1]) if args[1].isdigit() else -1)
         if info is None:
             print(f"ERROR: jobid doesn't exist: {args[1]}")
@@ -314,12 +306,19 @@ class QuerySession:
             print(f"INFO: Max. Match Time: {times.high:f}")
             print(f"INFO: Avg. Match Time: {times.total / times.count:f}")
 
-    def _set_status(self, args: list[str]) -> None:
-        if len(args) != 3:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
-        if self.engine.graph.vertex_at(args[1]) is None:
+    def _named_vertex(self, args: list[str], words: int) -> Vertex | None:
+        """The vertex a command of ``words`` words names by its path, or None after saying what is wrong (in
+        resource-query's words)."""
+        if len(args) != words:
+            _malformed()
+            return None
+        vertex = self.engine.graph.vertex_at(args[1])
+        if vertex is None:
             self.out.write(f"Could not find path {args[1]} in resource graph.\n")
+        return vertex
+
+    def _set_status(self, args: list[str]) -> None:
+        if self._named_vertex(args, 3) is None:
             return
         statuses = {"up": Status.UP, "down": Status.DOWN}
         if args[2] not in statuses:
@@ -328,19 +327,14 @@ class QuerySession:
         self.engine.set_status(args[1], statuses[args[2]])
 
     def _get_status(self, args: list[str]) -> None:
-        if len(args) != 2:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
-        vertex = self.engine.graph.vertex_at(args[1])
+        vertex = self._named_vertex(args, 2)
         if vertex is None:
-            self.out.write(f"Could not find path {args[1]} in resource graph.\n")
             return
         self.out.write(f"{args[1]} is {'up' if vertex.status == Status.UP else 'down'}\n")
 
     def _set_property(self, args: list[str]) -> None:
         if len(args) != 3:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
+            return _malformed()
         key, sep, value = args[2].partition("=")
         if not sep or not key or not value:
             self.out.write("Incorrect input format. \nPlease use `set-property <resource> PROPERTY=VALUE`.\n")
@@ -353,12 +347,8 @@ class QuerySession:
         self.engine.schedule.touch(vertex.uid)
 
     def _get_property(self, args: list[str]) -> None:
-        if len(args) != 2:
-            print("ERROR: malformed command", file=sys.stderr)
-            return
-        vertex = self.engine.graph.vertex_at(args[1])
+        vertex = self._named_vertex(args, 2)
         if vertex is None:
-            self.out.write(f"Could not find path {args[1]} in resource graph.\n")
             return
         if not vertex.properties:
             self.out.write(f"No properties were found for {args[1]} (vtx's uniq_id={vertex.uniq_id}).\n")
@@ -373,6 +363,11 @@ def _drop_units(graph: Graph, uids: Iterable[int]) -> None:
     vertices = graph.vertices
     for uid in uids:
         vertices[uid].unit = ""
+
+
+def _malformed() -> None:
+    """Say that a command has the wrong number of words, as resource-query does."""
+    print("ERROR: malformed command", file=sys.stderr)
 
 
 def _read(path: str) -> str | None:

@@ -94,7 +94,7 @@ def test_the_kustomization_lists_every_manifest_and_the_config_is_valid() -> Non
 
 
 def test_the_serve_examples_are_read_by_the_cores_readers() -> None:
-    from kubeflux.scheduler.kube_objects import pod_from_manifest, podgroup_from_manifest
+    from kubeflux.apiobjects.manifests import pod_from_manifest, podgroup_from_manifest
 
     kinds = []
     for path in sorted((REPO / "examples" / "serve").glob("*.yaml")):

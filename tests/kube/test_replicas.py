@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from kubeflux.apiobjects.quantity import canonical_value
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.replica import Replica
-from kubeflux.scheduler.quantity import canonical_value
 
 from .conftest import CEILING, Cluster, eventually, pod, start_cluster
 
@@ -154,4 +154,4 @@ def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
         timeout=CEILING,
     )
     assert result.returncode == 2
-    assert "cannot configure the Kubernetes client" in result.stderr
+    assert result.stderr == f"error: --kubeconfig {missing}: no such file\n"  # not "Invalid kube-config file"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import format_timestamp, parse_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp, parse_timestamp
 
 from .conftest import Cluster, condition, ended, eventually, no_allocations, phase, pod
 

@@ -19,7 +19,7 @@ from .conftest import CEILING, Cluster, condition, eventually, phase, pod, start
 
 def _drop_watches(cluster: Cluster) -> None:
     """End every watch the server has open (as a restarting API server or a load balancer does)."""
-    for watcher in list(cluster.server.app._open):
+    for watcher in list(cluster.server.app.streams.open):
         watcher.close()
 
 

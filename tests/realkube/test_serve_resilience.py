@@ -30,14 +30,14 @@ import orjson
 import pytest
 import yaml
 
+from kubeflux.apiobjects.quantity import canonical_value
 from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.replica import Replica
 from kubeflux.kube.serve import Serve
-from kubeflux.scheduler.informer import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
 from kubeflux.scheduler.objects import WALLTIME_ANNOTATION
-from kubeflux.scheduler.quantity import canonical_value
 from tests.shared import REPO
 
 from .conftest import CEILING, Api, client, eventually, phase, ready, running_plane

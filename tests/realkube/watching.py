@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from kubeflux.scheduler.quantity import cpu_millis
+from kubeflux.apiobjects.quantity import cpu_millis
 
 __all__ = ["PodWatch", "millicores"]
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kubeflux.match.engine import JobState
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.informer import BIND_BACKOFF
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 
 from kubeflux.match.engine import MatchOp
 from kubeflux.resources.builder import NodeSpec
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.translate import _jobspec, _slot

@@ -14,11 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
 from kubeflux.match.engine import MatchOp
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, PodWarning, Reject
-from kubeflux.scheduler.kube_objects import node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.testing import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.translate import (

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.allocation import read_allocation
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Reject
-from kubeflux.scheduler.kube_objects import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup
 
 HUGE = 10**400

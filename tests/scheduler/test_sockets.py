@@ -17,7 +17,8 @@ from kubeflux.cli import app
 from kubeflux.jobspec import jobspec_from_dict
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import CLUSTER_NAME
 from kubeflux.scheduler.interface import Bind, Decision, Unschedulable
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.baselines import create
 from kubeflux.sim.baselines.coscheduling import CoschedulingScheduler

@@ -16,7 +16,8 @@ import pytest
 
 from kubeflux.match import evaluation, traverser, wide
 from kubeflux.scheduler import graphview
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.translate import DURATION_ANNOTATION, NodeShape

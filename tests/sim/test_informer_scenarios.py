@@ -4,7 +4,8 @@ beside a node-exclusive HPC pod."""
 
 from __future__ import annotations
 
-from kubeflux.scheduler.core import ALLOCATION_ANNOTATION, KubefluxScheduler
+from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod
 from kubeflux.scheduler.translate import POLICY_ANNOTATION
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler

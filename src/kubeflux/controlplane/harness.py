@@ -354,41 +354,36 @@ class ControlPlane:
 
     def start_scheduler(self, *args: str) -> None:
         """The real kube-scheduler, as ``system:kube-scheduler``, at its default flags (``args`` added)."""
-        self._on_free_port(("kube-scheduler",), lambda: self._start_scheduler(args))
-
-    def _start_scheduler(self, args: tuple[str, ...]) -> None:
-        assert self.binaries is not None
-        port = self.ports.setdefault("kube-scheduler", free_port())
-        argv = [
-            str(self.binaries.path("kube-scheduler")),
-            *self._client_flags("system:kube-scheduler"),
-            f"--secure-port={port}",
-            "--leader-elect=false",
-            *self._gates(),
-            *args,
-        ]
-        self._run("kube-scheduler", argv, lambda: self._get(f"https://127.0.0.1:{port}/healthz") == b"ok")
+        self._on_free_port(("kube-scheduler",), lambda: self._start_component("kube-scheduler", args))
 
     def start_controller_manager(self, *args: str) -> None:
         """The real kube-controller-manager, as ``system:kube-controller-manager``, with every default controller
         (the Job controller and the garbage collector among them; ``args`` added)."""
         self._on_free_port(("kube-controller-manager",), lambda: self._start_controller_manager(args))
 
-    def _start_controller_manager(self, args: tuple[str, ...]) -> None:
+    def _start_component(self, name: str, args: tuple[str, ...], flags: tuple[str, ...] = ()) -> None:
+        """Start ``name`` (kube-scheduler, kube-controller-manager) as ``system:NAME`` on its secure port, without
+        leader election, with ``flags`` and ``args``; returns when its ``/healthz`` says ok."""
         assert self.binaries is not None
-        port = self.ports.setdefault("kube-controller-manager", free_port())
+        port = self.ports.setdefault(name, free_port())
         argv = [
-            str(self.binaries.path("kube-controller-manager")),
-            *self._client_flags("system:kube-controller-manager"),
+            str(self.binaries.path(name)),
+            *self._client_flags(f"system:{name}"),
             f"--secure-port={port}",
             "--leader-elect=false",
-            f"--service-account-private-key-file={self.pki / 'service-account.key'}",
-            f"--root-ca-file={self.ca}",
-            "--use-service-account-credentials=true",  # each controller as its own ServiceAccount, as kubeadm runs it
+            *flags,
             *self._gates(),
             *args,
         ]
-        self._run("kube-controller-manager", argv, lambda: self._get(f"https://127.0.0.1:{port}/healthz") == b"ok")
+        self._run(name, argv, lambda: self._get(f"https://127.0.0.1:{port}/healthz") == b"ok")
+
+    def _start_controller_manager(self, args: tuple[str, ...]) -> None:
+        flags = (
+            f"--service-account-private-key-file={self.pki / 'service-account.key'}",
+            f"--root-ca-file={self.ca}",
+            "--use-service-account-credentials=true",  # each controller as its own ServiceAccount, as kubeadm runs it
+        )
+        self._start_component("kube-controller-manager", args, flags)
         # pods need their namespace's default ServiceAccount, which its controller makes a moment later (as kind
         # waits for it before it says the cluster is ready)
         account = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"

@@ -47,20 +47,20 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
 
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.decisions import binding, scheduled_message, scheduler_event, unschedulable_condition
+from kubeflux.apiobjects.eventbudget import EventBudget
+from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
 from kubeflux.kube.rest import RawApi
-from kubeflux.scheduler.eventbudget import EventBudget
 from kubeflux.scheduler.interface import (
-    EXPECTED_START_ANNOTATION,
     Bind,
     PodWarning,
     Reject,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
 )
 
@@ -85,6 +85,8 @@ class PodRef:
     expected_start: str | None = None
     created: float | None = None
     """Its creation time (seconds), for the end-to-end scheduling latency."""
+    scheduler: str = DEFAULT_SCHEDULER
+    """Its ``schedulerName``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,21 +380,11 @@ class Binder:
 
     def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
         if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
-            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: None})
+            self._patch_annotations(pod, expected_start_annotations(None))
             self._annotated.discard(pod.uid)
-        metadata: dict[str, Any] = {"name": pod.name}
-        if decision.uid:
-            metadata["uid"] = decision.uid
-        if decision.annotations:
-            metadata["annotations"] = dict(decision.annotations)
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": metadata,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": decision.node},
-        }
+        body = binding(pod.name, decision.uid, decision.node, decision.annotations)
         try:
-            self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, binding)
+            self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
@@ -403,22 +395,15 @@ class Binder:
             return
         self._count("binds")
         self.on_bound(scheduler, decision, pod)
-        message = f"Successfully assigned {pod.namespace}/{pod.name} to {decision.node}"
+        message = scheduled_message(f"{pod.namespace}/{pod.name}", decision.node)
         self._submit(pod, lambda: self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding"), "after")
 
     def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
         if expected != pod.expected_start:
-            self._patch_annotations(pod, {EXPECTED_START_ANNOTATION: expected})
+            self._patch_annotations(pod, expected_start_annotations(expected))  # seconds and RFC 3339
             if expected is not None:
                 self._annotated.add(pod.uid)
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": datetime.fromtimestamp(int(self.clock()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
+        condition = unschedulable_condition(message, format_timestamp(int(self.clock())))
         patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
         try:
             self.writer.patch_namespaced_pod_status(pod.name, pod.namespace, patch)
@@ -445,25 +430,17 @@ class Binder:
 
     def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
         """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
-        body = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
-            "eventTime": datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "reportingController": scheduler,
-            "reportingInstance": f"{scheduler}-{self.instance}"[:128],
-            "action": action,
-            "reason": reason,
-            "note": note[:1024],
-            "type": type_,
-            "regarding": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.uid,
-            },
-        }
+        body = scheduler_event(
+            {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
+            name=f"{pod.name}.{time.time_ns():x}",
+            at=self.clock(),
+            controller=scheduler,
+            instance=self.instance,
+            action=action,
+            reason=reason,
+            note=note,
+            type_=type_,
+        )
         try:
             self.writer.create_namespaced_event(pod.namespace, body)
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:

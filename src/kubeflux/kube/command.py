@@ -8,6 +8,7 @@ Ctrl-C or SIGTERM stops watching and scheduling, finishes the writes already dec
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -41,6 +42,25 @@ def api_client(kubeconfig: Path | None, context: str | None, in_cluster: bool, c
     return api
 
 
+def _missing_kubeconfig(kubeconfig: Path | None, in_cluster: bool) -> str:
+    """Why the kubeconfig cannot be read (the client would say "Invalid kube-config file"), or empty: ``--kubeconfig``,
+    else each file ``$KUBECONFIG`` lists (the client skips the missing ones when another exists)."""
+    if in_cluster:
+        return ""
+    if kubeconfig is not None:
+        if kubeconfig.is_dir():
+            return f"--kubeconfig {kubeconfig}: is a directory, not a kubeconfig file"
+        if not kubeconfig.exists():
+            return f"--kubeconfig {kubeconfig}: no such file"
+        return ""
+    listed = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if listed and not any(path.is_file() for path in listed):
+        return f"$KUBECONFIG ({os.environ['KUBECONFIG']}): no such file"
+    if not listed and not (Path.home() / ".kube" / "config").is_file():
+        return "~/.kube/config: no such file; give --kubeconfig FILE, set $KUBECONFIG, or use --in-cluster"
+    return ""
+
+
 def serve_command(
     config_file: Annotated[
         Path | None, typer.Option("--config", help="The serve configuration (YAML; default: every default).")
@@ -52,6 +72,16 @@ def serve_command(
     in_cluster: Annotated[
         bool, typer.Option("--in-cluster", help="Use the pod's service account (running inside the cluster).")
     ] = False,
+    operations_port: Annotated[
+        int | None,
+        typer.Option(
+            "--operations-port",
+            min=0,
+            max=65535,
+            help="Port of /metrics, /readyz and /kubeflux/queue (default: the config's operations.port, 10260; "
+            "0: a free one).",
+        ),
+    ] = None,
     verbose: Annotated[
         int, typer.Option("--verbose", "-v", count=True, help="-v: every bind and refusal; -vv: the core's log.")
     ] = 0,
@@ -67,9 +97,18 @@ def serve_command(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    if operations_port is not None:
+        operations = settings.operations.model_copy(update={"port": operations_port})
+        settings = settings.model_copy(update={"operations": operations})
+    missing = _missing_kubeconfig(kubeconfig, in_cluster)
+    if missing:
+        typer.echo(f"error: {missing}", err=True)
+        raise typer.Exit(2)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
     logging.getLogger("kubeflux.serve").setLevel(level)
+    if verbose < 2:  # urllib3 says each of its retries; the informers say a failure once, then every 30 s
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     try:
         api = api_client(kubeconfig, context, in_cluster, settings.binding.workers + 8)
     except Exception as exc:  # the kubernetes client's config errors have no common base

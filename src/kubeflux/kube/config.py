@@ -169,13 +169,16 @@ class BindingConfig(_Strict):
 
 
 class OperationsConfig(_Strict):
-    """Where ``/metrics``, ``/healthz``, ``/readyz`` and ``/livez`` are served (:mod:`kubeflux.kube.operations`)."""
+    """Where ``/metrics``, ``/healthz``, ``/readyz``, ``/livez`` and ``/kubeflux/queue`` are served
+    (:mod:`kubeflux.kube.operations`)."""
 
     enabled: bool = True
     address: str = "127.0.0.1"
     """Loopback unless asked: a probe or a Prometheus in the pod's network namespace reaches it there."""
     port: Annotated[int, Field(ge=0, le=65535)] = 10260
-    """0: a free port (tests)."""
+    """0: a free port (tests). ``serve --operations-port`` overrides it."""
+    unreachable_seconds: Annotated[float, Field(alias="unreachableSeconds", gt=0.0, le=3600.0)] = 30.0
+    """``/readyz`` is false once the API server has been unreachable (or failing every request) this long."""
 
 
 class LeaderElectionConfig(_Strict):
@@ -267,8 +270,12 @@ def load_config(path: Path | None) -> ServeConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
     return parse_config(data, str(path))

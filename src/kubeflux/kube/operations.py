@@ -6,7 +6,10 @@
   graph nodes and allocations per scheduler, and whether this replica leads.
 * ``/livez`` and ``/healthz``: 200 while the scheduling loop's thread is alive (a stuck process is restarted);
 * ``/readyz``: 200 once every informer has synced and scheduling runs — or while the replica waits to lead (a
-  standby is ready to take over); 503 with the reason otherwise.
+  standby is ready to take over); 503 with the reason otherwise — also while the API server has been unreachable
+  (or failing every request) for longer than ``operations.unreachableSeconds``;
+* ``/kubeflux/queue``: each scheduler's queue in order, as JSON (:func:`kubeflux.scheduler.queueview.queue_document`;
+  what ``kubeflux queue`` shows).
 
 Each :class:`ServeMetrics` has its own registry, so several serves in one process (tests, two replicas) do not
 collide.
@@ -14,12 +17,14 @@ collide.
 
 from __future__ import annotations
 
+import errno
 import queue
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
+import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -27,8 +32,9 @@ from prometheus_client.registry import Collector
 from kubeflux.kube.binder import Binder
 from kubeflux.kube.reflector import Reflector
 from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.queueview import QUEUE_PATH
 
-__all__ = ["Observed", "OperationsServer", "ServeMetrics"]
+__all__ = ["Observed", "OperationsServer", "ServeMetrics", "unreachable"]
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 
@@ -40,6 +46,20 @@ class Observed(Protocol):
     events: queue.Queue[Any]
     binder: Binder
     cores: list[KubefluxScheduler]
+
+
+def unreachable(reflectors: list[Reflector], seconds: float) -> str:
+    """Why ``/readyz`` is false when a reflector has failed to reach the API server for longer than ``seconds``
+    (:attr:`Reflector.failures <kubeflux.kube.reflector.Reflector.failures>`); empty otherwise."""
+    for reflector in reflectors:
+        failures = reflector.failures
+        lasted = failures.for_longer_than(seconds)
+        if lasted is not None:
+            return (
+                f"the API server has been unreachable for {lasted:.0f} s (more than operations.unreachableSeconds, "
+                f"{seconds:g} s): {failures.kind}: {failures.last_error}"
+            )
+    return ""
 
 
 class _StateCollector(Collector):
@@ -121,10 +141,18 @@ class ServeMetrics:
 
 
 class OperationsServer:
-    """``/metrics``, ``/healthz``, ``/livez``, ``/readyz`` on ``address:port`` (port 0: a free one) on a thread."""
+    """``/metrics``, ``/healthz``, ``/livez``, ``/readyz`` and ``/kubeflux/queue`` (when ``queue`` is given) on
+    ``address:port`` (port 0: a free one) on a thread. A port in use raises :class:`OSError` saying which port and
+    how to choose another."""
 
     def __init__(
-        self, address: str, port: int, metrics: ServeMetrics, live: Callable[[], bool], ready: Callable[[], str]
+        self,
+        address: str,
+        port: int,
+        metrics: ServeMetrics,
+        live: Callable[[], bool],
+        ready: Callable[[], str],
+        queue: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         owner = self
 
@@ -139,6 +167,13 @@ class OperationsServer:
                 elif path == "/readyz":
                     why = owner.ready()
                     self._answer(503 if why else 200, why.encode() if why else b"ok")
+                elif path == QUEUE_PATH and owner.queue is not None:
+                    try:
+                        document = owner.queue()
+                    except TimeoutError:
+                        self._answer(503, b"the scheduling loop did not answer in time (a long pass); ask again")
+                        return
+                    self._answer(200, orjson.dumps(document), "application/json")
                 else:
                     self._answer(404, b"not found")
 
@@ -152,8 +187,17 @@ class OperationsServer:
             def log_message(self, format: str, *args: object) -> None:  # probes every few seconds: not logged
                 return
 
-        self.metrics, self.live, self.ready = metrics, live, ready
-        self.server = ThreadingHTTPServer((address, port), Handler)
+        self.metrics, self.live, self.ready, self.queue = metrics, live, ready, queue
+        try:
+            self.server = ThreadingHTTPServer((address, port), Handler)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise OSError(
+                f"the operations port {address}:{port} (/metrics, /readyz, /kubeflux/queue) is in use, perhaps by "
+                "another kubeflux serve; choose another with --operations-port PORT (or operations.port in the "
+                "config; 0 takes a free one), or turn the endpoints off with operations.enabled: false",
+            ) from None
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True, name="kubeflux-operations")

@@ -3,7 +3,7 @@
 One :class:`Reflector` (client-go's name for the part of an informer that lists and watches) per resource, each on
 its own thread, feeding one bounded :class:`queue.Queue` that the scheduling loop drains. Objects stay the
 server's JSON (``_preload_content=False``, decoded with orjson): the official client's typed models cost several
-times more per pod, and the scheduler core reads manifests anyway (:mod:`kubeflux.scheduler.kube_objects`).
+times more per pod, and the scheduler core reads manifests anyway (:mod:`kubeflux.apiobjects.manifests`).
 
 What a reflector guarantees to the loop:
 
@@ -25,7 +25,10 @@ What a reflector guarantees to the loop:
 * a resource the server does not serve (no PodGroup CRD: 404) is not an error: it is synced empty and looked for
   again every minute;
 * errors back off (doubling up to 30 s) and never end the thread; :meth:`Reflector.stop` ends it promptly, even
-  in the middle of a watch (the response is shut down) or while the queue is full.
+  in the middle of a watch (the response is shut down) or while the queue is full;
+* while the API server cannot be reached (or fails every request), :attr:`Reflector.failures` says since when and
+  why (``/readyz`` turns false beyond a stated time), and the log says so once, then at most once every
+  :data:`LOG_EVERY` seconds with the count of attempts, and once more when the server answers again.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -42,16 +46,18 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.manifests import NATIVE_GANG_GROUP
 from kubeflux.kube.rest import RawApi
-from kubeflux.scheduler.kube_objects import NATIVE_GANG_GROUP
 
-__all__ = ["SYNCED", "RawEvent", "Reflector", "Resource", "watched_resources"]
+__all__ = ["LOG_EVERY", "SYNCED", "Failures", "RawEvent", "Reflector", "Resource", "watched_resources"]
 
 log = logging.getLogger("kubeflux.serve")
 Object = dict[str, Any]
 SYNCED = "SYNCED"
 _MAX_BACKOFF = 30.0
 _ABSENT_RETRY = 60.0
+LOG_EVERY = 30.0
+"""Seconds between two log lines about one reflector's failures that go on (the first is said at once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,12 @@ class Resource:
     api_version: str = ""
     """Stamped on listed objects that lack it (a list of a built-in type carries no apiVersion on its items), for
     readers that tell two APIs of one kind apart."""
+    absent: str = ""
+    """What to say when an optional resource is not served: which API it is and how to get it."""
+
+    def describe(self) -> str:
+        """``kind (apiVersion)``, or the kind alone."""
+        return f"{self.kind} ({self.api_version})" if self.api_version else self.kind
 
 
 def watched_resources(api: client.ApiClient) -> list[Resource]:
@@ -91,8 +103,24 @@ def watched_resources(api: client.ApiClient) -> list[Resource]:
 
     return [
         Resource("Node", raw.list_node),
-        Resource("PodGroup", podgroups, optional=True, api_version="scheduling.x-k8s.io/v1alpha1"),
-        Resource("PodGroup", native_podgroups, optional=True, api_version=f"{NATIVE_GANG_GROUP}/v1alpha2"),
+        Resource(
+            "PodGroup",
+            podgroups,
+            optional=True,
+            api_version="scheduling.x-k8s.io/v1alpha1",
+            absent="the coscheduling CRD of kubernetes-sigs/scheduler-plugins is not installed; install it "
+            "(config/crd/bases/scheduling.x-k8s.io_podgroups.yaml of scheduler-plugins) for pods labelled "
+            "scheduling.x-k8s.io/pod-group",
+        ),
+        Resource(
+            "PodGroup",
+            native_podgroups,
+            optional=True,
+            api_version=f"{NATIVE_GANG_GROUP}/v1alpha2",
+            absent="Kubernetes' own gang scheduling API (1.36, alpha) is not enabled; to use it (pods naming a "
+            "PodGroup in spec.schedulingGroup), start kube-apiserver with "
+            f"--runtime-config={NATIVE_GANG_GROUP}/v1alpha2=true --feature-gates=GenericWorkload=true",
+        ),
         Resource("Pod", raw.list_pod_for_all_namespaces),
     ]
 
@@ -125,6 +153,67 @@ def _lines(response: Any) -> Iterator[Object]:
                 yield orjson.loads(line)
     if buffer.strip():
         yield orjson.loads(buffer)
+
+
+def _network_reason(exc: Exception) -> str:
+    """The cause of a failed request in a few words: urllib3 wraps it (``Max retries exceeded with url: … (Caused by
+    NewConnectionError("HTTPConnection(host=…, port=…): Failed to establish a new connection: [Errno 111] Connection
+    refused"))``); the innermost reason is what a reader needs."""
+    reason: object = exc
+    while isinstance(getattr(reason, "reason", None), Exception):
+        reason = reason.reason  # type: ignore[attr-defined]
+    text = str(reason)
+    if isinstance(reason, urllib3.exceptions.NewConnectionError) and "): " in text:
+        text = text.split("): ", 1)[1]
+    return text
+
+
+class Failures:
+    """A run of failed requests of one reflector: since when (``clock`` seconds, monotonic), how many, the last
+    error, and which of them to log (the first, then one every ``every`` seconds)."""
+
+    def __init__(self, kind: str, clock: Callable[[], float] = time.monotonic, every: float = LOG_EVERY) -> None:
+        self.kind, self.clock, self.every = kind, clock, every
+        self.since: float | None = None
+        """When the run began; None while requests succeed."""
+        self.count = 0
+        self.last_error = ""
+        self._logged = 0.0
+        self._unlogged = 0
+
+    def failed(self, error: str, retry: float) -> str | None:
+        """Count a failure (``retry``: seconds until the next attempt); the line to log, or None (rate-limited)."""
+        now = self.clock()
+        self.count += 1
+        self.last_error = error
+        if self.since is None:
+            self.since, self._logged, self._unlogged = now, now, 0
+            return f"{self.kind}: {error}; retrying in {retry:g} s (said again at most every {self.every:g} s)"
+        if now - self._logged < self.every:
+            self._unlogged += 1
+            return None
+        self._logged, self._unlogged = now, 0
+        return (
+            f"{self.kind}: still failing after {self.count} attempts in {now - self.since:.0f} s: {error}; "
+            f"retrying in {retry:g} s"
+        )
+
+    def succeeded(self) -> str | None:
+        """A request went through: the run ends; the line to log when there was one."""
+        if self.since is None:
+            return None
+        line = f"{self.kind}: the API server answers again, after {self.count} failed attempts in " + (
+            f"{self.clock() - self.since:.0f} s"
+        )
+        self.since, self.count, self.last_error = None, 0, ""
+        return line
+
+    def for_longer_than(self, seconds: float) -> float | None:
+        """How long the run has lasted, when longer than ``seconds``; else None."""
+        if self.since is None:
+            return None
+        lasted = self.clock() - self.since
+        return lasted if lasted > seconds else None
 
 
 class _NotServed(Exception):
@@ -180,6 +269,7 @@ class Reflector:
         self.relists = 0
         self.watches = 0
         self.synced = threading.Event()
+        self.failures = Failures(resource.describe())
         self._stop = threading.Event()
         self._response: Any = None
         self._lock = threading.Lock()
@@ -240,7 +330,7 @@ class Reflector:
                 need_list = True  # a failed watch: the server may not be the one it was (client-go relists too)
                 if exc.status in (410, 504) or (exc.status == 404 and self.resource.optional):
                     continue  # history gone or never had (504), or the resource itself gone: list again now
-                log.warning("%s: the API server answered %s %s; relisting", self.resource.kind, exc.status, exc.reason)
+                self._failed(f"the API server answered {exc.status} {exc.reason}", backoff)
                 if not self._wait(backoff):
                     break
                 backoff = min(backoff * 2, _MAX_BACKOFF)
@@ -248,10 +338,20 @@ class Reflector:
                 if self._stop.is_set():
                     break
                 need_list = True
-                log.warning("%s: watch failed (%s); relisting from version %s", self.resource.kind, exc, self.version)
+                self._failed(f"cannot reach the API server ({_network_reason(exc)})", backoff)
                 if not self._wait(backoff):
                     break
                 backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    def _failed(self, error: str, retry: float) -> None:
+        line = self.failures.failed(error, retry)
+        if line is not None:
+            log.warning("%s", line)
+
+    def _reached(self) -> None:
+        line = self.failures.succeeded()
+        if line is not None:
+            log.warning("%s", line)
 
     def _list_pages(self) -> Iterator[list[Object] | None]:
         """The pages of a list, each as it comes (the loop reads one while the next is fetched): lists of objects,
@@ -271,6 +371,8 @@ class Reflector:
             try:
                 response = self.resource.call(**query)
             except client.ApiException as exc:
+                if exc.status < 500:
+                    self._reached()  # the server answered; what it said is handled below
                 if exc.status == 404 and self.resource.optional:
                     raise _NotServed from exc
                 if exc.status == 410 and token:  # the continue token expired: a consistent list starts again
@@ -288,6 +390,7 @@ class Reflector:
                     since = ""
                     continue
                 raise
+            self._reached()
             body = orjson.loads(response.data)
             response.release_conn()
             page = body.get("items") or []
@@ -331,7 +434,9 @@ class Reflector:
                         return False
         except _NotServed:
             if not self.synced.is_set():
-                log.info("%s: not served by this cluster; looked for again every minute", self.resource.kind)
+                resource = self.resource
+                why = f": {resource.absent}" if resource.absent else ""
+                log.info("%s: not served by this cluster%s; looked for again every minute", resource.describe(), why)
                 if not self._put(RawEvent(self.resource.kind, SYNCED, {})):
                     return False
                 self.synced.set()
@@ -357,6 +462,7 @@ class Reflector:
             _preload_content=False,
             _request_timeout=(10, self.timeout_seconds + 30),
         )
+        self._reached()
         with self._lock:
             self._response = response
         self.watches += 1

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.leader import LeaderElector
-from kubeflux.kube.operations import OperationsServer
+from kubeflux.kube.operations import OperationsServer, unreachable
 from kubeflux.kube.serve import Serve, choose_clock
 from kubeflux.wallclock import WallClock
 
@@ -52,7 +52,12 @@ class Replica:
         if config.operations.enabled:
             ops = config.operations
             self.operations = OperationsServer(
-                ops.address, ops.port, self.serve.metrics, lambda: self.serve.alive, lambda: self.serve.not_ready()
+                ops.address,
+                ops.port,
+                self.serve.metrics,
+                lambda: self.serve.alive,
+                lambda: self.serve.not_ready() or unreachable(self.serve.reflectors, ops.unreachable_seconds),
+                lambda: self.serve.queue_document(),
             )
         self.lost = False
         self.ended = threading.Event()

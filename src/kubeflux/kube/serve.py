@@ -6,7 +6,7 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    queue; they are started in that order, each once the previous one has synced, so the core sees the nodes
    before the pods bound to them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
-   (:mod:`kubeflux.scheduler.kube_objects`) and gives it to every core's ``observe``; an object those readers
+   (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers
    refuse is reported (a kubeflux pod waiting for it gets ``FailedScheduling`` naming the field) and left out,
    and the others keep being scheduled;
 3. once every reflector has synced, ``schedule(now)`` runs after each batch and at the cores' ``next_wakeup``
@@ -28,17 +28,27 @@ import logging
 import queue
 import threading
 import time
+from concurrent.futures import Future
 from typing import Any
 
 import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.manifests import (
+    DEFAULT_SCHEDULER,
+    ManifestError,
+    node_from_manifest,
+    parse_timestamp,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
 from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, Resource, watched_resources
 from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
@@ -48,15 +58,8 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.kube_objects import (
-    DEFAULT_SCHEDULER,
-    ManifestError,
-    node_from_manifest,
-    parse_timestamp,
-    pod_from_manifest,
-    podgroup_from_manifest,
-)
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.queueview import queue_document
 from kubeflux.wallclock import WallClock
 
 __all__ = ["Serve", "choose_clock"]
@@ -116,8 +119,15 @@ def _pod_ref(obj: dict[str, Any]) -> PodRef:
         created: float | None = parse_timestamp(meta["creationTimestamp"])
     except (KeyError, TypeError, ValueError):
         created = None
+    spec = obj.get("spec")
+    scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None
     return PodRef(
-        str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("uid", "")), expected, created
+        str(meta.get("namespace", "")),
+        str(meta.get("name", "")),
+        str(meta.get("uid", "")),
+        expected,
+        created,
+        str(scheduler or DEFAULT_SCHEDULER),
     )
 
 
@@ -179,6 +189,7 @@ class Serve:
         ]
         self.pods: dict[str, PodRef] = {}
         """``namespace/name`` → the pod as last seen (what the binder needs to write to it)."""
+        self._sinks = {core.name: _BinderSink(self, core.name) for core in self.cores}
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""
         self._bad_shape: dict[str, str] = {}
@@ -196,6 +207,8 @@ class Serve:
         """False while this replica waits for the lease (set by its elector)."""
         self.metrics = ServeMetrics()
         self.metrics.watch(self, lambda: self.leading)
+        self._asked: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
+        """Requests for the queue (:meth:`queue_document`), answered by the loop, the one thread touching the cores."""
 
     # ------------------------------------------------------------------ life cycle
 
@@ -239,6 +252,27 @@ class Serve:
             waiting = [r.resource.kind for r in self.reflectors if not r.synced.is_set()]
             return f"informers not synced: {', '.join(waiting)}"
         return ""
+
+    def queue_document(self, timeout: float = 10.0) -> dict[str, Any]:
+        """Each core's queue (:func:`~kubeflux.scheduler.queueview.queue_document`), taken by the scheduling loop
+        between two batches (at once when the loop does not run); TimeoutError when it does not answer in
+        ``timeout`` seconds (a long pass)."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return queue_document(self.cores, self.clock(), "serve")
+        asked: Future[dict[str, Any]] = Future()
+        self._asked.put(asked)
+        self._wake()
+        return asked.result(timeout)
+
+    def _answer(self) -> None:
+        while True:
+            try:
+                asked = self._asked.get_nowait()
+            except queue.Empty:
+                return
+            if asked.set_running_or_notify_cancel():
+                asked.set_result(queue_document(self.cores, self.clock(), "serve"))
 
     def _wake(self) -> None:
         with contextlib.suppress(queue.Full):  # when full, the loop has work already: it will look
@@ -303,6 +337,7 @@ class Serve:
                 if not settled:
                     _settle_gc()
                     settled = True
+            self._answer()
 
     def _observe(self, event: RawEvent, now: float) -> None:
         if event.type == SYNCED:
@@ -313,8 +348,7 @@ class Serve:
                     # the last list (the pods) has begun; no pod is known, so a pass decides nothing, but it builds
                     # the cores' graphs from the nodes meanwhile, instead of after the pods' list
                     self._schedule(now)
-            elif all(r.synced.is_set() for r in self.reflectors):
-                log.info("caches synced: %d pods known; scheduling", len(self.pods))
+            elif all(r.synced.is_set() for r in self.reflectors):  # the command says so (once)
                 self.synced.set()
             return
         if event.type == "WAKE":
@@ -400,7 +434,8 @@ class Serve:
             self.metrics.passes.labels(core.name).observe(time.perf_counter() - began)
             for decision in decisions:
                 self.metrics.attempts.labels(core.name, _RESULTS[type(decision)]).inc()
-                self._apply(core, decision, now)
+            if decisions:
+                apply_decisions(core.name, decisions, self._sinks[core.name], core, now)
             wake = core.next_wakeup(now)
             if wake is not None and (earliest is None or wake < earliest):
                 earliest = wake
@@ -410,15 +445,37 @@ class Serve:
                 core.log.clear()
         self._wakeup = earliest
 
-    def _apply(self, core: KubefluxScheduler, decision: Any, now: float) -> None:
-        ref = self.pods.get(decision.pod)
-        if ref is None or (decision.uid and ref.uid != decision.uid):
-            if isinstance(decision, Bind):
-                core.unreserve(decision.pod, decision.uid, decision.node, f'pod "{decision.pod}" not found', now)
-            return
-        if isinstance(decision, Bind):
-            self.binder.bind(core.name, decision, ref)
-        elif isinstance(decision, Unschedulable | Reject):
-            self.binder.unschedulable(core.name, decision, ref)
-        elif isinstance(decision, PodWarning):
-            self.binder.warn(core.name, decision, ref)
+
+class _BinderSink:
+    """Where one core's decisions go (:func:`~kubeflux.scheduler.decisions.apply_decisions`): to the binder's
+    threads, for the pods as the watch last showed them; a Bind the cluster refuses comes back later
+    (:meth:`Serve._unreserve`)."""
+
+    def __init__(self, serve: Serve, scheduler: str) -> None:
+        self.serve, self.binder, self.scheduler = serve, serve.binder, scheduler
+
+    def pod(self, key: str, uid: str) -> PodRef | None:
+        ref = self.serve.pods.get(key)
+        return None if ref is None or (uid and ref.uid != uid) else ref
+
+    def not_found(self, key: str) -> str:
+        return f'pod "{key}" not found'
+
+    def owner(self, pod: PodRef) -> str:
+        return pod.scheduler
+
+    def bind(self, pod: PodRef, decision: Bind) -> str:
+        self.binder.bind(self.scheduler, decision, pod)
+        return ""
+
+    def unschedulable(self, pod: PodRef, decision: Unschedulable) -> None:
+        self.binder.unschedulable(self.scheduler, decision, pod)
+
+    def reject(self, pod: PodRef, decision: Reject) -> None:
+        self.binder.unschedulable(self.scheduler, decision, pod)
+
+    def warn(self, pod: PodRef, decision: PodWarning) -> None:
+        self.binder.warn(self.scheduler, decision, pod)
+
+    def problem(self, message: str) -> None:
+        log.warning("%s", message)

@@ -272,7 +272,7 @@ def _visit(finder: _Finder, writer: Writer, uid: int, inherited: _Inherited, lev
     for index, target in schedule.children(uid):
         below = _visit(finder, writer, target, mine, level + 1)
         if below > 0:
-            writer.edge(level, graph, index, False)
+            writer.edge(graph, index)
             emitted += below
     if not finder.holds(finder.expression, uid, mine) and not emitted:
         return 0
@@ -281,5 +281,5 @@ def _visit(finder: _Finder, writer: Writer, uid: int, inherited: _Inherited, lev
         agfilter = finder.usage(uid)
         if agfilter is None:
             return 0
-    writer.vertex(level, vertex, vertex.size, True, False, agfilter=agfilter)
+    writer.vertex(level, vertex, vertex.size, True, agfilter=agfilter)
     return emitted + 1

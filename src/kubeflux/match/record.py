@@ -170,7 +170,7 @@ class UpdateWalk:
                         self.nslots += 1
                     if self.reweigh:
                         self.delta += schedule._update_weight(edge, target, self.meta)
-                    self.writer.edge(level, schedule.graph, edge, excl)
+                    self.writer.edge(schedule.graph, edge)
                     n_plans += n_sub
             if leaves:
                 n_plans += self._leaves(uid, leaves, aggregates, excl)
@@ -190,7 +190,7 @@ class UpdateWalk:
             for type, count in aggregates.items():
                 if type in total:
                     to_parent[type] = to_parent.get(type, 0) + count
-            self.writer.vertex(level, vertex, needs, excl, excl_parent)
+            self.writer.vertex(level, vertex, needs, excl)
         delta = self.delta
         if delta:
             schedule._bump(uid, delta)
@@ -233,7 +233,7 @@ class UpdateWalk:
                 if vertex.type in total:
                     to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
         texts = None if run is None else run.texts
-        self.writer.leaves(self.level + 1, schedule.graph, leaves, excl_parent, texts)
+        self.writer.leaves(self.level + 1, schedule.graph, leaves, texts)
         if source in state._leads:
             sequence = state.sequence
             for edge, _leaf, _count in leaves:

@@ -60,19 +60,9 @@ def _partition_pivot(a: list[int], k: list[int], first: int, last: int) -> int:
 
 def _move_median_to_first(a: list[int], k: list[int], result: int, x: int, y: int, z: int) -> None:
     kx, ky, kz = k[a[x]], k[a[y]], k[a[z]]
-    if kx < ky:
-        if ky < kz:
-            a[result], a[y] = a[y], a[result]
-        elif kx < kz:
-            a[result], a[z] = a[z], a[result]
-        else:
-            a[result], a[x] = a[x], a[result]
-    elif kx < kz:
-        a[result], a[x] = a[x], a[result]
-    elif ky < kz:
-        a[result], a[z] = a[z], a[result]
-    else:
-        a[result], a[y] = a[y], a[result]
+    # libstdc++'s comparisons, in its order: ties pick the same element as std::__move_median_to_first
+    median = (y if ky < kz else z if kx < kz else x) if kx < ky else (x if kx < kz else z if ky < kz else y)
+    a[result], a[median] = a[median], a[result]
 
 
 def _unguarded_partition(a: list[int], k: list[int], first: int, last: int, pivot: int) -> int:

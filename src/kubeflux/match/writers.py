@@ -1,7 +1,9 @@
 """Writers for matched resource sets (``-F``), byte-compatible with Fluxion's match writers.
 
 The update walk calls :meth:`Writer.vertex` in post-order (children before their parent) and
-:meth:`Writer.edge` for each edge it followed; :meth:`Writer.render` returns the text for one match.
+:meth:`Writer.edge` for each edge it followed; :meth:`Writer.render` returns the text for one match. A writer
+answers the calls its format needs: the base class ignores edges and intervals and emits a run of leaves vertex
+by vertex.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from mypy_extensions import mypyc_attr
 
 from kubeflux.resources.graph import CONTAINMENT, Graph, Vertex, id_from_name_suffix
 from kubeflux.resources.jgf import vertex_metadata
+
+AgFilter = Mapping[str, str] | None
+"""``find``'s per-type use of an aggregate filter, on the vertices it emits (only JGF shows it)."""
+Memo = dict[object, str] | None
+"""The caller's store of text for one run of leaves, kept across matches (see :meth:`Writer.leaves`)."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -40,38 +47,27 @@ class Writer:
     """What the update walk emits a match to. A base class rather than a Protocol: compiled (mypyc), the walk's
     calls of a subclass's methods are then native calls instead of Python attribute lookups and calls."""
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: Mapping[str, str] | None = None,
-    ) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         """Emit one vertex; ``agfilter`` is ``find``'s per-type aggregate-filter use (only JGF shows it)."""
         raise NotImplementedError
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        raise NotImplementedError
+    def edge(self, graph: Graph, edge: int) -> None:
+        """Emit the edge followed to the vertex emitted last (only JGF shows edges; the others ignore them)."""
+        return None
 
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], memo: Memo = None) -> None:
         """Emit exclusive leaves (edge, vertex uid, needs) at ``level``, each with the edge to it from its parent
-        (as :meth:`vertex` then :meth:`edge` for each, in order; the update walk records a socket's cores so).
-        ``memo`` is the caller's store for these very leaves: a writer may keep its text for them there."""
-        raise NotImplementedError
+        (as :meth:`vertex` then :meth:`edge` for each, in order, unless a writer has a faster way; the update walk
+        records a socket's cores so). ``memo`` is the caller's store for these very leaves: a writer may keep its
+        text for them there."""
+        vertices = graph.vertices
+        for edge, uid, needs in leaves:
+            self.vertex(level, vertices[uid], needs, True)
+            self.edge(graph, edge)
 
     def interval(self, start: int, end: int) -> None:
-        """The emitted set is held during ``[start, end)`` (only R formats show it)."""
-        raise NotImplementedError
+        """The emitted set is held during ``[start, end)`` (only R formats show it; the others ignore it)."""
+        return None
 
     def render(self) -> str:
         """The text emitted so far (ending with a newline if not empty); clears the writer. WriterError when the
@@ -95,52 +91,17 @@ def _prefix(level: int) -> str:
     return _PREFIXES[level] if level < 32 else "      " + "---" * level
 
 
-def emit_leaves(
-    writer: Writer,
-    level: int,
-    graph: Graph,
-    leaves: list[tuple[int, int, int]],
-    exclusive_parent: bool,
-    memo: dict[object, str] | None = None,
-) -> None:
-    """:meth:`Writer.leaves` as :meth:`Writer.vertex` and :meth:`Writer.edge` for each leaf (a writer without a
-    faster way calls it from its ``leaves`` method)."""
-    vertices = graph.vertices
-    for edge, uid, needs in leaves:
-        writer.vertex(level, vertices[uid], needs, True, exclusive_parent)
-        writer.edge(level - 1, graph, edge, exclusive_parent)
-
-
 class SimpleWriter(Writer):
     """``-F simple``: one line per vertex, ``name[count:x|s]`` indented by containment depth."""
 
     def __init__(self) -> None:
         self._lines: list[str] = []
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: Mapping[str, str] | None = None,
-    ) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         prefix = _PREFIXES[level] if level < 32 else _prefix(level)
         self._lines.append(f"{prefix}{vertex.name}[{needs}:{'x' if exclusive else 's'}]\n")
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        return None
-
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], memo: Memo = None) -> None:
         text = None if memo is None else memo.get(("simple", level))
         if text is None:
             prefix, vertices = _prefix(level), graph.vertices
@@ -158,9 +119,6 @@ class SimpleWriter(Writer):
                 memo["simple", level] = text
         self._lines.append(text)
 
-    def interval(self, start: int, end: int) -> None:
-        return None
-
     def render(self) -> str:
         text = "".join(self._lines)
         self._lines.clear()
@@ -170,28 +128,12 @@ class SimpleWriter(Writer):
 class PrettySimpleWriter(SimpleWriter):
     """``-F pretty_simple``: the same tree, parents before children, with the access mode spelled out."""
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: Mapping[str, str] | None = None,
-    ) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         mode = "exclusive" if exclusive else "shared"
         self._lines.append(f"{_prefix(level)}{vertex.name}[{needs}:{mode}]\n")
 
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        emit_leaves(self, level, graph, leaves, exclusive_parent)  # a method: a compiled function does not bind
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], memo: Memo = None) -> None:
+        Writer.leaves(self, level, graph, leaves)  # vertex by vertex, as the base emits them (not simple's text)
 
     def render(self) -> str:
         self._lines.reverse()
@@ -209,20 +151,11 @@ class JgfWriter(Writer):
         self._nodes: list[dict[str, Any]] = []
         self._edges: list[dict[str, Any]] = []
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: Mapping[str, str] | None = None,
-    ) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         metadata = vertex_metadata(vertex, needs=needs, exclusive=exclusive, agfilter=agfilter)
         self._nodes.append({"id": str(vertex.uniq_id), "metadata": metadata})
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
+    def edge(self, graph: Graph, edge: int) -> None:
         record = graph.edges[edge]
         item: dict[str, Any] = {
             "source": str(graph.vertices[record.source].uniq_id),
@@ -231,19 +164,6 @@ class JgfWriter(Writer):
         if record.subsystem != CONTAINMENT:
             item["metadata"] = {"subsystem": record.subsystem}
         self._edges.append(item)
-
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        emit_leaves(self, level, graph, leaves, exclusive_parent)  # a method: a compiled function does not bind
-
-    def interval(self, start: int, end: int) -> None:
-        return None
 
     def render(self) -> str:
         """The JGF line; empty when nothing was emitted. WriterError (Fluxion: ENOENT) when vertices came without
@@ -328,16 +248,7 @@ class Rv1NoschedWriter(Writer):
         self._start = 0
         self._end = 0
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: Mapping[str, str] | None = None,
-    ) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         if vertex.type in self._ids:
             self._ids[vertex.type].append(vertex.id)
         elif vertex.type == "node" and any(self._ids.values()):
@@ -348,21 +259,8 @@ class Rv1NoschedWriter(Writer):
             for key, value in sorted(vertex.properties.items()):
                 self._properties.setdefault(f"{key}={value}" if value else key, []).append(vertex.rank)
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        return None
-
     def interval(self, start: int, end: int) -> None:
         self._start, self._end = start, end
-
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
-        emit_leaves(self, level, graph, leaves, exclusive_parent)  # a method: a compiled function does not bind
 
     def render(self) -> str:
         if not self._by_children:
@@ -391,35 +289,13 @@ class Rv1NoschedWriter(Writer):
 class DiscardWriter(Writer):
     """Emits nothing: for a replay whose caller needs the recorded state, not its text."""
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: Mapping[str, str] | None = None,
-    ) -> None:
-        return None
-
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        return None
-
-    def interval(self, start: int, end: int) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         return None
 
     def render(self) -> str:
         return ""
 
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], memo: Memo = None) -> None:
         return None
 
 
@@ -438,16 +314,7 @@ class PlacementWriter(Writer):
         self._gpus: list[str] = []
         self._rendered: tuple[Placement, ...] = ()
 
-    def vertex(
-        self,
-        level: int,
-        vertex: Vertex,
-        needs: int,
-        exclusive: bool,
-        exclusive_parent: bool,
-        *,
-        agfilter: object = None,
-    ) -> None:
+    def vertex(self, level: int, vertex: Vertex, needs: int, exclusive: bool, *, agfilter: AgFilter = None) -> None:
         kind = vertex.type
         if kind == "node":
             if self._cores or self._gpus:
@@ -459,17 +326,7 @@ class PlacementWriter(Writer):
         elif kind == "gpu":
             self._gpus.append(vertex.name)
 
-    def edge(self, level: int, graph: Graph, edge: int, exclusive_parent: bool) -> None:
-        return None
-
-    def leaves(
-        self,
-        level: int,
-        graph: Graph,
-        leaves: list[tuple[int, int, int]],
-        exclusive_parent: bool,
-        memo: dict[object, str] | None = None,
-    ) -> None:
+    def leaves(self, level: int, graph: Graph, leaves: list[tuple[int, int, int]], memo: Memo = None) -> None:
         vertices = graph.vertices
         for _edge, uid, _needs in leaves:  # (named: compiled, a field read into `_` is boxed)
             vertex = vertices[uid]
@@ -478,9 +335,6 @@ class PlacementWriter(Writer):
                 self._cores.append(vertex.name)
             elif kind == "gpu":
                 self._gpus.append(vertex.name)
-
-    def interval(self, start: int, end: int) -> None:
-        return None
 
     def render(self) -> str:
         self._rendered = tuple(self._found)

@@ -1,9 +1,10 @@
 """The allocation: one bound pod as kubeflux counts it, and the ``kubeflux.io/allocation`` annotation that records it.
 
-kubeflux writes :data:`ALLOCATION_ANNOTATION` on every pod it binds (:func:`allocation_text`): JSON with the engine
-job id, node, cores, gpus, cpu and memory, start and duration. A restarted kubeflux reads it back
-(:func:`read_allocation`) to put the pod where it was; the annotation is user-visible, so the text is hostile input
-and checked field by field.
+kubeflux writes :data:`ALLOCATION_ANNOTATION` on every pod it binds (:func:`allocation_annotations`, of
+:func:`allocation_text`): JSON with the engine job id, node, cores, gpus, cpu and memory, start and duration. A
+restarted kubeflux reads it back (:func:`recorded_allocation`, of :func:`read_allocation`) to put the pod where it
+was; the annotation is user-visible, so the text is hostile input and checked field by field. This module is the
+only one that knows the annotation's name and format.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ import orjson
 from kubeflux.scheduler.objects import CPU, MEMORY, Pod
 from kubeflux.scheduler.translate import Placement
 
-__all__ = ["ALLOCATION_ANNOTATION", "Allocation", "AllocationRecord", "allocation_text", "read_allocation"]
+__all__ = [
+    "ALLOCATION_ANNOTATION",
+    "Allocation",
+    "AllocationRecord",
+    "allocation_annotations",
+    "allocation_text",
+    "read_allocation",
+    "recorded_allocation",
+]
 
 ALLOCATION_ANNOTATION = "kubeflux.io/allocation"
 """Written on every pod kubeflux binds: JSON with the engine job id, node, cores, gpus, start and duration."""
@@ -88,6 +97,11 @@ def allocation_text(pod: Pod, alloc: Allocation) -> str:
         return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
+def allocation_annotations(pod: Pod, alloc: Allocation) -> dict[str, str]:
+    """The annotations a Bind of ``pod`` by ``alloc`` writes: the :data:`ALLOCATION_ANNOTATION`."""
+    return {ALLOCATION_ANNOTATION: allocation_text(pod, alloc)}
+
+
 @dataclass(frozen=True, slots=True)
 class AllocationRecord:
     """What a restarted kubeflux needs of its allocation annotation to put a pod back where it was."""
@@ -136,3 +150,15 @@ def read_allocation(raw: str, horizon: int) -> AllocationRecord:
     if start + duration > horizon:
         raise ValueError(f"start {start} + duration {duration} is past the graph's horizon {horizon}")
     return AllocationRecord(start, duration, _names(data, "cores"), _names(data, "gpus"))
+
+
+def recorded_allocation(pod: Pod, horizon: int) -> AllocationRecord | None:
+    """The allocation recorded on ``pod`` (None when it carries no :data:`ALLOCATION_ANNOTATION`); raises ValueError
+    naming the annotation and saying what is wrong with it (:func:`read_allocation`)."""
+    raw = pod.annotations.get(ALLOCATION_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        return read_allocation(raw, horizon)
+    except ValueError as exc:
+        raise ValueError(f"metadata.annotations[{ALLOCATION_ANNOTATION}]: {exc}") from None

@@ -56,7 +56,7 @@ from mypy_extensions import mypyc_attr
 
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
-from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION, Allocation, allocation_text
+from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter
@@ -68,12 +68,13 @@ from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
+from kubeflux.scheduler.queueview import QueuedJob, queue_snapshot
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
-__all__ = ["ALLOCATION_ANNOTATION", "REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
+__all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
 
 
 NO_SHARE_REASON = "node(s) are not available to kubeflux under its sharing policy"
@@ -324,6 +325,11 @@ class KubefluxScheduler:
         earliest = ceil_time(job.retry_at) if job.retry_at > now else None
         return self.reserver.reserve(job, now, earliest, left_out_too=conservative)
 
+    def queued(self, now: float) -> list[QueuedJob]:
+        """The waiting jobs in the order they are tried, as of the last pass (:mod:`kubeflux.scheduler.queueview`);
+        read-only, on the thread that owns the scheduler."""
+        return queue_snapshot(self.queue, now)
+
     def next_wakeup(self, now: float) -> float | None:
         if self.queue.dirty:  # the pass left work for another (it stopped at the queue depth after binding): now
             return now
@@ -398,7 +404,7 @@ class KubefluxScheduler:
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            out.append(Bind(pod.key, pod.uid, alloc.node, {ALLOCATION_ANNOTATION: allocation_text(pod, alloc)}))
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc)))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)

@@ -19,9 +19,9 @@ from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.objects import PODS, Node, Pod, ResourceList
 from kubeflux.scheduler.profile import Profile
-from kubeflux.scheduler.quantity import format_quantity
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.translate import Placement, pod_policy
+from kubeflux.scheduler.units import format_quantity
 
 __all__ = ["NodeFilter", "alike_run", "copies", "static_order", "whole_node_policy"]
 

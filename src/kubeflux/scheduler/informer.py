@@ -14,7 +14,7 @@ Keyed by pod UID (``namespace/name`` when a pod has none, or when a tombstone lo
   kubeflux chose, releases kubeflux's allocation for it at once; a pod still pending waits in the queue again;
 * a pod seen under a ``namespace/name`` that another UID held (a StatefulSet re-created it; a relist folded
   DELETED and ADDED into one update) first releases the old UID's allocation and queue entry, whatever the order;
-* a bound pod whose requests change (an in-place resize, see :mod:`kubeflux.scheduler.kube_objects`) is counted
+* a bound pod whose requests change (an in-place resize, see :mod:`kubeflux.apiobjects.manifests`) is counted
   anew in the books, and its engine job is replayed when its whole cores or gpus change;
 * a bound pod of kubeflux's own gang found after a restart marks the gang started, so its missing members are
   placed one by one, as an uninterrupted scheduler places them;
@@ -32,7 +32,7 @@ import dataclasses
 from collections import deque
 from typing import Any, cast
 
-from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION, AllocationRecord, read_allocation
+from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
@@ -427,16 +427,12 @@ class Informer:
         requests from now on, on any free cores of its node. A member of one of our gangs marks the gang started.
         """
         own = pod.scheduler_name == self.profile.name
-        raw = pod.annotations.get(ALLOCATION_ANNOTATION) if own else None
         record: AllocationRecord | None = None
-        if raw is not None:
+        if own:
             try:
-                record = read_allocation(raw, self.profile.horizon)
+                record = recorded_allocation(pod, self.profile.horizon)
             except ValueError as exc:
-                message = (
-                    f"Pod {pod.key}: metadata.annotations[{ALLOCATION_ANNOTATION}]: {exc}; "
-                    f"counted by its requests on node {pod.node_name}, on any free cores"
-                )
+                message = f"Pod {pod.key}: {exc}; counted by its requests on node {pod.node_name}, on any free cores"
                 self.log.append(message)
                 self._notify(uid, PodWarning(pod.key, pod.uid, "InvalidAllocation", message))
         self.books.account(uid, pod, own, record)

@@ -23,22 +23,27 @@ Lifecycle, per call from the shell:
    ``unreserve(pod, uid, node, reason, now)`` to a scheduler that implements :class:`Unreserve` (kube-scheduler's
    extension point of that name), so that it gives up what it set aside for the pod.
 
-A shell must call ``schedule`` after any batch of events; it may call it more often.
+A shell must call ``schedule`` after any batch of events; it may call it more often. What each decision does is said
+once, by :func:`kubeflux.scheduler.decisions.apply_decisions`: a shell gives it the decisions and a
+:class:`DecisionSink`, its own way of writing them.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from kubeflux.scheduler.messages import (
     EXPECTED_START_ANNOTATION,
+    EXPECTED_START_TIME_ANNOTATION,
     Bind,
     ClusterEvent,
     EventKind,
     PodWarning,
     Reject,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
+    rfc3339,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
@@ -77,11 +82,57 @@ class IgnoresStatusUpdates(Protocol):
     ignores_status_updates: bool
 
 
+P = TypeVar("P")
+"""A pod as a shell holds it (the simulator's ``SimPod``, a stored manifest, ``serve``'s ``PodRef``)."""
+
+
+class DecisionSink(Protocol[P]):
+    """Where a shell writes a scheduler's decisions (see :func:`kubeflux.scheduler.decisions.apply_decisions`, which
+    says when each method is called). ``pod`` is the shell's own record of the pod a decision names."""
+
+    def pod(self, key: str, uid: str) -> P | None:
+        """The pod ``key`` (``namespace/name``) decided for; None when it is gone (the shell may also say so of a
+        pod whose ``uid`` is another than the decision's, or take that to the write)."""
+        ...
+
+    def not_found(self, key: str) -> str:
+        """Why a Bind of the pod ``key`` that is gone was refused, as the shell's API says it."""
+        ...
+
+    def owner(self, pod: P) -> str:
+        """The pod's ``schedulerName``."""
+        ...
+
+    def bind(self, pod: P, decision: Bind) -> str:
+        """Bind the pod; empty when the cluster took the Binding (or it went out, with a refusal coming back later
+        through the scheduler's ``unreserve``), else why the cluster refused it."""
+        ...
+
+    def unschedulable(self, pod: P, decision: Unschedulable) -> None:
+        """``PodScheduled=False/Unschedulable`` with the message, a ``FailedScheduling`` event and the expected
+        start annotation (set or removed)."""
+        ...
+
+    def reject(self, pod: P, decision: Reject) -> None:
+        """As :meth:`unschedulable` (no expected start), and the pod can never run here."""
+        ...
+
+    def warn(self, pod: P, decision: PodWarning) -> None:
+        """A ``Warning`` event with the decision's reason and message on the pod (whoever owns it)."""
+        ...
+
+    def problem(self, message: str) -> None:
+        """A decision not applied, and why (the scheduler decided for another's pod, or sent a malformed decision)."""
+        ...
+
+
 __all__ = [
     "EXPECTED_START_ANNOTATION",
+    "EXPECTED_START_TIME_ANNOTATION",
     "Bind",
     "ClusterEvent",
     "Decision",
+    "DecisionSink",
     "EventKind",
     "IgnoresStatusUpdates",
     "Node",
@@ -92,5 +143,7 @@ __all__ = [
     "Scheduler",
     "Unreserve",
     "Unschedulable",
+    "expected_start_annotations",
     "expected_start_text",
+    "rfc3339",
 ]

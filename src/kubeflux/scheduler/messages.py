@@ -8,7 +8,9 @@ makes one decision per pending pod, and the simulator one event per change, so c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -61,9 +63,28 @@ EXPECTED_START_ANNOTATION = "kubeflux.io/expected-start"
 cluster, virtual time in the simulator), written as an integer when whole."""
 
 
+EXPECTED_START_TIME_ANNOTATION = "kubeflux.io/expected-start-time"
+"""The same start for people, in RFC 3339 (``2026-11-29T01:50:55Z``, UTC, to the second): written and removed
+together with :data:`EXPECTED_START_ANNOTATION` (in the same patch) by ``serve`` and ``cluster serve``, whose clock
+is Unix time. Programs read the seconds."""
+
+
 def expected_start_text(expected: float) -> str:
     """The :data:`EXPECTED_START_ANNOTATION` value for ``expected`` seconds."""
     return str(int(expected)) if float(expected).is_integer() else repr(expected)
+
+
+def rfc3339(seconds: float) -> str:
+    """Unix ``seconds`` as RFC 3339 in UTC, to the second (``2026-11-29T01:50:55Z``)."""
+    return datetime.fromtimestamp(math.floor(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def expected_start_annotations(text: str | None) -> dict[str, str | None]:
+    """Both expected-start annotations for ``text`` (an :data:`EXPECTED_START_ANNOTATION` value), or None for
+    each when ``text`` is None (a merge patch's removal)."""
+    if text is None:
+        return {EXPECTED_START_ANNOTATION: None, EXPECTED_START_TIME_ANNOTATION: None}
+    return {EXPECTED_START_ANNOTATION: text, EXPECTED_START_TIME_ANNOTATION: rfc3339(float(text))}
 
 
 @dataclass(frozen=True, slots=True, init=False)

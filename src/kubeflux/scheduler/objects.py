@@ -1,7 +1,7 @@
 """The Kubernetes objects the scheduler core reasons about, reduced to what scheduling needs.
 
 Both shells build these: the simulator directly, the Kubernetes driver from API JSON
-(:func:`kubeflux.scheduler.kube_objects.pod_from_manifest` and friends). Everything is keyed by
+(:func:`kubeflux.apiobjects.manifests.pod_from_manifest` and friends). Everything is keyed by
 ``namespace/name`` (:attr:`Pod.key`) and carries the UID, so a pod deleted and re-created under the same name is
 a different pod.
 

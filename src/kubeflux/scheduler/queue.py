@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
+from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, EXPECTED_START_TIME_ANNOTATION
 from kubeflux.scheduler.kept import KeptReservation
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.scheduler.timebooks import Hold
@@ -214,9 +214,13 @@ class PendingQueue:
         return sorted(self.jobs.values(), key=PendingJob.order)
 
 
+_WRITTEN_BACK = frozenset({EXPECTED_START_ANNOTATION, EXPECTED_START_TIME_ANNOTATION})
+
+
 def placement_view(pod: Pod) -> tuple[object, ...]:
-    """What placing a pending pod reads of it (not its status, nor the expected start written back on it)."""
-    annotations = {k: v for k, v in pod.annotations.items() if k != EXPECTED_START_ANNOTATION}
+    """What placing a pending pod reads of it (not its status, nor the expected start written back on it, in either
+    form)."""
+    annotations = {k: v for k, v in pod.annotations.items() if k not in _WRITTEN_BACK}
     return (
         pod.requests,
         pod.priority,

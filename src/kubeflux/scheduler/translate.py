@@ -48,7 +48,7 @@ from kubeflux.match.policy import parse_policy
 from kubeflux.match.writers import Placement, PlacementWriter
 from kubeflux.resources import NodeSpec
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
-from kubeflux.scheduler.quantity import QuantityError, parse_duration
+from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject
 
 __all__ = [
@@ -192,7 +192,7 @@ def _seconds(pod: Pod, annotation: str, raw: str) -> float:
     except ValueError:
         try:
             value = parse_duration(raw)
-        except QuantityError as exc:
+        except DurationError as exc:
             raise PodRequestError(f"pod {pod.key}: metadata.annotations[{annotation}]: {exc}") from None
     if not math.isfinite(value) or value <= 0:
         why = f"must be a positive duration, got {raw!r}"

@@ -5,7 +5,7 @@ negative or fractional quantity, a NaN deadline or a ``min_member`` of 0 must ne
 compares false with everything, so it would pass every fit test and corrupt the books). The same rules serve
 both doors:
 
-* :mod:`kubeflux.scheduler.kube_objects` applies the ``*_problem`` functions to the values it reads from a
+* :mod:`kubeflux.apiobjects.manifests` applies the ``*_problem`` functions to the values it reads from a
   manifest and reports them at the manifest's field path (``spec.containers[0].resources.requests.cpu``);
 * the scheduler core applies :func:`check_pod`, :func:`check_node` and :func:`check_group` to every object handed
   to ``observe``, which report them at the object's attribute (``requests[cpu]``, ``active_deadline_seconds``).

@@ -10,8 +10,11 @@ wait, makespan, useful utilization: :mod:`kubeflux.sim.verdict`).
 Besides files, ``--preset NAME`` (the seeds' presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
 cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
 
-What the command refuses, with exit code 2 and a message naming the cause: an unreadable, truncated or corrupt
-workload file, a workload without any job, options that would be ignored (``--gpus-per-node`` or
+Without ``--scheduler`` every built-in scheduler runs (``all``); without a cluster, a trace's header states the
+platform (:mod:`kubeflux.sim.inputs`). What the command refuses, with exit code 2 and a message naming the cause:
+a path that is no readable regular file, an unreadable, truncated or corrupt workload file, a number out of range
+(:mod:`kubeflux.sim.workloads.limits`), a run beyond ``--memory-budget``, a bad line or document under
+``--strict``, a workload without any job, options that would be ignored (``--gpus-per-node`` or
 ``--memory-per-node`` with ``--cluster``; a ``--start-jitter`` below ``--start-delay``; a scheduler named twice),
 and an ``--out`` folder that is not empty, unless ``--force`` is given: then the files of the previous run there
 (listed in its ``.kubeflux-simulate`` file) are removed first, and nothing else.
@@ -40,10 +43,21 @@ from kubeflux.scheduler.objects import CPU, GPU, Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.driver import _few_collections as _few_collections
+from kubeflux.sim.inputs import (
+    Shape,
+    check_budget,
+    choose_cluster,
+    endless_pods,
+    memory_budget_bytes,
+    scheduler_names,
+    tell_endless_pods,
+    tell_input,
+)
 from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
+from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -74,26 +88,17 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
             for j in wl.jobs
         )
         problems.extend(wl.problems)
-    return Workload(name="+".join(wl.name for wl in workloads), jobs=jobs, problems=problems)
+    return Workload(
+        name="+".join(wl.name for wl in workloads),
+        jobs=jobs,
+        problems=problems,
+        skipped=sum(wl.skipped for wl in workloads),
+    )
 
 
 def _dns_label(text: str) -> str:
     """``HPC2N-2002-2.2.first3170`` → ``hpc2n-2002-2.2.first3170``: lowercase, other characters become ``-``."""
     return re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")[:40] or "workload"
-
-
-def _nodes(cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int) -> list[Node]:
-    from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
-
-    if cluster is not None:
-        if nodes is not None or cores is not None:
-            raise typer.BadParameter("give either --cluster or --nodes/--cores-per-node, not both")
-        return read_cluster(cluster)
-    if nodes is None or cores is None:
-        raise typer.BadParameter("give --cluster FILE, or --nodes N and --cores-per-node C")
-    if nodes <= 0 or cores <= 0:
-        raise typer.BadParameter("--nodes and --cores-per-node must be positive")
-    return uniform_cluster(nodes, cores, memory, gpus)
 
 
 def _schedulers_for(name: str, workload: Workload, sockets: int = 0) -> tuple[dict[str, Scheduler], str]:
@@ -238,12 +243,14 @@ def _check_options(
         raise typer.BadParameter(f"scheduler(s) named more than once: {', '.join(twice)}")
 
 
-def _load(files: list[Path], preset_name: str | None, synthetic: str | None, seed: int) -> list[Workload]:
+def _load(
+    files: list[Path], preset_name: str | None, synthetic: str | None, seed: int, default_run_time: float | None = None
+) -> list[Workload]:
     """The workloads to merge: files, then the preset or synthetic spec (ValueError/WorkloadError on bad input)."""
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.synthetic import PRESETS, generate, parse_spec
 
-    workloads = [load_workload(path) for path in files]
+    workloads = [load_workload(path, default_run_time=default_run_time) for path in files]
     if preset_name is not None:
         base = PRESETS.get(preset_name)
         if base is None:
@@ -368,6 +375,24 @@ def simulate_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Print the wall and CPU time of each phase at the end.")
     ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Fail (exit 2) when an input line, entry or document is bad, instead of skipping it."
+        ),
+    ] = False,
+    default_runtime: Annotated[
+        float | None,
+        typer.Option(
+            "--default-runtime",
+            help="Seconds a Pod without the pod-complete.stage.kwok.x-k8s.io/delay annotation runs (default: until "
+            "deleted, as on KWOK).",
+        ),
+    ] = None,
+    memory_budget: Annotated[
+        str,
+        typer.Option("--memory-budget", help="Refuse a run expected to need more memory than this (quantity)."),
+    ] = "8Gi",
 ) -> None:
     """Simulate workloads on a virtual-time Kubernetes cluster under each scheduler and compare them."""
     # Printed to a pipe or a file (make demo, CI logs), the comparison keeps its full width instead of 80 columns.
@@ -378,34 +403,33 @@ def simulate_command(
         if list_presets:
             _list_presets(console)
         return
-    if not (workload or preset or synthetic) or not scheduler or out is None:
-        raise typer.BadParameter(
-            "--workload (or --preset/--synthetic), --scheduler and --out are required (or --list-schedulers)"
-        )
-    from kubeflux.sim.baselines import available
+    if not (workload or preset or synthetic) or out is None:
+        raise typer.BadParameter("--workload (or --preset/--synthetic) and --out are required (or --list-schedulers)")
     from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.mapping import map_to_cluster
-    from kubeflux.sim.workloads.synthetic import preset_cluster
 
-    unknown = [s for s in scheduler if s not in available()]
-    if unknown:
-        raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(available())}")
+    scheduler = scheduler_names(scheduler)
     _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
+    budget = memory_budget_bytes(memory_budget)
+    if default_runtime is not None and seconds_problem(default_runtime) is not None:
+        raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
     timer = PhaseTimer()
     try:
         with timer.phase("read workload"):
-            loaded = merge_workloads(_load(workload or [], preset, synthetic, seed))
-        if preset is not None and cluster is None and nodes is None and cores_per_node is None:
-            node_list = preset_cluster(preset)
-        else:
-            node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
+            parts = _load(workload or [], preset, synthetic, seed, default_runtime)
+            loaded = merge_workloads(parts)
+        shape = Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
+        node_list = choose_cluster(parts, workload or [], preset, cluster, shape, budget, console)
+        tell_input(loaded, console, strict)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
         _check_sockets(node_list, sockets)
+        check_budget(loaded, node_list, len(scheduler), budget)
     except (WorkloadError, ValueError) as exc:
         raise _fail(console, exc) from exc
     if not loaded.jobs:
         skipped = f"; {len(loaded.problems)} line(s) skipped, first: {loaded.problems[0]}" if loaded.problems else ""
         raise _fail(console, f"no jobs to simulate in {loaded.name}{skipped}")
+    tell_endless_pods(loaded, console)
     _prepare_out(out, force)
     before = {p.name for p in out.iterdir()}
     atexit.unregister(_skip_final_collection)  # registered once, however often the command runs in a process
@@ -413,8 +437,6 @@ def simulate_command(
     with _few_collections():  # millions of long-lived objects: see its docstring (mapping 2.2 -> 1.3 s on LCG)
         with timer.phase("map workload to cluster"):
             mapped = map_to_cluster(loaded, node_list)
-        if mapped.problems:
-            console.print(f"[yellow]{len(mapped.problems)} workload problem(s); see problems.txt[/]")
         runs: list[RunRecord] = []
         for name in scheduler:
             schedulers, primary = _schedulers_for(name, mapped, sockets)
@@ -428,14 +450,17 @@ def simulate_command(
         problems = [f"[{run.scheduler}] {p}" for run in runs for p in run.problems]
         if problems:
             (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
-        about = About(cluster=describe_cluster(node_list), workload=_workload_words(workload or [], preset, synthetic))
+        words = _workload_words(workload or [], preset, synthetic)
+        if loaded.skipped:  # the page's "what ran" says it too, not only the terminal
+            words += f" ({loaded.skipped:,} line(s)/document(s) skipped: see problems.txt)"
+        about = About(cluster=describe_cluster(node_list), workload=words)
         rows = _write_outputs(runs, out, console, about=about, timer=timer, parallel=True)
         _record_outputs(out, before)
         _tell_verdict(rows, console)
         if verbose:
             for line in timer.lines():
                 console.print(escape(line), highlight=False)
-    _tell_failures(runs, console)
+    _tell_failures(runs, console, endless_pods(mapped))
 
 
 def _skip_final_collection() -> None:
@@ -467,22 +492,34 @@ NOTHING_RAN = 3
 """``kubeflux simulate``'s exit code when no job of the workload finished under any scheduler."""
 
 
-def _tell_failures(runs: list[RunRecord], console: Console) -> None:
-    """A warning for every run that left jobs unfinished (with why it stopped), and :data:`NOTHING_RAN` as the
-    exit code when nothing finished anywhere: a comparison of runs that did not run is not a result."""
+def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
+    """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
+    no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere: a comparison of runs
+    that did not run is not a result."""
     finished_anywhere = False
     for run in runs:
         unfinished = [job for job in run.jobs if job.final_state.value == "NOT_FINISHED"]
         finished_anywhere = finished_anywhere or any(job.finish_time is not None for job in run.jobs)
         if unfinished:
-            why = run.stopped or "no event was left while they still waited (see jobs.csv's metadata)"
+            why = run.stopped or (
+                f"{endless_pods} pod(s) without a run time still run (they end only when deleted; "
+                "--default-runtime SECONDS gives them one)"
+                if endless_pods
+                else "no event was left while they still waited (see jobs.csv's metadata)"
+            )
             console.print(
                 f"[yellow]warning:[/] {escape(run.scheduler)}: {len(unfinished)} of {len(run.jobs)} jobs never "
                 f"finished: {escape(why)}",
                 highlight=False,
             )
     if runs and not finished_anywhere:
-        console.print("[red]error:[/] no job finished under any scheduler: nothing to compare")
+        rejected = [job for job in runs[0].jobs if job.final_state.value == "REJECTED"]
+        why = "nothing to compare"
+        if rejected and len(rejected) == len(runs[0].jobs):
+            why = (
+                f"every job was rejected; first: {rejected[0].job_id}: {rejected[0].reason.removeprefix('rejected: ')}"
+            )
+        console.print(f"[red]error:[/] no job finished under any scheduler: {escape(why)}", highlight=False)
         raise typer.Exit(NOTHING_RAN)
 
 

@@ -30,11 +30,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Final
 
+from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     Bind,
-    Decision,
     IgnoresStatusUpdates,
     PodWarning,
     Reject,
@@ -46,15 +45,9 @@ from kubeflux.scheduler.objects import Node, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.jobs import SimJob
+from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
-
-_BIND: Final = Bind
-_UNSCHEDULABLE: Final = Unschedulable
-_REJECT: Final = Reject
-_POD_WARNING: Final = PodWarning
-"""The decision classes as Final names: compiled, a C static each, where an imported name is a dict lookup at
-each use (:meth:`Simulation._apply` tests each decision's class against them)."""
 
 Progress = Callable[[float, int], None]
 """``progress(now, jobs_submitted)``, called every 256 time points (it decides itself whether to print)."""
@@ -128,7 +121,7 @@ class Simulation:
         self.schedulers = dict(schedulers)
         self._unreserving = {name: s for name, s in self.schedulers.items() if isinstance(s, Unreserve)}
         """The schedulers that take refused Binds back, found once: a runtime Protocol check costs ~50 µs, and
-        :meth:`_apply` runs for every scheduler at every time point (a tenth of an LCG run under fcfs)."""
+        decisions are applied for every scheduler at every time point (a tenth of an LCG run under fcfs)."""
         self.primary = primary if primary is not None else next(iter(self.schedulers))
         if self.primary not in self.schedulers:
             raise ValueError(f"primary: no scheduler named {self.primary!r} (have {sorted(self.schedulers)})")
@@ -144,6 +137,8 @@ class Simulation:
             keep_events=self.options.keep_events,
             couple=self.options.couple,
         )
+        self.problems: list[str] = list(workload.problems)
+        self._sink = ClusterSink(self.cluster, self.problems)
         for scheduler in self.schedulers.values():
             quiet = isinstance(scheduler, IgnoresStatusUpdates) and scheduler.ignores_status_updates
             self.cluster.subscribe(scheduler.observe, status_updates=not quiet)
@@ -152,7 +147,6 @@ class Simulation:
         self._next_arrival = 0
         self._wakeups: dict[str, float] = {}
         self._wakeups_pending = 0
-        self.problems: list[str] = list(workload.problems)
         self.stopped = ""
         """Why the run stopped before its work was done (:attr:`RunRecord.stopped`)."""
 
@@ -185,7 +179,8 @@ class Simulation:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
         until = self.options.until
-        schedulers = list(self.schedulers.items())
+        schedulers = [(name, s, self._unreserving.get(name)) for name, s in self.schedulers.items()]
+        sink = self._sink
         points = idle = 0
         self.stopped = ""
         while len(loop):
@@ -194,10 +189,10 @@ class Simulation:
                 break
             now = loop.run_time_point()
             bound = 0
-            for name, scheduler in schedulers:
+            for name, scheduler, unreserve in schedulers:
                 while True:
                     decisions = scheduler.schedule(now)
-                    made = self._apply(name, decisions) if decisions else 0
+                    made = apply_decisions(name, decisions, sink, unreserve, now) if decisions else 0
                     bound += made
                     wake = scheduler.next_wakeup(now)
                     # Again at once while it binds and asks (a pass that stopped at its queue depth): the binds'
@@ -243,49 +238,6 @@ class Simulation:
             stopped=self.stopped,
         )
 
-    def _apply(self, name: str, decisions: list[Decision]) -> int:
-        """Apply one scheduler's decisions; returns how many pods were bound. A decision that fails with a
-        TypeError (a field not of its type, such as a ``None`` node: compiled, every typed read checks it) is
-        ignored and named in :attr:`problems` instead of ending the run; the pure sources may apply some of them."""
-        cluster = self.cluster
-        pods = cluster.pods
-        bound = 0
-        unreserve = self._unreserving.get(name)
-        for decision in decisions:
-            try:
-                sp = pods.get(decision.pod)
-                if sp is None:  # deleted meanwhile: the API server answers NotFound, the scheduler will hear DELETED
-                    if type(decision) is _BIND and unreserve is not None:
-                        why = f"pods {decision.pod!r} not found"
-                        unreserve.unreserve(decision.pod, decision.uid, decision.node, why, self.loop.now)
-                    continue
-                pod = sp.pod
-                if type(decision) is _POD_WARNING:
-                    if not decision.uid or pod.uid == decision.uid:
-                        cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
-                    continue
-                if pod.scheduler_name != name:
-                    self.problems.append(
-                        f"scheduler {name!r} decided for pod {decision.pod} owned by {pod.scheduler_name!r}"
-                    )
-                    continue
-                uid = decision.uid
-                if type(decision) is _UNSCHEDULABLE:  # the pod found once, here
-                    cluster.mark_pod_unschedulable(sp, uid, decision.message, decision.expected_start)
-                elif type(decision) is _BIND:
-                    error = cluster.bind_pod(sp, uid, decision.node, decision.annotations)
-                    if error:
-                        cluster.record_event("Warning", "FailedBinding", decision.pod, error)
-                        if unreserve is not None:
-                            unreserve.unreserve(decision.pod, uid, decision.node, error, self.loop.now)
-                    else:
-                        bound += 1
-                elif type(decision) is _REJECT:
-                    cluster.reject(decision.pod, uid, decision.message)
-            except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
-                self.problems.append(f"scheduler {name!r} sent an invalid decision, ignored: {decision!r}: {exc}")
-        return bound
-
     def _report_livelock(self, now: float, idle: int) -> None:
         waiting = sum(1 for sp in self.cluster.pods.values() if sp.bound_at is None and not sp.pod.deleted)
         self.stopped = livelock_problem(now, idle, waiting)
@@ -312,6 +264,44 @@ class Simulation:
                 missing[sp.pod.scheduler_name] = missing.get(sp.pod.scheduler_name, 0) + 1
         for name, count in sorted(missing.items()):
             self.problems.append(f"{count} pod(s) name schedulerName {name!r}, which no scheduler in this run owns")
+
+
+class ClusterSink:
+    """Where the simulator writes decisions (:func:`~kubeflux.scheduler.decisions.apply_decisions`): the simulated
+    cluster, at once, in virtual time; a decision not applied goes to the run's ``problems``."""
+
+    def __init__(self, cluster: Cluster, problems: list[str]) -> None:
+        self.cluster = cluster
+        self.pods = cluster.pods
+        self.problems = problems
+
+    def pod(self, key: str, uid: str) -> SimPod | None:
+        return self.pods.get(key)  # a pod of another uid is the cluster's to refuse (bind_pod)
+
+    def not_found(self, key: str) -> str:
+        return f"pods {key!r} not found"
+
+    def owner(self, pod: SimPod) -> str:
+        return pod.pod.scheduler_name
+
+    def bind(self, pod: SimPod, decision: Bind) -> str:
+        error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
+        if error:
+            self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)
+        return error
+
+    def unschedulable(self, pod: SimPod, decision: Unschedulable) -> None:
+        self.cluster.mark_pod_unschedulable(pod, decision.uid, decision.message, decision.expected_start)
+
+    def reject(self, pod: SimPod, decision: Reject) -> None:
+        self.cluster.reject(decision.pod, decision.uid, decision.message)
+
+    def warn(self, pod: SimPod, decision: PodWarning) -> None:
+        if not decision.uid or pod.pod.uid == decision.uid:
+            self.cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
+
+    def problem(self, message: str) -> None:
+        self.problems.append(message)
 
 
 def livelock_problem(now: float, idle: int, waiting: int) -> str:
@@ -356,6 +346,7 @@ def simulate(
 
 __all__ = [
     "IDLE_WAKEUP_LIMIT",
+    "ClusterSink",
     "Progress",
     "Simulation",
     "SimulationOptions",

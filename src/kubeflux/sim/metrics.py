@@ -75,20 +75,16 @@ consumed_energy,metadata``)."""
 KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "bind_span", "job_completion_time")
 """After Batsim's: first bind − submission, last bind − first bind, finish − submission (module docstring)."""
 JOBS_COLUMNS: tuple[str, ...] = BATSIM_COLUMNS + KUBERNETES_COLUMNS
-_SECONDS_COLUMNS = frozenset(
-    {
-        "submission_time",
-        "requested_time",
-        "starting_time",
-        "execution_time",
-        "finish_time",
-        "waiting_time",
-        "turnaround_time",
-        "stretch",
-        "consumed_energy",
-        *KUBERNETES_COLUMNS,
-    }
-)
+_SECONDS_COLUMNS = frozenset(JOBS_COLUMNS) - {
+    "job_id",
+    "workload_name",
+    "profile",
+    "requested_number_of_resources",
+    "success",
+    "final_state",
+    "allocated_resources",
+    "metadata",
+}
 """Columns Batsim prints as C++ ``std::to_string(double)`` does: six decimals (``13257.000000``, ``-1.000000``)."""
 
 MEAN_OVER: dict[str, str] = {

@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
@@ -54,8 +54,18 @@ NO_POLICY = "-"
 """The policy column of a scheduler that has no match policy (the baselines)."""
 
 
+_Named = TypeVar("_Named", str, int)
+
+
 class SweepError(ValueError):
     """The grid cannot be run; the message names the file and the field."""
+
+
+def _once_each(values: list[_Named], what: str) -> list[_Named]:
+    """``values``; ValueError when one of them is there twice."""
+    if len(set(values)) != len(values):
+        raise ValueError(f"a {what} is named twice")
+    return values
 
 
 class _Strict(BaseModel):
@@ -110,16 +120,12 @@ class SweepGrid(_Strict):
         unknown = [n for n in names if n not in known]
         if unknown:
             raise ValueError(f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        if len(set(names)) != len(names):
-            raise ValueError("a scheduler is named twice")
-        return names
+        return _once_each(names, "scheduler")
 
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
-        if len(set(seeds)) != len(seeds):
-            raise ValueError("a seed is named twice")
-        return seeds
+        return _once_each(seeds, "seed")
 
     @field_validator("workloads")
     @classmethod
@@ -144,9 +150,7 @@ class SweepGrid(_Strict):
     @field_validator("policies")
     @classmethod
     def _known_policies(cls, policies: list[str]) -> list[str]:
-        if len(set(policies)) != len(policies):
-            raise ValueError("a policy is named twice")
-        for policy in policies:
+        for policy in _once_each(policies, "policy"):
             try:
                 parse_policy(policy)
             except PolicyError as exc:
@@ -233,7 +237,7 @@ def _has_policy(scheduler: str) -> bool:
 
 def plan(grid: SweepGrid, base: Path) -> list[Task]:
     """Every run of the grid, in grid order (workload, cluster, scheduler, policy, seed)."""
-    from kubeflux.sim.command import _nodes
+    from kubeflux.sim.inputs import nodes_from_options
 
     workloads: list[tuple[str, bytes]] = []
     sources: dict[str, str] = {}
@@ -248,7 +252,9 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
     for index, shape in enumerate(grid.clusters):
         file = None if shape.file is None else base / shape.file
         try:
-            built = _nodes(file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node)
+            built = nodes_from_options(
+                file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node
+            )
         except Exception as exc:  # the cluster reader's own errors name the file and line
             raise SweepError(f"clusters.{index}: {exc}") from exc
         clusters.append((shape.label(), tuple(built)))

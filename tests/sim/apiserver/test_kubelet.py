@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.app import ServerSettings
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create

@@ -5,8 +5,9 @@ groups, legacy ``/watch/`` paths), the query (selectors, paging, watch options, 
 (JSON, YAML for hand-made requests, protobuf for built-in kinds: see :mod:`.media`; server-side apply is 415),
 calls the store, and writes JSON (orjson), or protobuf to the clients that prefer it. Discovery (``/version``,
 ``/api``, ``/apis``, group/version resource lists) is answered in the legacy form, which kubectl and client-go
-accept when they ask for aggregated discovery. Every refused request is a
-``Status``; an unexpected exception is logged and answered as a 500 ``Status`` without taking the server down.
+accept when they ask for aggregated discovery. Open watches are streamed by the app's
+:class:`~.watchstream.WatchStreams`. Every refused request is a ``Status``; an unexpected exception is logged and
+answered as a 500 ``Status`` without taking the server down.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -32,31 +33,22 @@ from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.media import JSON_OUTPUT, PROTOBUF, Output, Renderer
 from kubeflux.sim.apiserver.metadata import MAX_DEPTH, parse_resource_version, too_deep
 from kubeflux.sim.apiserver.openapi import OPENAPI_V2_PROTOBUF, OpenApi, openapi_v2_json
-from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_manager
+from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_manager, flag, integer, list_selectors
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from kubeflux.sim.apiserver.queue_route import QUEUE_PATH, QueueRoute
 from kubeflux.sim.apiserver.registry import ResourceType
-from kubeflux.sim.apiserver.selectors import (
-    FieldSelector,
-    LabelSelector,
-    parse_field_selector,
-    parse_label_selector,
-)
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.wallclock import WallClock
 
 if TYPE_CHECKING:
     from kubeflux.sim.apiserver.pacer import Activity
 from kubeflux.sim.apiserver.tables import table, wants_table
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watchstream import Receive, Scope, Send, WatchStreams
 
 __all__ = ["ApiApp", "ServerSettings"]
 
 log = logging.getLogger("kubeflux.apiserver")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 """The real server's request body limit (3 MiB)."""
@@ -88,17 +80,6 @@ class ServerSettings:
     address: str = "127.0.0.1:0"
 
 
-@dataclass(frozen=True, slots=True)
-class _StreamOptions:
-    start_rv: int
-    """The version the watch started at: the initial-events-end bookmark carries it."""
-    initial_events: bool
-    bookmarks: bool
-    seconds: float
-    as_table: bool
-    output: Output = JSON_OUTPUT
-
-
 @dataclass(slots=True)
 class Target:
     """What a resource path names."""
@@ -122,20 +103,6 @@ def _yaml_load(text: bytes) -> Any:
     return yaml.load(text, Loader=_YamlLoader)
 
 
-def _bool(query: dict[str, str], name: str) -> bool:
-    return query.get(name, "").lower() in ("true", "1")
-
-
-def _int(query: dict[str, str], name: str) -> int | None:
-    text = query.get(name)
-    if text is None or text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError as exc:
-        raise errors.bad_request(f"{name}: invalid integer {text!r}") from exc
-
-
 def _list_item(obj: dict[str, Any]) -> dict[str, Any]:
     """An object as a list shows it: without ``kind`` and ``apiVersion`` (the list's kind says them), as the real
     server's lists. A shallow copy (the stored version is shared), two keys taken out: C-level dict work."""
@@ -153,24 +120,31 @@ class ApiApp:
         self.clock = clock
         self.registry = store.registry
         self.settings = settings or ServerSettings()
-        self.watches = 0
         self.requests = 0
-        self.closing = False
-        self._open: set[Watcher] = set()
         self.activity: Activity | None = None
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
-        self.media = Renderer()
         self.openapi = OpenApi(self.registry)
+        self.queue = QueueRoute()
+        """``GET /kubeflux/queue``: the in-process schedulers' queues (given once they run)."""
+        self.streams = WatchStreams(store, self.settings, Renderer())
+        """The open watches (see :mod:`.watchstream`)."""
+
+    @property
+    def media(self) -> Renderer:
+        """How answers are encoded (JSON or protobuf), in plain answers and watch streams alike."""
+        return self.streams.media
+
+    @media.setter
+    def media(self, media: Renderer) -> None:
+        self.streams.media = media
 
     def shutdown(self) -> None:
         """End every open watch now (their clients re-watch elsewhere), so that the server stops at once."""
-        self.closing = True
-        for watcher in list(self._open):
-            watcher.close()
+        self.streams.shutdown()
 
     def unsent(self) -> bool:
         """Some open watch holds events it has not written yet."""
-        return any(watcher.pending for watcher in self._open)
+        return self.streams.unsent()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -279,6 +253,9 @@ class ApiApp:
             return
         self._authorize(headers)
         method: str = scope["method"]
+        if path == QUEUE_PATH:  # pod names: for authorized clients only
+            await self._respond(send, *self.queue.answer(method, self.store.clock()))
+            return
         raw_query = scope.get("query_string", b"").decode("latin-1")
         query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         parts = [p for p in path.split("/") if p]
@@ -321,12 +298,12 @@ class ApiApp:
             return
         if method == "GET":
             as_table = wants_table(accept)
-            watching = watch_path or (not target.name and _bool(query, "watch"))
-            waits = watching and self.settings.watch_future_waits and not _bool(query, "sendInitialEvents")
+            watching = watch_path or (not target.name and flag(query, "watch"))
+            waits = watching and self.settings.watch_future_waits and not flag(query, "sendInitialEvents")
             if (watch_path or not target.name) and not waits:  # a watch that waits needs no head start
                 await self._wait_for_version(query.get("resourceVersion", ""))
             if watching:
-                await self._watch(target, query, receive, send, as_table, output)
+                await self.streams.serve(target.resource, target.namespace, query, receive, send, as_table, output)
                 return
             body = self._get(target, query, as_table)
             if output is not JSON_OUTPUT:
@@ -407,11 +384,6 @@ class ApiApp:
         return discovery_document(self.registry, parts, f"{server[0]}:{server[1]}")
 
     # -- verbs -----------------------------------------------------------------------------------------------
-    def _selectors(self, resource: ResourceType, query: dict[str, str]) -> tuple[LabelSelector, FieldSelector]:
-        labels = parse_label_selector(query.get("labelSelector", ""))
-        fields = parse_field_selector(query.get("fieldSelector", ""), resource.fields, resource.plural)
-        return labels, fields
-
     def _get(self, target: Target, query: dict[str, str], as_table: bool = False) -> Any:
         resource = target.resource
         if resource.create_only:
@@ -422,13 +394,13 @@ class ApiApp:
                 version = {"resourceVersion": obj["metadata"]["resourceVersion"]}
                 return table(resource, [obj], self.store.clock(), version, objects_as=query.get("includeObject", ""))
             return obj
-        labels, fields = self._selectors(resource, query)
-        limit = _int(query, "limit") or 0
+        labels, fields = list_selectors(resource, query)
+        limit = integer(query, "limit") or 0
         if limit < 0:
             raise errors.bad_request(f"limit: must not be negative, got {limit}")
         check_list_options(query, watch=False)
         match = query.get("resourceVersionMatch", "")
-        result = self.store.list_objects(
+        result = self.store.listwatch.list_objects(
             resource,
             target.namespace,
             labels,
@@ -549,7 +521,7 @@ class ApiApp:
             target.name,
             applied,
             manager,
-            force=_bool(query, "force"),
+            force=flag(query, "force"),
             subresource=target.subresource,
         )
 
@@ -560,7 +532,7 @@ class ApiApp:
             if not isinstance(decoded, dict):
                 raise errors.bad_request("the body of a DELETE must be DeleteOptions")
             options = decoded
-        grace = options.get("gracePeriodSeconds", _int(query, "gracePeriodSeconds"))
+        grace = options.get("gracePeriodSeconds", integer(query, "gracePeriodSeconds"))
         if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
             raise errors.bad_request(f"gracePeriodSeconds: must be an integer, got {grace!r}")
         propagation = options.get("propagationPolicy") or query.get("propagationPolicy", "")
@@ -571,14 +543,14 @@ class ApiApp:
             raise errors.bad_request("preconditions must be an object and propagationPolicy a string")
         resource = target.resource
         if target.name:
-            self.store.check_preconditions(
+            self.store.deletion.check_preconditions(
                 resource,
                 target.namespace,
                 target.name,
                 uid=str(preconditions.get("uid") or ""),
                 resource_version=str(preconditions.get("resourceVersion") or ""),
             )
-            obj, gone = self.store.delete_outcome(
+            obj, gone = self.store.deletion.delete_outcome(
                 resource, target.namespace, target.name, grace=grace, propagation=propagation
             )
             if gone and not resource.strategy.returns_deleted_object:
@@ -588,8 +560,8 @@ class ApiApp:
             return 200, obj
         if not resource.verbs_allow("deletecollection"):
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
-        labels, fields = self._selectors(resource, query)
-        listed = self.store.list_objects(resource, target.namespace, labels, fields)
+        labels, fields = list_selectors(resource, query)
+        listed = self.store.listwatch.list_objects(resource, target.namespace, labels, fields)
         for item in listed.items:
             meta = item["metadata"]
             with contextlib.suppress(ApiError):
@@ -601,152 +573,3 @@ class ApiApp:
             "metadata": {"resourceVersion": str(self.store.rv)},
             "items": [_list_item(item) for item in listed.items],
         }
-
-    # -- watch -----------------------------------------------------------------------------------------------
-    async def _watch(
-        self,
-        target: Target,
-        query: dict[str, str],
-        receive: Receive,
-        send: Send,
-        as_table: bool = False,
-        output: Output = JSON_OUTPUT,
-    ) -> None:
-        resource = target.resource
-        labels, fields = self._selectors(resource, query)
-        initial_events = _bool(query, "sendInitialEvents")
-        bookmarks = _bool(query, "allowWatchBookmarks")
-        check_list_options(query, watch=True)
-        timeout = _int(query, "timeoutSeconds")
-        seconds = float(timeout) if timeout is not None and timeout > 0 else self.settings.default_watch_seconds
-        try:
-            watcher, initial = self.store.watch(
-                resource,
-                target.namespace,
-                labels,
-                fields,
-                query.get("resourceVersion", ""),
-                initial_events=initial_events,
-                future_waits=self.settings.watch_future_waits,
-            )
-        except ApiError as exc:
-            if exc.code not in (410, 504):  # history gone or not reached: one ERROR event, as the watch cache does
-                raise
-            await self._start_stream(send, output)
-            await self._write(send, self.media.event("ERROR", exc.status(), output), more=False)
-            return
-        start_rv = self.store.rv
-        self.watches += 1
-        self._open.add(watcher)
-        try:
-            if output.metadata and output.metadata != "PartialObjectMetadata":
-                raise errors.not_acceptable(f"you requested {output.metadata}, but a watch sends single objects")
-            options = _StreamOptions(start_rv, initial_events, bookmarks, seconds, as_table, output)
-            await self._stream(watcher, initial, options, receive, send)
-        finally:
-            self.watches -= 1
-            self._open.discard(watcher)
-            self.store.stop_watch(resource, watcher)
-
-    async def _start_stream(self, send: Send, output: Output = JSON_OUTPUT) -> None:
-        content_type = output.stream_content_type.encode()
-        headers = [(b"content-type", content_type), (b"cache-control", b"no-cache, private")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-
-    @staticmethod
-    async def _write(send: Send, data: bytes, more: bool = True) -> None:
-        await send({"type": "http.response.body", "body": data, "more_body": more})
-
-    def _table_line(self, resource: ResourceType, type_: str, obj: dict[str, Any], headers: bool) -> bytes:
-        metadata = {"resourceVersion": obj["metadata"]["resourceVersion"]}
-        view = resource.to_view(obj) if resource.to_view else obj
-        rows = table(resource, [view], self.store.clock(), metadata, headers=headers)
-        return orjson.dumps({"type": type_, "object": rows}) + b"\n"
-
-    async def _stream(
-        self,
-        watcher: Watcher,
-        initial: list[dict[str, Any]],
-        options: _StreamOptions,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        resource = watcher.resource
-        start_rv, initial_events, bookmarks, seconds = (
-            options.start_rv,
-            options.initial_events,
-            options.bookmarks,
-            options.seconds,
-        )
-        first = True
-        wake = asyncio.Event()
-        watcher.wake = wake.set
-        gone = False
-
-        async def disconnected() -> None:
-            nonlocal gone
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    gone = True
-                    wake.set()
-                    return
-
-        listener = asyncio.ensure_future(disconnected())
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        output = options.output
-        try:
-            await self._start_stream(send, output)
-            view = resource.to_view
-            batch: list[bytes] = []
-            for obj in initial:
-                if options.as_table:
-                    batch.append(self._table_line(resource, "ADDED", obj, first))
-                    first = False
-                    continue
-                shown = view(obj) if view else obj
-                if output is JSON_OUTPUT:
-                    batch.append(orjson.dumps({"type": "ADDED", "object": shown}) + b"\n")
-                else:
-                    batch.append(self.media.event("ADDED", self.media.shape(shown, output, False), output))
-                if len(batch) >= 256:
-                    await self._write(send, b"".join(batch))
-                    batch = []
-            if initial_events and bookmarks:  # the real server sends it only to a client that allows bookmarks
-                batch.append(self.media.bookmark(resource, start_rv, output, initial_end=True))
-            if batch:
-                await self._write(send, b"".join(batch))
-            next_bookmark = loop.time() + self.settings.bookmark_seconds
-            while not gone and not watcher.closed and not self.closing:
-                if watcher.pending:
-                    lines: list[bytes] = []
-                    while watcher.pending and len(lines) < 1024:
-                        type_, event = watcher.pending.popleft()
-                        if options.as_table:
-                            lines.append(self._table_line(resource, type_, event.obj, first))
-                            first = False
-                        elif output is JSON_OUTPUT:
-                            lines.append(event.line(resource, type_))
-                        else:
-                            lines.append(self.media.watch_event(resource, type_, event, output))
-                    await self._write(send, b"".join(lines))
-                    continue
-                now = loop.time()
-                if now >= deadline:
-                    break
-                if bookmarks and now >= next_bookmark:
-                    await self._write(send, self.media.bookmark(resource, self.store.rv, output))
-                    next_bookmark = now + self.settings.bookmark_seconds
-                wake.clear()
-                if watcher.pending or watcher.closed or gone:
-                    continue
-                wait = min(deadline, next_bookmark if bookmarks else deadline) - now
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), timeout=max(wait, 0.0))
-            if not gone:
-                await self._write(send, b"", more=False)
-        except OSError:
-            return
-        finally:
-            listener.cancel()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import pod_from_manifest, podgroup_from_manifest
 from kubeflux.sim.apiserver.core_strategies import (
     default_template_spec,
-    manifest_causes,
     pod_spec_causes,
     pod_view,
+    unreadable_causes,
 )
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.registry import Strategy, required
@@ -25,11 +25,7 @@ class PodGroupStrategy(Strategy):
     tracks_generation = True
 
     def validate(self, obj: Object) -> list[Cause]:
-        try:
-            podgroup_from_manifest(obj)
-        except ManifestError as exc:
-            return manifest_causes(exc)
-        return []
+        return unreadable_causes(podgroup_from_manifest, obj)
 
 
 class WorkloadStrategy(Strategy):
@@ -112,10 +108,8 @@ class JobStrategy(Strategy):
             causes.extend(pod_spec_causes(template["spec"], "spec.template.spec.", ("OnFailure", "Never")))
         if not causes:
             meta = obj["metadata"]
-            try:
-                pod_from_manifest(pod_view(meta.get("name", ""), meta.get("namespace", ""), template["spec"]))
-            except ManifestError as exc:
-                causes.extend(manifest_causes(exc, "spec.template."))
+            pod = pod_view(meta.get("name", ""), meta.get("namespace", ""), template["spec"])
+            causes.extend(unreadable_causes(pod_from_manifest, pod, "spec.template."))
         return causes
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 
 __all__ = ["Clock", "Timer", "VirtualClock", "WallEvents", "time_document"]

@@ -115,7 +115,7 @@ def serve_command(
     from kubeflux.sim.apiserver.resources import default_registry
     from kubeflux.sim.apiserver.server import ApiServer
     from kubeflux.sim.apiserver.store import Store
-    from kubeflux.sim.command import _nodes
+    from kubeflux.sim.inputs import nodes_from_options
     from kubeflux.sim.workloads import WorkloadError
 
     if address not in ("127.0.0.1", "localhost", "::1"):
@@ -123,7 +123,7 @@ def serve_command(
     if not 0 <= port <= 65535:
         raise typer.BadParameter(f"--port must be in 0..65535, got {port}")
     try:
-        node_list = _nodes(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
+        node_list = nodes_from_options(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
     except (WorkloadError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

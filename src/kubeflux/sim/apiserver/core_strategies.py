@@ -1,7 +1,7 @@
 """Strategies of the core resources the scheduler reads: pods, nodes and namespaces (see
 :mod:`kubeflux.sim.apiserver.registry`).
 
-Validation reuses the scheduler's manifest readers (:mod:`kubeflux.scheduler.kube_objects`), so what the API
+Validation reuses the scheduler's manifest readers (:mod:`kubeflux.apiobjects.manifests`), so what the API
 server accepts is what the scheduler and simulator can read; their ``ManifestError`` (object, field, problem)
 becomes a 422 cause on the same field. Defaults are the real server's for the fields clients read back
 (``schedulerName``, ``restartPolicy``, ``terminationGracePeriodSeconds`` ...).
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
@@ -37,6 +37,7 @@ __all__ = [
     "manifest_causes",
     "pod_spec_causes",
     "pod_view",
+    "unreadable_causes",
 ]
 
 Object = dict[str, Any]
@@ -47,6 +48,16 @@ def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
     reason = "FieldValueRequired" if problem == "required" else "FieldValueInvalid"
     message = "Required value" if problem == "required" else f"Invalid value: {problem}"
     return [Cause(prefix + error.path, message, reason)]
+
+
+def unreadable_causes(read: Callable[[Object], object], obj: Object, prefix: str = "") -> list[Cause]:
+    """What the scheduler's reader ``read`` (:func:`node_from_manifest`, …) finds wrong with ``obj`` (its paths
+    after ``prefix``): none when it reads it."""
+    try:
+        read(obj)
+    except ManifestError as exc:
+        return manifest_causes(exc, prefix)
+    return []
 
 
 _FORBIDDEN = "FieldValueForbidden"
@@ -165,13 +176,7 @@ def _pod_spec_causes(spec_json: bytes) -> tuple[Cause, ...]:
     the scheduler's manifest reader (the check that it is readable) is most of the cost of a create."""
     spec = orjson.loads(spec_json)
     causes = pod_spec_causes(spec, "spec.")
-    if causes:
-        return tuple(causes)
-    try:
-        pod_from_manifest(pod_view("pod", "default", spec))
-    except ManifestError as exc:
-        return tuple(manifest_causes(exc))
-    return ()
+    return tuple(causes or unreadable_causes(pod_from_manifest, pod_view("pod", "default", spec)))
 
 
 def pod_view(name: str, namespace: str, spec: Object) -> Object:
@@ -362,11 +367,7 @@ class NodeStrategy(Strategy):
                 causes.append(Cause(f"metadata.taints[{index}].effect", message, "FieldValueNotSupported"))
         if causes:
             return causes
-        try:
-            node_from_manifest(obj)
-        except ManifestError as exc:
-            return manifest_causes(exc)
-        return []
+        return unreadable_causes(node_from_manifest, obj)
 
 
 class NamespaceStrategy(Strategy):

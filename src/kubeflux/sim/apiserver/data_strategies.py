@@ -8,7 +8,7 @@ import binascii
 import re
 from typing import Any
 
-from kubeflux.scheduler.quantity import QuantityError, parse_quantity
+from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.registry import Strategy
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.metadata import clone
@@ -46,6 +46,24 @@ _SETTLED = (
     ),
 )
 """The namespace controller's conditions that are False once it has deleted what it could."""
+_REMAINING = (
+    (
+        "NamespaceContentRemaining",
+        "SomeResourcesRemain",
+        "Some resources are remaining: {}",
+        "ContentRemoved",
+        "All content successfully removed",
+    ),
+    (
+        "NamespaceFinalizersRemaining",
+        "SomeFinalizersRemain",
+        "Some content in the namespace has finalizers remaining: {}",
+        "ContentHasNoFinalizers",
+        "All content-preserving finalizers have been removed",
+    ),
+)
+"""The namespace controller's conditions on what holds a namespace: type, then reason and message (of what
+holds it) when True, reason and message when False."""
 
 
 def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], now: str) -> list[Object]:
@@ -58,18 +76,11 @@ def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], 
     conditions = [condition(type_, "False", reason, message) for type_, reason, message in _SETTLED]
     content = ", ".join(f"{name} has {count} resource instances" for name, count in sorted(remaining.items()))
     held = ", ".join(f"{name} in {count} resource instances" for name, count in sorted(finalizers.items()))
-    if content:
-        message = f"Some resources are remaining: {content}"
-        conditions.append(condition("NamespaceContentRemaining", "True", "SomeResourcesRemain", message))
-    else:
-        message = "All content successfully removed"
-        conditions.append(condition("NamespaceContentRemaining", "False", "ContentRemoved", message))
-    if held:
-        message = f"Some content in the namespace has finalizers remaining: {held}"
-        conditions.append(condition("NamespaceFinalizersRemaining", "True", "SomeFinalizersRemain", message))
-    else:
-        message = "All content-preserving finalizers have been removed"
-        conditions.append(condition("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers", message))
+    for (type_, reason, message, clear_reason, clear_message), what in zip(_REMAINING, (content, held), strict=True):
+        if what:
+            conditions.append(condition(type_, "True", reason, message.format(what)))
+        else:
+            conditions.append(condition(type_, "False", clear_reason, clear_message))
     return conditions
 
 
@@ -107,21 +118,6 @@ class Deletion:
         against the server deletes the content, finalizes (``namespaces/NAME/finalize``) and deletes the namespace
         again, which then goes, as on a real server."""
 
-    def delete(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        name: str,
-        *,
-        grace: int | None = None,
-        propagation: str = "",
-        uid: str = "",
-        resource_version: str = "",
-    ) -> Object:
-        """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
-        self.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
-        return self.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)[0]
-
     def check_preconditions(
         self, resource: ResourceType, namespace: str, name: str, *, uid: str = "", resource_version: str = ""
     ) -> None:
@@ -142,7 +138,8 @@ class Deletion:
     def delete_outcome(
         self, resource: ResourceType, namespace: str, name: str, *, grace: int | None = None, propagation: str = ""
     ) -> tuple[Object, bool]:
-        """:meth:`delete` (without preconditions), and whether the object is gone (or would be, in a dry run)."""
+        """``DELETE`` without preconditions (see :meth:`check_preconditions`), and whether the object is gone (or
+        would be, in a dry run)."""
         if resource.read_only_empty:
             raise read_only(resource)
         key, obj = self.store.raw(resource, namespace, name)
@@ -266,7 +263,7 @@ class Deletion:
             else:
                 namespace, name = key.split("/", 1)
                 try:
-                    self.delete(kind, namespace, name, propagation="Background")
+                    self.delete_outcome(kind, namespace, name, propagation="Background")
                 except ApiError:
                     continue
 
@@ -280,7 +277,7 @@ class Deletion:
             collection = self.store.collection_of(resource)
             for key in [k for k in collection.objects if k.startswith(namespace + "/")]:
                 try:
-                    self.delete(resource, namespace, key.split("/", 1)[1])
+                    self.delete_outcome(resource, namespace, key.split("/", 1)[1])
                 except ApiError:
                     continue
         self._reap_namespace(namespace)

@@ -85,11 +85,7 @@ def _resource_list(group: str, version: str, resources: list[ResourceType]) -> d
             "kind": r.kind,
             "verbs": r.verbs(),
         }
-        if r.short_names:
-            entry["shortNames"] = list(r.short_names)
-        if r.categories:
-            entry["categories"] = list(r.categories)
-        listed.append(entry)
+        listed.append(_with_names(entry, r))
         for sub in r.subresources:
             kind, verbs = _SUBRESOURCES.get(sub, (r.kind, ["get", "patch", "update"]))
             kind = kind or r.kind
@@ -129,6 +125,15 @@ def aggregated_discovery(registry: Registry, core: bool) -> dict[str, Any]:
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
 
 
+def _with_names(entry: dict[str, Any], resource: ResourceType) -> dict[str, Any]:
+    """``entry`` with the other names of ``resource`` (``shortNames``, ``categories``), those it has."""
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    return entry
+
+
 def _aggregated(resource: ResourceType) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "resource": resource.plural,
@@ -137,10 +142,7 @@ def _aggregated(resource: ResourceType) -> dict[str, Any]:
         "singularResource": resource.singular,
         "verbs": resource.verbs(),
     }
-    if resource.short_names:
-        entry["shortNames"] = list(resource.short_names)
-    if resource.categories:
-        entry["categories"] = list(resource.categories)
+    _with_names(entry, resource)
     subresources = []
     for sub in sorted(resource.subresources):
         kind, verbs = _SUBRESOURCES.get(sub, (resource.kind, ["get", "patch", "update"]))

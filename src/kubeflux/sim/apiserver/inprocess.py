@@ -20,21 +20,29 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from kubeflux.scheduler.eventbudget import EventBudget
+from kubeflux.apiobjects.decisions import (
+    POD_SCHEDULED,
+    UNSCHEDULABLE,
+    binding,
+    scheduled_message,
+    unschedulable_condition,
+)
+from kubeflux.apiobjects.eventbudget import EventBudget
+from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
+from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
     ClusterEvent,
-    Decision,
     EventKind,
     PodWarning,
     Reject,
     Scheduler,
     Unreserve,
     Unschedulable,
+    expected_start_annotations,
     expected_start_text,
 )
-from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
@@ -88,6 +96,9 @@ class InProcessSchedulers:
         self.rejected: list[Callable[[str, str], None]] = []
         """Told ``(uid, message)`` of every pod a scheduler rejects (it can never run): on the API such a pod is
         only ``Unschedulable``, but the workload replay's records say REJECTED, as the simulator's do."""
+        self._sinks = [_StoreSink(self, scheduler.name) for scheduler in self.schedulers]
+        self._unreserving = [s if isinstance(s, Unreserve) else None for s in self.schedulers]
+        """Each scheduler that takes refused Binds back, found once (a runtime Protocol check costs ~50 µs)."""
         self._wakeups: dict[int, float] = {}
         self._timers: dict[float, Timer] = {}
         self.bound = 0
@@ -159,8 +170,8 @@ class InProcessSchedulers:
             # every scheduler sees what the ones before it just did, as the simulator's driver delivers events
             self._observe_pending(now)
             decisions = scheduler.schedule(now)
-            for decision in decisions:
-                self._apply(scheduler, decision, now)
+            if decisions:
+                apply_decisions(scheduler.name, decisions, self._sinks[index], self._unreserving[index], now)
             wake = scheduler.next_wakeup(now)
             # as the simulator's driver: every new wake-up time a scheduler asks for is kept (an earlier one is
             # not cancelled), so the schedulers are asked at the same time points as in `kubeflux simulate`
@@ -219,53 +230,19 @@ class InProcessSchedulers:
         self._timers.pop(wake, None)
         self._wake()
 
-    def _apply(self, scheduler: Scheduler, decision: Decision, now: float) -> None:
-        namespace, name = decision.pod.split("/", 1)
-        try:
-            pod = self.store.get(self.pods, namespace, name)
-        except ApiError:
-            if isinstance(decision, Bind) and isinstance(scheduler, Unreserve):
-                scheduler.unreserve(decision.pod, decision.uid, decision.node, f'pods "{name}" not found', now)
-            return
-        if isinstance(decision, PodWarning):  # about any scheduler's pod: a Warning event on it
-            record_event(self.store, namespace, pod, "Warning", decision.reason, decision.message, scheduler.name)
-            return
-        if pod.get("spec", {}).get("schedulerName") != scheduler.name:
-            log.warning("scheduler %s decided for pod %s owned by another scheduler", scheduler.name, decision.pod)
-            return
-        if isinstance(decision, Bind):
-            binding = {
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": {"name": name, "uid": decision.uid, "annotations": dict(decision.annotations)},
-                "target": {"kind": "Node", "name": decision.node},
-            }
-            try:
-                self.store.bind(self.pods, namespace, name, binding)
-            except ApiError as exc:
-                if isinstance(scheduler, Unreserve):
-                    scheduler.unreserve(decision.pod, decision.uid, decision.node, exc.message, now)
-                return
-            self.bound += 1
-            message = f"Successfully assigned {decision.pod} to {decision.node}"
-            record_event(self.store, namespace, pod, "Normal", "Scheduled", message, scheduler.name)
-            return
-        expected = decision.expected_start if isinstance(decision, Unschedulable) else None
-        self._unschedulable(pod, decision.message, expected, scheduler.name)
-        if isinstance(decision, Reject):
-            for listener in self.rejected:
-                listener(pod["metadata"]["uid"], decision.message)
-
-    def _unschedulable(self, pod: Object, message: str, expected: float | None, component: str) -> None:
+    def unschedulable(self, pod: Object, message: str, expected: float | None, component: str) -> None:
+        """``PodScheduled=False/Unschedulable`` with ``message`` on ``pod`` and the expected start annotation, each
+        written only when it changes, and a ``FailedScheduling`` event from ``component`` within the event budget."""
         meta = pod["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         annotations = dict(meta.get("annotations") or {})
         wanted = None if expected is None else expected_start_text(expected)
         if annotations.get(EXPECTED_START_ANNOTATION) != wanted:
-            if wanted is None:
-                annotations.pop(EXPECTED_START_ANNOTATION, None)
-            else:
-                annotations[EXPECTED_START_ANNOTATION] = wanted
+            for key, value in expected_start_annotations(wanted).items():  # seconds and RFC 3339, one update
+                if value is None:
+                    annotations.pop(key, None)
+                else:
+                    annotations[key] = value
             # stored versions are never changed in place: a new top level and metadata share the rest
             updated = {**pod, "metadata": {**pod["metadata"], "annotations": annotations}}
             try:
@@ -273,18 +250,11 @@ class InProcessSchedulers:
             except ApiError:
                 return
         conditions = pod.get("status", {}).get("conditions") or []
-        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-        if current is not None and current.get("reason") == "Unschedulable" and current.get("message") == message:
+        current = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
+        if current is not None and current.get("reason") == UNSCHEDULABLE and current.get("message") == message:
             return
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": self.store.now(),
-        }
-        kept = [c for c in conditions if c.get("type") != "PodScheduled"]
+        condition = unschedulable_condition(message, self.store.now())
+        kept = [c for c in conditions if c.get("type") != POD_SCHEDULED]
         updated = {**pod, "status": {**(pod.get("status") or {}), "conditions": [*kept, condition]}}
         try:
             self.store.update(self.pods, namespace, name, updated, "status", trusted=True)
@@ -292,6 +262,55 @@ class InProcessSchedulers:
             return
         if self.event_budget.take(meta["uid"], self.store.clock()):  # the condition above is written regardless
             record_event(self.store, namespace, pod, "Warning", "FailedScheduling", message, component)
+
+
+class _StoreSink:
+    """Where one in-process scheduler writes its decisions (:func:`~kubeflux.scheduler.decisions.apply_decisions`):
+    the store, through the API's own paths (see the module docstring)."""
+
+    def __init__(self, shell: InProcessSchedulers, scheduler: str) -> None:
+        self.shell, self.store, self.scheduler = shell, shell.store, scheduler
+
+    def pod(self, key: str, uid: str) -> Object | None:
+        namespace, name = key.split("/", 1)
+        try:
+            return self.store.get(self.shell.pods, namespace, name)
+        except ApiError:
+            return None
+
+    def not_found(self, key: str) -> str:
+        return f'pods "{key.split("/", 1)[1]}" not found'
+
+    def owner(self, pod: Object) -> str:
+        return str(pod.get("spec", {}).get("schedulerName"))
+
+    def bind(self, pod: Object, decision: Bind) -> str:
+        namespace, name = decision.pod.split("/", 1)
+        try:
+            self.store.bind(
+                self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
+            )
+        except ApiError as exc:
+            return exc.message or f"{exc.code} {exc.reason}"  # never empty: empty says bound
+        self.shell.bound += 1
+        message = scheduled_message(decision.pod, decision.node)
+        record_event(self.store, namespace, pod, "Normal", "Scheduled", message, self.scheduler)
+        return ""
+
+    def unschedulable(self, pod: Object, decision: Unschedulable) -> None:
+        self.shell.unschedulable(pod, decision.message, decision.expected_start, self.scheduler)
+
+    def reject(self, pod: Object, decision: Reject) -> None:
+        self.shell.unschedulable(pod, decision.message, None, self.scheduler)
+        for listener in self.shell.rejected:
+            listener(pod["metadata"]["uid"], decision.message)
+
+    def warn(self, pod: Object, decision: PodWarning) -> None:  # about any scheduler's pod: a Warning event on it
+        namespace = decision.pod.split("/", 1)[0]
+        record_event(self.store, namespace, pod, "Warning", decision.reason, decision.message, self.scheduler)
+
+    def problem(self, message: str) -> None:
+        log.warning("%s", message)
 
 
 def _enabling(type_: str, event: WatchEvent) -> bool:

@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.jobsync import TRACKING_FINALIZER, Backoff, JobPlan, finished_condition, sync_job

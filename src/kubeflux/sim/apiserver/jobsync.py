@@ -34,7 +34,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import format_timestamp, parse_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp, parse_timestamp
 
 __all__ = [
     "BACKOFF_BASE",

@@ -52,8 +52,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kubeflux.apiobjects.manifests import ManifestError, format_timestamp, node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
-from kubeflux.scheduler.kube_objects import ManifestError, format_timestamp, node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError

@@ -6,10 +6,40 @@ from __future__ import annotations
 
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
 
-__all__ = ["check_list_options", "dry_run", "field_manager"]
+__all__ = ["check_list_options", "dry_run", "field_manager", "flag", "integer", "list_selectors"]
 
 _MATCHES = ("", "Exact", "NotOlderThan")
+
+
+def flag(query: dict[str, str], name: str) -> bool:
+    """A boolean option: true when given as ``true`` or ``1``."""
+    return query.get(name, "").lower() in ("true", "1")
+
+
+def integer(query: dict[str, str], name: str) -> int | None:
+    """An integer option, None when not given; 400 when it is no integer."""
+    text = query.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise errors.bad_request(f"{name}: invalid integer {text!r}") from exc
+
+
+def list_selectors(resource: ResourceType, query: dict[str, str]) -> tuple[LabelSelector, FieldSelector]:
+    """The ``labelSelector`` and ``fieldSelector`` of a list, watch or deletecollection of ``resource``."""
+    labels = parse_label_selector(query.get("labelSelector", ""))
+    fields = parse_field_selector(query.get("fieldSelector", ""), resource.fields, resource.plural)
+    return labels, fields
 
 
 def check_list_options(query: dict[str, str], watch: bool) -> None:
@@ -17,7 +47,7 @@ def check_list_options(query: dict[str, str], watch: bool) -> None:
     causes: list[Cause] = []
     match = query.get("resourceVersionMatch", "")
     version = query.get("resourceVersion", "")
-    initial_events = query.get("sendInitialEvents", "").lower() in ("true", "1")
+    initial_events = flag(query, "sendInitialEvents")
     if match not in _MATCHES:
         supported = ", ".join(f'"{m}"' for m in _MATCHES)
         causes.append(

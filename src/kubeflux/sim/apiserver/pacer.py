@@ -7,8 +7,8 @@ one time point at a time, each time the cluster is *quiescent*:
    event it was sent (:attr:`Pacer.busy` probes), and every open watch has written its queued events to its client;
 2. no request is in flight (received, not yet answered; a watch counts until its stream starts), and the settle
    period has passed since the last request ended or the last watch data went out (:class:`Activity`, kept by
-   :class:`TimeHeader`); ``GET /kubeflux/time`` and the health endpoints do not count, so polling the time does not
-   hold it;
+   :class:`TimeHeader`); ``GET /kubeflux/time``, ``/kubeflux/queue`` and the health endpoints do not count, so polling
+   the time or the queue does not hold it;
 3. every pending pod of an external scheduler (a ``schedulerName`` no in-process scheduler owns; with
    ``--external-scheduler``, only those names) has been bound or marked ``PodScheduled=False`` since it was created
    (:class:`UnansweredPods`).
@@ -41,7 +41,7 @@ log = logging.getLogger("kubeflux.apiserver")
 Object = dict[str, Any]
 TIME_HEADER = b"x-kubeflux-time"
 """Response header carrying the simulated time at the answer (Unix seconds)."""
-_QUIET_PATHS = frozenset({"/kubeflux/time", "/healthz", "/livez", "/readyz"})
+_QUIET_PATHS = frozenset({"/kubeflux/time", "/kubeflux/queue", "/healthz", "/livez", "/readyz"})
 ASGIApp = Callable[[Any, Any, Any], Any]
 
 

@@ -36,24 +36,27 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def dns_subdomain_causes(name: str, path: str = "metadata.name") -> list[Cause]:
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-        message = (
-            f"Invalid value: {name!r}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-            "characters, '-' or '.', and must start and end with an alphanumeric character"
-        )
-        return [Cause(path, message)]
+def _name_causes(name: str, path: str, longest: int, pattern: re.Pattern[str], rule: str) -> list[Cause]:
+    """``name`` is at most ``longest`` characters and matches ``pattern``, else one cause saying ``rule``."""
+    if len(name) > longest or not pattern.match(name):
+        return [Cause(path, f"Invalid value: {name!r}: {rule}")]
     return []
+
+
+def dns_subdomain_causes(name: str, path: str = "metadata.name") -> list[Cause]:
+    rule = (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+        "start and end with an alphanumeric character"
+    )
+    return _name_causes(name, path, 253, _DNS_SUBDOMAIN, rule)
 
 
 def dns_label_causes(name: str, path: str = "metadata.name") -> list[Cause]:
-    if len(name) > 63 or not _DNS_LABEL.match(name):
-        message = (
-            f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist of lower case alphanumeric "
-            "characters or '-', and must start and end with an alphanumeric character"
-        )
-        return [Cause(path, message)]
-    return []
+    rule = (
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+        "end with an alphanumeric character"
+    )
+    return _name_causes(name, path, 63, _DNS_LABEL, rule)
 
 
 def path_segment_causes(name: str, path: str = "metadata.name") -> list[Cause]:

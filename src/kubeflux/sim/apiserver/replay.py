@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import pod_to_manifest
+from kubeflux.apiobjects.manifests import pod_to_manifest
 from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.sim.apiserver.clock import Clock
 from kubeflux.sim.apiserver.errors import ApiError

@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 import uvicorn
 import yaml
 
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.kube_objects import format_timestamp
 from kubeflux.scheduler.objects import Node
-from kubeflux.scheduler.quantity import format_quantity
+from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
@@ -325,6 +325,7 @@ class ApiServer:
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
+            self.app.queue.serve(self.schedulers.schedulers)
             if self.kubelet is not None:
                 self.kubelet.known_pod = self.schedulers.known_pod
         self.started_at = time.perf_counter()

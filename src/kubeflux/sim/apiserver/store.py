@@ -11,6 +11,9 @@ strips the reference); namespaces that end only when empty. What differs per res
 Stored object versions are never changed in place: a write stores a new dict, so watch events and responses may
 hold references. Objects go in and out in a resource's *view* (``events.k8s.io`` Events are converted to and from
 the stored core Events). Every method runs on the server's one event loop; none blocks.
+
+The store has its parts: the writes are its own, lists and watches its :class:`~.listwatch.ListWatch`'s, and
+deletion (with garbage collection and namespace termination) its :class:`~.deletion.Deletion`'s.
 """
 
 from __future__ import annotations
@@ -22,25 +25,22 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import format_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.apiserver import errors, system_objects
 from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
+from kubeflux.sim.apiserver.listwatch import ListWatch
 from kubeflux.sim.apiserver.metadata import (
     check_type,
     clone,
-    decode_continue,
-    encode_continue,
     metadata_causes,
-    parse_resource_version,
     uid_from_bits,
 )
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
-__all__ = ["ListResult", "Store", "clone"]
+__all__ = ["Store", "clone"]
 
 Object = dict[str, Any]
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -67,18 +67,6 @@ class _Writer:
     applied: set[Path] | None
 
 
-class ListResult:
-    """The objects of a list call (in the resource's view), the version they were read at, and the next page."""
-
-    __slots__ = ("continue_token", "items", "remaining", "rv")
-
-    def __init__(self, items: list[Object], rv: int, continue_token: str = "", remaining: int | None = None) -> None:
-        self.items = items
-        self.rv = rv
-        self.continue_token = continue_token
-        self.remaining = remaining
-
-
 class Store:
     """Every collection of the served resources. ``clock`` gives Unix seconds (the wall clock by default)."""
 
@@ -95,7 +83,6 @@ class Store:
         self.clock = clock
         self.rv = 1
         self.cache_size = cache_size
-        self.watch_backlog = watch_backlog
         self._random = random.Random(seed)
         self._now: tuple[int, str] = (-1, "")
         self.collections: dict[str, Collection] = {}
@@ -106,6 +93,8 @@ class Store:
         self.dependents: dict[str, set[tuple[str, str]]] = {}
         """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
         self.deletion = Deletion(self)
+        self.listwatch = ListWatch(self, watch_backlog)
+        """Lists and watches (see :mod:`.listwatch`)."""
         for resource in registry.resources:
             if resource.collection not in self.collections:
                 self.collections[resource.collection] = Collection(resource.collection, cache_size)
@@ -238,99 +227,8 @@ class Store:
             raise errors.not_found(resource.plural, name, resource.group)
         return key, obj
 
-    def list_objects(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        *,
-        limit: int = 0,
-        continue_token: str = "",
-        resource_version: str = "",
-        exact: bool = False,
-    ) -> ListResult:
-        """Objects matching the selectors, sorted by namespace and name, at the current version.
-
-        ``limit``/``continue_token`` page through the live state (pages are not a snapshot). ``exact`` with an
-        older ``resource_version`` is 410 ``Expired`` when the collection changed since (no snapshots are kept).
-        """
-        collection = self.collection_of(resource)
-        if resource_version not in ("", "0"):
-            requested = parse_resource_version(resource_version)
-            if requested > self.rv:
-                raise errors.future_version(requested, self.rv)
-            if exact and requested != self.rv and (requested < collection.compacted or collection.since(requested)):
-                raise errors.expired()
-        start = ""
-        if continue_token:
-            start = decode_continue(continue_token)
-        watcher = Watcher(resource, namespace if resource.namespaced else "", labels, fields, backlog=0)
-        trivial = not watcher.namespace and labels.empty and fields.empty
-        objects = collection.objects
-        keys = [] if resource.read_only_empty else sorted(k for k in objects if k > start) if start else sorted(objects)
-        items: list[Object] = []
-        remaining = 0
-        last = ""
-        view = resource.to_view
-        for key in keys:
-            obj = objects[key]
-            if not trivial and not watcher.matches(obj):
-                continue
-            if limit and len(items) >= limit:
-                remaining += 1
-                continue
-            items.append(view(obj) if view else obj)
-            last = key
-        token = encode_continue(last, self.rv) if remaining else ""
-        return ListResult(items, self.rv, token, remaining if remaining else None)
-
-    def watch(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        resource_version: str,
-        *,
-        initial_events: bool,
-        future_waits: bool = True,
-    ) -> tuple[Watcher, list[Object]]:
-        """Open a watch; returns it with the objects to send first as ``ADDED`` (the initial state).
-
-        With ``initial_events`` (or no version, or ``"0"``) the initial state is every matching object; else the
-        watch replays the cached events after ``resource_version`` (410 ``Expired`` if the cache no longer holds
-        them all). A version the store has not reached is waited for silently, as the real watch cache does (the
-        watch sends the events after it, if the history ever gets there); without ``future_waits`` it is 504.
-        """
-        collection = self.collection_of(resource)
-        watcher = Watcher(
-            resource, namespace if resource.namespaced else "", labels, fields, backlog=self.watch_backlog
-        )
-        initial: list[Object] = []
-        if initial_events and resource_version not in ("", "0"):  # NotOlderThan: never a state older than asked
-            requested = parse_resource_version(resource_version)
-            if requested > self.rv:
-                raise errors.future_version(requested, self.rv)
-        if initial_events or resource_version in ("", "0"):
-            if not resource.read_only_empty:
-                initial = [o for o in collection.objects.values() if watcher.matches(o)]
-        else:
-            requested = parse_resource_version(resource_version)
-            if requested > self.rv:
-                if not future_waits:
-                    raise errors.future_version(requested, self.rv)
-                watcher.after = requested
-            elif requested < collection.compacted:
-                raise errors.expired(f"too old resource version: {requested} ({collection.compacted})")
-            for event in collection.since(requested):
-                watcher.offer(event)
-        collection.watchers.add(watcher)
-        return watcher, initial
-
     def stop_watch(self, resource: ResourceType, watcher: Watcher) -> None:
-        watcher.closed = True
-        self.collection_of(resource).watchers.discard(watcher)
+        self.listwatch.stop_watch(resource, watcher)
 
     # -- writes ----------------------------------------------------------------------------------------------
     def create(self, resource: ResourceType, namespace: str, body: Any, *, trusted: bool = False) -> Object:
@@ -562,22 +460,10 @@ class Store:
         uid: str = "",
         resource_version: str = "",
     ) -> Object:
-        """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it."""
-        return self.deletion.delete(
-            resource, namespace, name, grace=grace, propagation=propagation, uid=uid, resource_version=resource_version
-        )
-
-    def check_preconditions(
-        self, resource: ResourceType, namespace: str, name: str, *, uid: str = "", resource_version: str = ""
-    ) -> None:
-        """A delete's preconditions: 409 when the object's uid or resourceVersion is not the one given."""
+        """``DELETE``: at once, or Terminating (``deletionTimestamp``) while finalizers or a grace period hold it;
+        409 when the object's uid or resourceVersion is not the one given."""
         self.deletion.check_preconditions(resource, namespace, name, uid=uid, resource_version=resource_version)
-
-    def delete_outcome(
-        self, resource: ResourceType, namespace: str, name: str, *, grace: int | None = None, propagation: str = ""
-    ) -> tuple[Object, bool]:
-        """:meth:`delete` (without preconditions), and whether the object is gone (or would be, in a dry run)."""
-        return self.deletion.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)
+        return self.deletion.delete_outcome(resource, namespace, name, grace=grace, propagation=propagation)[0]
 
     # -- pods ------------------------------------------------------------------------------------------------
     def bind(self, pods: ResourceType, namespace: str, name: str, binding: Any) -> None:

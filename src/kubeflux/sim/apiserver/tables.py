@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeflux.scheduler.kube_objects import parse_timestamp
+from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.registry import ResourceType
 
@@ -26,6 +26,12 @@ def wants_table(accept: str) -> bool:
     return TABLE_MEDIA in accept
 
 
+def _with_rest(small: int, per: int, unit: str, small_unit: str) -> str:
+    """``small`` units as whole ``unit``s of ``per`` each and the rest, if any: ``5m30s``, ``3h``."""
+    whole, rest = divmod(small, per)
+    return f"{whole}{unit}{rest}{small_unit}" if rest else f"{whole}{unit}"
+
+
 def human_duration(seconds: float) -> str:
     """``kubectl``'s short duration: ``45s``, ``5m``, ``3h``, ``2d``, ``3y`` (as duration.HumanDuration)."""
     seconds = max(int(seconds), 0)
@@ -33,20 +39,17 @@ def human_duration(seconds: float) -> str:
         return f"{seconds}s"
     minutes = seconds // 60
     if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+        return _with_rest(seconds, 60, "m", "s")
     if minutes < 180:
         return f"{minutes}m"
     hours = minutes // 60
     if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
+        return _with_rest(minutes, 60, "h", "m")
     if hours < 48:
         return f"{hours}h"
     days = hours // 24
     if days < 8:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
+        return _with_rest(hours, 24, "d", "h")
     if days < 365 * 2:
         return f"{days}d"
     return f"{days // 365}y"

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
-from kubeflux.scheduler.quantity import format_duration, format_quantity
+from kubeflux.scheduler.units import format_duration, format_quantity
 from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, KubeDefaultScheduler, QueuedPod, QueueKey
 
 __all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simulated_coscheduling"]

@@ -58,9 +58,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, ResourceList
 from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
 

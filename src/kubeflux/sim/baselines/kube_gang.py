@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import random
 
+from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.kube_objects import DEFAULT_SCHEDULER
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.sim.baselines.kube_default import QUEUE_V136, KubeDefaultScheduler, QueuedPod, QueueKey
 

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.files import check_file
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 
 
@@ -81,15 +82,16 @@ def detect_format(path: Path | str) -> WorkloadFormat:
     )
 
 
-def load_workload(path: Path | str) -> Workload:
+def load_workload(path: Path | str, *, default_run_time: float | None = None) -> Workload:
     """Read a workload file of any supported format (see :func:`detect_format`).
 
-    Raises :class:`WorkloadError` for a missing file or an unknown format; problems with single lines or documents
-    are in :attr:`Workload.problems`.
+    Raises :class:`WorkloadError` for a path that is no readable regular file (each case with its own message:
+    :func:`~kubeflux.sim.workloads.files.check_file`) or an unknown format; problems with single lines or
+    documents are in :attr:`Workload.problems`. ``default_run_time``: seconds a manifest's pod without a run time
+    runs (:func:`~kubeflux.sim.workloads.manifests.read_manifests`).
     """
     path = Path(path)
-    if not path.is_file():
-        raise WorkloadError(f"{path}: no such file")
+    check_file(path)
     kind = detect_format(path)
     if kind is WorkloadFormat.SWF:
         from kubeflux.sim.workloads.swf import read_swf
@@ -101,7 +103,7 @@ def load_workload(path: Path | str) -> Workload:
         return read_batsim(path)
     from kubeflux.sim.workloads.manifests import read_manifests
 
-    return read_manifests(path)
+    return read_manifests(path, default_run_time=default_run_time)
 
 
 __all__ = [

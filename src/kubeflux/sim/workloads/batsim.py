@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.limits import MAX_SECONDS, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
@@ -75,7 +76,15 @@ def _number(value: Any) -> float | None:
 
 
 def profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float | None, str]:
-    """``(run time in seconds, "")`` for a supported profile, or ``(None, why not)``."""
+    """``(run time in seconds, "")`` for a supported profile, or ``(None, why not)``; a run time beyond
+    :data:`~kubeflux.sim.workloads.limits.MAX_SECONDS` is a why not."""
+    run_time, why = _profile_run_time(profile, res, host_speed)
+    if run_time is not None and run_time > MAX_SECONDS:
+        return None, f"the run time it gives ({run_time:g} s) is beyond {MAX_SECONDS:,} s (100 years)"
+    return run_time, why
+
+
+def _profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float | None, str]:
     if not isinstance(profile, dict):
         return None, "profile is not a JSON object"
     kind = profile.get("type")
@@ -111,6 +120,8 @@ def _load_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkloadError(f"{path.name}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
+    except (ValueError, RecursionError) as exc:  # an integer of over 4,300 digits; arrays nested too deep
+        raise WorkloadError(f"{path.name}: invalid JSON: {exc}") from exc
 
 
 def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, name: str | None = None) -> Workload:
@@ -139,23 +150,30 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
     reported_profiles: set[str] = set()
     jobs: list[WorkloadJob] = []
     seen: set[str] = set()
+    skipped = 0
     for index, raw in enumerate(data["jobs"]):
         where = f"{file_name}: jobs[{index}]"
         if not isinstance(raw, dict):
             problems.append(f"{where}: not a JSON object; skipped")
+            skipped += 1
             continue
         job_id = raw.get("id")
         if isinstance(job_id, bool) or not isinstance(job_id, str | int) or str(job_id) == "":
             problems.append(f"{where}: id: must be a string or an integer, got {job_id!r}; skipped")
+            skipped += 1
             continue
         job_id = str(job_id)
         where = f"{where} (id {job_id})"
         if job_id in seen:
             problems.append(f"{where}: id appears twice; skipped")
+            skipped += 1
             continue
         subtime = _number(raw.get("subtime"))
-        if subtime is None or subtime < 0:
-            problems.append(f"{where}: subtime: must be a non-negative number, got {raw.get('subtime')!r}; skipped")
+        why = "must be a non-negative number" if subtime is None else seconds_problem(subtime)
+        if subtime is None or why is not None:
+            why = (why or "").split(", got")[0]
+            problems.append(f"{where}: subtime: {why}, got {raw.get('subtime')!r}; skipped")
+            skipped += 1
             continue
         seen.add(job_id)
         rejected = ""
@@ -164,8 +182,10 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
             rejected = f"res: must be a positive integer, got {res!r}"
             res = 0
         walltime = _number(raw.get("walltime", -1))
-        if walltime is None:
-            rejected = rejected or f"walltime: must be a number, got {raw.get('walltime')!r}"
+        if walltime is None or walltime > MAX_SECONDS:
+            rejected = (
+                rejected or f"walltime: must be a number of at most {MAX_SECONDS:,} s, got {raw.get('walltime')!r}"
+            )
             walltime = -1.0
         profile_name = raw.get("profile")
         run_time: float | None = None
@@ -213,6 +233,7 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
         resources=nb_res,
         problems=problems,
         header=header,
+        skipped=skipped,
     )
 
 

@@ -2,17 +2,18 @@
 
 :func:`read_cluster` reads what ``kubectl get nodes -o yaml`` prints (a ``v1`` List) or any multi-document YAML of
 ``v1`` Nodes: ``status.allocatable`` (``capacity`` when absent), labels, taints, ``spec.unschedulable`` and the
-``Ready`` condition, through :func:`kubeflux.scheduler.kube_objects.node_from_manifest`.
+``Ready`` condition, through :func:`kubeflux.apiobjects.manifests.node_from_manifest`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kubeflux.scheduler.kube_objects import ManifestError, node_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest
+from kubeflux.apiobjects.quantity import QuantityError, bytes_
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node
-from kubeflux.scheduler.quantity import QuantityError, bytes_
 from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.files import check_file
 from kubeflux.sim.workloads.manifests import load_documents
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -32,6 +33,7 @@ def read_cluster(path: Path | str) -> list[Node]:
     file without nodes.
     """
     path = Path(path)
+    check_file(path, "cluster")
     nodes: list[Node] = []
     names: set[str] = set()
     for where, obj in load_documents(path):

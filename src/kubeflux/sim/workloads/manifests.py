@@ -12,13 +12,15 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   template carries the pod-group label of a PodGroup in the file, the Job is that gang (``min_member`` and
   ``scheduleTimeoutSeconds`` from the PodGroup);
 * a **PodGroup** and the bare Pods labelled with its name: one ``podgroup`` job (a gang of ``minMember``).
-  Pods naming a PodGroup the file does not define are reported and run as lone pods.
+  Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
+  PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
+  ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
 
 How each pod behaves once it runs (KWOK's annotations, so the same file runs on a KWOK cluster):
 
 * run time: ``pod-complete.stage.kwok.x-k8s.io/delay``, a Go duration (``60s``, ``1m30s``, ``500ms``). Without
   it a Job's pod completes as soon as it runs (KWOK's default ``pod-complete`` stage has no delay) and a bare pod
-  runs until it is deleted;
+  runs until it is deleted (``simulate`` says how many, and ``--default-runtime`` gives them one);
 * ``pod-complete.stage.kwok.x-k8s.io/jitter-delay``: the upper bound of a random run time (KWOK: delay +
   random(jitter − delay)), in :attr:`~kubeflux.sim.workloads.model.PodTemplate.run_time_jitter`;
 * ``sim.kubeflux.io/exit-code``: the exit code (0–255, default 0; non-zero ends the pod ``Failed``).
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,10 +53,11 @@ from typing import Any
 
 import yaml
 
-from kubeflux.scheduler.kube_objects import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
-from kubeflux.scheduler.quantity import QuantityError, parse_duration
+from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.limits import MAX_INDEXED_COMPLETIONS, MAX_INT32, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
@@ -75,10 +79,12 @@ def load_documents(path: Path) -> Iterator[tuple[str, Any]]:
     try:
         with open_text(path) as stream:  # plain or gzip-compressed
             text = stream.read()
-    except (OSError, EOFError) as exc:
-        raise WorkloadError(f"{path}: cannot read: {exc}") from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
     try:
         documents = list(yaml.load_all(text, Loader=YamlLoader))
+    except RecursionError as exc:
+        raise WorkloadError(f"{path.name}: invalid YAML: nested too deeply") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path.name}:{mark.line + 1}" if mark is not None else path.name
@@ -115,8 +121,9 @@ def _annotation_seconds(obj: str, annotations: dict[str, str], key: str, path: s
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ManifestError(obj, f"{path}.annotations.{key}", f"must be a non-negative number of seconds, got {text!r}")
+    problem = seconds_problem(value) if value == value else "must be a non-negative number of seconds"
+    if problem is not None:
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {text!r}")
     return value
 
 
@@ -126,10 +133,11 @@ def _duration(obj: str, annotations: dict[str, str], key: str, path: str) -> flo
         return None
     try:
         value = parse_duration(text)
-    except QuantityError as exc:
+    except DurationError as exc:
         raise ManifestError(obj, f"{path}.annotations.{key}", f"{exc} (a Go duration such as 60s or 1m30s)") from exc
-    if value < 0:
-        raise ManifestError(obj, f"{path}.annotations.{key}", f"must not be negative, got {text!r}")
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {text!r}")
     return value
 
 
@@ -200,6 +208,8 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ManifestError(label, f"spec.{field}", f"must be an integer of at least {minimum}, got {value!r}")
+        if value > MAX_INT32:
+            raise ManifestError(label, f"spec.{field}", f"must be at most {MAX_INT32} (int32), got {value!r}")
         return value
 
     parallelism = count("parallelism", 1)
@@ -211,6 +221,15 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
         raise ManifestError(label, "spec.completionMode", f"must be NonIndexed or Indexed, got {mode!r}")
     if mode == "Indexed" and completions is None:
         raise ManifestError(label, "spec.completions", "required when completionMode is Indexed")
+    if mode == "Indexed":  # the API server's limit (k8s.io/kubernetes pkg/apis/batch/validation)
+        for field, value in (("completions", completions), ("parallelism", parallelism)):
+            if value is not None and value > MAX_INDEXED_COMPLETIONS:
+                raise ManifestError(
+                    label,
+                    f"spec.{field}",
+                    f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} when completion mode is Indexed, "
+                    f"got {value}",
+                )
     if completions is None:
         completions = parallelism or 1
     parallelism = min(parallelism or 1, completions)
@@ -268,10 +287,16 @@ class _Builder:
     groups: dict[str, tuple[PodGroup, float | None, str]]
     members: dict[str, list[_GroupMember]]
     group_jobs: dict[str, list[WorkloadJob]]
+    default_run_time: float | None = None
+    refused_groups: dict[str, str] = dataclasses.field(default_factory=dict)
+    """``namespace/name`` of each PodGroup refused by validation → where it is and why (the 422 of ``cluster
+    serve``): the pods and Jobs that name it are rejected with that reason instead of waiting for ever."""
+    skipped: int = 0
 
     def add(self, where: str, obj: Any) -> None:
         if not isinstance(obj, dict):
             self.problems.append(f"{self.file_name}: {where}: expected a Kubernetes object, got {type(obj).__name__}")
+            self.skipped += 1
             return
         kind = obj.get("kind")
         try:
@@ -285,13 +310,21 @@ class _Builder:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
                 self.problems.append(f"{self.file_name}: {where}: {what}")
+                self.skipped += 1
         except ManifestError as exc:
             self.problems.append(f"{self.file_name}: {where}: {exc}; skipped")
+            self.skipped += 1
+            if kind == "PodGroup":
+                meta = obj.get("metadata")
+                meta = meta if isinstance(meta, dict) else {}
+                name, namespace = meta.get("name"), meta.get("namespace") or "default"
+                if isinstance(name, str) and isinstance(namespace, str):
+                    self.refused_groups.setdefault(f"{namespace}/{name}", f"{where}: {exc.path}: {exc.problem}")
 
     def _pod(self, where: str, obj: dict[str, Any]) -> None:
         pod = pod_from_manifest(obj)
         label = f"Pod {pod.namespace}/{pod.name}"
-        template = _template(pod, obj, label, "metadata", None)
+        template = _template(pod, obj, label, "metadata", self.default_run_time)
         submit = _annotation_seconds(label, pod.annotations, SUBMIT_TIME_ANNOTATION, "metadata")
         group = pod.labels.get(POD_GROUP_LABEL)
         if group is None and pod.scheduling_group:
@@ -367,17 +400,29 @@ class _Builder:
             elif not jobs:
                 self.problems.append(f"{self.file_name}: {where}: PodGroup {key} has no pods in the file; skipped")
         for key, members in self.members.items():
+            refused = self.refused_groups.get(key)
             for member in members:
-                self.problems.append(
-                    f"{self.file_name}: {member.where}: Pod {member.namespace}/{member.pod.name} names PodGroup "
-                    f"{key}, which the file does not define; it runs as a lone pod"
-                )
-                self.jobs.append(self._lone_pod(member.pod, member.namespace, member.submit_time, member.where))
+                lone = self._lone_pod(member.pod, member.namespace, member.submit_time, member.where)
+                pod = f"Pod {member.namespace}/{member.pod.name}"
+                if refused is not None:
+                    lone.rejected = f"its PodGroup {key} is invalid ({refused})"
+                    self.problems.append(f"{self.file_name}: {member.where}: {pod}: {lone.rejected}; rejected")
+                else:
+                    self.problems.append(
+                        f"{self.file_name}: {member.where}: {pod} names PodGroup {key}, which the file does not "
+                        "define; it runs as a lone pod"
+                    )
+                self.jobs.append(lone)
         for key, jobs in self.group_jobs.items():
+            refused = self.refused_groups.get(key)
             for job in jobs:
-                self.problems.append(
-                    f"{job.source}: Job {job.id} names PodGroup {key}, which the file does not define; no gang"
-                )
+                if refused is not None:
+                    job.rejected = f"its PodGroup {key} is invalid ({refused})"
+                    self.problems.append(f"{job.source}: Job {job.id}: {job.rejected}; rejected")
+                else:
+                    self.problems.append(
+                        f"{job.source}: Job {job.id} names PodGroup {key}, which the file does not define; no gang"
+                    )
 
 
 def images(pods: list[PodTemplate]) -> str:
@@ -403,13 +448,15 @@ def _unique_ids(jobs: list[WorkloadJob]) -> None:
         seen.add(job.id)
 
 
-def read_manifests(path: Path | str, *, name: str | None = None) -> Workload:
+def read_manifests(path: Path | str, *, name: str | None = None, default_run_time: float | None = None) -> Workload:
     """Read a Kubernetes YAML workload (rules in the module docstring).
 
-    Jobs are ordered by submit time, then by their order in the file.
+    Jobs are ordered by submit time, then by their order in the file. ``default_run_time``: the run time, in
+    seconds, of a Pod or PodGroup member without the run-time annotation (``simulate --default-runtime``); None
+    keeps KWOK's behaviour (it runs until deleted).
     """
     path = Path(path)
-    builder = _Builder(path.name, [], [], {}, {}, {})
+    builder = _Builder(path.name, [], [], {}, {}, {}, default_run_time)
     for where, obj in load_documents(path):
         builder.add(where, obj)
     builder.finish()
@@ -417,7 +464,7 @@ def read_manifests(path: Path | str, *, name: str | None = None) -> Workload:
     _unique_ids(jobs)
     for job in jobs:
         job.profile = images(job.pods)
-    return Workload(name=name or workload_name(path), jobs=jobs, problems=builder.problems)
+    return Workload(name=name or workload_name(path), jobs=jobs, problems=builder.problems, skipped=builder.skipped)
 
 
 __all__ = [

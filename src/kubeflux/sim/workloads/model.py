@@ -111,6 +111,9 @@ class Workload:
     """The machine size the trace states (SWF ``MaxProcs``, Batsim ``nb_res``), if any."""
     problems: list[str] = field(default_factory=list)
     """Bad lines, each ``file:line: what is wrong``. Reported to the user, never silently dropped."""
+    skipped: int = 0
+    """How many of :attr:`problems` are lines, entries or documents left out of the run altogether (the others
+    name jobs that are kept, rejected or changed)."""
     header: dict[str, str] = field(default_factory=dict)
     """What the file says about itself: SWF ``;`` header keys (``MaxProcs``, ``UnixStartTime`` …; a key given
     on several lines, such as ``Partition``, has its values joined by newlines), Batsim ``description``."""

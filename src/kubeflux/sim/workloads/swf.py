@@ -21,7 +21,8 @@ How a line becomes a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (kind ``
 * A job whose run time is unknown or negative, or whose processor count is unknown in both fields 8 and 5, is
   **kept** with :attr:`~kubeflux.sim.workloads.model.WorkloadJob.rejected` set: it appears as ``REJECTED`` in
   ``jobs.csv``, never silently dropped.
-* A **malformed** line (not 18 fields, a field that is not a number, an unknown submit time, a repeated job
+* A **malformed** line (not 18 fields, a field that is not a finite number, an unknown submit time, a submit,
+  run or requested time beyond :data:`~kubeflux.sim.workloads.limits.MAX_SECONDS` (100 years), a repeated job
   number) cannot be replayed at all: it is reported in
   :attr:`~kubeflux.sim.workloads.model.Workload.problems` as ``file:line: what is wrong`` and skipped.
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import math
 import re
 import zlib
 from collections.abc import Iterator
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.limits import MAX_SECONDS, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 SWF_FIELDS: tuple[str, ...] = (
@@ -136,6 +139,8 @@ def _bad_field(parts: list[str]) -> str:
             value = float(text)
         except ValueError:
             return f"field {index + 1} ({SWF_FIELDS[index]}) is not a number: {text!r}"
+        if not math.isfinite(value):
+            return f"field {index + 1} ({SWF_FIELDS[index]}) must be a finite number, got {text!r}"
         if index in _INT_FIELDS and value != int(value):
             return f"field {index + 1} ({SWF_FIELDS[index]}) must be a whole number, got {text!r}"
     return "unreadable line"  # pragma: no cover - only reached if conversion rules change
@@ -189,7 +194,7 @@ class SwfReader:
         """All 18 fields of one line, or None (and a problem recorded) when one is not a number."""
         try:
             v = [float(x) for x in parts]
-            if any(v[i] != int(v[i]) for i in _INT_FIELDS):
+            if not all(map(math.isfinite, v)) or any(v[i] != int(v[i]) for i in _INT_FIELDS):
                 raise ValueError
         except (ValueError, OverflowError):
             self.problems.append(f"{self.path.name}:{lineno}: {_bad_field(parts)}")
@@ -252,6 +257,16 @@ def _job(
     )
 
 
+def _time_problem(parts: list[str], submit: float, run: float, requested_time: float) -> str:
+    """The message for a line whose submit, run or requested time is out of range (:mod:`.limits`); a negative
+    run or requested time is no problem here (unknown: the job is rejected, or has no walltime)."""
+    for index, value in ((1, submit), (3, run), (8, requested_time)):
+        problem = seconds_problem(value if index == 1 else abs(value))
+        if problem is not None:
+            return f"field {index + 1} ({SWF_FIELDS[index]}) {problem.split(', got')[0]}, got {parts[index]!r}"
+    return "a time is out of range"  # pragma: no cover - the caller checked that one is
+
+
 def _machine_size(header: dict[str, str]) -> int | None:
     for key in ("MaxProcs", "MaxNodes"):
         try:
@@ -294,6 +309,7 @@ def read_swf(path: Path | str, *, limit: int | None = None, name: str | None = N
         resources=_machine_size(reader.header),
         problems=reader.problems,
         header=reader.header,
+        skipped=len(reader.problems),
     )
 
 
@@ -305,8 +321,8 @@ def _read_jobs(reader: SwfReader, jobs: list[WorkloadJob], limit: int | None) ->
         # Fast path: convert only the fields a job needs; a cheap character check stands in for converting the
         # other eleven (any line it flags goes through the full conversion, which names the bad field).
         try:
-            if _NOT_NUMERIC(line) is not None:
-                raise ValueError
+            if _NOT_NUMERIC(line) is not None or "e" in line or "E" in line:
+                raise ValueError  # letters, or an exponent that may overflow: convert (and check) all 18 fields
             number = int(parts[0])
             submit = float(parts[1])
             run = float(parts[3])
@@ -323,6 +339,13 @@ def _read_jobs(reader: SwfReader, jobs: list[WorkloadJob], limit: int | None) ->
             requested_time, status = record.requested_time, record.status
         if submit < 0:
             problems.append(f"{file_name}:{lineno}: unknown submit time (field 2 is {submit:g})")
+            continue
+        if not (
+            submit <= MAX_SECONDS
+            and -MAX_SECONDS <= run <= MAX_SECONDS
+            and -MAX_SECONDS <= requested_time <= MAX_SECONDS
+        ):
+            problems.append(f"{file_name}:{lineno}: {_time_problem(parts, submit, run, requested_time)}")
             continue
         if number in seen:
             problems.append(f"{file_name}:{lineno}: job number {number} appears twice")

@@ -39,7 +39,13 @@ from typing import Literal
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, ResourceList, Taint, Toleration
 from kubeflux.sim.workloads.cluster_file import HOSTNAME_LABEL, uniform_cluster
+from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+
+MAX_SYNTHETIC_JOBS = 10_000_000
+"""The most jobs the generator makes (LCG, the largest shared trace, has 188,041)."""
+MAX_SYNTHETIC_SIZE = 1_000_000
+"""The largest ``max_size``: the ``uniform`` distribution lists every size up to it."""
 
 Arrival = Literal["poisson", "fixed"]
 SizeDistribution = Literal["powers_of_two", "uniform"]
@@ -77,6 +83,17 @@ class SyntheticSpec:
         """Raise ValueError naming the first field that makes no sense."""
         if self.jobs < 0:
             raise ValueError(f"jobs: must not be negative, got {self.jobs}")
+        if self.jobs > MAX_SYNTHETIC_JOBS or self.max_size > MAX_SYNTHETIC_SIZE:
+            raise ValueError(
+                f"jobs and max_size: at most {MAX_SYNTHETIC_JOBS:,} and {MAX_SYNTHETIC_SIZE:,}, got {self.jobs:,} "
+                f"and {self.max_size:,} (they are generated before anything else is checked)"
+            )
+        for name in ("mean_interarrival", "mean_runtime", "min_runtime", "max_runtime"):
+            problem = seconds_problem(getattr(self, name))
+            if problem is not None:
+                raise ValueError(f"{name}: {problem}")
+        if not math.isfinite(self.overestimate) or self.overestimate > 1_000:
+            raise ValueError(f"overestimate: must be a finite factor of at most 1000, got {self.overestimate}")
         if self.mean_interarrival < 0:
             raise ValueError(f"mean_interarrival: must not be negative, got {self.mean_interarrival}")
         if self.max_size < 1:

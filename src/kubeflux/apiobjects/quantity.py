@@ -1,4 +1,4 @@
-"""Kubernetes resource quantities and Go durations, parsed exactly as Kubernetes parses them.
+"""Kubernetes resource quantities, parsed exactly as Kubernetes parses them.
 
 Quantities follow ``k8s.io/apimachinery/pkg/api/resource.ParseQuantity``: a signed decimal number
 (``12``, ``0.5``, ``.5``, ``1.``) followed by at most one suffix:
@@ -10,9 +10,8 @@ Quantities follow ``k8s.io/apimachinery/pkg/api/resource.ParseQuantity``: a sign
 ``K`` (upper case), ``mi``, ``KB``, spaces and units such as ``GB`` are rejected, as the API server rejects them.
 Values are kept exact (:class:`fractions.Fraction`) and rounded up to the canonical integer unit the way
 ``Quantity.MilliValue()`` / ``Quantity.Value()`` round: ``cpu: 0.0001`` asks for 1 millicore, ``memory: 1.5``
-for 2 bytes.
-
-Durations follow Go's ``time.ParseDuration`` / ``Duration.String`` (``1m30s``, ``500ms``, ``1h0m0s``).
+for 2 bytes. Writing an amount back as a quantity (``format_quantity``), and Go durations, are the core's
+(:mod:`kubeflux.scheduler.units`): its messages and annotations use them.
 """
 
 from __future__ import annotations
@@ -21,21 +20,19 @@ import math
 import re
 from fractions import Fraction
 
+from kubeflux.scheduler.units import BINARY_SUFFIXES
+
 __all__ = [
     "QuantityError",
     "bytes_",
     "canonical_value",
     "cpu_millis",
-    "format_cpu",
-    "format_duration",
-    "format_quantity",
-    "parse_duration",
     "parse_quantity",
 ]
 
 
 class QuantityError(ValueError):
-    """A quantity or duration that Kubernetes would reject; the message quotes the bad value."""
+    """A quantity that Kubernetes would reject; the message quotes the bad value."""
 
 
 _DECIMAL_SUFFIXES: dict[str, Fraction] = {
@@ -50,19 +47,16 @@ _DECIMAL_SUFFIXES: dict[str, Fraction] = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
-_BINARY_SUFFIXES: dict[str, Fraction] = {
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
+_BINARY_SUFFIXES: dict[str, Fraction] = {suffix: Fraction(size) for suffix, size in BINARY_SUFFIXES}
 # The shape apimachinery's scanner accepts: number, then letters from "eEinumkKMGTP", then an optional signed
 # integer (only meaningful after "e"/"E").
 _QUANTITY_RE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([+-]?[0-9]*)")
 
 Quantityish = str | int | float | Fraction
+_MAX_DIGITS = 1_000
+_MAX_EXPONENT = 1_000
+"""Bounds on a quantity's text, far beyond any amount (Go's int64 has 19 digits): an exponent of 999999999 would
+otherwise be computed exactly, for minutes and gigabytes, and 4,300 digits are more than ``int`` converts."""
 
 
 def parse_quantity(text: Quantityish) -> Fraction:
@@ -92,6 +86,8 @@ def parse_quantity(text: Quantityish) -> Fraction:
     sign, whole, fraction, letters, exponent = match.groups()
     if not whole and fraction is None:
         raise QuantityError(f"invalid quantity {text!r}: no number before the suffix")
+    if len(whole) + len(fraction or "") > _MAX_DIGITS:
+        raise QuantityError(f"invalid quantity {text[:40]!r}…: more than {_MAX_DIGITS} digits")
     number = Fraction(int(whole or "0"))
     if fraction:
         number += Fraction(int(fraction), 10 ** len(fraction))
@@ -109,6 +105,8 @@ def _suffix_multiplier(text: str, suffix: str) -> Fraction:
     if len(suffix) > 1 and suffix[0] in "eE":
         digits = suffix[1:]
         if re.fullmatch(r"[+-]?[0-9]+", digits):
+            if len(digits) > 6 or abs(int(digits)) > _MAX_EXPONENT:  # 10**999999999 would take minutes and GBs
+                raise QuantityError(f"invalid quantity {text[:40]!r}: exponent beyond ±{_MAX_EXPONENT}")
             return Fraction(10) ** int(digits)
     raise QuantityError(f"invalid quantity {text!r}: unable to parse quantity's suffix {suffix!r}")
 
@@ -130,93 +128,3 @@ def bytes_(text: Quantityish) -> int:
 def canonical_value(resource: str, text: Quantityish) -> int:
     """The amount in kubeflux's canonical unit for ``resource``: millicores for ``cpu``, units otherwise."""
     return cpu_millis(text) if resource == "cpu" else bytes_(text)
-
-
-def format_cpu(millis: int) -> str:
-    """Millicores as Kubernetes writes them: 2000 → ``"2"``, 500 → ``"500m"``."""
-    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
-
-
-def format_quantity(resource: str, value: int) -> str:
-    """The inverse of :func:`canonical_value`, as the shortest exact string (``"2"``, ``"500m"``, ``"4Gi"``)."""
-    if resource == "cpu":
-        return format_cpu(value)
-    if value != 0:
-        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-            size = int(_BINARY_SUFFIXES[suffix])
-            if value % size == 0:
-                return f"{value // size}{suffix}"
-    return str(value)
-
-
-# --- Go durations -------------------------------------------------------------------------------------------
-
-_DURATION_UNITS_NS: dict[str, int] = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,  # U+00B5 micro sign
-    "μs": 1_000,  # U+03BC Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60 * 1_000_000_000,
-    "h": 3600 * 1_000_000_000,
-}
-_DURATION_PART_RE = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration string: ``"1m30s"`` → 90.0, ``"500ms"`` → 0.5, ``"-1.5h"`` → -5400.0.
-
-    As in Go, ``"0"`` needs no unit, every other number needs one, and units may repeat (``"1s1s"``).
-    """
-    if not isinstance(text, str) or not text:
-        raise QuantityError(f"invalid duration {text!r}")
-    body = text
-    sign = 1
-    if body[0] in "+-":
-        sign = -1 if body[0] == "-" else 1
-        body = body[1:]
-    if body == "0":
-        return 0.0
-    if not body:
-        raise QuantityError(f"invalid duration {text!r}")
-    total = Fraction(0)
-    pos = 0
-    while pos < len(body):
-        match = _DURATION_PART_RE.match(body, pos)
-        if match is None or match.group(1) in ("", "."):
-            raise QuantityError(f"invalid duration {text!r}: expected a number followed by one of ns, us, ms, s, m, h")
-        total += Fraction(match.group(1)) * _DURATION_UNITS_NS[match.group(2)]
-        pos = match.end()
-    return float(sign * total / 1_000_000_000)
-
-
-def format_duration(seconds: float) -> str:
-    """A duration as Go's ``Duration.String`` writes it: 90 → ``"1m30s"``, 0.5 → ``"500ms"``, 0 → ``"0s"``."""
-    ns = round(seconds * 1_000_000_000)
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 1_000_000_000:
-        for unit, size in (("ns", 1), ("µs", 1_000), ("ms", 1_000_000)):
-            if ns < size * 1000:
-                return sign + _trim(Fraction(ns, size)) + unit
-    hours, rest = divmod(ns, 3600 * 1_000_000_000)
-    minutes, rest = divmod(rest, 60 * 1_000_000_000)
-    secs = _trim(Fraction(rest, 1_000_000_000)) + "s"
-    if hours:
-        return f"{sign}{hours}h{minutes}m{secs}"
-    if minutes:
-        return f"{sign}{minutes}m{secs}"
-    return sign + secs
-
-
-def _trim(value: Fraction) -> str:
-    """A non-negative fraction with a power-of-ten denominator, without trailing zeros (1.500 → ``1.5``)."""
-    whole, rest = divmod(value.numerator, value.denominator)
-    if rest == 0:
-        return str(whole)
-    # value.denominator divides 10**9 (nanosecond resolution), so this is exact.
-    digits = str(rest * (10**9 // value.denominator)).rjust(9, "0").rstrip("0")
-    return f"{whole}.{digits}"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubeflux.scheduler.kube_objects import (
+from kubeflux.apiobjects.manifests import (
     ManifestError,
     node_from_manifest,
     parse_timestamp,

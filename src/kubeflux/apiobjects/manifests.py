@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.scheduler.objects import (
     Node,
     NodeSelectorRequirement,
@@ -34,7 +35,7 @@ from kubeflux.scheduler.objects import (
     Taint,
     Toleration,
 )
-from kubeflux.scheduler.quantity import QuantityError, canonical_value, format_quantity
+from kubeflux.scheduler.units import format_quantity
 from kubeflux.scheduler.validation import (
     InvalidObject,
     min_member_problem,
@@ -107,6 +108,14 @@ class _Reader:
         if not isinstance(value, list):
             raise self.fail(path, f"expected a list, got {type(value).__name__}")
         return value
+
+    def entries(self, path: str, value: Any = None) -> list[tuple[str, Mapping[str, Any]]]:
+        """Each mapping of the list at ``path`` (or ``value``), with its own path (``spec.taints[0]``)."""
+        return [(f"{path}[{i}]", self.mapping(f"{path}[{i}]", raw)) for i, raw in enumerate(self.sequence(path, value))]
+
+    def field(self, path: str, item: Mapping[str, Any], name: str, default: str = "") -> str:
+        """The string ``item[name]`` of the entry at ``path``; ``default`` when it is missing or empty."""
+        return self.string(f"{path}.{name}", item.get(name) or default)
 
     def string(self, path: str, value: Any = None, default: str = "") -> str:
         value = self.get(path, default) if value is None else value
@@ -313,34 +322,36 @@ def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
     return total
 
 
+def _check_effect(reader: _Reader, path: str, effect: str) -> None:
+    """A taint's (or a non-empty toleration's) ``effect`` is one Kubernetes knows."""
+    if effect not in _TAINT_EFFECTS:
+        raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+
+
 def _tolerations(reader: _Reader) -> tuple[Toleration, ...]:
     result = []
-    for index, raw in enumerate(reader.sequence("spec.tolerations")):
-        path = f"spec.tolerations[{index}]"
-        item = reader.mapping(path, raw)
-        key = reader.string(f"{path}.key", item.get("key") or "")
-        operator = reader.string(f"{path}.operator", item.get("operator") or "Equal")
-        value = reader.string(f"{path}.value", item.get("value") or "")
-        effect = reader.string(f"{path}.effect", item.get("effect") or "")
+    for path, item in reader.entries("spec.tolerations"):
+        key = reader.field(path, item, "key")
+        operator = reader.field(path, item, "operator", "Equal")
+        value = reader.field(path, item, "value")
+        effect = reader.field(path, item, "effect")
         if operator not in ("Equal", "Exists"):
             raise reader.fail(f"{path}.operator", f"must be Equal or Exists, got {operator!r}")
         if operator == "Exists" and value:
             raise reader.fail(f"{path}.value", "must be empty when operator is Exists")
         if not key and operator != "Exists":
             raise reader.fail(f"{path}.operator", "must be Exists when key is empty")
-        if effect and effect not in _TAINT_EFFECTS:
-            raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+        if effect:
+            _check_effect(reader, path, effect)
         result.append(Toleration(key=key, operator=operator, value=value, effect=effect))
     return tuple(result)
 
 
 def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorRequirement, ...]:
     result = []
-    for index, item_raw in enumerate(reader.sequence(path, raw if raw is not None else [])):
-        item_path = f"{path}[{index}]"
-        item = reader.mapping(item_path, item_raw)
-        key = reader.string(f"{item_path}.key", item.get("key") or "")
-        operator = reader.string(f"{item_path}.operator", item.get("operator") or "")
+    for item_path, item in reader.entries(path, raw if raw is not None else []):
+        key = reader.field(item_path, item, "key")
+        operator = reader.field(item_path, item, "operator")
         raw_values = reader.sequence(f"{item_path}.values", item.get("values") or [])
         values = tuple(reader.string(f"{item_path}.values[{i}]", v) for i, v in enumerate(raw_values))
         if not key:
@@ -361,9 +372,7 @@ def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorReq
 def _node_affinity(reader: _Reader) -> tuple[NodeSelectorTerm, ...]:
     path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
     terms = []
-    for index, raw in enumerate(reader.sequence(path)):
-        term_path = f"{path}[{index}]"
-        term = reader.mapping(term_path, raw)
+    for term_path, term in reader.entries(path):
         expressions = _requirements(reader, f"{term_path}.matchExpressions", term.get("matchExpressions"))
         fields = _requirements(reader, f"{term_path}.matchFields", term.get("matchFields"))
         for field_index, requirement in enumerate(fields):
@@ -437,16 +446,13 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
 
 def _taints(reader: _Reader) -> tuple[Taint, ...]:
     result = []
-    for index, raw in enumerate(reader.sequence("spec.taints")):
-        path = f"spec.taints[{index}]"
-        item = reader.mapping(path, raw)
-        key = reader.string(f"{path}.key", item.get("key") or "")
-        effect = reader.string(f"{path}.effect", item.get("effect") or "")
+    for path, item in reader.entries("spec.taints"):
+        key = reader.field(path, item, "key")
+        effect = reader.field(path, item, "effect")
         if not key:
             raise reader.fail(f"{path}.key", "required")
-        if effect not in _TAINT_EFFECTS:
-            raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
-        result.append(Taint(key=key, value=reader.string(f"{path}.value", item.get("value") or ""), effect=effect))
+        _check_effect(reader, path, effect)
+        result.append(Taint(key=key, value=reader.field(path, item, "value"), effect=effect))
     return tuple(result)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeflux.scheduler.eventbudget import EventBudget
+from kubeflux.apiobjects.eventbudget import EventBudget
 
 
 def test_a_burst_then_one_event_per_refill_period_per_object() -> None:

@@ -1,0 +1,100 @@
+"""The objects a scheduler's decisions become on the Kubernetes API, built here once for every shell that writes them.
+
+* a :class:`~kubeflux.scheduler.messages.Bind` is a ``v1`` ``Binding`` (:func:`binding`), whose annotations the
+  API server copies onto the pod, and a ``Normal`` ``Scheduled`` event (:func:`scheduled_message`);
+* an :class:`~kubeflux.scheduler.messages.Unschedulable` (or a ``Reject``) is the pod's ``PodScheduled=False``
+  condition with reason ``Unschedulable`` (:func:`unschedulable_condition`) and a ``Warning`` ``FailedScheduling``
+  event;
+* events written through ``events.k8s.io/v1`` are :func:`scheduler_event` (kube-scheduler's recorder writes these).
+
+``kubeflux serve``'s binder (:mod:`kubeflux.kube.binder`) and the served cluster's in-process schedulers
+(:mod:`kubeflux.sim.apiserver.inprocess`) use them; when each applies a decision is
+:func:`kubeflux.scheduler.decisions.apply_decisions`'s to say.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "POD_SCHEDULED",
+    "UNSCHEDULABLE",
+    "binding",
+    "scheduled_message",
+    "scheduler_event",
+    "unschedulable_condition",
+]
+
+POD_SCHEDULED = "PodScheduled"
+"""The pod condition a scheduler writes."""
+UNSCHEDULABLE = "Unschedulable"
+"""The ``PodScheduled=False`` reason of a pod the scheduler could not place (``v1.PodReasonUnschedulable``)."""
+
+
+def binding(name: str, uid: str, node: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``v1`` Binding of pod ``name`` to ``node``: ``uid`` (when given) is the pod's, a precondition the API
+    server checks; ``annotations`` (when any) are copied onto the pod in the same write."""
+    metadata: dict[str, Any] = {"name": name}
+    if uid:
+        metadata["uid"] = uid
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": metadata,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+def scheduled_message(pod: str, node: str) -> str:
+    """The ``Scheduled`` event's message for pod ``namespace/name`` bound to ``node``, as kube-scheduler writes it."""
+    return f"Successfully assigned {pod} to {node}"
+
+
+def unschedulable_condition(message: str, transition_time: str) -> dict[str, Any]:
+    """``PodScheduled=False`` with reason ``Unschedulable`` and the scheduler's ``message``; ``transition_time`` is
+    RFC 3339 (:func:`kubeflux.apiobjects.manifests.format_timestamp`)."""
+    return {
+        "type": POD_SCHEDULED,
+        "status": "False",
+        "reason": UNSCHEDULABLE,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition_time,
+    }
+
+
+NOTE_LIMIT = 1024
+"""The longest ``note`` an ``events.k8s.io/v1`` Event may carry (longer ones are cut)."""
+
+
+def scheduler_event(
+    regarding: dict[str, str],
+    *,
+    name: str,
+    at: float,
+    controller: str,
+    instance: str,
+    action: str,
+    reason: str,
+    note: str,
+    type_: str,
+) -> dict[str, Any]:
+    """An ``events.k8s.io/v1`` Event named ``name`` about the pod ``regarding`` (its ``namespace``, ``name`` and
+    ``uid``), reported by ``controller`` (the scheduler's name) from ``instance`` at ``at`` (Unix seconds, written as
+    a ``MicroTime``: RFC 3339 with microseconds)."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": regarding["namespace"]},
+        "eventTime": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": controller,
+        "reportingInstance": f"{controller}-{instance}"[:128],
+        "action": action,
+        "reason": reason,
+        "note": note[:NOTE_LIMIT],
+        "type": type_,
+        "regarding": {"apiVersion": "v1", "kind": "Pod", **regarding},
+    }

@@ -1,0 +1,251 @@
+"""``kubeflux queue``: each kubeflux scheduler's queue, in the order it tries the jobs — as ``squeue`` shows Slurm's.
+
+It asks ``GET /kubeflux/queue`` (:func:`kubeflux.scheduler.queueview.queue_document`) of a running
+``kubeflux serve`` (its operations port, ``--server``, by default ``http://127.0.0.1:10260``) or of a
+``kubeflux cluster serve`` (its URL with ``--server``, or its kubeconfig with ``--kubeconfig``, whose credentials
+are then sent). It prints a table per scheduler (position, job, pods, priority, time waited, state, expected
+start as a readable time, what the reservation holds, why it waits), or the server's JSON (``-o json``), once or
+every ``--interval`` seconds with ``--watch`` (until Ctrl-C).
+
+Exit codes: 0 shown; 1 the server cannot be reached or answers no queue; 2 bad options.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from kubeflux.scheduler.queueview import QUEUE_PATH
+
+__all__ = ["QueueUnavailable", "fetch_queue", "queue_command", "render_queue", "waited_text"]
+
+DEFAULT_SERVER = "http://127.0.0.1:10260"
+"""``kubeflux serve``'s operations port by default (``operations.port``, ``--operations-port``)."""
+
+
+class QueueUnavailable(Exception):
+    """The queue could not be read; the message says from where and what to try."""
+
+
+def waited_text(seconds: float) -> str:
+    """A duration as people read it: ``45s``, ``12m05s``, ``3h07m``, ``2d04h``."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def _start_text(start: float | None, now: float) -> str:
+    if start is None:
+        return "-"
+    stamp = datetime.fromtimestamp(int(start), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return f"{stamp} (in {waited_text(start - now)})" if start > now else f"{stamp} (now)"
+
+
+def render_queue(document: dict[str, Any], scheduler: str | None = None) -> RenderableType:
+    """The tables of ``document`` (a :data:`QUEUE_PATH` answer), one per scheduler (only ``scheduler`` if given)."""
+    now = float(document.get("now") or 0.0)
+    parts: list[RenderableType] = []
+    listed = [s for s in document.get("schedulers") or [] if scheduler is None or s.get("name") == scheduler]
+    when = document.get("nowTime", "")
+    if not listed:
+        what = f"no scheduler named {scheduler!r}" if scheduler else "no kubeflux scheduler runs there"
+        return Text(f"{what} ({document.get('source', 'server')}, {when})")
+    for entry in listed:
+        jobs = entry.get("jobs")
+        name = entry.get("name", "")
+        if jobs is None:
+            parts.append(Text(f"{name}: keeps no queue it can show (a baseline scheduler)"))
+            continue
+        title = f"{name}: {len(jobs)} job{'s' if len(jobs) != 1 else ''} waiting at {when}"
+        if not jobs:
+            parts.append(Text(f"{title} (the queue is empty)"))
+            continue
+        table = Table(title=title, title_justify="left", expand=False, show_lines=False)
+        for header, justify in (
+            ("#", "right"),
+            ("JOB", "left"),
+            ("PODS", "right"),
+            ("PRIO", "right"),
+            ("WAITED", "right"),
+            ("STATE", "left"),
+            ("EXPECTED START (UTC)", "left"),
+            ("RESERVES", "left"),
+            ("WHY IT WAITS", "left"),
+        ):
+            table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for job in jobs:
+            reserved = ", ".join(f"{k}={v}" for k, v in (job.get("reserved") or {}).items())
+            nodes = job.get("nodes") or []
+            if nodes:
+                reserved += f" on {', '.join(nodes)}"
+            table.add_row(
+                str(job.get("position", "")),
+                ("group " if job.get("group") else "") + str(job.get("job", "")),
+                str(len(job.get("pods") or [])),
+                str(job.get("priority", 0)),
+                waited_text(float(job.get("waitedSeconds") or 0.0)),
+                str(job.get("state", "")),
+                _start_text(job.get("expectedStart"), now),
+                reserved or "-",
+                str(job.get("reason") or "-"),
+            )
+        parts.append(table)
+    return Group(*parts)
+
+
+def _fetch_url(server: str) -> bytes:
+    url = server.rstrip("/") + QUEUE_PATH
+    try:
+        with urllib.request.urlopen(url, timeout=15) as response:
+            data: bytes = response.read()
+            return data
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode("utf-8", "replace").strip()[:300]
+        if exc.code == 404:
+            raise QueueUnavailable(
+                f"{url}: 404: this server keeps no kubeflux queue (a real API server has none: ask kubeflux serve's "
+                f"operations port, {DEFAULT_SERVER} by default)"
+            ) from None
+        if exc.code == 401:
+            raise QueueUnavailable(f"{url}: 401 Unauthorized: give the server's kubeconfig with --kubeconfig") from None
+        raise QueueUnavailable(f"{url}: {exc.code} {exc.reason}: {body}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise QueueUnavailable(
+            f"cannot reach {url} ({reason}): is kubeflux serve running? Its operations port is --operations-port "
+            f"(default 10260); for kubeflux cluster serve give its URL with --server, or its --kubeconfig"
+        ) from None
+
+
+def _fetch_kubeconfig(kubeconfig: Path, context: str | None) -> bytes:
+    from kubernetes import client
+
+    from kubeflux.kube.command import api_client
+    from kubeflux.kube.rest import RawApi
+
+    try:
+        api = api_client(kubeconfig, context, False, 1)
+    except Exception as exc:  # the kubernetes client's config errors have no common base
+        raise QueueUnavailable(f"--kubeconfig {kubeconfig}: {exc}") from None
+    url = f"{api.configuration.host}{QUEUE_PATH}"
+    try:
+        response = RawApi(api, (5.0, 15.0)).request("GET", QUEUE_PATH)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            raise QueueUnavailable(
+                f"{url}: 404: this API server keeps no kubeflux queue (only kubeflux cluster serve does; for "
+                f"kubeflux serve ask its operations port with --server, {DEFAULT_SERVER} by default)"
+            ) from None
+        raise QueueUnavailable(f"{url}: {exc.status} {exc.reason}") from None
+    except Exception as exc:  # urllib3's and the socket's errors
+        raise QueueUnavailable(f"cannot reach {url} ({exc})") from None
+    data: bytes = response.data
+    return data
+
+
+def fetch_queue(server: str, kubeconfig: Path | None = None, context: str | None = None) -> dict[str, Any]:
+    """The :data:`QUEUE_PATH` document of ``server`` (or of the kubeconfig's server); :class:`QueueUnavailable`."""
+    data = _fetch_kubeconfig(kubeconfig, context) if kubeconfig is not None else _fetch_url(server)
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        document = None
+    if not isinstance(document, dict) or not isinstance(document.get("schedulers"), list):
+        raise QueueUnavailable(f"{server}{QUEUE_PATH}: the answer is not a kubeflux queue: {data[:200]!r}")
+    return document
+
+
+def queue_command(
+    server: Annotated[
+        str,
+        typer.Option(
+            "--server",
+            "-s",
+            help="kubeflux serve's operations URL, or kubeflux cluster serve's URL.",
+            show_default=True,
+        ),
+    ] = DEFAULT_SERVER,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="Ask the server of this kubeconfig (kubeflux cluster serve) with its token."),
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context to use.")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="Only this scheduler's queue (its schedulerName).")
+    ] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until Ctrl-C (as watch squeue).")] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", "-i", min=0.1, help="Seconds between refreshes with --watch.")
+    ] = 2.0,
+    iterations: Annotated[
+        int | None, typer.Option("--iterations", min=1, help="With --watch: stop after this many refreshes.")
+    ] = None,
+) -> None:
+    """Show each kubeflux scheduler's queue: job, pods, priority, waited, expected start, reason, reservation."""
+    if output not in ("table", "json"):
+        raise typer.BadParameter(f"{output!r}: expected table or json", param_hint="--output")
+    if kubeconfig is not None and not kubeconfig.is_file():
+        typer.echo(f"error: --kubeconfig {kubeconfig}: no such file", err=True)
+        raise typer.Exit(2)
+
+    def fetch() -> dict[str, Any]:
+        return fetch_queue(server, kubeconfig, context)
+
+    try:
+        if not watch:
+            _show(fetch(), output, scheduler)
+        elif output == "json":  # one document a line, for programs that follow it
+            _repeat(lambda: typer.echo(orjson.dumps(fetch()).decode()), interval, iterations)
+        else:
+            _watch_table(fetch, scheduler, interval, iterations)
+    except QueueUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        return
+
+
+def _show(document: dict[str, Any], output: str, scheduler: str | None) -> None:
+    if output == "json":
+        typer.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    else:
+        Console().print(render_queue(document, scheduler))
+
+
+def _repeat(step: Callable[[], None], interval: float, iterations: int | None) -> None:
+    done = 0
+    while True:
+        step()
+        done += 1
+        if iterations is not None and done >= iterations:
+            return
+        time.sleep(interval)
+
+
+def _watch_table(
+    fetch: Callable[[], dict[str, Any]], scheduler: str | None, interval: float, iterations: int | None
+) -> None:
+    console = Console()
+    if not console.is_terminal:  # piped: one table per refresh, as watch -t would write them
+        _repeat(lambda: console.print(render_queue(fetch(), scheduler)), interval, iterations)
+        return
+    with Live(Text(""), console=console, auto_refresh=False) as live:
+        _repeat(lambda: live.update(render_queue(fetch(), scheduler), refresh=True), interval, iterations)

@@ -1,0 +1,197 @@
+"""What ``kubeflux simulate`` makes of its inputs before a run: the schedulers (``all`` by default), the cluster
+(the file, ``--nodes`` x ``--cores-per-node``, a preset's, or the platform a trace's header states), the memory
+budget, and what it tells of the input (skipped lines, ``--strict``, pods without a run time).
+
+Each refusal raises ``typer.BadParameter`` (a bad option) or ValueError (input beyond a bound), which the command
+turns into exit code 2 with the message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from kubeflux.scheduler.objects import Node
+from kubeflux.sim.workloads.model import JobKind, Workload
+
+ALL_SCHEDULERS = "all"
+"""``--scheduler all`` (the default): every built-in scheduler, kubeflux first."""
+
+
+def scheduler_names(names: list[str] | None) -> list[str]:
+    """The schedulers to run, in order: as named, ``all`` standing for every built-in one not named on its own
+    (kubeflux first, so that the verdict lines say what it gains over each); ``all`` when none is named."""
+    from kubeflux.sim.baselines import available
+
+    known = list(available())
+    given = names or [ALL_SCHEDULERS]
+    unknown = [name for name in given if name not in known and name != ALL_SCHEDULERS]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}, or {ALL_SCHEDULERS}"
+        )
+    everyone = sorted(known, key=lambda name: name != "kubeflux")
+    result: list[str] = []
+    for name in given:
+        if name == ALL_SCHEDULERS:
+            result.extend(other for other in everyone if other not in given and other not in result)
+        else:
+            result.append(name)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """``--nodes``, ``--cores-per-node``, ``--memory-per-node``, ``--gpus-per-node`` as given."""
+
+    nodes: int | None
+    cores: int | None
+    memory: str
+    gpus: int
+
+
+def memory_budget_bytes(text: str) -> int:
+    from kubeflux.apiobjects.quantity import QuantityError, bytes_
+
+    try:
+        budget = bytes_(text)
+    except QuantityError as exc:
+        raise typer.BadParameter(f"--memory-budget: {exc}") from exc
+    if budget <= 0:
+        raise typer.BadParameter(f"--memory-budget must be positive, got {text!r}")
+    return budget
+
+
+def nodes_from_options(
+    cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int
+) -> list[Node]:
+    from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
+
+    if cluster is not None:
+        if nodes is not None or cores is not None:
+            raise typer.BadParameter("give either --cluster or --nodes/--cores-per-node, not both")
+        return read_cluster(cluster)
+    if nodes is None or cores is None:
+        raise typer.BadParameter("give --cluster FILE, or --nodes N and --cores-per-node C")
+    if nodes <= 0 or cores <= 0:
+        raise typer.BadParameter("--nodes and --cores-per-node must be positive")
+    return uniform_cluster(nodes, cores, memory, gpus)
+
+
+def choose_cluster(
+    parts: list[Workload],
+    files: list[Path],
+    preset: str | None,
+    cluster: Path | None,
+    shape: Shape,
+    budget: int,
+    console: Console,
+) -> list[Node]:
+    """The nodes to run on: the cluster file, ``--nodes`` x ``--cores-per-node``, the preset's own cluster, or
+    the platform the first trace's header states (said on the first line of the output). A uniform cluster is
+    bounded before it is built: at most :data:`NODE_VERTICES_LIMIT` cores or GPUs per node, and the memory
+    budget."""
+    from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT
+    from kubeflux.sim.workloads.limits import budget_problem, cluster_bytes
+    from kubeflux.sim.workloads.platform import header_platform
+    from kubeflux.sim.workloads.synthetic import preset_cluster
+
+    nodes, cores, what = shape.nodes, shape.cores, f"--nodes {shape.nodes} x --cores-per-node {shape.cores}"
+    if cluster is None and nodes is None and cores is None:
+        if preset is not None:
+            return preset_cluster(preset)
+        platform = next(
+            (found for wl, path in zip(parts, files, strict=False) if (found := header_platform(wl, path.name))),
+            None,
+        )
+        if platform is None:
+            raise typer.BadParameter(
+                "give --cluster FILE, or --nodes N and --cores-per-node C: the workload states no platform (an SWF "
+                "header's MaxNodes/MaxProcs, a Batsim nb_res)"
+            )
+        nodes, cores, what = platform.nodes, platform.cores_per_node, f"the platform of {platform.source}"
+        words = f"{nodes:,} node{'s' if nodes != 1 else ''} × {cores:,} core{'s' if cores != 1 else ''}"
+        console.print(
+            f"platform: {escape(words)} from {escape(platform.source)} (--nodes/--cores-per-node or --cluster to "
+            "choose another)",
+            highlight=False,
+        )
+    if cluster is None and nodes is not None and cores is not None:
+        if cores > NODE_VERTICES_LIMIT or shape.gpus > NODE_VERTICES_LIMIT:
+            raise ValueError(f"{what}: at most {NODE_VERTICES_LIMIT:,} cores and GPUs per node")
+        problem = budget_problem(what, cluster_bytes(nodes, cores), budget)
+        if problem is not None:
+            raise ValueError(problem)
+    return nodes_from_options(cluster, nodes, cores, shape.memory, shape.gpus)
+
+
+def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:
+    """Raise ValueError when a run of ``workload`` on ``nodes`` would need more than ``budget`` bytes (one run at
+    a time, plus the records of the runs before it: :mod:`kubeflux.sim.workloads.limits`)."""
+    from kubeflux.sim.workloads.limits import BYTES_PER_JOB, budget_problem, estimate_bytes, pod_count
+    from kubeflux.sim.workloads.mapping import whole_cores
+
+    schedulable = [node for node in nodes if not node.unschedulable]
+    largest = max((whole_cores(node) for node in schedulable), default=0)
+    total = sum(whole_cores(node) for node in schedulable)
+    pods = pod_count(workload, largest, total)
+    estimate = estimate_bytes(workload, len(nodes), largest, total)
+    estimate += (schedulers - 1) * (pods + len(workload.jobs)) * BYTES_PER_JOB // 6  # kept records: ~0.5 KB each
+    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {schedulers} scheduler(s)"
+    problem = budget_problem(f"{workload.name}: {jobs}", estimate, budget)
+    if problem is not None:
+        raise ValueError(problem)
+
+
+def tell_input(workload: Workload, console: Console, strict: bool) -> None:
+    """Say how many input lines, entries or documents were skipped or had problems (all are in problems.txt);
+    with ``strict``, any is an error (ValueError)."""
+    problems = workload.problems
+    if not problems:
+        return
+    skipped = workload.skipped
+    what = f"{len(problems)} input problem(s), {skipped} line(s)/document(s) skipped; first: {problems[0]}"
+    if strict:
+        raise ValueError(f"--strict: {what}")
+    console.print(f"[yellow]warning:[/] {escape(what)} (all in problems.txt; --strict to fail)", highlight=False)
+
+
+def endless_pods(workload: Workload) -> int:
+    """Pods of the workload with no run time: they run until deleted (a manifest's Pod without the KWOK
+    annotation), so their jobs never finish."""
+    return sum(
+        1
+        for job in workload.jobs
+        if not job.rejected and job.kind is not JobKind.TRACE
+        for pod in job.pods
+        if pod.run_time is None
+    )
+
+
+def tell_endless_pods(workload: Workload, console: Console) -> None:
+    from kubeflux.sim.workloads.manifests import RUN_TIME_ANNOTATION
+
+    count = endless_pods(workload)
+    if count:
+        console.print(
+            f"note: {count} pod(s) have no run time (annotation {RUN_TIME_ANNOTATION}): they run until deleted, as "
+            "on KWOK, so their jobs never finish; --default-runtime SECONDS gives them one",
+            highlight=False,
+        )
+
+
+__all__ = [
+    "ALL_SCHEDULERS",
+    "Shape",
+    "check_budget",
+    "choose_cluster",
+    "endless_pods",
+    "memory_budget_bytes",
+    "nodes_from_options",
+    "scheduler_names",
+    "tell_endless_pods",
+    "tell_input",
+]

@@ -1,0 +1,122 @@
+"""The bounds every simulator input is held to, and the memory a run would need, estimated before it allocates.
+
+Times: every time or duration a workload states (SWF submit, run and requested times; Batsim ``subtime``,
+``walltime`` and profile delays; manifest submit-time and run-time annotations) must be a finite number of at most
+:data:`MAX_SECONDS` (100 years: the Parallel Workloads Archive's longest log spans 11 years). Beyond it a float
+no longer tells a second from the next one at the scale of the run (``1e23 + 10 == 1e23``), so a job submitted
+then would never be seen to end.
+
+Counts: a ``batch/v1`` Job's ``completions`` and ``parallelism`` are Kubernetes' ``int32`` (at most
+:data:`MAX_INT32`), and at most :data:`MAX_INDEXED_COMPLETIONS` for an Indexed Job, as the API server validates.
+
+Memory: :func:`estimate_bytes` is what a run of a workload on a cluster will hold at its peak, from figures
+measured on this simulator (:data:`BYTES_PER_POD`, :data:`BYTES_PER_JOB`, :data:`BYTES_PER_NODE`,
+:data:`BYTES_PER_CORE`); :func:`budget_problem` refuses a run whose estimate exceeds the budget
+(``simulate --memory-budget``, :data:`DEFAULT_MEMORY_BUDGET` by default) before anything is allocated, so that
+``completions: 1000000000`` or ``--nodes 1000000000`` is a message with the estimate, not 10 GB of swap.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kubeflux.sim.workloads.model import JobKind, Workload
+
+MAX_SECONDS = 100 * 365 * 86_400
+"""3,153,600,000 s: the largest time or duration a workload may state (100 years)."""
+MAX_INT32 = 2**31 - 1
+MAX_INDEXED_COMPLETIONS = 100_000
+"""Kubernetes' limit on ``completions`` (and ``parallelism``) of an Indexed Job."""
+
+BYTES_PER_POD = 2_048
+"""A pod as the run holds it, its records included (measured: 1.15 KB per pod of a 50,000-completion Job)."""
+BYTES_PER_JOB = 3_072
+"""A job's own records beside its pods (its workload entry, its state, its jobs.csv row)."""
+BYTES_PER_NODE = 4_096
+"""A node beside its cores (measured: 1.1 KB per node under fcfs)."""
+BYTES_PER_CORE = 1_536
+"""A core of kubeflux's graph: a vertex with its planner (measured: 1.25 KB per core on 20,000 nodes x 32)."""
+DEFAULT_MEMORY_BUDGET = 8 * 2**30
+"""8 GiB: what ``simulate`` lets a run take unless ``--memory-budget`` says otherwise."""
+
+
+def seconds_problem(value: float, *, unknown: float | None = None) -> str | None:
+    """Why ``value`` is no usable time or duration (not finite, negative, beyond :data:`MAX_SECONDS`), or None.
+
+    ``unknown``: a value that means "not known" and is allowed (SWF's ``-1``)."""
+    if unknown is not None and value == unknown:
+        return None
+    if not math.isfinite(value):
+        return f"must be a finite number of seconds, got {value!r}"
+    if value < 0:
+        return f"must not be negative, got {value:g}"
+    if value > MAX_SECONDS:
+        return f"must be at most {MAX_SECONDS:,} s (100 years), got {value:g}"
+    return None
+
+
+def pod_count(workload: Workload, cores_per_node: int, total_cores: int) -> int:
+    """How many pods the workload creates in a run, at least: a trace job of P processors makes ``ceil(P / C)``
+    pods on nodes of C cores (none when it is larger than the cluster); a Job makes ``completions``; the other
+    kinds their pods."""
+    count = 0
+    for job in workload.jobs:
+        if job.kind is JobKind.TRACE:
+            processors = job.requested_processors
+            if not job.rejected and 0 < processors <= total_cores and cores_per_node > 0:
+                count += -(-processors // cores_per_node)
+        elif job.kind is JobKind.JOB:
+            count += job.completions
+        else:
+            count += len(job.pods)
+    return count
+
+
+def cluster_bytes(nodes: int, cores_per_node: int) -> int:
+    """The memory ``nodes`` nodes of ``cores_per_node`` cores take (their graph included)."""
+    return nodes * (BYTES_PER_NODE + cores_per_node * BYTES_PER_CORE)
+
+
+def estimate_bytes(workload: Workload, nodes: int, cores_per_node: int, total_cores: int) -> int:
+    """The memory a run of ``workload`` on ``nodes`` nodes (the largest with ``cores_per_node`` cores,
+    ``total_cores`` in all) is expected to hold."""
+    pods = pod_count(workload, cores_per_node, total_cores)
+    return (
+        len(workload.jobs) * BYTES_PER_JOB
+        + pods * BYTES_PER_POD
+        + nodes * BYTES_PER_NODE
+        + total_cores * (BYTES_PER_CORE)
+    )
+
+
+def size_words(amount: float) -> str:
+    """``12.3 GiB``, ``512 MiB``."""
+    return f"{amount / 2**30:,.1f} GiB" if amount >= 2**30 else f"{amount / 2**20:,.0f} MiB"
+
+
+def budget_problem(what: str, estimate: int, budget: int) -> str | None:
+    """The refusal when ``estimate`` bytes exceed ``budget``, naming ``what`` needs them, or None."""
+    if estimate <= budget:
+        return None
+    return (
+        f"{what} would need about {size_words(estimate)} of memory, more than the budget of {size_words(budget)}; "
+        "make it smaller, or raise --memory-budget"
+    )
+
+
+__all__ = [
+    "BYTES_PER_CORE",
+    "BYTES_PER_JOB",
+    "BYTES_PER_NODE",
+    "BYTES_PER_POD",
+    "DEFAULT_MEMORY_BUDGET",
+    "MAX_INDEXED_COMPLETIONS",
+    "MAX_INT32",
+    "MAX_SECONDS",
+    "budget_problem",
+    "cluster_bytes",
+    "estimate_bytes",
+    "pod_count",
+    "seconds_problem",
+    "size_words",
+]

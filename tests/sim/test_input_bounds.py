@@ -1,0 +1,352 @@
+"""Issue 30's hostile inputs to ``kubeflux simulate``, one named case each: the error text and the exit code.
+
+Every input is bounded and named: out-of-range numbers are errors naming the file, line and field; sizes beyond
+the memory budget are refused before anything is allocated, with the estimate; a folder or a FIFO has its own
+message; ``--strict`` fails on skipped lines; a PodGroup gets the verdict ``cluster serve`` gives it; pods
+without a run time are explained; and without a cluster the SWF header's platform is used."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+from kubeflux.sim.workloads.limits import MAX_SECONDS
+from tests.sim.apiserver.conftest import start_server
+
+SWF_HEADER = "; MaxNodes: 4\n; MaxProcs: 16\n"
+GOOD_SWF_LINE = "1 0 0 10 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\n"
+CLUSTER = ("--nodes", "2", "--cores-per-node", "4")
+
+
+def swf_line(number: int, submit: str = "5", run: str = "10", requested_time: str = "100") -> str:
+    return f"{number} {submit} 0 {run} 4 -1 -1 4 {requested_time} -1 1 1 1 1 1 1 -1 -1\n"
+
+
+def pod(name: str, *, labels: str = "{}", annotations: str = "{}") -> str:
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {labels}, annotations: {annotations}}}\n"
+        "spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: '1'}}}]\n"
+    )
+
+
+def job(completions: int) -> str:
+    return (
+        f"apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j}}\nspec:\n  completions: {completions}\n"
+        "  template:\n    spec:\n      restartPolicy: Never\n"
+        "      containers: [{name: c, image: busybox, resources: {requests: {cpu: '1'}}}]\n"
+    )
+
+
+MIN_MEMBER_0 = (
+    "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 0}\n---\n"
+    + pod(
+        "p0", labels="{scheduling.x-k8s.io/pod-group: g}", annotations="{pod-complete.stage.kwok.x-k8s.io/delay: 10s}"
+    )
+)
+
+
+def simulate(tmp_path: Path, *args: str | Path) -> tuple[int, str]:
+    """Exit code and output, line breaks and click's box taken out (words joined by one space)."""
+    result = CliRunner().invoke(app, ["simulate", *map(str, args), "-o", str(tmp_path / "out")])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, " ".join(re.sub("[│╭╮╰╯─]", " ", result.output).split())
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    file: str
+    text: str
+    args: tuple[str, ...]
+    code: int
+    says: tuple[str, ...]
+
+
+CASES = [
+    Case(
+        "swf-run-time-1e400",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE + swf_line(2, run="1e400"),
+        ("-s", "fcfs", "--strict"),
+        2,
+        ("t.swf:4: field 4 (run_time) must be a finite number, got '1e400'",),
+    ),
+    Case(
+        "swf-submit-time-1e23",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE + swf_line(2, submit="1e23"),
+        ("-s", "fcfs", "--strict"),
+        2,
+        (f"t.swf:4: field 2 (submit_time) must be at most {MAX_SECONDS:,} s (100 years), got '1e23'",),
+    ),
+    Case(
+        "swf-nan-requested-time",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE + swf_line(2, requested_time="nan"),
+        ("-s", "fcfs", "--strict"),
+        2,
+        ("t.swf:4: field 9 (requested_time) must be a finite number, got 'nan'",),
+    ),
+    Case(
+        "swf-bad-line-skipped-and-counted",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE + "not a job line\n",
+        ("-s", "fcfs"),
+        0,
+        ("1 input problem(s), 1 line(s)/document(s) skipped; first: t.swf:4: expected 18 fields, found 4",),
+    ),
+    Case(
+        "swf-bad-line-strict",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE + "not a job line\n",
+        ("-s", "fcfs", "--strict"),
+        2,
+        ("error: --strict: 1 input problem(s), 1 line(s)/document(s) skipped",),
+    ),
+    Case(
+        "nodes-1e9-over-budget",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE,
+        ("-s", "fcfs", "--nodes", "1000000000", "--cores-per-node", "4"),
+        2,
+        (
+            "--nodes 1000000000 x --cores-per-node 4 would need about 9,536.7 GiB of memory, more than the budget "
+            "of 8.0 GiB",
+        ),
+    ),
+    Case(
+        "cores-per-node-beyond-a-graph-node",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE,
+        ("-s", "fcfs", "--nodes", "1", "--cores-per-node", "100000"),
+        2,
+        ("at most 65,536 cores and GPUs per node",),
+    ),
+    Case(
+        "job-completions-1e9-over-budget",
+        "job.yaml",
+        job(1_000_000_000),
+        ("-s", "fcfs", *CLUSTER),
+        2,
+        ("1 jobs (1,000,000,000 pods) on 2 nodes under 1 scheduler(s) would need about 1,907.3 GiB of memory",),
+    ),
+    Case(
+        "job-completions-beyond-int32",
+        "job.yaml",
+        job(2**31),
+        ("-s", "fcfs", "--strict", *CLUSTER),
+        2,
+        ("Job default/j: spec.completions: must be at most 2147483647 (int32), got 2147483648",),
+    ),
+    Case(
+        "submit-time-annotation-inf",
+        "pod.yaml",
+        pod("p", annotations="{sim.kubeflux.io/submit-time: 'inf', pod-complete.stage.kwok.x-k8s.io/delay: 1s}"),
+        ("-s", "fcfs", "--strict", *CLUSTER),
+        2,
+        ("metadata.annotations.sim.kubeflux.io/submit-time: must be a finite number of seconds, got 'inf'",),
+    ),
+    Case(
+        "run-time-annotation-too-long",
+        "pod.yaml",
+        pod("p", annotations="{pod-complete.stage.kwok.x-k8s.io/delay: " + "9" * 400 + "h}"),
+        ("-s", "fcfs", "--strict", *CLUSTER),
+        2,
+        ("pod-complete.stage.kwok.x-k8s.io/delay: invalid duration", "beyond Go's limit of about 292 years"),
+    ),
+    Case(
+        "pod-without-run-time-explained",
+        "pod.yaml",
+        pod("p"),
+        ("-s", "fcfs", *CLUSTER),
+        3,
+        (
+            "note: 1 pod(s) have no run time (annotation pod-complete.stage.kwok.x-k8s.io/delay)",
+            "1 of 1 jobs never finished: 1 pod(s) without a run time still run",
+        ),
+    ),
+    Case(
+        "pod-with-default-runtime-finishes",
+        "pod.yaml",
+        pod("p"),
+        ("-s", "fcfs", "--default-runtime", "60", *CLUSTER),
+        0,
+        ("fcfs: 1 jobs, 1 pods bound",),
+    ),
+    Case(
+        "min-member-0-says-what-cluster-serve-says",
+        "mm0.yaml",
+        MIN_MEMBER_0,
+        ("-s", "kubeflux", *CLUSTER),
+        3,
+        (
+            "mm0.yaml: document 1: PodGroup default/g: spec.minMember: must be a positive integer, got 0; skipped",
+            "every job was rejected; first: default/p0: its PodGroup default/g is invalid",
+        ),
+    ),
+    Case(
+        "min-member-0-strict",
+        "mm0.yaml",
+        MIN_MEMBER_0,
+        ("-s", "kubeflux", "--strict", *CLUSTER),
+        2,
+        ("error: --strict: 2 input problem(s), 1 line(s)/document(s) skipped",),
+    ),
+    Case(
+        "platform-from-the-swf-header",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE,
+        ("-s", "fcfs"),
+        0,
+        ("platform: 4 nodes × 4 cores from t.swf's header (MaxNodes: 4, MaxProcs: 16)",),
+    ),
+    Case(
+        "no-platform-no-cluster",
+        "t.swf",
+        GOOD_SWF_LINE,
+        ("-s", "fcfs"),
+        2,
+        ("the workload states no platform (an SWF header's MaxNodes/MaxProcs, a Batsim nb_res)",),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_hostile_input(tmp_path: Path, case: Case) -> None:
+    path = tmp_path / case.file
+    path.write_text(case.text, encoding="utf-8")
+    code, output = simulate(tmp_path, "-w", path, *case.args)
+    assert code == case.code, output
+    for words in case.says:
+        assert words in output, output
+    assert "Traceback" not in output
+
+
+def test_the_report_says_how_many_lines_were_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE + "not a job line\n" + swf_line(2, run="1e400"))
+    code, _ = simulate(tmp_path, "-w", path, "-s", "fcfs")
+    assert code == 0
+    assert "t.swf (2 line(s)/document(s) skipped: see problems.txt)" in (tmp_path / "out" / "index.html").read_text()
+    problems = (tmp_path / "out" / "problems.txt").read_text()
+    assert "t.swf:4: expected 18 fields" in problems and "t.swf:5: field 4 (run_time)" in problems
+
+
+def test_the_platform_is_the_first_line_of_the_output(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE)
+    result = CliRunner().invoke(app, ["simulate", "-w", str(path), "-s", "fcfs", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0].startswith("platform: 4 nodes × 4 cores from t.swf's header")
+
+
+def test_every_scheduler_is_compared_by_default(tmp_path: Path) -> None:
+    from kubeflux.sim.baselines import available
+
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE + swf_line(2))
+    code, _ = simulate(tmp_path, "-w", path)
+    assert code == 0
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())
+    names = [row["scheduler"] for row in rows]
+    assert names[0] == "kubeflux" and sorted(names) == sorted(available())
+
+
+def test_all_beside_a_named_scheduler_runs_each_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE)
+    code, _ = simulate(tmp_path, "-w", path, "-s", "easy", "-s", "all")
+    assert code == 0
+    names = [row["scheduler"] for row in json.loads((tmp_path / "out" / "summary.json").read_text())]
+    assert names[0] == "easy" and len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "missing", "broken-link"])
+def test_a_path_that_is_no_file_has_its_own_message(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "w.swf"
+    expected = {
+        "folder": "is a folder, not a workload file",
+        "fifo": "is a named pipe (FIFO), not a regular file",
+        "missing": "w.swf: no such file",
+        "broken-link": "a broken symbolic link",
+    }[kind]
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "broken-link":
+        path.symlink_to(tmp_path / "gone")
+    code, output = simulate(tmp_path, "-w", path, *CLUSTER)
+    assert code == 2 and expected in output, output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_says_permission_denied(tmp_path: Path) -> None:
+    path = tmp_path / "w.swf"
+    path.write_text(GOOD_SWF_LINE)
+    path.chmod(0)
+    code, output = simulate(tmp_path, "-w", path, *CLUSTER)
+    assert code == 2 and "w.swf: cannot read: permission denied" in output
+
+
+def test_a_cluster_folder_has_its_own_message(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE)
+    code, output = simulate(tmp_path, "-w", path, "--cluster", tmp_path)
+    assert code == 2 and "is a folder, not a cluster file" in output
+
+
+def test_min_member_0_gets_the_words_cluster_serve_answers_with(tmp_path: Path) -> None:
+    """One validation: the problem simulate reports is the message of cluster serve's 422 for the same object."""
+    path = tmp_path / "mm0.yaml"
+    path.write_text(MIN_MEMBER_0)
+    simulate(tmp_path, "-w", path, "-s", "kubeflux", *CLUSTER)
+    problems = (tmp_path / "out" / "problems.txt").read_text()
+    server = start_server(tmp_path, nodes=1)
+    try:
+        group = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g"},
+            "spec": {"minMember": 0},
+        }
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request(
+            "POST",
+            "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+            json.dumps(group),
+            {"Content-Type": "application/json"},
+        )
+        answer = connection.getresponse()
+        status = json.loads(answer.read())
+        connection.close()
+    finally:
+        server.stop()
+    assert answer.status == 422
+    cause = status["details"]["causes"][0]
+    assert cause["field"] == "spec.minMember"
+    assert f"PodGroup default/g: {cause['field']}: must be a positive integer, got 0" in problems
+    assert "must be a positive integer, got 0" in cause["message"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("jobs=1000000000", "jobs and max_size: at most 10,000,000 and 1,000,000, got 1,000,000,000 and 64"),
+        ("max_size=1000000000,sizes=uniform", "got 100 and 1,000,000,000"),
+        ("mean_runtime=nan", "mean_runtime: must be a finite number of seconds, got nan"),
+        ("mean_interarrival=1e23", "mean_interarrival: must be at most 3,153,600,000 s (100 years), got 1e+23"),
+    ],
+    ids=["jobs-1e9", "max-size-1e9", "runtime-nan", "interarrival-1e23"],
+)
+def test_synthetic_specs_are_bounded_before_generating(tmp_path: Path, spec: str, says: str) -> None:
+    code, output = simulate(tmp_path, "--synthetic", spec, "-s", "fcfs", *CLUSTER)
+    assert code == 2 and says in output, output
