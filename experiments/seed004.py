@@ -20,7 +20,6 @@ import matplotlib.pyplot as plt
 
 from experiments.pages import machine, markdown_table, stamp, write_page
 from experiments.served import replay_served
-from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.baselines import available
 from kubeflux.sim.command import _schedulers_for
 from kubeflux.sim.driver import simulate
@@ -28,6 +27,7 @@ from kubeflux.sim.metrics import summarize
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.synthetic import preset, seed004_cluster
+from kubeflux.wallclock import WallClock
 
 __all__ = [
     "SEED004_SCHEDULERS",
@@ -95,7 +95,7 @@ def _served(name: str, every: float, scheduler: str, speed: float) -> RunRecord:
     nodes = seed004_cluster()
     workload = map_to_cluster(preset(name, mean_interarrival=every), nodes)
     schedulers, primary = _schedulers_for(scheduler, workload)
-    _, record = replay_served(nodes, workload, list(schedulers.values()), primary, ServedClock(speed), label=scheduler)
+    _, record = replay_served(nodes, workload, list(schedulers.values()), primary, WallClock(speed), label=scheduler)
     return record
 
 

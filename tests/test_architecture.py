@@ -5,7 +5,8 @@ Layers, lowest first (a module may import its own unit and the units of lower la
 0. ``resources`` (the graph) and ``_native`` (which engine runs, compiled or pure; it imports no kubeflux module),
    1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
 4. ``apiobjects``: Kubernetes objects as kubeflux reads and writes them (manifests, quantities, the Binding, the
-   ``PodScheduled`` condition and Events, the event budget), between the core and the shells,
+   ``PodScheduled`` condition and Events, the event budget), between the core and the shells, and ``wallclock``
+   (the wall clock ``serve`` and ``cluster serve`` share: a clock read, which the core never makes),
 5. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
    over the engine: a shell, so the engine never imports it),
 6. ``controlplane``: the real Kubernetes control plane started on loopback, for the tests and ``kubeflux kube up``
@@ -37,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"jobspec"},
     {"match"},
     {"scheduler"},
-    {"apiobjects"},
+    {"apiobjects", "wallclock"},
     {"sim", "kube", "query"},
     {"controlplane"},
     {"cli", "commands", "demo", "__main__"},
@@ -93,7 +94,7 @@ GRAPH = {module: set(_imports(module, path)) & set(MODULES) for module, path in 
 
 CORE = {"resources", "_native", "jobspec", "match", "scheduler"}
 """The functional core: what a scheduling decision is made of, with no I/O and no Kubernetes wire format."""
-WIRE = {"apiobjects", "sim", "kube", "controlplane", "query", "cli", "commands", "demo", "__main__"}
+WIRE = {"apiobjects", "wallclock", "sim", "kube", "controlplane", "query", "cli", "commands", "demo", "__main__"}
 """What the core may never import: the Kubernetes objects layer and everything above it."""
 WIRE_LIBRARIES = {"kubernetes"}
 """Third-party packages that speak the Kubernetes API, which the core may not import either."""

@@ -23,12 +23,12 @@ from kubeflux.kube.config import ServeConfig, parse_config
 from kubeflux.kube.serve import Serve
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.app import ServerSettings
-from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.wallclock import WallClock
 
 kubernetes = pytest.importorskip("kubernetes")
 client = kubernetes.client
@@ -107,7 +107,7 @@ def start_cluster(
 ) -> Cluster:
     """A started cluster of ``nodes`` uniform nodes of ``cores`` cores, or of ``node_list`` (``fresh_wait``: see
     :class:`ServerSettings`)."""
-    clock = ServedClock(speed)
+    clock = WallClock(speed)
     store = Store(default_registry(generic_workload=generic_workload), clock=clock, cache_size=cache_size)
     server = ApiServer(
         node_list if node_list is not None else uniform_cluster(nodes, cores, "64Gi"),

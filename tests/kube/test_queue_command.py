@@ -19,12 +19,12 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, EXPECTED_START_TIME_ANNOTATION, rfc3339
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.apiserver.app import ServerSettings
-from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.wallclock import WallClock
 from tests.kube.conftest import Cluster, eventually, pod
 
 TOKEN = "queue-test-token"
@@ -33,7 +33,7 @@ TOKEN = "queue-test-token"
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Cluster]:
     """``cluster serve`` of one 4-core node with kubeflux in the process, a bearer token, and a kubeconfig."""
-    clock = ServedClock(1.0)
+    clock = WallClock(1.0)
     server = ApiServer(
         uniform_cluster(1, 4, "64Gi"),
         settings=ServerSettings(token=TOKEN, bookmark_seconds=0.2),

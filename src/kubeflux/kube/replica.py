@@ -18,7 +18,8 @@ from kubernetes import client
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.leader import LeaderElector
 from kubeflux.kube.operations import OperationsServer, unreachable
-from kubeflux.kube.serve import Serve, ServeClock, choose_clock
+from kubeflux.kube.serve import Serve, choose_clock
+from kubeflux.wallclock import WallClock
 
 __all__ = ["Replica"]
 
@@ -32,7 +33,7 @@ class Replica:
         self, config: ServeConfig, api: client.ApiClient, *, identity: str | None = None, tune_gc: bool = False
     ) -> None:
         self.config, self.api = config, api
-        self.clock: ServeClock = choose_clock(api, config.clock)
+        self.clock: WallClock = choose_clock(api, config.clock)
         election = config.leader_election
         self.elector: LeaderElector | None = None
         if election.enabled:

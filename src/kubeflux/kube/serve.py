@@ -29,7 +29,6 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -61,30 +60,15 @@ from kubeflux.scheduler.interface import (
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 from kubeflux.scheduler.queueview import queue_document
+from kubeflux.wallclock import WallClock
 
-__all__ = ["Serve", "ServeClock", "choose_clock"]
+__all__ = ["Serve", "choose_clock"]
 
 log = logging.getLogger("kubeflux.serve")
 _BATCH = 2000
 _IDLE_WAIT = 5.0
 _WAKE = RawEvent("", "WAKE", {})
 _RESULTS = {Bind: "scheduled", Unschedulable: "unschedulable", Reject: "rejected", PodWarning: "warning"}
-
-
-@dataclass(frozen=True, slots=True)
-class ServeClock:
-    """The cores' time: ``origin`` seconds at wall time ``wall_origin``, running ``speed`` times faster than wall."""
-
-    origin: float = field(default_factory=time.time)
-    wall_origin: float = field(default_factory=time.time)
-    speed: float = 1.0
-
-    def __call__(self) -> float:
-        return self.origin + (time.time() - self.wall_origin) * self.speed
-
-    def wall(self, seconds: float) -> float:
-        """Wall seconds for ``seconds`` of this clock to pass."""
-        return max(seconds, 0.0) / self.speed
 
 
 def _simulated(api: client.ApiClient) -> bool:
@@ -102,13 +86,13 @@ def _simulated(api: client.ApiClient) -> bool:
     )
 
 
-def choose_clock(api: client.ApiClient, mode: str) -> ServeClock:
+def choose_clock(api: client.ApiClient, mode: str) -> WallClock:
     """The clock for ``mode`` (``wall``, ``server``, ``auto``: see :class:`~kubeflux.kube.config.ServeConfig`).
 
     ``GET /kubeflux/time`` is asked only of a simulated server (:func:`_simulated`): on a real cluster that path
     does not exist, RBAC refuses it (403), and a refused request is an alarm in the cluster's audit log."""
     if mode == "wall":
-        return ServeClock()
+        return WallClock()
     published: dict[str, Any] | None = None
     if _simulated(api):
         try:
@@ -121,9 +105,10 @@ def choose_clock(api: client.ApiClient, mode: str) -> ServeClock:
     if published is None or not isinstance(published.get("now"), int | float):
         if mode == "server":
             raise RuntimeError("clock: server was asked, but the API server publishes no time (GET /kubeflux/time)")
-        return ServeClock()
+        return WallClock()
     speed = published.get("speed", 1.0)
-    return ServeClock(float(published["now"]), time.time(), float(speed) if isinstance(speed, int | float) else 1.0)
+    rate = float(speed) if isinstance(speed, int | float) else 1.0
+    return WallClock(rate, float(published["now"]), time.time())
 
 
 def _pod_ref(obj: dict[str, Any]) -> PodRef:
@@ -165,7 +150,7 @@ class Serve:
         config: ServeConfig,
         api: client.ApiClient,
         *,
-        clock: ServeClock | None = None,
+        clock: WallClock | None = None,
         resources: list[Resource] | None = None,
         tune_gc: bool = False,
     ) -> None:

@@ -26,8 +26,9 @@ Coupled jobs (:func:`~kubeflux.sim.jobs.coupled_quorum`: a trace job of several 
 says so) compute together: a pod that runs before its job's last required pod holds its resources idle; at that
 pod's Running every waiting pod begins computing, and its run time, crash point and walltime kill count from
 then. A trace job's or PodGroup's pod that fails ends the others (``PeerFailed``). :meth:`Cluster.stalled_jobs`
-tells the driver when such holding can never end (a deadlock). Resource ids and the usage per kind (allocated and
-computing) are kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node outages and the per-pod
+tells the driver when such holding can never end (a deadlock). The nodes, what is free on each (the kubelet's
+admission) and the resource ids are a :class:`~kubeflux.sim.nodestate.NodeState`; the usage per kind (allocated
+and computing) is kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node outages and the per-pod
 record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`.
 
 Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and
@@ -38,24 +39,29 @@ scheduler sees the same pods fail.
 The cluster never builds Kubernetes JSON per pod; :func:`kubeflux.sim.podstatus.pod_status` derives it on demand.
 Events carry the live :class:`~kubeflux.scheduler.objects.Pod`: an observer reads it during ``observe`` and must
 not change it.
+
+The served cluster (``cluster serve``) runs its pods in this same class: its kubelet
+(:mod:`kubeflux.sim.apiserver.kubelet`) adds the jobs and pods the API made (:meth:`Cluster.add_job`,
+:meth:`Cluster.adopt_pod`), binds them here, and writes each change back; its Job controller is the served one
+(``job_controller=False``), and its entries are cancellable (``cancellable=True``) so that virtual time never jumps
+to a stage of a pod that has ended.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Callable, Iterable
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Pod, PodGroup, PodPhase, Taint
-from kubeflux.scheduler.validation import check_node
-from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase, Taint
+from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
 from kubeflux.sim.jobfields import check_job
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
+from kubeflux.sim.nodestate import NodeState
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord, PodRecord
-from kubeflux.sim.resourceids import ResourceIds, Usage, has_ids
+from kubeflux.sim.resourceids import Usage
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 
 Observer = Callable[[ClusterEvent, float], None]
@@ -74,6 +80,8 @@ class Cluster:
         workload_name: str = "",
         keep_events: bool = False,
         couple: bool = True,
+        job_controller: bool = True,
+        cancellable: bool = False,
     ) -> None:
         self.loop = loop
         self.lifecycle = lifecycle or Lifecycle()
@@ -87,20 +95,17 @@ class Cluster:
         """``FailedScheduling`` events not yet in :attr:`event_counts` (one per Unschedulable decision: counted by a
         native int, added to the dict when it is read)."""
         self.problems: list[str] = []
-        self.nodes: list[Node] = []
+        self.node_state = NodeState()
+        """The nodes and what is free on each (the kubelet's admission, the resource ids)."""
+        self.nodes = self.node_state.nodes
         """Every node that joined, by index (a removed one keeps its place); :attr:`node_index` names the current."""
-        self.node_index: dict[str, int] = {}
-        self._free_cpu: list[int] = []
-        self._free_mem: list[int] = []
-        self._free_gpu: list[int] = []
-        self._free_ext: list[dict[str, int]] = []
-        self.ids = ResourceIds()
+        self.node_index = self.node_state.node_index
+        self.ids = self.node_state.ids
         """Resource ids per kind (:mod:`kubeflux.sim.resourceids`)."""
         self.usage = Usage()
         """Allocated and useful amounts per kind over time."""
-        self.total_cores = 0
         for node in nodes:
-            self._add_node(node)
+            self.node_state.add(node)
         self.pods: dict[str, SimPod] = {}
         self.jobs: list[SimJob] = []
         self.groups: dict[str, PodGroup] = {}
@@ -108,8 +113,14 @@ class Cluster:
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
         self._rng = random.Random(self.lifecycle.seed)
-        self.job_controller = JobController(self, self.lifecycle.job_sync_delay)
+        self.job_controller = JobController(self, self.lifecycle.job_sync_delay) if job_controller else None
+        """The simulator's Job controller; None where another one keeps the Jobs (the served cluster's, through the
+        API): a Job's pods then come from :meth:`adopt_pod` and the cluster only runs them."""
         self.couple = couple
+        self._handles: dict[SimPod, list[Handle]] | None = {} if cancellable else None
+        """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
+        nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its
+        pod and returns."""
         self.idle_holding = 0
         """Running pods of coupled jobs holding their resources idle until their job can compute."""
         self.pending_jobs = 0
@@ -119,20 +130,6 @@ class Cluster:
         self.queue_series: list[tuple[float, int]] = []
 
     # -- nodes -----------------------------------------------------------------------------------------------
-    def _add_node(self, node: Node) -> None:
-        check_node(node)  # before any typed read: compiled, a float amount would fail as a bare TypeError
-        if node.name in self.node_index:
-            raise ValueError(f"node {node.name!r}: duplicate name")
-        self.node_index[node.name] = len(self.nodes)
-        self.nodes.append(node)
-        alloc = node.allocatable
-        self._free_cpu.append(alloc.get(CPU, 0))
-        self._free_mem.append(alloc.get(MEMORY, 0))
-        self._free_gpu.append(alloc.get(GPU, 0))
-        self._free_ext.append({k: v for k, v in alloc.items() if k not in (CPU, MEMORY, GPU, "pods")})
-        self.ids.add_node(alloc)
-        self.total_cores += alloc.get(CPU, 0) // 1000
-
     def subscribe(self, observer: Observer, *, status_updates: bool = True) -> None:
         """Send every later watch event to ``observer(event, now)``; with ``status_updates`` False, all but the
         MODIFIED events of a pending pod whose only change is what :meth:`mark_unschedulable` writes (its
@@ -186,10 +183,7 @@ class Cluster:
             self.kube_events.append(KubeEvent(self.loop.now, type_, reason, obj, message))
 
     def _node(self, name: str) -> Node:
-        try:
-            return self.nodes[self.node_index[name]]
-        except KeyError:
-            raise KeyError(f"node {name!r} does not exist") from None
+        return self.node_state.node(name)
 
     def cordon(self, name: str, unschedulable: bool = True) -> None:
         """``kubectl cordon`` (or ``uncordon`` with ``unschedulable=False``) at the current time."""
@@ -237,7 +231,7 @@ class Cluster:
     # -- nodes that join, leave or change mid-run (each emits the watch event, as ``cordon`` does) -------------
     def add_node(self, node: Node) -> None:
         """A node joins the cluster now (ADDED). Raises ValueError on a duplicate name or a bad allocatable."""
-        self._add_node(node)
+        self.node_state.add(node)
         self._emit(EventKind.ADDED, node)
 
     def remove_node(self, name: str) -> None:
@@ -265,31 +259,16 @@ class Cluster:
         an informer delivers it). Allocatable may drop below what running pods use: they keep running (the
         kubelet evicts nothing), only new pods are refused. Core ids added by growth are new ids; a shrink drops
         free ones."""
-        old = self._node(name)
-        index = self.node_index[name]
-        node = dataclasses.replace(old, labels=dict(old.labels if labels is None else labels))
-        node.taints = old.taints if taints is None else taints
-        if allocatable is not None:
-            node.allocatable = dict(allocatable)
-        check_node(node)  # names the bad field (compiled, a typed read of it would fail as a bare TypeError)
-        if allocatable is not None:
-            was = old.allocatable
-            delta = {res: allocatable.get(res, 0) - was.get(res, 0) for res in {*was, *allocatable}}
-            self._free_cpu[index] += delta.pop(CPU, 0)
-            self._free_mem[index] += delta.pop(MEMORY, 0)
-            self._free_gpu[index] += delta.pop(GPU, 0)
-            delta.pop("pods", None)
-            ext = self._free_ext[index]
-            for res, change in delta.items():
-                ext[res] = ext.get(res, 0) + change
-            self.ids.resize(index, was, allocatable)
-            self.total_cores += max(allocatable.get(CPU, 0) // 1000 - was.get(CPU, 0) // 1000, 0)
-        self.nodes[index] = node
+        node = self.node_state.update(name, allocatable, labels, taints)
         self._emit(EventKind.MODIFIED, node)
 
     def current_nodes(self) -> list[Node]:
         """The nodes in the cluster now (not those removed), in the order they joined."""
-        return [self.nodes[index] for index in self.node_index.values()]
+        return self.node_state.current()
+
+    @property
+    def total_cores(self) -> int:
+        return self.node_state.total_cores
 
     # -- submission --------------------------------------------------------------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
@@ -329,6 +308,8 @@ class Cluster:
             self.groups[group.key] = group
             self._emit(EventKind.ADDED, group)
         if wjob.kind is JobKind.JOB:
+            if self.job_controller is None:
+                raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
             self.job_controller.start(job)
         else:
             for i, timing in enumerate(job.timings):
@@ -377,11 +358,37 @@ class Cluster:
         sp = SimPod(pod, job.index, timing, now)
         sp.completion_index = index
         sp.draw(self.lifecycle, self._rng)
+        self._add_pod(job, sp)
+
+    def _add_pod(self, job: SimJob, sp: SimPod) -> None:
         job.created += 1
         job.active += 1
         job.pods.append(sp)
-        self.pods[key] = sp
-        self._emit(EventKind.ADDED, pod)
+        self.pods[sp.pod.key] = sp
+        self._emit(EventKind.ADDED, sp.pod)
+
+    # -- jobs and pods made elsewhere (the served cluster's API objects) ---------------------------------------
+    def add_job(self, wjob: WorkloadJob, quorum: int = 0) -> SimJob:
+        """A job whose pods are made elsewhere and join through :meth:`adopt_pod` (the served cluster's: a
+        PodGroup's, a Job's or a lone pod's, read from the API); coupled, when the cluster couples, if ``quorum``
+        > 1 (see :func:`~kubeflux.sim.jobs.coupled_quorum`). It is in :attr:`jobs` as a submitted job is."""
+        job = SimJob(wjob, len(self.jobs), self.loop.now)
+        self.jobs.append(job)
+        if self.couple and quorum > 1:
+            job.coupled, job.start_quorum = True, quorum
+        self.pending_jobs += 1
+        self._sample_queue()
+        return job
+
+    def adopt_pod(self, job: SimJob, pod: Pod, timing: TemplateTiming) -> SimPod:
+        """``pod``, made elsewhere (its uid and fields read from the API), joins ``job`` Pending and unbound, with
+        ``timing``'s stage times: :meth:`bind_pod` then runs it as every pod runs. Its random draws are the
+        caller's. Raises ValueError when a pod of its name is already here."""
+        if pod.key in self.pods:
+            raise ValueError(f"pod {pod.key} already exists")
+        sp = SimPod(pod, job.index, timing, self.loop.now)
+        self._add_pod(job, sp)
+        return sp
 
     # -- scheduler decisions -----------------------------------------------------------------------------------
     def bind(self, key: str, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
@@ -426,7 +433,7 @@ class Cluster:
             counts = self._event_counts
             counts["Scheduled"] = counts.get("Scheduled", 0) + 1
         self._modified(sp)
-        short = self._admit(sp, index)
+        short = self.node_state.admit(sp, index)  # the usage counts the allocation below
         if short:
             message = f"Pod was rejected: Node didn't have enough resource: {short}"
             self._end(sp, PodPhase.FAILED, 0, "", f"OutOf{short}", message)
@@ -441,65 +448,16 @@ class Cluster:
             self._remove(sp)
             return ""
         if pod.active_deadline_seconds is not None:
-            self.loop.schedule(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
+            self._at(now + pod.active_deadline_seconds, Priority.RELEASE, self._deadline, sp)
         if sp.start_delay > 0.0:
             self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)  # allocated, idle until Running
-            self.loop.schedule(now + sp.start_delay, Priority.STAGE, self._start, sp)
+            self._at(now + sp.start_delay, Priority.STAGE, self._start, sp)
         else:
             self._start(sp, allocating=True)  # KWOK's fast pod-ready stage: Running at the bind's time point
         return ""
 
-    def _admit(self, sp: SimPod, index: int) -> str:
-        """The kubelet's admission: take the pod's requests from the node, or name the resource that is short."""
-        fc, fm, fg = self._free_cpu, self._free_mem, self._free_gpu
-        if sp.cpu > fc[index]:
-            return "cpu"
-        if sp.mem > fm[index]:
-            return "memory"
-        if sp.gpu > fg[index]:
-            return GPU
-        ext = sp.ext
-        if ext:
-            free = self._free_ext[index]
-            for res, amount in ext.items():
-                if amount > free.get(res, 0):
-                    return res
-            for res, amount in ext.items():
-                free[res] = free.get(res, 0) - amount
-        fc[index] -= sp.cpu
-        fm[index] -= sp.mem
-        fg[index] -= sp.gpu
-        if sp.cpu >= 1000:
-            sp.cores = self.ids.cores.take(index, sp.cpu // 1000)
-        others = sp.timing.others
-        if others is not None:
-            sp.ids = self._take_ids(others, index)
-        return ""  # the caller counts the allocation in the usage (with its start when it runs at once)
-
-    def _take_ids(self, requests: dict[str, int], index: int) -> dict[str, list[int]] | None:
-        """Ids on node ``index`` for the requests of kinds that have ids (GPUs, extended resources)."""
-        taken: dict[str, list[int]] = {}
-        for res, amount in requests.items():
-            if has_ids(res):
-                ids = self.ids.take(res, index, amount)
-                if ids:
-                    taken[res] = ids
-        return taken or None
-
     def _release(self, sp: SimPod) -> None:
-        index = sp.node_index
-        self._free_cpu[index] += sp.cpu
-        self._free_mem[index] += sp.mem
-        self._free_gpu[index] += sp.gpu
-        if sp.ext:
-            free = self._free_ext[index]
-            for res, amount in sp.ext.items():
-                free[res] = free.get(res, 0) + amount
-        if sp.cores:
-            self.ids.cores.give(index, sp.cores)
-        if sp.ids:
-            for res, ids in sp.ids.items():
-                self.ids.give(res, index, ids)
+        self.node_state.release(sp)
         self.usage.change(self.loop.now, sp.cpu, sp.timing.others, -1, 0 if sp.computing_at is None else -1)
 
     def mark_unschedulable(
@@ -600,11 +558,19 @@ class Cluster:
         self.usage.change(now, sp.cpu, sp.timing.others, 1 if allocating else 0, 1)
         walltime = sp.timing.walltime_kill
         if sp.fail_after is not None and (walltime is None or sp.fail_after < walltime):
-            self.loop.schedule(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
+            self._at(now + sp.fail_after, Priority.RELEASE, self._crash, sp)
         elif walltime is not None and (sp.run_time is None or sp.run_time > walltime):
-            self.loop.schedule(now + walltime, Priority.RELEASE, self._walltime, sp)
+            self._at(now + walltime, Priority.RELEASE, self._walltime, sp)
         elif sp.run_time is not None:
-            self.loop.schedule(now + sp.run_time, Priority.RELEASE, self._complete, sp)
+            self._at(now + sp.run_time, Priority.RELEASE, self._complete, sp)
+
+    def _at(self, at: float, priority: int, stage: Callable[[SimPod], None], sp: SimPod) -> None:
+        """Run ``stage(sp)`` at ``at``: an entry of the loop (see ``cancellable``)."""
+        handles = self._handles
+        if handles is None:
+            self.loop.schedule(at, priority, stage, sp)
+        else:
+            handles.setdefault(sp, []).append(self.loop.schedule_cancellable(at, priority, stage, sp))
 
     def _complete(self, sp: SimPod) -> None:
         if sp.finished_at is None:
@@ -649,6 +615,9 @@ class Cluster:
         sp.status_message = message
         pod = sp.pod
         pod.phase = phase
+        if self._handles is not None:
+            for handle in self._handles.pop(sp, ()):
+                handle.cancel()
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
         self._modified(sp)
@@ -662,7 +631,8 @@ class Cluster:
         if job.finish is not None:
             return
         if job.wjob.kind is JobKind.JOB:
-            self.job_controller.pod_ended(job)
+            if self.job_controller is not None:
+                self.job_controller.pod_ended(job)
         elif job.active == 0:
             self.finish_job(job)
 
@@ -716,29 +686,16 @@ class Cluster:
         deadlock). Empty when none waits or a pending pod could still be placed."""
         if not self.idle_holding:
             return []
-        nodes = [i for i in self.node_index.values() if self.nodes[i].ready and not self.nodes[i].unschedulable]
-        fc, fm, fg, fx = self._free_cpu, self._free_mem, self._free_gpu, self._free_ext
-        for sp in self.pods.values():
-            if sp.bound_at is not None or sp.pod.deleted or not owned(sp.pod.scheduler_name):
-                continue
-            for i in nodes:
-                if (
-                    sp.cpu <= fc[i]
-                    and sp.mem <= fm[i]
-                    and sp.gpu <= fg[i]
-                    and (not sp.ext or all(amount <= fx[i].get(res, 0) for res, amount in sp.ext.items()))
-                ):
-                    return []
+        pending = self.pods.values()
+        if self.node_state.fits_somewhere(
+            sp for sp in pending if sp.bound_at is None and not sp.pod.deleted and owned(sp.pod.scheduler_name)
+        ):
+            return []
         return [job for job in self.jobs if job.waiting]
 
     def free(self, node: str) -> dict[str, int]:
         """What is left on ``node`` (allocatable minus the requests of its bound, unfinished pods)."""
-        i = self._node_index_checked(node)
-        return {CPU: self._free_cpu[i], MEMORY: self._free_mem[i], GPU: self._free_gpu[i], **self._free_ext[i]}
-
-    def _node_index_checked(self, node: str) -> int:
-        self._node(node)
-        return self.node_index[node]
+        return self.node_state.free(node)
 
     def pod(self, key: str) -> SimPod:
         """The pod ``namespace/name``, including finished pods that were not deleted."""

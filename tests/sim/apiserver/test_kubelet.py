@@ -16,10 +16,10 @@ import pytest
 
 from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.app import ServerSettings
-from kubeflux.sim.apiserver.clock import ServedClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.wallclock import WallClock
 
 from .conftest import kubernetes, pod_manifest
 
@@ -153,7 +153,7 @@ def test_with_speed_stage_delays_and_timestamps_are_in_simulated_time(tmp_path: 
         uniform_cluster(1, 16, "64Gi"),
         kubelet=True,
         schedulers=[create("kubeflux")],
-        clock=ServedClock(speed=3600.0),
+        clock=WallClock(speed=3600.0),
     ).start()
     server.write_kubeconfig(tmp_path / "kubeconfig")
     api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))

@@ -189,7 +189,7 @@ def test_kube_default_placing_half_of_two_gangs_is_the_same_deadlock_through_the
 
 def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> None:
     # In wall time the schedule is as precise as the event loop's timers: only the outcome is compared.
-    from kubeflux.sim.apiserver.clock import ServedClock
+    from kubeflux.wallclock import WallClock
 
     nodes = read_cluster(ONE_WORKER)
     workload = map_to_cluster(load_workload(EXAMPLES / "workloads" / "pi-demo.yaml"), nodes)
@@ -199,7 +199,7 @@ def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> No
         kubelet=True,
         controllers=True,
         schedulers=list(schedulers.values()),
-        clock=ServedClock(speed=400),
+        clock=WallClock(speed=400),
         workload=workload,
         primary=primary,
         until_done=True,
@@ -214,3 +214,25 @@ def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> No
     assert len(states) == 8
     assert all(state == "COMPLETED_FAILED" for job, state in states.items() if "segfault" in job)
     assert all(state == "COMPLETED_SUCCESSFULLY" for job, state in states.items() if "segfault" not in job)
+
+
+def test_a_failed_pod_of_a_coupled_job_ends_its_peers_as_in_the_simulator() -> None:
+    # A PodGroup of minMember 2 computes together (coupled): when b-1 fails at 30 s (its activeDeadlineSeconds),
+    # b-0 cannot go on (an MPI rank lost) and ends PeerFailed at the same instant, in the simulator and through the
+    # API alike (one Cluster model).
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    pods = [
+        PodTemplate(name="b-0", requests={"cpu": 1000}, run_time=100.0),
+        PodTemplate(name="b-1", requests={"cpu": 1000}, run_time=100.0, active_deadline_seconds=30.0),
+    ]
+    job = WorkloadJob(id="b", submit_time=0.0, kind=JobKind.POD_GROUP, name="b", min_member=2, pods=pods)
+    solo = WorkloadJob(
+        id="solo", submit_time=0.0, kind=JobKind.POD, name="solo", pods=[PodTemplate("solo", {"cpu": 1000}, 50.0)]
+    )
+    nodes = uniform_cluster(2, 2, "8Gi")
+    simulated, served = both(Workload("w", [job, solo]), nodes, "coscheduling")
+    simulated_pods = {p.pod: (p.running_time, p.end_time, p.phase, p.reason) for p in simulated.pods}
+    assert simulated_pods["default/b-0"][1:] == (30.0, "Failed", "PeerFailed")
+    assert {p.pod: (p.running_time, p.end_time, p.phase, p.reason) for p in served.pods} == simulated_pods
+    assert schedule(served) == schedule(simulated)

@@ -17,11 +17,12 @@ import orjson
 import pytest
 
 from kubeflux.apiobjects.manifests import parse_timestamp
-from kubeflux.sim.apiserver.clock import ServedClock, VirtualClock
+from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from kubeflux.wallclock import WallClock
 
 ORIGIN = 1_700_000_000.0
 PODS = "/api/v1/namespaces/default/pods"
@@ -153,8 +154,8 @@ def test_virtual_timers_run_in_the_simulators_tie_order() -> None:
 
 def test_the_wall_clocks_refuse_a_speed_that_is_not_positive() -> None:
     with pytest.raises(ValueError, match="speed must be positive"):
-        ServedClock(0)
-    assert ServedClock(10).wall(60) == 6
+        WallClock(0)
+    assert WallClock(10).wall(60) == 6
 
 
 def test_cluster_serve_refuses_speed_in_virtual_time_and_until_done_without_a_workload() -> None:
@@ -169,7 +170,7 @@ def test_cluster_serve_refuses_speed_in_virtual_time_and_until_done_without_a_wo
 
 
 def test_nodes_report_a_ready_heartbeat_every_five_simulated_minutes() -> None:
-    server = ApiServer(uniform_cluster(1, 16, "64Gi"), kubelet=True, clock=ServedClock(speed=600)).start()
+    server = ApiServer(uniform_cluster(1, 16, "64Gi"), kubelet=True, clock=WallClock(speed=600)).start()
     try:
 
         def heartbeat() -> float:

@@ -25,7 +25,7 @@ import yaml
 
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.authorization import ReviewStrategy
-from kubeflux.sim.apiserver.clock import Clock, ServedClock, time_document
+from kubeflux.sim.apiserver.clock import Clock, time_document
 from kubeflux.sim.apiserver.discovery import AGGREGATED, aggregated_discovery, discovery_document, wants_aggregated
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict
@@ -38,6 +38,7 @@ from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merg
 from kubeflux.sim.apiserver.queue_route import QUEUE_PATH, QueueRoute
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.store import Store
+from kubeflux.wallclock import WallClock
 
 if TYPE_CHECKING:
     from kubeflux.sim.apiserver.pacer import Activity
@@ -248,7 +249,7 @@ class ApiApp:
             await self._respond(send, 200, b"ok", "text/plain")
             return
         if path == "/kubeflux/time":  # the simulated time, for clients that want it
-            await self._respond(send, 200, time_document(self.clock or ServedClock(), self.store.clock()))
+            await self._respond(send, 200, time_document(self.clock or WallClock(), self.store.clock()))
             return
         self._authorize(headers)
         method: str = scope["method"]

@@ -6,8 +6,10 @@ kubelet stage, a Job's deadline, a scheduler's wake-up, a replayed submission) i
 :meth:`Clock.call_later` / :meth:`Clock.call_at`, in simulated seconds, with a tie order
 (:class:`kubeflux.sim.clock.Priority`, the simulator's).
 
-* :class:`ServedClock` (``--clock wall``, ``--speed X``): simulated time starts at the wall time the server
-  started and runs ``speed`` times faster; a timer waits ``seconds / speed`` of wall time on the event loop.
+* :class:`~kubeflux.wallclock.WallClock` (``--clock wall``, ``--speed X``; the one ``kubeflux serve`` keeps too):
+  simulated time starts at the wall time the server started and runs ``speed`` times faster; a timer waits
+  ``seconds / speed`` of wall time on the event loop, and :class:`WallEvents` runs the served cluster's
+  :class:`~kubeflux.sim.clock.EventLoop` on it.
 * :class:`VirtualClock` (``--clock virtual``): simulated time stands still while the cluster works and jumps to
   the next timer when it is quiescent. Timers are cancellable entries of the simulator's
   :class:`~kubeflux.sim.clock.EventLoop`, keyed ``(time, priority, sequence)``; :meth:`VirtualClock.advance`
@@ -21,13 +23,12 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 
-__all__ = ["Clock", "ServedClock", "Timer", "VirtualClock", "time_document"]
+__all__ = ["Clock", "Timer", "VirtualClock", "WallEvents", "time_document"]
 
 
 class Timer(Protocol):
@@ -65,40 +66,6 @@ class Clock(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ServedClock:
-    """Wall time, or wall time ``speed`` times faster (``--speed``)."""
-
-    speed: float = 1.0
-    origin: float = field(default_factory=time.time)
-    """Wall (Unix) time at which simulated time equals wall time."""
-
-    def __post_init__(self) -> None:
-        if not self.speed > 0 or math.isinf(self.speed):
-            raise ValueError(f"speed must be positive, got {self.speed}")
-
-    @property
-    def mode(self) -> str:
-        return "wall"
-
-    def __call__(self) -> float:
-        return self.origin + (time.time() - self.origin) * self.speed
-
-    def wall(self, seconds: float) -> float:
-        """Wall seconds to wait for ``seconds`` of simulated time to pass."""
-        return max(seconds, 0.0) / self.speed
-
-    def call_later(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        delay: float,
-        priority: Priority,
-        callback: Callable[..., Any],
-        *args: Any,
-    ) -> Timer:
-        return loop.call_later(self.wall(delay), callback, *args)
-
-
 class _Timer:
     """One timer of a :class:`VirtualClock`: an entry of its :class:`~kubeflux.sim.clock.EventLoop`, and whether it
     counts in :attr:`VirtualClock.working`."""
@@ -115,8 +82,8 @@ class _Timer:
 
     def _done(self) -> None:
         self.pending = False
-        if self.working:
-            self.clock.working -= 1
+        if not self.working:
+            self.clock._wakeups -= 1
 
     def cancel(self) -> None:
         if self.pending:
@@ -149,9 +116,8 @@ class VirtualClock:
         """The timers, in the simulator's ``(time, priority, sequence)`` order."""
         self.jumps = 0
         """How many time points :meth:`advance` has run."""
-        self.working = 0
-        """Timers set and not yet run nor cancelled, other than schedulers' wake-ups: 0 means that only a
-        scheduler's own timers can still change anything."""
+        self._wakeups = 0
+        """Schedulers' wake-ups set and not yet run nor cancelled."""
         self.scheduled: Callable[[], None] | None = None
         """Called whenever a timer is set (the pacer sets it to notice new work while idle)."""
         self.jumped: list[Callable[[float], None]] = []
@@ -170,6 +136,20 @@ class VirtualClock:
     def now(self) -> float:
         return self.events.now
 
+    @property
+    def working(self) -> int:
+        """Entries pending other than schedulers' wake-ups (timers, and the served cluster's own entries on
+        :attr:`events`): 0 means that only a scheduler's own timers can still change anything."""
+        return len(self.events) - self._wakeups
+
+    def catch_up(self) -> None:
+        """Nothing: virtual time is where the last time point left it (see :class:`WallEvents`)."""
+
+    def arm(self) -> None:
+        """Entries may have been set on :attr:`events` directly: tell the pacer (:attr:`scheduled`)."""
+        if self.scheduled is not None:
+            self.scheduled()
+
     def __call__(self) -> float:
         return self.events.now
 
@@ -181,8 +161,8 @@ class VirtualClock:
         timer = _Timer(self, working, callback, args)
         events = self.events
         timer.handle = events.schedule_cancellable(max(when, events.now), int(priority), _run, timer)
-        if working:
-            self.working += 1
+        if not working:
+            self._wakeups += 1
         if self.scheduled is not None:
             self.scheduled()
         return timer
@@ -215,6 +195,87 @@ class VirtualClock:
         if events.peek() == at:  # a listener may have cancelled the time point's timers
             events.run_time_point()
         return at
+
+
+class WallEvents:
+    """The simulator's :class:`~kubeflux.sim.clock.EventLoop` (:attr:`events`) in wall time (a
+    :class:`~kubeflux.wallclock.WallClock`): an entry runs on ``loop`` when the clock reaches its time.
+
+    It is the served cluster's :class:`Clock` in wall time, as a :class:`VirtualClock` is in virtual time: every
+    timer (:meth:`call_later`: a Job's sync, a scheduler's wake-up, a replayed submission) and every stage of the
+    cluster's pods is an entry of the one loop, in the simulator's ``(time, priority, sequence)`` order. Whoever sets
+    entries on :attr:`events` directly calls :meth:`catch_up` first (the loop's time becomes the clock's, once every
+    entry due by then has run) and :meth:`arm` after (an asyncio timer for the earliest entry); a
+    :class:`VirtualClock` has the same two calls, so the served cluster (:class:`kubeflux.sim.cluster.Cluster`) runs
+    on either.
+    """
+
+    def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
+        self.clock, self.loop = clock, loop
+        self.events = EventLoop(clock())
+        self._timer: asyncio.TimerHandle | None = None
+        self._armed = math.inf
+
+    @property
+    def mode(self) -> str:
+        return self.clock.mode
+
+    @property
+    def speed(self) -> float:
+        return self.clock.speed
+
+    def __call__(self) -> float:
+        return self.clock()
+
+    def call_later(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        delay: float,
+        priority: Priority,
+        callback: Callable[..., Any],
+        *args: Any,
+    ) -> Timer:
+        """An entry ``delay`` simulated seconds from now (``loop`` is :attr:`loop`: accepted for the
+        :class:`Clock` interface)."""
+        events = self.events
+        at = max(self.clock(), events.now) + max(delay, 0.0)
+        handle = events.schedule_cancellable(at, int(priority), _call, (callback, args))
+        self.arm()
+        return handle
+
+    def catch_up(self) -> None:
+        """Run every entry due by now, then bring :attr:`events`' time to now."""
+        events, now = self.events, self.clock()
+        while events.peek() <= now:
+            events.run_time_point()
+        events.now = max(events.now, now)
+
+    def arm(self) -> None:
+        """Set (or bring forward) the asyncio timer of the earliest entry."""
+        at = self.events.peek()
+        if at >= self._armed:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._armed = at
+        self._timer = self.loop.call_later(max(at - self.clock(), 0.0) / self.clock.speed, self._fire)
+
+    def _fire(self) -> None:
+        self._timer, self._armed = None, math.inf
+        try:
+            self.catch_up()
+        finally:  # an entry that raised leaves the rest of its time point for the next firing
+            self.arm()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer, self._armed = None, math.inf
+
+
+def _call(payload: tuple[Callable[..., Any], tuple[Any, ...]]) -> None:
+    callback, args = payload
+    callback(*args)
 
 
 def time_document(clock: Clock, now: float) -> dict[str, Any]:

@@ -134,7 +134,8 @@ def serve_command(
     unknown = [n for n in names if n not in available()]
     if unknown:
         raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: none, {', '.join(available())}")
-    from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
+    from kubeflux.sim.apiserver.clock import Clock, VirtualClock
+    from kubeflux.wallclock import WallClock
 
     if clock_mode not in ("wall", "virtual"):
         raise typer.BadParameter(f"--clock must be wall or virtual, got {clock_mode!r}")
@@ -146,7 +147,7 @@ def serve_command(
         raise typer.BadParameter("--until-done needs a --workload to replay")
     try:
         lifecycle = Lifecycle(start_delay, start_jitter, seed=seed)
-        clock: Clock = VirtualClock() if clock_mode == "virtual" else ServedClock(speed)
+        clock: Clock = VirtualClock() if clock_mode == "virtual" else WallClock(speed)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     from kubeflux.sim.apiserver.server import CONTROLLERS

@@ -44,7 +44,7 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
-from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer
+from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.registry import ResourceType
@@ -52,6 +52,7 @@ from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher, WatchEvent
 from kubeflux.sim.clock import Priority
+from kubeflux.wallclock import WallClock
 
 __all__ = ["InProcessSchedulers"]
 
@@ -78,7 +79,7 @@ class InProcessSchedulers:
         self._due = False
         self._pods: dict[str, tuple[Object, Pod]] = {}
         """uid → the last version of a pod read, and its reading."""
-        self.clock: Clock = clock or ServedClock()
+        self.clock: Clock = clock or WallClock()
         registry = store.registry
         kinds = [
             ("", "v1", "nodes"),

@@ -1,28 +1,31 @@
-"""The simulated kubelet of the served cluster: bound pods go Pending → Running → Succeeded/Failed.
+"""The served cluster's simulated kubelet: the API's side of the simulator's :class:`~kubeflux.sim.cluster.Cluster`.
 
-It reuses the simulator's pieces rather than its own copy of them: a pod's stage timing is read by the manifest
-reader and :func:`kubeflux.sim.jobs.timing_of` (KWOK's ``pod-ready`` and ``pod-complete`` stage annotations, the
-``sim.kubeflux.io/exit-code`` annotation, ``activeDeadlineSeconds``), the pod is a :class:`~kubeflux.sim.pods.SimPod`,
-and its status (conditions, container state, ``startTime``) is :func:`kubeflux.sim.podstatus.pod_status`, written
-through the ``pods/status`` subresource as a kubelet writes it. Stages, as in :mod:`kubeflux.sim.cluster`:
+There is one pod lifecycle, the simulator's: every bound pod is run by a :class:`~kubeflux.sim.cluster.Cluster`
+(:attr:`SimulatedKubelet.cluster`) on the served clock's event loop (the :class:`~kubeflux.sim.clock.EventLoop` of
+a :class:`~kubeflux.sim.apiserver.clock.VirtualClock`, or one a wall clock drives:
+:class:`~kubeflux.sim.apiserver.clock.WallEvents`), with cancellable entries so that virtual time never jumps to a
+stage of a pod that is gone. This module only translates between the API and the cluster:
 
-* bound → ``Running`` after the start delay (``pod-ready`` delay, uniform up to its ``jitter-delay``);
-* ``Running`` → ``Succeeded`` (exit code 0) or ``Failed`` (non-zero) after the run time (``pod-complete`` delay,
-  with its jitter); without one, a Job's pod completes as soon as it runs (KWOK's ``pod-complete`` stage for Job
-  pods, which waits 1 s plus up to 5 s of jitter on a real KWOK; the simulator's Job pods, which take no time) and
-  any other pod runs until deleted;
-* ``activeDeadlineSeconds`` after the bind: ``Failed``, reason ``DeadlineExceeded``, exit code 137;
-* times are the served clock's (:mod:`kubeflux.sim.apiserver.clock`: wall, accelerated or virtual), and so are the
-  stage timers, in the simulator's tie order (endings and deadlines before stages); a pod without a start delay
-  is Running at once, as in the simulator;
-* a Terminating pod (graceful delete) is confirmed at once: its containers stop and the kubelet deletes it with
-  grace 0, as KWOK's ``pod-delete`` stage does;
-* with ``couple`` (a workload replay), the pods of a coupled job compute together as in the simulator
-  (:func:`kubeflux.sim.jobs.coupled_quorum`): a pod of a PodGroup of ``minMember`` > 1 (at most its Job's
-  ``parallelism`` when a Job owns it), or of a Job whose template says ``sim.kubeflux.io/coupled: "true"``
-  (``parallelism``), that runs before the last required one holds its node idle, and all run their run time from
-  the last one's Running. Unlike the simulator, a failed pod does not end the others, and a walltime is the pod's
-  ``activeDeadlineSeconds`` (from its bind).
+* a pod bound through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
+  ``pod-ready`` and ``pod-complete`` stage annotations, ``sim.kubeflux.io/exit-code``, ``activeDeadlineSeconds``;
+  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster (:meth:`Cluster.adopt_pod`, with its
+  API uid, in a job of its own or its coupled job's) and is bound there (:meth:`Cluster.bind_pod`), on the
+  cluster's copy of its node (read from the store: ready and schedulable, as a node's kubelet runs whatever is
+  bound to it; the kubelet's admission refuses a pod that does not fit, ``OutOf<resource>``);
+* a pod deleted through the API (or Terminating: confirmed at once with grace 0, as KWOK's ``pod-delete`` stage
+  does) is deleted in the cluster (:meth:`Cluster.delete_pod`);
+* every change the cluster makes to a bound pod (Running, Succeeded/Failed, ``DeadlineExceeded``, ``PeerFailed``)
+  is written through the ``pods/status`` subresource, once per change, as :func:`kubeflux.sim.podstatus.pod_status`
+  derives it (conditions, container state, ``startTime``), as a kubelet writes it.
+
+So the stages are the simulator's: bound → ``Running`` after the start delay; ``Running`` → ``Succeeded`` (exit
+code 0) or ``Failed`` (non-zero) after the run time (without one, a Job's pod completes as soon as it runs, as
+KWOK's ``pod-complete`` stage for Job pods and the simulator's Job pods have it, and any other pod runs until
+deleted); ``activeDeadlineSeconds`` after the bind: ``Failed``, ``DeadlineExceeded``. With ``couple`` (a workload
+replay) the pods of a coupled job compute together (:func:`kubeflux.sim.jobs.coupled_quorum`: a PodGroup of
+``minMember`` > 1, at most its Job's ``parallelism`` when a Job owns it, or a Job whose template says
+``sim.kubeflux.io/coupled: "true"``), and a pod of a coupled PodGroup that fails ends the others (``PeerFailed``),
+as in ``kubeflux simulate``. The Jobs are the served Job controller's: the cluster's own is off.
 
 Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
 gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
@@ -46,23 +49,25 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubeflux.apiobjects.manifests import ManifestError, format_timestamp, parse_timestamp, pod_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, format_timestamp, node_from_manifest, pod_from_manifest
+from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
-from kubeflux.sim.apiserver.clock import Clock, ServedClock, Timer, VirtualClock
+from kubeflux.sim.apiserver.clock import Clock, Timer, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher
 from kubeflux.sim.clock import Priority
-from kubeflux.sim.jobs import COUPLED_ANNOTATION, timing_of
+from kubeflux.sim.cluster import Cluster
+from kubeflux.sim.jobs import COUPLED_ANNOTATION, SimJob, timing_of
 from kubeflux.sim.pods import Lifecycle, SimPod
 from kubeflux.sim.podstatus import pod_status
 from kubeflux.sim.workloads.manifests import _template
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
+from kubeflux.wallclock import WallClock
 
 __all__ = ["SimulatedKubelet", "record_event"]
 
@@ -128,34 +133,10 @@ def record_event(
         return
 
 
-@dataclass(slots=True, eq=False)
-class _Life:
-    """One bound pod the kubelet runs."""
-
-    sim: SimPod
-    namespace: str
-    name: str
-    timers: list[Timer] = field(default_factory=list)
-    group: _Group | None = None
-    """Its coupled job's pods, when it must compute with them."""
-
-    def cancel(self) -> None:
-        for timer in self.timers:
-            timer.cancel()
-        self.timers.clear()
-
-
-@dataclass(slots=True, eq=False)
-class _Group:
-    """The pods of one coupled job on the kubelets: those that wait, until ``quorum`` run; then it computes."""
-
-    quorum: int
-    waiting: list[_Life] = field(default_factory=list)
-    computing: bool = False
-
-
 class SimulatedKubelet:
-    """Every node's kubelet: follows the pods collection of ``store`` on ``loop`` (the server's loop)."""
+    """Every node's kubelet: follows the pods collection of ``store`` on ``loop`` (the server's loop) and runs the
+    bound pods in :attr:`cluster`, the simulator's :class:`~kubeflux.sim.cluster.Cluster` on the served clock's
+    event loop, writing each pod's status from the cluster's events."""
 
     def __init__(
         self,
@@ -171,13 +152,28 @@ class SimulatedKubelet:
         assert pods is not None and nodes is not None
         self.store, self.loop, self.pods, self.nodes = store, loop, pods, nodes
         self.lifecycle = lifecycle or Lifecycle()
-        self.clock: Clock = clock or ServedClock()
-        """Sets the stage timers (simulated seconds); the store's clock gives the time."""
+        self.clock: Clock = clock or WallClock()
+        """Sets the heartbeat timers (simulated seconds); the store's clock gives the time."""
+        self.time: VirtualClock | WallEvents = (
+            self.clock if isinstance(self.clock, VirtualClock | WallEvents) else WallEvents(self.clock, loop)
+        )
+        """The event loop the cluster runs on: the virtual clock's own, or one the wall clock drives."""
+        self.cluster = Cluster(
+            self.time.events, (), self.lifecycle, couple=couple, job_controller=False, cancellable=True
+        )
+        """The pods' lifecycles: bound pods are adopted and bound here (the served Job controller keeps the Jobs)."""
+        self.cluster.subscribe(self._observe)
         self._random = random.Random(self.lifecycle.seed)
         self.couple = couple
-        self._groups: dict[str, _Group] = {}
-        self.lives: dict[str, _Life] = {}
-        """uid → the life of a bound pod being run."""
+        self._jobs: dict[str, SimJob] = {}
+        """A coupled job's key (see :meth:`_coupled`) → its job in :attr:`cluster`."""
+        self._node_versions: dict[str, str] = {}
+        """Node name → the ``resourceVersion`` of the node :attr:`cluster` holds."""
+        self.lives: dict[str, SimPod] = {}
+        """uid → a bound pod being run."""
+        self._held: dict[SimPod, None] | None = None
+        """While a change read from the API is told to the cluster: the pods whose status to write after it (one
+        write per pod and change)."""
         self.known_pod: Callable[[Object, Object | None], Pod | None] | None = None
         """Asked for a reading of a pod (its version, the previous one) before its manifest is read: the in-process
         schedulers' (:meth:`InProcessSchedulers.known_pod`) when they run."""
@@ -207,8 +203,8 @@ class SimulatedKubelet:
         if isinstance(self.clock, VirtualClock) and self._beat_if_due in self.clock.jumped:
             self.clock.jumped.remove(self._beat_if_due)
         self.store.stop_watch(self.pods, self._watcher)
-        for life in self.lives.values():
-            life.cancel()
+        if isinstance(self.time, WallEvents) and self.time is not self.clock:
+            self.time.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
 
@@ -275,14 +271,12 @@ class SimulatedKubelet:
             self._handle(type_, event.obj, event.prev)
 
     def _handle(self, type_: str, obj: Object, prev: Object | None = None) -> None:
+        """Tell the cluster a change of a pod read from the API (see :meth:`_telling`)."""
         meta = obj["metadata"]
-        uid = meta["uid"]
-        life = self.lives.get(uid)
         if type_ == "DELETED":
-            if life is not None:
-                life.cancel()
-                self._leave(life)
-                del self.lives[uid]
+            sp = self.lives.pop(meta["uid"], None)
+            if sp is not None:
+                self._telling(self._forget, sp)
             return
         node = obj.get("spec", {}).get("nodeName")
         if not node:
@@ -290,15 +284,65 @@ class SimulatedKubelet:
         if meta.get("deletionTimestamp"):
             self._confirm_deletion(obj)
             return
-        if life is None and obj.get("status", {}).get("phase") == "Pending":
-            try:
-                self.store.get(self.nodes, "", node)
-            except ApiError:
-                return  # no such node: no kubelet will ever run it
-            self._admit(obj, prev)
+        phase = obj.get("status", {}).get("phase")
+        sp = self.lives.get(meta["uid"])
+        if sp is None and phase == "Pending":
+            self._telling(self._admit, obj, prev, node)
+        elif sp is not None and sp.finished_at is None and phase in ("Succeeded", "Failed"):
+            del self.lives[meta["uid"]]  # another writer ended it (a test, a KWOK stage): its resources come back
+            self._telling(self._forget, sp)
 
-    def _admit(self, obj: Object, prev: Object | None) -> None:
+    def _telling(self, change: Callable[..., None], *args: Any) -> None:
+        """Run ``change`` on the cluster at the clock's time, write the status of every pod it changed once,
+        then set the timer of the cluster's next entry."""
+        self.time.catch_up()
+        self._held = {}
+        try:
+            change(*args)
+        finally:
+            held, self._held = self._held, None
+            for sp in held:
+                self._write_status(sp)
+        self.time.arm()
+
+    def _observe(self, event: ClusterEvent, now: float) -> None:
+        """The cluster changed a bound pod: its status is written (after the change being told, if any)."""
+        pod = event.obj
+        if event.kind is not EventKind.MODIFIED or not isinstance(pod, Pod) or not pod.node_name:
+            return
+        sp = self.cluster.pods.get(pod.key)
+        if sp is None or sp.pod is not pod:
+            return
+        if self._held is not None:
+            self._held[sp] = None
+        else:
+            self._write_status(sp)
+
+    def _node_index(self, name: str) -> None:
+        """Bring the cluster's copy of node ``name`` up to the store's (a node's kubelet runs whatever is bound to
+        it: the copy is ready and schedulable whatever the API says). Raises ApiError when the store has no such
+        node, ManifestError or ValueError when it cannot be read."""
+        found = self.store.get(self.nodes, "", name)
+        version = found["metadata"].get("resourceVersion", "")
+        if self._node_versions.get(name) == version:
+            return
+        node = node_from_manifest(found)
+        node.ready, node.unschedulable = True, False
+        if name in self.cluster.node_index:
+            self.cluster.update_node(name, allocatable=node.allocatable, labels=node.labels, taints=node.taints)
+        else:
+            self.cluster.add_node(node)
+        self._node_versions[name] = version
+
+    def _admit(self, obj: Object, prev: Object | None, node: str) -> None:
         meta, namespace = obj["metadata"], obj["metadata"]["namespace"]
+        try:
+            self._node_index(node)
+        except ApiError:
+            return  # no such node: no kubelet will ever run it
+        except (ManifestError, ValueError) as exc:
+            record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
+            return
         try:
             known = self.known_pod(obj, prev) if self.known_pod is not None else None
             # a copy: the kubelet moves its pod's phase on, the schedulers' reading must not move with it
@@ -307,59 +351,30 @@ class SimulatedKubelet:
             # the simulator (kubeflux.sim.workloads.manifests) have it; any other pod runs until it is deleted
             owned = any(ref.get("kind") == "Job" for ref in meta.get("ownerReferences") or () if isinstance(ref, dict))
             template = _template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", 0.0 if owned else None)
-            job = WorkloadJob(
+            wjob = WorkloadJob(
                 id=pod.key, submit_time=0.0, kind=JobKind.POD, name=pod.name, namespace=namespace, pods=[template]
             )
-            timing = timing_of(template, job, self.lifecycle, dict(pod.labels), pod.scheduler_name)
+            timing = timing_of(template, wjob, self.lifecycle, dict(pod.labels), pod.scheduler_name)
         except (ManifestError, ValueError) as exc:
             record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
             return
-        now = self.store.clock()
-        sim = SimPod(pod, 0, timing, now)  # a lone pod: no job of the simulator's own
-        sim.bound_at = _bound_at(obj, now)
+        job = self._coupled(obj, wjob) if self.couple else None
+        if job is None:
+            job = self.cluster.add_job(wjob)
+        stale = self.cluster.pods.get(pod.key)
+        if stale is not None:  # an earlier pod of this name, ended and not yet seen deleted
+            self.lives.pop(stale.pod.uid, None)
+            self._forget(stale)
+        pod.node_name, pod.phase = "", PodPhase.PENDING  # the cluster binds it now, as the API did
+        sp = self.cluster.adopt_pod(job, pod, timing)
         if timing.start_jitter > timing.start_delay:
-            sim.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
-        if timing.run_jitter is not None and sim.run_time is not None and timing.run_jitter > sim.run_time:
-            sim.run_time = self._random.uniform(sim.run_time, timing.run_jitter)
-        life = _Life(sim, namespace, meta["name"])
-        if self.couple:
-            life.group = self._group_of(obj)
-        self.lives[meta["uid"]] = life
-        if sim.start_delay > 0:
-            self._write_status(life)  # Initialized, ContainerCreating (with no start delay: Running at once)
-        if pod.active_deadline_seconds is not None:
-            deadline = sim.bound_at + pod.active_deadline_seconds - now
-            life.timers.append(self.clock.call_later(self.loop, deadline, Priority.RELEASE, self._deadline, life))
-        if sim.start_delay > 0:
-            life.timers.append(self.clock.call_later(self.loop, sim.start_delay, Priority.STAGE, self._start, life))
-        else:
-            self._start(life)  # KWOK's fast pod-ready stage: Running at once, as in the simulator
+            sp.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
+        if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
+            sp.run_time = self._random.uniform(sp.run_time, timing.run_jitter)
+        self.lives[meta["uid"]] = sp
+        self.cluster.bind_pod(sp, "", node)
 
-    def _start(self, life: _Life) -> None:
-        sim = life.sim
-        if sim.finished_at is not None:
-            return
-        sim.running_at = self.store.clock()
-        sim.pod.phase = PodPhase.RUNNING
-        self._write_status(life)
-        group = life.group
-        if group is not None and not group.computing:
-            group.waiting.append(life)
-            if len(group.waiting) < group.quorum:
-                return  # holds its node idle until the job's last required pod runs
-            group.computing = True
-            members, group.waiting = group.waiting, []
-            for member in members:
-                self._compute(member)
-            return
-        self._compute(life)
-
-    def _compute(self, life: _Life) -> None:
-        run_time = life.sim.run_time
-        if run_time is not None:
-            life.timers.append(self.clock.call_later(self.loop, run_time, Priority.RELEASE, self._complete, life))
-
-    def _group_of(self, obj: Object) -> _Group | None:
+    def _coupled(self, obj: Object, wjob: WorkloadJob) -> SimJob | None:
         """The coupled job a pod belongs to (see the module docstring), read from its PodGroup or Job; None when
         it computes on its own."""
         meta = obj["metadata"]
@@ -368,7 +383,7 @@ class SimulatedKubelet:
         parallelism: int | None = None
         if owner:
             parallelism = int(self._spec("batch", "v1", "jobs", namespace, owner).get("parallelism") or 1)
-        group, quorum, key = labels.get(POD_GROUP_LABEL), 0, ""
+        group, quorum, key, kind = labels.get(POD_GROUP_LABEL), 0, "", JobKind.POD_GROUP
         if group:
             found = self._spec("scheduling.x-k8s.io", "v1alpha1", "podgroups", namespace, group)
             quorum = int(found.get("minMember") or 0)
@@ -376,13 +391,14 @@ class SimulatedKubelet:
                 quorum = min(quorum, parallelism)
             key = f"{namespace}/podgroup/{group}"
         elif owner and str((meta.get("annotations") or {}).get(COUPLED_ANNOTATION, "")).strip().lower() == "true":
-            quorum, key = parallelism or 1, f"{namespace}/job/{owner}"
+            quorum, key, kind = parallelism or 1, f"{namespace}/job/{owner}", JobKind.JOB
         if quorum <= 1:
             return None
-        coupled = self._groups.get(key)
-        if coupled is None:
-            coupled = self._groups[key] = _Group(quorum)
-        return coupled
+        job = self._jobs.get(key)
+        if job is None:
+            wjob.id, wjob.kind, wjob.name = key, kind, key.rsplit("/", 1)[1]
+            job = self._jobs[key] = self.cluster.add_job(wjob, quorum)
+        return job
 
     def _spec(self, group: str, version: str, plural: str, namespace: str, name: str) -> Object:
         """The ``spec`` of an object in the store; empty when it is not there."""
@@ -394,44 +410,23 @@ class SimulatedKubelet:
         spec = found.get("spec")
         return spec if isinstance(spec, dict) else {}
 
-    def _leave(self, life: _Life) -> None:
-        """An ended pod no longer waits with its coupled job."""
-        group = life.group
-        if group is not None and life in group.waiting:
-            group.waiting.remove(life)
+    def _forget(self, sp: SimPod) -> None:
+        """The pod left the API: the cluster deletes it (a running pod is killed; a coupled job's peers end, as in
+        the simulator); its own status is not written (there is no pod to write it on)."""
+        if self.cluster.pods.get(sp.pod.key) is sp:
+            self.cluster.delete_pod(sp.pod.key)
+        if self._held is not None:
+            self._held.pop(sp, None)
 
-    def _complete(self, life: _Life) -> None:
-        code = life.sim.exit_code
-        self._end(
-            life,
-            PodPhase.SUCCEEDED if code == 0 else PodPhase.FAILED,
-            code,
-            "Completed" if code == 0 else "Error",
-            "",
-            "",
-        )
-
-    def _deadline(self, life: _Life) -> None:
-        message = "Pod was active on the node longer than the specified deadline"
-        self._end(life, PodPhase.FAILED, 137, "DeadlineExceeded", "DeadlineExceeded", message)
-
-    def _end(self, life: _Life, phase: PodPhase, code: int, container_reason: str, reason: str, message: str) -> None:
-        sim = life.sim
-        if sim.finished_at is not None:
-            return
-        sim.finished_at = self.store.clock()
-        sim.exit_code, sim.container_reason, sim.reason, sim.status_message = code, container_reason, reason, message
-        sim.pod.phase = phase
-        life.cancel()
-        self._leave(life)
-        self._write_status(life)
-
-    def _write_status(self, life: _Life) -> None:
+    def _write_status(self, sp: SimPod) -> None:
+        pod = sp.pod
         try:
-            current = self.store.get(self.pods, life.namespace, life.name)
+            current = self.store.get(self.pods, pod.namespace, pod.name)
         except ApiError:
             return
-        status = _rfc3339(pod_status(life.sim))
+        if current["metadata"]["uid"] != pod.uid:
+            return  # another pod of the same name
+        status = _rfc3339(pod_status(sp))
         previous = current.get("status", {})
         images = {c.get("name"): c.get("image", "") for c in current.get("spec", {}).get("containers") or ()}
         for container in status.get("containerStatuses", ()):
@@ -443,16 +438,15 @@ class SimulatedKubelet:
                 status[kept] = previous[kept]
         updated = {**current, "status": status}  # a status write reads only the status
         try:
-            self.store.update(self.pods, life.namespace, life.name, updated, "status", trusted=True)
+            self.store.update(self.pods, pod.namespace, pod.name, updated, "status", trusted=True)
         except ApiError:
             return
 
     def _confirm_deletion(self, obj: Object) -> None:
         meta = obj["metadata"]
-        life = self.lives.pop(meta["uid"], None)
-        if life is not None:
-            life.cancel()
-            self._leave(life)
+        sp = self.lives.pop(meta["uid"], None)
+        if sp is not None:
+            self._telling(self._forget, sp)
         try:
             self.store.delete(self.pods, meta["namespace"], meta["name"], grace=0, uid=meta["uid"])
         except ApiError:
@@ -462,13 +456,3 @@ class SimulatedKubelet:
 def _micro_time(seconds: float) -> str:
     """``metav1.MicroTime``: RFC 3339 with microseconds, as Lease renew times are written."""
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _bound_at(obj: Object, default: float) -> float:
-    for condition in obj.get("status", {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            try:
-                return parse_timestamp(condition["lastTransitionTime"])
-            except (KeyError, TypeError, ValueError):
-                return default
-    return default

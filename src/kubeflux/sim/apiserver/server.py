@@ -35,7 +35,7 @@ from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
-from kubeflux.sim.apiserver.clock import Clock, ServedClock, VirtualClock
+from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
@@ -48,6 +48,7 @@ from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.tls import TlsFiles
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.model import JobKind, Workload
+from kubeflux.wallclock import WallClock
 
 __all__ = ["CONTROLLERS", "STORE_CONTROLLERS", "ApiServer", "kubeconfig", "node_manifest"]
 
@@ -195,7 +196,7 @@ class ApiServer:
         until_done: bool = False,
         tls: TlsFiles | None = None,
     ) -> None:
-        self.clock: Clock = clock or ServedClock()
+        self.clock: Clock = clock or WallClock()
         self.tls = tls
         """The certificate and key served (HTTPS), or None (HTTP)."""
         self.store = store or Store(default_registry(), clock=self.clock)
@@ -314,14 +315,16 @@ class ApiServer:
 
     async def _serve_cluster(self, server: uvicorn.Server) -> None:
         loop = self._loop = asyncio.get_running_loop()
+        # one event loop for every timer and pod stage: the virtual clock's, or the simulator's run in wall time
+        timers = self.clock if isinstance(self.clock, VirtualClock) else WallEvents(self.clock, loop)
         if self._with_kubelet:
             couple = self.workload is not None  # a replay's coupled jobs compute together, as in the simulator
-            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, self.clock, couple=couple)
+            self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, timers, couple=couple)
         if "podgroup" in self.controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
-            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, self.clock, paced=paced)
+            self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
             self.app.queue.serve(self.schedulers.schedulers)
             if self.kubelet is not None:
                 self.kubelet.known_pod = self.schedulers.known_pod
@@ -331,7 +334,7 @@ class ApiServer:
             self.replay = WorkloadReplay(
                 self.store,
                 loop,
-                self.clock,
+                timers,
                 self.workload,
                 self.nodes,
                 lifecycle=self.lifecycle,
@@ -342,7 +345,7 @@ class ApiServer:
                 self.schedulers.rejected.append(self.replay.book.rejected)
         if "job" in self.controllers:
             skip = self.replay.owns_job if self.replay is not None else (lambda uid: False)
-            self.job_controller = JobController(self.store, loop, self.clock, skip)
+            self.job_controller = JobController(self.store, loop, timers, skip)
         pacing: asyncio.Future[None] | None = None
         if isinstance(self.clock, VirtualClock):
             pacing = asyncio.ensure_future(self._pacer(self.clock).run())
@@ -364,6 +367,8 @@ class ApiServer:
                 self.job_controller.stop()
             if self.replay is not None:
                 self.replay.stop()
+            if isinstance(timers, WallEvents):
+                timers.stop()
 
     def _pacer(self, clock: VirtualClock) -> Pacer:
         internal = [core.name for core in self._scheduler_cores]
