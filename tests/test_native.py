@@ -154,7 +154,14 @@ def test_kubeflux_version_says_which_engine_runs() -> None:
         [sys.executable, "-m", "kubeflux.cli", "version"], capture_output=True, text=True, check=True
     )
     expected = "compiled (mypyc" if kubeflux.match.COMPILED else "pure Python"
-    assert result.stdout.splitlines()[1].startswith(f"kubeflux.match: {expected}")
+    lines = result.stdout.splitlines()[1:]
+    assert [line.split(":")[0] for line in lines] == [
+        "kubeflux.apiobjects",
+        "kubeflux.match",
+        "kubeflux.scheduler",
+        "kubeflux.sim",
+    ]  # every compiled group, each one line
+    assert all(line.split(": ", 1)[1].startswith(expected) for line in lines)
 
 
 @pytest.mark.parametrize(("ci", "strict"), [("true", True), ("", False)], ids=["CI=true", "local"])
@@ -183,5 +190,6 @@ def test_whole_workloads_run_compiled_give_the_pure_runs_answers() -> None:
     compiled = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     pure_env = {**os.environ, "KUBEFLUX_PURE": "1"}
     pure = json.loads(subprocess.run(command, env=pure_env, capture_output=True, text=True, check=True).stdout)
-    assert compiled["engine"].count("compiled (mypyc") == 3 and "KUBEFLUX_PURE" in pure["engine"]
+    # every compiled group: apiobjects, match, scheduler, sim
+    assert compiled["engine"].count("compiled (mypyc") == 4 and "KUBEFLUX_PURE" in pure["engine"]
     assert compiled["digests"] and compiled["digests"] == pure["digests"]

@@ -21,7 +21,11 @@ def _root() -> None:
 @app.command()
 def version() -> None:
     """Print kubeflux's version, and which engine runs: compiled (mypyc, built by ``make``) or pure Python."""
-    import kubeflux.match  # noqa: F401  (importing the engine settles which one runs)
+    # importing each compiled group settles which engine it runs
+    import kubeflux.apiobjects
+    import kubeflux.match
+    import kubeflux.scheduler
+    import kubeflux.sim  # noqa: F401
     from kubeflux import __version__, _native
 
     typer.echo(__version__)
