@@ -115,6 +115,17 @@ def test_nothing_listening_is_exit_1_naming_the_port_and_the_flag() -> None:
     assert "cannot reach http://127.0.0.1:9/kubeflux/queue" in result.output and "--operations-port" in result.output
 
 
+def test_a_server_given_as_host_and_port_is_asked_over_http() -> None:
+    result = _queue("--server", "127.0.0.1:9")
+    assert result.exit_code == 1 and "cannot reach http://127.0.0.1:9/kubeflux/queue" in result.output
+
+
+def test_a_server_that_is_no_url_is_said_without_a_traceback() -> None:
+    result = _queue("--server", "http://[::1")
+    assert result.exit_code == 1 and "--server 'http://[::1': not a URL kubeflux queue can ask" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
 def test_a_missing_kubeconfig_is_exit_2(tmp_path: Path) -> None:
     result = _queue("--kubeconfig", str(tmp_path / "nope"))
     assert result.exit_code == 2 and "no such file" in result.output

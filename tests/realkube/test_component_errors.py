@@ -261,9 +261,15 @@ RACES = {
     'failed to apply stage err=*: pods "*" not found': (
         "KWOK plays a stage (patch, delete) on a pod that was deleted meanwhile; on the real server in every run"
     ),
+    'Server rejected event (will not retry!)" err="namespaces \\"*\\" not found': (
+        "the Deployment controller syncs a Deployment still in its informer's cache after the namespace controller "
+        "deleted it and its namespace went (the Deployment's DELETED and the ReplicaSet's come on two watches, in "
+        "either order), and its event about the refused ReplicaSet finds no namespace: seen once in CI against "
+        "cluster serve (session 18), not in 5 runs before or after, nor yet against the real server"
+    ),
 }
-"""Error lines that depend on which of two concurrent things happens first, seen with the real server too but not
-in every run (fnmatch pattern → why): left out on both sides."""
+"""Error lines that depend on which of two concurrent things happens first (fnmatch pattern → why): left out on
+both sides. Each was seen with the real server too, but not in every run, unless its why says otherwise."""
 
 
 def errors_of(logs: dict[str, str]) -> dict[str, set[str]]:

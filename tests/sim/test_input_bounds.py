@@ -209,6 +209,22 @@ CASES = [
         ("platform: 4 nodes × 4 cores from t.swf's header (MaxNodes: 4, MaxProcs: 16)",),
     ),
     Case(
+        "memory-per-node-negative",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE,
+        ("-s", "fcfs", "--nodes", "4", "--cores-per-node", "4", "--memory-per-node=-5Gi"),
+        2,
+        ("memory per node must be between 0 and 8Ei (int64 bytes), got '-5Gi'",),
+    ),
+    Case(
+        "memory-per-node-1e400",
+        "t.swf",
+        SWF_HEADER + GOOD_SWF_LINE,
+        ("-s", "fcfs", "--nodes", "4", "--cores-per-node", "4", "--memory-per-node=1e400"),
+        2,
+        ("memory per node must be between 0 and 8Ei (int64 bytes), got '1e400'",),
+    ),
+    Case(
         "no-platform-no-cluster",
         "t.swf",
         GOOD_SWF_LINE,

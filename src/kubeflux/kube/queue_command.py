@@ -111,11 +111,15 @@ def render_queue(document: dict[str, Any], scheduler: str | None = None) -> Rend
 
 
 def _fetch_url(server: str) -> bytes:
+    if "://" not in server:  # host:port, as kubectl's --server takes it
+        server = "http://" + server
     url = server.rstrip("/") + QUEUE_PATH
     try:
         with urllib.request.urlopen(url, timeout=15) as response:
             data: bytes = response.read()
             return data
+    except ValueError as exc:  # not a URL urllib can send to (an unknown scheme, a broken IPv6 address)
+        raise QueueUnavailable(f"--server {server!r}: not a URL kubeflux queue can ask: {exc}") from None
     except urllib.error.HTTPError as exc:
         body = exc.read().decode("utf-8", "replace").strip()[:300]
         if exc.code == 404:

@@ -185,8 +185,10 @@ def describe_cluster(nodes: Sequence[Node]) -> str:
     return f"{count}: {total_cores:,} cores" + (f", {total_gpus:,} GPUs" if total_gpus else "")
 
 
-def _gibibytes(amount: float) -> str:
-    return f"{amount / 2**30:,.0f} GiB" if amount >= 2**30 else f"{amount / 2**20:,.0f} MiB"
+def _gibibytes(amount: int) -> str:
+    """Bytes, rounded to whole GiB or MiB (integer arithmetic: a cluster file's memory may exceed a float)."""
+    whole = int(amount)
+    return f"{(whole + 2**29) >> 30:,} GiB" if whole >= 2**30 else f"{(whole + 2**19) >> 20:,} MiB"
 
 
 def _list_schedulers(console: Console) -> None:

@@ -53,6 +53,10 @@ def read_cluster(path: Path | str) -> list[Node]:
     return nodes
 
 
+MAX_NODE_MEMORY = 2**63 - 1
+"""The most memory a node may state, in bytes: Kubernetes keeps a quantity's value in an int64."""
+
+
 def uniform_cluster(
     nodes: int,
     cores_per_node: int,
@@ -77,6 +81,8 @@ def uniform_cluster(
         memory = bytes_(memory_per_node)
     except QuantityError as exc:
         raise ValueError(f"memory_per_node: {exc}") from exc
+    if not 0 <= memory <= MAX_NODE_MEMORY:
+        raise ValueError(f"memory per node must be between 0 and 8Ei (int64 bytes), got {memory_per_node!r}")
     pods = max_pods if max_pods is not None else max(DEFAULT_MAX_PODS, cores_per_node)
     per_rack = -(-nodes // racks) if racks > 0 else 0
     result = []
