@@ -24,8 +24,17 @@ from dataclasses import dataclass
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.filtering import NodeFilter
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.interface import (
+    Bind,
+    ClusterEvent,
+    Decision,
+    EventKind,
+    PodWarning,
+    Reject,
+    Unschedulable,
+)
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.profile import Profile
@@ -72,15 +81,39 @@ class Cluster:
         if now is not None:
             self.now = now
         decisions = self.scheduler.schedule(self.now)
-        for d in decisions:
-            if isinstance(d, Bind):
-                p = self.pods[d.pod]
-                p.node_name = d.node
-                p.annotations = {**p.annotations, **d.annotations}
-                p.phase = PodPhase.RUNNING
-                self.tell(MODIFIED, p)
+        apply_decisions(self.scheduler.name, decisions, self, self.scheduler, self.now)
         self.check()
         return decisions
+
+    # -- the DecisionSink that apply_decisions writes to: binds are applied, the rest is only returned ----------
+    def pod(self, key: str, uid: str) -> Pod | None:
+        found = self.pods.get(key)
+        return found if found is not None and (not uid or found.uid == uid) else None
+
+    def not_found(self, key: str) -> str:
+        return f"pods {key!r} not found"
+
+    def owner(self, pod: Pod) -> str:
+        return pod.scheduler_name
+
+    def bind(self, pod: Pod, decision: Bind) -> str:
+        pod.node_name = decision.node
+        pod.annotations = {**pod.annotations, **decision.annotations}
+        pod.phase = PodPhase.RUNNING
+        self.tell(MODIFIED, pod)
+        return ""
+
+    def unschedulable(self, pod: Pod, decision: Unschedulable) -> None:
+        pass
+
+    def reject(self, pod: Pod, decision: Reject) -> None:
+        pass
+
+    def warn(self, pod: Pod, decision: PodWarning) -> None:
+        pass
+
+    def problem(self, message: str) -> None:
+        raise AssertionError(message)  # a decision the scheduler should never make
 
     def end(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
         p = self.pods[f"default/{name}"]
