@@ -144,7 +144,10 @@ CASES = [
         job(2**31),
         ("-s", "fcfs", "--strict", *CLUSTER),
         2,
-        ("Job default/j: spec.completions: must be at most 2147483647 (int32), got 2147483648",),
+        (
+            "Job default/j: spec.completions: json: cannot unmarshal number 2147483648 into Go struct field "
+            "JobSpec.spec.completions of type int32",
+        ),
     ),
     Case(
         "submit-time-annotation-inf",

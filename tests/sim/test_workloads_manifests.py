@@ -133,7 +133,7 @@ def test_bad_documents_are_reported_with_document_index_and_field(tmp_path: Path
         pod("bad-exit", annotations='"sim.kubeflux.io/exit-code": "-3"'),
         pod("bad-time", annotations='"sim.kubeflux.io/submit-time": "yesterday"'),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n",
-        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {completions: 0, template: {spec: {}}}\n",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {completions: -1, template: {spec: {}}}\n",
         pod("orphan", labels="scheduling.x-k8s.io/pod-group: nowhere"),
         "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: empty}\nspec: {minMember: 0}\n",
     ]
@@ -149,7 +149,8 @@ def test_bad_documents_are_reported_with_document_index_and_field(tmp_path: Path
         "w.yaml: document 5: Pod default/bad-time: metadata.annotations.sim.kubeflux.io/submit-time: "
         "must be a non-negative number of seconds, got 'yesterday'; skipped",
         "w.yaml: document 6: kind 'ConfigMap' is not a workload object; skipped",
-        "w.yaml: document 7: Job default/j: spec.completions: must be an integer of at least 1, got 0; skipped",
+        "w.yaml: document 7: Job default/j: spec.completions: Invalid value: -1: must be greater than or equal to 0; "
+        "skipped",
         "w.yaml: document 9: PodGroup default/empty: spec.minMember: must be a positive integer, got 0; skipped",
         "w.yaml: document 8: Pod default/orphan names PodGroup default/nowhere, which the file does not define; "
         "it runs as a lone pod",
@@ -210,8 +211,11 @@ spec:
     indexed = read_manifests(write(tmp_path, job.replace("{spec}", "completions: 3\n  completionMode: Indexed")))
     assert indexed.jobs[0].indexed and indexed.jobs[0].completions == 3
     for spec, problem in (
-        ("completionMode: Indexed", "spec.completions: required when completionMode is Indexed"),
-        ("completions: 2\n  completionMode: Sometimes", "spec.completionMode: must be NonIndexed or Indexed"),
+        (
+            "completionMode: Indexed\n  parallelism: 2",
+            "spec.completions: Required value: when completion mode is Indexed",
+        ),
+        ("completions: 2\n  completionMode: Sometimes", 'spec.completionMode: Unsupported value: "Sometimes"'),
     ):
         workload = read_manifests(write(tmp_path, job.replace("{spec}", spec)))
         assert not workload.jobs and problem in workload.problems[0]

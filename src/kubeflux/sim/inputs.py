@@ -172,6 +172,7 @@ def endless_pods(workload: Workload) -> int:
 
 
 def tell_endless_pods(workload: Workload, console: Console) -> None:
+    """A note on pods without a run time, and on Jobs of ``parallelism: 0`` (valid, but they never make a pod)."""
     from kubeflux.sim.workloads.manifests import RUN_TIME_ANNOTATION
 
     count = endless_pods(workload)
@@ -179,6 +180,13 @@ def tell_endless_pods(workload: Workload, console: Console) -> None:
         console.print(
             f"note: {count} pod(s) have no run time (annotation {RUN_TIME_ANNOTATION}): they run until deleted, as "
             "on KWOK, so their jobs never finish; --default-runtime SECONDS gives them one",
+            highlight=False,
+        )
+    idle = [job.id for job in workload.jobs if job.kind is JobKind.JOB and job.parallelism == 0 and job.completions]
+    if idle:
+        console.print(
+            f"note: {len(idle)} Job(s) have parallelism 0 (first: {escape(idle[0])}): Kubernetes creates no pod for "
+            "them until it is raised, so they never finish",
             highlight=False,
         )
 

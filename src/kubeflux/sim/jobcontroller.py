@@ -91,6 +91,9 @@ class JobController:
         """A Job was created: arm its ``activeDeadlineSeconds`` and create its first wave of pods."""
         deadline = job.wjob.active_deadline_seconds
         loop = self.cluster.loop
+        if job.succeeded >= job.wjob.completions:  # completions: 0 — complete at once, as kube-controller-manager
+            self.cluster.finish_job(job)
+            return
         if deadline is not None:
             loop.schedule(loop.now + deadline, Priority.RELEASE, self._deadline, job)
         self._fill(job)

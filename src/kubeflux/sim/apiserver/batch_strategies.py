@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems
 from kubeflux.apiobjects.manifests import pod_from_manifest, podgroup_from_manifest
 from kubeflux.sim.apiserver.core_strategies import (
     default_template_spec,
@@ -46,14 +47,16 @@ class JobStrategy(Strategy):
     orphan_by_default = True
     fields = frozenset({"status.successful"})
 
+    def decode_error(self, obj: Object) -> str:
+        problem = job_decode_error(obj.get("spec"))
+        return problem.message if problem else ""
+
     def prepare_create(self, obj: Object, now: str) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
         meta = obj["metadata"]
-        if "completions" not in spec and "parallelism" not in spec:
-            spec["completions"] = 1
-        spec.setdefault("parallelism", 1)
+        spec.update(count_defaults(spec))
         spec.setdefault("backoffLimit", 6)
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
@@ -86,19 +89,8 @@ class JobStrategy(Strategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return [required("spec")]
-        causes: list[Cause] = []
-        for field in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
-            value = spec.get(field)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                causes.append(Cause(f"spec.{field}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
-        if spec.get("completionMode") not in ("NonIndexed", "Indexed"):
-            causes.append(
-                Cause(
-                    "spec.completionMode",
-                    f"Unsupported value: {spec.get('completionMode')!r}",
-                    "FieldValueNotSupported",
-                )
-            )
+        name = str(obj["metadata"].get("name") or "")
+        causes = [Cause(p.field, p.message, p.reason) for p in job_problems(name, spec)]
         template = spec.get("template")
         if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
             return [*causes, required("spec.template.spec")]

@@ -6,8 +6,8 @@ Times: every time or duration a workload states (SWF submit, run and requested t
 no longer tells a second from the next one at the scale of the run (``1e23 + 10 == 1e23``), so a job submitted
 then would never be seen to end.
 
-Counts: a ``batch/v1`` Job's ``completions`` and ``parallelism`` are Kubernetes' ``int32`` (at most
-:data:`MAX_INT32`), and at most :data:`MAX_INDEXED_COMPLETIONS` for an Indexed Job, as the API server validates.
+Counts: a ``batch/v1`` Job's are held to what the API server accepts (:mod:`kubeflux.apiobjects.batchjob`, the
+one validation ``simulate`` and ``cluster serve`` share); what a valid Job may still cost is the memory budget's.
 
 Memory: :func:`estimate_bytes` is what a run of a workload on a cluster will hold at its peak, from figures
 measured on this simulator (:data:`BYTES_PER_POD`, :data:`BYTES_PER_JOB`, :data:`BYTES_PER_NODE`,
@@ -24,9 +24,6 @@ from kubeflux.sim.workloads.model import JobKind, Workload
 
 MAX_SECONDS = 100 * 365 * 86_400
 """3,153,600,000 s: the largest time or duration a workload may state (100 years)."""
-MAX_INT32 = 2**31 - 1
-MAX_INDEXED_COMPLETIONS = 100_000
-"""Kubernetes' limit on ``completions`` (and ``parallelism``) of an Indexed Job."""
 
 BYTES_PER_POD = 2_048
 """A pod as the run holds it, its records included (measured: 1.15 KB per pod of a 50,000-completion Job)."""
@@ -110,8 +107,6 @@ __all__ = [
     "BYTES_PER_NODE",
     "BYTES_PER_POD",
     "DEFAULT_MEMORY_BUDGET",
-    "MAX_INDEXED_COMPLETIONS",
-    "MAX_INT32",
     "MAX_SECONDS",
     "budget_problem",
     "cluster_bytes",

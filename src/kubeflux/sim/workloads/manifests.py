@@ -8,7 +8,9 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
 * a **Job** (``batch/v1``): a ``job`` job whose one pod template runs ``completions`` times, ``parallelism`` at a
   time, retried up to ``backoffLimit`` times, killed ``activeDeadlineSeconds`` after it starts. ``completions``
   defaults to 1, or to ``parallelism`` when only that is set (Kubernetes' work-queue mode, where every one of
-  the ``parallelism`` pods runs once); ``parallelism`` defaults to 1 and ``backoffLimit`` to 6. When the pod
+  the ``parallelism`` pods runs once); ``parallelism`` defaults to 1 and ``backoffLimit`` to 6. The spec is held
+  to what the API server accepts, in its words (:mod:`kubeflux.apiobjects.batchjob`, shared with ``cluster
+  serve``): ``completions: 0`` completes at once, ``parallelism: 0`` never runs a pod. When the pod
   template carries the pod-group label of a PodGroup in the file, the Job is that gang (``min_member`` and
   ``scheduleTimeoutSeconds`` from the PodGroup);
 * a **PodGroup** and the bare Pods labelled with its name: one ``podgroup`` job (a gang of ``minMember``).
@@ -53,11 +55,12 @@ from typing import Any
 
 import yaml
 
+from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
 from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.workloads.errors import WorkloadError
-from kubeflux.sim.workloads.limits import MAX_INDEXED_COMPLETIONS, MAX_INT32, seconds_problem
+from kubeflux.sim.workloads.limits import seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
@@ -201,38 +204,22 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise ManifestError(label, "spec", "required")
-
-    def count(field: str, minimum: int) -> int | None:
-        value = spec.get(field)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ManifestError(label, f"spec.{field}", f"must be an integer of at least {minimum}, got {value!r}")
-        if value > MAX_INT32:
-            raise ManifestError(label, f"spec.{field}", f"must be at most {MAX_INT32} (int32), got {value!r}")
-        return value
-
-    parallelism = count("parallelism", 1)
-    completions = count("completions", 1)
-    backoff = count("backoffLimit", 0)
-    deadline = count("activeDeadlineSeconds", 1)
-    mode = spec.get("completionMode", "NonIndexed")
-    if mode not in ("NonIndexed", "Indexed"):
-        raise ManifestError(label, "spec.completionMode", f"must be NonIndexed or Indexed, got {mode!r}")
-    if mode == "Indexed" and completions is None:
-        raise ManifestError(label, "spec.completions", "required when completionMode is Indexed")
-    if mode == "Indexed":  # the API server's limit (k8s.io/kubernetes pkg/apis/batch/validation)
-        for field, value in (("completions", completions), ("parallelism", parallelism)):
-            if value is not None and value > MAX_INDEXED_COMPLETIONS:
-                raise ManifestError(
-                    label,
-                    f"spec.{field}",
-                    f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} when completion mode is Indexed, "
-                    f"got {value}",
-                )
-    if completions is None:
+    problem = job_decode_error(spec)  # the one validation cluster serve's Job strategy makes too
+    if problem is not None:
+        raise ManifestError(label, problem.field, problem.message)
+    spec = {**spec, **count_defaults(spec)}
+    problems = job_problems(name, spec)
+    if problems:
+        also = "".join(f"; {p.field}: {p.message}" for p in problems[1:])
+        raise ManifestError(label, problems[0].field, problems[0].message + also)
+    parallelism: int = spec["parallelism"]
+    completions: int | None = spec.get("completions")
+    backoff: int | None = spec.get("backoffLimit")
+    deadline: int | None = spec.get("activeDeadlineSeconds")
+    mode = spec.get("completionMode") or "NonIndexed"
+    if completions is None:  # work-queue mode: each of the parallelism pods runs once (none: it never runs)
         completions = parallelism or 1
-    parallelism = min(parallelism or 1, completions)
+    parallelism = min(parallelism, completions)
     template_obj = spec.get("template")
     if not isinstance(template_obj, dict):
         raise ManifestError(label, "spec.template", "required")

@@ -1,0 +1,166 @@
+"""One validation for ``batch/v1`` Jobs: ``simulate`` and ``cluster serve`` give the same Job the same verdict, in
+the words of the real kube-apiserver v1.36 (``pkg/apis/batch/validation``; int32 counts refused when decoding).
+
+Each case is sent to ``cluster serve`` (its HTTP status and message) and read by ``simulate``'s manifest reader
+(accepted, or skipped with a problem quoting the same message)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.workloads.manifests import read_manifests
+from tests.sim.apiserver.conftest import start_server
+
+INT32 = "into Go struct field JobSpec.spec.{} of type int32"
+
+
+def job(name: str = "j", **spec: Any) -> dict[str, Any]:
+    template = {
+        "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "10s"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {**spec, "template": template}}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    job: dict[str, Any]
+    status: int
+    """cluster serve's answer: 201, 400 (not decodable) or 422 (invalid)."""
+    says: str = ""
+
+
+CASES = [
+    Case("completions-0-completes-at-once", job(completions=0), 201),
+    Case("parallelism-0-waits", job(parallelism=0, completions=2), 201),
+    Case("int32-max-completions", job(completions=2**31 - 1), 201),
+    Case(
+        "completions-beyond-int32",
+        job(completions=2**31),
+        400,
+        "json: cannot unmarshal number 2147483648 " + INT32.format("completions"),
+    ),
+    Case(
+        "parallelism-beyond-int32",
+        job(parallelism=10**12),
+        400,
+        "json: cannot unmarshal number 1000000000000 " + INT32.format("parallelism"),
+    ),
+    Case(
+        "completions-a-fraction",
+        job(completions=1.5),
+        400,
+        "json: cannot unmarshal number 1.5 " + INT32.format("completions"),
+    ),
+    Case(
+        "completions-a-string",
+        job(completions="3"),
+        400,
+        "json: cannot unmarshal string " + INT32.format("completions"),
+    ),
+    Case("completions-negative", job(completions=-1), 422, "Invalid value: -1: must be greater than or equal to 0"),
+    Case("backoff-limit-negative", job(backoffLimit=-3), 422, "Invalid value: -3: must be greater than or equal to 0"),
+    Case("indexed-without-counts-defaults-to-one", job(completionMode="Indexed"), 201),
+    Case(
+        "indexed-without-completions",
+        job(completionMode="Indexed", parallelism=2),
+        422,
+        "Required value: when completion mode is Indexed",
+    ),
+    Case("indexed-a-million-completions-short-name", job(completions=10**6, completionMode="Indexed"), 201),
+    Case(
+        "indexed-parallelism-beyond-100000",
+        job(completions=200_000, parallelism=100_001, completionMode="Indexed"),
+        422,
+        "Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed",
+    ),
+    Case(
+        "indexed-hostname-beyond-a-dns-label",
+        job("a" * 60, completions=10_000, completionMode="Indexed"),
+        422,
+        "will not able to create pod with invalid DNS label: " + "a" * 60 + "-9999",
+    ),
+    Case(
+        "unknown-completion-mode",
+        job(completionMode="Sometimes"),
+        422,
+        'Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"',
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    served = start_server(tmp_path_factory.mktemp("serve"), nodes=1)
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def post_job(server: ApiServer, body: dict[str, Any], namespace: str) -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        if namespace != "default":
+            namespace_body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            connection.request("POST", "/api/v1/namespaces", json.dumps(namespace_body))
+            connection.getresponse().read()
+        path = f"/apis/batch/v1/namespaces/{namespace}/jobs?dryRun=All"
+        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read()).get("message", "")
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_simulate_and_cluster_serve_agree_on_a_job(server: ApiServer, tmp_path: Path, case: Case) -> None:
+    status, message = post_job(server, case.job, "default")
+    assert status == case.status, message
+    assert case.says in message
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(case.job))
+    workload = read_manifests(path)
+    if case.status == 201:
+        assert [j.id for j in workload.jobs] == [f"default/{case.job['metadata']['name']}"], workload.problems
+        assert workload.problems == []
+    else:
+        assert workload.jobs == []
+        assert len(workload.problems) == 1 and case.says in workload.problems[0], workload.problems
+
+
+def run(tmp_path: Path, body: dict[str, Any]) -> tuple[int, str, list[str]]:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(body))
+    out = tmp_path / "out"
+    args = ["simulate", "-w", str(path), "-s", "fcfs", "--nodes", "1", "--cores-per-node", "4", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    rows = (out / "fcfs" / "jobs.csv").read_text().splitlines() if result.exit_code in (0, 3) else []
+    return result.exit_code, " ".join(result.output.split()), [r for r in rows if not r.startswith("#")]
+
+
+def test_a_job_of_zero_completions_completes_at_once_in_simulate(tmp_path: Path) -> None:
+    code, output, rows = run(tmp_path, job(completions=0))
+    assert code == 0, output
+    assert rows[1].startswith("default/j,") and ",COMPLETED_SUCCESSFULLY," in rows[1]
+
+
+def test_a_job_of_parallelism_zero_is_said_to_never_run(tmp_path: Path) -> None:
+    code, output, _ = run(tmp_path, job(parallelism=0, completions=2))
+    assert code == 3
+    assert "note: 1 Job(s) have parallelism 0 (first: default/j): Kubernetes creates no pod for them" in output
