@@ -129,17 +129,17 @@ def choose_cluster(
 
 
 def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:
-    """Raise ValueError when a run of ``workload`` on ``nodes`` would need more than ``budget`` bytes (one run at
-    a time, plus the records of the runs before it: :mod:`kubeflux.sim.workloads.limits`)."""
-    from kubeflux.sim.workloads.limits import BYTES_PER_JOB, budget_problem, estimate_bytes, pod_count
+    """Raise ValueError when the runs of ``workload`` on ``nodes`` under ``schedulers`` schedulers would need more
+    than ``budget`` bytes (one run at a time, plus the records of the runs before it:
+    :func:`kubeflux.sim.workloads.limits.estimate_bytes`)."""
+    from kubeflux.sim.workloads.limits import budget_problem, estimate_bytes, pod_count
     from kubeflux.sim.workloads.mapping import whole_cores
 
     schedulable = [node for node in nodes if not node.unschedulable]
     largest = max((whole_cores(node) for node in schedulable), default=0)
     total = sum(whole_cores(node) for node in schedulable)
     pods = pod_count(workload, largest, total)
-    estimate = estimate_bytes(workload, len(nodes), largest, total)
-    estimate += (schedulers - 1) * (pods + len(workload.jobs)) * BYTES_PER_JOB // 6  # kept records: ~0.5 KB each
+    estimate = estimate_bytes(workload, len(nodes), largest, total, runs=schedulers)
     jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {schedulers} scheduler(s)"
     problem = budget_problem(f"{workload.name}: {jobs}", estimate, budget)
     if problem is not None:
