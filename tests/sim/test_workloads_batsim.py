@@ -128,3 +128,39 @@ def test_json_without_jobs_is_not_a_batsim_workload(tmp_path: Path) -> None:
 def test_profile_names_are_kept_for_jobs_csv() -> None:
     jobs = {job.id: job for job in read_batsim(KTH).jobs}
     assert (jobs["15"].profile, jobs["15"].profile_name(), jobs["20"].profile_name()) == ("15", "15", "20")
+
+
+@pytest.mark.parametrize(
+    ("ret", "says"),
+    [
+        ("1", "got '1'"),
+        (1.5, "got 1.5"),
+        (True, "got True"),
+        (None, "got None"),
+        (2**31, "got 2147483648"),
+        (int("9" * 400), "got 9999999999999999999999999999999999999999… (400 characters)"),
+    ],
+    ids=["string", "fraction", "bool", "null", "beyond-int", "400-digits"],
+)
+def test_a_profiles_ret_that_is_no_exit_code_rejects_its_jobs_by_name(tmp_path: Path, ret: object, says: str) -> None:
+    path = write(
+        tmp_path,
+        {
+            "nb_res": 4,
+            "jobs": [
+                {"id": 1, "subtime": 0, "res": 1, "profile": "p"},
+                {"id": 2, "subtime": 0, "res": 1, "profile": "ok"},
+            ],
+            "profiles": {
+                "p": {"type": "delay", "delay": 5, "ret": ret},
+                "ok": {"type": "delay", "delay": 5, "ret": -1},
+            },
+        },
+    )
+    workload = read_batsim(path)
+    assert workload.problems == [
+        f"w.json: profiles['p']: 'ret' must be an integer exit code (Batsim reads an int), {says}; jobs using it are "
+        "rejected"
+    ]
+    jobs = {job.id: job for job in workload.jobs}
+    assert jobs["1"].rejected and not jobs["2"].rejected and jobs["2"].exit_code == -1

@@ -22,7 +22,8 @@ How a Batsim job becomes a trace :class:`~kubeflux.sim.workloads.model.WorkloadJ
   ``cpu = run_time × 1e9``, so dividing by 1e9 recovers the SWF run times (e.g. job 20: 16e9 flops → 16 s).
   Pass the ``speed`` of your SimGrid platform's hosts when a workload was written for another platform.
 * A profile's ``ret`` other than 0 makes the job fail after its run time (pods exit with that code, the job ends
-  ``COMPLETED_FAILED``), as in Batsim.
+  ``COMPLETED_FAILED``), as in Batsim; a ``ret`` that is no integer (or beyond Batsim's ``int``) makes the profile
+  bad, as any other unusable field.
 * A job whose profile is missing, of an unknown or unsupported type (``SequentialCompositionProfile``, SMPI
   traces …), or with an unusable field is **kept** with ``rejected`` set and the reason added to
   ``Workload.problems`` (``file: jobs[i] (id …): what``); each bad profile is reported once.
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeflux.sim.workloads.errors import WorkloadError
-from kubeflux.sim.workloads.limits import MAX_SECONDS, seconds_problem
+from kubeflux.sim.workloads.limits import MAX_SECONDS, echo, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
@@ -78,6 +79,10 @@ def _number(value: Any) -> float | None:
 def profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float | None, str]:
     """``(run time in seconds, "")`` for a supported profile, or ``(None, why not)``; a run time beyond
     :data:`~kubeflux.sim.workloads.limits.MAX_SECONDS` is a why not."""
+    if isinstance(profile, dict):
+        ret = profile.get("ret", 0)
+        if isinstance(ret, bool) or not isinstance(ret, int) or not -(2**31) <= ret < 2**31:
+            return None, f"'ret' must be an integer exit code (Batsim reads an int), got {echo(ret)}"
     run_time, why = _profile_run_time(profile, res, host_speed)
     if run_time is not None and run_time > MAX_SECONDS:
         return None, f"the run time it gives ({run_time:g} s) is beyond {MAX_SECONDS:,} s (100 years)"
@@ -207,8 +212,7 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
                         problems.append(f"{file_name}: profiles[{profile_name!r}]: {why}; jobs using it are rejected")
                     rejected = f"profile {profile_name!r}: {why}"
                 else:
-                    ret = profile.get("ret", 0)
-                    exit_code = ret if isinstance(ret, int) and not isinstance(ret, bool) else 1
+                    exit_code = profile.get("ret", 0)  # an int: profile_run_time refuses the profile otherwise
         if rejected and not bad_profile:
             problems.append(f"{where}: {rejected}; the job is rejected")
         jobs.append(

@@ -47,6 +47,16 @@ DEFAULT_MEMORY_BUDGET = 8 * 2**30
 """8 GiB: what ``simulate`` lets a run take unless ``--memory-budget`` says otherwise."""
 
 
+ECHO_LIMIT = 40
+"""The most characters of a bad value a message repeats (a 400-digit number is shown by its start and length)."""
+
+
+def echo(value: object) -> str:
+    """``repr(value)`` for a message, cut to :data:`ECHO_LIMIT` characters: ``'99999999…' (402 characters)``."""
+    text = repr(value)
+    return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
+
+
 def seconds_problem(value: float, *, unknown: float | None = None) -> str | None:
     """Why ``value`` is no usable time or duration (not finite, negative, beyond :data:`MAX_SECONDS`), or None.
 
@@ -121,12 +131,14 @@ __all__ = [
     "BYTES_PER_NODE",
     "BYTES_PER_POD",
     "DEFAULT_MEMORY_BUDGET",
+    "ECHO_LIMIT",
     "KEPT_BYTES_PER_JOB",
     "KEPT_BYTES_PER_POD",
     "MAX_SECONDS",
     "PROCESS_BYTES",
     "budget_problem",
     "cluster_bytes",
+    "echo",
     "estimate_bytes",
     "pod_count",
     "seconds_problem",
