@@ -386,3 +386,23 @@ def test_the_memory_budget_counts_every_scheduler_run(tmp_path: Path) -> None:
     assert "under 8 scheduler(s) would need about 1.1 GiB of memory, more than the budget of 1.0 GiB" in output
     workload = generate(parse_spec("jobs=20000"), seed=0)
     check_budget(workload, uniform_cluster(64, 16, "64Gi", 0), 1, 2**30)  # one run fits
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (
+            swf_line(2, run="-1"),
+            "1 job(s) rejected by the reader; first: t.swf:4: unknown run time (SWF field 4 is -1)",
+        ),
+        (swf_line(2, run="-7"), "1 job(s) rejected by the reader; first: t.swf:4: negative run time"),
+    ],
+    ids=["run-time-minus-1", "run-time-negative"],
+)
+def test_strict_fails_on_jobs_the_reader_rejected(tmp_path: Path, line: str, says: str) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE + line)
+    code, output = simulate(tmp_path, "-w", path, "-s", "fcfs", "--strict")
+    assert code == 2 and f"error: --strict: {says}" in output, output
+    code, output = simulate(tmp_path, "-w", path, "-s", "fcfs", "--force")
+    assert code == 0, output  # without --strict the job is kept, REJECTED in jobs.csv

@@ -148,8 +148,17 @@ def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget:
 
 def tell_input(workload: Workload, console: Console, strict: bool) -> None:
     """Say how many input lines, entries or documents were skipped or had problems (all are in problems.txt);
-    with ``strict``, any is an error (ValueError)."""
+    with ``strict``, any is an error (ValueError), and so is a job the reader kept but rejected (an SWF run time of
+    -1: jobs.csv lists it ``REJECTED``)."""
     problems = workload.problems
+    if strict:
+        rejected = [job for job in workload.jobs if job.rejected]
+        if rejected and not problems:
+            first = rejected[0]
+            raise ValueError(
+                f"--strict: {len(rejected)} job(s) rejected by the reader; first: {first.source or first.id}: "
+                f"{first.rejected}"
+            )
     if not problems:
         return
     skipped = workload.skipped
