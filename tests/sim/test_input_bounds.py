@@ -406,3 +406,43 @@ def test_strict_fails_on_jobs_the_reader_rejected(tmp_path: Path, line: str, say
     assert code == 2 and f"error: --strict: {says}" in output, output
     code, output = simulate(tmp_path, "-w", path, "-s", "fcfs", "--force")
     assert code == 0, output  # without --strict the job is kept, REJECTED in jobs.csv
+
+
+BOM = "\ufeff"
+BATSIM = json.dumps(
+    {
+        "nb_res": 4,
+        "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "p"}],
+        "profiles": {"p": {"type": "delay", "delay": 5}},
+    }
+)
+POD_5S = pod("p", annotations="{pod-complete.stage.kwok.x-k8s.io/delay: 5s}")
+NUMBER_CASES = [
+    Case("swf-underscore-digits", "t.swf", SWF_HEADER + swf_line(1, run="1_000"), ("--strict",), 2,
+         ("t.swf:3: field 4 (run_time) is not a number: '1_000'",)),
+    Case("swf-arabic-indic-digits", "t.swf", SWF_HEADER + swf_line(1, submit="١٢"), ("--strict",), 2,
+         ("t.swf:3: field 2 (submit_time) is not a number: '١٢'",)),
+    Case("swf-400-digit-value-cut", "t.swf", SWF_HEADER + swf_line(1, submit="9" * 400), ("--strict",), 2,
+         ("t.swf:3: field 2 (submit_time) must be a finite number of seconds, got '999999999999999999999999999"
+          "999999999999… (402 characters)",)),
+    Case("exit-code-other-digits", "pod.yaml", pod("p", annotations="{sim.kubeflux.io/exit-code: '\u0663'}"),
+         ("--strict", *CLUSTER), 2, ("sim.kubeflux.io/exit-code: must be an integer from 0 to 255, got '٣'",)),
+    Case("submit-time-underscore", "pod.yaml", pod("p", annotations="{sim.kubeflux.io/submit-time: '1_0'}"),
+         ("--strict", *CLUSTER), 2,
+         ("sim.kubeflux.io/submit-time: must be a non-negative number of seconds, got '1_0'",)),
+    Case("swf-with-byte-order-mark", "t.swf", BOM + SWF_HEADER + GOOD_SWF_LINE, ("--strict",), 0,
+         ("platform: 4 nodes × 4 cores from t.swf's header",)),
+    Case("yaml-with-byte-order-mark", "pod.yaml", BOM + POD_5S, ("--strict", *CLUSTER), 0, ("1 jobs, 1 pods bound",)),
+    Case("batsim-with-byte-order-mark", "w.json", BOM + BATSIM, ("--strict",), 0,
+         ("platform: 4 nodes × 1 core from w.json's nb_res (4)",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", NUMBER_CASES, ids=[case.name for case in NUMBER_CASES])
+def test_numbers_are_ascii_and_a_byte_order_mark_is_no_text(tmp_path: Path, case: Case) -> None:
+    path = tmp_path / case.file
+    path.write_text(case.text, encoding="utf-8")
+    code, output = simulate(tmp_path, "-w", path, "-s", "fcfs", *case.args)
+    assert code == case.code, output
+    for words in case.says:
+        assert words in output, output

@@ -39,7 +39,7 @@ def _head(path: Path) -> str:
                 raw = stream.read(_PROBE_BYTES)
     except (OSError, EOFError, zlib.error) as exc:
         raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
-    return raw.decode("utf-8", errors="replace")
+    return raw.decode("utf-8-sig", errors="replace")  # -sig: a byte order mark (Windows editors) is no text
 
 
 def detect_format(path: Path | str) -> WorkloadFormat:

@@ -20,6 +20,7 @@ peak, from figures measured on this simulator (:data:`PROCESS_BYTES`, :data:`BYT
 from __future__ import annotations
 
 import math
+import re
 
 from kubeflux.sim.workloads.model import JobKind, Workload
 
@@ -55,6 +56,18 @@ def echo(value: object) -> str:
     """``repr(value)`` for a message, cut to :data:`ECHO_LIMIT` characters: ``'99999999…' (402 characters)``."""
     text = repr(value)
     return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
+
+
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.I).fullmatch
+
+
+def parse_number(text: str) -> float:
+    """A number written in ASCII, as C's ``strtod`` (SWF tools) and Go's ``ParseFloat`` read it; ValueError for
+    anything else. Python's ``float`` would also take ``1_000``, other scripts' digits (``١٢``) and surrounding
+    blanks. ``nan`` and ``inf`` are read, for the caller to refuse by name."""
+    if _NUMBER(text) is None:
+        raise ValueError(f"not a number: {echo(text)}")
+    return float(text)
 
 
 def seconds_problem(value: float, *, unknown: float | None = None) -> str | None:
@@ -140,6 +153,7 @@ __all__ = [
     "cluster_bytes",
     "echo",
     "estimate_bytes",
+    "parse_number",
     "pod_count",
     "seconds_problem",
     "size_words",

@@ -60,7 +60,7 @@ from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podg
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
 from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.workloads.errors import WorkloadError
-from kubeflux.sim.workloads.limits import seconds_problem
+from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
@@ -121,12 +121,12 @@ def _annotation_seconds(obj: str, annotations: dict[str, str], key: str, path: s
     if text is None:
         return None
     try:
-        value = float(text)
+        value = parse_number(text)
     except ValueError:
         value = math.nan
     problem = seconds_problem(value) if value == value else "must be a non-negative number of seconds"
     if problem is not None:
-        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {text!r}")
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {echo(text)}")
     return value
 
 
@@ -140,7 +140,7 @@ def _duration(obj: str, annotations: dict[str, str], key: str, path: str) -> flo
         raise ManifestError(obj, f"{path}.annotations.{key}", f"{exc} (a Go duration such as 60s or 1m30s)") from exc
     problem = seconds_problem(value)
     if problem is not None:
-        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {text!r}")
+        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {echo(text)}")
     return value
 
 
@@ -156,13 +156,12 @@ def _template(pod: Pod, manifest: dict[str, Any], obj: str, path: str, default_r
             obj, f"{path}.annotations.{JITTER_ANNOTATION}", f"must not be below the delay ({run_time:g}s)"
         )
     exit_text = annotations.get(EXIT_CODE_ANNOTATION, "0")
-    try:
-        exit_code = int(exit_text)
-    except ValueError:
-        exit_code = -1
+    exit_code = int(exit_text) if exit_text.isascii() and exit_text.isdigit() and len(exit_text) <= 3 else -1
     if not 0 <= exit_code <= 255:
         raise ManifestError(
-            obj, f"{path}.annotations.{EXIT_CODE_ANNOTATION}", f"must be an integer from 0 to 255, got {exit_text!r}"
+            obj,
+            f"{path}.annotations.{EXIT_CODE_ANNOTATION}",
+            f"must be an integer from 0 to 255, got {echo(exit_text)}",
         )
     spec = manifest.get("spec")
     scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None

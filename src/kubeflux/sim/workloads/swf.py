@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from kubeflux.sim.workloads.errors import WorkloadError
-from kubeflux.sim.workloads.limits import MAX_SECONDS, seconds_problem
+from kubeflux.sim.workloads.limits import MAX_SECONDS, echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 SWF_FIELDS: tuple[str, ...] = (
@@ -126,8 +126,8 @@ def open_text(path: Path) -> TextIO:
         with path.open("rb") as probe:
             magic = probe.read(2)
         if magic == _GZIP_MAGIC:
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-        return path.open(encoding="utf-8", errors="replace")
+            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="replace")
+        return path.open(encoding="utf-8-sig", errors="replace")  # -sig: a byte order mark is no text
     except OSError as exc:
         raise WorkloadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
@@ -136,13 +136,13 @@ def _bad_field(parts: list[str]) -> str:
     """The message for a line whose fields did not all convert (slow path: only for bad lines)."""
     for index, text in enumerate(parts):
         try:
-            value = float(text)
+            value = parse_number(text)
         except ValueError:
-            return f"field {index + 1} ({SWF_FIELDS[index]}) is not a number: {text!r}"
+            return f"field {index + 1} ({SWF_FIELDS[index]}) is not a number: {echo(text)}"
         if not math.isfinite(value):
-            return f"field {index + 1} ({SWF_FIELDS[index]}) must be a finite number, got {text!r}"
+            return f"field {index + 1} ({SWF_FIELDS[index]}) must be a finite number, got {echo(text)}"
         if index in _INT_FIELDS and value != int(value):
-            return f"field {index + 1} ({SWF_FIELDS[index]}) must be a whole number, got {text!r}"
+            return f"field {index + 1} ({SWF_FIELDS[index]}) must be a whole number, got {echo(text)}"
     return "unreadable line"  # pragma: no cover - only reached if conversion rules change
 
 
@@ -193,7 +193,7 @@ class SwfReader:
     def convert(self, lineno: int, parts: list[str]) -> SwfRecord | None:
         """All 18 fields of one line, or None (and a problem recorded) when one is not a number."""
         try:
-            v = [float(x) for x in parts]
+            v = [parse_number(x) for x in parts]
             if not all(map(math.isfinite, v)) or any(v[i] != int(v[i]) for i in _INT_FIELDS):
                 raise ValueError
         except (ValueError, OverflowError):
@@ -263,7 +263,7 @@ def _time_problem(parts: list[str], submit: float, run: float, requested_time: f
     for index, value in ((1, submit), (3, run), (8, requested_time)):
         problem = seconds_problem(value if index == 1 else abs(value))
         if problem is not None:
-            return f"field {index + 1} ({SWF_FIELDS[index]}) {problem.split(', got')[0]}, got {parts[index]!r}"
+            return f"field {index + 1} ({SWF_FIELDS[index]}) {problem.split(', got')[0]}, got {echo(parts[index])}"
     return "a time is out of range"  # pragma: no cover - the caller checked that one is
 
 
