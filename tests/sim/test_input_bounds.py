@@ -446,3 +446,60 @@ def test_numbers_are_ascii_and_a_byte_order_mark_is_no_text(tmp_path: Path, case
     assert code == case.code, output
     for words in case.says:
         assert words in output, output
+
+
+def header(nodes: str, procs: str) -> str:
+    return f"; MaxNodes: {nodes}\n; MaxProcs: {procs}\n"
+
+
+@dataclass(frozen=True)
+class Files:
+    name: str
+    files: tuple[tuple[str, str], ...]
+    args: tuple[str, ...]
+    code: int
+    says: str
+
+
+SEVERAL_FILES = [
+    Files("headers-agree", (("a.swf", header("4", "16")), ("b.swf", header("4", "16"))), (), 0,
+          "platform: 4 nodes × 4 cores from a.swf's header (MaxNodes: 4, MaxProcs: 16), as b.swf's header "
+          "(MaxNodes: 4, MaxProcs: 16)"),
+    Files("headers-conflict", (("a.swf", header("4", "16")), ("b.swf", header("8", "16"))), (), 2,
+          "a.swf's header (MaxNodes: 4, MaxProcs: 16) and b.swf's header (MaxNodes: 8, MaxProcs: 16) state "
+          "different platforms"),
+    Files("second-file-states-the-platform", (("a.swf", ""), ("b.swf", header("4", "16"))), (), 0,
+          "platform: 4 nodes × 4 cores from b.swf's header (MaxNodes: 4, MaxProcs: 16)"),
+    Files("header-value-unreadable-warns", (("a.swf", header("four", "16")),), (), 0,
+          "warning: 1 input problem(s), 0 line(s)/document(s) skipped; first: a.swf: header MaxNodes: must be a "
+          "positive integer, got 'four'"),
+    Files("header-value-unreadable-strict", (("a.swf", header("4", "-16")),), ("--strict",), 2,
+          "error: --strict: 1 input problem(s), 0 line(s)/document(s) skipped; first: a.swf: header MaxProcs: must "
+          "be a positive integer, got '-16'"),
+    Files("header-value-other-digits", (("a.swf", header("٤", "16")),), ("--strict",), 2,
+          "a.swf: header MaxNodes: must be a positive integer, got '٤'"),
+    Files("same-file-twice", (("a.swf", header("4", "16")), ("a.swf", "")), (), 2,
+          "a.swf: the same file is given twice; give each workload file once"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", SEVERAL_FILES, ids=[case.name for case in SEVERAL_FILES])
+def test_several_workload_files(tmp_path: Path, case: Files) -> None:
+    args: list[str | Path] = []
+    for name, text in case.files:
+        path = tmp_path / name
+        path.write_text(text + GOOD_SWF_LINE if not path.exists() else path.read_text())
+        args += ["-w", path]
+    code, output = simulate(tmp_path, *args, "-s", "fcfs", *case.args)
+    assert code == case.code, output
+    assert case.says in output, output
+
+
+def test_two_files_of_one_name_keep_their_jobs_apart(tmp_path: Path) -> None:
+    for folder in ("x", "y"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "t.swf").write_text(SWF_HEADER + GOOD_SWF_LINE)
+    code, output = simulate(tmp_path, "-w", tmp_path / "x" / "t.swf", "-w", tmp_path / "y" / "t.swf", "-s", "fcfs")
+    assert code == 0, output
+    rows = [r.split(",")[0] for r in (tmp_path / "out" / "fcfs" / "jobs.csv").read_text().splitlines()[1:]]
+    assert sorted(r for r in rows if not r.startswith("#")) == ["t#1:1", "t#2:1"]

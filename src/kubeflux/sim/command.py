@@ -64,7 +64,8 @@ DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
 
 def merge_workloads(workloads: list[Workload]) -> Workload:
-    """One workload from several: each shifted to start at 0, job ids prefixed by the workload name.
+    """One workload from several: each shifted to start at 0, job ids prefixed by the workload name (and its
+    position, ``t#2:15``, when two files of one name are given).
 
     Trace jobs (SWF, Batsim) are named ``job-<number>`` in every trace, so their names (hence their pods' names)
     are prefixed too, with the workload's position and name as a DNS label (``w2-kth-sp2-1996-2.1-cln-job-15``);
@@ -75,13 +76,15 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
         return workloads[0]
     jobs: list[WorkloadJob] = []
     problems: list[str] = []
+    names = [wl.name for wl in workloads]
     for number, wl in enumerate(workloads, start=1):
         first = min((j.submit_time for j in wl.jobs), default=0.0)
         prefix = f"w{number}-{_dns_label(wl.name)}-"
+        label = wl.name if names.count(wl.name) == 1 else f"{wl.name}#{number}"  # a/t.swf and b/t.swf
         jobs.extend(
             replace(
                 j,
-                id=f"{wl.name}:{j.id}",
+                id=f"{label}:{j.id}",
                 name=prefix + j.name if j.kind is JobKind.TRACE else j.name,
                 submit_time=j.submit_time - first,
             )
@@ -252,6 +255,12 @@ def _load(
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.synthetic import PRESETS, generate, parse_spec
 
+    seen: dict[Path, Path] = {}
+    for path in files:  # the same jobs twice would be two jobs of one id, and two pods of one name
+        given = seen.setdefault(path.resolve(), path)
+        if given is not path:
+            same = "twice" if str(given) == str(path) else f"twice (as {given} and {path})"
+            raise ValueError(f"-w {path}: the same file is given {same}; give each workload file once")
     workloads = [load_workload(path, default_run_time=default_run_time) for path in files]
     if preset_name is not None:
         base = PRESETS.get(preset_name)

@@ -7,7 +7,7 @@ turns into exit code 2 with the message."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import typer
@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.workloads.model import JobKind, Workload
+from kubeflux.sim.workloads.platform import HeaderPlatform
 
 ALL_SCHEDULERS = "all"
 """``--scheduler all`` (the default): every built-in scheduler, kubeflux first."""
@@ -91,27 +92,19 @@ def choose_cluster(
     console: Console,
 ) -> list[Node]:
     """The nodes to run on: the cluster file, ``--nodes`` x ``--cores-per-node``, the preset's own cluster, or
-    the platform the first trace's header states (said on the first line of the output). A uniform cluster is
+    the platform the traces' headers state (said on the first line of the output; headers that disagree are
+    refused). A uniform cluster is
     bounded before it is built: at most :data:`NODE_VERTICES_LIMIT` cores or GPUs per node, and the memory
     budget."""
     from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT
     from kubeflux.sim.workloads.limits import budget_problem, cluster_bytes
-    from kubeflux.sim.workloads.platform import header_platform
     from kubeflux.sim.workloads.synthetic import preset_cluster
 
     nodes, cores, what = shape.nodes, shape.cores, f"--nodes {shape.nodes} x --cores-per-node {shape.cores}"
     if cluster is None and nodes is None and cores is None:
         if preset is not None:
             return preset_cluster(preset)
-        platform = next(
-            (found for wl, path in zip(parts, files, strict=False) if (found := header_platform(wl, path.name))),
-            None,
-        )
-        if platform is None:
-            raise typer.BadParameter(
-                "give --cluster FILE, or --nodes N and --cores-per-node C: the workload states no platform (an SWF "
-                "header's MaxNodes/MaxProcs, a Batsim nb_res)"
-            )
+        platform = _one_platform(parts, files)
         nodes, cores, what = platform.nodes, platform.cores_per_node, f"the platform of {platform.source}"
         words = f"{nodes:,} node{'s' if nodes != 1 else ''} × {cores:,} core{'s' if cores != 1 else ''}"
         console.print(
@@ -126,6 +119,29 @@ def choose_cluster(
         if problem is not None:
             raise ValueError(problem)
     return nodes_from_options(cluster, nodes, cores, shape.memory, shape.gpus)
+
+
+def _one_platform(parts: list[Workload], files: list[Path]) -> HeaderPlatform:
+    """The platform the workload files state: the one they all state (each that states one), named by the first;
+    BadParameter when none states one or two state different ones (each named)."""
+    from kubeflux.sim.workloads.platform import header_platform
+
+    found = [p for wl, path in zip(parts, files, strict=False) if (p := header_platform(wl, path.name))]
+    if not found:
+        raise typer.BadParameter(
+            "give --cluster FILE, or --nodes N and --cores-per-node C: the workload states no platform (an SWF "
+            "header's MaxNodes/MaxProcs, a Batsim nb_res)"
+        )
+    first = found[0]
+    other = next((p for p in found if (p.nodes, p.cores_per_node) != (first.nodes, first.cores_per_node)), None)
+    if other is not None:
+        raise typer.BadParameter(
+            f"{first.source} and {other.source} state different platforms; give --cluster FILE, or --nodes N and "
+            "--cores-per-node C"
+        )
+    if len(found) > 1:
+        first = replace(first, source=f"{first.source}, as {' and '.join(p.source for p in found[1:])}")
+    return first
 
 
 def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:

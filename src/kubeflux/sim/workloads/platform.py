@@ -8,12 +8,16 @@ Batsim users replay an SWF log on the platform its header states; so does ``kube
 * otherwise ``MaxProcs`` (else ``MaxNodes``) nodes of one core each: one host per processor, as Batsim's
   platforms for SWF logs have it (KTH-SP2: 100 nodes x 1 core);
 * a Batsim workload's ``nb_res``: that many nodes of one core (one resource per host, as in Batsim).
+
+A ``MaxNodes`` or ``MaxProcs`` that is no positive integer is a problem of the file (:func:`header_problems`:
+``--strict`` fails on it, else it is a warning), and states no platform.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubeflux.sim.workloads.limits import echo
 from kubeflux.sim.workloads.model import Workload
 
 
@@ -25,12 +29,28 @@ class HeaderPlatform:
     """Where it was read, for the first line of the output: ``HPC2N.swf's header (MaxNodes: 120, MaxProcs: 240)``."""
 
 
+PLATFORM_KEYS = ("MaxNodes", "MaxProcs")
+
+
+def header_count(header: dict[str, str], key: str) -> tuple[int | None, str]:
+    """``(value, "")`` for a header key whose value starts with a positive integer in ASCII digits (``MaxNodes:
+    120``), ``(None, "")`` when the key is absent, ``(None, why)`` when its value is no such integer."""
+    text = header.get(key)
+    if text is None:
+        return None, ""
+    first = (text.split() or [""])[0]
+    if first.isascii() and first.isdigit() and 0 < int(first) < 2**63:
+        return int(first), ""
+    return None, f"header {key}: must be a positive integer, got {echo(text)}"
+
+
+def header_problems(header: dict[str, str], file_name: str) -> list[str]:
+    """``file: header MaxNodes: must be a positive integer, got 'abc'`` for each platform key that is unreadable."""
+    return [f"{file_name}: {why}" for key in PLATFORM_KEYS if (why := header_count(header, key)[1])]
+
+
 def _positive(header: dict[str, str], key: str) -> int | None:
-    try:
-        value = int(header.get(key, "").split()[0])
-    except (ValueError, IndexError):
-        return None
-    return value if value > 0 else None
+    return header_count(header, key)[0]
 
 
 def header_platform(workload: Workload, file_name: str) -> HeaderPlatform | None:
@@ -50,4 +70,4 @@ def header_platform(workload: Workload, file_name: str) -> HeaderPlatform | None
     return None
 
 
-__all__ = ["HeaderPlatform", "header_platform"]
+__all__ = ["PLATFORM_KEYS", "HeaderPlatform", "header_count", "header_platform", "header_problems"]

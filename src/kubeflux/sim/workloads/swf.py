@@ -44,6 +44,7 @@ from typing import NamedTuple, TextIO
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import MAX_SECONDS, echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
+from kubeflux.sim.workloads.platform import header_count, header_problems
 
 SWF_FIELDS: tuple[str, ...] = (
     "job_number",
@@ -268,14 +269,7 @@ def _time_problem(parts: list[str], submit: float, run: float, requested_time: f
 
 
 def _machine_size(header: dict[str, str]) -> int | None:
-    for key in ("MaxProcs", "MaxNodes"):
-        try:
-            value = int(header.get(key, "").split()[0])
-        except (ValueError, IndexError):
-            continue
-        if value > 0:
-            return value
-    return None
+    return header_count(header, "MaxProcs")[0] or header_count(header, "MaxNodes")[0]
 
 
 def workload_name(path: Path) -> str:
@@ -303,13 +297,15 @@ def read_swf(path: Path | str, *, limit: int | None = None, name: str | None = N
     finally:
         if gc_was_enabled:
             gc.enable()
+    skipped = len(reader.problems)
+    reader.problems.extend(header_problems(reader.header, path.name))  # named, not taken as "no platform"
     return Workload(
         name=name or workload_name(path),
         jobs=jobs,
         resources=_machine_size(reader.header),
         problems=reader.problems,
         header=reader.header,
-        skipped=len(reader.problems),
+        skipped=skipped,
     )
 
 
