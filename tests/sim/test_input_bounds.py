@@ -503,3 +503,11 @@ def test_two_files_of_one_name_keep_their_jobs_apart(tmp_path: Path) -> None:
     assert code == 0, output
     rows = [r.split(",")[0] for r in (tmp_path / "out" / "fcfs" / "jobs.csv").read_text().splitlines()[1:]]
     assert sorted(r for r in rows if not r.startswith("#")) == ["t#1:1", "t#2:1"]
+
+
+def test_problems_txt_lists_an_input_problem_once_whatever_the_schedulers(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_text(SWF_HEADER + GOOD_SWF_LINE + "not a job line\n")
+    code, output = simulate(tmp_path, "-w", path, "-s", "fcfs", "-s", "easy", "-s", "kubeflux")
+    assert code == 0, output
+    assert (tmp_path / "out" / "problems.txt").read_text() == "t.swf:4: expected 18 fields, found 4\n"

@@ -458,9 +458,7 @@ def simulate_command(
                 f"{escape(name)}: {len(run.jobs)} jobs, {run.pods_bound} pods bound in {run.wall_seconds:.2f} s",
                 highlight=False,
             )
-        problems = [f"[{run.scheduler}] {p}" for run in runs for p in run.problems]
-        if problems:
-            (out / "problems.txt").write_text("\n".join(problems) + "\n", encoding="utf-8")
+        _write_problems(out, mapped.problems, runs)
         words = _workload_words(workload or [], preset, synthetic)
         if loaded.skipped:  # the page's "what ran" says it too, not only the terminal
             words += f" ({loaded.skipped:,} line(s)/document(s) skipped: see problems.txt)"
@@ -472,6 +470,21 @@ def simulate_command(
             for line in timer.lines():
                 console.print(escape(line), highlight=False)
     _tell_failures(runs, console, endless_pods(mapped))
+
+
+def _write_problems(out: Path, input_problems: list[str], runs: list[RunRecord]) -> None:
+    """``problems.txt``: the input's problems once (every run starts from them), then each run's own, marked with
+    its scheduler; no file when there is none."""
+    lines = list(input_problems)
+    for run in runs:
+        own = (
+            run.problems[len(input_problems) :]
+            if run.problems[: len(input_problems)] == input_problems
+            else run.problems
+        )
+        lines.extend(f"[{run.scheduler}] {p}" for p in own)
+    if lines:
+        (out / "problems.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _skip_final_collection() -> None:
