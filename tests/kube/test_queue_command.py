@@ -5,6 +5,7 @@ plane: tests/realkube/test_queue_command.py.)"""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from kubeflux.cli import app
 from kubeflux.kube.command import api_client
+from kubeflux.kube.operations import OperationsServer, ServeMetrics
 from kubeflux.kube.queue_command import waited_text
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, EXPECTED_START_TIME_ANNOTATION, rfc3339
@@ -122,13 +124,75 @@ def test_a_server_given_as_host_and_port_is_asked_over_http() -> None:
 
 def test_a_server_that_is_no_url_is_said_without_a_traceback() -> None:
     result = _queue("--server", "http://[::1")
-    assert result.exit_code == 1 and "--server 'http://[::1': not a URL kubeflux queue can ask" in result.output
+    assert result.exit_code == 2 and "--server 'http://[::1': not a URL kubeflux queue can ask" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
-def test_a_missing_kubeconfig_is_exit_2(tmp_path: Path) -> None:
-    result = _queue("--kubeconfig", str(tmp_path / "nope"))
-    assert result.exit_code == 2 and "no such file" in result.output
+@pytest.mark.parametrize("kind", ["missing", "directory", "fifo", "garbage"])
+def test_an_unusable_kubeconfig_is_exit_2_saying_what_it_is(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "kubeconfig"
+    says = {
+        "missing": "no such file",
+        "directory": "is a directory, not a kubeconfig file",
+        "fifo": "is a named pipe (FIFO), not a regular file",  # and no hang waiting for a writer
+        "garbage": "--kubeconfig " + str(path) + ": ",
+    }[kind]
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "garbage":
+        path.write_text("\x00\x01 not: [a kubeconfig")
+    result = _queue("--kubeconfig", str(path))
+    assert result.exit_code == 2 and says in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_scheduler_the_server_does_not_run_is_exit_3(served: Cluster) -> None:
+    result = _queue("--kubeconfig", str(served.kubeconfig), "--scheduler", "nope")
+    assert result.exit_code == 3
+    assert "--scheduler nope: no such scheduler at cluster serve (it runs: kubeflux)" in result.output
+
+
+def test_the_exit_codes_are_in_the_help() -> None:
+    result = _queue("--help")
+    assert "Exit codes: 0 shown; 1 the server cannot be reached" in " ".join(result.output.replace("│", "").split())
+
+
+def test_a_serve_that_is_not_ready_is_said_not_ready_not_empty() -> None:
+    document = {"schedulers": [{"name": "kubeflux", "jobs": []}], "source": "kubeflux serve", "now": 0}
+    server = OperationsServer(
+        "127.0.0.1", 0, ServeMetrics(), lambda: True, lambda: "informers not synced: pods", lambda: document
+    ).start()
+    try:
+        result = _queue("--server", f"http://127.0.0.1:{server.port}")
+    finally:
+        server.stop()
+    assert result.exit_code == 1
+    assert "is not ready (informers not synced: pods): its queue cannot be shown yet" in result.output
+    assert "empty" not in result.output
+
+
+def test_watch_retries_a_failed_refresh_with_one_line_each() -> None:
+    result = _queue("--server", "127.0.0.1:9", "--watch", "-i", "0.1", "--iterations", "2")
+    lines = [line for line in result.output.splitlines() if line]
+    assert result.exit_code == 1, result.output
+    retries = [line for line in lines if "(retrying every 0.1 s)" in line]
+    assert len(retries) == 2 and all("cannot reach http://127.0.0.1:9/kubeflux/queue" in line for line in retries)
+    assert "object at 0x" not in result.output and "Connection refused" in retries[0]
+
+
+def test_a_piped_table_keeps_its_width(served: Cluster) -> None:
+    served.create(_timed("long", "4", 3600))
+    served.wait_for(lambda pods: bool(pods["long"]["spec"].get("nodeName")))
+    served.create(_timed("next", "2", 60))
+
+    def row() -> str:
+        result = CliRunner().invoke(app, ["queue", "--kubeconfig", str(served.kubeconfig)], env={"COLUMNS": None})
+        return next((line for line in result.output.splitlines() if "default/next" in line and "cpu" in line), "")
+
+    line = eventually_value(lambda: row() if "Insufficient cpu" in row() else "")
+    assert len(line) > 80 and "reserved" in line
 
 
 def test_watch_prints_one_json_document_a_refresh(served: Cluster) -> None:

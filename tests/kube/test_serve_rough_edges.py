@@ -35,6 +35,19 @@ def test_a_kubeconfig_flag_naming_no_file_says_no_such_file() -> None:
     assert (result.returncode, result.stderr) == (2, "error: --kubeconfig nope/kubeconfig: no such file\n")
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_kubeconfig_that_is_no_regular_file_is_refused_not_waited_on(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "kubeconfig"
+    if kind == "fifo":
+        os.mkfifo(path)  # the client would block reading it until something writes
+        says = "is a named pipe (FIFO), not a regular file; save the kubeconfig to a file first"
+    else:
+        path.mkdir()
+        says = "is a directory, not a kubeconfig file"
+    result = _kubeflux("serve", "--kubeconfig", str(path))
+    assert (result.returncode, result.stderr) == (2, f"error: --kubeconfig {path}: {says}\n")
+
+
 def test_a_kubeconfig_env_naming_no_file_says_no_such_file(tmp_path: Path) -> None:
     result = _kubeflux("serve", env={"KUBECONFIG": str(tmp_path / "gone"), "HOME": str(tmp_path)})
     assert (result.returncode, result.stderr) == (2, f"error: $KUBECONFIG ({tmp_path / 'gone'}): no such file\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,7 +20,7 @@ import typer
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-__all__ = ["api_client", "serve_command"]
+__all__ = ["api_client", "kubeconfig_problem", "serve_command"]
 
 
 def api_client(kubeconfig: Path | None, context: str | None, in_cluster: bool, connections: int) -> ApiClient:
@@ -42,17 +43,32 @@ def api_client(kubeconfig: Path | None, context: str | None, in_cluster: bool, c
     return api
 
 
+def kubeconfig_problem(kubeconfig: Path) -> str:
+    """Why ``--kubeconfig`` is no file the client can read, or empty: missing, a directory, or no regular file (a
+    named pipe would hang the client's read until something writes to it; a socket or a device is no kubeconfig)."""
+    try:
+        mode = kubeconfig.stat().st_mode
+    except FileNotFoundError:
+        return f"--kubeconfig {kubeconfig}: no such file"
+    except OSError as exc:
+        return f"--kubeconfig {kubeconfig}: cannot read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"--kubeconfig {kubeconfig}: is a directory, not a kubeconfig file"
+    if not stat.S_ISREG(mode):
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        return f"--kubeconfig {kubeconfig}: is {kind}, not a regular file; save the kubeconfig to a file first"
+    if not os.access(kubeconfig, os.R_OK):
+        return f"--kubeconfig {kubeconfig}: cannot read: permission denied"
+    return ""
+
+
 def _missing_kubeconfig(kubeconfig: Path | None, in_cluster: bool) -> str:
     """Why the kubeconfig cannot be read (the client would say "Invalid kube-config file"), or empty: ``--kubeconfig``,
     else each file ``$KUBECONFIG`` lists (the client skips the missing ones when another exists)."""
     if in_cluster:
         return ""
     if kubeconfig is not None:
-        if kubeconfig.is_dir():
-            return f"--kubeconfig {kubeconfig}: is a directory, not a kubeconfig file"
-        if not kubeconfig.exists():
-            return f"--kubeconfig {kubeconfig}: no such file"
-        return ""
+        return kubeconfig_problem(kubeconfig)
     listed = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     if listed and not any(path.is_file() for path in listed):
         return f"$KUBECONFIG ({os.environ['KUBECONFIG']}): no such file"

@@ -7,7 +7,11 @@ are then sent). It prints a table per scheduler (position, job, pods, priority, 
 start as a readable time, what the reservation holds, why it waits), or the server's JSON (``-o json``), once or
 every ``--interval`` seconds with ``--watch`` (until Ctrl-C).
 
-Exit codes: 0 shown; 1 the server cannot be reached or answers no queue; 2 bad options.
+Exit codes (also in ``--help``): 0 shown; 1 the server cannot be reached, is not ready (``/readyz`` 503: its queue
+would read empty) or answers no queue; 2 bad options (an unusable ``--kubeconfig``: missing, a directory, a FIFO,
+not a kubeconfig; a ``--server`` that is no URL); 3 ``--scheduler`` names no scheduler the server runs. With
+``--watch`` a failure of the server is one line on stderr and the next refresh tries again, as ``kubectl get -w``
+does; a piped table keeps its full width (no wrapping at 80 columns).
 """
 
 from __future__ import annotations
@@ -35,8 +39,31 @@ DEFAULT_SERVER = "http://127.0.0.1:10260"
 """``kubeflux serve``'s operations port by default (``operations.port``, ``--operations-port``)."""
 
 
+EXIT_UNAVAILABLE = 1
+"""The server cannot be reached, is not ready, or answers no queue."""
+EXIT_USAGE = 2
+"""Bad options: an unusable kubeconfig, a server that is no URL, an unknown output."""
+EXIT_NO_SCHEDULER = 3
+"""``--scheduler`` names no scheduler the server runs."""
+PIPE_WIDTH = 1000
+"""The width of a table written to a pipe or a file: as wide as its rows (a terminal's width otherwise)."""
+
+
 class QueueUnavailable(Exception):
-    """The queue could not be read; the message says from where and what to try."""
+    """The queue could not be read; the message says from where and what to try, ``code`` is the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_UNAVAILABLE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost reason of a connection error on one line (``[Errno 111] Connection refused``), not urllib3's
+    repr of its connection object and retry state."""
+    while getattr(exc, "reason", None) is not None and isinstance(exc.reason, BaseException):  # type: ignore[attr-defined]
+        exc = exc.reason  # type: ignore[attr-defined]
+    text = " ".join(str(exc).split())
+    return text.rsplit(">: ", 1)[-1] or type(exc).__name__
 
 
 def waited_text(seconds: float) -> str:
@@ -117,9 +144,12 @@ def _fetch_url(server: str) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=15) as response:
             data: bytes = response.read()
-            return data
+        why = _not_ready(server)
+        if why:  # its informers have not synced (or lost the API server): the queue it shows is empty, not true
+            raise QueueUnavailable(f"{server} is not ready ({why}): its queue cannot be shown yet; ask again later")
+        return data
     except ValueError as exc:  # not a URL urllib can send to (an unknown scheme, a broken IPv6 address)
-        raise QueueUnavailable(f"--server {server!r}: not a URL kubeflux queue can ask: {exc}") from None
+        raise QueueUnavailable(f"--server {server!r}: not a URL kubeflux queue can ask: {exc}", EXIT_USAGE) from None
     except urllib.error.HTTPError as exc:
         body = exc.read().decode("utf-8", "replace").strip()[:300]
         if exc.code == 404:
@@ -131,11 +161,23 @@ def _fetch_url(server: str) -> bytes:
             raise QueueUnavailable(f"{url}: 401 Unauthorized: give the server's kubeconfig with --kubeconfig") from None
         raise QueueUnavailable(f"{url}: {exc.code} {exc.reason}: {body}") from None
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
         raise QueueUnavailable(
-            f"cannot reach {url} ({reason}): is kubeflux serve running? Its operations port is --operations-port "
-            f"(default 10260); for kubeflux cluster serve give its URL with --server, or its --kubeconfig"
+            f"cannot reach {url} ({_reason(exc)}): is kubeflux serve running? Its operations port is "
+            "--operations-port (default 10260); for kubeflux cluster serve give its URL with --server, or its "
+            "--kubeconfig"
         ) from None
+
+
+def _not_ready(server: str) -> str:
+    """Why ``server``'s ``/readyz`` says it is not ready (its 503 body), or empty (ready, or no such endpoint)."""
+    try:
+        with urllib.request.urlopen(server.rstrip("/") + "/readyz", timeout=15):
+            return ""
+    except urllib.error.HTTPError as exc:
+        body = " ".join(exc.read().decode("utf-8", "replace").split())[:300]
+        return (body or "not ready") if exc.code == 503 else ""
+    except (urllib.error.URLError, OSError, ValueError):
+        return ""  # the queue request says why it cannot be reached
 
 
 def _fetch_kubeconfig(kubeconfig: Path, context: str | None) -> bytes:
@@ -147,7 +189,7 @@ def _fetch_kubeconfig(kubeconfig: Path, context: str | None) -> bytes:
     try:
         api = api_client(kubeconfig, context, False, 1)
     except Exception as exc:  # the kubernetes client's config errors have no common base
-        raise QueueUnavailable(f"--kubeconfig {kubeconfig}: {exc}") from None
+        raise QueueUnavailable(f"--kubeconfig {kubeconfig}: {' '.join(str(exc).split())[:300]}", EXIT_USAGE) from None
     url = f"{api.configuration.host}{QUEUE_PATH}"
     try:
         response = RawApi(api, (5.0, 15.0)).request("GET", QUEUE_PATH)
@@ -159,7 +201,7 @@ def _fetch_kubeconfig(kubeconfig: Path, context: str | None) -> bytes:
             ) from None
         raise QueueUnavailable(f"{url}: {exc.status} {exc.reason}") from None
     except Exception as exc:  # urllib3's and the socket's errors
-        raise QueueUnavailable(f"cannot reach {url} ({exc})") from None
+        raise QueueUnavailable(f"cannot reach {url} ({_reason(exc)})") from None
     data: bytes = response.data
     return data
 
@@ -174,6 +216,17 @@ def fetch_queue(server: str, kubeconfig: Path | None = None, context: str | None
     if not isinstance(document, dict) or not isinstance(document.get("schedulers"), list):
         raise QueueUnavailable(f"{server}{QUEUE_PATH}: the answer is not a kubeflux queue: {data[:200]!r}")
     return document
+
+
+def _check_scheduler(document: dict[str, Any], scheduler: str | None) -> None:
+    """:class:`QueueUnavailable` (:data:`EXIT_NO_SCHEDULER`) when ``scheduler`` is none of the document's."""
+    names = [str(s.get("name")) for s in document["schedulers"] if isinstance(s, dict)]
+    if scheduler is not None and scheduler not in names:
+        runs = ", ".join(names) or "none"
+        raise QueueUnavailable(
+            f"--scheduler {scheduler}: no such scheduler at {document.get('source', 'the server')} (it runs: {runs})",
+            EXIT_NO_SCHEDULER,
+        )
 
 
 def queue_command(
@@ -203,15 +256,24 @@ def queue_command(
         int | None, typer.Option("--iterations", min=1, help="With --watch: stop after this many refreshes.")
     ] = None,
 ) -> None:
-    """Show each kubeflux scheduler's queue: job, pods, priority, waited, expected start, reason, reservation."""
+    """Show each kubeflux scheduler's queue: job, pods, priority, waited, expected start, reason, reservation.
+
+    Exit codes: 0 shown; 1 the server cannot be reached, is not ready or answers no queue; 2 bad options (an
+    unusable --kubeconfig, a --server that is no URL); 3 --scheduler names no scheduler the server runs. With
+    --watch, a failure is one line and the next refresh tries again."""
+    from kubeflux.kube.command import kubeconfig_problem
+
     if output not in ("table", "json"):
         raise typer.BadParameter(f"{output!r}: expected table or json", param_hint="--output")
-    if kubeconfig is not None and not kubeconfig.is_file():
-        typer.echo(f"error: --kubeconfig {kubeconfig}: no such file", err=True)
-        raise typer.Exit(2)
+    problem = kubeconfig_problem(kubeconfig) if kubeconfig is not None else ""
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(EXIT_USAGE)
 
     def fetch() -> dict[str, Any]:
-        return fetch_queue(server, kubeconfig, context)
+        document = fetch_queue(server, kubeconfig, context)
+        _check_scheduler(document, scheduler)
+        return document
 
     try:
         if not watch:
@@ -222,24 +284,42 @@ def queue_command(
             _watch_table(fetch, scheduler, interval, iterations)
     except QueueUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(exc.code) from None
     except KeyboardInterrupt:
         return
+
+
+def _console() -> Console:
+    """A terminal's console, or one as wide as its tables when the output is piped (no wrapping at 80 columns)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=PIPE_WIDTH)
 
 
 def _show(document: dict[str, Any], output: str, scheduler: str | None) -> None:
     if output == "json":
         typer.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
-        Console().print(render_queue(document, scheduler))
+        _console().print(render_queue(document, scheduler))
 
 
 def _repeat(step: Callable[[], None], interval: float, iterations: int | None) -> None:
+    """``step()`` every ``interval`` seconds; a server failure (:data:`EXIT_UNAVAILABLE`) is one line on stderr
+    and the next refresh tries again, as ``kubectl get -w`` retries its watch; other failures end it."""
     done = 0
     while True:
-        step()
+        failed: QueueUnavailable | None = None
+        try:
+            step()
+        except QueueUnavailable as exc:
+            if exc.code != EXIT_UNAVAILABLE:
+                raise
+            failed = exc
+            stamp = datetime.now(UTC).strftime("%H:%M:%SZ")
+            typer.echo(f"{stamp} error: {exc} (retrying every {interval:g} s)", err=True)
         done += 1
         if iterations is not None and done >= iterations:
+            if failed is not None:  # the last refresh failed: the exit code says so
+                raise QueueUnavailable("the last refresh failed", EXIT_UNAVAILABLE)
             return
         time.sleep(interval)
 
@@ -247,7 +327,7 @@ def _repeat(step: Callable[[], None], interval: float, iterations: int | None) -
 def _watch_table(
     fetch: Callable[[], dict[str, Any]], scheduler: str | None, interval: float, iterations: int | None
 ) -> None:
-    console = Console()
+    console = _console()
     if not console.is_terminal:  # piped: one table per refresh, as watch -t would write them
         _repeat(lambda: console.print(render_queue(fetch(), scheduler)), interval, iterations)
         return
