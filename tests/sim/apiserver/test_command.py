@@ -36,22 +36,25 @@ def test_serve_writes_a_kubeconfig_serves_the_nodes_and_stops_on_sigterm(tmp_pat
         str(config),
         "--token",
         "s3cret",
+        "--tls",
     ]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         first = server.stdout.readline()
-        assert "3 nodes at http://127.0.0.1:" in first
+        assert "3 nodes at https://127.0.0.1:" in first
+        assert server.stdout.readline().startswith(f"TLS: certificates in {tmp_path / 'pki'}")
         assert server.stdout.readline().strip() == f"kubeconfig: {config}"
         written = yaml.safe_load(config.read_text())
         url = written["clusters"][0]["cluster"]["server"]
         assert written["users"][0]["user"] == {"token": "s3cret"}
+        trusting = ssl.create_default_context(cafile=str(tmp_path / "pki" / "ca.crt"))
         request = urllib.request.Request(f"{url}/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=60, context=trusting) as response:
             nodes = orjson.loads(response.read())["items"]
         assert [n["metadata"]["name"] for n in nodes] == ["node-0000", "node-0001", "node-0002"]
         try:
-            urllib.request.urlopen(f"{url}/api/v1/nodes", timeout=60)
+            urllib.request.urlopen(f"{url}/api/v1/nodes", timeout=60, context=trusting)
             raise AssertionError("a request without the token must be refused")
         except urllib.error.HTTPError as refused:
             assert refused.code == 401
@@ -60,6 +63,21 @@ def test_serve_writes_a_kubeconfig_serves_the_nodes_and_stops_on_sigterm(tmp_pat
         out, err = server.communicate(timeout=60)
     assert server.returncode == 0, err
     assert "stopped" in out
+
+
+def test_a_token_without_tls_is_refused_saying_kubectl_would_not_send_it(tmp_path: Path) -> None:
+    """kubectl sends no bearer token over http (checked: every request 401), and kube-apiserver serves only HTTPS."""
+    command = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--nodes", "1", "--cores-per-node", "4"]
+    result = subprocess.run(
+        [*command, "--token", "s3cret", "--kubeconfig", str(tmp_path / "kubeconfig")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    message = " ".join(result.stderr.replace("│", "").split())
+    assert "--token needs --tls: kubectl (client-go) sends no bearer token over plain http" in message
+    assert not (tmp_path / "kubeconfig").exists()
 
 
 def test_serve_refuses_contradictory_node_flags(tmp_path: Path) -> None:

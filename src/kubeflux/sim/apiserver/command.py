@@ -46,7 +46,11 @@ def serve_command(
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option("--token", help="Static bearer token clients must send (--token random: generate one)."),
+        typer.Option(
+            "--token",
+            help="Static bearer token clients must send (--token random: generate one); needs --tls, as kubectl "
+            "sends no token over plain http.",
+        ),
     ] = None,
     feature_gates: Annotated[
         str,
@@ -169,6 +173,12 @@ def serve_command(
             "controller and garbage collector"
         )
     gates = _feature_gates(feature_gates)
+    if token and not tls:
+        raise typer.BadParameter(
+            "--token needs --tls: kubectl (client-go) sends no bearer token over plain http, so every kubectl "
+            "request would be 401 Unauthorized, and a real kube-apiserver serves only HTTPS; give --tls too",
+            param_hint="--token",
+        )
     secret = secrets.token_urlsafe(24) if token == "random" else (token or "")
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="kubeflux-cluster-")) / "kubeconfig"
     if path.is_dir() or any(parent.exists() and not parent.is_dir() for parent in path.parents):
