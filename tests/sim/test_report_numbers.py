@@ -64,6 +64,22 @@ def test_the_cluster_in_words() -> None:
     assert describe_cluster(mixed).startswith("2 nodes: 6 cores")
 
 
+@pytest.mark.parametrize(
+    ("cpu", "words"),
+    [
+        (2500, "1 node × 2.5 cores"),
+        (500, "1 node × 0.5 cores"),
+        (1000, "1 node × 1 core"),
+        (1250, "1 node × 1.25 cores"),
+    ],
+    ids=["2500m", "500m", "1000m", "1250m"],
+)
+def test_millicores_are_said_as_they_are(cpu: int, words: str) -> None:
+    (node,) = uniform_cluster(1, 4)
+    node.allocatable = {**node.allocatable, "cpu": cpu, "memory": 0}
+    assert describe_cluster([node]) == words
+
+
 def test_a_timer_keeps_each_phase_in_order() -> None:
     timer = PhaseTimer()
     with timer.phase("read"):

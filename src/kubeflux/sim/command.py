@@ -167,25 +167,32 @@ def _write_outputs(
 
 def describe_cluster(nodes: Sequence[Node]) -> str:
     """The cluster in words: ``16 nodes × 16 cores, 64Gi memory`` when all nodes are alike, else the count of
-    nodes and the total of each kind (``120 nodes: 240 cores, 8 GPUs``)."""
-    from kubeflux.scheduler.translate import whole_cores
-
+    nodes and the total of each kind (``120 nodes: 240 cores, 8 GPUs``). CPU is said as the nodes have it: a node
+    of ``2500m`` has 2.5 cores, not 2."""
     shapes = {
-        (whole_cores(node.allocatable.get(CPU, 0)), node.allocatable.get("memory", 0), node.allocatable.get(GPU, 0))
+        (node.allocatable.get(CPU, 0), node.allocatable.get("memory", 0), node.allocatable.get(GPU, 0))
         for node in nodes
     }
     count = f"{len(nodes):,} node{'s' if len(nodes) != 1 else ''}"
     if len(shapes) == 1:
-        cores, memory, gpus = next(iter(shapes))
-        parts = [f"{cores:,} core{'s' if cores != 1 else ''}"]
+        millicores, memory, gpus = next(iter(shapes))
+        parts = [_cores_words(millicores)]
         if gpus:
             parts.append(f"{gpus:,} GPU{'s' if gpus != 1 else ''}")
         if memory:
             parts.append(f"{_gibibytes(memory)} memory")
         return f"{count} × {', '.join(parts)}"
-    total_cores = sum(whole_cores(node.allocatable.get(CPU, 0)) for node in nodes)
     total_gpus = sum(node.allocatable.get(GPU, 0) for node in nodes)
-    return f"{count}: {total_cores:,} cores" + (f", {total_gpus:,} GPUs" if total_gpus else "")
+    total = _cores_words(sum(node.allocatable.get(CPU, 0) for node in nodes))
+    return f"{count}: {total}" + (f", {total_gpus:,} GPUs" if total_gpus else "")
+
+
+def _cores_words(millicores: int) -> str:
+    """``16 cores``, ``1 core``, ``2.5 cores``, ``0.25 cores`` (millicores exactly, in integers)."""
+    whole, rest = divmod(int(millicores), 1000)
+    if rest == 0:
+        return f"{whole:,} core{'s' if whole != 1 else ''}"
+    return f"{whole:,}.{rest:03d}".rstrip("0") + " cores"
 
 
 def _gibibytes(amount: int) -> str:
