@@ -166,6 +166,26 @@ STEPS: list[Step] = [
         JOBS,
         {**_JOB, "metadata": {"name": "j3"}, "spec": {**_JOB["spec"], "completions": -1}},
     ),  # type: ignore[dict-item]
+    *(
+        post(f"job {name}", JOBS, {**_JOB, "metadata": {"name": job_name}, "spec": {**_JOB["spec"], **spec}})
+        for name, job_name, spec in (
+            ("zero completions", "j4", {"completions": 0}),
+            ("zero parallelism", "j5", {"parallelism": 0}),
+            ("completions beyond int32", "j6", {"completions": 2**31}),
+            ("completions a fraction", "j6", {"completions": 1.5}),
+            ("completions a string", "j6", {"completions": "3"}),
+            ("indexed without counts", "j7", {"completionMode": "Indexed"}),
+            ("indexed without completions", "j8", {"completionMode": "Indexed", "parallelism": 2}),
+            (
+                "indexed parallelism beyond 100000",
+                "j8",
+                {"completionMode": "Indexed", "completions": 200000, "parallelism": 100001},
+            ),
+            ("indexed a million completions", "j9", {"completionMode": "Indexed", "completions": 1000000}),
+            ("indexed hostname beyond a dns label", "a" * 60, {"completionMode": "Indexed", "completions": 10000}),
+            ("unknown completion mode", "j10", {"completionMode": "Sometimes"}),
+        )
+    ),
     get("job get", f"{JOBS}/j1"),
     patch(
         "job change template",
