@@ -8,7 +8,7 @@ It differs from the simple traverser in four places, each mirrored here:
 * ``xor_slot`` siblings are exclusive alternatives: the request is split into one variant per choice and the
   variants are tried in order; the first that matches wins;
 * the aggregate counts of sibling alternatives, ``slot`` or ``xor_slot``, are the minimum over them instead of the
-  sum (:meth:`FlexibleTraverser.prime_jobspec`): the pruning filters' lower bounds, and at the root the counts
+  sum (:meth:`FlexibleTraverser.aggregate_up`): the pruning filters' lower bounds, and at the root the counts
   an ``allocate_orelse_reserve`` asks the root's filter to find a start time for;
 * a slot's subtree filter failing does not prune by itself: the last resource checked decides.
 """
@@ -20,7 +20,6 @@ from typing import Final
 
 from kubeflux.match.evaluation import Kids
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
-from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import Scoring
 from kubeflux.match.slots import take_slot
@@ -115,32 +114,22 @@ class FlexibleTraverser(Traverser):
             return
         raise failure
 
-    def prime_jobspec(self, resources: list[Request], to_parent: dict[str, int], policy: MatchPolicy) -> None:
+    def aggregate_up(self, resource: Request, to_parent: dict[str, int], total: set[str]) -> None:
         """Fluxion's ``dfu_flexible_t::prime_jobspec``: the aggregates of sibling alternatives (or-slots, and the
         xor_slots a match splits into one slot each) are the minimum of their needs, met in order; a type an
         alternative lacks is lowered to 0 only if an earlier one brought it (Fluxion's order, kept). Summed, the
         alternatives of an xor request would ask the root for all its shapes at once: a reservation would be
         refused (a count beyond the graph) or placed later than Fluxion places it."""
-        total = self.schedule.prune_filters.total
-        for resource in resources:
-            if resource.exclusive is True:
-                policy.exclusive_types.add(resource.type)
-            if resource.type in total:
-                to_parent[resource.type] = to_parent.get(resource.type, 0) + resource.min
-            resource.user_data = {}
-            self.prime_jobspec(resource.with_, resource.user_data, policy)
-            if resource.type in (SLOT, XOR_SLOT):
-                for type, count in resource.user_data.items():
-                    if type in total:
-                        wanted = resource.min * count
-                        to_parent[type] = min(to_parent.get(type, wanted), wanted)
-                for type in list(to_parent):
-                    if type not in resource.user_data and type in total:
-                        to_parent[type] = min(to_parent[type], 0)
-            else:
-                for type, count in resource.user_data.items():
-                    if type in total:
-                        to_parent[type] = to_parent.get(type, 0) + resource.min * count
+        if resource.type not in (SLOT, XOR_SLOT):
+            Traverser.aggregate_up(self, resource, to_parent, total)
+            return
+        for type, count in resource.user_data.items():
+            if type in total:
+                wanted = resource.min * count
+                to_parent[type] = min(to_parent.get(type, wanted), wanted)
+        for type in list(to_parent):
+            if type not in resource.user_data and type in total:
+                to_parent[type] = min(to_parent[type], 0)
 
     def _match_kind(
         self, vertex: Vertex, resources: list[Request], pristine: bool

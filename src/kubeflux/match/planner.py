@@ -521,16 +521,6 @@ class UnitPlanner(Planner):
 
     __slots__ = ("_unit",)
 
-    def __init__(self, total: int, base: int, duration: int, resource_type: str) -> None:
-        # Planner's __init__, inline: a large allocation makes one per core.
-        if duration < 1 or total < 0:
-            super().__init__(total, base, duration, resource_type)  # raises
-        self._total = total
-        self._type = resource_type
-        self._base = base
-        self._end = base + duration
-        self._clear()
-
     def _clear(self) -> None:
         self._unit = True
         self._spans = {}

@@ -152,9 +152,14 @@ class Traverser:
                 to_parent[resource.type] = to_parent.get(resource.type, 0) + resource.min
             resource.user_data = {}
             self.prime_jobspec(resource.with_, resource.user_data, policy)
-            for type, count in resource.user_data.items():
-                if type in total:
-                    to_parent[type] = to_parent.get(type, 0) + resource.min * count
+            self.aggregate_up(resource, to_parent, total)
+
+    def aggregate_up(self, resource: Request, to_parent: dict[str, int], total: set[str]) -> None:
+        """Add ``resource``'s aggregates (its ``user_data``: the tracked types below it) to its parent's: ``min``
+        times each."""
+        for type, count in resource.user_data.items():
+            if type in total:
+                to_parent[type] = to_parent.get(type, 0) + resource.min * count
 
     def forget_requests(self, resources: list[Request]) -> None:
         """Forget the cache keys of a request list its owner no longer matches (see :meth:`CacheKeys.forget`)."""

@@ -12,6 +12,7 @@ their defaults and by what an update may change.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubeflux.sim.apiserver.core_strategies import condition_times, default_template_spec, pod_spec_causes
@@ -119,6 +120,7 @@ _STATEFULSET_MUTABLE = (
 )
 
 
+@dataclass(eq=False)
 class ReplicatedStrategy(Strategy):
     """A workload that keeps pods of one template: a selector, a template, counts; status written by its
     controller through the status subresource."""
@@ -126,23 +128,15 @@ class ReplicatedStrategy(Strategy):
     has_status = True
     tracks_generation = True
 
-    def __init__(
-        self,
-        noun: str,
-        defaults: Defaults,
-        zero_status: Object,
-        mutable: tuple[str, ...] | None = None,
-        zero_spec: Object | None = None,
-    ) -> None:
-        self.noun = noun
-        """What the real server's message calls it (``empty selector is invalid for deployment``)."""
-        self.defaults = defaults
-        self.zero_status = zero_status
-        """The status fields Go shows though zero (not ``omitempty``)."""
-        self.mutable = mutable
-        """The spec fields an update may change, refused together as ``spec`` (None: all but the selector, which
-        is immutable)."""
-        self.zero_spec = zero_spec or {}
+    noun: str
+    """What the real server's message calls it (``empty selector is invalid for deployment``)."""
+    defaults: Defaults
+    zero_status: Object
+    """The status fields Go shows though zero (not ``omitempty``)."""
+    mutable: tuple[str, ...] | None = None
+    """The spec fields an update may change, refused together as ``spec`` (None: all but the selector, which is
+    immutable)."""
+    zero_spec: Object = field(default_factory=dict)
 
     def prepare_create(self, obj: Object, now: str) -> None:
         spec = obj.get("spec")

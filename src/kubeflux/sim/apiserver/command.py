@@ -23,13 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["cluster_app"]
 
-cluster_app = typer.Typer(
-    name="cluster",
-    help="A simulated Kubernetes cluster served over the Kubernetes API.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+cluster_app = typer.Typer(help="A simulated Kubernetes cluster served over the Kubernetes API.", no_args_is_help=True)
+"""A group of the ``kubeflux`` command (``cli.app`` names it and sets completion and exceptions for all)."""
 
 
 @cluster_app.command("serve")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 import orjson
 
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.kubebuild import find_kube_build
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 
 __all__ = ["BUILD_COMMAND", "OPENAPI_V2_PROTOBUF", "Document", "OpenApi", "find_build", "openapi_v2_json"]
@@ -52,16 +52,7 @@ def openapi_v2_json() -> dict[str, Any]:
 
 def find_build() -> Path:
     """The folder of the copied documents (see the module docstring); it may not exist."""
-    configured = os.environ.get("KUBEFLUX_OPENAPI_DIR")
-    if configured:
-        return Path(configured)
-    checkout = Path(__file__).resolve().parents[4] / "build" / "kube" / "openapi"
-    if (checkout / "stamp.json").exists():
-        return checkout
-    kube = os.environ.get("KUBEFLUX_KUBE_DIR")
-    if kube and (Path(kube) / "openapi" / "stamp.json").exists():
-        return Path(kube) / "openapi"
-    return Path.cwd() / "build" / "kube" / "openapi"
+    return find_kube_build("openapi", "stamp.json", "KUBEFLUX_OPENAPI_DIR")
 
 
 @dataclass(frozen=True, slots=True)

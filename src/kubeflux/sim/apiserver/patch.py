@@ -78,7 +78,12 @@ def _unprocessable(message: str) -> ApiError:
     return ApiError(422, "Invalid", message)
 
 
-def _parent(doc: Any, parts: list[str], path: str) -> Any:
+def _parent(doc: Any, path: Any) -> tuple[Any, str] | None:
+    """The container of the member ``path`` points to, and that member's key or index; None for the whole
+    document (the pointer ``""``)."""
+    parts = _pointer(path)
+    if not parts:
+        return None
     node = doc
     for part in parts[:-1]:
         if isinstance(node, dict):
@@ -89,15 +94,14 @@ def _parent(doc: Any, parts: list[str], path: str) -> Any:
             node = node[_index(node, part, path, adding=False)]
         else:
             raise _unprocessable(f"json patch: {path}: cannot descend into a {type(node).__name__}")
-    return node
+    return node, parts[-1]
 
 
 def _get(doc: Any, path: Any) -> Any:
-    parts = _pointer(path)
-    if not parts:
+    found = _parent(doc, path)
+    if found is None:
         return doc
-    parent = _parent(doc, parts, path)
-    last = parts[-1]
+    parent, last = found
     if isinstance(parent, dict):
         if last not in parent:
             raise _unprocessable(f"json patch: {path}: does not exist")
@@ -108,11 +112,10 @@ def _get(doc: Any, path: Any) -> Any:
 
 
 def _remove(doc: Any, path: Any) -> Any:
-    parts = _pointer(path)
-    if not parts:
+    found = _parent(doc, path)
+    if found is None:
         raise _unprocessable("json patch: cannot remove the whole document")
-    parent = _parent(doc, parts, path)
-    last = parts[-1]
+    parent, last = found
     if isinstance(parent, dict):
         if last not in parent:
             raise _unprocessable(f"json patch: {path}: cannot remove a missing member")
@@ -123,11 +126,10 @@ def _remove(doc: Any, path: Any) -> Any:
 
 
 def _add(doc: Any, path: Any, value: Any, *, replace: bool = False) -> Any:
-    parts = _pointer(path)
-    if not parts:
+    found = _parent(doc, path)
+    if found is None:
         return value
-    parent = _parent(doc, parts, path)
-    last = parts[-1]
+    parent, last = found
     if isinstance(parent, dict):
         if replace and last not in parent:
             raise _unprocessable(f"json patch: {path}: cannot replace a missing member")

@@ -272,12 +272,10 @@ def from_json(schema: Schema, plan: MessagePlan, msg: Any, value: Any, lenient: 
         _SPECIAL[plan.special][1](msg, value)
         return
     if plan.list_wrapper:
-        if not isinstance(value, list):
-            raise ValueError(f"{at or 'the value'}: must be a list, got {type(value).__name__}")
+        _expect(value, list, at)
         msg.items.extend(value)
         return
-    if not isinstance(value, dict):
-        raise ValueError(f"{at or 'the value'}: must be an object, got {type(value).__name__}")
+    _expect(value, dict, at)
     by_json = plan.by_json
     for key, item in value.items():
         f = by_json.get(key)
@@ -299,6 +297,13 @@ def from_json(schema: Schema, plan: MessagePlan, msg: Any, value: Any, lenient: 
         from_json(schema, schema.sub(f), getattr(msg, f.name), value, lenient, at)
 
 
+def _expect(value: Any, kind: type[list[Any]] | type[dict[str, Any]], at: str) -> None:
+    """Raise :class:`ValueError` unless ``value`` is a JSON array (``list``) or object (``dict``), as ``kind`` says."""
+    if not isinstance(value, kind):
+        what = "a list" if kind is list else "an object"
+        raise ValueError(f"{at or 'the value'}: must be {what}, got {type(value).__name__}")
+
+
 def _set(schema: Schema, f: FieldPlan, msg: Any, value: Any, lenient: bool, at: str) -> None:
     shape = f.shape
     if shape is Shape.MESSAGE:
@@ -306,8 +311,7 @@ def _set(schema: Schema, f: FieldPlan, msg: Any, value: Any, lenient: bool, at: 
         sub.SetInParent()
         from_json(schema, schema.sub(f), sub, value, lenient, at)
     elif shape is Shape.LIST:
-        if not isinstance(value, list):
-            raise TypeError(f"{at}: must be a list, got {type(value).__name__}")
+        _expect(value, list, at)
         container = getattr(msg, f.name)
         if f.message:
             plan = schema.sub(f)
@@ -316,8 +320,7 @@ def _set(schema: Schema, f: FieldPlan, msg: Any, value: Any, lenient: bool, at: 
         else:
             container.extend([base64.b64decode(item, validate=True) for item in value] if f.item_bytes else value)
     elif shape is Shape.MAP:
-        if not isinstance(value, dict):
-            raise TypeError(f"{at}: must be an object, got {type(value).__name__}")
+        _expect(value, dict, at)
         container = getattr(msg, f.name)
         if f.message:
             plan = schema.sub(f)

@@ -13,7 +13,6 @@ its Go field marshals to and back; plans are built on first use of a message and
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from kubeflux.sim.apiserver.kubebuild import find_kube_build
 
 __all__ = [
     "BUILD_COMMAND",
@@ -96,16 +97,7 @@ class MessagePlan:
 
 def find_build() -> Path:
     """The build folder (see the module docstring); it may not exist."""
-    configured = os.environ.get("KUBEFLUX_PROTO_DIR")
-    if configured:
-        return Path(configured)
-    checkout = Path(__file__).resolve().parents[5] / "build" / "kube" / "proto"
-    if (checkout / "kubernetes.binpb").exists():
-        return checkout
-    kube = os.environ.get("KUBEFLUX_KUBE_DIR")
-    if kube and (Path(kube) / "proto" / "kubernetes.binpb").exists():
-        return Path(kube) / "proto"
-    return Path.cwd() / "build" / "kube" / "proto"
+    return find_kube_build("proto", "kubernetes.binpb", "KUBEFLUX_PROTO_DIR")
 
 
 class Schema:
