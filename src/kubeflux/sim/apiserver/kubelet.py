@@ -8,10 +8,11 @@ stage of a pod that is gone. This module only translates between the API and the
 
 * a pod bound through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
   ``pod-ready`` and ``pod-complete`` stage annotations, ``sim.kubeflux.io/exit-code``, ``activeDeadlineSeconds``;
-  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster (:meth:`Cluster.adopt_pod`, with its
-  API uid, in a job of its own or its coupled job's) and is bound there (:meth:`Cluster.bind_pod`), on the
-  cluster's copy of its node (read from the store: ready and schedulable, as a node's kubelet runs whatever is
-  bound to it; the kubelet's admission refuses a pod that does not fit, ``OutOf<resource>``);
+  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster's job book
+  (:meth:`kubeflux.sim.jobbook.JobBook.adopt_pod`, with its API uid, in a job of its own or its coupled job's)
+  and is bound there (:meth:`Cluster.bind_pod`), on the cluster's copy of its node (read from the store: ready
+  and schedulable, as a node's kubelet runs whatever is bound to it; the kubelet's admission refuses a pod that
+  does not fit, ``OutOf<resource>``);
 * a pod deleted through the API (or Terminating: confirmed at once with grace 0, as KWOK's ``pod-delete`` stage
   does) is deleted in the cluster (:meth:`Cluster.delete_pod`);
 * every change the cluster makes to a bound pod (Running, Succeeded/Failed, ``DeadlineExceeded``, ``PeerFailed``)
@@ -360,13 +361,13 @@ class SimulatedKubelet:
             return
         job = self._coupled(obj, wjob) if self.couple else None
         if job is None:
-            job = self.cluster.add_job(wjob)
+            job = self.cluster.book.add_job(wjob)
         stale = self.cluster.pods.get(pod.key)
         if stale is not None:  # an earlier pod of this name, ended and not yet seen deleted
             self.lives.pop(stale.pod.uid, None)
             self._forget(stale)
         pod.node_name, pod.phase = "", PodPhase.PENDING  # the cluster binds it now, as the API did
-        sp = self.cluster.adopt_pod(job, pod, timing)
+        sp = self.cluster.book.adopt_pod(job, pod, timing)
         if timing.start_jitter > timing.start_delay:
             sp.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
         if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
@@ -397,7 +398,7 @@ class SimulatedKubelet:
         job = self._jobs.get(key)
         if job is None:
             wjob.id, wjob.kind, wjob.name = key, kind, key.rsplit("/", 1)[1]
-            job = self._jobs[key] = self.cluster.add_job(wjob, quorum)
+            job = self._jobs[key] = self.cluster.book.add_job(wjob, quorum)
         return job
 
     def _spec(self, group: str, version: str, plural: str, namespace: str, name: str) -> Object:
