@@ -58,9 +58,9 @@ from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.store import Store
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import COUPLED_ANNOTATION, SimJob, timing_of
@@ -178,10 +178,7 @@ class SimulatedKubelet:
         self.known_pod: Callable[[Object, Object | None], Pod | None] | None = None
         """Asked for a reading of a pod (its version, the previous one) before its manifest is read: the in-process
         schedulers' (:meth:`InProcessSchedulers.known_pod`) when they run."""
-        self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
-        self._watcher.wake = self._wake
-        self._draining = False
-        store.collections[pods.collection].watchers.add(self._watcher)
+        self._follower = Follower(store, loop, [(pods, self._event)])
         for obj in list(store.objects(pods)):
             self._handle("ADDED", obj)
         self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
@@ -198,12 +195,12 @@ class SimulatedKubelet:
     @property
     def busy(self) -> bool:
         """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self._draining or bool(self._watcher.pending)
+        return self._follower.busy
 
     def stop(self) -> None:
         if isinstance(self.clock, VirtualClock) and self._beat_if_due in self.clock.jumped:
             self.clock.jumped.remove(self._beat_if_due)
-        self.store.stop_watch(self.pods, self._watcher)
+        self._follower.stop()
         if isinstance(self.time, WallEvents) and self.time is not self.clock:
             self.time.stop()
         if self._heartbeat is not None:
@@ -259,17 +256,8 @@ class SimulatedKubelet:
             self._last_wall_beat = wall
             self._beat()
 
-    def _wake(self) -> None:
-        if not self._draining:
-            self._draining = True
-            self.loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._draining = False
-        pending = self._watcher.pending
-        while pending:
-            type_, event = pending.popleft()
-            self._handle(type_, event.obj, event.prev)
+    def _event(self, type_: str, event: WatchEvent) -> None:
+        self._handle(type_, event.obj, event.prev)
 
     def _handle(self, type_: str, obj: Object, prev: Object | None = None) -> None:
         """Tell the cluster a change of a pod read from the API (see :meth:`_telling`)."""
