@@ -73,11 +73,7 @@ class PodGroupController:
         """(namespace, group) → uid → the latest version of each pod labelled with the group."""
         self._group_of: dict[str, tuple[str, str]] = {}
         self._follower = Follower(store, loop, [(pods, self._pod_event), (groups, self._group_event)], self._sync)
-        for group in list(store.objects(groups)):
-            self._dirty.add((group["metadata"]["namespace"], group["metadata"]["name"]))
-        for pod in list(store.objects(pods)):
-            self._member("ADDED", pod)
-        self._follower.wake()
+        self._follower.list_existing()
 
     @property
     def busy(self) -> bool:

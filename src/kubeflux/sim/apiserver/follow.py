@@ -5,7 +5,8 @@ its watch.
 A :class:`Follower` opens an unfiltered watch of each collection it is given (with an unbounded backlog: nothing
 in the process may miss an event), and when an event is queued it asks the loop to drain them soon
 (``call_soon``): every queued event is handed, in order, to its collection's handler, collection after collection,
-then ``after`` runs once (a controller syncing what the batch made dirty). :attr:`Follower.busy` is what the
+then ``after`` runs once (a controller syncing what the batch made dirty). :meth:`Follower.list_existing` first
+hands over what the store already holds, as an informer's first list does. :attr:`Follower.busy` is what the
 virtual clock's pacer asks before it jumps: an event is queued or a drain is due.
 """
 
@@ -49,6 +50,14 @@ class Follower:
     def busy(self) -> bool:
         """Watch events wait to be handled, or a drain is due (the virtual clock must not jump)."""
         return self._scheduled or any(watcher.pending for _, watcher, _ in self._watches)
+
+    def list_existing(self) -> None:
+        """Hand every object the store holds now to its collection's handler as ``ADDED`` (an informer's first
+        list), collection after collection, then drain soon (``after`` runs then, even with no event)."""
+        for resource, _, handler in self._watches:
+            for obj in list(self.store.objects(resource)):
+                handler("ADDED", WatchEvent(0, "ADDED", obj, None))
+        self.wake()
 
     def wake(self) -> None:
         """Drain soon (once, however often it is called before)."""

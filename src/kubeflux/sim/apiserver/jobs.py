@@ -74,11 +74,7 @@ class JobController:
         self._ttl: dict[str, Timer] = {}
         self._dirty: set[str] = set()
         self._follower = Follower(store, loop, [(jobs, self._job_watched), (pods, self._pod_watched)], self._sync_dirty)
-        for job in list(store.objects(jobs)):
-            self._job_event("ADDED", job)
-        for pod in list(store.objects(pods)):
-            self._pod_event("ADDED", pod)
-        self._follower.wake()
+        self._follower.list_existing()
 
     @property
     def busy(self) -> bool:

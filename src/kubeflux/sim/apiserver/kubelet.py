@@ -179,8 +179,7 @@ class SimulatedKubelet:
         """Asked for a reading of a pod (its version, the previous one) before its manifest is read: the in-process
         schedulers' (:meth:`InProcessSchedulers.known_pod`) when they run."""
         self._follower = Follower(store, loop, [(pods, self._event)])
-        for obj in list(store.objects(pods)):
-            self._handle("ADDED", obj)
+        self._follower.list_existing()
         self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
         self.heartbeat_seconds = heartbeat_seconds
         self._heartbeat: Timer | None = None
