@@ -245,10 +245,6 @@ def test_a_long_module_says_why(module: str) -> None:
 
 LONG_CLASS_MARK = "Why this class is long:"
 """A class over :data:`MAX_CLASS_LINES` lines says why in its docstring, in a paragraph starting so."""
-CLASS_SPLIT_PENDING = {
-    "kubeflux.sim.cluster",
-}
-"""Modules whose classes are being split by composition (issue 29); this list may only shrink."""
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -262,9 +258,6 @@ def test_no_class_over_500_lines(module: str) -> None:
         and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
         and LONG_CLASS_MARK not in (ast.get_docstring(node) or "")
     ]
-    if module in CLASS_SPLIT_PENDING:
-        assert long, f"{module} has no class over {MAX_CLASS_LINES} lines now: remove it from CLASS_SPLIT_PENDING"
-        pytest.xfail(f"{module}: {long}, to be split (issue 29)")
     assert not long, (
         f"{module}: classes over {MAX_CLASS_LINES} lines: {long}; compose them of parts, or say in the class's "
         f"docstring, in a paragraph starting {LONG_CLASS_MARK!r}, why it is one class"

@@ -29,7 +29,8 @@ then. A trace job's or PodGroup's pod that fails ends the others (``PeerFailed``
 tells the driver when such holding can never end (a deadlock). The nodes, what is free on each (the kubelet's
 admission) and the resource ids are a :class:`~kubeflux.sim.nodestate.NodeState`; the usage per kind (allocated
 and computing) is kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node outages and the per-pod
-record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`.
+record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`; the jobs, pods and pod groups by key and the queue
+figures are the cluster's :class:`~kubeflux.sim.jobbook.JobBook` (:attr:`Cluster.book`).
 
 Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and
 ``…/jitter-delay``; ``pod-ready.stage.kwok.x-k8s.io/…`` for the start delay), so the same manifests run on KWOK.
@@ -41,23 +42,23 @@ Events carry the live :class:`~kubeflux.scheduler.objects.Pod`: an observer read
 not change it.
 
 The served cluster (``cluster serve``) runs its pods in this same class: its kubelet
-(:mod:`kubeflux.sim.apiserver.kubelet`) adds the jobs and pods the API made (:meth:`Cluster.add_job`,
-:meth:`Cluster.adopt_pod`), binds them here, and writes each change back; its Job controller is the served one
+(:mod:`kubeflux.sim.apiserver.kubelet`) adds the jobs and pods the API made to the cluster's job book
+(:meth:`JobBook.add_job <kubeflux.sim.jobbook.JobBook.add_job>`, :meth:`~kubeflux.sim.jobbook.JobBook.adopt_pod`),
+binds them here, and writes each change back; its Job controller is the served one
 (``job_controller=False``), and its entries are cancellable (``cancellable=True``) so that virtual time never jumps
 to a stage of a pod that has ended.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Handle, Priority
-from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
-from kubeflux.sim.jobfields import check_job
-from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
+from kubeflux.sim.jobbook import JobBook
+from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
+from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.nodestate import NodeState
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord, PodRecord
@@ -85,16 +86,10 @@ class Cluster:
     ) -> None:
         self.loop = loop
         self.lifecycle = lifecycle or Lifecycle()
-        self.primary_scheduler = primary_scheduler
-        """The ``schedulerName`` given to pods whose template leaves it empty (the scheduler under test)."""
-        self.workload_name = workload_name
         self.keep_events = keep_events
         self.kube_events: list[KubeEvent] = []
-        self._event_counts: dict[str, int] = {}
-        self._unschedulable_events = 0
-        """``FailedScheduling`` events not yet in :attr:`event_counts` (one per Unschedulable decision: counted by a
-        native int, added to the dict when it is read)."""
-        self.problems: list[str] = []
+        self.event_counts: dict[str, int] = {}
+        """How many Kubernetes Events were recorded per reason (``Scheduled``, ``FailedScheduling`` …), kept or not."""
         self.node_state = NodeState()
         """The nodes and what is free on each (the kubelet's admission, the resource ids)."""
         self.nodes = self.node_state.nodes
@@ -106,28 +101,40 @@ class Cluster:
         """Allocated and useful amounts per kind over time."""
         for node in nodes:
             self.node_state.add(node)
-        self.pods: dict[str, SimPod] = {}
-        self.jobs: list[SimJob] = []
-        self.groups: dict[str, PodGroup] = {}
+        self.book = JobBook(
+            loop,
+            self._emit,
+            self.ids,
+            self.lifecycle,
+            primary_scheduler=primary_scheduler,
+            workload_name=workload_name,
+            couple=couple,
+        )
+        """The jobs, pods and pod groups, and the queue figures."""
+        self.pods = self.book.pods
+        """The pods not deleted, by key (the book's)."""
+        self.jobs = self.book.jobs
+        """Every job, by index (the book's)."""
+        self.groups = self.book.groups
+        self.problems = self.book.problems
+        self.queue_series = self.book.queue_series
         self._observers: list[Observer] = []
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
-        self._rng = random.Random(self.lifecycle.seed)
         self.job_controller = JobController(self, self.lifecycle.job_sync_delay) if job_controller else None
         """The simulator's Job controller; None where another one keeps the Jobs (the served cluster's, through the
-        API): a Job's pods then come from :meth:`adopt_pod` and the cluster only runs them."""
-        self.couple = couple
+        API): a Job's pods then come from :meth:`JobBook.adopt_pod <kubeflux.sim.jobbook.JobBook.adopt_pod>` and the
+        cluster only runs them."""
+        self.book.job_controller = self.job_controller
         self._handles: dict[SimPod, list[Handle]] | None = {} if cancellable else None
         """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
         nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its
         pod and returns."""
         self.idle_holding = 0
         """Running pods of coupled jobs holding their resources idle until their job can compute."""
-        self.pending_jobs = 0
         self.pods_bound = 0
         self.events_emitted = 0
         self.utilization_series = self.usage.cores_series
-        self.queue_series: list[tuple[float, int]] = []
 
     # -- nodes -----------------------------------------------------------------------------------------------
     def subscribe(self, observer: Observer, *, status_updates: bool = True) -> None:
@@ -167,17 +174,9 @@ class Cluster:
                 for observe in observers:
                     observe(event, now)
 
-    @property
-    def event_counts(self) -> dict[str, int]:
-        """How many Kubernetes Events were recorded per reason (``Scheduled``, ``FailedScheduling`` …), kept or not."""
-        counts = self._event_counts
-        if self._unschedulable_events:
-            counts["FailedScheduling"] += self._unschedulable_events
-            self._unschedulable_events = 0
-        return counts
-
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
-        counts = self._event_counts
+        """Record a Kubernetes Event about ``obj``: counted per reason, kept in :attr:`kube_events` when asked."""
+        counts = self.event_counts
         counts[reason] = counts.get(reason, 0) + 1
         if self.keep_events:
             self.kube_events.append(KubeEvent(self.loop.now, type_, reason, obj, message))
@@ -270,125 +269,30 @@ class Cluster:
     def total_cores(self) -> int:
         return self.node_state.total_cores
 
-    # -- submission --------------------------------------------------------------------------------------------
+    # -- the job book (its part: :class:`~kubeflux.sim.jobbook.JobBook`) -------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
-        """Create the job's objects now: its PodGroup (when a gang), then its pods (a Job: the first wave).
-
-        Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
-        check_job(wjob)
-        job = SimJob(wjob, len(self.jobs), self.loop.now if submit_time is None else submit_time)
-        self.jobs.append(job)
-        if wjob.rejected:
-            job.reject(wjob.rejected, self.loop.now)
-            return job
-        try:
-            job.timings = job_timings(wjob, self.lifecycle, self.primary_scheduler)
-            quorum = coupled_quorum(wjob)
-        except ValueError as exc:
-            self.problems.append(str(exc))
-            job.reject(str(exc), self.loop.now)
-            return job
-        if not wjob.pods:
-            job.reject(f"job {wjob.id}: no pods", self.loop.now)
-            return job
-        if self.couple and quorum > 1:
-            job.coupled, job.start_quorum = True, quorum
-        self.pending_jobs += 1
-        self._sample_queue()
-        if wjob.min_member > 0:
-            group = PodGroup(
-                wjob.namespace,
-                wjob.name,
-                wjob.min_member,
-                wjob.schedule_timeout_seconds,
-                self.loop.now,
-                f"pg-{job.index}",
-            )
-            job.group_key = group.key
-            self.groups[group.key] = group
-            self._emit(EventKind.ADDED, group)
-        if wjob.kind is JobKind.JOB:
-            if self.job_controller is None:
-                raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
-            self.job_controller.start(job)
-        else:
-            for i, timing in enumerate(job.timings):
-                self.create_pod(job, timing, wjob.pods[i].name)
-        return job
+        """Create the job's objects now (:meth:`JobBook.submit <kubeflux.sim.jobbook.JobBook.submit>`)."""
+        return self.book.submit(wjob, submit_time)
 
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
-        """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending (an Indexed Job's
-        with its completion ``index``)."""
-        wjob = job.wjob
-        now = self.loop.now
-        t = timing.template
-        labels, annotations = timing.labels, timing.annotations
-        if index is not None:
-            labels = {**labels, COMPLETION_INDEX: str(index)}
-            annotations = {**annotations, COMPLETION_INDEX: str(index)}
-        pod = Pod(
-            wjob.namespace,
-            name,
-            f"{job.index}-{job.created}",
-            timing.scheduler_name,
-            t.priority,
-            now,
-            t.requests,
-            labels,
-            annotations,
-            t.node_selector,
-            t.tolerations,
-            t.required_node_affinity,
-            "",
-            PodPhase.PENDING,
-            False,
-            t.active_deadline_seconds,
-            timing.owner,
-            t.manifest,
-        )
-        key = f"{wjob.namespace}/{name}"
-        if key in self.pods:
-            message = f"job {wjob.id}: pod {key} already exists"
-            self.problems.append(message)
-            if not job.rejected_reason and job.first_bind is None:
-                self.pending_jobs -= 1
-                self._sample_queue()
-            job.reject(message, now)
-            return
-        sp = SimPod(pod, job.index, timing, now)
-        sp.completion_index = index
-        sp.draw(self.lifecycle, self._rng)
-        self._add_pod(job, sp)
+        """Create one of ``job``'s pods, Pending (see :meth:`kubeflux.sim.jobbook.JobBook.create_pod`)."""
+        self.book.create_pod(job, timing, name, index)
 
-    def _add_pod(self, job: SimJob, sp: SimPod) -> None:
-        job.created += 1
-        job.active += 1
-        job.pods.append(sp)
-        self.pods[sp.pod.key] = sp
-        self._emit(EventKind.ADDED, sp.pod)
+    def finish_job(self, job: SimJob) -> None:
+        """``job`` ended (all its pods, or its Job controller says so): it leaves the queue figures."""
+        self.book.finish_job(job)
 
-    # -- jobs and pods made elsewhere (the served cluster's API objects) ---------------------------------------
-    def add_job(self, wjob: WorkloadJob, quorum: int = 0) -> SimJob:
-        """A job whose pods are made elsewhere and join through :meth:`adopt_pod` (the served cluster's: a
-        PodGroup's, a Job's or a lone pod's, read from the API); coupled, when the cluster couples, if ``quorum``
-        > 1 (see :func:`~kubeflux.sim.jobs.coupled_quorum`). It is in :attr:`jobs` as a submitted job is."""
-        job = SimJob(wjob, len(self.jobs), self.loop.now)
-        self.jobs.append(job)
-        if self.couple and quorum > 1:
-            job.coupled, job.start_quorum = True, quorum
-        self.pending_jobs += 1
-        self._sample_queue()
-        return job
+    def job_records(self) -> list[JobRecord]:
+        """One :class:`JobRecord` per submitted job, in submission order."""
+        return self.book.job_records()
 
-    def adopt_pod(self, job: SimJob, pod: Pod, timing: TemplateTiming) -> SimPod:
-        """``pod``, made elsewhere (its uid and fields read from the API), joins ``job`` Pending and unbound, with
-        ``timing``'s stage times: :meth:`bind_pod` then runs it as every pod runs. Its random draws are the
-        caller's. Raises ValueError when a pod of its name is already here."""
-        if pod.key in self.pods:
-            raise ValueError(f"pod {pod.key} already exists")
-        sp = SimPod(pod, job.index, timing, self.loop.now)
-        self._add_pod(job, sp)
-        return sp
+    def pod_records(self) -> list[PodRecord]:
+        """One :class:`PodRecord` per pod created (``pods.csv``), per job in submission order."""
+        return self.book.pod_records()
+
+    def pod(self, key: str) -> SimPod:
+        """The pod ``namespace/name``, including finished pods that were not deleted."""
+        return self.book.pod(key)
 
     # -- scheduler decisions -----------------------------------------------------------------------------------
     def bind(self, key: str, uid: str, node_name: str, annotations: dict[str, str] | None = None) -> str:
@@ -419,18 +323,13 @@ class Cluster:
         self.pods_bound += 1
         job = self.jobs[sp.job_index]
         if job.first_bind is None:
-            job.first_bind = now
-            if job.rejected_reason:  # rejected, then reconsidered when the cluster grew: it runs after all
-                job.rejected_reason = ""
-            else:
-                self.pending_jobs -= 1
-                self._sample_queue()
+            self.book.first_bind(job, now)
         job.last_bind = now
         if self.keep_events:
             key = pod.key
             self.record_event("Normal", "Scheduled", key, f"Successfully assigned {key} to {node_name}")
         else:
-            counts = self._event_counts
+            counts = self.event_counts
             counts["Scheduled"] = counts.get("Scheduled", 0) + 1
         self._modified(sp)
         short = self.node_state.admit(sp, index)  # the usage counts the allocation below
@@ -480,9 +379,8 @@ class Cluster:
         if self.keep_events:
             self.record_event("Warning", "FailedScheduling", pod.key, message)
         else:  # the count alone, as record_event keeps it: one call per pod per scheduling pass that tried it
-            if not self._unschedulable_events:  # its place among the reasons: where it first came
-                self._event_counts.setdefault("FailedScheduling", 0)
-            self._unschedulable_events += 1
+            counts = self.event_counts
+            counts["FailedScheduling"] = counts.get("FailedScheduling", 0) + 1
         if sp.unschedulable_at is None:
             sp.unschedulable_at = self.loop.now
         elif sp.unschedulable_message == message:
@@ -505,11 +403,7 @@ class Cluster:
         if sp is None or (uid and sp.pod.uid != uid) or sp.bound_at is not None:
             return
         self.mark_unschedulable(key, uid, message)
-        job = self.jobs[sp.job_index]
-        if not job.rejected_reason:
-            job.rejected_reason = message
-            self.pending_jobs -= 1
-            self._sample_queue()
+        self.book.reject(self.jobs[sp.job_index], message)
 
     def delete_pod(self, key: str, reason: str = "Deleted") -> None:
         """Delete a pod now (a user's ``kubectl delete``, or a controller's): a running pod is killed (exit 137, with
@@ -634,7 +528,7 @@ class Cluster:
             if self.job_controller is not None:
                 self.job_controller.pod_ended(job)
         elif job.active == 0:
-            self.finish_job(job)
+            self.book.finish_job(job)
 
     def _end_peers(self, job: SimJob, failed: SimPod) -> None:
         """A pod of a coupled job failed: the job cannot compute without it (an MPI rank lost), so its other
@@ -653,33 +547,7 @@ class Cluster:
             self.pods.pop(pod.key, None)
             self._emit(EventKind.DELETED, pod)
 
-    def finish_job(self, job: SimJob) -> None:
-        """``job`` ended (all its pods, or its Job controller says so): it leaves the queue figures."""
-        job.finish = self.loop.now
-        if job.first_bind is None and not job.rejected_reason:
-            self.pending_jobs -= 1
-            self._sample_queue()
-        group = self.groups.get(job.group_key) if job.group_key else None
-        if group is not None:
-            self._emit(EventKind.MODIFIED, group)
-
-    # -- series and records ------------------------------------------------------------------------------------
-    def _sample_queue(self) -> None:
-        series = self.queue_series
-        now = self.loop.now
-        if series and series[-1][0] == now:
-            series[-1] = (now, self.pending_jobs)
-        else:
-            series.append((now, self.pending_jobs))
-
-    def job_records(self) -> list[JobRecord]:
-        """One :class:`JobRecord` per submitted job, in submission order."""
-        return job_records(self.jobs, self.workload_name, self.ids.layout())
-
-    def pod_records(self) -> list[PodRecord]:
-        """One :class:`PodRecord` per pod created (``pods.csv``), per job in submission order."""
-        return pod_records(self.jobs, self.ids.layout())
-
+    # -- reading ------------------------------------------------------------------------------------------------
     def stalled_jobs(self, owned: Callable[[str], bool]) -> list[SimJob]:
         """The coupled jobs holding resources idle, when no pending pod of a scheduler that ``owned`` names fits the
         free resources of any ready, schedulable node: then, with no other change to come, they wait for ever (a
@@ -696,17 +564,6 @@ class Cluster:
     def free(self, node: str) -> dict[str, int]:
         """What is left on ``node`` (allocatable minus the requests of its bound, unfinished pods)."""
         return self.node_state.free(node)
-
-    def pod(self, key: str) -> SimPod:
-        """The pod ``namespace/name``, including finished pods that were not deleted."""
-        sp = self.pods.get(key)
-        if sp is None:
-            for job in self.jobs:
-                for candidate in job.pods:
-                    if candidate.pod.key == key:
-                        return candidate
-            raise KeyError(f"pods {key!r} not found")
-        return sp
 
 
 def _set_expected_start(pod: Pod, expected: float | None) -> None:

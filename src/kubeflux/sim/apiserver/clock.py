@@ -28,7 +28,12 @@ from typing import Any, Protocol
 from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 
-__all__ = ["Clock", "Timer", "VirtualClock", "WallEvents", "time_document"]
+__all__ = ["Callback", "Clock", "Loop", "Timer", "VirtualClock", "WallEvents", "time_document"]
+
+Loop = asyncio.AbstractEventLoop
+"""The server's asyncio loop (a :class:`Clock` timer's callback runs on it)."""
+Callback = Callable[..., Any]
+"""A timer's callback, called with the timer's arguments."""
 
 
 class Timer(Protocol):
@@ -54,14 +59,7 @@ class Clock(Protocol):
         """The simulated time now (Unix seconds)."""
         ...
 
-    def call_later(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        delay: float,
-        priority: Priority,
-        callback: Callable[..., Any],
-        *args: Any,
-    ) -> Timer:
+    def call_later(self, loop: Loop, delay: float, priority: Priority, callback: Callback, *args: Any) -> Timer:
         """Run ``callback(*args)`` on ``loop`` ``delay`` simulated seconds from now (a negative delay: now)."""
         ...
 
@@ -153,7 +151,7 @@ class VirtualClock:
     def __call__(self) -> float:
         return self.events.now
 
-    def call_at(self, when: float, priority: Priority, callback: Callable[..., Any], *args: Any) -> Timer:
+    def call_at(self, when: float, priority: Priority, callback: Callback, *args: Any) -> Timer:
         """Run ``callback(*args)`` at simulated time ``when`` (not before now)."""
         if math.isnan(when):
             raise ValueError("cannot set a timer at NaN")
@@ -167,14 +165,7 @@ class VirtualClock:
             self.scheduled()
         return timer
 
-    def call_later(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        delay: float,
-        priority: Priority,
-        callback: Callable[..., Any],
-        *args: Any,
-    ) -> Timer:
+    def call_later(self, loop: Loop, delay: float, priority: Priority, callback: Callback, *args: Any) -> Timer:
         return self.call_at(self.events.now + max(delay, 0.0), priority, callback, *args)
 
     def next_time(self) -> float:
@@ -212,29 +203,16 @@ class WallEvents:
 
     def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         self.clock, self.loop = clock, loop
+        self.mode, self.speed = clock.mode, clock.speed
+        """The wall clock's (a clock's mode and speed never change)."""
         self.events = EventLoop(clock())
         self._timer: asyncio.TimerHandle | None = None
         self._armed = math.inf
 
-    @property
-    def mode(self) -> str:
-        return self.clock.mode
-
-    @property
-    def speed(self) -> float:
-        return self.clock.speed
-
     def __call__(self) -> float:
         return self.clock()
 
-    def call_later(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        delay: float,
-        priority: Priority,
-        callback: Callable[..., Any],
-        *args: Any,
-    ) -> Timer:
+    def call_later(self, loop: Loop, delay: float, priority: Priority, callback: Callback, *args: Any) -> Timer:
         """An entry ``delay`` simulated seconds from now (``loop`` is :attr:`loop`: accepted for the
         :class:`Clock` interface)."""
         events = self.events

@@ -17,9 +17,9 @@ from typing import Any
 
 from kubeflux.scheduler.objects import POD_GROUP_LABEL
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.store import Store
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watch import WatchEvent
 
 __all__ = ["PodGroupController", "podgroup_status"]
 
@@ -72,43 +72,26 @@ class PodGroupController:
         self._members: dict[tuple[str, str], dict[str, Object]] = {}
         """(namespace, group) → uid → the latest version of each pod labelled with the group."""
         self._group_of: dict[str, tuple[str, str]] = {}
-        self._watchers = []
-        for resource in (pods, groups):
-            watcher = Watcher(resource, "", LabelSelector(), FieldSelector(), backlog=10**9)
-            watcher.wake = self._wake
-            store.collections[resource.collection].watchers.add(watcher)
-            self._watchers.append((resource, watcher))
-        for group in list(store.objects(groups)):
-            self._dirty.add((group["metadata"]["namespace"], group["metadata"]["name"]))
-        for pod in list(store.objects(pods)):
-            self._member("ADDED", pod)
-        self._scheduled = False
-        self._wake()
+        self._follower = Follower(store, loop, [(pods, self._pod_event), (groups, self._group_event)], self._sync)
+        self._follower.list_existing()
 
     @property
     def busy(self) -> bool:
         """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self._scheduled or any(watcher.pending for _, watcher in self._watchers)
+        return self._follower.busy
 
     def stop(self) -> None:
-        for resource, watcher in self._watchers:
-            self.store.stop_watch(resource, watcher)
+        self._follower.stop()
 
-    def _wake(self) -> None:
-        if not self._scheduled:
-            self._scheduled = True
-            self.loop.call_soon(self._sync)
+    def _pod_event(self, type_: str, event: WatchEvent) -> None:
+        self._member(type_, event.obj)
+
+    def _group_event(self, type_: str, event: WatchEvent) -> None:
+        meta = event.obj["metadata"]
+        self._dirty.add((meta["namespace"], meta["name"]))
 
     def _sync(self) -> None:
-        self._scheduled = False
-        for resource, watcher in self._watchers:
-            while watcher.pending:
-                type_, event = watcher.pending.popleft()
-                meta = event.obj["metadata"]
-                if resource is self.groups:
-                    self._dirty.add((meta["namespace"], meta["name"]))
-                else:
-                    self._member(type_, event.obj)
+        """After a batch of events: update the status of every group it touched."""
         dirty, self._dirty = self._dirty, set()
         for namespace, name in sorted(dirty):
             self._update(namespace, name)

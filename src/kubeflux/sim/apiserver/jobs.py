@@ -26,11 +26,11 @@ from typing import Any
 from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.jobsync import TRACKING_FINALIZER, Backoff, JobPlan, finished_condition, sync_job
 from kubeflux.sim.apiserver.kubelet import record_event
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Priority
 
 __all__ = ["JobController"]
@@ -73,47 +73,30 @@ class JobController:
         """Job uid → (when, the timer) of its next requested sync."""
         self._ttl: dict[str, Timer] = {}
         self._dirty: set[str] = set()
-        self._scheduled = False
-        self._watchers: list[tuple[Any, Watcher]] = []
-        for resource in (jobs, pods):
-            watcher = Watcher(resource, "", LabelSelector(), FieldSelector(), backlog=10**9)
-            watcher.wake = self._wake
-            store.collections[resource.collection].watchers.add(watcher)
-            self._watchers.append((resource, watcher))
-        for job in list(store.objects(jobs)):
-            self._job_event("ADDED", job)
-        for pod in list(store.objects(pods)):
-            self._pod_event("ADDED", pod)
-        self._wake()
+        self._follower = Follower(store, loop, [(jobs, self._job_watched), (pods, self._pod_watched)], self._sync_dirty)
+        self._follower.list_existing()
 
     @property
     def busy(self) -> bool:
         """Watch events wait to be handled, or Jobs to be synced (the virtual clock must not jump)."""
-        return self._scheduled or any(watcher.pending for _, watcher in self._watchers)
+        return self._follower.busy
 
     def stop(self) -> None:
-        for resource, watcher in self._watchers:
-            self.store.stop_watch(resource, watcher)
+        self._follower.stop()
         for _, timer in self._timers.values():
             timer.cancel()
         for timer in self._ttl.values():
             timer.cancel()
 
     # -- the informers ---------------------------------------------------------------------------------------
-    def _wake(self) -> None:
-        if not self._scheduled:
-            self._scheduled = True
-            self.loop.call_soon(self._drain)
+    def _job_watched(self, type_: str, event: WatchEvent) -> None:
+        self._job_event(type_, event.obj)
 
-    def _drain(self) -> None:
-        self._scheduled = False
-        for resource, watcher in self._watchers:
-            while watcher.pending:
-                type_, event = watcher.pending.popleft()
-                if resource is self.jobs_resource:
-                    self._job_event(type_, event.obj)
-                else:
-                    self._pod_event(type_, event.obj)
+    def _pod_watched(self, type_: str, event: WatchEvent) -> None:
+        self._pod_event(type_, event.obj)
+
+    def _sync_dirty(self) -> None:
+        """After a batch of events: sync every Job it touched."""
         dirty, self._dirty = self._dirty, set()
         for uid in sorted(dirty, key=lambda u: self._jobs.get(u, ("", ""))):
             self._sync(uid)
@@ -245,7 +228,7 @@ class JobController:
         self._timers.pop(uid, None)
         if uid in self._jobs:
             self._dirty.add(uid)
-            self._wake()
+            self._follower.wake()
 
     def _arm_ttl(self, job: Object) -> None:
         """The TTL-after-finished controller: delete a finished Job ``ttlSecondsAfterFinished`` after its end."""

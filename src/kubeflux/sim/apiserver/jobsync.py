@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeflux.apiobjects.manifests import format_timestamp, parse_timestamp
+from kubeflux.sim.jobcontroller import completed_indexes
 
 __all__ = [
     "BACKOFF_BASE",
@@ -217,17 +218,6 @@ def _next_backoff(before: Backoff, succeeded: list[Object], failed: list[Object]
 def _removal_order(pod: Object) -> tuple[int, int, int]:
     """``controller.ActivePods``: unscheduled before scheduled, pending before running, not ready before ready."""
     return (1 if pod["spec"].get("nodeName") else 0, 1 if _phase(pod) == "Running" else 0, 1 if _ready(pod) else 0)
-
-
-def _indexes_text(done: set[int]) -> str:
-    """``status.completedIndexes``: ``{0, 1, 2, 5}`` → ``0-2,5``."""
-    ranges: list[list[int]] = []
-    for index in sorted(done):
-        if ranges and index == ranges[-1][1] + 1:
-            ranges[-1][1] = index
-        else:
-            ranges.append([index, index])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
 def _parse_indexes(text: str, completions: int) -> set[int]:
@@ -490,7 +480,7 @@ class _Sync:
             elif (failed or failing) and uid not in self.uncounted_failed and self._valid_index(pod):
                 self.uncounted_failed.append(uid)
         if self.indexed and self.completions is not None:
-            status["completedIndexes"] = _indexes_text(self.done_indexes | set(new_succeeded))
+            status["completedIndexes"] = completed_indexes(self.done_indexes | set(new_succeeded))
             status["succeeded"] = len(self.done_indexes | set(new_succeeded))
             if not status["succeeded"]:
                 status.pop("succeeded")

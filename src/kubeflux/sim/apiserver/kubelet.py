@@ -8,10 +8,11 @@ stage of a pod that is gone. This module only translates between the API and the
 
 * a pod bound through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
   ``pod-ready`` and ``pod-complete`` stage annotations, ``sim.kubeflux.io/exit-code``, ``activeDeadlineSeconds``;
-  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster (:meth:`Cluster.adopt_pod`, with its
-  API uid, in a job of its own or its coupled job's) and is bound there (:meth:`Cluster.bind_pod`), on the
-  cluster's copy of its node (read from the store: ready and schedulable, as a node's kubelet runs whatever is
-  bound to it; the kubelet's admission refuses a pod that does not fit, ``OutOf<resource>``);
+  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster's job book
+  (:meth:`kubeflux.sim.jobbook.JobBook.adopt_pod`, with its API uid, in a job of its own or its coupled job's)
+  and is bound there (:meth:`Cluster.bind_pod`), on the cluster's copy of its node (read from the store: ready
+  and schedulable, as a node's kubelet runs whatever is bound to it; the kubelet's admission refuses a pod that
+  does not fit, ``OutOf<resource>``);
 * a pod deleted through the API (or Terminating: confirmed at once with grace 0, as KWOK's ``pod-delete`` stage
   does) is deleted in the cluster (:meth:`Cluster.delete_pod`);
 * every change the cluster makes to a bound pod (Running, Succeeded/Failed, ``DeadlineExceeded``, ``PeerFailed``)
@@ -57,9 +58,9 @@ from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.store import Store
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import COUPLED_ANNOTATION, SimJob, timing_of
@@ -177,12 +178,8 @@ class SimulatedKubelet:
         self.known_pod: Callable[[Object, Object | None], Pod | None] | None = None
         """Asked for a reading of a pod (its version, the previous one) before its manifest is read: the in-process
         schedulers' (:meth:`InProcessSchedulers.known_pod`) when they run."""
-        self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
-        self._watcher.wake = self._wake
-        self._draining = False
-        store.collections[pods.collection].watchers.add(self._watcher)
-        for obj in list(store.objects(pods)):
-            self._handle("ADDED", obj)
+        self._follower = Follower(store, loop, [(pods, self._event)])
+        self._follower.list_existing()
         self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
         self.heartbeat_seconds = heartbeat_seconds
         self._heartbeat: Timer | None = None
@@ -197,12 +194,12 @@ class SimulatedKubelet:
     @property
     def busy(self) -> bool:
         """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self._draining or bool(self._watcher.pending)
+        return self._follower.busy
 
     def stop(self) -> None:
         if isinstance(self.clock, VirtualClock) and self._beat_if_due in self.clock.jumped:
             self.clock.jumped.remove(self._beat_if_due)
-        self.store.stop_watch(self.pods, self._watcher)
+        self._follower.stop()
         if isinstance(self.time, WallEvents) and self.time is not self.clock:
             self.time.stop()
         if self._heartbeat is not None:
@@ -258,17 +255,8 @@ class SimulatedKubelet:
             self._last_wall_beat = wall
             self._beat()
 
-    def _wake(self) -> None:
-        if not self._draining:
-            self._draining = True
-            self.loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._draining = False
-        pending = self._watcher.pending
-        while pending:
-            type_, event = pending.popleft()
-            self._handle(type_, event.obj, event.prev)
+    def _event(self, type_: str, event: WatchEvent) -> None:
+        self._handle(type_, event.obj, event.prev)
 
     def _handle(self, type_: str, obj: Object, prev: Object | None = None) -> None:
         """Tell the cluster a change of a pod read from the API (see :meth:`_telling`)."""
@@ -360,13 +348,13 @@ class SimulatedKubelet:
             return
         job = self._coupled(obj, wjob) if self.couple else None
         if job is None:
-            job = self.cluster.add_job(wjob)
+            job = self.cluster.book.add_job(wjob)
         stale = self.cluster.pods.get(pod.key)
         if stale is not None:  # an earlier pod of this name, ended and not yet seen deleted
             self.lives.pop(stale.pod.uid, None)
             self._forget(stale)
         pod.node_name, pod.phase = "", PodPhase.PENDING  # the cluster binds it now, as the API did
-        sp = self.cluster.adopt_pod(job, pod, timing)
+        sp = self.cluster.book.adopt_pod(job, pod, timing)
         if timing.start_jitter > timing.start_delay:
             sp.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
         if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
@@ -397,7 +385,7 @@ class SimulatedKubelet:
         job = self._jobs.get(key)
         if job is None:
             wjob.id, wjob.kind, wjob.name = key, kind, key.rsplit("/", 1)[1]
-            job = self._jobs[key] = self.cluster.add_job(wjob, quorum)
+            job = self._jobs[key] = self.cluster.book.add_job(wjob, quorum)
         return job
 
     def _spec(self, group: str, version: str, plural: str, namespace: str, name: str) -> Object:

@@ -30,11 +30,11 @@ from kubeflux.apiobjects.manifests import pod_to_manifest
 from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.sim.apiserver.clock import Clock
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.replay_record import ReplayBook
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store, clone
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.driver import deadlock_problem, livelock_problem
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController, completed_indexes
@@ -117,10 +117,7 @@ class WorkloadReplay:
         self.book = ReplayBook(store, loop, clock, nodes, self)
         self._by_uid: dict[str, SimJob] = {}
         """uid of a ``batch/v1`` Job object the replay created → its record."""
-        self._jobs_watcher = Watcher(jobs, "", LabelSelector(), FieldSelector(), backlog=10**9)
-        self._jobs_watcher.wake = self._wake_jobs
-        self._draining_jobs = False
-        store.collections[jobs.collection].watchers.add(self._jobs_watcher)
+        self._jobs_follower = Follower(store, loop, [(jobs, self._job_event)])
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
         self._arrivals = len(order)
@@ -132,11 +129,11 @@ class WorkloadReplay:
     @property
     def busy(self) -> bool:
         """Watch events of pods or Jobs wait to be read (the virtual clock must not jump)."""
-        return self.book.busy or self._draining_jobs or bool(self._jobs_watcher.pending)
+        return self.book.busy or self._jobs_follower.busy
 
     def stop(self) -> None:
         self.book.stop()
-        self.store.stop_watch(self.jobs_resource, self._jobs_watcher)
+        self._jobs_follower.stop()
 
     # -- the JobHost interface (the simulator's Job controller acts through it) ---------------------------------
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
@@ -343,20 +340,11 @@ class WorkloadReplay:
         Jobs clients create)."""
         return uid in self._by_uid
 
-    def _wake_jobs(self) -> None:
-        if not self._draining_jobs:
-            self._draining_jobs = True
-            self.aio.call_soon(self._drain_jobs)
-
-    def _drain_jobs(self) -> None:
-        self._draining_jobs = False
-        pending = self._jobs_watcher.pending
-        while pending:
-            type_, event = pending.popleft()
-            job = self._by_uid.get(event.obj["metadata"]["uid"])
-            if type_ == "DELETED" and job is not None and job.finish is None:
-                job.failed_reason = job.failed_reason or "Deleted"
-                self.finish_job(job)
+    def _job_event(self, type_: str, event: WatchEvent) -> None:
+        job = self._by_uid.get(event.obj["metadata"]["uid"])
+        if type_ == "DELETED" and job is not None and job.finish is None:
+            job.failed_reason = job.failed_reason or "Deleted"
+            self.finish_job(job)
 
     def _uid_of(self, namespace: str, name: str) -> str:
         try:

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 from kubeflux.scheduler.objects import CPU, Node, PodPhase
 from kubeflux.sim.apiserver.clock import Clock
-from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
+from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.store import Store
-from kubeflux.sim.apiserver.watch import Watcher
+from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.jobcontroller import Timeline
 from kubeflux.sim.jobs import SimJob, job_records, pod_records
 from kubeflux.sim.pods import SimPod
@@ -72,18 +72,15 @@ class ReplayBook:
         """``namespace/name`` → why the replay deletes it (its record says so when the deletion is seen)."""
         self.pending_jobs = self.pods_bound = self.events = 0
         self.queue_series: list[tuple[float, int]] = []
-        self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
-        self._watcher.wake = self._wake
-        self._draining = False
-        store.collections[pods.collection].watchers.add(self._watcher)
+        self._follower = Follower(store, loop, [(pods, self._event)])
 
     @property
     def busy(self) -> bool:
         """Watch events are waiting to be read (the virtual clock must not jump)."""
-        return self._draining or bool(self._watcher.pending)
+        return self._follower.busy
 
     def stop(self) -> None:
-        self.store.stop_watch(self.pods_resource, self._watcher)
+        self._follower.stop()
 
     def track(self, uid: str, sp: SimPod) -> None:
         """Follow the pod ``uid`` (just created by the replay) in ``sp``."""
@@ -100,20 +97,11 @@ class ReplayBook:
             job.rejected_reason = message
             self.left_queue(job)
 
-    def _wake(self) -> None:
-        if not self._draining:
-            self._draining = True
-            self.loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._draining = False
-        pending = self._watcher.pending
-        while pending:
-            type_, event = pending.popleft()
-            self.events += 1
-            sp = self.pods.get(event.obj["metadata"]["uid"])
-            if sp is not None:
-                self._see(type_, event.obj, sp)
+    def _event(self, type_: str, event: WatchEvent) -> None:
+        self.events += 1
+        sp = self.pods.get(event.obj["metadata"]["uid"])
+        if sp is not None:
+            self._see(type_, event.obj, sp)
 
     def _see(self, type_: str, obj: Object, sp: SimPod) -> None:
         if type_ == "DELETED":

@@ -1,0 +1,249 @@
+"""The simulated cluster's job book: the jobs submitted to it, their pods and pod groups, and the queue figures.
+
+:class:`JobBook` is the part of :class:`kubeflux.sim.cluster.Cluster` that holds what the API server's store
+holds: every job in submission order (a :class:`~kubeflux.sim.jobs.SimJob`, its index its place in
+:attr:`JobBook.jobs`), the pods not deleted by key, the pod groups by key, and how many jobs wait (no pod bound
+yet, not rejected) over time (:attr:`JobBook.queue_series`). It creates a job's objects (:meth:`JobBook.submit`,
+:meth:`JobBook.create_pod`), takes jobs and pods made elsewhere (the served cluster's API objects:
+:meth:`JobBook.add_job`, :meth:`JobBook.adopt_pod`), follows a job out of the queue (its first bind, its
+rejection, its end) and writes the records (``jobs.csv``, ``pods.csv``).
+
+It runs no pod: the cluster binds, starts and ends them. It tells the observers of each object it creates
+through the ``emit`` it is given (the cluster's), and reads the time from the cluster's loop.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from kubeflux.scheduler.interface import EventKind
+from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.clock import EventLoop
+from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController
+from kubeflux.sim.jobfields import check_job
+from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
+from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
+from kubeflux.sim.records import JobRecord, PodRecord
+from kubeflux.sim.resourceids import ResourceIds
+from kubeflux.sim.workloads.model import JobKind, WorkloadJob
+
+__all__ = ["JobBook"]
+
+Emit = Callable[[EventKind, Pod | Node | PodGroup], None]
+"""How the book tells the cluster's observers of an object it created: ``emit(kind, obj)``."""
+
+
+class JobBook:
+    """Jobs, pods and pod groups of one cluster, and its queue figures (see the module docstring).
+
+    ``lifecycle`` draws each created pod's times (from one generator seeded by it, in creation order);
+    ``primary_scheduler`` names the scheduler of a pod whose template names none; ``couple``: jobs of several
+    pods compute together (:func:`~kubeflux.sim.jobs.coupled_quorum`)."""
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        emit: Emit,
+        ids: ResourceIds,
+        lifecycle: Lifecycle,
+        *,
+        primary_scheduler: str,
+        workload_name: str,
+        couple: bool,
+    ) -> None:
+        self.loop = loop
+        self._emit = emit
+        self._ids = ids
+        self.lifecycle = lifecycle
+        self.primary_scheduler = primary_scheduler
+        self.workload_name = workload_name
+        self.couple = couple
+        self.jobs: list[SimJob] = []
+        """Every job submitted or added, in that order (a job's index is its place here)."""
+        self.pods: dict[str, SimPod] = {}
+        """The pods not deleted, by ``namespace/name``."""
+        self.groups: dict[str, PodGroup] = {}
+        self.problems: list[str] = []
+        """What was wrong with a job submitted (it is rejected, named here)."""
+        self.job_controller: JobController | None = None
+        """Who makes a ``batch/v1`` Job's pods (the cluster sets it); None: a Job cannot be submitted."""
+        self.pending_jobs = 0
+        """Jobs waiting: none of their pods bound yet, not rejected, not ended."""
+        self.queue_series: list[tuple[float, int]] = []
+        """(time, :attr:`pending_jobs`) at each change, one point per time."""
+        self._rng = random.Random(lifecycle.seed)
+
+    # -- submission --------------------------------------------------------------------------------------------
+    def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
+        """Create the job's objects now: its PodGroup (when a gang), then its pods (a Job: the first wave).
+
+        Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
+        check_job(wjob)
+        now = self.loop.now
+        job = SimJob(wjob, len(self.jobs), now if submit_time is None else submit_time)
+        self.jobs.append(job)
+        if wjob.rejected:
+            job.reject(wjob.rejected, now)
+            return job
+        try:
+            job.timings = job_timings(wjob, self.lifecycle, self.primary_scheduler)
+            quorum = coupled_quorum(wjob)
+        except ValueError as exc:
+            self.problems.append(str(exc))
+            job.reject(str(exc), now)
+            return job
+        if not wjob.pods:
+            job.reject(f"job {wjob.id}: no pods", now)
+            return job
+        self._enqueue(job, quorum)
+        if wjob.min_member > 0:
+            group = PodGroup(
+                wjob.namespace, wjob.name, wjob.min_member, wjob.schedule_timeout_seconds, now, f"pg-{job.index}"
+            )
+            job.group_key = group.key
+            self.groups[group.key] = group
+            self._emit(EventKind.ADDED, group)
+        if wjob.kind is JobKind.JOB:
+            if self.job_controller is None:
+                raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
+            self.job_controller.start(job)
+        else:
+            for i, timing in enumerate(job.timings):
+                self.create_pod(job, timing, wjob.pods[i].name)
+        return job
+
+    def _enqueue(self, job: SimJob, quorum: int) -> None:
+        """``job`` waits in the queue; coupled, when the book couples, if ``quorum`` > 1."""
+        if self.couple and quorum > 1:
+            job.coupled, job.start_quorum = True, quorum
+        self.pending_jobs += 1
+        self._sample_queue()
+
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
+        """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending (an Indexed Job's
+        with its completion ``index``). A name already taken rejects the job, named in :attr:`problems`."""
+        wjob = job.wjob
+        now = self.loop.now
+        t = timing.template
+        labels, annotations = timing.labels, timing.annotations
+        if index is not None:
+            labels = {**labels, COMPLETION_INDEX: str(index)}
+            annotations = {**annotations, COMPLETION_INDEX: str(index)}
+        pod = Pod(
+            namespace=wjob.namespace,
+            name=name,
+            uid=f"{job.index}-{job.created}",
+            scheduler_name=timing.scheduler_name,
+            priority=t.priority,
+            creation_time=now,
+            requests=t.requests,
+            labels=labels,
+            annotations=annotations,
+            node_selector=t.node_selector,
+            tolerations=t.tolerations,
+            required_node_affinity=t.required_node_affinity,
+            node_name="",
+            phase=PodPhase.PENDING,
+            deleted=False,
+            active_deadline_seconds=t.active_deadline_seconds,
+            owner=timing.owner,
+            manifest=t.manifest,
+        )
+        key = f"{wjob.namespace}/{name}"
+        if key in self.pods:
+            message = f"job {wjob.id}: pod {key} already exists"
+            self.problems.append(message)
+            if not job.rejected_reason and job.first_bind is None:
+                self._dequeue()
+            job.reject(message, now)
+            return
+        sp = SimPod(pod=pod, job_index=job.index, timing=timing, now=now)
+        sp.completion_index = index
+        sp.draw(self.lifecycle, self._rng)
+        self._add_pod(job, sp)
+
+    def _add_pod(self, job: SimJob, sp: SimPod) -> None:
+        job.created += 1
+        job.active += 1
+        job.pods.append(sp)
+        self.pods[sp.pod.key] = sp
+        self._emit(EventKind.ADDED, sp.pod)
+
+    # -- jobs and pods made elsewhere (the served cluster's API objects) ---------------------------------------
+    def add_job(self, wjob: WorkloadJob, quorum: int = 0) -> SimJob:
+        """A job whose pods are made elsewhere and join through :meth:`adopt_pod` (the served cluster's: a
+        PodGroup's, a Job's or a lone pod's, read from the API); coupled, when the book couples, if ``quorum``
+        > 1 (see :func:`~kubeflux.sim.jobs.coupled_quorum`). It is in :attr:`jobs` as a submitted job is."""
+        job = SimJob(wjob, len(self.jobs), self.loop.now)
+        self.jobs.append(job)
+        self._enqueue(job, quorum)
+        return job
+
+    def adopt_pod(self, job: SimJob, pod: Pod, timing: TemplateTiming) -> SimPod:
+        """``pod``, made elsewhere (its uid and fields read from the API), joins ``job`` Pending and unbound, with
+        ``timing``'s stage times: the cluster's ``bind_pod`` then runs it as every pod runs. Its random draws are
+        the caller's. Raises ValueError when a pod of its name is already here."""
+        if pod.key in self.pods:
+            raise ValueError(f"pod {pod.key} already exists")
+        sp = SimPod(pod=pod, job_index=job.index, timing=timing, now=self.loop.now)
+        self._add_pod(job, sp)
+        return sp
+
+    # -- a job leaves the queue --------------------------------------------------------------------------------
+    def first_bind(self, job: SimJob, now: float) -> None:
+        """``job``'s first pod was bound at ``now``: it leaves the queue (unless it was rejected, then
+        reconsidered when the cluster grew: it runs after all)."""
+        job.first_bind = now
+        if job.rejected_reason:
+            job.rejected_reason = ""
+        else:
+            self._dequeue()
+
+    def reject(self, job: SimJob, message: str) -> None:
+        """The scheduler says ``job`` can never run: it leaves the queue (once), REJECTED with ``message``."""
+        if not job.rejected_reason:
+            job.rejected_reason = message
+            self._dequeue()
+
+    def finish_job(self, job: SimJob) -> None:
+        """``job`` ended (all its pods, or its Job controller says so): it leaves the queue figures; its pod group,
+        if any, is MODIFIED."""
+        job.finish = self.loop.now
+        if job.first_bind is None and not job.rejected_reason:
+            self._dequeue()
+        group = self.groups.get(job.group_key) if job.group_key else None
+        if group is not None:
+            self._emit(EventKind.MODIFIED, group)
+
+    def _dequeue(self) -> None:
+        self.pending_jobs -= 1
+        self._sample_queue()
+
+    def _sample_queue(self) -> None:
+        series = self.queue_series
+        now = self.loop.now
+        if series and series[-1][0] == now:
+            series[-1] = (now, self.pending_jobs)
+        else:
+            series.append((now, self.pending_jobs))
+
+    # -- reading -----------------------------------------------------------------------------------------------
+    def pod(self, key: str) -> SimPod:
+        """The pod ``namespace/name``, including finished pods that were not deleted. Raises KeyError."""
+        sp = self.pods.get(key)
+        if sp is None:
+            for job in self.jobs:
+                for candidate in job.pods:
+                    if candidate.pod.key == key:
+                        return candidate
+            raise KeyError(f"pods {key!r} not found")
+        return sp
+
+    def job_records(self) -> list[JobRecord]:
+        """One :class:`JobRecord` per submitted job, in submission order."""
+        return job_records(self.jobs, self.workload_name, self._ids.layout())
+
+    def pod_records(self) -> list[PodRecord]:
+        """One :class:`PodRecord` per pod created (``pods.csv``), per job in submission order."""
+        return pod_records(self.jobs, self._ids.layout())
