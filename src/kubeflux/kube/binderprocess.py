@@ -57,6 +57,7 @@ __all__ = ["BinderProcess", "copied_client"]
 log = logging.getLogger("kubeflux.serve")
 _REPORT_SECONDS = 0.1
 """How often the child says how many writes are pending (when the number changed)."""
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
 _ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "forget"})
 
 
@@ -83,6 +84,7 @@ def _child(pipe: Connection, connect: Callable[[], client.ApiClient], options: d
     """The child's life: a Binder fed from ``pipe`` until told to stop or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)  # blocked since the parent started us: now ignored
     sending = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
@@ -114,19 +116,24 @@ def _child(pipe: Connection, connect: Callable[[], client.ApiClient], options: d
     def report() -> None:
         said = (-1, -1)
         while not stopped.wait(_REPORT_SECONDS):
-            now = (received, binder.pending)  # read in this order: a write counted in neither is impossible
+            now = (received, binder.pending)  # in this order: a message read meanwhile is counted twice, not never
             if now != said:
                 said = now
                 send(("pending", *now))
 
     threading.Thread(target=report, daemon=True, name="binder-report").start()
+
+    def drain(token: int, timeout: float | None) -> None:
+        done = binder.drain(timeout)
+        read = received  # before the writes pending, as report() reads them
+        send(("drained", token, done, read, binder.pending))
+
     while True:
         try:
             message = pipe.recv()
         except (EOFError, OSError):  # the parent ended (even killed): drop what is left, as its threads would
             os._exit(0)
         kind = message[0]
-        received += kind in _ABOUT_PODS
         if kind == "bind":
             _, number, scheduler, decision, pod = message
             asked[id(decision)] = number
@@ -138,10 +145,9 @@ def _child(pipe: Connection, connect: Callable[[], client.ApiClient], options: d
         elif kind == "forget":
             binder.forget(message[1])
         elif kind == "drain":
-            threading.Thread(
-                target=lambda asked=message: send(("drained", asked[1], binder.drain(asked[2]))), daemon=True
-            ).start()
-        elif kind == "stop":
+            threading.Thread(target=drain, args=message[1:], daemon=True).start()
+        received += kind in _ABOUT_PODS  # once its writes are queued: a write is never counted in neither
+        if kind == "stop":
             binder.stop(message[1])
             stopped.set()
             send(("stopped",))
@@ -171,7 +177,12 @@ class BinderProcess:
         self.process = context.Process(
             target=_child, args=(theirs, connect, options), name="kubeflux-binder", daemon=True
         )
-        self.process.start()
+        # the child inherits the signal mask: an interrupt while it starts waits until it ignores interrupts
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+        try:
+            self.process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         theirs.close()
         self.binds = 0
         """Bindings accepted."""
@@ -224,6 +235,8 @@ class BinderProcess:
         with self._lock:
             token = next(self._numbers)
             self._drains[token] = asked
+        if self._done.is_set():
+            return False
         self._send(("drain", token, timeout))
         try:
             return asked.result(None if timeout is None else timeout + 5.0)
@@ -264,6 +277,7 @@ class BinderProcess:
                 pass
 
     def _read(self) -> None:
+        failed = ""
         while True:
             try:
                 message = self._pipe.recv()
@@ -280,6 +294,7 @@ class BinderProcess:
             elif kind == "pending":
                 self._reported = (message[1], message[2])
             elif kind == "drained":
+                self._reported = (message[3], message[4])
                 with self._lock:
                     asked = self._drains.get(message[1])
                 if asked is not None and not asked.done():
@@ -287,15 +302,16 @@ class BinderProcess:
             elif kind == "stopped":
                 break
             elif kind == "failed":
-                self.failed = message[1]
+                failed = message[1]
         with self._lock:
             stopping = self._stopping
-        if not stopping and not self.failed:
+        if not stopping and not failed:
             self.process.join(5.0)
-            self.failed = f"the binder process ended unexpectedly (exit code {self.process.exitcode})"
-        if self.failed:
-            log.error("%s", self.failed)
-        with self._sending:
+            failed = f"the binder process ended unexpectedly (exit code {self.process.exitcode})"
+        if failed:
+            log.error("%s", failed)
+        with self._sending:  # together: a Bind sent after this is refused at once
+            self.failed = failed
             self._done.set()
         self._answer_lost()
         for asked in list(self._drains.values()):
