@@ -57,6 +57,8 @@ __all__ = ["BinderProcess", "copied_client"]
 log = logging.getLogger("kubeflux.serve")
 _REPORT_SECONDS = 0.1
 """How often the child says how many writes are pending (when the number changed)."""
+_LOGGERS = ("kubeflux.serve", "urllib3.connectionpool")
+"""Loggers whose level the child takes from the parent (``serve -v``)."""
 _STOPPING = {signal.SIGINT, signal.SIGTERM}
 _ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "forget"})
 
@@ -80,11 +82,28 @@ def copied_client(api: client.ApiClient) -> Callable[[], client.ApiClient] | str
 # ---------------------------------------------------------------------- the child
 
 
-def _child(pipe: Connection, connect: Callable[[], client.ApiClient], options: dict[str, Any]) -> None:
+def _logging() -> tuple[str | None, dict[str, int]]:
+    """The parent's log format and levels, for the child to log as it does."""
+    handlers = logging.getLogger().handlers
+    formatter = handlers[0].formatter if handlers else None
+    return (formatter._fmt if formatter else None), {name: logging.getLogger(name).level for name in _LOGGERS}
+
+
+def _child(
+    pipe: Connection,
+    connect: Callable[[], client.ApiClient],
+    options: dict[str, Any],
+    logs: tuple[str | None, dict[str, int]],
+) -> None:
     """The child's life: a Binder fed from ``pipe`` until told to stop or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)  # blocked since the parent started us: now ignored
+    form, levels = logs
+    if form is not None:
+        logging.basicConfig(format=form)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
     sending = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
@@ -175,7 +194,7 @@ class BinderProcess:
         context = multiprocessing.get_context("spawn")
         self._pipe, theirs = context.Pipe()
         self.process = context.Process(
-            target=_child, args=(theirs, connect, options), name="kubeflux-binder", daemon=True
+            target=_child, args=(theirs, connect, options, _logging()), name="kubeflux-binder", daemon=True
         )
         # the child inherits the signal mask: an interrupt while it starts waits until it ignores interrupts
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
