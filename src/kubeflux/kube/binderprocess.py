@@ -256,12 +256,12 @@ class BinderProcess:
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write submitted so far is done; whether it is (False: the child has ended)."""
+        if self._done.is_set():
+            return False
         asked: Future[bool] = Future()
         with self._lock:
             token = next(self._numbers)
             self._drains[token] = asked
-        if self._done.is_set():
-            return False
         self._send(("drain", token, timeout))
         try:
             return asked.result(None if timeout is None else timeout + 5.0)
@@ -339,9 +339,6 @@ class BinderProcess:
             self.failed = failed
             self._done.set()
         self._answer_lost()
-        for asked in list(self._drains.values()):
-            if not asked.done():
-                asked.set_result(False)
 
     def _answered(self, number: int, *, refused: bool = False) -> tuple[str, Bind]:
         with self._lock:
@@ -349,10 +346,16 @@ class BinderProcess:
             return self._in_flight.pop(number)
 
     def _answer_lost(self) -> None:
-        """The child has ended: the Binds it did not answer are refused (unless serve is stopping anyway)."""
+        """The child has ended: the Binds it did not answer are refused (unless serve is stopping anyway), and
+        whoever waits for a drain is answered False."""
         with self._lock:
             lost = [] if self._stopping else list(self._in_flight.values())
             self._in_flight.clear()
             self.refused += len(lost)
+            drains = list(self._drains.values())
+            self._drains.clear()  # each answered once
         for scheduler, decision in lost:
             self.on_refused(BindOutcome(scheduler, decision, f"bind not confirmed: {self.failed}"))
+        for asked in drains:
+            if not asked.done():  # answered by the child before it ended
+                asked.set_result(False)
