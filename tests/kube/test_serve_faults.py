@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kubeflux.kube.binder import Binder
 from kubeflux.kube.serve import Serve
 
 from .conftest import CEILING, Cluster, condition, eventually, phase, pod, start_cluster
@@ -78,7 +79,9 @@ def test_410_gone_relists_and_releases_the_pods_deleted_during_the_gap(cluster: 
 
 
 def _before_bind(serve: Serve, act: Any) -> None:
-    """Run ``act(name, node)`` just before serve's next Binding is sent (once): a race it loses."""
+    """Run ``act(name, node)`` just before serve's next Binding is sent (once): a race it loses. The binder's
+    threads must be serve's own (``binding.process: false``): the race is set up in this process."""
+    assert isinstance(serve.binder, Binder)
     real = serve.binder.writer.create_namespaced_pod_binding
     done: list[bool] = []
 
@@ -93,7 +96,7 @@ def _before_bind(serve: Serve, act: Any) -> None:
 
 def test_a_bind_lost_to_another_scheduler_is_unreserved_and_the_pod_counted_where_it_runs(two_nodes: Cluster) -> None:
     cluster = two_nodes
-    with cluster.serve() as serve:
+    with cluster.serve(binding={"process": False}) as serve:
         eventually(serve.synced.is_set)
 
         def other_scheduler_wins(name: str, chosen: str) -> None:
@@ -115,7 +118,7 @@ def test_a_bind_lost_to_another_scheduler_is_unreserved_and_the_pod_counted_wher
 
 
 def test_a_pod_deleted_between_match_and_bind_leaks_nothing(cluster: Cluster) -> None:
-    with cluster.serve() as serve:
+    with cluster.serve(binding={"process": False}) as serve:
         eventually(serve.synced.is_set)
 
         def deleted(name: str, chosen: str) -> None:

@@ -11,6 +11,8 @@ start), so its nodes are the only ones serve sees.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from kubeflux.controlplane import Binaries, ControlPlane
+from kubeflux.kube.binderprocess import BinderProcess
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.serve import Serve
@@ -195,3 +198,41 @@ def test_kube_schedulers_pods_and_kubefluxs_share_nodes_and_none_is_over_committ
         )
         assert not api.pods("default")["default-late"]["spec"].get("nodeName")
         w.check()
+
+
+def test_a_binding_lost_while_in_the_writer_process_is_refused_by_the_api_server_and_unreserved(
+    plane: ControlPlane, api: Api
+) -> None:
+    """serve's writes go through a process of their own (``binding.process``). Paused (SIGSTOP) while serve's
+    Binding for a pod waits in its pipe, the pod is bound by another client; resumed, the API server refuses
+    serve's Binding (409) and the refusal reaches the core, which releases the pod's cores and counts it where it
+    runs: on the 32 cores, three more 8-core pods are bound and a fourth waits, and every allocation is released
+    once the pods are deleted. Stopping serve ends the writer's process."""
+    capacity = nodes(plane, api, 2, 16)
+    other = sorted(capacity)[1]
+    scheduler = serve(plane)
+    try:
+        writer = scheduler.binder
+        assert isinstance(writer, BinderProcess)
+        eventually(scheduler.synced.is_set)
+        os.kill(writer.process.pid, signal.SIGSTOP)
+        try:
+            api.create_pod("default", pod("race", "8"))
+            eventually(lambda: writer.pending >= 1)  # decided: its Binding is in the pipe
+            binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "race"}, "target": {"name": other}}
+            api.core.create_namespaced_pod_binding("race", "default", binding, _preload_content=False)
+        finally:
+            os.kill(writer.process.pid, signal.SIGCONT)
+        eventually(lambda: writer.refused >= 1)
+        names = ["p1", "p2", "p3", "p4"]
+        for name in names:
+            api.create_pod("default", pod(name, "8"))
+        eventually(lambda: sum(bool(api.pods("default")[n]["spec"].get("nodeName")) for n in names) == 3)
+        eventually(lambda: any(waits(api.pods("default")[n]) for n in names))
+        assert scheduler.bound == 3 and scheduler.alive
+        for name in ["race", *names]:
+            api.core.delete_namespaced_pod(name, "default", grace_period_seconds=0, _preload_content=False)
+        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+    finally:
+        scheduler.stop()
+    assert writer.process.exitcode == 0 and not writer.failed

@@ -192,6 +192,9 @@ class Binder:
             thread.start()
         self.binds = 0
         self.refused = 0
+        self.failed = ""
+        """Always empty: the threads are this process's (a :class:`~kubeflux.kube.binderprocess.BinderProcess`
+        says there why its process ended)."""
         self._count_lock = threading.Lock()
 
     # ------------------------------------------------------------------ the pool

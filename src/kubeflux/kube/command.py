@@ -12,6 +12,7 @@ import os
 import signal
 import stat
 import threading
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -131,7 +132,9 @@ def serve_command(
         typer.echo(f"error: cannot configure the Kubernetes client: {exc}", err=True)
         raise typer.Exit(2) from exc
     try:
-        replica = Replica(settings, api, tune_gc=True)  # the process is serve's own
+        # the process is serve's own; its binder's process builds its client as this one was
+        connect = partial(api_client, kubeconfig, context, in_cluster, settings.binding.workers + 2)
+        replica = Replica(settings, api, tune_gc=True, connect=connect)
     except (RuntimeError, OSError) as exc:  # no published clock when asked for; the operations port is taken
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -151,10 +154,14 @@ def serve_command(
         signal.signal(sig, lambda *_: stopping.set())
     replica.start()
     said_synced = False
-    while not stopping.wait(0.1) and not replica.ended.is_set():
+    while not stopping.wait(0.1) and not replica.ended.is_set() and serve.alive:
         if not said_synced and serve.synced.is_set():
             typer.echo(f"kubeflux serve: caches synced ({len(serve.pods)} pods); scheduling")
             said_synced = True
+    if not serve.alive:
+        typer.echo(f"kubeflux serve: scheduling stopped: {serve.binder.failed or 'the loop ended'}", err=True)
+        replica.stop()
+        raise typer.Exit(1)
     if replica.lost:
         typer.echo("kubeflux serve: lost the lease; exiting so that a fresh replica recovers", err=True)
         replica.stop(release=False)

@@ -155,8 +155,13 @@ class WatchConfig(_Strict):
 class BindingConfig(_Strict):
     """How decisions are written to the cluster."""
 
-    workers: Annotated[int, Field(ge=1, le=64)] = 4
-    """Threads that send Bindings, events and status patches, so a slow API server does not stall matching."""
+    workers: Annotated[int, Field(ge=1, le=64)] = 8
+    """Threads that send Bindings, events and status patches, so a slow API server does not stall matching. Each
+    waits for its answer: with 4, a loaded real API server (a Binding answered in ~13 ms) got ~3.8 Bindings at a
+    time, ~300/s; with 8, ~7.4 at a time, ~430/s (``benchmarks/serve.py --real``, issue 28)."""
+    process: bool = True
+    """Whether those threads run in a process of their own (:mod:`kubeflux.kube.binderprocess`), so that the
+    writes and the scheduling passes never wait for each other's GIL."""
     unschedulable_interval_seconds: Annotated[float, Field(alias="unschedulableIntervalSeconds", ge=0.0)] = 5.0
     """A waiting pod's condition and FailedScheduling event change at most this often (the newest message wins)."""
     unschedulable_delay_seconds: Annotated[float, Field(alias="unschedulableDelaySeconds", ge=0.0)] = 1.0

@@ -30,6 +30,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from kubeflux.kube.binder import Binder
+from kubeflux.kube.binderprocess import BinderProcess
 from kubeflux.kube.reflector import Reflector
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.queueview import QUEUE_PATH
@@ -44,7 +45,7 @@ class Observed(Protocol):
 
     reflectors: list[Reflector]
     events: queue.Queue[Any]
-    binder: Binder
+    binder: Binder | BinderProcess
     cores: list[KubefluxScheduler]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -30,7 +31,13 @@ class Replica:
     """``serve`` as deployed (see the module docstring). :meth:`start` returns at once; :meth:`stop` drains."""
 
     def __init__(
-        self, config: ServeConfig, api: client.ApiClient, *, identity: str | None = None, tune_gc: bool = False
+        self,
+        config: ServeConfig,
+        api: client.ApiClient,
+        *,
+        identity: str | None = None,
+        tune_gc: bool = False,
+        connect: Callable[[], client.ApiClient] | None = None,
     ) -> None:
         self.config, self.api = config, api
         self.clock: WallClock = choose_clock(api, config.clock)
@@ -46,7 +53,7 @@ class Replica:
                 renew_seconds=election.renew_seconds,
                 retry_seconds=election.retry_seconds,
             )
-        self.serve = Serve(config, api, clock=self.clock, tune_gc=tune_gc)
+        self.serve = Serve(config, api, clock=self.clock, tune_gc=tune_gc, connect=connect)
         self.serve.leading = self.elector is None
         self.operations: OperationsServer | None = None
         if config.operations.enabled:

@@ -12,8 +12,10 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
 3. once every reflector has synced, ``schedule(now)`` runs after each batch and at the cores' ``next_wakeup``
    (once before too, when the pods' list begins: no pod is known, so it decides nothing, but the cores build
    their graphs from the nodes while the pods are listed);
-   its decisions go to the :class:`~kubeflux.kube.binder.Binder`'s threads, and Binds the cluster refused come
-   back to the loop, which tells the core (``unreserve``: the allocation is released and the pod queued again).
+   its decisions go to the :class:`~kubeflux.kube.binder.Binder`'s threads — in a process of their own
+   (:mod:`kubeflux.kube.binderprocess`, ``binding.process``), so that the writes and the passes never wait for
+   each other's GIL — and Binds the cluster refused come back to the loop, which tells the core (``unreserve``:
+   the allocation is released and the pod queued again). When that process ends unasked, the loop ends too.
 
 Time: the cores' ``now`` is Unix time, or the simulated cluster's time when it publishes one (``GET
 /kubeflux/time``, asked only of a server whose ``/version`` is kubeflux's; its ``speed`` makes wake-ups shorter in
@@ -28,6 +30,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -44,6 +47,7 @@ from kubeflux.apiobjects.manifests import (
     podgroup_from_manifest,
 )
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
+from kubeflux.kube.binderprocess import BinderProcess, copied_client
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
 from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, Resource, watched_resources
@@ -153,7 +157,10 @@ class Serve:
         clock: WallClock | None = None,
         resources: list[Resource] | None = None,
         tune_gc: bool = False,
+        connect: Callable[[], client.ApiClient] | None = None,
     ) -> None:
+        """``connect``: how the binder's process builds its client (picklable; default: ``api``'s configuration
+        copied, when it can be: see :func:`~kubeflux.kube.binderprocess.copied_client`)."""
         self.config = config
         self.tune_gc = tune_gc
         """Whether :meth:`run` may tune the process's garbage collector (:meth:`_settle_gc`): the command's
@@ -165,17 +172,6 @@ class Serve:
         self._names = {core.name for core in self.cores}
         self.events: queue.Queue[RawEvent] = queue.Queue(maxsize=config.watch.queue_capacity)
         self._refused: queue.SimpleQueue[BindOutcome] = queue.SimpleQueue()
-        self.binder = Binder(
-            api,
-            workers=config.binding.workers,
-            clock=self.clock,
-            on_refused=self._on_refused,
-            on_bound=self._bound,
-            interval=config.binding.unschedulable_interval_seconds,
-            delay=config.binding.unschedulable_delay_seconds,
-            event_burst=config.binding.event_burst,
-            event_refill_seconds=config.binding.event_refill_seconds,
-        )
         watch = config.watch
         self.reflectors = [
             Reflector(
@@ -189,6 +185,23 @@ class Serve:
         ]
         self.pods: dict[str, PodRef] = {}
         """``namespace/name`` → the pod as last seen (what the binder needs to write to it)."""
+        binding = config.binding
+        options: dict[str, Any] = {
+            "workers": binding.workers,
+            "clock": self.clock,
+            "interval": binding.unschedulable_interval_seconds,
+            "delay": binding.unschedulable_delay_seconds,
+            "event_burst": binding.event_burst,
+            "event_refill_seconds": binding.event_refill_seconds,
+        }
+        recipe = (connect or copied_client(api)) if binding.process else ""
+        self.binder: Binder | BinderProcess  # last but the sinks: nothing after it may fail and leave its process
+        if callable(recipe):
+            self.binder = BinderProcess(recipe, on_refused=self._on_refused, on_bound=self._bound, **options)
+        else:
+            if recipe:
+                log.warning("the binder runs in serve's process: %s", recipe)
+            self.binder = Binder(api, on_refused=self._on_refused, on_bound=self._bound, **options)
         self._sinks = {core.name: _BinderSink(self, core.name) for core in self.cores}
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""
@@ -322,6 +335,8 @@ class Serve:
             except queue.Empty:
                 pass
             if self._stop.is_set():
+                break
+            if self.binder.failed:  # said by the binder; the liveness probe fails, the command exits
                 break
             now = self.clock()
             for event in batch:

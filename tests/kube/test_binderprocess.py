@@ -1,0 +1,176 @@
+"""serve's writer in a process of its own (:mod:`kubeflux.kube.binderprocess`) against the simulated cluster over
+HTTP: every Binding written and answered, a refused one taken back by the core, and the process always ending —
+when stopped, when killed (serve then stops), when serve is killed, and when its client cannot be built.
+
+A race is made by pausing the writer's process (SIGSTOP) while a Binding waits in its pipe; nothing is mocked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kubeflux.kube import binderprocess
+from kubeflux.kube.binder import BindOutcome, PodRef
+from kubeflux.kube.binderprocess import BinderProcess
+from kubeflux.kube.command import api_client
+from kubeflux.scheduler.interface import Bind
+
+from .conftest import CEILING, Cluster, eventually, pod
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` is gone (or a zombie nobody reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _ignored(pid: int) -> set[signal.Signals]:
+    """The signals process ``pid`` ignores (``SigIgn`` in ``/proc/PID/status``)."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:"))
+    mask = int(line.split()[1], 16)
+    return {sig for sig in signal.Signals if mask >> (sig - 1) & 1}
+
+
+@contextmanager
+def _paused(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def _bound(pods: dict[str, dict[str, Any]], *names: str) -> bool:
+    return all(bool((pods[n].get("spec") or {}).get("nodeName")) for n in names if n in pods)
+
+
+def test_every_binding_is_written_and_answered_and_a_refused_one_comes_back_with_the_servers_reason(
+    cluster: Cluster,
+) -> None:
+    bound: list[str] = []
+    refused: list[BindOutcome] = []
+    connect = partial(api_client, cluster.kubeconfig, None, False, 4)
+    refs = []
+    for name in ("a", "b", "c", "taken"):
+        created = cluster.create(pod(name, "1", run=None, scheduler="nobody"))
+        refs.append(PodRef("default", name, created["metadata"]["uid"]))
+    cluster.bind("taken", "node-0000")  # bound by another scheduler: serve's Binding loses
+    writer = BinderProcess(
+        connect, on_bound=lambda scheduler, decision, ref: bound.append(ref.name), on_refused=refused.append, workers=2
+    )
+    try:
+        for ref in refs:
+            writer.bind("kubeflux", Bind(f"default/{ref.name}", ref.uid, "node-0000"), ref)
+        assert writer.drain(CEILING)  # the Scheduled events too
+        assert writer.pending == 0
+        assert sorted(bound) == ["a", "b", "c"] and writer.binds == 3
+        assert [outcome.decision.pod for outcome in refused] == ["default/taken"] and writer.refused == 1
+        assert refused[0].scheduler == "kubeflux" and refused[0].reason.startswith("409")
+        scheduled = sorted(e["regarding"]["name"] for e in cluster.events() if e.get("reason") == "Scheduled")
+        assert scheduled == ["a", "b", "c"]
+    finally:
+        writer.stop()
+    assert writer.process.exitcode == 0 and not writer.failed
+    writer.stop()  # idempotent
+
+
+def test_a_binding_lost_to_another_scheduler_while_in_the_pipe_is_unreserved_by_serve(two_nodes: Cluster) -> None:
+    """The pod is bound elsewhere while serve's Binding for it waits in the paused writer: the cluster refuses it
+    (409), the refusal goes back to the loop, and the core releases the cores it held (three more 8-core pods fit
+    on the 32 cores, not two) and counts the pod where it runs (a fourth waits)."""
+    cluster = two_nodes
+    with cluster.serve() as serve:
+        assert isinstance(serve.binder, BinderProcess)
+        eventually(serve.synced.is_set)
+        with _paused(serve.binder.process.pid):
+            cluster.create(pod("race", "8", run=None))
+            eventually(lambda: serve.binder.pending >= 1)  # decided: its Binding is in the pipe
+            cluster.bind("race", "node-0001")
+        eventually(lambda: serve.binder.refused >= 1)  # twice when queued again before the watch shows it bound
+        for name in ("p1", "p2", "p3", "p4"):
+            cluster.create(pod(name, "8", run=None))
+        cluster.wait_for(lambda pods: sum(_bound(pods, n) for n in ("p1", "p2", "p3", "p4")) == 3)
+        eventually(lambda: serve.bound == 3)
+        assert serve.alive and not serve.binder.failed
+
+
+def test_a_writer_process_killed_refuses_the_bindings_it_did_not_answer_and_serve_stops(cluster: Cluster) -> None:
+    serve = cluster.serve()
+    try:
+        assert isinstance(serve.binder, BinderProcess)
+        eventually(serve.synced.is_set)
+        pid = serve.binder.process.pid
+        with _paused(pid):
+            cluster.create(pod("lost", "8", run=None))
+            eventually(lambda: serve.binder.pending >= 1)
+            os.kill(pid, signal.SIGKILL)
+        eventually(lambda: serve.binder.refused == 1)
+        assert "ended unexpectedly" in serve.binder.failed
+        eventually(lambda: not serve.alive)  # its liveness fails; the command exits 1
+        assert not (cluster.pods()["lost"].get("spec") or {}).get("nodeName")
+    finally:
+        serve.stop()
+    assert _ended(pid)
+
+
+def test_the_writer_process_ignores_interrupts_and_ends_when_its_parent_is_killed(cluster: Cluster) -> None:
+    """A Ctrl-C reaches the whole process group: the writer leaves stopping to serve. serve killed (-9): the
+    writer sees its pipe close and ends, writing nothing more."""
+    script = textwrap.dedent(
+        f"""
+        import sys, threading
+        from functools import partial
+        from pathlib import Path
+        from kubeflux.kube.binderprocess import BinderProcess
+        from kubeflux.kube.command import api_client
+        if __name__ == "__main__":
+            writer = BinderProcess(partial(api_client, Path({str(cluster.kubeconfig)!r}), None, False, 2))
+            print(writer.process.pid, flush=True)
+            threading.Event().wait()
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(binderprocess.__file__).parents[2])},
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        eventually(lambda: _ignored(child) >= {signal.SIGINT, signal.SIGTERM})
+        os.kill(child, signal.SIGINT)
+        os.kill(child, signal.SIGTERM)
+        assert not _ended(child)
+        parent.kill()
+        parent.wait(CEILING)
+        eventually(lambda: _ended(child))
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_a_writer_whose_client_cannot_be_built_says_why_and_refuses_every_binding(tmp_path: Path) -> None:
+    refused: list[BindOutcome] = []
+    writer = BinderProcess(partial(api_client, tmp_path / "missing", None, False, 1), on_refused=refused.append)
+    try:
+        eventually(lambda: bool(writer.failed))
+        assert writer.failed.startswith("cannot configure the Kubernetes client")
+        writer.bind("kubeflux", Bind("default/p", "uid-1", "node-0000"), PodRef("default", "p", "uid-1"))
+        assert [outcome.decision.pod for outcome in refused] == ["default/p"]
+        assert writer.failed in refused[0].reason
+        assert not writer.drain(1.0)
+    finally:
+        writer.stop()
+    assert _ended(writer.process.pid)
