@@ -374,12 +374,13 @@ def test_synthetic_specs_are_bounded_before_generating(tmp_path: Path, spec: str
 def test_the_memory_budget_counts_every_scheduler_run(tmp_path: Path) -> None:
     """``--scheduler all`` keeps 8 runs' records until the outputs are written: measured 1,106 MiB at peak for
     ``jobs=20000`` on 64 x 16 cores (254 MiB under fcfs alone), so a 1 GiB budget refuses all 8 and lets one run."""
-    from kubeflux.sim.inputs import check_budget
+    from kubeflux.sim.inputs import check_budget, scheduler_names
     from kubeflux.sim.workloads.cluster_file import uniform_cluster
     from kubeflux.sim.workloads.synthetic import generate, parse_spec
 
+    eight = [arg for name in scheduler_names(None)[:8] for arg in ("-s", name)]  # all, as the figures were measured
     code, output = simulate(
-        tmp_path, "--synthetic", "jobs=20000", "-s", "all", "--memory-budget", "1Gi", "--nodes", "64",
+        tmp_path, "--synthetic", "jobs=20000", *eight, "--memory-budget", "1Gi", "--nodes", "64",
         "--cores-per-node", "16",
     )  # fmt: skip
     assert code == 2, output
