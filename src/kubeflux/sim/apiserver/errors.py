@@ -116,10 +116,12 @@ STALE_OBJECT = "the object has been modified; please apply your changes to the l
 
 
 def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiError:
-    """422 ``Invalid``; the message lists every cause as the real server does (``Pod "x" is invalid: [...]``)."""
+    """422 ``Invalid``; the message lists every cause as the real server does (``Pod "x" is invalid: [...]``) and
+    names a kind outside the core group with its group (``Job.batch "x" is invalid``, Go's ``GroupKind.String``)."""
     texts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
     listed = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    message = f'{kind} "{name}" is invalid: {listed}'
+    qualified = f"{kind}.{group}" if group else kind
+    message = f'{qualified} "{name}" is invalid: {listed}'
     return ApiError(422, "Invalid", message, kind, name, group, list(causes))
 
 
