@@ -52,13 +52,8 @@ class JobBook:
         workload_name: str,
         couple: bool,
     ) -> None:
-        self.loop = loop
-        self._emit = emit
-        self._ids = ids
-        self.lifecycle = lifecycle
-        self.primary_scheduler = primary_scheduler
-        self.workload_name = workload_name
-        self.couple = couple
+        self.loop, self._emit, self._ids, self.lifecycle = loop, emit, ids, lifecycle
+        self.primary_scheduler, self.workload_name, self.couple = primary_scheduler, workload_name, couple
         self.jobs: list[SimJob] = []
         """Every job submitted or added, in that order (a job's index is its place here)."""
         self.pods: dict[str, SimPod] = {}
@@ -143,9 +138,7 @@ class JobBook:
             node_selector=t.node_selector,
             tolerations=t.tolerations,
             required_node_affinity=t.required_node_affinity,
-            node_name="",
             phase=PodPhase.PENDING,
-            deleted=False,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,
             manifest=t.manifest,
