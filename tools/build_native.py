@@ -25,10 +25,18 @@ from pathlib import Path
 
 from kubeflux import _native
 
-PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim")
+PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim", "kubeflux.sim.baselines")
 """The packages compiled, as one mypyc group (calls between them are native) whose shared library lives in the
 first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``. Only a package's own modules
-are compiled, never its subpackages (``kubeflux.sim.apiserver``, ``baselines``, ``workloads`` … stay pure)."""
+are compiled, never its subpackages (``kubeflux.sim.apiserver``, ``workloads`` … stay pure): ``baselines`` is a
+package of the group of its own, of which only :data:`COMPILED_BASELINES` are compiled."""
+
+COMPILED_BASELINES = ("capacity", "easy", "fcfs", "free_tree")
+"""The HPC baselines' modules compiled: FCFS's scheduler, its first-fit capacity index and tree (what ``simulate -s
+fcfs`` runs per event), and EASY, which subclasses FCFS (an interpreted subclass of a compiled class would need
+``allow_interpreted_subclasses``, slower for both). LCG under fcfs (188,041 jobs, 24,515 nodes), the phase
+``simulate fcfs`` of ``benchmarks/simulate.py --command``: FIGURE_FCFS. The Kubernetes baselines (``kube_default``,
+``kube_gang``, ``coscheduling``, ``node_table``: NumPy per pass) stay pure."""
 
 SIM_PURE_MODULES = {
     f"kubeflux.sim.{name}"
@@ -52,6 +60,13 @@ parses commands, writes files, plots, sweeps in other processes, serves the API 
 Jobs, which the traces do not use (``jobcontroller``), and ``records`` are the plain rows that readers and writers
 share, built once per job at a run's end."""
 
+BASELINES_PURE_MODULES = {
+    f"kubeflux.sim.baselines.{name}"
+    for name in _native.package_modules(_native.SRC / "kubeflux" / "sim" / "baselines")
+    if name not in COMPILED_BASELINES
+}
+"""Every baseline module not named in :data:`COMPILED_BASELINES` (a new one starts pure)."""
+
 PURE_MODULES = {
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",
@@ -59,6 +74,7 @@ PURE_MODULES = {
     "kubeflux.scheduler.testing",
     "kubeflux.scheduler.validation",
     *SIM_PURE_MODULES,
+    *BASELINES_PURE_MODULES,
 }
 """Modules of those packages left pure. ``interface`` holds ``@runtime_checkable`` protocols, which a compiled
 module cannot define. ``objects`` and ``validation`` hold and check what users send (pods, pod groups, nodes):

@@ -25,7 +25,8 @@ def version() -> None:
     import kubeflux.apiobjects
     import kubeflux.match
     import kubeflux.scheduler
-    import kubeflux.sim  # noqa: F401
+    import kubeflux.sim
+    import kubeflux.sim.baselines  # noqa: F401
     from kubeflux import __version__, _native
 
     typer.echo(__version__)

@@ -1,3 +1,4 @@
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -15,7 +16,8 @@ from kubeflux.sim.workloads import (
     load_workload,
 )
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from kubeflux.sim.workloads.mapping import map_to_cluster, pod_sizes
+from kubeflux.sim.workloads.mapping import _mapped, map_to_cluster, pod_sizes
+from kubeflux.sim.workloads.model import PodTemplate
 from tests.shared import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,3 +133,34 @@ def test_unknown_format_and_missing_file_are_clear_errors(tmp_path: Path) -> Non
         load_workload(notes)
     with pytest.raises(WorkloadError, match=r"missing\.swf: no such file"):
         load_workload(tmp_path / "missing.swf")
+
+
+def test_a_mapped_job_copies_every_field_but_its_pods_gang_and_verdict() -> None:
+    """``_mapped`` is ``dataclasses.replace`` written out (for speed): a field added to WorkloadJob and not to it
+    fails here."""
+    job = WorkloadJob(
+        id="7",
+        submit_time=1.5,
+        kind=JobKind.POD,
+        name="n",
+        namespace="ns",
+        pods=[],
+        min_member=3,
+        schedule_timeout_seconds=9.0,
+        completions=4,
+        parallelism=2,
+        indexed=True,
+        backoff_limit=1,
+        requested_processors=8,
+        requested_time=60.0,
+        run_time=50.0,
+        rejected="no",
+        source="f.swf:3",
+        exit_code=2,
+        active_deadline_seconds=70.0,
+        profile="p",
+    )
+    defaults = WorkloadJob(id="", submit_time=0.0, kind=JobKind.TRACE, name="")
+    assert all(getattr(job, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(job) if f.name != "pods")
+    pods = [PodTemplate("p", {CPU: 1000}, 1.0)]
+    assert _mapped(job, pods, 1, "") == dataclasses.replace(job, pods=pods, min_member=1, rejected="")

@@ -4,6 +4,9 @@ The built-in ones are listed here: the HPC baselines (``fcfs``, ``easy``), kubef
 ``kubeflux-fcfs``, ``kubeflux-conservative``) and the Kubernetes baselines (``kube-default``, ``kube-gang``,
 ``coscheduling``). Each factory imports its module when first called, so listing the schedulers imports none of
 them. Another module adds a scheduler with :func:`register`; :func:`create` builds a fresh instance per run.
+
+``fcfs`` and ``easy`` (with ``capacity`` and ``free_tree``) are compiled with mypyc when ``make`` built them
+(``tools/build_native.py``: ``COMPILED_BASELINES``); the other baselines stay pure.
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kubeflux._native import use_compiled
 from kubeflux.scheduler.interface import Scheduler
+
+COMPILED: bool = use_compiled(__name__, __path__)
+"""Whether this process runs the compiled baselines (mypyc) rather than the pure-Python sources."""
 
 SchedulerFactory = Callable[[], Scheduler]
 """Builds a fresh scheduler; the instance's ``name`` is the ``schedulerName`` it owns."""

@@ -48,31 +48,67 @@ def _fits_somewhere(requests: ResourceList, nodes: list[Node]) -> bool:
     return any(all(node.allocatable.get(name, 0) >= amount for name, amount in requests.items()) for node in nodes)
 
 
-def _map_trace_job(job: WorkloadJob, nodes: list[Node], cores_per_node: int, total_cores: int) -> WorkloadJob:
+def _mapped(job: WorkloadJob, pods: list[PodTemplate], min_member: int, rejected: str) -> WorkloadJob:
+    """``replace(job, pods=pods, min_member=min_member, rejected=rejected)`` written out: 8x faster per job,
+    ``dataclasses.replace`` being most of mapping LCG's 188,041 jobs (``tests/sim/test_mapping.py`` checks that
+    it copies every other field)."""
+    return WorkloadJob(
+        id=job.id,
+        submit_time=job.submit_time,
+        kind=job.kind,
+        name=job.name,
+        namespace=job.namespace,
+        pods=pods,
+        min_member=min_member,
+        schedule_timeout_seconds=job.schedule_timeout_seconds,
+        completions=job.completions,
+        parallelism=job.parallelism,
+        indexed=job.indexed,
+        backoff_limit=job.backoff_limit,
+        requested_processors=job.requested_processors,
+        requested_time=job.requested_time,
+        run_time=job.run_time,
+        rejected=rejected,
+        source=job.source,
+        exit_code=job.exit_code,
+        active_deadline_seconds=job.active_deadline_seconds,
+        profile=job.profile,
+    )
+
+
+def _map_trace_job(
+    job: WorkloadJob, nodes: list[Node], cores_per_node: int, total_cores: int, fits: dict[int, bool]
+) -> WorkloadJob:
+    """``fits``: whether a pod of so many cores fits on some node of ``nodes``, filled as sizes come."""
     if job.rejected:
-        return replace(job, pods=[], min_member=0)
+        return _mapped(job, [], 0, job.rejected)
     processors = job.requested_processors
     if processors > total_cores:
         why = f"asks {processors} processors, the cluster has {total_cores} schedulable cores"
-        return replace(job, pods=[], min_member=0, rejected=why)
+        return _mapped(job, [], 0, why)
     sizes = pod_sizes(processors, cores_per_node)
     gang = len(sizes) > 1
-    labels = {POD_GROUP_LABEL: job.name} if gang else {}
+    for index, cores in enumerate(sizes):
+        fit = fits.get(cores)
+        if fit is None:
+            fit = fits[cores] = _fits_somewhere({CPU: cores * MILLICORES_PER_CORE}, nodes)
+        if not fit:
+            name = f"{job.name}-{index}" if gang else job.name
+            return _mapped(job, [], 0, f"pod {name} asks {cores} cores and fits on no node")
+    if not gang:
+        pod = PodTemplate(job.name, {CPU: sizes[0] * MILLICORES_PER_CORE}, job.run_time, job.exit_code)
+        return _mapped(job, [pod], 0, "")
     pods = [
         PodTemplate(
-            name=f"{job.name}-{index}" if gang else job.name,
-            requests={CPU: cores * MILLICORES_PER_CORE},
-            run_time=job.run_time,
-            exit_code=job.exit_code,
-            labels=dict(labels),
+            f"{job.name}-{index}",
+            {CPU: cores * MILLICORES_PER_CORE},
+            job.run_time,
+            job.exit_code,
+            labels={POD_GROUP_LABEL: job.name},
         )
         for index, cores in enumerate(sizes)
     ]
-    for pod in pods:
-        if not _fits_somewhere(pod.requests, nodes):
-            why = f"pod {pod.name} asks {pod.requests[CPU] // MILLICORES_PER_CORE} cores and fits on no node"
-            return replace(job, pods=[], min_member=0, rejected=why)
-    return replace(job, pods=pods, min_member=len(pods) if gang else 0)
+    return _mapped(job, pods, len(pods), "")
 
 
 def map_to_cluster(workload: Workload, nodes: list[Node]) -> Workload:
@@ -84,8 +120,9 @@ def map_to_cluster(workload: Workload, nodes: list[Node]) -> Workload:
     schedulable = [node for node in nodes if not node.unschedulable and whole_cores(node) > 0]
     cores_per_node = max((whole_cores(node) for node in schedulable), default=0)
     total_cores = sum(whole_cores(node) for node in schedulable)
+    fits: dict[int, bool] = {}
     jobs = [
-        _map_trace_job(job, schedulable, cores_per_node, total_cores) if job.kind is JobKind.TRACE else job
+        _map_trace_job(job, schedulable, cores_per_node, total_cores, fits) if job.kind is JobKind.TRACE else job
         for job in workload.jobs
     ]
     return replace(workload, jobs=jobs, problems=list(workload.problems), header=dict(workload.header))
