@@ -174,7 +174,8 @@ def build(packages: tuple[str, ...], jobs: int, verbose: bool, opt_level: str) -
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(parents=True)
             for extension in built.iterdir():
-                shutil.copy2(extension, target / extension.name)
+                if extension.is_file():  # a subpackage of the group (``kubeflux.sim.baselines``) has its own turn
+                    shutil.copy2(extension, target / extension.name)
     # The stamp goes last: a build cut short leaves no stamp, hence no compiled engine in use.
     if _native.make_stamp(modules, sources) != stamp:
         raise RuntimeError("a source changed during the build; run it again")

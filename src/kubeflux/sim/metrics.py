@@ -133,10 +133,6 @@ def interval_set(ids: Sequence[int]) -> str:
     return " ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def _origin(run: RunRecord) -> float:
-    return min((job.submission_time for job in run.jobs), default=0.0)
-
-
 def time_offset(run: RunRecord) -> float:
     """Seconds to add to the run's virtual times (0 is its first submission) to put them on the workload's own
     clock, as ``jobs.csv`` and ``pods.csv`` write them (:attr:`JobRecord.workload_submission_time`); 0 when the
@@ -380,8 +376,8 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
     * ``pods_per_virtual_second`` = pods bound / makespan; ``pods_per_wall_second`` = pods bound / wall seconds
       (the simulator's own speed); ``wall_seconds`` as measured by the driver.
     """
-    origin = _origin(run)
     times = JobTimes(run.jobs)
+    origin = float(times.submitted.min()) if times.submitted.size else 0.0  # the first submission
     states = times.states
     with np.errstate(invalid="ignore"):
         started = ~times.rejected & ~np.isnan(times.start)

