@@ -183,3 +183,30 @@ def test_a_job_is_labelled_as_its_pods_and_its_completions_are_immutable(cluster
     assert "can only be modified in tandem with spec.parallelism" in refusal(cluster, "ranks", {"completions": 4})
     both = call(cluster, "PATCH", f"{JOBS}/ranks", {"spec": {"completions": 4, "parallelism": 3}}, patch)
     assert both["spec"]["completions"] == 4
+
+
+def test_a_job_of_many_pods_gets_them_500_a_second_in_slow_start_batches() -> None:
+    """kube-controller-manager creates at most 500 pods a sync (``MaxPodCreateDeletePerSync``) and syncs a Job
+    again a second later (``syncJobBatchPeriod``): a Job of 1,200 pods gets 500, 500 and 200 of them, a virtual
+    second apart (none fits the one small node, so no pod ends meanwhile; the scheduler says so, which lets virtual
+    time go on)."""
+    server = ApiServer(
+        uniform_cluster(1, 1, "1Gi"),
+        kubelet=True,
+        controllers=True,
+        schedulers=[create("kube-default")],
+        clock=VirtualClock(ORIGIN),
+    ).start()
+    try:
+        call(server, "POST", JOBS, job("wide", "10s", completions=1200, parallelism=1200))
+        eventually(lambda: len(pods_of(server, "wide")) == 1200, "1,200 pods")
+        made = sorted(parse_timestamp(p["metadata"]["creationTimestamp"]) - ORIGIN for p in pods_of(server, "wide"))
+        per_second: dict[float, int] = {}
+        for at in made:
+            per_second[at] = per_second.get(at, 0) + 1
+        assert list(per_second.values()) == [500, 500, 200], per_second
+        firsts = sorted(per_second)
+        assert firsts[1] - firsts[0] >= 1 and firsts[2] - firsts[1] >= 1
+        assert status(server, "wide")["active"] == 1200
+    finally:
+        server.stop()

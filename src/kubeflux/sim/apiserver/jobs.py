@@ -27,7 +27,14 @@ from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
-from kubeflux.sim.apiserver.jobsync import TRACKING_FINALIZER, Backoff, JobPlan, finished_condition, sync_job
+from kubeflux.sim.apiserver.jobsync import (
+    SYNC_BATCH_SECONDS,
+    TRACKING_FINALIZER,
+    Backoff,
+    JobPlan,
+    finished_condition,
+    sync_job,
+)
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
@@ -73,6 +80,11 @@ class JobController:
         """Job uid → (when, the timer) of its next requested sync."""
         self._ttl: dict[str, Timer] = {}
         self._dirty: set[str] = set()
+        self._paced: set[str] = set()
+        """Jobs whose last sync was capped: the events of their pods and status wait for the timer
+        (``syncJobBatchPeriod``); a new generation of the Job does not."""
+        self._generation: dict[str, Any] = {}
+        """Job uid → the ``metadata.generation`` last seen."""
         self._follower = Follower(store, loop, [(jobs, self._job_watched), (pods, self._pod_watched)], self._sync_dirty)
         self._follower.list_existing()
 
@@ -97,7 +109,7 @@ class JobController:
 
     def _sync_dirty(self) -> None:
         """After a batch of events: sync every Job it touched."""
-        dirty, self._dirty = self._dirty, set()
+        dirty, self._dirty = self._dirty - self._paced, set()
         for uid in sorted(dirty, key=lambda u: self._jobs.get(u, ("", ""))):
             self._sync(uid)
 
@@ -110,6 +122,10 @@ class JobController:
             self._forget(uid)
             return
         self._jobs[uid] = (meta["namespace"], meta["name"])
+        generation = meta.get("generation")
+        if self._generation.get(uid) != generation:
+            self._generation[uid] = generation
+            self._paced.discard(uid)  # a change of the spec is synced at once, one of the status batched
         self._dirty.add(uid)
 
     def _pod_event(self, type_: str, pod: Object) -> None:
@@ -133,6 +149,8 @@ class JobController:
         self._jobs.pop(uid, None)
         self._backoff.pop(uid, None)
         self._dirty.discard(uid)
+        self._paced.discard(uid)
+        self._generation.pop(uid, None)
         timer = self._timers.pop(uid, None)
         if timer is not None:
             timer[1].cancel()
@@ -157,18 +175,15 @@ class JobController:
         pods = sorted(self._pods.get(uid, {}).values(), key=lambda p: p["metadata"]["name"])
         plan = sync_job(job, pods, self.store.clock(), self._backoff.get(uid, Backoff()))
         self._backoff[uid] = plan.backoff
+        if plan.paced:
+            self._paced.add(uid)
         self._apply(job, plan)
 
     def _apply(self, job: Object, plan: JobPlan) -> None:
         meta = job["metadata"]
         namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
-        for pod in plan.create:
-            try:
-                created = self.store.create(self.pods_resource, namespace, pod)
-            except ApiError as exc:
-                self._event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
-                continue
-            self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+        if not self._create(job, plan.create):
+            self._requeue(uid, SYNC_BATCH_SECONDS)  # the failed sync is retried (DefaultJobApiBackOff, 1 s)
         for pod_name, unfinalize_first in plan.delete:
             if unfinalize_first:
                 self._unfinalize(namespace, pod_name)
@@ -189,6 +204,26 @@ class JobController:
             self._requeue(uid, plan.requeue_after)
         final = plan.status if plan.status is not None else plan.tracking_status
         self._arm_ttl({**job, "status": final} if final is not None else job)
+
+    def _create(self, job: Object, pods: list[Object]) -> bool:
+        """Create ``pods`` in slow-start batches of 1, 2, 4, … as the Job controller does; after a batch with a
+        failure the rest are not tried (a later sync retries them). Whether every pod was created."""
+        namespace = job["metadata"]["namespace"]
+        start, size = 0, 1
+        while start < len(pods):
+            failed = False
+            for pod in pods[start : start + size]:
+                try:
+                    created = self.store.create(self.pods_resource, namespace, pod)
+                except ApiError as exc:
+                    self._event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+                    failed = True
+                    continue
+                self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+            if failed:
+                return False
+            start, size = start + size, 2 * size
+        return True
 
     def _write_status(self, namespace: str, name: str, status: Object) -> None:
         with contextlib.suppress(ApiError):
@@ -226,6 +261,7 @@ class JobController:
 
     def _timer_sync(self, uid: str) -> None:
         self._timers.pop(uid, None)
+        self._paced.discard(uid)
         if uid in self._jobs:
             self._dirty.add(uid)
             self._follower.wake()

@@ -13,7 +13,9 @@ What a sync decides, in the controller's order:
 * a finish: ``failed > backoffLimit`` (``BackoffLimitExceeded``) or ``activeDeadlineSeconds`` since
   ``startTime`` (``DeadlineExceeded``) give ``FailureTarget`` and delete the active pods; otherwise the pods are
   managed: a suspended Job's are deleted, more than wanted are deleted (not ready, unscheduled, pending first),
-  fewer are created (after the back-off) from the template with ``generateName`` ``<job>-`` (``<job>-<index>-``
+  fewer are created (after the back-off), at most 500 created or deleted a sync (``MaxPodCreateDeletePerSync``;
+  the next sync of a capped Job comes a second later, ``syncJobBatchPeriod``), in slow-start batches of 1, 2, 4, …
+  that stop at a failed create, from the template with ``generateName`` ``<job>-`` (``<job>-<index>-``
   for an Indexed Job, whose pods carry their index as label and annotation, the ``JOB_COMPLETION_INDEX`` variable
   and the hostname ``<job>-<index>``); wanted = ``min(parallelism, completions - succeeded)``, or with no
   ``completions`` ``parallelism`` until one pod succeeded; enough successes and no active pod give
@@ -55,6 +57,10 @@ BACKOFF_BASE = 10.0
 """Seconds before the first replacement of a failed pod (``DefaultJobPodFailureBackOff``)."""
 BACKOFF_CAP = 600.0
 """The back-off never exceeds 10 minutes (``MaxJobPodFailureBackOff``)."""
+MAX_POD_CREATE_DELETE_PER_SYNC = 500
+"""A sync creates or deletes at most this many pods (``MaxPodCreateDeletePerSync``); the rest wait for a later one."""
+SYNC_BATCH_SECONDS = 1.0
+"""``syncJobBatchPeriod``: a Job whose sync was capped is synced again this long after, not at its pods' events."""
 _TERMINAL = ("Succeeded", "Failed")
 _COMPLETED = ("CompletionsReached", "Reached expected number of succeeded pods")
 _FAILURES = {
@@ -97,6 +103,9 @@ class JobPlan:
     """(type, reason, message) Events about the Job."""
     requeue_after: float | None = None
     """Sync again this many seconds from now (back-off, deadline)."""
+    paced: bool = False
+    """The sync was capped at :data:`MAX_POD_CREATE_DELETE_PER_SYNC`: the next one comes after
+    :data:`SYNC_BATCH_SECONDS`, not at the events of the pods this one made or deleted."""
     backoff: Backoff = field(default_factory=Backoff)
 
 
@@ -375,6 +384,10 @@ class _Sync:
         plan = self.plan
         plan.requeue_after = seconds if plan.requeue_after is None else min(plan.requeue_after, seconds)
 
+    def _pace(self) -> None:
+        self.plan.paced = True
+        self._requeue(SYNC_BATCH_SECONDS)
+
     def _manage(self) -> int:
         """``manageJob``: delete or create pods; the number active afterwards."""
         plan, active_pods = self.plan, self.active
@@ -390,6 +403,9 @@ class _Sync:
         else:
             want = max(0, min(self.completions - self.succeeded, parallelism))
         remove = self._for_removal(max(active - want, 0))
+        if len(remove) > MAX_POD_CREATE_DELETE_PER_SYNC:
+            remove = remove[:MAX_POD_CREATE_DELETE_PER_SYNC]
+            self._pace()
         if remove:
             plan.delete.extend((p["metadata"]["name"], True) for p in remove)
             self.terminating += len(remove)
@@ -402,6 +418,9 @@ class _Sync:
         if wait > 0:
             self._requeue(wait)
             return active
+        if missing > MAX_POD_CREATE_DELETE_PER_SYNC:
+            missing = MAX_POD_CREATE_DELETE_PER_SYNC
+            self._pace()
         indexes: list[int | None] = [None] * missing
         if self.indexed and self.completions is not None:
             running = {_index(p) for p in active_pods}
