@@ -228,7 +228,15 @@ def test_a_binding_lost_while_in_the_writer_process_is_refused_by_the_api_server
         for name in names:
             api.create_pod("default", pod(name, "8"))
         eventually(lambda: sum(bool(api.pods("default")[n]["spec"].get("nodeName")) for n in names) == 3)
-        eventually(lambda: any(waits(api.pods("default")[n]) for n in names))
+        eventually(
+            lambda: any(waits(api.pods("default")[n]) for n in names),
+            lambda: str(
+                {
+                    n: (p["spec"].get("nodeName"), p.get("status", {}).get("conditions"))
+                    for n, p in api.pods("default").items()
+                }
+            ),
+        )
         assert scheduler.bound == 3 and scheduler.alive
         for name in ["race", *names]:
             api.core.delete_namespaced_pod(name, "default", grace_period_seconds=0, _preload_content=False)
