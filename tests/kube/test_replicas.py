@@ -116,7 +116,7 @@ def test_two_replicas_one_schedules_and_the_other_takes_over_when_it_dies(tmp_pa
         assert all(held <= 16_000 for held in _cores_by_node(pods).values())  # millicores
         scheduled = Counter(e["regarding"]["name"] for e in cluster.events() if e.get("reason") == "Scheduled")
         # one Scheduled event at most per pod (the dead leader's last ones may be lost with it: events are notes)
-        assert set(scheduled) <= set(names) and set(scheduled.values()) == {1}
+        assert set(scheduled) <= set(names) and set(scheduled.values()) <= {1}
     finally:
         first.stop(release=False)
         if second is not None:

@@ -173,7 +173,7 @@ def _child(
             stopped.set()
             send(("stopped",))
             pipe.close()
-            return
+            os._exit(0)  # everything is written and said: no interpreter teardown (it delayed serve's stop)
 
 
 # ---------------------------------------------------------------------- the parent
