@@ -200,13 +200,6 @@ def test_kube_schedulers_pods_and_kubefluxs_share_nodes_and_none_is_over_committ
         w.check()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the core's ordering bug of issue 28, not the writer's: when serve's watch shows the pod bound by another "
-    "client (no kubeflux allocation annotation) only after the refusal was unreserved, the core queues it again, "
-    "writes PodScheduled=False on it and does not count its cores (seen 3 of 8 runs under load: 4 pods bound, 24 "
-    "cpu on a 16-cpu node)",
-)
 def test_a_binding_lost_while_in_the_writer_process_is_refused_by_the_api_server_and_unreserved(
     plane: ControlPlane, api: Api
 ) -> None:

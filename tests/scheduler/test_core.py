@@ -446,24 +446,34 @@ def test_a_bind_refused_because_the_node_is_gone_frees_its_cores_and_the_pod_goe
 
 
 @pytest.mark.parametrize("told_first", ["bound event", "refusal"])
-def test_a_bind_refused_because_the_pod_was_bound_elsewhere_counts_it_where_it_runs(told_first: str) -> None:
+@pytest.mark.parametrize("where", ["w2", "w1"], ids=["elsewhere", "on the node kubeflux chose"])
+def test_a_bind_refused_because_the_pod_was_bound_by_another_client_counts_it_where_it_runs(
+    told_first: str, where: str
+) -> None:
+    """Another client bound the pod first, elsewhere or on the very node kubeflux chose (the second case queued the
+    pod again when the watch showed it bound before the refusal came: PodScheduled=False on a running pod, and its
+    cores counted twice as free — issue 28, seen on the real API server)."""
     cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2), node("w2", cores=2)])
     a = pod("a", 2000)
     cluster.add(a)
     decisions = cluster.scheduler.schedule(0.0)
-    elsewhere = Pod(a.namespace, a.name, a.uid, a.scheduler_name, requests=a.requests, node_name="w2")
-    elsewhere.phase = PodPhase.RUNNING
-    cluster.pods[a.key] = elsewhere
+    assert bound(decisions) == {"default/a": "w1"}
+    other = Pod(a.namespace, a.name, a.uid, a.scheduler_name, requests=a.requests, node_name=where)
+    other.phase = PodPhase.RUNNING
+    cluster.pods[a.key] = other
     if told_first == "bound event":
-        cluster.tell(MODIFIED, elsewhere)
-        _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
+        cluster.tell(MODIFIED, other)
+        _refuse(cluster, decisions, f"pod default/a is already assigned to node '{where}'")
     else:
-        _refuse(cluster, decisions, "pod default/a is already assigned to node 'w2'")
-        cluster.tell(MODIFIED, elsewhere)
+        _refuse(cluster, decisions, f"pod default/a is already assigned to node '{where}'")
+        cluster.tell(MODIFIED, other)
+    free = "w2" if where == "w1" else "w1"
     cluster.add(pod("b", 2000, t=1), pod("c", 2000, t=2))
     decisions = cluster.run(1.0)
-    assert bound(decisions) == {"default/b": "w1"}
+    assert bound(decisions) == {"default/b": free}
+    assert "default/a" not in messages(decisions)
     assert messages(decisions)["default/c"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert cluster.scheduler.books.allocations[a.uid].node == where
 
 
 def test_a_refused_pod_waits_a_back_off_so_a_lagging_watch_does_not_make_it_refused_again_and_again() -> None:

@@ -319,6 +319,9 @@ class Informer:
                     queue.changed()
                     self._account_bound(uid, pod)
                 return
+            # bound where kubeflux counts it (by its own Binding, or another client's to the same node): the
+            # pod as bound, so that a refusal of kubeflux's Binding arriving after this leaves it counted there
+            books.bound[uid] = pod
             booking = books.ledger.bookings.get(uid)
             if booking is not None and booking.requests != pod.requests and self._valid(uid, pod):
                 books.resized(uid, pod, alloc, booking.requests)
