@@ -27,8 +27,7 @@ import gc
 import re
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -39,6 +38,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from kubeflux.resources.graph import paused_gc
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import CPU, GPU, Node
 from kubeflux.sim.cluster import Lifecycle
@@ -454,12 +454,15 @@ def simulate_command(
     atexit.unregister(_skip_final_collection)  # registered once, however often the command runs in a process
     atexit.register(_skip_final_collection)
     with _few_collections():  # millions of long-lived objects: see its docstring (mapping 2.2 -> 1.3 s on LCG)
-        with timer.phase("map workload to cluster"), _collector_paused():
+        # No collection while the trace is mapped and a run goes: a run's objects live to its end (LCG under fcfs:
+        # 86 young collections found 11 objects to free among 8.6 million, 0.9 s of its 5.4 s of CPU); the outputs,
+        # whose plots make cyclic garbage, run with the collector on, and what a run leaves is collected after it.
+        with timer.phase("map workload to cluster"), paused_gc():
             mapped = map_to_cluster(loaded, node_list)
         runs: list[RunRecord] = []
         for name in scheduler:
             schedulers, primary = _schedulers_for(name, mapped, sockets)
-            with timer.phase(f"simulate {name}"), _collector_paused():
+            with timer.phase(f"simulate {name}"), paused_gc():
                 run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console)
             runs.append(run)
             console.print(
@@ -493,22 +496,6 @@ def _write_problems(out: Path, input_problems: list[str], runs: list[RunRecord])
         lines.extend(f"[{run.scheduler}] {p}" for p in own)
     if lines:
         (out / "problems.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No collection at all while the trace is mapped and a run goes (the rare young ones of ``_few_collections`` are
-    left for the outputs, whose plots make cyclic garbage). A run's objects live to its end: on LCG under fcfs the
-    86 young collections of a run found 11 objects to free among the 8.6 million they walked, for 0.9 s of its
-    5.4 s of CPU (kubeflux on HPC2N's 3,170 jobs: 10,748 objects in 37). What a run leaves is collected after it,
-    as before (``_few_collections`` hands it to the oldest generation)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _skip_final_collection() -> None:

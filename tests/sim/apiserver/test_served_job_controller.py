@@ -16,12 +16,11 @@ from typing import Any
 import pytest
 
 from kubeflux.apiobjects.manifests import parse_timestamp
-from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
-from tests.sim.apiserver.test_served_jobs import JOBS, conditions, job
+from tests.sim.apiserver.test_served_jobs import JOBS, conditions, job, served
 from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
 
 TRACKING = "batch.kubernetes.io/job-tracking"
@@ -29,13 +28,7 @@ TRACKING = "batch.kubernetes.io/job-tracking"
 
 @pytest.fixture
 def cluster() -> Iterator[ApiServer]:
-    server = ApiServer(
-        uniform_cluster(2, 8, "64Gi"),
-        kubelet=True,
-        controllers=True,
-        schedulers=[create("kube-default")],
-        clock=VirtualClock(ORIGIN),
-    ).start()
+    server = served()
     try:
         yield server
     finally:
@@ -190,13 +183,7 @@ def test_a_job_of_many_pods_gets_them_500_a_second_in_slow_start_batches() -> No
     again a second later (``syncJobBatchPeriod``): a Job of 1,200 pods gets 500, 500 and 200 of them, a virtual
     second apart (none fits the one small node, so no pod ends meanwhile; the scheduler says so, which lets virtual
     time go on)."""
-    server = ApiServer(
-        uniform_cluster(1, 1, "1Gi"),
-        kubelet=True,
-        controllers=True,
-        schedulers=[create("kube-default")],
-        clock=VirtualClock(ORIGIN),
-    ).start()
+    server = served(1, 1, "1Gi")
     try:
         call(server, "POST", JOBS, job("wide", "10s", completions=1200, parallelism=1200))
         eventually(lambda: len(pods_of(server, "wide")) == 1200, "1,200 pods")

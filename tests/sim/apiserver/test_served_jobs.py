@@ -28,16 +28,22 @@ JOBS = "/apis/batch/v1/namespaces/default/jobs"
 KUBECTL = shutil.which("kubectl")
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ApiServer]:
-    """Two nodes of 8 cores in virtual time; kube-default schedules the Jobs' pods (``default-scheduler``)."""
-    server = ApiServer(
-        uniform_cluster(2, 8, "64Gi"),
+def served(nodes: int = 2, cores: int = 8, memory: str = "64Gi") -> ApiServer:
+    """A served cluster of ``nodes`` alike in virtual time, with its kubelet and Job controller; kube-default
+    schedules the pods (``default-scheduler``). The caller stops it."""
+    return ApiServer(
+        uniform_cluster(nodes, cores, memory),
         kubelet=True,
         controllers=True,
         schedulers=[create("kube-default")],
         clock=VirtualClock(ORIGIN),
     ).start()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ApiServer]:
+    """Two nodes of 8 cores in virtual time (:func:`served`)."""
+    server = served()
     server.write_kubeconfig(tmp_path / "kubeconfig")
     try:
         yield server
