@@ -122,9 +122,17 @@ def test_a_server_given_as_host_and_port_is_asked_over_http() -> None:
     assert result.exit_code == 1 and "cannot reach http://127.0.0.1:9/kubeflux/queue" in result.output
 
 
-def test_a_server_that_is_no_url_is_said_without_a_traceback() -> None:
-    result = _queue("--server", "http://[::1")
-    assert result.exit_code == 2 and "--server 'http://[::1': not a URL kubeflux queue can ask" in result.output
+@pytest.mark.parametrize(
+    ("server", "says"),
+    [
+        ("http://[::1", "--server 'http://[::1': not a URL kubeflux queue can ask"),
+        ("ftp://x", "--server 'ftp://x': not an http or https URL"),
+    ],
+    ids=["broken", "another scheme"],
+)
+def test_a_server_that_is_no_url_is_exit_2_without_a_traceback(server: str, says: str) -> None:
+    result = _queue("--server", server)
+    assert result.exit_code == 2 and says in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
@@ -156,7 +164,9 @@ def test_a_scheduler_the_server_does_not_run_is_exit_3(served: Cluster) -> None:
 
 def test_the_exit_codes_are_in_the_help() -> None:
     result = _queue("--help")
-    assert "Exit codes: 0 shown; 1 the server cannot be reached" in " ".join(result.output.replace("│", "").split())
+    help_text = " ".join(result.output.replace("│", "").split())
+    assert "Exit codes: 0 shown (also a baseline scheduler listed as keeping no queue); 1 the server" in help_text
+    assert "2 bad options" in help_text and "3 --scheduler names no scheduler" in help_text
 
 
 def test_a_serve_that_is_not_ready_is_said_not_ready_not_empty() -> None:
@@ -177,9 +187,10 @@ def test_watch_retries_a_failed_refresh_with_one_line_each() -> None:
     result = _queue("--server", "127.0.0.1:9", "--watch", "-i", "0.1", "--iterations", "2")
     lines = [line for line in result.output.splitlines() if line]
     assert result.exit_code == 1, result.output
-    retries = [line for line in lines if "(retrying every 0.1 s)" in line]
-    assert len(retries) == 2 and all("cannot reach http://127.0.0.1:9/kubeflux/queue" in line for line in retries)
-    assert "object at 0x" not in result.output and "Connection refused" in retries[0]
+    failures = [line for line in lines if "cannot reach http://127.0.0.1:9/kubeflux/queue" in line]
+    assert len(failures) == 2 and "(retrying every 0.1 s)" in failures[0]
+    assert "retrying" not in failures[1]  # the last refresh: nothing is retried after it
+    assert "object at 0x" not in result.output and "Connection refused" in failures[0]
 
 
 def test_a_piped_table_keeps_its_width(served: Cluster) -> None:

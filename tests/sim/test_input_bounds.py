@@ -390,6 +390,27 @@ def test_the_memory_budget_counts_every_scheduler_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("budget", "says"),
+    [
+        ("1e400", "--memory-budget must be at most 8Ei (2^63 - 1 bytes), got '1e400'"),
+        ("0", "--memory-budget must be positive, got '0'"),
+    ],
+    ids=["beyond-int64", "zero"],
+)
+def test_a_memory_budget_out_of_range_is_refused(tmp_path: Path, budget: str, says: str) -> None:
+    """A budget of 1e400 bytes would turn the check off without a word."""
+    code, output = simulate(tmp_path, "--synthetic", "jobs=10", "-s", "fcfs", "--memory-budget", budget, *CLUSTER)
+    assert code == 2 and says in " ".join(output.split()), output
+
+
+def test_an_estimate_close_to_the_budget_reads_apart_from_it() -> None:
+    from kubeflux.sim.workloads.limits import budget_problem
+
+    problem = budget_problem("the run", 3_565_158_400 + 2**20, 3_565_158_400)  # both "3.3 GiB"
+    assert problem is not None and "about 3,401 MiB of memory, more than the budget of 3,400 MiB" in problem
+
+
+@pytest.mark.parametrize(
     ("line", "says"),
     [
         (

@@ -7,8 +7,9 @@ are then sent). It prints a table per scheduler (position, job, pods, priority, 
 start as a readable time, what the reservation holds, why it waits), or the server's JSON (``-o json``), once or
 every ``--interval`` seconds with ``--watch`` (until Ctrl-C).
 
-Exit codes (also in ``--help``): 0 shown; 1 the server cannot be reached, is not ready (``/readyz`` 503: its queue
-would read empty) or answers no queue; 2 bad options (an unusable ``--kubeconfig``: missing, a directory, a FIFO,
+Exit codes (also in ``--help``): 0 shown (a baseline scheduler listed as keeping no queue included); 1 the server
+cannot be reached, is not ready (``/readyz`` 503: its queue would read empty) or serves no kubeflux queue (404: a
+real API server); 2 bad options (an unusable ``--kubeconfig``: missing, a directory, a FIFO,
 not a kubeconfig; a ``--server`` that is no URL); 3 ``--scheduler`` names no scheduler the server runs. With
 ``--watch`` a failure of the server is one line on stderr and the next refresh tries again, as ``kubectl get -w``
 does; a piped table keeps its full width (no wrapping at 80 columns).
@@ -140,6 +141,9 @@ def render_queue(document: dict[str, Any], scheduler: str | None = None) -> Rend
 def _fetch_url(server: str) -> bytes:
     if "://" not in server:  # host:port, as kubectl's --server takes it
         server = "http://" + server
+    scheme = server.split("://", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        raise QueueUnavailable(f"--server {server!r}: not an http or https URL", EXIT_USAGE)
     url = server.rstrip("/") + QUEUE_PATH
     try:
         with urllib.request.urlopen(url, timeout=15) as response:
@@ -258,8 +262,9 @@ def queue_command(
 ) -> None:
     """Show each kubeflux scheduler's queue: job, pods, priority, waited, expected start, reason, reservation.
 
-    Exit codes: 0 shown; 1 the server cannot be reached, is not ready or answers no queue; 2 bad options (an
-    unusable --kubeconfig, a --server that is no URL); 3 --scheduler names no scheduler the server runs. With
+    Exit codes: 0 shown (also a baseline scheduler listed as keeping no queue); 1 the server cannot be reached, is
+    not ready or serves no kubeflux queue (404); 2 bad options (an unusable --kubeconfig, a --server that is no
+    http or https URL); 3 --scheduler names no scheduler the server runs. With
     --watch, a failure is one line and the next refresh tries again."""
     from kubeflux.kube.command import kubeconfig_problem
 
@@ -315,7 +320,8 @@ def _repeat(step: Callable[[], None], interval: float, iterations: int | None) -
                 raise
             failed = exc
             stamp = datetime.now(UTC).strftime("%H:%M:%SZ")
-            typer.echo(f"{stamp} error: {exc} (retrying every {interval:g} s)", err=True)
+            last = iterations is not None and done + 1 >= iterations
+            typer.echo(f"{stamp} error: {exc}" + ("" if last else f" (retrying every {interval:g} s)"), err=True)
         done += 1
         if iterations is not None and done >= iterations:
             if failed is not None:  # the last refresh failed: the exit code says so

@@ -262,7 +262,7 @@ class Serve:
         if not self.leading:
             return ""  # a standby is ready to take over
         if not self.synced.is_set():
-            waiting = [r.resource.kind for r in self.reflectors if not r.synced.is_set()]
+            waiting = [r.resource.describe() for r in self.reflectors if not r.synced.is_set()]
             return f"informers not synced: {', '.join(waiting)}"
         return ""
 

@@ -54,6 +54,10 @@ class Shape:
     gpus: int
 
 
+MAX_MEMORY_BUDGET = 2**63 - 1
+"""The largest ``--memory-budget``: a Kubernetes quantity's int64 range."""
+
+
 def memory_budget_bytes(text: str) -> int:
     from kubeflux.apiobjects.quantity import QuantityError, bytes_
 
@@ -63,6 +67,8 @@ def memory_budget_bytes(text: str) -> int:
         raise typer.BadParameter(f"--memory-budget: {exc}") from exc
     if budget <= 0:
         raise typer.BadParameter(f"--memory-budget must be positive, got {text!r}")
+    if budget > MAX_MEMORY_BUDGET:  # 1e400 would turn the budget off without a word
+        raise typer.BadParameter(f"--memory-budget must be at most 8Ei (2^63 - 1 bytes), got {text[:40]!r}")
     return budget
 
 

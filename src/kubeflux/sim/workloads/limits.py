@@ -132,8 +132,13 @@ def budget_problem(what: str, estimate: int, budget: int) -> str | None:
     """The refusal when ``estimate`` bytes exceed ``budget``, naming ``what`` needs them, or None."""
     if estimate <= budget:
         return None
+    need, have = size_words(estimate), size_words(budget)
+    if need == have:  # close: in MiB, or bytes, so that the two read apart
+        need, have = f"{estimate / 2**20:,.0f} MiB", f"{budget / 2**20:,.0f} MiB"
+        if need == have:
+            need, have = f"{estimate:,} bytes", f"{budget:,} bytes"
     return (
-        f"{what} would need about {size_words(estimate)} of memory, more than the budget of {size_words(budget)}; "
+        f"{what} would need about {need} of memory, more than the budget of {have}; "
         "make it smaller, or raise --memory-budget"
     )
 
