@@ -68,6 +68,11 @@ def test_two_schedulers_and_namespaces() -> None:
         ({"schedulers": [{"queuePolicy": "fifo"}]}, "serve.yaml: schedulers[0].queuePolicy: Input should be"),
         ({"schedulers": [{"matchPolicy": "lowest"}]}, "schedulers[0].matchPolicy: unknown match policy 'lowest'"),
         ({"schedulers": [{"sharing": "capped", "cappedFraction": 2}]}, "schedulers[0].cappedFraction"),
+        (
+            {"schedulers": [{"sharing": "capped", "cappedFraction": float("nan")}]},
+            "schedulers[0].cappedFraction: Input should be a finite number",
+        ),
+        ({"watch": {"queueCapacity": 10**11}}, "watch.queueCapacity: Input should be less than or equal to 1000000"),
         ({"schedulers": [{"name": "Kube Flux"}]}, "schedulers[0].name"),
         ({"schedulers": [{}, {}]}, "schedulers: scheduler names must be distinct; repeated: kubeflux"),
         ({"schedulers": []}, "schedulers: List should have at least 1 item"),
@@ -96,8 +101,9 @@ def test_a_mistake_names_the_field(data: object, named: str) -> None:
 def test_a_file_that_is_not_yaml_or_missing_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("schedulers: [\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"bad\.yaml: not valid YAML"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: not valid YAML") as error:
         load_config(bad)
+    assert f'in "{bad}", line 2' in str(error.value)  # the position names the file, not "<unicode string>"
     with pytest.raises(ConfigError, match=r"missing\.yaml: cannot read"):
         load_config(tmp_path / "missing.yaml")
 

@@ -11,6 +11,7 @@ complete example and docs/serve.md the reference.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -50,7 +51,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, allow_inf_nan=False)
 
 
 class SchedulerProfile(_Strict):
@@ -146,7 +147,7 @@ class WatchConfig(_Strict):
     """Objects per list page (``limit``/``continue``)."""
     timeout_seconds: Annotated[int, Field(alias="timeoutSeconds", ge=1, le=3600)] = 300
     """A watch is ended by the server after this long and opened again from the last version seen."""
-    queue_capacity: Annotated[int, Field(alias="queueCapacity", ge=1)] = 10_000
+    queue_capacity: Annotated[int, Field(alias="queueCapacity", ge=1, le=1_000_000)] = 10_000
     """Events the watch threads may hold for the scheduling loop before they wait for it (back-pressure)."""
     retry_seconds: Annotated[float, Field(alias="retrySeconds", gt=0.0, le=300.0)] = 1.0
     """Pause before opening a watch again after an error (doubling up to 30 s while errors last)."""
@@ -277,8 +278,10 @@ def load_config(path: Path | None) -> ServeConfig:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    stream = io.StringIO(text)
+    stream.name = str(path)  # what a YAML error's position names (not "<unicode string>")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.safe_load(stream)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     except RecursionError:
