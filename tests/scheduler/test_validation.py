@@ -138,3 +138,20 @@ def test_an_odd_object_from_the_python_api_is_scheduled_or_rejected_naming_its_f
         for decision in decisions:
             if isinstance(decision, Reject):
                 assert field in decision.message or "nodes are available" in decision.message
+
+
+@pytest.mark.parametrize(
+    ("cpu_millis", "says"),
+    [
+        (100_000_000_000_000, "more than 65536 whole units, got 100000000000"),
+        (10**400, "got 10000000000000000000... (398 characters)"),
+    ],
+    ids=["cores-as-written", "400-digit-cut"],
+)
+def test_a_node_too_big_for_the_graph_is_said_in_its_own_units(cpu_millis: int, says: str) -> None:
+    """The hostile review of issue 30: a cpu of 100000000000 was echoed as its millicores (1000x the input), and
+    1e400 as 400 digits across the terminal."""
+    from kubeflux.scheduler.validation import node_size_problem
+
+    found = node_size_problem({"cpu": cpu_millis})
+    assert found is not None and found[0] == "cpu" and says in found[1], found

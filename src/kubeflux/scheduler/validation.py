@@ -35,6 +35,7 @@ from kubeflux.scheduler.objects import (
     Taint,
     Toleration,
 )
+from kubeflux.scheduler.units import format_quantity
 
 __all__ = [
     "NODE_VERTICES_LIMIT",
@@ -283,7 +284,10 @@ def node_size_problem(allocatable: dict[str, int]) -> tuple[str, str] | None:
     (:data:`NODE_VERTICES_LIMIT`), else None."""
     for name, unit in ((CPU, 1000), (GPU, 1)):
         if allocatable.get(name, 0) // unit > NODE_VERTICES_LIMIT:
-            return name, f"more than {NODE_VERTICES_LIMIT} whole units, got {allocatable[name]!r}"
+            amount = format_quantity(name, allocatable[name])  # as written: 100000000000, not its millicores
+            if len(amount) > 40:
+                amount = f"{amount[:20]}... ({len(amount)} characters)"
+            return name, f"more than {NODE_VERTICES_LIMIT} whole units, got {amount}"
     return None
 
 
