@@ -235,6 +235,27 @@ CASES = [
         2,
         ("the workload states no platform (an SWF header's MaxNodes/MaxProcs, a Batsim nb_res)",),
     ),
+    Case(
+        "unreadable-platform-said",
+        "t.swf",
+        "; MaxNodes: -4\n; MaxProcs: nan\n" + GOOD_SWF_LINE,
+        ("-s", "fcfs"),
+        2,
+        (
+            "states no platform",
+            "t.swf: header MaxNodes: must be a positive integer, got '-4'",
+            "t.swf: header MaxProcs: must be a positive integer, got 'nan'",
+        ),
+    ),
+    Case(
+        "unreadable-nb-res-said",
+        "w.json",
+        '{"nb_res": 0, "jobs": [{"id": "1", "subtime": 0, "res": 1, "profile": "p"}], '
+        '"profiles": {"p": {"type": "delay", "delay": 5}}}',
+        ("-s", "fcfs"),
+        2,
+        ("states no platform", "w.json: nb_res: must be a positive integer, got 0"),
+    ),
 ]
 
 

@@ -130,13 +130,20 @@ def choose_cluster(
 def _one_platform(parts: list[Workload], files: list[Path]) -> HeaderPlatform:
     """The platform the workload files state: the one they all state (each that states one), named by the first;
     BadParameter when none states one or two state different ones (each named)."""
-    from kubeflux.sim.workloads.platform import header_platform
+    from kubeflux.sim.workloads.platform import header_platform, header_problems
 
     found = [p for wl, path in zip(parts, files, strict=False) if (p := header_platform(wl, path.name))]
     if not found:
+        unreadable = [
+            problem
+            for wl, path in zip(parts, files, strict=False)
+            for problem in [*header_problems(wl.header, path.name), *wl.problems]
+            if problem.startswith(f"{path.name}: header Max") or problem.startswith(f"{path.name}: nb_res:")
+        ]
+        said = f" ({'; '.join(dict.fromkeys(unreadable))})" if unreadable else ""
         raise typer.BadParameter(
             "give --cluster FILE, or --nodes N and --cores-per-node C: the workload states no platform (an SWF "
-            "header's MaxNodes/MaxProcs, a Batsim nb_res)"
+            f"header's MaxNodes/MaxProcs, a Batsim nb_res){said}"
         )
     first = found[0]
     other = next((p for p in found if (p.nodes, p.cores_per_node) != (first.nodes, first.cores_per_node)), None)
