@@ -157,7 +157,10 @@ def run(tmp_path: Path, body: dict[str, Any]) -> tuple[int, str, list[str]]:
 def test_a_job_of_zero_completions_completes_at_once_in_simulate(tmp_path: Path) -> None:
     code, output, rows = run(tmp_path, job(completions=0))
     assert code == 0, output
-    assert rows[1].startswith("default/j,") and ",COMPLETED_SUCCESSFULLY," in rows[1]
+    assert rows[1].startswith("default/j,") and ",COMPLETED_SUCCESSFULLY,0.000000,0.000000,0.000000," in rows[1]
+    [summary] = json.loads((tmp_path / "out" / "summary.json").read_text())
+    counts = ("jobs", "succeeded", "failed", "started_jobs", "finished_jobs")
+    assert {k: summary[k] for k in counts} == dict.fromkeys(counts, 1) | {"failed": 0}  # it was failed -1, started 0
 
 
 def test_a_job_of_parallelism_zero_is_said_to_never_run(tmp_path: Path) -> None:

@@ -368,6 +368,8 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
         if start is None and job.finish is not None:
             started = [sp.running_at for sp in job.pods if sp.running_at is not None]
             start = min(started) if started else None
+            if not job.pods and job.final_state() is FinalState.COMPLETED_SUCCESSFULLY:
+                start = job.finish  # a Job of no pod (completions: 0) starts and ends at once
         pods = job.pods
         if len(pods) == 1:
             allocated = _pod_ids(pods[0], bases)
