@@ -94,13 +94,16 @@ def test_the_index_page_names_each_averages_count(tmp_path: Path) -> None:
     assert "<code>started_jobs</code></th>" in page
 
 
-def row(name: str, wait: float, makespan: float, useful: float, finished: int = 203) -> dict[str, object]:
+def row(
+    name: str, wait: float, makespan: float, useful: float, finished: int = 203, failed: int = 0
+) -> dict[str, object]:
     return {
         "scheduler": name,
         "jobs": 203,
         "rejected": 0,
         "not_finished": 203 - finished,
         "finished_jobs": finished,
+        "failed": failed,
         "mean_waiting_time": wait,
         "makespan": makespan,
         "useful_utilization": useful,
@@ -140,9 +143,26 @@ def row(name: str, wait: float, makespan: float, useful: float, finished: int = 
             "kubeflux finished 203 of 203 jobs, stuck 150; the means cover only the jobs each ran)",
             id="baseline-left-jobs-unfinished",
         ),
+        pytest.param(
+            row("failing", 2554.788, 36824.0, 0.794, failed=203),
+            "kubeflux vs failing: mean wait ±0 %, makespan ±0 %, useful utilization ±0 points "
+            "(both finished all 203 jobs; failed: kubeflux 0, failing 203)",
+            id="a-run-of-failures-is-said",  # finished is not succeeded (hostile review of issue 30)
+        ),
     ],
 )
 def test_the_verdict_says_in_one_line_what_the_first_scheduler_gains(theirs: dict[str, object], expected: str) -> None:
     ours = row("kubeflux", 2554.788, 36824.0, 0.794)
     assert verdict_lines([ours, theirs]) == [expected]
     assert verdict_lines([ours]) == []
+
+
+def test_a_run_of_failures_reads_as_failures_on_the_first_screen() -> None:
+    """Every job of a run failed (``--fail-fraction 1``): the summary line and the compact table say so, and the
+    table marks the cell, instead of 'jobs finished 203 of 203' reading as a success."""
+    from kubeflux.sim.output.page import compact_table
+    from kubeflux.sim.verdict import summary_line
+
+    failing = row("fcfs", 10.0, 3600.0, 0.5, failed=203)
+    assert summary_line(failing).startswith("fcfs: 203 of 203 jobs finished (203 failed); mean wait")
+    assert '<td class="warn">203 of 203 (203 failed)</td>' in compact_table([failing])

@@ -12,7 +12,8 @@ the first row (the first ``--scheduler``) against every other, e.g.
   difference in percentage points;
 * in brackets, the jobs behind the figures: when both runs finished the same jobs the comparison is like for
   like; otherwise the line says how many each finished and that the means cover only those (a run that left jobs
-  waiting looks faster than it is).
+  waiting looks faster than it is); and how many of them failed in each run, when any did (a finished job is not
+  a succeeded one).
 
 A run compared with nothing (``cluster serve --out``, one ``--scheduler``) gets :func:`summary_line` instead:
 ``kubeflux: 203 of 203 jobs finished; mean wait 42 min, makespan 10.2 h, useful utilization 79.4 %``.
@@ -59,11 +60,16 @@ def _jobs(ours: Row, theirs: Row) -> str:
     complete = not _number(ours, "not_finished") and not _number(theirs, "not_finished")
     same_rejects = _number(ours, "rejected") == _number(theirs, "rejected")
     if complete and same_rejects and done[0] == done[1]:
-        return f"both finished all {done[0]:,} jobs" if done[0] == total else f"both finished the same {done[0]:,} jobs"
-    return (
-        f"not like for like: {ours.get('scheduler')} finished {done[0]:,} of {total:,} jobs, "
-        f"{theirs.get('scheduler')} {done[1]:,}; the means cover only the jobs each ran"
-    )
+        text = f"both finished all {done[0]:,} jobs" if done[0] == total else f"both finished the same {done[0]:,} jobs"
+    else:
+        text = (
+            f"not like for like: {ours.get('scheduler')} finished {done[0]:,} of {total:,} jobs, "
+            f"{theirs.get('scheduler')} {done[1]:,}; the means cover only the jobs each ran"
+        )
+    failed = int(_number(ours, "failed")), int(_number(theirs, "failed"))
+    if any(failed):  # a finished job is not a succeeded one: a run of failures must not read as a success
+        text += f"; failed: {ours.get('scheduler')} {failed[0]:,}, {theirs.get('scheduler')} {failed[1]:,}"
+    return text
 
 
 def verdict_line(ours: Row, theirs: Row) -> str:
@@ -79,9 +85,13 @@ def summary_line(row: Row) -> str:
     from kubeflux.sim.output.numbers import count, duration, percent
 
     done, total = count(_number(row, "finished_jobs")), count(_number(row, "jobs"))
+    failed = f" ({count(_number(row, 'failed'))} failed)" if _number(row, "failed") else ""
     wait, makespan = duration(_number(row, "mean_waiting_time")), duration(_number(row, "makespan"))
     useful = f"{UTILIZATION[1]} {percent(_number(row, UTILIZATION[0]))}"
-    return f"{row.get('scheduler')}: {done} of {total} jobs finished; mean wait {wait}, makespan {makespan}, {useful}"
+    return (
+        f"{row.get('scheduler')}: {done} of {total} jobs finished{failed}; mean wait {wait}, makespan {makespan}, "
+        f"{useful}"
+    )
 
 
 def verdict_lines(rows: Sequence[Row]) -> list[str]:
