@@ -248,6 +248,14 @@ CASES = [
         ),
     ),
     Case(
+        "platform-key-twice-strict",
+        "t.swf",
+        "; MaxNodes: 4\n; MaxNodes: 8\n" + GOOD_SWF_LINE,
+        ("-s", "fcfs", "--nodes", "4", "--cores-per-node", "4", "--strict"),
+        2,
+        ("t.swf: header MaxNodes: stated more than once, differently ('4', '8')",),
+    ),
+    Case(
         "unreadable-nb-res-said",
         "w.json",
         '{"nb_res": 0, "jobs": [{"id": "1", "subtime": 0, "res": 1, "profile": "p"}], '

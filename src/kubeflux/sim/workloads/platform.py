@@ -38,6 +38,9 @@ def header_count(header: dict[str, str], key: str) -> tuple[int | None, str]:
     text = header.get(key)
     if text is None:
         return None, ""
+    stated = list(dict.fromkeys(value.strip() for value in text.split("\n")))  # a key given twice: joined by lines
+    if len(stated) > 1:
+        return None, f"header {key}: stated more than once, differently ({', '.join(echo(v) for v in stated[:3])})"
     first = (text.split() or [""])[0]
     if first.isascii() and first.isdigit() and 0 < int(first) < 2**63:
         return int(first), ""
