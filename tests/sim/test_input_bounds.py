@@ -256,6 +256,14 @@ CASES = [
         ("t.swf: header MaxNodes: stated more than once, differently ('4', '8')",),
     ),
     Case(
+        "batsim-integer-of-5000-digits",
+        "w.json",
+        '{"nb_res": ' + "9" * 5000 + ', "jobs": []}',
+        ("-s", "fcfs", "--nodes", "4", "--cores-per-node", "4"),
+        2,
+        ("w.json: invalid JSON: an integer of more than 4,300 digits",),  # not "use sys.set_int_max_str_digits()"
+    ),
+    Case(
         "unreadable-nb-res-said",
         "w.json",
         '{"nb_res": 0, "jobs": [{"id": "1", "subtime": 0, "res": 1, "profile": "p"}], '

@@ -125,8 +125,10 @@ def _load_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkloadError(f"{path.name}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
-    except (ValueError, RecursionError) as exc:  # an integer of over 4,300 digits; arrays nested too deep
-        raise WorkloadError(f"{path.name}: invalid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise WorkloadError(f"{path.name}: invalid JSON: nested too deeply") from exc
+    except ValueError as exc:  # Python's limit on integer digits (its message tells a programmer what to call)
+        raise WorkloadError(f"{path.name}: invalid JSON: an integer of more than 4,300 digits") from exc
 
 
 def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, name: str | None = None) -> Workload:
