@@ -110,8 +110,6 @@ def _e(text: object) -> str:
 def _finished(row: Row) -> str:
     done, total = _number(row, "finished_jobs") or 0, _number(row, "jobs") or 0
     extra = []
-    if _number(row, "failed"):  # finished is not succeeded: failures first
-        extra.append(f"{numbers.count(_number(row, 'failed'))} failed")
     if _number(row, "rejected"):
         extra.append(f"{numbers.count(_number(row, 'rejected'))} rejected")
     if _number(row, "not_finished"):
@@ -127,7 +125,7 @@ def compact_table(rows: Sequence[Row]) -> str:
     head = "".join(f'<th scope="col">{_e(row.get("scheduler", ""))}</th>' for row in rows)
     body = ['<tr><th scope="row">jobs finished</th>']
     for row in rows:
-        warn = ' class="warn"' if _number(row, "not_finished") or _number(row, "failed") else ""
+        warn = ' class="warn"' if _number(row, "not_finished") else ""
         body.append(f"<td{warn}>{_e(_finished(row))}</td>")
     body.append("</tr>")
     for metric in metrics:
