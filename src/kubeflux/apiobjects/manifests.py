@@ -2,7 +2,11 @@
 
 The input is a decoded manifest (``dict``), as ``yaml.safe_load`` or the API server gives it. Everything is
 validated: a bad field raises :class:`ManifestError` naming the object (``Pod default/web-0``) and the field path
-(``spec.containers[1].resources.requests.cpu``).
+(``spec.containers[1].resources.requests.cpu``). What the real API server refuses in any object
+(:mod:`kubeflux.apiobjects.rules`) is refused here in its words: names that are no DNS-1123 subdomain (a
+namespace: no DNS-1123 label; a pod's ``spec.nodeName`` too), a ``spec.priority`` beyond Go's ``int32`` or an
+``activeDeadlineSeconds`` beyond ``int64`` (``json: cannot unmarshal number 2147483648 into Go struct field
+PodSpec.spec.priority of type int32``), a PodGroup's ``minMember`` or ``scheduleTimeoutSeconds`` beyond ``int32``.
 
 A pod's effective request is computed as Kubernetes computes it (``k8s.io/component-helpers`` ``PodRequests``,
 1.29+): regular containers summed; sidecars (init containers with ``restartPolicy: Always``) added to that sum; each
@@ -24,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem, int_decode_error
 from kubeflux.scheduler.objects import (
     Node,
     NodeSelectorRequirement,
@@ -35,7 +40,7 @@ from kubeflux.scheduler.objects import (
     Taint,
     Toleration,
 )
-from kubeflux.scheduler.units import format_quantity
+from kubeflux.scheduler.units import echo, format_quantity
 from kubeflux.scheduler.validation import (
     InvalidObject,
     min_member_problem,
@@ -165,10 +170,36 @@ class _Reader:
         return seconds
 
     def name(self) -> str:
+        """``metadata.name``: required, a DNS-1123 subdomain."""
         name = self.string("metadata.name")
         if not name:
             raise self.fail("metadata.name", "required")
+        self.dns_name("metadata.name", name)
         return name
+
+    def identity(self, kind: str, default_namespace: str) -> tuple[str, str]:
+        """``metadata.name`` (:meth:`name`) and ``metadata.namespace`` (``default_namespace`` when absent; a DNS-1123
+        label) of a namespaced object, which messages then name ``Kind namespace/name``."""
+        namespace = self.string("metadata.namespace") or default_namespace
+        self.where = f"{kind} {namespace}/{self.get('metadata.name')}"
+        name = self.name()
+        self.dns_name("metadata.namespace", namespace, label=True)
+        return name, namespace
+
+    def dns_name(self, path: str, name: str, *, label: bool = False) -> None:
+        """Raise as the API server's 422 does when ``name`` is no DNS-1123 subdomain (``label``: label)."""
+        problem = dns_label_problem(name) if label else dns_subdomain_problem(name)
+        if problem is not None:
+            raise self.fail(path, f"{echo(name)}: {problem}")
+
+    def go_integer(self, go_struct: str, path: str, go_type: str = "int32") -> int | None:
+        """The integer at ``path`` (None when absent), refused as the API server fails to decode a value beyond
+        its Go type, a fraction or a string (:func:`~kubeflux.apiobjects.rules.int_decode_error`)."""
+        value = self.get(path)
+        message = int_decode_error(go_struct, path, value, go_type)
+        if message is not None:
+            raise self.fail(path, message)
+        return self.integer(path, value)
 
 
 def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> ResourceList:
@@ -403,19 +434,20 @@ def _owner(reader: _Reader) -> str:
 def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     """A :class:`Pod` from a ``v1`` Pod manifest (requests, placement constraints, status, owner)."""
     reader = _Reader("Pod", obj, ("Pod",))
-    name = reader.name()
-    namespace = reader.string("metadata.namespace") or default_namespace
-    reader.where = f"Pod {namespace}/{name}"
+    name, namespace = reader.identity("Pod", default_namespace)
     phase_text = reader.string("status.phase") or PodPhase.PENDING.value
     try:
         phase = PodPhase(phase_text)
     except ValueError as exc:
         raise reader.fail("status.phase", f"unknown phase {phase_text!r}") from exc
-    deadline = reader.integer("spec.activeDeadlineSeconds")
+    deadline = reader.go_integer("PodSpec", "spec.activeDeadlineSeconds", "int64")
     problem = None if deadline is None else seconds_problem(deadline)
     if problem is not None:
         raise reader.fail("spec.activeDeadlineSeconds", problem)
-    priority = reader.integer("spec.priority")
+    priority = reader.go_integer("PodSpec", "spec.priority")
+    node_name = reader.string("spec.nodeName")
+    if node_name:
+        reader.dns_name("spec.nodeName", node_name)
     resize = _resize_status(reader)
     return Pod(
         namespace=namespace,
@@ -430,7 +462,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         node_selector=reader.string_map("spec.nodeSelector"),
         tolerations=_tolerations(reader),
         required_node_affinity=_node_affinity(reader),
-        node_name=reader.string("spec.nodeName"),
+        node_name=node_name,
         phase=phase,
         deleted=reader.get("metadata.deletionTimestamp") is not None,
         active_deadline_seconds=None if deadline is None else float(deadline),
@@ -510,9 +542,7 @@ def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> P
     """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read) or a
     ``scheduling.k8s.io`` one (``spec.schedulingPolicy``; it has no timeout)."""
     reader = _Reader("PodGroup", obj, ("PodGroup",))
-    name = reader.name()
-    namespace = reader.string("metadata.namespace") or default_namespace
-    reader.where = f"PodGroup {namespace}/{name}"
+    name, namespace = reader.identity("PodGroup", default_namespace)
     if reader.string("apiVersion").partition("/")[0] == NATIVE_GANG_GROUP:
         return PodGroup(
             namespace=namespace,
@@ -528,6 +558,8 @@ def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> P
         raise reader.fail("spec.minMember", problem)
     timeout = reader.integer("spec.scheduleTimeoutSeconds")
     problem = None if timeout is None else seconds_problem(timeout)
+    if timeout is not None and timeout > MAX_INT32:  # the CRD's format: int32
+        problem = f"must be at most {MAX_INT32} (an int32), got {echo(timeout)}"
     if problem is not None:
         raise reader.fail("spec.scheduleTimeoutSeconds", problem)
     return PodGroup(

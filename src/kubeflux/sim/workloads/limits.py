@@ -2,9 +2,10 @@
 
 Times: every time or duration a workload states (SWF submit, run and requested times; Batsim ``subtime``,
 ``walltime`` and profile delays; manifest submit-time and run-time annotations) must be a finite number of at most
-:data:`MAX_SECONDS` (100 years: the Parallel Workloads Archive's longest log spans 11 years). Beyond it a float
-no longer tells a second from the next one at the scale of the run (``1e23 + 10 == 1e23``), so a job submitted
-then would never be seen to end.
+:data:`MAX_SECONDS` (100 years: the Parallel Workloads Archive's longest log spans 11 years; the core's
+:data:`kubeflux.scheduler.validation.MAX_SECONDS`, which holds pods' run-time annotations to it too). Beyond it a
+float no longer tells a second from the next one at the scale of the run (``1e23 + 10 == 1e23``), so a job
+submitted then would never be seen to end.
 
 Counts: a ``batch/v1`` Job's are held to what the API server accepts (:mod:`kubeflux.apiobjects.batchjob`, the
 one validation ``simulate`` and ``cluster serve`` share); what a valid Job may still cost is the memory budget's.
@@ -15,6 +16,8 @@ peak, from figures measured on this simulator (:data:`PROCESS_BYTES`, :data:`BYT
 :data:`KEPT_BYTES_PER_JOB`); :func:`budget_problem` refuses a run whose estimate exceeds the budget
 (``simulate --memory-budget``, :data:`DEFAULT_MEMORY_BUDGET` by default) before anything is allocated, so that
 ``completions: 1000000000`` or ``--nodes 1000000000`` is a message with the estimate, not 10 GB of swap.
+
+A bad value is repeated in a message as :func:`~kubeflux.scheduler.units.echo` cuts it (re-exported here).
 """
 
 from __future__ import annotations
@@ -22,10 +25,9 @@ from __future__ import annotations
 import math
 import re
 
+from kubeflux.scheduler.units import ECHO_LIMIT, echo
+from kubeflux.scheduler.validation import MAX_SECONDS
 from kubeflux.sim.workloads.model import JobKind, Workload
-
-MAX_SECONDS = 100 * 365 * 86_400
-"""3,153,600,000 s: the largest time or duration a workload may state (100 years)."""
 
 BYTES_PER_POD = 2_048
 """A pod as the run holds it, its records included (measured: 1.15 KB per pod of a 50,000-completion Job)."""
@@ -46,16 +48,6 @@ KEPT_BYTES_PER_JOB = 4_608
 1,106 MiB under all 8 schedulers, 254 MiB under fcfs)."""
 DEFAULT_MEMORY_BUDGET = 8 * 2**30
 """8 GiB: what ``simulate`` lets a run take unless ``--memory-budget`` says otherwise."""
-
-
-ECHO_LIMIT = 40
-"""The most characters of a bad value a message repeats (a 400-digit number is shown by its start and length)."""
-
-
-def echo(value: object) -> str:
-    """``repr(value)`` for a message, cut to :data:`ECHO_LIMIT` characters: ``'99999999…' (402 characters)``."""
-    text = repr(value)
-    return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
 
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.I).fullmatch
