@@ -167,3 +167,52 @@ def test_a_job_of_parallelism_zero_is_said_to_never_run(tmp_path: Path) -> None:
     code, output, _ = run(tmp_path, job(parallelism=0, completions=2))
     assert code == 3
     assert "note: 1 Job(s) have parallelism 0 (first: default/j): Kubernetes creates no pod for them" in output
+
+
+def cronjob(**counts: Any) -> dict[str, Any]:
+    """A CronJob whose Job template has ``counts``."""
+    template = job(**counts)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "@hourly", "jobTemplate": {"spec": template["spec"]}},
+    }
+
+
+CRON_INT32 = "into Go struct field JobSpec.spec.jobTemplate.spec.{} of type int32"
+
+
+@pytest.mark.parametrize(
+    ("counts", "status", "says"),
+    [
+        ({"completions": 3, "parallelism": 2}, 201, ""),
+        ({"completions": 2**31}, 400, "json: cannot unmarshal number 2147483648 " + CRON_INT32.format("completions")),
+        ({"backoffLimit": "6"}, 400, "json: cannot unmarshal string " + CRON_INT32.format("backoffLimit")),
+        (
+            {"parallelism": -1},
+            422,
+            "spec.jobTemplate.spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            {"completionMode": "Indexed"},
+            422,
+            "spec.jobTemplate.spec.completions: Required value: when completion mode is Indexed",
+        ),
+    ],
+    ids=["valid", "completions-beyond-int32", "backoff-limit-a-string", "parallelism-negative", "indexed-no-count"],
+)
+def test_a_cronjobs_job_template_is_held_to_a_jobs_rules(
+    server: ApiServer, counts: dict[str, Any], status: int, says: str
+) -> None:
+    """``ValidateJobTemplateSpec``: a CronJob's Job template is validated as a Job's spec (kubeflux.apiobjects.batchjob)
+    at its own path, with no name (its Jobs are named when the schedule fires)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        path = "/apis/batch/v1/namespaces/default/cronjobs?dryRun=All"
+        connection.request("POST", path, json.dumps(cronjob(**counts)), {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        got, message = answer.status, json.loads(answer.read()).get("message", "")
+    finally:
+        connection.close()
+    assert (got, says in message) == (status, True), message
