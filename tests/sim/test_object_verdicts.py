@@ -9,10 +9,7 @@ Each case is sent to ``cluster serve`` (its HTTP status and message, ``dryRun``)
 
 from __future__ import annotations
 
-import http.client
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +24,8 @@ from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim.apiserver.conftest import start_server
 from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
+from tests.sim.conftest import Verdict, served_and_read
 
 SUBDOMAIN = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
 LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"
@@ -51,97 +48,53 @@ def group(name: str = "g", **spec: Any) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Case:
-    name: str
-    obj: dict[str, Any]
-    status: int
-    """cluster serve's answer: 201, 400 (not decodable) or 422 (invalid)."""
-    field: str = ""
-    says: str = ""
-
-
 CASES = [
-    Case("pod-priority-int32-max", pod(priority=2**31 - 1), 201),
-    Case(
-        "pod-priority-beyond-int32",
-        pod(priority=2**31),
-        400,
-        "spec.priority",
-        "json: cannot unmarshal number 2147483648 into Go struct field PodSpec.spec.priority of type int32",
+    Verdict("pod-priority-int32-max", pod(priority=2**31 - 1), 201),
+    *(
+        Verdict(
+            f"pod-priority-{name}",
+            pod(priority=value),
+            400,
+            f"json: cannot unmarshal number {value} into Go struct field PodSpec.spec.priority of type int32",
+            "spec.priority",
+        )
+        for name, value in (("beyond-int32", 2**31), ("below-int32", -(2**31) - 1))
     ),
-    Case(
-        "pod-priority-below-int32",
-        pod(priority=-(2**31) - 1),
-        400,
-        "spec.priority",
-        "json: cannot unmarshal number -2147483649 into Go struct field PodSpec.spec.priority of type int32",
-    ),
-    Case(
+    Verdict(
         "pod-deadline-beyond-int64",
         pod(activeDeadlineSeconds=2**63),
         400,
-        "spec.activeDeadlineSeconds",
         "json: cannot unmarshal number 9223372036854775808 into Go struct field PodSpec.spec.activeDeadlineSeconds "
         "of type int64",
+        "spec.activeDeadlineSeconds",
     ),
-    Case("pod-name-not-dns", pod("Web_0"), 422, "metadata.name", f"Invalid value: 'Web_0': {SUBDOMAIN}"),
-    Case("pod-name-with-dots-is-a-subdomain", pod("web.0"), 201),
-    Case("pod-node-name-not-dns", pod(nodeName="Node_1"), 422, "spec.nodeName", f"'Node_1': {SUBDOMAIN}"),
-    Case("podgroup-name-not-dns", group("Gang_A"), 422, "metadata.name", f"'Gang_A': {SUBDOMAIN}"),
-    Case("podgroup-min-member-int32-max", group(minMember=2**31 - 1), 201),
-    Case(
-        "podgroup-min-member-beyond-int32",
-        group(minMember=2**31),
-        422,
-        "spec.minMember",
-        "must be at most 2147483647 (an int32), got 2147483648",
-    ),
-    Case(
-        "podgroup-timeout-beyond-int32",
-        group(scheduleTimeoutSeconds=2**31),
-        422,
-        "spec.scheduleTimeoutSeconds",
-        "must be at most 2147483647 (an int32), got 2147483648",
+    Verdict("pod-name-not-dns", pod("Web_0"), 422, f"Invalid value: 'Web_0': {SUBDOMAIN}", "metadata.name"),
+    Verdict("pod-name-with-dots-is-a-subdomain", pod("web.0"), 201),
+    Verdict("pod-node-name-not-dns", pod(nodeName="Node_1"), 422, f"'Node_1': {SUBDOMAIN}", "spec.nodeName"),
+    Verdict("podgroup-name-not-dns", group("Gang_A"), 422, f"'Gang_A': {SUBDOMAIN}", "metadata.name"),
+    Verdict("podgroup-min-member-int32-max", group(minMember=2**31 - 1), 201),
+    *(
+        Verdict(
+            f"podgroup-{name}-beyond-int32",
+            group(**{field: 2**31}),
+            422,
+            "must be at most 2147483647 (an int32), got 2147483648",
+            f"spec.{field}",
+        )
+        for name, field in (("min-member", "minMember"), ("timeout", "scheduleTimeoutSeconds"))
     ),
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    served = start_server(tmp_path_factory.mktemp("serve"), nodes=1)
-    try:
-        yield served
-    finally:
-        served.stop()
-
-
-def post(server: ApiServer, body: dict[str, Any]) -> tuple[int, str]:
-    collection = "pods" if body["kind"] == "Pod" else "podgroups"
-    prefix = "/api/v1" if body["kind"] == "Pod" else "/apis/scheduling.x-k8s.io/v1alpha1"
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    try:
-        path = f"{prefix}/namespaces/default/{collection}?dryRun=All"
-        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        answer = connection.getresponse()
-        return answer.status, json.loads(answer.read()).get("message", "")
-    finally:
-        connection.close()
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_simulate_and_cluster_serve_agree_on_an_object(server: ApiServer, tmp_path: Path, case: Case) -> None:
-    status, message = post(server, case.obj)
-    assert status == case.status, message
-    assert case.says in message
-    path = tmp_path / "w.yaml"
-    path.write_text(yaml.safe_dump(case.obj))
-    workload = read_manifests(path)
+def test_simulate_and_cluster_serve_agree_on_an_object(server: ApiServer, tmp_path: Path, case: Verdict) -> None:
+    kind = case.obj["kind"]
+    collection = PODS if kind == "Pod" else "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+    workload = served_and_read(server, collection, case, tmp_path)
     if case.status == 201:
         assert workload.skipped == 0, workload.problems
     else:
         assert workload.skipped == 1
-        kind = case.obj["kind"]
         where = f"w.yaml: document 1: {kind} default/{case.obj['metadata']['name']}: {case.field}: "
         assert workload.problems[0].startswith(where), workload.problems
         assert case.says.removeprefix("Invalid value: ") in workload.problems[0]

@@ -395,23 +395,24 @@ class _Builder:
                         f"{self.file_name}: {where}: PodGroup {key} has minMember {group.min_member} but only "
                         f"{len(pods)} pods in the file; it can never be scheduled"
                     )
-                gang = WorkloadJob(
-                    id=key,
-                    submit_time=start,
-                    kind=JobKind.POD_GROUP,
-                    name=group.name,
-                    namespace=group.namespace,
-                    pods=pods,
-                    min_member=group.min_member,
-                    schedule_timeout_seconds=group.schedule_timeout_seconds,
-                    requested_processors=sum(_cores(pod) for pod in pods),
-                    source=f"{self.file_name}: {where}",
+                self.jobs.append(
+                    WorkloadJob(
+                        id=key,
+                        submit_time=start,
+                        kind=JobKind.POD_GROUP,
+                        name=group.name,
+                        namespace=group.namespace,
+                        pods=pods,
+                        min_member=group.min_member,
+                        schedule_timeout_seconds=group.schedule_timeout_seconds,
+                        requested_processors=sum(_cores(pod) for pod in pods),
+                        source=f"{self.file_name}: {where}",
+                    )
                 )
                 bad = next((member for member in members if member.rejected), None)
                 if bad is not None:  # a gang with a pod no kubelet can run can never run whole
-                    gang.rejected = bad.rejected
+                    self.jobs[-1].rejected = bad.rejected
                     self.problems.append(f"{self.file_name}: {bad.where}: {bad.rejected}; its PodGroup is rejected")
-                self.jobs.append(gang)
             elif not jobs:
                 self.problems.append(f"{self.file_name}: {where}: PodGroup {key} has no pods in the file; skipped")
         for key, members in self.members.items():
