@@ -88,14 +88,7 @@ def in_race(row: Row) -> bool:
     """Whether a run may be best at anything: it finished every job of the workload, none failed. A run that
     rejected or left jobs waiting has means that leave out what it never ran; a run of failures ended jobs without
     doing their work."""
-    jobs = _number(row, "jobs") or 0
-    return (
-        jobs > 0
-        and (_number(row, "finished_jobs") or 0) == jobs
-        and not _number(row, "failed")
-        and not _number(row, "rejected")
-        and not _number(row, "not_finished")
-    )
+    return not any(_number(row, key) for key in ("rejected", "not_finished", "failed"))
 
 
 def best_of(rows: Sequence[Row], keys: Sequence[tuple[str, str]]) -> dict[str, set[int]]:
