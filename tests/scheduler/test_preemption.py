@@ -17,6 +17,8 @@ from kubeflux.scheduler.preemption import (
     NodeVictims,
     RunningPod,
     SelectorRequirement,
+    VictimJob,
+    choose_victim_jobs,
     disruptions_allowed,
     more_important,
     pick_one_node,
@@ -218,3 +220,117 @@ def test_victims_are_lower_priority_enough_and_none_can_be_spared(
     assert all(not more_important(b, a) for a, b in itertools.pairwise(order))
     protected = [p for p in chosen.pods if p.labels]
     assert chosen.violations <= len(protected)
+
+
+# --- kubeflux: whole jobs ---------------------------------------------------------------------------------
+
+
+def gang_fits(
+    nodes: Mapping[str, int], held: Mapping[str, Mapping[str, int]], members: int, cpu: int
+) -> Callable[[frozenset[str]], bool]:
+    """A preemptor gang of ``members`` pods of ``cpu`` each, on nodes of the given free cpu, once the jobs given
+    (holding ``held[job][node]`` cpu) are gone."""
+
+    def fits_without(gone: frozenset[str]) -> bool:
+        free = dict(nodes)
+        for job in gone:
+            for node, amount in held[job].items():
+                free[node] += amount
+        return sum(amount // cpu for amount in free.values()) >= members
+
+    return fits_without
+
+
+def job(key: str, priority: int, work: float, *labels: str) -> VictimJob:
+    return VictimJob(
+        key, priority, work, tuple(pod(f"{key}-{i}", priority, app=label) for i, label in enumerate(labels))
+    )
+
+
+def test_an_urgent_gang_evicts_the_two_cheapest_whole_low_priority_gangs() -> None:
+    """Four full 8-core nodes, one job on each (three of priority 0, one of 5): an urgent gang of two 8-core pods
+    evicts the two priority-0 jobs that lose least work."""
+    nodes = {f"n{i}": 0 for i in range(4)}
+    held = {"a": {"n0": 8}, "b": {"n1": 8}, "c": {"n2": 8}, "d": {"n3": 8}}
+    running = [job("a", 0, 50.0), job("b", 0, 10.0), job("c", 0, 30.0), job("d", 5, 1.0)]
+    chosen = choose_victim_jobs(10, running, gang_fits(nodes, held, 2, 8))
+    assert [j.key for j in chosen or ()] == ["b", "c"]  # lowest tier only (not "d"), least work lost
+
+
+def test_equal_or_higher_priority_is_never_evicted_and_policy_says_none() -> None:
+    nodes = {"n0": 0}
+    held = {"a": {"n0": 8}}
+    assert choose_victim_jobs(5, [job("a", 5, 1.0)], gang_fits(nodes, held, 1, 8)) is None
+    assert choose_victim_jobs(5, [job("a", 7, 1.0)], gang_fits(nodes, held, 1, 8)) is None
+    assert choose_victim_jobs(5, [], gang_fits(nodes, held, 1, 8)) is None
+
+
+def test_a_budget_blocks_a_victim_and_another_is_chosen() -> None:
+    nodes = {"n0": 0, "n1": 0}
+    held = {"cheap": {"n0": 8}, "dear": {"n1": 8}}
+    running = [job("cheap", 0, 1.0, "db"), job("dear", 0, 100.0, "web")]
+    budget = DisruptionBudget("ns", "db", APP, min_available=1)
+    chosen = choose_victim_jobs(9, running, gang_fits(nodes, held, 1, 8), [budget], {"ns/db": 0})
+    assert [j.key for j in chosen or ()] == ["dear"]
+    assert choose_victim_jobs(9, running[:1], gang_fits(nodes, held, 1, 8), [budget], {"ns/db": 0}) is None
+
+
+def test_past_the_search_limit_the_set_is_still_enough_and_minimal() -> None:
+    nodes = {f"n{i}": 0 for i in range(12)}
+    held = {f"j{i}": {f"n{i}": 4} for i in range(12)}
+    running = [job(f"j{i}", 0, float(i)) for i in range(12)]
+    fits = gang_fits(nodes, held, 3, 8)  # needs two 4-core jobs on one node: impossible here, six nodes' worth
+    assert choose_victim_jobs(9, running, fits, limit=5) is None
+    fits = gang_fits(nodes, held, 3, 4)
+    chosen = choose_victim_jobs(9, running, fits, limit=2)
+    assert chosen is not None and fits(frozenset(j.key for j in chosen))
+    for victim in chosen:
+        assert not fits(frozenset(j.key for j in chosen if j is not victim))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(0, 2), st.integers(1, 8), st.booleans()),
+        min_size=1,
+        max_size=7,
+    ),
+    st.integers(1, 4),
+    st.sampled_from([2, 4, 8]),
+    st.integers(0, 4),
+    st.integers(0, 2),
+)
+def test_the_chosen_jobs_are_the_cheapest_set_brute_force_finds(
+    spec: Sequence[tuple[int, int, int, int, bool]], members: int, cpu: int, preemptor: int, allowed: int
+) -> None:
+    """On random small clusters: the chosen set is one of the sets brute force ranks first (lowest priority of its
+    most important job, then least work lost, then fewest jobs) among all sets of lower-priority jobs that keep
+    the budget and let the preemptor in; None exactly when there is none; and no job in it could be spared."""
+    nodes = {f"n{i}": 0 for i in range(3)}
+    held = {f"j{i}": {f"n{node}": amount} for i, (_, _, node, amount, _) in enumerate(spec)}
+    running = [
+        job(f"j{i}", prio, float(work), *(["db"] if protected else ["x"]))
+        for i, (prio, work, _, _, protected) in enumerate(spec)
+    ]
+    fits = gang_fits(nodes, held, members, cpu)
+    budget = DisruptionBudget("ns", "db", APP)
+    chosen = choose_victim_jobs(preemptor, running, fits, [budget], {"ns/db": allowed})
+
+    def rank(jobs: Sequence[VictimJob]) -> tuple[int, float, int]:
+        return (max(j.priority for j in jobs), sum(j.work_lost for j in jobs), len(jobs))
+
+    lower = [j for j in running if j.priority < preemptor]
+    valid = [
+        subset
+        for size in range(1, len(lower) + 1)
+        for subset in itertools.combinations(lower, size)
+        if not split_by_budget([p for j in subset for p in j.pods], [budget], {"ns/db": allowed})[0]
+        and fits(frozenset(j.key for j in subset))
+    ]
+    if not valid:
+        assert chosen is None
+        return
+    assert chosen is not None
+    assert rank(chosen) == min(rank(subset) for subset in valid)
+    for victim in chosen:
+        assert not fits(frozenset(j.key for j in chosen if j is not victim))

@@ -23,6 +23,7 @@ preemption and the tests share one reading of Kubernetes' rules:
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ __all__ = [
     "NodeVictims",
     "RunningPod",
     "SelectorRequirement",
+    "VictimJob",
+    "choose_victim_jobs",
     "disruptions_allowed",
     "more_important",
     "pick_one_node",
@@ -248,3 +251,112 @@ def pick_one_node(candidates: Sequence[NodeVictims]) -> NodeVictims | None:
         )
 
     return min(candidates, key=rank)  # min keeps the first of equals
+
+
+# --- kubeflux: whole jobs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VictimJob:
+    """A running job (a lone pod or a whole gang) that a job of higher priority may evict, whole."""
+
+    key: str
+    priority: int
+    work_lost: float
+    """What evicting it now throws away: its elapsed run time × the resources it holds (the caller's measure)."""
+    pods: tuple[RunningPod, ...]
+
+
+SEARCH_LIMIT = 2_000
+"""How many victim sets :func:`choose_victim_jobs` looks at, cheapest first, before it settles for a greedy one."""
+
+
+def _within_budgets(jobs: Sequence[VictimJob], budgets: Sequence[DisruptionBudget], allowed: Mapping[str, int]) -> bool:
+    pods = [pod for job in jobs for pod in job.pods]
+    violating, _ = split_by_budget(pods, budgets, allowed)
+    return not violating
+
+
+def choose_victim_jobs(
+    preemptor_priority: int,
+    running: Sequence[VictimJob],
+    fits_without: Callable[[frozenset[str]], bool],
+    budgets: Sequence[DisruptionBudget] = (),
+    allowed: Mapping[str, int] | None = None,
+    limit: int = SEARCH_LIMIT,
+) -> tuple[VictimJob, ...] | None:
+    """The jobs to evict, whole, so that a job of ``preemptor_priority`` starts now, or None when no such set
+    exists. ``fits_without(keys)`` says whether it would start now once the jobs of ``keys`` are gone (it must be
+    monotone: evicting more never hurts).
+
+    Only jobs of lower priority are candidates, and no set whose evictions would take a PodDisruptionBudget below
+    zero. Among the sets that let the preemptor start, the chosen one is the least in this order: the lowest
+    priority of its most important job (evict only from the lowest priority tier that is enough), then the least
+    work lost, then the fewest jobs. Such a set is minimal: no job in it could be spared. The search tests sets in
+    that order, cheapest first; after ``limit`` sets it takes the tier's jobs by least work lost until the
+    preemptor fits and spares, most work first, every job it can do without (still minimal, maybe not the
+    cheapest)."""
+    allowed = allowed or {}
+    lower = sorted((job for job in running if job.priority < preemptor_priority), key=lambda j: (j.priority, j.key))
+    tiers = sorted({job.priority for job in lower})
+    for tier in tiers:
+        pool = sorted((job for job in lower if job.priority <= tier), key=lambda j: (j.work_lost, j.key))
+        if not fits_without(frozenset(job.key for job in pool)):
+            continue
+        chosen = _cheapest(pool, fits_without, budgets, allowed, limit)
+        if chosen is not None:
+            return chosen
+    return None
+
+
+def _cheapest(
+    pool: Sequence[VictimJob],
+    fits_without: Callable[[frozenset[str]], bool],
+    budgets: Sequence[DisruptionBudget],
+    allowed: Mapping[str, int],
+    limit: int,
+) -> tuple[VictimJob, ...] | None:
+    """The subset of ``pool`` (sorted by work lost) of least (work lost, size) that lets the preemptor fit and
+    keeps every budget, by best-first enumeration of subsets; a greedy one after ``limit`` of them."""
+    # Each state is a subset given by ascending indices; its children add the next index, or replace its last
+    # index by the next: every subset is reached once, in nondecreasing (work, size) order.
+    heap: list[tuple[float, int, tuple[int, ...]]] = [(pool[0].work_lost, 1, (0,))] if pool else []
+    looked = 0
+    while heap and looked < limit:
+        looked += 1
+        work, size, indices = heapq.heappop(heap)
+        last = indices[-1]
+        if last + 1 < len(pool):
+            nxt = pool[last + 1]
+            heapq.heappush(heap, (work + nxt.work_lost, size + 1, (*indices, last + 1)))
+            heapq.heappush(heap, (work - pool[last].work_lost + nxt.work_lost, size, (*indices[:-1], last + 1)))
+        jobs = [pool[i] for i in indices]
+        if not _within_budgets(jobs, budgets, allowed):
+            continue
+        if fits_without(frozenset(job.key for job in jobs)):
+            return tuple(jobs)
+    if not heap:
+        return None  # every subset tested: none fits within the budgets
+    return _greedy(pool, fits_without, budgets, allowed)
+
+
+def _greedy(
+    pool: Sequence[VictimJob],
+    fits_without: Callable[[frozenset[str]], bool],
+    budgets: Sequence[DisruptionBudget],
+    allowed: Mapping[str, int],
+) -> tuple[VictimJob, ...] | None:
+    taken: list[VictimJob] = []
+    for job in pool:
+        if not _within_budgets([*taken, job], budgets, allowed):
+            continue
+        taken.append(job)
+        if fits_without(frozenset(j.key for j in taken)):
+            break
+    else:
+        return None
+    for job in sorted(taken, key=lambda j: (-j.work_lost, j.key)):
+        rest = [j for j in taken if j is not job]
+        if rest and fits_without(frozenset(j.key for j in rest)):
+            taken = rest
+    return tuple(taken)
