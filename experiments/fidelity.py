@@ -6,9 +6,10 @@ scheduling latency, longest wait and each job's start.
 The real runs take wall time (1,000 s of arrivals and more per case and scheduler), so the workloads are compressed:
 arrivals and run times divided by :data:`COMPRESSION` (the simulated runs get the same workload; the control plane's
 own delays — the Job controller's 1 s, kube-scheduler's 1–10 s back-off — are not compressed, on either side).
-The PodGroups case under kube-scheduler runs twice: it is chaotic (which pods starve is decided by milliseconds),
-and the two runs show how far apart two real runs fall. The measured runs are kept in ``fidelity.json`` beside the
-page: ``python -m experiments fidelity`` runs them all again (about an hour of wall time, little CPU),
+The PodGroups case under kube-scheduler runs five times and under kube-scheduler's gangs twice: they are chaotic
+(which pods starve, which gang the busy loop reaches, is decided by milliseconds), so each is judged by the mean of
+its real runs against the mean of seeded simulated draws. The measured runs are kept in ``fidelity.json`` beside the
+page: ``python -m experiments fidelity`` runs them all again (about an hour and a half of wall time, little CPU),
 ``KUBEFLUX_FIDELITY_REUSE=1`` re-renders the page from the kept runs.
 """
 
