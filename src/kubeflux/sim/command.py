@@ -450,7 +450,7 @@ def simulate_command(
         tell_input(loaded, console, strict)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
         _check_sockets(node_list, sockets)
-        check_budget(loaded, node_list, len(scheduler), budget)
+        check_budget(loaded, node_list, scheduler, budget)
     except (WorkloadError, ValueError) as exc:
         raise _fail(console, exc) from exc
     if not loaded.jobs:

@@ -180,9 +180,9 @@ def _one_platform(parts: list[Workload], files: list[Path]) -> HeaderPlatform:
     return first
 
 
-def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:
-    """Raise ValueError when the runs of ``workload`` on ``nodes`` under ``schedulers`` schedulers would need more
-    than ``budget`` bytes (one run at a time, plus the records of the runs before it:
+def check_budget(workload: Workload, nodes: list[Node], schedulers: list[str], budget: int) -> None:
+    """Raise ValueError when the runs of ``workload`` on ``nodes`` under ``schedulers`` would need more than
+    ``budget`` bytes (one run at a time, plus the records of the runs before it and the graphs of kubeflux's:
     :func:`kubeflux.sim.workloads.limits.estimate_bytes`)."""
     from kubeflux.sim.workloads.limits import budget_problem, estimate_bytes, pod_count
     from kubeflux.sim.workloads.mapping import whole_cores
@@ -191,8 +191,10 @@ def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget:
     largest = max((whole_cores(node) for node in schedulable), default=0)
     total = sum(whole_cores(node) for node in schedulable)
     pods = pod_count(workload, largest, total)
-    estimate = estimate_bytes(workload, len(nodes), largest, total, runs=schedulers)
-    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {schedulers} scheduler(s)"
+    graphs = sum(1 for name in schedulers if name.startswith("kubeflux"))  # the ones that build kubeflux's graph
+    estimate = estimate_bytes(workload, len(nodes), largest, total, runs=len(schedulers), graphs=graphs)
+    runs = len(schedulers)
+    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {runs} scheduler(s)"
     problem = budget_problem(f"{workload.name}: {jobs}", estimate, budget)
     if problem is not None:
         raise ValueError(problem)

@@ -155,4 +155,4 @@ def test_cluster_serve_reads_a_workload_only_as_far_as_the_budget(tmp_path: Path
     )
     assert result.returncode == 2, result.stderr
     message = " ".join(result.stderr.split())
-    assert f"{trace}: reading stopped at line 4779, after 4,779 jobs" in message
+    assert f"{trace}: reading stopped at line 3186, after 3,186 jobs" in message

@@ -323,7 +323,7 @@ def _replay_plan(
         return None, cores, primary or (cores[0].name if cores else "default-scheduler")
     try:
         loaded = merge_workloads(load_files(workload, None, ReadBudget(budget)))
-        check_budget(loaded, nodes, 1, budget)
+        check_budget(loaded, nodes, names[:1] or ["default-scheduler"], budget)  # the replay is one run
         mapped = map_to_cluster(loaded, nodes)
     except (WorkloadError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)

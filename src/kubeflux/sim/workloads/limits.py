@@ -31,10 +31,12 @@ MAX_SECONDS = 100 * 365 * 86_400
 
 BYTES_PER_POD = 2_048
 """A pod as the run holds it, its records included (measured: 1.15 KB per pod of a 50,000-completion Job)."""
-BYTES_PER_JOB = 3_072
-"""A job's own records beside its pods (its workload entry, its state, its jobs.csv row)."""
+BYTES_PER_JOB = 4_608
+"""A job's own records beside its pods (its workload entry, its state, its jobs.csv row): with its pod, a trace job
+of LCG took 6.4 KB under fcfs (peak RSS 717 MiB for its first 100,000 jobs, 1,252 MiB for all 188,041, compiled;
+5.9 KB in pure Python)."""
 BYTES_PER_NODE = 4_096
-"""A node beside its cores (measured: 1.1 KB per node under fcfs)."""
+"""A node beside kubeflux's graph of it (measured: 1.1 KB per node under fcfs)."""
 BYTES_PER_CORE = 1_536
 """A core of kubeflux's graph: a vertex with its planner (measured: 1.25 KB per core on 20,000 nodes x 32)."""
 PROCESS_BYTES = 96 * 2**20
@@ -51,10 +53,12 @@ SERVED_NODE_BYTES = 8_192
 and cluster's state (measured 5.6 KB per node: peak RSS of ``cluster serve --nodes 8000`` minus ``--nodes 2000``,
 32 cores each, 114 and 81 MiB, pure Python)."""
 GRAPH_NODE_BYTES = 8_192
-"""A node's own vertices in an in-process scheduler's graph, beside its cores' :data:`BYTES_PER_CORE` (measured
-6.6 KB per node and 1.1 KB per core under ``cluster serve -s kubeflux``: 8,000 nodes of 1 and of 32 cores, 175 and
-437 MiB peak, against 2,000 nodes, 97 and 162 MiB; a second ``-s kubeflux-fcfs`` adds 40.6 KB per node of 32
-cores)."""
+"""A node's own vertices in kubeflux's graph, beside its cores' :data:`BYTES_PER_CORE` (measured 6.6 KB per node
+and 1.1 KB per core under ``cluster serve -s kubeflux``: 8,000 nodes of 1 and of 32 cores, 175 and 437 MiB peak,
+against 2,000 nodes, 97 and 162 MiB; a second ``-s kubeflux-fcfs`` adds 40.6 KB per node of 32 cores; and 7.5 KB
+per one-core node under ``simulate -s kubeflux`` on LCG's 24,515: 388 MiB against 208 MiB under fcfs). Each
+kubeflux run's graph counts at the peak of ``simulate --scheduler all``: its three kubeflux runs on LCG's nodes
+took 1,251 MiB for 12,500 jobs, 1,674 MiB for 25,000, some 600 MiB beyond the kept records."""
 STORED_OBJECT_BYTES = 8_192
 """An object the API server of ``cluster serve`` stores, with the Event beside it: a Job's pod and its
 ``SuccessfulCreate`` Event took 7.9 KB (80,000 of each created in a store: 625 MiB peak RSS, pure Python); what
@@ -131,20 +135,23 @@ def serve_bytes(nodes: int, total_cores: int, schedulers: int, objects: int = 0)
     return PROCESS_BYTES + nodes * SERVED_NODE_BYTES + schedulers * graph + objects * STORED_OBJECT_BYTES
 
 
-def estimate_bytes(workload: Workload, nodes: int, cores_per_node: int, total_cores: int, runs: int = 1) -> int:
+def estimate_bytes(
+    workload: Workload, nodes: int, cores_per_node: int, total_cores: int, runs: int = 1, graphs: int = 1
+) -> int:
     """The memory ``runs`` runs of ``workload`` (one per scheduler, one after the other) on ``nodes`` nodes (the
-    largest with ``cores_per_node`` cores, ``total_cores`` in all) are expected to hold at their peak: the last run
-    while the records of the ones before it are kept for the outputs."""
+    largest with ``cores_per_node`` cores, ``total_cores`` in all) may hold at their peak, ``graphs`` of them
+    with kubeflux's graph of the nodes: the last run while the records of the ones before it are kept for the
+    outputs, and the graphs of every kubeflux run.
+
+    An upper bound of what was measured (peak RSS, ``/usr/bin/time -v``, LCG on its 24,515 one-core nodes):
+    fcfs 1,252 MiB for 188,041 jobs (estimated 1,385), kubeflux 388 MiB for 12,500 (estimated 499), all 8
+    schedulers 1,251 MiB for 12,500 and 1,674 MiB for 25,000 (estimated 1,466 and 2,058)."""
     pods = pod_count(workload, cores_per_node, total_cores)
     jobs = len(workload.jobs)
-    one_run = (
-        PROCESS_BYTES
-        + jobs * BYTES_PER_JOB
-        + pods * BYTES_PER_POD
-        + nodes * BYTES_PER_NODE
-        + total_cores * BYTES_PER_CORE
-    )
-    return one_run + (runs - 1) * (jobs * KEPT_BYTES_PER_JOB + pods * KEPT_BYTES_PER_POD)
+    one_run = PROCESS_BYTES + jobs * BYTES_PER_JOB + pods * BYTES_PER_POD + nodes * BYTES_PER_NODE
+    graph = nodes * GRAPH_NODE_BYTES + total_cores * BYTES_PER_CORE
+    kept = jobs * KEPT_BYTES_PER_JOB + pods * KEPT_BYTES_PER_POD
+    return one_run + graphs * graph + (runs - 1) * kept
 
 
 def size_words(amount: float) -> str:
