@@ -10,8 +10,8 @@ first seen bound:
   10000, as scheduler_perf does); otherwise its defaults;
 * ``kubeflux serve``: its own process (``python -m kubeflux.cli serve``), its default config (only the operations
   port is free-chosen, so that another serve on the machine cannot collide);
-* ``kubeflux serve (baseline)`` (``--baseline DIR``): the same, run from another checkout's ``src`` (with its
-  ``.venv``'s Python when it has one, and its compiled engine when built), e.g. main's, so that a change and what
+* ``kubeflux serve (baseline)`` (``--baseline DIR``): the same, run from another checkout's ``src`` (with this
+  Python and its packages, and that checkout's compiled engine when built), e.g. main's, so that a change and what
   it changes are measured in one run, alternated;
 * ``raw binding``: the limit, ``--raw-processes`` processes each POSTing ``pods/binding`` on one keep-alive HTTPS
   connection (http.client, a pre-serialised body), pod ``i`` to node ``i mod nodes``: no scheduling, no events.
@@ -351,12 +351,10 @@ class Binder:
             config = plane.folder / "serve.yaml"
             config.write_text("operations:\n  port: 0\n")
             log = (plane.folder / "logs" / "serve.log").open("ab")
-            python, env, cwd = sys.executable, None, None
-            if self.row == BASELINE and self.baseline is not None:
-                venv = self.baseline / ".venv" / "bin" / "python"
-                python = str(venv) if venv.exists() else sys.executable
+            env, cwd = None, None
+            if self.row == BASELINE and self.baseline is not None:  # this Python and packages: only kubeflux differs
                 env, cwd = {**os.environ, "PYTHONPATH": str(self.baseline / "src")}, self.baseline
-            command = [python, "-m", "kubeflux.cli", "serve", "--kubeconfig", str(plane.kubeconfig)]
+            command = [sys.executable, "-m", "kubeflux.cli", "serve", "--kubeconfig", str(plane.kubeconfig)]
             self.processes = [
                 subprocess.Popen([*command, "--config", str(config)], stdout=log, stderr=log, env=env, cwd=cwd)
             ]
@@ -569,7 +567,7 @@ def start_times(nodes: int, pods: int, runs: int, baseline: Path | None) -> None
     folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-start-"))
     plane = ControlPlane(folder / "plane").start()
     rows = ([BASELINE] if baseline is not None else []) + ["kubeflux serve"]
-    seen: dict[str, list[tuple[float, float, float]]] = {row: [] for row in rows}
+    seen: dict[str, list[tuple[float, float, float, float]]] = {row: [] for row in rows}
     try:
         version = populate(plane, nodes, pods, "kubeflux")
         for turn in range(runs):
@@ -585,15 +583,16 @@ def start_times(nodes: int, pods: int, runs: int, baseline: Path | None) -> None
                     if not watch.done.wait(STALL_SECONDS) or watch.error is not None:
                         raise RuntimeError(f"{row}: no bind within {STALL_SECONDS:.0f} s: {watch.error}")
                     first = min(when for when, _ in watch.bound.values()) - start
-                    cpu = binder.cpu()
+                    cpu, own = binder.cpu(), cpu_seconds(binder.processes[0].pid)
                 finally:
                     for process in binder.processes:
                         process.kill()
                         process.wait()
                 time.sleep(1.0)  # its binder process ends when the pipe closes
-                seen[row].append((first, cpu, load))
+                seen[row].append((first, own, cpu - own, load))
                 print(
-                    f"[{turn + 1}/{runs}] {row}: first bind {first:.2f} s, CPU {cpu:.2f} s, load {load:.1f}",
+                    f"[{turn + 1}/{runs}] {row}: first bind {first:.2f} s, CPU {own:.2f} + {cpu - own:.2f} s, "
+                    f"load {load:.1f}",
                     file=sys.stderr,
                 )
                 version = _reset_bound(plane, pods)
@@ -604,14 +603,16 @@ def start_times(nodes: int, pods: int, runs: int, baseline: Path | None) -> None
         f"serve's start: {nodes:,} nodes x {NODE_CPU} cpu, {pods:,} pending pods, one control plane, "
         f"{runs} launches each"
     )
-    print("| serve | load | first bind: median (min-max) | CPU s to it: median |")
+    print("| serve | load | first bind: median (min-max) | CPU s to it, median: serve / its binder process |")
     print("|---|---|---|---|")
     for row, values in seen.items():
-        firsts = [first for first, _, _ in values]
-        loads = [load for _, _, load in values]
+        firsts = [first for first, _, _, _ in values]
+        loads = [load for _, _, _, load in values]
+        own = statistics.median(value[1] for value in values)
+        child = statistics.median(value[2] for value in values)
         print(
             f"| {row} | {min(loads):.1f}-{max(loads):.1f} | {statistics.median(firsts):.2f} s "
-            f"({min(firsts):.2f}-{max(firsts):.2f}) | {statistics.median(c for _, c, _ in values):.2f} |"
+            f"({min(firsts):.2f}-{max(firsts):.2f}) | {own:.2f} / {child:.2f} |"
         )
 
 

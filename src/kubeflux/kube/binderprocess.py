@@ -16,10 +16,9 @@ the burst). The two talk over one pipe, in pickled tuples:
 * child → parent: each Binding done or refused (a thread of the parent's calls ``on_bound`` / ``on_refused``, so
   a refused Bind still goes back to the loop and the core's ``unreserve``), the writes pending, drained, stopped.
 
-Life cycle. The child is started with ``spawn`` (a fresh interpreter: no copy of the parent's threads), imports
-what it needs, then waits to be told (its first message) how to build its own client, ``connect`` (a picklable
-callable: the command's own recipe, or the parent's client configuration copied), and the Binder's options. ``kubeflux
-serve`` starts it first of all (:func:`prestart`), so that its imports run beside serve's own start. It ends:
+Life cycle. The child is started with ``spawn`` (a fresh interpreter: no copy of the parent's threads) and builds
+its own client with ``connect`` (a picklable callable: the command's own recipe, or the parent's client
+configuration copied). It ends:
 
 * when told to (:meth:`BinderProcess.stop`): it sends the Bindings already decided within the grace, drops the
   rest, as :meth:`Binder.stop <kubeflux.kube.binder.Binder.stop>`; a child that does not end then is killed;
@@ -34,7 +33,6 @@ bound) and :attr:`BinderProcess.failed` says why; serve then stops scheduling (i
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import multiprocessing
@@ -49,16 +47,14 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # imported where used: prestart() needs none of them (the official client takes ~0.5 s)
-    from kubernetes import client
+from kubernetes import client
 
-    from kubeflux.kube.binder import BindOutcome, PodRef
-    from kubeflux.scheduler.interface import Bind, PodWarning, Reject, Unschedulable
+from kubeflux.kube.binder import Binder, BindOutcome, PodRef
+from kubeflux.scheduler.interface import Bind, PodWarning, Reject, Unschedulable
 
-__all__ = ["BinderProcess", "copied_client", "drop_prestarted", "prestart"]
+__all__ = ["BinderProcess", "copied_client"]
 
 log = logging.getLogger("kubeflux.serve")
 _REPORT_SECONDS = 0.1
@@ -70,8 +66,6 @@ _ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "forget"})
 
 
 def _client_from(configuration: bytes, user_agent: str) -> client.ApiClient:
-    from kubernetes import client
-
     api = client.ApiClient(pickle.loads(configuration))  # our own bytes, from the parent
     api.user_agent = user_agent
     return api
@@ -97,19 +91,16 @@ def _logging() -> tuple[str | None, dict[str, int]]:
     return (formatter._fmt if formatter else None), {name: logging.getLogger(name).level for name in _LOGGERS}
 
 
-def _child(pipe: Connection) -> None:
-    """The child's life: what it needs imported, then told how to connect and write (the first message: ``begin``),
-    a Binder fed from ``pipe`` until told to stop or the parent is gone."""
+def _child(
+    pipe: Connection,
+    connect: Callable[[], client.ApiClient],
+    options: dict[str, Any],
+    logs: tuple[str | None, dict[str, int]],
+) -> None:
+    """The child's life: a Binder fed from ``pipe`` until told to stop or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)  # blocked since the parent started us: now ignored
-    from kubeflux.kube.binder import Binder  # with the official client: imported while the parent starts too
-
-    try:
-        begin = pipe.recv()
-    except (EOFError, OSError):  # the parent ended before it needed us
-        os._exit(0)
-    _, connect, options, logs = begin
     form, levels = logs
     if form is not None:
         logging.basicConfig(format=form)
@@ -188,59 +179,6 @@ def _child(pipe: Connection) -> None:
 # ---------------------------------------------------------------------- the parent
 
 
-def _spawn() -> tuple[BaseProcess, Connection]:
-    """A child process started (it imports what it needs, then waits for its ``begin`` message) and our end of its
-    pipe."""
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    process = context.Process(target=_child, args=(theirs,), name="kubeflux-binder", daemon=True)
-    # the child inherits the signal mask: an interrupt while it starts waits until it ignores interrupts;
-    # and it is not given the parent's main module to import (``kubeflux.cli``: ~1 s of imports it never uses)
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        process.start()
-    finally:
-        sys.modules["__main__"] = main
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    theirs.close()
-    return process, ours
-
-
-_prestarted: tuple[BaseProcess, Connection] | None = None
-
-
-def prestart() -> None:
-    """Start the writer's process now, for the first :class:`BinderProcess` made in this process to take: a fresh
-    interpreter takes a second or more (on a loaded machine) to import the official client and the binder, and so
-    it does while serve imports its scheduler and lists the cluster, not after (``kubeflux serve`` calls this
-    first; issue 28: the child's start delayed the first bind on small clusters). One never taken ends with this
-    process, or with :func:`drop_prestarted`."""
-    global _prestarted
-    if _prestarted is None:
-        _prestarted = _spawn()
-
-
-def drop_prestarted() -> None:
-    """End the child :func:`prestart` started, if no :class:`BinderProcess` took it (serve writes from its own
-    process: ``binding.process: false``)."""
-    global _prestarted
-    if _prestarted is not None:
-        process, pipe = _prestarted
-        _prestarted = None
-        pipe.close()  # the child reads the end of its pipe and exits
-        process.join(5.0)
-
-
-def _take_prestarted() -> tuple[BaseProcess, Connection]:
-    global _prestarted
-    taken, _prestarted = _prestarted, None
-    if taken is not None and taken[0].is_alive():
-        return taken
-    return _spawn()
-
-
 class BinderProcess:
     """A :class:`~kubeflux.kube.binder.Binder` in a child process (see the module docstring). ``options`` are the
     Binder's keywords (``workers``, ``clock``, ``interval`` …) but its callbacks, which are called here, on a
@@ -255,9 +193,22 @@ class BinderProcess:
         **options: Any,
     ) -> None:
         self.on_refused, self.on_bound = on_refused, on_bound
-        self.process, self._pipe = _take_prestarted()
-        with contextlib.suppress(OSError):  # the child is gone: the reader says so
-            self._pipe.send(("begin", connect, options, _logging()))
+        context = multiprocessing.get_context("spawn")
+        self._pipe, theirs = context.Pipe()
+        self.process = context.Process(
+            target=_child, args=(theirs, connect, options, _logging()), name="kubeflux-binder", daemon=True
+        )
+        # the child inherits the signal mask: an interrupt while it starts waits until it ignores interrupts;
+        # and it is not given the parent's main module to import (``kubeflux.cli``: ~1 s of imports it never uses)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            self.process.start()
+        finally:
+            sys.modules["__main__"] = main
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        theirs.close()
         self.binds = 0
         """Bindings accepted."""
         self.refused = 0
@@ -351,8 +302,6 @@ class BinderProcess:
                 pass
 
     def _read(self) -> None:
-        from kubeflux.kube.binder import BindOutcome
-
         failed = ""
         while True:
             try:
@@ -399,8 +348,6 @@ class BinderProcess:
     def _answer_lost(self) -> None:
         """The child has ended: the Binds it did not answer are refused (unless serve is stopping anyway), and
         whoever waits for a drain is answered False."""
-        from kubeflux.kube.binder import BindOutcome
-
         with self._lock:
             lost = [] if self._stopping else list(self._in_flight.values())
             self._in_flight.clear()

@@ -104,15 +104,11 @@ def serve_command(
     ] = 0,
 ) -> None:
     """Schedule the pods that name kubeflux's scheduler(s) on a Kubernetes cluster, until Ctrl-C or SIGTERM."""
-    if in_cluster and kubeconfig is not None:
-        raise typer.BadParameter("--in-cluster and --kubeconfig exclude each other")
-    from kubeflux.kube import binderprocess
-
-    binderprocess.prestart()  # the writer's process first: its imports run beside ours and the lists
-
     from kubeflux.kube.config import ConfigError, load_config
     from kubeflux.kube.replica import Replica
 
+    if in_cluster and kubeconfig is not None:
+        raise typer.BadParameter("--in-cluster and --kubeconfig exclude each other")
     try:
         settings = load_config(config_file)
     except ConfigError as exc:

@@ -3,15 +3,15 @@
 It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is the only one to touch the cores:
 
 1. the reflectors (:mod:`kubeflux.kube.reflector`) put raw watch events of nodes, PodGroups and pods on a bounded
-   queue; they all list at once, but the loop holds back the events of a kind until those of the kinds before
-   it have synced (:class:`_SyncOrder`), so the core sees the nodes before the pods bound to them;
+   queue; they are started in that order, each once the previous one has synced, so the core sees the nodes
+   before the pods bound to them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
    (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers
    refuse is reported (a kubeflux pod waiting for it gets ``FailedScheduling`` naming the field) and left out,
    and the others keep being scheduled;
 3. once every reflector has synced, ``schedule(now)`` runs after each batch and at the cores' ``next_wakeup``
-   (once before too, when the nodes and groups have synced: no pod is known, so it decides nothing, but the cores
-   build their graphs from the nodes while the pods are listed);
+   (once before too, when the pods' list begins: no pod is known, so it decides nothing, but the cores build
+   their graphs from the nodes while the pods are listed);
    its decisions go to the :class:`~kubeflux.kube.binder.Binder`'s threads — in a process of their own
    (:mod:`kubeflux.kube.binderprocess`, ``binding.process``), so that the writes and the passes never wait for
    each other's GIL — and Binds the cluster refused come back to the loop, which tells the core (``unreserve``:
@@ -30,7 +30,6 @@ import logging
 import queue
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -48,7 +47,7 @@ from kubeflux.apiobjects.manifests import (
     podgroup_from_manifest,
 )
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
-from kubeflux.kube.binderprocess import BinderProcess, copied_client, drop_prestarted
+from kubeflux.kube.binderprocess import BinderProcess, copied_client
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
 from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, Resource, watched_resources
@@ -200,7 +199,6 @@ class Serve:
         if callable(recipe):
             self.binder = BinderProcess(recipe, on_refused=self._on_refused, on_bound=self._bound, **options)
         else:
-            drop_prestarted()
             if recipe:
                 log.warning("the binder runs in serve's process: %s", recipe)
             self.binder = Binder(api, on_refused=self._on_refused, on_bound=self._bound, **options)
@@ -217,8 +215,7 @@ class Serve:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._wakeup: float | None = None
-        self._order = _SyncOrder([reflector.resource.kind for reflector in self.reflectors])
-        self._primed = False
+        self._started = 0
         self.leading = True
         """False while this replica waits for the lease (set by its elector)."""
         self.metrics = ServeMetrics()
@@ -320,9 +317,10 @@ class Serve:
                 gc.enable()
 
     def _loop(self) -> None:
-        for reflector in self.reflectors:  # every list at once (see _SyncOrder)
-            reflector.start()
-        if not self.reflectors:
+        if self.reflectors:
+            self.reflectors[0].start()
+            self._started = 1
+        else:
             self.synced.set()
         settled = not self.tune_gc
         while not self._stop.is_set():
@@ -342,21 +340,13 @@ class Serve:
                 break
             now = self.clock()
             for event in batch:
-                if event.type != "WAKE":
-                    for ready in self._order.admit(event):
-                        if ready.kind == self._order.last:
-                            self._prime(now)
-                        self._observe(ready, now)
-            if self._order.all_open:
-                self._prime(now)
+                self._observe(event, now)
             while True:
                 try:
                     outcome = self._refused.get_nowait()
                 except queue.Empty:
                     break
                 self._unreserve(outcome, now)
-            if not self.synced.is_set() and self._order.complete:  # the command says so (once)
-                self.synced.set()
             if self.synced.is_set():
                 self._schedule(self.clock())
                 if not settled:
@@ -364,16 +354,19 @@ class Serve:
                     settled = True
             self._answer()
 
-    def _prime(self, now: float) -> None:
-        """Once the nodes are known and before the first pod is: a pass, which decides nothing (no pod is known) but
-        builds the cores' graphs while the pods' list goes on, instead of after it."""
-        if not self._primed:
-            self._primed = True
-            if not self.pods:
-                self._schedule(now)
-
     def _observe(self, event: RawEvent, now: float) -> None:
         if event.type == SYNCED:
+            if self._started < len(self.reflectors):
+                self.reflectors[self._started].start()
+                self._started += 1
+                if self._started == len(self.reflectors) and not self.pods:
+                    # the last list (the pods) has begun; no pod is known, so a pass decides nothing, but it builds
+                    # the cores' graphs from the nodes meanwhile, instead of after the pods' list
+                    self._schedule(now)
+            elif all(r.synced.is_set() for r in self.reflectors):  # the command says so (once)
+                self.synced.set()
+            return
+        if event.type == "WAKE":
             return
         obj = event.obj
         kind = EventKind(event.type)
@@ -466,57 +459,6 @@ class Serve:
                     log.debug("%s: %s", core.name, line)
                 core.log.clear()
         self._wakeup = earliest
-
-
-class _SyncOrder:
-    """The reflectors' events in the order the core must see them, though every list runs at once: the events of a
-    kind are held back, in the order they came, until every reflector of each kind before it (``kinds``, the
-    reflectors' in :func:`~kubeflux.kube.reflector.watched_resources`' order: nodes, PodGroups, pods) has synced.
-    So the core sees every node and group before the pods bound to them or naming them, while the API server
-    already sends the pods' list (issue 28: serve's first bind came seconds after a raw client's)."""
-
-    def __init__(self, kinds: list[str]) -> None:
-        self.kinds = list(dict.fromkeys(kinds))
-        """Each kind once, in order."""
-        self.last = self.kinds[-1] if self.kinds else ""
-        self._rank = {kind: rank for rank, kind in enumerate(self.kinds)}
-        self._unsynced = Counter(kinds)
-        """Kind → its reflectors whose ``SYNCED`` marker has not been delivered yet."""
-        self._open = 0
-        """``kinds[: _open + 1]`` are delivered as they come."""
-        self._held: list[RawEvent] = []
-
-    @property
-    def all_open(self) -> bool:
-        """Whether every kind is delivered as it comes (the kinds before the last have synced)."""
-        return self._open >= len(self.kinds) - 1
-
-    @property
-    def complete(self) -> bool:
-        """Whether every reflector's ``SYNCED`` marker has been delivered."""
-        return self.all_open and not any(self._unsynced.values())
-
-    def admit(self, event: RawEvent) -> list[RawEvent]:
-        """The events to deliver now that ``event`` came, in order: none (it is held back), or it and those held
-        back that it releases (a ``SYNCED`` marker completing a kind releases the next kind's)."""
-        if self._rank.get(event.kind, 0) > self._open:
-            self._held.append(event)
-            return []
-        out = [event]
-        self._delivered(event)
-        while not self.all_open and not self._unsynced[self.kinds[self._open]]:
-            self._open += 1
-            kind = self.kinds[self._open]
-            released = [held for held in self._held if held.kind == kind]
-            self._held = [held for held in self._held if held.kind != kind]
-            for held in released:
-                self._delivered(held)
-            out += released
-        return out
-
-    def _delivered(self, event: RawEvent) -> None:
-        if event.type == SYNCED:
-            self._unsynced[event.kind] -= 1
 
 
 class _BinderSink:
