@@ -126,6 +126,10 @@ class Cluster:
         API): a Job's pods then come from :meth:`JobBook.adopt_pod <kubeflux.sim.jobbook.JobBook.adopt_pod>` and the
         cluster only runs them."""
         self.book.job_controller = self.job_controller
+        self.after_pod_end: Callable[[SimJob], None] | None = None
+        """Called with a pod's job once the pod ended and the job took it in (its counters, its end, its Job
+        controller told): the served cluster's workload replay follows its jobs, and runs its Jobs' controller,
+        here."""
         self._handles: dict[SimPod, list[Handle]] | None = {} if cancellable else None
         """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
         nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its
@@ -522,13 +526,14 @@ class Cluster:
         job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
         if peers and phase is PodPhase.FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
             self._end_peers(job, sp)
-        if job.finish is not None:
-            return
-        if job.wjob.kind is JobKind.JOB:
-            if self.job_controller is not None:
-                self.job_controller.pod_ended(job)
-        elif job.active == 0:
-            self.book.finish_job(job)
+        if job.finish is None:
+            if job.wjob.kind is JobKind.JOB:
+                if self.job_controller is not None:
+                    self.job_controller.pod_ended(job)
+            elif job.active == 0:
+                self.book.finish_job(job)
+        if self.after_pod_end is not None:
+            self.after_pod_end(job)
 
     def _end_peers(self, job: SimJob, failed: SimPod) -> None:
         """A pod of a coupled job failed: the job cannot compute without it (an MPI rank lost), so its other
