@@ -42,11 +42,13 @@ Events carry the live :class:`~kubeflux.scheduler.objects.Pod`: an observer read
 not change it.
 
 The served cluster (``cluster serve``) runs its pods in this same class: its kubelet
-(:mod:`kubeflux.sim.apiserver.kubelet`) adds the jobs and pods the API made to the cluster's job book
-(:meth:`JobBook.add_job <kubeflux.sim.jobbook.JobBook.add_job>`, :meth:`~kubeflux.sim.jobbook.JobBook.adopt_pod`),
-binds them here, and writes each change back; its Job controller is the served one
-(``job_controller=False``), and its entries are cancellable (``cancellable=True``) so that virtual time never jumps
-to a stage of a pod that has ended.
+(:mod:`kubeflux.sim.apiserver.kubelet`) adds each pod the API creates to the cluster's job book
+(:meth:`JobBook.add_job <kubeflux.sim.jobbook.JobBook.add_job>`, :meth:`~kubeflux.sim.jobbook.JobBook.adopt_pod`;
+a workload replay's jobs arrive through :meth:`~kubeflux.sim.jobbook.JobBook.arrive` and its pods are made by the
+book), binds them here when the API binds them, deletes through the API what the cluster deletes, and writes each
+change back; the Jobs clients create are the served Job controller's (``job_controller=False``; a replay's Job
+controller hears of its pods' ends through :attr:`Cluster.after_pod_end`), and its entries are cancellable
+(``cancellable=True``) so that virtual time never jumps to a stage of a pod that has ended.
 """
 
 from __future__ import annotations
@@ -127,9 +129,7 @@ class Cluster:
         cluster only runs them."""
         self.book.job_controller = self.job_controller
         self.after_pod_end: Callable[[SimJob], None] | None = None
-        """Called with a pod's job once the pod ended and the job took it in (its counters, its end, its Job
-        controller told): the served cluster's workload replay follows its jobs, and runs its Jobs' controller,
-        here."""
+        """Called with a pod's job once the job took the pod's end in (the served cluster's replay follows it)."""
         self._handles: dict[SimPod, list[Handle]] | None = {} if cancellable else None
         """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
         nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its

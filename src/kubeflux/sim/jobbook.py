@@ -3,10 +3,13 @@
 :class:`JobBook` is the part of :class:`kubeflux.sim.cluster.Cluster` that holds what the API server's store
 holds: every job in submission order (a :class:`~kubeflux.sim.jobs.SimJob`, its index its place in
 :attr:`JobBook.jobs`), the pods not deleted by key, the pod groups by key, and how many jobs wait (no pod bound
-yet, not rejected) over time (:attr:`JobBook.queue_series`). It creates a job's objects (:meth:`JobBook.submit`,
-:meth:`JobBook.create_pod`), takes jobs and pods made elsewhere (the served cluster's API objects:
-:meth:`JobBook.add_job`, :meth:`JobBook.adopt_pod`), follows a job out of the queue (its first bind, its
-rejection, its end) and writes the records (``jobs.csv``, ``pods.csv``).
+yet, not rejected) over time (:attr:`JobBook.queue_series`). A job arrives one way, :meth:`JobBook.arrive`
+(rejected, or queued with its templates' timings and its coupling), for ``simulate`` and the served cluster's
+workload replay alike; :meth:`JobBook.submit` then creates its objects (:meth:`JobBook.create_pod`: a pod made by
+:meth:`JobBook.new_pod`, with its draws, and added by :meth:`JobBook.add_pod`), where the replay creates them through
+the API. The book also takes jobs and pods made by the served cluster's clients (:meth:`JobBook.add_job`,
+:meth:`JobBook.adopt_pod`), follows a job out of the queue (its first bind, its rejection, its end) and writes the
+records (``jobs.csv``, ``pods.csv``).
 
 It runs no pod: the cluster binds, starts and ends them. It tells the observers of each object it creates
 through the ``emit`` it is given (the cluster's), and reads the time from the cluster's loop.
