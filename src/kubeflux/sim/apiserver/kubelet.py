@@ -1,20 +1,26 @@
 """The served cluster's simulated kubelet: the API's side of the simulator's :class:`~kubeflux.sim.cluster.Cluster`.
 
-There is one pod lifecycle, the simulator's: every bound pod is run by a :class:`~kubeflux.sim.cluster.Cluster`
+There is one cluster model, the simulator's: every pod is run by a :class:`~kubeflux.sim.cluster.Cluster`
 (:attr:`SimulatedKubelet.cluster`) on the served clock's event loop (the :class:`~kubeflux.sim.clock.EventLoop` of
 a :class:`~kubeflux.sim.apiserver.clock.VirtualClock`, or one a wall clock drives:
 :class:`~kubeflux.sim.apiserver.clock.WallEvents`), with cancellable entries so that virtual time never jumps to a
-stage of a pod that is gone. This module only translates between the API and the cluster:
+stage of a pod that is gone. The cluster has every node of the store from the start, in the store's order (so
+its core ids are those ``simulate`` gives the same nodes). This module only translates between the API and the
+cluster:
 
-* a pod bound through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
+* a pod created through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
   ``pod-ready`` and ``pod-complete`` stage annotations, ``sim.kubeflux.io/exit-code``, ``activeDeadlineSeconds``;
-  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster's job book
-  (:meth:`kubeflux.sim.jobbook.JobBook.adopt_pod`, with its API uid, in a job of its own or its coupled job's)
-  and is bound there (:meth:`Cluster.bind_pod`), on the cluster's copy of its node (read from the store: ready
-  and schedulable, as a node's kubelet runs whatever is bound to it; the kubelet's admission refuses a pod that
-  does not fit, ``OutOf<resource>``);
+  KWOK's jitter drawn here, from the lifecycle's seed) and joins the cluster's job book, Pending
+  (:meth:`kubeflux.sim.jobbook.JobBook.adopt_pod`, with its API uid, in a job of its own or its coupled job's);
+  a workload replay's pods are made in the book by the replay itself and handed over (:meth:`SimulatedKubelet.add_pod`);
+* once the API gives it a node (a Binding, or ``nodeName`` at its creation) it is bound in the cluster
+  (:meth:`Cluster.bind_pod`), on the cluster's copy of its node (read from the store: ready and schedulable, as a
+  node's kubelet runs whatever is bound to it; the kubelet's admission refuses a pod that does not fit,
+  ``OutOf<resource>``);
 * a pod deleted through the API (or Terminating: confirmed at once with grace 0, as KWOK's ``pod-delete`` stage
-  does) is deleted in the cluster (:meth:`Cluster.delete_pod`);
+  does) is deleted in the cluster (:meth:`Cluster.delete_pod`); a pod the cluster deletes (a coupled job's peer
+  never bound, a pod an in-process controller kills: :meth:`SimulatedKubelet.delete_pod`) is deleted through the
+  API;
 * every change the cluster makes to a bound pod (Running, Succeeded/Failed, ``DeadlineExceeded``, ``PeerFailed``)
   is written through the ``pods/status`` subresource, once per change, as :func:`kubeflux.sim.podstatus.pod_status`
   derives it (conditions, container state, ``startTime``), as a kubelet writes it.
@@ -28,16 +34,16 @@ replay) the pods of a coupled job compute together (:func:`kubeflux.sim.jobs.cou
 ``sim.kubeflux.io/coupled: "true"``), and a pod of a coupled PodGroup that fails ends the others (``PeerFailed``),
 as in ``kubeflux simulate``. The Jobs are the served Job controller's: the cluster's own is off.
 
-Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
-gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
-``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first, and every
-:data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready`` condition's ``lastHeartbeatTime``), as
-a kubelet reports an unchanged node status. In virtual time a heartbeat never makes time jump: both are written at
-the time points the clock lands on, once their period has passed, leases at most once a wall second and node
-status at most once every 10 wall seconds (a run of thousands of time points would otherwise spend much of its
-time on heartbeats); after a long jump a lease may
-look older than its 40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions
-other than a ready node's heartbeat, and failure injection, are not here yet.
+Only pods bound to a node the store knows run; a pod whose annotations cannot be read stays out of the cluster
+(Pending in the API) and, once bound, gets a Warning event naming the field. Each node's kubelet also renews its
+Lease in ``kube-node-lease`` every ``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults),
+creating it first, and every :data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready``
+condition's ``lastHeartbeatTime``), as a kubelet reports an unchanged node status. In virtual time a heartbeat
+never makes time jump: both are written at the time points the clock lands on, once their period has passed,
+leases at most once a wall second and node status at most once every 10 wall seconds (a run of thousands of time
+points would otherwise spend much of its time on heartbeats); after a long jump a lease may look older than its
+40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions other than a ready
+node's heartbeat, and failure injection, are not here yet.
 """
 
 from __future__ import annotations
