@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,11 @@ def nodes_of(cluster: Path | tuple[int, int]) -> list[Node]:
     return read_cluster(cluster) if isinstance(cluster, Path) else uniform_cluster(*cluster, "64Gi")
 
 
-def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> tuple[RunRecord, RunRecord]:
-    """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each)."""
+def both(
+    workload: Workload, nodes: list[Node], scheduler: str = "kubeflux", after: Callable[[ApiServer], None] | None = None
+) -> tuple[RunRecord, RunRecord]:
+    """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each); ``after``
+    looks at the served cluster once its run is done."""
     schedulers, primary = _schedulers_for(scheduler, workload)
     simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
     schedulers, primary = _schedulers_for(scheduler, workload)
@@ -67,6 +71,8 @@ def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> 
         assert server.join(timeout=900), "the replay never finished"
         assert server.replay is not None
         served = server.replay.run_record(scheduler, 0.0)
+        if after is not None:
+            after(server)
     finally:
         server.stop()
     return simulated, served
@@ -250,30 +256,14 @@ def test_a_coupled_jobs_unbound_peers_are_deleted_through_the_api_when_it_fails(
         PodTemplate(name="b-2", requests={"cpu": 64000}, run_time=100.0),
     ]
     job = WorkloadJob(id="b", submit_time=0.0, kind=JobKind.POD_GROUP, name="b", min_member=2, pods=pods)
-    workload, nodes = Workload("w", [job]), uniform_cluster(2, 2, "8Gi")
-    schedulers, primary = _schedulers_for("coscheduling", workload)
-    simulated = simulate(workload, nodes, schedulers, primary=primary, label="coscheduling")
-    schedulers, primary = _schedulers_for("coscheduling", workload)
-    server = ApiServer(
-        nodes,
-        kubelet=True,
-        controllers=True,
-        schedulers=list(schedulers.values()),
-        clock=VirtualClock(),
-        settle=0.0,
-        workload=workload,
-        primary=primary,
-        until_done=True,
-    ).start()
-    try:
-        assert server.join(timeout=900), "the replay never finished"
-        assert server.replay is not None
-        served = server.replay.run_record("coscheduling", 0.0)
+    left: dict[str, str] = {}
+
+    def pods_left(server: ApiServer) -> None:
         pods_resource = server.store.registry.find("", "v1", "pods")
         assert pods_resource is not None
-        left = {obj["metadata"]["name"]: obj["status"]["phase"] for obj in server.store.objects(pods_resource)}
-    finally:
-        server.stop()
+        left.update({obj["metadata"]["name"]: obj["status"]["phase"] for obj in server.store.objects(pods_resource)})
+
+    simulated, served = both(Workload("w", [job]), uniform_cluster(2, 2, "8Gi"), "coscheduling", pods_left)
     outcome = {p.pod: (p.bind_time, p.end_time, p.phase, p.reason) for p in simulated.pods}
     assert outcome["default/b-2"] == (None, 30.0, "Failed", "PeerFailed")
     assert {p.pod: (p.bind_time, p.end_time, p.phase, p.reason) for p in served.pods} == outcome
