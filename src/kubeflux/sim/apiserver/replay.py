@@ -108,7 +108,7 @@ class WorkloadReplay:
         pods, jobs = registry.find("", "v1", "pods"), registry.find("batch", "v1", "jobs")
         groups = registry.find("scheduling.x-k8s.io", "v1alpha1", "podgroups")
         assert pods is not None and jobs is not None and groups is not None
-        self.store, self.aio, self.clock, self.workload = store, loop, clock, workload
+        self.store, self.workload = store, workload
         self.pods_resource, self.jobs_resource, self.groups_resource = pods, jobs, groups
         self.kubelet = kubelet
         self.cluster = kubelet.cluster
@@ -116,8 +116,9 @@ class WorkloadReplay:
         self.cluster.book.primary_scheduler = primary
         self.on_done = on_done
         self.done = False
+        kubelet.time.catch_up()
         self.origin = self.cluster.loop.now
-        """The cluster's time at the replay's start: the records count their times from it."""
+        """The cluster's time at the replay's start (its first submission): the records count their times from it."""
         self.loop = _Timeline(kubelet.time)
         """The cluster's event loop, for the Job controller (its ``JobHost.loop``)."""
         self.jobs: list[SimJob] = []
