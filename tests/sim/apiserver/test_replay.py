@@ -273,7 +273,8 @@ def test_a_coupled_jobs_unbound_peers_are_deleted_through_the_api_when_it_fails(
 
 def test_a_coupled_workload_gives_simulates_records_through_the_api_by_construction() -> None:
     # A trace job of three ranks whose second is killed 20 s after its bind (the others end PeerFailed), a coupled
-    # Job (its template says so) of two pods, and a lone pod after them: every job's and every pod's record (start,
+    # Job (its template says so) of two pods, a lone pod and a Job killed at its deadline after them: every job's and
+    # every pod's record (start,
     # end, state, reason, cores) is the same through simulate and through cluster serve's replay, since both are the
     # one Cluster's.
     from kubeflux.sim.jobs import COUPLED_ANNOTATION
@@ -288,9 +289,15 @@ def test_a_coupled_workload_gives_simulates_records_through_the_api_by_construct
     solo = WorkloadJob(
         id="solo", submit_time=10.0, kind=JobKind.POD, name="solo", pods=[PodTemplate("solo", {"cpu": 3000}, 15.0)]
     )
+    late = WorkloadJob(
+        id="late", submit_time=10.0, kind=JobKind.JOB, name="late", pods=[PodTemplate("late", {"cpu": 1000}, 100.0)]
+    )
+    late.active_deadline_seconds = 30.0  # its Job controller kills its pod then: the cluster hears why first
     nodes = uniform_cluster(2, 4, "8Gi")
-    simulated, served = both(Workload("w", [trace, pair, solo]), nodes, "kubeflux")
+    simulated, served = both(Workload("w", [trace, pair, solo, late]), nodes, "kubeflux")
     states = {job.job_id: job.final_state.value for job in simulated.jobs}
+    assert states.pop("late") == "COMPLETED_WALLTIME_REACHED"
+    assert [(p.end_time, p.reason) for p in served.pods if p.job_id == "late"] == [(40.0, "DeadlineExceeded")]
     assert states == {
         "mpi": "COMPLETED_WALLTIME_REACHED",
         "pair": "COMPLETED_SUCCESSFULLY",

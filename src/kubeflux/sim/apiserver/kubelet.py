@@ -282,17 +282,16 @@ class SimulatedKubelet:
                 self._telling(self._forget, sp)
             return
         node = obj.get("spec", {}).get("nodeName")
-        sp = self.lives.get(uid)
-        if sp is None and (node or type_ == "ADDED"):
-            sp = self._join(obj, prev, uid, node)
-        if not node:
-            return
-        if meta.get("deletionTimestamp"):
-            self._confirm_deletion(obj)
-            return
-        if sp is None:
+        if meta.get("deletionTimestamp"):  # Terminating: nothing joins, a bound pod's deletion is confirmed
+            if node:
+                self._confirm_deletion(obj)
             return
         phase = obj.get("status", {}).get("phase")
+        sp = self.lives.get(uid)
+        if sp is None and phase == "Pending" and (node or type_ == "ADDED"):
+            sp = self._join(obj, prev, uid, node)
+        if not node or sp is None:
+            return
         if sp.finished_at is not None:
             return
         if sp.bound_at is None:
