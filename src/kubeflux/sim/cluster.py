@@ -42,11 +42,13 @@ Events carry the live :class:`~kubeflux.scheduler.objects.Pod`: an observer read
 not change it.
 
 The served cluster (``cluster serve``) runs its pods in this same class: its kubelet
-(:mod:`kubeflux.sim.apiserver.kubelet`) adds the jobs and pods the API made to the cluster's job book
-(:meth:`JobBook.add_job <kubeflux.sim.jobbook.JobBook.add_job>`, :meth:`~kubeflux.sim.jobbook.JobBook.adopt_pod`),
-binds them here, and writes each change back; its Job controller is the served one
-(``job_controller=False``), and its entries are cancellable (``cancellable=True``) so that virtual time never jumps
-to a stage of a pod that has ended.
+(:mod:`kubeflux.sim.apiserver.kubelet`) adds each pod the API creates to the cluster's job book
+(:meth:`JobBook.add_job <kubeflux.sim.jobbook.JobBook.add_job>`, :meth:`~kubeflux.sim.jobbook.JobBook.adopt_pod`;
+a workload replay's jobs arrive through :meth:`~kubeflux.sim.jobbook.JobBook.arrive` and its pods are made by the
+book), binds them here when the API binds them, deletes through the API what the cluster deletes, and writes each
+change back; the Jobs clients create are the served Job controller's (``job_controller=False``; a replay's Job
+controller hears of its pods' ends through :attr:`Cluster.after_pod_end`), and its entries are cancellable
+(``cancellable=True``) so that virtual time never jumps to a stage of a pod that has ended.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class Cluster:
         API): a Job's pods then come from :meth:`JobBook.adopt_pod <kubeflux.sim.jobbook.JobBook.adopt_pod>` and the
         cluster only runs them."""
         self.book.job_controller = self.job_controller
+        self.after_pod_end: Callable[[SimJob], None] | None = None
+        """Called with a pod's job once the job took the pod's end in (the served cluster's replay follows it)."""
         self._handles: dict[SimPod, list[Handle]] | None = {} if cancellable else None
         """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
         nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its
@@ -522,13 +526,14 @@ class Cluster:
         job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
         if peers and phase is PodPhase.FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
             self._end_peers(job, sp)
-        if job.finish is not None:
-            return
-        if job.wjob.kind is JobKind.JOB:
-            if self.job_controller is not None:
-                self.job_controller.pod_ended(job)
-        elif job.active == 0:
-            self.book.finish_job(job)
+        if job.finish is None:
+            if job.wjob.kind is JobKind.JOB:
+                if self.job_controller is not None:
+                    self.job_controller.pod_ended(job)
+            elif job.active == 0:
+                self.book.finish_job(job)
+        if self.after_pod_end is not None:
+            self.after_pod_end(job)
 
     def _end_peers(self, job: SimJob, failed: SimPod) -> None:
         """A pod of a coupled job failed: the job cannot compute without it (an MPI rank lost), so its other

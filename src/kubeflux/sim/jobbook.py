@@ -3,10 +3,13 @@
 :class:`JobBook` is the part of :class:`kubeflux.sim.cluster.Cluster` that holds what the API server's store
 holds: every job in submission order (a :class:`~kubeflux.sim.jobs.SimJob`, its index its place in
 :attr:`JobBook.jobs`), the pods not deleted by key, the pod groups by key, and how many jobs wait (no pod bound
-yet, not rejected) over time (:attr:`JobBook.queue_series`). It creates a job's objects (:meth:`JobBook.submit`,
-:meth:`JobBook.create_pod`), takes jobs and pods made elsewhere (the served cluster's API objects:
-:meth:`JobBook.add_job`, :meth:`JobBook.adopt_pod`), follows a job out of the queue (its first bind, its
-rejection, its end) and writes the records (``jobs.csv``, ``pods.csv``).
+yet, not rejected) over time (:attr:`JobBook.queue_series`). A job arrives one way, :meth:`JobBook.arrive`
+(rejected, or queued with its templates' timings and its coupling), for ``simulate`` and the served cluster's
+workload replay alike; :meth:`JobBook.submit` then creates its objects (:meth:`JobBook.create_pod`: a pod made by
+:meth:`JobBook.new_pod`, with its draws, and added by :meth:`JobBook.add_pod`), where the replay creates them through
+the API. The book also takes jobs and pods made by the served cluster's clients (:meth:`JobBook.add_job`,
+:meth:`JobBook.adopt_pod`), follows a job out of the queue (its first bind, its rejection, its end) and writes the
+records (``jobs.csv``, ``pods.csv``).
 
 It runs no pod: the cluster binds, starts and ends them. It tells the observers of each object it creates
 through the ``emit`` it is given (the cluster's), and reads the time from the cluster's loop.
@@ -71,7 +74,37 @@ class JobBook:
 
     # -- submission --------------------------------------------------------------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
-        """Create the job's objects now: its PodGroup (when a gang), then its pods (a Job: the first wave).
+        """The job arrives (:meth:`arrive`), then its objects are created now: its PodGroup (when a gang), then its
+        pods (a Job: the first wave).
+
+        Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
+        job = self.arrive(wjob, submit_time)
+        if job.rejected_reason:
+            return job
+        now = self.loop.now
+        if wjob.min_member > 0:
+            group = PodGroup(
+                wjob.namespace, wjob.name, wjob.min_member, wjob.schedule_timeout_seconds, now, f"pg-{job.index}"
+            )
+            job.group_key = group.key
+            self.groups[group.key] = group
+            self._emit(EventKind.ADDED, group)
+        if wjob.kind is JobKind.JOB:
+            if self.job_controller is None:
+                raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
+            self.job_controller.start(job)
+        else:
+            for i, timing in enumerate(job.timings):
+                self.create_pod(job, timing, wjob.pods[i].name)
+        return job
+
+    def arrive(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
+        """The job arrives now (its submit time ``submit_time``, by default now): it joins :attr:`jobs` and, unless
+        it is rejected, waits in the queue with its templates' timings read (coupled, when the book couples, if its
+        quorum is over 1: :func:`~kubeflux.sim.jobs.coupled_quorum`). Rejected (its ``rejected_reason`` says why)
+        when the workload rejected it, when a field of its templates cannot be read (named in :attr:`problems`) or
+        when it has no pods. Its objects are the caller's to create (:meth:`submit`; the served cluster's replay
+        creates them through the API).
 
         Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
         check_job(wjob)
@@ -92,20 +125,6 @@ class JobBook:
             job.reject(f"job {wjob.id}: no pods", now)
             return job
         self._enqueue(job, quorum)
-        if wjob.min_member > 0:
-            group = PodGroup(
-                wjob.namespace, wjob.name, wjob.min_member, wjob.schedule_timeout_seconds, now, f"pg-{job.index}"
-            )
-            job.group_key = group.key
-            self.groups[group.key] = group
-            self._emit(EventKind.ADDED, group)
-        if wjob.kind is JobKind.JOB:
-            if self.job_controller is None:
-                raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
-            self.job_controller.start(job)
-        else:
-            for i, timing in enumerate(job.timings):
-                self.create_pod(job, timing, wjob.pods[i].name)
         return job
 
     def _enqueue(self, job: SimJob, quorum: int) -> None:
@@ -117,7 +136,19 @@ class JobBook:
 
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
         """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending (an Indexed Job's
-        with its completion ``index``). A name already taken rejects the job, named in :attr:`problems`."""
+        with its completion ``index``): :meth:`new_pod`, then :meth:`add_pod`. A name already taken rejects the
+        job (:meth:`refuse`)."""
+        wjob = job.wjob
+        key = f"{wjob.namespace}/{name}"
+        if key in self.pods:
+            self.refuse(job, f"job {wjob.id}: pod {key} already exists")
+            return
+        self.add_pod(job, self.new_pod(job, timing, name, index))
+
+    def new_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> SimPod:
+        """One of ``job``'s pods, made from ``timing`` and named ``name`` (an Indexed Job's with its completion
+        ``index``), Pending, with its random draws made (the book's generator, in creation order); not in the
+        book until :meth:`add_pod`."""
         wjob = job.wjob
         now = self.loop.now
         t = timing.template
@@ -143,25 +174,28 @@ class JobBook:
             owner=timing.owner,
             manifest=t.manifest,
         )
-        key = f"{wjob.namespace}/{name}"
-        if key in self.pods:
-            message = f"job {wjob.id}: pod {key} already exists"
-            self.problems.append(message)
-            if not job.rejected_reason and job.first_bind is None:
-                self._dequeue()
-            job.reject(message, now)
-            return
         sp = SimPod(pod=pod, job_index=job.index, timing=timing, now=now)
         sp.completion_index = index
         sp.draw(self.lifecycle, self._rng)
-        self._add_pod(job, sp)
+        return sp
 
-    def _add_pod(self, job: SimJob, sp: SimPod) -> None:
+    def add_pod(self, job: SimJob, sp: SimPod) -> None:
+        """``sp`` (from :meth:`new_pod`, or :meth:`adopt_pod`'s) is one of ``job``'s pods now: counted in the job, in
+        :attr:`pods` by its key, and ADDED for the observers."""
         job.created += 1
         job.active += 1
         job.pods.append(sp)
         self.pods[sp.pod.key] = sp
         self._emit(EventKind.ADDED, sp.pod)
+
+    def refuse(self, job: SimJob, message: str) -> None:
+        """An object of ``job`` could not be created (a pod's name is taken; in the served cluster, the API
+        refused it): named in :attr:`problems`, the job is REJECTED with ``message`` (it leaves the queue if it
+        waited)."""
+        self.problems.append(message)
+        if not job.rejected_reason and job.first_bind is None:
+            self._dequeue()
+        job.reject(message, self.loop.now)
 
     # -- jobs and pods made elsewhere (the served cluster's API objects) ---------------------------------------
     def add_job(self, wjob: WorkloadJob, quorum: int = 0) -> SimJob:
@@ -180,7 +214,7 @@ class JobBook:
         if pod.key in self.pods:
             raise ValueError(f"pod {pod.key} already exists")
         sp = SimPod(pod=pod, job_index=job.index, timing=timing, now=self.loop.now)
-        self._add_pod(job, sp)
+        self.add_pod(job, sp)
         return sp
 
     # -- a job leaves the queue --------------------------------------------------------------------------------

@@ -180,3 +180,24 @@ def test_each_node_renews_its_lease_in_kube_node_lease(cluster: Any, tmp_path: P
     assert [(lease.metadata.name, lease.spec.holder_identity) for lease in leases] == [("node-0000", "node-0000")]
     assert leases[0].spec.renew_time is not None
     assert leases[0].metadata.owner_references[0].kind == "Node"
+
+
+def test_the_cluster_knows_a_pod_from_its_creation_and_binds_it_with_its_binding() -> None:
+    from tests.sim.apiserver.test_virtual_time import PODS, call, eventually
+
+    nodes = uniform_cluster(3, 4, "8Gi")
+    with ApiServer(nodes, kubelet=True) as server:
+        assert server.kubelet is not None
+        cluster = server.kubelet.cluster
+        # every node from the start, in the API's order: the core ids are those simulate gives the same nodes
+        assert [node.name for node in cluster.nodes] == [node.name for node in nodes]
+        manifest = _pod("p", cpu="2", run="10ms")
+        manifest["spec"]["schedulerName"] = "nobody"  # type: ignore[index]
+        call(server, "POST", PODS, manifest)
+        eventually(lambda: "default/p" in cluster.pods, "the pod in the cluster")
+        sp = cluster.pods["default/p"]
+        assert sp.bound_at is None and cluster.jobs[sp.job_index].first_bind is None
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}}
+        call(server, "POST", f"{PODS}/p/binding", {**binding, "target": {"kind": "Node", "name": nodes[2].name}})
+        eventually(lambda: call(server, "GET", f"{PODS}/p")["status"]["phase"] == "Succeeded", "the pod succeeded")
+        assert sp.pod.node_name == nodes[2].name and sorted(sp.cores) == [8, 9]  # the third node's first cores

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,11 @@ def nodes_of(cluster: Path | tuple[int, int]) -> list[Node]:
     return read_cluster(cluster) if isinstance(cluster, Path) else uniform_cluster(*cluster, "64Gi")
 
 
-def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> tuple[RunRecord, RunRecord]:
-    """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each)."""
+def both(
+    workload: Workload, nodes: list[Node], scheduler: str = "kubeflux", after: Callable[[ApiServer], None] | None = None
+) -> tuple[RunRecord, RunRecord]:
+    """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each); ``after``
+    looks at the served cluster once its run is done."""
     schedulers, primary = _schedulers_for(scheduler, workload)
     simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
     schedulers, primary = _schedulers_for(scheduler, workload)
@@ -67,6 +71,8 @@ def both(workload: Workload, nodes: list[Node], scheduler: str = "kubeflux") -> 
         assert server.join(timeout=900), "the replay never finished"
         assert server.replay is not None
         served = server.replay.run_record(scheduler, 0.0)
+        if after is not None:
+            after(server)
     finally:
         server.stop()
     return simulated, served
@@ -236,3 +242,69 @@ def test_a_failed_pod_of_a_coupled_job_ends_its_peers_as_in_the_simulator() -> N
     assert simulated_pods["default/b-0"][1:] == (30.0, "Failed", "PeerFailed")
     assert {p.pod: (p.running_time, p.end_time, p.phase, p.reason) for p in served.pods} == simulated_pods
     assert schedule(served) == schedule(simulated)
+
+
+def test_a_coupled_jobs_unbound_peers_are_deleted_through_the_api_when_it_fails() -> None:
+    # A PodGroup of minMember 2 and three pods, one too big for any node: coscheduling binds b-0 and b-1, which
+    # compute together; b-1 fails at 30 s (its activeDeadlineSeconds), so the job fails there: b-0 ends PeerFailed,
+    # and b-2, never bound, ends and is deleted, in the simulator and, through the API, in the served cluster.
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    pods = [
+        PodTemplate(name="b-0", requests={"cpu": 1000}, run_time=100.0),
+        PodTemplate(name="b-1", requests={"cpu": 1000}, run_time=100.0, active_deadline_seconds=30.0),
+        PodTemplate(name="b-2", requests={"cpu": 64000}, run_time=100.0),
+    ]
+    job = WorkloadJob(id="b", submit_time=0.0, kind=JobKind.POD_GROUP, name="b", min_member=2, pods=pods)
+    left: dict[str, str] = {}
+
+    def pods_left(server: ApiServer) -> None:
+        pods_resource = server.store.registry.find("", "v1", "pods")
+        assert pods_resource is not None
+        left.update({obj["metadata"]["name"]: obj["status"]["phase"] for obj in server.store.objects(pods_resource)})
+
+    simulated, served = both(Workload("w", [job]), uniform_cluster(2, 2, "8Gi"), "coscheduling", pods_left)
+    outcome = {p.pod: (p.bind_time, p.end_time, p.phase, p.reason) for p in simulated.pods}
+    assert outcome["default/b-2"] == (None, 30.0, "Failed", "PeerFailed")
+    assert {p.pod: (p.bind_time, p.end_time, p.phase, p.reason) for p in served.pods} == outcome
+    assert left == {"b-0": "Failed", "b-1": "Failed"}  # b-2 is not left Pending
+    assert schedule(served) == schedule(simulated)
+
+
+def test_a_coupled_workload_gives_simulates_records_through_the_api_by_construction() -> None:
+    # A trace job of three ranks whose second is killed 20 s after its bind (the others end PeerFailed), a coupled
+    # Job (its template says so) of two pods, a lone pod and a Job killed at its deadline after them: every job's and
+    # every pod's record (start,
+    # end, state, reason, cores) is the same through simulate and through cluster serve's replay, since both are the
+    # one Cluster's.
+    from kubeflux.sim.jobs import COUPLED_ANNOTATION
+    from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+    ranks = [PodTemplate(name=f"mpi-{k}", requests={"cpu": 1000}, run_time=60.0) for k in range(3)]
+    ranks[1].active_deadline_seconds = 20.0
+    trace = WorkloadJob(id="mpi", submit_time=0.0, kind=JobKind.TRACE, name="mpi", pods=ranks)
+    coupled = PodTemplate(name="pair", requests={"cpu": 2000}, run_time=40.0, annotations={COUPLED_ANNOTATION: "true"})
+    pair = WorkloadJob(id="pair", submit_time=5.0, kind=JobKind.JOB, name="pair", pods=[coupled], parallelism=2)
+    pair.completions = 2
+    solo = WorkloadJob(
+        id="solo", submit_time=10.0, kind=JobKind.POD, name="solo", pods=[PodTemplate("solo", {"cpu": 3000}, 15.0)]
+    )
+    late = WorkloadJob(
+        id="late", submit_time=10.0, kind=JobKind.JOB, name="late", pods=[PodTemplate("late", {"cpu": 1000}, 100.0)]
+    )
+    late.active_deadline_seconds = 30.0  # its Job controller kills its pod then: the cluster hears why first
+    nodes = uniform_cluster(2, 4, "8Gi")
+    simulated, served = both(Workload("w", [trace, pair, solo, late]), nodes, "kubeflux")
+    states = {job.job_id: job.final_state.value for job in simulated.jobs}
+    assert states.pop("late") == "COMPLETED_WALLTIME_REACHED"
+    assert [(p.end_time, p.reason) for p in served.pods if p.job_id == "late"] == [(40.0, "DeadlineExceeded")]
+    assert states == {
+        "mpi": "COMPLETED_WALLTIME_REACHED",
+        "pair": "COMPLETED_SUCCESSFULLY",
+        "solo": "COMPLETED_SUCCESSFULLY",
+    }
+    assert [p.reason for p in simulated.pods if p.job_id == "mpi"] == ["PeerFailed", "DeadlineExceeded", "PeerFailed"]
+    assert served.jobs == simulated.jobs
+    assert served.pods == simulated.pods
+    assert served.utilization_series == simulated.utilization_series
+    assert served.queue_series == simulated.queue_series

@@ -165,6 +165,8 @@ def serve_command(
         raise typer.BadParameter(f"--settle must be from 0 to 60 seconds, got {settle}")
     if until_done and not workload:
         raise typer.BadParameter("--until-done needs a --workload to replay")
+    if workload and not kubelet:
+        raise typer.BadParameter("--workload runs its pods in the simulated kubelets: --no-kubelet cannot go with it")
     try:
         lifecycle = Lifecycle(start_delay, start_jitter, seed=seed)
         clock: Clock = VirtualClock() if clock_mode == "virtual" else WallClock(speed)

@@ -1,20 +1,26 @@
 """The served cluster's simulated kubelet: the API's side of the simulator's :class:`~kubeflux.sim.cluster.Cluster`.
 
-There is one pod lifecycle, the simulator's: every bound pod is run by a :class:`~kubeflux.sim.cluster.Cluster`
+There is one cluster model, the simulator's: every pod is run by a :class:`~kubeflux.sim.cluster.Cluster`
 (:attr:`SimulatedKubelet.cluster`) on the served clock's event loop (the :class:`~kubeflux.sim.clock.EventLoop` of
 a :class:`~kubeflux.sim.apiserver.clock.VirtualClock`, or one a wall clock drives:
 :class:`~kubeflux.sim.apiserver.clock.WallEvents`), with cancellable entries so that virtual time never jumps to a
-stage of a pod that is gone. This module only translates between the API and the cluster:
+stage of a pod that is gone. The cluster has every node of the store from the start, in the store's order (so
+its core ids are those ``simulate`` gives the same nodes). This module only translates between the API and the
+cluster:
 
-* a pod bound through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
+* a pod created through the API is read (the manifest reader and :func:`kubeflux.sim.jobs.timing_of`: KWOK's
   ``pod-ready`` and ``pod-complete`` stage annotations, ``sim.kubeflux.io/exit-code``, ``activeDeadlineSeconds``;
-  KWOK's jitter drawn here, from the lifecycle's seed), joins the cluster's job book
-  (:meth:`kubeflux.sim.jobbook.JobBook.adopt_pod`, with its API uid, in a job of its own or its coupled job's)
-  and is bound there (:meth:`Cluster.bind_pod`), on the cluster's copy of its node (read from the store: ready
-  and schedulable, as a node's kubelet runs whatever is bound to it; the kubelet's admission refuses a pod that
-  does not fit, ``OutOf<resource>``);
+  KWOK's jitter drawn here, from the lifecycle's seed) and joins the cluster's job book, Pending
+  (:meth:`kubeflux.sim.jobbook.JobBook.adopt_pod`, with its API uid, in a job of its own or its coupled job's);
+  a workload replay's pods are made in the book by the replay itself and handed over (:meth:`SimulatedKubelet.add_pod`);
+* once the API gives it a node (a Binding, or ``nodeName`` at its creation) it is bound in the cluster
+  (:meth:`Cluster.bind_pod`), on the cluster's copy of its node (read from the store: ready and schedulable, as a
+  node's kubelet runs whatever is bound to it; the kubelet's admission refuses a pod that does not fit,
+  ``OutOf<resource>``);
 * a pod deleted through the API (or Terminating: confirmed at once with grace 0, as KWOK's ``pod-delete`` stage
-  does) is deleted in the cluster (:meth:`Cluster.delete_pod`);
+  does) is deleted in the cluster (:meth:`Cluster.delete_pod`); a pod the cluster deletes (a coupled job's peer
+  never bound, a pod an in-process controller kills: :meth:`SimulatedKubelet.delete_pod`) is deleted through the
+  API;
 * every change the cluster makes to a bound pod (Running, Succeeded/Failed, ``DeadlineExceeded``, ``PeerFailed``)
   is written through the ``pods/status`` subresource, once per change, as :func:`kubeflux.sim.podstatus.pod_status`
   derives it (conditions, container state, ``startTime``), as a kubelet writes it.
@@ -28,16 +34,16 @@ replay) the pods of a coupled job compute together (:func:`kubeflux.sim.jobs.cou
 ``sim.kubeflux.io/coupled: "true"``), and a pod of a coupled PodGroup that fails ends the others (``PeerFailed``),
 as in ``kubeflux simulate``. The Jobs are the served Job controller's: the cluster's own is off.
 
-Only pods bound to a node the store knows are taken; a pod whose annotations cannot be read stays Pending and
-gets a Warning event naming the field. Each node's kubelet also renews its Lease in ``kube-node-lease`` every
-``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it first, and every
-:data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready`` condition's ``lastHeartbeatTime``), as
-a kubelet reports an unchanged node status. In virtual time a heartbeat never makes time jump: both are written at
-the time points the clock lands on, once their period has passed, leases at most once a wall second and node
-status at most once every 10 wall seconds (a run of thousands of time points would otherwise spend much of its
-time on heartbeats); after a long jump a lease may
-look older than its 40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions
-other than a ready node's heartbeat, and failure injection, are not here yet.
+Only pods bound to a node the store knows run; a pod whose annotations cannot be read stays out of the cluster
+(Pending in the API) and, once bound, gets a Warning event naming the field. Each node's kubelet also renews its
+Lease in ``kube-node-lease`` every ``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults),
+creating it first, and every :data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready``
+condition's ``lastHeartbeatTime``), as a kubelet reports an unchanged node status. In virtual time a heartbeat
+never makes time jump: both are written at the time points the clock lands on, once their period has passed,
+leases at most once a wall second and node status at most once every 10 wall seconds (a run of thousands of time
+points would otherwise spend much of its time on heartbeats); after a long jump a lease may look older than its
+40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions other than a ready
+node's heartbeat, and failure injection, are not here yet.
 """
 
 from __future__ import annotations
@@ -171,13 +177,19 @@ class SimulatedKubelet:
         self._node_versions: dict[str, str] = {}
         """Node name → the ``resourceVersion`` of the node :attr:`cluster` holds."""
         self.lives: dict[str, SimPod] = {}
-        """uid → a bound pod being run."""
+        """uid → the cluster's pod (Pending, bound, running or ended) of each pod the API has."""
         self._held: dict[SimPod, None] | None = None
         """While a change read from the API is told to the cluster: the pods whose status to write after it (one
         write per pod and change)."""
         self.known_pod: Callable[[Object, Object | None], Pod | None] | None = None
         """Asked for a reading of a pod (its version, the previous one) before its manifest is read: the in-process
         schedulers' (:meth:`InProcessSchedulers.known_pod`) when they run."""
+        self._made: dict[str, SimPod] = {}
+        """uid → a pod an in-process client made in the cluster (:meth:`add_pod`) whose creation the kubelet has not
+        read yet (it stays while the cluster has deleted it and the API's deletion is not read yet)."""
+        for node in list(store.objects(nodes)):  # every node now, in the store's order: the simulator's core ids
+            with contextlib.suppress(ApiError, ManifestError, ValueError):
+                self._node_index(node["metadata"]["name"])
         self._follower = Follower(store, loop, [(pods, self._event)])
         self._follower.list_existing()
         self.leases = store.registry.find("coordination.k8s.io", "v1", "leases")
@@ -259,31 +271,85 @@ class SimulatedKubelet:
         self._handle(type_, event.obj, event.prev)
 
     def _handle(self, type_: str, obj: Object, prev: Object | None = None) -> None:
-        """Tell the cluster a change of a pod read from the API (see :meth:`_telling`)."""
+        """Tell the cluster a change of a pod read from the API (see :meth:`_telling`): a pod joins the cluster
+        when it is created (:meth:`_join`), is bound there when it has a node, leaves it when deleted."""
         meta = obj["metadata"]
+        uid = meta["uid"]
         if type_ == "DELETED":
-            sp = self.lives.pop(meta["uid"], None)
+            self._made.pop(uid, None)
+            sp = self.lives.pop(uid, None)
             if sp is not None:
                 self._telling(self._forget, sp)
             return
         node = obj.get("spec", {}).get("nodeName")
-        if not node:
-            return
-        if meta.get("deletionTimestamp"):
-            self._confirm_deletion(obj)
+        if meta.get("deletionTimestamp"):  # Terminating: nothing joins, a bound pod's deletion is confirmed
+            if node:
+                self._confirm_deletion(obj)
             return
         phase = obj.get("status", {}).get("phase")
-        sp = self.lives.get(meta["uid"])
-        if sp is None and phase == "Pending":
-            self._telling(self._admit, obj, prev, node)
-        elif sp is not None and sp.finished_at is None and phase in ("Succeeded", "Failed"):
-            del self.lives[meta["uid"]]  # another writer ended it (a test, a KWOK stage): its resources come back
+        sp = self.lives.get(uid)
+        if sp is None and phase == "Pending" and (node or type_ == "ADDED"):
+            sp = self._join(obj, prev, uid, node)
+        if not node or sp is None:
+            return
+        if sp.finished_at is not None:
+            return
+        if sp.bound_at is None:
+            if phase == "Pending":
+                self._telling(self._bind, sp, obj, node)
+        elif phase in ("Succeeded", "Failed"):
+            del self.lives[uid]  # another writer ended it (a test, a KWOK stage): its resources come back
             self._telling(self._forget, sp)
 
+    def _join(self, obj: Object, prev: Object | None, uid: str, node: str | None) -> SimPod | None:
+        """The pod ``obj`` (uid ``uid``), seen for the first time, joins :attr:`lives`: the one an in-process
+        client made in the cluster (:meth:`add_pod`), or one read from the API (:meth:`_learn`). None when it
+        cannot join: the cluster deleted it before its creation was seen, or it cannot be read (bound to
+        ``node``: a Warning event says why; not bound yet: read again when it is)."""
+        made = self._made.get(uid)
+        if made is not None:
+            if made.pod.deleted:
+                return None  # the cluster deleted it already; its deletion through the API follows
+            del self._made[uid]
+            self.lives[uid] = made
+            return made
+        self._telling(self._learn, obj, prev, uid, bool(node))
+        return self.lives.get(uid)
+
+    def add_pod(self, job: SimJob, sp: SimPod) -> None:
+        """A pod an in-process client made in :attr:`cluster`'s book (``sp``, from
+        :meth:`JobBook.new_pod <kubeflux.sim.jobbook.JobBook.new_pod>`, for ``job``) has just been created through
+        the API with the uid ``sp.pod.uid``: it joins the cluster now, so that its watch events find it there (a
+        pod of its name the cluster still holds, ended and not yet seen deleted, is let go first)."""
+        self._hold(self._make_room, sp.pod.key)
+        self.cluster.book.add_pod(job, sp)
+        self._made[sp.pod.uid] = sp
+
+    def delete_pod(self, key: str, reason: str = "Deleted") -> None:
+        """An in-process controller deletes the pod ``key``: the cluster first (a pod not ended is killed with
+        ``reason``, see :meth:`Cluster.delete_pod <kubeflux.sim.cluster.Cluster.delete_pod>`), then the API
+        (:meth:`_observe`). Nothing when the cluster holds no such pod."""
+        if key in self.cluster.pods:
+            self._hold(self.cluster.delete_pod, key, reason)
+            self.time.arm()
+
+    def pod_of(self, uid: str) -> SimPod | None:
+        """The cluster's pod of API uid ``uid``, if it holds one."""
+        return self.lives.get(uid) or self._made.get(uid)
+
     def _telling(self, change: Callable[..., None], *args: Any) -> None:
-        """Run ``change`` on the cluster at the clock's time, write the status of every pod it changed once,
-        then set the timer of the cluster's next entry."""
+        """Run ``change`` on the cluster at the clock's time (:meth:`_hold`), then set the timer of the cluster's
+        next entry."""
         self.time.catch_up()
+        self._hold(change, *args)
+        self.time.arm()
+
+    def _hold(self, change: Callable[..., None], *args: Any) -> None:
+        """Run ``change`` on the cluster, then write the status of every pod it changed once (within a change
+        already held: with that one's)."""
+        if self._held is not None:
+            change(*args)
+            return
         self._held = {}
         try:
             change(*args)
@@ -291,12 +357,18 @@ class SimulatedKubelet:
             held, self._held = self._held, None
             for sp in held:
                 self._write_status(sp)
-        self.time.arm()
 
     def _observe(self, event: ClusterEvent, now: float) -> None:
-        """The cluster changed a bound pod: its status is written (after the change being told, if any)."""
+        """The cluster changed a bound pod: its status is written (after the change being held, if any). The
+        cluster deleted a pod the API still has (a coupled job's unbound peer, a controller's kill): the API
+        deletes it too."""
         pod = event.obj
-        if event.kind is not EventKind.MODIFIED or not isinstance(pod, Pod) or not pod.node_name:
+        if not isinstance(pod, Pod):
+            return
+        if event.kind is EventKind.DELETED:
+            self._deleted(pod)
+            return
+        if event.kind is not EventKind.MODIFIED or not pod.node_name:
             return
         sp = self.cluster.pods.get(pod.key)
         if sp is None or sp.pod is not pod:
@@ -305,6 +377,15 @@ class SimulatedKubelet:
             self._held[sp] = None
         else:
             self._write_status(sp)
+
+    def _deleted(self, pod: Pod) -> None:
+        sp = self.lives.pop(pod.uid, None)
+        if sp is None and pod.uid not in self._made:
+            return  # the API deleted it first
+        if sp is not None and self._held is not None:
+            self._held.pop(sp, None)
+        with contextlib.suppress(ApiError):
+            self.store.delete(self.pods, pod.namespace, pod.name, grace=0, uid=pod.uid)
 
     def _node_index(self, name: str) -> None:
         """Bring the cluster's copy of node ``name`` up to the store's (a node's kubelet runs whatever is bound to
@@ -322,15 +403,11 @@ class SimulatedKubelet:
             self.cluster.add_node(node)
         self._node_versions[name] = version
 
-    def _admit(self, obj: Object, prev: Object | None, node: str) -> None:
+    def _learn(self, obj: Object, prev: Object | None, uid: str, bound: bool) -> None:
+        """Read the pod ``obj`` (the manifest reader, its stage annotations) and add it to the cluster's book,
+        Pending and unbound, in a job of its own or its coupled job's; KWOK's jitter is drawn here. A pod that
+        cannot be read is left out (``bound``: with a Warning event naming the field)."""
         meta, namespace = obj["metadata"], obj["metadata"]["namespace"]
-        try:
-            self._node_index(node)
-        except ApiError:
-            return  # no such node: no kubelet will ever run it
-        except (ManifestError, ValueError) as exc:
-            record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
-            return
         try:
             known = self.known_pod(obj, prev) if self.known_pod is not None else None
             # a copy: the kubelet moves its pod's phase on, the schedulers' reading must not move with it
@@ -344,22 +421,39 @@ class SimulatedKubelet:
             )
             timing = timing_of(template, wjob, self.lifecycle, dict(pod.labels), pod.scheduler_name)
         except (ManifestError, ValueError) as exc:
-            record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
+            if bound:
+                record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
             return
         job = self._coupled(obj, wjob) if self.couple else None
         if job is None:
             job = self.cluster.book.add_job(wjob)
-        stale = self.cluster.pods.get(pod.key)
-        if stale is not None:  # an earlier pod of this name, ended and not yet seen deleted
-            self.lives.pop(stale.pod.uid, None)
-            self._forget(stale)
-        pod.node_name, pod.phase = "", PodPhase.PENDING  # the cluster binds it now, as the API did
+        self._make_room(pod.key)
+        pod.node_name, pod.phase = "", PodPhase.PENDING  # the cluster binds it, as the API did
         sp = self.cluster.book.adopt_pod(job, pod, timing)
         if timing.start_jitter > timing.start_delay:
             sp.start_delay = self._random.uniform(timing.start_delay, timing.start_jitter)
         if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
             sp.run_time = self._random.uniform(sp.run_time, timing.run_jitter)
-        self.lives[meta["uid"]] = sp
+        self.lives[uid] = sp
+
+    def _make_room(self, key: str) -> None:
+        """An earlier pod of the name ``key``, ended and not yet seen deleted, leaves the cluster."""
+        stale = self.cluster.pods.get(key)
+        if stale is not None:
+            self.lives.pop(stale.pod.uid, None)
+            self._forget(stale)
+
+    def _bind(self, sp: SimPod, obj: Object, node: str) -> None:
+        """The pod ``sp`` is bound to ``node`` in the cluster, as it was through the API (the cluster's copy of the
+        node brought up to the store's first: a node the store does not have runs nothing)."""
+        try:
+            self._node_index(node)
+        except ApiError:
+            return  # no such node: no kubelet will ever run it
+        except (ManifestError, ValueError) as exc:
+            namespace = obj["metadata"]["namespace"]
+            record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
+            return
         self.cluster.bind_pod(sp, "", node)
 
     def _coupled(self, obj: Object, wjob: WorkloadJob) -> SimJob | None:
@@ -399,8 +493,8 @@ class SimulatedKubelet:
         return spec if isinstance(spec, dict) else {}
 
     def _forget(self, sp: SimPod) -> None:
-        """The pod left the API: the cluster deletes it (a running pod is killed; a coupled job's peers end, as in
-        the simulator); its own status is not written (there is no pod to write it on)."""
+        """The pod left the API: the cluster deletes it (a pod not ended is killed; a coupled job's peers end, as
+        in the simulator); its own status is not written (there is no pod to write it on)."""
         if self.cluster.pods.get(sp.pod.key) is sp:
             self.cluster.delete_pod(sp.pod.key)
         if self._held is not None:

@@ -13,8 +13,21 @@ A pod's random draws (KWOK's jitter) are the simulator's, made from the same see
 (:meth:`SimPod.draw`), and written into the pod as plain KWOK annotations (``pod-ready``/``pod-complete`` delays,
 ``sim.kubeflux.io/exit-code``), so the simulated kubelet runs each pod exactly as the simulator would. A trace job
 that outruns its requested time is killed at it, as Batsim does, through ``activeDeadlineSeconds`` (counted from
-the bind, which is the start when pods start at once). The bookkeeping of what happened (binds, starts, endings,
-the cores each pod took, the utilisation and queue series) is :class:`~kubeflux.sim.apiserver.replay_record.ReplayBook`.
+the bind, which is the start when pods start at once).
+
+There is one cluster model: the replay's jobs and pods are the served kubelet's
+:class:`~kubeflux.sim.cluster.Cluster`'s (:attr:`SimulatedKubelet.cluster
+<kubeflux.sim.apiserver.kubelet.SimulatedKubelet.cluster>`). A job arrives through the cluster's job book
+(:meth:`JobBook.arrive <kubeflux.sim.jobbook.JobBook.arrive>`: rejected, or queued with its timings and coupling, as
+``simulate``'s), each pod is made by the book (:meth:`JobBook.new_pod <kubeflux.sim.jobbook.JobBook.new_pod>`:
+its draws), created through the API and handed to the kubelet (:meth:`SimulatedKubelet.add_pod
+<kubeflux.sim.apiserver.kubelet.SimulatedKubelet.add_pod>`); the cluster binds, runs and ends it as the API's
+Bindings and its own stages say, so a coupled job behaves as in ``simulate`` by construction, and the records
+(jobs, pods, the utilisation and queue series) are the cluster's, as ``simulate``'s are, with times counted from
+the replay's start. A pod the Job controller kills reaches the cluster with its reason before the API
+(:meth:`SimulatedKubelet.delete_pod <kubeflux.sim.apiserver.kubelet.SimulatedKubelet.delete_pod>`), and the
+controller hears of each pod's end from the cluster (:attr:`Cluster.after_pod_end
+<kubeflux.sim.cluster.Cluster.after_pod_end>`).
 """
 
 from __future__ import annotations
@@ -22,17 +35,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import random
 from collections.abc import Callable
 from typing import Any
 
 from kubeflux.apiobjects.manifests import pod_to_manifest
-from kubeflux.scheduler.objects import Node, Pod
-from kubeflux.sim.apiserver.clock import Clock
+from kubeflux.scheduler.objects import Pod
+from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
-from kubeflux.sim.apiserver.kubelet import record_event
-from kubeflux.sim.apiserver.replay_record import ReplayBook
+from kubeflux.sim.apiserver.kubelet import SimulatedKubelet, record_event
 from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Callback, Priority
@@ -44,11 +55,11 @@ from kubeflux.sim.jobs import (
     READY_DELAY,
     READY_JITTER,
     SimJob,
-    coupled_quorum,
     exact_seconds,
-    job_timings,
+    job_records,
+    pod_records,
 )
-from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
+from kubeflux.sim.pods import SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
@@ -59,26 +70,27 @@ Object = dict[str, Any]
 
 
 class _Timeline:
-    """The served clock as the simulator's Job controller sees an :class:`~kubeflux.sim.clock.EventLoop`: ``now``
-    in seconds from the replay's start, and ``schedule``."""
+    """The cluster's event loop as its Job controller sees it (``now``, ``schedule``): an entry set on it also
+    sets the served clock's timer (:meth:`VirtualClock.arm`, :meth:`WallEvents.arm`)."""
 
-    def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop, origin: float) -> None:
-        self.clock, self.loop, self.origin = clock, loop, origin
+    def __init__(self, time: VirtualClock | WallEvents) -> None:
+        self.time, self.events = time, time.events
 
     @property
     def now(self) -> float:
-        return self.clock() - self.origin
+        return self.events.now
 
     def schedule(self, at: float, priority: int, callback: Callback, payload: Any = None) -> None:
-        self.clock.call_later(self.loop, at - self.now, Priority(priority), callback, payload)
+        self.events.schedule(at, priority, callback, payload)
+        self.time.arm()
 
 
 class WorkloadReplay:
-    """Replays ``workload`` (already fitted to ``nodes``) through ``store``; see the module docstring.
+    """Replays ``workload`` through ``store``, its pods run by ``kubelet``'s cluster; see the module docstring.
 
-    ``primary`` is the ``schedulerName`` of pods whose template names none (the scheduler under test);
-    ``on_done`` is called once, when every job has ended or been rejected, or when :meth:`idle` says nothing is
-    left to happen.
+    ``primary`` is the ``schedulerName`` of pods whose template names none (the scheduler under test; the
+    cluster's job book reads the templates with it); ``on_done`` is called once, when every job has ended or been
+    rejected, or when :meth:`idle` says nothing is left to happen.
     """
 
     def __init__(
@@ -87,9 +99,8 @@ class WorkloadReplay:
         loop: asyncio.AbstractEventLoop,
         clock: Clock,
         workload: Workload,
-        nodes: list[Node],
+        kubelet: SimulatedKubelet,
         *,
-        lifecycle: Lifecycle | None = None,
         primary: str = "default-scheduler",
         on_done: Callable[[], None] | None = None,
     ) -> None:
@@ -97,24 +108,30 @@ class WorkloadReplay:
         pods, jobs = registry.find("", "v1", "pods"), registry.find("batch", "v1", "jobs")
         groups = registry.find("scheduling.x-k8s.io", "v1alpha1", "podgroups")
         assert pods is not None and jobs is not None and groups is not None
-        self.store, self.aio, self.clock, self.workload = store, loop, clock, workload
+        self.store, self.workload = store, workload
         self.pods_resource, self.jobs_resource, self.groups_resource = pods, jobs, groups
-        self.lifecycle = lifecycle or Lifecycle()
-        self.primary = primary
+        self.kubelet = kubelet
+        self.cluster = kubelet.cluster
+        """The one cluster model: the replay's jobs and pods live in its job book."""
+        self.cluster.book.primary_scheduler = primary
         self.on_done = on_done
         self.done = False
-        self.origin = clock()
-        self.loop = _Timeline(clock, loop, self.origin)
-        """Simulated seconds from the replay's start, for the Job controller (its ``JobHost.loop``)."""
-        self._rng = random.Random(self.lifecycle.seed)
+        kubelet.time.catch_up()
+        self.origin = self.cluster.loop.now
+        """The cluster's time at the replay's start (its first submission): the records count their times from it."""
+        self.loop = _Timeline(kubelet.time)
+        """The cluster's event loop, for the Job controller (its ``JobHost.loop``)."""
         self.jobs: list[SimJob] = []
+        """The replay's jobs (in the cluster's book, among those of pods other clients create), in arrival order."""
+        self._own: dict[int, SimJob] = {}
+        """The replay's jobs by their index in the cluster's book."""
         self.problems: list[str] = list(workload.problems)
         self.stopped = ""
         """Why the run stopped before its work was done (a deadlock, the idle wake-up guard), as the simulator's."""
-        self.job_controller = JobController(self)
+        self.job_controller = JobController(self, kubelet.lifecycle.job_sync_delay)
+        self.cluster.after_pod_end = self._pod_ended
         self._job_uids: dict[int, str] = {}
         """Job index → uid of its ``batch/v1`` Job object."""
-        self.book = ReplayBook(store, loop, clock, nodes, self)
         self._by_uid: dict[str, SimJob] = {}
         """uid of a ``batch/v1`` Job object the replay created → its record."""
         self._jobs_follower = Follower(store, loop, [(jobs, self._job_event)])
@@ -128,58 +145,51 @@ class WorkloadReplay:
 
     @property
     def busy(self) -> bool:
-        """Watch events of pods or Jobs wait to be read (the virtual clock must not jump)."""
-        return self.book.busy or self._jobs_follower.busy
+        """Watch events of Jobs wait to be read (the virtual clock must not jump)."""
+        return self._jobs_follower.busy
 
     def stop(self) -> None:
-        self.book.stop()
         self._jobs_follower.stop()
+        if self.cluster.after_pod_end == self._pod_ended:
+            self.cluster.after_pod_end = None
 
     # -- the JobHost interface (the simulator's Job controller acts through it) ---------------------------------
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
-        """Create one of ``job``'s pods, named ``name`` (an Indexed Job's with its completion ``index``), through
-        the store."""
+        """Create one of ``job``'s pods, named ``name`` (an Indexed Job's with its completion ``index``): made by the
+        cluster's book (its draws), posted through the store, then in the cluster (a refusal rejects the job)."""
         wjob = job.wjob
-        now = self.loop.now
-        placeholder = Pod(wjob.namespace, name, "", timing.scheduler_name, creation_time=now)
-        sp = SimPod(placeholder, job.index, timing, now)
-        sp.completion_index = index
-        sp.draw(self.lifecycle, self._rng)
+        book = self.cluster.book
+        sp = book.new_pod(job, timing, name, index)
         try:
             created = self.store.create(self.pods_resource, wjob.namespace, self._pod_manifest(job, sp, name))
         except ApiError as exc:
-            message = f"job {wjob.id}: pod {wjob.namespace}/{name}: {exc.message}"
-            self.problems.append(message)
-            if not job.rejected_reason and job.first_bind is None:
-                self.book.left_queue(job)
-            job.reject(message, now)
+            book.refuse(job, f"job {wjob.id}: pod {wjob.namespace}/{name}: {exc.message}")
             return
-        job.created += 1
-        job.active += 1
-        job.pods.append(sp)
-        self.book.track(created["metadata"]["uid"], sp)
+        sp.pod.uid = created["metadata"]["uid"]
+        self.kubelet.add_pod(job, sp)
 
     def delete_pod(self, key: str, reason: str = "Deleted") -> None:
-        """Delete the pod ``key`` at once; the book counts an unfinished one as killed with ``reason``."""
-        namespace, name = key.split("/", 1)
-        self.book.killing[key] = reason
-        with contextlib.suppress(ApiError):
-            self.store.delete(self.pods_resource, namespace, name, grace=0)
+        """Delete the pod ``key`` now: the cluster kills it with ``reason`` if it has not ended, then the API
+        deletes it (:meth:`SimulatedKubelet.delete_pod`)."""
+        self.kubelet.delete_pod(key, reason)
 
     def finish_job(self, job: SimJob) -> None:
         """``job`` ended: it leaves the queue figures; a ``batch/v1`` Job gets its final status."""
-        job.finish = self.loop.now
-        if job.first_bind is None and not job.rejected_reason:
-            self.book.left_queue(job)
+        self.cluster.book.finish_job(job)
         if job.wjob.kind is JobKind.JOB:
             self._job_status(job)
         self._check_done()
 
-    def job_pod_ended(self, job: SimJob) -> None:
-        """One of a ``batch/v1`` Job's pods ended (its counters are updated): the Job controller acts, and the
-        Job's status follows."""
-        self.job_controller.pod_ended(job)
-        if job.finish is None:
+    def _pod_ended(self, job: SimJob) -> None:
+        """A pod of the cluster ended (:attr:`Cluster.after_pod_end`): for one of the replay's ``batch/v1`` Jobs,
+        the Job controller acts and the Job's status follows; the replay may be done once a job ended."""
+        if self._own.get(job.index) is not job:
+            return
+        if job.finish is not None:
+            if job.wjob.kind is not JobKind.JOB:
+                self._check_done()
+        elif job.wjob.kind is JobKind.JOB:
+            self.job_controller.pod_ended(job)
             self._job_status(job)
 
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
@@ -193,25 +203,13 @@ class WorkloadReplay:
 
     # -- arrivals ------------------------------------------------------------------------------------------------
     def _arrive(self, wjob: WorkloadJob) -> None:
-        now = self.loop.now
-        job = SimJob(wjob, len(self.jobs), wjob.submit_time - self._first)
-        self.jobs.append(job)
         self._arrivals -= 1
-        if wjob.rejected or not wjob.pods:
-            job.reject(wjob.rejected or f"job {wjob.id}: no pods", now)
+        job = self.cluster.book.arrive(wjob, wjob.submit_time - self._first)
+        self.jobs.append(job)
+        self._own[job.index] = job
+        if job.rejected_reason:
             self._check_done()
             return
-        try:
-            job.timings = job_timings(wjob, self.lifecycle, self.primary)
-            quorum = coupled_quorum(wjob)
-        except ValueError as exc:
-            self.problems.append(str(exc))
-            job.reject(str(exc), now)
-            self._check_done()
-            return
-        if quorum > 1:  # the served kubelet couples its pods (see kubeflux.sim.apiserver.kubelet)
-            job.coupled, job.start_quorum = True, quorum
-        self.book.entered_queue()
         if wjob.min_member > 0 and not self._create_group(job):
             return
         if wjob.kind is JobKind.JOB:
@@ -256,10 +254,7 @@ class WorkloadReplay:
         try:
             created = self.store.create(resource, wjob.namespace, body)
         except ApiError as exc:
-            message = f"job {wjob.id}: {body['kind']} {wjob.namespace}/{wjob.name}: {exc.message}"
-            self.problems.append(message)
-            self.book.left_queue(job)
-            job.reject(message, self.loop.now)
+            self.cluster.book.refuse(job, f"job {wjob.id}: {body['kind']} {wjob.namespace}/{wjob.name}: {exc.message}")
             self._check_done()
             return False
         if body["kind"] == "Job":
@@ -343,8 +338,17 @@ class WorkloadReplay:
     def _job_event(self, type_: str, event: WatchEvent) -> None:
         job = self._by_uid.get(event.obj["metadata"]["uid"])
         if type_ == "DELETED" and job is not None and job.finish is None:
+            self.kubelet.time.catch_up()
             job.failed_reason = job.failed_reason or "Deleted"
             self.finish_job(job)
+
+    def rejected(self, uid: str, message: str) -> None:
+        """A scheduler in the process rejected the pod ``uid`` (it can never run): its job is REJECTED, as
+        :meth:`kubeflux.sim.cluster.Cluster.reject` marks it."""
+        sp = self.kubelet.pod_of(uid)
+        if sp is not None and sp.bound_at is None:
+            self.kubelet.time.catch_up()
+            self.cluster.book.reject(self.cluster.jobs[sp.job_index], message)
 
     def _uid_of(self, namespace: str, name: str) -> str:
         try:
@@ -365,15 +369,15 @@ class WorkloadReplay:
         if not self._arrivals:
             stuck = [job for job in self.jobs if job.waiting]
             if stuck and not self.done:
-                self.stopped = deadlock_problem(self.loop.now, stuck)
+                self.stopped = deadlock_problem(self.loop.now - self.origin, stuck)
                 self.problems.append(self.stopped)
             self._finish()
 
     def stalled(self, points: int) -> None:
         """Virtual time stopped: ``points`` time points in a row held only scheduler wake-ups and bound no pod.
         The run ends there, as the simulator's does, and its problems say so."""
-        waiting = sum(1 for sp in self.book.pods.values() if sp.bound_at is None and not sp.pod.deleted)
-        self.stopped = livelock_problem(self.loop.now, points, waiting)
+        waiting = sum(1 for sp in self.cluster.pods.values() if sp.bound_at is None and not sp.pod.deleted)
+        self.stopped = livelock_problem(self.loop.now - self.origin, points, waiting)
         self.problems.append(self.stopped)
         self._finish()
 
@@ -384,8 +388,48 @@ class WorkloadReplay:
                 self.on_done()
 
     def run_record(self, label: str, wall_seconds: float) -> RunRecord:
-        """The run as ``kubeflux simulate`` reports it (times in seconds from the first submission)."""
-        return self.book.run_record(label, self.workload.name, wall_seconds, self.problems, self.stopped)
+        """The run as ``kubeflux simulate`` reports it: the cluster's records of the replay's jobs, times in seconds
+        from the replay's start (the first submission)."""
+        cluster, origin = self.cluster, self.origin
+        layout = cluster.ids.layout()
+        jobs = job_records(self.jobs, self.workload.name, layout)
+        for job in jobs:
+            job.starting_time = _since(job.starting_time, origin)
+            job.finish_time = _since(job.finish_time, origin)
+            job.first_bind_time = _since(job.first_bind_time, origin)
+            job.last_bind_time = _since(job.last_bind_time, origin)
+        pods = pod_records(self.jobs, layout)
+        for pod in pods:
+            pod.created_time -= origin
+            pod.bind_time = _since(pod.bind_time, origin)
+            pod.running_time = _since(pod.running_time, origin)
+            pod.compute_time = _since(pod.compute_time, origin)
+            pod.end_time = _since(pod.end_time, origin)
+        usage = cluster.usage
+        return RunRecord(
+            scheduler=label,
+            workload_name=self.workload.name,
+            jobs=jobs,
+            total_cores=cluster.total_cores,
+            wall_seconds=wall_seconds,
+            pods_bound=cluster.pods_bound,
+            events=cluster.events_emitted,
+            utilization_series=[(at - origin, value) for at, value in usage.cores_series],
+            queue_series=[(at - origin, value) for at, value in cluster.queue_series],
+            problems=self.problems + cluster.problems,
+            pods=pods,
+            resources=layout,
+            idle_series=[(at - origin, value) for at, value in usage.idle_series],
+            usage_series={
+                kind: [(at - origin, allocated, useful) for at, allocated, useful in series]
+                for kind, series in usage.series.items()
+            },
+            stopped=self.stopped,
+        )
+
+
+def _since(at: float | None, origin: float) -> float | None:
+    return None if at is None else at - origin
 
 
 def _duration(seconds: float) -> str:

@@ -240,6 +240,8 @@ class ApiServer:
                 "a workload's Jobs are replayed by the built-in Job controller and garbage collector: they cannot "
                 "be turned off"
             )
+        if workload is not None and not kubelet:
+            raise ValueError("a workload's pods run in the simulated kubelet's cluster: it cannot be turned off")
         self.store.deletion.collects_garbage = "garbagecollector" in self.controllers
         self.store.deletion.finalizes_namespaces = "namespace" in self.controllers
         self.podgroup_controller: PodGroupController | None = None
@@ -331,18 +333,12 @@ class ApiServer:
         self.started_at = time.perf_counter()
         if self.workload is not None:
             done = self._replay_done if self.until_done else None
+            assert self.kubelet is not None  # a replay runs its pods in the kubelet's cluster (see __init__)
             self.replay = WorkloadReplay(
-                self.store,
-                loop,
-                timers,
-                self.workload,
-                self.nodes,
-                lifecycle=self.lifecycle,
-                primary=self.primary,
-                on_done=done,
+                self.store, loop, timers, self.workload, self.kubelet, primary=self.primary, on_done=done
             )
             if self.schedulers is not None:
-                self.schedulers.rejected.append(self.replay.book.rejected)
+                self.schedulers.rejected.append(self.replay.rejected)
         if "job" in self.controllers:
             skip = self.replay.owns_job if self.replay is not None else (lambda uid: False)
             self.job_controller = JobController(self.store, loop, timers, skip)
