@@ -220,6 +220,22 @@ STEPS: list[Step] = [
     patch("priorityclass change value", f"{PCS}/diff-high", {"value": 5}),
     get("priorityclass system", f"{PCS}/system-node-critical"),
     post("pod with priority class", f"{NS}/pods", pod("prioritised", priorityClassName="diff-high")),
+    post("priorityclass never", PCS, {"metadata": {"name": "diff-polite"}, "value": 50, "preemptionPolicy": "Never"}),
+    post("pod with a class that never preempts", f"{NS}/pods", pod("polite", priorityClassName="diff-polite")),
+    post("pod priority not its class's", f"{NS}/pods", pod("mismatch", priorityClassName="diff-high", priority=7)),
+    post(
+        "pod policy not its class's",
+        f"{NS}/pods",
+        pod("pushy", priorityClassName="diff-polite", preemptionPolicy="PreemptLowerPriority"),
+    ),
+    post("pod never without a class", f"{NS}/pods", pod("never", preemptionPolicy="Never")),
+    post(
+        "priorityclass global default", PCS, {"metadata": {"name": "diff-default"}, "value": 3, "globalDefault": True}
+    ),
+    post("pod gets the global default", f"{NS}/pods", pod("defaulted")),
+    get("pod with the global default", f"{NS}/pods/defaulted"),
+    delete("priorityclass global default delete", f"{PCS}/diff-default"),
+    delete("priorityclass never delete", f"{PCS}/diff-polite"),
     delete("priorityclass delete", f"{PCS}/diff-high"),
     # --- finalizers ---------------------------------------------------------------------------------------------------
     post("finalized create", CMS, configmap("held", finalizers=["example.com/hold"])),

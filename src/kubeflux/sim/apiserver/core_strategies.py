@@ -16,12 +16,15 @@ from typing import Any
 import orjson
 
 from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest
+from kubeflux.apiobjects.priority import PriorityClass, PriorityRefused, admit_priority, default_class
 from kubeflux.apiobjects.rules import int_decode_error
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.pod_admission import admit_pod
 from kubeflux.sim.apiserver.registry import (
+    PRIORITY_CLASSES,
+    Lookup,
     Strategy,
     dns_label_causes,
     list_of_objects_causes,
@@ -111,11 +114,10 @@ def default_template_spec(spec: Object, *, restart_policy: bool = True) -> None:
 
 def default_pod_spec(spec: Object) -> None:
     """The real server's defaults for the pod spec fields clients read back: a template's, and what a pod gets
-    besides (``enableServiceLinks``, defaulted on pods only, and the Priority admission's fields)."""
+    besides (``enableServiceLinks``, defaulted on pods only). The Priority admission's fields are set on create
+    (:meth:`PodStrategy.admit`) and kept on update."""
     default_template_spec(spec)
     spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("priority", 0)
 
 
 def condition_times(obj: Object, names: tuple[str, ...]) -> None:
@@ -233,20 +235,23 @@ class PodStrategy(Strategy):
                 del spec[key]
         condition_times(obj, ("lastProbeTime", "lastTransitionTime"))
 
-    def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
-        """The mutating admission plugins (:func:`admit_pod`) and Priority: ``spec.priority`` from
-        ``spec.priorityClassName``."""
+    def admit(self, obj: Object, lookup: Lookup) -> None:
+        """The mutating admission plugins (:func:`admit_pod`) and Priority (:func:`admit_priority`: the pod's
+        class, or the global default one, gives ``spec.priority`` and ``spec.preemptionPolicy``)."""
         spec = obj["spec"]
         admit_pod(obj)
-        name = spec.get("priorityClassName")
-        if not name:
-            return
-        found = lookup("scheduling.k8s.io/priorityclasses", "", name) if isinstance(name, str) else None
-        if found is None:
-            raise errors.forbidden(
-                f'pods "{obj["metadata"]["name"]}" is forbidden: no PriorityClass with name {name} was found'
-            )
-        spec["priority"] = found.get("value", 0)
+
+        def find(name: str) -> PriorityClass | None:
+            found = lookup.get(PRIORITY_CLASSES, "", name)
+            return None if found is None else PriorityClass.from_object(found)
+
+        default = None
+        if not spec.get("priorityClassName"):
+            default = default_class(PriorityClass.from_object(pc) for pc in lookup.every(PRIORITY_CLASSES))
+        try:
+            admit_priority(spec, find, default)
+        except PriorityRefused as refused:
+            raise errors.forbidden(f'pods "{obj["metadata"]["name"]}" is forbidden: {refused}') from None
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = _pod_status_causes(obj)
@@ -258,12 +263,15 @@ class PodStrategy(Strategy):
         spec = new.get("spec")
         if spec is not None and spec is old.get("spec"):  # a status write keeps the stored (valid) spec itself
             return _pod_status_causes(new)
+        old_spec = old.get("spec", {})
         if isinstance(spec, dict):
             default_pod_spec(spec)
+            for field in ("priority", "preemptionPolicy"):  # what Priority admission set on create stays
+                if spec.get(field) is None and field in old_spec:
+                    spec[field] = old_spec[field]
         causes = self.validate(new)
         if causes:
             return causes
-        old_spec = old.get("spec", {})
         new_spec = new.get("spec", {})
         if len(new_spec.get("containers") or ()) != len(old_spec.get("containers") or ()):
             return [Cause("spec.containers", "Forbidden: pod updates may not add or remove containers", _FORBIDDEN)]

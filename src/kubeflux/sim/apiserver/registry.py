@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.units import echo
@@ -32,6 +32,17 @@ __all__ = [
 ]
 
 Object = dict[str, Any]
+PRIORITY_CLASSES = "scheduling.k8s.io/priorityclasses"
+"""The collection (``group/plural``) of PriorityClasses, as a :class:`Lookup` names it."""
+
+
+class Lookup(Protocol):
+    """What admission reads of the store's other objects; collections are named ``group/plural`` (``/pods`` for
+    the core group)."""
+
+    def get(self, collection: str, namespace: str, name: str) -> Object | None: ...
+
+    def every(self, collection: str) -> Iterable[Object]: ...
 
 
 def dns_subdomain_causes(name: str, path: str = "metadata.name") -> list[Cause]:
@@ -136,8 +147,8 @@ class Strategy:
         values Go marshals (a struct that is not a pointer, a time as ``null``, a string as ``""``) and drops (a
         ``null`` pointer); only keys that are missing or ``null`` are touched, so a stored object is left as is."""
 
-    def admit(self, obj: Object, lookup: Callable[[str, str, str], Object | None]) -> None:
-        """Admission on create, with ``lookup(group/plural, namespace, name)`` of other objects; raises ApiError."""
+    def admit(self, obj: Object, lookup: Lookup) -> None:
+        """Admission on create, reading other objects through ``lookup``; raises ApiError."""
 
     def validate(self, obj: Object) -> list[Cause]:
         return []

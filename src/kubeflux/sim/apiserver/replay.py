@@ -107,7 +107,9 @@ class WorkloadReplay:
         registry = store.registry
         pods, jobs = registry.find("", "v1", "pods"), registry.find("batch", "v1", "jobs")
         groups = registry.find("scheduling.x-k8s.io", "v1alpha1", "podgroups")
-        assert pods is not None and jobs is not None and groups is not None
+        classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
+        assert pods is not None and jobs is not None and groups is not None and classes is not None
+        self.classes_resource = classes
         self.store, self.workload = store, workload
         self.pods_resource, self.jobs_resource, self.groups_resource = pods, jobs, groups
         self.kubelet = kubelet
@@ -161,7 +163,9 @@ class WorkloadReplay:
         book = self.cluster.book
         sp = book.new_pod(job, timing, name, index)
         try:
-            created = self.store.create(self.pods_resource, wjob.namespace, self._pod_manifest(job, sp, name))
+            manifest = self._pod_manifest(job, sp, name)
+            self._priority_class(manifest["spec"])
+            created = self.store.create(self.pods_resource, wjob.namespace, manifest)
         except ApiError as exc:
             book.refuse(job, f"job {wjob.id}: pod {wjob.namespace}/{name}: {exc.message}")
             return
@@ -246,7 +250,31 @@ class WorkloadReplay:
         if wjob.active_deadline_seconds is not None:
             spec["activeDeadlineSeconds"] = math.ceil(wjob.active_deadline_seconds)
         body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": wjob.name}, "spec": spec}
+        try:
+            self._priority_class(pod_spec)
+        except ApiError as exc:
+            self.cluster.book.refuse(
+                job, f"job {wjob.id}: PriorityClass of priority {pod_spec['priority']}: {exc.message}"
+            )
+            self._check_done()
+            return False
         return self._create(job, self.jobs_resource, body)
+
+    def _priority_class(self, spec: Object) -> None:
+        """A pod spec that gives a ``priority`` and no class (a trace job's, a workload file's) names a class of
+        that value instead, created on first use: the API server's Priority admission forbids a priority given
+        without its class, as a real cluster's does. Raises ApiError when the class cannot be made (a value
+        beyond 1,000,000,000, which only system classes have)."""
+        priority = spec.get("priority")
+        if not isinstance(priority, int) or spec.get("priorityClassName"):
+            return
+        name = f"kubeflux-priority-{priority}" if priority >= 0 else f"kubeflux-priority-minus-{-priority}"
+        if self.store.get_object("scheduling.k8s.io/priorityclasses", "", name) is None:
+            description = "Made by kubeflux's workload replay for the jobs of this priority."
+            body = {"metadata": {"name": name}, "value": priority, "description": description}
+            self.store.create(self.classes_resource, "", body)
+        spec["priorityClassName"] = name
+        del spec["priority"]
 
     def _create(self, job: SimJob, resource: Any, body: Object) -> bool:
         """Create a job's PodGroup or Job object; a refusal rejects the job (as a user's ``kubectl`` would fail)."""

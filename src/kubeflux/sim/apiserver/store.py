@@ -263,9 +263,15 @@ class Store:
                 [Cause("metadata.namespace", message, "NamespaceTerminating")],
             )
 
-    def _lookup(self, collection: str, namespace: str, name: str) -> Object | None:
+    def get_object(self, collection: str, namespace: str, name: str) -> Object | None:
+        """The stored object, or None (:class:`~kubeflux.sim.apiserver.registry.Lookup`'s ``get``)."""
         found = self.collections.get(collection)
         return None if found is None else found.objects.get(object_key(namespace, name))
+
+    def every_object(self, collection: str) -> Iterable[Object]:
+        """Every stored object of ``collection`` (:class:`~kubeflux.sim.apiserver.registry.Lookup`'s ``every``)."""
+        found = self.collections.get(collection)
+        return () if found is None else found.objects.values()
 
     # -- reads -----------------------------------------------------------------------------------------------
     def get(self, resource: ResourceType, namespace: str, name: str) -> Object:
@@ -338,7 +344,7 @@ class Store:
             strategy.canonicalize(obj)
             causes = strategy.validate(obj)
         if not causes:
-            strategy.admit(obj, self._lookup)
+            strategy.admit(obj, _StoreLookup(self))
         if causes:
             raise errors.invalid(resource.kind, name, causes, resource.group)
         self._require_namespace(resource, meta.get("namespace", ""), creating=True, name=name)
@@ -605,3 +611,18 @@ def _finalizer_causes(new: Object, old: Object) -> list[Cause]:
 
 def _spec_of(obj: Object) -> Object:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+class _StoreLookup:
+    """The store as admission reads it (:class:`~kubeflux.sim.apiserver.registry.Lookup`)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, collection: str, namespace: str, name: str) -> Object | None:
+        return self._store.get_object(collection, namespace, name)
+
+    def every(self, collection: str) -> Iterable[Object]:
+        return self._store.every_object(collection)
