@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubeflux.scheduler.objects import CPU, MEMORY, Node
+from kubeflux.sim import baselines
 from kubeflux.sim.baselines import available, create, register
 from kubeflux.sim.baselines.easy import EasyScheduler
 from kubeflux.sim.baselines.fcfs import FCFSScheduler
@@ -93,7 +94,10 @@ def test_a_node_outage_kills_running_jobs_and_the_node_is_used_again_later() -> 
     assert record.jobs[1].starting_time == 60.0
 
 
-def test_the_registry_lists_the_baselines_and_builds_fresh_instances() -> None:
+def test_the_registry_lists_the_baselines_and_builds_fresh_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(The registration is undone after the test: ``--scheduler all`` in a later test on this worker would
+    otherwise run it too.)"""
+    monkeypatch.setattr(baselines, "_REGISTRY", dict(baselines._REGISTRY))
     names = available()
     assert {"fcfs", "easy"} <= set(names)
     assert create("fcfs") is not create("fcfs")

@@ -49,7 +49,9 @@ def group(name: str = "g", **spec: Any) -> dict[str, Any]:
 
 
 CASES = [
-    Verdict("pod-priority-int32-max", pod(priority=2**31 - 1), 201),
+    # (a pod's priority within int32 but without its PriorityClass is forbidden by the Priority admission, on the
+    # real server and on cluster serve; simulate reads a workload's pods as admitted: tests/sim/apiserver/
+    # test_priority_admission.py and the replay, which names a class for it)
     *(
         Verdict(
             f"pod-priority-{name}",
