@@ -20,10 +20,6 @@ from kubeflux.scheduler.units import format_quantity
 
 __all__ = ["QUEUE_PATH", "QueuedJob", "queue_document", "queue_snapshot", "rfc3339"]
 
-QUEUE_PATH = "/kubeflux/queue"
-"""Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_document` (``GET``, JSON)."""
-
-
 @dataclass(frozen=True, slots=True)
 class QueuedJob:
     """One waiting job (a lone pod, or a pod group's waiting members), as the scheduler last decided about it."""
@@ -127,6 +123,10 @@ def queue_snapshot(queue: PendingQueue, now: float) -> list[QueuedJob]:
             )
         )
     return out
+
+
+QUEUE_PATH = "/kubeflux/queue"
+"""Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_document` (``GET``, JSON)."""
 
 
 def queue_document(schedulers: Iterable[object], now: float, source: str) -> dict[str, Any]:
