@@ -20,6 +20,7 @@ from kubeflux.scheduler.units import format_quantity
 
 __all__ = ["QUEUE_PATH", "QueuedJob", "queue_document", "queue_snapshot", "rfc3339"]
 
+
 @dataclass(frozen=True, slots=True)
 class QueuedJob:
     """One waiting job (a lone pod, or a pod group's waiting members), as the scheduler last decided about it."""
