@@ -17,7 +17,8 @@ processes share the two cores: the figures are the machine's as much as serve's.
 ``--real``: the real control plane instead (etcd and kube-apiserver built by ``make kube``; ``KUBEFLUX_KUBE_DIR``),
 5,000 nodes of 64 cores and 10,000 pods, three rows in one run: the real kube-scheduler (raised QPS), ``kubeflux
 serve``, and a raw binding client (the API server's limit); see ``benchmarks/serve_real.py`` for the definitions.
-``--repeat N`` alternates the rows N times; ``--rows`` picks some.
+``--repeat N`` alternates the rows N times; ``--rows`` picks some; ``--baseline DIR`` adds serve run from another
+checkout (e.g. main's), to measure a change against what it changes in one run.
 """
 
 from __future__ import annotations
@@ -210,13 +211,34 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="--real: runs of the rows, alternated")
     parser.add_argument("--rows", default=",".join(serve_real.ROWS), help="--real: which rows, comma-separated")
     parser.add_argument("--raw-processes", type=int, default=4, help="--real: processes of the raw binding client")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="--real: also a row of serve run from this checkout (e.g. main's worktree), alternated with the others",
+    )
+    parser.add_argument(
+        "--start-runs",
+        type=int,
+        default=0,
+        help="--real: serve's start alone, N launches on one control plane (with --baseline's, alternated)",
+    )
     args = parser.parse_args()
     if args.real:
         rows = [row.strip() for row in args.rows.split(",") if row.strip()]
-        unknown = set(rows) - set(serve_real.ROWS)
+        unknown = set(rows) - {*serve_real.ROWS, serve_real.BASELINE}
         if unknown:
             parser.error(f"--rows: unknown {', '.join(sorted(unknown))} (known: {', '.join(serve_real.ROWS)})")
-        serve_real.main(args.nodes, args.pods, args.repeat, rows, args.raw_processes)
+        if args.baseline is not None:
+            if not (args.baseline / "src" / "kubeflux").is_dir():
+                parser.error(f"--baseline {args.baseline}: no src/kubeflux in it")
+            if serve_real.BASELINE not in rows:  # just before serve's row
+                where = rows.index("kubeflux serve") if "kubeflux serve" in rows else len(rows)
+                rows.insert(where, serve_real.BASELINE)
+        if args.start_runs:
+            serve_real.start_times(args.nodes, args.pods, args.start_runs, args.baseline)
+            return
+        serve_real.main(args.nodes, args.pods, args.repeat, rows, args.raw_processes, args.baseline)
         return
     rows = [run("pods", args.pods, 1, args.nodes, args.config)]
     if args.gangs:

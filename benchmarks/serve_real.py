@@ -10,6 +10,9 @@ first seen bound:
   10000, as scheduler_perf does); otherwise its defaults;
 * ``kubeflux serve``: its own process (``python -m kubeflux.cli serve``), its default config (only the operations
   port is free-chosen, so that another serve on the machine cannot collide);
+* ``kubeflux serve (baseline)`` (``--baseline DIR``): the same, run from another checkout's ``src`` (with this
+  Python and its packages, and that checkout's compiled engine when built), e.g. main's, so that a change and what
+  it changes are measured in one run, alternated;
 * ``raw binding``: the limit, ``--raw-processes`` processes each POSTing ``pods/binding`` on one keep-alive HTTPS
   connection (http.client, a pre-serialised body), pod ``i`` to node ``i mod nodes``: no scheduling, no events.
 
@@ -54,7 +57,9 @@ SCHEDULER_QPS, SCHEDULER_BURST = 5000, 10000
 STALL_SECONDS = 60.0
 """A row whose binds stop for this long has failed."""
 ROWS = ("kube-scheduler", "kubeflux serve", "raw binding")
-_SCHEDULER_NAMES = {"kube-scheduler": "default-scheduler", "kubeflux serve": "kubeflux", "raw binding": "nobody"}
+BASELINE = "kubeflux serve (baseline)"
+"""The row of ``--baseline DIR``: serve run from another checkout (e.g. main's), to compare two versions in one run."""
+_SCHEDULER_NAMES = {"kube-scheduler": "default-scheduler", "raw binding": "nobody"}
 
 
 @dataclass(frozen=True)
@@ -327,8 +332,11 @@ def scheduler_config(plane: ControlPlane) -> Path:
 class Binder:
     """The row's binder process(es): started, read (CPU) and stopped."""
 
-    def __init__(self, row: str, plane: ControlPlane, nodes: int, pods: int, raw_processes: int) -> None:
+    def __init__(
+        self, row: str, plane: ControlPlane, nodes: int, pods: int, raw_processes: int, baseline: Path | None = None
+    ) -> None:
         self.row, self.plane, self.nodes, self.pods, self.raw_processes = row, plane, nodes, pods, raw_processes
+        self.baseline = baseline
         self.processes: list[subprocess.Popen[bytes]] = []
         self.profiler: subprocess.Popen[bytes] | None = None
 
@@ -339,12 +347,17 @@ class Binder:
             process = plane.components["kube-scheduler"].process
             assert process is not None
             self.processes = [process]
-        elif self.row == "kubeflux serve":
+        elif self.row.startswith("kubeflux serve"):
             config = plane.folder / "serve.yaml"
             config.write_text("operations:\n  port: 0\n")
             log = (plane.folder / "logs" / "serve.log").open("ab")
+            env, cwd = None, None
+            if self.row == BASELINE and self.baseline is not None:  # this Python and packages: only kubeflux differs
+                env, cwd = {**os.environ, "PYTHONPATH": str(self.baseline / "src")}, self.baseline
             command = [sys.executable, "-m", "kubeflux.cli", "serve", "--kubeconfig", str(plane.kubeconfig)]
-            self.processes = [subprocess.Popen([*command, "--config", str(config)], stdout=log, stderr=log)]
+            self.processes = [
+                subprocess.Popen([*command, "--config", str(config)], stdout=log, stderr=log, env=env, cwd=cwd)
+            ]
             self._profile(self.processes[0].pid)
         else:
             command = [sys.executable, __file__, "--worker", str(plane.ports["kube-apiserver"]), str(plane.ca)]
@@ -409,13 +422,13 @@ def worker(argv: list[str]) -> None:
 # ---------------------------------------------------------------------- one row
 
 
-def run_row(row: str, nodes: int, pods: int, raw_processes: int, folder: Path) -> Row:
+def run_row(row: str, nodes: int, pods: int, raw_processes: int, folder: Path, baseline: Path | None = None) -> Row:
     from kubeflux.controlplane import ControlPlane
 
-    plane = ControlPlane(folder / row.replace(" ", "-")).start()
-    binder = Binder(row, plane, nodes, pods, raw_processes)
+    plane = ControlPlane(folder / row.replace(" ", "-").replace("(", "").replace(")", "")).start()
+    binder = Binder(row, plane, nodes, pods, raw_processes, baseline)
     try:
-        version = populate(plane, nodes, pods, _SCHEDULER_NAMES[row])
+        version = populate(plane, nodes, pods, _SCHEDULER_NAMES.get(row, "kubeflux"))
         watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, pods)
         watch.start()
         watch.opened.wait(60)
@@ -484,13 +497,13 @@ def print_table(rows: list[Row], nodes: int, raw_processes: int) -> None:
         )
 
 
-def main(nodes: int, pods: int, repeat: int, rows: list[str], raw_processes: int) -> None:
+def main(nodes: int, pods: int, repeat: int, rows: list[str], raw_processes: int, baseline: Path | None = None) -> None:
     folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-real-"))
     results: list[Row] = []
     try:
         for turn in range(repeat):
             for row in rows:  # alternated: a b c a b c
-                result = run_row(row, nodes, pods, raw_processes, folder)
+                result = run_row(row, nodes, pods, raw_processes, folder, baseline)
                 results.append(result)
                 print(
                     f"[{turn + 1}/{repeat}] {row}: {result.rate:,.0f} pods/s, load {result.load:.1f}, "
@@ -507,17 +520,100 @@ def main(nodes: int, pods: int, repeat: int, rows: list[str], raw_processes: int
     for result in results:
         by_row.setdefault(result.name, []).append(result.rate)
         binding.setdefault(result.name, []).append(result.binding_rate)
-    if "kubeflux serve" in by_row:
-        for turn, serve in enumerate(by_row["kubeflux serve"]):
+    for name in (BASELINE, "kubeflux serve"):
+        for turn, serve in enumerate(by_row.get(name, [])):
             ratios = []
             if "kube-scheduler" in by_row and turn < len(by_row["kube-scheduler"]):
                 ratios.append(f"{serve / by_row['kube-scheduler'][turn]:.2f}x kube-scheduler")
             if "raw binding" in by_row and turn < len(by_row["raw binding"]):
                 ratios.append(f"{100 * serve / by_row['raw binding'][turn]:.0f} % of the raw limit")
                 raw = binding["raw binding"][turn]
-                ratios.append(f"{100 * binding['kubeflux serve'][turn] / raw:.0f} % of its rate after the first bind")
+                ratios.append(f"{100 * binding[name][turn] / raw:.0f} % of its rate after the first bind")
             if ratios:
-                print(f"run {turn + 1}: serve at {', '.join(ratios)}")
+                print(f"run {turn + 1}: {name} at {', '.join(ratios)}")
+
+
+# ---------------------------------------------------------------------- serve's start alone
+
+
+def _reset_bound(plane: ControlPlane, pods: int) -> str:
+    """Every bound pod deleted (at once: no kubelet) and made again pending; the pods' list resourceVersion."""
+    port, context = plane.ports["kube-apiserver"], _context(plane)
+    setup = Connection(port, context)
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    bound = setup.must("GET", f"{path}?fieldSelector=spec.nodeName%21%3D")["items"]
+    names = [item["metadata"]["name"].encode() for item in bound]
+    now = orjson.dumps({"gracePeriodSeconds": 0})
+    _parallel(names, lambda c, n: _deleted(c, f"{path}/{n.decode()}", now), port, context)
+    _parallel([pod(name.decode(), "kubeflux") for name in names], lambda c, b: _created(c, path, b), port, context)
+    listed = setup.must("GET", f"{path}?limit=1")
+    if 1 + int(listed["metadata"].get("remainingItemCount", 0)) != pods:
+        raise RuntimeError("the pods were not made again")
+    return str(listed["metadata"]["resourceVersion"])
+
+
+def _deleted(connection: Connection, path: str, body: bytes) -> None:
+    status, data = connection.send("DELETE", path, body)
+    if status != 200:
+        raise RuntimeError(f"DELETE {path}: {status} {data[:300]!r}")
+
+
+def start_times(nodes: int, pods: int, runs: int, baseline: Path | None) -> None:
+    """``--start-runs N``: serve's start alone — one control plane populated once, then serve launched N times (and
+    the baseline's, alternated), each time killed at its first bind seen, its bound pods made again pending. Prints
+    the time from launch to the first bind and serve's CPU seconds until then (with its binder process's)."""
+    from kubeflux.controlplane import ControlPlane
+
+    folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-start-"))
+    plane = ControlPlane(folder / "plane").start()
+    rows = ([BASELINE] if baseline is not None else []) + ["kubeflux serve"]
+    seen: dict[str, list[tuple[float, float, float, float]]] = {row: [] for row in rows}
+    try:
+        version = populate(plane, nodes, pods, "kubeflux")
+        for turn in range(runs):
+            for row in rows:
+                watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, 1)
+                watch.start()
+                watch.opened.wait(60)
+                binder = Binder(row, plane, nodes, pods, 0, baseline)
+                load = os.getloadavg()[0]
+                start = time.perf_counter()
+                binder.start()
+                try:
+                    if not watch.done.wait(STALL_SECONDS) or watch.error is not None:
+                        raise RuntimeError(f"{row}: no bind within {STALL_SECONDS:.0f} s: {watch.error}")
+                    first = min(when for when, _ in watch.bound.values()) - start
+                    cpu, own = binder.cpu(), cpu_seconds(binder.processes[0].pid)
+                finally:
+                    for process in binder.processes:
+                        process.kill()
+                        process.wait()
+                time.sleep(1.0)  # its binder process ends when the pipe closes
+                seen[row].append((first, own, cpu - own, load))
+                print(
+                    f"[{turn + 1}/{runs}] {row}: first bind {first:.2f} s, CPU {own:.2f} + {cpu - own:.2f} s, "
+                    f"load {load:.1f}",
+                    file=sys.stderr,
+                )
+                version = _reset_bound(plane, pods)
+    finally:
+        plane.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    print(
+        f"serve's start: {nodes:,} nodes x {NODE_CPU} cpu, {pods:,} pending pods, one control plane, "
+        f"{runs} launches each"
+    )
+    print("| serve | load | first bind: median (min-max) | CPU s to it, median: serve / its binder process |")
+    print("|---|---|---|---|")
+    for row, values in seen.items():
+        firsts = [first for first, _, _, _ in values]
+        loads = [load for _, _, _, load in values]
+        own = statistics.median(value[1] for value in values)
+        child = statistics.median(value[2] for value in values)
+        print(
+            f"| {row} | {min(loads):.1f}-{max(loads):.1f} | {statistics.median(firsts):.2f} s "
+            f"({min(firsts):.2f}-{max(firsts):.2f}) | {own:.2f} / {child:.2f} |"
+        )
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:

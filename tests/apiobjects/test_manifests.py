@@ -220,6 +220,7 @@ ERROR_CASES = [
     ("labels-not-strings", {"metadata": {"name": "w", "labels": {"a": 1}}}, "metadata.labels.a"),
     ("bad-timestamp", {"metadata": {"name": "w", "creationTimestamp": "yesterday"}}, "metadata.creationTimestamp"),
     ("not-a-mapping", ["a"], "Pod: expected a mapping"),
+    ("status-not-a-mapping", {"metadata": {"name": "w"}, "status": "Running"}, "status: expected a mapping, got str"),
 ]
 
 

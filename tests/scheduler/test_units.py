@@ -32,3 +32,22 @@ def test_go_durations(text: str, seconds: float, formatted: str) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(DurationError, match="invalid duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("9" * 500 + "x", "invalid duration '" + "9" * 39 + "… (503 characters): expected a number"),
+        ("9" * 299 + "h", "invalid duration '" + "9" * 39 + "… (302 characters): beyond Go's limit"),
+        ("1s" * 600, "invalid duration '1s1s1s1s1s1s1s1s1s1s1s1s1s1s1s1s1s1s1s1… (1,202 characters): more than 1,000"),
+        ("1e400s", "invalid duration '1e400s': expected a number followed by one of ns, us, ms, s, m, h"),
+    ],
+    ids=["500-digits-cut", "overflow-cut", "too-long-cut", "short-said-whole"],
+)
+def test_a_bad_duration_is_echoed_cut_as_other_messages_cut_values(text: str, said: str) -> None:
+    """The message repeats at most 40 characters of the value, quotes included, and says how long it was
+    (``units.echo``, the helper every reader's messages use), however long the annotation."""
+    with pytest.raises(DurationError) as caught:
+        parse_duration(text)
+    assert str(caught.value).startswith(said)
+    assert len(str(caught.value)) < 140

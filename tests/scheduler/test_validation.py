@@ -144,7 +144,7 @@ def test_an_odd_object_from_the_python_api_is_scheduled_or_rejected_naming_its_f
     ("cpu_millis", "says"),
     [
         (100_000_000_000_000, "more than 65536 whole units, got 100000000000"),
-        (10**400, "got 10000000000000000000... (398 characters)"),
+        (10**400, "got 1000000000000000000000000000000000000000… (398 characters)"),
     ],
     ids=["cores-as-written", "400-digit-cut"],
 )

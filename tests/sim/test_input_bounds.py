@@ -421,9 +421,9 @@ def test_the_memory_budget_counts_every_scheduler_run(tmp_path: Path) -> None:
         "--cores-per-node", "16",
     )  # fmt: skip
     assert code == 2, output
-    assert "under 8 scheduler(s) would need about 1.1 GiB of memory, more than the budget of 1.0 GiB" in output
+    assert "under 8 scheduler(s) would need about 1.2 GiB of memory, more than the budget of 1.0 GiB" in output
     workload = generate(parse_spec("jobs=20000"), seed=0)
-    check_budget(workload, uniform_cluster(64, 16, "64Gi", 0), 1, 2**30)  # one run fits
+    check_budget(workload, uniform_cluster(64, 16, "64Gi", 0), ["kubeflux"], 2**30)  # one run fits
 
 
 @pytest.mark.parametrize(
@@ -570,3 +570,33 @@ def test_problems_txt_lists_an_input_problem_once_whatever_the_schedulers(tmp_pa
     code, output = simulate(tmp_path, "-w", path, "-s", "fcfs", "-s", "easy", "-s", "kubeflux")
     assert code == 0, output
     assert (tmp_path / "out" / "problems.txt").read_text() == "t.swf:4: expected 18 fields, found 4\n"
+
+
+def test_a_trace_beyond_the_budget_is_refused_before_it_is_all_read(tmp_path: Path) -> None:
+    """The reader stops at the first job beyond what the budget allows (:class:`ReadBudget`), so a 57 MB SWF no
+    longer peaks at 665 MB before the check: the count in the message is where it stopped, short of the 5,000 jobs
+    of the file; with two files, the second has what the first left."""
+    from kubeflux.sim.workloads.limits import PROCESS_BYTES, ReadBudget, job_bytes
+    from kubeflux.sim.workloads.swf import read_swf
+
+    trace = tmp_path / "many.swf"
+    trace.write_text(SWF_HEADER + "".join(swf_line(number) for number in range(1, 5001)))
+    budget = PROCESS_BYTES + 1_000 * job_bytes(2)  # 1,000 jobs under two schedulers
+    code, output = simulate(tmp_path, "-w", trace, "-s", "fcfs", "-s", "easy", "--memory-budget", str(budget))
+    assert code == 2, output
+    assert (
+        f"{trace}: reading stopped at line 1003, after 1,001 jobs: under 2 scheduler(s), more than 1,000 jobs need "
+        "more than the memory budget of 105 MiB (at least 9,216 bytes a job, beside 96 MiB for the command); make "
+        "the workload smaller, or raise --memory-budget"
+    ) in output
+    first = tmp_path / "first.swf"
+    first.write_text(SWF_HEADER + "".join(swf_line(number) for number in range(1, 601)))
+    code, output = simulate(
+        tmp_path, "-w", first, "-w", trace, "-s", "fcfs", "-s", "easy", "--memory-budget", str(budget)
+    )
+    assert code == 2 and "reading stopped at line 403, after 401 jobs (beside 600 in the files before it)" in output
+    fits = ReadBudget(PROCESS_BYTES + 5_000 * job_bytes(2), runs=2)
+    assert len(read_swf(trace, budget=fits).jobs) == 5_000
+    with pytest.raises(Exception, match="after 1,001 jobs"):
+        read_swf(trace, limit=2_000, budget=ReadBudget(budget, runs=2))
+    assert len(read_swf(trace, limit=10, budget=ReadBudget(budget, runs=2)).jobs) == 10

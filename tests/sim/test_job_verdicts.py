@@ -6,10 +6,7 @@ Each case is sent to ``cluster serve`` (its HTTP status and message) and read by
 
 from __future__ import annotations
 
-import http.client
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +16,7 @@ from typer.testing import CliRunner
 
 from kubeflux.cli import app
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim.apiserver.conftest import start_server
+from tests.sim.conftest import Verdict, dry_run, served_and_read
 
 INT32 = "into Go struct field JobSpec.spec.{} of type int32"
 
@@ -36,66 +32,59 @@ def job(name: str = "j", **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {**spec, "template": template}}
 
 
-@dataclass(frozen=True)
-class Case:
-    name: str
-    job: dict[str, Any]
-    status: int
-    """cluster serve's answer: 201, 400 (not decodable) or 422 (invalid)."""
-    says: str = ""
-
-
 CASES = [
-    Case("completions-0-completes-at-once", job(completions=0), 201),
-    Case("parallelism-0-waits", job(parallelism=0, completions=2), 201),
-    Case("int32-max-completions", job(completions=2**31 - 1), 201),
-    Case(
+    Verdict("completions-0-completes-at-once", job(completions=0), 201),
+    Verdict("parallelism-0-waits", job(parallelism=0, completions=2), 201),
+    Verdict("int32-max-completions", job(completions=2**31 - 1), 201),
+    Verdict(
         "completions-beyond-int32",
         job(completions=2**31),
         400,
         "json: cannot unmarshal number 2147483648 " + INT32.format("completions"),
     ),
-    Case(
+    Verdict(
         "parallelism-beyond-int32",
         job(parallelism=10**12),
         400,
         "json: cannot unmarshal number 1000000000000 " + INT32.format("parallelism"),
     ),
-    Case(
+    Verdict(
         "completions-a-fraction",
         job(completions=1.5),
         400,
         "json: cannot unmarshal number 1.5 " + INT32.format("completions"),
     ),
-    Case(
+    Verdict(
         "completions-a-string",
         job(completions="3"),
         400,
         "json: cannot unmarshal string " + INT32.format("completions"),
     ),
-    Case("completions-negative", job(completions=-1), 422, "Invalid value: -1: must be greater than or equal to 0"),
-    Case("backoff-limit-negative", job(backoffLimit=-3), 422, "Invalid value: -3: must be greater than or equal to 0"),
-    Case("indexed-without-counts-defaults-to-one", job(completionMode="Indexed"), 201),
-    Case(
+    Verdict("completions-negative", job(completions=-1), 422, "Invalid value: -1: must be greater than or equal to 0"),
+    Verdict(
+        "backoff-limit-negative", job(backoffLimit=-3), 422, "Invalid value: -3: must be greater than or equal to 0"
+    ),
+    Verdict("indexed-without-counts-defaults-to-one", job(completionMode="Indexed"), 201),
+    Verdict(
         "indexed-without-completions",
         job(completionMode="Indexed", parallelism=2),
         422,
         "Required value: when completion mode is Indexed",
     ),
-    Case("indexed-a-million-completions-short-name", job(completions=10**6, completionMode="Indexed"), 201),
-    Case(
+    Verdict("indexed-a-million-completions-short-name", job(completions=10**6, completionMode="Indexed"), 201),
+    Verdict(
         "indexed-parallelism-beyond-100000",
         job(completions=200_000, parallelism=100_001, completionMode="Indexed"),
         422,
         "Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed",
     ),
-    Case(
+    Verdict(
         "indexed-hostname-beyond-a-dns-label",
         job("a" * 60, completions=10_000, completionMode="Indexed"),
         422,
         "will not able to create pod with invalid DNS label: " + "a" * 60 + "-9999",
     ),
-    Case(
+    Verdict(
         "unknown-completion-mode",
         job(completionMode="Sometimes"),
         422,
@@ -104,40 +93,11 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    served = start_server(tmp_path_factory.mktemp("serve"), nodes=1)
-    try:
-        yield served
-    finally:
-        served.stop()
-
-
-def post_job(server: ApiServer, body: dict[str, Any], namespace: str) -> tuple[int, str]:
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    try:
-        if namespace != "default":
-            namespace_body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-            connection.request("POST", "/api/v1/namespaces", json.dumps(namespace_body))
-            connection.getresponse().read()
-        path = f"/apis/batch/v1/namespaces/{namespace}/jobs?dryRun=All"
-        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        answer = connection.getresponse()
-        return answer.status, json.loads(answer.read()).get("message", "")
-    finally:
-        connection.close()
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_simulate_and_cluster_serve_agree_on_a_job(server: ApiServer, tmp_path: Path, case: Case) -> None:
-    status, message = post_job(server, case.job, "default")
-    assert status == case.status, message
-    assert case.says in message
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(case.job))
-    workload = read_manifests(path)
+def test_simulate_and_cluster_serve_agree_on_a_job(server: ApiServer, tmp_path: Path, case: Verdict) -> None:
+    workload = served_and_read(server, "/apis/batch/v1/namespaces/default/jobs", case, tmp_path)
     if case.status == 201:
-        assert [j.id for j in workload.jobs] == [f"default/{case.job['metadata']['name']}"], workload.problems
+        assert [j.id for j in workload.jobs] == [f"default/{case.obj['metadata']['name']}"], workload.problems
         assert workload.problems == []
     else:
         assert workload.jobs == []
@@ -167,3 +127,45 @@ def test_a_job_of_parallelism_zero_is_said_to_never_run(tmp_path: Path) -> None:
     code, output, _ = run(tmp_path, job(parallelism=0, completions=2))
     assert code == 3
     assert "note: 1 Job(s) have parallelism 0 (first: default/j): Kubernetes creates no pod for them" in output
+
+
+def cronjob(**counts: Any) -> dict[str, Any]:
+    """A CronJob whose Job template has ``counts``."""
+    template = job(**counts)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "@hourly", "jobTemplate": {"spec": template["spec"]}},
+    }
+
+
+CRON_INT32 = "into Go struct field JobSpec.spec.jobTemplate.spec.{} of type int32"
+
+
+@pytest.mark.parametrize(
+    ("counts", "status", "says"),
+    [
+        ({"completions": 3, "parallelism": 2}, 201, ""),
+        ({"completions": 2**31}, 400, "json: cannot unmarshal number 2147483648 " + CRON_INT32.format("completions")),
+        ({"backoffLimit": "6"}, 400, "json: cannot unmarshal string " + CRON_INT32.format("backoffLimit")),
+        (
+            {"parallelism": -1},
+            422,
+            "spec.jobTemplate.spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            {"completionMode": "Indexed"},
+            422,
+            "spec.jobTemplate.spec.completions: Required value: when completion mode is Indexed",
+        ),
+    ],
+    ids=["valid", "completions-beyond-int32", "backoff-limit-a-string", "parallelism-negative", "indexed-no-count"],
+)
+def test_a_cronjobs_job_template_is_held_to_a_jobs_rules(
+    server: ApiServer, counts: dict[str, Any], status: int, says: str
+) -> None:
+    """``ValidateJobTemplateSpec``: a CronJob's Job template is validated as a Job's spec (kubeflux.apiobjects.batchjob)
+    at its own path, with no name (its Jobs are named when the schedule fires)."""
+    got, message = dry_run(server, "/apis/batch/v1/namespaces/default/cronjobs", cronjob(**counts))
+    assert (got, says in message) == (status, True), message

@@ -1,5 +1,7 @@
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -8,7 +10,7 @@ from kubeflux.sim import report
 from kubeflux.sim.metrics import MEAN_OVER, summarize
 from kubeflux.sim.records import FinalState, JobRecord, RunRecord
 from kubeflux.sim.report import queue_points, summary_table, utilization_points, write_report
-from kubeflux.sim.verdict import verdict_lines
+from kubeflux.sim.verdict import verdict_lines, verdicts
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -164,3 +166,80 @@ def test_a_run_of_failures_reads_as_failures_in_its_summary_line() -> None:
 
     failing = row("fcfs", 10.0, 3600.0, 0.5, failed=203)
     assert summary_line(failing).startswith("fcfs: 203 of 203 jobs finished (203 failed); mean wait")
+
+
+def rejected_run(name: str, jobs: int = 3) -> RunRecord:
+    records = [JobRecord(str(i), "w", float(i), 64, -1.0, FinalState.REJECTED) for i in range(jobs)]
+    return RunRecord(name, "w", records, total_cores=4, wall_seconds=0.01, pods_bound=0, events=3)
+
+
+def test_a_page_where_every_job_was_rejected_says_so_in_its_verdict(tmp_path: Path) -> None:
+    """Rejected jobs leave every figure at 0 s, which reads as a perfect run: the verdict says nothing ran."""
+    page = write_report([rejected_run("kubeflux"), rejected_run("fcfs")], tmp_path / "both").read_text()
+    verdict = page.split('id="verdict"')[1].split("</section>")[0]
+    assert verdict.startswith(
+        ' aria-label="Verdict"><p class="alert">Nothing ran: all 3 jobs were rejected under every scheduler (problems'
+    )
+    assert verdict.count("<p") == 1 and " vs " not in verdict  # nothing to compare
+    assert '<th scope="row">rejected<br>' in page and 'class="best"' not in page and "No ★: no run finished" in page
+    one = write_report([rejected_run("fcfs", 1)], tmp_path / "one").read_text()
+    assert '<p class="alert">Nothing ran: the job was rejected by fcfs (problems.txt and jobs.csv say why).</p>' in one
+
+
+def test_a_run_that_rejected_everything_is_named_and_left_out_of_the_comparison(tmp_path: Path) -> None:
+    rows = [summarize(rejected_run("kube-gang", 7)), summarize(run("fcfs", 0.0)), summarize(run("kubeflux", 5.0))]
+    lines = verdicts(rows)
+    assert lines[0] == (
+        "kube-gang rejected every job and ran nothing (problems.txt and jobs.csv say why); the other runs are "
+        "compared below."
+    )
+    assert lines[1].startswith("fcfs vs kubeflux: mean wait") and len(lines) == 2
+
+
+def drawn_texts(figure: Any) -> Iterator[Any]:
+    """The texts of a figure that are drawn: each panel's title, its annotations and the tick labels within its
+    view (a locator also makes ticks beyond the limits, which are not drawn)."""
+    for ax in figure.axes:
+        yield ax.title
+        yield from ax.texts
+        for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            low, high = min(low, high), max(low, high)
+            for tick in axis.get_major_ticks():
+                if low - 1e-9 <= tick.get_loc() <= high + 1e-9:
+                    yield tick.label1
+
+
+@pytest.mark.parametrize("schedulers", [1, 2, 8, 12], ids=["one", "two", "eight", "twelve"])
+def test_no_label_of_the_headline_bars_overlaps_another(schedulers: int) -> None:
+    """Every text of ``headline.png`` (names, values, titles, ticks) measured as drawn: none overlaps another, and
+    all are inside the image, with long scheduler names and values of every width."""
+    from kubeflux.sim.output.plots import HEADLINE, headline_figure
+
+    rows = [
+        {
+            "scheduler": f"kubeflux-conservative-variant-{i}" if i % 2 else f"kube-{i}",
+            "mean_waiting_time": 36824.0 * (i + 1),
+            "mean_bounded_slowdown": 1.0 + 97.3 * i,
+            "makespan": 10.0**i,
+            "useful_utilization": 0.05 * (i % 20),
+        }
+        for i in range(schedulers)
+    ]
+    best = {key: {schedulers - 1} for key, _, _ in HEADLINE}
+    figure = headline_figure(rows, best)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    page = figure.bbox
+    texts = [t for t in drawn_texts(figure) if t.get_visible() and t.get_text().strip()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    for text, box in boxes:
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, text
+    overlapping = [
+        (a, b) for i, (a, one) in enumerate(boxes) for b, other in boxes[i + 1 :] if one.overlaps(other)
+    ]  # fmt: skip
+    assert overlapping == []
+    labels = [t.get_text() for t in texts]
+    assert sum(label.startswith("★ ") for label in labels) == 4  # the best of each panel, starred
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)

@@ -136,6 +136,35 @@ def test_the_sweep_page_reads_on_a_laptop_screen(browser: Browser, tmp_path: Pat
     assert "kubeflux (lonode) vs kubeflux-fcfs (lonode): mean wait" in seen["verdict"]["text"]
 
 
+def test_every_scheduler_on_the_example_trace_fits_a_laptop_screen(browser: Browser, tmp_path: Path) -> None:
+    """``simulate --scheduler all`` on ``examples/workloads/small.swf``: eight columns, jobs rejected and failed (each
+    a row of its own, not words widening the cells), no ★ for a run with failures."""
+    out = tmp_path / "out"
+    args = ["simulate", "-w", str(REPO / "examples" / "workloads" / "small.swf"), "--scheduler", "all", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 3), result.output
+    seen = read(browser, out / "index.html")
+    check(seen)
+    assert seen["verdict"]["text"].count(" vs ") == 7
+    table = browser.evaluate("document.querySelector('table.compact').getBoundingClientRect().right")
+    assert table <= WIDTH, table
+    rows = browser.evaluate("[...document.querySelectorAll('table.compact tbody th')].map(e => e.innerText)")
+    assert any(row.startswith("failed") for row in rows), rows
+
+
+def test_a_page_where_every_job_was_rejected_says_so_on_the_first_screen(browser: Browser, tmp_path: Path) -> None:
+    runs = [
+        RunRecord(name, "w", [JobRecord(str(i), "w", float(i), 64, -1.0, FinalState.REJECTED) for i in range(5)],
+                  total_cores=4, wall_seconds=0.01, pods_bound=0, events=5)
+        for name in ("kubeflux", "kube-default")
+    ]  # fmt: skip
+    seen = read(browser, write_report(runs, tmp_path))
+    check(seen)
+    assert seen["verdict"]["text"].startswith("Nothing ran: all 5 jobs were rejected under every scheduler")
+    colour = browser.evaluate("getComputedStyle(document.querySelector('#verdict p')).color")
+    assert colour == "rgb(164, 54, 28)", colour  # said as a warning, not as a verdict
+
+
 @pytest.mark.skipif(os.environ.get("KUBEFLUX_SCREENSHOT") is None, reason="set KUBEFLUX_SCREENSHOT=PATH to save one")
 def test_save_the_first_screen(browser: Browser, demo_page: Path) -> None:
     """``KUBEFLUX_SCREENSHOT=docs/report.png pytest -k first_screen`` refreshes the README's picture."""

@@ -12,7 +12,7 @@ from kubeflux.cli import app
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.command import describe_cluster
 from kubeflux.sim.output import numbers, parallel
-from kubeflux.sim.output.page import best_of, compact_table
+from kubeflux.sim.output.page import best_of, compact_table, star_legend
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 
@@ -41,9 +41,12 @@ def test_other_numbers() -> None:
     assert numbers.seconds(36824.0) == "36,824 s" and numbers.seconds(2554.7881) == "2,554.788 s"
 
 
-def row(name: str, wait: float, utilization: float, not_finished: int = 0) -> dict[str, object]:
-    return {"scheduler": name, "jobs": 10, "finished_jobs": 10 - not_finished, "not_finished": not_finished,
-            "mean_waiting_time": wait, "useful_utilization": utilization, "mean_scheduling_latency": 0.0}  # fmt: skip
+def row(
+    name: str, wait: float, utilization: float, not_finished: int = 0, failed: int = 0, rejected: int = 0
+) -> dict[str, object]:
+    return {"scheduler": name, "jobs": 10, "finished_jobs": 10 - not_finished - rejected, "not_finished": not_finished,
+            "failed": failed, "rejected": rejected, "mean_waiting_time": wait, "useful_utilization": utilization,
+            "mean_scheduling_latency": 0.0}  # fmt: skip
 
 
 def test_the_best_of_a_row_is_among_the_runs_that_finished_everything() -> None:
@@ -53,8 +56,25 @@ def test_the_best_of_a_row_is_among_the_runs_that_finished_everything() -> None:
     assert best == {"mean_waiting_time": {0, 2}, "useful_utilization": {2}}  # ties both; all 0 s: nothing to mark
     assert best_of(rows[:1], [("mean_waiting_time", "lower")]) == {}  # one run competes with nobody
     table = compact_table(rows)
-    assert table.count('class="best"') == 3 and '<td class="warn">7 of 10 (3 never finished)</td>' in table
+    assert table.count('class="best"') == 3 and '<td class="warn">7 of 10</td>' in table
     assert '<td title="10">10.0 s</td>' in table and '<td class="best" title="50">★ 50.0 s</td>' in table
+    # what became of the other jobs is a row of its own, not words widening the cell
+    assert '<th scope="row">never finished<br>' in table and '<td>0</td><td class="warn">3</td><td>0</td>' in table
+    assert "rejected<br>" not in table and "failed<br>" not in table  # no run has any: no row
+
+
+def test_no_star_goes_to_a_run_with_failures_or_when_no_run_finished_everything() -> None:
+    failing = [row("a", 50.0, 0.7, failed=1), row("b", 60.0, 0.6), row("c", 10.0, 0.9, failed=4)]
+    best = best_of(failing, [("mean_waiting_time", "lower"), ("useful_utilization", "higher")])
+    assert best == {"mean_waiting_time": {1}, "useful_utilization": {1}}  # b, the one run without failures
+    table = compact_table(failing)
+    assert '<th scope="row">failed<br><span class="note">finished without success</span></th>' in table
+    assert '<td class="warn">1</td><td>0</td><td class="warn">4</td>' in table
+    nobody = [row("a", 50.0, 0.7, rejected=7), row("b", 60.0, 0.6, not_finished=1), row("c", 10.0, 0.9, failed=1)]
+    assert best_of(nobody, [("mean_waiting_time", "lower")]) == {}
+    assert "★" not in compact_table(nobody)
+    assert star_legend(nobody).startswith("No ★: no run finished all its jobs without a failure")
+    assert star_legend(failing).startswith("★ best of the row among the runs that finished all their jobs")
 
 
 def test_the_cluster_in_words() -> None:

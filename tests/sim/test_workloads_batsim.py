@@ -164,3 +164,41 @@ def test_a_profiles_ret_that_is_no_exit_code_rejects_its_jobs_by_name(tmp_path: 
     ]
     jobs = {job.id: job for job in workload.jobs}
     assert jobs["1"].rejected and not jobs["2"].rejected and jobs["2"].exit_code == -1
+
+
+@pytest.mark.parametrize(
+    ("field", "written", "says"),
+    [
+        ("subtime", "1e400", "w.json: jobs[0] (id 1): subtime: must be a non-negative number, got 1e400; skipped"),
+        (
+            "subtime",
+            "-Infinity",
+            "w.json: jobs[0] (id 1): subtime: must be a non-negative number, got -Infinity; skipped",
+        ),
+        ("subtime", "NaN", "w.json: jobs[0] (id 1): subtime: must be a non-negative number, got NaN; skipped"),
+        (
+            "walltime",
+            "1e999",
+            "w.json: jobs[0] (id 1): walltime: must be a number of at most 3,153,600,000 s, got 1e999; the job is "
+            "rejected",
+        ),
+        (
+            "delay",
+            "1" + "0" * 60 + "e400",
+            "w.json: profiles['p']: 'delay' must be a non-negative number, got "
+            "1000000000000000000000000000000000000000… (65 characters); jobs using it are rejected",
+        ),
+    ],
+    ids=["subtime-1e400", "subtime-minus-infinity", "subtime-nan", "walltime-1e999", "delay-65-characters"],
+)
+def test_a_number_beyond_any_float_is_said_as_the_file_writes_it(
+    tmp_path: Path, field: str, written: str, says: str
+) -> None:
+    """JSON's ``1e400`` reads as ``inf`` in Python: the message says ``1e400``, what the user wrote (cut when long)."""
+    job = {"id": 1, "subtime": 0, "res": 1, "profile": "p", "walltime": 10}
+    profile = {"type": "delay", "delay": 5}
+    (job if field != "delay" else profile)[field] = "@"
+    text = json.dumps({"nb_res": 4, "jobs": [job], "profiles": {"p": profile}}).replace('"@"', written)
+    path = tmp_path / "w.json"
+    path.write_text(text)
+    assert read_batsim(path).problems == [says]

@@ -143,9 +143,9 @@ def test_bad_documents_are_reported_with_document_index_and_field(tmp_path: Path
         "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'; skipped",
         "w.yaml: document 3: Pod default/bad-delay: metadata.annotations.pod-complete.stage.kwok.x-k8s.io/delay: "
         "invalid duration 'ten seconds': expected a number followed by one of ns, us, ms, s, m, h "
-        "(a Go duration such as 60s or 1m30s); skipped",
+        "(a Go duration such as 60s or 1m30s); rejected",
         "w.yaml: document 4: Pod default/bad-exit: metadata.annotations.sim.kubeflux.io/exit-code: "
-        "must be an integer from 0 to 255, got '-3'; skipped",
+        "must be an integer from 0 to 255, got '-3'; rejected",
         "w.yaml: document 5: Pod default/bad-time: metadata.annotations.sim.kubeflux.io/submit-time: "
         "must be a non-negative number of seconds, got 'yesterday'; skipped",
         "w.yaml: document 6: kind 'ConfigMap' is not a workload object; skipped",
@@ -155,7 +155,14 @@ def test_bad_documents_are_reported_with_document_index_and_field(tmp_path: Path
         "w.yaml: document 8: Pod default/orphan names PodGroup default/nowhere, which the file does not define; "
         "it runs as a lone pod",
     ]
-    assert [(job.id, job.submit_time) for job in workload.jobs] == [("default/orphan", 0.0), ("default/ok", 7.0)]
+    # a pod whose run-time annotations no kubelet can read is kept, rejected (kubeflux's scheduler rejects it too)
+    kept = [(job.id, job.submit_time, bool(job.rejected)) for job in workload.jobs]
+    assert kept == [
+        ("default/bad-delay", 0.0, True),
+        ("default/bad-exit", 0.0, True),
+        ("default/orphan", 0.0, False),
+        ("default/ok", 7.0, False),
+    ]
 
 
 def test_list_items_are_named_in_problems(tmp_path: Path) -> None:

@@ -1,12 +1,14 @@
 """What the API server refuses in a ``batch/v1`` Job's spec, in its words: one validation for ``simulate``'s reader
-and ``cluster serve``'s Job strategy, so the same Job gets the same verdict from both.
+and ``cluster serve``'s Job strategy, so the same Job gets the same verdict from both; a CronJob's ``jobTemplate``
+is held to the same (at its own path, ``spec.jobTemplate.spec.completions``).
 
 Two stages, as the real kube-apiserver v1.36 has them:
 
 * **decoding** (a 400 ``BadRequest``, the whole object refused): ``parallelism``, ``completions``,
   ``backoffLimit``, ``ttlSecondsAfterFinished``, ``backoffLimitPerIndex`` and ``maxFailedIndexes`` are Go ``int32``
   and ``activeDeadlineSeconds`` ``int64``: a string, a fraction or a number beyond the type is
-  ``json: cannot unmarshal number 2147483648 into Go struct field JobSpec.spec.completions of type int32``;
+  ``json: cannot unmarshal number 2147483648 into Go struct field JobSpec.spec.completions of type int32``
+  (:func:`kubeflux.apiobjects.rules.int_decode_error`);
 * **validation** (a 422 ``Invalid`` with one cause per field; ``validateJobSpec`` and ``ValidateJob`` in
   ``k8s.io/kubernetes/pkg/apis/batch/validation``): every count at least 0 (``completions: 0`` and
   ``parallelism: 0`` are valid: the first Job completes at once, the second creates no pod until it is raised);
@@ -16,10 +18,11 @@ Two stages, as the real kube-apiserver v1.36 has them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, int_decode_error
 
 __all__ = [
     "INT32_FIELDS",
@@ -32,8 +35,6 @@ __all__ = [
     "job_problems",
 ]
 
-MAX_INT32: Final = 2**31 - 1
-MAX_INT64: Final = 2**63 - 1
 MAX_INDEXED_PARALLELISM: Final = 100_000
 """``maxParallelismForIndexedJob``: the most pods an Indexed Job may run at once."""
 INT32_FIELDS: Final = (
@@ -45,7 +46,6 @@ INT32_FIELDS: Final = (
     "maxFailedIndexes",
 )
 INT64_FIELDS: Final = ("activeDeadlineSeconds",)
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _MODES: Final = ("NonIndexed", "Indexed")
 
 
@@ -59,38 +59,17 @@ class FieldProblem:
     reason: str = "FieldValueInvalid"
 
 
-def _json_number(value: float) -> str:
-    """A JSON number as Go's decoder echoes it (``1.5``, ``3000000000``), at most 40 characters."""
-    text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return f"number {_json_number(value)}"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "string"
-
-
-def job_decode_error(spec: Any) -> FieldProblem | None:
+def job_decode_error(spec: Any, prefix: str = "spec.") -> FieldProblem | None:
     """Why a Job whose ``spec`` is this cannot be decoded (the message is the 400's text after ``cannot be handled
-    as a Job:``), or None. ``null`` fields are fine (Go leaves the pointer nil)."""
+    as a Job:``), or None. ``null`` fields are fine (Go leaves the pointer nil). ``prefix``: where the spec is
+    (``spec.jobTemplate.spec.`` in a CronJob)."""
     if not isinstance(spec, Mapping):
         return None
     for name in INT32_FIELDS + INT64_FIELDS:
-        value = spec.get(name)
-        if value is None:
-            continue
-        limit, go_type = (MAX_INT64, "int64") if name in INT64_FIELDS else (MAX_INT32, "int32")
-        if not isinstance(value, bool) and isinstance(value, int) and -limit - 1 <= value <= limit:
-            continue
-        text = f"json: cannot unmarshal {_json_kind(value)} into Go struct field JobSpec.spec.{name} of type {go_type}"
-        return FieldProblem(f"spec.{name}", text, "BadRequest")
+        go_type = "int64" if name in INT64_FIELDS else "int32"
+        message = int_decode_error("JobSpec", f"{prefix}{name}", spec.get(name), go_type)
+        if message is not None:
+            return FieldProblem(f"{prefix}{name}", message, "BadRequest")
     return None
 
 
@@ -102,15 +81,16 @@ def count_defaults(spec: Mapping[str, Any]) -> dict[str, int]:
     return {"parallelism": 1} if spec.get("parallelism") is None else {}
 
 
-def job_problems(name: str, spec: Mapping[str, Any]) -> list[FieldProblem]:
+def job_problems(name: str | None, spec: Mapping[str, Any], prefix: str = "spec.") -> list[FieldProblem]:
     """What validation refuses in a decoded Job called ``name`` (see the module docstring), in the server's order;
-    ``spec`` after :func:`count_defaults`."""
+    ``spec`` after :func:`count_defaults`. A CronJob's ``jobTemplate`` is checked as a Job's spec at its ``prefix``
+    (``spec.jobTemplate.spec.``), with no ``name`` (``ValidateJobTemplateSpec``: its Jobs are named later)."""
     problems: list[FieldProblem] = []
     for field in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
         value = spec.get(field)
         if isinstance(value, int) and value < 0:
             problems.append(
-                FieldProblem(f"spec.{field}", f"Invalid value: {value}: must be greater than or equal to 0")
+                FieldProblem(f"{prefix}{field}", f"Invalid value: {value}: must be greater than or equal to 0")
             )
     mode = spec.get("completionMode")
     completions = spec.get("completions")
@@ -118,17 +98,17 @@ def job_problems(name: str, spec: Mapping[str, Any]) -> list[FieldProblem]:
     if mode is not None and mode not in _MODES:
         supported = ", ".join(f'"{m}"' for m in _MODES)
         message = f'Unsupported value: "{mode}": supported values: {supported}'
-        problems.append(FieldProblem("spec.completionMode", message, "FieldValueNotSupported"))
+        problems.append(FieldProblem(f"{prefix}completionMode", message, "FieldValueNotSupported"))
     if mode == "Indexed":
         if completions is None:
             message = "Required value: when completion mode is Indexed"
-            problems.append(FieldProblem("spec.completions", message, "FieldValueRequired"))
+            problems.append(FieldProblem(f"{prefix}completions", message, "FieldValueRequired"))
         if isinstance(parallelism, int) and parallelism > MAX_INDEXED_PARALLELISM:
             why = f"must be less than or equal to {MAX_INDEXED_PARALLELISM} when completion mode is Indexed"
-            problems.append(FieldProblem("spec.parallelism", f"Invalid value: {parallelism}: {why}"))
-        if isinstance(completions, int) and completions > 0:
+            problems.append(FieldProblem(f"{prefix}parallelism", f"Invalid value: {parallelism}: {why}"))
+        if name is not None and isinstance(completions, int) and completions > 0:
             hostname = f"{name}-{completions - 1}"
-            if len(hostname) > 63 or not _DNS_LABEL.match(hostname):
+            if dns_label_problem(hostname) is not None:
                 why = f"will not able to create pod with invalid DNS label: {hostname}"
                 problems.append(FieldProblem("metadata.name", f'Invalid value: "{name}": {why}'))
     return problems

@@ -2,7 +2,11 @@
 
 The input is a decoded manifest (``dict``), as ``yaml.safe_load`` or the API server gives it. Everything is
 validated: a bad field raises :class:`ManifestError` naming the object (``Pod default/web-0``) and the field path
-(``spec.containers[1].resources.requests.cpu``).
+(``spec.containers[1].resources.requests.cpu``). What the real API server refuses in any object
+(:mod:`kubeflux.apiobjects.rules`) is refused here in its words: names that are no DNS-1123 subdomain (a
+namespace: no DNS-1123 label; a pod's ``spec.nodeName`` too), a ``spec.priority`` beyond Go's ``int32`` or an
+``activeDeadlineSeconds`` beyond ``int64`` (``json: cannot unmarshal number 2147483648 into Go struct field
+PodSpec.spec.priority of type int32``), a PodGroup's ``minMember`` or ``scheduleTimeoutSeconds`` beyond ``int32``.
 
 A pod's effective request is computed as Kubernetes computes it (``k8s.io/component-helpers`` ``PodRequests``,
 1.29+): regular containers summed; sidecars (init containers with ``restartPolicy: Always``) added to that sum; each
@@ -21,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem, int_decode_error
 from kubeflux.scheduler.objects import (
     Node,
     NodeSelectorRequirement,
@@ -35,7 +40,7 @@ from kubeflux.scheduler.objects import (
     Taint,
     Toleration,
 )
-from kubeflux.scheduler.units import format_quantity
+from kubeflux.scheduler.units import echo, format_quantity
 from kubeflux.scheduler.validation import (
     InvalidObject,
     min_member_problem,
@@ -67,16 +72,23 @@ class ManifestError(InvalidObject):
     """A manifest Kubernetes would reject (or that kubeflux cannot read); names the object and the field path."""
 
 
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, a decoded manifest's dicts first: the test of an abstract class goes through
+    its ``__instancecheck__``, ~60 times per pod read (half of ``pod_from_manifest``'s time, which serve spends on
+    every pod event: issue 28)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 class _Reader:
     """Typed access to one manifest, turning every type mismatch into a :class:`ManifestError`."""
 
     def __init__(self, kind: str, obj: Any, expected_kinds: tuple[str, ...]) -> None:
-        if not isinstance(obj, Mapping):
+        if not _is_mapping(obj):
             raise ManifestError(kind, "", f"expected a mapping, got {type(obj).__name__}")
         self.obj = obj
         meta = obj.get("metadata")
-        name = meta.get("name") if isinstance(meta, Mapping) else None
-        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        name = meta.get("name") if _is_mapping(meta) else None
+        namespace = meta.get("namespace") if _is_mapping(meta) else None
         self.where = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
         actual = obj.get("kind")
         if actual is not None and actual not in expected_kinds:
@@ -87,19 +99,18 @@ class _Reader:
 
     def get(self, path: str, default: Any = None) -> Any:
         node: Any = self.obj
-        walked = ""
-        for part in path.split("."):
+        parts = path.split(".")
+        for depth, part in enumerate(parts):
             if node is None:
                 return default
-            if not isinstance(node, Mapping):
-                raise self.fail(walked, f"expected a mapping, got {type(node).__name__}")
+            if not _is_mapping(node):
+                raise self.fail(".".join(parts[:depth]), f"expected a mapping, got {type(node).__name__}")
             node = node.get(part)
-            walked = f"{walked}.{part}" if walked else part
         return default if node is None else node
 
     def mapping(self, path: str, value: Any = None) -> Mapping[str, Any]:
         value = self.get(path, {}) if value is None else value
-        if not isinstance(value, Mapping):
+        if not _is_mapping(value):
             raise self.fail(path, f"expected a mapping, got {type(value).__name__}")
         return value
 
@@ -165,10 +176,36 @@ class _Reader:
         return seconds
 
     def name(self) -> str:
+        """``metadata.name``: required, a DNS-1123 subdomain."""
         name = self.string("metadata.name")
         if not name:
             raise self.fail("metadata.name", "required")
+        self.dns_name("metadata.name", name)
         return name
+
+    def identity(self, kind: str, default_namespace: str) -> tuple[str, str]:
+        """``metadata.name`` (:meth:`name`) and ``metadata.namespace`` (``default_namespace`` when absent; a DNS-1123
+        label) of a namespaced object, which messages then name ``Kind namespace/name``."""
+        namespace = self.string("metadata.namespace") or default_namespace
+        self.where = f"{kind} {namespace}/{self.get('metadata.name')}"
+        name = self.name()
+        self.dns_name("metadata.namespace", namespace, label=True)
+        return name, namespace
+
+    def dns_name(self, path: str, name: str, *, label: bool = False) -> None:
+        """Raise as the API server's 422 does when ``name`` is no DNS-1123 subdomain (``label``: label)."""
+        problem = dns_label_problem(name) if label else dns_subdomain_problem(name)
+        if problem is not None:
+            raise self.fail(path, f"{echo(name)}: {problem}")
+
+    def go_integer(self, go_struct: str, path: str, go_type: str = "int32") -> int | None:
+        """The integer at ``path`` (None when absent), refused as the API server fails to decode a value beyond
+        its Go type, a fraction or a string (:func:`~kubeflux.apiobjects.rules.int_decode_error`)."""
+        value = self.get(path)
+        message = int_decode_error(go_struct, path, value, go_type)
+        if message is not None:
+            raise self.fail(path, message)
+        return self.integer(path, value)
 
 
 def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> ResourceList:
@@ -403,19 +440,20 @@ def _owner(reader: _Reader) -> str:
 def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     """A :class:`Pod` from a ``v1`` Pod manifest (requests, placement constraints, status, owner)."""
     reader = _Reader("Pod", obj, ("Pod",))
-    name = reader.name()
-    namespace = reader.string("metadata.namespace") or default_namespace
-    reader.where = f"Pod {namespace}/{name}"
+    name, namespace = reader.identity("Pod", default_namespace)
     phase_text = reader.string("status.phase") or PodPhase.PENDING.value
     try:
         phase = PodPhase(phase_text)
     except ValueError as exc:
         raise reader.fail("status.phase", f"unknown phase {phase_text!r}") from exc
-    deadline = reader.integer("spec.activeDeadlineSeconds")
+    deadline = reader.go_integer("PodSpec", "spec.activeDeadlineSeconds", "int64")
     problem = None if deadline is None else seconds_problem(deadline)
     if problem is not None:
         raise reader.fail("spec.activeDeadlineSeconds", problem)
-    priority = reader.integer("spec.priority")
+    priority = reader.go_integer("PodSpec", "spec.priority")
+    node_name = reader.string("spec.nodeName")
+    if node_name:
+        reader.dns_name("spec.nodeName", node_name)
     resize = _resize_status(reader)
     return Pod(
         namespace=namespace,
@@ -430,7 +468,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         node_selector=reader.string_map("spec.nodeSelector"),
         tolerations=_tolerations(reader),
         required_node_affinity=_node_affinity(reader),
-        node_name=reader.string("spec.nodeName"),
+        node_name=node_name,
         phase=phase,
         deleted=reader.get("metadata.deletionTimestamp") is not None,
         active_deadline_seconds=None if deadline is None else float(deadline),
@@ -510,9 +548,7 @@ def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> P
     """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read) or a
     ``scheduling.k8s.io`` one (``spec.schedulingPolicy``; it has no timeout)."""
     reader = _Reader("PodGroup", obj, ("PodGroup",))
-    name = reader.name()
-    namespace = reader.string("metadata.namespace") or default_namespace
-    reader.where = f"PodGroup {namespace}/{name}"
+    name, namespace = reader.identity("PodGroup", default_namespace)
     if reader.string("apiVersion").partition("/")[0] == NATIVE_GANG_GROUP:
         return PodGroup(
             namespace=namespace,
@@ -528,6 +564,8 @@ def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> P
         raise reader.fail("spec.minMember", problem)
     timeout = reader.integer("spec.scheduleTimeoutSeconds")
     problem = None if timeout is None else seconds_problem(timeout)
+    if timeout is not None and timeout > MAX_INT32:  # the CRD's format: int32
+        problem = f"must be at most {MAX_INT32} (an int32), got {echo(timeout)}"
     if problem is not None:
         raise reader.fail("spec.scheduleTimeoutSeconds", problem)
     return PodGroup(

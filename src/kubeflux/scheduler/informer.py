@@ -39,7 +39,14 @@ from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
-from kubeflux.scheduler.validation import InvalidObject, check_group, check_node, check_pod, pod_fields_problem
+from kubeflux.scheduler.validation import (
+    InvalidObject,
+    check_group,
+    check_node,
+    check_pod,
+    pod_fields_problem,
+    pod_run,
+)
 
 __all__ = ["BIND_BACKOFF", "Informer"]
 
@@ -119,13 +126,15 @@ class Informer:
 
     def _valid(self, uid: str, pod: Pod) -> bool:
         """Whether ``pod`` may be used; a bad one is reported: rejected when it is kubeflux's and waits (its
-        duration and match policy annotations too), else warned about. Nothing of it is counted or queued."""
+        duration, match policy and run-time annotations too), else warned about. Nothing of it is counted or
+        queued."""
         name = self.profile.name
         try:
             check_pod(pod)
             if pod.scheduler_name == name and not pod.node_name:  # what placing it reads (annotations)
                 pod_duration(pod)
                 pod_policy(pod, self.profile.policy)
+                pod_run(f"Pod {pod.key}", pod.annotations)  # what its kubelet reads: never bind what none can run
         except (InvalidObject, PodRequestError) as exc:
             message = str(exc)
             if self.told.get(uid) != message:

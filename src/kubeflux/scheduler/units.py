@@ -1,5 +1,6 @@
 """The scheduler's amounts and durations as people read them: canonical amounts (millicores, bytes) written the
-way Kubernetes writes quantities (``500m``, ``4Gi``), and seconds as Go durations (``1m30s``), read and written.
+way Kubernetes writes quantities (``500m``, ``4Gi``), seconds as Go durations (``1m30s``), read and written, and a
+bad value as a message repeats it (:func:`echo`: cut to :data:`ECHO_LIMIT` characters, whatever its length).
 
 This is no wire format: the core writes amounts in its messages (``pod group … can never fit: … need 8 cpu``) and
 reads durations from its own annotations (``kubeflux.io/duration: 1h30m``). Parsing Kubernetes quantities, which
@@ -13,7 +14,10 @@ from fractions import Fraction
 
 __all__ = [
     "BINARY_SUFFIXES",
+    "ECHO_LIMIT",
     "DurationError",
+    "clip",
+    "echo",
     "format_cpu",
     "format_duration",
     "format_quantity",
@@ -22,7 +26,21 @@ __all__ = [
 
 
 class DurationError(ValueError):
-    """A duration Go's ``time.ParseDuration`` would reject; the message quotes the bad value."""
+    """A duration Go's ``time.ParseDuration`` would reject; the message quotes the bad value (:func:`echo`)."""
+
+
+ECHO_LIMIT = 40
+"""The most characters of a bad value a message repeats (a 400-digit number is shown by its start and length)."""
+
+
+def clip(text: str) -> str:
+    """``text`` for a message, cut to :data:`ECHO_LIMIT` characters: ``99999999… (402 characters)``."""
+    return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
+
+
+def echo(value: object) -> str:
+    """``repr(value)`` for a message, cut as :func:`clip` cuts: ``'99999999…' (402 characters)``."""
+    return clip(repr(value))
 
 
 BINARY_SUFFIXES: tuple[tuple[str, int], ...] = (
@@ -80,9 +98,9 @@ def parse_duration(text: str) -> float:
     As in Go, ``"0"`` needs no unit, every other number needs one, and units may repeat (``"1s1s"``).
     """
     if not isinstance(text, str) or not text:
-        raise DurationError(f"invalid duration {text!r}")
+        raise DurationError(f"invalid duration {echo(text)}")
     if len(text) > _MAX_DURATION_TEXT:
-        raise DurationError(f"invalid duration {text[:40]!r}…: more than {_MAX_DURATION_TEXT} characters")
+        raise DurationError(f"invalid duration {echo(text)}: more than {_MAX_DURATION_TEXT:,} characters")
     body = text
     sign = 1
     if body[0] in "+-":
@@ -91,17 +109,19 @@ def parse_duration(text: str) -> float:
     if body == "0":
         return 0.0
     if not body:
-        raise DurationError(f"invalid duration {text!r}")
+        raise DurationError(f"invalid duration {echo(text)}")
     total = Fraction(0)
     pos = 0
     while pos < len(body):
         match = _DURATION_PART_RE.match(body, pos)
         if match is None or match.group(1) in ("", "."):
-            raise DurationError(f"invalid duration {text!r}: expected a number followed by one of ns, us, ms, s, m, h")
+            raise DurationError(
+                f"invalid duration {echo(text)}: expected a number followed by one of ns, us, ms, s, m, h"
+            )
         total += Fraction(match.group(1)) * _DURATION_UNITS_NS[match.group(2)]
         pos = match.end()
     if total > _MAX_DURATION_NS:
-        raise DurationError(f"invalid duration {text[:40]!r}: beyond Go's limit of about 292 years")
+        raise DurationError(f"invalid duration {echo(text)}: beyond Go's limit of about 292 years")
     return float(sign * total / 1_000_000_000)
 
 

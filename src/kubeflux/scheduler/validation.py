@@ -13,6 +13,12 @@ both doors:
 A ``*_problem`` function returns None for a good value, else what is wrong in words (``must be non-negative,
 got -1``); a ``check_*`` function raises :class:`InvalidObject` naming the object and the field.
 
+How a pod runs once bound, as KWOK's stage annotations and the simulator's exit code say it (:func:`pod_run`:
+``pod-complete.stage.kwok.x-k8s.io/delay`` and ``jitter-delay``, Go durations, ``sim.kubeflux.io/exit-code``), is
+read by one function for every path: ``simulate``'s reader rejects a pod whose annotations it cannot read, and so
+does kubeflux's scheduler before binding it (in ``cluster serve``, whose simulated kubelets read them with the same
+function): a pod no kubelet could run is never bound, so it never holds resources.
+
 The allocation annotation kubeflux writes on the pods it binds is read back and checked in
 :mod:`kubeflux.scheduler.allocation`.
 """
@@ -20,6 +26,8 @@ The allocation annotation kubeflux writes on the pods it binds is read back and 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from kubeflux.scheduler.objects import (
@@ -35,17 +43,25 @@ from kubeflux.scheduler.objects import (
     Taint,
     Toleration,
 )
-from kubeflux.scheduler.units import format_quantity
+from kubeflux.scheduler.units import DurationError, clip, echo, format_quantity, parse_duration
 
 __all__ = [
+    "EXIT_CODE_ANNOTATION",
+    "JITTER_ANNOTATION",
+    "MAX_MIN_MEMBER",
+    "MAX_SECONDS",
     "NODE_VERTICES_LIMIT",
+    "RUN_TIME_ANNOTATION",
     "InvalidObject",
+    "InvalidRunTime",
+    "PodRun",
     "check_group",
     "check_node",
     "check_pod",
     "min_member_problem",
     "node_size_problem",
     "pod_fields_problem",
+    "pod_run",
     "quantity_problem",
     "seconds_problem",
 ]
@@ -97,10 +113,17 @@ def seconds_problem(value: object, *, positive: bool = True) -> str | None:
     return None
 
 
+MAX_MIN_MEMBER: Final = 2**31 - 1
+"""A PodGroup's ``minMember`` (and a ``scheduling.k8s.io`` one's ``minCount``) is an ``int32`` in every API that
+has one: the API server refuses more."""
+
+
 def min_member_problem(value: object) -> str | None:
-    """A PodGroup's ``minMember`` is a positive integer."""
+    """A PodGroup's ``minMember`` is a positive integer of at most :data:`MAX_MIN_MEMBER`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return f"must be a positive integer, got {value!r}"
+        return f"must be a positive integer, got {echo(value)}"
+    if value > MAX_MIN_MEMBER:
+        return f"must be at most {MAX_MIN_MEMBER} (an int32), got {echo(value)}"
     return None
 
 
@@ -285,9 +308,7 @@ def node_size_problem(allocatable: dict[str, int]) -> tuple[str, str] | None:
     for name, unit in ((CPU, 1000), (GPU, 1)):
         if allocatable.get(name, 0) // unit > NODE_VERTICES_LIMIT:
             amount = format_quantity(name, allocatable[name])  # as written: 100000000000, not its millicores
-            if len(amount) > 40:
-                amount = f"{amount[:20]}... ({len(amount)} characters)"
-            return name, f"more than {NODE_VERTICES_LIMIT} whole units, got {amount}"
+            return name, f"more than {NODE_VERTICES_LIMIT} whole units, got {clip(amount)}"
     return None
 
 
@@ -317,3 +338,90 @@ def check_group(group: PodGroup) -> None:
     field, problem = found
     if problem is not None:
         raise InvalidObject(f"PodGroup {group.key}", field, problem)
+
+
+# --- how a pod runs -------------------------------------------------------------------------------------------
+
+RUN_TIME_ANNOTATION: Final = "pod-complete.stage.kwok.x-k8s.io/delay"
+"""A pod's run time: a Go duration from Running to its end (KWOK's ``pod-complete`` stage)."""
+JITTER_ANNOTATION: Final = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+"""The upper bound of a random run time (KWOK: delay + random(jitter − delay)); not below the delay."""
+EXIT_CODE_ANNOTATION: Final = "sim.kubeflux.io/exit-code"
+"""The exit code a simulated pod ends with (0–255; non-zero ends it ``Failed``)."""
+MAX_SECONDS: Final = 100 * 365 * 86_400
+"""3,153,600,000 s (100 years): the longest time or duration a pod's annotations (or any simulator input) may
+state; beyond it a float no longer tells a second from the next at the scale of a run."""
+
+
+class InvalidRunTime(InvalidObject):
+    """A pod the API accepts but no simulated kubelet can run: its run-time annotations are unreadable
+    (:func:`pod_run`). It is rejected, never bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodRun:
+    """How a pod runs, as its annotations say: run time and its jitter bound (seconds, None when not said) and
+    exit code."""
+
+    run_time: float | None = None
+    jitter: float | None = None
+    exit_code: int = 0
+
+
+_NO_RUN: Final = PodRun()
+_RUN_ANNOTATIONS: Final = (RUN_TIME_ANNOTATION, JITTER_ANNOTATION, EXIT_CODE_ANNOTATION)
+_DURATIONS: dict[str, float | str] = {}
+"""Seconds of each duration text read, or why it is no duration (one parse per text, not per pod event)."""
+_DURATIONS_KEPT = 4096
+
+
+def _duration(text: str) -> float | str:
+    """Seconds in a run-time annotation's text, or what is wrong with it."""
+    found = _DURATIONS.get(text)
+    if found is not None:
+        return found
+    value: float | str
+    try:
+        seconds = parse_duration(text)
+    except DurationError as exc:
+        value = f"{exc} (a Go duration such as 60s or 1m30s)"
+    else:
+        value = seconds
+        if seconds < 0:
+            value = f"must not be negative, got {echo(text)}"
+        elif seconds > MAX_SECONDS:
+            value = f"must be at most {MAX_SECONDS:,} s (100 years), got {echo(text)}"
+    if len(_DURATIONS) >= _DURATIONS_KEPT:
+        _DURATIONS.clear()
+    _DURATIONS[text] = value
+    return value
+
+
+def pod_run(obj: str, annotations: Mapping[str, str], path: str = "metadata", default: float | None = None) -> PodRun:
+    """How the pod ``obj`` (``Pod default/web-0``) runs, from its annotations (:data:`RUN_TIME_ANNOTATION`,
+    :data:`JITTER_ANNOTATION`, :data:`EXIT_CODE_ANNOTATION`) under ``path`` (``spec.template.metadata`` in a Job);
+    ``default``: the run time when the annotation does not say one.
+
+    Raises :class:`InvalidRunTime` naming the annotation: not a Go duration, negative or beyond
+    :data:`MAX_SECONDS`; a jitter below the run time; an exit code that is not an integer from 0 to 255."""
+    if not any(key in annotations for key in _RUN_ANNOTATIONS):
+        return _NO_RUN if default is None else PodRun(default)
+    seconds: list[float | None] = []
+    for key in (RUN_TIME_ANNOTATION, JITTER_ANNOTATION):
+        text = annotations.get(key)
+        value = None if text is None else _duration(text)
+        if isinstance(value, str):
+            raise InvalidRunTime(obj, f"{path}.annotations.{key}", value)
+        seconds.append(value)
+    run_time, jitter = seconds
+    if run_time is None:
+        run_time = default
+    if jitter is not None and run_time is not None and jitter < run_time:
+        why = f"must not be below the delay ({run_time:g}s)"
+        raise InvalidRunTime(obj, f"{path}.annotations.{JITTER_ANNOTATION}", why)
+    exit_text = annotations.get(EXIT_CODE_ANNOTATION, "0")
+    exit_code = int(exit_text) if exit_text.isascii() and exit_text.isdigit() and len(exit_text) <= 3 else -1
+    if not 0 <= exit_code <= 255:
+        why = f"must be an integer from 0 to 255, got {echo(exit_text)}"
+        raise InvalidRunTime(obj, f"{path}.annotations.{EXIT_CODE_ANNOTATION}", why)
+    return PodRun(run_time, jitter, exit_code)

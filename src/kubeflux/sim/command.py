@@ -49,6 +49,7 @@ from kubeflux.sim.inputs import (
     check_budget,
     choose_cluster,
     endless_pods,
+    load_files,
     memory_budget_bytes,
     scheduler_names,
     tell_endless_pods,
@@ -58,7 +59,7 @@ from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
-from kubeflux.sim.workloads.limits import seconds_problem
+from kubeflux.sim.workloads.limits import ReadBudget, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
@@ -257,10 +258,16 @@ def _check_options(
 
 
 def _load(
-    files: list[Path], preset_name: str | None, synthetic: str | None, seed: int, default_run_time: float | None = None
+    files: list[Path],
+    preset_name: str | None,
+    synthetic: str | None,
+    seed: int,
+    default_run_time: float | None = None,
+    budget: ReadBudget | None = None,
 ) -> list[Workload]:
-    """The workloads to merge: files, then the preset or synthetic spec (ValueError/WorkloadError on bad input)."""
-    from kubeflux.sim.workloads import load_workload
+    """The workloads to merge: files, then the preset or synthetic spec (ValueError/WorkloadError on bad input);
+    ``budget``: the files are read only as far as the memory budget allows (:func:`~kubeflux.sim.inputs.
+    load_files`)."""
     from kubeflux.sim.workloads.synthetic import PRESETS, generate, parse_spec
 
     seen: dict[Path, Path] = {}
@@ -269,7 +276,7 @@ def _load(
         if given is not path:
             same = "twice" if str(given) == str(path) else f"twice (as {given} and {path})"
             raise ValueError(f"-w {path}: the same file is given {same}; give each workload file once")
-    workloads = [load_workload(path, default_run_time=default_run_time) for path in files]
+    workloads = load_files(files, default_run_time, budget)
     if preset_name is not None:
         base = PRESETS.get(preset_name)
         if base is None:
@@ -435,14 +442,15 @@ def simulate_command(
     timer = PhaseTimer()
     try:
         with timer.phase("read workload"):
-            parts = _load(workload or [], preset, synthetic, seed, default_runtime)
+            read_budget = ReadBudget(budget, len(scheduler))
+            parts = _load(workload or [], preset, synthetic, seed, default_runtime, read_budget)
             loaded = merge_workloads(parts)
         shape = Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
         node_list = choose_cluster(parts, workload or [], preset, cluster, shape, budget, console)
         tell_input(loaded, console, strict)
         lifecycle = Lifecycle(start_delay, start_jitter, fail_fraction, seed=seed)
         _check_sockets(node_list, sockets)
-        check_budget(loaded, node_list, len(scheduler), budget)
+        check_budget(loaded, node_list, scheduler, budget)
     except (WorkloadError, ValueError) as exc:
         raise _fail(console, exc) from exc
     if not loaded.jobs:

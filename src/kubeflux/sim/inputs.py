@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kubeflux.scheduler.objects import Node
+from kubeflux.sim.workloads.limits import ReadBudget
 from kubeflux.sim.workloads.model import JobKind, Workload
 from kubeflux.sim.workloads.platform import HeaderPlatform
 
@@ -72,6 +73,19 @@ def memory_budget_bytes(text: str) -> int:
     return budget
 
 
+def load_files(files: list[Path], default_run_time: float | None, budget: ReadBudget | None) -> list[Workload]:
+    """Each workload file, read as far as ``budget`` allows: the files share it, each reader stopping at the first
+    job beyond what the jobs of the files before it left (WorkloadError naming the file, the line and the count)."""
+    from kubeflux.sim.workloads import load_workload
+
+    workloads: list[Workload] = []
+    for path in files:
+        workloads.append(load_workload(path, default_run_time=default_run_time, budget=budget))
+        if budget is not None:
+            budget = budget.after(len(workloads[-1].jobs))
+    return workloads
+
+
 def nodes_from_options(
     cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int
 ) -> list[Node]:
@@ -102,8 +116,7 @@ def choose_cluster(
     refused). A uniform cluster is
     bounded before it is built: at most :data:`NODE_VERTICES_LIMIT` cores or GPUs per node, and the memory
     budget."""
-    from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT
-    from kubeflux.sim.workloads.limits import budget_problem, cluster_bytes
+    from kubeflux.sim.workloads.limits import cluster_bytes
     from kubeflux.sim.workloads.synthetic import preset_cluster
 
     nodes, cores, what = shape.nodes, shape.cores, f"--nodes {shape.nodes} x --cores-per-node {shape.cores}"
@@ -119,12 +132,22 @@ def choose_cluster(
             highlight=False,
         )
     if cluster is None and nodes is not None and cores is not None:
-        if cores > NODE_VERTICES_LIMIT or shape.gpus > NODE_VERTICES_LIMIT:
-            raise ValueError(f"{what}: at most {NODE_VERTICES_LIMIT:,} cores and GPUs per node")
-        problem = budget_problem(what, cluster_bytes(nodes, cores), budget)
-        if problem is not None:
-            raise ValueError(problem)
+        check_uniform(what, cores, shape.gpus, cluster_bytes(nodes, cores), budget)
     return nodes_from_options(cluster, nodes, cores, shape.memory, shape.gpus)
+
+
+def check_uniform(what: str, cores: int, gpus: int, estimate: int, budget: int) -> None:
+    """Refuse (ValueError) a uniform cluster, ``what`` the options that give it, before it is built: more than
+    :data:`~kubeflux.scheduler.validation.NODE_VERTICES_LIMIT` cores or GPUs a node, or ``estimate`` bytes beyond
+    ``budget``."""
+    from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT
+    from kubeflux.sim.workloads.limits import budget_problem
+
+    if cores > NODE_VERTICES_LIMIT or gpus > NODE_VERTICES_LIMIT:
+        raise ValueError(f"{what}: at most {NODE_VERTICES_LIMIT:,} cores and GPUs per node")
+    problem = budget_problem(what, estimate, budget)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def _one_platform(parts: list[Workload], files: list[Path]) -> HeaderPlatform:
@@ -157,9 +180,9 @@ def _one_platform(parts: list[Workload], files: list[Path]) -> HeaderPlatform:
     return first
 
 
-def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget: int) -> None:
-    """Raise ValueError when the runs of ``workload`` on ``nodes`` under ``schedulers`` schedulers would need more
-    than ``budget`` bytes (one run at a time, plus the records of the runs before it:
+def check_budget(workload: Workload, nodes: list[Node], schedulers: list[str], budget: int) -> None:
+    """Raise ValueError when the runs of ``workload`` on ``nodes`` under ``schedulers`` would need more than
+    ``budget`` bytes (one run at a time, plus the records of the runs before it and the graphs of kubeflux's:
     :func:`kubeflux.sim.workloads.limits.estimate_bytes`)."""
     from kubeflux.sim.workloads.limits import budget_problem, estimate_bytes, pod_count
     from kubeflux.sim.workloads.mapping import whole_cores
@@ -168,8 +191,10 @@ def check_budget(workload: Workload, nodes: list[Node], schedulers: int, budget:
     largest = max((whole_cores(node) for node in schedulable), default=0)
     total = sum(whole_cores(node) for node in schedulable)
     pods = pod_count(workload, largest, total)
-    estimate = estimate_bytes(workload, len(nodes), largest, total, runs=schedulers)
-    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {schedulers} scheduler(s)"
+    graphs = sum(1 for name in schedulers if name.startswith("kubeflux"))  # the ones that build kubeflux's graph
+    estimate = estimate_bytes(workload, len(nodes), largest, total, runs=len(schedulers), graphs=graphs)
+    runs = len(schedulers)
+    jobs = f"{len(workload.jobs):,} jobs ({pods:,} pods) on {len(nodes):,} nodes under {runs} scheduler(s)"
     problem = budget_problem(f"{workload.name}: {jobs}", estimate, budget)
     if problem is not None:
         raise ValueError(problem)
@@ -233,8 +258,10 @@ __all__ = [
     "ALL_SCHEDULERS",
     "Shape",
     "check_budget",
+    "check_uniform",
     "choose_cluster",
     "endless_pods",
+    "load_files",
     "memory_budget_bytes",
     "nodes_from_options",
     "scheduler_names",

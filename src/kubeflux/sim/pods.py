@@ -30,12 +30,17 @@ class Lifecycle:
     """Each pod with a run time ends up to this much later, uniformly (seeded): on a real cluster two pods that
     started together end a few milliseconds apart (KWOK's stages, the kubelets' status writes), so a scheduler
     sees two events where virtual time has one instant (the fidelity page measures 5–10 ms)."""
+    end_delay: float = 0.0
+    """Each pod with a run time ends this much later (before its ``end_jitter``): KWOK marks a pod ``Succeeded``
+    a few hundredths of a second after its run time (its stage's queue and status write; the fidelity page
+    measures it), and along a queue of jobs each waiting for the one before to end these delays add up."""
     job_sync_delay: float = 0.0
     """Seconds from a ``batch/v1`` Job's pod ending to the Job controller acting on it (marking the Job complete,
     replacing a failed pod): kube-controller-manager batches pod events for 1 s (``syncJobBatchPeriod``)."""
 
     def __post_init__(self) -> None:
-        if self.start_delay < 0 or self.start_jitter < 0 or self.end_jitter < 0 or self.job_sync_delay < 0:
+        delays = (self.start_delay, self.start_jitter, self.end_jitter, self.end_delay, self.job_sync_delay)
+        if min(delays) < 0:
             raise ValueError("lifecycle: delays and jitters must be >= 0 seconds")
         if not 0.0 <= self.pod_failure_fraction <= 1.0:
             raise ValueError(f"lifecycle: pod_failure_fraction must be in [0, 1], got {self.pod_failure_fraction}")
@@ -204,8 +209,10 @@ class SimPod:
             self.start_delay = rng.uniform(timing.start_delay, timing.start_jitter)
         if timing.run_jitter is not None and self.run_time is not None and timing.run_jitter > self.run_time:
             self.run_time = rng.uniform(self.run_time, timing.run_jitter)
-        if lifecycle.end_jitter > 0.0 and self.run_time is not None:
-            self.run_time += rng.uniform(0.0, lifecycle.end_jitter)
+        if self.run_time is not None:
+            self.run_time += lifecycle.end_delay
+            if lifecycle.end_jitter > 0.0:
+                self.run_time += rng.uniform(0.0, lifecycle.end_jitter)
         if lifecycle.pod_failure_fraction > 0.0 and rng.random() < lifecycle.pod_failure_fraction:
             self.fail_after = (self.run_time or 0.0) * rng.random()
             self.exit_code = lifecycle.failure_exit_code

@@ -33,7 +33,7 @@ from kubeflux.sim.output.page import About, best_of, present_files, render
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.resourceids import has_ids
-from kubeflux.sim.verdict import summary_line, verdict_lines
+from kubeflux.sim.verdict import rejection_line, verdicts
 
 GANTT_MAX_JOBS = 20_000
 """Jobs drawn per Gantt panel at most (the earliest to start)."""
@@ -95,9 +95,9 @@ def _table_columns(rows: Sequence[SummaryRow]) -> list[tuple[str, str, _Shown | 
 
 def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison") -> Table:
     """A rich table of summary rows (one per run), the main figures only; the best wait, slowdown and makespan in
-    green, among the runs that finished every job they did not reject (a run that left jobs waiting has nothing
-    to be best at: its averages leave out what it never ran). Each average says which jobs it covers (``mean wait
-    of started``) and the ``started``, ``finished`` and ``bound`` columns say how many."""
+    green, among the runs that finished all their jobs without a failure, as the page marks them
+    (:func:`~kubeflux.sim.output.page.best_of`). Each average says which jobs it covers (``mean wait of started``)
+    and the ``started``, ``finished`` and ``bound`` columns say how many."""
     table = Table(title=title)
     columns = _table_columns(rows)
     for key, header, _ in columns:
@@ -106,22 +106,13 @@ def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison
         else:
             over = MEAN_OVER.get(key)
             table.add_column(f"{header} of {_COUNT_NAMES[over]}" if over else header, justify="right")
-    best: dict[str, float] = {}
-    complete = [row for row in rows if not row.get("not_finished")]
-    for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan"):
-        values = [float(row[key]) for row in complete if isinstance(row.get(key), int | float)]
-        if len(values) > 1 or (values and len(rows) > 1):
-            best[key] = min(values)
+    best = best_of(rows, [(key, "lower") for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan")])
     texts = {key: _column(rows, key, shown) for key, _, shown in columns}
-    for index, row in enumerate(rows):
+    for index, _row in enumerate(rows):
         cells = []
         for key, _, _ in columns:
             text = texts[key][index]
-            value = row.get(key)
-            in_race = not row.get("not_finished")
-            if in_race and key in best and isinstance(value, int | float) and float(value) == best[key]:
-                text = f"[green]{text}[/green]"
-            cells.append(text)
+            cells.append(f"[green]{text}[/green]" if index in best.get(key, ()) else text)
         table.add_row(*cells)
     return table
 
@@ -223,13 +214,13 @@ def write_page(
 ) -> Path:
     """``index.html`` of :func:`write_report` (its file list names the data files present in ``out_dir``)."""
     with (timer or PhaseTimer()).phase("index.html"):
-        verdicts = verdict_lines(rows) if len(rows) > 1 else [summary_line(row) for row in rows]
         index = Path(out_dir) / "index.html"
         page = render(
             rows,
             title=title,
             about=about or About(),
-            verdicts=verdicts,
+            verdicts=verdicts(rows),
+            alert=rejection_line(rows),
             total_cores=max((run.total_cores for run in runs), default=0),
             figures=FIGURES,
             files=present_files(Path(out_dir), [run.scheduler for run in runs]),

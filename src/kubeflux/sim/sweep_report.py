@@ -163,8 +163,8 @@ def sweep_page(rows: Sequence[dict[str, Any]], name: str, plotted: bool) -> str:
     import html
 
     from kubeflux import __version__
-    from kubeflux.sim.output.page import STYLE, compact_table
-    from kubeflux.sim.verdict import summary_line, verdict_lines
+    from kubeflux.sim.output.page import STYLE, compact_table, star_legend, verdict_paragraph
+    from kubeflux.sim.verdict import rejection_line, verdicts
 
     def e(text: object) -> str:
         return html.escape(str(text))
@@ -178,14 +178,14 @@ def sweep_page(rows: Sequence[dict[str, Any]], name: str, plotted: bool) -> str:
     )
     sections: list[str] = []
     for (workload, cluster), means in group_means(rows).items():
-        lines = verdict_lines(means) if len(means) > 1 else [summary_line(row) for row in means]
-        verdict = "".join(f"<p>{e(line)}</p>" for line in lines)
+        alert = rejection_line(means)
+        verdict = "".join(verdict_paragraph(line, alert) for line in verdicts(means))
         mark = "" if sections else ' id="verdict"'  # the first verdict: where a reader looks first
         sections.append(
             f'<section><h2>{e(workload)} on {e(cluster)}</h2><div class="verdict"{mark}>{verdict}</div>'
             f'<div class="scroll">{compact_table(means)}</div>'
-            '<p class="legend">Means over the seeds of each scheduler and policy; ★ best of the row among those that '
-            "finished all their jobs.</p></section>"
+            f'<p class="legend">Means over the seeds of each scheduler and policy. {e(star_legend(means))}</p>'
+            "</section>"
         )
     images = "".join(
         f'<figure><img src="sweep-{metric}.png" alt="{e(metric)}"><figcaption>{e(metric.replace("_", " "))}: the '

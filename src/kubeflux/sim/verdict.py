@@ -17,6 +17,10 @@ the first row (the first ``--scheduler``) against every other, e.g.
 
 A run compared with nothing (``cluster serve --out``, one ``--scheduler``) gets :func:`summary_line` instead:
 ``kubeflux: 203 of 203 jobs finished; mean wait 42 min, makespan 10.2 h, useful utilization 79.4 %``.
+
+:func:`verdicts` is what a report's page shows: first :func:`rejection_line` when a run rejected every job (``Nothing
+ran: all 10 jobs were rejected under every scheduler …``: figures of 0 s would otherwise read as a perfect run),
+then the comparison lines (none when nothing ran anywhere: there is nothing to compare), or the one run's line.
 """
 
 from __future__ import annotations
@@ -99,4 +103,33 @@ def verdict_lines(rows: Sequence[Row]) -> list[str]:
     return [verdict_line(rows[0], other) for other in rows[1:]]
 
 
-__all__ = ["summary_line", "verdict_line", "verdict_lines"]
+def _all_rejected(row: Row) -> bool:
+    return _number(row, "jobs") > 0 and _number(row, "rejected") == _number(row, "jobs")
+
+
+def rejection_line(rows: Sequence[Row]) -> str | None:
+    """The line that says when runs rejected every job (they ran nothing: their figures are not results), else
+    None."""
+    refused = [row for row in rows if _all_rejected(row)]
+    if not refused:
+        return None
+    why = "problems.txt and jobs.csv say why"
+    if len(refused) == len(rows):
+        jobs = f"all {int(_number(rows[0], 'jobs')):,} jobs were" if _number(rows[0], "jobs") > 1 else "the job was"
+        under = "under every scheduler" if len(rows) > 1 else f"by {rows[0].get('scheduler')}"
+        return f"Nothing ran: {jobs} rejected {under} ({why})."
+    names = ", ".join(str(row.get("scheduler")) for row in refused)
+    return f"{names} rejected every job and ran nothing ({why}); the other runs are compared below."
+
+
+def verdicts(rows: Sequence[Row]) -> list[str]:
+    """A report's verdict, line by line (see the module docstring)."""
+    note = rejection_line(rows)
+    if note is not None and all(_all_rejected(row) for row in rows):
+        return [note]
+    ran = [row for row in rows if not _all_rejected(row)]
+    lines = verdict_lines(ran) if len(ran) > 1 else [summary_line(row) for row in ran]
+    return ([note] if note else []) + lines
+
+
+__all__ = ["rejection_line", "summary_line", "verdict_line", "verdict_lines", "verdicts"]

@@ -40,6 +40,15 @@ _CRONJOB = {
         },
     },
 }
+
+
+def _cronjob_counts(name: str, counts: dict[str, Any]) -> dict[str, Any]:
+    """:data:`_CRONJOB` named ``name`` whose Job template has ``counts`` (held to a Job's rules)."""
+    job = _CRONJOB["spec"]["jobTemplate"]  # type: ignore[index]
+    spec = {**_CRONJOB["spec"], "jobTemplate": {"spec": {**job["spec"], **counts}}}  # type: ignore[dict-item]
+    return {**_CRONJOB, "metadata": {"name": name}, "spec": spec}
+
+
 _SLICE = {
     "apiVersion": "discovery.k8s.io/v1",
     "kind": "EndpointSlice",
@@ -135,5 +144,16 @@ STEPS: list[Step] = [
         "cronjob without template",
         "/apis/batch/v1/namespaces/diff/cronjobs",
         {**_CRONJOB, "metadata": {"name": "bad2"}, "spec": {"schedule": "@hourly"}},
+    ),
+    *(
+        post(f"cronjob {name}", "/apis/batch/v1/namespaces/diff/cronjobs", _cronjob_counts(f"bad{3 + index}", counts))
+        for index, (name, counts) in enumerate(
+            (
+                ("completions beyond int32", {"completions": 2**31}),
+                ("completions a string", {"completions": "3"}),
+                ("negative counts", {"parallelism": -1, "backoffLimit": -2}),
+                ("indexed without completions", {"completionMode": "Indexed"}),
+            )
+        )
     ),
 ]

@@ -51,6 +51,8 @@ STEPS: list[Step] = [
     post("pod wrong kind", PODS, {**pod("wrongkind"), "kind": "Node"}),
     post("pod not json", PODS, "{not json"),
     post("pod unknown priority class", PODS, pod("prio", priorityClassName="nope")),
+    post("pod priority beyond int32", PODS, pod("prio32", priority=2**31)),
+    post("pod node name not dns", PODS, pod("badnode", nodeName="Node_1")),
     post("pod system priority class", PODS, pod("critical", priorityClassName="system-cluster-critical")),
     post("pod in missing namespace", "/api/v1/namespaces/nope/pods", pod("lost")),
     # --- pods: read, update, conflicts -----------------------------------------------------------------------

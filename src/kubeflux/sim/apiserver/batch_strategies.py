@@ -157,11 +157,16 @@ def _schedule_causes(schedule: Any) -> list[Cause]:
 
 
 class CronJobStrategy(Strategy):
-    """``batch/v1`` CronJobs: a schedule and a Job template; kube-controller-manager's CronJob controller makes the
-    Jobs and writes the status."""
+    """``batch/v1`` CronJobs: a schedule and a Job template (whose counts are held to a Job's: a string or a number
+    beyond ``int32`` is a 400, a negative one a 422); kube-controller-manager's CronJob controller makes the Jobs and
+    writes the status."""
 
     has_status = True
     tracks_generation = True
+
+    def decode_error(self, obj: Object) -> str:
+        problem = job_decode_error(_job_template_spec(obj), _JOB_TEMPLATE)  # the Job's own decoding, at its path
+        return problem.message if problem else ""
 
     def prepare_create(self, obj: Object, now: str) -> None:
         spec = obj.get("spec")
@@ -199,7 +204,23 @@ class CronJobStrategy(Strategy):
             supported = ", ".join(f'"{p}"' for p in _CONCURRENCY)
             message = f"Unsupported value: {policy!r}: supported values: {supported}"
             causes.append(Cause("spec.concurrencyPolicy", message, "FieldValueNotSupported"))
-        return causes + job_template_causes(spec.get("jobTemplate"), "spec.jobTemplate.spec.template.spec.")
+        job_spec = _job_template_spec(obj)
+        counts = [] if job_spec is None else job_problems(None, job_spec, _JOB_TEMPLATE)  # a Job's, unnamed
+        causes.extend(Cause(p.field, p.message, p.reason) for p in counts)
+        return causes + job_template_causes(spec.get("jobTemplate"), f"{_JOB_TEMPLATE}template.spec.")
+
+
+_JOB_TEMPLATE = "spec.jobTemplate.spec."
+
+
+def _job_template_spec(obj: Object) -> Object | None:
+    """A CronJob's ``spec.jobTemplate.spec``, None when it has none: held to a Job's spec's rules
+    (:mod:`kubeflux.apiobjects.batchjob`, ``ValidateJobTemplateSpec``) but for the name, as its Jobs get theirs
+    later."""
+    spec = obj.get("spec")
+    job = spec.get("jobTemplate") if isinstance(spec, dict) else None
+    job_spec = job.get("spec") if isinstance(job, dict) else None
+    return job_spec if isinstance(job_spec, dict) else None
 
 
 def job_template_causes(job: Any, prefix: str) -> list[Cause]:

@@ -15,10 +15,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+SYSTEM_OBJECTS = 100
+"""Room left beside the nodes and their leases for the objects a served cluster makes itself (namespaces, their
+service accounts, priority classes: 11 at start) and a few of the user's."""
+
 if TYPE_CHECKING:
     from kubeflux.scheduler.interface import Scheduler
     from kubeflux.scheduler.objects import Node
     from kubeflux.sim.apiserver.server import ApiServer
+    from kubeflux.sim.inputs import Shape
     from kubeflux.sim.workloads.model import Workload
 
 __all__ = ["cluster_app"]
@@ -108,31 +113,47 @@ def serve_command(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Report folder of a replay (default: beside the kubeconfig).")
     ] = None,
+    memory_budget: Annotated[
+        str,
+        typer.Option(
+            "--memory-budget", help="Refuse nodes (and a workload) expected to need more memory than this (quantity)."
+        ),
+    ] = "8Gi",
+    max_objects: Annotated[
+        int | None,
+        typer.Option(
+            "--max-objects",
+            help="Objects the store holds at most (as etcd's --quota-backend-bytes; default 250,000): creates beyond "
+            "are refused with etcd's 'database space exceeded'; Events have as many of their own, the oldest expiring "
+            "first.",
+        ),
+    ] = None,
 ) -> None:
     """Serve a simulated cluster over the Kubernetes REST API until Ctrl-C or SIGTERM."""
     from kubeflux.sim.apiserver.app import ServerSettings
     from kubeflux.sim.apiserver.resources import default_registry
     from kubeflux.sim.apiserver.server import ApiServer
     from kubeflux.sim.apiserver.store import Store
-    from kubeflux.sim.inputs import nodes_from_options
-    from kubeflux.sim.workloads import WorkloadError
+    from kubeflux.sim.baselines import available
+    from kubeflux.sim.inputs import Shape, memory_budget_bytes
+    from kubeflux.sim.pods import Lifecycle
 
     if address not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"warning: listening on {address}, beyond loopback", err=True)
     if not 0 <= port <= 65535:
         raise typer.BadParameter(f"--port must be in 0..65535, got {port}")
-    try:
-        node_list = nodes_from_options(cluster, nodes, cores_per_node, memory_per_node, gpus_per_node)
-    except (WorkloadError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    from kubeflux.sim.baselines import available
-    from kubeflux.sim.pods import Lifecycle
+    from kubeflux.sim.apiserver.store import DEFAULT_MAX_OBJECTS
 
+    max_objects = DEFAULT_MAX_OBJECTS if max_objects is None else max_objects
+    if max_objects < 1:
+        raise typer.BadParameter(f"--max-objects must be positive, got {max_objects}")
     names = [n for n in (scheduler or []) if n != "none"]
     unknown = [n for n in names if n not in available()]
     if unknown:
         raise typer.BadParameter(f"unknown scheduler(s) {', '.join(unknown)}; known: none, {', '.join(available())}")
+    budget = memory_budget_bytes(memory_budget)
+    shape = Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
+    node_list = _served_nodes(cluster, shape, len(names), max_objects, budget)
     from kubeflux.sim.apiserver.clock import Clock, VirtualClock
     from kubeflux.wallclock import WallClock
 
@@ -158,7 +179,7 @@ def serve_command(
         raise typer.BadParameter(
             f"--no-controllers: unknown controller(s) {', '.join(unknown_controllers)}; known: {known}"
         )
-    replayed, cores, under_test = _replay_plan(workload, node_list, names, primary)
+    replayed, cores, under_test = _replay_plan(workload, node_list, names, primary, budget)
     from kubeflux.sim.workloads.model import JobKind
 
     needed = sorted({"job", "garbagecollector"} & set(disabled))
@@ -205,7 +226,7 @@ def serve_command(
         primary=under_test,
         until_done=until_done,
         tls=certificates,
-        store=Store(default_registry(generic_workload=gates["GenericWorkload"]), clock=clock),
+        store=Store(default_registry(generic_workload=gates["GenericWorkload"]), clock=clock, max_objects=max_objects),
     )
     try:
         server.bind()
@@ -233,6 +254,42 @@ def serve_command(
         _write_report(server, names[0] if names else under_test, out or path.parent / "report")
 
 
+def _served_nodes(cluster: Path | None, shape: Shape, schedulers: int, max_objects: int, budget: int) -> list[Node]:
+    """The nodes to serve, held with the store's bound to the memory budget: ``--nodes`` x ``--cores-per-node``
+    before they are built, a ``--cluster`` file's once read, with a graph for each in-process scheduler
+    (:func:`~kubeflux.sim.workloads.limits.serve_bytes`); exit code 2 with the message when refused."""
+    from kubeflux.sim.inputs import check_uniform, nodes_from_options
+    from kubeflux.sim.workloads import WorkloadError
+    from kubeflux.sim.workloads.limits import budget_problem, serve_bytes
+    from kubeflux.sim.workloads.mapping import whole_cores
+
+    nodes, cores = shape.nodes, shape.cores
+    graphs = f"{schedulers} in-process scheduler(s) and " if schedulers else ""
+    served = f"with {graphs}--max-objects {max_objects:,}"
+    try:
+        if cluster is None and nodes is not None and cores is not None and nodes > 0 and cores > 0:
+            estimate = serve_bytes(nodes, nodes * cores, schedulers, max_objects)
+            check_uniform(
+                f"--nodes {nodes:,} x --cores-per-node {cores:,} {served}", cores, shape.gpus, estimate, budget
+            )
+        node_list = nodes_from_options(cluster, nodes, cores, shape.memory, shape.gpus)
+        if cluster is not None:
+            total = sum(whole_cores(node) for node in node_list)
+            estimate = serve_bytes(len(node_list), total, schedulers, max_objects)
+            problem = budget_problem(f"{cluster}: {len(node_list):,} nodes {served}", estimate, budget)
+            if problem is not None:
+                raise ValueError(problem)
+        if 2 * len(node_list) + SYSTEM_OBJECTS > max_objects:
+            raise ValueError(
+                f"--max-objects {max_objects:,} leaves no room: {len(node_list):,} nodes take {2 * len(node_list):,} "
+                f"objects with their leases, and the cluster's own about {SYSTEM_OBJECTS}"
+            )
+    except (WorkloadError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    return node_list
+
+
 def _feature_gates(text: str) -> dict[str, bool]:
     """``--feature-gates``: ``Name=true|false`` pairs, comma-separated, of the gates the served cluster knows."""
     from kubeflux.sim.apiserver.resources import FEATURE_GATES
@@ -248,21 +305,26 @@ def _feature_gates(text: str) -> dict[str, bool]:
 
 
 def _replay_plan(
-    workload: list[Path] | None, nodes: list[Node], names: list[str], primary: str | None
+    workload: list[Path] | None, nodes: list[Node], names: list[str], primary: str | None, budget: int
 ) -> tuple[Workload | None, list[Scheduler], str]:
-    """The workload fitted to the nodes (as ``simulate`` reads and fits it), the in-process schedulers (with a
-    workload, as ``simulate`` runs them: the first ``--scheduler``, plus one for each other ``schedulerName`` its
-    pods name that kubeflux has), and the name of the scheduler under test."""
+    """The workload fitted to the nodes (as ``simulate`` reads and fits it, held to the memory ``budget`` as
+    ``simulate`` holds one run), the in-process schedulers (with a workload, as ``simulate`` runs them: the first
+    ``--scheduler``, plus one for each other ``schedulerName`` its pods name that kubeflux has), and the name of
+    the scheduler under test."""
     from kubeflux.sim.baselines import create
     from kubeflux.sim.command import _schedulers_for, merge_workloads
-    from kubeflux.sim.workloads import WorkloadError, load_workload
+    from kubeflux.sim.inputs import check_budget, load_files
+    from kubeflux.sim.workloads import WorkloadError
+    from kubeflux.sim.workloads.limits import ReadBudget
     from kubeflux.sim.workloads.mapping import map_to_cluster
 
     if not workload:
         cores = [create(n) for n in names]
         return None, cores, primary or (cores[0].name if cores else "default-scheduler")
     try:
-        mapped = map_to_cluster(merge_workloads([load_workload(p) for p in workload]), nodes)
+        loaded = merge_workloads(load_files(workload, None, ReadBudget(budget)))
+        check_budget(loaded, nodes, names[:1] or ["default-scheduler"], budget)  # the replay is one run
+        mapped = map_to_cluster(loaded, nodes)
     except (WorkloadError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

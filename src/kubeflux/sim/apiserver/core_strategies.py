@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest
+from kubeflux.apiobjects.rules import int_decode_error
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
@@ -205,6 +206,10 @@ class PodStrategy(Strategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return ""
+        for name, go_type in (("priority", "int32"), ("activeDeadlineSeconds", "int64")):
+            problem = int_decode_error("PodSpec", f"spec.{name}", spec.get(name), go_type)
+            if problem:
+                return problem
         for field in ("containers", "initContainers"):
             items = spec.get(field)
             for container in items if isinstance(items, list) else ():

@@ -44,6 +44,9 @@ __all__ = ["JobController"]
 
 Object = dict[str, Any]
 _COMPONENT = "job-controller"
+MAX_API_BACKOFF_SECONDS = 60.0
+"""``MaxJobApiBackOff``: the longest wait before a Job whose syncs keep failing (a create refused) is synced again;
+the wait starts at ``DefaultJobApiBackOff`` (1 s) and doubles per failure (the controller's rate-limited queue)."""
 
 
 def _controller_uid(pod: Object) -> str | None:
@@ -85,6 +88,8 @@ class JobController:
         (``syncJobBatchPeriod``); a new generation of the Job does not."""
         self._generation: dict[str, Any] = {}
         """Job uid → the ``metadata.generation`` last seen."""
+        self._create_failures: dict[str, int] = {}
+        """Job uid → syncs in a row that failed to create a pod (a full store: the API back-off grows)."""
         self._follower = Follower(store, loop, [(jobs, self._job_watched), (pods, self._pod_watched)], self._sync_dirty)
         self._follower.list_existing()
 
@@ -151,6 +156,7 @@ class JobController:
         self._dirty.discard(uid)
         self._paced.discard(uid)
         self._generation.pop(uid, None)
+        self._create_failures.pop(uid, None)
         timer = self._timers.pop(uid, None)
         if timer is not None:
             timer[1].cancel()
@@ -182,8 +188,11 @@ class JobController:
     def _apply(self, job: Object, plan: JobPlan) -> None:
         meta = job["metadata"]
         namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
-        if not self._create(job, plan.create):
-            self._requeue(uid, SYNC_BATCH_SECONDS)  # the failed sync is retried (DefaultJobApiBackOff, 1 s)
+        if self._create(job, plan.create):
+            self._create_failures.pop(uid, None)
+        else:  # the failed sync is retried: DefaultJobApiBackOff (1 s) doubled per failure, at most MaxJobApiBackOff
+            failures = self._create_failures[uid] = self._create_failures.get(uid, 0) + 1
+            self._requeue(uid, min(SYNC_BATCH_SECONDS * 2 ** (failures - 1), MAX_API_BACKOFF_SECONDS))
         for pod_name, unfinalize_first in plan.delete:
             if unfinalize_first:
                 self._unfinalize(namespace, pod_name)

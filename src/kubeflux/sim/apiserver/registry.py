@@ -9,11 +9,12 @@ name and the default garbage-collection policy. Adding a resource is a strategy 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
+from kubeflux.scheduler.units import echo
 from kubeflux.sim.apiserver.errors import Cause
 
 __all__ = [
@@ -32,31 +33,18 @@ __all__ = [
 
 Object = dict[str, Any]
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _name_causes(name: str, path: str, longest: int, pattern: re.Pattern[str], rule: str) -> list[Cause]:
-    """``name`` is at most ``longest`` characters and matches ``pattern``, else one cause saying ``rule``."""
-    if len(name) > longest or not pattern.match(name):
-        return [Cause(path, f"Invalid value: {name!r}: {rule}")]
-    return []
-
 
 def dns_subdomain_causes(name: str, path: str = "metadata.name") -> list[Cause]:
-    rule = (
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-        "start and end with an alphanumeric character"
-    )
-    return _name_causes(name, path, 253, _DNS_SUBDOMAIN, rule)
+    """One cause when ``name`` is no DNS-1123 subdomain (:mod:`kubeflux.apiobjects.rules`, whose words the
+    manifest readers use too)."""
+    problem = dns_subdomain_problem(name)
+    return [] if problem is None else [Cause(path, f"Invalid value: {echo(name)}: {problem}")]
 
 
 def dns_label_causes(name: str, path: str = "metadata.name") -> list[Cause]:
-    rule = (
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
-        "end with an alphanumeric character"
-    )
-    return _name_causes(name, path, 63, _DNS_LABEL, rule)
+    """One cause when ``name`` is no DNS-1123 label."""
+    problem = dns_label_problem(name)
+    return [] if problem is None else [Cause(path, f"Invalid value: {echo(name)}: {problem}")]
 
 
 def path_segment_causes(name: str, path: str = "metadata.name") -> list[Cause]:

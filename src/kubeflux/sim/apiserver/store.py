@@ -19,6 +19,7 @@ deletion (with garbage collection and namespace termination) its :class:`~.delet
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -40,7 +41,18 @@ from kubeflux.sim.apiserver.metadata import (
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
-__all__ = ["Store", "clone"]
+__all__ = ["DEFAULT_MAX_OBJECTS", "SPACE_EXCEEDED", "Store", "clone"]
+
+log = logging.getLogger("kubeflux.apiserver")
+
+DEFAULT_MAX_OBJECTS = 250_000
+"""The objects a store holds at most unless told otherwise, and as many Events beside them (see :class:`Quota`)."""
+SPACE_EXCEEDED = "etcdserver: mvcc: database space exceeded"
+"""What etcd answers a write once its ``--quota-backend-bytes`` is reached (``rpctypes.ErrGRPCNoSpace``, etcd
+v3.6), which kube-apiserver passes on as it is: ``InterpretCreateError`` knows no such error, so
+``ErrorToAPIStatus`` makes it a 500 ``Status`` with no reason and etcd's words as the message (k8s.io/apiserver
+v0.36, ``pkg/storage/errors/storage.go``, ``pkg/endpoints/handlers/responsewriters/status.go``): kubectl prints
+``Error from server: etcdserver: mvcc: database space exceeded``."""
 
 Object = dict[str, Any]
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -58,6 +70,40 @@ def _name_suffix(number: int) -> str:
 
 
 _SYSTEM_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+class Quota:
+    """How many objects of one kind the store holds at most (``cluster serve --max-objects``): the bound etcd's
+    ``--quota-backend-bytes`` (2 GiB by default) puts on a real cluster, in objects rather than bytes, so that a Job
+    of a billion completions under virtual time fills the quota, not the memory.
+
+    The store keeps two: one for every object but Events, whose creates are refused beyond it with etcd's answer
+    (:data:`SPACE_EXCEEDED`), and one for Events, which clusters often keep in an etcd of their own
+    (``--etcd-servers-overrides=/events#…``) and which expire (``--event-ttl``, one hour): an Event beyond its
+    bound makes the oldest one expire, so that the latest (a ``FailedCreate`` saying the store is full) are
+    seen. Unlike etcd's alarm, which stays raised until an operator disarms it, the quota has room again as soon as
+    objects are deleted; updates are not refused (the quota bounds the count, and an update adds no object).
+
+    Counting is amortized: the collections are counted only once as many creates went by as there was room at
+    the last count, so a create far from the bound costs one decrement."""
+
+    def __init__(self, limit: int, collections: list[Collection]) -> None:
+        self.limit = limit
+        self.collections = collections
+        self._unchecked = 0
+        """Creates that may go by before the next count: there was at least this much room at the last one."""
+
+    def count(self) -> int:
+        return sum(len(collection.objects) for collection in self.collections)
+
+    def room(self) -> bool:
+        """Whether one more object fits (counted against the bound only when it may not)."""
+        if self._unchecked > 0:
+            self._unchecked -= 1
+            return True
+        left = self.limit - self.count()
+        self._unchecked = left - 1
+        return left > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +124,7 @@ class Store:
         cache_size: int = 10_000,
         watch_backlog: int = 200_000,
         seed: int | None = None,
+        max_objects: int = DEFAULT_MAX_OBJECTS,
     ) -> None:
         self.registry = registry
         self.clock = clock
@@ -99,6 +146,15 @@ class Store:
             if resource.collection not in self.collections:
                 self.collections[resource.collection] = Collection(resource.collection, cache_size)
         self.namespaces = registry.find("", "v1", "namespaces")
+        events = registry.find("", "v1", "events")
+        self._events = None if events is None else self.collection_of(events)
+        others = [c for c in self.collections.values() if c is not self._events]
+        self.quota = Quota(max_objects, others)
+        """Every object but Events: a create beyond it is refused (:class:`Quota`)."""
+        self.event_quota = Quota(max_objects, [] if self._events is None else [self._events])
+        """Events: one beyond it makes the oldest expire."""
+        self._full = False
+        """The last create was refused for want of room (logged once each time the store fills)."""
         system_objects.make(self)
 
     # -- helpers ---------------------------------------------------------------------------------------------
@@ -292,10 +348,32 @@ class Store:
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
+        if not self.dry:
+            self._make_room(resource, collection)
         stored = self.put(resource, key, obj, None, "ADDED")
         if resource is self.namespaces and not self.dry:
             system_objects.default_account(self, name)
         return self.view(resource, stored)
+
+    def _make_room(self, resource: ResourceType, collection: Collection) -> None:
+        """Before a create: an Event beyond its quota makes the oldest expire; any other object beyond the store's
+        is refused as etcd refuses it (:class:`Quota`), said in the log the first time."""
+        if collection is self._events:
+            if not self.event_quota.room():
+                oldest = next(iter(collection.objects.items()))
+                self.deletion.remove(resource, *oldest)
+            return
+        if self.quota.room():
+            self._full = False
+            return
+        if not self._full:
+            self._full = True
+            log.warning(
+                "the store holds %s objects (--max-objects): creates are refused (%s) until some are deleted",
+                f"{self.quota.limit:,}",
+                SPACE_EXCEEDED,
+            )
+        raise ApiError(500, "", SPACE_EXCEEDED)
 
     def update(
         self,

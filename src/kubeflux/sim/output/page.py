@@ -3,9 +3,11 @@
 The first screen (it fits 1366 × 768) says what ran (:class:`About`: cluster, workload, schedulers, kubeflux's
 version), the verdict (:mod:`kubeflux.sim.verdict`: what the first scheduler gains over each other, or one line for a
 single run), a compact comparison (:data:`COMPACT`: one row per figure, one column per scheduler, units in the
-numbers, the best of each row marked among the runs that finished all their jobs: :func:`best_of`) and the headline
-bar charts. Then the detailed plots, the full summary (every column of ``summary.csv``) and the files. The page is
-self-contained (images linked relatively), narrow enough for a laptop, and prints (print CSS).
+numbers, the best of each row marked among the runs that finished all their jobs without a failure: :func:`best_of`;
+the jobs rejected, never finished or failed in rows of their own) and the headline bar charts. A verdict line saying
+that runs rejected every job is shown as a warning. Then the detailed plots, the full summary (every column of
+``summary.csv``) and the files. The page is self-contained (images linked relatively), narrow enough for a laptop,
+and prints (print CSS).
 """
 
 from __future__ import annotations
@@ -82,19 +84,21 @@ def _metrics(rows: Sequence[Row]) -> list[Metric]:
     return metrics
 
 
+def in_race(row: Row) -> bool:
+    """Whether a run may be best at anything: it finished every job of the workload, none failed. A run that
+    rejected or left jobs waiting has means that leave out what it never ran; a run of failures ended jobs without
+    doing their work."""
+    return not any(_number(row, key) for key in ("rejected", "not_finished", "failed"))
+
+
 def best_of(rows: Sequence[Row], keys: Sequence[tuple[str, str]]) -> dict[str, set[int]]:
-    """For each (key, ``lower``/``higher``), the indices of the rows best at it, among the rows that finished all
-    their jobs (a run that left jobs waiting has nothing to be best at: its means leave out what it never ran);
-    nothing when fewer than two rows compete or all are equal."""
+    """For each (key, ``lower``/``higher``), the indices of the rows best at it, among the rows :func:`in_race`;
+    nothing when fewer than two rows were run, none is in the race, or all are equal."""
     best: dict[str, set[int]] = {}
     if len(rows) < 2:
         return best
     for key, better in keys:
-        values = {
-            i: value
-            for i, row in enumerate(rows)
-            if not row.get("not_finished") and (value := _number(row, key)) is not None
-        }
+        values = {i: value for i, row in enumerate(rows) if in_race(row) and (value := _number(row, key)) is not None}
         everyone = {value for row in rows if (value := _number(row, key)) is not None}
         if not better or not values or len(everyone) == 1:
             continue  # nothing to choose: all equal
@@ -107,27 +111,58 @@ def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def _finished(row: Row) -> str:
-    done, total = _number(row, "finished_jobs") or 0, _number(row, "jobs") or 0
-    extra = []
-    if _number(row, "rejected"):
-        extra.append(f"{numbers.count(_number(row, 'rejected'))} rejected")
-    if _number(row, "not_finished"):
-        extra.append(f"{numbers.count(_number(row, 'not_finished'))} never finished")
-    text = f"{numbers.count(done)} of {numbers.count(total)}"
-    return text + (f" ({', '.join(extra)})" if extra else "")
+_WARN = ' class="warn"'
+OUTCOMES: tuple[tuple[str, str, str], ...] = (
+    ("rejected", "rejected", "refused: never ran"),
+    ("not_finished", "never finished", "waiting or running at the end"),
+    ("failed", "failed", "finished without success"),
+)
+"""(summary key, label, note) of the rows under ``jobs finished`` that say what became of the other jobs, each shown
+when a run has any: one row each, so that a cell never widens with words."""
+
+
+def _outcome_rows(rows: Sequence[Row]) -> list[str]:
+    """``jobs finished`` (``3 of 10``), then a row of each of :data:`OUTCOMES` some run has, its counts in red."""
+    lines = ['<tr><th scope="row">jobs finished</th>']
+    for row in rows:
+        done, total = _number(row, "finished_jobs") or 0, _number(row, "jobs") or 0
+        warn = _WARN if done < total else ""
+        lines.append(f"<td{warn}>{_e(numbers.count(done))} of {_e(numbers.count(total))}</td>")
+    lines.append("</tr>")
+    for key, label, note in OUTCOMES:
+        counts = [_number(row, key) or 0 for row in rows]
+        if not any(counts):
+            continue
+        lines.append(f'<tr><th scope="row">{_e(label)}<br><span class="note">{_e(note)}</span></th>')
+        lines.extend(f"<td{_WARN if n else ''}>{_e(numbers.count(n))}</td>" for n in counts)
+        lines.append("</tr>")
+    return lines
+
+
+def star_legend(rows: Sequence[Row]) -> str:
+    """What ★ means on this page, or why no value has one."""
+    if len(rows) < 2:
+        return ""
+    if not any(in_race(row) for row in rows):
+        return (
+            "No ★: no run finished all its jobs without a failure, so none is best at anything (each mean leaves "
+            "out the jobs its run never finished)."
+        )
+    return "★ best of the row among the runs that finished all their jobs without a failure."
+
+
+def verdict_paragraph(line: str, alert: str | None = None) -> str:
+    """One line of the verdict; the ``alert`` line (nothing ran …) in the warning colour."""
+    return f'<p class="alert">{_e(line)}</p>' if line == alert else f"<p>{_e(line)}</p>"
 
 
 def compact_table(rows: Sequence[Row]) -> str:
-    """The first screen's table: figures down, schedulers across, the best of each row marked ★."""
+    """The first screen's table: figures down, schedulers across, the best of each row marked ★ (:func:`best_of`);
+    what became of the jobs that did not finish in rows of their own (:data:`OUTCOMES`)."""
     metrics = _metrics(rows)
     best = best_of(rows, [(m.key, m.better) for m in metrics])
     head = "".join(f'<th scope="col">{_e(row.get("scheduler", ""))}</th>' for row in rows)
-    body = ['<tr><th scope="row">jobs finished</th>']
-    for row in rows:
-        warn = ' class="warn"' if _number(row, "not_finished") else ""
-        body.append(f"<td{warn}>{_e(_finished(row))}</td>")
-    body.append("</tr>")
+    body = _outcome_rows(rows)
     for metric in metrics:
         if all(_number(row, metric.key) is None for row in rows):
             continue
@@ -196,6 +231,7 @@ tbody th{text-align:left;font-weight:600}
 .note{font-weight:normal;color:#777;font-size:.82em}
 td.best{background:#dff1e5;font-weight:700}
 td.warn{color:#a4361c;font-weight:600}
+.verdict p.alert{color:#a4361c;font-weight:600}
 .legend{color:#555;font-size:.85em;margin:6px 0 0;max-width:620px;white-space:normal}
 img{max-width:100%;height:auto;display:block}
 figure{margin:10px 0 18px}
@@ -229,14 +265,15 @@ def render(
     figures: Sequence[tuple[str, str, str]],
     files: Sequence[tuple[str, str]],
     mean_over: Mapping[str, str],
+    alert: str | None = None,
 ) -> str:
     """The page. ``figures``: (section title, image file, caption) after the first screen; ``files``: (link,
-    words)."""
-    verdict = "".join(f"<p>{_e(line)}</p>" for line in verdicts) or "<p>No run to compare.</p>"
+    words); ``alert``: the verdict line to show as a warning (:func:`kubeflux.sim.verdict.rejection_line`)."""
+    verdict = "".join(verdict_paragraph(line, alert) for line in verdicts) or "<p>No run to compare.</p>"
     bars = '<img src="headline.png" alt="Bar charts of the headline metrics, one bar per scheduler">' if rows else ""
     legend = (
-        '<p class="legend">★ best of the row among the runs that finished all their jobs. Times are of the simulated '
-        "cluster (virtual time) except the simulation time; hover a value for its exact figure.</p>"
+        f'<p class="legend">{_e(star_legend(rows))} Times are of the simulated cluster (virtual time) except the '
+        "simulation time; hover a value for its exact figure.</p>"
     )
     sections = "".join(
         f'<section><h2>{_e(head)}</h2><figure><img src="{_e(name)}" alt="{_e(head)}">'
@@ -274,4 +311,16 @@ def present_files(out_dir: Path, schedulers: Sequence[str]) -> list[tuple[str, s
     return [(href, words) for href, words in candidates if (out_dir / href).is_file()]
 
 
-__all__ = ["COMPACT", "About", "best_of", "compact_table", "full_table", "present_files", "render"]
+__all__ = [
+    "COMPACT",
+    "OUTCOMES",
+    "About",
+    "best_of",
+    "compact_table",
+    "full_table",
+    "in_race",
+    "present_files",
+    "render",
+    "star_legend",
+    "verdict_paragraph",
+]

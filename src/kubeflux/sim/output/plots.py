@@ -2,7 +2,7 @@
 (:func:`colour`, in the order of the runs).
 
 * :func:`headline_bars` — the headline metrics (mean wait, mean bounded slowdown, makespan, useful utilization),
-  one bar per scheduler, the best of each marked;
+  one horizontal bar per scheduler, named across, the best of each marked, no label over another;
 * :func:`gantt` — one panel per run: each job a rectangle on the resource ids it held (cores, then GPUs and other
   kinds with ids, each labelled on the right), from its compute start to its end, drawn as one collection per kind
   of mark; the legend names every mark (jobs, jobs that never finished, pods holding resources idle before their
@@ -287,36 +287,73 @@ HEADLINE: tuple[tuple[str, str, bool], ...] = (
 """(summary key, title, higher is better) of the bar charts' metrics."""
 
 
-def headline_bars(rows: Sequence[dict[str, Any]], best: dict[str, set[int]], path: Path) -> None:
-    """The headline metrics in a 2 × 2 grid, one bar per row (scheduler) in its colour, each labelled with its value
-    (durations all in the unit of the largest), the best starred and bold (``best``: the indices of the rows best
-    at each key)."""
-    fig, axes = plt.subplots(2, 2, figsize=(6.6, 4.4), layout="constrained")
+def _headline_values(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[float], list[str], str]:
+    """(bar lengths, their labels, the unit the panel's title names) of one headline metric: durations in the unit
+    of the largest, utilization in percent; the labels without the unit, which the title says once."""
+    values = [float(row.get(key) or 0.0) for row in rows]
+    if key == "useful_utilization":
+        return [v * 100 for v in values], [numbers.percent(v).removesuffix(" %") for v in values], "%"
+    if key == "mean_bounded_slowdown":
+        return values, [numbers.ratio(v) for v in values], ""
+    size, unit = numbers.unit_of(max((abs(v) for v in values), default=0.0))
+    return [v / size for v in values], [text.removesuffix(f" {unit}") for text in numbers.durations(values)], unit
+
+
+def headline_figure(rows: Sequence[dict[str, Any]], best: dict[str, set[int]]) -> Figure:
+    """The headline metrics in a 2 × 2 grid of horizontal bars, one bar per row (scheduler) in its colour, the
+    scheduler named once per line of panels (names read across, however long or many), each bar labelled with its
+    value at its end (the unit in the panel's title), the best starred and bold (``best``: the indices of the rows
+    best at each key). The value axis is widened until every label ends inside its panel
+    (:func:`_fit_labels`), so no text overlaps another."""
+    count = max(len(rows), 1)
+    fig, axes = plt.subplots(2, 2, figsize=(6.6, 1.3 + 0.5 * count), layout="constrained", sharey=True)
     names = [str(row.get("scheduler", "")) for row in rows]
+    places = list(range(len(rows)))
+    labels: dict[Axes, list[Any]] = {}
     for ax, (key, title, _) in zip(axes.flat, HEADLINE, strict=True):
-        values = [float(row.get(key) or 0.0) for row in rows]
-        if key == "useful_utilization":
-            heights, shown, unit = [v * 100 for v in values], [numbers.percent(v) for v in values], "%"
-        elif key == "mean_bounded_slowdown":
-            heights, shown, unit = values, [numbers.ratio(v) for v in values], ""
-        else:
-            size, unit = numbers.unit_of(max((abs(v) for v in values), default=0.0))
-            heights, shown = [v / size for v in values], numbers.durations(values)
-        bars = ax.bar(range(len(rows)), heights, color=[colour(i) for i in range(len(rows))])
-        for index, (bar, text) in enumerate(zip(bars, shown, strict=True)):
-            star = index in best.get(key, set())
+        lengths, shown, unit = _headline_values(rows, key)
+        bars = ax.barh(places, lengths, height=0.7, color=[colour(i) for i in places])
+        labels[ax] = [
             ax.annotate(
-                ("★ " if star else "") + text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                ha="center", va="bottom", fontsize=8, fontweight="bold" if star else "normal",
-            )  # fmt: skip
+                ("★ " if index in best.get(key, set()) else "") + text,
+                (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0), textcoords="offset points",
+                ha="left", va="center", fontsize=8,
+                fontweight="bold" if index in best.get(key, set()) else "normal",
+            )
+            for index, (bar, text) in enumerate(zip(bars, shown, strict=True))
+        ]  # fmt: skip
         ax.set_title(title + (f" ({unit})" if unit else ""), fontsize=9, loc="left")
-        ax.set_xticks(range(len(rows)), names, rotation=20 if len(rows) > 2 else 0, ha="right", fontsize=8)
-        ax.tick_params(axis="y", labelsize=7)
-        ax.margins(y=0.2)
-        ax.set_ylim(bottom=0, top=None if max(heights, default=0) > 0 else 1)
+        ax.set_yticks(places, names, fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_xlim(0, max(max(lengths, default=0.0), 0.0) or 1.0)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
-    _save(fig, path)
+    axes[0, 0].invert_yaxis()  # the first scheduler on top (the axes share it)
+    _fit_labels(fig, labels)
+    return fig
+
+
+def _fit_labels(fig: Figure, labels: dict[Axes, list[Any]]) -> None:
+    """Widen each panel's value axis until its bar labels end inside the panel (measured: their drawn extents)."""
+    for _ in range(4):
+        fig.canvas.draw()
+        fitted = True
+        for ax, texts in labels.items():
+            right = max((text.get_window_extent().x1 for text in texts), default=0.0)
+            box = ax.get_window_extent()
+            if right > box.x1 - 2:
+                fitted = False
+                low, high = ax.get_xlim()
+                # the data width a label needs, as the share of the panel it takes now
+                needed = (right - box.x1 + 6) / max(box.width, 1.0)
+                ax.set_xlim(low, high * (1 + needed * 1.1))
+        if fitted:
+            return
+
+
+def headline_bars(rows: Sequence[dict[str, Any]], best: dict[str, set[int]], path: Path) -> None:
+    """:func:`headline_figure`, saved as ``path``."""
+    _save(headline_figure(rows, best), path)
 
 
 def empty(path: Path, text: str = "no runs") -> None:
@@ -328,4 +365,14 @@ def empty(path: Path, text: str = "no runs") -> None:
     plt.close(fig)
 
 
-__all__ = ["HEADLINE", "colour", "empty", "gantt", "headline_bars", "queue", "utilization", "waiting_cdf"]
+__all__ = [
+    "HEADLINE",
+    "colour",
+    "empty",
+    "gantt",
+    "headline_bars",
+    "headline_figure",
+    "queue",
+    "utilization",
+    "waiting_cdf",
+]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.files import check_file
+from kubeflux.sim.workloads.limits import ReadBudget
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 
 
@@ -82,13 +83,17 @@ def detect_format(path: Path | str) -> WorkloadFormat:
     )
 
 
-def load_workload(path: Path | str, *, default_run_time: float | None = None) -> Workload:
+def load_workload(
+    path: Path | str, *, default_run_time: float | None = None, budget: ReadBudget | None = None
+) -> Workload:
     """Read a workload file of any supported format (see :func:`detect_format`).
 
     Raises :class:`WorkloadError` for a path that is no readable regular file (each case with its own message:
     :func:`~kubeflux.sim.workloads.files.check_file`) or an unknown format; problems with single lines or
     documents are in :attr:`Workload.problems`. ``default_run_time``: seconds a manifest's pod without a run time
-    runs (:func:`~kubeflux.sim.workloads.manifests.read_manifests`).
+    runs (:func:`~kubeflux.sim.workloads.manifests.read_manifests`). ``budget``: an SWF file is read only as far
+    as the memory budget allows (:class:`~kubeflux.sim.workloads.limits.ReadBudget`: WorkloadError at the first job
+    beyond); the other formats are read whole, then held to the budget with the cluster (``check_budget``).
     """
     path = Path(path)
     check_file(path)
@@ -96,7 +101,7 @@ def load_workload(path: Path | str, *, default_run_time: float | None = None) ->
     if kind is WorkloadFormat.SWF:
         from kubeflux.sim.workloads.swf import read_swf
 
-        return read_swf(path)
+        return read_swf(path, budget=budget)
     if kind is WorkloadFormat.BATSIM:
         from kubeflux.sim.workloads.batsim import read_batsim
 

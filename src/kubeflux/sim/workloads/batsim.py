@@ -24,6 +24,7 @@ How a Batsim job becomes a trace :class:`~kubeflux.sim.workloads.model.WorkloadJ
 * A profile's ``ret`` other than 0 makes the job fail after its run time (pods exit with that code, the job ends
   ``COMPLETED_FAILED``), as in Batsim; a ``ret`` that is no integer (or beyond Batsim's ``int``) makes the profile
   bad, as any other unusable field.
+* Numbers are said in messages as the file writes them (``1e400``, not the ``inf`` it reads as), long ones cut.
 * A job whose profile is missing, of an unknown or unsupported type (``SequentialCompositionProfile``, SMPI
   traces …), or with an unusable field is **kept** with ``rejected`` set and the reason added to
   ``Workload.problems`` (``file: jobs[i] (id …): what``); each bad profile is reported once.
@@ -96,23 +97,43 @@ def _profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float 
     if kind in _DELAY:
         delay = _number(profile.get("delay"))
         if delay is None or delay < 0:
-            return None, f"'delay' must be a non-negative number, got {profile.get('delay')!r}"
+            return None, f"'delay' must be a non-negative number, got {echo(profile.get('delay'))}"
         return delay, ""
     if kind in _HOMOGENEOUS or kind in _HOMOGENEOUS_TOTAL:
         cpu = _number(profile.get("cpu"))
         if cpu is None or cpu < 0:
-            return None, f"'cpu' must be a non-negative number of flops, got {profile.get('cpu')!r}"
+            return None, f"'cpu' must be a non-negative number of flops, got {echo(profile.get('cpu'))}"
         hosts = max(res, 1) if kind in _HOMOGENEOUS_TOTAL else 1
         return cpu / (hosts * host_speed), ""
     if kind in _PARALLEL:
         cpus = profile.get("cpu")
         amounts = [_number(c) for c in cpus] if isinstance(cpus, list) else []
         if not amounts or any(a is None or a < 0 for a in amounts):
-            return None, f"'cpu' must be a non-empty list of flops, got {cpus!r}"
+            return None, f"'cpu' must be a non-empty list of flops, got {echo(cpus)}"
         return max(a for a in amounts if a is not None) / host_speed, ""
     if kind in _UNSUPPORTED:
-        return None, f"profile type {kind!r} is not supported by the simulator"
-    return None, f"unknown profile type {kind!r}"
+        return None, f"profile type {echo(kind)} is not supported by the simulator"
+    return None, f"unknown profile type {echo(kind)}"
+
+
+class _Written(float):
+    """A JSON number that reads as no finite float (``1e400`` reads as ``inf``; ``NaN``, ``Infinity``), kept with
+    the text it was written as, so that a message says what the file says."""
+
+    def __new__(cls, text: str) -> _Written:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _json_float(text: str) -> float:
+    number = float(text)
+    return number if math.isfinite(number) else _Written(text)
 
 
 def _load_json(path: Path) -> Any:
@@ -122,7 +143,7 @@ def _load_json(path: Path) -> Any:
     except (OSError, EOFError, zlib.error) as exc:
         raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_json_float, parse_constant=_Written)
     except json.JSONDecodeError as exc:
         raise WorkloadError(f"{path.name}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
     except RecursionError as exc:
@@ -150,7 +171,7 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
     nb_res = data.get("nb_res")
     problems: list[str] = []
     if nb_res is not None and (isinstance(nb_res, bool) or not isinstance(nb_res, int) or nb_res <= 0):
-        problems.append(f"{file_name}: nb_res: must be a positive integer, got {nb_res!r}")
+        problems.append(f"{file_name}: nb_res: must be a positive integer, got {echo(nb_res)}")
         nb_res = None
 
     run_times: dict[str, tuple[float | None, str]] = {}
@@ -166,7 +187,7 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
             continue
         job_id = raw.get("id")
         if isinstance(job_id, bool) or not isinstance(job_id, str | int) or str(job_id) == "":
-            problems.append(f"{where}: id: must be a string or an integer, got {job_id!r}; skipped")
+            problems.append(f"{where}: id: must be a string or an integer, got {echo(job_id)}; skipped")
             skipped += 1
             continue
         job_id = str(job_id)
@@ -179,19 +200,19 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
         why = "must be a non-negative number" if subtime is None else seconds_problem(subtime)
         if subtime is None or why is not None:
             why = (why or "").split(", got")[0]
-            problems.append(f"{where}: subtime: {why}, got {raw.get('subtime')!r}; skipped")
+            problems.append(f"{where}: subtime: {why}, got {echo(raw.get('subtime'))}; skipped")
             skipped += 1
             continue
         seen.add(job_id)
         rejected = ""
         res = raw.get("res")
         if isinstance(res, bool) or not isinstance(res, int) or res <= 0:
-            rejected = f"res: must be a positive integer, got {res!r}"
+            rejected = f"res: must be a positive integer, got {echo(res)}"
             res = 0
         walltime = _number(raw.get("walltime", -1))
         if walltime is None or walltime > MAX_SECONDS:
             rejected = (
-                rejected or f"walltime: must be a number of at most {MAX_SECONDS:,} s, got {raw.get('walltime')!r}"
+                rejected or f"walltime: must be a number of at most {MAX_SECONDS:,} s, got {echo(raw.get('walltime'))}"
             )
             walltime = -1.0
         profile_name = raw.get("profile")
@@ -200,7 +221,7 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
         bad_profile = False
         if not rejected:
             if not isinstance(profile_name, str) or profile_name not in profiles:
-                rejected = f"profile {profile_name!r} is not defined in 'profiles'"
+                rejected = f"profile {echo(profile_name)} is not defined in 'profiles'"
             else:
                 profile = profiles[profile_name]
                 key = f"{profile_name}@{res}"
@@ -211,8 +232,10 @@ def read_batsim(path: Path | str, *, host_speed: float = DEFAULT_HOST_SPEED, nam
                     bad_profile = True
                     if profile_name not in reported_profiles:  # one problem per bad profile, not per job
                         reported_profiles.add(profile_name)
-                        problems.append(f"{file_name}: profiles[{profile_name!r}]: {why}; jobs using it are rejected")
-                    rejected = f"profile {profile_name!r}: {why}"
+                        problems.append(
+                            f"{file_name}: profiles[{echo(profile_name)}]: {why}; jobs using it are rejected"
+                        )
+                    rejected = f"profile {echo(profile_name)}: {why}"
                 else:
                     exit_code = profile.get("ret", 0)  # an int: profile_run_time refuses the profile otherwise
         if rejected and not bad_profile:

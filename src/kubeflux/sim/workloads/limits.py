@@ -2,9 +2,10 @@
 
 Times: every time or duration a workload states (SWF submit, run and requested times; Batsim ``subtime``,
 ``walltime`` and profile delays; manifest submit-time and run-time annotations) must be a finite number of at most
-:data:`MAX_SECONDS` (100 years: the Parallel Workloads Archive's longest log spans 11 years). Beyond it a float
-no longer tells a second from the next one at the scale of the run (``1e23 + 10 == 1e23``), so a job submitted
-then would never be seen to end.
+:data:`MAX_SECONDS` (100 years: the Parallel Workloads Archive's longest log spans 11 years; the core's
+:data:`kubeflux.scheduler.validation.MAX_SECONDS`, which holds pods' run-time annotations to it too). Beyond it a
+float no longer tells a second from the next one at the scale of the run (``1e23 + 10 == 1e23``), so a job
+submitted then would never be seen to end.
 
 Counts: a ``batch/v1`` Job's are held to what the API server accepts (:mod:`kubeflux.apiobjects.batchjob`, the
 one validation ``simulate`` and ``cluster serve`` share); what a valid Job may still cost is the memory budget's.
@@ -15,24 +16,29 @@ peak, from figures measured on this simulator (:data:`PROCESS_BYTES`, :data:`BYT
 :data:`KEPT_BYTES_PER_JOB`); :func:`budget_problem` refuses a run whose estimate exceeds the budget
 (``simulate --memory-budget``, :data:`DEFAULT_MEMORY_BUDGET` by default) before anything is allocated, so that
 ``completions: 1000000000`` or ``--nodes 1000000000`` is a message with the estimate, not 10 GB of swap.
+
+A bad value is repeated in a message as :func:`~kubeflux.scheduler.units.echo` cuts it (re-exported here).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
+from kubeflux.scheduler.units import ECHO_LIMIT, echo
+from kubeflux.scheduler.validation import MAX_SECONDS
 from kubeflux.sim.workloads.model import JobKind, Workload
-
-MAX_SECONDS = 100 * 365 * 86_400
-"""3,153,600,000 s: the largest time or duration a workload may state (100 years)."""
 
 BYTES_PER_POD = 2_048
 """A pod as the run holds it, its records included (measured: 1.15 KB per pod of a 50,000-completion Job)."""
-BYTES_PER_JOB = 3_072
-"""A job's own records beside its pods (its workload entry, its state, its jobs.csv row)."""
+BYTES_PER_JOB = 4_608
+"""A job's own records beside its pods (its workload entry, its state, its jobs.csv row): with its pod, a trace job
+of LCG took 6.4 KB under fcfs (peak RSS 717 MiB for its first 100,000 jobs, 1,252 MiB for all 188,041, compiled;
+5.9 KB in pure Python)."""
 BYTES_PER_NODE = 4_096
-"""A node beside its cores (measured: 1.1 KB per node under fcfs)."""
+"""A node beside kubeflux's graph of it (measured: 1.1 KB per node under fcfs)."""
 BYTES_PER_CORE = 1_536
 """A core of kubeflux's graph: a vertex with its planner (measured: 1.25 KB per core on 20,000 nodes x 32)."""
 PROCESS_BYTES = 96 * 2**20
@@ -44,18 +50,23 @@ KEPT_BYTES_PER_POD = 1_536
 KEPT_BYTES_PER_JOB = 4_608
 """A job's records once its run is over (measured 4.3 KB per job beside its pods' on ``--synthetic jobs=20000``:
 1,106 MiB under all 8 schedulers, 254 MiB under fcfs)."""
+SERVED_NODE_BYTES = 8_192
+"""A node of ``cluster serve`` beside any scheduler's graph: its Node object in the store, its simulated kubelet's
+and cluster's state (measured 5.6 KB per node: peak RSS of ``cluster serve --nodes 8000`` minus ``--nodes 2000``,
+32 cores each, 114 and 81 MiB, pure Python)."""
+GRAPH_NODE_BYTES = 8_192
+"""A node's own vertices in kubeflux's graph, beside its cores' :data:`BYTES_PER_CORE` (measured 6.6 KB per node
+and 1.1 KB per core under ``cluster serve -s kubeflux``: 8,000 nodes of 1 and of 32 cores, 175 and 437 MiB peak,
+against 2,000 nodes, 97 and 162 MiB; a second ``-s kubeflux-fcfs`` adds 40.6 KB per node of 32 cores; and 7.5 KB
+per one-core node under ``simulate -s kubeflux`` on LCG's 24,515: 388 MiB against 208 MiB under fcfs). Each
+kubeflux run's graph counts at the peak of ``simulate --scheduler all``: its three kubeflux runs on LCG's nodes
+took 1,251 MiB for 12,500 jobs, 1,674 MiB for 25,000, some 600 MiB beyond the kept records."""
+STORED_OBJECT_BYTES = 8_192
+"""An object the API server of ``cluster serve`` stores, with the Event beside it: a Job's pod and its
+``SuccessfulCreate`` Event took 7.9 KB (80,000 of each created in a store: 625 MiB peak RSS, pure Python); what
+the store may hold (``--max-objects``) is counted at this much each."""
 DEFAULT_MEMORY_BUDGET = 8 * 2**30
 """8 GiB: what ``simulate`` lets a run take unless ``--memory-budget`` says otherwise."""
-
-
-ECHO_LIMIT = 40
-"""The most characters of a bad value a message repeats (a 400-digit number is shown by its start and length)."""
-
-
-def echo(value: object) -> str:
-    """``repr(value)`` for a message, cut to :data:`ECHO_LIMIT` characters: ``'99999999…' (402 characters)``."""
-    text = repr(value)
-    return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
 
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.I).fullmatch
@@ -107,20 +118,32 @@ def cluster_bytes(nodes: int, cores_per_node: int) -> int:
     return nodes * (BYTES_PER_NODE + cores_per_node * BYTES_PER_CORE)
 
 
-def estimate_bytes(workload: Workload, nodes: int, cores_per_node: int, total_cores: int, runs: int = 1) -> int:
+def serve_bytes(nodes: int, total_cores: int, schedulers: int, objects: int = 0) -> int:
+    """The memory ``cluster serve`` may take serving ``nodes`` nodes of ``total_cores`` cores in all with
+    ``schedulers`` schedulers in its process, each counted with a graph of its own (an upper bound: only kubeflux's
+    have one), and a store of at most ``objects`` objects (:data:`STORED_OBJECT_BYTES` each): the nodes alone
+    measured 437 MiB on 8,000 nodes of 32 cores under ``-s kubeflux``, estimated 625 MiB."""
+    graph = nodes * GRAPH_NODE_BYTES + total_cores * BYTES_PER_CORE
+    return PROCESS_BYTES + nodes * SERVED_NODE_BYTES + schedulers * graph + objects * STORED_OBJECT_BYTES
+
+
+def estimate_bytes(
+    workload: Workload, nodes: int, cores_per_node: int, total_cores: int, runs: int = 1, graphs: int = 1
+) -> int:
     """The memory ``runs`` runs of ``workload`` (one per scheduler, one after the other) on ``nodes`` nodes (the
-    largest with ``cores_per_node`` cores, ``total_cores`` in all) are expected to hold at their peak: the last run
-    while the records of the ones before it are kept for the outputs."""
+    largest with ``cores_per_node`` cores, ``total_cores`` in all) may hold at their peak, ``graphs`` of them
+    with kubeflux's graph of the nodes: the last run while the records of the ones before it are kept for the
+    outputs, and the graphs of every kubeflux run.
+
+    An upper bound of what was measured (peak RSS, ``/usr/bin/time -v``, LCG on its 24,515 one-core nodes):
+    fcfs 1,252 MiB for 188,041 jobs (estimated 1,385), kubeflux 388 MiB for 12,500 (estimated 499), all 8
+    schedulers 1,251 MiB for 12,500 and 1,674 MiB for 25,000 (estimated 1,466 and 2,058)."""
     pods = pod_count(workload, cores_per_node, total_cores)
     jobs = len(workload.jobs)
-    one_run = (
-        PROCESS_BYTES
-        + jobs * BYTES_PER_JOB
-        + pods * BYTES_PER_POD
-        + nodes * BYTES_PER_NODE
-        + total_cores * BYTES_PER_CORE
-    )
-    return one_run + (runs - 1) * (jobs * KEPT_BYTES_PER_JOB + pods * KEPT_BYTES_PER_POD)
+    one_run = PROCESS_BYTES + jobs * BYTES_PER_JOB + pods * BYTES_PER_POD + nodes * BYTES_PER_NODE
+    graph = nodes * GRAPH_NODE_BYTES + total_cores * BYTES_PER_CORE
+    kept = jobs * KEPT_BYTES_PER_JOB + pods * KEPT_BYTES_PER_POD
+    return one_run + graphs * graph + (runs - 1) * kept
 
 
 def size_words(amount: float) -> str:
@@ -128,8 +151,53 @@ def size_words(amount: float) -> str:
     return f"{amount / 2**30:,.1f} GiB" if amount >= 2**30 else f"{amount / 2**20:,.0f} MiB"
 
 
-def budget_problem(what: str, estimate: int, budget: int) -> str | None:
-    """The refusal when ``estimate`` bytes exceed ``budget``, naming ``what`` needs them, or None."""
+def jobs_within(budget: int, runs: int) -> int:
+    """The most jobs a workload may have for ``runs`` runs of it to fit in ``budget`` bytes, by the jobs alone
+    (:data:`PROCESS_BYTES` and each job's records in the last run and the ones kept of the runs before it; pods and
+    nodes not counted): a lower bound of :func:`estimate_bytes`, so that a reader may stop at this count, before
+    the file is all read, without refusing a workload that would fit."""
+    return max(0, (budget - PROCESS_BYTES) // job_bytes(runs))
+
+
+def job_bytes(runs: int) -> int:
+    """What one job costs ``runs`` runs at least (its pods not counted): see :func:`jobs_within`."""
+    return BYTES_PER_JOB + (runs - 1) * KEPT_BYTES_PER_JOB
+
+
+@dataclass(frozen=True, slots=True)
+class ReadBudget:
+    """The memory budget a workload reader holds its file to while it streams it: ``budget`` bytes for ``runs``
+    runs (one per scheduler), ``read`` jobs already read from the files before this one. The reader stops at the
+    first job beyond :attr:`max_jobs` and raises its :meth:`refusal`: the jobs read so far alone would need more
+    than the budget (:func:`jobs_within`), so the rest of the file is never read."""
+
+    budget: int
+    runs: int = 1
+    read: int = 0
+
+    @property
+    def max_jobs(self) -> int:
+        """The most jobs this file may add."""
+        return max(0, jobs_within(self.budget, self.runs) - self.read)
+
+    def after(self, jobs: int) -> ReadBudget:
+        """The budget of the next file, once this one gave ``jobs`` jobs."""
+        return ReadBudget(self.budget, self.runs, self.read + jobs)
+
+    def refusal(self, path: Path, jobs: int, where: str) -> str:
+        """The message when ``path`` had more than :attr:`max_jobs` jobs: reading stopped at ``where`` (a line)."""
+        before = f" (beside {self.read:,} in the files before it)" if self.read else ""
+        return (
+            f"{path}: reading stopped at {where}, after {jobs:,} jobs{before}: under {self.runs} scheduler(s), more "
+            f"than {self.read + self.max_jobs:,} jobs need more than the memory budget of {size_words(self.budget)} "
+            f"(at least {job_bytes(self.runs):,} bytes a job, beside {size_words(PROCESS_BYTES)} for the command); "
+            "make the workload smaller, or raise --memory-budget"
+        )
+
+
+def budget_problem(what: str, estimate: int, budget: int, *, at_least: bool = False) -> str | None:
+    """The refusal when ``estimate`` bytes exceed ``budget``, naming ``what`` needs them, or None; ``at_least``:
+    the estimate is a lower bound (a reader stopped before the end of its file)."""
     if estimate <= budget:
         return None
     need, have = size_words(estimate), size_words(budget)
@@ -138,7 +206,7 @@ def budget_problem(what: str, estimate: int, budget: int) -> str | None:
         if need == have:
             need, have = f"{estimate:,} bytes", f"{budget:,} bytes"
     return (
-        f"{what} would need about {need} of memory, more than the budget of {have}; "
+        f"{what} would need {'at least' if at_least else 'about'} {need} of memory, more than the budget of {have}; "
         "make it smaller, or raise --memory-budget"
     )
 
@@ -150,16 +218,23 @@ __all__ = [
     "BYTES_PER_POD",
     "DEFAULT_MEMORY_BUDGET",
     "ECHO_LIMIT",
+    "GRAPH_NODE_BYTES",
     "KEPT_BYTES_PER_JOB",
     "KEPT_BYTES_PER_POD",
     "MAX_SECONDS",
     "PROCESS_BYTES",
+    "SERVED_NODE_BYTES",
+    "STORED_OBJECT_BYTES",
+    "ReadBudget",
     "budget_problem",
     "cluster_bytes",
     "echo",
     "estimate_bytes",
+    "job_bytes",
+    "jobs_within",
     "parse_number",
     "pod_count",
     "seconds_problem",
+    "serve_bytes",
     "size_words",
 ]

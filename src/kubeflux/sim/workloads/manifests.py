@@ -27,6 +27,11 @@ How each pod behaves once it runs (KWOK's annotations, so the same file runs on 
   random(jitter − delay)), in :attr:`~kubeflux.sim.workloads.model.PodTemplate.run_time_jitter`;
 * ``sim.kubeflux.io/exit-code``: the exit code (0–255, default 0; non-zero ends the pod ``Failed``).
 
+They are read by :func:`kubeflux.scheduler.validation.pod_run`, the one reading of them: a pod whose annotations it
+cannot read (not a Go duration, negative or beyond 100 years, a jitter below the delay, an exit code beyond 0–255)
+is a valid object no kubelet can run, so it is kept and **rejected** with the reason (its Job or PodGroup with it),
+as kubeflux's scheduler rejects it in ``cluster serve`` rather than bind it: it never holds resources.
+
 When objects arrive: the annotation ``sim.kubeflux.io/submit-time`` on the Pod, Job or PodGroup, in seconds from
 the moment the file is applied (``kubectl apply``: time 0 of the workload, which is also the origin of the times in
 ``jobs.csv``); **default 0** (everything is submitted at once, when the file is applied). A PodGroup's bare pods
@@ -38,7 +43,9 @@ A job's Batsim **profile** (``jobs.csv``'s ``profile``) is its pods' container i
 ``spec.schedulerName`` is kept as written (a pod of ``default-scheduler`` is another scheduler's); when it is
 absent the pod belongs to the scheduler under test.
 
-A document Kubernetes would reject (a bad field, an unknown kind) is reported in ``Workload.problems`` as
+A document Kubernetes would reject (a bad field, an unknown kind, a name that is no DNS-1123 subdomain, a
+``priority`` or ``minMember`` beyond ``int32``: :mod:`kubeflux.apiobjects.rules`, in the API server's words, as
+``cluster serve`` refuses it) is reported in ``Workload.problems`` as
 ``file: document N[, items[i]]: Kind namespace/name: field: what`` and skipped; broken YAML raises
 :class:`~kubeflux.sim.workloads.errors.WorkloadError` with the line.
 """
@@ -57,16 +64,21 @@ import yaml
 
 from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
-from kubeflux.scheduler.units import DurationError, parse_duration
+from kubeflux.scheduler.validation import (
+    EXIT_CODE_ANNOTATION,
+    JITTER_ANNOTATION,
+    RUN_TIME_ANNOTATION,
+    InvalidRunTime,
+    PodRun,
+    pod_run,
+)
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
-RUN_TIME_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
-JITTER_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
-EXIT_CODE_ANNOTATION = "sim.kubeflux.io/exit-code"
 SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
 
 YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -130,47 +142,28 @@ def _annotation_seconds(obj: str, annotations: dict[str, str], key: str, path: s
     return value
 
 
-def _duration(obj: str, annotations: dict[str, str], key: str, path: str) -> float | None:
-    text = annotations.get(key)
-    if text is None:
-        return None
-    try:
-        value = parse_duration(text)
-    except DurationError as exc:
-        raise ManifestError(obj, f"{path}.annotations.{key}", f"{exc} (a Go duration such as 60s or 1m30s)") from exc
-    problem = seconds_problem(value)
-    if problem is not None:
-        raise ManifestError(obj, f"{path}.annotations.{key}", f"{problem.split(', got')[0]}, got {echo(text)}")
-    return value
-
-
-def _template(pod: Pod, manifest: dict[str, Any], obj: str, path: str, default_run_time: float | None) -> PodTemplate:
-    """The simulator's view of one pod: its request, constraints and how it behaves once Running."""
+def _template(
+    pod: Pod,
+    manifest: dict[str, Any],
+    obj: str,
+    path: str,
+    default_run_time: float | None,
+    run: PodRun | None = None,
+) -> PodTemplate:
+    """The simulator's view of one pod: its request, constraints and how it behaves once Running (``run``, else
+    read from its annotations: :func:`~kubeflux.scheduler.validation.pod_run`, which raises
+    :class:`InvalidRunTime` for annotations no kubelet can read)."""
     annotations = pod.annotations
-    run_time = _duration(obj, annotations, RUN_TIME_ANNOTATION, path)
-    jitter = _duration(obj, annotations, JITTER_ANNOTATION, path)
-    if run_time is None:
-        run_time = default_run_time
-    if jitter is not None and run_time is not None and jitter < run_time:
-        raise ManifestError(
-            obj, f"{path}.annotations.{JITTER_ANNOTATION}", f"must not be below the delay ({run_time:g}s)"
-        )
-    exit_text = annotations.get(EXIT_CODE_ANNOTATION, "0")
-    exit_code = int(exit_text) if exit_text.isascii() and exit_text.isdigit() and len(exit_text) <= 3 else -1
-    if not 0 <= exit_code <= 255:
-        raise ManifestError(
-            obj,
-            f"{path}.annotations.{EXIT_CODE_ANNOTATION}",
-            f"must be an integer from 0 to 255, got {echo(exit_text)}",
-        )
+    if run is None:
+        run = pod_run(obj, annotations, path, default_run_time)
     spec = manifest.get("spec")
     scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None
     return PodTemplate(
         name=pod.name,
         requests=dict(pod.requests),
-        run_time=run_time,
-        run_time_jitter=jitter,
-        exit_code=exit_code,
+        run_time=run.run_time,
+        run_time_jitter=run.jitter,
+        exit_code=run.exit_code,
         scheduler_name=scheduler if isinstance(scheduler, str) else "",
         priority=pod.priority,
         labels=dict(pod.labels),
@@ -181,6 +174,18 @@ def _template(pod: Pod, manifest: dict[str, Any], obj: str, path: str, default_r
         active_deadline_seconds=pod.active_deadline_seconds,
         manifest=manifest,
     )
+
+
+def _checked_template(
+    pod: Pod, manifest: dict[str, Any], obj: str, path: str, default_run_time: float | None
+) -> tuple[PodTemplate, str]:
+    """:func:`_template`, and why the pod is rejected (``""`` when it is not): a pod whose run-time annotations no
+    kubelet can read is a valid object, so it is kept, rejected with the reason (as kubeflux's scheduler rejects it
+    in ``cluster serve`` rather than bind it), never skipped as one the API would refuse."""
+    try:
+        return _template(pod, manifest, obj, path, default_run_time), ""
+    except InvalidRunTime as exc:
+        return _template(pod, manifest, obj, path, default_run_time, PodRun()), str(exc)
 
 
 def _cores(pod: PodTemplate) -> int:
@@ -200,6 +205,12 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     namespace = meta.get("namespace") or "default"
     if not isinstance(namespace, str):
         raise ManifestError(label, "metadata.namespace", f"expected a string, got {namespace!r}")
+    for field, value, rule in (
+        ("metadata.name", name, dns_subdomain_problem(name)),
+        ("metadata.namespace", namespace, dns_label_problem(namespace)),
+    ):
+        if rule is not None:  # the API server's words (kubeflux.apiobjects.rules), as for a Pod or a PodGroup
+            raise ManifestError(label, field, f"{echo(value)}: {rule}")
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise ManifestError(label, "spec", "required")
@@ -236,7 +247,7 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     except ManifestError as exc:  # name the field as it is in the Job
         field = f"spec.template.{exc.path}" if exc.path else "spec.template"
         raise ManifestError(label, field, exc.problem) from exc
-    template = _template(pod, pod_manifest, label, "spec.template.metadata", 0.0)
+    template, rejected = _checked_template(pod, pod_manifest, label, "spec.template.metadata", 0.0)
     submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
     return WorkloadJob(
         id=f"{namespace}/{name}",
@@ -252,6 +263,7 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
         requested_processors=_cores(template) * parallelism,
         active_deadline_seconds=None if deadline is None else float(deadline),
         source=source,
+        rejected=rejected,
     )
 
 
@@ -261,6 +273,8 @@ class _GroupMember:
     namespace: str
     submit_time: float | None
     where: str
+    rejected: str = ""
+    """Why the pod is rejected (its run-time annotations), ``""`` when it is not."""
 
 
 @dataclass(slots=True)
@@ -310,7 +324,7 @@ class _Builder:
     def _pod(self, where: str, obj: dict[str, Any]) -> None:
         pod = pod_from_manifest(obj)
         label = f"Pod {pod.namespace}/{pod.name}"
-        template = _template(pod, obj, label, "metadata", self.default_run_time)
+        template, rejected = _checked_template(pod, obj, label, "metadata", self.default_run_time)
         submit = _annotation_seconds(label, pod.annotations, SUBMIT_TIME_ANNOTATION, "metadata")
         group = pod.labels.get(POD_GROUP_LABEL)
         if group is None and pod.scheduling_group:
@@ -318,13 +332,21 @@ class _Builder:
             # its pods as members of that group through coscheduling's label
             group = template.labels[POD_GROUP_LABEL] = pod.scheduling_group
         if group is not None:
-            member = _GroupMember(template, pod.namespace, submit, where)
+            member = _GroupMember(template, pod.namespace, submit, where, rejected)
             self.members.setdefault(f"{pod.namespace}/{group}", []).append(member)
             return
-        self.jobs.append(self._lone_pod(template, pod.namespace, submit, where))
+        self.jobs.append(self._lone_pod(template, pod.namespace, submit, where, rejected))
 
-    def _lone_pod(self, template: PodTemplate, namespace: str, submit: float | None, where: str) -> WorkloadJob:
-        return WorkloadJob(
+    def _reject(self, job: WorkloadJob, rejected: str) -> None:
+        """Mark ``job`` rejected (``rejected``: why; nothing when empty) and say so in the problems."""
+        if rejected:
+            job.rejected = rejected
+            self.problems.append(f"{job.source}: {rejected}; rejected")
+
+    def _lone_pod(
+        self, template: PodTemplate, namespace: str, submit: float | None, where: str, rejected: str = ""
+    ) -> WorkloadJob:
+        job = WorkloadJob(
             id=f"{namespace}/{template.name}",
             submit_time=submit or 0.0,
             kind=JobKind.POD,
@@ -334,9 +356,13 @@ class _Builder:
             requested_processors=_cores(template),
             source=f"{self.file_name}: {where}",
         )
+        self._reject(job, rejected)
+        return job
 
     def _job(self, where: str, obj: dict[str, Any]) -> None:
         job = job_from_manifest(obj, f"{self.file_name}: {where}")
+        rejected, job.rejected = job.rejected, ""
+        self._reject(job, rejected)
         template = job.pods[0]
         self.jobs.append(job)
         group = template.labels.get(POD_GROUP_LABEL)
@@ -383,12 +409,16 @@ class _Builder:
                         source=f"{self.file_name}: {where}",
                     )
                 )
+                bad = next((member for member in members if member.rejected), None)
+                if bad is not None:  # a gang with a pod no kubelet can run can never run whole
+                    self.jobs[-1].rejected = bad.rejected
+                    self.problems.append(f"{self.file_name}: {bad.where}: {bad.rejected}; its PodGroup is rejected")
             elif not jobs:
                 self.problems.append(f"{self.file_name}: {where}: PodGroup {key} has no pods in the file; skipped")
         for key, members in self.members.items():
             refused = self.refused_groups.get(key)
             for member in members:
-                lone = self._lone_pod(member.pod, member.namespace, member.submit_time, member.where)
+                lone = self._lone_pod(member.pod, member.namespace, member.submit_time, member.where, member.rejected)
                 pod = f"Pod {member.namespace}/{member.pod.name}"
                 if refused is not None:
                     lone.rejected = f"its PodGroup {key} is invalid ({refused})"

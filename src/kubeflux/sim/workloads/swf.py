@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from kubeflux.sim.workloads.errors import WorkloadError
-from kubeflux.sim.workloads.limits import MAX_SECONDS, echo, parse_number, seconds_problem
+from kubeflux.sim.workloads.limits import MAX_SECONDS, ReadBudget, echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 from kubeflux.sim.workloads.platform import header_count, header_problems
 
@@ -280,23 +280,30 @@ def workload_name(path: Path) -> str:
     return name
 
 
-def read_swf(path: Path | str, *, limit: int | None = None, name: str | None = None) -> Workload:
+def read_swf(
+    path: Path | str, *, limit: int | None = None, name: str | None = None, budget: ReadBudget | None = None
+) -> Workload:
     """Read an SWF (or ``.swf.gz``) file into a workload of trace jobs.
 
     ``limit`` keeps only the first ``limit`` job lines that parse (a prefix of the log, e.g. 500 jobs of HPC2N).
-    ``Workload.resources`` is the header's ``MaxProcs`` (else ``MaxNodes``). Raises :class:`WorkloadError` only
-    when the file cannot be opened; bad lines end up in ``problems``.
+    ``Workload.resources`` is the header's ``MaxProcs`` (else ``MaxNodes``). Raises :class:`WorkloadError` when
+    the file cannot be opened or read, and when it has more jobs than ``budget`` allows (reading stops at the first
+    one beyond: :class:`~kubeflux.sim.workloads.limits.ReadBudget`); bad lines end up in ``problems``.
     """
     path = Path(path)
     reader = SwfReader(path)
     jobs: list[WorkloadJob] = []
+    allowed = None if budget is None else budget.max_jobs
+    stop = limit if allowed is None or (limit is not None and limit <= allowed) else allowed + 1
     gc_was_enabled = gc.isenabled()
     gc.disable()  # 188k small objects and no cycles: the collector would only rescan them (about a third of the time)
     try:
-        _read_jobs(reader, jobs, limit)
+        _read_jobs(reader, jobs, stop)
     finally:
         if gc_was_enabled:
             gc.enable()
+    if budget is not None and allowed is not None and len(jobs) > allowed:
+        raise WorkloadError(budget.refusal(path, len(jobs), f"line {jobs[-1].source.rpartition(':')[2]}"))
     skipped = len(reader.problems)
     reader.problems.extend(header_problems(reader.header, path.name))  # named, not taken as "no platform"
     return Workload(

@@ -1,0 +1,90 @@
+"""What the real API server refuses in a field of any kind of object, in its words: one source for ``simulate``'s
+readers (:mod:`kubeflux.apiobjects.manifests`, :mod:`kubeflux.apiobjects.batchjob`) and ``cluster serve``'s
+strategies, so that the same object gets the same verdict from both.
+
+* **Names** (``apimachinery/pkg/util/validation``): an object's name is a DNS-1123 subdomain (at most 253
+  characters: ``a-z``, ``0-9``, ``-`` and ``.``, starting and ending with an alphanumeric; pods, nodes, Jobs,
+  PodGroups ... and a pod's ``spec.nodeName``), a namespace's and a container's a DNS-1123 label (at most 63, no
+  ``.``). :func:`dns_subdomain_problem` and :func:`dns_label_problem` give the rule broken, or None.
+* **Go integers**: a field of Go type ``int32`` (a pod's ``spec.priority``, a Job's counts) or ``int64``
+  (``activeDeadlineSeconds``) holding a string, a fraction or a number beyond the type is a decoding error (a 400
+  ``BadRequest``, the whole object refused): :func:`int_decode_error` writes it as the server does, ``json: cannot
+  unmarshal number 2147483648 into Go struct field PodSpec.spec.priority of type int32`` (a number of more than
+  :data:`~kubeflux.scheduler.units.ECHO_LIMIT` digits cut).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from kubeflux.scheduler.units import clip
+
+__all__ = [
+    "DNS_LABEL_RULE",
+    "DNS_SUBDOMAIN_RULE",
+    "MAX_INT32",
+    "MAX_INT64",
+    "dns_label_problem",
+    "dns_subdomain_problem",
+    "int_decode_error",
+    "json_kind",
+]
+
+MAX_INT32: Final = 2**31 - 1
+MAX_INT64: Final = 2**63 - 1
+_LIMITS: Final = {"int32": MAX_INT32, "int64": MAX_INT64}
+
+DNS_LABEL_RULE: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "with an alphanumeric character"
+)
+DNS_SUBDOMAIN_RULE: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character"
+)
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
+def dns_label_problem(name: str) -> str | None:
+    """:data:`DNS_LABEL_RULE` when ``name`` is no DNS-1123 label (or longer than 63 characters), else None."""
+    return None if len(name) <= 63 and _DNS_LABEL.match(name) else DNS_LABEL_RULE
+
+
+def dns_subdomain_problem(name: str) -> str | None:
+    """:data:`DNS_SUBDOMAIN_RULE` when ``name`` is no DNS-1123 subdomain (or longer than 253 characters), else
+    None."""
+    return None if len(name) <= 253 and _DNS_SUBDOMAIN.match(name) else DNS_SUBDOMAIN_RULE
+
+
+def _json_number(value: float) -> str:
+    """A JSON number as Go's decoder echoes it (``1.5``, ``3000000000``), cut when long."""
+    text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    return clip(text)
+
+
+def json_kind(value: Any) -> str:
+    """What Go's decoder calls a JSON value in its errors: ``number 1.5``, ``string``, ``bool``, ``object`` ..."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {_json_number(value)}"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "string"
+
+
+def int_decode_error(go_struct: str, path: str, value: Any, go_type: str = "int32") -> str | None:
+    """The decoding error of ``value`` in the field at ``path`` (``spec.priority``) of the Go struct ``go_struct``
+    (``PodSpec``) of Go type ``go_type`` (``int32`` or ``int64``), or None when it fits (``null`` fits: Go leaves
+    the pointer nil)."""
+    if value is None:
+        return None
+    limit = _LIMITS[go_type]
+    if not isinstance(value, bool) and isinstance(value, int) and -limit - 1 <= value <= limit:
+        return None
+    return f"json: cannot unmarshal {json_kind(value)} into Go struct field {go_struct}.{path} of type {go_type}"
