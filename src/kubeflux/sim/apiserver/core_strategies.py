@@ -22,6 +22,7 @@ from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.pod_admission import admit_pod
 from kubeflux.sim.apiserver.registry import (
+    Object,
     Strategy,
     dns_label_causes,
     list_of_objects_causes,
@@ -40,8 +41,6 @@ __all__ = [
     "pod_view",
     "unreadable_causes",
 ]
-
-Object = dict[str, Any]
 
 
 def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
