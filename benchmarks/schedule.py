@@ -130,7 +130,7 @@ def update_vs_rebuild(count: int, policy: str, load: int, repeats: int = 50) -> 
     builds = []
     for _ in range(3):
         started = time.perf_counter()
-        GraphView(specs, policy, scheduler.horizon, scheduler.log)
+        GraphView(specs, policy, scheduler.profile.horizon, scheduler.log)
         builds.append(time.perf_counter() - started)
     rebuilds = []
     for _ in range(3):

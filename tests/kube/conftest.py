@@ -90,7 +90,7 @@ def eventually(what: Callable[[], bool]) -> None:
 
 def no_allocations(serve: Serve) -> Callable[[], bool]:
     """Whether every core has released every allocation (each pod it placed has ended and been seen to)."""
-    return lambda: not any(core.allocations for core in serve.cores)
+    return lambda: not any(core.books.allocations for core in serve.cores)
 
 
 def start_cluster(

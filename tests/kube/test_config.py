@@ -31,7 +31,7 @@ def test_no_file_is_every_default() -> None:
 def test_the_default_node_shape_is_the_graph_kubeflux_always_built() -> None:
     config = load_config(None)
     assert config.nodes.shape() == NodeShape()
-    assert config.schedulers[0].build(config.nodes.shape()).shape == NodeShape()
+    assert config.schedulers[0].build(config.nodes.shape()).profile.shape == NodeShape()
 
 
 def test_a_nodes_section_shapes_every_schedulers_graph() -> None:
@@ -43,7 +43,7 @@ def test_a_nodes_section_shapes_every_schedulers_graph() -> None:
     )
     shape = config.nodes.shape()
     assert shape == NodeShape("example.com/sockets", 2, ("amd.com/gpu",))
-    assert all(profile.build(shape).shape is shape for profile in config.schedulers)
+    assert all(profile.build(shape).profile.shape is shape for profile in config.schedulers)
 
 
 def test_two_schedulers_and_namespaces() -> None:

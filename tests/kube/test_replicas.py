@@ -109,10 +109,10 @@ def test_two_replicas_one_schedules_and_the_other_takes_over_when_it_dies(tmp_pa
         # the new leader's books equal the cluster: every pod counted once, on its node, nothing leaked
         pods = cluster.pods()
         core = second.serve.cores[0]
-        eventually(lambda: len(core.allocations) == 300)
-        assert {a.node for a in core.allocations.values()} <= {f"node-000{i}" for i in range(4)}
+        eventually(lambda: len(core.books.allocations) == 300)
+        assert {a.node for a in core.books.allocations.values()} <= {f"node-000{i}" for i in range(4)}
         by_uid = {p["metadata"]["uid"]: p["spec"]["nodeName"] for p in pods.values()}
-        assert {uid: alloc.node for uid, alloc in core.allocations.items()} == by_uid
+        assert {uid: alloc.node for uid, alloc in core.books.allocations.items()} == by_uid
         assert all(held <= 16_000 for held in _cores_by_node(pods).values())  # millicores
         scheduled = Counter(e["regarding"]["name"] for e in cluster.events() if e.get("reason") == "Scheduled")
         # one Scheduled event at most per pod (the dead leader's last ones may be lost with it: events are notes)

@@ -74,8 +74,8 @@ def test_410_gone_relists_and_releases_the_pods_deleted_during_the_gap(cluster: 
         assert pods_reflector.relists >= 2
         eventually(lambda: serve.bound == 3)  # counted once its binder thread has the reply
         assert serve.binder.refused == 0
-        eventually(lambda: {a.node for a in serve.cores[0].allocations.values()} == {"node-0000"})
-        eventually(lambda: len(serve.cores[0].allocations) == 2)
+        eventually(lambda: {a.node for a in serve.cores[0].books.allocations.values()} == {"node-0000"})
+        eventually(lambda: len(serve.cores[0].books.allocations) == 2)
 
 
 def _before_bind(serve: Serve, act: Any) -> None:
@@ -212,7 +212,7 @@ def test_a_server_restarted_with_a_new_history_is_relisted_and_the_pods_it_lost_
             second.wait_for(lambda pods: _bound(pods, "x"))
             assert pods_reflector.relists > relists
             assert any("504 Too large resource version" in record.getMessage() for record in caplog.records)
-            eventually(lambda: {a.key for a in serve.cores[0].allocations.values()} == {"default/x"})
+            eventually(lambda: {a.key for a in serve.cores[0].books.allocations.values()} == {"default/x"})
             for name in ("y", "z"):  # 16 cores, x holds 8: y fits, z waits (a and b left nothing behind)
                 second.create(pod(name, "8", run=None))
             second.wait_for(lambda pods: _bound(pods, "y") and _waits(pods, "z"))

@@ -36,7 +36,7 @@ def test_ranks_deleted_one_by_one_free_their_cores_to_the_next_pods(two_nodes: C
         assert [node for node, _ in placed.values()].count(placed["rank-0"][0]) == 4  # four on the first node
         eventually(lambda: not serve.cores[0].queue.by_pod)
         cluster.core.delete_namespaced_pod("rank-0", "default", grace_period_seconds=0)
-        eventually(lambda: len(serve.cores[0].allocations) == 5)
+        eventually(lambda: len(serve.cores[0].books.allocations) == 5)
         cluster.create(pod("after", "4", run=None))
         cluster.wait_for(lambda pods: _bound(pods, "after"))
         assert _where(cluster.pods()["after"]) == placed["rank-0"]  # the deleted rank's cores, as one by one

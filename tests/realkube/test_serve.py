@@ -128,7 +128,7 @@ def test_the_seed_demo_two_run_two_wait_then_run_when_the_first_end(
         eventually(lambda: all(phase(api.pods("default")[n]) == "Running" for n in ("pi-2", "pi-3")))
         for name in ("pi-2", "pi-3"):
             end(plane, name, 0)
-        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+        eventually(lambda: not any(core.books.allocations for core in scheduler.cores), lambda: "allocations released")
         w.check()
         assert scheduler.bound == 4
     pods = api.pods("default")
@@ -154,7 +154,7 @@ def test_pods_with_run_times_hold_reservations_and_are_bound_once_each(plane: Co
             )
         )
         eventually(lambda: all(phase(p) == "Succeeded" for p in api.pods("default").values()) and w.events > 0)
-        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+        eventually(lambda: not any(core.books.allocations for core in scheduler.cores), lambda: "allocations released")
         w.check()
         assert scheduler.bound == len(names)
         assert not any(core.queue.by_pod for core in scheduler.cores)
@@ -240,7 +240,7 @@ def test_a_binding_lost_while_in_the_writer_process_is_refused_by_the_api_server
         assert scheduler.bound == 3 and scheduler.alive
         for name in ["race", *names]:
             api.core.delete_namespaced_pod(name, "default", grace_period_seconds=0, _preload_content=False)
-        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+        eventually(lambda: not any(core.books.allocations for core in scheduler.cores), lambda: "allocations released")
     finally:
         scheduler.stop()
     assert writer.process.exitcode == 0 and not writer.failed

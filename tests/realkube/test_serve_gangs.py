@@ -115,6 +115,6 @@ def test_seed_004s_pairs_arriving_faster_than_they_run_all_finish(
             ),
             lambda: str({n: phase(p) for n, p in api.pods("default").items()}),
         )
-        eventually(lambda: not any(core.allocations for core in scheduler.cores), lambda: "allocations released")
+        eventually(lambda: not any(core.books.allocations for core in scheduler.cores), lambda: "allocations released")
         w.check()
         assert scheduler.bound == 16

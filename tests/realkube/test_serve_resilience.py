@@ -115,12 +115,12 @@ def ended(p: dict[str, Any]) -> bool:
 
 
 def no_allocations(serve: Serve) -> Callable[[], bool]:
-    return lambda: not any(core.allocations for core in serve.cores)
+    return lambda: not any(core.books.allocations for core in serve.cores)
 
 
 def held(serve: Serve) -> set[str]:
     """The pods (``namespace/name``) holding an allocation in serve's cores."""
-    return {allocation.key for core in serve.cores for allocation in core.allocations.values()}
+    return {allocation.key for core in serve.cores for allocation in core.books.allocations.values()}
 
 
 def overbooked(pods: dict[str, dict[str, Any]], capacity: dict[str, int]) -> dict[str, int]:

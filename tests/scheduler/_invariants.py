@@ -122,7 +122,7 @@ def check_no_overcommit(cluster: Cluster) -> None:
 def check_cores_exclusive(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
     """No core or gpu vertex of a node is in the placement of two running pods."""
     holders: dict[tuple[str, str], str] = {}
-    for alloc in scheduler.allocations.values():
+    for alloc in scheduler.books.allocations.values():
         if alloc.placement is None:
             continue
         for leaf in (*alloc.placement.cores, *alloc.placement.gpus):
@@ -138,7 +138,9 @@ def rebuilt(
     """A fresh kubeflux fed the current ``nodes``, pod ``groups`` and ``bound`` unfinished pods, with its graph
     built and those pods accounted (one pass, which has nothing to place); made as ``scheduler`` was (its backfill,
     match policy and sharing policy)."""
-    fresh = KubefluxScheduler(KUBEFLUX, backfill=scheduler.backfill, policy=scheduler.policy, sharing=scheduler.sharing)
+    fresh = KubefluxScheduler(
+        KUBEFLUX, backfill=scheduler.backfill, policy=scheduler.profile.policy, sharing=scheduler.profile.sharing
+    )
     for obj in (*nodes, *groups, *bound):
         fresh.observe(ClusterEvent(EventKind.ADDED, obj), now)
     decisions = fresh.schedule(now)
@@ -163,18 +165,18 @@ def compare_books(
     def fail(detail: str) -> None:
         raise InvariantBroken(BOOKS, now, detail)
 
-    mine = {uid: alloc.node for uid, alloc in scheduler.allocations.items()}
-    truth = {uid: alloc.node for uid, alloc in fresh.allocations.items()}
+    mine = {uid: alloc.node for uid, alloc in scheduler.books.allocations.items()}
+    truth = {uid: alloc.node for uid, alloc in fresh.books.allocations.items()}
     if mine != truth:
         extra = {uid: node for uid, node in mine.items() if truth.get(uid) != node}
         missing = {uid: node for uid, node in truth.items() if mine.get(uid) != node}
         fail(f"allocations differ: the scheduler has {extra} beyond the cluster's, lacks {missing}")
     for node in nodes:
-        held = {res: n for res, n in scheduler.ledger.on(node.name).items() if n}
-        real = {res: n for res, n in fresh.ledger.on(node.name).items() if n}
+        held = {res: n for res, n in scheduler.books.ledger.on(node.name).items() if n}
+        real = {res: n for res, n in fresh.books.ledger.on(node.name).items() if n}
         if held != real:
             fail(f"ledger of {node.name}: the scheduler counts {held}, the cluster's pods {real}")
-    graph, again = scheduler.graph, fresh.graph
+    graph, again = scheduler.books.graph, fresh.books.graph
     if graph is None or again is None:
         return
     at = math.floor(now)
@@ -197,7 +199,7 @@ def compare_books(
 def check_expected_start(scheduler: KubefluxScheduler, cluster: Cluster) -> None:
     """Every pending kubeflux pod whose job holds a reservation carries the expected-start annotation equal to
     the reservation's start; a pod whose job holds none carries no annotation."""
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     now = cluster.loop.now
     for sp in cluster.pods.values():
         pod = sp.pod

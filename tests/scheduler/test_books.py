@@ -173,5 +173,5 @@ def test_nodes_listed_by_name_are_built_in_the_order_of_their_ids_and_placed_as_
         cluster = Cluster(scheduler, [node(name, cores=2) for name in order])
         cluster.add(*(pod(f"p{i}", 1000, t=float(i)) for i in range(20)))
         placed.append(bound(cluster.run()))
-        assert scheduler.graph is not None and list(scheduler.graph.specs) == ids
+        assert scheduler.books.graph is not None and list(scheduler.books.graph.specs) == ids
     assert len(placed[0]) == 20 and placed[0] == placed[1]

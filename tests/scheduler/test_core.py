@@ -229,7 +229,7 @@ def test_a_gang_larger_than_the_cluster_is_rejected_saying_what_it_needs_and_wha
     assert {d.pod for d in rejected} == {"default/mpi-0", "default/mpi-1", "default/mpi-2"}
     assert "can never fit: its 3 pods need 6 cpu in all; the 2 node(s) available" in rejected[0].message
     assert "have 4 cpu even when empty (too little cpu)" in rejected[0].message
-    assert scheduler.allocations == {} and len(scheduler.queue) == 0
+    assert scheduler.books.allocations == {} and len(scheduler.queue) == 0
 
 
 @pytest.mark.parametrize("cpu", [500, 1000])
@@ -241,10 +241,10 @@ def test_a_gang_rejected_for_one_bad_member_gives_back_what_its_other_members_to
     cluster.add(pod("g-0", cpu, labels={POD_GROUP_LABEL: "g"}), bad)
     decisions = cluster.run()
     assert bound(decisions) == {} and set(messages(decisions)) == {"default/g-0", "default/g-1"}
-    assert scheduler.allocations == {}
-    assert not any(scheduler.ledger.on("w1").values()) and not any(scheduler.ledger.on("w2").values())
-    assert scheduler.graph is not None
-    assert scheduler.graph.engine.jobs == {}
+    assert scheduler.books.allocations == {}
+    assert not any(scheduler.books.ledger.on("w1").values()) and not any(scheduler.books.ledger.on("w2").values())
+    assert scheduler.books.graph is not None
+    assert scheduler.books.graph.engine.jobs == {}
 
 
 def test_a_gang_that_fits_the_free_cores_in_total_but_not_node_by_node_waits() -> None:
@@ -385,11 +385,11 @@ def test_a_node_that_appears_is_attached_to_the_graph_in_place() -> None:
     cluster = Cluster(scheduler, [node("w1", cores=2)])
     cluster.add(pod("a", 2000), pod("b", 2000, t=1))
     assert bound(cluster.run()) == {"default/a": "w1"}
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     cluster.nodes["w2"] = node("w2", cores=2)
     cluster.tell(ADDED, cluster.nodes["w2"])
     assert bound(cluster.run(1.0)) == {"default/b": "w2"}
-    assert scheduler.graph is graph and "Node  w2  flux cpu  2  (attached)" in scheduler.log
+    assert scheduler.books.graph is graph and "Node  w2  flux cpu  2  (attached)" in scheduler.log
 
 
 def test_a_node_that_grows_keeps_its_pods_and_offers_the_new_cores() -> None:
@@ -412,7 +412,7 @@ def test_another_schedulers_pod_is_replayed_onto_its_node_in_the_graph() -> None
     web.node_name, web.phase = "w1", PodPhase.RUNNING
     cluster.add(web)
     cluster.run()
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     assert graph is not None and graph.busy_cores("w1", 0) == 3
     assert any(line.startswith("Update allocate default/web: jobid 1 node w1 leaves 3") for line in scheduler.log)
 
@@ -554,7 +554,7 @@ def test_other_schedulers_pods_hold_only_their_cores_under_a_node_exclusive_prof
         other.node_name, other.phase = "w1", PodPhase.RUNNING
         cluster.add(other)
     cluster.run()
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     assert graph is not None and graph.busy_cores("w1", 0) == 2
     assert not any("Could not put pod" in line for line in scheduler.log)
     cluster.add(pod("shared", 2000, t=1, annotations={POLICY_ANNOTATION: "lonode"}), pod("whole", 1000, t=1))
@@ -592,8 +592,8 @@ def test_the_engine_keeps_only_the_jobs_of_running_and_reserved_pods() -> None:
         for i in range(2):
             cluster.end(f"p{wave}-{i}")
     cluster.run(100.0)
-    assert cluster.scheduler.graph is not None
-    engine = cluster.scheduler.graph.engine
+    assert cluster.scheduler.books.graph is not None
+    engine = cluster.scheduler.books.graph.engine
     running = [p for p in cluster.pods.values() if p.node_name and not p.phase.terminal]
     assert running and len(engine.jobs) == len(running)
     assert all(info.state is not JobState.CANCELED for info in engine.jobs.values())
@@ -609,8 +609,8 @@ def test_a_node_attached_again_leaves_no_record_of_the_jobs_it_dropped() -> None
         cluster.nodes["w1"] = node("w1", cores=cores)
         cluster.tell(MODIFIED, cluster.nodes["w1"])
         cluster.run(float(step))
-    assert scheduler.graph is not None
-    assert len(scheduler.graph.engine.jobs) == 1
+    assert scheduler.books.graph is not None
+    assert len(scheduler.books.graph.engine.jobs) == 1
 
 
 def test_a_gang_keeps_its_other_nodes_when_one_of_its_nodes_is_attached_again() -> None:
@@ -623,8 +623,8 @@ def test_a_gang_keeps_its_other_nodes_when_one_of_its_nodes_is_attached_again() 
     cluster.tell(MODIFIED, cluster.nodes["w1"])
     cluster.add(pod("late", 2000, t=1))
     assert bound(cluster.run(1.0)) == {}  # one core free on w1; w2 is still the gang's
-    assert scheduler.graph is not None
-    assert scheduler.graph.busy_cores("w2", 1) == 2
+    assert scheduler.books.graph is not None
+    assert scheduler.books.graph.busy_cores("w2", 1) == 2
 
 
 @pytest.mark.parametrize("write", ["expected start taken off", "PodScheduled=False", "deletion begun"])
@@ -646,7 +646,7 @@ def test_a_pod_whose_binding_is_in_flight_is_never_queued_again(write: str) -> N
     decisions = cluster.scheduler.schedule(1.0)
     assert "default/a" not in bound(decisions) and "default/a" not in messages(decisions)
     assert messages(decisions)["default/b"] == "0/1 nodes are available: 1 Insufficient cpu."
-    assert set(cluster.scheduler.allocations) == {a.uid} and a.uid not in cluster.scheduler.queue.by_pod
+    assert set(cluster.scheduler.books.allocations) == {a.uid} and a.uid not in cluster.scheduler.queue.by_pod
     if write == "deletion begun":  # its Binding is refused: the cores go to b
         _refuse(cluster, [Bind("default/a", a.uid, "w1")], "pod default/a is being deleted")
         cluster.delete("a")
@@ -655,7 +655,7 @@ def test_a_pod_whose_binding_is_in_flight_is_never_queued_again(write: str) -> N
         seen.node_name, seen.phase = "w1", PodPhase.RUNNING
         cluster.tell(MODIFIED, seen)
         assert bound(cluster.run(2.0)) == {}
-        assert set(cluster.scheduler.allocations) == {a.uid}
+        assert set(cluster.scheduler.books.allocations) == {a.uid}
 
 
 def test_a_pod_no_node_admits_is_rejected_blocks_no_fcfs_queue_and_runs_once_a_node_is_labelled() -> None:

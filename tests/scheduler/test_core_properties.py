@@ -139,10 +139,10 @@ class World:
     def check(self) -> None:
         for node in self.nodes.values():
             assert self.used(node.name) <= node.allocatable[CPU], f"{node.name} over-committed"
-            assert self.scheduler.ledger.on(node.name).get(CPU, 0) == self.used(node.name)
+            assert self.scheduler.books.ledger.on(node.name).get(CPU, 0) == self.used(node.name)
         fresh = self.rebuilt(with_pending=False)
         assert fresh.schedule(self.now) == []
-        graph, again = self.scheduler.graph, fresh.graph
+        graph, again = self.scheduler.books.graph, fresh.books.graph
         if graph is None or again is None:
             return
         at = math.floor(self.now)

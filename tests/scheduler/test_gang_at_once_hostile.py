@@ -241,7 +241,7 @@ class _Watched:
         for key in self.pods:
             self.change(key, phase=PodPhase.SUCCEEDED)
             self.step()
-        graph = self.core.graph
+        graph = self.core.books.graph
         assert graph is not None
         assert [graph.busy_cores(name, int(self.now)) for name in self.nodes] == [0] * len(self.nodes)
         assert self.core.books.shared == {} and graph.lost == []

@@ -37,23 +37,23 @@ def books_match(cluster: Cluster) -> None:
     scheduler = cluster.scheduler
     live = {p.uid: p for p in cluster.pods.values() if not p.phase.terminal and not p.deleted}
     running = {uid: p for uid, p in live.items() if p.node_name}
-    assert set(scheduler.ledger.bookings) == set(running)
+    assert set(scheduler.books.ledger.bookings) == set(running)
     for uid, p in running.items():
-        booking = scheduler.ledger.bookings[uid]
+        booking = scheduler.books.ledger.bookings[uid]
         assert (booking.node, booking.requests) == (p.node_name, p.requests)
     for name in cluster.nodes:
-        used = {res: amount for res, amount in scheduler.ledger.on(name).items() if amount}
+        used = {res: amount for res, amount in scheduler.books.ledger.on(name).items() if amount}
         expected: dict[str, int] = {}
         for p in running.values():
             if p.node_name == name:
                 for res, amount in {**p.requests, "pods": 1}.items():
                     expected[res] = expected.get(res, 0) + amount
         assert used == {res: amount for res, amount in expected.items() if amount}, name
-    assert set(scheduler.allocations) == set(running)
+    assert set(scheduler.books.allocations) == set(running)
     assert set(scheduler.queue.by_pod) <= {uid for uid, p in live.items() if not p.node_name}
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     if graph is not None:
-        held = {alloc.jobid for alloc in scheduler.allocations.values() if alloc.jobid}
+        held = {alloc.jobid for alloc in scheduler.books.allocations.values() if alloc.jobid}
         reserved = {jobid for job in scheduler.queue.jobs.values() for jobid in job.reservations}
         assert set(graph.engine.jobs) == held | reserved
 
@@ -79,7 +79,7 @@ def test_a_statefulset_pod_recreated_while_its_old_self_ran_releases_the_old_all
     cluster.tell(MODIFIED, again)
     assert bound(cluster.run(1.0)) == {"default/web-0": "w1"}
     books_match(cluster)
-    assert cluster.scheduler.graph is not None and len(cluster.scheduler.graph.engine.jobs) == 1
+    assert cluster.scheduler.books.graph is not None and len(cluster.scheduler.books.graph.engine.jobs) == 1
 
 
 def test_a_pod_recreated_bound_while_its_old_self_waited_leaves_no_queue_entry() -> None:
@@ -180,7 +180,7 @@ def test_a_running_pod_resized_up_takes_its_new_cores_and_no_pod_is_placed_in_th
     cluster.tell(MODIFIED, grown)
     cluster.add(pod("hpc", 2000, t=1))
     assert bound(cluster.run(1.0)) == {"default/hpc": "w2"}
-    graph = cluster.scheduler.graph
+    graph = cluster.scheduler.books.graph
     assert graph is not None and graph.busy_cores("w1", 1) == 3
     books_match(cluster)
     shrunk = pod_from_manifest(resized_manifest("app", "1", "1", node_name="w1"))
@@ -211,7 +211,7 @@ def test_a_resize_beyond_the_free_cores_is_counted_in_the_books_and_replayed_whe
     assert any("Could not put pod default/web" in line for line in cluster.scheduler.log)
     cluster.end("mine")
     cluster.run(3.0)
-    graph = cluster.scheduler.graph
+    graph = cluster.scheduler.books.graph
     assert graph is not None and graph.busy_cores("w1", 3) == 4  # web's 3 cores, then small's
     assert cluster.pods["default/small"].node_name == "w1"
     books_match(cluster)
@@ -230,13 +230,13 @@ def test_a_pod_the_graph_refused_is_put_in_when_the_node_exclusive_pod_beside_it
     assert bound(cluster.run()) == {"default/whole": "w1", "default/busy": "w2"}
     cluster.add(running("web", 1000, "w1"))
     cluster.run(1.0)
-    assert scheduler.graph is not None and scheduler.graph.unrecorded == {"w1"}
+    assert scheduler.books.graph is not None and scheduler.books.graph.unrecorded == {"w1"}
     cluster.end("whole")
     cluster.end("busy")
     cluster.add(pod("next", 1000, t=2, annotations={POLICY_ANNOTATION: "lonodex"}))
     assert bound(cluster.run(2.0)) == {"default/next": "w2"}
-    assert scheduler.graph.unrecorded == set()
-    assert scheduler.graph.busy_cores("w1", 2) == 1
+    assert scheduler.books.graph.unrecorded == set()
+    assert scheduler.books.graph.busy_cores("w1", 2) == 1
     books_match(cluster)
 
 
@@ -319,9 +319,9 @@ def test_a_corrupt_allocation_annotation_is_reported_and_the_pod_still_counted(r
     assert ALLOCATION_ANNOTATION in warnings[0].message
     assert any("default/bad" in line and ALLOCATION_ANNOTATION in line for line in scheduler.log)
     assert bound(decisions) == {} and "default/late" in messages(decisions)
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     assert graph is not None and graph.busy_cores("w1", 1) == 3
-    good_alloc = scheduler.allocations["uid-good"]
+    good_alloc = scheduler.books.allocations["uid-good"]
     assert good_alloc.placement is not None and good_alloc.placement.cores == ("core2",)
     cluster.tell(MODIFIED, bad)  # said once
     assert not [d for d in cluster.run(2.0) if isinstance(d, PodWarning)]
@@ -378,7 +378,7 @@ def test_a_bad_pod_of_another_scheduler_is_reported_and_kept_out_of_the_books(
     [warning] = [d for d in decisions if isinstance(d, PodWarning)]
     assert warning.pod == "default/web" and warning.message.startswith(f"Pod default/web: {field}: ")
     assert bound(decisions) == {"default/good": "w1"}
-    assert "uid-web" not in scheduler.ledger.bookings
+    assert "uid-web" not in scheduler.books.ledger.bookings
 
 
 def test_a_bad_pod_fixed_later_is_scheduled() -> None:
@@ -407,7 +407,7 @@ def test_a_bad_node_is_logged_and_kept_out_of_the_graph(allocatable: dict[str, A
     decisions = cluster.run()
     assert bound(decisions) == {"default/p0": "w1"}
     assert any(line.startswith(f"Node bad: {field}: ") for line in scheduler.log)
-    assert scheduler.graph is not None and "bad" not in scheduler.graph.specs
+    assert scheduler.books.graph is not None and "bad" not in scheduler.books.graph.specs
     cluster.nodes["bad"] = node("bad")  # fixed: it joins the graph
     cluster.tell(MODIFIED, cluster.nodes["bad"])
     assert bound(cluster.run(1.0)) == {"default/p1": "bad"}
@@ -573,7 +573,7 @@ def test_any_order_of_recreations_resizes_and_tombstones_keeps_the_books_true(st
                 cluster.tell(ADDED, p)
         cluster.run(float(step))
         books_match(cluster)
-        graph = cluster.scheduler.graph
+        graph = cluster.scheduler.books.graph
         assert graph is not None
         for name in cluster.nodes:
             cores = sum(p.requests[CPU] // 1000 for p in cluster.pods.values() if p.node_name == name)
@@ -657,9 +657,9 @@ def test_garbage_through_the_python_api_never_raises_and_never_reaches_the_books
     odd_cpu = requests.get(CPU)
     room_taken = type(odd_cpu) is int and odd_cpu > 2000  # a valid odd pod (2001m: 3 cores) leaves good no room
     assert "default/good" in bound(decisions) or room_taken
-    for booking in scheduler.ledger.bookings.values():
+    for booking in scheduler.books.ledger.bookings.values():
         assert all(type(amount) is int and amount >= 0 for amount in booking.requests.values())
-    assert "uid-recovered" in scheduler.ledger.bookings
+    assert "uid-recovered" in scheduler.books.ledger.bookings
 
 
 def test_a_rejected_gang_is_queued_again_and_placed_when_a_node_is_added() -> None:

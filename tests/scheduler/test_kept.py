@@ -32,7 +32,7 @@ def play(keep: bool) -> tuple[list[list[object]], list[str]]:
     At 10 the pod planned to 50 on w3 ends (after the gang's nodes: its reservation stays as it was); at 20 the
     one planned to 200 on w2 ends (the gang can start at 100 now)."""
     scheduler = KubefluxScheduler(log_limit=100_000)
-    scheduler.keep_reservations = keep
+    scheduler.profile.keep_reservations = keep
     cluster = Cluster(scheduler, [node("w1", cores=2), node("w2", cores=2), node("w3", cores=2)])
     cluster.add(timed("a", 2000, 100), timed("b", 2000, 200), timed("c", 1000, 50), timed("d", 1000, 300))
     steps = [cluster.run()]
@@ -71,7 +71,7 @@ def test_a_simulated_workload_runs_the_same_whether_reservations_are_kept_or_sea
     kept = []
     for keep in (True, False):
         scheduler = KubefluxScheduler(log_limit=1_000_000)
-        scheduler.keep_reservations = keep
+        scheduler.profile.keep_reservations = keep
         record = Simulation(workload, nodes, {scheduler.name: scheduler}).run()
         records.append((record.jobs, record.pods))
         kept.append(sum(line.endswith("(kept)") for line in scheduler.log))

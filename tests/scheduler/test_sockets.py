@@ -137,7 +137,7 @@ def test_an_odd_pod_larger_than_a_socket_holds_exactly_what_it_asks() -> None:
         "odd": ("w0", [*cores(0, 12), *cores(16, 27)], []),  # 13 + 13 matched, the 26th released at once
         "rest": ("w0", [*cores(13, 15), *cores(28, 31)], []),
     }
-    graph = cluster.scheduler.graph
+    graph = cluster.scheduler.books.graph
     assert graph is not None and graph.busy_cores("w0", 0) == 32
 
 
@@ -182,7 +182,7 @@ def test_a_restarted_scheduler_recovers_the_socketed_allocations_from_the_annota
     again.add(pod("d", 4, t=3), pod("e", 8, t=4))
     after = placed(again.run(1.0))
     assert after == {"d": ("w0", cores(12, 15), []), "e": ("w1", cores(8, 15), [])}
-    graph = restarted.graph
+    graph = restarted.books.graph
     assert graph is not None
     assert graph.busy_cores("w0", 1) == 16
     assert graph.busy_cores("w1", 1) == 16
@@ -191,7 +191,7 @@ def test_a_restarted_scheduler_recovers_the_socketed_allocations_from_the_annota
     again.run(2.0)
     assert graph.busy_cores("w0", 2) == 0
     assert graph.busy_cores("w1", 2) == 0
-    assert not restarted.allocations
+    assert not restarted.books.allocations
 
 
 def test_a_gang_of_socket_sized_members_is_placed_one_member_a_socket() -> None:
@@ -258,7 +258,7 @@ def test_a_node_relabelled_with_more_sockets_is_reshaped_and_keeps_its_pods_on_t
     assert placed(cluster.run()) == {"a": ("w0", cores(0, 3), []), "b": ("w0", cores(4, 7), [])}
     two = node("w0", 16, sockets="2")
     cluster.tell(MODIFIED, two)
-    graph = cluster.scheduler.graph
+    graph = cluster.scheduler.books.graph
     assert graph is not None
     assert graph.specs["w0"].sockets == 2
     assert graph.socket_size == (8, 0)  # was (16, 0): one socket of 16
@@ -288,7 +288,7 @@ def test_a_node_claiming_more_gpus_than_a_graph_node_holds_is_kept_out_and_logge
     cluster = Cluster(scheduler, [node("huge", 16, **{AMD: 10**9}), node("fine", 16, **{AMD: 2})])
     cluster.add(pod("a", 1, **{AMD: 1}))
     assert placed(cluster.run()) == {"a": ("fine", ["core0"], ["gpu0"])}
-    graph = scheduler.graph
+    graph = scheduler.books.graph
     assert graph is not None and "huge" not in graph.specs
     assert any(
         line.startswith("Node huge: allocatable[nvidia.com/gpu+amd.com/gpu]: more than 65536 GPUs in total")
@@ -326,7 +326,7 @@ def test_a_node_exclusive_pod_takes_an_empty_node_whose_sockets_split_its_gpus_u
     assert placed(cluster.run(2.0)) == {"b": ("g0", cores(0, 3), ["gpu0", "gpu1", "gpu2"])}  # held whole in turn
     cluster.end("b")
     cluster.run(3.0)
-    graph = cluster.scheduler.graph
+    graph = cluster.scheduler.books.graph
     assert graph is not None and graph.free_counts("g0", 3, 1, exact=True) == (4, 3, True)
 
 

@@ -753,11 +753,11 @@ def test_books_hold_through_recreated_resized_and_corrupt_pods(edge: str) -> Non
 def test_a_pod_recreated_under_its_name_with_a_new_uid_releases_the_old_uid_and_is_placed_again() -> None:
     world = play(RECREATED)
     pod = world.pods["default/p1"]
-    assert set(world.scheduler.allocations) == {pod.uid} and pod.node_name
+    assert set(world.scheduler.books.allocations) == {pod.uid} and pod.node_name
 
 
 def test_a_pod_resized_in_place_to_4_cores_fills_its_node_so_the_next_pod_goes_elsewhere() -> None:
     world = play(RESIZED[:2])
-    assert world.scheduler.ledger.on("n0")[CPU] == 4000
+    assert world.scheduler.books.ledger.on("n0")[CPU] == 4000
     world.step(RESIZED[2])
     assert world.pods["default/p2"].node_name == "n1"

@@ -92,8 +92,8 @@ class _StateCollector(Collector):
         )
         for core in serve.cores:
             pending.add_metric([core.name], len(core.queue.by_pod))
-            nodes.add_metric([core.name], len(core.nodes))
-            allocations.add_metric([core.name], len(core.allocations))
+            nodes.add_metric([core.name], len(core.books.nodes))
+            allocations.add_metric([core.name], len(core.books.allocations))
         yield pending
         yield nodes
         yield allocations

@@ -19,19 +19,6 @@ class AllocType(IntEnum):
     SATISFIABILITY = 2
 
 
-class Errno(Enum):
-    """Why a match failed: the error numbers Fluxion reports and that decide its output."""
-
-    EBUSY = "EBUSY"
-    """Not now: the resources are busy (or down)."""
-    ENODEV = "ENODEV"
-    """Never: the request cannot be satisfied by this graph."""
-    EINVAL = "EINVAL"
-    """A malformed request (e.g. exclusivity conflicts under a slot)."""
-    ENOENT = "ENOENT"
-    ERANGE = "ERANGE"
-
-
 @dataclass(slots=True, init=False)
 class JobMeta:
     jobid: int
@@ -48,6 +35,19 @@ class JobMeta:
         self.duration = duration
         self.alloc_type = alloc_type
         self.now = now
+
+
+class Errno(Enum):
+    """Why a match failed: the error numbers Fluxion reports and that decide its output."""
+
+    EBUSY = "EBUSY"
+    """Not now: the resources are busy (or down)."""
+    ENODEV = "ENODEV"
+    """Never: the request cannot be satisfied by this graph."""
+    EINVAL = "EINVAL"
+    """A malformed request (e.g. exclusivity conflicts under a slot)."""
+    ENOENT = "ENOENT"
+    ERANGE = "ERANGE"
 
 
 class MatchFailure(Exception):

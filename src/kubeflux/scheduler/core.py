@@ -61,18 +61,15 @@ from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter
-from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.informer import Informer
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
-from kubeflux.scheduler.ledger import Ledger
-from kubeflux.scheduler.objects import Node, Pod
+from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.queueview import QueuedJob, queue_snapshot
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
-from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
 __all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
@@ -132,73 +129,6 @@ class KubefluxScheduler:
         self._wake: float | None = None
         self._never_fits_not: dict[str, tuple[int, list[Pod]]] = {}
         """Job key → (node epoch, its pods) when the job was last found able to fit the empty cluster."""
-
-    # ================================================================== what the parts hold, as before
-
-    @property
-    def policy(self) -> str:
-        """The match policy of pods that name none (settable before the first node is seen)."""
-        return self.profile.policy
-
-    @policy.setter
-    def policy(self, policy: str) -> None:
-        self.profile.policy = policy
-
-    @property
-    def shape(self) -> NodeShape:
-        """How nodes become graph vertices (settable before the first node is seen)."""
-        return self.profile.shape
-
-    @shape.setter
-    def shape(self, shape: NodeShape) -> None:
-        self.profile.shape = shape
-
-    @property
-    def keep_reservations(self) -> bool:
-        """Whether a gang's reservation may be put back as it was (:mod:`kubeflux.scheduler.kept`)."""
-        return self.profile.keep_reservations
-
-    @keep_reservations.setter
-    def keep_reservations(self, keep: bool) -> None:
-        self.profile.keep_reservations = keep
-
-    @property
-    def sharing(self) -> SharingPolicy:
-        return self.profile.sharing
-
-    @property
-    def horizon(self) -> int:
-        return self.profile.horizon
-
-    @property
-    def graph(self) -> GraphView | None:
-        """The engine's graph, once a node is admitted (:attr:`ClusterBooks.graph`)."""
-        return self.books.graph
-
-    @property
-    def nodes(self) -> dict[str, Node]:
-        return self.books.nodes
-
-    @property
-    def allocations(self) -> dict[str, Allocation]:
-        """Pod uid → allocation, for every bound unfinished pod of any scheduler."""
-        return self.books.allocations
-
-    @property
-    def ledger(self) -> Ledger:
-        return self.books.ledger
-
-    @property
-    def own(self) -> Ledger:
-        return self.books.own
-
-    @property
-    def plans(self) -> TimeBooks:
-        return self.books.plans
-
-    @property
-    def own_plans(self) -> TimeBooks:
-        return self.books.own_plans
 
     # ================================================================== events
 

@@ -20,9 +20,6 @@ from kubeflux.scheduler.units import format_quantity
 
 __all__ = ["QUEUE_PATH", "QueuedJob", "queue_document", "queue_snapshot", "rfc3339"]
 
-QUEUE_PATH = "/kubeflux/queue"
-"""Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_document` (``GET``, JSON)."""
-
 
 @dataclass(frozen=True, slots=True)
 class QueuedJob:
@@ -127,6 +124,10 @@ def queue_snapshot(queue: PendingQueue, now: float) -> list[QueuedJob]:
             )
         )
     return out
+
+
+QUEUE_PATH = "/kubeflux/queue"
+"""Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_document` (``GET``, JSON)."""
 
 
 def queue_document(schedulers: Iterable[object], now: float, source: str) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def _schedulers_for(name: str, workload: Workload, sockets: int = 0) -> tuple[di
 
     primary = create(name)
     if sockets and isinstance(primary, KubefluxScheduler):
-        primary.shape = NodeShape(SOCKETS_LABEL, sockets)  # before it sees a node: its graph is built later
+        primary.profile.shape = NodeShape(SOCKETS_LABEL, sockets)  # before it sees a node: its graph is built later
     schedulers: dict[str, Scheduler] = {primary.name: primary}
     wanted = {t.scheduler_name for j in workload.jobs for t in j.pods if t.scheduler_name}
     known = available()

@@ -320,7 +320,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
         schedulers, primary = _schedulers_for(task.scheduler, mapped)
         core = schedulers[primary]
         if task.policy != NO_POLICY and isinstance(core, KubefluxScheduler):
-            core.policy = task.policy
+            core.profile.policy = task.policy
         lifecycle = Lifecycle(task.start_delay, task.start_jitter, task.fail_fraction, seed=task.seed)
         options = SimulationOptions(lifecycle=lifecycle)
         run = simulate(mapped, nodes, schedulers, primary=primary, label=task.scheduler, options=options)

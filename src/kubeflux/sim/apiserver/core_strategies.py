@@ -25,6 +25,7 @@ from kubeflux.sim.apiserver.pod_admission import admit_pod
 from kubeflux.sim.apiserver.registry import (
     PRIORITY_CLASSES,
     Lookup,
+    Object,
     Strategy,
     dns_label_causes,
     list_of_objects_causes,
@@ -43,8 +44,6 @@ __all__ = [
     "pod_view",
     "unreadable_causes",
 ]
-
-Object = dict[str, Any]
 
 
 def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.registry import Strategy
+from kubeflux.sim.apiserver.registry import Object, Strategy
 
 __all__ = [
     "ConfigMapStrategy",
@@ -22,7 +22,6 @@ __all__ = [
     "quantity_error",
 ]
 
-Object = dict[str, Any]
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 

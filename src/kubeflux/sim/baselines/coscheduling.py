@@ -44,12 +44,19 @@ reports when the next one is due.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Unpack
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.units import format_duration, format_quantity
-from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, KubeDefaultScheduler, QueuedPod, QueueKey
+from kubeflux.sim.baselines.kube_default import (
+    QUEUE_CLASSIC,
+    KubeDefaultOptions,
+    KubeDefaultScheduler,
+    QueuedPod,
+    QueueKey,
+)
 
 __all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simulated_coscheduling"]
 
@@ -74,7 +81,8 @@ class CoschedulingScheduler(KubeDefaultScheduler):
 
     ``permit_waiting_time_seconds`` and ``pod_group_backoff_seconds`` are the plugin's ``CoschedulingArgs``
     (defaults 60 and 0). ``min_resources``: every PodGroup is taken to carry minResources (the module docstring).
-    Other keyword arguments go to :class:`KubeDefaultScheduler`.
+    The other keyword arguments (:class:`~kubeflux.sim.baselines.kube_default.KubeDefaultOptions`) go to
+    :class:`KubeDefaultScheduler`.
     """
 
     def __init__(
@@ -83,22 +91,10 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         *,
         permit_waiting_time_seconds: float = DEFAULT_PERMIT_WAITING_TIME_SECONDS,
         pod_group_backoff_seconds: float = 0.0,
-        percentage_of_nodes_to_score: int = 0,
-        seed: int | None = None,
-        pod_initial_backoff: float = 1.0,
-        pod_max_backoff: float = 10.0,
-        reject_never_fits: bool = False,
         min_resources: bool = False,
+        **options: Unpack[KubeDefaultOptions],
     ) -> None:
-        super().__init__(
-            name,
-            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-            seed=seed,
-            pod_initial_backoff=pod_initial_backoff,
-            pod_max_backoff=pod_max_backoff,
-            reject_never_fits=reject_never_fits,
-            queue=QUEUE_CLASSIC,  # its Permit and group back-off are modelled on the first queue
-        )
+        super().__init__(name, queue=QUEUE_CLASSIC, **options)  # its Permit and group back-off: the first queue's
         if permit_waiting_time_seconds <= 0 or pod_group_backoff_seconds < 0:
             raise ValueError("permit_waiting_time_seconds must be positive and pod_group_backoff_seconds not negative")
         self.permit_waiting_time_seconds = permit_waiting_time_seconds

@@ -54,6 +54,7 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,14 @@ from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind
 from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, ResourceList
 from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
 
-__all__ = ["QUEUE_CLASSIC", "QUEUE_V136", "KubeDefaultScheduler", "QueuedPod", "num_feasible_nodes_to_find"]
+__all__ = [
+    "QUEUE_CLASSIC",
+    "QUEUE_V136",
+    "KubeDefaultOptions",
+    "KubeDefaultScheduler",
+    "QueuedPod",
+    "num_feasible_nodes_to_find",
+]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -130,6 +138,17 @@ class _Placement:
     node: str
     requests: ResourceList
     group: str | None
+
+
+class KubeDefaultOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`KubeDefaultScheduler` that a scheduler built on it passes through (the
+    coscheduling plugin's): their meaning and defaults are :class:`KubeDefaultScheduler`'s."""
+
+    percentage_of_nodes_to_score: int
+    seed: int | None
+    pod_initial_backoff: float
+    pod_max_backoff: float
+    reject_never_fits: bool
 
 
 class KubeDefaultScheduler:

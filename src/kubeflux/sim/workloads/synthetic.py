@@ -224,33 +224,29 @@ _SEED000_JOB = SyntheticSpec(
     name="pi-job",
 )
 
+_SEED004_JOBS = SyntheticSpec(
+    jobs=50,
+    arrival="fixed",
+    mean_interarrival=17.0,
+    sizes={1: 1.0},
+    runtime="fixed",
+    mean_runtime=72.0,
+    overestimate=1.0,
+    kind=JobKind.JOB,
+    pod_requests=_SEED004_POD,
+    name="seed004-jobs",
+    tolerations=(KWOK_TOLERATION,),
+)
+
 PRESETS: dict[str, SyntheticSpec] = {
-    "seed004-jobs": SyntheticSpec(
-        jobs=50,
-        arrival="fixed",
-        mean_interarrival=17.0,
-        sizes={1: 1.0},
-        runtime="fixed",
-        mean_runtime=72.0,
-        overestimate=1.0,
-        kind=JobKind.JOB,
-        pod_requests=_SEED004_POD,
-        name="seed004-jobs",
-        tolerations=(KWOK_TOLERATION,),
-    ),
-    "seed004-podgroups": SyntheticSpec(
-        jobs=50,
-        arrival="fixed",
+    "seed004-jobs": _SEED004_JOBS,
+    "seed004-podgroups": replace(
+        _SEED004_JOBS,
         mean_interarrival=34.0,
         sizes={2: 1.0},
-        runtime="fixed",
-        mean_runtime=72.0,
-        overestimate=1.0,
         kind=JobKind.POD_GROUP,
-        pod_requests=_SEED004_POD,
         schedule_timeout_seconds=10.0,
         name="seed004-podgroups",
-        tolerations=(KWOK_TOLERATION,),
     ),
     "seed000-succeed": _SEED000_JOB,
     "seed000-segfault": replace(
