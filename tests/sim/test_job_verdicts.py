@@ -32,6 +32,15 @@ def job(name: str = "j", **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {**spec, "template": template}}
 
 
+def with_restart_policy(body: dict[str, Any], policy: str | None) -> dict[str, Any]:
+    """``body`` (a :func:`job`) with its template's ``restartPolicy`` set to ``policy`` (None: left out)."""
+    spec = body["spec"]["template"]["spec"]
+    spec.pop("restartPolicy")
+    if policy is not None:
+        spec["restartPolicy"] = policy
+    return body
+
+
 CASES = [
     Verdict("completions-0-completes-at-once", job(completions=0), 201),
     Verdict("parallelism-0-waits", job(parallelism=0, completions=2), 201),
@@ -84,6 +93,13 @@ CASES = [
         422,
         "will not able to create pod with invalid DNS label: " + "a" * 60 + "-9999",
     ),
+    Verdict(
+        "restart-policy-always",
+        with_restart_policy(job(), "Always"),
+        422,
+        """spec.template.spec.restartPolicy: Unsupported value: 'Always': supported values: "OnFailure", "Never\"""",
+    ),
+    Verdict("restart-policy-missing", with_restart_policy(job(), None), 422, "restartPolicy: Required value"),
     Verdict(
         "unknown-completion-mode",
         job(completionMode="Sometimes"),
@@ -169,3 +185,4 @@ def test_a_cronjobs_job_template_is_held_to_a_jobs_rules(
     at its own path, with no name (its Jobs are named when the schedule fires)."""
     got, message = dry_run(server, "/apis/batch/v1/namespaces/default/cronjobs", cronjob(**counts))
     assert (got, says in message) == (status, True), message
+

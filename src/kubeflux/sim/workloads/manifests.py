@@ -62,7 +62,7 @@ from typing import Any
 
 import yaml
 
-from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems
+from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
@@ -236,6 +236,10 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     template_meta = template_obj.get("metadata") or {}
     if not isinstance(template_meta, dict):
         raise ManifestError(label, "spec.template.metadata", "expected a mapping")
+    template_spec = template_obj.get("spec")
+    restart = template_restart_problem(template_spec) if isinstance(template_spec, dict) else None
+    if restart is not None:  # as cluster serve's Job strategy refuses it (422)
+        raise ManifestError(label, restart.field, restart.message)
     pod_manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -292,7 +296,6 @@ class _Builder:
     """``namespace/name`` of each PodGroup refused by validation → where it is and why (the 422 of ``cluster
     serve``): the pods and Jobs that name it are rejected with that reason instead of waiting for ever."""
     skipped: int = 0
-
     def add(self, where: str, obj: Any) -> None:
         if not isinstance(obj, dict):
             self.problems.append(f"{self.file_name}: {where}: expected a Kubernetes object, got {type(obj).__name__}")
