@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 from kubeflux.cli import app
 from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.workloads.manifests import read_manifests
 from tests.sim.conftest import Verdict, dry_run, served_and_read
+from tests.sim.test_object_verdicts import pod
 
 INT32 = "into Go struct field JobSpec.spec.{} of type int32"
 
@@ -186,3 +188,15 @@ def test_a_cronjobs_job_template_is_held_to_a_jobs_rules(
     got, message = dry_run(server, "/apis/batch/v1/namespaces/default/cronjobs", cronjob(**counts))
     assert (got, says in message) == (status, True), message
 
+
+def test_a_second_job_or_pod_of_one_name_is_refused(tmp_path: Path) -> None:
+    """cluster serve answers 409 AlreadyExists to a second Job (or Pod) of a name; simulate's reader names it and
+    skips it, instead of running it as ``default/j.job`` whose pods collide with the first Job's."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(yaml.safe_dump_all([job(), job(), pod("j"), pod("j")]))
+    workload = read_manifests(path)
+    assert sorted(j.id for j in workload.jobs) == ["default/j", "default/j.pod"]  # a Pod may share a Job's name
+    assert workload.problems == [
+        "twice.yaml: document 2: Job default/j: metadata.name: defined twice (first in document 1); skipped",
+        "twice.yaml: document 4: Pod default/j: metadata.name: defined twice (first in document 3); skipped",
+    ]
