@@ -208,6 +208,7 @@ spec:
         pod-complete.stage.kwok.x-k8s.io/delay: 30s
         sim.kubeflux.io/coupled: "{coupled}"
     spec:
+      restartPolicy: Never
       containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
 ---
 apiVersion: v1

@@ -84,3 +84,13 @@ def test_a_run_that_left_jobs_waiting_is_never_shown_as_best() -> None:
     cells = {column.header: list(column.cells) for column in table.columns}
     assert cells["mean wait of started"] == ["0 s", "[green]50.0 s[/green]"]
     assert cells["not finished"] == ["2", "0"]
+
+
+def test_a_page_where_nothing_ran_points_at_a_file_the_run_wrote(tmp_path: Path) -> None:
+    """The page's 'Nothing ran' alert named problems.txt, which a run whose input had no problem does not write."""
+    code, _, out = _simulate(tmp_path, [_pod("huge", "64")], "fcfs")
+    assert code == NOTHING_RAN and not (out / "problems.txt").exists()
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "Nothing ran: the job was rejected by fcfs (the metadata column of jobs.csv says why)." in page
+    assert "problems.txt" not in page
+    assert _metadata(out, "fcfs")["default/huge"].startswith("rejected: ")

@@ -431,8 +431,9 @@ def test_the_memory_budget_counts_every_scheduler_run(tmp_path: Path) -> None:
     [
         ("1e400", "--memory-budget must be at most 8Ei (2^63 - 1 bytes), got '1e400'"),
         ("0", "--memory-budget must be positive, got '0'"),
+        ("1Ki", "--memory-budget must be at least 96Mi, what the command needs before any input, got '1Ki'"),
     ],
-    ids=["beyond-int64", "zero"],
+    ids=["beyond-int64", "zero", "below-the-command"],
 )
 def test_a_memory_budget_out_of_range_is_refused(tmp_path: Path, budget: str, says: str) -> None:
     """A budget of 1e400 bytes would turn the check off without a word."""

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 from kubeflux.cli import app
 from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.workloads.manifests import read_manifests
 from tests.sim.conftest import Verdict, dry_run, served_and_read
+from tests.sim.test_object_verdicts import pod
 
 INT32 = "into Go struct field JobSpec.spec.{} of type int32"
 
@@ -30,6 +32,15 @@ def job(name: str = "j", **spec: Any) -> dict[str, Any]:
         },
     }
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {**spec, "template": template}}
+
+
+def with_restart_policy(body: dict[str, Any], policy: str | None) -> dict[str, Any]:
+    """``body`` (a :func:`job`) with its template's ``restartPolicy`` set to ``policy`` (None: left out)."""
+    spec = body["spec"]["template"]["spec"]
+    spec.pop("restartPolicy")
+    if policy is not None:
+        spec["restartPolicy"] = policy
+    return body
 
 
 CASES = [
@@ -84,6 +95,13 @@ CASES = [
         422,
         "will not able to create pod with invalid DNS label: " + "a" * 60 + "-9999",
     ),
+    Verdict(
+        "restart-policy-always",
+        with_restart_policy(job(), "Always"),
+        422,
+        """spec.template.spec.restartPolicy: Unsupported value: 'Always': supported values: "OnFailure", "Never\"""",
+    ),
+    Verdict("restart-policy-missing", with_restart_policy(job(), None), 422, "restartPolicy: Required value"),
     Verdict(
         "unknown-completion-mode",
         job(completionMode="Sometimes"),
@@ -169,3 +187,16 @@ def test_a_cronjobs_job_template_is_held_to_a_jobs_rules(
     at its own path, with no name (its Jobs are named when the schedule fires)."""
     got, message = dry_run(server, "/apis/batch/v1/namespaces/default/cronjobs", cronjob(**counts))
     assert (got, says in message) == (status, True), message
+
+
+def test_a_second_job_or_pod_of_one_name_is_refused(tmp_path: Path) -> None:
+    """cluster serve answers 409 AlreadyExists to a second Job (or Pod) of a name; simulate's reader names it and
+    skips it, instead of running it as ``default/j.job`` whose pods collide with the first Job's."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(yaml.safe_dump_all([job(), job(), pod("j"), pod("j")]))
+    workload = read_manifests(path)
+    assert sorted(j.id for j in workload.jobs) == ["default/j", "default/j.pod"]  # a Pod may share a Job's name
+    assert workload.problems == [
+        "twice.yaml: document 2: Job default/j: metadata.name: defined twice (first in document 1); skipped",
+        "twice.yaml: document 4: Pod default/j: metadata.name: defined twice (first in document 3); skipped",
+    ]

@@ -178,19 +178,22 @@ def test_a_page_where_every_job_was_rejected_says_so_in_its_verdict(tmp_path: Pa
     page = write_report([rejected_run("kubeflux"), rejected_run("fcfs")], tmp_path / "both").read_text()
     verdict = page.split('id="verdict"')[1].split("</section>")[0]
     assert verdict.startswith(
-        ' aria-label="Verdict"><p class="alert">Nothing ran: all 3 jobs were rejected under every scheduler (problems'
+        ' aria-label="Verdict"><p class="alert">Nothing ran: all 3 jobs were rejected under every scheduler (the'
     )
     assert verdict.count("<p") == 1 and " vs " not in verdict  # nothing to compare
     assert '<th scope="row">rejected<br>' in page and 'class="best"' not in page and "No ★: no run finished" in page
     one = write_report([rejected_run("fcfs", 1)], tmp_path / "one").read_text()
-    assert '<p class="alert">Nothing ran: the job was rejected by fcfs (problems.txt and jobs.csv say why).</p>' in one
+    assert (
+        '<p class="alert">Nothing ran: the job was rejected by fcfs (the metadata column of jobs.csv says why).</p>'
+        in one
+    )
 
 
 def test_a_run_that_rejected_everything_is_named_and_left_out_of_the_comparison(tmp_path: Path) -> None:
     rows = [summarize(rejected_run("kube-gang", 7)), summarize(run("fcfs", 0.0)), summarize(run("kubeflux", 5.0))]
     lines = verdicts(rows)
     assert lines[0] == (
-        "kube-gang rejected every job and ran nothing (problems.txt and jobs.csv say why); the other runs are "
+        "kube-gang rejected every job and ran nothing (the metadata column of jobs.csv says why); the other runs are "
         "compared below."
     )
     assert lines[1].startswith("fcfs vs kubeflux: mean wait") and len(lines) == 2

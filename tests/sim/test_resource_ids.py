@@ -38,6 +38,7 @@ spec:
       annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: 72s}}
     spec:
       tolerations: [{{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}}]
+      restartPolicy: Never
       containers:
         - name: main
           image: busybox

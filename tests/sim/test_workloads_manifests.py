@@ -77,6 +77,7 @@ spec:
   parallelism: 3
   template:
     spec:
+      restartPolicy: Never
       containers: [{name: c, image: x, resources: {requests: {cpu: 250m}}}]
 ---
 apiVersion: batch/v1
@@ -85,6 +86,7 @@ metadata: {name: plain}
 spec:
   template:
     spec:
+      restartPolicy: Never
       containers: [{name: c, image: x}]
 """,
     )
@@ -115,6 +117,7 @@ spec:
     metadata:
       labels: {scheduling.x-k8s.io/pod-group: train}
     spec:
+      restartPolicy: Never
       containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 8}}}]
 """,
     )
@@ -213,6 +216,7 @@ spec:
   {spec}
   template:
     spec:
+      restartPolicy: Never
       containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
 """
     indexed = read_manifests(write(tmp_path, job.replace("{spec}", "completions: 3\n  completionMode: Indexed")))
@@ -237,6 +241,7 @@ spec:
     metadata:
       annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "90s"}
     spec:
+      restartPolicy: Never
       containers:
         - {name: main, image: "trainer:v2"}
         - {name: side, image: "sidecar:1"}

@@ -139,3 +139,17 @@ def test_profiles_are_named_as_batsims_swf_converters_name_them(tmp_path: Path) 
     jobs = read_swf(path).jobs
     assert [job.profile_name() for job in jobs] == ["101", "1", "60", ""]  # unknown run time: rejected, no profile
     assert read_swf(HPC2N).jobs[0].profile_name() == "31406"  # run time 31405 s
+
+
+def test_a_bare_semicolon_ends_a_header_continuation(tmp_path: Path) -> None:
+    # examples/workloads/small.swf: "; MaxProcs: 64", ";", ";  job submit wait …" — the column legend after the
+    # bare ";" was appended to MaxProcs, which then read as stated twice, and the platform fell back to 4 x 1 core.
+    workload = read_swf(Path(__file__).parents[2] / "examples" / "workloads" / "small.swf")
+    assert workload.header["MaxProcs"] == "64"
+    assert workload.resources == 64
+    path = tmp_path / "legend.swf"
+    path.write_text(
+        "; Information: http://a.example/\n;   http://b.example/\n;\n;  job submit wait\n"
+        + "1 0 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 1 -1 -1\n"
+    )
+    assert read_swf(path).header["Information"] == "http://a.example/\nhttp://b.example/"

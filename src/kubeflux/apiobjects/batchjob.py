@@ -33,6 +33,7 @@ __all__ = [
     "count_defaults",
     "job_decode_error",
     "job_problems",
+    "template_restart_problem",
 ]
 
 MAX_INDEXED_PARALLELISM: Final = 100_000
@@ -112,3 +113,21 @@ def job_problems(name: str | None, spec: Mapping[str, Any], prefix: str = "spec.
                 why = f"will not able to create pod with invalid DNS label: {hostname}"
                 problems.append(FieldProblem("metadata.name", f'Invalid value: "{name}": {why}'))
     return problems
+
+
+JOB_RESTART_POLICIES = ("OnFailure", "Never")
+"""A Job's pods' restart policies: its template's is not defaulted (no ``Always``)."""
+
+
+def template_restart_problem(
+    template_spec: Mapping[str, Any], prefix: str = "spec.template.spec."
+) -> FieldProblem | None:
+    """A Job template's ``restartPolicy``, in cluster serve's words (its Job strategy): required, and ``OnFailure``
+    or ``Never``."""
+    policy = template_spec.get("restartPolicy")
+    if policy in (None, ""):
+        return FieldProblem(f"{prefix}restartPolicy", "Required value", "FieldValueRequired")
+    if policy not in JOB_RESTART_POLICIES:
+        allowed = ", ".join(f'"{p}"' for p in JOB_RESTART_POLICIES)
+        return FieldProblem(f"{prefix}restartPolicy", f"Unsupported value: {policy!r}: supported values: {allowed}")
+    return None

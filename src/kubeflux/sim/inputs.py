@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kubeflux.scheduler.objects import Node
-from kubeflux.sim.workloads.limits import ReadBudget
+from kubeflux.sim.workloads.limits import PROCESS_BYTES, ReadBudget
 from kubeflux.sim.workloads.model import JobKind, Workload
 from kubeflux.sim.workloads.platform import HeaderPlatform
 
@@ -70,6 +70,11 @@ def memory_budget_bytes(text: str) -> int:
         raise typer.BadParameter(f"--memory-budget must be positive, got {text!r}")
     if budget > MAX_MEMORY_BUDGET:  # 1e400 would turn the budget off without a word
         raise typer.BadParameter(f"--memory-budget must be at most 8Ei (2^63 - 1 bytes), got {text[:40]!r}")
+    if budget < PROCESS_BYTES:  # else refused later as "more than 0 jobs need more than the budget of 0 MiB"
+        raise typer.BadParameter(
+            f"--memory-budget must be at least {PROCESS_BYTES >> 20}Mi, what the command needs before any input, "
+            f"got {text[:40]!r}"
+        )
     return budget
 
 

@@ -113,7 +113,7 @@ def rejection_line(rows: Sequence[Row]) -> str | None:
     refused = [row for row in rows if _all_rejected(row)]
     if not refused:
         return None
-    why = "problems.txt and jobs.csv say why"
+    why = "the metadata column of jobs.csv says why"
     if len(refused) == len(rows):
         jobs = f"all {int(_number(rows[0], 'jobs')):,} jobs were" if _number(rows[0], "jobs") > 1 else "the job was"
         under = "under every scheduler" if len(rows) > 1 else f"by {rows[0].get('scheduler')}"

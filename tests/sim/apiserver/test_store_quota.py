@@ -16,6 +16,7 @@ import pytest
 
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.jobs import api_backoff
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import SPACE_EXCEEDED, Store
@@ -156,3 +157,10 @@ def test_cluster_serve_reads_a_workload_only_as_far_as_the_budget(tmp_path: Path
     assert result.returncode == 2, result.stderr
     message = " ".join(result.stderr.split())
     assert f"{trace}: reading stopped at line 3186, after 3,186 jobs" in message
+
+
+def test_the_job_controllers_back_off_stays_bounded_after_any_number_of_failures() -> None:
+    """A Job refused by a full store fails a sync on each event of its pods: after 1,024 failures the back-off
+    (1 s doubled per failure) overflowed a float, and the controller's callback died for every Job."""
+    assert [api_backoff(n) for n in (1, 2, 3, 7)] == [1.0, 2.0, 4.0, 60.0]
+    assert api_backoff(1_025) == api_backoff(10**6) == 60.0

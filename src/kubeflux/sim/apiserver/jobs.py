@@ -40,13 +40,20 @@ from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Priority
 
-__all__ = ["JobController"]
+__all__ = ["JobController", "api_backoff"]
 
 Object = dict[str, Any]
 _COMPONENT = "job-controller"
 MAX_API_BACKOFF_SECONDS = 60.0
 """``MaxJobApiBackOff``: the longest wait before a Job whose syncs keep failing (a create refused) is synced again;
 the wait starts at ``DefaultJobApiBackOff`` (1 s) and doubles per failure (the controller's rate-limited queue)."""
+
+
+def api_backoff(failures: int) -> float:
+    """Seconds before a Job's sync is retried after ``failures`` failed ones in a row: 1 s doubled per failure, at
+    most :data:`MAX_API_BACKOFF_SECONDS`. The exponent is capped: a Job refused by a full store fails a sync on every
+    event of its pods, and 2.0 ** 1024 overflowed (the controller's callback died, and Jobs synced no more)."""
+    return min(SYNC_BATCH_SECONDS * 2.0 ** min(failures - 1, 32), MAX_API_BACKOFF_SECONDS)
 
 
 def _controller_uid(pod: Object) -> str | None:
@@ -192,7 +199,7 @@ class JobController:
             self._create_failures.pop(uid, None)
         else:  # the failed sync is retried: DefaultJobApiBackOff (1 s) doubled per failure, at most MaxJobApiBackOff
             failures = self._create_failures[uid] = self._create_failures.get(uid, 0) + 1
-            self._requeue(uid, min(SYNC_BATCH_SECONDS * 2 ** (failures - 1), MAX_API_BACKOFF_SECONDS))
+            self._requeue(uid, api_backoff(failures))
         for pod_name, unfinalize_first in plan.delete:
             if unfinalize_first:
                 self._unfinalize(namespace, pod_name)

@@ -62,7 +62,7 @@ from typing import Any
 
 import yaml
 
-from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems
+from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
@@ -236,6 +236,10 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     template_meta = template_obj.get("metadata") or {}
     if not isinstance(template_meta, dict):
         raise ManifestError(label, "spec.template.metadata", "expected a mapping")
+    template_spec = template_obj.get("spec")
+    restart = template_restart_problem(template_spec) if isinstance(template_spec, dict) else None
+    if restart is not None:  # as cluster serve's Job strategy refuses it (422)
+        raise ManifestError(label, restart.field, restart.message)
     pod_manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -292,6 +296,14 @@ class _Builder:
     """``namespace/name`` of each PodGroup refused by validation → where it is and why (the 422 of ``cluster
     serve``): the pods and Jobs that name it are rejected with that reason instead of waiting for ever."""
     skipped: int = 0
+    defined: dict[str, str] = dataclasses.field(default_factory=dict)
+    """``Kind namespace/name`` of each Pod and Job read → where: a second one of the name is refused (cluster serve
+    answers 409 AlreadyExists), instead of running as a renamed job whose pods collide."""
+
+    def _once(self, label: str, where: str) -> None:
+        first = self.defined.setdefault(label, where)
+        if first != where:
+            raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
 
     def add(self, where: str, obj: Any) -> None:
         if not isinstance(obj, dict):
@@ -331,6 +343,7 @@ class _Builder:
             # Kubernetes' own PodGroup (spec.schedulingGroup): the simulated schedulers, baselines included, see
             # its pods as members of that group through coscheduling's label
             group = template.labels[POD_GROUP_LABEL] = pod.scheduling_group
+        self._once(label, where)
         if group is not None:
             member = _GroupMember(template, pod.namespace, submit, where, rejected)
             self.members.setdefault(f"{pod.namespace}/{group}", []).append(member)
@@ -361,6 +374,7 @@ class _Builder:
 
     def _job(self, where: str, obj: dict[str, Any]) -> None:
         job = job_from_manifest(obj, f"{self.file_name}: {where}")
+        self._once(f"Job {job.id}", where)
         rejected, job.rejected = job.rejected, ""
         self._reject(job, rejected)
         template = job.pods[0]

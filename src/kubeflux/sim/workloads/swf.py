@@ -166,6 +166,8 @@ class SwfReader:
             self.header[key] = value if previous is None else f"{previous}\n{value}"
             return key
         text = line[1:].strip()
+        if not text:  # a bare ";" ends the header's values: a legend after it ("; job submit wait …") is no value
+            return None
         if text.startswith("#"):  # a column legend such as ";  #  sub  runtime  cpus", not a value
             return None
         if text and last_key is not None:  # a continuation line (e.g. a second Information URL)
