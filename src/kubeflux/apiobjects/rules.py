@@ -59,7 +59,7 @@ def dns_subdomain_problem(name: str) -> str | None:
     return None if len(name) <= 253 and _DNS_SUBDOMAIN.match(name) else DNS_SUBDOMAIN_RULE
 
 
-def _json_number(value: float) -> str:
+def _json_number(value: int | float) -> str:  # int too: compiled, a float parameter refuses an int past any float
     """A JSON number as Go's decoder echoes it (``1.5``, ``3000000000``), cut when long."""
     text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
     return clip(text)
