@@ -210,7 +210,8 @@ class SimPod:
         if timing.run_jitter is not None and self.run_time is not None and timing.run_jitter > self.run_time:
             self.run_time = rng.uniform(self.run_time, timing.run_jitter)
         if self.run_time is not None:
-            self.run_time += lifecycle.end_delay
+            if lifecycle.end_delay > 0.0:
+                self.run_time += lifecycle.end_delay
             if lifecycle.end_jitter > 0.0:
                 self.run_time += rng.uniform(0.0, lifecycle.end_jitter)
         if lifecycle.pod_failure_fraction > 0.0 and rng.random() < lifecycle.pod_failure_fraction:

@@ -132,6 +132,8 @@ class Store:
         self.cache_size = cache_size
         self._random = random.Random(seed)
         self._now: tuple[int, str] = (-1, "")
+        self._admission = _StoreLookup(self)
+        """The store as admission reads it (one, not one a create)."""
         self.collections: dict[str, Collection] = {}
         self.dry = False
         """A dry run (``dryRun=All``) is under way: writes are checked and answered, nothing is stored."""
@@ -344,7 +346,7 @@ class Store:
             strategy.canonicalize(obj)
             causes = strategy.validate(obj)
         if not causes:
-            strategy.admit(obj, _StoreLookup(self))
+            strategy.admit(obj, self._admission)
         if causes:
             raise errors.invalid(resource.kind, name, causes, resource.group)
         self._require_namespace(resource, meta.get("namespace", ""), creating=True, name=name)
