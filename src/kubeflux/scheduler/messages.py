@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from kubeflux.match.picklable import Picklable
-from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
 
 
 class EventKind(StrEnum):
@@ -26,12 +26,13 @@ class EventKind(StrEnum):
 @dataclass(frozen=True, slots=True, init=False)
 class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
-    (for DELETED, its last known state, which may be stale: a tombstone)."""
+    (for DELETED, its last known state, which may be stale: a tombstone). A scheduler that does not preempt may
+    ignore :class:`DisruptionBudget` events."""
 
     kind: EventKind
-    obj: Pod | Node | PodGroup
+    obj: Pod | Node | PodGroup | DisruptionBudget
 
-    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
