@@ -67,7 +67,7 @@ def test_replaying_batsims_jobs_writes_batsims_lines(tmp_path: Path, scheduler: 
     for mine, batsims in zip(ours[1:], theirs[1:], strict=True):
         # the line Batsim wrote, character for character, then the Kubernetes columns
         assert mine.startswith(batsims + ","), f"\nours:   {mine}\nBatsim: {batsims}"
-        assert mine[len(batsims) + 1 :].split(",") == ["0.000000", "0.000000", mine.split(",")[12]]
+        assert mine[len(batsims) + 1 :].split(",") == ["0.000000", "0.000000", mine.split(",")[12], "0"]
 
 
 def test_submission_times_are_the_workloads_own(tmp_path: Path) -> None:

@@ -91,10 +91,10 @@ def test_jobs_csv_columns_and_empty_cells(tmp_path: Path) -> None:
     assert lines[0].startswith(
         "job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,success,"
         "final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,stretch,"
-        "allocated_resources,consumed_energy,metadata,scheduling_latency,bind_span,job_completion_time"
+        "allocated_resources,consumed_energy,metadata,scheduling_latency,bind_span,job_completion_time,priority"
     )
     # as Batsim writes a rejected job: six decimals, empty times and energy, metadata in quotes
-    assert lines[3] == 'c,w,,102.000000,100,-1.000000,0,REJECTED,,,,,,,,,"",,,'
+    assert lines[3] == 'c,w,,102.000000,100,-1.000000,0,REJECTED,,,,,,,,,"",,,,0'
     assert lines[1].startswith("a,w,,100.000000,4,60.000000,1,COMPLETED_SUCCESSFULLY,110.000000,30.000000,")
     rows = list(csv.DictReader(path.open()))
     assert rows[0]["allocated_resources"] == "0-3" and rows[1]["turnaround_time"] == "44.000000"

@@ -20,17 +20,19 @@ when a reservation holds resources for it, its expected start in the ``kubeflux.
 Kubernetes Jobs follow the Job controller (:mod:`kubeflux.sim.jobcontroller`): up to ``parallelism`` pods at once
 until ``completions`` succeeded; a failed pod is replaced after a back-off of 10 s doubled per failure since the
 last success, capped at 6 min; the Job fails when more than ``backoffLimit`` pods failed. Other jobs (trace gangs,
-pod groups, lone pods) end when all their pods have ended.
+pod groups, lone pods) end when all their pods have ended, except a trace job that lost a pod to preemption: it is
+requeued whole (:meth:`JobBook.pods_ended <kubeflux.sim.jobbook.JobBook.pods_ended>`).
 
 Coupled jobs (:func:`~kubeflux.sim.jobs.coupled_quorum`: a trace job of several pods, a PodGroup, a Job that
 says so) compute together: a pod that runs before its job's last required pod holds its resources idle; at that
 pod's Running every waiting pod begins computing, and its run time, crash point and walltime kill count from
-then. A trace job's or PodGroup's pod that fails ends the others (``PeerFailed``). :meth:`Cluster.stalled_jobs`
-tells the driver when such holding can never end (a deadlock). The nodes, what is free on each (the kubelet's
-admission) and the resource ids are a :class:`~kubeflux.sim.nodestate.NodeState`; the usage per kind (allocated
-and computing) is kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node outages and the per-pod
-record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`; the jobs, pods and pod groups by key and the queue
-figures are the cluster's :class:`~kubeflux.sim.jobbook.JobBook` (:attr:`Cluster.book`).
+then. A trace job's or PodGroup's pod that fails ends the others (``PeerFailed``); one preempted ends them once
+that instant's evictions are applied (a scheduler evicting the gang whole ends every pod ``Preempted``).
+:meth:`Cluster.stalled_jobs` tells the driver when such holding can never end (a deadlock). The nodes, what is
+free on each (the kubelet's admission) and the resource ids are a :class:`~kubeflux.sim.nodestate.NodeState`; the
+usage per kind (allocated and computing) is kept by :mod:`kubeflux.sim.resourceids`. The kubelet's settings, node
+outages and the per-pod record (:class:`SimPod`) are in :mod:`kubeflux.sim.pods`; the jobs, pods and pod groups by
+key and the queue figures are the cluster's :class:`~kubeflux.sim.jobbook.JobBook` (:attr:`Cluster.book`).
 
 Run time comes from the pod template, or from KWOK's annotations (``pod-complete.stage.kwok.x-k8s.io/delay`` and
 ``…/jitter-delay``; ``pod-ready.stage.kwok.x-k8s.io/…`` for the start delay), so the same manifests run on KWOK.
@@ -56,11 +58,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
+from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobbook import JobBook
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
-from kubeflux.sim.jobs import SimJob
+from kubeflux.sim.jobs import PEER_FAILED, SimJob
 from kubeflux.sim.nodestate import NodeState
 from kubeflux.sim.pods import KubeEvent, Lifecycle, NodeOutage, SimPod, TemplateTiming
 from kubeflux.sim.records import JobRecord, PodRecord
@@ -219,17 +222,11 @@ class Cluster:
 
     def schedule_outage(self, outage: NodeOutage) -> None:
         self._node(outage.node)
-        self.loop.schedule(outage.down_at, Priority.NODE, self._outage_down, outage.node)
+        self.loop.schedule(outage.down_at, Priority.NODE, self.node_down, outage.node)
         if outage.up_at is not None:
             if outage.up_at < outage.down_at:
                 raise ValueError(f"outage of {outage.node!r}: up_at precedes down_at")
-            self.loop.schedule(outage.up_at, Priority.NODE, self._outage_up, outage.node)
-
-    def _outage_down(self, name: str) -> None:
-        self.node_down(name)
-
-    def _outage_up(self, name: str) -> None:
-        self.node_up(name)
+            self.loop.schedule(outage.up_at, Priority.NODE, self.node_up, outage.node)
 
     # -- nodes that join, leave or change mid-run (each emits the watch event, as ``cordon`` does) -------------
     def add_node(self, node: Node) -> None:
@@ -525,23 +522,27 @@ class Cluster:
             self.idle_holding -= 1
         job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
         if peers and phase is PodPhase.FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
-            self._end_peers(job, sp)
+            if reason != PREEMPTED_REASON:
+                self._end_peers(sp)
+            else:  # once this instant's evictions are in: a scheduler that evicts the gang whole ends each Preempted
+                self.loop.schedule(now, Priority.RELEASE, self._end_peers, sp)
         if job.finish is None:
             if job.wjob.kind is JobKind.JOB:
                 if self.job_controller is not None:
                     self.job_controller.pod_ended(job)
             elif job.active == 0:
-                self.book.finish_job(job)
+                self.book.pods_ended(job)
         if self.after_pod_end is not None:
             self.after_pod_end(job)
 
-    def _end_peers(self, job: SimJob, failed: SimPod) -> None:
+    def _end_peers(self, failed: SimPod) -> None:
         """A pod of a coupled job failed: the job cannot compute without it (an MPI rank lost), so its other
         unfinished pods end too, reason ``PeerFailed``; those never bound are deleted (nothing waits for them)."""
+        job = self.jobs[failed.job_index]
         message = f"pod {failed.pod.key} of the coupled job ended ({failed.reason or failed.container_reason})"
-        for sp in job.pods:
+        for sp in job.attempt():
             if sp.finished_at is None:
-                self._end(sp, PodPhase.FAILED, 137, "Error", "PeerFailed", message, peers=False)
+                self._end(sp, PodPhase.FAILED, 137, "Error", PEER_FAILED, message, peers=False)
                 if sp.bound_at is None:
                     self._remove(sp)
 

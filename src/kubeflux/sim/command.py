@@ -9,6 +9,8 @@ wait, makespan, useful utilization: :mod:`kubeflux.sim.verdict`).
 
 Besides files, ``--preset NAME`` (the seeds' presets of :mod:`kubeflux.sim.workloads.synthetic`, on their own
 cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded generator) are workloads too.
+``--urgent FRACTION[:PRIORITY]`` gives a fraction of the jobs, chosen with ``--seed``, a priority on all their pods
+(:mod:`kubeflux.sim.urgent`), so that a trace shows what preemption does to them and to the others.
 
 Without ``--scheduler`` every built-in scheduler runs (``all``); without a cluster, a trace's header states the
 platform (:mod:`kubeflux.sim.inputs`). What the command refuses, with exit code 2 and a message naming the cause:
@@ -59,6 +61,7 @@ from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
+from kubeflux.sim.urgent import Urgent, mark_urgent, parse_urgent
 from kubeflux.sim.workloads.limits import ReadBudget, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
 
@@ -396,6 +399,15 @@ def simulate_command(
         float, typer.Option("--start-jitter", help="Upper bound of the start delay (KWOK), at least the delay.")
     ] = 0.0,
     fail_fraction: Annotated[float, typer.Option("--fail-fraction", help="Fraction of pods that crash.")] = 0.0,
+    urgent: Annotated[
+        str | None,
+        typer.Option(
+            "--urgent",
+            metavar="FRACTION[:PRIORITY]",
+            help="Make that fraction of the jobs (chosen with --seed) urgent: priority PRIORITY (default 1000) on all "
+            "their pods.",
+        ),
+    ] = None,
     list_schedulers: Annotated[bool, typer.Option("--list-schedulers", help="Print the schedulers and exit.")] = False,
     list_presets: Annotated[bool, typer.Option("--list-presets", help="Print the workload presets and exit.")] = False,
     verbose: Annotated[
@@ -436,6 +448,7 @@ def simulate_command(
 
     scheduler = scheduler_names(scheduler)
     _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
+    marked = _urgent_option(urgent)
     budget = memory_budget_bytes(memory_budget)
     if default_runtime is not None and seconds_problem(default_runtime) is not None:
         raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
@@ -467,6 +480,8 @@ def simulate_command(
         # whose plots make cyclic garbage, run with the collector on, and what a run leaves is collected after it.
         with timer.phase("map workload to cluster"), paused_gc():
             mapped = map_to_cluster(loaded, node_list)
+            if marked is not None:
+                mapped = mark_urgent(mapped, marked, seed)
         runs: list[RunRecord] = []
         for name in scheduler:
             schedulers, primary = _schedulers_for(name, mapped, sockets)
@@ -479,6 +494,8 @@ def simulate_command(
             )
         _write_problems(out, mapped.problems, runs)
         words = _workload_words(workload or [], preset, synthetic)
+        if marked is not None:
+            words += f", {marked.fraction * 100:g} % of its jobs urgent (priority {marked.priority:,}, seed {seed})"
         if loaded.skipped:  # the page's "what ran" says it too, not only the terminal
             words += f" ({loaded.skipped:,} line(s)/document(s) skipped: see problems.txt)"
         about = About(cluster=describe_cluster(node_list), workload=words)
@@ -504,6 +521,16 @@ def _write_problems(out: Path, input_problems: list[str], runs: list[RunRecord])
         lines.extend(f"[{run.scheduler}] {p}" for p in own)
     if lines:
         (out / "problems.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _urgent_option(text: str | None) -> Urgent | None:
+    """``--urgent`` read (:func:`~kubeflux.sim.urgent.parse_urgent`; typer.BadParameter when it cannot be)."""
+    if text is None:
+        return None
+    try:
+        return parse_urgent(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 def _skip_final_collection() -> None:

@@ -11,6 +11,12 @@ the API. The book also takes jobs and pods made by the served cluster's clients 
 :meth:`JobBook.adopt_pod`), follows a job out of the queue (its first bind, its rejection, its end) and writes the
 records (``jobs.csv``, ``pods.csv``).
 
+A job without a controller of its own (a trace job, a PodGroup's bare pods, a lone pod) ends once all its pods have
+ended (:meth:`JobBook.pods_ended`), except a trace job that lost a pod to preemption: as Slurm's
+``PreemptMode=REQUEUE`` does, it is resubmitted whole (:meth:`JobBook.requeue`), with new pods, its submit time
+kept. Bare pods are not: nothing would recreate them on a real cluster, so a PodGroup or a lone pod preempted ends
+``COMPLETED_KILLED`` (a ``batch/v1`` Job's controller replaces its pods itself).
+
 It runs no pod: the cluster binds, starts and ends them. It tells the observers of each object it creates
 through the ``emit`` it is given (the cluster's), and reads the time from the cluster's loop.
 """
@@ -21,8 +27,9 @@ import random
 from collections.abc import Callable
 
 from kubeflux.scheduler.interface import EventKind
+from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
-from kubeflux.sim.clock import EventLoop
+from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController
 from kubeflux.sim.jobfields import check_job
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
@@ -81,14 +88,8 @@ class JobBook:
         job = self.arrive(wjob, submit_time)
         if job.rejected_reason:
             return job
-        now = self.loop.now
         if wjob.min_member > 0:
-            group = PodGroup(
-                wjob.namespace, wjob.name, wjob.min_member, wjob.schedule_timeout_seconds, now, f"pg-{job.index}"
-            )
-            job.group_key = group.key
-            self.groups[group.key] = group
-            self._emit(EventKind.ADDED, group)
+            self._create_group(job, f"pg-{job.index}")
         if wjob.kind is JobKind.JOB:
             if self.job_controller is None:
                 raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
@@ -97,6 +98,14 @@ class JobBook:
             for i, timing in enumerate(job.timings):
                 self.create_pod(job, timing, wjob.pods[i].name)
         return job
+
+    def _create_group(self, job: SimJob, uid: str) -> None:
+        """Create ``job``'s PodGroup now, of uid ``uid`` (ADDED)."""
+        wjob = job.wjob
+        group = PodGroup(wjob.namespace, wjob.name, wjob.min_member, wjob.schedule_timeout_seconds, self.loop.now, uid)
+        job.group_key = group.key
+        self.groups[group.key] = group
+        self._emit(EventKind.ADDED, group)
 
     def arrive(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
         """The job arrives now (its submit time ``submit_time``, by default now): it joins :attr:`jobs` and, unless
@@ -233,6 +242,43 @@ class JobBook:
         if not job.rejected_reason:
             job.rejected_reason = message
             self._dequeue()
+
+    def pods_ended(self, job: SimJob) -> None:
+        """Every pod of ``job`` (one of no controller: a trace job, a PodGroup's pods, a lone pod) has ended: it ends
+        (:meth:`finish_job`), unless it is a trace job of which a pod was preempted in a cluster whose book makes
+        the pods (``simulate``'s; the served cluster's pods are the API's): it is then requeued (:meth:`requeue`).
+        Told twice at one instant (a coupled job's peers end within its preempted pod's end), it acts once."""
+        if job.retries and job.attempt_from == len(job.pods):
+            return  # requeued already: its new attempt's pods are on their way
+        if (
+            job.wjob.kind is JobKind.TRACE
+            and self.job_controller is not None
+            and any(sp.reason == PREEMPTED_REASON for sp in job.attempt())
+        ):
+            self.requeue(job)
+        else:
+            self.finish_job(job)
+
+    def requeue(self, job: SimJob) -> None:
+        """Resubmit a trace job whose pods all ended after one was preempted, whole, as Slurm's
+        ``PreemptMode=REQUEUE`` does: a new attempt (:meth:`SimJob.requeued`: one more retry, its record's
+        ``attempts``) waits in the queue again; its submit time stays, so its wait and turnaround count from its
+        first submission. Its objects are new, made once this instant's ends are in (:meth:`_resubmit`)."""
+        job.requeued()
+        self.pending_jobs += 1
+        self._sample_queue()
+        self.loop.schedule(self.loop.now, Priority.ARRIVAL, self._resubmit, job)
+
+    def _resubmit(self, job: SimJob) -> None:
+        """A requeued job's new objects, created now: its PodGroup made again (DELETED, then ADDED: a new gang to
+        every scheduler), then its pods, named ``<pod>-r<n>`` for its ``n``-th requeue."""
+        wjob, suffix = job.wjob, f"-r{job.retries}"
+        group = self.groups.pop(job.group_key, None) if job.group_key else None
+        if group is not None:
+            self._emit(EventKind.DELETED, group)
+            self._create_group(job, f"pg-{job.index}{suffix}")
+        for i, timing in enumerate(job.timings):
+            self.create_pod(job, timing, wjob.pods[i].name + suffix)
 
     def finish_job(self, job: SimJob) -> None:
         """``job`` ended (all its pods, or its Job controller says so): it leaves the queue figures; its pod group,

@@ -20,6 +20,8 @@ READY_DELAY: Final = "pod-ready.stage.kwok.x-k8s.io/delay"
 READY_JITTER: Final = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
 COMPLETE_DELAY: Final = "pod-complete.stage.kwok.x-k8s.io/delay"
 COMPLETE_JITTER: Final = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+PEER_FAILED: Final = "PeerFailed"
+"""The reason of a coupled job's pod ended because another of its pods failed (an MPI rank lost)."""
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 COUPLED_ANNOTATION: Final = "sim.kubeflux.io/coupled"
 """On a Job's pod template: ``"true"`` makes its ``parallelism`` pods one coupled job (see :func:`coupled_quorum`)."""
@@ -214,6 +216,7 @@ class SimJob:
 
     __slots__ = (
         "active",
+        "attempt_from",
         "coupled",
         "created",
         "deadline_hits",
@@ -275,6 +278,21 @@ class SimJob:
         """An Indexed Job's completion indexes that succeeded."""
         self.indexes_active: set[int] = set()
         """An Indexed Job's completion indexes with a pod that has not ended."""
+        self.attempt_from = 0
+        """Where its current attempt's pods begin in :attr:`pods` (a trace job requeued: :meth:`requeued`)."""
+
+    def attempt(self) -> list[SimPod]:
+        """The pods of its current attempt (all its pods unless it was requeued)."""
+        return self.pods[self.attempt_from :] if self.attempt_from else self.pods
+
+    def requeued(self) -> None:
+        """A new attempt begins (a trace job resubmitted whole after a preemption): one more retry, the figures of
+        the attempt before forgotten (its start, binds and pod counts), its submit time kept."""
+        self.retries += 1
+        self.attempt_from = len(self.pods)
+        self.start = self.first_bind = self.last_bind = None
+        self.succeeded = self.failed = self.killed = self.deadline_hits = self.fail_streak = 0
+        self.running_started = 0
 
     def reject(self, reason: str, now: float) -> None:
         self.rejected_reason = reason
@@ -365,12 +383,12 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
     bases = _id_bases(layout)
     for job in jobs:
         start = job.start
+        pods = job.attempt()  # a trace job requeued ran (and holds its ids) in its last attempt
         if start is None and job.finish is not None:
-            started = [sp.running_at for sp in job.pods if sp.running_at is not None]
+            started = [sp.running_at for sp in pods if sp.running_at is not None]
             start = min(started) if started else None
             if not job.pods and job.final_state() is FinalState.COMPLETED_SUCCESSFULLY:
                 start = job.finish  # a Job of no pod (completions: 0) starts and ends at once
-        pods = job.pods
         if len(pods) == 1:
             allocated = _pod_ids(pods[0], bases)
         else:
@@ -397,9 +415,18 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
                 reason=_why(job, state),
                 profile=wjob.profile_name(),
                 workload_submission_time=wjob.submit_time,
+                priority=job_priority(wjob),
             )
         )
     return records
+
+
+def job_priority(wjob: WorkloadJob) -> int:
+    """A job's priority: its pods' highest (0 without pods, as a pod naming no PriorityClass has)."""
+    pods = wjob.pods
+    if len(pods) == 1:
+        return pods[0].priority
+    return max([t.priority for t in pods], default=0)
 
 
 def _why(job: SimJob, state: FinalState) -> str:
@@ -462,11 +489,13 @@ __all__ = [
     "COMPLETE_JITTER",
     "COUPLED_ANNOTATION",
     "JOB_NAME_LABEL",
+    "PEER_FAILED",
     "READY_DELAY",
     "READY_JITTER",
     "SimJob",
     "coupled_quorum",
     "exact_seconds",
+    "job_priority",
     "job_records",
     "job_timing",
     "job_timings",

@@ -5,13 +5,17 @@
   replacement pod is evicted again still counts once);
 * ``work_lost_core_seconds`` and ``work_lost_gpu_seconds``: what those pods had computed when evicted, thrown away:
   each pod's time from its compute start (its Running, or its coupled job's start) to its end, times the cores
-  (and gpus) it held. A pod evicted while it held its resources idle for its gang lost nothing of its own.
+  (and gpus) it held. A pod evicted while it held its resources idle for its gang lost nothing of its own. A
+  coupled job's pods ended ``PeerFailed`` by its pod's eviction (at that instant: one MPI rank evicted, as
+  kube-scheduler's pod-by-pod preemption does, and the others die with it) lost their work too, and count here,
+  not in ``preempted_pods``.
 """
 
 from __future__ import annotations
 
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import GPU
+from kubeflux.sim.jobs import PEER_FAILED
 from kubeflux.sim.records import PodRecord, RunRecord
 from kubeflux.sim.resourceids import ResourceKind
 
@@ -30,8 +34,12 @@ def preemption_losses(run: RunRecord) -> dict[str, int | float]:
     kinds = {kind.name: kind for kind in run.resources}
     cpu, gpu = kinds.get("cpu"), kinds.get(GPU)
     pods = [pod for pod in run.pods if pod.reason == PREEMPTED_REASON]
+    lost = pods
+    if pods:
+        when = {(pod.job_id, pod.end_time) for pod in pods}
+        lost = pods + [pod for pod in run.pods if pod.reason == PEER_FAILED and (pod.job_id, pod.end_time) in when]
     core_seconds = gpu_seconds = 0.0
-    for pod in pods:
+    for pod in lost:
         if pod.compute_time is None or pod.end_time is None:
             continue
         ran = max(0.0, pod.end_time - pod.compute_time)

@@ -29,7 +29,9 @@ always in double quotes), then three Kubernetes columns (:data:`KUBERNETES_COLUM
   placed at once). It is *not* MCAD's "dispatch time" (an AppWrapper's creation to its ``Dispatched`` condition,
   the time MCAD's queue held the job back before creating its objects): no dispatcher holds jobs back here, their
   pods exist from their submission, so that figure would be 0 for every job (the talk writes N/A without MCAD);
-* ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time).
+* ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time);
+* ``priority``: the job's pods' priority (``spec.priority``, the highest when they differ; 0 when no PriorityClass
+  says otherwise, ``--urgent`` gives one).
 
 :func:`summarize` gives one row per run (see its docstring for each figure; every mean has a count of the jobs it
 averages, :data:`MEAN_OVER`); :func:`write_pods_csv` writes ``pods.csv``, one row per pod (see :func:`pod_cells`).
@@ -74,8 +76,9 @@ BATSIM_COLUMNS: tuple[str, ...] = (
 )
 """Batsim's ``jobs.csv`` columns in the order its ``export.cpp`` writes them (``…,stretch,allocated_resources,
 consumed_energy,metadata``)."""
-KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "bind_span", "job_completion_time")
-"""After Batsim's: first bind − submission, last bind − first bind, finish − submission (module docstring)."""
+KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "bind_span", "job_completion_time", "priority")
+"""After Batsim's: first bind − submission, last bind − first bind, finish − submission, the job's priority (module
+docstring)."""
 JOBS_COLUMNS: tuple[str, ...] = BATSIM_COLUMNS + KUBERNETES_COLUMNS
 _SECONDS_COLUMNS = frozenset(JOBS_COLUMNS) - {
     "job_id",
@@ -86,6 +89,7 @@ _SECONDS_COLUMNS = frozenset(JOBS_COLUMNS) - {
     "final_state",
     "allocated_resources",
     "metadata",
+    "priority",
 }
 """Columns Batsim prints as C++ ``std::to_string(double)`` does: six decimals (``13257.000000``, ``-1.000000``)."""
 
@@ -98,6 +102,8 @@ MEAN_OVER: dict[str, str] = {
     "mean_scheduling_latency": "bound_jobs",
     "mean_bind_span": "bound_jobs",
     "mean_job_completion_time": "finished_jobs",
+    "mean_waiting_time_urgent": "urgent_started_jobs",
+    "mean_waiting_time_others": "other_started_jobs",
 }
 """For each average (and maximum) of :func:`summarize`, the summary key that counts the jobs it covers."""
 
@@ -180,6 +186,7 @@ def job_cells(job: JobRecord, offset: float = 0.0, workload_name: str = "") -> t
         None if first_bind is None else round(first_bind - submitted, 6),
         None if first_bind is None or last_bind is None else round(last_bind - first_bind, 6),
         turnaround,
+        job.priority,
     )
 
 
@@ -326,6 +333,8 @@ class JobTimes:
         self.finish = floats([job.finish_time for job in jobs])
         self.first_bind = floats([job.first_bind_time for job in jobs])
         self.last_bind = floats([job.last_bind_time for job in jobs])
+        self.urgent = np.array([job.priority > 0 for job in jobs], dtype=bool)
+        """Jobs of a priority above the default's 0 (:func:`summarize`'s urgent jobs)."""
 
 
 def _area(points: Sequence[tuple[float, int]], begin: float, end: float) -> float:
@@ -369,6 +378,9 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
       in ``jobs.csv``) over the finished jobs; ``mean_slowdown`` (Batsim's, unbounded: turnaround / execution)
       over the slowdown jobs; ``mean_scheduling_latency`` and ``mean_bind_span`` (as in ``jobs.csv``) over the
       bound jobs. A mean over no job is 0, with its count 0;
+    * ``mean_waiting_time_urgent`` over the ``urgent_started_jobs`` (started jobs of a priority above 0, the
+      default: what ``--urgent`` or a PriorityClass gives) and ``mean_waiting_time_others`` over the
+      ``other_started_jobs`` (the rest of the started jobs);
     * ``utilization`` = core-seconds allocated (held by bound pods) / (total cores × makespan), over [first
       submission, last finish]; ``useful_utilization`` the same for core-seconds computing (a coupled job's pods
       from its compute start: the idle holding before it is allocated, not useful); for every other resource kind
@@ -389,6 +401,8 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         last_finish = float(end.max()) if end.size else origin
         makespan = max(0.0, last_finish - origin)
         waits = (times.start - times.submitted)[started]
+        urgent_waits = (times.start - times.submitted)[started & times.urgent]
+        other_waits = (times.start - times.submitted)[started & ~times.urgent]
         turnarounds = end - submitted
         executions = end - begin
         slowdowns = turnarounds[executions > 0] / executions[executions > 0]
@@ -411,9 +425,13 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "finished_jobs": len(turnarounds),
         "slowdown_jobs": len(slowdowns),
         "bound_jobs": len(latencies),
+        "urgent_started_jobs": len(urgent_waits),
+        "other_started_jobs": len(other_waits),
         "makespan": round(makespan, 6),
         "mean_waiting_time": round(_mean(waits), 6),
         "max_waiting_time": round(float(waits.max()) if waits.size else 0.0, 6),
+        "mean_waiting_time_urgent": round(_mean(urgent_waits), 6),
+        "mean_waiting_time_others": round(_mean(other_waits), 6),
         "mean_turnaround_time": round(_mean(turnarounds), 6),
         "mean_slowdown": round(_mean(slowdowns), 6),
         "mean_bounded_slowdown": round(_mean(bounded), 6),

@@ -33,7 +33,8 @@ class JobRecord:
     (:attr:`RunRecord.resources` gives the layout; :mod:`kubeflux.sim.resourceids`)."""
     pods: int = 0
     attempts: int = 1
-    """Pod attempts including retries (Kubernetes Job back-off)."""
+    """Attempts including retries: a Kubernetes Job's pods replaced after a failure (back-off), a trace job's
+    requeues after a preemption (each resubmits it whole)."""
     reason: str = ""
     """Why it was rejected, did not succeed or did not finish (``jobs.csv``'s ``metadata``); empty otherwise."""
     profile: str = ""
@@ -44,6 +45,8 @@ class JobRecord:
     ``sim.kubeflux.io/submit-time``, a synthetic job's arrival). The simulator's virtual time starts at the first
     submission (:attr:`submission_time` counts from there); ``jobs.csv`` and ``pods.csv`` put every time back on the
     workload's clock, as Batsim does. None: the same as :attr:`submission_time`."""
+    priority: int = 0
+    """Its pods' priority (``spec.priority``; the highest when they differ): ``jobs.csv``'s ``priority``."""
 
 
 @dataclass(slots=True)

@@ -119,6 +119,7 @@ def jobs_columns(run: RunRecord, offset: float, interval_set: IntervalSet) -> li
         seconds_column(first_bind - submitted),
         seconds_column(last_bind - first_bind),
         turnarounds,  # job_completion_time = turnaround_time
+        [str(job.priority) for job in jobs],
     ]
 
 
