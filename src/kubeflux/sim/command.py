@@ -93,11 +93,15 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
             for j in wl.jobs
         )
         problems.extend(wl.problems)
+    classes = {pc.name: pc for wl in reversed(workloads) for pc in wl.priority_classes}  # the first file's wins
+    budgets = {b.key: b for wl in reversed(workloads) for b in wl.budgets}
     return Workload(
         name="+".join(wl.name for wl in workloads),
         jobs=jobs,
         problems=problems,
         skipped=sum(wl.skipped for wl in workloads),
+        priority_classes=list(classes.values()),
+        budgets=list(budgets.values()),
     )
 
 
