@@ -75,6 +75,9 @@ class ClusterPolicies:
             raise ManifestError(label, "apiVersion", f"expected {version!r}, got {obj.get('apiVersion')!r}")
         if not isinstance(name, str) or not name:
             raise ManifestError(label, "metadata.name", "Required value: name or generateName is required")
+        first = self.defined.get(label)
+        if first is not None:
+            raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
         if kind == "PriorityClass":
             self._add_class(label, obj)
         else:
@@ -83,9 +86,7 @@ class ClusterPolicies:
                     label, "metadata.namespace", f"{echo(namespace)}: {dns_label_problem(str(namespace))}"
                 )
             self._add_budget(label, obj)
-        first = self.defined.setdefault(label, where)
-        if first != where:
-            raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
+        self.defined[label] = where
 
     def _add_class(self, label: str, obj: dict[str, Any]) -> None:
         problem = class_decode_error(obj)
@@ -96,8 +97,8 @@ class ClusterPolicies:
         if problems:
             raise _refused(label, problems)
         pc = PriorityClass.from_object(given)
-        if pc.name in self.classes:
-            raise ManifestError(label, "metadata.name", "already exists")
+        if pc.name in self.classes:  # a system class
+            raise ManifestError(label, "metadata.name", f'priorityclasses.scheduling.k8s.io "{pc.name}" already exists')
         refused = second_default(pc, self.classes.values())
         if refused is not None:
             raise ManifestError(label, "globalDefault", f"forbidden: {refused}")
