@@ -1,13 +1,16 @@
 """Schedulers of kubeflux running inside the served cluster (``kubeflux cluster serve --scheduler kubeflux``).
 
 A thin shell, like the simulator's driver, over the same core contract (:mod:`kubeflux.scheduler.interface`): the
-store's watch events of nodes, pod groups and pods become :class:`ClusterEvent` objects (read by the same manifest
-readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)`` runs after each batch
-and at the scheduler's ``next_wakeup``, in the served clock's time (Unix seconds; wall, accelerated or virtual).
+store's watch events of nodes, pod groups, PodDisruptionBudgets and pods become :class:`ClusterEvent` objects (read
+by the same manifest readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)``
+runs after each batch and at the scheduler's ``next_wakeup``, in the served clock's time (Unix seconds; wall,
+accelerated or virtual).
 Decisions go through the API's own paths, as a scheduler outside the process would send them: a :class:`Bind` is
 a ``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
 :class:`Unschedulable` or :class:`Reject` sets ``PodScheduled=False/Unschedulable`` through ``pods/status`` with a
-``FailedScheduling`` event, and the expected start annotation. Unchanged conditions and annotations are not
+``FailedScheduling`` event, the expected start annotation and ``status.nominatedNodeName``; an :class:`Evict` goes
+through the Eviction API (which PodDisruptionBudgets may refuse) or, as kube-scheduler preempts, a delete after the
+``DisruptionTarget`` condition, with a ``Preempted`` event on the pod. Unchanged conditions and annotations are not
 written again (no event storms, no loops).
 """
 
@@ -27,6 +30,7 @@ from kubeflux.apiobjects.decisions import (
     scheduled_message,
     unschedulable_condition,
 )
+from kubeflux.apiobjects.disruption import budget_from_manifest
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.decisions import apply_decisions
@@ -46,7 +50,7 @@ from kubeflux.scheduler.interface import (
     expected_start_annotations,
     expected_start_text,
 )
-from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
@@ -89,7 +93,8 @@ class InProcessSchedulers:
             ("", "v1", "nodes"),
             ("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
             ("scheduling.k8s.io", "v1alpha2", "podgroups"),  # served with the GenericWorkload gate only
-            ("", "v1", "pods"),
+            ("policy", "v1", "poddisruptionbudgets"),  # served with the controllers' objects
+            ("", "v1", "pods"),  # last: self.pods
         ]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
         self.pods = self.resources[-1]
@@ -149,8 +154,12 @@ class InProcessSchedulers:
 
     def _observe(self, type_: str, resource: ResourceType, obj: Object, now: float, prev: Object | None = None) -> None:
         try:
-            converted: Pod | Node | PodGroup
-            if resource.kind == "Node":
+            converted: Pod | Node | PodGroup | DisruptionBudget
+            if resource.kind == "PodDisruptionBudget":
+                converted = budget_from_manifest(obj)
+                if type_ == "MODIFIED" and prev is not None and converted == budget_from_manifest(prev):
+                    return  # the disruption controller's counts: nothing a scheduler reads changed
+            elif resource.kind == "Node":
                 if type_ == "MODIFIED" and prev is not None and _heartbeat_only(obj, prev):
                     return  # a kubelet's status heartbeat: nothing changed that a scheduler reads
                 converted = node_from_manifest(obj)
@@ -361,7 +370,7 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
     kind = event.obj.get("kind")
     if kind == "Node":
         return not _heartbeat_only(event.obj, event.prev)
-    if kind == "PodGroup":
+    if kind in ("PodGroup", "PodDisruptionBudget"):
         return bool(event.obj.get("spec") != event.prev.get("spec"))
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
