@@ -33,6 +33,7 @@ __all__ = [
     "budget_decode_error",
     "budget_from_manifest",
     "budget_problems",
+    "budget_to_manifest",
     "eviction_refusal",
     "selector_from_manifest",
 ]
@@ -250,3 +251,30 @@ def budget_from_manifest(obj: Mapping[str, Any]) -> DisruptionBudget:
         max_unavailable=spec.get("maxUnavailable"),
         disrupted=frozenset(disrupted) if isinstance(disrupted, Mapping) else frozenset(),
     )
+
+
+def budget_to_manifest(budget: DisruptionBudget) -> dict[str, Any]:
+    """The ``policy/v1`` PodDisruptionBudget ``budget`` is (its spec; no status): :func:`budget_from_manifest`'s
+    inverse."""
+    spec: dict[str, Any] = {}
+    if budget.min_available is not None:
+        spec["minAvailable"] = budget.min_available
+    if budget.max_unavailable is not None:
+        spec["maxUnavailable"] = budget.max_unavailable
+    selector = budget.selector
+    if selector is not None:
+        shown: dict[str, Any] = {}
+        if selector.match_labels:
+            shown["matchLabels"] = dict(selector.match_labels)
+        if selector.match_expressions:
+            shown["matchExpressions"] = [
+                {"key": e.key, "operator": e.operator, **({"values": list(e.values)} if e.values else {})}
+                for e in selector.match_expressions
+            ]
+        spec["selector"] = shown
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": budget.name, "namespace": budget.namespace},
+        "spec": spec,
+    }

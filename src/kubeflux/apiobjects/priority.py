@@ -70,6 +70,17 @@ class PriorityClass:
             bool(obj.get("globalDefault", False)),
         )
 
+    def to_object(self) -> dict[str, Any]:
+        """The ``scheduling.k8s.io/v1`` PriorityClass it is (:meth:`from_object`'s inverse)."""
+        return {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": self.name},
+            "value": self.value,
+            "preemptionPolicy": self.preemption_policy,
+            "globalDefault": self.global_default,
+        }
+
 
 SYSTEM_PRIORITY_CLASSES = (
     PriorityClass("system-node-critical", 2_000_001_000),

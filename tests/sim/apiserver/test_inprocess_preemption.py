@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Evict, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget
@@ -154,3 +156,48 @@ def test_a_budget_refuses_an_eviction_and_another_uid_is_not_evicted(
     assert len(refusals) == 2
     assert "Cannot evict pod as it would violate the pod's disruption budget." in refusals[0]
     assert "The disruption budget web is still being processed by the server." in refusals[0]
+
+
+def test_a_workload_with_classes_and_budgets_replays_as_simulate_runs_it(tmp_path: Path) -> None:
+    from kubeflux.sim.workloads.cluster_file import uniform_cluster
+    from kubeflux.sim.workloads.manifests import read_manifests
+
+    from .test_replay import both, schedule
+
+    def pod(name: str, cls: str) -> dict[str, Any]:
+        annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": "30s"}
+        containers = [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "2"}}}]
+        spec = {"priorityClassName": cls, "containers": containers}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations}, "spec": spec}
+
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in (("urgent", 100), ("batch", 1))
+    ]
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "all"},
+        "spec": {"minAvailable": 1, "selector": {}},
+    }
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump_all([pod("a", "batch"), pod("b", "batch"), pod("c", "urgent"), *classes, budget]))
+    workload = read_manifests(path)
+    assert workload.problems == []
+    seen: dict[str, Any] = {}
+
+    def after(server: Any) -> None:
+        store = server.store
+        seen["classes"] = sorted(
+            (pc["metadata"]["name"], pc["value"])
+            for pc in store.objects(store.registry.find("scheduling.k8s.io", "v1", "priorityclasses"))
+            if not pc["metadata"]["name"].startswith("system-")
+        )
+        seen["budgets"] = [
+            b["metadata"]["name"] for b in store.objects(store.registry.find("policy", "v1", "poddisruptionbudgets"))
+        ]
+
+    simulated, served = both(workload, uniform_cluster(1, 4, "64Gi"), "fcfs", after)
+    assert schedule(served) == schedule(simulated)
+    assert [job.final_state.value for job in served.jobs] == ["COMPLETED_SUCCESSFULLY"] * 3
+    assert seen == {"classes": [("batch", 1), ("urgent", 100)], "budgets": ["all"]}
