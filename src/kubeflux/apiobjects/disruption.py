@@ -34,6 +34,7 @@ __all__ = [
     "budget_from_manifest",
     "budget_problems",
     "budget_to_manifest",
+    "desired_healthy",
     "eviction_refusal",
     "selector_from_manifest",
 ]
@@ -48,6 +49,22 @@ _PERCENT_RULE: Final = (
     "validation is '[0-9]+%')"
 )
 _BOUNDS: Final = ("minAvailable", "maxUnavailable")
+
+
+def desired_healthy(budget: DisruptionBudget, expected: int | None) -> int | None:
+    """``status.desiredHealthy`` as the disruption controller computes it (``getExpectedPodCount``): ``minAvailable``
+    as a count; else from ``expected``, the scale of the selected pods' controllers (a percentage rounded up,
+    ``maxUnavailable`` taken from it); None when that is needed and unknown (a pod's controller without a scale, a
+    Job's: the controller's sync fails)."""
+    if budget.max_unavailable is None and budget.min_available is None:
+        return 0
+    if budget.max_unavailable is None and isinstance(budget.min_available, int):
+        return budget.min_available
+    if expected is None:
+        return None
+    bound = budget.max_unavailable if budget.max_unavailable is not None else budget.min_available
+    scaled = bound if isinstance(bound, int) else -(-int(str(bound)[:-1]) * expected // 100)
+    return max(expected - scaled, 0) if budget.max_unavailable is not None else scaled
 
 
 def eviction_refusal(budget: str, desired: int | None = None, healthy: int = 0) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kubeflux.apiobjects.disruption import eviction_refusal
+from kubeflux.apiobjects.disruption import desired_healthy, eviction_refusal
 from kubeflux.scheduler.objects import DisruptionBudget, Pod, PodPhase
 from kubeflux.scheduler.preemption import disruptions_allowed
 
@@ -58,5 +58,4 @@ class DisruptionBudgets:
                 expected = None  # a Job's pod: its controller has no scale
         if disruptions_allowed(budget, healthy, expected) > 0:
             return ""
-        desired = budget.min_available if isinstance(budget.min_available, int) else None
-        return eviction_refusal(budget.name, desired, healthy)
+        return eviction_refusal(budget.name, desired_healthy(budget, expected), healthy)
