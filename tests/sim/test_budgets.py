@@ -302,3 +302,13 @@ def test_merged_workloads_keep_every_files_budgets(tmp_path: Path) -> None:
     merged = merge_workloads([one, two])
     assert sorted(b.key for b in merged.budgets) == ["default/first", "default/second"]
     assert [pc.name for pc in merged.priority_classes] == ["c"]
+
+
+def test_merged_workloads_say_when_a_class_differs(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = _workload(tmp_path / "one", _pod("a"), _class("c", 3))
+    two = _workload(tmp_path / "two", _pod("b"), _class("c", 4))
+    merged = merge_workloads([one, two])
+    assert [(pc.name, pc.value) for pc in merged.priority_classes] == [("c", 3)]
+    assert merged.problems == ["w: PriorityClass c differs from an earlier file's; the first is kept"]

@@ -25,6 +25,10 @@ def _retry_until_service_account(code: int, body: object) -> bool:
     return code != 403
 
 
+def _nominated(body: Any) -> dict[str, Any]:
+    return {"nominated": (body.get("status") or {}).get("nominatedNodeName") if isinstance(body, dict) else None}
+
+
 def _disruption(body: Any) -> dict[str, Any]:
     """The DisruptionTarget condition's reason, message and status, and whether the pod is being deleted."""
     conditions = (body.get("status") or {}).get("conditions") or [] if isinstance(body, dict) else []
@@ -155,6 +159,17 @@ STEPS: list[Step] = [
         {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "nope"}, "target": {"name": "n1"}},
     ),
     get("pod bound", f"{PODS}/p1"),
+    # a scheduler's nomination (after preempting for the pod) is cleared by its binding (v1.35+)
+    post("pod nominated create", PODS, pod("nominated")),
+    patch("pod nominated", f"{PODS}/nominated/status", {"status": {"nominatedNodeName": "n1"}}),
+    get("pod nominated get", f"{PODS}/nominated", exact=_nominated),
+    post(
+        "pod nominated binding",
+        f"{PODS}/nominated/binding",
+        {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "nominated"}, "target": {"name": "n1"}},
+    ),
+    get("pod nominated bound", f"{PODS}/nominated", exact=_nominated),
+    delete("pod nominated delete", f"{PODS}/nominated?gracePeriodSeconds=0"),
     # --- pods: deletion ---------------------------------------------------------------------------------------
     delete("pod delete bound", f"{PODS}/p1"),
     get("pod terminating", f"{PODS}/p1"),
