@@ -151,9 +151,9 @@ class Cluster:
         if status_updates:
             self._status_observers.append(observer)
 
-    def announce_nodes(self, budgets: Sequence[DisruptionBudget] = ()) -> None:
+    def announce_nodes(self, budgets: Sequence[Node | DisruptionBudget] = ()) -> None:
         """Emit ADDED for every node, then every PodDisruptionBudget (once, after the observers subscribed)."""
-        for obj in list[Node | DisruptionBudget]([*self.nodes, *budgets]):
+        for obj in [*self.nodes, *budgets]:
             self._emit(EventKind.ADDED, obj)
 
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
