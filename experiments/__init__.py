@@ -5,8 +5,9 @@ what the code gives (tests regenerate the deterministic tables and compare them 
 One module per experiment, each with a ``write_<name>(folder)`` that writes its page: :mod:`.seed000` (the
 informer demos), :mod:`.graph_update` (seed 000's update-vs-rebuild experiment), :mod:`.seed004` (MCAD and KWOK's
 batch experiment, in virtual time and through the simulated API), :mod:`.traces` (the real traces under every
-scheduler), :mod:`.fidelity` (seed 004 on the real control plane beside the simulator; :mod:`.realrun` drives the
-real runs). :mod:`.pages` holds what the pages share.
+scheduler), :mod:`.preemption` (a trace with urgent jobs, with and without preemption), :mod:`.fidelity` (seed
+004 on the real control plane beside the simulator; :mod:`.realrun` drives the real runs). :mod:`.pages` holds
+what the pages share.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from experiments.fidelity import write_fidelity
 from experiments.graph_update import write_graph_update
+from experiments.preemption import write_preemption
 from experiments.seed000 import write_seed000
 from experiments.seed004 import SEED004_SCHEDULERS, Seed004Row, seed004_rows, seed004_table, write_seed004
 from experiments.traces import write_traces
@@ -30,6 +32,7 @@ __all__ = [
     "seed004_table",
     "write_fidelity",
     "write_graph_update",
+    "write_preemption",
     "write_seed000",
     "write_seed004",
     "write_traces",
@@ -40,6 +43,7 @@ EXPERIMENTS: dict[str, Callable[[Path], Path]] = {
     "seed000-graph-update": write_graph_update,
     "seed004": write_seed004,
     "traces": write_traces,
+    "preemption": write_preemption,
     "fidelity": write_fidelity,
 }
 """Each experiment's name and the function that writes its page into a folder."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from experiments import main, seed004_rows, seed004_table
 from experiments.seed004 import SEED004_CASES, served_rows, write_seed004
 from tests.shared import REPO
@@ -58,3 +60,39 @@ def test_the_fidelity_page_quotes_the_table_its_kept_real_runs_and_the_simulator
     assert markdown_table(CASE_HEADER, [row.cells() for row in cases]) in page, "fidelity.md is stale: re-render it"
     assert len(cases) == len({case.case_key for case in CASES})
     assert [row.case.title for row in cases if abs(row.jct_gap) > 0.02] == []
+
+
+def test_the_preemption_page_regenerated_small_holds_its_claims(tmp_path: Path) -> None:
+    """HPC2N's first 400 jobs, a tenth urgent, under the page's three schedulers: the urgent jobs wait less under
+    kubeflux than without preemption, no job is evicted for one of equal or lower priority, kubeflux never evicts
+    part of a gang, and the page holds the table, the plot and the command."""
+    from experiments.preemption import SCHEDULERS, preemption_rows, preemption_table, small, write_preemption
+    from tests.shared import SHARED
+
+    traces = SHARED / "traces"
+    if not (traces / small().file).is_file():
+        pytest.skip("the traces are in ../shared/traces")
+    trace = small(first=400)
+    rows = preemption_rows(traces, trace)
+    by = {row.scheduler: row for row in rows}
+    assert [row.scheduler for row in rows] == list(SCHEDULERS)
+    assert all(row.not_finished == 0 and row.urgent == 39 for row in rows)
+    off, on = by["kubeflux-no-preemption"], by["kubeflux"]
+    assert on.urgent_mean_wait < off.urgent_mean_wait and on.urgent_p95_wait < off.urgent_p95_wait
+    assert (off.preempted_pods, off.work_lost_core_hours, off.requeues) == (0, 0.0, 0)
+    assert on.preempted_jobs > 0 and on.requeues >= on.preempted_jobs and on.work_lost_core_hours > 0
+    assert on.partly_evicted == 0  # whole gangs only
+    assert all(row.evicted_not_lower == 0 for row in rows)
+    page = write_preemption(tmp_path, rows, traces_folder=traces, trace=trace).read_text(encoding="utf-8")
+    assert preemption_table(rows) in page and "](preemption.png)" in page
+    assert (tmp_path / "preemption.png").stat().st_size > 10_000
+    assert "python -m experiments preemption" in page and "its first 400 jobs" in page
+
+
+def test_the_published_preemption_page_names_every_scheduler() -> None:
+    from experiments.preemption import SCHEDULERS
+
+    page = (REPO / "docs" / "experiments" / "preemption.md").read_text(encoding="utf-8")
+    for scheduler in SCHEDULERS:
+        assert f"| {scheduler} |" in page
+    assert "HPC2N-2002-2.2.first3170.swf" in page and (REPO / "docs" / "experiments" / "preemption.png").is_file()
