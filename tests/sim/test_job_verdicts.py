@@ -95,13 +95,23 @@ CASES = [
         422,
         "will not able to create pod with invalid DNS label: " + "a" * 60 + "-9999",
     ),
-    Verdict(
-        "restart-policy-always",
-        with_restart_policy(job(), "Always"),
-        422,
-        """spec.template.spec.restartPolicy: Unsupported value: 'Always': supported values: "OnFailure", "Never\"""",
+    # the real kube-apiserver v1.36's words (a missing policy is defaulted to Always first); an unknown one is
+    # refused twice there, by the pod template's rule and the Job's (simulate says the Job's)
+    *(
+        Verdict(
+            f"restart-policy-{name}",
+            with_restart_policy(job(), policy),
+            422,
+            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"',
+        )
+        for name, policy in (("always", "Always"), ("missing", None))
     ),
-    Verdict("restart-policy-missing", with_restart_policy(job(), None), 422, "restartPolicy: Required value"),
+    Verdict(
+        "restart-policy-unknown",
+        with_restart_policy(job(), "Sometimes"),
+        422,
+        'spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never"',
+    ),
     Verdict(
         "unknown-completion-mode",
         job(completionMode="Sometimes"),
@@ -200,3 +210,17 @@ def test_a_second_job_or_pod_of_one_name_is_refused(tmp_path: Path) -> None:
         "twice.yaml: document 2: Job default/j: metadata.name: defined twice (first in document 1); skipped",
         "twice.yaml: document 4: Pod default/j: metadata.name: defined twice (first in document 3); skipped",
     ]
+
+
+def test_an_unknown_restart_policy_is_refused_by_the_pod_rule_and_the_jobs_as_on_the_real_server(
+    server: ApiServer,
+) -> None:
+    """kube-apiserver v1.36 answers a Job template's ``restartPolicy: Sometimes`` with two causes (the pod
+    template's three policies, then the Job's two), in double quotes (it quoted ``'Always'`` in Python's way)."""
+    status, message = dry_run(server, "/apis/batch/v1/namespaces/default/jobs", with_restart_policy(job(), "Sometimes"))
+    field = "spec.template.spec.restartPolicy"
+    assert status == 422
+    assert message == (
+        f'Job.batch "j" is invalid: [{field}: Unsupported value: "Sometimes": supported values: "Always", '
+        f'"OnFailure", "Never", {field}: Unsupported value: "Sometimes": supported values: "OnFailure", "Never"]'
+    )

@@ -72,6 +72,13 @@ CASES = [
     ),
     Verdict("pod-name-not-dns", pod("Web_0"), 422, f"Invalid value: 'Web_0': {SUBDOMAIN}", "metadata.name"),
     Verdict("pod-name-with-dots-is-a-subdomain", pod("web.0"), 201),
+    Verdict(  # the real server's words (it read "only 'Always' is allowed on an init container")
+        "init-container-restart-policy",
+        pod(initContainers=[{"name": "i", "image": "busybox", "restartPolicy": "OnFailure"}]),
+        422,
+        'Unsupported value: "OnFailure": supported values: "Always"',
+        "spec.initContainers[0].restartPolicy",
+    ),
     Verdict("pod-node-name-not-dns", pod(nodeName="Node_1"), 422, f"'Node_1': {SUBDOMAIN}", "spec.nodeName"),
     Verdict("podgroup-name-not-dns", group("Gang_A"), 422, f"'Gang_A': {SUBDOMAIN}", "metadata.name"),
     Verdict("podgroup-min-member-int32-max", group(minMember=2**31 - 1), 201),

@@ -349,7 +349,8 @@ def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
             _add(sidecars, requests)
             needed = dict(sidecars)
         elif policy:
-            raise reader.fail(f"{path}.restartPolicy", f"only 'Always' is allowed on an init container, got {policy!r}")
+            # the real server's words (an init container is a sidecar with Always, or has no restart policy)
+            raise reader.fail(f"{path}.restartPolicy", f'Unsupported value: "{policy}": supported values: "Always"')
         else:
             needed = dict(requests)
             _add(needed, sidecars)

@@ -55,6 +55,7 @@ from kubeflux.sim.inputs import (
     tell_endless_pods,
     tell_input,
 )
+from kubeflux.sim.kinds import FinalState
 from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
@@ -532,13 +533,35 @@ def _tell_verdict(rows: list[dict[str, Any]], console: Console) -> None:
 
 
 NOTHING_RAN: Final = 3
-"""``kubeflux simulate``'s exit code when no job of the workload finished under any scheduler."""
+"""``kubeflux simulate``'s (and a ``cluster serve`` replay's) exit code when no job of the workload finished under
+any scheduler, or none succeeded: every job that ended failed, was killed or ran out of its time."""
+
+_ENDED_WORDS: Final = {
+    FinalState.COMPLETED_FAILED: "failed",
+    FinalState.COMPLETED_KILLED: "killed",
+    FinalState.COMPLETED_WALLTIME_REACHED: "reached its walltime",
+    FinalState.REJECTED: "rejected",
+    FinalState.NOT_FINISHED: "not finished",
+}
+"""How a job that did not succeed ended, in a count (``2 failed, 1 killed``)."""
+
+
+def _unsuccessful(run: RunRecord) -> str:
+    """How a run's jobs ended when none succeeded, counted (``3 failed, 1 rejected``) with the first one ended and
+    why (``first: default/crash: failed: pod crash: … (exit code 1)``); empty when one succeeded (or none ran)."""
+    states = [job.final_state for job in run.jobs]
+    if not states or FinalState.COMPLETED_SUCCESSFULLY in states:
+        return ""
+    counts = ", ".join(f"{states.count(state):,} {words}" for state, words in _ENDED_WORDS.items() if state in states)
+    first = next((job for job in run.jobs if job.finish_time is not None), run.jobs[0])
+    return f"{counts}; first: {first.job_id}: {first.reason or first.final_state.value}"
 
 
 def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
     """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
-    no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere: a comparison of runs
-    that did not run is not a result."""
+    no run time), and for every run in which no job succeeded while one did elsewhere; :data:`NOTHING_RAN` as the
+    exit code when nothing finished anywhere, or nothing succeeded anywhere (every job failed or was killed): a
+    comparison of runs that did not run, or ran only failures, is not a result."""
     finished_anywhere = False
     for run in runs:
         unfinished = [job for job in run.jobs if job.final_state.value == "NOT_FINISHED"]
@@ -564,6 +587,17 @@ def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 
             )
         console.print(f"[red]error:[/] no job finished under any scheduler: {escape(why)}", highlight=False)
         raise typer.Exit(NOTHING_RAN)
+    unsuccessful = {run.scheduler: _unsuccessful(run) for run in runs if run.jobs}
+    if runs and all(unsuccessful.values()):
+        words = unsuccessful[runs[0].scheduler]
+        console.print(
+            f"[red]error:[/] nothing succeeded: no job succeeded under any scheduler: {escape(words)}", highlight=False
+        )
+        raise typer.Exit(NOTHING_RAN)
+    for scheduler, words in unsuccessful.items():
+        if words:
+            said = f"[yellow]warning:[/] {escape(scheduler)}: no job succeeded: {escape(words)}"
+            console.print(said, highlight=False)
 
 
 def _run_with_progress(

@@ -165,7 +165,7 @@ def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = 
         causes.append(
             Cause(
                 f"{prefix}restartPolicy",
-                f"Unsupported value: {policy!r}: supported values: {allowed}",
+                f'Unsupported value: "{policy}": supported values: {allowed}',
                 "FieldValueNotSupported",
             )
         )
