@@ -28,6 +28,7 @@ from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
 from tests.sim.conftest import Verdict, served_and_read
 
 SUBDOMAIN = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
+INIT = {"name": "i", "image": "busybox"}
 LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"
 
 
@@ -72,11 +73,17 @@ CASES = [
     ),
     Verdict("pod-name-not-dns", pod("Web_0"), 422, f"Invalid value: 'Web_0': {SUBDOMAIN}", "metadata.name"),
     Verdict("pod-name-with-dots-is-a-subdomain", pod("web.0"), 201),
-    Verdict(  # the real server's words (it read "only 'Always' is allowed on an init container")
-        "init-container-restart-policy",
-        pod(initContainers=[{"name": "i", "image": "busybox", "restartPolicy": "OnFailure"}]),
+    # an init container's restartPolicy as kube-apiserver v1.36 has it (ContainerRestartRules, on by default since
+    # 1.35): Never and OnFailure are a plain init container's; simulate refused them, saying "only 'Always'"
+    *(
+        Verdict(f"init-container-restart-policy-{policy}", pod(initContainers=[{**INIT, "restartPolicy": policy}]), 201)
+        for policy in ("Never", "OnFailure", "Always")
+    ),
+    Verdict(
+        "init-container-restart-policy-unknown",
+        pod(initContainers=[{**INIT, "restartPolicy": "Sometimes"}]),
         422,
-        'Unsupported value: "OnFailure": supported values: "Always"',
+        'Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"',
         "spec.initContainers[0].restartPolicy",
     ),
     Verdict("pod-node-name-not-dns", pod(nodeName="Node_1"), 422, f"'Node_1': {SUBDOMAIN}", "spec.nodeName"),
