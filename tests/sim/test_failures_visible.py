@@ -94,3 +94,16 @@ def test_a_page_where_nothing_ran_points_at_a_file_the_run_wrote(tmp_path: Path)
     assert "Nothing ran: the job was rejected by fcfs (the metadata column of jobs.csv says why)." in page
     assert "problems.txt" not in page
     assert _metadata(out, "fcfs")["default/huge"].startswith("rejected: ")
+
+
+def test_a_workload_in_which_every_job_failed_says_nothing_succeeded_and_exits_as_nothing_ran(tmp_path: Path) -> None:
+    """Every pod exits 1: the run "finished" every job, and it exited 0 with a table of figures and no word."""
+    code, output, out = _simulate(tmp_path, [_pod("crash", "4", exit_code=1), _pod("also", "4", exit_code=2)], "fcfs")
+    said = " ".join(output.split())
+    assert code == NOTHING_RAN, output
+    assert (
+        "error: nothing succeeded: no job succeeded under any scheduler: 2 failed; first: default/crash: failed: "
+        in said
+    )
+    assert "(exit code 1)" in said
+    assert (out / "fcfs" / "jobs.csv").is_file()  # the outputs are written all the same, as when nothing ran

@@ -559,9 +559,9 @@ def _unsuccessful(run: RunRecord) -> str:
 
 def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
     """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
-    no run time), and for every run in which no job succeeded while one did elsewhere; :data:`NOTHING_RAN` as the
-    exit code when nothing finished anywhere, or nothing succeeded anywhere (every job failed or was killed): a
-    comparison of runs that did not run, or ran only failures, is not a result."""
+    no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere, or nothing succeeded
+    anywhere (every job failed, was killed or was rejected): a comparison of runs that did not run, or ran only
+    failures, is not a result."""
     finished_anywhere = False
     for run in runs:
         unfinished = [job for job in run.jobs if job.final_state.value == "NOT_FINISHED"]
@@ -587,17 +587,11 @@ def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 
             )
         console.print(f"[red]error:[/] no job finished under any scheduler: {escape(why)}", highlight=False)
         raise typer.Exit(NOTHING_RAN)
-    unsuccessful = {run.scheduler: _unsuccessful(run) for run in runs if run.jobs}
-    if runs and all(unsuccessful.values()):
-        words = unsuccessful[runs[0].scheduler]
-        console.print(
-            f"[red]error:[/] nothing succeeded: no job succeeded under any scheduler: {escape(words)}", highlight=False
-        )
+    unsuccessful = [_unsuccessful(run) for run in runs if run.jobs]
+    if unsuccessful and all(unsuccessful):
+        said = f"nothing succeeded: no job succeeded under any scheduler: {unsuccessful[0]}"
+        console.print(f"[red]error:[/] {escape(said)}", highlight=False)
         raise typer.Exit(NOTHING_RAN)
-    for scheduler, words in unsuccessful.items():
-        if words:
-            said = f"[yellow]warning:[/] {escape(scheduler)}: no job succeeded: {escape(words)}"
-            console.print(said, highlight=False)
 
 
 def _run_with_progress(
