@@ -340,12 +340,14 @@ def _replay_plan(
 
 
 def _write_report(server: ApiServer, label: str, out: Path) -> None:
-    """The report ``kubeflux simulate`` writes, from the replay's records."""
+    """The report ``kubeflux simulate`` writes, from the replay's records, and its end as ``simulate`` tells it:
+    warnings for jobs never finished, and exit code 3 when no job finished or none succeeded
+    (:data:`~kubeflux.sim.command.NOTHING_RAN`)."""
     import time
 
     from rich.console import Console
 
-    from kubeflux.sim.command import REPORT_WIDTH, _write_outputs
+    from kubeflux.sim.command import REPORT_WIDTH, _tell_failures, _write_outputs
 
     assert server.replay is not None
     run = server.replay.run_record(label, time.perf_counter() - server.started_at)
@@ -357,3 +359,4 @@ def _write_report(server: ApiServer, label: str, out: Path) -> None:
     console.print(f"{label}: {len(run.jobs)} jobs ({done} finished), {run.pods_bound} pods bound through the API")
     _write_outputs([run], out, console)
     typer.echo(f"report: {out}")
+    _tell_failures([run], console)
