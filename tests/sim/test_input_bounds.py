@@ -272,6 +272,15 @@ CASES = [
         2,
         ("states no platform", "w.json: nb_res: must be a positive integer, got 0"),
     ),
+    Case(  # it said "'delay' must be a non-negative number, got 1e400", which 1e400 is
+        "batsim-delay-1e400",
+        "w.json",
+        '{"nb_res": 4, "jobs": [{"id": "1", "subtime": 0, "res": 1, "profile": "p"}], '
+        '"profiles": {"p": {"type": "delay", "delay": 1e400}}}',
+        ("-s", "fcfs", "--strict"),
+        2,
+        ("w.json: profiles['p']: delay: must be a number of seconds from 0 to 3,153,600,000 (100 years), got 1e400",),
+    ),
 ]
 
 
