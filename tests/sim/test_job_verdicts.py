@@ -7,6 +7,8 @@ Each case is sent to ``cluster serve`` (its HTTP status and message) and read by
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -151,10 +153,25 @@ def test_a_job_of_zero_completions_completes_at_once_in_simulate(tmp_path: Path)
     assert {k: summary[k] for k in counts} == dict.fromkeys(counts, 1) | {"failed": 0}  # it was failed -1, started 0
 
 
-def test_a_job_of_parallelism_zero_is_said_to_never_run(tmp_path: Path) -> None:
+PARALLELISM_0 = (
+    "note: 1 Job(s) have parallelism 0 (first: default/j): a Job never runs a pod until its parallelism is raised, so "
+    "they never finish"
+)
+
+
+def test_a_job_of_parallelism_zero_is_said_to_never_run_by_simulate_and_cluster_serve(tmp_path: Path) -> None:
+    """The same note from both (cluster serve said nothing), and the same end: nothing ran (exit code 3)."""
     code, output, _ = run(tmp_path, job(parallelism=0, completions=2))
     assert code == 3
-    assert "note: 1 Job(s) have parallelism 0 (first: default/j): Kubernetes creates no pod for them" in output
+    assert PARALLELISM_0 in output
+    path = tmp_path / "job.yaml"  # the file run() wrote
+    serve = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--clock", "virtual", "--until-done"]
+    args = ["-w", str(path), "-s", "fcfs", "--nodes", "1", "--cores-per-node", "4", "-o", str(tmp_path / "served")]
+    served = subprocess.run(
+        [*serve, *args, "--kubeconfig", str(tmp_path / "kubeconfig")], capture_output=True, text=True, timeout=300
+    )
+    assert served.returncode == 3, served.stdout + served.stderr
+    assert PARALLELISM_0 in " ".join(served.stdout.split())
 
 
 def cronjob(**counts: Any) -> dict[str, Any]:

@@ -250,6 +250,7 @@ def serve_command(
     typer.echo(f"  export KUBECONFIG={path}")
     if replayed is not None:
         typer.echo(f"workload: {replayed.name}, {len(replayed.jobs)} jobs (pods naming no scheduler: {under_test})")
+        _tell_notes(replayed)
     server.serve_forever()
     typer.echo("kubeflux cluster: stopped")
     if replayed is not None:
@@ -337,6 +338,17 @@ def _replay_plan(
         extra = create(name)
         schedulers.setdefault(extra.name, extra)
     return mapped, list(schedulers.values()), primary or first
+
+
+def _tell_notes(workload: Workload) -> None:
+    """The notes ``simulate`` gives on the workload (pods without a run time, Jobs of ``parallelism: 0``): the
+    served kubelet and Job controller run them as the simulator does."""
+    from rich.console import Console
+
+    from kubeflux.sim.command import REPORT_WIDTH
+    from kubeflux.sim.inputs import tell_endless_pods
+
+    tell_endless_pods(workload, Console(width=None if sys.stdout.isatty() else REPORT_WIDTH))
 
 
 def _write_report(server: ApiServer, label: str, out: Path) -> None:
