@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kubeflux.scheduler.decisions import apply_decisions
-from kubeflux.scheduler.interface import Bind, Decision, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.interface import Bind, Decision, Evict, PodWarning, Reject, Unschedulable
 
 
 @dataclass
@@ -27,6 +27,7 @@ class _Sink:
         default_factory=lambda: {
             "default/mine": _Pod("default/mine", "me"),
             "default/theirs": _Pod("default/theirs", "other"),
+            "default/guarded": _Pod("default/guarded", "guarded"),
         }
     )
 
@@ -56,6 +57,12 @@ class _Sink:
     def warn(self, pod: _Pod, decision: PodWarning) -> None:
         self.written.append(f"warn {pod.key} {decision.reason}")
 
+    def evict(self, pod: _Pod, decision: Evict) -> str:
+        if pod.owner == "guarded":
+            return "Cannot evict pod as it would violate the pod's disruption budget."
+        self.written.append(f"evict {pod.key} for {decision.preemptor}")
+        return ""
+
     def problem(self, message: str) -> None:
         self.problems.append(message)
 
@@ -78,6 +85,16 @@ CASES: list[tuple[str, list[Decision], int, list[str], list[str], int]] = [
     ("reject", [Reject("default/mine", "u", "never")], 0, ["reject default/mine never"], [], 0),
     ("warning-on-any-pod", [PodWarning("default/theirs", "u", "Bad", "m")], 0, ["warn default/theirs Bad"], [], 0),
     ("another-schedulers-pod", [Bind("default/theirs", "u", "n1")], 0, [], [], 1),
+    (
+        "evict-any-schedulers-pod",
+        [Evict("default/theirs", "u", "default/x", "m")],
+        1,
+        ["evict default/theirs for default/x"],
+        [],
+        0,
+    ),
+    ("refused-eviction-is-said", [Evict("default/guarded", "u", "default/x", "m")], 0, [], [], 1),
+    ("eviction-of-a-gone-pod", [Evict("default/gone", "u", "default/x", "m")], 0, [], [], 0),
     (
         "a-malformed-decision-spares-the-rest",
         [Bind("default/mine", "u", "bad"), Unschedulable("default/mine", "u", "no")],

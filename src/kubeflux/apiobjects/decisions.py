@@ -66,6 +66,19 @@ def unschedulable_condition(message: str, transition_time: str) -> dict[str, Any
     }
 
 
+def disruption_condition(reason: str, message: str, transition_time: str) -> dict[str, Any]:
+    """``DisruptionTarget=True``: the pod is about to be ended from outside, ``reason`` saying by whom
+    (``PreemptionByScheduler``, ``EvictionByEvictionAPI``…), as written before the pod is deleted."""
+    return {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition_time,
+    }
+
+
 NOTE_LIMIT = 1024
 """The longest ``note`` an ``events.k8s.io/v1`` Event may carry (longer ones are cut)."""
 

@@ -30,6 +30,7 @@ from typing import Any, TypeGuard
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem, int_decode_error
 from kubeflux.scheduler.objects import (
+    PREEMPT_LOWER_PRIORITY,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -477,6 +478,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         manifest=dict(obj),
         resize=resize,
         scheduling_group=reader.string("spec.schedulingGroup.podGroupName"),
+        preemption_policy=reader.string("spec.preemptionPolicy") or PREEMPT_LOWER_PRIORITY,
     )
 
 
@@ -610,6 +612,8 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulerName": pod.scheduler_name, "containers": [container]}
     if pod.priority:
         spec["priority"] = pod.priority
+    if pod.preemption_policy != PREEMPT_LOWER_PRIORITY:
+        spec["preemptionPolicy"] = pod.preemption_policy
     if pod.node_name:
         spec["nodeName"] = pod.node_name
     if pod.node_selector:

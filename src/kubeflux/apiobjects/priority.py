@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubeflux.scheduler.objects import PREEMPT_LOWER_PRIORITY
+
 __all__ = [
-    "NEVER",
     "PREEMPT_LOWER_PRIORITY",
     "SYSTEM_PRIORITY_CLASSES",
     "PriorityClass",
@@ -24,8 +25,6 @@ __all__ = [
     "default_class",
 ]
 
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-NEVER = "Never"
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 
 

@@ -59,6 +59,7 @@ from kubeflux.scheduler.interface import (
     Bind,
     ClusterEvent,
     EventKind,
+    Evict,
     PodWarning,
     Reject,
     Unschedulable,
@@ -72,7 +73,13 @@ log = logging.getLogger("kubeflux.serve")
 _BATCH = 2000
 _IDLE_WAIT = 5.0
 _WAKE = RawEvent("", "WAKE", {})
-_RESULTS = {Bind: "scheduled", Unschedulable: "unschedulable", Reject: "rejected", PodWarning: "warning"}
+_RESULTS = {
+    Bind: "scheduled",
+    Unschedulable: "unschedulable",
+    Reject: "rejected",
+    PodWarning: "warning",
+    Evict: "evicted",
+}
 
 
 def _simulated(api: client.ApiClient) -> bool:
@@ -491,6 +498,9 @@ class _BinderSink:
 
     def warn(self, pod: PodRef, decision: PodWarning) -> None:
         self.binder.warn(self.scheduler, decision, pod)
+
+    def evict(self, pod: PodRef, decision: Evict) -> str:
+        return "serve does not evict pods yet"  # no scheduler of serve preempts yet
 
     def problem(self, message: str) -> None:
         log.warning("%s", message)

@@ -33,7 +33,7 @@ from kubeflux.scheduler.allocation import Allocation, AllocationRecord
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.ledger import Ledger
-from kubeflux.scheduler.objects import CPU, Node, Pod, ResourceList
+from kubeflux.scheduler.objects import CPU, DisruptionBudget, Node, Pod, ResourceList
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.timebooks import TimeBooks
@@ -81,6 +81,8 @@ class ClusterBooks:
         self.allocations: dict[str, Allocation] = {}
         """Pod uid → allocation, for every bound unfinished pod of any scheduler."""
         self.graph: GraphView | None = None
+        self.budgets: dict[str, DisruptionBudget] = {}
+        """The PodDisruptionBudgets by ``namespace/name``: what preemption may not take."""
         self.fits = FitIndex()
         """Which nodes may take a pod now, kept incrementally as the books change."""
         self.uid_by_key: dict[str, str] = {}

@@ -7,7 +7,10 @@ For each decision, in the order the scheduler made them:
 1. the pod it names is looked up (:meth:`~DecisionSink.pod`); a pod gone meanwhile gets nothing, and a
    :class:`~kubeflux.scheduler.messages.Bind` for it is refused: told back to the scheduler's ``unreserve`` with
    the shell's NotFound answer (:meth:`~DecisionSink.not_found`);
-2. a :class:`~kubeflux.scheduler.messages.PodWarning` is recorded on the pod, whichever scheduler owns it;
+2. a :class:`~kubeflux.scheduler.messages.PodWarning` is recorded on the pod, whichever scheduler owns it; an
+   :class:`~kubeflux.scheduler.messages.Evict` evicts it, whichever scheduler owns it (preemption takes any pod of
+   lower priority); one the cluster refuses (a PodDisruptionBudget) is said (:meth:`~DecisionSink.problem`), and the
+   scheduler sees the pod still running;
 3. any other decision about a pod another scheduler owns is not applied, and said (:meth:`~DecisionSink.problem`);
 4. a ``Bind`` binds the pod; one the cluster refuses is told back to ``unreserve`` with the cluster's answer;
    an :class:`~kubeflux.scheduler.messages.Unschedulable` marks the pod ``PodScheduled=False``; a
@@ -24,7 +27,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from kubeflux.scheduler.interface import Decision, DecisionSink, Unreserve
-from kubeflux.scheduler.messages import Bind, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.messages import Bind, Evict, PodWarning, Reject, Unschedulable
 
 __all__ = ["apply_decisions"]
 
@@ -40,8 +43,8 @@ def apply_decisions(
 ) -> int:
     """Apply the decisions of the scheduler named ``scheduler`` to ``sink`` at ``now`` (see the module docstring);
     ``unreserve`` is the scheduler when it takes refused Binds back (None: it does not). Returns how many pods
-    were bound."""
-    bound = 0
+    were bound or evicted (the changes made)."""
+    made = 0
     for decision in decisions:
         try:
             pod = sink.pod(decision.pod, decision.uid)
@@ -53,6 +56,13 @@ def apply_decisions(
             if type(decision) is PodWarning:
                 sink.warn(pod, decision)
                 continue
+            if type(decision) is Evict:
+                refused = sink.evict(pod, decision)
+                if refused:
+                    sink.problem(f"scheduler {scheduler!r} could not evict pod {decision.pod}: {refused}")
+                else:
+                    made += 1
+                continue
             owner = sink.owner(pod)
             if owner != scheduler:
                 sink.problem(f"scheduler {scheduler!r} decided for pod {decision.pod} owned by {owner!r}")
@@ -62,11 +72,11 @@ def apply_decisions(
             elif type(decision) is Bind:
                 refused = sink.bind(pod, decision)
                 if not refused:
-                    bound += 1
+                    made += 1
                 elif unreserve is not None:
                     unreserve.unreserve(decision.pod, decision.uid, decision.node, refused, now)
             elif type(decision) is Reject:
                 sink.reject(pod, decision)
         except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
             sink.problem(f"scheduler {scheduler!r} sent an invalid decision, ignored: {decision!r}: {exc}")
-    return bound
+    return made

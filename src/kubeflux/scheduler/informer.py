@@ -35,7 +35,7 @@ from typing import Any, Final, cast
 from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
-from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
@@ -110,8 +110,19 @@ class Informer:
         elif isinstance(obj, PodGroup):
             self.queue.changed()
             self._observe_group(kind, obj)
+        elif isinstance(obj, DisruptionBudget):
+            self._observe_budget(kind, obj)
         elif not (self.queue.rejected and isinstance(obj, Pod) and self._still_rejected(kind, obj)):
             self._observe_pod(kind, obj)
+
+    def _observe_budget(self, kind: EventKind, budget: DisruptionBudget) -> None:
+        """A PodDisruptionBudget into the books (what preemption may evict); a change may let a job preempt."""
+        budgets = self.books.budgets
+        if kind is EventKind.DELETED:
+            budgets.pop(budget.key, None)
+        else:
+            budgets[budget.key] = budget
+        self.queue.changed()
 
     def take_notices(self) -> list[Decision]:
         """The rejects and warnings found since the last call (the start of a ``schedule``'s decisions)."""

@@ -15,11 +15,13 @@ Lifecycle, per call from the shell:
 3. ``next_wakeup(now)`` is the earliest time the scheduler wants ``schedule`` called again even if nothing
    changes (a gang's Permit timeout, a retry back-off); None when it only needs to hear of events; ``now`` itself
    when its pass left work it can do at once (it stopped at its queue depth after binding pods).
-4. A :class:`PodWarning` reports a problem the scheduler found in a pod it does not reject (another scheduler's
+4. An :class:`Evict` ends a pod (whichever scheduler owns it) to make room for one of higher priority; the
+   scheduler hears of it as of any pod's end, by the events that follow.
+5. A :class:`PodWarning` reports a problem the scheduler found in a pod it does not reject (another scheduler's
    pod with a bad request, a corrupt allocation annotation on a pod it recovered): the shell records it as a
    ``Warning`` Kubernetes Event on the pod and changes nothing else. It may concern any pod, not only the
    scheduler's own, and is said once per problem.
-5. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
+6. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
    ``unreserve(pod, uid, node, reason, now)`` to a scheduler that implements :class:`Unreserve` (kube-scheduler's
    extension point of that name), so that it gives up what it set aside for the pod.
 
@@ -35,9 +37,12 @@ from typing import Protocol, TypeVar, runtime_checkable
 from kubeflux.scheduler.messages import (
     EXPECTED_START_ANNOTATION,
     EXPECTED_START_TIME_ANNOTATION,
+    PREEMPTED_REASON,
+    PREEMPTION_CONDITION_REASON,
     Bind,
     ClusterEvent,
     EventKind,
+    Evict,
     PodWarning,
     Reject,
     Unschedulable,
@@ -47,7 +52,7 @@ from kubeflux.scheduler.messages import (
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
-Decision = Bind | Unschedulable | Reject | PodWarning
+Decision = Bind | Unschedulable | Reject | PodWarning | Evict
 
 
 class Scheduler(Protocol):
@@ -121,6 +126,11 @@ class DecisionSink(Protocol[P]):
         """A ``Warning`` event with the decision's reason and message on the pod (whoever owns it)."""
         ...
 
+    def evict(self, pod: P, decision: Evict) -> str:
+        """Evict the pod (whoever owns it; see :class:`Evict`): empty when the cluster took the eviction (or it went
+        out on a writer), else why it refused (a PodDisruptionBudget's 429, the pod gone)."""
+        ...
+
     def problem(self, message: str) -> None:
         """A decision not applied, and why (the scheduler decided for another's pod, or sent a malformed decision)."""
         ...
@@ -129,11 +139,14 @@ class DecisionSink(Protocol[P]):
 __all__ = [
     "EXPECTED_START_ANNOTATION",
     "EXPECTED_START_TIME_ANNOTATION",
+    "PREEMPTED_REASON",
+    "PREEMPTION_CONDITION_REASON",
     "Bind",
     "ClusterEvent",
     "Decision",
     "DecisionSink",
     "EventKind",
+    "Evict",
     "IgnoresStatusUpdates",
     "Node",
     "Pod",

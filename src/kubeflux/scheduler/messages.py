@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from kubeflux.match.picklable import Picklable
-from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
 
 
 class EventKind(StrEnum):
@@ -26,12 +26,13 @@ class EventKind(StrEnum):
 @dataclass(frozen=True, slots=True, init=False)
 class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
-    (for DELETED, its last known state, which may be stale: a tombstone)."""
+    (for DELETED, its last known state, which may be stale: a tombstone). A scheduler that does not preempt may
+    ignore :class:`DisruptionBudget` events."""
 
     kind: EventKind
-    obj: Pod | Node | PodGroup
+    obj: Pod | Node | PodGroup | DisruptionBudget
 
-    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
@@ -90,12 +91,18 @@ class Unschedulable(Picklable):
     expected_start: float | None = None
     """When a reservation holds resources for the pod: its expected start time. A shell writes it on the pod as
     the :data:`EXPECTED_START_ANNOTATION` and removes that when a later decision has none or the pod is bound."""
+    nominated_node: str = ""
+    """The node the pod waits for after its scheduler evicted pods there to make room (:class:`Evict`): written as
+    ``status.nominatedNodeName`` with the condition, as kube-scheduler's preemption does; empty clears it."""
 
-    def __init__(self, pod: str, uid: str, message: str, expected_start: float | None = None) -> None:
+    def __init__(
+        self, pod: str, uid: str, message: str, expected_start: float | None = None, nominated_node: str = ""
+    ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "expected_start", expected_start)
+        object.__setattr__(self, "nominated_node", nominated_node)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -128,3 +135,38 @@ class PodWarning(Picklable):
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "message", message)
+
+
+PREEMPTED_REASON: Final = "Preempted"
+"""The reason of the event on an evicted pod (kube-scheduler's), and of the simulated pod's end."""
+
+PREEMPTION_CONDITION_REASON: Final = "PreemptionByScheduler"
+"""The reason of the ``DisruptionTarget`` condition a scheduler's preemption writes on its victims."""
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Evict(Picklable):
+    """Evict the pod ``namespace/name`` (running, or bound and not yet running) so that a pod of higher priority,
+    ``preemptor``, can run: kube-scheduler's preemption of a victim. The shell writes the ``DisruptionTarget``
+    condition (reason :data:`PREEMPTION_CONDITION_REASON`) and a ``Preempted`` event with ``message`` on the pod and
+    deletes it, which gives it its graceful termination; its controller (a Job's) replaces it as for any failure.
+
+    ``budgets``: through the Eviction API (``policy/v1``), which refuses (429) an eviction that would take a
+    PodDisruptionBudget below what it allows, as kubeflux evicts; False: a plain delete, which no budget stops, as
+    kube-scheduler's DefaultPreemption deletes victims it chose (it prefers victims that violate no budget, but may
+    take those that do)."""
+
+    pod: str
+    uid: str
+    preemptor: str
+    """The ``namespace/name`` of the pod (or pod group) it makes room for."""
+    message: str
+    """For the event, e.g. ``Preempted by pod 4f0c… on node n1``."""
+    budgets: bool = True
+
+    def __init__(self, pod: str, uid: str, preemptor: str, message: str, budgets: bool = True) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "preemptor", preemptor)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "budgets", budgets)

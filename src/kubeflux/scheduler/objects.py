@@ -12,10 +12,14 @@ simulator, Unix time on a real cluster).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubeflux.scheduler.phase import PodPhase as PodPhase  # defined in a compiled module: see there
+
+PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
+PREEMPT_NEVER: Final = "Never"
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -115,6 +119,9 @@ class Pod:
     scheduling_group: str = ""
     """``spec.schedulingGroup.podGroupName`` (Kubernetes' own gang API, ``scheduling.k8s.io``): the PodGroup of a
     pod that no coscheduling label (:data:`POD_GROUP_LABEL`) puts in one."""
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    """``spec.preemptionPolicy`` as admission resolved it from the pod's PriorityClass: ``PreemptLowerPriority``,
+    or ``Never`` (the pod waits rather than evict anything)."""
 
     @property
     def key(self) -> str:
@@ -149,3 +156,73 @@ class PodGroup:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}{NATIVE_GROUP_SUFFIX if self.native else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorRequirement:
+    """One ``matchExpressions`` entry of a label selector."""
+
+    key: str
+    operator: str
+    """``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        if self.operator == "DoesNotExist":
+            return value is None
+        raise ValueError(f"label selector operator {self.operator!r}: not In, NotIn, Exists or DoesNotExist")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A ``metav1.LabelSelector``: every ``matchLabels`` pair and every expression must hold."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(key) == value for key, value in self.match_labels) and all(
+            requirement.matches(labels) for requirement in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget: at most one of ``min_available`` and ``max_unavailable``, each a count
+    or a percentage (``"50%"``)."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    disrupted: frozenset[str] = frozenset()
+    """``status.disruptedPods``: names of pods whose eviction the API server has granted and that are not yet
+    gone; they take no more of the budget."""
+
+    def covers(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether kube-scheduler's preemption counts the budget for a pod of ``namespace`` with ``labels``: an empty
+        or absent selector selects none there (``filterPodsWithPDBViolation``)."""
+        selector = self.selector
+        return namespace == self.namespace and selector is not None and not selector.empty and selector.matches(labels)
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether the budget guards a pod of ``namespace`` with ``labels`` as the Eviction API and the disruption
+        controller read ``policy/v1``: an empty selector selects every pod of the namespace, an absent one none."""
+        selector = self.selector
+        return namespace == self.namespace and selector is not None and selector.matches(labels)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

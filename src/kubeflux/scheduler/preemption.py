@@ -28,6 +28,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector, SelectorRequirement
+
 __all__ = [
     "DisruptionBudget",
     "LabelSelector",
@@ -45,66 +47,6 @@ __all__ = [
 
 PRIORITY_SHIFT = 2**31
 """``math.MaxInt32 + 1``: kube-scheduler adds it to each victim's priority before summing (negative priorities)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SelectorRequirement:
-    """One ``matchExpressions`` entry of a label selector."""
-
-    key: str
-    operator: str
-    """``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        if self.operator == "In":
-            return value is not None and value in self.values
-        if self.operator == "NotIn":
-            return value is None or value not in self.values
-        if self.operator == "Exists":
-            return value is not None
-        if self.operator == "DoesNotExist":
-            return value is None
-        raise ValueError(f"label selector operator {self.operator!r}: not In, NotIn, Exists or DoesNotExist")
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A ``metav1.LabelSelector``: every ``matchLabels`` pair and every expression must hold."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[SelectorRequirement, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.match_labels and not self.match_expressions
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(key) == value for key, value in self.match_labels) and all(
-            requirement.matches(labels) for requirement in self.match_expressions
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class DisruptionBudget:
-    """A ``policy/v1`` PodDisruptionBudget: at most one of ``min_available`` and ``max_unavailable``, each a count
-    or a percentage (``"50%"``)."""
-
-    namespace: str
-    name: str
-    selector: LabelSelector | None
-    min_available: int | str | None = None
-    max_unavailable: int | str | None = None
-    disrupted: frozenset[str] = frozenset()
-    """``status.disruptedPods``: names of pods whose eviction the API server has granted and that are not yet
-    gone; they take no more of the budget."""
-
-    def covers(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        """Whether the budget selects a pod of ``namespace`` with ``labels`` (an empty or absent selector selects
-        none)."""
-        selector = self.selector
-        return namespace == self.namespace and selector is not None and not selector.empty and selector.matches(labels)
 
 
 def _scaled(value: int | str, expected: int) -> int:

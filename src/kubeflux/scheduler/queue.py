@@ -231,4 +231,5 @@ def placement_view(pod: Pod) -> tuple[object, ...]:
         pod.required_node_affinity,
         pod.active_deadline_seconds,
         pod.scheduler_name,
+        pod.preemption_policy,
     )

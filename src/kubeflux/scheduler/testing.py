@@ -31,6 +31,7 @@ from kubeflux.scheduler.interface import (
     ClusterEvent,
     Decision,
     EventKind,
+    Evict,
     PodWarning,
     Reject,
     Unschedulable,
@@ -65,6 +66,8 @@ class Cluster:
         self.nodes = {n.name: n for n in nodes}
         self.pods: dict[str, Pod] = {}
         self.now = 0.0
+        self.evicted: list[str] = []
+        """The pods evicted, in order."""
         for n in nodes:
             scheduler.observe(ClusterEvent(ADDED, n), 0.0)
 
@@ -111,6 +114,17 @@ class Cluster:
 
     def warn(self, pod: Pod, decision: PodWarning) -> None:
         pass
+
+    def evict(self, pod: Pod, decision: Evict) -> str:
+        """The pod is gone at once (a bound one ends ``Failed``, then is deleted)."""
+        self.evicted.append(pod.key)
+        if pod.node_name:
+            pod.phase = PodPhase.FAILED
+            self.tell(MODIFIED, pod)
+        pod.deleted = True
+        del self.pods[pod.key]
+        self.tell(DELETED, pod)
+        return ""
 
     def problem(self, message: str) -> None:
         raise AssertionError(message)  # a decision the scheduler should never make

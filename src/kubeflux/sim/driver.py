@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
+    PREEMPTED_REASON,
     Bind,
+    Evict,
     IgnoresStatusUpdates,
     PodWarning,
     Reject,
@@ -291,6 +293,7 @@ class ClusterSink:
         return error
 
     def unschedulable(self, pod: SimPod, decision: Unschedulable) -> None:
+        pod.nominated_node = decision.nominated_node
         self.cluster.mark_pod_unschedulable(pod, decision.uid, decision.message, decision.expected_start)
 
     def reject(self, pod: SimPod, decision: Reject) -> None:
@@ -299,6 +302,16 @@ class ClusterSink:
     def warn(self, pod: SimPod, decision: PodWarning) -> None:
         if not decision.uid or pod.pod.uid == decision.uid:
             self.cluster.record_event("Warning", decision.reason, decision.pod, decision.message)
+
+    def evict(self, pod: SimPod, decision: Evict) -> str:
+        """The pod ends at once, ``Failed`` with reason ``Preempted`` and the ``DisruptionTarget`` condition, and is
+        deleted (the simulated kubelet's graceful termination takes no time); its Job replaces it as for any
+        failure. The simulated cluster keeps no PodDisruptionBudgets: the scheduler honoured them in choosing."""
+        if decision.uid and pod.pod.uid != decision.uid:
+            return self.not_found(decision.pod)
+        self.cluster.record_event("Normal", PREEMPTED_REASON, decision.pod, decision.message)
+        self.cluster.delete_pod(decision.pod, PREEMPTED_REASON)
+        return ""
 
     def problem(self, message: str) -> None:
         self.problems.append(message)

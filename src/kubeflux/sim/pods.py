@@ -157,6 +157,7 @@ class SimPod:
         "mem",
         "modified",
         "node_index",
+        "nominated_node",
         "pod",
         "reason",
         "run_time",
@@ -181,6 +182,8 @@ class SimPod:
         self.unschedulable_at: float | None = None
         self.unschedulable_message = ""
         self.node_index = -1
+        self.nominated_node = ""
+        """``status.nominatedNodeName``: where its scheduler evicted pods to make room for it, while it waits."""
         self.cores: list[int] = []
         """Core ids held (see :mod:`kubeflux.sim.resourceids`)."""
         self.ids: dict[str, list[int]] | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kubeflux.scheduler.messages import PREEMPTED_REASON, PREEMPTION_CONDITION_REASON
 from kubeflux.scheduler.objects import PodPhase
 
 if TYPE_CHECKING:
@@ -32,6 +33,14 @@ def _condition(kind: str, status: bool, at: float, reason: str = "", message: st
     if message:
         cond["message"] = message
     return cond
+
+
+_DISRUPTIONS = {
+    "NodeLost": "DeletionByTaintManager",
+    "Deleted": "DeletionByUser",
+    PREEMPTED_REASON: PREEMPTION_CONDITION_REASON,
+}
+"""The ``DisruptionTarget`` condition's reason for each way a pod is ended from outside (its ``reason``)."""
 
 
 def pod_conditions(sp: SimPod) -> list[dict[str, Any]]:
@@ -56,9 +65,9 @@ def pod_conditions(sp: SimPod) -> list[dict[str, Any]]:
         ready = (False, sp.bound_at, "ContainersNotReady")
     for kind in ("ContainersReady", "Ready"):
         conditions.append(_condition(kind, *ready))
-    if sp.reason in ("NodeLost", "Deleted"):
+    why = _DISRUPTIONS.get(sp.reason)
+    if why is not None:
         at = sp.finished_at if sp.finished_at is not None else sp.bound_at
-        why = "DeletionByTaintManager" if sp.reason == "NodeLost" else "DeletionByUser"
         conditions.append(_condition("DisruptionTarget", True, at, why))
     return conditions
 
@@ -101,6 +110,8 @@ def pod_status(sp: SimPod) -> dict[str, Any]:
             ]
     elif sp.pod.phase is PodPhase.FAILED and sp.finished_at is not None:
         status["reason"] = sp.reason or "Deleted"
+    elif sp.nominated_node:
+        status["nominatedNodeName"] = sp.nominated_node
     return status
 
 

@@ -24,6 +24,7 @@ from kubeflux.apiobjects.decisions import (
     POD_SCHEDULED,
     UNSCHEDULABLE,
     binding,
+    disruption_condition,
     scheduled_message,
     unschedulable_condition,
 )
@@ -32,9 +33,12 @@ from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
+    PREEMPTED_REASON,
+    PREEMPTION_CONDITION_REASON,
     Bind,
     ClusterEvent,
     EventKind,
+    Evict,
     PodWarning,
     Reject,
     Scheduler,
@@ -46,6 +50,7 @@ from kubeflux.scheduler.interface import (
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
+from kubeflux.sim.apiserver.eviction import evict
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
@@ -308,6 +313,27 @@ class _StoreSink:
     def warn(self, pod: Object, decision: PodWarning) -> None:  # about any scheduler's pod: a Warning event on it
         namespace = decision.pod.split("/", 1)[0]
         record_event(self.store, namespace, pod, "Warning", decision.reason, decision.message, self.scheduler)
+
+    def evict(self, pod: Object, decision: Evict) -> str:
+        """Through the Eviction API when the decision keeps budgets, else as kube-scheduler's preemption: the
+        ``DisruptionTarget`` condition written, then a delete (with the pod's grace period); a ``Preempted``
+        event on the pod either way."""
+        namespace, name = decision.pod.split("/", 1)
+        try:
+            if decision.budgets:
+                evict(self.store, self.shell.pods, namespace, name, {})
+            else:
+                message = f"{self.scheduler}: preempting to accommodate a higher priority pod"
+                condition = disruption_condition(PREEMPTION_CONDITION_REASON, message, self.store.now())
+                status = pod.get("status") or {}
+                kept = [c for c in status.get("conditions") or () if c.get("type") != condition["type"]]
+                marked = {**pod, "status": {**status, "conditions": [*kept, condition]}}
+                self.store.update(self.shell.pods, namespace, name, marked, "status", trusted=True)
+                self.store.delete(self.shell.pods, namespace, name, uid=decision.uid)
+        except ApiError as exc:
+            return exc.message or f"{exc.code} {exc.reason}"
+        record_event(self.store, namespace, pod, "Normal", PREEMPTED_REASON, decision.message, self.scheduler)
+        return ""
 
     def problem(self, message: str) -> None:
         log.warning("%s", message)

@@ -62,7 +62,7 @@ import numpy.typing as npt
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, ResourceList
+from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, ResourceList
 from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
 
 __all__ = [
@@ -197,6 +197,8 @@ class KubeDefaultScheduler:
         self._placed: dict[str, _Placement] = {}
         self._queue: dict[str, QueuedPod] = {}
         self._groups: dict[str, PodGroup] = {}
+        self._budgets: dict[str, DisruptionBudget] = {}
+        """The PodDisruptionBudgets by ``namespace/name`` (for preemption)."""
         self._group_placed: dict[str, int] = {}
         self._generation = 1  # so that "one behind" (retry after back-off) is never the -1 of "due now"
         self._stamps = 0
@@ -226,6 +228,11 @@ class KubeDefaultScheduler:
             self._observe_pod(obj, deleted=event.kind is EventKind.DELETED)
             if event.kind is EventKind.ADDED:
                 self._on_pod_added(obj)
+        elif isinstance(obj, DisruptionBudget):
+            if event.kind is EventKind.DELETED:
+                self._budgets.pop(obj.key, None)
+            else:
+                self._budgets[obj.key] = obj
         else:
             if event.kind is EventKind.DELETED:
                 self._groups.pop(obj.key, None)
