@@ -32,7 +32,12 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
         ("scheduling.k8s.io", "podgroups", "list"),
         ("scheduling.k8s.io", "podgroups", "watch"),
     },
+    "list_pod_disruption_budget_for_all_namespaces": {
+        ("policy", "poddisruptionbudgets", "list"),
+        ("policy", "poddisruptionbudgets", "watch"),
+    },
     "create_namespaced_pod_binding": {("", "pods/binding", "create")},
+    "create_namespaced_pod_eviction": {("", "pods/eviction", "create")},
     "patch_namespaced_pod_status": {("", "pods/status", "patch")},
     "patch_namespaced_pod": {("", "pods", "patch")},
     "create_namespaced_event": {("events.k8s.io", "events", "create")},

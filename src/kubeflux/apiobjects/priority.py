@@ -6,6 +6,13 @@ On create, a pod naming no class gets the global default one (the lowest value a
 exist is forbidden; ``spec.priority`` becomes the class's value, and ``spec.preemptionPolicy`` the class's policy.
 A pod that gives its own ``spec.priority`` or ``spec.preemptionPolicy`` differing from what the class gives is
 forbidden, with the real server's words.
+
+A PriorityClass itself is held to what the real server takes (``ValidatePriorityClass`` in
+``k8s.io/kubernetes/pkg/apis/scheduling/validation``, and the Priority plugin's admission of classes), one check for
+``simulate``'s workload files and ``cluster serve``'s store: ``value`` an ``int32``, ``globalDefault`` a boolean
+(else a 400: :func:`class_decode_error`); a name that is a DNS-1123 subdomain, a ``system-`` name only for the
+system classes as they are, a value of at most 1,000,000,000, ``preemptionPolicy`` ``PreemptLowerPriority`` or
+``Never`` (a 422: :func:`class_problems`); one ``globalDefault`` class only (a 403: :func:`second_default`).
 """
 
 from __future__ import annotations
@@ -14,7 +21,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.objects import PREEMPT_LOWER_PRIORITY
+from kubeflux.apiobjects.batchjob import FieldProblem
+from kubeflux.apiobjects.rules import (
+    DNS_SUBDOMAIN_EXAMPLES,
+    DNS_SUBDOMAIN_RULE,
+    dns_subdomain_problem,
+    int_decode_error,
+    json_kind,
+)
+from kubeflux.scheduler.objects import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER
 
 __all__ = [
     "PREEMPT_LOWER_PRIORITY",
@@ -22,7 +37,10 @@ __all__ = [
     "PriorityClass",
     "PriorityRefused",
     "admit_priority",
+    "class_decode_error",
+    "class_problems",
     "default_class",
+    "second_default",
 ]
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
@@ -52,12 +70,90 @@ class PriorityClass:
             bool(obj.get("globalDefault", False)),
         )
 
+    def to_object(self) -> dict[str, Any]:
+        """The ``scheduling.k8s.io/v1`` PriorityClass it is (:meth:`from_object`'s inverse)."""
+        return {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": self.name},
+            "value": self.value,
+            "preemptionPolicy": self.preemption_policy,
+            "globalDefault": self.global_default,
+        }
+
 
 SYSTEM_PRIORITY_CLASSES = (
     PriorityClass("system-node-critical", 2_000_001_000),
     PriorityClass("system-cluster-critical", 2_000_000_000),
 )
 """What every cluster has from its start."""
+
+
+def class_decode_error(obj: dict[str, Any]) -> str | None:
+    """Why a PriorityClass cannot be decoded (the 400's text after ``cannot be handled as a PriorityClass:``), or
+    None."""
+    problem = int_decode_error("PriorityClass", "value", obj.get("value"))
+    if problem is not None:
+        return problem
+    for name, go_type, valid in (
+        ("globalDefault", "bool", bool),
+        ("preemptionPolicy", "v1.PreemptionPolicy", str),
+        ("description", "string", str),
+    ):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, valid):
+            kind = json_kind(value).split(" ", 1)[0]
+            return f"json: cannot unmarshal {kind} into Go struct field PriorityClass.{name} of type {go_type}"
+    return None
+
+
+def class_problems(obj: dict[str, Any]) -> list[FieldProblem]:
+    """Every cause of a 422 for a decodable PriorityClass with its defaults (``value`` 0, ``preemptionPolicy``
+    ``PreemptLowerPriority``), in the real server's order and words."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    value = obj.get("value") or 0
+    problems: list[FieldProblem] = []
+    if dns_subdomain_problem(name) is not None:
+        rule = DNS_SUBDOMAIN_RULE + DNS_SUBDOMAIN_EXAMPLES
+        problems.append(FieldProblem("metadata.name", f'Invalid value: "{name}": {rule}'))
+    if name.startswith("system-"):
+        known = next((pc for pc in SYSTEM_PRIORITY_CLASSES if pc.name == name), None)
+        if known is None:
+            error = f"{name} is not a known system priority class"
+        elif known.value != value:
+            error = f"value of {name} PriorityClass must be {known.value}"
+        elif bool(obj.get("globalDefault")):
+            error = f"globalDefault of {name} PriorityClass must be false"
+        else:
+            error = ""
+        if error:
+            message = (
+                "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: "
+                + error
+            )
+            problems.append(FieldProblem("metadata.name", message, "FieldValueForbidden"))
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        message = f"Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
+        problems.append(FieldProblem("value", message, "FieldValueForbidden"))
+    policy = obj.get("preemptionPolicy")
+    if policy == "":
+        problems.append(FieldProblem("preemptionPolicy", "Required value", "FieldValueRequired"))
+    elif policy is not None and policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        message = f'Unsupported value: "{policy}": supported values: "{PREEMPT_LOWER_PRIORITY}", "{PREEMPT_NEVER}"'
+        problems.append(FieldProblem("preemptionPolicy", message, "FieldValueNotSupported"))
+    return problems
+
+
+def second_default(pc: PriorityClass, classes: Iterable[PriorityClass]) -> str | None:
+    """Why the Priority plugin forbids creating ``pc`` beside ``classes`` (another one already ``globalDefault``),
+    or None."""
+    if not pc.global_default:
+        return None
+    found = default_class(c for c in classes if c.name != pc.name)
+    if found is None:
+        return None
+    return f"PriorityClass {found.name} is already marked as default. Only one default can exist"
 
 
 def default_class(classes: Iterable[PriorityClass]) -> PriorityClass | None:

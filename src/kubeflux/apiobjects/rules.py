@@ -11,6 +11,9 @@ strategies, so that the same object gets the same verdict from both.
   ``BadRequest``, the whole object refused): :func:`int_decode_error` writes it as the server does, ``json: cannot
   unmarshal number 2147483648 into Go struct field PodSpec.spec.priority of type int32`` (a number of more than
   :data:`~kubeflux.scheduler.units.ECHO_LIMIT` digits cut).
+* **Label keys and values** (``apimachinery/pkg/api/validate/content``): :func:`label_key_problems` and
+  :func:`label_value_problems` give every rule broken, in the server's words, as a label selector's validation
+  reports them (``name part must be non-empty``, then the regular expression).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from kubeflux.scheduler.units import clip
 
 __all__ = [
     "DNS_LABEL_RULE",
+    "DNS_SUBDOMAIN_EXAMPLES",
     "DNS_SUBDOMAIN_RULE",
     "MAX_INT32",
     "MAX_INT64",
@@ -30,6 +34,8 @@ __all__ = [
     "dns_subdomain_problem",
     "int_decode_error",
     "json_kind",
+    "label_key_problems",
+    "label_value_problems",
 ]
 
 MAX_INT32: Final = 2**31 - 1
@@ -88,3 +94,71 @@ def int_decode_error(go_struct: str, path: str, value: Any, go_type: str = "int3
     if not isinstance(value, bool) and isinstance(value, int) and -limit - 1 <= value <= limit:
         return None
     return f"json: cannot unmarshal {json_kind(value)} into Go struct field {go_struct}.{path} of type {go_type}"
+
+
+def _regex_error(message: str, pattern: str, *examples: str) -> str:
+    """``validation.RegexError``: the rule, its examples and the regular expression."""
+    shown = "".join(f"'{example}',  or " for example in examples)[: -len(" or ")] if examples else ""
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+_LABEL_KEY_FORMAT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_KEY = re.compile(_LABEL_KEY_FORMAT + r"\Z")
+_LABEL_KEY_RULE: Final = _regex_error(
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+    _LABEL_KEY_FORMAT,
+    "MyName",
+    "my.name",
+    "123-abc",
+)
+_LABEL_VALUE_FORMAT: Final = f"({_LABEL_KEY_FORMAT})?"
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FORMAT + r"\Z")
+_LABEL_VALUE_RULE: Final = _regex_error(
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character",
+    _LABEL_VALUE_FORMAT,
+    "MyValue",
+    "my_value",
+    "12345",
+)
+DNS_SUBDOMAIN_EXAMPLES: Final = (  # what the real server adds to DNS_SUBDOMAIN_RULE in most messages
+    " (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def label_key_problems(key: str) -> list[str]:
+    """``IsLabelKey`` (a qualified name): an optional DNS-1123 subdomain prefix and ``/``, then a name of 1 to 63
+    characters; every rule broken, in the server's words (empty: a valid key)."""
+    problems: list[str] = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            f"a valid label key {_LABEL_KEY_RULE} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if dns_subdomain_problem(prefix[:253]) is not None:
+                problems.append(f"prefix part {DNS_SUBDOMAIN_RULE}{DNS_SUBDOMAIN_EXAMPLES}")
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _LABEL_KEY.match(name):
+        problems.append(f"name part {_LABEL_KEY_RULE}")
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """``IsLabelValue``: at most 63 characters, empty or alphanumeric at both ends with ``-``, ``_``, ``.`` between."""
+    problems = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _LABEL_VALUE.match(value):
+        problems.append(_LABEL_VALUE_RULE)
+    return problems

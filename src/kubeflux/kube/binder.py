@@ -29,7 +29,15 @@ but a Binding.
   most once every ``interval`` seconds, the newest message winning (no event storms: a gang of 16 would otherwise
   be told 120 times while its members arrive; kube-scheduler's event recorder rate-limits per object in the same
   spirit).
+  The pod's ``status.nominatedNodeName`` is written in the same patch (removed when the decision names none), as
+  kube-scheduler writes it after preempting for the pod.
 * :class:`PodWarning` → a ``Warning`` event with its reason.
+* :class:`Evict` → ``POST pods/NAME/eviction`` (``policy/v1`` Eviction, the pod's uid as a precondition), sent
+  before conditions and events, as Bindings are: the Eviction API writes the victim's ``DisruptionTarget``
+  condition and deletes it, unless a PodDisruptionBudget refuses (429: logged, the pod keeps running); then a
+  ``Preempted`` event on the victim with the decision's message. Each outcome (``evicted``, ``refused`` by a
+  budget, ``gone``, ``failed``) is told to ``on_evicted``. An Evict that is no eviction (``budgets`` False:
+  kube-scheduler's plain delete) is not serve's to make: refused at once, as no scheduler of serve's asks it.
 
 Events are ``events.k8s.io/v1`` with kube-scheduler's reasons and actions. A failed write other than a Bind is
 logged and dropped: the next decision about the pod writes it again.
@@ -56,7 +64,9 @@ from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.interface import (
+    PREEMPTED_REASON,
     Bind,
+    Evict,
     PodWarning,
     Reject,
     Unschedulable,
@@ -64,13 +74,16 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 
-__all__ = ["EVENTS_BACKLOG", "EVENTS_QUIET", "BindOutcome", "Binder", "PodRef"]
+__all__ = ["EVENTS_BACKLOG", "EVENTS_QUIET", "EVICTION_RESULTS", "BindOutcome", "Binder", "PodRef"]
 
 log = logging.getLogger("kubeflux.serve")
 EVENTS_QUIET = 0.2
 """Seconds without a new Binding before the events about Bindings done are written (they wait during a burst)."""
 EVENTS_BACKLOG = 50_000
 """Events about Bindings done that may wait; with more waiting, they are written between the Bindings again."""
+EVICTION_RESULTS = ("evicted", "refused", "gone", "failed")
+"""What became of an eviction sent: done, refused by a PodDisruptionBudget (429), the pod gone (404, or another
+pod of its name: 409), or not done (another answer, or no answer)."""
 _TIMEOUT = (5.0, 30.0)
 """(connect, read) seconds of one write: a dead API server fails it instead of holding a thread for ever."""
 
@@ -99,15 +112,20 @@ class BindOutcome:
 
 
 def _reason(exc: client.ApiException) -> str:
+    """The server's answer: its status and message, and the causes it gives (a budget's ``needs 2 healthy pods and
+    has 2 currently``)."""
     body = exc.body
     if isinstance(body, bytes | str) and body:
         try:
             import orjson
 
-            message = orjson.loads(body).get("message")
+            status = orjson.loads(body)
+            message = status.get("message")
+            causes = (status.get("details") or {}).get("causes") or ()
+            said = "".join(f" ({c['message']})" for c in causes if isinstance(c, dict) and c.get("message"))
             if message:
-                return f"{exc.status}: {message}"
-        except (ValueError, AttributeError):
+                return f"{exc.status}: {message}{said}"
+        except (ValueError, AttributeError, TypeError):
             pass
     return f"{exc.status}: {exc.reason}"
 
@@ -138,6 +156,7 @@ class Binder:
         clock: Callable[[], float] = time.time,
         on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
         on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
+        on_evicted: Callable[[str, Evict, str, str], None] = lambda scheduler, decision, result, why: None,
         interval: float = 5.0,
         delay: float = 1.0,
         event_burst: int = 25,
@@ -149,9 +168,13 @@ class Binder:
         self.clock = clock
         self.on_refused = on_refused
         self.on_bound = on_bound
+        self.on_evicted = on_evicted
+        """Told ``(scheduler, decision, result, why)`` of each eviction sent (``result``: one of
+        :data:`EVICTION_RESULTS`; ``why``: the server's answer when it did not evict)."""
         self.instance = f"{socket.gethostname()}-{os.getpid()}"
-        self._told: dict[str, tuple[str, str | None]] = {}
-        """Pod uid → (message, expected start) last written for it, so the same is not written twice."""
+        self._told: dict[str, tuple[str, str | None, str]] = {}
+        """Pod uid → (message, expected start, nominated node) last written for it, so the same is not written
+        twice."""
         self._annotated: set[str] = set()
         """Pods (uid) this binder wrote an expected start on, which the watch may not show yet."""
         self._warned: dict[str, dict[str, str]] = {}
@@ -163,8 +186,9 @@ class Binder:
         """Each pod's FailedScheduling events (client-go's spam filter)."""
         self._last: dict[str, float] = {}
         """Pod uid → when (monotonic) its last PodScheduled=False was sent."""
-        self._deferred: dict[str, tuple[str, str, str | None, PodRef]] = {}
-        """Pod uid → the newest (scheduler, message, expected start, pod) held back by the interval."""
+        self._deferred: dict[str, tuple[str, str, str | None, str, PodRef]] = {}
+        """Pod uid → the newest (scheduler, message, expected start, nominated node, pod) held back by the
+        interval."""
         self._due: list[tuple[float, str]] = []
         self._closing = False
         self._abandoned = False
@@ -200,7 +224,8 @@ class Binder:
     # ------------------------------------------------------------------ the pool
 
     def _submit(self, pod: PodRef, task: Callable[[], None], kind: str) -> None:
-        """Queue ``task`` on ``pod``'s thread. ``kind``: ``bind`` (sent first, and even while stopping),
+        """Queue ``task`` on ``pod``'s thread. ``kind``: ``bind`` (sent first, and even while stopping), ``evict``
+        (with the Bindings, not while stopping),
         ``advisory`` (a condition or event decided before any later Binding of the pod: dropped once one is
         queued), ``after`` (an event about a Binding done)."""
         with self._idle:
@@ -214,7 +239,7 @@ class Binder:
             elif kind == "after":
                 self._later += 1
         worker = self._workers[zlib.crc32(f"{pod.namespace}/{pod.name}".encode()) % len(self._workers)]
-        lane = worker.binds if kind == "bind" else worker.later if kind == "after" else worker.writes
+        lane = worker.binds if kind in ("bind", "evict") else worker.later if kind == "after" else worker.writes
         with worker.ready:
             lane.append((task, seq, pod.uid, kind))
             worker.ready.notify()
@@ -327,7 +352,8 @@ class Binder:
     def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
         wanted = None if expected is None else expected_start_text(expected)
-        told = (decision.message, wanted)
+        nominated = decision.nominated_node if isinstance(decision, Unschedulable) else ""
+        told = (decision.message, wanted, nominated)
         with self._told_lock:
             if self._told.get(pod.uid) == told:
                 return
@@ -341,13 +367,15 @@ class Binder:
                 if pod.uid not in self._deferred:
                     heapq.heappush(self._due, (due, pod.uid))
                     self._told_lock.notify_all()
-                self._deferred[pod.uid] = (scheduler, decision.message, wanted, pod)
+                self._deferred[pod.uid] = (scheduler, decision.message, wanted, nominated, pod)
                 return
             self._last[pod.uid] = now
-            self._send_unschedulable(scheduler, decision.message, wanted, pod)
+            self._send_unschedulable(scheduler, decision.message, wanted, nominated, pod)
 
-    def _send_unschedulable(self, scheduler: str, message: str, wanted: str | None, pod: PodRef) -> None:
-        self._submit(pod, lambda: self._unschedulable(scheduler, message, wanted, pod), "advisory")
+    def _send_unschedulable(
+        self, scheduler: str, message: str, wanted: str | None, nominated: str, pod: PodRef
+    ) -> None:
+        self._submit(pod, lambda: self._unschedulable(scheduler, message, wanted, nominated, pod), "advisory")
 
     def _flush(self) -> None:
         """Send the held-back updates when their pod's interval has passed (the newest one only)."""
@@ -379,7 +407,39 @@ class Binder:
             "after",
         )
 
+    def evict(self, scheduler: str, decision: Evict, pod: PodRef) -> None:
+        """Send the eviction on ``pod``'s thread (see the module docstring); its outcome goes to ``on_evicted``."""
+        if not decision.budgets:
+            why = "serve evicts through the Eviction API only (a plain delete is kube-scheduler's preemption)"
+            self.on_evicted(scheduler, decision, "failed", why)
+            return
+        self._submit(pod, lambda: self._evict(scheduler, decision, pod), "evict")
+
     # ------------------------------------------------------------------ the writes (on the pool's threads)
+
+    def _evict(self, scheduler: str, decision: Evict, pod: PodRef) -> None:
+        uid = decision.uid or pod.uid
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        try:
+            self.writer.create_namespaced_pod_eviction(pod.name, pod.namespace, body)
+        except client.ApiException as exc:
+            result = "refused" if exc.status == 429 else "gone" if exc.status in (404, 409) else "failed"
+            why = _reason(exc)
+            log.warning("%s: eviction of pod %s/%s %s: %s", scheduler, pod.namespace, pod.name, result, why)
+            self.on_evicted(scheduler, decision, result, why)
+            return
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch says if it went
+            log.warning("%s: eviction of pod %s/%s not sent: %s", scheduler, pod.namespace, pod.name, exc)
+            self.on_evicted(scheduler, decision, "failed", f"eviction not sent: {exc}")
+            return
+        log.info("%s: evicted pod %s/%s for %s", scheduler, pod.namespace, pod.name, decision.preemptor)
+        self.on_evicted(scheduler, decision, "evicted", "")
+        self.event(pod, "Normal", PREEMPTED_REASON, decision.message, scheduler, "Preempting")
 
     def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
         if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
@@ -401,13 +461,14 @@ class Binder:
         message = scheduled_message(f"{pod.namespace}/{pod.name}", decision.node)
         self._submit(pod, lambda: self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding"), "after")
 
-    def _unschedulable(self, scheduler: str, message: str, expected: str | None, pod: PodRef) -> None:
+    def _unschedulable(self, scheduler: str, message: str, expected: str | None, nominated: str, pod: PodRef) -> None:
         if expected != pod.expected_start:
             self._patch_annotations(pod, expected_start_annotations(expected))  # seconds and RFC 3339
             if expected is not None:
                 self._annotated.add(pod.uid)
         condition = unschedulable_condition(message, format_timestamp(int(self.clock())))
-        patch = {"metadata": {"uid": pod.uid}, "status": {"conditions": [condition]}}
+        status = {"conditions": [condition], "nominatedNodeName": nominated or None}  # null: removed
+        patch = {"metadata": {"uid": pod.uid}, "status": status}
         try:
             self.writer.patch_namespaced_pod_status(pod.name, pod.namespace, patch)
         except client.ApiException as exc:

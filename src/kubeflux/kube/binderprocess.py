@@ -6,9 +6,10 @@ while a pass ran, a Binding took 15.6 ms against 9.5 ms between passes, Bindings
 thread sleeping 1 ms woke 2.3 ms late on average against 0.4 ms (p90 6 ms: the interpreter's 5 ms switch interval):
 the writer threads waited for the GIL. A process of its own also gets its own share of a loaded machine's cores.
 
-:class:`BinderProcess` has the Binder's interface (``bind``, ``unschedulable``, ``warn``, ``forget``, ``drain``,
-``stop``, ``pending``, the ``binds`` and ``refused`` counts) and the same Binder runs in the child, so every rule of
-the binder holds as it is (one thread per pod, Bindings first, no condition after a pod's Binding, events after
+:class:`BinderProcess` has the Binder's interface (``bind``, ``unschedulable``, ``warn``, ``evict``, ``forget``,
+``drain``, ``stop``, ``pending``, the ``binds`` and ``refused`` counts; each eviction's outcome comes back to
+``on_evicted``) and the same Binder runs in the child, so every rule of the binder holds as it is (one thread per
+pod, Bindings first, no condition after a pod's Binding, events after
 the burst). The two talk over one pipe, in pickled tuples:
 
 * parent → child: the decisions, ``forget``, ``drain``, ``stop``; written by the scheduling loop (a write blocks
@@ -52,7 +53,7 @@ from typing import Any
 from kubernetes import client
 
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
-from kubeflux.scheduler.interface import Bind, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.interface import Bind, Evict, PodWarning, Reject, Unschedulable
 
 __all__ = ["BinderProcess", "copied_client"]
 
@@ -62,7 +63,7 @@ _REPORT_SECONDS = 0.1
 _LOGGERS = ("kubeflux.serve", "urllib3.connectionpool")
 """Loggers whose level the child takes from the parent (``serve -v``)."""
 _STOPPING = {signal.SIGINT, signal.SIGTERM}
-_ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "forget"})
+_ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "evict", "forget"})
 
 
 def _client_from(configuration: bytes, user_agent: str) -> client.ApiClient:
@@ -129,7 +130,10 @@ def _child(
     def refused(outcome: BindOutcome) -> None:
         send(("refused", asked.pop(id(outcome.decision)), outcome.reason))
 
-    binder = Binder(api, on_bound=bound, on_refused=refused, **options)
+    def evicted(scheduler: str, decision: Evict, result: str, why: str) -> None:
+        send(("evicted", scheduler, decision, result, why))
+
+    binder = Binder(api, on_bound=bound, on_refused=refused, on_evicted=evicted, **options)
     stopped = threading.Event()
     received = 0
     """Messages about pods read so far (the parent counts those it sent: the difference is still in the pipe)."""
@@ -163,6 +167,8 @@ def _child(
             binder.unschedulable(*message[1:])
         elif kind == "warn":
             binder.warn(*message[1:])
+        elif kind == "evict":
+            binder.evict(*message[1:])
         elif kind == "forget":
             binder.forget(message[1])
         elif kind == "drain":
@@ -190,9 +196,10 @@ class BinderProcess:
         *,
         on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
         on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
+        on_evicted: Callable[[str, Evict, str, str], None] = lambda scheduler, decision, result, why: None,
         **options: Any,
     ) -> None:
-        self.on_refused, self.on_bound = on_refused, on_bound
+        self.on_refused, self.on_bound, self.on_evicted = on_refused, on_bound, on_evicted
         context = multiprocessing.get_context("spawn")
         self._pipe, theirs = context.Pipe()
         self.process = context.Process(
@@ -250,6 +257,9 @@ class BinderProcess:
 
     def warn(self, scheduler: str, decision: PodWarning, pod: PodRef) -> None:
         self._send(("warn", scheduler, decision, pod))
+
+    def evict(self, scheduler: str, decision: Evict, pod: PodRef) -> None:
+        self._send(("evict", scheduler, decision, pod))
 
     def forget(self, uid: str) -> None:
         self._send(("forget", uid))
@@ -316,6 +326,8 @@ class BinderProcess:
             elif kind == "refused":
                 scheduler, decision = self._answered(message[1], refused=True)
                 self.on_refused(BindOutcome(scheduler, decision, message[2]))
+            elif kind == "evicted":
+                self.on_evicted(*message[1:])
             elif kind == "pending":
                 self._reported = (message[1], message[2])
             elif kind == "drained":

@@ -68,6 +68,9 @@ class SchedulerProfile(_Strict):
     """With ``sharing: capped``: the share of each node's allocatable this scheduler may use."""
     group_backoff_seconds: Annotated[float, Field(alias="groupBackoffSeconds", gt=0.0)] = 10.0
     max_backoff_seconds: Annotated[float, Field(alias="maxBackoffSeconds", gt=0.0)] = 300.0
+    preemption: Literal["lowerPriority", "never"] = "lowerPriority"
+    """``lowerPriority`` (kube-scheduler's default): a job that cannot start now evicts whole jobs of lower priority
+    through the Eviction API when that lets it start (:mod:`kubeflux.scheduler.preempting`); ``never``: it waits."""
 
     @field_validator("match_policy")
     @classmethod
@@ -92,7 +95,7 @@ class SchedulerProfile(_Strict):
             group_backoff=self.group_backoff_seconds,
             max_backoff=self.max_backoff_seconds,
             shape=shape,
-            preemption="never",  # serve's shell does not evict yet (issue 31): its evictions would all be refused
+            preemption=self.preemption,
         )
 
 

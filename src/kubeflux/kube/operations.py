@@ -126,6 +126,13 @@ class ServeMetrics:
             buckets=_LATENCY_BUCKETS,
         )
         self.binds = Counter("kubeflux_binds", "Bindings accepted", ["scheduler"], registry=registry)
+        self.evictions = Counter(
+            "kubeflux_evictions",
+            "Evictions sent through the Eviction API, by result: evicted, refused (a PodDisruptionBudget's 429), "
+            "gone (the pod was), failed",
+            ["scheduler", "result"],
+            registry=registry,
+        )
         self.conflicts = Counter(
             "kubeflux_bind_conflicts",
             "Bindings refused (a race lost: 409, 404) or not sent",

@@ -62,8 +62,8 @@ LOG_EVERY = 30.0
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
-    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``); ``type`` is a watch event type or
-    :data:`SYNCED` (then ``obj`` is empty)."""
+    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``); ``type`` is a
+    watch event type or :data:`SYNCED` (then ``obj`` is empty)."""
 
     kind: str
     type: str
@@ -91,8 +91,8 @@ class Resource:
 
 
 def watched_resources(api: client.ApiClient) -> list[Resource]:
-    """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, then pods of every scheduler and
-    namespace (others' pods are counted)."""
+    """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, PodDisruptionBudgets (what preemption
+    may not take), then pods of every scheduler and namespace (others' pods are counted)."""
     raw = RawApi(api)
 
     def podgroups(**query: Any) -> Any:
@@ -120,6 +120,13 @@ def watched_resources(api: client.ApiClient) -> list[Resource]:
             absent="Kubernetes' own gang scheduling API (1.36, alpha) is not enabled; to use it (pods naming a "
             "PodGroup in spec.schedulingGroup), start kube-apiserver with "
             f"--runtime-config={NATIVE_GANG_GROUP}/v1alpha2=true --feature-gates=GenericWorkload=true",
+        ),
+        Resource(
+            "PodDisruptionBudget",
+            raw.list_pod_disruption_budget_for_all_namespaces,
+            optional=True,
+            api_version="policy/v1",
+            absent="the API server serves no policy/v1 PodDisruptionBudgets; preemption evicts without them",
         ),
         Resource("Pod", raw.list_pod_for_all_namespaces),
     ]

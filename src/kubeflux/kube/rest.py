@@ -109,6 +109,9 @@ class RawApi:
     def list_pod_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/api/v1/pods", query)
 
+    def list_pod_disruption_budget_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/apis/policy/v1/poddisruptionbudgets", query)
+
     def list_cluster_custom_object(
         self, group: str, version: str, plural: str, **query: Any
     ) -> urllib3.BaseHTTPResponse:
@@ -116,6 +119,10 @@ class RawApi:
 
     def create_namespaced_pod_binding(self, name: str, namespace: str, binding: Any) -> bytes:
         return bytes(self.request("POST", f"{_pod(namespace, name)}/binding", binding).data)
+
+    def create_namespaced_pod_eviction(self, name: str, namespace: str, body: Any) -> bytes:
+        """A ``policy/v1`` Eviction (429 when a PodDisruptionBudget refuses it)."""
+        return bytes(self.request("POST", f"{_pod(namespace, name)}/eviction", body).data)
 
     def patch_namespaced_pod_status(self, name: str, namespace: str, patch: Any) -> bytes:
         """A strategic merge patch (conditions merge by type), as the official client sends a dict."""

@@ -2,9 +2,9 @@
 
 It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is the only one to touch the cores:
 
-1. the reflectors (:mod:`kubeflux.kube.reflector`) put raw watch events of nodes, PodGroups and pods on a bounded
-   queue; they are started in that order, each once the previous one has synced, so the core sees the nodes
-   before the pods bound to them;
+1. the reflectors (:mod:`kubeflux.kube.reflector`) put raw watch events of nodes, PodGroups, PodDisruptionBudgets
+   and pods on a bounded queue; they are started in that order, each once the previous one has synced, so the
+   core sees the nodes before the pods bound to them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
    (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers
    refuse is reported (a kubeflux pod waiting for it gets ``FailedScheduling`` naming the field) and left out,
@@ -15,7 +15,10 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    its decisions go to the :class:`~kubeflux.kube.binder.Binder`'s threads — in a process of their own
    (:mod:`kubeflux.kube.binderprocess`, ``binding.process``), so that the writes and the passes never wait for
    each other's GIL — and Binds the cluster refused come back to the loop, which tells the core (``unreserve``:
-   the allocation is released and the pod queued again). When that process ends unasked, the loop ends too.
+   the allocation is released and the pod queued again). An :class:`Evict` goes through the Eviction API on the
+   binder's threads (a ``Preempted`` event on the victim); one a PodDisruptionBudget refuses is logged and counted
+   (``kubeflux_evictions{result="refused"}``), and the core sees the pod still running. When that process ends
+   unasked, the loop ends too.
 
 Time: the cores' ``now`` is Unix time, or the simulated cluster's time when it publishes one (``GET
 /kubeflux/time``, asked only of a server whose ``/version`` is kubeflux's; its ``speed`` makes wake-ups shorter in
@@ -38,6 +41,7 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from kubeflux.apiobjects.disruption import budget_from_manifest
 from kubeflux.apiobjects.manifests import (
     DEFAULT_SCHEDULER,
     ManifestError,
@@ -64,7 +68,7 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import Node, Pod, PodGroup
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
 from kubeflux.wallclock import WallClock
 
 __all__ = ["Serve", "choose_clock"]
@@ -204,11 +208,15 @@ class Serve:
         recipe = (connect or copied_client(api)) if binding.process else ""
         self.binder: Binder | BinderProcess  # last but the sinks: nothing after it may fail and leave its process
         if callable(recipe):
-            self.binder = BinderProcess(recipe, on_refused=self._on_refused, on_bound=self._bound, **options)
+            self.binder = BinderProcess(
+                recipe, on_refused=self._on_refused, on_bound=self._bound, on_evicted=self._evicted, **options
+            )
         else:
             if recipe:
                 log.warning("the binder runs in serve's process: %s", recipe)
-            self.binder = Binder(api, on_refused=self._on_refused, on_bound=self._bound, **options)
+            self.binder = Binder(
+                api, on_refused=self._on_refused, on_bound=self._bound, on_evicted=self._evicted, **options
+            )
         self._sinks = {core.name: _BinderSink(self, core.name) for core in self.cores}
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""
@@ -311,6 +319,13 @@ class Serve:
             self.metrics.pod_latency.labels(scheduler).observe(max(0.0, self.clock() - pod.created))
         log.info("%s: bound pod %s to node %s", scheduler, decision.pod, decision.node)
 
+    def _evicted(self, scheduler: str, decision: Evict, result: str, why: str) -> None:  # a binder thread
+        self.metrics.evictions.labels(scheduler, result).inc()
+        if result != "evicted":
+            log.warning(
+                "%s: pod %s not evicted for %s (%s): %s", scheduler, decision.pod, decision.preemptor, result, why
+            )
+
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> None:
@@ -388,8 +403,10 @@ class Serve:
             if not self._in_scope(obj):
                 return
         try:
-            converted: Pod | Node | PodGroup
-            if event.kind == "Node":
+            converted: Pod | Node | PodGroup | DisruptionBudget
+            if event.kind == "PodDisruptionBudget":
+                converted = budget_from_manifest(obj)  # the API server validated it
+            elif event.kind == "Node":
                 converted = node_from_manifest(obj)
             elif event.kind == "PodGroup":
                 converted = podgroup_from_manifest(obj)
@@ -500,7 +517,8 @@ class _BinderSink:
         self.binder.warn(self.scheduler, decision, pod)
 
     def evict(self, pod: PodRef, decision: Evict) -> str:
-        return "serve does not evict pods yet"  # no scheduler of serve preempts yet
+        self.binder.evict(self.scheduler, decision, pod)  # a refusal (a budget's 429) is counted and logged there
+        return ""
 
     def problem(self, message: str) -> None:
         log.warning("%s", message)

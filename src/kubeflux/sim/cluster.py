@@ -53,10 +53,10 @@ controller hears of its pods' ends through :attr:`Cluster.after_pod_end`), and i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
-from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase, Taint
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase, Taint
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobbook import JobBook
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
@@ -151,12 +151,12 @@ class Cluster:
         if status_updates:
             self._status_observers.append(observer)
 
-    def announce_nodes(self) -> None:
-        """Emit ADDED for every node (call once, after the observers subscribed)."""
-        for node in self.nodes:
-            self._emit(EventKind.ADDED, node)
+    def announce_nodes(self, budgets: Sequence[Node | DisruptionBudget] = ()) -> None:
+        """Emit ADDED for every node, then every PodDisruptionBudget (once, after the observers subscribed)."""
+        for obj in [*self.nodes, *budgets]:
+            self._emit(EventKind.ADDED, obj)
 
-    def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+    def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
         self._send(ClusterEvent(kind, obj))
 
     def _modified(self, sp: SimPod) -> None:

@@ -38,9 +38,10 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from kubeflux.apiobjects.priority import PriorityClass
 from kubeflux.resources.graph import paused_gc
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.objects import CPU, GPU, Node
+from kubeflux.scheduler.objects import CPU, GPU, DisruptionBudget, Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.driver import _few_collections as _few_collections
@@ -94,11 +95,19 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
             for j in wl.jobs
         )
         problems.extend(wl.problems)
+    classes: dict[str, PriorityClass] = {}
+    budgets: dict[str, DisruptionBudget] = {}
+    for wl in workloads:  # one cluster: a class or a budget of one name is one object, the first file's
+        clashes = [f"PriorityClass {c.name}" for c in wl.priority_classes if classes.setdefault(c.name, c) != c]
+        clashes += [f"PodDisruptionBudget {b.key}" for b in wl.budgets if budgets.setdefault(b.key, b) != b]
+        problems.extend(f"{wl.name}: {name} differs from an earlier file's; the first is kept" for name in clashes)
     return Workload(
         name="+".join(wl.name for wl in workloads),
         jobs=jobs,
         problems=problems,
         skipped=sum(wl.skipped for wl in workloads),
+        priority_classes=list(classes.values()),
+        budgets=list(budgets.values()),
     )
 
 

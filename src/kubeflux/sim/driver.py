@@ -10,9 +10,10 @@ One run:
    applied before the next one is asked: :class:`Bind` binds the pod (Running after the start delay),
    :class:`Unschedulable` sets ``PodScheduled=False/Unschedulable`` and records ``FailedScheduling``,
    :class:`Reject` leaves the pod Pending and marks its job REJECTED, :class:`PodWarning` records a ``Warning``
-   event on the pod (any scheduler's pod). A refused Bind (the pod is gone or bound,
-   the node is gone) is recorded as a ``FailedBinding`` event and told back to a scheduler that implements
-   :class:`~kubeflux.scheduler.interface.Unreserve`.
+   event on the pod (any scheduler's pod), :class:`Evict` ends the pod (any scheduler's) unless the workload's
+   PodDisruptionBudgets refuse it (:mod:`kubeflux.sim.budgets`, when the decision goes through the Eviction
+   API). A refused Bind (the pod is gone or bound, the node is gone) is recorded as a ``FailedBinding`` event and
+   told back to a scheduler that implements :class:`~kubeflux.scheduler.interface.Unreserve`.
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
 
 The run ends when no work can progress any more: no entry is left (no pod will end or start, no node will
@@ -44,6 +45,7 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
 )
 from kubeflux.scheduler.objects import Node, PodPhase
+from kubeflux.sim.budgets import DisruptionBudgets
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.jobs import SimJob
@@ -140,7 +142,7 @@ class Simulation:
             couple=self.options.couple,
         )
         self.problems: list[str] = list(workload.problems)
-        self._sink = ClusterSink(self.cluster, self.problems)
+        self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets(workload.budgets))
         for scheduler in self.schedulers.values():
             quiet = isinstance(scheduler, IgnoresStatusUpdates) and scheduler.ignores_status_updates
             self.cluster.subscribe(scheduler.observe, status_updates=not quiet)
@@ -176,7 +178,7 @@ class Simulation:
         loop, cluster = self.loop, self.cluster
         for outage in self.options.outages:
             cluster.schedule_outage(outage)
-        cluster.announce_nodes()
+        cluster.announce_nodes(self.workload.budgets)
         if self._order:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
@@ -272,10 +274,11 @@ class ClusterSink:
     """Where the simulator writes decisions (:func:`~kubeflux.scheduler.decisions.apply_decisions`): the simulated
     cluster, at once, in virtual time; a decision not applied goes to the run's ``problems``."""
 
-    def __init__(self, cluster: Cluster, problems: list[str]) -> None:
+    def __init__(self, cluster: Cluster, problems: list[str], budgets: DisruptionBudgets | None = None) -> None:
         self.cluster = cluster
         self.pods = cluster.pods
         self.problems = problems
+        self.budgets = budgets or DisruptionBudgets()
 
     def pod(self, key: str, uid: str) -> SimPod | None:
         return self.pods.get(key)  # a pod of another uid is the cluster's to refuse (bind_pod)
@@ -290,6 +293,8 @@ class ClusterSink:
         error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
         if error:
             self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)
+        else:
+            pod.nominated_node = ""  # the binding clears it (ClearingNominatedNodeNameAfterBinding)
         return error
 
     def unschedulable(self, pod: SimPod, decision: Unschedulable) -> None:
@@ -306,9 +311,14 @@ class ClusterSink:
     def evict(self, pod: SimPod, decision: Evict) -> str:
         """The pod ends at once, ``Failed`` with reason ``Preempted`` and the ``DisruptionTarget`` condition, and is
         deleted (the simulated kubelet's graceful termination takes no time); its Job replaces it as for any
-        failure. The simulated cluster keeps no PodDisruptionBudgets: the scheduler honoured them in choosing."""
+        failure. Through the Eviction API (``decision.budgets``), the workload's PodDisruptionBudgets may refuse it
+        (:class:`~kubeflux.sim.budgets.DisruptionBudgets`: the real 429's words, the pod left running)."""
         if decision.uid and pod.pod.uid != decision.uid:
             return self.not_found(decision.pod)
+        if decision.budgets and len(self.budgets):
+            refused = self.budgets.refusal(pod.pod, (sp.pod for sp in self.pods.values()))
+            if refused:
+                return refused
         self.cluster.record_event("Normal", PREEMPTED_REASON, decision.pod, decision.message)
         self.cluster.delete_pod(decision.pod, PREEMPTED_REASON)
         return ""

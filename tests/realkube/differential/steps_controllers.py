@@ -86,6 +86,32 @@ STEPS: list[Step] = [
         {"metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}}},
     ),
     post("pdb both bounds", PDBS, {"metadata": {"name": "c"}, "spec": {"minAvailable": 1, "maxUnavailable": 1}}),
+    post("pdb any name", PDBS, {"metadata": {"name": "Any_Name"}, "spec": {"maxUnavailable": "0%"}}),
+    *(
+        post(f"pdb {name}", PDBS, {"metadata": {"name": "bad"}, "spec": spec})
+        for name, spec in (
+            ("negative", {"minAvailable": -1}),
+            ("fraction", {"minAvailable": 1.5}),
+            ("beyond int32", {"maxUnavailable": 2**31}),
+            ("percent over 100", {"minAvailable": "150%"}),
+            ("not a percent", {"maxUnavailable": "3"}),
+            ("spec a string", "x"),
+            ("selector a string", {"selector": "app=x"}),
+            ("label a number", {"selector": {"matchLabels": {"a": 5}}}),
+            ("bad label", {"selector": {"matchLabels": {"a b": "c d"}}}),
+            ("bad operator", {"selector": {"matchExpressions": [{"key": "a", "operator": "Maybe", "values": ["x"]}]}}),
+            ("in without values", {"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}),
+            ("unhealthy policy", {"minAvailable": 1, "unhealthyPodEvictionPolicy": "Never"}),
+            (
+                "every cause",
+                {
+                    "minAvailable": -1,
+                    "maxUnavailable": "x%",
+                    "selector": {"matchExpressions": [{"key": "", "operator": "Exists", "values": ["c d"]}]},
+                },
+            ),
+        )
+    ),
     # an eviction the budget refuses: no disruption controller has processed it (on either side)
     post("pdb guarded pod", f"{NS}/pods", pod("guarded", labels={"tier": "guarded"})),
     patch("pdb guarded pod runs", f"{NS}/pods/guarded/status", {"status": {"phase": "Running"}}),

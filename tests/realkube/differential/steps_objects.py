@@ -237,9 +237,30 @@ STEPS: list[Step] = [
     post(
         "priorityclass global default", PCS, {"metadata": {"name": "diff-default"}, "value": 3, "globalDefault": True}
     ),
+    post(
+        "priorityclass second global default",
+        PCS,
+        {"metadata": {"name": "diff-default-2"}, "value": 4, "globalDefault": True},
+    ),
     post("pod gets the global default", f"{NS}/pods", pod("defaulted")),
     get("pod with the global default", f"{NS}/pods/defaulted"),
     delete("priorityclass global default delete", f"{PCS}/diff-default"),
+    *(
+        post(f"priorityclass {name}", PCS, {"metadata": {"name": "diff-bad"}, "value": 5, **fields})
+        for name, fields in (
+            ("value a string", {"value": "5"}),
+            ("value beyond int32", {"value": 2**31}),
+            ("global default a string", {"globalDefault": "yes"}),
+            ("unknown policy", {"preemptionPolicy": "Sometimes"}),
+            ("empty policy", {"preemptionPolicy": ""}),
+            ("system name", {"metadata": {"name": "system-diff"}}),
+            ("system value", {"metadata": {"name": "system-node-critical"}}),
+            (
+                "bad name and policy",
+                {"metadata": {"name": "Diff_Bad"}, "value": 2_000_000_000, "preemptionPolicy": "x"},
+            ),
+        )
+    ),
     delete("priorityclass never delete", f"{PCS}/diff-polite"),
     delete("priorityclass delete", f"{PCS}/diff-high"),
     # --- finalizers ---------------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@ deletion, preconditions, eviction) and nodes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .dsl import NS, delete, get, gone, patch, pod, post, put
 from .runner import Step
 
@@ -21,6 +23,22 @@ _NODE = {
 def _retry_until_service_account(code: int, body: object) -> bool:
     """The real server refuses pods (403) until the ServiceAccount controller made the namespace's ``default``."""
     return code != 403
+
+
+def _nominated(body: Any) -> dict[str, Any]:
+    return {"nominated": (body.get("status") or {}).get("nominatedNodeName") if isinstance(body, dict) else None}
+
+
+def _disruption(body: Any) -> dict[str, Any]:
+    """The DisruptionTarget condition's reason, message and status, and whether the pod is being deleted."""
+    conditions = (body.get("status") or {}).get("conditions") or [] if isinstance(body, dict) else []
+    found = [
+        {k: c.get(k) for k in ("status", "reason", "message")}
+        for c in conditions
+        if c.get("type") == "DisruptionTarget"
+    ]
+    deleting = isinstance(body, dict) and bool(body["metadata"].get("deletionTimestamp"))
+    return {"disruption": found, "deleting": deleting}
 
 
 STEPS: list[Step] = [
@@ -146,6 +164,17 @@ STEPS: list[Step] = [
         {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "nope"}, "target": {"name": "n1"}},
     ),
     get("pod bound", f"{PODS}/p1"),
+    # a scheduler's nomination (after preempting for the pod) is cleared by its binding (v1.35+)
+    post("pod nominated create", PODS, pod("nominated")),
+    patch("pod nominated", f"{PODS}/nominated/status", {"status": {"nominatedNodeName": "n1"}}),
+    get("pod nominated get", f"{PODS}/nominated", exact=_nominated),
+    post(
+        "pod nominated binding",
+        f"{PODS}/nominated/binding",
+        {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "nominated"}, "target": {"name": "n1"}},
+    ),
+    get("pod nominated bound", f"{PODS}/nominated", exact=_nominated),
+    delete("pod nominated delete", f"{PODS}/nominated?gracePeriodSeconds=0"),
     # --- pods: deletion ---------------------------------------------------------------------------------------
     delete("pod delete bound", f"{PODS}/p1"),
     get("pod terminating", f"{PODS}/p1"),
@@ -173,6 +202,26 @@ STEPS: list[Step] = [
         {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p3", "namespace": "diff"}},
     ),
     gone("pod evicted", f"{PODS}/p3"),
+    # a running pod on a node is evicted gracefully: first marked DisruptionTarget (EvictionByEvictionAPI)
+    post("pod bound create", PODS, pod("p3b", labels={"app": "evict"}, nodeName="diff-ghost")),
+    patch("pod bound runs", f"{PODS}/p3b/status", {"status": {"phase": "Running"}}),
+    post(
+        "pod bound eviction wrong uid",
+        f"{PODS}/p3b/eviction",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "p3b"},
+            "deleteOptions": {"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}},
+        },
+    ),
+    post(
+        "pod bound eviction",
+        f"{PODS}/p3b/eviction",
+        {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p3b"}},
+    ),
+    get("pod bound evicted", f"{PODS}/p3b", exact=_disruption),
+    delete("pod bound evicted delete", f"{PODS}/p3b?gracePeriodSeconds=0"),
     post("pod p4 create", PODS, pod("p4", labels={"batch": "x"})),
     post("pod p5 create", PODS, pod("p5", labels={"batch": "x"})),
     delete("pods delete collection", f"{PODS}?labelSelector=batch%3Dx"),

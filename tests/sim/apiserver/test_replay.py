@@ -41,6 +41,7 @@ CASES = {
     "apiserver-job": ([EXAMPLES / "apiserver" / "job.yaml"], (4, 16)),
     "apiserver-podgroup": ([EXAMPLES / "apiserver" / "podgroup.yaml"], (4, 16)),
     "demo-workload": ([DEMO / "hpc-mix.swf", DEMO / "services.yaml"], (16, 16)),
+    "urgent-gang-preempts": ([EXAMPLES / "workloads" / "urgent-gang.yaml"], EXAMPLES / "clusters" / "eight-8core.yaml"),
 }
 
 

@@ -6,9 +6,19 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from kubeflux.apiobjects.disruption import budget_decode_error, budget_problems
+from kubeflux.apiobjects.priority import PriorityClass, class_decode_error, class_problems, second_default
 from kubeflux.sim.apiserver.data_strategies import json_type
-from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.registry import Strategy, fill_zeros, list_of_objects_causes, required
+from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.registry import (
+    PRIORITY_CLASSES,
+    Lookup,
+    Strategy,
+    fill_zeros,
+    list_of_objects_causes,
+    path_segment_causes,
+    required,
+)
 
 __all__ = [
     "EndpointSliceStrategy",
@@ -21,7 +31,11 @@ __all__ = [
 ]
 
 Object = dict[str, Any]
-_FORBIDDEN = "FieldValueForbidden"
+
+
+def _named_by_validation(name: str, path: str) -> list[Cause]:
+    """No check of the name apart from the strategy's validation (which words it as the real server does)."""
+    return []
 
 
 class LeaseStrategy(Strategy):
@@ -36,20 +50,29 @@ class LeaseStrategy(Strategy):
 
 
 class PriorityClassStrategy(Strategy):
+    """``scheduling.k8s.io/v1``: held to :mod:`kubeflux.apiobjects.priority`'s checks (the workload files' too);
+    ``value`` and ``preemptionPolicy`` never change."""
+
     tracks_generation = True
+    name_causes = staticmethod(_named_by_validation)
+
+    def decode_error(self, obj: Object) -> str:
+        return class_decode_error(obj) or ""
 
     def prepare_create(self, obj: Object, now: str) -> None:
         obj.setdefault("value", 0)
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
+    def admit(self, obj: Object, lookup: Lookup) -> None:
+        classes = (PriorityClass.from_object(pc) for pc in lookup.every(PRIORITY_CLASSES))
+        refused = second_default(PriorityClass.from_object(obj), classes)
+        if refused is not None:
+            name = obj["metadata"]["name"]
+            message = f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: {refused}'
+            raise ApiError(403, "Forbidden", message, "priorityclasses", name, "scheduling.k8s.io")
+
     def validate(self, obj: Object) -> list[Cause]:
-        value = obj.get("value")
-        if isinstance(value, bool) or not isinstance(value, int):
-            return [required("value")]
-        if value > 1_000_000_000 and not obj["metadata"]["name"].startswith("system-"):
-            message = "Forbidden: maximum allowed value of a user defined priority is 1000000000"
-            return [Cause("value", message, _FORBIDDEN)]
-        return []
+        return [Cause(p.field, p.message, p.reason) for p in class_problems(obj)]
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         if new.get("value") != old.get("value"):
@@ -200,11 +223,12 @@ _UNSUPPORTED = "FieldValueNotSupported"
 
 
 class PodDisruptionBudgetStrategy(Strategy):
-    """``policy/v1``: at most one of ``minAvailable`` and ``maxUnavailable``; the disruption controller keeps the
-    status (whose counts Go always shows)."""
+    """``policy/v1``: decoded and validated by :mod:`kubeflux.apiobjects.disruption` (the workload files' too); the
+    disruption controller keeps the status (whose counts Go always shows)."""
 
     has_status = True
     tracks_generation = True
+    name_causes = staticmethod(path_segment_causes)  # the real server takes any name a path can hold ("A")
 
     def prepare_create(self, obj: Object, now: str) -> None:
         obj["status"] = {}
@@ -214,8 +238,8 @@ class PodDisruptionBudgetStrategy(Strategy):
             obj, "status", dict.fromkeys(("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"), 0)
         )
 
+    def decode_error(self, obj: Object) -> str:
+        return budget_decode_error(obj) or ""
+
     def validate(self, obj: Object) -> list[Cause]:
-        spec = obj.get("spec")
-        if isinstance(spec, dict) and spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
-            return [Cause("spec", f"Invalid value: {spec}: minAvailable and maxUnavailable cannot be both set")]
-        return []
+        return [Cause(p.field, p.message, p.reason) for p in budget_problems(obj)]

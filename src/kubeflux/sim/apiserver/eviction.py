@@ -8,13 +8,17 @@ enough (or its ``unhealthyPodEvictionPolicy`` is ``AlwaysAllow``); else the budg
 controller (``status.observedGeneration``: without kube-controller-manager's disruption controller it never is, and
 every such eviction is 429 as on a real server without it) and allow a disruption, which the eviction takes:
 ``disruptionsAllowed`` one less, the pod in ``disruptedPods``, written to the budget's status before the pod is
-deleted.
+deleted. Every eviction that goes ahead first writes the pod's ``DisruptionTarget`` condition (reason
+``EvictionByEvictionAPI``, message ``Eviction API: evicting``) through its status, as the real eviction registry
+does, then deletes it (with ``deleteOptions``' grace period and preconditions).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubeflux.apiobjects.decisions import disruption_condition
+from kubeflux.apiobjects.disruption import EVICTION_REFUSED
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.apps_strategies import selector_matches
 from kubeflux.sim.apiserver.errors import ApiError, Cause
@@ -22,10 +26,11 @@ from kubeflux.sim.apiserver.metadata import clone
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.store import Store
 
-__all__ = ["evict"]
+__all__ = ["EVICTION_REASON", "evict", "mark_disrupted"]
 
 Object = dict[str, Any]
-_REFUSED = "Too many requests: Cannot evict pod as it would violate the pod's disruption budget."
+_REFUSED = EVICTION_REFUSED
+EVICTION_REASON = "EvictionByEvictionAPI"
 
 
 def evict(store: Store, pods: ResourceType, namespace: str, name: str, body: Any) -> None:
@@ -36,12 +41,34 @@ def evict(store: Store, pods: ResourceType, namespace: str, name: str, body: Any
     grace = options.get("gracePeriodSeconds")
     if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
         raise errors.bad_request(f"deleteOptions.gracePeriodSeconds: must be an integer, got {grace!r}")
+    preconditions = options.get("preconditions")
+    preconditions = preconditions if isinstance(preconditions, dict) else {}
+    uid, version = str(preconditions.get("uid") or ""), str(preconditions.get("resourceVersion") or "")
     pod = store.get(pods, namespace, name)
     if not _ignores_budgets(pod):
         budgets = store.registry.find("policy", "v1", "poddisruptionbudgets")
         if budgets is not None:
             _take_disruption(store, budgets, namespace, pod)
-    store.delete(pods, namespace, name, grace=grace)
+    store.deletion.check_preconditions(pods, namespace, name, uid=uid, resource_version=version)
+    mark_disrupted(store, pods, store.get(pods, namespace, name), EVICTION_REASON, "Eviction API: evicting")
+    store.delete(pods, namespace, name, grace=grace, uid=uid)
+
+
+def mark_disrupted(store: Store, pods: ResourceType, pod: Object, reason: str, message: str) -> Object:
+    """The ``DisruptionTarget`` condition with ``reason`` and ``message`` written through the stored ``pod``'s
+    status (``UpdatePodCondition``: its transition time kept when it was already true), before it is deleted."""
+    condition = disruption_condition(reason, message, store.now())
+    status = pod.get("status") or {}
+    conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+    current = next((c for c in conditions if c.get("type") == condition["type"]), None)
+    if current is not None and current.get("status") == condition["status"]:
+        condition["lastTransitionTime"] = current.get("lastTransitionTime")
+    if current is not None and all(current.get(k) == v for k, v in condition.items()):
+        return pod
+    kept = [condition if c is current else c for c in conditions] if current is not None else [*conditions, condition]
+    meta = pod["metadata"]
+    marked = {**pod, "status": {**status, "conditions": kept}}
+    return store.update(pods, meta["namespace"], meta["name"], marked, "status", trusted=True)
 
 
 def _ignores_budgets(pod: Object) -> bool:

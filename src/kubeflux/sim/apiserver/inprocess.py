@@ -1,13 +1,16 @@
 """Schedulers of kubeflux running inside the served cluster (``kubeflux cluster serve --scheduler kubeflux``).
 
 A thin shell, like the simulator's driver, over the same core contract (:mod:`kubeflux.scheduler.interface`): the
-store's watch events of nodes, pod groups and pods become :class:`ClusterEvent` objects (read by the same manifest
-readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)`` runs after each batch
-and at the scheduler's ``next_wakeup``, in the served clock's time (Unix seconds; wall, accelerated or virtual).
+store's watch events of nodes, pod groups, PodDisruptionBudgets and pods become :class:`ClusterEvent` objects (read
+by the same manifest readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)``
+runs after each batch and at the scheduler's ``next_wakeup``, in the served clock's time (Unix seconds; wall,
+accelerated or virtual).
 Decisions go through the API's own paths, as a scheduler outside the process would send them: a :class:`Bind` is
 a ``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
 :class:`Unschedulable` or :class:`Reject` sets ``PodScheduled=False/Unschedulable`` through ``pods/status`` with a
-``FailedScheduling`` event, and the expected start annotation. Unchanged conditions and annotations are not
+``FailedScheduling`` event, the expected start annotation and ``status.nominatedNodeName``; an :class:`Evict` goes
+through the Eviction API (which PodDisruptionBudgets may refuse) or, as kube-scheduler preempts, a delete after the
+``DisruptionTarget`` condition, with a ``Preempted`` event on the pod. Unchanged conditions and annotations are not
 written again (no event storms, no loops).
 """
 
@@ -24,10 +27,10 @@ from kubeflux.apiobjects.decisions import (
     POD_SCHEDULED,
     UNSCHEDULABLE,
     binding,
-    disruption_condition,
     scheduled_message,
     unschedulable_condition,
 )
+from kubeflux.apiobjects.disruption import budget_from_manifest
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from kubeflux.scheduler.decisions import apply_decisions
@@ -47,10 +50,10 @@ from kubeflux.scheduler.interface import (
     expected_start_annotations,
     expected_start_text,
 )
-from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.eviction import evict
+from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
@@ -90,7 +93,8 @@ class InProcessSchedulers:
             ("", "v1", "nodes"),
             ("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
             ("scheduling.k8s.io", "v1alpha2", "podgroups"),  # served with the GenericWorkload gate only
-            ("", "v1", "pods"),
+            ("policy", "v1", "poddisruptionbudgets"),  # served with the controllers' objects
+            ("", "v1", "pods"),  # last: self.pods
         ]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
         self.pods = self.resources[-1]
@@ -150,8 +154,12 @@ class InProcessSchedulers:
 
     def _observe(self, type_: str, resource: ResourceType, obj: Object, now: float, prev: Object | None = None) -> None:
         try:
-            converted: Pod | Node | PodGroup
-            if resource.kind == "Node":
+            converted: Pod | Node | PodGroup | DisruptionBudget
+            if resource.kind == "PodDisruptionBudget":
+                converted = budget_from_manifest(obj)
+                if type_ == "MODIFIED" and prev is not None and converted == budget_from_manifest(prev):
+                    return  # the disruption controller's counts: nothing a scheduler reads changed
+            elif resource.kind == "Node":
                 if type_ == "MODIFIED" and prev is not None and _heartbeat_only(obj, prev):
                     return  # a kubelet's status heartbeat: nothing changed that a scheduler reads
                 converted = node_from_manifest(obj)
@@ -235,9 +243,12 @@ class InProcessSchedulers:
         self._timers.pop(wake, None)
         self._wake()
 
-    def unschedulable(self, pod: Object, message: str, expected: float | None, component: str) -> None:
-        """``PodScheduled=False/Unschedulable`` with ``message`` on ``pod`` and the expected start annotation, each
-        written only when it changes, and a ``FailedScheduling`` event from ``component`` within the event budget."""
+    def unschedulable(
+        self, pod: Object, message: str, expected: float | None, component: str, nominated: str = ""
+    ) -> None:
+        """``PodScheduled=False/Unschedulable`` with ``message`` on ``pod``, ``status.nominatedNodeName`` (removed
+        when empty) and the expected start annotation, each written only when it changes, and a
+        ``FailedScheduling`` event from ``component`` within the event budget when the condition changed."""
         meta = pod["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         annotations = dict(meta.get("annotations") or {})
@@ -254,18 +265,26 @@ class InProcessSchedulers:
                 pod = self.store.update(self.pods, namespace, name, updated, trusted=True)
             except ApiError:
                 return
-        conditions = pod.get("status", {}).get("conditions") or []
+        status = pod.get("status") or {}
+        conditions = status.get("conditions") or []
         current = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
-        if current is not None and current.get("reason") == UNSCHEDULABLE and current.get("message") == message:
+        same = current is not None and current.get("reason") == UNSCHEDULABLE and current.get("message") == message
+        if same and (status.get("nominatedNodeName") or "") == nominated:
             return
-        condition = unschedulable_condition(message, self.store.now())
         kept = [c for c in conditions if c.get("type") != POD_SCHEDULED]
-        updated = {**pod, "status": {**(pod.get("status") or {}), "conditions": [*kept, condition]}}
+        new_status = {
+            **status,
+            "conditions": [*kept, current if same else unschedulable_condition(message, self.store.now())],
+        }
+        if nominated:  # as kube-scheduler writes it with the condition after preempting for the pod
+            new_status["nominatedNodeName"] = nominated
+        else:
+            new_status.pop("nominatedNodeName", None)
         try:
-            self.store.update(self.pods, namespace, name, updated, "status", trusted=True)
+            self.store.update(self.pods, namespace, name, {**pod, "status": new_status}, "status", trusted=True)
         except ApiError:
             return
-        if self.event_budget.take(meta["uid"], self.store.clock()):  # the condition above is written regardless
+        if not same and self.event_budget.take(meta["uid"], self.store.clock()):  # the condition is written regardless
             record_event(self.store, namespace, pod, "Warning", "FailedScheduling", message, component)
 
 
@@ -303,7 +322,9 @@ class _StoreSink:
         return ""
 
     def unschedulable(self, pod: Object, decision: Unschedulable) -> None:
-        self.shell.unschedulable(pod, decision.message, decision.expected_start, self.scheduler)
+        self.shell.unschedulable(
+            pod, decision.message, decision.expected_start, self.scheduler, decision.nominated_node
+        )
 
     def reject(self, pod: Object, decision: Reject) -> None:
         self.shell.unschedulable(pod, decision.message, None, self.scheduler)
@@ -317,21 +338,21 @@ class _StoreSink:
     def evict(self, pod: Object, decision: Evict) -> str:
         """Through the Eviction API when the decision keeps budgets, else as kube-scheduler's preemption: the
         ``DisruptionTarget`` condition written, then a delete (with the pod's grace period); a ``Preempted``
-        event on the pod either way."""
+        event on the pod either way. Only the pod of the decision's uid is evicted (a delete precondition)."""
         namespace, name = decision.pod.split("/", 1)
         try:
             if decision.budgets:
-                evict(self.store, self.shell.pods, namespace, name, {})
+                options = {"preconditions": {"uid": decision.uid}} if decision.uid else {}
+                evict(self.store, self.shell.pods, namespace, name, {"deleteOptions": options})
             else:
+                if decision.uid and pod["metadata"].get("uid") != decision.uid:
+                    return self.not_found(decision.pod)
                 message = f"{self.scheduler}: preempting to accommodate a higher priority pod"
-                condition = disruption_condition(PREEMPTION_CONDITION_REASON, message, self.store.now())
-                status = pod.get("status") or {}
-                kept = [c for c in status.get("conditions") or () if c.get("type") != condition["type"]]
-                marked = {**pod, "status": {**status, "conditions": [*kept, condition]}}
-                self.store.update(self.shell.pods, namespace, name, marked, "status", trusted=True)
+                mark_disrupted(self.store, self.shell.pods, pod, PREEMPTION_CONDITION_REASON, message)
                 self.store.delete(self.shell.pods, namespace, name, uid=decision.uid)
         except ApiError as exc:
-            return exc.message or f"{exc.code} {exc.reason}"
+            causes = "".join(f" ({cause.message})" for cause in exc.causes if cause.message)
+            return f"{exc.message or f'{exc.code} {exc.reason}'}{causes}"
         record_event(self.store, namespace, pod, "Normal", PREEMPTED_REASON, decision.message, self.scheduler)
         return ""
 
@@ -349,7 +370,7 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
     kind = event.obj.get("kind")
     if kind == "Node":
         return not _heartbeat_only(event.obj, event.prev)
-    if kind == "PodGroup":
+    if kind in ("PodGroup", "PodDisruptionBudget"):
         return bool(event.obj.get("spec") != event.prev.get("spec"))
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):

@@ -38,6 +38,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from kubeflux.apiobjects.disruption import budget_to_manifest
 from kubeflux.apiobjects.manifests import pod_to_manifest
 from kubeflux.scheduler.objects import Pod
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
@@ -137,6 +138,7 @@ class WorkloadReplay:
         self._by_uid: dict[str, SimJob] = {}
         """uid of a ``batch/v1`` Job object the replay created → its record."""
         self._jobs_follower = Follower(store, loop, [(jobs, self._job_event)])
+        self._create_policies()
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
         self._arrivals = len(order)
@@ -144,6 +146,22 @@ class WorkloadReplay:
             clock.call_later(loop, wjob.submit_time - self._first, Priority.ARRIVAL, self._arrive, wjob)
         if not order:
             loop.call_soon(self._check_done)
+
+    def _create_policies(self) -> None:
+        """The workload's PriorityClasses and PodDisruptionBudgets, created before its first job (they are in the
+        simulated cluster from the start): a class that exists already is kept, another refusal is a problem."""
+        budgets = self.store.registry.find("policy", "v1", "poddisruptionbudgets")
+        made: list[tuple[Any, str, Object]] = [
+            (self.classes_resource, "", pc.to_object()) for pc in self.workload.priority_classes
+        ]
+        if budgets is not None:
+            made += [(budgets, b.namespace, budget_to_manifest(b)) for b in self.workload.budgets]
+        for resource, namespace, body in made:
+            try:
+                self.store.create(resource, namespace, body)
+            except ApiError as exc:
+                if exc.code != 409:
+                    self.problems.append(f"{body['kind']} {body['metadata']['name']}: {exc.message}")
 
     @property
     def busy(self) -> bool:

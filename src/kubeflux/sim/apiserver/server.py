@@ -3,11 +3,12 @@
 :class:`ApiServer` runs in the calling thread (:meth:`serve_forever`, which stops on Ctrl-C or SIGTERM) or in a
 background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a context manager). The store is
 only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
-``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the built-in controllers
-run (:data:`CONTROLLERS`: the Job controller, as kube-controller-manager's, and the PodGroup controller, which keeps
-groups' status), but those named in ``disabled_controllers``, which may also name the store's own garbage collector
-and namespace controller (:data:`STORE_CONTROLLERS`, on otherwise); ``schedulers`` run in the process
-(:class:`InProcessSchedulers`), both on the server's loop, created when it starts serving.
+``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the built-in
+controllers run (:data:`CONTROLLERS`: the Job controller and the disruption controller, as kube-controller-manager's,
+and the PodGroup controller, which keeps groups' status), but those named in ``disabled_controllers``, which may also
+name the store's own garbage collector and namespace controller (:data:`STORE_CONTROLLERS`, on otherwise);
+``schedulers`` run in the process (:class:`InProcessSchedulers`), both on the server's loop, created when it starts
+serving.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
+from kubeflux.sim.apiserver.disruption import DisruptionController
 from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.jobs import JobController
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
@@ -56,7 +58,7 @@ STORE_CONTROLLERS = ("garbagecollector", "namespace")
 """What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
 a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
 leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
-CONTROLLERS = ("job", "podgroup", *STORE_CONTROLLERS)
+CONTROLLERS = ("job", "podgroup", "disruption", *STORE_CONTROLLERS)
 """The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
 TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status); and the store's own."""
 
@@ -245,6 +247,8 @@ class ApiServer:
         self.store.deletion.collects_garbage = "garbagecollector" in self.controllers
         self.store.deletion.finalizes_namespaces = "namespace" in self.controllers
         self.podgroup_controller: PodGroupController | None = None
+        self.disruption_controller: DisruptionController | None = None
+        """The PodDisruptionBudgets' counts (with the ``disruption`` controller), once serving."""
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
@@ -324,6 +328,8 @@ class ApiServer:
             self.kubelet = SimulatedKubelet(self.store, loop, self.lifecycle, timers, couple=couple)
         if "podgroup" in self.controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
+        if "disruption" in self.controllers and self.store.registry.find("policy", "v1", "poddisruptionbudgets"):
+            self.disruption_controller = DisruptionController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -359,6 +365,8 @@ class ApiServer:
                 self.schedulers.stop()
             if self.podgroup_controller is not None:
                 self.podgroup_controller.stop()
+            if self.disruption_controller is not None:
+                self.disruption_controller.stop()
             if self.job_controller is not None:
                 self.job_controller.stop()
             if self.replay is not None:
@@ -370,7 +378,8 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        for component in (self.kubelet, self.podgroup_controller, self.job_controller, self.schedulers, self.replay):
+        components = (self.kubelet, self.podgroup_controller, self.disruption_controller, self.job_controller)
+        for component in (*components, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)

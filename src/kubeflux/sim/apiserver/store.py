@@ -584,6 +584,7 @@ class Store:
         if isinstance(annotations, dict) and annotations:
             new["metadata"]["annotations"] = {**pod_meta.get("annotations", {}), **annotations}
         status = new["status"] = dict(pod.get("status") or {})
+        status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding (on by default since v1.35)
         conditions = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
         conditions.insert(
             0, {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": self.now()}

@@ -14,6 +14,10 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   template carries the pod-group label of a PodGroup in the file, the Job is that gang (``min_member`` and
   ``scheduleTimeoutSeconds`` from the PodGroup);
 * a **PodGroup** and the bare Pods labelled with its name: one ``podgroup`` job (a gang of ``minMember``).
+* a **PriorityClass** (``scheduling.k8s.io/v1``) or a **PodDisruptionBudget** (``policy/v1``): no job, but in the
+  cluster from the start (:mod:`kubeflux.sim.workloads.policies`); the file's classes are read first, and every
+  Pod and Job pod template is admitted with them as the API server's Priority admission admits it (a class named
+  gives ``spec.priority`` and ``spec.preemptionPolicy``; an unknown one forbids the Pod, and rejects the Job).
   Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
   PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
@@ -77,6 +81,7 @@ from kubeflux.scheduler.validation import (
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+from kubeflux.sim.workloads.policies import POLICY_KINDS, ClusterPolicies
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
 SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
@@ -166,7 +171,6 @@ def _template(
         exit_code=run.exit_code,
         scheduler_name=scheduler if isinstance(scheduler, str) else "",
         priority=pod.priority,
-        preemption_policy=pod.preemption_policy,
         labels=dict(pod.labels),
         annotations=dict(annotations),
         node_selector=dict(pod.node_selector),
@@ -174,6 +178,7 @@ def _template(
         required_node_affinity=pod.required_node_affinity,
         active_deadline_seconds=pod.active_deadline_seconds,
         manifest=manifest,
+        preemption_policy=pod.preemption_policy,
     )
 
 
@@ -194,9 +199,11 @@ def _cores(pod: PodTemplate) -> int:
     return -(-pod.requests.get(CPU, 0) // 1000)
 
 
-def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
+def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPolicies | None = None) -> WorkloadJob:
     """The workload job of one ``batch/v1`` Job object (rules in the module docstring; ``source`` says where it
-    came from, for messages). Raises :class:`ManifestError` naming the field Kubernetes would reject."""
+    came from, for messages; ``policies``: the PriorityClasses its pods are admitted with, the system ones when
+    None). Raises :class:`ManifestError` naming the field Kubernetes would reject; a Job whose pods the Priority
+    admission forbids is rejected (its controller could never create one)."""
     label = _object_name(obj, "Job")
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
@@ -241,11 +248,16 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
     restart = template_restart_problem(template_spec) if isinstance(template_spec, dict) else None
     if restart is not None:  # as cluster serve's Job strategy refuses it (422)
         raise ManifestError(label, restart.field, restart.message)
+    forbidden = ""
+    try:
+        pod_spec = (policies or ClusterPolicies()).admit(label, name, template_spec, "spec.template.spec")
+    except ManifestError as exc:  # the Job is valid; the Job controller's pods are refused
+        pod_spec, forbidden = template_spec, str(exc)
     pod_manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {**template_meta, "name": name, "namespace": namespace},
-        "spec": template_obj.get("spec"),
+        "spec": pod_spec,
     }
     try:
         pod = pod_from_manifest(pod_manifest)
@@ -268,7 +280,7 @@ def job_from_manifest(obj: dict[str, Any], source: str = "") -> WorkloadJob:
         requested_processors=_cores(template) * parallelism,
         active_deadline_seconds=None if deadline is None else float(deadline),
         source=source,
-        rejected=rejected,
+        rejected=forbidden or rejected,
     )
 
 
@@ -297,6 +309,7 @@ class _Builder:
     """``namespace/name`` of each PodGroup refused by validation → where it is and why (the 422 of ``cluster
     serve``): the pods and Jobs that name it are rejected with that reason instead of waiting for ever."""
     skipped: int = 0
+    policies: ClusterPolicies = dataclasses.field(default_factory=ClusterPolicies)
     defined: dict[str, str] = dataclasses.field(default_factory=dict)
     """``Kind namespace/name`` of each Pod and Job read → where: a second one of the name is refused (cluster serve
     answers 409 AlreadyExists), instead of running as a renamed job whose pods collide."""
@@ -319,6 +332,8 @@ class _Builder:
                 self._job(where, obj)
             elif kind == "PodGroup":
                 self._group(where, obj)
+            elif kind in POLICY_KINDS:
+                self.policies.add(where, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -335,6 +350,11 @@ class _Builder:
                     self.refused_groups.setdefault(f"{namespace}/{name}", f"{where}: {exc.path}: {exc.problem}")
 
     def _pod(self, where: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        name = meta.get("name")
+        label = f"Pod {meta.get('namespace') or 'default'}/{name}"
+        obj = {**obj, "spec": self.policies.admit(label, str(name), obj.get("spec"))}
         pod = pod_from_manifest(obj)
         label = f"Pod {pod.namespace}/{pod.name}"
         template, rejected = _checked_template(pod, obj, label, "metadata", self.default_run_time)
@@ -374,7 +394,7 @@ class _Builder:
         return job
 
     def _job(self, where: str, obj: dict[str, Any]) -> None:
-        job = job_from_manifest(obj, f"{self.file_name}: {where}")
+        job = job_from_manifest(obj, f"{self.file_name}: {where}", self.policies)
         self._once(f"Job {job.id}", where)
         rejected, job.rejected = job.rejected, ""
         self._reject(job, rejected)
@@ -488,14 +508,25 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
     """
     path = Path(path)
     builder = _Builder(path.name, [], [], {}, {}, {}, default_run_time)
-    for where, obj in load_documents(path):
+    documents = list(load_documents(path))
+    classes = [isinstance(obj, dict) and obj.get("kind") == "PriorityClass" for _, obj in documents]
+    ordered = [item for item, pc in zip(documents, classes, strict=True) if pc]
+    ordered += [item for item, pc in zip(documents, classes, strict=True) if not pc]
+    for where, obj in ordered:  # the classes before the pods they admit
         builder.add(where, obj)
     builder.finish()
     jobs = sorted(builder.jobs, key=lambda job: job.submit_time)
     _unique_ids(jobs)
     for job in jobs:
         job.profile = images(job.pods)
-    return Workload(name=name or workload_name(path), jobs=jobs, problems=builder.problems, skipped=builder.skipped)
+    return Workload(
+        name=name or workload_name(path),
+        jobs=jobs,
+        problems=builder.problems,
+        skipped=builder.skipped,
+        priority_classes=builder.policies.user_classes,
+        budgets=list(builder.policies.budgets.values()),
+    )
 
 
 __all__ = [

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeflux.scheduler.objects import PREEMPT_LOWER_PRIORITY, NodeSelectorTerm, ResourceList, Toleration
+from kubeflux.apiobjects.priority import PriorityClass
+from kubeflux.scheduler.objects import (
+    PREEMPT_LOWER_PRIORITY,
+    DisruptionBudget,
+    NodeSelectorTerm,
+    ResourceList,
+    Toleration,
+)
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 
 
@@ -27,8 +34,6 @@ class PodTemplate:
     scheduler_name: str = ""
     """Empty means the scheduler under test; anything else (``default-scheduler``) is another scheduler."""
     priority: int = 0
-    preemption_policy: str = PREEMPT_LOWER_PRIORITY
-    """``spec.preemptionPolicy``: ``Never`` keeps the pod from evicting anything to start."""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     node_selector: dict[str, str] = field(default_factory=dict)
@@ -40,6 +45,9 @@ class PodTemplate:
     run_time_jitter: float | None = None
     """KWOK's ``jitter-delay``: when set (and above :attr:`run_time`), the run time is drawn uniformly from
     ``[run_time, run_time_jitter]`` by the simulator (KWOK: delay + random(jitter − delay))."""
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    """``spec.preemptionPolicy`` as the Priority admission set it from the pod's PriorityClass (``Never``: the pod
+    waits rather than evict anything)."""
 
 
 @dataclass(slots=True)
@@ -117,6 +125,10 @@ class Workload:
     skipped: int = 0
     """How many of :attr:`problems` are lines, entries or documents left out of the run altogether (the others
     name jobs that are kept, rejected or changed)."""
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    """The ``scheduling.k8s.io/v1`` PriorityClasses the workload defines (its pods were admitted with them)."""
+    budgets: list[DisruptionBudget] = field(default_factory=list)
+    """The ``policy/v1`` PodDisruptionBudgets the workload defines: in the cluster from its start."""
     header: dict[str, str] = field(default_factory=dict)
     """What the file says about itself: SWF ``;`` header keys (``MaxProcs``, ``UnixStartTime`` …; a key given
     on several lines, such as ``Partition``, has its values joined by newlines), Batsim ``description``."""
