@@ -69,6 +69,7 @@ BASELINES_PURE_MODULES = {
 """Every baseline module not named in :data:`COMPILED_BASELINES` (a new one starts pure)."""
 
 PURE_MODULES = {
+    "kubeflux.apiobjects.queuejobs",
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",
     "kubeflux.scheduler.queueview",
@@ -82,7 +83,7 @@ module cannot define. ``objects`` and ``validation`` hold and check what users s
 a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until
 validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError.
 ``testing`` is the tests' double of a cluster: nothing of a run. ``queueview`` copies the queue for people when
-asked (``kubeflux queue``): nothing of a pass."""
+asked (``kubeflux queue``), and ``queuejobs`` gathers it per Job: nothing of a pass."""
 
 
 def kubeflux_imports(path: Path, src: Path) -> set[Path]:

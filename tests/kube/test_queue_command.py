@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 from typer.testing import CliRunner
 
 from kubeflux.cli import app
@@ -34,13 +35,15 @@ TOKEN = "queue-test-token"
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Cluster]:
-    """``cluster serve`` of one 4-core node with kubeflux in the process, a bearer token, and a kubeconfig."""
+    """``cluster serve`` of one 4-core node with kubeflux in the process (and the Job controller), a bearer token,
+    and a kubeconfig."""
     clock = WallClock(1.0)
     server = ApiServer(
         uniform_cluster(1, 4, "64Gi"),
         settings=ServerSettings(token=TOKEN, bookmark_seconds=0.2),
         store=Store(default_registry(), clock=clock),
         kubelet=True,
+        controllers=True,
         lifecycle=Lifecycle(),
         clock=clock,
         schedulers=[KubefluxScheduler("kubeflux")],
@@ -219,3 +222,40 @@ def test_watch_prints_one_json_document_a_refresh(served: Cluster) -> None:
 )
 def test_waited_reads_as_people_say_it(seconds: float, text: str) -> None:
     assert waited_text(seconds) == text
+
+
+def test_the_queue_shows_one_row_per_waiting_job_with_its_pod_count(served: Cluster) -> None:
+    """A Job of three waiting pods is one row (kind Job, 3 pods), as Kueue's and Volcano's users see a workload; a
+    lone pod is a row of its own. (Each of the Job's pods was a row, named after the pod.)"""
+    served.create(_timed("long", "4", 3600))
+    served.wait_for(lambda pods: bool(pods["long"]["spec"].get("nodeName")))
+    pod_manifest = _timed("unused", "1", 60)
+    template = {"metadata": {"annotations": pod_manifest["metadata"]["annotations"]}, "spec": pod_manifest["spec"]}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "work"},
+        "spec": {"parallelism": 3, "completions": 3, "template": template},
+    }
+    client.BatchV1Api(served.api).create_namespaced_job("default", job, _preload_content=False)
+    served.create(_timed("solo", "2", 60))
+    kubeconfig = str(served.kubeconfig)
+
+    def listed() -> list[dict[str, Any]] | None:
+        result = _queue("--kubeconfig", kubeconfig, "-o", "json")
+        assert result.exit_code == 0, result.output
+        (scheduler,) = json.loads(result.output)["schedulers"]
+        jobs: list[dict[str, Any]] = scheduler["jobs"]
+        return jobs if sorted(len(j["pods"]) for j in jobs) == [1, 3] else None
+
+    jobs = {j["kind"]: j for j in eventually_value(listed)}
+    assert sorted(jobs) == ["Job", "Pod"]
+    assert jobs["Job"]["job"] == "default/work" and all(p.startswith("default/work-") for p in jobs["Job"]["pods"])
+    assert jobs["Pod"]["job"] == "default/solo" and jobs["Pod"]["pods"] == ["default/solo"]
+    assert sorted(j["position"] for j in jobs.values()) == [1, 2]
+    table = _queue("--kubeconfig", kubeconfig)
+    assert table.exit_code == 0, table.output
+    assert "kubeflux: 2 jobs waiting" in table.output
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in table.output.splitlines() if "│" in line]
+    rows = {row[1]: row[2] for row in cells if row[0].isdigit()}  # JOB (kind and name) → PODS
+    assert rows == {"Job default/work": "3", "Pod default/solo": "1"}

@@ -74,10 +74,14 @@ SAME_WORDS = (
     "pod policy not its class's",
     "pod never without a class",
     "job negative completions",
+    "job restart policy Always",
+    "job restart policy Sometimes",
+    "pod bad restart policy",
+    "pod init container restart Sometimes",
 )
 """Refusals whose message cluster serve writes in the real server's words (the Priority admission; a 422 naming a
-kind outside the core group, ``Job.batch``): compared word for word, where other steps compare code, reason and
-causes only."""
+kind outside the core group, ``Job.batch``; restart policies): compared word for word, where other steps compare
+code, reason and causes only."""
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,11 @@ nothing finished exits non-zero."""
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kubeflux.cli import app
@@ -94,3 +97,51 @@ def test_a_page_where_nothing_ran_points_at_a_file_the_run_wrote(tmp_path: Path)
     assert "Nothing ran: the job was rejected by fcfs (the metadata column of jobs.csv says why)." in page
     assert "problems.txt" not in page
     assert _metadata(out, "fcfs")["default/huge"].startswith("rejected: ")
+
+
+def test_a_workload_in_which_every_job_failed_says_nothing_succeeded_and_exits_as_nothing_ran(tmp_path: Path) -> None:
+    """Every pod exits 1: the run "finished" every job, and it exited 0 with a table of figures and no word."""
+    code, output, out = _simulate(tmp_path, [_pod("crash", "4", exit_code=1), _pod("also", "4", exit_code=2)], "fcfs")
+    said = " ".join(output.split())
+    assert code == NOTHING_RAN, output
+    assert (
+        "error: nothing succeeded: no job succeeded under any scheduler: 2 failed; first: default/crash: failed: "
+        in said
+    )
+    assert "(exit code 1)" in said
+    assert (out / "fcfs" / "jobs.csv").is_file()  # the outputs are written all the same, as when nothing ran
+
+
+def _cluster_serve(tmp_path: Path, pods: list[str]) -> subprocess.CompletedProcess[str]:
+    """``cluster serve`` replaying ``pods`` under kubeflux in virtual time to the end (the files ``_simulate``
+    wrote: run it first)."""
+    args = ["--cluster", str(tmp_path / "cluster.yaml"), "--workload", str(tmp_path / "pods.yaml"), "-s", "kubeflux"]
+    serve = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--clock", "virtual", "--until-done"]
+    command = [*serve, *args, "--out", str(tmp_path / "served"), "--kubeconfig", str(tmp_path / "kubeconfig")]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    ("pods", "says"),
+    [
+        (
+            [_pod("huge", "64")],
+            "error: no job finished under any scheduler: every job was rejected; first: default/huge:",
+        ),
+        (
+            [_pod("crash", "4", exit_code=1)],
+            "error: nothing succeeded: no job succeeded under any scheduler: 1 failed;",
+        ),
+    ],
+    ids=["every-job-rejected", "every-job-failed"],
+)
+def test_a_cluster_serve_replay_where_nothing_ran_says_it_and_exits_as_simulate(
+    tmp_path: Path, pods: list[str], says: str
+) -> None:
+    """The replay wrote its report and exited 0 without a word; simulate exits 3 for the same workload."""
+    code, output, _ = _simulate(tmp_path, pods, "kubeflux")
+    assert code == NOTHING_RAN and says in " ".join(output.split()), output
+    served = _cluster_serve(tmp_path, pods)
+    assert served.returncode == NOTHING_RAN, served.stdout + served.stderr
+    assert says in " ".join(served.stdout.split())
+    assert (tmp_path / "served" / "index.html").is_file()  # the report is written all the same

@@ -7,6 +7,8 @@ Each case is sent to ``cluster serve`` (its HTTP status and message) and read by
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +97,23 @@ CASES = [
         422,
         "will not able to create pod with invalid DNS label: " + "a" * 60 + "-9999",
     ),
-    Verdict(
-        "restart-policy-always",
-        with_restart_policy(job(), "Always"),
-        422,
-        """spec.template.spec.restartPolicy: Unsupported value: 'Always': supported values: "OnFailure", "Never\"""",
+    # the real kube-apiserver v1.36's words (a missing policy is defaulted to Always first); an unknown one is
+    # refused twice there, by the pod template's rule and the Job's (simulate says the Job's)
+    *(
+        Verdict(
+            f"restart-policy-{name}",
+            with_restart_policy(job(), policy),
+            422,
+            'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"',
+        )
+        for name, policy in (("always", "Always"), ("missing", None))
     ),
-    Verdict("restart-policy-missing", with_restart_policy(job(), None), 422, "restartPolicy: Required value"),
+    Verdict(
+        "restart-policy-unknown",
+        with_restart_policy(job(), "Sometimes"),
+        422,
+        'spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never"',
+    ),
     Verdict(
         "unknown-completion-mode",
         job(completionMode="Sometimes"),
@@ -141,10 +153,25 @@ def test_a_job_of_zero_completions_completes_at_once_in_simulate(tmp_path: Path)
     assert {k: summary[k] for k in counts} == dict.fromkeys(counts, 1) | {"failed": 0}  # it was failed -1, started 0
 
 
-def test_a_job_of_parallelism_zero_is_said_to_never_run(tmp_path: Path) -> None:
+PARALLELISM_0 = (
+    "note: 1 Job(s) have parallelism 0 (first: default/j): a Job never runs a pod until its parallelism is raised, so "
+    "they never finish"
+)
+
+
+def test_a_job_of_parallelism_zero_is_said_to_never_run_by_simulate_and_cluster_serve(tmp_path: Path) -> None:
+    """The same note from both (cluster serve said nothing), and the same end: nothing ran (exit code 3)."""
     code, output, _ = run(tmp_path, job(parallelism=0, completions=2))
     assert code == 3
-    assert "note: 1 Job(s) have parallelism 0 (first: default/j): Kubernetes creates no pod for them" in output
+    assert PARALLELISM_0 in output
+    path = tmp_path / "job.yaml"  # the file run() wrote
+    serve = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve", "--clock", "virtual", "--until-done"]
+    args = ["-w", str(path), "-s", "fcfs", "--nodes", "1", "--cores-per-node", "4", "-o", str(tmp_path / "served")]
+    served = subprocess.run(
+        [*serve, *args, "--kubeconfig", str(tmp_path / "kubeconfig")], capture_output=True, text=True, timeout=300
+    )
+    assert served.returncode == 3, served.stdout + served.stderr
+    assert PARALLELISM_0 in " ".join(served.stdout.split())
 
 
 def cronjob(**counts: Any) -> dict[str, Any]:
@@ -200,3 +227,17 @@ def test_a_second_job_or_pod_of_one_name_is_refused(tmp_path: Path) -> None:
         "twice.yaml: document 2: Job default/j: metadata.name: defined twice (first in document 1); skipped",
         "twice.yaml: document 4: Pod default/j: metadata.name: defined twice (first in document 3); skipped",
     ]
+
+
+def test_an_unknown_restart_policy_is_refused_by_the_pod_rule_and_the_jobs_as_on_the_real_server(
+    server: ApiServer,
+) -> None:
+    """kube-apiserver v1.36 answers a Job template's ``restartPolicy: Sometimes`` with two causes (the pod
+    template's three policies, then the Job's two), in double quotes (it quoted ``'Always'`` in Python's way)."""
+    status, message = dry_run(server, "/apis/batch/v1/namespaces/default/jobs", with_restart_policy(job(), "Sometimes"))
+    field = "spec.template.spec.restartPolicy"
+    assert status == 422
+    assert message == (
+        f'Job.batch "j" is invalid: [{field}: Unsupported value: "Sometimes": supported values: "Always", '
+        f'"OnFailure", "Never", {field}: Unsupported value: "Sometimes": supported values: "OnFailure", "Never"]'
+    )

@@ -28,6 +28,7 @@ from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
 from tests.sim.conftest import Verdict, served_and_read
 
 SUBDOMAIN = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
+INIT = {"name": "i", "image": "busybox"}
 LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"
 
 
@@ -72,6 +73,19 @@ CASES = [
     ),
     Verdict("pod-name-not-dns", pod("Web_0"), 422, f"Invalid value: 'Web_0': {SUBDOMAIN}", "metadata.name"),
     Verdict("pod-name-with-dots-is-a-subdomain", pod("web.0"), 201),
+    # an init container's restartPolicy as kube-apiserver v1.36 has it (ContainerRestartRules, on by default since
+    # 1.35): Never and OnFailure are a plain init container's; simulate refused them, saying "only 'Always'"
+    *(
+        Verdict(f"init-container-restart-policy-{policy}", pod(initContainers=[{**INIT, "restartPolicy": policy}]), 201)
+        for policy in ("Never", "OnFailure", "Always")
+    ),
+    Verdict(
+        "init-container-restart-policy-unknown",
+        pod(initContainers=[{**INIT, "restartPolicy": "Sometimes"}]),
+        422,
+        'Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"',
+        "spec.initContainers[0].restartPolicy",
+    ),
     Verdict("pod-node-name-not-dns", pod(nodeName="Node_1"), 422, f"'Node_1': {SUBDOMAIN}", "spec.nodeName"),
     Verdict("podgroup-name-not-dns", group("Gang_A"), 422, f"'Gang_A': {SUBDOMAIN}", "metadata.name"),
     Verdict("podgroup-min-member-int32-max", group(minMember=2**31 - 1), 201),
@@ -198,3 +212,54 @@ def test_a_pod_no_kubelet_can_run_is_rejected_by_both_and_holds_nothing(
     assert job.rejected == message
     assert workload.problems == [f"w.yaml: document 1: {message}; rejected"]
     assert workload.skipped == 0
+
+
+@pytest.fixture(scope="module")
+def kube_default() -> Iterator[ApiServer]:
+    """One node of 2 cores in virtual time, its kubelet, and kube-default (which reads no run-time annotation)."""
+    server = ApiServer(
+        uniform_cluster(1, 2, "8Gi"), kubelet=True, schedulers=[create("kube-default")], clock=VirtualClock(ORIGIN)
+    ).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+OTHER_RUN_TIMES = [
+    *BAD_RUN_TIMES,
+    ("jitter-below-the-delay", "pod-complete.stage.kwok.x-k8s.io/jitter-delay", "1s", "must not be below the delay"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"), [c[1:] for c in OTHER_RUN_TIMES], ids=[c[0] for c in OTHER_RUN_TIMES]
+)
+@pytest.mark.parametrize("bound_by", ["kube-default", "node-name"])
+def test_a_pod_bound_by_another_scheduler_that_no_kubelet_can_run_is_failed_naming_the_annotation(
+    kube_default: ApiServer, key: str, value: str, says: str, bound_by: str
+) -> None:
+    """kube-default (or a real kube-scheduler, or ``nodeName`` given at creation) does not read the run-time
+    annotations kubeflux's admission refuses: the kubelet fails the pod as a kubelet fails a pod it cannot admit
+    (it stayed Pending on its node with a FailedCreatePodSandBox warning)."""
+    name = f"bad-{len(call(kube_default, 'GET', PODS)['items'])}"
+    annotations = {key: value}
+    if key.endswith("jitter-delay"):
+        annotations["pod-complete.stage.kwok.x-k8s.io/delay"] = "5s"
+    bad = pod(name, annotations=annotations, **({"nodeName": "node-0"} if bound_by == "node-name" else {}))
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"  # the whole node
+    call(kube_default, "POST", PODS, bad)
+    eventually(lambda: call(kube_default, "GET", f"{PODS}/{name}")["status"].get("phase") == "Failed", "Failed")
+    status = call(kube_default, "GET", f"{PODS}/{name}")["status"]
+    assert status["reason"] == "InvalidRunTime"
+    message = status["message"]
+    assert message.startswith(f"Pod was rejected: Pod default/{name}: metadata.annotations.{key}: ")
+    assert says in message and repr(value) in message  # the annotation and its value
+    events = call(kube_default, "GET", "/api/v1/namespaces/default/events")["items"]
+    warned = [e for e in events if e["involvedObject"]["name"] == name and e["reason"] == "InvalidRunTime"]
+    assert [(e["type"], e["message"]) for e in warned] == [("Warning", message.removeprefix("Pod was rejected: "))]
+    good = pod(f"good-{name}", annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "1s"})
+    good["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    call(kube_default, "POST", PODS, good)
+    eventually(lambda: call(kube_default, "GET", f"{PODS}/good-{name}")["status"].get("phase") == "Succeeded",
+               "a pod of the whole node runs: the failed one holds nothing")  # fmt: skip

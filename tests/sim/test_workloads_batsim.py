@@ -185,11 +185,31 @@ def test_a_profiles_ret_that_is_no_exit_code_rejects_its_jobs_by_name(tmp_path: 
         (
             "delay",
             "1" + "0" * 60 + "e400",
-            "w.json: profiles['p']: 'delay' must be a non-negative number, got "
+            "w.json: profiles['p']: delay: must be a number of seconds from 0 to 3,153,600,000 (100 years), got "
             "1000000000000000000000000000000000000000… (65 characters); jobs using it are rejected",
         ),
+        (  # it said "'delay' must be a non-negative number", which 1e400 is
+            "delay",
+            "1e400",
+            "w.json: profiles['p']: delay: must be a number of seconds from 0 to 3,153,600,000 (100 years), got "
+            "1e400; jobs using it are rejected",
+        ),
+        (
+            "delay",
+            "-Infinity",
+            "w.json: profiles['p']: delay: must be a number of seconds from 0 to 3,153,600,000 (100 years), got "
+            "-Infinity; jobs using it are rejected",
+        ),
     ],
-    ids=["subtime-1e400", "subtime-minus-infinity", "subtime-nan", "walltime-1e999", "delay-65-characters"],
+    ids=[
+        "subtime-1e400",
+        "subtime-minus-infinity",
+        "subtime-nan",
+        "walltime-1e999",
+        "delay-65-characters",
+        "delay-1e400",
+        "delay-minus-infinity",
+    ],
 )
 def test_a_number_beyond_any_float_is_said_as_the_file_writes_it(
     tmp_path: Path, field: str, written: str, says: str

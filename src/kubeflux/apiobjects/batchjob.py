@@ -122,12 +122,15 @@ JOB_RESTART_POLICIES = ("OnFailure", "Never")
 def template_restart_problem(
     template_spec: Mapping[str, Any], prefix: str = "spec.template.spec."
 ) -> FieldProblem | None:
-    """A Job template's ``restartPolicy``, in cluster serve's words (its Job strategy): required, and ``OnFailure``
-    or ``Never``."""
+    """A Job template's ``restartPolicy`` in the real server's words (``ValidateJobSpec``): ``OnFailure`` or
+    ``Never``. A missing one is defaulted to ``Always`` first, as for any pod template, so both are told the valid
+    values as a required value (``Required value: valid values: "OnFailure", "Never"``); any other is unsupported
+    (the pod template's own validation refuses it too, naming a pod's three policies)."""
     policy = template_spec.get("restartPolicy")
-    if policy in (None, ""):
-        return FieldProblem(f"{prefix}restartPolicy", "Required value", "FieldValueRequired")
+    allowed = ", ".join(f'"{p}"' for p in JOB_RESTART_POLICIES)
+    if policy in (None, "", "Always"):
+        return FieldProblem(f"{prefix}restartPolicy", f"Required value: valid values: {allowed}", "FieldValueRequired")
     if policy not in JOB_RESTART_POLICIES:
-        allowed = ", ".join(f'"{p}"' for p in JOB_RESTART_POLICIES)
-        return FieldProblem(f"{prefix}restartPolicy", f"Unsupported value: {policy!r}: supported values: {allowed}")
+        message = f'Unsupported value: "{policy}": supported values: {allowed}'
+        return FieldProblem(f"{prefix}restartPolicy", message, "FieldValueNotSupported")
     return None

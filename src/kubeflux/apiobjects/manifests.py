@@ -350,8 +350,9 @@ def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
             _add(total, requests)
             _add(sidecars, requests)
             needed = dict(sidecars)
-        elif policy:
-            raise reader.fail(f"{path}.restartPolicy", f"only 'Always' is allowed on an init container, got {policy!r}")
+        elif policy not in ("", "Never", "OnFailure"):  # these two are a plain init container's (v1.35+)
+            supported = '"Always", "Never", "OnFailure"'  # the real server's words, its list sorted
+            raise reader.fail(f"{path}.restartPolicy", f'Unsupported value: "{policy}": supported values: {supported}')
         else:
             needed = dict(requests)
             _add(needed, sidecars)

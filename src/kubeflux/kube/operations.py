@@ -8,8 +8,8 @@
 * ``/readyz``: 200 once every informer has synced and scheduling runs — or while the replica waits to lead (a
   standby is ready to take over); 503 with the reason otherwise — also while the API server has been unreachable
   (or failing every request) for longer than ``operations.unreachableSeconds``;
-* ``/kubeflux/queue``: each scheduler's queue in order, as JSON (:func:`kubeflux.scheduler.queueview.queue_document`;
-  what ``kubeflux queue`` shows).
+* ``/kubeflux/queue``: each scheduler's queue in order, one entry per waiting job, as JSON
+  (:func:`kubeflux.apiobjects.queuejobs.queue_by_job`; what ``kubeflux queue`` shows).
 
 Each :class:`ServeMetrics` has its own registry, so several serves in one process (tests, two replicas) do not
 collide.

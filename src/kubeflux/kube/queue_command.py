@@ -1,10 +1,11 @@
 """``kubeflux queue``: each kubeflux scheduler's queue, in the order it tries the jobs — as ``squeue`` shows Slurm's.
 
-It asks ``GET /kubeflux/queue`` (:func:`kubeflux.scheduler.queueview.queue_document`) of a running
+It asks ``GET /kubeflux/queue`` (:func:`kubeflux.apiobjects.queuejobs.queue_by_job`) of a running
 ``kubeflux serve`` (its operations port, ``--server``, by default ``http://127.0.0.1:10260``) or of a
 ``kubeflux cluster serve`` (its URL with ``--server``, or its kubeconfig with ``--kubeconfig``, whose credentials
-are then sent). It prints a table per scheduler (position, job, pods, priority, time waited, state, expected
-start as a readable time, what the reservation holds, why it waits), or the server's JSON (``-o json``), once or
+are then sent). It prints a table per scheduler, one row per waiting job (a Job, a PodGroup or a lone pod: its
+kind and name, how many pods wait, priority, time waited, state, expected start as a readable time, what the
+reservation holds, why it waits), or the server's JSON (``-o json``), once or
 every ``--interval`` seconds with ``--watch`` (until Ctrl-C).
 
 Exit codes (also in ``--help``): 0 shown (a baseline scheduler listed as keeping no queue included); 1 the server
@@ -125,7 +126,7 @@ def render_queue(document: dict[str, Any], scheduler: str | None = None) -> Rend
                 reserved += f" on {', '.join(nodes)}"
             table.add_row(
                 str(job.get("position", "")),
-                ("group " if job.get("group") else "") + str(job.get("job", "")),
+                f"{_kind(job)} {job.get('job', '')}",
                 str(len(job.get("pods") or [])),
                 str(job.get("priority", 0)),
                 waited_text(float(job.get("waitedSeconds") or 0.0)),
@@ -136,6 +137,11 @@ def render_queue(document: dict[str, Any], scheduler: str | None = None) -> Rend
             )
         parts.append(table)
     return Group(*parts)
+
+
+def _kind(job: dict[str, Any]) -> str:
+    """What a queue entry is: ``Job``, ``PodGroup`` or ``Pod`` (a server before kinds were given: from ``group``)."""
+    return str(job.get("kind") or ("PodGroup" if job.get("group") else "Pod"))
 
 
 def _fetch_url(server: str) -> bytes:

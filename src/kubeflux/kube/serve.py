@@ -50,6 +50,7 @@ from kubeflux.apiobjects.manifests import (
     pod_from_manifest,
     podgroup_from_manifest,
 )
+from kubeflux.apiobjects.queuejobs import queue_by_job
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.binderprocess import BinderProcess, copied_client
 from kubeflux.kube.config import ServeConfig
@@ -68,7 +69,6 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
 )
 from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
-from kubeflux.scheduler.queueview import queue_document
 from kubeflux.wallclock import WallClock
 
 __all__ = ["Serve", "choose_clock"]
@@ -282,12 +282,12 @@ class Serve:
         return ""
 
     def queue_document(self, timeout: float = 10.0) -> dict[str, Any]:
-        """Each core's queue (:func:`~kubeflux.scheduler.queueview.queue_document`), taken by the scheduling loop
-        between two batches (at once when the loop does not run); TimeoutError when it does not answer in
-        ``timeout`` seconds (a long pass)."""
+        """Each core's queue, one entry per waiting job (:func:`~kubeflux.apiobjects.queuejobs.queue_by_job`),
+        taken by the scheduling loop between two batches (at once when the loop does not run); TimeoutError when it
+        does not answer in ``timeout`` seconds (a long pass)."""
         thread = self._thread
         if thread is None or not thread.is_alive():
-            return queue_document(self.cores, self.clock(), "serve")
+            return queue_by_job(self.cores, self.clock(), "serve")
         asked: Future[dict[str, Any]] = Future()
         self._asked.put(asked)
         self._wake()
@@ -300,7 +300,7 @@ class Serve:
             except queue.Empty:
                 return
             if asked.set_running_or_notify_cancel():
-                asked.set_result(queue_document(self.cores, self.clock(), "serve"))
+                asked.set_result(queue_by_job(self.cores, self.clock(), "serve"))
 
     def _wake(self) -> None:
         with contextlib.suppress(queue.Full):  # when full, the loop has work already: it will look

@@ -58,6 +58,7 @@ from kubeflux.sim.inputs import (
     tell_endless_pods,
     tell_input,
 )
+from kubeflux.sim.kinds import FinalState
 from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
@@ -568,13 +569,35 @@ def _tell_verdict(rows: list[dict[str, Any]], console: Console) -> None:
 
 
 NOTHING_RAN: Final = 3
-"""``kubeflux simulate``'s exit code when no job of the workload finished under any scheduler."""
+"""``kubeflux simulate``'s (and a ``cluster serve`` replay's) exit code when no job of the workload finished under
+any scheduler, or none succeeded: every job that ended failed, was killed or ran out of its time."""
+
+_ENDED_WORDS: Final = {
+    FinalState.COMPLETED_FAILED: "failed",
+    FinalState.COMPLETED_KILLED: "killed",
+    FinalState.COMPLETED_WALLTIME_REACHED: "reached its walltime",
+    FinalState.REJECTED: "rejected",
+    FinalState.NOT_FINISHED: "not finished",
+}
+"""How a job that did not succeed ended, in a count (``2 failed, 1 killed``)."""
+
+
+def _unsuccessful(run: RunRecord) -> str:
+    """How a run's jobs ended when none succeeded, counted (``3 failed, 1 rejected``) with the first one ended and
+    why (``first: default/crash: failed: pod crash: … (exit code 1)``); empty when one succeeded (or none ran)."""
+    states = [job.final_state for job in run.jobs]
+    if not states or FinalState.COMPLETED_SUCCESSFULLY in states:
+        return ""
+    counts = ", ".join(f"{states.count(state):,} {words}" for state, words in _ENDED_WORDS.items() if state in states)
+    first = next((job for job in run.jobs if job.finish_time is not None), run.jobs[0])
+    return f"{counts}; first: {first.job_id}: {first.reason or first.final_state.value}"
 
 
 def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
     """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
-    no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere: a comparison of runs
-    that did not run is not a result."""
+    no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere, or nothing succeeded
+    anywhere (every job failed, was killed or was rejected): a comparison of runs that did not run, or ran only
+    failures, is not a result."""
     finished_anywhere = False
     for run in runs:
         unfinished = [job for job in run.jobs if job.final_state.value == "NOT_FINISHED"]
@@ -599,6 +622,11 @@ def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 
                 f"every job was rejected; first: {rejected[0].job_id}: {rejected[0].reason.removeprefix('rejected: ')}"
             )
         console.print(f"[red]error:[/] no job finished under any scheduler: {escape(why)}", highlight=False)
+        raise typer.Exit(NOTHING_RAN)
+    unsuccessful = [_unsuccessful(run) for run in runs if run.jobs]
+    if unsuccessful and all(unsuccessful):
+        said = f"nothing succeeded: no job succeeded under any scheduler: {unsuccessful[0]}"
+        console.print(f"[red]error:[/] {escape(said)}", highlight=False)
         raise typer.Exit(NOTHING_RAN)
 
 

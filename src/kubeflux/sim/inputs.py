@@ -255,8 +255,8 @@ def tell_endless_pods(workload: Workload, console: Console) -> None:
     idle = [job.id for job in workload.jobs if job.kind is JobKind.JOB and job.parallelism == 0 and job.completions]
     if idle:
         console.print(
-            f"note: {len(idle)} Job(s) have parallelism 0 (first: {escape(idle[0])}): Kubernetes creates no pod for "
-            "them until it is raised, so they never finish",
+            f"note: {len(idle)} Job(s) have parallelism 0 (first: {escape(idle[0])}): a Job never runs a pod until "
+            "its parallelism is raised, so they never finish",
             highlight=False,
         )
 

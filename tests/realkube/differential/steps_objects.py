@@ -161,6 +161,11 @@ STEPS: list[Step] = [
     # --- jobs ---------------------------------------------------------------------------------------------------------
     post("job create", JOBS, _JOB, save={"j1_uid": "metadata.uid"}),
     post("job bad restart policy", JOBS, {**_JOB, "metadata": {"name": "j2"}, "spec": {"template": pod("x")}}),
+    *(  # Always: a required value, as a missing one (defaulted to Always); unknown: the pod's rule and the Job's
+        post(f"job restart policy {policy}", JOBS, {**_JOB, "metadata": {"name": "j2"}, "spec": {"template": template}})
+        for policy in ("Always", "Sometimes")
+        for template in [{"spec": {**_JOB["spec"]["template"]["spec"], "restartPolicy": policy}}]  # type: ignore[index]
+    ),
     post(
         "job negative completions",
         JOBS,

@@ -64,6 +64,11 @@ STEPS: list[Step] = [
     post("pod bad label key", PODS, pod("badlabel", labels={"bad key": "x"})),
     post("pod bad label value", PODS, pod("badvalue", labels={"app": "x" * 64})),
     post("pod bad restart policy", PODS, pod("badrestart", restartPolicy="Sometimes")),
+    *(  # an init container's Never and OnFailure are a plain init container's since 1.35 (ContainerRestartRules)
+        post(f"pod init container restart {policy}", PODS, pod(f"init-{policy.lower()}", initContainers=[init]))
+        for policy in ("Never", "Sometimes")
+        for init in [{"name": "init", "image": "busybox:1.36", "restartPolicy": policy}]
+    ),
     post("pod namespace mismatch", PODS, {**pod("other"), "metadata": {"name": "other", "namespace": "default"}}),
     post("pod with resourceVersion", PODS, {**pod("withrv"), "metadata": {"name": "withrv", "resourceVersion": "5"}}),
     post("pod wrong kind", PODS, {**pod("wrongkind"), "kind": "Node"}),

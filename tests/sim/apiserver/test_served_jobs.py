@@ -103,21 +103,25 @@ def test_a_job_past_its_deadline_fails_and_its_pods_go(cluster: ApiServer) -> No
     assert call(cluster, "GET", "/kubeflux/time")["now"] == ORIGIN + 30
 
 
-def test_a_job_whose_pods_the_kubelet_cannot_read_gets_them_created_and_the_kubelet_warns(cluster: ApiServer) -> None:
-    """As on a real cluster, the Job controller creates pods from any valid template; a simulated-run annotation
-    the kubelet cannot read leaves the pod Pending with a kubelet Warning naming the field. (This used to be a
-    FailedCreate of the Job controller, which no real controller gives.)"""
-    bad = job("huge", "10s", parallelism=2)
+def test_a_job_whose_pods_the_kubelet_cannot_read_gets_them_created_and_failed_by_the_kubelet(
+    cluster: ApiServer,
+) -> None:
+    """As on a real cluster, the Job controller creates pods from any valid template; kube-default, which does not
+    read the simulated-run annotations, binds them, and the kubelet that cannot run them fails them as its admission
+    fails a pod (Failed, reason InvalidRunTime, the annotation and its value named): the Job fails after its
+    back-off limit. (They stayed Pending and bound, holding their cores, with only a Warning.)"""
+    bad = job("huge", "10s", parallelism=2, backoffLimit=1)
     bad["spec"]["template"]["metadata"]["annotations"]["sim.kubeflux.io/exit-code"] = "300"
     call(cluster, "POST", JOBS, bad)
-
-    def warned() -> bool:
-        events = call(cluster, "GET", "/api/v1/namespaces/default/events")["items"]
-        return any(e["reason"] == "FailedCreatePodSandBox" and "exit-code" in e["message"] for e in events)
-
-    eventually(warned, "a kubelet Warning naming the field")
+    eventually(lambda: ("Failed", "BackoffLimitExceeded") in conditions(cluster, "huge"), "the Job failing")
     pods = call(cluster, "GET", f"{PODS}?labelSelector=job-name%3Dhuge")["items"]
-    assert len(pods) == 2 and {p["status"].get("phase") for p in pods} == {"Pending"}
+    said = "metadata.annotations.sim.kubeflux.io/exit-code: must be an integer from 0 to 255, got '300'"
+    assert pods and {p["status"]["phase"] for p in pods} == {"Failed"}
+    assert {p["status"]["reason"] for p in pods} == {"InvalidRunTime"}
+    assert all(p["status"]["message"].startswith("Pod was rejected: Pod default/huge-") for p in pods)
+    assert all(p["status"]["message"].endswith(said) for p in pods)
+    events = call(cluster, "GET", "/api/v1/namespaces/default/events")["items"]
+    assert any(e["reason"] == "InvalidRunTime" and e["type"] == "Warning" and said in e["message"] for e in events)
 
 
 def test_an_indexed_job_runs_each_index_once_and_replaces_a_failed_pod_under_its_index(cluster: ApiServer) -> None:

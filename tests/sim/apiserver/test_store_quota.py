@@ -164,3 +164,29 @@ def test_the_job_controllers_back_off_stays_bounded_after_any_number_of_failures
     (1 s doubled per failure) overflowed a float, and the controller's callback died for every Job."""
     assert [api_backoff(n) for n in (1, 2, 3, 7)] == [1.0, 2.0, 4.0, 60.0]
     assert api_backoff(1_025) == api_backoff(10**6) == 60.0
+
+
+def test_a_namespace_is_made_with_its_service_account_or_refused_whole_when_the_store_is_full() -> None:
+    """A namespace comes with its ``default`` ServiceAccount (the ServiceAccount controller's). With room for one
+    object left, the namespace was stored, then its account refused: the client got etcd's 500 for a namespace
+    that exists, and the namespace never had its account. Now it is refused whole, as any create beyond the quota,
+    and made whole once there is room."""
+    server = ApiServer(uniform_cluster(1, 1, "1Gi"), store=Store(default_registry(), max_objects=40)).start()
+    try:
+        made: list[str] = []
+        with pytest.raises(urllib.error.HTTPError):
+            while True:
+                made.append(call(server, "POST", PODS, _pod())["metadata"]["name"])
+        call(server, "DELETE", f"{PODS}/{made.pop()}")  # room for one object
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            call(server, "POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+        assert answer.value.code == 500
+        assert orjson.loads(answer.value.read())["message"] == SPACE_EXCEEDED
+        names = [n["metadata"]["name"] for n in call(server, "GET", "/api/v1/namespaces")["items"]]
+        assert "team" not in names  # nothing was made
+        call(server, "DELETE", f"{PODS}/{made.pop()}")  # room for two
+        call(server, "POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+        account = call(server, "GET", "/api/v1/namespaces/team/serviceaccounts/default")
+        assert account["metadata"]["namespace"] == "team"
+    finally:
+        server.stop()

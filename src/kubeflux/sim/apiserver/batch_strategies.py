@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems
+from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
 from kubeflux.apiobjects.manifests import pod_from_manifest, podgroup_from_manifest
 from kubeflux.sim.apiserver.core_strategies import (
     default_template_spec,
@@ -94,10 +94,7 @@ class JobStrategy(Strategy):
         template = spec.get("template")
         if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
             return [*causes, required("spec.template.spec")]
-        if template["spec"].get("restartPolicy") in (None, ""):
-            causes.append(required("spec.template.spec.restartPolicy"))
-        else:
-            causes.extend(pod_spec_causes(template["spec"], "spec.template.spec.", ("OnFailure", "Never")))
+        causes.extend(_template_causes(template["spec"], "spec.template.spec."))
         if not causes:
             meta = obj["metadata"]
             pod = pod_view(meta.get("name", ""), meta.get("namespace", ""), template["spec"])
@@ -224,13 +221,20 @@ def _job_template_spec(obj: Object) -> Object | None:
 
 
 def job_template_causes(job: Any, prefix: str) -> list[Cause]:
-    """The pod template of a Job's template (a missing one is empty, as Go decodes it): valid, and with a restart
-    policy of ``OnFailure`` or ``Never`` (a template's is not defaulted)."""
+    """The pod template of a Job's template (a missing one is empty, as Go decodes it): :func:`_template_causes`."""
     job_spec = job.get("spec") if isinstance(job, dict) else None
     template = job_spec.get("template") if isinstance(job_spec, dict) else None
     pod_spec = template.get("spec") if isinstance(template, dict) else None
-    if not isinstance(pod_spec, dict):
-        pod_spec = {}
+    return _template_causes(pod_spec if isinstance(pod_spec, dict) else {}, prefix)
+
+
+def _template_causes(pod_spec: Object, prefix: str) -> list[Cause]:
+    """A Job's pod template as the real server validates it: a pod spec first (its ``restartPolicy`` defaulted to
+    ``Always`` when missing), then the Job's own rule on the restart policy (:func:`template_restart_problem`)."""
     if pod_spec.get("restartPolicy") in (None, ""):
-        return [*pod_spec_causes({**pod_spec, "restartPolicy": "Never"}, prefix), required(f"{prefix}restartPolicy")]
-    return pod_spec_causes(pod_spec, prefix, ("OnFailure", "Never"))
+        pod_spec = {**pod_spec, "restartPolicy": "Always"}
+    causes = pod_spec_causes(pod_spec, prefix)
+    restart = template_restart_problem(pod_spec, prefix)
+    if restart is not None:
+        causes.append(Cause(restart.field, restart.message, restart.reason))
+    return causes

@@ -250,6 +250,7 @@ def serve_command(
     typer.echo(f"  export KUBECONFIG={path}")
     if replayed is not None:
         typer.echo(f"workload: {replayed.name}, {len(replayed.jobs)} jobs (pods naming no scheduler: {under_test})")
+        _tell_notes(replayed)
     server.serve_forever()
     typer.echo("kubeflux cluster: stopped")
     if replayed is not None:
@@ -339,13 +340,26 @@ def _replay_plan(
     return mapped, list(schedulers.values()), primary or first
 
 
+def _tell_notes(workload: Workload) -> None:
+    """The notes ``simulate`` gives on the workload (pods without a run time, Jobs of ``parallelism: 0``): the
+    served kubelet and Job controller run them as the simulator does."""
+    from rich.console import Console
+
+    from kubeflux.sim.command import REPORT_WIDTH
+    from kubeflux.sim.inputs import tell_endless_pods
+
+    tell_endless_pods(workload, Console(width=None if sys.stdout.isatty() else REPORT_WIDTH))
+
+
 def _write_report(server: ApiServer, label: str, out: Path) -> None:
-    """The report ``kubeflux simulate`` writes, from the replay's records."""
+    """The report ``kubeflux simulate`` writes, from the replay's records, and its end as ``simulate`` tells it:
+    warnings for jobs never finished, and exit code 3 when no job finished or none succeeded
+    (:data:`~kubeflux.sim.command.NOTHING_RAN`)."""
     import time
 
     from rich.console import Console
 
-    from kubeflux.sim.command import REPORT_WIDTH, _write_outputs
+    from kubeflux.sim.command import REPORT_WIDTH, _tell_failures, _write_outputs
 
     assert server.replay is not None
     run = server.replay.run_record(label, time.perf_counter() - server.started_at)
@@ -357,3 +371,4 @@ def _write_report(server: ApiServer, label: str, out: Path) -> None:
     console.print(f"{label}: {len(run.jobs)} jobs ({done} finished), {run.pods_bound} pods bound through the API")
     _write_outputs([run], out, console)
     typer.echo(f"report: {out}")
+    _tell_failures([run], console)

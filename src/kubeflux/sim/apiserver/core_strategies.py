@@ -47,10 +47,14 @@ __all__ = [
 
 
 def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
+    """The cause the real server gives for what the reader refused: a required value, an unsupported one (the
+    reader says it in the server's words), else an invalid one."""
     problem = error.problem
-    reason = "FieldValueRequired" if problem == "required" else "FieldValueInvalid"
-    message = "Required value" if problem == "required" else f"Invalid value: {problem}"
-    return [Cause(prefix + error.path, message, reason)]
+    if problem == "required":
+        return [Cause(prefix + error.path, "Required value", "FieldValueRequired")]
+    if problem.startswith("Unsupported value: "):
+        return [Cause(prefix + error.path, problem, "FieldValueNotSupported")]
+    return [Cause(prefix + error.path, f"Invalid value: {problem}", "FieldValueInvalid")]
 
 
 def unreadable_causes(read: Callable[[Object], object], obj: Object, prefix: str = "") -> list[Cause]:
@@ -165,7 +169,7 @@ def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = 
         causes.append(
             Cause(
                 f"{prefix}restartPolicy",
-                f"Unsupported value: {policy!r}: supported values: {allowed}",
+                f'Unsupported value: "{policy}": supported values: {allowed}',
                 "FieldValueNotSupported",
             )
         )

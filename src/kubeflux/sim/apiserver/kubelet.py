@@ -35,15 +35,17 @@ replay) the pods of a coupled job compute together (:func:`kubeflux.sim.jobs.cou
 as in ``kubeflux simulate``. The Jobs are the served Job controller's: the cluster's own is off.
 
 Only pods bound to a node the store knows run; a pod whose annotations cannot be read stays out of the cluster
-(Pending in the API) and, once bound, gets a Warning event naming the field. Each node's kubelet also renews its
-Lease in ``kube-node-lease`` every ``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults),
-creating it first, and every :data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready``
-condition's ``lastHeartbeatTime``), as a kubelet reports an unchanged node status. In virtual time a heartbeat
-never makes time jump: both are written at the time points the clock lands on, once their period has passed,
-leases at most once a wall second and node status at most once every 10 wall seconds (a run of thousands of time
-points would otherwise spend much of its time on heartbeats); after a long jump a lease may look older than its
-40 s until the next renewal (nothing in the served cluster reads node leases). Node conditions other than a ready
-node's heartbeat, and failure injection, are not here yet.
+(Pending in the API) and, once bound (by a scheduler that does not read them: kube-default, a real kube-scheduler),
+is failed as a kubelet fails a pod its admission rejects: phase ``Failed``, reason ``InvalidRunTime``, a message and
+a Warning event naming the annotation and its value. Each node's kubelet also renews its Lease in
+``kube-node-lease`` every ``heartbeat_seconds`` (simulated; 40 s lease, as the kubelet's defaults), creating it
+first, and every :data:`NODE_STATUS_SECONDS` writes its node status heartbeat (the ``Ready`` condition's
+``lastHeartbeatTime``), as a kubelet reports an unchanged node status. In virtual time a heartbeat never makes time
+jump: both are written at the time points the clock lands on, once their period has passed, leases at most once a
+wall second and node status at most once every 10 wall seconds (a run of thousands of time points would otherwise
+spend much of its time on heartbeats); after a long jump a lease may look older than its 40 s until the next renewal
+(nothing in the served cluster reads node leases). Node conditions other than a ready node's heartbeat, and failure
+injection, are not here yet.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ from typing import Any
 from kubeflux.apiobjects.manifests import ManifestError, format_timestamp, node_from_manifest, pod_from_manifest
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodPhase
+from kubeflux.scheduler.units import echo
+from kubeflux.scheduler.validation import InvalidRunTime
 from kubeflux.sim.apiserver.clock import Clock, Timer, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
@@ -422,7 +426,7 @@ class SimulatedKubelet:
             timing = timing_of(template, wjob, self.lifecycle, dict(pod.labels), pod.scheduler_name)
         except (ManifestError, ValueError) as exc:
             if bound:
-                record_event(self.store, namespace, obj, "Warning", "FailedCreatePodSandBox", str(exc), "kubelet")
+                self._reject(obj, exc)
             return
         job = self._coupled(obj, wjob) if self.couple else None
         if job is None:
@@ -435,6 +439,32 @@ class SimulatedKubelet:
         if timing.run_jitter is not None and sp.run_time is not None and timing.run_jitter > sp.run_time:
             sp.run_time = self._random.uniform(sp.run_time, timing.run_jitter)
         self.lives[uid] = sp
+
+    def _reject(self, obj: Object, exc: ValueError) -> None:
+        """The bound pod ``obj`` cannot be run (``exc``: most often its run-time annotations are unreadable, which
+        kubeflux's schedulers refuse before binding but kube-default or a real kube-scheduler do not read): it is
+        failed as a kubelet fails a pod its admission rejects, with a Warning event and phase ``Failed``, reason
+        ``InvalidRunTime`` (``UnexpectedAdmissionError`` for anything else), message ``Pod was rejected: …`` naming
+        the annotation and its value."""
+        meta, namespace = obj["metadata"], obj["metadata"]["namespace"]
+        reason, message = "UnexpectedAdmissionError", str(exc)
+        if isinstance(exc, InvalidRunTime):
+            reason = "InvalidRunTime"
+            value = (meta.get("annotations") or {}).get(exc.path.removeprefix("metadata.annotations."))
+            if isinstance(value, str) and echo(value) not in message:
+                message += f" (the annotation is {echo(value)})"
+        record_event(self.store, namespace, obj, "Warning", reason, message, "kubelet")
+        try:
+            current = self.store.get(self.pods, namespace, meta["name"])
+        except ApiError:
+            return
+        if current["metadata"]["uid"] != meta["uid"] or current.get("status", {}).get("phase") != "Pending":
+            return
+        status = {**current.get("status", {}), "phase": "Failed", "reason": reason}
+        status["message"] = f"Pod was rejected: {message}"
+        status.setdefault("startTime", _stamp(int(self.store.clock())))
+        with contextlib.suppress(ApiError):
+            self.store.update(self.pods, namespace, meta["name"], {**current, "status": status}, "status", trusted=True)
 
     def _make_room(self, key: str) -> None:
         """An earlier pod of the name ``key``, ended and not yet seen deleted, leaves the cluster."""

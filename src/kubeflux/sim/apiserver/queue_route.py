@@ -1,5 +1,6 @@
-"""``GET /kubeflux/queue`` on ``kubeflux cluster serve``: the in-process schedulers' queues, as ``serve``'s
-operations port answers them (:func:`kubeflux.scheduler.queueview.queue_document`; what ``kubeflux queue`` shows).
+"""``GET /kubeflux/queue`` on ``kubeflux cluster serve``: the in-process schedulers' queues, one entry per waiting
+Job, PodGroup or lone pod, as ``serve``'s operations port answers them (:func:`kubeflux.apiobjects.queuejobs.
+queue_by_job`; what ``kubeflux queue`` shows).
 
 The schedulers run on the server's event loop, as the request does, so the snapshot is taken between two of their
 passes. A cluster served without in-process schedulers answers an empty list of schedulers (an outside
@@ -11,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubeflux.apiobjects.queuejobs import queue_by_job
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.queueview import QUEUE_PATH, queue_document
+from kubeflux.scheduler.queueview import QUEUE_PATH
 
 __all__ = ["QUEUE_PATH", "QueueRoute"]
 
@@ -30,4 +32,4 @@ class QueueRoute:
         """The status code and JSON body for a request of ``method``."""
         if method != "GET":
             return 405, {"error": f"{QUEUE_PATH} answers GET only"}
-        return 200, queue_document(self.schedulers, now, "cluster serve")
+        return 200, queue_by_job(self.schedulers, now, "cluster serve")

@@ -96,14 +96,14 @@ class Quota:
     def count(self) -> int:
         return sum(len(collection.objects) for collection in self.collections)
 
-    def room(self) -> bool:
-        """Whether one more object fits (counted against the bound only when it may not)."""
-        if self._unchecked > 0:
-            self._unchecked -= 1
+    def room(self, objects: int = 1) -> bool:
+        """Whether ``objects`` more fit (counted against the bound only when they may not)."""
+        if self._unchecked >= objects:
+            self._unchecked -= objects
             return True
         left = self.limit - self.count()
-        self._unchecked = left - 1
-        return left > 0
+        self._unchecked = left - objects
+        return left >= objects
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,28 +356,29 @@ class Store:
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
-        if not self.dry:
-            self._make_room(resource, collection)
+        if not self.dry:  # a namespace comes with its default ServiceAccount: room for both, or neither is made
+            self._make_room(resource, collection, 2 if resource is self.namespaces else 1)
         stored = self.put(resource, key, obj, None, "ADDED")
         if resource is self.namespaces and not self.dry:
             system_objects.default_account(self, name)
         return self.view(resource, stored)
 
-    def _make_room(self, resource: ResourceType, collection: Collection) -> None:
-        """Before a create: an Event beyond its quota makes the oldest expire; any other object beyond the store's
-        is refused as etcd refuses it (:class:`Quota`), said in the log the first time."""
+    def _make_room(self, resource: ResourceType, collection: Collection, objects: int = 1) -> None:
+        """Before a create of ``objects`` (a namespace and its ServiceAccount are two): an Event beyond its quota
+        makes the oldest expire; any other object beyond the store's is refused as etcd refuses it (:class:`Quota`),
+        said in the log the first time."""
         if collection is self._events:
             if not self.event_quota.room():
                 oldest = next(iter(collection.objects.items()))
                 self.deletion.remove(resource, *oldest)
             return
-        if self.quota.room():
+        if self.quota.room(objects):
             self._full = False
             return
         if not self._full:
             self._full = True
             log.warning(
-                "the store holds %s objects (--max-objects): creates are refused (%s) until some are deleted",
+                "the store is full (--max-objects %s): creates are refused (%s) until some are deleted",
                 f"{self.quota.limit:,}",
                 SPACE_EXCEEDED,
             )

@@ -96,20 +96,21 @@ def _profile_run_time(profile: Any, res: int, host_speed: float) -> tuple[float 
     kind = profile.get("type")
     if kind in _DELAY:
         delay = _number(profile.get("delay"))
-        if delay is None or delay < 0:
-            return None, f"'delay' must be a non-negative number, got {echo(profile.get('delay'))}"
+        if delay is None or not 0 <= delay <= MAX_SECONDS:  # 1e400 reads as inf: said as the file writes it
+            limits = f"a number of seconds from 0 to {MAX_SECONDS:,} (100 years)"
+            return None, f"delay: must be {limits}, got {echo(profile.get('delay'))}"
         return delay, ""
     if kind in _HOMOGENEOUS or kind in _HOMOGENEOUS_TOTAL:
         cpu = _number(profile.get("cpu"))
         if cpu is None or cpu < 0:
-            return None, f"'cpu' must be a non-negative number of flops, got {echo(profile.get('cpu'))}"
+            return None, f"cpu: must be a finite, non-negative number of flops, got {echo(profile.get('cpu'))}"
         hosts = max(res, 1) if kind in _HOMOGENEOUS_TOTAL else 1
         return cpu / (hosts * host_speed), ""
     if kind in _PARALLEL:
         cpus = profile.get("cpu")
         amounts = [_number(c) for c in cpus] if isinstance(cpus, list) else []
         if not amounts or any(a is None or a < 0 for a in amounts):
-            return None, f"'cpu' must be a non-empty list of flops, got {echo(cpus)}"
+            return None, f"cpu: must be a non-empty list of finite, non-negative numbers of flops, got {echo(cpus)}"
         return max(a for a in amounts if a is not None) / host_speed, ""
     if kind in _UNSUPPORTED:
         return None, f"profile type {echo(kind)} is not supported by the simulator"
