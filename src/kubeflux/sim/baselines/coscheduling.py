@@ -57,6 +57,7 @@ from kubeflux.sim.baselines.kube_default import (
     QueuedPod,
     QueueKey,
 )
+from kubeflux.sim.baselines.kube_preemption import PostFilterResult
 
 __all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simulated_coscheduling"]
 
@@ -226,7 +227,33 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                 gap[name] = lacking
         return gap
 
-    def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
+    def _post_filter(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+        """kube-scheduler's default DefaultPreemption first (``multiPoint`` appends Coscheduling after the default
+        plugins); when it nominates a node the PostFilter phase ends there, else Coscheduling's runs and the
+        reasons are joined (``, ``)."""
+        result = super()._post_filter(pod, now, pre_filter_failed=pre_filter_failed)
+        if result.nominated:
+            return result
+        reason, decisions = self._reject_on_post_filter(pod, now)
+        if reason:
+            result.reason = f"{result.reason}, {reason}" if result.reason else reason
+        result.decisions.extend(decisions)
+        return result
+
+    def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
+        """A victim held at Permit is preempted in memory (``waitingPod.Preempt``: ``preempted``); Unreserve then
+        rejects its group's other waiting pods, as after a timeout."""
+        for group_key, waiting in self._waiting.items():
+            if key in waiting:
+                decisions = self._reject_group(group_key, now, "rejection in Unreserve", key, "preempted")
+                self._permitted.pop(group_key, None)
+                if self.pod_group_backoff_seconds > 0:
+                    self._backoff[group_key] = now + self.pod_group_backoff_seconds
+                return decisions
+        return None
+
+    def _reject_on_post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
+        """Coscheduling's PostFilter: the reason it gives and the decisions rejecting the group's waiting pods."""
         group_key = pod.group
         group = None if group_key is None else self._groups.get(group_key)
         if group_key is None or group is None:
@@ -270,10 +297,12 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                     self._activate(sibling, now)
         return []
 
-    def _reject_group(self, group_key: str, now: float, message: str, first: str = "") -> list[Decision]:
+    def _reject_group(
+        self, group_key: str, now: float, message: str, first: str = "", first_message: str = ""
+    ) -> list[Decision]:
         """Reject every pod of the group waiting at Permit: release its node and send it back to the queue.
 
-        ``first`` names a pod rejected for its own reason (its timeout), given ``message`` separately.
+        ``first`` names a pod rejected for its own reason, ``first_message`` (default: its timeout).
         """
         decisions: list[Decision] = []
         waiting = self._waiting.pop(group_key, {})
@@ -284,7 +313,9 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             self._requeue(held.queued, now, retry=True)
             text = message
             if key == first:
-                text = f"rejected due to timeout after waiting {format_duration(held.wait)} at plugin {PLUGIN}"
+                text = first_message or (
+                    f"rejected due to timeout after waiting {format_duration(held.wait)} at plugin {PLUGIN}"
+                )
             decisions.append(Unschedulable(pod=pod.key, uid=pod.uid, message=text))
         if waiting:
             self._generation += 1  # reservations released: other pods may fit now

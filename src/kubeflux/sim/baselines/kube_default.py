@@ -2,12 +2,15 @@
 
 One scheduling cycle per pod, as kube-scheduler's framework reads: **pop** (queue order: priority, higher
 first; then creation time; then ``namespace/name``), **PreFilter**, **Filter** (NodeUnschedulable,
-TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`), **Score**
-(NodeResourcesFit ``LeastAllocated``), **select**, **assume**, **Permit**, **bind**.
+TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`), **PostFilter** when
+no node passes (DefaultPreemption, :mod:`~kubeflux.sim.baselines.kube_preemption`: pods of lower priority evicted
+one by one, the pod nominated to their node; ``preemption="never"`` turns it off), **Score** (NodeResourcesFit
+``LeastAllocated``), **select**, **assume**, **Permit**, **bind**.
 
 What is kube-scheduler's behaviour here, exactly:
 
-* Filter reasons and the ``0/N nodes are available: …`` message (``FitError.Error()``).
+* Filter reasons and the ``0/N nodes are available: …`` message (``FitError.Error()``), with DefaultPreemption's
+  ``preemption: …`` part when it found no node to preempt on.
 * ``percentageOfNodesToScore`` (adaptive by default: ``50 − nodes/125`` percent, at least 5 %, at least 100
   nodes): the filter stops once that many feasible nodes are found, scanning round-robin from where the previous
   cycle stopped (``nextStartNodeIndex``). Nodes are listed as kube-scheduler's node tree lists them: zones
@@ -43,8 +46,7 @@ What is kube-scheduler's behaviour here, exactly:
 
 Approximations: ties between equally scored nodes go to the first in scan order (or a seeded random choice with
 ``seed``) where kube-scheduler picks at random; only LeastAllocated scores (no BalancedAllocation, ImageLocality,
-PreferNoSchedule or preferred affinity scoring); no preemption, so the message has no ``preemption: …`` tail;
-no periodic flush of unschedulable pods (``podMaxInUnschedulablePodsDuration``) since nothing changes without an
+PreferNoSchedule or preferred affinity scoring); no periodic flush of unschedulable pods (``podMaxInUnschedulablePodsDuration``) since nothing changes without an
 event; the filter is exact and sequential where kube-scheduler's is parallel.
 """
 
@@ -62,7 +64,14 @@ import numpy.typing as npt
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, ResourceList
+from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.baselines.kube_preemption import (
+    PREEMPTION_LOWER_PRIORITY,
+    PREEMPTION_SETTINGS,
+    DefaultPreemption,
+    Placement,
+    PostFilterResult,
+)
 from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
 
 __all__ = [
@@ -132,14 +141,6 @@ class QueuedPod:
     cycles stamp them, not their names' order (PrioritySort has no name tie-break)."""
 
 
-@dataclass(slots=True)
-class _Placement:
-    uid: str
-    node: str
-    requests: ResourceList
-    group: str | None
-
-
 class KubeDefaultOptions(TypedDict, total=False):
     """The keyword arguments of :class:`KubeDefaultScheduler` that a scheduler built on it passes through (the
     coscheduling plugin's): their meaning and defaults are :class:`KubeDefaultScheduler`'s."""
@@ -149,6 +150,7 @@ class KubeDefaultOptions(TypedDict, total=False):
     pod_initial_backoff: float
     pod_max_backoff: float
     reject_never_fits: bool
+    preemption: str
 
 
 class KubeDefaultScheduler:
@@ -158,7 +160,9 @@ class KubeDefaultScheduler:
     ``percentage_of_nodes_to_score`` 0 is kube-scheduler's adaptive default; ``seed`` makes tie-breaking a seeded
     random choice instead of "first in scan order". With ``reject_never_fits`` a pod that no node could hold even
     empty gets a :class:`Reject` instead of repeated :class:`Unschedulable` decisions (kube-scheduler never
-    rejects; this is for simulations that report such jobs as rejected).
+    rejects; this is for simulations that report such jobs as rejected). ``preemption``: ``lowerPriority`` (the
+    default, kube-scheduler's) runs DefaultPreemption when a pod fails its filters
+    (:mod:`~kubeflux.sim.baselines.kube_preemption`); ``never`` turns it off (a profile without it).
     """
 
     def __init__(
@@ -173,6 +177,7 @@ class KubeDefaultScheduler:
         queue: str = QUEUE_CLASSIC,
         cycle_seconds: float = 0.0,
         window_offset: float = 0.0,
+        preemption: str = PREEMPTION_LOWER_PRIORITY,
     ) -> None:
         if not 0 <= percentage_of_nodes_to_score <= 100:
             raise ValueError(f"percentage_of_nodes_to_score must be within 0..100, got {percentage_of_nodes_to_score}")
@@ -180,6 +185,8 @@ class KubeDefaultScheduler:
             raise ValueError(f"queue must be one of {', '.join(QUEUES)}, got {queue!r}")
         if cycle_seconds < 0 or (cycle_seconds and queue != QUEUE_V136):
             raise ValueError("cycle_seconds must be >= 0, and is for the v1.36 queue only")
+        if preemption not in PREEMPTION_SETTINGS:
+            raise ValueError(f"preemption must be one of {', '.join(PREEMPTION_SETTINGS)}, got {preemption!r}")
         self.queue = queue
         self._v136 = queue == QUEUE_V136
         self.cycle_seconds = cycle_seconds
@@ -194,7 +201,9 @@ class KubeDefaultScheduler:
         self.reject_never_fits = reject_never_fits
         self._rng = None if seed is None else random.Random(seed)
         self.nodes = NodeTable()
-        self._placed: dict[str, _Placement] = {}
+        self._placed: dict[str, Placement] = {}
+        self._priorities: dict[int, int] = {}
+        """How many placed pods have each priority (so preemption knows at once when no pod is of lower priority)."""
         self._queue: dict[str, QueuedPod] = {}
         self._groups: dict[str, PodGroup] = {}
         self._budgets: dict[str, DisruptionBudget] = {}
@@ -213,6 +222,12 @@ class KubeDefaultScheduler:
         """(usage, pod shape, scan start) -> (chosen node, next scan start), for answers that drew no random
         number: a gang cycling through Permit and rejection meets the same cluster states again and again."""
         self._fit_errors: dict[tuple[object, ...], str] = {}
+        self.preemption: DefaultPreemption | None = None
+        """DefaultPreemption, unless ``preemption="never"``."""
+        if preemption == PREEMPTION_LOWER_PRIORITY:
+            self.preemption = DefaultPreemption(
+                self.nodes, self._placed, self._priorities, self._budgets, self._rng, self._preempt_waiting
+            )
 
     # --- the informer side ------------------------------------------------------------------------------
 
@@ -225,7 +240,7 @@ class KubeDefaultScheduler:
                 self.nodes.set_node(obj)
                 self._generation += 1
         elif isinstance(obj, Pod):
-            self._observe_pod(obj, deleted=event.kind is EventKind.DELETED)
+            self._observe_pod(obj, now, deleted=event.kind is EventKind.DELETED)
             if event.kind is EventKind.ADDED:
                 self._on_pod_added(obj)
         elif isinstance(obj, DisruptionBudget):
@@ -241,7 +256,7 @@ class KubeDefaultScheduler:
             if not self._v136:  # no plugin of kube-scheduler's default profile registers coscheduling's PodGroup
                 self._generation += 1
 
-    def _observe_pod(self, pod: Pod, *, deleted: bool) -> None:
+    def _observe_pod(self, pod: Pod, now: float, *, deleted: bool) -> None:
         key = pod.key
         gone = deleted or pod.deleted or pod.phase.terminal
         placed = self._placed.get(key)
@@ -249,6 +264,12 @@ class KubeDefaultScheduler:
             self._unplace(key)
             self._generation += 1  # resources freed: pods waiting for room may fit now
             placed = None
+        if self.preemption is not None and (gone or pod.node_name):
+            self.preemption.forget(key, gone=gone)
+        if placed is not None:
+            placed.pod = pod
+            if placed.started is None and pod.phase is PodPhase.RUNNING:
+                placed.started = now
         queued = self._queue.get(key)
         if queued is not None and (gone or queued.pod.uid != pod.uid or pod.node_name):
             del self._queue[key]
@@ -260,6 +281,8 @@ class KubeDefaultScheduler:
         if pod.node_name:
             if placed is None:
                 self._place(pod, pod.node_name)
+                if pod.phase is PodPhase.RUNNING:
+                    self._placed[key].started = now
         elif placed is None and pod.scheduler_name == self.name:
             if queued is None:
                 self._stamps += 1
@@ -273,15 +296,24 @@ class KubeDefaultScheduler:
 
     def _place(self, pod: Pod, node: str) -> None:
         self._epoch += 1
-        self._placed[pod.key] = _Placement(pod.uid, node, dict(pod.requests), pod.group)
+        group = pod.group
+        self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group)
         self.nodes.add_usage(node, pod.requests, +1)
-        if pod.group is not None:
-            self._group_placed[pod.group] = self._group_placed.get(pod.group, 0) + 1
+        priorities = self._priorities
+        priorities[pod.priority] = priorities.get(pod.priority, 0) + 1
+        if group is not None:
+            self._group_placed[group] = self._group_placed.get(group, 0) + 1
 
     def _unplace(self, key: str) -> None:
         self._epoch += 1
         placed = self._placed.pop(key)
         self.nodes.add_usage(placed.node, placed.requests, -1)
+        priority = placed.pod.priority
+        left = self._priorities[priority] - 1
+        if left:
+            self._priorities[priority] = left
+        else:
+            del self._priorities[priority]
         if placed.group is not None:
             self._group_placed[placed.group] -= 1
 
@@ -388,14 +420,23 @@ class KubeDefaultScheduler:
         pre_filter_message = self._pre_filter(pod, now)
         if pre_filter_message is not None:
             message = fit_error_message(len(self.nodes), {}, pre_filter_message=pre_filter_message)
-            return self._fail(queued, now, message, self._post_filter(pod, now))
-        signature = (self._epoch, self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
-        known = failures.get(signature)
-        node = None if known is not None else self._find_node(pod)
-        if node is None:
-            message = known if known is not None else self._fit_error(pod)
-            failures[signature] = message
-            return self._fail(queued, now, message, self._post_filter(pod, now))
+            return self._fail(queued, now, message, self._post_filter(pod, now, pre_filter_failed=True))
+        preemption = self.preemption
+        counted = preemption.count_nominated(pod) if preemption is not None and preemption.nominations else None
+        try:  # the filters see the nominated pods of equal or higher priority (Filter and PostFilter alike)
+            signature = (self._epoch, self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
+            known = failures.get(signature) if not counted else None
+            node = None if known is not None else self._find_node(pod)
+            if node is None:
+                message = known if known is not None else self._fit_error(pod)
+                if not counted:
+                    failures[signature] = message
+                return self._fail(queued, now, message, self._post_filter(pod, now))
+        finally:
+            if counted and preemption is not None:
+                preemption.uncount(counted)
+        if preemption is not None:
+            preemption.forget(pod.key)  # assumed: no longer nominated
         self._place(pod, node)
         return self._permit(queued, node, now)
 
@@ -403,26 +444,34 @@ class KubeDefaultScheduler:
         """Hook: a PreFilter failure message, or None to go on to Filter."""
         return None
 
-    def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
-        """Hook: PostFilter after a failed Filter: a message to append and decisions for other pods."""
-        return "", []
+    def _post_filter(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+        """PostFilter after a failed PreFilter or Filter: DefaultPreemption, unless turned off (then no PostFilter
+        plugin runs and the nomination is cleared). A hook: coscheduling adds its own after it."""
+        if self.preemption is None:
+            return PostFilterResult()
+        return self.preemption.post_filter(pod, now, pre_filter_failed=pre_filter_failed)
+
+    def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
+        """Hook: preempt a victim held at Permit (rejected in memory, not evicted); None when none is held."""
+        return None
 
     def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
         return [Bind(pod=queued.pod.key, uid=queued.pod.uid, node=node)]
 
-    def _fail(self, queued: QueuedPod, now: float, message: str, post: tuple[str, list[Decision]]) -> list[Decision]:
+    def _fail(self, queued: QueuedPod, now: float, message: str, post: PostFilterResult) -> list[Decision]:
+        """The pod failed: ``message`` (FitError) with the PostFilter's reason; its nomination as it says."""
         pod = queued.pod
-        post_message, others = post
-        if post_message:
-            message = f"{message} {post_message}"
+        if post.reason:
+            message = f"{message} {post.reason}"
         self._requeue(queued, now, retry=False)
         if self.reject_never_fits:
             reason = never_fits(pod, self.nodes.node_list())
             if reason is not None:
-                return [*others, Reject(pod=pod.key, uid=pod.uid, message=reason)]
-        return [*others, Unschedulable(pod=pod.key, uid=pod.uid, message=message)]
+                return [*post.decisions, Reject(pod=pod.key, uid=pod.uid, message=reason)]
+        nominated = self.preemption.record(pod, post.nominated, message) if self.preemption is not None else ""
+        return [*post.decisions, Unschedulable(pod.key, pod.uid, message, nominated_node=nominated)]
 
     def _requeue(self, queued: QueuedPod, now: float, *, retry: bool) -> None:
         """Back off a failed pod. ``retry``: eligible once the back-off ends (kube-scheduler's backoffQ, for a
@@ -444,6 +493,10 @@ class KubeDefaultScheduler:
         total = len(table)
         if total == 0:
             return None
+        if self.preemption is not None and self.preemption.nominations:
+            nominated = self.preemption.nominated_fit(pod)
+            if nominated is not None:
+                return nominated  # evaluateNominatedNode: the nominated node first, unscored
         start = self._next_start % total
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
         known = self._answers.get(key)

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from kubeflux.scheduler.constraints import (
     EPHEMERAL_STORAGE,
     REASON_NODE_AFFINITY,
+    REASON_TOO_MANY_PODS,
     node_unschedulable,
     taint_toleration,
 )
@@ -239,6 +240,35 @@ class NodeTable:
                 yield name, np.ones(len(self.names), dtype=np.bool_)
             else:
                 yield name, column - self._requested[name] < amount
+
+    def resolvable_mask(self, pod: Pod) -> BoolArray:
+        """The nodes where removing pods could let ``pod`` pass the filters (kube-scheduler's ``Unschedulable``, not
+        ``UnschedulableAndUnresolvable``): the static filters pass and no request exceeds the node's allocatable."""
+        mask = self.static_mask(pod).copy()
+        for name, amount in pod.requests.items():
+            if amount <= 0 or name == PODS:
+                continue
+            column = self._allocatable.get(name)
+            if column is None:
+                return np.zeros(len(self.names), dtype=np.bool_)
+            mask &= column >= amount
+        return mask
+
+    def shortfalls(self, node: str, requests: ResourceList, freed: ResourceList, freed_pods: int) -> list[str]:
+        """NodeResourcesFit's reasons on ``node`` (empty: the pod fits) once pods requesting ``freed`` in all,
+        ``freed_pods`` of them, are gone: ``Too many pods`` first, then ``Insufficient <resource>`` in
+        kube-scheduler's order. For preemption's dry run, one node at a time."""
+        allocatable = self._nodes[node].allocatable
+        used = self._used.get(node, {})
+        reasons: list[str] = []
+        limit = allocatable.get(PODS)
+        if limit is not None and self._pods.get(node, 0) - freed_pods + 1 > limit:
+            reasons.append(REASON_TOO_MANY_PODS)
+        for name in _resource_order(set(requests)):
+            amount = requests[name]
+            if amount > 0 and allocatable.get(name, 0) - used.get(name, 0) + freed.get(name, 0) < amount:
+                reasons.append(f"Insufficient {name}")
+        return reasons
 
     # --- NodeUnschedulable, TaintToleration, NodeAffinity ---------------------------------------------------
 
