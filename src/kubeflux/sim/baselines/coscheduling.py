@@ -21,6 +21,15 @@ its resources are reserved) until ``minMember`` pods of the group have nodes; th
   reject every waiting pod of the group (``optimistic rejection in PostFilter``), back the group off for
   ``podGroupBackoffSeconds`` if set (default 0: none), and append ``PodGroup ns/pg gets rejected due to Pod p is
   unschedulable even after PostFilter`` to the message. A pod outside any group gets ``can not find pod group``.
+* **PostFilter order**: the plugin's documented configuration enables Coscheduling in ``multiPoint``, after the
+  default plugins, so kube-scheduler's DefaultPreemption runs first
+  (:mod:`~kubeflux.sim.baselines.kube_preemption`, pod by pod). When it nominates a node the PostFilter phase
+  ends and the group is not rejected; otherwise Coscheduling's PostFilter runs and the two reasons are joined
+  (``preemption: 0/1 nodes are available: …, PodGroup … gets rejected …``). Every PreFilter failure above is
+  ``UnschedulableAndUnresolvable`` "to avoid any preemption attempts": a group short of its minResources on a
+  full cluster never preempts (the registry's ``coscheduling``), one without minResources preempts pod by pod.
+  A victim held at Permit is preempted in memory (``preempted``) and Unreserve rejects its group's other waiting
+  pods.
 * **Timeout**: the first waiting pod whose wait expires is rejected (``rejected due to timeout after waiting 1m0s
   at plugin Coscheduling``) and Unreserve rejects the others (``rejection in Unreserve``); their reservations are
   released, and the group is backed off as after PostFilter (the plugin's deny list of denied groups).

@@ -46,8 +46,9 @@ What is kube-scheduler's behaviour here, exactly:
 
 Approximations: ties between equally scored nodes go to the first in scan order (or a seeded random choice with
 ``seed``) where kube-scheduler picks at random; only LeastAllocated scores (no BalancedAllocation, ImageLocality,
-PreferNoSchedule or preferred affinity scoring); no periodic flush of unschedulable pods (``podMaxInUnschedulablePodsDuration``) since nothing changes without an
-event; the filter is exact and sequential where kube-scheduler's is parallel.
+PreferNoSchedule or preferred affinity scoring); no periodic flush of unschedulable pods
+(``podMaxInUnschedulablePodsDuration``) since nothing changes without an event; the filter is exact and sequential
+where kube-scheduler's is parallel.
 """
 
 from __future__ import annotations

@@ -193,9 +193,7 @@ class DefaultPreemption:
     def count_nominated(self, pod: Pod) -> list[Nomination]:
         """Count on their nodes the nominated pods of at least ``pod``'s priority (not ``pod``): what its filters
         see (``addGENominatedPods``). Undo with :meth:`uncount`."""
-        counted = [
-            n for key, n in self.nominations.items() if n.priority >= pod.priority and key != pod.key and n.node
-        ]
+        counted = [n for key, n in self.nominations.items() if n.priority >= pod.priority and key != pod.key and n.node]
         for n in counted:
             self._nodes.add_usage(n.node, n.requests, +1)
         return counted
