@@ -10,6 +10,7 @@ from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind
 from kubeflux.scheduler.objects import (
     CPU,
     MEMORY,
+    POD_GROUP_LABEL,
     PREEMPT_NEVER,
     DisruptionBudget,
     LabelSelector,
@@ -163,8 +164,10 @@ def test_coscheduling_with_min_resources_never_preempts_for_a_gang() -> None:
 class Harness:
     """Applies a baseline's decisions as the simulator does: Bind runs the pod, Evict ends and deletes it."""
 
-    def __init__(self, scheduler: KubeDefaultScheduler, nodes: list[Node]) -> None:
+    def __init__(self, scheduler: KubeDefaultScheduler, nodes: list[Node], *, evict: bool = True) -> None:
         self.scheduler = scheduler
+        self.evict = evict
+        """False: an evicted pod stays, terminating (its deletion not yet seen)."""
         self.pods: dict[str, Pod] = {}
         self.evicted: list[Evict] = []
         self.nominated: dict[str, str] = {}
@@ -188,6 +191,8 @@ class Harness:
                 self.scheduler.observe(ClusterEvent(EventKind.MODIFIED, pod), now)
             elif isinstance(d, Evict):
                 self.evicted.append(d)
+                if not self.evict:
+                    continue
                 pod.phase, pod.deleted = PodPhase.FAILED, True
                 del self.pods[pod.key]
                 self.scheduler.observe(ClusterEvent(EventKind.DELETED, pod), now)
@@ -310,3 +315,36 @@ def test_unresolvable_nodes_are_not_candidates() -> None:
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     }
     assert h.evicted == []
+
+
+def test_no_second_preemption_while_a_victim_on_the_nominated_node_terminates() -> None:
+    h = Harness(KubeDefaultScheduler(), small_nodes("a", "b"), evict=False)
+    h.add(running("low-a", 4000, "a"), running("low-b", 4000, "b"), pending("urgent", 4000), now=0.0)
+    h.run(0.0)
+    assert [e.pod for e in h.evicted] == ["default/low-a"] and h.nominated == {"default/urgent": "a"}
+    h.add(Node("c", allocatable={CPU: 1000}), now=1.0)  # an event: the pod is tried again
+    assert messages(h.run(1.0)) == {
+        "default/urgent": "0/3 nodes are available: 3 Insufficient cpu. "
+        "preemption: not eligible due to a terminating pod on the nominated node."
+    }
+    assert len(h.evicted) == 1 and h.nominated == {"default/urgent": "a"}  # low-b spared; the nomination kept
+
+
+def test_coscheduling_preempts_pods_held_at_permit_in_memory() -> None:
+    s = CoschedulingScheduler()
+    h = Harness(s, small_nodes("n"))
+    h.add(PodGroup("default", "g", min_member=3, schedule_timeout_seconds=60))
+    members = [pending(f"g-{i}", 2000, priority=0, labels={POD_GROUP_LABEL: "g"}) for i in range(3)]
+    members[2].scheduler_name = "elsewhere"  # never placed here: the other two wait at Permit
+    h.add(*members)
+    assert h.run(0.0) == []
+    h.add(pending("urgent", 4000, t=1.0), now=1.0)
+    decisions = h.run(1.0)
+    assert h.evicted == []  # held pods are not bound: rejected in memory, nothing to delete
+    assert messages(decisions) == {
+        "default/g-0": "preempted",
+        "default/g-1": "rejection in Unreserve",
+        "default/urgent": "0/1 nodes are available: 1 Insufficient cpu.",
+    }
+    assert h.nominated["default/urgent"] == "n"
+    assert Bind(pod="default/urgent", uid="uid-urgent", node="n") in h.run(2.0)

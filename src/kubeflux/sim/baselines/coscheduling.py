@@ -52,7 +52,7 @@ reports when the next one is due.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Unpack
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
@@ -236,18 +236,21 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                 gap[name] = lacking
         return gap
 
-    def _post_filter(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+    def _post_filter(
+        self, pod: Pod, now: float, *, pre_filter_failed: bool = False, shape: object = None
+    ) -> PostFilterResult:
         """kube-scheduler's default DefaultPreemption first (``multiPoint`` appends Coscheduling after the default
         plugins); when it nominates a node the PostFilter phase ends there, else Coscheduling's runs and the
         reasons are joined (``, ``)."""
-        result = super()._post_filter(pod, now, pre_filter_failed=pre_filter_failed)
+        result = super()._post_filter(pod, now, pre_filter_failed=pre_filter_failed, shape=shape)
         if result.nominated:
             return result
         reason, decisions = self._reject_on_post_filter(pod, now)
-        if reason:
-            result.reason = f"{result.reason}, {reason}" if result.reason else reason
-        result.decisions.extend(decisions)
-        return result
+        if not reason and not decisions:
+            return result
+        if reason and result.reason:
+            reason = f"{result.reason}, {reason}"
+        return replace(result, reason=reason or result.reason, decisions=(*result.decisions, *decisions))
 
     def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
         """A victim held at Permit is preempted in memory (``waitingPod.Preempt``: ``preempted``); Unreserve then

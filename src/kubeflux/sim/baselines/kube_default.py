@@ -265,8 +265,9 @@ class KubeDefaultScheduler:
             self._unplace(key)
             self._generation += 1  # resources freed: pods waiting for room may fit now
             placed = None
-        if self.preemption is not None and (gone or pod.node_name):
-            self.preemption.forget(key, gone=gone)
+        preemption = self.preemption
+        if preemption is not None and (preemption.nominations or preemption.evicting) and (gone or pod.node_name):
+            preemption.forget(key, gone=gone)
         if placed is not None:
             placed.pod = pod
             if placed.started is None and pod.phase is PodPhase.RUNNING:
@@ -281,9 +282,7 @@ class KubeDefaultScheduler:
             return
         if pod.node_name:
             if placed is None:
-                self._place(pod, pod.node_name)
-                if pod.phase is PodPhase.RUNNING:
-                    self._placed[key].started = now
+                self._place(pod, pod.node_name, now if pod.phase is PodPhase.RUNNING else None)
         elif placed is None and pod.scheduler_name == self.name:
             if queued is None:
                 self._stamps += 1
@@ -295,10 +294,10 @@ class KubeDefaultScheduler:
     def _on_pod_added(self, pod: Pod) -> None:
         """Hook for subclasses that requeue on pod arrivals (coscheduling's sibling count)."""
 
-    def _place(self, pod: Pod, node: str) -> None:
+    def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
         group = pod.group
-        self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group)
+        self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
         priorities = self._priorities
         priorities[pod.priority] = priorities.get(pod.priority, 0) + 1
@@ -325,6 +324,8 @@ class KubeDefaultScheduler:
         self.nodes.refresh()
         decisions: list[Decision] = self._before_cycle(now)
         failures: dict[tuple[object, ...], str] = {}
+        if self.preemption is not None:
+            self.preemption.new_pass()
         if self.cycle_seconds:
             return decisions + self._one_cycle(now, failures)
         attempted = self._attempted = set()
@@ -432,11 +433,11 @@ class KubeDefaultScheduler:
                 message = known if known is not None else self._fit_error(pod)
                 if not counted:
                     failures[signature] = message
-                return self._fail(queued, now, message, self._post_filter(pod, now))
+                return self._fail(queued, now, message, self._post_filter(pod, now, shape=signature))
         finally:
             if counted and preemption is not None:
                 preemption.uncount(counted)
-        if preemption is not None:
+        if preemption is not None and preemption.nominations:
             preemption.forget(pod.key)  # assumed: no longer nominated
         self._place(pod, node)
         return self._permit(queued, node, now)
@@ -445,12 +446,15 @@ class KubeDefaultScheduler:
         """Hook: a PreFilter failure message, or None to go on to Filter."""
         return None
 
-    def _post_filter(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+    def _post_filter(
+        self, pod: Pod, now: float, *, pre_filter_failed: bool = False, shape: object = None
+    ) -> PostFilterResult:
         """PostFilter after a failed PreFilter or Filter: DefaultPreemption, unless turned off (then no PostFilter
-        plugin runs and the nomination is cleared). A hook: coscheduling adds its own after it."""
+        plugin runs and the nomination is cleared). A hook: coscheduling adds its own after it. ``shape``: see
+        :meth:`DefaultPreemption.post_filter`."""
         if self.preemption is None:
             return PostFilterResult()
-        return self.preemption.post_filter(pod, now, pre_filter_failed=pre_filter_failed)
+        return self.preemption.post_filter(pod, now, pre_filter_failed=pre_filter_failed, shape=shape)
 
     def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
         """Hook: preempt a victim held at Permit (rejected in memory, not evicted); None when none is held."""
@@ -466,12 +470,15 @@ class KubeDefaultScheduler:
         pod = queued.pod
         if post.reason:
             message = f"{message} {post.reason}"
-        self._requeue(queued, now, retry=False)
+        self._requeue(queued, now, retry=post.freed)
         if self.reject_never_fits:
             reason = never_fits(pod, self.nodes.node_list())
             if reason is not None:
                 return [*post.decisions, Reject(pod=pod.key, uid=pod.uid, message=reason)]
-        nominated = self.preemption.record(pod, post.nominated, message) if self.preemption is not None else ""
+        preemption = self.preemption
+        if preemption is None or (post.nominated == "" and not preemption.nominations):
+            return [*post.decisions, Unschedulable(pod.key, pod.uid, message)]  # no nomination to set or clear
+        nominated = preemption.record(pod, post.nominated, message)
         return [*post.decisions, Unschedulable(pod.key, pod.uid, message, nominated_node=nominated)]
 
     def _requeue(self, queued: QueuedPod, now: float, *, retry: bool) -> None:

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -125,14 +125,18 @@ class Nomination:
     """Its last Unschedulable message (repeated when the nomination is cleared)."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PostFilterResult:
     """What the PostFilter plugins said: ``reason`` to append to the FitError (empty: none), the nominated node
-    (a node: set it; ``""``: clear it; None: leave it as it is) and decisions about other pods."""
+    (a node: set it; ``""``: clear it; None: leave it as it is) and decisions about other pods. Immutable: the
+    same answer is handed to every pod that fails alike."""
 
     reason: str = ""
     nominated: str | None = ""
-    decisions: list[Decision] = field(default_factory=list)
+    decisions: tuple[Decision, ...] = ()
+    freed: bool = False
+    """Resources were released in memory meanwhile (victims held at Permit): the preemptor's retry need not wait
+    for another cluster event, as kube-scheduler moves its pods on the failed binding cycles' event."""
 
 
 WaitingVictim = Callable[[str, float], "list[Decision] | None"]
@@ -165,9 +169,16 @@ class DefaultPreemption:
         self.evicting: dict[str, str] = {}
         """Victim key → node, from its eviction until the scheduler sees it gone."""
         self._resolvable: dict[tuple[object, ...], tuple[int, BoolArray]] = {}
-        self._messages: dict[tuple[object, ...], str] = {}
+        self._messages: dict[tuple[object, ...], PostFilterResult] = {}
+        self._quick: dict[object, PostFilterResult] = {}
+        """This pass's answers when no pod is of lower priority, by the scheduler's pod signature."""
 
     # --- bookkeeping ----------------------------------------------------------------------------------------
+
+    def new_pass(self) -> None:
+        """A scheduling pass begins: the answers remembered by pod signature (which hold within one) expire."""
+        if self._quick:
+            self._quick = {}
 
     def forget(self, key: str, *, gone: bool = False) -> None:
         """The pod ``key`` is bound or assumed (no longer nominated), or ``gone`` (nor being evicted)."""
@@ -178,6 +189,8 @@ class DefaultPreemption:
     def record(self, pod: Pod, nominated: str | None, message: str) -> str:
         """After a failed cycle of ``pod`` told ``message``: apply the PostFilter's ``nominated`` (see
         :class:`PostFilterResult`); the node to write as its nominated node (empty: none)."""
+        if not nominated and not self.nominations:
+            return ""
         if nominated is None:
             kept = self.nominations.get(pod.key)
             if kept is None:
@@ -215,11 +228,27 @@ class DefaultPreemption:
 
     # --- the PostFilter -------------------------------------------------------------------------------------
 
-    def post_filter(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+    def post_filter(
+        self, pod: Pod, now: float, *, pre_filter_failed: bool = False, shape: object = None
+    ) -> PostFilterResult:
         """DefaultPreemption's PostFilter for ``pod``, which failed its filters (or, ``pre_filter_failed``, a
-        PreFilter: every node is then unresolvable). Must run while :meth:`count_nominated` counts for it."""
+        PreFilter: every node is then unresolvable). Must run while :meth:`count_nominated` counts for it.
+        ``shape``: the scheduler's signature of the pod's filters and of the cache in this pass (pods with equal
+        shapes fail alike), under which the answer is remembered until :meth:`new_pass` when nothing is of lower
+        priority."""
         if pod.preemption_policy == PREEMPT_NEVER:
             return PostFilterResult(f"preemption: {NOT_ELIGIBLE_NEVER}", None)
+        priorities = self._priorities
+        quick = (
+            shape is not None
+            and not self.evicting
+            and not pre_filter_failed
+            and (not priorities or min(priorities) >= pod.priority)
+        )
+        if quick:
+            known = self._quick.get(shape)
+            if known is not None:
+                return known
         total = len(self._nodes)
         if total == 0:
             return PostFilterResult()
@@ -229,8 +258,13 @@ class DefaultPreemption:
         if mask is None:
             return self._no_candidate(total, {})
         count, resolvable = mask
-        if not self._priorities or min(self._priorities) >= pod.priority:
-            return self._no_candidate(total, {NO_VICTIMS: count} if count else {})
+        if self._nothing_lower(pod):
+            result = self._no_candidate(total, {NO_VICTIMS: count} if count else {})
+            if quick:
+                if len(self._quick) >= _KEPT:
+                    self._quick.clear()
+                self._quick[shape] = result
+            return result
         names = self._nodes.names
         potential = [names[int(i)] for i in np.flatnonzero(resolvable)]
         if not potential:
@@ -239,22 +273,28 @@ class DefaultPreemption:
         best = pick_one_node(candidates)
         if best is None:
             return self._no_candidate(total, reasons)
-        return PostFilterResult("", best.node, self._actuate(pod, best, now))
+        decisions, freed = self._actuate(pod, best, now)
+        return PostFilterResult("", best.node, tuple(decisions), freed)
+
+    def _nothing_lower(self, pod: Pod) -> bool:
+        """No pod on any node has a lower priority than ``pod``."""
+        priorities = self._priorities
+        return not priorities or min(priorities) >= pod.priority
 
     def _no_candidate(self, total: int, reasons: dict[str, int]) -> PostFilterResult:
         """No node where preemption helps: the dry run's reasons per node checked, every other node (the
         unresolvable ones) not helpful; the nomination cleared."""
         key = (total, *sorted(reasons.items()))
-        text = self._messages.get(key)
-        if text is None:
+        result = self._messages.get(key)
+        if result is None:
             counts = dict(reasons)
             rest = total - sum(counts.values())
             if rest > 0:
                 counts[NOT_HELPFUL] = rest
             if len(self._messages) >= _KEPT:
                 self._messages.clear()
-            text = self._messages[key] = f"preemption: {fit_error_message(total, counts)}"
-        return PostFilterResult(text, "")
+            result = self._messages[key] = PostFilterResult(f"preemption: {fit_error_message(total, counts)}", "")
+        return result
 
     def _resolvable_mask(self, pod: Pod) -> tuple[int, BoolArray]:
         table = self._nodes
@@ -350,18 +390,21 @@ class DefaultPreemption:
                     expected[key] = count + 1 if pod.owner.partition("/")[0] in SCALED_KINDS else None
         return {b.key: disruptions_allowed(b, healthy[b.key], expected[b.key]) for b in budgets}
 
-    def _actuate(self, pod: Pod, best: NodeVictims, now: float) -> list[Decision]:
-        """Evict ``best``'s victims for ``pod``; clear the lower nominations on that node."""
+    def _actuate(self, pod: Pod, best: NodeVictims, now: float) -> tuple[list[Decision], bool]:
+        """Evict ``best``'s victims for ``pod`` and clear the lower nominations on that node: the decisions, and
+        whether a victim held at Permit was released at once."""
         node = best.node
         message = f"Preempted by pod {pod.uid} on node {node}"
         decisions: list[Decision] = []
+        freed = False
         for victim in best.pods:
             key = victim.key
-            if key in self.evicting:
-                continue  # already being deleted: kube-scheduler skips the API call
+            if key in self.evicting or key not in self._placed:
+                continue  # already being deleted (kube-scheduler skips the API call), or rejected with its group
             held = self._waiting_victim(key, now) if self._waiting_victim is not None else None
             if held is not None:
                 decisions.extend(held)
+                freed = True
                 continue
             self.evicting[key] = node
             uid = self._placed[key].uid
@@ -370,4 +413,4 @@ class DefaultPreemption:
             if nomination.node == node and nomination.priority < pod.priority:
                 del self.nominations[key]
                 decisions.append(Unschedulable(key, nomination.uid, nomination.message, nominated_node=""))
-        return decisions
+        return decisions, freed
