@@ -348,3 +348,21 @@ def test_coscheduling_preempts_pods_held_at_permit_in_memory() -> None:
     }
     assert h.nominated["default/urgent"] == "n"
     assert Bind(pod="default/urgent", uid="uid-urgent", node="n") in h.run(2.0)
+
+
+def test_kube_gang_members_preempt_one_by_one_and_wait_for_their_victims() -> None:
+    s = create("kube-gang")
+    assert isinstance(s, KubeDefaultScheduler)
+    h = Harness(s, small_nodes("a", "b"), evict=False)
+    h.add(running("low-a", 4000, "a"), running("low-b", 4000, "b"), PodGroup("default", "g", min_member=2))
+    h.add(*(pending(f"g-{i}", 4000, labels={POD_GROUP_LABEL: "g"}) for i in range(2)))
+    decisions = h.run(0.0)
+    assert sorted(e.pod for e in h.evicted) == ["default/low-a", "default/low-b"]  # one victim per member
+    waiting = "pod group is unschedulable, pod group is waiting for preemption to complete"
+    assert messages(decisions) == {"default/g-0": waiting, "default/g-1": waiting}
+    assert h.nominated == {"default/g-0": "a", "default/g-1": "b"}
+    for name in ("low-a", "low-b"):  # the victims go
+        victim = h.pods.pop(f"default/{name}")
+        victim.deleted = True
+        s.observe(ClusterEvent(EventKind.DELETED, victim), 1.0)
+    assert {d.pod: d.node for d in h.run(1.0) if isinstance(d, Bind)} == {"default/g-0": "a", "default/g-1": "b"}

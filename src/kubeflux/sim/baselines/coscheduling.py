@@ -52,7 +52,7 @@ reports when the next one is due.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Unpack
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
@@ -236,13 +236,11 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                 gap[name] = lacking
         return gap
 
-    def _post_filter(
-        self, pod: Pod, now: float, *, pre_filter_failed: bool = False, shape: object = None
-    ) -> PostFilterResult:
+    def _post_filter(self, pod: Pod, now: float, preempted: PostFilterResult) -> PostFilterResult:
         """kube-scheduler's default DefaultPreemption first (``multiPoint`` appends Coscheduling after the default
         plugins); when it nominates a node the PostFilter phase ends there, else Coscheduling's runs and the
         reasons are joined (``, ``)."""
-        result = super()._post_filter(pod, now, pre_filter_failed=pre_filter_failed, shape=shape)
+        result = preempted
         if result.nominated:
             return result
         reason, decisions = self._reject_on_post_filter(pod, now)
@@ -250,7 +248,9 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             return result
         if reason and result.reason:
             reason = f"{result.reason}, {reason}"
-        return replace(result, reason=reason or result.reason, decisions=(*result.decisions, *decisions))
+        return PostFilterResult(
+            reason or result.reason, result.nominated, (*result.decisions, *decisions), result.freed
+        )
 
     def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
         """A victim held at Permit is preempted in memory (``waitingPod.Preempt``: ``preempted``); Unreserve then

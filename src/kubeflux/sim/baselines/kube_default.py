@@ -65,8 +65,9 @@ import numpy.typing as npt
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import CPU, MEMORY, PREEMPT_NEVER, DisruptionBudget, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.baselines.kube_preemption import (
+    NO_POST_FILTER,
     PREEMPTION_LOWER_PRIORITY,
     PREEMPTION_SETTINGS,
     DefaultPreemption,
@@ -78,10 +79,13 @@ from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
 __all__ = [
     "QUEUE_CLASSIC",
     "QUEUE_V136",
+    "Failure",
+    "Failures",
     "KubeDefaultOptions",
     "KubeDefaultScheduler",
     "QueuedPod",
     "num_feasible_nodes_to_find",
+    "pod_never",
 ]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -97,10 +101,20 @@ QUEUES = (QUEUE_CLASSIC, QUEUE_V136)
 BACKOFF_WINDOW = 1.0
 """kube-scheduler's ``backoffQOrderingWindowDuration``: back-off expiries are truncated to whole seconds."""
 
+Failure = tuple[str, int, PostFilterResult | None]
+"""How a pod failed, for others failing alike in one pass: its FitError message, its priority and, when it holds
+for every pod of that priority or lower (nothing of lower priority to preempt), DefaultPreemption's answer."""
+Failures = dict[tuple[object, ...], Failure]
+
 SortKey = tuple[int, float, str | int]
 """(-priority, timestamp, tie-break): the pod's key under the classic queue, its queue-entry count under v1.36."""
 QueueKey = tuple[int, float, SortKey]
 """(band: 0 active, 1 backoff; the expiry in the backoff band; PrioritySort's key)."""
+
+
+def pod_never(pod: Pod) -> bool:
+    """The pod's ``preemptionPolicy`` is ``Never``."""
+    return pod.preemption_policy == PREEMPT_NEVER
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
@@ -323,9 +337,7 @@ class KubeDefaultScheduler:
         """Run a scheduling cycle for every pod that is due, in queue order; each pod at most once per call."""
         self.nodes.refresh()
         decisions: list[Decision] = self._before_cycle(now)
-        failures: dict[tuple[object, ...], str] = {}
-        if self.preemption is not None:
-            self.preemption.new_pass()
+        failures: Failures = {}
         if self.cycle_seconds:
             return decisions + self._one_cycle(now, failures)
         attempted = self._attempted = set()
@@ -340,7 +352,7 @@ class KubeDefaultScheduler:
             decisions.extend(self._schedule_one(queued, now, failures))
         return decisions
 
-    def _one_cycle(self, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+    def _one_cycle(self, now: float, failures: Failures) -> list[Decision]:
         """With ``cycle_seconds``: one scheduling cycle, for the head of the queue, unless the previous one is still
         running (then :meth:`next_wakeup` says when it ends)."""
         if now < self._busy_until:
@@ -414,15 +426,16 @@ class KubeDefaultScheduler:
     def _forget_waiting(self, key: str) -> None:
         """Hook: a pod left the queue or lost its assumed node while a subclass (Permit) may still hold it."""
 
-    def _schedule_one(self, queued: QueuedPod, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+    def _schedule_one(self, queued: QueuedPod, now: float, failures: Failures) -> list[Decision]:
         """One scheduling cycle. ``failures`` remembers, within one :meth:`schedule` call and until the next
-        placement change (``_epoch``), the message for pods with the same constraints and requests: they fail the
-        same way."""
+        placement change (``_epoch``), how pods with the same constraints and requests fail: the same way, and,
+        while nothing is of lower priority, DefaultPreemption answers them alike too."""
         pod = queued.pod
         pre_filter_message = self._pre_filter(pod, now)
         if pre_filter_message is not None:
             message = fit_error_message(len(self.nodes), {}, pre_filter_message=pre_filter_message)
-            return self._fail(queued, now, message, self._post_filter(pod, now, pre_filter_failed=True))
+            preempted = self._preempt(pod, now, pre_filter_failed=True)
+            return self._fail(queued, now, message, self._post_filter(pod, now, preempted))
         preemption = self.preemption
         counted = preemption.count_nominated(pod) if preemption is not None and preemption.nominations else None
         try:  # the filters see the nominated pods of equal or higher priority (Filter and PostFilter alike)
@@ -430,10 +443,16 @@ class KubeDefaultScheduler:
             known = failures.get(signature) if not counted else None
             node = None if known is not None else self._find_node(pod)
             if node is None:
-                message = known if known is not None else self._fit_error(pod)
-                if not counted:
-                    failures[signature] = message
-                return self._fail(queued, now, message, self._post_filter(pod, now, shape=signature))
+                reused = known[2] if known is not None and pod.priority <= known[1] and not pod_never(pod) else None
+                if known is not None and reused is not None:
+                    message, preempted = known[0], reused
+                else:
+                    message = known[0] if known is not None else self._fit_error(pod)
+                    preempted = self._preempt(pod, now)
+                    if not counted:
+                        holds = preemption is None or (not pod_never(pod) and preemption.nothing_lower(pod.priority))
+                        failures[signature] = (message, pod.priority, preempted if holds else None)
+                return self._fail(queued, now, message, self._post_filter(pod, now, preempted))
         finally:
             if counted and preemption is not None:
                 preemption.uncount(counted)
@@ -446,15 +465,16 @@ class KubeDefaultScheduler:
         """Hook: a PreFilter failure message, or None to go on to Filter."""
         return None
 
-    def _post_filter(
-        self, pod: Pod, now: float, *, pre_filter_failed: bool = False, shape: object = None
-    ) -> PostFilterResult:
-        """PostFilter after a failed PreFilter or Filter: DefaultPreemption, unless turned off (then no PostFilter
-        plugin runs and the nomination is cleared). A hook: coscheduling adds its own after it. ``shape``: see
-        :meth:`DefaultPreemption.post_filter`."""
+    def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+        """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off
+        (then no PostFilter plugin runs and the nomination is cleared)."""
         if self.preemption is None:
-            return PostFilterResult()
-        return self.preemption.post_filter(pod, now, pre_filter_failed=pre_filter_failed, shape=shape)
+            return NO_POST_FILTER
+        return self.preemption.post_filter(pod, now, pre_filter_failed=pre_filter_failed)
+
+    def _post_filter(self, pod: Pod, now: float, preempted: PostFilterResult) -> PostFilterResult:
+        """Hook: the PostFilter plugins after DefaultPreemption said ``preempted`` (coscheduling's adds its own)."""
+        return preempted
 
     def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
         """Hook: preempt a victim held at Permit (rejected in memory, not evicted); None when none is held."""

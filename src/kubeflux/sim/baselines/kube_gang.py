@@ -43,7 +43,7 @@ import random
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import Pod, PodGroup
-from kubeflux.sim.baselines.kube_default import QUEUE_V136, KubeDefaultScheduler, QueuedPod, QueueKey
+from kubeflux.sim.baselines.kube_default import QUEUE_V136, Failures, KubeDefaultScheduler, QueuedPod, QueueKey
 from kubeflux.sim.baselines.kube_preemption import PostFilterResult
 
 __all__ = ["KubeGangScheduler"]
@@ -93,7 +93,7 @@ class KubeGangScheduler(KubeDefaultScheduler):
             place = self._order[pod.group] = self._rotation.random()
         return (1, place, (-pod.priority, 0.0, pod.group))
 
-    def _schedule_one(self, queued: QueuedPod, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+    def _schedule_one(self, queued: QueuedPod, now: float, failures: Failures) -> list[Decision]:
         group_key = queued.pod.group
         group = None if group_key is None else self._groups.get(group_key)
         if group_key is None or group is None:
@@ -155,7 +155,7 @@ class KubeGangScheduler(KubeDefaultScheduler):
             message = self._fit_error(pod)
             if preemption is None:
                 return None, message, None
-            post = self._post_filter(pod, now)
+            post = self._post_filter(pod, now, self._preempt(pod, now))
             if post.nominated:
                 return post.nominated, "", post
             return None, f"{message} {post.reason}" if post.reason else message, post

@@ -69,6 +69,7 @@ from kubeflux.scheduler.preemption import (
 from kubeflux.sim.baselines.node_table import BoolArray, NodeTable
 
 __all__ = [
+    "NO_POST_FILTER",
     "PREEMPTION_LOWER_PRIORITY",
     "PREEMPTION_NEVER",
     "PREEMPTION_SETTINGS",
@@ -125,11 +126,12 @@ class Nomination:
     """Its last Unschedulable message (repeated when the nomination is cleared)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PostFilterResult:
     """What the PostFilter plugins said: ``reason`` to append to the FitError (empty: none), the nominated node
-    (a node: set it; ``""``: clear it; None: leave it as it is) and decisions about other pods. Immutable: the
-    same answer is handed to every pod that fails alike."""
+    (a node: set it; ``""``: clear it; None: leave it as it is) and decisions about other pods. Never modified
+    (not frozen only because a frozen dataclass is slower to build): the same answer is handed to every pod that
+    fails alike."""
 
     reason: str = ""
     nominated: str | None = ""
@@ -138,6 +140,9 @@ class PostFilterResult:
     """Resources were released in memory meanwhile (victims held at Permit): the preemptor's retry need not wait
     for another cluster event, as kube-scheduler moves its pods on the failed binding cycles' event."""
 
+
+NO_POST_FILTER = PostFilterResult()
+"""No PostFilter plugin ran (or none said anything): the nomination is cleared."""
 
 WaitingVictim = Callable[[str, float], "list[Decision] | None"]
 """``(victim key, now)``: the decisions that preempt a victim held at Permit (rejected in memory), or None when
@@ -169,16 +174,9 @@ class DefaultPreemption:
         self.evicting: dict[str, str] = {}
         """Victim key → node, from its eviction until the scheduler sees it gone."""
         self._resolvable: dict[tuple[object, ...], tuple[int, BoolArray]] = {}
-        self._messages: dict[tuple[object, ...], PostFilterResult] = {}
-        self._quick: dict[object, PostFilterResult] = {}
-        """This pass's answers when no pod is of lower priority, by the scheduler's pod signature."""
+        self._messages: dict[object, PostFilterResult] = {}
 
     # --- bookkeeping ----------------------------------------------------------------------------------------
-
-    def new_pass(self) -> None:
-        """A scheduling pass begins: the answers remembered by pod signature (which hold within one) expire."""
-        if self._quick:
-            self._quick = {}
 
     def forget(self, key: str, *, gone: bool = False) -> None:
         """The pod ``key`` is bound or assumed (no longer nominated), or ``gone`` (nor being evicted)."""
@@ -228,43 +226,27 @@ class DefaultPreemption:
 
     # --- the PostFilter -------------------------------------------------------------------------------------
 
-    def post_filter(
-        self, pod: Pod, now: float, *, pre_filter_failed: bool = False, shape: object = None
-    ) -> PostFilterResult:
+    def post_filter(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
         """DefaultPreemption's PostFilter for ``pod``, which failed its filters (or, ``pre_filter_failed``, a
         PreFilter: every node is then unresolvable). Must run while :meth:`count_nominated` counts for it.
-        ``shape``: the scheduler's signature of the pod's filters and of the cache in this pass (pods with equal
-        shapes fail alike), under which the answer is remembered until :meth:`new_pass` when nothing is of lower
-        priority."""
+
+        When :meth:`nothing_lower` holds for a pod whose policy is not ``Never``, the answer depends only on the
+        pod's filters and the nodes: a scheduler may hand it to every pod failing alike while nothing is placed
+        or released (kube-default's ``failures``)."""
         if pod.preemption_policy == PREEMPT_NEVER:
             return PostFilterResult(f"preemption: {NOT_ELIGIBLE_NEVER}", None)
-        priorities = self._priorities
-        quick = (
-            shape is not None
-            and not self.evicting
-            and not pre_filter_failed
-            and (not priorities or min(priorities) >= pod.priority)
-        )
-        if quick:
-            known = self._quick.get(shape)
-            if known is not None:
-                return known
+        if pre_filter_failed:  # every node UnschedulableAndUnresolvable; nothing terminating matters then
+            total = len(self._nodes)
+            return self._no_candidate(total, {}) if total else PostFilterResult()
         total = len(self._nodes)
         if total == 0:
             return PostFilterResult()
-        mask = None if pre_filter_failed else self._resolvable_mask(pod)
+        mask = self._resolvable_mask(pod)
         if self.evicting and self._terminating_on_nominated(pod, mask):
             return PostFilterResult(f"preemption: {NOT_ELIGIBLE_TERMINATING}", None)
-        if mask is None:
-            return self._no_candidate(total, {})
         count, resolvable = mask
-        if self._nothing_lower(pod):
-            result = self._no_candidate(total, {NO_VICTIMS: count} if count else {})
-            if quick:
-                if len(self._quick) >= _KEPT:
-                    self._quick.clear()
-                self._quick[shape] = result
-            return result
+        if self.nothing_lower(pod.priority):
+            return self._no_candidate(total, {NO_VICTIMS: count} if count else {})
         names = self._nodes.names
         potential = [names[int(i)] for i in np.flatnonzero(resolvable)]
         if not potential:
@@ -276,15 +258,16 @@ class DefaultPreemption:
         decisions, freed = self._actuate(pod, best, now)
         return PostFilterResult("", best.node, tuple(decisions), freed)
 
-    def _nothing_lower(self, pod: Pod) -> bool:
-        """No pod on any node has a lower priority than ``pod``."""
+    def nothing_lower(self, priority: int) -> bool:
+        """No pod on any node has a priority below ``priority``: nothing to preempt (a victim being evicted is
+        still on its node, so nothing terminates on a nominated node either)."""
         priorities = self._priorities
-        return not priorities or min(priorities) >= pod.priority
+        return not priorities or min(priorities) >= priority
 
     def _no_candidate(self, total: int, reasons: dict[str, int]) -> PostFilterResult:
         """No node where preemption helps: the dry run's reasons per node checked, every other node (the
         unresolvable ones) not helpful; the nomination cleared."""
-        key = (total, *sorted(reasons.items()))
+        key = (total, *sorted(reasons.items())) if reasons else total
         result = self._messages.get(key)
         if result is None:
             counts = dict(reasons)
@@ -307,12 +290,12 @@ class DefaultPreemption:
             known = self._resolvable[key] = (int(np.count_nonzero(mask)), mask)
         return known
 
-    def _terminating_on_nominated(self, pod: Pod, mask: tuple[int, BoolArray] | None) -> bool:
+    def _terminating_on_nominated(self, pod: Pod, mask: tuple[int, BoolArray]) -> bool:
         nomination = self.nominations.get(pod.key)
         if nomination is None:
             return False
         index = self._nodes.index.get(nomination.node)
-        if index is None or mask is None or not mask[1][index]:
+        if index is None or not mask[1][index]:
             return False  # the filters cannot pass there: the pod may preempt elsewhere
         for key, node in self.evicting.items():
             placed = self._placed.get(key)
