@@ -52,6 +52,7 @@ reports when the next one is due.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Unpack
 
@@ -72,6 +73,7 @@ __all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simu
 
 DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60.0
 PLUGIN = "Coscheduling"
+JOINED_KEPT = 4_096
 
 
 def _amount(resource: str, value: int) -> str:
@@ -123,6 +125,8 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         """Groups whose last minResources check failed; :meth:`_before_cycle` finds which still fall short."""
         self._still_short: set[str] = set()
         self._gap_memo: dict[str, tuple[int, str]] = {}
+        self._joined: dict[tuple[str, str | None, str], PostFilterResult] = {}
+        """PostFilter answers by (DefaultPreemption's reason and nomination, Coscheduling's reason)."""
 
     # --- informer -----------------------------------------------------------------------------------------
 
@@ -240,16 +244,28 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         """kube-scheduler's default DefaultPreemption first (``multiPoint`` appends Coscheduling after the default
         plugins); when it nominates a node the PostFilter phase ends there, else Coscheduling's runs and the
         reasons are joined (``, ``)."""
-        result = preempted
-        if result.nominated:
-            return result
+        if preempted.nominated:
+            return preempted
         reason, decisions = self._reject_on_post_filter(pod, now)
         if not reason and not decisions:
-            return result
-        if reason and result.reason:
-            reason = f"{result.reason}, {reason}"
+            return preempted
+        if not decisions and not preempted.decisions:  # the common answer: remembered, joined once
+            key = (preempted.reason, preempted.nominated, reason)
+            joined = self._joined.get(key)
+            if joined is None:
+                if len(self._joined) >= JOINED_KEPT:
+                    self._joined.clear()
+                joined = self._joined[key] = self._join(preempted, reason, ())
+            return joined
+        return self._join(preempted, reason, decisions)
+
+    @staticmethod
+    def _join(preempted: PostFilterResult, reason: str, decisions: Sequence[Decision]) -> PostFilterResult:
+        """DefaultPreemption's answer followed by Coscheduling's ``reason`` and ``decisions``."""
+        if reason and preempted.reason:
+            reason = f"{preempted.reason}, {reason}"
         return PostFilterResult(
-            reason or result.reason, result.nominated, (*result.decisions, *decisions), result.freed
+            reason or preempted.reason, preempted.nominated, (*preempted.decisions, *decisions), preempted.freed
         )
 
     def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
