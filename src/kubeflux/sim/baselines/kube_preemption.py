@@ -236,8 +236,11 @@ class DefaultPreemption:
         if pod.preemption_policy == PREEMPT_NEVER:
             return PostFilterResult(f"preemption: {NOT_ELIGIBLE_NEVER}", None)
         if pre_filter_failed:  # every node UnschedulableAndUnresolvable; nothing terminating matters then
-            total = len(self._nodes)
-            return self._no_candidate(total, {}) if total else PostFilterResult()
+            total = len(self._nodes.names)  # refreshed: the scheduling pass began so
+            known = self._messages.get(total)
+            if known is None:
+                known = self._no_candidate(total, {}) if total else NO_POST_FILTER
+            return known
         total = len(self._nodes)
         if total == 0:
             return PostFilterResult()
