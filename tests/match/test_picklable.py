@@ -18,7 +18,7 @@ from kubeflux.match.engine import JobInfo, JobState, MatchResult
 from kubeflux.match.meta import Errno
 from kubeflux.match.picklable import Picklable
 from kubeflux.match.writers import Placement
-from kubeflux.scheduler.messages import Bind, ClusterEvent, EventKind, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.messages import Bind, ClusterEvent, EventKind, Evict, PodWarning, Reject, Unschedulable
 from kubeflux.scheduler.objects import Pod
 from tests.shared import REPO
 
@@ -99,6 +99,8 @@ PICKLED = [
     ("unschedulable", Unschedulable("default/p", "u", "0/1 nodes are available.", 60.0)),
     ("reject", Reject("default/p", "u", "too big")),
     ("warning", PodWarning("default/p", "u", "InvalidAllocation", "bad")),
+    ("evict", Evict("default/v", "u", "default/p", "Preempted by pod group default/p", budgets=False)),
+    ("nominated", Unschedulable("default/p", "u", "waits", None, "n1")),
     ("placement", Placement("n0", ("core0", "core1"), ("gpu0",))),
     ("job info", JobInfo(3, JobState.RESERVED, 60, "{}", 0.5)),
     ("match result", MatchResult(3, False, 60, False, "", "busy", Errno.EBUSY, 0.1, False, 5, ())),

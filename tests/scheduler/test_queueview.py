@@ -14,7 +14,9 @@ T0 = 1_795_917_000.0
 
 
 def _cluster(backfill: str = "easy") -> Cluster:
-    return Cluster(KubefluxScheduler(backfill=backfill), [node("n0", cores=4), node("n1", cores=4)])
+    # the queue's order alone: an urgent pod waits rather than preempt (preemption: tests/scheduler/test_preempting)
+    scheduler = KubefluxScheduler(backfill=backfill, preemption="never")
+    return Cluster(scheduler, [node("n0", cores=4), node("n1", cores=4)])
 
 
 def _timed(name: str, cpu: int, seconds: int, t: float, **kwargs: object) -> Pod:

@@ -88,7 +88,7 @@ def test_a_restarted_kubeflux_takes_back_a_start_it_no_longer_plans_beyond_its_q
         decided.extend((now, decision) for decision in decisions)
         return decisions
 
-    depth_2 = functools.partial(KubefluxScheduler, queue_depth=2)
+    depth_2 = functools.partial(KubefluxScheduler, queue_depth=2, preemption="never")  # the queue's order alone
     with (
         mock.patch("tests.scheduler._workload.KubefluxScheduler", depth_2),
         mock.patch.object(Checked, "schedule", spied),

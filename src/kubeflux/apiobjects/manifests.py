@@ -31,6 +31,7 @@ from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem, int_decode_error
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -452,6 +453,10 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     if problem is not None:
         raise reader.fail("spec.activeDeadlineSeconds", problem)
     priority = reader.go_integer("PodSpec", "spec.priority")
+    preemption = reader.string("spec.preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+    if preemption not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        supported = f'"{PREEMPT_NEVER}", "{PREEMPT_LOWER_PRIORITY}"'
+        raise reader.fail("spec.preemptionPolicy", f'Unsupported value: "{preemption}": supported values: {supported}')
     node_name = reader.string("spec.nodeName")
     if node_name:
         reader.dns_name("spec.nodeName", node_name)
@@ -477,7 +482,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         manifest=dict(obj),
         resize=resize,
         scheduling_group=reader.string("spec.schedulingGroup.podGroupName"),
-        preemption_policy=reader.string("spec.preemptionPolicy") or PREEMPT_LOWER_PRIORITY,
+        preemption_policy=preemption,
     )
 
 

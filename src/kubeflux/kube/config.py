@@ -92,6 +92,7 @@ class SchedulerProfile(_Strict):
             group_backoff=self.group_backoff_seconds,
             max_backoff=self.max_backoff_seconds,
             shape=shape,
+            preemption="never",  # serve's shell does not evict yet (issue 31): its evictions would all be refused
         )
 
 

@@ -146,7 +146,7 @@ class ClusterBooks:
         if own:
             self.own.take(uid, node, pod.requests)
         self.fits.changed(node)
-        alloc = Allocation(uid, pod.key, node, own)
+        alloc = Allocation(uid, pod.key, node, own, 0, tick(self.now))  # started, as far as kubeflux knows: now
         if record is not None:
             alloc.start, alloc.duration = record.start, record.duration
             alloc.placement = alloc.named = Placement(node, record.cores, record.gpus)

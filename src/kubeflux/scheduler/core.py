@@ -16,6 +16,8 @@ scheduling queue and a framework:
 * :attr:`~KubefluxScheduler.placer` (:class:`~kubeflux.scheduler.placing.Placer`) and
   :attr:`~KubefluxScheduler.reserver` (:class:`~kubeflux.scheduler.reserving.Reserver`): engine matches now and
   reservations for later;
+* :attr:`~KubefluxScheduler.preemptor` (:class:`~kubeflux.scheduler.preempting.Preemptor`): whole lower-priority
+  jobs evicted for a job that cannot start now;
 * :attr:`~KubefluxScheduler.profile` (:class:`~kubeflux.scheduler.profile.Profile`): the settings they share.
 
 **One scheduling pass** (:meth:`KubefluxScheduler.schedule`), in named phases:
@@ -30,11 +32,13 @@ scheduling queue and a framework:
    (:mod:`kubeflux.scheduler.ledger`), kept incrementally (:mod:`kubeflux.scheduler.fit`); unfit nodes are hidden
    from the engine for that match (:mod:`kubeflux.scheduler.graphview`); one engine job per pod
    (:mod:`kubeflux.scheduler.translate`), all members of a group or none;
-5. *reserve*: a job that does not fit now gets a reservation (``allocate_orelse_reserve``; a gang as one engine
+5. *preempt*: a job that does not fit now may evict whole jobs of lower priority so that it starts now
+   (:mod:`kubeflux.scheduler.preempting`); it then waits for them to leave;
+6. *reserve*: a job that does not fit now gets a reservation (``allocate_orelse_reserve``; a gang as one engine
    job, so its members share one start): under ``fcfs`` only the first blocked job, and nothing passes it; under
    ``easy`` the first blocked job, and later jobs start only when they fit now around it; under ``conservative``
    every blocked job in the queue depth;
-6. *decide*: :class:`Bind` (with the :data:`~kubeflux.scheduler.allocation.ALLOCATION_ANNOTATION` for recovery),
+7. *decide*: :class:`Bind` (with the :data:`~kubeflux.scheduler.allocation.ALLOCATION_ANNOTATION` for recovery),
    else ``Unschedulable`` with kube-scheduler's message and the expected start of the reservation, or
    :class:`Reject` when no node could ever host the pod.
 
@@ -65,7 +69,8 @@ from kubeflux.scheduler.informer import Informer
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
-from kubeflux.scheduler.profile import Profile, tick
+from kubeflux.scheduler.preempting import Preemptor
+from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.queueview import QueuedJob, queue_snapshot
 from kubeflux.scheduler.reserving import Reserver
@@ -106,12 +111,13 @@ class KubefluxScheduler:
         max_backoff: float = 300.0,
         log_limit: int = 10_000,
         shape: NodeShape | None = None,
+        preemption: str = LOWER_PRIORITY,
     ) -> None:
         parse_policy(policy)
         if queue_depth < 1:
             raise ValueError(f"queue_depth must be at least 1, got {queue_depth}")
         self.name = name
-        self.profile = Profile(name, policy, sharing or SharedSharing(), horizon, shape)
+        self.profile = Profile(name, policy, sharing or SharedSharing(), horizon, shape, preemption)
         self.log: deque[str] = deque(maxlen=log_limit)
         """Fluence-style log lines (nodes found, cores per node, policy, each match and its result)."""
         self.queue = PendingQueue()
@@ -120,6 +126,7 @@ class KubefluxScheduler:
         self.filter = NodeFilter(self.profile, self.books, self.queue)
         self.placer = Placer(self.profile, self.books, self.queue, self.filter, self.log)
         self.reserver = Reserver(self.profile, self.books, self.queue, self.filter, self.placer, self.log)
+        self.preemptor = Preemptor(self.profile, self.books, self.queue, self.filter, self.log.append)
         self.backfill = Backfill(backfill)
         self.queue_depth = queue_depth
         self.group_backoff = group_backoff
@@ -138,6 +145,10 @@ class KubefluxScheduler:
     def unreserve(self, pod: str, uid: str, node: str, reason: str, now: float) -> None:
         """The cluster refused kubeflux's Bind of ``pod`` (:meth:`Informer.unreserve`)."""
         self.informer.unreserve(pod, uid, node, reason, now)
+
+    def unevict(self, pod: str, uid: str, reason: str, now: float) -> None:
+        """The cluster refused kubeflux's eviction of ``pod`` (:meth:`Preemptor.refused`)."""
+        self.preemptor.refused(uid, now)
 
     # ================================================================== schedule (one pass)
 
@@ -222,6 +233,10 @@ class KubefluxScheduler:
                 self._report(job, self._behind_message(job), None, out)
                 continue
             message = self._place(job, now, out)
+            if message is not None and (evictions := self.preemptor.preempt(job, now)):
+                out.extend(evictions)
+            if message is not None and (gone := self.preemptor.waiting(job)):
+                message = self.preemptor.waiting_message(job, gone)
             if message is None:  # bound, or rejected
                 if queue.rejected.get(job.key) is job:  # it left the queue for good: the pass goes on past it
                     considered -= 1

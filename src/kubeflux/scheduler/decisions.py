@@ -9,8 +9,8 @@ For each decision, in the order the scheduler made them:
    the shell's NotFound answer (:meth:`~DecisionSink.not_found`);
 2. a :class:`~kubeflux.scheduler.messages.PodWarning` is recorded on the pod, whichever scheduler owns it; an
    :class:`~kubeflux.scheduler.messages.Evict` evicts it, whichever scheduler owns it (preemption takes any pod of
-   lower priority); one the cluster refuses (a PodDisruptionBudget) is said (:meth:`~DecisionSink.problem`), and the
-   scheduler sees the pod still running;
+   lower priority); one the cluster refuses (a PodDisruptionBudget) is said (:meth:`~DecisionSink.problem`) and
+   told back to a scheduler that waits for its victims (:class:`~kubeflux.scheduler.interface.Unevict`);
 3. any other decision about a pod another scheduler owns is not applied, and said (:meth:`~DecisionSink.problem`);
 4. a ``Bind`` binds the pod; one the cluster refuses is told back to ``unreserve`` with the cluster's answer;
    an :class:`~kubeflux.scheduler.messages.Unschedulable` marks the pod ``PodScheduled=False``; a
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from kubeflux.scheduler.interface import Decision, DecisionSink, Unreserve
+from kubeflux.scheduler.interface import Decision, DecisionSink, Unevict, Unreserve
 from kubeflux.scheduler.messages import Bind, Evict, PodWarning, Reject, Unschedulable
 
 __all__ = ["apply_decisions"]
@@ -60,6 +60,8 @@ def apply_decisions(
                 refused = sink.evict(pod, decision)
                 if refused:
                     sink.problem(f"scheduler {scheduler!r} could not evict pod {decision.pod}: {refused}")
+                    if isinstance(unreserve, Unevict):
+                        unreserve.unevict(decision.pod, decision.uid, refused, now)
                 else:
                     made += 1
                 continue

@@ -77,6 +77,14 @@ class Unreserve(Protocol):
 
 
 @runtime_checkable
+class Unevict(Protocol):
+    """A scheduler that waits for the pods it evicted to leave, and hears when the cluster refused an
+    :class:`Evict` (a PodDisruptionBudget's 429, the pod gone): ``pod`` is its ``namespace/name``."""
+
+    def unevict(self, pod: str, uid: str, reason: str, now: float) -> None: ...
+
+
+@runtime_checkable
 class IgnoresStatusUpdates(Protocol):
     """A scheduler that reads nothing of what a shell writes on a pending pod for an :class:`Unschedulable` or
     :class:`Reject` (the ``PodScheduled`` condition, the :data:`EXPECTED_START_ANNOTATION`), when
@@ -154,6 +162,7 @@ __all__ = [
     "PodWarning",
     "Reject",
     "Scheduler",
+    "Unevict",
     "Unreserve",
     "Unschedulable",
     "expected_start_annotations",

@@ -106,18 +106,25 @@ def _importance(pod: RunningPod) -> tuple[int, float]:
 
 
 def split_by_budget(
-    pods: Sequence[RunningPod], budgets: Sequence[DisruptionBudget], allowed: Mapping[str, int]
+    pods: Sequence[RunningPod],
+    budgets: Sequence[DisruptionBudget],
+    allowed: Mapping[str, int],
+    *,
+    policy_v1: bool = False,
 ) -> tuple[list[RunningPod], list[RunningPod]]:
     """``filterPodsWithPDBViolation``: ``pods`` (in the order given) split into those whose eviction would violate
-    a budget and the others. ``allowed`` maps ``namespace/name`` of each budget to its ``disruptionsAllowed``."""
+    a budget and the others. ``allowed`` maps ``namespace/name`` of each budget to its ``disruptionsAllowed``.
+    ``policy_v1``: budgets select pods as the Eviction API reads them (an empty selector selects every pod of its
+    namespace), not as kube-scheduler does (it selects none)."""
     left = {f"{b.namespace}/{b.name}": allowed.get(f"{b.namespace}/{b.name}", 0) for b in budgets}
     violating: list[RunningPod] = []
     sparing: list[RunningPod] = []
     for pod in pods:
         violated = False
-        if pod.labels:
+        if pod.labels or policy_v1:
             for budget in budgets:
-                if not budget.covers(pod.namespace, pod.labels) or pod.name in budget.disrupted:
+                guards = budget.selects if policy_v1 else budget.covers
+                if not guards(pod.namespace, pod.labels) or pod.name in budget.disrupted:
                     continue
                 key = f"{budget.namespace}/{budget.name}"
                 left[key] -= 1
@@ -213,9 +220,11 @@ SEARCH_LIMIT = 2_000
 """How many victim sets :func:`choose_victim_jobs` looks at, cheapest first, before it settles for a greedy one."""
 
 
-def _within_budgets(jobs: Sequence[VictimJob], budgets: Sequence[DisruptionBudget], allowed: Mapping[str, int]) -> bool:
+def _within_budgets(
+    jobs: Sequence[VictimJob], budgets: Sequence[DisruptionBudget], allowed: Mapping[str, int], policy_v1: bool
+) -> bool:
     pods = [pod for job in jobs for pod in job.pods]
-    violating, _ = split_by_budget(pods, budgets, allowed)
+    violating, _ = split_by_budget(pods, budgets, allowed, policy_v1=policy_v1)
     return not violating
 
 
@@ -226,6 +235,8 @@ def choose_victim_jobs(
     budgets: Sequence[DisruptionBudget] = (),
     allowed: Mapping[str, int] | None = None,
     limit: int = SEARCH_LIMIT,
+    *,
+    policy_v1: bool = False,
 ) -> tuple[VictimJob, ...] | None:
     """The jobs to evict, whole, so that a job of ``preemptor_priority`` starts now, or None when no such set
     exists. ``fits_without(keys)`` says whether it would start now once the jobs of ``keys`` are gone (it must be
@@ -237,7 +248,7 @@ def choose_victim_jobs(
     work lost, then the fewest jobs. Such a set is minimal: no job in it could be spared. The search tests sets in
     that order, cheapest first; after ``limit`` sets it takes the tier's jobs by least work lost until the
     preemptor fits and spares, most work first, every job it can do without (still minimal, maybe not the
-    cheapest)."""
+    cheapest). ``policy_v1``: budgets select pods as the Eviction API reads them (:func:`split_by_budget`)."""
     allowed = allowed or {}
     lower = sorted((job for job in running if job.priority < preemptor_priority), key=lambda j: (j.priority, j.key))
     tiers = sorted({job.priority for job in lower})
@@ -245,7 +256,7 @@ def choose_victim_jobs(
         pool = sorted((job for job in lower if job.priority <= tier), key=lambda j: (j.work_lost, j.key))
         if not fits_without(frozenset(job.key for job in pool)):
             continue
-        chosen = _cheapest(pool, fits_without, budgets, allowed, limit)
+        chosen = _cheapest(pool, fits_without, budgets, allowed, limit, policy_v1)
         if chosen is not None:
             return chosen
     return None
@@ -257,6 +268,7 @@ def _cheapest(
     budgets: Sequence[DisruptionBudget],
     allowed: Mapping[str, int],
     limit: int,
+    policy_v1: bool,
 ) -> tuple[VictimJob, ...] | None:
     """The subset of ``pool`` (sorted by work lost) of least (work lost, size) that lets the preemptor fit and
     keeps every budget, by best-first enumeration of subsets; a greedy one after ``limit`` of them."""
@@ -273,13 +285,13 @@ def _cheapest(
             heapq.heappush(heap, (work + nxt.work_lost, size + 1, (*indices, last + 1)))
             heapq.heappush(heap, (work - pool[last].work_lost + nxt.work_lost, size, (*indices[:-1], last + 1)))
         jobs = [pool[i] for i in indices]
-        if not _within_budgets(jobs, budgets, allowed):
+        if not _within_budgets(jobs, budgets, allowed, policy_v1):
             continue
         if fits_without(frozenset(job.key for job in jobs)):
             return tuple(jobs)
     if not heap:
         return None  # every subset tested: none fits within the budgets
-    return _greedy(pool, fits_without, budgets, allowed)
+    return _greedy(pool, fits_without, budgets, allowed, policy_v1)
 
 
 def _greedy(
@@ -287,10 +299,11 @@ def _greedy(
     fits_without: Callable[[frozenset[str]], bool],
     budgets: Sequence[DisruptionBudget],
     allowed: Mapping[str, int],
+    policy_v1: bool,
 ) -> tuple[VictimJob, ...] | None:
     taken: list[VictimJob] = []
     for job in pool:
-        if not _within_budgets([*taken, job], budgets, allowed):
+        if not _within_budgets([*taken, job], budgets, allowed, policy_v1):
             continue
         taken.append(job)
         if fits_without(frozenset(j.key for j in taken)):

@@ -9,21 +9,36 @@ a time to the engine's whole seconds (:func:`tick`) and a pod's planned time (:m
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from kubeflux.scheduler.kept import keeps_reservations
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.sharing import SharingPolicy
 from kubeflux.scheduler.translate import NodeShape, pod_duration
 
-__all__ = ["Profile", "tick"]
+__all__ = ["LOWER_PRIORITY", "NEVER", "PREEMPTION_SETTINGS", "Profile", "tick"]
+
+LOWER_PRIORITY: Final = "lowerPriority"
+NEVER: Final = "never"
+PREEMPTION_SETTINGS: Final = (NEVER, LOWER_PRIORITY)
+"""The values of a profile's ``preemption`` setting: ``lowerPriority`` (kube-scheduler's default) lets a job that
+cannot start now evict jobs of lower priority (:mod:`kubeflux.scheduler.preempting`); ``never`` does not."""
 
 
 class Profile:
     """What one kubeflux scheduler is configured with (see the module docstring)."""
 
     def __init__(
-        self, name: str, policy: str, sharing: SharingPolicy, horizon: int, shape: NodeShape | None = None
+        self,
+        name: str,
+        policy: str,
+        sharing: SharingPolicy,
+        horizon: int,
+        shape: NodeShape | None = None,
+        preemption: str = LOWER_PRIORITY,
     ) -> None:
+        if preemption not in PREEMPTION_SETTINGS:
+            raise ValueError(f"preemption must be one of {', '.join(PREEMPTION_SETTINGS)}, got {preemption!r}")
         self.name = name
         """The ``schedulerName`` it owns."""
         self.policy = policy
@@ -33,6 +48,8 @@ class Profile:
         """The engine's time axis: whole seconds from 0 to this."""
         self.shape = shape or NodeShape()
         """How nodes become graph vertices (sockets, which resources are gpus)."""
+        self.preemption = preemption
+        """``lowerPriority`` or ``never`` (:data:`PREEMPTION_SETTINGS`)."""
         self.keep_reservations = keeps_reservations(policy)
         """Whether a gang's reservation may be put back as it was when the engine would make it again
         (:mod:`kubeflux.scheduler.kept`); False re-plans every one."""

@@ -36,7 +36,7 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingQueue
@@ -71,7 +71,7 @@ class Cluster:
         for n in nodes:
             scheduler.observe(ClusterEvent(ADDED, n), 0.0)
 
-    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup) -> None:
+    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
         self.scheduler.observe(ClusterEvent(kind, obj), self.now)
 
     def add(self, *pods: Pod) -> None:

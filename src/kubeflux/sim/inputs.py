@@ -20,7 +20,8 @@ from kubeflux.sim.workloads.model import JobKind, Workload
 from kubeflux.sim.workloads.platform import HeaderPlatform
 
 ALL_SCHEDULERS = "all"
-"""``--scheduler all`` (the default): every built-in scheduler, kubeflux first."""
+"""``--scheduler all`` (the default): every built-in scheduler, kubeflux first (not the variants that differ only on
+some workloads, such as ``kubeflux-no-preemption``: named, they run)."""
 
 
 def scheduler_names(names: list[str] | None) -> list[str]:
@@ -28,14 +29,15 @@ def scheduler_names(names: list[str] | None) -> list[str]:
     (kubeflux first, so that the verdict lines say what it gains over each); ``all`` when none is named."""
     from kubeflux.sim.baselines import available
 
-    known = list(available())
+    registry = available()
+    known = list(registry)
     given = names or [ALL_SCHEDULERS]
     unknown = [name for name in given if name not in known and name != ALL_SCHEDULERS]
     if unknown:
         raise typer.BadParameter(
             f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}, or {ALL_SCHEDULERS}"
         )
-    everyone = sorted(known, key=lambda name: name != "kubeflux")
+    everyone = sorted((name for name in known if registry[name].in_all), key=lambda name: name != "kubeflux")
     result: list[str] = []
     for name in given:
         if name == ALL_SCHEDULERS:

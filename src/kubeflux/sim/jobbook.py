@@ -162,6 +162,7 @@ class JobBook:
             uid=f"{job.index}-{job.created}",
             scheduler_name=timing.scheduler_name,
             priority=t.priority,
+            preemption_policy=t.preemption_policy,
             creation_time=now,
             requests=t.requests,
             labels=labels,

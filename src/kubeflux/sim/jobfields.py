@@ -52,6 +52,7 @@ _TEMPLATE_FIELDS: tuple[tuple[str, object], ...] = (
     ("exit_code", int),
     ("scheduler_name", str),
     ("priority", int),
+    ("preemption_policy", str),
     ("labels", dict),
     ("annotations", dict),
     ("node_selector", dict),

@@ -49,6 +49,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from kubeflux.sim.losses import preemption_losses
 from kubeflux.sim.output.arrays import columns, floats
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
 
@@ -373,6 +374,8 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
       from its compute start: the idle holding before it is allocated, not useful); for every other resource kind
       of the cluster (GPUs, extended resources, memory) ``utilization[<kind>]`` and ``useful_utilization[<kind>]``,
       e.g. ``utilization[nvidia.com/gpu]``, in the kind's units over its capacity;
+    * ``preempted_pods``, ``preempted_jobs``, ``work_lost_core_seconds``, ``work_lost_gpu_seconds``
+      (:mod:`kubeflux.sim.losses`);
     * ``pods_per_virtual_second`` = pods bound / makespan; ``pods_per_wall_second`` = pods bound / wall seconds
       (the simulator's own speed); ``wall_seconds`` as measured by the driver.
     """
@@ -420,6 +423,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "utilization": round(used / capacity, 6) if capacity > 0 else 0.0,
         "useful_utilization": useful,
         **kinds,
+        **preemption_losses(run),
         "pods_bound": run.pods_bound,
         "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
         "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,

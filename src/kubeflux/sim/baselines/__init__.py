@@ -1,9 +1,10 @@
 """The simulator's schedulers, by name: a registry of factories (``kubeflux simulate --list-schedulers``).
 
 The built-in ones are listed here: the HPC baselines (``fcfs``, ``easy``), kubeflux itself (``kubeflux``,
-``kubeflux-fcfs``, ``kubeflux-conservative``) and the Kubernetes baselines (``kube-default``, ``kube-gang``,
-``coscheduling``). Each factory imports its module when first called, so listing the schedulers imports none of
-them. Another module adds a scheduler with :func:`register`; :func:`create` builds a fresh instance per run.
+``kubeflux-no-preemption``, ``kubeflux-fcfs``, ``kubeflux-conservative``) and the Kubernetes baselines
+(``kube-default``, ``kube-gang``, ``coscheduling``). Each factory imports its module when first called, so listing
+the schedulers imports none of them. Another module adds a scheduler with :func:`register`; :func:`create` builds
+a fresh instance per run.
 
 ``fcfs`` and ``easy`` (with ``capacity`` and ``free_tree``) are compiled with mypyc when ``make`` built them
 (``tools/build_native.py``: ``COMPILED_BASELINES``); the other baselines stay pure.
@@ -29,6 +30,8 @@ class SchedulerInfo:
     name: str
     factory: SchedulerFactory
     description: str
+    in_all: bool = True
+    """Run by ``--scheduler all``; False for a variant that differs only on some workloads (named to be run)."""
 
 
 def _fcfs() -> Scheduler:
@@ -43,11 +46,11 @@ def _easy() -> Scheduler:
     return EasyScheduler()
 
 
-def _kubeflux(backfill: str) -> Callable[[str], Scheduler]:
+def _kubeflux(backfill: str, preemption: str = "lowerPriority") -> Callable[[str], Scheduler]:
     def factory(name: str) -> Scheduler:
         from kubeflux.scheduler.core import KubefluxScheduler
 
-        return KubefluxScheduler(name, policy="lonode", backfill=backfill)
+        return KubefluxScheduler(name, policy="lonode", backfill=backfill, preemption=preemption)
 
     return factory
 
@@ -82,7 +85,14 @@ _REGISTRY: dict[str, SchedulerInfo] = {
         SchedulerInfo(
             "kubeflux",
             _named("kubeflux", _kubeflux("easy")),
-            "kubeflux: the graph engine (policy lonode), gangs, EASY backfilling with engine reservations",
+            "kubeflux: the graph engine (policy lonode), gangs, EASY backfilling with engine reservations, whole-job "
+            "preemption",
+        ),
+        SchedulerInfo(
+            "kubeflux-no-preemption",
+            _named("kubeflux-no-preemption", _kubeflux("easy", "never")),
+            "kubeflux (EASY) that never preempts: a job of higher priority waits for room like any other",
+            in_all=False,
         ),
         SchedulerInfo(
             "kubeflux-fcfs",

@@ -166,6 +166,7 @@ def _template(
         exit_code=run.exit_code,
         scheduler_name=scheduler if isinstance(scheduler, str) else "",
         priority=pod.priority,
+        preemption_policy=pod.preemption_policy,
         labels=dict(pod.labels),
         annotations=dict(annotations),
         node_selector=dict(pod.node_selector),

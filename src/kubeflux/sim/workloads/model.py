@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeflux.scheduler.objects import NodeSelectorTerm, ResourceList, Toleration
+from kubeflux.scheduler.objects import PREEMPT_LOWER_PRIORITY, NodeSelectorTerm, ResourceList, Toleration
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 
 
@@ -27,6 +27,8 @@ class PodTemplate:
     scheduler_name: str = ""
     """Empty means the scheduler under test; anything else (``default-scheduler``) is another scheduler."""
     priority: int = 0
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    """``spec.preemptionPolicy``: ``Never`` keeps the pod from evicting anything to start."""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     node_selector: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,255 @@
+"""kubeflux's preemption: a job of higher priority that cannot start now evicts lower-priority *whole jobs* when
+that lets it start now (:class:`Preemptor`, a part of :class:`~kubeflux.scheduler.core.KubefluxScheduler`).
+
+kube-scheduler preempts pod by pod (DefaultPreemption): for an MPI job that is one rank evicted and the rest left
+idle. kubeflux preempts jobs, as Volcano and Kueue preempt workloads:
+
+* **Who may preempt**: a job (a lone pod, or a pod group's members) that does not fit now, is not backing off, and
+  none of whose pods says ``preemptionPolicy: Never``; under the profile's ``preemption: lowerPriority`` (the
+  default, as kube-scheduler's) — ``never`` turns it off.
+* **Who may be evicted**: running jobs of strictly lower priority (a job's priority is its highest pod's), whole: a
+  pod group's bound pods all go or none, a lone pod alone (the pods of a ``batch/v1`` Job without a group are jobs
+  of their own, as its controller replaces each). Pods already being evicted are no candidates.
+* **Which**: the set that lets the preemptor start now and is least in this order (:func:`~kubeflux.scheduler.
+  preemption.choose_victim_jobs`): the lowest priority tier that is enough, then the least work lost (elapsed run
+  time × cores and gpus held: core-seconds; a pod kubeflux did not place ran from when it first saw it bound), then
+  the fewest jobs. No set takes a PodDisruptionBudget below what it allows (``policy/v1``'s reading: kubeflux
+  evicts through the Eviction API, which enforces them). Such a set is minimal: no job in it could be spared.
+* **"Would it start now without them"** is asked of the exact books: each node's room (the ledger, under the
+  sharing policy) with the candidates' requests given back, and its whole cores and gpus likewise, searched for an
+  assignment of at least the job's minimum of pods by the same search that proves a gang can never fit
+  (:func:`~kubeflux.scheduler.gang.assign`) on the nodes that pass the pods' filters. Nothing is evicted before a
+  set is proven to be enough.
+* **After**: the victims' pods get :class:`~kubeflux.scheduler.messages.Evict` decisions; the preemptor keeps its
+  place at the head of its priority and waits for them to leave (it preempts nothing more meanwhile), then is
+  placed by the next pass like any job: the queue tries higher priorities first, so the room goes to it.
+
+**No loops**: a job only ever evicts jobs of strictly lower priority, so along any chain of evictions priorities
+fall, and an evicted job that comes back (its Job's replacement pod) can never evict the job that evicted it.
+
+**Backfill**: a job backfilled at low priority that would delay a high-priority reservation can be preempted
+when the high-priority job could start now without it; a reservation alone evicts nothing (only a job that would
+start now preempts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.constraints import fit_error_message
+from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
+from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
+from kubeflux.scheduler.messages import Evict
+from kubeflux.scheduler.objects import PODS, PREEMPT_NEVER, Pod, PodPhase
+from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed
+from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile
+from kubeflux.scheduler.queue import PendingJob, PendingQueue
+
+__all__ = ["REFUSAL_BACKOFF", "Preemptor"]
+
+REFUSAL_BACKOFF = 10.0
+"""Seconds a job whose eviction the cluster refused is no candidate (the Eviction API's ``Retry-After``)."""
+
+
+class Preemptor:
+    """Chooses and evicts the jobs a blocked job of higher priority needs gone (see the module docstring)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        books: ClusterBooks,
+        queue: PendingQueue,
+        node_filter: NodeFilter,
+        log: Callable[[str], None],
+    ) -> None:
+        self.profile, self.books, self.queue, self.filter, self._log = profile, books, queue, node_filter, log
+        self.evicting: dict[str, set[str]] = {}
+        """Preemptor job key → the uids of the pods it evicted that the books still count."""
+        self.evicted: set[str] = set()
+        """Every pod uid evicted and still counted (no candidate again)."""
+        self._lowest: tuple[tuple[int, int], int | None] = ((-1, -1), None)
+        """(books version, the lowest priority of a bound pod then)."""
+        self._uid_of: dict[str, str] = {}
+        """The candidates' pods of the last search: ``namespace/name`` → uid."""
+        self.refusals: dict[str, float] = {}
+        """Pod uid → until when its job is no candidate (its eviction was refused)."""
+
+    # ------------------------------------------------------------------ the question
+    def waiting(self, job: PendingJob) -> int:
+        """How many pods the job's earlier evictions still wait for (forgetting those gone)."""
+        uids = self.evicting.get(job.key)
+        if not uids:
+            return 0
+        bound = self.books.bound
+        gone = {uid for uid in uids if uid not in bound}
+        if gone:
+            uids -= gone
+            self.evicted -= gone
+        if not uids:
+            del self.evicting[job.key]
+        return len(uids)
+
+    def preempt(self, job: PendingJob, now: float) -> list[Evict]:
+        """The evictions that let ``job`` start now (empty when it may not preempt or no set of victims is enough);
+        remembered, so that the job waits for them rather than preempting again."""
+        if self.profile.preemption != LOWER_PRIORITY or job.retry_at > now:
+            return []
+        priority = job.priority
+        lowest = self._lowest_bound_priority()
+        if lowest is None or lowest >= priority:
+            return []  # nothing of lower priority runs: the usual case costs a comparison
+        if self.waiting(job) or any(pod.preemption_policy == PREEMPT_NEVER for pod in job.pods.values()):
+            return []
+        running = self._running_jobs(priority, now)
+        if not running:
+            return []
+        by_key = {victim.key: victim for victim in running}
+        fits = self._fits_without(job, by_key)
+        budgets = list(self.books.budgets.values())
+        allowed = self._allowed()
+        chosen = choose_victim_jobs(priority, running, fits, budgets, allowed, policy_v1=True)
+        if chosen is None:
+            return []
+        evictions: list[Evict] = []
+        uids = self.evicting.setdefault(job.key, set())
+        what = f"pod group {job.key}" if job.group else f"pod {job.key}"
+        for victim in chosen:
+            for pod in victim.pods:
+                uid = self._uid_of[pod.key]
+                uids.add(uid)
+                self.evicted.add(uid)
+                message = f"Preempted by {what} (priority {priority}) to start now: {victim.key} is evicted whole"
+                evictions.append(Evict(pod.key, uid, job.key, message))
+        names = ", ".join(f"{v.key} (priority {v.priority})" for v in chosen)
+        self._log(f"Preempting for {job.key} (priority {priority}): {len(chosen)} job(s) evicted whole: {names}")
+        return evictions
+
+    def refused(self, uid: str, now: float) -> None:
+        """The cluster refused to evict pod ``uid`` (a budget's 429 in a race, the pod gone): no job waits for it,
+        and its job is no candidate for :data:`REFUSAL_BACKOFF` seconds (the Eviction API's ``Retry-After``), so
+        that a budget read differently by the cluster never makes the scheduler ask again and again."""
+        self.evicted.discard(uid)
+        self.refusals[uid] = now + REFUSAL_BACKOFF
+        for key, uids in list(self.evicting.items()):
+            uids.discard(uid)
+            if not uids:
+                del self.evicting[key]
+
+    def waiting_message(self, job: PendingJob, waiting: int) -> str:
+        """Why a job that preempted still waits."""
+        what = f"pod group {job.key}" if job.group else f"pod {job.key}"
+        why = f"{what} preempted jobs of lower priority and waits for their {waiting} pod(s) to leave"
+        return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
+
+    # ------------------------------------------------------------------ the candidates
+    def _lowest_bound_priority(self) -> int | None:
+        version = self.books.fits.version
+        if self._lowest[0] != version:
+            pods = self.books.bound.values()
+            self._lowest = (version, min((pod.priority for pod in pods), default=None))
+        return self._lowest[1]
+
+    def _running_jobs(self, priority: int, now: float) -> list[VictimJob]:
+        """The bound, unfinished jobs of priority below ``priority``, whole, not already being evicted."""
+        books = self.books
+        members: dict[str, list[tuple[str, Pod]]] = {}
+        refusals = self.refusals
+        if refusals:
+            self.refusals = refusals = {uid: until for uid, until in refusals.items() if until > now}
+        spared: set[str] = set()
+        for uid, pod in books.bound.items():
+            if uid in self.evicted or pod.deleted or pod.phase.terminal:
+                continue
+            if uid in refusals:
+                spared.add(pod.group or pod.key)
+            members.setdefault(pod.group or pod.key, []).append((uid, pod))
+        for key in spared:
+            del members[key]
+        self._uid_of = {}
+        jobs: list[VictimJob] = []
+        for key, pods in sorted(members.items()):
+            top = max(pod.priority for _, pod in pods)
+            if top >= priority:
+                continue
+            work = 0.0
+            running: list[RunningPod] = []
+            for uid, pod in pods:
+                alloc = books.allocations.get(uid)
+                started = float(alloc.start) if alloc is not None else now
+                cores, gpus = books.pod_shape(pod)
+                work += max(0.0, now - started) * (cores + gpus)
+                running.append(RunningPod(pod.namespace, pod.name, pod.priority, started, pod.labels))
+                self._uid_of[pod.key] = uid
+            jobs.append(VictimJob(key, top, work, tuple(running)))
+        return jobs
+
+    def _allowed(self) -> dict[str, int]:
+        """Each budget's ``disruptionsAllowed`` now, from the pods the books count (healthy: running, not being
+        deleted; the expected count unknown when a selected pod has a controller, as for a Job's pods)."""
+        allowed: dict[str, int] = {}
+        bound = self.books.bound.values()
+        for budget in self.books.budgets.values():
+            selected = [pod for pod in bound if budget.selects(pod.namespace, pod.labels)]
+            healthy = sum(1 for pod in selected if pod.phase is PodPhase.RUNNING and not pod.deleted)
+            expected = None if any(pod.owner for pod in selected) else 0
+            allowed[budget.key] = disruptions_allowed(budget, healthy, expected)
+        return allowed
+
+    # ------------------------------------------------------------------ would it start now without them?
+    def _fits_without(self, job: PendingJob, running: dict[str, VictimJob]) -> Callable[[frozenset[str]], bool]:
+        """``fits(keys)``: whether at least the job's minimum of pods has an assignment to the nodes that pass their
+        filters, each node's room by the exact books with the jobs of ``keys`` given back."""
+        books, graph = self.books, self.books.graph
+        assert graph is not None
+        pods = list(job.pods.values())
+        dims = sorted({res for pod in pods for res, amount in pod.requests.items() if amount > 0 and res != PODS})
+        names = [name for name in graph.specs if graph.usable(name)]
+        index = {name: i for i, name in enumerate(names)}
+        base: list[list[int]] = []
+        for name in names:
+            room = self.filter.room(name)
+            spec = graph.specs[name]
+            held_cores = held_gpus = 0
+            for uid in books.ledger.by_node.get(name, ()):
+                pod = books.bound.get(uid)
+                if pod is not None:
+                    cores, gpus = books.pod_shape(pod)
+                    held_cores += cores
+                    held_gpus += gpus
+            pods_room = room.get(PODS, 1 << 62)
+            base.append([spec.cores - held_cores, spec.gpus - held_gpus, *(room.get(r, 0) for r in dims), pods_room])
+        busy = [bool(books.ledger.by_node.get(name)) for name in names]
+        back: dict[str, list[tuple[int, list[int]]]] = {}
+        for key, victim in running.items():
+            given: list[tuple[int, list[int]]] = []
+            for pod_view in victim.pods:
+                uid = self._uid_of[pod_view.key]
+                pod = books.bound[uid]
+                at = index.get(pod.node_name)
+                if at is None:
+                    continue
+                cores, gpus = books.pod_shape(pod)
+                given.append((at, [cores, gpus, *(pod.requests.get(r, 0) for r in dims), 1]))
+            back[key] = given
+        members = []
+        for pod in pods:
+            static = self.filter.static_fit(pod)
+            candidates = tuple(index[name] for name in static.fit if name in index)
+            shape = (*books.pod_shape(pod), *(pod.requests.get(r, 0) for r in dims), 1)
+            members.append(GangMember(shape, candidates, whole_node_policy(pod, self.profile.policy)))
+        minimum = self.queue.minimum(job)
+        per_node_pods = {i: len(books.ledger.by_node.get(name, ())) for i, name in enumerate(names)}
+
+        def fits(keys: frozenset[str]) -> bool:
+            free = [list(vector) for vector in base]
+            left = dict(per_node_pods)
+            for key in keys:
+                for at, amounts in back.get(key, ()):
+                    free[at] = [have + more for have, more in zip(free[at], amounts, strict=True)]
+                    left[at] -= 1
+            wholly = [not busy[i] or left[i] == 0 for i in range(len(names))]
+            found = assign(members, free, wholly, minimum)
+            return found is not None and found is not EXHAUSTED
+
+        return fits

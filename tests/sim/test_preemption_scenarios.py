@@ -1,0 +1,108 @@
+"""Preemption as a user meets it in ``kubeflux simulate`` (issue 31): Jobs in gangs of Kubernetes manifests on a
+full cluster, an urgent gang arriving; what ``jobs.csv`` and ``pods.csv`` say afterwards."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+
+NODES = "\n---\n".join(
+    f"apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{kubernetes.io/hostname: n{i}}}}}\n"
+    f"status: {{allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}}}"
+    for i in range(8)
+)
+
+
+def gang_job(name: str, submit: float, run: int, size: int, priority: int = 0, policy: str = "") -> str:
+    """A PodGroup of ``size`` and its ``batch/v1`` Job of as many 8-core pods."""
+    preemption = f"\n      preemptionPolicy: {policy}" if policy else ""
+    return f"""apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
+spec: {{minMember: {size}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
+spec:
+  parallelism: {size}
+  completions: {size}
+  template:
+    metadata:
+      labels: {{scheduling.x-k8s.io/pod-group: {name}}}
+      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s", kubeflux.io/duration: "{run}"}}
+    spec:
+      restartPolicy: Never
+      priority: {priority}{preemption}
+      containers:
+        - name: main
+          image: mpi
+          resources: {{requests: {{cpu: "8", memory: 1Gi}}}}
+"""
+
+
+def run(tmp_path: Path, scheduler: str, *jobs: str) -> tuple[dict[str, dict[str, str]], list[dict[str, str]]]:
+    (tmp_path / "nodes.yaml").write_text(NODES)
+    (tmp_path / "work.yaml").write_text("---\n".join(jobs))
+    out = tmp_path / "out"
+    args = ["simulate", "-w", str(tmp_path / "work.yaml"), "--cluster", str(tmp_path / "nodes.yaml")]
+    result = CliRunner().invoke(app, [*args, "-s", scheduler, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with (out / scheduler / "jobs.csv").open() as f:
+        jobs_rows = {row["job_id"]: row for row in csv.DictReader(f)}
+    with (out / scheduler / "pods.csv").open() as f:
+        pods_rows = list(csv.DictReader(f))
+    return jobs_rows, pods_rows
+
+
+FULL = [gang_job(f"low{g}", g * 10, 1000, 2) for g in range(4)]
+
+
+def test_an_urgent_gang_evicts_two_whole_gangs_starts_at_once_and_the_evicted_jobs_restart(tmp_path: Path) -> None:
+    jobs, pods = run(tmp_path, "kubeflux", *FULL, gang_job("urgent", 50, 100, 4, priority=1000))
+    assert float(jobs["default/urgent"]["starting_time"]) == 50.0
+    preempted = [p for p in pods if p["reason"] == "Preempted"]
+    assert sorted(p["pod"] for p in preempted) == [f"default/low{g}-{i}" for g in (2, 3) for i in (0, 1)]
+    assert {p["phase"] for p in preempted} == {"Failed"} and {p["end_time"] for p in preempted} == {"50.0"}
+    for name in ("low2", "low3"):  # their Jobs made new pods, which ran once the urgent gang was done
+        assert jobs[f"default/{name}"]["final_state"] == "COMPLETED_SUCCESSFULLY"
+        again = [p for p in pods if p["job_id"] == f"default/{name}" and p["reason"] == "Completed"]
+        assert len(again) == 2 and all(float(p["running_time"]) >= 150.0 for p in again)
+    for name in ("low0", "low1"):
+        assert float(jobs[f"default/{name}"]["finish_time"]) == 1000.0 + int(name[-1]) * 10
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    row = summary[0]
+    assert (row["preempted_pods"], row["preempted_jobs"]) == (4, 2)
+    assert row["work_lost_core_seconds"] == 2 * 8 * (50 - 20) + 2 * 8 * (50 - 30)  # low2's and low3's 8-core pods
+
+
+def test_a_preemptor_with_policy_never_waits_for_room(tmp_path: Path) -> None:
+    jobs, pods = run(tmp_path, "kubeflux", *FULL, gang_job("urgent", 50, 100, 4, priority=1000, policy="Never"))
+    assert not [p for p in pods if p["reason"] == "Preempted"]
+    assert float(jobs["default/urgent"]["starting_time"]) == 1010.0  # when low0 and low1 are done
+
+
+def test_equal_priorities_never_preempt(tmp_path: Path) -> None:
+    _, pods = run(tmp_path, "kubeflux", *FULL, gang_job("urgent", 50, 100, 4))
+    assert not [p for p in pods if p["reason"] == "Preempted"]
+
+
+def test_the_kubeflux_scheduler_without_preemption(tmp_path: Path) -> None:
+    jobs, pods = run(tmp_path, "kubeflux-no-preemption", *FULL, gang_job("urgent", 50, 100, 4, priority=1000))
+    assert not [p for p in pods if p["reason"] == "Preempted"]
+    assert float(jobs["default/urgent"]["starting_time"]) == 1010.0
+
+
+def test_an_unknown_preemption_policy_is_refused_naming_the_field(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(gang_job("odd", 0, 10, 1, priority=5, policy="Sometimes"))
+    args = ["simulate", "-w", str(tmp_path / "bad.yaml"), "--nodes", "1", "--cores-per-node", "8", "-s", "kubeflux"]
+    result = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "out")])
+    assert result.exit_code != 0
+    assert 'spec.preemptionPolicy: Unsupported value: "Sometimes"' in " ".join(result.output.split())
