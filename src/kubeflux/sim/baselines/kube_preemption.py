@@ -66,6 +66,7 @@ from kubeflux.scheduler.preemption import (
     pick_one_node,
     select_victims_on_node,
 )
+from kubeflux.scheduler.profile import LOWER_PRIORITY, NEVER, PREEMPTION_SETTINGS
 from kubeflux.sim.baselines.node_table import BoolArray, NodeTable
 
 __all__ = [
@@ -79,11 +80,10 @@ __all__ = [
     "PostFilterResult",
 ]
 
-PREEMPTION_LOWER_PRIORITY: Final = "lowerPriority"
-"""The setting that runs DefaultPreemption (kube-scheduler's default profile)."""
-PREEMPTION_NEVER: Final = "never"
+PREEMPTION_LOWER_PRIORITY: Final = LOWER_PRIORITY
+"""The setting that runs DefaultPreemption (kube-scheduler's default profile); kubeflux's profile's value."""
+PREEMPTION_NEVER: Final = NEVER
 """The setting that turns it off: no PostFilter, as a profile that disables DefaultPreemption."""
-PREEMPTION_SETTINGS = (PREEMPTION_LOWER_PRIORITY, PREEMPTION_NEVER)
 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
