@@ -56,7 +56,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
@@ -65,95 +64,44 @@ import numpy.typing as npt
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PREEMPT_NEVER, DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.baselines.kube_preemption import (
     NO_POST_FILTER,
     PREEMPTION_LOWER_PRIORITY,
     PREEMPTION_SETTINGS,
     DefaultPreemption,
+    Failure,
+    Failures,
     Placement,
     PostFilterResult,
+    pod_never,
 )
-from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
+from kubeflux.sim.baselines.kube_queue import (
+    BACKOFF_WINDOW,
+    QUEUE_CLASSIC,
+    QUEUE_V136,
+    QUEUES,
+    QueuedPod,
+    QueueKey,
+    SortKey,
+)
+from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
 
-__all__ = [
+__all__ = [  # the queue's and the failure memo's names are re-exported for the baselines built on this one
     "QUEUE_CLASSIC",
     "QUEUE_V136",
     "Failure",
     "Failures",
     "KubeDefaultOptions",
     "KubeDefaultScheduler",
+    "QueueKey",
     "QueuedPod",
+    "SortKey",
     "num_feasible_nodes_to_find",
     "pod_never",
 ]
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-MAX_NODE_SCORE = 100
 _ANSWERS_KEPT = 4_096
-QUEUE_CLASSIC = "classic"
-"""The queue order of the first baselines: priority, then creation; a failed pod retried once it saw an event and
-its back-off ended (a wake-up at its end)."""
-QUEUE_V136 = "v1.36"
-"""kube-scheduler v1.36's active and backoff queues (the module docstring)."""
-QUEUES = (QUEUE_CLASSIC, QUEUE_V136)
-BACKOFF_WINDOW = 1.0
-"""kube-scheduler's ``backoffQOrderingWindowDuration``: back-off expiries are truncated to whole seconds."""
-
-Failure = tuple[str, int, PostFilterResult | None]
-"""How a pod failed, for others failing alike in one pass: its FitError message, its priority and, when it holds
-for every pod of that priority or lower (nothing of lower priority to preempt), DefaultPreemption's answer."""
-Failures = dict[tuple[object, ...], Failure]
-
-SortKey = tuple[int, float, str | int]
-"""(-priority, timestamp, tie-break): the pod's key under the classic queue, its queue-entry count under v1.36."""
-QueueKey = tuple[int, float, SortKey]
-"""(band: 0 active, 1 backoff; the expiry in the backoff band; PrioritySort's key)."""
-
-
-def pod_never(pod: Pod) -> bool:
-    """The pod's ``preemptionPolicy`` is ``Never``."""
-    return pod.preemption_policy == PREEMPT_NEVER
-
-
-def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
-    """kube-scheduler's ``numFeasibleNodesToFind``: how many feasible nodes a cycle looks for before scoring.
-
-    Under 100 nodes, all. Otherwise ``percentage_of_nodes_to_score`` percent (0 = adaptive:
-    ``50 − nodes/125``, at least 5 %), and never fewer than 100 nodes.
-    """
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    percentage = percentage_of_nodes_to_score
-    if percentage == 0:
-        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    if percentage >= 100:
-        return num_all_nodes
-    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-@dataclass(slots=True)
-class QueuedPod:
-    """A pending pod this scheduler owns, with its place in the retry state machine.
-
-    ``attempts`` counts failed cycles; after a failure the pod is retried once ``generation`` (the cluster-event
-    counter it last saw) is behind the scheduler's and ``backoff_until`` has passed.
-    """
-
-    pod: Pod
-    attempts: int = 0
-    backoff_until: float = 0.0
-    generation: int = -1
-    """-1: never attempted (eligible at once)."""
-    timestamp: float = 0.0
-    """kube-scheduler's ``QueuedPodInfo.Timestamp``: when it was added, then when it last failed."""
-    expiry: float = 0.0
-    """Its back-off expiry, truncated to the window (``v1.36`` queue)."""
-    order: int = 0
-    """When it entered the queue or last failed, as a count: pods with one ``timestamp`` (failed while one event was
-    handled, created at one instant) keep the order they were tried or created in, as kube-scheduler's serial
-    cycles stamp them, not their names' order (PrioritySort has no name tie-break)."""
 
 
 class KubeDefaultOptions(TypedDict, total=False):
@@ -564,8 +512,8 @@ class KubeDefaultScheduler:
         """NodeResourcesFit LeastAllocated over cpu and memory (weights 1 and 1), as integers 0..100."""
         table = self.nodes
         cpu, memory = nonzero_requests(pod.requests)
-        total = _least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
-        total += _least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
+        total = least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
+        total += least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
         return total // 2
 
     def _fit_error(self, pod: Pod) -> str:
@@ -596,10 +544,3 @@ class KubeDefaultScheduler:
                 if count:
                     counts[f"Insufficient {name}"] = count
         return fit_error_message(len(table), counts)
-
-
-def _least_requested(requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    safe = np.where(capacity == 0, 1, capacity)
-    score = (capacity - requested) * MAX_NODE_SCORE // safe
-    result: npt.NDArray[np.int64] = np.where((capacity == 0) | (requested > capacity), 0, score)
-    return result

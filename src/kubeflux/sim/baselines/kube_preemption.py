@@ -75,9 +75,12 @@ __all__ = [
     "PREEMPTION_NEVER",
     "PREEMPTION_SETTINGS",
     "DefaultPreemption",
+    "Failure",
+    "Failures",
     "Nomination",
     "Placement",
     "PostFilterResult",
+    "pod_never",
 ]
 
 PREEMPTION_LOWER_PRIORITY: Final = LOWER_PRIORITY
@@ -143,6 +146,17 @@ class PostFilterResult:
 
 NO_POST_FILTER = PostFilterResult()
 """No PostFilter plugin ran (or none said anything): the nomination is cleared."""
+
+Failure = tuple[str, int, PostFilterResult | None]
+"""How a pod failed, for others failing alike in one pass: its FitError message, its priority and, when it holds
+for every pod of that priority or lower (nothing of lower priority to preempt), DefaultPreemption's answer."""
+Failures = dict[tuple[object, ...], Failure]
+
+
+def pod_never(pod: Pod) -> bool:
+    """The pod's ``preemptionPolicy`` is ``Never``."""
+    return pod.preemption_policy == PREEMPT_NEVER
+
 
 WaitingVictim = Callable[[str, float], "list[Decision] | None"]
 """``(victim key, now)``: the decisions that preempt a victim held at Permit (rejected in memory), or None when
