@@ -15,6 +15,7 @@ from kubeflux.sim.workloads.mapping import map_to_cluster
 from ._helpers import one_core_nodes, trace
 
 GI = 1024**3
+NO_VICTIMS_1 = "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 def make_node(name: str, cpu: int) -> Node:
@@ -65,7 +66,7 @@ def test_waiting_pods_time_out_and_release_their_nodes() -> None:
     assert s.next_wakeup(0.0) == 30.0
     add(s, Pod("default", "solo", uid="solo", creation_time=5.0, requests={"cpu": 2000}), now=5.0)
     assert messages(s.schedule(5.0)) == {
-        "solo": "0/1 nodes are available: 1 Insufficient cpu. can not find pod group"
+        "solo": f"0/1 nodes are available: 1 Insufficient cpu. {NO_VICTIMS_1}, can not find pod group"
     }  # the reservations hold the node
     decisions = s.schedule(30.0)
     assert messages(decisions) == {
@@ -82,6 +83,7 @@ def test_pre_filter_needs_min_member_pods() -> None:
     assert messages(s.schedule(0.0)) == {
         f"g-{i}": f"0/1 nodes are available: pre-filter pod g-{i} cannot find enough sibling pods, "
         f"current pods number: 2, minMember of group: 3. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling., "
         f"PodGroup default/g gets rejected due to Pod g-{i} is unschedulable even after PostFilter"
         for i in range(2)
     }
@@ -101,7 +103,7 @@ def test_post_filter_rejects_the_waiting_siblings_and_frees_the_node() -> None:
     assert messages(decisions) == {
         "g-0": "optimistic rejection in PostFilter",
         "g-1": "optimistic rejection in PostFilter",
-        "g-2": "0/1 nodes are available: 1 Insufficient cpu. "
+        "g-2": f"0/1 nodes are available: 1 Insufficient cpu. {NO_VICTIMS_1}, "
         "PodGroup default/g gets rejected due to Pod g-2 is unschedulable even after PostFilter",
     }
     assert binds(decisions) == {"solo": "n"}
@@ -112,7 +114,7 @@ def test_small_gap_keeps_the_siblings_waiting() -> None:
     add(s, make_node("n", 9000), PodGroup("default", "g", min_member=10))
     add(s, *(member("g", i) for i in range(10)))
     decisions = s.schedule(0.0)
-    assert messages(decisions) == {"g-9": "0/1 nodes are available: 1 Insufficient cpu."}  # 1 of 10 missing: wait
+    assert messages(decisions) == {"g-9": f"0/1 nodes are available: 1 Insufficient cpu. {NO_VICTIMS_1}"}  # 1 missing
     assert s.next_wakeup(0.0) == 60.0  # g-9 waits for an event; the others for the Permit timeout
 
 

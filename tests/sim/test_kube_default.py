@@ -9,6 +9,8 @@ from kubeflux.scheduler.objects import Node, Pod, PodPhase, Taint
 from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, KubeDefaultScheduler, num_feasible_nodes_to_find
 
 GI = 1024**3
+NO_VICTIMS_1 = "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+"""DefaultPreemption's part of the message on one node where no pod is of lower priority."""
 
 
 def make_node(name: str, cpu: int = 4000, memory: int = 16 * GI, **kwargs: object) -> Node:
@@ -68,7 +70,7 @@ def test_queue_order_priority_then_arrival_and_exact_message() -> None:
     add(s, make_pod("early", 2000, t=1.0), make_pod("late-but-urgent", 2000, t=2.0, priority=10))
     decisions = s.schedule(3.0)
     assert binds(decisions) == {"late-but-urgent": "n"}
-    assert messages(decisions) == {"early": "0/1 nodes are available: 1 Insufficient cpu."}
+    assert messages(decisions) == {"early": f"0/1 nodes are available: 1 Insufficient cpu. {NO_VICTIMS_1}"}
 
 
 def test_message_counts_each_filter_reason() -> None:
@@ -85,7 +87,9 @@ def test_message_counts_each_filter_reason() -> None:
     assert messages(s.schedule(0.0)) == {
         # each node reports its first failing plugin; Go's string sort puts "2 …" after every "1 …"
         "p": "0/5 nodes are available: 1 Insufficient memory, 1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) had untolerated taint {dedicated: hpc}, 1 node(s) were unschedulable, 2 Insufficient cpu."
+        "1 node(s) had untolerated taint {dedicated: hpc}, 1 node(s) were unschedulable, 2 Insufficient cpu. "
+        # every node fails where removing pods cannot help (a static filter, or more cpu than it has)
+        "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     }
 
 
@@ -114,7 +118,10 @@ def test_back_off_stays_capped_after_thousands_of_failures() -> None:
     add(s, make_node("n", cpu=1000), make_node("x", cpu=500), make_pod("big", 2000))
     now = 0.0
     for _ in range(1100):
-        assert messages(s.schedule(now)) == {"big": "0/2 nodes are available: 2 Insufficient cpu."}
+        assert messages(s.schedule(now)) == {
+            "big": "0/2 nodes are available: 2 Insufficient cpu. "
+            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        }
         s.observe(ClusterEvent(EventKind.MODIFIED, make_node("x", cpu=500)), now)  # an event: a retry is due
         wake = s.next_wakeup(now)
         assert wake is not None and wake - now <= 10.0
@@ -137,7 +144,7 @@ def test_deleted_pending_pod_is_forgotten_and_deleted_pod_frees_its_node() -> No
     add(s, make_pod("bound", 1000, node_name="n", phase=PodPhase.RUNNING), make_pod("gone", 500))
     s.observe(ClusterEvent(EventKind.DELETED, make_pod("gone", 500)), 0.0)
     add(s, make_pod("waiting", 1000, t=1.0))
-    assert messages(s.schedule(0.0)) == {"waiting": "0/1 nodes are available: 1 Insufficient cpu."}
+    assert messages(s.schedule(0.0)) == {"waiting": f"0/1 nodes are available: 1 Insufficient cpu. {NO_VICTIMS_1}"}
     s.observe(ClusterEvent(EventKind.DELETED, make_pod("bound", 1000, node_name="n")), 2.0)
     assert binds(s.schedule(2.0)) == {"waiting": "n"}
 

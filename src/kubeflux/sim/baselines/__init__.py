@@ -2,9 +2,9 @@
 
 The built-in ones are listed here: the HPC baselines (``fcfs``, ``easy``), kubeflux itself (``kubeflux``,
 ``kubeflux-no-preemption``, ``kubeflux-fcfs``, ``kubeflux-conservative``) and the Kubernetes baselines
-(``kube-default``, ``kube-gang``, ``coscheduling``). Each factory imports its module when first called, so listing
-the schedulers imports none of them. Another module adds a scheduler with :func:`register`; :func:`create` builds
-a fresh instance per run.
+(``kube-default``, ``kube-default-no-preemption``, ``kube-gang``, ``coscheduling``). Each factory imports its module
+when first called, so listing the schedulers imports none of them. Another module adds a scheduler with
+:func:`register`; :func:`create` builds a fresh instance per run.
 
 ``fcfs`` and ``easy`` (with ``capacity`` and ``free_tree``) are compiled with mypyc when ``make`` built them
 (``tools/build_native.py``: ``COMPILED_BASELINES``); the other baselines stay pure.
@@ -61,6 +61,13 @@ def _kube_default() -> Scheduler:
     return KubeDefaultScheduler()
 
 
+def _kube_default_no_preemption() -> Scheduler:
+    from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+    from kubeflux.sim.baselines.kube_preemption import PREEMPTION_NEVER
+
+    return KubeDefaultScheduler(preemption=PREEMPTION_NEVER)
+
+
 def _kube_gang() -> Scheduler:
     from kubeflux.sim.baselines.kube_gang import KubeGangScheduler
 
@@ -107,7 +114,13 @@ _REGISTRY: dict[str, SchedulerInfo] = {
         SchedulerInfo(
             "kube-default",
             _kube_default,
-            "kube-scheduler's default profile: pod by pod, LeastAllocated scoring, no gangs",
+            "kube-scheduler's default profile: pod by pod, LeastAllocated scoring, no gangs, pod-by-pod preemption",
+        ),
+        SchedulerInfo(
+            "kube-default-no-preemption",
+            _kube_default_no_preemption,
+            "kube-default without DefaultPreemption (preemption: never): a pod of higher priority only goes first",
+            in_all=False,
         ),
         SchedulerInfo(
             "kube-gang",

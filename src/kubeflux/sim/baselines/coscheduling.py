@@ -21,6 +21,15 @@ its resources are reserved) until ``minMember`` pods of the group have nodes; th
   reject every waiting pod of the group (``optimistic rejection in PostFilter``), back the group off for
   ``podGroupBackoffSeconds`` if set (default 0: none), and append ``PodGroup ns/pg gets rejected due to Pod p is
   unschedulable even after PostFilter`` to the message. A pod outside any group gets ``can not find pod group``.
+* **PostFilter order**: the plugin's documented configuration enables Coscheduling in ``multiPoint``, after the
+  default plugins, so kube-scheduler's DefaultPreemption runs first
+  (:mod:`~kubeflux.sim.baselines.kube_preemption`, pod by pod). When it nominates a node the PostFilter phase
+  ends and the group is not rejected; otherwise Coscheduling's PostFilter runs and the two reasons are joined
+  (``preemption: 0/1 nodes are available: …, PodGroup … gets rejected …``). Every PreFilter failure above is
+  ``UnschedulableAndUnresolvable`` "to avoid any preemption attempts": a group short of its minResources on a
+  full cluster never preempts (the registry's ``coscheduling``), one without minResources preempts pod by pod.
+  A victim held at Permit is preempted in memory (``preempted``) and Unreserve rejects its group's other waiting
+  pods.
 * **Timeout**: the first waiting pod whose wait expires is rejected (``rejected due to timeout after waiting 1m0s
   at plugin Coscheduling``) and Unreserve rejects the others (``rejection in Unreserve``); their reservations are
   released, and the group is backed off as after PostFilter (the plugin's deny list of denied groups).
@@ -43,6 +52,7 @@ reports when the next one is due.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Unpack
 
@@ -57,11 +67,13 @@ from kubeflux.sim.baselines.kube_default import (
     QueuedPod,
     QueueKey,
 )
+from kubeflux.sim.baselines.kube_preemption import PostFilterResult
 
 __all__ = ["DEFAULT_PERMIT_WAITING_TIME_SECONDS", "CoschedulingScheduler", "simulated_coscheduling"]
 
 DEFAULT_PERMIT_WAITING_TIME_SECONDS = 60.0
 PLUGIN = "Coscheduling"
+JOINED_KEPT = 4_096
 
 
 def _amount(resource: str, value: int) -> str:
@@ -113,6 +125,8 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         """Groups whose last minResources check failed; :meth:`_before_cycle` finds which still fall short."""
         self._still_short: set[str] = set()
         self._gap_memo: dict[str, tuple[int, str]] = {}
+        self._joined: dict[tuple[str, str | None, str], PostFilterResult] = {}
+        """PostFilter answers by (DefaultPreemption's reason and nomination, Coscheduling's reason)."""
 
     # --- informer -----------------------------------------------------------------------------------------
 
@@ -226,7 +240,48 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                 gap[name] = lacking
         return gap
 
-    def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
+    def _post_filter(self, pod: Pod, now: float, preempted: PostFilterResult) -> PostFilterResult:
+        """kube-scheduler's default DefaultPreemption first (``multiPoint`` appends Coscheduling after the default
+        plugins); when it nominates a node the PostFilter phase ends there, else Coscheduling's runs and the
+        reasons are joined (``, ``)."""
+        if preempted.nominated:
+            return preempted
+        reason, decisions = self._reject_on_post_filter(pod, now)
+        if not reason and not decisions:
+            return preempted
+        if not decisions and not preempted.decisions:  # the common answer: remembered, joined once
+            key = (preempted.reason, preempted.nominated, reason)
+            joined = self._joined.get(key)
+            if joined is None:
+                if len(self._joined) >= JOINED_KEPT:
+                    self._joined.clear()
+                joined = self._joined[key] = self._join(preempted, reason, ())
+            return joined
+        return self._join(preempted, reason, decisions)
+
+    @staticmethod
+    def _join(preempted: PostFilterResult, reason: str, decisions: Sequence[Decision]) -> PostFilterResult:
+        """DefaultPreemption's answer followed by Coscheduling's ``reason`` and ``decisions``."""
+        if reason and preempted.reason:
+            reason = f"{preempted.reason}, {reason}"
+        return PostFilterResult(
+            reason or preempted.reason, preempted.nominated, (*preempted.decisions, *decisions), preempted.freed
+        )
+
+    def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
+        """A victim held at Permit is preempted in memory (``waitingPod.Preempt``: ``preempted``); Unreserve then
+        rejects its group's other waiting pods, as after a timeout."""
+        for group_key, waiting in self._waiting.items():
+            if key in waiting:
+                decisions = self._reject_group(group_key, now, "rejection in Unreserve", key, "preempted")
+                self._permitted.pop(group_key, None)
+                if self.pod_group_backoff_seconds > 0:
+                    self._backoff[group_key] = now + self.pod_group_backoff_seconds
+                return decisions
+        return None
+
+    def _reject_on_post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
+        """Coscheduling's PostFilter: the reason it gives and the decisions rejecting the group's waiting pods."""
         group_key = pod.group
         group = None if group_key is None else self._groups.get(group_key)
         if group_key is None or group is None:
@@ -270,10 +325,12 @@ class CoschedulingScheduler(KubeDefaultScheduler):
                     self._activate(sibling, now)
         return []
 
-    def _reject_group(self, group_key: str, now: float, message: str, first: str = "") -> list[Decision]:
+    def _reject_group(
+        self, group_key: str, now: float, message: str, first: str = "", first_message: str = ""
+    ) -> list[Decision]:
         """Reject every pod of the group waiting at Permit: release its node and send it back to the queue.
 
-        ``first`` names a pod rejected for its own reason (its timeout), given ``message`` separately.
+        ``first`` names a pod rejected for its own reason, ``first_message`` (default: its timeout).
         """
         decisions: list[Decision] = []
         waiting = self._waiting.pop(group_key, {})
@@ -284,7 +341,9 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             self._requeue(held.queued, now, retry=True)
             text = message
             if key == first:
-                text = f"rejected due to timeout after waiting {format_duration(held.wait)} at plugin {PLUGIN}"
+                text = first_message or (
+                    f"rejected due to timeout after waiting {format_duration(held.wait)} at plugin {PLUGIN}"
+                )
             decisions.append(Unschedulable(pod=pod.key, uid=pod.uid, message=text))
         if waiting:
             self._generation += 1  # reservations released: other pods may fit now

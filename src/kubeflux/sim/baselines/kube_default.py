@@ -2,12 +2,15 @@
 
 One scheduling cycle per pod, as kube-scheduler's framework reads: **pop** (queue order: priority, higher
 first; then creation time; then ``namespace/name``), **PreFilter**, **Filter** (NodeUnschedulable,
-TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`), **Score**
-(NodeResourcesFit ``LeastAllocated``), **select**, **assume**, **Permit**, **bind**.
+TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`), **PostFilter** when
+no node passes (DefaultPreemption, :mod:`~kubeflux.sim.baselines.kube_preemption`: pods of lower priority evicted
+one by one, the pod nominated to their node; ``preemption="never"`` turns it off), **Score** (NodeResourcesFit
+``LeastAllocated``), **select**, **assume**, **Permit**, **bind**.
 
 What is kube-scheduler's behaviour here, exactly:
 
-* Filter reasons and the ``0/N nodes are available: …`` message (``FitError.Error()``).
+* Filter reasons and the ``0/N nodes are available: …`` message (``FitError.Error()``), with DefaultPreemption's
+  ``preemption: …`` part when it found no node to preempt on.
 * ``percentageOfNodesToScore`` (adaptive by default: ``50 − nodes/125`` percent, at least 5 %, at least 100
   nodes): the filter stops once that many feasible nodes are found, scanning round-robin from where the previous
   cycle stopped (``nextStartNodeIndex``). Nodes are listed as kube-scheduler's node tree lists them: zones
@@ -43,9 +46,9 @@ What is kube-scheduler's behaviour here, exactly:
 
 Approximations: ties between equally scored nodes go to the first in scan order (or a seeded random choice with
 ``seed``) where kube-scheduler picks at random; only LeastAllocated scores (no BalancedAllocation, ImageLocality,
-PreferNoSchedule or preferred affinity scoring); no preemption, so the message has no ``preemption: …`` tail;
-no periodic flush of unschedulable pods (``podMaxInUnschedulablePodsDuration``) since nothing changes without an
-event; the filter is exact and sequential where kube-scheduler's is parallel.
+PreferNoSchedule or preferred affinity scoring); no periodic flush of unschedulable pods
+(``podMaxInUnschedulablePodsDuration``) since nothing changes without an event; the filter is exact and sequential
+where kube-scheduler's is parallel.
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
@@ -62,82 +64,44 @@ import numpy.typing as npt
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, ResourceList
-from kubeflux.sim.baselines.node_table import NodeTable, nonzero_requests
+from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.baselines.kube_preemption import (
+    NO_POST_FILTER,
+    PREEMPTION_LOWER_PRIORITY,
+    PREEMPTION_SETTINGS,
+    DefaultPreemption,
+    Failure,
+    Failures,
+    Placement,
+    PostFilterResult,
+    pod_never,
+)
+from kubeflux.sim.baselines.kube_queue import (
+    BACKOFF_WINDOW,
+    QUEUE_CLASSIC,
+    QUEUE_V136,
+    QUEUES,
+    QueuedPod,
+    QueueKey,
+    SortKey,
+)
+from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
 
-__all__ = [
+__all__ = [  # the queue's and the failure memo's names are re-exported for the baselines built on this one
     "QUEUE_CLASSIC",
     "QUEUE_V136",
+    "Failure",
+    "Failures",
     "KubeDefaultOptions",
     "KubeDefaultScheduler",
+    "QueueKey",
     "QueuedPod",
+    "SortKey",
     "num_feasible_nodes_to_find",
+    "pod_never",
 ]
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-MAX_NODE_SCORE = 100
 _ANSWERS_KEPT = 4_096
-QUEUE_CLASSIC = "classic"
-"""The queue order of the first baselines: priority, then creation; a failed pod retried once it saw an event and
-its back-off ended (a wake-up at its end)."""
-QUEUE_V136 = "v1.36"
-"""kube-scheduler v1.36's active and backoff queues (the module docstring)."""
-QUEUES = (QUEUE_CLASSIC, QUEUE_V136)
-BACKOFF_WINDOW = 1.0
-"""kube-scheduler's ``backoffQOrderingWindowDuration``: back-off expiries are truncated to whole seconds."""
-
-SortKey = tuple[int, float, str | int]
-"""(-priority, timestamp, tie-break): the pod's key under the classic queue, its queue-entry count under v1.36."""
-QueueKey = tuple[int, float, SortKey]
-"""(band: 0 active, 1 backoff; the expiry in the backoff band; PrioritySort's key)."""
-
-
-def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
-    """kube-scheduler's ``numFeasibleNodesToFind``: how many feasible nodes a cycle looks for before scoring.
-
-    Under 100 nodes, all. Otherwise ``percentage_of_nodes_to_score`` percent (0 = adaptive:
-    ``50 − nodes/125``, at least 5 %), and never fewer than 100 nodes.
-    """
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    percentage = percentage_of_nodes_to_score
-    if percentage == 0:
-        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    if percentage >= 100:
-        return num_all_nodes
-    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-@dataclass(slots=True)
-class QueuedPod:
-    """A pending pod this scheduler owns, with its place in the retry state machine.
-
-    ``attempts`` counts failed cycles; after a failure the pod is retried once ``generation`` (the cluster-event
-    counter it last saw) is behind the scheduler's and ``backoff_until`` has passed.
-    """
-
-    pod: Pod
-    attempts: int = 0
-    backoff_until: float = 0.0
-    generation: int = -1
-    """-1: never attempted (eligible at once)."""
-    timestamp: float = 0.0
-    """kube-scheduler's ``QueuedPodInfo.Timestamp``: when it was added, then when it last failed."""
-    expiry: float = 0.0
-    """Its back-off expiry, truncated to the window (``v1.36`` queue)."""
-    order: int = 0
-    """When it entered the queue or last failed, as a count: pods with one ``timestamp`` (failed while one event was
-    handled, created at one instant) keep the order they were tried or created in, as kube-scheduler's serial
-    cycles stamp them, not their names' order (PrioritySort has no name tie-break)."""
-
-
-@dataclass(slots=True)
-class _Placement:
-    uid: str
-    node: str
-    requests: ResourceList
-    group: str | None
 
 
 class KubeDefaultOptions(TypedDict, total=False):
@@ -149,6 +113,7 @@ class KubeDefaultOptions(TypedDict, total=False):
     pod_initial_backoff: float
     pod_max_backoff: float
     reject_never_fits: bool
+    preemption: str
 
 
 class KubeDefaultScheduler:
@@ -158,7 +123,9 @@ class KubeDefaultScheduler:
     ``percentage_of_nodes_to_score`` 0 is kube-scheduler's adaptive default; ``seed`` makes tie-breaking a seeded
     random choice instead of "first in scan order". With ``reject_never_fits`` a pod that no node could hold even
     empty gets a :class:`Reject` instead of repeated :class:`Unschedulable` decisions (kube-scheduler never
-    rejects; this is for simulations that report such jobs as rejected).
+    rejects; this is for simulations that report such jobs as rejected). ``preemption``: ``lowerPriority`` (the
+    default, kube-scheduler's) runs DefaultPreemption when a pod fails its filters
+    (:mod:`~kubeflux.sim.baselines.kube_preemption`); ``never`` turns it off (a profile without it).
     """
 
     def __init__(
@@ -173,6 +140,7 @@ class KubeDefaultScheduler:
         queue: str = QUEUE_CLASSIC,
         cycle_seconds: float = 0.0,
         window_offset: float = 0.0,
+        preemption: str = PREEMPTION_LOWER_PRIORITY,
     ) -> None:
         if not 0 <= percentage_of_nodes_to_score <= 100:
             raise ValueError(f"percentage_of_nodes_to_score must be within 0..100, got {percentage_of_nodes_to_score}")
@@ -180,6 +148,8 @@ class KubeDefaultScheduler:
             raise ValueError(f"queue must be one of {', '.join(QUEUES)}, got {queue!r}")
         if cycle_seconds < 0 or (cycle_seconds and queue != QUEUE_V136):
             raise ValueError("cycle_seconds must be >= 0, and is for the v1.36 queue only")
+        if preemption not in PREEMPTION_SETTINGS:
+            raise ValueError(f"preemption must be one of {', '.join(PREEMPTION_SETTINGS)}, got {preemption!r}")
         self.queue = queue
         self._v136 = queue == QUEUE_V136
         self.cycle_seconds = cycle_seconds
@@ -194,7 +164,9 @@ class KubeDefaultScheduler:
         self.reject_never_fits = reject_never_fits
         self._rng = None if seed is None else random.Random(seed)
         self.nodes = NodeTable()
-        self._placed: dict[str, _Placement] = {}
+        self._placed: dict[str, Placement] = {}
+        self._priorities: dict[int, int] = {}
+        """How many placed pods have each priority (so preemption knows at once when no pod is of lower priority)."""
         self._queue: dict[str, QueuedPod] = {}
         self._groups: dict[str, PodGroup] = {}
         self._budgets: dict[str, DisruptionBudget] = {}
@@ -213,6 +185,12 @@ class KubeDefaultScheduler:
         """(usage, pod shape, scan start) -> (chosen node, next scan start), for answers that drew no random
         number: a gang cycling through Permit and rejection meets the same cluster states again and again."""
         self._fit_errors: dict[tuple[object, ...], str] = {}
+        self.preemption: DefaultPreemption | None = None
+        """DefaultPreemption, unless ``preemption="never"``."""
+        if preemption == PREEMPTION_LOWER_PRIORITY:
+            self.preemption = DefaultPreemption(
+                self.nodes, self._placed, self._priorities, self._budgets, self._rng, self._preempt_waiting
+            )
 
     # --- the informer side ------------------------------------------------------------------------------
 
@@ -225,7 +203,7 @@ class KubeDefaultScheduler:
                 self.nodes.set_node(obj)
                 self._generation += 1
         elif isinstance(obj, Pod):
-            self._observe_pod(obj, deleted=event.kind is EventKind.DELETED)
+            self._observe_pod(obj, now, deleted=event.kind is EventKind.DELETED)
             if event.kind is EventKind.ADDED:
                 self._on_pod_added(obj)
         elif isinstance(obj, DisruptionBudget):
@@ -241,7 +219,7 @@ class KubeDefaultScheduler:
             if not self._v136:  # no plugin of kube-scheduler's default profile registers coscheduling's PodGroup
                 self._generation += 1
 
-    def _observe_pod(self, pod: Pod, *, deleted: bool) -> None:
+    def _observe_pod(self, pod: Pod, now: float, *, deleted: bool) -> None:
         key = pod.key
         gone = deleted or pod.deleted or pod.phase.terminal
         placed = self._placed.get(key)
@@ -249,6 +227,13 @@ class KubeDefaultScheduler:
             self._unplace(key)
             self._generation += 1  # resources freed: pods waiting for room may fit now
             placed = None
+        preemption = self.preemption
+        if preemption is not None and (preemption.nominations or preemption.evicting) and (gone or pod.node_name):
+            preemption.forget(key, gone=gone)
+        if placed is not None:
+            placed.pod = pod
+            if placed.started is None and pod.phase is PodPhase.RUNNING:
+                placed.started = now
         queued = self._queue.get(key)
         if queued is not None and (gone or queued.pod.uid != pod.uid or pod.node_name):
             del self._queue[key]
@@ -259,7 +244,7 @@ class KubeDefaultScheduler:
             return
         if pod.node_name:
             if placed is None:
-                self._place(pod, pod.node_name)
+                self._place(pod, pod.node_name, now if pod.phase is PodPhase.RUNNING else None)
         elif placed is None and pod.scheduler_name == self.name:
             if queued is None:
                 self._stamps += 1
@@ -271,17 +256,26 @@ class KubeDefaultScheduler:
     def _on_pod_added(self, pod: Pod) -> None:
         """Hook for subclasses that requeue on pod arrivals (coscheduling's sibling count)."""
 
-    def _place(self, pod: Pod, node: str) -> None:
+    def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
-        self._placed[pod.key] = _Placement(pod.uid, node, dict(pod.requests), pod.group)
+        group = pod.group
+        self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
-        if pod.group is not None:
-            self._group_placed[pod.group] = self._group_placed.get(pod.group, 0) + 1
+        priorities = self._priorities
+        priorities[pod.priority] = priorities.get(pod.priority, 0) + 1
+        if group is not None:
+            self._group_placed[group] = self._group_placed.get(group, 0) + 1
 
     def _unplace(self, key: str) -> None:
         self._epoch += 1
         placed = self._placed.pop(key)
         self.nodes.add_usage(placed.node, placed.requests, -1)
+        priority = placed.pod.priority
+        left = self._priorities[priority] - 1
+        if left:
+            self._priorities[priority] = left
+        else:
+            del self._priorities[priority]
         if placed.group is not None:
             self._group_placed[placed.group] -= 1
 
@@ -291,7 +285,7 @@ class KubeDefaultScheduler:
         """Run a scheduling cycle for every pod that is due, in queue order; each pod at most once per call."""
         self.nodes.refresh()
         decisions: list[Decision] = self._before_cycle(now)
-        failures: dict[tuple[object, ...], str] = {}
+        failures: Failures = {}
         if self.cycle_seconds:
             return decisions + self._one_cycle(now, failures)
         attempted = self._attempted = set()
@@ -306,7 +300,7 @@ class KubeDefaultScheduler:
             decisions.extend(self._schedule_one(queued, now, failures))
         return decisions
 
-    def _one_cycle(self, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+    def _one_cycle(self, now: float, failures: Failures) -> list[Decision]:
         """With ``cycle_seconds``: one scheduling cycle, for the head of the queue, unless the previous one is still
         running (then :meth:`next_wakeup` says when it ends)."""
         if now < self._busy_until:
@@ -380,22 +374,38 @@ class KubeDefaultScheduler:
     def _forget_waiting(self, key: str) -> None:
         """Hook: a pod left the queue or lost its assumed node while a subclass (Permit) may still hold it."""
 
-    def _schedule_one(self, queued: QueuedPod, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+    def _schedule_one(self, queued: QueuedPod, now: float, failures: Failures) -> list[Decision]:
         """One scheduling cycle. ``failures`` remembers, within one :meth:`schedule` call and until the next
-        placement change (``_epoch``), the message for pods with the same constraints and requests: they fail the
-        same way."""
+        placement change (``_epoch``), how pods with the same constraints and requests fail: the same way, and,
+        while nothing is of lower priority, DefaultPreemption answers them alike too."""
         pod = queued.pod
         pre_filter_message = self._pre_filter(pod, now)
         if pre_filter_message is not None:
             message = fit_error_message(len(self.nodes), {}, pre_filter_message=pre_filter_message)
-            return self._fail(queued, now, message, self._post_filter(pod, now))
-        signature = (self._epoch, self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
-        known = failures.get(signature)
-        node = None if known is not None else self._find_node(pod)
-        if node is None:
-            message = known if known is not None else self._fit_error(pod)
-            failures[signature] = message
-            return self._fail(queued, now, message, self._post_filter(pod, now))
+            preempted = self._preempt(pod, now, pre_filter_failed=True)
+            return self._fail(queued, now, message, self._post_filter(pod, now, preempted))
+        preemption = self.preemption
+        counted = preemption.count_nominated(pod) if preemption is not None and preemption.nominations else None
+        try:  # the filters see the nominated pods of equal or higher priority (Filter and PostFilter alike)
+            signature = (self._epoch, self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
+            known = failures.get(signature) if not counted else None
+            node = None if known is not None else self._find_node(pod)
+            if node is None:
+                reused = known[2] if known is not None and pod.priority <= known[1] and not pod_never(pod) else None
+                if known is not None and reused is not None:
+                    message, preempted = known[0], reused
+                else:
+                    message = known[0] if known is not None else self._fit_error(pod)
+                    preempted = self._preempt(pod, now)
+                    if not counted:
+                        holds = preemption is None or (not pod_never(pod) and preemption.nothing_lower(pod.priority))
+                        failures[signature] = (message, pod.priority, preempted if holds else None)
+                return self._fail(queued, now, message, self._post_filter(pod, now, preempted))
+        finally:
+            if counted and preemption is not None:
+                preemption.uncount(counted)
+        if preemption is not None and preemption.nominations:
+            preemption.forget(pod.key)  # assumed: no longer nominated
         self._place(pod, node)
         return self._permit(queued, node, now)
 
@@ -403,26 +413,41 @@ class KubeDefaultScheduler:
         """Hook: a PreFilter failure message, or None to go on to Filter."""
         return None
 
-    def _post_filter(self, pod: Pod, now: float) -> tuple[str, list[Decision]]:
-        """Hook: PostFilter after a failed Filter: a message to append and decisions for other pods."""
-        return "", []
+    def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
+        """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off
+        (then no PostFilter plugin runs and the nomination is cleared)."""
+        if self.preemption is None:
+            return NO_POST_FILTER
+        return self.preemption.post_filter(pod, now, pre_filter_failed=pre_filter_failed)
+
+    def _post_filter(self, pod: Pod, now: float, preempted: PostFilterResult) -> PostFilterResult:
+        """Hook: the PostFilter plugins after DefaultPreemption said ``preempted`` (coscheduling's adds its own)."""
+        return preempted
+
+    def _preempt_waiting(self, key: str, now: float) -> list[Decision] | None:
+        """Hook: preempt a victim held at Permit (rejected in memory, not evicted); None when none is held."""
+        return None
 
     def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
         return [Bind(pod=queued.pod.key, uid=queued.pod.uid, node=node)]
 
-    def _fail(self, queued: QueuedPod, now: float, message: str, post: tuple[str, list[Decision]]) -> list[Decision]:
+    def _fail(self, queued: QueuedPod, now: float, message: str, post: PostFilterResult) -> list[Decision]:
+        """The pod failed: ``message`` (FitError) with the PostFilter's reason; its nomination as it says."""
         pod = queued.pod
-        post_message, others = post
-        if post_message:
-            message = f"{message} {post_message}"
-        self._requeue(queued, now, retry=False)
+        if post.reason:
+            message = f"{message} {post.reason}"
+        self._requeue(queued, now, retry=post.freed)
         if self.reject_never_fits:
             reason = never_fits(pod, self.nodes.node_list())
             if reason is not None:
-                return [*others, Reject(pod=pod.key, uid=pod.uid, message=reason)]
-        return [*others, Unschedulable(pod=pod.key, uid=pod.uid, message=message)]
+                return [*post.decisions, Reject(pod=pod.key, uid=pod.uid, message=reason)]
+        preemption = self.preemption
+        if preemption is None or (post.nominated == "" and not preemption.nominations):
+            return [*post.decisions, Unschedulable(pod.key, pod.uid, message)]  # no nomination to set or clear
+        nominated = preemption.record(pod, post.nominated, message)
+        return [*post.decisions, Unschedulable(pod.key, pod.uid, message, nominated_node=nominated)]
 
     def _requeue(self, queued: QueuedPod, now: float, *, retry: bool) -> None:
         """Back off a failed pod. ``retry``: eligible once the back-off ends (kube-scheduler's backoffQ, for a
@@ -444,6 +469,10 @@ class KubeDefaultScheduler:
         total = len(table)
         if total == 0:
             return None
+        if self.preemption is not None and self.preemption.nominations:
+            nominated = self.preemption.nominated_fit(pod)
+            if nominated is not None:
+                return nominated  # evaluateNominatedNode: the nominated node first, unscored
         start = self._next_start % total
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
         known = self._answers.get(key)
@@ -483,8 +512,8 @@ class KubeDefaultScheduler:
         """NodeResourcesFit LeastAllocated over cpu and memory (weights 1 and 1), as integers 0..100."""
         table = self.nodes
         cpu, memory = nonzero_requests(pod.requests)
-        total = _least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
-        total += _least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
+        total = least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
+        total += least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
         return total // 2
 
     def _fit_error(self, pod: Pod) -> str:
@@ -515,10 +544,3 @@ class KubeDefaultScheduler:
                 if count:
                     counts[f"Insufficient {name}"] = count
         return fit_error_message(len(table), counts)
-
-
-def _least_requested(requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    safe = np.where(capacity == 0, 1, capacity)
-    score = (capacity - requested) * MAX_NODE_SCORE // safe
-    result: npt.NDArray[np.int64] = np.where((capacity == 0) | (requested > capacity), 0, score)
-    return result

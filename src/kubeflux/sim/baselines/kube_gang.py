@@ -23,6 +23,17 @@ What it does, as ``pkg/scheduler/schedule_one_podgroup.go`` and ``framework/plug
 
 Permit (``waiting for minCount pods from a gang to be scheduled``, 5 minutes) is never waited at: the group cycle
 places the whole gang on one snapshot. Pods outside a group are scheduled as by kube-default.
+
+**Preemption** is kube-scheduler v1.36's for gangs too: pod by pod. Workload-aware preemption
+(``PodGroupPostFilter``, ``framework/preemption/podgrouppreemption.go``: a gang's victims chosen as a whole) is behind
+the ``WorkloadAwarePreemption`` gate, alpha and off by default in v1.36, so this baseline leaves it off. In a group
+cycle each member that fails its filters runs DefaultPreemption (``runAllPostFilters``), which evicts its victims at
+once and nominates a node; the member is then taken as placed there for the members after it. A gang that fits
+only so is not bound: every member is told ``pod group is waiting for preemption to complete``, nominated to its
+node, and tried again once the victims are gone. A gang that cannot be completed is not bound either, and the
+pods already evicted for its members stay evicted. (kube-scheduler tries every member whatever becomes of the
+others; this baseline stops at the first that fails unless pods of lower priority run, which changes only the
+messages and where the next scan starts.)
 """
 
 from __future__ import annotations
@@ -32,11 +43,14 @@ import random
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import Pod, PodGroup
-from kubeflux.sim.baselines.kube_default import QUEUE_V136, KubeDefaultScheduler, QueuedPod, QueueKey
+from kubeflux.sim.baselines.kube_default import QUEUE_V136, Failures, KubeDefaultScheduler, QueuedPod, QueueKey
+from kubeflux.sim.baselines.kube_preemption import PostFilterResult
 
 __all__ = ["KubeGangScheduler"]
 
 WAITING_FOR_PODS = "waiting for minCount pods from a gang to appear in scheduling queue"
+WAITING_FOR_PREEMPTION = "pod group is unschedulable, pod group is waiting for preemption to complete"
+"""What every member of a gang that fits only after evictions is told (the pod group status' error and reason)."""
 
 
 class KubeGangScheduler(KubeDefaultScheduler):
@@ -79,7 +93,7 @@ class KubeGangScheduler(KubeDefaultScheduler):
             place = self._order[pod.group] = self._rotation.random()
         return (1, place, (-pod.priority, 0.0, pod.group))
 
-    def _schedule_one(self, queued: QueuedPod, now: float, failures: dict[tuple[object, ...], str]) -> list[Decision]:
+    def _schedule_one(self, queued: QueuedPod, now: float, failures: Failures) -> list[Decision]:
         group_key = queued.pod.group
         group = None if group_key is None else self._groups.get(group_key)
         if group_key is None or group is None:
@@ -90,25 +104,70 @@ class KubeGangScheduler(KubeDefaultScheduler):
             return [self._park(q, now, WAITING_FOR_PODS) for q in members]
         members.sort(key=lambda q: (-q.pod.priority, q.pod.creation_time, q.pod.key))
         placed: list[tuple[QueuedPod, str]] = []
+        preempted = False
+        decisions: list[Decision] = []
+        message = ""
         for member in members:
-            node = self._find_node(member.pod)
+            node, failure, post = self._place_member(member.pod, now)
+            if post is not None:
+                decisions.extend(post.decisions)
+                preempted = preempted or bool(post.nominated)
             if node is None:
-                break
+                message = message or failure
+                if not self._may_preempt(member.pod):
+                    break
+                continue
             self._place(member.pod, node)
             placed.append((member, node))
         already = self._group_placed.get(group_key, 0) - len(placed)
-        if len(placed) == len(members) and already + len(placed) >= group.min_member:
+        feasible = len(placed) == len(members) and already + len(placed) >= group.min_member
+        if feasible and not preempted:
             for member, _ in placed:
                 del self._queue[member.pod.key]
             return [Bind(pod=m.pod.key, uid=m.pod.uid, node=node) for m, node in placed]
+        nodes = {member.pod.key: node for member, node in placed}
         for member, _ in placed:
             self._unplace(member.pod.key)
-        message = self._fit_error(members[len(placed)].pod) if len(placed) < len(members) else WAITING_FOR_PODS
-        decisions: list[Decision] = []
+        if feasible:  # every member has a node, some after their evictions: all wait for those to finish
+            message = WAITING_FOR_PREEMPTION
+        elif not message:
+            message = self._fit_error(members[len(placed)].pod) if len(placed) < len(members) else WAITING_FOR_PODS
         for member in members:
             self._requeue(member, now, retry=False)  # the busy loop: tried again at once, changed by an event only
-            decisions.append(Unschedulable(pod=member.pod.key, uid=member.pod.uid, message=message))
+            pod = member.pod
+            nominated = nodes.get(pod.key, "") if feasible else ""
+            if self.preemption is not None:
+                nominated = self.preemption.record(pod, nominated, message)
+            decisions.append(Unschedulable(pod.key, pod.uid, message, nominated_node=nominated))
         return decisions
+
+    def _place_member(self, pod: Pod, now: float) -> tuple[str | None, str, PostFilterResult | None]:
+        """One member's pod-by-pod algorithm in the group cycle: (its node, or the nominated one after
+        DefaultPreemption evicted pods for it; the failure message; the PostFilter's result, when it ran)."""
+        preemption = self.preemption
+        counted = preemption.count_nominated(pod) if preemption is not None and preemption.nominations else None
+        try:
+            node = self._find_node(pod)
+            if node is not None:
+                if preemption is not None:
+                    preemption.forget(pod.key)
+                return node, "", None
+            message = self._fit_error(pod)
+            if preemption is None:
+                return None, message, None
+            post = self._post_filter(pod, now, self._preempt(pod, now))
+            if post.nominated:
+                return post.nominated, "", post
+            return None, f"{message} {post.reason}" if post.reason else message, post
+        finally:
+            if counted and preemption is not None:
+                preemption.uncount(counted)
+
+    def _may_preempt(self, pod: Pod) -> bool:
+        """Whether a later member may still preempt after one failed: kube-scheduler tries every member whatever
+        happens to the others; this baseline stops at the first failure unless pods of lower priority run (the
+        rest would only change the messages and where the next scan starts)."""
+        return self.preemption is not None and bool(self._priorities) and min(self._priorities) < pod.priority
 
     def _park(self, queued: QueuedPod, now: float, message: str) -> Decision:
         """PreEnqueue refused the pod: it waits for its gang's other pods (an event), not for a timer."""

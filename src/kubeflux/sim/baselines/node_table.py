@@ -24,12 +24,13 @@ import numpy.typing as npt
 from kubeflux.scheduler.constraints import (
     EPHEMERAL_STORAGE,
     REASON_NODE_AFFINITY,
+    REASON_TOO_MANY_PODS,
     node_unschedulable,
     taint_toleration,
 )
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Node, NodeSelectorRequirement, Pod, ResourceList
 
-__all__ = ["NodeTable", "nonzero_requests"]
+__all__ = ["NodeTable", "least_requested", "nonzero_requests", "num_feasible_nodes_to_find"]
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -38,8 +39,37 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 _CACHE_LIMIT = 4096
 _NO_LIMIT = np.iinfo(np.int64).max // 4
 
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_NODE_SCORE = 100
+
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage_of_nodes_to_score: int = 0) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind``: how many feasible nodes a cycle looks for before scoring.
+
+    Under 100 nodes, all. Otherwise ``percentage_of_nodes_to_score`` percent (0 = adaptive:
+    ``50 − nodes/125``, at least 5 %), and never fewer than 100 nodes.
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = percentage_of_nodes_to_score
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if percentage >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def least_requested(requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """NodeResourcesFit ``LeastAllocated`` for one resource: ``(capacity − requested) × 100 // capacity`` per node,
+    0 where over or where the node has none."""
+    safe = np.where(capacity == 0, 1, capacity)
+    score = (capacity - requested) * MAX_NODE_SCORE // safe
+    result: npt.NDArray[np.int64] = np.where((capacity == 0) | (requested > capacity), 0, score)
+    return result
 
 
 def nonzero_requests(requests: ResourceList) -> tuple[int, int]:
@@ -239,6 +269,35 @@ class NodeTable:
                 yield name, np.ones(len(self.names), dtype=np.bool_)
             else:
                 yield name, column - self._requested[name] < amount
+
+    def resolvable_mask(self, pod: Pod) -> BoolArray:
+        """The nodes where removing pods could let ``pod`` pass the filters (kube-scheduler's ``Unschedulable``, not
+        ``UnschedulableAndUnresolvable``): the static filters pass and no request exceeds the node's allocatable."""
+        mask = self.static_mask(pod).copy()
+        for name, amount in pod.requests.items():
+            if amount <= 0 or name == PODS:
+                continue
+            column = self._allocatable.get(name)
+            if column is None:
+                return np.zeros(len(self.names), dtype=np.bool_)
+            mask &= column >= amount
+        return mask
+
+    def shortfalls(self, node: str, requests: ResourceList, freed: ResourceList, freed_pods: int) -> list[str]:
+        """NodeResourcesFit's reasons on ``node`` (empty: the pod fits) once pods requesting ``freed`` in all,
+        ``freed_pods`` of them, are gone: ``Too many pods`` first, then ``Insufficient <resource>`` in
+        kube-scheduler's order. For preemption's dry run, one node at a time."""
+        allocatable = self._nodes[node].allocatable
+        used = self._used.get(node, {})
+        reasons: list[str] = []
+        limit = allocatable.get(PODS)
+        if limit is not None and self._pods.get(node, 0) - freed_pods + 1 > limit:
+            reasons.append(REASON_TOO_MANY_PODS)
+        for name in _resource_order(set(requests)):
+            amount = requests[name]
+            if amount > 0 and allocatable.get(name, 0) - used.get(name, 0) + freed.get(name, 0) < amount:
+                reasons.append(f"Insufficient {name}")
+        return reasons
 
     # --- NodeUnschedulable, TaintToleration, NodeAffinity ---------------------------------------------------
 
