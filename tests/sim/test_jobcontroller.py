@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kubeflux.sim.baselines import create
 from kubeflux.sim.clock import EventLoop
 from kubeflux.sim.driver import simulate
@@ -116,3 +118,48 @@ def test_a_plain_job_of_pods_without_a_run_time_runs_under_kubeflux_and_complete
     [job] = run.jobs
     assert job.final_state.value == "COMPLETED_SUCCESSFULLY" and job.finish_time == 0.0
     assert sorted(record.phase for record in run.pods) == ["Succeeded"] * 3
+
+
+class TimedHost(RecordingHost):
+    """A :class:`RecordingHost` that notes when each pod was created (virtual seconds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created_at: list[float] = []
+
+    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
+        super().create_pod(job, timing, name, index)
+        self.created_at.append(self.loop.now)
+
+
+def test_a_wide_job_is_created_at_the_client_rate_in_slow_start_syncs_of_500() -> None:
+    """kube-controller-manager's pacing (measured on v1.36.2: ~30 pods at once, then 20/s, a ~1 s gap after each
+    500, 1,200 pods in ~60 s), in virtual time: 30 at once, 20 a second, the next sync 1 s after the 500th pod."""
+    template = PodTemplate(name="work", requests={"cpu": 1000}, run_time=None)
+    wjob = WorkloadJob("1", 0.0, JobKind.JOB, "wide", pods=[template], completions=1200, parallelism=1200)
+    job = SimJob(wjob, 0, 0.0)
+    job.timings.append(timing_of(template, wjob, Lifecycle(), {}, "kubeflux"))
+    host = TimedHost()
+    controller = JobController(host, rate=Lifecycle(job_client_qps=20.0, job_client_burst=30).job_client_rate())
+    controller.start(job)
+    assert len(host.created_at) == 30  # the burst, at once
+    host.loop.run()
+    times = host.created_at
+    assert len(times) == 1200 and len(set(host.calls)) == 1200
+    expected = [0.0] * 30 + [(k - 29) / 20 for k in range(30, 500)]  # 500th pod at 23.5 s
+    gap = expected[-1] + 1.0  # the next sync: the bucket refilled 20 tokens meanwhile
+    expected += [gap] * 20 + [gap + (k - 19) / 20 for k in range(20, 500)]
+    gap = expected[-1] + 1.0
+    expected += [gap] * 20 + [gap + (k - 19) / 20 for k in range(20, 200)]
+    assert times == pytest.approx(expected, abs=1e-9)
+    assert times[-1] == pytest.approx(58.5)
+
+
+def test_without_a_client_rate_every_pod_a_job_lacks_is_created_at_once() -> None:
+    template = PodTemplate(name="work", requests={"cpu": 1000}, run_time=None)
+    wjob = WorkloadJob("1", 0.0, JobKind.JOB, "wide", pods=[template], completions=1200, parallelism=1200)
+    job = SimJob(wjob, 0, 0.0)
+    job.timings.append(timing_of(template, wjob, Lifecycle(), {}, "kubeflux"))
+    host = TimedHost()
+    JobController(host).start(job)
+    assert host.created_at == [0.0] * 1200

@@ -123,7 +123,10 @@ class Cluster:
         self._observers: list[Observer] = []
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
-        self.job_controller = JobController(self, self.lifecycle.job_sync_delay) if job_controller else None
+        life = self.lifecycle
+        self.job_controller = (
+            JobController(self, life.job_sync_delay, life.job_client_rate()) if job_controller else None
+        )
         """The simulator's Job controller; None where another one keeps the Jobs (the served cluster's, through the
         API): a Job's pods then come from :meth:`JobBook.adopt_pod <kubeflux.sim.jobbook.JobBook.adopt_pod>` and the
         cluster only runs them."""

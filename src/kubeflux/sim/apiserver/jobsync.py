@@ -104,8 +104,8 @@ class JobPlan:
     requeue_after: float | None = None
     """Sync again this many seconds from now (back-off, deadline)."""
     paced: bool = False
-    """The sync was capped at :data:`MAX_POD_CREATE_DELETE_PER_SYNC`: the next one comes after
-    :data:`SYNC_BATCH_SECONDS`, not at the events of the pods this one made or deleted."""
+    """The sync was capped at :data:`MAX_POD_CREATE_DELETE_PER_SYNC`: the next one comes :data:`SYNC_BATCH_SECONDS`
+    after its last pod was made (the shell's timer), not at the events of the pods this one made or deleted."""
     backoff: Backoff = field(default_factory=Backoff)
 
 
@@ -386,7 +386,6 @@ class _Sync:
 
     def _pace(self) -> None:
         self.plan.paced = True
-        self._requeue(SYNC_BATCH_SECONDS)
 
     def _manage(self) -> int:
         """``manageJob``: delete or create pods; the number active afterwards."""
