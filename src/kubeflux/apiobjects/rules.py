@@ -26,10 +26,12 @@ __all__ = [
     "DNS_SUBDOMAIN_RULE",
     "MAX_INT32",
     "MAX_INT64",
+    "NAME_PART_RULE",
     "dns_label_problem",
     "dns_subdomain_problem",
     "int_decode_error",
     "json_kind",
+    "qualified_name_problems",
 ]
 
 MAX_INT32: Final = 2**31 - 1
@@ -57,6 +59,48 @@ def dns_subdomain_problem(name: str) -> str | None:
     """:data:`DNS_SUBDOMAIN_RULE` when ``name`` is no DNS-1123 subdomain (or longer than 253 characters), else
     None."""
     return None if len(name) <= 253 and _DNS_SUBDOMAIN.match(name) else DNS_SUBDOMAIN_RULE
+
+
+NAME_PART_RULE: Final = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+"""The rule of a qualified name's name part (a label key's, a condition type's), in the server's words."""
+_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_QUALIFIED_RULE: Final = (
+    "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. "
+    "'example.com/MyName')"
+)
+_PREFIX_RULE: Final = (
+    f"prefix part {DNS_SUBDOMAIN_RULE} (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """What ``IsQualifiedName`` says of ``value`` (``[prefix/]name``: a DNS subdomain, then at most 63 characters of
+    alphanumerics, ``-``, ``_`` and ``.``), each rule broken; empty when it is one."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [_QUALIFIED_RULE]
+    name = parts[-1]
+    problems: list[str] = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        elif dns_subdomain_problem(prefix) is not None:
+            problems.append(_PREFIX_RULE)
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _NAME_PART.match(name):
+        problems.append(NAME_PART_RULE)
+    return problems
 
 
 def _json_number(value: int | float) -> str:  # int too: compiled, a float parameter refuses an int past any float

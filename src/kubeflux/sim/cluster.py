@@ -123,10 +123,7 @@ class Cluster:
         self._observers: list[Observer] = []
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
-        life = self.lifecycle
-        self.job_controller = (
-            JobController(self, life.job_sync_delay, life.job_client_rate()) if job_controller else None
-        )
+        self.job_controller = JobController.for_lifecycle(self, self.lifecycle) if job_controller else None
         """The simulator's Job controller; None where another one keeps the Jobs (the served cluster's, through the
         API): a Job's pods then come from :meth:`JobBook.adopt_pod <kubeflux.sim.jobbook.JobBook.adopt_pod>` and the
         cluster only runs them."""
@@ -526,7 +523,7 @@ class Cluster:
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)
             self.idle_holding -= 1
-        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
+        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index, sp)
         if peers and phase is PodPhase.FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
             self._end_peers(job, sp)
         if job.finish is None:

@@ -3,7 +3,9 @@
 A Job runs up to ``parallelism`` pods at once until ``completions`` of them succeeded. A failed pod is replaced
 after a back-off of :data:`JOB_BACKOFF_BASE` seconds doubled per failure since the last success, capped at
 :data:`JOB_BACKOFF_CAP`; the Job fails (``BackoffLimitExceeded``) once more than ``backoffLimit`` pods failed, or
-(``DeadlineExceeded``) when it has been active for ``activeDeadlineSeconds``; its running pods are then deleted.
+(``DeadlineExceeded``) when it has been active for ``activeDeadlineSeconds``, or (``PodFailurePolicy``) when a
+``FailJob`` rule of its ``podFailurePolicy`` matched a failed pod; its running pods are then deleted. A failed pod
+an ``Ignore`` rule matched is not counted towards ``backoffLimit`` (:mod:`kubeflux.apiobjects.podfailure`).
 
 The controller acts on the cluster that owns it through :class:`JobHost`, the few public operations any
 controller of a real cluster has (the clock, create and delete a pod, end a Job, record an Event), so every change
@@ -19,7 +21,7 @@ from typing import Any, Final, Protocol
 from kubeflux.sim.clientrate import ClientRate, PacedCreates, TokenBucket
 from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.jobs import SimJob
-from kubeflux.sim.pods import TemplateTiming
+from kubeflux.sim.pods import Lifecycle, TemplateTiming
 
 JOB_BACKOFF_BASE: Final = 10.0
 """Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
@@ -111,6 +113,11 @@ class JobController:
         self._creating: dict[int, _Creation] = {}
         """Job index → its pods being created (with :attr:`bucket`: the creations wait for tokens)."""
 
+    @classmethod
+    def for_lifecycle(cls, cluster: JobHost, lifecycle: Lifecycle) -> JobController:
+        """The Job controller ``lifecycle`` describes (its sync delay, its client's rate)."""
+        return cls(cluster, lifecycle.job_sync_delay, lifecycle.job_client_rate())
+
     def start(self, job: SimJob) -> None:
         """A Job was created: arm its ``activeDeadlineSeconds`` and create its first wave of pods."""
         deadline = job.wjob.active_deadline_seconds
@@ -138,7 +145,10 @@ class JobController:
         if job.finish is not None:
             return
         wjob = job.wjob
-        if job.succeeded >= wjob.completions:
+        if job.fail_message:  # a podFailurePolicy rule FailJob matched a failed pod
+            self._fail(job, "PodFailurePolicy")
+            self.cluster.record_event("Warning", "PodFailurePolicy", f"{wjob.namespace}/{wjob.name}", job.fail_message)
+        elif job.succeeded >= wjob.completions:
             self.cluster.finish_job(job)
         elif job.failed > wjob.backoff_limit:
             self._fail(job, "BackoffLimitExceeded")
@@ -230,7 +240,8 @@ class JobController:
         PacedCreates(len(indexes), self.bucket, lambda: loop.now, create, at, done).start()
 
     def _fail(self, job: SimJob, reason: str) -> None:
-        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""
+        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``, ``PodFailurePolicy``): its active pods are
+        deleted."""
         cluster = self.cluster
         job.failed_reason = reason
         cluster.finish_job(job)

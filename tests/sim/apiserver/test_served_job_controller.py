@@ -195,3 +195,49 @@ def test_a_job_of_many_pods_gets_them_at_the_client_rate_500_a_sync() -> None:
         assert status(server, "wide")["active"] == 1200
     finally:
         server.stop()
+
+
+IGNORE_DISRUPTION = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+
+
+def test_a_deleted_pod_of_a_job_ignoring_disruptions_is_replaced_beyond_backoff_limit_0(cluster: ApiServer) -> None:
+    """``podFailurePolicy`` Ignore on ``DisruptionTarget``, ``backoffLimit: 0``: a running pod deleted by its user
+    ends ``Failed`` with ``DisruptionTarget`` (the kubelet's last status, before the Job controller lets it go), is
+    not counted, and is replaced after the pod-failure back-off (10 s); the Job completes with no failure. The
+    request loop holds virtual time (each request restarts the settle period) until the pod is deleted."""
+    call(cluster, "POST", JOBS, job("sturdy", "600s", backoffLimit=0, podFailurePolicy=IGNORE_DISRUPTION))
+    assert call(cluster, "GET", f"{JOBS}/sturdy")["spec"]["podReplacementPolicy"] == "Failed"
+    while not [p for p in pods_of(cluster, "sturdy") if p.get("status", {}).get("phase") == "Running"]:
+        time.sleep(0.005)
+    [first] = pods_of(cluster, "sturdy")
+    deleted_at = float(call(cluster, "GET", "/kubeflux/time")["now"])
+    call(cluster, "DELETE", f"{PODS}/{first['metadata']['name']}")
+    eventually(lambda: ("Complete", "CompletionsReached") in conditions(cluster, "sturdy"), "the Job completing")
+    done = status(cluster, "sturdy")
+    assert done["succeeded"] == 1 and "failed" not in done
+    [second] = pods_of(cluster, "sturdy")  # the first went once its finalizer did
+    assert second["metadata"]["name"] != first["metadata"]["name"]
+    assert parse_timestamp(second["metadata"]["creationTimestamp"]) - deleted_at >= 10 - 1
+
+
+def test_a_fail_job_rule_on_exit_code_42_fails_the_job_at_once(cluster: ApiServer) -> None:
+    """``podFailurePolicy`` FailJob on exit code 42: the first pods to exit 42 fail the Job (``PodFailurePolicy``,
+    the rule's message), though ``backoffLimit`` (6) would have them retried."""
+    policy = {
+        "rules": [{"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}]
+    }
+    call(
+        cluster, "POST", JOBS, job("doomed", "10s", exit_code=42, completions=2, parallelism=2, podFailurePolicy=policy)
+    )
+    eventually(lambda: ("Failed", "PodFailurePolicy") in conditions(cluster, "doomed"), "the Job failing")
+    done = status(cluster, "doomed")
+    assert [(c["type"], c["reason"]) for c in done["conditions"]] == [
+        ("FailureTarget", "PodFailurePolicy"),
+        ("Failed", "PodFailurePolicy"),
+    ]
+    message = done["conditions"][1]["message"]
+    assert message.startswith("Container main for pod default/doomed-")
+    assert message.endswith(" failed with exit code 42 matching FailJob rule at index 0")
+    assert done["failed"] == 2 and len(pods_of(cluster, "doomed")) == 2
+    events = call(cluster, "GET", "/api/v1/namespaces/default/events")["items"]
+    assert [e["message"] for e in events if e["reason"] == "PodFailurePolicy"] == [message]
