@@ -30,6 +30,7 @@ from kubeflux.scheduler.interface import Scheduler
 from kubeflux.sim.baselines import create
 from kubeflux.sim.baselines.kube_default import QUEUE_CLASSIC, QUEUE_V136, KubeDefaultScheduler
 from kubeflux.sim.baselines.kube_gang import KubeGangScheduler
+from kubeflux.sim.clientrate import KCM_CLIENT_RATE
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.model import Workload
@@ -146,13 +147,22 @@ def _scheduler(name: str, seed: int = 0, window_offset: float = 0.0) -> Schedule
     return create(name)
 
 
-FIDELITY_LIFECYCLE = Lifecycle(end_jitter=0.01, end_delay=0.025, job_sync_delay=1.03, start_delay=0.04)
+FIDELITY_LIFECYCLE = Lifecycle(
+    end_jitter=0.01,
+    end_delay=0.025,
+    job_sync_delay=1.03,
+    start_delay=0.04,
+    job_client_qps=KCM_CLIENT_RATE.qps,
+    job_client_burst=KCM_CLIENT_RATE.burst,
+)
 """The simulated kubelets and Job controller as the real runs measured them: a Job is complete 1.03 s after its pod
 ends (kube-controller-manager's 1 s ``syncJobBatchPeriod``, then its status write; median of the runs that kept each
 pod's times); a pod runs 0.04 s after it could (the Job controller creating it, kube-scheduler binding it, KWOK
 marking it Running: 0.029 + 0.009 s, median of the Jobs every 20 s run under kube-scheduler); a pod ends 0.025 s
 plus up to 10 ms after its run time (KWOK marks it ``Succeeded`` 0.02–0.04 s late on average over each run's pods,
-and two pods of a pair end 0.1–21 ms apart, each a watch event of its own)."""
+and two pods of a pair end 0.1–21 ms apart, each a watch event of its own); the Job controller creates pods at
+kube-controller-manager's client rate (20 a second after a burst of 30, at most 500 a sync:
+:mod:`kubeflux.sim.clientrate`)."""
 
 
 def simulated_times(

@@ -31,6 +31,7 @@ from kubeflux.sim.apiserver.store import Store
 from .differential import steps_controllers, steps_objects, steps_pods, steps_reads
 from .differential.known import KNOWN
 from .differential.runner import Observation, Server, Step, differences, run
+from .differential.steps_objects import POD_FAILURE_POLICIES
 
 STEPS: list[Step] = [*steps_pods.STEPS, *steps_objects.STEPS, *steps_reads.STEPS, *steps_controllers.STEPS]
 
@@ -78,10 +79,11 @@ SAME_WORDS = (
     "job restart policy Sometimes",
     "pod bad restart policy",
     "pod init container restart Sometimes",
+    *(f"job pod failure policy {name}" for name, _, _ in POD_FAILURE_POLICIES[1:]),
 )
 """Refusals whose message cluster serve writes in the real server's words (the Priority admission; a 422 naming a
-kind outside the core group, ``Job.batch``; restart policies): compared word for word, where other steps compare
-code, reason and causes only."""
+kind outside the core group, ``Job.batch``; restart policies; a Job's ``podFailurePolicy``, its 400s and 422s):
+compared word for word, where other steps compare code, reason and causes only."""
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from kubeflux.apiobjects.podfailure import PodFailurePolicy, PodFailureRule
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Node
 from kubeflux.sim.workloads import (
     JobKind,
@@ -158,6 +159,7 @@ def test_a_mapped_job_copies_every_field_but_its_pods_gang_and_verdict() -> None
         source="f.swf:3",
         exit_code=2,
         active_deadline_seconds=70.0,
+        pod_failure_policy=PodFailurePolicy((PodFailureRule("Ignore", conditions=(("DisruptionTarget", "True"),)),)),
         profile="p",
     )
     defaults = WorkloadJob(id="", submit_time=0.0, kind=JobKind.TRACE, name="")

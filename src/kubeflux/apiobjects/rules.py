@@ -30,12 +30,14 @@ __all__ = [
     "DNS_SUBDOMAIN_RULE",
     "MAX_INT32",
     "MAX_INT64",
+    "NAME_PART_RULE",
     "dns_label_problem",
     "dns_subdomain_problem",
     "int_decode_error",
     "json_kind",
     "label_key_problems",
     "label_value_problems",
+    "qualified_name_problems",
 ]
 
 MAX_INT32: Final = 2**31 - 1
@@ -65,6 +67,12 @@ def dns_subdomain_problem(name: str) -> str | None:
     return None if len(name) <= 253 and _DNS_SUBDOMAIN.match(name) else DNS_SUBDOMAIN_RULE
 
 
+NAME_PART_RULE: Final = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+"""The rule of a qualified name's name part (a label key's, a condition type's), in the server's words."""
 def _json_number(value: int | float) -> str:  # int too: compiled, a float parameter refuses an int past any float
     """A JSON number as Go's decoder echoes it (``1.5``, ``3000000000``), cut when long."""
     text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
@@ -127,16 +135,14 @@ DNS_SUBDOMAIN_EXAMPLES: Final = (  # what the real server adds to DNS_SUBDOMAIN_
 )
 
 
-def label_key_problems(key: str) -> list[str]:
-    """``IsLabelKey`` (a qualified name): an optional DNS-1123 subdomain prefix and ``/``, then a name of 1 to 63
-    characters; every rule broken, in the server's words (empty: a valid key)."""
+def qualified_name_problems(key: str, what: str = "a qualified name") -> list[str]:
+    """``IsQualifiedName``: an optional DNS-1123 subdomain prefix and ``/``, then a name of 1 to 63 characters;
+    every rule broken, in the server's words (empty: valid). ``what`` names it in the message about its shape
+    (``a valid label key`` for a label's key, :func:`label_key_problems`)."""
     problems: list[str] = []
     parts = key.split("/")
     if len(parts) > 2:
-        return [
-            f"a valid label key {_LABEL_KEY_RULE} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
+        return [f"{what} {_LABEL_KEY_RULE} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
@@ -154,6 +160,11 @@ def label_key_problems(key: str) -> list[str]:
     if not _LABEL_KEY.match(name):
         problems.append(f"name part {_LABEL_KEY_RULE}")
     return problems
+
+
+def label_key_problems(key: str) -> list[str]:
+    """``IsLabelKey``: :func:`qualified_name_problems`, said of a label key."""
+    return qualified_name_problems(key, "a valid label key")
 
 
 def label_value_problems(value: str) -> list[str]:

@@ -126,7 +126,7 @@ class Cluster:
         self._observers: list[Observer] = []
         self._status_observers: list[Observer] = []
         """The observers that are sent the status written on a pending pod for a scheduler's decision."""
-        self.job_controller = JobController(self, self.lifecycle.job_sync_delay) if job_controller else None
+        self.job_controller = JobController.for_lifecycle(self, self.lifecycle) if job_controller else None
         """The simulator's Job controller; None where another one keeps the Jobs (the served cluster's, through the
         API): a Job's pods then come from :meth:`JobBook.adopt_pod <kubeflux.sim.jobbook.JobBook.adopt_pod>` and the
         cluster only runs them."""
@@ -520,7 +520,7 @@ class Cluster:
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)
             self.idle_holding -= 1
-        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index)
+        job.pod_ended(phase is PodPhase.SUCCEEDED, reason, now, sp.completion_index, sp)
         if peers and phase is PodPhase.FAILED and job.coupled and job.wjob.kind is not JobKind.JOB:
             if reason != PREEMPTED_REASON:
                 self._end_peers(sp)

@@ -3,7 +3,9 @@
 A Job runs up to ``parallelism`` pods at once until ``completions`` of them succeeded. A failed pod is replaced
 after a back-off of :data:`JOB_BACKOFF_BASE` seconds doubled per failure since the last success, capped at
 :data:`JOB_BACKOFF_CAP`; the Job fails (``BackoffLimitExceeded``) once more than ``backoffLimit`` pods failed, or
-(``DeadlineExceeded``) when it has been active for ``activeDeadlineSeconds``; its running pods are then deleted.
+(``DeadlineExceeded``) when it has been active for ``activeDeadlineSeconds``, or (``PodFailurePolicy``) when a
+``FailJob`` rule of its ``podFailurePolicy`` matched a failed pod; its running pods are then deleted. A failed pod
+an ``Ignore`` rule matched is not counted towards ``backoffLimit`` (:mod:`kubeflux.apiobjects.podfailure`).
 
 The controller acts on the cluster that owns it through :class:`JobHost`, the few public operations any
 controller of a real cluster has (the clock, create and delete a pod, end a Job, record an Event), so every change
@@ -13,16 +15,22 @@ is a watch event like any other and this module does not import the cluster's.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from kubeflux.sim.clientrate import ClientRate, PacedCreates, TokenBucket
 from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.jobs import SimJob
-from kubeflux.sim.pods import TemplateTiming
+from kubeflux.sim.pods import Lifecycle, TemplateTiming
 
 JOB_BACKOFF_BASE: Final = 10.0
 """Seconds before the first replacement of a failed Job pod (kube-controller-manager's default)."""
 JOB_BACKOFF_CAP: Final = 360.0
 """The back-off never exceeds 6 minutes."""
+MAX_POD_CREATE_DELETE_PER_SYNC: Final = 500
+"""With a client rate: a sync creates at most this many pods (``MaxPodCreateDeletePerSync``)."""
+SYNC_BATCH_SECONDS: Final = 1.0
+"""``syncJobBatchPeriod``: a capped sync's Job is synced again this long after its last pod was created."""
 COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 """The label and annotation with an Indexed Job's pod's completion index."""
 
@@ -78,14 +86,37 @@ class JobHost(Protocol):
         ...
 
 
+def _resume(resume: Callable[[], None]) -> None:
+    resume()
+
+
+class _Creation:
+    """One sync's creations in progress: whether it was capped, whether the Job asked to be synced meanwhile."""
+
+    __slots__ = ("again", "capped")
+
+    def __init__(self, capped: bool) -> None:
+        self.capped = capped
+        self.again = False
+
+
 class JobController:
     """The Job controller of one simulated cluster (see the module docstring)."""
 
-    def __init__(self, cluster: JobHost, sync_delay: float = 0.0) -> None:
+    def __init__(self, cluster: JobHost, sync_delay: float = 0.0, rate: ClientRate | None = None) -> None:
         self.cluster = cluster
         self.sync_delay = sync_delay
         """Seconds from a pod's end to the sync that acts on it (kube-controller-manager: 1 s, its
         ``syncJobBatchPeriod``); the pod ends within that window are acted on together."""
+        self.bucket = TokenBucket(rate) if rate is not None else None
+        """The controller's client's token bucket (None: pods are created at once, as many as a Job lacks)."""
+        self._creating: dict[int, _Creation] = {}
+        """Job index → its pods being created (with :attr:`bucket`: the creations wait for tokens)."""
+
+    @classmethod
+    def for_lifecycle(cls, cluster: JobHost, lifecycle: Lifecycle) -> JobController:
+        """The Job controller ``lifecycle`` describes (its sync delay, its client's rate)."""
+        return cls(cluster, lifecycle.job_sync_delay, lifecycle.job_client_rate())
 
     def start(self, job: SimJob) -> None:
         """A Job was created: arm its ``activeDeadlineSeconds`` and create its first wave of pods."""
@@ -114,7 +145,10 @@ class JobController:
         if job.finish is not None:
             return
         wjob = job.wjob
-        if job.succeeded >= wjob.completions:
+        if job.fail_message:  # a podFailurePolicy rule FailJob matched a failed pod
+            self._fail(job, "PodFailurePolicy")
+            self.cluster.record_event("Warning", "PodFailurePolicy", f"{wjob.namespace}/{wjob.name}", job.fail_message)
+        elif job.succeeded >= wjob.completions:
             self.cluster.finish_job(job)
         elif job.failed > wjob.backoff_limit:
             self._fail(job, "BackoffLimitExceeded")
@@ -134,24 +168,80 @@ class JobController:
                     job.fill_at = at
                     cluster.loop.schedule(at, Priority.STAGE, self._fill, job)
                 return
+        if self.bucket is not None:
+            self._paced_fill(job)
+            return
+        for index in self._missing(job, None):
+            self._create(job, index)
+
+    def _missing(self, job: SimJob, cap: int | None) -> list[int | None]:
+        """The pods a Job lacks, at most ``cap``: an Indexed Job's by their index (the lowest neither done nor
+        running), a NonIndexed Job's as None."""
         wjob = job.wjob
-        want = min(wjob.parallelism, wjob.completions - job.succeeded) - job.active
-        indexes: list[int | None] = [None] * max(want, 0)
-        if wjob.indexed:  # the lowest indexes neither done nor running, each pod named after its own
-            done, active = job.indexes_done, job.indexes_active
-            free = (i for i in range(wjob.completions) if i not in done and i not in active)
-            indexes = list(itertools.islice(free, max(want, 0)))
+        want = max(min(wjob.parallelism, wjob.completions - job.succeeded) - job.active, 0)
+        if cap is not None:
+            want = min(want, cap)
+        if not wjob.indexed:
+            return [None] * want
+        done, active = job.indexes_done, job.indexes_active
+        free = (i for i in range(wjob.completions) if i not in done and i not in active)
+        return list(itertools.islice(free, want))
+
+    def _create(self, job: SimJob, index: int | None) -> None:
+        """Create one of the Job's pods (an Indexed Job's named after its index)."""
+        wjob = job.wjob
+        if job.fail_streak > 0:
+            job.retries += 1
+        if index is None:
+            self.cluster.create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
+        else:
+            job.indexes_active.add(index)
+            self.cluster.create_pod(job, job.timings[0], f"{wjob.name}-{index}-{job.created}", index)
+
+    def _paced_fill(self, job: SimJob) -> None:
+        """:meth:`_fill` with the client's rate: at most :data:`MAX_POD_CREATE_DELETE_PER_SYNC` pods, in slow-start
+        batches whose creations wait for their tokens; while they are made the Job is not synced again (the real
+        controller's worker is busy with it), and a capped sync's rest comes :data:`SYNC_BATCH_SECONDS` after its
+        last pod."""
+        creation = self._creating.get(job.index)
+        if creation is not None:
+            creation.again = True
+            return
+        indexes = self._missing(job, MAX_POD_CREATE_DELETE_PER_SYNC)
+        if not indexes:
+            return
         for index in indexes:
-            if job.fail_streak > 0:
-                job.retries += 1
-            if index is None:
-                cluster.create_pod(job, job.timings[0], f"{wjob.name}-{job.created}")
-            else:
-                job.indexes_active.add(index)
-                cluster.create_pod(job, job.timings[0], f"{wjob.name}-{index}-{job.created}", index)
+            if index is not None:
+                job.indexes_active.add(index)  # reserved: a later sync does not pick it
+        creation = self._creating[job.index] = _Creation(len(indexes) == MAX_POD_CREATE_DELETE_PER_SYNC)
+        loop = self.cluster.loop
+
+        def create(i: int) -> bool:
+            if job.finish is not None:  # the Job ended meanwhile: the rest are not made
+                return False
+            index = indexes[i]
+            if index is not None:
+                job.indexes_active.discard(index)
+            self._create(job, index)
+            return True
+
+        def at(when: float, resume: Callable[[], None]) -> None:
+            loop.schedule(when, Priority.STAGE, _resume, resume)
+
+        def done(ok: bool) -> None:
+            del self._creating[job.index]
+            if job.finish is not None:
+                return
+            if creation.capped:
+                loop.schedule(loop.now + SYNC_BATCH_SECONDS, Priority.STAGE, self._fill, job)
+            elif creation.again:
+                self._fill(job)
+
+        PacedCreates(len(indexes), self.bucket, lambda: loop.now, create, at, done).start()
 
     def _fail(self, job: SimJob, reason: str) -> None:
-        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``): its active pods are deleted."""
+        """The Job failed (``BackoffLimitExceeded``, ``DeadlineExceeded``, ``PodFailurePolicy``): its active pods are
+        deleted."""
         cluster = self.cluster
         job.failed_reason = reason
         cluster.finish_job(job)

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any, Final, cast
 
+from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 
 _NUMBER = "number"
 _OPTIONAL_NUMBER = "number or None"
 _OPTIONAL_DICT = "mapping or None"
+_OPTIONAL_POLICY = "PodFailurePolicy or None"
 
 _JOB_FIELDS: tuple[tuple[str, object], ...] = (
     ("id", str),
@@ -41,6 +43,7 @@ _JOB_FIELDS: tuple[tuple[str, object], ...] = (
     ("source", str),
     ("exit_code", int),
     ("active_deadline_seconds", _OPTIONAL_NUMBER),
+    ("pod_failure_policy", _OPTIONAL_POLICY),
     ("profile", str),
 )
 """(field, its type): a class (exactly that class: no ``bool`` for an ``int``) or one of the number kinds above."""
@@ -77,6 +80,8 @@ def _accepted(kind: object) -> tuple[object, ...]:
         return (float, int, type(None))
     if kind is _OPTIONAL_DICT:
         return (dict, type(None))
+    if kind is _OPTIONAL_POLICY:
+        return (PodFailurePolicy, type(None))
     return (kind,)  # a class (a JobKind's members are of the class itself)
 
 
@@ -128,6 +133,8 @@ def _problem(value: object, kind: object) -> str | None:
         return f"must be a {kind} (seconds), got {value!r}"
     if kind is _OPTIONAL_DICT:
         return None if value is None or type(value) is dict else f"must be a mapping or None, got {value!r}"
+    if kind is _OPTIONAL_POLICY:
+        return None if value is None or type(value) is PodFailurePolicy else f"must be a {kind}, got {value!r}"
     if kind is JobKind and isinstance(value, JobKind):
         return None
     words = _WORDS.get(kind) if isinstance(kind, type) else None

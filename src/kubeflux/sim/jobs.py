@@ -10,8 +10,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubeflux.apiobjects.podfailure import failed_pod_of
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, WALLTIME_ANNOTATION
 from kubeflux.sim.pods import Lifecycle, SimPod, TemplateTiming
+from kubeflux.sim.podstatus import pod_status
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord
 from kubeflux.sim.resourceids import ResourceKind, has_ids, units_of
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
@@ -220,6 +222,7 @@ class SimJob:
         "coupled",
         "created",
         "deadline_hits",
+        "fail_message",
         "fail_streak",
         "failed",
         "failed_reason",
@@ -274,6 +277,8 @@ class SimJob:
         self.group_key = ""
         self.rejected_reason = ""
         self.failed_reason = ""
+        self.fail_message = ""
+        """The message of the first of its pods a ``podFailurePolicy`` rule ``FailJob`` matched (the Job fails)."""
         self.indexes_done: set[int] = set()
         """An Indexed Job's completion indexes that succeeded."""
         self.indexes_active: set[int] = set()
@@ -297,9 +302,13 @@ class SimJob:
     def reject(self, reason: str, now: float) -> None:
         self.rejected_reason = reason
 
-    def pod_ended(self, succeeded: bool, reason: str, now: float, index: int | None = None) -> None:
+    def pod_ended(
+        self, succeeded: bool, reason: str, now: float, index: int | None = None, sp: SimPod | None = None
+    ) -> None:
         """Count one of the job's pods ending (the simulated cluster and the served one's replay record alike);
-        ``index``: an Indexed Job's pod's completion index (a second success of one index counts once)."""
+        ``index``: an Indexed Job's pod's completion index (a second success of one index counts once). A failed
+        pod ``sp`` of a Job with a ``podFailurePolicy`` is judged by it: ``Ignore`` counts it in the back-off only
+        (as the real controller's back-off record does), ``FailJob`` notes :attr:`fail_message`."""
         self.active -= 1
         if index is not None:
             self.indexes_active.discard(index)
@@ -310,6 +319,18 @@ class SimJob:
                 self.indexes_done.add(index)
             self.fail_streak = 0
             return
+        policy = self.wjob.pod_failure_policy
+        if policy is not None and sp is not None:
+            pod = sp.pod
+            verdict = policy.judge(
+                failed_pod_of({"metadata": {"namespace": pod.namespace, "name": pod.name}, "status": pod_status(sp)})
+            )
+            if not verdict.counts:
+                self.fail_streak += 1
+                self.last_failure = now
+                return
+            if verdict.fail_job and not self.fail_message:
+                self.fail_message = verdict.fail_job
         self.failed += 1
         self.fail_streak += 1
         self.last_failure = now

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kubeflux.scheduler.interface import ClusterEvent
 from kubeflux.scheduler.objects import Pod
+from kubeflux.sim.clientrate import ClientRate
 from kubeflux.sim.workloads.model import PodTemplate
 
 
@@ -37,6 +38,13 @@ class Lifecycle:
     job_sync_delay: float = 0.0
     """Seconds from a ``batch/v1`` Job's pod ending to the Job controller acting on it (marking the Job complete,
     replacing a failed pod): kube-controller-manager batches pod events for 1 s (``syncJobBatchPeriod``)."""
+    job_client_qps: float = 0.0
+    """Pods a second the Job controller creates after a burst of :attr:`job_client_burst`, at most 500 a sync
+    (kube-controller-manager: 20, its ``--kube-api-qps``; :mod:`kubeflux.sim.clientrate`). 0: no limit, every pod
+    a Job lacks is created at once."""
+    job_client_burst: int = 30
+    """The Job controller's client's burst (kube-controller-manager's ``--kube-api-burst``), with
+    :attr:`job_client_qps`."""
 
     def __post_init__(self) -> None:
         delays = (self.start_delay, self.start_jitter, self.end_jitter, self.end_delay, self.job_sync_delay)
@@ -44,6 +52,12 @@ class Lifecycle:
             raise ValueError("lifecycle: delays and jitters must be >= 0 seconds")
         if not 0.0 <= self.pod_failure_fraction <= 1.0:
             raise ValueError(f"lifecycle: pod_failure_fraction must be in [0, 1], got {self.pod_failure_fraction}")
+        if self.job_client_qps < 0 or self.job_client_burst < 1:
+            raise ValueError("lifecycle: job_client_qps must be >= 0 and job_client_burst >= 1")
+
+    def job_client_rate(self) -> ClientRate | None:
+        """The Job controller's client rate (None: no limit)."""
+        return ClientRate(self.job_client_qps, self.job_client_burst) if self.job_client_qps > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@ dry runs, server-side apply, finalizers, garbage collection and terminating name
 
 from __future__ import annotations
 
+from typing import Any
+
 from .dsl import NS, configmap, delete, get, gone, patch, pod, post, put
 from .runner import Step
 
@@ -12,6 +14,44 @@ EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/diff/events"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/diff/leases"
 JOBS = "/apis/batch/v1/namespaces/diff/jobs"
 PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+_EXIT_42 = {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}
+_IGNORE_DISRUPTION = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str, dict[str, Any]]] = [
+    ("accepted", [_IGNORE_DISRUPTION, _EXIT_42], {}),
+    ("no action", [{"onExitCodes": {"operator": "In", "values": [42]}}], {}),
+    ("unknown action", [{**_EXIT_42, "action": "Restart"}], {}),
+    ("fail index without a limit per index", [{**_EXIT_42, "action": "FailIndex"}], {}),
+    ("both requirements", [{**_IGNORE_DISRUPTION, "onExitCodes": _EXIT_42["onExitCodes"]}], {}),
+    ("no requirement", [{"action": "Ignore"}], {}),
+    ("unknown operator", [{"action": "Count", "onExitCodes": {"operator": "Is", "values": [42]}}], {}),
+    (
+        "unknown container",
+        [{"action": "Count", "onExitCodes": {"containerName": "x", "operator": "In", "values": [1]}}],
+        {},
+    ),
+    ("no values", [{"action": "Count", "onExitCodes": {"operator": "In", "values": []}}], {}),
+    ("zero in values", [{"action": "Count", "onExitCodes": {"operator": "In", "values": [0, 3]}}], {}),
+    ("values repeated unordered", [{"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [5, 3, 3]}}], {}),
+    ("bad condition", [{"action": "Ignore", "onPodConditions": [{"type": "Bad Type!", "status": "Maybe"}]}], {}),
+    ("too many rules", [_IGNORE_DISRUPTION] * 21, {}),
+    ("value a string", [{"action": "Count", "onExitCodes": {"operator": "In", "values": ["x"]}}], {}),
+    ("rules a string", "x", {}),
+    ("restart on failure", [_IGNORE_DISRUPTION], {"restartPolicy": "OnFailure"}),
+    ("replacement policy", [_IGNORE_DISRUPTION], {"podReplacementPolicy": "TerminatingOrFailed"}),
+]
+"""(step name, ``podFailurePolicy.rules``, the Job's other fields): one Job each, refused in the real server's words
+(:data:`~tests.realkube.test_apiserver_differential.SAME_WORDS`) but the first."""
+
+
+def _failure_policy_job(name: str, rules: list[Any] | str, restartPolicy: str = "Never", **spec: Any) -> dict[str, Any]:
+    template = {"spec": {**_JOB["spec"]["template"]["spec"], "restartPolicy": restartPolicy}}  # type: ignore[index]
+    return {
+        **_JOB,
+        "metadata": {"name": name},
+        "spec": {**spec, "podFailurePolicy": {"rules": rules}, "template": template},
+    }
+
+
 _JOB = {
     "apiVersion": "batch/v1",
     "kind": "Job",
@@ -190,6 +230,10 @@ STEPS: list[Step] = [
             ("indexed hostname beyond a dns label", "a" * 60, {"completionMode": "Indexed", "completions": 10000}),
             ("unknown completion mode", "j10", {"completionMode": "Sometimes"}),
         )
+    ),
+    *(
+        post(f"job pod failure policy {name}", JOBS, _failure_policy_job(f"pf{index}", rules, **spec))
+        for index, (name, rules, spec) in enumerate(POD_FAILURE_POLICIES)
     ),
     get("job get", f"{JOBS}/j1"),
     patch(

@@ -179,22 +179,75 @@ def test_a_job_is_labelled_as_its_pods_and_its_completions_are_immutable(cluster
     assert both["spec"]["completions"] == 4
 
 
-def test_a_job_of_many_pods_gets_them_500_a_second_in_slow_start_batches() -> None:
-    """kube-controller-manager creates at most 500 pods a sync (``MaxPodCreateDeletePerSync``) and syncs a Job
-    again a second later (``syncJobBatchPeriod``): a Job of 1,200 pods gets 500, 500 and 200 of them, a virtual
-    second apart (none fits the one small node, so no pod ends meanwhile; the scheduler says so, which lets virtual
-    time go on)."""
+def test_a_job_of_many_pods_gets_them_at_the_client_rate_500_a_sync() -> None:
+    """kube-controller-manager's client sends 20 requests a second after a burst of 30, and a sync creates at most
+    500 pods (``MaxPodCreateDeletePerSync``), the next coming a second after its last (``syncJobBatchPeriod``): a Job
+    of 1,200 pods gets 30 at once, then 20 a virtual second, the 500th at 23.5 s, the next 20 at once at 24.5 s (the
+    bucket refilled), … the last at 58.5 s (none fits the one small node, so no pod ends meanwhile; the scheduler
+    says so, which lets virtual time go on). ``creationTimestamp`` has whole seconds: the pods per second."""
     server = served(1, 1, "1Gi")
     try:
         call(server, "POST", JOBS, job("wide", "10s", completions=1200, parallelism=1200))
         eventually(lambda: len(pods_of(server, "wide")) == 1200, "1,200 pods")
         made = sorted(parse_timestamp(p["metadata"]["creationTimestamp"]) - ORIGIN for p in pods_of(server, "wide"))
-        per_second: dict[float, int] = {}
-        for at in made:
-            per_second[at] = per_second.get(at, 0) + 1
-        assert list(per_second.values()) == [500, 500, 200], per_second
-        firsts = sorted(per_second)
-        assert firsts[1] - firsts[0] >= 1 and firsts[2] - firsts[1] >= 1
+        per_second = [made.count(float(second)) for second in range(59)]
+        sync = [29] + [20] * 23 + [11]  # a capped sync after the first: 20 at once on its first half second
+        assert per_second == [49] + [20] * 22 + [11] + sync + sync[:9] + [11], per_second
         assert status(server, "wide")["active"] == 1200
     finally:
         server.stop()
+
+
+IGNORE_DISRUPTION = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+
+
+def test_a_deleted_pod_of_a_job_ignoring_disruptions_is_replaced_beyond_backoff_limit_0() -> None:
+    """``podFailurePolicy`` Ignore on ``DisruptionTarget``, ``backoffLimit: 0``: a running pod deleted by its user
+    ends ``Failed`` with ``DisruptionTarget`` (the kubelet's last status, before the Job controller lets it go), is
+    not counted, and is replaced after the pod-failure back-off (10 s); the Job goes on (without the rule it would
+    fail at once). In wall time: virtual time would jump past the pod's run before the deletion."""
+    with ApiServer(
+        uniform_cluster(1, 8, "8Gi"), kubelet=True, controllers=True, schedulers=[create("kube-default")]
+    ) as server:
+        call(server, "POST", JOBS, job("sturdy", "600s", backoffLimit=0, podFailurePolicy=IGNORE_DISRUPTION))
+        assert call(server, "GET", f"{JOBS}/sturdy")["spec"]["podReplacementPolicy"] == "Failed"
+        deadline = time.monotonic() + 60
+        while status(server, "sturdy").get("ready") != 1:
+            assert time.monotonic() < deadline, status(server, "sturdy")
+            time.sleep(0.05)
+        [first] = pods_of(server, "sturdy")
+        call(server, "DELETE", f"{PODS}/{first['metadata']['name']}")
+        deleted = time.monotonic()
+        while (
+            len(pods_of(server, "sturdy")) != 1
+            or pods_of(server, "sturdy")[0]["metadata"]["uid"] == first["metadata"]["uid"]
+        ):
+            assert time.monotonic() < deadline + 60, pods_of(server, "sturdy")
+            time.sleep(0.1)
+        replaced = time.monotonic()
+        done = status(server, "sturdy")
+    assert replaced - deleted >= 10 - 1  # the back-off counts the ignored failure, as the real controller's
+    assert "failed" not in done and not done.get("conditions") and done["active"] == 1
+
+
+def test_a_fail_job_rule_on_exit_code_42_fails_the_job_at_once(cluster: ApiServer) -> None:
+    """``podFailurePolicy`` FailJob on exit code 42: the first pods to exit 42 fail the Job (``PodFailurePolicy``,
+    the rule's message), though ``backoffLimit`` (6) would have them retried."""
+    policy = {
+        "rules": [{"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}]
+    }
+    call(
+        cluster, "POST", JOBS, job("doomed", "10s", exit_code=42, completions=2, parallelism=2, podFailurePolicy=policy)
+    )
+    eventually(lambda: ("Failed", "PodFailurePolicy") in conditions(cluster, "doomed"), "the Job failing")
+    done = status(cluster, "doomed")
+    assert [(c["type"], c["reason"]) for c in done["conditions"]] == [
+        ("FailureTarget", "PodFailurePolicy"),
+        ("Failed", "PodFailurePolicy"),
+    ]
+    message = done["conditions"][1]["message"]
+    assert message.startswith("Container main for pod default/doomed-")
+    assert message.endswith(" failed with exit code 42 matching FailJob rule at index 0")
+    assert done["failed"] == 2 and len(pods_of(cluster, "doomed")) == 2
+    events = call(cluster, "GET", "/api/v1/namespaces/default/events")["items"]
+    assert [e["message"] for e in events if e["reason"] == "PodFailurePolicy"] == [message]

@@ -60,7 +60,12 @@ class JobStrategy(Strategy):
         spec.setdefault("backoffLimit", 6)
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
-        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+        policy = spec.get("podFailurePolicy")
+        spec.setdefault("podReplacementPolicy", "Failed" if isinstance(policy, dict) else "TerminatingOrFailed")
+        for rule in (policy.get("rules") if isinstance(policy, dict) else None) or ():
+            for pattern in (rule.get("onPodConditions") if isinstance(rule, dict) else None) or ():
+                if isinstance(pattern, dict) and not pattern.get("status"):
+                    pattern["status"] = "True"  # SetDefaults_PodFailurePolicyOnPodConditionsPattern
         spec.setdefault("manualSelector", False)
         if not spec.get("manualSelector"):
             spec["selector"] = {"matchLabels": {_CONTROLLER_UID: meta["uid"]}}
@@ -104,7 +109,7 @@ class JobStrategy(Strategy):
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         causes = self.validate(new)
         new_spec, old_spec = new.get("spec", {}), old.get("spec", {})
-        for field in ("selector", "template", "completionMode"):
+        for field in ("selector", "template", "completionMode", "podFailurePolicy"):
             if isinstance(new_spec, dict) and new_spec.get(field) != old_spec.get(field):
                 causes.append(Cause(f"spec.{field}", "Invalid value: field is immutable"))
         if isinstance(new_spec, dict) and isinstance(old_spec, dict):

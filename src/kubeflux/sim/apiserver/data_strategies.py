@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
+from kubeflux.apiobjects.rules import NAME_PART_RULE
 from kubeflux.sim.apiserver.errors import Cause
 from kubeflux.sim.apiserver.registry import Object, Strategy
 
@@ -167,11 +168,7 @@ def quantity_error(resources: Any) -> str:
     return ""
 
 
-_NAME_PART = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
+_NAME_PART = NAME_PART_RULE
 
 
 def events_v1_causes(obj: Object) -> list[Cause]:

@@ -4,7 +4,8 @@ controller; ``--no-controllers job`` turns it off so that a real kube-controller
 It follows Jobs and pods on the server's loop as an informer would, and syncs a Job (:func:`~kubeflux.sim.apiserver.
 jobsync.sync_job`, the decisions) whenever it or one of the pods it controls changes, or when a timer it asked for
 (the pod-failure back-off, ``activeDeadlineSeconds``) comes. A sync's plan is applied through the store as a
-controller's requests would be: pods created with ``generateName``, deleted with their grace period, their
+controller's requests would be: pods created with ``generateName`` at kube-controller-manager's client rate (20 a
+second after a burst of 30; :mod:`kubeflux.sim.clientrate`), deleted with their grace period, their
 ``batch.kubernetes.io/job-tracking`` finalizer removed with a metadata update, the Job's status written through
 ``jobs/status``, Events recorded as ``job-controller``. A pod's Job is its controller ``ownerReference``.
 
@@ -38,6 +39,7 @@ from kubeflux.sim.apiserver.jobsync import (
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
+from kubeflux.sim.clientrate import KCM_CLIENT_RATE, ClientRate, PacedCreates, TokenBucket
 from kubeflux.sim.clock import Priority
 
 __all__ = ["JobController", "api_backoff"]
@@ -64,6 +66,20 @@ def _controller_uid(pod: Object) -> str | None:
     return None
 
 
+class _Creation:
+    """A sync's creations in progress: the timer of the next one, whether the Job was touched meanwhile."""
+
+    __slots__ = ("again", "timer")
+
+    def __init__(self) -> None:
+        self.timer: Timer | None = None
+        self.again = False
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
 class JobController:
     """Runs every ``batch/v1`` Job of ``store`` that ``skip`` does not name (see the module docstring)."""
 
@@ -73,6 +89,7 @@ class JobController:
         loop: asyncio.AbstractEventLoop,
         clock: Clock,
         skip: Callable[[str], bool] = lambda uid: False,
+        rate: ClientRate | None = KCM_CLIENT_RATE,
     ) -> None:
         pods = store.registry.find("", "v1", "pods")
         jobs = store.registry.find("batch", "v1", "jobs")
@@ -97,6 +114,12 @@ class JobController:
         """Job uid → the ``metadata.generation`` last seen."""
         self._create_failures: dict[str, int] = {}
         """Job uid → syncs in a row that failed to create a pod (a full store: the API back-off grows)."""
+        self.bucket = TokenBucket(rate) if rate is not None else None
+        """The controller's client's token bucket (kube-controller-manager's 20 requests a second after a burst of
+        30, charged with pod creations: :mod:`kubeflux.sim.clientrate`); None: a sync's pods are created at once."""
+        self._creating: dict[str, _Creation] = {}
+        """Job uid → the sync whose pods are being created: the Job is not synced again until they are (the real
+        controller's worker is busy with it)."""
         self._follower = Follower(store, loop, [(jobs, self._job_watched), (pods, self._pod_watched)], self._sync_dirty)
         self._follower.list_existing()
 
@@ -107,6 +130,8 @@ class JobController:
 
     def stop(self) -> None:
         self._follower.stop()
+        for creation in self._creating.values():
+            creation.cancel()
         for _, timer in self._timers.values():
             timer.cancel()
         for timer in self._ttl.values():
@@ -123,7 +148,11 @@ class JobController:
         """After a batch of events: sync every Job it touched."""
         dirty, self._dirty = self._dirty - self._paced, set()
         for uid in sorted(dirty, key=lambda u: self._jobs.get(u, ("", ""))):
-            self._sync(uid)
+            creation = self._creating.get(uid)
+            if creation is not None:
+                creation.again = True
+            else:
+                self._sync(uid)
 
     def _job_event(self, type_: str, job: Object) -> None:
         meta = job["metadata"]
@@ -164,6 +193,9 @@ class JobController:
         self._paced.discard(uid)
         self._generation.pop(uid, None)
         self._create_failures.pop(uid, None)
+        creation = self._creating.pop(uid, None)
+        if creation is not None:
+            creation.cancel()
         timer = self._timers.pop(uid, None)
         if timer is not None:
             timer[1].cancel()
@@ -193,13 +225,48 @@ class JobController:
         self._apply(job, plan)
 
     def _apply(self, job: Object, plan: JobPlan) -> None:
+        """Apply a sync's plan: its pods are created first (paced by the client's rate: the rest of the plan
+        follows once they are, as the real controller's sync writes the status after its creations)."""
+        uid = job["metadata"]["uid"]
+        if not plan.create:
+            self._apply_rest(job, plan, 0.0)
+            return
+        namespace, pods, started = job["metadata"]["namespace"], plan.create, self.store.clock()
+        creation = _Creation()
+
+        def create(i: int) -> bool:
+            try:
+                created = self.store.create(self.pods_resource, namespace, pods[i])
+            except ApiError as exc:
+                self._event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+                return False
+            self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+            return True
+
+        def at(when: float, resume: Callable[[], None]) -> None:
+            creation.timer = self.clock.call_later(self.loop, when - self.store.clock(), Priority.STAGE, resume)
+
+        def done(ok: bool) -> None:
+            if self._creating.pop(uid, None) is not creation:
+                return  # the Job went while its pods were being created
+            if ok:
+                self._create_failures.pop(uid, None)
+            else:  # the failed sync is retried: DefaultJobApiBackOff (1 s) doubled per failure, at most 60 s
+                failures = self._create_failures[uid] = self._create_failures.get(uid, 0) + 1
+                self._requeue(uid, api_backoff(failures))
+            self._apply_rest(job, plan, self.store.clock() - started)
+            if creation.again and not plan.paced and uid in self._jobs:
+                self._dirty.add(uid)
+                self._follower.wake()
+
+        self._creating[uid] = creation
+        PacedCreates(len(pods), self.bucket, self.store.clock, create, at, done).start()
+
+    def _apply_rest(self, job: Object, plan: JobPlan, elapsed: float) -> None:
+        """The plan after its creations, which took ``elapsed`` seconds: deletions, the status writes, Events,
+        the next sync (a capped sync's comes :data:`SYNC_BATCH_SECONDS` after its last pod)."""
         meta = job["metadata"]
         namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
-        if self._create(job, plan.create):
-            self._create_failures.pop(uid, None)
-        else:  # the failed sync is retried: DefaultJobApiBackOff (1 s) doubled per failure, at most MaxJobApiBackOff
-            failures = self._create_failures[uid] = self._create_failures.get(uid, 0) + 1
-            self._requeue(uid, api_backoff(failures))
         for pod_name, unfinalize_first in plan.delete:
             if unfinalize_first:
                 self._unfinalize(namespace, pod_name)
@@ -217,29 +284,11 @@ class JobController:
         for type_, reason, message in plan.events:
             self._event(job, type_, reason, message)
         if plan.requeue_after is not None:
-            self._requeue(uid, plan.requeue_after)
+            self._requeue(uid, max(plan.requeue_after - elapsed, 0.0))
+        if plan.paced:
+            self._requeue(uid, SYNC_BATCH_SECONDS)
         final = plan.status if plan.status is not None else plan.tracking_status
         self._arm_ttl({**job, "status": final} if final is not None else job)
-
-    def _create(self, job: Object, pods: list[Object]) -> bool:
-        """Create ``pods`` in slow-start batches of 1, 2, 4, … as the Job controller does; after a batch with a
-        failure the rest are not tried (a later sync retries them). Whether every pod was created."""
-        namespace = job["metadata"]["namespace"]
-        start, size = 0, 1
-        while start < len(pods):
-            failed = False
-            for pod in pods[start : start + size]:
-                try:
-                    created = self.store.create(self.pods_resource, namespace, pod)
-                except ApiError as exc:
-                    self._event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
-                    failed = True
-                    continue
-                self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
-            if failed:
-                return False
-            start, size = start + size, 2 * size
-        return True
 
     def _write_status(self, namespace: str, name: str, status: Object) -> None:
         with contextlib.suppress(ApiError):

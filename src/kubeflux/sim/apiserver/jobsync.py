@@ -10,8 +10,10 @@ What a sync decides, in the controller's order:
   finished are new successes or failures (a pod deleted before it finished is a failure);
 * ``startTime`` once the Job is not suspended; the pod-failure back-off (10 s doubled per failure since the last
   success, at most 10 minutes, from the last failure's finish time);
-* a finish: ``failed > backoffLimit`` (``BackoffLimitExceeded``) or ``activeDeadlineSeconds`` since
-  ``startTime`` (``DeadlineExceeded``) give ``FailureTarget`` and delete the active pods; otherwise the pods are
+* a finish: a failed pod that a ``podFailurePolicy`` rule ``FailJob`` matches (``PodFailurePolicy``, the rule's
+  message), ``failed > backoffLimit`` (``BackoffLimitExceeded``; a failure an ``Ignore`` rule matches is not
+  counted, :mod:`kubeflux.apiobjects.podfailure`) or ``activeDeadlineSeconds`` since ``startTime``
+  (``DeadlineExceeded``) give ``FailureTarget`` and delete the active pods; otherwise the pods are
   managed: a suspended Job's are deleted, more than wanted are deleted (not ready, unscheduled, pending first),
   fewer are created (after the back-off), at most 500 created or deleted a sync (``MaxPodCreateDeletePerSync``;
   the next sync of a capped Job comes a second later, ``syncJobBatchPeriod``), in slow-start batches of 1, 2, 4, …
@@ -25,8 +27,11 @@ What a sync decides, in the controller's order:
   then counted in ``succeeded``/``failed`` (second write); the terminal condition (``Complete`` with
   ``completionTime``, or ``Failed``) follows its interim one once nothing is uncounted or terminating.
 
-Not modelled: ``podFailurePolicy``, ``successPolicy``, ``backoffLimitPerIndex``, ``managedBy``,
-``podReplacementPolicy: Failed``, restarts under ``restartPolicy: OnFailure``, adoption of orphan pods that match
+With ``podReplacementPolicy: Failed`` (implied by a ``podFailurePolicy``) a pod counts as failed once it is
+``Failed``, not when its deletion starts, and terminating pods are not replaced until they ended.
+
+Not modelled: ``successPolicy``, ``backoffLimitPerIndex`` (and so ``FailIndex``, which counts), ``managedBy``,
+restarts under ``restartPolicy: OnFailure``, adoption of orphan pods that match
 the selector, and the controller's one-second batching of pod events (a sync here follows the event at once).
 """
 
@@ -37,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeflux.apiobjects.manifests import format_timestamp, parse_timestamp
+from kubeflux.apiobjects.podfailure import PodFailurePolicy, failed_pod_of
 from kubeflux.sim.jobcontroller import completed_indexes
 
 __all__ = [
@@ -104,8 +110,8 @@ class JobPlan:
     requeue_after: float | None = None
     """Sync again this many seconds from now (back-off, deadline)."""
     paced: bool = False
-    """The sync was capped at :data:`MAX_POD_CREATE_DELETE_PER_SYNC`: the next one comes after
-    :data:`SYNC_BATCH_SECONDS`, not at the events of the pods this one made or deleted."""
+    """The sync was capped at :data:`MAX_POD_CREATE_DELETE_PER_SYNC`: the next one comes :data:`SYNC_BATCH_SECONDS`
+    after its last pod was made (the shell's timer), not at the events of the pods this one made or deleted."""
     backoff: Backoff = field(default_factory=Backoff)
 
 
@@ -169,10 +175,11 @@ def _tracked(pod: Object) -> bool:
     return TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ())
 
 
-def _failed(pod: Object) -> bool:
-    """``isPodFailed``: Failed, or deleted before it finished (the default ``podReplacementPolicy``)."""
+def _failed(pod: Object, only_failed: bool = False) -> bool:
+    """``isPodFailed``: Failed, or deleted before it finished (unless ``only_failed``: ``podReplacementPolicy:
+    Failed``, which a ``podFailurePolicy`` implies)."""
     phase = _phase(pod)
-    return phase == "Failed" or (_deleting(pod) and phase != "Succeeded")
+    return phase == "Failed" or (not only_failed and _deleting(pod) and phase != "Succeeded")
 
 
 def _index(pod: Object) -> int | None:
@@ -294,6 +301,9 @@ class _Sync:
         self.pods = pods
         self.plan = JobPlan()
         self.suspended = bool(self.spec.get("suspend"))
+        self.policy = PodFailurePolicy.from_spec(self.spec.get("podFailurePolicy"))
+        self.only_failed = self.policy is not None or self.spec.get("podReplacementPolicy") == "Failed"
+        """``onlyReplaceFailedPods``: a pod counts as failed once Failed, and terminating pods are not replaced."""
         self.indexed = self.spec.get("completionMode") == "Indexed"
         completions = self.spec.get("completions")
         self.completions: int | None = completions if isinstance(completions, int) else None
@@ -307,9 +317,12 @@ class _Sync:
         new_succeeded = [
             p for p in valid if _phase(p) == "Succeeded" and p["metadata"]["uid"] not in self.uncounted_succeeded
         ]
-        new_failed = [p for p in valid if _failed(p) and p["metadata"]["uid"] not in self.uncounted_failed]
+        new_failed = [
+            p for p in valid if _failed(p, self.only_failed) and p["metadata"]["uid"] not in self.uncounted_failed
+        ]
         self.succeeded = int(self.status.get("succeeded") or 0) + len(new_succeeded) + len(self.uncounted_succeeded)
-        self.failed = int(self.status.get("failed") or 0) + len(new_failed) + len(self.uncounted_failed)
+        counted = sum(1 for p in new_failed if self._counts(p))  # nonIgnoredFailedPodsCount
+        self.failed = int(self.status.get("failed") or 0) + counted + len(self.uncounted_failed)
         self.plan.backoff = _next_backoff(backoff, new_succeeded, new_failed)
         self.done_indexes: set[int] = set()
         if self.indexed and self.completions is not None:
@@ -318,6 +331,21 @@ class _Sync:
                 i for p in pods if _phase(p) == "Succeeded" and (i := _index(p)) is not None and i < self.completions
             )
             self.succeeded = len(self.done_indexes)
+
+    def _counts(self, pod: Object) -> bool:
+        """The pod's failure counts towards ``backoffLimit`` (no ``podFailurePolicy`` rule ``Ignore`` matched it)."""
+        return self.policy is None or self.policy.judge(failed_pod_of(pod)).counts
+
+    def _fail_job_message(self) -> str:
+        """``getFailJobMessage``: the message of the first failed pod a ``FailJob`` rule matched, or ``""``."""
+        if self.policy is None:
+            return ""
+        for pod in self.pods:
+            if _failed(pod, self.only_failed):
+                message = self.policy.judge(failed_pod_of(pod)).fail_job
+                if message:
+                    return message
+        return ""
 
     def _valid_index(self, pod: Object) -> bool:
         if not self.indexed:
@@ -365,6 +393,9 @@ class _Sync:
         target = _condition(status, "FailureTarget")
         if target is not None:
             return target
+        message = self._fail_job_message()
+        if message:
+            return _new_condition("FailureTarget", "True", "PodFailurePolicy", message, self.stamp)
         reason = ""
         if self.failed > int(spec.get("backoffLimit", 6)):
             reason = "BackoffLimitExceeded"
@@ -386,7 +417,6 @@ class _Sync:
 
     def _pace(self) -> None:
         self.plan.paced = True
-        self._requeue(SYNC_BATCH_SECONDS)
 
     def _manage(self) -> int:
         """``manageJob``: delete or create pods; the number active afterwards."""
@@ -411,7 +441,7 @@ class _Sync:
             self.terminating += len(remove)
             self.ready -= sum(1 for p in remove if _ready(p))
             return active - len(remove)
-        missing = want - active
+        missing = want - active - (self.terminating if self.only_failed else 0)
         if missing <= 0:
             return active
         wait = plan.backoff.remaining(self.now)
@@ -485,7 +515,7 @@ class _Sync:
             uid = pod["metadata"]["uid"]
             if not _tracked(pod):
                 continue
-            failed = _failed(pod)
+            failed = _failed(pod, self.only_failed)
             if not (finish is not None or _phase(pod) == "Succeeded" or failed):
                 continue
             plan.unfinalize.append(pod["metadata"]["name"])
@@ -496,8 +526,13 @@ class _Sync:
                         new_succeeded.append(index)
                 elif uid not in self.uncounted_succeeded:
                     self.uncounted_succeeded.append(uid)
-            elif (failed or failing) and uid not in self.uncounted_failed and self._valid_index(pod):
-                self.uncounted_failed.append(uid)
+            elif (
+                (failed or failing)
+                and uid not in self.uncounted_failed
+                and self._valid_index(pod)
+                and self._counts(pod)
+            ):
+                self.uncounted_failed.append(uid)  # (an ignored failure loses its finalizer, uncounted)
         if self.indexed and self.completions is not None:
             status["completedIndexes"] = completed_indexes(self.done_indexes | set(new_succeeded))
             status["succeeded"] = len(self.done_indexes | set(new_succeeded))

@@ -530,6 +530,13 @@ class SimulatedKubelet:
         if self._held is not None:
             self._held.pop(sp, None)
 
+    def _terminate(self, sp: SimPod) -> None:
+        """A deleted pod that a finalizer keeps in the API (a Job's): the cluster kills it and its last status is
+        written (``Failed``, exit 137, ``DisruptionTarget``), as a kubelet ends a deleted pod before it confirms the
+        deletion; a Job controller reads that status (its ``podFailurePolicy``) before it lets the pod go."""
+        if self.cluster.pods.get(sp.pod.key) is sp:
+            self.cluster.delete_pod(sp.pod.key)
+
     def _write_status(self, sp: SimPod) -> None:
         pod = sp.pod
         try:
@@ -558,7 +565,7 @@ class SimulatedKubelet:
         meta = obj["metadata"]
         sp = self.lives.pop(meta["uid"], None)
         if sp is not None:
-            self._telling(self._forget, sp)
+            self._telling(self._terminate if meta.get("finalizers") else self._forget, sp)
         try:
             self.store.delete(self.pods, meta["namespace"], meta["name"], grace=0, uid=meta["uid"])
         except ApiError:

@@ -131,7 +131,7 @@ class WorkloadReplay:
         self.problems: list[str] = list(workload.problems)
         self.stopped = ""
         """Why the run stopped before its work was done (a deadlock, the idle wake-up guard), as the simulator's."""
-        self.job_controller = JobController(self, kubelet.lifecycle.job_sync_delay)
+        self.job_controller = JobController.for_lifecycle(self, kubelet.lifecycle)
         self.cluster.after_pod_end = self._pod_ended
         self._job_uids: dict[int, str] = {}
         """Job index → uid of its ``batch/v1`` Job object."""

@@ -68,6 +68,7 @@ import yaml
 
 from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
 from kubeflux.scheduler.validation import (
@@ -279,6 +280,7 @@ def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPo
         backoff_limit=6 if backoff is None else backoff,
         requested_processors=_cores(template) * parallelism,
         active_deadline_seconds=None if deadline is None else float(deadline),
+        pod_failure_policy=PodFailurePolicy.from_spec(spec.get("podFailurePolicy")),
         source=source,
         rejected=forbidden or rejected,
     )

@@ -72,6 +72,7 @@ def _mapped(job: WorkloadJob, pods: list[PodTemplate], min_member: int, rejected
         source=job.source,
         exit_code=job.exit_code,
         active_deadline_seconds=job.active_deadline_seconds,
+        pod_failure_policy=job.pod_failure_policy,
         profile=job.profile,
     )
 

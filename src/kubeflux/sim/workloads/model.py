@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.priority import PriorityClass
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
@@ -86,6 +87,8 @@ class WorkloadJob:
     active_deadline_seconds: float | None = None
     """A ``batch/v1`` Job's ``spec.activeDeadlineSeconds``: seconds from the Job's start after which its running
     pods are killed and the Job fails (reason ``DeadlineExceeded``)."""
+    pod_failure_policy: PodFailurePolicy | None = None
+    """A ``batch/v1`` Job's ``spec.podFailurePolicy`` (what its controller makes of a failed pod), None without."""
     profile: str = ""
     """Batsim's profile name (``jobs.csv``'s ``profile``): a Batsim workload's ``profile``, a manifest's container
     images; empty: named after its run time, as Batsim's SWF converters name it (:meth:`profile_name`)."""
