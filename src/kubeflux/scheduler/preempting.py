@@ -106,6 +106,8 @@ class Preemptor:
             return []
         by_key = {victim.key: victim for victim in running}
         fits = self._fits_without(job, by_key)
+        if fits(frozenset()):
+            return []  # the pods already leaving (evicted, being deleted) make room enough: it waits for them
         budgets = list(self.books.budgets.values())
         allowed = self._allowed()
         chosen = choose_victim_jobs(priority, running, fits, budgets, allowed, policy_v1=True)
@@ -220,6 +222,19 @@ class Preemptor:
             pods_room = room.get(PODS, 1 << 62)
             base.append([spec.cores - held_cores, spec.gpus - held_gpus, *(room.get(r, 0) for r in dims), pods_room])
         busy = [bool(books.ledger.by_node.get(name)) for name in names]
+        per_node_pods = {i: len(books.ledger.by_node.get(name, ())) for i, name in enumerate(names)}
+        for uid, pod in books.bound.items():  # already leaving: their room is the job's before anyone is evicted
+            if (
+                not (uid in self.evicted or pod.deleted or pod.phase.terminal)
+                or (at := index.get(pod.node_name)) is None
+            ):
+                continue
+            if uid not in books.ledger.by_node.get(pod.node_name, ()):
+                continue
+            cores, gpus = books.pod_shape(pod)
+            given_back = [cores, gpus, *(pod.requests.get(r, 0) for r in dims), 1]
+            base[at] = [have + more for have, more in zip(base[at], given_back, strict=True)]
+            per_node_pods[at] -= 1
         back: dict[str, list[tuple[int, list[int]]]] = {}
         for key, victim in running.items():
             given: list[tuple[int, list[int]]] = []
@@ -239,7 +254,6 @@ class Preemptor:
             shape = (*books.pod_shape(pod), *(pod.requests.get(r, 0) for r in dims), 1)
             members.append(GangMember(shape, candidates, whole_node_policy(pod, self.profile.policy)))
         minimum = self.queue.minimum(job)
-        per_node_pods = {i: len(books.ledger.by_node.get(name, ())) for i, name in enumerate(names)}
 
         def fits(keys: frozenset[str]) -> bool:
             free = [list(vector) for vector in base]

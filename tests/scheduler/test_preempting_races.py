@@ -1,0 +1,61 @@
+"""kubeflux's preemption under odd orders of events (issue 31's review): a scheduler restarted while the victims
+are still terminating, a second urgent job arriving meanwhile; each must evict no more than it needs."""
+
+from __future__ import annotations
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.messages import Evict
+from kubeflux.scheduler.objects import PodGroup
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound
+from tests.scheduler.test_preempting import full_cluster, gang
+
+
+def terminating(cluster: Cluster) -> None:
+    """Victims take their graceful termination: an eviction only marks them deleted (deletionTimestamp)."""
+
+    def evict(pod, decision):  # type: ignore[no-untyped-def]
+        cluster.evicted.append(pod.key)
+        pod.deleted = True
+        cluster.tell(MODIFIED, pod)
+        return ""
+
+    cluster.evict = evict  # type: ignore[method-assign]
+
+
+def restarted(cluster: Cluster) -> Cluster:
+    """A new scheduler (serve restarted) that lists the same nodes, groups and pods."""
+    fresh = Cluster(KubefluxScheduler(), list(cluster.nodes.values()))
+    fresh.now = cluster.now
+    groups = {p.group for p in cluster.pods.values() if p.group}
+    for key in sorted(groups):
+        size = sum(1 for p in cluster.pods.values() if p.group == key)
+        fresh.tell(ADDED, PodGroup("default", key.split("/")[-1], size))
+    for p in cluster.pods.values():
+        fresh.pods[p.key] = p
+        fresh.tell(ADDED, p)
+    fresh.evict = cluster.evict  # type: ignore[method-assign]
+    fresh.evicted = cluster.evicted
+    return fresh
+
+
+def test_a_restarted_scheduler_waits_for_the_victims_already_terminating() -> None:
+    cluster = full_cluster()
+    terminating(cluster)
+    gang(cluster, "urgent", 4, 8000, t=50, priority=1000)
+    assert len([d for d in cluster.run(50.0) if isinstance(d, Evict)]) == 4
+    fresh = restarted(cluster)
+    again = fresh.run(51.0)
+    assert not [d for d in again if isinstance(d, Evict)], "the new core evicted more than the urgent gang needs"
+    assert len(cluster.evicted) == 4
+
+
+def test_a_second_urgent_job_does_not_evict_more_than_the_room_being_freed_leaves() -> None:
+    cluster = full_cluster()
+    terminating(cluster)
+    gang(cluster, "urgent", 2, 8000, t=50, priority=1000)
+    assert len([d for d in cluster.run(50.0) if isinstance(d, Evict)]) == 2
+    # restarted: the first urgent gang's victims (2 × 8 cores) still terminating, room for exactly one 2 × 8 gang
+    fresh = restarted(cluster)
+    assert not [d for d in fresh.run(51.0) if isinstance(d, Evict)]
+    assert len(cluster.evicted) == 2
+    assert not bound(fresh.run(52.0))
