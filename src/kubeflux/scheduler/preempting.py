@@ -254,16 +254,40 @@ class Preemptor:
             shape = (*books.pod_shape(pod), *(pod.requests.get(r, 0) for r in dims), 1)
             members.append(GangMember(shape, candidates, whole_node_policy(pod, self.profile.policy)))
         minimum = self.queue.minimum(job)
+        # Only two kinds of node can take a member: one with room for it now (few, on a cluster worth preempting
+        # on) and one the victims leave; the others are left out of every search, so that a test costs the
+        # victims' nodes, not the cluster's (each member's candidates kept in the order its policy prefers).
+        ranks = [{at: rank for rank, at in enumerate(member.candidates)} for member in members]
+        roomy = {
+            at
+            for member, rank in zip(members, ranks, strict=True)
+            for at in rank
+            if (not member.whole_node or not busy[at] or per_node_pods[at] == 0)
+            and all(need <= have for need, have in zip(member.demand, base[at], strict=True))
+        }
 
         def fits(keys: frozenset[str]) -> bool:
-            free = [list(vector) for vector in base]
-            left = dict(per_node_pods)
+            free: dict[int, list[int]] = {}
+            left: dict[int, int] = {}
             for key in keys:
                 for at, amounts in back.get(key, ()):
-                    free[at] = [have + more for have, more in zip(free[at], amounts, strict=True)]
-                    left[at] -= 1
-            wholly = [not busy[i] or left[i] == 0 for i in range(len(names))]
-            found = assign(members, free, wholly, minimum)
+                    free[at] = [have + more for have, more in zip(free.get(at, base[at]), amounts, strict=True)]
+                    left[at] = left.get(at, per_node_pods[at]) - 1
+            nodes = sorted(roomy.union(free))
+            where = {at: i for i, at in enumerate(nodes)}
+            found = assign(
+                [
+                    GangMember(
+                        member.demand,
+                        tuple(where[at] for at in sorted((at for at in nodes if at in rank), key=rank.__getitem__)),
+                        member.whole_node,
+                    )
+                    for member, rank in zip(members, ranks, strict=True)
+                ],
+                [free.get(at, base[at]) for at in nodes],
+                [not busy[at] or left.get(at, per_node_pods[at]) == 0 for at in nodes],
+                minimum,
+            )
             return found is not None and found is not EXHAUSTED
 
         return fits
