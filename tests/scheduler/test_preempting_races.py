@@ -59,3 +59,14 @@ def test_a_second_urgent_job_does_not_evict_more_than_the_room_being_freed_leave
     assert not [d for d in fresh.run(51.0) if isinstance(d, Evict)]
     assert len(cluster.evicted) == 2
     assert not bound(fresh.run(52.0))
+
+
+def test_two_urgent_gangs_at_once_each_evict_their_own_victims_and_no_more() -> None:
+    cluster = full_cluster()
+    terminating(cluster)
+    gang(cluster, "urgent", 2, 8000, t=50, priority=1000)
+    gang(cluster, "second", 2, 8000, t=50, priority=500)
+    evictions = [d for d in cluster.run(50.0) if isinstance(d, Evict)]
+    by = {d.preemptor: {e.pod.rsplit("-", 1)[0] for e in evictions if e.preemptor == d.preemptor} for d in evictions}
+    assert by == {"default/urgent": {"default/low3"}, "default/second": {"default/low2"}}
+    assert not [d for d in cluster.run(51.0) if isinstance(d, Evict)]

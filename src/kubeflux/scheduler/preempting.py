@@ -107,7 +107,7 @@ class Preemptor:
         by_key = {victim.key: victim for victim in running}
         fits = self._fits_without(job, by_key)
         if fits(frozenset()):
-            return []  # the pods already leaving (evicted, being deleted) make room enough: it waits for them
+            return []  # the pods already leaving make room enough: it waits for them, evicting nobody more
         budgets = list(self.books.budgets.values())
         allowed = self._allowed()
         chosen = choose_victim_jobs(priority, running, fits, budgets, allowed, policy_v1=True)
@@ -223,11 +223,13 @@ class Preemptor:
             base.append([spec.cores - held_cores, spec.gpus - held_gpus, *(room.get(r, 0) for r in dims), pods_room])
         busy = [bool(books.ledger.by_node.get(name)) for name in names]
         per_node_pods = {i: len(books.ledger.by_node.get(name, ())) for i, name in enumerate(names)}
-        for uid, pod in books.bound.items():  # already leaving: their room is the job's before anyone is evicted
-            if (
-                not (uid in self.evicted or pod.deleted or pod.phase.terminal)
-                or (at := index.get(pod.node_name)) is None
-            ):
+        # Already leaving (being deleted, ended; evicted for no job that still waits for them, as after a restart):
+        # their room is the job's before anyone more is evicted.
+        claimed: set[str] = set().union(*self.evicting.values())
+        for uid, pod in books.bound.items():
+            if uid in claimed or not (uid in self.evicted or pod.deleted or pod.phase.terminal):
+                continue
+            if (at := index.get(pod.node_name)) is None:
                 continue
             if uid not in books.ledger.by_node.get(pod.node_name, ()):
                 continue
