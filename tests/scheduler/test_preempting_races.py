@@ -70,3 +70,24 @@ def test_two_urgent_gangs_at_once_each_evict_their_own_victims_and_no_more() -> 
     by = {d.preemptor: {e.pod.rsplit("-", 1)[0] for e in evictions if e.preemptor == d.preemptor} for d in evictions}
     assert by == {"default/urgent": {"default/low3"}, "default/second": {"default/low2"}}
     assert not [d for d in cluster.run(51.0) if isinstance(d, Evict)]
+
+
+def test_jobs_a_budget_guards_alone_are_never_searched() -> None:
+    """A budget that allows nothing over thousands of jobs: no search of victim sets, one look per job."""
+    from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector
+    from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs
+
+    jobs = [
+        VictimJob(f"default/j{i}", 0, float(i), (RunningPod("default", f"j{i}", 0, 0.0, {"tier": "low"}),))
+        for i in range(3000)
+    ]
+    guard = DisruptionBudget("default", "all", LabelSelector((("tier", "low"),)), min_available=3000)
+    asked: list[frozenset[str]] = []
+
+    def fits(keys: frozenset[str]) -> bool:
+        asked.append(keys)
+        return len(keys) >= 2
+
+    assert choose_victim_jobs(10, jobs, fits, [guard], {"default/all": 0}, policy_v1=True) is None
+    assert asked == []
+    assert choose_victim_jobs(10, jobs, fits, [guard], {"default/all": 2}, policy_v1=True) == (jobs[0], jobs[1])

@@ -250,7 +250,16 @@ def choose_victim_jobs(
     preemptor fits and spares, most work first, every job it can do without (still minimal, maybe not the
     cheapest). ``policy_v1``: budgets select pods as the Eviction API reads them (:func:`split_by_budget`)."""
     allowed = allowed or {}
-    lower = sorted((job for job in running if job.priority < preemptor_priority), key=lambda j: (j.priority, j.key))
+    # A job whose eviction alone takes a budget below zero is in no allowed set (a set only takes more): left out
+    # before any search, so budgets that guard everything cost one look per job, not a search per tier.
+    lower = sorted(
+        (
+            job
+            for job in running
+            if job.priority < preemptor_priority and _within_budgets([job], budgets, allowed, policy_v1)
+        ),
+        key=lambda j: (j.priority, j.key),
+    )
     tiers = sorted({job.priority for job in lower})
     for tier in tiers:
         pool = sorted((job for job in lower if job.priority <= tier), key=lambda j: (j.work_lost, j.key))
