@@ -91,3 +91,21 @@ def test_jobs_a_budget_guards_alone_are_never_searched() -> None:
     assert choose_victim_jobs(10, jobs, fits, [guard], {"default/all": 0}, policy_v1=True) is None
     assert asked == []
     assert choose_victim_jobs(10, jobs, fits, [guard], {"default/all": 2}, policy_v1=True) == (jobs[0], jobs[1])
+
+
+def test_a_gang_member_two_budgets_select_is_no_victim() -> None:
+    """The Eviction API refuses to evict a pod that more than one PodDisruptionBudget selects (an empty selector
+    selects the whole namespace): evicting its gang would leave half of it running; another gang is chosen."""
+    from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector
+    from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs
+
+    def job(name: str, work: float, labels: dict[str, str]) -> VictimJob:
+        pods = tuple(RunningPod("default", f"{name}-{i}", 0, 0.0, labels if i else {}) for i in range(2))
+        return VictimJob(f"default/{name}", 0, work, pods)
+
+    cheap, dear = job("cheap", 1.0, {"app": "cheap"}), job("dear", 2.0, {"app": "dear"})
+    everything = DisruptionBudget("default", "everything", LabelSelector(), max_unavailable="100%")
+    mine = DisruptionBudget("default", "cheap", LabelSelector((("app", "cheap"),)), min_available=0)
+    allowed = {"default/everything": 10, "default/cheap": 10}
+    chosen = choose_victim_jobs(10, [cheap, dear], lambda keys: bool(keys), [everything, mine], allowed, policy_v1=True)
+    assert chosen == (dear,)

@@ -115,12 +115,15 @@ def split_by_budget(
     """``filterPodsWithPDBViolation``: ``pods`` (in the order given) split into those whose eviction would violate
     a budget and the others. ``allowed`` maps ``namespace/name`` of each budget to its ``disruptionsAllowed``.
     ``policy_v1``: budgets select pods as the Eviction API reads them (an empty selector selects every pod of its
-    namespace), not as kube-scheduler does (it selects none)."""
+    namespace), not as kube-scheduler does (it selects none), and a pod two budgets select violates (the Eviction
+    API refuses it whatever they allow)."""
     left = {f"{b.namespace}/{b.name}": allowed.get(f"{b.namespace}/{b.name}", 0) for b in budgets}
     violating: list[RunningPod] = []
     sparing: list[RunningPod] = []
     for pod in pods:
         violated = False
+        if policy_v1 and sum(1 for budget in budgets if budget.selects(pod.namespace, pod.labels)) > 1:
+            violated = True  # the Eviction API refuses a pod that more than one budget selects (a 500)
         if pod.labels or policy_v1:
             for budget in budgets:
                 guards = budget.selects if policy_v1 else budget.covers
