@@ -42,7 +42,7 @@ from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
 from kubeflux.scheduler.messages import Evict
 from kubeflux.scheduler.objects import PODS, PREEMPT_NEVER, Pod, PodPhase
-from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed
+from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed, evictable
 from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 
@@ -101,15 +101,15 @@ class Preemptor:
             return []  # nothing of lower priority runs: the usual case costs a comparison
         if self.waiting(job) or any(pod.preemption_policy == PREEMPT_NEVER for pod in job.pods.values()):
             return []
-        running = self._running_jobs(priority, now)
+        budgets = list(self.books.budgets.values())
+        allowed = self._allowed() if budgets else {}
+        running = evictable(self._running_jobs(priority, now), budgets, allowed, True)
         if not running:
             return []
         by_key = {victim.key: victim for victim in running}
         fits = self._fits_without(job, by_key)
         if fits(frozenset()):
             return []  # the pods already leaving make room enough: it waits for them, evicting nobody more
-        budgets = list(self.books.budgets.values())
-        allowed = self._allowed()
         chosen = choose_victim_jobs(priority, running, fits, budgets, allowed, policy_v1=True)
         if chosen is None:
             return []

@@ -39,6 +39,7 @@ __all__ = [
     "VictimJob",
     "choose_victim_jobs",
     "disruptions_allowed",
+    "evictable",
     "more_important",
     "pick_one_node",
     "select_victims_on_node",
@@ -231,6 +232,17 @@ def _within_budgets(
     return not violating
 
 
+def evictable(
+    jobs: Sequence[VictimJob], budgets: Sequence[DisruptionBudget], allowed: Mapping[str, int], policy_v1: bool
+) -> list[VictimJob]:
+    """The jobs whose eviction alone keeps every budget: one that alone takes a budget below zero is in no allowed
+    set (a set only takes more), so it is left out before any search, and budgets that guard everything cost one
+    look per job, not a search per tier."""
+    if not budgets:
+        return list(jobs)
+    return [job for job in jobs if _within_budgets([job], budgets, allowed, policy_v1)]
+
+
 def choose_victim_jobs(
     preemptor_priority: int,
     running: Sequence[VictimJob],
@@ -253,14 +265,8 @@ def choose_victim_jobs(
     preemptor fits and spares, most work first, every job it can do without (still minimal, maybe not the
     cheapest). ``policy_v1``: budgets select pods as the Eviction API reads them (:func:`split_by_budget`)."""
     allowed = allowed or {}
-    # A job whose eviction alone takes a budget below zero is in no allowed set (a set only takes more): left out
-    # before any search, so budgets that guard everything cost one look per job, not a search per tier.
     lower = sorted(
-        (
-            job
-            for job in running
-            if job.priority < preemptor_priority and _within_budgets([job], budgets, allowed, policy_v1)
-        ),
+        evictable([job for job in running if job.priority < preemptor_priority], budgets, allowed, policy_v1),
         key=lambda j: (j.priority, j.key),
     )
     tiers = sorted({job.priority for job in lower})
