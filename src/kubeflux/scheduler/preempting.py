@@ -42,7 +42,7 @@ from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
 from kubeflux.scheduler.messages import Evict
 from kubeflux.scheduler.objects import PODS, PREEMPT_NEVER, Pod, PodPhase
-from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed
+from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed, evictable
 from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 
@@ -101,13 +101,15 @@ class Preemptor:
             return []  # nothing of lower priority runs: the usual case costs a comparison
         if self.waiting(job) or any(pod.preemption_policy == PREEMPT_NEVER for pod in job.pods.values()):
             return []
-        running = self._running_jobs(priority, now)
+        budgets = list(self.books.budgets.values())
+        allowed = self._allowed() if budgets else {}
+        running = evictable(self._running_jobs(priority, now), budgets, allowed, True)
         if not running:
             return []
         by_key = {victim.key: victim for victim in running}
         fits = self._fits_without(job, by_key)
-        budgets = list(self.books.budgets.values())
-        allowed = self._allowed()
+        if fits(frozenset()):
+            return []  # the pods already leaving make room enough: it waits for them, evicting nobody more
         chosen = choose_victim_jobs(priority, running, fits, budgets, allowed, policy_v1=True)
         if chosen is None:
             return []
@@ -220,6 +222,21 @@ class Preemptor:
             pods_room = room.get(PODS, 1 << 62)
             base.append([spec.cores - held_cores, spec.gpus - held_gpus, *(room.get(r, 0) for r in dims), pods_room])
         busy = [bool(books.ledger.by_node.get(name)) for name in names]
+        per_node_pods = {i: len(books.ledger.by_node.get(name, ())) for i, name in enumerate(names)}
+        # Already leaving (being deleted, ended; evicted for no job that still waits for them, as after a restart):
+        # their room is the job's before anyone more is evicted.
+        claimed: set[str] = set().union(*self.evicting.values())
+        for uid, pod in books.bound.items():
+            if uid in claimed or not (uid in self.evicted or pod.deleted or pod.phase.terminal):
+                continue
+            if (at := index.get(pod.node_name)) is None:
+                continue
+            if uid not in books.ledger.by_node.get(pod.node_name, ()):
+                continue
+            cores, gpus = books.pod_shape(pod)
+            given_back = [cores, gpus, *(pod.requests.get(r, 0) for r in dims), 1]
+            base[at] = [have + more for have, more in zip(base[at], given_back, strict=True)]
+            per_node_pods[at] -= 1
         back: dict[str, list[tuple[int, list[int]]]] = {}
         for key, victim in running.items():
             given: list[tuple[int, list[int]]] = []
@@ -239,17 +256,40 @@ class Preemptor:
             shape = (*books.pod_shape(pod), *(pod.requests.get(r, 0) for r in dims), 1)
             members.append(GangMember(shape, candidates, whole_node_policy(pod, self.profile.policy)))
         minimum = self.queue.minimum(job)
-        per_node_pods = {i: len(books.ledger.by_node.get(name, ())) for i, name in enumerate(names)}
+        # Only two kinds of node can take a member: one with room for it now (few, on a cluster worth preempting
+        # on) and one the victims leave; the others are left out of every search, so that a test costs the
+        # victims' nodes, not the cluster's (each member's candidates kept in the order its policy prefers).
+        ranks = [{at: rank for rank, at in enumerate(member.candidates)} for member in members]
+        roomy = {
+            at
+            for member, rank in zip(members, ranks, strict=True)
+            for at in rank
+            if (not member.whole_node or not busy[at] or per_node_pods[at] == 0)
+            and all(need <= have for need, have in zip(member.demand, base[at], strict=True))
+        }
 
         def fits(keys: frozenset[str]) -> bool:
-            free = [list(vector) for vector in base]
-            left = dict(per_node_pods)
+            free: dict[int, list[int]] = {}
+            left: dict[int, int] = {}
             for key in keys:
                 for at, amounts in back.get(key, ()):
-                    free[at] = [have + more for have, more in zip(free[at], amounts, strict=True)]
-                    left[at] -= 1
-            wholly = [not busy[i] or left[i] == 0 for i in range(len(names))]
-            found = assign(members, free, wholly, minimum)
+                    free[at] = [have + more for have, more in zip(free.get(at, base[at]), amounts, strict=True)]
+                    left[at] = left.get(at, per_node_pods[at]) - 1
+            nodes = sorted(roomy.union(free))
+            where = {at: i for i, at in enumerate(nodes)}
+            found = assign(
+                [
+                    GangMember(
+                        member.demand,
+                        tuple(where[at] for at in sorted((at for at in nodes if at in rank), key=rank.__getitem__)),
+                        member.whole_node,
+                    )
+                    for member, rank in zip(members, ranks, strict=True)
+                ],
+                [free.get(at, base[at]) for at in nodes],
+                [not busy[at] or left.get(at, per_node_pods[at]) == 0 for at in nodes],
+                minimum,
+            )
             return found is not None and found is not EXHAUSTED
 
         return fits

@@ -39,6 +39,7 @@ __all__ = [
     "VictimJob",
     "choose_victim_jobs",
     "disruptions_allowed",
+    "evictable",
     "more_important",
     "pick_one_node",
     "select_victims_on_node",
@@ -115,12 +116,15 @@ def split_by_budget(
     """``filterPodsWithPDBViolation``: ``pods`` (in the order given) split into those whose eviction would violate
     a budget and the others. ``allowed`` maps ``namespace/name`` of each budget to its ``disruptionsAllowed``.
     ``policy_v1``: budgets select pods as the Eviction API reads them (an empty selector selects every pod of its
-    namespace), not as kube-scheduler does (it selects none)."""
+    namespace), not as kube-scheduler does (it selects none), and a pod two budgets select violates (the Eviction
+    API refuses it whatever they allow)."""
     left = {f"{b.namespace}/{b.name}": allowed.get(f"{b.namespace}/{b.name}", 0) for b in budgets}
     violating: list[RunningPod] = []
     sparing: list[RunningPod] = []
     for pod in pods:
         violated = False
+        if policy_v1 and sum(1 for budget in budgets if budget.selects(pod.namespace, pod.labels)) > 1:
+            violated = True  # the Eviction API refuses a pod that more than one budget selects (a 500)
         if pod.labels or policy_v1:
             for budget in budgets:
                 guards = budget.selects if policy_v1 else budget.covers
@@ -228,6 +232,17 @@ def _within_budgets(
     return not violating
 
 
+def evictable(
+    jobs: Sequence[VictimJob], budgets: Sequence[DisruptionBudget], allowed: Mapping[str, int], policy_v1: bool
+) -> list[VictimJob]:
+    """The jobs whose eviction alone keeps every budget: one that alone takes a budget below zero is in no allowed
+    set (a set only takes more), so it is left out before any search, and budgets that guard everything cost one
+    look per job, not a search per tier."""
+    if not budgets:
+        return list(jobs)
+    return [job for job in jobs if _within_budgets([job], budgets, allowed, policy_v1)]
+
+
 def choose_victim_jobs(
     preemptor_priority: int,
     running: Sequence[VictimJob],
@@ -250,7 +265,10 @@ def choose_victim_jobs(
     preemptor fits and spares, most work first, every job it can do without (still minimal, maybe not the
     cheapest). ``policy_v1``: budgets select pods as the Eviction API reads them (:func:`split_by_budget`)."""
     allowed = allowed or {}
-    lower = sorted((job for job in running if job.priority < preemptor_priority), key=lambda j: (j.priority, j.key))
+    lower = sorted(
+        evictable([job for job in running if job.priority < preemptor_priority], budgets, allowed, policy_v1),
+        key=lambda j: (j.priority, j.key),
+    )
     tiers = sorted({job.priority for job in lower})
     for tier in tiers:
         pool = sorted((job for job in lower if job.priority <= tier), key=lambda j: (j.work_lost, j.key))
