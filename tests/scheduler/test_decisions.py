@@ -96,6 +96,17 @@ CASES: list[tuple[str, list[Decision], int, list[str], list[str], int]] = [
     ("refused-eviction-is-said", [Evict("default/guarded", "u", "default/x", "m")], 0, [], [], 1),
     ("eviction-of-a-gone-pod", [Evict("default/gone", "u", "default/x", "m")], 0, [], [], 0),
     (
+        "a-job-is-evicted-whole-or-not-at-all",
+        [
+            Evict("default/guarded", "u", "default/x", "m", victim="default/g"),
+            Evict("default/mine", "u", "default/x", "m", victim="default/g"),
+        ],
+        0,
+        [],
+        [],
+        2,
+    ),
+    (
         "a-malformed-decision-spares-the-rest",
         [Bind("default/mine", "u", "bad"), Unschedulable("default/mine", "u", "no")],
         0,

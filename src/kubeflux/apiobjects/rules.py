@@ -73,6 +73,8 @@ NAME_PART_RULE: Final = (
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
 """The rule of a qualified name's name part (a label key's, a condition type's), in the server's words."""
+
+
 def _json_number(value: int | float) -> str:  # int too: compiled, a float parameter refuses an int past any float
     """A JSON number as Go's decoder echoes it (``1.5``, ``3000000000``), cut when long."""
     text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

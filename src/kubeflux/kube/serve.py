@@ -183,6 +183,8 @@ class Serve:
         self._names = {core.name for core in self.cores}
         self.events: queue.Queue[RawEvent] = queue.Queue(maxsize=config.watch.queue_capacity)
         self._refused: queue.SimpleQueue[BindOutcome] = queue.SimpleQueue()
+        self._unevicted: queue.SimpleQueue[tuple[str, Evict, str]] = queue.SimpleQueue()
+        """Evictions the cluster did not take (scheduler, decision, why): the loop tells the core (``unevict``)."""
         watch = config.watch
         self.reflectors = [
             Reflector(
@@ -325,6 +327,8 @@ class Serve:
             log.warning(
                 "%s: pod %s not evicted for %s (%s): %s", scheduler, decision.pod, decision.preemptor, result, why
             )
+            self._unevicted.put((scheduler, decision, why))
+            self._wake()
 
     # ------------------------------------------------------------------ the loop
 
@@ -369,6 +373,14 @@ class Serve:
                 except queue.Empty:
                     break
                 self._unreserve(outcome, now)
+            while True:
+                try:
+                    scheduler, evict, why = self._unevicted.get_nowait()
+                except queue.Empty:
+                    break
+                for core in self.cores:
+                    if core.name == scheduler:
+                        core.unevict(evict.pod, evict.uid, why, now)  # it stops waiting for that pod
             if self.synced.is_set():
                 self._schedule(self.clock())
                 if not settled:

@@ -10,7 +10,9 @@ For each decision, in the order the scheduler made them:
 2. a :class:`~kubeflux.scheduler.messages.PodWarning` is recorded on the pod, whichever scheduler owns it; an
    :class:`~kubeflux.scheduler.messages.Evict` evicts it, whichever scheduler owns it (preemption takes any pod of
    lower priority); one the cluster refuses (a PodDisruptionBudget) is said (:meth:`~DecisionSink.problem`) and
-   told back to a scheduler that waits for its victims (:class:`~kubeflux.scheduler.interface.Unevict`);
+   told back to a scheduler that waits for its victims (:class:`~kubeflux.scheduler.interface.Unevict`), and the
+   later evictions of the same victim job (``Evict.victim``) are not sent, each told back so: a job is evicted whole
+   or, as far as the cluster allows, not at all (its pods that a budget guards are asked first);
 3. any other decision about a pod another scheduler owns is not applied, and said (:meth:`~DecisionSink.problem`);
 4. a ``Bind`` binds the pod; one the cluster refuses is told back to ``unreserve`` with the cluster's answer;
    an :class:`~kubeflux.scheduler.messages.Unschedulable` marks the pod ``PodScheduled=False``; a
@@ -45,6 +47,7 @@ def apply_decisions(
     ``unreserve`` is the scheduler when it takes refused Binds back (None: it does not). Returns how many pods
     were bound or evicted (the changes made)."""
     made = 0
+    refused_jobs: set[str] = set()  # victims of which one pod's eviction was refused: the rest of each is spared
     for decision in decisions:
         try:
             pod = sink.pod(decision.pod, decision.uid)
@@ -57,8 +60,14 @@ def apply_decisions(
                 sink.warn(pod, decision)
                 continue
             if type(decision) is Evict:
-                refused = sink.evict(pod, decision)
+                victim = decision.victim
+                if victim and victim in refused_jobs:
+                    refused = f"another pod of {victim} was not evicted, and a job is evicted whole or not at all"
+                else:
+                    refused = sink.evict(pod, decision)
                 if refused:
+                    if victim:
+                        refused_jobs.add(victim)
                     sink.problem(f"scheduler {scheduler!r} could not evict pod {decision.pod}: {refused}")
                     if isinstance(unreserve, Unevict):
                         unreserve.unevict(decision.pod, decision.uid, refused, now)

@@ -154,7 +154,11 @@ class Evict(Picklable):
     ``budgets``: through the Eviction API (``policy/v1``), which refuses (429) an eviction that would take a
     PodDisruptionBudget below what it allows, as kubeflux evicts; False: a plain delete, which no budget stops, as
     kube-scheduler's DefaultPreemption deletes victims it chose (it prefers victims that violate no budget, but may
-    take those that do)."""
+    take those that do).
+
+    ``victim``: the job (a gang's ``namespace/name``) the pod is evicted with, whole; once the cluster refuses one
+    of its pods, the rest of that job's evictions are not sent (:func:`~kubeflux.scheduler.decisions.apply_decisions`).
+    Empty: the pod alone (kube-scheduler's way)."""
 
     pod: str
     uid: str
@@ -163,10 +167,14 @@ class Evict(Picklable):
     message: str
     """For the event, e.g. ``Preempted by pod 4f0c… on node n1``."""
     budgets: bool = True
+    victim: str = ""
 
-    def __init__(self, pod: str, uid: str, preemptor: str, message: str, budgets: bool = True) -> None:
+    def __init__(
+        self, pod: str, uid: str, preemptor: str, message: str, budgets: bool = True, victim: str = ""
+    ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "preemptor", preemptor)
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "budgets", budgets)
+        object.__setattr__(self, "victim", victim)

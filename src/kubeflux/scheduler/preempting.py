@@ -117,12 +117,14 @@ class Preemptor:
         uids = self.evicting.setdefault(job.key, set())
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
         for victim in chosen:
-            for pod in victim.pods:
+            # the pods a budget guards first: a refusal (a budget changed meanwhile) then spares the whole job
+            guarded = sorted(victim.pods, key=lambda p: not any(b.selects(p.namespace, p.labels) for b in budgets))
+            for pod in guarded:
                 uid = self._uid_of[pod.key]
                 uids.add(uid)
                 self.evicted.add(uid)
                 message = f"Preempted by {what} (priority {priority}) to start now: {victim.key} is evicted whole"
-                evictions.append(Evict(pod.key, uid, job.key, message))
+                evictions.append(Evict(pod.key, uid, job.key, message, victim=victim.key))
         names = ", ".join(f"{v.key} (priority {v.priority})" for v in chosen)
         self._log(f"Preempting for {job.key} (priority {priority}): {len(chosen)} job(s) evicted whole: {names}")
         return evictions
