@@ -106,3 +106,25 @@ def test_an_unknown_preemption_policy_is_refused_naming_the_field(tmp_path: Path
     result = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "out")])
     assert result.exit_code != 0
     assert 'spec.preemptionPolicy: Unsupported value: "Sometimes"' in " ".join(result.output.split())
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_guarded_example_keeps_the_budgeted_gang_and_lets_the_patient_and_the_equal_wait(tmp_path: Path) -> None:
+    """examples/workloads/urgent-gang-guarded.yaml: PriorityClasses (one with preemptionPolicy Never) and a
+    PodDisruptionBudget in the workload file, as users write them."""
+    out = tmp_path / "out"
+    workload = EXAMPLES / "workloads" / "urgent-gang-guarded.yaml"
+    args = ["simulate", "-w", str(workload), "--cluster", str(EXAMPLES / "clusters" / "eight-8core.yaml")]
+    result = CliRunner().invoke(app, [*args, "-s", "kubeflux", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with (out / "kubeflux" / "jobs.csv").open() as f:
+        jobs = {row["job_id"]: row for row in csv.DictReader(f)}
+    with (out / "kubeflux" / "pods.csv").open() as f:
+        preempted = sorted(row["pod"] for row in csv.DictReader(f) if row["reason"] == "Preempted")
+    assert preempted == [f"default/low{g}-{i}" for g in (1, 2) for i in (0, 1)]  # low3's budget allows nothing
+    assert float(jobs["default/urgent"]["starting_time"]) == 50.0
+    assert float(jobs["default/patient"]["starting_time"]) == 150.0  # Never: it waits for the urgent job's room
+    assert float(jobs["default/equal"]["starting_time"]) == 1000.0  # priority 0: it waits for low0 to end
+    assert float(jobs["default/low3"]["finish_time"]) == 1030.0

@@ -42,6 +42,10 @@ CASES = {
     "apiserver-podgroup": ([EXAMPLES / "apiserver" / "podgroup.yaml"], (4, 16)),
     "demo-workload": ([DEMO / "hpc-mix.swf", DEMO / "services.yaml"], (16, 16)),
     "urgent-gang-preempts": ([EXAMPLES / "workloads" / "urgent-gang.yaml"], EXAMPLES / "clusters" / "eight-8core.yaml"),
+    "urgent-gang-guarded": (
+        [EXAMPLES / "workloads" / "urgent-gang-guarded.yaml"],
+        EXAMPLES / "clusters" / "eight-8core.yaml",
+    ),
 }
 
 
