@@ -20,6 +20,7 @@ from kubeflux.match.picklable import Picklable
 from kubeflux.match.writers import Placement
 from kubeflux.scheduler.messages import Bind, ClusterEvent, EventKind, Evict, PodWarning, Reject, Unschedulable
 from kubeflux.scheduler.objects import Pod
+from kubeflux.sim.urgent import Urgent
 from tests.shared import REPO
 
 SRC = REPO / "src"
@@ -101,6 +102,7 @@ PICKLED = [
     ("warning", PodWarning("default/p", "u", "InvalidAllocation", "bad")),
     ("evict", Evict("default/v", "u", "default/p", "Preempted by pod group default/p", budgets=False)),
     ("nominated", Unschedulable("default/p", "u", "waits", None, "n1")),
+    ("urgent", Urgent(0.1, 5000)),
     ("placement", Placement("n0", ("core0", "core1"), ("gpu0",))),
     ("job info", JobInfo(3, JobState.RESERVED, 60, "{}", 0.5)),
     ("match result", MatchResult(3, False, 60, False, "", "busy", Errno.EBUSY, 0.1, False, 5, ())),

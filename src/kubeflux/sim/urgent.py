@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Final
 
+from kubeflux.match.picklable import Picklable
 from kubeflux.sim.workloads.model import Workload
 
 __all__ = ["URGENT_PRIORITY", "Urgent", "mark_urgent", "parse_urgent", "with_priority"]
@@ -27,12 +28,18 @@ HIGHEST_PRIORITY: Final = 1_000_000_000
 """The highest a user's PriorityClass may have (kube-apiserver's ``HighestUserDefinablePriority``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Urgent:
-    """``--urgent FRACTION[:PRIORITY]`` read: the share of jobs made urgent, and their pods' priority."""
+@dataclass(frozen=True, slots=True, init=False)
+class Urgent(Picklable):
+    """``--urgent FRACTION[:PRIORITY]`` read: the share of jobs made urgent, and their pods' priority. Its own
+    ``__init__`` and :class:`~kubeflux.match.picklable.Picklable`: compiled, a frozen dataclass is unpickled (a
+    sweep's or an experiment's worker process) only so."""
 
     fraction: float
     priority: int = URGENT_PRIORITY
+
+    def __init__(self, fraction: float, priority: int = URGENT_PRIORITY) -> None:
+        object.__setattr__(self, "fraction", fraction)
+        object.__setattr__(self, "priority", priority)
 
 
 def parse_urgent(text: str) -> Urgent:
