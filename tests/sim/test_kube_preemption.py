@@ -4,14 +4,11 @@ through observe/schedule."""
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from kubeflux.cli import app
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Evict, Scheduler, Unschedulable
 from kubeflux.scheduler.objects import (
     CPU,
@@ -34,6 +31,7 @@ from kubeflux.sim.pods import KubeEvent
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+from tests.sim._helpers import gang_job_yaml, simulate_yaml
 
 GI = 2**30
 URGENT = 1000
@@ -376,65 +374,19 @@ def test_kube_gang_members_preempt_one_by_one_and_wait_for_their_victims() -> No
 
 # --- the same through `kubeflux simulate` with Kubernetes manifests ----------------------------------------
 
-MANIFEST_NODES = "\n---\n".join(
-    f"apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{kubernetes.io/hostname: n{i}}}}}\n"
-    f"status: {{allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}}}"
-    for i in range(8)
-)
 
-
-def gang_manifest(
-    name: str, submit: float, run: int, ranks: int, cores: int, priority: int = 0, policy: str = ""
-) -> str:
-    """A PodGroup of ``ranks`` and its ``batch/v1`` Job of as many pods of ``cores`` cores."""
-    preemption = f"\n      preemptionPolicy: {policy}" if policy else ""
-    return f"""apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
-spec: {{minMember: {ranks}}}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
-spec:
-  parallelism: {ranks}
-  completions: {ranks}
-  template:
-    metadata:
-      labels: {{scheduling.x-k8s.io/pod-group: {name}}}
-      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"}}
-    spec:
-      restartPolicy: Never
-      priority: {priority}{preemption}
-      containers:
-        - name: main
-          image: mpi
-          resources: {{requests: {{cpu: "{cores}", memory: 1Gi}}}}
-"""
-
-
-def simulate_manifests(tmp_path: Path, scheduler: str, *docs: str) -> tuple[dict[str, str], list[dict[str, str]]]:
+def simulate_manifests(tmp_path: Path, scheduler: str, *docs: str) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """``kubeflux simulate`` of the manifests on 8 nodes of 8 cores: the summary row and ``pods.csv``."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "nodes.yaml").write_text(MANIFEST_NODES)
-    (tmp_path / "work.yaml").write_text("---\n".join(docs))
-    out = tmp_path / "out"
-    args = ["simulate", "-w", str(tmp_path / "work.yaml"), "--cluster", str(tmp_path / "nodes.yaml")]
-    result = CliRunner().invoke(app, [*args, "-s", scheduler, "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    with (out / scheduler / "pods.csv").open() as f:
-        pods = list(csv.DictReader(f))
-    return json.loads((out / "summary.json").read_text())[0], pods
+    row, _, pods = simulate_yaml(tmp_path, scheduler, *docs)
+    return row, pods
 
 
-SPREAD = [gang_manifest(f"low{g}", 0, 1000, 8, 2) for g in range(4)]
+SPREAD = [gang_job_yaml(f"low{g}", 0, 1000, 8, 2) for g in range(4)]
 """A full cluster: four low-priority 8-rank Jobs of 2 cores a rank, spread one rank per node."""
 
 
 def test_kube_default_through_simulate_counts_the_half_gangs_it_makes(tmp_path: Path) -> None:
-    row, pods = simulate_manifests(tmp_path, "kube-default", *SPREAD, gang_manifest("urgent", 10, 100, 4, 8, 1000))
+    row, pods = simulate_manifests(tmp_path, "kube-default", *SPREAD, gang_job_yaml("urgent", 10, 100, 4, 8, 1000))
     # 16 ranks evicted, 4 from each of the 4 Jobs (every gang halved, where 2 whole ones would have made room);
     # each had computed 10 s on 2 cores
     assert (row["preempted_pods"], row["preempted_jobs"]) == (16, 4)
@@ -444,11 +396,11 @@ def test_kube_default_through_simulate_counts_the_half_gangs_it_makes(tmp_path: 
 
 
 def test_kube_default_through_simulate_never_policy_and_the_setting_off(tmp_path: Path) -> None:
-    polite = gang_manifest("urgent", 10, 100, 4, 8, 1000, policy="Never")
+    polite = gang_job_yaml("urgent", 10, 100, 4, 8, 1000, policy="Never")
     row, pods = simulate_manifests(tmp_path / "never", "kube-default", *SPREAD, polite)
     assert row["preempted_pods"] == 0
     assert {p["running_time"] for p in pods if p["job_id"] == "default/urgent"} == {"1000.0"}
-    urgent = gang_manifest("urgent", 10, 100, 4, 8, 1000)
+    urgent = gang_job_yaml("urgent", 10, 100, 4, 8, 1000)
     row, pods = simulate_manifests(tmp_path / "off", "kube-default-no-preemption", *SPREAD, urgent)
     assert row["preempted_pods"] == 0
     assert {p["running_time"] for p in pods if p["job_id"] == "default/urgent"} == {"1000.0"}

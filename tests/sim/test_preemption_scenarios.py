@@ -10,55 +10,16 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from kubeflux.cli import app
-
-NODES = "\n---\n".join(
-    f"apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{kubernetes.io/hostname: n{i}}}}}\n"
-    f"status: {{allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}}}"
-    for i in range(8)
-)
+from tests.sim._helpers import EIGHT_8CORE, gang_job_yaml, simulate_yaml
 
 
 def gang_job(name: str, submit: float, run: int, size: int, priority: int = 0, policy: str = "") -> str:
-    """A PodGroup of ``size`` and its ``batch/v1`` Job of as many 8-core pods."""
-    preemption = f"\n      preemptionPolicy: {policy}" if policy else ""
-    return f"""apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
-spec: {{minMember: {size}}}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
-spec:
-  parallelism: {size}
-  completions: {size}
-  template:
-    metadata:
-      labels: {{scheduling.x-k8s.io/pod-group: {name}}}
-      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s", kubeflux.io/duration: "{run}"}}
-    spec:
-      restartPolicy: Never
-      priority: {priority}{preemption}
-      containers:
-        - name: main
-          image: mpi
-          resources: {{requests: {{cpu: "8", memory: 1Gi}}}}
-"""
+    """A PodGroup of ``size`` and its Job of as many 8-core pods, their run time told to kubeflux."""
+    return gang_job_yaml(name, submit, run, size, 8, priority, policy, planned=True)
 
 
 def run(tmp_path: Path, scheduler: str, *jobs: str) -> tuple[dict[str, dict[str, str]], list[dict[str, str]]]:
-    (tmp_path / "nodes.yaml").write_text(NODES)
-    (tmp_path / "work.yaml").write_text("---\n".join(jobs))
-    out = tmp_path / "out"
-    args = ["simulate", "-w", str(tmp_path / "work.yaml"), "--cluster", str(tmp_path / "nodes.yaml")]
-    result = CliRunner().invoke(app, [*args, "-s", scheduler, "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    with (out / scheduler / "jobs.csv").open() as f:
-        jobs_rows = {row["job_id"]: row for row in csv.DictReader(f)}
-    with (out / scheduler / "pods.csv").open() as f:
-        pods_rows = list(csv.DictReader(f))
+    _, jobs_rows, pods_rows = simulate_yaml(tmp_path, scheduler, *jobs)
     return jobs_rows, pods_rows
 
 
@@ -116,7 +77,7 @@ def test_the_guarded_example_keeps_the_budgeted_gang_and_lets_the_patient_and_th
     PodDisruptionBudget in the workload file, as users write them."""
     out = tmp_path / "out"
     workload = EXAMPLES / "workloads" / "urgent-gang-guarded.yaml"
-    args = ["simulate", "-w", str(workload), "--cluster", str(EXAMPLES / "clusters" / "eight-8core.yaml")]
+    args = ["simulate", "-w", str(workload), "--cluster", str(EIGHT_8CORE)]
     result = CliRunner().invoke(app, [*args, "-s", "kubeflux", "-o", str(out)])
     assert result.exit_code == 0, result.output
     with (out / "kubeflux" / "jobs.csv").open() as f:
