@@ -21,7 +21,7 @@ from typing import Any
 
 from kubeflux.apiobjects.disruption import budget_from_manifest, desired_healthy
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.follow import Follower
+from kubeflux.sim.apiserver.follow import Reconciler, served
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 
@@ -102,24 +102,18 @@ class DisruptionController:
     """Keeps every PodDisruptionBudget's status in step with the pods, on the server's loop."""
 
     def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
-        pods = store.registry.find("", "v1", "pods")
-        budgets = store.registry.find("policy", "v1", "poddisruptionbudgets")
-        assert pods is not None and budgets is not None
+        pods, budgets = served(store, ("", "v1", "pods"), ("policy", "v1", "poddisruptionbudgets"))
         self.store, self.pods, self.budgets = store, pods, budgets
-        self._dirty: set[str] = set()
-        """Namespaces whose budgets may need a new status."""
         self._in: dict[str, dict[str, Object]] = {}
         """Namespace → uid → the latest version of each of its pods."""
-        self._follower = Follower(store, loop, [(pods, self._pod_event), (budgets, self._budget_event)], self._sync)
-        self._follower.list_existing()
-
-    @property
-    def busy(self) -> bool:
-        """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self._follower.busy
+        self.reconciler: Reconciler[str] = Reconciler(
+            store, loop, [(pods, self._pod_event), (budgets, self._budget_event)], self._sync
+        )
+        """Follows pods and budgets; recounts the budgets of each namespace their events touched."""
+        self.reconciler.start()
 
     def stop(self) -> None:
-        self._follower.stop()
+        self.reconciler.stop()
 
     def _pod_event(self, type_: str, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
@@ -129,24 +123,21 @@ class DisruptionController:
             pods.pop(meta["uid"], None)
         else:
             pods[meta["uid"]] = event.obj
-        self._dirty.add(namespace)
+        self.reconciler.add(namespace)
 
     def _budget_event(self, type_: str, event: WatchEvent) -> None:
         prev = event.prev
         if type_ == "MODIFIED" and prev is not None and _status_only(event.obj, prev):
             return  # a status write (this controller's, or an eviction's): nothing to recount
         if type_ != "DELETED":
-            self._dirty.add(event.obj["metadata"]["namespace"])
+            self.reconciler.add(event.obj["metadata"]["namespace"])
 
-    def _sync(self) -> None:
-        """After a batch of events: recount the budgets of every namespace it touched."""
-        dirty, self._dirty = self._dirty, set()
-        if not dirty:
-            return
+    def _sync(self, namespace: str) -> None:
+        """Recount the budgets of ``namespace``."""
+        prefix = f"{namespace}/"
         collection = self.store.collection_of(self.budgets).objects
-        for _, pdb in sorted(collection.items()):
-            namespace = pdb["metadata"]["namespace"]
-            if namespace in dirty:
+        for key, pdb in sorted(collection.items()):
+            if key.startswith(prefix):
                 self._update(pdb, self._in.get(namespace, {}).values())
 
     def _update(self, pdb: Object, pods: Iterable[Object]) -> None:
