@@ -329,7 +329,7 @@ class ApiServer:
         if "podgroup" in self.controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if "disruption" in self.controllers and self.store.registry.find("policy", "v1", "poddisruptionbudgets"):
-            self.disruption_controller = DisruptionController(self.store, loop)
+            self.disruption_controller = DisruptionController(self.store, loop, timers)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
