@@ -421,6 +421,40 @@ def disrupted_pods(both: Both) -> None:
     assert _status(views, "guard") == (2, 1, 3, 1)
 
 
+def stale_disruption(both: Both) -> None:
+    """A pod marked ``DisruptionTarget`` two minutes ago and still not deleted gets the condition ``False``; one
+    the kubelet marked, or one that finished, keeps it."""
+    old = {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"}
+    cases = {
+        "evicted": ("Running", {**old, "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}),
+        "kubelet": ("Running", {**old, "reason": "TerminationByKubelet", "message": "node shutdown"}),
+        "done": ("Succeeded", {**old, "reason": "PreemptionByScheduler", "message": "preempted"}),
+    }
+    for name, (phase, condition) in cases.items():
+        both.pod(name)
+        body = {"status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}, condition]}}
+        for side in both.sides:
+            side.must("PATCH", f"{side.core}/pods/{name}/status", body, MERGE)
+
+    def marks(side: Side) -> dict[str, Json]:
+        pods = side.must("GET", f"{side.core}/pods")["items"]
+        return {
+            p["metadata"]["name"]: [
+                {k: v for k, v in c.items() if k != "lastTransitionTime"}
+                for c in p["status"].get("conditions") or ()
+                if c.get("type") == "DisruptionTarget"
+            ]
+            for p in pods
+        }
+
+    real, served = both.sides
+    _eventually(
+        lambda: marks(real)["evicted"][0]["status"] == "False" and marks(served) == marks(real),
+        lambda: f"DisruptionTarget conditions: real {marks(real)}, served {marks(served)}",
+    )
+    assert marks(real)["kubelet"][0]["status"] == "True"
+
+
 SCENARIOS = [
     bare_pods,
     everything,
@@ -431,7 +465,7 @@ SCENARIOS = [
     two_budgets,
     evictions,
 ]
-SCENARIOS += [unhealthy_policy, disrupted_pods]
+SCENARIOS += [unhealthy_policy, disrupted_pods, stale_disruption]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__.replace("_", "-") for s in SCENARIOS])

@@ -21,6 +21,11 @@ A failed sync is kube-controller-manager's ``failSafe``: the status is kept but 
 condition ``SyncFailed`` with the error as message and the *old* ``observedGeneration`` (so a budget that never
 synced stays "being processed" for the Eviction API). An unchanged status is not written.
 
+It also clears stale ``DisruptionTarget`` conditions, as the real controller does: a pod marked to be disrupted
+(``DisruptionTarget=True``, not by the kubelet) that is still not being deleted nor finished
+:data:`STALE_DISRUPTION_TIMEOUT` after the mark gets the condition ``False`` (an eviction or a preemption that did
+not delete it).
+
 A budget is synced when it changes (its status too, as the real informer's update does) and when a pod of its
 namespace does. Known difference: the real controller, when a pod changes, syncs only one of the budgets selecting
 it (``getPdbForPod``: the first the lister gives, in no fixed order), so with two budgets over one pod the other
@@ -42,7 +47,15 @@ from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Priority
 
-__all__ = ["DELETION_TIMEOUT", "DisruptionController", "Scales", "SyncFailed", "budget_status"]
+__all__ = [
+    "DELETION_TIMEOUT",
+    "STALE_DISRUPTION_TIMEOUT",
+    "DisruptionController",
+    "Scales",
+    "SyncFailed",
+    "budget_status",
+    "stale_disruption",
+]
 
 Object = dict[str, Any]
 Key = tuple[str, str]
@@ -51,6 +64,8 @@ Key = tuple[str, str]
 DELETION_TIMEOUT: Final = 120.0
 """``DeletionTimeout``: seconds an entry of ``disruptedPods`` waits for its pod to be deleted; then the pod is
 assumed kept (it counts as healthy again)."""
+STALE_DISRUPTION_TIMEOUT: Final = 120.0
+"""``stalePodDisruptionTimeout``: seconds a pod may keep ``DisruptionTarget=True`` without being deleted."""
 _SCALED: Final = frozenset(
     {("", "ReplicationController"), ("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")}
 )
@@ -64,6 +79,25 @@ class SyncFailed(Exception):
 def _ready(pod: Object) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or ()
     return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def stale_disruption(pod: Object, now: float) -> float | None:
+    """Seconds until ``pod``'s ``DisruptionTarget`` condition is stale (0: it is; None: it never will be as it is:
+    none, not ``True``, the kubelet's, or the pod is being deleted or finished)."""
+    status = pod.get("status") or {}
+    if pod["metadata"].get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
+        return None
+    condition = next(
+        (c for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "DisruptionTarget"),
+        None,
+    )
+    if condition is None or condition.get("status") != "True" or condition.get("reason") == "TerminationByKubelet":
+        return None
+    try:
+        since = parse_timestamp(str(condition.get("lastTransitionTime")))
+    except ValueError:
+        since = now
+    return max(since + STALE_DISRUPTION_TIMEOUT - now, 0.0)
 
 
 def _controller_of(obj: Object) -> Object | None:
@@ -235,6 +269,8 @@ class DisruptionController:
         """Namespace → uid → the latest version of each of its pods."""
         self._budgets: dict[str, set[str]] = {}
         """Namespace → the names of its budgets."""
+        self._stale: dict[str, Timer] = {}
+        """Pod uid → the timer that clears its ``DisruptionTarget`` condition once stale."""
         self._rechecks: dict[Key, tuple[float, Timer]] = {}
         """Budget → (when, the timer) of its next sync for an expiring ``disruptedPods`` entry."""
         self.reconciler: Reconciler[Key] = Reconciler(
@@ -248,6 +284,9 @@ class DisruptionController:
         for _, timer in self._rechecks.values():
             timer.cancel()
         self._rechecks.clear()
+        for timer in self._stale.values():
+            timer.cancel()
+        self._stale.clear()
 
     def _pod_event(self, type_: str, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
@@ -259,6 +298,8 @@ class DisruptionController:
             pods[meta["uid"]] = event.obj
         for name in self._budgets.get(namespace, ()):
             self.reconciler.add((namespace, name))
+        if type_ != "DELETED":
+            self._watch_disruption(event.obj)
 
     def _budget_event(self, type_: str, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
@@ -306,3 +347,48 @@ class DisruptionController:
         self._rechecks.pop(key, None)
         self.reconciler.add(key)
         self.reconciler.wake()
+
+    def _watch_disruption(self, pod: Object) -> None:
+        """Clear ``pod``'s ``DisruptionTarget`` condition once stale (the stale-disruption queue: a timer a pod)."""
+        if self.timers is None or pod["metadata"]["uid"] in self._stale:
+            return
+        left = stale_disruption(pod, self.store.clock())
+        if left is not None:
+            meta = pod["metadata"]
+            timer = self.timers.call_later(
+                self.loop, left, Priority.STAGE, self._clear_stale, meta["namespace"], meta["name"], meta["uid"]
+            )
+            self._stale[meta["uid"]] = timer
+
+    def _clear_stale(self, namespace: str, name: str, uid: str) -> None:
+        """``syncStalePodDisruption``: the condition ``False`` (no reason, no message), if still stale."""
+        self._stale.pop(uid, None)
+        try:
+            pod = self.store.get(self.pods, namespace, name)
+        except ApiError:
+            return
+        if pod["metadata"].get("uid") != uid:
+            return
+        left = stale_disruption(pod, self.store.clock())
+        if left is None or left > 0:
+            if left is not None:
+                self._watch_disruption(pod)
+            return
+        status = pod.get("status") or {}
+        cleared: Object = {"type": "DisruptionTarget", "status": "False", "lastProbeTime": None}
+        cleared["lastTransitionTime"] = self.store.now()
+        generation = pod["metadata"].get("generation")
+        if generation:
+            cleared["observedGeneration"] = generation
+        conditions = [cleared if c.get("type") == "DisruptionTarget" else c for c in status.get("conditions") or ()]
+        try:
+            self.store.update(
+                self.pods,
+                namespace,
+                name,
+                {**pod, "status": {**status, "conditions": conditions}},
+                "status",
+                trusted=True,
+            )
+        except ApiError:
+            return
