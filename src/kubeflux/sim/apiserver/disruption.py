@@ -198,7 +198,7 @@ def _disrupted(old: Object, selected: list[Object], now: float) -> tuple[dict[st
             expires = parse_timestamp(str(listed[name])) + DELETION_TIMEOUT
         except ValueError:
             continue
-        if expires >= now:
+        if expires > now:  # the real controller keeps it at the very instant too; virtual time has such instants
             kept[name] = listed[name]
             recheck = expires if recheck is None else min(recheck, expires)
     return kept, recheck
@@ -340,7 +340,7 @@ class DisruptionController:
             if current[0] <= at:
                 return
             current[1].cancel()
-        delay = max(at - self.store.clock(), 0.0) + 1e-3  # just after it expires
+        delay = max(at - self.store.clock(), 0.0)
         self._rechecks[key] = (at, self.timers.call_later(self.loop, delay, Priority.STAGE, self._recheck_due, key))
 
     def _recheck_due(self, key: Key) -> None:
