@@ -29,7 +29,9 @@ not delete it).
 A budget is synced when it changes (its status too, as the real informer's update does) and when a pod of its
 namespace does. Known difference: the real controller, when a pod changes, syncs only one of the budgets selecting
 it (``getPdbForPod``: the first the lister gives, in no fixed order), so with two budgets over one pod the other
-keeps its old status until its own next sync; here both are synced.
+keeps its old status until its own next sync; here both are synced. Not written: the real controller's Events
+(``NoPods``, ``UnmanagedPods``, ``CalculateExpectedPodCountFailed``, ``MultiplePodDisruptionBudgets``,
+``NotDeleted``).
 """
 
 from __future__ import annotations
@@ -298,8 +300,7 @@ class DisruptionController:
             pods[meta["uid"]] = event.obj
         for name in self._budgets.get(namespace, ()):
             self.reconciler.add((namespace, name))
-        if type_ != "DELETED":
-            self._watch_disruption(event.obj)
+        self._watch_disruption(event.obj, gone=type_ == "DELETED")
 
     def _budget_event(self, type_: str, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
@@ -330,6 +331,8 @@ class DisruptionController:
                 return
         if recheck is not None:
             self._recheck(key, recheck)
+        elif key in self._rechecks:  # nothing left to expire
+            self._rechecks.pop(key)[1].cancel()
 
     def _recheck(self, key: Key, at: float) -> None:
         """Sync ``key`` again at ``at`` (Unix seconds; the earliest asked is kept, as the recheck queue keeps it)."""
@@ -348,13 +351,16 @@ class DisruptionController:
         self.reconciler.add(key)
         self.reconciler.wake()
 
-    def _watch_disruption(self, pod: Object) -> None:
-        """Clear ``pod``'s ``DisruptionTarget`` condition once stale (the stale-disruption queue: a timer a pod)."""
-        if self.timers is None or pod["metadata"]["uid"] in self._stale:
-            return
-        left = stale_disruption(pod, self.store.clock())
-        if left is not None:
-            meta = pod["metadata"]
+    def _watch_disruption(self, pod: Object, gone: bool = False) -> None:
+        """Clear ``pod``'s ``DisruptionTarget`` condition once stale (the stale-disruption queue: a timer a pod,
+        cancelled as soon as the pod is being deleted, gone or unmarked, so that no timer waits for nothing)."""
+        meta = pod["metadata"]
+        left = None if gone else stale_disruption(pod, self.store.clock())
+        current = self._stale.get(meta["uid"])
+        if left is None and current is not None:
+            current.cancel()
+            del self._stale[meta["uid"]]
+        elif left is not None and current is None and self.timers is not None:
             timer = self.timers.call_later(
                 self.loop, left, Priority.STAGE, self._clear_stale, meta["namespace"], meta["name"], meta["uid"]
             )
