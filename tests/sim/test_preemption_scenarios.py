@@ -89,3 +89,36 @@ def test_the_guarded_example_keeps_the_budgeted_gang_and_lets_the_patient_and_th
     assert float(jobs["default/patient"]["starting_time"]) == 150.0  # Never: it waits for the urgent job's room
     assert float(jobs["default/equal"]["starting_time"]) == 1000.0  # priority 0: it waits for low0 to end
     assert float(jobs["default/low3"]["finish_time"]) == 1030.0
+
+
+def test_the_summary_gives_the_mean_wait_of_each_priority_class(tmp_path: Path) -> None:
+    """The guarded example names two PriorityClasses: jobs.csv says which gave each job its priority, and the summary
+    (and the table) the mean wait of each, beside that of the jobs no class gave one."""
+    out = tmp_path / "out"
+    workload = EXAMPLES / "workloads" / "urgent-gang-guarded.yaml"
+    args = ["simulate", "-w", str(workload), "--cluster", str(EIGHT_8CORE)]
+    result = CliRunner().invoke(app, [*args, "-s", "kubeflux", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "mean wait of started urgent-patient" in result.output
+    with (out / "kubeflux" / "jobs.csv").open() as f:
+        classes = {row["job_id"]: row["priority_class"] for row in csv.DictReader(f)}
+    assert classes["default/urgent"] == "urgent" and classes["default/patient"] == "urgent-patient"
+    assert classes["default/low0"] == classes["default/equal"] == ""
+    summary = json.loads((out / "summary.json").read_text())[0]
+    by_class = {key: value for key, value in summary.items() if key.endswith("]") and "utilization" not in key}
+    assert by_class == {
+        "started_jobs[]": 5,
+        "mean_waiting_time[]": summary["mean_waiting_time_others"],
+        "started_jobs[urgent]": 1,
+        "mean_waiting_time[urgent]": 0.0,
+        "started_jobs[urgent-patient]": 1,
+        "mean_waiting_time[urgent-patient]": 90.0,
+    }
+
+
+def test_without_priority_classes_jobs_csv_and_the_summary_are_as_before(tmp_path: Path) -> None:
+    """Priorities given without a class (``spec.priority``, as ``--urgent`` gives them): no ``priority_class``
+    column, no per-class figures."""
+    summary, jobs, _ = simulate_yaml(tmp_path, "kubeflux", *FULL, gang_job("urgent", 50, 100, 4, priority=1000))
+    assert "priority_class" not in next(iter(jobs.values()))
+    assert not [key for key in summary if key.startswith(("started_jobs[", "mean_waiting_time["))]

@@ -164,6 +164,7 @@ def _template(
         run = pod_run(obj, annotations, path, default_run_time)
     spec = manifest.get("spec")
     scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None
+    priority_class = spec.get("priorityClassName") if isinstance(spec, dict) else None
     return PodTemplate(
         name=pod.name,
         requests=dict(pod.requests),
@@ -180,6 +181,7 @@ def _template(
         active_deadline_seconds=pod.active_deadline_seconds,
         manifest=manifest,
         preemption_policy=pod.preemption_policy,
+        priority_class=priority_class if isinstance(priority_class, str) else "",
     )
 
 

@@ -49,6 +49,9 @@ class PodTemplate:
     preemption_policy: str = PREEMPT_LOWER_PRIORITY
     """``spec.preemptionPolicy`` as the Priority admission set it from the pod's PriorityClass (``Never``: the pod
     waits rather than evict anything)."""
+    priority_class: str = ""
+    """``spec.priorityClassName`` as the Priority admission left it (the class named, or the ``globalDefault``
+    one); empty when none is (a trace's pods, ``--urgent``'s)."""
 
 
 @dataclass(slots=True)
