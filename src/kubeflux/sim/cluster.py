@@ -159,6 +159,10 @@ class Cluster:
         for obj in [*self.nodes, *budgets]:
             self._emit(EventKind.ADDED, obj)
 
+    def announce_budget(self, budget: DisruptionBudget, *, deleted: bool = False) -> None:
+        """Emit ADDED (``deleted``: DELETED) for a PodDisruptionBudget created (deleted) during the run."""
+        self._emit(EventKind.DELETED if deleted else EventKind.ADDED, budget)
+
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
         self._send(ClusterEvent(kind, obj))
 
