@@ -122,3 +122,47 @@ def test_without_priority_classes_jobs_csv_and_the_summary_are_as_before(tmp_pat
     summary, jobs, _ = simulate_yaml(tmp_path, "kubeflux", *FULL, gang_job("urgent", 50, 100, 4, priority=1000))
     assert "priority_class" not in next(iter(jobs.values()))
     assert not [key for key in summary if key.startswith(("started_jobs[", "mean_waiting_time["))]
+
+
+IGNORE_DISRUPTIONS = """  backoffLimit: 0
+  podFailurePolicy:
+    rules:
+    - action: Ignore
+      onPodConditions: [{type: DisruptionTarget}]
+"""
+
+
+def test_a_preempted_job_that_ignores_disruptions_restarts_beyond_backoff_limit_0_and_one_that_does_not_fails(
+    tmp_path: Path,
+) -> None:
+    """The victims' pods end with the ``DisruptionTarget`` condition: low3's Job says to ignore it (as Job users
+    write ``podFailurePolicy`` for preemptible work) and is retried although its ``backoffLimit`` is 0; low2's Job,
+    with ``backoffLimit: 0`` and no such rule, fails at the eviction."""
+    sturdy = FULL[3].replace("  completions: 2\n", "  completions: 2\n" + IGNORE_DISRUPTIONS)
+    fragile = FULL[2].replace("  completions: 2\n", "  completions: 2\n  backoffLimit: 0\n")
+    jobs, pods = run(tmp_path, "kubeflux", *FULL[:2], fragile, sturdy, gang_job("urgent", 50, 100, 4, priority=1000))
+    assert sorted({p["job_id"] for p in pods if p["reason"] == "Preempted"}) == ["default/low2", "default/low3"]
+    assert jobs["default/low3"]["final_state"] == "COMPLETED_SUCCESSFULLY"
+    assert float(jobs["default/low3"]["finish_time"]) >= 150.0 + 1000.0  # ran again once the urgent job was done
+    assert jobs["default/low2"]["final_state"] == "COMPLETED_FAILED"
+    assert float(jobs["default/low2"]["finish_time"]) == 50.0
+
+
+def test_a_backfilled_low_job_that_overruns_into_an_urgent_reservation_is_preempted_when_the_room_comes(
+    tmp_path: Path,
+) -> None:
+    """``wide`` (priority 1000) needs all 8 nodes; ``busy`` (1000 too: no victim) holds 6 until 1000 s, so ``wide``
+    reserves the cluster from then. ``filler`` (priority 0) says it runs 100 s and is backfilled onto the 2 free
+    nodes at 2 s, but runs on: at 1000 s it is all that keeps ``wide`` from starting, and is evicted (a reservation
+    alone evicts nothing: only a job that would start now preempts). Without preemption ``wide`` waits for it."""
+    busy = gang_job("busy", 0, 1000, 6, priority=1000)
+    wide = gang_job("wide", 1, 100, 8, priority=1000)
+    filler = gang_job("filler", 2, 5000, 2).replace('kubeflux.io/duration: "5000"', 'kubeflux.io/duration: "100"')
+    jobs, pods = run(tmp_path / "on", "kubeflux", busy, wide, filler)
+    assert float(jobs["default/filler"]["starting_time"]) == 2.0  # backfilled: its own word fits before 1000 s
+    preempted = {p["job_id"]: float(p["end_time"]) for p in pods if p["reason"] == "Preempted"}
+    assert preempted == {"default/filler": 1000.0}
+    assert float(jobs["default/wide"]["starting_time"]) == 1000.0
+    jobs, pods = run(tmp_path / "off", "kubeflux-no-preemption", busy, wide, filler)
+    assert not [p for p in pods if p["reason"] == "Preempted"]
+    assert float(jobs["default/wide"]["starting_time"]) == 5002.0
