@@ -166,3 +166,35 @@ def test_a_backfilled_low_job_that_overruns_into_an_urgent_reservation_is_preemp
     jobs, pods = run(tmp_path / "off", "kubeflux-no-preemption", busy, wide, filler)
     assert not [p for p in pods if p["reason"] == "Preempted"]
     assert float(jobs["default/wide"]["starting_time"]) == 5002.0
+
+
+def gpu_pod(name: str, submit: float, priority: int) -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations: {{sim.kubeflux.io/submit-time: "{submit}", pod-complete.stage.kwok.x-k8s.io/delay: "1000s"}}
+spec:
+  priority: {priority}
+  containers:
+    - name: train
+      image: trainer
+      resources: {{requests: {{cpu: "8", memory: 1Gi, nvidia.com/gpu: "4"}}}}
+"""
+
+
+def test_the_work_an_eviction_throws_away_is_counted_in_core_and_gpu_seconds(tmp_path: Path) -> None:
+    """Two nodes of 8 cores and 4 gpus, each taken by a low-priority training pod (started at 0 and 10 s); an urgent
+    one at 50 s evicts the later: 40 s of 8 cores and 4 gpus thrown away."""
+    (tmp_path / "w.yaml").write_text(
+        "---\n".join([gpu_pod("a", 0, 0), gpu_pod("b", 10, 0), gpu_pod("urgent", 50, 1000)])
+    )
+    out = tmp_path / "out"
+    nodes = ["--nodes", "2", "--cores-per-node", "8", "--gpus-per-node", "4"]
+    result = CliRunner().invoke(
+        app, ["simulate", "-w", str(tmp_path / "w.yaml"), *nodes, "-s", "kubeflux", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    row = json.loads((out / "summary.json").read_text())[0]
+    assert (row["preempted_pods"], row["preempted_jobs"]) == (1, 1)
+    assert (row["work_lost_core_seconds"], row["work_lost_gpu_seconds"]) == (40 * 8, 40 * 4)
