@@ -36,6 +36,7 @@ from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
     Bind,
+    EventKind,
     Evict,
     IgnoresStatusUpdates,
     PodWarning,
@@ -182,11 +183,11 @@ class Simulation:
 
     def _budget_created(self, budget: DisruptionBudget) -> None:
         self._sink.budgets.add(budget)
-        self.cluster.announce_budget(budget)
+        self.cluster.announce([budget])
 
     def _budget_deleted(self, budget: DisruptionBudget) -> None:
         self._sink.budgets.remove(budget)
-        self.cluster.announce_budget(budget, deleted=True)
+        self.cluster.announce([budget], EventKind.DELETED)
 
     def _wake(self, name: str) -> None:
         self._wakeups_pending -= 1
@@ -204,7 +205,7 @@ class Simulation:
         loop, cluster = self.loop, self.cluster
         for outage in self.options.outages:
             cluster.schedule_outage(outage)
-        cluster.announce_nodes(self._time_budgets())
+        cluster.announce([*cluster.nodes, *self._time_budgets()])
         if self._order:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
