@@ -134,7 +134,7 @@ class ServeMetrics:
         self.evictions = Counter(
             "kubeflux_evictions",
             "Evictions sent through the Eviction API, by result: evicted, refused (a PodDisruptionBudget's 429), "
-            "gone (the pod was), failed",
+            "gone (the pod was), failed; spared: not sent, another pod of the job was refused or failed",
             ["scheduler", "result"],
             registry=registry,
         )

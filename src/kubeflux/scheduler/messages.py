@@ -150,6 +150,11 @@ GATED_REASON: Final = "SchedulingGated"
 GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
 
 
+def not_evicted_whole(victim: str) -> str:
+    """Why an eviction of a pod of the job ``victim`` is not sent: the cluster refused another of its pods."""
+    return f"another pod of {victim} was not evicted, and a job is evicted whole or not at all"
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Evict(Picklable):
     """Evict the pod ``namespace/name`` (running, or bound and not yet running) so that a pod of higher priority,
@@ -163,7 +168,8 @@ class Evict(Picklable):
     take those that do).
 
     ``victim``: the job (a gang's ``namespace/name``) the pod is evicted with, whole; once the cluster refuses one
-    of its pods, the rest of that job's evictions are not sent (:func:`~kubeflux.scheduler.decisions.apply_decisions`).
+    of its pods, the rest of that job's evictions are not sent (:func:`~kubeflux.scheduler.decisions.apply_decisions`;
+    ``serve``'s binder sends one job's evictions one after the other for that, :mod:`kubeflux.kube.binder`).
     Empty: the pod alone (kube-scheduler's way)."""
 
     pod: str
