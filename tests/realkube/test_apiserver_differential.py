@@ -84,6 +84,8 @@ SAME_WORDS = (
     "pod gates strategic new one",
     "pod gates drop selector",
     "pod gates binding while deleting",
+    "job gated template twice",
+    "job gated template bad name",
     "pod unknown priority class",
     "pod priority not its class's",
     "pod policy not its class's",

@@ -72,13 +72,14 @@ def gated_condition(obj: Object, now: str) -> None:
     )
 
 
-def gate_causes(spec: Any, *, create: bool) -> list[Cause]:
-    """``validateSchedulingGates`` (qualified names, no duplicates) and, on create, no ``nodeName`` while gated."""
+def gate_causes(spec: Any, *, create: bool, prefix: str = "spec.") -> list[Cause]:
+    """``validateSchedulingGates`` (qualified names, no duplicates) of the pod spec at ``prefix`` (a Job's template's
+    too) and, on a pod's create, no ``nodeName`` while gated."""
     causes: list[Cause] = []
     seen: set[str] = set()
     gates = gates_of(spec)
     for index, gate in enumerate(gates):
-        path = f"spec.schedulingGates[{index}]"
+        path = f"{prefix}schedulingGates[{index}]"
         name = gate.get("name") if isinstance(gate, dict) else None
         name = "" if name is None else name  # null: Go's zero value
         if not isinstance(name, str):  # (a decoding error first: :func:`gates_decode_error`)
