@@ -4,6 +4,7 @@ waited for it for ever); a pod ungated with a node selector no node matches is t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from tests.sim.apiserver.test_scheduling_gates import _pod, _scheduled
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
+from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, _binding, call, eventually, now, phases, pi
 
 SCHEDULERS = ("kubeflux", "kube-default", "easy")
 MERGE = "application/merge-patch+json"
@@ -62,3 +63,30 @@ def test_a_pod_ungated_with_a_node_selector_no_node_matches_is_told_it_is_unsche
     call(server, "PATCH", f"{PODS}/nowhere", patch, MERGE)
     eventually(lambda: _scheduled(server, "nowhere")[1:] == ("False", "Unschedulable"), "the pod told Unschedulable")
     assert _scheduled(server, "nowhere")[0] == ""
+
+
+def test_virtual_time_goes_on_while_a_pod_waits_for_its_gates_and_waits_for_its_scheduler_once_ungated() -> None:
+    """``--clock virtual`` holds time until an external scheduler answered each new pod; a gated pod is the
+    controller's to release, not the scheduler's to answer (neither kube-scheduler nor kubeflux writes on it), so it
+    must not hold time, or the pods whose ends would free the quota that releases it never end. Once ungated, it
+    is new to its scheduler and holds time until answered, though it still carries ``SchedulingGated``."""
+    server = ApiServer(uniform_cluster(1, 16, "64Gi"), kubelet=True, clock=VirtualClock(ORIGIN)).start()
+    try:
+        held = pi("held", 30, scheduler="external")
+        held["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+        call(server, "POST", PODS, held)
+        call(server, "POST", PODS, pi("first", 30, scheduler="external"))
+        call(server, "POST", f"{PODS}/first/binding", _binding("first"))
+        eventually(lambda: phases(server)["first"] == "Succeeded", "the first pod's end beside the gated one")
+        assert now(server) == ORIGIN + 30
+        call(server, "POST", PODS, pi("third", 30, scheduler="external"))
+        call(server, "POST", f"{PODS}/third/binding", _binding("third"))
+        eventually(lambda: phases(server)["third"] == "Running", "the third pod running")
+        call(server, "PATCH", f"{PODS}/held", {"spec": {"schedulingGates": None}}, MERGE)
+        time.sleep(0.5)  # ten settle periods: were the ungated pod not waited for, time would jump to the third's end
+        assert now(server) == ORIGIN + 30
+        call(server, "POST", f"{PODS}/held/binding", _binding("held"))
+        eventually(lambda: phases(server)["held"] == "Succeeded", "the ungated pod's end")
+        assert now(server) == ORIGIN + 60
+    finally:
+        server.stop()
