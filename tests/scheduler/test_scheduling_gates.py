@@ -169,3 +169,15 @@ def test_a_restarted_kubeflux_places_the_gated_member_of_a_started_gang_once_ung
     assert [(row.job, row.state) for row in scheduler.queued(1.0)] == [("default/g", "gated")]
     _ungate(cluster, "g-2")
     assert bound(cluster.run(2.0)) == {"default/g-2": "w2"}
+
+
+def test_a_relist_that_missed_the_ungating_and_finds_the_pod_bound_counts_it_where_it_runs() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("held", 2000, scheduling_gates=(KUEUE_GATE,)), pod("next", 2000, t=1.0))
+    assert bound(cluster.run()) == {"default/next": "w1"}
+    cluster.end("next")
+    _ungate(cluster, "held", node_name="w1")  # only the final state: ungated and bound by another client
+    assert not scheduler.queue.gated and "default/held" in {p.key for p in scheduler.books.bound.values()}
+    cluster.add(pod("late", 2000, t=2.0))
+    assert bound(cluster.run(2.0)) == {}  # w1 is held by the pod bound while kubeflux was not watching
