@@ -14,7 +14,7 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind
 from kubeflux.scheduler.messages import GATED_MESSAGE
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup
-from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, node, pod
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 
@@ -121,3 +121,63 @@ def test_kubeflux_queue_gathers_a_jobs_gated_pods_under_the_job() -> None:
         "default/pi",
         ["default/pi-0", "default/pi-1", "default/pi-2"],
     )
+
+
+def test_a_pod_ungated_with_a_node_selector_no_node_matches_is_told_why_not_dropped() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1")])
+    cluster.add(pod("held", 1000, scheduling_gates=(KUEUE_GATE,)))
+    cluster.run()
+    _ungate(cluster, "held", node_selector={"example.com/flavor": "gpu"})  # in one update, as Kueue admits it
+    said = messages(cluster.run(1.0))
+    assert "didn't match Pod's node affinity/selector" in said["default/held"]
+
+
+def test_a_gated_gang_whose_podgroup_comes_after_its_pods_are_ungated_starts_whole() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1"), node("w2")])
+    cluster.add(*(pod(f"g-{i}", 2000, labels={POD_GROUP_LABEL: "g"}, scheduling_gates=(KUEUE_GATE,)) for i in range(3)))
+    for i in range(3):  # ungated one by one, a pass between each, before any PodGroup exists
+        _ungate(cluster, f"g-{i}")
+        assert bound(cluster.run(float(i))) == {}
+    cluster.tell(ADDED, PodGroup("default", "g", 3))
+    assert sorted(bound(cluster.run(3.0))) == ["default/g-0", "default/g-1", "default/g-2"]
+
+
+def test_a_pod_ungated_as_it_is_being_deleted_is_never_queued() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1")])
+    cluster.add(pod("held", 1000, scheduling_gates=(KUEUE_GATE,)))
+    cluster.run()
+    _ungate(cluster, "held", deleted=True)  # a finalizer keeps it; its gates went meanwhile
+    assert cluster.run(1.0) == [] and not scheduler.queue.gated and not scheduler.queue.by_pod
+
+
+def test_a_restarted_kubeflux_places_the_gated_member_of_a_started_gang_once_ungated() -> None:
+    first = Cluster(KubefluxScheduler(), [node("w1"), node("w2")])
+    first.tell(ADDED, PodGroup("default", "g", 2))
+    gates = {2: (KUEUE_GATE,)}
+    first.add(
+        *(pod(f"g-{i}", 2000, labels={POD_GROUP_LABEL: "g"}, scheduling_gates=gates.get(i, ())) for i in range(3))
+    )
+    assert len(bound(first.run())) == 2
+    scheduler = KubefluxScheduler()  # restarted: it lists the cluster as it is
+    cluster = Cluster(scheduler, list(first.nodes.values()))
+    cluster.tell(ADDED, PodGroup("default", "g", 2))
+    cluster.add(*first.pods.values())
+    assert bound(cluster.run(1.0)) == {}
+    assert [(row.job, row.state) for row in scheduler.queued(1.0)] == [("default/g", "gated")]
+    _ungate(cluster, "g-2")
+    assert bound(cluster.run(2.0)) == {"default/g-2": "w2"}
+
+
+def test_a_relist_that_missed_the_ungating_and_finds_the_pod_bound_counts_it_where_it_runs() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [node("w1", cores=2)])
+    cluster.add(pod("held", 2000, scheduling_gates=(KUEUE_GATE,)), pod("next", 2000, t=1.0))
+    assert bound(cluster.run()) == {"default/next": "w1"}
+    cluster.end("next")
+    _ungate(cluster, "held", node_name="w1")  # only the final state: ungated and bound by another client
+    assert not scheduler.queue.gated and "default/held" in {p.key for p in scheduler.books.bound.values()}
+    cluster.add(pod("late", 2000, t=2.0))
+    assert bound(cluster.run(2.0)) == {}  # w1 is held by the pod bound while kubeflux was not watching

@@ -219,6 +219,11 @@ STEPS: list[Step] = [
         for policy in ("Always", "Sometimes")
         for template in [{"spec": {**_JOB["spec"]["template"]["spec"], "restartPolicy": policy}}]  # type: ignore[index]
     ),
+    *(  # a template's gates are a pod's (checked as on a pod; a node name beside them is only a pod's refusal)
+        post(f"job gated template {name}", JOBS, {**_JOB, "metadata": {"name": f"jg{i}"}, "spec": {"template": t}})
+        for i, (name, gates) in enumerate((("kept", ["a"]), ("twice", ["a", "a"]), ("bad name", ["bad gate!"])))
+        for t in [{"spec": {**_JOB["spec"]["template"]["spec"], "schedulingGates": [{"name": g} for g in gates]}}]  # type: ignore[index]
+    ),
     post(
         "job negative completions",
         JOBS,

@@ -75,6 +75,36 @@ def _affinity(expressions: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
+def _strategic_gates(directive: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {"spec": {"schedulingGates": [{**gate, **directive} for gate in _gates(*names)]}}
+
+
+def _json_gates(*names: str) -> list[dict[str, Any]]:
+    return [{"op": "replace", "path": "/spec/schedulingGates", "value": _gates(*names)}]
+
+
+def _applied_gates(*names: str) -> dict[str, Any]:
+    return {**pod("applygates", schedulingGates=_gates(*names)), "metadata": {"name": "applygates"}}
+
+
+_ANTI = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+_GATES_POD = {
+    **pod(
+        "gates",
+        schedulingGates=_gates("a", "b", "c", "d"),
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_ANTI]}},
+    ),
+    "metadata": {"name": "gates", "finalizers": ["example.com/hold"]},
+    "status": {"conditions": [{"type": "PodScheduled", "status": "True"}]},
+}
+_NEW_GATE_AND_RESTART = {"spec": {"restartPolicy": "Never", "schedulingGates": [{"name": "example.com/x"}]}}
+_POD_FOR_NODE_AFFINITY = {"spec": {"affinity": {"podAntiAffinity": None, **_affinity([_zone("a")])}}}
+_JSON_NODE_NAME = [{"op": "add", "path": "/spec/nodeName", "value": "n1"}]
+_GATED_STATUS = {
+    "spec": {"schedulingGates": None},
+    "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}]},
+}
+
 STEPS: list[Step] = [
     # --- namespaces ------------------------------------------------------------------------------------------
     post("namespace create", "/api/v1/namespaces", {"metadata": {"name": "diff", "labels": {"team": "a"}}}),
@@ -227,6 +257,37 @@ STEPS: list[Step] = [
     post("pod gated twice", PODS, pod("gatedtwice", schedulingGates=_gates("a", "a"))),
     post("pod gated bad name", PODS, pod("gatedbad", schedulingGates=[{"name": "bad gate!"}])),
     post("pod gated no name", PODS, pod("gatednone", schedulingGates=[{}])),
+    post("pod gated empty list", PODS, pod("gatedempty", schedulingGates=[])),
+    get("pod gated empty list get", f"{PODS}/gatedempty", exact=_scheduled),
+    post("pod gate not an object", PODS, pod("gatedstring", schedulingGates=["example.com/a"])),
+    post("pod gate name not a string", PODS, pod("gatedint", schedulingGates=[{"name": 5}])),
+    # --- gates as controllers remove them: each patch format, the status, deletion ------------------------------
+    post("pod gates create", PODS, _GATES_POD),
+    get("pod gates get", f"{PODS}/gates", exact=_scheduled, save={"gates_rv": "metadata.resourceVersion"}),
+    patch("pod gates strategic delete one", f"{PODS}/gates", _strategic_gates({"$patch": "delete"}, "a"), "strategic"),
+    get("pod gates after strategic delete", f"{PODS}/gates", exact=_scheduled),
+    patch("pod gates strategic names one", f"{PODS}/gates", _strategic_gates({}, "c"), "strategic"),
+    get("pod gates after strategic merge", f"{PODS}/gates", exact=_scheduled),
+    patch("pod gates strategic new one", f"{PODS}/gates", _strategic_gates({}, "e"), "strategic"),
+    patch("pod gates json reorder", f"{PODS}/gates", _json_gates("d", "c", "b"), "json"),
+    get("pod gates after reorder", f"{PODS}/gates", exact=_scheduled),
+    patch("pod gates json node name", f"{PODS}/gates", _JSON_NODE_NAME, "json"),
+    patch("pod gates new gate and restart policy", f"{PODS}/gates", _NEW_GATE_AND_RESTART),
+    patch("pod gates pod affinity for node affinity", f"{PODS}/gates", _POD_FOR_NODE_AFFINITY),
+    patch("pod gates add selector", f"{PODS}/gates", {"spec": {"nodeSelector": {"flavor": "spot"}}}),
+    patch("pod gates drop selector", f"{PODS}/gates", {"spec": {"nodeSelector": None}}),
+    patch("pod gates status", f"{PODS}/gates/status", _GATED_STATUS),
+    get("pod gates after status", f"{PODS}/gates", exact=_scheduled),
+    delete("pod gates delete", f"{PODS}/gates"),
+    patch("pod gates ungated while deleting", f"{PODS}/gates", {"spec": {"schedulingGates": None}}),
+    get("pod gates ungated deleting", f"{PODS}/gates", exact=_scheduled),
+    _bind("pod gates binding while deleting", "gates"),
+    patch("pod gates release", f"{PODS}/gates", {"metadata": {"finalizers": None}}),
+    patch("pod gates apply create", f"{PODS}/applygates?fieldManager=kueue", _applied_gates("a", "b"), "apply"),
+    patch("pod gates apply drop one", f"{PODS}/applygates?fieldManager=kueue", _applied_gates("b"), "apply"),
+    get("pod gates after apply", f"{PODS}/applygates", exact=_scheduled),
+    patch("pod gates apply by another", f"{PODS}/applygates?fieldManager=other", _applied_gates("c"), "apply"),
+    delete("pod gates apply delete", f"{PODS}/applygates?gracePeriodSeconds=0"),
     # --- pods: deletion ---------------------------------------------------------------------------------------
     delete("pod delete bound", f"{PODS}/p1"),
     get("pod terminating", f"{PODS}/p1"),

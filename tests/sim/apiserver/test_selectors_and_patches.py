@@ -137,6 +137,24 @@ def test_strategic_merge_patch(patch: dict[str, Any], check: Any) -> None:
     assert POD_SPEC["spec"]["containers"][1]["image"] == "s:1", "the target is not changed in place"
 
 
+def test_strategic_merge_deletes_only_the_gate_it_names_and_puts_new_items_first_as_the_real_server() -> None:
+    """``schedulingGates`` merge by name: a controller deleting its own gate leaves the others' gates, so the pod
+    stays gated. Items a patch adds go before the live ones (strategicpatch's order, which kube-apiserver shows)."""
+    gated = {"spec": {"schedulingGates": [{"name": "example.com/a"}, {"name": "example.com/b"}]}}
+    deleted = strategic_merge_patch(
+        gated, {"spec": {"schedulingGates": [{"name": "example.com/a", "$patch": "delete"}]}}
+    )
+    assert deleted["spec"]["schedulingGates"] == [{"name": "example.com/b"}]
+    named = strategic_merge_patch(gated, {"spec": {"schedulingGates": [{"name": "example.com/b"}]}})
+    assert named["spec"]["schedulingGates"] == gated["spec"]["schedulingGates"]
+    added = strategic_merge_patch(
+        POD_SPEC, {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}}
+    )
+    assert [c["type"] for c in added["status"]["conditions"]] == ["DisruptionTarget", "Ready", "PodScheduled"]
+    applied = strategic_merge_patch(POD_SPEC, {"status": {"conditions": [{"type": "X"}]}}, appended=True)
+    assert [c["type"] for c in applied["status"]["conditions"]] == ["Ready", "PodScheduled", "X"]
+
+
 def test_merge_patch_replaces_lists_and_deletes_nulls() -> None:
     result = merge_patch(POD_SPEC, {"spec": {"containers": [{"name": "only"}]}, "status": None})
     assert result["spec"]["containers"] == [{"name": "only"}]

@@ -14,6 +14,7 @@ from kubeflux.sim.apiserver.core_strategies import (
     unreadable_causes,
 )
 from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.gates import gate_causes
 from kubeflux.sim.apiserver.registry import Strategy, required
 
 __all__ = ["CronJobStrategy", "JobStrategy", "PodGroupStrategy", "WorkloadStrategy", "job_template_causes"]
@@ -238,7 +239,7 @@ def _template_causes(pod_spec: Object, prefix: str) -> list[Cause]:
     ``Always`` when missing), then the Job's own rule on the restart policy (:func:`template_restart_problem`)."""
     if pod_spec.get("restartPolicy") in (None, ""):
         pod_spec = {**pod_spec, "restartPolicy": "Always"}
-    causes = pod_spec_causes(pod_spec, prefix)
+    causes = pod_spec_causes(pod_spec, prefix) + gate_causes(pod_spec, create=False, prefix=prefix)
     restart = template_restart_problem(pod_spec, prefix)
     if restart is not None:
         causes.append(Cause(restart.field, restart.message, restart.reason))

@@ -21,7 +21,7 @@ from kubeflux.apiobjects.rules import int_decode_error
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.gates import gate_causes, gated_condition, gated_update
+from kubeflux.sim.apiserver.gates import gate_causes, gated_condition, gated_update, gates_decode_error
 from kubeflux.sim.apiserver.pod_admission import admit_pod
 from kubeflux.sim.apiserver.registry import (
     PRIORITY_CLASSES,
@@ -216,6 +216,9 @@ class PodStrategy(Strategy):
             problem = int_decode_error("PodSpec", f"spec.{name}", spec.get(name), go_type)
             if problem:
                 return problem
+        problem = gates_decode_error(spec)
+        if problem:
+            return problem
         for field in ("containers", "initContainers"):
             items = spec.get(field)
             for container in items if isinstance(items, list) else ():
@@ -238,6 +241,8 @@ class PodStrategy(Strategy):
         if isinstance(spec, dict) and None in spec.values():  # nil pointers, left out (a null token automount)
             for key in [k for k, v in spec.items() if v is None]:
                 del spec[key]
+        if isinstance(spec, dict) and spec.get("schedulingGates") == []:  # an empty list is Go's nil slice: left out
+            del spec["schedulingGates"]
         condition_times(obj, ("lastProbeTime", "lastTransitionTime"))
 
     def admit(self, obj: Object, lookup: Lookup) -> None:
@@ -284,9 +289,7 @@ class PodStrategy(Strategy):
         new_spec = new.get("spec", {})
         if len(new_spec.get("containers") or ()) != len(old_spec.get("containers") or ()):
             return [Cause("spec.containers", "Forbidden: pod updates may not add or remove containers", _FORBIDDEN)]
-        causes, new_spec = gated_update(new_spec, old_spec)
-        if causes:
-            return causes
+        causes, new_spec = gated_update(new_spec, old_spec)  # told beside any other change, as the real server does
         if _frozen_pod_spec(new_spec) != _frozen_pod_spec(old_spec):
             message = (
                 "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
@@ -294,8 +297,8 @@ class PodStrategy(Strategy):
                 "existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
                 "previously negative)"
             )
-            return [Cause("spec", message, "FieldValueForbidden")]
-        return []
+            causes.append(Cause("spec", message, "FieldValueForbidden"))
+        return causes
 
     def grace_seconds(self, obj: Object, requested: int | None) -> int:
         if not obj.get("spec", {}).get("nodeName"):

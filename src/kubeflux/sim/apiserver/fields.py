@@ -258,5 +258,5 @@ def apply_configuration(
     meta = patch.get("metadata")
     if isinstance(meta, dict):
         patch["metadata"] = {k: v for k, v in meta.items() if k not in _SYSTEM_META}
-    merged = strategic_merge_patch(merged, patch)
+    merged = strategic_merge_patch(merged, patch, appended=True)
     return merged, set(applied)

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.apiobjects.rules import go_value, qualified_name_problems
+from kubeflux.apiobjects.rules import go_value, json_kind, qualified_name_problems
 from kubeflux.scheduler.messages import GATED_MESSAGE, GATED_REASON
 from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.registry import required
 
 Object = dict[str, Any]
 
@@ -27,6 +26,30 @@ _FORBIDDEN = "FieldValueForbidden"
 def gates_of(spec: Any) -> list[Any]:
     gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
     return gates if isinstance(gates, list) else []
+
+
+def gates_decode_error(spec: Any) -> str:
+    """The error of Go's JSON decoder on ``spec.schedulingGates`` (a 400, before any validation): a list of objects
+    whose ``name`` is a string (``null`` for either is the zero value: no error here)."""
+    gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
+    if gates is None:
+        return ""
+    field = "Go struct field PodSpec.spec.schedulingGates of type"
+    if not isinstance(gates, list):
+        return f"json: cannot unmarshal {_kind(gates)} into {field} []v1.PodSchedulingGate"
+    for gate in gates:
+        if gate is not None and not isinstance(gate, dict):
+            return f"json: cannot unmarshal {_kind(gate)} into {field} v1.PodSchedulingGate"
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if name is not None and not isinstance(name, str):
+            where = "Go struct field PodSchedulingGate.spec.schedulingGates.name of type string"
+            return f"json: cannot unmarshal {_kind(name)} into {where}"
+    return ""
+
+
+def _kind(value: Any) -> str:
+    """Go's name of a JSON value decoded into a type it does not fit (a number is not shown: it is no integer's)."""
+    return json_kind(value).split(" ", 1)[0]
 
 
 def gated_condition(obj: Object, now: str) -> None:
@@ -49,16 +72,18 @@ def gated_condition(obj: Object, now: str) -> None:
     )
 
 
-def gate_causes(spec: Any, *, create: bool) -> list[Cause]:
-    """``validateSchedulingGates`` (qualified names, no duplicates) and, on create, no ``nodeName`` while gated."""
+def gate_causes(spec: Any, *, create: bool, prefix: str = "spec.") -> list[Cause]:
+    """``validateSchedulingGates`` (qualified names, no duplicates) of the pod spec at ``prefix`` (a Job's template's
+    too) and, on a pod's create, no ``nodeName`` while gated."""
     causes: list[Cause] = []
     seen: set[str] = set()
     gates = gates_of(spec)
     for index, gate in enumerate(gates):
-        path = f"spec.schedulingGates[{index}]"
-        name = gate.get("name", "") if isinstance(gate, dict) else None
-        if not isinstance(name, str):
-            causes.append(required(f"{path}.name") if isinstance(gate, dict) else Cause(path, "Invalid value"))
+        path = f"{prefix}schedulingGates[{index}]"
+        name = gate.get("name") if isinstance(gate, dict) else None
+        name = "" if name is None else name  # null: Go's zero value
+        if not isinstance(name, str):  # (a decoding error first: :func:`gates_decode_error`)
+            causes.append(Cause(f"{path}.name", "Invalid value: must be a string"))
             continue
         causes.extend(
             Cause(path, f"Invalid value: {go_value(name)}: {problem}") for problem in qualified_name_problems(name)
@@ -94,17 +119,29 @@ def gated_update(new_spec: Object, old_spec: Object) -> tuple[list[Cause], Objec
     if new_selector != old_selector:
         if any(new_selector.get(key) != value for key, value in old_selector.items()):
             message = "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
-            causes.append(Cause("spec.nodeSelector", f"Invalid value: {go_value(new_selector)}: {message}"))
+            shown = go_value(new_spec.get("nodeSelector"))  # a selector taken away is Go's nil map: null
+            causes.append(Cause("spec.nodeSelector", f"Invalid value: {shown}: {message}"))
         _set(munged, "nodeSelector", old_spec.get("nodeSelector"))
     old_affinity = (old_spec.get("affinity") or {}).get("nodeAffinity")
     new_affinity = (new_spec.get("affinity") or {}).get("nodeAffinity")
     if new_affinity != old_affinity:
         causes.extend(_affinity_causes(new_affinity, old_affinity))
-        affinity = {k: v for k, v in (new_spec.get("affinity") or {}).items() if k != "nodeAffinity"}
-        if old_affinity is not None:
-            affinity["nodeAffinity"] = old_affinity
-        _set(munged, "affinity", affinity or old_spec.get("affinity"))
+        _set(munged, "affinity", _affinity_munged(new_spec.get("affinity"), old_spec.get("affinity"), old_affinity))
     return causes, munged
+
+
+def _affinity_munged(new: Any, old: Any, old_node_affinity: Any) -> Any:
+    """The new ``spec.affinity`` with its node affinity set back to the old one, as ``ValidatePodUpdate`` munges it
+    (so that a change of the pod (anti-)affinity beside it is still caught): the old node affinity alone when the
+    new pod has no affinity, none when neither pod had more than a node affinity."""
+    if not isinstance(new, dict):
+        return None if old_node_affinity is None else {"nodeAffinity": old_node_affinity}
+    if old is None and new.get("podAffinity") is None and new.get("podAntiAffinity") is None:
+        return None
+    munged = {k: v for k, v in new.items() if k != "nodeAffinity"}
+    if old_node_affinity is not None:
+        munged["nodeAffinity"] = old_node_affinity
+    return munged
 
 
 def _set(spec: Object, key: str, value: Any) -> None:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+from kubeflux.scheduler.messages import GATED_REASON
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
@@ -99,6 +100,9 @@ class UnansweredPods:
     """Pending pods of external schedulers that no scheduler has answered yet (rule 3 of the module docstring).
 
     A pod is unanswered from its creation until it is bound, marked ``PodScheduled=False``, finished or deleted.
+    A pod with ``spec.schedulingGates`` is not: no scheduler answers it (its controller releases it, perhaps only
+    once time has freed its quota); once its last gate goes it is new to its scheduler, unanswered until bound or
+    marked again (the ``SchedulingGated`` condition it keeps is no answer).
     ``internal`` names the schedulers running in the process (their pods are covered by their busy probes);
     ``external``, when not empty, limits the rule to the pods naming those schedulers.
     """
@@ -110,6 +114,8 @@ class UnansweredPods:
         self.internal, self.external = frozenset(internal), frozenset(external)
         self.waiting: dict[str, str] = {}
         """uid → ``namespace/name`` of every unanswered pod."""
+        self.gated: set[str] = set()
+        """The uids of the pods still gated (unanswered from the update that removes their last gate)."""
         self._watcher = Watcher(pods, "", LabelSelector(), FieldSelector(), backlog=10**9)
         store.collections[pods.collection].watchers.add(self._watcher)
         for obj in list(store.objects(pods)):
@@ -131,23 +137,29 @@ class UnansweredPods:
         uid = meta["uid"]
         if type_ == "DELETED" or spec.get("nodeName") or meta.get("deletionTimestamp"):
             self.waiting.pop(uid, None)
+            self.gated.discard(uid)
             return
         if status.get("phase") in ("Succeeded", "Failed"):
             self.waiting.pop(uid, None)
+            self.gated.discard(uid)
             return
         scheduler = spec.get("schedulerName") or "default-scheduler"
         if scheduler in self.internal or (self.external and scheduler not in self.external):
             return
-        if type_ == "ADDED":
+        if spec.get("schedulingGates"):
+            self.gated.add(uid)
+        elif type_ == "ADDED" or uid in self.gated:
+            self.gated.discard(uid)
             self.waiting[uid] = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
         elif _unschedulable(status):
             self.waiting.pop(uid, None)
 
 
 def _unschedulable(status: Object) -> bool:
+    """Whether a scheduler marked the pod ``PodScheduled=False`` (the API server's ``SchedulingGated`` is not one)."""
     for condition in status.get("conditions") or ():
         if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
-            return bool(condition.get("status") == "False")
+            return bool(condition.get("status") == "False" and condition.get("reason") != GATED_REASON)
     return False
 
 

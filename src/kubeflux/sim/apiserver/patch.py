@@ -34,6 +34,7 @@ MERGE_KEYS: dict[str, str] = {
     "hostAliases": "ip",
     "resourceClaims": "name",
     "topologySpreadConstraints": "topologyKey",
+    "schedulingGates": "name",
 }
 """Lists merged by key: the ``patchMergeKey`` of the Kubernetes types for these field names."""
 
@@ -180,14 +181,17 @@ _DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
 _ELEMENT_ORDER = "$setElementOrder/"
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Strategic merge of ``patch`` into a copy of ``target`` (see the module docstring for what is honoured)."""
+def strategic_merge_patch(target: Any, patch: Any, *, appended: bool = False) -> Any:
+    """Strategic merge of ``patch`` into a copy of ``target`` (see the module docstring for what is honoured).
+
+    A list merged by key takes the order ``strategicpatch`` gives it (:func:`_patch_order`); ``appended`` keeps the
+    live order and puts new items last instead, as server-side apply merges a configuration."""
     if not isinstance(patch, dict):
         raise bad_request("strategic merge patch: the body must be a JSON object")
-    return _merge_map(target if isinstance(target, dict) else {}, patch)
+    return _merge_map(target if isinstance(target, dict) else {}, patch, appended)
 
 
-def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def _merge_map(target: dict[str, Any], patch: dict[str, Any], appended: bool) -> dict[str, Any]:
     directive = patch.get("$patch")
     if directive == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
@@ -216,11 +220,11 @@ def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
             result.pop(key, None)
         elif isinstance(value, dict):
             current = result.get(key)
-            result[key] = _merge_map(current if isinstance(current, dict) else {}, value)
+            result[key] = _merge_map(current if isinstance(current, dict) else {}, value, appended)
             if not result[key] and value.get("$patch") == "delete":
                 result.pop(key)
         elif isinstance(value, list):
-            result[key] = _merge_list(key, result.get(key), value)
+            result[key] = _merge_list(key, result.get(key), value, appended)
         else:
             result[key] = value
     for field, order in orders.items():
@@ -229,7 +233,7 @@ def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
+def _merge_list(field: str, current: Any, patch: list[Any], appended: bool) -> list[Any]:
     existing = current if isinstance(current, list) else []
     if field in SET_LISTS:
         merged = list(existing)
@@ -241,19 +245,54 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
         return copy.deepcopy(replaced)
     if any(item.get("$patch") == "replace" for item in patch):
         return [copy.deepcopy(i) for i in patch if i.get("$patch") != "replace"]
-    merged = [copy.deepcopy(item) for item in existing]
     for item in patch:
         if key not in item:
             raise bad_request(f"strategic merge patch: an item of {field} has no merge key {key!r}")
-        position = next((i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == item[key]), -1)
+    deleted = [item[key] for item in patch if item.get("$patch") == "delete"]
+    merged = [copy.deepcopy(i) for i in existing if not (isinstance(i, dict) and i.get(key) in deleted)]
+    server_order = [i.get(key) if isinstance(i, dict) else None for i in merged]
+    patch_order: list[Any] = []
+    for item in patch:
         if item.get("$patch") == "delete":
-            if position >= 0:
-                merged.pop(position)
-        elif position >= 0:
-            merged[position] = _merge_map(merged[position], item)
+            continue
+        patch_order.append(item[key])
+        position = next((i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == item[key]), -1)
+        if position >= 0:
+            merged[position] = _merge_map(merged[position], item, appended)
         else:
-            merged.append(_merge_map({}, item))
-    return merged
+            merged.append(_merge_map({}, item, appended))
+    if appended or not patch_order:
+        return merged
+    return _patch_order(merged, key, patch_order, server_order)
+
+
+def _patch_order(merged: list[Any], key: str, patch_order: list[Any], server_order: list[Any]) -> list[Any]:
+    """The order strategicpatch's ``normalizeElementOrder`` gives a merged list: the patched items in the patch's
+    order, merged with the other items in the live order, a live item going first only while it stood before the
+    next patched one in the live list. So a new item comes before the live items not yet placed: ``[b, c]`` patched
+    with ``[a]`` is ``[a, b, c]``, with ``[c]`` stays ``[b, c]``."""
+
+    def named(item: Any) -> Any:
+        return item.get(key) if isinstance(item, dict) else None
+
+    patched = sorted((i for i in merged if named(i) in patch_order), key=lambda i: patch_order.index(named(i)))
+    server_only = [i for i in merged if named(i) not in patch_order]
+
+    def live(item: Any) -> int:
+        return server_order.index(named(item)) if named(item) in server_order else -1
+
+    ordered: list[Any] = []
+    left = right = 0
+    while left < len(server_only) or right < len(patched):
+        if right < len(patched) and (
+            left >= len(server_only) or not 0 <= live(server_only[left]) < live(patched[right])
+        ):
+            ordered.append(patched[right])
+            right += 1
+        else:
+            ordered.append(server_only[left])
+            left += 1
+    return ordered
 
 
 def _ordered(field: str, items: list[Any], order: list[Any]) -> list[Any]:

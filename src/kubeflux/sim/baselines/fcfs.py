@@ -183,6 +183,10 @@ class FCFSScheduler:
                 if uid in self._pending_pods:
                     self._forget_pending(pod, uid)  # bound by someone else
             return
+        if pod.deleted:  # being deleted (a finalizer holds it): never bound, so it holds up no job behind it
+            if uid in self._pending_pods:
+                self._forget_pending(pod, uid)
+            return
         if pod.scheduler_name == self.name and uid not in self._pending_pods and not pod.scheduling_gates:
             self._add_pending(pod, uid)
 
