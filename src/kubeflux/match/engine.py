@@ -73,13 +73,20 @@ class JobState(StrEnum):
     CANCELED = "CANCELED"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JobInfo(Picklable):
     jobid: int
     state: JobState
     at: int
     jobspec: str
     overhead: float
+
+    def __init__(self, jobid: int, state: JobState, at: int, jobspec: str, overhead: float) -> None:
+        self.jobid = jobid  # (written out: see docs/native.md)
+        self.state = state
+        self.at = at
+        self.jobspec = jobspec
+        self.overhead = overhead
 
 
 @dataclass(slots=True)
@@ -101,7 +108,7 @@ class MatchTimes:
             self.high = elapsed
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MatchResult(Picklable):
     jobid: int
     matched: bool
@@ -120,6 +127,32 @@ class MatchResult(Picklable):
     placements: tuple[Placement, ...] = ()
     """The nodes, cores and gpus the match took, when the engine's writer keeps them (a
     :class:`~kubeflux.match.writers.PlacementWriter`: the scheduler's engine); empty otherwise."""
+
+    def __init__(
+        self,
+        jobid: int,
+        matched: bool,
+        at: int = 0,
+        satisfiable: bool = True,
+        resources: str = "",
+        error: str = "",
+        errno: Errno | None = None,
+        elapsed: float = 0.0,
+        consumed_id: bool = True,
+        now: int = 0,
+        placements: tuple[Placement, ...] = (),
+    ) -> None:  # (written out: see docs/native.md)
+        self.jobid = jobid
+        self.matched = matched
+        self.at = at
+        self.satisfiable = satisfiable
+        self.resources = resources
+        self.error = error
+        self.errno = errno
+        self.elapsed = elapsed
+        self.consumed_id = consumed_id
+        self.now = now
+        self.placements = placements
 
     @property
     def reserved(self) -> bool:

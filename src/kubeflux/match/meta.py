@@ -19,13 +19,22 @@ class AllocType(IntEnum):
     SATISFIABILITY = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JobMeta:
     jobid: int
     at: int
     duration: int
     alloc_type: AllocType = AllocType.ALLOCATE
     now: int = 0
+
+    def __init__(
+        self, jobid: int, at: int, duration: int, alloc_type: AllocType = AllocType.ALLOCATE, now: int = 0
+    ) -> None:  # (written out: see docs/native.md)
+        self.jobid = jobid
+        self.at = at
+        self.duration = duration
+        self.alloc_type = alloc_type
+        self.now = now
 
 
 class Errno(Enum):

@@ -1,10 +1,9 @@
-"""The base of value classes that cross processes (a sweep's results, a pickled decision): pickle rebuilds them
-from their fields.
+"""The base of value classes that write their own ``__init__`` and cross processes (a sweep's results, a pickled
+decision): pickle rebuilds them from their fields.
 
 Compiled (mypyc), a class with its own ``__init__`` is not rebuilt field by field as a plain dataclass is, so it
 needs a ``__reduce__``: this one calls the class with its fields in declaration order, which its ``__init__``
-(written or generated) takes in that order (``tests/match/test_picklable.py`` checks every written ``__init__``
-against its fields and pickles one value of every subclass).
+takes in that order (``tests/match/test_picklable.py`` checks every written ``__init__`` against its fields).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 
 
 class Picklable:
-    """Subclass it from a ``@dataclass(slots=True)`` whose ``__init__`` takes every field in order."""
+    """Subclass it from a ``@dataclass(slots=True, init=False)`` whose ``__init__`` takes every field in order."""
 
     __slots__ = ()
 
