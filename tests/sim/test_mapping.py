@@ -137,8 +137,8 @@ def test_unknown_format_and_missing_file_are_clear_errors(tmp_path: Path) -> Non
 
 
 def test_a_mapped_job_copies_every_field_but_its_pods_gang_and_verdict() -> None:
-    """``_mapped`` is ``dataclasses.replace`` written out (for speed): a field added to WorkloadJob and not to it
-    fails here."""
+    """``_mapped`` is a faster ``dataclasses.replace`` (it copies the fields by position): every field set apart from
+    its default, so one it dropped or shifted fails here."""
     job = WorkloadJob(
         id="7",
         submit_time=1.5,

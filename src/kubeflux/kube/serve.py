@@ -42,16 +42,13 @@ import orjson
 import urllib3
 from kubernetes import client
 
-from kubeflux.apiobjects.disruption import budget_from_manifest
 from kubeflux.apiobjects.manifests import (
     DEFAULT_SCHEDULER,
     ManifestError,
-    node_from_manifest,
     parse_timestamp,
-    pod_from_manifest,
-    podgroup_from_manifest,
 )
 from kubeflux.apiobjects.queuejobs import queue_by_job
+from kubeflux.apiobjects.watched import cluster_event
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.binderprocess import BinderProcess, copied_client
 from kubeflux.kube.config import ServeConfig
@@ -62,14 +59,13 @@ from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
-    ClusterEvent,
     EventKind,
     Evict,
     PodWarning,
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
+from kubeflux.scheduler.objects import Node
 from kubeflux.wallclock import WallClock
 
 __all__ = ["Serve", "choose_clock"]
@@ -416,23 +412,14 @@ class Serve:
             if not self._in_scope(obj):
                 return
         try:
-            converted: Pod | Node | PodGroup | DisruptionBudget
-            if event.kind == "PodDisruptionBudget":
-                converted = budget_from_manifest(obj)  # the API server validated it
-            elif event.kind == "Node":
-                converted = node_from_manifest(obj)
-            elif event.kind == "PodGroup":
-                converted = podgroup_from_manifest(obj)
-            else:
-                converted = pod_from_manifest(obj)
+            observed = cluster_event(event.type, event.kind, obj)
         except ManifestError as exc:
             self._unreadable(event, str(exc))
             return
-        if isinstance(converted, Node):
-            self._check_shape(kind, converted)
-        cluster_event = ClusterEvent(kind, converted)
+        if isinstance(observed.obj, Node):
+            self._check_shape(kind, observed.obj)
         for core in self.cores:
-            core.observe(cluster_event, now)
+            core.observe(observed, now)
 
     def _check_shape(self, kind: EventKind, node: Node) -> None:
         """A node whose sockets label is unusable is reported (once per problem) and shaped by the default."""

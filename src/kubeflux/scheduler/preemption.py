@@ -27,6 +27,7 @@ import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector, SelectorRequirement
 
@@ -270,11 +271,14 @@ def choose_victim_jobs(
         key=lambda j: (j.priority, j.key),
     )
     tiers = sorted({job.priority for job in lower})
+    keeps_budgets: Callable[[Sequence[VictimJob]], bool] = partial(
+        _within_budgets, budgets=budgets, allowed=allowed, policy_v1=policy_v1
+    )
     for tier in tiers:
         pool = sorted((job for job in lower if job.priority <= tier), key=lambda j: (j.work_lost, j.key))
         if not fits_without(frozenset(job.key for job in pool)):
             continue
-        chosen = _cheapest(pool, fits_without, budgets, allowed, limit, policy_v1)
+        chosen = _cheapest(pool, fits_without, keeps_budgets, limit)
         if chosen is not None:
             return chosen
     return None
@@ -283,13 +287,12 @@ def choose_victim_jobs(
 def _cheapest(
     pool: Sequence[VictimJob],
     fits_without: Callable[[frozenset[str]], bool],
-    budgets: Sequence[DisruptionBudget],
-    allowed: Mapping[str, int],
+    keeps_budgets: Callable[[Sequence[VictimJob]], bool],
     limit: int,
-    policy_v1: bool,
 ) -> tuple[VictimJob, ...] | None:
     """The subset of ``pool`` (sorted by work lost) of least (work lost, size) that lets the preemptor fit and
-    keeps every budget, by best-first enumeration of subsets; a greedy one after ``limit`` of them."""
+    keeps every budget (``keeps_budgets``), by best-first enumeration of subsets; a greedy one after ``limit`` of
+    them."""
     # Each state is a subset given by ascending indices; its children add the next index, or replace its last
     # index by the next: every subset is reached once, in nondecreasing (work, size) order.
     heap: list[tuple[float, int, tuple[int, ...]]] = [(pool[0].work_lost, 1, (0,))] if pool else []
@@ -303,25 +306,23 @@ def _cheapest(
             heapq.heappush(heap, (work + nxt.work_lost, size + 1, (*indices, last + 1)))
             heapq.heappush(heap, (work - pool[last].work_lost + nxt.work_lost, size, (*indices[:-1], last + 1)))
         jobs = [pool[i] for i in indices]
-        if not _within_budgets(jobs, budgets, allowed, policy_v1):
+        if not keeps_budgets(jobs):
             continue
         if fits_without(frozenset(job.key for job in jobs)):
             return tuple(jobs)
     if not heap:
         return None  # every subset tested: none fits within the budgets
-    return _greedy(pool, fits_without, budgets, allowed, policy_v1)
+    return _greedy(pool, fits_without, keeps_budgets)
 
 
 def _greedy(
     pool: Sequence[VictimJob],
     fits_without: Callable[[frozenset[str]], bool],
-    budgets: Sequence[DisruptionBudget],
-    allowed: Mapping[str, int],
-    policy_v1: bool,
+    keeps_budgets: Callable[[Sequence[VictimJob]], bool],
 ) -> tuple[VictimJob, ...] | None:
     taken: list[VictimJob] = []
     for job in pool:
-        if not _within_budgets([*taken, job], budgets, allowed, policy_v1):
+        if not keeps_budgets([*taken, job]):
             continue
         taken.append(job)
         if fits_without(frozenset(j.key for j in taken)):

@@ -32,15 +32,14 @@ from kubeflux.apiobjects.decisions import (
 )
 from kubeflux.apiobjects.disruption import budget_from_manifest
 from kubeflux.apiobjects.eventbudget import EventBudget
-from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest
+from kubeflux.apiobjects.watched import cluster_event
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     PREEMPTED_REASON,
     PREEMPTION_CONDITION_REASON,
     Bind,
-    ClusterEvent,
-    EventKind,
     Evict,
     PodWarning,
     Reject,
@@ -50,7 +49,7 @@ from kubeflux.scheduler.interface import (
     expected_start_annotations,
     expected_start_text,
 )
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import Pod, PodPhase
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
@@ -154,26 +153,20 @@ class InProcessSchedulers:
             self.loop.call_soon(self._cycle)
 
     def _observe(self, type_: str, resource: ResourceType, obj: Object, now: float, prev: Object | None = None) -> None:
+        kind = resource.kind
+        if type_ == "MODIFIED" and prev is not None:
+            if kind == "Node" and _heartbeat_only(obj, prev):
+                return  # a kubelet's status heartbeat: nothing changed that a scheduler reads
+            if kind == "PodGroup" and _status_only(obj, prev):
+                return  # the PodGroup controller's status: nothing a scheduler reads (the simulator has none)
         try:
-            converted: Pod | Node | PodGroup | DisruptionBudget
-            if resource.kind == "PodDisruptionBudget":
-                converted = budget_from_manifest(obj)
-                if type_ == "MODIFIED" and prev is not None and converted == budget_from_manifest(prev):
-                    return  # the disruption controller's counts: nothing a scheduler reads changed
-            elif resource.kind == "Node":
-                if type_ == "MODIFIED" and prev is not None and _heartbeat_only(obj, prev):
-                    return  # a kubelet's status heartbeat: nothing changed that a scheduler reads
-                converted = node_from_manifest(obj)
-            elif resource.kind == "PodGroup":
-                if type_ == "MODIFIED" and prev is not None and _status_only(obj, prev):
-                    return  # the PodGroup controller's status: nothing a scheduler reads (the simulator has none)
-                converted = podgroup_from_manifest(obj)
-            else:
-                converted = self._pod(type_, obj, prev)
+            event = cluster_event(type_, kind, obj, lambda pod: self._pod(type_, pod, prev))
+            budget_only = type_ == "MODIFIED" and kind == "PodDisruptionBudget"
+            if budget_only and prev is not None and event.obj == budget_from_manifest(prev):
+                return  # the disruption controller's counts: nothing a scheduler reads changed
         except ManifestError as exc:  # the store validated it: only a reader stricter than the validation
             log.warning("in-process scheduler: %s", exc)
             return
-        event = ClusterEvent(EventKind(type_), converted)
         for scheduler in self.schedulers:
             scheduler.observe(event, now)
 

@@ -1,7 +1,8 @@
 """One sync of a ``batch/v1`` Job, as kube-controller-manager v1.36's Job controller does it
 (``pkg/controller/job/job_controller.go``, ``syncJob``), as a pure function: the Job, its pods and the time go in,
 a :class:`JobPlan` (pods to create and delete, finalizers to remove, the statuses to write, events, when to look
-again) comes out. The shell that reads the store and applies the plan is :mod:`kubeflux.sim.apiserver.jobs`.
+again) comes out. The shell that reads the store and applies the plan is :mod:`kubeflux.sim.apiserver.jobs`; what the
+controller reads of a pod, and the pods it makes, are :mod:`kubeflux.sim.apiserver.jobpods`.
 
 What a sync decides, in the controller's order:
 
@@ -41,8 +42,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeflux.apiobjects.manifests import format_timestamp, parse_timestamp
+from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.apiobjects.podfailure import PodFailurePolicy, failed_pod_of
+from kubeflux.sim.apiserver import jobpods
+from kubeflux.sim.apiserver.jobpods import TRACKING_FINALIZER
 from kubeflux.sim.jobcontroller import completed_indexes
 
 __all__ = [
@@ -57,8 +60,6 @@ __all__ = [
 
 Object = dict[str, Any]
 
-TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 BACKOFF_BASE = 10.0
 """Seconds before the first replacement of a failed pod (``DefaultJobPodFailureBackOff``)."""
 BACKOFF_CAP = 600.0
@@ -158,82 +159,16 @@ def _ensure(conditions: list[Object], kind: str, status: str, reason: str, messa
     return True
 
 
-def _phase(pod: Object) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def _deleting(pod: Object) -> bool:
-    return bool(pod["metadata"].get("deletionTimestamp"))
-
-
-def _ready(pod: Object) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
-
-
-def _tracked(pod: Object) -> bool:
-    return TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ())
-
-
-def _failed(pod: Object, only_failed: bool = False) -> bool:
-    """``isPodFailed``: Failed, or deleted before it finished (unless ``only_failed``: ``podReplacementPolicy:
-    Failed``, which a ``podFailurePolicy`` implies)."""
-    phase = _phase(pod)
-    return phase == "Failed" or (not only_failed and _deleting(pod) and phase != "Succeeded")
-
-
-def _index(pod: Object) -> int | None:
-    text = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX)
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
-def _seconds(text: Any) -> float | None:
-    try:
-        return parse_timestamp(text) if isinstance(text, str) and text else None
-    except ValueError:
-        return None
-
-
-def _finished_at(pod: Object) -> float:
-    """``getFinishedTime``: the last container's ``finishedAt``, else ``Ready=False``'s transition, else the
-    deletion time less its grace period, else the creation time."""
-    status = pod.get("status") or {}
-    ends = [
-        _seconds(((c or {}).get("state") or {}).get("terminated", {}).get("finishedAt"))
-        for c in status.get("containerStatuses") or ()
-    ]
-    if ends and all(end is not None for end in ends):
-        return max(end for end in ends if end is not None)
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == "Ready" and condition.get("status") == "False":
-            at = _seconds(condition.get("lastTransitionTime"))
-            if at is not None:
-                return at
-    meta = pod["metadata"]
-    deleted = _seconds(meta.get("deletionTimestamp"))
-    if deleted is not None:
-        return deleted - float(meta.get("deletionGracePeriodSeconds") or 0)
-    return _seconds(meta.get("creationTimestamp")) or 0.0
-
-
 def _next_backoff(before: Backoff, succeeded: list[Object], failed: list[Object]) -> Backoff:
     """``newBackoffRecord``: a success resets the count to the failures that finished after it."""
     if not failed:
         return Backoff() if succeeded else Backoff(before.failures, before.last_failure)
-    failure_times = sorted(_finished_at(p) for p in failed)
+    failure_times = sorted(jobpods.finished_at(p) for p in failed)
     if not succeeded:
         return Backoff(before.failures + len(failed), failure_times[-1])
-    last_success = max(_finished_at(p) for p in succeeded)
+    last_success = max(jobpods.finished_at(p) for p in succeeded)
     later = [at for at in failure_times if at > last_success]
     return Backoff(len(later), later[-1] if later else None)
-
-
-def _removal_order(pod: Object) -> tuple[int, int, int]:
-    """``controller.ActivePods``: unscheduled before scheduled, pending before running, not ready before ready."""
-    return (1 if pod["spec"].get("nodeName") else 0, 1 if _phase(pod) == "Running" else 0, 1 if _ready(pod) else 0)
 
 
 def _parse_indexes(text: str, completions: int) -> set[int]:
@@ -245,50 +180,6 @@ def _parse_indexes(text: str, completions: int) -> set[int]:
         except ValueError:
             continue
     return done
-
-
-def pod_from_template(job: Object, index: int | None) -> Object:
-    """A pod of ``job`` as the controller creates it: the template, the tracking finalizer, the controller
-    reference, ``generateName`` (and an Indexed Job's index)."""
-    meta, spec = job["metadata"], job["spec"]
-    template = copy.deepcopy(spec.get("template") or {})
-    pod_meta: Object = dict(template.get("metadata") or {})
-    pod_spec: Object = dict(template.get("spec") or {})
-    labels = dict(pod_meta.get("labels") or {})
-    annotations = dict(pod_meta.get("annotations") or {})
-    generate = f"{meta['name']}-"
-    if index is not None:
-        annotations[COMPLETION_INDEX] = labels[COMPLETION_INDEX] = str(index)
-        pod_spec["hostname"] = f"{meta['name']}-{index}"
-        generate = f"{meta['name']}-{index}-"
-        variable = {
-            "name": "JOB_COMPLETION_INDEX",
-            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{COMPLETION_INDEX}']"}},
-        }
-        pod_spec["containers"] = [
-            {**c, "env": [*(c.get("env") or ()), variable]}
-            if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in c.get("env") or ())
-            else c
-            for c in pod_spec.get("containers") or ()
-        ]
-    finalizers = list(pod_meta.get("finalizers") or ())
-    if TRACKING_FINALIZER not in finalizers:
-        finalizers.append(TRACKING_FINALIZER)
-    owner = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-    pod_meta.pop("name", None)
-    pod_meta.update(generateName=generate, finalizers=finalizers, ownerReferences=[owner])
-    if labels:
-        pod_meta["labels"] = labels
-    if annotations:
-        pod_meta["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
 
 
 class _Sync:
@@ -307,18 +198,20 @@ class _Sync:
         self.indexed = self.spec.get("completionMode") == "Indexed"
         completions = self.spec.get("completions")
         self.completions: int | None = completions if isinstance(completions, int) else None
-        self.active = [p for p in pods if _phase(p) not in _TERMINAL and not _deleting(p)]
-        self.terminating = sum(1 for p in pods if _deleting(p) and _phase(p) not in _TERMINAL)
-        self.ready = sum(1 for p in self.active if _ready(p))
+        self.active = [p for p in pods if jobpods.phase(p) not in _TERMINAL and not jobpods.deleting(p)]
+        self.terminating = sum(1 for p in pods if jobpods.deleting(p) and jobpods.phase(p) not in _TERMINAL)
+        self.ready = sum(1 for p in self.active if jobpods.ready(p))
         uncounted = self.status.get("uncountedTerminatedPods") or {}
         self.uncounted_succeeded = list(uncounted.get("succeeded") or ())
         self.uncounted_failed = list(uncounted.get("failed") or ())
-        valid = [p for p in pods if _tracked(p) and self._valid_index(p)]
+        valid = [p for p in pods if jobpods.tracked(p) and self._valid_index(p)]
         new_succeeded = [
-            p for p in valid if _phase(p) == "Succeeded" and p["metadata"]["uid"] not in self.uncounted_succeeded
+            p for p in valid if jobpods.phase(p) == "Succeeded" and p["metadata"]["uid"] not in self.uncounted_succeeded
         ]
         new_failed = [
-            p for p in valid if _failed(p, self.only_failed) and p["metadata"]["uid"] not in self.uncounted_failed
+            p
+            for p in valid
+            if jobpods.failed(p, self.only_failed) and p["metadata"]["uid"] not in self.uncounted_failed
         ]
         self.succeeded = int(self.status.get("succeeded") or 0) + len(new_succeeded) + len(self.uncounted_succeeded)
         counted = sum(1 for p in new_failed if self._counts(p))  # nonIgnoredFailedPodsCount
@@ -328,7 +221,11 @@ class _Sync:
         if self.indexed and self.completions is not None:
             self.done_indexes = _parse_indexes(str(self.status.get("completedIndexes") or ""), self.completions)
             self.done_indexes.update(
-                i for p in pods if _phase(p) == "Succeeded" and (i := _index(p)) is not None and i < self.completions
+                i
+                for p in pods
+                if jobpods.phase(p) == "Succeeded"
+                and (i := jobpods.completion_index(p)) is not None
+                and i < self.completions
             )
             self.succeeded = len(self.done_indexes)
 
@@ -341,7 +238,7 @@ class _Sync:
         if self.policy is None:
             return ""
         for pod in self.pods:
-            if _failed(pod, self.only_failed):
+            if jobpods.failed(pod, self.only_failed):
                 message = self.policy.judge(failed_pod_of(pod)).fail_job
                 if message:
                     return message
@@ -350,7 +247,7 @@ class _Sync:
     def _valid_index(self, pod: Object) -> bool:
         if not self.indexed:
             return True
-        index = _index(pod)
+        index = jobpods.completion_index(pod)
         return index is not None and self.completions is not None and index < self.completions
 
     def run(self) -> JobPlan:
@@ -365,7 +262,7 @@ class _Sync:
             plan.delete.extend((p["metadata"]["name"], False) for p in deleted)
             active = 0
             self.terminating += len(deleted)
-            self.ready -= sum(1 for p in deleted if _ready(p))
+            self.ready -= sum(1 for p in deleted if jobpods.ready(p))
         else:
             active = self._manage()
             complete = (
@@ -400,7 +297,7 @@ class _Sync:
         if self.failed > int(spec.get("backoffLimit", 6)):
             reason = "BackoffLimitExceeded"
         deadline = spec.get("activeDeadlineSeconds")
-        start = _seconds(status.get("startTime"))
+        start = jobpods.seconds(status.get("startTime"))
         if not reason and isinstance(deadline, int) and start is not None and not self.suspended:
             left = start + deadline - self.now
             if left <= 0:
@@ -426,7 +323,7 @@ class _Sync:
         if self.suspended:
             plan.delete.extend((p["metadata"]["name"], True) for p in active_pods)
             self.terminating += active
-            self.ready -= sum(1 for p in active_pods if _ready(p))
+            self.ready -= sum(1 for p in active_pods if jobpods.ready(p))
             return 0
         if self.completions is None:
             want = active if self.succeeded > 0 else parallelism
@@ -439,7 +336,7 @@ class _Sync:
         if remove:
             plan.delete.extend((p["metadata"]["name"], True) for p in remove)
             self.terminating += len(remove)
-            self.ready -= sum(1 for p in remove if _ready(p))
+            self.ready -= sum(1 for p in remove if jobpods.ready(p))
             return active - len(remove)
         missing = want - active - (self.terminating if self.only_failed else 0)
         if missing <= 0:
@@ -453,11 +350,11 @@ class _Sync:
             self._pace()
         indexes: list[int | None] = [None] * missing
         if self.indexed and self.completions is not None:
-            running = {_index(p) for p in active_pods}
+            running = {jobpods.completion_index(p) for p in active_pods}
             free = (i for i in range(self.completions) if i not in self.done_indexes and i not in running)
             indexes = [i for _, i in zip(range(missing), free, strict=False)]
         for index in indexes:
-            plan.create.append(pod_from_template(self.job, index))
+            plan.create.append(jobpods.pod_from_template(self.job, index))
         return active + len(indexes)
 
     def _for_removal(self, at_least: int) -> list[Object]:
@@ -468,15 +365,17 @@ class _Sync:
         if self.indexed:
             seen: set[int] = set()
             left = []
-            for pod in sorted(self.active, key=lambda p: (not _ready(p), p["metadata"].get("creationTimestamp", ""))):
-                index = _index(pod)
+            for pod in sorted(
+                self.active, key=lambda p: (not jobpods.ready(p), p["metadata"].get("creationTimestamp", ""))
+            ):
+                index = jobpods.completion_index(pod)
                 if index is None or index in seen or not self._valid_index(pod) or index in self.done_indexes:
                     remove.append(pod)
                 else:
                     seen.add(index)
                     left.append(pod)
         if len(remove) < at_least:
-            left.sort(key=_removal_order)
+            left.sort(key=jobpods.removal_order)
             remove.extend(left[: at_least - len(remove)])
         return remove
 
@@ -513,14 +412,14 @@ class _Sync:
         new_succeeded: list[int] = []
         for pod in self.pods:
             uid = pod["metadata"]["uid"]
-            if not _tracked(pod):
+            if not jobpods.tracked(pod):
                 continue
-            failed = _failed(pod, self.only_failed)
-            if not (finish is not None or _phase(pod) == "Succeeded" or failed):
+            failed = jobpods.failed(pod, self.only_failed)
+            if not (finish is not None or jobpods.phase(pod) == "Succeeded" or failed):
                 continue
             plan.unfinalize.append(pod["metadata"]["name"])
-            if _phase(pod) == "Succeeded" and uid not in self.uncounted_failed:
-                index = _index(pod)
+            if jobpods.phase(pod) == "Succeeded" and uid not in self.uncounted_failed:
+                index = jobpods.completion_index(pod)
                 if self.indexed:
                     if index is not None and self._valid_index(pod):
                         new_succeeded.append(index)
@@ -607,6 +506,6 @@ def sync_job(job: Object, pods: list[Object], now: float, backoff: Backoff) -> J
     record; see the module docstring. A finished Job only has its pods' finalizers removed."""
     if finished_condition(job):
         plan = JobPlan(backoff=backoff)
-        plan.unfinalize = [p["metadata"]["name"] for p in pods if _tracked(p)]
+        plan.unfinalize = [p["metadata"]["name"] for p in pods if jobpods.tracked(p)]
         return plan
     return _Sync(job, pods, now, backoff).run()

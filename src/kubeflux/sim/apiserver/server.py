@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import uvicorn
 import yaml
@@ -63,6 +63,12 @@ CONTROLLERS = ("job", "podgroup", "disruption", *STORE_CONTROLLERS)
 TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status); and the store's own."""
 
 T = TypeVar("T")
+
+
+class _Component(Protocol):
+    """What the server runs beside the store (the kubelet, the controllers, the schedulers, a replay)."""
+
+    def stop(self) -> None: ...
 
 
 def node_manifest(node: Node, now: float) -> dict[str, Any]:
@@ -359,20 +365,22 @@ class ApiServer:
                 await pacing
                 if self.pacer.unanswered is not None:
                     self.pacer.unanswered.stop()
-            if self.kubelet is not None:
-                self.kubelet.stop()
-            if self.schedulers is not None:
-                self.schedulers.stop()
-            if self.podgroup_controller is not None:
-                self.podgroup_controller.stop()
-            if self.disruption_controller is not None:
-                self.disruption_controller.stop()
-            if self.job_controller is not None:
-                self.job_controller.stop()
-            if self.replay is not None:
-                self.replay.stop()
+            for component in self._components():
+                component.stop()
             if isinstance(timers, WallEvents):
                 timers.stop()
+
+    def _components(self) -> list[_Component]:
+        """The components running beside the store, in the order they stop."""
+        components = (
+            self.kubelet,
+            self.schedulers,
+            self.podgroup_controller,
+            self.disruption_controller,
+            self.job_controller,
+            self.replay,
+        )
+        return [component for component in components if component is not None]
 
     def _pacer(self, clock: VirtualClock) -> Pacer:
         internal = [core.name for core in self._scheduler_cores]

@@ -58,13 +58,11 @@ import math
 import random
 from typing import TypedDict
 
-import numpy as np
-import numpy.typing as npt
-
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
-from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message, never_fits
+from kubeflux.scheduler.constraints import fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.baselines.kube_filter import NodeSearch
 from kubeflux.sim.baselines.kube_preemption import (
     NO_POST_FILTER,
     PREEMPTION_LOWER_PRIORITY,
@@ -85,7 +83,7 @@ from kubeflux.sim.baselines.kube_queue import (
     QueueKey,
     SortKey,
 )
-from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
+from kubeflux.sim.baselines.node_table import NodeTable, num_feasible_nodes_to_find
 
 __all__ = [  # the queue's and the failure memo's names are re-exported for the baselines built on this one
     "QUEUE_CLASSIC",
@@ -100,8 +98,6 @@ __all__ = [  # the queue's and the failure memo's names are re-exported for the 
     "num_feasible_nodes_to_find",
     "pod_never",
 ]
-
-_ANSWERS_KEPT = 4_096
 
 
 class KubeDefaultOptions(TypedDict, total=False):
@@ -175,16 +171,12 @@ class KubeDefaultScheduler:
         self._generation = 1  # so that "one behind" (retry after back-off) is never the -1 of "due now"
         self._stamps = 0
         """Counts the pods' entries into the queue and failures (:attr:`QueuedPod.order`)."""
-        self._next_start = 0
         self._attempted: set[str] = set()
         """The pods tried in the current :meth:`schedule` call (each at most once)."""
         self._active: list[tuple[QueueKey, int, QueuedPod]] = []
         self._sequence = 0
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
-        self._answers: dict[tuple[object, ...], tuple[str | None, int]] = {}
-        """(usage, pod shape, scan start) -> (chosen node, next scan start), for answers that drew no random
-        number: a gang cycling through Permit and rejection meets the same cluster states again and again."""
-        self._fit_errors: dict[tuple[object, ...], str] = {}
+        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng)
         self.preemption: DefaultPreemption | None = None
         """DefaultPreemption, unless ``preemption="never"``."""
         if preemption == PREEMPTION_LOWER_PRIORITY:
@@ -465,82 +457,13 @@ class KubeDefaultScheduler:
     # --- Filter and Score over the node arrays -------------------------------------------------------------
 
     def _find_node(self, pod: Pod) -> str | None:
-        table = self.nodes
-        total = len(table)
-        if total == 0:
-            return None
-        if self.preemption is not None and self.preemption.nominations:
+        """Filter and Score (:class:`~kubeflux.sim.baselines.kube_filter.NodeSearch`), after the node the pod is
+        nominated to, if it fits there (``evaluateNominatedNode``: first, unscored)."""
+        if len(self.nodes) and self.preemption is not None and self.preemption.nominations:
             nominated = self.preemption.nominated_fit(pod)
             if nominated is not None:
-                return nominated  # evaluateNominatedNode: the nominated node first, unscored
-        start = self._next_start % total
-        key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
-        known = self._answers.get(key)
-        if known is not None:
-            node, self._next_start = known
-            return node
-        if len(self._answers) >= _ANSWERS_KEPT:
-            self._answers.clear()
-        node, drew = self._search(pod, start, total)
-        if not drew:
-            self._answers[key] = (node, self._next_start)
-        return node
-
-    def _search(self, pod: Pod, start: int, total: int) -> tuple[str | None, bool]:
-        """Filter from ``start`` round-robin, then score: (the chosen node, whether a random number was drawn)."""
-        table = self.nodes
-        feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
-        rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
-        wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
-        cumulative = np.cumsum(rotated, dtype=np.int64)
-        found = int(cumulative[-1])
-        if found == 0:
-            self._next_start = start  # every node was processed: back where it started
-            return None, False
-        # kube-scheduler cancels the (parallel) filter when it meets feasible node number wanted + 1; that node
-        # is dropped, and every node before it counts as processed for the next cycle's start.
-        processed = int(np.searchsorted(cumulative, wanted + 1)) if found > wanted else total
-        candidates = (np.flatnonzero(rotated[:processed]) + start) % total
-        self._next_start = (start + processed) % total
-        scores = self._scores(pod, candidates)
-        best = np.flatnonzero(scores == scores.max())
-        if self._rng is None or len(best) == 1:
-            return table.names[int(candidates[int(best[0])])], False
-        return table.names[int(candidates[int(self._rng.choice(best.tolist()))])], True
-
-    def _scores(self, pod: Pod, candidates: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """NodeResourcesFit LeastAllocated over cpu and memory (weights 1 and 1), as integers 0..100."""
-        table = self.nodes
-        cpu, memory = nonzero_requests(pod.requests)
-        total = least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
-        total += least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
-        return total // 2
+                return nominated
+        return self.search.find(pod)
 
     def _fit_error(self, pod: Pod) -> str:
-        """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
-        key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
-        message = self._fit_errors.get(key)
-        if message is None:
-            if len(self._fit_errors) >= _ANSWERS_KEPT:
-                self._fit_errors.clear()
-            message = self._fit_errors[key] = self._count_reasons(pod)
-        return message
-
-    def _count_reasons(self, pod: Pod) -> str:
-        table = self.nodes
-        counts: dict[str, int] = {}
-        codes, reasons = table.static_reasons(pod)
-        for code in np.flatnonzero(np.bincount(codes, minlength=len(reasons))):
-            if code:
-                counts[reasons[code]] = int(np.count_nonzero(codes == code))
-        passed = codes == 0
-        if table.has_pod_limit:
-            too_many = int(np.count_nonzero(passed & (table.pod_count + 1 > table.pod_limit)))
-            if too_many:
-                counts[REASON_TOO_MANY_PODS] = too_many
-        if any(amount > 0 for amount in pod.requests.values()):
-            for name, short in table.insufficient(pod.requests):
-                count = int(np.count_nonzero(passed & short))
-                if count:
-                    counts[f"Insufficient {name}"] = count
-        return fit_error_message(len(table), counts)
+        return self.search.fit_error(pod)

@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 from pathlib import Path
 from typing import Any
 
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import MAX_SECONDS, echo, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
-from kubeflux.sim.workloads.swf import open_text, workload_name
+from kubeflux.sim.workloads.swf import read_text, workload_name
 
 DEFAULT_HOST_SPEED = 1e9
 """Flop/s of one host; 1 Gflop/s recovers the run times of the shared KTH-SP2 workload."""
@@ -138,11 +137,7 @@ def _json_float(text: str) -> float:
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        with open_text(path) as stream:  # plain or gzip-compressed
-            text = stream.read()
-    except (OSError, EOFError, zlib.error) as exc:
-        raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
+    text = read_text(path)  # plain or gzip-compressed
     try:
         return json.loads(text, parse_float=_json_float, parse_constant=_Written)
     except json.JSONDecodeError as exc:

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +85,7 @@ from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.policies import POLICY_KINDS, ClusterPolicies
-from kubeflux.sim.workloads.swf import open_text, workload_name
+from kubeflux.sim.workloads.swf import read_text, workload_name
 
 SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
 DELETE_TIME_ANNOTATION = "sim.kubeflux.io/delete-time"
@@ -102,11 +101,7 @@ def load_documents(path: Path) -> Iterator[tuple[str, Any]]:
     ``where`` is ``document N`` (1-based) or ``document N, items[i]``. Empty documents are skipped. Raises
     :class:`WorkloadError` for an unreadable file or broken YAML (with the line).
     """
-    try:
-        with open_text(path) as stream:  # plain or gzip-compressed
-            text = stream.read()
-    except (OSError, EOFError, zlib.error) as exc:
-        raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
+    text = read_text(path)  # plain or gzip-compressed
     try:
         documents = list(yaml.load_all(text, Loader=YamlLoader))
     except RecursionError as exc:
@@ -487,29 +482,25 @@ class _Builder:
             elif not jobs:
                 self.problems.append(f"{self.file_name}: {where}: PodGroup {key} has no pods in the file; skipped")
         for key, members in self.members.items():
-            refused = self.refused_groups.get(key)
             for member in members:
                 lone = self._lone_pod(member.pod, member.namespace, member.submit_time, member.where, member.rejected)
-                pod = f"Pod {member.namespace}/{member.pod.name}"
-                if refused is not None:
-                    lone.rejected = f"its PodGroup {key} is invalid ({refused})"
-                    self.problems.append(f"{self.file_name}: {member.where}: {pod}: {lone.rejected}; rejected")
-                else:
-                    self.problems.append(
-                        f"{self.file_name}: {member.where}: {pod} names PodGroup {key}, which the file does not "
-                        "define; it runs as a lone pod"
-                    )
+                where = f"{self.file_name}: {member.where}: Pod {member.namespace}/{member.pod.name}"
+                self._ungrouped(lone, where, key, "it runs as a lone pod")
                 self.jobs.append(lone)
         for key, jobs in self.group_jobs.items():
-            refused = self.refused_groups.get(key)
             for job in jobs:
-                if refused is not None:
-                    job.rejected = f"its PodGroup {key} is invalid ({refused})"
-                    self.problems.append(f"{job.source}: Job {job.id}: {job.rejected}; rejected")
-                else:
-                    self.problems.append(
-                        f"{job.source}: Job {job.id} names PodGroup {key}, which the file does not define; no gang"
-                    )
+                self._ungrouped(job, f"{job.source}: Job {job.id}", key, "no gang")
+
+    def _ungrouped(self, job: WorkloadJob, where: str, key: str, otherwise: str) -> None:
+        """``job`` (said as ``where``) names the PodGroup ``key``, which the file does not define as a valid group:
+        rejected when the file defines it invalid, else it runs as it is (``otherwise`` says how); a problem says
+        which."""
+        refused = self.refused_groups.get(key)
+        if refused is not None:
+            job.rejected = f"its PodGroup {key} is invalid ({refused})"
+            self.problems.append(f"{where}: {job.rejected}; rejected")
+        else:
+            self.problems.append(f"{where} names PodGroup {key}, which the file does not define; {otherwise}")
 
 
 def images(pods: list[PodTemplate]) -> str:

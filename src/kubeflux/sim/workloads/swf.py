@@ -133,6 +133,18 @@ def open_text(path: Path) -> TextIO:
         raise WorkloadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
+def read_text(path: Path) -> str:
+    """The whole text of ``path``, plain or gzip-compressed (:func:`open_text`).
+
+    Raises :class:`WorkloadError` when the file cannot be read, or ends early (a truncated or corrupt gzip file).
+    """
+    try:
+        with open_text(path) as stream:
+            return stream.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise WorkloadError(f"{path}: cannot read: {exc} (is the file truncated or corrupt?)") from exc
+
+
 def _bad_field(parts: list[str]) -> str:
     """The message for a line whose fields did not all convert (slow path: only for bad lines)."""
     for index, text in enumerate(parts):
@@ -370,5 +382,6 @@ __all__ = [
     "job_from_record",
     "open_text",
     "read_swf",
+    "read_text",
     "workload_name",
 ]

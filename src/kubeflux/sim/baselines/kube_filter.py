@@ -1,0 +1,119 @@
+"""kube-scheduler's Filter and Score over the nodes of a :class:`~kubeflux.sim.baselines.node_table.NodeTable`, for
+the kube-scheduler-like baselines (:mod:`~kubeflux.sim.baselines.kube_default`): the filters (NodeUnschedulable,
+TaintToleration, NodeAffinity, NodeResourcesFit) scanned round-robin from where the previous cycle stopped
+(``nextStartNodeIndex``) until ``percentageOfNodesToScore`` of the nodes passed, NodeResourcesFit
+``LeastAllocated`` scores, the best node (ties: the first in scan order, or a seeded random choice), and the
+``0/N nodes are available: …`` message (``FitError``) when no node passes.
+
+Answers that drew no random number are remembered per cluster state (the nodes' usage, the pod's shape and the scan
+start): a gang cycling through Permit and rejection meets the same states again and again.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import numpy.typing as npt
+
+from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message
+from kubeflux.scheduler.objects import CPU, MEMORY, Pod
+from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
+
+__all__ = ["NodeSearch"]
+
+_ANSWERS_KEPT = 4_096
+
+
+class NodeSearch:
+    """Filter and Score for one pod at a time over ``nodes`` (see the module docstring). ``rng``: ties drawn at
+    random (the scheduler's generator, shared with its preemption); None: the first in scan order."""
+
+    def __init__(self, nodes: NodeTable, percentage_of_nodes_to_score: int, rng: random.Random | None) -> None:
+        self.nodes = nodes
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._rng = rng
+        self.next_start = 0
+        """Where the next scan starts (``nextStartNodeIndex``)."""
+        self._answers: dict[tuple[object, ...], tuple[str | None, int]] = {}
+        """(usage, pod shape, scan start) -> (chosen node, next scan start), for answers that drew no random
+        number."""
+        self._fit_errors: dict[tuple[object, ...], str] = {}
+
+    def find(self, pod: Pod) -> str | None:
+        """The node kube-scheduler's Filter and Score choose for ``pod``; None when no node passes the filters."""
+        table = self.nodes
+        total = len(table)
+        if total == 0:
+            return None
+        start = self.next_start % total
+        key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
+        known = self._answers.get(key)
+        if known is not None:
+            node, self.next_start = known
+            return node
+        if len(self._answers) >= _ANSWERS_KEPT:
+            self._answers.clear()
+        node, drew = self._search(pod, start, total)
+        if not drew:
+            self._answers[key] = (node, self.next_start)
+        return node
+
+    def _search(self, pod: Pod, start: int, total: int) -> tuple[str | None, bool]:
+        """Filter from ``start`` round-robin, then score: (the chosen node, whether a random number was drawn)."""
+        table = self.nodes
+        feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
+        rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
+        wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
+        cumulative = np.cumsum(rotated, dtype=np.int64)
+        found = int(cumulative[-1])
+        if found == 0:
+            self.next_start = start  # every node was processed: back where it started
+            return None, False
+        # kube-scheduler cancels the (parallel) filter when it meets feasible node number wanted + 1; that node
+        # is dropped, and every node before it counts as processed for the next cycle's start.
+        processed = int(np.searchsorted(cumulative, wanted + 1)) if found > wanted else total
+        candidates = (np.flatnonzero(rotated[:processed]) + start) % total
+        self.next_start = (start + processed) % total
+        scores = self._scores(pod, candidates)
+        best = np.flatnonzero(scores == scores.max())
+        if self._rng is None or len(best) == 1:
+            return table.names[int(candidates[int(best[0])])], False
+        return table.names[int(candidates[int(self._rng.choice(best.tolist()))])], True
+
+    def _scores(self, pod: Pod, candidates: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """NodeResourcesFit LeastAllocated over cpu and memory (weights 1 and 1), as integers 0..100."""
+        table = self.nodes
+        cpu, memory = nonzero_requests(pod.requests)
+        total = least_requested(table.nonzero_cpu[candidates] + cpu, table.allocatable(CPU)[candidates])
+        total += least_requested(table.nonzero_memory[candidates] + memory, table.allocatable(MEMORY)[candidates])
+        return total // 2
+
+    def fit_error(self, pod: Pod) -> str:
+        """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
+        key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
+        message = self._fit_errors.get(key)
+        if message is None:
+            if len(self._fit_errors) >= _ANSWERS_KEPT:
+                self._fit_errors.clear()
+            message = self._fit_errors[key] = self._count_reasons(pod)
+        return message
+
+    def _count_reasons(self, pod: Pod) -> str:
+        table = self.nodes
+        counts: dict[str, int] = {}
+        codes, reasons = table.static_reasons(pod)
+        for code in np.flatnonzero(np.bincount(codes, minlength=len(reasons))):
+            if code:
+                counts[reasons[code]] = int(np.count_nonzero(codes == code))
+        passed = codes == 0
+        if table.has_pod_limit:
+            too_many = int(np.count_nonzero(passed & (table.pod_count + 1 > table.pod_limit)))
+            if too_many:
+                counts[REASON_TOO_MANY_PODS] = too_many
+        if any(amount > 0 for amount in pod.requests.values()):
+            for name, short in table.insufficient(pod.requests):
+                count = int(np.count_nonzero(passed & short))
+                if count:
+                    counts[f"Insufficient {name}"] = count
+        return fit_error_message(len(table), counts)
