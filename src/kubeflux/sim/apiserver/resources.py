@@ -29,6 +29,7 @@ from kubeflux.sim.apiserver.event_strategies import (
     core_event_from_v1,
     event_v1_from_core,
 )
+from kubeflux.sim.apiserver.quota import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
 
 __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
@@ -39,7 +40,6 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
     ("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ()),
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ()),
-    ("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ()),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",), ()),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", False, (), ()),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, (), ()),
@@ -66,7 +66,7 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ),
 )
 """What kube-scheduler and kube-controller-manager v1.36 watch at their default flags and kubeflux does not model
-(no Services, volumes, storage, quotas, autoscaling, certificates, RBAC or admission policies): served so that their
+(no Services, volumes, storage, autoscaling, certificates, RBAC or admission policies): served so that their
 informers sync, and empty.
 
 (group, version, plural, kind, namespaced, short names, categories), as the real server's discovery has them."""
@@ -93,6 +93,9 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ConfigMapStrategy(), ("cm",)),
         ResourceType("", "v1", "secrets", "Secret", True, SecretStrategy()),
         ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ServiceAccountStrategy(), ("sa",)),
+        ResourceType(
+            "", "v1", "resourcequotas", "ResourceQuota", True, ResourceQuotaStrategy(), ("quota",), (), ("status",)
+        ),
         ResourceType("", "v1", "endpoints", "Endpoints", True, EndpointsStrategy(), ("ep",)),
         ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
         ResourceType("batch", "v1", "cronjobs", "CronJob", True, CronJobStrategy(), ("cj",), ("all",), ("status",)),

@@ -44,6 +44,7 @@ from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.jobs import JobController
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
 from kubeflux.sim.apiserver.pacer import Activity, Pacer, TimeHeader, UnansweredPods
+from kubeflux.sim.apiserver.quota_controller import QuotaController
 from kubeflux.sim.apiserver.replay import WorkloadReplay
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
@@ -58,9 +59,10 @@ STORE_CONTROLLERS = ("garbagecollector", "namespace")
 """What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
 a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
 leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
-CONTROLLERS = ("job", "podgroup", "disruption", *STORE_CONTROLLERS)
+CONTROLLERS = ("job", "podgroup", "disruption", "resourcequota", *STORE_CONTROLLERS)
 """The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
-TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status); and the store's own."""
+TTL-after-finished controller), ``podgroup`` (scheduler-plugins' PodGroup status), ``disruption`` and
+``resourcequota`` (kube-controller-manager's: budgets' and quotas' status); and the store's own."""
 
 T = TypeVar("T")
 
@@ -251,6 +253,8 @@ class ApiServer:
         """The PodDisruptionBudgets' counts (with the ``disruption`` controller), once serving."""
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""
+        self.quota_controller: QuotaController | None = None
+        """The ResourceQuotas' status (with the ``resourcequota`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
         self.kubelet: SimulatedKubelet | None = None
@@ -330,6 +334,8 @@ class ApiServer:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if "disruption" in self.controllers and self.store.registry.find("policy", "v1", "poddisruptionbudgets"):
             self.disruption_controller = DisruptionController(self.store, loop)
+        if "resourcequota" in self.controllers:
+            self.quota_controller = QuotaController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -367,6 +373,8 @@ class ApiServer:
                 self.podgroup_controller.stop()
             if self.disruption_controller is not None:
                 self.disruption_controller.stop()
+            if self.quota_controller is not None:
+                self.quota_controller.stop()
             if self.job_controller is not None:
                 self.job_controller.stop()
             if self.replay is not None:
@@ -378,7 +386,13 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        components = (self.kubelet, self.podgroup_controller, self.disruption_controller, self.job_controller)
+        components = (
+            self.kubelet,
+            self.podgroup_controller,
+            self.disruption_controller,
+            self.job_controller,
+            self.quota_controller,
+        )
         for component in (*components, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))

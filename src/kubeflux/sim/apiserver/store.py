@@ -38,6 +38,7 @@ from kubeflux.sim.apiserver.metadata import (
     metadata_causes,
     uid_from_bits,
 )
+from kubeflux.sim.apiserver.quota_admission import admit_create
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
@@ -353,6 +354,7 @@ class Store:
         key = object_key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
+        admit_create(self, resource, obj)
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
