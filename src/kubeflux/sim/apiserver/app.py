@@ -37,7 +37,9 @@ from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_ma
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.queue_route import QUEUE_PATH, QueueRoute
 from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.scale import get_scale, patch_scale, update_scale
 from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.tokens import TokenIssuer
 from kubeflux.wallclock import WallClock
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ _STRATEGIC = "application/strategic-merge-patch+json"
 _APPLY = "application/apply-patch+yaml"
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+_SUBRESOURCE_METHODS = {"scale": ("GET", "PUT", "PATCH"), "token": ("POST",)}
+"""Subresources that serve only some methods (the real server answers 405 to the others)."""
 
 
 @dataclass(slots=True)
@@ -124,6 +128,8 @@ class ApiApp:
         self.activity: Activity | None = None
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
         self.openapi = OpenApi(self.registry)
+        self.tokens = TokenIssuer()
+        """The ServiceAccount tokens issued (``serviceaccounts/NAME/token``), accepted as bearer tokens."""
         self.queue = QueueRoute()
         """``GET /kubeflux/queue``: the in-process schedulers' queues (given once they run)."""
         self.streams = WatchStreams(store, self.settings, Renderer())
@@ -238,8 +244,15 @@ class ApiApp:
         raise errors.unsupported_media_type(media, "application/json, application/yaml")
 
     def _authorize(self, headers: dict[str, str]) -> None:
-        if self.settings.token and headers.get("authorization", "") != f"Bearer {self.settings.token}":
-            raise errors.unauthorized()
+        """With a token set: the request carries it, or a ServiceAccount token this server issued."""
+        if not self.settings.token:
+            return
+        given = headers.get("authorization", "")
+        if given == f"Bearer {self.settings.token}":
+            return
+        if given.startswith("Bearer ") and self.tokens.identity(given[7:], self.store) is not None:
+            return
+        raise errors.unauthorized()
 
     # -- routing ---------------------------------------------------------------------------------------------
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -290,6 +303,8 @@ class ApiApp:
         accept = headers.get("accept", "")
         output = self.media.output(accept, target.resource.api_version)
         if target.subresource == "finalize" and method != "PUT":
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        if method not in _SUBRESOURCE_METHODS.get(target.subresource, (method,)):
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         if target.subresource == "log":
             if method != "GET":
@@ -388,6 +403,8 @@ class ApiApp:
         resource = target.resource
         if resource.create_only:
             raise errors.method_not_allowed(f"{resource.plural} can only be created")
+        if target.subresource == "scale":
+            return get_scale(self.store, resource, target.namespace, target.name)
         if target.name:
             obj = self.store.get(resource, target.namespace, target.name)
             if as_table:
@@ -445,6 +462,9 @@ class ApiApp:
 
     def _post(self, target: Target, data: bytes, content_type: str, manager: str = "") -> tuple[int, Any]:
         resource = target.resource
+        if target.subresource == "token":
+            body = self._decode(data, content_type, "authentication.k8s.io/v1")
+            return 201, self.tokens.request(self.store, resource, target.namespace, target.name, body, manager)
         body = self._decode(data, content_type, resource.api_version)
         if isinstance(resource.strategy, ReviewStrategy):
             answer = resource.strategy.answer(body, target.namespace)
@@ -477,6 +497,9 @@ class ApiApp:
     def _put(self, target: Target, data: bytes, content_type: str) -> Any:
         if not target.name:
             raise errors.method_not_allowed("PUT needs an object name")
+        if target.subresource == "scale":
+            body = self._decode(data, content_type, "autoscaling/v1")
+            return update_scale(self.store, target.resource, target.namespace, target.name, body)
         body = self._decode(data, content_type, target.resource.api_version)
         return self.store.update(target.resource, target.namespace, target.name, body, target.subresource)
 
@@ -499,6 +522,11 @@ class ApiApp:
             raise errors.bad_request(f"the patch is nested more than {MAX_DEPTH} levels deep")
         if media != _JSON_PATCH and not isinstance(patch, dict):
             raise errors.bad_request("the patch must be a JSON object")
+        if target.subresource == "scale":
+            scaled = patch_scale(
+                self.store, target.resource, target.namespace, target.name, lambda current: applier(current, patch)
+            )
+            return 200, scaled
         return 200, self.store.patch(
             target.resource, target.namespace, target.name, lambda current: applier(current, patch), target.subresource
         )

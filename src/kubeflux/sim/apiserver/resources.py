@@ -92,7 +92,9 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ConfigMapStrategy(), ("cm",)),
         ResourceType("", "v1", "secrets", "Secret", True, SecretStrategy()),
-        ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ServiceAccountStrategy(), ("sa",)),
+        ResourceType(
+            "", "v1", "serviceaccounts", "ServiceAccount", True, ServiceAccountStrategy(), ("sa",), (), ("token",)
+        ),
         ResourceType(
             "", "v1", "resourcequotas", "ResourceQuota", True, ResourceQuotaStrategy(), ("quota",), (), ("status",)
         ),
@@ -150,14 +152,14 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
 def _controllers_objects() -> list[ResourceType]:
     """What kube-controller-manager's controllers keep (the apps/v1 workloads, PodDisruptionBudgets, EndpointSlices),
     stored for it as the real server stores them."""
-    status = ("status",)
+    status, scaled = ("status",), ("scale", "status")
     return [
         ResourceType(
-            "apps", "v1", "deployments", "Deployment", True, deployment_strategy(), ("deploy",), ("all",), status
+            "apps", "v1", "deployments", "Deployment", True, deployment_strategy(), ("deploy",), ("all",), scaled
         ),
-        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, replicaset_strategy(), ("rs",), ("all",), status),
+        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, replicaset_strategy(), ("rs",), ("all",), scaled),
         ResourceType(
-            "apps", "v1", "statefulsets", "StatefulSet", True, statefulset_strategy(), ("sts",), ("all",), status
+            "apps", "v1", "statefulsets", "StatefulSet", True, statefulset_strategy(), ("sts",), ("all",), scaled
         ),
         ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, daemonset_strategy(), ("ds",), ("all",), status),
         ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True, ControllerRevisionStrategy()),
