@@ -14,10 +14,12 @@ SERVED = {
         "namespaces", "nodes", "pods", "pods/status", "pods/binding", "pods/eviction", "bindings", "events",
         "configmaps", "secrets", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims",
         "namespaces/status", "nodes/status", "namespaces/finalize", "serviceaccounts", "endpoints", "resourcequotas",
+        "resourcequotas/status", "serviceaccounts/token",
     },
     "apps/v1": {
         "replicasets", "statefulsets", "deployments", "daemonsets", "controllerrevisions", "replicasets/status",
-        "statefulsets/status", "deployments/status", "daemonsets/status",
+        "statefulsets/status", "deployments/status", "daemonsets/status", "deployments/scale", "replicasets/scale",
+        "statefulsets/scale",
     },
     "batch/v1": {"jobs", "jobs/status", "cronjobs", "cronjobs/status"},
     "discovery.k8s.io/v1": {"endpointslices"},

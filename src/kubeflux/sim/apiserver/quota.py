@@ -277,6 +277,7 @@ class ResourceQuotaStrategy(Strategy):
     and :mod:`.quota_controller`); scopes never change."""
 
     has_status = True
+    returns_deleted_object = True
 
     def decode_error(self, obj: Object) -> str:
         spec, status = obj.get("spec"), obj.get("status")

@@ -61,12 +61,13 @@ def selector_string(selector: object) -> str:
 def _scale(obj: Object) -> Object:
     meta = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    replicas = spec.get("replicas", 1)
     kept = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
     return {
         "kind": "Scale",
         "apiVersion": API_VERSION,
         "metadata": {key: meta[key] for key in kept if key in meta},
-        "spec": {"replicas": spec.get("replicas", 1)},
+        "spec": {"replicas": replicas} if replicas else {},  # omitempty in autoscaling/v1
         "status": {"replicas": status.get("replicas", 0), "selector": selector_string(spec.get("selector"))},
     }
 

@@ -47,6 +47,10 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 DEFAULT_SECONDS = 3600
 MIN_SECONDS = 600
 MAX_SECONDS = 2**32
+WARN_ONLY_SECONDS = 3607
+"""A pod-bound token asked for this long (kubelets ask so) lasts :data:`EXTENDED_SECONDS` (the real server's
+``--service-account-extend-token-expiration``, on by default), its ``warnafter`` claim the time asked."""
+EXTENDED_SECONDS = 365 * 24 * 3600
 _BINDABLE = {("v1", "Pod"): "pods", ("v1", "Secret"): "secrets", ("v1", "Node"): "nodes"}
 _CHECKED = (("/serviceaccounts", "serviceaccount"), ("/pods", "pod"), ("/secrets", "secret"), ("/nodes", "node"))
 """(collection, claim) of what a token names and must still exist for it to authenticate."""
@@ -64,11 +68,12 @@ def _invalid(cause: Cause) -> ApiError:
     return errors.invalid("TokenRequest", "", [cause], GROUP)
 
 
-def _spec(body: Any) -> Object:
-    """The request's spec with its defaults; raises the real server's 400 and 422."""
+def _decoded(body: Any) -> Object:
+    """The request's spec with its defaults, as decoded; raises the real server's 400s."""
     if not isinstance(body, dict):
         raise errors.bad_request("the object provided is unrecognized (must be of type TokenRequest)")
     kind, version = body.get("kind") or "TokenRequest", body.get("apiVersion") or API_VERSION
+    cannot = 'TokenRequest in version "v1" cannot be handled as a TokenRequest'
     if (kind, version) != ("TokenRequest", API_VERSION):
         short = version.rsplit("/", 1)[-1]
         raise errors.bad_request(
@@ -76,28 +81,44 @@ def _spec(body: Any) -> Object:
             "(authentication.TokenRequest): unknown conversion"
         )
     spec = body.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise errors.bad_request(
-            'TokenRequest in version "v1" cannot be handled as a TokenRequest: spec must be an object'
-        )
+    if not isinstance(spec, dict) or not isinstance(body.get("metadata") or {}, dict):
+        raise errors.bad_request(f"{cannot}: spec and metadata must be objects")
     seconds = spec.get("expirationSeconds")
     problem = int_decode_error("TokenRequestSpec", "spec.expirationSeconds", seconds, "int64")
     if problem:
-        raise errors.bad_request(f'TokenRequest in version "v1" cannot be handled as a TokenRequest: {problem}')
+        raise errors.bad_request(f"{cannot}: {problem}")
+    audiences = spec.get("audiences")
+    if audiences is not None and (not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences)):
+        raise errors.bad_request(f"{cannot}: spec.audiences must be a list of strings")
+    bound = spec.get("boundObjectRef")
+    if bound is not None and not isinstance(bound, dict):
+        raise errors.bad_request(f"{cannot}: spec.boundObjectRef must be an object")
     seconds = DEFAULT_SECONDS if seconds is None else seconds
+    return {"audiences": audiences or [ISSUER], "expirationSeconds": seconds, "boundObjectRef": bound}
+
+
+def _validate(spec: Object) -> None:
+    """``ValidateTokenRequest``: the 422s."""
+    seconds = spec["expirationSeconds"]
     if seconds < MIN_SECONDS:
         message = f"Invalid value: {seconds}: may not specify a duration less than 10 minutes"
         raise _invalid(Cause("spec.expirationSeconds", message))
     if seconds > MAX_SECONDS:
         message = f"Invalid value: {seconds}: may not specify a duration larger than 2^32 seconds"
         raise _invalid(Cause("spec.expirationSeconds", message))
-    audiences = spec.get("audiences")
-    if audiences is not None and (not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences)):
-        raise errors.bad_request('TokenRequest in version "v1" cannot be handled as a TokenRequest: audiences')
-    bound = spec.get("boundObjectRef")
-    if bound is not None and not isinstance(bound, dict):
-        raise errors.bad_request('TokenRequest in version "v1" cannot be handled as a TokenRequest: boundObjectRef')
-    return {"audiences": audiences or [ISSUER], "expirationSeconds": seconds, "boundObjectRef": bound}
+
+
+def _check_names(body: Object, namespace: str, name: str) -> None:
+    """A name or namespace in the request is the URL's."""
+    meta = body.get("metadata") or {}
+    for key, value in (("name", name), ("namespace", namespace)):
+        given = meta.get(key)
+        if given and given != value:
+            what = "name" if key == "name" else "namespace"
+            cause = Cause(
+                f"metadata.{key}", f'Invalid value: "{given}": must match the service account {what} if specified'
+            )
+            raise errors.invalid("TokenRequest", name, [cause], GROUP)
 
 
 class TokenIssuer:
@@ -111,19 +132,24 @@ class TokenIssuer:
         self, store: Store, accounts: ResourceType, namespace: str, name: str, body: Any, manager: str
     ) -> Object:
         """The answer to ``POST serviceaccounts/NAME/token`` in ``namespace``."""
-        spec = _spec(body)
+        spec = _decoded(body)  # in the real handler's order: decoding, names, the account, validation, binding
+        _check_names(body, namespace, name)
         account = store.get(accounts, namespace, name)
+        _validate(spec)
         claims_extra: Object = {}
         bound = spec["boundObjectRef"]
         if bound is not None:
-            claims_extra = self._bound_claims(store, namespace, bound)
-        now = store.clock()
-        issued = int(now)
+            claims_extra = self._bound_claims(store, namespace, name, bound)
+        issued = int(store.clock())
         expires = issued + int(spec["expirationSeconds"])
+        lasts = expires
+        if "pod" in claims_extra and spec["expirationSeconds"] == WARN_ONLY_SECONDS and ISSUER in spec["audiences"]:
+            lasts = issued + EXTENDED_SECONDS  # a kubelet's projected token: valid a year, warned about after 3607 s
+            claims_extra["warnafter"] = expires
         meta = account["metadata"]
         claims: Object = {
             "aud": spec["audiences"],
-            "exp": expires,
+            "exp": lasts,
             "iat": issued,
             "iss": ISSUER,
             "jti": str(uuid.uuid4()),
@@ -156,7 +182,7 @@ class TokenIssuer:
             "status": {"token": self._sign(claims), "expirationTimestamp": format_timestamp(float(expires))},
         }
 
-    def _bound_claims(self, store: Store, namespace: str, bound: Object) -> Object:
+    def _bound_claims(self, store: Store, namespace: str, account: str, bound: Object) -> Object:
         version, kind = bound.get("apiVersion") or "", bound.get("kind") or ""
         plural = _BINDABLE.get((version, kind))
         if plural is None:
@@ -165,6 +191,11 @@ class TokenIssuer:
         assert resource is not None
         name = str(bound.get("name") or "")
         obj = store.get(resource, namespace if resource.namespaced else "", name)
+        if plural == "pods":
+            spec = obj.get("spec") or {}
+            if (spec.get("serviceAccountName") or "default") != account:
+                why = f'cannot bind token for serviceaccount "{account}" to pod running with different serviceaccount'
+                raise errors.bad_request(f"{why} name.")
         uid = bound.get("uid")
         if uid and uid != obj["metadata"]["uid"]:
             why = (
@@ -172,7 +203,12 @@ class TokenIssuer:
                 "have been deleted and then recreated"
             )
             raise errors.conflict(plural, name, why)
-        return {kind.lower(): {"name": name, "uid": obj["metadata"]["uid"]}}
+        claims: Object = {kind.lower(): {"name": name, "uid": obj["metadata"]["uid"]}}
+        node = (obj.get("spec") or {}).get("nodeName") if plural == "pods" else None
+        if node:  # ServiceAccountTokenPodNodeInfo: the pod's node, with its uid when it exists
+            found = store.get_object("/nodes", "", node)
+            claims["node"] = {"name": node, **({"uid": found["metadata"]["uid"]} if found else {})}
+        return claims
 
     def _sign(self, claims: Object) -> str:
         header = _b64(json.dumps({"alg": "HS256", "kid": self._kid}, separators=(",", ":")).encode())
