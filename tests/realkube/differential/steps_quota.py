@@ -118,6 +118,7 @@ SAME_WORDS = (
     "quota best effort second pod",
     "quota terminating pod exceeds",
     "quota priority second pod",
+    "quota pod given a deadline",
     "scale put stale",
     "scale put other name",
     "scale put negative",
@@ -218,6 +219,8 @@ STEPS: list[Step] = [
     get("quota terminating synced", f"{QUOTAS}/terminating", until=_synced, exact=_used),
     post("quota terminating pod", f"{NS}/pods", _pod("t1", {"cpu": "50m"}, activeDeadlineSeconds=60), pause=_CACHE_LAG),
     post("quota terminating pod exceeds", f"{NS}/pods", _pod("t2", {"cpu": "60m"}, activeDeadlineSeconds=60)),
+    post("quota pod not yet terminating", f"{NS}/pods", _pod("late", {"cpu": "10m"})),
+    patch("quota pod given a deadline", f"{NS}/pods/late", {"spec": {"activeDeadlineSeconds": 60}}),
     post(
         "quota priority class",
         "/apis/scheduling.k8s.io/v1/priorityclasses",

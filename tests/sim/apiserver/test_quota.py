@@ -161,6 +161,20 @@ def test_scopes_choose_the_pods_a_quota_counts(cluster: Cluster) -> None:
     assert cluster.status("terminating")["used"] == {"pods": "1"}
 
 
+def test_a_pod_given_a_deadline_moves_into_the_terminating_quota(cluster: Cluster) -> None:
+    """The one update the real plugin admits: a pod changing its Terminating scope."""
+    cluster.quota("terminating", {"pods": "1"}, scopes=["Terminating"])
+    for name in ("a", "b"):
+        cluster.pod(name, "10m")
+    pod = cluster.store.get(cluster.pods, "q", "a")
+    cluster.store.update(cluster.pods, "q", "a", {**pod, "spec": {**pod["spec"], "activeDeadlineSeconds": 60}})
+    assert cluster.status("terminating")["used"] == {"pods": "1"}
+    other = cluster.store.get(cluster.pods, "q", "b")
+    with pytest.raises(ApiError) as refused:
+        cluster.store.update(cluster.pods, "q", "b", {**other, "spec": {**other["spec"], "activeDeadlineSeconds": 60}})
+    assert refused.value.code == 403 and "exceeded quota: terminating" in refused.value.message
+
+
 def test_a_priority_class_selector(cluster: Cluster) -> None:
     classes = cluster.store.registry.find("scheduling.k8s.io", "v1", "priorityclasses")
     cluster.store.create(classes, "", {"metadata": {"name": "high"}, "value": 1000})

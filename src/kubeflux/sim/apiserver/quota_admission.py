@@ -17,10 +17,12 @@ as ``kube-apiserver`` *before* the object is stored, as the real plugin's quota 
 ``status.hard`` is empty (the controller has not seen it: on a real server without kube-controller-manager, for
 ever) limits nothing.
 
-What it leaves out: updates (a pod gaining ``activeDeadlineSeconds`` moves between the Terminating scopes on a real
-server, and the ``resize`` subresource), ``LimitedResources`` of an admission configuration, and a create refused
-after admission (an ``AlreadyExists``) still counted, which the real plugin also counts until the controller's
-next recount: here the store checks the name first, so it is not.
+An update is admitted only where the real plugin looks at one: a pod whose ``activeDeadlineSeconds`` moves it between
+the ``Terminating`` and ``NotTerminating`` scopes (:func:`admit_update`) is charged its use in the quotas it now
+matches and did not before (and, as on the real server, nothing is given back to those it left until the controller
+recounts). What it leaves out: the ``resize`` subresource (not served), ``LimitedResources`` of an admission
+configuration, and a create refused after admission (an ``AlreadyExists``) still counted, which the real plugin
+also counts until the controller's next recount: here the store checks the name first, so it is not.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.quota import Evaluator, evaluator_for
+from kubeflux.sim.apiserver.quota import Evaluator, evaluator_for, terminating
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.resourcelists import (
     ResourceList,
@@ -40,12 +42,13 @@ from kubeflux.sim.apiserver.resourcelists import (
     parse_list,
     pretty,
     remove_zeros,
+    subtract_non_negative,
 )
 
 if TYPE_CHECKING:
     from kubeflux.sim.apiserver.store import Store
 
-__all__ = ["QUOTAS", "admit_create"]
+__all__ = ["QUOTAS", "admit_create", "admit_update"]
 
 Object = dict[str, Any]
 QUOTAS = "/resourcequotas"
@@ -74,14 +77,25 @@ def admit_create(store: Store, resource: ResourceType, obj: Object) -> None:
     count it in its namespace's quotas (see the module docstring)."""
     if not resource.namespaced:
         return
-    meta = obj["metadata"]
-    quotas = _quotas(store, meta.get("namespace", ""))
-    if not quotas:
+    quotas = _quotas(store, obj["metadata"].get("namespace", ""))
+    evaluator = evaluator_for(resource) if quotas else None
+    if evaluator is not None:
+        _count(store, _check(resource, evaluator, quotas, obj, None))
+
+
+def admit_update(store: Store, resource: ResourceType, new: Object, old: Object) -> None:
+    """Admit the update of a pod (the main resource, not a subresource) whose Terminating scope it changes; nothing
+    else is an update the real plugin looks at."""
+    if resource.plural != "pods" or resource.group or terminating(new) == terminating(old):
         return
-    evaluator = evaluator_for(resource)
-    if evaluator is None:
-        return
-    changed = _check(resource, evaluator, quotas, obj)
+    quotas = _quotas(store, new["metadata"].get("namespace", ""))
+    evaluator = evaluator_for(resource) if quotas else None
+    if evaluator is not None:
+        _count(store, _check(resource, evaluator, quotas, new, old))
+
+
+def _count(store: Store, changed: list[tuple[Object, ResourceList]]) -> None:
+    """Write each quota's new ``status.used`` (not in a dry run)."""
     if not changed or store.dry:
         return
     quota_resource = store.registry.find("", "v1", "resourcequotas")
@@ -96,9 +110,10 @@ def admit_create(store: Store, resource: ResourceType, obj: Object) -> None:
 
 
 def _check(
-    resource: ResourceType, evaluator: Evaluator, quotas: list[Object], obj: Object
+    resource: ResourceType, evaluator: Evaluator, quotas: list[Object], obj: Object, old: Object | None
 ) -> list[tuple[Object, ResourceList]]:
-    """The quotas ``obj`` matches with their ``used`` after it; raises the 403s."""
+    """The quotas ``obj`` (replacing ``old`` in an update) matches with their ``used`` after it; raises the 403s.
+    An update is charged the growth of its use in the quotas ``old`` matched too, its whole use in the others."""
     name = obj["metadata"].get("name", "")
     interesting: list[tuple[Object, list[str]]] = []
     for quota in quotas:
@@ -122,11 +137,10 @@ def _check(
     below = negative(usage)
     if below:
         raise _forbidden(resource, name, f"quota usage is negative for resource(s): {','.join(below)}")
-    delta = remove_zeros(usage)
-    if not delta:
-        return []
+    growth = usage if old is None else subtract_non_negative(usage, evaluator.usage(old))
     changed = []
     for quota, _ in interesting:
+        delta = remove_zeros(growth if old is not None and evaluator.matches(quota, old) else usage)
         status = quota.get("status") or {}
         hard, used = parse_list(status.get("hard")), parse_list(status.get("used"))
         requested = mask(delta, hard)

@@ -28,6 +28,7 @@ __all__ = [
     "parse_list",
     "pretty",
     "remove_zeros",
+    "subtract_non_negative",
     "text_of",
 ]
 

@@ -38,7 +38,7 @@ from kubeflux.sim.apiserver.metadata import (
     metadata_causes,
     uid_from_bits,
 )
-from kubeflux.sim.apiserver.quota_admission import admit_create
+from kubeflux.sim.apiserver.quota_admission import admit_create, admit_update
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
@@ -458,6 +458,8 @@ class Store:
         causes += strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
+        if not subresource:
+            admit_update(self, resource, new, old)
         if "managedFields" in old_meta:
             new["metadata"]["managedFields"] = old_meta["managedFields"]
         else:
