@@ -1,6 +1,5 @@
-"""ResourceQuotas: the object (its strategy, validated as ``ValidateResourceQuota`` of k8s.io/kubernetes v1.36
-validates it) and the *evaluators* that say what an object of a kind uses of a quota, as
-``pkg/quota/v1/evaluator/core`` and ``k8s.io/apiserver/pkg/quota/v1/generic`` say it.
+"""What an object uses of a ResourceQuota: the *evaluators*, as ``pkg/quota/v1/evaluator/core`` of k8s.io/kubernetes
+v1.36 and ``k8s.io/apiserver/pkg/quota/v1/generic`` say it (the quota object itself: :mod:`.quota_strategy`).
 
 Two evaluators serve every kind:
 
@@ -20,26 +19,27 @@ Events, bindings and the access reviews are never counted (``DefaultIgnoredResou
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from kubeflux.apiobjects.rules import qualified_name_problems
-from kubeflux.sim.apiserver.data_strategies import quantity_error
-from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.registry import ResourceType, Strategy
-from kubeflux.sim.apiserver.resourcelists import Amount, ResourceList, add, parse_amount, parse_list
+from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.resourcelists import Amount, ResourceList, add, parse_list
 
 __all__ = [
     "IGNORED",
     "CountEvaluator",
     "Evaluator",
     "PodEvaluator",
-    "ResourceQuotaStrategy",
+    "best_effort",
     "count_name",
     "evaluator_for",
+    "extended_resource",
+    "hugepages",
+    "native",
     "scope_selectors",
+    "terminating",
 ]
 
 Object = dict[str, Any]
@@ -71,251 +71,22 @@ QUIET_NAMES = _SERVICE_NAMES | _CLAIM_NAMES
 """What the Service and PersistentVolumeClaim evaluators count: objects ``cluster serve`` holds none of (their
 collections are empty), so their use is always 0."""
 
-_STANDARD_QUOTA = frozenset(
-    {
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.storage",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "persistentvolumeclaims",
-        "configmaps",
-        "services.nodeports",
-        "services.loadbalancers",
-    }
-)
-_STANDARD = (_STANDARD_QUOTA - {"requests.storage"}) | {"storage", "requests.storage"}
-_INTEGER = frozenset(
-    {
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "services.nodeports",
-        "services.loadbalancers",
-    }
-)
-_SCOPES = frozenset(
-    {
-        "Terminating",
-        "NotTerminating",
-        "BestEffort",
-        "NotBestEffort",
-        "PriorityClass",
-        "VolumeAttributesClass",
-        "CrossNamespacePodAffinity",
-    }
-)
-_POD_COUNT = frozenset({"pods"})
-_POD_COMPUTE = frozenset({"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"})
-_EXISTS_ONLY = ("BestEffort", "NotBestEffort", "Terminating", "NotTerminating", "CrossNamespacePodAffinity")
-_CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
 
-
-def _go(value: object) -> str:
-    """A value as the real server's messages show it (Go's ``%#v``-like JSON)."""
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _hugepages(name: str) -> bool:
+def hugepages(name: str) -> bool:
     return name.startswith("hugepages-") or name.startswith("requests.hugepages-")
 
 
-def _native(name: str) -> bool:
+def native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
-def _extended(name: str) -> bool:
+def extended_resource(name: str) -> bool:
     """``IsExtendedResourceName``: not native, no ``requests.`` prefix, and a qualified name once prefixed."""
-    if _native(name) or name.startswith("requests."):
+    if native(name) or name.startswith("requests."):
         return False
     return not qualified_name_problems(f"requests.{name}")
 
 
-def _integer(name: str) -> bool:
-    return name in _INTEGER or _extended(name)
-
-
-def _scope_valid_for(scope: str, name: str) -> bool:
-    """``IsResourceQuotaScopeValidForResource``."""
-    if scope in ("Terminating", "NotTerminating", "NotBestEffort", "PriorityClass", "CrossNamespacePodAffinity"):
-        return name in _POD_COUNT or name in _POD_COMPUTE
-    if scope == "BestEffort":
-        return name in _POD_COUNT
-    if scope == "VolumeAttributesClass":
-        return name in ("persistentvolumeclaims", "requests.storage")
-    return True
-
-
-def _name_causes(name: str, path: str) -> list[Cause]:
-    """``ValidateResourceQuotaResourceName``."""
-    causes = [Cause(path, f"Invalid value: {_go(name)}: {p}") for p in qualified_name_problems(name)]
-    if "/" not in name:
-        if not causes and name not in _STANDARD and not _hugepages(name):
-            causes.append(
-                Cause(path, f"Invalid value: {_go(name)}: must be a standard resource type or fully qualified")
-            )
-        if name not in _STANDARD_QUOTA and not _hugepages(name):
-            causes.append(Cause(path, f"Invalid value: {_go(name)}: must be a standard resource for quota"))
-    return causes
-
-
-def _list_causes(values: object, path: str) -> list[Cause]:
-    """Each name and quantity of a quota's ``hard`` or ``used``."""
-    if values is None:
-        return []
-    if not isinstance(values, dict):
-        return [Cause(path, "Invalid value: must be an object")]
-    causes = []
-    for name, value in values.items():
-        where = f"{path}[{name}]"
-        causes += _name_causes(str(name), where)
-        try:
-            amount = parse_amount(value)
-        except ValueError:
-            continue  # a decoding error, answered 400 before validation
-        if amount.value < 0:
-            causes.append(Cause(where, f'Invalid value: "{amount}": must be greater than or equal to 0'))
-        if _integer(str(name)) and (amount.value * 1000).denominator == 1 and (amount.value * 1000) % 1000:
-            causes.append(Cause(where, f'Invalid value: "{amount}": must be an integer'))
-    return causes
-
-
-def _scope_causes(spec: Object) -> list[Cause]:
-    scopes = spec.get("scopes") or []
-    if not isinstance(scopes, list):
-        return [Cause("spec.scopes", "Invalid value: must be a list of scopes")]
-    hard = sorted((spec.get("hard") or {}) if isinstance(spec.get("hard"), dict) else {})
-    causes = []
-    for scope in scopes:
-        if scope not in _SCOPES:
-            causes.append(Cause("spec.scopes", f"Invalid value: {_go(scopes)}: unsupported scope"))
-        for name in hard:
-            if (name in _STANDARD_QUOTA or _hugepages(name)) and not _scope_valid_for(str(scope), name):
-                causes.append(
-                    Cause("spec.scopes", f"Invalid value: {_go(scopes)}: unsupported scope applied to resource")
-                )
-    for pair in _CONFLICTS:
-        if all(s in scopes for s in pair):
-            causes.append(Cause("spec.scopes", f"Invalid value: {_go(scopes)}: conflicting scopes"))
-    return causes
-
-
-def _selector_causes(spec: Object) -> list[Cause]:
-    selector = spec.get("scopeSelector")
-    if selector is None:
-        return []
-    expressions = selector.get("matchExpressions") if isinstance(selector, dict) else None
-    if not isinstance(expressions, list) or not all(isinstance(e, dict) for e in expressions):
-        return [Cause("spec.scopeSelector.matchExpressions", "Invalid value: must be a list of objects")]
-    path = "spec.scopeSelector.matchExpressions"
-    hard = sorted(spec.get("hard") or {}) if isinstance(spec.get("hard"), dict) else []
-    causes, seen = [], set()
-    for req in expressions:
-        scope, operator, values = req.get("scopeName"), req.get("operator"), req.get("values") or []
-        if scope not in _SCOPES:
-            causes.append(Cause(f"{path}.scopeName", f"Invalid value: {_go(scope)}: unsupported scope"))
-        for name in hard:
-            if (name in _STANDARD_QUOTA or _hugepages(name)) and not _scope_valid_for(str(scope), name):
-                causes.append(Cause(path, f"Invalid value: {_go(selector)}: unsupported scope applied to resource"))
-        if scope in _EXISTS_ONLY and operator != "Exists":
-            message = (
-                f"Invalid value: {_go(operator)}: must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, "
-                "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
-                "ResourceQuotaScopeCrossNamespacePodAffinity"
-            )
-            causes.append(Cause(f"{path}.operator", message))
-        if operator in ("In", "NotIn"):
-            if not values:
-                message = (
-                    "Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"
-                )
-                causes.append(Cause(f"{path}.values", message, "FieldValueRequired"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                message = (
-                    f"Invalid value: {_go(values)}: must be no value when `operator` is 'Exist' or 'DoesNotExist' for "
-                    "scope selector"
-                )
-                causes.append(Cause(f"{path}.values", message))
-        else:
-            causes.append(Cause(f"{path}.operator", f"Invalid value: {_go(operator)}: not a valid selector operator"))
-        seen.add(scope)
-    for pair in _CONFLICTS:
-        if all(s in seen for s in pair):
-            causes.append(Cause(path, f"Invalid value: {_go(spec.get('scopes'))}: conflicting scopes"))
-    return causes
-
-
-def _canonical(values: object) -> object:
-    """Quantities written back as the real server writes them (``1.5`` → ``1500m``); left as they are when one
-    does not parse (validation answers it)."""
-    if not isinstance(values, dict):
-        return values
-    try:
-        return {name: str(parse_amount(value)) for name, value in values.items()}
-    except ValueError:
-        return values
-
-
-class ResourceQuotaStrategy(Strategy):
-    """``v1`` ResourceQuotas: ``spec.hard`` names and quantities, scopes and scope selectors validated as the real
-    server validates them (its ``status`` is the quota controller's and the admission's: see :mod:`.quota_admission`
-    and :mod:`.quota_controller`); scopes never change."""
-
-    has_status = True
-    returns_deleted_object = True
-
-    def decode_error(self, obj: Object) -> str:
-        spec, status = obj.get("spec"), obj.get("status")
-        for part, key in ((spec, "hard"), (status, "hard"), (status, "used")):
-            if isinstance(part, dict):
-                problem = quantity_error(part.get(key))
-                if problem:
-                    return problem
-        return ""
-
-    def canonicalize(self, obj: Object) -> None:
-        if obj.get("spec") is None:
-            obj["spec"] = {}
-        if obj.get("status") is None:
-            obj["status"] = {}
-        for part, key in ((obj["spec"], "hard"), (obj["status"], "hard"), (obj["status"], "used")):
-            if isinstance(part, dict) and key in part:
-                part[key] = _canonical(part[key])
-
-    def validate(self, obj: Object) -> list[Cause]:
-        spec, status = obj.get("spec"), obj.get("status")
-        if not isinstance(spec, dict):
-            return [Cause("spec", "Invalid value: must be an object")]
-        causes = _list_causes(spec.get("hard"), "spec.hard") + _scope_causes(spec) + _selector_causes(spec)
-        if isinstance(status, dict):
-            causes += _list_causes(status.get("hard"), "status.hard") + _list_causes(status.get("used"), "status.used")
-        return causes
-
-    def validate_update(self, new: Object, old: Object) -> list[Cause]:
-        causes = self.validate(new)
-        before = set((old.get("spec") or {}).get("scopes") or ())
-        scopes = (new.get("spec") or {}).get("scopes") if isinstance(new.get("spec"), dict) else None
-        if set(scopes or ()) != before:
-            causes.append(Cause("spec.scopes", f"Invalid value: {_go(scopes)}: field is immutable"))
-        return causes
-
-
-# -- evaluators -------------------------------------------------------------------------------------------------
 def scope_selectors(quota: Object) -> list[Object]:
     """The quota's ``scopes`` (each as ``Exists``) and ``scopeSelector`` expressions."""
     spec = quota.get("spec") or {}
@@ -404,7 +175,7 @@ def _container_usage(requests: Mapping[str, Amount], limits: Mapping[str, Amount
     for name, amount in requests.items():
         if name.startswith("hugepages-"):
             result[name] = result[f"requests.{name}"] = amount
-        elif _extended(name):
+        elif extended_resource(name):
             result[f"requests.{name}"] = amount
     return result
 
@@ -498,7 +269,7 @@ class PodEvaluator(Evaluator):
             if n in _POD_RESOURCES
             or n.startswith("hugepages-")
             or n.startswith("requests.hugepages-")
-            or (n.startswith("requests.") and not _native(n))
+            or (n.startswith("requests.") and not native(n))
         ]
 
     def matches_scope(self, selector: Object, obj: Object) -> bool:

@@ -22,12 +22,12 @@ from typing import Any
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.quota import QUIET_NAMES, CountEvaluator, PodEvaluator, evaluator_for, scope_selectors
-from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.resourcelists import Amount, ResourceList, add, as_json, mask, parse_list
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 
-__all__ = ["CONTROLLER_MANAGER", "QuotaController", "quota_status"]
+__all__ = ["CONTROLLER_MANAGER", "QuotaController", "always_zero", "quota_status"]
 
 Object = dict[str, Any]
 CONTROLLER_MANAGER = "kube-controller-manager"
@@ -43,8 +43,19 @@ def _in_namespace(store: Store, resource: ResourceType, namespace: str) -> list[
     return [obj for key, obj in store.collection_of(resource).objects.items() if key.startswith(prefix)]
 
 
-def quota_status(store: Store, quota: Object) -> Object:
-    """The status the controller writes for ``quota`` (see the module docstring)."""
+def always_zero(registry: Registry) -> frozenset[str]:
+    """The resource names whose use is always 0 on the served cluster: what counts Services and claims, and the
+    ``count/...`` of the kinds it serves as empty collections (the real controller counts them: 0)."""
+    names = set(QUIET_NAMES)
+    for resource in registry.resources:
+        evaluator = evaluator_for(resource)
+        if resource.read_only_empty and isinstance(evaluator, CountEvaluator):
+            names.update(evaluator.names)
+    return frozenset(names)
+
+
+def quota_status(store: Store, quota: Object, zero: frozenset[str]) -> Object:
+    """The status the controller writes for ``quota`` (see the module docstring); ``zero``: :func:`always_zero`."""
     spec = quota.get("spec") or {}
     hard = parse_list(spec.get("hard"))
     names = sorted(hard)
@@ -64,17 +75,9 @@ def quota_status(store: Store, quota: Object) -> Object:
                 if all(evaluator.matches_scope(s, obj) for s in selectors):
                     usage = add(usage, evaluator.usage(obj))
         counted.update(mask(usage, matched))
-    counted.update({name: Amount(Fraction(0)) for name in names if name in QUIET_NAMES or _empty_count(store, name)})
+    counted.update({name: Amount(Fraction(0)) for name in names if name in zero})
     used = {**parse_list((quota.get("status") or {}).get("used")), **counted}
     return {"hard": {name: str(hard[name]) for name in names}, "used": as_json(mask(used, names))}
-
-
-def _empty_count(store: Store, name: str) -> bool:
-    """``count/<plural>.<group>`` of a kind served as an empty collection (the real controller counts it: 0)."""
-    return any(
-        r.read_only_empty and isinstance(evaluator_for(r), CountEvaluator) and name in evaluator_for(r).names  # type: ignore[union-attr]
-        for r in store.registry.resources
-    )
 
 
 def _needs_sync(quota: Object) -> bool:
@@ -90,6 +93,7 @@ class QuotaController:
         quotas = store.registry.find("", "v1", "resourcequotas")
         assert quotas is not None and not quotas.read_only_empty
         self.store, self.quotas = store, quotas
+        self._zero = always_zero(store.registry)
         self._dirty: set[tuple[str, str]] = set()
         self._by_namespace: dict[str, set[str]] = {}
         """namespace → the names of its quotas."""
@@ -140,7 +144,7 @@ class QuotaController:
                 quota = self.store.get(self.quotas, namespace, name)
             except ApiError:
                 continue
-            status = quota_status(self.store, quota)
+            status = quota_status(self.store, quota, self._zero)
             if status == quota.get("status"):
                 continue
             with self.store.request(CONTROLLER_MANAGER):

@@ -29,7 +29,7 @@ from kubeflux.sim.apiserver.event_strategies import (
     core_event_from_v1,
     event_v1_from_core,
 )
-from kubeflux.sim.apiserver.quota import ResourceQuotaStrategy
+from kubeflux.sim.apiserver.quota_strategy import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
 
 __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
