@@ -53,6 +53,10 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "what kube-scheduler watches and kubeflux does not model (services, volumes, storage, PDBs ...) is served "
         "as an empty, read-only collection: writes are 405, so discovery lists get, list and watch"
     ),
+    ("whoami", "-status.userInfo.extra*"): (
+        "the real admin authenticates with a client certificate, whose hash is its credential id; cluster serve's "
+        "admin holds a static token, which has none"
+    ),
     ("term namespace terminating", "+status.conditions*"): (
         "the store empties a Terminating namespace at once and says what holds it; the real namespace controller "
         "writes the same conditions after its first pass, seconds after this step"

@@ -93,6 +93,14 @@ _EXPRESSIONS = {
     "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}],
 }
 TOKEN = f"{NS}/serviceaccounts/robot/token"
+REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+
+
+def _without_extra(text: Json) -> str:
+    """``kubectl auth whoami`` but its ``Extra`` lines (the real admin's client certificate has a credential id)."""
+    return "\n".join(line for line in str(text).splitlines() if not line.startswith("Extra"))
+
+
 _CACHE_LAG = 1.0
 """Seconds a create waits after the quota controller's first write: the real quota admission reads quotas from an
 informer's cache, which may not have it yet (then the create is not counted, and the next one fits)."""
@@ -134,6 +142,7 @@ SAME_WORDS = (
     "token bound other account's pod",
     "token named other",
     "token missing account",
+    "token review without token",
 )
 """Steps whose refusal ``cluster serve`` words as the real server does (compared word for word)."""
 
@@ -297,7 +306,12 @@ STEPS: list[Step] = [
     kubectl("kubectl scale replicas", "get", "deployment", "web", "-n", "quota", "-o", "jsonpath={.spec.replicas}"),
     # --- tokens ---------------------------------------------------------------------------------------------------
     post("token account", f"{NS}/serviceaccounts", {"metadata": {"name": "robot"}}),
-    post("token request", TOKEN, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+    post(
+        "token request",
+        TOKEN,
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        save={"robot_token": "status.token"},
+    ),
     post("token request audiences", TOKEN, {"spec": {"audiences": ["api"], "expirationSeconds": 7200}}),
     post("token too short", TOKEN, {"spec": {"expirationSeconds": 599}}),
     post("token too long", TOKEN, {"spec": {"expirationSeconds": 2**32 + 1}}),
@@ -334,6 +348,12 @@ STEPS: list[Step] = [
     ),
     post("token named other", TOKEN, {"metadata": {"name": "other"}, "spec": {}}),
     post("token missing account", f"{NS}/serviceaccounts/nope/token", {"spec": {}}),
+    post("token review", REVIEWS, {"spec": {"token": "$robot_token"}}),
+    post("token review other audience", REVIEWS, {"spec": {"token": "$robot_token", "audiences": ["api"]}}),
+    post("token review forged", REVIEWS, {"spec": {"token": "garbage"}}),
+    post("token review without token", REVIEWS, {"spec": {}}),
+    post("whoami", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {}),
+    kubectl("kubectl auth whoami", "auth", "whoami", view=_without_extra),
     get("token get", TOKEN),
     delete("token delete", TOKEN),
     kubectl("kubectl create token", "create", "token", "robot", "-n", "quota", view=_token_shape),

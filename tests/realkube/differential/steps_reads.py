@@ -29,6 +29,7 @@ SERVED = {
     "scheduling.k8s.io/v1": {"priorityclasses"},
     "storage.k8s.io/v1": {"storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"},
     "authorization.k8s.io/v1": {"selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectrulesreviews"},
+    "authentication.k8s.io/v1": {"selfsubjectreviews", "tokenreviews"},
 }  # fmt: skip
 """What ``cluster serve`` serves, by group/version (``""``: core/v1): discovery is compared for these."""
 

@@ -125,11 +125,17 @@ def test_a_token_expires_and_a_pod_bound_one_ends_with_its_pod() -> None:
     bound_ref = {"apiVersion": "v1", "kind": "Pod", "name": "p"}
     bound = issuer.request(store, accounts, "default", "robot", {"spec": {"boundObjectRef": bound_ref}}, "")
     subject = "system:serviceaccount:default:robot"
-    assert issuer.identity(plain["status"]["token"], store) == subject
+    user = issuer.identity(plain["status"]["token"], store)
+    assert user is not None and user["username"] == subject
+    assert user["groups"] == ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]
     assert TokenIssuer().identity(plain["status"]["token"], store) is None  # another server's key
+    elsewhere = issuer.request(store, accounts, "default", "robot", {"spec": {"audiences": ["vault"]}}, "")
+    assert issuer.identity(elsewhere["status"]["token"], store) is None  # not meant for the API server
+    assert issuer.identity(elsewhere["status"]["token"], store, ["vault"]) is not None
     now[0] += 600
     assert issuer.identity(plain["status"]["token"], store) is None
-    assert issuer.identity(bound["status"]["token"], store) == subject
+    pod_user = issuer.identity(bound["status"]["token"], store)
+    assert pod_user is not None and pod_user["extra"]["authentication.kubernetes.io/pod-name"] == ["p"]
     store.delete(pods, "default", "p")
     assert issuer.identity(bound["status"]["token"], store) is None
     with pytest.raises(ApiError) as refused:
@@ -169,3 +175,9 @@ def test_kubectl_scale_and_create_token(secured: ApiServer, tmp_path: Path) -> N
     assert "may not specify a duration less than 10 minutes" in short.stderr
     as_robot = kubectl("--token", token, "get", "serviceaccount", "robot", "-o", "name")
     assert as_robot.stdout.strip() == "serviceaccount/robot", as_robot.stderr
+    whoami = kubectl("--token", token, "auth", "whoami").stdout
+    assert "system:serviceaccount:default:robot" in whoami and "system:serviceaccounts:default" in whoami
+    assert "kubernetes-admin" in kubectl("auth", "whoami").stdout
+    elsewhere = kubectl("create", "token", "robot", "--audience=vault").stdout.strip()
+    refused = kubectl("--token", elsewhere, "get", "serviceaccount", "robot")
+    assert refused.returncode != 0 and "Unauthorized" in refused.stderr

@@ -24,6 +24,7 @@ import orjson
 import yaml
 
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.authentication import AuthenticationReview
 from kubeflux.sim.apiserver.authorization import ReviewStrategy
 from kubeflux.sim.apiserver.clock import Clock, time_document
 from kubeflux.sim.apiserver.discovery import AGGREGATED, aggregated_discovery, discovery_document, wants_aggregated
@@ -39,7 +40,7 @@ from kubeflux.sim.apiserver.queue_route import QUEUE_PATH, QueueRoute
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.scale import get_scale, patch_scale, update_scale
 from kubeflux.sim.apiserver.store import Store
-from kubeflux.sim.apiserver.tokens import TokenIssuer
+from kubeflux.sim.apiserver.tokens import ADMIN, TokenIssuer
 from kubeflux.wallclock import WallClock
 
 if TYPE_CHECKING:
@@ -243,16 +244,16 @@ class ApiApp:
             return self.media.decode(data, api_version)
         raise errors.unsupported_media_type(media, "application/json, application/yaml")
 
-    def _authorize(self, headers: dict[str, str]) -> None:
-        """With a token set: the request carries it, or a ServiceAccount token this server issued."""
-        if not self.settings.token:
-            return
+    def _authorize(self, headers: dict[str, str]) -> dict[str, Any]:
+        """Who sends the request: the admin (:data:`~.tokens.ADMIN`) with the token (anyone, without one), or the
+        ServiceAccount of a token this server issued; 401 otherwise."""
         given = headers.get("authorization", "")
-        if given == f"Bearer {self.settings.token}":
-            return
-        if given.startswith("Bearer ") and self.tokens.identity(given[7:], self.store) is not None:
-            return
-        raise errors.unauthorized()
+        if not self.settings.token or given == f"Bearer {self.settings.token}":
+            return ADMIN
+        user = self.tokens.identity(given[7:], self.store) if given.startswith("Bearer ") else None
+        if user is None:
+            raise errors.unauthorized()
+        return user
 
     # -- routing ---------------------------------------------------------------------------------------------
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -264,7 +265,7 @@ class ApiApp:
         if path == "/kubeflux/time":  # the simulated time, for clients that want it
             await self._respond(send, 200, time_document(self.clock or WallClock(), self.store.clock()))
             return
-        self._authorize(headers)
+        user = self._authorize(headers)
         method: str = scope["method"]
         if path == QUEUE_PATH:  # pod names: for authorized clients only
             await self._respond(send, *self.queue.answer(method, self.store.clock()))
@@ -333,7 +334,7 @@ class ApiApp:
         manager = field_manager(query, headers.get("user-agent", "")) if method != "DELETE" else ""
         with self.store.request(manager, dry=dry):
             if method == "POST":
-                code, body = self._post(target, body_bytes, content_type, manager)
+                code, body = self._post(target, body_bytes, content_type, manager, user)
             elif method == "PUT":
                 code, body = 200, self._put(target, body_bytes, content_type)
             elif method == "PATCH":
@@ -460,12 +461,16 @@ class ApiApp:
             raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
         return b""
 
-    def _post(self, target: Target, data: bytes, content_type: str, manager: str = "") -> tuple[int, Any]:
+    def _post(
+        self, target: Target, data: bytes, content_type: str, manager: str = "", user: dict[str, Any] = ADMIN
+    ) -> tuple[int, Any]:
         resource = target.resource
         if target.subresource == "token":
             body = self._decode(data, content_type, "authentication.k8s.io/v1")
             return 201, self.tokens.request(self.store, resource, target.namespace, target.name, body, manager)
         body = self._decode(data, content_type, resource.api_version)
+        if isinstance(resource.strategy, AuthenticationReview):
+            return 201, resource.strategy.answer(body, user, self.tokens, self.store, manager)
         if isinstance(resource.strategy, ReviewStrategy):
             answer = resource.strategy.answer(body, target.namespace)
             if manager and answer["spec"]:  # the request's fields are the client's, as the real server records

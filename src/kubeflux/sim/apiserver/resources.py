@@ -11,6 +11,7 @@ from kubeflux.sim.apiserver.apps_strategies import (
     replicaset_strategy,
     statefulset_strategy,
 )
+from kubeflux.sim.apiserver.authentication import authentication_resources
 from kubeflux.sim.apiserver.authorization import review_resources
 from kubeflux.sim.apiserver.batch_strategies import CronJobStrategy, JobStrategy, PodGroupStrategy, WorkloadStrategy
 from kubeflux.sim.apiserver.cluster_strategies import (
@@ -142,6 +143,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ]
     resources += _controllers_objects()
     resources += review_resources()
+    resources += authentication_resources()
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS

@@ -13,10 +13,11 @@ The token is a JWT with the claims the real one carries (``iss``, ``sub`` = ``sy
 ``aud``, ``exp``, ``iat``, ``nbf``, ``jti``, and ``kubernetes.io`` naming the namespace, the ServiceAccount with
 its uid, and the bound object), signed with HS256 and a key the server draws at start (the real server signs with
 its ES256/RS256 service-account key; clients do not check the signature, the server does). A server started with
-``--token`` accepts such a token as a bearer token while it has not expired and its ServiceAccount (same uid) and
-bound object still exist, as the real server's authenticator checks them; a token of an earlier start of the
-server is refused (401). ``cluster serve`` has no RBAC: the token's holder may do what the static token's may
-(the real server would let the ServiceAccount do only what its roles grant).
+``--token`` accepts such a token as a bearer token while it has not expired, names the API server's audience
+(the issuer), and its ServiceAccount (same uid) and bound object still exist, as the real server's authenticator
+checks them; a token of an earlier start of the server is refused (401). The request is then the ServiceAccount's
+(``kubectl auth whoami`` says so: :mod:`.authentication`), but ``cluster serve`` has no RBAC: its holder may do
+what the static token's may (the real server would let the ServiceAccount do only what its roles grant).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import hmac
 import json
 import secrets
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from kubeflux.apiobjects.manifests import format_timestamp
@@ -37,13 +39,16 @@ from kubeflux.sim.apiserver.fields import managed_after
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.store import Store
 
-__all__ = ["ISSUER", "TokenIssuer"]
+__all__ = ["ADMIN", "ISSUER", "TokenIssuer"]
 
 Object = dict[str, Any]
 GROUP = "authentication.k8s.io"
 API_VERSION = f"{GROUP}/v1"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 """The issuer, and the default audience (the real server's ``--service-account-issuer`` in the harness)."""
+ADMIN: Object = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+"""Who holds the server's static token (anyone, without one): the admin, as the real harness's client certificate
+names it (``system:masters`` may do everything, as every request on ``cluster serve`` may)."""
 DEFAULT_SECONDS = 3600
 MIN_SECONDS = 600
 MAX_SECONDS = 2**32
@@ -216,9 +221,48 @@ class TokenIssuer:
         signature = hmac.new(self._key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
         return f"{header}.{payload}.{_b64(signature)}"
 
-    def identity(self, token: str, store: Store) -> str | None:
-        """``system:serviceaccount:NS:NAME`` when ``token`` is one of this issuer's, not expired, and its
-        ServiceAccount (and bound object) still exist with the uids it names; else None."""
+    def identity(self, token: str, store: Store, audiences: Sequence[str] = (ISSUER,)) -> Object | None:
+        """The user ``token`` authenticates (``username`` ``system:serviceaccount:NS:NAME``, the ServiceAccount's
+        ``uid``, its ``groups`` and ``extra``, as the real authenticator's ``UserInfo``) when it is one of this
+        issuer's, meant for one of ``audiences``, not expired, and its ServiceAccount (and bound pod, secret or node)
+        still exist with the uids it names; else None."""
+        claims = self._claims(token)
+        now = store.clock()
+        if claims is None or not claims.get("nbf", 0) <= now < claims.get("exp", 0):
+            return None
+        if not set(claims.get("aud") or ()) & set(audiences):
+            return None
+        private = claims.get("kubernetes.io") or {}
+        namespace = str(private.get("namespace", ""))
+        found: dict[str, Object] = {}
+        for collection, key in _CHECKED:
+            ref = private.get(key)
+            if not isinstance(ref, dict) or (key == "node" and "pod" in private):  # a pod's node is not checked
+                continue
+            obj = store.get_object(collection, "" if key == "node" else namespace, str(ref.get("name", "")))
+            meta = {} if obj is None else obj["metadata"]
+            if obj is None or meta.get("uid") != ref.get("uid") or meta.get("deletionTimestamp"):
+                return None
+            found[key] = meta
+        account = found.get("serviceaccount")
+        if account is None:
+            return None
+        extra = {"authentication.kubernetes.io/credential-id": [f"JTI={claims.get('jti', '')}"]}
+        for key in ("pod", "node"):
+            ref = private.get(key)
+            if isinstance(ref, dict):
+                extra[f"authentication.kubernetes.io/{key}-name"] = [str(ref.get("name", ""))]
+                if ref.get("uid"):
+                    extra[f"authentication.kubernetes.io/{key}-uid"] = [str(ref["uid"])]
+        return {
+            "username": f"system:serviceaccount:{namespace}:{account['name']}",
+            "uid": account["uid"],
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"],
+            "extra": dict(sorted(extra.items())),
+        }
+
+    def _claims(self, token: str) -> Object | None:
+        """The claims of ``token`` when this issuer signed it."""
         parts = token.split(".")
         if len(parts) != 3:
             return None
@@ -229,18 +273,9 @@ class TokenIssuer:
             claims = json.loads(_unb64(parts[1]))
         except (ValueError, TypeError):
             return None
-        now = store.clock()
-        if not isinstance(claims, dict) or not claims.get("nbf", 0) <= now < claims.get("exp", 0):
-            return None
-        private = claims.get("kubernetes.io") or {}
-        namespace = private.get("namespace", "")
-        for collection, key in _CHECKED:
-            ref = private.get(key)
-            if ref is None:
-                continue
-            found = store.get_object(collection, "" if key == "node" else namespace, str(ref.get("name", "")))
-            meta = {} if found is None else found["metadata"]
-            if found is None or meta.get("uid") != ref.get("uid") or meta.get("deletionTimestamp"):
-                return None
-        subject = claims.get("sub")
-        return subject if isinstance(subject, str) else None
+        return claims if isinstance(claims, dict) else None
+
+    def audiences(self, token: str) -> list[str]:
+        """The audiences ``token`` names (none when it is not one of this issuer's)."""
+        claims = self._claims(token) or {}
+        return [a for a in claims.get("aud") or () if isinstance(a, str)]
