@@ -7,6 +7,9 @@ quota controller runs (kube-controller-manager's, ``cluster serve``'s), and step
 
 from __future__ import annotations
 
+import base64
+import json
+from datetime import datetime
 from typing import Any
 
 from .dsl import delete, get, kubectl, patch, post, put
@@ -80,6 +83,27 @@ def _scale(replicas: Any, **meta: Any) -> dict[str, Any]:
 
 def _scale_of(body: Json) -> dict[str, Json]:
     return {"spec": body.get("spec"), "status": body.get("status")}
+
+
+def _claims(body: Json) -> dict[str, Json]:
+    """What a TokenRequest's answer says: its spec, how long the token lasts (asked and in its claims), and the
+    claims' names (the JWT's payload, decoded)."""
+    token = str((body.get("status") or {}).get("token", ""))
+    payload = token.split(".")[1] if token.count(".") == 2 else ""
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)) or b"{}")
+    private = dict(claims.get("kubernetes.io") or {})
+    if "warnafter" in private:  # a time: compared as seconds after the token's issue
+        private["warnafter"] -= claims.get("iat", 0)
+    created = datetime.fromisoformat(body["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    expires = datetime.fromisoformat(body["status"]["expirationTimestamp"].replace("Z", "+00:00"))
+    return {
+        "spec": body.get("spec"),
+        "seconds": (expires - created).total_seconds(),
+        "lasts": claims.get("exp", 0) - claims.get("iat", 0),
+        "claims": sorted(claims),
+        "private": {key: sorted(value) if isinstance(value, dict) else value for key, value in private.items()},
+        "subject": claims.get("sub"),
+    }
 
 
 def _token_shape(text: Json) -> str:
@@ -311,8 +335,9 @@ STEPS: list[Step] = [
         TOKEN,
         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
         save={"robot_token": "status.token"},
+        exact=_claims,
     ),
-    post("token request audiences", TOKEN, {"spec": {"audiences": ["api"], "expirationSeconds": 7200}}),
+    post("token request audiences", TOKEN, {"spec": {"audiences": ["api"], "expirationSeconds": 7200}}, exact=_claims),
     post("token too short", TOKEN, {"spec": {"expirationSeconds": 599}}),
     post("token too long", TOKEN, {"spec": {"expirationSeconds": 2**32 + 1}}),
     post("token seconds a string", TOKEN, {"spec": {"expirationSeconds": "x"}}),
@@ -334,7 +359,10 @@ STEPS: list[Step] = [
     ),
     post("token pod of the account", f"{NS}/pods", _pod("robotpod", {"cpu": "10m"}, serviceAccountName="robot")),
     post(
-        "token bound pod", TOKEN, {"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "robotpod"}}}
+        "token bound pod",
+        TOKEN,
+        {"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "robotpod"}}},
+        exact=_claims,
     ),
     post(
         "token bound pod kubelet's",
@@ -345,6 +373,7 @@ STEPS: list[Step] = [
                 "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "robotpod"},
             }
         },
+        exact=_claims,
     ),
     post("token named other", TOKEN, {"metadata": {"name": "other"}, "spec": {}}),
     post("token missing account", f"{NS}/serviceaccounts/nope/token", {"spec": {}}),
