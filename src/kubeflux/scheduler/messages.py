@@ -143,6 +143,12 @@ PREEMPTED_REASON: Final = "Preempted"
 PREEMPTION_CONDITION_REASON: Final = "PreemptionByScheduler"
 """The reason of the ``DisruptionTarget`` condition a scheduler's preemption writes on its victims."""
 
+GATED_REASON: Final = "SchedulingGated"
+"""The reason of the ``PodScheduled=False`` condition the API server puts on a pod created with
+``spec.schedulingGates`` (``GATED_MESSAGE``), and kube-scheduler's word for such a pod."""
+
+GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class Evict(Picklable):

@@ -188,11 +188,16 @@ def _checked_template(
 ) -> tuple[PodTemplate, str]:
     """:func:`_template`, and why the pod is rejected (``""`` when it is not): a pod whose run-time annotations no
     kubelet can read is a valid object, so it is kept, rejected with the reason (as kubeflux's scheduler rejects it
-    in ``cluster serve`` rather than bind it), never skipped as one the API would refuse."""
+    in ``cluster serve`` rather than bind it), never skipped as one the API would refuse. So is a pod with
+    ``spec.schedulingGates``: no scheduler may place it, and no controller of the simulator would ever remove them."""
     try:
-        return _template(pod, manifest, obj, path, default_run_time), ""
+        template = _template(pod, manifest, obj, path, default_run_time)
     except InvalidRunTime as exc:
         return _template(pod, manifest, obj, path, default_run_time, PodRun()), str(exc)
+    if pod.scheduling_gates:
+        gates = ", ".join(pod.scheduling_gates)
+        return template, f"{obj}: spec.schedulingGates: held by {gates}, which nothing in simulate removes (no Kueue)"
+    return template, ""
 
 
 def _cores(pod: PodTemplate) -> int:
