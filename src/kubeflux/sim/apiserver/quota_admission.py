@@ -27,11 +27,12 @@ also counts until the controller's next recount: here the store checks the name 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.quota import Evaluator, evaluator_for, terminating
-from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.resourcelists import (
     ResourceList,
     add,
@@ -45,9 +46,6 @@ from kubeflux.sim.apiserver.resourcelists import (
     subtract_non_negative,
 )
 
-if TYPE_CHECKING:
-    from kubeflux.sim.apiserver.store import Store
-
 __all__ = ["QUOTAS", "admit_create", "admit_update"]
 
 Object = dict[str, Any]
@@ -55,6 +53,28 @@ QUOTAS = "/resourcequotas"
 """The collection of ResourceQuotas."""
 ADMISSION_MANAGER = "kube-apiserver"
 """Who the quota's ``status.used`` writes are recorded as (``managedFields``), as on the real server."""
+
+
+class Store(Protocol):
+    """What the plugin uses of the store that runs it (:class:`~kubeflux.sim.apiserver.store.Store`, which imports
+    this module): its collections, its registry, whether the write is a dry run, and a status update as a writer."""
+
+    collections: Any
+    registry: Registry
+    dry: bool
+
+    def request(self, manager: str = "", *, dry: bool = False) -> AbstractContextManager[None]: ...
+
+    def update(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str = "",
+        *,
+        trusted: bool = False,
+    ) -> Object: ...
 
 
 def _forbidden(resource: ResourceType, name: str, why: str) -> ApiError:
