@@ -1,11 +1,12 @@
 """``cluster serve`` answers as the real kube-apiserver v1.36 does: one scripted sequence of requests and kubectl
 commands (tests/realkube/differential) against both, compared step by step.
 
-The real side is etcd and kube-apiserver with three controllers of kube-controller-manager: the ServiceAccount
+The real side is etcd and kube-apiserver with four controllers of kube-controller-manager: the ServiceAccount
 controller (pods are refused until a namespace has its ``default`` ServiceAccount), the garbage collector and the
 namespace controller, whose work ``cluster serve``'s store does itself (dependents, ``orphan`` and
-``foregroundDeletion`` finalizers, a namespace's contents). No scheduler, kubelet, KWOK or Job controller on either
-side. ``cluster serve`` runs with no nodes, no kubelet and no controllers.
+``foregroundDeletion`` finalizers, a namespace's contents), and the resource quota controller, whose work
+``cluster serve``'s own does. No scheduler, kubelet, KWOK or Job controller on either side. ``cluster serve`` runs
+with no nodes, no kubelet and no controllers but its quota controller.
 
 Per step the status code must be equal. Every other difference (Status reason, causes, fields present and their
 types, watch events, kubectl output) must be in :data:`ALLOWED` with the reason it is there; a new one fails, and so
@@ -28,12 +29,18 @@ from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import Store
 
-from .differential import steps_controllers, steps_objects, steps_pods, steps_reads
+from .differential import steps_controllers, steps_objects, steps_pods, steps_quota, steps_reads
 from .differential.known import KNOWN
 from .differential.runner import Observation, Server, Step, differences, run
 from .differential.steps_objects import POD_FAILURE_POLICIES
 
-STEPS: list[Step] = [*steps_pods.STEPS, *steps_objects.STEPS, *steps_reads.STEPS, *steps_controllers.STEPS]
+STEPS: list[Step] = [
+    *steps_pods.STEPS,
+    *steps_objects.STEPS,
+    *steps_reads.STEPS,
+    *steps_controllers.STEPS,
+    *steps_quota.STEPS,
+]
 
 _EMPTY_COLLECTION_VERBS = '*"deletecollection"* != *"get", "list", "watch"]*'
 EXPLAINED: dict[tuple[str, str], str] = {
@@ -45,6 +52,10 @@ EXPLAINED: dict[tuple[str, str], str] = {
     ("discovery *", f"value *{_EMPTY_COLLECTION_VERBS}"): (
         "what kube-scheduler watches and kubeflux does not model (services, volumes, storage, PDBs ...) is served "
         "as an empty, read-only collection: writes are 405, so discovery lists get, list and watch"
+    ),
+    ("whoami", "-status.userInfo.extra*"): (
+        "the real admin authenticates with a client certificate, whose hash is its credential id; cluster serve's "
+        "admin holds a static token, which has none"
     ),
     ("term namespace terminating", "+status.conditions*"): (
         "the store empties a Terminating namespace at once and says what holds it; the real namespace controller "
@@ -96,9 +107,11 @@ SAME_WORDS = (
     "pod bad restart policy",
     "pod init container restart Sometimes",
     *(f"job pod failure policy {name}" for name, _, _ in POD_FAILURE_POLICIES[1:]),
+    *steps_quota.SAME_WORDS,
 )
 """Refusals whose message cluster serve writes in the real server's words (the Priority admission; a 422 naming a
-kind outside the core group, ``Job.batch``; restart policies; a Job's ``podFailurePolicy``, its 400s and 422s):
+kind outside the core group, ``Job.batch``; restart policies; a Job's ``podFailurePolicy``, its 400s and 422s; the
+quota admission's refusals, a Scale's and a TokenRequest's):
 compared word for word, where other steps compare code, reason and causes only."""
 
 
@@ -106,7 +119,7 @@ compared word for word, where other steps compare code, reason and causes only."
 def real(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     plane = ControlPlane(tmp_path_factory.mktemp("real"), binaries).start()
     try:
-        plane.start_controller_manager("--controllers=serviceaccount,garbagecollector,namespace")
+        plane.start_controller_manager("--controllers=serviceaccount,garbagecollector,namespace,resourcequota")
         yield Server(
             "real",
             plane.server,
@@ -122,7 +135,13 @@ def real(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 @pytest.fixture(scope="module")
 def served(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("served")
-    server = ApiServer([], settings=ServerSettings(), store=Store(default_registry())).start()
+    server = ApiServer(
+        [],
+        settings=ServerSettings(),
+        store=Store(default_registry()),
+        controllers=True,
+        disabled_controllers=("job", "podgroup", "disruption"),
+    ).start()
     try:
         kubeconfig = server.write_kubeconfig(folder / "kubeconfig")
         yield Server("served", server.url, binaries.path("kubectl"), kubeconfig)

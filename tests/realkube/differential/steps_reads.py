@@ -14,10 +14,12 @@ SERVED = {
         "namespaces", "nodes", "pods", "pods/status", "pods/binding", "pods/eviction", "bindings", "events",
         "configmaps", "secrets", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims",
         "namespaces/status", "nodes/status", "namespaces/finalize", "serviceaccounts", "endpoints", "resourcequotas",
+        "resourcequotas/status", "serviceaccounts/token",
     },
     "apps/v1": {
         "replicasets", "statefulsets", "deployments", "daemonsets", "controllerrevisions", "replicasets/status",
-        "statefulsets/status", "deployments/status", "daemonsets/status",
+        "statefulsets/status", "deployments/status", "daemonsets/status", "deployments/scale", "replicasets/scale",
+        "statefulsets/scale",
     },
     "batch/v1": {"jobs", "jobs/status", "cronjobs", "cronjobs/status"},
     "discovery.k8s.io/v1": {"endpointslices"},
@@ -27,6 +29,7 @@ SERVED = {
     "scheduling.k8s.io/v1": {"priorityclasses"},
     "storage.k8s.io/v1": {"storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"},
     "authorization.k8s.io/v1": {"selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectrulesreviews"},
+    "authentication.k8s.io/v1": {"selfsubjectreviews", "tokenreviews"},
 }  # fmt: skip
 """What ``cluster serve`` serves, by group/version (``""``: core/v1): discovery is compared for these."""
 

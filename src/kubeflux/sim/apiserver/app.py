@@ -24,6 +24,7 @@ import orjson
 import yaml
 
 from kubeflux.sim.apiserver import errors
+from kubeflux.sim.apiserver.authentication import AuthenticationReview
 from kubeflux.sim.apiserver.authorization import ReviewStrategy
 from kubeflux.sim.apiserver.clock import Clock, time_document
 from kubeflux.sim.apiserver.discovery import AGGREGATED, aggregated_discovery, discovery_document, wants_aggregated
@@ -37,7 +38,9 @@ from kubeflux.sim.apiserver.options import check_list_options, dry_run, field_ma
 from kubeflux.sim.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
 from kubeflux.sim.apiserver.queue_route import QUEUE_PATH, QueueRoute
 from kubeflux.sim.apiserver.registry import ResourceType
+from kubeflux.sim.apiserver.scale import get_scale, patch_scale, update_scale
 from kubeflux.sim.apiserver.store import Store
+from kubeflux.sim.apiserver.tokens import ADMIN, TokenIssuer
 from kubeflux.wallclock import WallClock
 
 if TYPE_CHECKING:
@@ -59,6 +62,8 @@ _STRATEGIC = "application/strategic-merge-patch+json"
 _APPLY = "application/apply-patch+yaml"
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+_SUBRESOURCE_METHODS = {"scale": ("GET", "PUT", "PATCH"), "token": ("POST",)}
+"""Subresources that serve only some methods (the real server answers 405 to the others)."""
 
 
 @dataclass(slots=True)
@@ -124,6 +129,8 @@ class ApiApp:
         self.activity: Activity | None = None
         """The requests in flight that virtual time waits for (set by the server in virtual time)."""
         self.openapi = OpenApi(self.registry)
+        self.tokens = TokenIssuer()
+        """The ServiceAccount tokens issued (``serviceaccounts/NAME/token``), accepted as bearer tokens."""
         self.queue = QueueRoute()
         """``GET /kubeflux/queue``: the in-process schedulers' queues (given once they run)."""
         self.streams = WatchStreams(store, self.settings, Renderer())
@@ -237,9 +244,16 @@ class ApiApp:
             return self.media.decode(data, api_version)
         raise errors.unsupported_media_type(media, "application/json, application/yaml")
 
-    def _authorize(self, headers: dict[str, str]) -> None:
-        if self.settings.token and headers.get("authorization", "") != f"Bearer {self.settings.token}":
+    def _authorize(self, headers: dict[str, str]) -> dict[str, Any]:
+        """Who sends the request: the admin (:data:`~.tokens.ADMIN`) with the token (anyone, without one), or the
+        ServiceAccount of a token this server issued; 401 otherwise."""
+        given = headers.get("authorization", "")
+        if not self.settings.token or given == f"Bearer {self.settings.token}":
+            return ADMIN
+        user = self.tokens.identity(given[7:], self.store) if given.startswith("Bearer ") else None
+        if user is None:
             raise errors.unauthorized()
+        return user
 
     # -- routing ---------------------------------------------------------------------------------------------
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -251,7 +265,7 @@ class ApiApp:
         if path == "/kubeflux/time":  # the simulated time, for clients that want it
             await self._respond(send, 200, time_document(self.clock or WallClock(), self.store.clock()))
             return
-        self._authorize(headers)
+        user = self._authorize(headers)
         method: str = scope["method"]
         if path == QUEUE_PATH:  # pod names: for authorized clients only
             await self._respond(send, *self.queue.answer(method, self.store.clock()))
@@ -291,6 +305,8 @@ class ApiApp:
         output = self.media.output(accept, target.resource.api_version)
         if target.subresource == "finalize" and method != "PUT":
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        if method not in _SUBRESOURCE_METHODS.get(target.subresource, (method,)):
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         if target.subresource == "log":
             if method != "GET":
                 raise errors.method_not_allowed(f"{method} is not allowed on pods/log")
@@ -318,7 +334,7 @@ class ApiApp:
         manager = field_manager(query, headers.get("user-agent", "")) if method != "DELETE" else ""
         with self.store.request(manager, dry=dry):
             if method == "POST":
-                code, body = self._post(target, body_bytes, content_type, manager)
+                code, body = self._post(target, body_bytes, content_type, manager, user)
             elif method == "PUT":
                 code, body = 200, self._put(target, body_bytes, content_type)
             elif method == "PATCH":
@@ -388,6 +404,8 @@ class ApiApp:
         resource = target.resource
         if resource.create_only:
             raise errors.method_not_allowed(f"{resource.plural} can only be created")
+        if target.subresource == "scale":
+            return get_scale(self.store, resource, target.namespace, target.name)
         if target.name:
             obj = self.store.get(resource, target.namespace, target.name)
             if as_table:
@@ -443,9 +461,16 @@ class ApiApp:
             raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
         return b""
 
-    def _post(self, target: Target, data: bytes, content_type: str, manager: str = "") -> tuple[int, Any]:
+    def _post(
+        self, target: Target, data: bytes, content_type: str, manager: str = "", user: dict[str, Any] = ADMIN
+    ) -> tuple[int, Any]:
         resource = target.resource
+        if target.subresource == "token":
+            body = self._decode(data, content_type, "authentication.k8s.io/v1")
+            return 201, self.tokens.request(self.store, resource, target.namespace, target.name, body, manager)
         body = self._decode(data, content_type, resource.api_version)
+        if isinstance(resource.strategy, AuthenticationReview):
+            return 201, resource.strategy.answer(body, user, self.tokens, self.store, manager)
         if isinstance(resource.strategy, ReviewStrategy):
             answer = resource.strategy.answer(body, target.namespace)
             if manager and answer["spec"]:  # the request's fields are the client's, as the real server records
@@ -477,6 +502,9 @@ class ApiApp:
     def _put(self, target: Target, data: bytes, content_type: str) -> Any:
         if not target.name:
             raise errors.method_not_allowed("PUT needs an object name")
+        if target.subresource == "scale":
+            body = self._decode(data, content_type, "autoscaling/v1")
+            return update_scale(self.store, target.resource, target.namespace, target.name, body)
         body = self._decode(data, content_type, target.resource.api_version)
         return self.store.update(target.resource, target.namespace, target.name, body, target.subresource)
 
@@ -499,6 +527,11 @@ class ApiApp:
             raise errors.bad_request(f"the patch is nested more than {MAX_DEPTH} levels deep")
         if media != _JSON_PATCH and not isinstance(patch, dict):
             raise errors.bad_request("the patch must be a JSON object")
+        if target.subresource == "scale":
+            scaled = patch_scale(
+                self.store, target.resource, target.namespace, target.name, lambda current: applier(current, patch)
+            )
+            return 200, scaled
         return 200, self.store.patch(
             target.resource, target.namespace, target.name, lambda current: applier(current, patch), target.subresource
         )

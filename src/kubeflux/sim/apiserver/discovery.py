@@ -65,6 +65,8 @@ _SUBRESOURCES: dict[str, tuple[str, list[str]]] = {
     "eviction": ("Eviction", ["create"]),
     "log": ("", ["get"]),
     "finalize": ("", ["update"]),
+    "scale": ("Scale", ["get", "patch", "update"]),
+    "token": ("TokenRequest", ["create"]),
 }
 """Subresources whose kind or verbs are not their resource's ``get``/``patch``/``update`` (``""``: the resource's
 kind)."""
@@ -88,21 +90,19 @@ def _resource_list(group: str, version: str, resources: list[ResourceType]) -> d
         listed.append(_with_names(entry, r))
         for sub in r.subresources:
             kind, verbs = _SUBRESOURCES.get(sub, (r.kind, ["get", "patch", "update"]))
-            kind = kind or r.kind
-            listed.append(
-                {
-                    "name": f"{r.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": r.namespaced,
-                    "kind": kind,
-                    "verbs": verbs,
-                }
-            )
+            entry = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced}
+            if sub in _RESPONSE_KINDS:  # a kind of another group (policy/v1 Eviction, autoscaling/v1 Scale ...)
+                entry["group"], entry["version"], _ = _RESPONSE_KINDS[sub]
+            listed.append({**entry, "kind": kind or r.kind, "verbs": verbs})
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": listed}
 
 
-_RESPONSE_KINDS = {"eviction": ("policy", "v1", "Eviction")}
+_RESPONSE_KINDS = {
+    "eviction": ("policy", "v1", "Eviction"),
+    "scale": ("autoscaling", "v1", "Scale"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+}
 
 
 def wants_aggregated(accept: str) -> bool:

@@ -11,6 +11,7 @@ from kubeflux.sim.apiserver.apps_strategies import (
     replicaset_strategy,
     statefulset_strategy,
 )
+from kubeflux.sim.apiserver.authentication import authentication_resources
 from kubeflux.sim.apiserver.authorization import review_resources
 from kubeflux.sim.apiserver.batch_strategies import CronJobStrategy, JobStrategy, PodGroupStrategy, WorkloadStrategy
 from kubeflux.sim.apiserver.cluster_strategies import (
@@ -29,6 +30,7 @@ from kubeflux.sim.apiserver.event_strategies import (
     core_event_from_v1,
     event_v1_from_core,
 )
+from kubeflux.sim.apiserver.quota_strategy import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
 
 __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
@@ -39,7 +41,6 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
     ("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ()),
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ()),
-    ("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ()),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",), ()),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", False, (), ()),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, (), ()),
@@ -66,7 +67,7 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ),
 )
 """What kube-scheduler and kube-controller-manager v1.36 watch at their default flags and kubeflux does not model
-(no Services, volumes, storage, quotas, autoscaling, certificates, RBAC or admission policies): served so that their
+(no Services, volumes, storage, autoscaling, certificates, RBAC or admission policies): served so that their
 informers sync, and empty.
 
 (group, version, plural, kind, namespaced, short names, categories), as the real server's discovery has them."""
@@ -92,7 +93,12 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("", "v1", "events", "Event", True, events, ("ev",)),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ConfigMapStrategy(), ("cm",)),
         ResourceType("", "v1", "secrets", "Secret", True, SecretStrategy()),
-        ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ServiceAccountStrategy(), ("sa",)),
+        ResourceType(
+            "", "v1", "serviceaccounts", "ServiceAccount", True, ServiceAccountStrategy(), ("sa",), (), ("token",)
+        ),
+        ResourceType(
+            "", "v1", "resourcequotas", "ResourceQuota", True, ResourceQuotaStrategy(), ("quota",), (), ("status",)
+        ),
         ResourceType("", "v1", "endpoints", "Endpoints", True, EndpointsStrategy(), ("ep",)),
         ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
         ResourceType("batch", "v1", "cronjobs", "CronJob", True, CronJobStrategy(), ("cj",), ("all",), ("status",)),
@@ -137,6 +143,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ]
     resources += _controllers_objects()
     resources += review_resources()
+    resources += authentication_resources()
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS
@@ -147,14 +154,14 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
 def _controllers_objects() -> list[ResourceType]:
     """What kube-controller-manager's controllers keep (the apps/v1 workloads, PodDisruptionBudgets, EndpointSlices),
     stored for it as the real server stores them."""
-    status = ("status",)
+    status, scaled = ("status",), ("scale", "status")
     return [
         ResourceType(
-            "apps", "v1", "deployments", "Deployment", True, deployment_strategy(), ("deploy",), ("all",), status
+            "apps", "v1", "deployments", "Deployment", True, deployment_strategy(), ("deploy",), ("all",), scaled
         ),
-        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, replicaset_strategy(), ("rs",), ("all",), status),
+        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, replicaset_strategy(), ("rs",), ("all",), scaled),
         ResourceType(
-            "apps", "v1", "statefulsets", "StatefulSet", True, statefulset_strategy(), ("sts",), ("all",), status
+            "apps", "v1", "statefulsets", "StatefulSet", True, statefulset_strategy(), ("sts",), ("all",), scaled
         ),
         ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, daemonset_strategy(), ("ds",), ("all",), status),
         ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True, ControllerRevisionStrategy()),

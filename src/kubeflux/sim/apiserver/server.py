@@ -44,6 +44,7 @@ from kubeflux.sim.apiserver.inprocess import InProcessSchedulers
 from kubeflux.sim.apiserver.jobs import JobController
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet
 from kubeflux.sim.apiserver.pacer import Activity, Pacer, TimeHeader, UnansweredPods
+from kubeflux.sim.apiserver.quota_controller import QuotaController
 from kubeflux.sim.apiserver.replay import WorkloadReplay
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
@@ -58,9 +59,10 @@ STORE_CONTROLLERS = ("garbagecollector", "namespace")
 """What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
 a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
 leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
-CONTROLLERS = ("job", "podgroup", "disruption", *STORE_CONTROLLERS)
+CONTROLLERS = ("job", "podgroup", "disruption", "resourcequota", *STORE_CONTROLLERS)
 """The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
-TTL-after-finished controller) and ``podgroup`` (scheduler-plugins' PodGroup status); and the store's own."""
+TTL-after-finished controller), ``podgroup`` (scheduler-plugins' PodGroup status), ``disruption`` and
+``resourcequota`` (kube-controller-manager's: budgets' and quotas' status); and the store's own."""
 
 T = TypeVar("T")
 
@@ -257,6 +259,8 @@ class ApiServer:
         """The PodDisruptionBudgets' counts (with the ``disruption`` controller), once serving."""
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""
+        self.quota_controller: QuotaController | None = None
+        """The ResourceQuotas' status (with the ``resourcequota`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
         self.kubelet: SimulatedKubelet | None = None
@@ -336,6 +340,8 @@ class ApiServer:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if "disruption" in self.controllers and self.store.registry.find("policy", "v1", "poddisruptionbudgets"):
             self.disruption_controller = DisruptionController(self.store, loop, timers)
+        if "resourcequota" in self.controllers:
+            self.quota_controller = QuotaController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -377,6 +383,7 @@ class ApiServer:
             self.schedulers,
             self.podgroup_controller,
             self.disruption_controller,
+            self.quota_controller,
             self.job_controller,
             self.replay,
         )
@@ -388,7 +395,7 @@ class ApiServer:
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
         controllers = (self.podgroup_controller, self.disruption_controller, self.job_controller)
         reconcilers = [controller.reconciler for controller in controllers if controller is not None]
-        for component in (self.kubelet, *reconcilers, self.schedulers, self.replay):
+        for component in (self.kubelet, *reconcilers, self.quota_controller, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)

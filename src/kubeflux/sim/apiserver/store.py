@@ -39,6 +39,7 @@ from kubeflux.sim.apiserver.metadata import (
     metadata_causes,
     uid_from_bits,
 )
+from kubeflux.sim.apiserver.quota_admission import admit_create, admit_update
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
@@ -354,6 +355,7 @@ class Store:
         key = object_key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
+        admit_create(self, resource, obj)
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
@@ -457,6 +459,8 @@ class Store:
         causes += strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
+        if not subresource:
+            admit_update(self, resource, new, old)
         if "managedFields" in old_meta:
             new["metadata"]["managedFields"] = old_meta["managedFields"]
         else:

@@ -229,6 +229,19 @@ def _path(*keys: str, default: Any = "<none>") -> Callable[[Object, float], Any]
     return cell
 
 
+def _quota_column(limits: bool) -> Callable[[Object, float], str]:
+    """A ResourceQuota's ``Request`` or ``Limit`` cell: ``name: used/hard`` for each resource its status limits (the
+    ``limits.`` ones in ``Limit``), by name, as ``printResourceQuota`` writes them."""
+
+    def cell(obj: Object, now: float) -> str:
+        status = obj.get("status") or {}
+        hard, used = status.get("hard") or {}, status.get("used") or {}
+        names = [n for n in sorted(hard) if (n.split(".", 1)[0] == "limits" and "." in n) == limits]
+        return ", ".join(f"{n}: {used.get(n, '0')}/{hard[n]}" for n in names)
+
+    return cell
+
+
 def _columns(*specs: str) -> list[Column]:
     """Columns of the empty collections, by name (``Name:type:priority``): their cells are never asked for."""
     built: list[Column] = []
@@ -293,6 +306,12 @@ COLUMNS: dict[str, list[Column]] = {
         ("Containers", "string", 1, _containers("spec", "template", "spec", field="name")),
         ("Images", "string", 1, _containers("spec", "template", "spec", field="image")),
         ("Selector", "string", 1, _selector),
+    ],
+    "/resourcequotas": [
+        _NAME,
+        ("Request", "string", 0, _quota_column(False)),
+        ("Limit", "string", 0, _quota_column(True)),
+        _AGE,
     ],
     "/configmaps": [_NAME, ("Data", "integer", 0, lambda o, now: len(o.get("data") or {})), _AGE],
     "/secrets": [
