@@ -83,6 +83,10 @@ class Traverser:
         """Node vertices below the root that the current match must treat as down (set by the engine for one
         match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
         marking them down, which would change their fingerprints and so void their cached evaluations."""
+        self.covers: Callable[[int], bool] | None = None
+        """With levels between the root and the nodes (zones, racks): whether a vertex above the nodes has an
+        excluded node below it (its evaluation then depends on the match: never kept nor reused; the subtree of one
+        that has none is walked as if nothing were excluded). None: the excluded nodes are the root's children."""
         self.keys = CacheKeys()
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
@@ -235,8 +239,10 @@ class Traverser:
         schedule = self.schedule
         children = schedule._kid_edges(uid)
         root = uid == schedule.root
-        if not children or (self.excluded is not None and root):
-            # (the root's evaluation depends on the nodes the match excludes: never kept nor reused)
+        if not children or (self.excluded is not None and (root or self.covers is not None)):
+            # (the root's evaluation depends on the nodes the match excludes, and so does that of a vertex with
+            # an excluded node below it, the only ones visited with ``excluded`` set when ``covers`` is: never
+            # kept nor reused)
             return self._evaluate(visit, uid, children)
         fp = schedule.fp[uid]
         keys = self.keys
@@ -427,7 +433,8 @@ class Traverser:
         wanted = visit.resources[0].type
         children = layout.children
         found = False
-        self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
+        if self.covers is None:
+            self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
         try:
             for position in allowed_positions(layout, excluded, backwards):
                 edge, target = children[position]
@@ -457,8 +464,16 @@ class Traverser:
     def _visit_child(self, visit: Visit, edge: int, target: int, dfu: Scoring, kids: Kids) -> bool:
         """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
         excluded = self.excluded
-        if excluded is not None and target in excluded and visit.meta.alloc_type != AllocType.SATISFIABILITY:
-            return False  # as a node marked down: pruned (satisfiability ignores status)
+        if excluded is not None:
+            if target in excluded and visit.meta.alloc_type != AllocType.SATISFIABILITY:
+                return False  # as a node marked down: pruned (satisfiability ignores status)
+            covers = self.covers
+            if covers is not None and not covers(target):  # nothing excluded below it: walked (and cached) as such
+                self.excluded = None
+                try:
+                    return self._visit_child(visit, edge, target, dfu, kids)
+                finally:
+                    self.excluded = excluded
         vertex = self.graph.vertices[target]
         if self.leaf_shortcut and not vertex.out:
             leaf = self._leaf_kind(vertex, visit.resources, visit.pristine)

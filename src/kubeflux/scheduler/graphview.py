@@ -28,7 +28,7 @@ import numpy.typing as npt
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
-from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
+from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf, node_path
 from kubeflux.resources.graph import Vertex
 from kubeflux.scheduler.translate import Placement, PlacementWriter
 
@@ -75,7 +75,7 @@ class _ExcludedNames:
     slots and ``slot_by_uid`` (each node vertex's slot, -1 for any other vertex, which reads the mask's last flag,
     always False), the engine asks many uids at once."""
 
-    __slots__ = ("mask", "names", "slot_by_uid", "vertices")
+    __slots__ = ("covers", "mask", "names", "slot_by_uid", "vertices")
 
     def __init__(
         self,
@@ -83,11 +83,15 @@ class _ExcludedNames:
         vertices: list[Vertex],
         mask: npt.NDArray[np.bool_] | None = None,
         slot_by_uid: npt.NDArray[np.int64] | None = None,
+        covered: Collection[int] | None = None,
     ) -> None:
         self.names = names
         self.vertices = vertices
         self.mask = mask
         self.slot_by_uid = slot_by_uid
+        self.covers: Callable[[int], bool] | None = None if covered is None else covered.__contains__
+        """On a graph with levels above the nodes: whether a domain vertex has a hidden node below it (the
+        engine's :attr:`~kubeflux.match.traverser.Traverser.covers`); None when the nodes are the root's children."""
 
     def __contains__(self, uid: object) -> bool:
         assert isinstance(uid, int)
@@ -166,7 +170,8 @@ class GraphView:
         informer replays the pods that held the rest)."""
         self.policy = policy
         self.specs = {spec.name: spec for spec in specs}
-        self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
+        self.paths = {spec.name: node_path(spec, CLUSTER_NAME) for spec in specs}
+        """Node name → its node vertex's path (below its topology domains, if any)."""
         self.gone: set[str] = set()
         self.unrecorded: set[str] = set()
         """Nodes where a bound pod is counted in the books but not held in the graph (the engine could not take
@@ -185,6 +190,11 @@ class GraphView:
         self._slot_of: dict[str, int] = {}
         """Node name → its slot in the hidden nodes' masks (a name keeps its slot; a new name takes the next one)."""
         self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
+        self._above: tuple[int, npt.NDArray[np.int64]] | None = None
+        """:meth:`_above_array`, with the node generation it was made for."""
+        self.levelled = any(spec.domains for spec in specs)
+        """Whether some node sits below topology levels (zones, racks): hidden nodes are then not all the root's
+        children, and a match tells the engine which domains have one below them."""
         self._node_generation = 0
         self.released = ReleaseLog()
         """What releases and cancels gave back (:mod:`kubeflux.scheduler.kept` reads it)."""
@@ -281,6 +291,9 @@ class GraphView:
             excluded = _ExcludedNames(names, engine.graph.vertices)
             if isinstance(hide, HiddenNodes) and names is hide.names:
                 excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
+            if self.levelled:
+                covered = self._covered(names, excluded.mask)
+                excluded.covers = covered.__contains__
         chosen = MatchPolicy(parse_policy(policy)) if policy is not None and policy != self.policy else None
         result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later, policy=chosen)
         self._changes += 1
@@ -319,6 +332,50 @@ class GraphView:
             hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
         return hidden.mask
 
+    def _covered(self, names: Collection[str], mask: npt.NDArray[np.bool_] | None) -> set[int]:
+        """The domain vertices (zones, racks) with one of the ``names`` nodes below them (``mask``: the same nodes
+        as flags by slot, when the caller has it)."""
+        above = self._above_array()
+        if mask is not None:
+            rows = above[: len(mask)][mask[: len(above)]]
+        else:
+            slot_of = self._slot_of
+            rows = above[[slot_of[name] for name in names if name in slot_of and slot_of[name] < len(above)]]
+        found: set[int] = set(np.unique(rows).tolist())
+        found.discard(-1)
+        return found
+
+    def _above_array(self) -> npt.NDArray[np.int64]:
+        """Each node slot's domain vertices (the uids of its ancestors below the root, -1 padded), made again when a
+        node is attached."""
+        kept = self._above
+        if kept is None or kept[0] != self._node_generation:
+            vertices = self.engine.graph.vertices
+            chains: dict[int, list[int]] = {}
+            for name, uid in self._uid_of.items():
+                chain: list[int] = []
+                parent = vertices[uid].parent
+                while parent != -1 and vertices[parent].parent != -1:
+                    chain.append(parent)
+                    parent = vertices[parent].parent
+                chains[self._slot_of[name]] = chain
+            depth = max((len(chain) for chain in chains.values()), default=0)
+            above = np.full((len(self._slot_of), max(depth, 1)), -1, dtype=np.int64)
+            for slot, chain in chains.items():
+                above[slot, : len(chain)] = chain
+            kept = self._above = (self._node_generation, above)
+        return kept[1]
+
+    def domain_of(self, name: str, kind: str) -> int | None:
+        """The uid of node ``name``'s domain vertex of type ``kind`` (``rack``), None when it has none."""
+        vertex = self.engine.graph.vertex_at(self.paths[name]) if name in self.paths else None
+        vertices = self.engine.graph.vertices
+        while vertex is not None and vertex.parent != -1:
+            vertex = vertices[vertex.parent]
+            if vertex.type == kind:
+                return vertex.uid
+        return None
+
     def _slots_by_uid(self) -> npt.NDArray[np.int64]:
         """Each vertex's node slot (-1 for a vertex that is not a node of the view), made again when a node is
         attached."""
@@ -343,6 +400,11 @@ class GraphView:
         spec = parse_policy(policy)
         order = self._free_order(at) if spec.stop_on_first else self._node_order(spec)
         return next((name for name in order if fits(name)), None)
+
+    def ordered(self, policy: str, at: int) -> list[str]:
+        """The admitted nodes in the order ``policy`` prefers them (see :meth:`preferred_node`)."""
+        spec = parse_policy(policy)
+        return self._free_order(at) if spec.stop_on_first else self._node_order(spec)
 
     def _free_order(self, at: int) -> list[str]:
         """The admitted nodes by cores free at ``at``, most first (ties: highest uniq id)."""
@@ -375,13 +437,25 @@ class GraphView:
                     continue
                 if spec.performance_class:
                     key: tuple[int, ...] = (perf_class(vertex), vertex.id, vertex.uniq_id)
-                elif spec.high:
-                    key = (-vertex.id, -vertex.uniq_id)
                 else:
-                    key = (vertex.id, vertex.uniq_id)
+                    key = (*self._domain_key(vertex), vertex.id, vertex.uniq_id)
+                    if spec.high:
+                        key = tuple(-part for part in key)
                 keyed.append((key, name))
             order = self._orders[direction] = [name for _, name in sorted(keyed)]
         return order
+
+    def _domain_key(self, node: Vertex) -> tuple[int, ...]:
+        """(id, uniq id) of each of ``node``'s domains, top first: the walk picks a domain before a node in it."""
+        if not self.levelled:
+            return ()
+        vertices = self.engine.graph.vertices
+        key: list[int] = []
+        parent = node.parent
+        while parent != -1 and vertices[parent].parent != -1:
+            key[:0] = (vertices[parent].id, vertices[parent].uniq_id)
+            parent = vertices[parent].parent
+        return tuple(key)
 
     def busy_cores(self, name: str, at: int) -> int:
         """How many of node ``name``'s cores an engine *allocation* (not a reservation) holds at time ``at``."""
@@ -519,20 +593,21 @@ class GraphView:
         is removed first (its jobs there are released: the caller replays them)."""
         engine = self.engine
         graph = engine.graph
-        path = f"/{CLUSTER_NAME}0/{spec.name}"
-        if spec.name in self.specs and graph.vertex_at(path) is not None:
-            engine.remove_path(path)
+        path = node_path(spec, CLUSTER_NAME)
+        before = self.paths.get(spec.name)
+        if spec.name in self.specs and before is not None and graph.vertex_at(before) is not None:
+            engine.remove_path(before)  # (a node whose domains changed leaves its old place)
         rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
         piece = Graph()
         add_node(piece, spec, cluster=CLUSTER_NAME, rank=rank)
         document = graph_to_jgf(piece)
-        root_path = f"/{CLUSTER_NAME}0"
         fresh = len(graph.vertices)
         renamed: dict[str, str] = {}
         for record in document["graph"]["nodes"]:
             meta = record["metadata"]
-            if meta["paths"].get("containment") == root_path:
-                uniq = graph.root().uniq_id
+            existing = graph.vertex_at(meta["paths"].get("containment", ""))
+            if existing is not None:  # the root, or a domain (zone, rack) the graph has: the node joins it
+                uniq = existing.uniq_id
             else:
                 uniq = fresh
                 fresh += 1
@@ -560,6 +635,7 @@ class GraphView:
                 self._socket_sizes[_socket_size(spec)] += 1
             self.socket_size = _largest(self._socket_sizes)
         self.gone.discard(spec.name)
+        self.levelled = self.levelled or bool(spec.domains)
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
     @property
