@@ -197,3 +197,16 @@ def test_serve_reads_its_levels_from_the_nodes_section() -> None:
     assert NodesConfig.model_validate({"topologyLevels": []}).shape().levels == ()
     with pytest.raises(ValueError, match="would both be 'rack' vertices"):
         NodesConfig.model_validate({"topologyLevels": [RACK_LEVEL, KUEUE_RACK]})
+
+
+def test_a_rack_first_seen_after_the_build_is_numbered_as_a_full_build_numbers_it() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, [racked("n0", "left"), racked("n1", "right")])
+    cluster.run()
+    cluster.tell(ADDED, racked("n2", "middle"))
+    cluster.run(1.0)
+    graph = scheduler.books.graph
+    assert graph is not None
+    vertices = graph.engine.graph.vertices
+    ids = {vertices[uid].name: vertices[uid].id for uid in graph.engine.graph.by_type["rack"]}
+    assert ids == {"left": 0, "right": 1, "middle": 2}

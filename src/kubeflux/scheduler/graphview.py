@@ -28,7 +28,16 @@ import numpy.typing as npt
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
-from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf, node_path
+from kubeflux.resources import (
+    Graph,
+    NodeSpec,
+    Status,
+    add_node,
+    build_graph,
+    graph_to_jgf,
+    id_from_name_suffix,
+    node_path,
+)
 from kubeflux.resources.graph import Vertex
 from kubeflux.scheduler.translate import Placement, PlacementWriter
 
@@ -603,12 +612,15 @@ class GraphView:
         document = graph_to_jgf(piece)
         fresh = len(graph.vertices)
         renamed: dict[str, str] = {}
+        levels = {kind for kind, _ in spec.domains}
         for record in document["graph"]["nodes"]:
             meta = record["metadata"]
             existing = graph.vertex_at(meta["paths"].get("containment", ""))
             if existing is not None:  # the root, or a domain (zone, rack) the graph has: the node joins it
                 uniq = existing.uniq_id
             else:
+                if meta["type"] in levels and id_from_name_suffix(meta["name"]) is None:
+                    meta["id"] = len(graph.by_type.get(meta["type"], ()))  # numbered as a full build numbers it
                 uniq = fresh
                 fresh += 1
             renamed[record["id"]] = str(uniq)
