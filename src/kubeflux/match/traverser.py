@@ -27,7 +27,6 @@ from kubeflux.match.evaluation import (
     Evaluation,
     Excluded,
     Kids,
-    allowed_positions,
     fresh,
 )
 from kubeflux.match.keys import CacheKeys
@@ -83,10 +82,8 @@ class Traverser:
         """Node vertices below the root that the current match must treat as down (set by the engine for one
         match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
         marking them down, which would change their fingerprints and so void their cached evaluations."""
-        self.covers: Callable[[int], bool] | None = None
-        """With levels between the root and the nodes (zones, racks): whether a vertex above the nodes has an
-        excluded node below it (its evaluation then depends on the match: never kept nor reused; the subtree of one
-        that has none is walked as if nothing were excluded). None: the excluded nodes are the root's children."""
+        self.level_types: frozenset[str] = frozenset()  # levels above the nodes (racks): wide.levels_below
+        self.covers: Callable[[int], bool] | None = None  # a level with an excluded node below (Engine.match)
         self.keys = CacheKeys()
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
@@ -240,9 +237,7 @@ class Traverser:
         children = schedule._kid_edges(uid)
         root = uid == schedule.root
         if not children or (self.excluded is not None and (root or self.covers is not None)):
-            # (the root's evaluation depends on the nodes the match excludes, and so does that of a vertex with
-            # an excluded node below it, the only ones visited with ``excluded`` set when ``covers`` is: never
-            # kept nor reused)
+            # (the root's evaluation, or a level's above an excluded node, depends on them: never kept nor reused)
             return self._evaluate(visit, uid, children)
         fp = schedule.fp[uid]
         keys = self.keys
@@ -306,7 +301,9 @@ class Traverser:
                 if chosen is not None:  # the leaves are explored, in an order a sort may change
                     add_leaves(dfu, next_resources[0].type, chosen[0], chosen[1], chosen[2], True)
                     children = []
-            if children:
+            if children and wide.levels_below(self.level_types, self.graph.vertices, children, policy.spec):
+                self._explore_wide(below, children, dfu, kids)
+            elif children:
                 self._explore(below, children, dfu, 0, kids)
             self._explore_aux(below, vertex, dfu)
         return self._finish(visit, vertex, x_in, dfu, kids, avail)
@@ -400,7 +397,7 @@ class Traverser:
     def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
         """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
         children, in the policy's order with an early stop, or, with nodes excluded, child by child
-        (:meth:`_explore_allowed`)."""
+        (:func:`kubeflux.match.wide.explore_allowed`)."""
         schedule = self.schedule
         parent = self.graph.vertices[children[0][1]].parent
         layout = wide.layout_of(schedule, parent, children)
@@ -409,43 +406,17 @@ class Traverser:
         if ordered:
             excluded = self.excluded if visit.meta.alloc_type != AllocType.SATISFIABILITY else None
             if excluded is not None:
-                return self._explore_allowed(visit, layout, excluded, needed, stops, dfu, kids)
+                if self.covers is None:
+                    self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
+                try:
+                    return wide.explore_allowed(self._visit_child, visit, layout, excluded, needed, stops, dfu, kids)
+                finally:
+                    self.excluded = excluded
         key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
         if ordered:
             return wide.explore_in_order(spans, dfu, kids, needed, stops)
         return wide.explore_all(spans, dfu, kids)
-
-    def _explore_allowed(
-        self,
-        visit: Visit,
-        layout: wide.Layout,
-        excluded: Excluded,
-        needed: int,
-        stops: list[bool] | None,
-        dfu: Scoring,
-        kids: Kids,
-    ) -> bool:
-        """The children of a wide vertex that ``excluded`` allows, one by one in the policy's order, stopping once
-        ``needed`` candidates qualify (0: never) after a child where ``stops`` allows it (None: any); a span's cached
-        candidates hold the excluded nodes' too."""
-        backwards = needed > 0 and visit.policy.descending
-        wanted = visit.resources[0].type
-        children = layout.children
-        found = False
-        if self.covers is None:
-            self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
-        try:
-            for position in allowed_positions(layout, excluded, backwards):
-                edge, target = children[position]
-                if not self._visit_child(visit, edge, target, dfu, kids):
-                    continue
-                found = True
-                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
-                    return True
-        finally:
-            self.excluded = excluded
-        return found
 
     def _first_leaves(
         self, visit: Visit, order: list[tuple[int, int]], dfu: Scoring, needed: int | None
@@ -469,11 +440,10 @@ class Traverser:
                 return False  # as a node marked down: pruned (satisfiability ignores status)
             covers = self.covers
             if covers is not None and not covers(target):  # nothing excluded below it: walked (and cached) as such
-                self.excluded = None
-                try:
-                    return self._visit_child(visit, edge, target, dfu, kids)
-                finally:
-                    self.excluded = excluded
+                self.excluded = None  # (back by the end of the match if the visit raises: Engine.match)
+                found = self._visit_child(visit, edge, target, dfu, kids)
+                self.excluded = excluded
+                return found
         vertex = self.graph.vertices[target]
         if self.leaf_shortcut and not vertex.out:
             leaf = self._leaf_kind(vertex, visit.resources, visit.pristine)

@@ -39,6 +39,8 @@ from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter
+from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.hiding import domain_of
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
@@ -147,7 +149,7 @@ class Confiner:
         for name, spec in graph.specs.items():
             if name in graph.gone or name not in admitted:
                 continue
-            domain = graph.domain_of(name, kind)
+            domain = _domain_vertex(graph, name, kind)
             if domain is None or graph.engine.graph.vertices[domain].name == UNKNOWN:
                 continue
             held[domain] += min(spec.cores // cores if cores else count, spec.gpus // gpus if gpus else count)
@@ -194,7 +196,7 @@ class Confiner:
         hide = set(self.filter.static_fit(largest).unfit if reserve else self.filter.fit(largest).hidden.names)
         vertices = graph.engine.graph.vertices
         for name in graph.specs:
-            domain = graph.domain_of(name, kind)
+            domain = _domain_vertex(graph, name, kind)
             if domain is None or vertices[domain].name == UNKNOWN:
                 hide.add(name)
         duration = self.profile.planned(largest, start, reserve=reserve)
@@ -231,7 +233,7 @@ class Confiner:
         for name in graph.ordered(policy, start):
             if name in hide or not graph.usable(name):
                 continue
-            domain = graph.domain_of(name, kind)
+            domain = _domain_vertex(graph, name, kind)
             if domain is None:
                 continue
             free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
@@ -253,6 +255,12 @@ class Confiner:
             for uid in list(job.pods):
                 if uid in before:
                     job.pods[uid] = before[uid]
+
+
+def _domain_vertex(graph: GraphView, name: str, kind: str) -> int | None:
+    """The uid of node ``name``'s domain vertex of type ``kind`` (``rack``), None when it has none."""
+    vertex = graph.engine.graph.vertex_at(graph.paths[name]) if name in graph.paths else None
+    return None if vertex is None else domain_of(graph.engine.graph.vertices, vertex, kind)
 
 
 def _pin(pod: Pod, pins: dict[str, str]) -> Pod:
