@@ -62,6 +62,12 @@ def test_two_schedulers_and_namespaces() -> None:
     assert capped.build().backfill is Backfill.EASY
 
 
+def test_each_scheduler_preempts_as_kube_scheduler_does_unless_its_profile_says_never() -> None:
+    """Issue 31's per-scheduler setting: ``preemption: lowerPriority`` by default, ``never`` turns it off."""
+    config = parse_config({"schedulers": [{"name": "urgent-ok"}, {"name": "patient", "preemption": "never"}]})
+    assert [profile.build().profile.preemption for profile in config.schedulers] == ["lowerPriority", "never"]
+
+
 @pytest.mark.parametrize(
     ("data", "named"),
     [
@@ -80,6 +86,7 @@ def test_two_schedulers_and_namespaces() -> None:
         ({"watch": {"pageSize": 0}}, "watch.pageSize"),
         ({"binding": {"workers": "many"}}, "binding.workers"),
         ({"clock": "sundial"}, "clock: Input should be 'auto', 'wall' or 'server'"),
+        ({"schedulers": [{"preemption": "always"}]}, "schedulers[0].preemption: Input should be 'lowerPriority' or"),
         ({"nodes": {"socketsLabel": "bad key!"}}, "nodes.socketsLabel: not a label key"),
         ({"nodes": {"socketsLabel": "example.com/sockets"}}, "nodes: socketsDefault must be at least 1 when"),
         ({"nodes": {"socketsDefault": -1}}, "nodes.socketsDefault: Input should be greater than or equal to 0"),

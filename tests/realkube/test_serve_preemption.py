@@ -2,7 +2,8 @@
 keeps the PodDisruptionBudgets' counts): its cores hear the budgets; an :class:`Evict` goes through the Eviction API,
 which evicts a pod whose budget allows it (a ``Preempted`` event on it, the real server's ``DisruptionTarget``
 condition) and refuses one whose ``minAvailable`` it would break (429: logged, counted, the pod keeps running); an
-``Unschedulable`` with a nominated node writes ``status.nominatedNodeName``.
+``Unschedulable`` with a nominated node writes ``status.nominatedNodeName``; a victim gang's evictions go one after
+the other, and the first refused stops the rest of that gang's (another gang's still go).
 
 The preemption choices are the core's own (tested with it); here a wrapper around serve's core adds the decisions
 a preempting core would send, so that what is tested is the shell: the requests, the events and the metrics.
@@ -45,10 +46,17 @@ class Preempting:
         self.evictions: list[Evict] = []
         self.nominate: dict[str, str] = {}
         self.budgets: dict[str, DisruptionBudget] = {}
+        self.unevicted: list[tuple[str, str]] = []
+        """(pod, why) of each eviction told back to the core (``unevict``)."""
         self.lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.core, name)
+
+    def unevict(self, pod: str, uid: str, reason: str, now: float) -> None:
+        with self.lock:
+            self.unevicted.append((pod, reason))
+        self.core.unevict(pod, uid, reason, now)
 
     def observe(self, event: ClusterEvent, now: float) -> None:
         if isinstance(event.obj, DisruptionBudget):
@@ -140,3 +148,40 @@ def test_serve_evicts_through_the_eviction_api_and_a_budget_blocks_it(
                 and "The disruption budget guard needs 1 healthy pods and has 1 currently" in m
                 for m in refusals
             ), refusals
+
+
+def test_a_refusal_within_a_victim_gang_stops_the_rest_of_its_evictions_and_the_core_hears_of_each(
+    plane: ControlPlane, api: Api
+) -> None:
+    """The core decided to evict gang ``g`` (three pods) and gang ``h`` (two) whole; a PodDisruptionBudget made after
+    that decision guards ``g``'s second pod. ``g-0`` goes, ``g-1`` is refused (429), ``g-2`` is never sent; ``h``
+    goes whole. The metric counts each result, and the core is told of ``g-1`` and ``g-2``."""
+    with namespace(api, "wholegang") as ns, kwok_nodes(plane, api, "wholegang", 1, "8") as _:
+        config = parse_config({"clock": "wall", "watch": {"timeoutSeconds": 30}, "namespaces": [ns]})
+        serve = Serve(config, api_client(plane.kubeconfig, None, False, 16))
+        core = serve.cores[0] = Preempting(serve.cores[0])  # type: ignore[assignment]
+        with serve:
+            pods = {name: api.create_pod(ns, _labelled(name, name)) for name in ("g-0", "g-1", "g-2", "h-0", "h-1")}
+            eventually(lambda: all(phase(p) == "Running" for p in api.pods(ns).values()), lambda: "pods Running")
+            decided = [
+                Evict(f"{ns}/{name}", pod["metadata"]["uid"], f"{ns}/urgent", "Preempted", victim=f"{ns}/{name[0]}")
+                for name, pod in pods.items()
+            ]
+            _budget(api, ns, "late", "g-1", 1)  # made after the core decided
+            eventually(lambda: _budget_status(api, ns, "late").get("currentHealthy") == 1, lambda: "late counted")
+            with core.lock:
+                core.evictions += decided
+            serve._wake()
+            eventually(lambda: _metric(serve, "spared") == 1, lambda: "g-2 spared")
+            eventually(lambda: not {"h-0", "h-1"} & set(api.pods(ns)), lambda: "h evicted")
+            assert (_metric(serve, "evicted"), _metric(serve, "refused")) == (3, 1)
+            left = api.pods(ns)
+            assert sorted(left) == ["g-1", "g-2"]
+            assert not any(p["metadata"].get("deletionTimestamp") for p in left.values())
+            eventually(lambda: len(core.unevicted) == 2, lambda: "the core told of g-1 and g-2")
+            told = dict(core.unevicted)
+            assert "429" in told[f"{ns}/g-1"]
+            assert told[f"{ns}/g-2"].startswith(f"another pod of {ns}/g was not evicted")
+            assert f"pod {ns}/g-1: 429" in told[f"{ns}/g-2"]
+            preempted = {e["regarding"]["name"] for e in api.events(ns) if e.get("reason") == "Preempted"}
+            assert preempted == {"g-0", "h-0", "h-1"}

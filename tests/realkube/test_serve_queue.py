@@ -127,6 +127,51 @@ def test_kubeflux_queue_shows_serves_queue_in_order_with_the_start_written_on_th
         api.close()
 
 
+def test_a_gated_pod_waits_listed_and_counted_as_gated_then_starts_once_its_gate_is_removed(
+    plane: ControlPlane, served: tuple[ServeProcess, int, str]
+) -> None:
+    """How Kueue holds a pod back: serve never binds a pod with ``spec.schedulingGates`` (room or not), shows it as
+    ``gated`` in ``kubeflux queue`` and ``kubeflux_gated_pods``, keeps the real server's ``SchedulingGated``
+    condition on it, and binds it once the gate is removed."""
+    process, port, ns = served
+    api = Api(plane.kubeconfig)
+
+    def gated_metric() -> float:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith("kubeflux_gated_pods{"):
+                    return float(line.rsplit(" ", 1)[1])
+        raise AssertionError("no kubeflux_gated_pods in /metrics")
+
+    try:
+        api.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)  # what the tests before left
+        eventually(lambda: not api.pods(ns), lambda: "the namespace emptied")
+        held = manifest("held", "1")
+        held["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+        api.create_pod(ns, held)
+        api.create_pod(ns, manifest("open", "1"))
+        eventually(lambda: api.pods(ns)["open"]["spec"].get("nodeName"), lambda: "\n".join(process.lines[-20:]))
+
+        def listed() -> list[dict[str, Any]] | None:
+            result = kubeflux("queue", "--server", f"http://127.0.0.1:{port}", "-o", "json")
+            assert result.returncode == 0, result.stderr
+            jobs: list[dict[str, Any]] = json.loads(result.stdout)["schedulers"][0]["jobs"]
+            return jobs if [(j["job"], j["state"]) for j in jobs] == [(f"{ns}/held", "gated")] else None
+
+        [row] = eventually(listed, lambda: "\n".join(process.lines[-20:]))
+        assert "example.com/quota" in row["reason"] and gated_metric() == 1.0
+        pod = api.pods(ns)["held"]
+        assert not pod["spec"].get("nodeName")
+        [scheduled] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert (scheduled["status"], scheduled["reason"]) == ("False", "SchedulingGated")
+
+        api.core.patch_namespaced_pod("held", ns, [{"op": "remove", "path": "/spec/schedulingGates"}])
+        eventually(lambda: api.pods(ns)["held"]["spec"].get("nodeName"), lambda: "\n".join(process.lines[-20:]))
+        eventually(lambda: gated_metric() == 0.0, lambda: "kubeflux_gated_pods back to 0")
+    finally:
+        api.close()
+
+
 def test_serve_says_which_podgroup_api_is_missing_and_how_to_enable_it_and_synced_once(
     served: tuple[ServeProcess, int, str],
 ) -> None:

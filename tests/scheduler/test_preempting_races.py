@@ -109,3 +109,21 @@ def test_a_gang_member_two_budgets_select_is_no_victim() -> None:
     allowed = {"default/everything": 10, "default/cheap": 10}
     chosen = choose_victim_jobs(10, [cheap, dear], lambda keys: bool(keys), [everything, mine], allowed, policy_v1=True)
     assert chosen == (dear,)
+
+
+def test_a_budget_spent_by_one_urgent_gang_is_not_spent_again_by_the_next_in_the_same_pass() -> None:
+    """One PodDisruptionBudget over every low gang allows two pods gone (one gang): two urgent gangs arrive
+    together; the first evicts one gang, the second finds the budget spent and waits, evicting nothing (the
+    Eviction API would refuse it). Once the victims are gone the budget allows nothing more, so it still waits."""
+    from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector, SelectorRequirement
+
+    cluster = full_cluster()
+    terminating(cluster)
+    low = SelectorRequirement("app", "In", ("low0", "low1", "low2", "low3"))
+    cluster.tell(ADDED, DisruptionBudget("default", "lows", LabelSelector((), (low,)), min_available=6))
+    gang(cluster, "urgent", 2, 8000, t=50, priority=1000)
+    gang(cluster, "second", 2, 8000, t=50, priority=500)
+    evictions = [d for d in cluster.run(50.0) if isinstance(d, Evict)]
+    assert {d.preemptor for d in evictions} == {"default/urgent"}
+    assert {d.pod.rsplit("-", 1)[0] for d in evictions} == {"default/low3"}
+    assert not [d for d in cluster.run(51.0) if isinstance(d, Evict)]

@@ -103,8 +103,8 @@ def test_an_eviction_the_budget_allows_ends_the_pod_preempted_and_the_next_is_re
     assert ends["default/b"] == ("Completed", 100.0)  # then 2 healthy, 2 needed
     refused = [p for p in run.problems if "could not evict pod default/b" in p]
     assert refused == [
-        "scheduler 'fcfs' could not evict pod default/b: Too many requests: Cannot evict pod as it would violate the "
-        "pod's disruption budget. The disruption budget web needs 2 healthy pods and has 2 currently"
+        "scheduler 'fcfs' could not evict pod default/b: Cannot evict pod as it would violate the pod's disruption "
+        "budget. The disruption budget web needs 2 healthy pods and has 2 currently"
     ]
 
 

@@ -252,3 +252,23 @@ spec:
     assert jobs["default/lone"].profile_name() == "busybox"
     lammps = {j.id: j for j in read_manifests(EXAMPLES / "mixed-jobs.yaml").jobs}["default/lammps"]
     assert lammps.profile_name() == "lammps"  # a PodGroup of three pods of one image: named once
+
+
+def test_a_gated_pod_or_job_is_rejected_naming_its_gates_since_nothing_in_simulate_removes_them(tmp_path: Path) -> None:
+    gated = "schedulingGates: [{name: kueue.x-k8s.io/admission}]"
+    job = f"""apiVersion: batch/v1
+kind: Job
+metadata: {{name: j}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      {gated}
+      containers: [{{name: c, image: busybox}}]
+"""
+    workload = read_manifests(write(tmp_path, "---\n".join([pod("held", extra=gated), pod("open"), job])))
+    rejected = {job.id: job.rejected for job in workload.jobs}
+    assert rejected["default/open"] == ""
+    for key in ("default/held", "default/j"):
+        assert "spec.schedulingGates: held by kueue.x-k8s.io/admission" in rejected[key]
+    assert len(workload.problems) == 2

@@ -29,7 +29,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, int_decode_error, json_kind, qualified_name_problems
+from kubeflux.apiobjects.rules import (
+    MAX_INT32,
+    dns_label_problem,
+    go_value,
+    int_decode_error,
+    json_kind,
+    qualified_name_problems,
+)
 
 __all__ = [
     "INT32_FIELDS",
@@ -174,22 +181,13 @@ def job_problems(name: str | None, spec: Mapping[str, Any], prefix: str = "spec.
     allowed = ("Failed",) if isinstance(policy, Mapping) else _REPLACEMENT_POLICIES
     if replacement is not None and replacement not in allowed:
         listed = ", ".join(f'"{a}"' for a in allowed)
-        message = f"Unsupported value: {_quoted(replacement)}: supported values: {listed}"
+        message = f"Unsupported value: {go_value(replacement)}: supported values: {listed}"
         problems.append(FieldProblem(f"{prefix}podReplacementPolicy", message, "FieldValueNotSupported"))
     restart = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
     if isinstance(policy, Mapping) and restart == "OnFailure":
         why = 'only "Never" is supported when podFailurePolicy is specified'
         problems.append(FieldProblem(f"{prefix}template.spec.restartPolicy", f'Invalid value: "OnFailure": {why}'))
     return problems
-
-
-def _quoted(value: Any) -> str:
-    """A value as ``field.Invalid`` and ``NotSupported`` echo it: strings quoted, numbers and lists as JSON."""
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ",".join(_quoted(v) for v in value) + "]"
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _valid_values(allowed: tuple[str, ...]) -> str:
@@ -203,7 +201,7 @@ def _choice(path: str, value: Any, allowed: tuple[str, ...]) -> FieldProblem | N
         return FieldProblem(path, f"Required value: valid values: {_valid_values(allowed)}", "FieldValueRequired")
     if value not in allowed:
         listed = ", ".join(f'"{a}"' for a in allowed)
-        message = f"Unsupported value: {_quoted(value)}: supported values: {listed}"
+        message = f"Unsupported value: {go_value(value)}: supported values: {listed}"
         return FieldProblem(path, message, "FieldValueNotSupported")
     return None
 
@@ -253,7 +251,7 @@ def _rule_problems(rule: Mapping[str, Any], path: str, names: set[Any], per_inde
             kind = pattern.get("type")
             kind = kind if isinstance(kind, str) else ""
             problems.extend(
-                FieldProblem(f"{where}.type", f"Invalid value: {_quoted(kind)}: {rule_broken}")
+                FieldProblem(f"{where}.type", f"Invalid value: {go_value(kind)}: {rule_broken}")
                 for rule_broken in qualified_name_problems(kind)
             )
             problem = _choice(f"{where}.status", pattern.get("status", "True"), _CONDITION_STATUSES)
@@ -278,7 +276,7 @@ def _exit_code_problems(codes: Mapping[str, Any], path: str, names: set[Any]) ->
     container = codes.get("containerName")
     if container is not None and container not in names:
         why = "must be one of the container or initContainer names in the pod template"
-        problems.append(FieldProblem(f"{path}.containerName", f"Invalid value: {_quoted(container)}: {why}"))
+        problems.append(FieldProblem(f"{path}.containerName", f"Invalid value: {go_value(container)}: {why}"))
     values: list[int] = list(codes.get("values") or ())
     if not values:
         problems.append(FieldProblem(f"{path}.values", "Invalid value: []: at least one value is required"))
@@ -294,7 +292,7 @@ def _exit_code_problems(codes: Mapping[str, Any], path: str, names: set[Any]) ->
             problems.append(FieldProblem(f"{path}.values[{index}]", f"Duplicate value: {value}", "FieldValueDuplicate"))
         seen.add(value)
     if any(a > b for a, b in itertools.pairwise(values)):
-        problems.append(FieldProblem(f"{path}.values", f"Invalid value: {_quoted(values)}: must be ordered"))
+        problems.append(FieldProblem(f"{path}.values", f"Invalid value: {go_value(values)}: must be ordered"))
     return problems
 
 

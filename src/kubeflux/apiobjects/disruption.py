@@ -39,7 +39,7 @@ __all__ = [
     "selector_from_manifest",
 ]
 
-EVICTION_REFUSED: Final = "Too many requests: Cannot evict pod as it would violate the pod's disruption budget."
+EVICTION_REFUSED: Final = "Cannot evict pod as it would violate the pod's disruption budget."
 """The message of the Eviction API's 429 when a budget allows no disruption (its cause says which budget)."""
 UNHEALTHY_POD_EVICTION_POLICIES: Final = ("AlwaysAllow", "IfHealthyBudget")
 _OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")

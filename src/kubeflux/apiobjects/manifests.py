@@ -440,6 +440,13 @@ def _owner(reader: _Reader) -> str:
     return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
 
 
+def _scheduling_gates(reader: _Reader) -> tuple[str, ...]:
+    """``spec.schedulingGates``' names (each gate is ``{name: ...}``; the API server checks the names)."""
+    if reader.get("spec.schedulingGates") is None:
+        return ()
+    return tuple(reader.field(path, item, "name") for path, item in reader.entries("spec.schedulingGates"))
+
+
 def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     """A :class:`Pod` from a ``v1`` Pod manifest (requests, placement constraints, status, owner)."""
     reader = _Reader("Pod", obj, ("Pod",))
@@ -484,6 +491,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         resize=resize,
         scheduling_group=reader.string("spec.schedulingGroup.podGroupName"),
         preemption_policy=preemption,
+        scheduling_gates=_scheduling_gates(reader),
     )
 
 

@@ -25,16 +25,16 @@ __all__ = ["queue_by_job", "waiting_jobs"]
 
 
 def _job_owners(scheduler: object) -> dict[str, str]:
-    """``namespace/name`` of each waiting pod of ``scheduler`` whose controlling owner is a Job → the Job's
+    """``namespace/name`` of each waiting or gated pod of ``scheduler`` whose controlling owner is a Job → the Job's
     ``namespace/name``."""
     queue = getattr(scheduler, "queue", None)
     owners: dict[str, str] = {}
     if isinstance(queue, PendingQueue):
-        for pending in queue.jobs.values():
-            for pod in pending.pods.values():
-                kind, _, name = pod.owner.partition("/")
-                if kind == "Job" and name:
-                    owners[pod.key] = f"{pod.namespace}/{name}"
+        waiting = [pod for pending in queue.jobs.values() for pod in pending.pods.values()]
+        for pod in [*waiting, *queue.gated.values()]:
+            kind, _, name = pod.owner.partition("/")
+            if kind == "Job" and name:
+                owners[pod.key] = f"{pod.namespace}/{name}"
     return owners
 
 

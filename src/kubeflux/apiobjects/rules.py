@@ -33,6 +33,7 @@ __all__ = [
     "NAME_PART_RULE",
     "dns_label_problem",
     "dns_subdomain_problem",
+    "go_value",
     "int_decode_error",
     "json_kind",
     "label_key_problems",
@@ -135,6 +136,20 @@ DNS_SUBDOMAIN_EXAMPLES: Final = (  # what the real server adds to DNS_SUBDOMAIN_
     " (e.g. 'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
+
+
+def go_value(value: Any) -> str:
+    """A value as ``field.Invalid``, ``Duplicate`` and ``NotSupported`` echo it in the server's messages: strings
+    quoted, numbers as written, lists and maps as compact JSON (a map's keys sorted, as Go writes them)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ",".join(go_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{go_value(str(k))}:{go_value(v)}" for k, v in sorted(value.items())) + "}"
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def qualified_name_problems(key: str, what: str = "a qualified name") -> list[str]:

@@ -35,9 +35,14 @@ but a Binding.
 * :class:`Evict` → ``POST pods/NAME/eviction`` (``policy/v1`` Eviction, the pod's uid as a precondition), sent
   before conditions and events, as Bindings are: the Eviction API writes the victim's ``DisruptionTarget``
   condition and deletes it, unless a PodDisruptionBudget refuses (429: logged, the pod keeps running); then a
-  ``Preempted`` event on the victim with the decision's message. Each outcome (``evicted``, ``refused`` by a
-  budget, ``gone``, ``failed``) is told to ``on_evicted``. An Evict that is no eviction (``budgets`` False:
-  kube-scheduler's plain delete) is not serve's to make: refused at once, as no scheduler of serve's asks it.
+  ``Preempted`` event on the victim with the decision's message. The evictions of one victim job (``Evict.victim``,
+  a gang evicted whole) go on one thread, one after the other in the core's order: once one is refused (a budget
+  changed since the core decided) or fails, the rest are not sent (``spared``), as the simulator and ``cluster
+  serve`` spare them (:func:`~kubeflux.scheduler.decisions.apply_decisions`), so a job is evicted whole or, as far
+  as the cluster allows, not at all; different jobs' evictions still go in parallel. Each outcome (``evicted``,
+  ``refused`` by a budget, ``gone``, ``failed``, ``spared``) is told to ``on_evicted``. An Evict that is no
+  eviction (``budgets`` False: kube-scheduler's plain delete) is not serve's to make: refused at once, as no
+  scheduler of serve's asks it.
 
 Events are ``events.k8s.io/v1`` with kube-scheduler's reasons and actions. A failed write other than a Bind is
 logged and dropped: the next decision about the pod writes it again.
@@ -72,6 +77,7 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
     expected_start_annotations,
     expected_start_text,
+    not_evicted_whole,
 )
 
 __all__ = ["EVENTS_BACKLOG", "EVENTS_QUIET", "EVICTION_RESULTS", "BindOutcome", "Binder", "PodRef"]
@@ -81,9 +87,12 @@ EVENTS_QUIET = 0.2
 """Seconds without a new Binding before the events about Bindings done are written (they wait during a burst)."""
 EVENTS_BACKLOG = 50_000
 """Events about Bindings done that may wait; with more waiting, they are written between the Bindings again."""
-EVICTION_RESULTS = ("evicted", "refused", "gone", "failed")
-"""What became of an eviction sent: done, refused by a PodDisruptionBudget (429), the pod gone (404, or another
-pod of its name: 409), or not done (another answer, or no answer)."""
+EVICTION_RESULTS = ("evicted", "refused", "gone", "failed", "spared")
+"""What became of an eviction: done, refused by a PodDisruptionBudget (429), the pod gone (404, or another pod of
+its name: 409), not done (another answer, or no answer), or not sent (another pod of its job was refused or
+failed)."""
+_STOPS_THE_JOB = frozenset({"refused", "failed"})
+"""The results after which the rest of a job's evictions are not sent."""
 _TIMEOUT = (5.0, 30.0)
 """(connect, read) seconds of one write: a dead API server fails it instead of holding a thread for ever."""
 
@@ -143,6 +152,16 @@ class _Worker:
         self.later: deque[_Task] = deque()
         self.ready = threading.Condition()
         self.closed = False
+
+
+class _VictimEvictions:
+    """The evictions of one victim job queued and not yet done, and why one was not ("" while none)."""
+
+    __slots__ = ("queued", "stopped")
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.stopped = ""
 
 
 class Binder:
@@ -220,12 +239,15 @@ class Binder:
         """Always empty: the threads are this process's (a :class:`~kubeflux.kube.binderprocess.BinderProcess`
         says there why its process ended)."""
         self._count_lock = threading.Lock()
+        self._victims: dict[tuple[str, str], _VictimEvictions] = {}
+        """(scheduler, victim job) → its evictions, while any is queued (under ``_idle``)."""
 
     # ------------------------------------------------------------------ the pool
 
-    def _submit(self, pod: PodRef, task: Callable[[], None], kind: str) -> None:
-        """Queue ``task`` on ``pod``'s thread. ``kind``: ``bind`` (sent first, and even while stopping), ``evict``
-        (with the Bindings, not while stopping),
+    def _submit(self, pod: PodRef, task: Callable[[], None], kind: str, route: str = "") -> None:
+        """Queue ``task`` on ``pod``'s thread (``route``'s when given: every eviction of one victim job on one).
+        ``kind``: ``bind`` (sent first, and even while stopping), ``evict`` (with the Bindings, not while
+        stopping),
         ``advisory`` (a condition or event decided before any later Binding of the pod: dropped once one is
         queued), ``after`` (an event about a Binding done)."""
         with self._idle:
@@ -238,7 +260,7 @@ class Binder:
                 self._last_bind = time.monotonic()
             elif kind == "after":
                 self._later += 1
-        worker = self._workers[zlib.crc32(f"{pod.namespace}/{pod.name}".encode()) % len(self._workers)]
+        worker = self._workers[zlib.crc32((route or f"{pod.namespace}/{pod.name}").encode()) % len(self._workers)]
         lane = worker.binds if kind in ("bind", "evict") else worker.later if kind == "after" else worker.writes
         with worker.ready:
             lane.append((task, seq, pod.uid, kind))
@@ -413,11 +435,37 @@ class Binder:
             why = "serve evicts through the Eviction API only (a plain delete is kube-scheduler's preemption)"
             self.on_evicted(scheduler, decision, "failed", why)
             return
-        self._submit(pod, lambda: self._evict(scheduler, decision, pod), "evict")
+        job = (scheduler, decision.victim or decision.pod)
+        with self._idle:
+            self._victims.setdefault(job, _VictimEvictions()).queued += 1
+        self._submit(pod, lambda: self._evict_in_turn(job, decision, pod), "evict", route=job[1])
 
     # ------------------------------------------------------------------ the writes (on the pool's threads)
 
-    def _evict(self, scheduler: str, decision: Evict, pod: PodRef) -> None:
+    def _evict_in_turn(self, job: tuple[str, str], decision: Evict, pod: PodRef) -> None:
+        """One of a victim job's evictions, on the job's thread after the ones decided before it: not sent once
+        another was not done (see the module docstring)."""
+        scheduler = job[0]
+        with self._idle:
+            evictions = self._victims[job]
+            stopped = evictions.stopped
+        try:
+            if stopped:
+                why = f"{not_evicted_whole(job[1])} ({stopped})"
+                log.warning("%s: eviction of pod %s/%s not sent: %s", scheduler, pod.namespace, pod.name, why)
+                self.on_evicted(scheduler, decision, "spared", why)
+                return
+            result, why = self._evict(scheduler, decision, pod)
+            if result in _STOPS_THE_JOB:
+                with self._idle:
+                    evictions.stopped = f"pod {pod.namespace}/{pod.name}: {why}"
+        finally:
+            with self._idle:
+                evictions.queued -= 1
+                if not evictions.queued:
+                    del self._victims[job]
+
+    def _evict(self, scheduler: str, decision: Evict, pod: PodRef) -> tuple[str, str]:
         uid = decision.uid or pod.uid
         body = {
             "apiVersion": "policy/v1",
@@ -432,14 +480,16 @@ class Binder:
             why = _reason(exc)
             log.warning("%s: eviction of pod %s/%s %s: %s", scheduler, pod.namespace, pod.name, result, why)
             self.on_evicted(scheduler, decision, result, why)
-            return
+            return result, why
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch says if it went
             log.warning("%s: eviction of pod %s/%s not sent: %s", scheduler, pod.namespace, pod.name, exc)
-            self.on_evicted(scheduler, decision, "failed", f"eviction not sent: {exc}")
-            return
+            why = f"eviction not sent: {exc}"
+            self.on_evicted(scheduler, decision, "failed", why)
+            return "failed", why
         log.info("%s: evicted pod %s/%s for %s", scheduler, pod.namespace, pod.name, decision.preemptor)
         self.on_evicted(scheduler, decision, "evicted", "")
         self.event(pod, "Normal", PREEMPTED_REASON, decision.message, scheduler, "Preempting")
+        return "evicted", ""
 
     def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
         if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us

@@ -86,15 +86,20 @@ class _StateCollector(Collector):
         writes.add_metric([], serve.binder.pending)
         yield writes
         pending = GaugeMetricFamily("kubeflux_pending_pods", "Pods waiting in the queue", labels=["scheduler"])
+        gated = GaugeMetricFamily(
+            "kubeflux_gated_pods", "Pods held out of the queue by spec.schedulingGates", labels=["scheduler"]
+        )
         nodes = GaugeMetricFamily("kubeflux_graph_nodes", "Nodes known to the scheduler", labels=["scheduler"])
         allocations = GaugeMetricFamily(
             "kubeflux_graph_allocations", "Pods holding an allocation in the graph", labels=["scheduler"]
         )
         for core in serve.cores:
             pending.add_metric([core.name], len(core.queue.by_pod))
+            gated.add_metric([core.name], len(core.queue.gated))
             nodes.add_metric([core.name], len(core.books.nodes))
             allocations.add_metric([core.name], len(core.books.allocations))
         yield pending
+        yield gated
         yield nodes
         yield allocations
         leader = GaugeMetricFamily("kubeflux_leader", "1 when this replica schedules (holds the lease)")
@@ -129,7 +134,7 @@ class ServeMetrics:
         self.evictions = Counter(
             "kubeflux_evictions",
             "Evictions sent through the Eviction API, by result: evicted, refused (a PodDisruptionBudget's 429), "
-            "gone (the pod was), failed",
+            "gone (the pod was), failed; spared: not sent, another pod of the job was refused or failed",
             ["scheduler", "result"],
             registry=registry,
         )

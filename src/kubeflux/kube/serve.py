@@ -16,8 +16,9 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    (:mod:`kubeflux.kube.binderprocess`, ``binding.process``), so that the writes and the passes never wait for
    each other's GIL — and Binds the cluster refused come back to the loop, which tells the core (``unreserve``:
    the allocation is released and the pod queued again). An :class:`Evict` goes through the Eviction API on the
-   binder's threads (a ``Preempted`` event on the victim); one a PodDisruptionBudget refuses is logged and counted
-   (``kubeflux_evictions{result="refused"}``), and the core sees the pod still running. When that process ends
+   binder's threads (a ``Preempted`` event on the victim; one victim job's evictions one after the other); one a
+   PodDisruptionBudget refuses is logged and counted (``kubeflux_evictions{result="refused"}``), the rest of its
+   job's are not sent (``result="spared"``), and the core is told of each (``unevict``). When that process ends
    unasked, the loop ends too.
 
 Time: the cores' ``now`` is Unix time, or the simulated cluster's time when it publishes one (``GET

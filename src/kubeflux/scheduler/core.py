@@ -158,6 +158,7 @@ class KubefluxScheduler:
         books = self.books
         queue = self.queue
         self._snapshot(now)
+        self.preemptor.new_pass()
         due = self._wake is not None and now >= self._wake
         if not queue.dirty and not due:
             return []

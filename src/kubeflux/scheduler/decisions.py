@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from kubeflux.scheduler.interface import Decision, DecisionSink, Unevict, Unreserve
-from kubeflux.scheduler.messages import Bind, Evict, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.messages import Bind, Evict, PodWarning, Reject, Unschedulable, not_evicted_whole
 
 __all__ = ["apply_decisions"]
 
@@ -61,10 +61,8 @@ def apply_decisions(
                 continue
             if type(decision) is Evict:
                 victim = decision.victim
-                if victim and victim in refused_jobs:
-                    refused = f"another pod of {victim} was not evicted, and a job is evicted whole or not at all"
-                else:
-                    refused = sink.evict(pod, decision)
+                spared = victim and victim in refused_jobs
+                refused = not_evicted_whole(victim) if spared else sink.evict(pod, decision)
                 if refused:
                     if victim:
                         refused_jobs.add(victim)

@@ -18,6 +18,8 @@ Keyed by pod UID (``namespace/name`` when a pod has none, or when a tombstone lo
   anew in the books, and its engine job is replayed when its whole cores or gpus change;
 * a bound pod of kubeflux's own gang found after a restart marks the gang started, so its missing members are
   placed one by one, as an uninterrupted scheduler places them;
+* a pending pod of kubeflux's with ``spec.schedulingGates`` waits outside the queue (:attr:`PendingQueue.gated`)
+  until its last gate is removed, and is then queued as a new pod; a gang waits for its gated members;
 * a pending pod of a job rejected as never fitting stays rejected until what placing reads of it changes, or a node
   is added or changes (then every rejected job is queued again);
 * every object is checked first (:mod:`kubeflux.scheduler.validation`): a bad pod of kubeflux's that waits is
@@ -360,6 +362,13 @@ class Informer:
             if self.forget_pending(uid) is not None:
                 queue.changed()
             return
+        if pod.scheduling_gates:  # kube-scheduler's SchedulingGates: it waits outside the queue until ungated
+            if self.forget_pending(uid) is not None:
+                queue.changed()
+            queue.gated[uid] = pod
+            return
+        if queue.gated:
+            queue.gated.pop(uid, None)  # its last gate went: queued below as a new pod
         known = queue.by_pod.get(uid)
         if (
             known is not None
@@ -435,6 +444,7 @@ class Informer:
         """A pending pod is gone (bound elsewhere, ended, deleted): out of the queue (and out of the jobs rejected
         as never fitting), its job's reservation too."""
         queue = self.queue
+        queue.gated.pop(uid, None)
         for rejected in queue.rejected.values():
             rejected.drop(uid)
         job = queue.by_pod.get(uid)

@@ -48,6 +48,7 @@ from kubeflux.scheduler.messages import (
     Unschedulable,
     expected_start_annotations,
     expected_start_text,
+    not_evicted_whole,
     rfc3339,
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
@@ -167,5 +168,6 @@ __all__ = [
     "Unschedulable",
     "expected_start_annotations",
     "expected_start_text",
+    "not_evicted_whole",
     "rfc3339",
 ]

@@ -143,6 +143,17 @@ PREEMPTED_REASON: Final = "Preempted"
 PREEMPTION_CONDITION_REASON: Final = "PreemptionByScheduler"
 """The reason of the ``DisruptionTarget`` condition a scheduler's preemption writes on its victims."""
 
+GATED_REASON: Final = "SchedulingGated"
+"""The reason of the ``PodScheduled=False`` condition the API server puts on a pod created with
+``spec.schedulingGates`` (``GATED_MESSAGE``), and kube-scheduler's word for such a pod."""
+
+GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def not_evicted_whole(victim: str) -> str:
+    """Why an eviction of a pod of the job ``victim`` is not sent: the cluster refused another of its pods."""
+    return f"another pod of {victim} was not evicted, and a job is evicted whole or not at all"
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class Evict(Picklable):
@@ -157,7 +168,8 @@ class Evict(Picklable):
     take those that do).
 
     ``victim``: the job (a gang's ``namespace/name``) the pod is evicted with, whole; once the cluster refuses one
-    of its pods, the rest of that job's evictions are not sent (:func:`~kubeflux.scheduler.decisions.apply_decisions`).
+    of its pods, the rest of that job's evictions are not sent (:func:`~kubeflux.scheduler.decisions.apply_decisions`;
+    ``serve``'s binder sends one job's evictions one after the other for that, :mod:`kubeflux.kube.binder`).
     Empty: the pod alone (kube-scheduler's way)."""
 
     pod: str

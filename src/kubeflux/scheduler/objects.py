@@ -122,6 +122,10 @@ class Pod:
     preemption_policy: str = PREEMPT_LOWER_PRIORITY
     """``spec.preemptionPolicy`` as admission resolved it from the pod's PriorityClass: ``PreemptLowerPriority``,
     or ``Never`` (the pod waits rather than evict anything)."""
+    scheduling_gates: tuple[str, ...] = ()
+    """The names in ``spec.schedulingGates``: while any is left, no scheduler may place the pod (kube-scheduler's
+    SchedulingGates plugin; a controller such as Kueue removes its gate when it admits the pod). The API allows gates
+    only at creation, and only their removal after it."""
 
     @property
     def key(self) -> str:

@@ -20,6 +20,10 @@ idle. kubeflux preempts jobs, as Volcano and Kueue preempt workloads:
   assignment of at least the job's minimum of pods by the same search that proves a gang can never fit
   (:func:`~kubeflux.scheduler.gang.assign`) on the nodes that pass the pods' filters. Nothing is evicted before a
   set is proven to be enough.
+* **Once per pass**: the candidates and the budgets' allowances are read at the first job that may preempt in a
+  pass (again if a job was placed meanwhile) and kept for the rest of it: the victims chosen leave the candidates,
+  and the disruptions they take leave the budgets, so the next job never spends them again (the pods being evicted
+  are not healthy, as the disruption controller leaves out a budget's ``disruptedPods``).
 * **After**: the victims' pods get :class:`~kubeflux.scheduler.messages.Evict` decisions; the preemptor keeps its
   place at the head of its priority and waits for them to leave (it preempts nothing more meanwhile), then is
   placed by the next pass like any job: the queue tries higher priorities first, so the room goes to it.
@@ -41,7 +45,7 @@ from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
 from kubeflux.scheduler.messages import Evict
-from kubeflux.scheduler.objects import PODS, PREEMPT_NEVER, Pod, PodPhase
+from kubeflux.scheduler.objects import PODS, PREEMPT_NEVER, DisruptionBudget, Pod, PodPhase
 from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed, evictable
 from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
@@ -74,8 +78,24 @@ class Preemptor:
         """The candidates' pods of the last search: ``namespace/name`` → uid."""
         self.refusals: dict[str, float] = {}
         """Pod uid → until when its job is no candidate (its eviction was refused)."""
+        self._pass = 0
+        self._stamp: tuple[int, tuple[int, int]] | None = None
+        """(pass, books version) the candidates below were read at; None: to be read again."""
+        self._jobs: list[VictimJob] = []
+        """Every running job that may be evicted, of any priority, by key (those being evicted left out)."""
+        self._health: dict[str, tuple[int, int | None]] = {}
+        """Budget key → (healthy pods it selects, their expected count) as the evictions chosen so far leave them."""
+        self._allowed: dict[str, int] = {}
+        """Budget key → its ``disruptionsAllowed`` after the evictions chosen so far."""
+        self._evictable: list[VictimJob] | None = None
+        """The jobs of :attr:`_jobs` whose eviction alone keeps every budget (None: to be found again)."""
 
     # ------------------------------------------------------------------ the question
+    def new_pass(self) -> None:
+        """A scheduling pass begins: the candidates and the budgets' allowances are read again when first needed,
+        then kept for the pass (the cluster changes only between passes) and spent as victims are chosen."""
+        self._pass += 1
+
     def waiting(self, job: PendingJob) -> int:
         """How many pods the job's earlier evictions still wait for (forgetting those gone)."""
         uids = self.evicting.get(job.key)
@@ -102,17 +122,17 @@ class Preemptor:
         if self.waiting(job) or any(pod.preemption_policy == PREEMPT_NEVER for pod in job.pods.values()):
             return []
         budgets = list(self.books.budgets.values())
-        allowed = self._allowed() if budgets else {}
-        running = evictable(self._running_jobs(priority, now), budgets, allowed, True)
+        running = [victim for victim in self._candidates(budgets, now) if victim.priority < priority]
         if not running:
             return []
         by_key = {victim.key: victim for victim in running}
         fits = self._fits_without(job, by_key)
         if fits(frozenset()):
             return []  # the pods already leaving make room enough: it waits for them, evicting nobody more
-        chosen = choose_victim_jobs(priority, running, fits, budgets, allowed, policy_v1=True)
+        chosen = choose_victim_jobs(priority, running, fits, budgets, self._allowed, policy_v1=True)
         if chosen is None:
             return []
+        self._spend(chosen, budgets)
         evictions: list[Evict] = []
         uids = self.evicting.setdefault(job.key, set())
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
@@ -135,6 +155,7 @@ class Preemptor:
         that a budget read differently by the cluster never makes the scheduler ask again and again."""
         self.evicted.discard(uid)
         self.refusals[uid] = now + REFUSAL_BACKOFF
+        self._stamp = None
         for key, uids in list(self.evicting.items()):
             uids.discard(uid)
             if not uids:
@@ -154,8 +175,44 @@ class Preemptor:
             self._lowest = (version, min((pod.priority for pod in pods), default=None))
         return self._lowest[1]
 
-    def _running_jobs(self, priority: int, now: float) -> list[VictimJob]:
-        """The bound, unfinished jobs of priority below ``priority``, whole, not already being evicted."""
+    def _candidates(self, budgets: list[DisruptionBudget], now: float) -> list[VictimJob]:
+        """The running jobs (any priority) that may be evicted within the budgets: read once per pass (again when
+        the books changed within it, as when a job was placed), then kept as victims are chosen."""
+        stamp = (self._pass, self.books.fits.version)
+        if self._stamp != stamp:
+            self._stamp = stamp
+            self._jobs = self._running_jobs(now)
+            self._health = self._budget_health(budgets)
+            self._allowed = {b.key: disruptions_allowed(b, *self._health[b.key]) for b in budgets}
+            self._evictable = None
+        if self._evictable is None:
+            self._evictable = evictable(self._jobs, budgets, self._allowed, True)
+        return self._evictable
+
+    def _spend(self, chosen: tuple[VictimJob, ...], budgets: list[DisruptionBudget]) -> None:
+        """The victims just chosen are no candidates for the rest of the pass, and the disruptions they take from
+        the budgets are not there to take again (as the Eviction API would count them)."""
+        gone = {victim.key for victim in chosen}
+        self._jobs = [job for job in self._jobs if job.key not in gone]
+        spent = False
+        for budget in budgets:
+            healthy, expected = self._health[budget.key]
+            for victim in chosen:
+                for view in victim.pods:
+                    pod = self.books.bound[self._uid_of[view.key]]
+                    if _healthy(pod) and budget.selects(pod.namespace, pod.labels):
+                        healthy -= 1
+            if (healthy, expected) != self._health[budget.key]:
+                self._health[budget.key] = (healthy, expected)
+                self._allowed[budget.key] = disruptions_allowed(budget, healthy, expected)
+                spent = True
+        if self._evictable is not None and not spent:
+            self._evictable = [job for job in self._evictable if job.key not in gone]
+        else:
+            self._evictable = None  # an allowance fell: which jobs alone keep the budgets is found again
+
+    def _running_jobs(self, now: float) -> list[VictimJob]:
+        """The bound, unfinished jobs, whole, not already being evicted nor spared after a refusal, by key."""
         books = self.books
         members: dict[str, list[tuple[str, Pod]]] = {}
         refusals = self.refusals
@@ -174,8 +231,6 @@ class Preemptor:
         jobs: list[VictimJob] = []
         for key, pods in sorted(members.items()):
             top = max(pod.priority for _, pod in pods)
-            if top >= priority:
-                continue
             work = 0.0
             running: list[RunningPod] = []
             for uid, pod in pods:
@@ -188,17 +243,18 @@ class Preemptor:
             jobs.append(VictimJob(key, top, work, tuple(running)))
         return jobs
 
-    def _allowed(self) -> dict[str, int]:
-        """Each budget's ``disruptionsAllowed`` now, from the pods the books count (healthy: running, not being
-        deleted; the expected count unknown when a selected pod has a controller, as for a Job's pods)."""
-        allowed: dict[str, int] = {}
-        bound = self.books.bound.values()
-        for budget in self.books.budgets.values():
-            selected = [pod for pod in bound if budget.selects(pod.namespace, pod.labels)]
-            healthy = sum(1 for pod in selected if pod.phase is PodPhase.RUNNING and not pod.deleted)
-            expected = None if any(pod.owner for pod in selected) else 0
-            allowed[budget.key] = disruptions_allowed(budget, healthy, expected)
-        return allowed
+    def _budget_health(self, budgets: list[DisruptionBudget]) -> dict[str, tuple[int, int | None]]:
+        """Each budget's healthy pods (running, not being deleted nor evicted: the disruption controller leaves out
+        the pods in ``disruptedPods``) and their expected count (unknown when a selected pod has a controller, as
+        a Job's pods do), from the pods the books count."""
+        health: dict[str, tuple[int, int | None]] = {}
+        bound = self.books.bound
+        for budget in budgets:
+            selected = [(uid, pod) for uid, pod in bound.items() if budget.selects(pod.namespace, pod.labels)]
+            healthy = sum(1 for uid, pod in selected if _healthy(pod) and uid not in self.evicted)
+            expected = None if any(pod.owner for _, pod in selected) else 0
+            health[budget.key] = (healthy, expected)
+        return health
 
     # ------------------------------------------------------------------ would it start now without them?
     def _fits_without(self, job: PendingJob, running: dict[str, VictimJob]) -> Callable[[frozenset[str]], bool]:
@@ -295,3 +351,8 @@ class Preemptor:
             return found is not None and found is not EXHAUSTED
 
         return fits
+
+
+def _healthy(pod: Pod) -> bool:
+    """Counted healthy by a budget: running and not being deleted."""
+    return pod.phase is PodPhase.RUNNING and not pod.deleted

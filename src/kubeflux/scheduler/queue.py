@@ -128,6 +128,9 @@ class PendingQueue:
         """Gangs waiting out a back-off after their ``scheduleTimeoutSeconds``: tried again at any change."""
         self.rejected: dict[str, PendingJob] = {}
         """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
+        self.gated: dict[str, Pod] = {}
+        """Pod uid → a pod of the scheduler's that still has ``spec.schedulingGates``: not queued, not placed, waiting
+        (``SchedulingGated``) until its last gate is removed; then it is queued as a new pod."""
 
     def changed(self) -> None:
         """The cluster changed: a waiting job might now fit (a gang backing off is tried again at once), or a

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflux.scheduler.messages import rfc3339
-from kubeflux.scheduler.objects import ResourceList
+from kubeflux.scheduler.messages import GATED_MESSAGE, rfc3339
+from kubeflux.scheduler.objects import Pod, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.units import format_quantity
 
@@ -41,7 +41,8 @@ class QueuedJob:
     state: str
     """``reserved`` (a reservation holds its start), ``waiting`` (tried; no reservation), ``backing off`` (a gang
     past its ``scheduleTimeoutSeconds``), ``incomplete`` (a group short of ``minMember`` pods or of its
-    PodGroup) or ``new`` (not tried yet)."""
+    PodGroup), ``new`` (not tried yet) or ``gated`` (its pods still have ``spec.schedulingGates``: listed after
+    the queue, as kube-scheduler keeps them out of it)."""
     expected_start: float | None
     """When its reservation lets it start (seconds on the scheduler's clock), None without one."""
     reason: str
@@ -121,6 +122,29 @@ def queue_snapshot(queue: PendingQueue, now: float) -> list[QueuedJob]:
                 reason=told[0] if told else "",
                 reserved=reserved,
                 nodes=nodes,
+            )
+        )
+    gated: dict[str, list[Pod]] = {}
+    for pod in queue.gated.values():
+        group = pod.group
+        gated.setdefault(pod.key if group is None else group, []).append(pod)
+    for position, (key, pods) in enumerate(sorted(gated.items()), start=len(out) + 1):
+        arrival = min(pod.creation_time for pod in pods)
+        gates = sorted({gate for pod in pods for gate in pod.scheduling_gates})
+        out.append(
+            QueuedJob(
+                position=position,
+                job=key,
+                group=pods[0].group is not None,
+                pods=tuple(pod.key for pod in pods),
+                priority=max(pod.priority for pod in pods),
+                arrival=arrival,
+                waited=max(0.0, now - arrival),
+                state="gated",
+                reason=f"{GATED_MESSAGE} ({', '.join(gates)})",
+                expected_start=None,
+                reserved={},
+                nodes=(),
             )
         )
     return out

@@ -28,13 +28,22 @@ TOO_MANY_BUDGETS = (
 
 
 class DisruptionBudgets:
-    """The budgets of one simulated cluster (fixed for the run: a workload's are in it from the start)."""
+    """The budgets of one simulated cluster: a workload's, from its start or from when it creates each until it
+    deletes it (:meth:`add`, :meth:`remove`)."""
 
     def __init__(self, budgets: Sequence[DisruptionBudget] = ()) -> None:
         self.budgets = list(budgets)
 
     def __len__(self) -> int:
         return len(self.budgets)
+
+    def add(self, budget: DisruptionBudget) -> None:
+        """A budget created."""
+        self.budgets.append(budget)
+
+    def remove(self, budget: DisruptionBudget) -> None:
+        """A budget deleted: it guards nothing more."""
+        self.budgets = [b for b in self.budgets if b.key != budget.key]
 
     def refusal(self, pod: Pod, pods: Iterable[Pod]) -> str:
         """Why the Eviction API refuses to evict ``pod`` now, ``pods`` being every pod of the cluster; ``""`` when

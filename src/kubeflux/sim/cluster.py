@@ -154,10 +154,11 @@ class Cluster:
         if status_updates:
             self._status_observers.append(observer)
 
-    def announce_nodes(self, budgets: Sequence[Node | DisruptionBudget] = ()) -> None:
-        """Emit ADDED for every node, then every PodDisruptionBudget (once, after the observers subscribed)."""
-        for obj in [*self.nodes, *budgets]:
-            self._emit(EventKind.ADDED, obj)
+    def announce(self, objs: Sequence[Node | DisruptionBudget], kind: EventKind = EventKind.ADDED) -> None:
+        """Emit ``kind`` for each of ``objs``: every node then every PodDisruptionBudget once the observers
+        subscribed, and a budget created (or deleted) during the run."""
+        for obj in objs:
+            self._emit(kind, obj)
 
     def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
         self._send(ClusterEvent(kind, obj))

@@ -65,7 +65,7 @@ from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.urgent import Urgent, mark_urgent, parse_urgent
 from kubeflux.sim.workloads.limits import ReadBudget, seconds_problem
-from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
+from kubeflux.sim.workloads.model import JobKind, Lifetime, Workload, WorkloadJob, policy_key
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
@@ -100,10 +100,19 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
         problems.extend(wl.problems)
     classes: dict[str, PriorityClass] = {}
     budgets: dict[str, DisruptionBudget] = {}
+    lifetimes: dict[str, Lifetime] = {}
     for wl in workloads:  # one cluster: a class or a budget of one name is one object, the first file's
         clashes = [f"PriorityClass {c.name}" for c in wl.priority_classes if classes.setdefault(c.name, c) != c]
         clashes += [f"PodDisruptionBudget {b.key}" for b in wl.budgets if budgets.setdefault(b.key, b) != b]
         problems.extend(f"{wl.name}: {name} differs from an earlier file's; the first is kept" for name in clashes)
+        first = min((j.submit_time for j in wl.jobs), default=0.0)  # its times shift with its jobs'
+        timed: list[PriorityClass | DisruptionBudget] = [
+            *(c for c in wl.priority_classes if classes[c.name] is c),
+            *(b for b in wl.budgets if budgets[b.key] is b),
+        ]
+        for obj in timed:  # the objects this file's are kept of
+            if (key := policy_key(obj)) in wl.lifetimes:
+                lifetimes[key] = wl.lifetimes[key].shifted(first)
     return Workload(
         name="+".join(wl.name for wl in workloads),
         jobs=jobs,
@@ -111,6 +120,7 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
         skipped=sum(wl.skipped for wl in workloads),
         priority_classes=list(classes.values()),
         budgets=list(budgets.values()),
+        lifetimes=lifetimes,
     )
 
 

@@ -36,6 +36,7 @@ from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
     Bind,
+    EventKind,
     Evict,
     IgnoresStatusUpdates,
     PodWarning,
@@ -44,7 +45,7 @@ from kubeflux.scheduler.interface import (
     Unreserve,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import Node, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Node, PodPhase
 from kubeflux.sim.budgets import DisruptionBudgets
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
@@ -142,7 +143,7 @@ class Simulation:
             couple=self.options.couple,
         )
         self.problems: list[str] = list(workload.problems)
-        self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets(workload.budgets))
+        self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets())
         for scheduler in self.schedulers.values():
             quiet = isinstance(scheduler, IgnoresStatusUpdates) and scheduler.ignores_status_updates
             self.cluster.subscribe(scheduler.observe, status_updates=not quiet)
@@ -162,6 +163,32 @@ class Simulation:
             nxt = self._order[self._next_arrival]
             self.loop.schedule(nxt.submit_time - self._t0, Priority.ARRIVAL, self._arrive, nxt)
 
+    def _time_budgets(self) -> list[DisruptionBudget]:
+        """The workload's PodDisruptionBudgets there from the start (its first submission, or before); the others
+        are created and deleted at their times (the workload's :class:`~kubeflux.sim.workloads.model.Lifetime`),
+        before the arrivals and pod stages of the same time, as cluster objects."""
+        first: list[DisruptionBudget] = []
+        for budget in self.workload.budgets:
+            lifetime = self.workload.lifetime(budget).shifted(self._t0)
+            if lifetime.deleted is not None and lifetime.deleted <= 0.0:
+                continue  # gone before the run begins
+            if lifetime.created <= 0.0:
+                first.append(budget)
+                self._sink.budgets.add(budget)
+            else:
+                self.loop.schedule(lifetime.created, Priority.NODE, self._budget_created, budget)
+            if lifetime.deleted is not None:
+                self.loop.schedule(lifetime.deleted, Priority.NODE, self._budget_deleted, budget)
+        return first
+
+    def _budget_created(self, budget: DisruptionBudget) -> None:
+        self._sink.budgets.add(budget)
+        self.cluster.announce([budget])
+
+    def _budget_deleted(self, budget: DisruptionBudget) -> None:
+        self._sink.budgets.remove(budget)
+        self.cluster.announce([budget], EventKind.DELETED)
+
     def _wake(self, name: str) -> None:
         self._wakeups_pending -= 1
         if self._wakeups.get(name) == self.loop.now:
@@ -178,7 +205,7 @@ class Simulation:
         loop, cluster = self.loop, self.cluster
         for outage in self.options.outages:
             cluster.schedule_outage(outage)
-        cluster.announce_nodes(self.workload.budgets)
+        cluster.announce([*cluster.nodes, *self._time_budgets()])
         if self._order:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)

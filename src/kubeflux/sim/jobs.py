@@ -437,6 +437,7 @@ def job_records(jobs: list[SimJob], workload_name: str, layout: list[ResourceKin
                 profile=wjob.profile_name(),
                 workload_submission_time=wjob.submit_time,
                 priority=job_priority(wjob),
+                priority_class=job_priority_class(wjob),
             )
         )
     return records
@@ -448,6 +449,15 @@ def job_priority(wjob: WorkloadJob) -> int:
     if len(pods) == 1:
         return pods[0].priority
     return max([t.priority for t in pods], default=0)
+
+
+def job_priority_class(wjob: WorkloadJob) -> str:
+    """The PriorityClass that gave a job its priority: its highest pod's (the first of them), empty when none."""
+    pods = wjob.pods
+    if not pods:
+        return ""
+    top = max(pods, key=lambda t: t.priority)
+    return top.priority_class
 
 
 def _why(job: SimJob, state: FinalState) -> str:

@@ -31,7 +31,10 @@ always in double quotes), then three Kubernetes columns (:data:`KUBERNETES_COLUM
   pods exist from their submission, so that figure would be 0 for every job (the talk writes N/A without MCAD);
 * ``job_completion_time`` = finish − submission (seed 004's "job completion time"; equals turnaround_time);
 * ``priority``: the job's pods' priority (``spec.priority``, the highest when they differ; 0 when no PriorityClass
-  says otherwise, ``--urgent`` gives one).
+  says otherwise, ``--urgent`` gives one);
+* ``priority_class``, only when a job of the run has one (a workload's pods naming a PriorityClass, or admitted
+  with a ``globalDefault`` one; so that a run without classes writes the file it always wrote): the PriorityClass
+  that gave the job its priority (its highest pod's ``spec.priorityClassName``), empty for a job without one.
 
 :func:`summarize` gives one row per run (see its docstring for each figure; every mean has a count of the jobs it
 averages, :data:`MEAN_OVER`); :func:`write_pods_csv` writes ``pods.csv``, one row per pod (see :func:`pod_cells`).
@@ -80,6 +83,8 @@ KUBERNETES_COLUMNS: tuple[str, ...] = ("scheduling_latency", "bind_span", "job_c
 """After Batsim's: first bind − submission, last bind − first bind, finish − submission, the job's priority (module
 docstring)."""
 JOBS_COLUMNS: tuple[str, ...] = BATSIM_COLUMNS + KUBERNETES_COLUMNS
+PRIORITY_CLASS_COLUMN: Final = "priority_class"
+"""The last column of ``jobs.csv`` when a job of the run has a PriorityClass (module docstring)."""
 _SECONDS_COLUMNS = frozenset(JOBS_COLUMNS) - {
     "job_id",
     "workload_name",
@@ -248,9 +253,13 @@ def batsim_line(cells: Sequence[Cell]) -> str:
 def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
     """Write ``jobs.csv`` for ``run`` (header + one line per job, each the :func:`batsim_line` of its
     :func:`job_cells`, built a column at a time: :mod:`kubeflux.sim.output.csvcolumns`); returns the path."""
-    from kubeflux.sim.output.csvcolumns import jobs_columns, write_lines
+    from kubeflux.sim.output.csvcolumns import jobs_columns, text_column, write_lines
 
-    return write_lines(path, JOBS_COLUMNS, jobs_columns(run, time_offset(run), interval_set))
+    columns = jobs_columns(run, time_offset(run), interval_set)
+    if not any(job.priority_class for job in run.jobs):
+        return write_lines(path, JOBS_COLUMNS, columns)
+    classes = text_column([job.priority_class for job in run.jobs])
+    return write_lines(path, (*JOBS_COLUMNS, PRIORITY_CLASS_COLUMN), [*columns, classes])
 
 
 POD_COLUMNS: tuple[str, ...] = (
@@ -381,6 +390,9 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
     * ``mean_waiting_time_urgent`` over the ``urgent_started_jobs`` (started jobs of a priority above 0, the
       default: what ``--urgent`` or a PriorityClass gives) and ``mean_waiting_time_others`` over the
       ``other_started_jobs`` (the rest of the started jobs);
+    * per PriorityClass name, when a job of the run has one (``jobs.csv``'s ``priority_class``), by name:
+      ``mean_waiting_time[<class>]`` over ``started_jobs[<class>]`` (its started jobs), and
+      ``mean_waiting_time[]`` over ``started_jobs[]`` for the started jobs no class gave a priority;
     * ``utilization`` = core-seconds allocated (held by bound pods) / (total cores × makespan), over [first
       submission, last finish]; ``useful_utilization`` the same for core-seconds computing (a coupled job's pods
       from its compute start: the idle holding before it is allocated, not useful); for every other resource kind
@@ -432,6 +444,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "max_waiting_time": round(float(waits.max()) if waits.size else 0.0, 6),
         "mean_waiting_time_urgent": round(_mean(urgent_waits), 6),
         "mean_waiting_time_others": round(_mean(other_waits), 6),
+        **_waits_by_class(run.jobs, times.start - times.submitted, started),
         "mean_turnaround_time": round(_mean(turnarounds), 6),
         "mean_slowdown": round(_mean(slowdowns), 6),
         "mean_bounded_slowdown": round(_mean(bounded), 6),
@@ -447,6 +460,22 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,
         "wall_seconds": round(run.wall_seconds, 6),
     }
+
+
+def _waits_by_class(
+    jobs: Sequence[JobRecord], waits: NDArray[np.float64], started: NDArray[np.bool_]
+) -> dict[str, int | float]:
+    """``started_jobs[<class>]`` and ``mean_waiting_time[<class>]`` per PriorityClass name (``[]``: the jobs of
+    none), in name order; empty when no job has a class (see :func:`summarize`)."""
+    names = [job.priority_class for job in jobs]
+    if not any(names):
+        return {}
+    figures: dict[str, int | float] = {}
+    for name in sorted(set(names)):
+        mine = waits[started & np.array([n == name for n in names], dtype=bool)]
+        figures[f"started_jobs[{name}]"] = len(mine)
+        figures[f"mean_waiting_time[{name}]"] = round(_mean(mine), 6)
+    return figures
 
 
 def kind_utilization(run: RunRecord, begin: float, end: float) -> dict[str, float]:
@@ -507,6 +536,7 @@ __all__ = [
     "KUBERNETES_COLUMNS",
     "MEAN_OVER",
     "POD_COLUMNS",
+    "PRIORITY_CLASS_COLUMN",
     "batsim_line",
     "interval_set",
     "job_cells",

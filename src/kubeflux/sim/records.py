@@ -47,6 +47,9 @@ class JobRecord:
     workload's clock, as Batsim does. None: the same as :attr:`submission_time`."""
     priority: int = 0
     """Its pods' priority (``spec.priority``; the highest when they differ): ``jobs.csv``'s ``priority``."""
+    priority_class: str = ""
+    """The PriorityClass that gave it (its highest pod's ``spec.priorityClassName``; empty when none did):
+    ``jobs.csv``'s ``priority_class``."""
 
 
 @dataclass(slots=True)

@@ -82,9 +82,15 @@ def _column(rows: Sequence[SummaryRow], key: str, shown: _Shown | None) -> list[
 
 
 def _table_columns(rows: Sequence[SummaryRow]) -> list[tuple[str, str, _Shown | None]]:
-    """The table's columns: :data:`_TABLE_COLUMNS`, plus the allocated utilization of each other kind with ids a
-    row has (``utilization[nvidia.com/gpu]`` → ``gpu util.``; amounts such as memory stay in summary.csv)."""
+    """The table's columns: :data:`_TABLE_COLUMNS`, plus the mean wait of each PriorityClass a row has
+    (``mean_waiting_time[urgent]`` → ``mean wait of started urgent``) and the allocated utilization of each other
+    kind with ids (``utilization[nvidia.com/gpu]`` → ``gpu util.``; amounts such as memory stay in summary.csv)."""
     columns = list(_TABLE_COLUMNS)
+    classes: list[str] = []
+    for row in rows:
+        classes.extend(key for key in row if key.startswith("mean_waiting_time[") and key not in classes)
+    at = next(i for i, (key, _, _) in enumerate(columns) if key == "max_waiting_time") + 1
+    columns[at:at] = [(key, f"mean wait {key[18:-1] or 'no class'}", numbers.durations) for key in classes]
     kinds: list[str] = []
     for row in rows:
         kinds.extend(key for key in row if key.startswith("utilization[") and has_ids(key[12:-1]) and key not in kinds)
@@ -105,6 +111,8 @@ def summary_table(rows: Sequence[SummaryRow], title: str = "Scheduler comparison
             table.add_column(header, justify="left", no_wrap=True)
         else:
             over = MEAN_OVER.get(key)
+            if key.startswith("mean_waiting_time["):  # mean wait <class> of its started jobs
+                header = header.replace("mean wait ", "mean wait of started ", 1)
             table.add_column(f"{header} of {_COUNT_NAMES[over]}" if over else header, justify="right")
     best = best_of(rows, [(key, "lower") for key in ("mean_waiting_time", "mean_bounded_slowdown", "makespan")])
     texts = {key: _column(rows, key, shown) for key, _, shown in columns}

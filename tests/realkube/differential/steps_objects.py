@@ -3,6 +3,7 @@ dry runs, server-side apply, finalizers, garbage collection and terminating name
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .dsl import NS, configmap, delete, get, gone, patch, pod, post, put
@@ -85,6 +86,18 @@ _APPLIED = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  label
 def _owned(name: str, owner: str, **ref: object) -> dict[str, object]:
     reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": f"${owner}_uid", **ref}
     return configmap(name, ownerReferences=[reference])
+
+
+def _admission_sees(name: str, pc: str, holds: Callable[[dict[str, Any]], bool]) -> Step:
+    """A dry-run pod naming PriorityClass ``pc``, repeated until its admitted spec ``holds``: the real server's
+    Priority admission reads the classes through an informer, which may lag a write by a moment (cluster serve's
+    does not), so the next step waits for it."""
+
+    def seen(code: int, body: Any) -> bool:
+        return code == 201 and isinstance(body, dict) and holds(body.get("spec") or {})
+
+    probe = pod(f"probe-{pc}", priorityClassName=pc)
+    return post(f"priority admission sees {name}", f"{NS}/pods?dryRun=All", probe, until=seen)
 
 
 STEPS: list[Step] = [
@@ -268,8 +281,10 @@ STEPS: list[Step] = [
     post("priorityclass no value", PCS, {"metadata": {"name": "diff-none"}}),
     patch("priorityclass change value", f"{PCS}/diff-high", {"value": 5}),
     get("priorityclass system", f"{PCS}/system-node-critical"),
+    _admission_sees("class value", "diff-high", lambda spec: spec.get("priority") == 1000),
     post("pod with priority class", f"{NS}/pods", pod("prioritised", priorityClassName="diff-high")),
     post("priorityclass never", PCS, {"metadata": {"name": "diff-polite"}, "value": 50, "preemptionPolicy": "Never"}),
+    _admission_sees("class never", "diff-polite", lambda spec: spec.get("preemptionPolicy") == "Never"),
     post("pod with a class that never preempts", f"{NS}/pods", pod("polite", priorityClassName="diff-polite")),
     post("pod priority not its class's", f"{NS}/pods", pod("mismatch", priorityClassName="diff-high", priority=7)),
     post(
@@ -280,6 +295,12 @@ STEPS: list[Step] = [
     post("pod never without a class", f"{NS}/pods", pod("never", preemptionPolicy="Never")),
     post(
         "priorityclass global default", PCS, {"metadata": {"name": "diff-default"}, "value": 3, "globalDefault": True}
+    ),
+    post(  # the real admission knows the default once its informer has it: wait until a second is refused
+        "priorityclass default known",
+        f"{PCS}?dryRun=All",
+        {"metadata": {"name": "diff-probe"}, "value": 4, "globalDefault": True},
+        until=lambda code, body: code == 403,
     ),
     post(
         "priorityclass second global default",

@@ -41,6 +41,40 @@ def _disruption(body: Any) -> dict[str, Any]:
     return {"disruption": found, "deleting": deleting}
 
 
+def _scheduled(body: Any) -> dict[str, Any]:
+    """The PodScheduled condition's status, reason and message, the node and the gates."""
+    if not isinstance(body, dict):
+        return {}
+    conditions = (body.get("status") or {}).get("conditions") or []
+    found = [
+        {k: c.get(k) for k in ("status", "reason", "message")} for c in conditions if c.get("type") == "PodScheduled"
+    ]
+    spec = body.get("spec") or {}
+    return {"scheduled": found, "node": spec.get("nodeName"), "gates": spec.get("schedulingGates")}
+
+
+def _bind(name: str, pod: str) -> Step:
+    """A step binding ``pod`` to node ``n1`` through its ``binding`` subresource."""
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod}, "target": {"name": "n1"}}
+    return post(name, f"{PODS}/{pod}/binding", body)
+
+
+def _gates(*names: str) -> list[dict[str, str]]:
+    return [{"name": f"example.com/{name}"} for name in names]
+
+
+def _zone(*zones: str) -> dict[str, Any]:
+    return {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
+
+
+_arch = {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+
+
+def _affinity(expressions: list[dict[str, Any]]) -> dict[str, Any]:
+    terms = [{"matchExpressions": expressions}]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
 STEPS: list[Step] = [
     # --- namespaces ------------------------------------------------------------------------------------------
     post("namespace create", "/api/v1/namespaces", {"metadata": {"name": "diff", "labels": {"team": "a"}}}),
@@ -158,23 +192,41 @@ STEPS: list[Step] = [
         f"{NS}/bindings",
         {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "$gen_pod"}, "target": {"name": "n1"}},
     ),
-    post(
-        "binding missing pod",
-        f"{PODS}/nope/binding",
-        {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "nope"}, "target": {"name": "n1"}},
-    ),
+    _bind("binding missing pod", "nope"),
     get("pod bound", f"{PODS}/p1"),
     # a scheduler's nomination (after preempting for the pod) is cleared by its binding (v1.35+)
     post("pod nominated create", PODS, pod("nominated")),
     patch("pod nominated", f"{PODS}/nominated/status", {"status": {"nominatedNodeName": "n1"}}),
     get("pod nominated get", f"{PODS}/nominated", exact=_nominated),
-    post(
-        "pod nominated binding",
-        f"{PODS}/nominated/binding",
-        {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "nominated"}, "target": {"name": "n1"}},
-    ),
+    _bind("pod nominated binding", "nominated"),
     get("pod nominated bound", f"{PODS}/nominated", exact=_nominated),
     delete("pod nominated delete", f"{PODS}/nominated?gracePeriodSeconds=0"),
+    # --- pods: scheduling gates (how Kueue holds pods back, then narrows their nodes and lets them go) -----------
+    post(
+        "pod gated create", PODS, pod("gated", schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/b"}])
+    ),
+    get("pod gated get", f"{PODS}/gated", exact=_scheduled),
+    _bind("pod gated binding", "gated"),
+    patch("pod gated add gate", f"{PODS}/gated", {"spec": {"schedulingGates": _gates("a", "b", "c")}}),
+    patch("pod gated add selector", f"{PODS}/gated", {"spec": {"nodeSelector": {"flavor": "spot"}}}),
+    patch("pod gated change selector", f"{PODS}/gated", {"spec": {"nodeSelector": {"flavor": "on-demand"}}}),
+    patch("pod gated add affinity", f"{PODS}/gated", {"spec": {"affinity": _affinity([_zone("a", "b")])}}),
+    patch("pod gated narrow affinity", f"{PODS}/gated", {"spec": {"affinity": _affinity([_zone("a", "b"), _arch])}}),
+    patch("pod gated widen affinity", f"{PODS}/gated", {"spec": {"affinity": _affinity([_zone("a", "b", "c")])}}),
+    patch("pod gated change restart policy", f"{PODS}/gated", {"spec": {"restartPolicy": "Never"}}),
+    patch("pod gated drop a gate", f"{PODS}/gated", {"spec": {"schedulingGates": _gates("b")}}),
+    get("pod gated still", f"{PODS}/gated", exact=_scheduled),
+    patch("pod gated drop gates", f"{PODS}/gated", {"spec": {"schedulingGates": None}}),
+    get("pod ungated", f"{PODS}/gated", exact=_scheduled),
+    patch("pod ungated add selector", f"{PODS}/gated", {"spec": {"nodeSelector": {"disk": "ssd"}}}),
+    patch("pod ungated add gate", f"{PODS}/gated", {"spec": {"schedulingGates": _gates("a")}}),
+    _bind("pod ungated binding", "gated"),
+    get("pod ungated bound", f"{PODS}/gated", exact=_scheduled),
+    delete("pod gated delete", f"{PODS}/gated?gracePeriodSeconds=0"),
+    post("pod gated with node", PODS, pod("gatednode", nodeName="n1", schedulingGates=_gates("a"))),
+    post("pod gated twice", PODS, pod("gatedtwice", schedulingGates=_gates("a", "a"))),
+    post("pod gated bad name", PODS, pod("gatedbad", schedulingGates=[{"name": "bad gate!"}])),
+    post("pod gated no name", PODS, pod("gatednone", schedulingGates=[{}])),
     # --- pods: deletion ---------------------------------------------------------------------------------------
     delete("pod delete bound", f"{PODS}/p1"),
     get("pod terminating", f"{PODS}/p1"),

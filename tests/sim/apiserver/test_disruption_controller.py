@@ -4,12 +4,15 @@ and the Eviction API grants and refuses evictions from them (without it every gu
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from kubeflux.sim.apiserver.disruption import DisruptionController
+from kubeflux.apiobjects.decisions import disruption_condition
+from kubeflux.sim.apiserver.clock import VirtualClock
+from kubeflux.sim.apiserver.disruption import DELETION_TIMEOUT, DisruptionController
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict
 from kubeflux.sim.apiserver.resources import default_registry
@@ -19,10 +22,10 @@ Object = dict[str, Any]
 
 
 class Cluster:
-    def __init__(self) -> None:
+    def __init__(self, clock: VirtualClock | None = None) -> None:
         self.loop = asyncio.new_event_loop()
-        self.store = Store(default_registry())
-        self.controller = DisruptionController(self.store, self.loop)
+        self.store = Store(default_registry(), clock=clock or time.time)
+        self.controller = DisruptionController(self.store, self.loop, clock)
         pods, budgets = (
             self.store.registry.find("", "v1", "pods"),
             self.store.registry.find("policy", "v1", "poddisruptionbudgets"),
@@ -34,7 +37,7 @@ class Cluster:
         for _ in range(5):
             self.loop.run_until_complete(asyncio.sleep(0))
 
-    def pod(self, name: str, *, ready: bool = True, owner: bool = False, **labels: str) -> None:
+    def pod(self, name: str, *, ready: bool = True, owner: bool = False, marked: bool = False, **labels: str) -> None:
         meta: Object = {"name": name, "labels": labels or {"app": "web"}}
         if owner:
             meta["ownerReferences"] = [
@@ -42,8 +45,10 @@ class Cluster:
             ]
         body = {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
         created = self.store.create(self.pods, "default", body)
-        condition = {"type": "Ready", "status": "True" if ready else "False"}
-        status = {**created, "status": {"phase": "Running", "conditions": [condition]}}
+        conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+        if marked:  # an eviction's or a preemption's mark
+            conditions.append(disruption_condition("EvictionByEvictionAPI", "Eviction API: evicting", self.store.now()))
+        status = {**created, "status": {"phase": "Running", "conditions": conditions}}
         self.store.update(self.pods, "default", name, status, "status")
         self.settle()
 
@@ -60,6 +65,10 @@ class Cluster:
         s = self.status(name)
         return (s["currentHealthy"], s["desiredHealthy"], s["expectedPods"], s["disruptionsAllowed"])
 
+    def close(self) -> None:
+        self.controller.stop()
+        self.loop.close()
+
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
@@ -67,8 +76,7 @@ def cluster() -> Iterator[Cluster]:
     try:
         yield made
     finally:
-        made.controller.stop()
-        made.loop.close()
+        made.close()
 
 
 def test_the_counts_follow_the_pods_and_evictions_take_them(cluster: Cluster) -> None:
@@ -116,3 +124,28 @@ def test_what_each_budget_allows(cluster: Cluster, spec: Object, counts: tuple[i
     cluster.pod("b")
     cluster.budget("web", **spec)
     assert cluster.counts("web") == counts
+
+
+def test_an_eviction_not_followed_by_a_deletion_expires_and_a_stale_mark_is_cleared() -> None:
+    """In virtual time: a ``disruptedPods`` entry whose pod is still there two minutes later is dropped (the pod is
+    healthy again) at that time, without any other event; a ``DisruptionTarget`` mark on a pod nobody deleted is
+    set ``False`` two minutes after it was made."""
+    clock = VirtualClock(origin=1_000_000.0)
+    cluster = Cluster(clock)
+    try:
+        cluster.pod("a")
+        cluster.pod("b", marked=True)
+        cluster.budget("web", minAvailable=1)
+        pdb = cluster.store.get(cluster.budgets, "default", "web")
+        evicting = {**pdb["status"], "disruptedPods": {"a": cluster.store.now()}}  # as the Eviction API writes it
+        cluster.store.update(cluster.budgets, "default", "web", {**pdb, "status": evicting}, "status")
+        cluster.settle()
+        assert cluster.counts("web") == (1, 1, 2, 0)  # a is being evicted
+        assert clock.advance() == 1_000_000.0 + DELETION_TIMEOUT
+        cluster.settle()
+        assert cluster.counts("web") == (2, 1, 2, 1) and "disruptedPods" not in cluster.status("web")
+        conditions = cluster.store.get(cluster.pods, "default", "b")["status"]["conditions"]
+        marks = [(c["status"], c.get("reason")) for c in conditions if c["type"] == "DisruptionTarget"]
+        assert marks == [("False", None)]
+    finally:
+        cluster.close()

@@ -46,6 +46,10 @@ CASES = {
         [EXAMPLES / "workloads" / "urgent-gang-guarded.yaml"],
         EXAMPLES / "clusters" / "eight-8core.yaml",
     ),
+    "urgent-gang-timed": (  # a class and budgets created and deleted mid-run
+        [EXAMPLES / "workloads" / "urgent-gang-timed.yaml"],
+        EXAMPLES / "clusters" / "eight-8core.yaml",
+    ),
 }
 
 

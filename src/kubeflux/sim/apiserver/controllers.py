@@ -17,7 +17,7 @@ from typing import Any
 
 from kubeflux.scheduler.objects import POD_GROUP_LABEL
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.follow import Follower
+from kubeflux.sim.apiserver.follow import Reconciler, served
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 
@@ -64,37 +64,26 @@ class PodGroupController:
     """Keeps every PodGroup's status in step with its pods, on the server's loop."""
 
     def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
-        pods = store.registry.find("", "v1", "pods")
-        groups = store.registry.find("scheduling.x-k8s.io", "v1alpha1", "podgroups")
-        assert pods is not None and groups is not None
+        pods, groups = served(store, ("", "v1", "pods"), ("scheduling.x-k8s.io", "v1alpha1", "podgroups"))
         self.store, self.loop, self.pods, self.groups = store, loop, pods, groups
-        self._dirty: set[tuple[str, str]] = set()
         self._members: dict[tuple[str, str], dict[str, Object]] = {}
         """(namespace, group) → uid → the latest version of each pod labelled with the group."""
         self._group_of: dict[str, tuple[str, str]] = {}
-        self._follower = Follower(store, loop, [(pods, self._pod_event), (groups, self._group_event)], self._sync)
-        self._follower.list_existing()
-
-    @property
-    def busy(self) -> bool:
-        """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self._follower.busy
+        self.reconciler: Reconciler[tuple[str, str]] = Reconciler(
+            store, loop, [(pods, self._pod_event), (groups, self._group_event)], self._update
+        )
+        """Follows pods and groups; syncs each group (namespace, name) their events touched."""
+        self.reconciler.start()
 
     def stop(self) -> None:
-        self._follower.stop()
+        self.reconciler.stop()
 
     def _pod_event(self, type_: str, event: WatchEvent) -> None:
         self._member(type_, event.obj)
 
     def _group_event(self, type_: str, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
-        self._dirty.add((meta["namespace"], meta["name"]))
-
-    def _sync(self) -> None:
-        """After a batch of events: update the status of every group it touched."""
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
-            self._update(namespace, name)
+        self.reconciler.add((meta["namespace"], meta["name"]))
 
     def _member(self, type_: str, pod: Object) -> None:
         """Keep the index of each group's pods (a pod may gain, lose or change its group label)."""
@@ -103,15 +92,16 @@ class PodGroupController:
         before = self._group_of.pop(uid, None)
         if before is not None:
             self._members.get(before, {}).pop(uid, None)
-            self._dirty.add(before)
+            self.reconciler.add(before)
         group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
         if type_ != "DELETED" and group is not None:
             key = (meta["namespace"], group)
             self._group_of[uid] = key
             self._members.setdefault(key, {})[uid] = pod
-            self._dirty.add(key)
+            self.reconciler.add(key)
 
-    def _update(self, namespace: str, name: str) -> None:
+    def _update(self, key: tuple[str, str]) -> None:
+        namespace, name = key
         try:
             group = self.store.get(self.groups, namespace, name)
         except ApiError:

@@ -21,6 +21,7 @@ from kubeflux.apiobjects.rules import int_decode_error
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.gates import gate_causes, gated_condition, gated_update
 from kubeflux.sim.apiserver.pod_admission import admit_pod
 from kubeflux.sim.apiserver.registry import (
     PRIORITY_CLASSES,
@@ -230,6 +231,7 @@ class PodStrategy(Strategy):
         if isinstance(spec, dict):
             default_pod_spec(spec)
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
+        gated_condition(obj, now)
 
     def canonicalize(self, obj: Object) -> None:
         spec = obj.get("spec")
@@ -257,10 +259,14 @@ class PodStrategy(Strategy):
             raise errors.forbidden(f'pods "{obj["metadata"]["name"]}" is forbidden: {refused}') from None
 
     def validate(self, obj: Object) -> list[Cause]:
+        return self._causes(obj, create=True)
+
+    def _causes(self, obj: Object, *, create: bool) -> list[Cause]:
         causes = _pod_status_causes(obj)
         if causes:
             return causes
-        return list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
+        causes = list(_pod_spec_causes(orjson.dumps(obj.get("spec"), option=orjson.OPT_SORT_KEYS)))
+        return causes or gate_causes(obj.get("spec"), create=create)
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         spec = new.get("spec")
@@ -272,12 +278,15 @@ class PodStrategy(Strategy):
             for field in ("priority", "preemptionPolicy"):  # what Priority admission set on create stays
                 if spec.get(field) is None and field in old_spec:
                     spec[field] = old_spec[field]
-        causes = self.validate(new)
+        causes = self._causes(new, create=False)
         if causes:
             return causes
         new_spec = new.get("spec", {})
         if len(new_spec.get("containers") or ()) != len(old_spec.get("containers") or ()):
             return [Cause("spec.containers", "Forbidden: pod updates may not add or remove containers", _FORBIDDEN)]
+        causes, new_spec = gated_update(new_spec, old_spec)
+        if causes:
+            return causes
         if _frozen_pod_spec(new_spec) != _frozen_pod_spec(old_spec):
             message = (
                 "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "

@@ -93,7 +93,7 @@ def _take_disruption(store: Store, budgets: ResourceType, namespace: str, pod: O
         return
     if len(matching) > 1:
         message = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-        raise ApiError(500, "InternalError", f"Internal error occurred: {message}", causes=[Cause("", message, "")])
+        raise ApiError(500, "", message)  # the real handler's own Status: no reason, no cause
     budget = matching[0]
     spec, status = budget.get("spec") or {}, budget.get("status") or {}
     healthy, desired = int(status.get("currentHealthy") or 0), int(status.get("desiredHealthy") or 0)
@@ -110,9 +110,7 @@ def _take_disruption(store: Store, budgets: ResourceType, namespace: str, pod: O
         message = f'poddisruptionbudgets.policy "{budget_name}" is forbidden: pdb disruptions allowed is negative'
         raise ApiError(403, "Forbidden", message, "poddisruptionbudgets", budget_name, "policy")
     if allowed == 0:
-        why = f"The disruption budget {budget_name} needs {desired} healthy pods and has {healthy} currently"
-        if healthy > desired:
-            why = f"The disruption budget {budget_name} does not allow evicting pods currently"
+        why = _why_not(budget_name, status, desired, healthy)
         raise ApiError(429, "TooManyRequests", _REFUSED, causes=[Cause("", why, "DisruptionBudget")])
     taken = clone(budget)
     taken_status = taken.setdefault("status", {})
@@ -121,6 +119,24 @@ def _take_disruption(store: Store, budgets: ResourceType, namespace: str, pod: O
     if allowed == 1:
         _insufficient(taken_status, store.now())
     store.update(budgets, namespace, budget_name, taken, "status", trusted=True)
+
+
+def _why_not(name: str, status: Object, desired: int, healthy: int) -> str:
+    """Why a budget that allows no disruption refuses (``checkAndDecrement``): a failed sync first, since its
+    counts are not to be trusted; then the counts; then its condition's reason and message."""
+    condition = next(
+        (c for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "DisruptionAllowed"),
+        {},
+    )
+    reason, message = condition.get("reason"), condition.get("message")
+    failed = condition.get("status") == "False" and bool(message)
+    if failed and reason == "SyncFailed":
+        return f"The disruption budget {name} does not allow evicting pods currently because it failed sync: {message}"
+    if healthy <= desired:
+        return f"The disruption budget {name} needs {desired} healthy pods and has {healthy} currently"
+    if failed:
+        return f"The disruption budget {name} does not allow evicting pods currently ({reason}): {message}"
+    return f"The disruption budget {name} does not allow evicting pods currently"
 
 
 def _selects(budget: Object, labels: Object) -> bool:

@@ -8,22 +8,36 @@ in the process may miss an event), and when an event is queued it asks the loop 
 then ``after`` runs once (a controller syncing what the batch made dirty). :meth:`Follower.list_existing` first
 hands over what the store already holds, as an informer's first list does. :attr:`Follower.busy` is what the
 virtual clock's pacer asks before it jumps: an event is queued or a drain is due.
+
+A controller *has* a :class:`Reconciler`, the part every served controller shares (kube-controller-manager's informers
+and work queue in one): its handlers mark the keys an event touched (:meth:`Reconciler.add`), and after each batch
+each marked key is synced once, in a stable order.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import Watcher, WatchEvent
 
-__all__ = ["Follower", "Handler"]
+__all__ = ["Follower", "Handler", "Reconciler", "served"]
 
 Handler = Callable[[str, WatchEvent], None]
 """Called with each event's type (``ADDED``, ``MODIFIED``, ``DELETED``) and the event."""
+K = TypeVar("K", bound=Hashable)
+
+
+def served(store: Store, *paths: tuple[str, str, str]) -> list[ResourceType]:
+    """The resources a component follows, each by (group, version, plural); each must be registered."""
+    found = [store.registry.find(*path) for path in paths]
+    missing = [path for path, resource in zip(paths, found, strict=True) if resource is None]
+    assert not missing, f"not served: {missing}"
+    return [resource for resource in found if resource is not None]
 
 
 class Follower:
@@ -78,3 +92,53 @@ class Follower:
     def stop(self) -> None:
         for resource, watcher, _ in self._watches:
             self.store.stop_watch(resource, watcher)
+
+
+class Reconciler(Generic[K]):
+    """A controller's informers and work queue: follows each ``(resource, handler)`` of ``store`` (a
+    :class:`Follower`); the handlers :meth:`add` the keys (a namespace and name, a uid ...) an event makes stale, and
+    after each batch of events ``sync`` is called once for each key added since the last batch, ordered by ``order``
+    (default: the keys themselves). The existing objects are handed over (as ``ADDED``) by :meth:`start`, which the
+    controller calls once its own state is ready."""
+
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        follow: Sequence[tuple[ResourceType, Handler]],
+        sync: Callable[[K], None],
+        order: Callable[[K], Any] = lambda key: key,
+    ) -> None:
+        self.sync, self.order = sync, order
+        self._dirty: set[K] = set()
+        self._follower = Follower(store, loop, follow, self._sync_dirty)
+
+    def start(self) -> None:
+        """Hand over what the store holds now (an informer's first list); the sync follows soon."""
+        self._follower.list_existing()
+
+    def add(self, key: K) -> None:
+        """``key`` is synced after the batch of events being handled (:meth:`wake` when no batch is)."""
+        self._dirty.add(key)
+
+    def discard(self, key: K) -> None:
+        """``key`` needs no sync any more (its object went)."""
+        self._dirty.discard(key)
+
+    def wake(self) -> None:
+        """Sync what was added soon, without waiting for an event (a timer came)."""
+        self._follower.wake()
+
+    @property
+    def busy(self) -> bool:
+        """Watch events wait to be handled, or keys to be synced (the virtual clock must not jump)."""
+        return self._follower.busy
+
+    def stop(self) -> None:
+        """Close the watches; nothing is synced any more."""
+        self._follower.stop()
+
+    def _sync_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for key in sorted(dirty, key=self.order):
+            self.sync(key)

@@ -54,6 +54,7 @@ from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, Po
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
+from kubeflux.sim.apiserver.gates import gates_of
 from kubeflux.sim.apiserver.kubelet import record_event
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
@@ -362,7 +363,8 @@ class _StoreSink:
 
 def _enabling(type_: str, event: WatchEvent) -> bool:
     """An event that may let a pending pod run, or that a scheduler must hear before time moves on: an object
-    added or deleted, a node changed, a pod group's spec changed, a pod that ended or started terminating. A
+    added or deleted, a node changed, a pod group's spec changed, a pod that ended or started terminating, a pod
+    whose last scheduling gate was removed. A
     scheduler's own writes (binds, ``Unschedulable`` conditions, expected starts) and the kubelet's progress of a
     bound pod are not: the simulator does not ask its schedulers again for them either."""
     if type_ != "MODIFIED" or event.prev is None:
@@ -375,6 +377,9 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
         return True
+    spec, was = event.obj.get("spec"), event.prev.get("spec")
+    if spec is not was and gates_of(was) and not gates_of(spec):
+        return True  # its last scheduling gate removed: the pod may be placed now
     return bool(event.obj["metadata"].get("deletionTimestamp") and not event.prev["metadata"].get("deletionTimestamp"))
 
 

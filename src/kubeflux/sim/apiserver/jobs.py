@@ -27,7 +27,7 @@ from typing import Any
 from kubeflux.apiobjects.manifests import parse_timestamp
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.follow import Follower
+from kubeflux.sim.apiserver.follow import Reconciler, served
 from kubeflux.sim.apiserver.jobsync import (
     SYNC_BATCH_SECONDS,
     TRACKING_FINALIZER,
@@ -91,9 +91,7 @@ class JobController:
         skip: Callable[[str], bool] = lambda uid: False,
         rate: ClientRate | None = KCM_CLIENT_RATE,
     ) -> None:
-        pods = store.registry.find("", "v1", "pods")
-        jobs = store.registry.find("batch", "v1", "jobs")
-        assert pods is not None and jobs is not None
+        pods, jobs = served(store, ("", "v1", "pods"), ("batch", "v1", "jobs"))
         self.store, self.loop, self.clock, self.skip = store, loop, clock, skip
         self.pods_resource, self.jobs_resource = pods, jobs
         self._jobs: dict[str, tuple[str, str]] = {}
@@ -106,7 +104,6 @@ class JobController:
         self._timers: dict[str, tuple[float, Timer]] = {}
         """Job uid → (when, the timer) of its next requested sync."""
         self._ttl: dict[str, Timer] = {}
-        self._dirty: set[str] = set()
         self._paced: set[str] = set()
         """Jobs whose last sync was capped: the events of their pods and status wait for the timer
         (``syncJobBatchPeriod``); a new generation of the Job does not."""
@@ -120,16 +117,15 @@ class JobController:
         self._creating: dict[str, _Creation] = {}
         """Job uid → the sync whose pods are being created: the Job is not synced again until they are (the real
         controller's worker is busy with it)."""
-        self._follower = Follower(store, loop, [(jobs, self._job_watched), (pods, self._pod_watched)], self._sync_dirty)
-        self._follower.list_existing()
-
-    @property
-    def busy(self) -> bool:
-        """Watch events wait to be handled, or Jobs to be synced (the virtual clock must not jump)."""
-        return self._follower.busy
+        follow = [(jobs, self._job_watched), (pods, self._pod_watched)]
+        self.reconciler: Reconciler[str] = Reconciler(
+            store, loop, follow, self._sync_due, order=lambda uid: self._jobs.get(uid, ("", ""))
+        )
+        """Follows Jobs and pods; syncs each Job (uid) their events or its timers touched."""
+        self.reconciler.start()
 
     def stop(self) -> None:
-        self._follower.stop()
+        self.reconciler.stop()
         for creation in self._creating.values():
             creation.cancel()
         for _, timer in self._timers.values():
@@ -144,15 +140,16 @@ class JobController:
     def _pod_watched(self, type_: str, event: WatchEvent) -> None:
         self._pod_event(type_, event.obj)
 
-    def _sync_dirty(self) -> None:
-        """After a batch of events: sync every Job it touched."""
-        dirty, self._dirty = self._dirty - self._paced, set()
-        for uid in sorted(dirty, key=lambda u: self._jobs.get(u, ("", ""))):
-            creation = self._creating.get(uid)
-            if creation is not None:
-                creation.again = True
-            else:
-                self._sync(uid)
+    def _sync_due(self, uid: str) -> None:
+        """After a batch of events: sync a Job it touched, unless its last sync was capped (its timer will) or its
+        pods are being created (it is synced again once they are)."""
+        if uid in self._paced:
+            return
+        creation = self._creating.get(uid)
+        if creation is not None:
+            creation.again = True
+        else:
+            self._sync(uid)
 
     def _job_event(self, type_: str, job: Object) -> None:
         meta = job["metadata"]
@@ -167,21 +164,21 @@ class JobController:
         if self._generation.get(uid) != generation:
             self._generation[uid] = generation
             self._paced.discard(uid)  # a change of the spec is synced at once, one of the status batched
-        self._dirty.add(uid)
+        self.reconciler.add(uid)
 
     def _pod_event(self, type_: str, pod: Object) -> None:
         uid = pod["metadata"]["uid"]
         before = self._owner.pop(uid, None)
         if before is not None:
             self._pods.get(before, {}).pop(uid, None)
-            self._dirty.add(before)
+            self.reconciler.add(before)
         job = _controller_uid(pod)
         if job is None or type_ == "DELETED" or self.skip(job):
             return
         self._owner[uid] = job
         self._pods.setdefault(job, {})[uid] = pod
         if job in self._jobs:
-            self._dirty.add(job)
+            self.reconciler.add(job)
         elif TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ()):
             self._unfinalize(pod["metadata"]["namespace"], pod["metadata"]["name"])  # its Job is gone
 
@@ -189,7 +186,7 @@ class JobController:
         """A Job was deleted: its pods keep no tracking finalizer, its timers go."""
         self._jobs.pop(uid, None)
         self._backoff.pop(uid, None)
-        self._dirty.discard(uid)
+        self.reconciler.discard(uid)
         self._paced.discard(uid)
         self._generation.pop(uid, None)
         self._create_failures.pop(uid, None)
@@ -256,8 +253,8 @@ class JobController:
                 self._requeue(uid, api_backoff(failures))
             self._apply_rest(job, plan, self.store.clock() - started)
             if creation.again and not plan.paced and uid in self._jobs:
-                self._dirty.add(uid)
-                self._follower.wake()
+                self.reconciler.add(uid)
+                self.reconciler.wake()
 
         self._creating[uid] = creation
         PacedCreates(len(pods), self.bucket, self.store.clock, create, at, done).start()
@@ -328,8 +325,8 @@ class JobController:
         self._timers.pop(uid, None)
         self._paced.discard(uid)
         if uid in self._jobs:
-            self._dirty.add(uid)
-            self._follower.wake()
+            self.reconciler.add(uid)
+            self.reconciler.wake()
 
     def _arm_ttl(self, job: Object) -> None:
         """The TTL-after-finished controller: delete a finished Job ``ttlSecondsAfterFinished`` after its end."""

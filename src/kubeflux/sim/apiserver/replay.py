@@ -40,7 +40,8 @@ from typing import Any
 
 from kubeflux.apiobjects.disruption import budget_to_manifest
 from kubeflux.apiobjects.manifests import pod_to_manifest
-from kubeflux.scheduler.objects import Pod
+from kubeflux.apiobjects.priority import PriorityClass
+from kubeflux.scheduler.objects import DisruptionBudget, Pod
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
@@ -138,30 +139,51 @@ class WorkloadReplay:
         self._by_uid: dict[str, SimJob] = {}
         """uid of a ``batch/v1`` Job object the replay created → its record."""
         self._jobs_follower = Follower(store, loop, [(jobs, self._job_event)])
-        self._create_policies()
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
+        self._create_policies(clock, loop)
         self._arrivals = len(order)
         for wjob in order:
             clock.call_later(loop, wjob.submit_time - self._first, Priority.ARRIVAL, self._arrive, wjob)
         if not order:
             loop.call_soon(self._check_done)
 
-    def _create_policies(self) -> None:
+    def _create_policies(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         """The workload's PriorityClasses and PodDisruptionBudgets, created before its first job (they are in the
-        simulated cluster from the start): a class that exists already is kept, another refusal is a problem."""
+        simulated cluster from the start), or at their times when the workload gives them (created, then deleted,
+        before the arrivals of the same time, as ``simulate`` does): a class that exists already is kept, another
+        refusal is a problem."""
         budgets = self.store.registry.find("policy", "v1", "poddisruptionbudgets")
-        made: list[tuple[Any, str, Object]] = [
-            (self.classes_resource, "", pc.to_object()) for pc in self.workload.priority_classes
+        made: list[tuple[Any, str, PriorityClass | DisruptionBudget, Object]] = [
+            (self.classes_resource, "", pc, pc.to_object()) for pc in self.workload.priority_classes
         ]
         if budgets is not None:
-            made += [(budgets, b.namespace, budget_to_manifest(b)) for b in self.workload.budgets]
-        for resource, namespace, body in made:
-            try:
-                self.store.create(resource, namespace, body)
-            except ApiError as exc:
-                if exc.code != 409:
-                    self.problems.append(f"{body['kind']} {body['metadata']['name']}: {exc.message}")
+            made += [(budgets, b.namespace, b, budget_to_manifest(b)) for b in self.workload.budgets]
+        for resource, namespace, obj, body in made:
+            lifetime = self.workload.lifetime(obj).shifted(self._first)
+            if lifetime.deleted is not None and lifetime.deleted <= 0.0:
+                continue  # gone before the first job
+            if lifetime.created <= 0.0:
+                self._create_policy(resource, namespace, body)
+            else:
+                clock.call_later(loop, lifetime.created, Priority.NODE, self._create_policy, resource, namespace, body)
+            if lifetime.deleted is not None:
+                delay = lifetime.deleted
+                clock.call_later(loop, delay, Priority.NODE, self._delete_policy, resource, namespace, body)
+
+    def _create_policy(self, resource: Any, namespace: str, body: Object) -> None:
+        try:
+            self.store.create(resource, namespace, clone(body))
+        except ApiError as exc:
+            if exc.code != 409:
+                self.problems.append(f"{body['kind']} {body['metadata']['name']}: {exc.message}")
+
+    def _delete_policy(self, resource: Any, namespace: str, body: Object) -> None:
+        try:
+            self.store.delete(resource, namespace, body["metadata"]["name"])
+        except ApiError as exc:
+            if exc.code != 404:
+                self.problems.append(f"{body['kind']} {body['metadata']['name']}: {exc.message}")
 
     @property
     def busy(self) -> bool:

@@ -329,7 +329,7 @@ class ApiServer:
         if "podgroup" in self.controllers:
             self.podgroup_controller = PodGroupController(self.store, loop)
         if "disruption" in self.controllers and self.store.registry.find("policy", "v1", "poddisruptionbudgets"):
-            self.disruption_controller = DisruptionController(self.store, loop)
+            self.disruption_controller = DisruptionController(self.store, loop, timers)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -378,8 +378,9 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        components = (self.kubelet, self.podgroup_controller, self.disruption_controller, self.job_controller)
-        for component in (*components, self.schedulers, self.replay):
+        controllers = (self.podgroup_controller, self.disruption_controller, self.job_controller)
+        reconcilers = [controller.reconciler for controller in controllers if controller is not None]
+        for component in (self.kubelet, *reconcilers, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)

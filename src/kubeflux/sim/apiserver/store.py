@@ -31,6 +31,7 @@ from kubeflux.sim.apiserver import errors, system_objects
 from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
+from kubeflux.sim.apiserver.gates import binding_refusal
 from kubeflux.sim.apiserver.listwatch import ListWatch
 from kubeflux.sim.apiserver.metadata import (
     check_type,
@@ -576,6 +577,9 @@ class Store:
         if pod.get("spec", {}).get("nodeName"):
             why = f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"'
             raise errors.conflict("pods/binding", name, why)
+        gated = binding_refusal(pod, name)
+        if gated:
+            raise errors.conflict("pods/binding", name, gated)
         # copy-on-write: only the mappings this write changes are copied; the rest is shared with the old version
         new = dict(pod)
         new["spec"] = {**pod["spec"], "nodeName": node}

@@ -183,7 +183,7 @@ class FCFSScheduler:
                 if uid in self._pending_pods:
                     self._forget_pending(pod, uid)  # bound by someone else
             return
-        if pod.scheduler_name == self.name and uid not in self._pending_pods:
+        if pod.scheduler_name == self.name and uid not in self._pending_pods and not pod.scheduling_gates:
             self._add_pending(pod, uid)
 
     def _observe_other(self, event: ClusterEvent) -> None:

@@ -245,7 +245,7 @@ class KubeDefaultScheduler:
         if pod.node_name:
             if placed is None:
                 self._place(pod, pod.node_name, now if pod.phase is PodPhase.RUNNING else None)
-        elif placed is None and pod.scheduler_name == self.name:
+        elif placed is None and pod.scheduler_name == self.name and not pod.scheduling_gates:  # (SchedulingGates)
             if queued is None:
                 self._stamps += 1
                 self._queue[key] = QueuedPod(pod, timestamp=pod.creation_time, order=self._stamps)

@@ -15,9 +15,12 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   ``scheduleTimeoutSeconds`` from the PodGroup);
 * a **PodGroup** and the bare Pods labelled with its name: one ``podgroup`` job (a gang of ``minMember``).
 * a **PriorityClass** (``scheduling.k8s.io/v1``) or a **PodDisruptionBudget** (``policy/v1``): no job, but in the
-  cluster from the start (:mod:`kubeflux.sim.workloads.policies`); the file's classes are read first, and every
-  Pod and Job pod template is admitted with them as the API server's Priority admission admits it (a class named
-  gives ``spec.priority`` and ``spec.preemptionPolicy``; an unknown one forbids the Pod, and rejects the Job).
+  cluster from the start, or from its ``sim.kubeflux.io/submit-time`` until its ``sim.kubeflux.io/delete-time``
+  when it gives them (:mod:`kubeflux.sim.workloads.policies`); the file's classes are read first, and every Pod
+  and Job pod template is admitted with those that exist at its submit time as the API server's Priority
+  admission admits it (a class named gives ``spec.priority`` and ``spec.preemptionPolicy``; an unknown one, or one
+  not created yet, forbids the Pod, and rejects the Job). A PodGroup's bare pods are admitted at the PodGroup's
+  time when it gives one, else each at its own.
   Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
   PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
@@ -81,11 +84,13 @@ from kubeflux.scheduler.validation import (
 )
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
-from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
+from kubeflux.sim.workloads.model import JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.policies import POLICY_KINDS, ClusterPolicies
 from kubeflux.sim.workloads.swf import open_text, workload_name
 
 SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
+DELETE_TIME_ANNOTATION = "sim.kubeflux.io/delete-time"
+"""When a PriorityClass or a PodDisruptionBudget of the file is deleted (seconds from when the file is applied)."""
 
 YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """The C safe loader when PyYAML was built with libyaml, else the pure-Python safe loader."""
@@ -164,6 +169,7 @@ def _template(
         run = pod_run(obj, annotations, path, default_run_time)
     spec = manifest.get("spec")
     scheduler = spec.get("schedulerName") if isinstance(spec, dict) else None
+    priority_class = spec.get("priorityClassName") if isinstance(spec, dict) else None
     return PodTemplate(
         name=pod.name,
         requests=dict(pod.requests),
@@ -180,6 +186,7 @@ def _template(
         active_deadline_seconds=pod.active_deadline_seconds,
         manifest=manifest,
         preemption_policy=pod.preemption_policy,
+        priority_class=priority_class if isinstance(priority_class, str) else "",
     )
 
 
@@ -188,11 +195,16 @@ def _checked_template(
 ) -> tuple[PodTemplate, str]:
     """:func:`_template`, and why the pod is rejected (``""`` when it is not): a pod whose run-time annotations no
     kubelet can read is a valid object, so it is kept, rejected with the reason (as kubeflux's scheduler rejects it
-    in ``cluster serve`` rather than bind it), never skipped as one the API would refuse."""
+    in ``cluster serve`` rather than bind it), never skipped as one the API would refuse. So is a pod with
+    ``spec.schedulingGates``: no scheduler may place it, and no controller of the simulator would ever remove them."""
     try:
-        return _template(pod, manifest, obj, path, default_run_time), ""
+        template = _template(pod, manifest, obj, path, default_run_time)
     except InvalidRunTime as exc:
         return _template(pod, manifest, obj, path, default_run_time, PodRun()), str(exc)
+    if pod.scheduling_gates:
+        gates = ", ".join(pod.scheduling_gates)
+        return template, f"{obj}: spec.schedulingGates: held by {gates}, which nothing in simulate removes (no Kueue)"
+    return template, ""
 
 
 def _cores(pod: PodTemplate) -> int:
@@ -223,6 +235,7 @@ def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPo
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise ManifestError(label, "spec", "required")
+    submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
     problem = job_decode_error(spec)  # the one validation cluster serve's Job strategy makes too
     if problem is not None:
         raise ManifestError(label, problem.field, problem.message)
@@ -251,7 +264,8 @@ def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPo
         raise ManifestError(label, restart.field, restart.message)
     forbidden = ""
     try:
-        pod_spec = (policies or ClusterPolicies()).admit(label, name, template_spec, "spec.template.spec")
+        admission = policies or ClusterPolicies()
+        pod_spec = admission.admit(label, name, template_spec, "spec.template.spec", submit or 0.0)
     except ManifestError as exc:  # the Job is valid; the Job controller's pods are refused
         pod_spec, forbidden = template_spec, str(exc)
     pod_manifest = {
@@ -266,7 +280,6 @@ def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPo
         field = f"spec.template.{exc.path}" if exc.path else "spec.template"
         raise ManifestError(label, field, exc.problem) from exc
     template, rejected = _checked_template(pod, pod_manifest, label, "spec.template.metadata", 0.0)
-    submit = _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")
     return WorkloadJob(
         id=f"{namespace}/{name}",
         submit_time=submit or 0.0,
@@ -315,6 +328,8 @@ class _Builder:
     defined: dict[str, str] = dataclasses.field(default_factory=dict)
     """``Kind namespace/name`` of each Pod and Job read → where: a second one of the name is refused (cluster serve
     answers 409 AlreadyExists), instead of running as a renamed job whose pods collide."""
+    group_times: dict[str, float] = dataclasses.field(default_factory=dict)
+    """``namespace/name`` of each PodGroup of the file that gives a submit time → it (its pods are admitted then)."""
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -335,7 +350,7 @@ class _Builder:
             elif kind == "PodGroup":
                 self._group(where, obj)
             elif kind in POLICY_KINDS:
-                self.policies.add(where, obj)
+                self._policy(where, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -351,12 +366,31 @@ class _Builder:
                 if isinstance(name, str) and isinstance(namespace, str):
                     self.refused_groups.setdefault(f"{namespace}/{name}", f"{where}: {exc.path}: {exc.problem}")
 
-    def _pod(self, where: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
+    def _policy(self, where: str, obj: dict[str, Any]) -> None:
+        """A PriorityClass or a PodDisruptionBudget, with its times read and checked as a job's are."""
+        meta = _meta(obj)
         name = meta.get("name")
-        label = f"Pod {meta.get('namespace') or 'default'}/{name}"
-        obj = {**obj, "spec": self.policies.admit(label, str(name), obj.get("spec"))}
+        kind = obj.get("kind")
+        label = f"{kind} {name}" if kind == "PriorityClass" else f"{kind} {meta.get('namespace') or 'default'}/{name}"
+        annotations = _annotations(obj)
+        created = _annotation_seconds(label, annotations, SUBMIT_TIME_ANNOTATION, "metadata") or 0.0
+        deleted = _annotation_seconds(label, annotations, DELETE_TIME_ANNOTATION, "metadata")
+        if deleted is not None and deleted <= created:
+            field = f"metadata.annotations.{DELETE_TIME_ANNOTATION}"
+            raise ManifestError(label, field, f"must be after its submit time ({created:g} s), got {deleted:g}")
+        self.policies.add(where, obj, Lifetime(created, deleted))
+
+    def _pod(self, where: str, obj: dict[str, Any]) -> None:
+        meta = _meta(obj)
+        name = meta.get("name")
+        namespace = meta.get("namespace") or "default"
+        label = f"Pod {namespace}/{name}"
+        labels = meta.get("labels")
+        group = labels.get(POD_GROUP_LABEL) if isinstance(labels, dict) else None
+        at = self.group_times.get(f"{namespace}/{group}") if group is not None else None
+        if at is None:  # its own time (the reader below names a bad one)
+            at = _seconds_or_zero(_annotations(obj).get(SUBMIT_TIME_ANNOTATION))
+        obj = {**obj, "spec": self.policies.admit(label, str(name), obj.get("spec"), at=at)}
         pod = pod_from_manifest(obj)
         label = f"Pod {pod.namespace}/{pod.name}"
         template, rejected = _checked_template(pod, obj, label, "metadata", self.default_run_time)
@@ -492,6 +526,32 @@ def images(pods: list[PodTemplate]) -> str:
     return "+".join(seen)
 
 
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _seconds_or_zero(text: str | None) -> float:
+    """A submit-time annotation's seconds, 0 when absent or unreadable (whoever reads it for real names it)."""
+    try:
+        value = parse_number(text) if text is not None else 0.0
+    except ValueError:
+        return 0.0
+    return value if value == value and seconds_problem(value) is None else 0.0
+
+
+def _group_times(documents: list[tuple[str, Any]]) -> dict[str, float]:
+    """The submit times the file's PodGroups give, by ``namespace/name`` (their bare pods are admitted then)."""
+    times: dict[str, float] = {}
+    for _, obj in documents:
+        if isinstance(obj, dict) and obj.get("kind") == "PodGroup":
+            meta = _meta(obj)
+            text = _annotations(obj).get(SUBMIT_TIME_ANNOTATION)
+            if text is not None and isinstance(meta.get("name"), str):
+                times[f"{meta.get('namespace') or 'default'}/{meta['name']}"] = _seconds_or_zero(text)
+    return times
+
+
 def _unique_ids(jobs: list[WorkloadJob]) -> None:
     """Make ids unique: a Job and a bare-pod PodGroup may share a name; the later one gets ``.kind`` appended."""
     seen: set[str] = set()
@@ -511,6 +571,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
     path = Path(path)
     builder = _Builder(path.name, [], [], {}, {}, {}, default_run_time)
     documents = list(load_documents(path))
+    builder.group_times = _group_times(documents)
     classes = [isinstance(obj, dict) and obj.get("kind") == "PriorityClass" for _, obj in documents]
     ordered = [item for item, pc in zip(documents, classes, strict=True) if pc]
     ordered += [item for item, pc in zip(documents, classes, strict=True) if not pc]
@@ -528,10 +589,12 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         skipped=builder.skipped,
         priority_classes=builder.policies.user_classes,
         budgets=list(builder.policies.budgets.values()),
+        lifetimes=builder.policies.lifetimes,
     )
 
 
 __all__ = [
+    "DELETE_TIME_ANNOTATION",
     "EXIT_CODE_ANNOTATION",
     "JITTER_ANNOTATION",
     "RUN_TIME_ANNOTATION",

@@ -8,7 +8,7 @@ of how many cores) and marks the jobs that can never run. The simulator only eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.priority import PriorityClass
@@ -49,6 +49,9 @@ class PodTemplate:
     preemption_policy: str = PREEMPT_LOWER_PRIORITY
     """``spec.preemptionPolicy`` as the Priority admission set it from the pod's PriorityClass (``Never``: the pod
     waits rather than evict anything)."""
+    priority_class: str = ""
+    """``spec.priorityClassName`` as the Priority admission left it (the class named, or the ``globalDefault``
+    one); empty when none is (a trace's pods, ``--urgent``'s)."""
 
 
 @dataclass(slots=True)
@@ -117,6 +120,28 @@ have 26,387), so most jobs find theirs here instead of formatting it."""
 _PROFILE_NAMES_KEPT = 1 << 16
 
 
+@dataclass(frozen=True, slots=True)
+class Lifetime:
+    """When a cluster-wide object of a workload (a PriorityClass, a PodDisruptionBudget) exists, in seconds on the
+    workload's clock: from ``created`` (its ``sim.kubeflux.io/submit-time``) until ``deleted`` (its
+    ``sim.kubeflux.io/delete-time``; None: to the end of the run)."""
+
+    created: float = 0.0
+    deleted: float | None = None
+
+    def alive(self, at: float) -> bool:
+        """Whether the object exists at ``at`` (created then or before, not yet deleted)."""
+        return self.created <= at and (self.deleted is None or at < self.deleted)
+
+    def shifted(self, by: float) -> Lifetime:
+        """The same lifetime on a clock that starts ``by`` seconds later."""
+        return Lifetime(self.created - by, None if self.deleted is None else self.deleted - by)
+
+
+ALWAYS: Final = Lifetime()
+"""The lifetime of an object without times: from the start, never deleted."""
+
+
 @dataclass(slots=True)
 class Workload:
     name: str
@@ -131,7 +156,24 @@ class Workload:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     """The ``scheduling.k8s.io/v1`` PriorityClasses the workload defines (its pods were admitted with them)."""
     budgets: list[DisruptionBudget] = field(default_factory=list)
-    """The ``policy/v1`` PodDisruptionBudgets the workload defines: in the cluster from its start."""
+    """The ``policy/v1`` PodDisruptionBudgets the workload defines: in the cluster from its start, unless
+    :attr:`lifetimes` times them."""
+    lifetimes: dict[str, Lifetime] = field(default_factory=dict)
+    """``PriorityClass <name>`` or ``PodDisruptionBudget <namespace>/<name>`` → when it exists, for the objects
+    that give times (the others are there from the start to the end: :data:`ALWAYS`)."""
+
+    def lifetime(self, obj: PriorityClass | DisruptionBudget) -> Lifetime:
+        """When ``obj``, one of :attr:`priority_classes` or :attr:`budgets`, exists."""
+        return self.lifetimes.get(policy_key(obj), ALWAYS)
+
     header: dict[str, str] = field(default_factory=dict)
     """What the file says about itself: SWF ``;`` header keys (``MaxProcs``, ``UnixStartTime`` …; a key given
     on several lines, such as ``Partition``, has its values joined by newlines), Batsim ``description``."""
+
+
+def policy_key(obj: PriorityClass | DisruptionBudget) -> str:
+    """``PriorityClass <name>`` or ``PodDisruptionBudget <namespace>/<name>``: an object's key in
+    :attr:`Workload.lifetimes`, as messages name it."""
+    if isinstance(obj, PriorityClass):
+        return f"PriorityClass {obj.name}"
+    return f"PodDisruptionBudget {obj.key}"

@@ -1,8 +1,13 @@
 """The cluster-wide objects of a Kubernetes workload file: ``scheduling.k8s.io/v1`` PriorityClasses and
 ``policy/v1`` PodDisruptionBudgets.
 
-Both are in the cluster from the start of the workload (they carry no submit time), wherever the file puts them:
-the file's PriorityClasses are read before its pods, as a user creates the classes before the jobs that name them.
+Both are in the cluster from the start of the workload, wherever the file puts them, unless they give times as
+jobs do: ``sim.kubeflux.io/submit-time`` creates one that many seconds after the file is applied, and
+``sim.kubeflux.io/delete-time`` deletes it then (after its creation; a name is still one object: it is not made
+again). The file's PriorityClasses are read before its pods, as a user creates the classes before the jobs that
+name them; a pod is admitted with the classes that exist at its submit time (:meth:`ClusterPolicies.admit`'s
+``at``): one naming a class created later, or deleted already, is forbidden as the real server forbids it, and the
+``globalDefault`` class is the one that exists then.
 Each is held to what the real kube-apiserver takes, by the same checks as ``cluster serve``'s store
 (:mod:`kubeflux.apiobjects.priority`, :mod:`kubeflux.apiobjects.disruption`); one it refuses is reported with its
 words and the field, and skipped. A second class marked ``globalDefault`` is refused, as the Priority admission
@@ -36,6 +41,7 @@ from kubeflux.apiobjects.priority import (
 from kubeflux.apiobjects.rules import dns_label_problem
 from kubeflux.scheduler.objects import DisruptionBudget
 from kubeflux.sim.workloads.limits import echo
+from kubeflux.sim.workloads.model import ALWAYS, Lifetime, policy_key
 
 __all__ = ["POLICY_KINDS", "ClusterPolicies"]
 
@@ -62,10 +68,12 @@ class ClusterPolicies:
     budgets: dict[str, DisruptionBudget] = field(default_factory=dict)
     defined: dict[str, str] = field(default_factory=dict)
     """``Kind name`` → where it was first read (a second one of the name is refused: 409 AlreadyExists)."""
+    lifetimes: dict[str, Lifetime] = field(default_factory=dict)
+    """:func:`~kubeflux.sim.workloads.model.policy_key` → when it exists, for the objects that give times."""
 
-    def add(self, where: str, obj: dict[str, Any]) -> None:
-        """Read a PriorityClass or a PodDisruptionBudget found at ``where``; raises :class:`ManifestError` naming
-        the field the real server refuses."""
+    def add(self, where: str, obj: dict[str, Any], lifetime: Lifetime = ALWAYS) -> None:
+        """Read a PriorityClass or a PodDisruptionBudget found at ``where``, which exists for ``lifetime``; raises
+        :class:`ManifestError` naming the field the real server refuses."""
         kind = str(obj.get("kind"))
         meta = _meta(obj)
         name, namespace = meta.get("name"), meta.get("namespace") or "default"
@@ -79,7 +87,7 @@ class ClusterPolicies:
         if first is not None:
             raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
         if kind == "PriorityClass":
-            self._add_class(label, obj)
+            self._add_class(label, obj, lifetime)
         else:
             if not isinstance(namespace, str) or dns_label_problem(namespace) is not None:
                 raise ManifestError(
@@ -87,8 +95,10 @@ class ClusterPolicies:
                 )
             self._add_budget(label, obj)
         self.defined[label] = where
+        if lifetime != ALWAYS:
+            self.lifetimes[label] = lifetime
 
-    def _add_class(self, label: str, obj: dict[str, Any]) -> None:
+    def _add_class(self, label: str, obj: dict[str, Any], lifetime: Lifetime) -> None:
         problem = class_decode_error(obj)
         if problem is not None:
             raise ManifestError(label, "", f"cannot be handled as a PriorityClass: {problem}")
@@ -99,7 +109,7 @@ class ClusterPolicies:
         pc = PriorityClass.from_object(given)
         if pc.name in self.classes:  # a system class
             raise ManifestError(label, "metadata.name", f'priorityclasses.scheduling.k8s.io "{pc.name}" already exists')
-        refused = second_default(pc, self.classes.values())
+        refused = second_default(pc, [c for c in self.classes.values() if self._overlap(c, lifetime)])
         if refused is not None:
             raise ManifestError(label, "globalDefault", f"forbidden: {refused}")
         self.classes[pc.name] = pc
@@ -115,21 +125,34 @@ class ClusterPolicies:
         budget = budget_from_manifest({**obj, "metadata": {**meta, "namespace": meta.get("namespace") or "default"}})
         self.budgets[budget.key] = budget
 
-    def admit(self, label: str, name: str, spec: Any, path: str = "spec") -> Any:
+    def _overlap(self, pc: PriorityClass, lifetime: Lifetime) -> bool:
+        """Whether ``pc`` exists at some moment of ``lifetime`` (two ``globalDefault`` classes may follow one
+        another, not overlap)."""
+        other = self.lifetimes.get(policy_key(pc), ALWAYS)
+        ends, other_ends = lifetime.deleted, other.deleted
+        return (other_ends is None or lifetime.created < other_ends) and (ends is None or other.created < ends)
+
+    def _class_at(self, name: str, at: float) -> PriorityClass | None:
+        pc = self.classes.get(name)
+        return pc if pc is not None and self.lifetimes.get(policy_key(pc), ALWAYS).alive(at) else None
+
+    def admit(self, label: str, name: str, spec: Any, path: str = "spec", at: float = 0.0) -> Any:
         """The pod spec ``spec`` of pod ``name`` (``label``: the object it is read from, for the message) as the
-        Priority admission leaves it: a copy, or ``spec`` itself when it is no mapping (for the pod's reader to
-        refuse) or gives its own ``priority`` and no class (``simulate``'s way of giving a trace's priority, which
-        ``cluster serve``'s replay turns into a class). Raises :class:`ManifestError` at ``path``'s
-        ``priorityClassName`` when the admission forbids the pod."""
+        Priority admission leaves it when the pod is created ``at`` seconds after the file is applied (the classes
+        that exist then): a copy, or ``spec`` itself when it is no mapping (for the pod's reader to refuse) or
+        gives its own ``priority`` and no class (``simulate``'s way of giving a trace's priority, which ``cluster
+        serve``'s replay turns into a class). Raises :class:`ManifestError` at ``path``'s ``priorityClassName``
+        when the admission forbids the pod."""
         if not isinstance(spec, dict):
             return spec
         named = spec.get("priorityClassName")
         if not named and spec.get("priority") is not None:
             return spec
         admitted = dict(spec)
-        default = None if named else default_class(self.classes.values())
+        alive = [pc for pc in self.classes.values() if self.lifetimes.get(policy_key(pc), ALWAYS).alive(at)]
+        default = None if named else default_class(alive)
         try:
-            admit_priority(admitted, self.classes.get, default)
+            admit_priority(admitted, lambda wanted: self._class_at(wanted, at), default)
         except PriorityRefused as refused:
             field_name = "priorityClassName" if named else "preemptionPolicy"
             raise ManifestError(label, f"{path}.{field_name}", f'pods "{name}" is forbidden: {refused}') from None
