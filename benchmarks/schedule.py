@@ -9,7 +9,9 @@ Prints three tables:
       nodes running --load one-core pods each: both the empty graph from the node list (a lower bound of any
       rebuild) and the rebuild a restarted scheduler does (the nodes, then every running pod put back).
 Usage: python benchmarks/schedule.py [--nodes 5000] [--pods 10000] [--groups 1000] [--policy lonode]
-       [--shapes 4,64,128,64s1,64s2,64g4] [--update-nodes 1000,5000] [--default-gc]
+       [--shapes 4,64,128,64s1,64s2,64g4] [--update-nodes 1000,5000] [--racks 0] [--default-gc]
+--racks N labels the nodes in N racks of consecutive nodes: the graph gets a rack level (cluster → rack → node), and
+(b) is also run with every group requiring one rack (``kueue.x-k8s.io/podset-required-topology``).
 (a) and (b) run for each node shape: cores per node (8 GiB of memory each), ``sN`` for N sockets per node (the
 serve configuration's ``socketsDefault``: node → socket → cores; none by default, the cores right under the node),
 ``gN`` for N gpus per node (e.g. ``64s2g4``).
@@ -34,21 +36,33 @@ from rich.console import Console
 from rich.table import Table
 
 from kubeflux.resources import settle_gc
+from kubeflux.scheduler.confining import KUEUE_REQUIRED
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.topology import RACK_LEVEL
 from kubeflux.scheduler.translate import NodeShape, node_spec
 
 ADDED, MODIFIED = EventKind.ADDED, EventKind.MODIFIED
 
 
-def nodes(count: int, cores: int = 4, gpus: int = 0) -> list[Node]:
-    """``count`` nodes of ``cores`` cores (8 GiB of memory per core) and ``gpus`` gpus, 110 pods each."""
+def nodes(count: int, cores: int = 4, gpus: int = 0, racks: int = 0) -> list[Node]:
+    """``count`` nodes of ``cores`` cores (8 GiB of memory per core) and ``gpus`` gpus, 110 pods each; with ``racks``,
+    labelled in that many racks of consecutive nodes (``topology.kubeflux.io/rack``: the graph gets a rack level)."""
     allocatable = {CPU: cores * 1000, MEMORY: cores * 8 * 2**30, PODS: 110}
     if gpus:
         allocatable[GPU] = gpus
-    return [Node(f"node-{i}", uid=f"n{i}", allocatable=dict(allocatable)) for i in range(count)]
+    per_rack = -(-count // racks) if racks else 0
+    return [
+        Node(
+            f"node-{i}",
+            uid=f"n{i}",
+            allocatable=dict(allocatable),
+            labels={RACK_LEVEL: f"rack-{i // per_rack:02d}"} if racks else {},
+        )
+        for i in range(count)
+    ]
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -60,8 +74,13 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return int(cores), int(sockets or 0), int(gpus or 0)
 
 
-def one_core_pod(name: str, labels: dict[str, str] | None = None) -> Pod:
-    return Pod("default", name, name, "kubeflux", requests={CPU: 1000, MEMORY: 2**30}, labels=labels or {})
+RACK_REQUIRED = {KUEUE_REQUIRED: RACK_LEVEL}
+"""A pod group's members asking for one rack."""
+
+
+def one_core_pod(name: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> Pod:
+    requests = {CPU: 1000, MEMORY: 2**30}
+    return Pod("default", name, name, "kubeflux", requests=requests, labels=labels or {}, annotations=annotations or {})
 
 
 def scheduler_on(cluster: list[Node], policy: str, settle: bool = False, sockets: int = 0) -> KubefluxScheduler:
@@ -166,6 +185,7 @@ def main() -> None:
     parser.add_argument("--update-nodes", default="1000,5000")
     parser.add_argument("--load", type=int, default=2, help="one-core pods running per node during (c)")
     parser.add_argument("--default-gc", action="store_true", help="keep Python's default garbage collector")
+    parser.add_argument("--racks", type=int, default=0, help="racks of consecutive nodes for (a) and (b) (0: none)")
     args = parser.parse_args()
     console = Console(width=160)
     settle = not args.default_gc
@@ -175,6 +195,7 @@ def main() -> None:
     for column in (
         "workload",
         "nodes",
+        "racks",
         "cores/node",
         "gpus/node",
         "pods asked",
@@ -186,27 +207,31 @@ def main() -> None:
         table.add_column(column, justify="right")
     for shape in args.shapes.split(","):
         cores, sockets, gpus = parse_shape(shape)
-        cluster = nodes(args.nodes, cores, gpus)
+        cluster = nodes(args.nodes, cores, gpus, args.racks)
         per_node = f"{cores} in {sockets} socket{'s' * (sockets > 1)}" if sockets else str(cores)
-        size = (str(args.nodes), per_node, str(gpus))
+        size = (str(args.nodes), str(args.racks), per_node, str(gpus))
         scheduler = scheduler_on(cluster, args.policy, settle, sockets)
         bound, seconds = bind_rate(scheduler, [one_core_pod(f"p{i}") for i in range(args.pods)])
         rate = f"{bound / seconds:.0f}"
-        table.add_row("one-core pods", *size, str(args.pods), str(bound), f"{seconds:.1f}", rate, "270")
+        table.add_row("one-core pods", *size, str(args.pods), str(bound), f"{seconds:.2f}", rate, "270")
         del scheduler
         gc.unfreeze()
         gc.collect()
-        scheduler = scheduler_on(cluster, args.policy, settle, sockets)
-        members: list[Pod] = []
-        for g in range(args.groups):
-            scheduler.observe(ClusterEvent(ADDED, PodGroup("default", f"g{g}", args.group_size)), 0.5)
-            members += [one_core_pod(f"g{g}-{m}", {POD_GROUP_LABEL: f"g{g}"}) for m in range(args.group_size)]
-        bound, seconds = bind_rate(scheduler, members)
-        asked = f"{args.groups} x {args.group_size}"
-        table.add_row("pod groups", *size, asked, str(bound), f"{seconds:.1f}", f"{bound / seconds:.0f}", "-")
-        del scheduler
-        gc.unfreeze()
-        gc.collect()
+        for workload, asks in (("pod groups", {}), ("pod groups, one rack each", RACK_REQUIRED)):
+            if asks and not args.racks:
+                continue
+            scheduler = scheduler_on(cluster, args.policy, settle, sockets)
+            members: list[Pod] = []
+            for g in range(args.groups):
+                scheduler.observe(ClusterEvent(ADDED, PodGroup("default", f"g{g}", args.group_size)), 0.5)
+                labels = {POD_GROUP_LABEL: f"g{g}"}
+                members += [one_core_pod(f"g{g}-{m}", labels, asks) for m in range(args.group_size)]
+            bound, seconds = bind_rate(scheduler, members)
+            asked = f"{args.groups} x {args.group_size}"
+            table.add_row(workload, *size, asked, str(bound), f"{seconds:.2f}", f"{bound / seconds:.0f}", "-")
+            del scheduler
+            gc.unfreeze()
+            gc.collect()
     console.print(table)
     if not args.update_nodes:
         return

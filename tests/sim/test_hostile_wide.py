@@ -15,7 +15,7 @@ from unittest import mock
 import pytest
 
 from kubeflux.match import evaluation, traverser, wide
-from kubeflux.scheduler import graphview
+from kubeflux.scheduler import hiding
 from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
@@ -173,7 +173,7 @@ def _run(
     with ExitStack() as stack:
         if not shortcuts:
             stack.enter_context(mock.patch.object(wide, "early_count", return_value=(0, None)))
-            stack.enter_context(mock.patch.object(graphview._ExcludedNames, "allowed", new=None))
+            stack.enter_context(mock.patch.object(hiding.ExcludedNames, "allowed", new=None))
             stack.enter_context(mock.patch.object(evaluation, "CACHE_PER_VERTEX", 0))
             stack.enter_context(mock.patch.object(traverser, "CACHE_PER_VERTEX", 0))
         world = World(policy, seed, sockets=sockets, gpus=gpus)

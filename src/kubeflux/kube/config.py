@@ -23,6 +23,7 @@ from kubeflux.match.policy import PolicyError, parse_policy
 from kubeflux.scheduler.core import Backfill, KubefluxScheduler
 from kubeflux.scheduler.objects import GPU
 from kubeflux.scheduler.sharing import CappedSharing, SharingPolicy, sharing_policy
+from kubeflux.scheduler.topology import DEFAULT_LEVELS, check_levels
 from kubeflux.scheduler.translate import MAX_SOCKETS, NodeShape
 
 __all__ = [
@@ -115,6 +116,17 @@ class NodesConfig(_Strict):
         Field(default_factory=lambda: [GPU], min_length=1)
     )
     """The extended resources that are GPUs: a node's gpu vertices are the sum of its allocatable of each."""
+    topology_levels: Annotated[list[str], Field(alias="topologyLevels", max_length=16)] = Field(
+        default_factory=lambda: list(DEFAULT_LEVELS)
+    )
+    """Node labels forming topology levels above the nodes, top first, as a Kueue ``Topology`` lists them
+    (``kubernetes.io/hostname``, the node itself, is left out); only levels some node carries are built; ``[]``:
+    none (:mod:`kubeflux.scheduler.topology`)."""
+
+    @field_validator("topology_levels")
+    @classmethod
+    def _levels(cls, value: list[str]) -> list[str]:
+        return list(check_levels(value))
 
     @field_validator("sockets_label")
     @classmethod
@@ -141,7 +153,9 @@ class NodesConfig(_Strict):
         return self
 
     def shape(self) -> NodeShape:
-        return NodeShape(self.sockets_label, self.sockets_default, tuple(self.gpu_resources))
+        return NodeShape(
+            self.sockets_label, self.sockets_default, tuple(self.gpu_resources), tuple(self.topology_levels)
+        )
 
 
 class WatchConfig(_Strict):

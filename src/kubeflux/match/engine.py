@@ -276,7 +276,9 @@ class Engine:
         then, a reservation later. resource-query always matches at 0; a scheduler passes its clock.
 
         ``excluded``: uids of node vertices directly below the root that this match treats exactly as if they
-        were marked down (a scheduler's per-pod filters), without changing their status.
+        were marked down (a scheduler's per-pod filters), without changing their status. Nodes below levels
+        (zones, racks) may be excluded too when ``excluded`` has a ``covers(uid)`` method telling the vertices
+        above the nodes that have an excluded node below them (see :attr:`Traverser.covers`).
 
         ``later``: the caller knows the job cannot start at ``now`` (a scheduler whose exact books say so), so an
         ``allocate_orelse_reserve`` goes straight to the start times it would try after its walk at ``now`` failed.
@@ -285,10 +287,12 @@ class Engine:
         (:attr:`policy`).
         """
         self.traverser.excluded = excluded
+        self.traverser.covers = getattr(excluded, "covers", None)
         try:
             return self._match(op, jobspec, jobid, source, now, later, self.policy if policy is None else policy)
         finally:
             self.traverser.excluded = None
+            self.traverser.covers = None
 
     def _match(
         self,

@@ -32,8 +32,11 @@ Ranges = dict[str, tuple[list[float], list[float]]]
 INF = float("inf")
 
 
-def leaf_ranges(vertices: list[Vertex], kid_edges: KidEdges, children: list[int], node_centric: bool) -> Ranges:
-    """The :data:`Ranges` of the vertices below each of ``children``."""
+def leaf_ranges(
+    vertices: list[Vertex], kid_edges: KidEdges, children: list[int], node_centric: bool, *, nodes_only: bool = False
+) -> Ranges:
+    """The :data:`Ranges` of the vertices below each of ``children`` (``nodes_only``: of those down to the nodes,
+    for a request of nodes below levels)."""
     low: dict[str, list[float]] = {}
     high: dict[str, list[float]] = {}
     multi_unit: set[str] = set()
@@ -43,9 +46,11 @@ def leaf_ranges(vertices: list[Vertex], kid_edges: KidEdges, children: list[int]
         factor = 0
         if node_centric and top.type == "node":
             factor = (top.id + 1 + add_by) * multiply_by + abs(top.uniq_id % multiply_by - 1)
-        stack = [target for _, target in kid_edges(child)]
+        # (each vertex with the factor of the node above it: below a level vertex, e.g. a rack, the nodes' own)
+        stack = [(target, factor) for _, target in kid_edges(child)]
         while stack:
-            vertex = vertices[stack.pop()]
+            uid, factor = stack.pop()
+            vertex = vertices[uid]
             kind = vertex.type
             if vertex.size != 1:
                 multi_unit.add(kind)
@@ -59,7 +64,12 @@ def leaf_ranges(vertices: list[Vertex], kid_edges: KidEdges, children: list[int]
             highs = high[kind]
             if score > highs[position]:
                 highs[position] = score
-            stack.extend(target for _, target in kid_edges(vertex.uid))
+            if nodes_only and kind == "node":
+                continue
+            below = factor
+            if node_centric and kind == "node":
+                below = (vertex.id + 1 + add_by) * multiply_by + abs(vertex.uniq_id % multiply_by - 1)
+            stack.extend((target, below) for _, target in kid_edges(vertex.uid))
     return {kind: (low[kind], high[kind]) for kind in low if kind not in multi_unit}
 
 

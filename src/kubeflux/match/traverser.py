@@ -27,7 +27,6 @@ from kubeflux.match.evaluation import (
     Evaluation,
     Excluded,
     Kids,
-    allowed_positions,
     fresh,
 )
 from kubeflux.match.keys import CacheKeys
@@ -83,6 +82,8 @@ class Traverser:
         """Node vertices below the root that the current match must treat as down (set by the engine for one
         match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
         marking them down, which would change their fingerprints and so void their cached evaluations."""
+        self.level_types: frozenset[str] = frozenset()  # levels above the nodes (racks): wide.levels_below
+        self.covers: Callable[[int], bool] | None = None  # a level with an excluded node below (Engine.match)
         self.keys = CacheKeys()
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
@@ -235,8 +236,8 @@ class Traverser:
         schedule = self.schedule
         children = schedule._kid_edges(uid)
         root = uid == schedule.root
-        if not children or (self.excluded is not None and root):
-            # (the root's evaluation depends on the nodes the match excludes: never kept nor reused)
+        if not children or (self.excluded is not None and (root or self.covers is not None)):
+            # (the root's evaluation, or a level's above an excluded node, depends on them: never kept nor reused)
             return self._evaluate(visit, uid, children)
         fp = schedule.fp[uid]
         keys = self.keys
@@ -300,7 +301,9 @@ class Traverser:
                 if chosen is not None:  # the leaves are explored, in an order a sort may change
                     add_leaves(dfu, next_resources[0].type, chosen[0], chosen[1], chosen[2], True)
                     children = []
-            if children:
+            if children and wide.levels_below(self.level_types, self.graph.vertices, children, policy.spec):
+                self._explore_wide(below, children, dfu, kids)
+            elif children:
                 self._explore(below, children, dfu, 0, kids)
             self._explore_aux(below, vertex, dfu)
         return self._finish(visit, vertex, x_in, dfu, kids, avail)
@@ -394,7 +397,7 @@ class Traverser:
     def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
         """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
         children, in the policy's order with an early stop, or, with nodes excluded, child by child
-        (:meth:`_explore_allowed`)."""
+        (:func:`kubeflux.match.wide.explore_allowed`)."""
         schedule = self.schedule
         parent = self.graph.vertices[children[0][1]].parent
         layout = wide.layout_of(schedule, parent, children)
@@ -403,42 +406,17 @@ class Traverser:
         if ordered:
             excluded = self.excluded if visit.meta.alloc_type != AllocType.SATISFIABILITY else None
             if excluded is not None:
-                return self._explore_allowed(visit, layout, excluded, needed, stops, dfu, kids)
+                if self.covers is None:
+                    self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
+                try:
+                    return wide.explore_allowed(self._visit_child, visit, layout, excluded, needed, stops, dfu, kids)
+                finally:
+                    self.excluded = excluded
         key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
         if ordered:
             return wide.explore_in_order(spans, dfu, kids, needed, stops)
         return wide.explore_all(spans, dfu, kids)
-
-    def _explore_allowed(
-        self,
-        visit: Visit,
-        layout: wide.Layout,
-        excluded: Excluded,
-        needed: int,
-        stops: list[bool] | None,
-        dfu: Scoring,
-        kids: Kids,
-    ) -> bool:
-        """The children of a wide vertex that ``excluded`` allows, one by one in the policy's order, stopping once
-        ``needed`` candidates qualify (0: never) after a child where ``stops`` allows it (None: any); a span's cached
-        candidates hold the excluded nodes' too."""
-        backwards = needed > 0 and visit.policy.descending
-        wanted = visit.resources[0].type
-        children = layout.children
-        found = False
-        self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
-        try:
-            for position in allowed_positions(layout, excluded, backwards):
-                edge, target = children[position]
-                if not self._visit_child(visit, edge, target, dfu, kids):
-                    continue
-                found = True
-                if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
-                    return True
-        finally:
-            self.excluded = excluded
-        return found
 
     def _first_leaves(
         self, visit: Visit, order: list[tuple[int, int]], dfu: Scoring, needed: int | None
@@ -457,8 +435,15 @@ class Traverser:
     def _visit_child(self, visit: Visit, edge: int, target: int, dfu: Scoring, kids: Kids) -> bool:
         """Visit one child; when it qualifies, take its candidates and its own group into ``dfu``."""
         excluded = self.excluded
-        if excluded is not None and target in excluded and visit.meta.alloc_type != AllocType.SATISFIABILITY:
-            return False  # as a node marked down: pruned (satisfiability ignores status)
+        if excluded is not None:
+            if target in excluded and visit.meta.alloc_type != AllocType.SATISFIABILITY:
+                return False  # as a node marked down: pruned (satisfiability ignores status)
+            covers = self.covers
+            if covers is not None and not covers(target):  # nothing excluded below it: walked (and cached) as such
+                self.excluded = None  # (back by the end of the match if the visit raises: Engine.match)
+                found = self._visit_child(visit, edge, target, dfu, kids)
+                self.excluded = excluded
+                return found
         vertex = self.graph.vertices[target]
         if self.leaf_shortcut and not vertex.out:
             leaf = self._leaf_kind(vertex, visit.resources, visit.pristine)

@@ -19,19 +19,42 @@ from collections.abc import Callable
 from itertools import chain, pairwise
 
 from kubeflux.match import ranked
-from kubeflux.match.evaluation import BLOCK, BlockPart, CacheKey, Kids, Layout, cached, remember, take_part
-from kubeflux.match.policy import MatchPolicy
+from kubeflux.match.evaluation import (
+    BLOCK,
+    BlockPart,
+    CacheKey,
+    Excluded,
+    Kids,
+    Layout,
+    allowed_positions,
+    cached,
+    remember,
+    take_part,
+)
+from kubeflux.match.policy import MatchPolicy, PolicySpec
 from kubeflux.match.request import Request, effective_max
 from kubeflux.match.scoring import Scoring
 from kubeflux.match.slotbound import Elements, empty_block
 from kubeflux.match.state import SLOT
 from kubeflux.match.view import ScheduleView
 from kubeflux.match.visit import Visit
+from kubeflux.resources.graph import Vertex
 
-__all__ = ["Layout", "Spans", "early_count", "explore_all", "explore_in_order", "layout_of"]
+__all__ = [
+    "Layout",
+    "Spans",
+    "early_count",
+    "explore_all",
+    "explore_allowed",
+    "explore_in_order",
+    "layout_of",
+    "levels_below",
+]
 
 Explore = Callable[[Visit, list[tuple[int, int]], Scoring, int, Kids], bool]
 """The select walk's explore of a list of children (:meth:`~kubeflux.match.traverser.Traverser._explore`)."""
+VisitChild = Callable[[Visit, int, int, Scoring, Kids], bool]
+"""The select walk's visit of one child (:meth:`~kubeflux.match.traverser.Traverser._visit_child`)."""
 
 
 class Spans:
@@ -104,8 +127,12 @@ def early_count(
 ) -> tuple[int, list[bool] | None]:
     """How many of the root's children's candidates the match takes, when the walk may stop once it has found
     that many in the policy's order (0: it must see them all), and after which children it may (None: after
-    any). See :mod:`kubeflux.match.ranked`: a request for exactly ``k`` nodes, or ``k`` slots of unit leaves."""
-    if parent != schedule.root or not layout.ordered or len(resources) != 1:
+    any). See :mod:`kubeflux.match.ranked`: a request for exactly ``k`` nodes, or ``k`` slots of unit leaves.
+
+    The same holds below the root for a vertex above the nodes (a zone's racks, a rack's nodes): nothing above it
+    adds to its candidates' scores, and the vertex that chooses among them takes the best ``k``; children that are
+    such levels rather than nodes are ranked by the nodes or leaves below them."""
+    if not layout.ordered or len(resources) != 1 or (parent != schedule.root and _below_node(schedule, parent)):
         return 0, None
     spec = policy.spec
     if spec.stop_on_first or spec.performance_class:
@@ -116,9 +143,12 @@ def early_count(
         return 0, None
     if request.type == layout.ordered:
         return count, None
-    if request.type != SLOT or layout.ordered != "node" or any(element.with_ for element in request.with_):
+    if request.type == "node" and layout.ordered != "node":
+        types: tuple[str, ...] = ("node",)  # nodes below levels, ranked by their ids
+    elif request.type != SLOT or any(element.with_ for element in request.with_):
         return 0, None
-    types = tuple(sorted({element.type for element in request.with_}))
+    else:
+        types = tuple(sorted({element.type for element in request.with_}))
     key = (spec.node_centric, types, policy.descending)
     if key not in layout.stops:
         ranges = ranked.leaf_ranges(
@@ -126,10 +156,63 @@ def early_count(
             schedule._kid_edges,
             [target for _, target in layout.children],
             spec.node_centric,
+            nodes_only=types == ("node",),
         )
         layout.stops[key] = ranked.slot_stops(ranges, list(types), policy.descending)
     stops = layout.stops[key]
     return (count, stops) if stops is not None and any(stops) else (0, None)
+
+
+def explore_allowed(
+    visit_child: VisitChild,
+    visit: Visit,
+    layout: Layout,
+    excluded: Excluded,
+    needed: int,
+    stops: list[bool] | None,
+    dfu: Scoring,
+    kids: Kids,
+) -> bool:
+    """The children of a wide vertex that ``excluded`` allows, one by one in the policy's order through the walk's
+    ``visit_child``, stopping once ``needed`` candidates qualify (0: never) after a child where ``stops`` allows it
+    (None: any); a span's cached candidates hold the excluded nodes' too."""
+    backwards = needed > 0 and visit.policy.descending
+    wanted = visit.resources[0].type
+    children = layout.children
+    found = False
+    for position in allowed_positions(layout, excluded, backwards):
+        edge, target = children[position]
+        if not visit_child(visit, edge, target, dfu, kids):
+            continue
+        found = True
+        if needed and dfu.qualified_count(wanted) >= needed and (stops is None or stops[position]):
+            return True
+    return found
+
+
+def levels_below(
+    level_types: frozenset[str], vertices: list[Vertex], children: list[tuple[int, int]], spec: PolicySpec
+) -> bool:
+    """Whether a vertex's ``children`` are a few levels (the racks of a zone, …: ``level_types``, which a scheduler's
+    graph sets), walked as a wide vertex's children however few they are, so that a walk over them in the policy's
+    order may stop early (:func:`early_count`)."""
+    return (
+        bool(level_types)
+        and not spec.stop_on_first
+        and 1 < len(children) < 2 * BLOCK
+        and vertices[children[0][1]].type in level_types
+    )
+
+
+def _below_node(schedule: ScheduleView, uid: int) -> bool:
+    """Whether ``uid`` is a node or below one (a node-centric policy's factor is in its candidates' scores)."""
+    vertices = schedule.graph.vertices
+    while uid != -1:
+        vertex = vertices[uid]
+        if vertex.type == "node":
+            return True
+        uid = vertex.parent
+    return False
 
 
 def _layout(schedule: ScheduleView, children: list[tuple[int, int]]) -> Layout:

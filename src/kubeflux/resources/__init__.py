@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .builder import GIB, NodeSpec, add_node, build_graph, remove_node
+from .builder import GIB, NodeSpec, add_node, build_graph, node_path, remove_node
 from .graph import (
     CONTAINMENT,
     Edge,
@@ -80,6 +80,7 @@ __all__ = [
     "load_graph",
     "load_grug",
     "load_jgf",
+    "node_path",
     "parse_jgf",
     "parse_recipe",
     "paused_gc",

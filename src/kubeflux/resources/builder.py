@@ -5,7 +5,9 @@ Shape and names (after Fluence's JGF, ``flux-k8s/src/fluence/utils``, with Fluxi
     cluster0                       type cluster, basename = the cluster name given (default "cluster")
       <zone>                       type zone, only for nodes with a zone label; name = the label value
         <rack>                     type rack, only for nodes with a rack label; name = the label value
-          <node name>              type node; name = the Kubernetes node name
+          <domain>…                one vertex per entry of ``domains`` (type, name), top first: the levels a
+                                   scheduler reads from node labels (``kubeflux.scheduler.topology``)
+            <node name>            type node; name = the Kubernetes node name
             [socket0..]            type socket, only with ``sockets > 0``
               core0..coreN-1       type core, numbered per node (like a GRUG id_scope=1)
               gpu0..gpuG-1         type gpu
@@ -46,6 +48,8 @@ class NodeSpec:
     rack: str | None = None
     sockets: int = 0
     properties: Mapping[str, str] = field(default_factory=dict)
+    domains: tuple[tuple[str, str], ...] = ()
+    """The node's place above it, top first: (vertex type, vertex name) per level, below its zone and rack."""
 
 
 def build_graph(nodes: Iterable[NodeSpec], *, cluster: str = "cluster") -> Graph:
@@ -72,6 +76,8 @@ def add_node(graph: Graph, spec: NodeSpec, *, cluster: str = "cluster", rank: in
         parent = _ensure_group(graph, parent, "zone", spec.zone)
     if spec.rack is not None:
         parent = _ensure_group(graph, parent, "rack", spec.rack)
+    for type_, name in spec.domains:
+        parent = _ensure_group(graph, parent, type_, name)
 
     if rank is None:
         rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
@@ -102,6 +108,15 @@ def add_node(graph: Graph, spec: NodeSpec, *, cluster: str = "cluster", rank: in
     return node
 
 
+def node_path(spec: NodeSpec, cluster: str = "cluster") -> str:
+    """The containment path :func:`add_node` gives ``spec``'s node vertex (``/cluster0/zone-a/rack-1/node-7``)."""
+    parts = [cluster + "0"]
+    parts += [value for value in (spec.zone, spec.rack) if value is not None]
+    parts += [name for _, name in spec.domains]
+    parts.append(spec.name)
+    return "/" + "/".join(parts)
+
+
 def remove_node(graph: Graph, name: str) -> list[int]:
     """Detach the node called ``name`` and everything under it; return the removed uids (node first).
 
@@ -120,6 +135,9 @@ def _validate(spec: NodeSpec) -> None:
     for label, value in (("zone", spec.zone), ("rack", spec.rack)):
         if value is not None and (not value or "/" in value):
             raise GraphFormatError(f"{where}: {label} label {value!r} must be non-empty and contain no '/'")
+    for type_, name in spec.domains:
+        if not type_ or "/" in type_ or not name or "/" in name:
+            raise GraphFormatError(f"{where}: domain {type_!r} {name!r}: both must be non-empty and contain no '/'")
     for count in ("cores", "memory", "gpus", "sockets"):
         if getattr(spec, count) < 0:
             raise GraphFormatError(f"{where}: {count}={getattr(spec, count)} must not be negative")

@@ -28,7 +28,7 @@ import math
 from collections import deque
 
 from kubeflux.match.policy import parse_policy
-from kubeflux.resources import id_from_name_suffix
+from kubeflux.resources import NodeSpec, id_from_name_suffix
 from kubeflux.scheduler.allocation import Allocation, AllocationRecord
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView
@@ -37,6 +37,7 @@ from kubeflux.scheduler.objects import CPU, DisruptionBudget, Node, Pod, Resourc
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.timebooks import TimeBooks
+from kubeflux.scheduler.topology import present_levels
 from kubeflux.scheduler.translate import (
     Placement,
     PodRequestError,
@@ -102,6 +103,12 @@ class ClusterBooks:
         (``Placer._run_at_once``); each pod's end releases its own vertices of the job."""
         self.now = 0.0
         """The time of the last pass (or refused Bind), in seconds."""
+        self.carried: dict[str, set[str]] = {}
+        """Topology level (node label) → the admitted nodes that carry it (:mod:`kubeflux.scheduler.topology`)."""
+        self.levels: tuple[str, ...] = ()
+        """The levels in the graph: those of the profile's some admitted node carries, top first."""
+        self._unlabelled: set[tuple[str, str]] = set()
+        """(node, level) put in the level's unknown domain, reported once."""
 
     def planned_end(self, uid: str) -> float:
         """When a booked pod is planned to leave its node: kubeflux's own at its allocation's end, unless it runs
@@ -248,10 +255,42 @@ class ClusterBooks:
         admitted = sorted((node for node in self.nodes.values() if sharing.admits(node)), key=_graph_order)
         if not admitted:
             return None
-        specs = [node_spec(node, sharing.share(node), self.profile.shape) for node in admitted]
+        for node in admitted:
+            self._carry(node.name, node)
+        self.levels = present_levels(self.profile.shape.levels, self.carried)
+        specs = [self._spec(node) for node in admitted]
         self.graph = GraphView(specs, self.profile.policy, self.profile.horizon, self.log)
         self.fits.reset()
         return self.graph
+
+    def _spec(self, node: Node) -> NodeSpec:
+        """The graph node of an admitted ``node``, below its domains; a level it has no label of is reported once."""
+        for label in self.levels:
+            if label not in node.labels and (node.name, label) not in self._unlabelled:
+                self._unlabelled.add((node.name, label))
+                self.log.append(f"Node {node.name} has no label {label}: it is in the level's unknown domain")
+        return node_spec(node, self.profile.sharing.share(node), self.profile.shape, self.levels)
+
+    def _carry(self, name: str, node: Node | None) -> bool:
+        """Count which levels node ``name`` carries (``node`` None: none, it is gone or kept out); whether the levels
+        in the graph change with it."""
+        for label in self.profile.shape.levels:
+            carriers = self.carried.setdefault(label, set())
+            if node is not None and label in node.labels:
+                carriers.add(name)
+            else:
+                carriers.discard(name)
+        return present_levels(self.profile.shape.levels, self.carried) != self.levels
+
+    def _relevel(self) -> None:
+        """The levels in the graph changed (a first node carries one, or the last one went): every node moves in
+        place below its new domains, with its pods."""
+        self.levels = present_levels(self.profile.shape.levels, self.carried)
+        self.log.append(f"Topology levels now {list(self.levels) or 'none'}: every node moves")
+        for name in list(self.nodes):
+            node = self.nodes[name]
+            if self.profile.sharing.admits(node):
+                self.put_node(node)
 
     def node_deleted(self, name: str) -> None:
         """Node ``name`` is gone (or kept out): marked down in place."""
@@ -259,6 +298,8 @@ class ClusterBooks:
         self.nodes.pop(name, None)
         if self.graph is not None:
             self.graph.set_gone(name, True)
+            if self._carry(name, None):
+                self._relevel()
 
     def put_node(self, node: Node) -> None:
         """Node ``node`` is new or changed: marked down when the sharing policy no longer admits it, else up, and
@@ -271,12 +312,15 @@ class ClusterBooks:
             return
         self.retry_stuck(name)
         sharing = self.profile.sharing
-        spec = node_spec(node, sharing.share(node), self.profile.shape) if sharing.admits(node) else None
+        if self._carry(name, node if sharing.admits(node) else None):
+            self._relevel()
+            return
+        spec = self._spec(node) if sharing.admits(node) else None
         if spec is None:
             graph.set_gone(name, True)  # no longer kubeflux's under the sharing policy: kept down
         elif graph.specs.get(name) == spec:
             graph.set_gone(name, False)
-        else:  # a new node, or new capacity: attached in place, its pods replayed onto it
+        else:  # a new node, new capacity or new domains: attached in place, its pods replayed onto it
             graph.put_node(spec)
             for alloc in [alloc for alloc in self.allocations.values() if alloc.node == name]:
                 if alloc.jobid:  # its vertices went with the node, not its record: the job is cancelled whole

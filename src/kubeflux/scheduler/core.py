@@ -63,6 +63,7 @@ from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.informer import Informer
@@ -126,6 +127,7 @@ class KubefluxScheduler:
         self.filter = NodeFilter(self.profile, self.books, self.queue)
         self.placer = Placer(self.profile, self.books, self.queue, self.filter, self.log)
         self.reserver = Reserver(self.profile, self.books, self.queue, self.filter, self.placer, self.log)
+        self.confiner = Confiner(self.profile, self.books, self.queue, self.filter, self.log)
         self.preemptor = Preemptor(self.profile, self.books, self.queue, self.filter, self.log.append)
         self.backfill = Backfill(backfill)
         self.queue_depth = queue_depth
@@ -270,7 +272,9 @@ class KubefluxScheduler:
         if not (conservative or first_blocked):
             return None
         earliest = ceil_time(job.retry_at) if job.retry_at > now else None
-        return self.reserver.reserve(job, now, earliest, left_out_too=conservative)
+        return self.confiner.attempt(
+            job, tick(now), lambda: self.reserver.reserve(job, now, earliest, left_out_too=conservative), reserve=True
+        )
 
     def queued(self, now: float) -> list[QueuedJob]:
         """The waiting jobs in the order they are tried, as of the last pass (:mod:`kubeflux.scheduler.queueview`);
@@ -345,7 +349,9 @@ class KubefluxScheduler:
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place the job's pods now (at least its minimum, as many as fit); None when bound, else why not."""
         start = tick(now)
-        made = self.placer.start_at(job, start)
+        made = self.confiner.attempt(job, start, lambda: self.placer.start_at(job, start), reserve=False)
+        if made is None:  # it requires one domain, and none has room now
+            return self.confiner.reasons(job)
         if isinstance(made, Counter):
             return made
         placed = set()
@@ -419,7 +425,9 @@ class KubefluxScheduler:
                 self.queue.rejected[pod.key] = alone
             if not job.pods:  # a minMember of 0 (refused by validation): nothing is left to place
                 return True
-        why = self.filter.gang_never_fits(job) if len(job.pods) > 1 else None
+        why = self.confiner.never(job)
+        if why is None and len(job.pods) > 1:
+            why = self.filter.gang_never_fits(job)
         if why is None:
             known = self._never_fits_not
             known[job.key] = (self.informer.node_epoch, list(job.pods.values()))

@@ -28,8 +28,18 @@ import numpy.typing as npt
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
-from kubeflux.resources import Graph, NodeSpec, Status, add_node, build_graph, graph_to_jgf
+from kubeflux.resources import (
+    Graph,
+    NodeSpec,
+    Status,
+    add_node,
+    build_graph,
+    graph_to_jgf,
+    id_from_name_suffix,
+    node_path,
+)
 from kubeflux.resources.graph import Vertex
+from kubeflux.scheduler.hiding import ExcludedNames, HiddenNodes, Levels, domain_key
 from kubeflux.scheduler.translate import Placement, PlacementWriter
 
 __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes", "ReleaseLog"]
@@ -39,74 +49,6 @@ _CHANGES_KEPT = 4096
 """Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
 _FREED_KEPT = 1 << 16
 """Released vertices the release log (:class:`ReleaseLog`) holds before it starts again."""
-
-
-class HiddenNodes:
-    """A set of node names to hide from a pod's matches, changed in place by its owner (the fit of one pod shape).
-
-    The graph view it is matched on keeps a mask of the hidden nodes on it, one flag per node
-    (:meth:`GraphView.match`), which every change keeps true from then on."""
-
-    __slots__ = ("mask", "names", "owner", "slot_of")
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.mask: npt.NDArray[np.bool_] | None = None
-        self.slot_of: dict[str, int] = {}
-        self.owner: tuple[int, int] = (0, 0)
-        """(id of the graph view, its node generation) the mask was made for."""
-
-    def add(self, name: str) -> None:
-        self.names.add(name)
-        if self.mask is not None and (slot := self.slot_of.get(name)) is not None:
-            self.mask[slot] = True
-
-    def discard(self, name: str) -> None:
-        self.names.discard(name)
-        if self.mask is not None and (slot := self.slot_of.get(name)) is not None:
-            self.mask[slot] = False
-
-
-class _ExcludedNames:
-    """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex is a node vertex of one of
-    those names (the graph's node vertices are named after their Kubernetes nodes, and the root's children are all
-    nodes). The walk may ask about any vertex below the root too: a core or gpu named like a hidden node (the gpu
-    ``gpu0`` of every node, when a server is named ``gpu0``) is not excluded. With a ``mask`` of the hidden nodes'
-    slots and ``slot_by_uid`` (each node vertex's slot, -1 for any other vertex, which reads the mask's last flag,
-    always False), the engine asks many uids at once."""
-
-    __slots__ = ("mask", "names", "slot_by_uid", "vertices")
-
-    def __init__(
-        self,
-        names: Collection[str],
-        vertices: list[Vertex],
-        mask: npt.NDArray[np.bool_] | None = None,
-        slot_by_uid: npt.NDArray[np.int64] | None = None,
-    ) -> None:
-        self.names = names
-        self.vertices = vertices
-        self.mask = mask
-        self.slot_by_uid = slot_by_uid
-
-    def __contains__(self, uid: object) -> bool:
-        assert isinstance(uid, int)
-        vertex = self.vertices[uid]
-        return vertex.type == "node" and vertex.name in self.names
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def allowed(self, uids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        """Which of ``uids`` are not excluded, at once."""
-        if self.mask is None or self.slot_by_uid is None:
-            names, vertices = self.names, self.vertices
-            return np.fromiter(
-                (vertices[uid].type != "node" or vertices[uid].name not in names for uid in uids.tolist()),
-                dtype=bool,
-                count=len(uids),
-            )
-        return ~self.mask[self.slot_by_uid[uids]]
 
 
 class ReleaseLog:
@@ -166,7 +108,7 @@ class GraphView:
         informer replays the pods that held the rest)."""
         self.policy = policy
         self.specs = {spec.name: spec for spec in specs}
-        self.paths = {spec.name: f"/{CLUSTER_NAME}0/{spec.name}" for spec in specs}
+        self.paths = {spec.name: node_path(spec, CLUSTER_NAME) for spec in specs}
         self.gone: set[str] = set()
         self.unrecorded: set[str] = set()
         """Nodes where a bound pod is counted in the books but not held in the graph (the engine could not take
@@ -185,6 +127,10 @@ class GraphView:
         self._slot_of: dict[str, int] = {}
         """Node name → its slot in the hidden nodes' masks (a name keeps its slot; a new name takes the next one)."""
         self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
+        self._levels = Levels()
+        self.levelled = any(spec.domains for spec in specs)
+        """Whether some node sits below levels (zones, racks): a match then tells the engine the domains' hidden."""
+        self._engine.traverser.level_types = frozenset(kind for spec in specs for kind, _ in spec.domains)
         self._node_generation = 0
         self.released = ReleaseLog()
         """What releases and cancels gave back (:mod:`kubeflux.scheduler.kept` reads it)."""
@@ -278,9 +224,12 @@ class GraphView:
             names = {*names, *self.unrecorded}
         excluded = None
         if names:
-            excluded = _ExcludedNames(names, engine.graph.vertices)
+            excluded = ExcludedNames(names, engine.graph.vertices)
             if isinstance(hide, HiddenNodes) and names is hide.names:
                 excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
+            if self.levelled:
+                kept = hide.counts if isinstance(hide, HiddenNodes) and names is hide.names else None
+                self._levels.exclude(excluded, kept, self._arrays(), self._slot_of)
         chosen = MatchPolicy(parse_policy(policy)) if policy is not None and policy != self.policy else None
         result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later, policy=chosen)
         self._changes += 1
@@ -317,7 +266,11 @@ class GraphView:
             mask = np.zeros(len(slot_of) + 1, dtype=bool)
             mask[[slot_of[name] for name in hidden.names if name in slot_of]] = True
             hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
+            self._levels.keep_counts(hidden, self._arrays() if self.levelled else None)
         return hidden.mask
+
+    def _arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        return self._levels.arrays(self._node_generation, self.engine.graph.vertices, self._uid_of, self._slot_of)
 
     def _slots_by_uid(self) -> npt.NDArray[np.int64]:
         """Each vertex's node slot (-1 for a vertex that is not a node of the view), made again when a node is
@@ -340,9 +293,12 @@ class GraphView:
 
         Each order is kept and walked until the first node that fits: the id orders until a node is attached,
         ``first``'s until the engine's allocations change or time moves on."""
+        return next((name for name in self.ordered(policy, at) if fits(name)), None)
+
+    def ordered(self, policy: str, at: int) -> list[str]:
+        """The admitted nodes in the order ``policy`` prefers them (see :meth:`preferred_node`)."""
         spec = parse_policy(policy)
-        order = self._free_order(at) if spec.stop_on_first else self._node_order(spec)
-        return next((name for name in order if fits(name)), None)
+        return self._free_order(at) if spec.stop_on_first else self._node_order(spec)
 
     def _free_order(self, at: int) -> list[str]:
         """The admitted nodes by cores free at ``at``, most first (ties: highest uniq id)."""
@@ -375,10 +331,10 @@ class GraphView:
                     continue
                 if spec.performance_class:
                     key: tuple[int, ...] = (perf_class(vertex), vertex.id, vertex.uniq_id)
-                elif spec.high:
-                    key = (-vertex.id, -vertex.uniq_id)
                 else:
-                    key = (vertex.id, vertex.uniq_id)
+                    key = (*domain_key(graph.vertices, vertex), vertex.id, vertex.uniq_id)
+                    if spec.high:
+                        key = tuple(-part for part in key)
                 keyed.append((key, name))
             order = self._orders[direction] = [name for _, name in sorted(keyed)]
         return order
@@ -519,27 +475,10 @@ class GraphView:
         is removed first (its jobs there are released: the caller replays them)."""
         engine = self.engine
         graph = engine.graph
-        path = f"/{CLUSTER_NAME}0/{spec.name}"
-        if spec.name in self.specs and graph.vertex_at(path) is not None:
-            engine.remove_path(path)
-        rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
-        piece = Graph()
-        add_node(piece, spec, cluster=CLUSTER_NAME, rank=rank)
-        document = graph_to_jgf(piece)
-        root_path = f"/{CLUSTER_NAME}0"
-        fresh = len(graph.vertices)
-        renamed: dict[str, str] = {}
-        for record in document["graph"]["nodes"]:
-            meta = record["metadata"]
-            if meta["paths"].get("containment") == root_path:
-                uniq = graph.root().uniq_id
-            else:
-                uniq = fresh
-                fresh += 1
-            renamed[record["id"]] = str(uniq)
-            record["id"], meta["uniq_id"] = str(uniq), uniq
-        for edge in document["graph"]["edges"]:
-            edge["source"], edge["target"] = renamed[edge["source"]], renamed[edge["target"]]
+        path = node_path(spec, CLUSTER_NAME)
+        if (before := self.paths.get(spec.name)) is not None and graph.vertex_at(before) is not None:
+            engine.remove_path(before)  # (a node whose domains changed leaves its old place)
+        document = _attachable(graph, spec)
         engine.attach(document, source=f"node {spec.name}")
         self._orders.clear()
         self._changes += 1
@@ -560,6 +499,8 @@ class GraphView:
                 self._socket_sizes[_socket_size(spec)] += 1
             self.socket_size = _largest(self._socket_sizes)
         self.gone.discard(spec.name)
+        self.levelled = self.levelled or bool(spec.domains)
+        engine.traverser.level_types |= {kind for kind, _ in spec.domains}
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 
     @property
@@ -650,6 +591,34 @@ class GraphView:
 
 
 _NO_LEAVES: tuple[list[int], list[int]] = ([], [])
+
+
+def _attachable(graph: Graph, spec: NodeSpec) -> dict[str, Any]:
+    """Node ``spec`` (with its domains) as a JGF subgraph that the engine attaches to ``graph``: the vertices the graph
+    has (the root, its zone, rack …) under their uniq ids, the others numbered after the graph's, as a full build
+    numbers them."""
+    rank = max((r for r in graph.by_rank if r >= 0), default=-1) + 1
+    piece = Graph()
+    add_node(piece, spec, cluster=CLUSTER_NAME, rank=rank)
+    document = graph_to_jgf(piece)
+    fresh = len(graph.vertices)
+    renamed: dict[str, str] = {}
+    levels = {kind for kind, _ in spec.domains}
+    for record in document["graph"]["nodes"]:
+        meta = record["metadata"]
+        existing = graph.vertex_at(meta["paths"].get("containment", ""))
+        if existing is not None:  # the root, or a domain (zone, rack) the graph has: the node joins it
+            uniq = existing.uniq_id
+        else:
+            if meta["type"] in levels and id_from_name_suffix(meta["name"]) is None:
+                meta["id"] = len(graph.by_type.get(meta["type"], ()))  # numbered as a full build numbers it
+            uniq = fresh
+            fresh += 1
+        renamed[record["id"]] = str(uniq)
+        record["id"], meta["uniq_id"] = str(uniq), uniq
+    for edge in document["graph"]["edges"]:
+        edge["source"], edge["target"] = renamed[edge["source"]], renamed[edge["target"]]
+    return document
 
 
 def _core_and_gpu_leaves(graph: Graph, node: Vertex) -> tuple[list[int], list[int]]:

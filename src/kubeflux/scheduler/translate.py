@@ -49,6 +49,7 @@ from kubeflux.match.policy import parse_policy
 from kubeflux.match.writers import Placement, PlacementWriter
 from kubeflux.resources import NodeSpec
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
+from kubeflux.scheduler.topology import DEFAULT_LEVELS, check_levels, domains_of
 from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject
 
@@ -113,13 +114,17 @@ class NodeShape:
     jobspec walks through a socket level that every node must have (see the module docstring).
     ``gpu_resources``: the extended resources that are GPUs (a node's gpu vertices are their sum; a pod takes as
     many as it asks of them in total, while the ledger checks each by name).
+    ``levels``: node labels forming topology levels above the nodes, top first (:mod:`kubeflux.scheduler.topology`;
+    only those some node carries are built).
     """
 
     sockets_label: str = ""
     default_sockets: int = 0
     gpu_resources: tuple[str, ...] = field(default=DEFAULT_GPU_RESOURCES)
+    levels: tuple[str, ...] = DEFAULT_LEVELS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", check_levels(self.levels))
         if not 0 <= self.default_sockets <= MAX_SOCKETS:
             raise ValueError(f"default sockets must be in [0, {MAX_SOCKETS}], got {self.default_sockets}")
         if self.sockets_label and self.default_sockets < 1:
@@ -161,13 +166,24 @@ class NodeShape:
         return value, None
 
 
-def node_spec(node: Node, allocatable: dict[str, int] | None = None, shape: NodeShape | None = None) -> NodeSpec:
+def node_spec(
+    node: Node,
+    allocatable: dict[str, int] | None = None,
+    shape: NodeShape | None = None,
+    levels: tuple[str, ...] = (),
+) -> NodeSpec:
     """The graph node for ``node`` (``allocatable`` overrides the node's, for capped sharing policies), shaped by
-    ``shape`` (the default: no sockets, ``nvidia.com/gpu``)."""
+    ``shape`` (the default: no sockets, ``nvidia.com/gpu``), below its domains of the topology ``levels`` (the
+    labels of the levels in the graph: :func:`kubeflux.scheduler.topology.present_levels`)."""
     alloc = node.allocatable if allocatable is None else allocatable
+    domains = domains_of(node.labels, levels) if levels else ()
     if shape is None:
         return NodeSpec(
-            node.name, cores=whole_cores(alloc.get(CPU, 0)), memory=alloc.get(MEMORY, 0), gpus=alloc.get(GPU, 0)
+            node.name,
+            cores=whole_cores(alloc.get(CPU, 0)),
+            memory=alloc.get(MEMORY, 0),
+            gpus=alloc.get(GPU, 0),
+            domains=domains,
         )
     return NodeSpec(
         node.name,
@@ -175,6 +191,7 @@ def node_spec(node: Node, allocatable: dict[str, int] | None = None, shape: Node
         memory=alloc.get(MEMORY, 0),
         gpus=gpu_count(alloc, shape.gpu_resources),
         sockets=shape.sockets(node)[0],
+        domains=domains,
     )
 
 

@@ -129,18 +129,23 @@ def _dns_label(text: str) -> str:
     return re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")[:40] or "workload"
 
 
-def _schedulers_for(name: str, workload: Workload, sockets: int = 0) -> tuple[dict[str, Scheduler], str]:
+def _schedulers_for(
+    name: str, workload: Workload, sockets: int = 0, levels: tuple[str, ...] | None = None
+) -> tuple[dict[str, Scheduler], str]:
     """The scheduler under test, plus one scheduler per other ``schedulerName`` the workload's pods name.
 
     ``sockets`` > 0: a kubeflux scheduler's graph gives each node that many sockets, or its ``kubeflux.io/sockets``
-    label's (:class:`~kubeflux.scheduler.translate.NodeShape`)."""
+    label's (:class:`~kubeflux.scheduler.translate.NodeShape`); ``levels``: the node labels forming its topology
+    levels (None: the default, :data:`~kubeflux.scheduler.topology.DEFAULT_LEVELS`)."""
     from kubeflux.scheduler.core import KubefluxScheduler
     from kubeflux.scheduler.translate import SOCKETS_LABEL, NodeShape
     from kubeflux.sim.baselines import available, create
 
     primary = create(name)
-    if sockets and isinstance(primary, KubefluxScheduler):
-        primary.profile.shape = NodeShape(SOCKETS_LABEL, sockets)  # before it sees a node: its graph is built later
+    if isinstance(primary, KubefluxScheduler) and (sockets or levels is not None):
+        # before it sees a node: its graph is built later
+        shape = NodeShape(SOCKETS_LABEL, sockets) if sockets else NodeShape()
+        primary.profile.shape = shape if levels is None else replace(shape, levels=levels)
     schedulers: dict[str, Scheduler] = {primary.name: primary}
     wanted = {t.scheduler_name for j in workload.jobs for t in j.pods if t.scheduler_name}
     known = available()
@@ -355,6 +360,18 @@ def _list_presets(console: Console) -> None:
     console.print(table)
 
 
+def _levels_option(text: str | None) -> tuple[str, ...] | None:
+    """``--topology-levels``: the labels, checked (None when not given: the default levels)."""
+    if text is None:
+        return None
+    from kubeflux.scheduler.topology import check_levels
+
+    try:
+        return check_levels(label.strip() for label in text.split(",") if label.strip())
+    except ValueError as exc:
+        raise typer.BadParameter(f"--topology-levels: {exc}") from None
+
+
 def _check_sockets(node_list: list[Node], sockets: int) -> None:
     """Raise ValueError for a node kubeflux's graph cannot give its sockets (with ``--sockets``): a bad
     ``kubeflux.io/sockets`` label, or more sockets than whole cores. serve warns and uses its default, as a live
@@ -413,6 +430,16 @@ def simulate_command(
             help="Sockets per node in kubeflux's graph (0: none); a node's kubeflux.io/sockets label overrides it.",
         ),
     ] = 0,
+    topology_levels: Annotated[
+        str | None,
+        typer.Option(
+            "--topology-levels",
+            metavar="LABEL,…",
+            help="Node labels forming topology levels above the nodes in kubeflux's graph, top first (default: "
+            "topology.kubernetes.io/zone,topology.kubeflux.io/rack; '' for none); only levels some node carries "
+            "are built.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter, failures and synthetic jobs.")] = 0,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[
@@ -470,6 +497,7 @@ def simulate_command(
     _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
     marked = _urgent_option(urgent)
     budget = memory_budget_bytes(memory_budget)
+    levels = _levels_option(topology_levels)
     if default_runtime is not None and seconds_problem(default_runtime) is not None:
         raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
     timer = PhaseTimer()
@@ -504,7 +532,7 @@ def simulate_command(
                 mapped = mark_urgent(mapped, marked, seed)
         runs: list[RunRecord] = []
         for name in scheduler:
-            schedulers, primary = _schedulers_for(name, mapped, sockets)
+            schedulers, primary = _schedulers_for(name, mapped, sockets, levels)
             with timer.phase(f"simulate {name}"), paused_gc():
                 run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console)
             runs.append(run)

@@ -12,13 +12,14 @@ from pathlib import Path
 from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest
 from kubeflux.apiobjects.quantity import QuantityError, bytes_
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node
+from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.files import check_file
 from kubeflux.sim.workloads.manifests import load_documents
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-ZONE_LABEL = "topology.kubernetes.io/zone"
-RACK_LABEL = "topology.kubeflux.io/rack"
+ZONE_LABEL = ZONE_LEVEL
+RACK_LABEL = RACK_LEVEL
 """kubeflux's own label for a node's rack: Kubernetes has no well-known one."""
 
 DEFAULT_MAX_PODS = 110

@@ -1,0 +1,289 @@
+"""Jobs that ask for one topology domain: a whole pod group (or a lone pod) inside one zone, rack, block ….
+
+A pod asks with Kueue's annotations, ``kueue.x-k8s.io/podset-required-topology: <level label>`` or
+``kueue.x-k8s.io/podset-preferred-topology: <level label>``, or kubeflux's of the same meaning
+(:data:`REQUIRED_ANNOTATION`, :data:`PREFERRED_ANNOTATION`); a group's first member that says one speaks for it.
+The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`).
+
+How a job is kept in one domain (:class:`Confiner`):
+
+1. **The engine picks the domain in one match**: the jobspec ``<level>(1) → slot(N) → node(1) → [core(k), gpu(g)]``
+   (N the job's minimum of members, each on a node of its own with the largest member's cores and gpus), matched on
+   the nodes the largest member may use now (never one in the level's unknown domain), puts the whole gang inside
+   one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room). For a
+   reservation the same jobspec is matched ``allocate_orelse_reserve``: the domain where the gang can start first.
+   The match is then cancelled. When members could share nodes and no domain holds them one a node, the first
+   domain in the policy's node order whose free cores hold them is taken (:meth:`Confiner._packed`).
+2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
+   node selector on the domain's labels, so every path of the placer and the reserver (members one by one, alike
+   members at once, the assignment search, the exact books in time) sees only the domain's nodes.
+3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too). **Preferred**:
+   the level above is tried next, and so on, then the whole cluster (Kueue's preferred mode). A required level that
+   no domain can ever hold the job in, even empty, or that is not a level of the graph, rejects the job with the
+   reason (:meth:`Confiner.never`).
+
+Members beyond a group's minimum that start later are not kept in the domain. A pod group whose members take no
+core or gpu is not confined.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
+from kubeflux.match.engine import MatchOp
+from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.filtering import NodeFilter
+from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.hiding import domain_of
+from kubeflux.scheduler.objects import Pod
+from kubeflux.scheduler.profile import Profile
+from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, level_type
+from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
+
+__all__ = ["KUEUE_PREFERRED", "KUEUE_REQUIRED", "PREFERRED_ANNOTATION", "REQUIRED_ANNOTATION", "Confiner", "Request"]
+
+KUEUE_REQUIRED: Final = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED: Final = "kueue.x-k8s.io/podset-preferred-topology"
+REQUIRED_ANNOTATION: Final = "kubeflux.io/required-topology"
+"""kubeflux's own: all the job's pods in one domain of this level (a node label), or none started."""
+PREFERRED_ANNOTATION: Final = "kubeflux.io/preferred-topology"
+"""kubeflux's own: one domain of this level if any has room, else of the level above, …, else anywhere."""
+_ANNOTATIONS: Final = (
+    (KUEUE_REQUIRED, True),
+    (REQUIRED_ANNOTATION, True),
+    (KUEUE_PREFERRED, False),
+    (PREFERRED_ANNOTATION, False),
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a job asks: one domain of ``level`` (a node label), ``required`` or preferred."""
+
+    level: str
+    required: bool
+    annotation: str
+
+
+def job_request(job: PendingJob) -> Request | None:
+    """The topology a job asks for: said by its first pod that says one (None: it asks none)."""
+    for pod in job.pods.values():
+        for annotation, required in _ANNOTATIONS:
+            value = pod.annotations.get(annotation)
+            if value is not None:
+                return Request(value.strip(), required, annotation)
+    return None
+
+
+class Confiner:
+    """Places and reserves jobs that ask for one domain (see the module docstring); any other job goes straight to
+    ``place`` and ``reserve``."""
+
+    def __init__(
+        self, profile: Profile, books: ClusterBooks, queue: PendingQueue, filter: NodeFilter, log: deque[str]
+    ) -> None:
+        self.profile = profile
+        self.books = books
+        self.queue = queue
+        self.filter = filter
+        self.log = log
+
+    def attempt(self, job: PendingJob, start: int, run: Callable[[], T], *, reserve: bool) -> T | None:
+        """``run()`` (a placement or a reservation of ``job``) kept in one domain, as the job asks: its answer in the
+        first domain the engine finds (for preferred, at the asked level or one above it; else ``run()`` over the
+        whole cluster); None when a required domain was found nowhere."""
+        request = job_request(job)
+        if request is None:
+            return run()
+        for label in self._levels(request):
+            pins = self._domain(job, label, start, reserve=reserve)
+            if pins is None:
+                continue
+            with self._pinned(job, pins):
+                answer = run()
+            self.log.append(f"Job {job.key}: kept in {level_type(label)} {pins}")
+            return answer
+        return None if request.required else run()
+
+    def reasons(self, job: PendingJob) -> Counter[str]:
+        """Why a job that requires one domain did not start now, as kube-scheduler's counted reasons."""
+        request = job_request(job)
+        kind = level_type(request.level) if request is not None else "domain"
+        graph = self.books.graph
+        count = len(graph.specs) if graph is not None else 0
+        return Counter({f"node(s) were in no {kind} with room for the whole job (it requires one {kind})": count})
+
+    def never(self, job: PendingJob) -> str | None:
+        """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
+        can hold its minimum of members even empty); None when it may."""
+        request = job_request(job)
+        if request is None or not request.required:
+            return None
+        levels = self.books.levels
+        if request.level not in levels:
+            have = ", ".join(levels) or "none"
+            return (
+                f"pod {next(iter(job.pods.values())).key}: metadata.annotations[{request.annotation}]: "
+                f"{request.level!r} is not a topology level of the cluster (its levels: {have})"
+            )
+        shape = self._shape(job)
+        if shape is None:
+            return None
+        count, cores, gpus = shape
+        graph = self.books.graph
+        if graph is None:
+            return None
+        largest = max(job.pods.values(), key=self.books.pod_shape)
+        admitted = set(self.filter.static_fit(largest).fit)
+        kind = level_type(request.level)
+        held: Counter[int] = Counter()
+        for name, spec in graph.specs.items():
+            if name in graph.gone or name not in admitted:
+                continue
+            domain = _domain_vertex(graph, name, kind)
+            if domain is None or graph.engine.graph.vertices[domain].name == UNKNOWN:
+                continue
+            held[domain] += min(spec.cores // cores if cores else count, spec.gpus // gpus if gpus else count)
+        best = max(held.values(), default=0)
+        if best >= count:
+            return None
+        return (
+            f"the pod group requires one {kind} ({request.level}) but no {kind} can ever hold its {count} pods of "
+            f"{cores} cores and {gpus} gpus (the most one holds: {best})"
+        )
+
+    # ------------------------------------------------------------------ the domain
+
+    def _levels(self, request: Request) -> list[str]:
+        """The levels to try, the asked one first (for preferred, then each above it); empty when the graph has no
+        such level (not confined: a required one is rejected by :meth:`never`)."""
+        levels = self.books.levels
+        if request.level == HOSTNAME_LEVEL or request.level not in levels:
+            return []
+        index = levels.index(request.level)
+        return [request.level] if request.required else list(reversed(levels[: index + 1]))
+
+    def _shape(self, job: PendingJob) -> tuple[int, int, int] | None:
+        """(slots, cores, gpus) of the jobspec that finds a domain: the minimum of members, each as the largest
+        member; None when no member takes a core or gpu."""
+        shapes = [self.books.pod_shape(pod) for pod in job.pods.values()]
+        cores = max(c for c, _ in shapes)
+        gpus = max(g for _, g in shapes)
+        if not cores and not gpus:
+            return None
+        return self.queue.minimum(job), cores, gpus
+
+    def _domain(self, job: PendingJob, label: str, start: int, *, reserve: bool) -> dict[str, str] | None:
+        """The labels of the domain of level ``label`` the engine puts the job in (None: no domain has room now,
+        or, for a reservation, ever)."""
+        graph = self.books.graph
+        shape = self._shape(job)
+        if graph is None or shape is None:
+            return None
+        count, cores, gpus = shape
+        kind = level_type(label)
+        largest = max(job.pods.values(), key=self.books.pod_shape)
+        # now: the nodes the member may not use now; later: those it may never use (their books change by then)
+        hide = set(self.filter.static_fit(largest).unfit if reserve else self.filter.fit(largest).hidden.names)
+        vertices = graph.engine.graph.vertices
+        for name in graph.specs:
+            domain = _domain_vertex(graph, name, kind)
+            if domain is None or vertices[domain].name == UNKNOWN:
+                hide.add(name)
+        duration = self.profile.planned(largest, start, reserve=reserve)
+        self.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
+        spec = level_jobspec(kind, count, cores, gpus, duration)
+        op = MatchOp.ALLOCATE_ORELSE_RESERVE if reserve else MatchOp.ALLOCATE
+        try:
+            policy = pod_policy(largest, self.profile.policy)
+        except PodRequestError:
+            policy = self.profile.policy
+        result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
+        if result.matched:
+            where: str | None = graph.placement().node
+            graph.cancel(result.jobid, freed=())
+        elif reserve:
+            return None
+        else:  # members that could share nodes: the first domain, in the policy's order, whose free cores hold them
+            where = self._packed(kind, hide, count, cores, gpus, start, duration, policy)
+        node = self.books.nodes.get(where) if where is not None else None
+        if node is None:
+            return None
+        levels = self.books.levels
+        return {level: node.labels[level] for level in levels[: levels.index(label) + 1] if level in node.labels}
+
+    def _packed(
+        self, kind: str, hide: set[str], count: int, cores: int, gpus: int, start: int, duration: int, policy: str
+    ) -> str | None:
+        """A node of the first domain of ``kind``, in the order ``policy`` prefers nodes, whose shown nodes have room
+        for ``count`` members of ``cores`` and ``gpus`` between them now (several on a node); None when none has."""
+        graph = self.books.graph
+        assert graph is not None
+        held: Counter[int] = Counter()
+        first: dict[int, str] = {}
+        for name in graph.ordered(policy, start):
+            if name in hide or not graph.usable(name):
+                continue
+            domain = _domain_vertex(graph, name, kind)
+            if domain is None:
+                continue
+            free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
+            held[domain] += min(free_cores // cores if cores else count, free_gpus // gpus if gpus else count)
+            first.setdefault(domain, name)
+            if held[domain] >= count:
+                return first[domain]
+        return None
+
+    @contextmanager
+    def _pinned(self, job: PendingJob, pins: dict[str, str]) -> Iterator[None]:
+        """The job's pods, while the block runs, with a node selector on the domain's labels."""
+        before = dict(job.pods)
+        for uid, pod in before.items():
+            job.pods[uid] = _pin(pod, pins)
+        try:
+            yield
+        finally:
+            for uid in list(job.pods):
+                if uid in before:
+                    job.pods[uid] = before[uid]
+
+
+def _domain_vertex(graph: GraphView, name: str, kind: str) -> int | None:
+    """The uid of node ``name``'s domain vertex of type ``kind`` (``rack``), None when it has none."""
+    vertex = graph.engine.graph.vertex_at(graph.paths[name]) if name in graph.paths else None
+    return None if vertex is None else domain_of(graph.engine.graph.vertices, vertex, kind)
+
+
+def _pin(pod: Pod, pins: dict[str, str]) -> Pod:
+    return dataclasses.replace(pod, node_selector={**pod.node_selector, **pins})
+
+
+def level_jobspec(kind: str, count: int, cores: int, gpus: int, duration: int) -> Jobspec:
+    """``<kind>(1) → slot(count) → node(1) → [core(cores), gpu(gpus)]``: a gang inside one domain of the level
+    ``kind``, each member on a node of its own (the engine cannot cut a slot's cores from the nodes below a domain
+    without a node level in the slot: ``<kind>(1) → slot → core`` fails as in Fluxion, which marks no path to them)."""
+    shape: list[dict[str, object]] = []
+    if cores:
+        shape.append({"type": "core", "count": cores})
+    if gpus:
+        shape.append({"type": "gpu", "count": gpus})
+    slot = {"type": "slot", "count": count, "label": TASK_LABEL, "with": [{"type": "node", "count": 1, "with": shape}]}
+    document = {
+        "version": 1,
+        "resources": [{"type": kind, "count": 1, "with": [slot]}],
+        "attributes": {"system": {"duration": duration}},
+        "tasks": [{"command": ["pod group"], "slot": TASK_LABEL, "count": {"per_slot": 1}}],
+    }
+    try:
+        return jobspec_from_dict(document, source=f"a pod group in one {kind}")
+    except JobspecError as exc:  # pragma: no cover - built here
+        raise PodRequestError(str(exc)) from None

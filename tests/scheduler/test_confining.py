@@ -1,0 +1,144 @@
+"""Jobs that ask for one topology domain (Kueue's podset-required/preferred-topology, kubeflux's own), in the core."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeflux.scheduler.confining import (
+    KUEUE_PREFERRED,
+    KUEUE_REQUIRED,
+    PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION,
+)
+from kubeflux.scheduler.core import Backfill, KubefluxScheduler
+from kubeflux.scheduler.interface import Reject
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, PodGroup
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
+from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
+
+HOST = "kubernetes.io/hostname"
+RACK = {KUEUE_REQUIRED: RACK_LEVEL}
+
+
+def racks(*sizes: int, cores: int = 16) -> list[Node]:
+    """Racks ``r0``, ``r1`` … of ``sizes`` nodes ``n0``, ``n1`` … (numbered across racks)."""
+    nodes = []
+    for rack, size in enumerate(sizes):
+        for _ in range(size):
+            name = f"n{len(nodes)}"
+            nodes.append(node(name, cores, labels={RACK_LEVEL: f"r{rack}", HOST: name}))
+    return nodes
+
+
+def busy(cluster: Cluster, *names: str) -> None:
+    """Fill the named 16-core nodes with one pod each."""
+    cluster.add(*[pod(f"busy-{name}", 16000, node_selector={HOST: name}) for name in names])
+    assert set(bound(cluster.run()).values()) == set(names)
+
+
+def gang(cluster: Cluster, size: int, cores: int, annotations: dict[str, str], name: str = "mpi", t: float = 1) -> None:
+    cluster.tell(ADDED, PodGroup("default", name, min_member=size))
+    members = [
+        pod(f"{name}-{i}", cores * 1000, t=t, labels={POD_GROUP_LABEL: name}, annotations=annotations)
+        for i in range(size)
+    ]
+    cluster.add(*members)
+
+
+def placed(decisions: list[object]) -> list[str]:
+    return sorted(bound(decisions).values(), key=lambda name: int(name[1:]))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("annotation", [KUEUE_REQUIRED, REQUIRED_ANNOTATION])
+def test_a_gang_requiring_one_rack_starts_in_the_rack_with_room_not_across_two_with_more(annotation: str) -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(4, 4, 4))
+    busy(cluster, "n0", "n1", "n4", "n5")  # r0 and r1 have 2 free nodes each, r2 has 4
+    gang(cluster, 4, 16, {annotation: RACK_LEVEL})
+    assert placed(cluster.run(1.0)) == ["n8", "n9", "n10", "n11"]
+
+
+def test_the_same_gang_asking_nothing_is_spread_over_the_lowest_nodes() -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(4, 4, 4))
+    busy(cluster, "n0", "n1", "n4", "n5")
+    gang(cluster, 4, 16, {})
+    assert placed(cluster.run(1.0)) == ["n2", "n3", "n6", "n7"]
+
+
+@pytest.mark.parametrize("annotation", [KUEUE_PREFERRED, PREFERRED_ANNOTATION])
+def test_preferred_takes_one_rack_when_one_has_room_and_relaxes_to_two_when_none_has(annotation: str) -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(4, 4, 4))
+    busy(cluster, "n0", "n1", "n4", "n5")
+    gang(cluster, 4, 16, {annotation: RACK_LEVEL})
+    assert placed(cluster.run(1.0)) == ["n8", "n9", "n10", "n11"]
+    gang(cluster, 4, 16, {annotation: RACK_LEVEL}, name="second", t=2)
+    assert placed(cluster.run(2.0)) == ["n2", "n3", "n6", "n7"]  # no rack has 4 free nodes: two racks
+
+
+def test_preferred_relaxes_to_the_zone_before_the_whole_cluster() -> None:
+    nodes = racks(2, 2, 2, 2)
+    for n in nodes:
+        n.labels[ZONE_LEVEL] = "za" if int(n.name[1:]) in (0, 1, 4, 5) else "zb"  # r0, r2 in za; r1, r3 in zb
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    busy(cluster, "n0", "n6")  # za: n1 and n4, n5 free; zb: n2, n3 and n7 free
+    gang(cluster, 3, 16, {KUEUE_PREFERRED: RACK_LEVEL})
+    assert placed(cluster.run(1.0)) == ["n1", "n4", "n5"]  # one zone (za), over two racks
+
+
+def test_a_required_rack_that_can_never_hold_the_gang_is_rejected_with_the_reason() -> None:
+    scheduler = KubefluxScheduler()
+    cluster = Cluster(scheduler, racks(4, 4, 3))
+    gang(cluster, 6, 16, RACK)
+    decisions = cluster.run(1.0)
+    rejected = [d for d in decisions if isinstance(d, Reject)]
+    assert len(rejected) == 6
+    assert rejected[0].message == (
+        f"the pod group requires one rack ({RACK_LEVEL}) but no rack can ever hold its 6 pods of 16 cores and 0 gpus "
+        "(the most one holds: 4)"
+    )
+    assert scheduler.books.allocations.keys() == {f"uid-busy-{n}" for n in ()}
+    cluster.tell(ADDED, node("n11", 16, labels={RACK_LEVEL: "r0", HOST: "n11"}))
+    cluster.tell(ADDED, node("n12", 16, labels={RACK_LEVEL: "r0", HOST: "n12"}))
+    assert len(bound(cluster.run(2.0))) == 6  # reconsidered when nodes change: r0 holds 6 now
+
+
+def test_a_required_level_the_cluster_does_not_have_is_rejected_naming_it() -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(4))
+    gang(cluster, 2, 16, {KUEUE_REQUIRED: "cloud.provider.com/topology-block"})
+    message = messages(cluster.run(1.0))["default/mpi-0"]
+    assert "'cloud.provider.com/topology-block' is not a topology level of the cluster" in message
+    assert RACK_LEVEL in message
+
+
+def test_a_required_gang_waits_for_its_rack_and_is_told_when_it_starts_there() -> None:
+    scheduler = KubefluxScheduler(backfill=Backfill.EASY)
+    cluster = Cluster(scheduler, racks(2, 2))
+    cluster.add(pod("long", 16000, node_selector={HOST: "n0"}, annotations={"kubeflux.io/duration": "100"}))
+    cluster.add(pod("short", 16000, node_selector={HOST: "n2"}, annotations={"kubeflux.io/duration": "50"}))
+    assert placed(cluster.run()) == ["n0", "n2"]
+    gang(cluster, 2, 16, RACK)
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {}
+    assert "requires one rack" in messages(decisions)["default/mpi-0"]
+    job = scheduler.queue.jobs["default/mpi"]
+    assert job.expected_start == 50  # r1 frees first: reserved there, not over n1 and n3 at once
+    cluster.add(pod("filler", 16000, t=2, annotations={"kubeflux.io/duration": "200"}))
+    assert bound(cluster.run(2.0)) == {"default/filler": "n1"}  # backfilled: r0's n1 is not reserved
+    cluster.end("short")
+    assert placed(cluster.run(50.0)) == ["n2", "n3"]
+
+
+def test_small_members_share_the_nodes_of_the_one_rack_that_holds_them() -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(4, 4, 2))
+    busy(cluster, "n0", "n1", "n2", "n4", "n5", "n6")  # r0 and r1 each have one free node: 8 slots of 4 cores
+    gang(cluster, 8, 4, RACK)
+    assert placed(cluster.run(1.0)) == ["n8"] * 4 + ["n9"] * 4
+
+
+def test_a_required_gang_never_goes_to_nodes_without_the_levels_label() -> None:
+    nodes = [*racks(2), node("bare0", 16, labels={HOST: "bare0"}), node("bare1", 16, labels={HOST: "bare1"})]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    busy(cluster, "n0")
+    gang(cluster, 2, 16, RACK)
+    assert bound(cluster.run(1.0)) == {}  # the unknown rack is no rack
+    cluster.tell(MODIFIED, node("bare0", 16, labels={HOST: "bare0", RACK_LEVEL: "r0"}))
+    assert sorted(bound(cluster.run(2.0)).values()) == ["bare0", "n1"]

@@ -1,0 +1,129 @@
+"""Topology through ``kubeflux simulate``: a cluster file of labelled nodes, gangs that ask for one rack."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+from kubeflux.scheduler.topology import RACK_LEVEL
+from kubeflux.sim.workloads.cluster_file import read_cluster
+
+RUNNER = CliRunner()
+
+
+def cluster_yaml(racks: int, per_rack: int, cores: int = 16) -> str:
+    """``racks`` racks (``rack-0`` …) of ``per_rack`` nodes ``node-0`` … (numbered across racks)."""
+    docs = []
+    for index in range(racks * per_rack):
+        docs.append(
+            f"""apiVersion: v1
+kind: Node
+metadata:
+  name: node-{index}
+  labels: {{kubernetes.io/hostname: node-{index}, {RACK_LEVEL}: rack-{index // per_rack}}}
+status:
+  allocatable: {{cpu: "{cores}", memory: 64Gi, pods: "110"}}
+"""
+        )
+    return "---\n".join(docs)
+
+
+def job_yaml(name: str, submit: float, run: int, ranks: int, *, rack: str = "", topology: str = "") -> str:
+    """A Job of ``ranks`` 16-core pods (a PodGroup of them unless ``rack`` pins them to a rack)."""
+    group = f"""apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
+spec: {{minMember: {ranks}}}
+---
+"""
+    labels = "{}" if rack else f"{{scheduling.x-k8s.io/pod-group: {name}}}"
+    selector = f"\n      nodeSelector: {{{RACK_LEVEL}: {rack}}}" if rack else ""
+    ask = f", kueue.x-k8s.io/podset-{topology}-topology: {RACK_LEVEL}" if topology else ""
+    return (
+        ("" if rack else group)
+        + f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
+spec:
+  parallelism: {ranks}
+  completions: {ranks}
+  template:
+    metadata:
+      labels: {labels}
+      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"{ask}}}
+    spec:
+      restartPolicy: Never{selector}
+      containers:
+        - name: main
+          image: mpi
+          resources: {{requests: {{cpu: "16", memory: 1Gi}}}}
+"""
+    )
+
+
+def simulate(tmp_path: Path, cluster: str, *jobs: str, options: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """The nodes of each job's pods that ran under kubeflux."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cluster.yaml").write_text(cluster)
+    (tmp_path / "work.yaml").write_text("---\n".join(jobs))
+    out = tmp_path / "out"
+    args = ["simulate", "-w", str(tmp_path / "work.yaml"), "--cluster", str(tmp_path / "cluster.yaml"), *options]
+    result = RUNNER.invoke(app, [*args, "-s", "kubeflux", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    nodes: dict[str, list[str]] = {}
+    with (out / "kubeflux" / "pods.csv").open() as f:
+        for row in csv.DictReader(f):
+            if row["node"]:
+                nodes.setdefault(row["job_id"].removeprefix("default/"), []).append(row["node"])
+    return {job: sorted(names, key=lambda n: int(n.rsplit("-", 1)[1])) for job, names in nodes.items()}
+
+
+FILLERS = (job_yaml("fill-a", 0, 100, 2, rack="rack-0"), job_yaml("fill-b", 0, 100, 2, rack="rack-1"))
+"""Two nodes of rack-0 and two of rack-1 busy: 4 free nodes over two racks, and rack-2's 4."""
+
+
+def test_a_gang_requiring_one_rack_runs_in_the_rack_with_room(tmp_path: Path) -> None:
+    placed = simulate(tmp_path, cluster_yaml(3, 4), *FILLERS, job_yaml("mpi", 1, 50, 4, topology="required"))
+    assert placed["mpi"] == ["node-8", "node-9", "node-10", "node-11"]
+
+
+def test_without_asking_the_gang_takes_the_lowest_free_nodes_across_racks(tmp_path: Path) -> None:
+    placed = simulate(tmp_path, cluster_yaml(3, 4), *FILLERS, job_yaml("mpi", 1, 50, 4))
+    assert placed["mpi"] == ["node-2", "node-3", "node-6", "node-7"]
+
+
+def test_preferred_relaxes_to_two_racks_when_none_has_room(tmp_path: Path) -> None:
+    placed = simulate(tmp_path, cluster_yaml(2, 4), *FILLERS, job_yaml("mpi", 1, 50, 4, topology="preferred"))
+    assert placed["mpi"] == ["node-2", "node-3", "node-6", "node-7"]
+
+
+def test_without_levels_a_required_gang_is_told_the_cluster_has_none(tmp_path: Path) -> None:
+    placed = simulate(
+        tmp_path,
+        cluster_yaml(3, 4),
+        *FILLERS,
+        job_yaml("mpi", 1, 50, 4, topology="required"),
+        options=("--topology-levels", ""),
+    )
+    assert "mpi" not in placed  # rejected: the cluster has no rack level
+    assert "not a topology level of the cluster" in (tmp_path / "out" / "kubeflux" / "pods.csv").read_text()
+
+
+def test_racks_in_node_order_change_no_schedule_of_a_job_that_asks_nothing(tmp_path: Path) -> None:
+    """Contiguous racks under lonode: the walk takes the lowest rack with room, then its lowest nodes, as it takes the
+    lowest nodes without racks: the same schedule."""
+    jobs = [job_yaml(f"j{i}", i * 7 % 30, 20 + i * 13 % 40, 1 + i % 5) for i in range(24)]
+    with_racks = simulate(tmp_path / "a", cluster_yaml(4, 3), *jobs)
+    without = simulate(tmp_path / "b", cluster_yaml(4, 3), *jobs, options=("--topology-levels", ""))
+    assert with_racks == without
+
+
+def test_the_example_cluster_with_racks_reads(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(cluster_yaml(2, 2))
+    nodes = read_cluster(tmp_path / "c.yaml")
+    assert [n.labels[RACK_LEVEL] for n in nodes] == ["rack-0", "rack-0", "rack-1", "rack-1"]
