@@ -83,7 +83,7 @@ class Traverser:
         match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
         marking them down, which would change their fingerprints and so void their cached evaluations."""
         self.level_types: frozenset[str] = frozenset()  # levels above the nodes (racks): wide.levels_below
-        self.covers: Callable[[int], bool] | None = None  # a level with an excluded node below (Engine.match)
+        self.covers: Callable[[int], object] | None = None  # a level with an excluded node below (Engine.match)
         self.keys = CacheKeys()
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}

@@ -10,7 +10,6 @@ walked, and its evaluation kept, as if nothing were hidden; a domain with nothin
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +84,7 @@ class ExcludedNames:
         self.vertices = vertices
         self.mask = mask
         self.slot_by_uid = slot_by_uid
-        self.covers: Callable[[int], bool] | None = None if covered is None else covered.__contains__
+        self.covers: Callable[[int], object] | None = None if covered is None else covered.__contains__
         """On a graph with levels above the nodes: whether a domain vertex has a hidden node below it (the
         engine's :attr:`~kubeflux.match.traverser.Traverser.covers`); None when the nodes are the root's children."""
         self.counts: npt.NDArray[np.int64] | None = None
@@ -165,7 +164,7 @@ class Levels:
         :class:`HiddenNodes`)."""
         counts = kept if kept is not None else count_hidden(arrays, excluded.names, slot_of, excluded.mask)
         excluded.counts, excluded.sizes = counts, arrays[1]
-        excluded.covers = cast(Callable[[int], bool], counts.item)  # (a count: true when some)
+        excluded.covers = counts.item  # a count, true when some (an int: compiled, a bool return would be checked)
 
 
 def count_hidden(
