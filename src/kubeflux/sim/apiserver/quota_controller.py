@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.follow import Follower
+from kubeflux.sim.apiserver.follow import Reconciler
 from kubeflux.sim.apiserver.quota import QUIET_NAMES, CountEvaluator, PodEvaluator, evaluator_for, scope_selectors
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.resourcelists import Amount, ResourceList, add, as_json, mask, parse_list
@@ -94,7 +94,6 @@ class QuotaController:
         assert quotas is not None and not quotas.read_only_empty
         self.store, self.quotas = store, quotas
         self._zero = always_zero(store.registry)
-        self._dirty: set[tuple[str, str]] = set()
         self._by_namespace: dict[str, set[str]] = {}
         """namespace → the names of its quotas."""
         follow = [(quotas, self._quota_event)]
@@ -104,27 +103,28 @@ class QuotaController:
                 continue
             seen.add(resource.collection)
             follow.append((resource, self._object_event))
-        self._follower = Follower(store, loop, follow, self._sync)
-        self._follower.list_existing()
+        self.reconciler: Reconciler[tuple[str, str]] = Reconciler(store, loop, follow, self._sync)
+        """Syncs each (namespace, name) of a quota the events touched, once per batch."""
+        self.reconciler.start()
 
     @property
     def busy(self) -> bool:
         """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self._follower.busy
+        return self.reconciler.busy
 
     def stop(self) -> None:
-        self._follower.stop()
+        self.reconciler.stop()
 
     def _quota_event(self, type_: str, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         if type_ == "DELETED":
             self._by_namespace.get(namespace, set()).discard(name)
-            self._dirty.discard((namespace, name))
+            self.reconciler.discard((namespace, name))
             return
         self._by_namespace.setdefault(namespace, set()).add(name)
         if type_ == "ADDED" or _needs_sync(event.obj):
-            self._dirty.add((namespace, name))
+            self.reconciler.add((namespace, name))
 
     def _object_event(self, type_: str, event: WatchEvent) -> None:
         namespace = event.obj["metadata"].get("namespace", "")
@@ -135,20 +135,20 @@ class QuotaController:
             type_ == "MODIFIED" and event.prev is not None and _ended(event.obj) and not _ended(event.prev)
         )
         if replenish:
-            self._dirty.update((namespace, name) for name in names)
+            for name in names:
+                self.reconciler.add((namespace, name))
 
-    def _sync(self) -> None:
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
+    def _sync(self, key: tuple[str, str]) -> None:
+        namespace, name = key
+        try:
+            quota = self.store.get(self.quotas, namespace, name)
+        except ApiError:
+            return
+        status = quota_status(self.store, quota, self._zero)
+        if status == quota.get("status"):
+            return
+        with self.store.request(CONTROLLER_MANAGER):
             try:
-                quota = self.store.get(self.quotas, namespace, name)
+                self.store.update(self.quotas, namespace, name, {**quota, "status": status}, "status", trusted=True)
             except ApiError:
-                continue
-            status = quota_status(self.store, quota, self._zero)
-            if status == quota.get("status"):
-                continue
-            with self.store.request(CONTROLLER_MANAGER):
-                try:
-                    self.store.update(self.quotas, namespace, name, {**quota, "status": status}, "status", trusted=True)
-                except ApiError:
-                    continue
+                return

@@ -393,9 +393,9 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        controllers = (self.podgroup_controller, self.disruption_controller, self.job_controller)
+        controllers = (self.podgroup_controller, self.disruption_controller, self.job_controller, self.quota_controller)
         reconcilers = [controller.reconciler for controller in controllers if controller is not None]
-        for component in (self.kubelet, *reconcilers, self.quota_controller, self.schedulers, self.replay):
+        for component in (self.kubelet, *reconcilers, self.schedulers, self.replay):
             if component is not None:
                 pacer.busy.append(functools.partial(getattr, component, "busy"))
         pacer.busy.append(self.app.unsent)
