@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.scheduler.messages import GATED_MESSAGE, rfc3339
 from kubeflux.scheduler.objects import Pod, ResourceList
@@ -150,7 +150,7 @@ def queue_snapshot(queue: PendingQueue, now: float) -> list[QueuedJob]:
     return out
 
 
-QUEUE_PATH = "/kubeflux/queue"
+QUEUE_PATH: Final = "/kubeflux/queue"
 """Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_document` (``GET``, JSON)."""
 
 
