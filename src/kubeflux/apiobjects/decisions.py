@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 __all__ = [
+    "NOTE_LIMIT",
     "POD_SCHEDULED",
     "UNSCHEDULABLE",
     "binding",
+    "disruption_condition",
     "scheduled_message",
     "scheduler_event",
     "unschedulable_condition",
