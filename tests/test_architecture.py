@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -84,15 +84,19 @@ def _dynamic_imports(tree: ast.AST) -> Iterator[str]:
                 yield first.value
 
 
-def _imports(module: str, path: Path, source: str | None = None) -> Iterator[str]:
-    """The kubeflux modules ``module`` imports (a ``from a.b import c`` names ``a.b.c`` when that is a module),
-    wherever the import stands (a function's body too) and also by :data:`DYNAMIC_IMPORTS` calls."""
+def _imports(
+    module: str, path: Path, source: str | None = None, *, package: str = PACKAGE, modules: Collection[str] = ()
+) -> Iterator[str]:
+    """The modules of ``package`` (kubeflux) that ``module`` imports (a ``from a.b import c`` names ``a.b.c`` when
+    that is one of ``modules``, by default :data:`MODULES`), wherever the import stands (a function's body too) and
+    also by :data:`DYNAMIC_IMPORTS` calls."""
+    modules = modules or MODULES
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text() if source is None else source, str(path))
-    yield from (name for name in _dynamic_imports(tree) if name.split(".")[0] == PACKAGE)
+    yield from (name for name in _dynamic_imports(tree) if name.split(".")[0] == package)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == PACKAGE)
+            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == package)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = module.split(".")
@@ -100,11 +104,11 @@ def _imports(module: str, path: Path, source: str | None = None) -> Iterator[str
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.split(".")[0] != PACKAGE:
+            if target.split(".")[0] != package:
                 continue
             yield target
             for alias in node.names:
-                if f"{target}.{alias.name}" in MODULES:
+                if f"{target}.{alias.name}" in modules:
                     yield f"{target}.{alias.name}"
 
 
@@ -385,3 +389,64 @@ def test_the_listing_check_finds_a_module_listed_only_under_another_package() ->
     )
     root, new = SRC / PACKAGE, ["engine.py", "store.py", "sim/engine.py", "sim/store.py", "sim/apiserver/app.py"]
     assert _unlisted([root / name for name in ["cli.py", *new]], page) == ["engine.py", "store.py", "sim/engine.py"]
+
+
+# ---------------------------------------------------------------------------------------------------- the tests' shape
+
+TESTS = REPO / "tests"
+
+
+def _test_modules() -> dict[str, Path]:
+    """Every module under tests/ by its dotted name (a package by its own)."""
+    modules: dict[str, Path] = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _is_test_module(module: str) -> bool:
+    return module.rsplit(".", 1)[-1].startswith("test_")
+
+
+def _test_modules_imported(module: str, modules: Mapping[str, Path], source: str | None = None) -> list[str]:
+    """The other ``test_*`` modules that test module ``module`` imports (``source``: a text in place of its file)."""
+    path = modules[module]
+    imported = set(_imports(module, path, source, package="tests", modules=modules))
+    return sorted(other for other in imported if other != module and other in modules and _is_test_module(other))
+
+
+def test_no_test_module_imports_another() -> None:
+    """A test module is a leaf: what several share lives in an underscore helper module beside them (as
+    tests/scheduler/_workload.py, tests/sim/apiserver/_served.py), so that moving, renaming or deleting one test
+    file never breaks another."""
+    modules = _test_modules()
+    wrong = [
+        f"{modules[module].relative_to(REPO)} imports {other}"
+        for module in modules
+        if _is_test_module(module)
+        for other in _test_modules_imported(module, modules)
+    ]
+    assert not wrong, (
+        "a test module imports another; move what they share into an underscore helper module beside them "
+        "(e.g. tests/sim/apiserver/_served.py):\n" + "\n".join(wrong)
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("from tests.sim.apiserver.test_virtual_time import call\n", id="absolute"),
+        pytest.param("def f():\n    from .test_virtual_time import call\n", id="relative-in-a-function"),
+        pytest.param("from . import test_virtual_time\n", id="the-module-itself"),
+        pytest.param("import tests.sim.apiserver.test_virtual_time\n", id="plain-import"),
+    ],
+)
+def test_the_test_import_check_finds_a_test_module_importing_another(source: str) -> None:
+    found = _test_modules_imported("tests.sim.apiserver.test_kubelet", _test_modules(), source)
+    assert found == ["tests.sim.apiserver.test_virtual_time"]
+
+
+def test_the_test_import_check_lets_a_test_import_a_helper_module() -> None:
+    source = "from tests.sim.apiserver._served import call\nfrom .conftest import kubernetes\n"
+    assert _test_modules_imported("tests.sim.apiserver.test_kubelet", _test_modules(), source) == []

@@ -113,13 +113,13 @@ def cases(seeds: int, only: str = "") -> Iterator[tuple[str, Callable[[], str]]]
 
 
 def _scenario_cases(seeds: int) -> Iterator[tuple[str, Callable[[], str]]]:
-    """The property tests' whole random workloads (tests/scheduler/test_workload_properties.py: gangs, lone pods,
+    """The property tests' whole random workloads (tests/scheduler/_strategies.py: gangs, lone pods,
     kube-default's pods, nodes added, removed, cordoned, resized, tainted, kubeflux restarted), drawn the same in
     every process (hypothesis, derandomized), played with no invariant checked, one per policy and example."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     # Imported by name: the tests are not type-checked with the tools (mypy would follow a plain import into them).
     _workload: Any = importlib.import_module("tests.scheduler._workload")
-    scenarios = importlib.import_module("tests.scheduler.test_workload_properties").scenarios
+    scenarios = importlib.import_module("tests.scheduler._strategies").scenarios
 
     for backfill in ("fcfs", "easy", "conservative"):
         drawn = _draw(scenarios(backfill, jobs=10, changes_=5), 10 * seeds)

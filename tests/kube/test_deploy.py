@@ -17,46 +17,12 @@ from typer.main import get_command
 from kubeflux import _native
 from kubeflux.cli import app
 from kubeflux.kube.config import parse_config
+from tests.kube._deploy import CALLS, DEPLOY, calls_in_code
 from tests.shared import REPO
-
-DEPLOY = REPO / "deploy"
-KUBE = REPO / "src" / "kubeflux" / "kube"
-
-CALLS: dict[str, set[tuple[str, str, str]]] = {
-    # the reflectors list and then watch with the same call
-    "list_node": {("", "nodes", "list"), ("", "nodes", "watch")},
-    "list_pod_for_all_namespaces": {("", "pods", "list"), ("", "pods", "watch")},
-    "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own
-        ("scheduling.x-k8s.io", "podgroups", "list"),
-        ("scheduling.x-k8s.io", "podgroups", "watch"),
-        ("scheduling.k8s.io", "podgroups", "list"),
-        ("scheduling.k8s.io", "podgroups", "watch"),
-    },
-    "list_pod_disruption_budget_for_all_namespaces": {
-        ("policy", "poddisruptionbudgets", "list"),
-        ("policy", "poddisruptionbudgets", "watch"),
-    },
-    "create_namespaced_pod_binding": {("", "pods/binding", "create")},
-    "create_namespaced_pod_eviction": {("", "pods/eviction", "create")},
-    "patch_namespaced_pod_status": {("", "pods/status", "patch")},
-    "patch_namespaced_pod": {("", "pods", "patch")},
-    "create_namespaced_event": {("events.k8s.io", "events", "create")},
-    "read_namespaced_lease": {("coordination.k8s.io", "leases", "get")},
-    "create_namespaced_lease": {("coordination.k8s.io", "leases", "create")},
-    "replace_namespaced_lease": {("coordination.k8s.io", "leases", "update")},
-}
-"""Each Kubernetes client call serve makes → the (group, resource, verb) it needs."""
 
 
 def _documents(name: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((DEPLOY / name).read_text(encoding="utf-8")) if d]
-
-
-def _calls_in_code() -> set[str]:
-    pattern = re.compile(
-        r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespaced|cluster|node|pod)[a-z_]*)\b"
-    )
-    return {m for path in KUBE.glob("*.py") for m in pattern.findall(path.read_text(encoding="utf-8"))}
 
 
 def _granted() -> set[tuple[str, str, str]]:
@@ -70,12 +36,12 @@ def _granted() -> set[tuple[str, str, str]]:
 
 
 def test_every_call_serve_makes_is_known_to_this_test() -> None:
-    unknown = _calls_in_code() - set(CALLS)
+    unknown = calls_in_code() - set(CALLS)
     assert not unknown, f"add these calls and the permissions they need to CALLS (and deploy/rbac.yaml): {unknown}"
 
 
 def test_the_role_grants_exactly_what_the_calls_need() -> None:
-    needed = set().union(*(CALLS[call] for call in _calls_in_code()))
+    needed = set().union(*(CALLS[call] for call in calls_in_code()))
     granted = _granted()
     assert needed - granted == set(), "missing from deploy/rbac.yaml"
     assert granted - needed == set(), "deploy/rbac.yaml grants more than serve uses"

@@ -21,11 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.jobspec import Jobspec, jobspec_from_dict
+from kubeflux.jobspec import Jobspec
 from kubeflux.match import evaluation, traverser, wide
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
+from tests.match._wide import DURATIONS, WAITS, Step, jobspec_of, slot
 
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "firstnodex", "variation"]
 OPS = [
@@ -34,39 +35,21 @@ OPS = [
     MatchOp.ALLOCATE_WITH_SATISFIABILITY,
     MatchOp.SATISFIABILITY,
 ]
-DURATIONS = [600, 3600, 5000]
-WAITS = [600, 1400, 3000]
 RANGE = {"min": 1, "max": 3, "operator": "+", "operand": 1}
 """A node count that depends on how many qualify: the walk must see them all."""
 
 
-def _slot(count: object, cores: int, gpus: int = 0) -> dict[str, object]:
-    shape: list[dict[str, object]] = [{"type": "core", "count": cores}]
-    if gpus:
-        shape.append({"type": "gpu", "count": gpus})
-    return {"type": "slot", "count": count, "label": "task", "with": shape}
-
-
-def _spec(resources: list[dict[str, object]]) -> Jobspec:
-    return jobspec_from_dict(
-        {
-            "version": 9999,
-            "resources": resources,
-            "attributes": {"system": {"duration": 3600}},
-            "tasks": [{"command": ["app"], "slot": "task", "count": {"per_slot": 1}}],
-        }
-    )
-
-
 def _jobspecs(sockets: bool) -> list[Jobspec]:
     below = (lambda slot: [{"type": "socket", "count": 1, "with": [slot]}]) if sockets else (lambda slot: [slot])
-    return [_spec([{"type": "node", "count": 1, "with": below(_slot(1, cores))}]) for cores in (1, 2, 4, 8)] + [
-        _spec([{"type": "node", "count": 2, "with": below(_slot(1, 3))}]),
-        _spec([{"type": "node", "count": 1, "exclusive": True, "with": below(_slot(1, 2))}]),
-        _spec([{"type": "node", "count": RANGE, "with": below(_slot(1, 2))}]),
-        _spec([{"type": "cluster", "count": 1, "with": [{"type": "node", "count": 1, "with": below(_slot(1, 4))}]}]),
-        _spec([_slot(3, 2)]),
-        _spec([{"type": "node", "count": 1, "with": below(_slot(1, 1, gpus=1))}]),
+    return [jobspec_of([{"type": "node", "count": 1, "with": below(slot(1, cores))}]) for cores in (1, 2, 4, 8)] + [
+        jobspec_of([{"type": "node", "count": 2, "with": below(slot(1, 3))}]),
+        jobspec_of([{"type": "node", "count": 1, "exclusive": True, "with": below(slot(1, 2))}]),
+        jobspec_of([{"type": "node", "count": RANGE, "with": below(slot(1, 2))}]),
+        jobspec_of(
+            [{"type": "cluster", "count": 1, "with": [{"type": "node", "count": 1, "with": below(slot(1, 4))}]}]
+        ),
+        jobspec_of([slot(3, 2)]),
+        jobspec_of([{"type": "node", "count": 1, "with": below(slot(1, 1, gpus=1))}]),
     ]
 
 
@@ -81,9 +64,6 @@ def _graph(nodes: int, sockets: bool, small: bool = False) -> list[NodeSpec]:
         )
         for i in range(nodes)
     ]
-
-
-Step = tuple[str, int, int]
 
 
 class _Masked:

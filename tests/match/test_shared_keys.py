@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
-from tests.match.test_early_stop import _slot, _spec
+from tests.match._wide import jobspec_of, slot
 
 JOBS = (5001, 5002, 5003)
 """Job ids past the small-int cache (Python shares the ints -5 to 256 whatever stores them)."""
@@ -21,7 +21,7 @@ def _engine_with_jobs() -> Engine:
     """Four nodes of 300 cores (uids past the small-int cache), two jobs of two whole nodes, one starting later."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=300) for i in range(4)]), policy="lonode")
     for jobid in JOBS:  # the third one waits for the first to end: a reservation
-        assert engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, _spec([_slot(2, 300)]), jobid=jobid, now=10).matched
+        assert engine.match(MatchOp.ALLOCATE_ORELSE_RESERVE, jobspec_of([slot(2, 300)]), jobid=jobid, now=10).matched
     return engine
 
 

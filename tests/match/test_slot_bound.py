@@ -25,7 +25,7 @@ from kubeflux.match.request import requests_from_jobspec
 from kubeflux.match.traverser import Traverser
 from kubeflux.resources import NodeSpec, build_graph
 from kubeflux.resources.graph import Status
-from tests.match.test_early_stop import DURATIONS, WAITS, Step, _slot, _spec
+from tests.match._wide import DURATIONS, WAITS, Step, jobspec_of, slot
 
 POLICIES = ["first", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "variation"]
 OPS = [
@@ -44,15 +44,15 @@ def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
 
 
 JOBSPECS = [
-    _spec([_slot(1, 2)]),
-    _spec([_slot(3, 4)]),
-    _spec([_slot(6, 8)]),
-    _spec([_slot(12, 2)]),
-    _spec([_slot(40, 4)]),
-    _spec([_slot(2, 1, gpus=1)]),
-    _spec([_slot({"min": 2, "max": 9, "operator": "+", "operand": 1}, 4)]),
-    _spec([{"type": "node", "count": 1, "with": [_slot(1, 1)]}]),  # fragments nodes (and is never bounded)
-    _spec([{"type": "node", "count": 2, "with": [_slot(1, 3)]}]),
+    jobspec_of([slot(1, 2)]),
+    jobspec_of([slot(3, 4)]),
+    jobspec_of([slot(6, 8)]),
+    jobspec_of([slot(12, 2)]),
+    jobspec_of([slot(40, 4)]),
+    jobspec_of([slot(2, 1, gpus=1)]),
+    jobspec_of([slot({"min": 2, "max": 9, "operator": "+", "operand": 1}, 4)]),
+    jobspec_of([{"type": "node", "count": 1, "with": [slot(1, 1)]}]),  # fragments nodes (and is never bounded)
+    jobspec_of([{"type": "node", "count": 2, "with": [slot(1, 3)]}]),
 ]
 
 
@@ -154,7 +154,7 @@ def _fragmented(nodes: int, policy: str = "lonode") -> Engine:
     for i, node in enumerate(engine.graph.by_type["node"]):
         core = engine.schedule._kid_edges(node)[0][1]
         assert engine.update_leaves(i + 1, [core], duration=2000 if i == 0 else 1000 + i).matched
-    assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
+    assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
     return engine
 
 
@@ -164,7 +164,7 @@ def test_a_gang_of_whole_nodes_on_a_fragmented_cluster_is_reserved_after_one_wal
     only once the pods on nodes 1 to 4 have ended, at 1,004 s. The walks at the three ends before are refused by
     the bound (the root is visited twice: the walk at now, which the bound leaves alone, and the one that
     succeeds); without the bound each is made."""
-    gang = dataclasses.replace(_spec([_slot(4, 4)]), duration=500)
+    gang = dataclasses.replace(jobspec_of([slot(4, 4)]), duration=500)
     for bound, walks in ((True, 2), (False, 5)):
         engine = _fragmented(1000)
         root = engine.schedule.root
@@ -185,7 +185,7 @@ def test_a_gang_of_exactly_the_free_nodes_is_allocated() -> None:
     for jobid in range(2, 201):  # the pods of every node but the first end
         engine.cancel(jobid)
     for count, fits in ((200, False), (199, True)):
-        gang = dataclasses.replace(_spec([_slot(count, 4)]), duration=500)
+        gang = dataclasses.replace(jobspec_of([slot(count, 4)]), duration=500)
         assert _bounded(engine, gang, at=10) == (not fits)
         assert engine.match(MatchOp.ALLOCATE, gang, now=10).matched == fits
 
@@ -194,9 +194,9 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
     """1,100 free nodes (spans of spans of nodes): a gang of 2 is counted only as far as the first block, which
     says nothing of the other nodes; a gang of 1,000 after it is counted through them all, and fits."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(1100)]), policy="lonode")
-    assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
+    assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
     for count in (2, 1000):
-        gang = dataclasses.replace(_spec([_slot(count, 4)]), duration=500)
+        gang = dataclasses.replace(jobspec_of([slot(count, 4)]), duration=500)
         assert not _bounded(engine, gang, at=0)
         result = engine.match(MatchOp.ALLOCATE, gang)
         assert result.matched
@@ -211,8 +211,8 @@ def test_a_gang_of_whole_nodes_on_a_wide_root_stops_once_it_has_its_nodes(policy
     after visiting a block or two of them, not thousands (the early stop of ``slot(N)`` of unit leaves, see
     :mod:`kubeflux.match.ranked`, holds for slots of many cores)."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(10_000)]), policy=policy)
-    assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
-    gang = dataclasses.replace(_spec([_slot(16, 4)]), duration=500)
+    assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
+    gang = dataclasses.replace(jobspec_of([slot(16, 4)]), duration=500)
     with mock.patch.object(
         traverser.Traverser, "_visit_child", autospec=True, side_effect=traverser.Traverser._visit_child
     ) as visit:
@@ -224,11 +224,11 @@ def test_a_gang_of_whole_nodes_on_a_wide_root_stops_once_it_has_its_nodes(policy
 @pytest.mark.parametrize(
     ("resources", "bounded"),
     [
-        ([_slot(3, 4)], True),
-        ([_slot(3, 4, gpus=1)], True),
-        ([_slot(0, 4)], False),
-        ([_slot(2, 4), _slot(1, 1)], False),
-        ([{"type": "node", "count": 1, "with": [_slot(1, 1)]}], False),
+        ([slot(3, 4)], True),
+        ([slot(3, 4, gpus=1)], True),
+        ([slot(0, 4)], False),
+        ([slot(2, 4), slot(1, 1)], False),
+        ([{"type": "node", "count": 1, "with": [slot(1, 1)]}], False),
         (
             [{"type": "slot", "count": 2, "label": "task", "exclusive": False, "with": [{"type": "core", "count": 1}]}],
             False,
@@ -239,7 +239,7 @@ def test_the_bound_applies_to_one_slot_request_of_leaf_elements(
     resources: list[dict[str, object]], bounded: bool
 ) -> None:
     engine = Engine(build_graph([NodeSpec("n0", cores=4)]))
-    requests = engine._working_copy(_spec(resources)).requests
+    requests = engine._working_copy(jobspec_of(resources)).requests
     assert (slotbound.slot_shape(requests) is not None) == bounded
 
 
@@ -253,14 +253,14 @@ def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -
     ends[230] = 1100
     for i in range(256, 288):
         ends[i] = 1200 + i - 256
-    gang = dataclasses.replace(_spec([_slot(4, 4)]), duration=500)
+    gang = dataclasses.replace(jobspec_of([slot(4, 4)]), duration=500)
     answers = []
     for skip in (True, False):
         engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(320)]), policy="lonode")
         for i, node in enumerate(engine.graph.by_type["node"]):
             core = engine.schedule._kid_edges(node)[0][1]
             assert engine.update_leaves(i + 1, [core], duration=ends[i]).matched
-        assert engine.match(MatchOp.SATISFIABILITY, _spec([_slot(1, 1)])).matched  # (a walk lays the root out)
+        assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
         nodes = set(engine.graph.by_type["node"])
         with (
             mock.patch.object(wide, "empty_block", slotbound.empty_block if skip else lambda *_: False),

@@ -19,13 +19,11 @@ import yaml
 
 from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.kube.config import ServeConfig, parse_config
-from tests.kube.test_deploy import CALLS, _calls_in_code
-from tests.shared import REPO, unavailable
+from tests.kube._deploy import CALLS, CHART, DEPLOY, calls_in_code
+from tests.shared import unavailable
 
 from .conftest import running_plane
 
-DEPLOY = REPO / "deploy"
-CHART = DEPLOY / "helm" / "kubeflux"
 HA_VALUES = CHART / "ci" / "ha-values.yaml"
 VALUES = {"default": (), "ha": (HA_VALUES,)}
 """The chart's values files under test: its defaults (one replica), and high availability (two, leader election)."""
@@ -296,7 +294,7 @@ def _check_permissions(plane: ControlPlane, account: str, *, leases: bool) -> No
     """The account may do every call serve makes (tests/kube/test_deploy.py's table of them), the Lease's only in
     its own namespace (and none without leader election), and nothing in :data:`NEVER`."""
     namespace = account.split(":")[0]
-    needed: set[Triple] = set().union(*(CALLS[call] for call in _calls_in_code()))
+    needed: set[Triple] = set().union(*(CALLS[call] for call in calls_in_code()))
     for group, resource, verb in sorted(needed):
         if group == "coordination.k8s.io":
             assert _can(plane, account, verb, group, resource, namespace) == leases, (verb, resource, namespace)

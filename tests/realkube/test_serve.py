@@ -21,17 +21,13 @@ import pytest
 
 from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.kube.binderprocess import BinderProcess
-from kubeflux.kube.command import api_client
-from kubeflux.kube.config import parse_config
-from kubeflux.kube.serve import Serve
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
+from tests.realkube._serving import COMPLETE_AFTER, nodes, pod, serve
 
-from .conftest import Api, eventually, phase, ready, running_plane
+from .conftest import Api, eventually, phase, running_plane
 from .watching import PodWatch
 
-COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
-"""KWOK's annotation: the pod completes this long after it runs (``kubeflux.controlplane``'s stages)."""
 EXIT_CODE = "sim.kubeflux.io/exit-code"
 
 
@@ -40,42 +36,6 @@ def plane(binaries: Binaries, tmp_path: Path) -> Iterator[ControlPlane]:
     """A control plane of the test's own (:func:`~tests.realkube.conftest.running_plane`)."""
     with running_plane(binaries, tmp_path / "plane") as started:
         yield started
-
-
-def nodes(plane: ControlPlane, api: Api, count: int, cpu: int) -> dict[str, int]:
-    """``count`` KWOK nodes of ``cpu`` cores, Ready; node name → millicores."""
-    names = plane.add_kwok_nodes(count, cpu=str(cpu))
-    eventually(lambda: all(ready(n) for n in api.nodes().values()) and len(api.nodes()) == count)
-    return {name: cpu * 1000 for name in names}
-
-
-def serve(plane: ControlPlane, **settings: Any) -> Serve:
-    """``kubeflux serve`` with the admin's kubeconfig and wall time (``settings`` merged into its configuration)."""
-    config = parse_config({"clock": "wall", "watch": {"timeoutSeconds": 30}, **settings})
-    return Serve(config, api_client(plane.kubeconfig, None, False, 16)).start()
-
-
-def pod(
-    name: str,
-    cpu: str,
-    *,
-    scheduler: str = "kubeflux",
-    annotations: dict[str, str] | None = None,
-    deadline: int | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "restartPolicy": "Never",
-        "containers": [{"name": "pi", "image": "perl:5.34", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if deadline is not None:
-        spec["activeDeadlineSeconds"] = deadline
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "annotations": annotations or {}},
-        "spec": spec,
-    }
 
 
 def end(plane: ControlPlane, name: str, exit_code: int) -> None:

@@ -16,13 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from kubeflux.controlplane import Binaries, ControlPlane
-from kubeflux.scheduler.objects import POD_GROUP_LABEL
+from tests.realkube._serving import member, nodes, podgroup, serve
 
 from .conftest import Api, eventually, phase, running_plane
-from .test_serve import COMPLETE_AFTER, nodes, pod, serve
 from .watching import PodWatch
 
 
@@ -37,23 +35,6 @@ def plane(binaries: Binaries, tmp_path: Path) -> Iterator[ControlPlane]:
         runtime_config={"scheduling.k8s.io/v1alpha2": "true"},
     ) as started:
         yield started
-
-
-def podgroup(api: Api, api_version: str, name: str, spec: dict[str, Any]) -> None:
-    group, version = api_version.split("/")
-    body = {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
-    client.CustomObjectsApi(api.client).create_namespaced_custom_object(
-        group, version, "default", "podgroups", body, _preload_content=False
-    )
-
-
-def member(name: str, group: str, api_version: str, cpu: str, run: str | None = None) -> dict[str, Any]:
-    made = pod(name, cpu, annotations={COMPLETE_AFTER: run} if run else None)
-    if api_version.startswith("scheduling.x-k8s.io"):
-        made["metadata"]["labels"] = {POD_GROUP_LABEL: group}
-    else:
-        made["spec"]["schedulingGroup"] = {"podGroupName": group}
-    return made
 
 
 def group_spec(api_version: str, size: int) -> dict[str, Any]:

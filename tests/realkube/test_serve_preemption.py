@@ -26,9 +26,9 @@ from kubeflux.kube.config import parse_config
 from kubeflux.kube.serve import Serve
 from kubeflux.scheduler.interface import ClusterEvent, Decision, Evict, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget
+from tests.realkube._serving import kwok_nodes, manifest, namespace
 
 from .conftest import Api, eventually, phase, running_plane
-from .test_serve_resilience import kwok_nodes, manifest, namespace
 
 
 @pytest.fixture

@@ -30,10 +30,10 @@ from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.replica import Replica
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, EXPECTED_START_TIME_ANNOTATION, rfc3339
+from tests.realkube._serving import Partition, ServeProcess, kwok_nodes, manifest, namespace
 from tests.shared import REPO
 
 from .conftest import CEILING, Api, eventually
-from .test_serve_resilience import Partition, ServeProcess, kwok_nodes, manifest, namespace
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "220"}
 

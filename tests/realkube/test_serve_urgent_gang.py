@@ -15,9 +15,9 @@ from kubernetes import client
 
 from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.scheduler.objects import POD_GROUP_LABEL
+from tests.realkube._serving import kwok_nodes, manifest, namespace, start_serve, stop_serve
 
 from .conftest import Api, eventually, phase, running_plane
-from .test_serve_resilience import kwok_nodes, manifest, namespace, start_serve, stop_serve
 
 
 @pytest.fixture

@@ -10,62 +10,20 @@ members than their cores would.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kubeflux.match.engine import MatchOp
 from kubeflux.resources.builder import NodeSpec
-from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
-from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView
-from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.translate import _jobspec, _slot
-from tests.scheduler._invariants import INVARIANTS
-from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone, run
-from tests.scheduler.test_workload_properties import EXAMPLES, scenarios
+from tests.scheduler._at_once import outcome
+from tests.scheduler._strategies import EXAMPLES, scenarios
+from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone
 
 P = PodShape
-
-
-def _outcome(
-    scenario: Scenario, *, at_once: bool, checks: Iterable[str] = INVARIANTS, **options: Any
-) -> tuple[dict[str, tuple[Any, ...]], int]:
-    """Every pod's (bound at, node, cores, gpus, finished at), and how many runs of members one match placed, with
-    kubeflux made with ``options`` (its policy, its sharing); the ``checks`` are kept by the run with the shortcut."""
-    calls = 0
-    real = Placer._run_at_once
-
-    def counted(self: Placer, *args: object) -> object:
-        nonlocal calls
-        made = real(self, *args)  # type: ignore[arg-type]
-        calls += bool(made)
-        return made
-
-    core = functools.partial(KubefluxScheduler, **options)
-    with (
-        mock.patch.object(Placer, "_run_at_once", counted if at_once else lambda *_: None),
-        mock.patch("tests.scheduler._workload.KubefluxScheduler", core),
-    ):
-        outcome = run(scenario, checks=checks if at_once else ())
-    pods: dict[str, tuple[Any, ...]] = {}
-    for key, sim_pod in outcome.simulation.cluster.pods.items():
-        text = sim_pod.pod.annotations.get(ALLOCATION_ANNOTATION)
-        where = json.loads(text) if text else {}
-        pods[key] = (
-            sim_pod.bound_at,
-            sim_pod.node_index,
-            tuple(where.get("cores", ())),
-            tuple(where.get("gpus", ())),
-            sim_pod.finished_at,
-        )
-    return pods, calls
 
 
 @pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
@@ -74,8 +32,8 @@ def _outcome(
 @given(data=scenarios("easy", jobs=10))
 def test_random_workloads_place_a_gang_at_once_as_one_by_one(backfill: str, data: Scenario) -> None:
     scenario = Scenario(data.nodes, data.jobs, data.changes, backfill)
-    fast, _ = _outcome(scenario, at_once=True, checks=())
-    plain, _ = _outcome(scenario, at_once=False)
+    fast, _ = outcome(scenario, at_once=True, checks=())
+    plain, _ = outcome(scenario, at_once=False)
     assert fast == plain
 
 
@@ -105,8 +63,8 @@ MEMORY_TAKES_ONE_PER_NODE = Scenario(
 @pytest.mark.parametrize("scenario", [RANKS_DELETED_ONE_BY_ONE, MEMORY_TAKES_ONE_PER_NODE], ids=["ranks", "memory"])
 def test_named_scenarios_place_a_gang_at_once_as_one_by_one(scenario: Scenario, backfill: str) -> None:
     scenario = Scenario(scenario.nodes, scenario.jobs, scenario.changes, backfill)
-    fast, calls = _outcome(scenario, at_once=True, checks=())
-    plain, _ = _outcome(scenario, at_once=False)
+    fast, calls = outcome(scenario, at_once=True, checks=())
+    plain, _ = outcome(scenario, at_once=False)
     assert fast == plain
     assert all(bound is not None for bound, *_ in fast.values())
     if scenario.jobs is RANKS_DELETED_ONE_BY_ONE.jobs:

@@ -24,14 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
-from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.sharing import CappedSharing
 from kubeflux.scheduler.translate import DURATION_ANNOTATION
 from kubeflux.sim.workloads.model import PodTemplate
-from tests.scheduler._invariants import BOOKS, CORES, EXPECTED, FILTERS, INVARIANTS, OVERCOMMIT, compare_books
+from tests.scheduler._at_once import outcome
+from tests.scheduler._invariants import BOOKS, CORES, FILTERS, INVARIANTS, OVERCOMMIT, compare_books
+from tests.scheduler._strategies import EXAMPLES, scenarios
 from tests.scheduler._workload import Change, NodeShape, PodShape, Scenario, group, lone, run
-from tests.scheduler.test_gang_at_once import _outcome
-from tests.scheduler.test_workload_properties import EXAMPLES, scenarios
 
 P = PodShape
 NODE = NodeShape(cpu=8000)
@@ -52,10 +51,10 @@ class Planned(PodShape):
 def _same_as_one_by_one(
     scenario: Scenario, checks: Iterable[str] = INVARIANTS, *, all_bound: bool = True, **options: Any
 ) -> tuple[dict[str, tuple[Any, ...]], int]:
-    """:func:`_outcome` with the shortcut and without it: the same for every pod (and every pod bound, unless not
+    """:func:`outcome` with the shortcut and without it: the same for every pod (and every pod bound, unless not
     ``all_bound``)."""
-    fast, calls = _outcome(scenario, at_once=True, checks=checks, **options)
-    plain, _ = _outcome(scenario, at_once=False, **options)
+    fast, calls = outcome(scenario, at_once=True, checks=checks, **options)
+    plain, _ = outcome(scenario, at_once=False, **options)
     assert {key: fast[key] for key in fast if fast[key] != plain[key]} == {}
     assert not all_bound or all(bound is not None for bound, *_ in fast.values())
     return fast, calls
@@ -291,33 +290,6 @@ def test_random_workloads_under_hinode_or_capped_sharing_place_a_gang_at_once_as
 
 
 # ---------------------------------------------------------------------------------------------------- found on the way
-
-RESTART_WHILE_A_GANG_IS_TOLD_ITS_START = Scenario(
-    nodes=(
-        NodeShape(cpu=8000, tainted=True),
-        NodeShape(cpu=8000, memory=16, pods=3),
-        NodeShape(cpu=3500),
-        NodeShape(cpu=2000, storage=20),
-    ),
-    jobs=(
-        group(
-            120, P(500, run=300, tolerates=True, policy="lonodex"), P(8000, run=300, tolerates=True, policy="lonodex")
-        ),
-        group(140, *[P(1000, storage=50, run=60)] * 4),
-        group(130, P(1000, run=60), P(4000, run=60), P(1000, fpga=1, run=60), min_member=2),
-    ),
-    changes=(Change(225, "restart"),),
-)
-"""A gang of three (minMember 2) told it starts at 300; kubeflux restarts at 225. Its third member never fits (no
-node has an fpga): the restarted kubeflux rejected it and left the other two to a later pass, with no reservation
-and the start the previous run wrote (see tests/scheduler/test_told_starts.py)."""
-
-
-@pytest.mark.pure_engine  # patches the scheduler's internals (tests/conftest.py)
-def test_a_restarted_kubeflux_clears_the_expected_start_it_no_longer_plans() -> None:
-    with mock.patch.object(Placer, "_run_at_once", lambda *_: None):  # not the shortcut's: one by one does it too
-        run(RESTART_WHILE_A_GANG_IS_TOLD_ITS_START, checks=(EXPECTED,))
-
 
 OTHERS_POD_ON_A_NODE_GROWN_UNDER_CAPPED_SHARING = Scenario(
     nodes=(NODE, NODE),

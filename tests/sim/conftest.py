@@ -62,3 +62,12 @@ def served_and_read(server: ApiServer, collection: str, case: Verdict, folder: P
     path = folder / "w.yaml"
     path.write_text(yaml.safe_dump(case.obj))
     return read_manifests(path)
+
+
+def pod(name: str = "p", namespace: str | None = None, annotations: dict[str, str] | None = None, **spec: Any) -> Any:
+    """A pod of one 1-core container: the body the verdict tables vary (``spec``: fields of its spec)."""
+    meta: dict[str, Any] = {"name": name, "annotations": annotations or {}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container], **spec}}

@@ -12,7 +12,7 @@ from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
-from tests.sim.test_kubeflux_recovery import Restarting
+from tests.sim._restarting import Restarting
 
 HOSTNAME = "kubernetes.io/hostname"
 

@@ -19,8 +19,7 @@ from typer.testing import CliRunner
 from kubeflux.cli import app
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim.conftest import Verdict, dry_run, served_and_read
-from tests.sim.test_object_verdicts import pod
+from tests.sim.conftest import Verdict, dry_run, pod, served_and_read
 
 INT32 = "into Go struct field JobSpec.spec.{} of type int32"
 

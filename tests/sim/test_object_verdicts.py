@@ -24,20 +24,12 @@ from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
-from tests.sim.conftest import Verdict, served_and_read
+from tests.sim.apiserver._served import ORIGIN, PODS, call, eventually
+from tests.sim.conftest import Verdict, pod, served_and_read
 
 SUBDOMAIN = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
 INIT = {"name": "i", "image": "busybox"}
 LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"
-
-
-def pod(name: str = "p", namespace: str | None = None, annotations: dict[str, str] | None = None, **spec: Any) -> Any:
-    meta: dict[str, Any] = {"name": name, "annotations": annotations or {}}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container], **spec}}
 
 
 def group(name: str = "g", **spec: Any) -> dict[str, Any]:

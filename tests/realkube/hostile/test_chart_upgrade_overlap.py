@@ -25,9 +25,9 @@ from typing import Any
 from kubernetes import watch
 
 from kubeflux.controlplane import Binaries, ControlPlane
+from tests.kube._deploy import CHART
 
 from ..conftest import Api, eventually
-from ..test_install import CHART
 
 NAMESPACE = "kf-roll"
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from kubeflux.controlplane import ControlPlane
+from tests.realkube._serving import kwok_nodes, start_serve, stop_serve
 
 from ..conftest import Api, eventually
-from ..test_serve_resilience import kwok_nodes, start_serve, stop_serve
 
 SETTLE = 8.0
 """Seconds given to a scheduler to bind what it would bind (serve binds a free pod in well under a second)."""

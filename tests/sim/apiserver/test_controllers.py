@@ -11,9 +11,9 @@ from kubeflux.sim.apiserver.controllers import podgroup_status
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from tests.sim.apiserver._client import kwok_pod, phase_of, watch_until
 
 from .conftest import kubernetes
-from .test_kubelet import _phase, _pod, _wait
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -67,10 +67,12 @@ def test_a_gang_runs_to_finished_through_the_api(tmp_path: Path) -> None:
         }
         custom.create_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", "default", "podgroups", group)
         for index in range(2):
-            pod = _pod(f"gang-{index}", cpu="16", run="0s")
+            pod = kwok_pod(f"gang-{index}", cpu="16", run="0s")
             pod["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "gang"}  # type: ignore[index]
             core.create_namespaced_pod("default", pod)
-        pods = _wait(core, lambda p: _phase(p, "gang-0") == "Succeeded" and _phase(p, "gang-1") == "Succeeded")
+        pods = watch_until(
+            core, lambda p: phase_of(p, "gang-0") == "Succeeded" and phase_of(p, "gang-1") == "Succeeded"
+        )
         assert {pods[f"gang-{i}"]["spec"]["nodeName"] for i in range(2)} == {"node-0000", "node-0001"}
 
         def finished() -> bool:

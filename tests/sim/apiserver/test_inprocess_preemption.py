@@ -161,8 +161,7 @@ def test_a_budget_refuses_an_eviction_and_another_uid_is_not_evicted(
 def test_a_workload_with_classes_and_budgets_replays_as_simulate_runs_it(tmp_path: Path) -> None:
     from kubeflux.sim.workloads.cluster_file import uniform_cluster
     from kubeflux.sim.workloads.manifests import read_manifests
-
-    from .test_replay import both, schedule
+    from tests.sim.apiserver._served import both, schedule
 
     def pod(name: str, cls: str) -> dict[str, Any]:
         annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": "30s"}

@@ -5,9 +5,8 @@ of a minute), never for durations."""
 
 from __future__ import annotations
 
-import threading
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,11 @@ from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.wallclock import WallClock
+from tests.sim.apiserver._client import kwok_pod, phase_of, watch_until
 
-from .conftest import kubernetes, pod_manifest
+from .conftest import kubernetes
 
 client = kubernetes.client
-RUN_TIME = "pod-complete.stage.kwok.x-k8s.io/delay"
-EXIT_CODE = "sim.kubeflux.io/exit-code"
 
 
 def _serve(tmp_path: Path, nodes: int, schedulers: list[str]) -> ApiServer:
@@ -50,57 +48,10 @@ def cluster(tmp_path: Path) -> Iterator[Any]:
         server.stop()
 
 
-def _pod(name: str, cpu: str = "8", run: str | None = None, exit_code: int = 0) -> dict[str, Any]:
-    manifest = pod_manifest(name, cpu=cpu, schedulerName="kubeflux", restartPolicy="Never")
-    annotations: dict[str, str] = {}
-    if run is not None:
-        annotations[RUN_TIME] = run
-    if exit_code:
-        annotations[EXIT_CODE] = str(exit_code)
-    manifest["metadata"]["annotations"] = annotations  # type: ignore[index]
-    return manifest
-
-
-def _wait(core: Any, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    """Follow the pods until ``check`` holds for the map name → raw pod (a minute at most: a guard, not a timing)."""
-    listed = core.list_namespaced_pod("default", _preload_content=False)
-    state = orjson.loads(listed.data)
-    pods = {p["metadata"]["name"]: p for p in state["items"]}
-    if check(pods):
-        return pods
-    done = threading.Event()
-    watch = kubernetes.watch.Watch()
-    timer = threading.Timer(60, watch.stop)
-    timer.start()
-    try:
-        for event in watch.stream(
-            core.list_namespaced_pod,
-            "default",
-            deserialize=False,
-            resource_version=state["metadata"]["resourceVersion"],
-        ):
-            obj = event["object"]
-            if event["type"] == "DELETED":
-                pods.pop(obj["metadata"]["name"], None)
-            elif event["type"] in ("ADDED", "MODIFIED"):
-                pods[obj["metadata"]["name"]] = obj
-            if check(pods):
-                done.set()
-                watch.stop()
-    finally:
-        timer.cancel()
-    assert done.is_set() or check(pods), f"pods never reached the expected state: {pods}"
-    return pods
-
-
-def _phase(pods: dict[str, Any], name: str) -> str:
-    return str(pods.get(name, {}).get("status", {}).get("phase", ""))
-
-
 def test_a_bound_pod_runs_then_succeeds_or_fails_with_its_exit_code(cluster: Any) -> None:
-    cluster.create_namespaced_pod("default", _pod("ok", cpu="4", run="0s"))
-    cluster.create_namespaced_pod("default", _pod("segv", cpu="4", run="0s", exit_code=139))
-    pods = _wait(cluster, lambda p: _phase(p, "ok") == "Succeeded" and _phase(p, "segv") == "Failed")
+    cluster.create_namespaced_pod("default", kwok_pod("ok", cpu="4", run="0s"))
+    cluster.create_namespaced_pod("default", kwok_pod("segv", cpu="4", run="0s", exit_code=139))
+    pods = watch_until(cluster, lambda p: phase_of(p, "ok") == "Succeeded" and phase_of(p, "segv") == "Failed")
     ok, segv = pods["ok"], pods["segv"]
     assert ok["spec"]["nodeName"] == "node-0000"
     assert [c["type"] for c in ok["status"]["conditions"]] == [
@@ -117,19 +68,19 @@ def test_a_bound_pod_runs_then_succeeds_or_fails_with_its_exit_code(cluster: Any
 
 def test_the_seed_demo_through_the_api(cluster: Any) -> None:
     """One node of 16 cores; pods of 8 cores: one runs on, one segfaults, the third waits for its room."""
-    cluster.create_namespaced_pod("default", _pod("long"))
-    cluster.create_namespaced_pod("default", _pod("segv", run="0s", exit_code=139))
-    cluster.create_namespaced_pod("default", _pod("next"))
-    pods = _wait(cluster, lambda p: _phase(p, "next") == "Running" and _phase(p, "segv") == "Failed")
-    assert _phase(pods, "long") == "Running"
+    cluster.create_namespaced_pod("default", kwok_pod("long"))
+    cluster.create_namespaced_pod("default", kwok_pod("segv", run="0s", exit_code=139))
+    cluster.create_namespaced_pod("default", kwok_pod("next"))
+    pods = watch_until(cluster, lambda p: phase_of(p, "next") == "Running" and phase_of(p, "segv") == "Failed")
+    assert phase_of(pods, "long") == "Running"
     assert {pods[n]["spec"]["nodeName"] for n in ("long", "segv", "next")} == {"node-0000"}
     events = cluster.list_namespaced_event("default", field_selector="reason=Scheduled").items
     assert sorted(e.involved_object.name for e in events) == ["long", "next", "segv"]
 
 
 def test_a_pod_larger_than_any_node_is_marked_unschedulable(cluster: Any) -> None:
-    cluster.create_namespaced_pod("default", _pod("huge", cpu="32"))
-    pods = _wait(
+    cluster.create_namespaced_pod("default", kwok_pod("huge", cpu="32"))
+    pods = watch_until(
         cluster,
         lambda p: any(
             c.get("reason") == "Unschedulable" for c in p.get("huge", {}).get("status", {}).get("conditions", [])
@@ -141,10 +92,10 @@ def test_a_pod_larger_than_any_node_is_marked_unschedulable(cluster: Any) -> Non
 
 
 def test_a_running_pod_deleted_gracefully_is_confirmed_by_its_kubelet(cluster: Any) -> None:
-    cluster.create_namespaced_pod("default", _pod("forever"))
-    _wait(cluster, lambda p: _phase(p, "forever") == "Running")
+    cluster.create_namespaced_pod("default", kwok_pod("forever"))
+    watch_until(cluster, lambda p: phase_of(p, "forever") == "Running")
     cluster.delete_namespaced_pod("forever", "default")
-    _wait(cluster, lambda p: "forever" not in p)
+    watch_until(cluster, lambda p: "forever" not in p)
 
 
 def test_with_speed_stage_delays_and_timestamps_are_in_simulated_time(tmp_path: Path) -> None:
@@ -159,8 +110,8 @@ def test_with_speed_stage_delays_and_timestamps_are_in_simulated_time(tmp_path: 
     api = kubernetes.config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
     try:
         core = client.CoreV1Api(api)
-        core.create_namespaced_pod("default", _pod("hour", run="1h"))
-        pods = _wait(core, lambda p: _phase(p, "hour") == "Succeeded")
+        core.create_namespaced_pod("default", kwok_pod("hour", run="1h"))
+        pods = watch_until(core, lambda p: phase_of(p, "hour") == "Succeeded")
         state = pods["hour"]["status"]["containerStatuses"][0]["state"]["terminated"]
         ran = parse_timestamp(state["finishedAt"]) - parse_timestamp(state["startedAt"])
         assert ran >= 3600 - 1, "one simulated hour (timestamps are whole seconds)"
@@ -183,7 +134,7 @@ def test_each_node_renews_its_lease_in_kube_node_lease(cluster: Any, tmp_path: P
 
 
 def test_the_cluster_knows_a_pod_from_its_creation_and_binds_it_with_its_binding() -> None:
-    from tests.sim.apiserver.test_virtual_time import PODS, call, eventually
+    from tests.sim.apiserver._served import PODS, call, eventually
 
     nodes = uniform_cluster(3, 4, "8Gi")
     with ApiServer(nodes, kubelet=True) as server:
@@ -191,7 +142,7 @@ def test_the_cluster_knows_a_pod_from_its_creation_and_binds_it_with_its_binding
         cluster = server.kubelet.cluster
         # every node from the start, in the API's order: the core ids are those simulate gives the same nodes
         assert [node.name for node in cluster.nodes] == [node.name for node in nodes]
-        manifest = _pod("p", cpu="2", run="10ms")
+        manifest = kwok_pod("p", cpu="2", run="10ms")
         manifest["spec"]["schedulerName"] = "nobody"  # type: ignore[index]
         call(server, "POST", PODS, manifest)
         eventually(lambda: "default/p" in cluster.pods, "the pod in the cluster")

@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kubeflux.scheduler.objects import Node
-from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.command import _schedulers_for, merge_workloads
-from kubeflux.sim.driver import simulate
-from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import Workload
 from tests.shared import REPO, SHARED
+from tests.sim.apiserver._served import both, schedule
 
 EXAMPLES = REPO / "examples"
 DEMO = REPO / "src" / "kubeflux" / "data" / "demo"
@@ -55,44 +52,6 @@ CASES = {
 
 def nodes_of(cluster: Path | tuple[int, int]) -> list[Node]:
     return read_cluster(cluster) if isinstance(cluster, Path) else uniform_cluster(*cluster, "64Gi")
-
-
-def both(
-    workload: Workload, nodes: list[Node], scheduler: str = "kubeflux", after: Callable[[ApiServer], None] | None = None
-) -> tuple[RunRecord, RunRecord]:
-    """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each); ``after``
-    looks at the served cluster once its run is done."""
-    schedulers, primary = _schedulers_for(scheduler, workload)
-    simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
-    schedulers, primary = _schedulers_for(scheduler, workload)
-    server = ApiServer(
-        nodes,
-        kubelet=True,
-        controllers=True,
-        schedulers=list(schedulers.values()),
-        clock=VirtualClock(),
-        settle=0.0,
-        workload=workload,
-        primary=primary,
-        until_done=True,
-    ).start()
-    try:
-        assert server.join(timeout=900), "the replay never finished"
-        assert server.replay is not None
-        served = server.replay.run_record(scheduler, 0.0)
-        if after is not None:
-            after(server)
-    finally:
-        server.stop()
-    return simulated, served
-
-
-def schedule(run: RunRecord) -> list[tuple[object, ...]]:
-    def row(job: JobRecord) -> tuple[object, ...]:
-        times = (job.first_bind_time, job.starting_time, job.finish_time)
-        return (job.job_id, job.final_state.value, *times, tuple(job.allocated_resources))
-
-    return [row(job) for job in run.jobs]
 
 
 SCHEDULERS = ("coscheduling", "easy", "fcfs", "kube-default", "kubeflux-conservative", "kubeflux-fcfs")

@@ -13,8 +13,7 @@ import pytest
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
-
-from .test_virtual_time import ORIGIN, PODS, _binding, call, eventually, now, phases, pi
+from tests.sim.apiserver._served import ORIGIN, PODS, binding, call, eventually, now, phases, pi
 
 
 def _status(server: ApiServer, path: str) -> tuple[int, bytes]:
@@ -57,7 +56,7 @@ def test_a_list_waiting_for_a_version_does_not_stop_virtual_time_from_reaching_i
     server.start()
     try:
         call(server, "POST", PODS, pi("solo", 30, scheduler="external"))
-        call(server, "POST", f"{PODS}/solo/binding", _binding("solo"))
+        call(server, "POST", f"{PODS}/solo/binding", binding("solo"))
         eventually(lambda: phases(server)["solo"] == "Running", "the bound pod running")
         current = int(call(server, "GET", PODS)["metadata"]["resourceVersion"])
         began = now(server)

@@ -5,7 +5,6 @@ there is, and places it once a controller narrowed its nodes and removed its las
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
+from tests.sim.apiserver._served import ORIGIN, PODS, call, eventually, gated_pod, scheduled
 
 SCHEDULERS = ("kubeflux", "kube-default", "easy")
 
@@ -31,29 +30,17 @@ def cluster() -> Iterator[tuple[ApiServer, list[Scheduler]]]:
         server.stop()
 
 
-def _pod(name: str, scheduler: str, gates: list[str]) -> dict[str, Any]:
-    container = {"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "2"}}}
-    spec = {"schedulerName": scheduler, "containers": [container], "schedulingGates": [{"name": g} for g in gates]}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-
-
-def _scheduled(server: ApiServer, name: str) -> tuple[str, str, str]:
-    pod = call(server, "GET", f"{PODS}/{name}")
-    found = [c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"]
-    return pod["spec"].get("nodeName", ""), *((found[0]["status"], found[0].get("reason", "")) if found else ("", ""))
-
-
 def test_every_scheduler_waits_for_the_gates_then_places_the_pod_where_the_controller_narrowed_it(
     cluster: tuple[ApiServer, list[Scheduler]],
 ) -> None:
     server, schedulers = cluster
     for scheduler in schedulers:
-        call(server, "POST", PODS, _pod(f"open-{scheduler.name}", scheduler.name, []))
-        call(server, "POST", PODS, _pod(f"held-{scheduler.name}", scheduler.name, ["example.com/quota", "kueue"]))
+        call(server, "POST", PODS, gated_pod(f"open-{scheduler.name}", scheduler.name, []))
+        call(server, "POST", PODS, gated_pod(f"held-{scheduler.name}", scheduler.name, ["example.com/quota", "kueue"]))
     for scheduler in schedulers:  # the open pods are placed; the gated ones wait beside them
-        eventually(lambda s=scheduler: _scheduled(server, f"open-{s.name}")[0] != "", f"open-{scheduler.name} bound")
+        eventually(lambda s=scheduler: scheduled(server, f"open-{s.name}")[0] != "", f"open-{scheduler.name} bound")
     for scheduler in schedulers:
-        assert _scheduled(server, f"held-{scheduler.name}") == ("", "False", "SchedulingGated")
+        assert scheduled(server, f"held-{scheduler.name}") == ("", "False", "SchedulingGated")
 
     queue = call(server, "GET", "/kubeflux/queue")
     [kubeflux] = [s for s in queue["schedulers"] if s["name"] == "kubeflux"]
@@ -66,7 +53,7 @@ def test_every_scheduler_waits_for_the_gates_then_places_the_pod_where_the_contr
         patch = {"spec": {"nodeSelector": selector, "schedulingGates": [{"name": "kueue"}]}}
         call(server, "PATCH", path, patch, "application/merge-patch+json")
     for scheduler in schedulers:
-        assert _scheduled(server, f"held-{scheduler.name}") == ("", "False", "SchedulingGated")
+        assert scheduled(server, f"held-{scheduler.name}") == ("", "False", "SchedulingGated")
         call(
             server,
             "PATCH",
@@ -76,5 +63,5 @@ def test_every_scheduler_waits_for_the_gates_then_places_the_pod_where_the_contr
         )
     for scheduler in schedulers:
         name = f"held-{scheduler.name}"
-        eventually(lambda n=name: _scheduled(server, n)[0] != "", f"{name} bound once ungated")
-        assert _scheduled(server, name) == (node, "True", "")
+        eventually(lambda n=name: scheduled(server, n)[0] != "", f"{name} bound once ungated")
+        assert scheduled(server, name) == (node, "True", "")

@@ -15,8 +15,7 @@ from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from tests.sim.apiserver.test_scheduling_gates import _pod, _scheduled
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, _binding, call, eventually, now, phases, pi
+from tests.sim.apiserver._served import ORIGIN, PODS, binding, call, eventually, gated_pod, now, phases, pi, scheduled
 
 SCHEDULERS = ("kubeflux", "kube-default", "easy")
 MERGE = "application/merge-patch+json"
@@ -35,7 +34,7 @@ def served(request: pytest.FixtureRequest) -> Iterator[tuple[ApiServer, Schedule
 
 
 def _held(name: str, scheduler: str, cpu: str, **meta: Any) -> dict[str, Any]:
-    manifest = _pod(name, scheduler, ["example.com/quota"])
+    manifest = gated_pod(name, scheduler, ["example.com/quota"])
     manifest["metadata"].update(meta)
     manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
     return manifest
@@ -48,9 +47,9 @@ def test_a_pod_ungated_while_being_deleted_is_never_bound_and_holds_up_no_other(
     call(server, "POST", PODS, _held("leaving", scheduler.name, "8", finalizers=["example.com/hold"]))
     call(server, "DELETE", f"{PODS}/leaving")  # a finalizer keeps it, marked for deletion
     call(server, "PATCH", f"{PODS}/leaving", {"spec": {"schedulingGates": None}}, MERGE)
-    call(server, "POST", PODS, _pod("next", scheduler.name, []))
-    eventually(lambda: _scheduled(server, "next")[0] != "", "the next pod bound")
-    assert _scheduled(server, "leaving")[0] == ""
+    call(server, "POST", PODS, gated_pod("next", scheduler.name, []))
+    eventually(lambda: scheduled(server, "next")[0] != "", "the next pod bound")
+    assert scheduled(server, "leaving")[0] == ""
     call(server, "PATCH", f"{PODS}/leaving", {"metadata": {"finalizers": None}}, MERGE)
 
 
@@ -61,8 +60,8 @@ def test_a_pod_ungated_with_a_node_selector_no_node_matches_is_told_it_is_unsche
     call(server, "POST", PODS, _held("nowhere", scheduler.name, "1"))
     patch = {"spec": {"schedulingGates": None, "nodeSelector": {"example.com/flavor": "gpu"}}}
     call(server, "PATCH", f"{PODS}/nowhere", patch, MERGE)
-    eventually(lambda: _scheduled(server, "nowhere")[1:] == ("False", "Unschedulable"), "the pod told Unschedulable")
-    assert _scheduled(server, "nowhere")[0] == ""
+    eventually(lambda: scheduled(server, "nowhere")[1:] == ("False", "Unschedulable"), "the pod told Unschedulable")
+    assert scheduled(server, "nowhere")[0] == ""
 
 
 def test_virtual_time_goes_on_while_a_pod_waits_for_its_gates_and_waits_for_its_scheduler_once_ungated() -> None:
@@ -76,16 +75,16 @@ def test_virtual_time_goes_on_while_a_pod_waits_for_its_gates_and_waits_for_its_
         held["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
         call(server, "POST", PODS, held)
         call(server, "POST", PODS, pi("first", 30, scheduler="external"))
-        call(server, "POST", f"{PODS}/first/binding", _binding("first"))
+        call(server, "POST", f"{PODS}/first/binding", binding("first"))
         eventually(lambda: phases(server)["first"] == "Succeeded", "the first pod's end beside the gated one")
         assert now(server) == ORIGIN + 30
         call(server, "POST", PODS, pi("third", 30, scheduler="external"))
-        call(server, "POST", f"{PODS}/third/binding", _binding("third"))
+        call(server, "POST", f"{PODS}/third/binding", binding("third"))
         eventually(lambda: phases(server)["third"] == "Running", "the third pod running")
         call(server, "PATCH", f"{PODS}/held", {"spec": {"schedulingGates": None}}, MERGE)
         time.sleep(0.5)  # ten settle periods: were the ungated pod not waited for, time would jump to the third's end
         assert now(server) == ORIGIN + 30
-        call(server, "POST", f"{PODS}/held/binding", _binding("held"))
+        call(server, "POST", f"{PODS}/held/binding", binding("held"))
         eventually(lambda: phases(server)["held"] == "Succeeded", "the ungated pod's end")
         assert now(server) == ORIGIN + 60
     finally:

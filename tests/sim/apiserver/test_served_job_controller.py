@@ -20,8 +20,7 @@ from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
-from tests.sim.apiserver.test_served_jobs import JOBS, conditions, job, served
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
+from tests.sim.apiserver._served import JOBS, ORIGIN, PODS, call, conditions, eventually, job, served
 
 TRACKING = "batch.kubernetes.io/job-tracking"
 

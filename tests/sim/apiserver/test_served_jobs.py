@@ -12,32 +12,15 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kubeflux.apiobjects.manifests import parse_timestamp
-from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.baselines import create
-from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually
+from tests.sim.apiserver._served import JOBS, ORIGIN, PODS, call, conditions, eventually, job, served
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-JOBS = "/apis/batch/v1/namespaces/default/jobs"
 KUBECTL = shutil.which("kubectl")
-
-
-def served(nodes: int = 2, cores: int = 8, memory: str = "64Gi") -> ApiServer:
-    """A served cluster of ``nodes`` alike in virtual time, with its kubelet and Job controller; kube-default
-    schedules the pods (``default-scheduler``). The caller stops it."""
-    return ApiServer(
-        uniform_cluster(nodes, cores, memory),
-        kubelet=True,
-        controllers=True,
-        schedulers=[create("kube-default")],
-        clock=VirtualClock(ORIGIN),
-    ).start()
 
 
 @pytest.fixture
@@ -49,18 +32,6 @@ def cluster(tmp_path: Path) -> Iterator[ApiServer]:
         yield server
     finally:
         server.stop()
-
-
-def job(name: str, run: str, *, exit_code: int = 0, **spec: Any) -> dict[str, Any]:
-    annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": run, "sim.kubeflux.io/exit-code": str(exit_code)}
-    container = {"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "4"}}}
-    template = {"metadata": {"annotations": annotations}, "spec": {"restartPolicy": "Never", "containers": [container]}}
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {**spec, "template": template}}
-
-
-def conditions(server: ApiServer, name: str) -> list[tuple[str, str]]:
-    status = call(server, "GET", f"{JOBS}/{name}").get("status") or {}
-    return [(c["type"], c.get("reason", "")) for c in status.get("conditions") or ()]
 
 
 def pod_starts(server: ApiServer, job_name: str) -> list[float]:

@@ -22,8 +22,7 @@ from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import SPACE_EXCEEDED, Store
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from tests.sim.apiserver.test_served_jobs import JOBS, job
-from tests.sim.apiserver.test_virtual_time import ORIGIN, PODS, call, eventually, now
+from tests.sim.apiserver._served import JOBS, ORIGIN, PODS, call, eventually, job, now
 
 SERVE = [sys.executable, "-m", "kubeflux.cli", "cluster", "serve"]
 

@@ -9,11 +9,8 @@ for an amount of time; the only sleeps check that something did *not* happen, wh
 from __future__ import annotations
 
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-import orjson
 import pytest
 
 from kubeflux.apiobjects.manifests import parse_timestamp
@@ -23,48 +20,7 @@ from kubeflux.sim.baselines import create
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.wallclock import WallClock
-
-ORIGIN = 1_700_000_000.0
-PODS = "/api/v1/namespaces/default/pods"
-
-
-def call(server: ApiServer, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-    data = None if body is None else orjson.dumps(body)
-    request = urllib.request.Request(server.url + path, data=data, method=method)
-    request.add_header("Content-Type", content_type)
-    with urllib.request.urlopen(request, timeout=60) as response:
-        assert response.headers["X-Kubeflux-Time"], "every answer carries the simulated time"
-        return orjson.loads(response.read())
-
-
-def now(server: ApiServer) -> float:
-    return float(call(server, "GET", "/kubeflux/time")["now"])
-
-
-def pi(name: str, seconds: int, scheduler: str = "kubeflux") -> dict[str, Any]:
-    """One of the seed demo's pods: 8 cores, done after ``seconds``."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds}s"}},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [{"name": "pi", "image": "perl:5.34", "resources": {"requests": {"cpu": "8"}}}],
-        },
-    }
-
-
-def eventually(check: Callable[[], bool], what: str) -> None:
-    """Poll until ``check()`` holds (the limit only stops a broken server from hanging the suite). Every request
-    restarts the settle period (50 ms), so a client polling faster would hold the clock: poll every 250 ms."""
-    give_up = time.monotonic() + 300
-    while not check():
-        assert time.monotonic() < give_up, f"{what} never happened"
-        time.sleep(0.25)
-
-
-def phases(server: ApiServer) -> dict[str, str]:
-    return {p["metadata"]["name"]: p["status"].get("phase", "") for p in call(server, "GET", PODS)["items"]}
+from tests.sim.apiserver._served import ORIGIN, PODS, binding, call, eventually, now, phases, pi
 
 
 @pytest.fixture
@@ -108,7 +64,7 @@ def test_time_jumps_to_each_pods_end_and_objects_carry_simulated_time(cluster: A
 def test_a_pod_no_scheduler_has_answered_holds_the_clock(cluster: ApiServer) -> None:
     # The test is the (external) scheduler: nothing runs in the process.
     call(cluster, "POST", PODS, pi("first", 30, scheduler="external"))
-    call(cluster, "POST", "/api/v1/namespaces/default/pods/first/binding", _binding("first"))
+    call(cluster, "POST", "/api/v1/namespaces/default/pods/first/binding", binding("first"))
     eventually(lambda: phases(cluster)["first"] == "Running", "the bound pod running")
     call(cluster, "POST", PODS, pi("second", 30, scheduler="external"))
     time.sleep(0.5)  # ten settle periods: without the rule, time would jump to the first pod's end
@@ -119,24 +75,15 @@ def test_a_pod_no_scheduler_has_answered_holds_the_clock(cluster: ApiServer) -> 
     call(cluster, "PATCH", f"{PODS}/second/status", patch, "application/strategic-merge-patch+json")
     eventually(lambda: phases(cluster)["first"] == "Succeeded", "the first pod's end, once the second is answered")
     assert now(cluster) == ORIGIN + 30
-    call(cluster, "POST", "/api/v1/namespaces/default/pods/second/binding", _binding("second"))
+    call(cluster, "POST", "/api/v1/namespaces/default/pods/second/binding", binding("second"))
     eventually(lambda: phases(cluster)["second"] == "Succeeded", "the second pod's end")
     assert now(cluster) == ORIGIN + 60
 
 
 def test_polling_the_time_does_not_hold_the_clock(cluster: ApiServer) -> None:
     call(cluster, "POST", PODS, pi("solo", 45, scheduler="external"))
-    call(cluster, "POST", "/api/v1/namespaces/default/pods/solo/binding", _binding("solo"))
+    call(cluster, "POST", "/api/v1/namespaces/default/pods/solo/binding", binding("solo"))
     eventually(lambda: now(cluster) == ORIGIN + 45, "the jump to the pod's end while the time is polled")
-
-
-def _binding(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name},
-        "target": {"kind": "Node", "name": "node-0000"},
-    }
 
 
 def test_virtual_timers_run_in_the_simulators_tie_order() -> None:
