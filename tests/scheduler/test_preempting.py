@@ -247,11 +247,18 @@ def restarted(cluster: Cluster) -> Cluster:
     return fresh
 
 
-def test_a_restarted_scheduler_waits_for_the_victims_already_terminating() -> None:
+def urgent_gang_evicting(size: int) -> Cluster:
+    """:func:`full_cluster` whose victims terminate gracefully, after an urgent gang of ``size`` 8-core pods arrived at
+    50 s and evicted ``size`` pods for its room."""
     cluster = full_cluster()
     terminating(cluster)
-    gang(cluster, "urgent", 4, 8000, t=50, priority=1000)
-    assert len([d for d in cluster.run(50.0) if isinstance(d, Evict)]) == 4
+    gang(cluster, "urgent", size, 8000, t=50, priority=1000)
+    assert len([d for d in cluster.run(50.0) if isinstance(d, Evict)]) == size
+    return cluster
+
+
+def test_a_restarted_scheduler_waits_for_the_victims_already_terminating() -> None:
+    cluster = urgent_gang_evicting(4)
     fresh = restarted(cluster)
     again = fresh.run(51.0)
     assert not [d for d in again if isinstance(d, Evict)], "the new core evicted more than the urgent gang needs"
@@ -259,10 +266,7 @@ def test_a_restarted_scheduler_waits_for_the_victims_already_terminating() -> No
 
 
 def test_a_second_urgent_job_does_not_evict_more_than_the_room_being_freed_leaves() -> None:
-    cluster = full_cluster()
-    terminating(cluster)
-    gang(cluster, "urgent", 2, 8000, t=50, priority=1000)
-    assert len([d for d in cluster.run(50.0) if isinstance(d, Evict)]) == 2
+    cluster = urgent_gang_evicting(2)
     # restarted: the first urgent gang's victims (2 × 8 cores) still terminating, room for exactly one 2 × 8 gang
     fresh = restarted(cluster)
     assert not [d for d in fresh.run(51.0) if isinstance(d, Evict)]

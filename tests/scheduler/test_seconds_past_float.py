@@ -1,15 +1,12 @@
 """Seconds given as an integer past the largest float (JSON and Python have integers of any size) are bad input
 that names its field, never an OverflowError out of the reader or the scheduler (found in review: ``math.isfinite``
-raised on them)."""
+raised on them). The allocation annotation's reader is held to the same in tests/scheduler/test_allocation.py."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
-from kubeflux.scheduler.allocation import read_allocation
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Reject
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup
@@ -47,12 +44,6 @@ def test_a_manifests_seconds_past_any_float_are_a_manifest_error_naming_the_fiel
     says = "json: cannot unmarshal number 1000" if manifest["kind"] == "Pod" else "must be at most 2147483647"
     with pytest.raises(ManifestError, match=f"{path}: {says}"):
         read(manifest)
-
-
-def test_an_allocation_annotation_of_a_start_past_any_float_is_refused_as_bad() -> None:
-    """A restarted kubeflux reads its allocation annotations back as hostile input: a ValueError it reports."""
-    with pytest.raises(ValueError, match="start: expected a whole number of seconds"):
-        read_allocation(json.dumps({"start": HUGE, "duration": 60}), 10**6)
 
 
 def _pod(name: str, **fields: object) -> Pod:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from kubeflux.scheduler.objects import Node
-from kubeflux.sim.apiserver.clock import VirtualClock
+from kubeflux.sim.apiserver.clock import Clock, VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.command import _schedulers_for
@@ -110,27 +110,41 @@ def both(
     looks at the served cluster once its run is done."""
     schedulers, primary = _schedulers_for(scheduler, workload)
     simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
+    return simulated, replayed(workload, nodes, scheduler, VirtualClock(), after, settle=0.0)
+
+
+def replayed(
+    workload: Workload,
+    nodes: list[Node],
+    scheduler: str,
+    clock: Clock,
+    after: Callable[[ApiServer], None] | None = None,
+    **server: Any,
+) -> RunRecord:
+    """The run of ``workload`` through the API on ``clock`` to its end (``cluster serve --until-done``), with fresh
+    schedulers; ``after`` looks at the served cluster once its run is done; ``server``: more of
+    :class:`ApiServer`'s settings."""
     schedulers, primary = _schedulers_for(scheduler, workload)
-    server = ApiServer(
+    api = ApiServer(
         nodes,
         kubelet=True,
         controllers=True,
         schedulers=list(schedulers.values()),
-        clock=VirtualClock(),
-        settle=0.0,
+        clock=clock,
         workload=workload,
         primary=primary,
         until_done=True,
+        **server,
     ).start()
     try:
-        assert server.join(timeout=900), "the replay never finished"
-        assert server.replay is not None
-        served = server.replay.run_record(scheduler, 0.0)
+        assert api.join(timeout=900), "the replay never finished"
+        assert api.replay is not None
+        run = api.replay.run_record(scheduler, 0.0)
         if after is not None:
-            after(server)
+            after(api)
     finally:
-        server.stop()
-    return simulated, served
+        api.stop()
+    return run
 
 
 def schedule(run: RunRecord) -> list[tuple[object, ...]]:

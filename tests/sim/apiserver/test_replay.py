@@ -16,13 +16,13 @@ import pytest
 
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.command import _schedulers_for, merge_workloads
+from kubeflux.sim.command import merge_workloads
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import Workload
 from tests.shared import REPO, SHARED
-from tests.sim.apiserver._served import both, schedule
+from tests.sim.apiserver._served import both, replayed, schedule
 
 EXAMPLES = REPO / "examples"
 DEMO = REPO / "src" / "kubeflux" / "data" / "demo"
@@ -167,23 +167,7 @@ def test_a_replay_in_accelerated_wall_time_runs_the_seed_demo_to_its_end() -> No
 
     nodes = read_cluster(ONE_WORKER)
     workload = map_to_cluster(load_workload(EXAMPLES / "workloads" / "pi-demo.yaml"), nodes)
-    schedulers, primary = _schedulers_for("kubeflux", workload)
-    server = ApiServer(
-        nodes,
-        kubelet=True,
-        controllers=True,
-        schedulers=list(schedulers.values()),
-        clock=WallClock(speed=400),
-        workload=workload,
-        primary=primary,
-        until_done=True,
-    ).start()
-    try:
-        assert server.join(timeout=900), "the replay never finished"
-        assert server.replay is not None
-        run = server.replay.run_record("kubeflux", 0.0)
-    finally:
-        server.stop()
+    run = replayed(workload, nodes, "kubeflux", WallClock(speed=400))
     states = {job.job_id: job.final_state.value for job in run.jobs}
     assert len(states) == 8
     assert all(state == "COMPLETED_FAILED" for job, state in states.items() if "segfault" in job)
