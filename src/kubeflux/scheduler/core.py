@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter, deque
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
@@ -78,7 +79,45 @@ from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
 
-__all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler"]
+__all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler", "Parts", "wire"]
+
+
+@dataclass(slots=True)
+class Parts:
+    """The parts a kubeflux scheduler is made of, over one profile and one log, each given the parts it uses (as
+    kube-scheduler's scheduler has a cache, a queue and a framework): :func:`wire` makes them, for
+    :class:`KubefluxScheduler` and for the tests of one part on its own (:func:`kubeflux.scheduler.testing.parts`)."""
+
+    profile: Profile
+    queue: PendingQueue
+    books: ClusterBooks
+    informer: Informer
+    filter: NodeFilter
+    placer: Placer
+    reserver: Reserver
+    confiner: Confiner
+    preemptor: Preemptor
+    log: deque[str]
+
+
+def wire(profile: Profile, log: deque[str]) -> Parts:
+    """A scheduler's parts for ``profile``, new and empty, writing their log lines to ``log``."""
+    queue = PendingQueue()
+    books = ClusterBooks(profile, queue, log)
+    node_filter = NodeFilter(profile, books, queue)
+    placer = Placer(profile, books, queue, node_filter, log)
+    return Parts(
+        profile,
+        queue,
+        books,
+        Informer(profile, books, queue, log),
+        node_filter,
+        placer,
+        Reserver(profile, books, queue, node_filter, placer, log),
+        Confiner(profile, books, queue, node_filter, log),
+        Preemptor(profile, books, queue, node_filter, log.append),
+        log,
+    )
 
 
 NO_SHARE_REASON: Final = "node(s) are not available to kubeflux under its sharing policy"
@@ -121,14 +160,15 @@ class KubefluxScheduler:
         self.profile = Profile(name, policy, sharing or SharedSharing(), horizon, shape, preemption)
         self.log: deque[str] = deque(maxlen=log_limit)
         """Fluence-style log lines (nodes found, cores per node, policy, each match and its result)."""
-        self.queue = PendingQueue()
-        self.books = ClusterBooks(self.profile, self.queue, self.log)
-        self.informer = Informer(self.profile, self.books, self.queue, self.log)
-        self.filter = NodeFilter(self.profile, self.books, self.queue)
-        self.placer = Placer(self.profile, self.books, self.queue, self.filter, self.log)
-        self.reserver = Reserver(self.profile, self.books, self.queue, self.filter, self.placer, self.log)
-        self.confiner = Confiner(self.profile, self.books, self.queue, self.filter, self.log)
-        self.preemptor = Preemptor(self.profile, self.books, self.queue, self.filter, self.log.append)
+        parts = wire(self.profile, self.log)
+        self.queue = parts.queue
+        self.books = parts.books
+        self.informer = parts.informer
+        self.filter = parts.filter
+        self.placer = parts.placer
+        self.reserver = parts.reserver
+        self.confiner = parts.confiner
+        self.preemptor = parts.preemptor
         self.backfill = Backfill(backfill)
         self.queue_depth = queue_depth
         self.group_backoff = group_backoff

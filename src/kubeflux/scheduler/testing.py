@@ -6,7 +6,7 @@ annotations it asks for, and telling it of the bound pod), and checks that no no
 only when a test says (``run(now)``). It is no API server: no validation, no watch, no lifecycle; the simulator
 (:mod:`kubeflux.sim`) is the real cluster model.
 
-:func:`parts` builds the scheduler's parts without the scheduler (books, queue, filter, placer, reserver over
+:func:`parts` builds the scheduler's parts without the scheduler (queue, books, filter, placer, reserver, … over
 the given nodes), for tests of one part on its own.
 
 Usage::
@@ -19,13 +19,10 @@ Usage::
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
 from kubeflux.match.engine import DEFAULT_HORIZON
-from kubeflux.scheduler.books import ClusterBooks
-from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.core import KubefluxScheduler, Parts, wire
 from kubeflux.scheduler.decisions import apply_decisions
-from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.interface import (
     Bind,
     ClusterEvent,
@@ -37,10 +34,7 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
 )
 from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
-from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.profile import Profile
-from kubeflux.scheduler.queue import PendingQueue
-from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 
 __all__ = ["ADDED", "DELETED", "MODIFIED", "Cluster", "Parts", "bound", "messages", "node", "parts", "pod"]
@@ -159,19 +153,6 @@ def messages(decisions: list[Decision]) -> dict[str, str]:
     return {d.pod: d.message for d in decisions if isinstance(d, Unschedulable | Reject)}
 
 
-@dataclass
-class Parts:
-    """A scheduler's parts wired as :class:`KubefluxScheduler` wires them, without it."""
-
-    profile: Profile
-    queue: PendingQueue
-    books: ClusterBooks
-    filter: NodeFilter
-    placer: Placer
-    reserver: Reserver
-    log: deque[str]
-
-
 def parts(
     nodes: list[Node],
     *,
@@ -179,15 +160,10 @@ def parts(
     sharing: SharingPolicy | None = None,
     horizon: int = DEFAULT_HORIZON,
 ) -> Parts:
-    """The parts of a scheduler of ``policy`` whose books hold ``nodes`` (its graph built from them)."""
-    profile = Profile("kubeflux", policy, sharing or SharedSharing(), horizon)
-    log: deque[str] = deque(maxlen=10_000)
-    queue = PendingQueue()
-    books = ClusterBooks(profile, queue, log)
+    """The parts of a scheduler of ``policy`` (wired by :func:`~kubeflux.scheduler.core.wire`, as
+    :class:`KubefluxScheduler` wires them) whose books hold ``nodes`` (its graph built from them)."""
+    made = wire(Profile("kubeflux", policy, sharing or SharedSharing(), horizon), deque(maxlen=10_000))
     for n in nodes:
-        books.put_node(n)
-    books.ensure_graph()
-    node_filter = NodeFilter(profile, books, queue)
-    placer = Placer(profile, books, queue, node_filter, log)
-    reserver = Reserver(profile, books, queue, node_filter, placer, log)
-    return Parts(profile, queue, books, node_filter, placer, reserver, log)
+        made.books.put_node(n)
+    made.books.ensure_graph()
+    return made
