@@ -196,7 +196,8 @@ jobs whose ranks sat in more than one rack) and `mean_waiting_time`.
 
 **What differs from the paper.** The paper measured the real GROMACS in a cloud cluster (the KubeFlux project
 planned its tests on OpenShift), the application's own speed on nodes spread over subnets: the gain came from the
-network, and its size (> 2×) from GROMACS's sensitivity to it; how many jobs it ran at once is not in the seeds. Here the slowdown is a model: {penalty_words}, fixed when the job starts
+network, and its size (> 2×) from GROMACS's sensitivity to it; how many jobs it ran at once is not in the seeds.
+Here the slowdown is a model: {penalty_words}, fixed when the job starts
 and constant for its run, with no contention between jobs sharing a link and no gain from packing inside a node.
 The workload is a stream of jobs that queue, so run time saved is also waiting saved for the jobs behind (and
 a gang that waits for a rack could have started spread), which a one-job-at-a-time measurement does not see.
