@@ -110,7 +110,6 @@ MEAN_OVER: dict[str, str] = {
     "mean_scheduling_latency": "bound_jobs",
     "mean_bind_span": "bound_jobs",
     "mean_job_completion_time": "finished_jobs",
-    "mean_execution_time": "finished_jobs",
     "mean_waiting_time_urgent": "urgent_started_jobs",
     "mean_waiting_time_others": "other_started_jobs",
 }
