@@ -179,3 +179,29 @@ def test_manifest_fields_read_back_equal_and_bad_ones_named() -> None:
     assert merged.terms is not None
     selector = merged.terms.anti_affinity[0].selector
     assert selector is not None and selector.matches({"app": "w", "rev": "7"}) and not selector.matches({"app": "w"})
+
+
+def kube_default() -> Any:
+    from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+
+    return KubeDefaultScheduler("kubeflux", preemption="never")
+
+
+@pytest.mark.parametrize("make", [KubefluxScheduler, kube_default], ids=["kubeflux", "kube-default"])
+def test_the_core_and_the_kube_default_baseline_say_the_same(make: Any) -> None:
+    c = Cluster(make(), [labelled("n1", "a"), labelled("n2", "a"), labelled("n3", "b", cores=0), labelled("n4", "c")])
+    c.add(other("web-1", "n1", {"app": "web"}, ports(80)))
+    c.add(other("guard", "n4", {"app": "guard"}, anti("web", ZONE)))
+    c.add(manifest_pod("web-2", {**anti("web", ZONE), **ports(80)}, {"app": "web"}))
+    assert messages(c.run()) == {
+        "default/web-2": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't have free ports for the "
+        "requested pod ports, 1 node(s) didn't match pod anti-affinity rules, "
+        "1 node(s) didn't satisfy existing pods anti-affinity rules."
+    }
+    c.add(manifest_pod("spread", spread("web"), {"app": "web"}))
+    assert messages(c.run()) == {
+        "default/spread": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy existing pods "
+        "anti-affinity rules, 2 node(s) didn't match pod topology spread constraints."
+    }
+    c.add(manifest_pod("spread-other", spread("web"), {"app": "other"}))  # not counted itself: skew 1 at most
+    assert bound(c.run())["default/spread-other"] in ("n1", "n2", "n4")
