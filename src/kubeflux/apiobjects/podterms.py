@@ -124,6 +124,7 @@ def _host_ports(reader: _Reader) -> tuple[HostPort, ...]:
 
 def _spread(reader: _Reader, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
     kept = []
+    pairs = set()
     for at, item in reader.entries("spec.topologySpreadConstraints"):
         skew = reader.integer(f"{at}.maxSkew", item.get("maxSkew"))
         if skew is None or skew < 1:
@@ -134,6 +135,9 @@ def _spread(reader: _Reader, labels: Mapping[str, str]) -> tuple[SpreadConstrain
         when = reader.field(at, item, "whenUnsatisfiable")
         if when not in _WHEN:
             raise reader.fail(f"{at}.whenUnsatisfiable", f"must be one of {', '.join(_WHEN)}, got {when!r}")
+        if (topology, when) in pairs:
+            raise reader.fail(f"{at}.{{topologyKey, whenUnsatisfiable}}", f'Duplicate value: "{{{topology}, {when}}}"')
+        pairs.add((topology, when))
         minimum = reader.integer(f"{at}.minDomains", item.get("minDomains"))
         if minimum is not None and (minimum < 1 or when != "DoNotSchedule"):
             why = (
