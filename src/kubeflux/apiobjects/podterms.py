@@ -13,7 +13,7 @@ score too, and are not read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from kubeflux.scheduler.objects import (
     AffinityTerm,
@@ -24,8 +24,18 @@ from kubeflux.scheduler.objects import (
     SpreadConstraint,
 )
 
-if TYPE_CHECKING:
-    from kubeflux.apiobjects.manifests import _Reader
+
+class _Reader(Protocol):
+    """What is read of a manifest, each mismatch an error naming the field (``manifests``' reader)."""
+
+    def fail(self, path: str, problem: str) -> Exception: ...
+    def mapping(self, path: str, value: Any = None) -> Mapping[str, Any]: ...
+    def sequence(self, path: str, value: Any = None) -> list[Any]: ...
+    def entries(self, path: str, value: Any = None) -> list[tuple[str, Mapping[str, Any]]]: ...
+    def field(self, path: str, item: Mapping[str, Any], name: str, default: str = "") -> str: ...
+    def string(self, path: str, value: Any = None, default: str = "") -> str: ...
+    def integer(self, path: str, value: Any = None) -> int | None: ...
+
 
 __all__ = ["label_selector", "pod_terms", "selector_to_manifest", "terms_to_manifest"]
 
