@@ -205,3 +205,14 @@ def test_the_core_and_the_kube_default_baseline_say_the_same(make: Any) -> None:
     }
     c.add(manifest_pod("spread-other", spread("web"), {"app": "other"}))  # not counted itself: skew 1 at most
     assert bound(c.run())["default/spread-other"] in ("n1", "n2", "n4")
+
+
+def test_a_pod_with_unusable_terms_built_through_python_is_rejected_naming_the_field() -> None:
+    from kubeflux.scheduler.objects import PodTerms, SpreadConstraint
+    from kubeflux.scheduler.testing import pod
+
+    c = cluster(labelled("n1", "a"))
+    bad = PodTerms(spread=(SpreadConstraint(0, ZONE, None),))
+    c.add(pod("bad", 1000, terms=bad))
+    said = messages(c.run())
+    assert "terms.spread" in said["default/bad"]
