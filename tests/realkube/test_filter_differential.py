@@ -7,8 +7,9 @@ Random small clusters (KWOK nodes with zone, rack and hostname labels, some tain
 the real kube-scheduler one at a time: each is either bound (and stays, an existing pod for those after it) or told
 it waits (and is deleted). For each, a fresh kubeflux core fed the same nodes and bound pods, read from the API server
 (:func:`~kubeflux.apiobjects.manifests.pod_from_manifest`), must agree on whether the pod can be placed now and on
-the per-reason node counts of the ``FailedScheduling`` message; the node each scheduler picks must satisfy every
-constraint by an independent checker written here from the API's definitions.
+the per-reason node counts of the ``FailedScheduling`` message, and so must the simulator's kube-default baseline
+(which shares the core's filter code); the node each of the three picks must satisfy every constraint by an
+independent checker written here from the API's definitions.
 
 By design the messages differ in their tails: kube-scheduler appends its preemption verdict (``preemption: 0/5 nodes
 are available: 5 Preemption is not helpful for scheduling.``), kubeflux says no such thing for a pod that does not
@@ -31,6 +32,7 @@ from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
 from .conftest import CEILING, Api, ready
 
@@ -257,10 +259,11 @@ class Real:
 
 
 def kubeflux_verdict(
-    nodes: list[dict[str, Any]], bound: list[dict[str, Any]], pending: dict[str, Any]
+    nodes: list[dict[str, Any]], bound: list[dict[str, Any]], pending: dict[str, Any], *, baseline: bool = False
 ) -> tuple[str | None, str]:
-    """A fresh kubeflux core fed the nodes and bound pods: where it binds the pending pod, or its message."""
-    scheduler = KubefluxScheduler()
+    """A fresh kubeflux core (``baseline``: the simulator's kube-default baseline) fed the nodes and bound pods:
+    where it binds the pending pod, or its message."""
+    scheduler: Any = KubeDefaultScheduler("kubeflux", preemption="never") if baseline else KubefluxScheduler()
     for node in nodes:
         scheduler.observe(ClusterEvent(EventKind.ADDED, node_from_manifest(node)), 0.0)
     for pod in bound:
@@ -272,7 +275,7 @@ def kubeflux_verdict(
             return decision.node, ""
         if isinstance(decision, (Unschedulable, Reject)):  # a Reject: it could never fit the nodes as they are
             return None, decision.message
-    raise AssertionError(f"kubeflux decided nothing for {mine.key}: {list(scheduler.log)[-5:]}")
+    raise AssertionError(f"{scheduler.name} decided nothing for {mine.key}")
 
 
 def counts(message: str) -> Counter[str]:
@@ -504,15 +507,17 @@ def test_kubeflux_filters_as_the_real_kube_scheduler(scheduled: ControlPlane, ap
             created = real.create(namespace, doc)
             where, message = real.verdict(namespace, f"new-{i}")
             mine, said = kubeflux_verdict(nodes, bound, created)
+            modelled, told = kubeflux_verdict(nodes, bound, created, baseline=True)
             tried += 1
             case = f"round {round_} pod {namespace}/new-{i}: {json.dumps(doc['spec'])}"
-            if (where is None) != (mine is None):
-                disagreements.append(f"{case}\n  kube-scheduler: {where or message}\n  kubeflux: {mine or said}")
-            elif where is None and counts(message) != counts(said):
-                disagreements.append(f"{case}\n  kube-scheduler: {message}\n  kubeflux: {said}")
+            for who, chose, words in (("kubeflux", mine, said), ("kube-default", modelled, told)):
+                if (where is None) != (chose is None):
+                    disagreements.append(f"{case}\n  kube-scheduler: {where or message}\n  {who}: {chose or words}")
+                elif where is None and counts(message) != counts(words):
+                    disagreements.append(f"{case}\n  kube-scheduler: {message}\n  {who}: {words}")
             if where is None:
                 seen.update(reason for reason in counts(message) if reason != "total")
-            for who, chosen in (("kube-scheduler", where), ("kubeflux", mine)):
+            for who, chosen in (("kube-scheduler", where), ("kubeflux", mine), ("kube-default", modelled)):
                 if chosen is not None:
                     broken = violations(
                         next(n for n in nodes if n["metadata"]["name"] == chosen), nodes, bound, created

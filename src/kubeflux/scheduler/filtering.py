@@ -39,6 +39,7 @@ class NodeFilter:
         times while it is placed."""
         self._alike_fit: tuple[int, set[tuple[object, ...]]] = (-1, set())
         self._hostnames: tuple[int, bool] = (-1, False)
+        self._labels: tuple[int, dict[tuple[str, str], list[str]]] = (-1, {})
         """(fit index resets, the shapes of groups of alike members found able to fit the empty nodes then): the
         static fits named by id are the index's own, kept until its next reset."""
 
@@ -84,7 +85,9 @@ class NodeFilter:
         unfit = {name: [why] for name, why in early.items()}
         for name, short in fit.unfit.items():
             unfit.setdefault(name, short)
-        late = late_reasons(pod, [name for name in static.fit if name not in unfit], books.nodes, pods)
+        late = late_reasons(
+            pod, [name for name in static.fit if name not in unfit], books.nodes, pods, self._by_label()
+        )
         for name, why in late.items():
             unfit[name] = [why]
         made = NodeFit(static, unfit, fit.pos)
@@ -123,6 +126,17 @@ class NodeFilter:
             self._hostnames = (resets, None not in values and len(values) == len(names))
         return self._hostnames[1]
 
+    def _by_label(self) -> dict[tuple[str, str], list[str]]:
+        """The nodes by (label, value), kept until the nodes change."""
+        resets = self.books.fits.version[0]
+        if self._labels[0] != resets:
+            index: dict[tuple[str, str], list[str]] = {}
+            for name, node in self.books.nodes.items():
+                for pair in node.labels.items():
+                    index.setdefault(pair, []).append(name)
+            self._labels = (resets, index)
+        return self._labels[1]
+
     def terms_unfit(self, pod: Pod) -> set[str]:
         """The nodes admitting ``pod`` (the static filters) that the filters of :mod:`kubeflux.scheduler.podterms`
         refuse it now, whatever their room (for a search that counts room itself)."""
@@ -132,7 +146,8 @@ class NodeFilter:
             return set()
         static = self.static_fit(pod).fit
         unfit = set(early_reasons(pod, static, books.nodes, pods))
-        unfit.update(late_reasons(pod, [name for name in static if name not in unfit], books.nodes, pods))
+        rest = [name for name in static if name not in unfit]
+        unfit.update(late_reasons(pod, rest, books.nodes, pods, self._by_label()))
         return unfit
 
     def reasons(self, pod: Pod) -> Counter[str]:

@@ -228,11 +228,15 @@ class AffinityTerm:
 
     def matches(self, pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
         """Whether ``pod`` (with ``namespace_labels``, its namespace's labels) is one of the term's pods."""
-        if pod.namespace not in self.namespaces:
+        return self.selects(pod.namespace, pod.labels, namespace_labels)
+
+    def selects(self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether a pod of ``namespace`` (labelled ``namespace_labels``) with ``labels`` is one of the term's pods."""
+        if namespace not in self.namespaces:
             ns = self.namespace_selector
             if ns is None or not (ns.empty or (namespace_labels is not None and ns.matches(namespace_labels))):
                 return False
-        return self.selector is not None and self.selector.matches(pod.labels)
+        return self.selector is not None and self.selector.matches(labels)
 
 
 @dataclass(frozen=True, slots=True)

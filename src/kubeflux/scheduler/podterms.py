@@ -28,6 +28,7 @@ NodeUnschedulable, NodePorts before NodeResourcesFit, PodTopologySpread and Inte
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from kubeflux.scheduler.constraints import matches_node_selector, untolerated_taint
@@ -43,6 +44,7 @@ __all__ = [
     "REASON_PORTS",
     "REASON_SPREAD",
     "REASON_SPREAD_LABEL",
+    "LabelledPods",
     "PodsByNode",
     "constrained",
     "early_reasons",
@@ -63,17 +65,32 @@ ANY_IP: Final = "0.0.0.0"
 """kube-scheduler's DefaultBindAllHostIP: a port on it conflicts with the same port on any address."""
 
 
+@dataclass(slots=True)
+class LabelledPods:
+    """The bound pods of one namespace with the same labels (and terminating or not): where they are, counted per
+    node. Pods of a workload share their labels, so a filter matches a selector once per group, not once per pod."""
+
+    namespace: str
+    labels: dict[str, str]
+    deleted: bool
+    nodes: dict[str, int] = field(default_factory=dict)
+
+
 class PodsByNode:
-    """Every bound pod of every scheduler, by node (kube-scheduler's ``NodeInfo.Pods``), with the pods that carry
-    required anti-affinity counted (their terms apply to every incoming pod) and the namespaces' labels known."""
+    """Every bound pod of every scheduler, by node (kube-scheduler's ``NodeInfo.Pods``), grouped by namespace and
+    labels, with the required anti-affinity terms of the pods that carry them (they apply to every incoming pod), and
+    the namespaces' labels."""
 
     def __init__(self) -> None:
         self.on: dict[str, dict[str, Pod]] = {}
         """Node name → pod uid → pod."""
         self.where: dict[str, str] = {}
         """Pod uid → its node."""
-        self.anti: dict[str, Pod] = {}
-        """Pod uid → the bound pods with required anti-affinity terms."""
+        self.groups: dict[tuple[str, frozenset[tuple[str, str]], bool], LabelledPods] = {}
+        """(namespace, labels, terminating) → the group of such pods."""
+        self.anti: dict[AffinityTerm, dict[str, int]] = {}
+        """Each required anti-affinity term of a bound pod → the nodes of the pods that carry it, counted."""
+        self._held: dict[str, tuple[tuple[str, frozenset[tuple[str, str]], bool], tuple[AffinityTerm, ...]]] = {}
         self.namespace_labels: dict[str, dict[str, str]] = {}
         """Namespace → its labels, for namespace selectors (a namespace not known has none)."""
         self.version = 0
@@ -85,25 +102,45 @@ class PodsByNode:
         self.version += 1
         self.on.setdefault(node, {})[uid] = pod
         self.where[uid] = node
+        key = (pod.namespace, frozenset(pod.labels.items()), pod.deleted)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = LabelledPods(pod.namespace, dict(pod.labels), pod.deleted)
+        group.nodes[node] = group.nodes.get(node, 0) + 1
         terms = pod.terms
-        if terms is not None and terms.anti_affinity:
-            self.anti[uid] = pod
+        anti = terms.anti_affinity if terms is not None else ()
+        for term in anti:
+            holders = self.anti.setdefault(term, {})
+            holders[node] = holders.get(node, 0) + 1
+        self._held[uid] = (key, anti)
 
     def remove(self, uid: str) -> None:
         node = self.where.pop(uid, None)
-        if node is not None:
-            self.version += 1
-            pods = self.on[node]
-            pods.pop(uid, None)
-            if not pods:
-                del self.on[node]
-            self.anti.pop(uid, None)
+        if node is None:
+            return
+        self.version += 1
+        pods = self.on[node]
+        pods.pop(uid, None)
+        if not pods:
+            del self.on[node]
+        key, anti = self._held.pop(uid)
+        group = self.groups[key]
+        _uncount(group.nodes, node)
+        if not group.nodes:
+            del self.groups[key]
+        for term in anti:
+            holders = self.anti[term]
+            _uncount(holders, node)
+            if not holders:
+                del self.anti[term]
 
-    def pods(self) -> Iterator[tuple[str, Pod]]:
-        """(node name, pod) for every bound pod."""
-        for node, pods in self.on.items():
-            for pod in pods.values():
-                yield node, pod
+
+def _uncount(counts: dict[str, int], node: str) -> None:
+    left = counts[node] - 1
+    if left:
+        counts[node] = left
+    else:
+        del counts[node]
 
 
 def constrained(pod: Pod, pods: PodsByNode) -> bool:
@@ -175,25 +212,28 @@ def _counted(constraint: SpreadConstraint, pod: Pod, node: Node) -> bool:
 def _spread_counts(
     pod: Pod, spread: tuple[SpreadConstraint, ...], nodes: Mapping[str, Node], pods: PodsByNode
 ) -> list[dict[str, int]]:
-    """Per constraint, the matching pods of ``pod``'s namespace per domain of the nodes that count."""
+    """Per constraint, the matching pods of ``pod``'s namespace (not terminating) per domain of the nodes that
+    count."""
+    per_node: list[dict[str, int]] = []
+    for constraint in spread:
+        found: dict[str, int] = {}
+        selector = constraint.selector
+        if selector is not None and not selector.empty:  # an empty selector counts no pod (countPodsMatchSelector)
+            for group in pods.groups.values():
+                if group.namespace == pod.namespace and not group.deleted and selector.matches(group.labels):
+                    for name, count in group.nodes.items():
+                        found[name] = found.get(name, 0) + count
+        per_node.append(found)
     counts: list[dict[str, int]] = [{} for _ in spread]
     keys = [constraint.topology_key for constraint in spread]
     for name, node in nodes.items():
         labels = node.labels
         if any(key not in labels for key in keys):
             continue
-        here = pods.on.get(name, {})
         for i, constraint in enumerate(spread):
-            if not _counted(constraint, pod, node):
-                continue
-            selector = constraint.selector
-            count = 0
-            if selector is not None and not selector.empty:  # an empty selector counts no pod (countPodsMatchSelector)
-                for other in here.values():
-                    if other.namespace == pod.namespace and not other.deleted and selector.matches(other.labels):
-                        count += 1
-            domain = labels[constraint.topology_key]
-            counts[i][domain] = counts[i].get(domain, 0) + count
+            if _counted(constraint, pod, node):
+                domain = labels[constraint.topology_key]
+                counts[i][domain] = counts[i].get(domain, 0) + per_node[i].get(name, 0)
     return counts
 
 
@@ -218,8 +258,14 @@ def _spread_reason(
 # --- InterPodAffinity -------------------------------------------------------------------------------------------
 
 
-def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
-    return bool(terms) and all(term.matches(pod, namespace_labels) for term in terms)
+def _pairs(key: str, where: Iterable[str], nodes: Mapping[str, Node], into: set[tuple[str, str]]) -> None:
+    """Add the (``key``, value) pair of each node of ``where`` that carries ``key``."""
+    for name in where:
+        node = nodes.get(name)
+        if node is not None:
+            value = node.labels.get(key)
+            if value is not None:
+                into.add((key, value))
 
 
 class _AffinityCounts:
@@ -231,37 +277,23 @@ class _AffinityCounts:
         self.affinity: set[tuple[str, str]] = set()
         self.anti: set[tuple[str, str]] = set()
         self.existing: set[tuple[str, str]] = set()
-        own_labels = self.own_labels = pods.namespace_labels.get(pod.namespace, {})
-        for uid, other in pods.anti.items():
-            node = nodes.get(pods.where.get(uid, ""))
-            if node is None:
-                continue
-            other_terms = other.terms
-            assert other_terms is not None
-            for term in other_terms.anti_affinity:
-                value = node.labels.get(term.topology_key)
-                if value is not None and term.matches(pod, own_labels):
-                    self.existing.add((term.topology_key, value))
+        labels = pods.namespace_labels
+        own_labels = self.own_labels = labels.get(pod.namespace, {})
+        for term, holders in pods.anti.items():
+            if term.matches(pod, own_labels):
+                _pairs(term.topology_key, holders, nodes, self.existing)
         affinity = terms.affinity if terms is not None else ()
         anti = terms.anti_affinity if terms is not None else ()
         if not affinity and not anti:
             return
-        labels = pods.namespace_labels
-        for name, here in pods.on.items():
-            node = nodes.get(name)
-            if node is None:
-                continue
-            for other in here.values():
-                other_labels = labels.get(other.namespace)
-                if affinity and _matches_all(affinity, other, other_labels):
-                    for term in affinity:
-                        value = node.labels.get(term.topology_key)
-                        if value is not None:
-                            self.affinity.add((term.topology_key, value))
-                for term in anti:
-                    value = node.labels.get(term.topology_key)
-                    if value is not None and term.matches(other, other_labels):
-                        self.anti.add((term.topology_key, value))
+        for group in pods.groups.values():
+            group_ns = labels.get(group.namespace)
+            if affinity and all(term.selects(group.namespace, group.labels, group_ns) for term in affinity):
+                for term in affinity:
+                    _pairs(term.topology_key, group.nodes, nodes, self.affinity)
+            for term in anti:
+                if term.selects(group.namespace, group.labels, group_ns):
+                    _pairs(term.topology_key, group.nodes, nodes, self.anti)
 
     def reason(self, pod: Pod, terms: PodTerms | None, node: Node) -> str | None:
         labels = node.labels
@@ -285,14 +317,35 @@ class _AffinityCounts:
         return None
 
 
-def late_reasons(pod: Pod, candidates: Iterable[str], nodes: Mapping[str, Node], pods: PodsByNode) -> dict[str, str]:
+def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
+    return bool(terms) and all(term.matches(pod, namespace_labels) for term in terms)
+
+
+def late_reasons(
+    pod: Pod,
+    candidates: Iterable[str],
+    nodes: Mapping[str, Node],
+    pods: PodsByNode,
+    by_label: Mapping[tuple[str, str], Iterable[str]] | None = None,
+) -> dict[str, str]:
     """PodTopologySpread's and InterPodAffinity's reason for each of ``candidates`` (nodes that passed every filter
-    before them) that fails them."""
+    before them) that fails them. ``by_label``: the nodes by (label, value), when the caller keeps them: a pod with
+    anti-affinity alone (the common case: one per node) then costs the nodes it rules out, not a look at each
+    candidate."""
     terms = pod.terms
     spread = terms.spread if terms is not None else ()
     counts = _spread_counts(pod, spread, nodes, pods) if spread else []
     affinity = _AffinityCounts(pod, terms, nodes, pods)
     failed: dict[str, str] = {}
+    if by_label is not None and not spread and (terms is None or not terms.affinity):
+        open_ = set(candidates)
+        ruled = ((affinity.anti, REASON_ANTI_AFFINITY), (affinity.existing, REASON_EXISTING_ANTI_AFFINITY))
+        for pairs, because in ruled:
+            for pair in pairs:
+                for name in by_label.get(pair, ()):
+                    if name in open_ and name not in failed:
+                        failed[name] = because
+        return failed
     for name in candidates:
         node = nodes.get(name)
         if node is None:
