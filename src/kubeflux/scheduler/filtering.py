@@ -74,7 +74,7 @@ class NodeFilter:
         books = self.books
         fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
         pods = books.pods
-        if pod.terms is None and not pods.anti:
+        if pod.terms is None and not pods.holders:
             return fit
         key = (books.fits.version, pods.version)
         known = self._pod_fit
@@ -142,7 +142,7 @@ class NodeFilter:
         refuse it now, whatever their room (for a search that counts room itself)."""
         books = self.books
         pods = books.pods
-        if pod.terms is None and not pods.anti:
+        if pod.terms is None and not pods.holders:
             return set()
         static = self.static_fit(pod).fit
         unfit = set(early_reasons(pod, static, books.nodes, pods))

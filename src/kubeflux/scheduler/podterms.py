@@ -61,6 +61,7 @@ REASON_AFFINITY: Final = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY: Final = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+_LOG_LIMIT: Final = 100_000
 ANY_IP: Final = "0.0.0.0"
 """kube-scheduler's DefaultBindAllHostIP: a port on it conflicts with the same port on any address."""
 
@@ -79,18 +80,26 @@ class LabelledPods:
 class PodsByNode:
     """Every bound pod of every scheduler, by node (kube-scheduler's ``NodeInfo.Pods``), grouped by namespace and
     labels, with the required anti-affinity terms of the pods that carry them (they apply to every incoming pod), and
-    the namespaces' labels."""
+    the namespaces' labels.
+
+    Kept lazily: :meth:`add` and :meth:`remove` note the pod (a pod placed costs a dict write, whatever the cluster:
+    :data:`_LOG_LIMIT`), and the groups are brought up to date by :meth:`settle` when a filter reads them."""
 
     def __init__(self) -> None:
+        self.latest: dict[str, tuple[Pod, str]] = {}
+        """Pod uid → (the pod, its node)."""
+        self.holders: set[str] = set()
+        """The uids of the bound pods with required anti-affinity (kept at once: it says whether any pod needs the
+        filters)."""
         self.on: dict[str, dict[str, Pod]] = {}
-        """Node name → pod uid → pod."""
-        self.where: dict[str, str] = {}
-        """Pod uid → its node."""
+        """Node name → pod uid → pod (settled)."""
         self.groups: dict[tuple[str, frozenset[tuple[str, str]], bool], LabelledPods] = {}
-        """(namespace, labels, terminating) → the group of such pods."""
+        """(namespace, labels, terminating) → the group of such pods (settled)."""
         self.anti: dict[AffinityTerm, dict[str, int]] = {}
-        """Each required anti-affinity term of a bound pod → the nodes of the pods that carry it, counted."""
-        self._held: dict[str, tuple[tuple[str, frozenset[tuple[str, str]], bool], tuple[AffinityTerm, ...]]] = {}
+        """Each required anti-affinity term of a bound pod → the nodes of the pods that carry it, counted (settled)."""
+        self._held: dict[str, tuple[str, tuple[str, frozenset[tuple[str, str]], bool], tuple[AffinityTerm, ...]]] = {}
+        self._log: list[str] = []
+        self._stale = False
         self.namespace_labels: dict[str, dict[str, str]] = {}
         """Namespace → its labels, for namespace selectors (a namespace not known has none)."""
         self.version = 0
@@ -98,10 +107,47 @@ class PodsByNode:
 
     def add(self, uid: str, pod: Pod, node: str) -> None:
         """Pod ``uid`` is bound to ``node`` (again, or as a new object)."""
-        self.remove(uid)
+        self.latest[uid] = (pod, node)
+        terms = pod.terms
+        if terms is not None and terms.anti_affinity:
+            self.holders.add(uid)
+        elif self.holders:
+            self.holders.discard(uid)
         self.version += 1
+        log = self._log
+        log.append(uid)
+        if len(log) > _LOG_LIMIT:  # nothing read them for long: rebuilt whole when something does
+            self._log = []
+            self._stale = True
+
+    def remove(self, uid: str) -> None:
+        if self.latest.pop(uid, None) is not None:
+            if self.holders:
+                self.holders.discard(uid)
+            self.version += 1
+            self._log.append(uid)
+
+    def settle(self) -> None:
+        """Bring :attr:`on`, :attr:`groups` and :attr:`anti` up to date with the pods noted since."""
+        if self._stale:
+            self._stale = False
+            self._log = []
+            self.on, self.groups, self.anti, self._held = {}, {}, {}, {}
+            for uid, (pod, node) in self.latest.items():
+                self._count(uid, pod, node)
+            return
+        log = self._log
+        if not log:
+            return
+        self._log = []
+        for uid in dict.fromkeys(log):
+            self._uncount(uid)
+            found = self.latest.get(uid)
+            if found is not None:
+                self._count(uid, *found)
+
+    def _count(self, uid: str, pod: Pod, node: str) -> None:
         self.on.setdefault(node, {})[uid] = pod
-        self.where[uid] = node
         key = (pod.namespace, frozenset(pod.labels.items()), pod.deleted)
         group = self.groups.get(key)
         if group is None:
@@ -112,18 +158,17 @@ class PodsByNode:
         for term in anti:
             holders = self.anti.setdefault(term, {})
             holders[node] = holders.get(node, 0) + 1
-        self._held[uid] = (key, anti)
+        self._held[uid] = (node, key, anti)
 
-    def remove(self, uid: str) -> None:
-        node = self.where.pop(uid, None)
-        if node is None:
+    def _uncount(self, uid: str) -> None:
+        held = self._held.pop(uid, None)
+        if held is None:
             return
-        self.version += 1
+        node, key, anti = held
         pods = self.on[node]
         pods.pop(uid, None)
         if not pods:
             del self.on[node]
-        key, anti = self._held.pop(uid)
         group = self.groups[key]
         _uncount(group.nodes, node)
         if not group.nodes:
@@ -144,9 +189,9 @@ def _uncount(counts: dict[str, int], node: str) -> None:
 
 
 def constrained(pod: Pod, pods: PodsByNode) -> bool:
-    """Whether any of these filters may fail a node for ``pod``: it asks something of the pods around it, names a
-    node, or some bound pod has anti-affinity (which may be against it). False for most pods: nothing to do."""
-    return pod.terms is not None or bool(pods.anti)
+    """Whether any of these filters may fail a node for ``pod``: it asks something of the pods around it, or some
+    bound pod has anti-affinity (which may be against it). False for most pods: nothing to do."""
+    return pod.terms is not None or bool(pods.holders)
 
 
 # --- NodeName and NodePorts -----------------------------------------------------------------------------------
@@ -187,6 +232,7 @@ def early_reasons(pod: Pod, candidates: Iterable[str], nodes: Mapping[str, Node]
     failed: dict[str, str] = {}
     if not wanted and not pod.node_name:
         return failed
+    pods.settle()
     for name in candidates:
         node = nodes.get(name)
         if node is None:
@@ -332,6 +378,7 @@ def late_reasons(
     before them) that fails them. ``by_label``: the nodes by (label, value), when the caller keeps them: a pod with
     anti-affinity alone (the common case: one per node) then costs the nodes it rules out, not a look at each
     candidate."""
+    pods.settle()
     terms = pod.terms
     spread = terms.spread if terms is not None else ()
     counts = _spread_counts(pod, spread, nodes, pods) if spread else []
