@@ -216,3 +216,20 @@ def test_a_pod_with_unusable_terms_built_through_python_is_rejected_naming_the_f
     c.add(pod("bad", 1000, terms=bad))
     said = messages(c.run())
     assert "terms.spread" in said["default/bad"]
+
+
+def test_preemption_evicts_only_where_the_pods_around_would_let_the_pod_go() -> None:
+    from kubeflux.scheduler.messages import Evict
+    from kubeflux.scheduler.testing import pod
+
+    long = {"kubeflux.io/walltime": "10000"}
+    c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    c.add(pod("low-old", 4000, t=0, labels={"app": "low"}, annotations=dict(long)))
+    assert bound(c.run(0.0)) == {"default/low-old": "n1"}
+    c.add(pod("low-new", 4000, t=5, labels={"app": "low"}, annotations=dict(long)))
+    assert bound(c.run(5.0)) == {"default/low-new": "n2"}
+    c.add(other("guard", "n2", {"app": "guard"}, {"containers": [{"name": "c"}]}))
+    urgent = manifest_pod("urgent", {**anti("guard"), "priority": 1000}, {"app": "urgent"})
+    c.add(urgent)
+    evicted = [d.pod for d in c.run(6.0) if isinstance(d, Evict)]
+    assert evicted == ["default/low-old"]  # low-new loses less work, but the guard on n2 keeps the pod away
