@@ -20,9 +20,11 @@ functions over :class:`~kubeflux.scheduler.objects.Pod`, :class:`~kubeflux.sched
   (unless no such pod exists anywhere and the pod matches its own terms: the first of a set), in no domain of a pod
   matching an anti-affinity term, and in no domain of an existing pod whose anti-affinity term matches the pod.
 
-Order, as in kube-scheduler's default profile (a node reports its first failing plugin): NodeName right after
-NodeUnschedulable, NodePorts before NodeResourcesFit, PodTopologySpread and InterPodAffinity after it
-(:func:`early_reasons`, :func:`late_reasons`).
+Order, as in kube-scheduler's default profile (a node reports its first failing plugin): NodePorts before
+NodeResourcesFit, PodTopologySpread and InterPodAffinity after it (:func:`early_reasons`, :func:`late_reasons`).
+NodeName is checked with NodePorts, after the static filters, where kube-scheduler checks it right after
+NodeUnschedulable: only the reason a node reports could differ, and only for a pod both naming a node and waiting,
+which no scheduler is given (a pod that names its node is bound).
 """
 
 from __future__ import annotations
