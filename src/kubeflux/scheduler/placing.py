@@ -177,10 +177,14 @@ class Placer:
         duration = self.profile.planned(first, start)
         if (not cores and not gpus) or any(self.profile.planned(pod, start) != duration for _, pod in run):
             return None
+        one_per_node = self.filter.one_per_node([pod for _, pod in run])
+        if one_per_node is None:
+            return None
         fit = self.filter.fit(first)
         if not fit.any:
             return None
-        spec = gang_jobspec([pod for _, pod in run], duration, self.profile.shape.gpu_resources)
+        members = [pod for _, pod in run]
+        spec = gang_jobspec(members, duration, self.profile.shape.gpu_resources, one_per_node=one_per_node)
         if spec is None:
             return None
         short = self.filter.held_short(first, fit, start, start + duration)
@@ -378,7 +382,10 @@ class Placer:
         candidates: list[tuple[int, ...]] = []
         for _, pod in members:
             mine: list[int] = []
+            refused = self.filter.terms_unfit(pod) if at <= now else set()
             for name in self.filter.static_fit(pod).fit:
+                if name in refused:
+                    continue
                 position = index.get(name)
                 if position is None:
                     position = index[name] = len(names)
@@ -398,6 +405,7 @@ class Placer:
                 (*self.books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 candidates[i],
                 whole_node_policy(pod, self.profile.policy),
+                self.filter.one_per_node([pod]) is True,
             )
             for i, (_, pod) in enumerate(members)
         ]

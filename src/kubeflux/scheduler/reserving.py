@@ -156,7 +156,8 @@ class Reserver:
         assert graph is not None
         pod = pods[0]
         duration = self.profile.planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, self.profile.shape.gpu_resources)
+        one_per_node = self.filter.one_per_node(pods)
+        spec = gang_jobspec(pods, duration, self.profile.shape.gpu_resources, one_per_node=one_per_node is True)
         if spec is None:
             return None
         hidden = self.filter.static_fit(pod)

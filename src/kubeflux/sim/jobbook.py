@@ -183,6 +183,7 @@ class JobBook:
             node_selector=t.node_selector,
             tolerations=t.tolerations,
             required_node_affinity=t.required_node_affinity,
+            terms=t.terms,
             phase=PodPhase.PENDING,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,

@@ -182,6 +182,7 @@ def pod_template(
         manifest=manifest,
         preemption_policy=pod.preemption_policy,
         priority_class=priority_class if isinstance(priority_class, str) else "",
+        terms=pod.terms,
     )
 
 

@@ -16,6 +16,7 @@ from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     DisruptionBudget,
     NodeSelectorTerm,
+    PodTerms,
     ResourceList,
     Toleration,
 )
@@ -52,6 +53,9 @@ class PodTemplate:
     priority_class: str = ""
     """``spec.priorityClassName`` as the Priority admission left it (the class named, or the ``globalDefault``
     one); empty when none is (a trace's pods, ``--urgent``'s)."""
+    terms: PodTerms | None = None
+    """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
+    manifest."""
 
 
 @dataclass(slots=True)
