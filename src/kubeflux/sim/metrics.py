@@ -35,6 +35,10 @@ always in double quotes), then three Kubernetes columns (:data:`KUBERNETES_COLUM
 * ``priority_class``, only when a job of the run has one (a workload's pods naming a PriorityClass, or admitted
   with a ``globalDefault`` one; so that a run without classes writes the file it always wrote): the PriorityClass
   that gave the job its priority (its highest pod's ``spec.priorityClassName``), empty for a job without one.
+* ``cluster_queue``, ``admission_wait``, ``quota_evictions``, only in a run with Kueue objects (so that a run
+  without writes the file it always wrote): the ClusterQueue that admits the job (empty for a job Kueue does not
+  hold), first admission − submission (empty when never admitted), how many times Kueue evicted it for quota
+  (:mod:`kubeflux.sim.kueue.figures`).
 
 :func:`summarize` gives one row per run (see its docstring for each figure; every mean has a count of the jobs it
 averages, :data:`MEAN_OVER`); :func:`write_pods_csv` writes ``pods.csv``, one row per pod (see :func:`pod_cells`).
@@ -54,6 +58,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from kubeflux.sim.kueue.figures import ADMISSION_COLUMNS, admission_columns
 from kubeflux.sim.losses import preemption_losses
 from kubeflux.sim.output.arrays import columns, floats
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
@@ -256,10 +261,14 @@ def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
     from kubeflux.sim.output.csvcolumns import jobs_columns, text_column, write_lines
 
     columns = jobs_columns(run, time_offset(run), interval_set)
-    if not any(job.priority_class for job in run.jobs):
-        return write_lines(path, JOBS_COLUMNS, columns)
-    classes = text_column([job.priority_class for job in run.jobs])
-    return write_lines(path, (*JOBS_COLUMNS, PRIORITY_CLASS_COLUMN), [*columns, classes])
+    header = JOBS_COLUMNS
+    if any(job.priority_class for job in run.jobs):
+        header = (*header, PRIORITY_CLASS_COLUMN)
+        columns = [*columns, text_column([job.priority_class for job in run.jobs])]
+    if run.admission:
+        header = (*header, *ADMISSION_COLUMNS)
+        columns = [*columns, *admission_columns(run.jobs)]
+    return write_lines(path, header, columns)
 
 
 POD_COLUMNS: tuple[str, ...] = (
@@ -459,6 +468,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
         "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,
         "wall_seconds": round(run.wall_seconds, 6),
+        **run.admission,
     }
 
 

@@ -1,0 +1,107 @@
+"""Preemption for quota, as Kueue's ``preemption`` package chooses victims for a workload that does not fit.
+
+Candidates, among the admitted workloads that use a flavor-resource the preemptor needs:
+
+* ``withinClusterQueue``: in its own ClusterQueue, those of lower priority (``LowerPriority``), or also those of
+  equal priority created later (``LowerOrNewerEqualPriority``);
+* ``reclaimWithinCohort``: in the other ClusterQueues of its cohort that borrow, those of lower priority
+  (``LowerPriority``) or any (``Any``) — only when the preemptor's ClusterQueue stays within its nominal quota
+  once it is admitted (it reclaims what it lent; it may not borrow by preempting).
+
+They are tried in Kueue's order: other ClusterQueues' first, then lower priority first, then the most recently
+admitted first; each is removed (an other ClusterQueue's only while that queue still borrows) until the preemptor
+fits, then those not needed are put back (the last removed kept): a minimal set. When the candidates come from its
+cohort, the preemptor must fit without borrowing. None: it waits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubeflux.sim.kueue.flavors import Assignment
+from kubeflux.sim.kueue.objects import ClusterQueue, ReclaimWithinCohort, WithinClusterQueue
+
+if TYPE_CHECKING:
+    from kubeflux.sim.kueue.admission import Admitter, QueuedWorkload
+
+
+def _candidates(
+    admitter: Admitter, cq: ClusterQueue, wl: QueuedWorkload, needed: set[tuple[str, str]]
+) -> list[QueuedWorkload]:
+    book = admitter.book
+    within, reclaim = cq.within_cluster_queue, cq.reclaim_within_cohort
+    cohort = book.cohort_of.get(cq.name, "")
+    found = []
+    for other in admitter.admitted.values():
+        usage = other.assignment.usage if other.assignment is not None else {}
+        if not needed.intersection(usage):
+            continue
+        if other.cluster_queue == cq.name:
+            if within is WithinClusterQueue.NEVER:
+                continue
+            lower = other.priority < wl.priority
+            newer = within is WithinClusterQueue.LOWER_OR_NEWER_EQUAL_PRIORITY and (
+                other.priority == wl.priority and other.created > wl.created
+            )
+            if lower or newer:
+                found.append(other)
+        elif cohort and book.cohort_of.get(other.cluster_queue) == cohort and reclaim is not ReclaimWithinCohort.NEVER:
+            if not any(book.borrowing(other.cluster_queue, fr) for fr in needed):
+                continue
+            if reclaim is ReclaimWithinCohort.ANY or other.priority < wl.priority:
+                found.append(other)
+    found.sort(key=lambda o: (o.cluster_queue == cq.name, o.priority, -(o.admitted_at or 0.0), -o.seq))
+    return found
+
+
+def victims(
+    admitter: Admitter, cq: ClusterQueue, wl: QueuedWorkload, assignment: Assignment
+) -> list[tuple[QueuedWorkload, str]]:
+    """The workloads to evict so that ``wl`` fits ``cq`` with ``assignment`` (module docstring), each with the
+    message of its eviction; empty when no set of candidates makes room."""
+    book = admitter.book
+    usage = assignment.usage
+    needed = set(usage)
+    candidates = _candidates(admitter, cq, wl, needed)
+    if not candidates:
+        return []
+    cross = any(c.cluster_queue != cq.name for c in candidates)
+    if cross and book.would_borrow(cq.name, usage):
+        candidates = [c for c in candidates if c.cluster_queue == cq.name]  # no reclaiming in order to borrow
+        cross = False
+    borrow = not cross
+    removed: list[QueuedWorkload] = []
+    fits = False
+    for candidate in candidates:
+        if candidate.cluster_queue != cq.name and not any(book.borrowing(candidate.cluster_queue, fr) for fr in needed):
+            continue
+        book.add(candidate.cluster_queue, _usage(candidate), -1)
+        removed.append(candidate)
+        if book.fits(cq.name, usage, borrow):
+            fits = True
+            break
+    if fits:
+        for candidate in reversed(removed[:-1]):
+            book.add(candidate.cluster_queue, _usage(candidate))
+            if book.fits(cq.name, usage, borrow):
+                removed.remove(candidate)
+            else:
+                book.add(candidate.cluster_queue, _usage(candidate), -1)
+    for candidate in removed:
+        book.add(candidate.cluster_queue, _usage(candidate))
+    if not fits:
+        return []
+    return [(victim, _message(victim, wl, cq)) for victim in removed]
+
+
+def _usage(wl: QueuedWorkload) -> dict[tuple[str, str], int]:
+    return wl.assignment.usage if wl.assignment is not None else {}
+
+
+def _message(victim: QueuedWorkload, preemptor: QueuedWorkload, cq: ClusterQueue) -> str:
+    """Kueue's eviction message (``Preempted to accommodate a workload (UID: …) due to …``)."""
+    why = "prioritization in the ClusterQueue" if victim.cluster_queue == cq.name else "reclamation within the cohort"
+    return f"Preempted to accommodate a workload ({preemptor.key}) due to {why}"
+
+
+__all__ = ["victims"]
