@@ -13,55 +13,25 @@ creation; after an eviction, the eviction's time: Kueue's default ``requeuingStr
 One cycle repeats until nothing more can be admitted: it takes the head of every ClusterQueue (a
 ``BestEffortFIFO`` queue skips the workloads set aside), orders them (those that fit without borrowing first,
 then priority, then timestamp) and admits each that fits (:func:`~kubeflux.sim.kueue.flavors.assign`). A head that
-does not fit may preempt (:mod:`kubeflux.sim.kueue.preemption`); else it blocks its queue until the next cycle
+does not fit may preempt (:mod:`kubeflux.sim.kueue.preemption`: its victims are evicted and it is admitted at
+once, in the room they left, before any other head could take it); else it blocks its queue until the next cycle
 (``StrictFIFO``) or is set aside until quota is released in its cohort (``BestEffortFIFO``).
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from kubeflux.scheduler.objects import Toleration
 from kubeflux.sim.kueue.flavors import Assignment, Mode, assign
 from kubeflux.sim.kueue.objects import ClusterQueue, KueueObjects, QueueingStrategy
 from kubeflux.sim.kueue.preemption import victims
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
+from kubeflux.sim.kueue.workload import QueuedWorkload
 
-CYCLE_LIMIT = 1_000_000
-"""Admission attempts in one :meth:`Admitter.cycle` at most (a guard: every attempt admits, evicts or sets a
-workload aside, so a cycle ends long before)."""
-
-
-@dataclass(slots=True, eq=False)
-class QueuedWorkload:
-    """One Kueue Workload: a Job, a pod group or a pod labelled with a LocalQueue."""
-
-    key: str
-    """``namespace/name`` of its object."""
-    ref: int
-    """The shell's handle (the simulator's job index)."""
-    namespace: str
-    queue: str
-    """The LocalQueue it names."""
-    priority: int
-    created: float
-    requests: dict[str, int]
-    """What all its pods ask, by resource (``pods``: how many)."""
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: tuple[Toleration, ...] = ()
-    cluster_queue: str = ""
-    timestamp: float = 0.0
-    seq: int = 0
-    admitted_at: float | None = None
-    first_admitted: float | None = None
-    assignment: Assignment | None = None
-    evictions: int = 0
-    why: str = ""
-    """Why it waits (inactive, or not fitting at its last try)."""
-
-    def order(self) -> tuple[int, float, int]:
-        return (-self.priority, self.timestamp, self.seq)
+CYCLE_ROUNDS_PER_WORKLOAD = 4
+"""Rounds of one :meth:`Admitter.cycle` at most, per workload known (plus 16): a guard, as every round admits,
+evicts or sets a workload aside; a cycle that reaches it stops (:attr:`Admitter.stopped` says so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +68,8 @@ class Admitter:
         self.admitted: dict[int, QueuedWorkload] = {}
         self.workloads: dict[int, QueuedWorkload] = {}
         self._seq = 0
+        self.stopped = ""
+        """Why a cycle stopped before its end (the guard of :data:`CYCLE_ROUNDS_PER_WORKLOAD`); empty when none."""
 
     # -- workloads come and go ------------------------------------------------------------------------------------
     def add(self, wl: QueuedWorkload, now: float) -> bool:
@@ -149,7 +121,7 @@ class Admitter:
     def cycle(self, now: float) -> list[Decision]:
         """Admit what fits now, preempting where the policies allow (module docstring); the decisions in order."""
         decisions: list[Decision] = []
-        for _ in range(CYCLE_LIMIT):
+        for _ in range(CYCLE_ROUNDS_PER_WORKLOAD * len(self.workloads) + 16):
             heads = self._heads()
             if not heads:
                 break
@@ -165,12 +137,20 @@ class Admitter:
                     decisions.append(Admitted(wl))
                     progressed = True
                     continue
-                found = victims(self, cq, wl, assignment) if assignment.mode is Mode.PREEMPT else []
+                found = (
+                    victims(self.book, self.admitted.values(), cq, wl, assignment)
+                    if assignment.mode is Mode.PREEMPT
+                    else []
+                )
                 if found:
                     for victim, message in found:
                         self._evict(victim, now)
                         decisions.append(Evicted(victim, message))
                     progressed = True
+                    assignment = self._assign(cq, wl)
+                    if assignment.mode is Mode.FIT:  # the room it made is its own (evictions are instant here)
+                        self._admit(wl, assignment, now)
+                        decisions.append(Admitted(wl))
                     continue
                 wl.why = assignment.why
                 if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
@@ -180,6 +160,8 @@ class Admitter:
                     progressed = True
             if not progressed:
                 break
+        else:
+            self.stopped = f"the admission cycle at {now:g} s stopped after its last round could still admit or evict"
         return decisions
 
     def _heads(self) -> list[QueuedWorkload]:
@@ -234,4 +216,4 @@ class Admitter:
         return [*self.inactive, *pending]
 
 
-__all__ = ["CYCLE_LIMIT", "Admitted", "Admitter", "Decision", "Evicted", "QueuedWorkload"]
+__all__ = ["CYCLE_ROUNDS_PER_WORKLOAD", "Admitted", "Admitter", "Decision", "Evicted", "QueuedWorkload"]

@@ -12,16 +12,13 @@ over its usage, both integrated over time).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kubeflux.sim.kueue.admission import Admitter
 from kubeflux.sim.kueue.objects import KueueObjects
 from kubeflux.sim.output.csvcolumns import seconds_column, text_column
 from kubeflux.sim.records import JobRecord
-
-if TYPE_CHECKING:
-    from kubeflux.sim.kueue.admission import Admitter
 
 Figures = dict[str, int | float]
 ADMISSION_COLUMNS = ("cluster_queue", "admission_wait", "quota_evictions")

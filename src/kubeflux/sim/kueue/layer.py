@@ -23,9 +23,10 @@ from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.sim.clock import Priority
 from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import SimJob, job_timings
-from kubeflux.sim.kueue.admission import Admitted, Admitter, QueuedWorkload
+from kubeflux.sim.kueue.admission import Admitted, Admitter
 from kubeflux.sim.kueue.figures import UsageSeries, kueue_figures
 from kubeflux.sim.kueue.objects import PODS, KueueObjects, ResourceFlavor
+from kubeflux.sim.kueue.workload import QueuedWorkload
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
@@ -138,8 +139,12 @@ class KueueLayer:
             row.cluster_queue = workload.cluster_queue or f"({workload.queue})"
             row.admission_time = workload.first_admitted
             row.quota_evictions = workload.evictions
+            if workload.admitted_at is None and row.finish_time is None:
+                row.reason = f"not admitted by Kueue: {workload.why or 'waiting for quota'}"
         end = max((job.finish_time for job in record.jobs if job.finish_time is not None), default=0.0)
         record.admission = kueue_figures(self.admitter, self.series, end)
+        if self.admitter.stopped:
+            record.problems.append(f"kueue: {self.admitter.stopped}")
         waiting = self.admitter.waiting()
         if waiting:
             named = "; ".join(f"{wl.key}: {wl.why or 'waiting'}" for wl in waiting[:WAITING_NAMED])

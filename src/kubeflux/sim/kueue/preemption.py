@@ -16,23 +16,25 @@ cohort, the preemptor must fit without borrowing. None: it waits.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from kubeflux.sim.kueue.flavors import Assignment
 from kubeflux.sim.kueue.objects import ClusterQueue, ReclaimWithinCohort, WithinClusterQueue
-
-if TYPE_CHECKING:
-    from kubeflux.sim.kueue.admission import Admitter, QueuedWorkload
+from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
+from kubeflux.sim.kueue.workload import QueuedWorkload
 
 
 def _candidates(
-    admitter: Admitter, cq: ClusterQueue, wl: QueuedWorkload, needed: set[tuple[str, str]]
+    book: QuotaBook,
+    admitted: Iterable[QueuedWorkload],
+    cq: ClusterQueue,
+    wl: QueuedWorkload,
+    needed: set[FlavorResource],
 ) -> list[QueuedWorkload]:
-    book = admitter.book
     within, reclaim = cq.within_cluster_queue, cq.reclaim_within_cohort
     cohort = book.cohort_of.get(cq.name, "")
     found = []
-    for other in admitter.admitted.values():
+    for other in admitted:
         usage = other.assignment.usage if other.assignment is not None else {}
         if not needed.intersection(usage):
             continue
@@ -55,14 +57,13 @@ def _candidates(
 
 
 def victims(
-    admitter: Admitter, cq: ClusterQueue, wl: QueuedWorkload, assignment: Assignment
+    book: QuotaBook, admitted: Iterable[QueuedWorkload], cq: ClusterQueue, wl: QueuedWorkload, assignment: Assignment
 ) -> list[tuple[QueuedWorkload, str]]:
-    """The workloads to evict so that ``wl`` fits ``cq`` with ``assignment`` (module docstring), each with the
-    message of its eviction; empty when no set of candidates makes room."""
-    book = admitter.book
+    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``assignment`` (module docstring),
+    each with the message of its eviction; empty when no set of candidates makes room. ``book`` is left as it was."""
     usage = assignment.usage
     needed = set(usage)
-    candidates = _candidates(admitter, cq, wl, needed)
+    candidates = _candidates(book, admitted, cq, wl, needed)
     if not candidates:
         return []
     cross = any(c.cluster_queue != cq.name for c in candidates)
