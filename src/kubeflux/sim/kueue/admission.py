@@ -68,6 +68,8 @@ class Admitter:
         self.admitted: dict[int, QueuedWorkload] = {}
         self.workloads: dict[int, QueuedWorkload] = {}
         self._seq = 0
+        self._cursor: dict[str, int] = dict.fromkeys(self.pending, 0)
+        """Per queue, where the current cycle's search for its head starts (:meth:`_heads`)."""
         self.stopped = ""
         """Why a cycle stopped before its end (the guard of :data:`CYCLE_ROUNDS_PER_WORKLOAD`); empty when none."""
 
@@ -98,6 +100,7 @@ class Admitter:
         return True
 
     def _enqueue(self, wl: QueuedWorkload) -> None:
+        self._cursor[wl.cluster_queue] = 0
         self._seq += 1
         wl.seq = self._seq
         bisect.insort(self.pending[wl.cluster_queue], (wl.order(), wl), key=lambda item: item[0])
@@ -116,22 +119,24 @@ class Admitter:
         cohort = self.book.cohort_of.get(cq)
         for name in self.book.members[cohort] if cohort else (cq,):
             self.parked[name].clear()
+            self._cursor[name] = 0
 
     # -- the admission cycle ------------------------------------------------------------------------------------
     def cycle(self, now: float) -> list[Decision]:
         """Admit what fits now, preempting where the policies allow (module docstring); the decisions in order."""
         decisions: list[Decision] = []
+        self._cursor = dict.fromkeys(self.pending, 0)
         for _ in range(CYCLE_ROUNDS_PER_WORKLOAD * len(self.workloads) + 16):
             heads = self._heads()
             if not heads:
                 break
             progressed = False
             blocked: set[str] = set()
-            for wl, _assignment in self._ordered(heads):
+            for wl, assigned in self._ordered(heads):
                 if wl.cluster_queue in blocked:
                     continue
                 cq = self.objects.cluster_queues[wl.cluster_queue]
-                assignment = self._assign(cq, wl)
+                assignment = self._assign(cq, wl) if progressed else assigned  # quota moved since it was made
                 if assignment.mode is Mode.FIT:
                     self._admit(wl, assignment, now)
                     decisions.append(Admitted(wl))
@@ -165,15 +170,24 @@ class Admitter:
         return decisions
 
     def _heads(self) -> list[QueuedWorkload]:
+        """Each queue's first workload not set aside (a StrictFIFO queue's first), found from the queue's cursor:
+        within a cycle the workloads before it are set aside, so each is passed once (the cursor goes back to the
+        start when a workload is requeued or the set-aside ones are released)."""
         heads = []
+        cursor = self._cursor
         for name, queue in self.pending.items():
+            if not queue:
+                continue
+            if self.objects.cluster_queues[name].queueing_strategy is QueueingStrategy.STRICT_FIFO:
+                heads.append(queue[0][1])
+                continue
             parked = self.parked[name]
-            for _order, wl in queue:
-                if wl.ref not in parked:
-                    heads.append(wl)
-                    break
-                if self.objects.cluster_queues[name].queueing_strategy is QueueingStrategy.STRICT_FIFO:
-                    break
+            at = cursor[name]
+            while at < len(queue) and queue[at][1].ref in parked:
+                at += 1
+            cursor[name] = at
+            if at < len(queue):
+                heads.append(queue[at][1])
         return heads
 
     def _assign(self, cq: ClusterQueue, wl: QueuedWorkload) -> Assignment:
@@ -191,7 +205,10 @@ class Admitter:
 
     def _admit(self, wl: QueuedWorkload, assignment: Assignment, now: float) -> None:
         queue = self.pending[wl.cluster_queue]
-        queue.pop(bisect.bisect_left(queue, wl.order(), key=lambda item: item[0]))
+        at = bisect.bisect_left(queue, wl.order(), key=lambda item: item[0])
+        queue.pop(at)
+        if at < self._cursor[wl.cluster_queue]:
+            self._cursor[wl.cluster_queue] -= 1
         self.book.add(wl.cluster_queue, assignment.usage)
         wl.assignment, wl.admitted_at, wl.why = assignment, now, ""
         if wl.first_admitted is None:

@@ -33,25 +33,32 @@ def _candidates(
 ) -> list[QueuedWorkload]:
     within, reclaim = cq.within_cluster_queue, cq.reclaim_within_cohort
     cohort = book.cohort_of.get(cq.name, "")
+    lenders: set[str] = set()
+    if cohort and reclaim is not ReclaimWithinCohort.NEVER:
+        lenders = {
+            other
+            for other in book.members[cohort]
+            if other != cq.name and any(book.borrowing(other, fr) for fr in needed)
+        }
+    if within is WithinClusterQueue.NEVER and not lenders:
+        return []
     found = []
     for other in admitted:
-        usage = other.assignment.usage if other.assignment is not None else {}
-        if not needed.intersection(usage):
-            continue
-        if other.cluster_queue == cq.name:
+        queue = other.cluster_queue
+        if queue == cq.name:
             if within is WithinClusterQueue.NEVER:
                 continue
             lower = other.priority < wl.priority
             newer = within is WithinClusterQueue.LOWER_OR_NEWER_EQUAL_PRIORITY and (
                 other.priority == wl.priority and other.created > wl.created
             )
-            if lower or newer:
-                found.append(other)
-        elif cohort and book.cohort_of.get(other.cluster_queue) == cohort and reclaim is not ReclaimWithinCohort.NEVER:
-            if not any(book.borrowing(other.cluster_queue, fr) for fr in needed):
+            if not (lower or newer):
                 continue
-            if reclaim is ReclaimWithinCohort.ANY or other.priority < wl.priority:
-                found.append(other)
+        elif queue not in lenders or not (reclaim is ReclaimWithinCohort.ANY or other.priority < wl.priority):
+            continue
+        usage = other.assignment.usage if other.assignment is not None else {}
+        if needed.intersection(usage):
+            found.append(other)
     found.sort(key=lambda o: (o.cluster_queue == cq.name, o.priority, -(o.admitted_at or 0.0), -o.seq))
     return found
 
@@ -63,6 +70,8 @@ def victims(
     each with the message of its eviction; empty when no set of candidates makes room. ``book`` is left as it was."""
     usage = assignment.usage
     needed = set(usage)
+    if cq.within_cluster_queue is WithinClusterQueue.NEVER and book.would_borrow(cq.name, usage):
+        return []  # reclaiming only, and it would borrow: no candidate may be preempted for it
     candidates = _candidates(book, admitted, cq, wl, needed)
     if not candidates:
         return []
