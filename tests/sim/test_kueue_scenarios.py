@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import CPU, MEMORY, Node
 from kubeflux.sim.baselines import create
 from kubeflux.sim.driver import simulate
-from kubeflux.sim.metrics import summarize
+from kubeflux.sim.metrics import JOBS_COLUMNS, summarize, write_jobs_csv
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import read_cluster
@@ -81,11 +83,11 @@ def test_pods_admitted_on_a_tainted_flavor_get_its_toleration_and_node_labels(sc
     assert all(job.final_state.value == "COMPLETED_SUCCESSFULLY" for job in record.jobs)
 
 
-def test_without_the_flavor_toleration_a_tainted_flavor_is_skipped(tmp_path: object) -> None:
+def test_without_the_flavor_toleration_a_tainted_flavor_is_skipped(tmp_path: Path) -> None:
     text = (EXAMPLES / "kueue-flavors.yaml").read_text()
     untolerated = text.replace('  tolerations: [{key: spot, operator: Equal, value: "true", effect: NoSchedule}]\n', "")
     assert untolerated != text
-    path = tmp_path / "untolerated.yaml"  # type: ignore[operator]
+    path = tmp_path / "untolerated.yaml"
     path.write_text(untolerated)
     workload = load_workload(path)
     record = simulate(workload, read_cluster(CLUSTERS / "kueue-spot.yaml"), owned("kube-default"))
@@ -114,3 +116,22 @@ def test_a_workload_naming_a_missing_local_queue_waits_and_is_reported(scheduler
     ]
     summary = summarize(record)
     assert summary["never_admitted"] == 1 and summary["admitted_jobs"] == 1
+
+
+def test_without_kueue_objects_the_label_is_ignored_and_the_outputs_are_as_before(tmp_path: Path) -> None:
+    text = (EXAMPLES / "kueue-missing-queue.yaml").read_text()
+    jobs_only = text[text.index("apiVersion: batch/v1") :]  # the Job and pods, labels kept, no Kueue object
+    path = tmp_path / "labelled.yaml"
+    path.write_text(jobs_only)
+    workload = load_workload(path)
+    assert workload.kueue is None
+    record = simulate(workload, read_cluster(CLUSTERS / "two-8core.yaml"), owned("kube-default"))
+    assert all(job.finish_time == 10.0 for job in record.jobs)  # "lost" runs: nothing holds it
+    assert record.admission == {}
+    assert not any(key.startswith(("admitted", "quota", "mean_admission")) for key in summarize(record))
+    write_jobs_csv(record, tmp_path / "jobs.csv")
+    assert (tmp_path / "jobs.csv").read_text().splitlines()[0] == ",".join(JOBS_COLUMNS)
+    with_kueue = run("kueue-missing-queue.yaml", "kube-default")
+    write_jobs_csv(with_kueue, tmp_path / "kueue.csv")
+    header = (tmp_path / "kueue.csv").read_text().splitlines()[0]
+    assert header == ",".join((*JOBS_COLUMNS, "cluster_queue", "admission_wait", "quota_evictions"))
