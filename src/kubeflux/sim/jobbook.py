@@ -104,6 +104,8 @@ class JobBook:
         if wjob.kind is JobKind.JOB:
             if self.job_controller is None:
                 raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
+            if wjob.min_member > 0 and not job.group_key:  # a Job started again keeps its PodGroup
+                self._create_group(job, f"pg-{job.index}")
             self.job_controller.start(job)
             return
         if job.retries:
