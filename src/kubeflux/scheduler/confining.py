@@ -39,7 +39,7 @@ from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter
-from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.graphview import GraphView, first_placement
 from kubeflux.scheduler.hiding import domain_of
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.profile import Profile
@@ -209,7 +209,7 @@ class Confiner:
             policy = self.profile.policy
         result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
         if result.matched:
-            where: str | None = graph.placement().node
+            where: str | None = first_placement(result).node
             graph.cancel(result.jobid, freed=())
         elif reserve:
             return None

@@ -52,6 +52,7 @@ from kubeflux.scheduler.objects import DisruptionBudget, Node, PodPhase
 from kubeflux.sim.budgets import DisruptionBudgets
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
+from kubeflux.sim.fabric import Fabric, Slowdown, span_columns
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.kueue.layer import KueueLayer
 from kubeflux.sim.pods import SimPod
@@ -77,6 +78,9 @@ class SimulationOptions:
     couple: bool = True
     """Coupled jobs compute together (:func:`kubeflux.sim.jobs.coupled_quorum`); False runs every pod on its own
     from its Running, as KWOK does."""
+    fabric: Fabric | None = None
+    """The topology levels (``jobs.csv`` records the domains each job spanned, for those some node carries) and
+    their penalties, which slow coupled jobs spread over domains (:mod:`kubeflux.sim.fabric`); None: neither."""
 
 
 GC_YOUNG_THRESHOLD = 100_000
@@ -146,6 +150,9 @@ class Simulation:
             keep_events=self.options.keep_events,
             couple=self.options.couple,
         )
+        fabric = self.options.fabric
+        if fabric is not None and fabric.penalties:
+            self.cluster.book.slowdown = Slowdown(fabric, self.cluster.nodes)
         self.problems: list[str] = list(workload.problems)
         self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets())
         self.kueue = KueueLayer(workload.kueue, self.cluster) if workload.kueue else None
@@ -277,6 +284,7 @@ class Simulation:
             idle_series=cluster.usage.idle_series,
             usage_series=cluster.usage.series,
             stopped=self.stopped,
+            spans={} if self.options.fabric is None else span_columns(self.options.fabric, cluster.jobs, cluster.nodes),
         )
         if self.kueue is not None:
             self.kueue.finish_record(record)

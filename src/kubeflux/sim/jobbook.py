@@ -30,6 +30,7 @@ from kubeflux.scheduler.interface import EventKind
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.fabric import Slowdown
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController
 from kubeflux.sim.jobfields import check_job
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
@@ -73,6 +74,9 @@ class JobBook:
         """What was wrong with a job submitted (it is rejected, named here)."""
         self.job_controller: JobController | None = None
         """Who makes a ``batch/v1`` Job's pods (the cluster sets it); None: a Job cannot be submitted."""
+        self.slowdown: Slowdown | None = None
+        """What stretches a coupled job spread over topology domains when it begins computing (a simulation with a
+        ``--topology-penalty`` sets it; :mod:`kubeflux.sim.fabric`); None: nothing does."""
         self.pending_jobs = 0
         """Jobs waiting: none of their pods bound yet, not rejected, not ended."""
         self.queue_series: list[tuple[float, int]] = []
@@ -255,6 +259,15 @@ class JobBook:
         sp = SimPod(pod=pod, job_index=job.index, timing=timing, now=self.loop.now)
         self.add_pod(job, sp)
         return sp
+
+    def begin(self, job: SimJob, now: float) -> list[SimPod]:
+        """A coupled ``job`` begins computing at ``now``: the pods that waited for it, which compute from now (their
+        run stretched by :attr:`slowdown` when the job spans several topology domains)."""
+        job.start = now
+        members, job.waiting = job.waiting, []
+        if self.slowdown is not None:
+            self.slowdown.begin(job, members)
+        return members
 
     # -- a job leaves the queue --------------------------------------------------------------------------------
     def first_bind(self, job: SimJob, now: float) -> None:

@@ -116,6 +116,9 @@ class RunRecord:
     """Per resource kind other than cores, (time, allocated, useful) at each change, in the kind's units."""
     stopped: str = ""
     """Why the run stopped before its work was done (a deadlock, the idle wake-up guard); empty otherwise."""
+    spans: dict[str, list[int | None]] = field(default_factory=dict)
+    """Per topology level some node carries (by its type, ``rack``), the domains each job (in :attr:`jobs`' order)
+    spanned, None for a job never bound (``jobs.csv``'s ``domains[<level>]``; :mod:`kubeflux.sim.fabric`)."""
     admission: dict[str, int | float] = field(default_factory=dict)
     """The admission layer's summary figures (:func:`kubeflux.sim.kueue.figures.kueue_figures`); empty in a run
     without Kueue objects."""
