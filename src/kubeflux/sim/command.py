@@ -60,6 +60,7 @@ from kubeflux.sim.inputs import (
     tell_input,
 )
 from kubeflux.sim.kinds import FinalState
+from kubeflux.sim.kueue.objects import KueueObjects
 from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
@@ -122,7 +123,17 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
         priority_classes=list(classes.values()),
         budgets=list(budgets.values()),
         lifetimes=lifetimes,
+        kueue=_kueue_objects(workloads),
     )
+
+
+def _kueue_objects(workloads: list[Workload]) -> KueueObjects | None:
+    """The Kueue objects of every file (one cluster: an object of one name is the first file's); None without."""
+    merged = KueueObjects()
+    for wl in workloads:
+        if wl.kueue is not None:
+            merged = merged.merged(wl.kueue)
+    return merged or None
 
 
 def _dns_label(text: str) -> str:

@@ -16,6 +16,9 @@ One run:
    told back to a scheduler that implements :class:`~kubeflux.scheduler.interface.Unreserve`.
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
 
+When the workload defines Kueue objects, its jobs that name a LocalQueue arrive held by the admission layer
+(:mod:`kubeflux.sim.kueue.layer`), which creates their pods when it admits them; the others arrive as above.
+
 The run ends when no work can progress any more: no entry is left (no pod will end or start, no node will
 change, no job will arrive) and no scheduler asked for a wake-up; or at ``until``. While only wake-ups are left
 the cluster is frozen and only a scheduler's own timers (back-offs, Permit timeouts) can move anything; a
@@ -51,6 +54,7 @@ from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.fabric import Fabric, Slowdown, span_columns
 from kubeflux.sim.jobs import SimJob
+from kubeflux.sim.kueue.layer import KueueLayer
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
@@ -151,6 +155,8 @@ class Simulation:
             self.cluster.book.slowdown = Slowdown(fabric, self.cluster.nodes)
         self.problems: list[str] = list(workload.problems)
         self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets())
+        self.kueue = KueueLayer(workload.kueue, self.cluster) if workload.kueue else None
+        """The admission layer in front of the schedulers, when the workload defines Kueue objects."""
         for scheduler in self.schedulers.values():
             quiet = isinstance(scheduler, IgnoresStatusUpdates) and scheduler.ignores_status_updates
             self.cluster.subscribe(scheduler.observe, status_updates=not quiet)
@@ -164,7 +170,11 @@ class Simulation:
 
     # -- arrivals ---------------------------------------------------------------------------------------------
     def _arrive(self, job: WorkloadJob) -> None:
-        self.cluster.submit(job, job.submit_time - self._t0)
+        kueue = self.kueue
+        if kueue is not None and job.queue_name:
+            kueue.arrive(job, job.submit_time - self._t0)  # held until Kueue admits it
+        else:
+            self.cluster.submit(job, job.submit_time - self._t0)
         self._next_arrival += 1
         if self._next_arrival < len(self._order):
             nxt = self._order[self._next_arrival]
@@ -258,7 +268,7 @@ class Simulation:
         if progress is not None:
             progress(loop.now, self._next_arrival)
         self._report_orphans()
-        return RunRecord(
+        record = RunRecord(
             scheduler=self.label,
             workload_name=self.workload.name,
             jobs=cluster.job_records(),
@@ -276,6 +286,9 @@ class Simulation:
             stopped=self.stopped,
             spans={} if self.options.fabric is None else span_columns(self.options.fabric, cluster.jobs, cluster.nodes),
         )
+        if self.kueue is not None:
+            self.kueue.finish_record(record)
+        return record
 
     def _report_livelock(self, now: float, idle: int) -> None:
         waiting = sum(1 for sp in self.cluster.pods.values() if sp.bound_at is None and not sp.pod.deleted)

@@ -82,6 +82,8 @@ class JobBook:
         self.queue_series: list[tuple[float, int]] = []
         """(time, :attr:`pending_jobs`) at each change, one point per time."""
         self._rng = random.Random(lifecycle.seed)
+        self.on_finish: Callable[[SimJob], None] | None = None
+        """Told of every job that ends (an admission layer releases its quota)."""
 
     # -- submission --------------------------------------------------------------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
@@ -90,18 +92,45 @@ class JobBook:
 
         Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
         job = self.arrive(wjob, submit_time)
-        if job.rejected_reason:
-            return job
-        if wjob.min_member > 0:
-            self._create_group(job, f"pg-{job.index}")
+        if not job.rejected_reason:
+            self.start(job)
+        return job
+
+    def start(self, job: SimJob) -> None:
+        """Create the objects of ``job``, which arrived (:meth:`arrive`), now: its PodGroup (when a gang), then its
+        pods (a Job: its controller's first wave). A job that was held and requeued (:meth:`requeue_held`) runs
+        again: it leaves the hold and its new attempt's objects are made (:meth:`_resubmit`; a Job's controller
+        starts it again).
+
+        Raises ValueError for a Job in a cluster without the simulator's Job controller."""
+        wjob = job.wjob
+        job.held = False
         if wjob.kind is JobKind.JOB:
             if self.job_controller is None:
                 raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
+            if wjob.min_member > 0 and not job.group_key:  # a Job started again keeps its PodGroup
+                self._create_group(job, f"pg-{job.index}")
             self.job_controller.start(job)
-        else:
-            for i, timing in enumerate(job.timings):
-                self.create_pod(job, timing, wjob.pods[i].name)
-        return job
+            return
+        if job.retries:
+            self._resubmit(job)
+            return
+        if wjob.min_member > 0:
+            self._create_group(job, f"pg-{job.index}")
+        for i, timing in enumerate(job.timings):
+            self.create_pod(job, timing, wjob.pods[i].name)
+
+    def requeue_held(self, job: SimJob) -> None:
+        """``job`` is held (an admission layer suspended it; its pods deleted by the caller) and waits to be started
+        again (:meth:`start`): a new attempt (:meth:`SimJob.requeued`; a Job keeps the completions it made, as a
+        suspended Job does), in the queue again if it had left it."""
+        succeeded = job.succeeded
+        if job.first_bind is not None:
+            self.pending_jobs += 1
+            self._sample_queue()
+        job.requeued()
+        if job.wjob.kind is JobKind.JOB:
+            job.succeeded = succeeded
 
     def _create_group(self, job: SimJob, uid: str) -> None:
         """Create ``job``'s PodGroup now, of uid ``uid`` (ADDED)."""
@@ -261,8 +290,9 @@ class JobBook:
         """Every pod of ``job`` (one of no controller: a trace job, a PodGroup's pods, a lone pod) has ended: it ends
         (:meth:`finish_job`), unless it is a trace job of which a pod was preempted in a cluster whose book makes
         the pods (``simulate``'s; the served cluster's pods are the API's): it is then requeued (:meth:`requeue`).
-        Told twice at one instant (a coupled job's peers end within its preempted pod's end), it acts once."""
-        if job.retries and job.attempt_from == len(job.pods):
+        Told twice at one instant (a coupled job's peers end within its preempted pod's end), it acts once; a held
+        job (suspended by an admission layer) waits to be started again."""
+        if job.held or (job.retries and job.attempt_from == len(job.pods)):
             return  # requeued already: its new attempt's pods are on their way
         if (
             job.wjob.kind is JobKind.TRACE
@@ -303,6 +333,8 @@ class JobBook:
         group = self.groups.get(job.group_key) if job.group_key else None
         if group is not None:
             self._emit(EventKind.MODIFIED, group)
+        if self.on_finish is not None:
+            self.on_finish(job)
 
     def _dequeue(self) -> None:
         self.pending_jobs -= 1

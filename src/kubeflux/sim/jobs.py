@@ -230,6 +230,7 @@ class SimJob:
         "finish",
         "first_bind",
         "group_key",
+        "held",
         "index",
         "indexes_active",
         "indexes_done",
@@ -289,6 +290,8 @@ class SimJob:
         """An Indexed Job's completion indexes with a pod that has not ended."""
         self.attempt_from = 0
         """Where its current attempt's pods begin in :attr:`pods` (a trace job requeued: :meth:`requeued`)."""
+        self.held = False
+        """Suspended by an admission layer (Kueue evicted it): its pods' ends neither end it nor make new ones."""
 
     def attempt(self) -> list[SimPod]:
         """The pods of its current attempt (all its pods unless it was requeued)."""

@@ -38,6 +38,10 @@ always in double quotes), then three Kubernetes columns (:data:`KUBERNETES_COLUM
 * ``domains[<level>]`` (``domains[zone]``, ``domains[rack]``), only for the topology levels some node of the run
   carries (a cluster without such labels writes the file it always wrote): how many domains of the level the job's
   pods were in (:mod:`kubeflux.sim.fabric`), empty for a job none of whose pods was bound.
+* ``cluster_queue``, ``admission_wait``, ``quota_evictions``, only in a run with Kueue objects (so that a run
+  without writes the file it always wrote): the ClusterQueue that admits the job (empty for a job Kueue does not
+  hold), first admission − submission (empty when never admitted), how many times Kueue evicted it for quota
+  (:mod:`kubeflux.sim.kueue.figures`).
 
 :func:`summarize` gives one row per run (see its docstring for each figure; every mean has a count of the jobs it
 averages, :data:`MEAN_OVER`); :func:`write_pods_csv` writes ``pods.csv``, one row per pod (see :func:`pod_cells`).
@@ -57,6 +61,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from kubeflux.sim.kueue.figures import ADMISSION_COLUMNS, admission_columns
 from kubeflux.sim.losses import preemption_losses
 from kubeflux.sim.output.arrays import columns, floats
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
@@ -266,6 +271,9 @@ def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
     for level, spans in run.spans.items():
         header = (*header, f"domains[{level}]")
         columns.append(["" if count is None else str(count) for count in spans])
+    if run.admission:
+        header = (*header, *ADMISSION_COLUMNS)
+        columns.extend(admission_columns(run.jobs))
     return write_lines(path, header, columns)
 
 
@@ -470,6 +478,7 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
         "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,
         "wall_seconds": round(run.wall_seconds, 6),
+        **run.admission,
     }
 
 

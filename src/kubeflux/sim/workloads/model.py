@@ -21,6 +21,7 @@ from kubeflux.scheduler.objects import (
     Toleration,
 )
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
+from kubeflux.sim.kueue.objects import KueueObjects
 
 
 @dataclass(slots=True)
@@ -96,6 +97,9 @@ class WorkloadJob:
     pods are killed and the Job fails (reason ``DeadlineExceeded``)."""
     pod_failure_policy: PodFailurePolicy | None = None
     """A ``batch/v1`` Job's ``spec.podFailurePolicy`` (what its controller makes of a failed pod), None without."""
+    queue_name: str = ""
+    """The Kueue LocalQueue it names (label ``kueue.x-k8s.io/queue-name``): held until Kueue admits it
+    (:mod:`kubeflux.sim.kueue`); empty: it goes to the schedulers at once."""
     profile: str = ""
     """Batsim's profile name (``jobs.csv``'s ``profile``): a Batsim workload's ``profile``, a manifest's container
     images; empty: named after its run time, as Batsim's SWF converters name it (:meth:`profile_name`)."""
@@ -169,6 +173,10 @@ class Workload:
     def lifetime(self, obj: PriorityClass | DisruptionBudget) -> Lifetime:
         """When ``obj``, one of :attr:`priority_classes` or :attr:`budgets`, exists."""
         return self.lifetimes.get(policy_key(obj), ALWAYS)
+
+    kueue: KueueObjects | None = None
+    """The Kueue objects the workload defines (ResourceFlavors, ClusterQueues, LocalQueues); None without any: the
+    run has no admission layer."""
 
     header: dict[str, str] = field(default_factory=dict)
     """What the file says about itself: SWF ``;`` header keys (``MaxProcs``, ``UnixStartTime`` …; a key given
