@@ -39,7 +39,7 @@ from kubeflux.sim.apiserver.metadata import (
     metadata_causes,
     uid_from_bits,
 )
-from kubeflux.sim.apiserver.quota_admission import admit_create, admit_update
+from kubeflux.sim.apiserver.quota_admission import ADMISSION_MANAGER, QUOTAS, admit_create, admit_update
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
@@ -212,6 +212,18 @@ class Store:
         finally:
             self.dry, self._writer = before
 
+    def _charge(self, quotas: list[Object]) -> None:
+        """Write the ``status`` of the ResourceQuotas an admitted write is counted in (:mod:`.quota_admission`), as
+        the real plugin writes it: ``kube-apiserver``'s update, before the object itself is stored; not in a dry run."""
+        if not quotas or self.dry:
+            return
+        resource = self.registry.find("", "v1", "resourcequotas")
+        assert resource is not None
+        with self.request(ADMISSION_MANAGER):
+            for quota in quotas:
+                meta = quota["metadata"]
+                self.update(resource, meta["namespace"], meta["name"], quota, "status", trusted=True)
+
     def _manage(self, resource: ResourceType, old: Object | None, new: Object, subresource: str = "") -> None:
         """``new``'s ``managedFields`` after the current writer's write (kept as they were without one)."""
         writer = self._writer
@@ -355,7 +367,7 @@ class Store:
         key = object_key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
-        admit_create(self, resource, obj)
+        self._charge(admit_create(self.collections.get(QUOTAS), resource, obj))
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
@@ -460,7 +472,7 @@ class Store:
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
         if not subresource:
-            admit_update(self, resource, new, old)
+            self._charge(admit_update(self.collections.get(QUOTAS), resource, new, old))
         if "managedFields" in old_meta:
             new["metadata"]["managedFields"] = old_meta["managedFields"]
         else:
