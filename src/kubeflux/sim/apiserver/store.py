@@ -298,6 +298,15 @@ class Store:
             raise errors.not_found(resource.plural, name, resource.group)
         return self.view(resource, obj)
 
+    def find(self, resource: ResourceType, namespace: str, name: str, uid: str | None = None) -> Object | None:
+        """:meth:`get`'s object, or None where there is none (given ``uid``: none of that uid, as when the object
+        was deleted and another made under its name)."""
+        try:
+            found = self.get(resource, namespace, name)
+        except ApiError:
+            return None
+        return found if uid is None or found["metadata"].get("uid") == uid else None
+
     def raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]:
         key = object_key(namespace if resource.namespaced else "", name)
         obj = self.collection_of(resource).objects.get(key)
