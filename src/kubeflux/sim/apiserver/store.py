@@ -28,7 +28,7 @@ from typing import Any
 
 from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.apiserver import errors, system_objects
-from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
+from kubeflux.sim.apiserver.deletion import Deletion, Dependents, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
 from kubeflux.sim.apiserver.gates import binding_refusal
@@ -141,8 +141,7 @@ class Store:
         """A dry run (``dryRun=All``) is under way: writes are checked and answered, nothing is stored."""
         self._writer: _Writer | None = None
         """Who writes (a request over HTTP), for ``managedFields``; None: the server's own components."""
-        self.dependents: dict[str, set[tuple[str, str]]] = {}
-        """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
+        self.dependents = Dependents()
         self.deletion = Deletion(self)
         self.listwatch = ListWatch(self, watch_backlog)
         """Lists and watches (see :mod:`.listwatch`)."""
@@ -181,23 +180,6 @@ class Store:
 
     def record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None:
         collection.record(WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, obj, prev))
-
-    def index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None:
-        for obj, add in ((old, False), (new, True)):
-            if obj is None:
-                continue
-            for ref in obj.get("metadata", {}).get("ownerReferences") or ():
-                uid = ref.get("uid") if isinstance(ref, dict) else None
-                if not isinstance(uid, str):
-                    continue
-                if add:
-                    self.dependents.setdefault(uid, set()).add((collection, key))
-                else:
-                    dependents = self.dependents.get(uid)
-                    if dependents is not None:
-                        dependents.discard((collection, key))
-                        if not dependents:
-                            del self.dependents[uid]
 
     @contextlib.contextmanager
     def request(self, manager: str = "", *, dry: bool = False, applied: set[Path] | None = None) -> Iterator[None]:
@@ -256,7 +238,7 @@ class Store:
         collection = self.collection_of(resource)
         obj["metadata"]["resourceVersion"] = str(self.next_rv())
         collection.objects[key] = obj
-        self.index_owners(collection.name, key, old, obj)
+        self.dependents.index(collection.name, key, old, obj)
         self.record(collection, type_, obj, old)
         return obj
 
