@@ -1,38 +1,12 @@
 """Which engine runs: the compiled one (mypyc C extensions, built by ``make``) or the pure-Python sources.
 
-``tools/build_native.py`` compiles a group of packages (the engine, ``kubeflux.match``, the scheduler's core,
-``kubeflux.scheduler``, the Kubernetes objects layer, ``kubeflux.apiobjects``, and the simulator's hot modules in
-``kubeflux.sim``) into ``build/native/<package path>/`` beside ``src``, with one shared library, and writes one stamp
-(``build/native/kubeflux.stamp.json``): each package's modules, the SHA-256 of every source file the build read (the
-compiled modules and the kubeflux modules they import, transitively) and the interpreter's cache tag. A package opts in
-by calling :func:`use_compiled` from its ``__init__``; its compiled modules then shadow the sources (the compiled
-directory goes first on the package's ``__path__``) only when every recorded source still hashes the same and every
-package of the group holds the same modules, so an edited source is never shadowed by a stale binary: the whole group
-runs pure until ``make`` rebuilds. ``KUBEFLUX_PURE=1`` forces pure Python.
+A package of the compiled group opts in by calling :func:`use_compiled` from its ``__init__``; its compiled modules
+then shadow the sources only when the build's stamp (``build/native/kubeflux.stamp.json``: every source's SHA-256,
+the group's modules, the interpreter's cache tag) still matches, so an edited source is never shadowed by a stale
+binary. ``KUBEFLUX_PURE=1`` forces pure Python.
 
-The check reads under a megabyte of sources once per process (about a millisecond of hashing).
-
-What mypyc compiles differently from CPython, and how kubeflux's sources avoid it:
-
-* ``Cls.__new__(Cls)`` runs ``__init__`` (a native class's ``tp_new`` does both), so a copy is made by the
-  constructor and then overwritten, not from a bare ``__new__``;
-* a method alias in a class body (``__copy__ = copy``) looks the method up in the class namespace, where a native
-  method is not, and leaves a ``KeyError`` set that surfaces later as an unrelated ``SystemError`` (mypyc issue
-  https://github.com/mypyc/mypyc/issues/1108), so the alias is a method that calls the other;
-* a module function assigned in a class body (``leaves = emit_leaves``) does not bind ``self`` when compiled, so
-  it is a method that calls the function;
-* a native exception class loses its class attribute defaults (``errno = ERANGE``), so such exceptions are
-  ``@mypyc_attr(native_class=False)``;
-* a variable has one type: one that holds an ``int`` and a ``float`` converts the ``int``; two ``except`` clauses
-  of one function bind different names;
-* compiled classes and functions cannot be patched: tests that do carry ``@pytest.mark.pure_engine``;
-* an interpreted class cannot subclass a compiled one unless it (and its compiled bases) carry
-  ``@mypyc_attr(allow_interpreted_subclasses=True)``, as ``KubefluxScheduler`` and ``Engine`` do;
-* reading an attribute of a pure object (a user's ``Pod``) checks its value against the annotation and raises
-  ``TypeError`` on a mismatch, so the scheduler type-checks what it reads before validation (``observe``);
-* a native ``int`` (or tuple of them) stored into a dict, set, list or tuple becomes a new object at each store,
-  where the pure sources store one shared object: tables with millions of entries keep the graph's uid objects
-  (``ScheduleView.uid_objects``) and values boxed once (locals typed ``Any``), or memory grows by 32 bytes an entry.
+How the build is chosen, and what mypyc compiles differently from CPython and how kubeflux's sources avoid it (the
+``see kubeflux._native`` of a comment), are in ``docs/native.md``: the one place for those rules.
 """
 
 from __future__ import annotations

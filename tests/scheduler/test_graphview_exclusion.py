@@ -7,7 +7,7 @@ from collections import deque
 
 from kubeflux.match.engine import MatchOp
 from kubeflux.resources import NodeSpec
-from kubeflux.scheduler.graphview import GraphView, HiddenNodes
+from kubeflux.scheduler.graphview import GraphView, HiddenNodes, first_placement
 from kubeflux.scheduler.objects import CPU, Pod
 from kubeflux.scheduler.translate import pod_jobspec
 
@@ -18,7 +18,7 @@ def _node_of(view: GraphView, hidden: HiddenNodes, at: int) -> str | None:
     spec = pod_jobspec(Pod("default", f"p{at}", f"u{at}", requests={CPU: 1000}), 60)
     assert spec is not None
     result = view.match(MatchOp.ALLOCATE, spec, f"p{at}", at, hidden)
-    return view.placement().node if result.matched else None
+    return first_placement(result).node if result.matched else None
 
 
 def test_the_hidden_mask_follows_changes_and_nodes_attached_again() -> None:

@@ -18,7 +18,7 @@ from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.graphview import GraphView, first_placement
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, PodWarning, Reject
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.testing import ADDED, DELETED, MODIFIED, Cluster, bound, messages, node, pod
@@ -248,10 +248,10 @@ def test_while_a_pod_is_not_in_the_graph_node_exclusive_matches_avoid_its_node()
     graph.unrecorded = {"w1"}
     spec = pod_jobspec(pod("p", 1000), 60)
     assert spec is not None
-    assert graph.match(MatchOp.ALLOCATE, spec, "whole", 0, set(), "lonodex").matched
-    assert graph.placement().node == "w2"
-    assert graph.match(MatchOp.ALLOCATE, spec, "shared", 0, set(), "lonode").matched
-    assert graph.placement().node == "w1"
+    whole = graph.match(MatchOp.ALLOCATE, spec, "whole", 0, set(), "lonodex")
+    assert whole.matched and first_placement(whole).node == "w2"
+    shared = graph.match(MatchOp.ALLOCATE, spec, "shared", 0, set(), "lonode")
+    assert shared.matched and first_placement(shared).node == "w1"
 
 
 # --- 4. a started gang stays started across a restart -----------------------------------------------------

@@ -296,7 +296,7 @@ def _exit_code_problems(codes: Mapping[str, Any], path: str, names: set[Any]) ->
     return problems
 
 
-JOB_RESTART_POLICIES = ("OnFailure", "Never")
+JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 """A Job's pods' restart policies: its template's is not defaulted (no ``Always``)."""
 
 

@@ -15,20 +15,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
+    "NOTE_LIMIT",
     "POD_SCHEDULED",
     "UNSCHEDULABLE",
     "binding",
+    "disruption_condition",
     "scheduled_message",
     "scheduler_event",
     "unschedulable_condition",
 ]
 
-POD_SCHEDULED = "PodScheduled"
+POD_SCHEDULED: Final = "PodScheduled"
 """The pod condition a scheduler writes."""
-UNSCHEDULABLE = "Unschedulable"
+UNSCHEDULABLE: Final = "Unschedulable"
 """The ``PodScheduled=False`` reason of a pod the scheduler could not place (``v1.PodReasonUnschedulable``)."""
 
 
@@ -79,7 +81,7 @@ def disruption_condition(reason: str, message: str, transition_time: str) -> dic
     }
 
 
-NOTE_LIMIT = 1024
+NOTE_LIMIT: Final = 1024
 """The longest ``note`` an ``events.k8s.io/v1`` Event may carry (longer ones are cut)."""
 
 

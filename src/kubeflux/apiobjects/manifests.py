@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem, int_decode_error
@@ -64,7 +64,7 @@ __all__ = [
     "resource_list",
 ]
 
-DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_SCHEDULER: Final = "default-scheduler"
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _RESIZE_STATES = ("Proposed", "InProgress", "Deferred", "Infeasible")
@@ -540,7 +540,7 @@ def node_from_manifest(obj: Any) -> Node:
     )
 
 
-NATIVE_GANG_GROUP = "scheduling.k8s.io"
+NATIVE_GANG_GROUP: Final = "scheduling.k8s.io"
 """The API group of Kubernetes' own PodGroup (1.35+, alpha); coscheduling's is ``scheduling.x-k8s.io``."""
 
 

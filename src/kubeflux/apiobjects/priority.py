@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.apiobjects.batchjob import FieldProblem
 from kubeflux.apiobjects.rules import (
@@ -43,7 +43,7 @@ __all__ = [
     "second_default",
 ]
 
-HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+HIGHEST_USER_DEFINABLE_PRIORITY: Final = 1_000_000_000
 
 
 class PriorityRefused(ValueError):
@@ -82,7 +82,7 @@ class PriorityClass:
         }
 
 
-SYSTEM_PRIORITY_CLASSES = (
+SYSTEM_PRIORITY_CLASSES: Final = (
     PriorityClass("system-node-critical", 2_000_001_000),
     PriorityClass("system-cluster-critical", 2_000_000_000),
 )

@@ -1,27 +1,29 @@
-"""The queue as its readers count jobs: one entry per waiting Job, PodGroup or lone pod, as Kueue's and Volcano's
-users see their workloads (``kueuectl list workload``, ``vcctl job list``).
+"""The queue as its readers count jobs: one entry per waiting Job, PodGroup or lone pod, as Kueue's and Volcano's users
+see their workloads (``kueuectl list workload``, ``vcctl job list``).
 
 A kubeflux scheduler queues a PodGroup as one job but the pods of a ``batch/v1`` Job that has no PodGroup each on
-their own (:mod:`kubeflux.scheduler.queueview`: a Job of parallelism 3 is three rows). :func:`queue_by_job`
-answers what :func:`~kubeflux.scheduler.queueview.queue_document` answers with those pods gathered under their
-controlling Job (the pod's ``ownerReferences``, :attr:`~kubeflux.scheduler.objects.Pod.owner`), and a ``kind``
-for each entry (``Job``, ``PodGroup`` or ``Pod``). A Job's entry is at the place of its first pod in the order
-tried and takes its state and reason from it; it holds every waiting pod, the earliest arrival (so the longest
-wait), the earliest expected start, what all its pods' reservations hold and their nodes. Positions count the
-entries from 1.
+their own (:mod:`kubeflux.scheduler.queueview`: a Job of parallelism 3 is three rows). :func:`queue_by_job` answers
+``GET`` :data:`QUEUE_PATH` with those pods gathered under their controlling Job (the pod's ``ownerReferences``,
+:attr:`~kubeflux.scheduler.objects.Pod.owner`), and a ``kind`` for each entry (``Job``, ``PodGroup`` or ``Pod``). A
+Job's entry is at the place of its first pod in the order tried and takes its state and reason from it; it holds
+every waiting pod, the earliest arrival (so the longest wait), the earliest expected start, what all its pods'
+reservations hold and their nodes. Positions count the entries from 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.scheduler.objects import ResourceList
 from kubeflux.scheduler.queue import PendingQueue
 from kubeflux.scheduler.queueview import QueuedJob, rfc3339
 
-__all__ = ["queue_by_job", "waiting_jobs"]
+__all__ = ["QUEUE_PATH", "queue_by_job", "waiting_jobs"]
+
+QUEUE_PATH: Final = "/kubeflux/queue"
+"""Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_by_job` (``GET``, JSON)."""
 
 
 def _job_owners(scheduler: object) -> dict[str, str]:
@@ -75,9 +77,10 @@ def waiting_jobs(queued: Iterable[QueuedJob], owners: Mapping[str, str]) -> list
 
 
 def queue_by_job(schedulers: Iterable[object], now: float, source: str) -> dict[str, Any]:
-    """What ``GET /kubeflux/queue`` answers (:func:`~kubeflux.scheduler.queueview.queue_document`'s document: ``now``
-    in seconds and RFC 3339, ``source``, each scheduler's name and jobs, null for one that keeps no queue it can
-    show), with one entry per waiting job (:func:`waiting_jobs`), each with its ``kind``."""
+    """What ``GET`` :data:`QUEUE_PATH` answers: ``now`` in seconds and RFC 3339, ``source`` (``serve`` or
+    ``cluster serve``), each scheduler's name and jobs (:meth:`~kubeflux.scheduler.queueview.QueuedJob.to_json`, one
+    entry per waiting job, :func:`waiting_jobs`, each with its ``kind``), null for one that keeps no queue it can show
+    (a baseline: ``queued`` missing)."""
     listed: list[dict[str, Any]] = []
     for scheduler in schedulers:
         queued = getattr(scheduler, "queued", None)

@@ -29,11 +29,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kubeflux.apiobjects.queuejobs import QUEUE_PATH
 from kubeflux.kube.binder import Binder
 from kubeflux.kube.binderprocess import BinderProcess
 from kubeflux.kube.reflector import Reflector
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.queueview import QUEUE_PATH
 
 __all__ = ["Observed", "OperationsServer", "ServeMetrics", "unreachable"]
 

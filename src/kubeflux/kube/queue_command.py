@@ -33,7 +33,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from kubeflux.scheduler.queueview import QUEUE_PATH
+from kubeflux.apiobjects.queuejobs import QUEUE_PATH
 
 __all__ = ["QueueUnavailable", "fetch_queue", "queue_command", "render_queue", "waited_text"]
 

@@ -37,7 +37,7 @@ from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
-from kubeflux.scheduler.graphview import GraphView
+from kubeflux.scheduler.graphview import GraphView, first_placement
 from kubeflux.scheduler.hiding import domain_of
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import Stage
@@ -198,7 +198,7 @@ class Confiner(Stage):
             policy = self.profile.policy
         result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
         if result.matched:
-            where: str | None = graph.placement().node
+            where: str | None = first_placement(result).node
             graph.cancel(result.jobid, freed=())
         elif reserve:
             return None

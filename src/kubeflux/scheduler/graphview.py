@@ -90,6 +90,14 @@ class ReleaseLog:
         return self.freed[position - self._base :]
 
 
+def first_placement(result: MatchResult) -> Placement:
+    """The node (the first, for a match over several), cores and gpus a successful match took, as its placements
+    say (:attr:`MatchResult.placements`); ValueError when it took none."""
+    if not result.placements:
+        raise ValueError("the match names no node")
+    return result.placements[0]
+
+
 class GraphView:
     """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
 
@@ -98,8 +106,6 @@ class GraphView:
             build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
         )
         self._engine.writer = PlacementWriter()
-        self.placements: tuple[Placement, ...] = ()
-        """The nodes, cores and gpus the last successful match took, as the engine wrote them."""
         self._releasing: dict[int, list[int]] = {}
         """Engine job id → vertices released from it that the engine has not been told of yet (:meth:`release`
         with ``partial``): told at the next read of :attr:`engine`, or all at once when the job's last part ends."""
@@ -234,28 +240,19 @@ class GraphView:
         result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later, policy=chosen)
         self._changes += 1
         if not result.matched:
-            self.placements = ()
             self.log.append(f"Match {op.value} {what}: no fit ({result.elapsed:.6f} s)")
             return result
-        self.placements = result.placements
         if result.reserved:
             self.log.append(
                 f"Match {op.value} {what}: jobid {result.jobid} reserved at {result.at} ({result.elapsed:.6f} s)"
             )
         else:
-            where = self.placement()
+            where = first_placement(result)
             self.log.append(
                 f"Match {op.value} {what}: jobid {result.jobid} node {where.node} cores {len(where.cores)} "
                 f"({result.elapsed:.6f} s)"
             )
         return result
-
-    def placement(self) -> Placement:
-        """The node (the first, for a match over several), cores and gpus the last successful match took; ValueError
-        when it took none."""
-        if not self.placements:
-            raise ValueError("the match names no node")
-        return self.placements[0]
 
     def _mask(self, hidden: HiddenNodes) -> npt.NDArray[np.bool_]:
         """``hidden``'s flags by node slot on this view (one more, always False, for vertices that are not nodes),

@@ -58,7 +58,7 @@ EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"
 cluster, virtual time in the simulator), written as an integer when whole."""
 
 
-EXPECTED_START_TIME_ANNOTATION = "kubeflux.io/expected-start-time"
+EXPECTED_START_TIME_ANNOTATION: Final = "kubeflux.io/expected-start-time"
 """The same start for people, in RFC 3339 (``2026-11-29T01:50:55Z``, UTC, to the second): written and removed
 together with :data:`EXPECTED_START_ANNOTATION` (in the same patch) by ``serve`` and ``cluster serve``, whose clock
 is Unix time. Programs read the seconds."""

@@ -24,7 +24,7 @@ from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter, alike_run, whole_node_policy
 from kubeflux.scheduler.fit import NodeFit
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
-from kubeflux.scheduler.graphview import HiddenNodes
+from kubeflux.scheduler.graphview import HiddenNodes, first_placement
 from kubeflux.scheduler.objects import PODS, Pod
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
@@ -198,7 +198,7 @@ class Placer(Stage):
                 fit.hidden.discard(name)
         if not result.matched:
             return []
-        chunks = self._split_slots(graph.placements, cores, gpus)
+        chunks = self._split_slots(result.placements, cores, gpus)
         if chunks is None or len(chunks) != len(run) or not self.filter.books_take(first, chunks, start, duration):
             graph.cancel(result.jobid, freed=())
             return None
@@ -296,7 +296,7 @@ class Placer(Stage):
                 placement, jobid = spanned
                 node = placement.node
             else:
-                placement = self._trimmed(pod, result.jobid, graph.placement())
+                placement = self._trimmed(pod, result.jobid, first_placement(result))
                 node, jobid = placement.node, result.jobid
         finally:
             for name in short:

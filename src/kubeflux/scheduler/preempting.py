@@ -39,6 +39,7 @@ start now preempts).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.constraints import fit_error_message
@@ -52,7 +53,7 @@ from kubeflux.scheduler.queue import PendingJob, PendingQueue
 
 __all__ = ["REFUSAL_BACKOFF", "Preemptor"]
 
-REFUSAL_BACKOFF = 10.0
+REFUSAL_BACKOFF: Final = 10.0
 """Seconds a job whose eviction the cluster refused is no candidate (the Eviction API's ``Retry-After``)."""
 
 

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Final
 
 from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector, SelectorRequirement
 
@@ -47,7 +48,7 @@ __all__ = [
     "split_by_budget",
 ]
 
-PRIORITY_SHIFT = 2**31
+PRIORITY_SHIFT: Final = 2**31
 """``math.MaxInt32 + 1``: kube-scheduler adds it to each victim's priority before summing (negative priorities)."""
 
 
@@ -221,7 +222,7 @@ class VictimJob:
     pods: tuple[RunningPod, ...]
 
 
-SEARCH_LIMIT = 2_000
+SEARCH_LIMIT: Final = 2_000
 """How many victim sets :func:`choose_victim_jobs` looks at, cheapest first, before it settles for a greedy one."""
 
 

@@ -9,7 +9,6 @@ its reservation holds. It changes nothing; a shell calls it on the thread that o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,7 @@ from kubeflux.scheduler.objects import Pod, ResourceList
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.units import format_quantity
 
-__all__ = ["QUEUE_PATH", "QueuedJob", "queue_document", "queue_snapshot", "rfc3339"]
+__all__ = ["QueuedJob", "queue_snapshot", "rfc3339"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,19 +147,3 @@ def queue_snapshot(queue: PendingQueue, now: float) -> list[QueuedJob]:
             )
         )
     return out
-
-
-QUEUE_PATH = "/kubeflux/queue"
-"""Where ``serve``'s operations port and ``cluster serve`` answer :func:`queue_document` (``GET``, JSON)."""
-
-
-def queue_document(schedulers: Iterable[object], now: float, source: str) -> dict[str, Any]:
-    """What ``GET`` :data:`QUEUE_PATH` answers: ``now`` (seconds and RFC 3339), ``source`` (``serve`` or
-    ``cluster serve``) and each scheduler's name and jobs (:meth:`QueuedJob.to_json`); ``jobs`` is null for a
-    scheduler that keeps no queue it can show (a baseline: ``queued`` missing)."""
-    listed: list[dict[str, Any]] = []
-    for scheduler in schedulers:
-        queued = getattr(scheduler, "queued", None)
-        jobs = None if queued is None else [job.to_json() for job in queued(now)]
-        listed.append({"name": str(getattr(scheduler, "name", "")), "jobs": jobs})
-    return {"now": now, "nowTime": rfc3339(now), "source": source, "schedulers": listed}

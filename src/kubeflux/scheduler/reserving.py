@@ -17,6 +17,7 @@ from typing import Final
 
 from kubeflux.match.engine import MatchOp, MatchResult
 from kubeflux.scheduler.filtering import alike_run
+from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, Stage
@@ -113,7 +114,7 @@ class Reserver(Stage):
         )
         if result is None or not result.matched:
             return result, False
-        node = graph.placement().node
+        node = first_placement(result).node
         if result.at > start and self.filter.fits_during(node, pod, result.at, result.at + duration):
             job.reservations.append(result.jobid)
             self._reserve_books(job, node, pod, result.at, duration)
@@ -179,7 +180,7 @@ class Reserver(Stage):
                 return None
             jobid, at = result.jobid, result.at
             cores, gpus = self.books.pod_shape(pod)
-            placements = graph.placements
+            placements = result.placements
             per_node = tuple(
                 (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
                 for where in placements

@@ -85,7 +85,7 @@ SOCKETS_LABEL: Final = "kubeflux.io/sockets"
 """The node label the simulator writes for a node's socket count (``kubeflux simulate --sockets``)."""
 MAX_SOCKETS: Final = 1024
 """The most sockets a node may be given (a label asking more is a mistake, not a machine)."""
-DEFAULT_GPU_RESOURCES = (GPU,)
+DEFAULT_GPU_RESOURCES: Final = (GPU,)
 
 
 class PodRequestError(ValueError):

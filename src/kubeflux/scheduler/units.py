@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from typing import Final
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -29,7 +30,7 @@ class DurationError(ValueError):
     """A duration Go's ``time.ParseDuration`` would reject; the message quotes the bad value (:func:`echo`)."""
 
 
-ECHO_LIMIT = 40
+ECHO_LIMIT: Final = 40
 """The most characters of a bad value a message repeats (a 400-digit number is shown by its start and length)."""
 
 

@@ -3,7 +3,7 @@
 Simulated time is Unix seconds. Object timestamps (creation, conditions, events, deletion, leases), the kubelet's
 stage delays and the schedulers' ``now`` all read the clock (``clock()``); every timer of the served cluster (a
 kubelet stage, a Job's deadline, a scheduler's wake-up, a replayed submission) is set through
-:meth:`Clock.call_later` / :meth:`Clock.call_at`, in simulated seconds, with a tie order
+:meth:`Clock.call_later` (a virtual clock also :meth:`VirtualClock.call_at`), in simulated seconds, with a tie order
 (:class:`kubeflux.sim.clock.Priority`, the simulator's).
 
 * :class:`~kubeflux.wallclock.WallClock` (``--clock wall``, ``--speed X``; the one ``kubeflux serve`` keeps too):

@@ -76,7 +76,7 @@ from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import COUPLED_ANNOTATION, SimJob, timing_of
 from kubeflux.sim.pods import Lifecycle, SimPod
 from kubeflux.sim.podstatus import pod_status
-from kubeflux.sim.workloads.manifests import _template
+from kubeflux.sim.workloads.manifests import pod_template
 from kubeflux.sim.workloads.model import JobKind, WorkloadJob
 from kubeflux.wallclock import WallClock
 
@@ -419,7 +419,7 @@ class SimulatedKubelet:
             # a Job's pod without a run time completes once it runs, as KWOK's pod-complete stage for Job pods and
             # the simulator (kubeflux.sim.workloads.manifests) have it; any other pod runs until it is deleted
             owned = any(ref.get("kind") == "Job" for ref in meta.get("ownerReferences") or () if isinstance(ref, dict))
-            template = _template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", 0.0 if owned else None)
+            template = pod_template(pod, obj, f"Pod {namespace}/{meta['name']}", "metadata", 0.0 if owned else None)
             wjob = WorkloadJob(
                 id=pod.key, submit_time=0.0, kind=JobKind.POD, name=pod.name, namespace=namespace, pods=[template]
             )

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kubeflux.apiobjects.queuejobs import queue_by_job
+from kubeflux.apiobjects.queuejobs import QUEUE_PATH, queue_by_job
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.queueview import QUEUE_PATH
 
 __all__ = ["QUEUE_PATH", "QueueRoute"]
 

@@ -148,7 +148,7 @@ def _annotation_seconds(obj: str, annotations: dict[str, str], key: str, path: s
     return value
 
 
-def _template(
+def pod_template(
     pod: Pod,
     manifest: dict[str, Any],
     obj: str,
@@ -188,14 +188,14 @@ def _template(
 def _checked_template(
     pod: Pod, manifest: dict[str, Any], obj: str, path: str, default_run_time: float | None
 ) -> tuple[PodTemplate, str]:
-    """:func:`_template`, and why the pod is rejected (``""`` when it is not): a pod whose run-time annotations no
+    """:func:`pod_template`, and why the pod is rejected (``""`` when it is not): a pod whose run-time annotations no
     kubelet can read is a valid object, so it is kept, rejected with the reason (as kubeflux's scheduler rejects it
     in ``cluster serve`` rather than bind it), never skipped as one the API would refuse. So is a pod with
     ``spec.schedulingGates``: no scheduler may place it, and no controller of the simulator would ever remove them."""
     try:
-        template = _template(pod, manifest, obj, path, default_run_time)
+        template = pod_template(pod, manifest, obj, path, default_run_time)
     except InvalidRunTime as exc:
-        return _template(pod, manifest, obj, path, default_run_time, PodRun()), str(exc)
+        return pod_template(pod, manifest, obj, path, default_run_time, PodRun()), str(exc)
     if pod.scheduling_gates:
         gates = ", ".join(pod.scheduling_gates)
         return template, f"{obj}: spec.schedulingGates: held by {gates}, which nothing in simulate removes (no Kueue)"
@@ -594,5 +594,6 @@ __all__ = [
     "images",
     "job_from_manifest",
     "load_documents",
+    "pod_template",
     "read_manifests",
 ]
