@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from kubeflux.cli import app
 from kubeflux.scheduler.topology import RACK_LEVEL
 from kubeflux.sim.workloads.cluster_file import read_cluster
+from tests.sim._helpers import gang_job_yaml
 
 RUNNER = CliRunner()
 
@@ -33,36 +34,16 @@ status:
 
 def job_yaml(name: str, submit: float, run: int, ranks: int, *, rack: str = "", topology: str = "") -> str:
     """A Job of ``ranks`` 16-core pods (a PodGroup of them unless ``rack`` pins them to a rack)."""
-    group = f"""apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
-spec: {{minMember: {ranks}}}
----
-"""
-    labels = "{}" if rack else f"{{scheduling.x-k8s.io/pod-group: {name}}}"
-    selector = f"\n      nodeSelector: {{{RACK_LEVEL}: {rack}}}" if rack else ""
-    ask = f", kueue.x-k8s.io/podset-{topology}-topology: {RACK_LEVEL}" if topology else ""
-    return (
-        ("" if rack else group)
-        + f"""apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
-spec:
-  parallelism: {ranks}
-  completions: {ranks}
-  template:
-    metadata:
-      labels: {labels}
-      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"{ask}}}
-    spec:
-      restartPolicy: Never{selector}
-      containers:
-        - name: main
-          image: mpi
-          resources: {{requests: {{cpu: "16", memory: 1Gi}}}}
-"""
+    return gang_job_yaml(
+        name,
+        submit,
+        run,
+        ranks,
+        16,
+        None,
+        group=not rack,
+        node_selector=f"{{{RACK_LEVEL}: {rack}}}" if rack else "",
+        pod_annotations=f"kueue.x-k8s.io/podset-{topology}-topology: {RACK_LEVEL}" if topology else "",
     )
 
 

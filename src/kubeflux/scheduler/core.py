@@ -126,7 +126,7 @@ class KubefluxScheduler:
         self.informer = Informer(self.profile, self.books, self.queue, self.log)
         self.filter = NodeFilter(self.profile, self.books, self.queue)
         self.placer = Placer(self.profile, self.books, self.queue, self.filter, self.log)
-        self.reserver = Reserver(self.profile, self.books, self.queue, self.filter, self.placer, self.log)
+        self.reserver = Reserver(self.placer)
         self.confiner = Confiner(self.profile, self.books, self.queue, self.filter, self.log)
         self.preemptor = Preemptor(self.profile, self.books, self.queue, self.filter, self.log.append)
         self.backfill = Backfill(backfill)

@@ -189,5 +189,5 @@ def parts(
     books.ensure_graph()
     node_filter = NodeFilter(profile, books, queue)
     placer = Placer(profile, books, queue, node_filter, log)
-    reserver = Reserver(profile, books, queue, node_filter, placer, log)
+    reserver = Reserver(placer)
     return Parts(profile, queue, books, node_filter, placer, reserver, log)
