@@ -79,8 +79,11 @@ def test_an_urgent_gang_evicts_the_unguarded_gang_whole_through_the_eviction_api
                 assert "plain-0" not in pods and "plain-1" not in pods  # evicted whole
                 assert _running(api, ns, "guarded-0", "guarded-1")  # its budget allows no disruption
                 assert {pods[p["metadata"]["name"]]["spec"]["nodeName"] for p in urgent} == freed
-                preempted = sorted(e["regarding"]["name"] for e in api.events(ns) if e.get("reason") == "Preempted")
-                assert preempted == ["plain-0", "plain-1"]
+
+                def preempted() -> list[str]:  # events are written after the evictions, by serve's event sink
+                    return sorted(e["regarding"]["name"] for e in api.events(ns) if e.get("reason") == "Preempted")
+
+                eventually(lambda: preempted() == ["plain-0", "plain-1"], lambda: f"Preempted events: {preempted()}")
                 evictions = serve.metrics.registry.get_sample_value(
                     "kubeflux_evictions_total", {"scheduler": "kubeflux", "result": "evicted"}
                 )

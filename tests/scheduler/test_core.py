@@ -129,7 +129,7 @@ def test_a_node_whose_books_free_up_takes_pods_of_the_same_shape_again() -> None
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
-        ({}, "1 node(s) had untolerated taint {dedicated: hpc}, 1 node(s) were unschedulable"),
+        ({}, "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable"),
         ({"node_selector": {"disk": "ssd"}}, "1 node(s) didn't match Pod's node affinity/selector"),
     ],
     ids=["taint-and-cordon", "selector"],

@@ -361,7 +361,7 @@ def test_a_30gib_pod_whose_only_large_node_is_tainted_is_rejected_and_blocks_no_
     assert outcome.started("j1") == 0.0
     reason = outcome.simulation.cluster.jobs[0].rejected_reason
     assert reason == (
-        "0/2 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint {dedicated: hpc}. "
+        "0/2 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s). "
         "No node that admits the pod could ever host it, even empty."
     ), reason
 

@@ -61,22 +61,37 @@ def gang_job_yaml(
     run: int,
     ranks: int,
     cores: int = 8,
-    priority: int = 0,
+    priority: int | None = 0,
     policy: str = "",
     *,
     planned: bool = False,
+    group: bool = True,
+    node_selector: str = "",
+    pod_annotations: str = "",
 ) -> str:
     """A PodGroup of ``ranks`` and its ``batch/v1`` Job of as many pods of ``cores`` cores, submitted at ``submit``
-    and running ``run`` seconds; ``policy``: the pods' ``preemptionPolicy``; ``planned``: kubeflux is told the run
-    time (``kubeflux.io/duration``)."""
-    preemption = f"\n      preemptionPolicy: {policy}" if policy else ""
-    duration = f', kubeflux.io/duration: "{run}"' if planned else ""
-    return f"""apiVersion: scheduling.x-k8s.io/v1alpha1
+    and running ``run`` seconds; ``priority``: the pods' (None: not stated); ``policy``: their
+    ``preemptionPolicy``; ``planned``: kubeflux is told the run time (``kubeflux.io/duration``); ``group=False``: the
+    Job alone, its pods in no group; ``node_selector``, ``pod_annotations``: the pods' (YAML flow text, e.g.
+    ``{rack: r0}``, ``key: value``)."""
+    labels = f"{{scheduling.x-k8s.io/pod-group: {name}}}" if group else "{}"
+    annotations = f'pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"'
+    if planned:
+        annotations += f', kubeflux.io/duration: "{run}"'
+    if pod_annotations:
+        annotations += f", {pod_annotations}"
+    spec = "\n      nodeSelector: " + node_selector if node_selector else ""
+    spec += "" if priority is None else f"\n      priority: {priority}"
+    spec += f"\n      preemptionPolicy: {policy}" if policy else ""
+    podgroup = f"""apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup
 metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
 spec: {{minMember: {ranks}}}
 ---
-apiVersion: batch/v1
+"""
+    return (
+        (podgroup if group else "")
+        + f"""apiVersion: batch/v1
 kind: Job
 metadata:
   name: {name}
@@ -86,16 +101,16 @@ spec:
   completions: {ranks}
   template:
     metadata:
-      labels: {{scheduling.x-k8s.io/pod-group: {name}}}
-      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"{duration}}}
+      labels: {labels}
+      annotations: {{{annotations}}}
     spec:
-      restartPolicy: Never
-      priority: {priority}{preemption}
+      restartPolicy: Never{spec}
       containers:
         - name: main
           image: mpi
           resources: {{requests: {{cpu: "{cores}", memory: 1Gi}}}}
 """
+    )
 
 
 def simulate_yaml(

@@ -87,7 +87,7 @@ def test_message_counts_each_filter_reason() -> None:
     assert messages(s.schedule(0.0)) == {
         # each node reports its first failing plugin; Go's string sort puts "2 …" after every "1 …"
         "p": "0/5 nodes are available: 1 Insufficient memory, 1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) had untolerated taint {dedicated: hpc}, 1 node(s) were unschedulable, 2 Insufficient cpu. "
+        "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 Insufficient cpu. "
         # every node fails where removing pods cannot help (a static filter, or more cpu than it has)
         "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     }

@@ -12,15 +12,7 @@ from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.workloads.cluster_file import read_cluster
 from kubeflux.sim.workloads.manifests import read_manifests
-
-
-def nodes_yaml(*shapes: tuple[str, str, str]) -> str:
-    """Nodes from (name, cpu, memory)."""
-    return "\n---\n".join(
-        f"apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n"
-        f"status: {{allocatable: {{cpu: '{cpu}', memory: {memory}, pods: '110'}}}}"
-        for name, cpu, memory in shapes
-    )
+from tests.sim._gangs import group_yaml, nodes_yaml
 
 
 def pod_yaml(
@@ -50,17 +42,6 @@ spec:{spec}
     - name: main
       image: busybox
       resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}"""
-
-
-def group_yaml(name: str, min_member: int, *, submit: float = 0, timeout: int | None = None) -> str:
-    extra = f"\n  scheduleTimeoutSeconds: {timeout}" if timeout is not None else ""
-    return f"""apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata:
-  name: {name}
-  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
-spec:
-  minMember: {min_member}{extra}"""
 
 
 def simulate(tmp_path: Path, nodes: str, *objects: str, backfill: str = "easy", others: bool = False) -> Simulation:

@@ -160,6 +160,7 @@ def test_a_mapped_job_copies_every_field_but_its_pods_gang_and_verdict() -> None
         exit_code=2,
         active_deadline_seconds=70.0,
         pod_failure_policy=PodFailurePolicy((PodFailureRule("Ignore", conditions=(("DisruptionTarget", "True"),)),)),
+        queue_name="q",
         profile="p",
     )
     defaults = WorkloadJob(id="", submit_time=0.0, kind=JobKind.TRACE, name="")

@@ -10,60 +10,9 @@ from typer.testing import CliRunner
 from kubeflux.cli import app
 from kubeflux.scheduler.topology import RACK_LEVEL
 from kubeflux.sim.workloads.cluster_file import read_cluster
+from tests.sim._topology import FILLERS, cluster_yaml, job_yaml
 
 RUNNER = CliRunner()
-
-
-def cluster_yaml(racks: int, per_rack: int, cores: int = 16) -> str:
-    """``racks`` racks (``rack-0`` …) of ``per_rack`` nodes ``node-0`` … (numbered across racks)."""
-    docs = []
-    for index in range(racks * per_rack):
-        docs.append(
-            f"""apiVersion: v1
-kind: Node
-metadata:
-  name: node-{index}
-  labels: {{kubernetes.io/hostname: node-{index}, {RACK_LEVEL}: rack-{index // per_rack}}}
-status:
-  allocatable: {{cpu: "{cores}", memory: 64Gi, pods: "110"}}
-"""
-        )
-    return "---\n".join(docs)
-
-
-def job_yaml(name: str, submit: float, run: int, ranks: int, *, rack: str = "", topology: str = "") -> str:
-    """A Job of ``ranks`` 16-core pods (a PodGroup of them unless ``rack`` pins them to a rack)."""
-    group = f"""apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}}}
-spec: {{minMember: {ranks}}}
----
-"""
-    labels = "{}" if rack else f"{{scheduling.x-k8s.io/pod-group: {name}}}"
-    selector = f"\n      nodeSelector: {{{RACK_LEVEL}: {rack}}}" if rack else ""
-    ask = f", kueue.x-k8s.io/podset-{topology}-topology: {RACK_LEVEL}" if topology else ""
-    return (
-        ("" if rack else group)
-        + f"""apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  annotations: {{sim.kubeflux.io/submit-time: "{submit}"}}
-spec:
-  parallelism: {ranks}
-  completions: {ranks}
-  template:
-    metadata:
-      labels: {labels}
-      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"{ask}}}
-    spec:
-      restartPolicy: Never{selector}
-      containers:
-        - name: main
-          image: mpi
-          resources: {{requests: {{cpu: "16", memory: 1Gi}}}}
-"""
-    )
 
 
 def simulate(tmp_path: Path, cluster: str, *jobs: str, options: tuple[str, ...] = ()) -> dict[str, list[str]]:
@@ -81,10 +30,6 @@ def simulate(tmp_path: Path, cluster: str, *jobs: str, options: tuple[str, ...] 
             if row["node"]:
                 nodes.setdefault(row["job_id"].removeprefix("default/"), []).append(row["node"])
     return {job: sorted(names, key=lambda n: int(n.rsplit("-", 1)[1])) for job, names in nodes.items()}
-
-
-FILLERS = (job_yaml("fill-a", 0, 100, 2, rack="rack-0"), job_yaml("fill-b", 0, 100, 2, rack="rack-1"))
-"""Two nodes of rack-0 and two of rack-1 busy: 4 free nodes over two racks, and rack-2's 4."""
 
 
 def test_a_gang_requiring_one_rack_runs_in_the_rack_with_room(tmp_path: Path) -> None:

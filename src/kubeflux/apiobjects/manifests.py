@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, TypeGuard
 
+from kubeflux.apiobjects.podterms import pod_terms, terms_to_manifest
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem, int_decode_error
 from kubeflux.scheduler.objects import (
@@ -469,6 +470,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     if node_name:
         reader.dns_name("spec.nodeName", node_name)
     resize = _resize_status(reader)
+    labels = reader.string_map("metadata.labels")
     return Pod(
         namespace=namespace,
         name=name,
@@ -477,7 +479,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         priority=priority or 0,
         creation_time=reader.timestamp("metadata.creationTimestamp") or 0.0,
         requests=_pod_requests(reader, resize),
-        labels=reader.string_map("metadata.labels"),
+        labels=labels,
         annotations=reader.string_map("metadata.annotations"),
         node_selector=reader.string_map("spec.nodeSelector"),
         tolerations=_tolerations(reader),
@@ -492,6 +494,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         scheduling_group=reader.string("spec.schedulingGroup.podGroupName"),
         preemption_policy=preemption,
         scheduling_gates=_scheduling_gates(reader),
+        terms=pod_terms(reader, namespace, labels),
     )
 
 
@@ -652,4 +655,6 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["activeDeadlineSeconds"] = max(1, round(pod.active_deadline_seconds))
     if pod.scheduling_group:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
+    if pod.terms is not None:
+        terms_to_manifest(pod.terms, spec)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": pod.phase.value}}

@@ -34,6 +34,7 @@ from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.ledger import Ledger
 from kubeflux.scheduler.objects import CPU, DisruptionBudget, Node, Pod, ResourceList
+from kubeflux.scheduler.podterms import PodsByNode
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.timebooks import TimeBooks
@@ -89,6 +90,9 @@ class ClusterBooks:
         self.uid_by_key: dict[str, str] = {}
         self.bound: dict[str, Pod] = {}
         """Pod uid → pod, for every allocation (to replay it when its node is re-attached)."""
+        self.pods = PodsByNode()
+        """The same pods by node, for the filters that look at the pods around a pod (inter-pod affinity, topology
+        spread, host ports: :mod:`kubeflux.scheduler.podterms`)."""
         self.unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
         self.stuck: dict[str, dict[str, Pod]] = {}
@@ -141,6 +145,7 @@ class ClusterBooks:
         if jobid:
             heapq.heappush(self.ends, (start + duration, uid))
         self.bound[uid] = pod
+        self.pods.add(uid, pod, node)
         self.uid_by_key[pod.key] = uid
         return alloc
 
@@ -159,6 +164,7 @@ class ClusterBooks:
             alloc.placement = alloc.named = Placement(node, record.cores, record.gpus)
         self.allocations[uid] = alloc
         self.bound[uid] = pod
+        self.pods.add(uid, pod, node)
         if own or self.profile.sharing.name != "capped":
             self.unaccounted[uid] = pod
         self.log.append(f"Accounting pod {pod.key} on node {node} ({'recovered' if own else pod.scheduler_name})")
@@ -174,6 +180,7 @@ class ClusterBooks:
             self.own.take(uid, node, pod.requests)
         self.fits.changed(node)
         self.bound[uid] = pod
+        self.pods.add(uid, pod, node)
         self.queue.changed()
         resize = f" ({pod.resize})" if pod.resize else ""
         self.log.append(f"Pod {pod.key} on node {node} resized{resize}: requests {before} -> {pod.requests}")
@@ -232,6 +239,7 @@ class ClusterBooks:
         alloc = self.allocations.pop(uid, None)
         self.unaccounted.pop(uid, None)
         self.bound.pop(uid, None)
+        self.pods.remove(uid)
         if alloc is None:
             return
         if self.stuck:

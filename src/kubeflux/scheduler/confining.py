@@ -29,7 +29,7 @@ core or gpu is not confined.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,13 +37,11 @@ from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
-from kubeflux.scheduler.books import ClusterBooks
-from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.graphview import GraphView, first_placement
 from kubeflux.scheduler.hiding import domain_of
 from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.profile import Profile
-from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.placing import Stage
+from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, level_type
 from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
 
@@ -84,18 +82,9 @@ def job_request(job: PendingJob) -> Request | None:
     return None
 
 
-class Confiner:
+class Confiner(Stage):
     """Places and reserves jobs that ask for one domain (see the module docstring); any other job goes straight to
     ``place`` and ``reserve``."""
-
-    def __init__(
-        self, profile: Profile, books: ClusterBooks, queue: PendingQueue, filter: NodeFilter, log: deque[str]
-    ) -> None:
-        self.profile = profile
-        self.books = books
-        self.queue = queue
-        self.filter = filter
-        self.log = log
 
     def attempt(self, job: PendingJob, start: int, run: Callable[[], T], *, reserve: bool) -> T | None:
         """``run()`` (a placement or a reservation of ``job``) kept in one domain, as the job asks: its answer in the

@@ -3,7 +3,7 @@
 Each filter returns None when the node passes, or the reason exactly as kube-scheduler words it, so that
 :func:`fit_error_message` builds the same ``FailedScheduling`` message a user sees from ``kubectl describe pod``::
 
-    0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint {dedicated: hpc}.
+    0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint(s).
 
 The filters, in the order of kube-scheduler's default profile (a node stops at its first failing plugin):
 
@@ -47,6 +47,7 @@ __all__ = [
     "REASON_NODE_AFFINITY",
     "REASON_TOO_MANY_PODS",
     "REASON_UNSCHEDULABLE",
+    "REASON_UNTOLERATED",
     "UNSCHEDULABLE_TAINT_KEY",
     "feasible_nodes",
     "filter_node",
@@ -69,6 +70,7 @@ UNSCHEDULABLE_TAINT_KEY: Final = "node.kubernetes.io/unschedulable"
 NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", value="", effect="NoSchedule")
 
 REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+REASON_UNTOLERATED: Final = "node(s) had untolerated taint(s)"
 REASON_NODE_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
 REASON_TOO_MANY_PODS: Final = "Too many pods"
 NO_NODES_MESSAGE: Final = "no nodes available to schedule pods"
@@ -120,11 +122,11 @@ def node_unschedulable(pod: Pod, node: Node) -> str | None:
 
 
 def taint_toleration(pod: Pod, node: Node) -> str | None:
-    """TaintToleration filter: ``node(s) had untolerated taint {key: value}`` for the first untolerated taint."""
-    taint = untolerated_taint(node_taints(node), pod.tolerations)
-    if taint is None:
+    """TaintToleration filter: ``node(s) had untolerated taint(s)`` when a taint is not tolerated (kube-scheduler
+    v1.36's words; before it named the first such taint, ``{key: value}``, which a user of the pod need not see)."""
+    if untolerated_taint(node_taints(node), pod.tolerations) is None:
         return None
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    return REASON_UNTOLERATED
 
 
 # --- NodeAffinity -----------------------------------------------------------------------------------------

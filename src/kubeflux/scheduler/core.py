@@ -113,7 +113,7 @@ def wire(profile: Profile, log: deque[str]) -> Parts:
         Informer(profile, books, queue, log),
         node_filter,
         placer,
-        Reserver(profile, books, queue, node_filter, placer, log),
+        Reserver(placer),
         Confiner(profile, books, queue, node_filter, log),
         Preemptor(profile, books, queue, node_filter, log.append),
         log,

@@ -18,6 +18,7 @@ from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import GangMember, assign
 from kubeflux.scheduler.objects import PODS, Node, Pod, ResourceList
+from kubeflux.scheduler.podterms import HOSTNAME_LABEL, early_reasons, late_reasons
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.translate import Placement, pod_policy
@@ -33,7 +34,12 @@ class NodeFilter:
         self.profile = profile
         self.books = books
         self.queue = queue
+        self._pod_fit: tuple[Pod, tuple[object, ...], NodeFit, NodeFit] | None = None
+        """(pod, books' versions, its shape's fit, its fit with the pods around it): the last pod's, asked several
+        times while it is placed."""
         self._alike_fit: tuple[int, set[tuple[object, ...]]] = (-1, set())
+        self._hostnames: tuple[int, bool] = (-1, False)
+        self._labels: tuple[int, dict[tuple[str, str], list[str]]] = (-1, {})
         """(fit index resets, the shapes of groups of alike members found able to fit the empty nodes then): the
         static fits named by id are the index's own, kept until its next reset."""
 
@@ -61,8 +67,88 @@ class NodeFilter:
         return short
 
     def fit(self, pod: Pod) -> NodeFit:
-        """The graph nodes that may take ``pod`` now."""
-        return self.books.fits.fit(pod, self.static_fit(pod), self._shortfall)
+        """The graph nodes that may take ``pod`` now: the static filters and the books (kept incrementally per pod
+        shape), and for a pod that asks something of the pods around it (or when a bound pod's anti-affinity may be
+        against it) the filters of :mod:`kubeflux.scheduler.podterms` over the books' pods, in kube-scheduler's order
+        (host ports before the resources, topology spread and inter-pod affinity after them)."""
+        books = self.books
+        fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
+        pods = books.pods
+        if pod.terms is None and not pods.holders:
+            return fit
+        key = (books.fits.version, pods.version)
+        known = self._pod_fit
+        if known is not None and known[0] is pod and known[1] == key and known[2] is fit:
+            return known[3]
+        static = fit.static
+        early = early_reasons(pod, static.fit, books.nodes, pods)
+        unfit = {name: [why] for name, why in early.items()}
+        for name, short in fit.unfit.items():
+            unfit.setdefault(name, short)
+        late = late_reasons(
+            pod, [name for name in static.fit if name not in unfit], books.nodes, pods, self._by_label()
+        )
+        for name, why in late.items():
+            unfit[name] = [why]
+        made = NodeFit(static, unfit, fit.pos)
+        self._pod_fit = (pod, key, fit, made)
+        return made
+
+    def one_per_node(self, pods: list[Pod]) -> bool | None:
+        """For a run of alike members (:func:`alike_run`): whether what they ask of each other is "at most one member
+        per node" (required anti-affinity of members matching their own term on ``kubernetes.io/hostname``, where every
+        node has a hostname of its own, or the same host ports) and the engine can place them in one match of one
+        slot per node; False when they ask nothing of each other; None when they ask more (topology spread,
+        affinity, anti-affinity among themselves on a wider key), and are placed one by one."""
+        terms = pods[0].terms
+        if terms is None:
+            return False
+        if terms.affinity or terms.spread:
+            return None
+        per_node = bool(terms.host_ports)
+        own = self.books.pods.namespace_labels.get(pods[0].namespace)
+        for term in terms.anti_affinity:
+            if not term.matches(pods[0], own):
+                continue
+            if term.topology_key != HOSTNAME_LABEL or not self._hostnames_distinct():
+                return None
+            per_node = True
+        return per_node
+
+    def _hostnames_distinct(self) -> bool:
+        """Whether every graph node carries a ``kubernetes.io/hostname`` of its own (kept until the nodes change)."""
+        resets = self.books.fits.version[0]
+        if self._hostnames[0] != resets:
+            graph = self.books.graph
+            names = list(graph.specs) if graph is not None else []
+            nodes = self.books.nodes
+            values = {nodes[name].labels.get(HOSTNAME_LABEL) for name in names if name in nodes}
+            self._hostnames = (resets, None not in values and len(values) == len(names))
+        return self._hostnames[1]
+
+    def _by_label(self) -> dict[tuple[str, str], list[str]]:
+        """The nodes by (label, value), kept until the nodes change."""
+        resets = self.books.fits.version[0]
+        if self._labels[0] != resets:
+            index: dict[tuple[str, str], list[str]] = {}
+            for name, node in self.books.nodes.items():
+                for pair in node.labels.items():
+                    index.setdefault(pair, []).append(name)
+            self._labels = (resets, index)
+        return self._labels[1]
+
+    def terms_unfit(self, pod: Pod) -> set[str]:
+        """The nodes admitting ``pod`` (the static filters) that the filters of :mod:`kubeflux.scheduler.podterms`
+        refuse it now, whatever their room (for a search that counts room itself)."""
+        books = self.books
+        pods = books.pods
+        if pod.terms is None and not pods.holders:
+            return set()
+        static = self.static_fit(pod).fit
+        unfit = set(early_reasons(pod, static, books.nodes, pods))
+        rest = [name for name in static if name not in unfit]
+        unfit.update(late_reasons(pod, rest, books.nodes, pods, self._by_label()))
+        return unfit
 
     def reasons(self, pod: Pod) -> Counter[str]:
         """Why each node may not take ``pod`` now, counted as kube-scheduler counts them."""
@@ -328,6 +414,8 @@ def _alike(pod: Pod, other: Pod) -> bool:
         and pod.node_selector == other.node_selector
         and pod.tolerations == other.tolerations
         and pod.required_node_affinity == other.required_node_affinity
+        and pod.terms == other.terms
+        and (pod.terms is None or pod.labels == other.labels)
         and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
     )
 

@@ -54,6 +54,9 @@ class GangMember:
     """The nodes (indices into the free vectors) the member may use, the match policy's preferred first."""
     whole_node: bool = False
     """The member takes its node whole (a node-exclusive policy): the node must be wholly free, and is full after."""
+    distinct: bool = False
+    """No two distinct members share a node (required anti-affinity among them on the hostname, the same host
+    ports)."""
 
 
 def assign(
@@ -73,6 +76,7 @@ def assign(
         return _fill(members[0], count, free, wholly_free, minimum)
     caps = [list(vector) for vector in free]
     whole = list(wholly_free)
+    apart = [False] * len(caps)  # a distinct member is on the node
     order = sorted(range(count), key=lambda i: _sort_key(members[i], caps))
     signature = _membership(members, len(caps))
     chosen: list[int | None] = [None] * count
@@ -80,13 +84,14 @@ def assign(
     optional = count - minimum
 
     def fits(member: GangMember, node: int) -> bool:
-        if member.whole_node and not whole[node]:
+        if (member.whole_node and not whole[node]) or (member.distinct and apart[node]):
             return False
         cap = caps[node]
         return all(need <= have for need, have in zip(member.demand, cap, strict=True))
 
-    def take(member: GangMember, node: int) -> tuple[list[int], bool]:
-        before = (caps[node], whole[node])
+    def take(member: GangMember, node: int) -> tuple[list[int], bool, bool]:
+        before = (caps[node], whole[node], apart[node])
+        apart[node] = apart[node] or member.distinct
         if member.whole_node:
             caps[node] = [0] * len(caps[node])
         else:
@@ -110,7 +115,7 @@ def assign(
                 continue
             if not fits(member, node):
                 continue
-            key = (tuple(caps[node]), whole[node], signature[node])
+            key = (tuple(caps[node]), whole[node], apart[node], signature[node])
             if key in tried:
                 continue
             tried.add(key)
@@ -120,7 +125,7 @@ def assign(
             before = take(member, node)
             chosen[index] = node
             found = search(depth + 1, skips)
-            caps[node], whole[node] = before
+            caps[node], whole[node], apart[node] = before
             if found is not False:
                 return found
             chosen[index] = None
@@ -155,6 +160,8 @@ def _fill(
             copies = min(
                 (have // need for need, have in zip(member.demand, free[node], strict=True) if need > 0), default=count
             )
+        if member.distinct:
+            copies = min(copies, 1)
         chosen.extend([node] * min(max(copies, 0), count - len(chosen)))
     if len(chosen) < minimum:
         return None

@@ -344,6 +344,7 @@ class Informer:
             # bound where kubeflux counts it (by its own Binding, or another client's to the same node): the
             # pod as bound, so that a refusal of kubeflux's Binding arriving after this leaves it counted there
             books.bound[uid] = pod
+            books.pods.add(uid, pod, alloc.node)  # its labels, for the pods placed beside it, as they are now
             booking = books.ledger.bookings.get(uid)
             if booking is not None and booking.requests != pod.requests and self._valid(uid, pod):
                 books.resized(uid, pod, alloc, booking.requests)

@@ -126,6 +126,10 @@ class Pod:
     """The names in ``spec.schedulingGates``: while any is left, no scheduler may place the pod (kube-scheduler's
     SchedulingGates plugin; a controller such as Kueue removes its gate when it admits the pod). The API allows gates
     only at creation, and only their removal after it."""
+    terms: PodTerms | None = None
+    """What the pod asks of the pods around it (host ports, required inter-pod affinity and anti-affinity, topology
+    spread that must hold); None when it asks none of it (most pods: the filters of
+    :mod:`kubeflux.scheduler.podterms` then cost nothing)."""
 
     @property
     def key(self) -> str:
@@ -199,6 +203,68 @@ class LabelSelector:
         return all(labels.get(key) == value for key, value in self.match_labels) and all(
             requirement.matches(labels) for requirement in self.match_expressions
         )
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A container's ``hostPort`` (with its ``protocol`` and ``hostIP``, empty meaning every address)."""
+
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """One required ``podAffinity``/``podAntiAffinity`` term, as kube-scheduler reads it: the pods of
+    ``namespaces`` (or of a namespace ``namespace_selector`` selects) whose labels ``selector`` matches, in the
+    domain of ``topology_key``. ``None`` selectors select nothing (an absent ``labelSelector``); ``matchLabelKeys``
+    and ``mismatchLabelKeys`` are merged into ``selector`` already, as the API server does."""
+
+    selector: LabelSelector | None
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+    topology_key: str
+
+    def matches(self, pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether ``pod`` (with ``namespace_labels``, its namespace's labels) is one of the term's pods."""
+        return self.selects(pod.namespace, pod.labels, namespace_labels)
+
+    def selects(self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether a pod of ``namespace`` (labelled ``namespace_labels``) with ``labels`` is one of the term's pods."""
+        if namespace not in self.namespaces:
+            ns = self.namespace_selector
+            if ns is None or not (ns.empty or (namespace_labels is not None and ns.matches(namespace_labels))):
+                return False
+        return self.selector is not None and self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A ``topologySpreadConstraint`` with ``whenUnsatisfiable: DoNotSchedule`` (those with ``ScheduleAnyway`` only
+    score, and are not kept), defaults applied: ``minDomains`` 1, ``nodeAffinityPolicy: Honor``,
+    ``nodeTaintsPolicy: Ignore``; ``matchLabelKeys`` merged into ``selector`` (None: an absent ``labelSelector``)."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None
+    min_domains: int = 1
+    honor_affinity: bool = True
+    honor_taints: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerms:
+    """What a pod asks of the pods around it (see :attr:`Pod.terms`)."""
+
+    host_ports: tuple[HostPort, ...] = ()
+    affinity: tuple[AffinityTerm, ...] = ()
+    anti_affinity: tuple[AffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.host_ports or self.affinity or self.anti_affinity or self.spread)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from kubeflux.scheduler.translate import (
     pod_policy,
 )
 
-__all__ = ["EXACT_ROUNDS", "REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Assignment", "Placer"]
+__all__ = ["EXACT_ROUNDS", "REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Assignment", "Placer", "Stage"]
 
 REASON_RESERVED: Final = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
 REASON_HELD_WHOLE: Final = "node(s) were held whole by a node-exclusive job"
@@ -50,9 +50,9 @@ Assignment = list[tuple[str, Pod, str, int]]
 """(pod uid, pod, node, planned duration) for each member placed."""
 
 
-class Placer:
-    """Places jobs now: engine matches (one by one, or a run of alike members at once), the assignment search, and
-    what they place counted in the books."""
+class Stage:
+    """A stage of the scheduling pass (the placer, the reserver, the confiner), given the scheduler's profile,
+    books, queue, node filter and log, which every stage shares."""
 
     def __init__(
         self, profile: Profile, books: ClusterBooks, queue: PendingQueue, filter: NodeFilter, log: deque[str]
@@ -62,6 +62,11 @@ class Placer:
         self.queue = queue
         self.filter = filter
         self.log = log
+
+
+class Placer(Stage):
+    """Places jobs now: engine matches (one by one, or a run of alike members at once), the assignment search, and
+    what they place counted in the books."""
 
     def match(
         self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str] | HiddenNodes
@@ -177,10 +182,14 @@ class Placer:
         duration = self.profile.planned(first, start)
         if (not cores and not gpus) or any(self.profile.planned(pod, start) != duration for _, pod in run):
             return None
+        one_per_node = self.filter.one_per_node([pod for _, pod in run])
+        if one_per_node is None:
+            return None
         fit = self.filter.fit(first)
         if not fit.any:
             return None
-        spec = gang_jobspec([pod for _, pod in run], duration, self.profile.shape.gpu_resources)
+        members = [pod for _, pod in run]
+        spec = gang_jobspec(members, duration, self.profile.shape.gpu_resources, one_per_node=one_per_node)
         if spec is None:
             return None
         short = self.filter.held_short(first, fit, start, start + duration)
@@ -378,7 +387,10 @@ class Placer:
         candidates: list[tuple[int, ...]] = []
         for _, pod in members:
             mine: list[int] = []
+            refused = self.filter.terms_unfit(pod) if at <= now else set()
             for name in self.filter.static_fit(pod).fit:
+                if name in refused:
+                    continue
                 position = index.get(name)
                 if position is None:
                     position = index[name] = len(names)
@@ -398,6 +410,7 @@ class Placer:
                 (*self.books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 candidates[i],
                 whole_node_policy(pod, self.profile.policy),
+                self.filter.one_per_node([pod]) is True,
             )
             for i, (_, pod) in enumerate(members)
         ]

@@ -311,9 +311,13 @@ class Preemptor:
         members = []
         for pod in pods:
             static = self.filter.static_fit(pod)
-            candidates = tuple(index[name] for name in static.fit if name in index)
+            # nodes that the pods around it rule out now (anti-affinity, spread, host ports) are left out: evicting
+            # for room there would not place it (an eviction that would lift such a rule is not searched yet)
+            refused = self.filter.terms_unfit(pod)
+            candidates = tuple(index[name] for name in static.fit if name in index and name not in refused)
             shape = (*books.pod_shape(pod), *(pod.requests.get(r, 0) for r in dims), 1)
-            members.append(GangMember(shape, candidates, whole_node_policy(pod, self.profile.policy)))
+            one_per_node = self.filter.one_per_node([pod]) is True
+            members.append(GangMember(shape, candidates, whole_node_policy(pod, self.profile.policy), one_per_node))
         minimum = self.queue.minimum(job)
         # Only two kinds of node can take a member: one with room for it now (few, on a cluster worth preempting
         # on) and one the victims leave; the others are left out of every search, so that a test costs the
@@ -342,6 +346,7 @@ class Preemptor:
                         member.demand,
                         tuple(where[at] for at in sorted((at for at in nodes if at in rank), key=rank.__getitem__)),
                         member.whole_node,
+                        member.distinct,
                     )
                     for member, rank in zip(members, ranks, strict=True)
                 ],

@@ -235,4 +235,5 @@ def placement_view(pod: Pod) -> tuple[object, ...]:
         pod.active_deadline_seconds,
         pod.scheduler_name,
         pod.preemption_policy,
+        pod.terms,
     )

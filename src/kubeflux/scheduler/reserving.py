@@ -13,18 +13,16 @@ again on the next.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Final
 
 from kubeflux.match.engine import MatchOp, MatchResult
-from kubeflux.scheduler.books import ClusterBooks
-from kubeflux.scheduler.filtering import NodeFilter, alike_run
+from kubeflux.scheduler.filtering import alike_run
 from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer
-from kubeflux.scheduler.profile import Profile, tick
-from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, Stage
+from kubeflux.scheduler.profile import tick
+from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import Placement, gang_jobspec
 
 __all__ = ["RESERVE_TRIES", "Reserver"]
@@ -33,25 +31,13 @@ RESERVE_TRIES: Final = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 
 
-class Reserver:
+class Reserver(Stage):
     """Reserves jobs that cannot start now for the earliest time they fit (see the module docstring): engine jobs
     and holds in the books in time, dropped again by the books' ``cancel_reservations``."""
 
-    def __init__(
-        self,
-        profile: Profile,
-        books: ClusterBooks,
-        queue: PendingQueue,
-        filter: NodeFilter,
-        placer: Placer,
-        log: deque[str],
-    ) -> None:
-        self.profile = profile
-        self.books = books
-        self.queue = queue
-        self.filter = filter
+    def __init__(self, placer: Placer) -> None:
+        super().__init__(placer.profile, placer.books, placer.queue, placer.filter, placer.log)
         self.placer = placer
-        self.log = log
 
     def reserve(
         self, job: PendingJob, now: float, earliest: int | None = None, *, left_out_too: bool = False
@@ -156,7 +142,8 @@ class Reserver:
         assert graph is not None
         pod = pods[0]
         duration = self.profile.planned(pod, first, reserve=True)
-        spec = gang_jobspec(pods, duration, self.profile.shape.gpu_resources)
+        one_per_node = self.filter.one_per_node(pods)
+        spec = gang_jobspec(pods, duration, self.profile.shape.gpu_resources, one_per_node=one_per_node is True)
         if spec is None:
             return None
         hidden = self.filter.static_fit(pod)

@@ -307,19 +307,34 @@ def _one_node_jobspec(cores: int, gpus: int, duration: int, sockets: int = 0) ->
 
 
 def gang_jobspec(
-    pods: list[Pod], duration: int, gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    pods: list[Pod],
+    duration: int,
+    gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES,
+    *,
+    one_per_node: bool = False,
 ) -> Jobspec | None:
     """One jobspec of ``len(pods)`` slots for a gang of alike members (``slot(N) → [core(k), gpu(g)]``; several slots
     may share a node, or a socket: a slot binds to the vertex that holds its cores), used to place or reserve the
-    gang at one start time. None when the members take different cores or gpus (their reservation is searched
-    member by member: :mod:`kubeflux.scheduler.placing`) or nothing from the graph."""
+    gang at one start time; ``one_per_node`` (members that may not share a node: required anti-affinity among them
+    on ``kubernetes.io/hostname``, or the same host ports): ``node(N) → slot(1) → [core(k), gpu(g)]``, one node
+    each. None when the members take different cores or gpus (their reservation is searched member by member:
+    :mod:`kubeflux.scheduler.placing`) or nothing from the graph."""
     shapes = {pod_shape(pod, gpu_resources) for pod in pods}
     if len(shapes) != 1:
         return None
     cores, gpus = shapes.pop()
     if cores == 0 and gpus == 0:
         return None
+    if one_per_node:
+        return _nodes_jobspec(len(pods), cores, gpus, duration)
     return _slots_jobspec(len(pods), cores, gpus, duration)
+
+
+@lru_cache(maxsize=1024)
+def _nodes_jobspec(count: int, cores: int, gpus: int, duration: int) -> Jobspec:
+    """A slot on each of ``count`` nodes (members that may not share one)."""
+    nodes = {"type": "node", "count": count, "with": [_slot(1, cores, gpus)]}
+    return _jobspec([nodes], duration, "pod group", "a pod group")
 
 
 @lru_cache(maxsize=4096)

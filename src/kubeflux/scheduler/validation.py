@@ -34,12 +34,16 @@ from kubeflux.scheduler.objects import (
     CPU,
     GPU,
     POD_GROUP_LABEL,
+    AffinityTerm,
+    HostPort,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Pod,
     PodGroup,
     PodPhase,
+    PodTerms,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
@@ -193,6 +197,39 @@ def _constraints_problem(pod: Pod) -> tuple[str, str] | None:
     return None
 
 
+def _terms_problem(pod: Pod) -> tuple[str, str] | None:
+    """(field, problem) when a pod's :attr:`~Pod.terms` (built through the Python API) is not a :class:`PodTerms` of
+    tuples of its dataclasses (host ports, affinity terms with a topology key, spread constraints of a positive skew
+    and minimum of domains)."""
+    terms = pod.terms
+    if terms is None:
+        return None
+    why = "must be None or a PodTerms of tuples of HostPorts, AffinityTerms and SpreadConstraints"
+    if type(terms) is not PodTerms or not all(
+        type(part) is tuple for part in (terms.host_ports, terms.affinity, terms.anti_affinity, terms.spread)
+    ):
+        return "terms", f"{why}, got {terms!r}"
+    if not all(
+        type(port) is HostPort and type(port.port) is int and 0 < port.port < 65536 for port in terms.host_ports
+    ):
+        return "terms.host_ports", f"must be HostPorts of a port from 1 to 65535, got {terms.host_ports!r}"
+    for term in (*terms.affinity, *terms.anti_affinity):
+        if type(term) is not AffinityTerm or type(term.topology_key) is not str or not term.topology_key:
+            return "terms.affinity", f"must be AffinityTerms with a topology key, got {term!r}"
+    for constraint in terms.spread:
+        if (
+            type(constraint) is not SpreadConstraint
+            or type(constraint.max_skew) is not int
+            or constraint.max_skew < 1
+            or type(constraint.min_domains) is not int
+            or constraint.min_domains < 1
+            or type(constraint.topology_key) is not str
+            or not constraint.topology_key
+        ):
+            return "terms.spread", f"must be SpreadConstraints of a positive skew and topology key, got {constraint!r}"
+    return None
+
+
 def _term_ok(term: NodeSelectorTerm) -> bool:
     for requirements in (term.match_expressions, term.match_fields):
         if type(requirements) is not tuple:
@@ -260,6 +297,8 @@ def _pod_looks_right(pod: Pod) -> bool:
         return False
     if (pod.tolerations or pod.required_node_affinity) and _constraints_problem(pod) is not None:
         return False
+    if pod.terms is not None and _terms_problem(pod) is not None:
+        return False
     return requests.get(CPU, 0) < _CPU_LIMIT and requests.get(GPU, 0) <= NODE_VERTICES_LIMIT
 
 
@@ -271,6 +310,7 @@ def _pod_problem(pod: Pod) -> tuple[str, str] | None:
         or _resources_problem("requests", pod.requests)
         or _mappings_problem(pod, _POD_MAPPINGS)
         or _constraints_problem(pod)
+        or _terms_problem(pod)
     )
     if found is not None:
         return found

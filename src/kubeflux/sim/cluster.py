@@ -437,8 +437,7 @@ class Cluster:
                     self.usage.change(now, sp.cpu, sp.timing.others, 1, 0)
                 self.idle_holding += 1
                 return
-            job.start = now
-            members, job.waiting = job.waiting, []
+            members = self.book.begin(job, now)
             self.idle_holding -= len(members) - 1
             for member in members:
                 self._compute(member, now, allocating and member is sp)

@@ -47,6 +47,7 @@ from kubeflux.scheduler.objects import CPU, GPU, DisruptionBudget, Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, simulate
 from kubeflux.sim.driver import _few_collections as _few_collections
+from kubeflux.sim.fabric import Fabric
 from kubeflux.sim.inputs import (
     Shape,
     check_budget,
@@ -59,6 +60,7 @@ from kubeflux.sim.inputs import (
     tell_input,
 )
 from kubeflux.sim.kinds import FinalState
+from kubeflux.sim.kueue.objects import KueueObjects
 from kubeflux.sim.output.page import About
 from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
@@ -121,7 +123,17 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
         priority_classes=list(classes.values()),
         budgets=list(budgets.values()),
         lifetimes=lifetimes,
+        kueue=_kueue_objects(workloads),
     )
+
+
+def _kueue_objects(workloads: list[Workload]) -> KueueObjects | None:
+    """The Kueue objects of every file (one cluster: an object of one name is the first file's); None without."""
+    merged = KueueObjects()
+    for wl in workloads:
+        if wl.kueue is not None:
+            merged = merged.merged(wl.kueue)
+    return merged or None
 
 
 def _dns_label(text: str) -> str:
@@ -372,6 +384,19 @@ def _levels_option(text: str | None) -> tuple[str, ...] | None:
         raise typer.BadParameter(f"--topology-levels: {exc}") from None
 
 
+def _fabric_option(levels: tuple[str, ...] | None, penalty: str | None) -> Fabric:
+    """The run's topology levels (``--topology-levels``, else the default) with ``--topology-penalty``'s penalties
+    (typer.BadParameter naming the option for a bad one)."""
+    from kubeflux.scheduler.topology import DEFAULT_LEVELS
+    from kubeflux.sim.fabric import parse_penalty
+
+    chosen = DEFAULT_LEVELS if levels is None else levels
+    try:
+        return Fabric.of(chosen, parse_penalty(penalty or "", chosen))
+    except ValueError as exc:
+        raise typer.BadParameter(f"--topology-penalty: {exc}") from None
+
+
 def _check_sockets(node_list: list[Node], sockets: int) -> None:
     """Raise ValueError for a node kubeflux's graph cannot give its sockets (with ``--sockets``): a bad
     ``kubeflux.io/sockets`` label, or more sockets than whole cores. serve warns and uses its default, as a live
@@ -440,6 +465,15 @@ def simulate_command(
             "are built.",
         ),
     ] = None,
+    topology_penalty: Annotated[
+        str | None,
+        typer.Option(
+            "--topology-penalty",
+            metavar="LEVEL=P,…",
+            help="Coupled jobs spanning k domains of a topology level (rack, zone, or a level's label) compute "
+            "(1 + P·(k−1)) times as long, the levels' factors multiplied, e.g. rack=0.1,zone=0.5.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter, failures and synthetic jobs.")] = 0,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[
@@ -498,6 +532,7 @@ def simulate_command(
     marked = _urgent_option(urgent)
     budget = memory_budget_bytes(memory_budget)
     levels = _levels_option(topology_levels)
+    fabric = _fabric_option(levels, topology_penalty)
     if default_runtime is not None and seconds_problem(default_runtime) is not None:
         raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
     timer = PhaseTimer()
@@ -534,7 +569,7 @@ def simulate_command(
         for name in scheduler:
             schedulers, primary = _schedulers_for(name, mapped, sockets, levels)
             with timer.phase(f"simulate {name}"), paused_gc():
-                run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console)
+                run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console, fabric)
             runs.append(run)
             console.print(
                 f"{escape(name)}: {len(run.jobs)} jobs, {run.pods_bound} pods bound in {run.wall_seconds:.2f} s",
@@ -676,12 +711,13 @@ def _run_with_progress(
     label: str,
     lifecycle: Lifecycle,
     console: Console,
+    fabric: Fabric | None = None,
 ) -> RunRecord:
     """Run one simulation, reporting progress from the start (see :mod:`kubeflux.sim.progress`)."""
     reporter = ProgressReporter(label, len(workload.jobs), console, interactive=console.is_terminal)
     reporter.start()
     try:
-        options = SimulationOptions(lifecycle=lifecycle)
+        options = SimulationOptions(lifecycle=lifecycle, fabric=fabric)
         return simulate(
             workload, nodes, schedulers, primary=primary, label=label, options=options, progress=reporter.update
         )

@@ -16,6 +16,9 @@ One run:
    told back to a scheduler that implements :class:`~kubeflux.scheduler.interface.Unreserve`.
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
 
+When the workload defines Kueue objects, its jobs that name a LocalQueue arrive held by the admission layer
+(:mod:`kubeflux.sim.kueue.layer`), which creates their pods when it admits them; the others arrive as above.
+
 The run ends when no work can progress any more: no entry is left (no pod will end or start, no node will
 change, no job will arrive) and no scheduler asked for a wake-up; or at ``until``. While only wake-ups are left
 the cluster is frozen and only a scheduler's own timers (back-offs, Permit timeouts) can move anything; a
@@ -49,7 +52,9 @@ from kubeflux.scheduler.objects import DisruptionBudget, Node, PodPhase
 from kubeflux.sim.budgets import DisruptionBudgets
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
+from kubeflux.sim.fabric import Fabric, Slowdown, span_columns
 from kubeflux.sim.jobs import SimJob
+from kubeflux.sim.kueue.layer import KueueLayer
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
@@ -73,6 +78,9 @@ class SimulationOptions:
     couple: bool = True
     """Coupled jobs compute together (:func:`kubeflux.sim.jobs.coupled_quorum`); False runs every pod on its own
     from its Running, as KWOK does."""
+    fabric: Fabric | None = None
+    """The topology levels (``jobs.csv`` records the domains each job spanned, for those some node carries) and
+    their penalties, which slow coupled jobs spread over domains (:mod:`kubeflux.sim.fabric`); None: neither."""
 
 
 GC_YOUNG_THRESHOLD = 100_000
@@ -142,8 +150,13 @@ class Simulation:
             keep_events=self.options.keep_events,
             couple=self.options.couple,
         )
+        fabric = self.options.fabric
+        if fabric is not None and fabric.penalties:
+            self.cluster.book.slowdown = Slowdown(fabric, self.cluster.nodes)
         self.problems: list[str] = list(workload.problems)
         self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets())
+        self.kueue = KueueLayer(workload.kueue, self.cluster) if workload.kueue else None
+        """The admission layer in front of the schedulers, when the workload defines Kueue objects."""
         for scheduler in self.schedulers.values():
             quiet = isinstance(scheduler, IgnoresStatusUpdates) and scheduler.ignores_status_updates
             self.cluster.subscribe(scheduler.observe, status_updates=not quiet)
@@ -157,7 +170,11 @@ class Simulation:
 
     # -- arrivals ---------------------------------------------------------------------------------------------
     def _arrive(self, job: WorkloadJob) -> None:
-        self.cluster.submit(job, job.submit_time - self._t0)
+        kueue = self.kueue
+        if kueue is not None and job.queue_name:
+            kueue.arrive(job, job.submit_time - self._t0)  # held until Kueue admits it
+        else:
+            self.cluster.submit(job, job.submit_time - self._t0)
         self._next_arrival += 1
         if self._next_arrival < len(self._order):
             nxt = self._order[self._next_arrival]
@@ -251,7 +268,7 @@ class Simulation:
         if progress is not None:
             progress(loop.now, self._next_arrival)
         self._report_orphans()
-        return RunRecord(
+        record = RunRecord(
             scheduler=self.label,
             workload_name=self.workload.name,
             jobs=cluster.job_records(),
@@ -267,7 +284,11 @@ class Simulation:
             idle_series=cluster.usage.idle_series,
             usage_series=cluster.usage.series,
             stopped=self.stopped,
+            spans={} if self.options.fabric is None else span_columns(self.options.fabric, cluster.jobs, cluster.nodes),
         )
+        if self.kueue is not None:
+            self.kueue.finish_record(record)
+        return record
 
     def _report_livelock(self, now: float, idle: int) -> None:
         waiting = sum(1 for sp in self.cluster.pods.values() if sp.bound_at is None and not sp.pod.deleted)

@@ -30,6 +30,7 @@ from kubeflux.scheduler.interface import EventKind
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.clock import EventLoop, Priority
+from kubeflux.sim.fabric import Slowdown
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController
 from kubeflux.sim.jobfields import check_job
 from kubeflux.sim.jobs import SimJob, coupled_quorum, job_records, job_timings, pod_records
@@ -73,11 +74,16 @@ class JobBook:
         """What was wrong with a job submitted (it is rejected, named here)."""
         self.job_controller: JobController | None = None
         """Who makes a ``batch/v1`` Job's pods (the cluster sets it); None: a Job cannot be submitted."""
+        self.slowdown: Slowdown | None = None
+        """What stretches a coupled job spread over topology domains when it begins computing (a simulation with a
+        ``--topology-penalty`` sets it; :mod:`kubeflux.sim.fabric`); None: nothing does."""
         self.pending_jobs = 0
         """Jobs waiting: none of their pods bound yet, not rejected, not ended."""
         self.queue_series: list[tuple[float, int]] = []
         """(time, :attr:`pending_jobs`) at each change, one point per time."""
         self._rng = random.Random(lifecycle.seed)
+        self.on_finish: Callable[[SimJob], None] | None = None
+        """Told of every job that ends (an admission layer releases its quota)."""
 
     # -- submission --------------------------------------------------------------------------------------------
     def submit(self, wjob: WorkloadJob, submit_time: float | None = None) -> SimJob:
@@ -86,18 +92,45 @@ class JobBook:
 
         Raises ValueError naming the field when a field of the job is not of its type (:func:`check_job`)."""
         job = self.arrive(wjob, submit_time)
-        if job.rejected_reason:
-            return job
-        if wjob.min_member > 0:
-            self._create_group(job, f"pg-{job.index}")
+        if not job.rejected_reason:
+            self.start(job)
+        return job
+
+    def start(self, job: SimJob) -> None:
+        """Create the objects of ``job``, which arrived (:meth:`arrive`), now: its PodGroup (when a gang), then its
+        pods (a Job: its controller's first wave). A job that was held and requeued (:meth:`requeue_held`) runs
+        again: it leaves the hold and its new attempt's objects are made (:meth:`_resubmit`; a Job's controller
+        starts it again).
+
+        Raises ValueError for a Job in a cluster without the simulator's Job controller."""
+        wjob = job.wjob
+        job.held = False
         if wjob.kind is JobKind.JOB:
             if self.job_controller is None:
                 raise ValueError(f"job {wjob.id}: a Job is submitted to a cluster without its Job controller")
+            if wjob.min_member > 0 and not job.group_key:  # a Job started again keeps its PodGroup
+                self._create_group(job, f"pg-{job.index}")
             self.job_controller.start(job)
-        else:
-            for i, timing in enumerate(job.timings):
-                self.create_pod(job, timing, wjob.pods[i].name)
-        return job
+            return
+        if job.retries:
+            self._resubmit(job)
+            return
+        if wjob.min_member > 0:
+            self._create_group(job, f"pg-{job.index}")
+        for i, timing in enumerate(job.timings):
+            self.create_pod(job, timing, wjob.pods[i].name)
+
+    def requeue_held(self, job: SimJob) -> None:
+        """``job`` is held (an admission layer suspended it; its pods deleted by the caller) and waits to be started
+        again (:meth:`start`): a new attempt (:meth:`SimJob.requeued`; a Job keeps the completions it made, as a
+        suspended Job does), in the queue again if it had left it."""
+        succeeded = job.succeeded
+        if job.first_bind is not None:
+            self.pending_jobs += 1
+            self._sample_queue()
+        job.requeued()
+        if job.wjob.kind is JobKind.JOB:
+            job.succeeded = succeeded
 
     def _create_group(self, job: SimJob, uid: str) -> None:
         """Create ``job``'s PodGroup now, of uid ``uid`` (ADDED)."""
@@ -179,6 +212,7 @@ class JobBook:
             node_selector=t.node_selector,
             tolerations=t.tolerations,
             required_node_affinity=t.required_node_affinity,
+            terms=t.terms,
             phase=PodPhase.PENDING,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,
@@ -227,6 +261,15 @@ class JobBook:
         self.add_pod(job, sp)
         return sp
 
+    def begin(self, job: SimJob, now: float) -> list[SimPod]:
+        """A coupled ``job`` begins computing at ``now``: the pods that waited for it, which compute from now (their
+        run stretched by :attr:`slowdown` when the job spans several topology domains)."""
+        job.start = now
+        members, job.waiting = job.waiting, []
+        if self.slowdown is not None:
+            self.slowdown.begin(job, members)
+        return members
+
     # -- a job leaves the queue --------------------------------------------------------------------------------
     def first_bind(self, job: SimJob, now: float) -> None:
         """``job``'s first pod was bound at ``now``: it leaves the queue (unless it was rejected, then
@@ -247,8 +290,9 @@ class JobBook:
         """Every pod of ``job`` (one of no controller: a trace job, a PodGroup's pods, a lone pod) has ended: it ends
         (:meth:`finish_job`), unless it is a trace job of which a pod was preempted in a cluster whose book makes
         the pods (``simulate``'s; the served cluster's pods are the API's): it is then requeued (:meth:`requeue`).
-        Told twice at one instant (a coupled job's peers end within its preempted pod's end), it acts once."""
-        if job.retries and job.attempt_from == len(job.pods):
+        Told twice at one instant (a coupled job's peers end within its preempted pod's end), it acts once; a held
+        job (suspended by an admission layer) waits to be started again."""
+        if job.held or (job.retries and job.attempt_from == len(job.pods)):
             return  # requeued already: its new attempt's pods are on their way
         if (
             job.wjob.kind is JobKind.TRACE
@@ -289,6 +333,8 @@ class JobBook:
         group = self.groups.get(job.group_key) if job.group_key else None
         if group is not None:
             self._emit(EventKind.MODIFIED, group)
+        if self.on_finish is not None:
+            self.on_finish(job)
 
     def _dequeue(self) -> None:
         self.pending_jobs -= 1

@@ -142,7 +142,7 @@ class JobController:
 
     def _sync(self, job: SimJob) -> None:
         job.sync_at = -1.0  # a pod ending later at this same instant (one of no run time made here) syncs again
-        if job.finish is not None:
+        if job.finish is not None or job.held:
             return
         wjob = job.wjob
         if job.fail_message:  # a podFailurePolicy rule FailJob matched a failed pod
@@ -156,8 +156,9 @@ class JobController:
             self._fill(job)
 
     def _fill(self, job: SimJob) -> None:
-        """Create the pods a Job lacks, after the back-off when pods have failed since the last success."""
-        if job.finish is not None:
+        """Create the pods a Job lacks, after the back-off when pods have failed since the last success (none while
+        it is suspended: ``held``)."""
+        if job.finish is not None or job.held:
             return
         cluster = self.cluster
         now = cluster.loop.now
@@ -217,7 +218,7 @@ class JobController:
         loop = self.cluster.loop
 
         def create(i: int) -> bool:
-            if job.finish is not None:  # the Job ended meanwhile: the rest are not made
+            if job.finish is not None or job.held:  # the Job ended (or was suspended) meanwhile: the rest are not made
                 return False
             index = indexes[i]
             if index is not None:

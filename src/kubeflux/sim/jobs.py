@@ -230,6 +230,7 @@ class SimJob:
         "finish",
         "first_bind",
         "group_key",
+        "held",
         "index",
         "indexes_active",
         "indexes_done",
@@ -240,6 +241,7 @@ class SimJob:
         "rejected_reason",
         "retries",
         "running_started",
+        "spans",
         "start",
         "start_quorum",
         "submit",
@@ -271,6 +273,9 @@ class SimJob:
         """A coupled job's pods that run and hold their resources idle until it can compute."""
         self.start: float | None = None
         """When it began computing: a coupled job's last required pod Running, else its first pod Running."""
+        self.spans: tuple[int, ...] | None = None
+        """The topology domains per level its pods were in when it began computing, when coupled and a fabric
+        slows it (:mod:`kubeflux.sim.fabric`)."""
         self.finish: float | None = None
         self.first_bind: float | None = None
         self.last_bind: float | None = None
@@ -285,6 +290,8 @@ class SimJob:
         """An Indexed Job's completion indexes with a pod that has not ended."""
         self.attempt_from = 0
         """Where its current attempt's pods begin in :attr:`pods` (a trace job requeued: :meth:`requeued`)."""
+        self.held = False
+        """Suspended by an admission layer (Kueue evicted it): its pods' ends neither end it nor make new ones."""
 
     def attempt(self) -> list[SimPod]:
         """The pods of its current attempt (all its pods unless it was requeued)."""
@@ -295,7 +302,7 @@ class SimJob:
         the attempt before forgotten (its start, binds and pod counts), its submit time kept."""
         self.retries += 1
         self.attempt_from = len(self.pods)
-        self.start = self.first_bind = self.last_bind = None
+        self.start = self.first_bind = self.last_bind = self.spans = None
         self.succeeded = self.failed = self.killed = self.deadline_hits = self.fail_streak = 0
         self.running_started = 0
 

@@ -35,6 +35,13 @@ always in double quotes), then three Kubernetes columns (:data:`KUBERNETES_COLUM
 * ``priority_class``, only when a job of the run has one (a workload's pods naming a PriorityClass, or admitted
   with a ``globalDefault`` one; so that a run without classes writes the file it always wrote): the PriorityClass
   that gave the job its priority (its highest pod's ``spec.priorityClassName``), empty for a job without one.
+* ``domains[<level>]`` (``domains[zone]``, ``domains[rack]``), only for the topology levels some node of the run
+  carries (a cluster without such labels writes the file it always wrote): how many domains of the level the job's
+  pods were in (:mod:`kubeflux.sim.fabric`), empty for a job none of whose pods was bound.
+* ``cluster_queue``, ``admission_wait``, ``quota_evictions``, only in a run with Kueue objects (so that a run
+  without writes the file it always wrote): the ClusterQueue that admits the job (empty for a job Kueue does not
+  hold), first admission − submission (empty when never admitted), how many times Kueue evicted it for quota
+  (:mod:`kubeflux.sim.kueue.figures`).
 
 :func:`summarize` gives one row per run (see its docstring for each figure; every mean has a count of the jobs it
 averages, :data:`MEAN_OVER`); :func:`write_pods_csv` writes ``pods.csv``, one row per pod (see :func:`pod_cells`).
@@ -54,6 +61,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from kubeflux.sim.kueue.figures import ADMISSION_COLUMNS, admission_columns
 from kubeflux.sim.losses import preemption_losses
 from kubeflux.sim.output.arrays import columns, floats
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
@@ -256,10 +264,17 @@ def write_jobs_csv(run: RunRecord, path: Path | str) -> Path:
     from kubeflux.sim.output.csvcolumns import jobs_columns, text_column, write_lines
 
     columns = jobs_columns(run, time_offset(run), interval_set)
-    if not any(job.priority_class for job in run.jobs):
-        return write_lines(path, JOBS_COLUMNS, columns)
-    classes = text_column([job.priority_class for job in run.jobs])
-    return write_lines(path, (*JOBS_COLUMNS, PRIORITY_CLASS_COLUMN), [*columns, classes])
+    header = JOBS_COLUMNS
+    if any(job.priority_class for job in run.jobs):
+        header = (*header, PRIORITY_CLASS_COLUMN)
+        columns.append(text_column([job.priority_class for job in run.jobs]))
+    for level, spans in run.spans.items():
+        header = (*header, f"domains[{level}]")
+        columns.append(["" if count is None else str(count) for count in spans])
+    if run.admission:
+        header = (*header, *ADMISSION_COLUMNS)
+        columns.extend(admission_columns(run.jobs))
+    return write_lines(path, header, columns)
 
 
 POD_COLUMNS: tuple[str, ...] = (
@@ -398,6 +413,9 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
       from its compute start: the idle holding before it is allocated, not useful); for every other resource kind
       of the cluster (GPUs, extended resources, memory) ``utilization[<kind>]`` and ``useful_utilization[<kind>]``,
       e.g. ``utilization[nvidia.com/gpu]``, in the kind's units over its capacity;
+    * with topology levels (``jobs.csv``'s ``domains[<level>]`` columns): ``mean_execution_time`` (finish − start)
+      over the finished jobs, ``multi_pod_jobs`` (jobs of more than one pod with a pod bound) and, per level,
+      ``split[<level>]``: the share of those whose pods were in more than one of its domains;
     * ``preempted_pods``, ``preempted_jobs``, ``work_lost_core_seconds``, ``work_lost_gpu_seconds``
       (:mod:`kubeflux.sim.losses`);
     * ``pods_per_virtual_second`` = pods bound / makespan; ``pods_per_wall_second`` = pods bound / wall seconds
@@ -455,11 +473,27 @@ def summarize(run: RunRecord) -> dict[str, str | int | float]:
         "useful_utilization": useful,
         **kinds,
         **preemption_losses(run),
+        **(_topology_figures(run, executions) if run.spans else {}),
         "pods_bound": run.pods_bound,
         "pods_per_virtual_second": round(run.pods_bound / makespan, 6) if makespan > 0 else 0.0,
         "pods_per_wall_second": round(run.pods_bound / run.wall_seconds, 3) if run.wall_seconds > 0 else 0.0,
         "wall_seconds": round(run.wall_seconds, 6),
+        **run.admission,
     }
+
+
+def _topology_figures(run: RunRecord, executions: NDArray[np.float64]) -> dict[str, int | float]:
+    """``mean_execution_time`` over the finished jobs, ``multi_pod_jobs`` (bound jobs of more than one pod) and, per
+    topology level, ``split[<level>]``: the share of those whose pods were in more than one domain of it (see
+    :func:`summarize`)."""
+    figures: dict[str, int | float] = {"mean_execution_time": round(_mean(executions), 6)}
+    multi = [i for i, job in enumerate(run.jobs) if job.pods > 1]
+    for level, spans in run.spans.items():
+        counted = [spans[i] for i in multi if spans[i] is not None]
+        figures.setdefault("multi_pod_jobs", len(counted))
+        split = sum(1 for count in counted if count is not None and count > 1)
+        figures[f"split[{level}]"] = round(split / len(counted), 6) if counted else 0.0
+    return figures
 
 
 def _waits_by_class(

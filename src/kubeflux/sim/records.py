@@ -50,6 +50,13 @@ class JobRecord:
     priority_class: str = ""
     """The PriorityClass that gave it (its highest pod's ``spec.priorityClassName``; empty when none did):
     ``jobs.csv``'s ``priority_class``."""
+    cluster_queue: str = ""
+    """The Kueue ClusterQueue that admits it (``(<LocalQueue>)`` when it names one that leads to none); empty for
+    a job Kueue does not hold: ``jobs.csv``'s ``cluster_queue``."""
+    admission_time: float | None = None
+    """When Kueue first admitted it (``admission_wait`` = this − submission)."""
+    quota_evictions: int = 0
+    """How many times Kueue evicted it to reclaim quota."""
 
 
 @dataclass(slots=True)
@@ -109,3 +116,9 @@ class RunRecord:
     """Per resource kind other than cores, (time, allocated, useful) at each change, in the kind's units."""
     stopped: str = ""
     """Why the run stopped before its work was done (a deadlock, the idle wake-up guard); empty otherwise."""
+    spans: dict[str, list[int | None]] = field(default_factory=dict)
+    """Per topology level some node carries (by its type, ``rack``), the domains each job (in :attr:`jobs`' order)
+    spanned, None for a job never bound (``jobs.csv``'s ``domains[<level>]``; :mod:`kubeflux.sim.fabric`)."""
+    admission: dict[str, int | float] = field(default_factory=dict)
+    """The admission layer's summary figures (:func:`kubeflux.sim.kueue.figures.kueue_figures`); empty in a run
+    without Kueue objects."""

@@ -110,6 +110,17 @@ class SweepGrid(_Strict):
     start_delay: Annotated[float, Field(alias="startDelay", ge=0.0, allow_inf_nan=False)] = 0.0
     start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0, allow_inf_nan=False)] = 0.0
     fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0, allow_inf_nan=False)] = 0.0
+    topology_penalty: Annotated[str, Field(alias="topologyPenalty")] = ""
+    """``kubeflux simulate --topology-penalty``'s ``LEVEL=P,…`` (the default levels: zone, rack)."""
+
+    @field_validator("topology_penalty")
+    @classmethod
+    def _known_levels(cls, text: str) -> str:
+        from kubeflux.scheduler.topology import DEFAULT_LEVELS
+        from kubeflux.sim.fabric import parse_penalty
+
+        parse_penalty(text, DEFAULT_LEVELS)
+        return text
 
     @field_validator("schedulers")
     @classmethod
@@ -198,6 +209,8 @@ class Task:
     fail_fraction: float
     source: str = ""
     """The workload file as the grid names it (what an error about it says)."""
+    topology_penalty: str = ""
+    """The grid's ``topologyPenalty`` (:mod:`kubeflux.sim.fabric`)."""
 
     def point(self) -> dict[str, Any]:
         """The grid coordinates, as the merged report's first columns."""
@@ -270,6 +283,8 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                         digest.update(content)
                         # the whole point too: slugs of two long custom policies may read alike
                         digest.update(repr((workload, cluster, scheduler, policy, seed, nodes, lifecycle)).encode())
+                        if grid.topology_penalty:  # (not there before: the keys of runs without it are kept)
+                            digest.update(grid.topology_penalty.encode())
                         readable = "_".join(_slug(p) for p in (workload, cluster, scheduler, policy, f"seed{seed}"))
                         key = f"{readable}_{digest.hexdigest()[:10]}"
                         tasks.append(
@@ -284,6 +299,7 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                                 seed,
                                 *lifecycle,
                                 sources[workload],
+                                grid.topology_penalty,
                             )
                         )
     return tasks
@@ -301,10 +317,12 @@ def run_task(task: Task) -> Outcome:
 
 def _simulate(task: Task) -> tuple[dict[str, Any], str]:
     from kubeflux.scheduler.core import KubefluxScheduler
+    from kubeflux.scheduler.topology import DEFAULT_LEVELS
     from kubeflux.sim import metrics
     from kubeflux.sim.cluster import Lifecycle
     from kubeflux.sim.command import _schedulers_for
     from kubeflux.sim.driver import SimulationOptions, simulate
+    from kubeflux.sim.fabric import Fabric, parse_penalty
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.mapping import map_to_cluster
 
@@ -322,7 +340,8 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
         if task.policy != NO_POLICY and isinstance(core, KubefluxScheduler):
             core.profile.policy = task.policy
         lifecycle = Lifecycle(task.start_delay, task.start_jitter, task.fail_fraction, seed=task.seed)
-        options = SimulationOptions(lifecycle=lifecycle)
+        fabric = Fabric.of(DEFAULT_LEVELS, parse_penalty(task.topology_penalty, DEFAULT_LEVELS))
+        options = SimulationOptions(lifecycle=lifecycle, fabric=fabric)
         run = simulate(mapped, nodes, schedulers, primary=primary, label=task.scheduler, options=options)
         jobs = metrics.write_jobs_csv(run, Path(scratch) / "jobs.csv").read_text(encoding="utf-8")
         row = dict(metrics.summarize(run))

@@ -1,5 +1,6 @@
-"""Hostile review: constraints of a pod that kube-scheduler enforces and ``kubeflux serve`` does not read at all
-(required inter-pod anti-affinity, host ports, a PersistentVolumeClaim that does not exist). serve binds such pods
+"""Hostile review: constraints of a pod that kube-scheduler enforces and ``kubeflux serve`` did not read at all
+(required inter-pod anti-affinity and host ports, read since issue 34; a PersistentVolumeClaim that does not exist,
+still not read). serve binds such pods
 where kube-scheduler, given the same pods on the same real control plane, keeps them pending; nothing tells the user
 (no event, no condition). The README lists taints, tolerations, nodeSelector, required node affinity and cordoned or
 not-ready nodes as honoured; these other constraints are silently dropped.
@@ -72,8 +73,7 @@ def namespaced(plane: ControlPlane, api: Api, request: pytest.FixtureRequest) ->
         yield namespace, tag
 
 
-@pytest.mark.xfail(strict=True, reason="serve ignores podAntiAffinity and hostPorts: both pods bound to one node")
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES)  # was xfail (serve bound both): serve reads them since issue 34
 def test_two_pods_that_may_not_share_a_node_are_not_both_bound_to_it(
     plane: ControlPlane, api: Api, namespaced: tuple[str, str], case: str
 ) -> None:

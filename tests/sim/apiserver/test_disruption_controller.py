@@ -3,9 +3,10 @@ and the Eviction API grants and refuses evictions from them (without it every gu
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
+from contextlib import closing
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,25 +18,21 @@ from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
+from tests.sim.apiserver._loop import ControllerLoop
 
 Object = dict[str, Any]
 
 
-class Cluster:
+class Cluster(ControllerLoop):
     def __init__(self, clock: VirtualClock | None = None) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.store = Store(default_registry(), clock=clock or time.time)
-        self.controller = DisruptionController(self.store, self.loop, clock)
+        store = Store(default_registry(), clock=clock or time.time)
+        super().__init__(store, partial(DisruptionController, timers=clock))
         pods, budgets = (
             self.store.registry.find("", "v1", "pods"),
             self.store.registry.find("policy", "v1", "poddisruptionbudgets"),
         )
         assert pods is not None and budgets is not None
         self.pods, self.budgets = pods, budgets
-
-    def settle(self) -> None:
-        for _ in range(5):
-            self.loop.run_until_complete(asyncio.sleep(0))
 
     def pod(self, name: str, *, ready: bool = True, owner: bool = False, marked: bool = False, **labels: str) -> None:
         meta: Object = {"name": name, "labels": labels or {"app": "web"}}
@@ -65,18 +62,11 @@ class Cluster:
         s = self.status(name)
         return (s["currentHealthy"], s["desiredHealthy"], s["expectedPods"], s["disruptionsAllowed"])
 
-    def close(self) -> None:
-        self.controller.stop()
-        self.loop.close()
-
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    made = Cluster()
-    try:
+    with closing(Cluster()) as made:
         yield made
-    finally:
-        made.close()
 
 
 def test_the_counts_follow_the_pods_and_evictions_take_them(cluster: Cluster) -> None:

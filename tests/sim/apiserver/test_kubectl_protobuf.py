@@ -18,24 +18,15 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeflux.sim.apiserver.protobuf import ProtobufUnavailable, codec
 from kubeflux.sim.apiserver.server import ApiServer
-from tests.shared import unavailable
-
-_BUILT = Path(os.environ.get("KUBEFLUX_KUBE_DIR") or Path(__file__).resolve().parents[3] / "build" / "kube")
-KUBECTL = str(_BUILT / "bin" / "kubectl")
+from tests.sim.apiserver._built import KUBECTL, require_kubectl
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
 def kubectl(apiserver: ApiServer, tmp_path: Path) -> Kubectl:
-    if not os.access(KUBECTL, os.X_OK):
-        unavailable(f"no kubectl in {_BUILT / 'bin'} (make builds it: tools/kube/build.py)")
-    try:
-        codec()
-    except ProtobufUnavailable as exc:
-        unavailable(str(exc))
+    require_kubectl()
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kubeflux.sim.apiserver.protobuf import MAGIC, Codec, ProtobufError, ProtobufUnavailable, codec
-from tests.shared import unavailable
+from kubeflux.sim.apiserver.protobuf import MAGIC, Codec, ProtobufError
+from tests.sim.apiserver._built import protobuf_codec
 
 DATA = Path(__file__).parent / "data" / "protobuf"
 FIXTURES: list[dict[str, Any]] = json.loads((DATA / "fixtures.json").read_text())
@@ -25,10 +25,7 @@ FIXTURES: list[dict[str, Any]] = json.loads((DATA / "fixtures.json").read_text()
 
 @pytest.fixture(scope="module")
 def pb() -> Codec:
-    try:
-        return codec()
-    except ProtobufUnavailable as exc:
-        unavailable(str(exc))
+    return protobuf_codec()
 
 
 def _fixture(name: str) -> dict[str, Any]:

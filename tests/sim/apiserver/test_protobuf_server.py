@@ -12,9 +12,9 @@ import orjson
 import pytest
 
 from kubeflux.sim.apiserver.media import Renderer
-from kubeflux.sim.apiserver.protobuf import BUILD_COMMAND, MAGIC, Codec, ProtobufUnavailable, codec
+from kubeflux.sim.apiserver.protobuf import BUILD_COMMAND, MAGIC, Codec, ProtobufUnavailable
 from kubeflux.sim.apiserver.server import ApiServer
-from tests.shared import unavailable
+from tests.sim.apiserver._built import protobuf_codec
 from tests.sim.apiserver.conftest import start_server
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -33,10 +33,7 @@ FIXTURES = {
 
 @pytest.fixture(scope="module")
 def pb() -> Codec:
-    try:
-        return codec()
-    except ProtobufUnavailable as exc:
-        unavailable(str(exc))
+    return protobuf_codec()
 
 
 def request(

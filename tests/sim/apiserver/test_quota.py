@@ -4,7 +4,8 @@ differential test compares them with it, tests/realkube/differential/steps_quota
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from kubeflux.sim.apiserver.quota_controller import QuotaController
 from kubeflux.sim.apiserver.resourcelists import parse_amount
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
+from tests.sim.apiserver._loop import ControllerLoop
 
 Object = dict[str, Any]
 
@@ -44,25 +46,15 @@ def test_a_sum_takes_the_format_of_its_first_non_zero_term() -> None:
     assert str(parse_amount("600m").plus(parse_amount("600m"))) == "1200m"
 
 
-class Cluster:
+class Cluster(ControllerLoop):
     """A store with its quota controller on a loop of its own (run by :meth:`settle`)."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.store = Store(default_registry())
-        self.controller = QuotaController(self.store, self.loop)
+        super().__init__(Store(default_registry()), QuotaController)
         find = self.store.registry.find
         self.pods, self.quotas = find("", "v1", "pods"), find("", "v1", "resourcequotas")
         self.configmaps, self.jobs = find("", "v1", "configmaps"), find("batch", "v1", "jobs")
         self.store.create(find("", "v1", "namespaces"), "", {"metadata": {"name": "q"}})
-
-    def close(self) -> None:
-        self.controller.stop()
-        self.loop.close()
-
-    def settle(self) -> None:
-        for _ in range(5):
-            self.loop.run_until_complete(asyncio.sleep(0))
 
     def quota(self, name: str, hard: dict[str, str], **spec: Any) -> Object:
         with self.store.request("kubectl-create"):
@@ -90,12 +82,9 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster() -> Any:
-    made = Cluster()
-    try:
+def cluster() -> Iterator[Cluster]:
+    with closing(Cluster()) as made:
         yield made
-    finally:
-        made.close()
 
 
 def test_the_controller_writes_hard_and_used_and_admission_counts_each_create(cluster: Cluster) -> None:

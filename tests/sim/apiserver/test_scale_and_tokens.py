@@ -4,7 +4,6 @@ accepts for as long as it is valid."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,17 +15,14 @@ import yaml
 
 from kubeflux.sim.apiserver.app import ServerSettings
 from kubeflux.sim.apiserver.errors import ApiError
-from kubeflux.sim.apiserver.protobuf import ProtobufUnavailable, codec
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.tls import make_certificates
 from kubeflux.sim.apiserver.tokens import TokenIssuer
-from tests.shared import unavailable
+from tests.sim.apiserver._built import KUBECTL, require_kubectl
 
 kubernetes = pytest.importorskip("kubernetes")
-_BUILT = Path(os.environ.get("KUBEFLUX_KUBE_DIR") or Path(__file__).resolve().parents[3] / "build" / "kube")
-KUBECTL = _BUILT / "bin" / "kubectl"
 Object = dict[str, Any]
 DEPLOYMENT = {
     "metadata": {"name": "web"},
@@ -145,12 +141,7 @@ def test_a_token_expires_and_a_pod_bound_one_ends_with_its_pod() -> None:
 
 def test_kubectl_scale_and_create_token(secured: ApiServer, tmp_path: Path) -> None:
     """The real kubectl v1.36 at its defaults (protobuf bodies: ``create serviceaccount``, ``create token``)."""
-    if not os.access(KUBECTL, os.X_OK):
-        unavailable(f"no kubectl in {_BUILT / 'bin'} (make builds it: tools/kube/build.py)")
-    try:
-        codec()
-    except ProtobufUnavailable as exc:
-        unavailable(str(exc))
+    require_kubectl()
 
     def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
         command = [str(KUBECTL), "--kubeconfig", str(tmp_path / "kubeconfig"), *args]

@@ -102,9 +102,8 @@ class PodGroupController:
 
     def _update(self, key: tuple[str, str]) -> None:
         namespace, name = key
-        try:
-            group = self.store.get(self.groups, namespace, name)
-        except ApiError:
+        group = self.store.find(self.groups, namespace, name)
+        if group is None:
             return
         pods = list(self._members.get((namespace, name), {}).values())
         status = podgroup_status(group, pods, self.store.now())

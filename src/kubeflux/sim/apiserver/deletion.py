@@ -20,7 +20,7 @@ from kubeflux.sim.apiserver.metadata import clone
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection
 
-__all__ = ["Deletion", "Stored", "namespace_conditions", "object_key", "read_only"]
+__all__ = ["Deletion", "Dependents", "Stored", "namespace_conditions", "object_key", "read_only"]
 
 Object = dict[str, Any]
 
@@ -84,13 +84,36 @@ def namespace_conditions(remaining: dict[str, int], finalizers: dict[str, int], 
     return conditions
 
 
+class Dependents(dict[str, set[tuple[str, str]]]):
+    """Owner uid → (collection, key) of every object naming it in ``ownerReferences``: what garbage collection
+    deletes or orphans when the owner goes."""
+
+    def index(self, collection: str, key: str, old: Object | None, new: Object | None) -> None:
+        """The object ``key`` of ``collection`` went from ``old`` to ``new`` (None: absent)."""
+        for obj, add in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+                uid = ref.get("uid") if isinstance(ref, dict) else None
+                if not isinstance(uid, str):
+                    continue
+                if add:
+                    self.setdefault(uid, set()).add((collection, key))
+                else:
+                    dependents = self.get(uid)
+                    if dependents is not None:
+                        dependents.discard((collection, key))
+                        if not dependents:
+                            del self[uid]
+
+
 class Stored(Protocol):
     """What deletion needs of the :class:`~kubeflux.sim.apiserver.store.Store` that has it."""
 
     registry: Registry
     clock: Callable[[], float]
     collections: dict[str, Collection]
-    dependents: dict[str, set[tuple[str, str]]]
+    dependents: Dependents
     namespaces: ResourceType | None
     dry: bool
 
@@ -99,7 +122,6 @@ class Stored(Protocol):
     def view(self, resource: ResourceType, obj: Object) -> Object: ...
     def next_rv(self) -> int: ...
     def record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None: ...
-    def index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None: ...
     def put(self, resource: ResourceType, key: str, obj: Object, old: Object | None, type_: str) -> Object: ...
     def raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]: ...
 
@@ -230,7 +252,7 @@ class Deletion:
             return obj
         collection = self.store.collection_of(resource)
         del collection.objects[key]
-        self.store.index_owners(collection.name, key, obj, None)
+        self.store.dependents.index(collection.name, key, obj, None)
         gone = dict(obj)
         gone["metadata"] = dict(obj["metadata"])
         gone["metadata"]["resourceVersion"] = str(self.store.next_rv())

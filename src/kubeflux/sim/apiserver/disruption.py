@@ -319,9 +319,8 @@ class DisruptionController:
     def _update(self, key: Key) -> None:
         """Sync one budget: write its status if it changed, and ask for a recheck when an entry expires."""
         namespace, name = key
-        try:
-            pdb = self.store.get(self.budgets, namespace, name)
-        except ApiError:
+        pdb = self.store.find(self.budgets, namespace, name)
+        if pdb is None:
             return
         status, recheck = budget_status(pdb, self._in.get(namespace, {}).values(), self.store.clock(), self.scales)
         if status != pdb.get("status"):
@@ -369,11 +368,8 @@ class DisruptionController:
     def _clear_stale(self, namespace: str, name: str, uid: str) -> None:
         """``syncStalePodDisruption``: the condition ``False`` (no reason, no message), if still stale."""
         self._stale.pop(uid, None)
-        try:
-            pod = self.store.get(self.pods, namespace, name)
-        except ApiError:
-            return
-        if pod["metadata"].get("uid") != uid:
+        pod = self.store.find(self.pods, namespace, name, uid)
+        if pod is None:
             return
         left = stale_disruption(pod, self.store.clock())
         if left is None or left > 0:

@@ -17,6 +17,7 @@ __all__ = [
     "Cause",
     "already_exists",
     "bad_request",
+    "check_kind",
     "conflict",
     "expired",
     "forbidden",
@@ -133,6 +134,22 @@ def page_not_found(text: bytes = b"404 page not found\n") -> ApiError:
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
+
+
+def check_kind(body: Any, kind: str, api_version: str, internal_group: str) -> dict[str, Any]:
+    """``body`` as a ``kind`` of ``api_version`` (what a subresource such as ``scale`` takes; an empty ``kind`` or
+    ``apiVersion`` is that one); raises the real server's 400 for a body that is not an object or names another
+    kind or version (the conversion to ``internal_group.kind`` it has not)."""
+    if not isinstance(body, dict):
+        raise bad_request(f"the object provided is unrecognized (must be of type {kind})")
+    given, version = body.get("kind") or kind, body.get("apiVersion") or api_version
+    if (given, version) != (kind, api_version):
+        short = version.rsplit("/", 1)[-1]
+        raise bad_request(
+            f'{given} in version "{short}" cannot be handled as a {kind}: converting ({short}.{given}) to '
+            f"({internal_group}.{kind}): unknown conversion"
+        )
+    return body
 
 
 def unauthorized() -> ApiError:

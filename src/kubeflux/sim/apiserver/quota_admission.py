@@ -27,12 +27,11 @@ also counts until the controller's next recount: here the store checks the name 
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any
 
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.quota import Evaluator, evaluator_for, terminating
-from kubeflux.sim.apiserver.registry import Registry, ResourceType
+from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.resourcelists import (
     ResourceList,
     add,
@@ -45,36 +44,15 @@ from kubeflux.sim.apiserver.resourcelists import (
     remove_zeros,
     subtract_non_negative,
 )
+from kubeflux.sim.apiserver.watch import Collection
 
-__all__ = ["QUOTAS", "admit_create", "admit_update"]
+__all__ = ["ADMISSION_MANAGER", "QUOTAS", "admit_create", "admit_update"]
 
 Object = dict[str, Any]
 QUOTAS = "/resourcequotas"
 """The collection of ResourceQuotas."""
 ADMISSION_MANAGER = "kube-apiserver"
 """Who the quota's ``status.used`` writes are recorded as (``managedFields``), as on the real server."""
-
-
-class Store(Protocol):
-    """What the plugin uses of the store that runs it (:class:`~kubeflux.sim.apiserver.store.Store`, which imports
-    this module): its collections, its registry, whether the write is a dry run, and a status update as a writer."""
-
-    collections: Any
-    registry: Registry
-    dry: bool
-
-    def request(self, manager: str = "", *, dry: bool = False) -> AbstractContextManager[None]: ...
-
-    def update(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        name: str,
-        body: Any,
-        subresource: str = "",
-        *,
-        trusted: bool = False,
-    ) -> Object: ...
 
 
 def _forbidden(resource: ResourceType, name: str, why: str) -> ApiError:
@@ -84,49 +62,39 @@ def _forbidden(resource: ResourceType, name: str, why: str) -> ApiError:
     )
 
 
-def _quotas(store: Store, namespace: str) -> list[Object]:
-    collection = store.collections.get(QUOTAS)
+def _quotas(collection: Collection | None, namespace: str) -> list[Object]:
     if collection is None or not collection.objects:
         return []
     prefix = f"{namespace}/"
     return [obj for key, obj in sorted(collection.objects.items()) if key.startswith(prefix)]
 
 
-def admit_create(store: Store, resource: ResourceType, obj: Object) -> None:
-    """Admit the create of ``obj`` (named, defaulted, validated) of ``resource``: raise the real plugin's 403, or
-    count it in its namespace's quotas (see the module docstring)."""
+def admit_create(quotas: Collection | None, resource: ResourceType, obj: Object) -> list[Object]:
+    """Admit the create of ``obj`` (named, defaulted, validated) of ``resource`` under the ResourceQuotas
+    ``quotas`` (the store's collection, if any): raise the real plugin's 403, or the quotas it is counted in, each
+    with its new ``status.used``, for the store to write as :data:`ADMISSION_MANAGER` (see the module docstring)."""
     if not resource.namespaced:
-        return
-    quotas = _quotas(store, obj["metadata"].get("namespace", ""))
-    evaluator = evaluator_for(resource) if quotas else None
-    if evaluator is not None:
-        _count(store, _check(resource, evaluator, quotas, obj, None))
+        return []
+    return _charged(quotas, resource, obj, None)
 
 
-def admit_update(store: Store, resource: ResourceType, new: Object, old: Object) -> None:
-    """Admit the update of a pod (the main resource, not a subresource) whose Terminating scope it changes; nothing
-    else is an update the real plugin looks at."""
+def admit_update(quotas: Collection | None, resource: ResourceType, new: Object, old: Object) -> list[Object]:
+    """Admit the update of a pod (the main resource, not a subresource) whose Terminating scope it changes, as
+    :func:`admit_create`; nothing else is an update the real plugin looks at."""
     if resource.plural != "pods" or resource.group or terminating(new) == terminating(old):
-        return
-    quotas = _quotas(store, new["metadata"].get("namespace", ""))
-    evaluator = evaluator_for(resource) if quotas else None
-    if evaluator is not None:
-        _count(store, _check(resource, evaluator, quotas, new, old))
+        return []
+    return _charged(quotas, resource, new, old)
 
 
-def _count(store: Store, changed: list[tuple[Object, ResourceList]]) -> None:
-    """Write each quota's new ``status.used`` (not in a dry run)."""
-    if not changed or store.dry:
-        return
-    quota_resource = store.registry.find("", "v1", "resourcequotas")
-    assert quota_resource is not None
-    with store.request(ADMISSION_MANAGER):
-        for quota, used in changed:
-            status = {**(quota.get("status") or {}), "used": as_json(used)}
-            qmeta = quota["metadata"]
-            store.update(
-                quota_resource, qmeta["namespace"], qmeta["name"], {**quota, "status": status}, "status", trusted=True
-            )
+def _charged(quotas: Collection | None, resource: ResourceType, obj: Object, old: Object | None) -> list[Object]:
+    matching = _quotas(quotas, obj["metadata"].get("namespace", ""))
+    evaluator = evaluator_for(resource) if matching else None
+    if evaluator is None:
+        return []
+    charged = []
+    for quota, used in _check(resource, evaluator, matching, obj, old):
+        charged.append({**quota, "status": {**(quota.get("status") or {}), "used": as_json(used)}})
+    return charged
 
 
 def _check(

@@ -107,11 +107,6 @@ class QuotaController:
         """Syncs each (namespace, name) of a quota the events touched, once per batch."""
         self.reconciler.start()
 
-    @property
-    def busy(self) -> bool:
-        """Watch events are waiting to be handled (the virtual clock must not jump)."""
-        return self.reconciler.busy
-
     def stop(self) -> None:
         self.reconciler.stop()
 
@@ -140,9 +135,8 @@ class QuotaController:
 
     def _sync(self, key: tuple[str, str]) -> None:
         namespace, name = key
-        try:
-            quota = self.store.get(self.quotas, namespace, name)
-        except ApiError:
+        quota = self.store.find(self.quotas, namespace, name)
+        if quota is None:
             return
         status = quota_status(self.store, quota, self._zero)
         if status == quota.get("status"):

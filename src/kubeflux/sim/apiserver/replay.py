@@ -521,6 +521,7 @@ def _spec_of(name: str, timing: TemplateTiming) -> Object:
         tolerations=template.tolerations,
         required_node_affinity=template.required_node_affinity,
         active_deadline_seconds=template.active_deadline_seconds,
+        terms=template.terms,
     )
     spec: Object = pod_to_manifest(pod)["spec"]
     return spec

@@ -79,15 +79,7 @@ def get_scale(store: Store, resource: ResourceType, namespace: str, name: str) -
 
 def _check(resource: ResourceType, name: str, body: Any) -> int:
     """The replicas ``body`` (a Scale) asks for; raises the real server's 400 and 422."""
-    if not isinstance(body, dict):
-        raise errors.bad_request("the object provided is unrecognized (must be of type Scale)")
-    kind, version = body.get("kind") or "Scale", body.get("apiVersion") or API_VERSION
-    if (kind, version) != ("Scale", API_VERSION):
-        short = version.rsplit("/", 1)[-1]
-        raise errors.bad_request(
-            f'{kind} in version "{short}" cannot be handled as a Scale: converting ({short}.{kind}) to '
-            "(autoscaling.Scale): unknown conversion"
-        )
+    body = errors.check_kind(body, "Scale", API_VERSION, "autoscaling")
     meta = body.get("metadata") or {}
     given = meta.get("name") if isinstance(meta, dict) else None
     if given not in (None, "", name):

@@ -28,7 +28,7 @@ from typing import Any
 
 from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.sim.apiserver import errors, system_objects
-from kubeflux.sim.apiserver.deletion import Deletion, object_key, read_only
+from kubeflux.sim.apiserver.deletion import Deletion, Dependents, object_key, read_only
 from kubeflux.sim.apiserver.errors import ApiError, Cause
 from kubeflux.sim.apiserver.fields import Path, apply_configuration, leaves, managed_after
 from kubeflux.sim.apiserver.gates import binding_refusal
@@ -39,7 +39,7 @@ from kubeflux.sim.apiserver.metadata import (
     metadata_causes,
     uid_from_bits,
 )
-from kubeflux.sim.apiserver.quota_admission import admit_create, admit_update
+from kubeflux.sim.apiserver.quota_admission import ADMISSION_MANAGER, QUOTAS, admit_create, admit_update
 from kubeflux.sim.apiserver.registry import Registry, ResourceType
 from kubeflux.sim.apiserver.watch import Collection, Watcher, WatchEvent
 
@@ -141,8 +141,7 @@ class Store:
         """A dry run (``dryRun=All``) is under way: writes are checked and answered, nothing is stored."""
         self._writer: _Writer | None = None
         """Who writes (a request over HTTP), for ``managedFields``; None: the server's own components."""
-        self.dependents: dict[str, set[tuple[str, str]]] = {}
-        """Owner uid → (collection, key) of every object naming it in ``ownerReferences``."""
+        self.dependents = Dependents()
         self.deletion = Deletion(self)
         self.listwatch = ListWatch(self, watch_backlog)
         """Lists and watches (see :mod:`.listwatch`)."""
@@ -182,23 +181,6 @@ class Store:
     def record(self, collection: Collection, type_: str, obj: Object, prev: Object | None) -> None:
         collection.record(WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, obj, prev))
 
-    def index_owners(self, collection: str, key: str, old: Object | None, new: Object | None) -> None:
-        for obj, add in ((old, False), (new, True)):
-            if obj is None:
-                continue
-            for ref in obj.get("metadata", {}).get("ownerReferences") or ():
-                uid = ref.get("uid") if isinstance(ref, dict) else None
-                if not isinstance(uid, str):
-                    continue
-                if add:
-                    self.dependents.setdefault(uid, set()).add((collection, key))
-                else:
-                    dependents = self.dependents.get(uid)
-                    if dependents is not None:
-                        dependents.discard((collection, key))
-                        if not dependents:
-                            del self.dependents[uid]
-
     @contextlib.contextmanager
     def request(self, manager: str = "", *, dry: bool = False, applied: set[Path] | None = None) -> Iterator[None]:
         """Writes inside are ``manager``'s (its ``managedFields``; ``applied``: the leaves of a server-side apply);
@@ -211,6 +193,18 @@ class Store:
             yield
         finally:
             self.dry, self._writer = before
+
+    def _charge(self, quotas: list[Object]) -> None:
+        """Write the ``status`` of the ResourceQuotas an admitted write is counted in (:mod:`.quota_admission`), as
+        the real plugin writes it: ``kube-apiserver``'s update, before the object itself is stored; not in a dry run."""
+        if not quotas or self.dry:
+            return
+        resource = self.registry.find("", "v1", "resourcequotas")
+        assert resource is not None
+        with self.request(ADMISSION_MANAGER):
+            for quota in quotas:
+                meta = quota["metadata"]
+                self.update(resource, meta["namespace"], meta["name"], quota, "status", trusted=True)
 
     def _manage(self, resource: ResourceType, old: Object | None, new: Object, subresource: str = "") -> None:
         """``new``'s ``managedFields`` after the current writer's write (kept as they were without one)."""
@@ -244,7 +238,7 @@ class Store:
         collection = self.collection_of(resource)
         obj["metadata"]["resourceVersion"] = str(self.next_rv())
         collection.objects[key] = obj
-        self.index_owners(collection.name, key, old, obj)
+        self.dependents.index(collection.name, key, old, obj)
         self.record(collection, type_, obj, old)
         return obj
 
@@ -285,6 +279,15 @@ class Store:
         if obj is None:
             raise errors.not_found(resource.plural, name, resource.group)
         return self.view(resource, obj)
+
+    def find(self, resource: ResourceType, namespace: str, name: str, uid: str | None = None) -> Object | None:
+        """:meth:`get`'s object, or None where there is none (given ``uid``: none of that uid, as when the object
+        was deleted and another made under its name)."""
+        try:
+            found = self.get(resource, namespace, name)
+        except ApiError:
+            return None
+        return found if uid is None or found["metadata"].get("uid") == uid else None
 
     def raw(self, resource: ResourceType, namespace: str, name: str) -> tuple[str, Object]:
         key = object_key(namespace if resource.namespaced else "", name)
@@ -355,7 +358,7 @@ class Store:
         key = object_key(meta.get("namespace", ""), name)
         if key in collection.objects:
             raise errors.already_exists(resource.plural, name, resource.group)
-        admit_create(self, resource, obj)
+        self._charge(admit_create(self.collections.get(QUOTAS), resource, obj))
         meta.pop("managedFields", None)
         if self._writer is not None:
             self._manage(resource, None, obj)
@@ -460,7 +463,7 @@ class Store:
         if causes:
             raise errors.invalid(resource.kind, old_meta["name"], causes, resource.group)
         if not subresource:
-            admit_update(self, resource, new, old)
+            self._charge(admit_update(self.collections.get(QUOTAS), resource, new, old))
         if "managedFields" in old_meta:
             new["metadata"]["managedFields"] = old_meta["managedFields"]
         else:

@@ -75,16 +75,8 @@ def _invalid(cause: Cause) -> ApiError:
 
 def _decoded(body: Any) -> Object:
     """The request's spec with its defaults, as decoded; raises the real server's 400s."""
-    if not isinstance(body, dict):
-        raise errors.bad_request("the object provided is unrecognized (must be of type TokenRequest)")
-    kind, version = body.get("kind") or "TokenRequest", body.get("apiVersion") or API_VERSION
+    body = errors.check_kind(body, "TokenRequest", API_VERSION, "authentication")
     cannot = 'TokenRequest in version "v1" cannot be handled as a TokenRequest'
-    if (kind, version) != ("TokenRequest", API_VERSION):
-        short = version.rsplit("/", 1)[-1]
-        raise errors.bad_request(
-            f'{kind} in version "{short}" cannot be handled as a TokenRequest: converting ({short}.{kind}) to '
-            "(authentication.TokenRequest): unknown conversion"
-        )
     spec = body.get("spec") or {}
     if not isinstance(spec, dict) or not isinstance(body.get("metadata") or {}, dict):
         raise errors.bad_request(f"{cannot}: spec and metadata must be objects")

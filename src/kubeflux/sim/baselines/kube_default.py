@@ -2,7 +2,8 @@
 
 One scheduling cycle per pod, as kube-scheduler's framework reads: **pop** (queue order: priority, higher
 first; then creation time; then ``namespace/name``), **PreFilter**, **Filter** (NodeUnschedulable,
-TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`), **PostFilter** when
+TaintToleration, NodeAffinity, NodeResourcesFit — :mod:`kubeflux.scheduler.constraints`; NodePorts,
+PodTopologySpread, InterPodAffinity — :mod:`kubeflux.scheduler.podterms`), **PostFilter** when
 no node passes (DefaultPreemption, :mod:`~kubeflux.sim.baselines.kube_preemption`: pods of lower priority evicted
 one by one, the pod nominated to their node; ``preemption="never"`` turns it off), **Score** (NodeResourcesFit
 ``LeastAllocated``), **select**, **assume**, **Permit**, **bind**.
@@ -62,6 +63,7 @@ from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.podterms import PodsByNode, constrained
 from kubeflux.sim.baselines.kube_filter import NodeSearch
 from kubeflux.sim.baselines.kube_preemption import (
     NO_POST_FILTER,
@@ -176,7 +178,9 @@ class KubeDefaultScheduler:
         self._active: list[tuple[QueueKey, int, QueuedPod]] = []
         self._sequence = 0
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
-        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng)
+        self.pods = PodsByNode()
+        """Every bound pod by node, for the filters that look at the pods around a pod."""
+        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods)
         self.preemption: DefaultPreemption | None = None
         """DefaultPreemption, unless ``preemption="never"``."""
         if preemption == PREEMPTION_LOWER_PRIORITY:
@@ -224,6 +228,7 @@ class KubeDefaultScheduler:
             preemption.forget(key, gone=gone)
         if placed is not None:
             placed.pod = pod
+            self.pods.add(key, pod, placed.node)  # its labels as they are now
             if placed.started is None and pod.phase is PodPhase.RUNNING:
                 placed.started = now
         queued = self._queue.get(key)
@@ -253,6 +258,7 @@ class KubeDefaultScheduler:
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
+        self.pods.add(pod.key, pod, node)
         priorities = self._priorities
         priorities[pod.priority] = priorities.get(pod.priority, 0) + 1
         if group is not None:
@@ -262,6 +268,7 @@ class KubeDefaultScheduler:
         self._epoch += 1
         placed = self._placed.pop(key)
         self.nodes.add_usage(placed.node, placed.requests, -1)
+        self.pods.remove(key)
         priority = placed.pod.priority
         left = self._priorities[priority] - 1
         if left:
@@ -379,7 +386,13 @@ class KubeDefaultScheduler:
         preemption = self.preemption
         counted = preemption.count_nominated(pod) if preemption is not None and preemption.nominations else None
         try:  # the filters see the nominated pods of equal or higher priority (Filter and PostFilter alike)
-            signature = (self._epoch, self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
+            signature: tuple[object, ...] = (
+                self._epoch,
+                self.nodes.static_signature(pod),
+                tuple(sorted(pod.requests.items())),
+            )
+            if constrained(pod, self.pods):  # fails as pods with the same terms, labels and namespace do
+                signature = (*signature, pod.terms, tuple(sorted(pod.labels.items())), pod.namespace)
             known = failures.get(signature) if not counted else None
             node = None if known is not None else self._find_node(pod)
             if node is None:

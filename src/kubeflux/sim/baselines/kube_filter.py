@@ -1,9 +1,10 @@
 """kube-scheduler's Filter and Score over the nodes of a :class:`~kubeflux.sim.baselines.node_table.NodeTable`, for
 the kube-scheduler-like baselines (:mod:`~kubeflux.sim.baselines.kube_default`): the filters (NodeUnschedulable,
-TaintToleration, NodeAffinity, NodeResourcesFit) scanned round-robin from where the previous cycle stopped
-(``nextStartNodeIndex``) until ``percentageOfNodesToScore`` of the nodes passed, NodeResourcesFit
-``LeastAllocated`` scores, the best node (ties: the first in scan order, or a seeded random choice), and the
-``0/N nodes are available: …`` message (``FitError``) when no node passes.
+TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity; the ones that look
+at the pods around a pod are the scheduler core's, :mod:`kubeflux.scheduler.podterms`, over the bound pods) scanned
+round-robin from where the previous cycle stopped (``nextStartNodeIndex``) until ``percentageOfNodesToScore`` of the
+nodes passed, NodeResourcesFit ``LeastAllocated`` scores, the best node (ties: the first in scan order, or a seeded
+random choice), and the ``0/N nodes are available: …`` message (``FitError``) when no node passes.
 
 Answers that drew no random number are remembered per cluster state (the nodes' usage, the pod's shape and the scan
 start): a gang cycling through Permit and rejection meets the same states again and again.
@@ -18,6 +19,7 @@ import numpy.typing as npt
 
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message
 from kubeflux.scheduler.objects import CPU, MEMORY, Pod
+from kubeflux.scheduler.podterms import PodsByNode, constrained, early_reasons, late_reasons
 from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
 
 __all__ = ["NodeSearch"]
@@ -29,8 +31,16 @@ class NodeSearch:
     """Filter and Score for one pod at a time over ``nodes`` (see the module docstring). ``rng``: ties drawn at
     random (the scheduler's generator, shared with its preemption); None: the first in scan order."""
 
-    def __init__(self, nodes: NodeTable, percentage_of_nodes_to_score: int, rng: random.Random | None) -> None:
+    def __init__(
+        self,
+        nodes: NodeTable,
+        percentage_of_nodes_to_score: int,
+        rng: random.Random | None,
+        pods: PodsByNode | None = None,
+    ) -> None:
         self.nodes = nodes
+        self.pods = pods if pods is not None else PodsByNode()
+        """The bound pods by node (kept by the scheduler), for the filters that look at them."""
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._rng = rng
         self.next_start = 0
@@ -47,6 +57,9 @@ class NodeSearch:
         if total == 0:
             return None
         start = self.next_start % total
+        if constrained(pod, self.pods):  # the answer depends on the pods around it: not remembered
+            node, _ = self._search(pod, start, total)
+            return node
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
         known = self._answers.get(key)
         if known is not None:
@@ -63,6 +76,8 @@ class NodeSearch:
         """Filter from ``start`` round-robin, then score: (the chosen node, whether a random number was drawn)."""
         table = self.nodes
         feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
+        if constrained(pod, self.pods):
+            feasible = feasible & ~self._terms_unfit(pod, feasible)
         rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
         cumulative = np.cumsum(rotated, dtype=np.int64)
@@ -91,6 +106,8 @@ class NodeSearch:
 
     def fit_error(self, pod: Pod) -> str:
         """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
+        if constrained(pod, self.pods):
+            return self._count_reasons(pod)
         key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
         message = self._fit_errors.get(key)
         if message is None:
@@ -98,6 +115,18 @@ class NodeSearch:
                 self._fit_errors.clear()
             message = self._fit_errors[key] = self._count_reasons(pod)
         return message
+
+    def _terms_unfit(self, pod: Pod, candidates: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """The ``candidates`` (nodes passing the other filters) that NodePorts, PodTopologySpread or
+        InterPodAffinity refuse."""
+        table = self.nodes
+        names = [table.names[int(i)] for i in np.flatnonzero(candidates)]
+        refused = early_reasons(pod, names, table.by_name, self.pods)
+        refused.update(late_reasons(pod, [n for n in names if n not in refused], table.by_name, self.pods))
+        mask = np.zeros(len(table), dtype=np.bool_)
+        for name in refused:
+            mask[table.index[name]] = True
+        return mask
 
     def _count_reasons(self, pod: Pod) -> str:
         table = self.nodes
@@ -107,13 +136,27 @@ class NodeSearch:
             if code:
                 counts[reasons[code]] = int(np.count_nonzero(codes == code))
         passed = codes == 0
+        terms = constrained(pod, self.pods)
+        if terms:  # NodePorts, before NodeResourcesFit
+            names = [table.names[int(i)] for i in np.flatnonzero(passed)]
+            for name, why in early_reasons(pod, names, table.by_name, self.pods).items():
+                counts[why] = counts.get(why, 0) + 1
+                passed[table.index[name]] = False
         if table.has_pod_limit:
             too_many = int(np.count_nonzero(passed & (table.pod_count + 1 > table.pod_limit)))
             if too_many:
                 counts[REASON_TOO_MANY_PODS] = too_many
+        fits = passed.copy()
+        if table.has_pod_limit:
+            fits &= ~(table.pod_count + 1 > table.pod_limit)
         if any(amount > 0 for amount in pod.requests.values()):
             for name, short in table.insufficient(pod.requests):
                 count = int(np.count_nonzero(passed & short))
+                fits &= ~short
                 if count:
                     counts[f"Insufficient {name}"] = count
+        if terms:  # PodTopologySpread and InterPodAffinity, after NodeResourcesFit
+            names = [table.names[int(i)] for i in np.flatnonzero(fits)]
+            for why in late_reasons(pod, names, table.by_name, self.pods).values():
+                counts[why] = counts.get(why, 0) + 1
         return fit_error_message(len(table), counts)

@@ -16,7 +16,7 @@ rebuild. Usage changes between rebuilds update the arrays in place.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -131,6 +131,11 @@ class NodeTable:
     def remove_node(self, name: str) -> None:
         if self._nodes.pop(name, None) is not None:
             self._dirty = True
+
+    @property
+    def by_name(self) -> Mapping[str, Node]:
+        """Every node by name (read only)."""
+        return self._nodes
 
     def node_list(self) -> list[Node]:
         self.refresh()

@@ -24,6 +24,8 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
   PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
+* Kueue's **ResourceFlavor**, **ClusterQueue** and **LocalQueue**: no job, the run's admission layer
+  (:mod:`kubeflux.sim.kueue`); a Job, Pod or PodGroup's pods labelled ``kueue.x-k8s.io/queue-name`` wait for it.
 
 How each pod behaves once it runs (KWOK's annotations, so the same file runs on a KWOK cluster):
 
@@ -81,6 +83,7 @@ from kubeflux.scheduler.validation import (
     PodRun,
     pod_run,
 )
+from kubeflux.sim.kueue.reader import KUEUE_KINDS, KueueReader, queue_label
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
@@ -182,6 +185,7 @@ def pod_template(
         manifest=manifest,
         preemption_policy=pod.preemption_policy,
         priority_class=priority_class if isinstance(priority_class, str) else "",
+        terms=pod.terms,
     )
 
 
@@ -325,6 +329,7 @@ class _Builder:
     answers 409 AlreadyExists), instead of running as a renamed job whose pods collide."""
     group_times: dict[str, float] = dataclasses.field(default_factory=dict)
     """``namespace/name`` of each PodGroup of the file that gives a submit time → it (its pods are admitted then)."""
+    kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -346,6 +351,8 @@ class _Builder:
                 self._group(where, obj)
             elif kind in POLICY_KINDS:
                 self._policy(where, obj)
+            elif kind in KUEUE_KINDS:
+                self.kueue.add(where, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -420,6 +427,7 @@ class _Builder:
             pods=[template],
             requested_processors=_cores(template),
             source=f"{self.file_name}: {where}",
+            queue_name=queue_label(template.labels),
         )
         self._reject(job, rejected)
         return job
@@ -427,6 +435,7 @@ class _Builder:
     def _job(self, where: str, obj: dict[str, Any]) -> None:
         job = job_from_manifest(obj, f"{self.file_name}: {where}", self.policies)
         self._once(f"Job {job.id}", where)
+        job.queue_name = queue_label(_meta(obj).get("labels"))
         rejected, job.rejected = job.rejected, ""
         self._reject(job, rejected)
         template = job.pods[0]
@@ -473,6 +482,7 @@ class _Builder:
                         schedule_timeout_seconds=group.schedule_timeout_seconds,
                         requested_processors=sum(_cores(pod) for pod in pods),
                         source=f"{self.file_name}: {where}",
+                        queue_name=next((q for pod in pods if (q := queue_label(pod.labels))), ""),
                     )
                 )
                 bad = next((member for member in members if member.rejected), None)
@@ -581,6 +591,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         priority_classes=builder.policies.user_classes,
         budgets=list(builder.policies.budgets.values()),
         lifetimes=builder.policies.lifetimes,
+        kueue=builder.kueue.objects or None,
     )
 
 

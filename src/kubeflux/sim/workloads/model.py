@@ -16,10 +16,12 @@ from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     DisruptionBudget,
     NodeSelectorTerm,
+    PodTerms,
     ResourceList,
     Toleration,
 )
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
+from kubeflux.sim.kueue.objects import KueueObjects
 
 
 @dataclass(slots=True)
@@ -52,6 +54,9 @@ class PodTemplate:
     priority_class: str = ""
     """``spec.priorityClassName`` as the Priority admission left it (the class named, or the ``globalDefault``
     one); empty when none is (a trace's pods, ``--urgent``'s)."""
+    terms: PodTerms | None = None
+    """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
+    manifest."""
 
 
 @dataclass(slots=True)
@@ -92,6 +97,9 @@ class WorkloadJob:
     pods are killed and the Job fails (reason ``DeadlineExceeded``)."""
     pod_failure_policy: PodFailurePolicy | None = None
     """A ``batch/v1`` Job's ``spec.podFailurePolicy`` (what its controller makes of a failed pod), None without."""
+    queue_name: str = ""
+    """The Kueue LocalQueue it names (label ``kueue.x-k8s.io/queue-name``): held until Kueue admits it
+    (:mod:`kubeflux.sim.kueue`); empty: it goes to the schedulers at once."""
     profile: str = ""
     """Batsim's profile name (``jobs.csv``'s ``profile``): a Batsim workload's ``profile``, a manifest's container
     images; empty: named after its run time, as Batsim's SWF converters name it (:meth:`profile_name`)."""
@@ -165,6 +173,10 @@ class Workload:
     def lifetime(self, obj: PriorityClass | DisruptionBudget) -> Lifetime:
         """When ``obj``, one of :attr:`priority_classes` or :attr:`budgets`, exists."""
         return self.lifetimes.get(policy_key(obj), ALWAYS)
+
+    kueue: KueueObjects | None = None
+    """The Kueue objects the workload defines (ResourceFlavors, ClusterQueues, LocalQueues); None without any: the
+    run has no admission layer."""
 
     header: dict[str, str] = field(default_factory=dict)
     """What the file says about itself: SWF ``;`` header keys (``MaxProcs``, ``UnixStartTime`` …; a key given

@@ -212,27 +212,15 @@ KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
 KWOK_TOLERATION = Toleration(key="kwok.x-k8s.io/node", operator="Exists", effect="NoSchedule")
 _SEED000_POD = {CPU: 8000, MEMORY: 2**30}
 """The seed's pi pod: 8 cores (``perl -Mbignum=bpi -wle 'print bpi(2000)'``), 1Gi."""
-_SEED000_JOB = SyntheticSpec(
-    jobs=1,
-    arrival="fixed",
-    sizes={4: 1.0},
-    runtime="fixed",
-    mean_runtime=60.0,
-    overestimate=1.0,
-    kind=JobKind.JOB,
-    pod_requests=_SEED000_POD,
-    name="pi-job",
-)
-
-_SEED004_JOBS = SyntheticSpec(
+_SEED_JOBS = SyntheticSpec(arrival="fixed", runtime="fixed", overestimate=1.0, kind=JobKind.JOB)
+"""What the seeds' Jobs share: they arrive at fixed gaps, run a fixed time and state it exactly."""
+_SEED000_JOB = replace(_SEED_JOBS, jobs=1, sizes={4: 1.0}, mean_runtime=60.0, pod_requests=_SEED000_POD, name="pi-job")
+_SEED004_JOBS = replace(
+    _SEED_JOBS,
     jobs=50,
-    arrival="fixed",
     mean_interarrival=17.0,
     sizes={1: 1.0},
-    runtime="fixed",
     mean_runtime=72.0,
-    overestimate=1.0,
-    kind=JobKind.JOB,
     pod_requests=_SEED004_POD,
     name="seed004-jobs",
     tolerations=(KWOK_TOLERATION,),

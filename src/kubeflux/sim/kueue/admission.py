@@ -1,0 +1,236 @@
+"""Kueue's admission in virtual time: the queues of workloads waiting per ClusterQueue, the admission cycle and
+the quota it holds. A functional core: no cluster, no clock of its own (``now`` is an argument); the shell
+(:mod:`kubeflux.sim.kueue.layer`) creates the pods of what it admits and evicts what it preempts.
+
+Lifecycle of a :class:`QueuedWorkload`: added (:meth:`Admitter.add`) → *inactive* when its LocalQueue does not
+exist, names a ClusterQueue that does not exist, or one that is inactive (a flavor it names does not exist) or
+whose ``namespaceSelector`` does not take its namespace (it waits for ever, said in :meth:`Admitter.waiting`) →
+else *pending* in its ClusterQueue's queue, ordered by priority (higher first), then by its timestamp (its
+creation; after an eviction, the eviction's time: Kueue's default ``requeuingStrategy``) → *admitted* by a cycle
+(:meth:`Admitter.cycle`: its quota is counted) → *finished* (:meth:`Admitter.finish`: its quota is released) or
+*evicted* by a preemption (its quota released, back to pending).
+
+One cycle repeats until nothing more can be admitted: it takes the head of every ClusterQueue (a
+``BestEffortFIFO`` queue skips the workloads set aside), orders them (those that fit without borrowing first,
+then priority, then timestamp) and admits each that fits (:func:`~kubeflux.sim.kueue.flavors.assign`). A head that
+does not fit may preempt (:mod:`kubeflux.sim.kueue.preemption`: its victims are evicted and it is admitted at
+once, in the room they left, before any other head could take it); else it blocks its queue until the next cycle
+(``StrictFIFO``) or is set aside until quota is released in its cohort (``BestEffortFIFO``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from kubeflux.sim.kueue.flavors import Assignment, Mode, assign
+from kubeflux.sim.kueue.objects import ClusterQueue, KueueObjects, QueueingStrategy
+from kubeflux.sim.kueue.preemption import victims
+from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
+from kubeflux.sim.kueue.workload import QueuedWorkload
+
+CYCLE_ROUNDS_PER_WORKLOAD = 4
+"""Rounds of one :meth:`Admitter.cycle` at most, per workload known (plus 16): a guard, as every round admits,
+evicts or sets a workload aside; a cycle that reaches it stops (:attr:`Admitter.stopped` says so)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    workload: QueuedWorkload
+
+
+@dataclass(frozen=True, slots=True)
+class Evicted:
+    workload: QueuedWorkload
+    message: str
+
+
+Decision = Admitted | Evicted
+
+
+class Admitter:
+    """The admission core of a set of Kueue objects (see the module docstring)."""
+
+    def __init__(self, objects: KueueObjects) -> None:
+        self.objects = objects
+        self.book = QuotaBook(objects.cluster_queues.values())
+        self.inactive_cqs: dict[str, str] = {}
+        for cq in objects.cluster_queues.values():
+            missing = [f for g in cq.resource_groups for f, _ in g.flavors if f not in objects.flavors]
+            if missing:
+                self.inactive_cqs[cq.name] = f"ClusterQueue {cq.name} is inactive: flavor {missing[0]} not found"
+        self.pending: dict[str, list[tuple[tuple[int, float, int], QueuedWorkload]]] = {
+            name: [] for name in objects.cluster_queues
+        }
+        self.parked: dict[str, set[int]] = {name: set() for name in objects.cluster_queues}
+        """Per ``BestEffortFIFO`` ClusterQueue, the workloads set aside until quota is released in its cohort."""
+        self.inactive: list[QueuedWorkload] = []
+        self.admitted: dict[int, QueuedWorkload] = {}
+        self.workloads: dict[int, QueuedWorkload] = {}
+        self._seq = 0
+        self._cursor: dict[str, int] = dict.fromkeys(self.pending, 0)
+        """Per queue, where the current cycle's search for its head starts (:meth:`_heads`)."""
+        self.stopped = ""
+        """Why a cycle stopped before its end (the guard of :data:`CYCLE_ROUNDS_PER_WORKLOAD`); empty when none."""
+
+    # -- workloads come and go ------------------------------------------------------------------------------------
+    def add(self, wl: QueuedWorkload, now: float) -> bool:
+        """A workload is created now; True when it waits in a ClusterQueue's queue (False: inactive)."""
+        self.workloads[wl.ref] = wl
+        wl.created = wl.timestamp = now
+        local = self.objects.local_queues.get(f"{wl.namespace}/{wl.queue}")
+        why = ""
+        if local is None:
+            why = f"LocalQueue {wl.queue} doesn't exist"
+        else:
+            cq = self.objects.cluster_queues.get(local.cluster_queue)
+            if cq is None:
+                why = f"ClusterQueue {local.cluster_queue} doesn't exist"
+            elif cq.name in self.inactive_cqs:
+                why = self.inactive_cqs[cq.name]
+            elif cq.namespace_selector is None or not cq.namespace_selector.matches(wl.namespace):
+                why = f"Workload namespace doesn't match ClusterQueue {cq.name} selector"
+            else:
+                wl.cluster_queue = cq.name
+        if why:
+            wl.why = why
+            self.inactive.append(wl)
+            return False
+        self._enqueue(wl)
+        return True
+
+    def _enqueue(self, wl: QueuedWorkload) -> None:
+        self._cursor[wl.cluster_queue] = 0
+        self._seq += 1
+        wl.seq = self._seq
+        bisect.insort(self.pending[wl.cluster_queue], (wl.order(), wl), key=lambda item: item[0])
+
+    def finish(self, ref: int) -> bool:
+        """The admitted workload ``ref`` finished: its quota is released. True when it was admitted."""
+        wl = self.admitted.pop(ref, None)
+        if wl is None or wl.assignment is None:
+            return False
+        self.book.add(wl.cluster_queue, wl.assignment.usage, -1)
+        self._released(wl.cluster_queue)
+        return True
+
+    def _released(self, cq: str) -> None:
+        """Quota was released in ``cq``: the workloads set aside in its cohort are tried again."""
+        cohort = self.book.cohort_of.get(cq)
+        for name in self.book.members[cohort] if cohort else (cq,):
+            self.parked[name].clear()
+            self._cursor[name] = 0
+
+    # -- the admission cycle ------------------------------------------------------------------------------------
+    def cycle(self, now: float) -> list[Decision]:
+        """Admit what fits now, preempting where the policies allow (module docstring); the decisions in order."""
+        decisions: list[Decision] = []
+        self._cursor = dict.fromkeys(self.pending, 0)
+        for _ in range(CYCLE_ROUNDS_PER_WORKLOAD * len(self.workloads) + 16):
+            heads = self._heads()
+            if not heads:
+                break
+            progressed = False
+            blocked: set[str] = set()
+            for wl, assigned in self._ordered(heads):
+                if wl.cluster_queue in blocked:
+                    continue
+                cq = self.objects.cluster_queues[wl.cluster_queue]
+                assignment = self._assign(cq, wl) if progressed else assigned  # quota moved since it was made
+                if assignment.mode is Mode.FIT:
+                    self._admit(wl, assignment, now)
+                    decisions.append(Admitted(wl))
+                    progressed = True
+                    continue
+                found = (
+                    victims(self.book, self.admitted.values(), cq, wl, assignment)
+                    if assignment.mode is Mode.PREEMPT
+                    else []
+                )
+                if found:
+                    for victim, message in found:
+                        self._evict(victim, now)
+                        decisions.append(Evicted(victim, message))
+                    progressed = True
+                    assignment = self._assign(cq, wl)
+                    if assignment.mode is Mode.FIT:  # the room it made is its own (evictions are instant here)
+                        self._admit(wl, assignment, now)
+                        decisions.append(Admitted(wl))
+                    continue
+                wl.why = assignment.why
+                if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
+                    blocked.add(cq.name)
+                else:
+                    self.parked[cq.name].add(wl.ref)
+                    progressed = True
+            if not progressed:
+                break
+        else:
+            self.stopped = f"the admission cycle at {now:g} s stopped after its last round could still admit or evict"
+        return decisions
+
+    def _heads(self) -> list[QueuedWorkload]:
+        """Each queue's first workload not set aside (a StrictFIFO queue's first), found from the queue's cursor:
+        within a cycle the workloads before it are set aside, so each is passed once (the cursor goes back to the
+        start when a workload is requeued or the set-aside ones are released)."""
+        heads = []
+        cursor = self._cursor
+        for name, queue in self.pending.items():
+            if not queue:
+                continue
+            if self.objects.cluster_queues[name].queueing_strategy is QueueingStrategy.STRICT_FIFO:
+                heads.append(queue[0][1])
+                continue
+            parked = self.parked[name]
+            at = cursor[name]
+            while at < len(queue) and queue[at][1].ref in parked:
+                at += 1
+            cursor[name] = at
+            if at < len(queue):
+                heads.append(queue[at][1])
+        return heads
+
+    def _assign(self, cq: ClusterQueue, wl: QueuedWorkload) -> Assignment:
+        return assign(cq, self.objects.flavors, self.book, wl.requests, wl.node_selector, wl.tolerations)
+
+    def _ordered(self, heads: list[QueuedWorkload]) -> list[tuple[QueuedWorkload, Assignment]]:
+        """The heads in Kueue's order: those that fit without borrowing first, then by priority and timestamp."""
+        scored = []
+        for wl in heads:
+            assignment = self._assign(self.objects.cluster_queues[wl.cluster_queue], wl)
+            borrows = assignment.mode is not Mode.FIT or self.book.would_borrow(wl.cluster_queue, assignment.usage)
+            scored.append(((borrows, -wl.priority, wl.timestamp, wl.seq), wl, assignment))
+        scored.sort(key=lambda item: item[0])
+        return [(wl, assignment) for _, wl, assignment in scored]
+
+    def _admit(self, wl: QueuedWorkload, assignment: Assignment, now: float) -> None:
+        queue = self.pending[wl.cluster_queue]
+        at = bisect.bisect_left(queue, wl.order(), key=lambda item: item[0])
+        queue.pop(at)
+        if at < self._cursor[wl.cluster_queue]:
+            self._cursor[wl.cluster_queue] -= 1
+        self.book.add(wl.cluster_queue, assignment.usage)
+        wl.assignment, wl.admitted_at, wl.why = assignment, now, ""
+        if wl.first_admitted is None:
+            wl.first_admitted = now
+        self.admitted[wl.ref] = wl
+
+    def _evict(self, wl: QueuedWorkload, now: float) -> None:
+        """Preempted: its quota released, it waits again, its timestamp the eviction's."""
+        self.finish(wl.ref)
+        wl.evictions += 1
+        wl.admitted_at = None
+        wl.timestamp = now
+        self._enqueue(wl)
+
+    # -- reading --------------------------------------------------------------------------------------------------
+    def usage(self, cq: str) -> dict[FlavorResource, int]:
+        return self.book.usage[cq]
+
+    def waiting(self) -> list[QueuedWorkload]:
+        """The workloads not admitted now (inactive, or pending), inactive first."""
+        pending = [wl for queue in self.pending.values() for _, wl in queue]
+        return [*self.inactive, *pending]
+
+
+__all__ = ["CYCLE_ROUNDS_PER_WORKLOAD", "Admitted", "Admitter", "Decision", "Evicted", "QueuedWorkload"]

@@ -1,0 +1,166 @@
+"""The admission layer in the simulated cluster: Kueue in front of whatever schedulers the run has.
+
+A job of the workload that names a LocalQueue (:attr:`~kubeflux.sim.workloads.model.WorkloadJob.queue_name`, from
+the label ``kueue.x-k8s.io/queue-name``) arrives in the cluster's job book as any job (``jobs.csv`` keeps it in
+submission order, the queue figures count it) but its objects are not created: Kueue holds it (a suspended Job; a
+pod group's or a pod's pods are not made until then, where Kueue would create them gated — no scheduler could
+place them either way). At the end of each time point where something changed (an arrival, a job's end, an
+eviction), an admission cycle runs (:meth:`Admitter.cycle <kubeflux.sim.kueue.admission.Admitter.cycle>`, an entry
+of the loop at that time after every other); each workload it admits has its pods created then, with the chosen
+flavors' ``nodeLabels`` added to their ``nodeSelector`` and the flavors' ``tolerations`` to theirs; each one it
+preempts has its pods deleted (``Preempted``: the losses count them), is held (:meth:`JobBook.requeue_held
+<kubeflux.sim.jobbook.JobBook.requeue_held>`) and waits again. A job's end releases its quota.
+
+Jobs without the label go to the schedulers as without Kueue. A workload that can never be admitted (its
+LocalQueue missing, …) waits, never dropped: the run's problems say which and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kubeflux.scheduler.messages import PREEMPTED_REASON
+from kubeflux.sim.clock import Priority
+from kubeflux.sim.cluster import Cluster
+from kubeflux.sim.jobs import SimJob, job_timings
+from kubeflux.sim.kueue.admission import Admitted, Admitter
+from kubeflux.sim.kueue.figures import UsageSeries, kueue_figures
+from kubeflux.sim.kueue.objects import PODS, KueueObjects, ResourceFlavor
+from kubeflux.sim.kueue.workload import QueuedWorkload
+from kubeflux.sim.records import RunRecord
+from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
+
+WAITING_NAMED = 5
+"""Workloads named in the problem that says which were never admitted (the count says how many in all)."""
+
+
+def requests_of(wjob: WorkloadJob) -> dict[str, int]:
+    """What all the pods of ``wjob`` ask at once (a Job: ``parallelism`` pods), by resource; ``pods`` counts them."""
+    if wjob.kind is JobKind.JOB:
+        counted = [(wjob.pods[0], wjob.parallelism)] if wjob.pods else []
+    else:
+        counted = [(pod, 1) for pod in wjob.pods]
+    total: dict[str, int] = {}
+    for pod, count in counted:
+        for resource, amount in pod.requests.items():
+            if resource != PODS:
+                total[resource] = total.get(resource, 0) + amount * count
+        total[PODS] = total.get(PODS, 0) + count
+    return total
+
+
+class KueueLayer:
+    """Kueue in front of the schedulers of one simulated cluster (see the module docstring)."""
+
+    def __init__(self, objects: KueueObjects, cluster: Cluster) -> None:
+        self.admitter = Admitter(objects)
+        self.cluster = cluster
+        self.jobs: dict[int, SimJob] = {}
+        self.series = UsageSeries(objects)
+        self._cycle_at: float | None = None
+        cluster.book.on_finish = self._finished
+
+    def arrive(self, wjob: WorkloadJob, submit_time: float) -> None:
+        """``wjob`` (one that names a LocalQueue) arrives now: held as a Kueue workload (module docstring)."""
+        book = self.cluster.book
+        job = book.arrive(wjob, submit_time)
+        if job.rejected_reason:
+            return
+        self.jobs[job.index] = job
+        first = wjob.pods[0] if wjob.pods else None
+        workload = QueuedWorkload(
+            key=wjob.id,
+            ref=job.index,
+            namespace=wjob.namespace,
+            queue=wjob.queue_name,
+            priority=max((pod.priority for pod in wjob.pods), default=0),
+            created=self.cluster.loop.now,
+            requests=requests_of(wjob),
+            node_selector=dict(first.node_selector) if first is not None else {},
+            tolerations=first.tolerations if first is not None else (),
+        )
+        if self.admitter.add(workload, self.cluster.loop.now):
+            self._soon()
+
+    def _soon(self) -> None:
+        """Run an admission cycle at the end of this time point (once)."""
+        now = self.cluster.loop.now
+        if self._cycle_at != now:
+            self._cycle_at = now
+            self.cluster.loop.schedule(now, Priority.WAKEUP, self._cycle)
+
+    def _cycle(self, _payload: object = None) -> None:
+        self._cycle_at = None
+        now = self.cluster.loop.now
+        for decision in self.admitter.cycle(now):
+            workload = decision.workload
+            job = self.jobs[workload.ref]
+            if isinstance(decision, Admitted):
+                self._start(job, workload)
+            else:
+                self._evict(job, workload, decision.message)
+        self.series.sample(now, self.admitter)
+
+    def _start(self, job: SimJob, workload: QueuedWorkload) -> None:
+        """Create the admitted job's objects now, its pods with the flavors' node labels and tolerations."""
+        assignment = workload.assignment
+        flavors = self.admitter.objects.flavors
+        chosen = [flavors[name] for name in dict.fromkeys(assignment.flavors.values())] if assignment else []
+        if chosen:
+            wjob = job.wjob
+            job.wjob = dataclasses.replace(wjob, pods=[_on_flavors(pod, chosen) for pod in wjob.pods])
+            book = self.cluster.book
+            job.timings = job_timings(job.wjob, book.lifecycle, book.primary_scheduler)
+        message = f"Admitted by ClusterQueue {workload.cluster_queue}"
+        self.cluster.record_event("Normal", "Admitted", workload.key, message)
+        self.cluster.book.start(job)
+
+    def _evict(self, job: SimJob, workload: QueuedWorkload, message: str) -> None:
+        """Suspend the preempted job: its unfinished pods deleted (``Preempted``), held until admitted again."""
+        job.held = True
+        self.cluster.record_event("Normal", "Preempted", workload.key, message)
+        for sp in [sp for sp in job.attempt() if sp.finished_at is None or not sp.pod.deleted]:
+            if not sp.pod.deleted:
+                self.cluster.delete_pod(sp.pod.key, PREEMPTED_REASON)
+        self.cluster.book.requeue_held(job)
+
+    def _finished(self, job: SimJob) -> None:
+        if self.admitter.finish(job.index):
+            self.series.sample(self.cluster.loop.now, self.admitter)
+            self._soon()
+
+    # -- the run's records -------------------------------------------------------------------------------------
+    def finish_record(self, record: RunRecord) -> None:
+        """Write the admission figures into ``record``: each Kueue job's ClusterQueue, first admission and
+        evictions, the summary figures (:func:`~kubeflux.sim.kueue.figures.kueue_figures`), and a problem naming
+        the workloads never admitted."""
+        for ref, workload in self.admitter.workloads.items():
+            row = record.jobs[ref]
+            row.cluster_queue = workload.cluster_queue or f"({workload.queue})"
+            row.admission_time = workload.first_admitted
+            row.quota_evictions = workload.evictions
+            if workload.admitted_at is None and row.finish_time is None:
+                row.reason = f"not admitted by Kueue: {workload.why or 'waiting for quota'}"
+        end = max((job.finish_time for job in record.jobs if job.finish_time is not None), default=0.0)
+        record.admission = kueue_figures(self.admitter, self.series, end)
+        if self.admitter.stopped:
+            record.problems.append(f"kueue: {self.admitter.stopped}")
+        waiting = self.admitter.waiting()
+        if waiting:
+            named = "; ".join(f"{wl.key}: {wl.why or 'waiting'}" for wl in waiting[:WAITING_NAMED])
+            more = f" and {len(waiting) - WAITING_NAMED} more" if len(waiting) > WAITING_NAMED else ""
+            record.problems.append(f"kueue: {len(waiting)} workload(s) never admitted: {named}{more}")
+
+
+def _on_flavors(pod: PodTemplate, flavors: list[ResourceFlavor]) -> PodTemplate:
+    """``pod`` with the flavors' node labels in its ``nodeSelector`` and their tolerations added."""
+    selector = dict(pod.node_selector)
+    tolerations = list(pod.tolerations)
+    for flavor in flavors:
+        for key, value in flavor.node_labels.items():
+            selector.setdefault(key, value)
+        tolerations.extend(t for t in flavor.tolerations if t not in tolerations)
+    return dataclasses.replace(pod, node_selector=selector, tolerations=tuple(tolerations))
+
+
+__all__ = ["KueueLayer", "requests_of"]

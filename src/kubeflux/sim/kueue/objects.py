@@ -1,0 +1,175 @@
+"""Kueue's ``kueue.x-k8s.io/v1beta1`` objects as the simulator's admission layer reads them.
+
+* :class:`ResourceFlavor`: a kind of node (``nodeLabels``), the taints those nodes carry (``nodeTaints``: an
+  admitted workload's pods must tolerate them) and the tolerations Kueue adds to the pods it admits on it.
+* :class:`ClusterQueue`: quota per resource group and flavor (``nominalQuota``, ``borrowingLimit``,
+  ``lendingLimit``), a ``cohort`` whose members lend each other their unused quota, a ``queueingStrategy``
+  (``StrictFIFO``, ``BestEffortFIFO``), a ``namespaceSelector`` and a ``preemption`` policy.
+* :class:`LocalQueue`: a namespaced queue that points at one ClusterQueue; a workload names it with the label
+  :data:`QUEUE_NAME_LABEL`.
+
+Amounts are in kubeflux's canonical units (:mod:`kubeflux.scheduler.objects`): millicores for ``cpu``, bytes for
+``memory``, units for the rest (the ``pods`` resource counts pods).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from kubeflux.scheduler.objects import NodeSelectorRequirement, Taint, Toleration
+
+API_VERSION: Final = "kueue.x-k8s.io/v1beta1"
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+"""The label (on a Job, a Pod or a PodGroup's pods) naming the LocalQueue of the workload's namespace."""
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+"""The one label every namespace carries (the simulator's namespaces carry no other)."""
+PODS: Final = "pods"
+"""The resource a ClusterQueue may cover to count pods."""
+
+
+class QueueingStrategy(StrEnum):
+    STRICT_FIFO = "StrictFIFO"
+    """The head of the queue blocks the others while it does not fit."""
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+    """A head that does not fit is set aside (until quota is released in its cohort) and the next one tried."""
+
+
+class WithinClusterQueue(StrEnum):
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+
+
+class ReclaimWithinCohort(StrEnum):
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    ANY = "Any"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFlavor:
+    name: str
+    node_labels: dict[str, str] = field(default_factory=dict)
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    """One resource of one flavor of a ClusterQueue."""
+
+    nominal: int
+    borrowing_limit: int | None = None
+    """At most this much above :attr:`nominal` borrowed from the cohort; None: no limit."""
+    lending_limit: int | None = None
+    """At most this much of :attr:`nominal` lent to the cohort; None: all of it."""
+
+    @property
+    def guaranteed(self) -> int:
+        """The part of the nominal quota never lent (nominal − lending limit; 0 without a lending limit)."""
+        return 0 if self.lending_limit is None else max(0, self.nominal - self.lending_limit)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[tuple[str, dict[str, ResourceQuota]], ...]
+    """Each flavor in order (the order flavors are tried), with a quota for every covered resource."""
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSelector:
+    """A label selector matched against a namespace's labels (``kubernetes.io/metadata.name`` only); None on a
+    ClusterQueue (no selector) matches no namespace, an empty one every namespace."""
+
+    match_labels: dict[str, str] = field(default_factory=dict)
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+    def matches(self, namespace: str) -> bool:
+        labels = {NAMESPACE_NAME_LABEL: namespace}
+        if any(labels.get(key) != value for key, value in self.match_labels.items()):
+            return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            value = labels.get(req.key, "")
+            if req.operator == "In" and not (present and value in req.values):
+                return False
+            if req.operator == "NotIn" and present and value in req.values:
+                return False
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueue:
+    name: str
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    cohort: str = ""
+    queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    namespace_selector: NamespaceSelector | None = None
+    within_cluster_queue: WithinClusterQueue = WithinClusterQueue.NEVER
+    reclaim_within_cohort: ReclaimWithinCohort = ReclaimWithinCohort.NEVER
+
+    def quotas(self) -> dict[tuple[str, str], ResourceQuota]:
+        """``(flavor, resource)`` → its quota, over every resource group."""
+        return {
+            (flavor, resource): quota
+            for group in self.resource_groups
+            for flavor, resources in group.flavors
+            for resource, quota in resources.items()
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    cluster_queue: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class KueueObjects:
+    """The Kueue objects of a workload (file order kept; names are unique, the reader refuses a second one)."""
+
+    flavors: dict[str, ResourceFlavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    local_queues: dict[str, LocalQueue] = field(default_factory=dict)
+    """By ``namespace/name``."""
+
+    def __bool__(self) -> bool:
+        return bool(self.flavors or self.cluster_queues or self.local_queues)
+
+    def merged(self, other: KueueObjects) -> KueueObjects:
+        """These objects and ``other``'s (a name defined in both keeps this one's)."""
+        return KueueObjects(
+            {**other.flavors, **self.flavors},
+            {**other.cluster_queues, **self.cluster_queues},
+            {**other.local_queues, **self.local_queues},
+        )
+
+
+__all__ = [
+    "API_VERSION",
+    "NAMESPACE_NAME_LABEL",
+    "PODS",
+    "QUEUE_NAME_LABEL",
+    "ClusterQueue",
+    "KueueObjects",
+    "LocalQueue",
+    "NamespaceSelector",
+    "QueueingStrategy",
+    "ReclaimWithinCohort",
+    "ResourceFlavor",
+    "ResourceGroup",
+    "ResourceQuota",
+    "WithinClusterQueue",
+]

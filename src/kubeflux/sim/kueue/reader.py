@@ -1,0 +1,319 @@
+"""Reading Kueue's objects from a workload file: ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` of
+``kueue.x-k8s.io/v1beta1``, held to the checks of Kueue's webhooks.
+
+Each refusal raises :class:`~kubeflux.apiobjects.manifests.ManifestError` naming the object and the field
+(``ClusterQueue team-a: spec.resourceGroups[0].flavors[0].resources[1].name: must be memory (the covered
+resources in order), got 'cpu'``); the workload reader reports it with the file and the document, and skips the
+object. What Kueue accepts but cannot use (a ClusterQueue naming a flavor no file defines, a LocalQueue naming a
+ClusterQueue that does not exist) is no error: the admission layer keeps their workloads waiting, as Kueue keeps
+them inactive, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from kubeflux.apiobjects.manifests import ManifestError
+from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
+from kubeflux.scheduler.objects import NodeSelectorRequirement, Taint, Toleration
+from kubeflux.sim.kueue.objects import (
+    API_VERSION,
+    QUEUE_NAME_LABEL,
+    ClusterQueue,
+    KueueObjects,
+    LocalQueue,
+    NamespaceSelector,
+    QueueingStrategy,
+    ReclaimWithinCohort,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceQuota,
+    WithinClusterQueue,
+)
+
+KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
+MAX_ITEMS: Final = 16
+"""Kueue's bound on resource groups, flavors per group and covered resources per group (the CRD's maxItems)."""
+_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+class _Fields:
+    """Typed access to one object's fields; every mismatch is a :class:`ManifestError` naming the field."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def fail(self, path: str, problem: str) -> ManifestError:
+        return ManifestError(self.label, path, problem)
+
+    def mapping(self, path: str, value: Any, required: bool = False) -> Mapping[str, Any]:
+        if value is None and not required:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(path, "required" if value is None else f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def items(self, path: str, value: Any) -> list[tuple[str, Any]]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected a list, got {type(value).__name__}")
+        return [(f"{path}[{i}]", item) for i, item in enumerate(value)]
+
+    def text(self, path: str, value: Any, default: str = "") -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(path, f"expected a string, got {value!r}")
+        return value
+
+    def choice(self, path: str, value: Any, choices: tuple[str, ...], default: str) -> str:
+        text = self.text(path, value, default)
+        if text not in choices:
+            raise self.fail(path, f"must be one of {', '.join(choices)}, got {text!r}")
+        return text
+
+    def strings(self, path: str, value: Any) -> dict[str, str]:
+        given = self.mapping(path, value)
+        for key, item in given.items():
+            if not isinstance(item, str):
+                raise self.fail(f"{path}.{key}", f"expected a string, got {item!r}")
+        return {str(k): v for k, v in given.items()}
+
+    def amount(self, path: str, resource: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(path, f"expected a quantity, got {value!r}")
+        try:
+            amount = canonical_value(resource, value)
+        except (QuantityError, ValueError) as exc:
+            raise self.fail(path, f"not a quantity: {exc}") from None
+        if amount < 0:
+            raise self.fail(path, f"must be greater than or equal to 0, got {value!r}")
+        return amount
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def label_of(obj: Mapping[str, Any]) -> str:
+    """``Kind name`` (``Kind namespace/name`` for a LocalQueue), as messages name the object."""
+    kind, meta = obj.get("kind"), _meta(obj)
+    if kind == "LocalQueue":
+        return f"LocalQueue {meta.get('namespace') or 'default'}/{meta.get('name')}"
+    return f"{kind} {meta.get('name')}"
+
+
+def _name(fields: _Fields, obj: Mapping[str, Any], dns_label: bool = False) -> str:
+    if obj.get("apiVersion") != API_VERSION:
+        raise fields.fail("apiVersion", f"expected {API_VERSION!r}, got {obj.get('apiVersion')!r}")
+    name = _meta(obj).get("name")
+    if not isinstance(name, str) or not name:
+        raise fields.fail("metadata.name", "Required value: name or generateName is required")
+    problem = dns_label_problem(name) if dns_label else dns_subdomain_problem(name)
+    if problem is not None:
+        raise fields.fail("metadata.name", f"{name!r}: {problem}")
+    return name
+
+
+def read_flavor(obj: Mapping[str, Any]) -> ResourceFlavor:
+    fields = _Fields(label_of(obj))
+    name = _name(fields, obj)
+    spec = fields.mapping("spec", obj.get("spec"))
+    taints = []
+    for path, item in fields.items("spec.nodeTaints", spec.get("nodeTaints")):
+        item = fields.mapping(path, item, required=True)
+        key = fields.text(f"{path}.key", item.get("key"))
+        if not key:
+            raise fields.fail(f"{path}.key", "required")
+        effect = fields.choice(f"{path}.effect", item.get("effect"), _EFFECTS, "")
+        taints.append(Taint(key, fields.text(f"{path}.value", item.get("value")), effect))
+    tolerations = []
+    for path, item in fields.items("spec.tolerations", spec.get("tolerations")):
+        item = fields.mapping(path, item, required=True)
+        key = fields.text(f"{path}.key", item.get("key"))
+        operator = fields.choice(f"{path}.operator", item.get("operator"), ("Equal", "Exists"), "Equal")
+        value = fields.text(f"{path}.value", item.get("value"))
+        effect = fields.text(f"{path}.effect", item.get("effect"))
+        if effect and effect not in _EFFECTS:
+            raise fields.fail(f"{path}.effect", f"must be one of {', '.join(_EFFECTS)}, got {effect!r}")
+        if operator == "Exists" and value:
+            raise fields.fail(f"{path}.value", "must be empty when operator is Exists")
+        if not key and operator != "Exists":
+            raise fields.fail(f"{path}.operator", "must be Exists when key is empty")
+        tolerations.append(Toleration(key, operator, value, effect))
+    labels = fields.strings("spec.nodeLabels", spec.get("nodeLabels"))
+    return ResourceFlavor(name, labels, tuple(taints), tuple(tolerations))
+
+
+def _selector(fields: _Fields, path: str, value: Any) -> NamespaceSelector | None:
+    if value is None:
+        return None
+    given = fields.mapping(path, value)
+    expressions = []
+    for where, item in fields.items(f"{path}.matchExpressions", given.get("matchExpressions")):
+        item = fields.mapping(where, item, required=True)
+        key = fields.text(f"{where}.key", item.get("key"))
+        operator = fields.choice(f"{where}.operator", item.get("operator"), _OPERATORS, "")
+        values = tuple(fields.text(p, v) for p, v in fields.items(f"{where}.values", item.get("values")))
+        if operator in ("In", "NotIn") and not values:
+            raise fields.fail(f"{where}.values", f"must be specified when `operator` is '{operator}'")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise fields.fail(f"{where}.values", f"may not be specified when `operator` is '{operator}'")
+        expressions.append(NodeSelectorRequirement(key, operator, values))
+    return NamespaceSelector(fields.strings(f"{path}.matchLabels", given.get("matchLabels")), tuple(expressions))
+
+
+def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
+    group = fields.mapping(path, item, required=True)
+    covered = [fields.text(p, v) for p, v in fields.items(f"{path}.coveredResources", group.get("coveredResources"))]
+    if not covered or len(covered) > MAX_ITEMS:
+        raise fields.fail(f"{path}.coveredResources", f"must list 1 to {MAX_ITEMS} resources, got {len(covered)}")
+    flavors: list[tuple[str, dict[str, ResourceQuota]]] = []
+    items = fields.items(f"{path}.flavors", group.get("flavors"))
+    if not items or len(items) > MAX_ITEMS:
+        raise fields.fail(f"{path}.flavors", f"must list 1 to {MAX_ITEMS} flavors, got {len(items)}")
+    for where, raw in items:
+        flavor = fields.mapping(where, raw, required=True)
+        name = fields.text(f"{where}.name", flavor.get("name"))
+        if not name:
+            raise fields.fail(f"{where}.name", "required")
+        resources = fields.items(f"{where}.resources", flavor.get("resources"))
+        if len(resources) != len(covered):
+            wanted = f"the {len(covered)} covered resource(s) {covered}"
+            raise fields.fail(f"{where}.resources", f"must give {wanted}, got {len(resources)}")
+        quotas: dict[str, ResourceQuota] = {}
+        for (at, res), expected in zip(resources, covered, strict=True):
+            res = fields.mapping(at, res, required=True)
+            resource = fields.text(f"{at}.name", res.get("name"))
+            if resource != expected:
+                wanted = f"{expected} (the covered resources in order)"
+                raise fields.fail(f"{at}.name", f"must be {wanted}, got {resource!r}")
+            nominal = fields.amount(f"{at}.nominalQuota", resource, res.get("nominalQuota", 0))
+            borrowing = lending = None
+            if res.get("borrowingLimit") is not None:
+                if not cohort:
+                    raise fields.fail(f"{at}.borrowingLimit", "must be nil when cohort is empty")
+                borrowing = fields.amount(f"{at}.borrowingLimit", resource, res["borrowingLimit"])
+            if res.get("lendingLimit") is not None:
+                if not cohort:
+                    raise fields.fail(f"{at}.lendingLimit", "must be nil when cohort is empty")
+                lending = fields.amount(f"{at}.lendingLimit", resource, res["lendingLimit"])
+                if lending > nominal:
+                    raise fields.fail(f"{at}.lendingLimit", "must be less than or equal to the nominalQuota")
+            quotas[resource] = ResourceQuota(nominal, borrowing, lending)
+        flavors.append((name, quotas))
+    return ResourceGroup(tuple(covered), tuple(flavors))
+
+
+def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
+    fields = _Fields(label_of(obj))
+    name = _name(fields, obj)
+    spec = fields.mapping("spec", obj.get("spec"), required=True)
+    cohort = fields.text("spec.cohort", spec.get("cohort"))
+    if cohort and (problem := dns_label_problem(cohort)) is not None:
+        raise fields.fail("spec.cohort", f"{cohort!r}: {problem}")
+    groups = fields.items("spec.resourceGroups", spec.get("resourceGroups"))
+    if len(groups) > MAX_ITEMS:
+        raise fields.fail("spec.resourceGroups", f"must list at most {MAX_ITEMS} groups, got {len(groups)}")
+    read = [_group(fields, path, item, cohort) for path, item in groups]
+    seen_resources: dict[str, int] = {}
+    seen_flavors: dict[str, int] = {}
+    for index, group in enumerate(read):
+        for resource in group.covered:
+            if seen_resources.setdefault(resource, index) != index or group.covered.count(resource) > 1:
+                raise fields.fail(f"spec.resourceGroups[{index}].coveredResources", f"{resource!r} is covered twice")
+        for flavor, _ in group.flavors:
+            if seen_flavors.setdefault(flavor, index) != index or [f for f, _ in group.flavors].count(flavor) > 1:
+                raise fields.fail(f"spec.resourceGroups[{index}].flavors", f"flavor {flavor!r} is listed twice")
+    strategy = fields.choice(
+        "spec.queueingStrategy",
+        spec.get("queueingStrategy"),
+        tuple(QueueingStrategy),
+        QueueingStrategy.BEST_EFFORT_FIFO,
+    )
+    preemption = fields.mapping("spec.preemption", spec.get("preemption"))
+    within = fields.choice(
+        "spec.preemption.withinClusterQueue",
+        preemption.get("withinClusterQueue"),
+        tuple(WithinClusterQueue),
+        WithinClusterQueue.NEVER,
+    )
+    reclaim = fields.choice(
+        "spec.preemption.reclaimWithinCohort",
+        preemption.get("reclaimWithinCohort"),
+        tuple(ReclaimWithinCohort),
+        ReclaimWithinCohort.NEVER,
+    )
+    if reclaim != ReclaimWithinCohort.NEVER and not cohort:
+        raise fields.fail("spec.preemption.reclaimWithinCohort", "must be Never when cohort is empty")
+    return ClusterQueue(
+        name,
+        tuple(read),
+        cohort,
+        QueueingStrategy(strategy),
+        _selector(fields, "spec.namespaceSelector", spec.get("namespaceSelector")),
+        WithinClusterQueue(within),
+        ReclaimWithinCohort(reclaim),
+    )
+
+
+def read_local_queue(obj: Mapping[str, Any]) -> LocalQueue:
+    fields = _Fields(label_of(obj))
+    name = _name(fields, obj)
+    namespace = _meta(obj).get("namespace") or "default"
+    if not isinstance(namespace, str) or dns_label_problem(namespace) is not None:
+        raise fields.fail("metadata.namespace", f"{namespace!r}: {dns_label_problem(str(namespace))}")
+    spec = fields.mapping("spec", obj.get("spec"), required=True)
+    cluster_queue = fields.text("spec.clusterQueue", spec.get("clusterQueue"))
+    if not cluster_queue:
+        raise fields.fail("spec.clusterQueue", "required")
+    return LocalQueue(namespace, name, cluster_queue)
+
+
+def queue_label(labels: Any) -> str:
+    """The LocalQueue a workload's labels name (:data:`QUEUE_NAME_LABEL`); ``""`` when none."""
+    queue = labels.get(QUEUE_NAME_LABEL) if isinstance(labels, dict) else None
+    return queue if isinstance(queue, str) else ""
+
+
+class KueueReader:
+    """Collects a file's Kueue objects (:meth:`add` one at a time; :attr:`objects` the result)."""
+
+    def __init__(self) -> None:
+        self.objects = KueueObjects()
+        self._where: dict[str, str] = {}
+
+    def add(self, where: str, obj: Mapping[str, Any]) -> None:
+        """Read one ResourceFlavor, ClusterQueue or LocalQueue found at ``where``; raises :class:`ManifestError`
+        naming the field Kueue's webhooks refuse, or a second object of one name."""
+        label = label_of(obj)
+        first = self._where.get(label)
+        if first is not None:
+            raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
+        kind = obj.get("kind")
+        if kind == "ResourceFlavor":
+            flavor = read_flavor(obj)
+            self.objects.flavors[flavor.name] = flavor
+        elif kind == "ClusterQueue":
+            queue = read_cluster_queue(obj)
+            self.objects.cluster_queues[queue.name] = queue
+        else:
+            local = read_local_queue(obj)
+            self.objects.local_queues[local.key] = local
+        self._where[label] = where
+
+
+__all__ = [
+    "KUEUE_KINDS",
+    "KueueReader",
+    "label_of",
+    "queue_label",
+    "read_cluster_queue",
+    "read_flavor",
+    "read_local_queue",
+]

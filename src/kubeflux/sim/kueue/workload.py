@@ -1,0 +1,42 @@
+"""A Kueue Workload as the admission core holds it: what it asks, where it queues, and what happened to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubeflux.scheduler.objects import Toleration
+from kubeflux.sim.kueue.flavors import Assignment
+
+
+@dataclass(slots=True, eq=False)
+class QueuedWorkload:
+    """One Kueue Workload: a Job, a pod group or a pod labelled with a LocalQueue."""
+
+    key: str
+    """``namespace/name`` of its object."""
+    ref: int
+    """The shell's handle (the simulator's job index)."""
+    namespace: str
+    queue: str
+    """The LocalQueue it names."""
+    priority: int
+    created: float
+    requests: dict[str, int]
+    """What all its pods ask, by resource (``pods``: how many)."""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    cluster_queue: str = ""
+    timestamp: float = 0.0
+    seq: int = 0
+    admitted_at: float | None = None
+    first_admitted: float | None = None
+    assignment: Assignment | None = None
+    evictions: int = 0
+    why: str = ""
+    """Why it waits (inactive, or not fitting at its last try)."""
+
+    def order(self) -> tuple[int, float, int]:
+        return (-self.priority, self.timestamp, self.seq)
+
+
+__all__ = ["QueuedWorkload"]

@@ -1,0 +1,536 @@
+"""kubeflux's filters against the real kube-scheduler v1.36: NodePorts, required InterPodAffinity (affinity and
+anti-affinity, existing pods' anti-affinity by symmetry), PodTopologySpread (``DoNotSchedule``), beside taints, node
+selectors and resources.
+
+Random small clusters (KWOK nodes with zone, rack and hostname labels, some tainted) hold existing pods bound with
+``spec.nodeName`` (labels, host ports, anti-affinity). Random pending pods using these constraints are then given to
+the real kube-scheduler one at a time: each is either bound (and stays, an existing pod for those after it) or told
+it waits (and is deleted). For each, a fresh kubeflux core fed the same nodes and bound pods, read from the API server
+(:func:`~kubeflux.apiobjects.manifests.pod_from_manifest`), must agree on whether the pod can be placed now and on
+the per-reason node counts of the ``FailedScheduling`` message, and so must the simulator's kube-default baseline
+(which shares the core's filter code); the node each of the three picks must satisfy every constraint by an
+independent checker written here from the API's definitions.
+
+By design the messages differ in their tails: kube-scheduler appends its preemption verdict (``preemption: 0/5 nodes
+are available: 5 Preemption is not helpful for scheduling.``), kubeflux says no such thing for a pod that does not
+preempt; only ``0/N nodes are available: <count> <reason>, …`` is compared.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import orjson
+import pytest
+
+from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
+from kubeflux.controlplane import ControlPlane
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+
+from .conftest import CEILING, Api, ready
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+RACK = "example.com/rack"
+KEYS = (HOST, ZONE, RACK)
+APPS = ("a", "b", "c")
+ROUNDS = 12
+PENDING = 48
+"""Pending pods per round: ROUNDS × PENDING cases in all (576)."""
+
+
+@pytest.fixture(scope="module")
+def scheduled(plane: ControlPlane) -> ControlPlane:
+    plane.start_scheduler()
+    return plane
+
+
+# --- random clusters and pods -----------------------------------------------------------------------------------
+
+
+def node_docs(rng: random.Random, round_: int) -> list[dict[str, Any]]:
+    docs = []
+    for i in range(rng.randint(3, 6)):
+        name = f"r{round_}-n{i}"
+        cpu = str(rng.choice((2, 4, 4, 8)))
+        capacity = {"cpu": cpu, "memory": "32Gi", "pods": "110"}
+        labels = {HOST: name, "type": "kwok"}
+        if rng.random() < 0.9:
+            labels[ZONE] = rng.choice(("z0", "z1", "z2"))
+        if rng.random() < 0.8:
+            labels[RACK] = f"k{rng.randint(0, 3)}"
+        spec: dict[str, Any] = {}
+        if rng.random() < 0.2:
+            spec["taints"] = [{"key": "dedicated", "value": rng.choice(("x", "y")), "effect": "NoSchedule"}]
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "labels": labels,
+                },
+                "spec": spec,
+                "status": {"allocatable": capacity, "capacity": capacity},
+            }
+        )
+    return docs
+
+
+def selector(rng: random.Random) -> dict[str, Any]:
+    roll = rng.random()
+    if roll < 0.6:
+        return {"matchLabels": {"app": rng.choice(APPS)}}
+    if roll < 0.8:
+        return {"matchExpressions": [{"key": "app", "operator": "In", "values": rng.sample(APPS, 2)}]}
+    if roll < 0.9:
+        return {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}
+    return {}
+
+
+def affinity_term(rng: random.Random, namespaces: list[str]) -> dict[str, Any]:
+    term: dict[str, Any] = {"labelSelector": selector(rng), "topologyKey": rng.choice(KEYS)}
+    roll = rng.random()
+    if roll < 0.2:
+        term["namespaces"] = [rng.choice(namespaces)]
+    elif roll < 0.3:
+        term["namespaceSelector"] = {}
+    if rng.random() < 0.1 and term["labelSelector"]:
+        term["matchLabelKeys"] = ["rev"]
+    return term
+
+
+def container(rng: random.Random, cpu: str, ports: bool) -> dict[str, Any]:
+    made: dict[str, Any] = {"name": "c", "image": "registry.k8s.io/pause:3.9"}
+    if cpu != "0":
+        made["resources"] = {"requests": {"cpu": cpu}}
+    if ports:
+        port: dict[str, Any] = {"containerPort": 80, "hostPort": rng.choice((8080, 9090))}
+        if rng.random() < 0.3:
+            port["hostIP"] = rng.choice(("10.0.0.1", "10.0.0.2"))
+        if rng.random() < 0.2:
+            port["protocol"] = "UDP"
+        made["ports"] = [port]
+    return made
+
+
+def labels(rng: random.Random) -> dict[str, str]:
+    made = {"app": rng.choice(APPS), "rev": rng.choice(("1", "2"))}
+    if rng.random() < 0.4:
+        made["tier"] = "t"
+    return made
+
+
+def pod_doc(
+    rng: random.Random, name: str, namespaces: list[str], node: str | None, *, pending: bool
+) -> tuple[str, dict[str, Any]]:
+    """A pod in one of ``namespaces``: bound to ``node`` (existing) or pending with random constraints."""
+    namespace = rng.choice(namespaces)
+    cpu = rng.choice(("0", "0", "500m", "1", "1500m", "2", "3")) if pending else rng.choice(("0", "100m", "500m", "1"))
+    spec: dict[str, Any] = {"containers": [container(rng, cpu, rng.random() < 0.25)]}
+    affinity: dict[str, Any] = {}
+    if node is not None:
+        spec["nodeName"] = node
+        if rng.random() < 0.3:
+            affinity["podAntiAffinity"] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": [affinity_term(rng, namespaces)]
+            }
+    if pending:
+        if rng.random() < 0.4:
+            terms = [affinity_term(rng, namespaces) for _ in range(rng.choice((1, 1, 2)))]
+            affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+        if rng.random() < 0.4:
+            terms = [affinity_term(rng, namespaces) for _ in range(rng.choice((1, 1, 2)))]
+            affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+        if rng.random() < 0.4:
+            made = [spread(rng) for _ in range(rng.choice((1, 1, 2)))]
+            unique = {(c["topologyKey"], c["whenUnsatisfiable"]): c for c in made}  # the API refuses a pair twice
+            spec["topologySpreadConstraints"] = list(unique.values())
+        if rng.random() < 0.2:
+            spec["nodeSelector"] = {ZONE: rng.choice(("z0", "z1"))}
+        if rng.random() < 0.3:
+            spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    if affinity:
+        spec["affinity"] = affinity
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels(rng)}, "spec": spec}
+    return namespace, doc
+
+
+def spread(rng: random.Random) -> dict[str, Any]:
+    made: dict[str, Any] = {
+        "maxSkew": rng.choice((1, 1, 2)),
+        "topologyKey": rng.choice(KEYS),
+        "whenUnsatisfiable": rng.choice(("DoNotSchedule", "DoNotSchedule", "DoNotSchedule", "ScheduleAnyway")),
+        "labelSelector": selector(rng),
+    }
+    if made["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.2:
+        made["minDomains"] = rng.choice((2, 3, 4))
+    if rng.random() < 0.2:
+        made["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
+    if rng.random() < 0.2:
+        made["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
+    if rng.random() < 0.1 and made["labelSelector"]:
+        made["matchLabelKeys"] = ["rev"]
+    return made
+
+
+# --- the real cluster -------------------------------------------------------------------------------------------
+
+
+class Real:
+    """The real control plane, through the admin's client (raw JSON)."""
+
+    def __init__(self, plane: ControlPlane, api: Api) -> None:
+        self.plane = plane
+        self.api = api
+        self.core = api.core
+
+    def apply_nodes(self, docs: list[dict[str, Any]]) -> None:
+        listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+        self.plane.kubectl(
+            "apply", "--server-side", "--force-conflicts", "--field-manager=test", "-f", "-", input=listed
+        )
+        names = {doc["metadata"]["name"] for doc in docs}
+        self.until(lambda: self._usable(names))
+
+    def _usable(self, names: set[str]) -> bool:
+        nodes = {name: node for name, node in self.api.nodes().items() if name in names}
+        return len(nodes) == len(names) and all(
+            ready(node) and not any(t["key"].startswith("node.kubernetes.io/") for t in node["spec"].get("taints", []))
+            for node in nodes.values()
+        )
+
+    def nodes(self, names: set[str]) -> list[dict[str, Any]]:
+        return [node for name, node in sorted(self.api.nodes().items()) if name in names]
+
+    def create(self, namespace: str, doc: dict[str, Any]) -> dict[str, Any]:
+        return self.api.create_pod(namespace, doc)
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        response = self.core.read_namespaced_pod(name, namespace, _preload_content=False)
+        found: dict[str, Any] = orjson.loads(response.data)
+        return found
+
+    def delete(self, namespace: str, name: str) -> None:
+        self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
+
+    def verdict(self, namespace: str, name: str) -> tuple[str | None, str]:
+        """Where kube-scheduler bound the pod (None: it waits) and its FailedScheduling message."""
+        found: list[tuple[str | None, str]] = []
+
+        def decided() -> bool:
+            pod = self.get(namespace, name)
+            if pod["spec"].get("nodeName"):
+                found.append((pod["spec"]["nodeName"], ""))
+                return True
+            for condition in pod.get("status", {}).get("conditions") or []:
+                if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                    found.append((None, condition["message"]))
+                    return True
+            return False
+
+        self.until(decided)
+        return found[0]
+
+    def clear(self, namespaces: list[str], nodes: set[str]) -> None:
+        for namespace in namespaces:
+            self.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0, _preload_content=False)
+        self.until(lambda: all(not self.api.pods(namespace) for namespace in namespaces))
+        for name in nodes:
+            self.core.delete_node(name, _preload_content=False)
+
+    @staticmethod
+    def until(what: Any) -> None:
+        deadline = time.monotonic() + CEILING
+        while not what():
+            assert time.monotonic() < deadline, "kube-scheduler never answered"
+            time.sleep(0.005)
+
+
+# --- kubeflux's answer ------------------------------------------------------------------------------------------
+
+
+def kubeflux_verdict(
+    nodes: list[dict[str, Any]], bound: list[dict[str, Any]], pending: dict[str, Any], *, baseline: bool = False
+) -> tuple[str | None, str]:
+    """A fresh kubeflux core (``baseline``: the simulator's kube-default baseline) fed the nodes and bound pods:
+    where it binds the pending pod, or its message."""
+    scheduler: Any = KubeDefaultScheduler("kubeflux", preemption="never") if baseline else KubefluxScheduler()
+    for node in nodes:
+        scheduler.observe(ClusterEvent(EventKind.ADDED, node_from_manifest(node)), 0.0)
+    for pod in bound:
+        scheduler.observe(ClusterEvent(EventKind.ADDED, pod_from_manifest(pod)), 0.0)
+    mine = replace(pod_from_manifest(pending), scheduler_name="kubeflux")
+    scheduler.observe(ClusterEvent(EventKind.ADDED, mine), 0.0)
+    for decision in scheduler.schedule(1.0):
+        if isinstance(decision, Bind):
+            return decision.node, ""
+        if isinstance(decision, (Unschedulable, Reject)):  # a Reject: it could never fit the nodes as they are
+            return None, decision.message
+    raise AssertionError(f"{scheduler.name} decided nothing for {mine.key}")
+
+
+def counts(message: str) -> Counter[str]:
+    """The per-reason node counts of ``0/N nodes are available: 2 X, 3 Y.`` (the first part, before any
+    preemption verdict or kubeflux's own tail)."""
+    assert message.startswith("0/"), message
+    total, _, body = message.partition(" nodes are available: ")
+    found: Counter[str] = Counter({"total": int(total[2:])})
+    reasons = body.split(". ")[0].removesuffix(".")
+    for part in reasons.split(", "):
+        count, _, reason = part.partition(" ")
+        found[reason] += int(count)
+    return found
+
+
+# --- the independent checker ------------------------------------------------------------------------------------
+
+
+def _matches(selector_: dict[str, Any] | None, pod_labels: dict[str, str]) -> bool:
+    if selector_ is None:
+        return False
+    for key, value in (selector_.get("matchLabels") or {}).items():
+        if pod_labels.get(key) != value:
+            return False
+    for expression in selector_.get("matchExpressions") or []:
+        value = pod_labels.get(expression["key"])
+        operator, values = expression["operator"], expression.get("values") or []
+        ok = {
+            "In": value is not None and value in values,
+            "NotIn": value is None or value not in values,
+            "Exists": value is not None,
+            "DoesNotExist": value is None,
+        }[operator]
+        if not ok:
+            return False
+    return True
+
+
+def _term_pods(term: dict[str, Any], owner_ns: str, owner_labels: dict[str, str], pod: dict[str, Any]) -> bool:
+    """Whether ``pod`` is one of the pods ``term`` (of a pod in ``owner_ns``) names."""
+    selector_ = term.get("labelSelector")
+    if selector_ is not None and term.get("matchLabelKeys"):
+        extra = [
+            {"key": k, "operator": "In", "values": [owner_labels[k]]}
+            for k in term["matchLabelKeys"]
+            if k in owner_labels
+        ]
+        selector_ = {**selector_, "matchExpressions": [*(selector_.get("matchExpressions") or []), *extra]}
+    namespace = pod["metadata"]["namespace"]
+    names = term.get("namespaces") or []
+    all_namespaces = term.get("namespaceSelector") == {}
+    if not names and "namespaceSelector" not in term:
+        names = [owner_ns]
+    return (all_namespaces or namespace in names) and _matches(selector_, pod["metadata"].get("labels") or {})
+
+
+def violations(
+    node: dict[str, Any], nodes: list[dict[str, Any]], bound: list[dict[str, Any]], pending: dict[str, Any]
+) -> list[str]:
+    """Every constraint of ``pending`` that placing it on ``node`` breaks, checked from the API objects."""
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    labels_of = {name: n["metadata"].get("labels") or {} for name, n in by_name.items()}
+    here = node["metadata"]["name"]
+    spec = pending["spec"]
+    ns = pending["metadata"]["namespace"]
+    own_labels = pending["metadata"].get("labels") or {}
+    broken = []
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if labels_of[here].get(key) != value:
+            broken.append("nodeSelector")
+    tolerated = any(t.get("key") == "dedicated" for t in spec.get("tolerations") or [])
+    if node["spec"].get("taints") and not tolerated:
+        broken.append("taint")
+    on_node = [p for p in bound if p["spec"]["nodeName"] == here]
+    used = sum(_millicores(p) for p in on_node)
+    if used + _millicores(pending) > int(node["status"]["allocatable"]["cpu"]) * 1000:
+        broken.append("cpu")
+    for want in _ports(pending):
+        for have in (port for p in on_node for port in _ports(p)):
+            if want[:2] == have[:2] and (want[2] == have[2] or "0.0.0.0" in (want[2], have[2])):
+                broken.append(f"port {want}")
+    affinity = spec.get("affinity") or {}
+    required = (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    if required:
+
+        def all_terms(p: dict[str, Any]) -> bool:
+            return all(_term_pods(t, ns, own_labels, p) for t in required)
+
+        anywhere = [
+            p
+            for p in bound
+            if all_terms(p) and any(t["topologyKey"] in labels_of[p["spec"]["nodeName"]] for t in required)
+        ]
+        for term in required:
+            key = term["topologyKey"]
+            if key not in labels_of[here]:
+                broken.append("affinity: no topology key")
+                continue
+            near = [
+                p for p in bound if all_terms(p) and labels_of[p["spec"]["nodeName"]].get(key) == labels_of[here][key]
+            ]
+            if not near and (anywhere or not all_terms(pending)):
+                broken.append(f"affinity {key}")
+    for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+        key = term["topologyKey"]
+        if key in labels_of[here] and any(
+            _term_pods(term, ns, own_labels, p) and labels_of[p["spec"]["nodeName"]].get(key) == labels_of[here][key]
+            for p in bound
+        ):
+            broken.append(f"anti-affinity {key}")
+    for p in bound:
+        theirs = ((p["spec"].get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or []
+        where = labels_of[p["spec"]["nodeName"]]
+        for term in theirs:
+            key = term["topologyKey"]
+            if (
+                key in where
+                and where.get(key) == labels_of[here].get(key)
+                and _term_pods(term, p["metadata"]["namespace"], p["metadata"].get("labels") or {}, pending)
+            ):
+                broken.append(f"existing anti-affinity {key}")
+    for constraint in spec.get("topologySpreadConstraints") or []:
+        if constraint["whenUnsatisfiable"] != "DoNotSchedule":
+            continue
+        broken += _spread_broken(constraint, spec, here, by_name, labels_of, bound, ns, own_labels)
+    return broken
+
+
+def _spread_broken(
+    constraint: dict[str, Any],
+    spec: dict[str, Any],
+    here: str,
+    by_name: dict[str, dict[str, Any]],
+    labels_of: dict[str, dict[str, str]],
+    bound: list[dict[str, Any]],
+    ns: str,
+    own_labels: dict[str, str],
+) -> list[str]:
+    key = constraint["topologyKey"]
+    if key not in labels_of[here]:
+        return ["spread: no topology key"]
+    selector_ = constraint.get("labelSelector")
+    if selector_ is not None and constraint.get("matchLabelKeys"):
+        extra = [
+            {"key": k, "operator": "In", "values": [own_labels[k]]}
+            for k in constraint["matchLabelKeys"]
+            if k in own_labels
+        ]
+        selector_ = {**selector_, "matchExpressions": [*(selector_.get("matchExpressions") or []), *extra]}
+    keys = [c["topologyKey"] for c in spec["topologySpreadConstraints"] if c["whenUnsatisfiable"] == "DoNotSchedule"]
+    domains: Counter[str] = Counter()
+    for name, node in by_name.items():
+        node_labels = labels_of[name]
+        if any(k not in node_labels for k in keys):
+            continue
+        if constraint.get("nodeAffinityPolicy", "Honor") == "Honor" and any(
+            node_labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()
+        ):
+            continue
+        tolerated = any(t.get("key") == "dedicated" for t in spec.get("tolerations") or [])
+        if constraint.get("nodeTaintsPolicy", "Ignore") == "Honor" and node["spec"].get("taints") and not tolerated:
+            continue
+        domains[node_labels[key]] += 0
+        if selector_:  # an empty selector counts no pod (kube-scheduler's countPodsMatchSelector)
+            domains[node_labels[key]] += sum(
+                1
+                for p in bound
+                if p["spec"]["nodeName"] == name
+                and p["metadata"]["namespace"] == ns
+                and _matches(selector_, p["metadata"].get("labels") or {})
+            )
+    least = min(domains.values()) if domains else 1 << 31
+    if len(domains) < constraint.get("minDomains", 1):
+        least = 0
+    self_match = 1 if _matches(selector_, own_labels) else 0
+    if domains[labels_of[here][key]] + self_match - least > constraint["maxSkew"]:
+        return [f"spread {key}"]
+    return []
+
+
+def _millicores(pod: dict[str, Any]) -> int:
+    total = 0
+    for c in pod["spec"]["containers"]:
+        cpu = ((c.get("resources") or {}).get("requests") or {}).get("cpu", "0")
+        total += int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
+    return total
+
+
+def _ports(pod: dict[str, Any]) -> list[tuple[int, str, str]]:
+    return [
+        (p["hostPort"], p.get("protocol") or "TCP", p.get("hostIP") or "0.0.0.0")
+        for c in pod["spec"]["containers"]
+        for p in c.get("ports") or []
+        if p.get("hostPort")
+    ]
+
+
+# --- the test -------------------------------------------------------------------------------------------------
+
+
+def test_kubeflux_filters_as_the_real_kube_scheduler(scheduled: ControlPlane, api: Api) -> None:
+    real = Real(scheduled, api)
+    rng = random.Random(34)
+    disagreements: list[str] = []
+    tried = placed = 0
+    seen: Counter[str] = Counter()
+    started = time.monotonic()
+    for round_ in range(ROUNDS):
+        namespaces = [api.namespace(f"r{round_}-a"), api.namespace(f"r{round_}-b")]
+        docs = node_docs(rng, round_)
+        names = {doc["metadata"]["name"] for doc in docs}
+        real.apply_nodes(docs)
+        nodes = real.nodes(names)
+        bound: list[dict[str, Any]] = []
+        room = {n["metadata"]["name"]: int(n["status"]["allocatable"]["cpu"]) * 1000 for n in nodes}
+        for i in range(rng.randint(3, 12)):
+            node = rng.choice(sorted(names))
+            namespace, doc = pod_doc(rng, f"old-{i}", namespaces, node, pending=False)
+            if _millicores(doc) > room[node] or (
+                _ports(doc) and any(_ports(p) for p in bound if p["spec"]["nodeName"] == node)
+            ):
+                continue
+            room[node] -= _millicores(doc)
+            bound.append(real.create(namespace, doc))
+        for i in range(PENDING):
+            namespace, doc = pod_doc(rng, f"new-{i}", namespaces, None, pending=True)
+            created = real.create(namespace, doc)
+            where, message = real.verdict(namespace, f"new-{i}")
+            mine, said = kubeflux_verdict(nodes, bound, created)
+            modelled, told = kubeflux_verdict(nodes, bound, created, baseline=True)
+            tried += 1
+            case = f"round {round_} pod {namespace}/new-{i}: {json.dumps(doc['spec'])}"
+            for who, chose, words in (("kubeflux", mine, said), ("kube-default", modelled, told)):
+                if (where is None) != (chose is None):
+                    disagreements.append(f"{case}\n  kube-scheduler: {where or message}\n  {who}: {chose or words}")
+                elif where is None and counts(message) != counts(words):
+                    disagreements.append(f"{case}\n  kube-scheduler: {message}\n  {who}: {words}")
+            if where is None:
+                seen.update(reason for reason in counts(message) if reason != "total")
+            for who, chosen in (("kube-scheduler", where), ("kubeflux", mine), ("kube-default", modelled)):
+                if chosen is not None:
+                    broken = violations(
+                        next(n for n in nodes if n["metadata"]["name"] == chosen), nodes, bound, created
+                    )
+                    if broken:
+                        disagreements.append(f"{case}\n  {who} chose {chosen}, which breaks {broken}")
+            if where is None:
+                real.delete(namespace, f"new-{i}")
+            else:
+                placed += 1
+                bound.append(real.get(namespace, f"new-{i}"))
+        real.clear(namespaces, names)
+    elapsed = time.monotonic() - started
+    print(f"{tried} cases ({placed} placed by both) in {elapsed:.0f} s; reasons met: {dict(seen)}")
+    assert tried >= 500
+    assert not disagreements, f"{len(disagreements)} of {tried} disagree:\n" + "\n".join(disagreements[:10])

@@ -1,0 +1,149 @@
+"""Kueue's objects in a workload file: read as Kueue's webhooks take them, refused with the file, the document, the
+object and the field (the rest of the file still runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubeflux.scheduler.objects import CPU, MEMORY, Taint, Toleration
+from kubeflux.sim.kueue.objects import QueueingStrategy, ReclaimWithinCohort, ResourceQuota
+from kubeflux.sim.workloads.manifests import read_manifests
+from tests.shared import REPO
+
+FLAVOR = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default-flavor}\n"
+
+
+def cluster_queue(spec: str, name: str = "cq") -> str:
+    return f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+
+
+GOOD = """  cohort: all
+  resourceGroups:
+    - coveredResources: [cpu, memory]
+      flavors:
+        - name: default-flavor
+          resources:
+            - {name: cpu, nominalQuota: 9, borrowingLimit: "1.5", lendingLimit: 4}
+            - {name: memory, nominalQuota: 36Gi}
+"""
+
+
+def read(tmp_path: Path, *documents: str) -> tuple[object, list[str]]:
+    path = tmp_path / "w.yaml"
+    path.write_text("---\n".join(documents))
+    workload = read_manifests(path)
+    return workload.kueue, workload.problems
+
+
+def test_the_examples_read_without_problems() -> None:
+    for path in sorted((REPO / "examples" / "workloads").glob("kueue-*.yaml")):
+        workload = read_manifests(path)
+        assert workload.kueue, path
+        assert workload.problems == [], path
+        assert all(job.queue_name for job in workload.jobs if job.id != "default/unqueued"), path
+
+
+def test_a_cluster_queue_reads_as_kueue_defaults_it(tmp_path: Path) -> None:
+    kueue, problems = read(tmp_path, FLAVOR, cluster_queue(GOOD))
+    assert problems == []
+    assert kueue is not None
+    cq = kueue.cluster_queues["cq"]  # type: ignore[attr-defined]
+    assert cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO
+    assert cq.reclaim_within_cohort is ReclaimWithinCohort.NEVER
+    assert cq.namespace_selector is None  # no selector: no namespace (Kueue's nil selector)
+    assert cq.quotas() == {
+        ("default-flavor", CPU): ResourceQuota(9000, 1500, 4000),
+        ("default-flavor", MEMORY): ResourceQuota(36 * 2**30),
+    }
+
+
+def test_a_flavor_keeps_its_labels_taints_and_tolerations(tmp_path: Path) -> None:
+    flavor = (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: spot}\nspec:\n"
+        "  nodeLabels: {instance-type: spot}\n  nodeTaints: [{key: spot, value: 'true', effect: NoSchedule}]\n"
+        "  tolerations: [{key: spot, operator: Exists, effect: NoSchedule}]\n"
+    )
+    kueue, problems = read(tmp_path, flavor)
+    assert problems == []
+    read_flavor = kueue.flavors["spot"]  # type: ignore[attr-defined]
+    assert read_flavor.node_labels == {"instance-type": "spot"}
+    assert read_flavor.node_taints == (Taint("spot", "true", "NoSchedule"),)
+    assert read_flavor.tolerations == (Toleration("spot", "Exists", "", "NoSchedule"),)
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        pytest.param(
+            GOOD.replace("cohort: all", "cohort: ''"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: must be nil when "
+            "cohort is empty",
+            id="borrowing-without-cohort",
+        ),
+        pytest.param(
+            GOOD.replace("lendingLimit: 4", "lendingLimit: 10"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: must be less than or "
+            "equal to the nominalQuota",
+            id="lending-above-nominal",
+        ),
+        pytest.param(
+            GOOD.replace("{name: memory, nominalQuota: 36Gi}", "{name: gpu, nominalQuota: 1}"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[1].name: must be memory (the covered "
+            "resources in order), got 'gpu'",
+            id="resources-out-of-order",
+        ),
+        pytest.param(
+            GOOD.replace("nominalQuota: 9,", "nominalQuota: -1,"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: must be greater than "
+            "or equal to 0, got -1",
+            id="negative-quota",
+        ),
+        pytest.param(
+            GOOD + "  queueingStrategy: Fastest\n",
+            "ClusterQueue cq: spec.queueingStrategy: must be one of StrictFIFO, BestEffortFIFO, got 'Fastest'",
+            id="strategy",
+        ),
+        pytest.param(
+            GOOD + "  preemption: {reclaimWithinCohort: Sometimes}\n",
+            "ClusterQueue cq: spec.preemption.reclaimWithinCohort: must be one of Never, LowerPriority, Any, got "
+            "'Sometimes'",
+            id="reclaim-policy",
+        ),
+        pytest.param(
+            GOOD.replace("nominalQuota: 36Gi", "nominalQuota: lots"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: not a quantity",
+            id="quantity",
+        ),
+    ],
+)
+def test_a_bad_cluster_queue_is_reported_with_its_field_and_skipped(tmp_path: Path, spec: str, problem: str) -> None:
+    kueue, problems = read(tmp_path, FLAVOR, cluster_queue(spec), cluster_queue(GOOD, "other"))
+    assert len(problems) == 1
+    assert problems[0].startswith(f"w.yaml: document 2: {problem}"), problems[0]
+    assert problems[0].endswith("; skipped")
+    assert list(kueue.cluster_queues) == ["other"]  # type: ignore[attr-defined]
+
+
+def test_a_local_queue_needs_its_cluster_queue_and_a_name_once(tmp_path: Path) -> None:
+    local = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {namespace: team, name: q}\nspec: {}\n"
+    good = local.replace("spec: {}", "spec: {clusterQueue: cq}")
+    _, problems = read(tmp_path, local, good, good)
+    assert problems == [
+        "w.yaml: document 1: LocalQueue team/q: spec.clusterQueue: required; skipped",
+        "w.yaml: document 3: LocalQueue team/q: metadata.name: defined twice (first in document 2); skipped",
+    ]
+
+
+def test_a_wrong_api_version_is_named(tmp_path: Path) -> None:
+    _, problems = read(tmp_path, FLAVOR.replace("v1beta1", "v1alpha1"))
+    assert problems == [
+        "w.yaml: document 1: ResourceFlavor default-flavor: apiVersion: expected 'kueue.x-k8s.io/v1beta1', got "
+        "'kueue.x-k8s.io/v1alpha1'; skipped"
+    ]
+
+
+def test_a_file_without_kueue_objects_has_none(tmp_path: Path) -> None:
+    kueue, _ = read(tmp_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n")
+    assert kueue is None

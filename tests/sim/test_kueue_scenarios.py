@@ -1,0 +1,137 @@
+"""Kueue's documented behaviour, run through the simulator in front of different schedulers: the example files
+``examples/workloads/kueue-*.yaml`` a user would recognise (issue 33)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubeflux.scheduler.interface import Scheduler
+from kubeflux.scheduler.objects import CPU, MEMORY, Node
+from kubeflux.sim.baselines import create
+from kubeflux.sim.driver import simulate
+from kubeflux.sim.metrics import JOBS_COLUMNS, summarize, write_jobs_csv
+from kubeflux.sim.records import RunRecord
+from kubeflux.sim.workloads import load_workload
+from kubeflux.sim.workloads.cluster_file import read_cluster
+from tests.shared import REPO
+
+EXAMPLES = REPO / "examples" / "workloads"
+CLUSTERS = REPO / "examples" / "clusters"
+SCHEDULERS = ["kube-default", "kubeflux", "coscheduling"]
+
+
+def run(example: str, scheduler: str, nodes: list[Node] | None = None) -> RunRecord:
+    workload = load_workload(EXAMPLES / example)
+    cluster = nodes if nodes is not None else read_cluster(CLUSTERS / "two-8core.yaml")
+    return simulate(workload, cluster, owned(scheduler))
+
+
+def owned(name: str) -> dict[str, Scheduler]:
+    """The scheduler ``name`` by the ``schedulerName`` it owns."""
+    scheduler = create(name)
+    return {scheduler.name: scheduler}
+
+
+def jobs_of(record: RunRecord) -> dict[str, tuple[float | None, float | None]]:
+    return {job.job_id: (job.starting_time, job.finish_time) for job in record.jobs}
+
+
+def uniform(count: int, cores: int) -> list[Node]:
+    return [Node(f"n{i}", allocatable={CPU: cores * 1000, MEMORY: 32 * 2**30}) for i in range(count)]
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_borrowing_queue_is_preempted_when_the_lender_reclaims_its_quota(scheduler: str) -> None:
+    record = run("kueue-cohort-reclaim.yaml", scheduler)
+    jobs = jobs_of(record)
+    assert jobs["team-a/a-first"] == (0.0, 300.0)
+    assert jobs["team-b/b-first"] == (100.0, 200.0)  # reclaimed at once from team A's borrowing Job
+    assert jobs["team-a/a-second"] == (200.0, 500.0)  # evicted at 100 s, borrows again once team B is done
+    rows = {job.job_id: job for job in record.jobs}
+    assert rows["team-a/a-second"].quota_evictions == 1 and rows["team-a/a-second"].attempts == 2
+    assert rows["team-a/a-second"].admission_time == 1.0
+    preempted = [pod for pod in record.pods if pod.reason == "Preempted"]
+    assert [(pod.pod, pod.end_time) for pod in preempted] == [("team-a/a-second-0", 100.0)]
+    summary = summarize(record)
+    assert summary["quota_preemptions"] == 1 and summary["quota_preemptions[team-a-cq]"] == 1
+    assert summary["borrowed_share[team-a-cq:cpu]"] > 0 and summary["borrowed_share[team-b-cq:cpu]"] == 0
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_strict_fifo_blocks_behind_a_head_that_does_not_fit_while_best_effort_lets_the_next_in(scheduler: str) -> None:
+    record = run("kueue-fifo.yaml", scheduler, uniform(4, 8))
+    starts = {job: start for job, (start, _) in jobs_of(record).items()}
+    assert starts["strict/big"] == starts["best-effort/big"] == 100.0
+    assert starts["strict/small"] == 100.0  # behind the head
+    assert starts["best-effort/small"] == 2.0  # the head set aside
+    rows = {job.job_id: job for job in record.jobs}
+    assert rows["strict/small"].admission_time == 100.0 and rows["best-effort/small"].admission_time == 2.0
+    summary = summarize(record)
+    assert summary["mean_admission_wait[strict]"] == pytest.approx((0 + 99 + 98) / 3)
+    assert summary["mean_admission_wait[best-effort]"] == pytest.approx(99 / 3)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_pods_admitted_on_a_tainted_flavor_get_its_toleration_and_node_labels(scheduler: str) -> None:
+    record = run("kueue-flavors.yaml", scheduler, read_cluster(CLUSTERS / "kueue-spot.yaml"))
+    nodes = {pod.job_id: pod.node for pod in record.pods}
+    assert nodes["default/job-0"].startswith("od-") and nodes["default/job-1"].startswith("od-")
+    assert nodes["default/job-2"].startswith("spot-") and nodes["default/job-3"].startswith("spot-")
+    assert jobs_of(record)["default/job-4"] == (100.0, 200.0)  # waited for quota, then on-demand again
+    assert all(job.final_state.value == "COMPLETED_SUCCESSFULLY" for job in record.jobs)
+
+
+def test_without_the_flavor_toleration_a_tainted_flavor_is_skipped(tmp_path: Path) -> None:
+    text = (EXAMPLES / "kueue-flavors.yaml").read_text()
+    untolerated = text.replace('  tolerations: [{key: spot, operator: Equal, value: "true", effect: NoSchedule}]\n', "")
+    assert untolerated != text
+    path = tmp_path / "untolerated.yaml"
+    path.write_text(untolerated)
+    workload = load_workload(path)
+    record = simulate(workload, read_cluster(CLUSTERS / "kueue-spot.yaml"), owned("kube-default"))
+    starts = {job: start for job, (start, _) in jobs_of(record).items()}
+    assert starts == {
+        "default/job-0": 0.0,
+        "default/job-1": 1.0,
+        "default/job-2": 100.0,
+        "default/job-3": 101.0,
+        "default/job-4": 200.0,
+    }
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_workload_naming_a_missing_local_queue_waits_and_is_reported(scheduler: str) -> None:
+    record = run("kueue-missing-queue.yaml", scheduler)
+    rows = {job.job_id: job for job in record.jobs}
+    lost = rows["default/lost"]
+    assert lost.final_state.value == "NOT_FINISHED" and lost.starting_time is None
+    assert lost.cluster_queue == "(no-such-queue)" and lost.admission_time is None
+    assert lost.reason == "not admitted by Kueue: LocalQueue no-such-queue doesn't exist"
+    assert rows["default/queued"].cluster_queue == "cluster-queue" and rows["default/queued"].finish_time == 10.0
+    assert rows["default/unqueued"].cluster_queue == "" and rows["default/unqueued"].finish_time == 10.0
+    assert [p for p in record.problems if p.startswith("kueue:")] == [
+        "kueue: 1 workload(s) never admitted: default/lost: LocalQueue no-such-queue doesn't exist"
+    ]
+    summary = summarize(record)
+    assert summary["never_admitted"] == 1 and summary["admitted_jobs"] == 1
+
+
+def test_without_kueue_objects_the_label_is_ignored_and_the_outputs_are_as_before(tmp_path: Path) -> None:
+    text = (EXAMPLES / "kueue-missing-queue.yaml").read_text()
+    jobs_only = text[text.index("apiVersion: batch/v1") :]  # the Job and pods, labels kept, no Kueue object
+    path = tmp_path / "labelled.yaml"
+    path.write_text(jobs_only)
+    workload = load_workload(path)
+    assert workload.kueue is None
+    record = simulate(workload, read_cluster(CLUSTERS / "two-8core.yaml"), owned("kube-default"))
+    assert all(job.finish_time == 10.0 for job in record.jobs)  # "lost" runs: nothing holds it
+    assert record.admission == {}
+    assert not any(key.startswith(("admitted", "quota", "mean_admission")) for key in summarize(record))
+    write_jobs_csv(record, tmp_path / "jobs.csv")
+    assert (tmp_path / "jobs.csv").read_text().splitlines()[0] == ",".join(JOBS_COLUMNS)
+    with_kueue = run("kueue-missing-queue.yaml", "kube-default")
+    write_jobs_csv(with_kueue, tmp_path / "kueue.csv")
+    header = (tmp_path / "kueue.csv").read_text().splitlines()[0]
+    assert header == ",".join((*JOBS_COLUMNS, "cluster_queue", "admission_wait", "quota_evictions"))
