@@ -94,7 +94,7 @@ def allocation_text(pod: Pod, alloc: Allocation) -> str:
     try:
         return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
     except orjson.JSONEncodeError:  # an integer past 64 bits (a memory request of over 9.2 EB)
-        return json.dumps(record, sort_keys=True, separators=(",", ":"))
+        return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def allocation_annotations(pod: Pod, alloc: Allocation) -> dict[str, str]:
