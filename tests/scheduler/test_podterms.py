@@ -62,10 +62,12 @@ def ports(port: int, ip: str = "") -> dict[str, Any]:
     return {"containers": [container]}
 
 
-def other(name: str, on: str, labels: dict[str, str], spec: dict[str, Any] | None = None) -> Pod:
-    """A pod another scheduler bound to ``on``."""
-    made = manifest_pod(name, {"schedulerName": "default-scheduler", "nodeName": on, **(spec or {})}, labels)
-    return made
+def other(
+    name: str, on: str, labels: dict[str, str], spec: dict[str, Any] | None = None, metadata_namespace: str = "default"
+) -> Pod:
+    """A pod another scheduler bound to ``on`` (in ``metadata_namespace``)."""
+    spec = {"schedulerName": "default-scheduler", "nodeName": on, **(spec or {})}
+    return manifest_pod(name, spec, labels, namespace=metadata_namespace)
 
 
 def cluster(*nodes: Any) -> Cluster:
@@ -91,6 +93,24 @@ def test_an_existing_pods_anti_affinity_keeps_the_incoming_pod_away() -> None:
     assert messages(c.run()) == {
         "default/web2": "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
         "1 node(s) didn't satisfy existing pods anti-affinity rules."
+    }
+
+
+def test_a_namespace_selector_on_the_name_label_the_api_server_gives_every_namespace() -> None:
+    c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    c.add(other("web-1", "n1", {"app": "web"}, metadata_namespace="team-a"))
+    c.add(other("web-2", "n2", {"app": "web"}, metadata_namespace="team-b"))
+    term = anti("web", ZONE)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    only_team_a = {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
+    not_default = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["x"]}]}
+    away = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    term["namespaceSelector"] = only_team_a
+    c.add(manifest_pod("db", {"affinity": away}, {"app": "db"}))
+    assert bound(c.run()) == {"default/db": "n2"}  # away from team-a's web only
+    term["namespaceSelector"] = not_default
+    c.add(manifest_pod("db2", {"affinity": away}, {"app": "db"}))
+    assert messages(c.run()) == {
+        "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
     }
 
 

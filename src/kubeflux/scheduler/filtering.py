@@ -38,10 +38,12 @@ class NodeFilter:
         """(pod, books' versions, its shape's fit, its fit with the pods around it): the last pod's, asked several
         times while it is placed."""
         self._alike_fit: tuple[int, set[tuple[object, ...]]] = (-1, set())
-        self._hostnames: tuple[int, bool] = (-1, False)
-        self._labels: tuple[int, dict[tuple[str, str], list[str]]] = (-1, {})
         """(fit index resets, the shapes of groups of alike members found able to fit the empty nodes then): the
         static fits named by id are the index's own, kept until its next reset."""
+        self._hostnames: tuple[int, bool] = (-1, False)
+        """(fit index resets, :meth:`_hostnames_distinct` then)."""
+        self._labels: tuple[int, dict[tuple[str, str], list[str]]] = (-1, {})
+        """(fit index resets, :meth:`_by_label` then)."""
 
     # ================================================================== now
 
@@ -106,7 +108,7 @@ class NodeFilter:
         if terms.affinity or terms.spread:
             return None
         per_node = bool(terms.host_ports)
-        own = self.books.pods.namespace_labels.get(pods[0].namespace)
+        own = self.books.pods.labels_of(pods[0].namespace)
         for term in terms.anti_affinity:
             if not term.matches(pods[0], own):
                 continue

@@ -39,6 +39,7 @@ from kubeflux.scheduler.objects import AffinityTerm, HostPort, Node, Pod, PodTer
 __all__ = [
     "ANY_IP",
     "HOSTNAME_LABEL",
+    "NAMESPACE_NAME_LABEL",
     "REASON_AFFINITY",
     "REASON_ANTI_AFFINITY",
     "REASON_EXISTING_ANTI_AFFINITY",
@@ -63,6 +64,8 @@ REASON_AFFINITY: Final = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY: Final = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+"""The label the API server sets on every namespace, its name as value."""
 _LOG_LIMIT: Final = 100_000
 ANY_IP: Final = "0.0.0.0"
 """kube-scheduler's DefaultBindAllHostIP: a port on it conflicts with the same port on any address."""
@@ -103,9 +106,15 @@ class PodsByNode:
         self._log: list[str] = []
         self._stale = False
         self.namespace_labels: dict[str, dict[str, str]] = {}
-        """Namespace → its labels, for namespace selectors (a namespace not known has none)."""
+        """Namespace → its labels, for namespace selectors (:meth:`labels_of`)."""
         self.version = 0
         """Changes whenever a pod is added or removed."""
+
+    def labels_of(self, namespace: str) -> Mapping[str, str]:
+        """``namespace``'s labels for a namespace selector: those known, else the one the API server gives every
+        namespace (``kubernetes.io/metadata.name: <name>``; no shell watches Namespaces yet)."""
+        known = self.namespace_labels.get(namespace)
+        return known if known is not None else {NAMESPACE_NAME_LABEL: namespace}
 
     def add(self, uid: str, pod: Pod, node: str) -> None:
         """Pod ``uid`` is bound to ``node`` (again, or as a new object)."""
@@ -325,8 +334,7 @@ class _AffinityCounts:
         self.affinity: set[tuple[str, str]] = set()
         self.anti: set[tuple[str, str]] = set()
         self.existing: set[tuple[str, str]] = set()
-        labels = pods.namespace_labels
-        own_labels = self.own_labels = labels.get(pod.namespace, {})
+        own_labels = self.own_labels = pods.labels_of(pod.namespace)
         for term, holders in pods.anti.items():
             if term.matches(pod, own_labels):
                 _pairs(term.topology_key, holders, nodes, self.existing)
@@ -335,7 +343,7 @@ class _AffinityCounts:
         if not affinity and not anti:
             return
         for group in pods.groups.values():
-            group_ns = labels.get(group.namespace)
+            group_ns = pods.labels_of(group.namespace)
             if affinity and all(term.selects(group.namespace, group.labels, group_ns) for term in affinity):
                 for term in affinity:
                     _pairs(term.topology_key, group.nodes, nodes, self.affinity)

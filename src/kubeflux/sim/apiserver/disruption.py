@@ -45,6 +45,7 @@ from kubeflux.apiobjects.manifests import format_timestamp, parse_timestamp
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Reconciler, served
+from kubeflux.sim.apiserver.jobpods import ready
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Priority
@@ -76,11 +77,6 @@ _SCALED: Final = frozenset(
 
 class SyncFailed(Exception):
     """A budget's sync failed (its message is the ``SyncFailed`` condition's, the real controller's words)."""
-
-
-def _ready(pod: Object) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def stale_disruption(pod: Object, now: float) -> float | None:
@@ -234,7 +230,7 @@ def budget_status(
     healthy = sum(
         1
         for p in selected
-        if not p["metadata"].get("deletionTimestamp") and p["metadata"]["name"] not in disrupted and _ready(p)
+        if not p["metadata"].get("deletionTimestamp") and p["metadata"]["name"] not in disrupted and ready(p)
     )
     allowed = healthy - desired if expected > 0 and healthy > desired else 0
     status: Object = {

@@ -22,6 +22,7 @@ from kubeflux.apiobjects.disruption import EVICTION_REFUSED
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.apps_strategies import selector_matches
 from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.jobpods import ready
 from kubeflux.sim.apiserver.metadata import clone
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.store import Store
@@ -76,11 +77,6 @@ def _ignores_budgets(pod: Object) -> bool:
     return phase in ("Succeeded", "Failed", "Pending") or bool(pod["metadata"].get("deletionTimestamp"))
 
 
-def _ready(pod: Object) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _take_disruption(store: Store, budgets: ResourceType, namespace: str, pod: Object) -> None:
     labels = pod["metadata"].get("labels") or {}
     prefix = f"{namespace}/"
@@ -97,7 +93,7 @@ def _take_disruption(store: Store, budgets: ResourceType, namespace: str, pod: O
     budget = matching[0]
     spec, status = budget.get("spec") or {}, budget.get("status") or {}
     healthy, desired = int(status.get("currentHealthy") or 0), int(status.get("desiredHealthy") or 0)
-    if not _ready(pod) and (
+    if not ready(pod) and (
         spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow" or (healthy >= desired and desired > 0)
     ):
         return

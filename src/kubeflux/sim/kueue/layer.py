@@ -56,6 +56,10 @@ class KueueLayer:
         self.admitter = Admitter(objects)
         self.cluster = cluster
         self.jobs: dict[int, SimJob] = {}
+        self.asked: dict[int, WorkloadJob] = {}
+        """Job index → the job as it arrived, before any flavor's node labels and tolerations: each admission
+        dresses it anew for the flavors it is given (a job evicted and admitted on another flavor keeps none of the
+        first one's)."""
         self.series = UsageSeries(objects)
         self._cycle_at: float | None = None
         cluster.book.on_finish = self._finished
@@ -67,6 +71,7 @@ class KueueLayer:
         if job.rejected_reason:
             return
         self.jobs[job.index] = job
+        self.asked[job.index] = wjob
         first = wjob.pods[0] if wjob.pods else None
         workload = QueuedWorkload(
             key=wjob.id,
@@ -106,11 +111,12 @@ class KueueLayer:
         assignment = workload.assignment
         flavors = self.admitter.objects.flavors
         chosen = [flavors[name] for name in dict.fromkeys(assignment.flavors.values())] if assignment else []
-        if chosen:
-            wjob = job.wjob
-            job.wjob = dataclasses.replace(wjob, pods=[_on_flavors(pod, chosen) for pod in wjob.pods])
+        asked = self.asked[job.index]
+        wjob = dataclasses.replace(asked, pods=[_on_flavors(pod, chosen) for pod in asked.pods]) if chosen else asked
+        if wjob is not job.wjob:
+            job.wjob = wjob
             book = self.cluster.book
-            job.timings = job_timings(job.wjob, book.lifecycle, book.primary_scheduler)
+            job.timings = job_timings(wjob, book.lifecycle, book.primary_scheduler)
         message = f"Admitted by ClusterQueue {workload.cluster_queue}"
         self.cluster.record_event("Normal", "Admitted", workload.key, message)
         self.cluster.book.start(job)
