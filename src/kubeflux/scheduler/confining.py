@@ -40,7 +40,7 @@ from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.graphview import GraphView, first_placement
 from kubeflux.scheduler.hiding import domain_of
 from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.placing import Stage
+from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, level_type
 from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
@@ -82,9 +82,12 @@ def job_request(job: PendingJob) -> Request | None:
     return None
 
 
-class Confiner(Stage):
+class Confiner:
     """Places and reserves jobs that ask for one domain (see the module docstring); any other job goes straight to
-    ``place`` and ``reserve``."""
+    ``place`` and ``reserve``. It reads the cluster through the placer whose runs it keeps in a domain."""
+
+    def __init__(self, placer: Placer) -> None:
+        self.placer = placer
 
     def attempt(self, job: PendingJob, start: int, run: Callable[[], T], *, reserve: bool) -> T | None:
         """``run()`` (a placement or a reservation of ``job``) kept in one domain, as the job asks: its answer in the
@@ -99,7 +102,7 @@ class Confiner(Stage):
                 continue
             with self._pinned(job, pins):
                 answer = run()
-            self.log.append(f"Job {job.key}: kept in {level_type(label)} {pins}")
+            self.placer.log.append(f"Job {job.key}: kept in {level_type(label)} {pins}")
             return answer
         return None if request.required else run()
 
@@ -107,7 +110,7 @@ class Confiner(Stage):
         """Why a job that requires one domain did not start now, as kube-scheduler's counted reasons."""
         request = job_request(job)
         kind = level_type(request.level) if request is not None else "domain"
-        graph = self.books.graph
+        graph = self.placer.books.graph
         count = len(graph.specs) if graph is not None else 0
         return Counter({f"node(s) were in no {kind} with room for the whole job (it requires one {kind})": count})
 
@@ -117,7 +120,7 @@ class Confiner(Stage):
         request = job_request(job)
         if request is None or not request.required:
             return None
-        levels = self.books.levels
+        levels = self.placer.books.levels
         if request.level not in levels:
             have = ", ".join(levels) or "none"
             return (
@@ -128,11 +131,11 @@ class Confiner(Stage):
         if shape is None:
             return None
         count, cores, gpus = shape
-        graph = self.books.graph
+        graph = self.placer.books.graph
         if graph is None:
             return None
-        largest = max(job.pods.values(), key=self.books.pod_shape)
-        admitted = set(self.filter.static_fit(largest).fit)
+        largest = max(job.pods.values(), key=self.placer.books.pod_shape)
+        admitted = set(self.placer.filter.static_fit(largest).fit)
         kind = level_type(request.level)
         held: Counter[int] = Counter()
         for name, spec in graph.specs.items():
@@ -155,7 +158,7 @@ class Confiner(Stage):
     def _levels(self, request: Request) -> list[str]:
         """The levels to try, the asked one first (for preferred, then each above it); empty when the graph has no
         such level (not confined: a required one is rejected by :meth:`never`)."""
-        levels = self.books.levels
+        levels = self.placer.books.levels
         if request.level == HOSTNAME_LEVEL or request.level not in levels:
             return []
         index = levels.index(request.level)
@@ -164,38 +167,40 @@ class Confiner(Stage):
     def _shape(self, job: PendingJob) -> tuple[int, int, int] | None:
         """(slots, cores, gpus) of the jobspec that finds a domain: the minimum of members, each as the largest
         member; None when no member takes a core or gpu."""
-        shapes = [self.books.pod_shape(pod) for pod in job.pods.values()]
+        shapes = [self.placer.books.pod_shape(pod) for pod in job.pods.values()]
         cores = max(c for c, _ in shapes)
         gpus = max(g for _, g in shapes)
         if not cores and not gpus:
             return None
-        return self.queue.minimum(job), cores, gpus
+        return self.placer.queue.minimum(job), cores, gpus
 
     def _domain(self, job: PendingJob, label: str, start: int, *, reserve: bool) -> dict[str, str] | None:
         """The labels of the domain of level ``label`` the engine puts the job in (None: no domain has room now,
         or, for a reservation, ever)."""
-        graph = self.books.graph
+        graph = self.placer.books.graph
         shape = self._shape(job)
         if graph is None or shape is None:
             return None
         count, cores, gpus = shape
         kind = level_type(label)
-        largest = max(job.pods.values(), key=self.books.pod_shape)
+        largest = max(job.pods.values(), key=self.placer.books.pod_shape)
         # now: the nodes the member may not use now; later: those it may never use (their books change by then)
-        hide = set(self.filter.static_fit(largest).unfit if reserve else self.filter.fit(largest).hidden.names)
+        hide = set(
+            self.placer.filter.static_fit(largest).unfit if reserve else self.placer.filter.fit(largest).hidden.names
+        )
         vertices = graph.engine.graph.vertices
         for name in graph.specs:
             domain = _domain_vertex(graph, name, kind)
             if domain is None or vertices[domain].name == UNKNOWN:
                 hide.add(name)
-        duration = self.profile.planned(largest, start, reserve=reserve)
-        self.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
+        duration = self.placer.profile.planned(largest, start, reserve=reserve)
+        self.placer.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
         spec = level_jobspec(kind, count, cores, gpus, duration)
         op = MatchOp.ALLOCATE_ORELSE_RESERVE if reserve else MatchOp.ALLOCATE
         try:
-            policy = pod_policy(largest, self.profile.policy)
+            policy = pod_policy(largest, self.placer.profile.policy)
         except PodRequestError:
-            policy = self.profile.policy
+            policy = self.placer.profile.policy
         result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
         if result.matched:
             where: str | None = first_placement(result).node
@@ -204,10 +209,10 @@ class Confiner(Stage):
             return None
         else:  # members that could share nodes: the first domain, in the policy's order, whose free cores hold them
             where = self._packed(kind, hide, count, cores, gpus, start, duration, policy)
-        node = self.books.nodes.get(where) if where is not None else None
+        node = self.placer.books.nodes.get(where) if where is not None else None
         if node is None:
             return None
-        levels = self.books.levels
+        levels = self.placer.books.levels
         return {level: node.labels[level] for level in levels[: levels.index(label) + 1] if level in node.labels}
 
     def _packed(
@@ -215,7 +220,7 @@ class Confiner(Stage):
     ) -> str | None:
         """A node of the first domain of ``kind``, in the order ``policy`` prefers nodes, whose shown nodes have room
         for ``count`` members of ``cores`` and ``gpus`` between them now (several on a node); None when none has."""
-        graph = self.books.graph
+        graph = self.placer.books.graph
         assert graph is not None
         held: Counter[int] = Counter()
         first: dict[int, str] = {}

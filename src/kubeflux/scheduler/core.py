@@ -114,7 +114,7 @@ def wire(profile: Profile, log: deque[str]) -> Parts:
         node_filter,
         placer,
         Reserver(placer),
-        Confiner(profile, books, queue, node_filter, log),
+        Confiner(placer),
         Preemptor(profile, books, queue, node_filter, log.append),
         log,
     )

@@ -36,7 +36,7 @@ from kubeflux.scheduler.translate import (
     pod_policy,
 )
 
-__all__ = ["EXACT_ROUNDS", "REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Assignment", "Placer", "Stage"]
+__all__ = ["EXACT_ROUNDS", "REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Assignment", "Placer"]
 
 REASON_RESERVED: Final = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
 REASON_HELD_WHOLE: Final = "node(s) were held whole by a node-exclusive job"
@@ -50,9 +50,10 @@ Assignment = list[tuple[str, Pod, str, int]]
 """(pod uid, pod, node, planned duration) for each member placed."""
 
 
-class Stage:
-    """A stage of the scheduling pass (the placer, the reserver, the confiner), given the scheduler's profile,
-    books, queue, node filter and log, which every stage shares."""
+class Placer:
+    """Places jobs now: engine matches (one by one, or a run of alike members at once), the assignment search, and
+    what they place counted in the books. The reserver and the confiner hold the placer and read the scheduler's
+    profile, books, queue, node filter and log through it."""
 
     def __init__(
         self, profile: Profile, books: ClusterBooks, queue: PendingQueue, filter: NodeFilter, log: deque[str]
@@ -62,11 +63,6 @@ class Stage:
         self.queue = queue
         self.filter = filter
         self.log = log
-
-
-class Placer(Stage):
-    """Places jobs now: engine matches (one by one, or a run of alike members at once), the assignment search, and
-    what they place counted in the books."""
 
     def match(
         self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str] | HiddenNodes

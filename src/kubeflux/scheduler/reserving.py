@@ -20,7 +20,7 @@ from kubeflux.scheduler.filtering import alike_run
 from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.kept import KeptReservation, still_first
 from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer, Stage
+from kubeflux.scheduler.placing import EXACT_ROUNDS, Assignment, Placer
 from kubeflux.scheduler.profile import tick
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.translate import Placement, gang_jobspec
@@ -31,12 +31,11 @@ RESERVE_TRIES: Final = 64
 """Start times searched per job and pass when the engine's own reservation does not hold in the exact books."""
 
 
-class Reserver(Stage):
+class Reserver:
     """Reserves jobs that cannot start now for the earliest time they fit (see the module docstring): engine jobs
     and holds in the books in time, dropped again by the books' ``cancel_reservations``."""
 
     def __init__(self, placer: Placer) -> None:
-        super().__init__(placer.profile, placer.books, placer.queue, placer.filter, placer.log)
         self.placer = placer
 
     def reserve(
@@ -45,17 +44,17 @@ class Reserver(Stage):
         """Reserve ``job`` at the earliest time it fits in every resource (see the module docstring), not before
         ``earliest`` (a back-off); its start, or None when nothing is held. ``left_out_too``: the members beyond
         minMember that a group's reservation leaves out are reserved as well (:meth:`_reserve_left_out`)."""
-        graph = self.books.graph
+        graph = self.placer.books.graph
         assert graph is not None
         start = tick(now)
         first = max(start, earliest if earliest is not None else start)
         pods = list(job.pods.values())
-        minimum = self.queue.minimum(job)
+        minimum = self.placer.queue.minimum(job)
         after = first
         job.assigned = {}
         alike = len(pods) > 1 and minimum == len(pods) and alike_run(job) == len(pods)
-        if self.books.deferred is not job or not alike:
-            self.books.drop_deferred()
+        if self.placer.books.deferred is not job or not alike:
+            self.placer.books.drop_deferred()
         if len(pods) == 1:
             result, reserved = self._reserve_pod(job, pods[0], first, start)
             if result is not None and not result.matched:
@@ -73,14 +72,14 @@ class Reserver(Stage):
             held = self._reserve_alike(job, pods, first, start)
             if held is not None:
                 return held
-        shortest = min(self.profile.planned(pod, first, reserve=True) for pod in pods)
+        shortest = min(self.placer.profile.planned(pod, first, reserve=True) for pod in pods)
         tries = 0
-        for at in [after, *self.books.plans.release_times(after)]:
+        for at in [after, *self.placer.books.plans.release_times(after)]:
             if at <= start:
                 continue
-            if at + shortest > self.profile.horizon or tries >= RESERVE_TRIES:
+            if at + shortest > self.placer.profile.horizon or tries >= RESERVE_TRIES:
                 break
-            if not self.filter.may_fit(job, at):
+            if not self.placer.filter.may_fit(job, at):
                 continue
             tries += 1
             exact: set[str] = set()
@@ -98,7 +97,7 @@ class Reserver(Stage):
                     return job.expected_start
                 exact.add(short)
         if tries >= RESERVE_TRIES:
-            self.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
+            self.placer.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
         return None
 
     def _reserve_pod(self, job: PendingJob, pod: Pod, first: int, start: int) -> tuple[MatchResult | None, bool]:
@@ -106,16 +105,16 @@ class Reserver(Stage):
         it is held (its engine job among the job's reservations, its books in time): when it starts after ``start``
         and the exact books agree then; else it is cancelled. The result is None for a pod that takes no core or
         gpu."""
-        graph = self.books.graph
+        graph = self.placer.books.graph
         assert graph is not None
-        duration = self.profile.planned(pod, first, reserve=True)
+        duration = self.placer.profile.planned(pod, first, reserve=True)
         result = self.placer.match(
-            MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self.filter.static_fit(pod).unfit
+            MatchOp.ALLOCATE_ORELSE_RESERVE, pod, duration, first, self.placer.filter.static_fit(pod).unfit
         )
         if result is None or not result.matched:
             return result, False
         node = first_placement(result).node
-        if result.at > start and self.filter.fits_during(node, pod, result.at, result.at + duration):
+        if result.at > start and self.placer.filter.fits_during(node, pod, result.at, result.at + duration):
             job.reservations.append(result.jobid)
             self._reserve_books(job, node, pod, result.at, duration)
             return result, True
@@ -138,24 +137,24 @@ class Reserver(Stage):
         pod), kept when the exact books agree on every node it chose; None (nothing held) otherwise. The engine's
         reservation of the last pass is put back instead of searched again when it would be the same
         (:mod:`kubeflux.scheduler.kept`)."""
-        graph = self.books.graph
+        graph = self.placer.books.graph
         assert graph is not None
         pod = pods[0]
-        duration = self.profile.planned(pod, first, reserve=True)
-        one_per_node = self.filter.one_per_node(pods)
-        spec = gang_jobspec(pods, duration, self.profile.shape.gpu_resources, one_per_node=one_per_node is True)
+        duration = self.placer.profile.planned(pod, first, reserve=True)
+        one_per_node = self.placer.filter.one_per_node(pods)
+        spec = gang_jobspec(pods, duration, self.placer.profile.shape.gpu_resources, one_per_node=one_per_node is True)
         if spec is None:
             return None
-        hidden = self.filter.static_fit(pod)
+        hidden = self.placer.filter.static_fit(pod)
         kept = job.kept
-        held = self.books.deferred is job  # its reservation is still in the engine, as the last pass made it
+        held = self.placer.books.deferred is job  # its reservation is still in the engine, as the last pass made it
         same = (
             kept is not None
             and first == start
             and still_first(kept, graph, job, pods, duration, hidden, start, held=held)
         )
         if held and not same:
-            self.books.drop_deferred()
+            self.placer.books.drop_deferred()
         job.kept = None
         mark = graph.released.mark()
         jobid = -1
@@ -163,9 +162,11 @@ class Reserver(Stage):
             assert kept is not None
             at, per_node, leaves = kept.at, kept.per_node, kept.leaves
             if held:
-                self.books.deferred = None
+                self.placer.books.deferred = None
                 jobid = kept.jobid
-                self.log.append(f"Match allocate_orelse_reserve {job.key}: jobid {jobid} reserved at {at} (kept)")
+                self.placer.log.append(
+                    f"Match allocate_orelse_reserve {job.key}: jobid {jobid} reserved at {at} (kept)"
+                )
             else:
                 jobid = graph.reserve_again(leaves, at, duration, job.key, start)
         if jobid < 0:
@@ -173,14 +174,14 @@ class Reserver(Stage):
             # (its window is no shorter than the one the books were asked about), and is not made.
             later = (
                 first == start
-                and duration >= self.profile.planned(pod, start)
-                and self.filter.too_few_slots(job, start, len(pods))
+                and duration >= self.placer.profile.planned(pod, start)
+                and self.placer.filter.too_few_slots(job, start, len(pods))
             )
             result = graph.match(MatchOp.ALLOCATE_ORELSE_RESERVE, spec, job.key, first, hidden.unfit, later=later)
             if not result.matched:
                 return None
             jobid, at = result.jobid, result.at
-            cores, gpus = self.books.pod_shape(pod)
+            cores, gpus = self.placer.books.pod_shape(pod)
             placements = result.placements
             per_node = tuple(
                 (where.node, len(where.cores) // cores if cores else len(where.gpus) // max(gpus, 1))
@@ -190,13 +191,13 @@ class Reserver(Stage):
         if (
             at <= start
             or sum(count for _, count in per_node) != len(pods)
-            or not all(self.filter.fits_many(node, pod, count, at, at + duration) for node, count in per_node)
+            or not all(self.placer.filter.fits_many(node, pod, count, at, at + duration) for node, count in per_node)
         ):
             graph.cancel(jobid, freed=leaves if same and held else (), owner=job)
             return None
         job.reservations.append(jobid)
-        if self.profile.keep_reservations:
-            cores, gpus = self.books.pod_shape(pod)
+        if self.placer.profile.keep_reservations:
+            cores, gpus = self.placer.books.pod_shape(pod)
             counts = {"core": cores * len(pods), "gpu": gpus * len(pods)}
             job.kept = KeptReservation(jobid, at, duration, tuple(pods), hidden, leaves, counts, per_node, mark)
         for node, count in per_node:
@@ -207,14 +208,14 @@ class Reserver(Stage):
 
     def _leaf_uids(self, where: Placement) -> list[int]:
         """The core and gpu vertices of a placement's node that it names."""
-        graph = self.books.graph
+        graph = self.placer.books.graph
         assert graph is not None
         vertices = graph.engine.graph.vertices
         names = {*where.cores, *where.gpus}
         return [uid for uids in graph.leaves(where.node) for uid in uids if vertices[uid].name in names]
 
     def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
-        job.holds.append(self.books.plans.hold(node, at, at + duration, pod.requests))
+        job.holds.append(self.placer.books.plans.hold(node, at, at + duration, pod.requests))
 
     def _hold_assignment(self, job: PendingJob, found: Assignment, at: int, now: int) -> str | None:
         """Reserve an assignment found for ``at``: engine jobs for its members' cores and gpus, holds for the rest;
@@ -223,7 +224,7 @@ class Reserver(Stage):
             leaves = self.placer.leaves(pod, node, at, duration)
             jobid = -1 if leaves is None else self.placer.replay_member(pod, node, leaves, at, duration, now)
             if leaves is None or jobid < 0:
-                self.books.cancel_reservations(job)
+                self.placer.books.cancel_reservations(job)
                 return node
             if jobid:
                 job.reservations.append(jobid)
