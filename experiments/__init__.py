@@ -6,7 +6,8 @@ One module per experiment, each with a ``write_<name>(folder)`` that writes its 
 informer demos), :mod:`.graph_update` (seed 000's update-vs-rebuild experiment), :mod:`.seed004` (MCAD and KWOK's
 batch experiment, in virtual time and through the simulated API), :mod:`.traces` (the real traces under every
 scheduler), :mod:`.preemption` (a trace with urgent jobs, with and without preemption),
-:mod:`.topology` (GROMACS-like gangs on racks with a cross-rack penalty), :mod:`.fidelity` (seed 004 on the real
+:mod:`.topology` (GROMACS-like gangs on racks with a cross-rack penalty), :mod:`.tenants` (a trace's users as
+two Kueue tenants), :mod:`.fidelity` (seed 004 on the real
 control plane beside the simulator; :mod:`.realrun` drives the real runs). :mod:`.pages` holds
 what the pages share.
 """
@@ -22,6 +23,7 @@ from experiments.graph_update import write_graph_update
 from experiments.preemption import write_preemption
 from experiments.seed000 import write_seed000
 from experiments.seed004 import SEED004_SCHEDULERS, Seed004Row, seed004_rows, seed004_table, write_seed004
+from experiments.tenants import write_tenants
 from experiments.topology import write_topology
 from experiments.traces import write_traces
 
@@ -37,6 +39,7 @@ __all__ = [
     "write_preemption",
     "write_seed000",
     "write_seed004",
+    "write_tenants",
     "write_topology",
     "write_traces",
 ]
@@ -48,6 +51,7 @@ EXPERIMENTS: dict[str, Callable[[Path], Path]] = {
     "traces": write_traces,
     "preemption": write_preemption,
     "topology": write_topology,
+    "tenants": write_tenants,
     "fidelity": write_fidelity,
 }
 """Each experiment's name and the function that writes its page into a folder."""

@@ -474,6 +474,15 @@ def simulate_command(
             "(1 + P·(k−1)) times as long, the levels' factors multiplied, e.g. rack=0.1,zone=0.5.",
         ),
     ] = None,
+    user_queues: Annotated[
+        str | None,
+        typer.Option(
+            "--user-queues",
+            metavar="QUEUE,…",
+            help="Put each trace job in a Kueue LocalQueue by its user (user id mod the number of queues); the "
+            "LocalQueues come from a --workload file of Kueue objects, e.g. examples/workloads/kueue-tenants.yaml.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter, failures and synthetic jobs.")] = 0,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[
@@ -526,6 +535,7 @@ def simulate_command(
         raise typer.BadParameter("--workload (or --preset/--synthetic) and --out are required (or --list-schedulers)")
     from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.mapping import map_to_cluster
+    from kubeflux.sim.workloads.tenants import parse_queues, queues_by_user
 
     scheduler = scheduler_names(scheduler)
     _check_options(cluster, memory_per_node, gpus_per_node, start_delay, start_jitter, scheduler)
@@ -541,6 +551,8 @@ def simulate_command(
             read_budget = ReadBudget(budget, len(scheduler))
             parts = _load(workload or [], preset, synthetic, seed, default_runtime, read_budget)
             loaded = merge_workloads(parts)
+            if user_queues is not None:
+                loaded = queues_by_user(loaded, parse_queues(user_queues))
         shape = Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
         node_list = choose_cluster(parts, workload or [], preset, cluster, shape, budget, console)
         tell_input(loaded, console, strict)

@@ -100,6 +100,9 @@ class WorkloadJob:
     queue_name: str = ""
     """The Kueue LocalQueue it names (label ``kueue.x-k8s.io/queue-name``): held until Kueue admits it
     (:mod:`kubeflux.sim.kueue`); empty: it goes to the schedulers at once."""
+    user: str = ""
+    """The trace's user (SWF field 12, the user id; empty when the trace does not say): what
+    :func:`~kubeflux.sim.workloads.tenants.queues_by_user` maps to a Kueue LocalQueue."""
     profile: str = ""
     """Batsim's profile name (``jobs.csv``'s ``profile``): a Batsim workload's ``profile``, a manifest's container
     images; empty: named after its run time, as Batsim's SWF converters name it (:meth:`profile_name`)."""

@@ -18,6 +18,8 @@ How a line becomes a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (kind ``
   the job ends ``COMPLETED_FAILED``. (Batsim's converters instead make them plain delay jobs that succeed; we keep
   the failure visible in ``jobs.csv``.) A job cancelled before it started has run time ``-1`` and is rejected
   by the next rule.
+* **user** (field 12, the user id; ``-1`` unknown): kept on the job (``simulate --user-queues`` maps users to
+  Kueue LocalQueues: :mod:`~kubeflux.sim.workloads.tenants`).
 * A job whose run time is unknown or negative, or whose processor count is unknown in both fields 8 and 5, is
   **kept** with :attr:`~kubeflux.sim.workloads.model.WorkloadJob.rejected` set: it appears as ``REJECTED`` in
   ``jobs.csv``, never silently dropped.
@@ -238,6 +240,7 @@ def job_from_record(record: SwfRecord, source: str) -> WorkloadJob:
         record.requested_processors,
         record.requested_time,
         record.status,
+        record.user_id,
         source,
     )
 
@@ -250,6 +253,7 @@ def _job(
     requested: int,
     requested_time: float,
     status: int,
+    user: int,
     source: str,
 ) -> WorkloadJob:
     processors = requested if requested > 0 else allocated
@@ -269,6 +273,7 @@ def _job(
         rejected=rejected,
         exit_code=FAILED_EXIT_CODE if status == 0 else CANCELLED_EXIT_CODE if status == 5 else 0,
         source=source,
+        user=str(user) if user >= 0 else "",
     )
 
 
@@ -347,13 +352,14 @@ def _read_jobs(reader: SwfReader, jobs: list[WorkloadJob], limit: int | None) ->
             requested = int(parts[7])
             requested_time = float(parts[8])
             status = int(parts[10])
+            user = int(parts[11])
         except ValueError:
             record = reader.convert(lineno, parts)
             if record is None:
                 continue
             number, submit, run = record.job_number, record.submit_time, record.run_time
             allocated, requested = record.allocated_processors, record.requested_processors
-            requested_time, status = record.requested_time, record.status
+            requested_time, status, user = record.requested_time, record.status, record.user_id
         if submit < 0:
             problems.append(f"{file_name}:{lineno}: unknown submit time (field 2 is {submit:g})")
             continue
@@ -368,7 +374,8 @@ def _read_jobs(reader: SwfReader, jobs: list[WorkloadJob], limit: int | None) ->
             problems.append(f"{file_name}:{lineno}: job number {number} appears twice")
             continue
         seen.add(number)
-        jobs.append(_job(number, submit, run, allocated, requested, requested_time, status, f"{file_name}:{lineno}"))
+        source = f"{file_name}:{lineno}"
+        jobs.append(_job(number, submit, run, allocated, requested, requested_time, status, user, source))
         if limit is not None and len(jobs) >= limit:
             break
 

@@ -1,0 +1,64 @@
+"""Trace users as Kueue tenants: ``simulate --user-queues tenant-a,tenant-b`` puts each trace job in the LocalQueue
+of its user's tenant, as a cluster shared by teams gives each team a LocalQueue (Kueue's multi-tenancy setup).
+
+The rule, for ``n`` queues: the user whose id is the number ``u`` goes to queue ``u mod n`` (a trace's user ids are
+small numbers, so the tenants split the users evenly and the split is read off the id); a user named otherwise
+goes to the queue its name's CRC-32 picks; a job whose user the trace does not know goes to the first queue. Jobs of
+the Kubernetes kinds keep the ``kueue.x-k8s.io/queue-name`` their manifests give (or none). The LocalQueues and the
+ClusterQueues behind them come from a workload file of Kueue objects given beside the trace
+(``examples/workloads/kueue-tenants.yaml``); a queue the run does not define holds its jobs for ever, as Kueue does.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import replace
+
+from kubeflux.apiobjects.rules import dns_label_problem
+from kubeflux.sim.workloads.model import JobKind, Workload
+
+__all__ = ["TRACE_NAMESPACE", "parse_queues", "queue_of_user", "queues_by_user"]
+
+TRACE_NAMESPACE = "default"
+"""The namespace of a trace's jobs, where their LocalQueues must be."""
+
+
+def parse_queues(text: str, option: str = "--user-queues") -> tuple[str, ...]:
+    """``"tenant-a, tenant-b"`` → ``("tenant-a", "tenant-b")``; ValueError naming ``option`` and the bad name."""
+    names = tuple(part.strip() for part in text.split(","))
+    if not any(names):
+        raise ValueError(f"{option}: name at least one LocalQueue, e.g. tenant-a,tenant-b")
+    for name in names:
+        problem = dns_label_problem(name)
+        if problem is not None:
+            raise ValueError(f"{option}: {name!r} is not a LocalQueue name: {problem}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{option}: a LocalQueue is named twice in {text!r}")
+    return names
+
+
+def queue_of_user(user: str, queues: Sequence[str]) -> str:
+    """The LocalQueue of ``user`` among ``queues`` (the module docstring's rule)."""
+    if not user:
+        return queues[0]
+    index = int(user) if user.isdigit() else zlib.crc32(user.encode())
+    return queues[index % len(queues)]
+
+
+def queues_by_user(workload: Workload, queues: Sequence[str]) -> Workload:
+    """``workload`` with each trace job in the LocalQueue of its user's tenant (its other jobs as they were).
+    ValueError when the workload defines no LocalQueue of one of ``queues`` in the trace jobs' namespace (its jobs
+    would wait for ever, as Kueue leaves them: asked on the command line, it is a mistake to say so at once)."""
+    defined = workload.kueue.local_queues if workload.kueue is not None else {}
+    missing = [name for name in queues if f"{TRACE_NAMESPACE}/{name}" not in defined]
+    if missing:
+        have = ", ".join(sorted(defined)) or "none: give a --workload file of Kueue objects beside the trace"
+        raise ValueError(
+            f"--user-queues: no LocalQueue {', '.join(missing)} in namespace {TRACE_NAMESPACE} (LocalQueues: {have})"
+        )
+    jobs = [
+        replace(job, queue_name=queue_of_user(job.user, queues)) if job.kind is JobKind.TRACE else job
+        for job in workload.jobs
+    ]
+    return replace(workload, jobs=jobs)

@@ -1,0 +1,98 @@
+"""A trace's users as Kueue tenants (``simulate --user-queues``, :mod:`kubeflux.sim.workloads.tenants`): the SWF
+user field read, the mapping rule, bad option values named, and a run in which each tenant's jobs are admitted
+by its own ClusterQueue (issue 33)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubeflux.cli import app
+from kubeflux.sim.command import merge_workloads
+from kubeflux.sim.workloads import load_workload
+from kubeflux.sim.workloads.swf import read_swf
+from kubeflux.sim.workloads.tenants import parse_queues, queue_of_user, queues_by_user
+from tests.shared import REPO
+
+TENANTS = REPO / "examples" / "workloads" / "kueue-tenants.yaml"
+HEADER = "; MaxProcs: 8\n; MaxNodes: 4\n"
+
+
+def swf(path: Path, *users: int) -> Path:
+    """One 2-processor job a user (job n at n·10 s), 18 fields each."""
+    lines = [f"{n} {n * 10} -1 100 2 -1 -1 2 200 -1 1 {user} 1 -1 1 1 -1 -1" for n, user in enumerate(users, start=1)]
+    path.write_text(HEADER + "\n".join(lines) + "\n")
+    return path
+
+
+def test_the_swf_user_field_is_kept_and_unknown_users_are_empty(tmp_path: Path) -> None:
+    jobs = read_swf(swf(tmp_path / "t.swf", 7, -1, 12)).jobs
+    assert [job.user for job in jobs] == ["7", "", "12"]
+
+
+def test_users_go_to_the_queue_of_their_id_mod_the_number_of_queues() -> None:
+    queues = ("tenant-a", "tenant-b", "tenant-c")
+    assert [queue_of_user(u, queues) for u in ("0", "1", "2", "3", "17")] == [
+        "tenant-a",
+        "tenant-b",
+        "tenant-c",
+        "tenant-a",
+        "tenant-c",
+    ]
+    assert queue_of_user("", queues) == "tenant-a"  # unknown user: the first queue
+    assert queue_of_user("alice", queues) == queue_of_user("alice", queues)  # a name: stable, one of them
+    assert queue_of_user("alice", queues) in queues
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "name at least one LocalQueue"),
+        ("tenant-a,Tenant_B", "'Tenant_B' is not a LocalQueue name"),
+        ("tenant-a,tenant-a", "named twice"),
+    ],
+)
+def test_bad_queue_lists_are_refused_naming_the_option(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match="--user-queues") as caught:
+        parse_queues(text)
+    assert says in str(caught.value)
+
+
+def test_a_queue_the_workload_does_not_define_is_refused_with_the_queues_it_has(tmp_path: Path) -> None:
+    trace = read_swf(swf(tmp_path / "t.swf", 1, 2))
+    with pytest.raises(ValueError, match=r"no LocalQueue tenant-a, tenant-b in namespace default .*give a --workload"):
+        queues_by_user(trace, ("tenant-a", "tenant-b"))
+
+    merged = merge_workloads([trace, load_workload(TENANTS)])
+    with pytest.raises(ValueError, match=r"no LocalQueue team-x .*default/tenant-a, default/tenant-b"):
+        queues_by_user(merged, ("tenant-a", "team-x"))
+    assigned = queues_by_user(merged, ("tenant-a", "tenant-b"))
+    assert [job.queue_name for job in assigned.jobs] == ["tenant-b", "tenant-a"]
+    assert [job.queue_name for job in merged.jobs] == ["", ""]  # a new workload; the one given is unchanged
+
+
+def test_simulate_with_user_queues_admits_each_tenants_jobs_in_its_cluster_queue(tmp_path: Path) -> None:
+    """Four 2-core jobs of users 1, 2, 3, 4 on 4 nodes of 2 cores: the odd users' jobs are tenant-b's, the even
+    users' tenant-a's, and jobs.csv names the ClusterQueue that admitted each."""
+    trace = swf(tmp_path / "t.swf", 1, 2, 3, 4)
+    out = tmp_path / "out"
+    args = ["simulate", "-w", str(trace), "-w", str(TENANTS), "--nodes", "4", "--cores-per-node", "2"]
+    result = CliRunner().invoke(app, [*args, "--user-queues", "tenant-a,tenant-b", "-s", "kubeflux", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with (out / "kubeflux" / "jobs.csv").open() as f:
+        queues = {row["job_id"].rpartition(":")[2]: row["cluster_queue"] for row in csv.DictReader(f)}
+    assert queues == {"1": "tenant-b-cq", "2": "tenant-a-cq", "3": "tenant-b-cq", "4": "tenant-a-cq"}
+    summary = json.loads((out / "summary.json").read_text())[0]
+    assert summary["admitted_jobs[tenant-a-cq]"] == 2 and summary["admitted_jobs[tenant-b-cq]"] == 2
+
+
+def test_simulate_names_a_bad_user_queues_value(tmp_path: Path) -> None:
+    trace = swf(tmp_path / "t.swf", 1)
+    args = ["simulate", "-w", str(trace), "--user-queues", "tenant-a", "-s", "kubeflux", "-o", str(tmp_path / "o")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0
+    assert "--user-queues: no LocalQueue tenant-a" in result.output
