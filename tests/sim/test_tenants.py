@@ -15,7 +15,7 @@ from kubeflux.cli import app
 from kubeflux.sim.command import merge_workloads
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.swf import read_swf
-from kubeflux.sim.workloads.tenants import parse_queues, queue_of_user, queues_by_user
+from kubeflux.sim.workloads.tenants import default_local_queues, parse_queues, queue_of_user, queues_by_user
 from tests.shared import REPO
 
 TENANTS = REPO / "examples" / "workloads" / "kueue-tenants.yaml"
@@ -96,3 +96,45 @@ def test_simulate_names_a_bad_user_queues_value(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code != 0
     assert "--user-queues: no LocalQueue tenant-a" in result.output
+
+
+def test_jobs_without_a_queue_go_to_their_namespace_s_default_local_queue(tmp_path: Path) -> None:
+    """Kueue's LocalQueueDefaulting: seed 004's 50 Jobs name no LocalQueue; beside a file whose LocalQueue in their
+    namespace is named ``default``, every one is admitted by its ClusterQueue before its pods exist."""
+    out = tmp_path / "out"
+    kueue = REPO / "examples" / "workloads" / "kueue-seed004.yaml"
+    args = ["simulate", "--preset", "seed004-jobs", "-w", str(kueue), "-s", "kube-default", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())[0]
+    assert summary["admitted_jobs[seed004]"] == 50 and summary["never_admitted"] == 0
+    with (out / "kube-default" / "jobs.csv").open() as f:
+        assert {row["cluster_queue"] for row in csv.DictReader(f)} == {"seed004"}
+
+
+def test_the_default_local_queue_takes_only_unlabelled_jobs_of_its_own_namespace(tmp_path: Path) -> None:
+    queues = (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n---\n"
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  namespaceSelector: {}\n"
+        "  resourceGroups: [{coveredResources: [cpu],\n"
+        "    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]}]\n"
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {namespace: team-a, name: default}\n"
+        "spec: {clusterQueue: cq}\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+        "metadata: {namespace: team-a, name: other}\nspec: {clusterQueue: cq}\n"
+    )
+    pods = "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}{labels}}}\n"
+        "spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}\n"
+        for name, ns, labels in (
+            ("plain", "team-a", ""),
+            ("labelled", "team-a", ", labels: {kueue.x-k8s.io/queue-name: other}"),
+            ("elsewhere", "team-b", ""),
+        )
+    )
+    (tmp_path / "w.yaml").write_text(queues + pods)
+    workload = default_local_queues(load_workload(tmp_path / "w.yaml"))
+    assert {job.name: job.queue_name for job in workload.jobs} == {
+        "plain": "default",
+        "labelled": "other",
+        "elsewhere": "",
+    }

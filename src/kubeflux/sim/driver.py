@@ -58,6 +58,7 @@ from kubeflux.sim.kueue.layer import KueueLayer
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import Workload, WorkloadJob
+from kubeflux.sim.workloads.tenants import default_local_queues
 
 Progress = Callable[[float, int], None]
 """``progress(now, jobs_submitted)``, called every 256 time points (it decides itself whether to print)."""
@@ -130,7 +131,7 @@ class Simulation:
     ) -> None:
         if not schedulers:
             raise ValueError("schedulers: at least one scheduler is needed")
-        self.workload = workload
+        self.workload = workload = default_local_queues(workload)  # Kueue's default LocalQueue, if it has one
         self.schedulers = dict(schedulers)
         self._unreserving = {name: s for name, s in self.schedulers.items() if isinstance(s, Unreserve)}
         """The schedulers that take refused Binds back, found once: a runtime Protocol check costs ~50 µs, and

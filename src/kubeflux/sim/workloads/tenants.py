@@ -1,4 +1,11 @@
-"""Trace users as Kueue tenants: ``simulate --user-queues tenant-a,tenant-b`` puts each trace job in the LocalQueue
+"""Which Kueue LocalQueue a job goes to, besides the ``kueue.x-k8s.io/queue-name`` label its manifest gives.
+
+**A namespace's default LocalQueue** (:func:`default_local_queues`): a job without the label, in a namespace that
+has a LocalQueue named ``default``, goes to that queue, as Kueue's LocalQueueDefaulting sets the label on the jobs
+of its built-in integrations (every job kind of the simulator counts as one). So a file of Kueue objects alone
+puts a whole workload behind Kueue: ``simulate --preset seed004-jobs -w examples/workloads/kueue-seed004.yaml``.
+
+**Trace users as tenants**: ``simulate --user-queues tenant-a,tenant-b`` puts each trace job in the LocalQueue
 of its user's tenant, as a cluster shared by teams gives each team a LocalQueue (Kueue's multi-tenancy setup).
 
 The rule, for ``n`` queues: the user whose id is the number ``u`` goes to queue ``u mod n`` (a trace's user ids are
@@ -18,7 +25,17 @@ from dataclasses import replace
 from kubeflux.apiobjects.rules import dns_label_problem
 from kubeflux.sim.workloads.model import JobKind, Workload
 
-__all__ = ["TRACE_NAMESPACE", "parse_queues", "queue_of_user", "queues_by_user"]
+__all__ = [
+    "DEFAULT_LOCAL_QUEUE",
+    "TRACE_NAMESPACE",
+    "default_local_queues",
+    "parse_queues",
+    "queue_of_user",
+    "queues_by_user",
+]
+
+DEFAULT_LOCAL_QUEUE = "default"
+"""The LocalQueue name that takes a namespace's unlabelled jobs (Kueue's LocalQueueDefaulting)."""
 
 TRACE_NAMESPACE = "default"
 """The namespace of a trace's jobs, where their LocalQueues must be."""
@@ -59,6 +76,21 @@ def queues_by_user(workload: Workload, queues: Sequence[str]) -> Workload:
         )
     jobs = [
         replace(job, queue_name=queue_of_user(job.user, queues)) if job.kind is JobKind.TRACE else job
+        for job in workload.jobs
+    ]
+    return replace(workload, jobs=jobs)
+
+
+def default_local_queues(workload: Workload) -> Workload:
+    """``workload`` with each job that names no LocalQueue, in a namespace that has one named ``default``, in that
+    queue; the workload itself when no job changes."""
+    if workload.kueue is None:
+        return workload
+    defaults = {q.namespace for q in workload.kueue.local_queues.values() if q.name == DEFAULT_LOCAL_QUEUE}
+    if not defaults or all(job.queue_name or job.namespace not in defaults for job in workload.jobs):
+        return workload
+    jobs = [
+        replace(job, queue_name=DEFAULT_LOCAL_QUEUE) if not job.queue_name and job.namespace in defaults else job
         for job in workload.jobs
     ]
     return replace(workload, jobs=jobs)
