@@ -146,9 +146,9 @@ in front change for each team — its wait, its use of its quota, what it borrow
 kubeflux, against the same schedulers without Kueue?
 
 **The setup.** {trace}, every trace job a gang of pods that compute together. The trace's users are the teams:
-`kubeflux simulate -w <trace> -w examples/workloads/kueue-tenants.yaml --user-queues tenant-a,tenant-b` puts the
-jobs of user *u* in LocalQueue `tenant-a` or `tenant-b` by *u* mod 2; the runs without Kueue count the same jobs
-per team.
+`kubeflux simulate -w <trace> -w examples/workloads/kueue-tenants.yaml --user-queues tenant-a,tenant-b --nodes 120
+--cores-per-node 2 --memory-per-node 64Gi` puts the jobs of user *u* in LocalQueue `tenant-a` or `tenant-b` by *u*
+mod 2; the runs without Kueue count the same jobs per team.
 
 {table}
 

@@ -16,7 +16,7 @@ from kubeflux.sim.command import merge_workloads
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.swf import read_swf
 from kubeflux.sim.workloads.tenants import default_local_queues, parse_queues, queue_of_user, queues_by_user
-from tests.shared import REPO
+from tests.shared import REPO, SHARED
 
 TENANTS = REPO / "examples" / "workloads" / "kueue-tenants.yaml"
 HEADER = "; MaxProcs: 8\n; MaxNodes: 4\n"
@@ -113,6 +113,8 @@ def test_jobs_without_a_queue_go_to_their_namespace_s_default_local_queue(tmp_pa
 
 
 def test_the_default_local_queue_takes_only_unlabelled_jobs_of_its_own_namespace(tmp_path: Path) -> None:
+    """Only ``batch/v1`` Jobs (Kueue's ``batch/job`` integration, on by default): a plain Pod (the ``pod``
+    integration is off by default) and a Job naming another queue or in another namespace keep what they name."""
     queues = (
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n---\n"
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  namespaceSelector: {}\n"
@@ -122,19 +124,43 @@ def test_the_default_local_queue_takes_only_unlabelled_jobs_of_its_own_namespace
         "spec: {clusterQueue: cq}\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
         "metadata: {namespace: team-a, name: other}\nspec: {clusterQueue: cq}\n"
     )
-    pods = "".join(
-        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}{labels}}}\n"
-        "spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}\n"
+    pod_spec = "{containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}], restartPolicy: Never}"
+    jobs = "".join(
+        f"---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: {name}, namespace: {ns}{labels}}}\n"
+        f"spec: {{template: {{spec: {pod_spec}}}}}\n"
         for name, ns, labels in (
             ("plain", "team-a", ""),
             ("labelled", "team-a", ", labels: {kueue.x-k8s.io/queue-name: other}"),
             ("elsewhere", "team-b", ""),
         )
     )
-    (tmp_path / "w.yaml").write_text(queues + pods)
+    pod = f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: lone, namespace: team-a}}\nspec: {pod_spec}\n"
+    (tmp_path / "w.yaml").write_text(queues + jobs + pod)
     workload = default_local_queues(load_workload(tmp_path / "w.yaml"))
     assert {job.name: job.queue_name for job in workload.jobs} == {
         "plain": "default",
         "labelled": "other",
         "elsewhere": "",
+        "lone": "",
     }
+
+
+def test_user_queues_refuses_work_it_cannot_split_by_user(tmp_path: Path) -> None:
+    """A Batsim workload (no users), a workload of Kubernetes kinds only, and a LocalQueue leading to a missing
+    ClusterQueue are refused before the run; a queue name with dots (a DNS subdomain) is a LocalQueue name."""
+    kth = SHARED / "traces" / "KTH-SP2-1996-2.1-cln.first1000.batsim.json"
+    if kth.is_file():
+        batsim = merge_workloads([load_workload(kth), load_workload(TENANTS)])
+        with pytest.raises(ValueError, match=r"no trace job names a user .*all 1,000 would go to tenant-a"):
+            queues_by_user(batsim, ("tenant-a", "tenant-b"))
+    (tmp_path / "lost.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {namespace: default, name: team.a}\n"
+        "spec: {clusterQueue: nowhere}\n"
+    )
+    lost = merge_workloads([read_swf(swf(tmp_path / "t.swf", 1)), load_workload(tmp_path / "lost.yaml")])
+    assert parse_queues("team.a") == ("team.a",)
+    with pytest.raises(ValueError, match=r"LocalQueue team\.a leads to ClusterQueue nowhere, which is not defined"):
+        queues_by_user(lost, ("team.a",))
+    jobs_only = load_workload(REPO / "examples" / "workloads" / "kueue-cohort-reclaim.yaml")
+    with pytest.raises(ValueError, match="no trace jobs"):
+        queues_by_user(merge_workloads([jobs_only, load_workload(TENANTS)]), ("tenant-a",))

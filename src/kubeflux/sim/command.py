@@ -29,6 +29,7 @@ import gc
 import re
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -543,6 +544,10 @@ def simulate_command(
     budget = memory_budget_bytes(memory_budget)
     levels = _levels_option(topology_levels)
     fabric = _fabric_option(levels, topology_penalty)
+    try:
+        queues = parse_queues(user_queues) if user_queues is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     if default_runtime is not None and seconds_problem(default_runtime) is not None:
         raise typer.BadParameter(f"--default-runtime {seconds_problem(default_runtime)}")
     timer = PhaseTimer()
@@ -551,8 +556,9 @@ def simulate_command(
             read_budget = ReadBudget(budget, len(scheduler))
             parts = _load(workload or [], preset, synthetic, seed, default_runtime, read_budget)
             loaded = merge_workloads(parts)
-            if user_queues is not None:
-                loaded = queues_by_user(loaded, parse_queues(user_queues))
+            if queues is not None:
+                loaded = queues_by_user(loaded, queues)
+                _tell_queues(loaded, queues, console)
         shape = Shape(nodes, cores_per_node, memory_per_node, gpus_per_node)
         node_list = choose_cluster(parts, workload or [], preset, cluster, shape, budget, console)
         tell_input(loaded, console, strict)
@@ -678,6 +684,13 @@ def _unsuccessful(run: RunRecord) -> str:
     return f"{counts}; first: {first.job_id}: {first.reason or first.final_state.value}"
 
 
+def _tell_queues(workload: Workload, queues: tuple[str, ...], console: Console) -> None:
+    """How many trace jobs ``--user-queues`` put in each LocalQueue."""
+    counts = Counter(job.queue_name for job in workload.jobs if job.kind is JobKind.TRACE)
+    told = ", ".join(f"{counts[name]:,} to {name}" for name in queues)
+    console.print(f"--user-queues: trace jobs by user: {told}", highlight=False)
+
+
 def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
     """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
     no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere, or nothing succeeded
@@ -694,6 +707,9 @@ def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 
                 if endless_pods
                 else "no event was left while they still waited (see jobs.csv's metadata)"
             )
+            held = sum(1 for job in unfinished if job.cluster_queue and job.admission_time is None)
+            if held:
+                why = f"{held} never admitted by Kueue (see problems.txt); " + why
             console.print(
                 f"[yellow]warning:[/] {escape(run.scheduler)}: {len(unfinished)} of {len(run.jobs)} jobs never "
                 f"finished: {escape(why)}",
