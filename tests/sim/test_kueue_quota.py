@@ -124,6 +124,18 @@ def test_a_higher_priority_workload_is_admitted_first() -> None:
     assert [d.workload.ref for d in admitter.cycle(1.0)] == [2]
 
 
+def test_a_workload_that_ends_while_it_waits_is_forgotten_never_admitted_and_holds_no_quota() -> None:
+    admitter = Admitter(objects(queue("a", 4, cohort="")))
+    for ref in (1, 2, 3):
+        admitter.add(workload(ref, "a", 4), float(ref))
+    assert [d.workload.ref for d in admitter.cycle(3.0)] == [1]
+    admitter.forget(2)  # failed while it waited (a held Job's end)
+    admitter.forget(1)  # ended while admitted: its quota back
+    assert [d.workload.ref for d in admitter.cycle(4.0)] == [3]
+    admitter.forget(3)
+    assert admitter.cycle(5.0) == [] and admitter.usage("a") == {FR: 0} and admitter.waiting() == []
+
+
 # -- properties ---------------------------------------------------------------------------------------------------
 QUEUES = st.lists(
     st.tuples(

@@ -10,7 +10,7 @@ import pytest
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import CPU, MEMORY, Node
 from kubeflux.sim.baselines import create
-from kubeflux.sim.driver import simulate
+from kubeflux.sim.driver import Simulation, simulate
 from kubeflux.sim.metrics import JOBS_COLUMNS, summarize, write_jobs_csv
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads import load_workload
@@ -26,6 +26,10 @@ def run(example: str, scheduler: str, nodes: list[Node] | None = None) -> RunRec
     workload = load_workload(EXAMPLES / example)
     cluster = nodes if nodes is not None else read_cluster(CLUSTERS / "two-8core.yaml")
     return simulate(workload, cluster, owned(scheduler))
+
+
+def run_file(path: Path, scheduler: str) -> RunRecord:
+    return simulate(load_workload(path), read_cluster(CLUSTERS / "two-8core.yaml"), owned(scheduler))
 
 
 def owned(name: str) -> dict[str, Scheduler]:
@@ -135,3 +139,38 @@ def test_without_kueue_objects_the_label_is_ignored_and_the_outputs_are_as_befor
     write_jobs_csv(with_kueue, tmp_path / "kueue.csv")
     header = (tmp_path / "kueue.csv").read_text().splitlines()[0]
     assert header == ",".join((*JOBS_COLUMNS, "cluster_queue", "admission_wait", "quota_evictions"))
+
+
+def _with_deadline(tmp_path: Path, seconds: int) -> Path:
+    """``kueue-cohort-reclaim.yaml`` with ``activeDeadlineSeconds`` on team A's borrowing Job (evicted at 100 s,
+    held until team B's Job ends at 200 s)."""
+    text = (EXAMPLES / "kueue-cohort-reclaim.yaml").read_text()
+    head, tail = text.split("  name: a-second\n")
+    changed = head + "  name: a-second\n" + tail.replace("spec:\n", f"spec:\n  activeDeadlineSeconds: {seconds}\n", 1)
+    path = tmp_path / "deadline.yaml"
+    path.write_text(changed)
+    return path
+
+
+def test_an_evicted_jobs_deadline_stops_while_it_is_held_and_counts_again_from_its_readmission(tmp_path: Path) -> None:
+    """Kubernetes stops a suspended Job's ``activeDeadlineSeconds`` timer and starts it again when the Job resumes
+    (its ``startTime`` reset): the deadline of 150 s would fall at 151 s, while Kueue holds the Job; it falls 150 s
+    after its admission again (200 s), and its quota is released then."""
+    workload = load_workload(_with_deadline(tmp_path, 150))
+    sim = Simulation(workload, read_cluster(CLUSTERS / "two-8core.yaml"), owned("kube-default"))
+    record = sim.run()
+    rows = {job.job_id: job for job in record.jobs}
+    second = rows["team-a/a-second"]
+    assert (second.starting_time, second.finish_time) == (200.0, 350.0)
+    assert second.final_state.value == "COMPLETED_WALLTIME_REACHED"
+    assert sim.kueue is not None and sim.kueue.admitter.admitted == {}  # no finished job holds quota
+    assert all(not queue for queue in sim.kueue.admitter.pending.values())
+    used = sim.kueue.series.points["team-a-cq"][-1][1]
+    assert used.get("cpu", 0) == 0
+
+
+def test_an_evicted_job_readmitted_in_time_meets_a_deadline_counted_from_its_readmission(tmp_path: Path) -> None:
+    record = run_file(_with_deadline(tmp_path, 320), "kube-default")
+    second = {job.job_id: job for job in record.jobs}["team-a/a-second"]
+    assert (second.starting_time, second.finish_time) == (200.0, 500.0)  # 321 s from its first start: not failed
+    assert second.final_state.value == "COMPLETED_SUCCESSFULLY"

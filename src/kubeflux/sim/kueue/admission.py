@@ -8,7 +8,8 @@ whose ``namespaceSelector`` does not take its namespace (it waits for ever, said
 else *pending* in its ClusterQueue's queue, ordered by priority (higher first), then by its timestamp (its
 creation; after an eviction, the eviction's time: Kueue's default ``requeuingStrategy``) → *admitted* by a cycle
 (:meth:`Admitter.cycle`: its quota is counted) → *finished* (:meth:`Admitter.finish`: its quota is released) or
-*evicted* by a preemption (its quota released, back to pending).
+*evicted* by a preemption (its quota released, back to pending). A workload that ends in any state (a Job failed
+while held) is forgotten (:meth:`Admitter.forget`): out of its queue, its quota released.
 
 One cycle repeats until nothing more can be admitted: it takes the head of every ClusterQueue (a
 ``BestEffortFIFO`` queue skips the workloads set aside), orders them (those that fit without borrowing first,
@@ -113,6 +114,25 @@ class Admitter:
         self.book.add(wl.cluster_queue, wl.assignment.usage, -1)
         self._released(wl.cluster_queue)
         return True
+
+    def forget(self, ref: int) -> None:
+        """The workload ``ref`` ended, whatever its state (a Job failed while held, ...): its quota is released if
+        admitted, and it leaves its queue (or the inactive ones) so that no cycle admits it again."""
+        if self.finish(ref):
+            return
+        wl = self.workloads.get(ref)
+        if wl is None:
+            return
+        queue = self.pending.get(wl.cluster_queue)
+        if queue is not None:
+            at = bisect.bisect_left(queue, wl.order(), key=lambda item: item[0])
+            if at < len(queue) and queue[at][1] is wl:
+                queue.pop(at)
+                self._cursor[wl.cluster_queue] = 0
+                self.parked[wl.cluster_queue].discard(ref)
+                return
+        if wl in self.inactive:
+            self.inactive.remove(wl)
 
     def _released(self, cq: str) -> None:
         """Quota was released in ``cq``: the workloads set aside in its cohort are tried again."""

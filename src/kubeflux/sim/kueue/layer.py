@@ -131,7 +131,13 @@ class KueueLayer:
         self.cluster.book.requeue_held(job)
 
     def _finished(self, job: SimJob) -> None:
-        if self.admitter.finish(job.index):
+        """``job`` ended (its pods done, or failed, even while held): it leaves the admitter; its quota, if it held
+        any, is released and a cycle runs."""
+        if job.index not in self.jobs:
+            return
+        admitted = job.index in self.admitter.admitted
+        self.admitter.forget(job.index)
+        if admitted:
             self.series.sample(self.cluster.loop.now, self.admitter)
             self._soon()
 
