@@ -87,6 +87,28 @@ def test_pods_admitted_on_a_tainted_flavor_get_its_toleration_and_node_labels(sc
     assert all(job.final_state.value == "COMPLETED_SUCCESSFULLY" for job in record.jobs)
 
 
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_job_evicted_and_admitted_again_on_another_flavor_runs_with_that_flavors_labels_only(scheduler: str) -> None:
+    """Team A's second Job borrows team B's on-demand quota, is evicted when team B reclaims it, and is admitted
+    again at once on spot: its new pod selects the spot nodes (not on-demand, whose label the first admission
+    added) and tolerates their taint."""
+    workload = load_workload(EXAMPLES / "kueue-flavor-readmit.yaml")
+    sim = Simulation(workload, read_cluster(CLUSTERS / "kueue-spot.yaml"), owned(scheduler))
+    record = sim.run()
+    pods = [(pod.pod, pod.node, pod.created_time, pod.end_time, pod.reason) for pod in record.pods]
+    second = [pod for pod in pods if pod[0].startswith("team-a/a-second")]
+    assert len(second) == 2, pods
+    (_, first_node, _, first_end, first_reason), (_, node, created, end, reason) = second
+    assert first_node.startswith("od-") and (first_end, first_reason) == (100.0, "Preempted")
+    assert node.startswith("spot-") and (created, end, reason) == (100.0, 400.0, "Completed")
+    assert jobs_of(record)["team-b/b-first"] == (100.0, 200.0)
+    assert sim.kueue is not None
+    job = next(job for job in sim.cluster.book.jobs if job.wjob.id == "team-a/a-second")
+    template = job.wjob.pods[0]
+    assert template.node_selector == {"instance-type": "spot"}
+    assert [t.key for t in template.tolerations] == ["spot"]
+
+
 def test_without_the_flavor_toleration_a_tainted_flavor_is_skipped(tmp_path: Path) -> None:
     text = (EXAMPLES / "kueue-flavors.yaml").read_text()
     untolerated = text.replace('  tolerations: [{key: spot, operator: Equal, value: "true", effect: NoSchedule}]\n', "")
