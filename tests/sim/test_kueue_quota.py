@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeflux.scheduler.objects import CPU, MEMORY, Node
+from kubeflux.scheduler.objects import CPU, MEMORY, LabelSelector, Node
 from kubeflux.sim.baselines import create
 from kubeflux.sim.driver import Simulation
 from kubeflux.sim.kueue.admission import Admitted, Admitter, Evicted
@@ -15,7 +15,6 @@ from kubeflux.sim.kueue.objects import (
     ClusterQueue,
     KueueObjects,
     LocalQueue,
-    NamespaceSelector,
     QueueingStrategy,
     ReclaimWithinCohort,
     ResourceFlavor,
@@ -41,7 +40,7 @@ def queue(
     within: WithinClusterQueue = WithinClusterQueue.NEVER,
 ) -> ClusterQueue:
     group = ResourceGroup((CPU,), (("default", {CPU: ResourceQuota(nominal, borrowing, lending)}),))
-    return ClusterQueue(name, (group,), cohort, strategy, NamespaceSelector(), within, reclaim)
+    return ClusterQueue(name, (group,), cohort, strategy, LabelSelector(), within, reclaim)
 
 
 def objects(*queues: ClusterQueue) -> KueueObjects:

@@ -25,7 +25,7 @@ import bisect
 from dataclasses import dataclass
 
 from kubeflux.sim.kueue.flavors import Assignment, Mode, assign
-from kubeflux.sim.kueue.objects import ClusterQueue, KueueObjects, QueueingStrategy
+from kubeflux.sim.kueue.objects import ClusterQueue, KueueObjects, QueueingStrategy, namespace_labels
 from kubeflux.sim.kueue.preemption import victims
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
@@ -89,7 +89,7 @@ class Admitter:
                 why = f"ClusterQueue {local.cluster_queue} doesn't exist"
             elif cq.name in self.inactive_cqs:
                 why = self.inactive_cqs[cq.name]
-            elif cq.namespace_selector is None or not cq.namespace_selector.matches(wl.namespace):
+            elif cq.namespace_selector is None or not cq.namespace_selector.matches(namespace_labels(wl.namespace)):
                 why = f"Workload namespace doesn't match ClusterQueue {cq.name} selector"
             else:
                 wl.cluster_queue = cq.name

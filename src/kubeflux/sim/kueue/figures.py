@@ -17,6 +17,7 @@ import numpy as np
 
 from kubeflux.sim.kueue.admission import Admitter
 from kubeflux.sim.kueue.objects import KueueObjects
+from kubeflux.sim.output.arrays import step_area
 from kubeflux.sim.output.csvcolumns import seconds_column, text_column
 from kubeflux.sim.records import JobRecord
 
@@ -69,17 +70,13 @@ class UsageSeries:
 
     def integrals(self, name: str, end: float) -> tuple[dict[str, float], dict[str, float]]:
         """∫ usage and ∫ borrowed per resource of ``name`` over [0, ``end``]."""
-        used: dict[str, float] = {}
-        borrowed: dict[str, float] = {}
         points = self.points[name]
-        for i, (at, amounts, over) in enumerate(points):
-            until = min(points[i + 1][0] if i + 1 < len(points) else end, end)
-            span = max(0.0, until - at)
-            for resource, amount in amounts.items():
-                used[resource] = used.get(resource, 0.0) + amount * span
-            for resource, amount in over.items():
-                borrowed[resource] = borrowed.get(resource, 0.0) + amount * span
-        return used, borrowed
+        used = {r for _, amounts, _ in points for r in amounts}
+        borrowed = {r for _, _, over in points for r in over}
+        return (
+            {r: step_area([(at, amounts.get(r, 0)) for at, amounts, _ in points], 0.0, end) for r in used},
+            {r: step_area([(at, over.get(r, 0)) for at, _, over in points], 0.0, end) for r in borrowed},
+        )
 
 
 def _mean(values: list[float]) -> float:

@@ -14,17 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubeflux.apiobjects.manifests import ManifestError
+from kubeflux.apiobjects.manifests import ManifestError, object_reader, read_taints, read_tolerations
+from kubeflux.apiobjects.podterms import label_selector
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
-from kubeflux.scheduler.objects import NodeSelectorRequirement, Taint, Toleration
 from kubeflux.sim.kueue.objects import (
     API_VERSION,
     QUEUE_NAME_LABEL,
     ClusterQueue,
     KueueObjects,
     LocalQueue,
-    NamespaceSelector,
     QueueingStrategy,
     ReclaimWithinCohort,
     ResourceFlavor,
@@ -36,8 +35,6 @@ from kubeflux.sim.kueue.objects import (
 KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 MAX_ITEMS: Final = 16
 """Kueue's bound on resource groups, flavors per group and covered resources per group (the CRD's maxItems)."""
-_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 class _Fields:
@@ -124,48 +121,9 @@ def read_flavor(obj: Mapping[str, Any]) -> ResourceFlavor:
     fields = _Fields(label_of(obj))
     name = _name(fields, obj)
     spec = fields.mapping("spec", obj.get("spec"))
-    taints = []
-    for path, item in fields.items("spec.nodeTaints", spec.get("nodeTaints")):
-        item = fields.mapping(path, item, required=True)
-        key = fields.text(f"{path}.key", item.get("key"))
-        if not key:
-            raise fields.fail(f"{path}.key", "required")
-        effect = fields.choice(f"{path}.effect", item.get("effect"), _EFFECTS, "")
-        taints.append(Taint(key, fields.text(f"{path}.value", item.get("value")), effect))
-    tolerations = []
-    for path, item in fields.items("spec.tolerations", spec.get("tolerations")):
-        item = fields.mapping(path, item, required=True)
-        key = fields.text(f"{path}.key", item.get("key"))
-        operator = fields.choice(f"{path}.operator", item.get("operator"), ("Equal", "Exists"), "Equal")
-        value = fields.text(f"{path}.value", item.get("value"))
-        effect = fields.text(f"{path}.effect", item.get("effect"))
-        if effect and effect not in _EFFECTS:
-            raise fields.fail(f"{path}.effect", f"must be one of {', '.join(_EFFECTS)}, got {effect!r}")
-        if operator == "Exists" and value:
-            raise fields.fail(f"{path}.value", "must be empty when operator is Exists")
-        if not key and operator != "Exists":
-            raise fields.fail(f"{path}.operator", "must be Exists when key is empty")
-        tolerations.append(Toleration(key, operator, value, effect))
+    manifest = object_reader("ResourceFlavor", obj)
     labels = fields.strings("spec.nodeLabels", spec.get("nodeLabels"))
-    return ResourceFlavor(name, labels, tuple(taints), tuple(tolerations))
-
-
-def _selector(fields: _Fields, path: str, value: Any) -> NamespaceSelector | None:
-    if value is None:
-        return None
-    given = fields.mapping(path, value)
-    expressions = []
-    for where, item in fields.items(f"{path}.matchExpressions", given.get("matchExpressions")):
-        item = fields.mapping(where, item, required=True)
-        key = fields.text(f"{where}.key", item.get("key"))
-        operator = fields.choice(f"{where}.operator", item.get("operator"), _OPERATORS, "")
-        values = tuple(fields.text(p, v) for p, v in fields.items(f"{where}.values", item.get("values")))
-        if operator in ("In", "NotIn") and not values:
-            raise fields.fail(f"{where}.values", f"must be specified when `operator` is '{operator}'")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise fields.fail(f"{where}.values", f"may not be specified when `operator` is '{operator}'")
-        expressions.append(NodeSelectorRequirement(key, operator, values))
-    return NamespaceSelector(fields.strings(f"{path}.matchLabels", given.get("matchLabels")), tuple(expressions))
+    return ResourceFlavor(name, labels, read_taints(manifest, "spec.nodeTaints"), read_tolerations(manifest))
 
 
 def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
@@ -256,7 +214,7 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
         tuple(read),
         cohort,
         QueueingStrategy(strategy),
-        _selector(fields, "spec.namespaceSelector", spec.get("namespaceSelector")),
+        label_selector(object_reader("ClusterQueue", obj), "spec.namespaceSelector", spec.get("namespaceSelector")),
         WithinClusterQueue(within),
         ReclaimWithinCohort(reclaim),
     )
