@@ -161,17 +161,33 @@ def _queues(specs: list[QueueSpec]) -> list[ClusterQueue]:
     ]
 
 
-def _within_quota(book: QuotaBook, queues: list[ClusterQueue]) -> None:
+def _lends(spec: QueueSpec) -> int:
+    """What a member lends its cohort: its lending limit (at most its nominal quota), else all its nominal quota."""
+    nominal, _borrowing, lending, *_ = spec
+    return nominal if lending is None else min(lending, nominal)
+
+
+def _ceilings(specs: list[QueueSpec]) -> list[int]:
+    """The most each queue may ever use, from the specs alone (Kueue's arithmetic, not the book's): its nominal
+    quota plus what it may borrow, the others' lending capped by its borrowing limit."""
+    ceilings = []
+    for i, (nominal, borrowing, *_) in enumerate(specs):
+        pool = sum(_lends(other) for j, other in enumerate(specs) if j != i)
+        ceilings.append(nominal + (pool if borrowing is None else min(borrowing, pool)))
+    return ceilings
+
+
+def _within_quota(book: QuotaBook, specs: list[QueueSpec]) -> None:
+    """Every queue within its nominal quota plus its borrowing limit, and the cohort lending no more than its
+    members lend (usage beyond what a member keeps for itself, its nominal minus what it lends)."""
     lendable = used = 0
-    for cq in queues:
-        quota = cq.quotas()[FR]
-        usage = book.usage[cq.name].get(FR, 0)
-        assert usage >= 0
-        if quota.borrowing_limit is not None:
-            assert usage <= quota.nominal + quota.borrowing_limit, cq.name
-        lendable += quota.nominal - quota.guaranteed
-        used += max(0, usage - quota.guaranteed)
-    assert used <= lendable  # the cohort lends no more than its members lend
+    for i, (spec, ceiling) in enumerate(zip(specs, _ceilings(specs), strict=True)):
+        usage = book.usage[f"q{i}"].get(FR, 0)
+        assert 0 <= usage <= ceiling, (i, usage, ceiling)
+        kept = spec[0] - _lends(spec)
+        lendable += _lends(spec)
+        used += max(0, usage - kept)
+    assert used <= lendable
 
 
 @settings(max_examples=200, deadline=None)
@@ -187,25 +203,25 @@ def test_quota_is_never_exceeded_and_every_workload_that_fits_is_admitted_in_the
         cq = queues[which % len(queues)]
         admitter.add(workload(ref, cq.name, cpu, priority), float(ref))
         admitter.cycle(float(ref))
-        _within_quota(admitter.book, queues)
+        _within_quota(admitter.book, specs)
         if ref % 3 == 2 and admitter.admitted:  # one ends now and then
             admitter.finish(sorted(admitter.admitted)[0])
     now = float(len(loads))
     for _ in range(10 * len(loads) + 10):  # drain: whatever is admitted ends
         admitter.cycle(now)
-        _within_quota(admitter.book, queues)
+        _within_quota(admitter.book, specs)
         if not admitter.admitted:
             break
         for ref in list(admitter.admitted):
             admitter.finish(ref)
         now += 1.0
-    for cq in queues:  # only what can never fit waits, and in a StrictFIFO queue what waits behind it
+    for cq, ceiling in zip(queues, _ceilings(specs), strict=True):
+        # only what can never fit waits, and in a StrictFIFO queue what waits behind it
         waiting = [wl for _, wl in admitter.pending[cq.name]]
         if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
             waiting = waiting[:1]
-        ceiling = admitter.book.ceiling(cq.name, FR)
         for wl in waiting:
-            assert ceiling is not None and wl.requests[CPU] > ceiling, (wl.key, wl.requests, ceiling, wl.why)
+            assert wl.requests[CPU] > ceiling, (wl.key, wl.requests, ceiling, wl.why)
 
 
 def _job(index: int, namespace: str, cores: int, submit: float, run: float) -> WorkloadJob:
