@@ -93,31 +93,29 @@ class Case:
 
 
 def _within(policy: str) -> list[str]:
-    """A queue of 4 cores preempting within by ``policy``: wa (2 cores, ends at 3 s) and wc (1 core, 100 s) are
-    admitted; wp (4 cores) waits behind them; wh (2 cores, priority 10) evicts wc at 2 s (the most recently admitted)
-    and wc is admitted again at 3 s, when wa ends. When wh ends at 4 s, wp needs wc's core: wc queued at 2 s (its
-    eviction), after wp (1 s)."""
+    """A queue of 4 cores preempting within by ``policy``: wa (2 cores) runs until 3 s; wp (4 cores, created at 1 s)
+    does not fit and is set aside; wn (2 cores, created at 2 s, 100 s) fits and is admitted. When wa ends, wp needs
+    wn's cores: wn is of wp's priority, created after it."""
     spec = f"{EVERY_NAMESPACE}  preemption: {{withinClusterQueue: {policy}}}\n"
     return [
         FLAVOR,
         cluster_queue("cq", 4, spec=spec),
         local_queue("default", "cq"),
         pod("wa", 2, 0, 3),
-        pod("wc", 1, 0.5, 100),
         pod("wp", 4, 1, 10),
-        pod("wh", 2, 2, 2, priority=10),
+        pod("wn", 2, 2, 100),
     ]
 
 
 NOT_SELECTED = "Workload namespace doesn't match ClusterQueue cq selector"
 CASES = {
-    "lower-or-newer-equal-priority preempts an equal-priority workload queued after it (its eviction's time)": Case(
+    "lower-or-newer-equal-priority preempts an equal-priority workload created after it": Case(
         _within("LowerOrNewerEqualPriority"),
-        {"default/wa": (0.0, 3.0), "default/wh": (2.0, 4.0), "default/wp": (4.0, 14.0), "default/wc": (14.0, 114.0)},
+        {"default/wa": (0.0, 3.0), "default/wp": (3.0, 13.0), "default/wn": (13.0, 113.0)},
     ),
-    "lower-priority never preempts an equal priority: wp waits for wc": Case(
+    "lower-priority never preempts an equal priority: wp waits for wn": Case(
         _within("LowerPriority"),
-        {"default/wa": (0.0, 3.0), "default/wh": (2.0, 4.0), "default/wc": (3.0, 103.0), "default/wp": (103.0, 113.0)},
+        {"default/wa": (0.0, 3.0), "default/wn": (2.0, 102.0), "default/wp": (102.0, 112.0)},
     ),
     "no namespaceSelector selects no namespace": Case(
         [FLAVOR, cluster_queue("cq", 4, spec=""), local_queue("default", "cq"), pod("p", 1, 0, 10)],

@@ -113,7 +113,7 @@ def test_within_cluster_queue_lower_priority_is_preempted_for_a_higher_one() -> 
     admitter.add(workload(3, "a", 4, priority=10), 2.0)
     decisions = admitter.cycle(2.0)
     assert [(type(d).__name__, d.workload.ref) for d in decisions] == [("Evicted", 1), ("Admitted", 3)]
-    assert admitter.workloads[1].timestamp == 2.0  # requeued with its eviction's time
+    assert admitter.workloads[1].timestamp == 0.0  # requeued in its place: its creation orders it
 
 
 def test_a_higher_priority_workload_is_admitted_first() -> None:

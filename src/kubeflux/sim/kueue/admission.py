@@ -5,8 +5,9 @@ the quota it holds. A functional core: no cluster, no clock of its own (``now`` 
 Lifecycle of a :class:`QueuedWorkload`: added (:meth:`Admitter.add`) → *inactive* when its LocalQueue does not
 exist, names a ClusterQueue that does not exist, or one that is inactive (a flavor it names does not exist) or
 whose ``namespaceSelector`` does not take its namespace (it waits for ever, said in :meth:`Admitter.waiting`) →
-else *pending* in its ClusterQueue's queue, ordered by priority (higher first), then by its timestamp (its
-creation; after an eviction, the eviction's time: Kueue's default ``requeuingStrategy``) → *admitted* by a cycle
+else *pending* in its ClusterQueue's queue, ordered by priority (higher first), then by its timestamp (Kueue's
+queue-order timestamp: its creation, kept when it is preempted; the time of its last eviction for its pods not ready
+in time, with ``waitForPodsReady``'s default ``requeuingStrategy``) → *admitted* by a cycle
 (:meth:`Admitter.cycle`: its quota is counted) → *finished* (:meth:`Admitter.finish`: its quota is released) or
 *evicted* by a preemption (its quota released, back to pending). A workload that ends in any state (a Job failed
 while held) is forgotten (:meth:`Admitter.forget`): out of its queue, its quota released.
@@ -236,11 +237,11 @@ class Admitter:
         self.admitted[wl.ref] = wl
 
     def _evict(self, wl: QueuedWorkload, now: float) -> None:
-        """Preempted: its quota released, it waits again, its timestamp the eviction's."""
+        """Preempted: its quota released, it waits again in its place (Kueue orders a preempted workload by its
+        creation, with the ``PrioritySortingWithinCohort`` gate on by default)."""
         self.finish(wl.ref)
         wl.evictions += 1
         wl.admitted_at = None
-        wl.timestamp = now
         self._enqueue(wl)
 
     # -- reading --------------------------------------------------------------------------------------------------
