@@ -196,3 +196,43 @@ def test_an_evicted_job_readmitted_in_time_meets_a_deadline_counted_from_its_rea
     second = {job.job_id: job for job in record.jobs}["team-a/a-second"]
     assert (second.starting_time, second.finish_time) == (200.0, 500.0)  # 321 s from its first start: not failed
     assert second.final_state.value == "COMPLETED_SUCCESSFULLY"
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_wait_for_pods_ready_requeues_a_gang_that_did_not_start(scheduler: str) -> None:
+    """Kueue admits the 4 x 4-core gang on quota, but a pod it does not hold takes one node until 400 s: the gang
+    cannot start whole; 2 minutes after each admission it is evicted (PodsReadyTimeout) and queued again after
+    60 s, then 120 s (backoffBaseSeconds 60, doubling); admitted at 421 s, it starts and runs."""
+    record = run("kueue-pods-ready.yaml", scheduler)
+    gang = {job.job_id: job for job in record.jobs}["default/gang"]
+    assert (gang.starting_time, gang.finish_time, gang.attempts) == (421.0, 521.0, 3)
+    assert gang.final_state.value == "COMPLETED_SUCCESSFULLY" and gang.admission_time == 1.0
+    timed_out = sorted({(pod.created_time, pod.end_time) for pod in record.pods if pod.job_id == "default/gang"})
+    assert timed_out == [(1.0, 121.0), (181.0, 301.0), (421.0, 521.0)]
+    assert sum(pod.reason == "PodsReadyTimeout" for pod in record.pods) == 2  # one per eviction; its peers follow
+    summary = summarize(record)
+    assert summary["pods_ready_timeouts"] == 2 and summary["quota_preemptions"] == 0
+    assert record.problems == []
+
+
+def test_without_wait_for_pods_ready_the_admitted_gang_waits_for_the_node(tmp_path: Path) -> None:
+    text = (EXAMPLES / "kueue-pods-ready.yaml").read_text().replace("enable: true", "enable: false")
+    path = tmp_path / "no-wait.yaml"
+    path.write_text(text)
+    record = run_file(path, "coscheduling")
+    gang = {job.job_id: job for job in record.jobs}["default/gang"]
+    assert (gang.starting_time, gang.finish_time, gang.attempts) == (400.0, 500.0, 1)
+    assert "pods_ready_timeouts" not in summarize(record)
+
+
+def test_wait_for_pods_ready_deactivates_a_workload_past_its_backoff_limit(tmp_path: Path) -> None:
+    text = (EXAMPLES / "kueue-pods-ready.yaml").read_text().replace("backoffLimitCount: 3", "backoffLimitCount: 1")
+    path = tmp_path / "limited.yaml"
+    path.write_text(text)
+    record = run_file(path, "kubeflux")
+    gang = {job.job_id: job for job in record.jobs}["default/gang"]
+    assert gang.finish_time is None and gang.final_state.value == "NOT_FINISHED"
+    assert gang.reason == "deactivated: its pods not ready in time after 1 requeuing(s) (backoffLimitCount) (Kueue)"
+    assert max(pod.end_time or 0.0 for pod in record.pods if pod.job_id == "default/gang") == 301.0
+    assert record.problems == ["kueue: 1 workload(s) deactivated, their pods not ready in time too often: default/gang"]
+    assert summarize(record)["pods_ready_timeouts"] == 2

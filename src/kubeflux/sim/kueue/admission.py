@@ -9,8 +9,10 @@ else *pending* in its ClusterQueue's queue, ordered by priority (higher first), 
 queue-order timestamp: its creation, kept when it is preempted; the time of its last eviction for its pods not ready
 in time, with ``waitForPodsReady``'s default ``requeuingStrategy``) → *admitted* by a cycle
 (:meth:`Admitter.cycle`: its quota is counted) → *finished* (:meth:`Admitter.finish`: its quota is released) or
-*evicted* by a preemption (its quota released, back to pending). A workload that ends in any state (a Job failed
-while held) is forgotten (:meth:`Admitter.forget`): out of its queue, its quota released.
+*evicted* by a preemption (its quota released, back to pending), or for its pods not ready in time
+(:meth:`Admitter.time_out`, with ``waitForPodsReady``: its quota released, it waits out a back-off outside any queue
+until the shell queues it again, :meth:`Admitter.requeue`, or is *deactivated* for good). A workload that ends in
+any state (a Job failed while held) is forgotten (:meth:`Admitter.forget`): out of its queue, its quota released.
 
 One cycle repeats until nothing more can be admitted: it takes the head of every ClusterQueue (a
 ``BestEffortFIFO`` queue skips the workloads set aside), orders them (those that fit without borrowing first,
@@ -26,7 +28,13 @@ import bisect
 from dataclasses import dataclass
 
 from kubeflux.sim.kueue.flavors import Assignment, Mode, assign
-from kubeflux.sim.kueue.objects import ClusterQueue, KueueObjects, QueueingStrategy, namespace_labels
+from kubeflux.sim.kueue.objects import (
+    ClusterQueue,
+    KueueObjects,
+    QueueingStrategy,
+    RequeuingTimestamp,
+    namespace_labels,
+)
 from kubeflux.sim.kueue.preemption import victims
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
@@ -67,6 +75,8 @@ class Admitter:
         self.parked: dict[str, set[int]] = {name: set() for name in objects.cluster_queues}
         """Per ``BestEffortFIFO`` ClusterQueue, the workloads set aside until quota is released in its cohort."""
         self.inactive: list[QueuedWorkload] = []
+        self.backing_off: set[int] = set()
+        """Workloads evicted for their pods not ready in time, waiting out their back-off (:meth:`time_out`)."""
         self.admitted: dict[int, QueuedWorkload] = {}
         self.workloads: dict[int, QueuedWorkload] = {}
         self._seq = 0
@@ -116,9 +126,40 @@ class Admitter:
         self._released(wl.cluster_queue)
         return True
 
+    def time_out(self, ref: int, now: float) -> float | None:
+        """The admitted workload ``ref``'s pods were not all ready within ``waitForPodsReady.timeout``: its quota is
+        released and it is out of its queue until :meth:`requeue` (returns when: now + its back-off), or, requeued
+        ``backoffLimitCount`` times already, deactivated (None: it waits for ever, said in :meth:`waiting`)."""
+        config = self.objects.wait_for_pods_ready
+        wl = self.admitted[ref]
+        assert config is not None
+        self.finish(ref)
+        wl.admitted_at = None
+        if config.backoff_limit_count is not None and wl.timeouts + 1 > config.backoff_limit_count:
+            wl.deactivated = True
+            wl.why = f"deactivated: its pods not ready in time after {wl.timeouts} requeuing(s) (backoffLimitCount)"
+            self.inactive.append(wl)
+            return None
+        wl.timeouts += 1
+        if config.timestamp is RequeuingTimestamp.EVICTION:
+            wl.timestamp = now
+        wl.why = "its pods were not ready in time: requeued after a back-off"
+        self.backing_off.add(ref)
+        return now + config.backoff(wl.timeouts)
+
+    def requeue(self, ref: int) -> bool:
+        """The workload ``ref``'s back-off is over (:meth:`time_out`): it waits in its queue again. False when it
+        ended meanwhile."""
+        if ref not in self.backing_off:
+            return False
+        self.backing_off.discard(ref)
+        self._enqueue(self.workloads[ref])
+        return True
+
     def forget(self, ref: int) -> None:
         """The workload ``ref`` ended, whatever its state (a Job failed while held, ...): its quota is released if
         admitted, and it leaves its queue (or the inactive ones) so that no cycle admits it again."""
+        self.backing_off.discard(ref)
         if self.finish(ref):
             return
         wl = self.workloads.get(ref)

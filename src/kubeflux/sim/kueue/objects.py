@@ -117,6 +117,32 @@ class LocalQueue:
         return f"{self.namespace}/{self.name}"
 
 
+class RequeuingTimestamp(StrEnum):
+    EVICTION = "Eviction"
+    """A workload evicted for its pods not ready in time queues again from its eviction."""
+    CREATION = "Creation"
+    """... from its creation (its place kept)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Kueue's ``waitForPodsReady`` (its ``Configuration``, ``config.kueue.x-k8s.io/v1beta1``): a workload whose
+    pods are not all ready within :attr:`timeout` of its admission is evicted and queued again after a back-off, or
+    deactivated once it was requeued :attr:`backoff_limit_count` times."""
+
+    timeout: float = 300.0
+    timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
+    backoff_limit_count: int | None = None
+    """Requeuings at most (None: no limit); one more timeout deactivates the workload."""
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+    def backoff(self, count: int) -> float:
+        """Seconds a workload evicted for the ``count``-th time waits before it is queued again: base × 2^(count−1),
+        at most the max (Kueue's jitter, 0.01 %, left out)."""
+        return float(min(self.backoff_base_seconds * 2 ** (count - 1), self.backoff_max_seconds))
+
+
 @dataclass(slots=True)
 class KueueObjects:
     """The Kueue objects of a workload (file order kept; names are unique, the reader refuses a second one)."""
@@ -125,9 +151,11 @@ class KueueObjects:
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[str, LocalQueue] = field(default_factory=dict)
     """By ``namespace/name``."""
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    """Kueue's ``waitForPodsReady`` when its Configuration enables it."""
 
     def __bool__(self) -> bool:
-        return bool(self.flavors or self.cluster_queues or self.local_queues)
+        return bool(self.flavors or self.cluster_queues or self.local_queues or self.wait_for_pods_ready)
 
     def merged(self, other: KueueObjects) -> KueueObjects:
         """These objects and ``other``'s (a name defined in both keeps this one's)."""
@@ -135,6 +163,7 @@ class KueueObjects:
             {**other.flavors, **self.flavors},
             {**other.cluster_queues, **self.cluster_queues},
             {**other.local_queues, **self.local_queues},
+            self.wait_for_pods_ready or other.wait_for_pods_ready,
         )
 
 
@@ -147,9 +176,11 @@ __all__ = [
     "LocalQueue",
     "QueueingStrategy",
     "ReclaimWithinCohort",
+    "RequeuingTimestamp",
     "ResourceFlavor",
     "ResourceGroup",
     "ResourceQuota",
+    "WaitForPodsReady",
     "WithinClusterQueue",
     "namespace_labels",
 ]
