@@ -170,34 +170,31 @@ def test_a_configuration_gives_wait_for_pods_ready_with_kueues_defaults(tmp_path
     assert (wait.timeout, wait.timestamp.value, [wait.backoff(n) for n in (1, 2, 3)]) == (90.0, "Creation", [5, 10, 12])
 
 
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        pytest.param(
-            CONFIG.replace("  blockAdmission: false\n", ""),
-            "waitForPodsReady.blockAdmission: must be false: blocking admissions until pods are ready is not "
-            "modelled (Kueue's default is true), got None",
-            id="block-admission-default",
-        ),
-        pytest.param(CONFIG + "  timeout: soon\n", "waitForPodsReady.timeout: invalid duration", id="timeout"),
-        pytest.param(
-            CONFIG + "  requeuingStrategy: {backoffLimitCount: -1}\n",
-            "waitForPodsReady.requeuingStrategy.backoffLimitCount: must be an integer from 0 to 2147483647, got -1",
-            id="limit",
-        ),
-        pytest.param(
-            CONFIG + "  requeuingStrategy: {timestamp: Now}\n",
-            "waitForPodsReady.requeuingStrategy.timestamp: must be one of Eviction, Creation, got 'Now'",
-            id="timestamp",
-        ),
-        pytest.param(
-            CONFIG.replace("config.kueue", "kueue"),
-            "apiVersion: expected 'config.kueue.x-k8s.io/v1beta1', got 'kueue.x-k8s.io/v1beta1'",
-            id="api-version",
-        ),
-    ],
-)
-def test_a_bad_configuration_is_reported_with_its_field_and_skipped(tmp_path: Path, text: str, problem: str) -> None:
+BAD_CONFIGURATIONS = {
+    "blockAdmission left to Kueue's default": (
+        CONFIG.replace("  blockAdmission: false\n", ""),
+        "waitForPodsReady.blockAdmission: must be false: blocking admissions until pods are ready is not modelled "
+        "(Kueue's default is true), got None",
+    ),
+    "a timeout that is no duration": (CONFIG + "  timeout: soon\n", "waitForPodsReady.timeout: invalid duration"),
+    "a negative backoffLimitCount": (
+        CONFIG + "  requeuingStrategy: {backoffLimitCount: -1}\n",
+        "waitForPodsReady.requeuingStrategy.backoffLimitCount: must be an integer from 0 to 2147483647, got -1",
+    ),
+    "an unknown timestamp": (
+        CONFIG + "  requeuingStrategy: {timestamp: Now}\n",
+        "waitForPodsReady.requeuingStrategy.timestamp: must be one of Eviction, Creation, got 'Now'",
+    ),
+    "the objects' API for the configuration's": (
+        CONFIG.replace("config.kueue", "kueue"),
+        "apiVersion: expected 'config.kueue.x-k8s.io/v1beta1', got 'kueue.x-k8s.io/v1beta1'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGURATIONS))
+def test_a_bad_configuration_is_reported_with_its_field_and_skipped(tmp_path: Path, case: str) -> None:
+    text, problem = BAD_CONFIGURATIONS[case]
     kueue, problems = read(tmp_path, FLAVOR, text)
     assert len(problems) == 1 and problems[0].startswith(f"w.yaml: document 2: Configuration: {problem}"), problems
     assert kueue.wait_for_pods_ready is None  # type: ignore[attr-defined]

@@ -215,20 +215,24 @@ def test_wait_for_pods_ready_requeues_a_gang_that_did_not_start(scheduler: str) 
     assert record.problems == []
 
 
+def variant(tmp_path: Path, example: str, old: str, new: str) -> Path:
+    """The example file ``example`` with ``old`` replaced by ``new`` (once at least), written under ``tmp_path``."""
+    text = (EXAMPLES / example).read_text()
+    assert old in text
+    path = tmp_path / example
+    path.write_text(text.replace(old, new))
+    return path
+
+
 def test_without_wait_for_pods_ready_the_admitted_gang_waits_for_the_node(tmp_path: Path) -> None:
-    text = (EXAMPLES / "kueue-pods-ready.yaml").read_text().replace("enable: true", "enable: false")
-    path = tmp_path / "no-wait.yaml"
-    path.write_text(text)
-    record = run_file(path, "coscheduling")
+    record = run_file(variant(tmp_path, "kueue-pods-ready.yaml", "enable: true", "enable: false"), "coscheduling")
     gang = {job.job_id: job for job in record.jobs}["default/gang"]
     assert (gang.starting_time, gang.finish_time, gang.attempts) == (400.0, 500.0, 1)
     assert "pods_ready_timeouts" not in summarize(record)
 
 
 def test_wait_for_pods_ready_deactivates_a_workload_past_its_backoff_limit(tmp_path: Path) -> None:
-    text = (EXAMPLES / "kueue-pods-ready.yaml").read_text().replace("backoffLimitCount: 3", "backoffLimitCount: 1")
-    path = tmp_path / "limited.yaml"
-    path.write_text(text)
+    path = variant(tmp_path, "kueue-pods-ready.yaml", "backoffLimitCount: 3", "backoffLimitCount: 1")
     record = run_file(path, "kubeflux")
     gang = {job.job_id: job for job in record.jobs}["default/gang"]
     assert gang.finish_time is None and gang.final_state.value == "NOT_FINISHED"
