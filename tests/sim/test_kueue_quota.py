@@ -4,6 +4,7 @@ that fits its queue's quota admitted once the others are done), then the same th
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,9 +18,11 @@ from kubeflux.sim.kueue.objects import (
     LocalQueue,
     QueueingStrategy,
     ReclaimWithinCohort,
+    RequeuingTimestamp,
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    WaitForPodsReady,
     WithinClusterQueue,
 )
 from kubeflux.sim.kueue.quota import QuotaBook
@@ -133,6 +136,35 @@ def test_a_workload_that_ends_while_it_waits_is_forgotten_never_admitted_and_hol
     assert [d.workload.ref for d in admitter.cycle(4.0)] == [3]
     admitter.forget(3)
     assert admitter.cycle(5.0) == [] and admitter.usage("a") == {FR: 0} and admitter.waiting() == []
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "order"), [(RequeuingTimestamp.EVICTION, [3, 1]), (RequeuingTimestamp.CREATION, [1, 3])]
+)
+def test_a_workload_whose_pods_were_not_ready_waits_out_its_backoff_then_queues_by_its_strategy(
+    timestamp: RequeuingTimestamp, order: list[int]
+) -> None:
+    """w1 (created at 0 s) is admitted and times out at 10 s; w3 (created at 5 s) waits meanwhile: requeued, w1
+    queues behind w3 by its eviction's time, before it by its creation. Timed out again past backoffLimitCount 1,
+    it is deactivated."""
+    kueue = objects(queue("a", 4, cohort=""))
+    kueue.wait_for_pods_ready = WaitForPodsReady(10.0, timestamp, backoff_limit_count=1, backoff_base_seconds=5)
+    admitter = Admitter(kueue)
+    for ref, at in ((1, 0.0), (2, 1.0), (3, 5.0)):
+        admitter.add(workload(ref, "a", 4), at)
+        admitter.cycle(at)
+    assert admitter.time_out(1, 10.0) == 15.0  # backoffBaseSeconds x 2^0
+    assert [d.workload.ref for d in admitter.cycle(10.0)] == [2]  # its quota released; it is in no queue
+    assert [wl.ref for wl in admitter.waiting()] == [3, 1]  # pending, then backing off
+    assert admitter.requeue(1) and not admitter.requeue(1)
+    assert [wl.ref for _, wl in admitter.pending["a"]] == order
+    admitter.forget(2)
+    assert [d.workload.ref for d in admitter.cycle(16.0)] == order[:1]
+    if order[0] != 1:
+        admitter.forget(order[0])
+        assert [d.workload.ref for d in admitter.cycle(17.0)] == [1]
+    assert admitter.time_out(1, 30.0) is None
+    assert admitter.workloads[1].deactivated and admitter.waiting()[0].ref == 1  # deactivated: waits for ever
 
 
 # -- properties ---------------------------------------------------------------------------------------------------

@@ -290,9 +290,9 @@ class Admitter:
         return self.book.usage[cq]
 
     def waiting(self) -> list[QueuedWorkload]:
-        """The workloads not admitted now (inactive, or pending), inactive first."""
+        """The workloads not admitted now (inactive, pending, or waiting out a back-off), inactive first."""
         pending = [wl for queue in self.pending.values() for _, wl in queue]
-        return [*self.inactive, *pending]
+        return [*self.inactive, *pending, *(self.workloads[ref] for ref in sorted(self.backing_off))]
 
 
 __all__ = ["CYCLE_ROUNDS_PER_WORKLOAD", "Admitted", "Admitter", "Decision", "Evicted", "QueuedWorkload"]
