@@ -4,10 +4,11 @@ that fits its queue's quota admitted once the others are done), then the same th
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeflux.scheduler.objects import CPU, MEMORY, Node
+from kubeflux.scheduler.objects import CPU, MEMORY, LabelSelector, Node
 from kubeflux.sim.baselines import create
 from kubeflux.sim.driver import Simulation
 from kubeflux.sim.kueue.admission import Admitted, Admitter, Evicted
@@ -15,12 +16,13 @@ from kubeflux.sim.kueue.objects import (
     ClusterQueue,
     KueueObjects,
     LocalQueue,
-    NamespaceSelector,
     QueueingStrategy,
     ReclaimWithinCohort,
+    RequeuingTimestamp,
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    WaitForPodsReady,
     WithinClusterQueue,
 )
 from kubeflux.sim.kueue.quota import QuotaBook
@@ -41,7 +43,7 @@ def queue(
     within: WithinClusterQueue = WithinClusterQueue.NEVER,
 ) -> ClusterQueue:
     group = ResourceGroup((CPU,), (("default", {CPU: ResourceQuota(nominal, borrowing, lending)}),))
-    return ClusterQueue(name, (group,), cohort, strategy, NamespaceSelector(), within, reclaim)
+    return ClusterQueue(name, (group,), cohort, strategy, LabelSelector(), within, reclaim)
 
 
 def objects(*queues: ClusterQueue) -> KueueObjects:
@@ -114,7 +116,7 @@ def test_within_cluster_queue_lower_priority_is_preempted_for_a_higher_one() -> 
     admitter.add(workload(3, "a", 4, priority=10), 2.0)
     decisions = admitter.cycle(2.0)
     assert [(type(d).__name__, d.workload.ref) for d in decisions] == [("Evicted", 1), ("Admitted", 3)]
-    assert admitter.workloads[1].timestamp == 2.0  # requeued with its eviction's time
+    assert admitter.workloads[1].timestamp == 0.0  # requeued in its place: its creation orders it
 
 
 def test_a_higher_priority_workload_is_admitted_first() -> None:
@@ -122,6 +124,47 @@ def test_a_higher_priority_workload_is_admitted_first() -> None:
     admitter.add(workload(1, "a", 4, priority=0), 0.0)
     admitter.add(workload(2, "a", 4, priority=5), 1.0)
     assert [d.workload.ref for d in admitter.cycle(1.0)] == [2]
+
+
+def test_a_workload_that_ends_while_it_waits_is_forgotten_never_admitted_and_holds_no_quota() -> None:
+    admitter = Admitter(objects(queue("a", 4, cohort="")))
+    for ref in (1, 2, 3):
+        admitter.add(workload(ref, "a", 4), float(ref))
+    assert [d.workload.ref for d in admitter.cycle(3.0)] == [1]
+    admitter.forget(2)  # failed while it waited (a held Job's end)
+    admitter.forget(1)  # ended while admitted: its quota back
+    assert [d.workload.ref for d in admitter.cycle(4.0)] == [3]
+    admitter.forget(3)
+    assert admitter.cycle(5.0) == [] and admitter.usage("a") == {FR: 0} and admitter.waiting() == []
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "order"), [(RequeuingTimestamp.EVICTION, [3, 1]), (RequeuingTimestamp.CREATION, [1, 3])]
+)
+def test_a_workload_whose_pods_were_not_ready_waits_out_its_backoff_then_queues_by_its_strategy(
+    timestamp: RequeuingTimestamp, order: list[int]
+) -> None:
+    """w1 (created at 0 s) is admitted and times out at 10 s; w3 (created at 5 s) waits meanwhile: requeued, w1
+    queues behind w3 by its eviction's time, before it by its creation. Timed out again past backoffLimitCount 1,
+    it is deactivated."""
+    kueue = objects(queue("a", 4, cohort=""))
+    kueue.wait_for_pods_ready = WaitForPodsReady(10.0, timestamp, backoff_limit_count=1, backoff_base_seconds=5)
+    admitter = Admitter(kueue)
+    for ref, at in ((1, 0.0), (2, 1.0), (3, 5.0)):
+        admitter.add(workload(ref, "a", 4), at)
+        admitter.cycle(at)
+    assert admitter.time_out(1, 10.0) == 15.0  # backoffBaseSeconds x 2^0
+    assert [d.workload.ref for d in admitter.cycle(10.0)] == [2]  # its quota released; it is in no queue
+    assert [wl.ref for wl in admitter.waiting()] == [3, 1]  # pending, then backing off
+    assert admitter.requeue(1) and not admitter.requeue(1)
+    assert [wl.ref for _, wl in admitter.pending["a"]] == order
+    admitter.forget(2)
+    assert [d.workload.ref for d in admitter.cycle(16.0)] == order[:1]
+    if order[0] != 1:
+        admitter.forget(order[0])
+        assert [d.workload.ref for d in admitter.cycle(17.0)] == [1]
+    assert admitter.time_out(1, 30.0) is None
+    assert admitter.workloads[1].deactivated and admitter.waiting()[0].ref == 1  # deactivated: waits for ever
 
 
 # -- properties ---------------------------------------------------------------------------------------------------
@@ -150,17 +193,33 @@ def _queues(specs: list[QueueSpec]) -> list[ClusterQueue]:
     ]
 
 
-def _within_quota(book: QuotaBook, queues: list[ClusterQueue]) -> None:
+def _lends(spec: QueueSpec) -> int:
+    """What a member lends its cohort: its lending limit (at most its nominal quota), else all its nominal quota."""
+    nominal, _borrowing, lending, *_ = spec
+    return nominal if lending is None else min(lending, nominal)
+
+
+def _ceilings(specs: list[QueueSpec]) -> list[int]:
+    """The most each queue may ever use, from the specs alone (Kueue's arithmetic, not the book's): its nominal
+    quota plus what it may borrow, the others' lending capped by its borrowing limit."""
+    ceilings = []
+    for i, (nominal, borrowing, *_) in enumerate(specs):
+        pool = sum(_lends(other) for j, other in enumerate(specs) if j != i)
+        ceilings.append(nominal + (pool if borrowing is None else min(borrowing, pool)))
+    return ceilings
+
+
+def _within_quota(book: QuotaBook, specs: list[QueueSpec]) -> None:
+    """Every queue within its nominal quota plus its borrowing limit, and the cohort lending no more than its
+    members lend (usage beyond what a member keeps for itself, its nominal minus what it lends)."""
     lendable = used = 0
-    for cq in queues:
-        quota = cq.quotas()[FR]
-        usage = book.usage[cq.name].get(FR, 0)
-        assert usage >= 0
-        if quota.borrowing_limit is not None:
-            assert usage <= quota.nominal + quota.borrowing_limit, cq.name
-        lendable += quota.nominal - quota.guaranteed
-        used += max(0, usage - quota.guaranteed)
-    assert used <= lendable  # the cohort lends no more than its members lend
+    for i, (spec, ceiling) in enumerate(zip(specs, _ceilings(specs), strict=True)):
+        usage = book.usage[f"q{i}"].get(FR, 0)
+        assert 0 <= usage <= ceiling, (i, usage, ceiling)
+        kept = spec[0] - _lends(spec)
+        lendable += _lends(spec)
+        used += max(0, usage - kept)
+    assert used <= lendable
 
 
 @settings(max_examples=200, deadline=None)
@@ -176,25 +235,25 @@ def test_quota_is_never_exceeded_and_every_workload_that_fits_is_admitted_in_the
         cq = queues[which % len(queues)]
         admitter.add(workload(ref, cq.name, cpu, priority), float(ref))
         admitter.cycle(float(ref))
-        _within_quota(admitter.book, queues)
+        _within_quota(admitter.book, specs)
         if ref % 3 == 2 and admitter.admitted:  # one ends now and then
             admitter.finish(sorted(admitter.admitted)[0])
     now = float(len(loads))
     for _ in range(10 * len(loads) + 10):  # drain: whatever is admitted ends
         admitter.cycle(now)
-        _within_quota(admitter.book, queues)
+        _within_quota(admitter.book, specs)
         if not admitter.admitted:
             break
         for ref in list(admitter.admitted):
             admitter.finish(ref)
         now += 1.0
-    for cq in queues:  # only what can never fit waits, and in a StrictFIFO queue what waits behind it
+    for cq, ceiling in zip(queues, _ceilings(specs), strict=True):
+        # only what can never fit waits, and in a StrictFIFO queue what waits behind it
         waiting = [wl for _, wl in admitter.pending[cq.name]]
         if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
             waiting = waiting[:1]
-        ceiling = admitter.book.ceiling(cq.name, FR)
         for wl in waiting:
-            assert ceiling is not None and wl.requests[CPU] > ceiling, (wl.key, wl.requests, ceiling, wl.why)
+            assert wl.requests[CPU] > ceiling, (wl.key, wl.requests, ceiling, wl.why)
 
 
 def _job(index: int, namespace: str, cores: int, submit: float, run: float) -> WorkloadJob:

@@ -42,7 +42,8 @@ def test_the_examples_read_without_problems() -> None:
         workload = read_manifests(path)
         assert workload.kueue, path
         assert workload.problems == [], path
-        assert all(job.queue_name for job in workload.jobs if job.id != "default/unqueued"), path
+        unqueued = {"default/unqueued", "default/outside-kueue"}  # work Kueue does not hold, on purpose
+        assert all(job.queue_name for job in workload.jobs if job.id not in unqueued), path
 
 
 def test_a_cluster_queue_reads_as_kueue_defaults_it(tmp_path: Path) -> None:
@@ -147,3 +148,53 @@ def test_a_wrong_api_version_is_named(tmp_path: Path) -> None:
 def test_a_file_without_kueue_objects_has_none(tmp_path: Path) -> None:
     kueue, _ = read(tmp_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n")
     assert kueue is None
+
+
+CONFIG = (
+    "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady:\n  enable: true\n"
+    "  blockAdmission: false\n"
+)
+
+
+def test_a_configuration_gives_wait_for_pods_ready_with_kueues_defaults(tmp_path: Path) -> None:
+    kueue, problems = read(tmp_path, CONFIG)
+    assert problems == []
+    wait = kueue.wait_for_pods_ready  # type: ignore[attr-defined]
+    assert (wait.timeout, wait.timestamp.value, wait.backoff_limit_count) == (300.0, "Eviction", None)
+    assert [wait.backoff(n) for n in (1, 2, 3, 7, 8)] == [60.0, 120.0, 240.0, 3600.0, 3600.0]  # capped at the max
+    strategy = (
+        "  timeout: 90s\n  requeuingStrategy: {timestamp: Creation, backoffBaseSeconds: 5, backoffMaxSeconds: 12}\n"
+    )
+    kueue, _ = read(tmp_path, CONFIG + strategy)
+    wait = kueue.wait_for_pods_ready  # type: ignore[attr-defined]
+    assert (wait.timeout, wait.timestamp.value, [wait.backoff(n) for n in (1, 2, 3)]) == (90.0, "Creation", [5, 10, 12])
+
+
+BAD_CONFIGURATIONS = {
+    "blockAdmission left to Kueue's default": (
+        CONFIG.replace("  blockAdmission: false\n", ""),
+        "waitForPodsReady.blockAdmission: must be false: blocking admissions until pods are ready is not modelled "
+        "(Kueue's default is true), got None",
+    ),
+    "a timeout that is no duration": (CONFIG + "  timeout: soon\n", "waitForPodsReady.timeout: invalid duration"),
+    "a negative backoffLimitCount": (
+        CONFIG + "  requeuingStrategy: {backoffLimitCount: -1}\n",
+        "waitForPodsReady.requeuingStrategy.backoffLimitCount: must be an integer from 0 to 2147483647, got -1",
+    ),
+    "an unknown timestamp": (
+        CONFIG + "  requeuingStrategy: {timestamp: Now}\n",
+        "waitForPodsReady.requeuingStrategy.timestamp: must be one of Eviction, Creation, got 'Now'",
+    ),
+    "the objects' API for the configuration's": (
+        CONFIG.replace("config.kueue", "kueue"),
+        "apiVersion: expected 'config.kueue.x-k8s.io/v1beta1', got 'kueue.x-k8s.io/v1beta1'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGURATIONS))
+def test_a_bad_configuration_is_reported_with_its_field_and_skipped(tmp_path: Path, case: str) -> None:
+    text, problem = BAD_CONFIGURATIONS[case]
+    kueue, problems = read(tmp_path, FLAVOR, text)
+    assert len(problems) == 1 and problems[0].startswith(f"w.yaml: document 2: Configuration: {problem}"), problems
+    assert kueue.wait_for_pods_ready is None  # type: ignore[attr-defined]

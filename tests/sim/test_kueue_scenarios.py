@@ -10,7 +10,7 @@ import pytest
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import CPU, MEMORY, Node
 from kubeflux.sim.baselines import create
-from kubeflux.sim.driver import simulate
+from kubeflux.sim.driver import Simulation, simulate
 from kubeflux.sim.metrics import JOBS_COLUMNS, summarize, write_jobs_csv
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads import load_workload
@@ -26,6 +26,10 @@ def run(example: str, scheduler: str, nodes: list[Node] | None = None) -> RunRec
     workload = load_workload(EXAMPLES / example)
     cluster = nodes if nodes is not None else read_cluster(CLUSTERS / "two-8core.yaml")
     return simulate(workload, cluster, owned(scheduler))
+
+
+def run_file(path: Path, scheduler: str) -> RunRecord:
+    return simulate(load_workload(path), read_cluster(CLUSTERS / "two-8core.yaml"), owned(scheduler))
 
 
 def owned(name: str) -> dict[str, Scheduler]:
@@ -83,6 +87,28 @@ def test_pods_admitted_on_a_tainted_flavor_get_its_toleration_and_node_labels(sc
     assert all(job.final_state.value == "COMPLETED_SUCCESSFULLY" for job in record.jobs)
 
 
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_job_evicted_and_admitted_again_on_another_flavor_runs_with_that_flavors_labels_only(scheduler: str) -> None:
+    """Team A's second Job borrows team B's on-demand quota, is evicted when team B reclaims it, and is admitted
+    again at once on spot: its new pod selects the spot nodes (not on-demand, whose label the first admission
+    added) and tolerates their taint."""
+    workload = load_workload(EXAMPLES / "kueue-flavor-readmit.yaml")
+    sim = Simulation(workload, read_cluster(CLUSTERS / "kueue-spot.yaml"), owned(scheduler))
+    record = sim.run()
+    pods = [(pod.pod, pod.node, pod.created_time, pod.end_time, pod.reason) for pod in record.pods]
+    second = [pod for pod in pods if pod[0].startswith("team-a/a-second")]
+    assert len(second) == 2, pods
+    (_, first_node, _, first_end, first_reason), (_, node, created, end, reason) = second
+    assert first_node.startswith("od-") and (first_end, first_reason) == (100.0, "Preempted")
+    assert node.startswith("spot-") and (created, end, reason) == (100.0, 400.0, "Completed")
+    assert jobs_of(record)["team-b/b-first"] == (100.0, 200.0)
+    assert sim.kueue is not None
+    job = next(job for job in sim.cluster.book.jobs if job.wjob.id == "team-a/a-second")
+    template = job.wjob.pods[0]
+    assert template.node_selector == {"instance-type": "spot"}
+    assert [t.key for t in template.tolerations] == ["spot"]
+
+
 def test_without_the_flavor_toleration_a_tainted_flavor_is_skipped(tmp_path: Path) -> None:
     text = (EXAMPLES / "kueue-flavors.yaml").read_text()
     untolerated = text.replace('  tolerations: [{key: spot, operator: Equal, value: "true", effect: NoSchedule}]\n', "")
@@ -135,3 +161,82 @@ def test_without_kueue_objects_the_label_is_ignored_and_the_outputs_are_as_befor
     write_jobs_csv(with_kueue, tmp_path / "kueue.csv")
     header = (tmp_path / "kueue.csv").read_text().splitlines()[0]
     assert header == ",".join((*JOBS_COLUMNS, "cluster_queue", "admission_wait", "quota_evictions"))
+
+
+def _with_deadline(tmp_path: Path, seconds: int) -> Path:
+    """``kueue-cohort-reclaim.yaml`` with ``activeDeadlineSeconds`` on team A's borrowing Job (evicted at 100 s,
+    held until team B's Job ends at 200 s)."""
+    text = (EXAMPLES / "kueue-cohort-reclaim.yaml").read_text()
+    head, tail = text.split("  name: a-second\n")
+    changed = head + "  name: a-second\n" + tail.replace("spec:\n", f"spec:\n  activeDeadlineSeconds: {seconds}\n", 1)
+    path = tmp_path / "deadline.yaml"
+    path.write_text(changed)
+    return path
+
+
+def test_an_evicted_jobs_deadline_stops_while_it_is_held_and_counts_again_from_its_readmission(tmp_path: Path) -> None:
+    """Kubernetes stops a suspended Job's ``activeDeadlineSeconds`` timer and starts it again when the Job resumes
+    (its ``startTime`` reset): the deadline of 150 s would fall at 151 s, while Kueue holds the Job; it falls 150 s
+    after its admission again (200 s), and its quota is released then."""
+    workload = load_workload(_with_deadline(tmp_path, 150))
+    sim = Simulation(workload, read_cluster(CLUSTERS / "two-8core.yaml"), owned("kube-default"))
+    record = sim.run()
+    rows = {job.job_id: job for job in record.jobs}
+    second = rows["team-a/a-second"]
+    assert (second.starting_time, second.finish_time) == (200.0, 350.0)
+    assert second.final_state.value == "COMPLETED_WALLTIME_REACHED"
+    assert sim.kueue is not None and sim.kueue.admitter.admitted == {}  # no finished job holds quota
+    assert all(not queue for queue in sim.kueue.admitter.pending.values())
+    used = sim.kueue.series.points["team-a-cq"][-1][1]
+    assert used.get("cpu", 0) == 0
+
+
+def test_an_evicted_job_readmitted_in_time_meets_a_deadline_counted_from_its_readmission(tmp_path: Path) -> None:
+    record = run_file(_with_deadline(tmp_path, 320), "kube-default")
+    second = {job.job_id: job for job in record.jobs}["team-a/a-second"]
+    assert (second.starting_time, second.finish_time) == (200.0, 500.0)  # 321 s from its first start: not failed
+    assert second.final_state.value == "COMPLETED_SUCCESSFULLY"
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_wait_for_pods_ready_requeues_a_gang_that_did_not_start(scheduler: str) -> None:
+    """Kueue admits the 4 x 4-core gang on quota, but a pod it does not hold takes one node until 400 s: the gang
+    cannot start whole; 2 minutes after each admission it is evicted (PodsReadyTimeout) and queued again after
+    60 s, then 120 s (backoffBaseSeconds 60, doubling); admitted at 421 s, it starts and runs."""
+    record = run("kueue-pods-ready.yaml", scheduler)
+    gang = {job.job_id: job for job in record.jobs}["default/gang"]
+    assert (gang.starting_time, gang.finish_time, gang.attempts) == (421.0, 521.0, 3)
+    assert gang.final_state.value == "COMPLETED_SUCCESSFULLY" and gang.admission_time == 1.0
+    timed_out = sorted({(pod.created_time, pod.end_time) for pod in record.pods if pod.job_id == "default/gang"})
+    assert timed_out == [(1.0, 121.0), (181.0, 301.0), (421.0, 521.0)]
+    assert sum(pod.reason == "PodsReadyTimeout" for pod in record.pods) == 2  # one per eviction; its peers follow
+    summary = summarize(record)
+    assert summary["pods_ready_timeouts"] == 2 and summary["quota_preemptions"] == 0
+    assert record.problems == []
+
+
+def variant(tmp_path: Path, example: str, old: str, new: str) -> Path:
+    """The example file ``example`` with ``old`` replaced by ``new`` (once at least), written under ``tmp_path``."""
+    text = (EXAMPLES / example).read_text()
+    assert old in text
+    path = tmp_path / example
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_without_wait_for_pods_ready_the_admitted_gang_waits_for_the_node(tmp_path: Path) -> None:
+    record = run_file(variant(tmp_path, "kueue-pods-ready.yaml", "enable: true", "enable: false"), "coscheduling")
+    gang = {job.job_id: job for job in record.jobs}["default/gang"]
+    assert (gang.starting_time, gang.finish_time, gang.attempts) == (400.0, 500.0, 1)
+    assert "pods_ready_timeouts" not in summarize(record)
+
+
+def test_wait_for_pods_ready_deactivates_a_workload_past_its_backoff_limit(tmp_path: Path) -> None:
+    path = variant(tmp_path, "kueue-pods-ready.yaml", "backoffLimitCount: 3", "backoffLimitCount: 1")
+    record = run_file(path, "kubeflux")
+    gang = {job.job_id: job for job in record.jobs}["default/gang"]
+    assert gang.finish_time is None and gang.final_state.value == "NOT_FINISHED"
+    assert gang.reason == "deactivated: its pods not ready in time after 1 requeuing(s) (backoffLimitCount) (Kueue)"
+    assert max(pod.end_time or 0.0 for pod in record.pods if pod.job_id == "default/gang") == 301.0
+    assert record.problems == ["kueue: 1 workload(s) deactivated, their pods not ready in time too often: default/gang"]
+    assert summarize(record)["pods_ready_timeouts"] == 2

@@ -58,10 +58,13 @@ __all__ = [
     "ManifestError",
     "format_timestamp",
     "node_from_manifest",
+    "object_reader",
     "parse_timestamp",
     "pod_from_manifest",
     "pod_to_manifest",
     "podgroup_from_manifest",
+    "read_taints",
+    "read_tolerations",
     "resource_list",
 ]
 
@@ -209,6 +212,13 @@ class _Reader:
         if message is not None:
             raise self.fail(path, message)
         return self.integer(path, value)
+
+
+def object_reader(kind: str, obj: Any) -> _Reader:
+    """A reader of the manifest ``obj`` of ``kind`` (its errors name ``Kind [namespace/]name`` and the field), for
+    the field readers of this module (:func:`read_taints`, :func:`read_tolerations`) and of
+    :mod:`~kubeflux.apiobjects.podterms` on other kinds' objects."""
+    return _Reader(kind, obj, (kind,))
 
 
 def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> ResourceList:
@@ -369,9 +379,10 @@ def _check_effect(reader: _Reader, path: str, effect: str) -> None:
         raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
 
 
-def _tolerations(reader: _Reader) -> tuple[Toleration, ...]:
+def read_tolerations(reader: _Reader, at: str = "spec.tolerations") -> tuple[Toleration, ...]:
+    """The tolerations listed at ``at`` (a pod's, or a Kueue ResourceFlavor's), held to the API server's checks."""
     result = []
-    for path, item in reader.entries("spec.tolerations"):
+    for path, item in reader.entries(at):
         key = reader.field(path, item, "key")
         operator = reader.field(path, item, "operator", "Equal")
         value = reader.field(path, item, "value")
@@ -482,7 +493,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         labels=labels,
         annotations=reader.string_map("metadata.annotations"),
         node_selector=reader.string_map("spec.nodeSelector"),
-        tolerations=_tolerations(reader),
+        tolerations=read_tolerations(reader),
         required_node_affinity=_node_affinity(reader),
         node_name=node_name,
         phase=phase,
@@ -501,9 +512,11 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
 # --- nodes and pod groups -----------------------------------------------------------------------------------
 
 
-def _taints(reader: _Reader) -> tuple[Taint, ...]:
+def read_taints(reader: _Reader, at: str = "spec.taints") -> tuple[Taint, ...]:
+    """The taints listed at ``at`` (a node's, or a Kueue ResourceFlavor's ``spec.nodeTaints``): a key and a known
+    effect each."""
     result = []
-    for path, item in reader.entries("spec.taints"):
+    for path, item in reader.entries(at):
         key = reader.field(path, item, "key")
         effect = reader.field(path, item, "effect")
         if not key:
@@ -537,7 +550,7 @@ def node_from_manifest(obj: Any) -> Node:
         uid=reader.string("metadata.uid"),
         allocatable=allocatable,
         labels=reader.string_map("metadata.labels"),
-        taints=_taints(reader),
+        taints=read_taints(reader),
         unschedulable=reader.boolean("spec.unschedulable"),
         ready=_ready(reader),
     )

@@ -122,15 +122,9 @@ class JobBook:
 
     def requeue_held(self, job: SimJob) -> None:
         """``job`` is held (an admission layer suspended it; its pods deleted by the caller) and waits to be started
-        again (:meth:`start`): a new attempt (:meth:`SimJob.requeued`; a Job keeps the completions it made, as a
-        suspended Job does), in the queue again if it had left it."""
-        succeeded = job.succeeded
-        if job.first_bind is not None:
-            self.pending_jobs += 1
-            self._sample_queue()
-        job.requeued()
-        if job.wjob.kind is JobKind.JOB:
-            job.succeeded = succeeded
+        again (:meth:`start`): a new attempt (:meth:`_new_attempt`; a Job keeps the completions it made, as a
+        suspended Job does)."""
+        self._new_attempt(job, keep_completions=job.wjob.kind is JobKind.JOB)
 
     def _create_group(self, job: SimJob, uid: str) -> None:
         """Create ``job``'s PodGroup now, of uid ``uid`` (ADDED)."""
@@ -308,10 +302,19 @@ class JobBook:
         ``PreemptMode=REQUEUE`` does: a new attempt (:meth:`SimJob.requeued`: one more retry, its record's
         ``attempts``) waits in the queue again; its submit time stays, so its wait and turnaround count from its
         first submission. Its objects are new, made once this instant's ends are in (:meth:`_resubmit`)."""
-        job.requeued()
-        self.pending_jobs += 1
-        self._sample_queue()
+        self._new_attempt(job)
         self.loop.schedule(self.loop.now, Priority.ARRIVAL, self._resubmit, job)
+
+    def _new_attempt(self, job: SimJob, keep_completions: bool = False) -> None:
+        """``job`` begins a new attempt (:meth:`SimJob.requeued`), in the queue again if a pod of its attempt was
+        bound (it had left it); with ``keep_completions``, its count of succeeded pods stays."""
+        succeeded = job.succeeded
+        if job.first_bind is not None:
+            self.pending_jobs += 1
+            self._sample_queue()
+        job.requeued()
+        if keep_completions:
+            job.succeeded = succeeded
 
     def _resubmit(self, job: SimJob) -> None:
         """A requeued job's new objects, created now: its PodGroup made again (DELETED, then ADDED: a new gang to

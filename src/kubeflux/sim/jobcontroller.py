@@ -112,6 +112,10 @@ class JobController:
         """The controller's client's token bucket (None: pods are created at once, as many as a Job lacks)."""
         self._creating: dict[int, _Creation] = {}
         """Job index → its pods being created (with :attr:`bucket`: the creations wait for tokens)."""
+        self._deadlines: dict[int, float] = {}
+        """Job index → when its ``activeDeadlineSeconds`` falls, counted from its last start: a suspended Job's timer
+        stops and starts again when it resumes (Kubernetes resets its ``startTime``), so a timer armed before the
+        suspension is void."""
 
     @classmethod
     def for_lifecycle(cls, cluster: JobHost, lifecycle: Lifecycle) -> JobController:
@@ -119,14 +123,16 @@ class JobController:
         return cls(cluster, lifecycle.job_sync_delay, lifecycle.job_client_rate())
 
     def start(self, job: SimJob) -> None:
-        """A Job was created: arm its ``activeDeadlineSeconds`` and create its first wave of pods."""
+        """A Job was created, or resumed after a suspension (an admission layer held it): arm its
+        ``activeDeadlineSeconds`` from now and create its first wave of pods."""
         deadline = job.wjob.active_deadline_seconds
         loop = self.cluster.loop
         if job.succeeded >= job.wjob.completions:  # completions: 0 — complete at once, as kube-controller-manager
             self.cluster.finish_job(job)
             return
         if deadline is not None:
-            loop.schedule(loop.now + deadline, Priority.RELEASE, self._deadline, job)
+            at = self._deadlines[job.index] = loop.now + deadline
+            loop.schedule(at, Priority.RELEASE, self._deadline, job)
         self._fill(job)
 
     def pod_ended(self, job: SimJob) -> None:
@@ -251,7 +257,11 @@ class JobController:
             cluster.delete_pod(sp.pod.key, why)
 
     def _deadline(self, job: SimJob) -> None:
-        if job.finish is None:
+        """The Job's deadline falls, unless it ended, is suspended, or resumed since the timer was armed."""
+        if self._deadlines.get(job.index) != self.cluster.loop.now:
+            return  # armed before a suspension: void
+        del self._deadlines[job.index]
+        if job.finish is None and not job.held:
             self._fail(job, "DeadlineExceeded")
             self.cluster.record_event(
                 "Warning",

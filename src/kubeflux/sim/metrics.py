@@ -63,7 +63,7 @@ from numpy.typing import NDArray
 
 from kubeflux.sim.kueue.figures import ADMISSION_COLUMNS, admission_columns
 from kubeflux.sim.losses import preemption_losses
-from kubeflux.sim.output.arrays import columns, floats
+from kubeflux.sim.output.arrays import floats, step_area
 from kubeflux.sim.records import FinalState, JobRecord, PodRecord, RunRecord
 
 BATSIM_COLUMNS: tuple[str, ...] = (
@@ -361,25 +361,11 @@ class JobTimes:
         """Jobs of a priority above the default's 0 (:func:`summarize`'s urgent jobs)."""
 
 
-def _area(points: Sequence[tuple[float, int]], begin: float, end: float) -> float:
-    """The integral over [begin, end] of a step function given as (time, value) at each change."""
-    if not points:
-        return 0.0
-    times, values = columns(points, 2)
-    order = np.lexsort((values, times))
-    times, values = times[order], values[order]
-    lo = np.maximum(times, begin)
-    hi = np.minimum(np.append(times[1:], end), end)
-    inside = hi > lo
-    terms = values[inside] * (hi[inside] - lo[inside])
-    return float(np.cumsum(terms)[-1]) if terms.size else 0.0  # cumsum adds left to right, as a loop would
-
-
 def _used_core_seconds(run: RunRecord, begin: float, end: float) -> float:
     """Core-seconds in use over [begin, end]: the run's utilization series when it has one, else the jobs'
     allocations (cores × (finish − start))."""
     if run.utilization_series:
-        return _area(run.utilization_series, begin, end)
+        return step_area(run.utilization_series, begin, end)
     total = 0.0
     for job in run.jobs:
         if job.final_state is FinalState.REJECTED or job.starting_time is None or job.finish_time is None:
@@ -522,7 +508,7 @@ def kind_utilization(run: RunRecord, begin: float, end: float) -> dict[str, floa
         return figures
     cores = run.total_cores * span
     if cores > 0:
-        useful = _used_core_seconds(run, begin, end) - _area(run.idle_series, begin, end)
+        useful = _used_core_seconds(run, begin, end) - step_area(run.idle_series, begin, end)
         figures["useful_utilization"] = round(useful / cores, 6)
     for kind in run.resources:
         name, capacity = kind.name, kind.capacity
@@ -530,8 +516,8 @@ def kind_utilization(run: RunRecord, begin: float, end: float) -> dict[str, floa
         if name == "cpu" or capacity <= 0 or (series is None and not kind.count):  # memory no pod asked for
             continue
         points = series or []
-        allocated = _area([(t, a) for t, a, _ in points], begin, end) / (capacity * span)
-        busy = _area([(t, u) for t, _, u in points], begin, end) / (capacity * span)
+        allocated = step_area([(t, a) for t, a, _ in points], begin, end) / (capacity * span)
+        busy = step_area([(t, u) for t, _, u in points], begin, end) / (capacity * span)
         figures[f"utilization[{name}]"] = round(allocated, 6)
         figures[f"useful_utilization[{name}]"] = round(busy, 6)
     return figures

@@ -5,10 +5,14 @@ the quota it holds. A functional core: no cluster, no clock of its own (``now`` 
 Lifecycle of a :class:`QueuedWorkload`: added (:meth:`Admitter.add`) → *inactive* when its LocalQueue does not
 exist, names a ClusterQueue that does not exist, or one that is inactive (a flavor it names does not exist) or
 whose ``namespaceSelector`` does not take its namespace (it waits for ever, said in :meth:`Admitter.waiting`) →
-else *pending* in its ClusterQueue's queue, ordered by priority (higher first), then by its timestamp (its
-creation; after an eviction, the eviction's time: Kueue's default ``requeuingStrategy``) → *admitted* by a cycle
+else *pending* in its ClusterQueue's queue, ordered by priority (higher first), then by its timestamp (Kueue's
+queue-order timestamp: its creation, kept when it is preempted; the time of its last eviction for its pods not ready
+in time, with ``waitForPodsReady``'s default ``requeuingStrategy``) → *admitted* by a cycle
 (:meth:`Admitter.cycle`: its quota is counted) → *finished* (:meth:`Admitter.finish`: its quota is released) or
-*evicted* by a preemption (its quota released, back to pending).
+*evicted* by a preemption (its quota released, back to pending), or for its pods not ready in time
+(:meth:`Admitter.time_out`, with ``waitForPodsReady``: its quota released, it waits out a back-off outside any queue
+until the shell queues it again, :meth:`Admitter.requeue`, or is *deactivated* for good). A workload that ends in
+any state (a Job failed while held) is forgotten (:meth:`Admitter.forget`): out of its queue, its quota released.
 
 One cycle repeats until nothing more can be admitted: it takes the head of every ClusterQueue (a
 ``BestEffortFIFO`` queue skips the workloads set aside), orders them (those that fit without borrowing first,
@@ -24,7 +28,13 @@ import bisect
 from dataclasses import dataclass
 
 from kubeflux.sim.kueue.flavors import Assignment, Mode, assign
-from kubeflux.sim.kueue.objects import ClusterQueue, KueueObjects, QueueingStrategy
+from kubeflux.sim.kueue.objects import (
+    ClusterQueue,
+    KueueObjects,
+    QueueingStrategy,
+    RequeuingTimestamp,
+    namespace_labels,
+)
 from kubeflux.sim.kueue.preemption import victims
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
@@ -65,6 +75,8 @@ class Admitter:
         self.parked: dict[str, set[int]] = {name: set() for name in objects.cluster_queues}
         """Per ``BestEffortFIFO`` ClusterQueue, the workloads set aside until quota is released in its cohort."""
         self.inactive: list[QueuedWorkload] = []
+        self.backing_off: set[int] = set()
+        """Workloads evicted for their pods not ready in time, waiting out their back-off (:meth:`time_out`)."""
         self.admitted: dict[int, QueuedWorkload] = {}
         self.workloads: dict[int, QueuedWorkload] = {}
         self._seq = 0
@@ -88,7 +100,7 @@ class Admitter:
                 why = f"ClusterQueue {local.cluster_queue} doesn't exist"
             elif cq.name in self.inactive_cqs:
                 why = self.inactive_cqs[cq.name]
-            elif cq.namespace_selector is None or not cq.namespace_selector.matches(wl.namespace):
+            elif cq.namespace_selector is None or not cq.namespace_selector.matches(namespace_labels(wl.namespace)):
                 why = f"Workload namespace doesn't match ClusterQueue {cq.name} selector"
             else:
                 wl.cluster_queue = cq.name
@@ -113,6 +125,56 @@ class Admitter:
         self.book.add(wl.cluster_queue, wl.assignment.usage, -1)
         self._released(wl.cluster_queue)
         return True
+
+    def time_out(self, ref: int, now: float) -> float | None:
+        """The admitted workload ``ref``'s pods were not all ready within ``waitForPodsReady.timeout``: its quota is
+        released and it is out of its queue until :meth:`requeue` (returns when: now + its back-off), or, requeued
+        ``backoffLimitCount`` times already, deactivated (None: it waits for ever, said in :meth:`waiting`)."""
+        config = self.objects.wait_for_pods_ready
+        wl = self.admitted[ref]
+        assert config is not None
+        self.finish(ref)
+        wl.admitted_at = None
+        if config.backoff_limit_count is not None and wl.timeouts + 1 > config.backoff_limit_count:
+            wl.deactivated = True
+            wl.why = f"deactivated: its pods not ready in time after {wl.timeouts} requeuing(s) (backoffLimitCount)"
+            self.inactive.append(wl)
+            return None
+        wl.timeouts += 1
+        if config.timestamp is RequeuingTimestamp.EVICTION:
+            wl.timestamp = now
+        wl.why = "its pods were not ready in time: requeued after a back-off"
+        self.backing_off.add(ref)
+        return now + config.backoff(wl.timeouts)
+
+    def requeue(self, ref: int) -> bool:
+        """The workload ``ref``'s back-off is over (:meth:`time_out`): it waits in its queue again. False when it
+        ended meanwhile."""
+        if ref not in self.backing_off:
+            return False
+        self.backing_off.discard(ref)
+        self._enqueue(self.workloads[ref])
+        return True
+
+    def forget(self, ref: int) -> None:
+        """The workload ``ref`` ended, whatever its state (a Job failed while held, ...): its quota is released if
+        admitted, and it leaves its queue (or the inactive ones) so that no cycle admits it again."""
+        self.backing_off.discard(ref)
+        if self.finish(ref):
+            return
+        wl = self.workloads.get(ref)
+        if wl is None:
+            return
+        queue = self.pending.get(wl.cluster_queue)
+        if queue is not None:
+            at = bisect.bisect_left(queue, wl.order(), key=lambda item: item[0])
+            if at < len(queue) and queue[at][1] is wl:
+                queue.pop(at)
+                self._cursor[wl.cluster_queue] = 0
+                self.parked[wl.cluster_queue].discard(ref)
+                return
+        if wl in self.inactive:
+            self.inactive.remove(wl)
 
     def _released(self, cq: str) -> None:
         """Quota was released in ``cq``: the workloads set aside in its cohort are tried again."""
@@ -216,11 +278,11 @@ class Admitter:
         self.admitted[wl.ref] = wl
 
     def _evict(self, wl: QueuedWorkload, now: float) -> None:
-        """Preempted: its quota released, it waits again, its timestamp the eviction's."""
+        """Preempted: its quota released, it waits again in its place (Kueue orders a preempted workload by its
+        creation, with the ``PrioritySortingWithinCohort`` gate on by default)."""
         self.finish(wl.ref)
         wl.evictions += 1
         wl.admitted_at = None
-        wl.timestamp = now
         self._enqueue(wl)
 
     # -- reading --------------------------------------------------------------------------------------------------
@@ -228,9 +290,9 @@ class Admitter:
         return self.book.usage[cq]
 
     def waiting(self) -> list[QueuedWorkload]:
-        """The workloads not admitted now (inactive, or pending), inactive first."""
+        """The workloads not admitted now (inactive, pending, or waiting out a back-off), inactive first."""
         pending = [wl for queue in self.pending.values() for _, wl in queue]
-        return [*self.inactive, *pending]
+        return [*self.inactive, *pending, *(self.workloads[ref] for ref in sorted(self.backing_off))]
 
 
 __all__ = ["CYCLE_ROUNDS_PER_WORKLOAD", "Admitted", "Admitter", "Decision", "Evicted", "QueuedWorkload"]

@@ -2,7 +2,8 @@
 Kueue's ``admission wait``), quota use and borrowed share per ClusterQueue over time, preemptions for quota.
 
 Keys (only in a run with Kueue objects): ``admitted_jobs``, ``mean_admission_wait`` (over them),
-``never_admitted``, ``quota_preemptions`` (evictions); per ClusterQueue ``admitted_jobs[<cq>]``,
+``never_admitted``, ``quota_preemptions`` (evictions), with ``waitForPodsReady`` ``pods_ready_timeouts`` (evictions
+for pods not ready in time); per ClusterQueue ``admitted_jobs[<cq>]``,
 ``mean_admission_wait[<cq>]``, ``quota_preemptions[<cq>]`` (its workloads evicted), and per resource it has a
 nominal quota for, summed over its flavors, ``quota_use[<cq>:<resource>]`` (mean usage over [0, last finish] /
 nominal quota) and ``borrowed_share[<cq>:<resource>]`` (the part of its usage above its nominal quota, per flavor,
@@ -17,6 +18,7 @@ import numpy as np
 
 from kubeflux.sim.kueue.admission import Admitter
 from kubeflux.sim.kueue.objects import KueueObjects
+from kubeflux.sim.output.arrays import step_area
 from kubeflux.sim.output.csvcolumns import seconds_column, text_column
 from kubeflux.sim.records import JobRecord
 
@@ -69,17 +71,13 @@ class UsageSeries:
 
     def integrals(self, name: str, end: float) -> tuple[dict[str, float], dict[str, float]]:
         """∫ usage and ∫ borrowed per resource of ``name`` over [0, ``end``]."""
-        used: dict[str, float] = {}
-        borrowed: dict[str, float] = {}
         points = self.points[name]
-        for i, (at, amounts, over) in enumerate(points):
-            until = min(points[i + 1][0] if i + 1 < len(points) else end, end)
-            span = max(0.0, until - at)
-            for resource, amount in amounts.items():
-                used[resource] = used.get(resource, 0.0) + amount * span
-            for resource, amount in over.items():
-                borrowed[resource] = borrowed.get(resource, 0.0) + amount * span
-        return used, borrowed
+        used = {r for _, amounts, _ in points for r in amounts}
+        borrowed = {r for _, _, over in points for r in over}
+        return (
+            {r: step_area([(at, amounts.get(r, 0)) for at, amounts, _ in points], 0.0, end) for r in used},
+            {r: step_area([(at, over.get(r, 0)) for at, _, over in points], 0.0, end) for r in borrowed},
+        )
 
 
 def _mean(values: list[float]) -> float:
@@ -96,6 +94,8 @@ def kueue_figures(admitter: Admitter, series: UsageSeries, end: float) -> Figure
         "never_admitted": len(workloads) - len(admitted),
         "quota_preemptions": sum(wl.evictions for wl in workloads),
     }
+    if admitter.objects.wait_for_pods_ready is not None:
+        figures["pods_ready_timeouts"] = sum(wl.timeouts + wl.deactivated for wl in workloads)
     for name in admitter.objects.cluster_queues:
         mine = [wl for wl in admitted if wl.cluster_queue == name]
         figures[f"admitted_jobs[{name}]"] = len(mine)

@@ -11,6 +11,11 @@ flavors' ``nodeLabels`` added to their ``nodeSelector`` and the flavors' ``toler
 preempts has its pods deleted (``Preempted``: the losses count them), is held (:meth:`JobBook.requeue_held
 <kubeflux.sim.jobbook.JobBook.requeue_held>`) and waits again. A job's end releases its quota.
 
+With Kueue's ``waitForPodsReady``, each admission is checked ``timeout`` later: a workload of which fewer pods
+started (Running, or done) than it needs at once (a Job: ``parallelism``, at most the completions it lacks; a pod
+group: all its pods) is evicted as a preempted one is, its pods deleted (``PodsReadyTimeout``), and queued again
+after its back-off (:meth:`Admitter.time_out <kubeflux.sim.kueue.admission.Admitter.time_out>`), or deactivated.
+
 Jobs without the label go to the schedulers as without Kueue. A workload that can never be admitted (its
 LocalQueue missing, …) waits, never dropped: the run's problems say which and why.
 """
@@ -30,6 +35,9 @@ from kubeflux.sim.kueue.workload import QueuedWorkload
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
+PODS_READY_TIMEOUT = "PodsReadyTimeout"
+"""Kueue's eviction reason for a workload whose pods were not ready in time (its event's reason, and its deleted
+pods')."""
 WAITING_NAMED = 5
 """Workloads named in the problem that says which were never admitted (the count says how many in all)."""
 
@@ -119,19 +127,54 @@ class KueueLayer:
             job.timings = job_timings(wjob, book.lifecycle, book.primary_scheduler)
         message = f"Admitted by ClusterQueue {workload.cluster_queue}"
         self.cluster.record_event("Normal", "Admitted", workload.key, message)
+        needed = len(wjob.pods)
+        if wjob.kind is JobKind.JOB:
+            needed = min(wjob.parallelism, wjob.completions - job.succeeded)
         self.cluster.book.start(job)
+        wait = self.admitter.objects.wait_for_pods_ready
+        if wait is not None and needed > 0:
+            loop = self.cluster.loop
+            check = (job, workload, loop.now, needed)
+            loop.schedule(loop.now + wait.timeout, Priority.WAKEUP, self._pods_ready_check, check)
 
-    def _evict(self, job: SimJob, workload: QueuedWorkload, message: str) -> None:
-        """Suspend the preempted job: its unfinished pods deleted (``Preempted``), held until admitted again."""
+    def _pods_ready_check(self, check: tuple[SimJob, QueuedWorkload, float, int]) -> None:
+        """``waitForPodsReady.timeout`` after an admission: unless the workload ended, was evicted since, or has
+        ``needed`` pods started in this admission, it is evicted, and queued again after its back-off."""
+        job, workload, admitted, needed = check
+        if job.finish is not None or workload.admitted_at != admitted or workload.ref not in self.admitter.admitted:
+            return
+        if sum(1 for sp in job.attempt() if sp.running_at is not None) >= needed:
+            return
+        now = self.cluster.loop.now
+        again = self.admitter.time_out(workload.ref, now)
+        self._evict(job, workload, f"Exceeded the PodsReady timeout {workload.key}", PODS_READY_TIMEOUT)
+        if again is not None:
+            self.cluster.loop.schedule(again, Priority.WAKEUP, self._requeue, workload.ref)
+        self.series.sample(now, self.admitter)
+        self._soon()
+
+    def _requeue(self, ref: int) -> None:
+        if self.admitter.requeue(ref):
+            self._soon()
+
+    def _evict(self, job: SimJob, workload: QueuedWorkload, message: str, reason: str = PREEMPTED_REASON) -> None:
+        """Suspend the evicted job: its unfinished pods deleted (``reason``: ``Preempted``, or ``PodsReadyTimeout``),
+        held until admitted again."""
         job.held = True
-        self.cluster.record_event("Normal", "Preempted", workload.key, message)
+        self.cluster.record_event("Normal", reason, workload.key, message)
         for sp in [sp for sp in job.attempt() if sp.finished_at is None or not sp.pod.deleted]:
             if not sp.pod.deleted:
-                self.cluster.delete_pod(sp.pod.key, PREEMPTED_REASON)
+                self.cluster.delete_pod(sp.pod.key, reason)
         self.cluster.book.requeue_held(job)
 
     def _finished(self, job: SimJob) -> None:
-        if self.admitter.finish(job.index):
+        """``job`` ended (its pods done, or failed, even while held): it leaves the admitter; its quota, if it held
+        any, is released and a cycle runs."""
+        if job.index not in self.jobs:
+            return
+        admitted = job.index in self.admitter.admitted
+        self.admitter.forget(job.index)
+        if admitted:
             self.series.sample(self.cluster.loop.now, self.admitter)
             self._soon()
 
@@ -145,13 +188,21 @@ class KueueLayer:
             row.cluster_queue = workload.cluster_queue or f"({workload.queue})"
             row.admission_time = workload.first_admitted
             row.quota_evictions = workload.evictions
-            if workload.admitted_at is None and row.finish_time is None:
+            if workload.deactivated:
+                row.reason = f"{workload.why} (Kueue)"
+            elif workload.admitted_at is None and row.finish_time is None:
                 row.reason = f"not admitted by Kueue: {workload.why or 'waiting for quota'}"
         end = max((job.finish_time for job in record.jobs if job.finish_time is not None), default=0.0)
         record.admission = kueue_figures(self.admitter, self.series, end)
         if self.admitter.stopped:
             record.problems.append(f"kueue: {self.admitter.stopped}")
-        waiting = self.admitter.waiting()
+        waiting = [wl for wl in self.admitter.waiting() if not wl.deactivated]
+        deactivated = [wl.key for wl in self.admitter.inactive if wl.deactivated]
+        if deactivated:
+            named = ", ".join(deactivated[:WAITING_NAMED]) + (" …" if len(deactivated) > WAITING_NAMED else "")
+            record.problems.append(
+                f"kueue: {len(deactivated)} workload(s) deactivated, their pods not ready in time too often: {named}"
+            )
         if waiting:
             named = "; ".join(f"{wl.key}: {wl.why or 'waiting'}" for wl in waiting[:WAITING_NAMED])
             more = f" and {len(waiting) - WAITING_NAMED} more" if len(waiting) > WAITING_NAMED else ""

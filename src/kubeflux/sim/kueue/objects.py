@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from kubeflux.scheduler.objects import NodeSelectorRequirement, Taint, Toleration
+from kubeflux.scheduler.objects import LabelSelector, Taint, Toleration
+from kubeflux.scheduler.podterms import NAMESPACE_NAME_LABEL
 
 API_VERSION: Final = "kueue.x-k8s.io/v1beta1"
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 """The label (on a Job, a Pod or a PodGroup's pods) naming the LocalQueue of the workload's namespace."""
-NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
-"""The one label every namespace carries (the simulator's namespaces carry no other)."""
 PODS: Final = "pods"
 """The resource a ClusterQueue may cover to count pods."""
 
@@ -79,30 +78,10 @@ class ResourceGroup:
     """Each flavor in order (the order flavors are tried), with a quota for every covered resource."""
 
 
-@dataclass(frozen=True, slots=True)
-class NamespaceSelector:
-    """A label selector matched against a namespace's labels (``kubernetes.io/metadata.name`` only); None on a
-    ClusterQueue (no selector) matches no namespace, an empty one every namespace."""
-
-    match_labels: dict[str, str] = field(default_factory=dict)
-    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
-
-    def matches(self, namespace: str) -> bool:
-        labels = {NAMESPACE_NAME_LABEL: namespace}
-        if any(labels.get(key) != value for key, value in self.match_labels.items()):
-            return False
-        for req in self.match_expressions:
-            present = req.key in labels
-            value = labels.get(req.key, "")
-            if req.operator == "In" and not (present and value in req.values):
-                return False
-            if req.operator == "NotIn" and present and value in req.values:
-                return False
-            if req.operator == "Exists" and not present:
-                return False
-            if req.operator == "DoesNotExist" and present:
-                return False
-        return True
+def namespace_labels(namespace: str) -> dict[str, str]:
+    """The labels of ``namespace`` as a ClusterQueue's ``namespaceSelector`` sees them: the simulator's namespaces
+    carry only the one the API server gives every namespace (``kubernetes.io/metadata.name``)."""
+    return {NAMESPACE_NAME_LABEL: namespace}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +90,9 @@ class ClusterQueue:
     resource_groups: tuple[ResourceGroup, ...] = ()
     cohort: str = ""
     queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
-    namespace_selector: NamespaceSelector | None = None
+    namespace_selector: LabelSelector | None = None
+    """Matched against a workload's namespace's labels (:func:`namespace_labels`); None (the field absent)
+    selects no namespace, an empty one every namespace."""
     within_cluster_queue: WithinClusterQueue = WithinClusterQueue.NEVER
     reclaim_within_cohort: ReclaimWithinCohort = ReclaimWithinCohort.NEVER
 
@@ -136,6 +117,32 @@ class LocalQueue:
         return f"{self.namespace}/{self.name}"
 
 
+class RequeuingTimestamp(StrEnum):
+    EVICTION = "Eviction"
+    """A workload evicted for its pods not ready in time queues again from its eviction."""
+    CREATION = "Creation"
+    """... from its creation (its place kept)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Kueue's ``waitForPodsReady`` (its ``Configuration``, ``config.kueue.x-k8s.io/v1beta1``): a workload whose
+    pods are not all ready within :attr:`timeout` of its admission is evicted and queued again after a back-off, or
+    deactivated once it was requeued :attr:`backoff_limit_count` times."""
+
+    timeout: float = 300.0
+    timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
+    backoff_limit_count: int | None = None
+    """Requeuings at most (None: no limit); one more timeout deactivates the workload."""
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+    def backoff(self, count: int) -> float:
+        """Seconds a workload evicted for the ``count``-th time waits before it is queued again: base × 2^(count−1),
+        at most the max (Kueue's jitter, 0.01 %, left out)."""
+        return float(min(self.backoff_base_seconds * 2 ** (count - 1), self.backoff_max_seconds))
+
+
 @dataclass(slots=True)
 class KueueObjects:
     """The Kueue objects of a workload (file order kept; names are unique, the reader refuses a second one)."""
@@ -144,9 +151,11 @@ class KueueObjects:
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[str, LocalQueue] = field(default_factory=dict)
     """By ``namespace/name``."""
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    """Kueue's ``waitForPodsReady`` when its Configuration enables it."""
 
     def __bool__(self) -> bool:
-        return bool(self.flavors or self.cluster_queues or self.local_queues)
+        return bool(self.flavors or self.cluster_queues or self.local_queues or self.wait_for_pods_ready)
 
     def merged(self, other: KueueObjects) -> KueueObjects:
         """These objects and ``other``'s (a name defined in both keeps this one's)."""
@@ -154,22 +163,24 @@ class KueueObjects:
             {**other.flavors, **self.flavors},
             {**other.cluster_queues, **self.cluster_queues},
             {**other.local_queues, **self.local_queues},
+            self.wait_for_pods_ready or other.wait_for_pods_ready,
         )
 
 
 __all__ = [
     "API_VERSION",
-    "NAMESPACE_NAME_LABEL",
     "PODS",
     "QUEUE_NAME_LABEL",
     "ClusterQueue",
     "KueueObjects",
     "LocalQueue",
-    "NamespaceSelector",
     "QueueingStrategy",
     "ReclaimWithinCohort",
+    "RequeuingTimestamp",
     "ResourceFlavor",
     "ResourceGroup",
     "ResourceQuota",
+    "WaitForPodsReady",
     "WithinClusterQueue",
+    "namespace_labels",
 ]

@@ -3,7 +3,8 @@
 Candidates, among the admitted workloads that use a flavor-resource the preemptor needs:
 
 * ``withinClusterQueue``: in its own ClusterQueue, those of lower priority (``LowerPriority``), or also those of
-  equal priority created later (``LowerOrNewerEqualPriority``);
+  equal priority queued later (``LowerOrNewerEqualPriority``; Kueue compares the queue-order timestamps, its
+  creation or, for a workload evicted since, its eviction);
 * ``reclaimWithinCohort``: in the other ClusterQueues of its cohort that borrow, those of lower priority
   (``LowerPriority``) or any (``Any``) — only when the preemptor's ClusterQueue stays within its nominal quota
   once it is admitted (it reclaims what it lent; it may not borrow by preempting).
@@ -50,7 +51,7 @@ def _candidates(
                 continue
             lower = other.priority < wl.priority
             newer = within is WithinClusterQueue.LOWER_OR_NEWER_EQUAL_PRIORITY and (
-                other.priority == wl.priority and other.created > wl.created
+                other.priority == wl.priority and other.timestamp > wl.timestamp
             )
             if not (lower or newer):
                 continue

@@ -1,5 +1,6 @@
 """Reading Kueue's objects from a workload file: ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` of
-``kueue.x-k8s.io/v1beta1``, held to the checks of Kueue's webhooks.
+``kueue.x-k8s.io/v1beta1``, held to the checks of Kueue's webhooks, and Kueue's own ``Configuration``
+(``config.kueue.x-k8s.io/v1beta1``) for its ``waitForPodsReady``.
 
 Each refusal raises :class:`~kubeflux.apiobjects.manifests.ManifestError` naming the object and the field
 (``ClusterQueue team-a: spec.resourceGroups[0].flavors[0].resources[1].name: must be memory (the covered
@@ -14,30 +15,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubeflux.apiobjects.manifests import ManifestError
+from kubeflux.apiobjects.manifests import ManifestError, object_reader, read_taints, read_tolerations
+from kubeflux.apiobjects.podterms import label_selector
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
-from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
-from kubeflux.scheduler.objects import NodeSelectorRequirement, Taint, Toleration
+from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem
+from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.kueue.objects import (
     API_VERSION,
     QUEUE_NAME_LABEL,
     ClusterQueue,
     KueueObjects,
     LocalQueue,
-    NamespaceSelector,
     QueueingStrategy,
     ReclaimWithinCohort,
+    RequeuingTimestamp,
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    WaitForPodsReady,
     WithinClusterQueue,
 )
 
-KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
+KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Configuration")
+CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta1"
+"""The API of Kueue's own ``Configuration`` (the manager's file; a workload file may hold one for its
+``waitForPodsReady``)."""
 MAX_ITEMS: Final = 16
 """Kueue's bound on resource groups, flavors per group and covered resources per group (the CRD's maxItems)."""
-_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 class _Fields:
@@ -101,8 +105,11 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def label_of(obj: Mapping[str, Any]) -> str:
-    """``Kind name`` (``Kind namespace/name`` for a LocalQueue), as messages name the object."""
+    """``Kind name`` (``Kind namespace/name`` for a LocalQueue, ``Configuration`` for Kueue's one configuration),
+    as messages name the object."""
     kind, meta = obj.get("kind"), _meta(obj)
+    if kind == "Configuration":
+        return "Configuration"
     if kind == "LocalQueue":
         return f"LocalQueue {meta.get('namespace') or 'default'}/{meta.get('name')}"
     return f"{kind} {meta.get('name')}"
@@ -124,48 +131,9 @@ def read_flavor(obj: Mapping[str, Any]) -> ResourceFlavor:
     fields = _Fields(label_of(obj))
     name = _name(fields, obj)
     spec = fields.mapping("spec", obj.get("spec"))
-    taints = []
-    for path, item in fields.items("spec.nodeTaints", spec.get("nodeTaints")):
-        item = fields.mapping(path, item, required=True)
-        key = fields.text(f"{path}.key", item.get("key"))
-        if not key:
-            raise fields.fail(f"{path}.key", "required")
-        effect = fields.choice(f"{path}.effect", item.get("effect"), _EFFECTS, "")
-        taints.append(Taint(key, fields.text(f"{path}.value", item.get("value")), effect))
-    tolerations = []
-    for path, item in fields.items("spec.tolerations", spec.get("tolerations")):
-        item = fields.mapping(path, item, required=True)
-        key = fields.text(f"{path}.key", item.get("key"))
-        operator = fields.choice(f"{path}.operator", item.get("operator"), ("Equal", "Exists"), "Equal")
-        value = fields.text(f"{path}.value", item.get("value"))
-        effect = fields.text(f"{path}.effect", item.get("effect"))
-        if effect and effect not in _EFFECTS:
-            raise fields.fail(f"{path}.effect", f"must be one of {', '.join(_EFFECTS)}, got {effect!r}")
-        if operator == "Exists" and value:
-            raise fields.fail(f"{path}.value", "must be empty when operator is Exists")
-        if not key and operator != "Exists":
-            raise fields.fail(f"{path}.operator", "must be Exists when key is empty")
-        tolerations.append(Toleration(key, operator, value, effect))
+    manifest = object_reader("ResourceFlavor", obj)
     labels = fields.strings("spec.nodeLabels", spec.get("nodeLabels"))
-    return ResourceFlavor(name, labels, tuple(taints), tuple(tolerations))
-
-
-def _selector(fields: _Fields, path: str, value: Any) -> NamespaceSelector | None:
-    if value is None:
-        return None
-    given = fields.mapping(path, value)
-    expressions = []
-    for where, item in fields.items(f"{path}.matchExpressions", given.get("matchExpressions")):
-        item = fields.mapping(where, item, required=True)
-        key = fields.text(f"{where}.key", item.get("key"))
-        operator = fields.choice(f"{where}.operator", item.get("operator"), _OPERATORS, "")
-        values = tuple(fields.text(p, v) for p, v in fields.items(f"{where}.values", item.get("values")))
-        if operator in ("In", "NotIn") and not values:
-            raise fields.fail(f"{where}.values", f"must be specified when `operator` is '{operator}'")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise fields.fail(f"{where}.values", f"may not be specified when `operator` is '{operator}'")
-        expressions.append(NodeSelectorRequirement(key, operator, values))
-    return NamespaceSelector(fields.strings(f"{path}.matchLabels", given.get("matchLabels")), tuple(expressions))
+    return ResourceFlavor(name, labels, read_taints(manifest, "spec.nodeTaints"), read_tolerations(manifest))
 
 
 def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
@@ -256,7 +224,7 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
         tuple(read),
         cohort,
         QueueingStrategy(strategy),
-        _selector(fields, "spec.namespaceSelector", spec.get("namespaceSelector")),
+        label_selector(object_reader("ClusterQueue", obj), "spec.namespaceSelector", spec.get("namespaceSelector")),
         WithinClusterQueue(within),
         ReclaimWithinCohort(reclaim),
     )
@@ -275,6 +243,56 @@ def read_local_queue(obj: Mapping[str, Any]) -> LocalQueue:
     return LocalQueue(namespace, name, cluster_queue)
 
 
+def _count(fields: _Fields, path: str, value: Any, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > MAX_INT32:
+        raise fields.fail(path, f"must be an integer from 0 to {MAX_INT32}, got {value!r}")
+    return value
+
+
+def read_configuration(obj: Mapping[str, Any]) -> WaitForPodsReady | None:
+    """Kueue's ``Configuration``: its ``waitForPodsReady`` when enabled (None otherwise). ``blockAdmission`` must be
+    false (blocking admissions until the admitted workloads' pods are ready is not modelled; Kueue defaults it to
+    true when ``enable`` is) and ``recoveryTimeout`` absent; the rest of the configuration is not read."""
+    fields = _Fields(label_of(obj))
+    if obj.get("apiVersion") != CONFIG_API_VERSION:
+        raise fields.fail("apiVersion", f"expected {CONFIG_API_VERSION!r}, got {obj.get('apiVersion')!r}")
+    wait = fields.mapping("waitForPodsReady", obj.get("waitForPodsReady"))
+    enable = wait.get("enable", False)
+    if not isinstance(enable, bool):
+        raise fields.fail("waitForPodsReady.enable", f"expected true or false, got {enable!r}")
+    if not enable:
+        return None
+    timeout = 300.0
+    if wait.get("timeout") is not None:
+        text = fields.text("waitForPodsReady.timeout", wait["timeout"])
+        try:
+            timeout = parse_duration(text)
+        except DurationError as exc:
+            raise fields.fail("waitForPodsReady.timeout", str(exc)) from None
+        if timeout <= 0:
+            raise fields.fail("waitForPodsReady.timeout", f"must be greater than 0, got {text!r}")
+    if wait.get("blockAdmission") is not False:
+        problem = "must be false: blocking admissions until pods are ready is not modelled (Kueue's default is true)"
+        raise fields.fail("waitForPodsReady.blockAdmission", f"{problem}, got {wait.get('blockAdmission')!r}")
+    if wait.get("recoveryTimeout") is not None:
+        raise fields.fail("waitForPodsReady.recoveryTimeout", "not modelled")
+    path = "waitForPodsReady.requeuingStrategy"
+    strategy = fields.mapping(path, wait.get("requeuingStrategy"))
+    timestamp = fields.choice(f"{path}.timestamp", strategy.get("timestamp"), tuple(RequeuingTimestamp), "Eviction")
+    base = _count(fields, f"{path}.backoffBaseSeconds", strategy.get("backoffBaseSeconds"), 60)
+    most = _count(fields, f"{path}.backoffMaxSeconds", strategy.get("backoffMaxSeconds"), 3600)
+    assert base is not None and most is not None
+    return WaitForPodsReady(
+        timeout,
+        RequeuingTimestamp(timestamp),
+        _count(fields, f"{path}.backoffLimitCount", strategy.get("backoffLimitCount"), None),
+        base,
+        most,
+    )
+
+
 def queue_label(labels: Any) -> str:
     """The LocalQueue a workload's labels name (:data:`QUEUE_NAME_LABEL`); ``""`` when none."""
     queue = labels.get(QUEUE_NAME_LABEL) if isinstance(labels, dict) else None
@@ -289,8 +307,8 @@ class KueueReader:
         self._where: dict[str, str] = {}
 
     def add(self, where: str, obj: Mapping[str, Any]) -> None:
-        """Read one ResourceFlavor, ClusterQueue or LocalQueue found at ``where``; raises :class:`ManifestError`
-        naming the field Kueue's webhooks refuse, or a second object of one name."""
+        """Read one ResourceFlavor, ClusterQueue, LocalQueue or Configuration found at ``where``; raises
+        :class:`ManifestError` naming the field Kueue's webhooks refuse, or a second object of one name."""
         label = label_of(obj)
         first = self._where.get(label)
         if first is not None:
@@ -302,6 +320,8 @@ class KueueReader:
         elif kind == "ClusterQueue":
             queue = read_cluster_queue(obj)
             self.objects.cluster_queues[queue.name] = queue
+        elif kind == "Configuration":
+            self.objects.wait_for_pods_ready = read_configuration(obj)
         else:
             local = read_local_queue(obj)
             self.objects.local_queues[local.key] = local
@@ -314,6 +334,7 @@ __all__ = [
     "label_of",
     "queue_label",
     "read_cluster_queue",
+    "read_configuration",
     "read_flavor",
     "read_local_queue",
 ]

@@ -32,6 +32,11 @@ class QueuedWorkload:
     first_admitted: float | None = None
     assignment: Assignment | None = None
     evictions: int = 0
+    """Preemptions for quota."""
+    timeouts: int = 0
+    """Evictions for its pods not ready in time (``waitForPodsReady``)."""
+    deactivated: bool = False
+    """Evicted for its pods not ready once more than ``backoffLimitCount`` allows: it is never admitted again."""
     why: str = ""
     """Why it waits (inactive, or not fitting at its last try)."""
 

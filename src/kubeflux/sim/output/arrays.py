@@ -28,4 +28,18 @@ def columns(points: Sequence[tuple[float, ...]], width: int) -> list[Floats]:
     return list(table.reshape(len(points), width).T)
 
 
-__all__ = ["Floats", "columns", "floats"]
+def step_area(points: Sequence[tuple[float, int]], begin: float, end: float) -> float:
+    """The integral over [begin, end] of a step function given as (time, value) at each change."""
+    if not points:
+        return 0.0
+    times, values = columns(points, 2)
+    order = np.lexsort((values, times))
+    times, values = times[order], values[order]
+    lo = np.maximum(times, begin)
+    hi = np.minimum(np.append(times[1:], end), end)
+    inside = hi > lo
+    terms = values[inside] * (hi[inside] - lo[inside])
+    return float(np.cumsum(terms)[-1]) if terms.size else 0.0  # cumsum adds left to right, as a loop would
+
+
+__all__ = ["Floats", "columns", "floats", "step_area"]
