@@ -56,6 +56,7 @@ __all__ = [
     "DEFAULT_SCHEDULER",
     "NATIVE_GANG_GROUP",
     "ManifestError",
+    "ManifestReader",
     "format_timestamp",
     "node_from_manifest",
     "parse_timestamp",
@@ -82,7 +83,7 @@ def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-class _Reader:
+class ManifestReader:
     """Typed access to one manifest, turning every type mismatch into a :class:`ManifestError`."""
 
     def __init__(self, kind: str, obj: Any, expected_kinds: tuple[str, ...]) -> None:
@@ -211,7 +212,7 @@ class _Reader:
         return self.integer(path, value)
 
 
-def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> ResourceList:
+def _resource_list(reader: ManifestReader, path: str, raw: Mapping[str, Any]) -> ResourceList:
     result: ResourceList = {}
     for name, value in raw.items():
         try:
@@ -227,7 +228,7 @@ def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> Resour
 
 def resource_list(raw: Mapping[str, Any], where: str = "resources") -> ResourceList:
     """Canonical integers for a ``ResourceList`` mapping (``{"cpu": "500m"}`` → ``{"cpu": 500}``)."""
-    return _resource_list(_Reader(where, {}, (where,)), "", raw) if raw else {}
+    return _resource_list(ManifestReader(where, {}, (where,)), "", raw) if raw else {}
 
 
 # --- times --------------------------------------------------------------------------------------------------
@@ -256,7 +257,7 @@ def format_timestamp(seconds: float) -> str:
 # --- pods ---------------------------------------------------------------------------------------------------
 
 
-def _container_requests(reader: _Reader, path: str, container: Any) -> ResourceList:
+def _container_requests(reader: ManifestReader, path: str, container: Any) -> ResourceList:
     resources = reader.mapping(f"{path}.resources", reader.mapping(path, container).get("resources") or {})
     requests = reader.resources(f"{path}.resources.requests", resources.get("requests") or {})
     limits = reader.resources(f"{path}.resources.limits", resources.get("limits") or {})
@@ -275,7 +276,7 @@ def _max(into: ResourceList, other: ResourceList) -> None:
         into[name] = max(into.get(name, 0), amount)
 
 
-def _resize_status(reader: _Reader) -> str:
+def _resize_status(reader: ManifestReader) -> str:
     """The pod's in-place resize state: the 1.33+ conditions ``PodResizePending`` (reason ``Deferred`` or
     ``Infeasible``) and ``PodResizeInProgress``, else the older ``status.resize``; empty when none."""
     for index, raw in enumerate(reader.sequence("status.conditions")):
@@ -297,7 +298,7 @@ def _resize_status(reader: _Reader) -> str:
     return resize
 
 
-def _status_requests(reader: _Reader) -> dict[str, ResourceList]:
+def _status_requests(reader: ManifestReader) -> dict[str, ResourceList]:
     """Container name → what the kubelet reports it holds: the maximum of ``resources.requests`` and
     ``allocatedResources`` of its status, for the containers whose status reports resources at all."""
     result: dict[str, ResourceList] = {}
@@ -328,11 +329,11 @@ def _effective(spec: ResourceList, held: ResourceList | None, resize: str) -> Re
     return result
 
 
-def _container_name(reader: _Reader, path: str, container: Any) -> str:
+def _container_name(reader: ManifestReader, path: str, container: Any) -> str:
     return reader.string(f"{path}.name", reader.mapping(path, container).get("name") or "")
 
 
-def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
+def _pod_requests(reader: ManifestReader, resize: str) -> ResourceList:
     held = _status_requests(reader)
     total: ResourceList = {}
     containers = reader.sequence("spec.containers")
@@ -363,13 +364,13 @@ def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
     return total
 
 
-def _check_effect(reader: _Reader, path: str, effect: str) -> None:
+def _check_effect(reader: ManifestReader, path: str, effect: str) -> None:
     """A taint's (or a non-empty toleration's) ``effect`` is one Kubernetes knows."""
     if effect not in _TAINT_EFFECTS:
         raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
 
 
-def _tolerations(reader: _Reader) -> tuple[Toleration, ...]:
+def _tolerations(reader: ManifestReader) -> tuple[Toleration, ...]:
     result = []
     for path, item in reader.entries("spec.tolerations"):
         key = reader.field(path, item, "key")
@@ -388,7 +389,7 @@ def _tolerations(reader: _Reader) -> tuple[Toleration, ...]:
     return tuple(result)
 
 
-def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorRequirement, ...]:
+def _requirements(reader: ManifestReader, path: str, raw: Any) -> tuple[NodeSelectorRequirement, ...]:
     result = []
     for item_path, item in reader.entries(path, raw if raw is not None else []):
         key = reader.field(item_path, item, "key")
@@ -410,7 +411,7 @@ def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorReq
     return tuple(result)
 
 
-def _node_affinity(reader: _Reader) -> tuple[NodeSelectorTerm, ...]:
+def _node_affinity(reader: ManifestReader) -> tuple[NodeSelectorTerm, ...]:
     path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
     terms = []
     for term_path, term in reader.entries(path):
@@ -427,7 +428,7 @@ def _node_affinity(reader: _Reader) -> tuple[NodeSelectorTerm, ...]:
     return tuple(terms)
 
 
-def _owner(reader: _Reader) -> str:
+def _owner(reader: ManifestReader) -> str:
     owners = reader.sequence("metadata.ownerReferences")
     chosen: Mapping[str, Any] | None = None
     for index, raw in enumerate(owners):
@@ -441,7 +442,7 @@ def _owner(reader: _Reader) -> str:
     return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
 
 
-def _scheduling_gates(reader: _Reader) -> tuple[str, ...]:
+def _scheduling_gates(reader: ManifestReader) -> tuple[str, ...]:
     """``spec.schedulingGates``' names (each gate is ``{name: ...}``; the API server checks the names)."""
     if reader.get("spec.schedulingGates") is None:
         return ()
@@ -450,7 +451,7 @@ def _scheduling_gates(reader: _Reader) -> tuple[str, ...]:
 
 def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     """A :class:`Pod` from a ``v1`` Pod manifest (requests, placement constraints, status, owner)."""
-    reader = _Reader("Pod", obj, ("Pod",))
+    reader = ManifestReader("Pod", obj, ("Pod",))
     name, namespace = reader.identity("Pod", default_namespace)
     phase_text = reader.string("status.phase") or PodPhase.PENDING.value
     try:
@@ -501,7 +502,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
 # --- nodes and pod groups -----------------------------------------------------------------------------------
 
 
-def _taints(reader: _Reader) -> tuple[Taint, ...]:
+def _taints(reader: ManifestReader) -> tuple[Taint, ...]:
     result = []
     for path, item in reader.entries("spec.taints"):
         key = reader.field(path, item, "key")
@@ -513,7 +514,7 @@ def _taints(reader: _Reader) -> tuple[Taint, ...]:
     return tuple(result)
 
 
-def _ready(reader: _Reader) -> bool:
+def _ready(reader: ManifestReader) -> bool:
     """The ``Ready`` condition; a node that reports no conditions at all (a bare test manifest) is ready."""
     for index, raw in enumerate(reader.sequence("status.conditions")):
         condition = reader.mapping(f"status.conditions[{index}]", raw)
@@ -525,7 +526,7 @@ def _ready(reader: _Reader) -> bool:
 def node_from_manifest(obj: Any) -> Node:
     """A :class:`Node` from a ``v1`` Node manifest: ``status.allocatable`` (else ``capacity``), labels, taints,
     cordon and the ``Ready`` condition."""
-    reader = _Reader("Node", obj, ("Node",))
+    reader = ManifestReader("Node", obj, ("Node",))
     name = reader.name()
     allocatable_path = "status.allocatable" if reader.get("status.allocatable") is not None else "status.capacity"
     allocatable = reader.resources(allocatable_path)
@@ -547,7 +548,7 @@ NATIVE_GANG_GROUP: Final = "scheduling.k8s.io"
 """The API group of Kubernetes' own PodGroup (1.35+, alpha); coscheduling's is ``scheduling.x-k8s.io``."""
 
 
-def _native_min_count(reader: _Reader) -> int:
+def _native_min_count(reader: ManifestReader) -> int:
     """``spec.schedulingPolicy`` of a ``scheduling.k8s.io`` PodGroup: exactly one of ``basic`` (pods placed
     independently: a minimum of 1) and ``gang`` (``minCount`` pods placed at once)."""
     policy = reader.mapping("spec.schedulingPolicy", reader.get("spec.schedulingPolicy", {}))
@@ -566,7 +567,7 @@ def _native_min_count(reader: _Reader) -> int:
 def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> PodGroup:
     """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read) or a
     ``scheduling.k8s.io`` one (``spec.schedulingPolicy``; it has no timeout)."""
-    reader = _Reader("PodGroup", obj, ("PodGroup",))
+    reader = ManifestReader("PodGroup", obj, ("PodGroup",))
     name, namespace = reader.identity("PodGroup", default_namespace)
     if reader.string("apiVersion").partition("/")[0] == NATIVE_GANG_GROUP:
         return PodGroup(
