@@ -177,6 +177,35 @@ def test_a_gang_with_more_ranks_than_nodes_waits() -> None:
     assert not bound(decisions)
 
 
+def zone_gang(*zones: str) -> Cluster:
+    """Nodes of 8, 8, 4 and 4 cpus in ``zones``, and an MPI gang of ranks of 2, 2, 8 and 8 cpus, each with required
+    anti-affinity against the others by zone."""
+    c = cluster(
+        *(labelled(f"n{i}", zone, cores=cores) for i, (zone, cores) in enumerate(zip(zones, (8, 8, 4, 4), strict=True)))
+    )
+    c.tell(ADDED, PodGroup("default", "mpi", 4))
+    for i, cpu in enumerate([2, 2, 8, 8]):
+        spec = {**anti("mpi", ZONE), "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}
+        c.add(manifest_pod(f"rank-{i}", spec, {"app": "mpi", POD_GROUP_LABEL: "mpi"}))
+    return c
+
+
+def test_a_gang_with_one_rank_per_zone_lands_in_as_many_zones() -> None:
+    # One by one the small ranks take the big zones; the assignment search finds the small ones the small zones, and
+    # must keep them apart: both fit zone c's node, which anti-affinity between them forbids.
+    placed = bound(zone_gang("a", "b", "c", "d").run())
+    zones = {"n0": "a", "n1": "b", "n2": "c", "n3": "d"}
+    assert len(placed) == 4 and len({zones[node] for node in placed.values()}) == 4
+    assert placed["default/rank-2"] in ("n0", "n1") and placed["default/rank-0"] in ("n2", "n3")
+
+
+def test_a_gang_with_one_rank_per_zone_and_more_ranks_than_zones_is_refused_saying_why() -> None:
+    decisions = zone_gang("a", "b", "c", "c").run()
+    assert not bound(decisions)
+    said = messages(decisions)["default/rank-0"]
+    assert "can never fit" in said and f"4 of its pods must each have a {ZONE} of its own" in said, said
+
+
 def test_manifest_fields_read_back_equal_and_bad_ones_named() -> None:
     made = manifest_pod("x", {**anti("web"), **spread("web"), **ports(80)}, {"app": "web"})
     assert made.terms is not None and made.terms.anti_affinity[0] == AffinityTerm(
@@ -199,6 +228,36 @@ def test_manifest_fields_read_back_equal_and_bad_ones_named() -> None:
     assert merged.terms is not None
     selector = merged.terms.anti_affinity[0].selector
     assert selector is not None and selector.matches({"app": "w", "rev": "7"}) and not selector.matches({"app": "w"})
+
+
+@pytest.mark.parametrize(
+    ("selector", "field", "problem"),
+    [
+        ({"matchLabels": {"app": "no spaces"}}, "labelSelector.matchLabels", "a valid label must be"),
+        ({"matchLabels": {"-app": "w"}}, "labelSelector.matchLabels", "name part must consist"),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["ok", "n0t ok"]}]},
+            r"labelSelector.matchExpressions\[0\].values\[1\]",
+            "a valid label must be",
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]},
+            r"labelSelector.matchExpressions\[0\].operator",
+            "not a valid selector operator",
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": [1]}]},
+            r"labelSelector.matchExpressions\[0\].values\[0\]",
+            "expected a string",
+        ),
+    ],
+)
+def test_a_term_whose_label_selector_the_api_server_refuses_is_named(selector: Any, field: str, problem: str) -> None:
+    term = {"labelSelector": selector, "topologyKey": HOST}
+    spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    at = r"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution\[0\]."
+    with pytest.raises(ManifestError, match=at + field + ".*" + problem):
+        manifest_pod("bad", spec)
 
 
 def kube_default() -> Any:

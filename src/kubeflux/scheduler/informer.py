@@ -343,7 +343,6 @@ class Informer:
                 return
             # bound where kubeflux counts it (by its own Binding, or another client's to the same node): the
             # pod as bound, so that a refusal of kubeflux's Binding arriving after this leaves it counted there
-            books.bound[uid] = pod
             books.pods.add(uid, pod, alloc.node)  # its labels, for the pods placed beside it, as they are now
             booking = books.ledger.bookings.get(uid)
             if booking is not None and booking.requests != pod.requests and self._valid(uid, pod):
@@ -357,7 +356,7 @@ class Informer:
             # watch may still show writes sent before it (the expected start taken off, a PodScheduled=False held
             # back): the pod is never queued again; only the Binding's refusal (unreserve), the pod's end or
             # deletion, or its binding elsewhere changes that.
-            books.bound[uid] = pod
+            books.pods.add(uid, pod, assumed.node)
             return
         if pod.deleted:
             if self.forget_pending(uid) is not None:
