@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, pod_to_manifest
+from kubeflux.apiobjects.manifests import ManifestError, namespace_from_manifest, pod_from_manifest, pod_to_manifest
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, AffinityTerm, LabelSelector, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
@@ -109,6 +109,23 @@ def test_a_namespace_selector_on_the_name_label_the_api_server_gives_every_names
     assert bound(c.run()) == {"default/db": "n2"}  # away from team-a's web only
     term["namespaceSelector"] = not_default
     c.add(manifest_pod("db2", {"affinity": away}, {"app": "db"}))
+    assert messages(c.run()) == {
+        "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    }
+
+
+def test_a_namespace_selector_on_a_namespace_label_follows_the_namespaces_as_they_are_labelled() -> None:
+    c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-a", "labels": {"tier": "prod"}}}))
+    c.add(other("web-1", "n1", {"app": "web"}, metadata_namespace="team-a"))
+    c.add(other("web-2", "n2", {"app": "web"}, metadata_namespace="team-b"))
+    term = anti("web", ZONE)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    term["namespaceSelector"] = {"matchLabels": {"tier": "prod"}}
+    away = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    c.add(manifest_pod("db", away, {"app": "db"}))
+    assert bound(c.run()) == {"default/db": "n2"}  # away from the prod namespace's web only
+    c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-b", "labels": {"tier": "prod"}}}))
+    c.add(manifest_pod("db2", away, {"app": "db"}))
     assert messages(c.run()) == {
         "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
     }

@@ -33,6 +33,7 @@ from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomai
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
+    Namespace,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -58,6 +59,7 @@ __all__ = [
     "ManifestError",
     "ManifestReader",
     "format_timestamp",
+    "namespace_from_manifest",
     "node_from_manifest",
     "parse_timestamp",
     "pod_from_manifest",
@@ -521,6 +523,12 @@ def _ready(reader: ManifestReader) -> bool:
         if condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return True
+
+
+def namespace_from_manifest(obj: Any) -> Namespace:
+    """A ``v1`` Namespace: its name and labels (what a ``namespaceSelector`` selects on)."""
+    reader = ManifestReader("Namespace", obj, ("Namespace",))
+    return Namespace(reader.string("metadata.name"), reader.string_map("metadata.labels"))
 
 
 def node_from_manifest(obj: Any) -> Node:

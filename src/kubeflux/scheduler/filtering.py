@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from collections.abc import Set as AbstractSet
 
 from kubeflux.match.policy import PolicySpec, parse_policy
 from kubeflux.scheduler.books import ClusterBooks
@@ -477,7 +476,7 @@ class NodeFilter:
         )
 
 
-class _Open(AbstractSet[str]):
+class _Open:
     """The nodes of a static fit that neither of two maps of refused nodes holds, as a set read without being built:
     a filter that rules out a few nodes asks whether each is open, and only a filter that looks at every node walks
     them (in the static fit's order)."""

@@ -37,7 +37,7 @@ from typing import Any, Final, cast
 from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
@@ -114,6 +114,9 @@ class Informer:
             self._observe_group(kind, obj)
         elif isinstance(obj, DisruptionBudget):
             self._observe_budget(kind, obj)
+        elif isinstance(obj, Namespace):
+            self.books.pods.namespace(obj.name, None if kind is EventKind.DELETED else obj.labels)
+            self.queue.changed()  # a pod whose namespaceSelector now selects others (or none) may fit
         elif not (self.queue.rejected and isinstance(obj, Pod) and self._still_rejected(kind, obj)):
             self._observe_pod(kind, obj)
 

@@ -27,7 +27,6 @@ no scheduler is given it (the shells and the simulator count it on its node).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple, TypeVar
 
@@ -109,10 +108,18 @@ class PodsByNode:
         """Changes whenever a pod is added or removed."""
 
     def labels_of(self, namespace: str) -> Mapping[str, str]:
-        """``namespace``'s labels for a namespace selector: those known, else the one the API server gives every
-        namespace (``kubernetes.io/metadata.name: <name>``; no shell watches Namespaces yet)."""
+        """``namespace``'s labels for a namespace selector: those known (:meth:`namespace`), else the one the API
+        server gives every namespace (``kubernetes.io/metadata.name: <name>``: a shell that watches no Namespaces)."""
         known = self.namespace_labels.get(namespace)
         return known if known is not None else {NAMESPACE_NAME_LABEL: namespace}
+
+    def namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """Namespace ``name`` is labelled ``labels`` (None: it is gone)."""
+        if labels is None:
+            self.namespace_labels.pop(name, None)
+        else:
+            self.namespace_labels[name] = dict(labels)
+        self.version += 1
 
     def add(self, uid: str, pod: Pod, node: str) -> None:
         """Pod ``uid`` is bound to ``node`` (again, or as a new object)."""
@@ -392,7 +399,7 @@ def late_reasons(
     affinity = _AffinityCounts(pod, terms, nodes, pods)
     failed: dict[str, str] = {}
     if by_label is not None and not spread and (terms is None or not terms.affinity):
-        open_ = candidates if isinstance(candidates, AbstractSet) else set(candidates)
+        open_ = candidates if not isinstance(candidates, (list, tuple)) else set(candidates)
         ruled = ((affinity.anti, REASON_ANTI_AFFINITY), (affinity.existing, REASON_EXISTING_ANTI_AFFINITY))
         for pairs, because in ruled:
             for pair in pairs:
