@@ -131,6 +131,27 @@ def test_a_namespace_selector_on_a_namespace_label_follows_the_namespaces_as_the
     }
 
 
+def test_a_namespace_selector_an_unlabelled_namespace_passes_selects_every_namespace_as_kube_scheduler_does() -> None:
+    # kube-scheduler v1.36 puts a pod asking for app=c pods of namespaces "team NotIn [x]" beside one of a namespace
+    # labelled team: x (measured: tests/realkube/test_filter_differential.py); "team In [y]" does not.
+    c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-x", "labels": {"team": "x"}}}))
+    c.add(other("c-1", "n2", {"app": "c"}, metadata_namespace="team-x"))
+    for name, expression in (
+        ("not-x", {"key": "team", "operator": "NotIn", "values": ["x"]}),
+        ("in-y", {"key": "team", "operator": "In", "values": ["y"]}),
+    ):
+        term = affinity("c", HOST)["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        term["namespaceSelector"] = {"matchExpressions": [expression]}
+        near = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+        c.add(manifest_pod(name, near, {"app": "q"}))
+    decisions = c.run()
+    assert bound(decisions) == {"default/not-x": "n2"}
+    assert messages(decisions) == {
+        "default/in-y": "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
+    }
+
+
 def test_affinity_follows_the_pods_it_names_and_the_first_of_a_set_goes_anywhere() -> None:
     c = cluster(labelled("n1", "a"), labelled("n2", "b"))
     c.add(manifest_pod("db-0", affinity("db"), {"app": "db"}))  # matches its own term: the first goes anywhere

@@ -347,11 +347,11 @@ class _AffinityCounts:
             return
         for group in pods.groups.values():
             group_ns = pods.labels_of(group.namespace)
-            if affinity and all(term.selects(group.namespace, group.labels, group_ns) for term in affinity):
+            if affinity and all(_own_term_selects(term, group.namespace, group.labels, group_ns) for term in affinity):
                 for term in affinity:
                     _pairs(term.topology_key, group.nodes, nodes, self.affinity)
             for term in anti:
-                if term.selects(group.namespace, group.labels, group_ns):
+                if _own_term_selects(term, group.namespace, group.labels, group_ns):
                     _pairs(term.topology_key, group.nodes, nodes, self.anti)
 
     def reason(self, pod: Pod, terms: PodTerms | None, node: Node) -> str | None:
@@ -377,7 +377,25 @@ class _AffinityCounts:
 
 
 def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
-    return bool(terms) and all(term.matches(pod, namespace_labels) for term in terms)
+    return bool(terms) and all(_own_term_selects(term, pod.namespace, pod.labels, namespace_labels) for term in terms)
+
+
+_UNLABELLED: Final[Mapping[str, str]] = {}
+
+
+def _own_term_selects(
+    term: AffinityTerm, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None
+) -> bool:
+    """:meth:`AffinityTerm.selects` as kube-scheduler v1.36 reads the incoming pod's own terms: as the API defines
+    it, except that a ``namespaceSelector`` an unlabelled namespace passes (``NotIn``, ``DoesNotExist``) selects
+    every namespace, whatever its labels (kube-scheduler matches the existing pods against the term with no
+    namespace labels, beside the namespaces its selector lists). Measured against the real kube-scheduler: a pod
+    whose affinity selects ``team NotIn [x]`` is put beside a pod of a namespace labelled ``team: x``
+    (tests/realkube/test_filter_differential.py). Existing pods' anti-affinity is read as the API defines it."""
+    selector = term.namespace_selector
+    if selector is not None and selector.matches(_UNLABELLED):
+        return term.selector is not None and term.selector.matches(labels)
+    return term.selects(namespace, labels, namespace_labels)
 
 
 def late_reasons(
