@@ -96,36 +96,46 @@ def test_an_existing_pods_anti_affinity_keeps_the_incoming_pod_away() -> None:
     }
 
 
-def test_a_namespace_selector_on_the_name_label_the_api_server_gives_every_namespace() -> None:
+def webs_in_two_namespaces(**namespace_labels: dict[str, str]) -> Cluster:
+    """Two nodes in two zones, a ``web`` pod of namespace ``team-a`` on the first and one of ``team-b`` on the second,
+    the core told of the namespaces labelled ``namespace_labels`` (by name)."""
     c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    for name, labels in namespace_labels.items():
+        c.tell(ADDED, namespace_from_manifest({"metadata": {"name": name.replace("_", "-"), "labels": labels}}))
     c.add(other("web-1", "n1", {"app": "web"}, metadata_namespace="team-a"))
     c.add(other("web-2", "n2", {"app": "web"}, metadata_namespace="team-b"))
-    term = anti("web", ZONE)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    return c
+
+
+def away_from_web(namespace_selector: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec with anti-affinity by zone against the ``web`` pods of the namespaces ``namespace_selector``
+    selects."""
+    spec = anti("web", ZONE)
+    spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["namespaceSelector"] = (
+        namespace_selector
+    )
+    return spec
+
+
+def test_a_namespace_selector_on_the_name_label_the_api_server_gives_every_namespace() -> None:
+    c = webs_in_two_namespaces()
     only_team_a = {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
     not_default = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["x"]}]}
-    away = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-    term["namespaceSelector"] = only_team_a
-    c.add(manifest_pod("db", {"affinity": away}, {"app": "db"}))
+    c.add(manifest_pod("db", away_from_web(only_team_a), {"app": "db"}))
     assert bound(c.run()) == {"default/db": "n2"}  # away from team-a's web only
-    term["namespaceSelector"] = not_default
-    c.add(manifest_pod("db2", {"affinity": away}, {"app": "db"}))
+    c.add(manifest_pod("db2", away_from_web(not_default), {"app": "db"}))
     assert messages(c.run()) == {
         "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
     }
 
 
 def test_a_namespace_selector_on_a_namespace_label_follows_the_namespaces_as_they_are_labelled() -> None:
-    c = cluster(labelled("n1", "a"), labelled("n2", "b"))
-    c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-a", "labels": {"tier": "prod"}}}))
-    c.add(other("web-1", "n1", {"app": "web"}, metadata_namespace="team-a"))
-    c.add(other("web-2", "n2", {"app": "web"}, metadata_namespace="team-b"))
-    term = anti("web", ZONE)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
-    term["namespaceSelector"] = {"matchLabels": {"tier": "prod"}}
-    away = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-    c.add(manifest_pod("db", away, {"app": "db"}))
+    c = webs_in_two_namespaces(team_a={"tier": "prod"})
+    prod = {"matchLabels": {"tier": "prod"}}
+    c.add(manifest_pod("db", away_from_web(prod), {"app": "db"}))
     assert bound(c.run()) == {"default/db": "n2"}  # away from the prod namespace's web only
     c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-b", "labels": {"tier": "prod"}}}))
-    c.add(manifest_pod("db2", away, {"app": "db"}))
+    c.add(manifest_pod("db2", away_from_web(prod), {"app": "db"}))
     assert messages(c.run()) == {
         "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
     }
