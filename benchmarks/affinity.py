@@ -4,7 +4,9 @@ every pod ``color: green`` with required anti-affinity against ``color: green`` 
 namespaces its term names; 100m cpu and 500Mi each). Its CI floor (``threshold``) is 60 pods/s.
 
 Prints pods bound per CPU second of the process for the measured pods, placed in one pass as the queue holds them.
-Usage: python benchmarks/affinity.py [--nodes 5000] [--init 1000] [--measure 2000]
+With ``--plain``, the measured pods carry no constraint and other labels (``color: blue``): pods beside bound pods
+with anti-affinity, which every filter must still check against those pods' terms.
+Usage: python benchmarks/affinity.py [--nodes 5000] [--init 1000] [--measure 2000] [--plain]
 """
 
 from __future__ import annotations
@@ -34,11 +36,10 @@ NAMESPACES = frozenset({"sched-0", "sched-1"})
 TERMS = PodTerms(anti_affinity=(AffinityTerm(LabelSelector((("color", "green"),)), NAMESPACES, None, HOST),))
 
 
-def anti_pod(namespace: str, name: str) -> Pod:
+def anti_pod(namespace: str, name: str, plain: bool = False) -> Pod:
     requests = {CPU: 100, MEMORY: 500 * 2**20}
-    return Pod(
-        namespace, name, f"{namespace}-{name}", "kubeflux", requests=requests, labels={"color": "green"}, terms=TERMS
-    )
+    labels, terms = ({"color": "blue"}, None) if plain else ({"color": "green"}, TERMS)
+    return Pod(namespace, name, f"{namespace}-{name}", "kubeflux", requests=requests, labels=labels, terms=terms)
 
 
 def place(scheduler: KubefluxScheduler, pods: list[Pod], now: float) -> tuple[int, float]:
@@ -64,6 +65,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--init", type=int, default=1000)
     parser.add_argument("--measure", type=int, default=2000)
+    parser.add_argument("--plain", action="store_true", help="measure pods without constraints beside the first ones")
     args = parser.parse_args()
     scheduler = KubefluxScheduler(queue_depth=10**9)
     allocatable = {CPU: 4000, MEMORY: 32 * 2**30, PODS: 110}
@@ -72,8 +74,9 @@ def main() -> None:
         scheduler.observe(ClusterEvent(EventKind.ADDED, node), 0.0)
     scheduler.schedule(0.0)
     init, _ = place(scheduler, [anti_pod("sched-0", f"init-{i}") for i in range(args.init)], 1.0)
-    bound, spent = place(scheduler, [anti_pod("sched-1", f"pod-{i}") for i in range(args.measure)], 2.0)
-    table = Table(title="kubeflux: pods with required anti-affinity bound per CPU second (SchedulingPodAntiAffinity)")
+    bound, spent = place(scheduler, [anti_pod("sched-1", f"pod-{i}", args.plain) for i in range(args.measure)], 2.0)
+    what = "pods without constraints beside pods with" if args.plain else "pods with"
+    table = Table(title=f"kubeflux: {what} required anti-affinity bound per CPU second (SchedulingPodAntiAffinity)")
     for column in ("nodes", "pods placed first", "pods measured", "bound", "CPU s", "pods/s", "kube-scheduler floor"):
         table.add_column(column, justify="right")
     rate = bound / spent if spent else float("inf")

@@ -15,6 +15,7 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
     # the reflectors list and then watch with the same call
     "list_node": {("", "nodes", "list"), ("", "nodes", "watch")},
     "list_pod_for_all_namespaces": {("", "pods", "list"), ("", "pods", "watch")},
+    "list_namespace": {("", "namespaces", "list"), ("", "namespaces", "watch")},
     "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own
         ("scheduling.x-k8s.io", "podgroups", "list"),
         ("scheduling.x-k8s.io", "podgroups", "watch"),
@@ -38,9 +39,7 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
 
 
 def calls_in_code() -> set[str]:
-    pattern = re.compile(
-        r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespaced|cluster|node|pod)[a-z_]*)\b"
-    )
+    pattern = re.compile(r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespace|cluster|node|pod)[a-z_]*)\b")
     return {m for path in KUBE.glob("*.py") for m in pattern.findall(path.read_text(encoding="utf-8"))}
 
 

@@ -144,10 +144,10 @@ def kwok_nodes(plane: ControlPlane, api: Api, prefix: str, count: int, cpu: str)
 
 
 @contextlib.contextmanager
-def namespace(api: Api, name: str) -> Iterator[str]:
-    """A namespace (ready for pods: its ``default`` ServiceAccount made) whose pods are deleted at once afterwards
-    (KWOK would take their grace period)."""
-    api.namespace(name)
+def namespace(api: Api, name: str, labels: dict[str, str] | None = None) -> Iterator[str]:
+    """A namespace (labelled ``labels``; ready for pods: its ``default`` ServiceAccount made) whose pods are deleted
+    at once afterwards (KWOK would take their grace period)."""
+    api.namespace(name, labels)
     ready_for_pods(api, name)
     try:
         yield name

@@ -99,8 +99,8 @@ class Api:
         items: list[dict[str, Any]] = orjson.loads(response.data)["items"]
         return items
 
-    def namespace(self, name: str) -> str:
-        self.core.create_namespace({"metadata": {"name": name}}, _preload_content=False)
+    def namespace(self, name: str, labels: dict[str, str] | None = None) -> str:
+        self.core.create_namespace({"metadata": {"name": name, "labels": labels or {}}}, _preload_content=False)
         return name
 
 

@@ -8,8 +8,14 @@ the real kube-scheduler one at a time: each is either bound (and stays, an exist
 it waits (and is deleted). For each, a fresh kubeflux core fed the same nodes and bound pods, read from the API server
 (:func:`~kubeflux.apiobjects.manifests.pod_from_manifest`), must agree on whether the pod can be placed now and on
 the per-reason node counts of the ``FailedScheduling`` message, and so must the simulator's kube-default baseline
-(which shares the core's filter code); the node each of the three picks must satisfy every constraint by an
-independent checker written here from the API's definitions.
+(which shares the core's filter code), and so must one kubeflux core kept through the whole round, told of each
+pod as kube-scheduler decided it (bound where it put it, or deleted): its incremental books, pod index and caches
+are exercised step by step. The node each of them picks must satisfy every constraint by an independent checker
+written here from the API's definitions and the Kubernetes documentation.
+
+Namespaces carry labels of their own beside the ``kubernetes.io/metadata.name`` the API server gives each; terms
+select namespaces by either (``namespaceSelector``), and the kubeflux cores are told of the namespaces as read
+back from the API server.
 
 By design the messages differ in their tails: kube-scheduler appends its preemption verdict (``preemption: 0/5 nodes
 are available: 5 Preemption is not helpful for scheduling.``), kubeflux says no such thing for a pod that does not
@@ -28,7 +34,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
+from kubeflux.apiobjects.manifests import namespace_from_manifest, node_from_manifest, pod_from_manifest
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
@@ -41,6 +47,8 @@ ZONE = "topology.kubernetes.io/zone"
 RACK = "example.com/rack"
 KEYS = (HOST, ZONE, RACK)
 APPS = ("a", "b", "c")
+NAME_LABEL = "kubernetes.io/metadata.name"
+TEAMS = ("x", "y")
 ROUNDS = 12
 PENDING = 48
 """Pending pods per round: ROUNDS × PENDING cases in all (576)."""
@@ -96,13 +104,29 @@ def selector(rng: random.Random) -> dict[str, Any]:
     return {}
 
 
+def namespace_selector(rng: random.Random, namespaces: list[str]) -> dict[str, Any]:
+    """Every namespace, one by the name label the API server gives it, or some by the labels the test gives."""
+    return rng.choice(
+        (
+            {},
+            {"matchLabels": {NAME_LABEL: rng.choice(namespaces)}},
+            {"matchLabels": {"team": rng.choice(TEAMS)}},
+            {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+            {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": [rng.choice(TEAMS)]}]},
+        )
+    )
+
+
 def affinity_term(rng: random.Random, namespaces: list[str]) -> dict[str, Any]:
     term: dict[str, Any] = {"labelSelector": selector(rng), "topologyKey": rng.choice(KEYS)}
     roll = rng.random()
-    if roll < 0.2:
+    if roll < 0.15:
         term["namespaces"] = [rng.choice(namespaces)]
-    elif roll < 0.3:
-        term["namespaceSelector"] = {}
+    elif roll < 0.35:
+        term["namespaceSelector"] = namespace_selector(rng, namespaces)
+    elif roll < 0.4:  # both: the pods of either
+        term["namespaces"] = [rng.choice(namespaces)]
+        term["namespaceSelector"] = namespace_selector(rng, namespaces)
     if rng.random() < 0.1 and term["labelSelector"]:
         term["matchLabelKeys"] = ["rev"]
     return term
@@ -219,6 +243,11 @@ class Real:
         found: dict[str, Any] = orjson.loads(response.data)
         return found
 
+    def namespace(self, name: str) -> dict[str, Any]:
+        response = self.core.read_namespace(name, _preload_content=False)
+        found: dict[str, Any] = orjson.loads(response.data)
+        return found
+
     def delete(self, namespace: str, name: str) -> None:
         self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
 
@@ -258,24 +287,67 @@ class Real:
 # --- kubeflux's answer ------------------------------------------------------------------------------------------
 
 
-def kubeflux_verdict(
-    nodes: list[dict[str, Any]], bound: list[dict[str, Any]], pending: dict[str, Any], *, baseline: bool = False
-) -> tuple[str | None, str]:
-    """A fresh kubeflux core (``baseline``: the simulator's kube-default baseline) fed the nodes and bound pods:
-    where it binds the pending pod, or its message."""
-    scheduler: Any = KubeDefaultScheduler("kubeflux", preemption="never") if baseline else KubefluxScheduler()
+def informed(
+    scheduler: Any, nodes: list[dict[str, Any]], namespaces: list[dict[str, Any]], bound: list[dict[str, Any]]
+) -> Any:
+    """``scheduler`` told of the nodes, the namespaces and the bound pods, as read from the API server."""
     for node in nodes:
         scheduler.observe(ClusterEvent(EventKind.ADDED, node_from_manifest(node)), 0.0)
+    for namespace in namespaces:
+        scheduler.observe(ClusterEvent(EventKind.ADDED, namespace_from_manifest(namespace)), 0.0)
     for pod in bound:
         scheduler.observe(ClusterEvent(EventKind.ADDED, pod_from_manifest(pod)), 0.0)
+    return scheduler
+
+
+def decide(scheduler: Any, pending: dict[str, Any], now: float) -> tuple[str | None, str]:
+    """Where ``scheduler`` binds the pending pod (given to it as its own), or its message."""
     mine = replace(pod_from_manifest(pending), scheduler_name="kubeflux")
-    scheduler.observe(ClusterEvent(EventKind.ADDED, mine), 0.0)
-    for decision in scheduler.schedule(1.0):
-        if isinstance(decision, Bind):
+    scheduler.observe(ClusterEvent(EventKind.ADDED, mine), now)
+    for decision in scheduler.schedule(now + 1.0):
+        if isinstance(decision, Bind) and decision.pod == mine.key:
             return decision.node, ""
-        if isinstance(decision, (Unschedulable, Reject)):  # a Reject: it could never fit the nodes as they are
+        if isinstance(decision, (Unschedulable, Reject)) and decision.pod == mine.key:  # Reject: it never fits
             return None, decision.message
     raise AssertionError(f"{scheduler.name} decided nothing for {mine.key}")
+
+
+def kubeflux_verdict(
+    nodes: list[dict[str, Any]],
+    namespaces: list[dict[str, Any]],
+    bound: list[dict[str, Any]],
+    pending: dict[str, Any],
+    *,
+    baseline: bool = False,
+) -> tuple[str | None, str]:
+    """A fresh kubeflux core (``baseline``: the simulator's kube-default baseline) fed the nodes, namespaces and
+    bound pods: where it binds the pending pod, or its message."""
+    scheduler: Any = KubeDefaultScheduler("kubeflux", preemption="never") if baseline else KubefluxScheduler()
+    return decide(informed(scheduler, nodes, namespaces, bound), pending, 0.0)
+
+
+class Incremental:
+    """One kubeflux core kept through a round: each pending pod decided beside the pods before it, then told where
+    kube-scheduler put it (or that it is gone), as a shell tells it of the cluster."""
+
+    def __init__(
+        self, nodes: list[dict[str, Any]], namespaces: list[dict[str, Any]], bound: list[dict[str, Any]]
+    ) -> None:
+        self.core = informed(KubefluxScheduler(), nodes, namespaces, bound)
+        self.now = 1.0
+
+    def verdict(self, pending: dict[str, Any]) -> tuple[str | None, str]:
+        self.now += 2.0
+        return decide(self.core, pending, self.now)
+
+    def settle(self, pending: dict[str, Any], placed: dict[str, Any] | None) -> None:
+        """kube-scheduler's verdict on ``pending``: ``placed``, the pod as bound and read back, or gone."""
+        if placed is None:
+            gone = replace(pod_from_manifest(pending), scheduler_name="kubeflux")
+            self.core.observe(ClusterEvent(EventKind.DELETED, gone), self.now)
+        else:
+            bound = replace(pod_from_manifest(placed), scheduler_name="kubeflux")
+            self.core.observe(ClusterEvent(EventKind.MODIFIED, bound), self.now)
 
 
 def counts(message: str) -> Counter[str]:
@@ -314,8 +386,22 @@ def _matches(selector_: dict[str, Any] | None, pod_labels: dict[str, str]) -> bo
     return True
 
 
-def _term_pods(term: dict[str, Any], owner_ns: str, owner_labels: dict[str, str], pod: dict[str, Any]) -> bool:
-    """Whether ``pod`` is one of the pods ``term`` (of a pod in ``owner_ns``) names."""
+def _term_pods(
+    term: dict[str, Any],
+    owner_ns: str,
+    owner_labels: dict[str, str],
+    pod: dict[str, Any],
+    ns_labels: dict[str, dict[str, str]],
+    incoming: bool = True,
+) -> bool:
+    """Whether ``pod`` is one of the pods ``term`` (of a pod in ``owner_ns``) names: the API reference's "a static
+    list of namespace names [namespaces] … unioned with the namespaces selected by namespaceSelector … null
+    namespaceSelector and null or empty namespaces list means 'this pod's namespace'; an empty selector ({})
+    matches all namespaces" (``ns_labels``: each namespace's labels as the API server keeps them).
+
+    One deviation of kube-scheduler v1.36 from that definition, measured on the real binary and followed here so
+    that its own choices are not faulted: for the ``incoming`` pod's terms (not an existing pod's), a
+    namespaceSelector that an unlabelled namespace passes (``NotIn``, ``DoesNotExist``) selects every namespace."""
     selector_ = term.get("labelSelector")
     if selector_ is not None and term.get("matchLabelKeys"):
         extra = [
@@ -326,14 +412,21 @@ def _term_pods(term: dict[str, Any], owner_ns: str, owner_labels: dict[str, str]
         selector_ = {**selector_, "matchExpressions": [*(selector_.get("matchExpressions") or []), *extra]}
     namespace = pod["metadata"]["namespace"]
     names = term.get("namespaces") or []
-    all_namespaces = term.get("namespaceSelector") == {}
-    if not names and "namespaceSelector" not in term:
+    by_labels = term.get("namespaceSelector")
+    if not names and by_labels is None:
         names = [owner_ns]
-    return (all_namespaces or namespace in names) and _matches(selector_, pod["metadata"].get("labels") or {})
+    selected = by_labels is not None and (
+        _matches(by_labels, ns_labels[namespace]) or (incoming and _matches(by_labels, {}))
+    )
+    return (namespace in names or selected) and _matches(selector_, pod["metadata"].get("labels") or {})
 
 
 def violations(
-    node: dict[str, Any], nodes: list[dict[str, Any]], bound: list[dict[str, Any]], pending: dict[str, Any]
+    node: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    bound: list[dict[str, Any]],
+    pending: dict[str, Any],
+    ns_labels: dict[str, dict[str, str]],
 ) -> list[str]:
     """Every constraint of ``pending`` that placing it on ``node`` breaks, checked from the API objects."""
     by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -362,7 +455,7 @@ def violations(
     if required:
 
         def all_terms(p: dict[str, Any]) -> bool:
-            return all(_term_pods(t, ns, own_labels, p) for t in required)
+            return all(_term_pods(t, ns, own_labels, p, ns_labels) for t in required)
 
         anywhere = [
             p
@@ -382,7 +475,8 @@ def violations(
     for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
         key = term["topologyKey"]
         if key in labels_of[here] and any(
-            _term_pods(term, ns, own_labels, p) and labels_of[p["spec"]["nodeName"]].get(key) == labels_of[here][key]
+            _term_pods(term, ns, own_labels, p, ns_labels)
+            and labels_of[p["spec"]["nodeName"]].get(key) == labels_of[here][key]
             for p in bound
         ):
             broken.append(f"anti-affinity {key}")
@@ -396,7 +490,9 @@ def violations(
             if (
                 key in where
                 and where.get(key) == labels_of[here].get(key)
-                and _term_pods(term, p["metadata"]["namespace"], p["metadata"].get("labels") or {}, pending)
+                and _term_pods(
+                    term, p["metadata"]["namespace"], p["metadata"].get("labels") or {}, pending, ns_labels, False
+                )
             ):
                 broken.append(f"existing anti-affinity {key}")
     for constraint in spec.get("topologySpreadConstraints") or []:
@@ -416,46 +512,87 @@ def _spread_broken(
     ns: str,
     own_labels: dict[str, str],
 ) -> list[str]:
+    """One ``whenUnsatisfiable: DoNotSchedule`` constraint as the Kubernetes documentation ("Pod Topology Spread
+    Constraints" and the API reference of ``TopologySpreadConstraint``) states it, read from there and not from
+    kube-scheduler's code:
+
+    * "Nodes without any topologySpreadConstraints[*].topologyKey present will be bypassed": their pods do not count,
+      and "the incoming Pod will not be scheduled into this kind of nodes";
+    * ``nodeAffinityPolicy`` (Honor by default): "only nodes matching nodeAffinity/nodeSelector are included in the
+      calculations"; ``nodeTaintsPolicy`` (Ignore by default), with Honor: "nodes without taints, along with tainted
+      nodes for which the incoming pod has a toleration, are included";
+    * ``labelSelector`` "is used to find matching Pods … counted to determine the number of Pods in their
+      corresponding topology domain" (pods of the incoming pod's namespace), ``matchLabelKeys`` adding the incoming
+      pod's values ("ANDed with labelSelector");
+    * ``maxSkew`` is "the maximum permitted difference between the number of matching pods in the target topology and
+      the global minimum (the minimum number of matching pods in an eligible domain or zero if the number of
+      eligible domains is less than minDomains)"; the target counts the incoming pod when it matches (the
+      documentation's example: "if the incoming Pod is placed in zoneA … the skew becomes 3-0=3").
+
+    One rule is not in the documentation: an empty ``labelSelector`` ({}) counts no existing pod in kube-scheduler
+    (kept, so that the checker does not fault kube-scheduler's own choices)."""
     key = constraint["topologyKey"]
-    if key not in labels_of[here]:
+    own_keys = {
+        c["topologyKey"] for c in spec["topologySpreadConstraints"] if c["whenUnsatisfiable"] == "DoNotSchedule"
+    }
+    if not own_keys <= labels_of[here].keys():
         return ["spread: no topology key"]
-    selector_ = constraint.get("labelSelector")
-    if selector_ is not None and constraint.get("matchLabelKeys"):
-        extra = [
-            {"key": k, "operator": "In", "values": [own_labels[k]]}
-            for k in constraint["matchLabelKeys"]
-            if k in own_labels
-        ]
-        selector_ = {**selector_, "matchExpressions": [*(selector_.get("matchExpressions") or []), *extra]}
-    keys = [c["topologyKey"] for c in spec["topologySpreadConstraints"] if c["whenUnsatisfiable"] == "DoNotSchedule"]
-    domains: Counter[str] = Counter()
-    for name, node in by_name.items():
+    wanted = constraint.get("labelSelector")
+    counts_none = wanted == {}  # see above
+    pinned = [k for k in constraint.get("matchLabelKeys") or [] if k in own_labels]
+    if wanted is not None and pinned:
+        wanted = {
+            **wanted,
+            "matchExpressions": [
+                *(wanted.get("matchExpressions") or []),
+                *({"key": k, "operator": "In", "values": [own_labels[k]]} for k in pinned),
+            ],
+        }
+    tolerates = {t.get("key") for t in spec.get("tolerations") or []}
+
+    def eligible(name: str) -> bool:
         node_labels = labels_of[name]
-        if any(k not in node_labels for k in keys):
-            continue
-        if constraint.get("nodeAffinityPolicy", "Honor") == "Honor" and any(
+        if not own_keys <= node_labels.keys():
+            return False
+        if constraint.get("nodeAffinityPolicy") in (None, "Honor") and any(
             node_labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()
         ):
-            continue
-        tolerated = any(t.get("key") == "dedicated" for t in spec.get("tolerations") or [])
-        if constraint.get("nodeTaintsPolicy", "Ignore") == "Honor" and node["spec"].get("taints") and not tolerated:
-            continue
-        domains[node_labels[key]] += 0
-        if selector_:  # an empty selector counts no pod (kube-scheduler's countPodsMatchSelector)
-            domains[node_labels[key]] += sum(
-                1
-                for p in bound
-                if p["spec"]["nodeName"] == name
-                and p["metadata"]["namespace"] == ns
-                and _matches(selector_, p["metadata"].get("labels") or {})
-            )
-    least = min(domains.values()) if domains else 1 << 31
-    if len(domains) < constraint.get("minDomains", 1):
-        least = 0
-    self_match = 1 if _matches(selector_, own_labels) else 0
-    if domains[labels_of[here][key]] + self_match - least > constraint["maxSkew"]:
-        return [f"spread {key}"]
-    return []
+            return False
+        taints = by_name[name]["spec"].get("taints") or []
+        return not (constraint.get("nodeTaintsPolicy") == "Honor" and any(t["key"] not in tolerates for t in taints))
+
+    matching_pods: Counter[str] = Counter({labels_of[name][key]: 0 for name in by_name if eligible(name)})
+    if wanted is not None and not counts_none:
+        for p in bound:
+            where = p["spec"]["nodeName"]
+            if (
+                p["metadata"]["namespace"] == ns
+                and eligible(where)
+                and _matches(wanted, p["metadata"].get("labels") or {})
+            ):
+                matching_pods[labels_of[where][key]] += 1
+    eligible_domains = len(matching_pods)
+    global_minimum = min(matching_pods.values(), default=0)
+    if eligible_domains < constraint.get("minDomains", 1):
+        global_minimum = 0
+    target = matching_pods[labels_of[here][key]] + (1 if _matches(wanted, own_labels) else 0)
+    return [f"spread {key}"] if target - global_minimum > constraint["maxSkew"] else []
+
+
+def scene(
+    nodes: list[dict[str, Any]], bound: list[dict[str, Any]], ns_labels: dict[str, dict[str, str]], pod: dict[str, Any]
+) -> str:
+    """What a disagreement was about: the nodes, the bound pods, the namespaces and the pod's labels, in short."""
+    shown = [f"pod labels {pod['metadata'].get('labels')}", f"namespaces {ns_labels}"]
+    for node in nodes:
+        name = node["metadata"]["name"]
+        here = [
+            f"{p['metadata']['namespace']}/{p['metadata']['name']} {p['metadata'].get('labels')}"
+            for p in bound
+            if p["spec"]["nodeName"] == name
+        ]
+        shown.append(f"{name} {node['metadata'].get('labels')} taints {node['spec'].get('taints')}: {here}")
+    return "\n  ".join(shown)
 
 
 def _millicores(pod: dict[str, Any]) -> int:
@@ -486,7 +623,13 @@ def test_kubeflux_filters_as_the_real_kube_scheduler(scheduled: ControlPlane, ap
     seen: Counter[str] = Counter()
     started = time.monotonic()
     for round_ in range(ROUNDS):
-        namespaces = [api.namespace(f"r{round_}-a"), api.namespace(f"r{round_}-b")]
+        namespaces = [
+            api.namespace(f"r{round_}-a", {"team": rng.choice(TEAMS), **({"tier": "t"} if rng.random() < 0.5 else {})}),
+            api.namespace(f"r{round_}-b", {"team": rng.choice(TEAMS)}),
+        ]
+        namespace_docs = [real.namespace(namespace) for namespace in namespaces]
+        ns_labels = {doc["metadata"]["name"]: doc["metadata"]["labels"] for doc in namespace_docs}
+        assert all(labels[NAME_LABEL] == name for name, labels in ns_labels.items())
         docs = node_docs(rng, round_)
         names = {doc["metadata"]["name"] for doc in docs}
         real.apply_nodes(docs)
@@ -502,35 +645,48 @@ def test_kubeflux_filters_as_the_real_kube_scheduler(scheduled: ControlPlane, ap
                 continue
             room[node] -= _millicores(doc)
             bound.append(real.create(namespace, doc))
+        incremental = Incremental(nodes, namespace_docs, bound)
         for i in range(PENDING):
             namespace, doc = pod_doc(rng, f"new-{i}", namespaces, None, pending=True)
             created = real.create(namespace, doc)
             where, message = real.verdict(namespace, f"new-{i}")
-            mine, said = kubeflux_verdict(nodes, bound, created)
-            modelled, told = kubeflux_verdict(nodes, bound, created, baseline=True)
+            mine, said = kubeflux_verdict(nodes, namespace_docs, bound, created)
+            modelled, words_ = kubeflux_verdict(nodes, namespace_docs, bound, created, baseline=True)
+            kept, kept_said = incremental.verdict(created)
             tried += 1
             case = f"round {round_} pod {namespace}/new-{i}: {json.dumps(doc['spec'])}"
-            for who, chose, words in (("kubeflux", mine, said), ("kube-default", modelled, told)):
+            answers = (
+                ("kubeflux", mine, said),
+                ("kube-default", modelled, words_),
+                ("kubeflux kept through the round", kept, kept_said),
+            )
+            for who, chose, words in answers:
                 if (where is None) != (chose is None):
-                    disagreements.append(f"{case}\n  kube-scheduler: {where or message}\n  {who}: {chose or words}")
+                    disagreements.append(
+                        f"{case}\n  kube-scheduler: {where or message}\n  {who}: {chose or words}\n  "
+                        + scene(nodes, bound, ns_labels, created)
+                    )
                 elif where is None and counts(message) != counts(words):
                     disagreements.append(f"{case}\n  kube-scheduler: {message}\n  {who}: {words}")
             if where is None:
                 seen.update(reason for reason in counts(message) if reason != "total")
-            for who, chosen in (("kube-scheduler", where), ("kubeflux", mine), ("kube-default", modelled)):
+            for who, chosen, _ in (("kube-scheduler", where, ""), *answers):
                 if chosen is not None:
-                    broken = violations(
-                        next(n for n in nodes if n["metadata"]["name"] == chosen), nodes, bound, created
-                    )
+                    node = next(n for n in nodes if n["metadata"]["name"] == chosen)
+                    broken = violations(node, nodes, bound, created, ns_labels)
                     if broken:
                         disagreements.append(f"{case}\n  {who} chose {chosen}, which breaks {broken}")
             if where is None:
                 real.delete(namespace, f"new-{i}")
+                incremental.settle(created, None)
             else:
                 placed += 1
                 bound.append(real.get(namespace, f"new-{i}"))
+                incremental.settle(created, bound[-1])
         real.clear(namespaces, names)
     elapsed = time.monotonic() - started
     print(f"{tried} cases ({placed} placed by both) in {elapsed:.0f} s; reasons met: {dict(seen)}")
     assert tried >= 500
+    for disagreement in disagreements[10:]:  # the assertion shows the first ten
+        print(disagreement)
     assert not disagreements, f"{len(disagreements)} of {tried} disagree:\n" + "\n".join(disagreements[:10])

@@ -58,6 +58,18 @@ def test_a_whole_node_member_needs_a_wholly_free_node_and_fills_it() -> None:
     assert isinstance(found, list) and found[0] != found[1]
 
 
+@pytest.mark.parametrize("alike", [True, False], ids=["alike", "differing"])
+def test_distinct_members_take_distinct_domains_when_given_domains(alike: bool) -> None:
+    # four nodes in zones 0, 0, 1, 2: room for all four members, but three zones for four members kept apart
+    zones = [0, 0, 1, 2]
+    small, big = GangMember((1,), (0, 1, 2, 3), distinct=True), GangMember((2,), (0, 1, 2, 3), distinct=True)
+    gang = [small] * 4 if alike else [small, small, big, big]
+    assert assign(gang, [[4]] * 4, [True] * 4, 4, domains=zones) is None
+    found = assign(gang, [[4]] * 4, [True] * 4, 3, domains=zones)
+    assert isinstance(found, list) and len({zones[node] for node in found if node is not None}) == 3
+    assert isinstance(assign(gang, [[4]] * 4, [True] * 4, 4), list)  # without domains: one per node
+
+
 def test_a_search_that_runs_out_of_budget_says_so_instead_of_no() -> None:
     # 14 members of odd sizes on nodes that cannot hold them all: proving "no" takes many trials.
     gang = [GangMember((d,), tuple(range(4))) for d in (5, 7, 9, 11, 13, 6, 8, 10, 12, 4, 3, 2, 14, 15)]

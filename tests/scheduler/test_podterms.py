@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, pod_to_manifest
+from kubeflux.apiobjects.manifests import ManifestError, namespace_from_manifest, pod_from_manifest, pod_to_manifest
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, AffinityTerm, LabelSelector, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
@@ -96,21 +96,69 @@ def test_an_existing_pods_anti_affinity_keeps_the_incoming_pod_away() -> None:
     }
 
 
-def test_a_namespace_selector_on_the_name_label_the_api_server_gives_every_namespace() -> None:
+def webs_in_two_namespaces(**namespace_labels: dict[str, str]) -> Cluster:
+    """Two nodes in two zones, a ``web`` pod of namespace ``team-a`` on the first and one of ``team-b`` on the second,
+    the core told of the namespaces labelled ``namespace_labels`` (by name)."""
     c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    for name, labels in namespace_labels.items():
+        c.tell(ADDED, namespace_from_manifest({"metadata": {"name": name.replace("_", "-"), "labels": labels}}))
     c.add(other("web-1", "n1", {"app": "web"}, metadata_namespace="team-a"))
     c.add(other("web-2", "n2", {"app": "web"}, metadata_namespace="team-b"))
-    term = anti("web", ZONE)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    return c
+
+
+def away_from_web(namespace_selector: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec with anti-affinity by zone against the ``web`` pods of the namespaces ``namespace_selector``
+    selects."""
+    spec = anti("web", ZONE)
+    spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["namespaceSelector"] = (
+        namespace_selector
+    )
+    return spec
+
+
+def test_a_namespace_selector_on_the_name_label_the_api_server_gives_every_namespace() -> None:
+    c = webs_in_two_namespaces()
     only_team_a = {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
     not_default = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["x"]}]}
-    away = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-    term["namespaceSelector"] = only_team_a
-    c.add(manifest_pod("db", {"affinity": away}, {"app": "db"}))
+    c.add(manifest_pod("db", away_from_web(only_team_a), {"app": "db"}))
     assert bound(c.run()) == {"default/db": "n2"}  # away from team-a's web only
-    term["namespaceSelector"] = not_default
-    c.add(manifest_pod("db2", {"affinity": away}, {"app": "db"}))
+    c.add(manifest_pod("db2", away_from_web(not_default), {"app": "db"}))
     assert messages(c.run()) == {
         "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    }
+
+
+def test_a_namespace_selector_on_a_namespace_label_follows_the_namespaces_as_they_are_labelled() -> None:
+    c = webs_in_two_namespaces(team_a={"tier": "prod"})
+    prod = {"matchLabels": {"tier": "prod"}}
+    c.add(manifest_pod("db", away_from_web(prod), {"app": "db"}))
+    assert bound(c.run()) == {"default/db": "n2"}  # away from the prod namespace's web only
+    c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-b", "labels": {"tier": "prod"}}}))
+    c.add(manifest_pod("db2", away_from_web(prod), {"app": "db"}))
+    assert messages(c.run()) == {
+        "default/db2": "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    }
+
+
+def test_a_namespace_selector_an_unlabelled_namespace_passes_selects_every_namespace_as_kube_scheduler_does() -> None:
+    # kube-scheduler v1.36 puts a pod asking for app=c pods of namespaces "team NotIn [x]" beside one of a namespace
+    # labelled team: x (measured: tests/realkube/test_filter_differential.py); "team In [y]" does not.
+    c = cluster(labelled("n1", "a"), labelled("n2", "b"))
+    c.tell(ADDED, namespace_from_manifest({"metadata": {"name": "team-x", "labels": {"team": "x"}}}))
+    c.add(other("c-1", "n2", {"app": "c"}, metadata_namespace="team-x"))
+    for name, expression in (
+        ("not-x", {"key": "team", "operator": "NotIn", "values": ["x"]}),
+        ("in-y", {"key": "team", "operator": "In", "values": ["y"]}),
+    ):
+        term = affinity("c", HOST)["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        term["namespaceSelector"] = {"matchExpressions": [expression]}
+        near = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+        c.add(manifest_pod(name, near, {"app": "q"}))
+    decisions = c.run()
+    assert bound(decisions) == {"default/not-x": "n2"}
+    assert messages(decisions) == {
+        "default/in-y": "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
     }
 
 
@@ -177,6 +225,35 @@ def test_a_gang_with_more_ranks_than_nodes_waits() -> None:
     assert not bound(decisions)
 
 
+def zone_gang(*zones: str) -> Cluster:
+    """Nodes of 8, 8, 4 and 4 cpus in ``zones``, and an MPI gang of ranks of 2, 2, 8 and 8 cpus, each with required
+    anti-affinity against the others by zone."""
+    c = cluster(
+        *(labelled(f"n{i}", zone, cores=cores) for i, (zone, cores) in enumerate(zip(zones, (8, 8, 4, 4), strict=True)))
+    )
+    c.tell(ADDED, PodGroup("default", "mpi", 4))
+    for i, cpu in enumerate([2, 2, 8, 8]):
+        spec = {**anti("mpi", ZONE), "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}
+        c.add(manifest_pod(f"rank-{i}", spec, {"app": "mpi", POD_GROUP_LABEL: "mpi"}))
+    return c
+
+
+def test_a_gang_with_one_rank_per_zone_lands_in_as_many_zones() -> None:
+    # One by one the small ranks take the big zones; the assignment search finds the small ones the small zones, and
+    # must keep them apart: both fit zone c's node, which anti-affinity between them forbids.
+    placed = bound(zone_gang("a", "b", "c", "d").run())
+    zones = {"n0": "a", "n1": "b", "n2": "c", "n3": "d"}
+    assert len(placed) == 4 and len({zones[node] for node in placed.values()}) == 4
+    assert placed["default/rank-2"] in ("n0", "n1") and placed["default/rank-0"] in ("n2", "n3")
+
+
+def test_a_gang_with_one_rank_per_zone_and_more_ranks_than_zones_is_refused_saying_why() -> None:
+    decisions = zone_gang("a", "b", "c", "c").run()
+    assert not bound(decisions)
+    said = messages(decisions)["default/rank-0"]
+    assert "can never fit" in said and f"4 of its pods must each have a {ZONE} of its own" in said, said
+
+
 def test_manifest_fields_read_back_equal_and_bad_ones_named() -> None:
     made = manifest_pod("x", {**anti("web"), **spread("web"), **ports(80)}, {"app": "web"})
     assert made.terms is not None and made.terms.anti_affinity[0] == AffinityTerm(
@@ -199,6 +276,36 @@ def test_manifest_fields_read_back_equal_and_bad_ones_named() -> None:
     assert merged.terms is not None
     selector = merged.terms.anti_affinity[0].selector
     assert selector is not None and selector.matches({"app": "w", "rev": "7"}) and not selector.matches({"app": "w"})
+
+
+@pytest.mark.parametrize(
+    ("selector", "field", "problem"),
+    [
+        ({"matchLabels": {"app": "no spaces"}}, "labelSelector.matchLabels", "a valid label must be"),
+        ({"matchLabels": {"-app": "w"}}, "labelSelector.matchLabels", "name part must consist"),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["ok", "n0t ok"]}]},
+            r"labelSelector.matchExpressions\[0\].values\[1\]",
+            "a valid label must be",
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]},
+            r"labelSelector.matchExpressions\[0\].operator",
+            "not a valid selector operator",
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": [1]}]},
+            r"labelSelector.matchExpressions\[0\].values\[0\]",
+            "expected a string",
+        ),
+    ],
+)
+def test_a_term_whose_label_selector_the_api_server_refuses_is_named(selector: Any, field: str, problem: str) -> None:
+    term = {"labelSelector": selector, "topologyKey": HOST}
+    spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    at = r"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution\[0\]."
+    with pytest.raises(ManifestError, match=at + field + ".*" + problem):
+        manifest_pod("bad", spec)
 
 
 def kube_default() -> Any:

@@ -24,8 +24,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubeflux.apiobjects.batchjob import FieldProblem
-from kubeflux.apiobjects.rules import int_decode_error, json_kind, label_key_problems, label_value_problems
-from kubeflux.scheduler.objects import DisruptionBudget, LabelSelector, SelectorRequirement
+from kubeflux.apiobjects.manifests import ManifestReader
+from kubeflux.apiobjects.podterms import label_selector, selector_problems, selector_to_manifest
+from kubeflux.apiobjects.rules import int_decode_error, json_kind
+from kubeflux.scheduler.objects import DisruptionBudget
 
 __all__ = [
     "EVICTION_REFUSED",
@@ -36,7 +38,6 @@ __all__ = [
     "budget_to_manifest",
     "desired_healthy",
     "eviction_refusal",
-    "selector_from_manifest",
 ]
 
 EVICTION_REFUSED: Final = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -154,45 +155,6 @@ def _bound_problems(value: Any, path: str) -> list[FieldProblem]:
     return []
 
 
-def _selector_problems(selector: Mapping[str, Any], path: str) -> list[FieldProblem]:
-    """``ValidateLabelSelector``: every label of ``matchLabels``, every requirement's operator, values and key."""
-    problems: list[FieldProblem] = []
-    for key, value in sorted((selector.get("matchLabels") or {}).items()):
-        problems += [
-            FieldProblem(f"{path}.matchLabels", f"Invalid value: {_go_value(key)}: {p}")
-            for p in label_key_problems(key)
-        ]
-        problems += [
-            FieldProblem(f"{path}.matchLabels", f"Invalid value: {_go_value(value)}: {p}")
-            for p in label_value_problems(value or "")
-        ]
-    for index, expression in enumerate(selector.get("matchExpressions") or ()):
-        at = f"{path}.matchExpressions[{index}]"
-        operator, values = expression.get("operator") or "", expression.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                message = "Required value: must be specified when `operator` is 'In' or 'NotIn'"
-                problems.append(FieldProblem(f"{at}.values", message, "FieldValueRequired"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                message = "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                problems.append(FieldProblem(f"{at}.values", message, "FieldValueForbidden"))
-        else:
-            problems.append(
-                FieldProblem(f"{at}.operator", f"Invalid value: {_go_value(operator)}: not a valid selector operator")
-            )
-        key = expression.get("key") or ""
-        problems += [
-            FieldProblem(f"{at}.key", f"Invalid value: {_go_value(key)}: {p}") for p in label_key_problems(key)
-        ]
-        for number, value in enumerate(values):
-            problems += [
-                FieldProblem(f"{at}.values[{number}]", f"Invalid value: {_go_value(value)}: {p}")
-                for p in label_value_problems(value)
-            ]
-    return problems
-
-
 def _go_spec(spec: Mapping[str, Any]) -> str:
     """The internal ``PodDisruptionBudgetSpec`` as ``field.Invalid`` prints it (its Go field names, JSON values)."""
     shown = {
@@ -231,26 +193,13 @@ def budget_problems(obj: Mapping[str, Any]) -> list[FieldProblem]:
             problems += _bound_problems(spec[name], f"spec.{name}")
     selector = spec.get("selector")
     if isinstance(selector, Mapping):
-        problems += _selector_problems(selector, "spec.selector")
+        problems += selector_problems(selector, "spec.selector")
     policy = spec.get("unhealthyPodEvictionPolicy")
     if policy is not None and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
         supported = ", ".join(f'"{p}"' for p in UNHEALTHY_POD_EVICTION_POLICIES)
         message = f"Unsupported value: {_go_value(policy)}: supported values: {supported}"
         problems.append(FieldProblem("spec.unhealthyPodEvictionPolicy", message, "FieldValueNotSupported"))
     return problems
-
-
-def selector_from_manifest(selector: Any) -> LabelSelector | None:
-    """A valid ``metav1.LabelSelector`` as the schedulers read it; None for an absent one (selects nothing)."""
-    if not isinstance(selector, Mapping):
-        return None
-    labels = tuple(sorted((str(k), str(v or "")) for k, v in (selector.get("matchLabels") or {}).items()))
-    expressions = tuple(
-        SelectorRequirement(str(e.get("key") or ""), str(e.get("operator")), tuple(e.get("values") or ()))
-        for e in selector.get("matchExpressions") or ()
-        if e.get("operator") in _OPERATORS
-    )
-    return LabelSelector(labels, expressions)
 
 
 def budget_from_manifest(obj: Mapping[str, Any]) -> DisruptionBudget:
@@ -260,10 +209,11 @@ def budget_from_manifest(obj: Mapping[str, Any]) -> DisruptionBudget:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     disrupted = status.get("disruptedPods") if isinstance(status, Mapping) else None
+    reader = ManifestReader("PodDisruptionBudget", obj, ("PodDisruptionBudget",))
     return DisruptionBudget(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
-        selector=selector_from_manifest(spec.get("selector")),
+        selector=label_selector(reader, "spec.selector", spec.get("selector")),
         min_available=spec.get("minAvailable"),
         max_unavailable=spec.get("maxUnavailable"),
         disrupted=frozenset(disrupted) if isinstance(disrupted, Mapping) else frozenset(),
@@ -278,17 +228,8 @@ def budget_to_manifest(budget: DisruptionBudget) -> dict[str, Any]:
         spec["minAvailable"] = budget.min_available
     if budget.max_unavailable is not None:
         spec["maxUnavailable"] = budget.max_unavailable
-    selector = budget.selector
-    if selector is not None:
-        shown: dict[str, Any] = {}
-        if selector.match_labels:
-            shown["matchLabels"] = dict(selector.match_labels)
-        if selector.match_expressions:
-            shown["matchExpressions"] = [
-                {"key": e.key, "operator": e.operator, **({"values": list(e.values)} if e.values else {})}
-                for e in selector.match_expressions
-            ]
-        spec["selector"] = shown
+    if budget.selector is not None:
+        spec["selector"] = selector_to_manifest(budget.selector)
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

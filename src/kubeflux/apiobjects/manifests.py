@@ -33,6 +33,7 @@ from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomai
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
+    Namespace,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -56,7 +57,9 @@ __all__ = [
     "DEFAULT_SCHEDULER",
     "NATIVE_GANG_GROUP",
     "ManifestError",
+    "ManifestReader",
     "format_timestamp",
+    "namespace_from_manifest",
     "node_from_manifest",
     "object_reader",
     "parse_timestamp",
@@ -85,7 +88,7 @@ def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-class _Reader:
+class ManifestReader:
     """Typed access to one manifest, turning every type mismatch into a :class:`ManifestError`."""
 
     def __init__(self, kind: str, obj: Any, expected_kinds: tuple[str, ...]) -> None:
@@ -214,14 +217,14 @@ class _Reader:
         return self.integer(path, value)
 
 
-def object_reader(kind: str, obj: Any) -> _Reader:
+def object_reader(kind: str, obj: Any) -> ManifestReader:
     """A reader of the manifest ``obj`` of ``kind`` (its errors name ``Kind [namespace/]name`` and the field), for
     the field readers of this module (:func:`read_taints`, :func:`read_tolerations`) and of
     :mod:`~kubeflux.apiobjects.podterms` on other kinds' objects."""
-    return _Reader(kind, obj, (kind,))
+    return ManifestReader(kind, obj, (kind,))
 
 
-def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> ResourceList:
+def _resource_list(reader: ManifestReader, path: str, raw: Mapping[str, Any]) -> ResourceList:
     result: ResourceList = {}
     for name, value in raw.items():
         try:
@@ -237,7 +240,7 @@ def _resource_list(reader: _Reader, path: str, raw: Mapping[str, Any]) -> Resour
 
 def resource_list(raw: Mapping[str, Any], where: str = "resources") -> ResourceList:
     """Canonical integers for a ``ResourceList`` mapping (``{"cpu": "500m"}`` → ``{"cpu": 500}``)."""
-    return _resource_list(_Reader(where, {}, (where,)), "", raw) if raw else {}
+    return _resource_list(ManifestReader(where, {}, (where,)), "", raw) if raw else {}
 
 
 # --- times --------------------------------------------------------------------------------------------------
@@ -266,7 +269,7 @@ def format_timestamp(seconds: float) -> str:
 # --- pods ---------------------------------------------------------------------------------------------------
 
 
-def _container_requests(reader: _Reader, path: str, container: Any) -> ResourceList:
+def _container_requests(reader: ManifestReader, path: str, container: Any) -> ResourceList:
     resources = reader.mapping(f"{path}.resources", reader.mapping(path, container).get("resources") or {})
     requests = reader.resources(f"{path}.resources.requests", resources.get("requests") or {})
     limits = reader.resources(f"{path}.resources.limits", resources.get("limits") or {})
@@ -285,7 +288,7 @@ def _max(into: ResourceList, other: ResourceList) -> None:
         into[name] = max(into.get(name, 0), amount)
 
 
-def _resize_status(reader: _Reader) -> str:
+def _resize_status(reader: ManifestReader) -> str:
     """The pod's in-place resize state: the 1.33+ conditions ``PodResizePending`` (reason ``Deferred`` or
     ``Infeasible``) and ``PodResizeInProgress``, else the older ``status.resize``; empty when none."""
     for index, raw in enumerate(reader.sequence("status.conditions")):
@@ -307,7 +310,7 @@ def _resize_status(reader: _Reader) -> str:
     return resize
 
 
-def _status_requests(reader: _Reader) -> dict[str, ResourceList]:
+def _status_requests(reader: ManifestReader) -> dict[str, ResourceList]:
     """Container name → what the kubelet reports it holds: the maximum of ``resources.requests`` and
     ``allocatedResources`` of its status, for the containers whose status reports resources at all."""
     result: dict[str, ResourceList] = {}
@@ -338,11 +341,11 @@ def _effective(spec: ResourceList, held: ResourceList | None, resize: str) -> Re
     return result
 
 
-def _container_name(reader: _Reader, path: str, container: Any) -> str:
+def _container_name(reader: ManifestReader, path: str, container: Any) -> str:
     return reader.string(f"{path}.name", reader.mapping(path, container).get("name") or "")
 
 
-def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
+def _pod_requests(reader: ManifestReader, resize: str) -> ResourceList:
     held = _status_requests(reader)
     total: ResourceList = {}
     containers = reader.sequence("spec.containers")
@@ -373,13 +376,13 @@ def _pod_requests(reader: _Reader, resize: str) -> ResourceList:
     return total
 
 
-def _check_effect(reader: _Reader, path: str, effect: str) -> None:
+def _check_effect(reader: ManifestReader, path: str, effect: str) -> None:
     """A taint's (or a non-empty toleration's) ``effect`` is one Kubernetes knows."""
     if effect not in _TAINT_EFFECTS:
         raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
 
 
-def read_tolerations(reader: _Reader, at: str = "spec.tolerations") -> tuple[Toleration, ...]:
+def read_tolerations(reader: ManifestReader, at: str = "spec.tolerations") -> tuple[Toleration, ...]:
     """The tolerations listed at ``at`` (a pod's, or a Kueue ResourceFlavor's), held to the API server's checks."""
     result = []
     for path, item in reader.entries(at):
@@ -399,7 +402,7 @@ def read_tolerations(reader: _Reader, at: str = "spec.tolerations") -> tuple[Tol
     return tuple(result)
 
 
-def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorRequirement, ...]:
+def _requirements(reader: ManifestReader, path: str, raw: Any) -> tuple[NodeSelectorRequirement, ...]:
     result = []
     for item_path, item in reader.entries(path, raw if raw is not None else []):
         key = reader.field(item_path, item, "key")
@@ -421,7 +424,7 @@ def _requirements(reader: _Reader, path: str, raw: Any) -> tuple[NodeSelectorReq
     return tuple(result)
 
 
-def _node_affinity(reader: _Reader) -> tuple[NodeSelectorTerm, ...]:
+def _node_affinity(reader: ManifestReader) -> tuple[NodeSelectorTerm, ...]:
     path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
     terms = []
     for term_path, term in reader.entries(path):
@@ -438,7 +441,7 @@ def _node_affinity(reader: _Reader) -> tuple[NodeSelectorTerm, ...]:
     return tuple(terms)
 
 
-def _owner(reader: _Reader) -> str:
+def _owner(reader: ManifestReader) -> str:
     owners = reader.sequence("metadata.ownerReferences")
     chosen: Mapping[str, Any] | None = None
     for index, raw in enumerate(owners):
@@ -452,7 +455,7 @@ def _owner(reader: _Reader) -> str:
     return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
 
 
-def _scheduling_gates(reader: _Reader) -> tuple[str, ...]:
+def _scheduling_gates(reader: ManifestReader) -> tuple[str, ...]:
     """``spec.schedulingGates``' names (each gate is ``{name: ...}``; the API server checks the names)."""
     if reader.get("spec.schedulingGates") is None:
         return ()
@@ -461,7 +464,7 @@ def _scheduling_gates(reader: _Reader) -> tuple[str, ...]:
 
 def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     """A :class:`Pod` from a ``v1`` Pod manifest (requests, placement constraints, status, owner)."""
-    reader = _Reader("Pod", obj, ("Pod",))
+    reader = ManifestReader("Pod", obj, ("Pod",))
     name, namespace = reader.identity("Pod", default_namespace)
     phase_text = reader.string("status.phase") or PodPhase.PENDING.value
     try:
@@ -512,7 +515,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
 # --- nodes and pod groups -----------------------------------------------------------------------------------
 
 
-def read_taints(reader: _Reader, at: str = "spec.taints") -> tuple[Taint, ...]:
+def read_taints(reader: ManifestReader, at: str = "spec.taints") -> tuple[Taint, ...]:
     """The taints listed at ``at`` (a node's, or a Kueue ResourceFlavor's ``spec.nodeTaints``): a key and a known
     effect each."""
     result = []
@@ -526,7 +529,7 @@ def read_taints(reader: _Reader, at: str = "spec.taints") -> tuple[Taint, ...]:
     return tuple(result)
 
 
-def _ready(reader: _Reader) -> bool:
+def _ready(reader: ManifestReader) -> bool:
     """The ``Ready`` condition; a node that reports no conditions at all (a bare test manifest) is ready."""
     for index, raw in enumerate(reader.sequence("status.conditions")):
         condition = reader.mapping(f"status.conditions[{index}]", raw)
@@ -535,10 +538,16 @@ def _ready(reader: _Reader) -> bool:
     return True
 
 
+def namespace_from_manifest(obj: Any) -> Namespace:
+    """A ``v1`` Namespace: its name and labels (what a ``namespaceSelector`` selects on)."""
+    reader = ManifestReader("Namespace", obj, ("Namespace",))
+    return Namespace(reader.string("metadata.name"), reader.string_map("metadata.labels"))
+
+
 def node_from_manifest(obj: Any) -> Node:
     """A :class:`Node` from a ``v1`` Node manifest: ``status.allocatable`` (else ``capacity``), labels, taints,
     cordon and the ``Ready`` condition."""
-    reader = _Reader("Node", obj, ("Node",))
+    reader = ManifestReader("Node", obj, ("Node",))
     name = reader.name()
     allocatable_path = "status.allocatable" if reader.get("status.allocatable") is not None else "status.capacity"
     allocatable = reader.resources(allocatable_path)
@@ -560,7 +569,7 @@ NATIVE_GANG_GROUP: Final = "scheduling.k8s.io"
 """The API group of Kubernetes' own PodGroup (1.35+, alpha); coscheduling's is ``scheduling.x-k8s.io``."""
 
 
-def _native_min_count(reader: _Reader) -> int:
+def _native_min_count(reader: ManifestReader) -> int:
     """``spec.schedulingPolicy`` of a ``scheduling.k8s.io`` PodGroup: exactly one of ``basic`` (pods placed
     independently: a minimum of 1) and ``gang`` (``minCount`` pods placed at once)."""
     policy = reader.mapping("spec.schedulingPolicy", reader.get("spec.schedulingPolicy", {}))
@@ -579,7 +588,7 @@ def _native_min_count(reader: _Reader) -> int:
 def podgroup_from_manifest(obj: Any, *, default_namespace: str = "default") -> PodGroup:
     """A :class:`PodGroup` from a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minResources`` is not read) or a
     ``scheduling.k8s.io`` one (``spec.schedulingPolicy``; it has no timeout)."""
-    reader = _Reader("PodGroup", obj, ("PodGroup",))
+    reader = ManifestReader("PodGroup", obj, ("PodGroup",))
     name, namespace = reader.identity("PodGroup", default_namespace)
     if reader.string("apiVersion").partition("/")[0] == NATIVE_GANG_GROUP:
         return PodGroup(

@@ -13,8 +13,10 @@ score too, and are not read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from kubeflux.apiobjects.batchjob import FieldProblem
+from kubeflux.apiobjects.rules import go_value, label_key_problems, label_value_problems
 from kubeflux.scheduler.objects import (
     AffinityTerm,
     HostPort,
@@ -24,56 +26,109 @@ from kubeflux.scheduler.objects import (
     SpreadConstraint,
 )
 
+if TYPE_CHECKING:
+    from kubeflux.apiobjects.manifests import ManifestReader
 
-class _Reader(Protocol):
-    """What is read of a manifest, each mismatch an error naming the field (``manifests``' reader)."""
+
+class Failing(Protocol):
+    """Whatever reads an object's fields and words a problem with one as an error naming it (a
+    :class:`~kubeflux.apiobjects.manifests.ManifestReader`, or a reader of custom resources): all :func:`label_selector`
+    needs."""
 
     def fail(self, path: str, problem: str) -> Exception: ...
-    def mapping(self, path: str, value: Any = None) -> Mapping[str, Any]: ...
-    def sequence(self, path: str, value: Any = None) -> list[Any]: ...
-    def entries(self, path: str, value: Any = None) -> list[tuple[str, Mapping[str, Any]]]: ...
-    def field(self, path: str, item: Mapping[str, Any], name: str, default: str = "") -> str: ...
-    def string(self, path: str, value: Any = None, default: str = "") -> str: ...
-    def integer(self, path: str, value: Any = None) -> int | None: ...
 
 
-__all__ = ["label_selector", "pod_terms", "selector_to_manifest", "terms_to_manifest"]
+__all__ = ["Failing", "label_selector", "pod_terms", "selector_problems", "selector_to_manifest", "terms_to_manifest"]
 
 _PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
-_LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 _WHEN: Final = ("DoNotSchedule", "ScheduleAnyway")
 _POLICIES: Final = ("Honor", "Ignore")
 _MAX_PORT: Final = 65535
 
 
-def label_selector(reader: _Reader, path: str, raw: Any) -> LabelSelector | None:
-    """A ``metav1.LabelSelector`` at ``path`` (None when absent: it selects nothing)."""
+def label_selector(reader: Failing, path: str, raw: Any) -> LabelSelector | None:
+    """The ``metav1.LabelSelector`` at ``path`` (None when absent: it selects nothing), as the API server takes it:
+    decoded (a mapping; ``matchLabels`` strings; each requirement's ``key``, ``operator`` and ``values`` strings) and
+    valid (:func:`selector_problems`), else ``reader.fail`` names the first field at fault
+    (``spec.affinity….labelSelector.matchExpressions[0].values``). The one reading of a label selector: pods' terms,
+    PodDisruptionBudgets, custom resources."""
     if raw is None:
         return None
-    item = reader.mapping(path, raw)
-    labels = []
-    for key, value in reader.mapping(f"{path}.matchLabels", item.get("matchLabels") or {}).items():
-        labels.append((reader.string(f"{path}.matchLabels", key), reader.string(f"{path}.matchLabels.{key}", value)))
-    expressions = []
-    for at, expression in reader.entries(f"{path}.matchExpressions", item.get("matchExpressions") or []):
-        key = reader.field(at, expression, "key")
-        operator = reader.field(at, expression, "operator")
-        raw_values = reader.sequence(f"{at}.values", expression.get("values") or [])
-        values = tuple(reader.string(f"{at}.values[{i}]", v) for i, v in enumerate(raw_values))
-        if not key:
-            raise reader.fail(f"{at}.key", "required")
-        if operator not in _LABEL_OPERATORS:
-            raise reader.fail(f"{at}.operator", f"must be one of {', '.join(_LABEL_OPERATORS)}, got {operator!r}")
-        if operator in ("In", "NotIn") and not values:
-            raise reader.fail(f"{at}.values", f"must be non-empty for operator {operator}")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise reader.fail(f"{at}.values", f"must be empty for operator {operator}")
-        expressions.append(SelectorRequirement(key, operator, values))
-    return LabelSelector(tuple(sorted(labels)), tuple(expressions))
+    if not isinstance(raw, Mapping):
+        raise reader.fail(path, f"expected a mapping, got {type(raw).__name__}")
+    labels = raw.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        raise reader.fail(f"{path}.matchLabels", f"expected a mapping, got {type(labels).__name__}")
+    for key, value in labels.items():
+        if not isinstance(value, str):
+            raise reader.fail(f"{path}.matchLabels.{key}", f"expected a string, got {value!r}")
+    expressions = raw.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise reader.fail(f"{path}.matchExpressions", f"expected a list, got {type(expressions).__name__}")
+    requirements = []
+    for i, expression in enumerate(expressions):
+        at = f"{path}.matchExpressions[{i}]"
+        if not isinstance(expression, Mapping):
+            raise reader.fail(at, f"expected a mapping, got {type(expression).__name__}")
+        for name in ("key", "operator"):
+            if not isinstance(expression.get(name) or "", str):
+                raise reader.fail(f"{at}.{name}", f"expected a string, got {expression[name]!r}")
+        values = expression.get("values") or []
+        if not isinstance(values, list):
+            raise reader.fail(f"{at}.values", f"expected a list, got {type(values).__name__}")
+        for n, value in enumerate(values):
+            if not isinstance(value, str):
+                raise reader.fail(f"{at}.values[{n}]", f"expected a string, got {value!r}")
+        requirements.append(SelectorRequirement(expression.get("key") or "", expression["operator"], tuple(values)))
+    problems = selector_problems(raw, path)
+    if problems:
+        raise reader.fail(problems[0].field, problems[0].message)
+    return LabelSelector(tuple(sorted((str(k), v) for k, v in labels.items())), tuple(requirements))
+
+
+def selector_problems(selector: Mapping[str, Any], path: str) -> list[FieldProblem]:
+    """``ValidateLabelSelector`` of a decoded selector: every label of ``matchLabels``, every requirement's operator,
+    values and key, in the real server's words."""
+    problems: list[FieldProblem] = []
+    for key, value in sorted((selector.get("matchLabels") or {}).items()):
+        problems += [
+            FieldProblem(f"{path}.matchLabels", f"Invalid value: {go_value(key)}: {p}") for p in label_key_problems(key)
+        ]
+        problems += [
+            FieldProblem(f"{path}.matchLabels", f"Invalid value: {go_value(value)}: {p}")
+            for p in label_value_problems(value or "")
+        ]
+    for index, expression in enumerate(selector.get("matchExpressions") or ()):
+        at = f"{path}.matchExpressions[{index}]"
+        operator, values = expression.get("operator") or "", expression.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                message = "Required value: must be specified when `operator` is 'In' or 'NotIn'"
+                problems.append(FieldProblem(f"{at}.values", message, "FieldValueRequired"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                message = "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                problems.append(FieldProblem(f"{at}.values", message, "FieldValueForbidden"))
+        else:
+            problems.append(
+                FieldProblem(f"{at}.operator", f"Invalid value: {go_value(operator)}: not a valid selector operator")
+            )
+        key = expression.get("key") or ""
+        problems += [FieldProblem(f"{at}.key", f"Invalid value: {go_value(key)}: {p}") for p in label_key_problems(key)]
+        for number, value in enumerate(values):
+            problems += [
+                FieldProblem(f"{at}.values[{number}]", f"Invalid value: {go_value(value)}: {p}")
+                for p in label_value_problems(value)
+            ]
+    return problems
 
 
 def _merged(
-    reader: _Reader, path: str, item: Mapping[str, Any], selector: LabelSelector | None, labels: Mapping[str, str]
+    reader: ManifestReader,
+    path: str,
+    item: Mapping[str, Any],
+    selector: LabelSelector | None,
+    labels: Mapping[str, str],
 ) -> LabelSelector | None:
     """``selector`` with the pod's values of ``matchLabelKeys`` (``In``) and ``mismatchLabelKeys`` (``NotIn``)."""
     added = []
@@ -91,7 +146,9 @@ def _merged(
     return LabelSelector(selector.match_labels, (*selector.match_expressions, *added))
 
 
-def _affinity_terms(reader: _Reader, path: str, namespace: str, labels: Mapping[str, str]) -> tuple[AffinityTerm, ...]:
+def _affinity_terms(
+    reader: ManifestReader, path: str, namespace: str, labels: Mapping[str, str]
+) -> tuple[AffinityTerm, ...]:
     terms = []
     for at, item in reader.entries(path):
         topology = reader.field(at, item, "topologyKey")
@@ -108,7 +165,7 @@ def _affinity_terms(reader: _Reader, path: str, namespace: str, labels: Mapping[
     return tuple(terms)
 
 
-def _host_ports(reader: _Reader) -> tuple[HostPort, ...]:
+def _host_ports(reader: ManifestReader) -> tuple[HostPort, ...]:
     """The host ports of the containers and of the sidecars (init containers with ``restartPolicy: Always``)."""
     found = []
     for kind in ("containers", "initContainers"):
@@ -132,7 +189,7 @@ def _host_ports(reader: _Reader) -> tuple[HostPort, ...]:
     return tuple(found)
 
 
-def _spread(reader: _Reader, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
+def _spread(reader: ManifestReader, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
     kept = []
     pairs = set()
     for at, item in reader.entries("spec.topologySpreadConstraints"):
@@ -169,7 +226,7 @@ def _spread(reader: _Reader, labels: Mapping[str, str]) -> tuple[SpreadConstrain
     return tuple(kept)
 
 
-def pod_terms(reader: _Reader, namespace: str, labels: Mapping[str, str]) -> PodTerms | None:
+def pod_terms(reader: ManifestReader, namespace: str, labels: Mapping[str, str]) -> PodTerms | None:
     """The pod's :class:`PodTerms`, or None when it asks none of them."""
     affinity = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     anti = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"

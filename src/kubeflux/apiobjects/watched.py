@@ -1,7 +1,7 @@
 """The cluster events a scheduler core hears, read from the API's watch events: one reading of each watched kind for
 every shell that follows a cluster (``serve``'s reflectors, the served cluster's in-process schedulers).
 
-A ``Node``, ``PodGroup`` or ``PodDisruptionBudget`` manifest is read by its kind's reader
+A ``Node``, ``PodGroup``, ``PodDisruptionBudget`` or ``Namespace`` manifest is read by its kind's reader
 (:func:`~kubeflux.apiobjects.manifests.node_from_manifest`, ...); any other kind is a pod, read by the shell's
 ``read_pod`` (its cached reading) or :func:`~kubeflux.apiobjects.manifests.pod_from_manifest`. A reader's
 :class:`~kubeflux.apiobjects.manifests.ManifestError` is raised to the shell, which says what it could not read.
@@ -13,9 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeflux.apiobjects.disruption import budget_from_manifest
-from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import (
+    namespace_from_manifest,
+    node_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from kubeflux.scheduler.messages import ClusterEvent, EventKind
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
+from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup
 
 __all__ = ["cluster_event"]
 
@@ -28,13 +33,15 @@ def cluster_event(
 ) -> ClusterEvent:
     """The watch event ``type_`` (``ADDED``, ``MODIFIED``, ``DELETED``) of the ``kind`` object ``manifest`` as the
     cores hear it (see the module docstring)."""
-    obj: Pod | Node | PodGroup | DisruptionBudget
+    obj: Pod | Node | PodGroup | DisruptionBudget | Namespace
     if kind == "Node":
         obj = node_from_manifest(manifest)
     elif kind == "PodGroup":
         obj = podgroup_from_manifest(manifest)
     elif kind == "PodDisruptionBudget":
         obj = budget_from_manifest(manifest)  # the API server validated it
+    elif kind == "Namespace":
+        obj = namespace_from_manifest(manifest)
     else:
         obj = read_pod(manifest)
     return ClusterEvent(EventKind(type_), obj)

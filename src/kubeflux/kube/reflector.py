@@ -62,8 +62,8 @@ LOG_EVERY = 30.0
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
-    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``); ``type`` is a
-    watch event type or :data:`SYNCED` (then ``obj`` is empty)."""
+    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``, ``Namespace``);
+    ``type`` is a watch event type or :data:`SYNCED` (then ``obj`` is empty)."""
 
     kind: str
     type: str
@@ -92,7 +92,8 @@ class Resource:
 
 def watched_resources(api: client.ApiClient) -> list[Resource]:
     """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, PodDisruptionBudgets (what preemption
-    may not take), then pods of every scheduler and namespace (others' pods are counted)."""
+    may not take), namespaces (their labels, which inter-pod affinity's ``namespaceSelector`` selects on), then pods
+    of every scheduler and namespace (others' pods are counted)."""
     raw = RawApi(api)
 
     def podgroups(**query: Any) -> Any:
@@ -128,6 +129,7 @@ def watched_resources(api: client.ApiClient) -> list[Resource]:
             api_version="policy/v1",
             absent="the API server serves no policy/v1 PodDisruptionBudgets; preemption evicts without them",
         ),
+        Resource("Namespace", raw.list_namespace),
         Resource("Pod", raw.list_pod_for_all_namespaces),
     ]
 

@@ -109,6 +109,9 @@ class RawApi:
     def list_pod_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/api/v1/pods", query)
 
+    def list_namespace(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/namespaces", query)
+
     def list_pod_disruption_budget_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/apis/policy/v1/poddisruptionbudgets", query)
 

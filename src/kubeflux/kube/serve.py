@@ -2,8 +2,8 @@
 
 It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is the only one to touch the cores:
 
-1. the reflectors (:mod:`kubeflux.kube.reflector`) put raw watch events of nodes, PodGroups, PodDisruptionBudgets
-   and pods on a bounded queue; they are started in that order, each once the previous one has synced, so the
+1. the reflectors (:mod:`kubeflux.kube.reflector`) put raw watch events of nodes, PodGroups, PodDisruptionBudgets,
+   namespaces and pods on a bounded queue; they are started in that order, each once the previous one has synced, so the
    core sees the nodes before the pods bound to them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
    (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers

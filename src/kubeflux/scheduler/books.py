@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Mapping
 
 from kubeflux.match.policy import parse_policy
 from kubeflux.resources import NodeSpec, id_from_name_suffix
@@ -88,11 +89,9 @@ class ClusterBooks:
         self.fits = FitIndex()
         """Which nodes may take a pod now, kept incrementally as the books change."""
         self.uid_by_key: dict[str, str] = {}
-        self.bound: dict[str, Pod] = {}
-        """Pod uid → pod, for every allocation (to replay it when its node is re-attached)."""
         self.pods = PodsByNode()
-        """The same pods by node, for the filters that look at the pods around a pod (inter-pod affinity, topology
-        spread, host ports: :mod:`kubeflux.scheduler.podterms`)."""
+        """Every allocation's pod (:attr:`bound`) and where, and by node, for the filters that look at the pods
+        around a pod (inter-pod affinity, topology spread, host ports: :mod:`kubeflux.scheduler.podterms`)."""
         self.unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
         self.stuck: dict[str, dict[str, Pod]] = {}
@@ -113,6 +112,12 @@ class ClusterBooks:
         """The levels in the graph: those of the profile's some admitted node carries, top first."""
         self._unlabelled: set[tuple[str, str]] = set()
         """(node, level) put in the level's unknown domain, reported once."""
+
+    @property
+    def bound(self) -> Mapping[str, Pod]:
+        """Pod uid → pod, for every allocation (to replay it when its node is re-attached); changed through
+        :attr:`pods` (:meth:`PodsByNode.add`, :meth:`PodsByNode.remove`)."""
+        return self.pods.bound
 
     def planned_end(self, uid: str) -> float:
         """When a booked pod is planned to leave its node: kubeflux's own at its allocation's end, unless it runs
@@ -144,7 +149,6 @@ class ClusterBooks:
         self.allocations[uid] = alloc
         if jobid:
             heapq.heappush(self.ends, (start + duration, uid))
-        self.bound[uid] = pod
         self.pods.add(uid, pod, node)
         self.uid_by_key[pod.key] = uid
         return alloc
@@ -163,7 +167,6 @@ class ClusterBooks:
             alloc.start, alloc.duration = record.start, record.duration
             alloc.placement = alloc.named = Placement(node, record.cores, record.gpus)
         self.allocations[uid] = alloc
-        self.bound[uid] = pod
         self.pods.add(uid, pod, node)
         if own or self.profile.sharing.name != "capped":
             self.unaccounted[uid] = pod
@@ -179,7 +182,6 @@ class ClusterBooks:
         if self.own.give(uid) is not None:
             self.own.take(uid, node, pod.requests)
         self.fits.changed(node)
-        self.bound[uid] = pod
         self.pods.add(uid, pod, node)
         self.queue.changed()
         resize = f" ({pod.resize})" if pod.resize else ""
@@ -238,7 +240,6 @@ class ClusterBooks:
         """A pod's allocation is given back whole: books, engine job (or its part of a shared one)."""
         alloc = self.allocations.pop(uid, None)
         self.unaccounted.pop(uid, None)
-        self.bound.pop(uid, None)
         self.pods.remove(uid)
         if alloc is None:
             return

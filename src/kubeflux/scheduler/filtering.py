@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Iterator, Mapping
 
 from kubeflux.match.policy import PolicySpec, parse_policy
 from kubeflux.scheduler.books import ClusterBooks
@@ -82,19 +83,30 @@ class NodeFilter:
         known = self._pod_fit
         if known is not None and known[0] is pod and known[1] == key and known[2] is fit:
             return known[3]
-        static = fit.static
-        early = early_reasons(pod, static.fit, books.nodes, pods)
-        unfit = {name: [why] for name, why in early.items()}
-        for name, short in fit.unfit.items():
-            unfit.setdefault(name, short)
-        late = late_reasons(
-            pod, [name for name in static.fit if name not in unfit], books.nodes, pods, self._by_label()
-        )
-        for name, why in late.items():
-            unfit[name] = [why]
-        made = NodeFit(static, unfit, fit.pos)
+        refused = self._refused(pod, fit.static, fit.unfit)
+        made = fit  # nothing refused (most pods beside anti-affinity): the shared fit, not a copy of every node
+        if refused:
+            unfit = dict(fit.unfit)
+            unfit.update((name, [why]) for name, why in refused.items())
+            made = NodeFit(fit.static, unfit, fit.pos)
         self._pod_fit = (pod, key, fit, made)
         return made
+
+    def _refused(self, pod: Pod, static: StaticFit, short: Mapping[str, object]) -> dict[str, str]:
+        """The filters of :mod:`kubeflux.scheduler.podterms` over ``static``'s nodes, in kube-scheduler's order: host
+        ports on each (before the resources: their reason wins over ``short``'s), topology spread and inter-pod
+        affinity on those neither refuses nor ``short`` (the nodes whose books are short) holds. Costs the nodes a
+        filter looks at (the domains of the anti-affinity terms that apply, for most pods), not a scan of them all."""
+        books = self.books
+        pods = books.pods
+        terms = pod.terms
+        early = early_reasons(pod, static.fit, books.nodes, pods) if terms is not None and terms.host_ports else {}
+        open_ = _Open(static, early, short)
+        late = late_reasons(pod, open_, books.nodes, pods, self._by_label())
+        if not early:
+            return late
+        early.update(late)
+        return early
 
     def one_per_node(self, pods: list[Pod]) -> bool | None:
         """For a run of alike members (:func:`alike_run`): whether what they ask of each other is "at most one member
@@ -116,6 +128,67 @@ class NodeFilter:
                 return None
             per_node = True
         return per_node
+
+    def apart(self, pods: list[Pod]) -> tuple[str, list[bool]] | None:
+        """What a gang's members ask of each other, as the assignment search (:func:`~kubeflux.scheduler.gang.assign`)
+        can hold it: the topology key by whose domains the flagged members must stay apart ("" for the nodes
+        themselves), and each member's flag. Required anti-affinity among members on one key flags them (one rank per
+        zone), host ports flag a member by node. None when they ask more of each other: affinity or topology spread
+        selecting a member, anti-affinity among them on several keys, or a term selecting a member that is not flagged
+        itself; such members are placed one by one, each filtered against those placed before it, never by the
+        search (which sees only the bound pods)."""
+        labels_of = self.books.pods.labels_of
+        groups: dict[tuple[str, frozenset[tuple[str, str]]], list[int]] = {}
+        for i, pod in enumerate(pods):
+            groups.setdefault((pod.namespace, frozenset(pod.labels.items())), []).append(i)
+        firsts = [(members, pods[members[0]]) for members in groups.values()]
+        keys: set[str] = set()
+        flags = [False] * len(pods)
+        selected: set[int] = set()
+        for i, pod in enumerate(pods):
+            terms = pod.terms
+            if terms is None:
+                continue
+            for term in terms.affinity:
+                if any(term.matches(other, labels_of(other.namespace)) for _, other in firsts):
+                    return None
+            for constraint in terms.spread:
+                selector = constraint.selector
+                if selector is not None and any(
+                    other.namespace == pod.namespace and selector.matches(other.labels) for _, other in firsts
+                ):
+                    return None
+            for term in terms.anti_affinity:
+                for members, other in firsts:
+                    if term.matches(other, labels_of(other.namespace)) and (len(members) > 1 or members[0] != i):
+                        keys.add(term.topology_key)
+                        flags[i] = True
+                        selected.update(j for j in members if j != i)
+            if terms.host_ports:
+                keys.add("")
+                flags[i] = True
+        if any(not flags[j] for j in selected):
+            return None
+        if keys == {"", HOSTNAME_LABEL} and self._hostnames_distinct():
+            keys = {""}
+        if len(keys) > 1:
+            return None
+        return (keys.pop() if keys else "", flags)
+
+    def domains(self, key: str, names: list[str]) -> list[int] | None:
+        """Each of the nodes ``names``' domain of topology ``key`` as a small integer (a node without the label its
+        own: no pod there is in a domain of it), for :func:`~kubeflux.scheduler.gang.assign`; None for "" (the
+        nodes themselves)."""
+        if not key:
+            return None
+        nodes = self.books.nodes
+        ids: dict[object, int] = {}
+        found = []
+        for name in names:
+            node = nodes.get(name)
+            value = node.labels.get(key) if node is not None else None
+            found.append(ids.setdefault(value if value is not None else (name,), len(ids)))
+        return found
 
     def _hostnames_distinct(self) -> bool:
         """Whether every graph node carries a ``kubernetes.io/hostname`` of its own (kept until the nodes change)."""
@@ -142,15 +215,9 @@ class NodeFilter:
     def terms_unfit(self, pod: Pod) -> set[str]:
         """The nodes admitting ``pod`` (the static filters) that the filters of :mod:`kubeflux.scheduler.podterms`
         refuse it now, whatever their room (for a search that counts room itself)."""
-        books = self.books
-        pods = books.pods
-        if pod.terms is None and not pods.holders:
+        if pod.terms is None and not self.books.pods.holders:
             return set()
-        static = self.static_fit(pod).fit
-        unfit = set(early_reasons(pod, static, books.nodes, pods))
-        rest = [name for name in static if name not in unfit]
-        unfit.update(late_reasons(pod, rest, books.nodes, pods, self._by_label()))
-        return unfit
+        return set(self._refused(pod, self.static_fit(pod), {}))
 
     def reasons(self, pod: Pod) -> Counter[str]:
         """Why each node may not take ``pod`` now, counted as kube-scheduler counts them."""
@@ -339,6 +406,7 @@ class NodeFilter:
             first = pods[0]
             shape = (id(self.static_fit(first)), tuple(sorted(first.requests.items())), self.books.pod_shape(first))
             alike = (*shape, whole_node_policy(first, self.profile.policy), len(pods), self.queue.minimum(job))
+            alike = (*alike, first.terms, first.namespace, tuple(sorted(first.labels.items())) if first.terms else ())
             resets = self.books.fits.version[0]
             if self._alike_fit[0] != resets:
                 self._alike_fit = (resets, set())
@@ -363,17 +431,27 @@ class NodeFilter:
             free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
             free[-1].append(node.allocatable.get(PODS, 1 << 62))
         index = {node.name: i for i, node in enumerate(nodes)}
+        apart = self.apart(pods)  # when they ask more of each other, not held here: never-fits is not claimed then
+        key, flags = apart if apart is not None else ("", [False] * len(pods))
         candidates: dict[int, tuple[int, ...]] = {}  # per static fit: members constrained alike share one
-        members = []
+        members: list[GangMember] = []
         for pod in pods:
             static = self.static_fit(pod)
             mine = candidates.get(id(static))
             if mine is None:
                 mine = candidates[id(static)] = tuple(index[name] for name in static.fit if name in index)
             shape = (*books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1)
-            members.append(GangMember(shape, mine, whole_node_policy(pod, policy)))
+            members.append(GangMember(shape, mine, whole_node_policy(pod, policy), flags[len(members)]))
         minimum = self.queue.minimum(job)
-        found = assign(members, free, [True] * len(nodes), minimum)
+        apart = self.apart(pods)
+        key = apart[0] if apart is not None else ""
+        if apart is not None:
+            members = [
+                GangMember(m.demand, m.candidates, m.whole_node, flag)
+                for m, flag in zip(members, apart[1], strict=True)
+            ]
+        domains = self.domains(key, [node.name for node in nodes])
+        found = assign(members, free, [True] * len(nodes), minimum, domains=domains)
         if found is not None:  # an assignment, or the search gave up: not proven never to fit
             return None
         need: Counter[str] = Counter()
@@ -389,10 +467,34 @@ class NodeFilter:
         why = f"too little {', '.join(short)}" if short else "no assignment of each pod to a node that admits it fits"
         if not short and any(whole_node_policy(pod, policy) for pod in pods):
             why += "; a node-exclusive pod holds its node whole"
+        if not short and any(flags):
+            where = f"a {key} of its own" if key else "a node of its own"
+            why += f"; {sum(flags)} of its pods must each have {where} (anti-affinity or host ports among them)"
         return (
             f"pod group {job.key} can never fit: {count} need {wanted} in all; the {len(nodes)} node(s) available "
             f"to kubeflux have {held} even when empty ({why})."
         )
+
+
+class _Open:
+    """The nodes of a static fit that neither of two maps of refused nodes holds, as a set read without being built:
+    a filter that rules out a few nodes asks whether each is open, and only a filter that looks at every node walks
+    them (in the static fit's order)."""
+
+    __slots__ = ("_out", "_short", "_static")
+
+    def __init__(self, static: StaticFit, out: Mapping[str, object], short: Mapping[str, object]) -> None:
+        self._static, self._out, self._short = static, out, short
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._static.members and name not in self._out and name not in self._short
+
+    def __iter__(self) -> Iterator[str]:
+        out, short = self._out, self._short
+        return (name for name in self._static.fit if name not in out and name not in short)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def alike_run(job: PendingJob) -> int:

@@ -8,8 +8,10 @@ resources). So when the one-by-one match fails, the scheduler asks this module f
 The problem, as numbers only (no graph, no Kubernetes): members with a demand vector (cores, gpus, millicores,
 bytes …, pods) and the nodes each may use, in the match policy's order; nodes with a free vector (what stays free
 during the window the gang would run) and whether they are wholly free (for a member of a node-exclusive policy,
-which takes its node whole). Find, for at least ``minimum`` members, a node each, such that no node's free vector
-is exceeded.
+which takes its node whole); optionally the topology domain of each node (its zone, say). Find, for at least
+``minimum`` members, a node each, such that no node's free vector is exceeded and no two members that must stay
+apart (:attr:`GangMember.distinct`: required anti-affinity among them) share a node, or a domain when domains are
+given.
 
 The search is a depth-first search with backtracking, complete up to its budget:
 
@@ -55,8 +57,8 @@ class GangMember:
     whole_node: bool = False
     """The member takes its node whole (a node-exclusive policy): the node must be wholly free, and is full after."""
     distinct: bool = False
-    """No two distinct members share a node (required anti-affinity among them on the hostname, the same host
-    ports)."""
+    """No two distinct members share a node, or a domain when :func:`assign` is given domains (required
+    anti-affinity among them on the hostname or a wider key, the same host ports)."""
 
 
 def assign(
@@ -65,18 +67,21 @@ def assign(
     wholly_free: list[bool],
     minimum: int,
     budget: int = DEFAULT_BUDGET,
+    domains: list[int] | None = None,
 ) -> list[int | None] | Exhausted | None:
     """A node index per member (None for a member left out), or None when no assignment of at least ``minimum``
     members exists, or :data:`EXHAUSTED` when the budget ran out first. ``free`` and ``wholly_free`` are not
-    changed."""
+    changed. ``domains``: each node's domain (a small integer) that distinct members may not share, else each node
+    its own."""
     count = len(members)
     if minimum > count:
         return None
+    domain = domains if domains is not None else list(range(len(free)))
     if count and all(member == members[0] for member in members):
-        return _fill(members[0], count, free, wholly_free, minimum)
+        return _fill(members[0], count, free, wholly_free, minimum, domain)
     caps = [list(vector) for vector in free]
     whole = list(wholly_free)
-    apart = [False] * len(caps)  # a distinct member is on the node
+    apart = [False] * (max(domain, default=-1) + 1)  # a distinct member is in the domain
     order = sorted(range(count), key=lambda i: _sort_key(members[i], caps))
     signature = _membership(members, len(caps))
     chosen: list[int | None] = [None] * count
@@ -84,14 +89,14 @@ def assign(
     optional = count - minimum
 
     def fits(member: GangMember, node: int) -> bool:
-        if (member.whole_node and not whole[node]) or (member.distinct and apart[node]):
+        if (member.whole_node and not whole[node]) or (member.distinct and apart[domain[node]]):
             return False
         cap = caps[node]
         return all(need <= have for need, have in zip(member.demand, cap, strict=True))
 
     def take(member: GangMember, node: int) -> tuple[list[int], bool, bool]:
-        before = (caps[node], whole[node], apart[node])
-        apart[node] = apart[node] or member.distinct
+        before = (caps[node], whole[node], apart[domain[node]])
+        apart[domain[node]] = before[2] or member.distinct
         if member.whole_node:
             caps[node] = [0] * len(caps[node])
         else:
@@ -115,7 +120,8 @@ def assign(
                 continue
             if not fits(member, node):
                 continue
-            key = (tuple(caps[node]), whole[node], apart[node], signature[node])
+            # interchangeable: alike now, for every member, and (given domains) in one domain
+            key = (tuple(caps[node]), whole[node], apart[domain[node]], signature[node], domains and domain[node])
             if key in tried:
                 continue
             tried.add(key)
@@ -125,7 +131,7 @@ def assign(
             before = take(member, node)
             chosen[index] = node
             found = search(depth + 1, skips)
-            caps[node], whole[node], apart[node] = before
+            caps[node], whole[node], apart[domain[node]] = before
             if found is not False:
                 return found
             chosen[index] = None
@@ -145,10 +151,12 @@ def assign(
 
 
 def _fill(
-    member: GangMember, count: int, free: list[list[int]], wholly_free: list[bool], minimum: int
+    member: GangMember, count: int, free: list[list[int]], wholly_free: list[bool], minimum: int, domain: list[int]
 ) -> list[int | None] | None:
-    """Members all alike: as many as fit on each candidate node in turn (the order does not change how many fit)."""
+    """Members all alike: as many as fit on each candidate node in turn (the order does not change how many fit);
+    distinct ones one per domain."""
     chosen: list[int | None] = []
+    used: set[int] = set()
     for node in member.candidates:
         if len(chosen) == count:
             break
@@ -161,7 +169,9 @@ def _fill(
                 (have // need for need, have in zip(member.demand, free[node], strict=True) if need > 0), default=count
             )
         if member.distinct:
-            copies = min(copies, 1)
+            copies = 0 if domain[node] in used else min(copies, 1)
+            if copies > 0:
+                used.add(domain[node])
         chosen.extend([node] * min(max(copies, 0), count - len(chosen)))
     if len(chosen) < minimum:
         return None

@@ -37,7 +37,7 @@ from typing import Any, Final, cast
 from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
@@ -114,6 +114,9 @@ class Informer:
             self._observe_group(kind, obj)
         elif isinstance(obj, DisruptionBudget):
             self._observe_budget(kind, obj)
+        elif isinstance(obj, Namespace):
+            self.books.pods.namespace(obj.name, None if kind is EventKind.DELETED else obj.labels)
+            self.queue.changed()  # a pod whose namespaceSelector now selects others (or none) may fit
         elif not (self.queue.rejected and isinstance(obj, Pod) and self._still_rejected(kind, obj)):
             self._observe_pod(kind, obj)
 
@@ -343,7 +346,6 @@ class Informer:
                 return
             # bound where kubeflux counts it (by its own Binding, or another client's to the same node): the
             # pod as bound, so that a refusal of kubeflux's Binding arriving after this leaves it counted there
-            books.bound[uid] = pod
             books.pods.add(uid, pod, alloc.node)  # its labels, for the pods placed beside it, as they are now
             booking = books.ledger.bookings.get(uid)
             if booking is not None and booking.requests != pod.requests and self._valid(uid, pod):
@@ -357,7 +359,7 @@ class Informer:
             # watch may still show writes sent before it (the expected start taken off, a PodScheduled=False held
             # back): the pod is never queued again; only the Binding's refusal (unreserve), the pod's end or
             # deletion, or its binding elsewhere changes that.
-            books.bound[uid] = pod
+            books.pods.add(uid, pod, assumed.node)
             return
         if pod.deleted:
             if self.forget_pending(uid) is not None:

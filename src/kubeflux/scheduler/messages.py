@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from kubeflux.match.picklable import Picklable
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup
+from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup
 
 
 class EventKind(StrEnum):
@@ -27,12 +27,12 @@ class EventKind(StrEnum):
 class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
     (for DELETED, its last known state, which may be stale: a tombstone). A scheduler that does not preempt may
-    ignore :class:`DisruptionBudget` events."""
+    ignore :class:`DisruptionBudget` events, and one that reads no ``namespaceSelector`` :class:`Namespace` events."""
 
     kind: EventKind
-    obj: Pod | Node | PodGroup | DisruptionBudget
+    obj: Pod | Node | PodGroup | DisruptionBudget | Namespace
 
-    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
+    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 

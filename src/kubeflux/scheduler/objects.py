@@ -268,6 +268,15 @@ class PodTerms:
 
 
 @dataclass(frozen=True, slots=True)
+class Namespace:
+    """A namespace's labels, which inter-pod affinity's ``namespaceSelector`` selects on (the API server gives every
+    namespace ``kubernetes.io/metadata.name: <name>``)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class DisruptionBudget:
     """A ``policy/v1`` PodDisruptionBudget: at most one of ``min_available`` and ``max_unavailable``, each a count
     or a percentage (``"50%"``)."""

@@ -376,6 +376,9 @@ class Placer:
         graph = self.books.graph
         assert graph is not None
         members = list(job.pods.items())
+        apart = self.filter.apart([pod for _, pod in members])
+        if apart is None:  # they ask more of each other than the search holds: placed one by one only
+            return None
         durations = [self.profile.planned(pod, at, reserve=at > now) for _, pod in members]
         window = max(durations)
         index: dict[str, int] = {}
@@ -406,11 +409,11 @@ class Placer:
                 (*self.books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
                 candidates[i],
                 whole_node_policy(pod, self.profile.policy),
-                self.filter.one_per_node([pod]) is True,
+                apart[1][i],
             )
             for i, (_, pod) in enumerate(members)
         ]
-        found = assign(gang, free, whole, minimum)
+        found = assign(gang, free, whole, minimum, domains=self.filter.domains(apart[0], names))
         if found is None or found is EXHAUSTED:
             return found
         assert isinstance(found, list)

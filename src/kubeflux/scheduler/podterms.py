@@ -1,14 +1,12 @@
 """kube-scheduler's filters that look at the pods already on the nodes: NodePorts, PodTopologySpread (its
 ``DoNotSchedule`` constraints) and InterPodAffinity (required affinity and anti-affinity, the incoming pod's and, by
-symmetry, every existing pod's anti-affinity against the incoming pod), and NodeName.
+symmetry, every existing pod's anti-affinity against the incoming pod).
 
 Shared by the scheduler core (:mod:`kubeflux.scheduler.filtering`) and the simulator's kube-default baseline, as pure
 functions over :class:`~kubeflux.scheduler.objects.Pod`, :class:`~kubeflux.scheduler.objects.Node` and a
 :class:`PodsByNode` (every bound pod of every scheduler, by node). Semantics as kube-scheduler v1.36 defines them
-(``pkg/scheduler/framework/plugins/{nodename,nodeports,podtopologyspread,interpodaffinity}``):
+(``pkg/scheduler/framework/plugins/{nodeports,podtopologyspread,interpodaffinity}``):
 
-* **NodeName**: a pod naming ``spec.nodeName`` fits that node only (a pod bound so is never queued: the filter is
-  for checking a placement);
 * **NodePorts**: a wanted ``hostPort`` conflicts with one in use on the node with the same protocol and port, on
   the same host IP or where either is ``0.0.0.0``;
 * **PodTopologySpread**: per constraint, the node must carry the topology key (else ``… (missing required
@@ -22,16 +20,15 @@ functions over :class:`~kubeflux.scheduler.objects.Pod`, :class:`~kubeflux.sched
 
 Order, as in kube-scheduler's default profile (a node reports its first failing plugin): NodePorts before
 NodeResourcesFit, PodTopologySpread and InterPodAffinity after it (:func:`early_reasons`, :func:`late_reasons`).
-NodeName is checked with NodePorts, after the static filters, where kube-scheduler checks it right after
-NodeUnschedulable: only the reason a node reports could differ, and only for a pod both naming a node and waiting,
-which no scheduler is given (a pod that names its node is bound).
+kube-scheduler's NodeName filter has no counterpart: a pod that names its node (``spec.nodeName``) is bound, and
+no scheduler is given it (the shells and the simulator count it on its node).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple, TypeVar
 
 from kubeflux.scheduler.constraints import matches_node_selector, untolerated_taint
 from kubeflux.scheduler.objects import AffinityTerm, HostPort, Node, Pod, PodTerms, SpreadConstraint
@@ -43,7 +40,6 @@ __all__ = [
     "REASON_AFFINITY",
     "REASON_ANTI_AFFINITY",
     "REASON_EXISTING_ANTI_AFFINITY",
-    "REASON_NODE_NAME",
     "REASON_PORTS",
     "REASON_SPREAD",
     "REASON_SPREAD_LABEL",
@@ -52,11 +48,9 @@ __all__ = [
     "constrained",
     "early_reasons",
     "late_reasons",
-    "node_name",
     "ports_conflict",
 ]
 
-REASON_NODE_NAME: Final = "node(s) didn't match the requested node name"
 REASON_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
 REASON_SPREAD: Final = "node(s) didn't match pod topology spread constraints"
 REASON_SPREAD_LABEL: Final = REASON_SPREAD + " (missing required label)"
@@ -66,6 +60,7 @@ REASON_EXISTING_ANTI_AFFINITY: Final = "node(s) didn't satisfy existing pods ant
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 """The label the API server sets on every namespace, its name as value."""
+_K = TypeVar("_K")
 _LOG_LIMIT: Final = 100_000
 ANY_IP: Final = "0.0.0.0"
 """kube-scheduler's DefaultBindAllHostIP: a port on it conflicts with the same port on any address."""
@@ -91,18 +86,20 @@ class PodsByNode:
     :data:`_LOG_LIMIT`), and the groups are brought up to date by :meth:`settle` when a filter reads them."""
 
     def __init__(self) -> None:
-        self.latest: dict[str, tuple[Pod, str]] = {}
-        """Pod uid → (the pod, its node)."""
+        self.bound: dict[str, Pod] = {}
+        """Pod uid → the pod, for every bound pod (kept at once; a scheduler's one record of them)."""
+        self.node_of: dict[str, str] = {}
+        """Pod uid → its node (kept at once)."""
         self.holders: set[str] = set()
         """The uids of the bound pods with required anti-affinity (kept at once: it says whether any pod needs the
         filters)."""
-        self.on: dict[str, dict[str, Pod]] = {}
-        """Node name → pod uid → pod (settled)."""
+        self.ports: dict[str, dict[HostPort, int]] = {}
+        """Node name → the host ports its pods use, counted (settled)."""
         self.groups: dict[tuple[str, frozenset[tuple[str, str]], bool], LabelledPods] = {}
         """(namespace, labels, terminating) → the group of such pods (settled)."""
         self.anti: dict[AffinityTerm, dict[str, int]] = {}
         """Each required anti-affinity term of a bound pod → the nodes of the pods that carry it, counted (settled)."""
-        self._held: dict[str, tuple[str, tuple[str, frozenset[tuple[str, str]], bool], tuple[AffinityTerm, ...]]] = {}
+        self._held: dict[str, _Counted] = {}
         self._log: list[str] = []
         self._stale = False
         self.namespace_labels: dict[str, dict[str, str]] = {}
@@ -111,14 +108,23 @@ class PodsByNode:
         """Changes whenever a pod is added or removed."""
 
     def labels_of(self, namespace: str) -> Mapping[str, str]:
-        """``namespace``'s labels for a namespace selector: those known, else the one the API server gives every
-        namespace (``kubernetes.io/metadata.name: <name>``; no shell watches Namespaces yet)."""
+        """``namespace``'s labels for a namespace selector: those known (:meth:`namespace`), else the one the API
+        server gives every namespace (``kubernetes.io/metadata.name: <name>``: a shell that watches no Namespaces)."""
         known = self.namespace_labels.get(namespace)
         return known if known is not None else {NAMESPACE_NAME_LABEL: namespace}
 
+    def namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """Namespace ``name`` is labelled ``labels`` (None: it is gone)."""
+        if labels is None:
+            self.namespace_labels.pop(name, None)
+        else:
+            self.namespace_labels[name] = dict(labels)
+        self.version += 1
+
     def add(self, uid: str, pod: Pod, node: str) -> None:
         """Pod ``uid`` is bound to ``node`` (again, or as a new object)."""
-        self.latest[uid] = (pod, node)
+        self.bound[uid] = pod
+        self.node_of[uid] = node
         terms = pod.terms
         if terms is not None and terms.anti_affinity:
             self.holders.add(uid)
@@ -132,20 +138,21 @@ class PodsByNode:
             self._stale = True
 
     def remove(self, uid: str) -> None:
-        if self.latest.pop(uid, None) is not None:
+        if self.bound.pop(uid, None) is not None:
+            del self.node_of[uid]
             if self.holders:
                 self.holders.discard(uid)
             self.version += 1
             self._log.append(uid)
 
     def settle(self) -> None:
-        """Bring :attr:`on`, :attr:`groups` and :attr:`anti` up to date with the pods noted since."""
+        """Bring :attr:`ports`, :attr:`groups` and :attr:`anti` up to date with the pods noted since."""
         if self._stale:
             self._stale = False
             self._log = []
-            self.on, self.groups, self.anti, self._held = {}, {}, {}, {}
-            for uid, (pod, node) in self.latest.items():
-                self._count(uid, pod, node)
+            self.ports, self.groups, self.anti, self._held = {}, {}, {}, {}
+            for uid, pod in self.bound.items():
+                self._count(uid, pod, self.node_of[uid])
             return
         log = self._log
         if not log:
@@ -153,12 +160,11 @@ class PodsByNode:
         self._log = []
         for uid in dict.fromkeys(log):
             self._uncount(uid)
-            found = self.latest.get(uid)
+            found = self.bound.get(uid)
             if found is not None:
-                self._count(uid, *found)
+                self._count(uid, found, self.node_of[uid])
 
     def _count(self, uid: str, pod: Pod, node: str) -> None:
-        self.on.setdefault(node, {})[uid] = pod
         key = (pod.namespace, frozenset(pod.labels.items()), pod.deleted)
         group = self.groups.get(key)
         if group is None:
@@ -169,17 +175,24 @@ class PodsByNode:
         for term in anti:
             holders = self.anti.setdefault(term, {})
             holders[node] = holders.get(node, 0) + 1
-        self._held[uid] = (node, key, anti)
+        ports = terms.host_ports if terms is not None else ()
+        if ports:
+            used = self.ports.setdefault(node, {})
+            for port in ports:
+                used[port] = used.get(port, 0) + 1
+        self._held[uid] = _Counted(node, key, anti, ports)
 
     def _uncount(self, uid: str) -> None:
         held = self._held.pop(uid, None)
         if held is None:
             return
-        node, key, anti = held
-        pods = self.on[node]
-        pods.pop(uid, None)
-        if not pods:
-            del self.on[node]
+        node, key, anti, ports = held
+        if ports:
+            used = self.ports[node]
+            for port in ports:
+                _uncount(used, port)
+            if not used:
+                del self.ports[node]
         group = self.groups[key]
         _uncount(group.nodes, node)
         if not group.nodes:
@@ -191,12 +204,21 @@ class PodsByNode:
                 del self.anti[term]
 
 
-def _uncount(counts: dict[str, int], node: str) -> None:
-    left = counts[node] - 1
+class _Counted(NamedTuple):
+    """Where a bound pod is counted in :class:`PodsByNode`'s settled maps."""
+
+    node: str
+    group: tuple[str, frozenset[tuple[str, str]], bool]
+    anti: tuple[AffinityTerm, ...]
+    ports: tuple[HostPort, ...]
+
+
+def _uncount(counts: dict[_K, int], key: _K) -> None:
+    left = counts[key] - 1
     if left:
-        counts[node] = left
+        counts[key] = left
     else:
-        del counts[node]
+        del counts[key]
 
 
 def constrained(pod: Pod, pods: PodsByNode) -> bool:
@@ -205,12 +227,7 @@ def constrained(pod: Pod, pods: PodsByNode) -> bool:
     return pod.terms is not None or bool(pods.holders)
 
 
-# --- NodeName and NodePorts -----------------------------------------------------------------------------------
-
-
-def node_name(pod: Pod, node: Node) -> str | None:
-    """NodeName: a pod that names a node fits that node only."""
-    return REASON_NODE_NAME if pod.node_name and pod.node_name != node.name else None
+# --- NodePorts -------------------------------------------------------------------------------------------------
 
 
 def ports_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> bool:
@@ -228,31 +245,17 @@ def ports_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> bool
     return False
 
 
-def _used_ports(pods: Mapping[str, Pod]) -> Iterator[HostPort]:
-    for pod in pods.values():
-        terms = pod.terms
-        if terms is not None:
-            yield from terms.host_ports
-
-
 def early_reasons(pod: Pod, candidates: Iterable[str], nodes: Mapping[str, Node], pods: PodsByNode) -> dict[str, str]:
-    """NodeName's and NodePorts' reason for each of ``candidates`` (nodes that passed the filters before them) that
-    fails them."""
+    """NodePorts' reason for each of ``candidates`` (nodes that passed the filters before them) that fails it."""
     terms = pod.terms
     wanted = terms.host_ports if terms is not None else ()
     failed: dict[str, str] = {}
-    if not wanted and not pod.node_name:
+    if not wanted:
         return failed
     pods.settle()
     for name in candidates:
-        node = nodes.get(name)
-        if node is None:
-            continue
-        why = node_name(pod, node)
-        if why is None and wanted and ports_conflict(wanted, _used_ports(pods.on.get(name, {}))):
-            why = REASON_PORTS
-        if why is not None:
-            failed[name] = why
+        if name in nodes and ports_conflict(wanted, pods.ports.get(name, ())):
+            failed[name] = REASON_PORTS
     return failed
 
 
@@ -344,11 +347,11 @@ class _AffinityCounts:
             return
         for group in pods.groups.values():
             group_ns = pods.labels_of(group.namespace)
-            if affinity and all(term.selects(group.namespace, group.labels, group_ns) for term in affinity):
+            if affinity and all(_own_term_selects(term, group.namespace, group.labels, group_ns) for term in affinity):
                 for term in affinity:
                     _pairs(term.topology_key, group.nodes, nodes, self.affinity)
             for term in anti:
-                if term.selects(group.namespace, group.labels, group_ns):
+                if _own_term_selects(term, group.namespace, group.labels, group_ns):
                     _pairs(term.topology_key, group.nodes, nodes, self.anti)
 
     def reason(self, pod: Pod, terms: PodTerms | None, node: Node) -> str | None:
@@ -374,20 +377,39 @@ class _AffinityCounts:
 
 
 def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
-    return bool(terms) and all(term.matches(pod, namespace_labels) for term in terms)
+    return bool(terms) and all(_own_term_selects(term, pod.namespace, pod.labels, namespace_labels) for term in terms)
+
+
+_UNLABELLED: Final[Mapping[str, str]] = {}
+
+
+def _own_term_selects(
+    term: AffinityTerm, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None
+) -> bool:
+    """:meth:`AffinityTerm.selects` as kube-scheduler v1.36 reads the incoming pod's own terms: as the API defines
+    it, except that a ``namespaceSelector`` an unlabelled namespace passes (``NotIn``, ``DoesNotExist``) selects
+    every namespace, whatever its labels (kube-scheduler matches the existing pods against the term with no
+    namespace labels, beside the namespaces its selector lists). Measured against the real kube-scheduler: a pod
+    whose affinity selects ``team NotIn [x]`` is put beside a pod of a namespace labelled ``team: x``
+    (tests/realkube/test_filter_differential.py). Existing pods' anti-affinity is read as the API defines it."""
+    selector = term.namespace_selector
+    if selector is not None and selector.matches(_UNLABELLED):
+        return term.selector is not None and term.selector.matches(labels)
+    return term.selects(namespace, labels, namespace_labels)
 
 
 def late_reasons(
     pod: Pod,
-    candidates: Iterable[str],
+    candidates: Collection[str],
     nodes: Mapping[str, Node],
     pods: PodsByNode,
     by_label: Mapping[tuple[str, str], Iterable[str]] | None = None,
 ) -> dict[str, str]:
     """PodTopologySpread's and InterPodAffinity's reason for each of ``candidates`` (nodes that passed every filter
     before them) that fails them. ``by_label``: the nodes by (label, value), when the caller keeps them: a pod with
-    anti-affinity alone (the common case: one per node) then costs the nodes it rules out, not a look at each
-    candidate."""
+    anti-affinity alone (the common case: one per node), or beside bound pods with anti-affinity, then costs the
+    nodes it rules out, not a look at each candidate (``candidates`` is asked whether it holds them: a set, or a
+    view that answers without being built)."""
     pods.settle()
     terms = pod.terms
     spread = terms.spread if terms is not None else ()
@@ -395,7 +417,7 @@ def late_reasons(
     affinity = _AffinityCounts(pod, terms, nodes, pods)
     failed: dict[str, str] = {}
     if by_label is not None and not spread and (terms is None or not terms.affinity):
-        open_ = set(candidates)
+        open_ = candidates if not isinstance(candidates, (list, tuple)) else set(candidates)
         ruled = ((affinity.anti, REASON_ANTI_AFFINITY), (affinity.existing, REASON_EXISTING_ANTI_AFFINITY))
         for pairs, because in ruled:
             for pair in pairs:

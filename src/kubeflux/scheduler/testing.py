@@ -33,7 +33,7 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 
@@ -65,7 +65,7 @@ class Cluster:
         for n in nodes:
             scheduler.observe(ClusterEvent(ADDED, n), 0.0)
 
-    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
+    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace) -> None:
         self.scheduler.observe(ClusterEvent(kind, obj), self.now)
 
     def add(self, *pods: Pod) -> None:

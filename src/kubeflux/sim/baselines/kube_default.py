@@ -62,7 +62,7 @@ from typing import TypedDict
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.podterms import PodsByNode, constrained
 from kubeflux.sim.baselines.kube_filter import NodeSearch
 from kubeflux.sim.baselines.kube_preemption import (
@@ -207,6 +207,9 @@ class KubeDefaultScheduler:
                 self._budgets.pop(obj.key, None)
             else:
                 self._budgets[obj.key] = obj
+        elif isinstance(obj, Namespace):
+            self.pods.namespace(obj.name, None if event.kind is EventKind.DELETED else obj.labels)
+            self._generation += 1
         else:
             if event.kind is EventKind.DELETED:
                 self._groups.pop(obj.key, None)
