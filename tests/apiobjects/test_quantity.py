@@ -88,3 +88,15 @@ def test_canonical_value_and_format_round_trip() -> None:
         assert canonical_value(resource, format_quantity(resource, value)) == value
     assert format_quantity("cpu", 500) == "500m"
     assert format_quantity("memory", 4 * 1024**3) == "4Gi"
+
+
+def test_a_quantity_read_again_gives_the_same_amount_per_resource_and_a_bad_one_is_refused_every_time() -> None:
+    # the amounts read are kept by text; cpu and other resources read the same text differently
+    for _ in range(2):
+        assert canonical_value("cpu", "250m") == 250
+        assert canonical_value("memory", "250m") == 1  # a quarter byte, rounded up
+        assert canonical_value("cpu", "3") == 3000 and canonical_value("pods", "3") == 3
+        with pytest.raises(QuantityError, match="'1GB'"):
+            canonical_value("memory", "1GB")
+    for i in range(5_000):  # more distinct quantities than are kept: each still read right
+        assert canonical_value("memory", f"{i}Ki") == i * 1024

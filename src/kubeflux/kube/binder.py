@@ -342,6 +342,7 @@ class Binder:
             self._abandoned = True
             for thread in self._threads:
                 thread.join()
+        self.writer.close()
 
     def _count(self, what: str) -> None:
         with self._count_lock:  # from several threads: += alone may lose a count

@@ -6,7 +6,9 @@ importing its ``CoreV1Api`` alone takes 0.3-0.7 s; serve sends a Binding and an 
 requests itself: a body encoded once with orjson, on the same urllib3 pool (so the same host, proxy, TLS and
 client certificate), with the same bearer token (read through the configuration, whose refresh hook renews an
 exec plugin's or a service account's token) and user agent. A write costs about a third of the CPU it did
-(benchmarks/serve.py --real).
+(benchmarks/serve.py --real). The writes go further: on keep-alive connections of that pool, each request and
+response framed by :mod:`kubeflux.kube.keepalive` (a fifth of urllib3's CPU per write), unless the client goes
+through an HTTP proxy.
 
 :class:`RawApi` has one method per call serve makes, named and taking keywords as the official client's call does
 (the RBAC test in tests/kube/test_deploy.py reads those names; a :class:`~kubeflux.kube.reflector.Resource` may be
@@ -23,6 +25,8 @@ from urllib.parse import quote, urlencode
 import orjson
 import urllib3
 from kubernetes import client
+
+from kubeflux.kube.keepalive import Connections
 
 __all__ = ["RawApi"]
 
@@ -63,6 +67,36 @@ class RawApi:
         self.host = api.configuration.host.rstrip("/")
         self.pool: urllib3.PoolManager = api.rest_client.pool_manager
         self.timeout = _timeout(timeout)
+        self._writes: Connections | None = None
+        """Where the writes go (None: through the pool, for a client behind an HTTP proxy)."""
+        if not isinstance(self.pool, urllib3.ProxyManager):
+            url = urllib3.util.parse_url(self.host)
+            pool = self.pool.connection_from_url(self.host)
+            self._writes = Connections(pool, url.netloc or "", (url.path or "").rstrip("/"), self.timeout)
+
+    def close(self) -> None:
+        """Close the writes' idle connections (the pool's are the client's)."""
+        if self._writes is not None:
+            self._writes.close()
+
+    def _headers(self, method: str, path: str, content_type: str | None) -> dict[str, str]:
+        headers = {**self.api.default_headers, "Accept": JSON}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, None)
+        return headers
+
+    def write(self, method: str, path: str, body: Any, content_type: str = JSON) -> bytes:
+        """The response's body to ``method path`` with ``body`` (a JSON-able object, or bytes sent as they are).
+        Raises :class:`~kubernetes.client.ApiException` for a status other than 2xx."""
+        if self._writes is None:
+            return bytes(self.request(method, path, body, content_type).data)
+        data = body if isinstance(body, bytes) else orjson.dumps(body)
+        reply = self._writes.send(method, path, self._headers(method, path, content_type), data)
+        if not 200 <= reply.status <= 299:
+            text = reply.data.decode("utf-8", "replace")
+            raise client.ApiException(status=reply.status, reason=reply.reason, body=text)
+        return reply.data
 
     def request(
         self,
@@ -76,11 +110,9 @@ class RawApi:
     ) -> urllib3.BaseHTTPResponse:
         """The response of ``method path`` with ``body`` (a JSON-able object, or bytes sent as they are; None: no
         body). Raises :class:`~kubernetes.client.ApiException` for a status other than 2xx."""
-        headers = {**self.api.default_headers, "Accept": JSON}
+        headers = self._headers(method, path, None if body is None else content_type)
         if body is not None:
-            headers["Content-Type"] = content_type
             body = body if isinstance(body, bytes) else orjson.dumps(body)
-        self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, None)
         response = self.pool.request(
             method,
             self.host + path,
@@ -121,21 +153,21 @@ class RawApi:
         return self._list(f"/apis/{quote(group, safe='')}/{quote(version, safe='')}/{quote(plural, safe='')}", query)
 
     def create_namespaced_pod_binding(self, name: str, namespace: str, binding: Any) -> bytes:
-        return bytes(self.request("POST", f"{_pod(namespace, name)}/binding", binding).data)
+        return self.write("POST", f"{_pod(namespace, name)}/binding", binding)
 
     def create_namespaced_pod_eviction(self, name: str, namespace: str, body: Any) -> bytes:
         """A ``policy/v1`` Eviction (429 when a PodDisruptionBudget refuses it)."""
-        return bytes(self.request("POST", f"{_pod(namespace, name)}/eviction", body).data)
+        return self.write("POST", f"{_pod(namespace, name)}/eviction", body)
 
     def patch_namespaced_pod_status(self, name: str, namespace: str, patch: Any) -> bytes:
         """A strategic merge patch (conditions merge by type), as the official client sends a dict."""
-        return bytes(self.request("PATCH", f"{_pod(namespace, name)}/status", patch, STRATEGIC_MERGE_PATCH).data)
+        return self.write("PATCH", f"{_pod(namespace, name)}/status", patch, STRATEGIC_MERGE_PATCH)
 
     def patch_namespaced_pod(self, name: str, namespace: str, patch: Any) -> bytes:
         """A JSON merge patch (``null`` removes a key)."""
-        return bytes(self.request("PATCH", _pod(namespace, name), patch, MERGE_PATCH).data)
+        return self.write("PATCH", _pod(namespace, name), patch, MERGE_PATCH)
 
     def create_namespaced_event(self, namespace: str, event: Any) -> bytes:
         """An ``events.k8s.io/v1`` Event."""
         path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
-        return bytes(self.request("POST", path, event).data)
+        return self.write("POST", path, event)
