@@ -110,17 +110,19 @@ class SweepGrid(_Strict):
     start_delay: Annotated[float, Field(alias="startDelay", ge=0.0, allow_inf_nan=False)] = 0.0
     start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0, allow_inf_nan=False)] = 0.0
     fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0, allow_inf_nan=False)] = 0.0
-    topology_penalty: Annotated[str, Field(alias="topologyPenalty")] = ""
-    """``kubeflux simulate --topology-penalty``'s ``LEVEL=P,…`` (the default levels: zone, rack)."""
+    topology_penalty: Annotated[dict[str, float], Field(alias="topologyPenalty")] = {}
+    """``kubeflux simulate --topology-penalty``'s ``LEVEL=P,…`` (the default levels: zone, rack), read as
+    :func:`~kubeflux.sim.fabric.parse_penalty` gives it (normalized: one value however the text orders or spells it)."""
 
-    @field_validator("topology_penalty")
+    @field_validator("topology_penalty", mode="before")
     @classmethod
-    def _known_levels(cls, text: str) -> str:
+    def _penalty(cls, text: object) -> dict[str, float]:
         from kubeflux.scheduler.topology import DEFAULT_LEVELS
         from kubeflux.sim.fabric import parse_penalty
 
-        parse_penalty(text, DEFAULT_LEVELS)
-        return text
+        if not isinstance(text, str):
+            raise ValueError(f"expected text such as 'rack=0.1,zone=0.5', got {type(text).__name__}")
+        return parse_penalty(text, DEFAULT_LEVELS)
 
     @field_validator("schedulers")
     @classmethod
@@ -209,8 +211,9 @@ class Task:
     fail_fraction: float
     source: str = ""
     """The workload file as the grid names it (what an error about it says)."""
-    topology_penalty: str = ""
-    """The grid's ``topologyPenalty`` (:mod:`kubeflux.sim.fabric`)."""
+    topology_penalty: tuple[tuple[str, float], ...] = ()
+    """The grid's ``topologyPenalty``: (level label, penalty) in the levels' order, none of penalty 0
+    (:func:`~kubeflux.sim.fabric.parse_penalty`)."""
 
     def point(self) -> dict[str, Any]:
         """The grid coordinates, as the merged report's first columns."""
@@ -272,6 +275,7 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
             raise SweepError(f"clusters.{index}: {exc}") from exc
         clusters.append((shape.label(), tuple(built)))
     lifecycle = (grid.start_delay, grid.start_jitter, grid.fail_fraction)
+    penalty = tuple(grid.topology_penalty.items())
     tasks: list[Task] = []
     for workload, content in workloads:
         for cluster, nodes in clusters:
@@ -283,8 +287,8 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                         digest.update(content)
                         # the whole point too: slugs of two long custom policies may read alike
                         digest.update(repr((workload, cluster, scheduler, policy, seed, nodes, lifecycle)).encode())
-                        if grid.topology_penalty:  # (not there before: the keys of runs without it are kept)
-                            digest.update(grid.topology_penalty.encode())
+                        if penalty:  # (not there before: the keys of runs without it are kept)
+                            digest.update(repr(penalty).encode())
                         readable = "_".join(_slug(p) for p in (workload, cluster, scheduler, policy, f"seed{seed}"))
                         key = f"{readable}_{digest.hexdigest()[:10]}"
                         tasks.append(
@@ -299,7 +303,7 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                                 seed,
                                 *lifecycle,
                                 sources[workload],
-                                grid.topology_penalty,
+                                penalty,
                             )
                         )
     return tasks
@@ -322,7 +326,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
     from kubeflux.sim.cluster import Lifecycle
     from kubeflux.sim.command import _schedulers_for
     from kubeflux.sim.driver import SimulationOptions, simulate
-    from kubeflux.sim.fabric import Fabric, parse_penalty
+    from kubeflux.sim.fabric import Fabric
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.mapping import map_to_cluster
 
@@ -340,7 +344,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
         if task.policy != NO_POLICY and isinstance(core, KubefluxScheduler):
             core.profile.policy = task.policy
         lifecycle = Lifecycle(task.start_delay, task.start_jitter, task.fail_fraction, seed=task.seed)
-        fabric = Fabric.of(DEFAULT_LEVELS, parse_penalty(task.topology_penalty, DEFAULT_LEVELS))
+        fabric = Fabric.of(DEFAULT_LEVELS, dict(task.topology_penalty))
         options = SimulationOptions(lifecycle=lifecycle, fabric=fabric)
         run = simulate(mapped, nodes, schedulers, primary=primary, label=task.scheduler, options=options)
         jobs = metrics.write_jobs_csv(run, Path(scratch) / "jobs.csv").read_text(encoding="utf-8")
