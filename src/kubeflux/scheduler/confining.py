@@ -32,7 +32,6 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
@@ -42,7 +41,7 @@ from kubeflux.scheduler.hiding import domain_of
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import Stage
 from kubeflux.scheduler.queue import PendingJob
-from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, level_type
+from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
 from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
 
 __all__ = ["KUEUE_PREFERRED", "KUEUE_REQUIRED", "PREFERRED_ANNOTATION", "REQUIRED_ANNOTATION", "Confiner", "Request"]
@@ -63,23 +62,22 @@ _ANNOTATIONS: Final = (
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What a job asks: one domain of ``level`` (a node label), ``required`` or preferred."""
-
-    level: str
-    required: bool
-    annotation: str
-
-
 def job_request(job: PendingJob) -> Request | None:
-    """The topology a job asks for: said by its first pod that says one (None: it asks none)."""
+    """The topology a job asks for: said by its first pod that says one (None: it asks none). Found once per job
+    and kept on it (:attr:`PendingJob.request`) until its pods change: every pass asks it of every job."""
+    if job.request_found:
+        return job.request
+    found: Request | None = None
     for pod in job.pods.values():
         for annotation, required in _ANNOTATIONS:
             value = pod.annotations.get(annotation)
             if value is not None:
-                return Request(value.strip(), required, annotation)
-    return None
+                found = Request(value.strip(), required, annotation)
+                break
+        if found is not None:
+            break
+    job.request, job.request_found = found, True
+    return found
 
 
 class Confiner(Stage):
