@@ -73,19 +73,21 @@ class _Strict(BaseModel):
 
 
 class ClusterShape(_Strict):
-    """One cluster of the grid: a Node manifests ``file``, or ``nodes`` identical nodes."""
+    """One cluster of the grid: a Node manifests ``file``, or ``nodes`` identical nodes (in ``racks`` racks of
+    consecutive nodes, labelled ``topology.kubeflux.io/rack``, when given)."""
 
     file: str | None = None
     nodes: Annotated[StrictInt | None, Field(gt=0)] = None
     cores_per_node: Annotated[StrictInt | None, Field(alias="coresPerNode", gt=0)] = None
     memory_per_node: Annotated[str, Field(alias="memoryPerNode")] = "256Gi"
     gpus_per_node: Annotated[StrictInt, Field(alias="gpusPerNode", ge=0)] = 0
+    racks: Annotated[StrictInt, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _one_kind(self) -> ClusterShape:
         uniform = self.nodes is not None or self.cores_per_node is not None
-        if self.file is not None and uniform:
-            raise ValueError("give either file or nodes and coresPerNode, not both")
+        if self.file is not None and (uniform or self.racks):
+            raise ValueError("give either file or nodes and coresPerNode (and racks), not both")
         if self.file is None and (self.nodes is None or self.cores_per_node is None):
             raise ValueError("give file, or nodes and coresPerNode")
         return self
@@ -95,7 +97,8 @@ class ClusterShape(_Strict):
             return Path(self.file).stem
         gpus = f"-{self.gpus_per_node}g" if self.gpus_per_node else ""
         memory = "" if self.memory_per_node == "256Gi" else f"-{self.memory_per_node}"
-        return f"{self.nodes}x{self.cores_per_node}c{gpus}{memory}"
+        racks = f"-{self.racks}r" if self.racks else ""
+        return f"{self.nodes}x{self.cores_per_node}c{gpus}{memory}{racks}"
 
 
 class SweepGrid(_Strict):
@@ -269,7 +272,7 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
         file = None if shape.file is None else base / shape.file
         try:
             built = nodes_from_options(
-                file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node
+                file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node, shape.racks
             )
         except Exception as exc:  # the cluster reader's own errors name the file and line
             raise SweepError(f"clusters.{index}: {exc}") from exc
