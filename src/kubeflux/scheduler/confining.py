@@ -36,8 +36,7 @@ from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
-from kubeflux.scheduler.graphview import GraphView, first_placement
-from kubeflux.scheduler.hiding import domain_of
+from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import Stage
 from kubeflux.scheduler.queue import PendingJob
@@ -133,10 +132,11 @@ class Confiner(Stage):
         admitted = set(self.filter.static_fit(largest).fit)
         kind = level_type(request.level)
         held: Counter[int] = Counter()
+        domains = graph.domains(kind)
         for name, spec in graph.specs.items():
             if name in graph.gone or name not in admitted:
                 continue
-            domain = _domain_vertex(graph, name, kind)
+            domain = domains.get(name)
             if domain is None or graph.engine.graph.vertices[domain].name == UNKNOWN:
                 continue
             held[domain] += min(spec.cores // cores if cores else count, spec.gpus // gpus if gpus else count)
@@ -182,8 +182,9 @@ class Confiner(Stage):
         # now: the nodes the member may not use now; later: those it may never use (their books change by then)
         hide = set(self.filter.static_fit(largest).unfit if reserve else self.filter.fit(largest).hidden.names)
         vertices = graph.engine.graph.vertices
+        domains = graph.domains(kind)
         for name in graph.specs:
-            domain = _domain_vertex(graph, name, kind)
+            domain = domains.get(name)
             if domain is None or vertices[domain].name == UNKNOWN:
                 hide.add(name)
         duration = self.profile.planned(largest, start, reserve=reserve)
@@ -217,10 +218,11 @@ class Confiner(Stage):
         assert graph is not None
         held: Counter[int] = Counter()
         first: dict[int, str] = {}
+        domains = graph.domains(kind)
         for name in graph.ordered(policy, start):
             if name in hide or not graph.usable(name):
                 continue
-            domain = _domain_vertex(graph, name, kind)
+            domain = domains.get(name)
             if domain is None:
                 continue
             free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
@@ -242,12 +244,6 @@ class Confiner(Stage):
             for uid in list(job.pods):
                 if uid in before:
                     job.pods[uid] = before[uid]
-
-
-def _domain_vertex(graph: GraphView, name: str, kind: str) -> int | None:
-    """The uid of node ``name``'s domain vertex of type ``kind`` (``rack``), None when it has none."""
-    vertex = graph.engine.graph.vertex_at(graph.paths[name]) if name in graph.paths else None
-    return None if vertex is None else domain_of(graph.engine.graph.vertices, vertex, kind)
 
 
 def _pin(pod: Pod, pins: dict[str, str]) -> Pod:
