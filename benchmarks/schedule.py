@@ -9,9 +9,11 @@ Prints three tables:
       nodes running --load one-core pods each: both the empty graph from the node list (a lower bound of any
       rebuild) and the rebuild a restarted scheduler does (the nodes, then every running pod put back).
 Usage: python benchmarks/schedule.py [--nodes 5000] [--pods 10000] [--groups 1000] [--policy lonode]
-       [--shapes 4,64,128,64s1,64s2,64g4] [--update-nodes 1000,5000] [--racks 0] [--default-gc]
+       [--shapes 4,64,128,64s1,64s2,64g4] [--update-nodes 1000,5000] [--racks 0] [--repeat 1] [--default-gc]
 --racks N labels the nodes in N racks of consecutive nodes: the graph gets a rack level (cluster → rack → node), and
-(b) is also run with every group requiring one rack (``kueue.x-k8s.io/podset-required-topology``).
+(b) is also run with every group requiring one rack (``kueue.x-k8s.io/podset-required-topology``). --racks 0,50
+runs each shape without racks and with 50, alternated (--repeat times each, in the same process: what the levels
+cost, measured on the same machine at the same time).
 (a) and (b) run for each node shape: cores per node (8 GiB of memory each), ``sN`` for N sockets per node (the
 serve configuration's ``socketsDefault``: node → socket → cores; none by default, the cores right under the node),
 ``gN`` for N gpus per node (e.g. ``64s2g4``).
@@ -185,7 +187,10 @@ def main() -> None:
     parser.add_argument("--update-nodes", default="1000,5000")
     parser.add_argument("--load", type=int, default=2, help="one-core pods running per node during (c)")
     parser.add_argument("--default-gc", action="store_true", help="keep Python's default garbage collector")
-    parser.add_argument("--racks", type=int, default=0, help="racks of consecutive nodes for (a) and (b) (0: none)")
+    parser.add_argument(
+        "--racks", default="0", help="racks of consecutive nodes for (a) and (b) (0: none); several (0,50): alternated"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each shape and rack count, alternated")
     args = parser.parse_args()
     console = Console(width=160)
     settle = not args.default_gc
@@ -205,11 +210,13 @@ def main() -> None:
         "kube-scheduler CI floor",
     ):
         table.add_column(column, justify="right")
-    for shape in args.shapes.split(","):
+    rack_counts = [int(r) for r in args.racks.split(",")]
+    runs = [(shape, racks) for shape in args.shapes.split(",") for _ in range(args.repeat) for racks in rack_counts]
+    for shape, racks in runs:
         cores, sockets, gpus = parse_shape(shape)
-        cluster = nodes(args.nodes, cores, gpus, args.racks)
+        cluster = nodes(args.nodes, cores, gpus, racks)
         per_node = f"{cores} in {sockets} socket{'s' * (sockets > 1)}" if sockets else str(cores)
-        size = (str(args.nodes), str(args.racks), per_node, str(gpus))
+        size = (str(args.nodes), str(racks), per_node, str(gpus))
         scheduler = scheduler_on(cluster, args.policy, settle, sockets)
         bound, seconds = bind_rate(scheduler, [one_core_pod(f"p{i}") for i in range(args.pods)])
         rate = f"{bound / seconds:.0f}"
@@ -218,7 +225,7 @@ def main() -> None:
         gc.unfreeze()
         gc.collect()
         for workload, asks in (("pod groups", {}), ("pod groups, one rack each", RACK_REQUIRED)):
-            if asks and not args.racks:
+            if asks and not racks:
                 continue
             scheduler = scheduler_on(cluster, args.policy, settle, sockets)
             members: list[Pod] = []

@@ -1,17 +1,17 @@
 """**Topology** (issue 32): the CANOPIE 2021 KubeFlux result for GROMACS, reproduced in kind in the simulator.
 
-A GROMACS-like workload of coupled MPI jobs (a PodGroup of 2 to 16 whole-node ranks each, a deterministic seed) on a
-cluster of racks, with a cross-rack penalty (``kubeflux simulate --topology-penalty rack=P``: a job whose ranks sit
-in ``k`` racks computes ``1 + P·(k − 1)`` times as long, :mod:`kubeflux.sim.fabric`), under kube-default,
-coscheduling, kubeflux asking nothing and kubeflux with every job requiring one rack
-(``kubeflux.io/required-topology: topology.kubeflux.io/rack``): mean run time, makespan, the share of jobs split
-across racks and the mean wait, read from each run's summary.
+A GROMACS-like workload of coupled MPI jobs (a PodGroup of 2 to 16 whole-node ranks each, drawn by the synthetic
+generator, :func:`kubeflux.sim.workloads.synthetic.generate`, with a deterministic seed) on a cluster of racks, with a
+cross-rack penalty (``kubeflux simulate --topology-penalty rack=P``: a job whose ranks sit in ``k`` racks computes
+``1 + P·(k − 1)`` times as long, :mod:`kubeflux.sim.fabric`), under kube-default, coscheduling, kubeflux asking
+nothing and kubeflux with every job requiring one rack (``kubeflux.io/required-topology: topology.kubeflux.io/rack``):
+mean run time, makespan, the share of jobs split across racks and the mean wait. The runs are a sweep
+(:mod:`kubeflux.sim.sweep`: a grid per penalty, planned and executed as ``kubeflux sweep`` runs it), each figure read
+from its run's summary row.
 """
 
 from __future__ import annotations
 
-import itertools
-import random
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,14 +19,11 @@ from pathlib import Path
 
 from experiments.pages import markdown_table, stamp, write_page
 from kubeflux.scheduler.confining import REQUIRED_ANNOTATION
-from kubeflux.scheduler.topology import DEFAULT_LEVELS, RACK_LEVEL
-from kubeflux.sim.command import _schedulers_for
-from kubeflux.sim.driver import SimulationOptions, simulate
-from kubeflux.sim.fabric import Fabric
-from kubeflux.sim.metrics import summarize
-from kubeflux.sim.workloads import load_workload
-from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from kubeflux.sim.workloads.mapping import map_to_cluster
+from kubeflux.scheduler.objects import CPU, MEMORY
+from kubeflux.scheduler.topology import RACK_LEVEL
+from kubeflux.sim.sweep import SweepGrid, Task, execute, plan
+from kubeflux.sim.workloads import JobKind
+from kubeflux.sim.workloads.synthetic import SyntheticSpec, generate, to_manifests
 
 __all__ = ["CASES", "TopologyRow", "Workload", "topology_rows", "topology_table", "write_topology"]
 
@@ -44,9 +41,9 @@ PENALTIES: tuple[float, ...] = (0.1, 0.3)
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """The GROMACS-like workload and its cluster: ``jobs`` coupled jobs of 2 to 16 ranks, one rank per whole node,
-    arriving every ``every`` seconds on average (Poisson), each computing a log-uniform 10 to 60 minutes when in one
-    rack; ``racks`` racks of ``per_rack`` nodes of ``cores`` cores."""
+    """The GROMACS-like workload and its cluster: ``jobs`` coupled jobs of 2 to ``per_rack`` ranks (as likely each),
+    one rank per whole node, arriving every ``every`` seconds on average (Poisson), each computing a log-uniform 10
+    to 60 minutes when in one rack; ``racks`` racks of ``per_rack`` nodes of ``cores`` cores."""
 
     jobs: int = 200
     racks: int = 8
@@ -55,42 +52,36 @@ class Workload:
     every: float = 150.0
     seed: int = 0
 
+    def spec(self, required: bool) -> SyntheticSpec:
+        """The generator's spec: PodGroups (``minMember`` = the ranks) of whole-node pods, each pod asking one rack
+        when ``required``."""
+        return SyntheticSpec(
+            jobs=self.jobs,
+            mean_interarrival=self.every,
+            sizes={ranks: 1.0 for ranks in range(2, self.per_rack + 1)},
+            max_size=self.per_rack,
+            runtime="log_uniform",
+            min_runtime=600.0,
+            max_runtime=3600.0,
+            overestimate=1.0,
+            kind=JobKind.POD_GROUP,
+            pod_requests={CPU: self.cores * 1000, MEMORY: 8 * 2**30},
+            name="gromacs",
+            annotations={REQUIRED_ANNOTATION: RACK_LEVEL} if required else {},
+        )
+
     def manifests(self, required: bool) -> str:
-        """The jobs as Kubernetes YAML: a PodGroup (``minMember`` = its ranks) and a Job of that many pods each."""
-        rng = random.Random(self.seed)
-        ask = f", {REQUIRED_ANNOTATION}: {RACK_LEVEL}" if required else ""
-        docs: list[str] = []
-        at = 0.0
-        for index in range(self.jobs):
-            at += rng.expovariate(1.0 / self.every)
-            ranks = rng.randint(2, self.per_rack)
-            run = round(600.0 * 6.0 ** rng.random())
-            name = f"gromacs-{index:03d}"
-            docs.append(
-                f"""apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{at:.0f}"}}}}
-spec: {{minMember: {ranks}}}
----
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: "{at:.0f}"}}}}
-spec:
-  parallelism: {ranks}
-  completions: {ranks}
-  template:
-    metadata:
-      labels: {{scheduling.x-k8s.io/pod-group: {name}}}
-      annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: "{run}s"{ask}}}
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: gromacs
-          image: gromacs/mdrun
-          resources: {{requests: {{cpu: "{self.cores}", memory: 8Gi}}}}
-"""
-            )
-        return "---\n".join(docs)
+        """The jobs as Kubernetes YAML (a PodGroup and its pods each), as a sweep reads a workload file."""
+        return to_manifests(generate(self.spec(required), self.seed))
+
+    def cluster(self) -> dict[str, object]:
+        """The sweep grid's cluster: ``racks`` racks of ``per_rack`` nodes."""
+        return {
+            "nodes": self.racks * self.per_rack,
+            "coresPerNode": self.cores,
+            "memoryPerNode": "64Gi",
+            "racks": self.racks,
+        }
 
     def words(self) -> str:
         return (
@@ -143,34 +134,49 @@ def topology_table(rows: Sequence[TopologyRow]) -> str:
     return markdown_table(_HEADER, [row.cells() for row in rows])
 
 
+def _file(required: bool) -> str:
+    return f"gromacs{'-one-rack' if required else ''}.yaml"
+
+
 def topology_rows(workload: Workload | None = None, penalties: Sequence[float] = PENALTIES) -> list[TopologyRow]:
-    """Run every case of :data:`CASES` on ``workload`` (default: :class:`Workload`'s) under each of ``penalties``."""
+    """Run every case of :data:`CASES` on ``workload`` (default: :class:`Workload`'s) under each of ``penalties``:
+    per penalty, a sweep grid of the schedulers on the workload and one of kubeflux on the workload asking one rack,
+    planned and executed in this process."""
     workload = workload or Workload()
-    nodes = uniform_cluster(workload.racks * workload.per_rack, workload.cores, "64Gi", racks=workload.racks)
-    rows: list[TopologyRow] = []
+    runs: list[tuple[float, str, Task]] = []
     with tempfile.TemporaryDirectory(prefix="kubeflux-topology-") as scratch:
-        for penalty, (case, scheduler, required) in itertools.product(penalties, CASES):
-            fabric = Fabric.of(DEFAULT_LEVELS, {RACK_LEVEL: penalty})
-            path = Path(scratch) / f"gromacs{'-one-rack' if required else ''}.yaml"
-            if not path.exists():
-                path.write_text(workload.manifests(required), encoding="utf-8")
-            mapped = map_to_cluster(load_workload(path), nodes)
-            schedulers, primary = _schedulers_for(scheduler, mapped)
-            options = SimulationOptions(fabric=fabric)
-            run = simulate(mapped, nodes, schedulers, primary=primary, label=case, options=options)
-            row = summarize(run)
-            rows.append(
-                TopologyRow(
-                    penalty,
-                    case,
-                    int(row["finished_jobs"]),
-                    int(row["jobs"]),
-                    float(row["mean_execution_time"]),
-                    float(row["makespan"]),
-                    float(row["split[rack]"]),
-                    float(row["mean_waiting_time"]),
+        base = Path(scratch)
+        for required in (False, True):
+            (base / _file(required)).write_text(workload.manifests(required), encoding="utf-8")
+        for penalty in penalties:
+            for case, scheduler, required in CASES:
+                grid = SweepGrid.model_validate(
+                    {
+                        "workloads": [_file(required)],
+                        "schedulers": [scheduler],
+                        "clusters": [workload.cluster()],
+                        "topologyPenalty": f"rack={penalty!r}",
+                    }
                 )
+                runs += [(penalty, case, task) for task in plan(grid, base)]
+        outcomes = {outcome.key: outcome for outcome in execute([task for _, _, task in runs], workers=1)}
+    rows: list[TopologyRow] = []
+    for penalty, case, task in runs:
+        row = outcomes[task.key].row
+        if row is None:
+            raise RuntimeError(f"{case}, penalty {penalty:g}: the run failed:\n{outcomes[task.key].error}")
+        rows.append(
+            TopologyRow(
+                penalty,
+                case,
+                int(row["finished_jobs"]),
+                int(row["jobs"]),
+                float(row["mean_execution_time"]),
+                float(row["makespan"]),
+                float(row["split[rack]"]),
+                float(row["mean_waiting_time"]),
             )
+        )
     return rows
 
 
@@ -184,7 +190,10 @@ twice as fast as the Kubernetes default scheduler. Does a scheduler that sees ra
 here, where a spread job is slower as on a real fabric, and what does it cost in waiting?
 
 **Setup.** {workload}. Every job is a PodGroup with `minMember` its ranks, so its ranks compute together
-(coupled: they start when the last one runs). The same jobs run under kube-default (kube-scheduler's default
+(coupled: they start when the last one runs). The jobs are drawn by kubeflux's synthetic generator
+(`kubeflux.sim.workloads.synthetic`: Poisson arrivals, every number of ranks as likely, log-uniform run times) and
+written as YAML; the runs are a sweep (`kubeflux sweep`'s plan and execution: a cluster
+`{cluster}`, `topologyPenalty: rack=P`). The same jobs run under kube-default (kube-scheduler's default
 plugins, pod by pod), coscheduling (scheduler-plugins' gang plugin), kubeflux as it comes (`lonode`, the job asks
 nothing) and kubeflux with every job annotated `{annotation}: {rack}` (the whole gang inside one rack, or it
 waits). Figures from each run's `summary.csv`: `mean_execution_time`, `makespan`, `split[rack]` (the share of
@@ -222,7 +231,10 @@ def _shows(rows: Sequence[TopologyRow]) -> str:
         f"faster than under kube-default; {worst.mean_run / best.mean_run:.2f}× with P = {high:g}). Waiting for "
         f"a rack costs less than it gains: the runs end sooner, so the makespan falls (from "
         f"{default.makespan / 3600:.2f} h to {rack.makespan / 3600:.2f} h with P = {low:g}) and so does the mean "
-        f"wait ({default.mean_wait / 60:.1f} to {rack.mean_wait / 60:.1f} minutes). kube-default also waits longest "
+        f"wait ({default.mean_wait / 60:.1f} to {rack.mean_wait / 60:.1f} minutes; against kubeflux asking nothing, "
+        f"keeping to a rack takes the mean wait from {flux.mean_wait / 60:.1f} to {rack.mean_wait / 60:.1f} minutes "
+        f"with P = {low:g} and from {by[(high, CASES[2][0])].mean_wait / 60:.1f} to {best.mean_wait / 60:.1f} with "
+        f"P = {high:g}). kube-default also waits longest "
         "because it places a gang's ranks one by one: ranks placed early hold their nodes idle until the last one "
         "runs; coscheduling waits for the whole gang to fit but then spreads it as kube-default does."
     )
@@ -238,6 +250,7 @@ def write_topology(folder: Path, rows: Sequence[TopologyRow] | None = None, work
         workload=workload.words()[:1].upper() + workload.words()[1:],
         annotation=REQUIRED_ANNOTATION,
         rack=RACK_LEVEL,
+        cluster="{" + ", ".join(f"{key}: {value}" for key, value in workload.cluster().items()) + "}",
         table=topology_table(rows),
         shows=_shows(rows),
         penalty_words="1 + P·(k − 1) times the run time for k racks",

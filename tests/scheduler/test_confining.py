@@ -142,3 +142,22 @@ def test_a_required_gang_never_goes_to_nodes_without_the_levels_label() -> None:
     assert bound(cluster.run(1.0)) == {}  # the unknown rack is no rack
     cluster.tell(MODIFIED, node("bare0", 16, labels={HOST: "bare0", RACK_LEVEL: "r0"}))
     assert sorted(bound(cluster.run(2.0)).values()) == ["bare0", "n1"]
+
+
+def test_what_a_job_asks_is_found_once_and_found_again_when_its_pods_change() -> None:
+    """Kept on the pending job (every pass asks it of every job), but a member that joins, changes or leaves is
+    read: a group whose first member says nothing asks what a later one says."""
+    from kubeflux.scheduler.confining import job_request
+    from kubeflux.scheduler.queue import PendingJob
+    from kubeflux.scheduler.topology import Request
+
+    job = PendingJob("default/g", "default/g", 0.0, 0)
+    job.put("uid-a", pod("a", 1000))
+    assert job_request(job) is None and job.request_found
+    job.put("uid-b", pod("b", 1000, annotations=RACK))
+    assert job_request(job) == Request(RACK_LEVEL, True, KUEUE_REQUIRED)
+    job.put("uid-a", pod("a", 1000, annotations={PREFERRED_ANNOTATION: ZONE_LEVEL}))  # the first member now says one
+    assert job_request(job) == Request(ZONE_LEVEL, False, PREFERRED_ANNOTATION)
+    job.drop("uid-a")
+    job.drop("uid-b")
+    assert job_request(job) is None

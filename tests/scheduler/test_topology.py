@@ -99,6 +99,14 @@ def test_a_node_without_a_levels_label_goes_to_its_unknown_domain_reported_once(
     assert told == [f"Node n1 has no label {RACK_LEVEL}: it is in the level's unknown domain"]
 
 
+def rack_of(scheduler: KubefluxScheduler) -> dict[str, str]:
+    """Each node's rack, as the graph view keeps it for jobs that ask for one rack (:meth:`GraphView.domains`)."""
+    graph = scheduler.books.graph
+    assert graph is not None
+    vertices = graph.engine.graph.vertices
+    return {name: vertices[uid].name for name, uid in graph.domains("rack").items() if uid is not None}
+
+
 def test_a_relabelled_node_moves_racks_keeping_its_pods_allocations() -> None:
     scheduler = KubefluxScheduler()
     nodes = [racked("n0", "r0"), racked("n1", "r0"), racked("n2", "r1")]
@@ -106,6 +114,7 @@ def test_a_relabelled_node_moves_racks_keeping_its_pods_allocations() -> None:
     cluster.add(pod("a", 4000), pod("b", 8000, t=1))
     assert bound(cluster.run()) == {"default/a": "n0", "default/b": "n0"}
     before = {uid: alloc.placement for uid, alloc in scheduler.books.allocations.items()}
+    assert rack_of(scheduler) == {"n0": "r0", "n1": "r0", "n2": "r1"}
 
     cluster.tell(MODIFIED, racked("n0", "r1"))
     cluster.add(pod("c", 8000, t=2))
@@ -115,6 +124,7 @@ def test_a_relabelled_node_moves_racks_keeping_its_pods_allocations() -> None:
     assert graph is not None
     assert graph.busy_cores("n0", 1) == 12
     assert {uid: scheduler.books.allocations[uid].placement for uid in before} == before
+    assert rack_of(scheduler) == {"n0": "r1", "n1": "r0", "n2": "r1"}  # the kept node-to-rack map follows the move
     cluster.end("a")
     cluster.end("b")
     cluster.run(2.0)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from kubeflux.scheduler.topology import RACK_LEVEL
+from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
 from tests.sim._helpers import gang_job_yaml
 
 
-def cluster_yaml(racks: int, per_rack: int, cores: int = 16) -> str:
-    """``racks`` racks (``rack-0`` …) of ``per_rack`` nodes ``node-0`` … (numbered across racks)."""
+def cluster_yaml(racks: int, per_rack: int, cores: int = 16, *, zoned: bool = False) -> str:
+    """``racks`` racks (``rack-0`` …) of ``per_rack`` nodes ``node-0`` … (numbered across racks); ``zoned``: each
+    rack in a zone of its own (``zone-0`` …)."""
     docs = []
     for index in range(racks * per_rack):
+        zone = f", {ZONE_LEVEL}: zone-{index // per_rack}" if zoned else ""
         docs.append(
             f"""apiVersion: v1
 kind: Node
 metadata:
   name: node-{index}
-  labels: {{kubernetes.io/hostname: node-{index}, {RACK_LEVEL}: rack-{index // per_rack}}}
+  labels: {{kubernetes.io/hostname: node-{index}, {RACK_LEVEL}: rack-{index // per_rack}{zone}}}
 status:
   allocatable: {{cpu: "{cores}", memory: 64Gi, pods: "110"}}
 """

@@ -1,4 +1,5 @@
-"""The topology experiment page is what the code gives (regenerated whole, in 13 s of CPU), and its claims hold."""
+"""The topology experiment page is what the code gives (regenerated whole, a sweep of 8 runs in about 18 s of CPU),
+and its claims hold."""
 
 from __future__ import annotations
 

@@ -49,10 +49,52 @@ def test_a_gang_spread_over_two_racks_computes_1_plus_p_times_as_long(tmp_path: 
 
 
 def test_a_gang_kept_in_one_rack_is_not_slowed(tmp_path: Path) -> None:
+    """Each rack a zone of its own: the gang that asks nothing, over two racks, spans two zones too and computes
+    (1 + 0.5)·(1 + 2) times as long; the one that requires one rack is in one zone and is not slowed."""
+    penalty = ("--topology-penalty", "rack=0.5,zone=2")
+    cluster = cluster_yaml(3, 4, zoned=True)
     work = (*FILLERS, job_yaml("mpi", 1, 50, 4, topology="required"))
-    rows, summary = run(tmp_path, cluster_yaml(3, 4), *work, options=("--topology-penalty", "rack=0.5,zone=2"))
-    assert (rows["mpi"]["domains[rack]"], rows["mpi"]["execution_time"]) == ("1", "50.000000")
-    assert summary["split[rack]"] == 0.0
+    rows, summary = run(tmp_path / "a", cluster, *work, options=penalty)
+    assert (rows["mpi"]["domains[rack]"], rows["mpi"]["domains[zone]"]) == ("1", "1")
+    assert rows["mpi"]["execution_time"] == "50.000000" and summary["split[rack]"] == summary["split[zone]"] == 0.0
+    spread, _ = run(tmp_path / "b", cluster, *FILLERS, job_yaml("mpi", 1, 50, 4), options=penalty)
+    assert (spread["mpi"]["domains[rack]"], spread["mpi"]["domains[zone]"]) == ("2", "2")
+    assert spread["mpi"]["execution_time"] == "225.000000"
+
+
+def late_members(name: str, submit: float, run: int) -> str:
+    """A PodGroup of 2 and its Job of 4 completions, 2 at a time: the last two start after the job began."""
+    return job_yaml(name, submit, run, 2).replace("completions: 2", "completions: 4")
+
+
+def pods_of(tmp_path: Path, job: str) -> list[dict[str, str]]:
+    """The rows of ``job``'s pods in kubeflux's pods.csv."""
+    with (tmp_path / "out" / "kubeflux" / "pods.csv").open() as f:
+        return [row for row in csv.DictReader(f) if row["job_id"] == f"default/{job}"]
+
+
+def test_pods_that_start_after_the_job_began_are_not_stretched(tmp_path: Path) -> None:
+    """One node of each rack busy: the job's first two pods compute on the other two, in two racks, 1.5 times as
+    long; the two that start when they end compute their 50 s."""
+    fillers = (job_yaml("fill-a", 0, 200, 1, rack="rack-0"), job_yaml("fill-b", 0, 200, 1, rack="rack-1"))
+    rows, _ = run(
+        tmp_path, cluster_yaml(2, 2), *fillers, late_members("mpi", 1, 50), options=("--topology-penalty", "rack=0.5")
+    )
+    runs = sorted(float(row["end_time"]) - float(row["compute_time"]) for row in pods_of(tmp_path, "mpi"))
+    assert runs == pytest.approx([50, 50, 75, 75])
+    assert rows["mpi"]["domains[rack]"] == "2"
+
+
+def test_the_racks_a_job_spanned_are_counted_when_it_began_with_a_penalty_or_without(tmp_path: Path) -> None:
+    """Rack 0 busy until 40: the job's first two pods compute in rack 1 (one rack: not slowed); the two that start
+    at 51 take rack 0's lowest nodes. jobs.csv counts the racks when the job began, with a penalty or without."""
+    work = (job_yaml("fill", 0, 40, 2, rack="rack-0"), late_members("mpi", 1, 50))
+    plain, _ = run(tmp_path / "a", cluster_yaml(2, 2), *work)
+    slowed, _ = run(tmp_path / "b", cluster_yaml(2, 2), *work, options=("--topology-penalty", "rack=0.5"))
+    nodes = sorted(row["node"] for row in pods_of(tmp_path / "a", "mpi"))
+    assert nodes == ["node-0", "node-1", "node-2", "node-3"]  # over its whole run, the job was in both racks
+    assert plain["mpi"]["domains[rack]"] == slowed["mpi"]["domains[rack]"] == "1"
+    assert plain["mpi"]["execution_time"] == slowed["mpi"]["execution_time"]
 
 
 def test_a_cluster_without_level_labels_writes_what_it_always_wrote(tmp_path: Path) -> None:
@@ -148,3 +190,24 @@ def test_a_sweep_takes_the_penalty_and_keeps_the_keys_of_runs_without_it(tmp_pat
     (tmp_path / "grid.yaml").write_text(json.dumps({**grid, "topologyPenalty": "rack=fast"}))
     with pytest.raises(SweepError, match="topologyPenalty: 'rack=fast': 'fast' is not a number"):
         load_grid(tmp_path / "grid.yaml")
+
+
+def test_one_penalty_written_two_ways_is_one_sweep_point(tmp_path: Path) -> None:
+    """The sweep's key is the penalty's value, not its text: reordered, respaced or spelled by label it is one run
+    (done once); a penalty of 0 is no penalty."""
+    from kubeflux.sim.sweep import load_grid, plan
+
+    (tmp_path / "racks.yaml").write_text(cluster_yaml(1, 2))
+    (tmp_path / "mpi.yaml").write_text(job_yaml("mpi", 0, 5, 2))
+    grid = {"workloads": ["mpi.yaml"], "schedulers": ["kubeflux"], "clusters": [{"file": "racks.yaml"}]}
+
+    def key(penalty: str | None) -> str:
+        (tmp_path / "grid.yaml").write_text(
+            json.dumps(grid if penalty is None else {**grid, "topologyPenalty": penalty})
+        )
+        (task,) = plan(*load_grid(tmp_path / "grid.yaml"))
+        return task.key
+
+    same = {key(text) for text in ("rack=0.1,zone=0.5", "zone=0.5, rack=0.1", f"{ZONE_LEVEL}=.5,rack=0.10,")}
+    assert len(same) == 1 and key("rack=0.1,zone=0.4") not in same
+    assert key("rack=0") == key("") == key(None)

@@ -1,11 +1,21 @@
 import itertools
 import math
+from pathlib import Path
 
 import pytest
 
-from kubeflux.scheduler.objects import CPU, GPU, POD_GROUP_LABEL
-from kubeflux.sim.workloads import JobKind
-from kubeflux.sim.workloads.synthetic import PRESETS, SyntheticSpec, generate, preset, seed004_cluster
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL
+from kubeflux.sim.workloads import JobKind, WorkloadJob
+from kubeflux.sim.workloads.manifests import read_manifests
+from kubeflux.sim.workloads.synthetic import (
+    KWOK_TOLERATION,
+    PRESETS,
+    SyntheticSpec,
+    generate,
+    preset,
+    seed004_cluster,
+    to_manifests,
+)
 
 
 def snapshot(spec: SyntheticSpec, seed: int) -> list[tuple[float, int, float | None, float]]:
@@ -84,3 +94,43 @@ def test_synthetic_profiles_are_named_after_the_run_time_as_batsims_converters_d
     jobs = generate(SyntheticSpec(jobs=50, runtime="fixed", mean_runtime=3600.0), seed=2).jobs
     assert {job.profile_name() for job in jobs} == {"3601"}
     assert preset("seed004-jobs").jobs[0].profile_name() == "73"  # pods of 72 s
+
+
+@pytest.mark.parametrize("kind", [JobKind.JOB, JobKind.POD_GROUP, JobKind.POD])
+def test_a_generated_workload_written_as_yaml_reads_back_as_the_same_jobs(tmp_path: Path, kind: JobKind) -> None:
+    """What ``to_manifests`` writes is a file ``simulate`` and ``sweep`` read as the jobs generated."""
+    spec = SyntheticSpec(
+        jobs=20,
+        sizes="uniform",
+        max_size=4,
+        kind=kind,
+        pod_requests={CPU: 1500, MEMORY: 2**30, GPU: 1},
+        annotations={"kubeflux.io/required-topology": "topology.kubeflux.io/rack"},
+        schedule_timeout_seconds=30.0,
+        exit_code=3,
+        tolerations=(KWOK_TOLERATION,),
+    )
+    made = generate(spec, seed=4)
+    path = tmp_path / "work.yaml"
+    path.write_text(to_manifests(made))
+    read = read_manifests(path)
+
+    def shape(job: WorkloadJob) -> tuple[object, ...]:
+        pods = [
+            (
+                p.requests,
+                p.run_time,
+                p.exit_code,
+                {k: p.annotations[k] for k in spec.annotations},
+                p.labels,
+                p.tolerations,
+            )
+            for p in job.pods
+        ]
+        counts = (job.min_member, job.schedule_timeout_seconds) if kind is JobKind.POD_GROUP else ()
+        counts += (job.completions, job.parallelism, job.backoff_limit) if kind is JobKind.JOB else ()
+        return (job.name, job.kind, job.submit_time, counts, pods)
+
+    assert not read.problems and [shape(j) for j in read.jobs] == [shape(j) for j in made.jobs]
+    with pytest.raises(ValueError, match="a trace job has no pods"):
+        to_manifests(generate(SyntheticSpec(jobs=1)))

@@ -32,17 +32,15 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
-from kubeflux.scheduler.graphview import GraphView, first_placement
-from kubeflux.scheduler.hiding import domain_of
+from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.queue import PendingJob
-from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, level_type
+from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
 from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
 
 __all__ = ["KUEUE_PREFERRED", "KUEUE_REQUIRED", "PREFERRED_ANNOTATION", "REQUIRED_ANNOTATION", "Confiner", "Request"]
@@ -63,23 +61,22 @@ _ANNOTATIONS: Final = (
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What a job asks: one domain of ``level`` (a node label), ``required`` or preferred."""
-
-    level: str
-    required: bool
-    annotation: str
-
-
 def job_request(job: PendingJob) -> Request | None:
-    """The topology a job asks for: said by its first pod that says one (None: it asks none)."""
+    """The topology a job asks for: said by its first pod that says one (None: it asks none). Found once per job
+    and kept on it (:attr:`PendingJob.request`) until its pods change: every pass asks it of every job."""
+    if job.request_found:
+        return job.request
+    found: Request | None = None
     for pod in job.pods.values():
         for annotation, required in _ANNOTATIONS:
             value = pod.annotations.get(annotation)
             if value is not None:
-                return Request(value.strip(), required, annotation)
-    return None
+                found = Request(value.strip(), required, annotation)
+                break
+        if found is not None:
+            break
+    job.request, job.request_found = found, True
+    return found
 
 
 class Confiner:
@@ -138,10 +135,11 @@ class Confiner:
         admitted = set(self.placer.filter.static_fit(largest).fit)
         kind = level_type(request.level)
         held: Counter[int] = Counter()
+        domains = graph.domains(kind)
         for name, spec in graph.specs.items():
             if name in graph.gone or name not in admitted:
                 continue
-            domain = _domain_vertex(graph, name, kind)
+            domain = domains.get(name)
             if domain is None or graph.engine.graph.vertices[domain].name == UNKNOWN:
                 continue
             held[domain] += min(spec.cores // cores if cores else count, spec.gpus // gpus if gpus else count)
@@ -189,8 +187,9 @@ class Confiner:
             self.placer.filter.static_fit(largest).unfit if reserve else self.placer.filter.fit(largest).hidden.names
         )
         vertices = graph.engine.graph.vertices
+        domains = graph.domains(kind)
         for name in graph.specs:
-            domain = _domain_vertex(graph, name, kind)
+            domain = domains.get(name)
             if domain is None or vertices[domain].name == UNKNOWN:
                 hide.add(name)
         duration = self.placer.profile.planned(largest, start, reserve=reserve)
@@ -224,10 +223,11 @@ class Confiner:
         assert graph is not None
         held: Counter[int] = Counter()
         first: dict[int, str] = {}
+        domains = graph.domains(kind)
         for name in graph.ordered(policy, start):
             if name in hide or not graph.usable(name):
                 continue
-            domain = _domain_vertex(graph, name, kind)
+            domain = domains.get(name)
             if domain is None:
                 continue
             free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
@@ -249,12 +249,6 @@ class Confiner:
             for uid in list(job.pods):
                 if uid in before:
                     job.pods[uid] = before[uid]
-
-
-def _domain_vertex(graph: GraphView, name: str, kind: str) -> int | None:
-    """The uid of node ``name``'s domain vertex of type ``kind`` (``rack``), None when it has none."""
-    vertex = graph.engine.graph.vertex_at(graph.paths[name]) if name in graph.paths else None
-    return None if vertex is None else domain_of(graph.engine.graph.vertices, vertex, kind)
 
 
 def _pin(pod: Pod, pins: dict[str, str]) -> Pod:

@@ -39,7 +39,7 @@ from kubeflux.resources import (
     node_path,
 )
 from kubeflux.resources.graph import Vertex
-from kubeflux.scheduler.hiding import ExcludedNames, HiddenNodes, Levels, domain_key
+from kubeflux.scheduler.hiding import ExcludedNames, HiddenNodes, Levels, domain_key, domain_of
 from kubeflux.scheduler.translate import Placement, PlacementWriter
 
 __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes", "ReleaseLog"]
@@ -138,6 +138,8 @@ class GraphView:
         """Whether some node sits below levels (zones, racks): a match then tells the engine the domains' hidden."""
         self._engine.traverser.level_types = frozenset(kind for spec in specs for kind, _ in spec.domains)
         self._node_generation = 0
+        self._domains: dict[str, tuple[int, dict[str, int | None]]] = {}
+        """:meth:`domains` by level type, with the node generation they were found for."""
         self.released = ReleaseLog()
         """What releases and cancels gave back (:mod:`kubeflux.scheduler.kept` reads it)."""
         self._leaf_node: dict[int, str] = {}
@@ -265,6 +267,19 @@ class GraphView:
             hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
             self._levels.keep_counts(hidden, self._arrays() if self.levelled else None)
         return hidden.mask
+
+    def domains(self, kind: str) -> dict[str, int | None]:
+        """Each node's domain vertex of type ``kind`` (the uid of its rack; None below no such vertex), found again
+        when a node is attached: a job that asks for one domain reads it of every node, on every attempt."""
+        kept = self._domains.get(kind)
+        if kept is None or kept[0] != self._node_generation:
+            graph = self.engine.graph
+            found: dict[str, int | None] = {}
+            for name, path in self.paths.items():
+                vertex = graph.vertex_at(path)
+                found[name] = None if vertex is None else domain_of(graph.vertices, vertex, kind)
+            kept = self._domains[kind] = (self._node_generation, found)
+        return kept[1]
 
     def _arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         return self._levels.arrays(self._node_generation, self.engine.graph.vertices, self._uid_of, self._slot_of)

@@ -15,6 +15,7 @@ from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, EXPECTED_STA
 from kubeflux.scheduler.kept import KeptReservation
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.scheduler.timebooks import Hold
+from kubeflux.scheduler.topology import Request
 
 __all__ = ["INHERITED", "PendingJob", "PendingQueue", "placement_view"]
 
@@ -68,6 +69,10 @@ class PendingJob:
     """The highest priority of its pods, once found (:attr:`priority`)."""
     kept: KeptReservation | None = None
     """Its last gang reservation as the engine made it, to put back when the engine would make it again."""
+    request: Request | None = None
+    """The topology domain it asks for, once found (:func:`kubeflux.scheduler.confining.job_request`)."""
+    request_found: bool = False
+    """Whether :attr:`request` is found (False again when its pods change)."""
 
     def __init__(
         self, key: str, group: str | None, arrival: float, seq: int, pods: dict[str, Pod] | None = None
@@ -87,6 +92,8 @@ class PendingJob:
         self.alike = -1
         self.top_priority = None
         self.kept = None
+        self.request = None
+        self.request_found = False
 
     @property
     def priority(self) -> int:
@@ -100,11 +107,11 @@ class PendingJob:
         pods = self.pods
         if pods.get(uid) is not pod:
             pods[uid] = pod
-            self.alike, self.top_priority = -1, None
+            self.alike, self.top_priority, self.request_found = -1, None, False
 
     def drop(self, uid: str) -> None:
         if self.pods.pop(uid, None) is not None:
-            self.alike, self.top_priority = -1, None
+            self.alike, self.top_priority, self.request_found = -1, None, False
 
     def order(self) -> tuple[int, float, int]:
         return (-self.priority, self.arrival, self.seq)

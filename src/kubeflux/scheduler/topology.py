@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "HOSTNAME_LEVEL",
     "RESERVED_TYPES",
     "UNKNOWN",
+    "Request",
     "check_levels",
     "domains_of",
     "level_type",
@@ -90,3 +92,13 @@ def domains_of(labels: Mapping[str, str], levels: tuple[str, ...]) -> tuple[tupl
         value = labels.get(label)
         result.append((level_type(label), value if value and "/" not in value else UNKNOWN))
     return tuple(result)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a job asks (:func:`kubeflux.scheduler.confining.job_request`): one domain of ``level`` (a node label),
+    ``required`` or preferred, as ``annotation`` says."""
+
+    level: str
+    required: bool
+    annotation: str

@@ -152,7 +152,7 @@ class Simulation:
             couple=self.options.couple,
         )
         fabric = self.options.fabric
-        if fabric is not None and fabric.penalties:
+        if fabric is not None and fabric.levels:  # a coupled job's spans are noted when it begins, penalty or not
             self.cluster.book.slowdown = Slowdown(fabric, self.cluster.nodes)
         self.problems: list[str] = list(workload.problems)
         self._sink = ClusterSink(self.cluster, self.problems, DisruptionBudgets())

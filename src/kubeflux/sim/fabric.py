@@ -10,7 +10,8 @@ after it began are not. A node without a level's label is in that level's unknow
 A domain is its whole path (rack ``r1`` of zone ``a`` and rack ``r1`` of zone ``b`` are two racks).
 
 ``jobs.csv`` records the domains each job spanned, one column per level some node carries (:func:`span_columns`):
-a coupled job's when it began computing, any other job's over all the nodes its pods were bound to.
+a coupled job's when it began computing (:meth:`Slowdown.begin`, with a penalty or without: one point, so a penalty
+changes the count only by changing the schedule), any other job's over all the nodes its pods were bound to.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kubeflux.scheduler.objects import Node
-from kubeflux.scheduler.topology import UNKNOWN, level_type
+from kubeflux.scheduler.topology import domains_of, level_type, present_levels
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.pods import SimPod
 
@@ -28,7 +29,9 @@ __all__ = ["Fabric", "Slowdown", "parse_penalty", "span_column", "span_columns"]
 
 
 def parse_penalty(text: str, levels: Sequence[str]) -> dict[str, float]:
-    """``"rack=0.1,zone=0.5"`` as {level label: penalty}; a level is named by its type (``rack``) or its label
+    """``"rack=0.1,zone=0.5"`` as {level label: penalty}, normalized: in the order of ``levels``, a level of penalty 0
+    left out (``"zone=0.5, rack=0.1"``, ``"rack=0.1,zone=0.5,"`` and ``"topology.kubeflux.io/rack=0.10,zone=.5"`` are
+    one value; ``"rack=0"`` is ``""``'s). A level is named by its type (``rack``) or its label
     (``topology.kubeflux.io/rack``). ValueError naming the part for a part that is not ``LEVEL=NUMBER``, a level not
     among ``levels``, a level named twice, or a penalty that is negative or not finite."""
     penalty: dict[str, float] = {}
@@ -54,7 +57,7 @@ def parse_penalty(text: str, levels: Sequence[str]) -> dict[str, float]:
         if label in penalty:
             raise ValueError(f"{part!r}: level {name!r} is given twice")
         penalty[label] = number
-    return penalty
+    return {label: penalty[label] for label in levels if penalty.get(label)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,24 +77,20 @@ class Fabric:
 
     def present(self, nodes: Iterable[Node]) -> tuple[str, ...]:
         """The levels some node of ``nodes`` carries, in order (those that get a ``jobs.csv`` column)."""
-        carried: set[str] = set()
-        for node in nodes:
-            carried.update(label for label in self.levels if label in node.labels)
-        return tuple(label for label in self.levels if label in carried)
+        carried = {label: True for node in nodes for label in self.levels if label in node.labels}
+        return present_levels(self.levels, carried)
 
     def spans(self, nodes: Iterable[Node], levels: tuple[str, ...] | None = None) -> tuple[int, ...]:
         """How many domains of each of ``levels`` (default: all of the fabric's) ``nodes`` are in (0 without
-        nodes); a domain is its path from the top level down (:data:`~kubeflux.scheduler.topology.UNKNOWN` where a
-        node lacks the label)."""
+        nodes); a domain is its path from the top level down (:func:`~kubeflux.scheduler.topology.domains_of`:
+        :data:`~kubeflux.scheduler.topology.UNKNOWN` where a node lacks the label)."""
         chosen = self.levels if levels is None else levels
-        seen: list[set[tuple[str, ...]]] = [set() for _ in chosen]
+        depths = [self.levels.index(label) + 1 for label in chosen]
+        seen: list[set[tuple[tuple[str, str], ...]]] = [set() for _ in chosen]
         for node in nodes:
-            path: tuple[str, ...] = ()
-            for label in self.levels:
-                value = node.labels.get(label)
-                path = (*path, value if value and "/" not in value else UNKNOWN)
-                if label in chosen:
-                    seen[chosen.index(label)].add(path)
+            path = domains_of(node.labels, self.levels)
+            for domains, depth in zip(seen, depths, strict=True):
+                domains.add(path[:depth])
         return tuple(len(domains) for domains in seen)
 
     def slowdown(self, spans: Sequence[int]) -> float:
@@ -104,8 +103,9 @@ class Fabric:
 
 
 class Slowdown:
-    """Stretches a coupled job's run when it begins computing (the simulated cluster's job book calls
-    :meth:`begin`), as its fabric says; ``nodes`` is the cluster's node list by index (kept current by it)."""
+    """Notes the domains a coupled job spans when it begins computing and stretches its run as its fabric says (the
+    simulated cluster's job book calls :meth:`begin` in every run with topology levels, a penalty or none);
+    ``nodes`` is the cluster's node list by index (kept current by it)."""
 
     def __init__(self, fabric: Fabric, nodes: list[Node]) -> None:
         self.fabric = fabric

@@ -94,7 +94,7 @@ def load_files(files: list[Path], default_run_time: float | None, budget: ReadBu
 
 
 def nodes_from_options(
-    cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int
+    cluster: Path | None, nodes: int | None, cores: int | None, memory: str, gpus: int, racks: int = 0
 ) -> list[Node]:
     from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
 
@@ -106,7 +106,7 @@ def nodes_from_options(
         raise typer.BadParameter("give --cluster FILE, or --nodes N and --cores-per-node C")
     if nodes <= 0 or cores <= 0:
         raise typer.BadParameter("--nodes and --cores-per-node must be positive")
-    return uniform_cluster(nodes, cores, memory, gpus)
+    return uniform_cluster(nodes, cores, memory, gpus, racks=racks)
 
 
 def choose_cluster(

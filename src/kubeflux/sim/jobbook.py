@@ -75,8 +75,9 @@ class JobBook:
         self.job_controller: JobController | None = None
         """Who makes a ``batch/v1`` Job's pods (the cluster sets it); None: a Job cannot be submitted."""
         self.slowdown: Slowdown | None = None
-        """What stretches a coupled job spread over topology domains when it begins computing (a simulation with a
-        ``--topology-penalty`` sets it; :mod:`kubeflux.sim.fabric`); None: nothing does."""
+        """What notes the topology domains a coupled job spans when it begins computing, and stretches its run by
+        them under a ``--topology-penalty`` (a simulation with topology levels sets it; :mod:`kubeflux.sim.fabric`);
+        None: nothing does."""
         self.pending_jobs = 0
         """Jobs waiting: none of their pods bound yet, not rejected, not ended."""
         self.queue_series: list[tuple[float, int]] = []

@@ -274,8 +274,8 @@ class SimJob:
         self.start: float | None = None
         """When it began computing: a coupled job's last required pod Running, else its first pod Running."""
         self.spans: tuple[int, ...] | None = None
-        """The topology domains per level its pods were in when it began computing, when coupled and a fabric
-        slows it (:mod:`kubeflux.sim.fabric`)."""
+        """The topology domains per level its pods were in when it began computing, when coupled and the run has
+        topology levels (:mod:`kubeflux.sim.fabric`)."""
         self.finish: float | None = None
         self.first_bind: float | None = None
         self.last_bind: float | None = None

@@ -73,19 +73,21 @@ class _Strict(BaseModel):
 
 
 class ClusterShape(_Strict):
-    """One cluster of the grid: a Node manifests ``file``, or ``nodes`` identical nodes."""
+    """One cluster of the grid: a Node manifests ``file``, or ``nodes`` identical nodes (in ``racks`` racks of
+    consecutive nodes, labelled ``topology.kubeflux.io/rack``, when given)."""
 
     file: str | None = None
     nodes: Annotated[StrictInt | None, Field(gt=0)] = None
     cores_per_node: Annotated[StrictInt | None, Field(alias="coresPerNode", gt=0)] = None
     memory_per_node: Annotated[str, Field(alias="memoryPerNode")] = "256Gi"
     gpus_per_node: Annotated[StrictInt, Field(alias="gpusPerNode", ge=0)] = 0
+    racks: Annotated[StrictInt, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _one_kind(self) -> ClusterShape:
         uniform = self.nodes is not None or self.cores_per_node is not None
-        if self.file is not None and uniform:
-            raise ValueError("give either file or nodes and coresPerNode, not both")
+        if self.file is not None and (uniform or self.racks):
+            raise ValueError("give either file or nodes and coresPerNode (and racks), not both")
         if self.file is None and (self.nodes is None or self.cores_per_node is None):
             raise ValueError("give file, or nodes and coresPerNode")
         return self
@@ -95,7 +97,8 @@ class ClusterShape(_Strict):
             return Path(self.file).stem
         gpus = f"-{self.gpus_per_node}g" if self.gpus_per_node else ""
         memory = "" if self.memory_per_node == "256Gi" else f"-{self.memory_per_node}"
-        return f"{self.nodes}x{self.cores_per_node}c{gpus}{memory}"
+        racks = f"-{self.racks}r" if self.racks else ""
+        return f"{self.nodes}x{self.cores_per_node}c{gpus}{memory}{racks}"
 
 
 class SweepGrid(_Strict):
@@ -110,17 +113,19 @@ class SweepGrid(_Strict):
     start_delay: Annotated[float, Field(alias="startDelay", ge=0.0, allow_inf_nan=False)] = 0.0
     start_jitter: Annotated[float, Field(alias="startJitter", ge=0.0, allow_inf_nan=False)] = 0.0
     fail_fraction: Annotated[float, Field(alias="failFraction", ge=0.0, le=1.0, allow_inf_nan=False)] = 0.0
-    topology_penalty: Annotated[str, Field(alias="topologyPenalty")] = ""
-    """``kubeflux simulate --topology-penalty``'s ``LEVEL=P,…`` (the default levels: zone, rack)."""
+    topology_penalty: Annotated[dict[str, float], Field(alias="topologyPenalty")] = {}
+    """``kubeflux simulate --topology-penalty``'s ``LEVEL=P,…`` (the default levels: zone, rack), read as
+    :func:`~kubeflux.sim.fabric.parse_penalty` gives it (normalized: one value however the text orders or spells it)."""
 
-    @field_validator("topology_penalty")
+    @field_validator("topology_penalty", mode="before")
     @classmethod
-    def _known_levels(cls, text: str) -> str:
+    def _penalty(cls, text: object) -> dict[str, float]:
         from kubeflux.scheduler.topology import DEFAULT_LEVELS
         from kubeflux.sim.fabric import parse_penalty
 
-        parse_penalty(text, DEFAULT_LEVELS)
-        return text
+        if not isinstance(text, str):
+            raise ValueError(f"expected text such as 'rack=0.1,zone=0.5', got {type(text).__name__}")
+        return parse_penalty(text, DEFAULT_LEVELS)
 
     @field_validator("schedulers")
     @classmethod
@@ -209,8 +214,9 @@ class Task:
     fail_fraction: float
     source: str = ""
     """The workload file as the grid names it (what an error about it says)."""
-    topology_penalty: str = ""
-    """The grid's ``topologyPenalty`` (:mod:`kubeflux.sim.fabric`)."""
+    topology_penalty: tuple[tuple[str, float], ...] = ()
+    """The grid's ``topologyPenalty``: (level label, penalty) in the levels' order, none of penalty 0
+    (:func:`~kubeflux.sim.fabric.parse_penalty`)."""
 
     def point(self) -> dict[str, Any]:
         """The grid coordinates, as the merged report's first columns."""
@@ -266,12 +272,13 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
         file = None if shape.file is None else base / shape.file
         try:
             built = nodes_from_options(
-                file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node
+                file, shape.nodes, shape.cores_per_node, shape.memory_per_node, shape.gpus_per_node, shape.racks
             )
         except Exception as exc:  # the cluster reader's own errors name the file and line
             raise SweepError(f"clusters.{index}: {exc}") from exc
         clusters.append((shape.label(), tuple(built)))
     lifecycle = (grid.start_delay, grid.start_jitter, grid.fail_fraction)
+    penalty = tuple(grid.topology_penalty.items())
     tasks: list[Task] = []
     for workload, content in workloads:
         for cluster, nodes in clusters:
@@ -283,8 +290,8 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                         digest.update(content)
                         # the whole point too: slugs of two long custom policies may read alike
                         digest.update(repr((workload, cluster, scheduler, policy, seed, nodes, lifecycle)).encode())
-                        if grid.topology_penalty:  # (not there before: the keys of runs without it are kept)
-                            digest.update(grid.topology_penalty.encode())
+                        if penalty:  # (not there before: the keys of runs without it are kept)
+                            digest.update(repr(penalty).encode())
                         readable = "_".join(_slug(p) for p in (workload, cluster, scheduler, policy, f"seed{seed}"))
                         key = f"{readable}_{digest.hexdigest()[:10]}"
                         tasks.append(
@@ -299,7 +306,7 @@ def plan(grid: SweepGrid, base: Path) -> list[Task]:
                                 seed,
                                 *lifecycle,
                                 sources[workload],
-                                grid.topology_penalty,
+                                penalty,
                             )
                         )
     return tasks
@@ -322,7 +329,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
     from kubeflux.sim.cluster import Lifecycle
     from kubeflux.sim.command import _schedulers_for
     from kubeflux.sim.driver import SimulationOptions, simulate
-    from kubeflux.sim.fabric import Fabric, parse_penalty
+    from kubeflux.sim.fabric import Fabric
     from kubeflux.sim.workloads import load_workload
     from kubeflux.sim.workloads.mapping import map_to_cluster
 
@@ -340,7 +347,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
         if task.policy != NO_POLICY and isinstance(core, KubefluxScheduler):
             core.profile.policy = task.policy
         lifecycle = Lifecycle(task.start_delay, task.start_jitter, task.fail_fraction, seed=task.seed)
-        fabric = Fabric.of(DEFAULT_LEVELS, parse_penalty(task.topology_penalty, DEFAULT_LEVELS))
+        fabric = Fabric.of(DEFAULT_LEVELS, dict(task.topology_penalty))
         options = SimulationOptions(lifecycle=lifecycle, fabric=fabric)
         run = simulate(mapped, nodes, schedulers, primary=primary, label=task.scheduler, options=options)
         jobs = metrics.write_jobs_csv(run, Path(scratch) / "jobs.csv").read_text(encoding="utf-8")

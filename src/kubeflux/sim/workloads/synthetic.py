@@ -16,6 +16,11 @@ integer). What the knobs mean:
   ``job`` — a ``batch/v1`` Job of ``size`` completions, all in parallel, each pod asking ``pod_requests``;
   ``podgroup`` — ``size`` pods of ``pod_requests`` in a gang of ``size`` (timeout ``schedule_timeout_seconds``);
   ``pod`` — one pod of ``pod_requests`` (the size is ignored).
+* **annotations**: given to every pod of the Kubernetes kinds (e.g. ``kubeflux.io/required-topology``: each gang
+  asks for one rack).
+
+:func:`to_manifests` writes a workload of the Kubernetes kinds as the YAML ``simulate`` and ``sweep`` read (a Job, a
+PodGroup and its Pods, a Pod; KWOK's run-time annotation), so a generated workload is a file a grid can name.
 
 :data:`PRESETS` holds the shapes of seed 004's experiments (KubeCon NA 2023, "Improving Batch Scheduling
 Performance at Scale Using MCAD and KWOK"): 50 Jobs of one pod asking 8 GPUs for 72 s every 17 s on 4 KWOK nodes
@@ -35,11 +40,15 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
+
+import yaml
 
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, ResourceList, Taint, Toleration
+from kubeflux.scheduler.validation import EXIT_CODE_ANNOTATION, RUN_TIME_ANNOTATION
 from kubeflux.sim.workloads.cluster_file import HOSTNAME_LABEL, uniform_cluster
 from kubeflux.sim.workloads.limits import seconds_problem
+from kubeflux.sim.workloads.manifests import SUBMIT_TIME_ANNOTATION
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, Workload, WorkloadJob
 
 MAX_SYNTHETIC_JOBS = 10_000_000
@@ -78,6 +87,8 @@ class SyntheticSpec:
     segfaulting pods use 139)."""
     backoff_limit: int = 6
     """``job``: the Job's ``backoffLimit`` (it fails once more pods than this failed)."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Given to every pod of the Kubernetes kinds."""
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
@@ -151,40 +162,33 @@ def _job(spec: SyntheticSpec, index: int, submit: float, size: int, run_time: fl
         source=f"{spec.name}:{index}",
     )
     requests = dict(spec.pod_requests)
+
+    def pod(pod_name: str, labels: dict[str, str] | None = None) -> PodTemplate:
+        return PodTemplate(
+            name=pod_name,
+            requests=dict(requests),
+            run_time=run_time,
+            labels=labels or {},
+            tolerations=spec.tolerations,
+            exit_code=spec.exit_code,
+            annotations=dict(spec.annotations),
+        )
+
     if spec.kind is JobKind.TRACE:
         job.requested_processors = size
         job.run_time = run_time
     elif spec.kind is JobKind.JOB:
-        job.pods = [
-            PodTemplate(
-                name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations, exit_code=spec.exit_code
-            )
-        ]
+        job.pods = [pod(name)]
         job.completions = job.parallelism = size
         job.backoff_limit = spec.backoff_limit
         job.requested_processors = _cores(requests) * size
     elif spec.kind is JobKind.POD_GROUP:
-        labels = {POD_GROUP_LABEL: name}
-        job.pods = [
-            PodTemplate(
-                name=f"{name}-{i}",
-                requests=dict(requests),
-                run_time=run_time,
-                labels=dict(labels),
-                tolerations=spec.tolerations,
-                exit_code=spec.exit_code,
-            )
-            for i in range(size)
-        ]
+        job.pods = [pod(f"{name}-{i}", {POD_GROUP_LABEL: name}) for i in range(size)]
         job.min_member = size
         job.schedule_timeout_seconds = spec.schedule_timeout_seconds
         job.requested_processors = _cores(requests) * size
     else:
-        job.pods = [
-            PodTemplate(
-                name=name, requests=requests, run_time=run_time, tolerations=spec.tolerations, exit_code=spec.exit_code
-            )
-        ]
+        job.pods = [pod(name)]
         job.requested_processors = _cores(requests)
     return job
 
@@ -204,6 +208,100 @@ def generate(spec: SyntheticSpec, seed: int = 0) -> Workload:
         jobs.append(_job(spec, index, now, size, _run_time(rng, spec)))
     header = {"generator": f"kubeflux synthetic seed={seed}"}
     return Workload(name=spec.name, jobs=jobs, header=header)
+
+
+def _quantity(resource: str, amount: int) -> str:
+    return f"{amount}m" if resource == CPU else str(amount)
+
+
+def _pod_spec(pod: PodTemplate) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "synthetic",
+                "resources": {"requests": {r: _quantity(r, a) for r, a in pod.requests.items()}},
+            }
+        ]
+    }
+    if pod.tolerations:
+        spec["tolerations"] = [
+            {k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect)) if v}
+            for t in pod.tolerations
+        ]
+    return spec
+
+
+def _pod_metadata(pod: PodTemplate) -> dict[str, Any]:
+    annotations = dict(pod.annotations)
+    if pod.run_time is not None:
+        annotations[RUN_TIME_ANNOTATION] = f"{round(pod.run_time * 1000)}ms"
+    if pod.exit_code:
+        annotations[EXIT_CODE_ANNOTATION] = str(pod.exit_code)
+    metadata: dict[str, Any] = {"annotations": annotations}
+    if pod.labels:
+        metadata["labels"] = dict(pod.labels)
+    return metadata
+
+
+def _submitted(name: str, at: float) -> dict[str, Any]:
+    return {"name": name, "annotations": {SUBMIT_TIME_ANNOTATION: repr(at)}}
+
+
+def _manifests(job: WorkloadJob) -> list[dict[str, Any]]:
+    if job.kind is JobKind.JOB:
+        (pod,) = job.pods
+        template = {"metadata": _pod_metadata(pod), "spec": {"restartPolicy": "Never", **_pod_spec(pod)}}
+        counts = {"parallelism": job.parallelism, "completions": job.completions, "backoffLimit": job.backoff_limit}
+        return [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": _submitted(job.name, job.submit_time),
+                "spec": {**counts, "template": template},
+            }
+        ]
+    docs: list[dict[str, Any]] = []
+    if job.kind is JobKind.POD_GROUP:
+        group: dict[str, Any] = {"minMember": job.min_member}
+        if job.schedule_timeout_seconds is not None:
+            group["scheduleTimeoutSeconds"] = round(job.schedule_timeout_seconds)
+        docs.append(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": _submitted(job.name, job.submit_time),
+                "spec": group,
+            }
+        )
+    for pod in job.pods:
+        metadata = _pod_metadata(pod)
+        metadata["name"] = pod.name
+        metadata["annotations"][SUBMIT_TIME_ANNOTATION] = repr(job.submit_time)
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": metadata,
+                "spec": {"restartPolicy": "Never", **_pod_spec(pod)},
+            }
+        )
+    return docs
+
+
+def to_manifests(workload: Workload) -> str:
+    """``workload`` (of the Kubernetes kinds: ``job``, ``podgroup``, ``pod``) as Kubernetes YAML that
+    :func:`~kubeflux.sim.workloads.manifests.read_manifests` reads back as the same jobs: submit times, pods, their
+    requests, annotations, run times (to the millisecond) and exit codes. ValueError for a ``trace`` job (a trace's
+    jobs are processors, not pods)."""
+    docs: list[dict[str, Any]] = []
+    for job in workload.jobs:
+        if job.kind is JobKind.TRACE:
+            raise ValueError(
+                f"job {job.name}: a trace job has no pods to write as YAML (generate kind=job, podgroup or pod)"
+            )
+        docs.extend(_manifests(job))
+    return yaml.safe_dump_all(docs, sort_keys=False)
 
 
 _SEED004_POD = {CPU: 10, MEMORY: 110 * 2**30, GPU: 8}
@@ -350,4 +448,5 @@ __all__ = [
     "preset_cluster",
     "seed000_cluster",
     "seed004_cluster",
+    "to_manifests",
 ]
