@@ -161,6 +161,7 @@ def test_a_mapped_job_copies_every_field_but_its_pods_gang_and_verdict() -> None
         active_deadline_seconds=70.0,
         pod_failure_policy=PodFailurePolicy((PodFailureRule("Ignore", conditions=(("DisruptionTarget", "True"),)),)),
         queue_name="q",
+        user="u",
         profile="p",
     )
     defaults = WorkloadJob(id="", submit_time=0.0, kind=JobKind.TRACE, name="")
