@@ -495,15 +495,15 @@ def test_a_cancelled_pool_is_never_written_and_a_read_writes_it_whole() -> None:
     subject = Engine(build_graph([NodeSpec(f"n{i}", cores=8, sockets=2) for i in range(4)]), policy="low")
     first = subject.match(MatchOp.ALLOCATE, job)
     traverser = subject.schedule
-    assert len(traverser._pools) == 4
+    assert len(traverser.pools) == 4
     subject.cancel(first.jobid)
-    assert not traverser._pools
+    assert not traverser.pools
     assert (subject.state.preorder, subject.state.postorder) == (reference.state.preorder, reference.state.postorder)
-    assert not any(traverser._x_uses.values())
+    assert not any(traverser.use_table.values())
     second = subject.match(MatchOp.ALLOCATE, job)
     assert second.resources == first.resources
     held = subject.find("sched-now=allocated")
-    assert not traverser._pools
+    assert not traverser.pools
     assert held.count("core") == 16
     assert sum(1 for uses in traverser.x_uses.values() if second.jobid in uses) == 16 + 4 + 2 + 1  # and the root
 

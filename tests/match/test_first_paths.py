@@ -41,7 +41,7 @@ def _run(graph_path: Path, steps: list[tuple[str, int]], *, one_loop: bool, low_
             for uid in graph.by_type["gpu"]:
                 graph.vertices[uid].id = -7
         engine = Engine(graph, policy="first")
-        assert engine.schedule._positive_scores(engine.policy.spec) is not low_gpu_ids
+        assert engine.schedule.positive_scores(engine.policy.spec) is not low_gpu_ids
         seen: list[object] = []
         for kind, number in steps:
             live = [info.jobid for info in engine.jobs.values() if info.state != JobState.CANCELED]

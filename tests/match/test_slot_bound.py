@@ -152,7 +152,7 @@ def _fragmented(nodes: int, policy: str = "lonode") -> Engine:
     """``nodes`` nodes of 4 cores, node ``i`` with one core taken for 1,000 + ``i`` s (the first for 2,000 s)."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(nodes)]), policy=policy)
     for i, node in enumerate(engine.graph.by_type["node"]):
-        core = engine.schedule._kid_edges(node)[0][1]
+        core = engine.schedule.children(node)[0][1]
         assert engine.update_leaves(i + 1, [core], duration=2000 if i == 0 else 1000 + i).matched
     assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
     return engine
@@ -201,7 +201,7 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
         result = engine.match(MatchOp.ALLOCATE, gang)
         assert result.matched
         engine.cancel(result.jobid)
-    assert len(engine.schedule._layouts[engine.schedule.root].fps) == 2
+    assert len(engine.schedule.layouts[engine.schedule.root].fps) == 2
 
 
 @pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
@@ -258,7 +258,7 @@ def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -
     for skip in (True, False):
         engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(320)]), policy="lonode")
         for i, node in enumerate(engine.graph.by_type["node"]):
-            core = engine.schedule._kid_edges(node)[0][1]
+            core = engine.schedule.children(node)[0][1]
             assert engine.update_leaves(i + 1, [core], duration=ends[i]).matched
         assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
         nodes = set(engine.graph.by_type["node"])

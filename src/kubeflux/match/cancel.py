@@ -30,7 +30,7 @@ def cancel(schedule: Schedule, state: WalkState, jobid: int) -> None:
     """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
     state.preorder = 0
     state.postorder = 0
-    walked = jobid in schedule._tags.get(schedule.root, ())
+    walked = jobid in schedule.tag_table.get(schedule.root, ())
     if walked:
         _rem_dfv(schedule, state, schedule.root, jobid, _JobTree(schedule, jobid))
     if not walked or jobid in schedule.released_in_part:
@@ -42,16 +42,16 @@ def cancel(schedule: Schedule, state: WalkState, jobid: int) -> None:
 def _sweep(schedule: Schedule, state: WalkState, jobid: int) -> None:
     """Remove what the walk could not reach (the job's state below a vertex that no longer holds it, or all of
     it when the root does not): every vertex the job was recorded on is looked at, not every vertex."""
-    schedule._settle()
+    schedule.settle()
     for uid in sorted(schedule.job_vertices.get(jobid, ())):
         if jobid in schedule.tags.get(uid, ()):
             delta = _rem_own(schedule, uid, jobid)
-            if uid in state._leads:
-                for edge, _ in schedule._kid_edges(uid):
-                    state._unlead_edge(edge)
+            if uid in state.leads:
+                for edge, _ in schedule.children(uid):
+                    state.unlead_edge(edge)
             schedule.touch(uid, -delta if delta else 0)
         else:
-            span = schedule._pop_span(uid, jobid)
+            span = schedule.pop_span(uid, jobid)
             if span is not None:
                 schedule.plans[uid].rem_span(span)
                 schedule.touch(uid)
@@ -66,31 +66,31 @@ def _rem_dfv(schedule: Schedule, state: WalkState, uid: int, jobid: int, held: _
     delta = _rem_own(schedule, uid, jobid)
     if delta is None:
         return 0
-    if uid in schedule._pools:
+    if uid in schedule.pools:
         delta += _drop_pools(schedule, state, uid, jobid)
-    kids = schedule._kid_edges(uid)
+    kids = schedule.children(uid)
     if len(kids) > WIDE_CANCEL + held.size // 2:
         mine = held.children(uid)
         state.preorder += len(kids) - len(mine)
-        if uid in state._leads:
+        if uid in state.leads:
             for edge, _target in kids:
-                state._unlead_edge(edge)
+                state.unlead_edge(edge)
         for target in mine:
             delta += _rem_dfv(schedule, state, target, jobid, held)
     else:
-        unlead = uid in state._leads  # (the method called, not kept bound in a local: see Timeline.count_end)
+        unlead = uid in state.leads  # (the method called, not kept bound in a local: see Timeline.count_end)
         vertices = schedule.graph.vertices
         leaves = []
         for edge, target in kids:
             if unlead:
-                state._unlead_edge(edge)
+                state.unlead_edge(edge)
             if vertices[target].out:
                 delta += _rem_dfv(schedule, state, target, jobid, held)
             else:
                 leaves.append(target)
         if leaves:
             delta += _rem_leaves(schedule, state, uid, leaves, jobid)
-    schedule._bump(uid, -delta)
+    schedule.bump(uid, -delta)
     state.postorder += 1
     return delta
 
@@ -98,7 +98,7 @@ def _rem_dfv(schedule: Schedule, state: WalkState, uid: int, jobid: int, held: _
 def _drop_pools(schedule: Schedule, state: WalkState, source: int, jobid: int) -> int:
     """Drop ``jobid``'s unwritten pools on ``source``'s leaves (counted as the leaf-by-leaf walk would count
     them); returns their share of the fingerprints."""
-    pools = schedule._pools[source]
+    pools = schedule.pools[source]
     kept = [pool for pool in pools if pool.jobid != jobid]
     if len(kept) == len(pools):
         return 0
@@ -108,9 +108,9 @@ def _drop_pools(schedule: Schedule, state: WalkState, source: int, jobid: int) -
             dropped += pool.total
             state.postorder += len(pool.run.leaves)
     if kept:
-        schedule._pools[source] = kept
+        schedule.pools[source] = kept
     else:
-        del schedule._pools[source]
+        del schedule.pools[source]
     return dropped
 
 
@@ -118,10 +118,10 @@ def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[
     """:meth:`_rem_dfv` for children of ``source`` without out-edges (most of a large job's vertices: its
     cores), in one loop: :meth:`_rem_own` without the parts a leaf does not have (aggregate filter, span
     bounds) unless it has them. Returns the fingerprint change."""
-    tags, x_uses, plans, fp = schedule._tags, schedule._x_uses, schedule._plans, schedule.fp
-    allocations, reservations = schedule._allocations, schedule._reservations
+    tags, x_uses, plans, fp = schedule.tag_table, schedule.use_table, schedule.plan_table, schedule.fp
+    allocations, reservations = schedule.allocation_table, schedule.reservation_table
     bounds, job2span = schedule.bounds, schedule.job2span
-    wide = source in schedule._layouts
+    wide = source in schedule.layouts
     total = 0
     held = 0
     for uid in leaves:
@@ -130,7 +130,7 @@ def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[
             if delta is not None:
                 held += 1
                 total += delta
-                schedule._bump(uid, -delta)
+                schedule.bump(uid, -delta)
             continue
         mine = tags.get(uid)
         if mine is None or jobid not in mine:
@@ -155,23 +155,23 @@ def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[
 
 def _rem_own(schedule: Schedule, uid: int, jobid: int) -> int | None:
     """Remove what ``jobid`` holds on ``uid`` itself; its share of the fingerprint, None if it holds nothing."""
-    tags = schedule._tags.get(uid)
+    tags = schedule.tag_table.get(uid)
     if tags is None or jobid not in tags:
         return None
     tags.discard(jobid)
-    uses = schedule._x_uses.get(uid)
+    uses = schedule.use_table.get(uid)
     use = uses.pop(jobid, None) if uses is not None else None
     delta = 0
     if use is not None:
         delta = use[2]
         if uid in schedule.bounds:
-            schedule._unbound(uid, use[0], use[1])
+            schedule.unbound(uid, use[0], use[1])
     spans = schedule.job2span.get(uid)
     if spans is not None and jobid in spans:
         schedule.subplans[uid].rem_span(spans.pop(jobid))
-    span = schedule._pop_span(uid, jobid)
+    span = schedule.pop_span(uid, jobid)
     if span is not None:
-        schedule._plans[uid].rem_span(span)
+        schedule.plan_table[uid].rem_span(span)
     return delta
 
 
@@ -198,11 +198,11 @@ class _JobTree:
             if traverser.graph.shared_children:
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        for parent in traverser._walk_parents(vertex):
+                        for parent in traverser.walk_parents(vertex):
                             by_parent.setdefault(parent, []).append(vertex)
             else:  # (a tree: each vertex has its one walk parent, and no list of them is made per vertex)
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        by_parent.setdefault(traverser._walk_parent(vertex), []).append(vertex)
+                        by_parent.setdefault(traverser.walk_parent(vertex), []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])

@@ -155,7 +155,7 @@ class FlexibleTraverser(Traverser):
                 nslots = effective_max(resource)
                 or_matched = True
         if slots is not None:
-            if any(self.schedule._slot_fits(vertex, slot) for slot in slots):
+            if any(self.schedule.slot_fits(vertex, slot) for slot in slots):
                 return "slot", slots, nslots, "", False
             return ("pristine" if pristine else "none"), resources, nslots, "", pristine
         if matched_resource is not None:
@@ -170,11 +170,11 @@ class FlexibleTraverser(Traverser):
             if resource.type != SLOT:
                 if not self._by_excl(meta, exclusive, vertex, resource):
                     return False
-                if not self.schedule._by_subplan(meta, vertex.uid, resource):
+                if not self.schedule.by_subplan(meta, vertex.uid, resource):
                     return False
                 ok = True
             else:
-                ok = self.schedule._by_subplan(meta, vertex.uid, resource)
+                ok = self.schedule.by_subplan(meta, vertex.uid, resource)
         return ok
 
     def _dom_slot(

@@ -41,7 +41,7 @@ def update(
         raise MatchFailure(Errno.EINVAL, "resource state wasn't properly set up for update")
     walk = UpdateWalk(state, schedule, writer, meta, policy, full, leaf_runs)
     if not full:
-        schedule._settle()
+        schedule.settle()
     root = schedule.root
     shadow = schedule.graph.vertices[root].type in policy.exclusive_types
     evaluation = state.root_eval if full else None
@@ -127,20 +127,20 @@ class UpdateWalk:
         sequence = state.sequence
         kid_evals = None
         if evaluation is not None:
-            state._apply_own(evaluation)
+            state.apply_own(evaluation)
             kid_evals = evaluation.kids
         children: Iterable[tuple[int, int]]
-        marked_now = state._marked_seq == sequence
-        run = state._run_marks.get(uid) if marked_now else None
+        marked_now = state.marked_seq == sequence
+        run = state.run_marks.get(uid) if marked_now else None
         if run is not None and (not mod or run.whole):
             # The run is all the edges marked below uid (and, when uid is held whole, all its children whole).
             n_plans += self._leaves(uid, run.leaves, aggregates, excl, run)
             children = ()
         elif mod or not marked_now:
-            children = schedule._kid_edges(uid)
+            children = schedule.children(uid)
         else:
             edges = schedule.graph.edges
-            marked = state._marked.get(uid, ())
+            marked = state.marked.get(uid, ())
             if len(marked) == 1:  # one marked child (a one-core job's path down): no sort
                 (edge,) = marked
                 children = ((edge, edges[edge].target),)
@@ -156,7 +156,7 @@ class UpdateWalk:
                 x = edge_excl[edge] or mod
                 child = vertices[target]
                 child_needs = child.size if mod else edge_needs[edge]
-                if not child.out or not schedule._kid_edges(target):  # (a method call, not a bound method in a local)
+                if not child.out or not schedule.children(target):  # (a method call, not a bound method in a local)
                     if x or child.type in exclusive_types:  # a shared leaf records nothing
                         leaves.append((edge, target, child_needs))
                     continue
@@ -169,7 +169,7 @@ class UpdateWalk:
                     if edge in slot_leader and edge_seq[edge] == sequence:
                         self.nslots += 1
                     if self.reweigh:
-                        self.delta += schedule._update_weight(edge, target, self.meta)
+                        self.delta += schedule.update_weight(edge, target, self.meta)
                     self.writer.edge(schedule.graph, edge)
                     n_plans += n_sub
             if leaves:
@@ -178,10 +178,10 @@ class UpdateWalk:
         if excl:
             n_plans += 1
             if self.full:
-                schedule._add_plan(uid, meta, needs)
+                schedule.add_plan(uid, meta, needs)
         if n_plans > 0:
             own = hash((uid, meta.jobid, meta.at, meta.duration, int(meta.alloc_type), needs, excl))
-            schedule._add_job_data(uid, meta, aggregates, own)
+            schedule.add_job_data(uid, meta, aggregates, own)
             self.delta += own
             total = schedule.prune_filters.total
             if vertex.type in total:
@@ -193,7 +193,7 @@ class UpdateWalk:
             self.writer.vertex(level, vertex, needs, excl)
         delta = self.delta
         if delta:
-            schedule._bump(uid, delta)
+            schedule.bump(uid, delta)
         self.delta = outer + delta
         self.level = level - 1
         return n_plans
@@ -214,18 +214,18 @@ class UpdateWalk:
         jobid = meta.jobid
         total = schedule.prune_filters.total
         if run is None and excl_parent and self.fresh and self.leaf_runs and not schedule.graph.shared_children:
-            run = state._run_of(source, leaves)  # a node's gpus next to its sockets, say
-        if run is not None and self.fresh and source not in schedule._layouts:  # after the pools before it
+            run = state.run_of(source, leaves)  # a node's gpus next to its sockets, say
+        if run is not None and self.fresh and source not in schedule.layouts:  # after the pools before it
             added = hash((run.signature, job_key(jobid, meta.at, meta.duration, meta.alloc_type)))
             pool = Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, added)
-            schedule._pools.setdefault(source, []).append(pool)
-            schedule._job_vertices(jobid).update(run.uids)
+            schedule.pools.setdefault(source, []).append(pool)
+            schedule.vertices_of_job(jobid).update(run.uids)
             for type, size in run.sizes.items():
                 if type in total:
                     to_parent[type] = to_parent.get(type, 0) + size
         else:
-            if source in schedule._pools:  # they were recorded first
-                schedule._settle_source(source)
+            if source in schedule.pools:  # they were recorded first
+                schedule.settle_source(source)
             added = record_leaves(schedule, source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, self.full)
             vertices = schedule.graph.vertices
             for _edge, uid, _needs in leaves:
@@ -234,7 +234,7 @@ class UpdateWalk:
                     to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
         texts = None if run is None else run.texts
         self.writer.leaves(self.level + 1, schedule.graph, leaves, texts)
-        if source in state._leads:
+        if source in state.leads:
             sequence = state.sequence
             for edge, _leaf, _count in leaves:
                 if edge in state.slot_leader and (run is not None or state.edge_seq[edge] == sequence):

@@ -35,20 +35,20 @@ class Schedule(ScheduleView):
             fp.extend([0] * (len(self.graph.vertices) - len(fp)))
         vertices = self.graph.vertices
         while uid != -1:
-            self._bump(uid, delta)
+            self.bump(uid, delta)
             uid = vertices[uid].parent
 
     def graph_changed(self, uid: int) -> None:
         """The containment children of ``uid`` changed (attach, remove, a node added or removed)."""
         self._parent_edges.clear()
         self._kids.pop(uid, None)
-        self._layouts.pop(uid, None)
-        self._layouts.pop(self.graph.vertices[uid].parent, None)  # its spans' bounds hold uid's
+        self.layouts.pop(uid, None)
+        self.layouts.pop(self.graph.vertices[uid].parent, None)  # its spans' bounds hold uid's
         self._out_types.pop(uid, None)
         self._by_weight.clear()
         self._leaf_families.clear()
         self._nodes_within.clear()
-        if not self._kid_edges(uid):
+        if not self.children(uid):
             # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
             # (_add_job_data records none for a leaf, and a release must not take out bounds never put in).
             self.bounds.pop(uid, None)
@@ -56,15 +56,15 @@ class Schedule(ScheduleView):
             self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
         self.touch(uid)
 
-    def _add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
-        plan = self._plans.get(uid)
+    def add_plan(self, uid: int, meta: JobMeta, needs: int) -> None:
+        plan = self.plan_table.get(uid)
         if plan is None:
-            plan = self._new_plan(uid)
+            plan = self.new_plan(uid)
         span = plan.add_span(meta.at, meta.duration, needs)
         key: Any = self.uid_objects()[uid]  # (see uid_objects)
         job: Any = meta.jobid
-        self._job_vertices(job).add(key)
-        table = self._span_table(meta.alloc_type)
+        self.vertices_of_job(job).add(key)
+        table = self.span_table(meta.alloc_type)
         if table is None:
             return
         spans = table.get(uid)
@@ -73,26 +73,26 @@ class Schedule(ScheduleView):
         else:
             spans[job] = span
 
-    def _add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
+    def add_job_data(self, uid: int, meta: JobMeta, aggregates: dict[str, int], fingerprint: int) -> None:
         jobid: Any = meta.jobid  # boxed once for every table below (see uid_objects)
         key: Any = self.uid_objects()[uid]
-        tags = self._tags.get(uid)
+        tags = self.tag_table.get(uid)
         if tags is None:
-            self._tags[key] = {jobid}
+            self.tag_table[key] = {jobid}
         else:
             tags.add(jobid)
-        self._job_vertices(jobid).add(key)
-        uses = self._x_uses.get(uid)
+        self.vertices_of_job(jobid).add(key)
+        uses = self.use_table.get(uid)
         if uses is None:
-            uses = self._x_uses[key] = {}
+            uses = self.use_table[key] = {}
         previous = uses.get(jobid)
         if previous is not None:
             fingerprint += previous[2]
-            self._unbound(uid, previous[0], previous[1])
+            self.unbound(uid, previous[0], previous[1])
         at: Any = meta.at
         end: Any = meta.at + meta.duration
         uses[jobid] = (at, end, fingerprint)
-        if self._kid_edges(uid):  # only non-leaf evaluations are cached, so only they need their bounds
+        if self.children(uid):  # only non-leaf evaluations are cached, so only they need their bounds
             bounds = self.bounds.get(uid)
             if bounds is None:
                 self.bounds[key] = [at, end]
@@ -102,7 +102,7 @@ class Schedule(ScheduleView):
             else:
                 insort(bounds, at)
                 insort(bounds, end)
-            if self._layouts:
+            if self.layouts:
                 for span_bounds in self._span_bounds(uid):
                     insort(span_bounds, at)
                     insort(span_bounds, end)
@@ -114,19 +114,19 @@ class Schedule(ScheduleView):
                 spans = self.job2span[uid] = {}
             spans[jobid] = subplan.add_span(at, meta.duration, counts)
 
-    def _pop_span(self, uid: int, jobid: int) -> int | None:
+    def pop_span(self, uid: int, jobid: int) -> int | None:
         """Take ``jobid``'s planner span on ``uid`` (an allocation or a reservation) out of the job tables; its
         id in ``uid``'s planner, None if there is none."""
-        spans = self._allocations.get(uid)
+        spans = self.allocation_table.get(uid)
         if spans is None or jobid not in spans:
-            spans = self._reservations.get(uid)
+            spans = self.reservation_table.get(uid)
             if spans is None or jobid not in spans:
                 return None
         return spans.pop(jobid)
 
     def mark(self, uid: int, status: Status) -> None:
         """Set a subtree root's status (Fluxion marks only the root; pruning stops at it)."""
-        self._settle()
+        self.settle()
         vertex = self.graph.vertices[uid]
         if vertex.status == status:
             return
@@ -141,7 +141,7 @@ class Schedule(ScheduleView):
                 current = stack.pop()
                 if self.graph.vertices[current].type == "node":
                     delta += 1
-                stack.extend(target for _, target in self._kid_edges(current))
+                stack.extend(target for _, target in self.children(current))
             self._nodes_within[uid] = delta
         self.nodes_up += delta if status == Status.UP else -delta
 
@@ -150,13 +150,13 @@ class Schedule(ScheduleView):
 
         The fingerprints are left to the update walk that records the job on ``uid`` next (as a match's own
         walk adds a span and its share of the fingerprints together); :meth:`unplan` undoes it if none follows."""
-        self._settle()
-        self._add_plan(uid, meta, amount)
+        self.settle()
+        self.add_plan(uid, meta, amount)
 
     def unplan(self, uid: int, jobid: int) -> int:
         """Remove ``jobid``'s planner span on ``uid``; return the units it held (0 if there was none)."""
-        self._settle()
-        span = self._pop_span(uid, jobid)
+        self.settle()
+        span = self.pop_span(uid, jobid)
         if span is None:
             return 0
         plan = self.plans[uid]
@@ -169,10 +169,10 @@ class Schedule(ScheduleView):
         """Forget that ``jobid`` uses ``uid`` (its exclusivity record) and its share of the fingerprints."""
         use = self.x_uses.get(uid, {}).pop(jobid, None)
         if use is not None:
-            self._unbound(uid, use[0], use[1])
+            self.unbound(uid, use[0], use[1])
             self.touch(uid, -use[2])
 
-    def _update_weight(self, edge: int, target: int, meta: JobMeta) -> int:
+    def update_weight(self, edge: int, target: int, meta: JobMeta) -> int:
         """Re-weigh ``edge`` by its target's free aggregate (``first``'s explore order); returns the change to
         the source's fingerprint."""
         subplan = self.subplans.get(target)
@@ -217,7 +217,7 @@ class Schedule(ScheduleView):
         children changed. Sizes the per-edge tables, forgets cached children and evaluations there, gives new
         vertices their aggregate filters and every surviving filter its new totals, keeping the spans it holds.
         """
-        self._settle()
+        self.settle()
         self._parent_edges.clear()
         self._ids_above = None
         graph = self.graph

@@ -194,7 +194,7 @@ class SubsystemSchedule(Schedule):
                 result.append((index, target))
         return result
 
-    def _parent_edge(self, uid: int) -> int:
+    def parent_edge(self, uid: int) -> int:
         edge = self._tree_edge.get(uid, -1)
         if edge == -1:
             raise KeyError(uid)
@@ -213,10 +213,10 @@ class SubsystemSchedule(Schedule):
         self._by_weight.clear()
         super().refresh(changed, added, removed)
 
-    def _walk_parent(self, uid: int) -> int:
+    def walk_parent(self, uid: int) -> int:
         return self._tree_parent.get(uid, -1)
 
-    def _walk_parents(self, uid: int) -> list[int]:
+    def walk_parents(self, uid: int) -> list[int]:
         return [self._tree_parent.get(uid, -1)]
 
     def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
@@ -243,7 +243,7 @@ class SubsystemTraverser(Traverser):
     def _dom_dfv(self, visit: Visit, uid: int) -> Evaluation:
         """Visit ``uid`` afresh (no evaluation is cached: the subtree's state includes auxiliary vertices that the
         dominant tree's fingerprints do not cover)."""
-        return self._evaluate(visit, uid, self.schedule._kid_edges(uid))
+        return self._evaluate(visit, uid, self.schedule.children(uid))
 
     def _explore_aux(self, visit: Visit, vertex: Vertex, dfu: Scoring) -> None:
         if self.aux and isinstance(dfu, AuxScoring):
@@ -297,7 +297,7 @@ class SubsystemTraverser(Traverser):
         subsystem (status, availability, exclusivity; no aggregate filter there) and has units free."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
             return False
-        if self.schedule._avail(vertex.uid, meta.at, meta.duration) == 0:
+        if self.schedule.avail(vertex.uid, meta.at, meta.duration) == 0:
             return False
         for resource in resources:
             if resource.type != vertex.type or resource.type == SLOT:
