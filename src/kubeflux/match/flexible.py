@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
-from kubeflux.match.evaluation import Kids
+from kubeflux.match.evaluation import Excluded, Kids
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import Scoring
@@ -93,19 +93,19 @@ class FlexibleTraverser(Traverser):
     slot_bounds = False  # (its slots may be alternatives: :mod:`kubeflux.match.slotbound` counts plain ones)
     count_free_parts = False  # (its slots are cut by their count below the root)
 
-    def select(self, root_visit: Visit) -> None:
+    def select(self, root_visit: Visit, excluded: Excluded | None = None) -> None:
         resources = root_visit.resources
         variants = split_xor_slots(resources)
         for variant in variants:
             _check_alternatives(variant)
         if len(variants) == 1 and _same(variants[0], resources):
-            super().select(root_visit)
+            super().select(root_visit, excluded)
             return
         failure = MatchFailure(Errno.EBUSY)
         for variant in variants:
             self.prime_jobspec(variant, {}, root_visit.policy)
             try:
-                super().select(root_visit.below(variant, True, root_visit.exclusive))
+                super().select(root_visit.below(variant, True, root_visit.exclusive), excluded)
             except MatchFailure as exc:
                 if exc.errno is Errno.EINVAL:
                     raise

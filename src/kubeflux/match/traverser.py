@@ -79,11 +79,12 @@ class Traverser:
         """The schedule as the walk reads it (a view: the select walk never writes the schedule)."""
         self.graph = state.graph
         self.excluded: Excluded | None = None
-        """Node vertices below the root that the current match must treat as down (set by the engine for one
-        match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
-        marking them down, which would change their fingerprints and so void their cached evaluations."""
+        """Node vertices below the root that the current walk must treat as down (given to :meth:`select` for one
+        walk; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
+        marking them down, which would change their fingerprints and so void their cached evaluations. None
+        between walks, and below a vertex with no excluded node under it."""
         self.level_types: frozenset[str] = frozenset()  # levels above the nodes (racks): wide.levels_below
-        self.covers: Callable[[int], object] | None = None  # a level with an excluded node below (Engine.match)
+        self.covers: Callable[[int], object] | None = None  # a level with an excluded node below (see select)
         self.keys = CacheKeys()
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
@@ -94,9 +95,20 @@ class Traverser:
         """The slot elements the current walk's bound counted the root's children for (None: it did not count);
         its blocks counted empty are skipped (:func:`~kubeflux.match.slotbound.empty_block`)."""
 
-    def select(self, root_visit: Visit) -> None:
+    def select(self, root_visit: Visit, excluded: Excluded | None = None) -> None:
         """Find and mark the best resources for the root's visit (its request, at its ``meta.at``, under its
-        policy); raise MatchFailure if none."""
+        policy), the nodes in ``excluded`` treated as down (see :attr:`excluded`; its ``covers(uid)``, if it has
+        one, tells the vertices above the nodes that have an excluded node below them); raise MatchFailure if
+        none."""
+        self.excluded = excluded
+        self.covers = getattr(excluded, "covers", None) if excluded is not None else None
+        try:
+            self._select(root_visit)
+        finally:
+            self.excluded = None
+            self.covers = None
+
+    def _select(self, root_visit: Visit) -> None:
         resources, meta, exclusive, policy = (
             root_visit.resources,
             root_visit.meta,
@@ -440,7 +452,7 @@ class Traverser:
                 return False  # as a node marked down: pruned (satisfiability ignores status)
             covers = self.covers
             if covers is not None and not covers(target):  # nothing excluded below it: walked (and cached) as such
-                self.excluded = None  # (back by the end of the match if the visit raises: Engine.match)
+                self.excluded = None  # (back by the end of the walk if the visit raises: select)
                 found = self._visit_child(visit, edge, target, dfu, kids)
                 self.excluded = excluded
                 return found
