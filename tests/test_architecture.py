@@ -484,9 +484,7 @@ def _private_reaches(module: str, source: str) -> list[str]:
 
 
 def test_no_part_of_the_engine_reaches_into_another_s_private_state() -> None:
-    found = [
-        reach for path in sorted(ENGINE.glob("*.py")) for reach in _private_reaches(path.stem, path.read_text())
-    ]
+    found = [reach for path in sorted(ENGINE.glob("*.py")) for reach in _private_reaches(path.stem, path.read_text())]
     assert not found, (
         f"engine modules reaching into another module's objects' private attributes: {found}; give the owner a "
         "public method or attribute for what is read, or list the reach in PRIVATE_REACHES_ALLOWED with its reason"

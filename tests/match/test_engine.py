@@ -82,7 +82,7 @@ def _first_leaves_scores_descend(core_ids: list[int]) -> tuple[bool, list[int]]:
         "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
     )
     engine.cancel(engine.match(MatchOp.ALLOCATE, job).jobid)
-    schedule = engine.schedule
+    schedule = engine.schedule.view
     (socket,) = graph.by_type["socket"]
     (slot,) = engine._working_copy(job).requests
     dfu = Scoring()

@@ -31,7 +31,7 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.schedule import Schedule
 from kubeflux.match.state import WalkState
-from kubeflux.match.subsystems import SubsystemError, SubsystemSchedule, SubsystemTraverser, parse_subsystems
+from kubeflux.match.subsystems import SubsystemError, SubsystemTraverser, SubsystemView, parse_subsystems
 from kubeflux.match.traverser import Traverser
 from kubeflux.match.update import (
     ResourceSet,
@@ -243,18 +243,19 @@ class Engine:
             raise EngineError(str(error)) from error
         filters = PruningFilters(prune_filters)
         self.schedule: Schedule
-        """The graph's schedule: what the update and cancel walks record and release (the select walk reads it)."""
+        """The graph's schedule: what the update and cancel walks record and release. The select walk reads only
+        its view (:attr:`Schedule.view`), through :attr:`state`."""
         self.state: WalkState
         """The marks and results the walks of a match share."""
         if walked == (CONTAINMENT,):
-            self.schedule = Schedule(graph, filters, base, horizon)
-            self.state = WalkState(self.schedule)
+            self.schedule = Schedule(ScheduleView(graph, filters, base, horizon))
+            self.state = WalkState(self.schedule.view)
             self.traverser: Traverser = kind(self.state)
         elif kind is Traverser:
-            subsystem_schedule = SubsystemSchedule(graph, filters, base, horizon, walked)
-            self.schedule = subsystem_schedule
-            self.state = WalkState(subsystem_schedule)
-            self.traverser = SubsystemTraverser(self.state, subsystem_schedule.aux)
+            tree = SubsystemView(graph, filters, base, horizon, walked)
+            self.schedule = Schedule(tree)
+            self.state = WalkState(tree)
+            self.traverser = SubsystemTraverser(self.state, tree.aux)
         else:
             raise EngineError(f"the {traverser} traverser matches only the containment subsystem (-S CA)")
         self.writer: Writer = WRITERS[match_format]()
@@ -370,7 +371,7 @@ class Engine:
         counts set below it and its exclusive types given to the policy (Fluxion's ``prime_jobspec``). Computed
         again only when the tracked types change."""
         traverser = self.traverser
-        key = (id(traverser), len(self.schedule.prune_filters.total))
+        key = (id(traverser), len(self.schedule.view.prune_filters.total))
         if copy.primed != key:
             copy.aggregates = {}
             traverser.prime_jobspec(copy.requests, copy.aggregates, policy)
@@ -387,7 +388,7 @@ class Engine:
         requests = copy.requests
         saved_exclusive = set(policy.exclusive_types)
         try:
-            root_type = self.graph.vertices[self.schedule.root].type
+            root_type = self.graph.vertices[self.schedule.view.root].type
             exclusive = copy.root_exclusive.get(root_type)
             if exclusive is None:
                 exclusive = copy.root_exclusive[root_type] = any(
@@ -431,9 +432,9 @@ class Engine:
 
     def _feasible(self, op: MatchOp, aggregates: dict[str, int], excluded: Excluded | None) -> None:
         wanted = aggregates.get("node", 0)
-        up = self.schedule.nodes_up
+        up = self.schedule.view.nodes_up
         if wanted > up or (
-            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.schedule, excluded)
+            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.schedule.view, excluded)
         ):
             if op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE):
                 raise MatchFailure(Errno.EBUSY)
@@ -453,7 +454,7 @@ class Engine:
             raise MatchFailure(Errno.EBUSY)
         meta = root.meta
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        for t in reservation_times(self.schedule, meta, aggregates, self.graph_end):
+        for t in reservation_times(self.schedule.view, meta, aggregates, self.graph_end):
             meta.at = t
             if self._select(root, excluded):
                 return
@@ -495,7 +496,7 @@ class Engine:
             parsed = parse_expression(expression)
         except FindError as error:
             raise EngineError(f"invalid criteria: {expression}: {error}") from error
-        find(self.schedule, self.writer, parsed, now=now)
+        find(self.schedule.view, self.writer, parsed, now=now)
         self.writer.interval(0, 0)
         try:
             return self.writer.render()
@@ -694,7 +695,7 @@ class Engine:
         """Partial release and graph growth and shrink walk containment parents (:mod:`kubeflux.match.update`,
         :mod:`kubeflux.match.elastic`): refuse them when another subsystem is dominant rather than leave state
         behind on its vertices."""
-        if self.schedule.dominant != CONTAINMENT:
+        if self.schedule.view.dominant != CONTAINMENT:
             raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")
 
 

@@ -5,11 +5,14 @@ subtrees (Fluxion's pruning filters), runs of leaves recorded as one pool, and p
 subtree's state, which a cached evaluation is checked against. The graph itself holds only structure.
 
 :class:`ScheduleView` is what the select walk is given (:class:`~kubeflux.match.traverser.Traverser` holds one, and
-no :class:`~kubeflux.match.schedule.Schedule`): the tables, the questions the walk asks of them (is a vertex free,
-held, within its subtree's filter), and the structure it walks (children, parents, ``first``'s explore order),
-found once and kept. The one thing reading may write is a pool of leaves (:meth:`ScheduleView.settle_source`): the
-same records, written leaf by leaf when a walk needs them so. Recording and releasing jobs, status and graph
-changes are :class:`~kubeflux.match.schedule.Schedule`'s, which the update and cancel walks are given.
+no :class:`~kubeflux.match.schedule.Schedule`, which holds the view, never the other way round): the tables, the
+questions the walk asks of them (is a vertex free, held, within its subtree's filter), and the structure it walks
+(children, parents, ``first``'s explore order), found once and kept. The one thing reading may write is a pool of
+leaves (:meth:`ScheduleView.settle_source`): the same records, written leaf by leaf when a walk needs them so. The
+``*_table`` attributes are the tables as they stand, pools not yet written (what the walks read, settling a
+source's pools before its leaves); the properties of the same names without ``_table`` settle every pool first.
+Recording and releasing jobs, status and graph changes are :class:`~kubeflux.match.schedule.Schedule`'s, which the
+update and cancel walks are given.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ class ScheduleView:
     """The tables of one graph's schedule and the questions the walks ask of them (see the module docstring)."""
 
     dominant: str = CONTAINMENT
-    """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemSchedule` walks others)."""
+    """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemView` walks others)."""
 
     def __init__(self, graph: Graph, prune: PruningFilters, base: int, duration: int) -> None:
         self.graph = graph
@@ -83,7 +86,6 @@ class ScheduleView:
         :meth:`leaf_family`)."""
         self._nodes_within: dict[int, int] = {}
         """Per vertex whose status was set, the node vertices in its subtree (until the graph changes)."""
-        self._epoch = 0
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
         made for one time window still holds for another if no bound lies where the window's ends moved."""
@@ -370,11 +372,11 @@ class ScheduleView:
         if bounds:
             del bounds[bisect_left(bounds, start)]
             del bounds[bisect_left(bounds, end)]
-            for span_bounds in self._span_bounds(uid):
+            for span_bounds in self.span_bounds(uid):
                 del span_bounds[bisect_left(span_bounds, start)]
                 del span_bounds[bisect_left(span_bounds, end)]
 
-    def _span_bounds(self, uid: int) -> list[list[int]]:
+    def span_bounds(self, uid: int) -> list[list[int]]:
         """The bounds lists of the spans of its parent's layout that ``uid`` is in, one per level (none when the
         parent is not laid out)."""
         layout = self.layouts.get(self.graph.vertices[uid].parent)
@@ -402,6 +404,65 @@ class ScheduleView:
             for level in layout.fps:
                 level[position] += delta
                 position //= BLOCK
+
+    # What a change of the schedule (:class:`~kubeflux.match.schedule.Schedule`) makes the view forget or redo of
+    # what it found and kept of the graph's structure.
+
+    def forget_structure(self, uid: int) -> None:
+        """Forget what was found of ``uid``'s containment children (attach, remove, a node added or removed)."""
+        self._parent_edges.clear()
+        self._kids.pop(uid, None)
+        self.layouts.pop(uid, None)
+        self.layouts.pop(self.graph.vertices[uid].parent, None)  # its spans' bounds hold uid's
+        self._out_types.pop(uid, None)
+        self._by_weight.clear()
+        self._leaf_families.clear()
+        self._nodes_within.clear()
+        if not self.children(uid):
+            # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
+            # (add_job_data records none for a leaf, and a release must not take out bounds never put in).
+            self.bounds.pop(uid, None)
+        elif uid not in self.bounds:  # a leaf that grew children: its own span bounds
+            self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
+
+    def restructure(self) -> None:
+        """Forget the parent edges and vertex ids found, after vertices were added or removed."""
+        self._parent_edges.clear()
+        self._ids_above = None
+
+    def nodes_within(self, uid: int) -> int:
+        """The node vertices in ``uid``'s subtree (kept until the graph changes)."""
+        found = self._nodes_within.get(uid)
+        if found is None:
+            stack = [uid]
+            found = 0
+            while stack:
+                current = stack.pop()
+                if self.graph.vertices[current].type == "node":
+                    found += 1
+                stack.extend(target for _, target in self.children(current))
+            self._nodes_within[uid] = found
+        return found
+
+    def reorder(self, edge: int, target: int, old: int, new: int) -> None:
+        """Move ``edge`` to its new place in its source's explore order (heaviest first, then highest uniq_id)."""
+        vertex = self.graph.vertices[target]
+        known = self._by_weight.get(vertex.parent)
+        if known is None:
+            return
+        keys, order = known
+        if keys is None:
+            uniform = self._uniform_weight[vertex.parent]
+            keys = [(-uniform, -self.graph.vertices[kid].uniq_id) for _, kid in order]
+            self._by_weight[vertex.parent] = (keys, order)
+        position = bisect_left(keys, (-old, -vertex.uniq_id))
+        if position == len(order) or order[position][0] != edge:
+            del self._by_weight[vertex.parent]
+            return
+        del keys[position], order[position]
+        position = bisect_left(keys, (-new, -vertex.uniq_id))
+        keys.insert(position, (-new, -vertex.uniq_id))
+        order.insert(position, (edge, target))
 
 
 def record_leaves(
