@@ -51,7 +51,7 @@ def fragmented(nodes: int, cores: int) -> Engine:
     """The cluster of the module docstring, its root laid out by a first walk."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=cores) for i in range(nodes)]), policy="lonode")
     for i, node in enumerate(engine.graph.by_type["node"]):
-        core = engine.schedule._kid_edges(node)[0][1]
+        core = engine.schedule.view.children(node)[0][1]
         assert engine.update_leaves(i + 1, [core], duration=1000 + (i * 7919) % 3600).matched
     assert engine.match(MatchOp.SATISFIABILITY, gang(1, 1)).matched
     return engine

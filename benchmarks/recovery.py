@@ -61,7 +61,7 @@ def main() -> None:
     rows.append(
         ("partial_cancel by own JGF", timed([lambda r=r: replica.partial_cancel(r.jobid, r.resources) for r in placed]))
     )
-    released = all(not jobs for jobs in replica.schedule.tags.values())
+    released = all(not jobs for jobs in replica.schedule.view.tags.values())
 
     table = Table(title=f"kubeflux recovery on bench1024 ({len(placed)} jobs, policy {args.policy}): ms mean / p99")
     table.add_column("operation")

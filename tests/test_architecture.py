@@ -450,3 +450,60 @@ def test_the_test_import_check_finds_a_test_module_importing_another(source: str
 def test_the_test_import_check_lets_a_test_import_a_helper_module() -> None:
     source = "from tests.sim.apiserver._served import call\nfrom .conftest import kubernetes\n"
     assert _test_modules_imported("tests.sim.apiserver.test_kubelet", _test_modules(), source) == []
+
+
+ENGINE = SRC / PACKAGE / "match"
+PRIVATE_REACHES_ALLOWED: dict[str, str] = {}
+"""``module: attribute`` -> why that module may reach another object's private attribute (none: each part of the
+engine offers what the others use under a public name, and keeps the rest to itself)."""
+
+
+def _private_reaches(module: str, source: str) -> list[str]:
+    """Where ``source`` reads or writes ``x._name`` on an object ``x`` other than ``self``/``cls`` and no class or
+    function of the module defines ``_name``: a reach into the private state of another module's object. By name,
+    not by type: a module's functions and classes may share their own private names (Python's privacy is the
+    module's), never another module's."""
+    tree = ast.parse(source)
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            own.add(node.attr)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            continue
+        if node.attr not in own and f"{module}: {node.attr}" not in PRIVATE_REACHES_ALLOWED:
+            found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_part_of_the_engine_reaches_into_another_s_private_state() -> None:
+    found = [reach for path in sorted(ENGINE.glob("*.py")) for reach in _private_reaches(path.stem, path.read_text())]
+    assert not found, (
+        f"engine modules reaching into another module's objects' private attributes: {found}; give the owner a "
+        "public method or attribute for what is read, or list the reach in PRIVATE_REACHES_ALLOWED with its reason"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        pytest.param("def f(view):\n    return view._plans\n", ["m:2: view._plans"], id="a-read"),
+        pytest.param("def f(state):\n    state._marked = {}\n", ["m:2: state._marked"], id="a-write"),
+        pytest.param("def f(a):\n    a.b._c()\n", ["m:2: a.b._c"], id="through-an-attribute"),
+        pytest.param("class A:\n    def f(self):\n        return self._x\n", [], id="its-own"),
+        pytest.param(
+            "class A:\n    def __init__(self):\n        self._x = 1\n\ndef f(a: A):\n    return a._x\n",
+            [],
+            id="a-name-of-the-module",
+        ),
+    ],
+)
+def test_the_private_reach_check_finds_a_reach_into_another_module(source: str, found: list[str]) -> None:
+    assert _private_reaches("m", source) == found

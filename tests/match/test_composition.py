@@ -3,7 +3,8 @@ reach says what it may do.
 
 * The select walk's modules never import the writable :class:`~kubeflux.match.schedule.Schedule` (nor the walks
   that write it): it reads the schedule through :class:`~kubeflux.match.view.ScheduleView` and leaves marks.
-* The traverser, the walk state and the schedule are separate classes, each holding the next (members, not bases).
+* The traverser, the walk state and the schedule's view are separate classes, each holding the next (members, not
+  bases); the writable schedule holds the view too, and the view holds nothing that writes.
 * No part of the walks declares a method only to be overridden (``raise NotImplementedError``), as the layers of
   the stacked walk had to for mypyc.
 """
@@ -17,6 +18,7 @@ import pytest
 from kubeflux.match.engine import Engine
 from kubeflux.match.schedule import Schedule
 from kubeflux.match.state import WalkState
+from kubeflux.match.subsystems import SubsystemView
 from kubeflux.match.traverser import Traverser
 from kubeflux.match.view import ScheduleView
 from kubeflux.resources import NodeSpec, build_graph
@@ -47,10 +49,13 @@ def test_the_select_walk_cannot_reach_the_writable_schedule(module: str) -> None
 def test_the_walk_holds_its_state_which_holds_the_schedule() -> None:
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=2) for i in range(3)]))
     assert Traverser.__bases__ == (object,) and WalkState.__bases__ == (object,)
-    assert Schedule.__bases__ == (ScheduleView,) and ScheduleView.__bases__ == (object,)
+    assert Schedule.__bases__ == (object,) and ScheduleView.__bases__ == (object,)
+    assert SubsystemView.__bases__ == (ScheduleView,)  # the same tables read along another tree (-S)
     assert engine.traverser.state is engine.state
-    assert engine.state.schedule is engine.schedule
-    assert engine.traverser.schedule is engine.schedule  # (typed as the view: the walk reads it)
+    assert engine.state.schedule is engine.schedule.view
+    assert engine.traverser.schedule is engine.schedule.view
+    # a Schedule holds its view, never the other way round (nor does view.py import it: see the test above)
+    assert not isinstance(engine.schedule.view, Schedule)
 
 
 @pytest.mark.parametrize("module", [*SELECT_WALK, "schedule", "record", "cancel", "flexible", "subsystems"])

@@ -105,7 +105,7 @@ def _run(policy: str, shape: int, steps: list[tuple[str, int, int]], *, cache: b
                 if result.matched:
                     live.append(result.jobid)
                 out.append((kind, result.matched, result.at, result.errno, result.resources))
-        out.append(recorded(engine.schedule))
+        out.append(recorded(engine.schedule.view))
         return out
 
 

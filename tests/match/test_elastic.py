@@ -38,7 +38,7 @@ def test_attached_nodes_are_matched_and_counted() -> None:
     assert root_usage(engine) == '"agfilter": {"core": "used:8, total:12", "node": "used:2, total:3"'
     third = engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
     assert third.matched and "/cluster0/node2" in third.resources
-    assert engine.schedule.nodes_up == 3
+    assert engine.schedule.view.nodes_up == 3
 
 
 def test_attach_refuses_a_document_that_does_not_fit() -> None:
@@ -60,7 +60,7 @@ def test_removing_an_allocated_node_releases_its_job_there() -> None:
     engine.cancel(first.jobid)
     assert root_usage(engine) == '"agfilter": {"core": "used:0, total:8", "node": "used:0, total:2"'
     assert engine.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).matched
-    assert engine.schedule.nodes_up == 2
+    assert engine.schedule.view.nodes_up == 2
 
 
 def test_removing_ranks_and_bad_targets() -> None:

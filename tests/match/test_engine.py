@@ -82,11 +82,11 @@ def _first_leaves_scores_descend(core_ids: list[int]) -> tuple[bool, list[int]]:
         "attributes: {system: {duration: 60}}\ntasks: [{command: [app], slot: default, count: {per_slot: 1}}]\n"
     )
     engine.cancel(engine.match(MatchOp.ALLOCATE, job).jobid)
-    schedule = engine.schedule
+    schedule = engine.schedule.view
     (socket,) = graph.by_type["socket"]
     (slot,) = engine._working_copy(job).requests
     dfu = Scoring()
-    order = schedule._heaviest_first(socket, schedule.children(socket))
+    order = schedule.heaviest_first(socket, schedule.children(socket))
     visit = Visit(JobMeta(99, 0, 60), engine.policy, slot.with_, False, True)
     assert engine.traverser._first_leaves(visit, order, dfu, len(core_ids) // 2)
     evals = dfu.evals("core")

@@ -58,7 +58,7 @@ def assert_never_over_committed(traverser: ScheduleView) -> None:
 
 def held_ranks(engine: Engine, jobid: int) -> list[int]:
     graph = engine.graph
-    return sorted({graph.vertices[uid].rank for uid, jobs in engine.schedule.tags.items() if jobid in jobs} - {-1})
+    return sorted({graph.vertices[uid].rank for uid, jobs in engine.schedule.view.tags.items() if jobid in jobs} - {-1})
 
 
 def live_jobs(engine: Engine) -> list[int]:
@@ -75,7 +75,7 @@ def release_first_rank(engine: Engine, jobid: int) -> bool:
 @given(operations, st.sampled_from(["first", "low", "lonodex"]))
 def test_random_schedules_never_over_commit_and_cancel_back_to_pristine(ops: list[Any], policy: str) -> None:
     subject = engine(policy)
-    pristine = schedule(subject.schedule)
+    pristine = schedule(subject.schedule.view)
     for op in ops:
         if op[0] == "match":
             _, match, make, count, cores, duration = op
@@ -95,11 +95,11 @@ def test_random_schedules_never_over_commit_and_cancel_back_to_pristine(ops: lis
                     subject.partial_cancel(jobid, json.dumps({"execution": {"R_lite": r_lite}}))
                 except EngineError as error:
                     raise AssertionError(f"partial cancel of ranks {chosen} of job {jobid}: {error}") from error
-        assert_never_over_committed(subject.schedule)
+        assert_never_over_committed(subject.schedule.view)
     for info in subject.jobs.values():
         if info.state != JobState.CANCELED:
             subject.cancel(info.jobid)
-    assert schedule(subject.schedule) == pristine
+    assert schedule(subject.schedule.view) == pristine
 
 
 @settings(max_examples=60, deadline=None)
@@ -130,7 +130,7 @@ def test_a_replica_fed_by_update_keeps_the_same_schedule(ops: list[Any], policy:
                 chosen = [rank for bit, rank in enumerate(ranks) if op[2] >> bit & 1] or ranks[:1]
                 r = json.dumps({"execution": {"R_lite": [{"rank": ",".join(map(str, chosen)), "children": {}}]}})
                 assert origin.partial_cancel(jobid, r) == replica.partial_cancel(jobid, r)
-        assert schedule(replica.schedule) == schedule(origin.schedule)
+        assert schedule(replica.schedule.view) == schedule(origin.schedule.view)
 
 
 @settings(max_examples=60, deadline=None)
@@ -161,14 +161,14 @@ def test_removing_nodes_under_jobs_then_cancelling_leaves_the_smaller_graphs_sch
             live = live_jobs(subject)
             if live:
                 subject.cancel(live[op[1] % len(live)])
-        assert_never_over_committed(subject.schedule)
+        assert_never_over_committed(subject.schedule.view)
     for info in subject.jobs.values():
         if info.state != JobState.CANCELED:
             subject.cancel(info.jobid)
     kept = [NodeSpec(f"node{i}", cores=4, memory=8 * 2**30) for i in range(3) if i not in gone]
     smaller = Engine(build_graph(kept), policy=policy, prune_filters="ALL:core,ALL:node,ALL:memory")
-    assert schedule(subject.schedule) == schedule(smaller.schedule)
-    assert subject.schedule.nodes_up == smaller.schedule.nodes_up
+    assert schedule(subject.schedule.view) == schedule(smaller.schedule.view)
+    assert subject.schedule.view.nodes_up == smaller.schedule.view.nodes_up
 
 
 @settings(max_examples=25, deadline=None)
@@ -218,7 +218,7 @@ def test_releases_and_graph_changes_keep_cached_answers_exact(policy: str, steps
                         attached += 1
                 except EngineError as error:
                     out.append(str(error))
-                assert_never_over_committed(subject.schedule)
+                assert_never_over_committed(subject.schedule.view)
             return out
 
     assert run(shortcuts=True) == run(shortcuts=False)
@@ -245,7 +245,7 @@ def test_cancel_through_the_jobs_own_vertices_equals_visiting_every_child(
     def run(wide: int) -> list[object]:
         with mock.patch.object(cancel_module, "WIDE_CANCEL", wide):
             subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(40)]), policy=policy)
-            traverser = subject.schedule
+            traverser = subject.schedule.view
             seen: list[object] = []
             for kind, number in steps:
                 live = live_jobs(subject)
@@ -297,13 +297,13 @@ def test_a_scheduler_matching_ever_new_jobspecs_keeps_a_bounded_number_of_reques
 
 
 def _held(subject: Engine) -> list[str]:
-    return sorted(k for k in schedule(subject.schedule) if k.startswith(("alloc", "tags", "x ")))
+    return sorted(k for k in schedule(subject.schedule.view) if k.startswith(("alloc", "tags", "x ")))
 
 
 def test_releasing_the_rest_of_a_job_after_its_node_leaves_nothing_behind() -> None:
     """A node released before its cores: releasing the cores then ends the job, and every core is free again."""
     subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(2)]))
-    traverser = subject.schedule
+    traverser = subject.schedule.view
     jobid = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1, cores=4, duration=600)).jobid
     mine = sorted(uid for uid, jobs in traverser.allocations.items() if jobid in jobs)
     node = next(uid for uid in mine if subject.graph.vertices[uid].type == "node")
@@ -315,7 +315,7 @@ def test_releasing_the_rest_of_a_job_after_its_node_leaves_nothing_behind() -> N
 
 def test_cancelling_a_job_released_in_part_leaves_nothing_behind() -> None:
     subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(2)]))
-    traverser = subject.schedule
+    traverser = subject.schedule.view
     jobid = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1, cores=4, duration=600)).jobid
     node = next(uid for uid in traverser.job_vertices[jobid] if subject.graph.vertices[uid].type == "node")
     subject.release_vertices(jobid, [node])
@@ -354,7 +354,7 @@ def test_releasing_a_jobs_vertices_in_any_pieces_matches_releasing_them_one_piec
         releases_all = update_module._releases_all if shortcut else (lambda *_: False)
         with mock.patch.object(update_module, "_releases_all", releases_all):
             subject = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(6)]), policy="low")
-            traverser = subject.schedule
+            traverser = subject.schedule.view
             seen: list[object] = []
             for kind, number in steps:
                 live = [info.jobid for info in subject.jobs.values() if info.state == JobState.ALLOCATED]
@@ -463,7 +463,7 @@ def test_jobs_recorded_as_pools_of_leaves_behave_as_jobs_recorded_leaf_by_leaf(
         with mock.patch.object(Traverser, "leaf_runs", leaf_runs):
             specs = [NodeSpec(f"n{i}", cores=8, sockets=2, gpus=2, memory=2**30) for i in range(5)]
             subject = Engine(build_graph(specs), policy=policy)
-            traverser = subject.schedule
+            traverser = subject.schedule.view
             pristine = list(traverser.fp)
             seen: list[object] = []
             for kind, number in steps:
@@ -494,16 +494,16 @@ def test_a_cancelled_pool_is_never_written_and_a_read_writes_it_whole() -> None:
         reference.cancel(reference.match(MatchOp.ALLOCATE, job).jobid)
     subject = Engine(build_graph([NodeSpec(f"n{i}", cores=8, sockets=2) for i in range(4)]), policy="low")
     first = subject.match(MatchOp.ALLOCATE, job)
-    traverser = subject.schedule
-    assert len(traverser._pools) == 4
+    traverser = subject.schedule.view
+    assert len(traverser.pools) == 4
     subject.cancel(first.jobid)
-    assert not traverser._pools
+    assert not traverser.pools
     assert (subject.state.preorder, subject.state.postorder) == (reference.state.preorder, reference.state.postorder)
-    assert not any(traverser._x_uses.values())
+    assert not any(traverser.use_table.values())
     second = subject.match(MatchOp.ALLOCATE, job)
     assert second.resources == first.resources
     held = subject.find("sched-now=allocated")
-    assert not traverser._pools
+    assert not traverser.pools
     assert held.count("core") == 16
     assert sum(1 for uses in traverser.x_uses.values() if second.jobid in uses) == 16 + 4 + 2 + 1  # and the root
 
@@ -585,7 +585,7 @@ def test_first_exploring_a_sockets_cores_in_one_loop_answers_as_core_by_core(
     def run(leaf_batches: bool) -> list[object]:
         with mock.patch.object(Traverser, "leaf_batches", leaf_batches):
             subject = _socketed_engine(policy)
-            traverser = subject.schedule
+            traverser = subject.schedule.view
             seen: list[object] = []
             for kind, number in steps:
                 if kind == "core":  # each node's cores 0-3 on socket0, 4-7 on socket1
@@ -609,7 +609,7 @@ def test_firsts_explore_orders_stay_those_of_sorting_by_weight_then_uniq_id(step
     change) is the children sorted heaviest edge first, then highest uniq_id first, with matching sort keys."""
     jobs = [_socket_job(1, 2, 4), _socket_job(1, 1, 3), _cores_job(5)]
     subject = _socketed_engine("first")
-    traverser = subject.schedule
+    traverser = subject.schedule.view
     graph = subject.graph
     for kind, number in [("alloc", 0), *steps]:
         live = live_jobs(subject)
@@ -650,7 +650,7 @@ def test_a_nodes_gpus_and_memory_pooled_next_to_its_sockets_answer_as_recorded_o
     def run(graph_path: Path, leaf_runs: bool) -> list[object]:
         with mock.patch.object(Traverser, "leaf_runs", leaf_runs):
             subject = Engine(read_grug(graph_path), policy=policy)
-            traverser = subject.schedule
+            traverser = subject.schedule.view
             seen: list[object] = []
             for kind, number in steps:
                 live = live_jobs(subject)

@@ -41,7 +41,7 @@ def _run(graph_path: Path, steps: list[tuple[str, int]], *, one_loop: bool, low_
             for uid in graph.by_type["gpu"]:
                 graph.vertices[uid].id = -7
         engine = Engine(graph, policy="first")
-        assert engine.schedule._positive_scores(engine.policy.spec) is not low_gpu_ids
+        assert engine.schedule.view.positive_scores(engine.policy.spec) is not low_gpu_ids
         seen: list[object] = []
         for kind, number in steps:
             live = [info.jobid for info in engine.jobs.values() if info.state != JobState.CANCELED]
@@ -55,7 +55,7 @@ def _run(graph_path: Path, steps: list[tuple[str, int]], *, one_loop: bool, low_
                 if number % 2:
                     path += f"/gpu{number % 4}" if number % 4 else "/socket1"
                 engine.set_status(path, Status.DOWN if kind == "down" else Status.UP)
-        seen.append(schedule(engine.schedule))
+        seen.append(schedule(engine.schedule.view))
         return seen
 
 
@@ -114,7 +114,7 @@ def test_firsts_several_slots_of_fresh_sockets_answer_as_the_walk_vertex_by_vert
                 seen.append(f"{result.errno} {result.resources}")
                 if number == 0 and cancel_first and result.matched:
                     engine.cancel(result.jobid)
-            seen.append(schedule(engine.schedule))
+            seen.append(schedule(engine.schedule.view))
             return seen
 
     assert run(True) == run(False)

@@ -168,7 +168,7 @@ def fluxion_answer(graph: Path, policy: str, jobs: list[Job], spec: Jobspec) -> 
     walk = twin.match(MatchOp.ALLOCATE, spec, jobid=10**6)
     if walk.matched:
         return walk.at, walk.resources
-    root = twin.schedule.subplans[twin.schedule.root]
+    root = twin.schedule.view.subplans[twin.schedule.view.root]
     wanted = fluxion_counts(spec.resources, set(root.resource_types))
     counts = [wanted.get(type, 0) for type in root.resource_types]
     duration = spec.duration_seconds(twin.horizon)
@@ -220,6 +220,6 @@ def test_each_reservation_is_fluxions(case: Case, policy: str) -> None:
     assert any(job.at > 0 for job in jobs), "the case never reserved"
 
     def held(state: Engine) -> dict[str, object]:
-        return {k: v for k, v in schedule(state.schedule).items() if k.split()[0] in ("plan", "x", "agg")}
+        return {k: v for k, v in schedule(state.schedule.view).items() if k.split()[0] in ("plan", "x", "agg")}
 
     assert held(engine) == held(_twin(case.graph, policy, jobs))

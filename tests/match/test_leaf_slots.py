@@ -119,7 +119,7 @@ def _run(policy: str, tied_ids: bool, steps: list[tuple[str, int]], loops: bool)
         seen: list[object] = []
         for kind, number in steps:
             seen += _step(subject, kind, number)
-        seen.append(schedule(subject.schedule))
+        seen.append(schedule(subject.schedule.view))
         return seen
 
 

@@ -27,7 +27,7 @@ def _engine_with_jobs() -> Engine:
 
 def test_every_table_by_vertex_keys_it_by_the_graphs_own_uid_object() -> None:
     engine = _engine_with_jobs()
-    traverser = engine.schedule
+    traverser = engine.schedule.view
     vertices = engine.graph.vertices
     tables = {
         "plans": traverser.plans,
@@ -46,7 +46,7 @@ def test_every_table_by_vertex_keys_it_by_the_graphs_own_uid_object() -> None:
 
 def test_a_jobs_records_share_its_id_and_window() -> None:
     engine = _engine_with_jobs()
-    traverser = engine.schedule
+    traverser = engine.schedule.view
     ids: dict[int, set[int]] = {}
     windows: dict[int, set[int]] = {}
     for uses in traverser.x_uses.values():

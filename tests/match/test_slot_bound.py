@@ -40,7 +40,7 @@ OPS = [
 def _bounded(engine: Engine, gang: Jobspec, at: int) -> bool:
     """Whether the bound refuses a reservation's walk for ``gang`` at ``at`` (the walks it applies to)."""
     meta = JobMeta(engine.next_jobid, at, gang.duration, AllocType.ALLOCATE_ORELSE_RESERVE, at)
-    return slotbound.too_few_slots(engine.schedule, requests_from_jobspec(gang.resources), meta)[0]
+    return slotbound.too_few_slots(engine.schedule.view, requests_from_jobspec(gang.resources), meta)[0]
 
 
 JOBSPECS = [
@@ -152,7 +152,7 @@ def _fragmented(nodes: int, policy: str = "lonode") -> Engine:
     """``nodes`` nodes of 4 cores, node ``i`` with one core taken for 1,000 + ``i`` s (the first for 2,000 s)."""
     engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(nodes)]), policy=policy)
     for i, node in enumerate(engine.graph.by_type["node"]):
-        core = engine.schedule._kid_edges(node)[0][1]
+        core = engine.schedule.view.children(node)[0][1]
         assert engine.update_leaves(i + 1, [core], duration=2000 if i == 0 else 1000 + i).matched
     assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
     return engine
@@ -167,7 +167,7 @@ def test_a_gang_of_whole_nodes_on_a_fragmented_cluster_is_reserved_after_one_wal
     gang = dataclasses.replace(jobspec_of([slot(4, 4)]), duration=500)
     for bound, walks in ((True, 2), (False, 5)):
         engine = _fragmented(1000)
-        root = engine.schedule.root
+        root = engine.schedule.view.root
         with (
             mock.patch.object(Traverser, "slot_bounds", bound),
             mock.patch.object(
@@ -201,7 +201,7 @@ def test_a_count_stopped_part_way_is_not_kept() -> None:
         result = engine.match(MatchOp.ALLOCATE, gang)
         assert result.matched
         engine.cancel(result.jobid)
-    assert len(engine.schedule._layouts[engine.schedule.root].fps) == 2
+    assert len(engine.schedule.view.layouts[engine.schedule.view.root].fps) == 2
 
 
 @pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)
@@ -258,7 +258,7 @@ def test_a_reservation_walk_skips_the_blocks_of_nodes_the_bound_counted_full() -
     for skip in (True, False):
         engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(320)]), policy="lonode")
         for i, node in enumerate(engine.graph.by_type["node"]):
-            core = engine.schedule._kid_edges(node)[0][1]
+            core = engine.schedule.view.children(node)[0][1]
             assert engine.update_leaves(i + 1, [core], duration=ends[i]).matched
         assert engine.match(MatchOp.SATISFIABILITY, jobspec_of([slot(1, 1)])).matched  # (a walk lays the root out)
         nodes = set(engine.graph.by_type["node"])

@@ -187,7 +187,7 @@ def test_a_cross_edge_of_the_dominant_subsystem_is_not_walked_twice() -> None:
     assert pdu1 is not None and node0 is not None
     graph.add_edge(pdu1.uid, node0.uid, POWER, "supplies_to")
     engine = Engine(graph, policy="high", subsystems="PA")
-    below_pdu1 = [graph.vertices[target].name for _, target in engine.schedule.children(pdu1.uid)]
+    below_pdu1 = [graph.vertices[target].name for _, target in engine.schedule.view.children(pdu1.uid)]
     assert "node0" not in below_pdu1
     assert sorted(below_pdu1) == ["node2", "node3", "power0"]
 

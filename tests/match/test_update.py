@@ -30,7 +30,7 @@ def test_update_replays_a_jgf_allocation_exactly_as_the_match_made_it() -> None:
 
     assert replayed.matched, replayed.error
     assert replayed.resources == matched.resources
-    assert schedule(replica.schedule) == schedule(origin.schedule)
+    assert schedule(replica.schedule.view) == schedule(origin.schedule.view)
     assert replica.next_jobid == 2
     assert replica.jobs[1].state == JobState.ALLOCATED
 
@@ -67,13 +67,13 @@ def test_update_refuses_an_over_commit_and_changes_nothing() -> None:
     rset = origin.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).resources
     replica = engine("jgf")
     assert replica.update(1, rset, duration=3600).matched
-    before = schedule(replica.schedule)
+    before = schedule(replica.schedule.view)
 
     again = replica.update(2, rset, duration=3600)
 
     assert not again.matched
     assert again.error == "core0 is held by another job during [0, 3600)"
-    assert schedule(replica.schedule) == before
+    assert schedule(replica.schedule.view) == before
     assert 2 not in replica.jobs
 
 
@@ -88,7 +88,7 @@ def test_update_refuses_a_vertex_the_graph_does_not_have() -> None:
     assert not result.matched
     assert result.error.startswith("R.json: node ")
     assert "/cluster0/node9/core0" in result.error
-    assert schedule(replica.schedule) == schedule(engine().schedule)
+    assert schedule(replica.schedule.view) == schedule(engine().schedule.view)
 
 
 def test_update_refuses_a_job_id_in_use_and_a_bad_window() -> None:
@@ -117,7 +117,7 @@ def r_lite(ranks: str) -> str:
 
 def test_partial_cancel_by_rank_frees_those_nodes_for_later_jobs() -> None:
     subject = engine()
-    pristine = schedule(subject.schedule)
+    pristine = schedule(subject.schedule.view)
     assert subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=3)).matched
     assert not subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).matched
 
@@ -131,16 +131,16 @@ def test_partial_cancel_by_rank_frees_those_nodes_for_later_jobs() -> None:
 
     assert subject.partial_cancel(1, r_lite("1-2")) is True
     assert subject.jobs[1].state == JobState.CANCELED
-    assert schedule(subject.schedule) == pristine
+    assert schedule(subject.schedule.view) == pristine
 
 
 def test_partial_cancel_with_the_jobs_own_jgf_releases_it_whole() -> None:
     subject = engine("jgf")
-    pristine = schedule(subject.schedule)
+    pristine = schedule(subject.schedule.view)
     rset = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=2)).resources
 
     assert subject.partial_cancel(1, rset) is True
-    assert schedule(subject.schedule) == pristine
+    assert schedule(subject.schedule.view) == pristine
     with pytest.raises(EngineError, match="nonexistent job 1"):
         subject.partial_cancel(1, rset)
 
@@ -149,13 +149,13 @@ def test_partial_cancel_refuses_vertices_the_job_does_not_hold_and_changes_nothi
     subject = engine("jgf")
     first = subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources
     subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
-    before = schedule(subject.schedule)
+    before = schedule(subject.schedule.view)
 
     with pytest.raises(EngineError, match="job 2 does not hold"):
         subject.partial_cancel(2, first, source="first.json")
     with pytest.raises(EngineError, match="rank 7 is not in the resource graph"):
         subject.partial_cancel(2, r_lite("7"))
-    assert schedule(subject.schedule) == before
+    assert schedule(subject.schedule.view) == before
 
 
 def test_partial_cancel_refuses_reservations() -> None:
@@ -198,7 +198,7 @@ def test_update_refuses_a_resource_set_without_the_path_from_the_root() -> None:
     result = replica.update(1, document, duration=3600, source="R.json")
 
     assert result.error == "R.json: no edge leaves the root cluster0: a resource set must hold the path from the root"
-    assert schedule(replica.schedule) == schedule(engine().schedule)
+    assert schedule(replica.schedule.view) == schedule(engine().schedule.view)
     assert replica.update(2, {"graph": {"nodes": [], "edges": []}}, duration=10).error.endswith("holds no vertex")
 
 
@@ -207,23 +207,23 @@ def test_update_refuses_an_exclusive_vertex_another_job_holds_shared() -> None:
     shared = replica.match(MatchOp.ALLOCATE, node_cores_job(cores=2))
     assert shared.matched and '"type": "node"' in shared.resources
     whole = engine("jgf").match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1)).resources
-    before = schedule(replica.schedule)
+    before = schedule(replica.schedule.view)
 
     result = replica.update(2, whole, duration=3600)
 
     assert result.error == "core2 is held by another job during [0, 3600)"
-    assert schedule(replica.schedule) == before
+    assert schedule(replica.schedule.view) == before
 
 
 def test_partial_cancel_refuses_a_resource_set_that_releases_nothing() -> None:
     subject = engine()
     subject.match(MatchOp.ALLOCATE, whole_nodes_job(nodes=1))
-    before = schedule(subject.schedule)
+    before = schedule(subject.schedule.view)
     with pytest.raises(EngineError, match=r"ranks \[0\] hold nothing that job 1 holds"):
         subject.partial_cancel(1, r_lite("0"))
     with pytest.raises(EngineError, match="ranks \\[\\] hold nothing"):
         subject.partial_cancel(1, json.dumps({"execution": {"R_lite": []}}))
-    assert schedule(subject.schedule) == before
+    assert schedule(subject.schedule.view) == before
 
 
 def test_a_reserved_replay_starting_now_is_still_a_reservation() -> None:
@@ -252,7 +252,7 @@ def _twins(policy: str) -> tuple[Engine, Engine]:
 
 
 def _state(subject: Engine) -> tuple[dict[str, object], list[int], list[int]]:
-    return schedule(subject.schedule), subject.schedule.fp, subject.schedule.edge_weight
+    return schedule(subject.schedule.view), subject.schedule.view.fp, subject.schedule.view.edge_weight
 
 
 def _leaves(subject: Engine, node: str, names: tuple[str, ...]) -> list[int]:
@@ -404,7 +404,7 @@ def test_a_replay_under_a_node_exclusive_policy_refuses_a_node_another_job_uses(
     assert "node0[1:x]" in subject.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).resources
     released = ["/cluster0/node0", *(f"/cluster0/node0/core{i}" for i in (1, 2, 3))]
     assert subject.partial_cancel(1, _jgf_of(subject, *released)) is False
-    before = schedule(subject.schedule)
+    before = schedule(subject.schedule.view)
 
     graph = subject.graph
     refused = subject.update_leaves(2, [graph.by_path["/cluster0/node0/core1"]], duration=100, source="pod web")
@@ -413,7 +413,7 @@ def test_a_replay_under_a_node_exclusive_policy_refuses_a_node_another_job_uses(
         "pod web: node0 is used by another job during [0, 100), and under the lonodex policy a replay holds its "
         "nodes whole"
     )
-    assert schedule(subject.schedule) == before
+    assert schedule(subject.schedule.view) == before
     assert subject.update_leaves(2, [graph.by_path["/cluster0/node1/core1"]], duration=100).matched
 
 
@@ -428,7 +428,7 @@ def test_a_replay_under_a_node_exclusive_policy_holds_the_node_whole_as_a_match_
     replayed = Engine(build_graph(nodes), policy="lonodex")
     core = replayed.graph.by_path["/cluster0/node0/core0"]
     assert replayed.update_leaves(1, [core], duration=3600).matched
-    assert schedule(replayed.schedule) == schedule(matched.schedule)
+    assert schedule(replayed.schedule.view) == schedule(matched.schedule.view)
 
     assert replayed.partial_cancel(1, json.dumps({"execution": {"R_lite": [{"rank": "0", "children": {}}]}}))
     placed = [replayed.match(MatchOp.ALLOCATE, node_cores_job(cores=1)).resources for _ in range(2)]

@@ -28,32 +28,34 @@ of 64 cores (1,040 vertices) on 1,000 nodes is cancelled through its tree."""
 
 def cancel(schedule: Schedule, state: WalkState, jobid: int) -> None:
     """Remove every span of ``jobid`` (allocation or reservation) from the graph."""
+    view = schedule.view
     state.preorder = 0
     state.postorder = 0
-    walked = jobid in schedule._tags.get(schedule.root, ())
+    walked = jobid in view.tag_table.get(view.root, ())
     if walked:
-        _rem_dfv(schedule, state, schedule.root, jobid, _JobTree(schedule, jobid))
-    if not walked or jobid in schedule.released_in_part:
+        _rem_dfv(schedule, state, view.root, jobid, _JobTree(schedule.view, jobid))
+    if not walked or jobid in view.released_in_part:
         _sweep(schedule, state, jobid)
-    schedule.job_vertices.pop(jobid, None)
-    schedule.released_in_part.discard(jobid)
+    view.job_vertices.pop(jobid, None)
+    view.released_in_part.discard(jobid)
 
 
 def _sweep(schedule: Schedule, state: WalkState, jobid: int) -> None:
     """Remove what the walk could not reach (the job's state below a vertex that no longer holds it, or all of
     it when the root does not): every vertex the job was recorded on is looked at, not every vertex."""
-    schedule._settle()
-    for uid in sorted(schedule.job_vertices.get(jobid, ())):
-        if jobid in schedule.tags.get(uid, ()):
+    view = schedule.view
+    view.settle()
+    for uid in sorted(view.job_vertices.get(jobid, ())):
+        if jobid in view.tags.get(uid, ()):
             delta = _rem_own(schedule, uid, jobid)
-            if uid in state._leads:
-                for edge, _ in schedule._kid_edges(uid):
-                    state._unlead_edge(edge)
+            if uid in state.leads:
+                for edge, _ in view.children(uid):
+                    state.unlead_edge(edge)
             schedule.touch(uid, -delta if delta else 0)
         else:
-            span = schedule._pop_span(uid, jobid)
+            span = schedule.pop_span(uid, jobid)
             if span is not None:
-                schedule.plans[uid].rem_span(span)
+                view.plans[uid].rem_span(span)
                 schedule.touch(uid)
 
 
@@ -62,35 +64,36 @@ def _rem_dfv(schedule: Schedule, state: WalkState, uid: int, jobid: int, held: _
 
     As Fluxion's cancel, every child of a vertex the job holds is visited (and counted in :attr:`preorder`);
     under a wide vertex only the children the job was recorded on are walked, and the others only counted."""
+    view = schedule.view
     state.preorder += 1
     delta = _rem_own(schedule, uid, jobid)
     if delta is None:
         return 0
-    if uid in schedule._pools:
+    if uid in view.pools:
         delta += _drop_pools(schedule, state, uid, jobid)
-    kids = schedule._kid_edges(uid)
+    kids = view.children(uid)
     if len(kids) > WIDE_CANCEL + held.size // 2:
         mine = held.children(uid)
         state.preorder += len(kids) - len(mine)
-        if uid in state._leads:
+        if uid in state.leads:
             for edge, _target in kids:
-                state._unlead_edge(edge)
+                state.unlead_edge(edge)
         for target in mine:
             delta += _rem_dfv(schedule, state, target, jobid, held)
     else:
-        unlead = uid in state._leads  # (the method called, not kept bound in a local: see Timeline.count_end)
-        vertices = schedule.graph.vertices
+        unlead = uid in state.leads  # (the method called, not kept bound in a local: see Timeline.count_end)
+        vertices = view.graph.vertices
         leaves = []
         for edge, target in kids:
             if unlead:
-                state._unlead_edge(edge)
+                state.unlead_edge(edge)
             if vertices[target].out:
                 delta += _rem_dfv(schedule, state, target, jobid, held)
             else:
                 leaves.append(target)
         if leaves:
             delta += _rem_leaves(schedule, state, uid, leaves, jobid)
-    schedule._bump(uid, -delta)
+    view.bump(uid, -delta)
     state.postorder += 1
     return delta
 
@@ -98,7 +101,8 @@ def _rem_dfv(schedule: Schedule, state: WalkState, uid: int, jobid: int, held: _
 def _drop_pools(schedule: Schedule, state: WalkState, source: int, jobid: int) -> int:
     """Drop ``jobid``'s unwritten pools on ``source``'s leaves (counted as the leaf-by-leaf walk would count
     them); returns their share of the fingerprints."""
-    pools = schedule._pools[source]
+    view = schedule.view
+    pools = view.pools[source]
     kept = [pool for pool in pools if pool.jobid != jobid]
     if len(kept) == len(pools):
         return 0
@@ -108,9 +112,9 @@ def _drop_pools(schedule: Schedule, state: WalkState, source: int, jobid: int) -
             dropped += pool.total
             state.postorder += len(pool.run.leaves)
     if kept:
-        schedule._pools[source] = kept
+        view.pools[source] = kept
     else:
-        del schedule._pools[source]
+        del view.pools[source]
     return dropped
 
 
@@ -118,10 +122,11 @@ def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[
     """:meth:`_rem_dfv` for children of ``source`` without out-edges (most of a large job's vertices: its
     cores), in one loop: :meth:`_rem_own` without the parts a leaf does not have (aggregate filter, span
     bounds) unless it has them. Returns the fingerprint change."""
-    tags, x_uses, plans, fp = schedule._tags, schedule._x_uses, schedule._plans, schedule.fp
-    allocations, reservations = schedule._allocations, schedule._reservations
-    bounds, job2span = schedule.bounds, schedule.job2span
-    wide = source in schedule._layouts
+    view = schedule.view
+    tags, x_uses, plans, fp = view.tag_table, view.use_table, view.plan_table, view.fp
+    allocations, reservations = view.allocation_table, view.reservation_table
+    bounds, job2span = view.bounds, view.job2span
+    wide = source in view.layouts
     total = 0
     held = 0
     for uid in leaves:
@@ -130,7 +135,7 @@ def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[
             if delta is not None:
                 held += 1
                 total += delta
-                schedule._bump(uid, -delta)
+                view.bump(uid, -delta)
             continue
         mine = tags.get(uid)
         if mine is None or jobid not in mine:
@@ -155,23 +160,24 @@ def _rem_leaves(schedule: Schedule, state: WalkState, source: int, leaves: list[
 
 def _rem_own(schedule: Schedule, uid: int, jobid: int) -> int | None:
     """Remove what ``jobid`` holds on ``uid`` itself; its share of the fingerprint, None if it holds nothing."""
-    tags = schedule._tags.get(uid)
+    view = schedule.view
+    tags = view.tag_table.get(uid)
     if tags is None or jobid not in tags:
         return None
     tags.discard(jobid)
-    uses = schedule._x_uses.get(uid)
+    uses = view.use_table.get(uid)
     use = uses.pop(jobid, None) if uses is not None else None
     delta = 0
     if use is not None:
         delta = use[2]
-        if uid in schedule.bounds:
-            schedule._unbound(uid, use[0], use[1])
-    spans = schedule.job2span.get(uid)
+        if uid in view.bounds:
+            view.unbound(uid, use[0], use[1])
+    spans = view.job2span.get(uid)
     if spans is not None and jobid in spans:
-        schedule.subplans[uid].rem_span(spans.pop(jobid))
-    span = schedule._pop_span(uid, jobid)
+        view.subplans[uid].rem_span(spans.pop(jobid))
+    span = schedule.pop_span(uid, jobid)
     if span is not None:
-        schedule._plans[uid].rem_span(span)
+        view.plan_table[uid].rem_span(span)
     return delta
 
 
@@ -198,11 +204,11 @@ class _JobTree:
             if traverser.graph.shared_children:
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        for parent in traverser._walk_parents(vertex):
+                        for parent in traverser.walk_parents(vertex):
                             by_parent.setdefault(parent, []).append(vertex)
             else:  # (a tree: each vertex has its one walk parent, and no list of them is made per vertex)
                 for vertex in held:
                     if not vertices[vertex].removed:
-                        by_parent.setdefault(traverser._walk_parent(vertex), []).append(vertex)
+                        by_parent.setdefault(traverser.walk_parent(vertex), []).append(vertex)
             self._by_parent = by_parent
         return self._by_parent.get(uid, [])

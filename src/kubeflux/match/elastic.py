@@ -23,8 +23,9 @@ from kubeflux.resources.jgf import JgfDocument, add_jgf
 
 def attach(schedule: Schedule, state: WalkState, document: JgfDocument) -> list[int]:
     """Add ``document``'s new vertices and edges; return the uids added."""
-    added = add_jgf(schedule.graph, document)
-    vertices = schedule.graph.vertices
+    view = schedule.view
+    added = add_jgf(view.graph, document)
+    vertices = view.graph.vertices
     fresh = set(added)
     changed = {vertices[uid].parent for uid in added if vertices[uid].parent not in fresh} - {-1}
     state.refresh()
@@ -34,10 +35,11 @@ def attach(schedule: Schedule, state: WalkState, document: JgfDocument) -> list[
 
 def remove_path(schedule: Schedule, state: WalkState, path: str) -> list[int]:
     """Remove the subtree at containment ``path``; return the removed uids. ResourceSetError if there is none."""
-    root = schedule.graph.by_path.get(path)
+    view = schedule.view
+    root = view.graph.by_path.get(path)
     if root is None:
         raise ResourceSetError(f"no vertex at {path} in the resource graph")
-    if root == schedule.root:
+    if root == view.root:
         raise ResourceSetError(f"{path} is the root of the resource graph; it cannot be removed")
     return _remove(schedule, state, {root: _subtree(schedule, root)})
 
@@ -45,21 +47,22 @@ def remove_path(schedule: Schedule, state: WalkState, path: str) -> list[int]:
 def remove_ranks(schedule: Schedule, state: WalkState, ranks: Iterable[int]) -> list[int]:
     """Remove every vertex of ``ranks`` and everything below it; return the removed uids. ResourceSetError for an
     unknown rank."""
-    graph = schedule.graph
+    view = schedule.view
+    graph = view.graph
     groups: dict[int, list[int]] = {}
     for rank in sorted(set(ranks)):
         uids = [uid for uid in graph.by_rank.get(rank, ()) if not graph.vertices[uid].removed]
         if not uids:
             raise ResourceSetError(f"rank {rank} is not in the resource graph")
         root = min(uids, key=lambda uid: len(graph.vertices[uid].paths.get(CONTAINMENT, "")))
-        if root == schedule.root:
+        if root == view.root:
             raise ResourceSetError(f"rank {rank} holds the root of the resource graph; it cannot be removed")
         groups[root] = uids
     return _remove(schedule, state, groups)
 
 
 def _subtree(schedule: Schedule, root: int) -> list[int]:
-    vertices = schedule.graph.vertices
+    vertices = schedule.view.graph.vertices
     found, stack = [], [root]
     while stack:
         uid = stack.pop()
@@ -71,6 +74,7 @@ def _subtree(schedule: Schedule, root: int) -> list[int]:
 def _remove(schedule: Schedule, state: WalkState, groups: dict[int, list[int]]) -> list[int]:
     # Everything below a removed vertex goes with it, whatever its rank (a JGF gives its nodes a rank and the
     # sockets and cores below them none): the jobs holding any of it release it all first.
+    view = schedule.view
     doomed: set[int] = set()
     for uids in groups.values():
         for uid in uids:
@@ -79,7 +83,7 @@ def _remove(schedule: Schedule, state: WalkState, groups: dict[int, list[int]]) 
     jobs = sorted(
         {
             jobid
-            for table in (schedule.tags, schedule.allocations, schedule.reservations)
+            for table in (view.tags, view.allocations, view.reservations)
             for uid in doomed
             for jobid in table.get(uid, ())
         }
@@ -87,7 +91,7 @@ def _remove(schedule: Schedule, state: WalkState, groups: dict[int, list[int]]) 
     for jobid in jobs:
         held = set(holding(schedule, jobid))
         release_held(schedule, state, jobid, sorted(doomed & held))
-    graph = schedule.graph
+    graph = view.graph
     parents = {graph.vertices[uid].parent for uid in doomed} - doomed - {-1}
     removed: list[int] = []
     for root in groups:

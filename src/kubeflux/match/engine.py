@@ -31,7 +31,7 @@ from kubeflux.match.policy import MatchPolicy, parse_policy
 from kubeflux.match.request import Request, requests_from_jobspec
 from kubeflux.match.schedule import Schedule
 from kubeflux.match.state import WalkState
-from kubeflux.match.subsystems import SubsystemError, SubsystemSchedule, SubsystemTraverser, parse_subsystems
+from kubeflux.match.subsystems import SubsystemError, SubsystemTraverser, SubsystemView, parse_subsystems
 from kubeflux.match.traverser import Traverser
 from kubeflux.match.update import (
     ResourceSet,
@@ -183,6 +183,19 @@ class _Requests:
         return self.duration[1]
 
 
+class _MatchScope:
+    """What one match is asked for besides its request and id, from :meth:`Engine.match` to the select walks it
+    makes: nothing of it is kept on the engine or its walks between matches."""
+
+    __slots__ = ("excluded", "later", "now", "policy")
+
+    def __init__(self, now: int, later: bool, policy: MatchPolicy, excluded: Excluded | None) -> None:
+        self.now = now
+        self.later = later
+        self.policy = policy
+        self.excluded = excluded
+
+
 def _exclusive_types(requests: list[Request]) -> set[str]:
     """The types requested exclusively anywhere in ``requests``."""
     types: set[str] = set()
@@ -230,18 +243,19 @@ class Engine:
             raise EngineError(str(error)) from error
         filters = PruningFilters(prune_filters)
         self.schedule: Schedule
-        """The graph's schedule: what the update and cancel walks record and release (the select walk reads it)."""
+        """The graph's schedule: what the update and cancel walks record and release. The select walk reads only
+        its view (:attr:`Schedule.view`), through :attr:`state`."""
         self.state: WalkState
         """The marks and results the walks of a match share."""
         if walked == (CONTAINMENT,):
-            self.schedule = Schedule(graph, filters, base, horizon)
-            self.state = WalkState(self.schedule)
+            self.schedule = Schedule(ScheduleView(graph, filters, base, horizon))
+            self.state = WalkState(self.schedule.view)
             self.traverser: Traverser = kind(self.state)
         elif kind is Traverser:
-            subsystem_schedule = SubsystemSchedule(graph, filters, base, horizon, walked)
-            self.schedule = subsystem_schedule
-            self.state = WalkState(subsystem_schedule)
-            self.traverser = SubsystemTraverser(self.state, subsystem_schedule.aux)
+            tree = SubsystemView(graph, filters, base, horizon, walked)
+            self.schedule = Schedule(tree)
+            self.state = WalkState(tree)
+            self.traverser = SubsystemTraverser(self.state, tree.aux)
         else:
             raise EngineError(f"the {traverser} traverser matches only the containment subsystem (-S CA)")
         self.writer: Writer = WRITERS[match_format]()
@@ -286,13 +300,8 @@ class Engine:
         ``policy``: the match policy of this match (a scheduler's pod may name its own), else the engine's
         (:attr:`policy`).
         """
-        self.traverser.excluded = excluded
-        self.traverser.covers = getattr(excluded, "covers", None)
-        try:
-            return self._match(op, jobspec, jobid, source, now, later, self.policy if policy is None else policy)
-        finally:
-            self.traverser.excluded = None
-            self.traverser.covers = None
+        chosen = self.policy if policy is None else policy
+        return self._match(op, jobspec, jobid, source, _MatchScope(now, later, chosen, excluded))
 
     def _match(
         self,
@@ -300,11 +309,10 @@ class Engine:
         jobspec: Jobspec,
         jobid: int | None,
         source: str,
-        now: int,
-        later: bool,
-        policy: MatchPolicy,
+        scope: _MatchScope,
     ) -> MatchResult:
         started = time.perf_counter()
+        now = scope.now
         consumes = op != MatchOp.SATISFIABILITY
         if jobid is None:
             jobid = self.next_jobid
@@ -314,7 +322,7 @@ class Engine:
         try:
             if consumes:
                 self._check_unused(jobid)
-            result.at, result.resources, result.placements = self._run(op, jobspec, jobid, now, later, policy)
+            result.at, result.resources, result.placements = self._run(op, jobspec, jobid, scope)
             result.matched = True
         except MatchFailure as failure:
             result.errno = failure.errno
@@ -363,7 +371,7 @@ class Engine:
         counts set below it and its exclusive types given to the policy (Fluxion's ``prime_jobspec``). Computed
         again only when the tracked types change."""
         traverser = self.traverser
-        key = (id(traverser), len(self.schedule.prune_filters.total))
+        key = (id(traverser), len(self.schedule.view.prune_filters.total))
         if copy.primed != key:
             copy.aggregates = {}
             traverser.prime_jobspec(copy.requests, copy.aggregates, policy)
@@ -373,13 +381,14 @@ class Engine:
         return copy.aggregates
 
     def _run(
-        self, op: MatchOp, jobspec: Jobspec, jobid: int, now: int, later: bool, policy: MatchPolicy
+        self, op: MatchOp, jobspec: Jobspec, jobid: int, scope: _MatchScope
     ) -> tuple[int, str, tuple[Placement, ...]]:
+        now, policy = scope.now, scope.policy
         copy = self._working_copy(jobspec)
         requests = copy.requests
         saved_exclusive = set(policy.exclusive_types)
         try:
-            root_type = self.graph.vertices[self.schedule.root].type
+            root_type = self.graph.vertices[self.schedule.view.root].type
             exclusive = copy.root_exclusive.get(root_type)
             if exclusive is None:
                 exclusive = copy.root_exclusive[root_type] = any(
@@ -391,9 +400,9 @@ class Engine:
             self.state.task_labels = copy.task_labels
             root = Visit(meta, policy, requests, True, exclusive)
             if op == MatchOp.SATISFIABILITY:
-                self._satisfiability(root)
+                self._satisfiability(root, scope.excluded)
                 return 0, "", ()
-            self._schedule(op, root, aggregates, later)
+            self._schedule(op, root, aggregates, scope)
             graph_end = self.base + self.horizon
             if meta.at == graph_end:
                 raise MatchFailure(Errno.EBUSY)
@@ -407,7 +416,7 @@ class Engine:
             policy.exclusive_types.clear()
             policy.exclusive_types.update(saved_exclusive)
 
-    def _satisfiability(self, root: Visit) -> None:
+    def _satisfiability(self, root: Visit, excluded: Excluded | None) -> None:
         meta = root.meta
         meta.alloc_type = AllocType.SATISFIABILITY
         # Fluxion tests at graph_end - duration - 1, which is base - 1 for a job that spans the whole horizon (no
@@ -415,47 +424,47 @@ class Engine:
         # the only window such a job can have; it is also where Fluxion tests a job one second shorter.
         meta.at = max(self.base, self.graph_end - meta.duration - 1)
         try:
-            self.traverser.select(root)
+            self.traverser.select(root, excluded)
         except MatchFailure as failure:
             if failure.errno in (Errno.EBUSY, Errno.ERANGE, Errno.ENODEV):
                 raise MatchFailure(Errno.ENODEV) from None
             raise
 
-    def _feasible(self, op: MatchOp, aggregates: dict[str, int]) -> None:
+    def _feasible(self, op: MatchOp, aggregates: dict[str, int], excluded: Excluded | None) -> None:
         wanted = aggregates.get("node", 0)
-        excluded = self.traverser.excluded
-        up = self.schedule.nodes_up
+        up = self.schedule.view.nodes_up
         if wanted > up or (
-            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.schedule, excluded)
+            excluded and wanted > up - len(excluded) and wanted > self._live.up(self.schedule.view, excluded)
         ):
             if op in (MatchOp.ALLOCATE, MatchOp.ALLOCATE_ORELSE_RESERVE):
                 raise MatchFailure(Errno.EBUSY)
             raise MatchFailure(Errno.ENODEV)
 
-    def _schedule(self, op: MatchOp, root: Visit, aggregates: dict[str, int], later: bool = False) -> None:
+    def _schedule(self, op: MatchOp, root: Visit, aggregates: dict[str, int], scope: _MatchScope) -> None:
         """Place the root visit's request by ``op``: now, else (a reservation) at the first later start time that
         fits, else test it; MatchFailure if it is not placed."""
-        self._feasible(op, aggregates)
-        if not (later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(root):
+        excluded = scope.excluded
+        self._feasible(op, aggregates, excluded)
+        if not (scope.later and op == MatchOp.ALLOCATE_ORELSE_RESERVE) and self._select(root, excluded):
             return
         if op == MatchOp.ALLOCATE_WITH_SATISFIABILITY:
-            self._satisfiability(root)
+            self._satisfiability(root, excluded)
             raise MatchFailure(Errno.EBUSY)
         if op != MatchOp.ALLOCATE_ORELSE_RESERVE:
             raise MatchFailure(Errno.EBUSY)
         meta = root.meta
         meta.alloc_type = AllocType.ALLOCATE_ORELSE_RESERVE
-        for t in reservation_times(self.schedule, meta, aggregates, self.graph_end):
+        for t in reservation_times(self.schedule.view, meta, aggregates, self.graph_end):
             meta.at = t
-            if self._select(root):
+            if self._select(root, excluded):
                 return
-        self._satisfiability(root)
+        self._satisfiability(root, excluded)
         raise MatchFailure(Errno.EBUSY)
 
-    def _select(self, root: Visit) -> bool:
+    def _select(self, root: Visit, excluded: Excluded | None) -> bool:
         """One walk at ``root.meta.at``: True if it matched; a malformed request (EINVAL) propagates."""
         try:
-            self.traverser.select(root)
+            self.traverser.select(root, excluded)
         except MatchFailure as failure:
             if failure.errno is Errno.EINVAL:
                 raise
@@ -487,7 +496,7 @@ class Engine:
             parsed = parse_expression(expression)
         except FindError as error:
             raise EngineError(f"invalid criteria: {expression}: {error}") from error
-        find(self.schedule, self.writer, parsed, now=now)
+        find(self.schedule.view, self.writer, parsed, now=now)
         self.writer.interval(0, 0)
         try:
             return self.writer.render()
@@ -686,7 +695,7 @@ class Engine:
         """Partial release and graph growth and shrink walk containment parents (:mod:`kubeflux.match.update`,
         :mod:`kubeflux.match.elastic`): refuse them when another subsystem is dominant rather than leave state
         behind on its vertices."""
-        if self.schedule.dominant != CONTAINMENT:
+        if self.schedule.view.dominant != CONTAINMENT:
             raise EngineError(f"{what} is implemented only when containment is the dominant subsystem")
 
 

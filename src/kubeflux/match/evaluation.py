@@ -155,7 +155,7 @@ class LeafRun:
 class Pool:
     """A job's records on a run of leaves not yet written leaf by leaf: the planner spans, tags, uses and
     fingerprints :func:`~kubeflux.match.schedule.record_leaves` would write. Nothing reads a leaf's records without
-    its parent's pools being written first (:meth:`Traverser._settle_source`), and a cancel that finds its pool
+    its parent's pools being written first (:meth:`ScheduleView.settle_source`), and a cancel that finds its pool
     unwritten drops it whole."""
 
     jobid: int

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
-from kubeflux.match.evaluation import Kids
+from kubeflux.match.evaluation import Excluded, Kids
 from kubeflux.match.meta import Errno, JobMeta, MatchFailure
 from kubeflux.match.request import Request, calc_count, effective_max
 from kubeflux.match.scoring import Scoring
@@ -93,19 +93,19 @@ class FlexibleTraverser(Traverser):
     slot_bounds = False  # (its slots may be alternatives: :mod:`kubeflux.match.slotbound` counts plain ones)
     count_free_parts = False  # (its slots are cut by their count below the root)
 
-    def select(self, root_visit: Visit) -> None:
+    def select(self, root_visit: Visit, excluded: Excluded | None = None) -> None:
         resources = root_visit.resources
         variants = split_xor_slots(resources)
         for variant in variants:
             _check_alternatives(variant)
         if len(variants) == 1 and _same(variants[0], resources):
-            super().select(root_visit)
+            super().select(root_visit, excluded)
             return
         failure = MatchFailure(Errno.EBUSY)
         for variant in variants:
             self.prime_jobspec(variant, {}, root_visit.policy)
             try:
-                super().select(root_visit.below(variant, True, root_visit.exclusive))
+                super().select(root_visit.below(variant, True, root_visit.exclusive), excluded)
             except MatchFailure as exc:
                 if exc.errno is Errno.EINVAL:
                     raise
@@ -155,7 +155,7 @@ class FlexibleTraverser(Traverser):
                 nslots = effective_max(resource)
                 or_matched = True
         if slots is not None:
-            if any(self.schedule._slot_fits(vertex, slot) for slot in slots):
+            if any(self.schedule.slot_fits(vertex, slot) for slot in slots):
                 return "slot", slots, nslots, "", False
             return ("pristine" if pristine else "none"), resources, nslots, "", pristine
         if matched_resource is not None:
@@ -170,11 +170,11 @@ class FlexibleTraverser(Traverser):
             if resource.type != SLOT:
                 if not self._by_excl(meta, exclusive, vertex, resource):
                     return False
-                if not self.schedule._by_subplan(meta, vertex.uid, resource):
+                if not self.schedule.by_subplan(meta, vertex.uid, resource):
                     return False
                 ok = True
             else:
-                ok = self.schedule._by_subplan(meta, vertex.uid, resource)
+                ok = self.schedule.by_subplan(meta, vertex.uid, resource)
         return ok
 
     def _dom_slot(

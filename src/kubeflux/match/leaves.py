@@ -146,8 +146,8 @@ def leaf_candidates(
     skip_allocated = check_held and conflict is None and meta.alloc_type == AllocType.ALLOCATE
     any_status = meta.alloc_type == AllocType.SATISFIABILITY
     at, duration = meta.at, meta.duration
-    plans, subplans, policy = schedule._plans, schedule.subplans, visit.policy
-    allocations, uses = schedule._allocations, schedule._x_uses
+    plans, subplans, policy = schedule.plan_table, schedule.subplans, visit.policy
+    allocations, uses = schedule.allocation_table, schedule.use_table
     base = policy.leaf_base(resource.type)
     per_share = effective_max(resource)
     total = 0 if dfu is None or needed is None else dfu.total_count(resource.type)
@@ -189,9 +189,9 @@ def leaf_candidates(
                 continue
             if conflict is not None:
                 raise MatchFailure(Errno.EINVAL, conflict + vertex.name)
-            if check_held and (target in allocations or target in uses) and schedule._held(meta, target):
+            if check_held and (target in allocations or target in uses) and schedule.held(meta, target):
                 continue
-            if target in subplans and not schedule._by_subplan(meta, target, resource):
+            if target in subplans and not schedule.by_subplan(meta, target, resource):
                 continue
         if base is None:
             policy.discover(vertex)
@@ -253,11 +253,11 @@ def own_leaves(
     hooks and choices as :meth:`Traverser._evaluate` makes them, in the same order); None when the vertex is not
     such a vertex (nothing was done). ``visit``: the request of the vertex's children; ``avail``: the vertex's free
     units; ``evaluation_type`` and ``leaf_runs``: the walk's (see :class:`Traverser`)."""
-    source = schedule._walk_parent(children[0][1])
-    order = schedule._heaviest_first(source, children)
+    source = schedule.walk_parent(children[0][1])
+    order = schedule.heaviest_first(source, children)
     element = visit.resources[0]
     x_in = visit.exclusive
-    if schedule._leaf_family(source, order) != element.type:
+    if schedule.leaf_family(source, order) != element.type:
         return None
     found = leaf_candidates(schedule, visit, leaf_kind, order, 1)
     if found is None:
@@ -302,9 +302,9 @@ def first_leaf_slots(
     order under a descending policy (the slot's choice of all of them then keeps that order). None when the
     caller must walk (nothing was changed). ``visit``: the slot's (its shape, held exclusively)."""
     element = visit.resources[0]
-    source = schedule._walk_parent(children[0][1])
-    order = schedule._heaviest_first(source, children)
-    if schedule._leaf_family(source, order) != element.type:
+    source = schedule.walk_parent(children[0][1])
+    order = schedule.heaviest_first(source, children)
+    if schedule.leaf_family(source, order) != element.type:
         return None
     found = leaf_candidates(schedule, visit, leaf_kind, order, max(nslots, 1))
     if found is None or not (found[2] and visit.policy.descending):
@@ -313,7 +313,7 @@ def first_leaf_slots(
 
 
 def own_run(schedule: ScheduleView, source: int, chosen: list[LeafCandidate]) -> LeafRun:
-    """:meth:`WalkState._leaf_run` of the marks :func:`own_leaves` made of ``chosen``, exclusive leaves of one type
+    """:meth:`WalkState.leaf_run` of the marks :func:`own_leaves` made of ``chosen``, exclusive leaves of one type
     reached through ``source``'s own out-edges (each edge once)."""
     if len(chosen) > 1 and chosen[0][2] > chosen[-1][2]:
         chosen = chosen[::-1]  # found highest uniq_id first, which is usually the last edge first
@@ -324,6 +324,6 @@ def own_run(schedule: ScheduleView, source: int, chosen: list[LeafCandidate]) ->
     uids = list(uid_tuple)
     vertices = schedule.graph.vertices
     sizes = [vertices[uid].size for uid in uids]
-    whole = len(uids) == len(schedule._kid_edges(source)) and list(counts) == sizes
+    whole = len(uids) == len(schedule.children(source)) and list(counts) == sizes
     type = vertices[uids[0]].type
     return LeafRun(source, leaves, uids, {type: sum(sizes)}, whole, hash((source, tuple(leaves))))

@@ -555,7 +555,7 @@ def _type_planner(mp: MultiPlanner, k: int, resource_type: str) -> Planner:
     planner = Planner(mp._totals[k], base, mp._end - base, resource_type)
     hidden, refs = mp._hidden[k], mp._refs
     points = [(t, r) for t, r in mp._axis.columns[k].items() if not hidden or refs[t] > hidden.get(t, 0)]
-    planner._tl = Timeline.of([t for t, _ in points], [r for _, r in points])
+    timeline = Timeline.of([t for t, _ in points], [r for _, r in points])
     own_refs = {base: 1}
     spans: dict[int, tuple[int, int, int]] = {}
     for span_id, (start, last, planned) in mp._spans.items():
@@ -564,13 +564,7 @@ def _type_planner(mp: MultiPlanner, k: int, resource_type: str) -> Planner:
             spans[span_id + 1] = (start, last, request)
             own_refs[start] = own_refs.get(start, 0) + 1
             own_refs[last] = own_refs.get(last, 0) + 1
-    planner._refs = own_refs
-    planner._spans = spans
-    planner._span_counter = mp._span_counter
-    it = mp._iters.get(resource_type)
-    if it is not None:
-        planner._iter = (it[0], it[1], it[2])
-        planner._iter_cursor = it[3]
+    planner.load(timeline, own_refs, spans, mp._span_counter, mp._iters.get(resource_type))
     return planner
 
 

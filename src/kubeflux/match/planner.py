@@ -230,6 +230,25 @@ class Planner:
         other._iter_cursor = self._iter_cursor
         return other
 
+    def load(
+        self,
+        timeline: Timeline,
+        refs: dict[int, int],
+        spans: dict[int, tuple[int, int, int]],
+        span_counter: int,
+        iterator: list[int] | None,
+    ) -> None:
+        """Take a state made elsewhere (one type of a :class:`~kubeflux.match.multiplanner.MultiPlanner`): its free
+        units over time, reference counts of its points, spans by id, the last span id, and the ``avail_time``
+        iteration under way as (on or after, duration, request, cursor)."""
+        self._tl = timeline
+        self._refs = refs
+        self._spans = spans
+        self._span_counter = span_counter
+        if iterator is not None:
+            self._iter = (iterator[0], iterator[1], iterator[2])
+            self._iter_cursor = iterator[3]
+
     def __copy__(self) -> Planner:  # not `__copy__ = copy`, which mypyc compiles wrongly (see kubeflux._native)
         return Planner.copy(self)
 

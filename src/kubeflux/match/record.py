@@ -37,13 +37,14 @@ def update(
     hold their planner spans, so only tags, exclusivity checkers and aggregate filters are recorded. ``leaf_runs``:
     whether runs of exclusive leaves may be recorded as one pool (the traverser's own flag).
     """
+    view = schedule.view
     if state.root_seq != state.sequence:
         raise MatchFailure(Errno.EINVAL, "resource state wasn't properly set up for update")
     walk = UpdateWalk(state, schedule, writer, meta, policy, full, leaf_runs)
     if not full:
-        schedule._settle()
-    root = schedule.root
-    shadow = schedule.graph.vertices[root].type in policy.exclusive_types
+        view.settle()
+    root = view.root
+    shadow = view.graph.vertices[root].type in policy.exclusive_types
     evaluation = state.root_eval if full else None
     recorded = walk.vertex(root, state.root_needs, state.root_excl, shadow, False, evaluation, {})
     if full and not recorded:
@@ -68,6 +69,7 @@ class UpdateWalk:
         "reweigh",
         "schedule",
         "state",
+        "view",
         "writer",
     )
 
@@ -83,6 +85,8 @@ class UpdateWalk:
     ) -> None:
         self.state = state
         self.schedule = schedule
+        self.view = schedule.view
+        """What the walk reads of the schedule it writes."""
         self.writer = writer
         self.meta = meta
         self.exclusive_types = policy.exclusive_types
@@ -90,7 +94,7 @@ class UpdateWalk:
         """Whether edges are re-weighed (``first``'s explore order)."""
         self.full = full
         self.leaf_runs = leaf_runs
-        self.fresh = full and meta.jobid not in schedule.job_vertices
+        self.fresh = full and meta.jobid not in schedule.view.job_vertices
         """Whether the job is new to the graph (its runs of leaves may be kept as pools)."""
         self.level = 0
         """The depth of the vertex being recorded (the writer's level)."""
@@ -113,8 +117,8 @@ class UpdateWalk:
         type, ``emit_shadow``), adding its aggregates to ``to_parent`` and its fingerprint change to :attr:`delta`;
         ``evaluation``: the select walk's evaluation of ``uid``, whose marks are stamped now. Returns the number of
         vertices recorded."""
-        state, schedule = self.state, self.schedule
-        vertices = schedule.graph.vertices
+        state, schedule, view = self.state, self.schedule, self.view
+        vertices = view.graph.vertices
         vertex = vertices[uid]
         exclusive_types = self.exclusive_types
         mod = emit_shadow or vertex.type in exclusive_types
@@ -127,20 +131,20 @@ class UpdateWalk:
         sequence = state.sequence
         kid_evals = None
         if evaluation is not None:
-            state._apply_own(evaluation)
+            state.apply_own(evaluation)
             kid_evals = evaluation.kids
         children: Iterable[tuple[int, int]]
-        marked_now = state._marked_seq == sequence
-        run = state._run_marks.get(uid) if marked_now else None
+        marked_now = state.marked_seq == sequence
+        run = state.run_marks.get(uid) if marked_now else None
         if run is not None and (not mod or run.whole):
             # The run is all the edges marked below uid (and, when uid is held whole, all its children whole).
             n_plans += self._leaves(uid, run.leaves, aggregates, excl, run)
             children = ()
         elif mod or not marked_now:
-            children = schedule._kid_edges(uid)
+            children = view.children(uid)
         else:
-            edges = schedule.graph.edges
-            marked = state._marked.get(uid, ())
+            edges = view.graph.edges
+            marked = state.marked.get(uid, ())
             if len(marked) == 1:  # one marked child (a one-core job's path down): no sort
                 (edge,) = marked
                 children = ((edge, edges[edge].target),)
@@ -156,7 +160,7 @@ class UpdateWalk:
                 x = edge_excl[edge] or mod
                 child = vertices[target]
                 child_needs = child.size if mod else edge_needs[edge]
-                if not child.out or not schedule._kid_edges(target):  # (a method call, not a bound method in a local)
+                if not child.out or not view.children(target):  # (a method call, not a bound method in a local)
                     if x or child.type in exclusive_types:  # a shared leaf records nothing
                         leaves.append((edge, target, child_needs))
                     continue
@@ -169,8 +173,8 @@ class UpdateWalk:
                     if edge in slot_leader and edge_seq[edge] == sequence:
                         self.nslots += 1
                     if self.reweigh:
-                        self.delta += schedule._update_weight(edge, target, self.meta)
-                    self.writer.edge(schedule.graph, edge)
+                        self.delta += schedule.update_weight(edge, target, self.meta)
+                    self.writer.edge(view.graph, edge)
                     n_plans += n_sub
             if leaves:
                 n_plans += self._leaves(uid, leaves, aggregates, excl)
@@ -178,12 +182,12 @@ class UpdateWalk:
         if excl:
             n_plans += 1
             if self.full:
-                schedule._add_plan(uid, meta, needs)
+                schedule.add_plan(uid, meta, needs)
         if n_plans > 0:
             own = hash((uid, meta.jobid, meta.at, meta.duration, int(meta.alloc_type), needs, excl))
-            schedule._add_job_data(uid, meta, aggregates, own)
+            schedule.add_job_data(uid, meta, aggregates, own)
             self.delta += own
-            total = schedule.prune_filters.total
+            total = view.prune_filters.total
             if vertex.type in total:
                 used = vertex.size if excl else vertex.size - needs
                 to_parent[vertex.type] = to_parent.get(vertex.type, 0) + used
@@ -193,7 +197,7 @@ class UpdateWalk:
             self.writer.vertex(level, vertex, needs, excl)
         delta = self.delta
         if delta:
-            schedule._bump(uid, delta)
+            view.bump(uid, delta)
         self.delta = outer + delta
         self.level = level - 1
         return n_plans
@@ -210,31 +214,31 @@ class UpdateWalk:
         allocation's vertices are its cores, so they are recorded in one loop (or, for a marked :class:`LeafRun`
         of a job new to the graph, as one pool), without the walk's bookkeeping for children, aggregate filters
         and span bounds, which a leaf does not have. Returns the count."""
-        state, schedule, meta = self.state, self.schedule, self.meta
+        state, view, meta = self.state, self.view, self.meta
         jobid = meta.jobid
-        total = schedule.prune_filters.total
-        if run is None and excl_parent and self.fresh and self.leaf_runs and not schedule.graph.shared_children:
-            run = state._run_of(source, leaves)  # a node's gpus next to its sockets, say
-        if run is not None and self.fresh and source not in schedule._layouts:  # after the pools before it
+        total = view.prune_filters.total
+        if run is None and excl_parent and self.fresh and self.leaf_runs and not view.graph.shared_children:
+            run = state.run_of(source, leaves)  # a node's gpus next to its sockets, say
+        if run is not None and self.fresh and source not in view.layouts:  # after the pools before it
             added = hash((run.signature, job_key(jobid, meta.at, meta.duration, meta.alloc_type)))
             pool = Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, added)
-            schedule._pools.setdefault(source, []).append(pool)
-            schedule._job_vertices(jobid).update(run.uids)
+            view.pools.setdefault(source, []).append(pool)
+            view.vertices_of_job(jobid).update(run.uids)
             for type, size in run.sizes.items():
                 if type in total:
                     to_parent[type] = to_parent.get(type, 0) + size
         else:
-            if source in schedule._pools:  # they were recorded first
-                schedule._settle_source(source)
-            added = record_leaves(schedule, source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, self.full)
-            vertices = schedule.graph.vertices
+            if source in view.pools:  # they were recorded first
+                view.settle_source(source)
+            added = record_leaves(view, source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, self.full)
+            vertices = view.graph.vertices
             for _edge, uid, _needs in leaves:
                 vertex = vertices[uid]
                 if vertex.type in total:
                     to_parent[vertex.type] = to_parent.get(vertex.type, 0) + vertex.size
         texts = None if run is None else run.texts
-        self.writer.leaves(self.level + 1, schedule.graph, leaves, texts)
-        if source in state._leads:
+        self.writer.leaves(self.level + 1, view.graph, leaves, texts)
+        if source in state.leads:
             sequence = state.sequence
             for edge, _leaf, _count in leaves:
                 if edge in state.slot_leader and (run is not None or state.edge_seq[edge] == sequence):

@@ -64,7 +64,7 @@ def too_few_slots(schedule: ScheduleView, resources: list[Request], meta: JobMet
     then decides."""
     if meta.alloc_type not in BOUNDED_OPS or schedule.graph.shared_children:
         return False, None
-    layout = schedule._layouts.get(schedule.root)
+    layout = schedule.layouts.get(schedule.root)
     if layout is None:
         return False, None
     shape = slot_shape(resources)
@@ -76,7 +76,7 @@ def too_few_slots(schedule: ScheduleView, resources: list[Request], meta: JobMet
         return False, None
     if meta.at < schedule.base or meta.at + meta.duration > schedule.base + schedule.horizon or meta.duration < 1:
         return False, None
-    if schedule._slot_fits(schedule.graph.vertices[schedule.root], slot):
+    if schedule.slot_fits(schedule.graph.vertices[schedule.root], slot):
         return False, None  # (the root would cut slots from its own leaves, across its children)
     if not layout.counts:
         layout.counts = [[{} for _ in level] for level in layout.fps]

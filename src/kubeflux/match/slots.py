@@ -118,8 +118,8 @@ def _qualified(
     holding them, within their own aggregate filter. None if a child is no leaf (the generic walk visits it).
     Children of other types fail the slot's shape (their visit finds nothing and records nothing)."""
     vertices = schedule.graph.vertices
-    plans, subplans = schedule._plans, schedule.subplans
-    allocations, uses = schedule._allocations, schedule._x_uses
+    plans, subplans = schedule.plan_table, schedule.subplans
+    allocations, uses = schedule.allocation_table, schedule.use_table
     any_status = meta.alloc_type == AllocType.SATISFIABILITY
     at, duration = meta.at, meta.duration
     type = element.type
@@ -141,9 +141,9 @@ def _qualified(
         if conflict:
             message = f"exclusivity conflicts at jobspec={element.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, message)
-        if (target in allocations or target in uses) and schedule._held(meta, target):
+        if (target in allocations or target in uses) and schedule.held(meta, target):
             continue
-        if target in subplans and not schedule._by_subplan(meta, target, element):
+        if target in subplans and not schedule.by_subplan(meta, target, element):
             continue
         candidates.append((base + vertex.id, avail, edge))
     return candidates

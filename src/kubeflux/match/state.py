@@ -39,18 +39,18 @@ class WalkState:
         self.edge_excl = [False] * n_edges
         self.edge_seq = [0] * n_edges
         self.slot_leader: set[int] = set()
-        self._leads: dict[int, int] = {}
+        self.leads: dict[int, int] = {}
         """Per vertex, how many of its out-edges are in :attr:`slot_leader` (only :meth:`_lead` and
-        :meth:`_unlead_edge` change either)."""
+        :meth:`unlead_edge` change either)."""
         self.root_needs = 0
         self.root_excl = False
         self.root_seq = 0
         self.root_eval: Evaluation | None = None
-        self._run_marks: dict[int, LeafRun] = {}
-        """The runs marked by the current match (``_marked_seq``), by source, instead of their edges' stamps."""
-        self._marked: dict[int, set[int]] = {}
-        """The edges stamped by the current match (``_marked_seq``), by source: the update walk's children."""
-        self._marked_seq = -1
+        self.run_marks: dict[int, LeafRun] = {}
+        """The runs marked by the current match (``marked_seq``), by source, instead of their edges' stamps."""
+        self.marked: dict[int, set[int]] = {}
+        """The edges stamped by the current match (``marked_seq``), by source: the update walk's children."""
+        self.marked_seq = -1
 
     def refresh(self) -> None:
         """Size the per-edge tables after the graph grew."""
@@ -65,7 +65,7 @@ class WalkState:
         self.sequence += 1
         self.sequence_object = self.sequence
 
-    def _marks(self, dfu: Scoring) -> list[Mark]:
+    def choice_marks(self, dfu: Scoring) -> list[Mark]:
         """The edges a vertex's best-k choice marks (Fluxion's ``enforce``), in Fluxion's order.
 
         Below the root the marks are kept in the vertex's :class:`Evaluation` and stamped only when the update
@@ -101,7 +101,7 @@ class WalkState:
         """Stamp the root's best-k choices in ``dfu`` and the paths above them (Fluxion's ``enforce``)."""
         edges = self.graph.edges
         last = -1
-        for mark in self._marks(dfu):
+        for mark in self.choice_marks(dfu):
             self._apply_mark(mark)
             source = edges[mark[0]].source
             if source != last:
@@ -111,7 +111,7 @@ class WalkState:
                 self._mark_ancestors(source, dfu)
                 last = source
 
-    def _leaf_run(self, marks: list[Mark]) -> LeafRun | None:
+    def leaf_run(self, marks: list[Mark]) -> LeafRun | None:
         """``marks`` as a :class:`LeafRun`, if they are exclusive leaves of one source without slot leaders (and
         the containment is a tree: a leaf with two parents could be read through the one its pool is not under)."""
         if self.graph.shared_children:
@@ -127,7 +127,7 @@ class WalkState:
                 return None
             target = record.target
             vertex = vertices[target]
-            if vertex.out and self.schedule._kid_edges(target):
+            if vertex.out and self.schedule.children(target):
                 return None
             leaves.append((edge, target, needs))
             sizes[vertex.type] = sizes.get(vertex.type, 0) + vertex.size
@@ -135,11 +135,11 @@ class WalkState:
         leaves.sort()
         if len({edge for edge, _uid, _needs in leaves}) != len(leaves):
             return None
-        whole = whole and len(leaves) == len(self.schedule._kid_edges(source))
+        whole = whole and len(leaves) == len(self.schedule.children(source))
         uids = [uid for _edge, uid, _needs in leaves]
         return LeafRun(source, leaves, uids, sizes, whole, hash((source, tuple(leaves))))
 
-    def _run_of(self, source: int, leaves: list[tuple[int, int, int]]) -> LeafRun:
+    def run_of(self, source: int, leaves: list[tuple[int, int, int]]) -> LeafRun:
         """The exclusive leaves (edge, leaf, needs) of ``source`` that the update walk records in one piece, as a
         :class:`LeafRun` (when they are not all its marks, say a node's gpus next to its sockets). Only for a
         source the job holds whole: no other job's match reads its leaves during the job's window, so the pool
@@ -154,15 +154,15 @@ class WalkState:
 
     def _unrun(self, source: int) -> None:
         """Stamp a marked run's edges one by one: another mark under its source joins it."""
-        for edge, _, needs in self._run_marks.pop(source).leaves:
+        for edge, _, needs in self.run_marks.pop(source).leaves:
             self.mark_edge(edge, needs, True)
 
     def _new_marks(self) -> None:
         """Start the current match's marks (the first stamp of a match)."""
-        if self._marked_seq != self.sequence:
-            self._marked_seq = self.sequence
-            self._marked = {}
-            self._run_marks = {}
+        if self.marked_seq != self.sequence:
+            self.marked_seq = self.sequence
+            self.marked = {}
+            self.run_marks = {}
 
     def _apply_mark(self, mark: Mark) -> None:
         edge, needs, exclusive, lead = mark
@@ -172,39 +172,39 @@ class WalkState:
         if lead == LEAD:
             self._lead(edge)
         elif lead == NOT_LEAD:
-            self._unlead_edge(edge)
+            self.unlead_edge(edge)
 
     def _lead(self, edge: int) -> None:
         if edge not in self.slot_leader:
             self.slot_leader.add(edge)
             source = self.graph.edges[edge].source
-            self._leads[source] = self._leads.get(source, 0) + 1
+            self.leads[source] = self.leads.get(source, 0) + 1
 
-    def _unlead_edge(self, edge: int) -> None:
+    def unlead_edge(self, edge: int) -> None:
         if edge in self.slot_leader:
             self.slot_leader.discard(edge)
             source = self.graph.edges[edge].source
-            left = self._leads[source] - 1
+            left = self.leads[source] - 1
             if left:
-                self._leads[source] = left
+                self.leads[source] = left
             else:
-                del self._leads[source]
+                del self.leads[source]
 
     def _stamp(self, edge: int) -> None:
         """Mark ``edge`` as chosen by the current match, and index it by its source for the update walk."""
         self.edge_seq[edge] = self.sequence_object  # one object for all (see ScheduleView.uid_objects)
-        if self._marked_seq != self.sequence:
+        if self.marked_seq != self.sequence:
             self._new_marks()
         source = self.graph.edges[edge].source
-        if source in self._run_marks:
+        if source in self.run_marks:
             self._unrun(source)
-        marked = self._marked.get(source)
+        marked = self.marked.get(source)
         if marked is None:
-            self._marked[source] = {edge}
+            self.marked[source] = {edge}
         else:
             marked.add(edge)
 
-    def _apply_own(self, evaluation: Evaluation) -> None:
+    def apply_own(self, evaluation: Evaluation) -> None:
         """Stamp an evaluation's own marks for the current match (once)."""
         sequence = self.sequence
         if evaluation.marks is None or evaluation.applied == sequence:
@@ -212,8 +212,8 @@ class WalkState:
         evaluation.applied = sequence
         self._new_marks()
         run = evaluation.run
-        if run is not None and run.source not in self._marked and run.source not in self._run_marks:
-            self._run_marks[run.source] = run  # stands for its edges' stamps (see UpdateWalk.vertex)
+        if run is not None and run.source not in self.marked and run.source not in self.run_marks:
+            self.run_marks[run.source] = run  # stands for its edges' stamps (see UpdateWalk.vertex)
             return
         for mark in evaluation.marks:
             self._apply_mark(mark)
@@ -223,14 +223,14 @@ class WalkState:
         path = []
         while uid != self.schedule.root and uid != -1:
             path.append(uid)
-            uid = self.schedule._walk_parent(uid)
+            uid = self.schedule.walk_parent(uid)
         evaluation: Evaluation | None = self.root_eval
         for step in reversed(path):
             if evaluation is None or evaluation.kids is None:
                 return
             evaluation = evaluation.kids.get(step)
             if evaluation is not None:
-                self._apply_own(evaluation)
+                self.apply_own(evaluation)
 
     def _mark_ancestors(self, parent: int, dfu: Scoring) -> None:
         """Mark the unconstrained edges from ``parent`` up to the root (Fluxion's ``enforce`` with
@@ -238,10 +238,10 @@ class WalkState:
         schedule = self.schedule
         vertices = self.graph.vertices
         while True:
-            grand = schedule._walk_parent(parent)
+            grand = schedule.walk_parent(parent)
             if grand == -1:
                 return
-            edge = schedule._parent_edge(parent)
+            edge = schedule.parent_edge(parent)
             if self.edge_seq[edge] == self.sequence:
                 return
             evals = dfu.by_type.get(vertices[parent].type)
@@ -261,4 +261,4 @@ class WalkState:
         """Forget that the edge into ``uid`` leads a task slot."""
         edge = self.schedule.walk_parent_edge(uid)
         if edge != -1:
-            self._unlead_edge(edge)
+            self.unlead_edge(edge)

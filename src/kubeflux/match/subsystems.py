@@ -24,7 +24,7 @@ At every dominant vertex the walk then explores each auxiliary subsystem (Fluxio
 * the update walk records nothing along auxiliary edges (Fluxion's ``upd_upv`` and ``rem_upv`` are empty).
 
 :class:`SubsystemTraverser` does this on top of :class:`~kubeflux.match.traverser.Traverser`, over a
-:class:`SubsystemSchedule`, whose dominant subsystem is walked as a tree: each vertex's parent is the one through
+:class:`SubsystemView`, whose dominant subsystem is walked as a tree: each vertex's parent is the one through
 which a depth-first walk from the root first reaches it (Fluxion colours visited vertices and skips them), so cross
 edges are never followed. It keeps
 no cached evaluations (each match re-walks the dominant tree), so the containment matcher (``-S CA``), which
@@ -41,10 +41,10 @@ from kubeflux.match.evaluation import Evaluation, Kids, LeafRun, Mark
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, effective_max
-from kubeflux.match.schedule import Schedule
 from kubeflux.match.scoring import EdgeEval, EdgeGroup, Evals, Scoring
 from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.traverser import Traverser, tally_shares
+from kubeflux.match.view import ScheduleView
 from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex
 
@@ -142,8 +142,9 @@ class AuxEvaluation(Evaluation):
         self.aux = aux
 
 
-class SubsystemSchedule(Schedule):
-    """The schedule of a graph whose walks follow ``subsystems[0]`` (the dominant subsystem), as a tree."""
+class SubsystemView(ScheduleView):
+    """The schedule of a graph whose walks follow ``subsystems[0]`` (the dominant subsystem), as a tree: the same
+    tables, read along another structure (each vertex's children and parent are its tree's)."""
 
     def __init__(
         self, graph: Graph, prune: PruningFilters, base: int, duration: int, subsystems: Iterable[str]
@@ -194,7 +195,7 @@ class SubsystemSchedule(Schedule):
                 result.append((index, target))
         return result
 
-    def _parent_edge(self, uid: int) -> int:
+    def parent_edge(self, uid: int) -> int:
         edge = self._tree_edge.get(uid, -1)
         if edge == -1:
             raise KeyError(uid)
@@ -207,25 +208,25 @@ class SubsystemSchedule(Schedule):
         # Fluxion's prime_pruning_filter takes a vertex for a leaf by its out-degree over all subsystems.
         return not vertex.out
 
-    def refresh(self, changed: Iterable[int], added: Iterable[int] = (), removed: Iterable[int] = ()) -> None:
+    def restructure(self) -> None:
         self._build_tree(self.graph)
         self._kids.clear()
         self._by_weight.clear()
-        super().refresh(changed, added, removed)
+        super().restructure()
 
-    def _walk_parent(self, uid: int) -> int:
+    def walk_parent(self, uid: int) -> int:
         return self._tree_parent.get(uid, -1)
 
-    def _walk_parents(self, uid: int) -> list[int]:
+    def walk_parents(self, uid: int) -> list[int]:
         return [self._tree_parent.get(uid, -1)]
 
-    def _reorder(self, edge: int, target: int, old: int, new: int) -> None:
+    def reorder(self, edge: int, target: int, old: int, new: int) -> None:
         # The explore order is kept per dominant parent; forget it rather than patch it (walks here are small).
         self._by_weight.pop(self._tree_parent.get(target, -1), None)
 
 
 class SubsystemTraverser(Traverser):
-    """DFU matching over a :class:`SubsystemSchedule`'s dominant subsystem, with up-walks over the ``aux`` ones."""
+    """DFU matching over a :class:`SubsystemView`'s dominant subsystem, with up-walks over the ``aux`` ones."""
 
     scoring_type = AuxScoring
     evaluation_type = AuxEvaluation
@@ -243,7 +244,7 @@ class SubsystemTraverser(Traverser):
     def _dom_dfv(self, visit: Visit, uid: int) -> Evaluation:
         """Visit ``uid`` afresh (no evaluation is cached: the subtree's state includes auxiliary vertices that the
         dominant tree's fingerprints do not cover)."""
-        return self._evaluate(visit, uid, self.schedule._kid_edges(uid))
+        return self._evaluate(visit, uid, self.schedule.children(uid))
 
     def _explore_aux(self, visit: Visit, vertex: Vertex, dfu: Scoring) -> None:
         if self.aux and isinstance(dfu, AuxScoring):
@@ -297,7 +298,7 @@ class SubsystemTraverser(Traverser):
         subsystem (status, availability, exclusivity; no aggregate filter there) and has units free."""
         if meta.alloc_type != AllocType.SATISFIABILITY and vertex.status != Status.UP:
             return False
-        if self.schedule._avail(vertex.uid, meta.at, meta.duration) == 0:
+        if self.schedule.avail(vertex.uid, meta.at, meta.duration) == 0:
             return False
         for resource in resources:
             if resource.type != vertex.type or resource.type == SLOT:

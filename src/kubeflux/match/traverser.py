@@ -79,11 +79,12 @@ class Traverser:
         """The schedule as the walk reads it (a view: the select walk never writes the schedule)."""
         self.graph = state.graph
         self.excluded: Excluded | None = None
-        """Node vertices below the root that the current match must treat as down (set by the engine for one
-        match; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
-        marking them down, which would change their fingerprints and so void their cached evaluations."""
+        """Node vertices below the root that the current walk must treat as down (given to :meth:`select` for one
+        walk; see :meth:`Engine.match`): a scheduler hides the nodes a pod may not use this way instead of
+        marking them down, which would change their fingerprints and so void their cached evaluations. None
+        between walks, and below a vertex with no excluded node under it."""
         self.level_types: frozenset[str] = frozenset()  # levels above the nodes (racks): wide.levels_below
-        self.covers: Callable[[int], object] | None = None  # a level with an excluded node below (Engine.match)
+        self.covers: Callable[[int], object] | None = None  # a level with an excluded node below (see select)
         self.keys = CacheKeys()
         self._cache: dict[int, CacheTable[Evaluation]] = {}
         self._leaf_kinds: dict[tuple[int, str, bool], bool | None] = {}
@@ -94,9 +95,20 @@ class Traverser:
         """The slot elements the current walk's bound counted the root's children for (None: it did not count);
         its blocks counted empty are skipped (:func:`~kubeflux.match.slotbound.empty_block`)."""
 
-    def select(self, root_visit: Visit) -> None:
+    def select(self, root_visit: Visit, excluded: Excluded | None = None) -> None:
         """Find and mark the best resources for the root's visit (its request, at its ``meta.at``, under its
-        policy); raise MatchFailure if none."""
+        policy), the nodes in ``excluded`` treated as down (see :attr:`excluded`; its ``covers(uid)``, if it has
+        one, tells the vertices above the nodes that have an excluded node below them); raise MatchFailure if
+        none."""
+        self.excluded = excluded
+        self.covers = getattr(excluded, "covers", None) if excluded is not None else None
+        try:
+            self._select(root_visit)
+        finally:
+            self.excluded = None
+            self.covers = None
+
+    def _select(self, root_visit: Visit) -> None:
         resources, meta, exclusive, policy = (
             root_visit.resources,
             root_visit.meta,
@@ -120,7 +132,7 @@ class Traverser:
         state.root_eval = evaluation
         if not evaluation.ok:
             raise MatchFailure(Errno.EBUSY)
-        state._apply_own(evaluation)
+        state.apply_own(evaluation)
         dfu = Scoring()
         if evaluation.merged is not None:
             dfu.merge_types(evaluation.merged)
@@ -193,7 +205,7 @@ class Traverser:
         if plan is None or plan[0] is not resources:
             plan = kind_plan(self._kinds, vertex.type, resources, pristine)
         slot = plan[1]
-        if slot is not None and self.schedule._slot_fits(vertex, slot):
+        if slot is not None and self.schedule.slot_fits(vertex, slot):
             return plan[2]
         return plan[3]
 
@@ -204,10 +216,10 @@ class Traverser:
         if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return 0
         schedule = self.schedule
-        avail = schedule._avail(vertex.uid, meta.at, meta.duration)
+        avail = schedule.avail(vertex.uid, meta.at, meta.duration)
         if avail == 0:
             return 0
-        if vertex.type == "node" and visit.policy.spec.node_exclusive and schedule._held(meta, vertex.uid):
+        if vertex.type == "node" and visit.policy.spec.node_exclusive and schedule.held(meta, vertex.uid):
             # The update walk will hold the node whole, planning every vertex below it: a node another job uses is
             # out, as if the jobspec asked for it exclusively. Fluxion checks only the node's own planner here,
             # which suffices while every job holds its nodes whole; a node a job holds in part (a pod of another
@@ -221,7 +233,7 @@ class Traverser:
                 continue
             if resource.type != SLOT and not self._by_excl(meta, exclusive, vertex, resource):
                 return False
-            if not self.schedule._by_subplan(meta, vertex.uid, resource):
+            if not self.schedule.by_subplan(meta, vertex.uid, resource):
                 return False
         return True
 
@@ -229,12 +241,12 @@ class Traverser:
         if exclusive and resource.exclusive is False:
             conflict = f"exclusivity conflicts at jobspec={resource.label} : vertex={vertex.name}"
             raise MatchFailure(Errno.EINVAL, conflict)
-        return not ((exclusive or resource.exclusive is True) and self.schedule._held(meta, vertex.uid))
+        return not ((exclusive or resource.exclusive is True) and self.schedule.held(meta, vertex.uid))
 
     def _dom_dfv(self, visit: Visit, uid: int) -> Evaluation:
         """Visit ``uid`` (or reuse the evaluation of an unchanged subtree for the same request and window)."""
         schedule = self.schedule
-        children = schedule._kid_edges(uid)
+        children = schedule.children(uid)
         root = uid == schedule.root
         if not children or (self.excluded is not None and (root or self.covers is not None)):
             # (the root's evaluation, or a level's above an excluded node, depends on them: never kept nor reused)
@@ -266,8 +278,8 @@ class Traverser:
         schedule = self.schedule
         vertex = self.graph.vertices[uid]
         resources, meta, policy = visit.resources, visit.meta, visit.policy
-        if uid in schedule._pools and schedule._pools_matter(uid, meta, children):
-            schedule._settle_source(uid)
+        if uid in schedule.pools and schedule.pools_matter(uid, meta, children):
+            schedule.settle_source(uid)
         x_in = visit.exclusive or own_exclusive(self._exclusives, vertex.type, resources)
         kind, next_resources, nslots, label, check_pristine = self._match_kind(vertex, resources, visit.pristine)
         if kind == "none":
@@ -319,9 +331,9 @@ class Traverser:
             evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
-                evaluation.marks = self.state._marks(dfu) or None
+                evaluation.marks = self.state.choice_marks(dfu) or None
                 if evaluation.marks is not None and self.leaf_runs:
-                    evaluation.run = self.state._leaf_run(evaluation.marks)
+                    evaluation.run = self.state.leaf_run(evaluation.marks)
             else:
                 self._pass_up(evaluation, dfu)
         return evaluation
@@ -344,8 +356,8 @@ class Traverser:
             # Checked before the blocks, so a vertex's leaf family is first asked with all its children (and only in
             # a tree, where the first child's parent is the vertex explored).
             if self.leaf_batches and len(resources) == 1 and children and not self.graph.shared_children:
-                source = schedule._walk_parent(children[0][1])
-                if schedule._leaf_family(source, children) == resources[0].type:
+                source = schedule.walk_parent(children[0][1])
+                if schedule.leaf_family(source, children) == resources[0].type:
                     leaves_found = self._first_leaves(visit, children, dfu, None)
                     if leaves_found is not None:
                         return leaves_found
@@ -357,13 +369,13 @@ class Traverser:
             return found
         if not children:
             return False
-        source = schedule._walk_parent(children[0][1])
-        order = schedule._heaviest_first(source, children)
+        source = schedule.walk_parent(children[0][1])
+        order = schedule.heaviest_first(source, children)
         if (
             self.leaf_batches
             and len(resources) == 1
             and resources[0].type != SLOT
-            and schedule._leaf_family(source, order) == resources[0].type
+            and schedule.leaf_family(source, order) == resources[0].type
         ):
             leaves_found = self._first_leaves(visit, order, dfu, max(multiplier, 1))
             if leaves_found is not None:
@@ -381,7 +393,7 @@ class Traverser:
                 # wanted): its visit only adds it to the candidates of its type, which no share counts, no choice
                 # takes and no mark follows; with every score positive they only tell the root that the type is
                 # there, which the root checks only of types that are there (see _resolve_graph).
-                if schedule._positive_scores(visit.policy.spec):
+                if schedule.positive_scores(visit.policy.spec):
                     continue
                 if self._leaf_kind(vertex, resources, visit.pristine) is False:
                     if self._pristine_leaf(visit, edge, vertex, dfu):
@@ -440,7 +452,7 @@ class Traverser:
                 return False  # as a node marked down: pruned (satisfiability ignores status)
             covers = self.covers
             if covers is not None and not covers(target):  # nothing excluded below it: walked (and cached) as such
-                self.excluded = None  # (back by the end of the match if the visit raises: Engine.match)
+                self.excluded = None  # (back by the end of the walk if the visit raises: select)
                 found = self._visit_child(visit, edge, target, dfu, kids)
                 self.excluded = excluded
                 return found
@@ -486,7 +498,7 @@ class Traverser:
         meta, x_in = visit.meta, visit.exclusive
         if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return False
-        plan = self.schedule._plans.get(vertex.uid)
+        plan = self.schedule.plan_table.get(vertex.uid)
         avail = vertex.size if plan is None else plan.avail_resources_during(meta.at, meta.duration)
         if avail == 0:
             return False
@@ -508,7 +520,7 @@ class Traverser:
         meta = visit.meta
         if vertex.status and meta.alloc_type != AllocType.SATISFIABILITY:  # Status.UP is 0
             return False
-        avail = self.schedule._avail(vertex.uid, meta.at, meta.duration)
+        avail = self.schedule.avail(vertex.uid, meta.at, meta.duration)
         if avail == 0 or not self._prune_resources(meta, x_in, vertex, visit.resources):
             return False
         policy = visit.policy

@@ -128,7 +128,7 @@ def _r_lite_ranks(execution: Any, source: str) -> frozenset[int]:
 
 def _resolve(schedule: Schedule, record: JgfVertex, source: str) -> int:
     """The graph vertex a JGF vertex stands for (Fluxion's ``find_vtx``)."""
-    graph = schedule.graph
+    graph = schedule.view.graph
     where = f"{source}: node {record.key!r}"
     uid: int | None = None
     for path in record.paths.values():
@@ -171,8 +171,9 @@ def replay(
     the graph unchanged, if a vertex or edge is not in the graph or a vertex is not free during the window.
     ``policy``: the match policy the job is recorded under (a node-exclusive one holds its nodes whole).
     """
+    view = schedule.view
     source = document.source
-    graph = schedule.graph
+    graph = view.graph
     skipped = document.free_ranks or frozenset()
     held: dict[str, _Held] = {}
     for record in document.vertices:
@@ -190,7 +191,7 @@ def replay(
             if document.free_ranks is not None:
                 continue
             raise ResourceSetError(f"{source}: edges[{position}] ({edge.source} -> {edge.target}): no such node")
-        if parent.uid == schedule.root and root_mark is None:
+        if parent.uid == view.root and root_mark is None:
             root_mark = parent
         index = graph.find_out_edge(parent.uid, child.uid)
         if index is None:
@@ -201,7 +202,7 @@ def replay(
         marks.append((index, child))
 
     if root_mark is None:
-        root = graph.vertices[schedule.root].name
+        root = graph.vertices[view.root].name
         raise ResourceSetError(
             f"{source}: no edge leaves the root {root}: a resource set must hold the path from the root"
             if held
@@ -217,7 +218,8 @@ def replay_leaves(
     from the root to each of them shared: the same state as replaying the JGF of those vertices, without writing
     and reading that document. Raises ResourceSetError, with the graph unchanged, if a leaf is not in the graph
     or not free during the window."""
-    graph = schedule.graph
+    view = schedule.view
+    graph = view.graph
     vertices = graph.vertices
     exclusive = set(leaves)
     _check_uids(graph, exclusive, "")
@@ -230,11 +232,11 @@ def replay_leaves(
                 raise ResourceSetError(f"{vertex.name} is not in the resource graph")
             held[uid] = _Held(uid, vertex.size, uid in exclusive)
             uid = vertex.parent
-    root = held.get(schedule.root)
+    root = held.get(view.root)
     if root is None:
         raise ResourceSetError("the resource set holds no vertex" if not held else "it does not reach the root")
     ordered = [held[uid] for uid in sorted(held)]
-    marks = [(_parent_edge(schedule, item.uid), item) for item in ordered if item.uid != schedule.root]
+    marks = [(_parent_edge(schedule, item.uid), item) for item in ordered if item.uid != view.root]
     _record(schedule, state, writer, ordered, marks, root, meta, policy)
 
 
@@ -248,7 +250,7 @@ def _check_uids(graph: Graph, uids: Iterable[int], prefix: str) -> None:
 
 def _parent_edge(schedule: Schedule, uid: int) -> int:
     """The containment edge into ``uid`` from its parent."""
-    graph = schedule.graph
+    graph = schedule.view.graph
     parent = graph.vertices[uid].parent
     for index in graph.in_edges(uid):
         edge = graph.edges[index]
@@ -284,7 +286,8 @@ def _plan(schedule: Schedule, held: Iterable[_Held], meta: JobMeta, policy: Matc
     Under a node-exclusive policy the update walk holds each node on the path whole, everything below it
     included, as a match would: a node another job uses during the window is refused, as select passes over it.
     """
-    vertices = schedule.graph.vertices
+    view = schedule.view
+    vertices = view.graph.vertices
     at, end = meta.at, meta.at + meta.duration
     whole = policy.spec.node_exclusive
     planned: list[int] = []
@@ -293,7 +296,7 @@ def _plan(schedule: Schedule, held: Iterable[_Held], meta: JobMeta, policy: Matc
         below_whole: set[int] = set()
         for item in held:
             if whole and vertices[item.uid].type == "node":
-                if schedule.busy(item.uid, at, end):
+                if view.busy(item.uid, at, end):
                     raise ResourceSetError(
                         f"{vertices[item.uid].name} is used by another job during [{at}, {end}), and under the "
                         f"{policy.spec.name} policy a replay holds its nodes whole"
@@ -312,7 +315,7 @@ def _plan(schedule: Schedule, held: Iterable[_Held], meta: JobMeta, policy: Matc
             if item.uid in below_whole:
                 continue
             if item.exclusive:
-                if schedule.busy(item.uid, at, end):
+                if view.busy(item.uid, at, end):
                     raise ResourceSetError(f"{vertices[item.uid].name} is held by another job during [{at}, {end})")
                 try:
                     schedule.plan_span(item.uid, meta, item.amount)
@@ -321,7 +324,7 @@ def _plan(schedule: Schedule, held: Iterable[_Held], meta: JobMeta, policy: Matc
                     raise ResourceSetError(f"{name} is not free during [{at}, {end}): {error}") from error
                 planned.append(item.uid)
             else:
-                plan = schedule.plans.get(item.uid)
+                plan = view.plans.get(item.uid)
                 if plan is not None and plan.avail_resources_during(at, meta.duration) < vertices[item.uid].size:
                     raise ResourceSetError(f"{vertices[item.uid].name} is not free during [{at}, {end})")
     except ResourceSetError:
@@ -334,7 +337,7 @@ def _subtree(schedule: Schedule, uid: int) -> list[int]:
     """``uid`` and every vertex below it in the walked subsystem."""
     found = [uid]
     for vertex in found:
-        found.extend(child for _, child in schedule.children(vertex))
+        found.extend(child for _, child in schedule.view.children(vertex))
     return found
 
 
@@ -348,7 +351,8 @@ def release(schedule: Schedule, state: WalkState, jobid: int, resources: JgfDocu
     ranks that the job holds is released). Raises ResourceSetError, with the graph unchanged, if a vertex is
     not in the graph or not held by the job, or a rank is unknown.
     """
-    graph = schedule.graph
+    view = schedule.view
+    graph = view.graph
     if isinstance(resources, JgfDocument):
         skipped = resources.free_ranks or frozenset()
         named = []
@@ -362,7 +366,7 @@ def release(schedule: Schedule, state: WalkState, jobid: int, resources: JgfDocu
         uids = graph.by_rank.get(rank)
         if not uids:
             raise ResourceSetError(f"rank {rank} is not in the resource graph")
-        purge.extend(uid for uid in uids if jobid in schedule.tags.get(uid, ()))
+        purge.extend(uid for uid in uids if jobid in view.tags.get(uid, ()))
     if not purge:
         raise ResourceSetError(f"ranks {sorted(resources)} hold nothing that job {jobid} holds: nothing to release")
     return release_held(schedule, state, jobid, purge)
@@ -375,12 +379,13 @@ def release_vertices(
     writing and reading it); True when nothing of the job is left. Vertices the job holds shared are released
     through their aggregate spans. Raises ResourceSetError, with the graph unchanged, if the job does not hold
     one of them or holds none exclusively; ``source`` names the resource set in the message."""
-    graph = schedule.graph
+    view = schedule.view
+    graph = view.graph
     uids = list(uids)
     _check_uids(graph, uids, f"{source}: ")
     purge: list[int] = []
     named: set[int] = set()
-    x_uses, allocations = schedule.x_uses, schedule.allocations
+    x_uses, allocations = view.x_uses, view.allocations
     for uid in uids:
         uses = x_uses.get(uid)
         if uses is None or jobid not in uses:
@@ -403,10 +408,11 @@ def release_vertices(
 
 def _releases_all(schedule: Schedule, jobid: int, purge: list[int]) -> bool:
     """Whether ``purge`` names every vertex ``jobid`` holds exclusively (a pod's whole job, for instance)."""
-    allocations = schedule.allocations
+    view = schedule.view
+    allocations = view.allocations
     named = set(purge)
-    return jobid in schedule.tags.get(schedule.root, ()) and all(
-        uid in named for uid in schedule.job_vertices.get(jobid, ()) if jobid in allocations.get(uid, ())
+    return jobid in view.tags.get(view.root, ()) and all(
+        uid in named for uid in view.job_vertices.get(jobid, ()) if jobid in allocations.get(uid, ())
     )
 
 
@@ -421,12 +427,13 @@ def release_held(schedule: Schedule, state: WalkState, jobid: int, uids: Iterabl
     cases, and a later match then takes the vertex as free and finds what is below it busy. Only the root
     draining ends the job, as in Fluxion (what is left is purged then). An ancestor kept so, with no aggregate
     span left, keeps the job until it ends, as Fluxion keeps one that never had an aggregate span for it."""
-    vertices = schedule.graph.vertices
+    view = schedule.view
+    vertices = view.graph.vertices
     uids = list(uids)
     above = _above_held(schedule, jobid, set(uids))
     reductions: dict[int, dict[str, int]] = {}
     depth: dict[int, int] = {}
-    schedule.released_in_part.add(jobid)
+    view.released_in_part.add(jobid)
     for uid in uids:
         amount = _let_go(schedule, state, uid, jobid) if uid in above else _purge(schedule, state, uid, jobid)
         type = vertices[uid].type
@@ -439,25 +446,26 @@ def release_held(schedule: Schedule, state: WalkState, jobid: int, uids: Iterabl
             depth[ancestor] = level
             totals = reductions.setdefault(ancestor, {})
             totals[type] = totals.get(type, 0) + amount
-    above.discard(schedule.root)
+    above.discard(view.root)
     for ancestor in sorted(reductions, key=lambda uid: -depth[uid]):
         _reduce(schedule, ancestor, jobid, reductions[ancestor], above)
 
-    if jobid in schedule.tags.get(schedule.root, ()):
+    if jobid in view.tags.get(view.root, ()):
         return False
     for uid in holding(schedule, jobid):
         _purge(schedule, state, uid, jobid)
-    schedule.job_vertices.pop(jobid, None)
-    schedule.released_in_part.discard(jobid)
+    view.job_vertices.pop(jobid, None)
+    view.released_in_part.discard(jobid)
     return True
 
 
 def _above_held(schedule: Schedule, jobid: int, released: set[int]) -> set[int]:
     """The vertices above a vertex that holds a planner span of ``jobid`` and is not among ``released``."""
-    vertices = schedule.graph.vertices
+    view = schedule.view
+    vertices = view.graph.vertices
     above: set[int] = set()
-    for uid in schedule.job_vertices.get(jobid, ()):
-        if uid in released or not schedule.holds_span(uid, jobid):
+    for uid in view.job_vertices.get(jobid, ()):
+        if uid in released or not view.holds_span(uid, jobid):
             continue
         parent = vertices[uid].parent
         while parent != -1 and parent not in above:
@@ -468,13 +476,14 @@ def _above_held(schedule: Schedule, jobid: int, released: set[int]) -> set[int]:
 
 def _purge(schedule: Schedule, state: WalkState, uid: int, jobid: int) -> int:
     """Remove everything ``jobid`` holds on ``uid``; return the amount its planner span held."""
-    tags = schedule.tags.get(uid)
+    view = schedule.view
+    tags = view.tags.get(uid)
     if tags is not None:
         tags.discard(jobid)
     schedule.drop_use(uid, jobid)
-    aggregate = schedule.job2span.get(uid, {}).pop(jobid, None)
+    aggregate = view.job2span.get(uid, {}).pop(jobid, None)
     if aggregate is not None:
-        schedule.subplans[uid].rem_span(aggregate)
+        view.subplans[uid].rem_span(aggregate)
     return _let_go(schedule, state, uid, jobid)
 
 
@@ -491,9 +500,10 @@ def _reduce(schedule: Schedule, uid: int, jobid: int, counts: Mapping[str, int],
     No fingerprint token of its own: a vertex below it gave up a planner span just before, and that change
     already reached the fingerprint of every ancestor (cached evaluations of them are not reused).
     """
-    tags = schedule.tags.get(uid)
-    subplan = schedule.subplans.get(uid)
-    spans = schedule.job2span.get(uid, {})
+    view = schedule.view
+    tags = view.tags.get(uid)
+    subplan = view.subplans.get(uid)
+    spans = view.job2span.get(uid, {})
     if tags is None or jobid not in tags or subplan is None or jobid not in spans:
         return
     span = spans[jobid]
@@ -503,19 +513,20 @@ def _reduce(schedule: Schedule, uid: int, jobid: int, counts: Mapping[str, int],
     if drained:
         del spans[jobid]
         # a vertex held whole (a node) stays held until it is named
-        if not schedule.holds_span(uid, jobid) and uid not in above:
+        if not view.holds_span(uid, jobid) and uid not in above:
             tags.discard(jobid)
             schedule.drop_use(uid, jobid)
 
 
 def holding(schedule: Schedule, jobid: int) -> list[int]:
     """Every vertex that still holds some state of ``jobid``."""
+    view = schedule.view
     tables: list[Mapping[int, Any]] = [
-        schedule.tags,
-        schedule.x_uses,
-        schedule.job2span,
-        schedule.allocations,
-        schedule.reservations,
+        view.tags,
+        view.x_uses,
+        view.job2span,
+        view.allocations,
+        view.reservations,
     ]
-    candidates = schedule.job_vertices.get(jobid, ())
+    candidates = view.job_vertices.get(jobid, ())
     return sorted(uid for uid in candidates if any(jobid in table.get(uid, ()) for table in tables))

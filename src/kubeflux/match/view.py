@@ -5,11 +5,14 @@ subtrees (Fluxion's pruning filters), runs of leaves recorded as one pool, and p
 subtree's state, which a cached evaluation is checked against. The graph itself holds only structure.
 
 :class:`ScheduleView` is what the select walk is given (:class:`~kubeflux.match.traverser.Traverser` holds one, and
-no :class:`~kubeflux.match.schedule.Schedule`): the tables, the questions the walk asks of them (is a vertex free,
-held, within its subtree's filter), and the structure it walks (children, parents, ``first``'s explore order),
-found once and kept. The one thing reading may write is a pool of leaves (:meth:`ScheduleView._settle_source`): the
-same records, written leaf by leaf when a walk needs them so. Recording and releasing jobs, status and graph
-changes are :class:`~kubeflux.match.schedule.Schedule`'s, which the update and cancel walks are given.
+no :class:`~kubeflux.match.schedule.Schedule`, which holds the view, never the other way round): the tables, the
+questions the walk asks of them (is a vertex free, held, within its subtree's filter), and the structure it walks
+(children, parents, ``first``'s explore order), found once and kept. The one thing reading may write is a pool of
+leaves (:meth:`ScheduleView.settle_source`): the same records, written leaf by leaf when a walk needs them so. The
+``*_table`` attributes are the tables as they stand, pools not yet written (what the walks read, settling a
+source's pools before its leaves); the properties of the same names without ``_table`` settle every pool first.
+Recording and releasing jobs, status and graph changes are :class:`~kubeflux.match.schedule.Schedule`'s, which the
+update and cancel walks are given.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ class ScheduleView:
     """The tables of one graph's schedule and the questions the walks ask of them (see the module docstring)."""
 
     dominant: str = CONTAINMENT
-    """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemSchedule` walks others)."""
+    """The subsystem walked (:class:`~kubeflux.match.subsystems.SubsystemView` walks others)."""
 
     def __init__(self, graph: Graph, prune: PruningFilters, base: int, duration: int) -> None:
         self.graph = graph
@@ -44,17 +47,17 @@ class ScheduleView:
         n_edges = len(graph.edges)
         self.edge_weight = [WEIGHT_MAX] * n_edges
         self._uid_objects: list[Any] = []
-        self._plans: dict[int, Planner] = {}
-        self._allocations: dict[int, dict[int, int]] = {}
-        self._reservations: dict[int, dict[int, int]] = {}
+        self.plan_table: dict[int, Planner] = {}
+        self.allocation_table: dict[int, dict[int, int]] = {}
+        self.reservation_table: dict[int, dict[int, int]] = {}
         self.job_vertices: dict[int, set[int]] = {}
         """Per job, the vertices where it was recorded (a superset of those still holding some of its state)."""
         self.released_in_part: set[int] = set()
         """Jobs released in part: a vertex may have let go of the job while one below it still holds it, out of
         the cancel walk's reach (see :func:`~kubeflux.match.cancel.cancel`)."""
-        self._x_uses: dict[int, dict[int, tuple[int, int, int]]] = {}
-        self._tags: dict[int, set[int]] = {}
-        self._pools: dict[int, list[Pool]] = {}
+        self.use_table: dict[int, dict[int, tuple[int, int, int]]] = {}
+        self.tag_table: dict[int, set[int]] = {}
+        self.pools: dict[int, list[Pool]] = {}
         """Per vertex, the jobs' records on runs of its leaves not yet written leaf by leaf."""
         self.subplans: dict[int, MultiPlanner] = {}
         self.job2span: dict[int, dict[int, int]] = {}
@@ -67,12 +70,12 @@ class ScheduleView:
         self._kids: dict[int, list[tuple[int, int]]] = {}
         self._parent_edges: dict[int, int] = {}
         self._ids_above: bool | None = None
-        """Whether no vertex the walks reach has an id below -1 (see :meth:`_positive_scores`), found
+        """Whether no vertex the walks reach has an id below -1 (see :meth:`positive_scores`), found
         by the walk that primes the aggregate filters; None until then."""
         self._out_types: dict[int, set[str]] = {}
-        self._layouts: dict[int, Layout] = {}
-        """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`_bump`)."""
-        self._kid_pos: dict[int, int] = {}
+        self.layouts: dict[int, Layout] = {}
+        """Per wide vertex, the sum of its children's fingerprints per block (kept by :meth:`bump`)."""
+        self.kid_pos: dict[int, int] = {}
         self._by_weight: dict[int, tuple[list[tuple[int, int]] | None, list[tuple[int, int]]]] = {}
         """Per vertex, its children heaviest first (``first``'s explore order) with their sort keys, kept in order
         as edge weights change. The keys are None while every child still has the weight in
@@ -80,10 +83,9 @@ class ScheduleView:
         self._uniform_weight: dict[int, int] = {}
         self._leaf_families: dict[int, str] = {}
         """Per vertex, the type of its children when they are all leaves of one type, else "" (see
-        :meth:`_leaf_family`)."""
+        :meth:`leaf_family`)."""
         self._nodes_within: dict[int, int] = {}
         """Per vertex whose status was set, the node vertices in its subtree (until the graph changes)."""
-        self._epoch = 0
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
         made for one time window still holds for another if no bound lies where the window's ends moved."""
@@ -93,34 +95,34 @@ class ScheduleView:
     @property
     def plans(self) -> dict[int, Planner]:
         """Per vertex, its planner (the time axis of its units), for the vertices that have held a span."""
-        self._settle()
-        return self._plans
+        self.settle()
+        return self.plan_table
 
     @property
     def allocations(self) -> dict[int, dict[int, int]]:
         """Per vertex, the allocations holding it: jobid -> span id in its planner."""
-        self._settle()
-        return self._allocations
+        self.settle()
+        return self.allocation_table
 
     @property
     def reservations(self) -> dict[int, dict[int, int]]:
         """Per vertex, the reservations holding it: jobid -> span id in its planner."""
-        self._settle()
-        return self._reservations
+        self.settle()
+        return self.reservation_table
 
     @property
     def x_uses(self) -> dict[int, dict[int, tuple[int, int, int]]]:
         """Per vertex, the jobs whose allocation or reservation includes it: jobid -> (start, end, hash).
         Fluxion's exclusivity checker (a planner of 2^30 units, one per job); ``hash`` is the job's share of
         the vertex's fingerprint."""
-        self._settle()
-        return self._x_uses
+        self.settle()
+        return self.use_table
 
     @property
     def tags(self) -> dict[int, set[int]]:
         """Per vertex, the jobs recorded on it."""
-        self._settle()
-        return self._tags
+        self.settle()
+        return self.tag_table
 
     def uid_objects(self) -> list[Any]:
         """Per vertex, its uid as the graph holds it (:attr:`Vertex.uid`): the one int object that the tables by
@@ -136,30 +138,30 @@ class ScheduleView:
             objects.extend(map(attrgetter("uid"), vertices[len(objects) :]))
         return objects
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Write every pool leaf by leaf: whatever reads or changes records outside the match and cancel walks
         sees them whole."""
-        while self._pools:
-            self._settle_source(next(iter(self._pools)))
+        while self.pools:
+            self.settle_source(next(iter(self.pools)))
 
-    def _pools_matter(self, source: int, meta: JobMeta, children: list[tuple[int, int]]) -> bool:
+    def pools_matter(self, source: int, meta: JobMeta, children: list[tuple[int, int]]) -> bool:
         """Whether visiting ``source``'s leaves for ``meta`` could find other answers with its pools written: a
         pool's spans meet the window, or an allocation's mere presence counts (a new allocation avoids any
         vertex allocated exclusively), or the leaves' fingerprints are summed per block (a wide vertex)."""
-        if source in self._layouts or len(children) >= 2 * BLOCK:
+        if source in self.layouts or len(children) >= 2 * BLOCK:
             return True
         at, end = meta.at, meta.at + meta.duration
         allocating = meta.alloc_type == AllocType.ALLOCATE
-        for pool in self._pools[source]:
+        for pool in self.pools[source]:
             if pool.at < end and at < pool.at + pool.duration:
                 return True
             if allocating and pool.alloc_type == AllocType.ALLOCATE:
                 return True
         return False
 
-    def _settle_source(self, source: int) -> None:
+    def settle_source(self, source: int) -> None:
         """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
-        for pool in self._pools.pop(source, ()):
+        for pool in self.pools.pop(source, ()):
             leaves = pool.run.leaves
             record_leaves(self, source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
 
@@ -174,17 +176,18 @@ class ScheduleView:
             if edge.subsystem == CONTAINMENT and edge.relation == "contains"
         ]
 
-    def _kid_edges(self, uid: int) -> list[tuple[int, int]]:
+    def children(self, uid: int) -> list[tuple[int, int]]:
+        """(edge index, target) of ``uid``'s children in the walked subsystem, in edge order (do not modify)."""
         kids = self._kids.get(uid)
         if kids is None:
             kids = self._kids[self.uid_objects()[uid]] = self._children(uid)
         return kids
 
-    def _walk_parent(self, uid: int) -> int:
+    def walk_parent(self, uid: int) -> int:
         """``uid``'s parent in the walked subsystem."""
         return self.graph.vertices[uid].parent
 
-    def _walk_parents(self, uid: int) -> list[int]:
+    def walk_parents(self, uid: int) -> list[int]:
         """Every vertex the walk reaches ``uid`` from: in a containment DAG a vertex may have several (in a tree,
         its one parent)."""
         graph = self.graph
@@ -198,7 +201,7 @@ class ScheduleView:
                 parents.append(edge.source)
         return parents
 
-    def _parent_edge(self, uid: int) -> int:
+    def parent_edge(self, uid: int) -> int:
         """The containment edge into ``uid`` from its parent (found once: a rack's node is one of 64 out-edges)."""
         found = self._parent_edges.get(uid)
         if found is not None:
@@ -214,28 +217,24 @@ class ScheduleView:
 
     def walk_parent_edge(self, uid: int) -> int:
         """The edge into ``uid`` from its parent in the walked subsystem, -1 for the root."""
-        return -1 if self.graph.vertices[uid].parent == -1 else self._parent_edge(uid)
-
-    def children(self, uid: int) -> list[tuple[int, int]]:
-        """(edge index, target) of ``uid``'s children in the walked subsystem, in edge order (do not modify)."""
-        return self._kid_edges(uid)
+        return -1 if self.graph.vertices[uid].parent == -1 else self.parent_edge(uid)
 
     def has_children(self, uid: int) -> bool:
-        return bool(self._kid_edges(uid))
+        return bool(self.children(uid))
 
     def _prime_leaf(self, vertex: Vertex) -> bool:
         """Whether a vertex without children has its type tracked as a leaf type by the root's filter."""
         return True
 
-    def _avail(self, uid: int, at: int, duration: int) -> int:
-        plan = self._plans.get(uid)
+    def avail(self, uid: int, at: int, duration: int) -> int:
+        plan = self.plan_table.get(uid)
         if plan is None:
             return self.graph.vertices[uid].size
         return plan.avail_resources_during(at, duration)
 
     def _x_busy(self, uid: int, at: int, duration: int) -> bool:
         """Whether any job holds ``uid`` during ``[at, at + duration)``."""
-        uses = self._x_uses.get(uid)
+        uses = self.use_table.get(uid)
         if not uses:
             return False
         end = at + duration
@@ -245,14 +244,14 @@ class ScheduleView:
                 return True
         return False
 
-    def _held(self, meta: JobMeta, uid: int) -> bool:
+    def held(self, meta: JobMeta, uid: int) -> bool:
         """Whether another job holds ``uid`` or anything below it during ``meta``'s window, as far as a vertex
         wanted exclusively cares (an allocation counts whenever it is, for a new allocation)."""
-        if meta.alloc_type == AllocType.ALLOCATE and self._allocations.get(uid):
+        if meta.alloc_type == AllocType.ALLOCATE and self.allocation_table.get(uid):
             return True
         return self._x_busy(uid, meta.at, meta.duration)
 
-    def _by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
+    def by_subplan(self, meta: JobMeta, uid: int, resource: Request) -> bool:
         """Whether ``uid``'s aggregate filter has what ``resource`` asks below it during ``meta``'s window."""
         subplan = self.subplans.get(uid)
         if subplan is None or not resource.user_data:
@@ -265,7 +264,7 @@ class ScheduleView:
 
     def busy(self, uid: int, at: int, end: int) -> bool:
         """Whether a job holds ``uid`` or something below it during ``[at, end)``."""
-        self._settle()
+        self.settle()
         return self._x_busy(uid, at, end - at)
 
     def holds_span(self, uid: int, jobid: int) -> bool:
@@ -275,7 +274,7 @@ class ScheduleView:
     def root_subplan(self) -> MultiPlanner:
         return self.subplans[self.root]
 
-    def _slot_fits(self, vertex: Vertex, slot: Request) -> bool:
+    def slot_fits(self, vertex: Vertex, slot: Request) -> bool:
         """Whether ``vertex`` has a child of each type the slot asks. Found by a scan that stops when they are
         all seen (a node's first children are cores), so a node's first visit does not list its 64 children;
         the set of its children's types is kept only when the scan went through them all."""
@@ -295,7 +294,7 @@ class ScheduleView:
                 return False
         return True
 
-    def _leaf_family(self, source: int, children: list[tuple[int, int]]) -> str | None:
+    def leaf_family(self, source: int, children: list[tuple[int, int]]) -> str | None:
         """The type of ``source``'s children if they are all leaves (no out-edges) of one type, else None."""
         family = self._leaf_families.get(source)
         if family is None:
@@ -309,7 +308,7 @@ class ScheduleView:
             self._leaf_families[source] = family
         return family or None
 
-    def _heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def heaviest_first(self, source: int, children: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """``first``'s explore order of ``source``'s children: heaviest edge, then highest uniq_id, first."""
         known = self._by_weight.get(source)
         if known is None:
@@ -336,7 +335,7 @@ class ScheduleView:
             known = self._by_weight[source] = ([key for key, _, _ in keyed], order)
         return known[1]
 
-    def _positive_scores(self, spec: PolicySpec) -> bool:
+    def positive_scores(self, spec: PolicySpec) -> bool:
         """Whether every score a policy of ``spec`` gives a vertex is positive: not scored by performance class, and
         no vertex id below -1 (a score is MATCH_MET, plus node factors of (id + 2) * 10000 or more, plus id + 1)."""
         if spec.performance_class:
@@ -345,22 +344,22 @@ class ScheduleView:
             self._ids_above = all(vertex.id >= -1 for vertex in self.graph.vertices)
         return self._ids_above
 
-    def _new_plan(self, uid: int) -> Planner:
+    def new_plan(self, uid: int) -> Planner:
         """``uid``'s planner, made when it first holds a span (a one-unit vertex keeps a small table)."""
         vertex = self.graph.vertices[uid]
         kind = UnitPlanner if vertex.size == 1 else Planner
-        plan = self._plans[self.uid_objects()[uid]] = kind(vertex.size, self.base, self.horizon, vertex.type)
+        plan = self.plan_table[self.uid_objects()[uid]] = kind(vertex.size, self.base, self.horizon, vertex.type)
         return plan
 
-    def _span_table(self, alloc_type: AllocType) -> dict[int, dict[int, int]] | None:
+    def span_table(self, alloc_type: AllocType) -> dict[int, dict[int, int]] | None:
         """Where a span of this kind is listed per vertex and job (None for a satisfiability test)."""
         if alloc_type == AllocType.ALLOCATE:
-            return self._allocations
+            return self.allocation_table
         if alloc_type == AllocType.ALLOCATE_ORELSE_RESERVE:
-            return self._reservations
+            return self.reservation_table
         return None
 
-    def _job_vertices(self, jobid: Any) -> set[int]:
+    def vertices_of_job(self, jobid: Any) -> set[int]:
         """The vertices where ``jobid`` is recorded (see :attr:`job_vertices`); ``jobid`` is ``Any``: the caller's
         int object is the key (see :meth:`uid_objects`)."""
         found = self.job_vertices.get(jobid)
@@ -368,22 +367,22 @@ class ScheduleView:
             found = self.job_vertices[jobid] = set()
         return found
 
-    def _unbound(self, uid: int, start: int, end: int) -> None:
+    def unbound(self, uid: int, start: int, end: int) -> None:
         bounds = self.bounds.get(uid)
         if bounds:
             del bounds[bisect_left(bounds, start)]
             del bounds[bisect_left(bounds, end)]
-            for span_bounds in self._span_bounds(uid):
+            for span_bounds in self.span_bounds(uid):
                 del span_bounds[bisect_left(span_bounds, start)]
                 del span_bounds[bisect_left(span_bounds, end)]
 
-    def _span_bounds(self, uid: int) -> list[list[int]]:
+    def span_bounds(self, uid: int) -> list[list[int]]:
         """The bounds lists of the spans of its parent's layout that ``uid`` is in, one per level (none when the
         parent is not laid out)."""
-        layout = self._layouts.get(self.graph.vertices[uid].parent)
+        layout = self.layouts.get(self.graph.vertices[uid].parent)
         if layout is None or not layout.bounds:
             return []
-        position = self._kid_pos.get(uid, layout.width) // BLOCK
+        position = self.kid_pos.get(uid, layout.width) // BLOCK
         if position * BLOCK >= layout.width:
             return []
         found = []
@@ -392,19 +391,78 @@ class ScheduleView:
             position //= BLOCK
         return found
 
-    def _bump(self, uid: int, delta: int) -> None:
+    def bump(self, uid: int, delta: int) -> None:
         """Add ``delta`` to ``uid``'s fingerprint and to the fingerprint of its block in its parent."""
         self.fp[uid] += delta
         parent = self.graph.vertices[uid].parent
-        layout = self._layouts.get(parent)
+        layout = self.layouts.get(parent)
         if layout is not None:
-            position = self._kid_pos.get(uid, layout.width) // BLOCK
+            position = self.kid_pos.get(uid, layout.width) // BLOCK
             if position * BLOCK >= layout.width:  # not laid out yet: lay the parent out again
-                del self._layouts[parent]
+                del self.layouts[parent]
                 return
             for level in layout.fps:
                 level[position] += delta
                 position //= BLOCK
+
+    # What a change of the schedule (:class:`~kubeflux.match.schedule.Schedule`) makes the view forget or redo of
+    # what it found and kept of the graph's structure.
+
+    def forget_structure(self, uid: int) -> None:
+        """Forget what was found of ``uid``'s containment children (attach, remove, a node added or removed)."""
+        self._parent_edges.clear()
+        self._kids.pop(uid, None)
+        self.layouts.pop(uid, None)
+        self.layouts.pop(self.graph.vertices[uid].parent, None)  # its spans' bounds hold uid's
+        self._out_types.pop(uid, None)
+        self._by_weight.clear()
+        self._leaf_families.clear()
+        self._nodes_within.clear()
+        if not self.children(uid):
+            # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
+            # (add_job_data records none for a leaf, and a release must not take out bounds never put in).
+            self.bounds.pop(uid, None)
+        elif uid not in self.bounds:  # a leaf that grew children: its own span bounds
+            self.bounds[uid] = sorted(t for use in self.x_uses.get(uid, {}).values() for t in use[:2])
+
+    def restructure(self) -> None:
+        """Forget the parent edges and vertex ids found, after vertices were added or removed."""
+        self._parent_edges.clear()
+        self._ids_above = None
+
+    def nodes_within(self, uid: int) -> int:
+        """The node vertices in ``uid``'s subtree (kept until the graph changes)."""
+        found = self._nodes_within.get(uid)
+        if found is None:
+            stack = [uid]
+            found = 0
+            while stack:
+                current = stack.pop()
+                if self.graph.vertices[current].type == "node":
+                    found += 1
+                stack.extend(target for _, target in self.children(current))
+            self._nodes_within[uid] = found
+        return found
+
+    def reorder(self, edge: int, target: int, old: int, new: int) -> None:
+        """Move ``edge`` to its new place in its source's explore order (heaviest first, then highest uniq_id)."""
+        vertex = self.graph.vertices[target]
+        known = self._by_weight.get(vertex.parent)
+        if known is None:
+            return
+        keys, order = known
+        if keys is None:
+            uniform = self._uniform_weight[vertex.parent]
+            keys = [(-uniform, -self.graph.vertices[kid].uniq_id) for _, kid in order]
+            self._by_weight[vertex.parent] = (keys, order)
+        position = bisect_left(keys, (-old, -vertex.uniq_id))
+        if position == len(order) or order[position][0] != edge:
+            del self._by_weight[vertex.parent]
+            return
+        del keys[position], order[position]
+        position = bisect_left(keys, (-new, -vertex.uniq_id))
+        keys.insert(position, (-new, -vertex.uniq_id))
+        order.insert(position, (edge, target))
 
 
 def record_leaves(
@@ -423,21 +481,21 @@ def record_leaves(
     made up so they add up to ``total`` if given (a pool written late: its source already counts it).
     Returns the fingerprint change."""
     key = job_key(jobid, at, duration, alloc_type)
-    plans, tags, x_uses, fp = schedule._plans, schedule._tags, schedule._x_uses, schedule.fp
+    plans, tags, x_uses, fp = schedule.plan_table, schedule.tag_table, schedule.use_table, schedule.fp
     keys = schedule.uid_objects()
     job: Any = jobid  # one int object for every record below (see ScheduleView.uid_objects)
     start: Any = at
     end: Any = at + duration
-    table = schedule._span_table(alloc_type)
-    wide = source in schedule._layouts
+    table = schedule.span_table(alloc_type)
+    wide = source in schedule.layouts
     last = len(leaves) - 1
     added = shares = 0
-    held_by_job = schedule._job_vertices(job)
+    held_by_job = schedule.vertices_of_job(job)
     for i, (_edge, uid, needs) in enumerate(leaves):
         if full:
             plan = plans.get(uid)
             if plan is None:
-                plan = schedule._new_plan(uid)
+                plan = schedule.new_plan(uid)
             span = plan.add_span(at, duration, needs)
             if table is not None:
                 spans = table.get(uid)
@@ -461,10 +519,10 @@ def record_leaves(
             previous = uses.get(job)
             if previous is not None:
                 own += previous[2]
-                schedule._unbound(uid, previous[0], previous[1])
+                schedule.unbound(uid, previous[0], previous[1])
             uses[job] = (start, end, own)
         if wide:
-            schedule._bump(uid, own)
+            schedule.bump(uid, own)
         else:
             fp[uid] += own
         added += own
@@ -492,7 +550,7 @@ def _prime_pass(view: ScheduleView, root: int) -> bool:
         uid, done = stack.pop()
         vertex = vertices[uid]
         # Kept: first visits a vertex never seen before on every match, and would make its list then.
-        children = view._kid_edges(uid) if vertex.out else []
+        children = view.children(uid) if vertex.out else []
         if not done:
             if vertex.id < -1:
                 ids_above = False

@@ -86,9 +86,9 @@ class Spans:
 
 def layout_of(schedule: ScheduleView, parent: int, children: list[tuple[int, int]]) -> Layout:
     """``parent``'s :class:`Layout` of ``children`` (laid out again when their number changed)."""
-    layout = schedule._layouts.get(parent)
+    layout = schedule.layouts.get(parent)
     if layout is None or layout.width != len(children):
-        layout = schedule._layouts[parent] = _layout(schedule, children)
+        layout = schedule.layouts[parent] = _layout(schedule, children)
     return layout
 
 
@@ -153,7 +153,7 @@ def early_count(
     if key not in layout.stops:
         ranges = ranked.leaf_ranges(
             schedule.graph.vertices,
-            schedule._kid_edges,
+            schedule.children,
             [target for _, target in layout.children],
             spec.node_centric,
             nodes_only=types == ("node",),
@@ -240,7 +240,7 @@ def _layout(schedule: ScheduleView, children: list[tuple[int, int]]) -> Layout:
             sorted(chain.from_iterable(level_bounds[i : i + BLOCK])) for i in range(0, len(level_bounds), BLOCK)
         ]
         layout.bounds.append(level_bounds)
-    kid_pos = schedule._kid_pos
+    kid_pos = schedule.kid_pos
     for position, (_edge, target) in enumerate(children):
         kid_pos[target] = position
     return layout
