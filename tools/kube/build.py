@@ -158,8 +158,8 @@ def build(out: Path, *, force: bool = False) -> str:
         kueue_dir = Path(go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue", cwd=KUEUE).strip())
         kueue_crds = staged / "kueue-crds"
         kueue_crds.mkdir()
-        for crd in sorted((kueue_dir / KUEUE_CRDS).glob("*.yaml")):
-            shutil.copyfile(crd, kueue_crds / crd.name)
+        for definition in sorted((kueue_dir / KUEUE_CRDS).glob("*.yaml")):
+            shutil.copyfile(definition, kueue_crds / definition.name)
         kwok_dir = Path(go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok", cwd=KWOK).strip())
         stages = staged / "stages"
         stages.mkdir()
