@@ -10,6 +10,7 @@ free; when they complete, Kueue releases the quota and admits the second, whose 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,15 @@ def pods_of(api: Api, job_name: str) -> list[dict[str, Any]]:
     return [p for p in api.pods(NAMESPACE).values() if p["metadata"].get("labels", {}).get("job-name") == job_name]
 
 
+def finish(plane: ControlPlane, name: str) -> None:
+    """Pod ``name``'s container exits 0, as its kubelet would report it (KWOK would not before its delay)."""
+    terminated = {"exitCode": 0, "reason": "Completed", "finishedAt": "2026-01-01T00:00:00Z"}
+    container = {"name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 0}
+    status = {"phase": "Succeeded", "containerStatuses": [{**container, "state": {"terminated": terminated}}]}
+    patch = json.dumps({"status": status})
+    plane.kubectl("patch", "pod", name, "-n", NAMESPACE, "--subresource=status", "--type=merge", "-p", patch)
+
+
 def test_kueue_admits_the_job_that_fits_and_serve_places_its_pods_then_the_next(plane: ControlPlane, api: Api) -> None:
     batch_nodes = plane.add_kwok_nodes(2, cpu="2", prefix="batch-", labels={"pool": "batch"})
     other = plane.add_kwok_nodes(1, cpu="16", prefix="other-", labels={"pool": "other"})
@@ -127,7 +137,7 @@ def test_kueue_admits_the_job_that_fits_and_serve_places_its_pods_then_the_next(
     queues(api)
     jobs = client.BatchV1Api(api.client)
     with serve(plane) as scheduler, PodWatch(api.client, NAMESPACE, capacity, lambda: scheduler.binder.refused) as w:
-        jobs.create_namespaced_job(NAMESPACE, job("first", "3s"), _preload_content=False)
+        jobs.create_namespaced_job(NAMESPACE, job("first", "1h"), _preload_content=False)
         eventually(
             lambda: condition(workload(api, "first"), "Admitted").get("status") == "True", lambda: "first admitted"
         )
@@ -143,7 +153,10 @@ def test_kueue_admits_the_job_that_fits_and_serve_places_its_pods_then_the_next(
         eventually(lambda: all(p["spec"].get("nodeName") for p in pods_of(api, "first")), lambda: "first bound")
         assert {p["spec"]["nodeName"] for p in pods_of(api, "first")} == set(batch_nodes)
         assert suspended(api, "second") and not pods_of(api, "second")
+        assert condition(workload(api, "second"), "QuotaReserved")["status"] == "False"
         # the first completes, its quota is released, the second is admitted and placed in turn
+        for p in pods_of(api, "first"):
+            finish(plane, p["metadata"]["name"])
         eventually(
             lambda: condition(workload(api, "second"), "Admitted").get("status") == "True",
             lambda: f"second admitted: {workload(api, 'second')}",
