@@ -24,9 +24,10 @@ demo: native
 	$(BIN)/kubeflux demo
 
 # The real control plane the tests run against (etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, KWOK) and Helm (which installs kubeflux's chart in the tests), built from the Go modules pinned in tools/kube
-# into build/kube: once, then only when a pin changes (seconds with Go's build cache; ~8 minutes cold on 2 cores, and
-# ~9 more for Helm, whose k8s.io libraries are its own). Without Go, one line, and those tests are skipped;
+# kubectl, KWOK), Helm (which installs kubeflux's chart in the tests) and Kueue (which admits Jobs in front of serve),
+# built from the Go modules pinned in tools/kube into build/kube: once, then only when a pin changes (seconds with Go's
+# build cache; ~8 minutes cold on 2 cores, ~9 more for Helm and up to 17 more for Kueue, whose k8s.io libraries are
+# their own). Without Go, one line, and those tests are skipped;
 # under CI=true a failed build fails (--strict), so CI never passes without them.
 KUBE_FLAGS ?= $(if $(filter true,$(CI)),--strict)
 # The protobuf schema of the built-in types (descriptors compiled from k8s.io/api's .proto files, and Go's JSON rules

@@ -2,7 +2,7 @@
 
     python tools/kube/build.py [--strict] [--force] [--out build/kube]
 
-Three Go modules pin the versions (the only Go in the repository):
+Four Go modules pin the versions (the only Go in the repository):
 
 * ``tools/kube/control-plane``: ``k8s.io/kubernetes`` with its staging repositories replaced by their published
   versions (as kubernetes-sigs/scheduler-plugins does), giving ``kube-apiserver``, ``kube-controller-manager``,
@@ -11,7 +11,10 @@ Three Go modules pin the versions (the only Go in the repository):
 * ``tools/kube/kwok``: KWOK's controller (``sigs.k8s.io/kwok/cmd/kwok``), with its own dependencies;
 * ``tools/kube/helm``: Helm (``helm.sh/helm/v4/cmd/helm``), with its own dependencies, which renders, lints and
   installs kubeflux's chart (``deploy/helm/kubeflux``) in the tests (``kubectl kustomize`` does the same for the
-  kustomize manifests, ``deploy/``).
+  kustomize manifests, ``deploy/``);
+* ``tools/kube/kueue``: Kueue's controller manager (``sigs.k8s.io/kueue/cmd/kueue``), with its own dependencies, which
+  admits Jobs to ClusterQueues' quotas in front of ``kubeflux serve`` in the tests (``tests/realkube/_kueue.py``); its
+  CustomResourceDefinitions (``config/components/crd/bases`` of the same module) go to ``OUT/kueue-crds``.
 
 The binaries go to ``OUT/bin`` with the CustomResourceDefinition of coscheduling's PodGroup
 (``scheduling.x-k8s.io``, from the ``sigs.k8s.io/scheduler-plugins`` module at :data:`SCHEDULER_PLUGINS`) in
@@ -44,6 +47,7 @@ ROOT = HERE.parent.parent
 CONTROL_PLANE = HERE / "control-plane"
 KWOK = HERE / "kwok"
 HELM = HERE / "helm"
+KUEUE = HERE / "kueue"
 
 KUBERNETES_BINARIES = {
     "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
@@ -54,6 +58,8 @@ KUBERNETES_BINARIES = {
 }
 KWOK_BINARY = ("kwok", "sigs.k8s.io/kwok/cmd/kwok")
 HELM_BINARY = ("helm", "helm.sh/helm/v4/cmd/helm")
+KUEUE_BINARY = ("kueue", "sigs.k8s.io/kueue/cmd/kueue")
+KUEUE_CRDS = "config/components/crd/bases"
 KWOK_STAGES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
     "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -84,7 +90,7 @@ def _required(module: Path, path: str) -> str:
 
 def _stamp(go_version: str) -> dict[str, object]:
     digest = hashlib.sha256()
-    for module in (CONTROL_PLANE, KWOK, HELM):
+    for module in (CONTROL_PLANE, KWOK, HELM, KUEUE):
         digest.update((module / "go.mod").read_bytes())
         digest.update((module / "go.sum").read_bytes())
     digest.update(Path(__file__).read_bytes())
@@ -93,6 +99,7 @@ def _stamp(go_version: str) -> dict[str, object]:
         "etcd": _required(CONTROL_PLANE, "go.etcd.io/etcd/server/v3"),
         "kwok": _required(KWOK, "sigs.k8s.io/kwok"),
         "helm": _required(HELM, "helm.sh/helm/v4"),
+        "kueue": _required(KUEUE, "sigs.k8s.io/kueue"),
         "scheduler-plugins": SCHEDULER_PLUGINS,
         "go": go_version,
         "sources": digest.hexdigest(),
@@ -115,13 +122,20 @@ def _helm_ldflags(version: str) -> str:
     return f"-s -w -X {package}.version={version} -X {package}.metadata= -X {package}.gitTreeState=clean"
 
 
+def _kueue_ldflags(version: str) -> str:
+    """The version Kueue logs at start, as its Makefile sets it for a release."""
+    return f"-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion={version}"
+
+
 def build(out: Path, *, force: bool = False) -> str:
     """Build into ``out`` unless its stamp matches; returns what was done, in one line."""
     go_version = go("env", "GOVERSION", cwd=CONTROL_PLANE).strip()
     stamp = _stamp(go_version)
     stamp_file = out / "stamp.json"
     if not force and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
-        versions = f"control plane {stamp['kubernetes']}, KWOK {stamp['kwok']}, Helm {stamp['helm']}"
+        versions = (
+            f"control plane {stamp['kubernetes']}, KWOK {stamp['kwok']}, Helm {stamp['helm']}, Kueue {stamp['kueue']}"
+        )
         return f"kube: {versions} already built in {out}"
     began = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -138,6 +152,14 @@ def build(out: Path, *, force: bool = False) -> str:
         name, package = HELM_BINARY
         helm_flags = _helm_ldflags(str(stamp["helm"]))
         go("build", "-trimpath", "-ldflags", helm_flags, "-o", str(staged / name), package, cwd=HELM)
+        name, package = KUEUE_BINARY
+        kueue_flags = _kueue_ldflags(str(stamp["kueue"]))
+        go("build", "-trimpath", "-ldflags", kueue_flags, "-o", str(staged / name), package, cwd=KUEUE)
+        kueue_dir = Path(go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue", cwd=KUEUE).strip())
+        kueue_crds = staged / "kueue-crds"
+        kueue_crds.mkdir()
+        for definition in sorted((kueue_dir / KUEUE_CRDS).glob("*.yaml")):
+            shutil.copyfile(definition, kueue_crds / definition.name)
         kwok_dir = Path(go("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok", cwd=KWOK).strip())
         stages = staged / "stages"
         stages.mkdir()
@@ -151,17 +173,18 @@ def build(out: Path, *, force: bool = False) -> str:
         for crd in SCHEDULER_PLUGINS_CRDS:
             shutil.copyfile(Path(module["Dir"]) / crd, crds / Path(crd).name)
         bin_dir = out / "bin"
-        for folder in (bin_dir, out / "stages", out / "crds"):
+        for folder in (bin_dir, out / "stages", out / "crds", out / "kueue-crds"):
             shutil.rmtree(folder, ignore_errors=True)
         bin_dir.mkdir()
-        for name in (*KUBERNETES_BINARIES, KWOK_BINARY[0], HELM_BINARY[0]):
+        for name in (*KUBERNETES_BINARIES, KWOK_BINARY[0], HELM_BINARY[0], KUEUE_BINARY[0]):
             (staged / name).rename(bin_dir / name)
         stages.rename(out / "stages")
         crds.rename(out / "crds")
+        kueue_crds.rename(out / "kueue-crds")
     stamp_file.write_text(json.dumps(stamp, indent=1) + "\n")
     return (
         f"kube: built control plane {stamp['kubernetes']} (etcd {stamp['etcd']}), KWOK {stamp['kwok']}, "
-        f"Helm {stamp['helm']} into {out} in {time.monotonic() - began:.0f} s"
+        f"Helm {stamp['helm']}, Kueue {stamp['kueue']} into {out} in {time.monotonic() - began:.0f} s"
     )
 
 
