@@ -27,12 +27,12 @@ from kubeflux.scheduler.objects import (
 )
 
 if TYPE_CHECKING:
-    from kubeflux.apiobjects.manifests import ManifestReader
+    from kubeflux.apiobjects.reader import ManifestReader
 
 
 class Failing(Protocol):
     """Whatever reads an object's fields and words a problem with one as an error naming it (a
-    :class:`~kubeflux.apiobjects.manifests.ManifestReader`, or a reader of custom resources): all :func:`label_selector`
+    :class:`~kubeflux.apiobjects.reader.ManifestReader`, or a reader of custom resources): all :func:`label_selector`
     needs."""
 
     def fail(self, path: str, problem: str) -> Exception: ...

@@ -269,16 +269,13 @@ class GraphView:
         return hidden.mask
 
     def domains(self, kind: str) -> dict[str, int | None]:
-        """Each node's domain vertex of type ``kind`` (the uid of its rack; None below no such vertex), found again
-        when a node is attached: a job that asks for one domain reads it of every node, on every attempt."""
+        """Each node's domain vertex of type ``kind`` (None: none above it), kept until a node is attached."""
         kept = self._domains.get(kind)
         if kept is None or kept[0] != self._node_generation:
             graph = self.engine.graph
-            found: dict[str, int | None] = {}
-            for name, path in self.paths.items():
-                vertex = graph.vertex_at(path)
-                found[name] = None if vertex is None else domain_of(graph.vertices, vertex, kind)
-            kept = self._domains[kind] = (self._node_generation, found)
+            found = {name: graph.vertex_at(path) for name, path in self.paths.items()}
+            domains = {name: None if v is None else domain_of(graph.vertices, v, kind) for name, v in found.items()}
+            kept = self._domains[kind] = (self._node_generation, domains)
         return kept[1]
 
     def _arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
