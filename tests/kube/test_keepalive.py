@@ -12,7 +12,9 @@ import urllib3
 from kubernetes import client
 
 from kubeflux.kube import keepalive
+from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.rest import RawApi
+from kubeflux.scheduler.messages import Bind
 
 
 class ScriptedServer:
@@ -170,7 +172,7 @@ def test_a_connection_that_cannot_serve_again_is_not_reused(served: Served, answ
     assert server.connections == 2
 
 
-def test_a_total_timeout_as_the_binder_gives_it() -> None:
+def test_a_timeout_given_as_one_number_for_connect_and_read() -> None:
     server = ScriptedServer([OK])
     raw = RawApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}")), 5.0)
     try:
@@ -261,3 +263,23 @@ def test_a_server_that_chose_another_protocol_than_http11_gets_the_write_through
     pool._new_conn = new_conn  # type: ignore[method-assign]
     assert raw.create_namespaced_event("default", {}) == b"{}"
     assert len(server.heads) == 2
+
+
+def test_a_binding_answered_with_a_malformed_length_is_refused_by_the_binder_not_lost(served: Served) -> None:
+    _, answers, server = served
+    answers.append(b"HTTP/1.1 201 Created\r\nContent-Length: 2, 2\r\n\r\n{}")
+    refused: list[str] = []
+    told = threading.Event()
+
+    def on_refused(outcome: BindOutcome) -> None:
+        refused.append(outcome.reason)
+        told.set()
+
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
+    binder = Binder(api, workers=1, on_refused=on_refused)
+    try:
+        binder.bind("kubeflux", Bind("default/p", "u1", "n1"), PodRef("default", "p", "u1"))
+        assert told.wait(10)
+    finally:
+        binder.stop()
+    assert refused == ["bind not sent: bad Content-Length '2, 2'"]
