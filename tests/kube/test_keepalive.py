@@ -5,22 +5,27 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import urllib3
 from kubernetes import client
 
+from kubeflux.kube import keepalive
+from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.rest import RawApi
+from kubeflux.scheduler.messages import Bind
 
 
 class ScriptedServer:
     """Answers each request (read up to its body's end) with the next scripted bytes; counts connections and
     keeps the requests' heads."""
 
-    def __init__(self, answers: list[bytes]) -> None:
+    def __init__(self, answers: list[bytes | Callable[[], bytes]]) -> None:
         self.answers = answers
         self.connections = 0
+        self.closed = threading.Event()
+        """Set once the server closed a connection."""
         self.heads: list[str] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -36,6 +41,7 @@ class ScriptedServer:
             with conn:
                 while self._one(conn):
                     pass
+            self.closed.set()
 
     def _one(self, conn: socket.socket) -> bool:
         data = b""
@@ -53,13 +59,15 @@ class ScriptedServer:
             body += conn.recv(65536)
         self.heads.append(head.decode())
         answer = self.answers.pop(0) if self.answers else b"HTTP/1.1 500 Unscripted\r\nContent-Length: 0\r\n\r\n"
+        if callable(answer):  # something done as the request is being answered
+            answer = answer()
         conn.sendall(answer)
         return b"Connection: close" not in answer and not answer.endswith(b"<drop>")
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[RawApi, list[bytes], ScriptedServer]]:
-    answers: list[bytes] = []
+def served() -> Iterator[tuple[RawApi, list[bytes | Callable[[], bytes]], ScriptedServer]]:
+    answers: list[bytes | Callable[[], bytes]] = []
     server = ScriptedServer(answers)
     api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
     raw = RawApi(api, (2.0, 5.0))
@@ -69,7 +77,7 @@ def served() -> Iterator[tuple[RawApi, list[bytes], ScriptedServer]]:
 
 
 def test_writes_share_one_connection_whatever_the_body_framing(
-    served: tuple[RawApi, list[bytes], ScriptedServer],
+    served: tuple[RawApi, list[bytes | Callable[[], bytes]], ScriptedServer],
 ) -> None:
     raw, answers, server = served
     answers += [
@@ -89,7 +97,7 @@ def test_writes_share_one_connection_whatever_the_body_framing(
 
 
 def test_a_refusal_raises_the_clients_exception_and_a_closing_server_gets_a_new_connection(
-    served: tuple[RawApi, list[bytes], ScriptedServer],
+    served: tuple[RawApi, list[bytes | Callable[[], bytes]], ScriptedServer],
 ) -> None:
     raw, answers, server = served
     status = b'{"kind":"Status","code":409,"message":"already bound"}'
@@ -106,9 +114,172 @@ def test_a_refusal_raises_the_clients_exception_and_a_closing_server_gets_a_new_
 
 
 def test_a_connection_dropped_mid_answer_is_an_error_the_binder_handles(
-    served: tuple[RawApi, list[bytes], ScriptedServer],
+    served: tuple[RawApi, list[bytes | Callable[[], bytes]], ScriptedServer],
 ) -> None:
     raw, answers, _ = served
     answers.append(b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{<drop>")
     with pytest.raises(urllib3.exceptions.HTTPError):
         raw.create_namespaced_pod_binding("p", "default", {})
+
+
+Served = tuple[RawApi, list[bytes | Callable[[], bytes]], ScriptedServer]
+OK = b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 201 Created\r\nContent-Length: 2, 2\r\n\r\n{}",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 1_0\r\n\r\n{}",
+        b"HTTP/1.1 201 Created\r\nContent-Length: two\r\n\r\n{}",
+        b"HTTP/1.1 201 Created\r\nContent-Length: -2\r\n\r\n{}",
+        b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\n{}\r\n0\r\n\r\n",
+    ],
+    ids=["list", "underscore", "words", "negative-length", "negative-chunk", "signed-chunk"],
+)
+def test_a_malformed_size_is_a_protocol_error_the_binder_handles_and_the_connection_is_dropped(
+    served: Served, answer: bytes
+) -> None:
+    raw, answers, server = served
+    answers += [answer, OK]
+    with pytest.raises(urllib3.exceptions.ProtocolError, match="bad"):
+        raw.create_namespaced_pod_binding("p", "default", {})
+    assert raw.create_namespaced_pod_binding("p", "default", {}) == b"{}"
+    assert server.connections == 2
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_reused(served: Served) -> None:
+    raw, answers, server = served
+    # answered whole, without Connection: close, then closed (a server's idle close)
+    answers += [b"HTTP/1.1 201 Created\r\nContent-Length: 6\r\n\r\n<drop>", OK]
+    assert raw.create_namespaced_event("default", {}) == b"<drop>"
+    assert server.closed.wait(10)
+    assert raw.create_namespaced_pod_binding("p", "default", {}) == b"{}"
+    assert server.connections == 2 and len(server.heads) == 2
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"HTTP/1.0 201 Created\r\nContent-Length: 2\r\n\r\n{}", OK + b"junk"],
+    ids=["http/1.0", "bytes-after-the-body"],
+)
+def test_a_connection_that_cannot_serve_again_is_not_reused(served: Served, answer: bytes) -> None:
+    raw, answers, server = served
+    answers += [answer, OK]
+    assert raw.create_namespaced_event("default", {}) == b"{}"
+    assert raw.create_namespaced_event("default", {}) == b"{}"
+    assert server.connections == 2
+
+
+def test_a_timeout_given_as_one_number_for_connect_and_read() -> None:
+    server = ScriptedServer([OK])
+    raw = RawApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}")), 5.0)
+    try:
+        assert raw.create_namespaced_event("default", {}) == b"{}"
+    finally:
+        raw.close()
+        server.listener.close()
+
+
+def test_a_connection_idle_longer_than_30_s_is_not_reused(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw, answers, server = served
+    answers += [OK, OK, OK]
+    now = [1000.0]
+    monkeypatch.setattr(keepalive, "monotonic", lambda: now[0])
+    raw.create_namespaced_event("default", {})
+    now[0] += 29.0
+    raw.create_namespaced_event("default", {})
+    assert server.connections == 1
+    now[0] += 31.0
+    raw.create_namespaced_event("default", {})
+    assert server.connections == 2
+
+
+def test_a_connection_in_use_when_closed_is_closed_when_its_request_ends(served: Served) -> None:
+    raw, answers, server = served
+    answers += [lambda: (raw.close(), OK)[1], OK]
+    assert raw.create_namespaced_event("default", {}) == b"{}"
+    assert raw._writes is not None and not raw._writes._idle
+    assert raw.create_namespaced_event("default", {}) == b"{}"
+    assert server.connections == 2
+
+
+def test_a_refused_connection_is_tried_three_times_and_raises_urllib3s_error() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # nothing listens: every connect is refused
+    raw = RawApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")), (2.0, 2.0))
+    assert raw._writes is not None
+    pool = raw._writes.pool
+    made = []
+    new_conn = pool._new_conn
+
+    def counted() -> object:
+        made.append(1)
+        return new_conn()
+
+    pool._new_conn = counted  # type: ignore[method-assign,assignment]
+    with pytest.raises(urllib3.exceptions.NewConnectionError):
+        raw.create_namespaced_pod_binding("p", "default", {})
+    assert len(made) == 3
+
+
+class _Alpn:
+    """A socket that says the TLS handshake chose ``protocol`` (ALPN)."""
+
+    def __init__(self, sock: socket.socket, protocol: str) -> None:
+        self.sock = sock
+        self.protocol = protocol
+
+    def selected_alpn_protocol(self) -> str:
+        return self.protocol
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.sock, name)
+
+
+def test_a_server_that_chose_another_protocol_than_http11_gets_the_write_through_urllib3(served: Served) -> None:
+    raw, answers, server = served
+    answers += [OK, OK]
+    assert raw._writes is not None
+    pool = raw._writes.pool
+    new_conn = pool._new_conn
+
+    def h2() -> object:
+        connection = new_conn()
+        connect = connection.connect
+
+        def connect_h2() -> None:
+            connect()
+            connection.sock = _Alpn(connection.sock, "h2")  # type: ignore[assignment]
+
+        connection.connect = connect_h2  # type: ignore[method-assign]
+        return connection
+
+    pool._new_conn = h2  # type: ignore[method-assign,assignment]
+    assert raw.create_namespaced_event("default", {}) == b"{}"
+    assert raw._writes is None  # urllib3 from now on
+    pool._new_conn = new_conn  # type: ignore[method-assign]
+    assert raw.create_namespaced_event("default", {}) == b"{}"
+    assert len(server.heads) == 2
+
+
+def test_a_binding_answered_with_a_malformed_length_is_refused_by_the_binder_not_lost(served: Served) -> None:
+    _, answers, server = served
+    answers.append(b"HTTP/1.1 201 Created\r\nContent-Length: 2, 2\r\n\r\n{}")
+    refused: list[str] = []
+    told = threading.Event()
+
+    def on_refused(outcome: BindOutcome) -> None:
+        refused.append(outcome.reason)
+        told.set()
+
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
+    binder = Binder(api, workers=1, on_refused=on_refused)
+    try:
+        binder.bind("kubeflux", Bind("default/p", "u1", "n1"), PodRef("default", "p", "u1"))
+        assert told.wait(10)
+    finally:
+        binder.stop()
+    assert refused == ["bind not sent: bad Content-Length '2, 2'"]

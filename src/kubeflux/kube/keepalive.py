@@ -11,15 +11,21 @@ Only the bytes are handled here: the connections are made by the client's own ur
 what the kubeconfig configured. A client that goes through an HTTP proxy keeps urllib3 for everything
 (:meth:`~kubeflux.kube.rest.RawApi.request`). What is read: the status line, the headers (``Content-Length``,
 ``Transfer-Encoding: chunked``, ``Connection: close``), the body; interim 1xx answers are skipped. A connection
-is reused only after a whole response was read and when it is still open (urllib3's test: not readable); a
-request is never sent twice (as urllib3 does not retry a POST once sent). Failures raise :class:`OSError` (socket
-and TLS errors, timeouts) or urllib3's :class:`~urllib3.exceptions.ProtocolError`, which serve's callers handle as
-they handled urllib3's.
+is reused only after a whole response was read, when it is still open (urllib3's test: not readable) and when it
+waited idle less than 30 s (the servers close one idle for 75-90 s). A request is never sent twice — not even
+when a reused connection turns out closed by the server as it was sent (nor does urllib3 for a POST): the
+write's outcome is then unknown and serve's callers read it from the watch; only making a connection, when
+nothing was sent, is tried three times (as urllib3's default retries did). A server that chose a protocol other
+than HTTP/1.1 through ALPN gets its requests from urllib3 (:meth:`Connections.send` returns None).
+Failures raise :class:`OSError` (socket and TLS errors, timeouts), urllib3's connect errors
+(:class:`~urllib3.exceptions.NewConnectionError`) or its :class:`~urllib3.exceptions.ProtocolError` (an answer that
+is not HTTP, a malformed size included), which serve's callers handle as they handled urllib3's.
 """
 
 from __future__ import annotations
 
 import threading
+from time import monotonic
 from typing import NamedTuple
 
 import urllib3
@@ -31,6 +37,25 @@ __all__ = ["Connections", "Reply"]
 _CHUNK = 65536
 _MAX_HEAD = 1 << 20
 """Bytes of a response's status line and headers beyond which the answer is not HTTP."""
+
+
+_DECIMAL = "0123456789"
+_HEX = "0123456789abcdefABCDEF"
+_IDLE_LIMIT = 30.0
+"""Seconds a connection may wait idle and still be reused: below the servers' own idle close (kube-apiserver's 90 s,
+nginx's 75 s), so a write seldom goes out on a connection the server is closing."""
+_CONNECT_TRIES = 3
+"""Tries at making a connection (nothing was sent before it is made): urllib3's default retried one three times."""
+
+
+def _size(text: str, base: int, what: str) -> int:
+    """``text`` (blanks around it allowed) as a size in ``base`` (10: ``Content-Length``, 16: a chunk's size) of
+    plain digits; anything else — a sign, ``_``, a list ("2, 2"), nothing — is not HTTP: a ProtocolError, never the
+    ValueError ``int`` raises (which serve's callers do not handle) nor a negative size (which would desync)."""
+    text = text.strip(" \t")
+    if not text or len(text) > 16 or text.strip(_DECIMAL if base == 10 else _HEX):
+        raise ProtocolError(f"bad {what} {text[:40]!r}")
+    return int(text, base)
 
 
 class Reply(NamedTuple):
@@ -90,10 +115,7 @@ class _Reader:
         parts: list[bytes] = []
         while True:
             line = self.until(b"\r\n")
-            try:
-                size = int(line.split(b";", 1)[0], 16)
-            except ValueError:
-                raise ProtocolError(f"bad chunk size {line[:40]!r}") from None
+            size = _size(line.split(b";", 1)[0].decode("latin-1"), 16, "chunk size")
             if size == 0:
                 while self.until(b"\r\n"):  # trailer fields, then the empty line
                     pass
@@ -124,7 +146,7 @@ def _read(reader: _Reader, method: str) -> tuple[Reply, bool]:
     elif "chunked" in fields.get("transfer-encoding", "").lower():
         data = reader.chunked()
     elif "content-length" in fields:
-        data = reader.exactly(int(fields["content-length"]))
+        data = reader.exactly(_size(fields["content-length"], 10, "Content-Length"))
     else:
         data, reusable = reader.to_end(), False
     return Reply(status, reason.strip(), data), reusable and not reader.buffer
@@ -144,37 +166,57 @@ class Connections:
         self.pool = pool
         self.authority = authority
         self.prefix = prefix
-        self.connect_timeout = _seconds(timeout.connect_timeout)
-        self.read_timeout = _seconds(timeout.read_timeout)
-        self._idle: list[HTTPConnection] = []
+        clock = timeout.clone()  # a total timeout's parts are read off a started clock (urllib3 raises otherwise)
+        clock.start_connect()
+        self.connect_timeout = _seconds(clock.connect_timeout)
+        self.read_timeout = _seconds(clock.read_timeout)
+        self._idle: list[tuple[HTTPConnection, float]] = []
+        """Connections that may serve again, each with when it last answered (``monotonic``)."""
         self._lock = threading.Lock()
+        self._closed = False
 
-    def _take(self) -> HTTPConnection:
+    def _take(self) -> HTTPConnection | None:
+        """A connection to send on (None: the server chose a protocol other than HTTP/1.1)."""
         while True:
             with self._lock:
                 if not self._idle:
                     break
-                idle = self._idle.pop()
-            if idle.is_connected:  # not closed by the server while idle
+                idle, used = self._idle.pop()
+            if monotonic() - used < _IDLE_LIMIT and idle.is_connected:  # not closed by the server while idle
                 return idle
             idle.close()
-        # a connection exactly as the client's pool makes it (its TLS, certificates, socket options)
-        connection = self.pool._new_conn()
-        assert isinstance(connection, HTTPConnection)  # urllib3's, SOCKS' included: a socket in ``sock``
-        connection.timeout = self.connect_timeout
-        connection.connect()
-        assert connection.sock is not None
-        connection.sock.settimeout(self.read_timeout)
-        return connection
+        for tries_left in range(_CONNECT_TRIES - 1, -1, -1):
+            # a connection exactly as the client's pool makes it (its TLS, certificates, socket options)
+            connection = self.pool._new_conn()
+            assert isinstance(connection, HTTPConnection)  # urllib3's, SOCKS' included: a socket in ``sock``
+            connection.timeout = self.connect_timeout
+            try:
+                connection.connect()
+            except (OSError, urllib3.exceptions.HTTPError):  # refused, unreachable, timed out: nothing was sent
+                connection.close()
+                if not tries_left:
+                    raise
+                continue
+            sock = connection.sock
+            assert sock is not None
+            if getattr(sock, "selected_alpn_protocol", lambda: None)() not in (None, "http/1.1"):
+                connection.close()
+                return None
+            sock.settimeout(self.read_timeout)
+            return connection
+        raise AssertionError("unreachable")
 
-    def send(self, method: str, path: str, headers: dict[str, str], body: bytes | None) -> Reply:
-        """The response to ``method path`` with ``headers`` and ``body`` (None: no body)."""
+    def send(self, method: str, path: str, headers: dict[str, str], body: bytes | None) -> Reply | None:
+        """The response to ``method path`` with ``headers`` and ``body`` (None: no body); None when the server
+        chose a protocol other than HTTP/1.1 (ALPN) and nothing was sent: the caller goes through urllib3."""
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.authority}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         if body is not None:
             lines.append(f"Content-Length: {len(body)}")
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
         connection = self._take()
+        if connection is None:
+            return None
         try:
             sock = connection.sock
             assert sock is not None
@@ -183,16 +225,17 @@ class Connections:
         except BaseException:
             connection.close()
             raise
-        if reusable:
-            with self._lock:
-                self._idle.append(connection)
-        else:
-            connection.close()
+        with self._lock:
+            if reusable and not self._closed:
+                self._idle.append((connection, monotonic()))
+                return reply
+        connection.close()
         return reply
 
     def close(self) -> None:
-        """Close the idle connections (one in use is closed when its request ends, if it cannot serve again)."""
+        """Close the idle connections; one in use is closed when its request ends."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection, _ in idle:
             connection.close()

@@ -59,10 +59,11 @@ def _timeout(seconds: float | tuple[float, float]) -> urllib3.Timeout:
 
 class RawApi:
     """serve's calls through ``api``'s pool; thread-safe (urllib3's pool is). A write returns the response's body,
-    waiting at most ``timeout`` (connect, read) seconds (a dead API server fails it instead of holding a thread);
-    a list returns the unread response (``_preload_content=False``, as serve calls the official client)."""
+    waiting at most ``timeout`` seconds (connect, read; or one number for both) — a dead API server fails it
+    instead of holding a thread; a list returns the unread response (``_preload_content=False``, as serve calls
+    the official client)."""
 
-    def __init__(self, api: client.ApiClient, timeout: tuple[float, float] = (5.0, 30.0)) -> None:
+    def __init__(self, api: client.ApiClient, timeout: float | tuple[float, float] = (5.0, 30.0)) -> None:
         self.api = api
         self.host = api.configuration.host.rstrip("/")
         self.pool: urllib3.PoolManager = api.rest_client.pool_manager
@@ -89,10 +90,15 @@ class RawApi:
     def write(self, method: str, path: str, body: Any, content_type: str = JSON) -> bytes:
         """The response's body to ``method path`` with ``body`` (a JSON-able object, or bytes sent as they are).
         Raises :class:`~kubernetes.client.ApiException` for a status other than 2xx."""
-        if self._writes is None:
+        writes = self._writes
+        if writes is None:
             return bytes(self.request(method, path, body, content_type).data)
         data = body if isinstance(body, bytes) else orjson.dumps(body)
-        reply = self._writes.send(method, path, self._headers(method, path, content_type), data)
+        reply = writes.send(method, path, self._headers(method, path, content_type), data)
+        if reply is None:  # the server chose another protocol than HTTP/1.1 (ALPN): urllib3 from now on
+            self._writes = None
+            writes.close()
+            return bytes(self.request(method, path, data, content_type).data)
         if not 200 <= reply.status <= 299:
             text = reply.data.decode("utf-8", "replace")
             raise client.ApiException(status=reply.status, reason=reply.reason, body=text)
