@@ -58,7 +58,7 @@ _PORTS = range(20_000, 32_768)
 """Where servers' ports are drawn from: below Linux's ephemeral range (32768-60999), from which every outgoing
 connection takes its source port, so a port free when drawn is not taken by some client's connection before the
 server binds it. Another server drawing the same port is still possible: a start that finds its port taken tries
-again on another (:meth:`ControlPlane._on_free_port`)."""
+again on another (:meth:`ControlPlane.on_free_port`)."""
 
 
 def free_port() -> int:
@@ -210,8 +210,8 @@ class ControlPlane:
         if not (self.pki / "service-account.key").is_file():
             signing_key(self.pki, "service-account")
         try:
-            self._on_free_port(("etcd", "etcd-peer"), self.start_etcd)
-            self._on_free_port(("kube-apiserver",), self.start_apiserver)
+            self.on_free_port(("etcd", "etcd-peer"), self.start_etcd)
+            self.on_free_port(("kube-apiserver",), self.start_apiserver)
         except BaseException:
             self.stop()
             raise
@@ -234,7 +234,7 @@ class ControlPlane:
         """Kill ``name`` at once (SIGKILL), as a crash would."""
         self.components[name].stop(signal.SIGKILL)
 
-    def _run(self, name: str, argv: list[str], ready: Callable[[], bool]) -> Component:
+    def run_component(self, name: str, argv: list[str], ready: Callable[[], bool]) -> Component:
         component = Component(name, argv, self.folder / "logs" / f"{name}.log")
         with self._lock:
             old = self.components.get(name)
@@ -245,7 +245,7 @@ class ControlPlane:
         self._run_until(name, ready)
         return component
 
-    def _on_free_port(self, keys: tuple[str, ...], start: Callable[[], None], tries: int = 3) -> None:
+    def on_free_port(self, keys: tuple[str, ...], start: Callable[[], None], tries: int = 3) -> None:
         """``start()``, which takes its ports from :attr:`ports` (``keys``), drawing them when missing; when a port
         was taken meanwhile (another server drew it too), again on new ones."""
         for attempt in range(tries):
@@ -291,7 +291,7 @@ class ControlPlane:
             "--unsafe-no-fsync",
             "--log-level=warn",
         ]
-        self._run("etcd", argv, lambda: self._get(f"http://127.0.0.1:{client}/health") is not None)
+        self.run_component("etcd", argv, lambda: self.fetch(f"http://127.0.0.1:{client}/health") is not None)
 
     def _gates(self) -> list[str]:
         if not self.feature_gates:
@@ -332,7 +332,7 @@ class ControlPlane:
         if self.runtime_config:
             argv.append("--runtime-config=" + ",".join(f"{k}={v}" for k, v in sorted(self.runtime_config.items())))
         argv.extend(self.apiserver_args)
-        self._run("kube-apiserver", argv, lambda: self._get(f"{self.server}/readyz") == b"ok")
+        self.run_component("kube-apiserver", argv, lambda: self.fetch(f"{self.server}/readyz") == b"ok")
 
     def restart_apiserver(self, *, empty_etcd: bool = False) -> None:
         """Stop the API server (and with ``empty_etcd`` etcd too, whose data is wiped) and start it again on the same
@@ -354,12 +354,12 @@ class ControlPlane:
 
     def start_scheduler(self, *args: str) -> None:
         """The real kube-scheduler, as ``system:kube-scheduler``, at its default flags (``args`` added)."""
-        self._on_free_port(("kube-scheduler",), lambda: self._start_component("kube-scheduler", args))
+        self.on_free_port(("kube-scheduler",), lambda: self._start_component("kube-scheduler", args))
 
     def start_controller_manager(self, *args: str) -> None:
         """The real kube-controller-manager, as ``system:kube-controller-manager``, with every default controller
         (the Job controller and the garbage collector among them; ``args`` added)."""
-        self._on_free_port(("kube-controller-manager",), lambda: self._start_controller_manager(args))
+        self.on_free_port(("kube-controller-manager",), lambda: self._start_controller_manager(args))
 
     def _start_component(self, name: str, args: tuple[str, ...], flags: tuple[str, ...] = ()) -> None:
         """Start ``name`` (kube-scheduler, kube-controller-manager) as ``system:NAME`` on its secure port, without
@@ -375,7 +375,7 @@ class ControlPlane:
             *self._gates(),
             *args,
         ]
-        self._run(name, argv, lambda: self._get(f"https://127.0.0.1:{port}/healthz") == b"ok")
+        self.run_component(name, argv, lambda: self.fetch(f"https://127.0.0.1:{port}/healthz") == b"ok")
 
     def _start_controller_manager(self, args: tuple[str, ...]) -> None:
         flags = (
@@ -387,13 +387,13 @@ class ControlPlane:
         # pods need their namespace's default ServiceAccount, which its controller makes a moment later (as kind
         # waits for it before it says the cluster is ready)
         account = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"
-        self._run_until("kube-controller-manager", lambda: self._get(account) is not None)
+        self._run_until("kube-controller-manager", lambda: self.fetch(account) is not None)
 
     def start_kwok(self, *args: str) -> None:
         """KWOK's controller with kwokctl's default stages, managing the nodes annotated ``kwok.x-k8s.io/node:
         fake`` (:meth:`add_kwok_nodes`): they become Ready and keep a Lease; their pods run, complete when their
         containers would, and go when deleted."""
-        self._on_free_port(("kwok",), lambda: self._start_kwok(args))
+        self.on_free_port(("kwok",), lambda: self._start_kwok(args))
 
     def _start_kwok(self, args: tuple[str, ...]) -> None:
         assert self.binaries is not None
@@ -410,7 +410,7 @@ class ControlPlane:
             f"--server-address=127.0.0.1:{port}",
             *args,
         ]
-        self._run("kwok", argv, lambda: self._get(f"http://127.0.0.1:{port}/healthz") is not None)
+        self.run_component("kwok", argv, lambda: self.fetch(f"http://127.0.0.1:{port}/healthz") is not None)
 
     # ------------------------------------------------------------------ objects
 
@@ -458,7 +458,7 @@ class ControlPlane:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _get(self, url: str) -> bytes | None:
+    def fetch(self, url: str) -> bytes | None:
         """``url``'s body, or None when it does not answer 200 (yet). HTTPS is verified against the CA and
         authenticated as the admin."""
         context: ssl.SSLContext | None = None

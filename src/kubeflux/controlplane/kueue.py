@@ -105,7 +105,7 @@ def start_kueue(plane: ControlPlane, *args: str) -> None:
     folder = plane.folder / "kueue"
     certificates = folder / "certificates"
     certificates.mkdir(parents=True, exist_ok=True)
-    plane._on_free_port(("kueue", "kueue-health"), lambda: _start(plane, found, folder, certificates, args))
+    plane.on_free_port(("kueue", "kueue-health"), lambda: _start(plane, found, folder, certificates, args))
 
 
 def _start(plane: ControlPlane, binary: Path, folder: Path, certificates: Path, args: tuple[str, ...]) -> None:
@@ -120,9 +120,9 @@ def _start(plane: ControlPlane, binary: Path, folder: Path, certificates: Path, 
         _mount_secret(plane, certificates)
         # the bootstrap manager (certificates) answers /readyz too, with no checks: the main one starts after it
         started = log.is_file() and "Starting manager" in log.read_text(errors="replace")
-        return started and plane._get(f"http://127.0.0.1:{health}/readyz") == b"ok"
+        return started and plane.fetch(f"http://127.0.0.1:{health}/readyz") == b"ok"
 
-    plane._run("kueue", argv, ready)
+    plane.run_component("kueue", argv, ready)
 
 
 def _mount_secret(plane: ControlPlane, certificates: Path) -> None:
@@ -130,7 +130,7 @@ def _mount_secret(plane: ControlPlane, certificates: Path) -> None:
     its certificate from (the rotator waits for them before it says the certificates are ready)."""
     if (certificates / "tls.key").is_file():
         return
-    body = plane._get(f"{plane.server}/api/v1/namespaces/{KUEUE_NAMESPACE}/secrets/{_SECRET}")
+    body = plane.fetch(f"{plane.server}/api/v1/namespaces/{KUEUE_NAMESPACE}/secrets/{_SECRET}")
     data = json.loads(body).get("data") or {} if body else {}
     if not {"tls.crt", "tls.key"} <= data.keys():
         return
