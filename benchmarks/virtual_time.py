@@ -24,7 +24,7 @@ from pathlib import Path
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.command import _schedulers_for, merge_workloads
+from kubeflux.sim.command import merge_workloads, schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads import load_workload
@@ -52,7 +52,7 @@ def case(name: str, jobs: int | None) -> tuple[Workload, list[Node]]:
 
 
 def served(workload: Workload, nodes: list[Node]) -> tuple[RunRecord, float, int]:
-    schedulers, primary = _schedulers_for("kubeflux", workload)
+    schedulers, primary = schedulers_for("kubeflux", workload)
     clock = VirtualClock()
     server = ApiServer(
         nodes,
@@ -95,7 +95,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
         workload, nodes = case(name, args.jobs)
-        schedulers, primary = _schedulers_for("kubeflux", workload)
+        schedulers, primary = schedulers_for("kubeflux", workload)
         began = time.perf_counter()
         simulated = simulate(workload, nodes, schedulers, primary=primary, label="kubeflux")
         sim_wall = time.perf_counter() - began

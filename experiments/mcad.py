@@ -17,7 +17,7 @@ from pathlib import Path
 
 from experiments.pages import markdown_table
 from kubeflux.sim.baselines import available
-from kubeflux.sim.command import _schedulers_for
+from kubeflux.sim.command import schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.metrics import summarize
 from kubeflux.sim.workloads import load_workload
@@ -83,7 +83,7 @@ def _queued(case: str, name: str, every: float, scheduler: str) -> QueuedRow:
     wrapped = [replace(job, queue_name="default") if job.kind is JobKind.POD_GROUP else job for job in jobs.jobs]
     workload = replace(jobs, jobs=wrapped, kueue=queue)
     nodes = seed004_cluster()
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     run = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
     summary = summarize(run)
     dispatch = float(summary["mean_admission_wait"])

@@ -30,7 +30,7 @@ from experiments.pages import markdown_table, stamp, write_page
 from experiments.traces import Trace, default_traces_folder, prefix
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.sim.baselines import available
-from kubeflux.sim.command import _schedulers_for
+from kubeflux.sim.command import schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.jobs import PEER_FAILED
 from kubeflux.sim.metrics import summarize
@@ -163,7 +163,7 @@ def _run(args: tuple[str, str, Trace, Urgent, int]) -> PreemptionRow:
     with tempfile.TemporaryDirectory(prefix="kubeflux-preemption-") as scratch:
         loaded = load_workload(prefix(Path(traces_folder) / trace.file, trace.first, Path(scratch)))
     workload = mark_urgent(map_to_cluster(loaded, nodes), urgent, seed)
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     return _row(simulate(workload, nodes, schedulers, primary=primary, label=scheduler), urgent.priority)
 
 

@@ -22,7 +22,7 @@ from experiments.mcad import QueuedRow, queued_rows, queued_table
 from experiments.pages import machine, markdown_table, stamp, write_page
 from experiments.served import replay_served
 from kubeflux.sim.baselines import available
-from kubeflux.sim.command import _schedulers_for
+from kubeflux.sim.command import schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.metrics import summarize
 from kubeflux.sim.records import RunRecord
@@ -85,7 +85,7 @@ wall time; 1,000 s of the talk's experiment then take 10 s)."""
 def _run(name: str, every: float, scheduler: str) -> RunRecord:
     workload = preset(name, mean_interarrival=every)
     nodes = seed004_cluster()
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     return simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
 
 
@@ -95,7 +95,7 @@ def _served(name: str, every: float, scheduler: str, speed: float) -> RunRecord:
     runs it (``kubeflux cluster serve --speed``)."""
     nodes = seed004_cluster()
     workload = map_to_cluster(preset(name, mean_interarrival=every), nodes)
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     _, record = replay_served(nodes, workload, list(schedulers.values()), primary, WallClock(speed), label=scheduler)
     return record
 

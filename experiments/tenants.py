@@ -21,7 +21,7 @@ import numpy as np
 
 from experiments.pages import markdown_table, stamp, write_page
 from experiments.traces import Trace, default_traces_folder, prefix
-from kubeflux.sim.command import _schedulers_for, merge_workloads
+from kubeflux.sim.command import merge_workloads, schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.metrics import summarize
 from kubeflux.sim.workloads import load_workload
@@ -103,7 +103,7 @@ def _run(args: tuple[str, bool, str, Trace]) -> list[TenantRow]:
         loaded = queues_by_user(merge_workloads([loaded, load_workload(KUEUE_OBJECTS)]), TENANTS)
     workload = map_to_cluster(loaded, nodes)
     tenant_of = {job.id: queue_of_user(job.user, TENANTS) for job in workload.jobs}
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     run = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
     summary = summarize(run)
     label = f"Kueue + {scheduler}" if kueue else scheduler

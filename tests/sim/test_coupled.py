@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kubeflux.sim.baselines import create
-from kubeflux.sim.command import _schedulers_for, merge_workloads
+from kubeflux.sim.command import merge_workloads, schedulers_for
 from kubeflux.sim.driver import Simulation, SimulationOptions
 from kubeflux.sim.metrics import POD_COLUMNS, pod_cells, summarize
 from kubeflux.sim.pods import Lifecycle, NodeOutage
@@ -257,7 +257,7 @@ def test_no_two_jobs_of_the_demo_hold_one_resource_over_the_same_span(scheduler:
         loaded = merge_workloads([load_workload(folder / "hpc-mix.swf"), load_workload(folder / "services.yaml")])
     nodes = uniform_cluster(16, 16, "64Gi")
     workload = map_to_cluster(loaded, nodes)
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     run = Simulation(workload, nodes, schedulers, primary=primary).run()
     holders: dict[int, list[tuple[float, float, str]]] = {}
     for job in run.jobs:

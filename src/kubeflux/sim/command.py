@@ -46,8 +46,7 @@ from kubeflux.resources.graph import paused_gc
 from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import CPU, GPU, DisruptionBudget, Node
 from kubeflux.sim.cluster import Lifecycle
-from kubeflux.sim.driver import SimulationOptions, simulate
-from kubeflux.sim.driver import _few_collections as _few_collections
+from kubeflux.sim.driver import SimulationOptions, few_collections, simulate
 from kubeflux.sim.fabric import Fabric
 from kubeflux.sim.inputs import (
     Shape,
@@ -142,7 +141,7 @@ def _dns_label(text: str) -> str:
     return re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")[:40] or "workload"
 
 
-def _schedulers_for(
+def schedulers_for(
     name: str, workload: Workload, sockets: int = 0, levels: tuple[str, ...] | None = None
 ) -> tuple[dict[str, Scheduler], str]:
     """The scheduler under test, plus one scheduler per other ``schedulerName`` the workload's pods name.
@@ -171,7 +170,7 @@ def _schedulers_for(
     return schedulers, primary.name
 
 
-def _write_outputs(
+def write_outputs(
     runs: list[RunRecord],
     out: Path,
     console: Console,
@@ -575,7 +574,7 @@ def simulate_command(
     before = {p.name for p in out.iterdir()}
     atexit.unregister(_skip_final_collection)  # registered once, however often the command runs in a process
     atexit.register(_skip_final_collection)
-    with _few_collections():  # millions of long-lived objects: see its docstring (mapping 2.2 -> 1.3 s on LCG)
+    with few_collections():  # millions of long-lived objects: see its docstring (mapping 2.2 -> 1.3 s on LCG)
         # No collection while the trace is mapped and a run goes: a run's objects live to its end (LCG under fcfs:
         # 86 young collections found 11 objects to free among 8.6 million, 0.9 s of its 5.4 s of CPU); the outputs,
         # whose plots make cyclic garbage, run with the collector on, and what a run leaves is collected after it.
@@ -585,7 +584,7 @@ def simulate_command(
                 mapped = mark_urgent(mapped, marked, seed)
         runs: list[RunRecord] = []
         for name in scheduler:
-            schedulers, primary = _schedulers_for(name, mapped, sockets, levels)
+            schedulers, primary = schedulers_for(name, mapped, sockets, levels)
             with timer.phase(f"simulate {name}"), paused_gc():
                 run = _run_with_progress(mapped, node_list, schedulers, primary, name, lifecycle, console, fabric)
             runs.append(run)
@@ -600,13 +599,13 @@ def simulate_command(
         if loaded.skipped:  # the page's "what ran" says it too, not only the terminal
             words += f" ({loaded.skipped:,} line(s)/document(s) skipped: see problems.txt)"
         about = About(cluster=describe_cluster(node_list), workload=words)
-        rows = _write_outputs(runs, out, console, about=about, timer=timer, parallel=True)
+        rows = write_outputs(runs, out, console, about=about, timer=timer, parallel=True)
         _record_outputs(out, before)
         _tell_verdict(rows, console)
         if verbose:
             for line in timer.lines():
                 console.print(escape(line), highlight=False)
-    _tell_failures(runs, console, endless_pods(mapped))
+    tell_failures(runs, console, endless_pods(mapped))
 
 
 def _write_problems(out: Path, input_problems: list[str], runs: list[RunRecord]) -> None:
@@ -691,7 +690,7 @@ def _tell_queues(workload: Workload, queues: tuple[str, ...], console: Console) 
     console.print(f"--user-queues: trace jobs by user: {told}", highlight=False)
 
 
-def _tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
+def tell_failures(runs: list[RunRecord], console: Console, endless_pods: int = 0) -> None:
     """A warning for every run that left jobs unfinished (with why it stopped, or the ``endless_pods`` that have
     no run time), and :data:`NOTHING_RAN` as the exit code when nothing finished anywhere, or nothing succeeded
     anywhere (every job failed, was killed or was rejected): a comparison of runs that did not run, or ran only

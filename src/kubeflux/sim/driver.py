@@ -89,7 +89,7 @@ GC_YOUNG_THRESHOLD = 100_000
 
 
 @contextmanager
-def _few_collections() -> Iterator[None]:
+def few_collections() -> Iterator[None]:
     """Run with rare young collections and no old-generation ones, then restore the collector's thresholds.
 
     A run allocates millions of objects that live to its end (pods, events, records) and almost no cyclic
@@ -215,7 +215,7 @@ class Simulation:
     # -- the run -------------------------------------------------------------------------------------------------
     def run(self, progress: Progress | None = None) -> RunRecord:
         """Simulate to the end and return the run's records."""
-        with _few_collections():
+        with few_collections():
             return self._run(progress)
 
     def _run(self, progress: Progress | None) -> RunRecord:

@@ -327,7 +327,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
     from kubeflux.scheduler.topology import DEFAULT_LEVELS
     from kubeflux.sim import metrics
     from kubeflux.sim.cluster import Lifecycle
-    from kubeflux.sim.command import _schedulers_for
+    from kubeflux.sim.command import schedulers_for
     from kubeflux.sim.driver import SimulationOptions, simulate
     from kubeflux.sim.fabric import Fabric
     from kubeflux.sim.workloads import load_workload
@@ -342,7 +342,7 @@ def _simulate(task: Task) -> tuple[dict[str, Any], str]:
             raise SweepError(str(exc).replace(str(path), task.source or task.workload)) from None
         nodes = list(task.nodes)
         mapped = map_to_cluster(loaded, nodes)
-        schedulers, primary = _schedulers_for(task.scheduler, mapped)
+        schedulers, primary = schedulers_for(task.scheduler, mapped)
         core = schedulers[primary]
         if task.policy != NO_POLICY and isinstance(core, KubefluxScheduler):
             core.profile.policy = task.policy

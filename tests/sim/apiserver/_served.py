@@ -15,7 +15,7 @@ from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
-from kubeflux.sim.command import _schedulers_for
+from kubeflux.sim.command import schedulers_for
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
@@ -108,7 +108,7 @@ def both(
 ) -> tuple[RunRecord, RunRecord]:
     """The run in the simulator, and the run through the API in virtual time (fresh schedulers for each); ``after``
     looks at the served cluster once its run is done."""
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     simulated = simulate(workload, nodes, schedulers, primary=primary, label=scheduler)
     return simulated, replayed(workload, nodes, scheduler, VirtualClock(), after, settle=0.0)
 
@@ -124,7 +124,7 @@ def replayed(
     """The run of ``workload`` through the API on ``clock`` to its end (``cluster serve --until-done``), with fresh
     schedulers; ``after`` looks at the served cluster once its run is done; ``server``: more of
     :class:`ApiServer`'s settings."""
-    schedulers, primary = _schedulers_for(scheduler, workload)
+    schedulers, primary = schedulers_for(scheduler, workload)
     api = ApiServer(
         nodes,
         kubelet=True,

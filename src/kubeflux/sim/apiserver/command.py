@@ -315,7 +315,7 @@ def _replay_plan(
     ``--scheduler``, plus one for each other ``schedulerName`` its pods name that kubeflux has), and the name of
     the scheduler under test."""
     from kubeflux.sim.baselines import create
-    from kubeflux.sim.command import _schedulers_for, merge_workloads
+    from kubeflux.sim.command import merge_workloads, schedulers_for
     from kubeflux.sim.inputs import check_budget, load_files
     from kubeflux.sim.workloads import WorkloadError
     from kubeflux.sim.workloads.limits import ReadBudget
@@ -333,7 +333,7 @@ def _replay_plan(
         raise typer.Exit(2) from exc
     if not names:
         return mapped, [], primary or "default-scheduler"
-    schedulers, first = _schedulers_for(names[0], mapped)
+    schedulers, first = schedulers_for(names[0], mapped)
     for name in names[1:]:
         extra = create(name)
         schedulers.setdefault(extra.name, extra)
@@ -359,7 +359,7 @@ def _write_report(server: ApiServer, label: str, out: Path) -> None:
 
     from rich.console import Console
 
-    from kubeflux.sim.command import REPORT_WIDTH, _tell_failures, _write_outputs
+    from kubeflux.sim.command import REPORT_WIDTH, tell_failures, write_outputs
 
     assert server.replay is not None
     run = server.replay.run_record(label, time.perf_counter() - server.started_at)
@@ -369,6 +369,6 @@ def _write_report(server: ApiServer, label: str, out: Path) -> None:
     console = Console(width=None if sys.stdout.isatty() else REPORT_WIDTH)
     done = sum(1 for job in run.jobs if job.finish_time is not None)
     console.print(f"{label}: {len(run.jobs)} jobs ({done} finished), {run.pods_bound} pods bound through the API")
-    _write_outputs([run], out, console)
+    write_outputs([run], out, console)
     typer.echo(f"report: {out}")
-    _tell_failures([run], console)
+    tell_failures([run], console)
