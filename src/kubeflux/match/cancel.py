@@ -103,12 +103,12 @@ def _drop_pools(schedule: Schedule, state: WalkState, source: int, jobid: int) -
     them); returns their share of the fingerprints."""
     view = schedule.view
     pools = view.pools[source]
-    kept = [pool for pool in pools if pool.jobid != jobid]
+    kept = [pool for pool in pools if pool.meta.jobid != jobid]
     if len(kept) == len(pools):
         return 0
     dropped = 0
     for pool in pools:
-        if pool.jobid == jobid:
+        if pool.meta.jobid == jobid:
             dropped += pool.total
             state.postorder += len(pool.run.leaves)
     if kept:

@@ -158,22 +158,15 @@ class Pool:
     its parent's pools being written first (:meth:`ScheduleView.settle_source`), and a cancel that finds its pool
     unwritten drops it whole."""
 
-    jobid: int
+    meta: JobMeta
+    """The job and its window (the update walk's: a match changes its meta no more once it records)."""
     run: LeafRun
-    at: int
-    duration: int
-    alloc_type: AllocType
     total: int
     """The pool's share of its source's fingerprint: what its leaves' shares add up to once written."""
 
-    def __init__(
-        self, jobid: int, run: LeafRun, at: int, duration: int, alloc_type: AllocType, total: int
-    ) -> None:  # (written out: see docs/native.md)
-        self.jobid = jobid
+    def __init__(self, meta: JobMeta, run: LeafRun, total: int) -> None:  # (written out: see docs/native.md)
+        self.meta = meta
         self.run = run
-        self.at = at
-        self.duration = duration
-        self.alloc_type = alloc_type
         self.total = total
 
 

@@ -4,8 +4,8 @@
 score order, which every sort keeps; and what a request list says of a vertex type, worked out once per list
 (:func:`kind_plan`, :func:`own_exclusive`).
 
-Functions of the schedule's view and a :class:`~kubeflux.match.visit.Visit`, and the traverser's hooks they are
-given. The answers are the
+Functions of a :class:`LeafWalk` (the schedule's view and the select walk's hooks and settings) and a
+:class:`~kubeflux.match.visit.Visit`. The answers are the
 vertex-by-vertex walk's (:class:`~kubeflux.match.traverser.Traverser` with ``leaf_batches`` off walks it): the same
 candidates in the same order, the same marks, the same policy hooks in the same order.
 """
@@ -43,6 +43,22 @@ LeafKind = Callable[[Vertex, list[Request], bool], bool | None]
 """The traverser's :meth:`~kubeflux.match.traverser.Traverser._leaf_kind`."""
 _COUNT = itemgetter(1)
 _EDGE = itemgetter(2)
+
+
+class LeafWalk:
+    """What the select walk gives its one-loop paths through leaves: the schedule's view, its leaf test and how it
+    makes an evaluation (set from the traverser at each walk: see :class:`~kubeflux.match.traverser.Traverser`)."""
+
+    __slots__ = ("evaluation_type", "leaf_kind", "leaf_runs", "schedule")
+
+    def __init__(
+        self, schedule: ScheduleView, leaf_kind: LeafKind, evaluation_type: type[Evaluation], leaf_runs: bool
+    ) -> None:
+        self.schedule = schedule
+        self.leaf_kind = leaf_kind
+        self.evaluation_type = evaluation_type
+        self.leaf_runs = leaf_runs
+        """Whether the marks on a run of one vertex's exclusive leaves are one :class:`LeafRun`."""
 
 
 def kind_plan(
@@ -120,21 +136,17 @@ def add_leaves(
 
 
 def leaf_candidates(
-    schedule: ScheduleView,
-    visit: Visit,
-    leaf_kind: LeafKind,
-    order: list[tuple[int, int]],
-    needed: int | None,
-    dfu: Scoring | None = None,
+    walk: LeafWalk, visit: Visit, order: list[tuple[int, int]], needed: int | None, dfu: Scoring | None = None
 ) -> Found | None:
     """The leaves of :meth:`Traverser._first_leaves` that qualify, in visit order, whether the request holds them
     exclusively, and whether their scores strictly descend; None when the leaves need :meth:`Traverser._evaluate`
-    (``leaf_kind`` says, the traverser's :meth:`Traverser._leaf_kind`). ``dfu`` holds the candidates found before
-    (``first``'s shares count them)."""
+    (the walk's ``leaf_kind`` says, the traverser's :meth:`Traverser._leaf_kind`). ``dfu`` holds the candidates
+    found before (``first``'s shares count them)."""
     resources, pristine, excl, meta = visit.resources, visit.pristine, visit.exclusive, visit.meta
     resource = resources[0]
+    schedule = walk.schedule
     vertices = schedule.graph.vertices
-    leaf = leaf_kind(vertices[order[0][1]], resources, pristine)
+    leaf = walk.leaf_kind(vertices[order[0][1]], resources, pristine)
     if leaf is None or resource.type == SLOT:
         return None
     x_in = excl or leaf
@@ -236,14 +248,7 @@ def _stop(sizes: list[int], total: int, per_share: int, needed: int) -> int:
 
 
 def own_leaves(
-    schedule: ScheduleView,
-    visit: Visit,
-    leaf_kind: LeafKind,
-    vertex: Vertex,
-    children: list[tuple[int, int]],
-    avail: int,
-    evaluation_type: type[Evaluation],
-    leaf_runs: bool,
+    walk: LeafWalk, visit: Visit, vertex: Vertex, children: list[tuple[int, int]], avail: int
 ) -> Evaluation | Found | None:
     """``first``'s evaluation of a vertex whose request asks only for leaves of one type and whose children are
     all such leaves (a socket's cores under ``socket → core(k)``): the explore in one loop, and, when the
@@ -252,14 +257,15 @@ def own_leaves(
     Otherwise what :func:`leaf_candidates` found, which the caller adds (:func:`add_leaves`) and goes on with (policy
     hooks and choices as :meth:`Traverser._evaluate` makes them, in the same order); None when the vertex is not
     such a vertex (nothing was done). ``visit``: the request of the vertex's children; ``avail``: the vertex's free
-    units; ``evaluation_type`` and ``leaf_runs``: the walk's (see :class:`Traverser`)."""
+    units."""
+    schedule = walk.schedule
     source = schedule.walk_parent(children[0][1])
     order = schedule.heaviest_first(source, children)
     element = visit.resources[0]
     x_in = visit.exclusive
     if schedule.leaf_family(source, order) != element.type:
         return None
-    found = leaf_candidates(schedule, visit, leaf_kind, order, 1)
+    found = leaf_candidates(walk, visit, order, 1)
     if found is None:
         return None
     candidates, leaf_x_in, descending = found
@@ -274,6 +280,7 @@ def own_leaves(
     score = visit.policy.finish_chosen(vertex, wanted > 0)
     if wanted == 0:
         return FAILED
+    evaluation_type = walk.evaluation_type
     if evaluation_type is Evaluation:  # (a native call when compiled: see Traverser._finish)
         evaluation = Evaluation(True, x_in, avail, score)
     else:
@@ -283,18 +290,13 @@ def own_leaves(
     # the first of them that cover ``wanted`` (each holds some units, so the running sums strictly increase)
     chosen = candidates[: bisect_left(list(accumulate(counts)), wanted) + 1]
     evaluation.marks = [(edge, count, leaf_x_in, NO_LEAD) for _score, count, edge, _uid in chosen]
-    if leaf_runs and leaf_x_in and not schedule.graph.shared_children:
+    if walk.leaf_runs and leaf_x_in and not schedule.graph.shared_children:
         evaluation.run = own_run(schedule, vertex.uid, chosen)
     return evaluation
 
 
 def first_leaf_slots(
-    schedule: ScheduleView,
-    visit: Visit,
-    leaf_kind: LeafKind,
-    children: list[tuple[int, int]],
-    nslots: int,
-    label: str,
+    walk: LeafWalk, visit: Visit, children: list[tuple[int, int]], nslots: int, label: str
 ) -> list[EdgeGroup] | None:
     """``first``'s slots of one element made of the vertex's own leaves (a socket's cores for ``slot →
     core(k)``): the leaves :meth:`Traverser._dom_slot` explores in one loop (stopping at ``nslots`` slots), cut into
@@ -302,11 +304,12 @@ def first_leaf_slots(
     order under a descending policy (the slot's choice of all of them then keeps that order). None when the
     caller must walk (nothing was changed). ``visit``: the slot's (its shape, held exclusively)."""
     element = visit.resources[0]
+    schedule = walk.schedule
     source = schedule.walk_parent(children[0][1])
     order = schedule.heaviest_first(source, children)
     if schedule.leaf_family(source, order) != element.type:
         return None
-    found = leaf_candidates(schedule, visit, leaf_kind, order, max(nslots, 1))
+    found = leaf_candidates(walk, visit, order, max(nslots, 1))
     if found is None or not (found[2] and visit.policy.descending):
         return None
     return ordered_slots([(score, avail, edge) for score, avail, edge, _uid in found[0]], element, label)

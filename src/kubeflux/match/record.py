@@ -221,7 +221,7 @@ class UpdateWalk:
             run = state.run_of(source, leaves)  # a node's gpus next to its sockets, say
         if run is not None and self.fresh and source not in view.layouts:  # after the pools before it
             added = hash((run.signature, job_key(jobid, meta.at, meta.duration, meta.alloc_type)))
-            pool = Pool(jobid, run, meta.at, meta.duration, meta.alloc_type, added)
+            pool = Pool(meta, run, added)
             view.pools.setdefault(source, []).append(pool)
             view.vertices_of_job(jobid).update(run.uids)
             for type, size in run.sizes.items():
@@ -230,7 +230,7 @@ class UpdateWalk:
         else:
             if source in view.pools:  # they were recorded first
                 view.settle_source(source)
-            added = record_leaves(view, source, leaves, jobid, meta.at, meta.duration, meta.alloc_type, self.full)
+            added = record_leaves(view, source, leaves, meta, self.full)
             vertices = view.graph.vertices
             for _edge, uid, _needs in leaves:
                 vertex = vertices[uid]

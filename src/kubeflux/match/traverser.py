@@ -32,6 +32,7 @@ from kubeflux.match.evaluation import (
 from kubeflux.match.keys import CacheKeys
 from kubeflux.match.leaves import (
     KindPlan,
+    LeafWalk,
     add_leaves,
     first_leaf_slots,
     kind_plan,
@@ -91,6 +92,7 @@ class Traverser:
         self._kinds: dict[tuple[int, str, bool], KindPlan] = {}
         """What a request list says of a vertex type (see :meth:`_match_kind`)."""
         self._exclusives: dict[tuple[int, str], tuple[list[Request], bool]] = {}
+        self._leaves = self._leaf_walk()
         self._bounded: Elements | None = None
         """The slot elements the current walk's bound counted the root's children for (None: it did not count);
         its blocks counted empty are skipped (:func:`~kubeflux.match.slotbound.empty_block`)."""
@@ -116,6 +118,7 @@ class Traverser:
             root_visit.policy,
         )
         schedule, state = self.schedule, self.state
+        self._leaves = self._leaf_walk()  # (the settings as they are now: a test may change them between walks)
         self._bounded = None
         if self.slot_bounds:
             refused, self._bounded = too_few_slots(schedule, resources, meta)
@@ -297,7 +300,7 @@ class Traverser:
             if self.leaf_slots and not check_pristine and not stop_on_first:
                 slots = leaf_slots(schedule, below, children, label, own_slot(vertex, resources))
             elif self.leaf_batches and stop_on_first and len(next_resources) == 1 and children:
-                slots = first_leaf_slots(schedule, below, self._leaf_kind, children, nslots, label)
+                slots = first_leaf_slots(self._leaves, below, children, nslots, label)
             if slots is None:
                 self._dom_slot(below, children, nslots, label, dfu, kids)
             elif slots:
@@ -305,9 +308,7 @@ class Traverser:
         else:
             below = visit.below(next_resources, check_pristine, x_in)
             if kind == "resource" and len(next_resources) == 1 and children and self.leaf_batches and stop_on_first:
-                chosen = own_leaves(
-                    schedule, below, self._leaf_kind, vertex, children, avail, self.evaluation_type, self.leaf_runs
-                )
+                chosen = own_leaves(self._leaves, below, vertex, children, avail)
                 if isinstance(chosen, Evaluation):
                     return chosen
                 if chosen is not None:  # the leaves are explored, in an order a sort may change
@@ -406,6 +407,9 @@ class Traverser:
                 break
         return found
 
+    def _leaf_walk(self) -> LeafWalk:
+        return LeafWalk(self.schedule, self._leaf_kind, self.evaluation_type, self.leaf_runs)
+
     def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
         """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
         children, in the policy's order with an early stop, or, with nodes excluded, child by child
@@ -414,20 +418,20 @@ class Traverser:
         parent = self.graph.vertices[children[0][1]].parent
         layout = wide.layout_of(schedule, parent, children)
         needed, stops = wide.early_count(schedule, visit.policy, parent, layout, visit.resources)
-        ordered = needed > 0 or self.excluded is not None
-        if ordered:
+        order = wide.InOrder(layout, needed, stops) if needed > 0 or self.excluded is not None else None
+        if order is not None:
             excluded = self.excluded if visit.meta.alloc_type != AllocType.SATISFIABILITY else None
             if excluded is not None:
                 if self.covers is None:
                     self.excluded = None  # (the children below are allowed, and nothing deeper is ever excluded)
                 try:
-                    return wide.explore_allowed(self._visit_child, visit, layout, excluded, needed, stops, dfu, kids)
+                    return wide.explore_allowed(self._visit_child, visit, order, excluded, dfu, kids)
                 finally:
                     self.excluded = excluded
         key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
-        if ordered:
-            return wide.explore_in_order(spans, dfu, kids, needed, stops)
+        if order is not None:
+            return wide.explore_in_order(spans, order, dfu, kids)
         return wide.explore_all(spans, dfu, kids)
 
     def _first_leaves(
@@ -437,7 +441,7 @@ class Traverser:
         :meth:`_visit_leaf` does child by child, in one loop; under ``first`` (``needed`` shares), with what
         :func:`tally_shares` does, stopping when ``needed`` are found. None when the leaves need :meth:`_evaluate`
         (see :meth:`_leaf_kind`)."""
-        found = leaf_candidates(self.schedule, visit, self._leaf_kind, order, needed, dfu)
+        found = leaf_candidates(self._leaves, visit, order, needed, dfu)
         if found is None:
             return None
         candidates, x_in, descending = found

@@ -80,6 +80,17 @@ class _Held:
     exclusive: bool
 
 
+@dataclass(slots=True)
+class _HeldSet:
+    """A resource set resolved to the graph: what a replay records."""
+
+    held: list[_Held]
+    marks: list[tuple[int, _Held]]
+    """(edge index, its target) for each edge to mark, as a match's select walk marks it."""
+    root: _Held
+    """The containment root's entry (the amount and exclusivity the update walk starts from)."""
+
+
 # ---------------------------------------------------------------------------------------------------- parsing
 
 
@@ -208,7 +219,7 @@ def replay(
             if held
             else f"{source}: the resource set holds no vertex"
         )
-    _record(schedule, state, writer, list(held.values()), marks, root_mark, meta, policy)
+    _record(schedule, state, writer, _HeldSet(list(held.values()), marks, root_mark), meta, policy)
 
 
 def replay_leaves(
@@ -237,7 +248,7 @@ def replay_leaves(
         raise ResourceSetError("the resource set holds no vertex" if not held else "it does not reach the root")
     ordered = [held[uid] for uid in sorted(held)]
     marks = [(_parent_edge(schedule, item.uid), item) for item in ordered if item.uid != view.root]
-    _record(schedule, state, writer, ordered, marks, root, meta, policy)
+    _record(schedule, state, writer, _HeldSet(ordered, marks, root), meta, policy)
 
 
 def _check_uids(graph: Graph, uids: Iterable[int], prefix: str) -> None:
@@ -260,22 +271,15 @@ def _parent_edge(schedule: Schedule, uid: int) -> int:
 
 
 def _record(
-    schedule: Schedule,
-    state: WalkState,
-    writer: Writer,
-    held: list[_Held],
-    marks: list[tuple[int, _Held]],
-    root_mark: _Held,
-    meta: JobMeta,
-    policy: MatchPolicy,
+    schedule: Schedule, state: WalkState, writer: Writer, held: _HeldSet, meta: JobMeta, policy: MatchPolicy
 ) -> None:
-    """Plan ``held`` (all or nothing), mark the edges, then record the job with the update walk."""
-    _plan(schedule, held, meta, policy)
+    """Plan what ``held`` holds (all or nothing), mark its edges, then record the job with the update walk."""
+    _plan(schedule, held.held, meta, policy)
     state.next_sequence()
-    for index, child in marks:
+    for index, child in held.marks:
         state.mark_edge(index, child.amount, child.exclusive)
-    state.root_needs = root_mark.amount
-    state.root_excl = root_mark.exclusive
+    state.root_needs = held.root.amount
+    state.root_excl = held.root.exclusive
     state.root_seq = state.sequence
     update_walk.update(state, schedule, writer, meta, policy, full=False)
 

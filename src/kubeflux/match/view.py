@@ -153,17 +153,17 @@ class ScheduleView:
         at, end = meta.at, meta.at + meta.duration
         allocating = meta.alloc_type == AllocType.ALLOCATE
         for pool in self.pools[source]:
-            if pool.at < end and at < pool.at + pool.duration:
+            held = pool.meta
+            if held.at < end and at < held.at + held.duration:
                 return True
-            if allocating and pool.alloc_type == AllocType.ALLOCATE:
+            if allocating and held.alloc_type == AllocType.ALLOCATE:
                 return True
         return False
 
     def settle_source(self, source: int) -> None:
         """Write the pools of ``source``'s leaves leaf by leaf (before anything reads those leaves' records)."""
         for pool in self.pools.pop(source, ()):
-            leaves = pool.run.leaves
-            record_leaves(self, source, leaves, pool.jobid, pool.at, pool.duration, pool.alloc_type, True, pool.total)
+            record_leaves(self, source, pool.run.leaves, pool.meta, True, pool.total)
 
     def _children(self, uid: int) -> list[tuple[int, int]]:
         """(edge index, target) of a vertex's containment out-edges, in order."""
@@ -469,17 +469,15 @@ def record_leaves(
     schedule: ScheduleView,
     source: int,
     leaves: list[tuple[int, int, int]],
-    jobid: int,
-    at: int,
-    duration: int,
-    alloc_type: AllocType,
+    meta: JobMeta,
     full: bool,
     total: int | None = None,
 ) -> int:
-    """Record ``jobid`` on exclusive leaves of ``source`` in ``schedule`` (planner span, tags, use, fingerprint) during
-    ``[at, at + duration)``; each leaf's share of the fingerprint is a hash of it and the job, the last one
-    made up so they add up to ``total`` if given (a pool written late: its source already counts it).
+    """Record ``meta``'s job on exclusive leaves of ``source`` in ``schedule`` (planner span when ``full``, tags,
+    use, fingerprint) during its window; each leaf's share of the fingerprint is a hash of it and the job, the last
+    one made up so they add up to ``total`` if given (a pool written late: its source already counts it).
     Returns the fingerprint change."""
+    jobid, at, duration, alloc_type = meta.jobid, meta.at, meta.duration, meta.alloc_type
     key = job_key(jobid, at, duration, alloc_type)
     plans, tags, x_uses, fp = schedule.plan_table, schedule.tag_table, schedule.use_table, schedule.fp
     keys = schedule.uid_objects()

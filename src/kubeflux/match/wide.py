@@ -41,6 +41,7 @@ from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
 __all__ = [
+    "InOrder",
     "Layout",
     "Spans",
     "early_count",
@@ -84,6 +85,18 @@ class Spans:
         :func:`~kubeflux.match.slotbound.empty_block`), None if it did not."""
 
 
+class InOrder:
+    """A walk of a wide vertex's children in the policy's order (:func:`early_count`): it may stop once ``needed``
+    candidates qualify (0: never) after a child where ``stops`` allows it (None: after any)."""
+
+    __slots__ = ("layout", "needed", "stops")
+
+    def __init__(self, layout: Layout, needed: int, stops: list[bool] | None) -> None:
+        self.layout = layout
+        self.needed = needed
+        self.stops = stops
+
+
 def layout_of(schedule: ScheduleView, parent: int, children: list[tuple[int, int]]) -> Layout:
     """``parent``'s :class:`Layout` of ``children`` (laid out again when their number changed)."""
     layout = schedule.layouts.get(parent)
@@ -103,11 +116,11 @@ def explore_all(spans: Spans, dfu: Scoring, kids: Kids) -> bool:
     return found
 
 
-def explore_in_order(spans: Spans, dfu: Scoring, kids: Kids, needed: int, stops: list[bool] | None) -> bool:
-    """:func:`explore_all` block by block in the policy's order, stopping once ``needed`` candidates qualify (0:
-    never) after a child where ``stops`` allows it (None: any)."""
+def explore_in_order(spans: Spans, order: InOrder, dfu: Scoring, kids: Kids) -> bool:
+    """:func:`explore_all` block by block in ``order`` (with its early stop)."""
     layout = spans.layout
     visit = spans.visit
+    needed, stops = order.needed, order.stops
     backwards = needed > 0 and visit.policy.descending
     wanted = visit.resources[0].type
     blocks = layout.blocks
@@ -164,23 +177,16 @@ def early_count(
 
 
 def explore_allowed(
-    visit_child: VisitChild,
-    visit: Visit,
-    layout: Layout,
-    excluded: Excluded,
-    needed: int,
-    stops: list[bool] | None,
-    dfu: Scoring,
-    kids: Kids,
+    visit_child: VisitChild, visit: Visit, order: InOrder, excluded: Excluded, dfu: Scoring, kids: Kids
 ) -> bool:
-    """The children of a wide vertex that ``excluded`` allows, one by one in the policy's order through the walk's
-    ``visit_child``, stopping once ``needed`` candidates qualify (0: never) after a child where ``stops`` allows it
-    (None: any); a span's cached candidates hold the excluded nodes' too."""
+    """The children of a wide vertex that ``excluded`` allows, one by one in ``order`` (with its early stop) through
+    the walk's ``visit_child``; a span's cached candidates hold the excluded nodes' too."""
+    needed, stops = order.needed, order.stops
     backwards = needed > 0 and visit.policy.descending
     wanted = visit.resources[0].type
-    children = layout.children
+    children = order.layout.children
     found = False
-    for position in allowed_positions(layout, excluded, backwards):
+    for position in allowed_positions(order.layout, excluded, backwards):
         edge, target = children[position]
         if not visit_child(visit, edge, target, dfu, kids):
             continue
