@@ -91,6 +91,8 @@ class Evaluation:
     group: EdgeGroup | None = None
     run: LeafRun | None = None
     """The marks as one run of exclusive leaves of one source, when they are that (see :class:`LeafRun`)."""
+    aux: dict[str, dict[str, Evals]] | None = None
+    """The auxiliary subsystems' candidates passed up (:attr:`Scoring.aux`), when the walk has any."""
 
     def __init__(
         self,
@@ -115,6 +117,7 @@ class Evaluation:
         self.applied = applied
         self.group = group
         self.run = run
+        self.aux = None
 
     def group_for(self, edge: int) -> EdgeGroup:
         """The candidate group this vertex offers its parent through ``edge`` (its one parent edge)."""

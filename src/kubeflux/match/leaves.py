@@ -46,17 +46,15 @@ _EDGE = itemgetter(2)
 
 
 class LeafWalk:
-    """What the select walk gives its one-loop paths through leaves: the schedule's view, its leaf test and how it
-    makes an evaluation (set from the traverser at each walk: see :class:`~kubeflux.match.traverser.Traverser`)."""
+    """What the select walk gives its one-loop paths through leaves: the schedule's view, its leaf test and whether
+    it records runs of leaves as one (set from the traverser at each walk: see
+    :class:`~kubeflux.match.traverser.Traverser`)."""
 
-    __slots__ = ("evaluation_type", "leaf_kind", "leaf_runs", "schedule")
+    __slots__ = ("leaf_kind", "leaf_runs", "schedule")
 
-    def __init__(
-        self, schedule: ScheduleView, leaf_kind: LeafKind, evaluation_type: type[Evaluation], leaf_runs: bool
-    ) -> None:
+    def __init__(self, schedule: ScheduleView, leaf_kind: LeafKind, leaf_runs: bool) -> None:
         self.schedule = schedule
         self.leaf_kind = leaf_kind
-        self.evaluation_type = evaluation_type
         self.leaf_runs = leaf_runs
         """Whether the marks on a run of one vertex's exclusive leaves are one :class:`LeafRun`."""
 
@@ -280,11 +278,7 @@ def own_leaves(
     score = visit.policy.finish_chosen(vertex, wanted > 0)
     if wanted == 0:
         return FAILED
-    evaluation_type = walk.evaluation_type
-    if evaluation_type is Evaluation:  # (a native call when compiled: see Traverser._finish)
-        evaluation = Evaluation(True, x_in, avail, score)
-    else:
-        evaluation = evaluation_type(True, x_in, avail, score)
+    evaluation = Evaluation(True, x_in, avail, score)
     if score <= MATCH_UNMET:
         return evaluation
     # the first of them that cover ``wanted`` (each holds some units, so the running sums strictly increase)

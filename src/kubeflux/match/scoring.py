@@ -328,7 +328,7 @@ class Scoring:
     child's candidates, which its cached evaluation keeps, are never changed.
     """
 
-    __slots__ = ("_borrowed", "avail", "by_type", "hier_constrain_now", "overall_score")
+    __slots__ = ("_borrowed", "aux", "avail", "by_type", "hier_constrain_now", "overall_score")
 
     def __init__(self) -> None:
         self.by_type: dict[str, Evals] = {}
@@ -336,6 +336,9 @@ class Scoring:
         self.overall_score = -1
         self.avail = 0
         self._borrowed: set[str] | None = None
+        self.aux: dict[str, dict[str, Evals]] | None = None
+        """Each auxiliary subsystem's candidates, by type (:mod:`~kubeflux.match.subsystems`); None in a walk of
+        one subsystem, and until a walk with auxiliary subsystems finds one."""
 
     def evals(self, type: str) -> Evals:
         """The candidates of ``type``, this vertex's own to change."""

@@ -34,10 +34,9 @@ uses the plain :class:`~kubeflux.match.traverser.Traverser`, is unaffected.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import partial
 
-from kubeflux.match.evaluation import Evaluation, Kids, LeafRun, Mark
+from kubeflux.match.evaluation import Evaluation
 from kubeflux.match.meta import AllocType, Errno, JobMeta, MatchFailure, PruningFilters
 from kubeflux.match.policy import MatchPolicy
 from kubeflux.match.request import Request, effective_max
@@ -90,56 +89,28 @@ def parse_subsystems(name: str, graph: Graph | None = None) -> tuple[str, ...]:
     return subsystems
 
 
-class AuxScoring(Scoring):
-    """A vertex's candidates: the dominant subsystem's (:attr:`by_type`) and each auxiliary subsystem's."""
-
-    __slots__ = ("aux",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.aux: dict[str, dict[str, Evals]] = {}
-
-    def aux_evals(self, subsystem: str, type: str) -> Evals:
-        by_type = self.aux.setdefault(subsystem, {})
-        evals = by_type.get(type)
-        if evals is None:
-            evals = by_type[type] = Evals()
-        return evals
-
-    def aux_total(self, subsystem: str, type: str) -> int:
-        evals = self.aux.get(subsystem, {}).get(type)
-        return 0 if evals is None else evals.total
-
-    def merge_aux(self, aux: dict[str, dict[str, Evals]]) -> None:
-        for subsystem, by_type in aux.items():
-            for type, evals in by_type.items():
-                self.aux_evals(subsystem, type).merge(evals)
+def _aux_evals(dfu: Scoring, subsystem: str, type: str) -> Evals:
+    """``dfu``'s candidates of ``type`` in the auxiliary ``subsystem``, made if it has none."""
+    aux = dfu.aux
+    if aux is None:
+        aux = dfu.aux = {}
+    by_type = aux.setdefault(subsystem, {})
+    evals = by_type.get(type)
+    if evals is None:
+        evals = by_type[type] = Evals()
+    return evals
 
 
-@dataclass(slots=True, eq=False, init=False)
-class AuxEvaluation(Evaluation):
-    """An evaluation that also passes auxiliary candidates up (by subsystem, then type)."""
+def _aux_total(dfu: Scoring, subsystem: str, type: str) -> int:
+    evals = dfu.aux.get(subsystem, {}).get(type) if dfu.aux is not None else None
+    return 0 if evals is None else evals.total
 
-    aux: dict[str, dict[str, Evals]] | None = None
 
-    def __init__(
-        self,
-        ok: bool,
-        x_in: bool = False,
-        avail: int = 0,
-        score: int = 0,
-        merged: dict[str, Evals] | None = None,
-        marks: list[Mark] | None = None,
-        kids: Kids | None = None,
-        applied: int = -1,
-        group: EdgeGroup | None = None,
-        run: LeafRun | None = None,
-        aux: dict[str, dict[str, Evals]] | None = None,
-    ) -> None:  # (written out as Evaluation's is: mypyc gives a subclass its base's native __init__)
-        # the base named, not super(): a slots dataclass is a new class, which the zero-argument super()'s cell
-        # does not know (pure Python raised TypeError at every auxiliary match)
-        Evaluation.__init__(self, ok, x_in, avail, score, merged, marks, kids, applied, group, run)
-        self.aux = aux
+def _merge_aux(dfu: Scoring, aux: dict[str, dict[str, Evals]]) -> None:
+    """Add a child's auxiliary candidates (its :attr:`Evaluation.aux`) to ``dfu``'s."""
+    for subsystem, by_type in aux.items():
+        for type, evals in by_type.items():
+            _aux_evals(dfu, subsystem, type).merge(evals)
 
 
 class SubsystemView(ScheduleView):
@@ -228,8 +199,6 @@ class SubsystemView(ScheduleView):
 class SubsystemTraverser(Traverser):
     """DFU matching over a :class:`SubsystemView`'s dominant subsystem, with up-walks over the ``aux`` ones."""
 
-    scoring_type = AuxScoring
-    evaluation_type = AuxEvaluation
     wide_blocks = False
     count_free_parts = False  # (kept to what is shown exact for the containment walk alone)
     leaf_shortcut = False
@@ -247,24 +216,24 @@ class SubsystemTraverser(Traverser):
         return self._evaluate(visit, uid, self.schedule.children(uid))
 
     def _explore_aux(self, visit: Visit, vertex: Vertex, dfu: Scoring) -> None:
-        if self.aux and isinstance(dfu, AuxScoring):
+        if self.aux:
             self._aux_explore(visit, vertex, dfu)
 
     def _pass_up(self, evaluation: Evaluation, dfu: Scoring) -> None:
         super()._pass_up(evaluation, dfu)
-        if isinstance(evaluation, AuxEvaluation) and isinstance(dfu, AuxScoring) and dfu.aux:
+        if dfu.aux:
             evaluation.aux = dfu.aux
 
     def _take(self, evaluation: Evaluation, type: str, edge: int, dfu: Scoring) -> None:
         """Also take the child's auxiliary candidates, and leave its score and availability in ``dfu`` for the
         auxiliary candidates that follow."""
         super()._take(evaluation, type, edge, dfu)
-        if isinstance(evaluation, AuxEvaluation) and evaluation.aux and isinstance(dfu, AuxScoring):
-            dfu.merge_aux(evaluation.aux)
+        if evaluation.aux:
+            _merge_aux(dfu, evaluation.aux)
         dfu.overall_score = evaluation.score
         dfu.avail = evaluation.avail
 
-    def _aux_explore(self, visit: Visit, vertex: Vertex, dfu: AuxScoring) -> None:
+    def _aux_explore(self, visit: Visit, vertex: Vertex, dfu: Scoring) -> None:
         """Fluxion's explore of ``vertex``'s out-edges in each auxiliary subsystem (``visit_t::UPV``), for the
         request ``visit`` holds."""
         graph = self.graph
@@ -289,8 +258,8 @@ class SubsystemTraverser(Traverser):
                     continue
                 count = dfu.avail
                 group = EdgeGroup(dfu.overall_score, count, 0, excl, edges=[EdgeEval(count, count, excl, index)])
-                dfu.aux_evals(subsystem, target_type).add(group)
-                if dynamic and tally_shares(shares, satisfied, resources, partial(dfu.aux_total, subsystem), 1):
+                _aux_evals(dfu, subsystem, target_type).add(group)
+                if dynamic and tally_shares(shares, satisfied, resources, partial(_aux_total, dfu, subsystem), 1):
                     break
 
     def _aux_upv(self, meta: JobMeta, vertex: Vertex, resources: list[Request], excl: bool) -> bool:
@@ -317,7 +286,7 @@ class SubsystemTraverser(Traverser):
         the root."""
         needs = super()._resolve_graph(root, resources, dfu, policy)
         evaluation = self.state.root_eval
-        if needs >= 0 and isinstance(evaluation, AuxEvaluation) and evaluation.aux:
+        if needs >= 0 and evaluation is not None and evaluation.aux:
             for by_type in evaluation.aux.values():
                 if any(evals.qualified == 0 for evals in by_type.values()):
                     return -1

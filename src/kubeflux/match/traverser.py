@@ -54,8 +54,6 @@ from kubeflux.resources.graph import Vertex
 class Traverser:
     """DFU matching over the containment subsystem of one graph: the select walk (see the module docstring)."""
 
-    scoring_type: type[Scoring] = Scoring
-    evaluation_type: type[Evaluation] = Evaluation
     wide_blocks = True
     """Whether wide vertices explore through cached spans of children (see :mod:`kubeflux.match.wide`)."""
     leaf_shortcut = True
@@ -291,7 +289,7 @@ class Traverser:
         if not avail:
             return FAILED
         policy.discover(vertex)
-        dfu = Scoring() if self.scoring_type is Scoring else self.scoring_type()  # (see _finish)
+        dfu = Scoring()
         kids = Kids()
         stop_on_first = policy.spec.stop_on_first
         if kind == "slot":
@@ -325,11 +323,8 @@ class Traverser:
         """The end of a vertex's visit, once its children are explored: the policy's verdict and choices (``avail``:
         the vertex's free units, which :meth:`_prune` found)."""
         if avail == 0 or not visit.policy.finish_vertex(vertex, visit.resources, dfu):
-            return self.evaluation_type(False, kids=kids) if kids else FAILED
-        if self.evaluation_type is Evaluation:  # (a native call when compiled; a class in a variable is not)
-            evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
-        else:
-            evaluation = self.evaluation_type(True, x_in, avail, dfu.overall_score, kids=kids or None)
+            return Evaluation(False, kids=kids) if kids else FAILED
+        evaluation = Evaluation(True, x_in, avail, dfu.overall_score, kids=kids or None)
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
                 evaluation.marks = self.state.choice_marks(dfu) or None
@@ -408,7 +403,7 @@ class Traverser:
         return found
 
     def _leaf_walk(self) -> LeafWalk:
-        return LeafWalk(self.schedule, self._leaf_kind, self.evaluation_type, self.leaf_runs)
+        return LeafWalk(self.schedule, self._leaf_kind, self.leaf_runs)
 
     def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
         """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
