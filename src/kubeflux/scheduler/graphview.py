@@ -22,9 +22,6 @@ from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
 from typing import Any, Final
 
-import numpy as np
-import numpy.typing as npt
-
 from kubeflux.jobspec import Jobspec
 from kubeflux.match.engine import Engine, EngineError, MatchOp, MatchResult
 from kubeflux.match.policy import MatchPolicy, PolicySpec, parse_policy, perf_class
@@ -39,7 +36,8 @@ from kubeflux.resources import (
     node_path,
 )
 from kubeflux.resources.graph import Vertex
-from kubeflux.scheduler.hiding import ExcludedNames, HiddenNodes, Levels, domain_key, domain_of
+from kubeflux.scheduler.hiding import HiddenNodes, domain_key
+from kubeflux.scheduler.nodelevels import NodeLevels
 from kubeflux.scheduler.translate import Placement, PlacementWriter
 
 __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes", "ReleaseLog"]
@@ -128,29 +126,20 @@ class GraphView:
         """``first``'s node order for fractional pods, with the (time, :attr:`_changes`) it was computed for."""
         self._leaves: dict[str, tuple[list[int], list[int]]] = {}
         """Node name → its core and gpu vertex uids, in graph order (:meth:`leaves`)."""
-        self._uid_of: dict[str, int] = {}
-        """Node name → its node vertex's uid (a new dict whenever a node is attached: see :meth:`_mask`)."""
-        self._slot_of: dict[str, int] = {}
-        """Node name → its slot in the hidden nodes' masks (a name keeps its slot; a new name takes the next one)."""
-        self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
-        self._levels = Levels()
-        self.levelled = any(spec.domains for spec in specs)
-        """Whether some node sits below levels (zones, racks): a match then tells the engine the domains' hidden."""
         self._engine.traverser.level_types = frozenset(kind for spec in specs for kind, _ in spec.domains)
-        self._node_generation = 0
-        self._domains: dict[str, tuple[int, dict[str, int | None]]] = {}
-        """:meth:`domains` by level type, with the node generation they were found for."""
         self.released = ReleaseLog()
         """What releases and cancels gave back (:mod:`kubeflux.scheduler.kept` reads it)."""
         self._leaf_node: dict[int, str] = {}
         """Core or gpu vertex uid → its node's name."""
         graph = self.engine.graph
+        uid_of: dict[str, int] = {}
         for name, path in self.paths.items():
             vertex = graph.vertex_at(path)
             if vertex is not None:
                 self._set_leaves(name, _core_and_gpu_leaves(graph, vertex))
-                self._uid_of[name] = vertex.uid
-                self._slot_of[name] = len(self._slot_of)
+                uid_of[name] = vertex.uid
+        self.levels = NodeLevels(uid_of, any(spec.domains for spec in specs))
+        """The nodes' vertices and slots and the levels above them, as a match hides nodes."""
         self._socket_sizes = Counter(_socket_size(spec) for spec in specs if spec.sockets > 0)
         """(cores, gpus) of one socket → how many nodes have sockets of that size (the first socket's, which takes
         a remainder)."""
@@ -230,14 +219,7 @@ class GraphView:
         names = hide.names if isinstance(hide, HiddenNodes) else hide
         if self.unrecorded and (parse_policy(policy) if policy is not None else engine.policy.spec).node_exclusive:
             names = {*names, *self.unrecorded}
-        excluded = None
-        if names:
-            excluded = ExcludedNames(names, engine.graph.vertices)
-            if isinstance(hide, HiddenNodes) and names is hide.names:
-                excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
-            if self.levelled:
-                kept = hide.counts if isinstance(hide, HiddenNodes) and names is hide.names else None
-                self._levels.exclude(excluded, kept, self._arrays(), self._slot_of)
+        excluded = self.levels.excluded(names, hide, engine.graph.vertices) if names else None
         chosen = MatchPolicy(parse_policy(policy)) if policy is not None and policy != self.policy else None
         result = engine.match(op, spec, now=start, source=what, excluded=excluded, later=later, policy=chosen)
         self._changes += 1
@@ -256,43 +238,9 @@ class GraphView:
             )
         return result
 
-    def _mask(self, hidden: HiddenNodes) -> npt.NDArray[np.bool_]:
-        """``hidden``'s flags by node slot on this view (one more, always False, for vertices that are not nodes),
-        made when it has none for the view's current nodes (they change when a node is attached)."""
-        owner = (id(self), self._node_generation)
-        if hidden.owner != owner or hidden.mask is None:
-            slot_of = self._slot_of
-            mask = np.zeros(len(slot_of) + 1, dtype=bool)
-            mask[[slot_of[name] for name in hidden.names if name in slot_of]] = True
-            hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
-            self._levels.keep_counts(hidden, self._arrays() if self.levelled else None)
-        return hidden.mask
-
     def domains(self, kind: str) -> dict[str, int | None]:
         """Each node's domain vertex of type ``kind`` (None: none above it), kept until a node is attached."""
-        kept = self._domains.get(kind)
-        if kept is None or kept[0] != self._node_generation:
-            graph = self.engine.graph
-            found = {name: graph.vertex_at(path) for name, path in self.paths.items()}
-            domains = {name: None if v is None else domain_of(graph.vertices, v, kind) for name, v in found.items()}
-            kept = self._domains[kind] = (self._node_generation, domains)
-        return kept[1]
-
-    def _arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        return self._levels.arrays(self._node_generation, self.engine.graph.vertices, self._uid_of, self._slot_of)
-
-    def _slots_by_uid(self) -> npt.NDArray[np.int64]:
-        """Each vertex's node slot (-1 for a vertex that is not a node of the view), made again when a node is
-        attached."""
-        kept = self._slot_array
-        if kept is None or kept[0] != self._node_generation:
-            size = len(self.engine.graph.vertices)
-            slots = np.full(size, -1, dtype=np.int64)
-            for name, uid in self._uid_of.items():
-                if uid < size:
-                    slots[uid] = self._slot_of[name]
-            kept = self._slot_array = (self._node_generation, slots)
-        return kept[1]
+        return self.levels.domains(kind, self.engine.graph, self.paths)
 
     def preferred_node(self, fits: Callable[[str], bool], policy: str, at: int) -> str | None:
         """The node among those that ``fits`` that ``policy`` prefers for a pod that takes no vertex (a fractional
@@ -497,10 +445,7 @@ class GraphView:
         self.paths[spec.name] = path
         vertex = graph.vertex_at(path)
         self._set_leaves(spec.name, _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES)
-        self._uid_of = {**self._uid_of, spec.name: vertex.uid} if vertex is not None else dict(self._uid_of)
-        if spec.name not in self._slot_of:
-            self._slot_of = {**self._slot_of, spec.name: len(self._slot_of)}
-        self._node_generation += 1
+        self.levels.attach(spec.name, vertex.uid if vertex is not None else None, bool(spec.domains))
         if spec.sockets > 0 or (old is not None and old.sockets > 0):
             if old is not None and old.sockets > 0:
                 self._socket_sizes[_socket_size(old)] -= 1
@@ -508,7 +453,6 @@ class GraphView:
                 self._socket_sizes[_socket_size(spec)] += 1
             self.socket_size = _largest(self._socket_sizes)
         self.gone.discard(spec.name)
-        self.levelled = self.levelled or bool(spec.domains)
         engine.traverser.level_types |= {kind for kind, _ in spec.domains}
         self.log.append(f"Node  {spec.name}  flux cpu  {spec.cores}  (attached)")
 

@@ -35,7 +35,8 @@ class HiddenNodes:
         self.mask: npt.NDArray[np.bool_] | None = None
         self.slot_of: dict[str, int] = {}
         self.owner: tuple[int, int] = (0, 0)
-        """(id of the graph view, its node generation) the mask was made for."""
+        """(id of the graph view's :class:`~kubeflux.scheduler.nodelevels.NodeLevels`, its node generation) the mask
+        was made for."""
         self.above: npt.NDArray[np.int64] | None = None
         """On a graph with levels: each node slot's domain vertices (:meth:`Levels.arrays`)."""
         self.counts: npt.NDArray[np.int64] | None = None
