@@ -132,7 +132,6 @@ class GraphView:
         """Node name → its node vertex's uid (a new dict whenever a node is attached: see :meth:`_mask`)."""
         self._slot_of: dict[str, int] = {}
         """Node name → its slot in the hidden nodes' masks (a name keeps its slot; a new name takes the next one)."""
-        self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
         self._levels = Levels()
         self.levelled = any(spec.domains for spec in specs)
         """Whether some node sits below levels (zones, racks): a match then tells the engine the domains' hidden."""
@@ -234,7 +233,8 @@ class GraphView:
         if names:
             excluded = ExcludedNames(names, engine.graph.vertices)
             if isinstance(hide, HiddenNodes) and names is hide.names:
-                excluded.mask, excluded.slot_by_uid = self._mask(hide), self._slots_by_uid()
+                self._mask(hide)
+                excluded.open = hide.open
             if self.levelled:
                 kept = hide.counts if isinstance(hide, HiddenNodes) and names is hide.names else None
                 self._levels.exclude(excluded, kept, self._arrays(), self._slot_of)
@@ -258,14 +258,16 @@ class GraphView:
 
     def _mask(self, hidden: HiddenNodes) -> npt.NDArray[np.bool_]:
         """``hidden``'s flags by node slot on this view (one more, always False, for vertices that are not nodes),
-        made when it has none for the view's current nodes (they change when a node is attached)."""
+        made with its :attr:`HiddenNodes.open` when it has none for the view's current nodes (they change when a
+        node is attached)."""
         owner = (id(self), self._node_generation)
-        if hidden.owner != owner or hidden.mask is None:
+        if hidden.owner != owner or hidden.mask is None or hidden.open is None:
             slot_of = self._slot_of
             mask = np.zeros(len(slot_of) + 1, dtype=bool)
             mask[[slot_of[name] for name in hidden.names if name in slot_of]] = True
-            hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
-            self._levels.keep_counts(hidden, self._arrays() if self.levelled else None)
+            hidden.mask, hidden.slot_of, hidden.uid_of, hidden.owner = mask, slot_of, self._uid_of, owner
+            arrays = self._arrays() if self.levelled else None
+            self._levels.keep_counts(hidden, arrays, len(self.engine.graph.vertices))
         return hidden.mask
 
     def domains(self, kind: str) -> dict[str, int | None]:
@@ -280,19 +282,6 @@ class GraphView:
 
     def _arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         return self._levels.arrays(self._node_generation, self.engine.graph.vertices, self._uid_of, self._slot_of)
-
-    def _slots_by_uid(self) -> npt.NDArray[np.int64]:
-        """Each vertex's node slot (-1 for a vertex that is not a node of the view), made again when a node is
-        attached."""
-        kept = self._slot_array
-        if kept is None or kept[0] != self._node_generation:
-            size = len(self.engine.graph.vertices)
-            slots = np.full(size, -1, dtype=np.int64)
-            for name, uid in self._uid_of.items():
-                if uid < size:
-                    slots[uid] = self._slot_of[name]
-            kept = self._slot_array = (self._node_generation, slots)
-        return kept[1]
 
     def preferred_node(self, fits: Callable[[str], bool], policy: str, at: int) -> str | None:
         """The node among those that ``fits`` that ``policy`` prefers for a pod that takes no vertex (a fractional
