@@ -49,6 +49,9 @@ from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
+_NO_UIDS: frozenset[int] = frozenset()
+"""No uid excluded: the walk of a few levels child by child (:meth:`Traverser._explore_wide`)."""
+
 
 class Traverser:
     """DFU matching over the containment subsystem of one graph: the select walk (see the module docstring)."""
@@ -408,8 +411,8 @@ class Traverser:
 
     def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
         """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
-        children, in the policy's order with an early stop, or, with nodes excluded, child by child
-        (:func:`kubeflux.match.wide.explore_allowed`)."""
+        children, in the policy's order with an early stop, or, with nodes excluded or over a few levels (racks) with
+        an early stop, child by child (:func:`kubeflux.match.wide.explore_allowed`)."""
         schedule = self.schedule
         parent = self.graph.vertices[children[0][1]].parent
         layout = wide.layout_of(schedule, parent, children)
@@ -424,6 +427,10 @@ class Traverser:
                     return wide.explore_allowed(self._visit_child, visit, layout, excluded, needed, stops, dfu, kids)
                 finally:
                     self.excluded = excluded
+            if needed and layout.width < 2 * BLOCK:
+                # A few levels (a zone's racks): one by one, so that the walk stops at the first that may end it
+                # rather than after a block of them, each walked whole (a block of racks is much of the cluster).
+                return wide.explore_allowed(self._visit_child, visit, layout, _NO_UIDS, needed, stops, dfu, kids)
         key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
         if ordered:

@@ -26,6 +26,7 @@ from kubeflux.match.meta import AllocType, JobMeta, PruningFilters
 from kubeflux.match.multiplanner import MultiPlanner
 from kubeflux.match.planner import Planner, PlannerRangeError, UnitPlanner
 from kubeflux.match.policy import PolicySpec
+from kubeflux.match.ranked import Below
 from kubeflux.match.request import Request
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
@@ -86,6 +87,9 @@ class ScheduleView:
         :meth:`leaf_family`)."""
         self._nodes_within: dict[int, int] = {}
         """Per vertex whose status was set, the node vertices in its subtree (until the graph changes)."""
+        self.below_ranges: dict[tuple[bool, bool], dict[int, Below]] = {}
+        """Per (node-centric, down to the nodes only), what was found below vertices for the early stops of wide
+        walks (:func:`~kubeflux.match.ranked.leaf_ranges`), kept until the structure below them changes."""
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
         made for one time window still holds for another if no bound lies where the window's ends moved."""
@@ -418,6 +422,12 @@ class ScheduleView:
         self._by_weight.clear()
         self._leaf_families.clear()
         self._nodes_within.clear()
+        if self.below_ranges:
+            above = uid
+            while above != -1:
+                for kept in self.below_ranges.values():
+                    kept.pop(above, None)
+                above = self.graph.vertices[above].parent
         if not self.children(uid):
             # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
             # (add_job_data records none for a leaf, and a release must not take out bounds never put in).
