@@ -570,18 +570,30 @@ def _prime_pass(view: ScheduleView, root: int) -> bool:
                     if vertex.type in summed:
                         return False
                 continue
-            stack.append((uid, True))
-            stack.extend((child, False) for _, child in reversed(children))
-            continue
+            if any(vertices[child].out for _, child in children):
+                stack.append((uid, True))
+                stack.extend((child, False) for _, child in reversed(children))
+                continue
+            # Only leaves below (a node's cores): seen here in the order the stack would give them, then summed.
+            for _, child in children:
+                leaf = vertices[child]
+                if leaf.id < -1:
+                    ids_above = False
+                if leaf.type not in filters.total and view._prime_leaf(leaf):
+                    filters.add("cluster", leaf.type)
+                    if leaf.type in summed:
+                        return False
         summed.add(vertex.type)  # a leaf of its type is found before its parent sums it, so only these count
         mine: dict[str, int] = {}
         for _, child in children:
             child_vertex = vertices[child]
             if child_vertex.type in filters.total:
                 mine[child_vertex.type] = mine.get(child_vertex.type, 0) + child_vertex.size
-            for type, count in aggregates.pop(child, {}).items():
-                if type in filters.total:
-                    mine[type] = mine.get(type, 0) + count
+            below = aggregates.pop(child, None)
+            if below is not None:
+                for type, count in below.items():
+                    if type in filters.total:
+                        mine[type] = mine.get(type, 0) + count
         aggregates[uid] = mine
         # Like Fluxion's prime_pruning_filter: only the tracked types present below the vertex, by name
         # (the last one orders first's explore: a node's filter holds cores but not nodes).
