@@ -427,9 +427,7 @@ class Traverser:
                     return wide.explore_allowed(self._visit_child, visit, layout, excluded, needed, stops, dfu, kids)
                 finally:
                     self.excluded = excluded
-            if needed and layout.width < 2 * BLOCK:
-                # A few levels (a zone's racks): one by one, so that the walk stops at the first that may end it
-                # rather than after a block of them, each walked whole (a block of racks is much of the cluster).
+            if needed and layout.width < 2 * BLOCK:  # a few levels (racks): not a block of them walked whole
                 return wide.explore_allowed(self._visit_child, visit, layout, _NO_UIDS, needed, stops, dfu, kids)
         key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
