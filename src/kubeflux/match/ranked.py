@@ -28,49 +28,106 @@ KidEdges = Callable[[int], list[tuple[int, int]]]
 Ranges = dict[str, tuple[list[float], list[float]]]
 """Per leaf type, per child in list order: the lowest and highest ``factor + id`` of its leaves of that type
 (``inf``/``-inf`` when it has none); only types whose vertices all have one unit."""
+Below = dict[str, tuple[float, float, bool]]
+"""Per vertex type, below one vertex: the lowest and highest ``factor + id`` of the vertices of that type, and
+whether one of them has several units."""
 
 INF = float("inf")
 
 
 def leaf_ranges(
-    vertices: list[Vertex], kid_edges: KidEdges, children: list[int], node_centric: bool, *, nodes_only: bool = False
+    vertices: list[Vertex],
+    kid_edges: KidEdges,
+    children: list[int],
+    node_centric: bool,
+    *,
+    nodes_only: bool = False,
+    kept: dict[int, Below] | None = None,
 ) -> Ranges:
     """The :data:`Ranges` of the vertices below each of ``children`` (``nodes_only``: of those down to the nodes,
-    for a request of nodes below levels)."""
+    for a request of nodes below levels). ``kept``: what was found below vertices already (for the same
+    ``node_centric`` and ``nodes_only``, on the same graph), added to as found, so that the levels of a graph (the
+    racks of the root, the nodes of each rack) are not walked again level after level."""
     low: dict[str, list[float]] = {}
     high: dict[str, list[float]] = {}
     multi_unit: set[str] = set()
-    add_by, multiply_by = NODE_FACTOR
+    found = {} if kept is None else kept
     for position, child in enumerate(children):
-        top = vertices[child]
-        factor = 0
-        if node_centric and top.type == "node":
-            factor = (top.id + 1 + add_by) * multiply_by + abs(top.uniq_id % multiply_by - 1)
-        # (each vertex with the factor of the node above it: below a level vertex, e.g. a rack, the nodes' own)
-        stack = [(target, factor) for _, target in kid_edges(child)]
-        while stack:
-            uid, factor = stack.pop()
-            vertex = vertices[uid]
-            kind = vertex.type
-            if vertex.size != 1:
+        below = _below(vertices, kid_edges, child, node_centric, nodes_only, found)
+        for kind, (lowest, highest, multi) in below.items():
+            if multi:
                 multi_unit.add(kind)
             lows = low.get(kind)
             if lows is None:
                 lows = low[kind] = [INF] * len(children)
                 high[kind] = [-INF] * len(children)
-            score = factor + vertex.id
-            if score < lows[position]:
-                lows[position] = score
-            highs = high[kind]
-            if score > highs[position]:
-                highs[position] = score
-            if nodes_only and kind == "node":
-                continue
-            below = factor
-            if node_centric and kind == "node":
-                below = (vertex.id + 1 + add_by) * multiply_by + abs(vertex.uniq_id % multiply_by - 1)
-            stack.extend((target, below) for _, target in kid_edges(vertex.uid))
+            lows[position] = lowest
+            high[kind][position] = highest
     return {kind: (low[kind], high[kind]) for kind in low if kind not in multi_unit}
+
+
+def _factor(vertex: Vertex) -> int:
+    """A node's factor under a node-centric policy: added to the ids of everything below it."""
+    add_by, multiply_by = NODE_FACTOR
+    return (vertex.id + 1 + add_by) * multiply_by + abs(vertex.uniq_id % multiply_by - 1)
+
+
+def _below(
+    vertices: list[Vertex], kid_edges: KidEdges, uid: int, node_centric: bool, nodes_only: bool, kept: dict[int, Below]
+) -> Below:
+    """The :data:`Below` of ``uid``, each vertex with the factor of the node above it (below a level vertex, e.g. a
+    rack, the nodes' own), found once per vertex: what is below a level is what is below its children and the
+    children themselves."""
+    known = kept.get(uid)
+    if known is not None:
+        return known
+    top = vertices[uid]
+    factor = _factor(top) if node_centric and top.type == "node" else 0
+    below: Below = {}
+    for _, target in kid_edges(uid) if top.out else []:
+        vertex = vertices[target]
+        _add(below, vertex.type, factor + vertex.id, vertex.size != 1)
+        if not vertex.out or (nodes_only and vertex.type == "node"):
+            continue
+        if factor and vertex.type != "node":  # (below a node: its factor, not the vertex's own walk's)
+            _add_walked(below, vertices, kid_edges, target, factor, node_centric, nodes_only)
+            continue
+        inner = _below(vertices, kid_edges, target, node_centric, nodes_only, kept)
+        for kind, (lowest, highest, multi) in inner.items():
+            _add(below, kind, lowest, multi)
+            _add(below, kind, highest, multi)
+    kept[uid] = below
+    return below
+
+
+def _add_walked(
+    below: Below,
+    vertices: list[Vertex],
+    kid_edges: KidEdges,
+    uid: int,
+    factor: int,
+    node_centric: bool,
+    nodes_only: bool,
+) -> None:
+    """Add to ``below`` the vertices below ``uid`` (a socket of a node …), walked with the ``factor`` of the node
+    above them, or of a node among them below that node."""
+    stack = [(target, factor) for _, target in kid_edges(uid)]
+    while stack:
+        target, inherited = stack.pop()
+        vertex = vertices[target]
+        _add(below, vertex.type, inherited + vertex.id, vertex.size != 1)
+        if not vertex.out or (nodes_only and vertex.type == "node"):
+            continue
+        down = _factor(vertex) if node_centric and vertex.type == "node" else inherited
+        stack.extend((kid, down) for _, kid in kid_edges(target))
+
+
+def _add(below: Below, kind: str, score: float, multi: bool) -> None:
+    known = below.get(kind)
+    if known is None:
+        below[kind] = (score, score, multi)
+    elif score < known[0] or score > known[1] or (multi and not known[2]):
+        below[kind] = (min(known[0], score), max(known[1], score), known[2] or multi)
 
 
 def slot_stops(ranges: Ranges, types: list[str], backwards: bool) -> list[bool] | None:

@@ -50,6 +50,9 @@ from kubeflux.match.state import SLOT, WalkState
 from kubeflux.match.visit import Visit
 from kubeflux.resources.graph import Vertex
 
+_NO_UIDS: frozenset[int] = frozenset()
+"""No uid excluded: the walk of a few levels child by child (:meth:`Traverser._explore_wide`)."""
+
 
 class Traverser:
     """DFU matching over the containment subsystem of one graph: the select walk (see the module docstring)."""
@@ -407,8 +410,8 @@ class Traverser:
 
     def _explore_wide(self, visit: Visit, children: list[tuple[int, int]], dfu: Scoring, kids: Kids) -> bool:
         """The static explore of a wide vertex (see :mod:`kubeflux.match.wide`): through its cached spans of
-        children, in the policy's order with an early stop, or, with nodes excluded, child by child
-        (:func:`kubeflux.match.wide.explore_allowed`)."""
+        children, in the policy's order with an early stop, or, with nodes excluded or over a few levels (racks) with
+        an early stop, child by child (:func:`kubeflux.match.wide.explore_allowed`)."""
         schedule = self.schedule
         parent = self.graph.vertices[children[0][1]].parent
         layout = wide.layout_of(schedule, parent, children)
@@ -423,6 +426,8 @@ class Traverser:
                     return wide.explore_allowed(self._visit_child, visit, order, excluded, dfu, kids)
                 finally:
                     self.excluded = excluded
+            if needed and layout.width < 2 * BLOCK:  # a few levels (racks): not a block of them walked whole
+                return wide.explore_allowed(self._visit_child, visit, order, _NO_UIDS, dfu, kids)
         key = self.keys.part_key(visit.resources, visit.pristine, visit.exclusive)
         spans = wide.Spans(schedule, visit, parent, layout, key, self._explore, self._bounded)
         if order is not None:

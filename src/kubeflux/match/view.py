@@ -26,6 +26,7 @@ from kubeflux.match.meta import AllocType, JobMeta, PruningFilters
 from kubeflux.match.multiplanner import MultiPlanner
 from kubeflux.match.planner import Planner, PlannerRangeError, UnitPlanner
 from kubeflux.match.policy import PolicySpec
+from kubeflux.match.ranked import Below
 from kubeflux.match.request import Request
 from kubeflux.resources.graph import CONTAINMENT, Graph, Status, Vertex, paused_gc
 
@@ -86,6 +87,9 @@ class ScheduleView:
         :meth:`leaf_family`)."""
         self._nodes_within: dict[int, int] = {}
         """Per vertex whose status was set, the node vertices in its subtree (until the graph changes)."""
+        self.below_ranges: dict[tuple[bool, bool], dict[int, Below]] = {}
+        """Per (node-centric, down to the nodes only), what was found below vertices for the early stops of wide
+        walks (:func:`~kubeflux.match.ranked.leaf_ranges`), kept until the structure below them changes."""
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
         made for one time window still holds for another if no bound lies where the window's ends moved."""
@@ -169,6 +173,8 @@ class ScheduleView:
         """(edge index, target) of a vertex's containment out-edges, in order."""
         edges = self.graph.edges
         out: list[Any] = self.graph.vertices[uid].out  # Any: the graph's int objects, not new ones (uid_objects)
+        if not self.graph.other_edges:  # (every out-edge is a child's: 5,000 nodes of 64 cores are primed at start)
+            return [(index, edges[index].target) for index in out]
         records: list[Any] = [edges[index] for index in out]  # (lists, not a loop: a fresh vertex's first visit)
         return [
             (index, edge.target)
@@ -418,6 +424,12 @@ class ScheduleView:
         self._by_weight.clear()
         self._leaf_families.clear()
         self._nodes_within.clear()
+        if self.below_ranges:
+            above = uid
+            while above != -1:
+                for kept in self.below_ranges.values():
+                    kept.pop(above, None)
+                above = self.graph.vertices[above].parent
         if not self.children(uid):
             # A vertex that lost its children is a leaf: no evaluation of it is cached, so it keeps no span bounds
             # (add_job_data records none for a leaf, and a release must not take out bounds never put in).
@@ -558,18 +570,30 @@ def _prime_pass(view: ScheduleView, root: int) -> bool:
                     if vertex.type in summed:
                         return False
                 continue
-            stack.append((uid, True))
-            stack.extend((child, False) for _, child in reversed(children))
-            continue
+            if any(vertices[child].out for _, child in children):
+                stack.append((uid, True))
+                stack.extend((child, False) for _, child in reversed(children))
+                continue
+            # Only leaves below (a node's cores): seen here in the order the stack would give them, then summed.
+            for _, child in children:
+                leaf = vertices[child]
+                if leaf.id < -1:
+                    ids_above = False
+                if leaf.type not in filters.total and view._prime_leaf(leaf):
+                    filters.add("cluster", leaf.type)
+                    if leaf.type in summed:
+                        return False
         summed.add(vertex.type)  # a leaf of its type is found before its parent sums it, so only these count
         mine: dict[str, int] = {}
         for _, child in children:
             child_vertex = vertices[child]
             if child_vertex.type in filters.total:
                 mine[child_vertex.type] = mine.get(child_vertex.type, 0) + child_vertex.size
-            for type, count in aggregates.pop(child, {}).items():
-                if type in filters.total:
-                    mine[type] = mine.get(type, 0) + count
+            below = aggregates.pop(child, None)
+            if below is not None:
+                for type, count in below.items():
+                    if type in filters.total:
+                        mine[type] = mine.get(type, 0) + count
         aggregates[uid] = mine
         # Like Fluxion's prime_pruning_filter: only the tracked types present below the vertex, by name
         # (the last one orders first's explore: a node's filter holds cores but not nodes).

@@ -164,12 +164,14 @@ def early_count(
         types = tuple(sorted({element.type for element in request.with_}))
     key = (spec.node_centric, types, policy.descending)
     if key not in layout.stops:
+        nodes_only = types == ("node",)
         ranges = ranked.leaf_ranges(
             schedule.graph.vertices,
             schedule.children,
             [target for _, target in layout.children],
             spec.node_centric,
-            nodes_only=types == ("node",),
+            nodes_only=nodes_only,
+            kept=schedule.below_ranges.setdefault((spec.node_centric, nodes_only), {}),
         )
         layout.stops[key] = ranked.slot_stops(ranges, list(types), policy.descending)
     stops = layout.stops[key]

@@ -88,6 +88,9 @@ class Graph:
         self._in_edges: dict[int, list[int]] | None = None
         self.shared_children = False
         """Whether some vertex was given a second containment parent (the containment is a DAG, not a tree)."""
+        self.other_edges = False
+        """Whether some edge is not a containment ``contains`` edge (another subsystem, or an ``in`` edge): until
+        then every out-edge is a containment child's."""
 
     def __len__(self) -> int:
         return len(self.vertices)
@@ -153,15 +156,15 @@ class Graph:
         source = vertices[parent]
         prefix = source.paths.get(subsystem, "") + "/"
         contains = edge_subsystem == CONTAINMENT and relation == "contains"
-        by_type = self.by_type.setdefault(type, [])
-        by_rank = self.by_rank.setdefault(rank, [])
+        self.other_edges = self.other_edges or not contains
         by_name = self.by_name
         by_path = self.by_path
         up = Status.UP
         child_parent = parent if contains else -1
+        first_edge = len(edges)
         added: list[int] = []
         for id_ in ids:
-            uid = len(vertices)
+            uid = len(vertices)  # (one int object, shared by every index below)
             name = basename + str(id_) if id_ != -1 else basename
             path = prefix + name
             # Positional (in Vertex's field order): 40% cheaper than keywords, and this loop makes every vertex.
@@ -184,10 +187,7 @@ class Graph:
                     [],
                 )
             )
-            source.out.append(len(edges))
             edges.append(Edge(parent, uid, edge_subsystem, relation))
-            by_type.append(uid)
-            by_rank.append(uid)
             named = by_name.get(name)
             if named is None:
                 by_name[name] = [uid]
@@ -195,6 +195,10 @@ class Graph:
                 named.append(uid)
             by_path[path] = uid
             added.append(uid)
+        # (the other indexes in one go each: the vertices and edges made are consecutive)
+        source.out.extend(range(first_edge, len(edges)))
+        self.by_type.setdefault(type, []).extend(added)
+        self.by_rank.setdefault(rank, []).extend(added)
         if contains:
             source.children.extend(added)
         return added
@@ -209,7 +213,9 @@ class Graph:
         self._in_edges = None
         self.vertices[source].out.append(len(self.edges))
         self.edges.append(edge)
-        if subsystem == CONTAINMENT and relation == "contains":
+        if subsystem != CONTAINMENT or relation != "contains":
+            self.other_edges = True
+        else:
             self.vertices[source].children.append(target)
             if self.vertices[target].parent not in (-1, source):
                 self.shared_children = True

@@ -45,6 +45,8 @@ __all__ = ["CLUSTER_NAME", "GraphView", "HiddenNodes", "ReleaseLog"]
 CLUSTER_NAME: Final = "kubeflux"
 _CHANGES_KEPT = 4096
 """Changed names a :class:`HiddenNodes` records; beyond that, hiding it again compares whole sets."""
+_LEAF_TYPES: Final = ("core", "gpu")
+"""The vertex types a node's leaves have (:meth:`GraphView.leaves`, :meth:`GraphView.node_of`)."""
 _FREED_KEPT = 1 << 16
 """Released vertices the release log (:class:`ReleaseLog`) holds before it starts again."""
 
@@ -129,14 +131,12 @@ class GraphView:
         self._engine.traverser.level_types = frozenset(kind for spec in specs for kind, _ in spec.domains)
         self.released = ReleaseLog()
         """What releases and cancels gave back (:mod:`kubeflux.scheduler.kept` reads it)."""
-        self._leaf_node: dict[int, str] = {}
-        """Core or gpu vertex uid → its node's name."""
         graph = self.engine.graph
         uid_of: dict[str, int] = {}
         for name, path in self.paths.items():
             vertex = graph.vertex_at(path)
             if vertex is not None:
-                self._set_leaves(name, _core_and_gpu_leaves(graph, vertex))
+                self._leaves[name] = _core_and_gpu_leaves(graph, vertex)
                 uid_of[name] = vertex.uid
         self.levels = NodeLevels(uid_of, any(spec.domains for spec in specs))
         """The nodes' vertices and slots and the levels above them, as a match hides nodes."""
@@ -154,16 +154,19 @@ class GraphView:
         self.log.append(f"Can request at most  {max((s.cores for s in specs), default=0)}  exclusive cpu")
         self.log.append(f'Match policy:  {{"matcher_policy": "{policy}"}}')
 
-    def _set_leaves(self, name: str, leaves: tuple[list[int], list[int]]) -> None:
-        self._leaves[name] = leaves
-        for uids in leaves:
-            objects: list[Any] = uids  # the graph's int objects as keys, not new ones (ScheduleView.uid_objects)
-            for uid in objects:
-                self._leaf_node[uid] = name
-
     def node_of(self, uid: int) -> str | None:
-        """The node of core or gpu vertex ``uid`` (None for another vertex)."""
-        return self._leaf_node.get(uid)
+        """The node of core or gpu vertex ``uid`` (None for another vertex): the node vertex above it, which is
+        named after its node (and keeps its parent when the node is removed or attached again)."""
+        vertices = self._engine.graph.vertices
+        if not 0 <= uid < len(vertices) or vertices[uid].type not in _LEAF_TYPES:
+            return None
+        parent = vertices[uid].parent
+        while parent != -1:
+            vertex = vertices[parent]
+            if vertex.type == "node":
+                return vertex.name
+            parent = vertex.parent
+        return None
 
     @property
     def node_centric(self) -> bool:
@@ -444,7 +447,7 @@ class GraphView:
         self.specs[spec.name] = spec
         self.paths[spec.name] = path
         vertex = graph.vertex_at(path)
-        self._set_leaves(spec.name, _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES)
+        self._leaves[spec.name] = _core_and_gpu_leaves(graph, vertex) if vertex is not None else _NO_LEAVES
         self.levels.attach(spec.name, vertex.uid if vertex is not None else None, bool(spec.domains))
         if spec.sockets > 0 or (old is not None and old.sockets > 0):
             if old is not None and old.sockets > 0:

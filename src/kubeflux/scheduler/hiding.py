@@ -5,6 +5,10 @@ may not take the pod (a :class:`HiddenNodes`, the fit of one pod shape) as the e
 (:class:`ExcludedNames`), which it treats exactly as nodes marked down. On a graph with levels above the nodes the
 engine is also told, by vertex uid, how many hidden nodes each domain holds (:class:`Levels`): a domain with none is
 walked, and its evaluation kept, as if nothing were hidden; a domain with nothing but hidden nodes is skipped whole.
+
+A :class:`HiddenNodes` also keeps, by vertex uid, which vertices a walk may enter (:attr:`HiddenNodes.open`: not a
+hidden node, not a domain of hidden nodes only), so that the engine asks about a wide vertex's children with one
+lookup of their uids (:meth:`ExcludedNames.allowed`) at every level of the graph.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ class HiddenNodes:
     The graph view it is matched on keeps a mask of the hidden nodes on it, one flag per node
     (:meth:`~kubeflux.scheduler.graphview.GraphView.match`), which every change keeps true from then on."""
 
-    __slots__ = ("above", "counts", "mask", "names", "owner", "slot_of")
+    __slots__ = ("above", "counts", "mask", "names", "open", "owner", "sizes", "slot_of", "uid_of")
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
@@ -41,50 +45,62 @@ class HiddenNodes:
         """On a graph with levels: each node slot's domain vertices (:meth:`Levels.arrays`)."""
         self.counts: npt.NDArray[np.int64] | None = None
         """On a graph with levels: by vertex uid, how many hidden nodes each domain holds, kept with the mask."""
+        self.sizes: npt.NDArray[np.int64] | None = None
+        """On a graph with levels: by vertex uid, how many nodes each domain holds."""
+        self.uid_of: dict[str, int] = {}
+        """Node name → its node vertex's uid, on the view the mask was made for."""
+        self.open: npt.NDArray[np.bool_] | None = None
+        """By vertex uid, on the view the mask was made for: False for a hidden node and for a domain whose nodes are
+        all hidden (the walk never enters them), True for any other vertex; kept with the mask."""
 
     def add(self, name: str) -> None:
         self.names.add(name)
         mask = self.mask
         if mask is not None and (slot := self.slot_of.get(name)) is not None and not mask[slot]:
             mask[slot] = True
-            self._count(slot, 1)
+            self._count(name, slot, 1)
 
     def discard(self, name: str) -> None:
         self.names.discard(name)
         mask = self.mask
         if mask is not None and (slot := self.slot_of.get(name)) is not None and mask[slot]:
             mask[slot] = False
-            self._count(slot, -1)
+            self._count(name, slot, -1)
 
-    def _count(self, slot: int, change: int) -> None:
-        counts, above = self.counts, self.above
+    def _count(self, name: str, slot: int, change: int) -> None:
+        opened = self.open
+        uid = self.uid_of.get(name)
+        if opened is not None and uid is not None and uid < len(opened):
+            opened[uid] = change < 0
+        counts, above, sizes = self.counts, self.above, self.sizes
         if counts is not None and above is not None and slot < len(above):
             row = above[slot]
-            counts[row[row >= 0]] += change
+            domains = row[row >= 0]
+            counts[domains] += change
+            if opened is not None and sizes is not None:
+                opened[domains] = counts[domains] < sizes[domains]
 
 
 class ExcludedNames:
     """Node names as the engine's ``excluded`` uids: a uid is excluded when its vertex is a node vertex of one of
     those names (the graph's node vertices are named after their Kubernetes nodes, and the root's children are all
     nodes). The walk may ask about any vertex below the root too: a core or gpu named like a hidden node (the gpu
-    ``gpu0`` of every node, when a server is named ``gpu0``) is not excluded. With a ``mask`` of the hidden nodes'
-    slots and ``slot_by_uid`` (each node vertex's slot, -1 for any other vertex, which reads the mask's last flag,
-    always False), the engine asks many uids at once."""
+    ``gpu0`` of every node, when a server is named ``gpu0``) is not excluded. With ``open`` (a
+    :attr:`HiddenNodes.open`), the engine asks many uids at once."""
 
-    __slots__ = ("counts", "covers", "mask", "names", "sizes", "slot_by_uid", "vertices")
+    __slots__ = ("counts", "covers", "names", "open", "sizes", "vertices")
 
     def __init__(
         self,
         names: Collection[str],
         vertices: list[Vertex],
-        mask: npt.NDArray[np.bool_] | None = None,
-        slot_by_uid: npt.NDArray[np.int64] | None = None,
+        opened: npt.NDArray[np.bool_] | None = None,
         covered: Collection[int] | None = None,
     ) -> None:
         self.names = names
         self.vertices = vertices
-        self.mask = mask
-        self.slot_by_uid = slot_by_uid
+        self.open = opened
+        """By vertex uid, whether the walk may enter it (:attr:`HiddenNodes.open`); None: asked name by name."""
         self.covers: Callable[[int], object] | None = None if covered is None else covered.__contains__
         """On a graph with levels above the nodes: whether a domain vertex has a hidden node below it (the
         engine's :attr:`~kubeflux.match.traverser.Traverser.covers`); None when the nodes are the root's children."""
@@ -106,14 +122,15 @@ class ExcludedNames:
 
     def allowed(self, uids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of ``uids`` are not excluded, at once."""
-        if self.mask is None or self.slot_by_uid is None:
-            names, vertices = self.names, self.vertices
-            return np.fromiter(
-                (vertices[uid].type != "node" or vertices[uid].name not in names for uid in uids.tolist()),
-                dtype=bool,
-                count=len(uids),
-            )
-        allowed = ~self.mask[self.slot_by_uid[uids]]
+        opened = self.open
+        if opened is not None:
+            return opened[uids]
+        names, vertices = self.names, self.vertices
+        allowed = np.fromiter(
+            (vertices[uid].type != "node" or vertices[uid].name not in names for uid in uids.tolist()),
+            dtype=bool,
+            count=len(uids),
+        )
         counts, sizes = self.counts, self.sizes
         if counts is not None and sizes is not None:
             size = sizes[uids]
@@ -151,19 +168,26 @@ class Levels:
             kept = self._kept = (generation, above, sizes)
         return kept[1], kept[2]
 
-    def keep_counts(self, hidden: HiddenNodes, arrays: Arrays | None) -> None:
-        """Count ``hidden``'s nodes by domain (its mask is new), to be kept by its changes; None: no levels."""
-        hidden.above = hidden.counts = None
+    def keep_counts(self, hidden: HiddenNodes, arrays: Arrays | None, size: int) -> None:
+        """Count ``hidden``'s nodes by domain (its mask is new) and flag the vertices a walk may enter among ``size``
+        (:attr:`HiddenNodes.open`), to be kept by its changes; ``arrays`` None: no levels."""
+        hidden.above = hidden.counts = hidden.sizes = None
+        opened = np.ones(size, dtype=bool)
+        uid_of = hidden.uid_of
+        opened[[uid for name in hidden.names if (uid := uid_of.get(name, size)) < size]] = False
         if arrays is not None and hidden.mask is not None:
-            hidden.above = arrays[0]
-            hidden.counts = count_hidden(arrays, hidden.names, hidden.slot_of, hidden.mask)
+            hidden.above, hidden.sizes = arrays
+            counts = hidden.counts = count_hidden(arrays, hidden.names, hidden.slot_of, hidden.mask)
+            sizes = arrays[1][:size]
+            opened[(sizes > 0) & (counts[:size] >= sizes)] = False
+        hidden.open = opened
 
     def exclude(
         self, excluded: ExcludedNames, kept: npt.NDArray[np.int64] | None, arrays: Arrays, slot_of: dict[str, int]
     ) -> None:
         """Tell ``excluded`` how many hidden nodes each domain holds (``kept``: counted already, by its
         :class:`HiddenNodes`)."""
-        counts = kept if kept is not None else count_hidden(arrays, excluded.names, slot_of, excluded.mask)
+        counts = kept if kept is not None else count_hidden(arrays, excluded.names, slot_of, None)
         excluded.counts, excluded.sizes = counts, arrays[1]
         excluded.covers = counts.item  # a count, true when some (an int: compiled, a bool return would be checked)
 

@@ -2,9 +2,9 @@
 
 A :class:`~kubeflux.scheduler.graphview.GraphView` holds one :class:`NodeLevels`. Each admitted node keeps a slot (the
 index of its flag in a :class:`~kubeflux.scheduler.hiding.HiddenNodes` mask) for as long as the view lives; its
-vertex uid may change when it is attached again. Every attach starts a new *node generation*: the masks, the
-slot-by-uid array, the levels' arrays (:class:`~kubeflux.scheduler.hiding.Levels`) and the domains of a level type
-(:meth:`NodeLevels.domains`) are made again for it the first time they are read.
+vertex uid may change when it is attached again. Every attach starts a new *node generation*: the masks (with the
+vertices a walk may enter), the levels' arrays (:class:`~kubeflux.scheduler.hiding.Levels`) and the domains of a
+level type (:meth:`NodeLevels.domains`) are made again for it the first time they are read.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ class NodeLevels:
         self.levelled = levelled
         """Whether some node sits below levels (zones, racks): a match then tells the engine the domains' hidden."""
         self.generation = 0
-        self._slot_array: tuple[int, npt.NDArray[np.int64]] | None = None
         self._levels = Levels()
         self._domains: dict[str, tuple[int, dict[str, int | None]]] = {}
         """:meth:`domains` by level type, with the node generation they were found for."""
@@ -53,7 +52,8 @@ class NodeLevels:
         excluded = ExcludedNames(names, vertices)
         hidden = hide if isinstance(hide, HiddenNodes) and names is hide.names else None
         if hidden is not None:
-            excluded.mask, excluded.slot_by_uid = self._mask(hidden, vertices), self._slots_by_uid(len(vertices))
+            self._mask(hidden, vertices)
+            excluded.open = hidden.open
         if self.levelled:
             kept = hidden.counts if hidden is not None else None
             self._levels.exclude(excluded, kept, self._arrays(vertices), self.slot_of)
@@ -61,14 +61,15 @@ class NodeLevels:
 
     def _mask(self, hidden: HiddenNodes, vertices: list[Vertex]) -> npt.NDArray[np.bool_]:
         """``hidden``'s flags by node slot on this view (one more, always False, for vertices that are not nodes),
-        made when it has none for the view's current nodes (they change when a node is attached)."""
+        made with its :attr:`~kubeflux.scheduler.hiding.HiddenNodes.open` when it has none for the view's current
+        nodes (they change when a node is attached)."""
         owner = (id(self), self.generation)
-        if hidden.owner != owner or hidden.mask is None:
+        if hidden.owner != owner or hidden.mask is None or hidden.open is None:
             slot_of = self.slot_of
             mask = np.zeros(len(slot_of) + 1, dtype=bool)
             mask[[slot_of[name] for name in hidden.names if name in slot_of]] = True
-            hidden.mask, hidden.slot_of, hidden.owner = mask, slot_of, owner
-            self._levels.keep_counts(hidden, self._arrays(vertices) if self.levelled else None)
+            hidden.mask, hidden.slot_of, hidden.uid_of, hidden.owner = mask, slot_of, self.uid_of, owner
+            self._levels.keep_counts(hidden, self._arrays(vertices) if self.levelled else None, len(vertices))
         return hidden.mask
 
     def domains(self, kind: str, graph: Graph, paths: dict[str, str]) -> dict[str, int | None]:
@@ -83,15 +84,3 @@ class NodeLevels:
 
     def _arrays(self, vertices: list[Vertex]) -> Arrays:
         return self._levels.arrays(self.generation, vertices, self.uid_of, self.slot_of)
-
-    def _slots_by_uid(self, size: int) -> npt.NDArray[np.int64]:
-        """Each of ``size`` vertices' node slot (-1 for a vertex that is not a node of the view), made again when a
-        node is attached."""
-        kept = self._slot_array
-        if kept is None or kept[0] != self.generation:
-            slots = np.full(size, -1, dtype=np.int64)
-            for name, uid in self.uid_of.items():
-                if uid < size:
-                    slots[uid] = self.slot_of[name]
-            kept = self._slot_array = (self.generation, slots)
-        return kept[1]
