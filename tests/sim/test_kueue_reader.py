@@ -113,6 +113,16 @@ def test_a_flavor_keeps_its_labels_taints_and_tolerations(tmp_path: Path) -> Non
             id="reclaim-policy",
         ),
         pytest.param(
+            GOOD + "  fairSharing: {weight: -1}\n",
+            "ClusterQueue cq: spec.fairSharing.weight: must be greater than or equal to 0, got -1",
+            id="negative-weight",
+        ),
+        pytest.param(
+            GOOD + "  fairSharing: {weight: heavy}\n",
+            "ClusterQueue cq: spec.fairSharing.weight: invalid quantity 'heavy'",
+            id="weight-quantity",
+        ),
+        pytest.param(
             GOOD.replace("nominalQuota: 36Gi", "nominalQuota: lots"),
             "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: not a quantity",
             id="quantity",
@@ -170,6 +180,30 @@ def test_a_configuration_gives_wait_for_pods_ready_with_kueues_defaults(tmp_path
     assert (wait.timeout, wait.timestamp.value, [wait.backoff(n) for n in (1, 2, 3)]) == (90.0, "Creation", [5, 10, 12])
 
 
+FAIR = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing:\n  enable: true\n"
+
+
+def test_a_configuration_gives_fair_sharing_and_a_cluster_queue_its_weight(tmp_path: Path) -> None:
+    kueue, problems = read(tmp_path, FAIR, cluster_queue(GOOD + "  fairSharing: {weight: 2500m}\n"), FLAVOR)
+    assert problems == []
+    fair = kueue.fair_sharing  # type: ignore[attr-defined]
+    assert [s.value for s in fair.strategies] == ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    assert kueue.cluster_queues["cq"].fair_weight == 2.5  # type: ignore[attr-defined]
+    kueue, _ = read(tmp_path, FAIR + "  preemptionStrategies: [LessThanInitialShare]\n")
+    assert [s.value for s in kueue.fair_sharing.strategies] == ["LessThanInitialShare"]  # type: ignore[attr-defined]
+    kueue, _ = read(tmp_path, FAIR.replace("true", "false"), FLAVOR)
+    assert kueue.fair_sharing is None  # type: ignore[attr-defined]
+
+
+def test_a_cohort_object_is_refused_as_not_modelled(tmp_path: Path) -> None:
+    cohort = "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: all}\nspec: {parent: root}\n"
+    _, problems = read(tmp_path, FLAVOR, cohort)
+    assert problems == [
+        "w.yaml: document 2: Cohort all: kind: not modelled: hierarchical cohorts (a Cohort object, its quotas and "
+        "fairSharing weight); a ClusterQueue's spec.cohort names a flat cohort; skipped"
+    ]
+
+
 BAD_CONFIGURATIONS = {
     "blockAdmission left to Kueue's default": (
         CONFIG.replace("  blockAdmission: false\n", ""),
@@ -184,6 +218,20 @@ BAD_CONFIGURATIONS = {
     "an unknown timestamp": (
         CONFIG + "  requeuingStrategy: {timestamp: Now}\n",
         "waitForPodsReady.requeuingStrategy.timestamp: must be one of Eviction, Creation, got 'Now'",
+    ),
+    "fair sharing strategies in an order Kueue refuses": (
+        FAIR + "  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n",
+        "fairSharing.preemptionStrategies: must be [LessThanOrEqualToFinalShare] or [LessThanInitialShare] or "
+        "[LessThanOrEqualToFinalShare, LessThanInitialShare], got [LessThanInitialShare, LessThanOrEqualToFinalShare]",
+    ),
+    "an unknown fair sharing strategy": (
+        FAIR + "  preemptionStrategies: [Fairest]\n",
+        "fairSharing.preemptionStrategies[0]: must be one of LessThanOrEqualToFinalShare, LessThanInitialShare, got "
+        "'Fairest'",
+    ),
+    "admission fair sharing": (
+        FAIR + "admissionFairSharing: {usageHalfLifeTime: 10m}\n",
+        "admissionFairSharing: not modelled",
     ),
     "the objects' API for the configuration's": (
         CONFIG.replace("config.kueue", "kueue"),

@@ -20,6 +20,10 @@ then priority, then timestamp) and admits each that fits (:func:`~kubeflux.sim.k
 does not fit may preempt (:mod:`kubeflux.sim.kueue.preemption`: its victims are evicted and it is admitted at
 once, in the room they left, before any other head could take it); else it blocks its queue until the next cycle
 (``StrictFIFO``) or is set aside until quota is released in its cohort (``BestEffortFIFO``).
+
+With fair sharing (:mod:`kubeflux.sim.kueue.fairsharing`), the heads are ordered by their ClusterQueue's share with
+them admitted, then priority and timestamp, and taken one at a time (the shares move with each admission); a head
+that does not fit preempts by Kueue's fair-sharing strategies.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from kubeflux.sim.kueue.fairsharing import FAIR_SHARING_WHY, admission_key, fair_victims
 from kubeflux.sim.kueue.flavors import Assignment, Mode, assign
 from kubeflux.sim.kueue.objects import (
     ClusterQueue,
@@ -82,6 +87,9 @@ class Admitter:
         self._seq = 0
         self._cursor: dict[str, int] = dict.fromkeys(self.pending, 0)
         """Per queue, where the current cycle's search for its head starts (:meth:`_heads`)."""
+        self.fair_evictions = 0
+        """Workloads evicted by fair sharing from another ClusterQueue (``Fair Sharing within the cohort``)."""
+        self.weights = {name: cq.fair_weight for name, cq in objects.cluster_queues.items()}
         self.stopped = ""
         """Why a cycle stopped before its end (the guard of :data:`CYCLE_ROUNDS_PER_WORKLOAD`); empty when none."""
 
@@ -187,6 +195,7 @@ class Admitter:
     def cycle(self, now: float) -> list[Decision]:
         """Admit what fits now, preempting where the policies allow (module docstring); the decisions in order."""
         decisions: list[Decision] = []
+        fair = self.objects.fair_sharing is not None
         self._cursor = dict.fromkeys(self.pending, 0)
         for _ in range(CYCLE_ROUNDS_PER_WORKLOAD * len(self.workloads) + 16):
             heads = self._heads()
@@ -203,21 +212,22 @@ class Admitter:
                     self._admit(wl, assignment, now)
                     decisions.append(Admitted(wl))
                     progressed = True
+                    if fair:
+                        break  # the shares moved: order the heads again
                     continue
-                found = (
-                    victims(self.book, self.admitted.values(), cq, wl, assignment)
-                    if assignment.mode is Mode.PREEMPT
-                    else []
-                )
+                found = self._victims(cq, wl, assignment) if assignment.mode is Mode.PREEMPT else []
                 if found:
                     for victim, message in found:
                         self._evict(victim, now)
+                        self.fair_evictions += message.endswith(FAIR_SHARING_WHY)
                         decisions.append(Evicted(victim, message))
                     progressed = True
                     assignment = self._assign(cq, wl)
                     if assignment.mode is Mode.FIT:  # the room it made is its own (evictions are instant here)
                         self._admit(wl, assignment, now)
                         decisions.append(Admitted(wl))
+                    if fair:
+                        break
                     continue
                 wl.why = assignment.why
                 if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
@@ -255,13 +265,27 @@ class Admitter:
     def _assign(self, cq: ClusterQueue, wl: QueuedWorkload) -> Assignment:
         return assign(cq, self.objects.flavors, self.book, wl.requests, wl.node_selector, wl.tolerations)
 
+    def _victims(
+        self, cq: ClusterQueue, wl: QueuedWorkload, assignment: Assignment
+    ) -> list[tuple[QueuedWorkload, str]]:
+        fair = self.objects.fair_sharing
+        if fair is None:
+            return victims(self.book, self.admitted.values(), cq, wl, assignment)
+        return fair_victims(self.book, self.admitted.values(), cq, wl, assignment, self.weights, fair.strategies)
+
     def _ordered(self, heads: list[QueuedWorkload]) -> list[tuple[QueuedWorkload, Assignment]]:
-        """The heads in Kueue's order: those that fit without borrowing first, then by priority and timestamp."""
-        scored = []
+        """The heads in Kueue's order: those that fit without borrowing first, then by priority and timestamp (with
+        fair sharing: by their queue's share once admitted, then priority and timestamp)."""
+        scored: list[tuple[tuple[float, int, float, int], QueuedWorkload, Assignment]] = []
+        fair = self.objects.fair_sharing is not None
         for wl in heads:
-            assignment = self._assign(self.objects.cluster_queues[wl.cluster_queue], wl)
+            cq = self.objects.cluster_queues[wl.cluster_queue]
+            assignment = self._assign(cq, wl)
+            if fair:
+                scored.append((admission_key(self.book, cq, wl, assignment.usage), wl, assignment))
+                continue
             borrows = assignment.mode is not Mode.FIT or self.book.would_borrow(wl.cluster_queue, assignment.usage)
-            scored.append(((borrows, -wl.priority, wl.timestamp, wl.seq), wl, assignment))
+            scored.append(((float(borrows), -wl.priority, wl.timestamp, wl.seq), wl, assignment))
         scored.sort(key=lambda item: item[0])
         return [(wl, assignment) for _, wl, assignment in scored]
 

@@ -3,7 +3,8 @@ Kueue's ``admission wait``), quota use and borrowed share per ClusterQueue over 
 
 Keys (only in a run with Kueue objects): ``admitted_jobs``, ``mean_admission_wait`` (over them),
 ``never_admitted``, ``quota_preemptions`` (evictions), with ``waitForPodsReady`` ``pods_ready_timeouts`` (evictions
-for pods not ready in time); per ClusterQueue ``admitted_jobs[<cq>]``,
+for pods not ready in time), with fair sharing ``fair_sharing_preemptions`` (those of ``quota_preemptions`` that
+fair sharing made in another ClusterQueue); per ClusterQueue ``admitted_jobs[<cq>]``,
 ``mean_admission_wait[<cq>]``, ``quota_preemptions[<cq>]`` (its workloads evicted), and per resource it has a
 nominal quota for, summed over its flavors, ``quota_use[<cq>:<resource>]`` (mean usage over [0, last finish] /
 nominal quota) and ``borrowed_share[<cq>:<resource>]`` (the part of its usage above its nominal quota, per flavor,
@@ -96,6 +97,8 @@ def kueue_figures(admitter: Admitter, series: UsageSeries, end: float) -> Figure
     }
     if admitter.objects.wait_for_pods_ready is not None:
         figures["pods_ready_timeouts"] = sum(wl.timeouts + wl.deactivated for wl in workloads)
+    if admitter.objects.fair_sharing is not None:
+        figures["fair_sharing_preemptions"] = admitter.fair_evictions
     for name in admitter.objects.cluster_queues:
         mine = [wl for wl in admitted if wl.cluster_queue == name]
         figures[f"admitted_jobs[{name}]"] = len(mine)

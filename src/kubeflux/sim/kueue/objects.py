@@ -4,7 +4,8 @@
   admitted workload's pods must tolerate them) and the tolerations Kueue adds to the pods it admits on it.
 * :class:`ClusterQueue`: quota per resource group and flavor (``nominalQuota``, ``borrowingLimit``,
   ``lendingLimit``), a ``cohort`` whose members lend each other their unused quota, a ``queueingStrategy``
-  (``StrictFIFO``, ``BestEffortFIFO``), a ``namespaceSelector`` and a ``preemption`` policy.
+  (``StrictFIFO``, ``BestEffortFIFO``), a ``namespaceSelector``, a ``preemption`` policy and a fair-sharing
+  ``weight``.
 * :class:`LocalQueue`: a namespaced queue that points at one ClusterQueue; a workload names it with the label
   :data:`QUEUE_NAME_LABEL`.
 
@@ -95,6 +96,9 @@ class ClusterQueue:
     selects no namespace, an empty one every namespace."""
     within_cluster_queue: WithinClusterQueue = WithinClusterQueue.NEVER
     reclaim_within_cohort: ReclaimWithinCohort = ReclaimWithinCohort.NEVER
+    fair_weight: float = 1.0
+    """``spec.fairSharing.weight`` (default 1): its share of what the cohort lends is divided by it (0: an infinite
+    share whenever it borrows). Read only when the Configuration enables fair sharing."""
 
     def quotas(self) -> dict[tuple[str, str], ResourceQuota]:
         """``(flavor, resource)`` → its quota, over every resource group."""
@@ -143,6 +147,33 @@ class WaitForPodsReady:
         return float(min(self.backoff_base_seconds * 2 ** (count - 1), self.backoff_max_seconds))
 
 
+class FairSharingStrategy(StrEnum):
+    """Kueue's fair-sharing preemption strategies (``fairSharing.preemptionStrategies``): the preemptor's ClusterQueue's
+    share with it admitted, compared with the target ClusterQueue's share ..."""
+
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    """... without the workload to preempt: at most that (Kueue's rule S2-a)."""
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+    """... with the workload to preempt: strictly below it (rule S2-b)."""
+
+
+FAIR_SHARING_STRATEGY_LISTS: Final = (
+    (FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (FairSharingStrategy.LESS_THAN_INITIAL_SHARE,),
+    (FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, FairSharingStrategy.LESS_THAN_INITIAL_SHARE),
+)
+"""The ``preemptionStrategies`` lists Kueue accepts (the last its default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Kueue's ``fairSharing`` (its ``Configuration``) when ``enable`` is true: ClusterQueues of a cohort are admitted
+    in the order of their dominant resource share and preempt each other by :attr:`strategies`
+    (:mod:`kubeflux.sim.kueue.fairsharing`)."""
+
+    strategies: tuple[FairSharingStrategy, ...] = FAIR_SHARING_STRATEGY_LISTS[-1]
+
+
 @dataclass(slots=True)
 class KueueObjects:
     """The Kueue objects of a workload (file order kept; names are unique, the reader refuses a second one)."""
@@ -153,9 +184,13 @@ class KueueObjects:
     """By ``namespace/name``."""
     wait_for_pods_ready: WaitForPodsReady | None = None
     """Kueue's ``waitForPodsReady`` when its Configuration enables it."""
+    fair_sharing: FairSharing | None = None
+    """Kueue's ``fairSharing`` when its Configuration enables it."""
 
     def __bool__(self) -> bool:
-        return bool(self.flavors or self.cluster_queues or self.local_queues or self.wait_for_pods_ready)
+        return bool(
+            self.flavors or self.cluster_queues or self.local_queues or self.wait_for_pods_ready or self.fair_sharing
+        )
 
     def merged(self, other: KueueObjects) -> KueueObjects:
         """These objects and ``other``'s (a name defined in both keeps this one's)."""
@@ -164,14 +199,18 @@ class KueueObjects:
             {**other.cluster_queues, **self.cluster_queues},
             {**other.local_queues, **self.local_queues},
             self.wait_for_pods_ready or other.wait_for_pods_ready,
+            self.fair_sharing or other.fair_sharing,
         )
 
 
 __all__ = [
     "API_VERSION",
+    "FAIR_SHARING_STRATEGY_LISTS",
     "PODS",
     "QUEUE_NAME_LABEL",
     "ClusterQueue",
+    "FairSharing",
+    "FairSharingStrategy",
     "KueueObjects",
     "LocalQueue",
     "QueueingStrategy",

@@ -25,13 +25,15 @@ from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
 
 
-def _candidates(
+def preemption_candidates(
     book: QuotaBook,
     admitted: Iterable[QueuedWorkload],
     cq: ClusterQueue,
     wl: QueuedWorkload,
     needed: set[FlavorResource],
 ) -> list[QueuedWorkload]:
+    """The admitted workloads ``wl`` may preempt in ``cq`` (module docstring), in Kueue's order; ``needed``: the
+    flavor-resources it needs preempted."""
     within, reclaim = cq.within_cluster_queue, cq.reclaim_within_cohort
     cohort = book.cohort_of.get(cq.name, "")
     lenders: set[str] = set()
@@ -73,7 +75,7 @@ def victims(
     needed = set(usage)
     if cq.within_cluster_queue is WithinClusterQueue.NEVER and book.would_borrow(cq.name, usage):
         return []  # reclaiming only, and it would borrow: no candidate may be preempted for it
-    candidates = _candidates(book, admitted, cq, wl, needed)
+    candidates = preemption_candidates(book, admitted, cq, wl, needed)
     if not candidates:
         return []
     cross = any(c.cluster_queue != cq.name for c in candidates)
@@ -86,33 +88,47 @@ def victims(
     for candidate in candidates:
         if candidate.cluster_queue != cq.name and not any(book.borrowing(candidate.cluster_queue, fr) for fr in needed):
             continue
-        book.add(candidate.cluster_queue, _usage(candidate), -1)
+        book.add(candidate.cluster_queue, usage_of(candidate), -1)
         removed.append(candidate)
         if book.fits(cq.name, usage, borrow):
             fits = True
             break
     if fits:
-        for candidate in reversed(removed[:-1]):
-            book.add(candidate.cluster_queue, _usage(candidate))
-            if book.fits(cq.name, usage, borrow):
-                removed.remove(candidate)
-            else:
-                book.add(candidate.cluster_queue, _usage(candidate), -1)
+        minimize(book, cq.name, usage, removed, borrow)
     for candidate in removed:
-        book.add(candidate.cluster_queue, _usage(candidate))
+        book.add(candidate.cluster_queue, usage_of(candidate))
     if not fits:
         return []
-    return [(victim, _message(victim, wl, cq)) for victim in removed]
+    return [(victim, message(victim, wl, cq)) for victim in removed]
 
 
-def _usage(wl: QueuedWorkload) -> dict[tuple[str, str], int]:
+def minimize(
+    book: QuotaBook, cq: str, usage: dict[FlavorResource, int], removed: list[QueuedWorkload], borrow: bool = True
+) -> None:
+    """Put back into ``book`` the workloads of ``removed`` (their usage taken out of it, the last one's needed) that
+    the preemptor of ``usage`` in ``cq`` does not need to fit (``borrow``: borrowing if need be): in reverse, each one
+    that it still fits beside leaves ``removed``. Kueue's last step of both preemption algorithms."""
+    for candidate in reversed(removed[:-1]):
+        book.add(candidate.cluster_queue, usage_of(candidate))
+        if book.fits(cq, usage, borrow):
+            removed.remove(candidate)
+        else:
+            book.add(candidate.cluster_queue, usage_of(candidate), -1)
+
+
+def usage_of(wl: QueuedWorkload) -> dict[tuple[str, str], int]:
     return wl.assignment.usage if wl.assignment is not None else {}
 
 
-def _message(victim: QueuedWorkload, preemptor: QueuedWorkload, cq: ClusterQueue) -> str:
-    """Kueue's eviction message (``Preempted to accommodate a workload (UID: …) due to …``)."""
-    why = "prioritization in the ClusterQueue" if victim.cluster_queue == cq.name else "reclamation within the cohort"
+def message(victim: QueuedWorkload, preemptor: QueuedWorkload, cq: ClusterQueue, cohort_why: str = "") -> str:
+    """Kueue's eviction message (``Preempted to accommodate a workload (UID: …) due to …``); ``cohort_why``: the
+    reason of one from another ClusterQueue (reclamation within the cohort by default)."""
+    why = (
+        "prioritization in the ClusterQueue"
+        if victim.cluster_queue == cq.name
+        else cohort_why or "reclamation within the cohort"
+    )
     return f"Preempted to accommodate a workload ({preemptor.key}) due to {why}"
 
 
-__all__ = ["victims"]
+__all__ = ["message", "minimize", "preemption_candidates", "usage_of", "victims"]

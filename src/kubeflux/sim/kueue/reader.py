@@ -1,6 +1,7 @@
 """Reading Kueue's objects from a workload file: ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` of
 ``kueue.x-k8s.io/v1beta1``, held to the checks of Kueue's webhooks, and Kueue's own ``Configuration``
-(``config.kueue.x-k8s.io/v1beta1``) for its ``waitForPodsReady``.
+(``config.kueue.x-k8s.io/v1beta1``) for its ``waitForPodsReady`` and ``fairSharing``. A ``Cohort`` (hierarchical
+cohorts) is refused as not modelled.
 
 Each refusal raises :class:`~kubeflux.apiobjects.manifests.ManifestError` naming the object and the field
 (``ClusterQueue team-a: spec.resourceGroups[0].flavors[0].resources[1].name: must be memory (the covered
@@ -17,13 +18,16 @@ from typing import Any, Final
 
 from kubeflux.apiobjects.manifests import ManifestError, object_reader, read_taints, read_tolerations
 from kubeflux.apiobjects.podterms import label_selector
-from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.quantity import QuantityError, canonical_value, parse_quantity
 from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.kueue.objects import (
     API_VERSION,
+    FAIR_SHARING_STRATEGY_LISTS,
     QUEUE_NAME_LABEL,
     ClusterQueue,
+    FairSharing,
+    FairSharingStrategy,
     KueueObjects,
     LocalQueue,
     QueueingStrategy,
@@ -36,7 +40,7 @@ from kubeflux.sim.kueue.objects import (
     WithinClusterQueue,
 )
 
-KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Configuration")
+KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Configuration", "Cohort")
 CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta1"
 """The API of Kueue's own ``Configuration`` (the manager's file; a workload file may hold one for its
 ``waitForPodsReady``)."""
@@ -219,6 +223,19 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
     )
     if reclaim != ReclaimWithinCohort.NEVER and not cohort:
         raise fields.fail("spec.preemption.reclaimWithinCohort", "must be Never when cohort is empty")
+    fair = fields.mapping("spec.fairSharing", spec.get("fairSharing"))
+    weight = 1.0
+    if fair.get("weight") is not None:
+        raw = fair["weight"]
+        try:
+            if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+                raise QuantityError(f"expected a quantity, got {raw!r}")
+            exact = parse_quantity(raw)
+        except QuantityError as exc:
+            raise fields.fail("spec.fairSharing.weight", str(exc)) from None
+        if exact < 0:
+            raise fields.fail("spec.fairSharing.weight", f"must be greater than or equal to 0, got {raw!r}")
+        weight = float(exact)
     return ClusterQueue(
         name,
         tuple(read),
@@ -227,6 +244,7 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
         label_selector(object_reader("ClusterQueue", obj), "spec.namespaceSelector", spec.get("namespaceSelector")),
         WithinClusterQueue(within),
         ReclaimWithinCohort(reclaim),
+        weight,
     )
 
 
@@ -251,18 +269,49 @@ def _count(fields: _Fields, path: str, value: Any, default: int | None) -> int |
     return value
 
 
-def read_configuration(obj: Mapping[str, Any]) -> WaitForPodsReady | None:
-    """Kueue's ``Configuration``: its ``waitForPodsReady`` when enabled (None otherwise). ``blockAdmission`` must be
-    false (blocking admissions until the admitted workloads' pods are ready is not modelled; Kueue defaults it to
-    true when ``enable`` is) and ``recoveryTimeout`` absent; the rest of the configuration is not read."""
+def read_configuration(obj: Mapping[str, Any]) -> tuple[WaitForPodsReady | None, FairSharing | None]:
+    """Kueue's ``Configuration``: its ``waitForPodsReady`` (:func:`read_wait_for_pods_ready`) and its
+    ``fairSharing`` (:func:`read_fair_sharing`), each None unless enabled; the rest of the configuration is not
+    read, except ``admissionFairSharing``, refused as not modelled."""
     fields = _Fields(label_of(obj))
     if obj.get("apiVersion") != CONFIG_API_VERSION:
         raise fields.fail("apiVersion", f"expected {CONFIG_API_VERSION!r}, got {obj.get('apiVersion')!r}")
-    wait = fields.mapping("waitForPodsReady", obj.get("waitForPodsReady"))
-    enable = wait.get("enable", False)
+    if obj.get("admissionFairSharing") is not None:
+        raise fields.fail("admissionFairSharing", "not modelled (ordering by the LocalQueues' past usage)")
+    return read_wait_for_pods_ready(fields, obj), read_fair_sharing(fields, obj)
+
+
+def _enabled(fields: _Fields, path: str, section: Mapping[str, Any]) -> bool:
+    enable = section.get("enable", False)
     if not isinstance(enable, bool):
-        raise fields.fail("waitForPodsReady.enable", f"expected true or false, got {enable!r}")
-    if not enable:
+        raise fields.fail(f"{path}.enable", f"expected true or false, got {enable!r}")
+    return enable
+
+
+def read_fair_sharing(fields: _Fields, obj: Mapping[str, Any]) -> FairSharing | None:
+    """``fairSharing`` when ``enable`` is true: its ``preemptionStrategies``, one of the lists Kueue accepts
+    (default ``[LessThanOrEqualToFinalShare, LessThanInitialShare]``)."""
+    fair = fields.mapping("fairSharing", obj.get("fairSharing"))
+    if not _enabled(fields, "fairSharing", fair):
+        return None
+    path = "fairSharing.preemptionStrategies"
+    given = fair.get("preemptionStrategies")
+    if given is None:
+        return FairSharing()
+    names = tuple(fields.choice(p, v, tuple(FairSharingStrategy), "") for p, v in fields.items(path, given))
+    strategies = tuple(FairSharingStrategy(name) for name in names)
+    if strategies not in FAIR_SHARING_STRATEGY_LISTS:
+        allowed = " or ".join("[" + ", ".join(lst) + "]" for lst in FAIR_SHARING_STRATEGY_LISTS)
+        raise fields.fail(path, f"must be {allowed}, got [{', '.join(names)}]")
+    return FairSharing(strategies)
+
+
+def read_wait_for_pods_ready(fields: _Fields, obj: Mapping[str, Any]) -> WaitForPodsReady | None:
+    """``waitForPodsReady`` when enabled (None otherwise). ``blockAdmission`` must be false (blocking admissions
+    until the admitted workloads' pods are ready is not modelled; Kueue defaults it to true when ``enable`` is) and
+    ``recoveryTimeout`` absent."""
+    wait = fields.mapping("waitForPodsReady", obj.get("waitForPodsReady"))
+    if not _enabled(fields, "waitForPodsReady", wait):
         return None
     timeout = 300.0
     if wait.get("timeout") is not None:
@@ -321,7 +370,10 @@ class KueueReader:
             queue = read_cluster_queue(obj)
             self.objects.cluster_queues[queue.name] = queue
         elif kind == "Configuration":
-            self.objects.wait_for_pods_ready = read_configuration(obj)
+            self.objects.wait_for_pods_ready, self.objects.fair_sharing = read_configuration(obj)
+        elif kind == "Cohort":
+            problem = "not modelled: hierarchical cohorts (a Cohort object, its quotas and fairSharing weight)"
+            raise ManifestError(label, "kind", f"{problem}; a ClusterQueue's spec.cohort names a flat cohort")
         else:
             local = read_local_queue(obj)
             self.objects.local_queues[local.key] = local
@@ -335,6 +387,7 @@ __all__ = [
     "queue_label",
     "read_cluster_queue",
     "read_configuration",
+    "read_fair_sharing",
     "read_flavor",
     "read_local_queue",
 ]
