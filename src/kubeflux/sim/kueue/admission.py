@@ -263,7 +263,8 @@ class Admitter:
         return heads
 
     def _assign(self, cq: ClusterQueue, wl: QueuedWorkload) -> Assignment:
-        return assign(cq, self.objects.flavors, self.book, wl.requests, wl.node_selector, wl.tolerations)
+        flavors, book = self.objects.flavors, self.book
+        return assign(cq, flavors, book, wl.requests, wl.node_selector, wl.tolerations, wl.other_pods)
 
     def _victims(
         self, cq: ClusterQueue, wl: QueuedWorkload, assignment: Assignment

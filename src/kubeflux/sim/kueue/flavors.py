@@ -53,6 +53,10 @@ def flavor_problem(flavor: ResourceFlavor, selector: dict[str, str], tolerations
     return ""
 
 
+PodConstraints = tuple[dict[str, str], tuple[Toleration, ...]]
+"""A pod template's ``nodeSelector`` and tolerations, as a flavor must suit them."""
+
+
 def assign(
     cq: ClusterQueue,
     flavors: dict[str, ResourceFlavor],
@@ -60,8 +64,11 @@ def assign(
     requests: dict[str, int],
     selector: dict[str, str],
     tolerations: tuple[Toleration, ...],
+    others: tuple[PodConstraints, ...] = (),
 ) -> Assignment:
-    """The flavors of ``cq`` for a workload asking ``requests`` in all (rules in the module docstring)."""
+    """The flavors of ``cq`` for a workload asking ``requests`` in all (rules in the module docstring), whose pods
+    have ``selector`` and ``tolerations`` (and, a workload of several pod templates, those of ``others``: a flavor
+    must suit each of them)."""
     covered = {resource for group in cq.resource_groups for resource in group.covered}
     missing = sorted(r for r, amount in requests.items() if amount > 0 and r != PODS and r not in covered)
     if missing:
@@ -74,7 +81,10 @@ def assign(
         chosen: tuple[str, Mode] | None = None
         reasons: list[str] = []
         for name, _quotas in group.flavors:
-            problem = flavor_problem(flavors[name], selector, tolerations)
+            flavor = flavors[name]
+            problem = flavor_problem(flavor, selector, tolerations) or next(
+                (found for pods in others if (found := flavor_problem(flavor, *pods))), ""
+            )
             if problem:
                 reasons.append(problem)
                 continue
@@ -103,4 +113,4 @@ def assign(
     return result
 
 
-__all__ = ["Assignment", "Mode", "assign", "flavor_problem"]
+__all__ = ["Assignment", "Mode", "PodConstraints", "assign", "flavor_problem"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubeflux.scheduler.objects import Toleration
-from kubeflux.sim.kueue.flavors import Assignment
+from kubeflux.sim.kueue.flavors import Assignment, PodConstraints
 
 
 @dataclass(slots=True, eq=False)
 class QueuedWorkload:
-    """One Kueue Workload: a Job, a pod group or a pod labelled with a LocalQueue."""
+    """One Kueue Workload: a Job, a pod group, a pod or an AppWrapper labelled with a LocalQueue."""
 
     key: str
     """``namespace/name`` of its object."""
@@ -25,6 +25,8 @@ class QueuedWorkload:
     """What all its pods ask, by resource (``pods``: how many)."""
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    other_pods: tuple[PodConstraints, ...] = ()
+    """The node selectors and tolerations of its other pod templates (an AppWrapper's other components)."""
     cluster_queue: str = ""
     timestamp: float = 0.0
     seq: int = 0
