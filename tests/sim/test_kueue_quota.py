@@ -299,3 +299,18 @@ def test_through_the_simulator_every_job_runs_and_quota_holds(
             assert used.get(CPU, 0) <= 2 * nominal * 1000  # the whole cohort's quota
     assert all(job.finish_time is not None for job in record.jobs), record.problems
     assert record.admission["never_admitted"] == 0
+
+
+def test_the_share_is_kueues_weighted_dominant_resource_share() -> None:
+    """What a ClusterQueue borrows above its nominal quota, × 1000 / what its cohort lends (nominal − guaranteed
+    quota of every member), divided by its weight; 0 without borrowing or a cohort; infinite borrowing at weight 0."""
+    book = QuotaBook([queue("a", 4), queue("b", 6, lending=2), queue("alone", 8, cohort="")])
+    assert book.lendable == {"all": {CPU: 4 + 2}}
+    book.add("a", {FR: 7})
+    assert book.share("a", 1.0) == pytest.approx(3 * 1000 / 6)
+    assert book.share("a", 2.0) == pytest.approx(3 * 1000 / 6 / 2)
+    assert book.share("a", 1.0, {FR: 1}) == pytest.approx(4 * 1000 / 6)  # with a workload admitted
+    assert book.share("a", 0.0) == float("inf")
+    assert book.share("b", 0.0) == 0.0  # within its nominal quota, at any weight
+    book.add("alone", {FR: 8})
+    assert book.share("alone", 1.0) == 0.0
