@@ -182,3 +182,48 @@ def test_a_bad_app_wrapper_is_reported_with_its_field_and_skipped(tmp_path: Path
     )
     assert [job.id for job in workload.jobs] == ["team/fine"]
     assert workload.jobs[0].app_wrapper is not None and workload.jobs[0].app_wrapper.key == "team/ok"
+
+
+def test_wait_for_pods_ready_evicts_an_app_wrapper_whose_component_never_starts(tmp_path: Path) -> None:
+    """waitForPodsReady counts the pods of every component: the trainer's head pod selects nodes that do not exist,
+    so 2 minutes after its admission the whole AppWrapper is evicted (its workers too), then deactivated."""
+    config = (
+        "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady:\n  enable: true\n"
+        "  blockAdmission: false\n  timeout: 2m\n  requeuingStrategy: {backoffLimitCount: 0}\n---\n"
+    )
+    text = EXAMPLE.read_text().replace(
+        "          containers: [{name: head,",
+        "          nodeSelector: {accelerator: gpu}\n          containers: [{name: head,",
+    )
+    path = tmp_path / "never.yaml"
+    path.write_text(config + text)
+    record = run(path)
+    ended = sorted((pod.pod, pod.end_time, pod.reason) for pod in record.pods if pod.pod.startswith("default/trainer"))
+    assert ended == [
+        ("default/trainer-head", 120.0, "PodsReadyTimeout"),
+        ("default/trainer-workers-0", 120.0, "PodsReadyTimeout"),
+        ("default/trainer-workers-1", 120.0, "PodsReadyTimeout"),
+    ]
+    assert record.admission["pods_ready_timeouts"] == 1
+    assert any("deactivated" in problem and "default/trainer" in problem for problem in record.problems)
+    rows = {job.job_id: job for job in record.jobs}
+    assert rows["default/report-render"].starting_time == 120.0  # the trainer's quota is released at its eviction
+
+
+def test_a_flavor_must_suit_every_component(tmp_path: Path) -> None:
+    """The trainer's second component, its head pod, selects an instance type neither flavor has: the AppWrapper is
+    never admitted (its first component alone would fit on-demand), and the run says why."""
+    text = EXAMPLE.read_text().replace(
+        "          containers: [{name: head,",
+        "          nodeSelector: {instance-type: gpu}\n          containers: [{name: head,",
+    )
+    path = tmp_path / "nowhere.yaml"
+    path.write_text(text)
+    record = run(path)
+    rows = {job.job_id: job for job in record.jobs}
+    assert rows["default/trainer-workers"].starting_time is None and rows["default/trainer-head"].starting_time is None
+    assert rows["default/trainer-head"].reason == (
+        "not admitted by Kueue: flavor on-demand doesn't match node affinity (instance-type=gpu); flavor spot doesn't "
+        "match node affinity (instance-type=gpu)"
+    )
+    assert record.admission["never_admitted"] == 1
