@@ -56,13 +56,25 @@ def pod_group(name: str, members: int, at: float, seconds: int) -> list[str]:
     return [group, *(pod(f"{name}-{i}", 1, at, seconds, group=name) for i in range(members))]
 
 
-def job(name: str, namespace: str, cpu: int, at: float, seconds: int, completions: int) -> str:
-    """A Job of ``completions`` pods one at a time, labelled with the LocalQueue ``q`` of its namespace."""
+def job(
+    name: str,
+    namespace: str,
+    cpu: int,
+    at: float,
+    seconds: int,
+    completions: int = 1,
+    *,
+    priority: int = 0,
+    parallelism: int = 1,
+    pod_spec: str = "",
+) -> str:
+    """A Job of ``completions`` pods, ``parallelism`` at a time, labelled with the LocalQueue ``q`` of its namespace;
+    ``pod_spec``: more fields of its pods' spec (YAML lines indented by 6)."""
     return (
         f"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
         f"  labels: {{kueue.x-k8s.io/queue-name: q}}\n  annotations: {{sim.kubeflux.io/submit-time: '{at}'}}\n"
-        f"spec:\n  completions: {completions}\n  parallelism: 1\n  template:\n"
+        f"spec:\n  completions: {completions}\n  parallelism: {parallelism}\n  template:\n"
         f"    metadata: {{annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: {seconds}s}}}}\n"
-        "    spec:\n      restartPolicy: Never\n"
+        f"    spec:\n      restartPolicy: Never\n      priority: {priority}\n{pod_spec}"
         f"      containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: '{cpu}'}}}}}}]\n"
     )

@@ -120,8 +120,8 @@ spec:
     rows = {job.job_id: job for job in record.jobs}
     assert (rows["default/urgent-0"].starting_time, rows["default/urgent-0"].finish_time) == (10.0, 60.0)
     assert rows["default/trainer-workers"].quota_evictions == rows["default/trainer-head"].quota_evictions == 1
-    assert rows["default/trainer-head"].finish_time == 110.0  # both components run again from 10 s, on spot
-    assert rows["default/trainer-workers"].finish_time == 310.0
+    assert rows["default/trainer-head"].finish_time == 111.0  # both run again from 11 s (requeued 1 s after), on spot
+    assert rows["default/trainer-workers"].finish_time == 311.0
     preempted = sorted((pod.pod, pod.node[:3]) for pod in record.pods if pod.reason == "Preempted")
     assert preempted == [("default/trainer-head", "od-"), *((f"default/trainer-workers-{i}", "od-") for i in (0, 1))]
     again = [pod.node for pod in record.pods if pod.pod.startswith("default/trainer") and pod.reason == "Completed"]

@@ -90,7 +90,7 @@ CASES = {
             pod("p", 1, 1, 10),
         ],
         {"default/g2": (0.0, 10.0), "default/p": (10.0, 20.0)},
-        {"default/g3": "insufficient quota in flavor default-flavor"},
+        {"default/g3": "insufficient quota for pods in flavor default-flavor"},
     ),
     "heads that need not borrow are admitted first, before a higher priority that would borrow": Case(
         [

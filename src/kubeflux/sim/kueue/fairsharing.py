@@ -26,11 +26,10 @@ ClusterQueue by its LocalQueues' past usage), and Kueue's rounding of shares (co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
-from kubeflux.sim.kueue.flavors import Assignment
 from kubeflux.sim.kueue.objects import ClusterQueue, FairSharingStrategy
-from kubeflux.sim.kueue.preemption import message, minimize, preemption_candidates, usage_of
+from kubeflux.sim.kueue.preemption import minimize, preemption_candidates, usage_of
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
 
@@ -146,15 +145,17 @@ def fair_victims(
     admitted: Iterable[QueuedWorkload],
     cq: ClusterQueue,
     wl: QueuedWorkload,
-    assignment: Assignment,
+    usage: dict[FlavorResource, int],
+    needed: Collection[FlavorResource],
     weights: Mapping[str, float],
     strategies: tuple[FairSharingStrategy, ...],
-) -> list[tuple[QueuedWorkload, str]]:
-    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``assignment`` under fair sharing
-    (module docstring; ``weights``: each ClusterQueue's ``fairSharing.weight``), each with its eviction message;
-    empty when no set makes room. ``book`` is left as it was."""
-    usage = assignment.usage
-    found = preemption_candidates(book, admitted, cq, wl, set(usage))
+    evicting: Collection[int] = (),
+) -> list[QueuedWorkload]:
+    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``usage`` under fair sharing (module
+    docstring; ``needed``: the flavor-resources it needs preempted; ``weights``: each ClusterQueue's
+    ``fairSharing.weight``; ``evicting``: the workloads being evicted already); empty when no set makes room.
+    ``book`` is left as it was."""
+    found = preemption_candidates(book, admitted, cq, wl, needed, evicting)
     if not found:
         return []
     search = _Search(book, weights, cq.name, usage)
@@ -169,9 +170,7 @@ def fair_victims(
     if fits:
         minimize(book, cq.name, usage, removed)
     search.restore()
-    if not fits:
-        return []
-    return [(victim, message(victim, wl, cq, FAIR_SHARING_WHY)) for victim in removed]
+    return removed if fits else []
 
 
 __all__ = ["FAIR_SHARING_WHY", "STRATEGIES", "admission_key", "fair_victims"]

@@ -131,7 +131,10 @@ class KueueLayer:
             requests=requests,
             node_selector=dict(head.node_selector) if head is not None else {},
             tolerations=head.tolerations if head is not None else (),
-            other_pods=tuple((dict(pod.node_selector), pod.tolerations) for pod in templates[1:]),
+            node_affinity=head.required_node_affinity if head is not None else (),
+            other_pods=tuple(
+                (dict(pod.node_selector), pod.tolerations, pod.required_node_affinity) for pod in templates[1:]
+            ),
         )
         if self.admitter.add(workload, self.cluster.loop.now):
             self._soon()
@@ -146,12 +149,19 @@ class KueueLayer:
     def _cycle(self, _payload: object = None) -> None:
         self._cycle_at = None
         now = self.cluster.loop.now
+        evicted = False
         for decision in self.admitter.cycle(now):
             if isinstance(decision, Admitted):
                 self._start(decision.workload)
-            else:
-                self._evict(decision.workload, decision.message)
+                continue
+            self._evict(decision.workload, decision.message)
+            again = self.admitter.evicted(decision.workload.ref, now)  # its pods are gone
+            if again is not None:
+                self.cluster.loop.schedule(again, Priority.WAKEUP, self._requeue, decision.workload.ref)
+                evicted = True
         self.series.sample(now, self.admitter)
+        if evicted:
+            self._soon()  # the next cycle: the preemptors take the room their victims left
 
     def _start(self, workload: QueuedWorkload) -> None:
         """Create the admitted workload's objects now, its pods with the flavors' node labels and tolerations (an

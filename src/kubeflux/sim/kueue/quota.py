@@ -53,6 +53,9 @@ class QuotaBook:
     def _quota(self, cq: str, fr: FlavorResource) -> ResourceQuota:
         return self.quotas[cq].get(fr) or _NONE
 
+    def nominal(self, cq: str, fr: FlavorResource) -> int:
+        return self._quota(cq, fr).nominal
+
     def pool(self, cohort: str, fr: FlavorResource) -> int:
         """What the cohort's members lend of ``fr`` and is not used: capacity − usage of the pool."""
         left = 0
