@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kubeflux.scheduler.objects import CPU, MEMORY, Taint, Toleration
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Taint, Toleration
+from kubeflux.sim.baselines import create
+from kubeflux.sim.command import merge_workloads
+from kubeflux.sim.driver import simulate
 from kubeflux.sim.kueue.objects import QueueingStrategy, ReclaimWithinCohort, ResourceQuota
 from kubeflux.sim.workloads.manifests import read_manifests
 from tests.shared import REPO
@@ -127,6 +130,43 @@ def test_a_flavor_keeps_its_labels_taints_and_tolerations(tmp_path: Path) -> Non
             "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: not a quantity",
             id="quantity",
         ),
+        pytest.param(  # a valid quantity; before, the run ended in an OverflowError after its last job
+            GOOD.replace("nominalQuota: 9,", "nominalQuota: '1e400',"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: too large: Kueue holds "
+            "quotas as 64-bit integers, got '1e400'",
+            id="quota-beyond-int64",
+        ),
+        pytest.param(
+            GOOD + "  stopPolicy: HoldAndDrain\n",
+            "ClusterQueue cq: spec.stopPolicy: not modelled (the simulator would admit otherwise than Kueue), got "
+            "'HoldAndDrain'",
+            id="stop-policy",
+        ),
+        pytest.param(
+            GOOD + "  admissionChecks: [never-ready-check]\n",
+            "ClusterQueue cq: spec.admissionChecks: not modelled",
+            id="admission-checks",
+        ),
+        pytest.param(
+            GOOD + "  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n",
+            "ClusterQueue cq: spec.flavorFungibility.whenCanBorrow: not modelled",
+            id="flavor-fungibility",
+        ),
+        pytest.param(
+            GOOD + "  preemption: {borrowWithinCohort: {policy: LowerPriority}}\n",
+            "ClusterQueue cq: spec.preemption.borrowWithinCohort.policy: not modelled",
+            id="borrow-within-cohort",
+        ),
+        pytest.param(
+            GOOD + "  preemption: {reclaimWithinCohrt: Any}\n",
+            "ClusterQueue cq: spec.preemption.reclaimWithinCohrt: unknown field",
+            id="typo-in-preemption",
+        ),
+        pytest.param(
+            GOOD.replace("borrowingLimit:", "borowingLimit:"),
+            "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].borowingLimit: unknown field",
+            id="typo-in-a-quota",
+        ),
     ],
 )
 def test_a_bad_cluster_queue_is_reported_with_its_field_and_skipped(tmp_path: Path, spec: str, problem: str) -> None:
@@ -144,6 +184,22 @@ def test_a_local_queue_needs_its_cluster_queue_and_a_name_once(tmp_path: Path) -
     assert problems == [
         "w.yaml: document 1: LocalQueue team/q: spec.clusterQueue: required; skipped",
         "w.yaml: document 3: LocalQueue team/q: metadata.name: defined twice (first in document 2); skipped",
+    ]
+
+
+def test_what_a_cluster_queue_does_without_a_field_may_be_given(tmp_path: Path) -> None:
+    spec = GOOD + "  stopPolicy: None\n  flavorFungibility: {whenCanBorrow: Borrow, whenCanPreempt: TryNextFlavor}\n"
+    spec += "  preemption: {borrowWithinCohort: {policy: Never}}\n  admissionChecks: []\n"
+    _, problems = read(tmp_path, FLAVOR, cluster_queue(spec))
+    assert problems == []
+
+
+def test_a_held_local_queue_is_refused_as_not_modelled(tmp_path: Path) -> None:
+    local = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q}\n"
+    _, problems = read(tmp_path, local + "spec: {clusterQueue: cq, stopPolicy: Hold}\n")
+    assert problems == [
+        "w.yaml: document 1: LocalQueue default/q: spec.stopPolicy: not modelled (the simulator would admit otherwise "
+        "than Kueue), got 'Hold'; skipped"
     ]
 
 
@@ -246,3 +302,46 @@ def test_a_bad_configuration_is_reported_with_its_field_and_skipped(tmp_path: Pa
     kueue, problems = read(tmp_path, FLAVOR, text)
     assert len(problems) == 1 and problems[0].startswith(f"w.yaml: document 2: Configuration: {problem}"), problems
     assert kueue.wait_for_pods_ready is None  # type: ignore[attr-defined]
+
+
+LABELLED_JOB = """apiVersion: batch/v1
+kind: Job
+metadata: {name: j, labels: {kueue.x-k8s.io/queue-name: lq}}
+spec:
+  template:
+    metadata: {annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 100s}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox, resources: {requests: {cpu: "2"}}}]
+"""
+
+
+def test_a_kueue_object_two_files_define_otherwise_is_named(tmp_path: Path) -> None:
+    """Two -w files, one cluster: a ClusterQueue both define alike is one object; one they define otherwise is
+    named (the first file's kept), as a PriorityClass is; before, the second was dropped silently."""
+    first, second, same = tmp_path / "a.yaml", tmp_path / "b.yaml", tmp_path / "c.yaml"
+    first.write_text("---\n".join([FLAVOR, cluster_queue(GOOD)]))
+    second.write_text(cluster_queue(GOOD.replace("nominalQuota: 9,", "nominalQuota: 5,")))
+    same.write_text("---\n".join([FLAVOR, cluster_queue(GOOD)]))
+    merged = merge_workloads([read_manifests(first), read_manifests(same)])
+    assert merged.problems == []
+    merged = merge_workloads([read_manifests(first), read_manifests(second)])
+    assert merged.problems == ["b: ClusterQueue cq differs from an earlier file's; the first is kept"]
+    assert merged.kueue is not None
+    assert merged.kueue.cluster_queues["cq"].quotas()[("default-flavor", CPU)].nominal == 9000
+
+
+def test_labelled_jobs_wait_when_every_kueue_object_is_refused(tmp_path: Path) -> None:
+    """The file's only Kueue object, a LocalQueue without its ClusterQueue, is refused: Kueue still runs, so the Job
+    labelled for that queue waits (its LocalQueue does not exist) instead of running as if Kueue were absent."""
+    local = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: lq}\nspec: {}\n"
+    path = tmp_path / "w.yaml"
+    path.write_text("---\n".join([local, LABELLED_JOB]))
+    workload = read_manifests(path)
+    assert workload.kueue is not None
+    scheduler = create("kube-default")
+    nodes = [Node("n0", allocatable={CPU: 8000, MEMORY: 2**34})]
+    record = simulate(workload, nodes, {scheduler.name: scheduler})
+    assert [(job.starting_time, job.reason) for job in record.jobs] == [
+        (None, "not admitted by Kueue: LocalQueue lq doesn't exist")
+    ]

@@ -9,10 +9,11 @@ else *pending* in its ClusterQueue's queue, ordered by priority (higher first), 
 queue-order timestamp: its creation, kept when it is preempted; the time of its last eviction for its pods not ready
 in time, with ``waitForPodsReady``'s default ``requeuingStrategy``) → *admitted* by a cycle
 (:meth:`Admitter.cycle`: its quota is counted) → *finished* (:meth:`Admitter.finish`: its quota is released) or
-*evicted* by a preemption (its quota released once it is gone, back to pending a moment later), or for its pods not ready in time
-(:meth:`Admitter.time_out`, with ``waitForPodsReady``: its quota released, it waits out a back-off outside any queue
-until the shell queues it again, :meth:`Admitter.requeue`, or is *deactivated* for good). A workload that ends in
-any state (a Job failed while held) is forgotten (:meth:`Admitter.forget`): out of its queue, its quota released.
+*evicted* by a preemption (its quota released once it is gone, :meth:`Admitter.evicted`; pending again a moment
+later), or for its pods not ready in time (:meth:`Admitter.time_out`, with ``waitForPodsReady``: its quota
+released, it waits out a back-off outside any queue until the shell queues it again, :meth:`Admitter.requeue`, or
+is *deactivated* for good). A workload that ends in any state (a Job failed while held) is forgotten
+(:meth:`Admitter.forget`): out of its queue, its quota released.
 
 One cycle repeats until nothing more can be admitted: it takes the head of every ClusterQueue (a
 ``BestEffortFIFO`` queue skips the workloads set aside; its *sticky* head, one that preempts, stays its head until

@@ -186,21 +186,47 @@ class KueueObjects:
     """Kueue's ``waitForPodsReady`` when its Configuration enables it."""
     fair_sharing: FairSharing | None = None
     """Kueue's ``fairSharing`` when its Configuration enables it."""
+    given: bool = False
+    """The workload gave Kueue objects, even if each was refused: Kueue runs, and holds the Jobs labelled for it."""
 
     def __bool__(self) -> bool:
         return bool(
-            self.flavors or self.cluster_queues or self.local_queues or self.wait_for_pods_ready or self.fair_sharing
+            self.given
+            or self.flavors
+            or self.cluster_queues
+            or self.local_queues
+            or self.wait_for_pods_ready
+            or self.fair_sharing
         )
 
     def merged(self, other: KueueObjects) -> KueueObjects:
         """These objects and ``other``'s (a name defined in both keeps this one's)."""
         return KueueObjects(
-            {**other.flavors, **self.flavors},
-            {**other.cluster_queues, **self.cluster_queues},
-            {**other.local_queues, **self.local_queues},
-            self.wait_for_pods_ready or other.wait_for_pods_ready,
-            self.fair_sharing or other.fair_sharing,
+            flavors={**other.flavors, **self.flavors},
+            cluster_queues={**other.cluster_queues, **self.cluster_queues},
+            local_queues={**other.local_queues, **self.local_queues},
+            wait_for_pods_ready=self.wait_for_pods_ready or other.wait_for_pods_ready,
+            fair_sharing=self.fair_sharing or other.fair_sharing,
+            given=self.given or other.given,
         )
+
+    def conflicts(self, other: KueueObjects) -> list[str]:
+        """The objects ``other`` defines otherwise than these (``ClusterQueue cq``), as :meth:`merged` would drop
+        them."""
+        found = [
+            f"{kind} {name}"
+            for kind, mine, theirs in (
+                ("ResourceFlavor", self.flavors, other.flavors),
+                ("ClusterQueue", self.cluster_queues, other.cluster_queues),
+                ("LocalQueue", self.local_queues, other.local_queues),
+            )
+            for name, obj in theirs.items()
+            if name in mine and mine[name] != obj
+        ]
+        pairs = ((self.wait_for_pods_ready, other.wait_for_pods_ready), (self.fair_sharing, other.fair_sharing))
+        if any(a is not None and b is not None and a != b for a, b in pairs):
+            found.append("Configuration")
+        return found
 
 
 __all__ = [
