@@ -84,6 +84,8 @@ def test_preemption_without_borrowing_reclaims_and_preempts_within_the_nominal_q
     rows = {row.job_id: row for row in record.jobs}
     assert rows["a/low"].quota_evictions == rows["b/x"].quota_evictions == 1
     assert rows["a/low"].starting_time == 11.0  # queued again a second later: cq-a's 4 + what cq-c lends
+    # cq-b only borrows: no quota use (its usage over a nominal quota of 0), rather than 0.0, which reads as idle
+    assert "quota_use[cq-b:cpu]" not in record.admission and record.admission["borrowed_share[cq-b:cpu]"] == 1.0
 
 
 TWO_FLAVORS = """apiVersion: kueue.x-k8s.io/v1beta1

@@ -56,6 +56,9 @@ def test_a_borrowing_queue_is_preempted_when_the_lender_reclaims_its_quota(sched
     rows = {job.job_id: job for job in record.jobs}
     assert rows["team-a/a-second"].quota_evictions == 1 and rows["team-a/a-second"].attempts == 2
     assert rows["team-a/a-second"].admission_time == 1.0
+    # Kueue's admission wait, per admission from the creation or the last requeuing: a-first 0 s, b-first 0 s,
+    # a-second 0 s then 99 s (requeued at 101 s, a second after its eviction, admitted again at 200 s)
+    assert record.admission["mean_admission_wait"] == pytest.approx(99 / 4)
     preempted = [pod for pod in record.pods if pod.reason == "Preempted"]
     assert [(pod.pod, pod.end_time) for pod in preempted] == [("team-a/a-second-0", 100.0)]
     summary = summarize(record)
