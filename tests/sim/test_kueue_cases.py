@@ -75,6 +75,19 @@ CASES = {
         {"team-a/p": (0.0, 10.0)},
         {"team-b/p": NOT_SELECTED},
     ),
+    "a namespaceSelector on a label a Namespace object of the file gives selects that namespace": Case(
+        [
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {team: a}}\n",
+            FLAVOR,
+            cluster_queue("cq", 4, spec="  namespaceSelector: {matchLabels: {team: a}}\n"),
+            local_queue("team-a", "cq"),
+            local_queue("team-b", "cq"),
+            pod("p", 1, 0, 10, namespace="team-a"),
+            pod("p", 1, 0, 10, namespace="team-b"),
+        ],
+        {"team-a/p": (0.0, 10.0)},
+        {"team-b/p": NOT_SELECTED},
+    ),
     "a ClusterQueue naming a missing flavor is inactive": Case(
         [FLAVOR, cluster_queue("cq", 4, flavor="gone"), local_queue("default", "cq"), pod("p", 1, 0, 10)],
         {},

@@ -345,3 +345,21 @@ def test_labelled_jobs_wait_when_every_kueue_object_is_refused(tmp_path: Path) -
     assert [(job.starting_time, job.reason) for job in record.jobs] == [
         (None, "not admitted by Kueue: LocalQueue lq doesn't exist")
     ]
+
+
+def test_a_pod_group_whose_pods_name_different_local_queues_is_rejected(tmp_path: Path) -> None:
+    """One Kueue workload has one queue: a PodGroup whose pods name two LocalQueues (or one and none) is rejected,
+    named, rather than put in the first one's queue."""
+    group = "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: gang}\nspec: {minMember: 3}\n"
+    pods = [
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: g{i}\n"
+        f"  labels: {{scheduling.x-k8s.io/pod-group: gang{label}}}\n"
+        "spec: {containers: [{name: c, image: busybox}]}\n"
+        for i, label in enumerate([", kueue.x-k8s.io/queue-name: lq", ", kueue.x-k8s.io/queue-name: lq-other", ""])
+    ]
+    path = tmp_path / "w.yaml"
+    path.write_text("---\n".join([group, *pods]))
+    workload = read_manifests(path)
+    why = "its pods name different LocalQueues (kueue.x-k8s.io/queue-name: none, lq, lq-other)"
+    assert [job.rejected for job in workload.jobs] == [why]
+    assert workload.problems == [f"w.yaml: document 1: PodGroup default/gang: {why}"]

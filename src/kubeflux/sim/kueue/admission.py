@@ -127,7 +127,7 @@ class Admitter:
                 why = f"ClusterQueue {local.cluster_queue} doesn't exist"
             elif cq.name in self.inactive_cqs:
                 why = self.inactive_cqs[cq.name]
-            elif cq.namespace_selector is None or not cq.namespace_selector.matches(namespace_labels(wl.namespace)):
+            elif cq.namespace_selector is None or not cq.namespace_selector.matches(self._labels(wl.namespace)):
                 why = f"Workload namespace doesn't match ClusterQueue {cq.name} selector"
             else:
                 wl.cluster_queue = cq.name
@@ -137,6 +137,9 @@ class Admitter:
             return False
         self._enqueue(wl)
         return True
+
+    def _labels(self, namespace: str) -> dict[str, str]:
+        return namespace_labels(namespace, self.objects.namespaces.get(namespace))
 
     def _enqueue(self, wl: QueuedWorkload) -> None:
         self._cursor[wl.cluster_queue] = 0

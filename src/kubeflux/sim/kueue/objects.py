@@ -79,10 +79,11 @@ class ResourceGroup:
     """Each flavor in order (the order flavors are tried), with a quota for every covered resource."""
 
 
-def namespace_labels(namespace: str) -> dict[str, str]:
-    """The labels of ``namespace`` as a ClusterQueue's ``namespaceSelector`` sees them: the simulator's namespaces
-    carry only the one the API server gives every namespace (``kubernetes.io/metadata.name``)."""
-    return {NAMESPACE_NAME_LABEL: namespace}
+def namespace_labels(namespace: str, given: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels of ``namespace`` as a ClusterQueue's ``namespaceSelector`` sees them: those a Namespace object of
+    the workload gives it (``given``), and the one the API server gives every namespace
+    (``kubernetes.io/metadata.name``)."""
+    return {**(given or {}), NAMESPACE_NAME_LABEL: namespace}
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +189,9 @@ class KueueObjects:
     """Kueue's ``fairSharing`` when its Configuration enables it."""
     given: bool = False
     """The workload gave Kueue objects, even if each was refused: Kueue runs, and holds the Jobs labelled for it."""
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The labels of the namespaces the workload's ``v1`` Namespace objects define (a ``namespaceSelector`` reads
+    them), by name."""
 
     def __bool__(self) -> bool:
         return bool(
@@ -208,6 +212,7 @@ class KueueObjects:
             wait_for_pods_ready=self.wait_for_pods_ready or other.wait_for_pods_ready,
             fair_sharing=self.fair_sharing or other.fair_sharing,
             given=self.given or other.given,
+            namespaces={**other.namespaces, **self.namespaces},
         )
 
     def conflicts(self, other: KueueObjects) -> list[str]:
@@ -219,6 +224,7 @@ class KueueObjects:
                 ("ResourceFlavor", self.flavors, other.flavors),
                 ("ClusterQueue", self.cluster_queues, other.cluster_queues),
                 ("LocalQueue", self.local_queues, other.local_queues),
+                ("Namespace", self.namespaces, other.namespaces),
             )
             for name, obj in theirs.items()
             if name in mine and mine[name] != obj

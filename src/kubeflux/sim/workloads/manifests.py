@@ -70,7 +70,12 @@ from pathlib import Path
 from typing import Any
 
 from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
-from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import (
+    ManifestError,
+    namespace_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
@@ -82,6 +87,7 @@ from kubeflux.scheduler.validation import (
     PodRun,
     pod_run,
 )
+from kubeflux.sim.kueue.objects import QUEUE_NAME_LABEL
 from kubeflux.sim.kueue.reader import KUEUE_KINDS, KueueReader, queue_label
 from kubeflux.sim.workloads.appwrappers import app_wrapper_jobs
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
@@ -300,6 +306,8 @@ class _Builder:
     group_times: dict[str, float] = dataclasses.field(default_factory=dict)
     """``namespace/name`` of each PodGroup of the file that gives a submit time → it (its pods are admitted then)."""
     kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
+    namespaces_at: list[str] = dataclasses.field(default_factory=list)
+    """Where the file's Namespace objects are (read for Kueue's ``namespaceSelector``; skipped without Kueue)."""
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -323,6 +331,11 @@ class _Builder:
                 self._policy(where, obj)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
+            elif kind == "Namespace":  # its labels, for Kueue's namespaceSelector (the file's Kueue objects)
+                defined = namespace_from_manifest(obj)
+                self._once(f"Namespace {defined.name}", where)
+                self.kueue.objects.namespaces[defined.name] = dict(defined.labels)
+                self.namespaces_at.append(where)
             elif kind == "AppWrapper":
                 label = _object_name(obj, "AppWrapper")
                 _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")  # a bad one named
@@ -465,6 +478,11 @@ class _Builder:
                         queue_name=next((q for pod in pods if (q := queue_label(pod.labels))), ""),
                     )
                 )
+                queues = sorted({queue_label(pod.labels) for pod in pods})
+                if len(queues) > 1:  # one Kueue workload has one queue: which would be a guess
+                    named = ", ".join(queue or "none" for queue in queues)
+                    self.jobs[-1].rejected = f"its pods name different LocalQueues ({QUEUE_NAME_LABEL}: {named})"
+                    self.problems.append(f"{self.file_name}: {where}: PodGroup {key}: {self.jobs[-1].rejected}")
                 bad = next((member for member in members if member.rejected), None)
                 if bad is not None:  # a gang with a pod no kubelet can run can never run whole
                     self.jobs[-1].rejected = bad.rejected
@@ -559,6 +577,11 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
     for where, obj in ordered:  # the classes before the pods they admit
         builder.add(where, obj)
     builder.finish()
+    if not builder.kueue.objects:  # no Kueue to read the namespaces' labels: as any object it does not run
+        builder.problems += [
+            f"{path.name}: {at}: kind 'Namespace' is not a workload object; skipped" for at in builder.namespaces_at
+        ]
+        builder.skipped += len(builder.namespaces_at)
     jobs = sorted(builder.jobs, key=lambda job: job.submit_time)
     _unique_ids(jobs)
     for job in jobs:
