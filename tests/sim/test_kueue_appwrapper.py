@@ -184,6 +184,17 @@ def test_a_bad_app_wrapper_is_reported_with_its_field_and_skipped(tmp_path: Path
     assert workload.jobs[0].app_wrapper is not None and workload.jobs[0].app_wrapper.key == "team/ok"
 
 
+def test_a_refused_app_wrapper_leaves_its_components_names_free(tmp_path: Path) -> None:
+    refused = component(POD + "    - template:\n" + POD.replace("{name: p}", "{name: q, namespace: other}"))
+    path = tmp_path / "w.yaml"
+    path.write_text(refused + "---\n" + component(POD).replace("aw,", "again,"))
+    workload = read_manifests(path)
+    assert len(workload.problems) == 1 and "spec.components[1].template.metadata.namespace" in workload.problems[0]
+    assert [(job.id, job.app_wrapper.key if job.app_wrapper else "") for job in workload.jobs] == [
+        ("team/p", "team/again")
+    ]
+
+
 def test_wait_for_pods_ready_evicts_an_app_wrapper_whose_component_never_starts(tmp_path: Path) -> None:
     """waitForPodsReady counts the pods of every component: the trainer's head pod selects nodes that do not exist,
     so 2 minutes after its admission the whole AppWrapper is evicted (its workers too), then deactivated."""

@@ -337,9 +337,7 @@ class _Builder:
                 self.kueue.objects.namespaces[defined.name] = dict(defined.labels)
                 self.namespaces_at.append(where)
             elif kind == "AppWrapper":
-                label = _object_name(obj, "AppWrapper")
-                _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")  # a bad one named
-                self.jobs += app_wrapper_jobs(obj, where, self._component)
+                self._app_wrapper(where, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -395,6 +393,17 @@ class _Builder:
             self.members.setdefault(f"{pod.namespace}/{group}", []).append(member)
             return
         self.jobs.append(self._lone_pod(template, pod.namespace, submit, where, rejected))
+
+    def _app_wrapper(self, where: str, obj: dict[str, Any]) -> None:
+        """An AppWrapper's components (:mod:`.appwrappers`); refused whole, none of their names is taken."""
+        label = _object_name(obj, "AppWrapper")
+        _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")  # a bad one named
+        defined = dict(self.defined)
+        try:
+            self.jobs += app_wrapper_jobs(obj, where, self._component)
+        except ManifestError:
+            self.defined = defined
+            raise
 
     def _component(self, where: str, obj: dict[str, Any]) -> WorkloadJob:
         """An AppWrapper's component (a Job, or a Pod of no PodGroup) read as the file's own, not kept here."""
