@@ -46,6 +46,7 @@ from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet, record_event
+from kubeflux.sim.apiserver.kueue import KueueReplay, served_objects
 from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Callback, Priority
@@ -141,12 +142,31 @@ class WorkloadReplay:
         self._jobs_follower = Follower(store, loop, [(jobs, self._job_event)])
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
+        self._create_namespaces()
         self._create_policies(clock, loop)
+        self.kueue: KueueReplay | None = None
+        """Kueue, when the workload has its objects (:mod:`kubeflux.sim.apiserver.kueue`)."""
+        if workload.kueue:
+            objects = served_objects(store, workload.kueue, self.problems)
+            self.kueue = KueueReplay(self, objects, self.loop, self.origin)
         self._arrivals = len(order)
         for wjob in order:
             clock.call_later(loop, wjob.submit_time - self._first, Priority.ARRIVAL, self._arrive, wjob)
         if not order:
             loop.call_soon(self._check_done)
+
+    def _create_namespaces(self) -> None:
+        """The namespaces the workload's jobs and LocalQueues name, created before anything else when the served
+        cluster has none of that name (``simulate`` needs none; a real cluster refuses objects in a namespace that
+        does not exist, so a user creates them first)."""
+        resource = self.store.registry.find("", "v1", "namespaces")
+        assert resource is not None
+        names = {wjob.namespace for wjob in self.workload.jobs}
+        if self.workload.kueue:
+            names.update(local.namespace for local in self.workload.kueue.local_queues.values())
+        for name in sorted(names):
+            if self.store.get_object(resource.collection, "", name) is None:
+                self._create_policy(resource, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def _create_policies(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         """The workload's PriorityClasses and PodDisruptionBudgets, created before its first job (they are in the
@@ -217,6 +237,14 @@ class WorkloadReplay:
         deletes it (:meth:`SimulatedKubelet.delete_pod`)."""
         self.kubelet.delete_pod(key, reason)
 
+    def resume_job(self, job: SimJob) -> None:
+        """Kueue unsuspended the held Job ``job``: its controller makes its pods."""
+        self.job_controller.start(job)
+        self._job_status(job)
+
+    def job_uid(self, job: SimJob) -> str:
+        return self._job_uids.get(job.index, "")
+
     def finish_job(self, job: SimJob) -> None:
         """``job`` ended: it leaves the queue figures; a ``batch/v1`` Job gets its final status."""
         self.cluster.book.finish_job(job)
@@ -256,13 +284,18 @@ class WorkloadReplay:
             return
         if wjob.min_member > 0 and not self._create_group(job):
             return
+        kueue = self.kueue if wjob.queue_name else None  # held: a suspended Job, gated pods (KueueReplay.dress)
         if wjob.kind is JobKind.JOB:
             if self._create_job(job):
-                self.job_controller.start(job)
-                self._job_status(job)
+                if kueue is not None:
+                    kueue.hold(job)
+                else:
+                    self.resume_job(job)
         else:
             for template, timing in zip(wjob.pods, job.timings, strict=True):
                 self.create_pod(job, timing, template.name)
+            if kueue is not None and not job.rejected_reason:
+                kueue.hold(job)
         if job.created == 0 and job.finish is None:
             self._check_done()
 
@@ -289,7 +322,12 @@ class WorkloadReplay:
         }
         if wjob.active_deadline_seconds is not None:
             spec["activeDeadlineSeconds"] = math.ceil(wjob.active_deadline_seconds)
-        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": wjob.name}, "spec": spec}
+        metadata: Object = {"name": wjob.name}
+        if self.kueue is not None and wjob.queue_name:  # as Kueue's webhook leaves it: labelled, suspended
+            metadata["labels"] = self.kueue.job_labels(job)
+            spec["suspend"] = True
+            self.kueue.remember_template(job, spec["template"])
+        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
         try:
             self._priority_class(pod_spec)
         except ApiError as exc:
@@ -348,6 +386,8 @@ class WorkloadReplay:
         spec = clone(template.manifest["spec"]) if template.manifest else _spec_of(name, timing)
         spec["schedulerName"] = timing.scheduler_name
         spec.pop("nodeName", None)
+        if self.kueue is not None:
+            self.kueue.dress(job, spec)
         walltime = timing.walltime_kill
         if walltime is not None and (sp.run_time is None or sp.run_time > walltime):
             spec["activeDeadlineSeconds"] = max(1, math.ceil(walltime))
@@ -474,7 +514,7 @@ class WorkloadReplay:
             pod.compute_time = _since(pod.compute_time, origin)
             pod.end_time = _since(pod.end_time, origin)
         usage = cluster.usage
-        return RunRecord(
+        record = RunRecord(
             scheduler=label,
             workload_name=self.workload.name,
             jobs=jobs,
@@ -494,6 +534,10 @@ class WorkloadReplay:
             },
             stopped=self.stopped,
         )
+        if self.kueue is not None:  # the admission figures, each Kueue job's row found by its index in the book
+            rows = {job.index: row for job, row in zip(self.jobs, record.jobs, strict=True)}
+            self.kueue.layer.finish_record(record, rows)
+        return record
 
 
 def _since(at: float | None, origin: float) -> float | None:

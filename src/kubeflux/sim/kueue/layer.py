@@ -23,16 +23,18 @@ LocalQueue missing, …) waits, never dropped: the run's problems say which and 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from kubeflux.scheduler.messages import PREEMPTED_REASON
-from kubeflux.sim.clock import Priority
+from kubeflux.sim.clock import Callback, Priority
 from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import SimJob, job_timings
 from kubeflux.sim.kueue.admission import Admitted, Admitter
 from kubeflux.sim.kueue.figures import UsageSeries, kueue_figures
 from kubeflux.sim.kueue.objects import PODS, KueueObjects, ResourceFlavor
 from kubeflux.sim.kueue.workload import QueuedWorkload
-from kubeflux.sim.records import RunRecord
+from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
@@ -57,12 +59,88 @@ def requests_of(wjob: WorkloadJob) -> dict[str, int]:
     return total
 
 
-class KueueLayer:
-    """Kueue in front of the schedulers of one simulated cluster (see the module docstring)."""
+class Timeline(Protocol):
+    """The clock the layer reads and sets its timers on: the cluster's event loop (``simulate``), or the served
+    cluster's counted from the replay's start (``cluster serve``)."""
 
-    def __init__(self, objects: KueueObjects, cluster: Cluster) -> None:
+    @property
+    def now(self) -> float: ...
+
+    def schedule(self, at: float, priority: int, callback: Callback, payload: Any = None) -> None: ...
+
+
+class KueueSink(Protocol):
+    """Where the layer's decisions land on the cluster's objects: the simulated cluster's own book
+    (:class:`ClusterSink`, ``simulate``), or the API of the served cluster (``cluster serve``:
+    :mod:`kubeflux.sim.apiserver.kueue`), as a scheduler's decisions land on a :class:`DecisionSink
+    <kubeflux.scheduler.decisions.DecisionSink>`. The layer keeps the admission's state (the job held, its pods
+    dressed for the flavors, its new attempt after an eviction); a sink only makes it visible and acts."""
+
+    def queued(self, job: SimJob, workload: QueuedWorkload) -> None:
+        """``job`` arrived, held by Kueue as ``workload`` (pending, or inactive: ``workload.why``)."""
+
+    def admitted(self, job: SimJob, workload: QueuedWorkload) -> None:
+        """``workload`` was admitted: ``job`` (its templates dressed for the flavors) runs now, its objects made or
+        released."""
+
+    def evicted(self, job: SimJob, workload: QueuedWorkload, reason: str, message: str) -> None:
+        """``workload`` was evicted (``reason``: ``Preempted`` or ``PodsReadyTimeout``): ``job``'s unfinished pods
+        are deleted with ``reason``; it is held again."""
+
+    def ended(self, job: SimJob, workload: QueuedWorkload) -> None:
+        """``job`` ended: its workload is finished."""
+
+    def cycled(self, admitter: Admitter) -> None:
+        """An admission cycle ran (the queues' counts may have changed)."""
+
+
+class ClusterSink:
+    """The simulated cluster's book as the layer's sink (``simulate``): an admitted job's objects are created by
+    the book (:meth:`JobBook.start <kubeflux.sim.jobbook.JobBook.start>`), an evicted one's pods deleted by the
+    cluster, each with its Kubernetes Event counted."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def queued(self, job: SimJob, workload: QueuedWorkload) -> None:
+        pass
+
+    def admitted(self, job: SimJob, workload: QueuedWorkload) -> None:
+        self.cluster.record_event("Normal", "Admitted", workload.key, admitted_message(workload))
+        self.cluster.book.start(job)
+
+    def evicted(self, job: SimJob, workload: QueuedWorkload, reason: str, message: str) -> None:
+        self.cluster.record_event("Normal", reason, workload.key, message)
+        for sp in list(job.attempt()):
+            if not sp.pod.deleted:
+                self.cluster.delete_pod(sp.pod.key, reason)
+
+    def ended(self, job: SimJob, workload: QueuedWorkload) -> None:
+        pass
+
+    def cycled(self, admitter: Admitter) -> None:
+        pass
+
+
+def admitted_message(workload: QueuedWorkload) -> str:
+    return f"Admitted by ClusterQueue {workload.cluster_queue}"
+
+
+class KueueLayer:
+    """Kueue in front of the schedulers of one simulated cluster (see the module docstring). ``sink`` and
+    ``loop``: where its decisions land and its clock (by default the cluster's book and event loop)."""
+
+    def __init__(
+        self,
+        objects: KueueObjects,
+        cluster: Cluster,
+        sink: KueueSink | None = None,
+        loop: Timeline | None = None,
+    ) -> None:
         self.admitter = Admitter(objects)
         self.cluster = cluster
+        self.sink: KueueSink = sink if sink is not None else ClusterSink(cluster)
+        self.loop: Timeline = loop if loop is not None else cluster.loop
         self.jobs: dict[int, SimJob] = {}
         self.asked: dict[int, WorkloadJob] = {}
         """Job index → the job as it arrived, before any flavor's node labels and tolerations: each admission
@@ -74,10 +152,13 @@ class KueueLayer:
 
     def arrive(self, wjob: WorkloadJob, submit_time: float) -> None:
         """``wjob`` (one that names a LocalQueue) arrives now: held as a Kueue workload (module docstring)."""
-        book = self.cluster.book
-        job = book.arrive(wjob, submit_time)
-        if job.rejected_reason:
-            return
+        job = self.cluster.book.arrive(wjob, submit_time)
+        if not job.rejected_reason:
+            self.hold(job)
+
+    def hold(self, job: SimJob) -> None:
+        """``job``, arrived in the cluster's book and not rejected, is held as a Kueue workload."""
+        wjob = job.wjob
         self.jobs[job.index] = job
         self.asked[job.index] = wjob
         first = wjob.pods[0] if wjob.pods else None
@@ -87,24 +168,26 @@ class KueueLayer:
             namespace=wjob.namespace,
             queue=wjob.queue_name,
             priority=max((pod.priority for pod in wjob.pods), default=0),
-            created=self.cluster.loop.now,
+            created=self.loop.now,
             requests=requests_of(wjob),
             node_selector=dict(first.node_selector) if first is not None else {},
             tolerations=first.tolerations if first is not None else (),
         )
-        if self.admitter.add(workload, self.cluster.loop.now):
+        queued = self.admitter.add(workload, self.loop.now)
+        self.sink.queued(job, workload)
+        if queued:
             self._soon()
 
     def _soon(self) -> None:
         """Run an admission cycle at the end of this time point (once)."""
-        now = self.cluster.loop.now
+        now = self.loop.now
         if self._cycle_at != now:
             self._cycle_at = now
-            self.cluster.loop.schedule(now, Priority.WAKEUP, self._cycle)
+            self.loop.schedule(now, Priority.WAKEUP, self._cycle)
 
     def _cycle(self, _payload: object = None) -> None:
         self._cycle_at = None
-        now = self.cluster.loop.now
+        now = self.loop.now
         for decision in self.admitter.cycle(now):
             workload = decision.workload
             job = self.jobs[workload.ref]
@@ -113,6 +196,7 @@ class KueueLayer:
             else:
                 self._evict(job, workload, decision.message)
         self.series.sample(now, self.admitter)
+        self.sink.cycled(self.admitter)
 
     def _start(self, job: SimJob, workload: QueuedWorkload) -> None:
         """Create the admitted job's objects now, its pods with the flavors' node labels and tolerations."""
@@ -125,15 +209,13 @@ class KueueLayer:
             job.wjob = wjob
             book = self.cluster.book
             job.timings = job_timings(wjob, book.lifecycle, book.primary_scheduler)
-        message = f"Admitted by ClusterQueue {workload.cluster_queue}"
-        self.cluster.record_event("Normal", "Admitted", workload.key, message)
         needed = len(wjob.pods)
         if wjob.kind is JobKind.JOB:
             needed = min(wjob.parallelism, wjob.completions - job.succeeded)
-        self.cluster.book.start(job)
+        self.sink.admitted(job, workload)
         wait = self.admitter.objects.wait_for_pods_ready
         if wait is not None and needed > 0:
-            loop = self.cluster.loop
+            loop = self.loop
             check = (job, workload, loop.now, needed)
             loop.schedule(loop.now + wait.timeout, Priority.WAKEUP, self._pods_ready_check, check)
 
@@ -145,12 +227,13 @@ class KueueLayer:
             return
         if sum(1 for sp in job.attempt() if sp.running_at is not None) >= needed:
             return
-        now = self.cluster.loop.now
+        now = self.loop.now
         again = self.admitter.time_out(workload.ref, now)
         self._evict(job, workload, f"Exceeded the PodsReady timeout {workload.key}", PODS_READY_TIMEOUT)
         if again is not None:
-            self.cluster.loop.schedule(again, Priority.WAKEUP, self._requeue, workload.ref)
+            self.loop.schedule(again, Priority.WAKEUP, self._requeue, workload.ref)
         self.series.sample(now, self.admitter)
+        self.sink.cycled(self.admitter)
         self._soon()
 
     def _requeue(self, ref: int) -> None:
@@ -161,10 +244,7 @@ class KueueLayer:
         """Suspend the evicted job: its unfinished pods deleted (``reason``: ``Preempted``, or ``PodsReadyTimeout``),
         held until admitted again."""
         job.held = True
-        self.cluster.record_event("Normal", reason, workload.key, message)
-        for sp in [sp for sp in job.attempt() if sp.finished_at is None or not sp.pod.deleted]:
-            if not sp.pod.deleted:
-                self.cluster.delete_pod(sp.pod.key, reason)
+        self.sink.evicted(job, workload, reason, message)
         self.cluster.book.requeue_held(job)
 
     def _finished(self, job: SimJob) -> None:
@@ -174,17 +254,21 @@ class KueueLayer:
             return
         admitted = job.index in self.admitter.admitted
         self.admitter.forget(job.index)
+        workload = self.admitter.workloads.get(job.index)
+        if workload is not None:
+            self.sink.ended(job, workload)
         if admitted:
-            self.series.sample(self.cluster.loop.now, self.admitter)
+            self.series.sample(self.loop.now, self.admitter)
             self._soon()
 
     # -- the run's records -------------------------------------------------------------------------------------
-    def finish_record(self, record: RunRecord) -> None:
+    def finish_record(self, record: RunRecord, rows: Mapping[int, JobRecord] | None = None) -> None:
         """Write the admission figures into ``record``: each Kueue job's ClusterQueue, first admission and
         evictions, the summary figures (:func:`~kubeflux.sim.kueue.figures.kueue_figures`), and a problem naming
-        the workloads never admitted."""
+        the workloads never admitted. ``rows``: each job's row by its index in the cluster's book (by default its
+        place in ``record.jobs``)."""
         for ref, workload in self.admitter.workloads.items():
-            row = record.jobs[ref]
+            row = record.jobs[ref] if rows is None else rows[ref]
             row.cluster_queue = workload.cluster_queue or f"({workload.queue})"
             row.admission_time = workload.first_admitted
             row.quota_evictions = workload.evictions
@@ -220,4 +304,4 @@ def _on_flavors(pod: PodTemplate, flavors: list[ResourceFlavor]) -> PodTemplate:
     return dataclasses.replace(pod, node_selector=selector, tolerations=tuple(tolerations))
 
 
-__all__ = ["KueueLayer", "requests_of"]
+__all__ = ["ClusterSink", "KueueLayer", "KueueSink", "Timeline", "admitted_message", "requests_of"]

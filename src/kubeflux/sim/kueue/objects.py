@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 from kubeflux.scheduler.objects import LabelSelector, Taint, Toleration
 from kubeflux.scheduler.podterms import NAMESPACE_NAME_LABEL
@@ -153,18 +153,28 @@ class KueueObjects:
     """By ``namespace/name``."""
     wait_for_pods_ready: WaitForPodsReady | None = None
     """Kueue's ``waitForPodsReady`` when its Configuration enables it."""
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    """The ResourceFlavors, ClusterQueues and LocalQueues as the file gives them (what ``cluster serve`` creates
+    through its API), in file order."""
 
     def __bool__(self) -> bool:
         return bool(self.flavors or self.cluster_queues or self.local_queues or self.wait_for_pods_ready)
 
     def merged(self, other: KueueObjects) -> KueueObjects:
         """These objects and ``other``'s (a name defined in both keeps this one's)."""
+        mine = {_identity(m) for m in self.manifests}
         return KueueObjects(
             {**other.flavors, **self.flavors},
             {**other.cluster_queues, **self.cluster_queues},
             {**other.local_queues, **self.local_queues},
             self.wait_for_pods_ready or other.wait_for_pods_ready,
+            [*self.manifests, *(m for m in other.manifests if _identity(m) not in mine)],
         )
+
+
+def _identity(manifest: dict[str, Any]) -> tuple[str, str, str]:
+    metadata = manifest.get("metadata") or {}
+    return str(manifest.get("kind")), str(metadata.get("namespace", "")), str(metadata.get("name", ""))
 
 
 __all__ = [

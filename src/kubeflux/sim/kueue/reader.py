@@ -325,6 +325,8 @@ class KueueReader:
         else:
             local = read_local_queue(obj)
             self.objects.local_queues[local.key] = local
+        if kind != "Configuration":
+            self.objects.manifests.append(dict(obj))
         self._where[label] = where
 
 
