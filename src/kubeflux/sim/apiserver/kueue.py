@@ -72,6 +72,9 @@ class ReplayHost(Protocol):
     def resume_job(self, job: SimJob) -> None:
         """A held Job was unsuspended: its controller makes its pods."""
 
+    def suspended(self, job: SimJob) -> None:
+        """A Job was suspended again: its status follows (its start time reset)."""
+
     def job_uid(self, job: SimJob) -> str: ...
 
 
@@ -132,13 +135,21 @@ class KueueReplay:
         self.templates: dict[int, Object] = {}
         """Job index → its Job's pod template as created (what an eviction restores)."""
         self.admitted_refs: set[int] = set()
+        self.problems: list[str] = []
+        """What the server refused of Kueue's writes (the run's problems)."""
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
         """(kind, name) of each queue → (pending, admitted) last written."""
         self._write_queue_conditions(objects)
 
     # -- the replay's side ---------------------------------------------------------------------------------------
     def hold(self, job: SimJob) -> None:
-        """``job``'s objects were created held (a suspended Job, gated pods): Kueue takes it."""
+        """``job``'s objects were created held (a suspended Job, gated pods): Kueue takes it (a Job's pod template
+        as the server stored it is kept, for its evictions to restore)."""
+        wjob = job.wjob
+        if wjob.kind is JobKind.JOB:
+            created = self.store.find(self.host.jobs_resource, wjob.namespace, wjob.name)
+            if created is not None:
+                self.templates[job.index] = clone(created["spec"]["template"])
         self.layer.hold(job)
 
     def dress(self, job: SimJob, spec: Object) -> None:
@@ -162,10 +173,7 @@ class KueueReplay:
     def job_labels(self, job: SimJob) -> dict[str, str]:
         """The labels of a held Job's object (its queue, as Kueue's webhook defaults it when a LocalQueue
         ``default`` takes it)."""
-        return {QUEUE_NAME_LABEL: job.wjob.queue_name} if job.index in self.layer.jobs else {}
-
-    def remember_template(self, job: SimJob, template: Object) -> None:
-        self.templates[job.index] = clone(template)
+        return {QUEUE_NAME_LABEL: job.wjob.queue_name} if job.wjob.queue_name else {}
 
     # -- the layer's sink ----------------------------------------------------------------------------------------
     def queued(self, job: SimJob, workload: QueuedWorkload) -> None:
@@ -213,15 +221,13 @@ class KueueReplay:
             _condition("QuotaReserved", True, "QuotaReserved", message),
             _condition("Admitted", True, "Admitted", "The workload is admitted"),
         ]
-        if workload.evictions or workload.timeouts:
-            conditions.append(_condition("Evicted", False, "QuotaReserved", "Previously: evicted"))
-        self._status(job, workload, conditions, admission=self._admission(workload))
+        self._status(job, workload, conditions, admission=self._admission(workload), previously=True)
         self._event(job, "QuotaReserved", message)
         self._event(job, "Admitted", admitted_message(workload))
         job.held = False
         wjob = job.wjob
         if wjob.kind is JobKind.JOB:
-            self._suspend(job, False)
+            self._resume(job)
             self.host.resume_job(job)
             return
         attempt = job.attempt()
@@ -240,15 +246,16 @@ class KueueReplay:
             _condition("QuotaReserved", False, "Pending", message),
             _condition("Admitted", False, "NoReservation", "The workload has no reservation"),
         ]
-        if reason != "PodsReadyTimeout":
-            conditions.append(_condition("Preempted", True, "InClusterQueue", message))
+        if reason != "PodsReadyTimeout":  # Kueue's preemption reasons, told apart by the layer's message
+            why = "InCohortReclamation" if message.endswith("reclamation within the cohort") else "InClusterQueue"
+            conditions.append(_condition("Preempted", True, why, message))
         self._status(job, workload, conditions, admission=None)
         self._event(job, reason, message)
         for sp in list(job.attempt()):
             if not sp.pod.deleted:
                 self.host.kubelet.delete_pod(sp.pod.key, reason)
         if job.wjob.kind is JobKind.JOB:
-            self._suspend(job, True)
+            self._suspend(job)
 
     def ended(self, job: SimJob, workload: QueuedWorkload) -> None:
         self.admitted_refs.discard(job.index)
@@ -289,14 +296,28 @@ class KueueReplay:
         }
 
     def _status(
-        self, job: SimJob, workload: QueuedWorkload, conditions: list[Object], admission: Object | bool | None = False
+        self,
+        job: SimJob,
+        workload: QueuedWorkload,
+        conditions: list[Object],
+        admission: Object | bool | None = False,
+        previously: bool = False,
     ) -> None:
         """Set ``conditions`` (by type) on the job's Workload, and its ``status.admission`` (None: removed; False:
-        kept)."""
+        kept). With ``previously`` (quota reserved again), a true ``Evicted`` or ``Preempted`` condition turns false,
+        ``QuotaReserved``, its message ``Previously: …``, as Kueue's ``SetQuotaReservation`` writes it."""
 
         def change(status: Object) -> None:
             now = self.store.now()
             kept = [c for c in status.get("conditions") or () if c["type"] not in {c["type"] for c in conditions}]
+            if previously:
+                kept = [
+                    _condition(c["type"], False, "QuotaReserved", f"Previously: {c.get('message', '')}")
+                    | {"lastTransitionTime": now}
+                    if c["type"] in ("Evicted", "Preempted") and c.get("status") == "True"
+                    else c
+                    for c in kept
+                ]
             status["conditions"] = [*kept, *({**c, "lastTransitionTime": now} for c in conditions)]
             if admission is None:
                 status.pop("admission", None)
@@ -355,26 +376,30 @@ class KueueReplay:
         involved = {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata}
         record_event(self.store, job.wjob.namespace, involved, "Normal", reason, message, _COMPONENT)
 
-    def _suspend(self, job: SimJob, suspend: bool) -> None:
-        """Suspend (with its own template back) or resume (with the flavors' node labels and tolerations) ``job``'s
-        Job object, as Kueue's job reconciler does."""
+    def _resume(self, job: SimJob) -> None:
+        """Unsuspend ``job``'s Job with the flavors' node labels and tolerations on its template (one update, as
+        Kueue's job reconciler makes it, which the server allows of a suspended Job not started)."""
+        template = clone(self.templates[job.index])
+        _put_on_flavors(template.setdefault("spec", {}), self._flavors(job))
+        self._update_job(job, {"suspend": False, "template": template})
+
+    def _suspend(self, job: SimJob) -> None:
+        """Suspend ``job``'s Job; once its controller has reset its start time, give it its own template back."""
+        self._update_job(job, {"suspend": True})
+        self.host.suspended(job)
+        self._update_job(job, {"template": clone(self.templates[job.index])})
+
+    def _update_job(self, job: SimJob, changes: Object) -> None:
         wjob = job.wjob
         try:
             current = self.store.get(self.host.jobs_resource, wjob.namespace, wjob.name)
-        except ApiError:
-            return
-        spec = clone(current["spec"])
-        spec["suspend"] = suspend
-        template = clone(self.templates.get(job.index) or spec["template"])
-        if not suspend:
-            _put_on_flavors(template.setdefault("spec", {}), self._flavors(job))
-        spec["template"] = template
-        try:
+            spec = {**current["spec"], **changes}
             self.store.update(
                 self.host.jobs_resource, wjob.namespace, wjob.name, {**current, "spec": spec}, trusted=True
             )
-        except ApiError:
-            return
+        except ApiError as exc:  # the Job deleted meanwhile (its end follows), or a change the server refuses
+            if exc.code != 404:
+                self.problems.append(f"kueue: Job {wjob.id}: {exc.message}")
 
     def _ungate(self, namespace: str, name: str, flavors: list[ResourceFlavor]) -> None:
         """Put the admitted flavors on the gated pod ``name``, then remove Kueue's gate (one update, as Kueue's pod

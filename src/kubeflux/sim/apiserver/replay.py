@@ -66,6 +66,7 @@ from kubeflux.sim.pods import SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
+from kubeflux.sim.workloads.tenants import default_local_queues
 
 __all__ = ["WorkloadReplay"]
 
@@ -113,6 +114,7 @@ class WorkloadReplay:
         classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
         assert pods is not None and jobs is not None and groups is not None and classes is not None
         self.classes_resource = classes
+        workload = default_local_queues(workload)  # Kueue's default LocalQueue takes a namespace's Jobs, as simulate's
         self.store, self.workload = store, workload
         self.pods_resource, self.jobs_resource, self.groups_resource = pods, jobs, groups
         self.kubelet = kubelet
@@ -242,6 +244,10 @@ class WorkloadReplay:
         self.job_controller.start(job)
         self._job_status(job)
 
+    def suspended(self, job: SimJob) -> None:
+        """Kueue suspended the Job ``job`` again: its status says so."""
+        self._job_status(job)
+
     def job_uid(self, job: SimJob) -> str:
         return self._job_uids.get(job.index, "")
 
@@ -326,7 +332,6 @@ class WorkloadReplay:
         if self.kueue is not None and wjob.queue_name:  # as Kueue's webhook leaves it: labelled, suspended
             metadata["labels"] = self.kueue.job_labels(job)
             spec["suspend"] = True
-            self.kueue.remember_template(job, spec["template"])
         body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
         try:
             self._priority_class(pod_spec)
@@ -414,7 +419,10 @@ class WorkloadReplay:
             return
         now = self.store.now()
         status: Object = {**(current.get("status") or {}), "active": job.active}
-        status.setdefault("startTime", now)
+        if job.held and job.finish is None:  # suspended by Kueue: its start time is reset, as the controller does
+            status.pop("startTime", None)
+        else:
+            status.setdefault("startTime", now)
         status.update(succeeded=job.succeeded, failed=job.failed, terminating=0)
         if wjob.indexed:
             status["completedIndexes"] = completed_indexes(job.indexes_done)
@@ -524,7 +532,7 @@ class WorkloadReplay:
             events=cluster.events_emitted,
             utilization_series=[(at - origin, value) for at, value in usage.cores_series],
             queue_series=[(at - origin, value) for at, value in cluster.queue_series],
-            problems=self.problems + cluster.problems,
+            problems=self.problems + cluster.problems + (self.kueue.problems if self.kueue is not None else []),
             pods=pods,
             resources=layout,
             idle_series=[(at - origin, value) for at, value in usage.idle_series],
