@@ -370,20 +370,19 @@ COLUMNS: dict[str, list[Column]] = {
     "storage.k8s.io/volumeattachments": _columns(
         "Name:string:0", "Attacher:string:0", "PV:string:0", "Node:string:0", "Attached:boolean:0", "Age:string:0"
     ),
+    # a CRD's printer columns, as Kueue v0.17's declare them (no Age unless declared)
     "kueue.x-k8s.io/clusterqueues": [
         _NAME,
         ("Cohort", "string", 0, _path("spec", "cohort", default="")),
         ("Strategy", "string", 1, _path("spec", "queueingStrategy", default="")),
         ("Pending Workloads", "integer", 0, _path("status", "pendingWorkloads", default="")),
         ("Admitted Workloads", "integer", 1, _path("status", "admittedWorkloads", default="")),
-        _AGE,
     ],
     "kueue.x-k8s.io/localqueues": [
         _NAME,
         ("ClusterQueue", "string", 0, _path("spec", "clusterQueue", default="")),
         ("Pending Workloads", "integer", 0, _path("status", "pendingWorkloads", default="")),
         ("Admitted Workloads", "integer", 0, _path("status", "admittedWorkloads", default="")),
-        _AGE,
     ],
     "kueue.x-k8s.io/workloads": [
         _NAME,
