@@ -18,7 +18,7 @@ import pytest
 from kubeflux.scheduler.objects import Node
 from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.command import _schedulers_for, merge_workloads
+from kubeflux.sim.command import merge_workloads
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import read_cluster, uniform_cluster
@@ -28,7 +28,7 @@ from kubeflux.sim.workloads.swf import read_swf
 from kubeflux.sim.workloads.tenants import queues_by_user
 from tests.shared import REPO
 
-from ._served import PODS, both, call, eventually
+from ._served import PODS, both, call, replayed
 
 EXAMPLES = REPO / "examples" / "workloads"
 CLUSTERS = REPO / "examples" / "clusters"
@@ -126,26 +126,9 @@ def test_the_seed004_queue_takes_its_namespace_s_unlabelled_jobs_through_cluster
 
 
 def live(workload: Workload, nodes: list[Node], scheduler: str, look: Callable[[ApiServer], None]) -> RunRecord:
-    """The run through the API in virtual time, as :func:`both` runs it, but the server kept serving once the
-    replay is done (``cluster serve`` without ``--until-done``) while ``look`` reads it; then the run's record."""
-    schedulers, primary = _schedulers_for(scheduler, workload)
-    api = ApiServer(
-        nodes,
-        kubelet=True,
-        controllers=True,
-        schedulers=list(schedulers.values()),
-        clock=VirtualClock(),
-        workload=workload,
-        primary=primary,
-        settle=0.0,
-    ).start()
-    try:
-        eventually(lambda: api.replay is not None and api.replay.done, "the replay's end")
-        look(api)
-        assert api.replay is not None
-        return api.replay.run_record(scheduler, 0.0)
-    finally:
-        api.stop()
+    """The run through the API in virtual time, as :func:`both` runs it, the server kept serving once the replay is
+    done while ``look`` reads it; the run's record."""
+    return replayed(workload, nodes, scheduler, VirtualClock(), serving=look, settle=0.0)
 
 
 def items(server: ApiServer, path: str) -> list[dict[str, Any]]:

@@ -152,48 +152,35 @@ def kueue_resources() -> list[ResourceType]:
 
 
 def _kueue_resources() -> list[ResourceType]:
-    status = ("status",)
+    def kueue(
+        plural: str, kind: str, namespaced: bool, strategy: KueueStrategy, short: tuple[str, ...]
+    ) -> ResourceType:
+        status = ("status",) if strategy.has_status else ()
+        return ResourceType(KUEUE_GROUP, KUEUE_VERSION, plural, kind, namespaced, strategy, short, (), status)
+
     return [
-        ResourceType(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
+        kueue(
             "resourceflavors",
             "ResourceFlavor",
             False,
             KueueStrategy(read_flavor, status=False),
             ("flavor", "flavors", "rf"),
         ),
-        ResourceType(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
+        kueue(
             "clusterqueues",
             "ClusterQueue",
             False,
             KueueStrategy(read_cluster_queue, status=True, defaults=_CLUSTER_QUEUE_DEFAULTS),
             ("cq",),
-            (),
-            status,
         ),
-        ResourceType(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
+        kueue(
             "localqueues",
             "LocalQueue",
             True,
             KueueStrategy(read_local_queue, status=True, defaults=_LOCAL_QUEUE_DEFAULTS),
             ("queue", "queues", "lq"),
-            (),
-            status,
         ),
-        ResourceType(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            "workloads",
-            "Workload",
-            True,
-            KueueStrategy(None, status=True),
-            ("kwl", "kueueworkload", "kueueworkloads"),
-            (),
-            status,
+        kueue(
+            "workloads", "Workload", True, KueueStrategy(None, status=True), ("kwl", "kueueworkload", "kueueworkloads")
         ),
     ]
