@@ -6,9 +6,11 @@ flavors' node labels and tolerations on the admitted pods, ``kubectl get workloa
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -255,3 +257,35 @@ def test_kubectl_gets_workloads_and_cluster_queues(tmp_path: Path) -> None:
     assert "default-flavor" in printed["resourceflavors"]
     short = [line.split()[1] for line in printed["kwl"].splitlines()[1:]]  # Kueue's short name for its Workloads
     assert short == [row[1].removeprefix("workload.kueue.x-k8s.io/") for row in rows]
+
+
+def test_cluster_serve_puts_a_traces_users_in_their_queues_as_simulate_does(tmp_path: Path) -> None:
+    """``--user-queues`` on ``cluster serve`` as on ``simulate``: the same jobs.csv (each job's ClusterQueue, start
+    and end) from the same command line; a queue the files do not define is refused, naming it."""
+    trace = swf(tmp_path / "t.swf", 1, 2, 3, 4, 1, 1)
+    common = ["-w", str(trace), "-w", str(EXAMPLES / "kueue-tenants.yaml"), "--nodes", "4", "--cores-per-node", "2"]
+    common += ["--user-queues", "tenant-a,tenant-b", "-s", "kubeflux"]
+    cli = [sys.executable, "-m", "kubeflux.cli"]
+    simulated = subprocess.run(
+        [*cli, "simulate", *common, "-o", str(tmp_path / "sim")], capture_output=True, text=True, timeout=300
+    )
+    assert simulated.returncode == 0, simulated.stderr
+    serve = [*cli, "cluster", "serve", *common, "--clock", "virtual", "--until-done"]
+    served = subprocess.run(
+        [*serve, "--kubeconfig", str(tmp_path / "k" / "kubeconfig"), "-o", str(tmp_path / "served")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert served.returncode == 0, served.stderr
+
+    def rows(folder: str) -> list[tuple[str, ...]]:
+        with (tmp_path / folder / "kubeflux" / "jobs.csv").open() as f:
+            return [(r["job_id"], r["cluster_queue"], r["starting_time"], r["finish_time"]) for r in csv.DictReader(f)]
+
+    assert rows("served") == rows("sim")
+    assert {row[1] for row in rows("served")} == {"tenant-a-cq", "tenant-b-cq"}
+    bad = [arg if arg != "tenant-a,tenant-b" else "tenant-a,team-x" for arg in serve]
+    refused = subprocess.run(bad, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert "--user-queues: no LocalQueue team-x" in " ".join(refused.stderr.split())
