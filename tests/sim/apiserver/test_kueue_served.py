@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,8 @@ from kubeflux.sim.workloads.swf import read_swf
 from kubeflux.sim.workloads.tenants import queues_by_user
 from tests.shared import REPO
 
-from ._served import PODS, both, call, replayed
+from ._served import JOBS, PODS, both, call, job, replayed
+from ._served import served as served_cluster
 
 EXAMPLES = REPO / "examples" / "workloads"
 CLUSTERS = REPO / "examples" / "clusters"
@@ -289,3 +291,35 @@ def test_cluster_serve_puts_a_traces_users_in_their_queues_as_simulate_does(tmp_
     refused = subprocess.run(bad, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2
     assert "--user-queues: no LocalQueue team-x" in " ".join(refused.stderr.split())
+
+
+def test_a_suspended_job_not_started_may_change_its_pods_scheduling_directives_only() -> None:
+    """What lets Kueue put a flavor on a Job before resuming it (kube-apiserver's
+    ``JobMutableNodeSchedulingDirectives``): the template's node selector and tolerations of a suspended Job that
+    never started may change; its containers may not, nor may a running Job's selector."""
+    server = served_cluster()
+    try:
+        call(server, "POST", JOBS, job("held", "30s", suspend=True))
+        call(server, "POST", JOBS, job("running", "30s"))
+        for name, change, allowed in (
+            (
+                "held",
+                {"nodeSelector": {"instance-type": "spot"}, "tolerations": [{"key": "spot", "operator": "Exists"}]},
+                True,
+            ),
+            ("held", {"containers": [{"name": "main", "image": "busybox:1.37"}]}, False),
+            ("running", {"nodeSelector": {"instance-type": "spot"}}, False),
+        ):
+            current = call(server, "GET", f"{JOBS}/{name}")
+            current["spec"]["template"]["spec"].update(change)
+            try:
+                call(server, "PUT", f"{JOBS}/{name}", current)
+                outcome = True
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 422 and b"spec.template: Invalid value: field is immutable" in exc.read()
+                outcome = False
+            assert outcome is allowed, (name, change)
+        template = call(server, "GET", f"{JOBS}/held")["spec"]["template"]["spec"]
+        assert template["nodeSelector"] == {"instance-type": "spot"}
+    finally:
+        server.stop()
