@@ -323,3 +323,26 @@ def test_a_suspended_job_not_started_may_change_its_pods_scheduling_directives_o
         assert template["nodeSelector"] == {"instance-type": "spot"}
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("scheduler", ["kube-default", "kubeflux"])
+def test_wait_for_pods_ready_suspends_and_resumes_a_job_through_cluster_serve_as_in_the_simulator(
+    tmp_path: Path, scheduler: str
+) -> None:
+    """``kueue-pods-ready.yaml``'s queues and blocking pod with a Job of 4 pods of 4 cores instead of the gang: only
+    2 fit beside the blocker, so 2 minutes after each admission the Job is evicted (suspended, its pods deleted) and
+    admitted again after its back-off, until the node is free at 400 s: the same runs through both."""
+    text = (EXAMPLES / "kueue-pods-ready.yaml").read_text()
+    queues = text[: text.index("apiVersion: scheduling.x-k8s.io/v1alpha1")]
+    wide = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: wide, labels: {kueue.x-k8s.io/queue-name: user-queue}, "
+        "annotations: {sim.kubeflux.io/submit-time: '1'}}\nspec: {parallelism: 4, completions: 4, template: "
+        "{metadata: {annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 300s}}, spec: {restartPolicy: Never, "
+        "containers: [{name: rank, image: mpi, resources: {requests: {cpu: '4'}}}]}}}\n"
+    )
+    (tmp_path / "wide.yaml").write_text(queues + wide)
+    nodes = nodes_for("two-8core.yaml")
+    simulated, served = both(map_to_cluster(load_workload(tmp_path / "wide.yaml"), nodes), nodes, scheduler)
+    assert simulated.admission["pods_ready_timeouts"] == 2  # at 121 s and 301 s
+    assert {job.job_id: job.starting_time for job in simulated.jobs}["default/wide"] == 421.0
+    same_run(simulated, served)
