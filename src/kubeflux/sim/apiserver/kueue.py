@@ -1,7 +1,7 @@
 """Kueue in the served cluster (``cluster serve --workload`` of a file with Kueue objects): the simulator's own
 admission layer (:class:`~kubeflux.sim.kueue.layer.KueueLayer`, one model for ``simulate`` and ``cluster serve``)
 whose decisions land on the API as the real Kueue v0.17 writes them (this module is the layer's
-:class:`~kubeflux.sim.kueue.layer.KueueSink`).
+:class:`~kubeflux.sim.kueue.sink.KueueSink`).
 
 * The ResourceFlavors, ClusterQueues and LocalQueues of the workload are created through the store before its first
   job (refused ones are the run's problems), and the layer is built from what the store then holds, so that the
@@ -42,9 +42,10 @@ from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.clock import Callback
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.kueue.admission import Admitter
-from kubeflux.sim.kueue.layer import KueueLayer, Timeline, admitted_message
+from kubeflux.sim.kueue.layer import KueueLayer
 from kubeflux.sim.kueue.objects import API_VERSION, QUEUE_NAME_LABEL, KueueObjects, ResourceFlavor
 from kubeflux.sim.kueue.reader import KueueReader
+from kubeflux.sim.kueue.sink import Timeline, admitted_message
 from kubeflux.sim.kueue.workload import QueuedWorkload
 from kubeflux.sim.pods import TemplateTiming
 from kubeflux.sim.workloads.model import JobKind

@@ -18,21 +18,24 @@ after its back-off (:meth:`Admitter.time_out <kubeflux.sim.kueue.admission.Admit
 
 Jobs without the label go to the schedulers as without Kueue. A workload that can never be admitted (its
 LocalQueue missing, …) waits, never dropped: the run's problems say which and why.
+
+What the layer decides lands on a sink (:mod:`kubeflux.sim.kueue.sink`): the simulated cluster's own book in
+``simulate``, the served cluster's API in ``cluster serve`` (:mod:`kubeflux.sim.apiserver.kueue`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Protocol
 
 from kubeflux.scheduler.messages import PREEMPTED_REASON
-from kubeflux.sim.clock import Callback, Priority
+from kubeflux.sim.clock import Priority
 from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import SimJob, job_timings
 from kubeflux.sim.kueue.admission import Admitted, Admitter
 from kubeflux.sim.kueue.figures import UsageSeries, kueue_figures
 from kubeflux.sim.kueue.objects import PODS, KueueObjects, ResourceFlavor
+from kubeflux.sim.kueue.sink import ClusterSink, KueueSink, Timeline
 from kubeflux.sim.kueue.workload import QueuedWorkload
 from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
@@ -57,73 +60,6 @@ def requests_of(wjob: WorkloadJob) -> dict[str, int]:
                 total[resource] = total.get(resource, 0) + amount * count
         total[PODS] = total.get(PODS, 0) + count
     return total
-
-
-class Timeline(Protocol):
-    """The clock the layer reads and sets its timers on: the cluster's event loop (``simulate``), or the served
-    cluster's counted from the replay's start (``cluster serve``)."""
-
-    @property
-    def now(self) -> float: ...
-
-    def schedule(self, at: float, priority: int, callback: Callback, payload: Any = None) -> None: ...
-
-
-class KueueSink(Protocol):
-    """Where the layer's decisions land on the cluster's objects: the simulated cluster's own book
-    (:class:`ClusterSink`, ``simulate``), or the API of the served cluster (``cluster serve``:
-    :mod:`kubeflux.sim.apiserver.kueue`), as a scheduler's decisions land on a :class:`DecisionSink
-    <kubeflux.scheduler.decisions.DecisionSink>`. The layer keeps the admission's state (the job held, its pods
-    dressed for the flavors, its new attempt after an eviction); a sink only makes it visible and acts."""
-
-    def queued(self, job: SimJob, workload: QueuedWorkload) -> None:
-        """``job`` arrived, held by Kueue as ``workload`` (pending, or inactive: ``workload.why``)."""
-
-    def admitted(self, job: SimJob, workload: QueuedWorkload) -> None:
-        """``workload`` was admitted: ``job`` (its templates dressed for the flavors) runs now, its objects made or
-        released."""
-
-    def evicted(self, job: SimJob, workload: QueuedWorkload, reason: str, message: str) -> None:
-        """``workload`` was evicted (``reason``: ``Preempted`` or ``PodsReadyTimeout``): ``job``'s unfinished pods
-        are deleted with ``reason``; it is held again."""
-
-    def ended(self, job: SimJob, workload: QueuedWorkload) -> None:
-        """``job`` ended: its workload is finished."""
-
-    def cycled(self, admitter: Admitter) -> None:
-        """An admission cycle ran (the queues' counts may have changed)."""
-
-
-class ClusterSink:
-    """The simulated cluster's book as the layer's sink (``simulate``): an admitted job's objects are created by
-    the book (:meth:`JobBook.start <kubeflux.sim.jobbook.JobBook.start>`), an evicted one's pods deleted by the
-    cluster, each with its Kubernetes Event counted."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-
-    def queued(self, job: SimJob, workload: QueuedWorkload) -> None:
-        pass
-
-    def admitted(self, job: SimJob, workload: QueuedWorkload) -> None:
-        self.cluster.record_event("Normal", "Admitted", workload.key, admitted_message(workload))
-        self.cluster.book.start(job)
-
-    def evicted(self, job: SimJob, workload: QueuedWorkload, reason: str, message: str) -> None:
-        self.cluster.record_event("Normal", reason, workload.key, message)
-        for sp in list(job.attempt()):
-            if not sp.pod.deleted:
-                self.cluster.delete_pod(sp.pod.key, reason)
-
-    def ended(self, job: SimJob, workload: QueuedWorkload) -> None:
-        pass
-
-    def cycled(self, admitter: Admitter) -> None:
-        pass
-
-
-def admitted_message(workload: QueuedWorkload) -> str:
-    return f"Admitted by ClusterQueue {workload.cluster_queue}"
 
 
 class KueueLayer:
@@ -304,4 +240,4 @@ def _on_flavors(pod: PodTemplate, flavors: list[ResourceFlavor]) -> PodTemplate:
     return dataclasses.replace(pod, node_selector=selector, tolerations=tuple(tolerations))
 
 
-__all__ = ["ClusterSink", "KueueLayer", "KueueSink", "Timeline", "admitted_message", "requests_of"]
+__all__ = ["KueueLayer", "requests_of"]
