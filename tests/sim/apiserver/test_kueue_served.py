@@ -222,9 +222,9 @@ def test_a_held_job_stays_suspended_and_a_held_pod_gated_with_its_workload_sayin
     scheduled = [c for c in held["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert [(c["status"], c["reason"]) for c in scheduled] == [("False", "SchedulingGated")]
     assert "nodeName" not in held["spec"]
-    waiting = {wl["metadata"]["ownerReferences"][0]["name"]: conditions(wl) for wl in seen["workloads"]}
-    assert waiting["lost"]["QuotaReserved"] == ("False", "Inactive", "LocalQueue no-such-queue doesn't exist")
-    assert waiting["held"]["QuotaReserved"] == ("False", "Inactive", "LocalQueue no-such-queue doesn't exist")
+    waiting = {wl["metadata"]["name"].rpartition("-")[0]: conditions(wl) for wl in seen["workloads"]}
+    assert waiting["job-lost"]["QuotaReserved"] == ("False", "Inactive", "LocalQueue no-such-queue doesn't exist")
+    assert waiting["pod-held"]["QuotaReserved"] == ("False", "Inactive", "LocalQueue no-such-queue doesn't exist")
     ran = [p for name, p in seen["pods"].items() if name not in ("held",) and p["status"].get("phase") == "Succeeded"]
     assert ran and all(not p["spec"].get("schedulingGates") for p in ran)
 
@@ -346,3 +346,21 @@ def test_wait_for_pods_ready_suspends_and_resumes_a_job_through_cluster_serve_as
     assert simulated.admission["pods_ready_timeouts"] == 2  # at 121 s and 301 s
     assert {job.job_id: job.starting_time for job in simulated.jobs}["default/wide"] == 421.0
     same_run(simulated, served)
+
+
+def test_a_gang_evicted_for_its_pods_not_ready_keeps_its_workload_owned_by_its_pod_group() -> None:
+    """``kueue-pods-ready.yaml``: the gang's pods are deleted at each eviction, its Workload (owned by its PodGroup,
+    not by the pods) stays and ends admitted, its evictions said ``Previously: …``."""
+    nodes = nodes_for("two-8core.yaml")
+    workload = map_to_cluster(load_workload(EXAMPLES / "kueue-pods-ready.yaml"), nodes)
+    seen: list[dict[str, Any]] = []
+    live(
+        workload,
+        nodes,
+        "kube-default",
+        lambda server: seen.extend(items(server, f"{KUEUE}/namespaces/default/workloads")),
+    )
+    assert [wl["metadata"]["ownerReferences"][0]["kind"] for wl in seen] == ["PodGroup"]
+    said = conditions(seen[0])
+    assert said["Evicted"] == ("False", "QuotaReserved", "Previously: Exceeded the PodsReady timeout default/gang")
+    assert said["Finished"][:2] == ("True", "Succeeded") and said["Admitted"][0] == "True"

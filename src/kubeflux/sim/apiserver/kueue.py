@@ -8,8 +8,10 @@ whose decisions land on the API as the real Kueue v0.17 writes them (this module
   served objects are the ones admitting (:func:`served_objects`).
 * A Job of a LocalQueue is created ``suspend: true`` (what Kueue's webhook makes of it), labelled with its queue; the
   pods of a pod group or a lone pod are created with Kueue's scheduling gate ``kueue.x-k8s.io/admission``, so that
-  no scheduler places them. Its ``kueue.x-k8s.io/v1beta1`` Workload is created beside it (owned by the Job, or the
-  pods), ``QuotaReserved=False`` with why it waits (``Pending``, or ``Inactive`` when its LocalQueue is missing).
+  no scheduler places them. Its ``kueue.x-k8s.io/v1beta1`` Workload is created beside it, owned by the Job, or by
+  the PodGroup of a gang (a lone pod's by nothing: the real Kueue keeps its pods with a finalizer, so that an
+  eviction does not take the Workload with them), ``QuotaReserved=False`` with why it waits (``Pending``, or
+  ``Inactive`` when its LocalQueue is missing).
 * Admitted: the Workload gets ``status.admission`` (the ClusterQueue, each resource's flavor and usage) and
   ``QuotaReserved``/``Admitted`` true, with an Event; the Job's template gets the flavors' ``nodeLabels`` in its
   ``nodeSelector`` and their ``tolerations``, and is unsuspended (its pods are then made by the Job controller); a
@@ -67,6 +69,7 @@ class ReplayHost(Protocol):
     kubelet: SimulatedKubelet
     jobs_resource: ResourceType
     pods_resource: ResourceType
+    groups_resource: ResourceType
 
     def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None: ...
 
@@ -187,12 +190,11 @@ class KueueReplay:
         owners = []
         if wjob.kind is JobKind.JOB:
             owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": wjob.name, "uid": uid, "controller": True}]
-        else:
-            owners = [
-                {"apiVersion": "v1", "kind": "Pod", "name": sp.pod.name, "uid": sp.pod.uid}
-                for sp in job.attempt()
-                if sp.pod.uid
-            ]
+        elif wjob.min_member > 0:  # a gang's: owned by its PodGroup, which outlives the pods an eviction deletes
+            group = self.store.find(self.host.groups_resource, wjob.namespace, wjob.name)
+            if group is not None:
+                api_version, kind = group["apiVersion"], group["kind"]
+                owners = [{"apiVersion": api_version, "kind": kind, "name": wjob.name, "uid": group["metadata"]["uid"]}]
         first = wjob.pods[0]
         count = wjob.parallelism if wjob.kind is JobKind.JOB else len(wjob.pods)
         template = {"metadata": {"labels": dict(first.labels)}, "spec": clone((first.manifest or {}).get("spec") or {})}
