@@ -8,10 +8,11 @@ whose decisions land on the API as the real Kueue v0.17 writes them (this module
   served objects are the ones admitting (:func:`served_objects`).
 * A Job of a LocalQueue is created ``suspend: true`` (what Kueue's webhook makes of it), labelled with its queue; the
   pods of a pod group or a lone pod are created with Kueue's scheduling gate ``kueue.x-k8s.io/admission``, so that
-  no scheduler places them. Its ``kueue.x-k8s.io/v1beta1`` Workload is created beside it, owned by the Job, or by
-  the PodGroup of a gang (a lone pod's by nothing: the real Kueue keeps its pods with a finalizer, so that an
-  eviction does not take the Workload with them), ``QuotaReserved=False`` with why it waits (``Pending``, or
-  ``Inactive`` when its LocalQueue is missing).
+  no scheduler places them; a gang's PodGroup is made on admission, as ``simulate`` makes it (its creation time
+  orders the gang in kubeflux's queue). Its ``kueue.x-k8s.io/v1beta1`` Workload is created beside it, owned by the
+  Job (a pod group's or a lone pod's by nothing: the real Kueue keeps the pods it evicts with a finalizer, so that
+  the Workload does not go with them), ``QuotaReserved=False`` with why it waits (``Pending``, or ``Inactive`` when
+  its LocalQueue is missing).
 * Admitted: the Workload gets ``status.admission`` (the ClusterQueue, each resource's flavor and usage) and
   ``QuotaReserved``/``Admitted`` true, with an Event; the Job's template gets the flavors' ``nodeLabels`` in its
   ``nodeSelector`` and their ``tolerations``, and is unsuspended (its pods are then made by the Job controller); a
@@ -30,6 +31,7 @@ replayed workload's go through Kueue.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -78,6 +80,9 @@ class ReplayHost(Protocol):
 
     def suspended(self, job: SimJob) -> None:
         """A Job was suspended again: its status follows (its start time reset)."""
+
+    def create_group(self, job: SimJob) -> bool:
+        """Create the job's PodGroup now; False when refused."""
 
     def job_uid(self, job: SimJob) -> str: ...
 
@@ -139,6 +144,8 @@ class KueueReplay:
         self.templates: dict[int, Object] = {}
         """Job index → its Job's pod template as created (what an eviction restores)."""
         self.admitted_refs: set[int] = set()
+        self.grouped: set[int] = set()
+        """Job indexes whose PodGroup was made (on their first admission)."""
         self.problems: list[str] = []
         """What the server refused of Kueue's writes (the run's problems)."""
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
@@ -190,11 +197,6 @@ class KueueReplay:
         owners = []
         if wjob.kind is JobKind.JOB:
             owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": wjob.name, "uid": uid, "controller": True}]
-        elif wjob.min_member > 0:  # a gang's: owned by its PodGroup, which outlives the pods an eviction deletes
-            group = self.store.find(self.host.groups_resource, wjob.namespace, wjob.name)
-            if group is not None:
-                api_version, kind = group["apiVersion"], group["kind"]
-                owners = [{"apiVersion": api_version, "kind": kind, "name": wjob.name, "uid": group["metadata"]["uid"]}]
         first = wjob.pods[0]
         count = wjob.parallelism if wjob.kind is JobKind.JOB else len(wjob.pods)
         template = {"metadata": {"labels": dict(first.labels)}, "spec": clone((first.manifest or {}).get("spec") or {})}
@@ -229,6 +231,8 @@ class KueueReplay:
         self._event(job, "Admitted", admitted_message(workload))
         job.held = False
         wjob = job.wjob
+        if wjob.min_member > 0 and not self._group(job):
+            return
         if wjob.kind is JobKind.JOB:
             self._resume(job)
             self.host.resume_job(job)
@@ -241,6 +245,19 @@ class KueueReplay:
         suffix = f"-r{job.retries}" if job.retries else ""
         for template, timing in zip(wjob.pods, job.timings, strict=True):
             self.host.create_pod(job, timing, template.name + suffix)
+
+    def _group(self, job: SimJob) -> bool:
+        """The admitted gang's PodGroup, made now as ``simulate`` makes it (its creation time orders the gang in a
+        scheduler's queue): on its first admission, and made again on a pod group's next ones (new pods, a new
+        group), kept by a Job's. False when the server refused it (the job is rejected)."""
+        wjob = job.wjob
+        if job.index in self.grouped and (wjob.kind is JobKind.JOB or not job.retries):
+            return True
+        if job.index in self.grouped:
+            with contextlib.suppress(ApiError):
+                self.store.delete(self.host.groups_resource, wjob.namespace, wjob.name)
+        self.grouped.add(job.index)
+        return self.host.create_group(job)
 
     def evicted(self, job: SimJob, workload: QueuedWorkload, reason: str, message: str) -> None:
         self.admitted_refs.discard(job.index)

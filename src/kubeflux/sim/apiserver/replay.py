@@ -288,9 +288,9 @@ class WorkloadReplay:
         if job.rejected_reason:
             self._check_done()
             return
-        if wjob.min_member > 0 and not self._create_group(job):
-            return
         kueue = self.kueue if wjob.queue_name else None  # held: a suspended Job, gated pods (KueueReplay.dress)
+        if wjob.min_member > 0 and kueue is None and not self.create_group(job):
+            return  # (a held job's PodGroup is made on admission, as simulate makes it: KueueReplay.admitted)
         if wjob.kind is JobKind.JOB:
             if self._create_job(job):
                 if kueue is not None:
@@ -305,7 +305,8 @@ class WorkloadReplay:
         if job.created == 0 and job.finish is None:
             self._check_done()
 
-    def _create_group(self, job: SimJob) -> bool:
+    def create_group(self, job: SimJob) -> bool:
+        """Create ``job``'s PodGroup now; False when refused (the job is rejected)."""
         wjob = job.wjob
         spec: Object = {"minMember": wjob.min_member}
         if wjob.schedule_timeout_seconds is not None:
