@@ -98,7 +98,11 @@ class _Shifted:
         return self.loop.now - self.origin
 
     def schedule(self, at: float, priority: int, callback: Callback, payload: Any = None) -> None:
-        self.loop.schedule(at + self.origin, priority, callback, payload)
+        """At ``at`` (the run's time): counted from the loop's now, so that an entry for now is at its very time
+        (``at + origin`` may round to another float than now when the origin is a wall time)."""
+        now = self.loop.now
+        delay = at - (now - self.origin)
+        self.loop.schedule(now + delay if delay else now, priority, callback, payload)
 
 
 def kueue_resource(store: Store, plural: str) -> ResourceType:
