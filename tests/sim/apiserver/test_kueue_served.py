@@ -364,3 +364,40 @@ def test_a_gang_evicted_for_its_pods_not_ready_keeps_its_workload() -> None:
     said = conditions(seen[0])
     assert said["Evicted"] == ("False", "QuotaReserved", "Previously: Exceeded the PodsReady timeout default/gang")
     assert said["Finished"][:2] == ("True", "Succeeded") and said["Admitted"][0] == "True"
+
+
+def test_gangs_admitted_together_reach_kubeflux_in_kueues_order_as_in_the_simulator(tmp_path: Path) -> None:
+    """Two teams of 4 cores each in a cohort, on 4 nodes of 2 cores. Team A's 8-core gang runs (borrowing team B's
+    half) until 100 s; team A's 6-core gang (1 s) and team B's 2-core one (2 s) wait. At 100 s both are admitted in
+    one cycle, team B's first (it needs no borrowing): as in the simulator, its PodGroup is made first, so kubeflux
+    places it first (cores 0-1), though team A's arrived first."""
+    text = (tmp_path / "order.yaml").open("w")
+    text.write(
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n"
+        + "".join(
+            f"---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {{name: {cq}}}\nspec:\n"
+            f"  namespaceSelector: {{}}\n  cohort: ab\n  resourceGroups: [{{coveredResources: [cpu], flavors: "
+            f"[{{name: f, resources: [{{name: cpu, nominalQuota: 4}}]}}]}}]\n---\napiVersion: kueue.x-k8s.io/v1beta1\n"
+            f"kind: LocalQueue\nmetadata: {{namespace: team-{cq}, name: q}}\nspec: {{clusterQueue: {cq}}}\n"
+            for cq in ("a", "b")
+        )
+    )
+    for namespace, name, pods, at in (("team-a", "first", 4, 0), ("team-a", "wide", 3, 1), ("team-b", "small", 1, 2)):
+        submit = f"sim.kubeflux.io/submit-time: '{at}'"
+        text.write(
+            f"---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: "
+            f"{namespace}, annotations: {{{submit}}}}}\nspec: {{minMember: {pods}}}\n"
+        )
+        for i in range(pods):
+            text.write(
+                f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}-{i}, namespace: {namespace}, labels: "
+                f"{{kueue.x-k8s.io/queue-name: q, scheduling.x-k8s.io/pod-group: {name}}}, annotations: {{{submit}, "
+                "pod-complete.stage.kwok.x-k8s.io/delay: 100s}}\nspec: {containers: [{name: c, image: i, "
+                "resources: {requests: {cpu: '2'}}}]}\n"
+            )
+    text.close()
+    nodes = uniform_cluster(4, 2, "16Gi")
+    simulated, served = both(map_to_cluster(load_workload(tmp_path / "order.yaml"), nodes), nodes, "kubeflux")
+    placed = {job.job_id: (job.starting_time, job.allocated_resources) for job in simulated.jobs}
+    assert placed["team-b/small"] == (100.0, [0, 1]) and placed["team-a/wide"] == (100.0, list(range(2, 8)))
+    same_run(simulated, served)
