@@ -8,11 +8,11 @@ whose decisions land on the API as the real Kueue v0.17 writes them (this module
   served objects are the ones admitting (:func:`served_objects`).
 * A Job of a LocalQueue is created ``suspend: true`` (what Kueue's webhook makes of it), labelled with its queue; the
   pods of a pod group or a lone pod are created with Kueue's scheduling gate ``kueue.x-k8s.io/admission``, so that
-  no scheduler places them; a gang's PodGroup is made on admission, as ``simulate`` makes it (its creation time
-  orders the gang in kubeflux's queue). Its ``kueue.x-k8s.io/v1beta1`` Workload is created beside it, owned by the
-  Job (a pod group's or a lone pod's by nothing: the real Kueue keeps the pods it evicts with a finalizer, so that
-  the Workload does not go with them), ``QuotaReserved=False`` with why it waits (``Pending``, or ``Inactive`` when
-  its LocalQueue is missing).
+  no scheduler places them (a trace job's, which stands for a batch Job, are made on admission, as a Job's are); a
+  gang's PodGroup is made on admission, as ``simulate`` makes it (its creation time orders the gang in kubeflux's
+  queue). Its ``kueue.x-k8s.io/v1beta1`` Workload is created beside it, owned by the Job (a pod group's or a lone
+  pod's by nothing: the real Kueue keeps the pods it evicts with a finalizer, so that the Workload does not go with
+  them), ``QuotaReserved=False`` with why it waits (``Pending``, or ``Inactive`` when its LocalQueue is missing).
 * Admitted: the Workload gets ``status.admission`` (the ClusterQueue, each resource's flavor and usage) and
   ``QuotaReserved``/``Admitted`` true, with an Event; the Job's template gets the flavors' ``nodeLabels`` in its
   ``nodeSelector`` and their ``tolerations``, and is unsuspended (its pods are then made by the Job controller); a

@@ -298,8 +298,9 @@ class WorkloadReplay:
                 else:
                     self.resume_job(job)
         else:
-            for template, timing in zip(wjob.pods, job.timings, strict=True):
-                self.create_pod(job, timing, template.name)
+            if kueue is None or wjob.kind is not JobKind.TRACE:  # a held trace job's pods are made on admission
+                for template, timing in zip(wjob.pods, job.timings, strict=True):
+                    self.create_pod(job, timing, template.name)
             if kueue is not None and not job.rejected_reason:
                 kueue.hold(job)
         if job.created == 0 and job.finish is None:
