@@ -22,11 +22,15 @@ component has ended.
 
 Jobs without the label go to the schedulers as without Kueue. A workload that can never be admitted (its
 LocalQueue missing, …) waits, never dropped: the run's problems say which and why.
+
+What the layer decides lands on a sink (:mod:`kubeflux.sim.kueue.sink`): the simulated cluster's own book in
+``simulate``, the served cluster's API in ``cluster serve`` (:mod:`kubeflux.sim.apiserver.kueue`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.sim.clock import Priority
@@ -35,8 +39,9 @@ from kubeflux.sim.jobs import SimJob, job_timings
 from kubeflux.sim.kueue.admission import Admitted, Admitter
 from kubeflux.sim.kueue.figures import UsageSeries, kueue_figures
 from kubeflux.sim.kueue.objects import PODS, KueueObjects, ResourceFlavor
+from kubeflux.sim.kueue.sink import ClusterSink, KueueSink, Timeline
 from kubeflux.sim.kueue.workload import QueuedWorkload
-from kubeflux.sim.records import RunRecord
+from kubeflux.sim.records import JobRecord, RunRecord
 from kubeflux.sim.workloads.model import JobKind, PodTemplate, WorkloadJob
 
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
@@ -62,11 +67,20 @@ def requests_of(wjob: WorkloadJob) -> dict[str, int]:
 
 
 class KueueLayer:
-    """Kueue in front of the schedulers of one simulated cluster (see the module docstring)."""
+    """Kueue in front of the schedulers of one simulated cluster (see the module docstring). ``sink`` and
+    ``loop``: where its decisions land and its clock (by default the cluster's book and event loop)."""
 
-    def __init__(self, objects: KueueObjects, cluster: Cluster) -> None:
+    def __init__(
+        self,
+        objects: KueueObjects,
+        cluster: Cluster,
+        sink: KueueSink | None = None,
+        loop: Timeline | None = None,
+    ) -> None:
         self.admitter = Admitter(objects)
         self.cluster = cluster
+        self.sink: KueueSink = sink if sink is not None else ClusterSink(cluster)
+        self.loop: Timeline = loop if loop is not None else cluster.loop
         self.jobs: dict[int, SimJob] = {}
         """Workload ref (its first job's index) → that job."""
         self.members: dict[int, list[SimJob]] = {}
@@ -84,13 +98,16 @@ class KueueLayer:
         cluster.book.on_finish = self._finished
 
     def arrive(self, wjob: WorkloadJob, submit_time: float) -> None:
-        """``wjob`` (one that names a LocalQueue) arrives now: held as a Kueue workload (module docstring); an
-        AppWrapper's component waits for the others (they arrive at the same time), then all are one workload."""
-        job = self.cluster.book.arrive(wjob, submit_time)
-        wrapper = wjob.app_wrapper
+        """``wjob`` (one that names a LocalQueue) arrives now: held as a Kueue workload (module docstring)."""
+        self.hold(self.cluster.book.arrive(wjob, submit_time))
+
+    def hold(self, job: SimJob) -> None:
+        """``job``, arrived in the cluster's book, is held as a Kueue workload (unless rejected); an AppWrapper's
+        component waits for the others (they arrive at the same time), then all are one workload."""
+        wrapper = job.wjob.app_wrapper
         if wrapper is None:
             if not job.rejected_reason:
-                self._hold([job], wjob.id)
+                self._hold([job], job.wjob.id)
             return
         parts = self._wrapping.setdefault(wrapper.key, [])
         parts.append(job)
@@ -127,7 +144,7 @@ class KueueLayer:
             namespace=first.wjob.namespace,
             queue=first.wjob.queue_name,
             priority=max((pod.priority for job in members for pod in job.wjob.pods), default=0),
-            created=self.cluster.loop.now,
+            created=self.loop.now,
             requests=requests,
             node_selector=dict(head.node_selector) if head is not None else {},
             tolerations=head.tolerations if head is not None else (),
@@ -136,19 +153,22 @@ class KueueLayer:
                 (dict(pod.node_selector), pod.tolerations, pod.required_node_affinity) for pod in templates[1:]
             ),
         )
-        if self.admitter.add(workload, self.cluster.loop.now):
+        queued = self.admitter.add(workload, self.loop.now)
+        for job in members:
+            self.sink.queued(job, workload)
+        if queued:
             self._soon()
 
     def _soon(self) -> None:
         """Run an admission cycle at the end of this time point (once)."""
-        now = self.cluster.loop.now
+        now = self.loop.now
         if self._cycle_at != now:
             self._cycle_at = now
-            self.cluster.loop.schedule(now, Priority.WAKEUP, self._cycle)
+            self.loop.schedule(now, Priority.WAKEUP, self._cycle)
 
     def _cycle(self, _payload: object = None) -> None:
         self._cycle_at = None
-        now = self.cluster.loop.now
+        now = self.loop.now
         evicted = False
         for decision in self.admitter.cycle(now):
             if isinstance(decision, Admitted):
@@ -157,9 +177,10 @@ class KueueLayer:
             self._evict(decision.workload, decision.message)
             again = self.admitter.evicted(decision.workload.ref, now)  # its pods are gone
             if again is not None:
-                self.cluster.loop.schedule(again, Priority.WAKEUP, self._requeue, decision.workload.ref)
+                self.loop.schedule(again, Priority.WAKEUP, self._requeue, decision.workload.ref)
                 evicted = True
         self.series.sample(now, self.admitter)
+        self.sink.cycled(self.admitter)
         if evicted:
             self._soon()  # the next cycle: the preemptors take the room their victims left
 
@@ -169,8 +190,6 @@ class KueueLayer:
         assignment = workload.assignment
         flavors = self.admitter.objects.flavors
         chosen = [flavors[name] for name in dict.fromkeys(assignment.flavors.values())] if assignment else []
-        message = f"Admitted by ClusterQueue {workload.cluster_queue}"
-        self.cluster.record_event("Normal", "Admitted", workload.key, message)
         book = self.cluster.book
         started: list[SimJob] = []
         needed = 0
@@ -185,11 +204,11 @@ class KueueLayer:
             needed += (
                 min(wjob.parallelism, wjob.completions - job.succeeded) if wjob.kind is JobKind.JOB else len(wjob.pods)
             )
-            book.start(job)
+            self.sink.admitted(job, workload)
             started.append(job)
         wait = self.admitter.objects.wait_for_pods_ready
         if wait is not None and needed > 0:
-            loop = self.cluster.loop
+            loop = self.loop
             check = (workload, started, loop.now, needed)
             loop.schedule(loop.now + wait.timeout, Priority.WAKEUP, self._pods_ready_check, check)
 
@@ -203,12 +222,13 @@ class KueueLayer:
             return
         if sum(1 for job in started for sp in job.attempt() if sp.running_at is not None) >= needed:
             return
-        now = self.cluster.loop.now
+        now = self.loop.now
         again = self.admitter.time_out(workload.ref, now)
         self._evict(workload, f"Exceeded the PodsReady timeout {workload.key}", PODS_READY_TIMEOUT)
         if again is not None:
-            self.cluster.loop.schedule(again, Priority.WAKEUP, self._requeue, workload.ref)
+            self.loop.schedule(again, Priority.WAKEUP, self._requeue, workload.ref)
         self.series.sample(now, self.admitter)
+        self.sink.cycled(self.admitter)
         self._soon()
 
     def _requeue(self, ref: int) -> None:
@@ -218,14 +238,11 @@ class KueueLayer:
     def _evict(self, workload: QueuedWorkload, message: str, reason: str = PREEMPTED_REASON) -> None:
         """Suspend the evicted workload's jobs not done: their unfinished pods deleted (``reason``: ``Preempted``, or
         ``PodsReadyTimeout``), held until admitted again."""
-        self.cluster.record_event("Normal", reason, workload.key, message)
         for job in self.members[workload.ref]:
             if job.finish is not None:
                 continue
             job.held = True
-            for sp in [sp for sp in job.attempt() if sp.finished_at is None or not sp.pod.deleted]:
-                if not sp.pod.deleted:
-                    self.cluster.delete_pod(sp.pod.key, reason)
+            self.sink.evicted(job, workload, reason, message)
             self.cluster.book.requeue_held(job)
 
     def _finished(self, job: SimJob) -> None:
@@ -237,18 +254,23 @@ class KueueLayer:
             return
         admitted = ref in self.admitter.admitted
         self.admitter.forget(ref)
+        workload = self.admitter.workloads.get(ref)
+        if workload is not None:
+            for member in self.members[ref]:
+                self.sink.ended(member, workload)
         if admitted:
-            self.series.sample(self.cluster.loop.now, self.admitter)
+            self.series.sample(self.loop.now, self.admitter)
             self._soon()
 
     # -- the run's records -------------------------------------------------------------------------------------
-    def finish_record(self, record: RunRecord) -> None:
+    def finish_record(self, record: RunRecord, rows: Mapping[int, JobRecord] | None = None) -> None:
         """Write the admission figures into ``record``: each Kueue job's ClusterQueue, first admission and
         evictions, the summary figures (:func:`~kubeflux.sim.kueue.figures.kueue_figures`), and a problem naming
-        the workloads never admitted."""
+        the workloads never admitted. ``rows``: each job's row by its index in the cluster's book (by default its
+        place in ``record.jobs``)."""
         for ref, workload in self.admitter.workloads.items():
             for job in self.members[ref]:
-                row = record.jobs[job.index]
+                row = record.jobs[job.index] if rows is None else rows[job.index]
                 row.cluster_queue = workload.cluster_queue or f"({workload.queue})"
                 row.admission_time = workload.first_admitted
                 row.quota_evictions = workload.evictions

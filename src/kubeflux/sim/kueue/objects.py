@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 from kubeflux.scheduler.objects import LabelSelector, Taint, Toleration
 from kubeflux.scheduler.podterms import NAMESPACE_NAME_LABEL
@@ -187,6 +187,9 @@ class KueueObjects:
     """Kueue's ``waitForPodsReady`` when its Configuration enables it."""
     fair_sharing: FairSharing | None = None
     """Kueue's ``fairSharing`` when its Configuration enables it."""
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    """The ResourceFlavors, ClusterQueues and LocalQueues as the file gives them (what ``cluster serve`` creates
+    through its API), in file order."""
     given: bool = False
     """The workload gave Kueue objects, even if each was refused: Kueue runs, and holds the Jobs labelled for it."""
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -205,12 +208,14 @@ class KueueObjects:
 
     def merged(self, other: KueueObjects) -> KueueObjects:
         """These objects and ``other``'s (a name defined in both keeps this one's)."""
+        mine = {_identity(m) for m in self.manifests}
         return KueueObjects(
             flavors={**other.flavors, **self.flavors},
             cluster_queues={**other.cluster_queues, **self.cluster_queues},
             local_queues={**other.local_queues, **self.local_queues},
             wait_for_pods_ready=self.wait_for_pods_ready or other.wait_for_pods_ready,
             fair_sharing=self.fair_sharing or other.fair_sharing,
+            manifests=[*self.manifests, *(m for m in other.manifests if _identity(m) not in mine)],
             given=self.given or other.given,
             namespaces={**other.namespaces, **self.namespaces},
         )
@@ -233,6 +238,11 @@ class KueueObjects:
         if any(a is not None and b is not None and a != b for a, b in pairs):
             found.append("Configuration")
         return found
+
+
+def _identity(manifest: dict[str, Any]) -> tuple[str, str, str]:
+    metadata = manifest.get("metadata") or {}
+    return str(manifest.get("kind")), str(metadata.get("namespace", "")), str(metadata.get("name", ""))
 
 
 __all__ = [

@@ -144,10 +144,10 @@ TOP_FIELDS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
 NOT_MODELLED: Final = "not modelled (the simulator would admit otherwise than Kueue)"
 
 
-def _not_modelled(fields: _Fields, path: str, value: Any, *, default: Any = None) -> None:
+def _not_modelled(fields: _Fields, path: str, value: Any, *, default: tuple[str, ...] = ()) -> None:
     """Refuse a field that changes what Kueue admits and that the simulator does not model, unless it is absent or
-    given as ``default`` (what Kueue does without it)."""
-    if value is not None and value != default and value not in ([], {}):
+    one of ``default`` (what Kueue does without it)."""
+    if value is not None and value not in default and value not in ([], {}):
         raise fields.fail(path, f"{NOT_MODELLED}, got {value!r}")
 
 
@@ -231,12 +231,12 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
     fields.known("", obj, TOP_FIELDS)
     spec = fields.mapping("spec", obj.get("spec"), required=True)
     fields.known("spec", spec, CLUSTER_QUEUE_FIELDS)
-    _not_modelled(fields, "spec.stopPolicy", spec.get("stopPolicy"), default="None")
+    _not_modelled(fields, "spec.stopPolicy", spec.get("stopPolicy"), default=("None",))
     _not_modelled(fields, "spec.admissionChecks", spec.get("admissionChecks"))
     _not_modelled(fields, "spec.admissionChecksStrategy", spec.get("admissionChecksStrategy"))
     _not_modelled(fields, "spec.admissionScope", spec.get("admissionScope"))
     fungibility = fields.mapping("spec.flavorFungibility", spec.get("flavorFungibility"))
-    for key, default in (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "TryNextFlavor")):
+    for key, default in (("whenCanBorrow", ("Borrow", "MayStopSearch")), ("whenCanPreempt", ("TryNextFlavor",))):
         _not_modelled(fields, f"spec.flavorFungibility.{key}", fungibility.get(key), default=default)
     fields.known("spec.flavorFungibility", fungibility, ("whenCanBorrow", "whenCanPreempt"))
     cohort = fields.text("spec.cohort", spec.get("cohort"))
@@ -264,7 +264,7 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
     preemption = fields.mapping("spec.preemption", spec.get("preemption"))
     fields.known("spec.preemption", preemption, ("withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"))
     borrow = fields.mapping("spec.preemption.borrowWithinCohort", preemption.get("borrowWithinCohort"))
-    _not_modelled(fields, "spec.preemption.borrowWithinCohort.policy", borrow.get("policy"), default="Never")
+    _not_modelled(fields, "spec.preemption.borrowWithinCohort.policy", borrow.get("policy"), default=("Never",))
     within = fields.choice(
         "spec.preemption.withinClusterQueue",
         preemption.get("withinClusterQueue"),
@@ -314,7 +314,7 @@ def read_local_queue(obj: Mapping[str, Any]) -> LocalQueue:
     fields.known("", obj, TOP_FIELDS)
     spec = fields.mapping("spec", obj.get("spec"), required=True)
     fields.known("spec", spec, ("clusterQueue", "stopPolicy", "fairSharing"))
-    _not_modelled(fields, "spec.stopPolicy", spec.get("stopPolicy"), default="None")
+    _not_modelled(fields, "spec.stopPolicy", spec.get("stopPolicy"), default=("None",))
     cluster_queue = fields.text("spec.clusterQueue", spec.get("clusterQueue"))
     if not cluster_queue:
         raise fields.fail("spec.clusterQueue", "required")
@@ -438,6 +438,8 @@ class KueueReader:
         else:
             local = read_local_queue(obj)
             self.objects.local_queues[local.key] = local
+        if kind != "Configuration":
+            self.objects.manifests.append(dict(obj))
         self._where[label] = where
 
 
