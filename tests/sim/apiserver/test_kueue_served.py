@@ -45,6 +45,7 @@ FILES = {
     "kueue-flavor-readmit.yaml": "kueue-spot.yaml",
     "kueue-missing-queue.yaml": "",
     "kueue-pods-ready.yaml": "two-8core.yaml",
+    "kueue-fair-sharing.yaml": "",
 }
 """Each scenario file with jobs, and the cluster its comment runs it on (``""``: 4 nodes of 8 cores)."""
 

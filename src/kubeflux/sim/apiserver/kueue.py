@@ -115,7 +115,7 @@ def kueue_resource(store: Store, plural: str) -> ResourceType:
 def served_objects(store: Store, objects: KueueObjects, problems: list[str]) -> KueueObjects:
     """Create the workload's Kueue objects through ``store`` (a refusal is one of ``problems``; one that exists
     already is kept), then read every ResourceFlavor, ClusterQueue and LocalQueue the store holds: the objects the
-    served Kueue admits with (the workload's ``waitForPodsReady`` kept)."""
+    served Kueue admits with (the workload's ``waitForPodsReady``, fair sharing and namespaces' labels kept)."""
     for manifest in objects.manifests:
         resource = kueue_resource(store, next(p for p, kind in _KINDS if kind == manifest.get("kind")))
         namespace = (manifest.get("metadata") or {}).get("namespace") or "default" if resource.namespaced else ""
@@ -129,7 +129,8 @@ def served_objects(store: Store, objects: KueueObjects, problems: list[str]) -> 
         for obj in store.every_object(kueue_resource(store, plural).collection):
             reader.add("the served cluster", {"apiVersion": API_VERSION, "kind": kind, **obj})
     served = reader.objects
-    served.wait_for_pods_ready = objects.wait_for_pods_ready
+    served.wait_for_pods_ready, served.fair_sharing = objects.wait_for_pods_ready, objects.fair_sharing
+    served.namespaces = objects.namespaces
     return served
 
 
