@@ -13,70 +13,7 @@ from kubeflux.scheduler.objects import CPU, MEMORY, Node
 from kubeflux.sim.baselines import create
 from kubeflux.sim.driver import simulate
 from kubeflux.sim.workloads import load_workload
-
-FLAVOR = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default-flavor}\n"
-EVERY_NAMESPACE = "  namespaceSelector: {}\n"
-
-
-def cluster_queue(
-    name: str,
-    cpu: int,
-    *,
-    spec: str = EVERY_NAMESPACE,
-    flavor: str = "default-flavor",
-    pods: int | None = None,
-) -> str:
-    """A ClusterQueue of ``cpu`` cores (and ``pods`` pods when given) of one flavor; ``spec``: its other fields."""
-    covered = "[cpu]" if pods is None else "[cpu, pods]"
-    resources = f"{{name: cpu, nominalQuota: {cpu}}}"
-    if pods is not None:
-        resources += f", {{name: pods, nominalQuota: {pods}}}"
-    return (
-        f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n{spec}"
-        f"  resourceGroups:\n    - coveredResources: {covered}\n"
-        f"      flavors: [{{name: {flavor}, resources: [{resources}]}}]\n"
-    )
-
-
-def local_queue(namespace: str, cq: str) -> str:
-    return (
-        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
-        f"metadata: {{namespace: {namespace}, name: q}}\nspec: {{clusterQueue: {cq}}}\n"
-    )
-
-
-def pod(
-    name: str, cpu: int, at: float, seconds: int, namespace: str = "default", priority: int = 0, group: str = ""
-) -> str:
-    """A lone pod (or a PodGroup's, ``group``) labelled with the LocalQueue ``q`` of its namespace."""
-    labels = "kueue.x-k8s.io/queue-name: q" + (f", scheduling.x-k8s.io/pod-group: {group}" if group else "")
-    return (
-        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels: {{{labels}}}\n"
-        f"  annotations: {{sim.kubeflux.io/submit-time: '{at}', pod-complete.stage.kwok.x-k8s.io/delay: {seconds}s}}\n"
-        f"spec:\n  priority: {priority}\n"
-        f"  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: '{cpu}'}}}}}}]\n"
-    )
-
-
-def pod_group(name: str, members: int, at: float, seconds: int) -> list[str]:
-    group = (
-        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
-        f"metadata: {{name: {name}, annotations: {{sim.kubeflux.io/submit-time: '{at}'}}}}\n"
-        f"spec: {{minMember: {members}}}\n"
-    )
-    return [group, *(pod(f"{name}-{i}", 1, at, seconds, group=name) for i in range(members))]
-
-
-def job(name: str, namespace: str, cpu: int, at: float, seconds: int, completions: int) -> str:
-    """A Job of ``completions`` pods one at a time, labelled with the LocalQueue ``q`` of its namespace."""
-    return (
-        f"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
-        f"  labels: {{kueue.x-k8s.io/queue-name: q}}\n  annotations: {{sim.kubeflux.io/submit-time: '{at}'}}\n"
-        f"spec:\n  completions: {completions}\n  parallelism: 1\n  template:\n"
-        f"    metadata: {{annotations: {{pod-complete.stage.kwok.x-k8s.io/delay: {seconds}s}}}}\n"
-        "    spec:\n      restartPolicy: Never\n"
-        f"      containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: '{cpu}'}}}}}}]\n"
-    )
+from tests.sim._kueue_yaml import EVERY_NAMESPACE, FLAVOR, cluster_queue, job, local_queue, pod, pod_group
 
 
 def cohort(name: str, cpu: int, policy: str = "") -> str:
@@ -138,6 +75,19 @@ CASES = {
         {"team-a/p": (0.0, 10.0)},
         {"team-b/p": NOT_SELECTED},
     ),
+    "a namespaceSelector on a label a Namespace object of the file gives selects that namespace": Case(
+        [
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {team: a}}\n",
+            FLAVOR,
+            cluster_queue("cq", 4, spec="  namespaceSelector: {matchLabels: {team: a}}\n"),
+            local_queue("team-a", "cq"),
+            local_queue("team-b", "cq"),
+            pod("p", 1, 0, 10, namespace="team-a"),
+            pod("p", 1, 0, 10, namespace="team-b"),
+        ],
+        {"team-a/p": (0.0, 10.0)},
+        {"team-b/p": NOT_SELECTED},
+    ),
     "a ClusterQueue naming a missing flavor is inactive": Case(
         [FLAVOR, cluster_queue("cq", 4, flavor="gone"), local_queue("default", "cq"), pod("p", 1, 0, 10)],
         {},
@@ -153,7 +103,7 @@ CASES = {
             pod("p", 1, 1, 10),
         ],
         {"default/g2": (0.0, 10.0), "default/p": (10.0, 20.0)},
-        {"default/g3": "insufficient quota in flavor default-flavor"},
+        {"default/g3": "insufficient quota for pods in flavor default-flavor"},
     ),
     "heads that need not borrow are admitted first, before a higher priority that would borrow": Case(
         [

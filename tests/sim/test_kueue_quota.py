@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kubeflux.scheduler.objects import CPU, MEMORY, LabelSelector, Node
 from kubeflux.sim.baselines import create
 from kubeflux.sim.driver import Simulation
-from kubeflux.sim.kueue.admission import Admitted, Admitter, Evicted
+from kubeflux.sim.kueue.admission import Admitted, Admitter, Decision, Evicted
 from kubeflux.sim.kueue.objects import (
     ClusterQueue,
     KueueObjects,
@@ -58,6 +58,17 @@ def workload(ref: int, cq: str, cpu: int, priority: int = 0) -> QueuedWorkload:
     return QueuedWorkload(f"{cq}/w{ref}", ref, cq, "q", priority, 0.0, {CPU: cpu, "pods": 1})
 
 
+def settled(admitter: Admitter, now: float) -> list[Decision]:
+    """The cycles at ``now`` as the layer runs them: each eviction done (its pods gone) before the next cycle."""
+    decisions: list[Decision] = []
+    while made := admitter.cycle(now):
+        decisions += made
+        for decision in made:
+            if isinstance(decision, Evicted):
+                admitter.evicted(decision.workload.ref, now)
+    return decisions
+
+
 # -- quota arithmetic (Kueue's resource_node.go) ------------------------------------------------------------------
 def test_without_a_cohort_a_queue_has_its_nominal_quota() -> None:
     book = QuotaBook([queue("a", 10, cohort="")])
@@ -89,7 +100,7 @@ def test_reclaim_within_cohort_evicts_the_most_recently_admitted_borrower_only()
         admitter.add(workload(ref, "a", 2), float(ref))
     assert [type(d).__name__ for d in admitter.cycle(3.0)] == ["Admitted"] * 3  # 6 of a's 4 + b's 4
     admitter.add(workload(4, "b", 4), 4.0)
-    decisions = admitter.cycle(4.0)
+    decisions = settled(admitter, 4.0)
     evicted = [d.workload.ref for d in decisions if isinstance(d, Evicted)]
     admitted = [d.workload.ref for d in decisions if isinstance(d, Admitted)]
     assert evicted == [3] and admitted == [4]  # a keeps its nominal 4
@@ -115,7 +126,11 @@ def test_within_cluster_queue_lower_priority_is_preempted_for_a_higher_one() -> 
     assert admitter.cycle(1.0) == []  # equal priority: no preemption
     admitter.add(workload(3, "a", 4, priority=10), 2.0)
     decisions = admitter.cycle(2.0)
-    assert [(type(d).__name__, d.workload.ref) for d in decisions] == [("Evicted", 1), ("Admitted", 3)]
+    assert [(type(d).__name__, d.workload.ref) for d in decisions] == [("Evicted", 1)]  # the preemptor waits
+    assert admitter.usage("a") == {FR: 4} and "Pending the preemption of 1 workload(s)" in admitter.workloads[3].why
+    assert admitter.cycle(2.0) == []  # its victim still holds the quota
+    admitter.evicted(1, 2.0)  # its pods are gone
+    assert [(type(d).__name__, d.workload.ref) for d in admitter.cycle(2.0)] == [("Admitted", 3)]
     assert admitter.workloads[1].timestamp == 0.0  # requeued in its place: its creation orders it
 
 
@@ -299,3 +314,18 @@ def test_through_the_simulator_every_job_runs_and_quota_holds(
             assert used.get(CPU, 0) <= 2 * nominal * 1000  # the whole cohort's quota
     assert all(job.finish_time is not None for job in record.jobs), record.problems
     assert record.admission["never_admitted"] == 0
+
+
+def test_the_share_is_kueues_weighted_dominant_resource_share() -> None:
+    """What a ClusterQueue borrows above its nominal quota, × 1000 / what its cohort lends (nominal − guaranteed
+    quota of every member), divided by its weight; 0 without borrowing or a cohort; infinite borrowing at weight 0."""
+    book = QuotaBook([queue("a", 4), queue("b", 6, lending=2), queue("alone", 8, cohort="")])
+    assert book.lendable == {"all": {CPU: 4 + 2}}
+    book.add("a", {FR: 7})
+    assert book.share("a", 1.0) == pytest.approx(3 * 1000 / 6)
+    assert book.share("a", 2.0) == pytest.approx(3 * 1000 / 6 / 2)
+    assert book.share("a", 1.0, {FR: 1}) == pytest.approx(4 * 1000 / 6)  # with a workload admitted
+    assert book.share("a", 0.0) == float("inf")
+    assert book.share("b", 0.0) == 0.0  # within its nominal quota, at any weight
+    book.add("alone", {FR: 8})
+    assert book.share("alone", 1.0) == 0.0

@@ -56,6 +56,9 @@ def test_a_borrowing_queue_is_preempted_when_the_lender_reclaims_its_quota(sched
     rows = {job.job_id: job for job in record.jobs}
     assert rows["team-a/a-second"].quota_evictions == 1 and rows["team-a/a-second"].attempts == 2
     assert rows["team-a/a-second"].admission_time == 1.0
+    # Kueue's admission wait, per admission from the creation or the last requeuing: a-first 0 s, b-first 0 s,
+    # a-second 0 s then 99 s (requeued at 101 s, a second after its eviction, admitted again at 200 s)
+    assert record.admission["mean_admission_wait"] == pytest.approx(99 / 4)
     preempted = [pod for pod in record.pods if pod.reason == "Preempted"]
     assert [(pod.pod, pod.end_time) for pod in preempted] == [("team-a/a-second-0", 100.0)]
     summary = summarize(record)
@@ -90,8 +93,8 @@ def test_pods_admitted_on_a_tainted_flavor_get_its_toleration_and_node_labels(sc
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_a_job_evicted_and_admitted_again_on_another_flavor_runs_with_that_flavors_labels_only(scheduler: str) -> None:
     """Team A's second Job borrows team B's on-demand quota, is evicted when team B reclaims it, and is admitted
-    again at once on spot: its new pod selects the spot nodes (not on-demand, whose label the first admission
-    added) and tolerates their taint."""
+    again on spot once requeued (a second after its eviction): its new pod selects the spot nodes (not on-demand,
+    whose label the first admission added) and tolerates their taint."""
     workload = load_workload(EXAMPLES / "kueue-flavor-readmit.yaml")
     sim = Simulation(workload, read_cluster(CLUSTERS / "kueue-spot.yaml"), owned(scheduler))
     record = sim.run()
@@ -100,7 +103,7 @@ def test_a_job_evicted_and_admitted_again_on_another_flavor_runs_with_that_flavo
     assert len(second) == 2, pods
     (_, first_node, _, first_end, first_reason), (_, node, created, end, reason) = second
     assert first_node.startswith("od-") and (first_end, first_reason) == (100.0, "Preempted")
-    assert node.startswith("spot-") and (created, end, reason) == (100.0, 400.0, "Completed")
+    assert node.startswith("spot-") and (created, end, reason) == (101.0, 401.0, "Completed")  # requeued 1 s after
     assert jobs_of(record)["team-b/b-first"] == (100.0, 200.0)
     assert sim.kueue is not None
     job = next(job for job in sim.cluster.book.jobs if job.wjob.id == "team-a/a-second")

@@ -18,7 +18,7 @@ from kubeflux.sim.workloads import (
 )
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import _mapped, map_to_cluster, pod_sizes
-from kubeflux.sim.workloads.model import PodTemplate
+from kubeflux.sim.workloads.model import PodTemplate, WrapperRef
 from tests.shared import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,6 +161,7 @@ def test_a_mapped_job_copies_every_field_but_its_pods_gang_and_verdict() -> None
         active_deadline_seconds=70.0,
         pod_failure_policy=PodFailurePolicy((PodFailureRule("Ignore", conditions=(("DisruptionTarget", "True"),)),)),
         queue_name="q",
+        app_wrapper=WrapperRef("ns/aw", 0, 1),
         user="u",
         profile="p",
     )

@@ -73,6 +73,7 @@ __all__ = [
     "read_taints",
     "read_tolerations",
     "resource_list",
+    "toleration_to_manifest",
 ]
 
 DEFAULT_SCHEDULER: Final = "default-scheduler"
@@ -203,6 +204,12 @@ def _check_effect(reader: ManifestReader, path: str, effect: str) -> None:
     """A taint's (or a non-empty toleration's) ``effect`` is one Kubernetes knows."""
     if effect not in _TAINT_EFFECTS:
         raise reader.fail(f"{path}.effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {effect!r}")
+
+
+def toleration_to_manifest(toleration: Toleration) -> dict[str, str]:
+    """A toleration as a pod spec lists it (empty fields left out)."""
+    t = toleration
+    return {k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect)) if v}
 
 
 def read_tolerations(reader: ManifestReader, at: str = "spec.tolerations") -> tuple[Toleration, ...]:
@@ -480,10 +487,7 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
     if pod.tolerations:
-        spec["tolerations"] = [
-            {k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect)) if v}
-            for t in pod.tolerations
-        ]
+        spec["tolerations"] = [toleration_to_manifest(t) for t in pod.tolerations]
     if pod.required_node_affinity:
         terms = []
         for term in pod.required_node_affinity:

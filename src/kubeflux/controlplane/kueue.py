@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -101,11 +102,26 @@ def start_kueue(plane: ControlPlane, *args: str) -> None:
     for items in ([namespace], [secret, *crds]):  # the namespace first: its Secret is refused before
         listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
         plane.kubectl("apply", "--server-side", "--field-manager=kubeflux-kueue", "-f", "-", input=listed)
-    plane.kubectl("wait", "--for=condition=established", "--timeout=60s", "crd", *_CONVERTED)
+    _wait_established(plane)
     folder = plane.folder / "kueue"
     certificates = folder / "certificates"
     certificates.mkdir(parents=True, exist_ok=True)
     plane.on_free_port(("kueue", "kueue-health"), lambda: _start(plane, found, folder, certificates, args))
+
+
+def _wait_established(plane: ControlPlane, seconds: float = 60.0) -> None:
+    """Wait until the API server has established the CRDs Kueue converts. ``kubectl wait`` fails at once, rather than
+    waiting, on a CRD whose status has no conditions yet (seen under load), so it is asked again until the time is up
+    (then its error is raised)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            plane.kubectl("wait", "--for=condition=established", f"--timeout={seconds:g}s", "crd", *_CONVERTED)
+            return
+        except ControlPlaneError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def _start(plane: ControlPlane, binary: Path, folder: Path, certificates: Path, args: tuple[str, ...]) -> None:

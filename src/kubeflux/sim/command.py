@@ -123,15 +123,18 @@ def merge_workloads(workloads: list[Workload]) -> Workload:
         priority_classes=list(classes.values()),
         budgets=list(budgets.values()),
         lifetimes=lifetimes,
-        kueue=_kueue_objects(workloads),
+        kueue=_kueue_objects(workloads, problems),
     )
 
 
-def _kueue_objects(workloads: list[Workload]) -> KueueObjects | None:
-    """The Kueue objects of every file (one cluster: an object of one name is the first file's); None without."""
+def _kueue_objects(workloads: list[Workload], problems: list[str]) -> KueueObjects | None:
+    """The Kueue objects of every file (one cluster: an object of one name is the first file's; one a later file
+    defines otherwise is a problem, named, as a PriorityClass's); None without."""
     merged = KueueObjects()
     for wl in workloads:
         if wl.kueue is not None:
+            for label in merged.conflicts(wl.kueue):
+                problems.append(f"{wl.name}: {label} differs from an earlier file's; the first is kept")
             merged = merged.merged(wl.kueue)
     return merged or None
 

@@ -119,10 +119,12 @@ def replayed(
     scheduler: str,
     clock: Clock,
     after: Callable[[ApiServer], None] | None = None,
+    serving: Callable[[ApiServer], None] | None = None,
     **server: Any,
 ) -> RunRecord:
     """The run of ``workload`` through the API on ``clock`` to its end (``cluster serve --until-done``), with fresh
-    schedulers; ``after`` looks at the served cluster once its run is done; ``server``: more of
+    schedulers; ``after`` looks at the served cluster once its run is done; ``serving`` does so while it still
+    serves (``cluster serve`` without ``--until-done``: its API answers requests); ``server``: more of
     :class:`ApiServer`'s settings."""
     schedulers, primary = schedulers_for(scheduler, workload)
     api = ApiServer(
@@ -133,11 +135,15 @@ def replayed(
         clock=clock,
         workload=workload,
         primary=primary,
-        until_done=True,
+        until_done=serving is None,
         **server,
     ).start()
     try:
-        assert api.join(timeout=900), "the replay never finished"
+        if serving is None:
+            assert api.join(timeout=900), "the replay never finished"
+        else:
+            eventually(lambda: api.replay is not None and api.replay.done, "the replay's end")
+            serving(api)
         assert api.replay is not None
         run = api.replay.run_record(scheduler, 0.0)
         if after is not None:

@@ -103,6 +103,15 @@ def serve_command(
         list[Path] | None,
         typer.Option("--workload", "-w", help="Replay a workload (any `simulate` format) at its submit times."),
     ] = None,
+    user_queues: Annotated[
+        str | None,
+        typer.Option(
+            "--user-queues",
+            metavar="QUEUE,…",
+            help="As simulate's: each trace job of the --workload in a Kueue LocalQueue by its user (user id mod the "
+            "number of queues), the LocalQueues from a --workload file, e.g. examples/workloads/kueue-tenants.yaml.",
+        ),
+    ] = None,
     primary: Annotated[
         str | None,
         typer.Option("--primary", help="schedulerName of replayed pods naming none (default: the first --scheduler)."),
@@ -181,7 +190,9 @@ def serve_command(
         raise typer.BadParameter(
             f"--no-controllers: unknown controller(s) {', '.join(unknown_controllers)}; known: {known}"
         )
-    replayed, cores, under_test = _replay_plan(workload, node_list, names, primary, budget)
+    if user_queues is not None and not workload:
+        raise typer.BadParameter("--user-queues puts a --workload's trace jobs in LocalQueues: give a --workload")
+    replayed, cores, under_test = _replay_plan(workload, node_list, names, primary, budget, user_queues)
     from kubeflux.sim.workloads.model import JobKind
 
     needed = sorted({"job", "garbagecollector"} & set(disabled))
@@ -308,10 +319,16 @@ def _feature_gates(text: str) -> dict[str, bool]:
 
 
 def _replay_plan(
-    workload: list[Path] | None, nodes: list[Node], names: list[str], primary: str | None, budget: int
+    workload: list[Path] | None,
+    nodes: list[Node],
+    names: list[str],
+    primary: str | None,
+    budget: int,
+    user_queues: str | None = None,
 ) -> tuple[Workload | None, list[Scheduler], str]:
     """The workload fitted to the nodes (as ``simulate`` reads and fits it, held to the memory ``budget`` as
-    ``simulate`` holds one run), the in-process schedulers (with a workload, as ``simulate`` runs them: the first
+    ``simulate`` holds one run; with ``user_queues``, its trace jobs in their users' LocalQueues, as ``simulate
+    --user-queues`` puts them), the in-process schedulers (with a workload, as ``simulate`` runs them: the first
     ``--scheduler``, plus one for each other ``schedulerName`` its pods name that kubeflux has), and the name of
     the scheduler under test."""
     from kubeflux.sim.baselines import create
@@ -324,8 +341,12 @@ def _replay_plan(
     if not workload:
         cores = [create(n) for n in names]
         return None, cores, primary or (cores[0].name if cores else "default-scheduler")
+    from kubeflux.sim.workloads.tenants import parse_queues, queues_by_user
+
     try:
         loaded = merge_workloads(load_files(workload, None, ReadBudget(budget)))
+        if user_queues is not None:
+            loaded = queues_by_user(loaded, parse_queues(user_queues))
         check_budget(loaded, nodes, names[:1] or ["default-scheduler"], budget)  # the replay is one run
         mapped = map_to_cluster(loaded, nodes)
     except (WorkloadError, ValueError) as exc:

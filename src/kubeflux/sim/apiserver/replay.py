@@ -46,6 +46,7 @@ from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
 from kubeflux.sim.apiserver.kubelet import SimulatedKubelet, record_event
+from kubeflux.sim.apiserver.kueue import KueueReplay, served_objects
 from kubeflux.sim.apiserver.store import Store, clone
 from kubeflux.sim.apiserver.watch import WatchEvent
 from kubeflux.sim.clock import Callback, Priority
@@ -65,6 +66,7 @@ from kubeflux.sim.pods import SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION
 from kubeflux.sim.workloads.model import JobKind, Workload, WorkloadJob
+from kubeflux.sim.workloads.tenants import default_local_queues
 
 __all__ = ["WorkloadReplay"]
 
@@ -112,6 +114,7 @@ class WorkloadReplay:
         classes = registry.find("scheduling.k8s.io", "v1", "priorityclasses")
         assert pods is not None and jobs is not None and groups is not None and classes is not None
         self.classes_resource = classes
+        workload = default_local_queues(workload)  # Kueue's default LocalQueue takes a namespace's Jobs, as simulate's
         self.store, self.workload = store, workload
         self.pods_resource, self.jobs_resource, self.groups_resource = pods, jobs, groups
         self.kubelet = kubelet
@@ -141,12 +144,31 @@ class WorkloadReplay:
         self._jobs_follower = Follower(store, loop, [(jobs, self._job_event)])
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
+        self._create_namespaces()
         self._create_policies(clock, loop)
+        self.kueue: KueueReplay | None = None
+        """Kueue, when the workload has its objects (:mod:`kubeflux.sim.apiserver.kueue`)."""
+        if workload.kueue:
+            objects = served_objects(store, workload.kueue, self.problems)
+            self.kueue = KueueReplay(self, objects, self.loop, self.origin)
         self._arrivals = len(order)
         for wjob in order:
             clock.call_later(loop, wjob.submit_time - self._first, Priority.ARRIVAL, self._arrive, wjob)
         if not order:
             loop.call_soon(self._check_done)
+
+    def _create_namespaces(self) -> None:
+        """The namespaces the workload's jobs and LocalQueues name, created before anything else when the served
+        cluster has none of that name (``simulate`` needs none; a real cluster refuses objects in a namespace that
+        does not exist, so a user creates them first)."""
+        resource = self.store.registry.find("", "v1", "namespaces")
+        assert resource is not None
+        names = {wjob.namespace for wjob in self.workload.jobs}
+        if self.workload.kueue:
+            names.update(local.namespace for local in self.workload.kueue.local_queues.values())
+        for name in sorted(names):
+            if self.store.get_object(resource.collection, "", name) is None:
+                self._create_policy(resource, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def _create_policies(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         """The workload's PriorityClasses and PodDisruptionBudgets, created before its first job (they are in the
@@ -217,6 +239,18 @@ class WorkloadReplay:
         deletes it (:meth:`SimulatedKubelet.delete_pod`)."""
         self.kubelet.delete_pod(key, reason)
 
+    def resume_job(self, job: SimJob) -> None:
+        """Kueue unsuspended the held Job ``job``: its controller makes its pods."""
+        self.job_controller.start(job)
+        self._job_status(job)
+
+    def suspended(self, job: SimJob) -> None:
+        """Kueue suspended the Job ``job`` again: its status says so."""
+        self._job_status(job)
+
+    def job_uid(self, job: SimJob) -> str:
+        return self._job_uids.get(job.index, "")
+
     def finish_job(self, job: SimJob) -> None:
         """``job`` ended: it leaves the queue figures; a ``batch/v1`` Job gets its final status."""
         self.cluster.book.finish_job(job)
@@ -254,19 +288,26 @@ class WorkloadReplay:
         if job.rejected_reason:
             self._check_done()
             return
-        if wjob.min_member > 0 and not self._create_group(job):
-            return
+        kueue = self.kueue if wjob.queue_name else None  # held: a suspended Job, gated pods (KueueReplay.dress)
+        if wjob.min_member > 0 and kueue is None and not self.create_group(job):
+            return  # (a held job's PodGroup is made on admission, as simulate makes it: KueueReplay.admitted)
         if wjob.kind is JobKind.JOB:
             if self._create_job(job):
-                self.job_controller.start(job)
-                self._job_status(job)
+                if kueue is not None:
+                    kueue.hold(job)
+                else:
+                    self.resume_job(job)
         else:
-            for template, timing in zip(wjob.pods, job.timings, strict=True):
-                self.create_pod(job, timing, template.name)
+            if kueue is None or wjob.kind is not JobKind.TRACE:  # a held trace job's pods are made on admission
+                for template, timing in zip(wjob.pods, job.timings, strict=True):
+                    self.create_pod(job, timing, template.name)
+            if kueue is not None and not job.rejected_reason:
+                kueue.hold(job)
         if job.created == 0 and job.finish is None:
             self._check_done()
 
-    def _create_group(self, job: SimJob) -> bool:
+    def create_group(self, job: SimJob) -> bool:
+        """Create ``job``'s PodGroup now; False when refused (the job is rejected)."""
         wjob = job.wjob
         spec: Object = {"minMember": wjob.min_member}
         if wjob.schedule_timeout_seconds is not None:
@@ -289,7 +330,11 @@ class WorkloadReplay:
         }
         if wjob.active_deadline_seconds is not None:
             spec["activeDeadlineSeconds"] = math.ceil(wjob.active_deadline_seconds)
-        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": wjob.name}, "spec": spec}
+        metadata: Object = {"name": wjob.name}
+        if self.kueue is not None and wjob.queue_name:  # as Kueue's webhook leaves it: labelled, suspended
+            metadata["labels"] = self.kueue.job_labels(job)
+            spec["suspend"] = True
+        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
         try:
             self._priority_class(pod_spec)
         except ApiError as exc:
@@ -348,6 +393,8 @@ class WorkloadReplay:
         spec = clone(template.manifest["spec"]) if template.manifest else _spec_of(name, timing)
         spec["schedulerName"] = timing.scheduler_name
         spec.pop("nodeName", None)
+        if self.kueue is not None:
+            self.kueue.dress(job, spec)
         walltime = timing.walltime_kill
         if walltime is not None and (sp.run_time is None or sp.run_time > walltime):
             spec["activeDeadlineSeconds"] = max(1, math.ceil(walltime))
@@ -374,7 +421,10 @@ class WorkloadReplay:
             return
         now = self.store.now()
         status: Object = {**(current.get("status") or {}), "active": job.active}
-        status.setdefault("startTime", now)
+        if job.held and job.finish is None:  # suspended by Kueue: its start time is reset, as the controller does
+            status.pop("startTime", None)
+        else:
+            status.setdefault("startTime", now)
         status.update(succeeded=job.succeeded, failed=job.failed, terminating=0)
         if wjob.indexed:
             status["completedIndexes"] = completed_indexes(job.indexes_done)
@@ -474,7 +524,7 @@ class WorkloadReplay:
             pod.compute_time = _since(pod.compute_time, origin)
             pod.end_time = _since(pod.end_time, origin)
         usage = cluster.usage
-        return RunRecord(
+        record = RunRecord(
             scheduler=label,
             workload_name=self.workload.name,
             jobs=jobs,
@@ -484,7 +534,7 @@ class WorkloadReplay:
             events=cluster.events_emitted,
             utilization_series=[(at - origin, value) for at, value in usage.cores_series],
             queue_series=[(at - origin, value) for at, value in cluster.queue_series],
-            problems=self.problems + cluster.problems,
+            problems=self.problems + cluster.problems + (self.kueue.problems if self.kueue is not None else []),
             pods=pods,
             resources=layout,
             idle_series=[(at - origin, value) for at, value in usage.idle_series],
@@ -494,6 +544,10 @@ class WorkloadReplay:
             },
             stopped=self.stopped,
         )
+        if self.kueue is not None:  # the admission figures, each Kueue job's row found by its index in the book
+            rows = {job.index: row for job, row in zip(self.jobs, record.jobs, strict=True)}
+            self.kueue.layer.finish_record(record, rows)
+        return record
 
 
 def _since(at: float | None, origin: float) -> float | None:

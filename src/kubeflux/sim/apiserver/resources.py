@@ -1,6 +1,7 @@
 """The resources kubeflux serves (see :mod:`kubeflux.sim.apiserver.registry`): one :class:`ResourceType` each,
 with its strategy from the modules by concern (:mod:`.core_strategies`, :mod:`.batch_strategies`,
-:mod:`.apps_strategies`, :mod:`.cluster_strategies`, :mod:`.event_strategies`, :mod:`.data_strategies`)."""
+:mod:`.apps_strategies`, :mod:`.cluster_strategies`, :mod:`.event_strategies`, :mod:`.data_strategies`,
+:mod:`.kueue_resources`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from kubeflux.sim.apiserver.event_strategies import (
     core_event_from_v1,
     event_v1_from_core,
 )
+from kubeflux.sim.apiserver.kueue_resources import kueue_resources
 from kubeflux.sim.apiserver.quota_strategy import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
 
@@ -142,6 +144,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
             ResourceType("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, WorkloadStrategy()),
         ]
     resources += _controllers_objects()
+    resources += kueue_resources()
     resources += review_resources()
     resources += authentication_resources()
     resources.extend(

@@ -242,6 +242,16 @@ def _quota_column(limits: bool) -> Callable[[Object, float], str]:
     return cell
 
 
+def _condition(kind: str) -> Callable[[Object, float], str]:
+    """The status of the object's condition ``kind`` (a CRD's ``.status.conditions[?(@.type=='<kind>')].status``)."""
+
+    def cell(obj: Object, now: float) -> str:
+        found = [c for c in (obj.get("status") or {}).get("conditions") or () if c.get("type") == kind]
+        return str(found[0].get("status", "")) if found else ""
+
+    return cell
+
+
 def _columns(*specs: str) -> list[Column]:
     """Columns of the empty collections, by name (``Name:type:priority``): their cells are never asked for."""
     built: list[Column] = []
@@ -360,6 +370,28 @@ COLUMNS: dict[str, list[Column]] = {
     "storage.k8s.io/volumeattachments": _columns(
         "Name:string:0", "Attacher:string:0", "PV:string:0", "Node:string:0", "Attached:boolean:0", "Age:string:0"
     ),
+    # a CRD's printer columns, as Kueue v0.17's declare them (no Age unless declared)
+    "kueue.x-k8s.io/clusterqueues": [
+        _NAME,
+        ("Cohort", "string", 0, _path("spec", "cohort", default="")),
+        ("Strategy", "string", 1, _path("spec", "queueingStrategy", default="")),
+        ("Pending Workloads", "integer", 0, _path("status", "pendingWorkloads", default="")),
+        ("Admitted Workloads", "integer", 1, _path("status", "admittedWorkloads", default="")),
+    ],
+    "kueue.x-k8s.io/localqueues": [
+        _NAME,
+        ("ClusterQueue", "string", 0, _path("spec", "clusterQueue", default="")),
+        ("Pending Workloads", "integer", 0, _path("status", "pendingWorkloads", default="")),
+        ("Admitted Workloads", "integer", 0, _path("status", "admittedWorkloads", default="")),
+    ],
+    "kueue.x-k8s.io/workloads": [
+        _NAME,
+        ("Queue", "string", 0, _path("spec", "queueName", default="")),
+        ("Reserved in", "string", 0, _path("status", "admission", "clusterQueue", default="")),
+        ("Admitted", "string", 0, _condition("Admitted")),
+        ("Finished", "string", 0, _condition("Finished")),
+        _AGE,
+    ],
     "resource.k8s.io/resourceclaims": _columns("Name:string:0", "State:string:0", "Age:string:0"),
     "resource.k8s.io/resourceslices": _columns(
         "Name:string:0", "Node:string:0", "Driver:string:0", "Pool:string:0", "Age:string:0"

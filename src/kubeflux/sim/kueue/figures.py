@@ -1,12 +1,16 @@
-"""The admission layer's figures for the summary: admission wait (a workload's creation → its first admission,
-Kueue's ``admission wait``), quota use and borrowed share per ClusterQueue over time, preemptions for quota.
+"""The admission layer's figures for the summary: admission wait (as Kueue's ``admission_wait_time_seconds``
+observes it: each admission's wait from the workload's creation or its last requeuing after an eviction), quota use
+and borrowed share per ClusterQueue over time, preemptions for quota. (``jobs.csv``'s ``admission_wait`` is each
+job's wait for its first admission, from its submission.)
 
-Keys (only in a run with Kueue objects): ``admitted_jobs``, ``mean_admission_wait`` (over them),
+Keys (only in a run with Kueue objects): ``admitted_jobs``, ``mean_admission_wait`` (over their admissions),
 ``never_admitted``, ``quota_preemptions`` (evictions), with ``waitForPodsReady`` ``pods_ready_timeouts`` (evictions
-for pods not ready in time); per ClusterQueue ``admitted_jobs[<cq>]``,
+for pods not ready in time), with fair sharing ``fair_sharing_preemptions`` (those of ``quota_preemptions`` that
+fair sharing made in another ClusterQueue); per ClusterQueue ``admitted_jobs[<cq>]``,
 ``mean_admission_wait[<cq>]``, ``quota_preemptions[<cq>]`` (its workloads evicted), and per resource it has a
 nominal quota for, summed over its flavors, ``quota_use[<cq>:<resource>]`` (mean usage over [0, last finish] /
-nominal quota) and ``borrowed_share[<cq>:<resource>]`` (the part of its usage above its nominal quota, per flavor,
+nominal quota; absent for a nominal quota of 0, a queue that only borrows) and
+``borrowed_share[<cq>:<resource>]`` (the part of its usage above its nominal quota, per flavor,
 over its usage, both integrated over time).
 """
 
@@ -90,22 +94,24 @@ def kueue_figures(admitter: Admitter, series: UsageSeries, end: float) -> Figure
     admitted = [wl for wl in workloads if wl.first_admitted is not None]
     figures: Figures = {
         "admitted_jobs": len(admitted),
-        "mean_admission_wait": _mean([(wl.first_admitted or 0.0) - wl.created for wl in admitted]),
+        "mean_admission_wait": _mean([wait for wl in admitted for wait in wl.waits]),
         "never_admitted": len(workloads) - len(admitted),
         "quota_preemptions": sum(wl.evictions for wl in workloads),
     }
     if admitter.objects.wait_for_pods_ready is not None:
         figures["pods_ready_timeouts"] = sum(wl.timeouts + wl.deactivated for wl in workloads)
+    if admitter.objects.fair_sharing is not None:
+        figures["fair_sharing_preemptions"] = admitter.fair_evictions
     for name in admitter.objects.cluster_queues:
         mine = [wl for wl in admitted if wl.cluster_queue == name]
         figures[f"admitted_jobs[{name}]"] = len(mine)
-        figures[f"mean_admission_wait[{name}]"] = _mean([(wl.first_admitted or 0.0) - wl.created for wl in mine])
+        figures[f"mean_admission_wait[{name}]"] = _mean([wait for wl in mine for wait in wl.waits])
         figures[f"quota_preemptions[{name}]"] = sum(wl.evictions for wl in workloads if wl.cluster_queue == name)
         used, borrowed = series.integrals(name, end)
         for resource, nominal in series.nominal[name].items():
             area = used.get(resource, 0.0)
-            capacity = nominal * end
-            figures[f"quota_use[{name}:{resource}]"] = round(area / capacity, 6) if capacity > 0 else 0.0
+            if nominal > 0:
+                figures[f"quota_use[{name}:{resource}]"] = round(area / (nominal * end), 6) if end > 0 else 0.0
             figures[f"borrowed_share[{name}:{resource}]"] = (
                 round(borrowed.get(resource, 0.0) / area, 6) if area > 0 else 0.0
             )

@@ -1,37 +1,45 @@
-"""Preemption for quota, as Kueue's ``preemption`` package chooses victims for a workload that does not fit.
+"""Preemption for quota, as Kueue's ``preemption`` package chooses victims for a workload that does not fit
+(its classical algorithm, ``preemption.go`` and ``classical/``, in a flat cohort).
 
-Candidates, among the admitted workloads that use a flavor-resource the preemptor needs:
+Candidates, among the admitted workloads that use a flavor-resource the preemptor needs preempted:
 
 * ``withinClusterQueue``: in its own ClusterQueue, those of lower priority (``LowerPriority``), or also those of
   equal priority queued later (``LowerOrNewerEqualPriority``; Kueue compares the queue-order timestamps, its
   creation or, for a workload evicted since, its eviction);
-* ``reclaimWithinCohort``: in the other ClusterQueues of its cohort that borrow, those of lower priority
-  (``LowerPriority``) or any (``Any``) — only when the preemptor's ClusterQueue stays within its nominal quota
-  once it is admitted (it reclaims what it lent; it may not borrow by preempting).
+* ``reclaimWithinCohort``: in the other ClusterQueues of its cohort that use more than their nominal quota of such a
+  flavor-resource, those of lower priority (``LowerPriority``) or any (``Any``). When the preemptor fits its own
+  queue's nominal quota (Kueue's hierarchical advantage) they may be preempted even if it then borrows; else only
+  when it ends within its nominal quota (``borrowWithinCohort`` is not modelled: refused when read).
 
-They are tried in Kueue's order: other ClusterQueues' first, then lower priority first, then the most recently
-admitted first; each is removed (an other ClusterQueue's only while that queue still borrows) until the preemptor
-fits, then those not needed are put back (the last removed kept): a minimal set. When the candidates come from its
-cohort, the preemptor must fit without borrowing. None: it waits.
+They are tried in Kueue's order (``CandidatesOrdering``): those already being evicted first, then other
+ClusterQueues' before its own, then lower priority first, then the most recently admitted first. Each is removed
+(an other ClusterQueue's only while that queue still uses more than its nominal quota) until the preemptor fits,
+then those not needed are put back (in reverse, the last removed kept): a minimal set. Kueue makes up to two
+attempts (``classicalPreemptions``): letting the preemptor borrow or not. Without borrowing first when its queue
+uses less than its nominal quota and no candidate has the hierarchical advantage (the other queues' candidates are
+allowed then); with borrowing first when some have it; only with borrowing when no other queue has candidates or its
+queue is at or above its nominal quota. None: it waits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from kubeflux.sim.kueue.flavors import Assignment
 from kubeflux.sim.kueue.objects import ClusterQueue, ReclaimWithinCohort, WithinClusterQueue
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
 
 
-def _candidates(
+def preemption_candidates(
     book: QuotaBook,
     admitted: Iterable[QueuedWorkload],
     cq: ClusterQueue,
     wl: QueuedWorkload,
-    needed: set[FlavorResource],
+    needed: Collection[FlavorResource],
+    evicting: Collection[int] = (),
 ) -> list[QueuedWorkload]:
+    """The admitted workloads ``wl`` may preempt in ``cq`` (module docstring), in Kueue's order; ``needed``: the
+    flavor-resources it needs preempted; ``evicting``: the refs of the workloads being evicted already."""
     within, reclaim = cq.within_cluster_queue, cq.reclaim_within_cohort
     cohort = book.cohort_of.get(cq.name, "")
     lenders: set[str] = set()
@@ -57,62 +65,94 @@ def _candidates(
                 continue
         elif queue not in lenders or not (reclaim is ReclaimWithinCohort.ANY or other.priority < wl.priority):
             continue
-        usage = other.assignment.usage if other.assignment is not None else {}
-        if needed.intersection(usage):
+        if any(fr in needed for fr in usage_of(other)):
             found.append(other)
-    found.sort(key=lambda o: (o.cluster_queue == cq.name, o.priority, -(o.admitted_at or 0.0), -o.seq))
+    found.sort(
+        key=lambda o: (o.ref not in evicting, o.cluster_queue == cq.name, o.priority, -(o.admitted_at or 0.0), -o.seq)
+    )
     return found
 
 
 def victims(
-    book: QuotaBook, admitted: Iterable[QueuedWorkload], cq: ClusterQueue, wl: QueuedWorkload, assignment: Assignment
-) -> list[tuple[QueuedWorkload, str]]:
-    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``assignment`` (module docstring),
-    each with the message of its eviction; empty when no set of candidates makes room. ``book`` is left as it was."""
-    usage = assignment.usage
-    needed = set(usage)
-    if cq.within_cluster_queue is WithinClusterQueue.NEVER and book.would_borrow(cq.name, usage):
-        return []  # reclaiming only, and it would borrow: no candidate may be preempted for it
-    candidates = _candidates(book, admitted, cq, wl, needed)
+    book: QuotaBook,
+    admitted: Iterable[QueuedWorkload],
+    cq: ClusterQueue,
+    wl: QueuedWorkload,
+    usage: dict[FlavorResource, int],
+    needed: Collection[FlavorResource],
+    evicting: Collection[int] = (),
+) -> list[QueuedWorkload]:
+    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``usage``, ``needed`` being the
+    flavor-resources it needs preempted (module docstring); empty when no set of candidates makes room. ``book`` is
+    left as it was."""
+    candidates = preemption_candidates(book, admitted, cq, wl, needed, evicting)
     if not candidates:
         return []
-    cross = any(c.cluster_queue != cq.name for c in candidates)
-    if cross and book.would_borrow(cq.name, usage):
-        candidates = [c for c in candidates if c.cluster_queue == cq.name]  # no reclaiming in order to borrow
-        cross = False
-    borrow = not cross
-    removed: list[QueuedWorkload] = []
-    fits = False
-    for candidate in candidates:
-        if candidate.cluster_queue != cq.name and not any(book.borrowing(candidate.cluster_queue, fr) for fr in needed):
-            continue
-        book.add(candidate.cluster_queue, _usage(candidate), -1)
-        removed.append(candidate)
-        if book.fits(cq.name, usage, borrow):
-            fits = True
-            break
-    if fits:
-        for candidate in reversed(removed[:-1]):
-            book.add(candidate.cluster_queue, _usage(candidate))
-            if book.fits(cq.name, usage, borrow):
-                removed.remove(candidate)
-            else:
-                book.add(candidate.cluster_queue, _usage(candidate), -1)
-    for candidate in removed:
-        book.add(candidate.cluster_queue, _usage(candidate))
-    if not fits:
-        return []
-    return [(victim, _message(victim, wl, cq)) for victim in removed]
+    used = book.usage[cq.name]
+    advantage = all(used.get(fr, 0) + amount <= book.nominal(cq.name, fr) for fr, amount in usage.items())
+    others = any(c.cluster_queue != cq.name for c in candidates)
+    under = all(used.get(fr, 0) < book.nominal(cq.name, fr) for fr in needed)
+    if not others or (not advantage and not under):
+        attempts: tuple[bool, ...] = (True,)
+    elif not advantage:
+        attempts = (False, True)
+    else:
+        attempts = (True, False)
+    for borrow in attempts:
+        removed: list[QueuedWorkload] = []
+        fits = False
+        for candidate in candidates:
+            if candidate.cluster_queue != cq.name:
+                if borrow and not advantage:
+                    continue  # reclaiming only while the preemptor ends within its nominal quota
+                if not any(book.borrowing(candidate.cluster_queue, fr) for fr in needed):
+                    continue
+            book.add(candidate.cluster_queue, usage_of(candidate), -1)
+            removed.append(candidate)
+            if _fits(book, cq.name, usage, borrow):
+                fits = True
+                break
+        if fits:
+            minimize(book, cq.name, usage, removed, borrow)
+        for candidate in removed:
+            book.add(candidate.cluster_queue, usage_of(candidate))
+        if fits:
+            return removed
+    return []
 
 
-def _usage(wl: QueuedWorkload) -> dict[tuple[str, str], int]:
+def _fits(book: QuotaBook, cq: str, usage: dict[FlavorResource, int], borrow: bool) -> bool:
+    """Kueue's ``workloadFits``: ``usage`` fits what ``cq`` may use, and (without ``borrow``) its nominal quota."""
+    return book.fits(cq, usage) and (borrow or not book.would_borrow(cq, usage))
+
+
+def minimize(
+    book: QuotaBook, cq: str, usage: dict[FlavorResource, int], removed: list[QueuedWorkload], borrow: bool = True
+) -> None:
+    """Put back into ``book`` the workloads of ``removed`` (their usage taken out of it, the last one's needed) that
+    the preemptor of ``usage`` in ``cq`` does not need to fit (``borrow``: borrowing if need be): in reverse, each one
+    that it still fits beside leaves ``removed``. Kueue's last step of both preemption algorithms."""
+    for candidate in reversed(removed[:-1]):
+        book.add(candidate.cluster_queue, usage_of(candidate))
+        if _fits(book, cq, usage, borrow):
+            removed.remove(candidate)
+        else:
+            book.add(candidate.cluster_queue, usage_of(candidate), -1)
+
+
+def usage_of(wl: QueuedWorkload) -> dict[tuple[str, str], int]:
     return wl.assignment.usage if wl.assignment is not None else {}
 
 
-def _message(victim: QueuedWorkload, preemptor: QueuedWorkload, cq: ClusterQueue) -> str:
-    """Kueue's eviction message (``Preempted to accommodate a workload (UID: …) due to …``)."""
-    why = "prioritization in the ClusterQueue" if victim.cluster_queue == cq.name else "reclamation within the cohort"
+def message(victim: QueuedWorkload, preemptor: QueuedWorkload, cq: ClusterQueue, cohort_why: str = "") -> str:
+    """Kueue's eviction message (``Preempted to accommodate a workload (…) due to …``); ``cohort_why``: the
+    reason of one from another ClusterQueue (reclamation within the cohort by default)."""
+    why = (
+        "prioritization in the ClusterQueue"
+        if victim.cluster_queue == cq.name
+        else cohort_why or "reclamation within the cohort"
+    )
     return f"Preempted to accommodate a workload ({preemptor.key}) due to {why}"
 
 
-__all__ = ["victims"]
+__all__ = ["message", "minimize", "preemption_candidates", "usage_of", "victims"]

@@ -9,10 +9,16 @@ part, plus what is left in the pool, but no more than its nominal quota plus its
 ``available(cq, fr)`` = ``max(0, guaranteed − usage)`` + ``min(pool capacity − pool usage, nominal − guaranteed −
 max(0, usage − guaranteed) + borrowingLimit)``, the pool's usage being each member's usage beyond its guaranteed
 part.
+
+With fair sharing, a ClusterQueue's *share* (:meth:`QuotaBook.share`) is Kueue's weighted dominant resource share
+(``pkg/cache``'s ``dominantResourceShare``): per resource, what it uses above its nominal quota summed over flavors,
+× 1000 / what its cohort lends of that resource (each member's nominal − guaranteed, summed over flavors), the largest
+of these, divided by its weight; 0 when it borrows nothing (or has no cohort), infinite when it borrows at weight 0.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 from kubeflux.sim.kueue.objects import ClusterQueue, ResourceQuota
@@ -36,9 +42,19 @@ class QuotaBook:
             if cq.cohort:
                 self.cohort_of[cq.name] = cq.cohort
                 self.members.setdefault(cq.cohort, []).append(cq.name)
+        self.lendable: dict[str, dict[str, int]] = {}
+        """Per cohort, per resource, what its members lend in all (nominal − guaranteed, over every flavor)."""
+        for cohort, members in self.members.items():
+            lent = self.lendable[cohort] = {}
+            for member in members:
+                for (_flavor, resource), quota in self.quotas[member].items():
+                    lent[resource] = lent.get(resource, 0) + quota.nominal - quota.guaranteed
 
     def _quota(self, cq: str, fr: FlavorResource) -> ResourceQuota:
         return self.quotas[cq].get(fr) or _NONE
+
+    def nominal(self, cq: str, fr: FlavorResource) -> int:
+        return self._quota(cq, fr).nominal
 
     def pool(self, cohort: str, fr: FlavorResource) -> int:
         """What the cohort's members lend of ``fr`` and is not used: capacity − usage of the pool."""
@@ -97,6 +113,28 @@ class QuotaBook:
         )
         most = quota.nominal + others
         return most if quota.borrowing_limit is None else min(most, quota.nominal + quota.borrowing_limit)
+
+    def share(self, cq: str, weight: float, extra: Mapping[FlavorResource, int] | None = None) -> float:
+        """Kueue's weighted dominant resource share of ``cq`` (module docstring), with ``extra`` added to its usage
+        (a workload it would admit)."""
+        cohort = self.cohort_of.get(cq)
+        if cohort is None:
+            return 0.0
+        usage = self.usage[cq]
+        borrowed: dict[str, int] = {}
+        for fr, quota in self.quotas[cq].items():
+            over = usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota.nominal
+            if over > 0:
+                borrowed[fr[1]] = borrowed.get(fr[1], 0) + over
+        if not borrowed:
+            return 0.0
+        if weight == 0:
+            return math.inf
+        lendable = self.lendable[cohort]
+        ratio = max(
+            (amount * 1000 / lendable[r] for r, amount in borrowed.items() if lendable.get(r, 0) > 0), default=0.0
+        )
+        return ratio / weight
 
 
 _NONE = ResourceQuota(0)

@@ -1,6 +1,7 @@
 """Reading Kueue's objects from a workload file: ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` of
 ``kueue.x-k8s.io/v1beta1``, held to the checks of Kueue's webhooks, and Kueue's own ``Configuration``
-(``config.kueue.x-k8s.io/v1beta1``) for its ``waitForPodsReady``.
+(``config.kueue.x-k8s.io/v1beta1``) for its ``waitForPodsReady`` and ``fairSharing``. A ``Cohort`` (hierarchical
+cohorts) is refused as not modelled.
 
 Each refusal raises :class:`~kubeflux.apiobjects.manifests.ManifestError` naming the object and the field
 (``ClusterQueue team-a: spec.resourceGroups[0].flavors[0].resources[1].name: must be memory (the covered
@@ -17,13 +18,16 @@ from typing import Any, Final
 
 from kubeflux.apiobjects.manifests import ManifestError, object_reader, read_taints, read_tolerations
 from kubeflux.apiobjects.podterms import label_selector
-from kubeflux.apiobjects.quantity import QuantityError, canonical_value
-from kubeflux.apiobjects.rules import MAX_INT32, dns_label_problem, dns_subdomain_problem
+from kubeflux.apiobjects.quantity import QuantityError, canonical_value, parse_quantity
+from kubeflux.apiobjects.rules import MAX_INT32, MAX_INT64, dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.units import DurationError, parse_duration
 from kubeflux.sim.kueue.objects import (
     API_VERSION,
+    FAIR_SHARING_STRATEGY_LISTS,
     QUEUE_NAME_LABEL,
     ClusterQueue,
+    FairSharing,
+    FairSharingStrategy,
     KueueObjects,
     LocalQueue,
     QueueingStrategy,
@@ -36,7 +40,7 @@ from kubeflux.sim.kueue.objects import (
     WithinClusterQueue,
 )
 
-KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Configuration")
+KUEUE_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Configuration", "Cohort")
 CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta1"
 """The API of Kueue's own ``Configuration`` (the manager's file; a workload file may hold one for its
 ``waitForPodsReady``)."""
@@ -96,7 +100,16 @@ class _Fields:
             raise self.fail(path, f"not a quantity: {exc}") from None
         if amount < 0:
             raise self.fail(path, f"must be greater than or equal to 0, got {value!r}")
+        if amount > MAX_INT64:
+            raise self.fail(path, f"too large: Kueue holds quotas as 64-bit integers, got {value!r}")
         return amount
+
+    def known(self, path: str, given: Mapping[str, Any], fields: tuple[str, ...]) -> None:
+        """Refuse a field of ``given`` (at ``path``) that is none of ``fields``, as the API server's strict field
+        validation (kubectl's default) refuses an unknown one (a typo)."""
+        for key in given:
+            if key not in fields:
+                raise self.fail(f"{path}.{key}" if path else str(key), "unknown field")
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -127,10 +140,24 @@ def _name(fields: _Fields, obj: Mapping[str, Any], dns_label: bool = False) -> s
     return name
 
 
+TOP_FIELDS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
+NOT_MODELLED: Final = "not modelled (the simulator would admit otherwise than Kueue)"
+
+
+def _not_modelled(fields: _Fields, path: str, value: Any, *, default: tuple[str, ...] = ()) -> None:
+    """Refuse a field that changes what Kueue admits and that the simulator does not model, unless it is absent or
+    one of ``default`` (what Kueue does without it)."""
+    if value is not None and value not in default and value not in ([], {}):
+        raise fields.fail(path, f"{NOT_MODELLED}, got {value!r}")
+
+
 def read_flavor(obj: Mapping[str, Any]) -> ResourceFlavor:
     fields = _Fields(label_of(obj))
     name = _name(fields, obj)
+    fields.known("", obj, TOP_FIELDS)
     spec = fields.mapping("spec", obj.get("spec"))
+    fields.known("spec", spec, ("nodeLabels", "nodeTaints", "tolerations", "topologyName"))
+    _not_modelled(fields, "spec.topologyName", spec.get("topologyName"))
     manifest = object_reader("ResourceFlavor", obj)
     labels = fields.strings("spec.nodeLabels", spec.get("nodeLabels"))
     return ResourceFlavor(name, labels, read_taints(manifest, "spec.nodeTaints"), read_tolerations(manifest))
@@ -138,6 +165,7 @@ def read_flavor(obj: Mapping[str, Any]) -> ResourceFlavor:
 
 def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
     group = fields.mapping(path, item, required=True)
+    fields.known(path, group, ("coveredResources", "flavors"))
     covered = [fields.text(p, v) for p, v in fields.items(f"{path}.coveredResources", group.get("coveredResources"))]
     if not covered or len(covered) > MAX_ITEMS:
         raise fields.fail(f"{path}.coveredResources", f"must list 1 to {MAX_ITEMS} resources, got {len(covered)}")
@@ -147,6 +175,7 @@ def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
         raise fields.fail(f"{path}.flavors", f"must list 1 to {MAX_ITEMS} flavors, got {len(items)}")
     for where, raw in items:
         flavor = fields.mapping(where, raw, required=True)
+        fields.known(where, flavor, ("name", "resources"))
         name = fields.text(f"{where}.name", flavor.get("name"))
         if not name:
             raise fields.fail(f"{where}.name", "required")
@@ -157,6 +186,7 @@ def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
         quotas: dict[str, ResourceQuota] = {}
         for (at, res), expected in zip(resources, covered, strict=True):
             res = fields.mapping(at, res, required=True)
+            fields.known(at, res, ("name", "nominalQuota", "borrowingLimit", "lendingLimit"))
             resource = fields.text(f"{at}.name", res.get("name"))
             if resource != expected:
                 wanted = f"{expected} (the covered resources in order)"
@@ -178,10 +208,37 @@ def _group(fields: _Fields, path: str, item: Any, cohort: str) -> ResourceGroup:
     return ResourceGroup(tuple(covered), tuple(flavors))
 
 
+CLUSTER_QUEUE_FIELDS: Final = (
+    "resourceGroups",
+    "cohort",
+    "queueingStrategy",
+    "namespaceSelector",
+    "preemption",
+    "fairSharing",
+    "flavorFungibility",
+    "stopPolicy",
+    "admissionChecks",
+    "admissionChecksStrategy",
+    "admissionScope",
+)
+"""The fields of a ClusterQueue's ``spec`` (``kueue.x-k8s.io/v1beta1``); those that change admission and are not
+modelled are refused unless they say what Kueue does without them."""
+
+
 def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
     fields = _Fields(label_of(obj))
     name = _name(fields, obj)
+    fields.known("", obj, TOP_FIELDS)
     spec = fields.mapping("spec", obj.get("spec"), required=True)
+    fields.known("spec", spec, CLUSTER_QUEUE_FIELDS)
+    _not_modelled(fields, "spec.stopPolicy", spec.get("stopPolicy"), default=("None",))
+    _not_modelled(fields, "spec.admissionChecks", spec.get("admissionChecks"))
+    _not_modelled(fields, "spec.admissionChecksStrategy", spec.get("admissionChecksStrategy"))
+    _not_modelled(fields, "spec.admissionScope", spec.get("admissionScope"))
+    fungibility = fields.mapping("spec.flavorFungibility", spec.get("flavorFungibility"))
+    for key, default in (("whenCanBorrow", ("Borrow", "MayStopSearch")), ("whenCanPreempt", ("TryNextFlavor",))):
+        _not_modelled(fields, f"spec.flavorFungibility.{key}", fungibility.get(key), default=default)
+    fields.known("spec.flavorFungibility", fungibility, ("whenCanBorrow", "whenCanPreempt"))
     cohort = fields.text("spec.cohort", spec.get("cohort"))
     if cohort and (problem := dns_label_problem(cohort)) is not None:
         raise fields.fail("spec.cohort", f"{cohort!r}: {problem}")
@@ -205,6 +262,9 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
         QueueingStrategy.BEST_EFFORT_FIFO,
     )
     preemption = fields.mapping("spec.preemption", spec.get("preemption"))
+    fields.known("spec.preemption", preemption, ("withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"))
+    borrow = fields.mapping("spec.preemption.borrowWithinCohort", preemption.get("borrowWithinCohort"))
+    _not_modelled(fields, "spec.preemption.borrowWithinCohort.policy", borrow.get("policy"), default=("Never",))
     within = fields.choice(
         "spec.preemption.withinClusterQueue",
         preemption.get("withinClusterQueue"),
@@ -219,6 +279,20 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
     )
     if reclaim != ReclaimWithinCohort.NEVER and not cohort:
         raise fields.fail("spec.preemption.reclaimWithinCohort", "must be Never when cohort is empty")
+    fair = fields.mapping("spec.fairSharing", spec.get("fairSharing"))
+    fields.known("spec.fairSharing", fair, ("weight",))
+    weight = 1.0
+    if fair.get("weight") is not None:
+        raw = fair["weight"]
+        try:
+            if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+                raise QuantityError(f"expected a quantity, got {raw!r}")
+            exact = parse_quantity(raw)
+        except QuantityError as exc:
+            raise fields.fail("spec.fairSharing.weight", str(exc)) from None
+        if exact < 0:
+            raise fields.fail("spec.fairSharing.weight", f"must be greater than or equal to 0, got {raw!r}")
+        weight = float(exact)
     return ClusterQueue(
         name,
         tuple(read),
@@ -227,6 +301,7 @@ def read_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
         label_selector(object_reader("ClusterQueue", obj), "spec.namespaceSelector", spec.get("namespaceSelector")),
         WithinClusterQueue(within),
         ReclaimWithinCohort(reclaim),
+        weight,
     )
 
 
@@ -236,7 +311,10 @@ def read_local_queue(obj: Mapping[str, Any]) -> LocalQueue:
     namespace = _meta(obj).get("namespace") or "default"
     if not isinstance(namespace, str) or dns_label_problem(namespace) is not None:
         raise fields.fail("metadata.namespace", f"{namespace!r}: {dns_label_problem(str(namespace))}")
+    fields.known("", obj, TOP_FIELDS)
     spec = fields.mapping("spec", obj.get("spec"), required=True)
+    fields.known("spec", spec, ("clusterQueue", "stopPolicy", "fairSharing"))
+    _not_modelled(fields, "spec.stopPolicy", spec.get("stopPolicy"), default=("None",))
     cluster_queue = fields.text("spec.clusterQueue", spec.get("clusterQueue"))
     if not cluster_queue:
         raise fields.fail("spec.clusterQueue", "required")
@@ -251,18 +329,49 @@ def _count(fields: _Fields, path: str, value: Any, default: int | None) -> int |
     return value
 
 
-def read_configuration(obj: Mapping[str, Any]) -> WaitForPodsReady | None:
-    """Kueue's ``Configuration``: its ``waitForPodsReady`` when enabled (None otherwise). ``blockAdmission`` must be
-    false (blocking admissions until the admitted workloads' pods are ready is not modelled; Kueue defaults it to
-    true when ``enable`` is) and ``recoveryTimeout`` absent; the rest of the configuration is not read."""
+def read_configuration(obj: Mapping[str, Any]) -> tuple[WaitForPodsReady | None, FairSharing | None]:
+    """Kueue's ``Configuration``: its ``waitForPodsReady`` (:func:`read_wait_for_pods_ready`) and its
+    ``fairSharing`` (:func:`read_fair_sharing`), each None unless enabled; the rest of the configuration is not
+    read, except ``admissionFairSharing``, refused as not modelled."""
     fields = _Fields(label_of(obj))
     if obj.get("apiVersion") != CONFIG_API_VERSION:
         raise fields.fail("apiVersion", f"expected {CONFIG_API_VERSION!r}, got {obj.get('apiVersion')!r}")
-    wait = fields.mapping("waitForPodsReady", obj.get("waitForPodsReady"))
-    enable = wait.get("enable", False)
+    if obj.get("admissionFairSharing") is not None:
+        raise fields.fail("admissionFairSharing", "not modelled (ordering by the LocalQueues' past usage)")
+    return read_wait_for_pods_ready(fields, obj), read_fair_sharing(fields, obj)
+
+
+def _enabled(fields: _Fields, path: str, section: Mapping[str, Any]) -> bool:
+    enable = section.get("enable", False)
     if not isinstance(enable, bool):
-        raise fields.fail("waitForPodsReady.enable", f"expected true or false, got {enable!r}")
-    if not enable:
+        raise fields.fail(f"{path}.enable", f"expected true or false, got {enable!r}")
+    return enable
+
+
+def read_fair_sharing(fields: _Fields, obj: Mapping[str, Any]) -> FairSharing | None:
+    """``fairSharing`` when ``enable`` is true: its ``preemptionStrategies``, one of the lists Kueue accepts
+    (default ``[LessThanOrEqualToFinalShare, LessThanInitialShare]``)."""
+    fair = fields.mapping("fairSharing", obj.get("fairSharing"))
+    if not _enabled(fields, "fairSharing", fair):
+        return None
+    path = "fairSharing.preemptionStrategies"
+    given = fair.get("preemptionStrategies")
+    if given is None:
+        return FairSharing()
+    names = tuple(fields.choice(p, v, tuple(FairSharingStrategy), "") for p, v in fields.items(path, given))
+    strategies = tuple(FairSharingStrategy(name) for name in names)
+    if strategies not in FAIR_SHARING_STRATEGY_LISTS:
+        allowed = " or ".join("[" + ", ".join(lst) + "]" for lst in FAIR_SHARING_STRATEGY_LISTS)
+        raise fields.fail(path, f"must be {allowed}, got [{', '.join(names)}]")
+    return FairSharing(strategies)
+
+
+def read_wait_for_pods_ready(fields: _Fields, obj: Mapping[str, Any]) -> WaitForPodsReady | None:
+    """``waitForPodsReady`` when enabled (None otherwise). ``blockAdmission`` must be false (blocking admissions
+    until the admitted workloads' pods are ready is not modelled; Kueue defaults it to true when ``enable`` is) and
+    ``recoveryTimeout`` absent."""
+    wait = fields.mapping("waitForPodsReady", obj.get("waitForPodsReady"))
+    if not _enabled(fields, "waitForPodsReady", wait):
         return None
     timeout = 300.0
     if wait.get("timeout") is not None:
@@ -309,6 +418,7 @@ class KueueReader:
     def add(self, where: str, obj: Mapping[str, Any]) -> None:
         """Read one ResourceFlavor, ClusterQueue, LocalQueue or Configuration found at ``where``; raises
         :class:`ManifestError` naming the field Kueue's webhooks refuse, or a second object of one name."""
+        self.objects.given = True
         label = label_of(obj)
         first = self._where.get(label)
         if first is not None:
@@ -321,10 +431,15 @@ class KueueReader:
             queue = read_cluster_queue(obj)
             self.objects.cluster_queues[queue.name] = queue
         elif kind == "Configuration":
-            self.objects.wait_for_pods_ready = read_configuration(obj)
+            self.objects.wait_for_pods_ready, self.objects.fair_sharing = read_configuration(obj)
+        elif kind == "Cohort":
+            problem = "not modelled: hierarchical cohorts (a Cohort object, its quotas and fairSharing weight)"
+            raise ManifestError(label, "kind", f"{problem}; a ClusterQueue's spec.cohort names a flat cohort")
         else:
             local = read_local_queue(obj)
             self.objects.local_queues[local.key] = local
+        if kind != "Configuration":
+            self.objects.manifests.append(dict(obj))
         self._where[label] = where
 
 
@@ -335,6 +450,7 @@ __all__ = [
     "queue_label",
     "read_cluster_queue",
     "read_configuration",
+    "read_fair_sharing",
     "read_flavor",
     "read_local_queue",
 ]

@@ -15,7 +15,7 @@ from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node
 from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.files import check_file
-from kubeflux.sim.workloads.manifests import load_documents
+from kubeflux.sim.workloads.yamlfiles import load_documents
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = ZONE_LEVEL

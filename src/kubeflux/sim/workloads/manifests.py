@@ -26,6 +26,8 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
 * Kueue's **ResourceFlavor**, **ClusterQueue** and **LocalQueue**: no job, the run's admission layer
   (:mod:`kubeflux.sim.kueue`); a Job, Pod or PodGroup's pods labelled ``kueue.x-k8s.io/queue-name`` wait for it.
+* an **AppWrapper** (``workload.codeflare.dev/v1beta2``): one job per component (a Job or a Pod), admitted by Kueue
+  as one workload (:mod:`kubeflux.sim.workloads.appwrappers`).
 
 How each pod behaves once it runs (KWOK's annotations, so the same file runs on a KWOK cluster):
 
@@ -63,15 +65,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
-from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
+from kubeflux.apiobjects.manifests import (
+    ManifestError,
+    namespace_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
@@ -83,45 +87,17 @@ from kubeflux.scheduler.validation import (
     PodRun,
     pod_run,
 )
+from kubeflux.sim.kueue.objects import QUEUE_NAME_LABEL
 from kubeflux.sim.kueue.reader import KUEUE_KINDS, KueueReader, queue_label
-from kubeflux.sim.workloads.errors import WorkloadError
+from kubeflux.sim.workloads.appwrappers import app_wrapper_jobs
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
-from kubeflux.sim.workloads.model import JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
+from kubeflux.sim.workloads.model import SUBMIT_TIME_ANNOTATION, JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.policies import POLICY_KINDS, ClusterPolicies
-from kubeflux.sim.workloads.swf import read_text, workload_name
+from kubeflux.sim.workloads.swf import workload_name
+from kubeflux.sim.workloads.yamlfiles import YamlLoader, load_documents
 
-SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
 DELETE_TIME_ANNOTATION = "sim.kubeflux.io/delete-time"
 """When a PriorityClass or a PodDisruptionBudget of the file is deleted (seconds from when the file is applied)."""
-
-YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""The C safe loader when PyYAML was built with libyaml, else the pure-Python safe loader."""
-
-
-def load_documents(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield ``(where, object)`` for every object of a multi-document YAML file, ``v1`` Lists flattened.
-
-    ``where`` is ``document N`` (1-based) or ``document N, items[i]``. Empty documents are skipped. Raises
-    :class:`WorkloadError` for an unreadable file or broken YAML (with the line).
-    """
-    text = read_text(path)  # plain or gzip-compressed
-    try:
-        documents = list(yaml.load_all(text, Loader=YamlLoader))
-    except RecursionError as exc:
-        raise WorkloadError(f"{path.name}: invalid YAML: nested too deeply") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path.name}:{mark.line + 1}" if mark is not None else path.name
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise WorkloadError(f"{where}: invalid YAML: {problem}") from exc
-    for index, document in enumerate(documents, start=1):
-        if document is None:
-            continue
-        if isinstance(document, dict) and document.get("kind") == "List" and isinstance(document.get("items"), list):
-            for item_index, item in enumerate(document["items"]):
-                yield f"document {index}, items[{item_index}]", item
-        else:
-            yield f"document {index}", document
 
 
 def _object_name(obj: dict[str, Any], kind: str) -> str:
@@ -330,6 +306,8 @@ class _Builder:
     group_times: dict[str, float] = dataclasses.field(default_factory=dict)
     """``namespace/name`` of each PodGroup of the file that gives a submit time → it (its pods are admitted then)."""
     kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
+    namespaces_at: list[str] = dataclasses.field(default_factory=list)
+    """Where the file's Namespace objects are (read for Kueue's ``namespaceSelector``; skipped without Kueue)."""
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -353,6 +331,13 @@ class _Builder:
                 self._policy(where, obj)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
+            elif kind == "Namespace":  # its labels, for Kueue's namespaceSelector (the file's Kueue objects)
+                defined = namespace_from_manifest(obj)
+                self._once(f"Namespace {defined.name}", where)
+                self.kueue.objects.namespaces[defined.name] = dict(defined.labels)
+                self.namespaces_at.append(where)
+            elif kind == "AppWrapper":
+                self._app_wrapper(where, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -408,6 +393,23 @@ class _Builder:
             self.members.setdefault(f"{pod.namespace}/{group}", []).append(member)
             return
         self.jobs.append(self._lone_pod(template, pod.namespace, submit, where, rejected))
+
+    def _app_wrapper(self, where: str, obj: dict[str, Any]) -> None:
+        """An AppWrapper's components (:mod:`.appwrappers`); refused whole, none of their names is taken."""
+        label = _object_name(obj, "AppWrapper")
+        _annotation_seconds(label, _annotations(obj), SUBMIT_TIME_ANNOTATION, "metadata")  # a bad one named
+        defined = dict(self.defined)
+        try:
+            self.jobs += app_wrapper_jobs(obj, where, self._component)
+        except ManifestError:
+            self.defined = defined
+            raise
+
+    def _component(self, where: str, obj: dict[str, Any]) -> WorkloadJob:
+        """An AppWrapper's component (a Job, or a Pod of no PodGroup) read as the file's own, not kept here."""
+        before = len(self.jobs)
+        (self._job if obj.get("kind") == "Job" else self._pod)(where, obj)
+        return self.jobs.pop(before)
 
     def _reject(self, job: WorkloadJob, rejected: str) -> None:
         """Mark ``job`` rejected (``rejected``: why; nothing when empty) and say so in the problems."""
@@ -485,6 +487,11 @@ class _Builder:
                         queue_name=next((q for pod in pods if (q := queue_label(pod.labels))), ""),
                     )
                 )
+                queues = sorted({queue_label(pod.labels) for pod in pods})
+                if len(queues) > 1:  # one Kueue workload has one queue: which would be a guess
+                    named = ", ".join(queue or "none" for queue in queues)
+                    self.jobs[-1].rejected = f"its pods name different LocalQueues ({QUEUE_NAME_LABEL}: {named})"
+                    self.problems.append(f"{self.file_name}: {where}: PodGroup {key}: {self.jobs[-1].rejected}")
                 bad = next((member for member in members if member.rejected), None)
                 if bad is not None:  # a gang with a pod no kubelet can run can never run whole
                     self.jobs[-1].rejected = bad.rejected
@@ -579,6 +586,11 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
     for where, obj in ordered:  # the classes before the pods they admit
         builder.add(where, obj)
     builder.finish()
+    if not builder.kueue.objects:  # no Kueue to read the namespaces' labels: as any object it does not run
+        builder.problems += [
+            f"{path.name}: {at}: kind 'Namespace' is not a workload object; skipped" for at in builder.namespaces_at
+        ]
+        builder.skipped += len(builder.namespaces_at)
     jobs = sorted(builder.jobs, key=lambda job: job.submit_time)
     _unique_ids(jobs)
     for job in jobs:

@@ -23,6 +23,9 @@ from kubeflux.scheduler.objects import (
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 from kubeflux.sim.kueue.objects import KueueObjects
 
+SUBMIT_TIME_ANNOTATION: Final = "sim.kubeflux.io/submit-time"
+"""When a manifest's object arrives, in seconds from when its file is applied (:mod:`.manifests`)."""
+
 
 @dataclass(slots=True)
 class PodTemplate:
@@ -57,6 +60,19 @@ class PodTemplate:
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
     manifest."""
+
+
+@dataclass(frozen=True, slots=True)
+class WrapperRef:
+    """The AppWrapper (``workload.codeflare.dev/v1beta2``) a job is a component of: Kueue admits its components as one
+    workload (:mod:`kubeflux.sim.workloads.appwrappers`)."""
+
+    key: str
+    """``namespace/name`` of the AppWrapper."""
+    index: int
+    """The component's place in ``spec.components``."""
+    size: int
+    """How many components it has."""
 
 
 @dataclass(slots=True)
@@ -100,6 +116,8 @@ class WorkloadJob:
     queue_name: str = ""
     """The Kueue LocalQueue it names (label ``kueue.x-k8s.io/queue-name``): held until Kueue admits it
     (:mod:`kubeflux.sim.kueue`); empty: it goes to the schedulers at once."""
+    app_wrapper: WrapperRef | None = None
+    """The AppWrapper it is a component of, if any: it arrives, is admitted, evicted and done with the others."""
     user: str = ""
     """The trace's user (SWF field 12, the user id; empty when the trace does not say): what
     :func:`~kubeflux.sim.workloads.tenants.queues_by_user` maps to a Kueue LocalQueue."""

@@ -3,9 +3,10 @@
 **A namespace's default LocalQueue** (:func:`default_local_queues`): a ``batch/v1`` Job without the label, in a
 namespace that has a LocalQueue named ``default``, goes to that queue, as Kueue's LocalQueueDefaulting sets the
 label (beta and on by default since Kueue v0.12, GA in v0.17) on the jobs of its enabled integrations, of which
-``batch/job`` is one by default. Plain pods (Kueue's ``pod`` integration is off by default), coscheduling's
-PodGroups (no Kueue integration) and trace jobs keep what they name. So a file of Kueue objects alone puts a
-workload of Jobs behind Kueue: ``simulate --preset seed004-jobs -w examples/workloads/kueue-seed004.yaml``.
+``batch/job`` is one by default, and so is an AppWrapper (all its components). Plain pods (Kueue's ``pod``
+integration is off by default), coscheduling's PodGroups (no Kueue integration) and trace jobs keep what they name.
+So a file of Kueue objects alone puts a workload of Jobs behind Kueue: ``simulate --preset seed004-jobs -w
+examples/workloads/kueue-seed004.yaml``.
 
 **Trace users as tenants**: ``simulate --user-queues tenant-a,tenant-b`` puts each trace job in the LocalQueue
 of its user's tenant, as a cluster shared by teams gives each team a LocalQueue (Kueue's multi-tenancy setup).
@@ -106,7 +107,8 @@ def default_local_queues(workload: Workload) -> Workload:
     defaults = {q.namespace for q in workload.kueue.local_queues.values() if q.name == DEFAULT_LOCAL_QUEUE}
 
     def defaulted(job: WorkloadJob) -> bool:
-        return job.kind is JobKind.JOB and not job.queue_name and job.namespace in defaults
+        wrapped = job.app_wrapper is not None  # an AppWrapper, Kueue's integration on by default, is defaulted too
+        return (wrapped or job.kind is JobKind.JOB) and not job.queue_name and job.namespace in defaults
 
     if not defaults or not any(map(defaulted, workload.jobs)):
         return workload
