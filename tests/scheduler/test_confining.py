@@ -161,3 +161,24 @@ def test_what_a_job_asks_is_found_once_and_found_again_when_its_pods_change() ->
     job.drop("uid-a")
     job.drop("uid-b")
     assert job_request(job) is None
+
+
+def test_a_rack_named_alike_in_a_known_and_an_unknown_zone_is_two_racks_and_a_gang_keeps_to_one() -> None:
+    # n0, n1: zone b, rack r0; n2-n4: rack r0 with no zone label: racks /b/r0 (2 nodes) and /_unknown/r0 (3)
+    nodes = [node(f"n{i}", 16, labels={HOST: f"n{i}", RACK_LEVEL: "r0", ZONE_LEVEL: "b"}) for i in (0, 1)]
+    nodes += [node(f"n{i}", 16, labels={HOST: f"n{i}", RACK_LEVEL: "r0"}) for i in (2, 3, 4)]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    cluster.run()
+    gang(cluster, 3, 16, RACK)
+    assert placed(cluster.run(1.0)) == ["n2", "n3", "n4"]  # not n0, n1 and n2: the two r0 racks
+
+
+def test_nodes_with_an_empty_zone_and_without_one_share_the_unknown_zone_and_a_gang_uses_its_rack() -> None:
+    # an empty value (valid in Kubernetes) names no domain: n0-n2 are all in rack r0 of the unknown zone
+    nodes = [node(f"n{i}", 16, labels={HOST: f"n{i}", RACK_LEVEL: "r0", ZONE_LEVEL: ""}) for i in (0, 1)]
+    nodes += [node("n2", 16, labels={HOST: "n2", RACK_LEVEL: "r0"})]
+    nodes += [node("n3", 16, labels={HOST: "n3", RACK_LEVEL: "r1", ZONE_LEVEL: "a"})]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    cluster.run()
+    gang(cluster, 3, 16, RACK)
+    assert placed(cluster.run(1.0)) == ["n0", "n1", "n2"]

@@ -15,8 +15,10 @@ How a job is kept in one domain (:class:`Confiner`):
    The match is then cancelled. When members could share nodes and no domain holds them one a node, the first
    domain in the policy's node order whose free cores hold them is taken (:meth:`Confiner._packed`).
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
-   node selector on the domain's labels, so every path of the placer and the reserver (members one by one, alike
-   members at once, the assignment search, the exact books in time) sees only the domain's nodes.
+   required node affinity on the names of the domain vertex's nodes (never on label values: a node without a
+   level's label, or with an empty value, is in the level's unknown domain, and a rack ``r0`` of two zones is two
+   racks), so every path of the placer and the reserver (members one by one, alike members at once, the assignment
+   search, the exact books in time) sees only the domain's nodes.
 3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too). **Preferred**:
    the level above is tried next, and so on, then the whole cluster (Kueue's preferred mode). A required level that
    no domain can ever hold the job in, even empty, or that is not a level of the graph, rejects the job with the
@@ -37,7 +39,7 @@ from typing import Final, TypeVar
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.graphview import first_placement
-from kubeflux.scheduler.objects import Pod
+from kubeflux.scheduler.objects import NodeSelectorRequirement, NodeSelectorTerm, Pod
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
@@ -99,7 +101,7 @@ class Confiner:
                 continue
             with self._pinned(job, pins):
                 answer = run()
-            self.placer.log.append(f"Job {job.key}: kept in {level_type(label)} {pins}")
+            self.placer.log.append(f"Job {job.key}: kept in the {level_type(label)} of {pins[0]} ({len(pins)} nodes)")
             return answer
         return None if request.required else run()
 
@@ -172,9 +174,10 @@ class Confiner:
             return None
         return self.placer.queue.minimum(job), cores, gpus
 
-    def _domain(self, job: PendingJob, label: str, start: int, *, reserve: bool) -> dict[str, str] | None:
-        """The labels of the domain of level ``label`` the engine puts the job in (None: no domain has room now,
-        or, for a reservation, ever)."""
+    def _domain(self, job: PendingJob, label: str, start: int, *, reserve: bool) -> tuple[str, ...] | None:
+        """The nodes of the domain of level ``label`` the engine puts the job in, by the graph's domain vertex (not
+        by label values: a node without a level's label, or with an empty value, is in that level's unknown domain
+        wherever its other labels say); None when no domain has room now, or, for a reservation, ever."""
         graph = self.placer.books.graph
         shape = self._shape(job)
         if graph is None or shape is None:
@@ -208,11 +211,10 @@ class Confiner:
             return None
         else:  # members that could share nodes: the first domain, in the policy's order, whose free cores hold them
             where = self._packed(kind, hide, count, cores, gpus, start, duration, policy)
-        node = self.placer.books.nodes.get(where) if where is not None else None
-        if node is None:
+        domain = domains.get(where) if where is not None else None
+        if domain is None:
             return None
-        levels = self.placer.books.levels
-        return {level: node.labels[level] for level in levels[: levels.index(label) + 1] if level in node.labels}
+        return tuple(sorted(name for name, at in domains.items() if at == domain))
 
     def _packed(
         self, kind: str, hide: set[str], count: int, cores: int, gpus: int, start: int, duration: int, policy: str
@@ -238,8 +240,9 @@ class Confiner:
         return None
 
     @contextmanager
-    def _pinned(self, job: PendingJob, pins: dict[str, str]) -> Iterator[None]:
-        """The job's pods, while the block runs, with a node selector on the domain's labels."""
+    def _pinned(self, job: PendingJob, pins: tuple[str, ...]) -> Iterator[None]:
+        """The job's pods, while the block runs, kept to the domain's nodes ``pins`` (required node affinity on the
+        node names, added to each term the pod has)."""
         before = dict(job.pods)
         for uid, pod in before.items():
             job.pods[uid] = _pin(pod, pins)
@@ -251,8 +254,11 @@ class Confiner:
                     job.pods[uid] = before[uid]
 
 
-def _pin(pod: Pod, pins: dict[str, str]) -> Pod:
-    return dataclasses.replace(pod, node_selector={**pod.node_selector, **pins})
+def _pin(pod: Pod, pins: tuple[str, ...]) -> Pod:
+    names = NodeSelectorRequirement("metadata.name", "In", pins)
+    terms = pod.required_node_affinity or (NodeSelectorTerm(),)
+    kept = tuple(dataclasses.replace(term, match_fields=(*term.match_fields, names)) for term in terms)
+    return dataclasses.replace(pod, required_node_affinity=kept)
 
 
 def level_jobspec(kind: str, count: int, cores: int, gpus: int, duration: int) -> Jobspec:
