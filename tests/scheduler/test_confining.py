@@ -12,7 +12,7 @@ from kubeflux.scheduler.confining import (
 )
 from kubeflux.scheduler.core import Backfill, KubefluxScheduler
 from kubeflux.scheduler.interface import Reject
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, PodGroup
+from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
 
@@ -182,3 +182,57 @@ def test_nodes_with_an_empty_zone_and_without_one_share_the_unknown_zone_and_a_g
     cluster.run()
     gang(cluster, 3, 16, RACK)
     assert placed(cluster.run(1.0)) == ["n0", "n1", "n2"]
+
+
+GI = 2**30
+
+
+def big_memory_racks(*racks_of: tuple[int, ...]) -> list[Node]:
+    """Racks ``r0``, ``r1`` … of 16-core nodes ``n0``, ``n1`` … with the given GiB of memory each."""
+    nodes: list[Node] = []
+    for rack, memories in enumerate(racks_of):
+        for memory in memories:
+            name = f"n{len(nodes)}"
+            labels = {HOST: name, RACK_LEVEL: f"r{rack}"}
+            nodes.append(Node(name, uid=name, allocatable={CPU: 16000, MEMORY: memory * GI}, labels=labels))
+    return nodes
+
+
+def members(cluster: Cluster, annotations: dict[str, str], *shapes: tuple[int, int]) -> None:
+    """A pod group ``mpi`` of one member per (cores, GiB) in ``shapes``, all needed at once."""
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=len(shapes)))
+    labels = {POD_GROUP_LABEL: "mpi"}
+    cluster.add(
+        *[
+            Pod(
+                "default",
+                f"mpi-{i}",
+                f"uid-mpi-{i}",
+                "kubeflux",
+                creation_time=1,
+                labels=labels,
+                annotations=annotations,
+                requests={CPU: cores * 1000, MEMORY: memory * GI},
+            )
+            for i, (cores, memory) in enumerate(shapes)
+        ]
+    )
+
+
+@pytest.mark.parametrize("annotation", [KUEUE_REQUIRED, KUEUE_PREFERRED])
+def test_members_sharing_nodes_go_to_the_rack_whose_memory_holds_them_not_the_one_whose_cores_do(
+    annotation: str,
+) -> None:
+    # r0: one 64 GiB node (4 members by cores, 2 by memory); r1: two (2 members each by memory)
+    cluster = Cluster(KubefluxScheduler(), big_memory_racks((64,), (64, 64)))
+    members(cluster, {annotation: RACK_LEVEL}, *[(4, 24)] * 4)
+    assert placed(cluster.run(1.0)) == ["n1", "n1", "n2", "n2"]
+
+
+@pytest.mark.parametrize("annotation", [KUEUE_REQUIRED, KUEUE_PREFERRED])
+def test_a_rack_the_gang_does_not_fit_after_all_is_left_for_the_next_one(annotation: str) -> None:
+    # the engine picks a rack by the largest member's cores (r0, the lowest); its 48 GiB member fits only r1's nodes
+    cluster = Cluster(KubefluxScheduler(), big_memory_racks((32, 32), (64, 64)))
+    members(cluster, {annotation: RACK_LEVEL}, (8, 8), (4, 48))
+    where = placed(cluster.run(1.0))
+    assert len(where) == 2 and set(where) <= {"n2", "n3"}

@@ -68,9 +68,10 @@ def gang_job_yaml(
     group: bool = True,
     node_selector: str = "",
     pod_annotations: str = "",
+    memory: str = "1Gi",
 ) -> str:
-    """A PodGroup of ``ranks`` and its ``batch/v1`` Job of as many pods of ``cores`` cores, submitted at ``submit``
-    and running ``run`` seconds; ``priority``: the pods' (None: not stated); ``policy``: their
+    """A PodGroup of ``ranks`` and its ``batch/v1`` Job of as many pods of ``cores`` cores (and ``memory``),
+    submitted at ``submit`` and running ``run`` seconds; ``priority``: the pods' (None: not stated); ``policy``: their
     ``preemptionPolicy``; ``planned``: kubeflux is told the run time (``kubeflux.io/duration``); ``group=False``: the
     Job alone, its pods in no group; ``node_selector``, ``pod_annotations``: the pods' (YAML flow text, e.g.
     ``{rack: r0}``, ``key: value``)."""
@@ -108,7 +109,7 @@ spec:
       containers:
         - name: main
           image: mpi
-          resources: {{requests: {{cpu: "{cores}", memory: 1Gi}}}}
+          resources: {{requests: {{cpu: "{cores}", memory: {memory}}}}}
 """
     )
 

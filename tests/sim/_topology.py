@@ -25,18 +25,30 @@ status:
     return "---\n".join(docs)
 
 
-def job_yaml(name: str, submit: float, run: int, ranks: int, *, rack: str = "", topology: str = "") -> str:
-    """A Job of ``ranks`` 16-core pods (a PodGroup of them unless ``rack`` pins them to a rack)."""
+def job_yaml(
+    name: str,
+    submit: float,
+    run: int,
+    ranks: int,
+    *,
+    rack: str = "",
+    topology: str = "",
+    cores: int = 16,
+    memory: str = "1Gi",
+) -> str:
+    """A Job of ``ranks`` pods of ``cores`` and ``memory`` (a PodGroup of them unless ``rack`` pins them to a
+    rack)."""
     return gang_job_yaml(
         name,
         submit,
         run,
         ranks,
-        16,
+        cores,
         None,
         group=not rack,
         node_selector=f"{{{RACK_LEVEL}: {rack}}}" if rack else "",
         pod_annotations=f"kueue.x-k8s.io/podset-{topology}-topology: {RACK_LEVEL}" if topology else "",
+        memory=memory,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kubeflux.cli import app
@@ -72,3 +73,11 @@ def test_the_example_cluster_with_racks_reads(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text(cluster_yaml(2, 2))
     nodes = read_cluster(tmp_path / "c.yaml")
     assert [n.labels[RACK_LEVEL] for n in nodes] == ["rack-0", "rack-0", "rack-1", "rack-1"]
+
+
+@pytest.mark.parametrize("topology", ["required", "preferred"])
+def test_ranks_sharing_nodes_run_in_the_rack_whose_memory_holds_them(tmp_path: Path, topology: str) -> None:
+    """rack-0: node-0 (4 ranks of 4 cores by cpu, 2 of 24Gi by memory); rack-1: node-1 and node-2 (2 each)."""
+    cluster = cluster_yaml(3, 1).replace("rack-2", "rack-1")
+    placed = simulate(tmp_path, cluster, job_yaml("mpi", 1, 50, 4, topology=topology, cores=4, memory="24Gi"))
+    assert placed["mpi"] == ["node-1", "node-1", "node-2", "node-2"]

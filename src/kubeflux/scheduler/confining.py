@@ -38,6 +38,7 @@ from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
+from kubeflux.scheduler.filtering import copies
 from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.objects import NodeSelectorRequirement, NodeSelectorTerm, Pod
 from kubeflux.scheduler.placing import Placer
@@ -90,19 +91,22 @@ class Confiner:
 
     def attempt(self, job: PendingJob, start: int, run: Callable[[], T], *, reserve: bool) -> T | None:
         """``run()`` (a placement or a reservation of ``job``) kept in one domain, as the job asks: its answer in the
-        first domain the engine finds (for preferred, at the asked level or one above it; else ``run()`` over the
-        whole cluster); None when a required domain was found nowhere."""
+        first domain the engine finds where it succeeds (a domain where ``run()`` fails, its reasons or None, is left
+        out and the next tried; for preferred, at the asked level, then each above it; else ``run()`` over the whole
+        cluster); None when a required domain was found nowhere."""
         request = job_request(job)
         if request is None:
             return run()
         for label in self._levels(request):
-            pins = self._domain(job, label, start, reserve=reserve)
-            if pins is None:
-                continue
-            with self._pinned(job, pins):
-                answer = run()
-            self.placer.log.append(f"Job {job.key}: kept in the {level_type(label)} of {pins[0]} ({len(pins)} nodes)")
-            return answer
+            tried: set[str] = set()
+            while (pins := self._domain(job, label, start, tried, reserve=reserve)) is not None:
+                with self._pinned(job, pins):
+                    answer = run()
+                if answer is not None and not isinstance(answer, Counter):
+                    kind = level_type(label)
+                    self.placer.log.append(f"Job {job.key}: kept in the {kind} of {pins[0]} ({len(pins)} nodes)")
+                    return answer
+                tried.update(pins)  # the engine's pick was wrong (memory, pods …): the next domain, then relax
         return None if request.required else run()
 
     def reasons(self, job: PendingJob) -> Counter[str]:
@@ -174,10 +178,13 @@ class Confiner:
             return None
         return self.placer.queue.minimum(job), cores, gpus
 
-    def _domain(self, job: PendingJob, label: str, start: int, *, reserve: bool) -> tuple[str, ...] | None:
+    def _domain(
+        self, job: PendingJob, label: str, start: int, tried: set[str], *, reserve: bool
+    ) -> tuple[str, ...] | None:
         """The nodes of the domain of level ``label`` the engine puts the job in, by the graph's domain vertex (not
         by label values: a node without a level's label, or with an empty value, is in that level's unknown domain
-        wherever its other labels say); None when no domain has room now, or, for a reservation, ever."""
+        wherever its other labels say), the nodes of domains ``tried`` left out; None when no domain has room now,
+        or, for a reservation, ever."""
         graph = self.placer.books.graph
         shape = self._shape(job)
         if graph is None or shape is None:
@@ -189,6 +196,7 @@ class Confiner:
         hide = set(
             self.placer.filter.static_fit(largest).unfit if reserve else self.placer.filter.fit(largest).hidden.names
         )
+        hide.update(tried)
         vertices = graph.engine.graph.vertices
         domains = graph.domains(kind)
         for name in graph.specs:
@@ -210,19 +218,31 @@ class Confiner:
         elif reserve:
             return None
         else:  # members that could share nodes: the first domain, in the policy's order, whose free cores hold them
-            where = self._packed(kind, hide, count, cores, gpus, start, duration, policy)
+            where = self._packed(kind, hide, (count, cores, gpus), largest, start, duration, policy)
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
         return tuple(sorted(name for name, at in domains.items() if at == domain))
 
     def _packed(
-        self, kind: str, hide: set[str], count: int, cores: int, gpus: int, start: int, duration: int, policy: str
+        self,
+        kind: str,
+        hide: set[str],
+        shape: tuple[int, int, int],
+        largest: Pod,
+        start: int,
+        duration: int,
+        policy: str,
     ) -> str | None:
         """A node of the first domain of ``kind``, in the order ``policy`` prefers nodes, whose shown nodes have room
-        for ``count`` members of ``cores`` and ``gpus`` between them now (several on a node); None when none has."""
+        for ``count`` members of ``cores`` and ``gpus`` (``shape``) between them now (several on a node), each taking
+        as well what ``largest`` requests of every other resource (memory, pods …) by the exact books; None when none
+        has."""
+        count, cores, gpus = shape
         graph = self.placer.books.graph
         assert graph is not None
+        room = self.placer.filter.room
+        requests = largest.requests
         held: Counter[int] = Counter()
         first: dict[int, str] = {}
         domains = graph.domains(kind)
@@ -233,7 +253,12 @@ class Confiner:
             if domain is None:
                 continue
             free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
-            held[domain] += min(free_cores // cores if cores else count, free_gpus // gpus if gpus else count)
+            booked = copies(room(name), requests)
+            held[domain] += min(
+                free_cores // cores if cores else count,
+                free_gpus // gpus if gpus else count,
+                count if booked is None else booked,
+            )
             first.setdefault(domain, name)
             if held[domain] >= count:
                 return first[domain]
