@@ -236,3 +236,29 @@ def test_a_rack_the_gang_does_not_fit_after_all_is_left_for_the_next_one(annotat
     members(cluster, {annotation: RACK_LEVEL}, (8, 8), (4, 48))
     where = placed(cluster.run(1.0))
     assert len(where) == 2 and set(where) <= {"n2", "n3"}
+
+
+def launcher_and_workers(cluster: Cluster, workers: int, annotations: dict[str, str]) -> None:
+    """An MPI job: a 1-core launcher and ``workers`` 15-core workers, one pod group needing them all."""
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=1 + workers))
+    labels = {POD_GROUP_LABEL: "mpi"}
+    cluster.add(pod("mpi-launcher", 1000, t=1, labels=labels, annotations=annotations))
+    cluster.add(*[pod(f"mpi-worker-{i}", 15000, t=1, labels=labels, annotations=annotations) for i in range(workers)])
+
+
+@pytest.mark.parametrize("annotation", [KUEUE_REQUIRED, KUEUE_PREFERRED])
+def test_a_launcher_and_two_workers_requiring_a_rack_of_two_nodes_start_in_it(annotation: str) -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(2, 2))
+    launcher_and_workers(cluster, 2, {annotation: RACK_LEVEL})
+    assert placed(cluster.run(1.0)) == ["n0", "n0", "n1"]  # the launcher beside a worker
+
+
+def test_a_launcher_and_three_workers_no_rack_can_hold_are_rejected_naming_their_sizes() -> None:
+    cluster = Cluster(KubefluxScheduler(), racks(2, 2))
+    launcher_and_workers(cluster, 3, RACK)
+    rejected = [d for d in cluster.run(1.0) if isinstance(d, Reject)]
+    assert len(rejected) == 4
+    assert rejected[0].message == (
+        f"the pod group requires one rack ({RACK_LEVEL}) but no rack can ever hold its 4 pods of 1 to 15 cores and 0 "
+        "gpus (46 cores and 0 gpus between them; the most one has: 32 and 0)"
+    )

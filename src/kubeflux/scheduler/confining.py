@@ -12,8 +12,10 @@ How a job is kept in one domain (:class:`Confiner`):
    the nodes the largest member may use now (never one in the level's unknown domain), puts the whole gang inside
    one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room). For a
    reservation the same jobspec is matched ``allocate_orelse_reserve``: the domain where the gang can start first.
-   The match is then cancelled. When members could share nodes and no domain holds them one a node, the first
-   domain in the policy's node order whose free cores hold them is taken (:meth:`Confiner._packed`).
+   The match is then cancelled. When members could share nodes (or differ) and no domain holds them one a node as
+   the largest, the first domain in the policy's node order whose nodes hold the members as they are, in their free
+   cores, gpus and every other resource by the exact books, is taken (:meth:`Confiner._packed`, a greedy packing).
+   A domain where the placement (or reservation) then fails after all is left out and the next one found.
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
    required node affinity on the names of the domain vertex's nodes (never on label values: a node without a
    level's label, or with an empty value, is in the level's unknown domain, and a rack ``r0`` of two zones is two
@@ -40,7 +42,7 @@ from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.filtering import copies
 from kubeflux.scheduler.graphview import first_placement
-from kubeflux.scheduler.objects import NodeSelectorRequirement, NodeSelectorTerm, Pod
+from kubeflux.scheduler.objects import PODS, NodeSelectorRequirement, NodeSelectorTerm, Pod, ResourceList
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
@@ -119,7 +121,7 @@ class Confiner:
 
     def never(self, job: PendingJob) -> str | None:
         """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
-        can hold its minimum of members even empty); None when it may."""
+        can hold its minimum of members even empty, sized as they are: its smallest members); None when it may."""
         request = job_request(job)
         if request is None or not request.required:
             return None
@@ -131,16 +133,18 @@ class Confiner:
                 f"{request.level!r} is not a topology level of the cluster (its levels: {have})"
             )
         shape = self._shape(job)
-        if shape is None:
-            return None
-        count, cores, gpus = shape
         graph = self.placer.books.graph
-        if graph is None:
+        if shape is None or graph is None:
             return None
+        count = shape[0]
+        sizes = [self.placer.books.pod_shape(pod) for pod in self._members(job, count)]
+        least = (min(c for c, _ in sizes), min(g for _, g in sizes))
+        need = (sum(c for c, _ in sizes), sum(g for _, g in sizes), max(c for c, _ in sizes), max(g for _, g in sizes))
         largest = max(job.pods.values(), key=self.placer.books.pod_shape)
         admitted = set(self.placer.filter.static_fit(largest).fit)
         kind = level_type(request.level)
         held: Counter[int] = Counter()
+        room: dict[int, list[int]] = {}  # a domain's cores, gpus, most cores and most gpus of one node
         domains = graph.domains(kind)
         for name, spec in graph.specs.items():
             if name in graph.gone or name not in admitted:
@@ -148,14 +152,30 @@ class Confiner:
             domain = domains.get(name)
             if domain is None or graph.engine.graph.vertices[domain].name == UNKNOWN:
                 continue
-            held[domain] += min(spec.cores // cores if cores else count, spec.gpus // gpus if gpus else count)
-        best = max(held.values(), default=0)
-        if best >= count:
+            held[domain] += min(
+                spec.cores // least[0] if least[0] else count, spec.gpus // least[1] if least[1] else count
+            )
+            has = room.setdefault(domain, [0, 0, 0, 0])
+            has[0], has[1] = has[0] + spec.cores, has[1] + spec.gpus
+            has[2], has[3] = max(has[2], spec.cores), max(has[3], spec.gpus)
+        # members as they are: a domain may hold them if its nodes could (each at most as many as of the smallest,
+        # all of them between its cores and gpus, the largest on one node); alike members: exactly when it can
+        if any(held[d] >= count and all(n <= h for n, h in zip(need, has, strict=True)) for d, has in room.items()):
             return None
+        cores, gpus = _span(c for c, _ in sizes), _span(g for _, g in sizes)
+        if len(set(sizes)) == 1:
+            most = f"the most one holds: {max(held.values(), default=0)}"
+        else:
+            has = max(room.values(), default=[0, 0, 0, 0])
+            most = f"{need[0]} cores and {need[1]} gpus between them; the most one has: {has[0]} and {has[1]}"
         return (
             f"the pod group requires one {kind} ({request.level}) but no {kind} can ever hold its {count} pods of "
-            f"{cores} cores and {gpus} gpus (the most one holds: {best})"
+            f"{cores} cores and {gpus} gpus ({most})"
         )
+
+    def _members(self, job: PendingJob, count: int) -> list[Pod]:
+        """The ``count`` smallest of the job's pods (by cores and gpus): the fewest a domain must hold."""
+        return sorted(job.pods.values(), key=self.placer.books.pod_shape)[:count]
 
     # ------------------------------------------------------------------ the domain
 
@@ -218,32 +238,24 @@ class Confiner:
         elif reserve:
             return None
         else:  # members that could share nodes: the first domain, in the policy's order, whose free cores hold them
-            where = self._packed(kind, hide, (count, cores, gpus), largest, start, duration, policy)
+            where = self._packed(kind, hide, self._members(job, count), start, duration, policy)
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
         return tuple(sorted(name for name, at in domains.items() if at == domain))
 
     def _packed(
-        self,
-        kind: str,
-        hide: set[str],
-        shape: tuple[int, int, int],
-        largest: Pod,
-        start: int,
-        duration: int,
-        policy: str,
+        self, kind: str, hide: set[str], members: list[Pod], start: int, duration: int, policy: str
     ) -> str | None:
         """A node of the first domain of ``kind``, in the order ``policy`` prefers nodes, whose shown nodes have room
-        for ``count`` members of ``cores`` and ``gpus`` (``shape``) between them now (several on a node), each taking
-        as well what ``largest`` requests of every other resource (memory, pods …) by the exact books; None when none
-        has."""
-        count, cores, gpus = shape
+        for ``members`` as they are between them now (several on a node: each node, in that order, takes the largest
+        members left that fit its free cores and gpus and, by the exact books, every other resource they request);
+        None when none has."""
         graph = self.placer.books.graph
         assert graph is not None
-        room = self.placer.filter.room
-        requests = largest.requests
-        held: Counter[int] = Counter()
+        pod_shape = self.placer.books.pod_shape
+        wanted = sorted(((*pod_shape(pod), pod.requests) for pod in members), key=lambda m: m[:2], reverse=True)
+        left: dict[int, list[tuple[int, int, ResourceList]]] = {}
         first: dict[int, str] = {}
         domains = graph.domains(kind)
         for name in graph.ordered(policy, start):
@@ -253,14 +265,20 @@ class Confiner:
             if domain is None:
                 continue
             free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
-            booked = copies(room(name), requests)
-            held[domain] += min(
-                free_cores // cores if cores else count,
-                free_gpus // gpus if gpus else count,
-                count if booked is None else booked,
-            )
+            room = dict(self.placer.filter.room(name))
+            todo = left.setdefault(domain, list(wanted))
             first.setdefault(domain, name)
-            if held[domain] >= count:
+            for member in list(todo):
+                cores, gpus, requests = member
+                if cores > free_cores or gpus > free_gpus or copies(room, requests) == 0:
+                    continue
+                free_cores, free_gpus = free_cores - cores, free_gpus - gpus
+                for res, amount in requests.items():
+                    room[res] = room.get(res, 0) - amount
+                if PODS in room:
+                    room[PODS] -= 1
+                todo.remove(member)
+            if not todo:
                 return first[domain]
         return None
 
@@ -277,6 +295,12 @@ class Confiner:
             for uid in list(job.pods):
                 if uid in before:
                     job.pods[uid] = before[uid]
+
+
+def _span(values: Iterator[int]) -> str:
+    """``a`` when all ``values`` are ``a``, else ``a to b``."""
+    ordered = sorted(values)
+    return f"{ordered[0]}" if ordered[0] == ordered[-1] else f"{ordered[0]} to {ordered[-1]}"
 
 
 def _pin(pod: Pod, pins: tuple[str, ...]) -> Pod:
