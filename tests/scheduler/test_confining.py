@@ -262,3 +262,25 @@ def test_a_launcher_and_three_workers_no_rack_can_hold_are_rejected_naming_their
         f"the pod group requires one rack ({RACK_LEVEL}) but no rack can ever hold its 4 pods of 1 to 15 cores and 0 "
         "gpus (46 cores and 0 gpus between them; the most one has: 32 and 0)"
     )
+
+
+@pytest.mark.parametrize("annotations", [{}, {KUEUE_PREFERRED: RACK_LEVEL}])
+def test_a_preferred_gang_is_reserved_no_later_than_asking_nothing_and_no_filler_takes_its_node(
+    annotations: dict[str, str],
+) -> None:
+    # racks {n0, n1}, {n2, n3}, {n4}: n0 busy until 100, n1-n3 until 1000, n4 free. Across racks the gang can start
+    # at 100 (n0 and n4); within one rack only at 1000: preferred must not wait for the rack
+    scheduler = KubefluxScheduler(backfill=Backfill.EASY)
+    nodes = [node(f"n{i}", 16, labels={HOST: f"n{i}", RACK_LEVEL: f"r{i // 2}"}) for i in range(5)]
+    cluster = Cluster(scheduler, nodes)
+    for name, ends in (("n0", 100), ("n1", 1000), ("n2", 1000), ("n3", 1000)):
+        planned = {"kubeflux.io/duration": str(ends)}
+        cluster.add(pod(f"busy-{name}", 16000, node_selector={HOST: name}, annotations=planned))
+    cluster.run(0.0)
+    gang(cluster, 2, 16, annotations, name="p")
+    cluster.run(1.0)
+    assert scheduler.queue.jobs["default/p"].expected_start == 100
+    cluster.add(pod("filler", 16000, t=2, annotations={"kubeflux.io/duration": "500"}))
+    assert bound(cluster.run(2.0)) == {}  # 500 s on n4 would delay the gang
+    cluster.end("busy-n0")
+    assert placed(cluster.run(100.0)) == ["n0", "n4"]

@@ -22,7 +22,10 @@ How a job is kept in one domain (:class:`Confiner`):
    racks), so every path of the placer and the reserver (members one by one, alike members at once, the assignment
    search, the exact books in time) sees only the domain's nodes.
 3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too). **Preferred**:
-   the level above is tried next, and so on, then the whole cluster (Kueue's preferred mode). A required level that
+   the level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is in
+   a domain only when the domain starts it no later than the engine finds the whole cluster would (``cluster`` in
+   :func:`level_jobspec`), so asking for a preference never delays a job nor lets a filler take the node it needs
+   (EASY backfill). A required level that
    no domain can ever hold the job in, even empty, or that is not a level of the graph, rejects the job with the
    reason (:meth:`Confiner.never`).
 
@@ -99,13 +102,21 @@ class Confiner:
         request = job_request(job)
         if request is None:
             return run()
-        for label in self._levels(request):
+        levels = self._levels(request)
+        latest: int | None = None
+        if reserve and not request.required and levels:  # preferred: no later than anywhere in the cluster
+            anywhere = self._domain(job, "cluster", start, set(), reserve=True)
+            latest = anywhere[1] if anywhere is not None else None
+        for label in levels:
+            kind = level_type(label)
             tried: set[str] = set()
-            while (pins := self._domain(job, label, start, tried, reserve=reserve)) is not None:
+            while (found := self._domain(job, kind, start, tried, reserve=reserve)) is not None:
+                pins, at = found
+                if latest is not None and at > latest:
+                    break  # a domain of this level starts it later than the cluster would: the level above
                 with self._pinned(job, pins):
                     answer = run()
                 if answer is not None and not isinstance(answer, Counter):
-                    kind = level_type(label)
                     self.placer.log.append(f"Job {job.key}: kept in the {kind} of {pins[0]} ({len(pins)} nodes)")
                     return answer
                 tried.update(pins)  # the engine's pick was wrong (memory, pods …): the next domain, then relax
@@ -199,18 +210,17 @@ class Confiner:
         return self.placer.queue.minimum(job), cores, gpus
 
     def _domain(
-        self, job: PendingJob, label: str, start: int, tried: set[str], *, reserve: bool
-    ) -> tuple[str, ...] | None:
-        """The nodes of the domain of level ``label`` the engine puts the job in, by the graph's domain vertex (not
-        by label values: a node without a level's label, or with an empty value, is in that level's unknown domain
-        wherever its other labels say), the nodes of domains ``tried`` left out; None when no domain has room now,
-        or, for a reservation, ever."""
+        self, job: PendingJob, kind: str, start: int, tried: set[str], *, reserve: bool
+    ) -> tuple[tuple[str, ...], int] | None:
+        """The nodes of the domain of type ``kind`` the engine puts the job in, by the graph's domain vertex (not by
+        label values: a node without a level's label, or with an empty value, is in that level's unknown domain
+        wherever its other labels say), the nodes of domains ``tried`` left out, and when the job may start there;
+        None when no domain has room now, or, for a reservation, ever. ``cluster``: the whole cluster's."""
         graph = self.placer.books.graph
         shape = self._shape(job)
         if graph is None or shape is None:
             return None
         count, cores, gpus = shape
-        kind = level_type(label)
         largest = max(job.pods.values(), key=self.placer.books.pod_shape)
         # now: the nodes the member may not use now; later: those it may never use (their books change by then)
         hide = set(
@@ -232,8 +242,10 @@ class Confiner:
         except PodRequestError:
             policy = self.placer.profile.policy
         result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
+        at = start
         if result.matched:
             where: str | None = first_placement(result).node
+            at = max(start, result.at)
             graph.cancel(result.jobid, freed=())
         elif reserve:
             return None
@@ -242,7 +254,7 @@ class Confiner:
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
-        return tuple(sorted(name for name, at in domains.items() if at == domain))
+        return tuple(sorted(name for name, of in domains.items() if of == domain)), at
 
     def _packed(
         self, kind: str, hide: set[str], members: list[Pod], start: int, duration: int, policy: str
@@ -312,8 +324,9 @@ def _pin(pod: Pod, pins: tuple[str, ...]) -> Pod:
 
 def level_jobspec(kind: str, count: int, cores: int, gpus: int, duration: int) -> Jobspec:
     """``<kind>(1) → slot(count) → node(1) → [core(cores), gpu(gpus)]``: a gang inside one domain of the level
-    ``kind``, each member on a node of its own (the engine cannot cut a slot's cores from the nodes below a domain
-    without a node level in the slot: ``<kind>(1) → slot → core`` fails as in Fluxion, which marks no path to them)."""
+    ``kind`` (``cluster``: anywhere, the slots at the top), each member on a node of its own (the engine cannot cut
+    a slot's cores from the nodes below a domain without a node level in the slot: ``<kind>(1) → slot → core`` fails
+    as in Fluxion, which marks no path to them)."""
     shape: list[dict[str, object]] = []
     if cores:
         shape.append({"type": "core", "count": cores})
@@ -322,7 +335,7 @@ def level_jobspec(kind: str, count: int, cores: int, gpus: int, duration: int) -
     slot = {"type": "slot", "count": count, "label": TASK_LABEL, "with": [{"type": "node", "count": 1, "with": shape}]}
     document = {
         "version": 1,
-        "resources": [{"type": kind, "count": 1, "with": [slot]}],
+        "resources": [slot] if kind == "cluster" else [{"type": kind, "count": 1, "with": [slot]}],
         "attributes": {"system": {"duration": duration}},
         "tasks": [{"command": ["pod group"], "slot": TASK_LABEL, "count": {"per_slot": 1}}],
     }
