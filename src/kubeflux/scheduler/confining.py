@@ -66,6 +66,10 @@ _ANNOTATIONS: Final = (
     (PREFERRED_ANNOTATION, False),
 )
 
+DOMAIN_TRIES: Final = 16
+"""Domains of one level a job is tried in per pass when the engine's pick does not hold it after all (its other
+resources, its pods' constraints): beyond them the level counts as without room this pass."""
+
 T = TypeVar("T")
 
 
@@ -110,7 +114,10 @@ class Confiner:
         for label in levels:
             kind = level_type(label)
             tried: set[str] = set()
-            while (found := self._domain(job, kind, start, tried, reserve=reserve)) is not None:
+            for _ in range(DOMAIN_TRIES):
+                found = self._domain(job, kind, start, tried, reserve=reserve)
+                if found is None:
+                    break
                 pins, at = found
                 if latest is not None and at > latest:
                     break  # a domain of this level starts it later than the cluster would: the level above
