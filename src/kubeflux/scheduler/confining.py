@@ -256,7 +256,7 @@ class Confiner:
             graph.cancel(result.jobid, freed=())
         elif reserve:
             return None
-        else:  # members that could share nodes: the first domain, in the policy's order, whose free cores hold them
+        else:  # members that could share nodes, or differ: the first domain, in the policy's order, that holds them
             where = self._packed(kind, hide, self._members(job, count), start, duration, policy)
         domain = domains.get(where) if where is not None else None
         if domain is None:
