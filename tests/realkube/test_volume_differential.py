@@ -39,11 +39,9 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
+from ._kube_scheduler import HOST, ZONE, Real, node_docs
 from .conftest import CEILING, Api, client
-from .test_filter_differential import Real, node_docs
 
-HOST = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
 DRIVER = "csi.example.com"
 NAMESPACE = "vols"
 ROUNDS = 12
@@ -470,7 +468,7 @@ def test_kubeflux_volume_filters_as_the_real_kube_scheduler(
             snapshot = storage.snapshot()
             doc = pod_doc(rng, f"new-{i}", claim_names, None)
             created = real.create(NAMESPACE, doc)
-            where, message = verdict(real, storage, f"new-{i}")
+            where, message = real.verdict(NAMESPACE, f"new-{i}", storage.provision)  # kube-scheduler waits for it
             tried += 1
             case = f"round {round_} pod new-{i}: {json.dumps(doc['spec'])}"
             answers = [
@@ -510,27 +508,6 @@ def test_kubeflux_volume_filters_as_the_real_kube_scheduler(
     for disagreement in disagreements[10:]:
         print(disagreement)
     assert not disagreements, f"{len(disagreements)} of {tried} disagree:\n" + "\n".join(disagreements[:10])
-
-
-def verdict(real: Real, storage: Storage, name: str) -> tuple[str | None, str]:
-    """Where kube-scheduler bound the pod (None: it waits) and its message, provisioning what it asks for meanwhile
-    (it binds the pod once the claims it gave a node are bound)."""
-    found: list[tuple[str | None, str]] = []
-
-    def decided() -> bool:
-        pod = real.get(NAMESPACE, name)
-        if pod["spec"].get("nodeName"):
-            found.append((pod["spec"]["nodeName"], ""))
-            return True
-        for condition in pod.get("status", {}).get("conditions") or []:
-            if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
-                found.append((None, condition["message"]))
-                return True
-        storage.provision()
-        return False
-
-    _until(decided)
-    return found[0]
 
 
 def _settled(storage: Storage, volumes: int, bound_claims: list[str]) -> bool:
