@@ -7,6 +7,7 @@ attach limit counts the volumes on its node. Objects are read from manifests, as
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,7 +21,13 @@ from kubeflux.apiobjects.storage import (
 )
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.objects import Node, Pod
-from kubeflux.scheduler.storage import ANN_SELECTED_NODE, PersistentVolume, PersistentVolumeClaim
+from kubeflux.scheduler.storage import (
+    ANN_SELECTED_NODE,
+    ClaimBinding,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    VolumeBook,
+)
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
 from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
@@ -237,3 +244,19 @@ def test_a_claim_annotated_for_a_node_is_read_so() -> None:
         {"metadata": {"name": "c", "namespace": "ns", "annotations": {ANN_SELECTED_NODE: "n1"}}, "spec": {}}
     )
     assert claim.selected_node == "n1" and not claim.bound
+
+
+def test_a_claim_assumed_for_a_pod_unreserved_before_its_bind_is_as_the_cluster_said() -> None:
+    book = VolumeBook()
+    claim = pvc("data")
+    book.observe(False, claim)
+    binding = ClaimBinding(claim.key, claim.uid, "n1")
+    book.assume((binding,))
+    assert book.claims[claim.key].selected_node == "n1"
+    book.revert((binding,))  # a Permit's rejection: nothing was written
+    assert book.claims[claim.key] is claim
+    book.assume((binding,))
+    written = replace(claim, selected_node="n1", volume_name="v")  # the cluster's own word came meanwhile
+    book.observe(False, written)
+    book.revert((binding,))
+    assert book.claims[claim.key] is written

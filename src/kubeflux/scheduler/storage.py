@@ -167,13 +167,17 @@ class VolumeBook:
         self.classes: dict[str, StorageClass] = {}
         self.csinodes: dict[str, CSINode] = {}
         self.version = 0
+        self._assumed: dict[str, tuple[StorageObject, StorageObject]] = {}
+        """``Kind name`` → (the object before :meth:`assume`, the object assumed), until :meth:`revert`."""
 
     def observe(self, deleted: bool, obj: StorageObject) -> None:
         """``obj`` was added or changed (``deleted``: is gone)."""
         if isinstance(obj, PersistentVolumeClaim):
             _put(self.claims, obj.key, obj, deleted)
+            self._assumed.pop(f"PersistentVolumeClaim {obj.key}", None)  # the cluster's word replaces an assumption
         elif isinstance(obj, PersistentVolume):
             _put(self.volumes, obj.name, obj, deleted)
+            self._assumed.pop(f"PersistentVolume {obj.name}", None)
         elif isinstance(obj, StorageClass):
             _put(self.classes, obj.name, obj, deleted)
         else:
@@ -193,9 +197,29 @@ class VolumeBook:
             if binding.volume:
                 pv = self.volumes.get(binding.volume)
                 if pv is not None:
-                    self.volumes[pv.name] = replace(pv, claim=ClaimRef(claim.namespace, claim.name, claim.uid))
+                    assumed = self.volumes[pv.name] = replace(
+                        pv, claim=ClaimRef(claim.namespace, claim.name, claim.uid)
+                    )
+                    self._assumed[f"PersistentVolume {pv.name}"] = (pv, assumed)
             else:
-                self.claims[claim.key] = replace(claim, selected_node=binding.node)
+                made = self.claims[claim.key] = replace(claim, selected_node=binding.node)
+                self._assumed[f"PersistentVolumeClaim {claim.key}"] = (claim, made)
+        if bindings:
+            self.version += 1
+
+    def revert(self, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Undo :meth:`assume` of ``bindings`` that were never written (a pod unreserved before its Bind, as
+        kube-scheduler's ``RevertAssumedPodVolumes``), where the book still holds what was assumed."""
+        for binding in bindings:
+            key = f"PersistentVolume {binding.volume}" if binding.volume else f"PersistentVolumeClaim {binding.claim}"
+            pair = self._assumed.pop(key, None)
+            if pair is None:
+                continue
+            before, assumed = pair
+            if isinstance(before, PersistentVolume) and self.volumes.get(before.name) is assumed:
+                self.volumes[before.name] = before
+            elif isinstance(before, PersistentVolumeClaim) and self.claims.get(before.key) is assumed:
+                self.claims[before.key] = before
         if bindings:
             self.version += 1
 

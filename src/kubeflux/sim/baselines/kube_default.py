@@ -267,6 +267,8 @@ class KubeDefaultScheduler:
 
     def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
+        if pod.claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
+            self._claims[pod.key] = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
@@ -278,6 +280,9 @@ class KubeDefaultScheduler:
 
     def _unplace(self, key: str) -> None:
         self._epoch += 1
+        claims = self._claims.pop(key, None)
+        if claims:  # unreserved before its Bind (a Permit's rejection): what it assumed of its claims is undone
+            self.volumes.revert(claims)
         placed = self._placed.pop(key)
         self.nodes.add_usage(placed.node, placed.requests, -1)
         self.pods.remove(key)
@@ -426,8 +431,6 @@ class KubeDefaultScheduler:
         if preemption is not None and preemption.nominations:
             preemption.forget(pod.key)  # assumed: no longer nominated
         self._place(pod, node)
-        if pod.claims:  # AssumePodVolumes, at Reserve
-            self._claims[pod.key] = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
         return self._permit(queued, node, now)
 
     def _volume_pre_filter(self, pod: Pod) -> str | None:
