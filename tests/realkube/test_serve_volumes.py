@@ -14,7 +14,7 @@ import pytest
 
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.storage import ANN_SELECTED_NODE
-from tests.realkube._serving import pod, serve
+from tests.realkube._serving import pod, serve, waiting
 
 from .conftest import Api, client, eventually, ready
 
@@ -119,16 +119,8 @@ def test_claims_waiting_for_their_first_consumer_are_bound_where_kubeflux_puts_t
             lambda: read_claim(api, "vol-local").status.phase == "Bound" and read_claim(api, "vol-local")
         )
         assert bound.spec.volume_name == "vol-local"  # completed by the real PV controller
-        said = eventually(lambda: _waiting(api, "vol-eager-user"))
+        said = eventually(lambda: waiting(api, "vol-eager-user"))
         assert said.startswith("0/") and "pod has unbound immediate PersistentVolumeClaims." in said, said
         assert not api.pods("default")["vol-eager-user"]["spec"].get("nodeName")
     for name in ("vol-zonal-user", "vol-local-user", "vol-eager-user"):
         api.core.delete_namespaced_pod(name, "default", grace_period_seconds=0, _preload_content=False)
-
-
-def _waiting(api: Api, name: str) -> str:
-    found = api.pods("default").get(name) or {}
-    for condition in (found.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return str(condition.get("message") or "")
-    return ""
