@@ -26,6 +26,15 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
         ("policy", "poddisruptionbudgets", "list"),
         ("policy", "poddisruptionbudgets", "watch"),
     },
+    "list_persistent_volume": {("", "persistentvolumes", "list"), ("", "persistentvolumes", "watch")},
+    "list_persistent_volume_claim_for_all_namespaces": {
+        ("", "persistentvolumeclaims", "list"),
+        ("", "persistentvolumeclaims", "watch"),
+    },
+    "list_storage_class": {("storage.k8s.io", "storageclasses", "list"), ("storage.k8s.io", "storageclasses", "watch")},
+    "list_csi_node": {("storage.k8s.io", "csinodes", "list"), ("storage.k8s.io", "csinodes", "watch")},
+    "patch_namespaced_persistent_volume_claim": {("", "persistentvolumeclaims", "patch")},
+    "patch_persistent_volume": {("", "persistentvolumes", "patch")},
     "create_namespaced_pod_binding": {("", "pods/binding", "create")},
     "create_namespaced_pod_eviction": {("", "pods/eviction", "create")},
     "patch_namespaced_pod_status": {("", "pods/status", "patch")},
@@ -39,7 +48,9 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
 
 
 def calls_in_code() -> set[str]:
-    pattern = re.compile(r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespace|cluster|node|pod)[a-z_]*)\b")
+    pattern = re.compile(
+        r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespace|cluster|node|pod|persistent|storage|csi)[a-z_]*)\b"
+    )
     return {m for path in KUBE.glob("*.py") for m in pattern.findall(path.read_text(encoding="utf-8"))}
 
 

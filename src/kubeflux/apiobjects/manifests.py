@@ -44,6 +44,7 @@ from kubeflux.scheduler.objects import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Pod,
+    PodClaim,
     PodGroup,
     PodPhase,
     ResourceList,
@@ -65,6 +66,7 @@ __all__ = [
     "format_timestamp",
     "namespace_from_manifest",
     "node_from_manifest",
+    "node_selector_terms",
     "object_reader",
     "parse_timestamp",
     "pod_from_manifest",
@@ -248,7 +250,14 @@ def _requirements(reader: ManifestReader, path: str, raw: Any) -> tuple[NodeSele
 
 
 def _node_affinity(reader: ManifestReader) -> tuple[NodeSelectorTerm, ...]:
-    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    return node_selector_terms(
+        reader, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    )
+
+
+def node_selector_terms(reader: ManifestReader, path: str) -> tuple[NodeSelectorTerm, ...]:
+    """The ``nodeSelectorTerms`` at ``path`` (a pod's required node affinity, a PersistentVolume's), each
+    requirement checked; at least one term when the selector is there."""
     terms = []
     for term_path, term in reader.entries(path):
         expressions = _requirements(reader, f"{term_path}.matchExpressions", term.get("matchExpressions"))
@@ -276,6 +285,22 @@ def _owner(reader: ManifestReader) -> str:
     if chosen is None:
         return ""
     return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
+
+
+def _claims(reader: ManifestReader, pod: str) -> tuple[PodClaim, ...]:
+    """The claims of ``spec.volumes``: each ``persistentVolumeClaim.claimName``, and each ``ephemeral`` volume's
+    claim, ``<pod>-<volume>``."""
+    found = []
+    for path, volume in reader.entries("spec.volumes"):
+        if volume.get("persistentVolumeClaim") is not None:
+            source = reader.mapping(f"{path}.persistentVolumeClaim", volume["persistentVolumeClaim"])
+            name = reader.field(f"{path}.persistentVolumeClaim", source, "claimName")
+            if not name:
+                raise reader.fail(f"{path}.persistentVolumeClaim.claimName", "required")
+            found.append(PodClaim(name))
+        elif volume.get("ephemeral") is not None:
+            found.append(PodClaim(f"{pod}-{reader.field(path, volume, 'name')}", ephemeral=True))
+    return tuple(found)
 
 
 def _scheduling_gates(reader: ManifestReader) -> tuple[str, ...]:
@@ -332,6 +357,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         preemption_policy=preemption,
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
+        claims=_claims(reader, name) if reader.get("spec.volumes") is not None else (),
     )
 
 
@@ -452,6 +478,14 @@ def _requirement_to_dict(requirement: NodeSelectorRequirement) -> dict[str, Any]
     return result
 
 
+def _volume_of(pod: Pod, claim: PodClaim, index: int) -> dict[str, Any]:
+    """A ``spec.volumes`` entry naming ``claim``."""
+    if not claim.ephemeral:
+        return {"name": f"claim-{index}", "persistentVolumeClaim": {"claimName": claim.name}}
+    template = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    return {"name": claim.name.removeprefix(f"{pod.name}-"), "ephemeral": {"volumeClaimTemplate": template}}
+
+
 def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     """A minimal valid ``v1`` Pod for ``pod``: one ``main`` container requesting the pod's effective request.
 
@@ -502,4 +536,6 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.terms is not None:
         terms_to_manifest(pod.terms, spec)
+    if pod.claims:
+        spec["volumes"] = [_volume_of(pod, claim, i) for i, claim in enumerate(pod.claims)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": pod.phase.value}}

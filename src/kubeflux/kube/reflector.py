@@ -62,7 +62,8 @@ LOG_EVERY = 30.0
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
-    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``, ``Namespace``);
+    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``, ``Namespace``, a
+    storage kind);
     ``type`` is a watch event type or :data:`SYNCED` (then ``obj`` is empty)."""
 
     kind: str
@@ -92,8 +93,9 @@ class Resource:
 
 def watched_resources(api: client.ApiClient) -> list[Resource]:
     """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, PodDisruptionBudgets (what preemption
-    may not take), namespaces (their labels, which inter-pod affinity's ``namespaceSelector`` selects on), then pods
-    of every scheduler and namespace (others' pods are counted)."""
+    may not take), namespaces (their labels, which inter-pod affinity's ``namespaceSelector`` selects on), the
+    storage objects the volume filters read (StorageClasses, PersistentVolumes and claims, CSINodes), then pods of
+    every scheduler and namespace (others' pods are counted)."""
     raw = RawApi(api)
 
     def podgroups(**query: Any) -> Any:
@@ -130,6 +132,10 @@ def watched_resources(api: client.ApiClient) -> list[Resource]:
             absent="the API server serves no policy/v1 PodDisruptionBudgets; preemption evicts without them",
         ),
         Resource("Namespace", raw.list_namespace),
+        Resource("StorageClass", raw.list_storage_class),
+        Resource("PersistentVolume", raw.list_persistent_volume),
+        Resource("PersistentVolumeClaim", raw.list_persistent_volume_claim_for_all_namespaces),
+        Resource("CSINode", raw.list_csi_node),
         Resource("Pod", raw.list_pod_for_all_namespaces),
     ]
 

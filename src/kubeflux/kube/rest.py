@@ -150,6 +150,27 @@ class RawApi:
     def list_namespace(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/api/v1/namespaces", query)
 
+    def list_persistent_volume(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/persistentvolumes", query)
+
+    def list_persistent_volume_claim_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/persistentvolumeclaims", query)
+
+    def list_storage_class(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/apis/storage.k8s.io/v1/storageclasses", query)
+
+    def list_csi_node(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/apis/storage.k8s.io/v1/csinodes", query)
+
+    def patch_namespaced_persistent_volume_claim(self, name: str, namespace: str, patch: Any) -> bytes:
+        """A JSON merge patch of a claim (a scheduler's ``volume.kubernetes.io/selected-node``)."""
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/persistentvolumeclaims/{quote(name, safe='')}"
+        return self.write("PATCH", path, patch, MERGE_PATCH)
+
+    def patch_persistent_volume(self, name: str, patch: Any) -> bytes:
+        """A JSON merge patch of a PersistentVolume (its ``claimRef``, binding it to a claim)."""
+        return self.write("PATCH", f"/api/v1/persistentvolumes/{quote(name, safe='')}", patch, MERGE_PATCH)
+
     def list_pod_disruption_budget_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/apis/policy/v1/poddisruptionbudgets", query)
 

@@ -38,6 +38,7 @@ from kubeflux.scheduler.objects import CPU, DisruptionBudget, Node, Pod, Resourc
 from kubeflux.scheduler.podterms import PodsByNode
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.storage import VolumeBook
 from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.topology import present_levels
 from kubeflux.scheduler.translate import (
@@ -92,6 +93,8 @@ class ClusterBooks:
         self.pods = PodsByNode()
         """Every allocation's pod (:attr:`bound`) and where, and by node, for the filters that look at the pods
         around a pod (inter-pod affinity, topology spread, host ports: :mod:`kubeflux.scheduler.podterms`)."""
+        self.volumes = VolumeBook()
+        """The PersistentVolumes, claims, StorageClasses and CSINodes (:mod:`kubeflux.scheduler.volumes`)."""
         self.unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
         self.stuck: dict[str, dict[str, Pod]] = {}

@@ -300,6 +300,10 @@ class KubefluxScheduler:
         if job.retry_at > now:  # backing off
             self._wake_at(job.retry_at)
             return self._backoff_message(job)
+        for pod in job.pods.values():
+            why = self.filter.pre_filter(pod)
+            if why is not None:  # its volume claims rule out every node (kube-scheduler's PreFilter)
+                return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
         reasons = self._try_now(job, now, out)
         if reasons is None:
             return None
@@ -397,7 +401,8 @@ class KubefluxScheduler:
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc)))
+            claims = self.filter.claim_bindings(pod, alloc.node)
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), claims))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)

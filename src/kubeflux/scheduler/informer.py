@@ -40,6 +40,7 @@ from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodW
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
+from kubeflux.scheduler.storage import STORAGE_KINDS
 from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
 from kubeflux.scheduler.validation import (
     InvalidObject,
@@ -117,6 +118,9 @@ class Informer:
         elif isinstance(obj, Namespace):
             self.books.pods.namespace(obj.name, None if kind is EventKind.DELETED else obj.labels)
             self.queue.changed()  # a pod whose namespaceSelector now selects others (or none) may fit
+        elif isinstance(obj, STORAGE_KINDS):
+            self.books.volumes.observe(kind is EventKind.DELETED, obj)
+            self.queue.changed()  # a claim bound, a volume made or a limit raised may let a pod fit
         elif not (self.queue.rejected and isinstance(obj, Pod) and self._still_rejected(kind, obj)):
             self._observe_pod(kind, obj)
 

@@ -15,6 +15,7 @@ from typing import Final
 
 from kubeflux.match.picklable import Picklable
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup
+from kubeflux.scheduler.storage import ClaimBinding, StorageObject
 
 
 class EventKind(StrEnum):
@@ -27,12 +28,15 @@ class EventKind(StrEnum):
 class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
     (for DELETED, its last known state, which may be stale: a tombstone). A scheduler that does not preempt may
-    ignore :class:`DisruptionBudget` events, and one that reads no ``namespaceSelector`` :class:`Namespace` events."""
+    ignore :class:`DisruptionBudget` events, one that reads no ``namespaceSelector`` :class:`Namespace` events, and
+    one that reads no volumes the storage objects (:data:`~kubeflux.scheduler.storage.StorageObject`)."""
 
     kind: EventKind
-    obj: Pod | Node | PodGroup | DisruptionBudget | Namespace
+    obj: Pod | Node | PodGroup | DisruptionBudget | Namespace | StorageObject
 
-    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace) -> None:
+    def __init__(
+        self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace | StorageObject
+    ) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
@@ -45,12 +49,23 @@ class Bind(Picklable):
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
     """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
+    claims: tuple[ClaimBinding, ...] = ()
+    """What to write for the pod's claims waiting for their first consumer before its Binding, as kube-scheduler's
+    volume binder does (:class:`~kubeflux.scheduler.storage.ClaimBinding`)."""
 
-    def __init__(self, pod: str, uid: str, node: str, annotations: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        pod: str,
+        uid: str,
+        node: str,
+        annotations: dict[str, str] | None = None,
+        claims: tuple[ClaimBinding, ...] = (),
+    ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
+        object.__setattr__(self, "claims", claims)
 
 
 EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"

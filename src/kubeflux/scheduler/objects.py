@@ -86,6 +86,15 @@ class Node:
     ready: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """A pod volume backed by a PersistentVolumeClaim: ``persistentVolumeClaim.claimName``, or the claim an
+    ``ephemeral`` volume makes (``<pod>-<volume>``, which must be owned by the pod)."""
+
+    name: str
+    ephemeral: bool = False
+
+
 @dataclass(slots=True)
 class Pod:
     namespace: str
@@ -130,6 +139,9 @@ class Pod:
     """What the pod asks of the pods around it (host ports, required inter-pod affinity and anti-affinity, topology
     spread that must hold); None when it asks none of it (most pods: the filters of
     :mod:`kubeflux.scheduler.podterms` then cost nothing)."""
+    claims: tuple[PodClaim, ...] = ()
+    """The PersistentVolumeClaims of its volumes, in ``spec.volumes`` order (none for most pods: the volume filters
+    of :mod:`kubeflux.scheduler.volumes` then cost nothing)."""
 
     @property
     def key(self) -> str:

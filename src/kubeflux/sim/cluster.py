@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable, Sequence
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase, Taint
+from kubeflux.scheduler.storage import StorageObject
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobbook import JobBook
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
@@ -154,13 +155,15 @@ class Cluster:
         if status_updates:
             self._status_observers.append(observer)
 
-    def announce(self, objs: Sequence[Node | DisruptionBudget], kind: EventKind = EventKind.ADDED) -> None:
-        """Emit ``kind`` for each of ``objs``: every node then every PodDisruptionBudget once the observers
-        subscribed, and a budget created (or deleted) during the run."""
+    def announce(
+        self, objs: Sequence[Node | DisruptionBudget | StorageObject], kind: EventKind = EventKind.ADDED
+    ) -> None:
+        """Emit ``kind`` for each of ``objs``: every node, every PodDisruptionBudget and the workload's storage objects
+        once the observers subscribed, a budget created (or deleted) during the run, a claim a Bind wrote to."""
         for obj in objs:
             self._emit(kind, obj)
 
-    def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
+    def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | StorageObject) -> None:
         self._send(ClusterEvent(kind, obj))
 
     def _modified(self, sp: SimPod) -> None:

@@ -32,6 +32,12 @@ from kubeflux.sim.apiserver.event_strategies import (
 )
 from kubeflux.sim.apiserver.quota_strategy import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
+from kubeflux.sim.apiserver.storage_strategies import (
+    CSINodeStrategy,
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+    StorageClassStrategy,
+)
 
 __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
 
@@ -39,10 +45,6 @@ __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
 EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]], ...] = (
     ("", "v1", "services", "Service", True, ("svc",), ("all",)),
     ("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
-    ("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ()),
-    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ()),
-    ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",), ()),
-    ("storage.k8s.io", "v1", "csinodes", "CSINode", False, (), ()),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, (), ()),
     ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True, (), ()),
     ("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, (), ()),
@@ -67,8 +69,8 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ),
 )
 """What kube-scheduler and kube-controller-manager v1.36 watch at their default flags and kubeflux does not model
-(no Services, volumes, storage, autoscaling, certificates, RBAC or admission policies): served so that their
-informers sync, and empty.
+(no Services, CSI drivers, storage capacities, volume attachments, autoscaling, certificates, RBAC or admission
+policies): served so that their informers sync, and empty.
 
 (group, version, plural, kind, namespaced, short names, categories), as the real server's discovery has them."""
 
@@ -103,6 +105,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
         ResourceType("batch", "v1", "cronjobs", "CronJob", True, CronJobStrategy(), ("cj",), ("all",), ("status",)),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, LeaseStrategy()),
+        *_storage_objects(),
         ResourceType(
             "events.k8s.io",
             "v1",
@@ -149,6 +152,29 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS
     )
     return Registry(resources)
+
+
+def _storage_objects() -> list[ResourceType]:
+    """What the volume filters read (:mod:`kubeflux.sim.apiserver.storage_strategies`)."""
+    status = ("status",)
+    return [
+        ResourceType(
+            "", "v1", "persistentvolumes", "PersistentVolume", False, PersistentVolumeStrategy(), ("pv",), (), status
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            True,
+            PersistentVolumeClaimStrategy(),
+            ("pvc",),
+            (),
+            status,
+        ),
+        ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, StorageClassStrategy(), ("sc",)),
+        ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False, CSINodeStrategy()),
+    ]
 
 
 def _controllers_objects() -> list[ResourceType]:

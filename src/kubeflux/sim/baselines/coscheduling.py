@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Unpack
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
+from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.units import format_duration, format_quantity
 from kubeflux.sim.baselines.kube_default import (
@@ -313,7 +313,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             decisions: list[Decision] = []
             for waiting in self._waiting.pop(group_key, {}).values():
                 other = waiting.queued.pod
-                decisions.append(Bind(pod=other.key, uid=other.uid, node=waiting.node))
+                decisions.append(self._bind(other, waiting.node))
             return [*decisions, *super()._permit(queued, node, now)]
         wait = group.schedule_timeout_seconds or self.permit_waiting_time_seconds
         del self._queue[pod.key]

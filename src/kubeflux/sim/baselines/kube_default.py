@@ -64,6 +64,8 @@ from kubeflux.scheduler.constraints import fit_error_message, never_fits
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.podterms import PodsByNode, constrained
+from kubeflux.scheduler.storage import STORAGE_KINDS, ClaimBinding, VolumeBook
+from kubeflux.scheduler.volumes import claim_bindings, pod_volumes
 from kubeflux.sim.baselines.kube_filter import NodeSearch
 from kubeflux.sim.baselines.kube_preemption import (
     NO_POST_FILTER,
@@ -180,7 +182,11 @@ class KubeDefaultScheduler:
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
         self.pods = PodsByNode()
         """Every bound pod by node, for the filters that look at the pods around a pod."""
-        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods)
+        self.volumes = VolumeBook()
+        """The storage objects, for the volume filters (:mod:`kubeflux.scheduler.volumes`)."""
+        self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
+        """Pod key → what its Bind writes for its claims, assumed when it was placed (Reserve)."""
+        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods, self.volumes)
         self.preemption: DefaultPreemption | None = None
         """DefaultPreemption, unless ``preemption="never"``."""
         if preemption == PREEMPTION_LOWER_PRIORITY:
@@ -209,6 +215,9 @@ class KubeDefaultScheduler:
                 self._budgets[obj.key] = obj
         elif isinstance(obj, Namespace):
             self.pods.namespace(obj.name, None if event.kind is EventKind.DELETED else obj.labels)
+            self._generation += 1
+        elif isinstance(obj, STORAGE_KINDS):
+            self.volumes.observe(event.kind is EventKind.DELETED, obj)
             self._generation += 1
         else:
             if event.kind is EventKind.DELETED:
@@ -258,6 +267,8 @@ class KubeDefaultScheduler:
 
     def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
+        if pod.claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
+            self._claims[pod.key] = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
@@ -269,6 +280,9 @@ class KubeDefaultScheduler:
 
     def _unplace(self, key: str) -> None:
         self._epoch += 1
+        claims = self._claims.pop(key, None)
+        if claims:  # unreserved before its Bind (a Permit's rejection): what it assumed of its claims is undone
+            self.volumes.revert(claims)
         placed = self._placed.pop(key)
         self.nodes.add_usage(placed.node, placed.requests, -1)
         self.pods.remove(key)
@@ -381,7 +395,7 @@ class KubeDefaultScheduler:
         placement change (``_epoch``), how pods with the same constraints and requests fail: the same way, and,
         while nothing is of lower priority, DefaultPreemption answers them alike too."""
         pod = queued.pod
-        pre_filter_message = self._pre_filter(pod, now)
+        pre_filter_message = self._volume_pre_filter(pod) or self._pre_filter(pod, now)
         if pre_filter_message is not None:
             message = fit_error_message(len(self.nodes), {}, pre_filter_message=pre_filter_message)
             preempted = self._preempt(pod, now, pre_filter_failed=True)
@@ -396,6 +410,8 @@ class KubeDefaultScheduler:
             )
             if constrained(pod, self.pods):  # fails as pods with the same terms, labels and namespace do
                 signature = (*signature, pod.terms, tuple(sorted(pod.labels.items())), pod.namespace)
+            if pod.claims:  # as pods with the same claims do, while no storage object changes
+                signature = (*signature, pod.claims, pod.namespace, self.volumes.version)
             known = failures.get(signature) if not counted else None
             node = None if known is not None else self._find_node(pod)
             if node is None:
@@ -417,9 +433,20 @@ class KubeDefaultScheduler:
         self._place(pod, node)
         return self._permit(queued, node, now)
 
+    def _volume_pre_filter(self, pod: Pod) -> str | None:
+        """The volume plugins' PreFilter failure (:func:`~kubeflux.scheduler.volumes.pod_volumes`), or None."""
+        if not pod.claims:
+            return None
+        found = pod_volumes(pod, self.volumes, self.pods)
+        return found if isinstance(found, str) else None
+
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
         """Hook: a PreFilter failure message, or None to go on to Filter."""
         return None
+
+    def _bind(self, pod: Pod, node: str) -> Bind:
+        """The Binding of a pod placed on ``node``, with what it writes for its claims (PreBind)."""
+        return Bind(pod.key, pod.uid, node, None, self._claims.pop(pod.key, ()))
 
     def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
         """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off
@@ -439,7 +466,7 @@ class KubeDefaultScheduler:
     def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
-        return [Bind(pod=queued.pod.key, uid=queued.pod.uid, node=node)]
+        return [self._bind(queued.pod, node)]
 
     def _fail(self, queued: QueuedPod, now: float, message: str, post: PostFilterResult) -> list[Decision]:
         """The pod failed: ``message`` (FitError) with the PostFilter's reason; its nomination as it says."""

@@ -24,6 +24,8 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
   PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
+* a **StorageClass**, **PersistentVolume**, **PersistentVolumeClaim** or **CSINode**: no job, in the cluster from
+  the start, what the volume filters read (:mod:`kubeflux.sim.workloads.storage`);
 * Kueue's **ResourceFlavor**, **ClusterQueue** and **LocalQueue**: no job, the run's admission layer
   (:mod:`kubeflux.sim.kueue`); a Job, Pod or PodGroup's pods labelled ``kueue.x-k8s.io/queue-name`` wait for it.
 
@@ -75,6 +77,7 @@ from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podg
 from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
+from kubeflux.scheduler.storage import StorageObject
 from kubeflux.scheduler.validation import (
     EXIT_CODE_ANNOTATION,
     JITTER_ANNOTATION,
@@ -88,6 +91,7 @@ from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.policies import POLICY_KINDS, ClusterPolicies
+from kubeflux.sim.workloads.storage import STORAGE_KINDS, read_storage_object
 from kubeflux.sim.workloads.swf import read_text, workload_name
 
 SUBMIT_TIME_ANNOTATION = "sim.kubeflux.io/submit-time"
@@ -186,6 +190,7 @@ def pod_template(
         preemption_policy=pod.preemption_policy,
         priority_class=priority_class if isinstance(priority_class, str) else "",
         terms=pod.terms,
+        claims=pod.claims,
     )
 
 
@@ -330,6 +335,8 @@ class _Builder:
     group_times: dict[str, float] = dataclasses.field(default_factory=dict)
     """``namespace/name`` of each PodGroup of the file that gives a submit time → it (its pods are admitted then)."""
     kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
+    storage: list[StorageObject] = dataclasses.field(default_factory=list)
+    """The StorageClasses, PersistentVolumes, claims and CSINodes of the file (:mod:`.storage`)."""
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -351,6 +358,8 @@ class _Builder:
                 self._group(where, obj)
             elif kind in POLICY_KINDS:
                 self._policy(where, obj)
+            elif kind in STORAGE_KINDS:
+                self.storage.append(read_storage_object(obj))
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
             else:
@@ -592,6 +601,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         budgets=list(builder.policies.budgets.values()),
         lifetimes=builder.policies.lifetimes,
         kueue=builder.kueue.objects or None,
+        storage=builder.storage,
     )
 
 

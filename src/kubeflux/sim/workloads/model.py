@@ -16,10 +16,12 @@ from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     DisruptionBudget,
     NodeSelectorTerm,
+    PodClaim,
     PodTerms,
     ResourceList,
     Toleration,
 )
+from kubeflux.scheduler.storage import StorageObject
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 from kubeflux.sim.kueue.objects import KueueObjects
 
@@ -57,6 +59,8 @@ class PodTemplate:
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
     manifest."""
+    claims: tuple[PodClaim, ...] = ()
+    """The PersistentVolumeClaims of its volumes, read from its manifest."""
 
 
 @dataclass(slots=True)
@@ -169,6 +173,9 @@ class Workload:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     """The ``policy/v1`` PodDisruptionBudgets the workload defines: in the cluster from its start, unless
     :attr:`lifetimes` times them."""
+    storage: list[StorageObject] = field(default_factory=list)
+    """The StorageClasses, PersistentVolumes, claims and CSINodes the workload defines, in the cluster from its start
+    (:mod:`kubeflux.sim.workloads.storage`)."""
     lifetimes: dict[str, Lifetime] = field(default_factory=dict)
     """``PriorityClass <name>`` or ``PodDisruptionBudget <namespace>/<name>`` → when it exists, for the objects
     that give times (the others are there from the start to the end: :data:`ALWAYS`)."""

@@ -1,0 +1,262 @@
+"""kube-scheduler's volume filters (:mod:`kubeflux.scheduler.volumes`) in the scheduler core and in the simulator's
+kube-default baseline alike: a claim waiting for its first consumer gets the node the scheduler chose
+(``volume.kubernetes.io/selected-node``) or a matching PersistentVolume bound to it, a bound claim's volume keeps its
+pod on the nodes of its node affinity and zone, an unbound ``Immediate`` claim or a missing one keeps its pod
+waiting with kube-scheduler's PreFilter message, ``ReadWriteOncePod`` claims are used by one pod, and a CSINode's
+attach limit counts the volumes on its node. Objects are read from manifests, as the shells read them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from kubeflux.apiobjects.manifests import pod_from_manifest, pod_to_manifest
+from kubeflux.apiobjects.storage import (
+    csinode_from_manifest,
+    pv_from_manifest,
+    pvc_from_manifest,
+    storage_class_from_manifest,
+)
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.objects import Node, Pod
+from kubeflux.scheduler.storage import (
+    ANN_SELECTED_NODE,
+    ClaimBinding,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    VolumeBook,
+)
+from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
+from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def nodes(count: int = 3) -> list[Node]:
+    return [node(f"n{i}", labels={HOST: f"n{i}", ZONE: f"z{i}"}) for i in range(count)]
+
+
+def wanting(name: str, *claims: str, ephemeral: str = "", uid: str = "") -> Pod:
+    volumes: list[dict[str, Any]] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    if ephemeral:
+        template = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+        volumes.append({"name": ephemeral, "ephemeral": {"volumeClaimTemplate": template}})
+    return pod_from_manifest(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": uid or f"uid-{name}"},
+            "spec": {
+                "schedulerName": "kubeflux",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "volumes": volumes,
+            },
+        }
+    )
+
+
+def sc(name: str, mode: str = "WaitForFirstConsumer", provisioner: str = "csi.example.com", zones: Any = None) -> Any:
+    doc: dict[str, Any] = {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": mode}
+    if zones:
+        doc["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": zones}]}]
+    return storage_class_from_manifest(doc)
+
+
+def pvc(
+    name: str, cls: str = "wffc", size: str = "1Gi", modes: tuple[str, ...] = ("ReadWriteOnce",), **extra: Any
+) -> Any:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
+    spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}}
+    if cls:
+        spec["storageClassName"] = cls
+    if "volume" in extra:
+        spec["volumeName"] = extra["volume"]
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    if "owner" in extra:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": extra["owner"], "controller": True}
+        ]
+    return pvc_from_manifest(
+        {"metadata": meta, "spec": spec, "status": {"phase": "Bound" if "volume" in extra else "Pending"}}
+    )
+
+
+def pv(
+    name: str, cls: str = "wffc", size: str = "1Gi", on: str = "", zone: str = "", claim: str = "", driver: str = ""
+) -> Any:
+    meta: dict[str, Any] = {"name": name, "labels": {ZONE: zone} if zone else {}}
+    spec: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "storageClassName": cls}
+    if on:
+        term = {"matchExpressions": [{"key": HOST, "operator": "In", "values": [on]}]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
+    if claim:
+        spec["claimRef"] = {"namespace": "default", "name": claim, "uid": f"uid-{claim}"}
+    if driver:
+        spec["csi"] = {"driver": driver, "volumeHandle": name}
+    return pv_from_manifest({"metadata": meta, "spec": spec, "status": {"phase": "Bound" if claim else "Available"}})
+
+
+@pytest.fixture(params=["kubeflux", "kube-default"])
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    scheduler: Any = (
+        KubefluxScheduler() if request.param == "kubeflux" else KubeDefaultScheduler("kubeflux", preemption="never")
+    )
+    return Cluster(scheduler, nodes())
+
+
+def told(cluster: Cluster, *objects: Any) -> Cluster:
+    for obj in objects:
+        cluster.tell(ADDED, obj)
+    return cluster
+
+
+def test_a_wait_for_first_consumer_claim_gets_the_node_its_pod_is_bound_to(cluster: Cluster) -> None:
+    told(cluster, sc("wffc", zones=["z1", "z2"]), pvc("data"))
+    cluster.add(wanting("p", "data"))
+    where = bound(cluster.run(1.0))["default/p"]
+    assert where in ("n1", "n2")  # the class provisions only there
+    claim = cluster.storage["PersistentVolumeClaim default/data"]
+    assert isinstance(claim, PersistentVolumeClaim) and claim.selected_node == where
+
+
+def test_a_second_pod_of_a_claim_given_a_node_follows_it(cluster: Cluster) -> None:
+    told(cluster, sc("wffc"), pvc("data"))
+    cluster.add(wanting("a", "data"))
+    first = bound(cluster.run(1.0))["default/a"]
+    cluster.add(wanting("b", "data"))
+    assert bound(cluster.run(2.0)) == {"default/b": first}
+
+
+def test_a_static_volume_is_chosen_where_it_is_and_bound_to_the_claim(cluster: Cluster) -> None:
+    told(cluster, sc("wffc", provisioner="kubernetes.io/no-provisioner"), pvc("data"), pv("small", size="1Gi", on="n2"))
+    told(cluster, pv("big", size="5Gi", on="n2"), pv("too-small", size="500Mi", on="n0"))
+    cluster.add(wanting("p", "data"))
+    assert bound(cluster.run(1.0)) == {"default/p": "n2"}  # where a volume fits; the smallest of them
+    volume = cluster.storage["PersistentVolume small"]
+    assert isinstance(volume, PersistentVolume) and volume.claim is not None and volume.claim.key == "default/data"
+
+
+def test_no_volume_and_no_provisioner_there_says_so_on_each_node(cluster: Cluster) -> None:
+    told(cluster, sc("wffc", provisioner="kubernetes.io/no-provisioner"), pvc("data", size="2Gi"), pv("small", on="n0"))
+    cluster.add(wanting("p", "data"))
+    assert messages(cluster.run(1.0))["default/p"] == (
+        "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
+    )
+
+
+def test_a_bound_claim_keeps_its_pod_on_its_volume_s_node_and_zone(cluster: Cluster) -> None:
+    local = pv("local", cls="", on="n1", claim="data")
+    told(cluster, local, pvc("data", cls="", volume="local"))
+    cluster.add(wanting("p", "data"))
+    assert bound(cluster.run(1.0)) == {"default/p": "n1"}
+    zoned = pv("zoned", cls="", zone="z2__z0", claim="disk")
+    told(cluster, zoned, pvc("disk", cls="", volume="zoned"))
+    cluster.add(wanting("q", "disk"), wanting("r", "data", "disk"))
+    decisions = cluster.run(2.0)
+    assert bound(decisions)["default/q"] in ("n0", "n2")
+    assert messages(decisions)["default/r"] == (
+        "0/3 nodes are available: 1 node(s) had no available volume zone, "
+        "2 node(s) didn't match PersistentVolume's node affinity."
+    )
+
+
+@pytest.mark.parametrize(
+    ("objects", "pod", "why"),
+    [
+        ([], wanting("p", "data"), 'persistentvolumeclaim "data" not found'),
+        (
+            [sc("fast", mode="Immediate"), pvc("data", cls="fast")],
+            wanting("p", "data"),
+            "pod has unbound immediate PersistentVolumeClaims",
+        ),
+        ([pvc("data", cls="missing")], wanting("p", "data"), "pod has unbound immediate PersistentVolumeClaims"),
+        (
+            [],
+            wanting("p", ephemeral="scratch"),
+            'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"',
+        ),
+        (
+            [pvc("p-scratch", owner="someone")],
+            wanting("p", ephemeral="scratch"),
+            "PVC default/p-scratch was not created for pod default/p (pod is not owner)",
+        ),
+        ([pvc("data", cls="", volume="gone")], wanting("p", "data"), 'persistentvolume "gone" not found'),
+    ],
+    ids=[
+        "claim missing",
+        "unbound immediate",
+        "unbound of a missing class",
+        "ephemeral claim not made yet",
+        "ephemeral claim of another",
+        "volume missing",
+    ],
+)
+def test_a_pod_waits_with_kube_scheduler_s_pre_filter_message(
+    cluster: Cluster, objects: list[Any], pod: Pod, why: str
+) -> None:
+    told(cluster, *objects)
+    cluster.add(pod)
+    assert messages(cluster.run(1.0))["default/p"] == f"0/3 nodes are available: {why}."
+
+
+def test_an_ephemeral_claim_of_its_pod_is_provisioned_where_the_pod_goes(cluster: Cluster) -> None:
+    told(cluster, sc("wffc", zones=["z0"]), pvc("p-scratch", owner="uid-p"))
+    cluster.add(wanting("p", ephemeral="scratch"))
+    assert bound(cluster.run(1.0)) == {"default/p": "n0"}
+
+
+def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_off_every_node(cluster: Cluster) -> None:
+    told(cluster, pv("one", cls="", claim="solo"), pvc("solo", cls="", volume="one", modes=("ReadWriteOncePod",)))
+    cluster.add(wanting("a", "solo"))
+    assert "default/a" in bound(cluster.run(1.0))
+    cluster.add(wanting("b", "solo"))
+    assert messages(cluster.run(2.0))["default/b"] == f"0/3 nodes are available: 3 {REASON_READ_WRITE_ONCE_POD}."
+    assert "already in-use by another pod" in REASON_READ_WRITE_ONCE_POD
+
+
+def test_a_csinode_attach_limit_counts_the_volumes_on_its_node(cluster: Cluster) -> None:
+    driver = "ebs.csi.example.com"
+    for name in ("v0", "v1", "v2"):
+        told(cluster, pv(name, cls="", claim=f"c-{name}", driver=driver), pvc(f"c-{name}", cls="", volume=name))
+    limits = [{"name": driver, "nodeID": "x", "allocatable": {"count": 1}}]
+    for i in range(3):
+        told(cluster, csinode_from_manifest({"metadata": {"name": f"n{i}"}, "spec": {"drivers": limits}}))
+    cluster.add(wanting("a", "c-v0"), wanting("b", "c-v1"), wanting("c", "c-v2"))
+    placed = bound(cluster.run(1.0))
+    assert sorted(placed.values()) == ["n0", "n1", "n2"]  # one volume each
+    told(cluster, pv("v3", cls="", claim="c-v3", driver=driver), pvc("c-v3", cls="", volume="v3"))
+    cluster.add(wanting("d", "c-v3"), wanting("e", "c-v0"))  # e shares a's volume: not one more on a's node
+    decisions = cluster.run(2.0)
+    assert messages(decisions)["default/d"] == "0/3 nodes are available: 3 node(s) exceed max volume count."
+    assert bound(decisions) == {"default/e": placed["default/a"]}
+
+
+def test_a_pod_s_claims_survive_its_manifest_round_trip() -> None:
+    pod = wanting("p", "data", ephemeral="scratch")
+    assert [(c.name, c.ephemeral) for c in pod.claims] == [("data", False), ("p-scratch", True)]
+    assert pod_from_manifest(pod_to_manifest(pod)).claims == pod.claims
+
+
+def test_a_claim_annotated_for_a_node_is_read_so() -> None:
+    claim = pvc_from_manifest(
+        {"metadata": {"name": "c", "namespace": "ns", "annotations": {ANN_SELECTED_NODE: "n1"}}, "spec": {}}
+    )
+    assert claim.selected_node == "n1" and not claim.bound
+
+
+def test_a_claim_assumed_for_a_pod_unreserved_before_its_bind_is_as_the_cluster_said() -> None:
+    book = VolumeBook()
+    claim = pvc("data")
+    book.observe(False, claim)
+    binding = ClaimBinding(claim.key, claim.uid, "n1")
+    book.assume((binding,))
+    assert book.claims[claim.key].selected_node == "n1"
+    book.revert((binding,))  # a Permit's rejection: nothing was written
+    assert book.claims[claim.key] is claim
+    book.assume((binding,))
+    written = replace(claim, selected_node="n1", volume_name="v")  # the cluster's own word came meanwhile
+    book.observe(False, written)
+    book.revert((binding,))
+    assert book.claims[claim.key] is written

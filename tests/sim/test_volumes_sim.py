@@ -1,0 +1,96 @@
+"""Volumes through the simulator, from Kubernetes manifests (issue 34): a pod whose claim waits for its first consumer
+runs where its class may provision, and the claim gets the node the scheduler chose
+(``volume.kubernetes.io/selected-node``); a second pod of the claim follows it there; a pod whose ``Immediate``
+claim nothing binds never runs. kubeflux and the kube-default baseline alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.storage import PersistentVolumeClaim
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+from kubeflux.sim.driver import Simulation, SimulationOptions
+from kubeflux.sim.workloads.cluster_file import read_cluster
+from kubeflux.sim.workloads.manifests import read_manifests
+
+NODES = """apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{kubernetes.io/hostname: {name}, topology.kubernetes.io/zone: {zone}}}
+status:
+  allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}"""
+
+STORAGE = """apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal}
+provisioner: csi.example.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+  - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [b]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: eager}
+provisioner: csi.example.com
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  storageClassName: zonal
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: never}
+spec:
+  storageClassName: eager
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}"""
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations:
+    pod-complete.stage.kwok.x-k8s.io/delay: "100s"
+    kubeflux.io/duration: "100"
+    sim.kubeflux.io/submit-time: "{at}"
+spec:
+  containers:
+    - {{name: main, image: app, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}
+  volumes:
+    - {{name: data, persistentVolumeClaim: {{claimName: {claim}}}}}"""
+
+
+@pytest.mark.parametrize("scheduler", ["kubeflux", "kube-default"])
+def test_a_claim_waiting_for_its_first_consumer_gets_the_node_the_scheduler_chose(
+    tmp_path: Path, scheduler: str
+) -> None:
+    nodes = [NODES.format(name=f"n{i}", zone=zone) for i, zone in enumerate("aabb")]
+    (tmp_path / "nodes.yaml").write_text("\n---\n".join(nodes))
+    pods = [POD.format(name="first", claim="data", at=0), POD.format(name="second", claim="data", at=10)]
+    pods.append(POD.format(name="stuck", claim="never", at=0))
+    (tmp_path / "workload.yaml").write_text("\n---\n".join([STORAGE, *pods]))
+    workload = read_manifests(tmp_path / "workload.yaml")
+    assert not workload.problems, workload.problems
+    core = KubefluxScheduler() if scheduler == "kubeflux" else KubeDefaultScheduler("kubeflux")
+    sim = Simulation(
+        workload,
+        read_cluster(tmp_path / "nodes.yaml"),
+        {"kubeflux": core},  # type: ignore[dict-item]
+        primary="kubeflux",
+        options=SimulationOptions(until=500.0),
+    )
+    sim.run()
+    placed = {sp.pod.name: sp.pod.node_name for sp in sim.cluster.pods.values()}
+    assert placed["first"] in ("n2", "n3")  # zone b, where the class provisions
+    assert placed["second"] == placed["first"]  # the claim's node
+    assert not placed["stuck"]
+    claim = sim.storage["PersistentVolumeClaim default/data"]
+    assert isinstance(claim, PersistentVolumeClaim) and claim.selected_node == placed["first"]
