@@ -235,8 +235,8 @@ def test_a_csinode_attach_limit_counts_the_volumes_on_its_node(cluster: Cluster)
 
 def test_a_pod_s_claims_survive_its_manifest_round_trip() -> None:
     pod = wanting("p", "data", ephemeral="scratch")
-    assert [(c.name, c.ephemeral) for c in pod.claims] == [("data", False), ("p-scratch", True)]
-    assert pod_from_manifest(pod_to_manifest(pod)).claims == pod.claims
+    assert [(c.name, c.ephemeral) for c in pod.volume_claims] == [("data", False), ("p-scratch", True)]
+    assert pod_from_manifest(pod_to_manifest(pod)).volume_claims == pod.volume_claims
 
 
 def test_a_claim_annotated_for_a_node_is_read_so() -> None:

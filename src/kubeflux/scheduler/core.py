@@ -402,7 +402,7 @@ class KubefluxScheduler:
         for pod, alloc in made:
             placed.add(alloc.uid)
             claims = self.filter.claim_bindings(pod, alloc.node)
-            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), claims))
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), volume_claims=claims))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)

@@ -104,7 +104,7 @@ def pod_volumes(pod: Pod, book: VolumeBook, pods: PodsByNode) -> PodVolumes | st
     namespace = pod.namespace
     claims = book.claims
     read_write_once: set[str] = set()
-    for claim in pod.claims:  # VolumeRestrictions
+    for claim in pod.volume_claims:  # VolumeRestrictions
         if claim.ephemeral:
             continue
         found = claims.get(f"{namespace}/{claim.name}")
@@ -114,7 +114,7 @@ def pod_volumes(pod: Pod, book: VolumeBook, pods: PodsByNode) -> PodVolumes | st
             read_write_once.add(found.name)
     made = PodVolumes()
     found_claims: list[PersistentVolumeClaim] = []
-    for claim in pod.claims:  # VolumeBinding
+    for claim in pod.volume_claims:  # VolumeBinding
         pvc = claims.get(f"{namespace}/{claim.name}")
         if pvc is None:
             return f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim.name}"'
@@ -132,7 +132,7 @@ def pod_volumes(pod: Pod, book: VolumeBook, pods: PodsByNode) -> PodVolumes | st
             made.delayed.append(pvc)
         else:
             return REASON_UNBOUND_IMMEDIATE
-    for claim, pvc in zip(pod.claims, found_claims, strict=True):  # VolumeZone
+    for claim, pvc in zip(pod.volume_claims, found_claims, strict=True):  # VolumeZone
         if claim.ephemeral or not pvc.volume_name:
             continue
         pv = book.volumes.get(pvc.volume_name)
@@ -169,10 +169,10 @@ def _in_use(names: set[str], namespace: str, pods: PodsByNode) -> bool:
     """Whether a bound pod uses one of the claims ``names`` of ``namespace`` by a ``persistentVolumeClaim`` volume
     (the snapshot's used claims: a pod that ended no longer counts)."""
     return any(
-        pod.claims
+        pod.volume_claims
         and pod.namespace == namespace
         and not pod.phase.terminal
-        and any(not claim.ephemeral and claim.name in names for claim in pod.claims)
+        and any(not claim.ephemeral and claim.name in names for claim in pod.volume_claims)
         for pod in pods.bound.values()
     )
 
@@ -231,9 +231,9 @@ def _limited(volumes: PodVolumes, book: VolumeBook, pods: PodsByNode) -> dict[st
     node_of = pods.node_of
     claims = book.claims
     for uid, other in pods.bound.items():
-        if not other.claims:
+        if not other.volume_claims:
             continue
-        found = [claims.get(f"{other.namespace}/{claim.name}") for claim in other.claims]
+        found = [claims.get(f"{other.namespace}/{claim.name}") for claim in other.volume_claims]
         by_node.setdefault(node_of[uid], {}).update(_attachable((pvc for pvc in found if pvc is not None), book))
     return by_node
 
@@ -361,7 +361,7 @@ def _bound_to(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
 def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> tuple[ClaimBinding, ...]:
     """What binding ``pod`` to ``node`` writes for its waiting claims (:class:`ClaimBinding`), assumed in ``book``
     at once (kube-scheduler's ``AssumePodVolumes``); () for a pod without such claims."""
-    if not pod.claims:
+    if not pod.volume_claims:
         return ()
     volumes = pod_volumes(pod, book, pods)
     if isinstance(volumes, str) or not volumes.delayed:
