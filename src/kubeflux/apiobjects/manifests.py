@@ -35,6 +35,7 @@ from kubeflux.apiobjects.reader import (
     parse_timestamp,
     resource_list_of,
 )
+from kubeflux.apiobjects.resourceclaims import pod_claims
 from kubeflux.apiobjects.rules import MAX_INT32
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
@@ -332,6 +333,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         preemption_policy=preemption,
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
+        claims=pod_claims(reader),
     )
 
 

@@ -73,17 +73,20 @@ class NodeFilter:
         """The graph nodes that may take ``pod`` now: the static filters and the books (kept incrementally per pod
         shape), and for a pod that asks something of the pods around it (or when a bound pod's anti-affinity may be
         against it) the filters of :mod:`kubeflux.scheduler.podterms` over the books' pods, in kube-scheduler's order
-        (host ports before the resources, topology spread and inter-pod affinity after them)."""
+        (host ports before the resources, topology spread and inter-pod affinity after them), then for a pod with
+        ResourceClaims the devices (:mod:`kubeflux.scheduler.devices`)."""
         books = self.books
         fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
         pods = books.pods
-        if pod.terms is None and not pods.holders:
+        if pod.terms is None and not pods.holders and not pod.claims:
             return fit
-        key = (books.fits.version, pods.version)
+        key = (books.fits.version, pods.version, books.devices.version)
         known = self._pod_fit
         if known is not None and known[0] is pod and known[1] == key and known[2] is fit:
             return known[3]
-        refused = self._refused(pod, fit.static, fit.unfit)
+        refused = self._refused(pod, fit.static, fit.unfit) if pod.terms is not None or pods.holders else {}
+        if pod.claims:  # DynamicResources, the last filter: on the nodes every other one passes
+            refused = {**refused, **books.devices.refusals(pod, _Open(fit.static, refused, fit.unfit))}
         made = fit  # nothing refused (most pods beside anti-affinity): the shared fit, not a copy of every node
         if refused:
             unfit = dict(fit.unfit)
@@ -519,6 +522,8 @@ def _alike(pod: Pod, other: Pod) -> bool:
         and pod.tolerations == other.tolerations
         and pod.required_node_affinity == other.required_node_affinity
         and pod.terms == other.terms
+        and not pod.claims  # each pod's claims are its own: their devices are found pod by pod
+        and not other.claims
         and (pod.terms is None or pod.labels == other.labels)
         and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
     )

@@ -18,11 +18,13 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.scheduler.core import KubefluxScheduler, Parts, wire
 from kubeflux.scheduler.decisions import apply_decisions
+from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import (
     Bind,
     ClusterEvent,
@@ -33,7 +35,8 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.messages import Watched
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 
@@ -62,10 +65,14 @@ class Cluster:
         self.now = 0.0
         self.evicted: list[str] = []
         """The pods evicted, in order."""
+        self.claims: dict[str, ResourceClaim] = {}
+        """The ResourceClaims told (:meth:`tell`), with what binds wrote to them."""
         for n in nodes:
             scheduler.observe(ClusterEvent(ADDED, n), 0.0)
 
-    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace) -> None:
+    def tell(self, kind: EventKind, obj: Watched) -> None:
+        if isinstance(obj, ResourceClaim):
+            self.claims[obj.key] = obj
         self.scheduler.observe(ClusterEvent(kind, obj), self.now)
 
     def add(self, *pods: Pod) -> None:
@@ -94,6 +101,13 @@ class Cluster:
         return pod.scheduler_name
 
     def bind(self, pod: Pod, decision: Bind) -> str:
+        for made in decision.claims:  # the claims' status first, as kube-scheduler's PreBind writes it
+            claim = self.claims[made.key]
+            allocation = made.results if made.allocate else claim.allocation
+            reserved = (*claim.reserved_for, pod.uid)
+            self.tell(
+                MODIFIED, dataclasses.replace(claim, allocation=allocation, node=made.node, reserved_for=reserved)
+            )
         pod.node_name = decision.node
         pod.annotations = {**pod.annotations, **decision.annotations}
         pod.phase = PodPhase.RUNNING

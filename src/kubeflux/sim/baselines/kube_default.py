@@ -210,7 +210,7 @@ class KubeDefaultScheduler:
         elif isinstance(obj, Namespace):
             self.pods.namespace(obj.name, None if event.kind is EventKind.DELETED else obj.labels)
             self._generation += 1
-        else:
+        elif isinstance(obj, PodGroup):
             if event.kind is EventKind.DELETED:
                 self._groups.pop(obj.key, None)
             else:
