@@ -43,6 +43,7 @@ __all__ = [
     "device_class_from_manifest",
     "pod_claims",
     "slice_from_manifest",
+    "template_from_manifest",
 ]
 
 API_VERSION: Final = "resource.k8s.io/v1"
@@ -161,6 +162,15 @@ def claim_from_manifest(obj: Any, *, default_namespace: str = "default") -> Reso
     return _claim(reader, "spec", namespace, name, reader.string("metadata.uid"))
 
 
+def template_from_manifest(obj: Any, *, default_namespace: str = "default") -> tuple[str, dict[str, Any]]:
+    """A ``ResourceClaimTemplate``, checked as a claim of its ``spec.spec`` would be: its ``namespace/name`` and the
+    manifest (namespace defaulted)."""
+    reader = ManifestReader("ResourceClaimTemplate", obj, ("ResourceClaimTemplate",))
+    name, namespace = reader.identity("ResourceClaimTemplate", default_namespace)
+    _claim(reader, "spec.spec", namespace, name, "")
+    return f"{namespace}/{name}", {**obj, "metadata": {**reader.mapping("metadata"), "namespace": namespace}}
+
+
 def claim_from_template(template: Any, pod_name: str, pod_claim: str, suffix: str) -> dict[str, Any]:
     """The claim the resourceclaim controller makes from a ``ResourceClaimTemplate`` for a pod's claim entry:
     named ``<pod>-<claim>-<suffix>`` (the controller's generateName, its prefix cut as ``names.SimpleNameGenerator``
@@ -269,7 +279,7 @@ def pod_claims(reader: ManifestReader) -> tuple[PodClaim, ...]:
         template = reader.field(path, item, "resourceClaimTemplateName")
         if bool(direct) == bool(template):
             raise reader.fail(path, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
-        claims.append(PodClaim(name, direct or made.get(name, "")))
+        claims.append(PodClaim(name, direct or made.get(name, ""), template))
     return tuple(claims)
 
 

@@ -94,6 +94,8 @@ class PodClaim:
 
     name: str
     claim: str
+    template: str = ""
+    """Its ``resourceClaimTemplateName``, when the claim is made from a template."""
 
 
 @dataclass(slots=True)

@@ -50,6 +50,7 @@ from kubeflux.scheduler.interface import (
 )
 from kubeflux.scheduler.objects import DisruptionBudget, Node, PodPhase
 from kubeflux.sim.budgets import DisruptionBudgets
+from kubeflux.sim.claims import ClaimController
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.fabric import Fabric, Slowdown, span_columns
@@ -224,6 +225,10 @@ class Simulation:
         for outage in self.options.outages:
             cluster.schedule_outage(outage)
         cluster.announce([*cluster.nodes, *self._time_budgets()])
+        if self.workload.devices:  # in the cluster from the start, and kept as the resourceclaim controller keeps them
+            claims = ClaimController(self.workload.devices, lambda kind, obj: cluster.announce([obj], kind))
+            cluster.claims = cluster.book.claims = claims
+            claims.announce()
         if self._order:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
@@ -339,8 +344,16 @@ class ClusterSink:
         return pod.pod.scheduler_name
 
     def bind(self, pod: SimPod, decision: Bind) -> str:
+        claims = self.cluster.claims
+        if decision.claims:  # the claims' allocation first, as kube-scheduler's PreBind writes it
+            error = claims.bind(pod.pod, decision.claims) if claims is not None else "the cluster has no ResourceClaims"
+            if error:
+                self.cluster.record_event("Warning", "FailedScheduling", decision.pod, error)
+                return error
         error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
         if error:
+            if decision.claims and claims is not None:
+                claims.unbind(pod.pod, decision.claims)
             self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)
         else:
             pod.nominated_node = ""  # the binding clears it (ClearingNominatedNodeNameAfterBinding)

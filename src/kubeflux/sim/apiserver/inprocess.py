@@ -50,6 +50,7 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 from kubeflux.scheduler.objects import Pod, PodPhase
+from kubeflux.sim.apiserver.claim_controller import write_claims
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
@@ -94,6 +95,9 @@ class InProcessSchedulers:
             ("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
             ("scheduling.k8s.io", "v1alpha2", "podgroups"),  # served with the GenericWorkload gate only
             ("policy", "v1", "poddisruptionbudgets"),  # served with the controllers' objects
+            ("resource.k8s.io", "v1", "deviceclasses"),
+            ("resource.k8s.io", "v1", "resourceslices"),
+            ("resource.k8s.io", "v1", "resourceclaims"),
             ("", "v1", "pods"),  # last: self.pods
         ]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
@@ -305,6 +309,8 @@ class _StoreSink:
     def bind(self, pod: Object, decision: Bind) -> str:
         namespace, name = decision.pod.split("/", 1)
         try:
+            if decision.claims:  # kube-scheduler's PreBind: the claims' allocation and reservation, then the Binding
+                write_claims(self.store, decision.claims, name, decision.uid)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )
@@ -367,12 +373,16 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
         return not _heartbeat_only(event.obj, event.prev)
     if kind in ("PodGroup", "PodDisruptionBudget"):
         return bool(event.obj.get("spec") != event.prev.get("spec"))
+    if kind in ("ResourceClaim", "ResourceSlice", "DeviceClass"):
+        return True  # devices given back, published or selected anew
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
         return True
     spec, was = event.obj.get("spec"), event.prev.get("spec")
     if spec is not was and gates_of(was) and not gates_of(spec):
         return True  # its last scheduling gate removed: the pod may be placed now
+    if status.get("resourceClaimStatuses") != before.get("resourceClaimStatuses"):
+        return True  # a claim made for it from its template: it may be placed now
     return bool(event.obj["metadata"].get("deletionTimestamp") and not event.prev["metadata"].get("deletionTimestamp"))
 
 
@@ -419,8 +429,10 @@ def _written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
     if any(k not in meta for k in old if k not in _WRITTEN_METADATA):
         return None
     status, was = obj.get("status") or {}, prev.get("status") or {}
-    if status is not was and _resized(status, was):
-        return None
+    if status is not was and (
+        _resized(status, was) or status.get("resourceClaimStatuses") != was.get("resourceClaimStatuses")
+    ):
+        return None  # (the claims made for it: read again)
     phase = status.get("phase") or "Pending"
     node = spec.get("nodeName") or ""
     if phase not in _PHASES or not isinstance(node, str):

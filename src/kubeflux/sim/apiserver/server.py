@@ -36,6 +36,7 @@ from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.claim_controller import ClaimController
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
@@ -59,10 +60,11 @@ STORE_CONTROLLERS = ("garbagecollector", "namespace")
 """What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
 a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
 leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
-CONTROLLERS = ("job", "podgroup", "disruption", "resourcequota", *STORE_CONTROLLERS)
+CONTROLLERS = ("job", "podgroup", "disruption", "resourcequota", "resourceclaim", *STORE_CONTROLLERS)
 """The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
 TTL-after-finished controller), ``podgroup`` (scheduler-plugins' PodGroup status), ``disruption`` and
-``resourcequota`` (kube-controller-manager's: budgets' and quotas' status); and the store's own."""
+``resourcequota`` (kube-controller-manager's: budgets' and quotas' status), ``resourceclaim`` (its claims made from
+templates for pods, and freed when they end); and the store's own."""
 
 T = TypeVar("T")
 
@@ -260,6 +262,7 @@ class ApiServer:
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""
         self.quota_controller: QuotaController | None = None
+        self.claim_controller: ClaimController | None = None
         """The ResourceQuotas' status (with the ``resourcequota`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
@@ -342,6 +345,8 @@ class ApiServer:
             self.disruption_controller = DisruptionController(self.store, loop, timers)
         if "resourcequota" in self.controllers:
             self.quota_controller = QuotaController(self.store, loop)
+        if "resourceclaim" in self.controllers:
+            self.claim_controller = ClaimController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -384,6 +389,7 @@ class ApiServer:
             self.podgroup_controller,
             self.disruption_controller,
             self.quota_controller,
+            self.claim_controller,
             self.job_controller,
             self.replay,
         )
@@ -393,7 +399,13 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        controllers = (self.podgroup_controller, self.disruption_controller, self.job_controller, self.quota_controller)
+        controllers = (
+            self.podgroup_controller,
+            self.disruption_controller,
+            self.job_controller,
+            self.quota_controller,
+            self.claim_controller,
+        )
         reconcilers = [controller.reconciler for controller in controllers if controller is not None]
         for component in (self.kubelet, *reconcilers, self.schedulers, self.replay):
             if component is not None:

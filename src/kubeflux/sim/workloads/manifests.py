@@ -24,6 +24,9 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
   PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
+* Dynamic Resource Allocation's **DeviceClass**, **ResourceSlice**, **ResourceClaim** and **ResourceClaimTemplate**
+  (``resource.k8s.io/v1``): no job, in the cluster from the start (:mod:`kubeflux.sim.claims`); pods name the claims
+  in ``spec.resourceClaims``;
 * Kueue's **ResourceFlavor**, **ClusterQueue** and **LocalQueue**: no job, the run's admission layer
   (:mod:`kubeflux.sim.kueue`); a Job, Pod or PodGroup's pods labelled ``kueue.x-k8s.io/queue-name`` wait for it.
 
@@ -83,6 +86,7 @@ from kubeflux.scheduler.validation import (
     PodRun,
     pod_run,
 )
+from kubeflux.sim.claims import DEVICE_KINDS, DeviceObjects, read_device_object
 from kubeflux.sim.kueue.reader import KUEUE_KINDS, KueueReader, queue_label
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
@@ -186,6 +190,7 @@ def pod_template(
         preemption_policy=pod.preemption_policy,
         priority_class=priority_class if isinstance(priority_class, str) else "",
         terms=pod.terms,
+        claims=pod.claims,
     )
 
 
@@ -330,6 +335,7 @@ class _Builder:
     group_times: dict[str, float] = dataclasses.field(default_factory=dict)
     """``namespace/name`` of each PodGroup of the file that gives a submit time → it (its pods are admitted then)."""
     kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
+    devices: DeviceObjects = dataclasses.field(default_factory=DeviceObjects)
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -353,6 +359,8 @@ class _Builder:
                 self._policy(where, obj)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
+            elif kind in DEVICE_KINDS:
+                read_device_object(self.devices, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -592,6 +600,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         budgets=list(builder.policies.budgets.values()),
         lifetimes=builder.policies.lifetimes,
         kueue=builder.kueue.objects or None,
+        devices=builder.devices,
     )
 
 

@@ -16,10 +16,12 @@ from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     DisruptionBudget,
     NodeSelectorTerm,
+    PodClaim,
     PodTerms,
     ResourceList,
     Toleration,
 )
+from kubeflux.sim.claims import DeviceObjects
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 from kubeflux.sim.kueue.objects import KueueObjects
 
@@ -57,6 +59,9 @@ class PodTemplate:
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
     manifest."""
+    claims: tuple[PodClaim, ...] = ()
+    """Its ``spec.resourceClaims`` (Dynamic Resource Allocation): the claims each of its pods uses, those made from a
+    template made anew for each pod (:mod:`kubeflux.sim.claims`)."""
 
 
 @dataclass(slots=True)
@@ -176,6 +181,10 @@ class Workload:
     def lifetime(self, obj: PriorityClass | DisruptionBudget) -> Lifetime:
         """When ``obj``, one of :attr:`priority_classes` or :attr:`budgets`, exists."""
         return self.lifetimes.get(policy_key(obj), ALWAYS)
+
+    devices: DeviceObjects = field(default_factory=DeviceObjects)
+    """The DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates the workload defines: in the
+    cluster from its start (:mod:`kubeflux.sim.claims`)."""
 
     kueue: KueueObjects | None = None
     """The Kueue objects the workload defines (ResourceFlavors, ClusterQueues, LocalQueues); None without any: the
