@@ -20,55 +20,8 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.objects import PodClaim
 from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
-
-DRIVER = "gpu.example.com"
-
-
-def gpu_class(*selectors: str) -> dict[str, Any]:
-    exprs = selectors or (f'device.driver == "{DRIVER}"',)
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gpu"},
-        "spec": {"selectors": [{"cel": {"expression": e}} for e in exprs]},
-    }
-
-
-def gpus(node_name: str, count: int, memory: str = "80Gi", model: str = "h100") -> dict[str, Any]:
-    """A ResourceSlice of ``count`` GPUs on ``node_name``, each with a model, an index and its memory."""
-    devices = [
-        {
-            "name": f"gpu-{i}",
-            "attributes": {"model": {"string": model}, "index": {"int": i}, "driverVersion": {"version": "1.4.0"}},
-            "capacity": {"memory": {"value": memory}},
-        }
-        for i in range(count)
-    ]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node_name}-{DRIVER}"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node_name,
-            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    }
-
-
-def claim(name: str, count: int = 2, *selectors: str, mode: str = "ExactCount") -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": "gpu", "allocationMode": mode}
-    if mode == "ExactCount":
-        exactly["count"] = count
-    if selectors:
-        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-claim-{name}"},
-        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}},
-    }
+from tests.dra import DRIVER, claim, gpu_class
+from tests.dra import gpu_slice as gpus
 
 
 def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2")) -> Cluster:
@@ -149,7 +102,7 @@ def test_cel_selectors_of_the_request_pick_the_devices_by_attribute_capacity_and
 
 def test_a_class_selector_that_matches_no_device_leaves_the_pod_waiting_in_kube_schedulers_words() -> None:
     cluster = cluster_with(gpus("w1", 2), gpus("w2", 2))
-    cluster.tell(MODIFIED, device_class_from_manifest(gpu_class('device.driver == "other.example.com"')))
+    cluster.tell(MODIFIED, device_class_from_manifest(gpu_class("gpu", 'device.driver == "other.example.com"')))
     cluster.tell(ADDED, claim_from_manifest(claim("x", 1)))
     cluster.add(claimed("p", "x"))
     decisions = cluster.run()

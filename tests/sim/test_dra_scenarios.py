@@ -9,10 +9,8 @@ from pathlib import Path
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
-from kubeflux.sim.driver import Simulation, SimulationOptions
-from kubeflux.sim.workloads.cluster_file import read_cluster
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._gangs import nodes_yaml
+from tests.sim._gangs import nodes_yaml, simulation
 
 DEVICES = """apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -106,7 +104,7 @@ def test_pods_asking_two_gpus_through_claims_get_two_gpus_of_one_node_and_the_cl
     """Three trainers each ask two GPUs of 40Gi or more from a template: only n2's four qualify (n1's are 16Gi, n0
     has none), so two run at once and the third starts when one ends and its claim (made for it) is deleted; a
     notebook's own claim takes one of n1's small GPUs."""
-    (tmp_path / "nodes.yaml").write_text(nodes_yaml(("n0", "32", "64Gi"), ("n1", "16", "64Gi"), ("n2", "16", "64Gi")))
+    nodes = nodes_yaml(("n0", "32", "64Gi"), ("n1", "16", "64Gi"), ("n2", "16", "64Gi"))
     objects = [
         DEVICES,
         gpu_slice("n1", 2, "16Gi", "t4"),
@@ -114,16 +112,7 @@ def test_pods_asking_two_gpus_through_claims_get_two_gpus_of_one_node_and_the_cl
         *(TRAINER.format(i=i) for i in range(3)),
         NOTEBOOK,
     ]
-    (tmp_path / "workload.yaml").write_text("\n---\n".join(objects))
-    workload = read_manifests(tmp_path / "workload.yaml")
-    assert not workload.problems, workload.problems
-    sim = Simulation(
-        workload,
-        read_cluster(tmp_path / "nodes.yaml"),
-        {"kubeflux": KubefluxScheduler()},
-        primary="kubeflux",
-        options=SimulationOptions(keep_events=True),
-    )
+    sim = simulation(tmp_path, nodes, objects, KubefluxScheduler())
     written: list[tuple[float, ResourceClaim]] = []
 
     def record(event: ClusterEvent, now: float) -> None:

@@ -16,11 +16,11 @@ from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.baselines import create
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from tests.dra import DRIVER, claim, claim_template, claiming_pod, gpu_class, gpu_slice
 from tests.sim.apiserver._served import ORIGIN, PODS, call, eventually
 
 RESOURCE = "/apis/resource.k8s.io/v1"
 CLAIMS = f"{RESOURCE}/namespaces/default/resourceclaims"
-DRIVER = "gpu.example.com"
 
 
 @pytest.fixture
@@ -39,68 +39,19 @@ def server() -> Iterator[ApiServer]:
 
 
 def device_objects(node: str) -> list[tuple[str, dict[str, Any]]]:
-    devices = [
-        {"name": f"gpu-{i}", "attributes": {"model": {"string": "h100"}}, "capacity": {"memory": {"value": "80Gi"}}}
-        for i in range(4)
-    ]
-    exactly = {
-        "deviceClassName": "gpu",
-        "count": 2,
-        "selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "h100"'}}],
-    }
+    """The class, ``node``'s slice of four GPUs, and the template asking two of model h100."""
     return [
-        (
-            f"{RESOURCE}/deviceclasses",
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": {"name": "gpu"},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-            },
-        ),
-        (
-            f"{RESOURCE}/resourceslices",
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{node}-gpus"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": node,
-                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                    "devices": devices,
-                },
-            },
-        ),
+        (f"{RESOURCE}/deviceclasses", gpu_class()),
+        (f"{RESOURCE}/resourceslices", gpu_slice(node, 4)),
         (
             f"{RESOURCE}/namespaces/default/resourceclaimtemplates",
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "two-gpus"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}},
-            },
+            claim_template("two-gpus", 2, f'device.attributes["{DRIVER}"].model == "h100"'),
         ),
     ]
 
 
-def trainer() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "trainer"},  # runs until deleted (KWOK's bare pod)
-        "spec": {
-            "schedulerName": "kubeflux",
-            "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}],
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "trainer",
-                    "resources": {"requests": {"cpu": "2"}, "claims": [{"name": "gpus"}]},
-                }
-            ],
-        },
-    }
+def trainer(name: str = "trainer") -> dict[str, Any]:
+    return claiming_pod(name, "kubeflux", template="two-gpus", cpu="2")
 
 
 def test_a_pod_asking_two_gpus_through_a_claim_template_gets_two_gpus_of_one_node_and_the_claims_allocation(
@@ -125,9 +76,9 @@ def test_a_pod_asking_two_gpus_through_a_claim_template_gets_two_gpus_of_one_nod
         {"key": "metadata.name", "operator": "In", "values": ["node-0001"]}
     ]
     assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}]
-    call(server, "POST", PODS, {**trainer(), "metadata": {"name": "second"}})  # the other two GPUs
+    call(server, "POST", PODS, trainer("second"))  # the other two GPUs
     eventually(lambda: call(server, "GET", f"{PODS}/second")["spec"].get("nodeName") == "node-0001", "bound")
-    call(server, "POST", PODS, {**trainer(), "metadata": {"name": "third"}})
+    call(server, "POST", PODS, trainer("third"))
     eventually(lambda: "cannot allocate" in str(call(server, "GET", f"{PODS}/third")["status"]), "third waits")
     message = call(server, "GET", f"{PODS}/third")["status"]["conditions"][0]["message"]
     assert message == "0/3 nodes are available: 3 cannot allocate all claims."
@@ -137,23 +88,9 @@ def test_a_pod_asking_two_gpus_through_a_claim_template_gets_two_gpus_of_one_nod
 
 
 def test_a_claim_whose_selector_does_not_compile_is_refused_naming_the_field(server: ApiServer) -> None:
-    claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "bad"},
-        "spec": {
-            "devices": {
-                "requests": [
-                    {
-                        "name": "gpu",
-                        "exactly": {"deviceClassName": "gpu", "selectors": [{"cel": {"expression": "1 +"}}]},
-                    }
-                ]
-            }
-        },
-    }
+    bad = claim("bad", 1, "1 +")
     with pytest.raises(urllib.error.HTTPError) as refused:
-        call(server, "POST", CLAIMS, claim)
+        call(server, "POST", CLAIMS, bad)
     assert refused.value.code == 422
     status = orjson.loads(refused.value.read())
     (cause,) = status["details"]["causes"]
