@@ -40,6 +40,7 @@ __all__ = [
     "allocation_status",
     "claim_from_manifest",
     "claim_from_template",
+    "claim_status_patch",
     "device_class_from_manifest",
     "pod_claims",
     "slice_from_manifest",
@@ -281,6 +282,20 @@ def pod_claims(reader: ManifestReader) -> tuple[PodClaim, ...]:
             raise reader.fail(path, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
         claims.append(PodClaim(name, direct or made.get(name, ""), template))
     return tuple(claims)
+
+
+def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str) -> tuple[Any, str]:
+    """The patch of a claim's status that binding the pod ``pod`` (``uid``) writes, and its content type: for a claim
+    allocated now a JSON merge patch of the allocation and ``reservedFor`` (the claim's ``uid`` a precondition:
+    never another claim of the name), for one allocated already a JSON patch adding the pod to ``reservedFor``."""
+    if allocation.allocate:
+        status = allocation_status(allocation, pod, uid)
+        patch: dict[str, Any] = {"status": status}
+        if allocation.uid:
+            patch["metadata"] = {"uid": allocation.uid}
+        return patch, "application/merge-patch+json"
+    entry = {"resource": "pods", "name": pod, "uid": uid}
+    return [{"op": "add", "path": "/status/reservedFor/-", "value": entry}], "application/json-patch+json"
 
 
 def allocation_status(allocation: ClaimAllocation, pod: str, uid: str, status: Any = None) -> dict[str, Any]:

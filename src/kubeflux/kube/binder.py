@@ -67,6 +67,7 @@ from kubernetes import client
 from kubeflux.apiobjects.decisions import binding, scheduled_message, scheduler_event, unschedulable_condition
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
+from kubeflux.apiobjects.resourceclaims import claim_status_patch
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
@@ -498,6 +499,9 @@ class Binder:
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
         try:
+            for made in decision.claims:  # kube-scheduler's DynamicResources PreBind: the claims first
+                patch, kind = claim_status_patch(made, pod.name, decision.uid)
+                self.writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch, kind)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
             self._count("refused")
