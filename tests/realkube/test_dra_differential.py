@@ -1,7 +1,7 @@
 """kubeflux's Dynamic Resource Allocation against the real kube-scheduler v1.36: random small clusters whose KWOK
 nodes publish random GPUs in ResourceSlices (models, memory), and random pending pods each with a ResourceClaim of
 its own (one to three devices, or ``All``, of a class selecting the driver's devices or only the big ones, with CEL
-selectors on the model, the memory and the index), beside cpu requests.
+selectors on the model, the memory and the index), beside cpu requests and taints.
 
 The pending pods are given to the real kube-scheduler one at a time: each is bound (its claim allocated by
 kube-scheduler stays, taking its devices from those after it) or told it waits (and is deleted with its claim). For
@@ -31,7 +31,7 @@ from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from tests.dra import API_VERSION, DRIVER, gpu_class, gpu_slice
 
 from .conftest import Api
-from .test_filter_differential import Real, counts, decide
+from .test_filter_differential import Real, counts, decide, node_docs
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 ROUNDS = 8
@@ -208,7 +208,7 @@ def test_kubeflux_allocates_devices_as_the_real_kube_scheduler(scheduled: Contro
     started = time.monotonic()
     for round_ in range(ROUNDS):
         namespace = api.namespace(f"dra-{round_}", {})
-        docs = [_node(f"d{round_}-n{i}", rng.choice((2, 4, 8))) for i in range(rng.randint(3, 5))]
+        docs = node_docs(rng, round_)  # 3 to 6 nodes of 2 to 8 cores, some tainted
         names = {doc["metadata"]["name"] for doc in docs}
         real.apply_nodes(docs)
         nodes = real.nodes(names)
@@ -270,17 +270,3 @@ def test_kubeflux_allocates_devices_as_the_real_kube_scheduler(scheduled: Contro
 def claims_without(claims: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     """The claims but ``name`` (the pod's own, allocated by kube-scheduler since)."""
     return [c for c in claims if c["metadata"]["name"] != name]
-
-
-def _node(name: str, cpu: int) -> dict[str, Any]:
-    capacity = {"cpu": str(cpu), "memory": "32Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
-        },
-        "status": {"allocatable": capacity, "capacity": capacity},
-    }
