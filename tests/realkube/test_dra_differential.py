@@ -7,8 +7,9 @@ The pending pods are given to the real kube-scheduler one at a time: each is bou
 kube-scheduler stays, taking its devices from those after it) or told it waits (and is deleted with its claim). For
 each, a fresh kubeflux core fed the nodes, the DRA objects (claims with kube-scheduler's allocations) and the bound
 pods, all read from the API server, must agree on whether the pod can be placed now and on the per-reason node
-counts of the ``FailedScheduling`` message (``cannot allocate all claims`` among them). The node and the devices it
-picks must satisfy the claim by an independent checker that knows the selectors' meaning (written here, not CEL).
+counts of the ``FailedScheduling`` message (``cannot allocate all claims`` among them), and so must the simulator's
+kube-default baseline. The node and the devices kubeflux picks must satisfy the claim by an independent checker that
+knows the selectors' meaning (written here, not CEL).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import ClusterEvent, EventKind
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from tests.dra import API_VERSION, DRIVER, gpu_class, gpu_slice
 
 from .conftest import Api
@@ -163,13 +165,15 @@ def check_devices(
 # --- kubeflux's answer ------------------------------------------------------------------------------------------
 
 
-def kubeflux_verdict(
+def verdict(
+    scheduler: Any,
     nodes: list[dict[str, Any]],
     dra: list[dict[str, Any]],
     bound: list[dict[str, Any]],
     pending: dict[str, Any],
-) -> tuple[str | None, str, KubefluxScheduler]:
-    scheduler = KubefluxScheduler()
+) -> tuple[str | None, str, Any]:
+    """``scheduler`` (fresh) fed the nodes, the DRA objects and the bound pods: where it binds the pending pod, or its
+    message; and the scheduler."""
     for node in nodes:
         scheduler.observe(ClusterEvent(EventKind.ADDED, node_from_manifest(node)), 0.0)
     readers = {"DeviceClass": device_class_from_manifest, "ResourceSlice": slice_from_manifest}
@@ -235,9 +239,15 @@ def test_kubeflux_allocates_devices_as_the_real_kube_scheduler(scheduled: Contro
             if where is not None:  # kubeflux decides as kube-scheduler did, the claim still unallocated
                 unallocated = next(c for c in claims if c["metadata"]["name"] == claim)
                 dra.append({**unallocated, "status": {}})
-            ours, our_message, core = kubeflux_verdict(nodes, dra, bound, pending)
+            ours, our_message, core = verdict(KubefluxScheduler(), nodes, dra, bound, pending)
+            baseline = KubeDefaultScheduler("kubeflux", preemption="never")
+            base, base_message, _ = verdict(baseline, nodes, dra, bound, pending)
             tried += 1
             label = f"round {round_} pod p{i} {wanted} cpu {cpu}"
+            if (base is None) != (where is None) or (where is None and counts(base_message) != counts(message)):
+                disagreements.append(
+                    f"{label}: kube-scheduler {where or message!r}, kube-default {base or base_message!r}"
+                )
             if (where is None) != (ours is None):
                 disagreements.append(f"{label}: kube-scheduler {where or message!r}, kubeflux {ours or our_message!r}")
             elif where is None:

@@ -231,6 +231,15 @@ class DeviceBooks:
                 self.assumed.pop(key, None)
         self.version += 1
 
+    def observe(self, obj: ResourceSlice | DeviceClass | ResourceClaim, deleted: bool) -> None:
+        """A watch event of ``obj`` (``deleted``: its last state)."""
+        if isinstance(obj, ResourceSlice):
+            self.put_slice(obj, deleted)
+        elif isinstance(obj, DeviceClass):
+            self.put_class(obj, deleted)
+        else:
+            self.put_claim(obj, deleted)
+
     def assume(self, uid: str, allocations: Iterable[ClaimAllocation]) -> None:
         """Count ``allocations``, decided for the pod of ``uid``, until their claims show them."""
         for allocation in allocations:

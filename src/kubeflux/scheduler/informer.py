@@ -135,14 +135,7 @@ class Informer:
     def _observe_devices(self, kind: EventKind, obj: ResourceSlice | DeviceClass | ResourceClaim) -> None:
         """A Dynamic Resource Allocation object into the device books; any change may let a waiting pod with claims
         fit (or a rejected one: its claim now made, its class now there)."""
-        devices = self.books.devices
-        deleted = kind is EventKind.DELETED
-        if isinstance(obj, ResourceSlice):
-            devices.put_slice(obj, deleted)
-        elif isinstance(obj, DeviceClass):
-            devices.put_class(obj, deleted)
-        else:
-            devices.put_claim(obj, deleted)
+        self.books.devices.observe(obj, kind is EventKind.DELETED)
         queue = self.queue
         queue.changed()
         for key, job in list(queue.rejected.items()):

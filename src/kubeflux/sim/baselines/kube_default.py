@@ -61,6 +61,7 @@ from typing import TypedDict
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import fit_error_message, never_fits
+from kubeflux.scheduler.devices import ClaimAllocation, DeviceBooks, DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.podterms import PodsByNode, constrained
@@ -180,7 +181,10 @@ class KubeDefaultScheduler:
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
         self.pods = PodsByNode()
         """Every bound pod by node, for the filters that look at the pods around a pod."""
-        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods)
+        self.devices = DeviceBooks()
+        """The devices and claims of Dynamic Resource Allocation (DynamicResources' filter, and the allocation a Bind
+        carries)."""
+        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods, self.devices)
         self.preemption: DefaultPreemption | None = None
         """DefaultPreemption, unless ``preemption="never"``."""
         if preemption == PREEMPTION_LOWER_PRIORITY:
@@ -209,6 +213,9 @@ class KubeDefaultScheduler:
                 self._budgets[obj.key] = obj
         elif isinstance(obj, Namespace):
             self.pods.namespace(obj.name, None if event.kind is EventKind.DELETED else obj.labels)
+            self._generation += 1
+        elif isinstance(obj, ResourceSlice | DeviceClass | ResourceClaim):
+            self.devices.observe(obj, event.kind is EventKind.DELETED)
             self._generation += 1
         elif isinstance(obj, PodGroup):
             if event.kind is EventKind.DELETED:
@@ -270,6 +277,8 @@ class KubeDefaultScheduler:
     def _unplace(self, key: str) -> None:
         self._epoch += 1
         placed = self._placed.pop(key)
+        if placed.pod.claims:
+            self.devices.forget(placed.pod.uid)
         self.nodes.add_usage(placed.node, placed.requests, -1)
         self.pods.remove(key)
         priority = placed.pod.priority
@@ -418,8 +427,10 @@ class KubeDefaultScheduler:
         return self._permit(queued, node, now)
 
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
-        """Hook: a PreFilter failure message, or None to go on to Filter."""
-        return None
+        """A PreFilter failure message (DynamicResources': a claim not made or not found; subclasses add theirs), or
+        None to go on to Filter."""
+        found = self.devices.problem(pod) if pod.claims else None
+        return found[0] if found is not None else None
 
     def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
         """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off
@@ -439,7 +450,15 @@ class KubeDefaultScheduler:
     def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
-        return [Bind(pod=queued.pod.key, uid=queued.pod.uid, node=node)]
+        return [Bind(queued.pod.key, queued.pod.uid, node, None, self._allocate(queued.pod, node))]
+
+    def _allocate(self, pod: Pod, node: str) -> tuple[ClaimAllocation, ...]:
+        """The devices of ``pod``'s claims on ``node`` (its filter found them there), assumed until written."""
+        if not pod.claims:
+            return ()
+        made = self.devices.allocate(pod, node) or ()
+        self.devices.assume(pod.uid, made)
+        return made
 
     def _fail(self, queued: QueuedPod, now: float, message: str, post: PostFilterResult) -> list[Decision]:
         """The pod failed: ``message`` (FitError) with the PostFilter's reason; its nomination as it says."""

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message
+from kubeflux.scheduler.devices import DeviceBooks
 from kubeflux.scheduler.objects import CPU, MEMORY, Pod
 from kubeflux.scheduler.podterms import PodsByNode, constrained, early_reasons, late_reasons
 from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
@@ -37,8 +38,11 @@ class NodeSearch:
         percentage_of_nodes_to_score: int,
         rng: random.Random | None,
         pods: PodsByNode | None = None,
+        devices: DeviceBooks | None = None,
     ) -> None:
         self.nodes = nodes
+        self.devices = devices if devices is not None else DeviceBooks()
+        """The devices and claims (Dynamic Resource Allocation), kept by the scheduler, for a pod's claims."""
         self.pods = pods if pods is not None else PodsByNode()
         """The bound pods by node (kept by the scheduler), for the filters that look at them."""
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -57,7 +61,7 @@ class NodeSearch:
         if total == 0:
             return None
         start = self.next_start % total
-        if constrained(pod, self.pods):  # the answer depends on the pods around it: not remembered
+        if constrained(pod, self.pods) or pod.claims:  # it depends on the pods (or devices) around it: not remembered
             node, _ = self._search(pod, start, total)
             return node
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
@@ -78,6 +82,10 @@ class NodeSearch:
         feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
         if constrained(pod, self.pods):
             feasible = feasible & ~self._terms_unfit(pod, feasible)
+        if pod.claims:  # DynamicResources, the last filter
+            names = [table.names[int(i)] for i in np.flatnonzero(feasible)]
+            for name in self.devices.refusals(pod, names):
+                feasible[table.index[name]] = False
         rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
         cumulative = np.cumsum(rotated, dtype=np.int64)
@@ -106,7 +114,7 @@ class NodeSearch:
 
     def fit_error(self, pod: Pod) -> str:
         """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
-        if constrained(pod, self.pods):
+        if constrained(pod, self.pods) or pod.claims:
             return self._count_reasons(pod)
         key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
         message = self._fit_errors.get(key)
@@ -155,8 +163,13 @@ class NodeSearch:
                 fits &= ~short
                 if count:
                     counts[f"Insufficient {name}"] = count
+        names = [table.names[int(i)] for i in np.flatnonzero(fits)]
         if terms:  # PodTopologySpread and InterPodAffinity, after NodeResourcesFit
-            names = [table.names[int(i)] for i in np.flatnonzero(fits)]
-            for why in late_reasons(pod, names, table.by_name, self.pods).values():
+            late = late_reasons(pod, names, table.by_name, self.pods)
+            for why in late.values():
+                counts[why] = counts.get(why, 0) + 1
+            names = [name for name in names if name not in late]
+        if pod.claims:  # DynamicResources, last
+            for why in self.devices.refusals(pod, names).values():
                 counts[why] = counts.get(why, 0) + 1
         return fit_error_message(len(table), counts)
