@@ -280,6 +280,8 @@ class DeviceBooks:
         """The nodes among ``nodes`` where ``pod``'s claims cannot be allocated (or are bound elsewhere), with
         kube-scheduler's reason (a node where a selector fails too: :meth:`problem` says why)."""
         claims = self._claims_of(pod)
+        if len(claims) < len(pod.claims):  # a claim missing (kept waiting by :meth:`problem`): no node
+            return dict.fromkeys(nodes, CANNOT_ALLOCATE)
         used = self.in_use()
         refused: dict[str, str] = {}
         for name in nodes:
