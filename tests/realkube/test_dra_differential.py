@@ -1,7 +1,7 @@
 """kubeflux's Dynamic Resource Allocation against the real kube-scheduler v1.36: random small clusters whose KWOK
 nodes publish random GPUs in ResourceSlices (models, memory), and random pending pods each with a ResourceClaim of
 its own (one to three devices, or ``All``, of a class selecting the driver's devices or only the big ones, with CEL
-selectors on the model, the memory and the index), beside cpu requests and taints.
+selectors on the model, the memory and the index), beside cpu requests.
 
 The pending pods are given to the real kube-scheduler one at a time: each is bound (its claim allocated by
 kube-scheduler stays, taking its devices from those after it) or told it waits (and is deleted with its claim). For
@@ -14,6 +14,7 @@ knows the selectors' meaning (written here, not CEL).
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections import Counter
@@ -32,8 +33,8 @@ from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from tests.dra import API_VERSION, DRIVER, gpu_class, gpu_slice
 
+from ._verdicts import Real, counts, decide
 from .conftest import Api
-from .test_filter_differential import Real, counts, decide, node_docs
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 ROUNDS = 8
@@ -212,9 +213,12 @@ def test_kubeflux_allocates_devices_as_the_real_kube_scheduler(scheduled: Contro
     started = time.monotonic()
     for round_ in range(ROUNDS):
         namespace = api.namespace(f"dra-{round_}", {})
-        docs = node_docs(rng, round_)  # 3 to 6 nodes of 2 to 8 cores, some tainted
-        names = {doc["metadata"]["name"] for doc in docs}
-        real.apply_nodes(docs)
+        names = {  # KWOK nodes of 2 to 8 cores
+            name
+            for i in range(rng.randint(3, 6))
+            for name in scheduled.add_kwok_nodes(1, cpu=str(rng.choice((2, 4, 8))), prefix=f"d{round_}-n{i}-")
+        }
+        real.until(functools.partial(real.usable, names))
         nodes = real.nodes(names)
         slice_docs = slices(rng, sorted(names), round_)
         for doc in slice_docs:
