@@ -66,9 +66,7 @@ class _ClaimStrategy(_ReadStrategy):
 def resource_types() -> list[ResourceType]:
     """The four resources, for :func:`~kubeflux.sim.apiserver.resources.default_registry`."""
     status = ("status",)
-    return [
-        ResourceType(GROUP, "v1", "deviceclasses", "DeviceClass", False, _ReadStrategy(device_class_from_manifest)),
-        ResourceType(GROUP, "v1", "resourceslices", "ResourceSlice", False, _SliceStrategy(slice_from_manifest)),
+    return [  # in the order the real server lists them
         ResourceType(
             GROUP,
             "v1",
@@ -80,6 +78,8 @@ def resource_types() -> list[ResourceType]:
             (),
             status,
         ),
+        ResourceType(GROUP, "v1", "resourceslices", "ResourceSlice", False, _SliceStrategy(slice_from_manifest)),
+        ResourceType(GROUP, "v1", "deviceclasses", "DeviceClass", False, _ReadStrategy(device_class_from_manifest)),
         ResourceType(
             GROUP,
             "v1",
