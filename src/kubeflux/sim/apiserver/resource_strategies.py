@@ -66,7 +66,7 @@ class _ClaimStrategy(_ReadStrategy):
 def resource_types() -> list[ResourceType]:
     """The four resources, for :func:`~kubeflux.sim.apiserver.resources.default_registry`."""
     status = ("status",)
-    return [  # in the order the real server lists them
+    return [  # in the order cluster serve listed them as empty collections
         ResourceType(
             GROUP,
             "v1",
