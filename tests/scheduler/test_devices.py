@@ -18,7 +18,7 @@ from kubeflux.apiobjects.resourceclaims import (
 )
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import ResourceClaim
-from kubeflux.scheduler.objects import PodClaim
+from kubeflux.scheduler.objects import ResourceClaimRef
 from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
 from tests.dra import DRIVER, claim, gpu_class
 from tests.dra import gpu_slice as gpus
@@ -33,7 +33,7 @@ def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2"))
 
 
 def claimed(name: str, *claims: str, cpu: int = 1000) -> Any:
-    return pod(name, cpu, claims=tuple(PodClaim(c, c) for c in claims))
+    return pod(name, cpu, resource_claims=tuple(ResourceClaimRef(c, c) for c in claims))
 
 
 def devices_of(cluster: Cluster, name: str) -> list[tuple[str, str, str]]:
@@ -52,7 +52,7 @@ def test_a_pod_asking_two_gpus_through_a_claim_gets_two_gpus_of_one_node_and_the
     written = cluster.claims["default/train"]
     assert written.node == "w2" and written.reserved_for == ("uid-trainer",)
     (bind,) = [d for d in decisions if d.pod == "default/trainer"]
-    status = allocation_status(bind.claims[0], "trainer", "uid-trainer")  # type: ignore[attr-defined]
+    status = allocation_status(bind.resource_claims[0], "trainer", "uid-trainer")  # type: ignore[attr-defined]
     assert status == {
         "allocation": {
             "devices": {
@@ -131,12 +131,12 @@ def test_a_pod_waits_for_its_claim_to_be_created_then_is_placed() -> None:
 
 def test_a_pod_whose_claim_comes_from_a_template_waits_until_the_claim_is_made() -> None:
     cluster = cluster_with(gpus("w1", 2))
-    waiting = pod("p", 1000, claims=(PodClaim("gpu", ""),))
+    waiting = pod("p", 1000, resource_claims=(ResourceClaimRef("gpu", ""),))
     cluster.add(waiting)
     (message,) = messages(cluster.run()).values()
     assert 'waiting for resource claim "gpu" of pod default/p to be created' in message
     cluster.tell(ADDED, claim_from_manifest(claim("p-gpu-x7k2q", 1)))
-    made = dataclasses.replace(waiting, claims=(PodClaim("gpu", "p-gpu-x7k2q"),))
+    made = dataclasses.replace(waiting, resource_claims=(ResourceClaimRef("gpu", "p-gpu-x7k2q"),))
     cluster.pods[made.key] = made
     cluster.tell(MODIFIED, made)
     assert bound(cluster.run(1.0)) == {"default/p": "w1"}
@@ -199,7 +199,7 @@ def test_a_claim_read_back_from_its_written_status_holds_its_devices() -> None:
     cluster.tell(ADDED, claim_from_manifest(raw))
     cluster.add(claimed("p", "c"))
     (bind,) = [d for d in cluster.run() if d.pod == "default/p"]
-    raw["status"] = allocation_status(bind.claims[0], "p", "uid-p")  # type: ignore[attr-defined]
+    raw["status"] = allocation_status(bind.resource_claims[0], "p", "uid-p")  # type: ignore[attr-defined]
     read: ResourceClaim = claim_from_manifest(raw)
     assert read.node == "w1" and read.reserved_for == ("uid-p",)
     assert [(d.driver, d.pool, d.device) for d in read.allocation or ()] == [(DRIVER, "w1", "gpu-0")]

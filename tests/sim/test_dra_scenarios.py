@@ -138,7 +138,7 @@ def test_pods_asking_two_gpus_through_claims_get_two_gpus_of_one_node_and_the_cl
     }
     assert [pods[f"trainer-{i}"].running_at for i in range(3)] == [0.0, 0.0, 100.0]
     claims = {claim.name: (claim.node, [d.device for d in claim.allocation or ()]) for _, claim in written}
-    made = {f"trainer-{i}": pods[f"trainer-{i}"].pod.claims[0].claim for i in range(3)}
+    made = {f"trainer-{i}": pods[f"trainer-{i}"].pod.resource_claims[0].claim for i in range(3)}
     assert all(name.startswith(f"{pod}-gpus-") and len(name) == len(pod) + 11 for pod, name in made.items())
     assert claims[made["trainer-0"]] == ("n2", ["gpu-0", "gpu-1"])
     assert claims[made["trainer-1"]] == ("n2", ["gpu-2", "gpu-3"])

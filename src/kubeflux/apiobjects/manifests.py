@@ -333,7 +333,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         preemption_policy=preemption,
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
-        claims=pod_claims(reader),
+        resource_claims=pod_claims(reader),
     )
 
 

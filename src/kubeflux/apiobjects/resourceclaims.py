@@ -1,7 +1,7 @@
 """Dynamic Resource Allocation objects (``resource.k8s.io/v1``) as kubeflux reads and writes them: ResourceSlices,
-DeviceClasses, ResourceClaims and ResourceClaimTemplates into the core's :mod:`kubeflux.scheduler.devices`, a pod's
-``spec.resourceClaims`` into its :class:`~kubeflux.scheduler.objects.PodClaim` list, and an allocation decided by a
-scheduler back into a claim's ``status`` as kube-scheduler's DynamicResources plugin writes it.
+DeviceClasses, ResourceClaims and ResourceClaimTemplates into the core's :mod:`kubeflux.scheduler.devices`, a
+pod's ``spec.resourceClaims`` into its :class:`~kubeflux.scheduler.objects.ResourceClaimRef` list, and an allocation
+decided by a scheduler back into a claim's ``status`` as kube-scheduler's DynamicResources plugin writes it.
 
 Validation is the API server's where it is cheap and matters to scheduling: names, a request's ``exactly`` with a
 ``deviceClassName``, ``allocationMode`` ``ExactCount`` (``count`` ≥ 1, default 1) or ``All``, CEL selectors that
@@ -32,7 +32,7 @@ from kubeflux.scheduler.devices import (
     ResourceSlice,
     Version,
 )
-from kubeflux.scheduler.objects import PodClaim
+from kubeflux.scheduler.objects import ResourceClaimRef
 
 __all__ = [
     "API_VERSION",
@@ -261,7 +261,7 @@ def _allocation(reader: ManifestReader) -> tuple[tuple[AllocatedDevice, ...] | N
     return results, node
 
 
-def pod_claims(reader: ManifestReader) -> tuple[PodClaim, ...]:
+def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
     """A pod's ``spec.resourceClaims``, each with the ResourceClaim it stands for (its ``resourceClaimName``, or the
     claim ``status.resourceClaimStatuses`` names for a template's entry; empty while none is made)."""
     entries = reader.entries("spec.resourceClaims")
@@ -280,7 +280,7 @@ def pod_claims(reader: ManifestReader) -> tuple[PodClaim, ...]:
         template = reader.field(path, item, "resourceClaimTemplateName")
         if bool(direct) == bool(template):
             raise reader.fail(path, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
-        claims.append(PodClaim(name, direct or made.get(name, ""), template))
+        claims.append(ResourceClaimRef(name, direct or made.get(name, ""), template))
     return tuple(claims)
 
 

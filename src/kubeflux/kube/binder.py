@@ -499,7 +499,7 @@ class Binder:
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
         try:
-            for made in decision.claims:  # kube-scheduler's DynamicResources PreBind: the claims first
+            for made in decision.resource_claims:  # kube-scheduler's DynamicResources PreBind: the claims first
                 patch, kind = claim_status_patch(made, pod.name, decision.uid)
                 self.writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch, kind)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)

@@ -314,7 +314,7 @@ class KubefluxScheduler:
         PreFilter): a claim not made yet, or missing, or its class missing (the message it waits with), or a CEL
         selector that fails (the job is rejected: "" then); None when nothing does."""
         for pod in job.pods.values():
-            found = self.books.devices.problem(pod) if pod.claims else None
+            found = self.books.devices.problem(pod) if pod.resource_claims else None
             if found is None:
                 continue
             why, fails = found
@@ -420,7 +420,7 @@ class KubefluxScheduler:
         for pod, alloc in made:
             placed.add(alloc.uid)
             annotations = allocation_annotations(pod, alloc)
-            out.append(Bind(pod.key, pod.uid, alloc.node, annotations, claims.get(alloc.uid, ())))
+            out.append(Bind(pod.key, pod.uid, alloc.node, annotations, resource_claims=claims.get(alloc.uid, ())))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)
@@ -438,7 +438,7 @@ class KubefluxScheduler:
         devices = self.books.devices
         found: dict[str, tuple[ClaimAllocation, ...]] = {}
         for pod, alloc in made:
-            if not pod.claims:
+            if not pod.resource_claims:
                 continue
             try:
                 claims = devices.allocate(pod, alloc.node)
@@ -593,4 +593,4 @@ class KubefluxScheduler:
 
 def _has_claims(job: PendingJob) -> bool:
     """Whether a pod of ``job`` has ResourceClaims (Dynamic Resource Allocation)."""
-    return any(pod.claims for pod in job.pods.values())
+    return any(pod.resource_claims for pod in job.pods.values())

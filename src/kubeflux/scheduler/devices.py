@@ -12,7 +12,7 @@ What the core holds (:class:`DeviceBooks`, fed by the informer):
   devices already allocated (a claim's ``status.allocation``), plus kubeflux's own allocations decided and not yet
   seen written (:attr:`DeviceBooks.assumed`, kube-scheduler's assume cache): a device is never given twice.
 
-A pod's claims (:attr:`~kubeflux.scheduler.objects.Pod.claims`) are part of what it asks: a node that cannot
+A pod's claims (:attr:`~kubeflux.scheduler.objects.Pod.resource_claims`) are part of what it asks: a node that cannot
 allocate all of them is refused with kube-scheduler's words (:data:`CANNOT_ALLOCATE`), one whose allocated claim
 is bound to another node with :data:`NOT_AVAILABLE`, after every other filter (DynamicResources is the last of the
 default profile's filters). When the pod is bound, :meth:`DeviceBooks.allocate` picks the devices on its node
@@ -261,7 +261,7 @@ class DeviceBooks:
     def waiting(self, pod: Pod) -> str | None:
         """Why ``pod`` cannot be scheduled on any node yet (kube-scheduler's PreFilter), or None: a claim not
         created yet (from its template) or not found, or a request naming a device class that does not exist."""
-        for ref in pod.claims:
+        for ref in pod.resource_claims:
             if not ref.claim:
                 return f'waiting for resource claim "{ref.name}" of pod {pod.key} to be created from its template'
             claim = self.claims.get(f"{pod.namespace}/{ref.claim}")
@@ -280,7 +280,7 @@ class DeviceBooks:
         """The nodes among ``nodes`` where ``pod``'s claims cannot be allocated (or are bound elsewhere), with
         kube-scheduler's reason (a node where a selector fails too: :meth:`problem` says why)."""
         claims = self._claims_of(pod)
-        if len(claims) < len(pod.claims):  # a claim missing (kept waiting by :meth:`problem`): no node
+        if len(claims) < len(pod.resource_claims):  # a claim missing (kept waiting by :meth:`problem`): no node
             return dict.fromkeys(nodes, CANNOT_ALLOCATE)
         used = self.in_use()
         refused: dict[str, str] = {}
@@ -338,7 +338,7 @@ class DeviceBooks:
 
     def _claims_of(self, pod: Pod) -> list[ResourceClaim]:
         claims = self.claims
-        found = [claims.get(f"{pod.namespace}/{ref.claim}") for ref in pod.claims]
+        found = [claims.get(f"{pod.namespace}/{ref.claim}") for ref in pod.resource_claims]
         return [claim for claim in found if claim is not None]
 
     def _allocation_of(self, claim: ResourceClaim) -> tuple[AllocatedDevice, ...] | None:

@@ -78,14 +78,14 @@ class NodeFilter:
         books = self.books
         fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
         pods = books.pods
-        if pod.terms is None and not pods.holders and not pod.claims:
+        if pod.terms is None and not pods.holders and not pod.resource_claims:
             return fit
         key = (books.fits.version, pods.version, books.devices.version)
         known = self._pod_fit
         if known is not None and known[0] is pod and known[1] == key and known[2] is fit:
             return known[3]
         refused = self._refused(pod, fit.static, fit.unfit) if pod.terms is not None or pods.holders else {}
-        if pod.claims:  # DynamicResources, the last filter: on the nodes every other one passes
+        if pod.resource_claims:  # DynamicResources, the last filter: on the nodes every other one passes
             refused = {**refused, **books.devices.refusals(pod, _Open(fit.static, refused, fit.unfit))}
         made = fit  # nothing refused (most pods beside anti-affinity): the shared fit, not a copy of every node
         if refused:
@@ -522,8 +522,8 @@ def _alike(pod: Pod, other: Pod) -> bool:
         and pod.tolerations == other.tolerations
         and pod.required_node_affinity == other.required_node_affinity
         and pod.terms == other.terms
-        and not pod.claims  # each pod's claims are its own: their devices are found pod by pod
-        and not other.claims
+        and not pod.resource_claims  # each pod's claims are its own: their devices are found pod by pod
+        and not other.resource_claims
         and (pod.terms is None or pod.labels == other.labels)
         and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
     )

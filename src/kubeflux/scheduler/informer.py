@@ -139,7 +139,7 @@ class Informer:
         queue = self.queue
         queue.changed()
         for key, job in list(queue.rejected.items()):
-            if any(pod.claims for pod in job.pods.values()):
+            if any(pod.resource_claims for pod in job.pods.values()):
                 del queue.rejected[key]
                 for uid, pod in job.pods.items():
                     if uid not in self.books.allocations and uid not in queue.by_pod:

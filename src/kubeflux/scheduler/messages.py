@@ -50,7 +50,7 @@ class Bind(Picklable):
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
     """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
-    claims: tuple[ClaimAllocation, ...] = ()
+    resource_claims: tuple[ClaimAllocation, ...] = ()
     """What binding does to each of the pod's ResourceClaims (its devices allocated, the pod reserved): written to
     the claims' status before the Binding, as kube-scheduler's DynamicResources plugin does in PreBind; a shell that
     cannot write one refuses the Bind."""
@@ -61,13 +61,13 @@ class Bind(Picklable):
         uid: str,
         node: str,
         annotations: dict[str, str] | None = None,
-        claims: tuple[ClaimAllocation, ...] = (),
+        resource_claims: tuple[ClaimAllocation, ...] = (),
     ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
-        object.__setattr__(self, "claims", claims)
+        object.__setattr__(self, "resource_claims", resource_claims)
 
 
 EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"

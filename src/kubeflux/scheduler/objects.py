@@ -87,7 +87,7 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
-class PodClaim:
+class ResourceClaimRef:
     """One ``spec.resourceClaims[]`` entry: its ``name`` in the pod, and the ResourceClaim it stands for (its
     ``resourceClaimName``, or for a ``resourceClaimTemplateName`` the claim the resourceclaim controller made, from
     ``status.resourceClaimStatuses``; empty while none is made)."""
@@ -138,7 +138,7 @@ class Pod:
     """The names in ``spec.schedulingGates``: while any is left, no scheduler may place the pod (kube-scheduler's
     SchedulingGates plugin; a controller such as Kueue removes its gate when it admits the pod). The API allows gates
     only at creation, and only their removal after it."""
-    claims: tuple[PodClaim, ...] = ()
+    resource_claims: tuple[ResourceClaimRef, ...] = ()
     """``spec.resourceClaims``: the ResourceClaims the pod's devices come from (Dynamic Resource Allocation,
     :mod:`kubeflux.scheduler.devices`); empty for most pods."""
     terms: PodTerms | None = None

@@ -101,7 +101,7 @@ class Cluster:
         return pod.scheduler_name
 
     def bind(self, pod: Pod, decision: Bind) -> str:
-        for made in decision.claims:  # the claims' status first, as kube-scheduler's PreBind writes it
+        for made in decision.resource_claims:  # the claims' status first, as kube-scheduler's PreBind writes it
             claim = self.claims[made.key]
             allocation = made.results if made.allocate else claim.allocation
             reserved = (*claim.reserved_for, pod.uid)

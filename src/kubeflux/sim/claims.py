@@ -5,10 +5,11 @@ the part of kube-controller-manager's resourceclaim controller that scheduling d
   to every scheduler after the nodes;
 * a pod whose ``spec.resourceClaims`` names a ResourceClaimTemplate gets a claim made from it before the pod is
   seen (the controller makes it as the pod is created), named ``<pod>-<claim>-<suffix>`` and annotated
-  ``resource.kubernetes.io/pod-claim-name``; the pod's :attr:`~kubeflux.scheduler.objects.Pod.claims` name it, as its
-  ``status.resourceClaimStatuses`` would;
-* a Bind's claim allocations (:attr:`~kubeflux.scheduler.messages.Bind.claims`) are written to the claims before the
-  pod is bound (kube-scheduler's PreBind): a claim missing, or allocated meanwhile to other devices, refuses the Bind;
+  ``resource.kubernetes.io/pod-claim-name``; the pod's :attr:`~kubeflux.scheduler.objects.Pod.resource_claims` name
+  it, as its ``status.resourceClaimStatuses`` would;
+* a Bind's claim allocations (:attr:`~kubeflux.scheduler.messages.Bind.resource_claims`) are written to the claims
+  before the pod is bound (kube-scheduler's PreBind): a claim missing, or allocated meanwhile to other devices,
+  refuses the Bind;
 * when a pod ends, it leaves its claims' ``reservedFor``; a claim reserved for no pod is deallocated, or deleted when
   it was made from a template for that pod (the controller's clean-up), and its devices are free again.
 
@@ -33,7 +34,7 @@ from kubeflux.apiobjects.resourceclaims import (
 )
 from kubeflux.scheduler.devices import ClaimAllocation, DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.interface import EventKind
-from kubeflux.scheduler.objects import Pod, PodClaim
+from kubeflux.scheduler.objects import Pod, ResourceClaimRef
 
 __all__ = ["DEVICE_KINDS", "ClaimController", "DeviceObjects", "name_suffix", "read_device_object"]
 
@@ -104,9 +105,9 @@ class ClaimController:
             self.emit(EventKind.ADDED, item)
 
     def pod_created(self, pod: Pod) -> None:
-        """Make the claims of ``pod``'s template entries, and name them in ``pod.claims``."""
+        """Make the claims of ``pod``'s template entries, and name them in ``pod.resource_claims``."""
         resolved = []
-        for ref in pod.claims:
+        for ref in pod.resource_claims:
             if ref.claim or not ref.template:
                 resolved.append(ref)
                 continue
@@ -122,8 +123,8 @@ class ClaimController:
             self.claims[claim.key] = claim
             self.made_for[claim.key] = pod.uid
             self.emit(EventKind.ADDED, claim)
-            resolved.append(PodClaim(ref.name, claim.name, ref.template))
-        pod.claims = tuple(resolved)
+            resolved.append(ResourceClaimRef(ref.name, claim.name, ref.template))
+        pod.resource_claims = tuple(resolved)
 
     def bind(self, pod: Pod, allocations: tuple[ClaimAllocation, ...]) -> str:
         """Write ``allocations`` to the claims for binding ``pod`` (PreBind); "" when written, else why not."""
@@ -154,7 +155,7 @@ class ClaimController:
     def pod_ended(self, pod: Pod) -> None:
         """``pod`` ended or was deleted: it leaves its claims, and a claim left to no pod is deallocated (deleted
         when it was made for that pod)."""
-        for ref in pod.claims:
+        for ref in pod.resource_claims:
             key = f"{pod.namespace}/{ref.claim}"
             claim = self.claims.get(key)
             if claim is None:

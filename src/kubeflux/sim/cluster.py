@@ -518,7 +518,7 @@ class Cluster:
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
         self._modified(sp)
-        if pod.claims and self.claims is not None:
+        if pod.resource_claims and self.claims is not None:
             self.claims.pod_ended(pod)
         job = self.jobs[sp.job_index]
         if job.coupled and job.start is None and sp in job.waiting:

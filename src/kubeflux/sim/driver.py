@@ -345,15 +345,19 @@ class ClusterSink:
 
     def bind(self, pod: SimPod, decision: Bind) -> str:
         claims = self.cluster.claims
-        if decision.claims:  # the claims' allocation first, as kube-scheduler's PreBind writes it
-            error = claims.bind(pod.pod, decision.claims) if claims is not None else "the cluster has no ResourceClaims"
+        if decision.resource_claims:  # the claims' allocation first, as kube-scheduler's PreBind writes it
+            error = (
+                claims.bind(pod.pod, decision.resource_claims)
+                if claims is not None
+                else "the cluster has no ResourceClaims"
+            )
             if error:
                 self.cluster.record_event("Warning", "FailedScheduling", decision.pod, error)
                 return error
         error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
         if error:
-            if decision.claims and claims is not None:
-                claims.unbind(pod.pod, decision.claims)
+            if decision.resource_claims and claims is not None:
+                claims.unbind(pod.pod, decision.resource_claims)
             self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)
         else:
             pod.nominated_node = ""  # the binding clears it (ClearingNominatedNodeNameAfterBinding)

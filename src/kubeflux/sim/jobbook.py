@@ -212,7 +212,7 @@ class JobBook:
             tolerations=t.tolerations,
             required_node_affinity=t.required_node_affinity,
             terms=t.terms,
-            claims=t.claims,
+            resource_claims=t.resource_claims,
             phase=PodPhase.PENDING,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,
@@ -230,7 +230,7 @@ class JobBook:
         job.active += 1
         job.pods.append(sp)
         self.pods[sp.pod.key] = sp
-        if sp.pod.claims and self.claims is not None:
+        if sp.pod.resource_claims and self.claims is not None:
             self.claims.pod_created(sp.pod)
         self._emit(EventKind.ADDED, sp.pod)
 

@@ -309,8 +309,8 @@ class _StoreSink:
     def bind(self, pod: Object, decision: Bind) -> str:
         namespace, name = decision.pod.split("/", 1)
         try:
-            if decision.claims:  # kube-scheduler's PreBind: the claims' allocation and reservation, then the Binding
-                write_claims(self.store, decision.claims, name, decision.uid)
+            if decision.resource_claims:  # kube-scheduler's PreBind: the claims' allocation and reservation first
+                write_claims(self.store, decision.resource_claims, name, decision.uid)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )

@@ -277,7 +277,7 @@ class KubeDefaultScheduler:
     def _unplace(self, key: str) -> None:
         self._epoch += 1
         placed = self._placed.pop(key)
-        if placed.pod.claims:
+        if placed.pod.resource_claims:
             self.devices.forget(placed.pod.uid)
         self.nodes.add_usage(placed.node, placed.requests, -1)
         self.pods.remove(key)
@@ -429,7 +429,7 @@ class KubeDefaultScheduler:
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
         """A PreFilter failure message (DynamicResources': a claim not made or not found; subclasses add theirs), or
         None to go on to Filter."""
-        found = self.devices.problem(pod) if pod.claims else None
+        found = self.devices.problem(pod) if pod.resource_claims else None
         return found[0] if found is not None else None
 
     def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
@@ -450,11 +450,11 @@ class KubeDefaultScheduler:
     def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
-        return [Bind(queued.pod.key, queued.pod.uid, node, None, self._allocate(queued.pod, node))]
+        return [Bind(queued.pod.key, queued.pod.uid, node, resource_claims=self._allocate(queued.pod, node))]
 
     def _allocate(self, pod: Pod, node: str) -> tuple[ClaimAllocation, ...]:
         """The devices of ``pod``'s claims on ``node`` (its filter found them there), assumed until written."""
-        if not pod.claims:
+        if not pod.resource_claims:
             return ()
         made = self.devices.allocate(pod, node) or ()
         self.devices.assume(pod.uid, made)

@@ -61,7 +61,7 @@ class NodeSearch:
         if total == 0:
             return None
         start = self.next_start % total
-        if constrained(pod, self.pods) or pod.claims:  # it depends on the pods (or devices) around it: not remembered
+        if constrained(pod, self.pods) or pod.resource_claims:  # it depends on the pods (or devices) around: not kept
             node, _ = self._search(pod, start, total)
             return node
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
@@ -82,7 +82,7 @@ class NodeSearch:
         feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
         if constrained(pod, self.pods):
             feasible = feasible & ~self._terms_unfit(pod, feasible)
-        if pod.claims:  # DynamicResources, the last filter
+        if pod.resource_claims:  # DynamicResources, the last filter
             names = [table.names[int(i)] for i in np.flatnonzero(feasible)]
             for name in self.devices.refusals(pod, names):
                 feasible[table.index[name]] = False
@@ -114,7 +114,7 @@ class NodeSearch:
 
     def fit_error(self, pod: Pod) -> str:
         """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
-        if constrained(pod, self.pods) or pod.claims:
+        if constrained(pod, self.pods) or pod.resource_claims:
             return self._count_reasons(pod)
         key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
         message = self._fit_errors.get(key)
@@ -169,7 +169,7 @@ class NodeSearch:
             for why in late.values():
                 counts[why] = counts.get(why, 0) + 1
             names = [name for name in names if name not in late]
-        if pod.claims:  # DynamicResources, last
+        if pod.resource_claims:  # DynamicResources, last
             for why in self.devices.refusals(pod, names).values():
                 counts[why] = counts.get(why, 0) + 1
         return fit_error_message(len(table), counts)

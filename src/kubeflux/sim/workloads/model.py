@@ -16,8 +16,8 @@ from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     DisruptionBudget,
     NodeSelectorTerm,
-    PodClaim,
     PodTerms,
+    ResourceClaimRef,
     ResourceList,
     Toleration,
 )
@@ -59,7 +59,7 @@ class PodTemplate:
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
     manifest."""
-    claims: tuple[PodClaim, ...] = ()
+    resource_claims: tuple[ResourceClaimRef, ...] = ()
     """Its ``spec.resourceClaims`` (Dynamic Resource Allocation): the claims each of its pods uses, those made from a
     template made anew for each pod (:mod:`kubeflux.sim.claims`)."""
 
