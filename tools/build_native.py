@@ -68,7 +68,17 @@ BASELINES_PURE_MODULES = {
 }
 """Every baseline module not named in :data:`COMPILED_BASELINES` (a new one starts pure)."""
 
+DRA_PURE_MODULES = {
+    "kubeflux.apiobjects.devicecel",
+    "kubeflux.apiobjects.resourceclaims",
+    "kubeflux.scheduler.devices",
+    "kubeflux.sim.claims",
+}
+"""Dynamic Resource Allocation's modules, left pure: only pods with ResourceClaims reach them (their CEL is evaluated
+by the library's Rust, once per selector and device)."""
+
 PURE_MODULES = {
+    *DRA_PURE_MODULES,
     "kubeflux.apiobjects.queuejobs",
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",

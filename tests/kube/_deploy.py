@@ -16,12 +16,18 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
     "list_node": {("", "nodes", "list"), ("", "nodes", "watch")},
     "list_pod_for_all_namespaces": {("", "pods", "list"), ("", "pods", "watch")},
     "list_namespace": {("", "namespaces", "list"), ("", "namespaces", "watch")},
-    "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own
+    "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own, and DRA's objects
         ("scheduling.x-k8s.io", "podgroups", "list"),
         ("scheduling.x-k8s.io", "podgroups", "watch"),
         ("scheduling.k8s.io", "podgroups", "list"),
         ("scheduling.k8s.io", "podgroups", "watch"),
+        *(  # Dynamic Resource Allocation's objects
+            ("resource.k8s.io", plural, verb)
+            for plural in ("deviceclasses", "resourceslices", "resourceclaims")
+            for verb in ("list", "watch")
+        ),
     },
+    "patch_namespaced_resource_claim_status": {("resource.k8s.io", "resourceclaims/status", "patch")},
     "list_pod_disruption_budget_for_all_namespaces": {
         ("policy", "poddisruptionbudgets", "list"),
         ("policy", "poddisruptionbudgets", "watch"),

@@ -36,10 +36,10 @@ import pytest
 from kubeflux.apiobjects.manifests import namespace_from_manifest, node_from_manifest, pod_from_manifest
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
-from ._kube_scheduler import HOST, RACK, ZONE, Real, node_docs
+from ._verdicts import HOST, RACK, ZONE, Real, counts, decide, node_docs
 from .conftest import Api
 
 KEYS = (HOST, ZONE, RACK)
@@ -189,18 +189,6 @@ def informed(
     return scheduler
 
 
-def decide(scheduler: Any, pending: dict[str, Any], now: float) -> tuple[str | None, str]:
-    """Where ``scheduler`` binds the pending pod (given to it as its own), or its message."""
-    mine = replace(pod_from_manifest(pending), scheduler_name="kubeflux")
-    scheduler.observe(ClusterEvent(EventKind.ADDED, mine), now)
-    for decision in scheduler.schedule(now + 1.0):
-        if isinstance(decision, Bind) and decision.pod == mine.key:
-            return decision.node, ""
-        if isinstance(decision, (Unschedulable, Reject)) and decision.pod == mine.key:  # Reject: it never fits
-            return None, decision.message
-    raise AssertionError(f"{scheduler.name} decided nothing for {mine.key}")
-
-
 def kubeflux_verdict(
     nodes: list[dict[str, Any]],
     namespaces: list[dict[str, Any]],
@@ -237,19 +225,6 @@ class Incremental:
         else:
             bound = replace(pod_from_manifest(placed), scheduler_name="kubeflux")
             self.core.observe(ClusterEvent(EventKind.MODIFIED, bound), self.now)
-
-
-def counts(message: str) -> Counter[str]:
-    """The per-reason node counts of ``0/N nodes are available: 2 X, 3 Y.`` (the first part, before any
-    preemption verdict or kubeflux's own tail)."""
-    assert message.startswith("0/"), message
-    total, _, body = message.partition(" nodes are available: ")
-    found: Counter[str] = Counter({"total": int(total[2:])})
-    reasons = body.split(". ")[0].removesuffix(".")
-    for part in reasons.split(", "):
-        count, _, reason = part.partition(" ")
-        found[reason] += int(count)
-    return found
 
 
 # --- the independent checker ------------------------------------------------------------------------------------

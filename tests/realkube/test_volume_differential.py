@@ -39,7 +39,7 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
-from ._kube_scheduler import HOST, ZONE, Real, node_docs
+from ._verdicts import HOST, ZONE, Real, node_docs
 from .conftest import CEILING, Api, client
 
 DRIVER = "csi.example.com"

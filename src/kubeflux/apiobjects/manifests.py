@@ -35,6 +35,7 @@ from kubeflux.apiobjects.reader import (
     parse_timestamp,
     resource_list_of,
 )
+from kubeflux.apiobjects.resourceclaims import pod_claims
 from kubeflux.apiobjects.rules import MAX_INT32
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
@@ -358,6 +359,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
         volume_claims=_volume_claims(reader, name) if reader.get("spec.volumes") is not None else (),
+        resource_claims=pod_claims(reader),
     )
 
 

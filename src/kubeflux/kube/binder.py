@@ -77,6 +77,7 @@ from kubeflux.apiobjects.decisions import (
 )
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
+from kubeflux.apiobjects.resourceclaims import claim_status_patch
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
@@ -514,6 +515,9 @@ class Binder:
                 else:
                     namespace, _, name = claim.claim.partition("/")
                     self.writer.patch_namespaced_persistent_volume_claim(name, namespace, claim_patch(claim))
+            for made in decision.resource_claims:  # kube-scheduler's DynamicResources PreBind: the claims first
+                patch, kind = claim_status_patch(made, pod.name, decision.uid)
+                self.writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch, kind)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
             self._count("refused")

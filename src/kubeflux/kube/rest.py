@@ -32,6 +32,7 @@ __all__ = ["RawApi"]
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _QUERY = {
     "limit": "limit",
@@ -189,6 +190,13 @@ class RawApi:
     def patch_namespaced_pod_status(self, name: str, namespace: str, patch: Any) -> bytes:
         """A strategic merge patch (conditions merge by type), as the official client sends a dict."""
         return self.write("PATCH", f"{_pod(namespace, name)}/status", patch, STRATEGIC_MERGE_PATCH)
+
+    def patch_namespaced_resource_claim_status(
+        self, name: str, namespace: str, patch: Any, content_type: str = MERGE_PATCH
+    ) -> bytes:
+        """A patch of a ResourceClaim's ``status`` (``resource.k8s.io/v1``), a JSON merge patch by default."""
+        path = f"/apis/resource.k8s.io/v1/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"
+        return self.write("PATCH", f"{path}/status", patch, content_type)
 
     def patch_namespaced_pod(self, name: str, namespace: str, patch: Any) -> bytes:
         """A JSON merge patch (``null`` removes a key)."""

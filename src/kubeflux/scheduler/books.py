@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from kubeflux.match.policy import parse_policy
 from kubeflux.resources import NodeSpec, id_from_name_suffix
 from kubeflux.scheduler.allocation import Allocation, AllocationRecord
+from kubeflux.scheduler.devices import DeviceBooks
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.ledger import Ledger
@@ -113,6 +114,8 @@ class ClusterBooks:
         """Topology level (node label) → the admitted nodes that carry it (:mod:`kubeflux.scheduler.topology`)."""
         self.levels: tuple[str, ...] = ()
         """The levels in the graph: those of the profile's some admitted node carries, top first."""
+        self.devices = DeviceBooks()
+        """The devices of Dynamic Resource Allocation: slices, classes, claims, and what kubeflux allocated."""
         self._unlabelled: set[tuple[str, str]] = set()
         """(node, level) put in the level's unknown domain, reported once."""
 
@@ -244,6 +247,8 @@ class ClusterBooks:
         alloc = self.allocations.pop(uid, None)
         self.unaccounted.pop(uid, None)
         self.pods.remove(uid)
+        if self.devices.assumed:
+            self.devices.forget(uid)
         if alloc is None:
             return
         if self.stuck:

@@ -66,6 +66,7 @@ from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
+from kubeflux.scheduler.devices import CANNOT_ALLOCATE, ClaimAllocation, ClaimError
 from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.informer import Informer
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
@@ -304,10 +305,28 @@ class KubefluxScheduler:
             why = self.filter.pre_filter(pod)
             if why is not None:  # its volume claims rule out every node (kube-scheduler's PreFilter)
                 return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
+        claimed = self._claims_problem(job, out) if _has_claims(job) else None
+        if claimed is not None:
+            return claimed or None
         reasons = self._try_now(job, now, out)
         if reasons is None:
             return None
         return self._timed_out(job, now) or self._unfit_message(job, reasons)
+
+    def _claims_problem(self, job: PendingJob, out: list[Decision]) -> str | None:
+        """What keeps a job whose pods have ResourceClaims from every node (kube-scheduler's DynamicResources
+        PreFilter): a claim not made yet, or missing, or its class missing (the message it waits with), or a CEL
+        selector that fails (the job is rejected: "" then); None when nothing does."""
+        for pod in job.pods.values():
+            found = self.books.devices.problem(pod) if pod.resource_claims else None
+            if found is None:
+                continue
+            why, fails = found
+            if fails:
+                self._reject(job, f"pod {pod.key}: {why}", out)
+                return ""
+            return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
+        return None
 
     def _reserve(self, job: PendingJob, now: float, *, first_blocked: bool) -> float | None:
         """Reserve a job that waits, as the backfill policy says (the first blocked job, or every one under
@@ -398,11 +417,15 @@ class KubefluxScheduler:
             return self.confiner.reasons(job)
         if isinstance(made, Counter):
             return made
+        claims = self._allocate_devices(made) if _has_claims(job) else {}
+        if claims is None:
+            return Counter({CANNOT_ALLOCATE: len(self.books.nodes)})
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            claims = self.filter.claim_bindings(pod, alloc.node)
-            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), volume_claims=claims))
+            annotations = allocation_annotations(pod, alloc)
+            volumes = self.filter.claim_bindings(pod, alloc.node)
+            out.append(Bind(pod.key, pod.uid, alloc.node, annotations, volumes, claims.get(alloc.uid, ())))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)
@@ -412,6 +435,27 @@ class KubefluxScheduler:
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self.queue.dirty = True
         return None
+
+    def _allocate_devices(self, made: list[tuple[Pod, Allocation]]) -> dict[str, tuple[ClaimAllocation, ...]] | None:
+        """The devices of each placed pod's claims on its node (assumed in the books until the claims show them), or
+        None when some pod's cannot all be had there (two members of a gang filtered before either took its devices):
+        then nothing placed is kept."""
+        devices = self.books.devices
+        found: dict[str, tuple[ClaimAllocation, ...]] = {}
+        for pod, alloc in made:
+            if not pod.resource_claims:
+                continue
+            try:
+                claims = devices.allocate(pod, alloc.node)
+            except ClaimError:
+                claims = None
+            if claims is None:
+                for _, undone in made:
+                    self.books.release(undone.uid, "its claims cannot all be allocated")
+                return None
+            devices.assume(alloc.uid, claims)
+            found[alloc.uid] = claims
+        return found
 
     # ================================================================== decisions
 
@@ -550,3 +594,8 @@ class KubefluxScheduler:
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.books.nodes), {}, pre_filter_message=why), None, out)
+
+
+def _has_claims(job: PendingJob) -> bool:
+    """Whether a pod of ``job`` has ResourceClaims (Dynamic Resource Allocation)."""
+    return any(pod.resource_claims for pod in job.pods.values())

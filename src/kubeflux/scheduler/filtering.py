@@ -75,17 +75,21 @@ class NodeFilter:
         """The graph nodes that may take ``pod`` now: the static filters and the books (kept incrementally per pod
         shape), and for a pod that asks something of the pods around it (or when a bound pod's anti-affinity may be
         against it) the filters of :mod:`kubeflux.scheduler.podterms` over the books' pods, in kube-scheduler's order
-        (host ports before the resources, topology spread and inter-pod affinity after them)."""
+        (host ports before the resources, the volume filters, topology spread and inter-pod affinity after them), then
+        for a pod with ResourceClaims the devices (:mod:`kubeflux.scheduler.devices`)."""
         books = self.books
         fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
         pods = books.pods
-        if pod.terms is None and not pods.holders and not pod.volume_claims:
+        if pod.terms is None and not pods.holders and not pod.volume_claims and not pod.resource_claims:
             return fit
-        key = (books.fits.version, pods.version, books.volumes.version)
+        key = (books.fits.version, pods.version, books.volumes.version, books.devices.version)
         known = self._pod_fit
         if known is not None and known[0] is pod and known[1] == key and known[2] is fit:
             return known[3]
-        refused = self._refused(pod, fit.static, fit.unfit)
+        asks = pod.terms is not None or pods.holders or pod.volume_claims
+        refused = self._refused(pod, fit.static, fit.unfit) if asks else {}
+        if pod.resource_claims:  # DynamicResources, the last filter: on the nodes every other one passes
+            refused = {**refused, **books.devices.refusals(pod, _Open(fit.static, refused, fit.unfit))}
         made = fit  # nothing refused (most pods beside anti-affinity): the shared fit, not a copy of every node
         if refused:
             unfit = dict(fit.unfit)
@@ -545,6 +549,8 @@ def _alike(pod: Pod, other: Pod) -> bool:
         and pod.required_node_affinity == other.required_node_affinity
         and pod.terms == other.terms
         and pod.volume_claims == other.volume_claims
+        and not pod.resource_claims  # each pod's claims are its own: their devices are found pod by pod
+        and not other.resource_claims
         and (pod.terms is None or pod.labels == other.labels)
         and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
     )

@@ -24,6 +24,7 @@ from dataclasses import replace
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.scheduler.core import KubefluxScheduler, Parts, wire
 from kubeflux.scheduler.decisions import apply_decisions
+from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import (
     Bind,
     ClusterEvent,
@@ -34,7 +35,8 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.messages import Watched
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
 from kubeflux.scheduler.storage import (
@@ -77,12 +79,16 @@ class Cluster:
         """The pods evicted, in order."""
         self.storage: dict[str, StorageObject] = {}
         """The storage objects told (:meth:`tell`) by kind and name, with what binds wrote on them."""
+        self.claims: dict[str, ResourceClaim] = {}
+        """The ResourceClaims told (:meth:`tell`), with what binds wrote to them."""
         for n in nodes:
             scheduler.observe(ClusterEvent(ADDED, n), 0.0)
 
-    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace | StorageObject) -> None:
+    def tell(self, kind: EventKind, obj: Watched) -> None:
         if isinstance(obj, STORAGE_KINDS):
             self.storage[_storage_key(obj)] = obj
+        elif isinstance(obj, ResourceClaim):
+            self.claims[obj.key] = obj
         self.scheduler.observe(ClusterEvent(kind, obj), self.now)
 
     def add(self, *pods: Pod) -> None:
@@ -120,6 +126,11 @@ class Cluster:
                 self.tell(MODIFIED, replace(pv, claim=ClaimRef(claim.namespace, claim.name, claim.uid)))
             else:
                 self.tell(MODIFIED, replace(claim, selected_node=binding.node))
+        for made in decision.resource_claims:  # then the ResourceClaims' status, as DynamicResources' PreBind
+            held = self.claims[made.key]
+            allocation = made.results if made.allocate else held.allocation
+            reserved = (*held.reserved_for, pod.uid)
+            self.tell(MODIFIED, replace(held, allocation=allocation, node=made.node, reserved_for=reserved))
         pod.node_name = decision.node
         pod.annotations = {**pod.annotations, **decision.annotations}
         pod.phase = PodPhase.RUNNING

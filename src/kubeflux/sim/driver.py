@@ -51,6 +51,7 @@ from kubeflux.scheduler.interface import (
 from kubeflux.scheduler.objects import DisruptionBudget, Node, PodPhase
 from kubeflux.scheduler.storage import ClaimBinding, ClaimRef, PersistentVolume, PersistentVolumeClaim, StorageObject
 from kubeflux.sim.budgets import DisruptionBudgets
+from kubeflux.sim.claims import ClaimController
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.fabric import Fabric, Slowdown, span_columns
@@ -231,6 +232,10 @@ class Simulation:
         for outage in self.options.outages:
             cluster.schedule_outage(outage)
         cluster.announce([*cluster.nodes, *self._time_budgets(), *self._sink.hold(self.workload.storage)])
+        if self.workload.devices:  # in the cluster from the start, and kept as the resourceclaim controller keeps them
+            claims = ClaimController(self.workload.devices, lambda kind, obj: cluster.announce([obj], kind))
+            cluster.claims = cluster.book.claims = claims
+            claims.announce()
         if self._order:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
@@ -353,7 +358,7 @@ class ClusterSink:
             self.storage[_storage_key(obj)] = obj
         return objects
 
-    def _write_claims(self, claims: tuple[ClaimBinding, ...]) -> None:
+    def _write_volume_claims(self, claims: tuple[ClaimBinding, ...]) -> None:
         """What a Bind writes for its pod's claims before the Binding, as kube-scheduler's volume binder: the claim's
         selected node, or the chosen volume's ``claimRef`` (announced as changes)."""
         for binding in claims:
@@ -370,10 +375,18 @@ class ClusterSink:
             self.cluster.announce([changed], EventKind.MODIFIED)
 
     def bind(self, pod: SimPod, decision: Bind) -> str:
-        if decision.volume_claims:
-            self._write_claims(decision.volume_claims)
+        if decision.volume_claims:  # what the volume binder writes first (PreBind)
+            self._write_volume_claims(decision.volume_claims)
+        claims, made = self.cluster.claims, decision.resource_claims
+        if made:  # then the ResourceClaims' allocation, as DynamicResources' PreBind writes it
+            error = claims.bind(pod.pod, made) if claims is not None else "the cluster has no ResourceClaims"
+            if error:
+                self.cluster.record_event("Warning", "FailedScheduling", decision.pod, error)
+                return error
         error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
         if error:
+            if made and claims is not None:
+                claims.unbind(pod.pod, made)
             self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)
         else:
             pod.nominated_node = ""  # the binding clears it (ClearingNominatedNodeNameAfterBinding)

@@ -151,6 +151,7 @@ def test_no_controllers_job_leaves_jobs_alone() -> None:
             "disruption",
             "resourcequota",
             "persistentvolume-binder",
+            "resourceclaim",
             "garbagecollector",
             "namespace",
         }

@@ -53,6 +53,7 @@ from kubeflux.scheduler.interface import (
 )
 from kubeflux.scheduler.objects import Pod, PodPhase
 from kubeflux.scheduler.storage import ClaimBinding
+from kubeflux.sim.apiserver.claim_controller import write_claims
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
@@ -103,6 +104,9 @@ class InProcessSchedulers:
             ("", "v1", "persistentvolumes"),
             ("", "v1", "persistentvolumeclaims"),
             ("storage.k8s.io", "v1", "csinodes"),
+            ("resource.k8s.io", "v1", "deviceclasses"),
+            ("resource.k8s.io", "v1", "resourceslices"),
+            ("resource.k8s.io", "v1", "resourceclaims"),
             ("", "v1", "pods"),  # last: self.pods
         ]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
@@ -330,6 +334,8 @@ class _StoreSink:
         try:
             for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
                 self.shell.write_claim(claim)
+            if decision.resource_claims:  # kube-scheduler's PreBind: the claims' allocation and reservation first
+                write_claims(self.store, decision.resource_claims, name, decision.uid)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )
@@ -394,12 +400,16 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
         return bool(event.obj.get("spec") != event.prev.get("spec"))
     if kind in ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"):
         return True  # a claim bound, a volume made available, a limit changed: a pod may fit now
+    if kind in ("ResourceClaim", "ResourceSlice", "DeviceClass"):
+        return True  # devices given back, published or selected anew
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
         return True
     spec, was = event.obj.get("spec"), event.prev.get("spec")
     if spec is not was and gates_of(was) and not gates_of(spec):
         return True  # its last scheduling gate removed: the pod may be placed now
+    if status.get("resourceClaimStatuses") != before.get("resourceClaimStatuses"):
+        return True  # a claim made for it from its template: it may be placed now
     return bool(event.obj["metadata"].get("deletionTimestamp") and not event.prev["metadata"].get("deletionTimestamp"))
 
 
@@ -446,8 +456,10 @@ def _written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
     if any(k not in meta for k in old if k not in _WRITTEN_METADATA):
         return None
     status, was = obj.get("status") or {}, prev.get("status") or {}
-    if status is not was and _resized(status, was):
-        return None
+    if status is not was and (
+        _resized(status, was) or status.get("resourceClaimStatuses") != was.get("resourceClaimStatuses")
+    ):
+        return None  # (the claims made for it: read again)
     phase = status.get("phase") or "Pending"
     node = spec.get("nodeName") or ""
     if phase not in _PHASES or not isinstance(node, str):

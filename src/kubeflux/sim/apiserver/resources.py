@@ -32,6 +32,7 @@ from kubeflux.sim.apiserver.event_strategies import (
 )
 from kubeflux.sim.apiserver.quota_strategy import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
+from kubeflux.sim.apiserver.resource_strategies import resource_types
 from kubeflux.sim.apiserver.storage_strategies import (
     CSINodeStrategy,
     PersistentVolumeClaimStrategy,
@@ -147,9 +148,12 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
     resources += _controllers_objects()
     resources += review_resources()
     resources += authentication_resources()
+    resources += resource_types()
+    served = {(r.group, r.plural) for r in resources}  # an empty collection only where no strategy serves it
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS
+        if (group, plural) not in served
     )
     return Registry(resources)
 

@@ -37,6 +37,7 @@ from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.claim_controller import ClaimController
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
@@ -61,11 +62,20 @@ STORE_CONTROLLERS = ("garbagecollector", "namespace")
 """What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
 a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
 leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
-CONTROLLERS = ("job", "podgroup", "disruption", "resourcequota", "persistentvolume-binder", *STORE_CONTROLLERS)
+CONTROLLERS = (
+    "job",
+    "podgroup",
+    "disruption",
+    "resourcequota",
+    "persistentvolume-binder",
+    "resourceclaim",
+    *STORE_CONTROLLERS,
+)
 """The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
 TTL-after-finished controller), ``podgroup`` (scheduler-plugins' PodGroup status), ``disruption`` and
 ``resourcequota`` (kube-controller-manager's: budgets' and quotas' status), ``persistentvolume-binder`` (its PV
-controller's binding of claims and volumes: :mod:`.volume_controller`); and the store's own."""
+controller's binding of claims and volumes: :mod:`.volume_controller`), ``resourceclaim`` (its ResourceClaims made
+from templates for pods, and freed when they end: :mod:`.claim_controller`); and the store's own."""
 
 T = TypeVar("T")
 
@@ -264,6 +274,7 @@ class ApiServer:
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""
         self.quota_controller: QuotaController | None = None
+        self.claim_controller: ClaimController | None = None
         """The ResourceQuotas' status (with the ``resourcequota`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
@@ -348,6 +359,8 @@ class ApiServer:
             self.quota_controller = QuotaController(self.store, loop)
         if "persistentvolume-binder" in self.controllers:
             self.volume_binder = VolumeBinder(self.store, loop)
+        if "resourceclaim" in self.controllers:
+            self.claim_controller = ClaimController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -391,6 +404,7 @@ class ApiServer:
             self.disruption_controller,
             self.quota_controller,
             self.volume_binder,
+            self.claim_controller,
             self.job_controller,
             self.replay,
         )
@@ -406,6 +420,7 @@ class ApiServer:
             self.job_controller,
             self.quota_controller,
             self.volume_binder,
+            self.claim_controller,
         )
         reconcilers = [controller.reconciler for controller in controllers if controller is not None]
         for component in (self.kubelet, *reconcilers, self.schedulers, self.replay):

@@ -178,6 +178,9 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         return [self._entry(q, now) for key, q in self._queue.items() if key not in blocked and due(q, now)]
 
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
+        devices = super()._pre_filter(pod, now)  # DynamicResources' PreFilter, then coscheduling's
+        if devices is not None:
+            return devices
         group_key = pod.group
         group = None if group_key is None else self._groups.get(group_key)
         if group_key is None or group is None:

@@ -61,6 +61,7 @@ from typing import TypedDict
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import fit_error_message, never_fits
+from kubeflux.scheduler.devices import ClaimAllocation, DeviceBooks, DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.podterms import PodsByNode, constrained
@@ -186,7 +187,12 @@ class KubeDefaultScheduler:
         """The storage objects, for the volume filters (:mod:`kubeflux.scheduler.volumes`)."""
         self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
         """Pod key → what its Bind writes for its claims, assumed when it was placed (Reserve)."""
-        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods, self.volumes)
+        self.devices = DeviceBooks()
+        """The devices and claims of Dynamic Resource Allocation (DynamicResources' filter, and the allocation a Bind
+        carries)."""
+        self.search = NodeSearch(
+            self.nodes, percentage_of_nodes_to_score, self._rng, self.pods, self.volumes, self.devices
+        )
         self.preemption: DefaultPreemption | None = None
         """DefaultPreemption, unless ``preemption="never"``."""
         if preemption == PREEMPTION_LOWER_PRIORITY:
@@ -219,7 +225,10 @@ class KubeDefaultScheduler:
         elif isinstance(obj, STORAGE_KINDS):
             self.volumes.observe(event.kind is EventKind.DELETED, obj)
             self._generation += 1
-        else:
+        elif isinstance(obj, ResourceSlice | DeviceClass | ResourceClaim):
+            self.devices.observe(obj, event.kind is EventKind.DELETED)
+            self._generation += 1
+        elif isinstance(obj, PodGroup):
             if event.kind is EventKind.DELETED:
                 self._groups.pop(obj.key, None)
             else:
@@ -284,6 +293,8 @@ class KubeDefaultScheduler:
         if claims:  # unreserved before its Bind (a Permit's rejection): what it assumed of its claims is undone
             self.volumes.revert(claims)
         placed = self._placed.pop(key)
+        if placed.pod.resource_claims:
+            self.devices.forget(placed.pod.uid)
         self.nodes.add_usage(placed.node, placed.requests, -1)
         self.pods.remove(key)
         priority = placed.pod.priority
@@ -441,12 +452,15 @@ class KubeDefaultScheduler:
         return found if isinstance(found, str) else None
 
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
-        """Hook: a PreFilter failure message, or None to go on to Filter."""
-        return None
+        """A PreFilter failure message (DynamicResources': a claim not made or not found; subclasses add theirs), or
+        None to go on to Filter."""
+        found = self.devices.problem(pod) if pod.resource_claims else None
+        return found[0] if found is not None else None
 
     def _bind(self, pod: Pod, node: str) -> Bind:
-        """The Binding of a pod placed on ``node``, with what it writes for its claims (PreBind)."""
-        return Bind(pod.key, pod.uid, node, volume_claims=self._claims.pop(pod.key, ()))
+        """The Binding of a pod placed on ``node``, with what it writes before it (PreBind): its volume claims'
+        bindings (VolumeBinding's, first) and its ResourceClaims' allocation (DynamicResources')."""
+        return Bind(pod.key, pod.uid, node, None, self._claims.pop(pod.key, ()), self._allocate(pod, node))
 
     def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
         """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off
@@ -467,6 +481,14 @@ class KubeDefaultScheduler:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
         return [self._bind(queued.pod, node)]
+
+    def _allocate(self, pod: Pod, node: str) -> tuple[ClaimAllocation, ...]:
+        """The devices of ``pod``'s claims on ``node`` (its filter found them there), assumed until written."""
+        if not pod.resource_claims:
+            return ()
+        made = self.devices.allocate(pod, node) or ()
+        self.devices.assume(pod.uid, made)
+        return made
 
     def _fail(self, queued: QueuedPod, now: float, message: str, post: PostFilterResult) -> list[Decision]:
         """The pod failed: ``message`` (FitError) with the PostFilter's reason; its nomination as it says."""

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message
+from kubeflux.scheduler.devices import DeviceBooks
 from kubeflux.scheduler.objects import CPU, MEMORY, Pod
 from kubeflux.scheduler.podterms import PodsByNode, constrained, early_reasons, late_reasons
 from kubeflux.scheduler.storage import VolumeBook
@@ -40,8 +41,11 @@ class NodeSearch:
         rng: random.Random | None,
         pods: PodsByNode | None = None,
         volumes: VolumeBook | None = None,
+        devices: DeviceBooks | None = None,
     ) -> None:
         self.nodes = nodes
+        self.devices = devices if devices is not None else DeviceBooks()
+        """The devices and claims (Dynamic Resource Allocation), kept by the scheduler, for a pod's claims."""
         self.pods = pods if pods is not None else PodsByNode()
         """The bound pods by node (kept by the scheduler), for the filters that look at them."""
         self.volumes = volumes if volumes is not None else VolumeBook()
@@ -62,7 +66,7 @@ class NodeSearch:
         if total == 0:
             return None
         start = self.next_start % total
-        if constrained(pod, self.pods) or pod.volume_claims:  # the answer depends on the pods around it: not remembered
+        if constrained(pod, self.pods) or pod.volume_claims or pod.resource_claims:  # depends on the rest: not kept
             node, _ = self._search(pod, start, total)
             return node
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
@@ -83,6 +87,10 @@ class NodeSearch:
         feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
         if constrained(pod, self.pods) or pod.volume_claims:
             feasible = feasible & ~self._terms_unfit(pod, feasible)
+        if pod.resource_claims:  # DynamicResources, the last filter
+            names = [table.names[int(i)] for i in np.flatnonzero(feasible)]
+            for name in self.devices.refusals(pod, names):
+                feasible[table.index[name]] = False
         rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
         cumulative = np.cumsum(rotated, dtype=np.int64)
@@ -111,7 +119,7 @@ class NodeSearch:
 
     def fit_error(self, pod: Pod) -> str:
         """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
-        if constrained(pod, self.pods) or pod.volume_claims:
+        if constrained(pod, self.pods) or pod.volume_claims or pod.resource_claims:
             return self._count_reasons(pod)
         key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
         message = self._fit_errors.get(key)
@@ -167,9 +175,14 @@ class NodeSearch:
                 for reason in why.split("\n"):
                     counts[reason] = counts.get(reason, 0) + 1
                 fits[table.index[name]] = False
+        names = [table.names[int(i)] for i in np.flatnonzero(fits)]
         if terms:  # PodTopologySpread and InterPodAffinity, after NodeResourcesFit
-            names = [table.names[int(i)] for i in np.flatnonzero(fits)]
-            for why in late_reasons(pod, names, table.by_name, self.pods).values():
+            late = late_reasons(pod, names, table.by_name, self.pods)
+            for why in late.values():
+                counts[why] = counts.get(why, 0) + 1
+            names = [name for name in names if name not in late]
+        if pod.resource_claims:  # DynamicResources, last
+            for why in self.devices.refusals(pod, names).values():
                 counts[why] = counts.get(why, 0) + 1
         return fit_error_message(len(table), counts)
 

@@ -26,6 +26,9 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
 * a **StorageClass**, **PersistentVolume**, **PersistentVolumeClaim** or **CSINode**: no job, in the cluster from
   the start, what the volume filters read (:mod:`kubeflux.sim.workloads.storage`);
+* Dynamic Resource Allocation's **DeviceClass**, **ResourceSlice**, **ResourceClaim** and **ResourceClaimTemplate**
+  (``resource.k8s.io/v1``): no job, in the cluster from the start (:mod:`kubeflux.sim.claims`); pods name the claims
+  in ``spec.resourceClaims``;
 * Kueue's **ResourceFlavor**, **ClusterQueue** and **LocalQueue**: no job, the run's admission layer
   (:mod:`kubeflux.sim.kueue`); a Job, Pod or PodGroup's pods labelled ``kueue.x-k8s.io/queue-name`` wait for it.
 
@@ -86,6 +89,7 @@ from kubeflux.scheduler.validation import (
     PodRun,
     pod_run,
 )
+from kubeflux.sim.claims import DEVICE_KINDS, DeviceObjects, read_device_object
 from kubeflux.sim.kueue.reader import KUEUE_KINDS, KueueReader, queue_label
 from kubeflux.sim.workloads.errors import WorkloadError
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
@@ -191,6 +195,7 @@ def pod_template(
         priority_class=priority_class if isinstance(priority_class, str) else "",
         terms=pod.terms,
         volume_claims=pod.volume_claims,
+        resource_claims=pod.resource_claims,
     )
 
 
@@ -337,6 +342,7 @@ class _Builder:
     kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
     storage: list[StorageObject] = dataclasses.field(default_factory=list)
     """The StorageClasses, PersistentVolumes, claims and CSINodes of the file (:mod:`.storage`)."""
+    devices: DeviceObjects = dataclasses.field(default_factory=DeviceObjects)
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -362,6 +368,8 @@ class _Builder:
                 self.storage.append(read_storage_object(obj))
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
+            elif kind in DEVICE_KINDS:
+                read_device_object(self.devices, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -602,6 +610,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         lifetimes=builder.policies.lifetimes,
         kueue=builder.kueue.objects or None,
         storage=builder.storage,
+        devices=builder.devices,
     )
 
 

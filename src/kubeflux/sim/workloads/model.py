@@ -17,11 +17,13 @@ from kubeflux.scheduler.objects import (
     DisruptionBudget,
     NodeSelectorTerm,
     PodTerms,
+    ResourceClaimRef,
     ResourceList,
     Toleration,
     VolumeClaim,
 )
 from kubeflux.scheduler.storage import StorageObject
+from kubeflux.sim.claims import DeviceObjects
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 from kubeflux.sim.kueue.objects import KueueObjects
 
@@ -61,6 +63,9 @@ class PodTemplate:
     manifest."""
     volume_claims: tuple[VolumeClaim, ...] = ()
     """The PersistentVolumeClaims of its volumes, read from its manifest."""
+    resource_claims: tuple[ResourceClaimRef, ...] = ()
+    """Its ``spec.resourceClaims`` (Dynamic Resource Allocation): the claims each of its pods uses, those made from a
+    template made anew for each pod (:mod:`kubeflux.sim.claims`)."""
 
 
 @dataclass(slots=True)
@@ -183,6 +188,10 @@ class Workload:
     def lifetime(self, obj: PriorityClass | DisruptionBudget) -> Lifetime:
         """When ``obj``, one of :attr:`priority_classes` or :attr:`budgets`, exists."""
         return self.lifetimes.get(policy_key(obj), ALWAYS)
+
+    devices: DeviceObjects = field(default_factory=DeviceObjects)
+    """The DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates the workload defines: in the
+    cluster from its start (:mod:`kubeflux.sim.claims`)."""
 
     kueue: KueueObjects | None = None
     """The Kueue objects the workload defines (ResourceFlavors, ClusterQueues, LocalQueues); None without any: the

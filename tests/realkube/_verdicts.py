@@ -1,20 +1,29 @@
 """What the differential tests against the real kube-scheduler share (test_filter_differential.py,
-test_volume_differential.py): random KWOK nodes with zones, racks and taints, and the real control plane through the
-admin's client (nodes applied and ready, pods created, kube-scheduler's verdict on each)."""
+test_volume_differential.py, test_dra_differential.py): random KWOK nodes with zones, racks and taints
+(:func:`node_docs`), the real control plane as they drive it (:class:`Real`: nodes applied, pods created,
+kube-scheduler's verdict on each), a scheduler core's verdict on a pending pod (:func:`decide`), and the per-reason
+node counts of a ``FailedScheduling`` message (:func:`counts`)."""
 
 from __future__ import annotations
 
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
+from kubeflux.apiobjects.manifests import pod_from_manifest
 from kubeflux.controlplane import ControlPlane
+from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
 
 from .conftest import CEILING, Api, ready
+
+__all__ = ["HOST", "RACK", "ZONE", "Real", "counts", "decide", "node_docs"]
+
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -65,9 +74,10 @@ class Real:
             "apply", "--server-side", "--force-conflicts", "--field-manager=test", "-f", "-", input=listed
         )
         names = {doc["metadata"]["name"] for doc in docs}
-        self.until(lambda: self._usable(names))
+        self.until(lambda: self.usable(names))
 
-    def _usable(self, names: set[str]) -> bool:
+    def usable(self, names: set[str]) -> bool:
+        """Whether the nodes ``names`` are all there, Ready and free of the node lifecycle's taints."""
         nodes = {name: node for name, node in self.api.nodes().items() if name in names}
         return len(nodes) == len(names) and all(
             ready(node) and not any(t["key"].startswith("node.kubernetes.io/") for t in node["spec"].get("taints", []))
@@ -128,3 +138,28 @@ class Real:
         while not what():
             assert time.monotonic() < deadline, "kube-scheduler never answered"
             time.sleep(0.005)
+
+
+def decide(scheduler: Any, pending: dict[str, Any], now: float) -> tuple[str | None, str]:
+    """Where ``scheduler`` binds the pending pod (given to it as its own), or its message."""
+    mine = replace(pod_from_manifest(pending), scheduler_name="kubeflux")
+    scheduler.observe(ClusterEvent(EventKind.ADDED, mine), now)
+    for decision in scheduler.schedule(now + 1.0):
+        if isinstance(decision, Bind) and decision.pod == mine.key:
+            return decision.node, ""
+        if isinstance(decision, (Unschedulable, Reject)) and decision.pod == mine.key:  # Reject: it never fits
+            return None, decision.message
+    raise AssertionError(f"{scheduler.name} decided nothing for {mine.key}")
+
+
+def counts(message: str) -> Counter[str]:
+    """The per-reason node counts of ``0/N nodes are available: 2 X, 3 Y.`` (the first part, before any
+    preemption verdict or kubeflux's own tail)."""
+    assert message.startswith("0/"), message
+    total, _, body = message.partition(" nodes are available: ")
+    found: Counter[str] = Counter({"total": int(total[2:])})
+    reasons = body.split(". ")[0].removesuffix(".")
+    for part in reasons.split(", "):
+        count, _, reason = part.partition(" ")
+        found[reason] += int(count)
+    return found
