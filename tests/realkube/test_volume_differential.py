@@ -26,7 +26,6 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -36,10 +35,10 @@ from kubeflux.apiobjects.manifests import node_from_manifest, pod_from_manifest
 from kubeflux.apiobjects.storage import STORAGE_READERS
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
+from kubeflux.scheduler.interface import ClusterEvent, EventKind
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
-from ._verdicts import HOST, ZONE, Real, node_docs
+from ._verdicts import HOST, ZONE, Real, counts, decide, node_docs
 from .conftest import CEILING, Api, client
 
 DRIVER = "csi.example.com"
@@ -256,29 +255,15 @@ def kubeflux_verdict(
         scheduler.observe(ClusterEvent(EventKind.ADDED, STORAGE_READERS[kind](obj)), 0.0)
     for pod in bound:
         scheduler.observe(ClusterEvent(EventKind.ADDED, pod_from_manifest(pod)), 0.0)
-    mine = replace(pod_from_manifest(pending), scheduler_name="kubeflux")
-    scheduler.observe(ClusterEvent(EventKind.ADDED, mine), 0.0)
-    for decision in scheduler.schedule(1.0):
-        if isinstance(decision, Bind) and decision.pod == mine.key:
-            return decision.node, ""
-        if isinstance(decision, (Unschedulable, Reject)) and decision.pod == mine.key:
-            return None, decision.message
-    raise AssertionError(f"{scheduler.name} decided nothing for {mine.key}")
+    return decide(scheduler, pending, 0.0)
 
 
 def said(message: str) -> Counter[str] | str:
     """The per-reason node counts of ``0/N nodes are available: 2 X, 3 Y.``, or a PreFilter's whole reason (the
     first sentence, before any preemption verdict)."""
-    assert message.startswith("0/"), message
     total, _, body = message.partition(" nodes are available: ")
     reasons = body.split(". ")[0].removesuffix(".")
-    if not reasons[:1].isdigit():
-        return f"{total}: {reasons}"
-    found: Counter[str] = Counter({"total": int(total[2:])})
-    for part in reasons.split(", "):
-        count, _, reason = part.partition(" ")
-        found[reason] += int(count)
-    return found
+    return counts(message) if reasons[:1].isdigit() else f"{total}: {reasons}"
 
 
 # --- the independent checker --------------------------------------------------------------------------------------
