@@ -20,6 +20,7 @@ from kubeflux.apiobjects.storage import (
     storage_class_from_manifest,
 )
 from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.messages import Bind
 from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.scheduler.storage import (
     ANN_SELECTED_NODE,
@@ -260,3 +261,29 @@ def test_a_claim_assumed_for_a_pod_unreserved_before_its_bind_is_as_the_cluster_
     book.observe(False, written)
     book.revert((binding,))
     assert book.claims[claim.key] is written
+
+
+def test_a_volume_chosen_for_a_bind_the_cluster_refused_is_free_again() -> None:
+    """kube-scheduler's ``RevertAssumedPodVolumes`` at Unreserve: the claim bindings of a Bind the API server
+    refused (409: another writer changed the volume or claim first) were never written, so no event will replace
+    what kubeflux assumed of them; they are undone at once, and the volume is there for the next claim."""
+    scheduler = KubefluxScheduler()
+    cluster = told(
+        Cluster(scheduler, nodes()),
+        sc("local", provisioner="kubernetes.io/no-provisioner"),
+        pvc("a", cls="local"),
+        pvc("b", cls="local"),
+        pv("pv-n0", cls="local", on="n0"),
+    )
+    cluster.pods["default/pa"] = wanting("pa", "a")
+    cluster.tell(ADDED, cluster.pods["default/pa"])
+    first = scheduler.schedule(1.0)  # not applied: the cluster refuses it
+    assert [d.claims for d in first if isinstance(d, Bind)] == [(ClaimBinding("default/a", "uid-a", "n0", "pv-n0"),)]
+    scheduler.unreserve("default/pa", "uid-pa", "n0", "409: the object has been modified", 1.0)
+    cluster.delete("pa")
+    cluster.add(wanting("pb", "b"))
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {"default/pb": "n0"}
+    assert [d.claims for d in decisions if isinstance(d, Bind)] == [
+        (ClaimBinding("default/b", "uid-b", "n0", "pv-n0"),)
+    ]

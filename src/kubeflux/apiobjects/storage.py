@@ -88,6 +88,7 @@ def pv_from_manifest(obj: Any) -> PersistentVolume:
         csi_handle=reader.string("spec.csi.volumeHandle"),
         attributes_class=reader.string("spec.volumeAttributesClassName"),
         uid=reader.string("metadata.uid"),
+        resource_version=reader.string("metadata.resourceVersion"),
     )
 
 
@@ -115,6 +116,7 @@ def pvc_from_manifest(obj: Any) -> PersistentVolumeClaim:
         deleted=reader.get("metadata.deletionTimestamp") is not None,
         owner_uid=owner,
         attributes_class=reader.string("spec.volumeAttributesClassName"),
+        resource_version=reader.string("metadata.resourceVersion"),
     )
 
 

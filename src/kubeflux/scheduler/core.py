@@ -402,6 +402,8 @@ class KubefluxScheduler:
         for pod, alloc in made:
             placed.add(alloc.uid)
             claims = self.filter.claim_bindings(pod, alloc.node)
+            if claims:
+                self.books.volumes.by_pod[alloc.uid] = claims
             out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), claims))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)

@@ -81,6 +81,8 @@ class PersistentVolume:
     csi_handle: str = ""
     attributes_class: str = ""
     uid: str = ""
+    resource_version: str = ""
+    """``metadata.resourceVersion`` as read ("" when unknown): a binder's write is conditional on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,8 @@ class PersistentVolumeClaim:
     deleted: bool = False
     owner_uid: str = ""
     attributes_class: str = ""
+    resource_version: str = ""
+    """``metadata.resourceVersion`` as read ("" when unknown): a binder's write is conditional on it."""
 
     @property
     def key(self) -> str:
@@ -149,6 +153,10 @@ class ClaimBinding:
     claim_uid: str
     node: str
     volume: str = ""
+    resource_version: str = ""
+    """The ``resourceVersion`` of the object written (the volume, else the claim) as the scheduler read it: the
+    write is refused (409) when another writer changed it since, as kube-scheduler's ``bindAPIUpdate`` updates its
+    assumed copy ("": unconditional)."""
 
 
 StorageObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode
@@ -169,6 +177,9 @@ class VolumeBook:
         self.version = 0
         self._assumed: dict[str, tuple[StorageObject, StorageObject]] = {}
         """``Kind name`` → (the object before :meth:`assume`, the object assumed), until :meth:`revert`."""
+        self.by_pod: dict[str, tuple[ClaimBinding, ...]] = {}
+        """Pod uid → the claim bindings its Bind writes, while its allocation lasts: reverted when the cluster
+        refuses the Bind (a claim binding refused leaves the ones after it unwritten)."""
 
     def observe(self, deleted: bool, obj: StorageObject) -> None:
         """``obj`` was added or changed (``deleted``: is gone)."""

@@ -367,6 +367,10 @@ def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> 
     if isinstance(volumes, str) or not volumes.delayed:
         return ()
     _, chosen = find_volumes(volumes, node, book)
-    made = tuple(ClaimBinding(pvc.key, pvc.uid, node.name, pv) for pvc, pv in chosen if pv or not pvc.selected_node)
+    made = tuple(
+        ClaimBinding(pvc.key, pvc.uid, node.name, pv, book.volumes[pv].resource_version if pv else pvc.resource_version)
+        for pvc, pv in chosen
+        if pv or not pvc.selected_node
+    )
     book.assume(made)
     return made
