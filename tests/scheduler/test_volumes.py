@@ -20,16 +20,17 @@ from kubeflux.apiobjects.storage import (
     storage_class_from_manifest,
 )
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.messages import Bind
+from kubeflux.scheduler.messages import Bind, ClusterEvent
 from kubeflux.scheduler.objects import Node, Pod
 from kubeflux.scheduler.storage import (
     ANN_SELECTED_NODE,
     ClaimBinding,
+    ClaimRef,
     PersistentVolume,
     PersistentVolumeClaim,
     VolumeBook,
 )
-from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node
 from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
@@ -287,3 +288,28 @@ def test_a_volume_chosen_for_a_bind_the_cluster_refused_is_free_again() -> None:
     assert [d.claims for d in decisions if isinstance(d, Bind)] == [
         (ClaimBinding("default/b", "uid-b", "n0", "pv-n0"),)
     ]
+
+
+def test_a_stale_event_of_a_volume_does_not_free_the_volume_assumed_for_a_claim() -> None:
+    """A late event (a relist, a slow watch) carrying the volume as it was before kubeflux's ``claimRef`` write is
+    no newer than what the assumption was made upon: kube-scheduler's assume cache keeps the assumption, and the
+    volume is not handed to a second claim."""
+    scheduler = KubefluxScheduler()
+    free = replace(pv("pv-n0", cls="local", on="n0"), resource_version="7")
+    cluster = told(
+        Cluster(scheduler, nodes()),
+        sc("local", provisioner="kubernetes.io/no-provisioner"),
+        pvc("a", cls="local"),
+        pvc("b", cls="local"),
+        free,
+    )
+    cluster.pods["default/pa"] = wanting("pa", "a")
+    cluster.tell(ADDED, cluster.pods["default/pa"])
+    assert bound(scheduler.schedule(1.0)) == {"default/pa": "n0"}  # its writes' events not come yet
+    scheduler.observe(ClusterEvent(MODIFIED, free), 1.0)  # the stale event
+    cluster.pods["default/pb"] = wanting("pb", "b")
+    cluster.tell(ADDED, cluster.pods["default/pb"])
+    assert not bound(scheduler.schedule(2.0))
+    taken = replace(free, claim=ClaimRef("default", "a", "uid-a"), resource_version="8")
+    scheduler.observe(ClusterEvent(MODIFIED, taken), 3.0)  # the write's own event replaces the assumption
+    assert scheduler.books.volumes.volumes["pv-n0"] is taken

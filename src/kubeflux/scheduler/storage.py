@@ -182,11 +182,16 @@ class VolumeBook:
         refuses the Bind (a claim binding refused leaves the ones after it unwritten)."""
 
     def observe(self, deleted: bool, obj: StorageObject) -> None:
-        """``obj`` was added or changed (``deleted``: is gone)."""
+        """``obj`` was added or changed (``deleted``: is gone). The cluster's word replaces an assumption, unless it
+        is older than the object assumed upon (a stale event: kube-scheduler's assume cache compares them too)."""
         if isinstance(obj, PersistentVolumeClaim):
+            if not deleted and self._stale(f"PersistentVolumeClaim {obj.key}", obj.resource_version):
+                return
             _put(self.claims, obj.key, obj, deleted)
-            self._assumed.pop(f"PersistentVolumeClaim {obj.key}", None)  # the cluster's word replaces an assumption
+            self._assumed.pop(f"PersistentVolumeClaim {obj.key}", None)
         elif isinstance(obj, PersistentVolume):
+            if not deleted and self._stale(f"PersistentVolume {obj.name}", obj.resource_version):
+                return
             _put(self.volumes, obj.name, obj, deleted)
             self._assumed.pop(f"PersistentVolume {obj.name}", None)
         elif isinstance(obj, StorageClass):
@@ -194,6 +199,18 @@ class VolumeBook:
         else:
             _put(self.csinodes, obj.name, obj, deleted)
         self.version += 1
+
+    def _stale(self, key: str, version: str) -> bool:
+        """Whether an event of ``version`` is no newer than the object assumed upon under ``key`` (unknown or
+        unreadable versions are never stale)."""
+        pair = self._assumed.get(key)
+        if pair is None:
+            return False
+        before = pair[0]
+        assert isinstance(before, PersistentVolume | PersistentVolumeClaim)
+        if not (version.isdigit() and before.resource_version.isdigit()):
+            return False
+        return int(version) <= int(before.resource_version)
 
     def by_class(self, name: str) -> list[PersistentVolume]:
         """The volumes of class ``name``, by name."""
