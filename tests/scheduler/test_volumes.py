@@ -313,3 +313,27 @@ def test_a_stale_event_of_a_volume_does_not_free_the_volume_assumed_for_a_claim(
     taken = replace(free, claim=ClaimRef("default", "a", "uid-a"), resource_version="8")
     scheduler.observe(ClusterEvent(MODIFIED, taken), 3.0)  # the write's own event replaces the assumption
     assert scheduler.books.volumes.volumes["pv-n0"] is taken
+
+
+def test_a_claim_s_filter_looks_only_at_the_volumes_that_may_match_it_there() -> None:
+    """Thousands of nodes each with local volumes, or thousands of volumes bound to other claims: a claim's filter
+    on one node reads the volumes of its class pinned to that node (or to none) and those pre-bound to it, kept so
+    through the scheduler's own assumptions and the cluster's events."""
+    book = VolumeBook()
+    claim = pvc("a", cls="local")
+    book.observe(False, claim)
+    for i in range(4):
+        book.observe(False, pv(f"pv{i}", cls="local", on=f"n{i % 2}"))
+    book.observe(False, pv("anywhere", cls="local"))
+    book.observe(False, pv("taken", cls="local", claim="other"))
+    book.observe(False, pv("mine", cls="local", claim="a"))
+    claimed, free = book.candidates("local", "default/a", {HOST: "n1"})
+    assert (claimed, sorted(free)) == (["mine"], ["anywhere", "pv1", "pv3"])
+    binding = ClaimBinding(claim.key, claim.uid, "n1", "pv1")
+    book.assume((binding,))
+    claimed, free = book.candidates("local", "default/a", {HOST: "n1"})
+    assert (claimed, sorted(free)) == (["mine", "pv1"], ["anywhere", "pv3"])
+    book.revert((binding,))
+    book.observe(True, book.volumes["pv3"])
+    assert sorted(book.candidates("local", "default/a", {HOST: "n1"})[1]) == ["anywhere", "pv1"]
+    assert book.candidates("local", "default/a", {}) == (["mine"], ["anywhere"])  # a node without the label

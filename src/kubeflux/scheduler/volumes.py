@@ -328,29 +328,38 @@ def _matching_volume(
     pvc: PersistentVolumeClaim, book: VolumeBook, node: Node, taken: set[str]
 ) -> PersistentVolume | None:
     """``FindMatchingVolume``: a PV pre-bound to the claim (when it fits the node; else none), or the smallest
-    available one of its class that matches it and the node."""
+    available one of its class that matches it and the node (the first by name among the smallest). Only the
+    volumes the book's index says may match are looked at (:meth:`~kubeflux.scheduler.storage.VolumeBook.candidates`).
+    """
+    claimed, free = book.candidates(pvc.storage_class, pvc.key, node.labels)
+    volumes = book.volumes
+    for name in claimed:
+        pv = volumes[name]
+        if name in taken or not _bound_to(pv, pvc) or not _same_kind(pv, pvc):
+            continue
+        return pv if _pv_fits(pv, node) else None
     best: PersistentVolume | None = None
-    for pv in book.by_class(pvc.storage_class):
-        if pv.name in taken:
+    for name in free:
+        pv = volumes[name]
+        if name in taken or not _same_kind(pv, pvc):
             continue
-        ref = pv.claim
-        pre_bound = ref is not None and _bound_to(pv, pvc)
-        if ref is not None and not pre_bound:
-            continue
-        if pv.capacity < pvc.request or pv.block != pvc.block or pv.attributes_class != pvc.attributes_class:
-            continue
-        if pv.deleted:
-            continue
-        fits = _pv_fits(pv, node)
-        if pre_bound:
-            return pv if fits else None
         if pv.phase != "Available" or (pvc.selector is not None and not pvc.selector.matches(pv.labels)):
             continue
-        if not fits or not pvc.access_modes <= pv.access_modes:
+        if not _pv_fits(pv, node) or not pvc.access_modes <= pv.access_modes:
             continue
-        if best is None or pv.capacity < best.capacity:
+        if best is None or (pv.capacity, pv.name) < (best.capacity, best.name):
             best = pv
     return best
+
+
+def _same_kind(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
+    """The claim's size, volume mode and attributes class fit ``pv``, which is not being deleted."""
+    return (
+        pv.capacity >= pvc.request
+        and pv.block == pvc.block
+        and pv.attributes_class == pvc.attributes_class
+        and not pv.deleted
+    )
 
 
 def _bound_to(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
