@@ -77,7 +77,9 @@ from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.queueview import QueuedJob, queue_snapshot
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
+from kubeflux.scheduler.storage import ClaimBinding
 from kubeflux.scheduler.translate import NodeShape, PodRequestError
+from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD, read_write_once_pod_claims
 
 __all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler", "Parts", "wire"]
 
@@ -398,12 +400,13 @@ class KubefluxScheduler:
             return self.confiner.reasons(job)
         if isinstance(made, Counter):
             return made
+        refused = self._claims_of(made)
+        if isinstance(refused, Counter):
+            return refused
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            claims = self.filter.claim_bindings(pod, alloc.node)
-            if claims:
-                self.books.volumes.by_pod[alloc.uid] = claims
+            claims = refused[alloc.uid]
             out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), claims))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
@@ -414,6 +417,41 @@ class KubefluxScheduler:
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self.queue.dirty = True
         return None
+
+    def _claims_of(self, made: list[tuple[Pod, Allocation]]) -> dict[str, tuple[ClaimBinding, ...]] | Counter[str]:
+        """The claim bindings of each pod placed (by allocation uid), assumed member after member: or, when a member's
+        claims do not fit its node beside the members before it (a claim waiting for its first consumer given
+        another node, a volume taken, a ``ReadWriteOncePod`` claim used twice), nothing: the placement is undone
+        and the reasons returned (the members filtered one at a time could not see each other's volumes)."""
+        volumes = self.books.volumes
+        found: dict[str, tuple[ClaimBinding, ...]] = {}
+        used_once: set[str] = set()
+        why = ""
+        for pod, alloc in made:
+            if not pod.claims:
+                found[alloc.uid] = ()
+                continue
+            once = read_write_once_pod_claims(pod, volumes)
+            assumed = volumes.by_pod.get(alloc.uid)  # as the placer assumed them member by member
+            if once & used_once:
+                claims: tuple[ClaimBinding, ...] | str = REASON_READ_WRITE_ONCE_POD
+            elif assumed is not None:
+                claims = assumed
+            else:
+                claims = self.filter.claim_bindings(pod, alloc.node)
+            if isinstance(claims, str):
+                why = claims
+                break
+            used_once |= once
+            found[alloc.uid] = claims
+            if claims:
+                volumes.by_pod[alloc.uid] = claims
+        if not why:
+            return found
+        for _, alloc in reversed(made):
+            volumes.revert(volumes.by_pod.pop(alloc.uid, ()))
+            self.books.release(alloc.uid, f"its volumes do not fit beside its group's: {why}")
+        return Counter(why.split("\n"))
 
     # ================================================================== decisions
 

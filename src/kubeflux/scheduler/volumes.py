@@ -59,6 +59,7 @@ __all__ = [
     "claim_bindings",
     "find_volumes",
     "pod_volumes",
+    "read_write_once_pod_claims",
     "volume_reasons",
 ]
 
@@ -367,15 +368,21 @@ def _bound_to(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
     return ref is not None and ref.name == pvc.name and ref.namespace == pvc.namespace and ref.uid in ("", pvc.uid)
 
 
-def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> tuple[ClaimBinding, ...]:
+def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> tuple[ClaimBinding, ...] | str:
     """What binding ``pod`` to ``node`` writes for its waiting claims (:class:`ClaimBinding`), assumed in ``book``
-    at once (kube-scheduler's ``AssumePodVolumes``); () for a pod without such claims."""
+    at once (kube-scheduler's ``AssumePodVolumes``); () for a pod without such claims. When its claims do not fit
+    ``node`` as the book now is (the claim given another node, or the volume taken, by a pod placed beside it in the
+    same pass: a gang's members), nothing is assumed and VolumeBinding's reasons are returned instead."""
     if not pod.claims:
         return ()
     volumes = pod_volumes(pod, book, pods)
-    if isinstance(volumes, str) or not volumes.delayed:
+    if isinstance(volumes, str):
+        return volumes
+    if not volumes.delayed:
         return ()
-    _, chosen = find_volumes(volumes, node, book)
+    reasons, chosen = find_volumes(volumes, node, book)
+    if reasons:
+        return "\n".join(reasons)
     made = tuple(
         ClaimBinding(pvc.key, pvc.uid, node.name, pv, book.volumes[pv].resource_version if pv else pvc.resource_version)
         for pvc, pv in chosen
@@ -383,3 +390,13 @@ def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> 
     )
     book.assume(made)
     return made
+
+
+def read_write_once_pod_claims(pod: Pod, book: VolumeBook) -> set[str]:
+    """The ``namespace/name`` of ``pod``'s ``ReadWriteOncePod`` claims (one pod at a time may use each)."""
+    found = set()
+    for claim in pod.claims:
+        pvc = book.claims.get(f"{pod.namespace}/{claim.name}")
+        if pvc is not None and READ_WRITE_ONCE_POD in pvc.access_modes:
+            found.add(pvc.key)
+    return found

@@ -268,7 +268,9 @@ class KubeDefaultScheduler:
     def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
         if pod.claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
-            self._claims[pod.key] = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
+            claims = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
+            assert not isinstance(claims, str), claims  # its filters, run just before, said they fit
+            self._claims[pod.key] = claims
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
