@@ -94,3 +94,22 @@ def test_a_claim_waiting_for_its_first_consumer_gets_the_node_the_scheduler_chos
     assert not placed["stuck"]
     claim = sim.storage["PersistentVolumeClaim default/data"]
     assert isinstance(claim, PersistentVolumeClaim) and claim.selected_node == placed["first"]
+
+
+def test_a_claim_of_a_workload_file_naming_no_class_gets_the_default_class(tmp_path: Path) -> None:
+    """As the API server's DefaultStorageClass admission stores it: the claim is of the class annotated the
+    default (the file lists it after the claim)."""
+    default = STORAGE.split("---")[0].replace(
+        "{name: zonal}", "{name: zonal, annotations: {storageclass.kubernetes.io/is-default-class: 'true'}}"
+    )
+    plain = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: plain}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}"""
+    (tmp_path / "workload.yaml").write_text("\n---\n".join([plain, default]))
+    workload = read_manifests(tmp_path / "workload.yaml")
+    assert not workload.problems, workload.problems
+    claims = [obj for obj in workload.storage if isinstance(obj, PersistentVolumeClaim)]
+    assert [c.storage_class for c in claims] == ["zonal"]

@@ -119,3 +119,17 @@ def test_claims_waiting_for_their_first_consumer_are_bound_where_the_pod_goes(
     pod = call(server, "GET", f"{PODS}/c")
     [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert condition["message"].startswith("0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+
+
+def test_a_claim_naming_no_class_gets_the_default_class(served: tuple[ApiServer, Scheduler]) -> None:
+    """The DefaultStorageClass admission plugin, on in every kube-apiserver: a claim without ``storageClassName``
+    is stored with the class annotated the default; one naming "" keeps no class."""
+    server, _ = served
+    call(server, "POST", CLASSES, storage_class("other", "rancher.io/local-path", "WaitForFirstConsumer"))
+    made = storage_class("standard", "rancher.io/local-path", "WaitForFirstConsumer")
+    made["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    call(server, "POST", CLASSES, made)
+    plain = claim("plain", "")
+    del plain["spec"]["storageClassName"]
+    assert call(server, "POST", CLAIMS, plain)["spec"]["storageClassName"] == "standard"
+    assert call(server, "POST", CLAIMS, claim("none", ""))["spec"]["storageClassName"] == ""

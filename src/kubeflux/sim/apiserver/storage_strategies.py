@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.storage import default_class_name, wants_default_class
 from kubeflux.scheduler.units import echo
 from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.registry import Strategy, required
+from kubeflux.sim.apiserver.registry import Lookup, Strategy, required
 
 __all__ = ["CSINodeStrategy", "PersistentVolumeClaimStrategy", "PersistentVolumeStrategy", "StorageClassStrategy"]
 
@@ -36,6 +37,8 @@ _NOT_SOURCES = frozenset(
     )
 )
 """A PersistentVolume's spec fields that are not its volume source (``hostPath``, ``csi``, ``local`` ...)."""
+STORAGE_CLASSES = "storage.k8s.io/storageclasses"
+"""The collection of StorageClasses, as a :class:`Lookup` names it."""
 
 
 def _spec_causes(obj: Object) -> tuple[Object | None, list[Cause]]:
@@ -128,6 +131,14 @@ class PersistentVolumeClaimStrategy(Strategy):
     def prepare_create(self, obj: Object, now: str) -> None:
         obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
         obj["status"] = {"phase": "Pending"}
+
+    def admit(self, obj: Object, lookup: Lookup) -> None:
+        """The DefaultStorageClass admission plugin (on by default): a claim naming no class gets the default one,
+        when a class is annotated the default."""
+        if wants_default_class(obj):
+            name = default_class_name(lookup.every(STORAGE_CLASSES))
+            if name is not None:
+                obj["spec"]["storageClassName"] = name
 
     def validate(self, obj: Object) -> list[Cause]:
         spec, causes = _spec_causes(obj)
