@@ -7,9 +7,11 @@ kubeflux and the kube-default baseline alike."""
 
 from __future__ import annotations
 
+import urllib.error
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeflux.scheduler.interface import Scheduler
@@ -133,3 +135,17 @@ def test_a_claim_naming_no_class_gets_the_default_class(served: tuple[ApiServer,
     del plain["spec"]["storageClassName"]
     assert call(server, "POST", CLAIMS, plain)["spec"]["storageClassName"] == "standard"
     assert call(server, "POST", CLAIMS, claim("none", ""))["spec"]["storageClassName"] == ""
+
+
+def test_a_csinode_with_a_malformed_or_negative_count_is_refused(served: tuple[ApiServer, Scheduler]) -> None:
+    server, _ = served
+    for allocatable, field in (
+        ([1], "spec.drivers[0].allocatable"),
+        ({"count": -1}, "spec.drivers[0].allocatable.count"),
+    ):
+        driver = {"name": "csi.example.com", "nodeID": "node-0000", "allocatable": allocatable}
+        body = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "node-0000"}}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            call(server, "POST", "/apis/storage.k8s.io/v1/csinodes", {**body, "spec": {"drivers": [driver]}})
+        assert refused.value.code == 422
+        assert orjson.loads(refused.value.read())["details"]["causes"][0]["field"] == field
