@@ -337,3 +337,15 @@ def test_a_claim_s_filter_looks_only_at_the_volumes_that_may_match_it_there() ->
     book.observe(True, book.volumes["pv3"])
     assert sorted(book.candidates("local", "default/a", {HOST: "n1"})[1]) == ["anywhere", "pv1"]
     assert book.candidates("local", "default/a", {}) == (["mine"], ["anywhere"])  # a node without the label
+
+
+def test_an_ephemeral_claim_bound_to_a_missing_volume_keeps_its_pod_waiting(cluster: Cluster) -> None:
+    """VolumeZone's PreFilter skips ephemeral volumes; VolumeBinding's ``checkBoundClaims`` finds no volume."""
+    told(cluster, sc("wffc"), pvc("p-scratch", volume="gone", owner="uid-p"))
+    cluster.add(wanting("p", ephemeral="scratch"))
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    assert (
+        "3 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+        in messages(decisions)["default/p"]
+    )

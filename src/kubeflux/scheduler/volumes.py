@@ -21,7 +21,8 @@ PodTopologySpread:
   it (capacity, access modes, volume mode, selector, node affinity; the smallest is chosen, each PV for one claim),
   or else a class that provisions there (a provisioner, not ``kubernetes.io/no-provisioner``, and the node within
   its ``allowedTopologies``); a claim already given a node (``volume.kubernetes.io/selected-node``) fits only there.
-  Else ``node(s) didn't find available persistent volumes to bind``.
+  Else ``node(s) didn't find available persistent volumes to bind``. A bound claim whose volume is missing (an
+  ephemeral one: VolumeZone's PreFilter skips those) gives ``… bound to non-existent pv(s)``.
 * **VolumeZone**: on a node carrying a zone or region label, the bound PVs' zone and region labels (``__`` separating
   several zones) must hold its value.
 
@@ -52,6 +53,7 @@ __all__ = [
     "REASON_BIND_CONFLICT",
     "REASON_MAX_VOLUMES",
     "REASON_NODE_CONFLICT",
+    "REASON_PV_NOT_EXIST",
     "REASON_READ_WRITE_ONCE_POD",
     "REASON_UNBOUND_IMMEDIATE",
     "REASON_ZONE_CONFLICT",
@@ -69,6 +71,7 @@ REASON_READ_WRITE_ONCE_POD: Final = (
 REASON_MAX_VOLUMES: Final = "node(s) exceed max volume count"
 REASON_NODE_CONFLICT: Final = "node(s) didn't match PersistentVolume's node affinity"
 REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
+REASON_PV_NOT_EXIST: Final = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_ZONE_CONFLICT: Final = "node(s) had no available volume zone"
 REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
 ZONE_LABELS: Final = (
@@ -277,7 +280,7 @@ def find_volumes(
 ) -> tuple[list[str], list[tuple[PersistentVolumeClaim, str]]]:
     """``FindPodVolumes`` on ``node``: VolumeBinding's reasons (empty: it fits), and each waiting claim's binding
     there: the PV chosen for it, or "" to provision."""
-    bound_ok = all(_pv_fits(book.volumes.get(pvc.volume_name), node) for pvc in volumes.bound)
+    bound_ok, bound_found = _check_bound(volumes.bound, node, book)
     unbound_ok = True
     chosen: list[tuple[PersistentVolumeClaim, str]] = []
     if volumes.delayed:
@@ -309,7 +312,21 @@ def find_volumes(
         reasons.append(REASON_NODE_CONFLICT)
     if not unbound_ok:
         reasons.append(REASON_BIND_CONFLICT)
+    if not bound_found:
+        reasons.append(REASON_PV_NOT_EXIST)
     return reasons, chosen
+
+
+def _check_bound(bound: list[PersistentVolumeClaim], node: Node, book: VolumeBook) -> tuple[bool, bool]:
+    """``checkBoundClaims``: (their volumes' node affinity matches ``node``, their volumes exist), stopping at the
+    first that does not (an ephemeral claim's missing volume gets here: VolumeZone skips it)."""
+    for pvc in bound:
+        pv = book.volumes.get(pvc.volume_name)
+        if pv is None:
+            return True, False
+        if not _pv_fits(pv, node):
+            return False, True
+    return True, True
 
 
 def _pv_fits(pv: PersistentVolume | None, node: Node) -> bool:
