@@ -269,8 +269,7 @@ class KubeDefaultScheduler:
         self._epoch += 1
         if pod.claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
             claims = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
-            assert not isinstance(claims, str), claims  # its filters, run just before, said they fit
-            self._claims[pod.key] = claims
+            self._claims[pod.key] = () if isinstance(claims, str) else claims  # its filters said they fit
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
