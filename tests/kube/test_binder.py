@@ -92,7 +92,9 @@ def test_a_claim_binding_written_over_another_writer_s_change_refuses_the_bind(c
         "default/claim-b", made["claim-b"]["metadata"]["uid"], "node-0000", "pv1", pv["metadata"]["resourceVersion"]
     )
     try:
-        binder.bind("kubeflux", Bind("default/b", uid, "node-0000", claims=(steal,)), PodRef("default", "b", uid))
+        binder.bind(
+            "kubeflux", Bind("default/b", uid, "node-0000", volume_claims=(steal,)), PodRef("default", "b", uid)
+        )
         assert binder.drain(60)
     finally:
         binder.stop()

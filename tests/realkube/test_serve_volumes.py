@@ -142,7 +142,7 @@ def test_a_claim_another_writer_changed_since_kubeflux_read_it_refuses_the_bind(
     try:
         binder.bind(
             "kubeflux",
-            Bind("default/raced", "uid-raced", "our-node", claims=(ours,)),
+            Bind("default/raced", "uid-raced", "our-node", volume_claims=(ours,)),
             PodRef("default", "raced", "uid-raced"),
         )
         assert binder.drain(60)

@@ -237,8 +237,8 @@ def test_a_csinode_attach_limit_counts_the_volumes_on_its_node(cluster: Cluster)
 
 def test_a_pod_s_claims_survive_its_manifest_round_trip() -> None:
     pod = wanting("p", "data", ephemeral="scratch")
-    assert [(c.name, c.ephemeral) for c in pod.claims] == [("data", False), ("p-scratch", True)]
-    assert pod_from_manifest(pod_to_manifest(pod)).claims == pod.claims
+    assert [(c.name, c.ephemeral) for c in pod.volume_claims] == [("data", False), ("p-scratch", True)]
+    assert pod_from_manifest(pod_to_manifest(pod)).volume_claims == pod.volume_claims
 
 
 def test_a_claim_annotated_for_a_node_is_read_so() -> None:
@@ -279,13 +279,15 @@ def test_a_volume_chosen_for_a_bind_the_cluster_refused_is_free_again() -> None:
     cluster.pods["default/pa"] = wanting("pa", "a")
     cluster.tell(ADDED, cluster.pods["default/pa"])
     first = scheduler.schedule(1.0)  # not applied: the cluster refuses it
-    assert [d.claims for d in first if isinstance(d, Bind)] == [(ClaimBinding("default/a", "uid-a", "n0", "pv-n0"),)]
+    assert [d.volume_claims for d in first if isinstance(d, Bind)] == [
+        (ClaimBinding("default/a", "uid-a", "n0", "pv-n0"),)
+    ]
     scheduler.unreserve("default/pa", "uid-pa", "n0", "409: the object has been modified", 1.0)
     cluster.delete("pa")
     cluster.add(wanting("pb", "b"))
     decisions = cluster.run(2.0)
     assert bound(decisions) == {"default/pb": "n0"}
-    assert [d.claims for d in decisions if isinstance(d, Bind)] == [
+    assert [d.volume_claims for d in decisions if isinstance(d, Bind)] == [
         (ClaimBinding("default/b", "uid-b", "n0", "pv-n0"),)
     ]
 

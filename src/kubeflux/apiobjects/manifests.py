@@ -44,12 +44,12 @@ from kubeflux.scheduler.objects import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Pod,
-    PodClaim,
     PodGroup,
     PodPhase,
     ResourceList,
     Taint,
     Toleration,
+    VolumeClaim,
 )
 from kubeflux.scheduler.units import echo, format_quantity
 from kubeflux.scheduler.validation import (
@@ -287,7 +287,7 @@ def _owner(reader: ManifestReader) -> str:
     return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
 
 
-def _claims(reader: ManifestReader, pod: str) -> tuple[PodClaim, ...]:
+def _volume_claims(reader: ManifestReader, pod: str) -> tuple[VolumeClaim, ...]:
     """The claims of ``spec.volumes``: each ``persistentVolumeClaim.claimName``, and each ``ephemeral`` volume's
     claim, ``<pod>-<volume>``."""
     found = []
@@ -297,9 +297,9 @@ def _claims(reader: ManifestReader, pod: str) -> tuple[PodClaim, ...]:
             name = reader.field(f"{path}.persistentVolumeClaim", source, "claimName")
             if not name:
                 raise reader.fail(f"{path}.persistentVolumeClaim.claimName", "required")
-            found.append(PodClaim(name))
+            found.append(VolumeClaim(name))
         elif volume.get("ephemeral") is not None:
-            found.append(PodClaim(f"{pod}-{reader.field(path, volume, 'name')}", ephemeral=True))
+            found.append(VolumeClaim(f"{pod}-{reader.field(path, volume, 'name')}", ephemeral=True))
     return tuple(found)
 
 
@@ -357,7 +357,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         preemption_policy=preemption,
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
-        claims=_claims(reader, name) if reader.get("spec.volumes") is not None else (),
+        volume_claims=_volume_claims(reader, name) if reader.get("spec.volumes") is not None else (),
     )
 
 
@@ -478,7 +478,7 @@ def _requirement_to_dict(requirement: NodeSelectorRequirement) -> dict[str, Any]
     return result
 
 
-def _volume_of(pod: Pod, claim: PodClaim, index: int) -> dict[str, Any]:
+def _volume_of(pod: Pod, claim: VolumeClaim, index: int) -> dict[str, Any]:
     """A ``spec.volumes`` entry naming ``claim``."""
     if not claim.ephemeral:
         return {"name": f"claim-{index}", "persistentVolumeClaim": {"claimName": claim.name}}
@@ -536,6 +536,6 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.terms is not None:
         terms_to_manifest(pod.terms, spec)
-    if pod.claims:
-        spec["volumes"] = [_volume_of(pod, claim, i) for i, claim in enumerate(pod.claims)]
+    if pod.volume_claims:
+        spec["volumes"] = [_volume_of(pod, claim, i) for i, claim in enumerate(pod.volume_claims)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": pod.phase.value}}

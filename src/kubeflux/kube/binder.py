@@ -508,7 +508,7 @@ class Binder:
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
         try:
-            for claim in decision.claims:  # PreBind: what the volume binder writes, before the Binding
+            for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
                 if claim.volume:
                     self.writer.patch_persistent_volume(claim.volume, claim_patch(claim))
                 else:

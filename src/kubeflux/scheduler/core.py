@@ -407,7 +407,7 @@ class KubefluxScheduler:
         for pod, alloc in made:
             placed.add(alloc.uid)
             claims = refused[alloc.uid]
-            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), claims))
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), volume_claims=claims))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)
@@ -428,7 +428,7 @@ class KubefluxScheduler:
         used_once: set[str] = set()
         why = ""
         for pod, alloc in made:
-            if not pod.claims:
+            if not pod.volume_claims:
                 found[alloc.uid] = ()
                 continue
             once = read_write_once_pod_claims(pod, volumes)

@@ -79,7 +79,7 @@ class NodeFilter:
         books = self.books
         fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
         pods = books.pods
-        if pod.terms is None and not pods.holders and not pod.claims:
+        if pod.terms is None and not pods.holders and not pod.volume_claims:
             return fit
         key = (books.fits.version, pods.version, books.volumes.version)
         known = self._pod_fit
@@ -104,7 +104,7 @@ class NodeFilter:
         pods = books.pods
         terms = pod.terms
         early = early_reasons(pod, static.fit, books.nodes, pods) if terms is not None and terms.host_ports else {}
-        if pod.claims:
+        if pod.volume_claims:
             volumes = pod_volumes(pod, books.volumes, pods)
             if not isinstance(volumes, str):  # a PreFilter failure is the core's to say (pre_filter)
                 early.update(
@@ -120,7 +120,7 @@ class NodeFilter:
     def pre_filter(self, pod: Pod) -> str | None:
         """Why no node may take ``pod`` whatever its filters (kube-scheduler's PreFilter message), or None: its
         volume claims (:func:`~kubeflux.scheduler.volumes.pod_volumes`)."""
-        if not pod.claims:
+        if not pod.volume_claims:
             return None
         volumes = pod_volumes(pod, self.books.volumes, self.books.pods)
         return volumes if isinstance(volumes, str) else None
@@ -128,7 +128,7 @@ class NodeFilter:
     def claim_bindings(self, pod: Pod, node: str) -> tuple[ClaimBinding, ...] | str:
         """What binding ``pod`` to ``node`` writes for its claims, assumed at once
         (:func:`~kubeflux.scheduler.volumes.claim_bindings`)."""
-        if not pod.claims:
+        if not pod.volume_claims:
             return ()
         books = self.books
         return claim_bindings(pod, books.nodes[node], books.volumes, books.pods)
@@ -240,7 +240,7 @@ class NodeFilter:
     def terms_unfit(self, pod: Pod) -> set[str]:
         """The nodes admitting ``pod`` (the static filters) that the filters of :mod:`kubeflux.scheduler.podterms`
         refuse it now, whatever their room (for a search that counts room itself)."""
-        if pod.terms is None and not self.books.pods.holders and not pod.claims:
+        if pod.terms is None and not self.books.pods.holders and not pod.volume_claims:
             return set()
         return set(self._refused(pod, self.static_fit(pod), {}))
 
@@ -544,7 +544,7 @@ def _alike(pod: Pod, other: Pod) -> bool:
         and pod.tolerations == other.tolerations
         and pod.required_node_affinity == other.required_node_affinity
         and pod.terms == other.terms
-        and pod.claims == other.claims
+        and pod.volume_claims == other.volume_claims
         and (pod.terms is None or pod.labels == other.labels)
         and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
     )

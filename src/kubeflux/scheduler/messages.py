@@ -49,7 +49,7 @@ class Bind(Picklable):
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
     """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
-    claims: tuple[ClaimBinding, ...] = ()
+    volume_claims: tuple[ClaimBinding, ...] = ()
     """What to write for the pod's claims waiting for their first consumer before its Binding, as kube-scheduler's
     volume binder does (:class:`~kubeflux.scheduler.storage.ClaimBinding`)."""
 
@@ -59,13 +59,13 @@ class Bind(Picklable):
         uid: str,
         node: str,
         annotations: dict[str, str] | None = None,
-        claims: tuple[ClaimBinding, ...] = (),
+        volume_claims: tuple[ClaimBinding, ...] = (),
     ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
-        object.__setattr__(self, "claims", claims)
+        object.__setattr__(self, "volume_claims", volume_claims)
 
 
 EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"

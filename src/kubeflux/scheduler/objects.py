@@ -87,7 +87,7 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
-class PodClaim:
+class VolumeClaim:
     """A pod volume backed by a PersistentVolumeClaim: ``persistentVolumeClaim.claimName``, or the claim an
     ``ephemeral`` volume makes (``<pod>-<volume>``, which must be owned by the pod)."""
 
@@ -139,7 +139,7 @@ class Pod:
     """What the pod asks of the pods around it (host ports, required inter-pod affinity and anti-affinity, topology
     spread that must hold); None when it asks none of it (most pods: the filters of
     :mod:`kubeflux.scheduler.podterms` then cost nothing)."""
-    claims: tuple[PodClaim, ...] = ()
+    volume_claims: tuple[VolumeClaim, ...] = ()
     """The PersistentVolumeClaims of its volumes, in ``spec.volumes`` order (none for most pods: the volume filters
     of :mod:`kubeflux.scheduler.volumes` then cost nothing)."""
 

@@ -167,7 +167,7 @@ class Placer:
         assert graph is not None
         first = run[0][1]
         if (
-            first.claims  # each member's volumes are assumed before the next is filtered: one by one
+            first.volume_claims  # each member's volumes are assumed before the next is filtered: one by one
             or graph.socket_size is not None
             or not graph.node_centric
             or PODS in first.requests
@@ -278,7 +278,7 @@ class Placer:
         """Assume what ``pod``'s Bind writes for its claims on its node (kube-scheduler's ``AssumePodVolumes`` at
         Reserve), so that the members placed after it see its volumes; False (its allocation released) when they do
         not fit there."""
-        if not pod.claims:
+        if not pod.volume_claims:
             return True
         claims = self.filter.claim_bindings(pod, alloc.node)
         if isinstance(claims, str):

@@ -3,7 +3,7 @@ StorageClasses and CSINodes, reduced to what kube-scheduler's volume filters rea
 and :class:`VolumeBook`, the core's record of them.
 
 They come in as cluster events (:class:`~kubeflux.scheduler.messages.ClusterEvent`), read from manifests by
-:mod:`kubeflux.apiobjects.storage`. A pod names its claims in :attr:`~kubeflux.scheduler.objects.Pod.claims`.
+:mod:`kubeflux.apiobjects.storage`. A pod names its claims in :attr:`~kubeflux.scheduler.objects.Pod.volume_claims`.
 
 When a scheduler binds a pod whose claims wait for their first consumer, it says in its
 :class:`~kubeflux.scheduler.messages.Bind` what to write (:class:`ClaimBinding`: the claim's

@@ -111,7 +111,7 @@ class Cluster:
         return pod.scheduler_name
 
     def bind(self, pod: Pod, decision: Bind) -> str:
-        for binding in decision.claims:  # as kube-scheduler's volume binder writes them, before the Binding
+        for binding in decision.volume_claims:  # as kube-scheduler's volume binder writes them, before the Binding
             claim = self.storage[f"PersistentVolumeClaim {binding.claim}"]
             assert isinstance(claim, PersistentVolumeClaim)
             if binding.volume:

@@ -108,7 +108,7 @@ def pod_volumes(pod: Pod, book: VolumeBook, pods: PodsByNode) -> PodVolumes | st
     namespace = pod.namespace
     claims = book.claims
     read_write_once: set[str] = set()
-    for claim in pod.claims:  # VolumeRestrictions
+    for claim in pod.volume_claims:  # VolumeRestrictions
         if claim.ephemeral:
             continue
         found = claims.get(f"{namespace}/{claim.name}")
@@ -118,7 +118,7 @@ def pod_volumes(pod: Pod, book: VolumeBook, pods: PodsByNode) -> PodVolumes | st
             read_write_once.add(found.name)
     made = PodVolumes()
     found_claims: list[PersistentVolumeClaim] = []
-    for claim in pod.claims:  # VolumeBinding
+    for claim in pod.volume_claims:  # VolumeBinding
         pvc = claims.get(f"{namespace}/{claim.name}")
         if pvc is None:
             return f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim.name}"'
@@ -136,7 +136,7 @@ def pod_volumes(pod: Pod, book: VolumeBook, pods: PodsByNode) -> PodVolumes | st
             made.delayed.append(pvc)
         else:
             return REASON_UNBOUND_IMMEDIATE
-    for claim, pvc in zip(pod.claims, found_claims, strict=True):  # VolumeZone
+    for claim, pvc in zip(pod.volume_claims, found_claims, strict=True):  # VolumeZone
         if claim.ephemeral or not pvc.volume_name:
             continue
         pv = book.volumes.get(pvc.volume_name)
@@ -173,10 +173,10 @@ def _in_use(names: set[str], namespace: str, pods: PodsByNode) -> bool:
     """Whether a bound pod uses one of the claims ``names`` of ``namespace`` by a ``persistentVolumeClaim`` volume
     (the snapshot's used claims: a pod that ended no longer counts)."""
     return any(
-        pod.claims
+        pod.volume_claims
         and pod.namespace == namespace
         and not pod.phase.terminal
-        and any(not claim.ephemeral and claim.name in names for claim in pod.claims)
+        and any(not claim.ephemeral and claim.name in names for claim in pod.volume_claims)
         for pod in pods.bound.values()
     )
 
@@ -235,9 +235,9 @@ def _limited(volumes: PodVolumes, book: VolumeBook, pods: PodsByNode) -> dict[st
     node_of = pods.node_of
     claims = book.claims
     for uid, other in pods.bound.items():
-        if not other.claims:
+        if not other.volume_claims:
             continue
-        found = [claims.get(f"{other.namespace}/{claim.name}") for claim in other.claims]
+        found = [claims.get(f"{other.namespace}/{claim.name}") for claim in other.volume_claims]
         by_node.setdefault(node_of[uid], {}).update(_attachable((pvc for pvc in found if pvc is not None), book))
     return by_node
 
@@ -390,7 +390,7 @@ def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> 
     at once (kube-scheduler's ``AssumePodVolumes``); () for a pod without such claims. When its claims do not fit
     ``node`` as the book now is (the claim given another node, or the volume taken, by a pod placed beside it in the
     same pass: a gang's members), nothing is assumed and VolumeBinding's reasons are returned instead."""
-    if not pod.claims:
+    if not pod.volume_claims:
         return ()
     volumes = pod_volumes(pod, book, pods)
     if isinstance(volumes, str):
@@ -412,7 +412,7 @@ def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> 
 def read_write_once_pod_claims(pod: Pod, book: VolumeBook) -> set[str]:
     """The ``namespace/name`` of ``pod``'s ``ReadWriteOncePod`` claims (one pod at a time may use each)."""
     found = set()
-    for claim in pod.claims:
+    for claim in pod.volume_claims:
         pvc = book.claims.get(f"{pod.namespace}/{claim.name}")
         if pvc is not None and READ_WRITE_ONCE_POD in pvc.access_modes:
             found.add(pvc.key)

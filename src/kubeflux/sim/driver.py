@@ -370,8 +370,8 @@ class ClusterSink:
             self.cluster.announce([changed], EventKind.MODIFIED)
 
     def bind(self, pod: SimPod, decision: Bind) -> str:
-        if decision.claims:
-            self._write_claims(decision.claims)
+        if decision.volume_claims:
+            self._write_claims(decision.volume_claims)
         error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
         if error:
             self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)

@@ -208,7 +208,7 @@ class JobBook:
             tolerations=t.tolerations,
             required_node_affinity=t.required_node_affinity,
             terms=t.terms,
-            claims=t.claims,
+            volume_claims=t.volume_claims,
             phase=PodPhase.PENDING,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,

@@ -328,7 +328,7 @@ class _StoreSink:
     def bind(self, pod: Object, decision: Bind) -> str:
         namespace, name = decision.pod.split("/", 1)
         try:
-            for claim in decision.claims:  # PreBind: what the volume binder writes, before the Binding
+            for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
                 self.shell.write_claim(claim)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)

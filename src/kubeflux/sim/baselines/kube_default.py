@@ -267,7 +267,7 @@ class KubeDefaultScheduler:
 
     def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
-        if pod.claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
+        if pod.volume_claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
             claims = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
             self._claims[pod.key] = () if isinstance(claims, str) else claims  # its filters said they fit
         group = pod.group
@@ -411,8 +411,8 @@ class KubeDefaultScheduler:
             )
             if constrained(pod, self.pods):  # fails as pods with the same terms, labels and namespace do
                 signature = (*signature, pod.terms, tuple(sorted(pod.labels.items())), pod.namespace)
-            if pod.claims:  # as pods with the same claims do, while no storage object changes
-                signature = (*signature, pod.claims, pod.namespace, self.volumes.version)
+            if pod.volume_claims:  # as pods with the same claims do, while no storage object changes
+                signature = (*signature, pod.volume_claims, pod.namespace, self.volumes.version)
             known = failures.get(signature) if not counted else None
             node = None if known is not None else self._find_node(pod)
             if node is None:
@@ -436,7 +436,7 @@ class KubeDefaultScheduler:
 
     def _volume_pre_filter(self, pod: Pod) -> str | None:
         """The volume plugins' PreFilter failure (:func:`~kubeflux.scheduler.volumes.pod_volumes`), or None."""
-        if not pod.claims:
+        if not pod.volume_claims:
             return None
         found = pod_volumes(pod, self.volumes, self.pods)
         return found if isinstance(found, str) else None
@@ -447,7 +447,7 @@ class KubeDefaultScheduler:
 
     def _bind(self, pod: Pod, node: str) -> Bind:
         """The Binding of a pod placed on ``node``, with what it writes for its claims (PreBind)."""
-        return Bind(pod.key, pod.uid, node, None, self._claims.pop(pod.key, ()))
+        return Bind(pod.key, pod.uid, node, volume_claims=self._claims.pop(pod.key, ()))
 
     def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
         """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off

@@ -62,7 +62,7 @@ class NodeSearch:
         if total == 0:
             return None
         start = self.next_start % total
-        if constrained(pod, self.pods) or pod.claims:  # the answer depends on the pods around it: not remembered
+        if constrained(pod, self.pods) or pod.volume_claims:  # the answer depends on the pods around it: not remembered
             node, _ = self._search(pod, start, total)
             return node
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
@@ -81,7 +81,7 @@ class NodeSearch:
         """Filter from ``start`` round-robin, then score: (the chosen node, whether a random number was drawn)."""
         table = self.nodes
         feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
-        if constrained(pod, self.pods) or pod.claims:
+        if constrained(pod, self.pods) or pod.volume_claims:
             feasible = feasible & ~self._terms_unfit(pod, feasible)
         rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
@@ -111,7 +111,7 @@ class NodeSearch:
 
     def fit_error(self, pod: Pod) -> str:
         """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
-        if constrained(pod, self.pods) or pod.claims:
+        if constrained(pod, self.pods) or pod.volume_claims:
             return self._count_reasons(pod)
         key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
         message = self._fit_errors.get(key)
@@ -161,7 +161,7 @@ class NodeSearch:
                 fits &= ~short
                 if count:
                     counts[f"Insufficient {name}"] = count
-        if pod.claims:  # the volume filters, after NodeResourcesFit
+        if pod.volume_claims:  # the volume filters, after NodeResourcesFit
             names = [table.names[int(i)] for i in np.flatnonzero(fits)]
             for name, why in self._volume_reasons(pod, names).items():
                 for reason in why.split("\n"):
@@ -175,7 +175,7 @@ class NodeSearch:
 
     def _volume_reasons(self, pod: Pod, names: list[str]) -> dict[str, str]:
         """The nodes ``names`` the volume filters refuse ``pod`` (whose PreFilter passed), with why."""
-        if not pod.claims:
+        if not pod.volume_claims:
             return {}
         volumes = pod_volumes(pod, self.volumes, self.pods)
         if isinstance(volumes, str):

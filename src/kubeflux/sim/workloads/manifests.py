@@ -191,7 +191,7 @@ def pod_template(
         preemption_policy=pod.preemption_policy,
         priority_class=priority_class if isinstance(priority_class, str) else "",
         terms=pod.terms,
-        claims=pod.claims,
+        volume_claims=pod.volume_claims,
     )
 
 

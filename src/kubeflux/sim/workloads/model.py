@@ -16,10 +16,10 @@ from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     DisruptionBudget,
     NodeSelectorTerm,
-    PodClaim,
     PodTerms,
     ResourceList,
     Toleration,
+    VolumeClaim,
 )
 from kubeflux.scheduler.storage import StorageObject
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
@@ -59,7 +59,7 @@ class PodTemplate:
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
     manifest."""
-    claims: tuple[PodClaim, ...] = ()
+    volume_claims: tuple[VolumeClaim, ...] = ()
     """The PersistentVolumeClaims of its volumes, read from its manifest."""
 
 
