@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from kubeflux.controlplane import ControlPlane
-from kubeflux.scheduler.storage import ANN_SELECTED_NODE
+from kubeflux.kube.binder import Binder, BindOutcome, PodRef
+from kubeflux.scheduler.interface import Bind
+from kubeflux.scheduler.storage import ANN_SELECTED_NODE, ClaimBinding
 from tests.realkube._serving import pod, serve, waiting
 
 from .conftest import Api, client, eventually, ready
@@ -124,3 +126,28 @@ def test_claims_waiting_for_their_first_consumer_are_bound_where_kubeflux_puts_t
         assert not api.pods("default")["vol-eager-user"]["spec"].get("nodeName")
     for name in ("vol-zonal-user", "vol-local-user", "vol-eager-user"):
         api.core.delete_namespaced_pod(name, "default", grace_period_seconds=0, _preload_content=False)
+
+
+def test_a_claim_another_writer_changed_since_kubeflux_read_it_refuses_the_bind(api: Api) -> None:
+    """kube-scheduler's ``bindAPIUpdate`` sends its assumed copy (the resourceVersion it read): the real API server
+    refuses kubeflux's write of the claim's node (409) when another scheduler gave it one meanwhile, and the Bind
+    is refused instead of overwriting it."""
+    claim(api, "vol-raced", "local")
+    read = read_claim(api, "vol-raced")
+    other = {"metadata": {"annotations": {ANN_SELECTED_NODE: "their-node"}}}
+    api.core.patch_namespaced_persistent_volume_claim("vol-raced", "default", other)
+    refused: list[BindOutcome] = []
+    binder = Binder(api.client, workers=1, on_refused=refused.append)
+    ours = ClaimBinding("default/vol-raced", read.metadata.uid, "our-node", "", read.metadata.resource_version)
+    try:
+        binder.bind(
+            "kubeflux",
+            Bind("default/raced", "uid-raced", "our-node", volume_claims=(ours,)),
+            PodRef("default", "raced", "uid-raced"),
+        )
+        assert binder.drain(60)
+    finally:
+        binder.stop()
+        api.core.delete_namespaced_persistent_volume_claim("vol-raced", "default")
+    assert [outcome.reason.split(":")[0] for outcome in refused] == ["409"]
+    assert read_claim(api, "vol-raced").metadata.annotations[ANN_SELECTED_NODE] == "their-node"

@@ -44,8 +44,8 @@ from .conftest import CEILING, Api, client
 DRIVER = "csi.example.com"
 NAMESPACE = "vols"
 ROUNDS = 12
-PENDING = 30
-"""Pending pods per round: ROUNDS × PENDING cases in all (360)."""
+PENDING = 42
+"""Pending pods per round: ROUNDS × PENDING cases in all (504)."""
 CLASSES = (
     {"metadata": {"name": "wffc"}, "provisioner": DRIVER, "volumeBindingMode": "WaitForFirstConsumer"},
     {

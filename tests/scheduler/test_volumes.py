@@ -15,87 +15,24 @@ import pytest
 from kubeflux.apiobjects.manifests import pod_from_manifest, pod_to_manifest
 from kubeflux.apiobjects.storage import (
     csinode_from_manifest,
-    pv_from_manifest,
     pvc_from_manifest,
-    storage_class_from_manifest,
 )
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.objects import Node, Pod
+from kubeflux.scheduler.messages import Bind, ClusterEvent
+from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.storage import (
     ANN_SELECTED_NODE,
     ClaimBinding,
+    ClaimRef,
     PersistentVolume,
     PersistentVolumeClaim,
     VolumeBook,
 )
-from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages
 from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-
-
-def nodes(count: int = 3) -> list[Node]:
-    return [node(f"n{i}", labels={HOST: f"n{i}", ZONE: f"z{i}"}) for i in range(count)]
-
-
-def wanting(name: str, *claims: str, ephemeral: str = "", uid: str = "") -> Pod:
-    volumes: list[dict[str, Any]] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
-    if ephemeral:
-        template = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
-        volumes.append({"name": ephemeral, "ephemeral": {"volumeClaimTemplate": template}})
-    return pod_from_manifest(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": uid or f"uid-{name}"},
-            "spec": {
-                "schedulerName": "kubeflux",
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-                "volumes": volumes,
-            },
-        }
-    )
-
-
-def sc(name: str, mode: str = "WaitForFirstConsumer", provisioner: str = "csi.example.com", zones: Any = None) -> Any:
-    doc: dict[str, Any] = {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": mode}
-    if zones:
-        doc["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": zones}]}]
-    return storage_class_from_manifest(doc)
-
-
-def pvc(
-    name: str, cls: str = "wffc", size: str = "1Gi", modes: tuple[str, ...] = ("ReadWriteOnce",), **extra: Any
-) -> Any:
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
-    spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}}
-    if cls:
-        spec["storageClassName"] = cls
-    if "volume" in extra:
-        spec["volumeName"] = extra["volume"]
-        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
-    if "owner" in extra:
-        meta["ownerReferences"] = [
-            {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": extra["owner"], "controller": True}
-        ]
-    return pvc_from_manifest(
-        {"metadata": meta, "spec": spec, "status": {"phase": "Bound" if "volume" in extra else "Pending"}}
-    )
-
-
-def pv(
-    name: str, cls: str = "wffc", size: str = "1Gi", on: str = "", zone: str = "", claim: str = "", driver: str = ""
-) -> Any:
-    meta: dict[str, Any] = {"name": name, "labels": {ZONE: zone} if zone else {}}
-    spec: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "storageClassName": cls}
-    if on:
-        term = {"matchExpressions": [{"key": HOST, "operator": "In", "values": [on]}]}
-        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
-    if claim:
-        spec["claimRef"] = {"namespace": "default", "name": claim, "uid": f"uid-{claim}"}
-    if driver:
-        spec["csi"] = {"driver": driver, "volumeHandle": name}
-    return pv_from_manifest({"metadata": meta, "spec": spec, "status": {"phase": "Bound" if claim else "Available"}})
+from ._volumes import HOST, nodes, pv, pvc, sc, told, wanting
 
 
 @pytest.fixture(params=["kubeflux", "kube-default"])
@@ -104,12 +41,6 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
         KubefluxScheduler() if request.param == "kubeflux" else KubeDefaultScheduler("kubeflux", preemption="never")
     )
     return Cluster(scheduler, nodes())
-
-
-def told(cluster: Cluster, *objects: Any) -> Cluster:
-    for obj in objects:
-        cluster.tell(ADDED, obj)
-    return cluster
 
 
 def test_a_wait_for_first_consumer_claim_gets_the_node_its_pod_is_bound_to(cluster: Cluster) -> None:
@@ -260,3 +191,92 @@ def test_a_claim_assumed_for_a_pod_unreserved_before_its_bind_is_as_the_cluster_
     book.observe(False, written)
     book.revert((binding,))
     assert book.claims[claim.key] is written
+
+
+def test_a_volume_chosen_for_a_bind_the_cluster_refused_is_free_again() -> None:
+    """kube-scheduler's ``RevertAssumedPodVolumes`` at Unreserve: the claim bindings of a Bind the API server
+    refused (409: another writer changed the volume or claim first) were never written, so no event will replace
+    what kubeflux assumed of them; they are undone at once, and the volume is there for the next claim."""
+    scheduler = KubefluxScheduler()
+    cluster = told(
+        Cluster(scheduler, nodes()),
+        sc("local", provisioner="kubernetes.io/no-provisioner"),
+        pvc("a", cls="local"),
+        pvc("b", cls="local"),
+        pv("pv-n0", cls="local", on="n0"),
+    )
+    cluster.pods["default/pa"] = wanting("pa", "a")
+    cluster.tell(ADDED, cluster.pods["default/pa"])
+    first = scheduler.schedule(1.0)  # not applied: the cluster refuses it
+    assert [d.volume_claims for d in first if isinstance(d, Bind)] == [
+        (ClaimBinding("default/a", "uid-a", "n0", "pv-n0"),)
+    ]
+    scheduler.unreserve("default/pa", "uid-pa", "n0", "409: the object has been modified", 1.0)
+    cluster.delete("pa")
+    cluster.add(wanting("pb", "b"))
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {"default/pb": "n0"}
+    assert [d.volume_claims for d in decisions if isinstance(d, Bind)] == [
+        (ClaimBinding("default/b", "uid-b", "n0", "pv-n0"),)
+    ]
+
+
+def test_a_stale_event_of_a_volume_does_not_free_the_volume_assumed_for_a_claim() -> None:
+    """A late event (a relist, a slow watch) carrying the volume as it was before kubeflux's ``claimRef`` write is
+    no newer than what the assumption was made upon: kube-scheduler's assume cache keeps the assumption, and the
+    volume is not handed to a second claim."""
+    scheduler = KubefluxScheduler()
+    free = replace(pv("pv-n0", cls="local", on="n0"), resource_version="7")
+    cluster = told(
+        Cluster(scheduler, nodes()),
+        sc("local", provisioner="kubernetes.io/no-provisioner"),
+        pvc("a", cls="local"),
+        pvc("b", cls="local"),
+        free,
+    )
+    cluster.pods["default/pa"] = wanting("pa", "a")
+    cluster.tell(ADDED, cluster.pods["default/pa"])
+    assert bound(scheduler.schedule(1.0)) == {"default/pa": "n0"}  # its writes' events not come yet
+    scheduler.observe(ClusterEvent(MODIFIED, free), 1.0)  # the stale event
+    cluster.pods["default/pb"] = wanting("pb", "b")
+    cluster.tell(ADDED, cluster.pods["default/pb"])
+    assert not bound(scheduler.schedule(2.0))
+    taken = replace(free, claim=ClaimRef("default", "a", "uid-a"), resource_version="8")
+    scheduler.observe(ClusterEvent(MODIFIED, taken), 3.0)  # the write's own event replaces the assumption
+    assert scheduler.books.volumes.volumes["pv-n0"] is taken
+
+
+def test_a_claim_s_filter_looks_only_at_the_volumes_that_may_match_it_there() -> None:
+    """Thousands of nodes each with local volumes, or thousands of volumes bound to other claims: a claim's filter
+    on one node reads the volumes of its class pinned to that node (or to none) and those pre-bound to it, kept so
+    through the scheduler's own assumptions and the cluster's events."""
+    book = VolumeBook()
+    claim = pvc("a", cls="local")
+    book.observe(False, claim)
+    for i in range(4):
+        book.observe(False, pv(f"pv{i}", cls="local", on=f"n{i % 2}"))
+    book.observe(False, pv("anywhere", cls="local"))
+    book.observe(False, pv("taken", cls="local", claim="other"))
+    book.observe(False, pv("mine", cls="local", claim="a"))
+    claimed, free = book.candidates("local", "default/a", {HOST: "n1"})
+    assert (claimed, sorted(free)) == (["mine"], ["anywhere", "pv1", "pv3"])
+    binding = ClaimBinding(claim.key, claim.uid, "n1", "pv1")
+    book.assume((binding,))
+    claimed, free = book.candidates("local", "default/a", {HOST: "n1"})
+    assert (claimed, sorted(free)) == (["mine", "pv1"], ["anywhere", "pv3"])
+    book.revert((binding,))
+    book.observe(True, book.volumes["pv3"])
+    assert sorted(book.candidates("local", "default/a", {HOST: "n1"})[1]) == ["anywhere", "pv1"]
+    assert book.candidates("local", "default/a", {}) == (["mine"], ["anywhere"])  # a node without the label
+
+
+def test_an_ephemeral_claim_bound_to_a_missing_volume_keeps_its_pod_waiting(cluster: Cluster) -> None:
+    """VolumeZone's PreFilter skips ephemeral volumes; VolumeBinding's ``checkBoundClaims`` finds no volume."""
+    told(cluster, sc("wffc"), pvc("p-scratch", volume="gone", owner="uid-p"))
+    cluster.add(wanting("p", ephemeral="scratch"))
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    assert (
+        "3 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+        in messages(decisions)["default/p"]
+    )

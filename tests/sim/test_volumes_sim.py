@@ -94,3 +94,64 @@ def test_a_claim_waiting_for_its_first_consumer_gets_the_node_the_scheduler_chos
     assert not placed["stuck"]
     claim = sim.storage["PersistentVolumeClaim default/data"]
     assert isinstance(claim, PersistentVolumeClaim) and claim.selected_node == placed["first"]
+
+
+def test_a_claim_of_a_workload_file_naming_no_class_gets_the_default_class(tmp_path: Path) -> None:
+    """As the API server's DefaultStorageClass admission stores it: the claim is of the class annotated the
+    default (the file lists it after the claim)."""
+    default = STORAGE.split("---")[0].replace(
+        "{name: zonal}", "{name: zonal, annotations: {storageclass.kubernetes.io/is-default-class: 'true'}}"
+    )
+    plain = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: plain}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}"""
+    (tmp_path / "workload.yaml").write_text("\n---\n".join([plain, default]))
+    workload = read_manifests(tmp_path / "workload.yaml")
+    assert not workload.problems, workload.problems
+    claims = [obj for obj in workload.storage if isinstance(obj, PersistentVolumeClaim)]
+    assert [c.storage_class for c in claims] == ["zonal"]
+
+
+def test_storage_objects_of_a_workload_file_are_checked_as_the_served_api_server_checks_them(tmp_path: Path) -> None:
+    """What ``cluster serve`` would refuse (422) is reported naming the file, the object and the field, and left
+    out, never read as something else nor a crash."""
+    bad = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: typo}
+spec:
+  accessModes: [ReadWriteOnePod]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: negative}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: -1Gi}}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n0}
+spec:
+  drivers: [{name: csi.example.com, nodeID: n0, allocatable: [1]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec:
+  drivers: [{name: csi.example.com, nodeID: n1, allocatable: {count: -1}}]"""
+    (tmp_path / "workload.yaml").write_text(bad)
+    workload = read_manifests(tmp_path / "workload.yaml")
+    assert not workload.storage
+    said = "\n".join(workload.problems)
+    for field in (
+        'PersistentVolumeClaim typo: spec.accessModes: Unsupported value: "ReadWriteOnePod"',
+        "PersistentVolumeClaim negative: spec.resources[storage]: Invalid value",
+        "CSINode n0: spec.drivers[0].allocatable: Invalid value: must be an object",
+        "CSINode n1: spec.drivers[0].allocatable.count: Invalid value: -1",
+    ):
+        assert field in said
+    assert all(problem.startswith("workload.yaml") for problem in workload.problems)

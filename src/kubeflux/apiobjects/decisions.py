@@ -57,14 +57,17 @@ def claim_patch(claim: ClaimBinding) -> dict[str, Any]:
     """The JSON merge patch a :class:`~kubeflux.scheduler.storage.ClaimBinding` writes, as kube-scheduler's volume
     binder writes it before the pod's Binding: on the claim, ``volume.kubernetes.io/selected-node`` (its provisioner
     makes a volume on that node); on a chosen PersistentVolume (``claim.volume``), ``spec.claimRef`` naming the claim
-    and ``pv.kubernetes.io/bound-by-controller`` (the PV controller then binds the claim to it)."""
+    and ``pv.kubernetes.io/bound-by-controller`` (the PV controller then binds the claim to it). The
+    ``resourceVersion`` read (when known) rides along: the API server refuses the patch (409) when another writer
+    changed the object since, as kube-scheduler's ``bindAPIUpdate`` sends its assumed copy."""
+    metadata: dict[str, Any] = {"resourceVersion": claim.resource_version} if claim.resource_version else {}
     if not claim.volume:
-        return {"metadata": {"annotations": {ANN_SELECTED_NODE: claim.node}}}
+        return {"metadata": {**metadata, "annotations": {ANN_SELECTED_NODE: claim.node}}}
     namespace, _, name = claim.claim.partition("/")
     ref = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": name}
     if claim.claim_uid:
         ref["uid"] = claim.claim_uid
-    return {"metadata": {"annotations": {ANN_BOUND_BY_CONTROLLER: "yes"}}, "spec": {"claimRef": ref}}
+    return {"metadata": {**metadata, "annotations": {ANN_BOUND_BY_CONTROLLER: "yes"}}, "spec": {"claimRef": ref}}
 
 
 def scheduled_message(pod: str, node: str) -> str:

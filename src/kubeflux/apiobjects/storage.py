@@ -7,7 +7,7 @@ Each reader takes what the volume filters read and checks its types, naming the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from kubeflux.apiobjects.manifests import node_selector_terms
@@ -29,14 +29,53 @@ from kubeflux.scheduler.storage import (
 __all__ = [
     "STORAGE_READERS",
     "csinode_from_manifest",
+    "default_class_name",
     "pv_from_manifest",
     "pvc_from_manifest",
     "read_storage",
     "storage_class_from_manifest",
+    "wants_default_class",
 ]
 
 BETA_CLASS_ANNOTATION: Final = "volume.beta.kubernetes.io/storage-class"
 """The class annotation older objects carry; Kubernetes reads it before ``spec.storageClassName``."""
+DEFAULT_CLASS_ANNOTATIONS: Final = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+
+
+def wants_default_class(claim: Any) -> bool:
+    """Whether the DefaultStorageClass admission plugin gives claim manifest ``claim`` the default class: it names
+    none (no ``spec.storageClassName`` at all, not even "", and no beta class annotation)."""
+    if not isinstance(claim, dict):
+        return False
+    spec = claim.get("spec")
+    meta = claim.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if isinstance(annotations, dict) and BETA_CLASS_ANNOTATION in annotations:
+        return False
+    return isinstance(spec, dict) and spec.get("storageClassName") is None
+
+
+def default_class_name(classes: Iterable[Any]) -> str | None:
+    """The default StorageClass among the manifests ``classes``, as ``GetDefaultClass`` picks it: those annotated
+    ``is-default-class: "true"``, the newest (``metadata.creationTimestamp``; RFC 3339 compares as text), then the
+    first by name; None when no class is the default."""
+    found: list[tuple[str, str]] = []
+    for sc in classes:
+        meta = sc.get("metadata") if isinstance(sc, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        annotations, name = meta.get("annotations"), meta.get("name")
+        if not isinstance(annotations, dict) or not isinstance(name, str):
+            continue
+        if any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS):
+            found.append((str(meta.get("creationTimestamp") or ""), name))
+    if not found:
+        return None
+    newest = max(created for created, _ in found)
+    return min(name for created, name in found if created == newest)
 
 
 def _storage(reader: ManifestReader, path: str) -> int:
@@ -88,6 +127,7 @@ def pv_from_manifest(obj: Any) -> PersistentVolume:
         csi_handle=reader.string("spec.csi.volumeHandle"),
         attributes_class=reader.string("spec.volumeAttributesClassName"),
         uid=reader.string("metadata.uid"),
+        resource_version=reader.string("metadata.resourceVersion"),
     )
 
 
@@ -115,6 +155,7 @@ def pvc_from_manifest(obj: Any) -> PersistentVolumeClaim:
         deleted=reader.get("metadata.deletionTimestamp") is not None,
         owner_uid=owner,
         attributes_class=reader.string("spec.volumeAttributesClassName"),
+        resource_version=reader.string("metadata.resourceVersion"),
     )
 
 

@@ -246,6 +246,7 @@ class ClusterBooks:
         """A pod's allocation is given back whole: books, engine job (or its part of a shared one)."""
         alloc = self.allocations.pop(uid, None)
         self.unaccounted.pop(uid, None)
+        self.volumes.by_pod.pop(uid, None)
         self.pods.remove(uid)
         if self.devices.assumed:
             self.devices.forget(uid)

@@ -64,9 +64,9 @@ from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.claimed import reserve_claims
 from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
-from kubeflux.scheduler.devices import CANNOT_ALLOCATE, ClaimAllocation, ClaimError
 from kubeflux.scheduler.filtering import NodeFilter
 from kubeflux.scheduler.informer import Informer
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
@@ -417,15 +417,14 @@ class KubefluxScheduler:
             return self.confiner.reasons(job)
         if isinstance(made, Counter):
             return made
-        claims = self._allocate_devices(made) if _has_claims(job) else {}
-        if claims is None:
-            return Counter({CANNOT_ALLOCATE: len(self.books.nodes)})
+        claimed = reserve_claims(self.books, self.filter, made)
+        if isinstance(claimed, Counter):
+            return claimed
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            annotations = allocation_annotations(pod, alloc)
-            volumes = self.filter.claim_bindings(pod, alloc.node)
-            out.append(Bind(pod.key, pod.uid, alloc.node, annotations, volumes, claims.get(alloc.uid, ())))
+            volumes, devices = claimed.volumes[alloc.uid], claimed.devices.get(alloc.uid, ())
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), volumes, devices))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)
@@ -435,27 +434,6 @@ class KubefluxScheduler:
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self.queue.dirty = True
         return None
-
-    def _allocate_devices(self, made: list[tuple[Pod, Allocation]]) -> dict[str, tuple[ClaimAllocation, ...]] | None:
-        """The devices of each placed pod's claims on its node (assumed in the books until the claims show them), or
-        None when some pod's cannot all be had there (two members of a gang filtered before either took its devices):
-        then nothing placed is kept."""
-        devices = self.books.devices
-        found: dict[str, tuple[ClaimAllocation, ...]] = {}
-        for pod, alloc in made:
-            if not pod.resource_claims:
-                continue
-            try:
-                claims = devices.allocate(pod, alloc.node)
-            except ClaimError:
-                claims = None
-            if claims is None:
-                for _, undone in made:
-                    self.books.release(undone.uid, "its claims cannot all be allocated")
-                return None
-            devices.assume(alloc.uid, claims)
-            found[alloc.uid] = claims
-        return found
 
     # ================================================================== decisions
 

@@ -129,7 +129,7 @@ class NodeFilter:
         volumes = pod_volumes(pod, self.books.volumes, self.books.pods)
         return volumes if isinstance(volumes, str) else None
 
-    def claim_bindings(self, pod: Pod, node: str) -> tuple[ClaimBinding, ...]:
+    def claim_bindings(self, pod: Pod, node: str) -> tuple[ClaimBinding, ...] | str:
         """What binding ``pod`` to ``node`` writes for its claims, assumed at once
         (:func:`~kubeflux.scheduler.volumes.claim_bindings`)."""
         if not pod.volume_claims:

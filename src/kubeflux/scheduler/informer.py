@@ -445,6 +445,7 @@ class Informer:
             return
         books.now = now
         self.queue.changed()
+        books.volumes.revert(books.volumes.by_pod.pop(uid, ()))  # RevertAssumedPodVolumes
         books.release(uid, f"bind refused: {reason}")
         self.log.append(f"Bind of pod {pod} to node {node} refused: {reason}; its allocation is released")
         if not waiting.deleted and waiting.scheduler_name == self.profile.name:

@@ -81,6 +81,8 @@ class PersistentVolume:
     csi_handle: str = ""
     attributes_class: str = ""
     uid: str = ""
+    resource_version: str = ""
+    """``metadata.resourceVersion`` as read ("" when unknown): a binder's write is conditional on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,8 @@ class PersistentVolumeClaim:
     deleted: bool = False
     owner_uid: str = ""
     attributes_class: str = ""
+    resource_version: str = ""
+    """``metadata.resourceVersion`` as read ("" when unknown): a binder's write is conditional on it."""
 
     @property
     def key(self) -> str:
@@ -149,6 +153,10 @@ class ClaimBinding:
     claim_uid: str
     node: str
     volume: str = ""
+    resource_version: str = ""
+    """The ``resourceVersion`` of the object written (the volume, else the claim) as the scheduler read it: the
+    write is refused (409) when another writer changed it since, as kube-scheduler's ``bindAPIUpdate`` updates its
+    assumed copy ("": unconditional)."""
 
 
 StorageObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode
@@ -169,14 +177,24 @@ class VolumeBook:
         self.version = 0
         self._assumed: dict[str, tuple[StorageObject, StorageObject]] = {}
         """``Kind name`` → (the object before :meth:`assume`, the object assumed), until :meth:`revert`."""
+        self._by_class: dict[str, _ClassVolumes] = {}
+        """Storage class → its volumes, indexed for :meth:`candidates`."""
+        self.by_pod: dict[str, tuple[ClaimBinding, ...]] = {}
+        """Pod uid → the claim bindings its Bind writes, while its allocation lasts: reverted when the cluster
+        refuses the Bind (a claim binding refused leaves the ones after it unwritten)."""
 
     def observe(self, deleted: bool, obj: StorageObject) -> None:
-        """``obj`` was added or changed (``deleted``: is gone)."""
+        """``obj`` was added or changed (``deleted``: is gone). The cluster's word replaces an assumption, unless it
+        is older than the object assumed upon (a stale event: kube-scheduler's assume cache compares them too)."""
         if isinstance(obj, PersistentVolumeClaim):
+            if not deleted and self._stale(f"PersistentVolumeClaim {obj.key}", obj.resource_version):
+                return
             _put(self.claims, obj.key, obj, deleted)
-            self._assumed.pop(f"PersistentVolumeClaim {obj.key}", None)  # the cluster's word replaces an assumption
+            self._assumed.pop(f"PersistentVolumeClaim {obj.key}", None)
         elif isinstance(obj, PersistentVolume):
-            _put(self.volumes, obj.name, obj, deleted)
+            if not deleted and self._stale(f"PersistentVolume {obj.name}", obj.resource_version):
+                return
+            self._set_volume(obj.name, None if deleted else obj)
             self._assumed.pop(f"PersistentVolume {obj.name}", None)
         elif isinstance(obj, StorageClass):
             _put(self.classes, obj.name, obj, deleted)
@@ -184,9 +202,66 @@ class VolumeBook:
             _put(self.csinodes, obj.name, obj, deleted)
         self.version += 1
 
-    def by_class(self, name: str) -> list[PersistentVolume]:
-        """The volumes of class ``name``, by name."""
-        return [pv for _, pv in sorted(self.volumes.items()) if pv.storage_class == name]
+    def _stale(self, key: str, version: str) -> bool:
+        """Whether an event of ``version`` is no newer than the object assumed upon under ``key`` (unknown or
+        unreadable versions are never stale)."""
+        pair = self._assumed.get(key)
+        if pair is None:
+            return False
+        before = pair[0]
+        assert isinstance(before, PersistentVolume | PersistentVolumeClaim)
+        if not (version.isdigit() and before.resource_version.isdigit()):
+            return False
+        return int(version) <= int(before.resource_version)
+
+    def _set_volume(self, name: str, pv: PersistentVolume | None) -> None:
+        """``volumes[name] = pv`` (None: removed), with the index of :meth:`candidates`."""
+        old = self.volumes.pop(name, None)
+        if old is not None:
+            self._index(old, False)
+        if pv is not None:
+            self.volumes[name] = pv
+            self._index(pv, True)
+
+    def _index(self, pv: PersistentVolume, add: bool) -> None:
+        entry = self._by_class.get(pv.storage_class)
+        if entry is None:
+            entry = self._by_class[pv.storage_class] = _ClassVolumes()
+        if pv.claim is not None:
+            names = entry.claimed.setdefault(pv.claim.key, set())
+        else:
+            pinned = _pinned_label(pv)
+            if pinned is None:
+                names = entry.free
+            else:
+                key, values = pinned
+                by_value = entry.free_on.setdefault(key, {})
+                for value in values:
+                    if add:
+                        by_value.setdefault(value, set()).add(pv.name)
+                    else:
+                        by_value.get(value, set()).discard(pv.name)
+                return
+        if add:
+            names.add(pv.name)
+        else:
+            names.discard(pv.name)
+
+    def candidates(self, storage_class: str, claim: str, labels: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        """The names of the volumes of ``storage_class`` that may match ``claim`` (``namespace/name``) on a node of
+        ``labels``: those whose ``claimRef`` names it, by name; and those without a ``claimRef`` whose node affinity
+        does not rule the node out by a label (any order). The rest never match it there, so a pod's filter costs
+        the volumes that may, not all of them."""
+        entry = self._by_class.get(storage_class)
+        if entry is None:
+            return [], []
+        claimed = sorted(entry.claimed.get(claim, ()))
+        free = list(entry.free)
+        for key, by_value in entry.free_on.items():
+            value = labels.get(key)
+            if value is not None:
+                free.extend(by_value.get(value, ()))
+        return claimed, free
 
     def assume(self, bindings: tuple[ClaimBinding, ...]) -> None:
         """A bind's claim bindings as written (:class:`ClaimBinding`), until the cluster says otherwise."""
@@ -197,9 +272,8 @@ class VolumeBook:
             if binding.volume:
                 pv = self.volumes.get(binding.volume)
                 if pv is not None:
-                    assumed = self.volumes[pv.name] = replace(
-                        pv, claim=ClaimRef(claim.namespace, claim.name, claim.uid)
-                    )
+                    assumed = replace(pv, claim=ClaimRef(claim.namespace, claim.name, claim.uid))
+                    self._set_volume(pv.name, assumed)
                     self._assumed[f"PersistentVolume {pv.name}"] = (pv, assumed)
             else:
                 made = self.claims[claim.key] = replace(claim, selected_node=binding.node)
@@ -217,11 +291,41 @@ class VolumeBook:
                 continue
             before, assumed = pair
             if isinstance(before, PersistentVolume) and self.volumes.get(before.name) is assumed:
-                self.volumes[before.name] = before
+                self._set_volume(before.name, before)
             elif isinstance(before, PersistentVolumeClaim) and self.claims.get(before.key) is assumed:
                 self.claims[before.key] = before
         if bindings:
             self.version += 1
+
+
+class _ClassVolumes:
+    """One class's volume names: by the claim their ``claimRef`` names; without one, by the node label their node
+    affinity requires (``free_on``: label → value → names), else in ``free``."""
+
+    __slots__ = ("claimed", "free", "free_on")
+
+    def __init__(self) -> None:
+        self.claimed: dict[str, set[str]] = {}
+        self.free: set[str] = set()
+        self.free_on: dict[str, dict[str, set[str]]] = {}
+
+
+def _pinned_label(pv: PersistentVolume) -> tuple[str, set[str]] | None:
+    """A label every term of ``pv``'s node affinity requires ``In`` some values (a local volume's hostname), with
+    the values any term allows; None when there is no such label."""
+    terms = pv.node_affinity
+    if not terms:
+        return None
+    key = next((r.key for r in terms[0].match_expressions if r.operator == "In"), None)
+    if key is None:
+        return None
+    values: set[str] = set()
+    for term in terms:
+        found = [r for r in term.match_expressions if r.key == key and r.operator == "In"]
+        if not found:
+            return None
+        values.update(found[0].values)
+    return key, values
 
 
 _T = TypeVar("_T")

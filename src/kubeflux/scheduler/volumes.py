@@ -21,7 +21,8 @@ PodTopologySpread:
   it (capacity, access modes, volume mode, selector, node affinity; the smallest is chosen, each PV for one claim),
   or else a class that provisions there (a provisioner, not ``kubernetes.io/no-provisioner``, and the node within
   its ``allowedTopologies``); a claim already given a node (``volume.kubernetes.io/selected-node``) fits only there.
-  Else ``node(s) didn't find available persistent volumes to bind``.
+  Else ``node(s) didn't find available persistent volumes to bind``. A bound claim whose volume is missing (an
+  ephemeral one: VolumeZone's PreFilter skips those) gives ``… bound to non-existent pv(s)``.
 * **VolumeZone**: on a node carrying a zone or region label, the bound PVs' zone and region labels (``__`` separating
   several zones) must hold its value.
 
@@ -52,6 +53,7 @@ __all__ = [
     "REASON_BIND_CONFLICT",
     "REASON_MAX_VOLUMES",
     "REASON_NODE_CONFLICT",
+    "REASON_PV_NOT_EXIST",
     "REASON_READ_WRITE_ONCE_POD",
     "REASON_UNBOUND_IMMEDIATE",
     "REASON_ZONE_CONFLICT",
@@ -59,6 +61,7 @@ __all__ = [
     "claim_bindings",
     "find_volumes",
     "pod_volumes",
+    "read_write_once_pod_claims",
     "volume_reasons",
 ]
 
@@ -68,6 +71,7 @@ REASON_READ_WRITE_ONCE_POD: Final = (
 REASON_MAX_VOLUMES: Final = "node(s) exceed max volume count"
 REASON_NODE_CONFLICT: Final = "node(s) didn't match PersistentVolume's node affinity"
 REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
+REASON_PV_NOT_EXIST: Final = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_ZONE_CONFLICT: Final = "node(s) had no available volume zone"
 REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
 ZONE_LABELS: Final = (
@@ -276,7 +280,7 @@ def find_volumes(
 ) -> tuple[list[str], list[tuple[PersistentVolumeClaim, str]]]:
     """``FindPodVolumes`` on ``node``: VolumeBinding's reasons (empty: it fits), and each waiting claim's binding
     there: the PV chosen for it, or "" to provision."""
-    bound_ok = all(_pv_fits(book.volumes.get(pvc.volume_name), node) for pvc in volumes.bound)
+    bound_ok, bound_found = _check_bound(volumes.bound, node, book)
     unbound_ok = True
     chosen: list[tuple[PersistentVolumeClaim, str]] = []
     if volumes.delayed:
@@ -308,7 +312,21 @@ def find_volumes(
         reasons.append(REASON_NODE_CONFLICT)
     if not unbound_ok:
         reasons.append(REASON_BIND_CONFLICT)
+    if not bound_found:
+        reasons.append(REASON_PV_NOT_EXIST)
     return reasons, chosen
+
+
+def _check_bound(bound: list[PersistentVolumeClaim], node: Node, book: VolumeBook) -> tuple[bool, bool]:
+    """``checkBoundClaims``: (their volumes' node affinity matches ``node``, their volumes exist), stopping at the
+    first that does not (an ephemeral claim's missing volume gets here: VolumeZone skips it)."""
+    for pvc in bound:
+        pv = book.volumes.get(pvc.volume_name)
+        if pv is None:
+            return True, False
+        if not _pv_fits(pv, node):
+            return False, True
+    return True, True
 
 
 def _pv_fits(pv: PersistentVolume | None, node: Node) -> bool:
@@ -328,29 +346,38 @@ def _matching_volume(
     pvc: PersistentVolumeClaim, book: VolumeBook, node: Node, taken: set[str]
 ) -> PersistentVolume | None:
     """``FindMatchingVolume``: a PV pre-bound to the claim (when it fits the node; else none), or the smallest
-    available one of its class that matches it and the node."""
+    available one of its class that matches it and the node (the first by name among the smallest). Only the
+    volumes the book's index says may match are looked at (:meth:`~kubeflux.scheduler.storage.VolumeBook.candidates`).
+    """
+    claimed, free = book.candidates(pvc.storage_class, pvc.key, node.labels)
+    volumes = book.volumes
+    for name in claimed:
+        pv = volumes[name]
+        if name in taken or not _bound_to(pv, pvc) or not _same_kind(pv, pvc):
+            continue
+        return pv if _pv_fits(pv, node) else None
     best: PersistentVolume | None = None
-    for pv in book.by_class(pvc.storage_class):
-        if pv.name in taken:
+    for name in free:
+        pv = volumes[name]
+        if name in taken or not _same_kind(pv, pvc):
             continue
-        ref = pv.claim
-        pre_bound = ref is not None and _bound_to(pv, pvc)
-        if ref is not None and not pre_bound:
-            continue
-        if pv.capacity < pvc.request or pv.block != pvc.block or pv.attributes_class != pvc.attributes_class:
-            continue
-        if pv.deleted:
-            continue
-        fits = _pv_fits(pv, node)
-        if pre_bound:
-            return pv if fits else None
         if pv.phase != "Available" or (pvc.selector is not None and not pvc.selector.matches(pv.labels)):
             continue
-        if not fits or not pvc.access_modes <= pv.access_modes:
+        if not _pv_fits(pv, node) or not pvc.access_modes <= pv.access_modes:
             continue
-        if best is None or pv.capacity < best.capacity:
+        if best is None or (pv.capacity, pv.name) < (best.capacity, best.name):
             best = pv
     return best
+
+
+def _same_kind(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
+    """The claim's size, volume mode and attributes class fit ``pv``, which is not being deleted."""
+    return (
+        pv.capacity >= pvc.request
+        and pv.block == pvc.block
+        and pv.attributes_class == pvc.attributes_class
+        and not pv.deleted
+    )
 
 
 def _bound_to(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
@@ -358,15 +385,35 @@ def _bound_to(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
     return ref is not None and ref.name == pvc.name and ref.namespace == pvc.namespace and ref.uid in ("", pvc.uid)
 
 
-def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> tuple[ClaimBinding, ...]:
+def claim_bindings(pod: Pod, node: Node, book: VolumeBook, pods: PodsByNode) -> tuple[ClaimBinding, ...] | str:
     """What binding ``pod`` to ``node`` writes for its waiting claims (:class:`ClaimBinding`), assumed in ``book``
-    at once (kube-scheduler's ``AssumePodVolumes``); () for a pod without such claims."""
+    at once (kube-scheduler's ``AssumePodVolumes``); () for a pod without such claims. When its claims do not fit
+    ``node`` as the book now is (the claim given another node, or the volume taken, by a pod placed beside it in the
+    same pass: a gang's members), nothing is assumed and VolumeBinding's reasons are returned instead."""
     if not pod.volume_claims:
         return ()
     volumes = pod_volumes(pod, book, pods)
-    if isinstance(volumes, str) or not volumes.delayed:
+    if isinstance(volumes, str):
+        return volumes
+    if not volumes.delayed:
         return ()
-    _, chosen = find_volumes(volumes, node, book)
-    made = tuple(ClaimBinding(pvc.key, pvc.uid, node.name, pv) for pvc, pv in chosen if pv or not pvc.selected_node)
+    reasons, chosen = find_volumes(volumes, node, book)
+    if reasons:
+        return "\n".join(reasons)
+    made = tuple(
+        ClaimBinding(pvc.key, pvc.uid, node.name, pv, book.volumes[pv].resource_version if pv else pvc.resource_version)
+        for pvc, pv in chosen
+        if pv or not pvc.selected_node
+    )
     book.assume(made)
     return made
+
+
+def read_write_once_pod_claims(pod: Pod, book: VolumeBook) -> set[str]:
+    """The ``namespace/name`` of ``pod``'s ``ReadWriteOncePod`` claims (one pod at a time may use each)."""
+    found = set()
+    for claim in pod.volume_claims:
+        pvc = book.claims.get(f"{pod.namespace}/{claim.name}")
+        if pvc is not None and READ_WRITE_ONCE_POD in pvc.access_modes:
+            found.add(pvc.key)
+    return found

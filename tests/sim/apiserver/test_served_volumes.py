@@ -7,9 +7,11 @@ kubeflux and the kube-default baseline alike."""
 
 from __future__ import annotations
 
+import urllib.error
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeflux.scheduler.interface import Scheduler
@@ -119,3 +121,31 @@ def test_claims_waiting_for_their_first_consumer_are_bound_where_the_pod_goes(
     pod = call(server, "GET", f"{PODS}/c")
     [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert condition["message"].startswith("0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+
+
+def test_a_claim_naming_no_class_gets_the_default_class(served: tuple[ApiServer, Scheduler]) -> None:
+    """The DefaultStorageClass admission plugin, on in every kube-apiserver: a claim without ``storageClassName``
+    is stored with the class annotated the default; one naming "" keeps no class."""
+    server, _ = served
+    call(server, "POST", CLASSES, storage_class("other", "rancher.io/local-path", "WaitForFirstConsumer"))
+    made = storage_class("standard", "rancher.io/local-path", "WaitForFirstConsumer")
+    made["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    call(server, "POST", CLASSES, made)
+    plain = claim("plain", "")
+    del plain["spec"]["storageClassName"]
+    assert call(server, "POST", CLAIMS, plain)["spec"]["storageClassName"] == "standard"
+    assert call(server, "POST", CLAIMS, claim("none", ""))["spec"]["storageClassName"] == ""
+
+
+def test_a_csinode_with_a_malformed_or_negative_count_is_refused(served: tuple[ApiServer, Scheduler]) -> None:
+    server, _ = served
+    for allocatable, field in (
+        ([1], "spec.drivers[0].allocatable"),
+        ({"count": -1}, "spec.drivers[0].allocatable.count"),
+    ):
+        driver = {"name": "csi.example.com", "nodeID": "node-0000", "allocatable": allocatable}
+        body = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "node-0000"}}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            call(server, "POST", "/apis/storage.k8s.io/v1/csinodes", {**body, "spec": {"drivers": [driver]}})
+        assert refused.value.code == 422
+        assert orjson.loads(refused.value.read())["details"]["causes"][0]["field"] == field

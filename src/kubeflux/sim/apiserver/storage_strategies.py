@@ -10,14 +10,22 @@ parameters and binding mode).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.storage import default_class_name, wants_default_class
 from kubeflux.scheduler.units import echo
 from kubeflux.sim.apiserver.errors import Cause
-from kubeflux.sim.apiserver.registry import Strategy, required
+from kubeflux.sim.apiserver.registry import Lookup, Strategy, required
 
-__all__ = ["CSINodeStrategy", "PersistentVolumeClaimStrategy", "PersistentVolumeStrategy", "StorageClassStrategy"]
+__all__ = [
+    "CSINodeStrategy",
+    "PersistentVolumeClaimStrategy",
+    "PersistentVolumeStrategy",
+    "StorageClassStrategy",
+    "storage_causes",
+]
 
 Object = dict[str, Any]
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -36,6 +44,8 @@ _NOT_SOURCES = frozenset(
     )
 )
 """A PersistentVolume's spec fields that are not its volume source (``hostPath``, ``csi``, ``local`` ...)."""
+STORAGE_CLASSES = "storage.k8s.io/storageclasses"
+"""The collection of StorageClasses, as a :class:`Lookup` names it."""
 
 
 def _spec_causes(obj: Object) -> tuple[Object | None, list[Cause]]:
@@ -129,6 +139,14 @@ class PersistentVolumeClaimStrategy(Strategy):
         obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
         obj["status"] = {"phase": "Pending"}
 
+    def admit(self, obj: Object, lookup: Lookup) -> None:
+        """The DefaultStorageClass admission plugin (on by default): a claim naming no class gets the default one,
+        when a class is annotated the default."""
+        if wants_default_class(obj):
+            name = default_class_name(lookup.every(STORAGE_CLASSES))
+            if name is not None:
+                obj["spec"]["storageClassName"] = name
+
     def validate(self, obj: Object) -> list[Cause]:
         spec, causes = _spec_causes(obj)
         if spec is None:
@@ -179,7 +197,7 @@ class StorageClassStrategy(Strategy):
                     "FieldValueNotSupported",
                 )
             )
-        return causes
+        return causes + _topology_causes(obj.get("allowedTopologies"))
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         causes = self.validate(new)
@@ -187,6 +205,30 @@ class StorageClassStrategy(Strategy):
             if new.get(name) != old.get(name):
                 causes.append(Cause(name, f"Invalid value: {echo(new.get(name))}: field is immutable"))
         return causes
+
+
+def _topology_causes(terms: Any) -> list[Cause]:
+    """``ValidateAllowedTopologies``' requirements: each with a key and at least one value."""
+    if terms is None:
+        return []
+    if not isinstance(terms, list):
+        return [Cause("allowedTopologies", "Invalid value: must be a list of objects")]
+    causes = []
+    for i, term in enumerate(terms):
+        expressions = term.get("matchLabelExpressions") if isinstance(term, dict) else None
+        if not isinstance(expressions, list) or not expressions:
+            why = "Required value: must have at least one label requirement"
+            causes.append(Cause(f"allowedTopologies[{i}]", why, "FieldValueRequired"))
+            continue
+        for j, requirement in enumerate(expressions):
+            path = f"allowedTopologies[{i}].matchLabelExpressions[{j}]"
+            if not isinstance(requirement, dict) or not requirement.get("key"):
+                causes.append(required(f"{path}.key"))
+            elif not isinstance(requirement.get("values"), list) or not requirement["values"]:
+                causes.append(
+                    Cause(f"{path}.values", "Required value: must specify as least one value", "FieldValueRequired")
+                )
+    return causes
 
 
 class CSINodeStrategy(Strategy):
@@ -210,9 +252,31 @@ class CSINodeStrategy(Strategy):
                 causes.append(Cause(path, "Invalid value: must be an object"))
                 continue
             causes += [required(f"{path}.{name}") for name in ("name", "nodeID") if not driver.get(name)]
-            count = (driver.get("allocatable") or {}).get("count")
+            allocatable = driver.get("allocatable") or {}
+            if not isinstance(allocatable, dict):
+                causes.append(Cause(f"{path}.allocatable", "Invalid value: must be an object"))
+                continue
+            count = allocatable.get("count")
             if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
                 causes.append(
                     Cause(f"{path}.allocatable.count", f"Invalid value: {count!r}: must be greater than or equal to 0")
                 )
         return causes
+
+
+_STRATEGIES: dict[str, Strategy] = {
+    "PersistentVolume": PersistentVolumeStrategy(),
+    "PersistentVolumeClaim": PersistentVolumeClaimStrategy(),
+    "StorageClass": StorageClassStrategy(),
+    "CSINode": CSINodeStrategy(),
+}
+
+
+def storage_causes(obj: Object) -> list[Cause]:
+    """What the served API server refuses of a create of storage object ``obj`` (of a kind of :data:`_STRATEGIES`),
+    for readers that take the objects without a server (a workload file); ``obj`` is left as it was."""
+    made = copy.deepcopy(obj)
+    strategy = _STRATEGIES[str(made.get("kind"))]
+    strategy.prepare_create(made, "1970-01-01T00:00:00Z")
+    strategy.canonicalize(made)
+    return strategy.validate(made)

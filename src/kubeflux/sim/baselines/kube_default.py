@@ -277,7 +277,8 @@ class KubeDefaultScheduler:
     def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
         if pod.volume_claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
-            self._claims[pod.key] = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
+            claims = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
+            self._claims[pod.key] = () if isinstance(claims, str) else claims  # its filters said they fit
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)

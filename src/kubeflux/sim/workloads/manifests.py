@@ -79,8 +79,9 @@ from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_p
 from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest, podgroup_from_manifest
 from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
+from kubeflux.apiobjects.storage import default_class_name, wants_default_class
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
-from kubeflux.scheduler.storage import StorageObject
+from kubeflux.scheduler.storage import PersistentVolumeClaim, StorageObject
 from kubeflux.scheduler.validation import (
     EXIT_CODE_ANNOTATION,
     JITTER_ANNOTATION,
@@ -343,6 +344,11 @@ class _Builder:
     storage: list[StorageObject] = dataclasses.field(default_factory=list)
     """The StorageClasses, PersistentVolumes, claims and CSINodes of the file (:mod:`.storage`)."""
     devices: DeviceObjects = dataclasses.field(default_factory=DeviceObjects)
+    storage_classes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The StorageClass manifests of the file."""
+    classless: list[int] = dataclasses.field(default_factory=list)
+    """Where in :attr:`storage` the claims naming no class are: they get the default class at :meth:`finish`, as
+    the API server's DefaultStorageClass admission gives it."""
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -365,7 +371,12 @@ class _Builder:
             elif kind in POLICY_KINDS:
                 self._policy(where, obj)
             elif kind in STORAGE_KINDS:
-                self.storage.append(read_storage_object(obj))
+                read = read_storage_object(obj)
+                if kind == "StorageClass":
+                    self.storage_classes.append(obj)
+                elif kind == "PersistentVolumeClaim" and wants_default_class(obj):
+                    self.classless.append(len(self.storage))
+                self.storage.append(read)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
             elif kind in DEVICE_KINDS:
@@ -471,7 +482,13 @@ class _Builder:
         self.groups[group.key] = (group, submit, where)
 
     def finish(self) -> None:
-        """Join each PodGroup with its Jobs or bare pods; report groups without pods and pods without groups."""
+        """Join each PodGroup with its Jobs or bare pods; report groups without pods and pods without groups. Claims
+        naming no class get the default one (DefaultStorageClass admission)."""
+        default = default_class_name(self.storage_classes)
+        for index in self.classless:
+            claim = self.storage[index]
+            assert isinstance(claim, PersistentVolumeClaim)
+            self.storage[index] = dataclasses.replace(claim, storage_class=default or "")
         for key, (group, submit, where) in self.groups.items():
             jobs = self.group_jobs.pop(key, [])
             members = self.members.pop(key, [])

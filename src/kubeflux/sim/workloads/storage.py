@@ -18,6 +18,7 @@ from typing import Any, Final
 from kubeflux.apiobjects.manifests import ManifestError
 from kubeflux.apiobjects.storage import STORAGE_READERS
 from kubeflux.scheduler.storage import PersistentVolume, PersistentVolumeClaim, StorageObject
+from kubeflux.sim.apiserver.storage_strategies import storage_causes
 
 __all__ = ["STORAGE_KINDS", "read_storage_object"]
 
@@ -42,6 +43,9 @@ def read_storage_object(obj: dict[str, Any]) -> StorageObject:
         raise ManifestError(label, "apiVersion", f"expected {version!r}, got {obj.get('apiVersion')!r}")
     if not isinstance(name, str) or not name:
         raise ManifestError(label, "metadata.name", "Required value: name or generateName is required")
+    causes = storage_causes(obj)  # as cluster serve's API server would refuse it (a 422)
+    if causes:
+        raise ManifestError(label, causes[0].field, causes[0].message)
     read = STORAGE_READERS[kind](obj)
     status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
     if isinstance(read, PersistentVolume) and not (status or {}).get("phase"):
