@@ -68,11 +68,22 @@ BASELINES_PURE_MODULES = {
 }
 """Every baseline module not named in :data:`COMPILED_BASELINES` (a new one starts pure)."""
 
+DRA_PURE_MODULES = {
+    "kubeflux.apiobjects.devicecel",
+    "kubeflux.apiobjects.resourceclaims",
+    "kubeflux.scheduler.devices",
+    "kubeflux.sim.claims",
+}
+"""Dynamic Resource Allocation's modules, left pure: only pods with ResourceClaims reach them (their CEL is evaluated
+by the library's Rust, once per selector and device)."""
+
 PURE_MODULES = {
+    *DRA_PURE_MODULES,
     "kubeflux.apiobjects.queuejobs",
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",
     "kubeflux.scheduler.queueview",
+    "kubeflux.scheduler.storage",
     "kubeflux.scheduler.testing",
     "kubeflux.scheduler.validation",
     *SIM_PURE_MODULES,
@@ -82,6 +93,7 @@ PURE_MODULES = {
 module cannot define. ``objects`` and ``validation`` hold and check what users send (pods, pod groups, nodes):
 a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until
 validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError.
+``storage`` holds the storage objects beside ``objects``, for the same reason.
 ``testing`` is the tests' double of a cluster: nothing of a run. ``queueview`` copies the queue for people when
 asked (``kubeflux queue``), and ``queuejobs`` gathers it per Job: nothing of a pass."""
 

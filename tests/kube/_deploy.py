@@ -16,16 +16,31 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
     "list_node": {("", "nodes", "list"), ("", "nodes", "watch")},
     "list_pod_for_all_namespaces": {("", "pods", "list"), ("", "pods", "watch")},
     "list_namespace": {("", "namespaces", "list"), ("", "namespaces", "watch")},
-    "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own
+    "list_cluster_custom_object": {  # coscheduling's PodGroups and Kubernetes' own, and DRA's objects
         ("scheduling.x-k8s.io", "podgroups", "list"),
         ("scheduling.x-k8s.io", "podgroups", "watch"),
         ("scheduling.k8s.io", "podgroups", "list"),
         ("scheduling.k8s.io", "podgroups", "watch"),
+        *(  # Dynamic Resource Allocation's objects
+            ("resource.k8s.io", plural, verb)
+            for plural in ("deviceclasses", "resourceslices", "resourceclaims")
+            for verb in ("list", "watch")
+        ),
     },
+    "patch_namespaced_resource_claim_status": {("resource.k8s.io", "resourceclaims/status", "patch")},
     "list_pod_disruption_budget_for_all_namespaces": {
         ("policy", "poddisruptionbudgets", "list"),
         ("policy", "poddisruptionbudgets", "watch"),
     },
+    "list_persistent_volume": {("", "persistentvolumes", "list"), ("", "persistentvolumes", "watch")},
+    "list_persistent_volume_claim_for_all_namespaces": {
+        ("", "persistentvolumeclaims", "list"),
+        ("", "persistentvolumeclaims", "watch"),
+    },
+    "list_storage_class": {("storage.k8s.io", "storageclasses", "list"), ("storage.k8s.io", "storageclasses", "watch")},
+    "list_csi_node": {("storage.k8s.io", "csinodes", "list"), ("storage.k8s.io", "csinodes", "watch")},
+    "patch_namespaced_persistent_volume_claim": {("", "persistentvolumeclaims", "patch")},
+    "patch_persistent_volume": {("", "persistentvolumes", "patch")},
     "create_namespaced_pod_binding": {("", "pods/binding", "create")},
     "create_namespaced_pod_eviction": {("", "pods/eviction", "create")},
     "patch_namespaced_pod_status": {("", "pods/status", "patch")},
@@ -39,7 +54,9 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
 
 
 def calls_in_code() -> set[str]:
-    pattern = re.compile(r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespace|cluster|node|pod)[a-z_]*)\b")
+    pattern = re.compile(
+        r"\.((?:list|read|create|patch|replace|delete|watch)_(?:namespace|cluster|node|pod|persistent|storage|csi)[a-z_]*)\b"
+    )
     return {m for path in KUBE.glob("*.py") for m in pattern.findall(path.read_text(encoding="utf-8"))}
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from kubeflux.kube.binder import Binder, PodRef
+import orjson
+
+from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.scheduler.interface import Bind, Unschedulable
+from kubeflux.scheduler.storage import ClaimBinding
 
 from .conftest import Cluster, condition, eventually, pod
 
@@ -50,3 +53,51 @@ def test_scheduled_events_wait_while_bindings_come_and_only_the_oldest_beyond_th
     finally:
         binder.stop()
     assert scheduled() == ["a", "b"]  # stopping drops the events not yet written, as every write but a Binding
+
+
+def test_a_claim_binding_written_over_another_writer_s_change_refuses_the_bind(cluster: Cluster) -> None:
+    """kube-scheduler's ``bindAPIUpdate`` updates its assumed copy of a volume (its resourceVersion): a volume
+    another binder pre-bound to another claim meanwhile is not taken from it (409), and the pod's Bind is refused
+    (the core unreserves it) instead of going to the volume's node without it."""
+    core = cluster.core
+    read = lambda response: orjson.loads(response.data)  # noqa: E731
+    spec = {
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "local",
+        "hostPath": {"path": "/x"},
+    }
+    pv = read(core.create_persistent_volume({"metadata": {"name": "pv1"}, "spec": spec}, _preload_content=False))
+    claim = {"accessModes": ["ReadWriteOnce"], "storageClassName": "local", "resources": {"requests": spec["capacity"]}}
+    made = {
+        name: read(
+            core.create_namespaced_persistent_volume_claim(
+                "default", {"metadata": {"name": name}, "spec": claim}, _preload_content=False
+            )
+        )
+        for name in ("claim-a", "claim-b")
+    }
+    ref = {
+        "kind": "PersistentVolumeClaim",
+        "namespace": "default",
+        "name": "claim-a",
+        "uid": made["claim-a"]["metadata"]["uid"],
+    }
+    core.patch_persistent_volume("pv1", {"spec": {"claimRef": ref}})  # another binder, after kubeflux read pv1
+    created = cluster.create(pod("b", "1", run=None, scheduler="nobody"))
+    uid = created["metadata"]["uid"]
+    refused: list[BindOutcome] = []
+    binder = Binder(cluster.api, workers=1, on_refused=refused.append)
+    steal = ClaimBinding(
+        "default/claim-b", made["claim-b"]["metadata"]["uid"], "node-0000", "pv1", pv["metadata"]["resourceVersion"]
+    )
+    try:
+        binder.bind(
+            "kubeflux", Bind("default/b", uid, "node-0000", volume_claims=(steal,)), PodRef("default", "b", uid)
+        )
+        assert binder.drain(60)
+    finally:
+        binder.stop()
+    assert [outcome.reason.split(":")[0] for outcome in refused] == ["409"]
+    assert read(core.read_persistent_volume("pv1", _preload_content=False))["spec"]["claimRef"]["name"] == "claim-a"
+    assert not cluster.pods()["b"]["spec"].get("nodeName")

@@ -295,3 +295,12 @@ class Partition:
         config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{self.port}"
         path.write_text(yaml.safe_dump(config))
         return path
+
+
+def waiting(api: Api, name: str) -> str:
+    """The pod's PodScheduled=False message, or "" while it has none."""
+    found = api.pods("default").get(name) or {}
+    for condition in (found.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return str(condition.get("message") or "")
+    return ""

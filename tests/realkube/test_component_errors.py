@@ -32,9 +32,10 @@ from kubeflux.sim.apiserver.server import ApiServer
 from .conftest import CEILING
 
 COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok")
-KCM_DOES = ["job", "disruption", "resourcequota", "garbagecollector", "namespace"]
+KCM_DOES = ["job", "disruption", "resourcequota", "persistentvolume-binder", "garbagecollector", "namespace"]
 """The built-in controllers of ``cluster serve`` turned off: kube-controller-manager does their work, as on the real
-server (``cluster serve --no-kubelet --no-controllers job,disruption,resourcequota,garbagecollector,namespace``)."""
+server (``cluster serve --no-kubelet --no-controllers
+job,disruption,resourcequota,persistentvolume-binder,garbagecollector,namespace``)."""
 NODES = 3
 JOB_PODS = 3
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeflux.controlplane import ControlPlane
-from tests.realkube._serving import namespace, pod, serve
+from tests.realkube._serving import namespace, pod, serve, waiting
 
 from .conftest import Api, eventually, ready
 
@@ -32,15 +32,6 @@ def web(name: str, node: str) -> dict[str, Any]:
     made["metadata"]["labels"] = {"app": "web"}
     made["spec"]["nodeName"] = node
     return made
-
-
-def waiting(api: Api, name: str) -> str:
-    """The pod's PodScheduled=False message, or "" while it has none."""
-    found = api.pods("default").get(name) or {}
-    for condition in (found.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return str(condition.get("message") or "")
-    return ""
 
 
 def test_a_namespace_selector_on_a_namespace_label_keeps_the_pod_from_that_namespace_s_pods(

@@ -8,10 +8,8 @@ from pathlib import Path
 
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
-from kubeflux.sim.driver import Simulation, SimulationOptions
-from kubeflux.sim.workloads.cluster_file import read_cluster
-from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._gangs import group_yaml, nodes_yaml
+from kubeflux.sim.driver import Simulation
+from tests.sim._gangs import group_yaml, nodes_yaml, simulation
 
 RANK = """apiVersion: v1
 kind: Pod
@@ -37,18 +35,8 @@ def run(tmp_path: Path, scheduler: object, ranks: int) -> Simulation:
     """``ranks`` ranks on a 64-core node and five 8-core ones: without their anti-affinity, lonode would put four
     on one node, and LeastAllocated most of them on the big one."""
     nodes = nodes_yaml(("n0", "64", "128Gi"), *[(f"n{i}", "8", "16Gi") for i in range(1, 6)])
-    (tmp_path / "nodes.yaml").write_text(nodes)
     objects = [group_yaml("mpi", ranks), *(RANK.format(i=i) for i in range(ranks))]
-    (tmp_path / "workload.yaml").write_text("\n---\n".join(objects))
-    workload = read_manifests(tmp_path / "workload.yaml")
-    assert not workload.problems, workload.problems
-    sim = Simulation(
-        workload,
-        read_cluster(tmp_path / "nodes.yaml"),
-        {"kubeflux": scheduler},  # type: ignore[dict-item]
-        primary="kubeflux",
-        options=SimulationOptions(keep_events=True),
-    )
+    sim = simulation(tmp_path, nodes, objects, scheduler)  # type: ignore[arg-type]
     sim.run()
     return sim
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from kubeflux.scheduler.storage import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ClaimBinding
+
 __all__ = [
     "NOTE_LIMIT",
     "POD_SCHEDULED",
     "UNSCHEDULABLE",
     "binding",
+    "claim_patch",
     "disruption_condition",
     "scheduled_message",
     "scheduler_event",
@@ -48,6 +51,23 @@ def binding(name: str, uid: str, node: str, annotations: dict[str, str] | None =
         "metadata": metadata,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
+
+
+def claim_patch(claim: ClaimBinding) -> dict[str, Any]:
+    """The JSON merge patch a :class:`~kubeflux.scheduler.storage.ClaimBinding` writes, as kube-scheduler's volume
+    binder writes it before the pod's Binding: on the claim, ``volume.kubernetes.io/selected-node`` (its provisioner
+    makes a volume on that node); on a chosen PersistentVolume (``claim.volume``), ``spec.claimRef`` naming the claim
+    and ``pv.kubernetes.io/bound-by-controller`` (the PV controller then binds the claim to it). The
+    ``resourceVersion`` read (when known) rides along: the API server refuses the patch (409) when another writer
+    changed the object since, as kube-scheduler's ``bindAPIUpdate`` sends its assumed copy."""
+    metadata: dict[str, Any] = {"resourceVersion": claim.resource_version} if claim.resource_version else {}
+    if not claim.volume:
+        return {"metadata": {**metadata, "annotations": {ANN_SELECTED_NODE: claim.node}}}
+    namespace, _, name = claim.claim.partition("/")
+    ref = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": name}
+    if claim.claim_uid:
+        ref["uid"] = claim.claim_uid
+    return {"metadata": {**metadata, "annotations": {ANN_BOUND_BY_CONTROLLER: "yes"}}, "spec": {"claimRef": ref}}
 
 
 def scheduled_message(pod: str, node: str) -> str:

@@ -35,6 +35,7 @@ from kubeflux.apiobjects.reader import (
     parse_timestamp,
     resource_list_of,
 )
+from kubeflux.apiobjects.resourceclaims import pod_claims
 from kubeflux.apiobjects.rules import MAX_INT32
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
@@ -49,6 +50,7 @@ from kubeflux.scheduler.objects import (
     ResourceList,
     Taint,
     Toleration,
+    VolumeClaim,
 )
 from kubeflux.scheduler.units import echo, format_quantity
 from kubeflux.scheduler.validation import (
@@ -65,6 +67,7 @@ __all__ = [
     "format_timestamp",
     "namespace_from_manifest",
     "node_from_manifest",
+    "node_selector_terms",
     "object_reader",
     "parse_timestamp",
     "pod_from_manifest",
@@ -255,7 +258,14 @@ def _requirements(reader: ManifestReader, path: str, raw: Any) -> tuple[NodeSele
 
 
 def _node_affinity(reader: ManifestReader) -> tuple[NodeSelectorTerm, ...]:
-    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    return node_selector_terms(
+        reader, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    )
+
+
+def node_selector_terms(reader: ManifestReader, path: str) -> tuple[NodeSelectorTerm, ...]:
+    """The ``nodeSelectorTerms`` at ``path`` (a pod's required node affinity, a PersistentVolume's), each
+    requirement checked; at least one term when the selector is there."""
     terms = []
     for term_path, term in reader.entries(path):
         expressions = _requirements(reader, f"{term_path}.matchExpressions", term.get("matchExpressions"))
@@ -283,6 +293,22 @@ def _owner(reader: ManifestReader) -> str:
     if chosen is None:
         return ""
     return f"{chosen.get('kind', '')}/{chosen.get('name', '')}"
+
+
+def _volume_claims(reader: ManifestReader, pod: str) -> tuple[VolumeClaim, ...]:
+    """The claims of ``spec.volumes``: each ``persistentVolumeClaim.claimName``, and each ``ephemeral`` volume's
+    claim, ``<pod>-<volume>``."""
+    found = []
+    for path, volume in reader.entries("spec.volumes"):
+        if volume.get("persistentVolumeClaim") is not None:
+            source = reader.mapping(f"{path}.persistentVolumeClaim", volume["persistentVolumeClaim"])
+            name = reader.field(f"{path}.persistentVolumeClaim", source, "claimName")
+            if not name:
+                raise reader.fail(f"{path}.persistentVolumeClaim.claimName", "required")
+            found.append(VolumeClaim(name))
+        elif volume.get("ephemeral") is not None:
+            found.append(VolumeClaim(f"{pod}-{reader.field(path, volume, 'name')}", ephemeral=True))
+    return tuple(found)
 
 
 def _scheduling_gates(reader: ManifestReader) -> tuple[str, ...]:
@@ -339,6 +365,8 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         preemption_policy=preemption,
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
+        volume_claims=_volume_claims(reader, name) if reader.get("spec.volumes") is not None else (),
+        resource_claims=pod_claims(reader),
     )
 
 
@@ -459,6 +487,14 @@ def _requirement_to_dict(requirement: NodeSelectorRequirement) -> dict[str, Any]
     return result
 
 
+def _volume_of(pod: Pod, claim: VolumeClaim, index: int) -> dict[str, Any]:
+    """A ``spec.volumes`` entry naming ``claim``."""
+    if not claim.ephemeral:
+        return {"name": f"claim-{index}", "persistentVolumeClaim": {"claimName": claim.name}}
+    template = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    return {"name": claim.name.removeprefix(f"{pod.name}-"), "ephemeral": {"volumeClaimTemplate": template}}
+
+
 def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     """A minimal valid ``v1`` Pod for ``pod``: one ``main`` container requesting the pod's effective request.
 
@@ -506,4 +542,6 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.terms is not None:
         terms_to_manifest(pod.terms, spec)
+    if pod.volume_claims:
+        spec["volumes"] = [_volume_of(pod, claim, i) for i, claim in enumerate(pod.volume_claims)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": pod.phase.value}}

@@ -1,7 +1,9 @@
 """The cluster events a scheduler core hears, read from the API's watch events: one reading of each watched kind for
 every shell that follows a cluster (``serve``'s reflectors, the served cluster's in-process schedulers).
 
-A ``Node``, ``PodGroup``, ``PodDisruptionBudget`` or ``Namespace`` manifest is read by its kind's reader
+A ``Node``, ``PodGroup``, ``PodDisruptionBudget``, ``Namespace``, storage object (PersistentVolume,
+PersistentVolumeClaim, StorageClass, CSINode: :mod:`kubeflux.apiobjects.storage`) or Dynamic Resource Allocation
+object (``ResourceSlice``, ``DeviceClass``, ``ResourceClaim``) manifest is read by its kind's reader
 (:func:`~kubeflux.apiobjects.manifests.node_from_manifest`, ...); any other kind is a pod, read by the shell's
 ``read_pod`` (its cached reading) or :func:`~kubeflux.apiobjects.manifests.pod_from_manifest`. A reader's
 :class:`~kubeflux.apiobjects.manifests.ManifestError` is raised to the shell, which says what it could not read.
@@ -19,10 +21,19 @@ from kubeflux.apiobjects.manifests import (
     pod_from_manifest,
     podgroup_from_manifest,
 )
-from kubeflux.scheduler.messages import ClusterEvent, EventKind
-from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup
+from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class_from_manifest, slice_from_manifest
+from kubeflux.apiobjects.storage import STORAGE_READERS, read_storage
+from kubeflux.scheduler.messages import ClusterEvent, EventKind, Watched
+from kubeflux.scheduler.objects import Pod
 
 __all__ = ["cluster_event"]
+
+_DEVICE_READERS: dict[str, Callable[[dict[str, Any]], Watched]] = {
+    "ResourceSlice": slice_from_manifest,
+    "DeviceClass": device_class_from_manifest,
+    "ResourceClaim": claim_from_manifest,
+}
+"""Dynamic Resource Allocation's watched kinds (``resource.k8s.io/v1``)."""
 
 
 def cluster_event(
@@ -33,7 +44,7 @@ def cluster_event(
 ) -> ClusterEvent:
     """The watch event ``type_`` (``ADDED``, ``MODIFIED``, ``DELETED``) of the ``kind`` object ``manifest`` as the
     cores hear it (see the module docstring)."""
-    obj: Pod | Node | PodGroup | DisruptionBudget | Namespace
+    obj: Watched
     if kind == "Node":
         obj = node_from_manifest(manifest)
     elif kind == "PodGroup":
@@ -42,6 +53,10 @@ def cluster_event(
         obj = budget_from_manifest(manifest)  # the API server validated it
     elif kind == "Namespace":
         obj = namespace_from_manifest(manifest)
+    elif kind in STORAGE_READERS:
+        obj = read_storage(kind, manifest)
+    elif kind in _DEVICE_READERS:
+        obj = _DEVICE_READERS[kind](manifest)
     else:
         obj = read_pod(manifest)
     return ClusterEvent(EventKind(type_), obj)

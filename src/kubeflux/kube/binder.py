@@ -18,7 +18,11 @@ but a Binding.
   ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
   Binding's annotations onto the pod in the same write), so a pod is never bound without the record a restarted
   scheduler recovers it from, nor annotated without being bound. A stale expected-start annotation is removed
-  first. 409 (already bound, being deleted, another UID) and 404 (gone) mean the race was lost: ``on_refused``
+  first, and the Bind's claim bindings are written before the Binding (a JSON merge patch each:
+  ``volume.kubernetes.io/selected-node`` on a claim waiting for its first consumer, or ``spec.claimRef`` on the
+  PersistentVolume chosen for it), as kube-scheduler's volume binder writes them at PreBind; one refused refuses the
+  Bind. Unlike kube-scheduler, the Binding does not wait for the claim to be bound (the kubelet waits for it).
+  409 (already bound, being deleted, another UID) and 404 (gone) mean the race was lost: ``on_refused``
   is called, for the loop to tell the core (``unreserve``), and nothing else is written. Then a ``Scheduled``
   event, as kube-scheduler writes it.
 * :class:`Unschedulable` / :class:`Reject` → the expected-start annotation (set or removed), the
@@ -64,9 +68,16 @@ from dataclasses import dataclass
 import urllib3
 from kubernetes import client
 
-from kubeflux.apiobjects.decisions import binding, scheduled_message, scheduler_event, unschedulable_condition
+from kubeflux.apiobjects.decisions import (
+    binding,
+    claim_patch,
+    scheduled_message,
+    scheduler_event,
+    unschedulable_condition,
+)
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
+from kubeflux.apiobjects.resourceclaims import claim_status_patch
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
@@ -498,6 +509,15 @@ class Binder:
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
         try:
+            for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
+                if claim.volume:
+                    self.writer.patch_persistent_volume(claim.volume, claim_patch(claim))
+                else:
+                    namespace, _, name = claim.claim.partition("/")
+                    self.writer.patch_namespaced_persistent_volume_claim(name, namespace, claim_patch(claim))
+            for made in decision.resource_claims:  # kube-scheduler's DynamicResources PreBind: the claims first
+                patch, kind = claim_status_patch(made, pod.name, decision.uid)
+                self.writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch, kind)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
             self._count("refused")

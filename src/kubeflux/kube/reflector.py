@@ -34,6 +34,7 @@ What a reflector guarantees to the loop:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import threading
@@ -62,7 +63,8 @@ LOG_EVERY = 30.0
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
-    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``, ``Namespace``);
+    """A change of one object of ``kind`` (``Pod``, ``Node``, ``PodGroup``, ``PodDisruptionBudget``, ``Namespace``, a
+    storage kind);
     ``type`` is a watch event type or :data:`SYNCED` (then ``obj`` is empty)."""
 
     kind: str
@@ -92,8 +94,10 @@ class Resource:
 
 def watched_resources(api: client.ApiClient) -> list[Resource]:
     """What ``serve`` watches, in the order it syncs them: nodes, PodGroups, PodDisruptionBudgets (what preemption
-    may not take), namespaces (their labels, which inter-pod affinity's ``namespaceSelector`` selects on), then pods
-    of every scheduler and namespace (others' pods are counted)."""
+    may not take), namespaces (their labels, which inter-pod affinity's ``namespaceSelector`` selects on), the
+    storage objects the volume filters read (StorageClasses, PersistentVolumes and claims, CSINodes), Dynamic
+    Resource Allocation's DeviceClasses, ResourceSlices and ResourceClaims (the devices pods' claims are given), then
+    pods of every scheduler and namespace (others' pods are counted)."""
     raw = RawApi(api)
 
     def podgroups(**query: Any) -> Any:
@@ -130,6 +134,25 @@ def watched_resources(api: client.ApiClient) -> list[Resource]:
             absent="the API server serves no policy/v1 PodDisruptionBudgets; preemption evicts without them",
         ),
         Resource("Namespace", raw.list_namespace),
+        Resource("StorageClass", raw.list_storage_class),
+        Resource("PersistentVolume", raw.list_persistent_volume),
+        Resource("PersistentVolumeClaim", raw.list_persistent_volume_claim_for_all_namespaces),
+        Resource("CSINode", raw.list_csi_node),
+        *(
+            Resource(
+                kind,
+                functools.partial(raw.list_cluster_custom_object, "resource.k8s.io", "v1", plural),
+                optional=True,
+                api_version="resource.k8s.io/v1",
+                absent="the API server serves no resource.k8s.io/v1 (Dynamic Resource Allocation, GA in 1.34); pods "
+                "with ResourceClaims wait",
+            )
+            for kind, plural in (
+                ("DeviceClass", "deviceclasses"),
+                ("ResourceSlice", "resourceslices"),
+                ("ResourceClaim", "resourceclaims"),
+            )
+        ),
         Resource("Pod", raw.list_pod_for_all_namespaces),
     ]
 

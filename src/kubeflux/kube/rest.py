@@ -32,6 +32,7 @@ __all__ = ["RawApi"]
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _QUERY = {
     "limit": "limit",
@@ -150,6 +151,27 @@ class RawApi:
     def list_namespace(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/api/v1/namespaces", query)
 
+    def list_persistent_volume(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/persistentvolumes", query)
+
+    def list_persistent_volume_claim_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/api/v1/persistentvolumeclaims", query)
+
+    def list_storage_class(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/apis/storage.k8s.io/v1/storageclasses", query)
+
+    def list_csi_node(self, **query: Any) -> urllib3.BaseHTTPResponse:
+        return self._list("/apis/storage.k8s.io/v1/csinodes", query)
+
+    def patch_namespaced_persistent_volume_claim(self, name: str, namespace: str, patch: Any) -> bytes:
+        """A JSON merge patch of a claim (a scheduler's ``volume.kubernetes.io/selected-node``)."""
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/persistentvolumeclaims/{quote(name, safe='')}"
+        return self.write("PATCH", path, patch, MERGE_PATCH)
+
+    def patch_persistent_volume(self, name: str, patch: Any) -> bytes:
+        """A JSON merge patch of a PersistentVolume (its ``claimRef``, binding it to a claim)."""
+        return self.write("PATCH", f"/api/v1/persistentvolumes/{quote(name, safe='')}", patch, MERGE_PATCH)
+
     def list_pod_disruption_budget_for_all_namespaces(self, **query: Any) -> urllib3.BaseHTTPResponse:
         return self._list("/apis/policy/v1/poddisruptionbudgets", query)
 
@@ -168,6 +190,13 @@ class RawApi:
     def patch_namespaced_pod_status(self, name: str, namespace: str, patch: Any) -> bytes:
         """A strategic merge patch (conditions merge by type), as the official client sends a dict."""
         return self.write("PATCH", f"{_pod(namespace, name)}/status", patch, STRATEGIC_MERGE_PATCH)
+
+    def patch_namespaced_resource_claim_status(
+        self, name: str, namespace: str, patch: Any, content_type: str = MERGE_PATCH
+    ) -> bytes:
+        """A patch of a ResourceClaim's ``status`` (``resource.k8s.io/v1``), a JSON merge patch by default."""
+        path = f"/apis/resource.k8s.io/v1/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"
+        return self.write("PATCH", f"{path}/status", patch, content_type)
 
     def patch_namespaced_pod(self, name: str, namespace: str, patch: Any) -> bytes:
         """A JSON merge patch (``null`` removes a key)."""

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from kubeflux.match.policy import parse_policy
 from kubeflux.resources import NodeSpec, id_from_name_suffix
 from kubeflux.scheduler.allocation import Allocation, AllocationRecord
+from kubeflux.scheduler.devices import DeviceBooks
 from kubeflux.scheduler.fit import FitIndex
 from kubeflux.scheduler.graphview import GraphView
 from kubeflux.scheduler.ledger import Ledger
@@ -38,6 +39,7 @@ from kubeflux.scheduler.objects import CPU, DisruptionBudget, Node, Pod, Resourc
 from kubeflux.scheduler.podterms import PodsByNode
 from kubeflux.scheduler.profile import Profile, tick
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.storage import VolumeBook
 from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.topology import present_levels
 from kubeflux.scheduler.translate import (
@@ -92,6 +94,8 @@ class ClusterBooks:
         self.pods = PodsByNode()
         """Every allocation's pod (:attr:`bound`) and where, and by node, for the filters that look at the pods
         around a pod (inter-pod affinity, topology spread, host ports: :mod:`kubeflux.scheduler.podterms`)."""
+        self.volumes = VolumeBook()
+        """The PersistentVolumes, claims, StorageClasses and CSINodes (:mod:`kubeflux.scheduler.volumes`)."""
         self.unaccounted: dict[str, Pod] = {}
         """Bound pods (others', or ours after a restart) still to be put into the engine."""
         self.stuck: dict[str, dict[str, Pod]] = {}
@@ -110,6 +114,8 @@ class ClusterBooks:
         """Topology level (node label) → the admitted nodes that carry it (:mod:`kubeflux.scheduler.topology`)."""
         self.levels: tuple[str, ...] = ()
         """The levels in the graph: those of the profile's some admitted node carries, top first."""
+        self.devices = DeviceBooks()
+        """The devices of Dynamic Resource Allocation: slices, classes, claims, and what kubeflux allocated."""
         self._unlabelled: set[tuple[str, str]] = set()
         """(node, level) put in the level's unknown domain, reported once."""
 
@@ -240,7 +246,10 @@ class ClusterBooks:
         """A pod's allocation is given back whole: books, engine job (or its part of a shared one)."""
         alloc = self.allocations.pop(uid, None)
         self.unaccounted.pop(uid, None)
+        self.volumes.by_pod.pop(uid, None)
         self.pods.remove(uid)
+        if self.devices.assumed:
+            self.devices.forget(uid)
         if alloc is None:
             return
         if self.stuck:

@@ -54,6 +54,7 @@ __all__ = [
     "fit_error_message",
     "insufficient_resources",
     "matches_node_selector",
+    "matches_terms",
     "never_fits",
     "node_affinity",
     "node_resources_fit",
@@ -166,6 +167,11 @@ def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     return True
 
 
+def matches_terms(terms: Iterable[NodeSelectorTerm], node: Node) -> bool:
+    """Whether ``node`` matches any of ``terms`` (``MatchNodeSelectorTerms``: an empty term matches no node)."""
+    return any(_term_matches(term, node) for term in terms)
+
+
 def matches_node_selector(pod: Pod, node: Node) -> bool:
     """``nodeSelector`` (every label equal) and required node affinity (any term matches)."""
     labels = node.labels
@@ -173,7 +179,7 @@ def matches_node_selector(pod: Pod, node: Node) -> bool:
         if labels.get(key) != value:
             return False
     if pod.required_node_affinity:
-        return any(_term_matches(term, node) for term in pod.required_node_affinity)
+        return matches_terms(pod.required_node_affinity, node)
     return True
 
 

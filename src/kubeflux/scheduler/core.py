@@ -64,6 +64,7 @@ from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.claimed import reserve_claims
 from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter
@@ -300,10 +301,32 @@ class KubefluxScheduler:
         if job.retry_at > now:  # backing off
             self._wake_at(job.retry_at)
             return self._backoff_message(job)
+        for pod in job.pods.values():
+            why = self.filter.pre_filter(pod)
+            if why is not None:  # its volume claims rule out every node (kube-scheduler's PreFilter)
+                return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
+        claimed = self._claims_problem(job, out) if _has_claims(job) else None
+        if claimed is not None:
+            return claimed or None
         reasons = self._try_now(job, now, out)
         if reasons is None:
             return None
         return self._timed_out(job, now) or self._unfit_message(job, reasons)
+
+    def _claims_problem(self, job: PendingJob, out: list[Decision]) -> str | None:
+        """What keeps a job whose pods have ResourceClaims from every node (kube-scheduler's DynamicResources
+        PreFilter): a claim not made yet, or missing, or its class missing (the message it waits with), or a CEL
+        selector that fails (the job is rejected: "" then); None when nothing does."""
+        for pod in job.pods.values():
+            found = self.books.devices.problem(pod) if pod.resource_claims else None
+            if found is None:
+                continue
+            why, fails = found
+            if fails:
+                self._reject(job, f"pod {pod.key}: {why}", out)
+                return ""
+            return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
+        return None
 
     def _reserve(self, job: PendingJob, now: float, *, first_blocked: bool) -> float | None:
         """Reserve a job that waits, as the backfill policy says (the first blocked job, or every one under
@@ -394,10 +417,14 @@ class KubefluxScheduler:
             return self.confiner.reasons(job)
         if isinstance(made, Counter):
             return made
+        claimed = reserve_claims(self.books, self.filter, made)
+        if isinstance(claimed, Counter):
+            return claimed
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
-            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc)))
+            volumes, devices = claimed.volumes[alloc.uid], claimed.devices.get(alloc.uid, ())
+            out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), volumes, devices))
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)
@@ -545,3 +572,8 @@ class KubefluxScheduler:
         else:
             why = f"pod group {job.key} has {len(job.pods)} of its minMember {group.min_member} pods"
         self._report(job, fit_error_message(len(self.books.nodes), {}, pre_filter_message=why), None, out)
+
+
+def _has_claims(job: PendingJob) -> bool:
+    """Whether a pod of ``job`` has ResourceClaims (Dynamic Resource Allocation)."""
+    return any(pod.resource_claims for pod in job.pods.values())

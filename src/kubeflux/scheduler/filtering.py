@@ -22,8 +22,10 @@ from kubeflux.scheduler.objects import PODS, Node, Pod, ResourceList
 from kubeflux.scheduler.podterms import HOSTNAME_LABEL, early_reasons, late_reasons
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.storage import ClaimBinding
 from kubeflux.scheduler.translate import Placement, pod_policy
 from kubeflux.scheduler.units import format_quantity
+from kubeflux.scheduler.volumes import claim_bindings, pod_volumes, volume_reasons
 
 __all__ = ["NodeFilter", "alike_run", "copies", "static_order", "whole_node_policy"]
 
@@ -73,40 +75,67 @@ class NodeFilter:
         """The graph nodes that may take ``pod`` now: the static filters and the books (kept incrementally per pod
         shape), and for a pod that asks something of the pods around it (or when a bound pod's anti-affinity may be
         against it) the filters of :mod:`kubeflux.scheduler.podterms` over the books' pods, in kube-scheduler's order
-        (host ports before the resources, topology spread and inter-pod affinity after them)."""
+        (host ports before the resources, the volume filters, topology spread and inter-pod affinity after them), then
+        for a pod with ResourceClaims the devices (:mod:`kubeflux.scheduler.devices`)."""
         books = self.books
         fit = books.fits.fit(pod, self.static_fit(pod), self._shortfall)
         pods = books.pods
-        if pod.terms is None and not pods.holders:
+        if pod.terms is None and not pods.holders and not pod.volume_claims and not pod.resource_claims:
             return fit
-        key = (books.fits.version, pods.version)
+        key = (books.fits.version, pods.version, books.volumes.version, books.devices.version)
         known = self._pod_fit
         if known is not None and known[0] is pod and known[1] == key and known[2] is fit:
             return known[3]
-        refused = self._refused(pod, fit.static, fit.unfit)
+        asks = pod.terms is not None or pods.holders or pod.volume_claims
+        refused = self._refused(pod, fit.static, fit.unfit) if asks else {}
+        if pod.resource_claims:  # DynamicResources, the last filter: on the nodes every other one passes
+            refused = {**refused, **books.devices.refusals(pod, _Open(fit.static, refused, fit.unfit))}
         made = fit  # nothing refused (most pods beside anti-affinity): the shared fit, not a copy of every node
         if refused:
             unfit = dict(fit.unfit)
-            unfit.update((name, [why]) for name, why in refused.items())
+            unfit.update((name, why.split("\n")) for name, why in refused.items())  # VolumeBinding may give two
             made = NodeFit(fit.static, unfit, fit.pos)
         self._pod_fit = (pod, key, fit, made)
         return made
 
     def _refused(self, pod: Pod, static: StaticFit, short: Mapping[str, object]) -> dict[str, str]:
         """The filters of :mod:`kubeflux.scheduler.podterms` over ``static``'s nodes, in kube-scheduler's order: host
-        ports on each (before the resources: their reason wins over ``short``'s), topology spread and inter-pod
-        affinity on those neither refuses nor ``short`` (the nodes whose books are short) holds. Costs the nodes a
-        filter looks at (the domains of the anti-affinity terms that apply, for most pods), not a scan of them all."""
+        ports on each (before the resources: their reason wins over ``short``'s), the volume filters
+        (:mod:`kubeflux.scheduler.volumes`), then topology spread and inter-pod affinity on those none of these
+        refuses nor ``short`` (the nodes whose books are short) holds. Costs the nodes a filter looks at (the domains
+        of the anti-affinity terms that apply, for most pods), not a scan of them all."""
         books = self.books
         pods = books.pods
         terms = pod.terms
         early = early_reasons(pod, static.fit, books.nodes, pods) if terms is not None and terms.host_ports else {}
+        if pod.volume_claims:
+            volumes = pod_volumes(pod, books.volumes, pods)
+            if not isinstance(volumes, str):  # a PreFilter failure is the core's to say (pre_filter)
+                early.update(
+                    volume_reasons(pod, volumes, _Open(static, early, short), books.nodes, books.volumes, pods)
+                )
         open_ = _Open(static, early, short)
         late = late_reasons(pod, open_, books.nodes, pods, self._by_label())
         if not early:
             return late
         early.update(late)
         return early
+
+    def pre_filter(self, pod: Pod) -> str | None:
+        """Why no node may take ``pod`` whatever its filters (kube-scheduler's PreFilter message), or None: its
+        volume claims (:func:`~kubeflux.scheduler.volumes.pod_volumes`)."""
+        if not pod.volume_claims:
+            return None
+        volumes = pod_volumes(pod, self.books.volumes, self.books.pods)
+        return volumes if isinstance(volumes, str) else None
+
+    def claim_bindings(self, pod: Pod, node: str) -> tuple[ClaimBinding, ...] | str:
+        """What binding ``pod`` to ``node`` writes for its claims, assumed at once
+        (:func:`~kubeflux.scheduler.volumes.claim_bindings`)."""
+        if not pod.volume_claims:
+            return ()
+        books = self.books
+        return claim_bindings(pod, books.nodes[node], books.volumes, books.pods)
 
     def one_per_node(self, pods: list[Pod]) -> bool | None:
         """For a run of alike members (:func:`alike_run`): whether what they ask of each other is "at most one member
@@ -215,7 +244,7 @@ class NodeFilter:
     def terms_unfit(self, pod: Pod) -> set[str]:
         """The nodes admitting ``pod`` (the static filters) that the filters of :mod:`kubeflux.scheduler.podterms`
         refuse it now, whatever their room (for a search that counts room itself)."""
-        if pod.terms is None and not self.books.pods.holders:
+        if pod.terms is None and not self.books.pods.holders and not pod.volume_claims:
             return set()
         return set(self._refused(pod, self.static_fit(pod), {}))
 
@@ -519,6 +548,9 @@ def _alike(pod: Pod, other: Pod) -> bool:
         and pod.tolerations == other.tolerations
         and pod.required_node_affinity == other.required_node_affinity
         and pod.terms == other.terms
+        and pod.volume_claims == other.volume_claims
+        and not pod.resource_claims  # each pod's claims are its own: their devices are found pod by pod
+        and not other.resource_claims
         and (pod.terms is None or pod.labels == other.labels)
         and pod.annotations.get("kubeflux.io/match-policy") == other.annotations.get("kubeflux.io/match-policy")
     )

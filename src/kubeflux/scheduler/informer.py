@@ -36,10 +36,12 @@ from typing import Any, Final, cast
 
 from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.devices import DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
+from kubeflux.scheduler.storage import STORAGE_KINDS
 from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
 from kubeflux.scheduler.validation import (
     InvalidObject,
@@ -117,6 +119,11 @@ class Informer:
         elif isinstance(obj, Namespace):
             self.books.pods.namespace(obj.name, None if kind is EventKind.DELETED else obj.labels)
             self.queue.changed()  # a pod whose namespaceSelector now selects others (or none) may fit
+        elif isinstance(obj, STORAGE_KINDS):
+            self.books.volumes.observe(kind is EventKind.DELETED, obj)
+            self.queue.changed()  # a claim bound, a volume made or a limit raised may let a pod fit
+        elif isinstance(obj, ResourceSlice | DeviceClass | ResourceClaim):
+            self._observe_devices(kind, obj)
         elif not (self.queue.rejected and isinstance(obj, Pod) and self._still_rejected(kind, obj)):
             self._observe_pod(kind, obj)
 
@@ -128,6 +135,19 @@ class Informer:
         else:
             budgets[budget.key] = budget
         self.queue.changed()
+
+    def _observe_devices(self, kind: EventKind, obj: ResourceSlice | DeviceClass | ResourceClaim) -> None:
+        """A Dynamic Resource Allocation object into the device books; any change may let a waiting pod with claims
+        fit (or a rejected one: its claim now made, its class now there)."""
+        self.books.devices.observe(obj, kind is EventKind.DELETED)
+        queue = self.queue
+        queue.changed()
+        for key, job in list(queue.rejected.items()):
+            if any(pod.resource_claims for pod in job.pods.values()):
+                del queue.rejected[key]
+                for uid, pod in job.pods.items():
+                    if uid not in self.books.allocations and uid not in queue.by_pod:
+                        queue.add(uid, pod).tried_epoch = -1
 
     def take_notices(self) -> list[Decision]:
         """The rejects and warnings found since the last call (the start of a ``schedule``'s decisions)."""
@@ -425,6 +445,7 @@ class Informer:
             return
         books.now = now
         self.queue.changed()
+        books.volumes.revert(books.volumes.by_pod.pop(uid, ()))  # RevertAssumedPodVolumes
         books.release(uid, f"bind refused: {reason}")
         self.log.append(f"Bind of pod {pod} to node {node} refused: {reason}; its allocation is released")
         if not waiting.deleted and waiting.scheduler_name == self.profile.name:

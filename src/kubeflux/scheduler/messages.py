@@ -14,7 +14,14 @@ from enum import StrEnum
 from typing import Final
 
 from kubeflux.match.picklable import Picklable
+from kubeflux.scheduler.devices import ClaimAllocation, DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup
+from kubeflux.scheduler.storage import ClaimBinding, StorageObject
+
+Watched = (
+    Pod | Node | PodGroup | DisruptionBudget | Namespace | StorageObject | ResourceSlice | DeviceClass | ResourceClaim
+)
+"""The kinds of object a scheduler core hears of."""
 
 
 class EventKind(StrEnum):
@@ -27,12 +34,14 @@ class EventKind(StrEnum):
 class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
     (for DELETED, its last known state, which may be stale: a tombstone). A scheduler that does not preempt may
-    ignore :class:`DisruptionBudget` events, and one that reads no ``namespaceSelector`` :class:`Namespace` events."""
+    ignore :class:`DisruptionBudget` events, one that reads no ``namespaceSelector`` :class:`Namespace` events, one
+    that reads no volumes the storage objects (:data:`~kubeflux.scheduler.storage.StorageObject`), and one that
+    allocates no devices the Dynamic Resource Allocation objects (:mod:`kubeflux.scheduler.devices`)."""
 
     kind: EventKind
-    obj: Pod | Node | PodGroup | DisruptionBudget | Namespace
+    obj: Watched
 
-    def __init__(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace) -> None:
+    def __init__(self, kind: EventKind, obj: Watched) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "obj", obj)
 
@@ -45,12 +54,29 @@ class Bind(Picklable):
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
     """Annotations to write on the pod as it is bound (e.g. the allocation, for recovery)."""
+    volume_claims: tuple[ClaimBinding, ...] = ()
+    """What to write for the pod's claims waiting for their first consumer before its Binding, as kube-scheduler's
+    volume binder does (:class:`~kubeflux.scheduler.storage.ClaimBinding`)."""
+    resource_claims: tuple[ClaimAllocation, ...] = ()
+    """What binding does to each of the pod's ResourceClaims (its devices allocated, the pod reserved): written to
+    the claims' status before the Binding, as kube-scheduler's DynamicResources plugin does in PreBind; a shell that
+    cannot write one refuses the Bind."""
 
-    def __init__(self, pod: str, uid: str, node: str, annotations: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        pod: str,
+        uid: str,
+        node: str,
+        annotations: dict[str, str] | None = None,
+        volume_claims: tuple[ClaimBinding, ...] = (),
+        resource_claims: tuple[ClaimAllocation, ...] = (),
+    ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "annotations", {} if annotations is None else annotations)
+        object.__setattr__(self, "volume_claims", volume_claims)
+        object.__setattr__(self, "resource_claims", resource_claims)
 
 
 EXPECTED_START_ANNOTATION: Final = "kubeflux.io/expected-start"

@@ -86,6 +86,27 @@ class Node:
     ready: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class VolumeClaim:
+    """A pod volume backed by a PersistentVolumeClaim: ``persistentVolumeClaim.claimName``, or the claim an
+    ``ephemeral`` volume makes (``<pod>-<volume>``, which must be owned by the pod)."""
+
+    name: str
+    ephemeral: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaimRef:
+    """One ``spec.resourceClaims[]`` entry: its ``name`` in the pod, and the ResourceClaim it stands for (its
+    ``resourceClaimName``, or for a ``resourceClaimTemplateName`` the claim the resourceclaim controller made, from
+    ``status.resourceClaimStatuses``; empty while none is made)."""
+
+    name: str
+    claim: str
+    template: str = ""
+    """Its ``resourceClaimTemplateName``, when the claim is made from a template."""
+
+
 @dataclass(slots=True)
 class Pod:
     namespace: str
@@ -126,10 +147,16 @@ class Pod:
     """The names in ``spec.schedulingGates``: while any is left, no scheduler may place the pod (kube-scheduler's
     SchedulingGates plugin; a controller such as Kueue removes its gate when it admits the pod). The API allows gates
     only at creation, and only their removal after it."""
+    resource_claims: tuple[ResourceClaimRef, ...] = ()
+    """``spec.resourceClaims``: the ResourceClaims the pod's devices come from (Dynamic Resource Allocation,
+    :mod:`kubeflux.scheduler.devices`); empty for most pods."""
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, required inter-pod affinity and anti-affinity, topology
     spread that must hold); None when it asks none of it (most pods: the filters of
     :mod:`kubeflux.scheduler.podterms` then cost nothing)."""
+    volume_claims: tuple[VolumeClaim, ...] = ()
+    """The PersistentVolumeClaims of its volumes, in ``spec.volumes`` order (none for most pods: the volume filters
+    of :mod:`kubeflux.scheduler.volumes` then cost nothing)."""
 
     @property
     def key(self) -> str:

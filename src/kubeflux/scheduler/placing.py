@@ -167,7 +167,8 @@ class Placer:
         assert graph is not None
         first = run[0][1]
         if (
-            graph.socket_size is not None
+            first.volume_claims  # each member's volumes are assumed before the next is filtered: one by one
+            or graph.socket_size is not None
             or not graph.node_centric
             or PODS in first.requests
             or pod_policy(first, self.profile.policy) != self.profile.policy
@@ -255,7 +256,7 @@ class Placer:
             except PodRequestError:
                 self._undo(made, "gang rejected")
                 raise
-            if alloc is not None:
+            if alloc is not None and self._assume_claims(pod, alloc):
                 made.append((pod, alloc))
                 continue
             if first_short is None:
@@ -268,8 +269,24 @@ class Placer:
         return made, first_short
 
     def _undo(self, made: list[tuple[Pod, Allocation]], why: str) -> None:
-        for _, placed in made:
+        volumes = self.books.volumes
+        for _, placed in reversed(made):
+            volumes.revert(volumes.by_pod.pop(placed.uid, ()))
             self.books.release(placed.uid, why)
+
+    def _assume_claims(self, pod: Pod, alloc: Allocation) -> bool:
+        """Assume what ``pod``'s Bind writes for its claims on its node (kube-scheduler's ``AssumePodVolumes`` at
+        Reserve), so that the members placed after it see its volumes; False (its allocation released) when they do
+        not fit there."""
+        if not pod.volume_claims:
+            return True
+        claims = self.filter.claim_bindings(pod, alloc.node)
+        if isinstance(claims, str):
+            self.books.release(alloc.uid, f"its volumes do not fit node {alloc.node}: {claims}")
+            return False
+        if claims:
+            self.books.volumes.by_pod[alloc.uid] = claims
+        return True
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         graph = self.books.graph

@@ -120,8 +120,10 @@ class Preemptor:
         lowest = self._lowest_bound_priority()
         if lowest is None or lowest >= priority:
             return []  # nothing of lower priority runs: the usual case costs a comparison
-        if self.waiting(job) or any(pod.preemption_policy == PREEMPT_NEVER for pod in job.pods.values()):
-            return []
+        if self.waiting(job) or any(
+            pod.preemption_policy == PREEMPT_NEVER or pod.resource_claims for pod in job.pods.values()
+        ):
+            return []  # (a victim's devices are freed by its claims' controller, not by its eviction: not counted)
         budgets = list(self.books.budgets.values())
         running = [victim for victim in self._candidates(budgets, now) if victim.priority < priority]
         if not running:

@@ -243,4 +243,5 @@ def placement_view(pod: Pod) -> tuple[object, ...]:
         pod.scheduler_name,
         pod.preemption_policy,
         pod.terms,
+        pod.resource_claims,
     )

@@ -19,10 +19,12 @@ Usage::
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 
 from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.scheduler.core import KubefluxScheduler, Parts, wire
 from kubeflux.scheduler.decisions import apply_decisions
+from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import (
     Bind,
     ClusterEvent,
@@ -33,9 +35,17 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import CPU, MEMORY, DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.messages import Watched
+from kubeflux.scheduler.objects import CPU, MEMORY, Node, Pod, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
+from kubeflux.scheduler.storage import (
+    STORAGE_KINDS,
+    ClaimRef,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageObject,
+)
 
 __all__ = ["ADDED", "DELETED", "MODIFIED", "Cluster", "Parts", "bound", "messages", "node", "parts", "pod"]
 
@@ -52,6 +62,11 @@ def pod(name: str, cpu: int, *, scheduler: str = "kubeflux", t: float = 0.0, **k
     return Pod("default", name, f"uid-{name}", scheduler, creation_time=t, requests={CPU: cpu}, **kwargs)  # type: ignore[arg-type]
 
 
+def _storage_key(obj: StorageObject) -> str:
+    name = obj.key if isinstance(obj, PersistentVolumeClaim) else obj.name
+    return f"{type(obj).__name__} {name}"
+
+
 class Cluster:
     """A tiny stand-in for the API server: applies binds, tells the scheduler, checks nothing is over-committed."""
 
@@ -62,10 +77,18 @@ class Cluster:
         self.now = 0.0
         self.evicted: list[str] = []
         """The pods evicted, in order."""
+        self.storage: dict[str, StorageObject] = {}
+        """The storage objects told (:meth:`tell`) by kind and name, with what binds wrote on them."""
+        self.claims: dict[str, ResourceClaim] = {}
+        """The ResourceClaims told (:meth:`tell`), with what binds wrote to them."""
         for n in nodes:
             scheduler.observe(ClusterEvent(ADDED, n), 0.0)
 
-    def tell(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget | Namespace) -> None:
+    def tell(self, kind: EventKind, obj: Watched) -> None:
+        if isinstance(obj, STORAGE_KINDS):
+            self.storage[_storage_key(obj)] = obj
+        elif isinstance(obj, ResourceClaim):
+            self.claims[obj.key] = obj
         self.scheduler.observe(ClusterEvent(kind, obj), self.now)
 
     def add(self, *pods: Pod) -> None:
@@ -94,6 +117,20 @@ class Cluster:
         return pod.scheduler_name
 
     def bind(self, pod: Pod, decision: Bind) -> str:
+        for binding in decision.volume_claims:  # as kube-scheduler's volume binder writes them, before the Binding
+            claim = self.storage[f"PersistentVolumeClaim {binding.claim}"]
+            assert isinstance(claim, PersistentVolumeClaim)
+            if binding.volume:
+                pv = self.storage[f"PersistentVolume {binding.volume}"]
+                assert isinstance(pv, PersistentVolume)
+                self.tell(MODIFIED, replace(pv, claim=ClaimRef(claim.namespace, claim.name, claim.uid)))
+            else:
+                self.tell(MODIFIED, replace(claim, selected_node=binding.node))
+        for made in decision.resource_claims:  # then the ResourceClaims' status, as DynamicResources' PreBind
+            held = self.claims[made.key]
+            allocation = made.results if made.allocate else held.allocation
+            reserved = (*held.reserved_for, pod.uid)
+            self.tell(MODIFIED, replace(held, allocation=allocation, node=made.node, reserved_for=reserved))
         pod.node_name = decision.node
         pod.annotations = {**pod.annotations, **decision.annotations}
         pod.phase = PodPhase.RUNNING

@@ -58,8 +58,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
-from kubeflux.scheduler.messages import PREEMPTED_REASON
-from kubeflux.scheduler.objects import DisruptionBudget, Node, Pod, PodGroup, PodPhase, Taint
+from kubeflux.scheduler.messages import PREEMPTED_REASON, Watched
+from kubeflux.scheduler.objects import Node, Pod, PodPhase, Taint
+from kubeflux.sim.claims import ClaimController
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobbook import JobBook
 from kubeflux.sim.jobcontroller import JOB_BACKOFF_BASE, JOB_BACKOFF_CAP, JobController
@@ -137,6 +138,7 @@ class Cluster:
         """With ``cancellable`` (the served cluster, whose virtual time must not jump to an entry that does
         nothing): each unfinished pod's pending entries, dropped when it ends. Else None: a stale entry checks its
         pod and returns."""
+        self.claims: ClaimController | None = None  # a workload's ResourceClaims (sim/claims.py), set by the driver
         self.idle_holding = 0
         """Running pods of coupled jobs holding their resources idle until their job can compute."""
         self.pods_bound = 0
@@ -154,13 +156,13 @@ class Cluster:
         if status_updates:
             self._status_observers.append(observer)
 
-    def announce(self, objs: Sequence[Node | DisruptionBudget], kind: EventKind = EventKind.ADDED) -> None:
-        """Emit ``kind`` for each of ``objs``: every node then every PodDisruptionBudget once the observers
-        subscribed, and a budget created (or deleted) during the run."""
+    def announce(self, objs: Sequence[Watched], kind: EventKind = EventKind.ADDED) -> None:
+        """Emit ``kind`` for each of ``objs``: every node, PodDisruptionBudget and storage object once the observers
+        subscribed, a budget created (or deleted) during the run, a claim (volume or device) a Bind wrote to."""
         for obj in objs:
             self._emit(kind, obj)
 
-    def _emit(self, kind: EventKind, obj: Pod | Node | PodGroup | DisruptionBudget) -> None:
+    def _emit(self, kind: EventKind, obj: Watched) -> None:
         self._send(ClusterEvent(kind, obj))
 
     def _modified(self, sp: SimPod) -> None:
@@ -516,6 +518,8 @@ class Cluster:
         if sp.cores or (sp.bound_at is not None and not reason.startswith("OutOf")):
             self._release(sp)
         self._modified(sp)
+        if pod.resource_claims and self.claims is not None:
+            self.claims.pod_ended(pod)
         job = self.jobs[sp.job_index]
         if job.coupled and job.start is None and sp in job.waiting:
             job.waiting.remove(sp)

@@ -33,7 +33,7 @@ import gc
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
@@ -49,7 +49,9 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
 )
 from kubeflux.scheduler.objects import DisruptionBudget, Node, PodPhase
+from kubeflux.scheduler.storage import ClaimBinding, ClaimRef, PersistentVolume, PersistentVolumeClaim, StorageObject
 from kubeflux.sim.budgets import DisruptionBudgets
+from kubeflux.sim.claims import ClaimController
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.cluster import Cluster, Lifecycle, NodeOutage
 from kubeflux.sim.fabric import Fabric, Slowdown, span_columns
@@ -213,6 +215,12 @@ class Simulation:
             del self._wakeups[name]
 
     # -- the run -------------------------------------------------------------------------------------------------
+    @property
+    def storage(self) -> dict[str, StorageObject]:
+        """The workload's storage objects by kind and name (``PersistentVolumeClaim default/data``), as the run's
+        Binds left them (a claim's selected node, a volume's ``claimRef``)."""
+        return self._sink.storage
+
     def run(self, progress: Progress | None = None) -> RunRecord:
         """Simulate to the end and return the run's records."""
         with few_collections():
@@ -223,7 +231,11 @@ class Simulation:
         loop, cluster = self.loop, self.cluster
         for outage in self.options.outages:
             cluster.schedule_outage(outage)
-        cluster.announce([*cluster.nodes, *self._time_budgets()])
+        cluster.announce([*cluster.nodes, *self._time_budgets(), *self._sink.hold(self.workload.storage)])
+        if self.workload.devices:  # in the cluster from the start, and kept as the resourceclaim controller keeps them
+            claims = ClaimController(self.workload.devices, lambda kind, obj: cluster.announce([obj], kind))
+            cluster.claims = cluster.book.claims = claims
+            claims.announce()
         if self._order:
             first = self._order[0]
             loop.schedule(first.submit_time - self._t0, Priority.ARRIVAL, self._arrive, first)
@@ -328,6 +340,8 @@ class ClusterSink:
         self.pods = cluster.pods
         self.problems = problems
         self.budgets = budgets or DisruptionBudgets()
+        self.storage: dict[str, StorageObject] = {}
+        """The workload's storage objects by kind and name, as the Binds' claim bindings left them."""
 
     def pod(self, key: str, uid: str) -> SimPod | None:
         return self.pods.get(key)  # a pod of another uid is the cluster's to refuse (bind_pod)
@@ -338,9 +352,41 @@ class ClusterSink:
     def owner(self, pod: SimPod) -> str:
         return pod.pod.scheduler_name
 
+    def hold(self, objects: list[StorageObject]) -> list[StorageObject]:
+        """Keep the workload's storage objects (what a Bind's claim bindings write to); ``objects``."""
+        for obj in objects:
+            self.storage[_storage_key(obj)] = obj
+        return objects
+
+    def _write_volume_claims(self, claims: tuple[ClaimBinding, ...]) -> None:
+        """What a Bind writes for its pod's claims before the Binding, as kube-scheduler's volume binder: the claim's
+        selected node, or the chosen volume's ``claimRef`` (announced as changes)."""
+        for binding in claims:
+            claim = self.storage.get(f"PersistentVolumeClaim {binding.claim}")
+            if not isinstance(claim, PersistentVolumeClaim):
+                continue
+            changed: StorageObject = replace(claim, selected_node=binding.node)
+            if binding.volume:
+                volume = self.storage.get(f"PersistentVolume {binding.volume}")
+                if not isinstance(volume, PersistentVolume):
+                    continue
+                changed = replace(volume, claim=ClaimRef(claim.namespace, claim.name, claim.uid))
+            self.storage[_storage_key(changed)] = changed
+            self.cluster.announce([changed], EventKind.MODIFIED)
+
     def bind(self, pod: SimPod, decision: Bind) -> str:
+        if decision.volume_claims:  # what the volume binder writes first (PreBind)
+            self._write_volume_claims(decision.volume_claims)
+        claims, made = self.cluster.claims, decision.resource_claims
+        if made:  # then the ResourceClaims' allocation, as DynamicResources' PreBind writes it
+            error = claims.bind(pod.pod, made) if claims is not None else "the cluster has no ResourceClaims"
+            if error:
+                self.cluster.record_event("Warning", "FailedScheduling", decision.pod, error)
+                return error
         error = self.cluster.bind_pod(pod, decision.uid, decision.node, decision.annotations)
         if error:
+            if made and claims is not None:
+                claims.unbind(pod.pod, made)
             self.cluster.record_event("Warning", "FailedBinding", decision.pod, error)
         else:
             pod.nominated_node = ""  # the binding clears it (ClearingNominatedNodeNameAfterBinding)
@@ -426,3 +472,8 @@ __all__ = [
     "livelock_problem",
     "simulate",
 ]
+
+
+def _storage_key(obj: StorageObject) -> str:
+    name = obj.key if isinstance(obj, PersistentVolumeClaim) else obj.name
+    return f"{type(obj).__name__} {name}"

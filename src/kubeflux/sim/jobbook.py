@@ -29,6 +29,7 @@ from collections.abc import Callable
 from kubeflux.scheduler.interface import EventKind
 from kubeflux.scheduler.messages import PREEMPTED_REASON
 from kubeflux.scheduler.objects import Node, Pod, PodGroup, PodPhase
+from kubeflux.sim.claims import ClaimController
 from kubeflux.sim.clock import EventLoop, Priority
 from kubeflux.sim.fabric import Slowdown
 from kubeflux.sim.jobcontroller import COMPLETION_INDEX, JobController
@@ -72,6 +73,9 @@ class JobBook:
         self.groups: dict[str, PodGroup] = {}
         self.problems: list[str] = []
         """What was wrong with a job submitted (it is rejected, named here)."""
+        self.claims: ClaimController | None = None
+        """The cluster's ResourceClaims (:meth:`Cluster.use_claims`): a pod's template claims are made as it is
+        added."""
         self.job_controller: JobController | None = None
         """Who makes a ``batch/v1`` Job's pods (the cluster sets it); None: a Job cannot be submitted."""
         self.slowdown: Slowdown | None = None
@@ -208,6 +212,8 @@ class JobBook:
             tolerations=t.tolerations,
             required_node_affinity=t.required_node_affinity,
             terms=t.terms,
+            volume_claims=t.volume_claims,
+            resource_claims=t.resource_claims,
             phase=PodPhase.PENDING,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,
@@ -225,6 +231,8 @@ class JobBook:
         job.active += 1
         job.pods.append(sp)
         self.pods[sp.pod.key] = sp
+        if sp.pod.resource_claims and self.claims is not None:
+            self.claims.pod_created(sp.pod)
         self._emit(EventKind.ADDED, sp.pod)
 
     def refuse(self, job: SimJob, message: str) -> None:

@@ -15,6 +15,12 @@ EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/diff/events"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/diff/leases"
 JOBS = "/apis/batch/v1/namespaces/diff/jobs"
 PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+SCS = "/apis/storage.k8s.io/v1/storageclasses"
+PVS = "/api/v1/persistentvolumes"
+PVCS = f"{NS}/persistentvolumeclaims"
+CSINODES = "/apis/storage.k8s.io/v1/csinodes"
+_PV = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/mnt/d"}}
+_PVC = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
 _EXIT_42 = {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}
 _IGNORE_DISRUPTION = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
 POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str, dict[str, Any]]] = [
@@ -280,6 +286,56 @@ STEPS: list[Step] = [
     get("job pod orphaned", f"{NS}/pods/j1-pod"),
     post("job k2 create", JOBS, {**_JOB, "metadata": {"name": "j4"}}),
     delete("job delete background", f"{JOBS}/j4?propagationPolicy=Background"),
+    # --- storage: what the volume filters read (no PV controller on either side) ------------------------------
+    post(
+        "storageclass wait",
+        SCS,
+        {
+            "metadata": {"name": "diff-wffc"},
+            "provisioner": "csi.example.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+    ),
+    post("storageclass defaults", SCS, {"metadata": {"name": "diff-plain"}, "provisioner": "csi.example.com"}),
+    post("storageclass no provisioner", SCS, {"metadata": {"name": "diff-none"}}),
+    patch("storageclass change mode", f"{SCS}/diff-plain", {"volumeBindingMode": "WaitForFirstConsumer"}),
+    post("pv create", PVS, {"metadata": {"name": "diff-pv"}, "spec": {**_PV, "storageClassName": "diff-wffc"}}),
+    post(
+        "pv no source",
+        PVS,
+        {"metadata": {"name": "diff-pv-bad"}, "spec": {"capacity": _PV["capacity"], "accessModes": ["ReadWriteOnce"]}},
+    ),
+    post("pv no capacity", PVS, {"metadata": {"name": "diff-pv-bad"}, "spec": {**_PV, "capacity": None}}),
+    get("pv read", f"{PVS}/diff-pv"),
+    post("pvc create", PVCS, {"metadata": {"name": "c1"}, "spec": {**_PVC, "storageClassName": "diff-wffc"}}),
+    post("pvc no access modes", PVCS, {"metadata": {"name": "c2"}, "spec": {**_PVC, "accessModes": []}}),
+    post("pvc no storage", PVCS, {"metadata": {"name": "c3"}, "spec": {**_PVC, "resources": {}}}),
+    post(
+        "pvc read write once pod with others",
+        PVCS,
+        {"metadata": {"name": "c4"}, "spec": {**_PVC, "accessModes": ["ReadWriteOncePod", "ReadWriteOnce"]}},
+    ),
+    patch(
+        "pvc selected node", f"{PVCS}/c1", {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "n"}}}
+    ),
+    patch("pvc change access modes", f"{PVCS}/c1", {"spec": {"accessModes": ["ReadWriteMany"]}}),
+    get("pvc read", f"{PVCS}/c1"),
+    post(
+        "csinode create",
+        CSINODES,
+        {
+            "metadata": {"name": "diff-node"},
+            "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1", "allocatable": {"count": 3}}]},
+        },
+    ),
+    post(
+        "csinode negative count",
+        CSINODES,
+        {
+            "metadata": {"name": "diff-node-2"},
+            "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1", "allocatable": {"count": -1}}]},
+        },
+    ),
     # --- priority classes ---------------------------------------------------------------------------------------------
     post("priorityclass create", PCS, {"metadata": {"name": "diff-high"}, "value": 1000, "description": "d"}),
     post("priorityclass too high", PCS, {"metadata": {"name": "diff-huge"}, "value": 2_000_000_000}),

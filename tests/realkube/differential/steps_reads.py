@@ -13,7 +13,8 @@ SERVED = {
     "": {
         "namespaces", "nodes", "pods", "pods/status", "pods/binding", "pods/eviction", "bindings", "events",
         "configmaps", "secrets", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims",
-        "namespaces/status", "nodes/status", "namespaces/finalize", "serviceaccounts", "endpoints", "resourcequotas",
+        "persistentvolumes/status", "persistentvolumeclaims/status", "namespaces/status", "nodes/status",
+        "namespaces/finalize", "serviceaccounts", "endpoints", "resourcequotas",
         "resourcequotas/status", "serviceaccounts/token",
     },
     "apps/v1": {

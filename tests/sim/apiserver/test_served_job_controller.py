@@ -146,7 +146,15 @@ def test_a_finished_job_goes_after_its_ttl(cluster: ApiServer) -> None:
 
 def test_no_controllers_job_leaves_jobs_alone() -> None:
     with ApiServer(uniform_cluster(1, 4, "8Gi"), controllers=True, disabled_controllers=["job"]) as server:
-        assert server.controllers == {"podgroup", "disruption", "resourcequota", "garbagecollector", "namespace"}
+        assert server.controllers == {
+            "podgroup",
+            "disruption",
+            "resourcequota",
+            "persistentvolume-binder",
+            "resourceclaim",
+            "garbagecollector",
+            "namespace",
+        }
         assert server.job_controller is None
         call(server, "POST", JOBS, job("waits", "10s"))
         assert call(server, "GET", f"{JOBS}/waits").get("status") == {} and pods_of(server, "waits") == []

@@ -77,8 +77,9 @@ def serve_command(
         list[str] | None,
         typer.Option(
             "--no-controllers",
-            help="Turn off a built-in controller (repeatable): job, disruption, resourcequota, garbagecollector, "
-            "namespace (run a real kube-controller-manager instead), podgroup.",
+            help="Turn off a built-in controller (repeatable): job, disruption, resourcequota, "
+            "persistentvolume-binder, garbagecollector, namespace (run a real kube-controller-manager instead), "
+            "podgroup.",
         ),
     ] = None,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,

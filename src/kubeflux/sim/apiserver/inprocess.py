@@ -1,12 +1,13 @@
 """Schedulers of kubeflux running inside the served cluster (``kubeflux cluster serve --scheduler kubeflux``).
 
 A thin shell, like the simulator's driver, over the same core contract (:mod:`kubeflux.scheduler.interface`): the
-store's watch events of nodes, pod groups, PodDisruptionBudgets and pods become :class:`ClusterEvent` objects (read
-by the same manifest readers as everywhere else) given to ``observe`` in resourceVersion order; ``schedule(now)``
-runs after each batch and at the scheduler's ``next_wakeup``, in the served clock's time (Unix seconds; wall,
-accelerated or virtual).
+store's watch events of nodes, pod groups, PodDisruptionBudgets, storage objects and pods become
+:class:`ClusterEvent` objects (read by the same manifest readers as everywhere else) given to ``observe`` in
+resourceVersion order; ``schedule(now)`` runs after each batch and at the scheduler's ``next_wakeup``, in the served
+clock's time (Unix seconds; wall, accelerated or virtual).
 Decisions go through the API's own paths, as a scheduler outside the process would send them: a :class:`Bind` is
-a ``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
+its claim bindings (a JSON merge patch each: a claim's selected node, a volume's ``claimRef``), then a
+``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
 :class:`Unschedulable` or :class:`Reject` sets ``PodScheduled=False/Unschedulable`` through ``pods/status`` with a
 ``FailedScheduling`` event, the expected start annotation and ``status.nominatedNodeName``; an :class:`Evict` goes
 through the Eviction API (which PodDisruptionBudgets may refuse) or, as kube-scheduler preempts, a delete after the
@@ -27,6 +28,7 @@ from kubeflux.apiobjects.decisions import (
     POD_SCHEDULED,
     UNSCHEDULABLE,
     binding,
+    claim_patch,
     scheduled_message,
     unschedulable_condition,
 )
@@ -50,11 +52,15 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
 )
 from kubeflux.scheduler.objects import Pod, PodPhase
+from kubeflux.scheduler.storage import ClaimBinding
+from kubeflux.sim.apiserver.claim_controller import write_claims
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
+from kubeflux.sim.apiserver.follow import served
 from kubeflux.sim.apiserver.gates import gates_of
 from kubeflux.sim.apiserver.kubelet import record_event
+from kubeflux.sim.apiserver.patch import merge_patch
 from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
@@ -94,10 +100,20 @@ class InProcessSchedulers:
             ("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
             ("scheduling.k8s.io", "v1alpha2", "podgroups"),  # served with the GenericWorkload gate only
             ("policy", "v1", "poddisruptionbudgets"),  # served with the controllers' objects
+            ("storage.k8s.io", "v1", "storageclasses"),
+            ("", "v1", "persistentvolumes"),
+            ("", "v1", "persistentvolumeclaims"),
+            ("storage.k8s.io", "v1", "csinodes"),
+            ("resource.k8s.io", "v1", "deviceclasses"),
+            ("resource.k8s.io", "v1", "resourceslices"),
+            ("resource.k8s.io", "v1", "resourceclaims"),
             ("", "v1", "pods"),  # last: self.pods
         ]
         self.resources: list[ResourceType] = [r for r in (registry.find(*k) for k in kinds) if r is not None]
         self.pods = self.resources[-1]
+        self._volumes, self._claims = served(
+            store, ("", "v1", "persistentvolumes"), ("", "v1", "persistentvolumeclaims")
+        )
         self._watchers: list[Watcher] = []
         self._scheduled = False
         self.event_budget = EventBudget()
@@ -237,6 +253,17 @@ class InProcessSchedulers:
         self._timers.pop(wake, None)
         self._wake()
 
+    def write_claim(self, claim: ClaimBinding) -> None:
+        """What a Bind writes for one of its pod's claims (:func:`~kubeflux.apiobjects.decisions.claim_patch`), as a
+        JSON merge patch through the store; raises ApiError when it is refused."""
+        patch = claim_patch(claim)
+        if claim.volume:
+            resource, namespace, name = self._volumes, "", claim.volume
+        else:
+            resource = self._claims
+            namespace, _, name = claim.claim.partition("/")
+        self.store.patch(resource, namespace, name, lambda obj: merge_patch(obj, patch))
+
     def unschedulable(
         self, pod: Object, message: str, expected: float | None, component: str, nominated: str = ""
     ) -> None:
@@ -305,6 +332,10 @@ class _StoreSink:
     def bind(self, pod: Object, decision: Bind) -> str:
         namespace, name = decision.pod.split("/", 1)
         try:
+            for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
+                self.shell.write_claim(claim)
+            if decision.resource_claims:  # kube-scheduler's PreBind: the claims' allocation and reservation first
+                write_claims(self.store, decision.resource_claims, name, decision.uid)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )
@@ -367,12 +398,18 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
         return not _heartbeat_only(event.obj, event.prev)
     if kind in ("PodGroup", "PodDisruptionBudget"):
         return bool(event.obj.get("spec") != event.prev.get("spec"))
+    if kind in ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"):
+        return True  # a claim bound, a volume made available, a limit changed: a pod may fit now
+    if kind in ("ResourceClaim", "ResourceSlice", "DeviceClass"):
+        return True  # devices given back, published or selected anew
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
         return True
     spec, was = event.obj.get("spec"), event.prev.get("spec")
     if spec is not was and gates_of(was) and not gates_of(spec):
         return True  # its last scheduling gate removed: the pod may be placed now
+    if status.get("resourceClaimStatuses") != before.get("resourceClaimStatuses"):
+        return True  # a claim made for it from its template: it may be placed now
     return bool(event.obj["metadata"].get("deletionTimestamp") and not event.prev["metadata"].get("deletionTimestamp"))
 
 
@@ -419,8 +456,10 @@ def _written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
     if any(k not in meta for k in old if k not in _WRITTEN_METADATA):
         return None
     status, was = obj.get("status") or {}, prev.get("status") or {}
-    if status is not was and _resized(status, was):
-        return None
+    if status is not was and (
+        _resized(status, was) or status.get("resourceClaimStatuses") != was.get("resourceClaimStatuses")
+    ):
+        return None  # (the claims made for it: read again)
     phase = status.get("phase") or "Pending"
     node = spec.get("nodeName") or ""
     if phase not in _PHASES or not isinstance(node, str):

@@ -552,7 +552,7 @@ class SimulatedKubelet:
             container["image"] = images.get(container["name"], "")
             container["imageID"] = ""  # required by typed clients; there is no image
             container["containerID"] = f"kubeflux://{current['metadata']['uid']}/{container['name']}"
-        for kept in ("qosClass", "nominatedNodeName"):
+        for kept in ("qosClass", "nominatedNodeName", "resourceClaimStatuses"):  # (the last: the claim controller's)
             if kept in previous:
                 status[kept] = previous[kept]
         updated = {**current, "status": status}  # a status write reads only the status

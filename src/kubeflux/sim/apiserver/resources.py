@@ -34,6 +34,13 @@ from kubeflux.sim.apiserver.event_strategies import (
 from kubeflux.sim.apiserver.kueue_resources import kueue_resources
 from kubeflux.sim.apiserver.quota_strategy import ResourceQuotaStrategy
 from kubeflux.sim.apiserver.registry import Registry, ResourceType, Strategy
+from kubeflux.sim.apiserver.resource_strategies import resource_types
+from kubeflux.sim.apiserver.storage_strategies import (
+    CSINodeStrategy,
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+    StorageClassStrategy,
+)
 
 __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
 
@@ -41,10 +48,6 @@ __all__ = ["EMPTY_COLLECTIONS", "FEATURE_GATES", "default_registry"]
 EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]], ...] = (
     ("", "v1", "services", "Service", True, ("svc",), ("all",)),
     ("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
-    ("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ()),
-    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ()),
-    ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",), ()),
-    ("storage.k8s.io", "v1", "csinodes", "CSINode", False, (), ()),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, (), ()),
     ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True, (), ()),
     ("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, (), ()),
@@ -69,8 +72,8 @@ EMPTY_COLLECTIONS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[
     ),
 )
 """What kube-scheduler and kube-controller-manager v1.36 watch at their default flags and kubeflux does not model
-(no Services, volumes, storage, autoscaling, certificates, RBAC or admission policies): served so that their
-informers sync, and empty.
+(no Services, CSI drivers, storage capacities, volume attachments, autoscaling, certificates, RBAC or admission
+policies): served so that their informers sync, and empty.
 
 (group, version, plural, kind, namespaced, short names, categories), as the real server's discovery has them."""
 
@@ -105,6 +108,7 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
         ResourceType("batch", "v1", "jobs", "Job", True, JobStrategy(), (), ("all",), ("status",)),
         ResourceType("batch", "v1", "cronjobs", "CronJob", True, CronJobStrategy(), ("cj",), ("all",), ("status",)),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, LeaseStrategy()),
+        *_storage_objects(),
         ResourceType(
             "events.k8s.io",
             "v1",
@@ -147,11 +151,37 @@ def default_registry(*, generic_workload: bool = False) -> Registry:
     resources += kueue_resources()
     resources += review_resources()
     resources += authentication_resources()
+    resources += resource_types()
+    served = {(r.group, r.plural) for r in resources}  # an empty collection only where no strategy serves it
     resources.extend(
         ResourceType(group, version, plural, kind, namespaced, Strategy(), short, categories, read_only_empty=True)
         for group, version, plural, kind, namespaced, short, categories in EMPTY_COLLECTIONS
+        if (group, plural) not in served
     )
     return Registry(resources)
+
+
+def _storage_objects() -> list[ResourceType]:
+    """What the volume filters read (:mod:`kubeflux.sim.apiserver.storage_strategies`)."""
+    status = ("status",)
+    return [
+        ResourceType(
+            "", "v1", "persistentvolumes", "PersistentVolume", False, PersistentVolumeStrategy(), ("pv",), (), status
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            True,
+            PersistentVolumeClaimStrategy(),
+            ("pvc",),
+            (),
+            status,
+        ),
+        ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, StorageClassStrategy(), ("sc",)),
+        ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False, CSINodeStrategy()),
+    ]
 
 
 def _controllers_objects() -> list[ResourceType]:

@@ -5,8 +5,9 @@ background thread (:meth:`start`/:meth:`stop`, for tests and benchmarks; also a 
 only touched from the server's event loop; :meth:`call` runs a function there from another thread. With
 ``kubelet=True`` a :class:`SimulatedKubelet` runs the bound pods, with ``controllers=True`` the built-in
 controllers run (:data:`CONTROLLERS`: the Job controller and the disruption controller, as kube-controller-manager's,
-and the PodGroup controller, which keeps groups' status), but those named in ``disabled_controllers``, which may also
-name the store's own garbage collector and namespace controller (:data:`STORE_CONTROLLERS`, on otherwise);
+the PodGroup controller, which keeps groups' status, and the PV controller's binder), but those named in
+``disabled_controllers``, which may also name the store's own garbage collector and namespace controller
+(:data:`STORE_CONTROLLERS`, on otherwise);
 ``schedulers`` run in the process (:class:`InProcessSchedulers`), both on the server's loop, created when it starts
 serving.
 """
@@ -36,6 +37,7 @@ from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import Node
 from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
+from kubeflux.sim.apiserver.claim_controller import ClaimController
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.connection import CoalescingHttpProtocol
 from kubeflux.sim.apiserver.controllers import PodGroupController
@@ -49,6 +51,7 @@ from kubeflux.sim.apiserver.replay import WorkloadReplay
 from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.tls import TlsFiles
+from kubeflux.sim.apiserver.volume_controller import VolumeBinder
 from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.model import JobKind, Workload
 from kubeflux.wallclock import WallClock
@@ -59,10 +62,20 @@ STORE_CONTROLLERS = ("garbagecollector", "namespace")
 """What the store does on every delete as kube-controller-manager's controllers would (dependents of a deleted owner,
 a Terminating namespace's content): on, whatever ``controllers`` says, unless named in ``disabled_controllers``, to
 leave that work to a real kube-controller-manager run against the server, which then does it with its own timing."""
-CONTROLLERS = ("job", "podgroup", "disruption", "resourcequota", *STORE_CONTROLLERS)
+CONTROLLERS = (
+    "job",
+    "podgroup",
+    "disruption",
+    "resourcequota",
+    "persistentvolume-binder",
+    "resourceclaim",
+    *STORE_CONTROLLERS,
+)
 """The built-in controllers: ``controllers=True`` runs ``job`` (kube-controller-manager's Job controller, with its
 TTL-after-finished controller), ``podgroup`` (scheduler-plugins' PodGroup status), ``disruption`` and
-``resourcequota`` (kube-controller-manager's: budgets' and quotas' status); and the store's own."""
+``resourcequota`` (kube-controller-manager's: budgets' and quotas' status), ``persistentvolume-binder`` (its PV
+controller's binding of claims and volumes: :mod:`.volume_controller`), ``resourceclaim`` (its ResourceClaims made
+from templates for pods, and freed when they end: :mod:`.claim_controller`); and the store's own."""
 
 T = TypeVar("T")
 
@@ -256,10 +269,12 @@ class ApiServer:
         self.store.deletion.finalizes_namespaces = "namespace" in self.controllers
         self.podgroup_controller: PodGroupController | None = None
         self.disruption_controller: DisruptionController | None = None
+        self.volume_binder: VolumeBinder | None = None
         """The PodDisruptionBudgets' counts (with the ``disruption`` controller), once serving."""
         self.job_controller: JobController | None = None
         """The Job controller (with the ``job`` controller), once serving."""
         self.quota_controller: QuotaController | None = None
+        self.claim_controller: ClaimController | None = None
         """The ResourceQuotas' status (with the ``resourcequota`` controller), once serving."""
         self.lifecycle = lifecycle or Lifecycle()
         self._scheduler_cores = list(schedulers)
@@ -342,6 +357,10 @@ class ApiServer:
             self.disruption_controller = DisruptionController(self.store, loop, timers)
         if "resourcequota" in self.controllers:
             self.quota_controller = QuotaController(self.store, loop)
+        if "persistentvolume-binder" in self.controllers:
+            self.volume_binder = VolumeBinder(self.store, loop)
+        if "resourceclaim" in self.controllers:
+            self.claim_controller = ClaimController(self.store, loop)
         if self._scheduler_cores:
             paced = isinstance(self.clock, VirtualClock)
             self.schedulers = InProcessSchedulers(self.store, loop, self._scheduler_cores, timers, paced=paced)
@@ -384,6 +403,8 @@ class ApiServer:
             self.podgroup_controller,
             self.disruption_controller,
             self.quota_controller,
+            self.volume_binder,
+            self.claim_controller,
             self.job_controller,
             self.replay,
         )
@@ -393,7 +414,14 @@ class ApiServer:
         internal = [core.name for core in self._scheduler_cores]
         unanswered = UnansweredPods(self.store, internal, self.external_schedulers)
         pacer = self.pacer = Pacer(clock, self.activity, settle=self.settle, unanswered=unanswered)
-        controllers = (self.podgroup_controller, self.disruption_controller, self.job_controller, self.quota_controller)
+        controllers = (
+            self.podgroup_controller,
+            self.disruption_controller,
+            self.job_controller,
+            self.quota_controller,
+            self.volume_binder,
+            self.claim_controller,
+        )
         reconcilers = [controller.reconciler for controller in controllers if controller is not None]
         for component in (self.kubelet, *reconcilers, self.schedulers, self.replay):
             if component is not None:

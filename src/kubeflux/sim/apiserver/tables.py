@@ -252,6 +252,37 @@ def _condition(kind: str) -> Callable[[Object, float], str]:
     return cell
 
 
+_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP"))
+
+
+def _access_modes(*keys: str) -> Callable[[Object, float], str]:
+    """Access modes as ``GetAccessModesAsString`` writes them (``RWO,RWX``, in that order)."""
+    modes = _path(*keys, default=[])
+
+    def cell(obj: Object, now: float) -> str:
+        have = modes(obj, now)
+        return ",".join(short for mode, short in _MODES if mode in have)
+
+    return cell
+
+
+def _claim(obj: Object, now: float) -> str:
+    ref = (obj.get("spec") or {}).get("claimRef") or {}
+    return f"{ref.get('namespace')}/{ref.get('name')}" if ref else ""
+
+
+def _claim_status(obj: Object, now: float) -> str:
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    return str((obj.get("status") or {}).get("phase") or "")
+
+
+def _storage_class_name(obj: Object, now: float) -> str:
+    name = str(obj["metadata"]["name"])
+    default = (obj["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class")
+    return f"{name} (default)" if default == "true" else name
+
+
 def _columns(*specs: str) -> list[Column]:
     """Columns of the empty collections, by name (``Name:type:priority``): their cells are never asked for."""
     built: list[Column] = []
@@ -349,20 +380,43 @@ COLUMNS: dict[str, list[Column]] = {
         "Name:string:0", "Min Available:string:0", "Max Unavailable:string:0", "Allowed Disruptions:integer:0",
         "Age:string:0",
     ),
-    "/persistentvolumes": _columns(
-        "Name:string:0", "Capacity:string:0", "Access Modes:string:0", "Reclaim Policy:string:0", "Status:string:0",
-        "Claim:string:0", "StorageClass:string:0", "VolumeAttributesClass:string:0", "Reason:string:0",
-        "Age:string:0", "VolumeMode:string:1",
-    ),
-    "/persistentvolumeclaims": _columns(
-        "Name:string:0", "Status:string:0", "Volume:string:0", "Capacity:string:0", "Access Modes:string:0",
-        "StorageClass:string:0", "VolumeAttributesClass:string:0", "Age:string:0", "VolumeMode:string:1",
-    ),
-    "storage.k8s.io/storageclasses": _columns(
-        "Name:string:0", "Provisioner:string:0", "ReclaimPolicy:string:0", "VolumeBindingMode:string:0",
-        "AllowVolumeExpansion:string:0", "Age:string:0",
-    ),
-    "storage.k8s.io/csinodes": _columns("Name:string:0", "Drivers:integer:0", "Age:string:0"),
+    "/persistentvolumes": [
+        _NAME,
+        ("Capacity", "string", 0, _path("spec", "capacity", "storage", default="")),
+        ("Access Modes", "string", 0, _access_modes("spec", "accessModes")),
+        ("Reclaim Policy", "string", 0, _path("spec", "persistentVolumeReclaimPolicy", default="")),
+        ("Status", "string", 0, _path("status", "phase", default="")),
+        ("Claim", "string", 0, _claim),
+        ("StorageClass", "string", 0, _path("spec", "storageClassName", default="")),
+        ("VolumeAttributesClass", "string", 0, _path("spec", "volumeAttributesClassName", default="<unset>")),
+        ("Reason", "string", 0, _path("status", "reason", default="")),
+        _AGE,
+        ("VolumeMode", "string", 1, _path("spec", "volumeMode", default="Filesystem")),
+    ],
+    "/persistentvolumeclaims": [
+        _NAME,
+        ("Status", "string", 0, _claim_status),
+        ("Volume", "string", 0, _path("spec", "volumeName", default="")),
+        ("Capacity", "string", 0, _path("status", "capacity", "storage", default="")),
+        ("Access Modes", "string", 0, _access_modes("status", "accessModes")),
+        ("StorageClass", "string", 0, _path("spec", "storageClassName", default="")),
+        ("VolumeAttributesClass", "string", 0, _path("spec", "volumeAttributesClassName", default="<unset>")),
+        _AGE,
+        ("VolumeMode", "string", 1, _path("spec", "volumeMode", default="Filesystem")),
+    ],
+    "storage.k8s.io/storageclasses": [
+        ("Name", "string", 0, _storage_class_name),
+        ("Provisioner", "string", 0, _path("provisioner", default="")),
+        ("ReclaimPolicy", "string", 0, _path("reclaimPolicy", default="Delete")),
+        ("VolumeBindingMode", "string", 0, _path("volumeBindingMode", default="Immediate")),
+        ("AllowVolumeExpansion", "string", 0, _path("allowVolumeExpansion", default=False)),
+        _AGE,
+    ],
+    "storage.k8s.io/csinodes": [
+        _NAME,
+        ("Drivers", "integer", 0, lambda o, now: len((o.get("spec") or {}).get("drivers") or [])),
+        _AGE,
+    ],
     "storage.k8s.io/csidrivers": _columns(
         "Name:string:0", "AttachRequired:boolean:0", "PodInfoOnMount:boolean:0", "StorageCapacity:boolean:0",
         "TokenRequests:string:0", "RequiresRepublish:boolean:0", "Modes:string:0", "Age:string:0",

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Unpack
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
+from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.units import format_duration, format_quantity
 from kubeflux.sim.baselines.kube_default import (
@@ -178,6 +178,9 @@ class CoschedulingScheduler(KubeDefaultScheduler):
         return [self._entry(q, now) for key, q in self._queue.items() if key not in blocked and due(q, now)]
 
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
+        devices = super()._pre_filter(pod, now)  # DynamicResources' PreFilter, then coscheduling's
+        if devices is not None:
+            return devices
         group_key = pod.group
         group = None if group_key is None else self._groups.get(group_key)
         if group_key is None or group is None:
@@ -313,7 +316,7 @@ class CoschedulingScheduler(KubeDefaultScheduler):
             decisions: list[Decision] = []
             for waiting in self._waiting.pop(group_key, {}).values():
                 other = waiting.queued.pod
-                decisions.append(Bind(pod=other.key, uid=other.uid, node=waiting.node))
+                decisions.append(self._bind(other, waiting.node))
             return [*decisions, *super()._permit(queued, node, now)]
         wait = group.schedule_timeout_seconds or self.permit_waiting_time_seconds
         del self._queue[pod.key]

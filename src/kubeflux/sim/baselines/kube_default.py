@@ -61,9 +61,12 @@ from typing import TypedDict
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import fit_error_message, never_fits
+from kubeflux.scheduler.devices import ClaimAllocation, DeviceBooks, DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.podterms import PodsByNode, constrained
+from kubeflux.scheduler.storage import STORAGE_KINDS, ClaimBinding, VolumeBook
+from kubeflux.scheduler.volumes import claim_bindings, pod_volumes
 from kubeflux.sim.baselines.kube_filter import NodeSearch
 from kubeflux.sim.baselines.kube_preemption import (
     NO_POST_FILTER,
@@ -180,7 +183,16 @@ class KubeDefaultScheduler:
         self._epoch = 0  # placements and releases, so a remembered failure is reused only while nothing moved
         self.pods = PodsByNode()
         """Every bound pod by node, for the filters that look at the pods around a pod."""
-        self.search = NodeSearch(self.nodes, percentage_of_nodes_to_score, self._rng, self.pods)
+        self.volumes = VolumeBook()
+        """The storage objects, for the volume filters (:mod:`kubeflux.scheduler.volumes`)."""
+        self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
+        """Pod key → what its Bind writes for its claims, assumed when it was placed (Reserve)."""
+        self.devices = DeviceBooks()
+        """The devices and claims of Dynamic Resource Allocation (DynamicResources' filter, and the allocation a Bind
+        carries)."""
+        self.search = NodeSearch(
+            self.nodes, percentage_of_nodes_to_score, self._rng, self.pods, self.volumes, self.devices
+        )
         self.preemption: DefaultPreemption | None = None
         """DefaultPreemption, unless ``preemption="never"``."""
         if preemption == PREEMPTION_LOWER_PRIORITY:
@@ -210,7 +222,13 @@ class KubeDefaultScheduler:
         elif isinstance(obj, Namespace):
             self.pods.namespace(obj.name, None if event.kind is EventKind.DELETED else obj.labels)
             self._generation += 1
-        else:
+        elif isinstance(obj, STORAGE_KINDS):
+            self.volumes.observe(event.kind is EventKind.DELETED, obj)
+            self._generation += 1
+        elif isinstance(obj, ResourceSlice | DeviceClass | ResourceClaim):
+            self.devices.observe(obj, event.kind is EventKind.DELETED)
+            self._generation += 1
+        elif isinstance(obj, PodGroup):
             if event.kind is EventKind.DELETED:
                 self._groups.pop(obj.key, None)
             else:
@@ -258,6 +276,9 @@ class KubeDefaultScheduler:
 
     def _place(self, pod: Pod, node: str, started: float | None = None) -> None:
         self._epoch += 1
+        if pod.volume_claims and not pod.node_name:  # AssumePodVolumes, at Reserve (written by its Bind)
+            claims = claim_bindings(pod, self.nodes.by_name[node], self.volumes, self.pods)
+            self._claims[pod.key] = () if isinstance(claims, str) else claims  # its filters said they fit
         group = pod.group
         self._placed[pod.key] = Placement(pod, node, dict(pod.requests), group, started)
         self.nodes.add_usage(node, pod.requests, +1)
@@ -269,7 +290,12 @@ class KubeDefaultScheduler:
 
     def _unplace(self, key: str) -> None:
         self._epoch += 1
+        claims = self._claims.pop(key, None)
+        if claims:  # unreserved before its Bind (a Permit's rejection): what it assumed of its claims is undone
+            self.volumes.revert(claims)
         placed = self._placed.pop(key)
+        if placed.pod.resource_claims:
+            self.devices.forget(placed.pod.uid)
         self.nodes.add_usage(placed.node, placed.requests, -1)
         self.pods.remove(key)
         priority = placed.pod.priority
@@ -381,7 +407,7 @@ class KubeDefaultScheduler:
         placement change (``_epoch``), how pods with the same constraints and requests fail: the same way, and,
         while nothing is of lower priority, DefaultPreemption answers them alike too."""
         pod = queued.pod
-        pre_filter_message = self._pre_filter(pod, now)
+        pre_filter_message = self._volume_pre_filter(pod) or self._pre_filter(pod, now)
         if pre_filter_message is not None:
             message = fit_error_message(len(self.nodes), {}, pre_filter_message=pre_filter_message)
             preempted = self._preempt(pod, now, pre_filter_failed=True)
@@ -396,6 +422,8 @@ class KubeDefaultScheduler:
             )
             if constrained(pod, self.pods):  # fails as pods with the same terms, labels and namespace do
                 signature = (*signature, pod.terms, tuple(sorted(pod.labels.items())), pod.namespace)
+            if pod.volume_claims:  # as pods with the same claims do, while no storage object changes
+                signature = (*signature, pod.volume_claims, pod.namespace, self.volumes.version)
             known = failures.get(signature) if not counted else None
             node = None if known is not None else self._find_node(pod)
             if node is None:
@@ -417,9 +445,23 @@ class KubeDefaultScheduler:
         self._place(pod, node)
         return self._permit(queued, node, now)
 
+    def _volume_pre_filter(self, pod: Pod) -> str | None:
+        """The volume plugins' PreFilter failure (:func:`~kubeflux.scheduler.volumes.pod_volumes`), or None."""
+        if not pod.volume_claims:
+            return None
+        found = pod_volumes(pod, self.volumes, self.pods)
+        return found if isinstance(found, str) else None
+
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
-        """Hook: a PreFilter failure message, or None to go on to Filter."""
-        return None
+        """A PreFilter failure message (DynamicResources': a claim not made or not found; subclasses add theirs), or
+        None to go on to Filter."""
+        found = self.devices.problem(pod) if pod.resource_claims else None
+        return found[0] if found is not None else None
+
+    def _bind(self, pod: Pod, node: str) -> Bind:
+        """The Binding of a pod placed on ``node``, with what it writes before it (PreBind): its volume claims'
+        bindings (VolumeBinding's, first) and its ResourceClaims' allocation (DynamicResources')."""
+        return Bind(pod.key, pod.uid, node, None, self._claims.pop(pod.key, ()), self._allocate(pod, node))
 
     def _preempt(self, pod: Pod, now: float, *, pre_filter_failed: bool = False) -> PostFilterResult:
         """The PostFilter's first plugin after a failed PreFilter or Filter: DefaultPreemption, unless turned off
@@ -439,7 +481,15 @@ class KubeDefaultScheduler:
     def _permit(self, queued: QueuedPod, node: str, now: float) -> list[Decision]:
         """Permit: kube-default allows every pod at once."""
         del self._queue[queued.pod.key]
-        return [Bind(pod=queued.pod.key, uid=queued.pod.uid, node=node)]
+        return [self._bind(queued.pod, node)]
+
+    def _allocate(self, pod: Pod, node: str) -> tuple[ClaimAllocation, ...]:
+        """The devices of ``pod``'s claims on ``node`` (its filter found them there), assumed until written."""
+        if not pod.resource_claims:
+            return ()
+        made = self.devices.allocate(pod, node) or ()
+        self.devices.assume(pod.uid, made)
+        return made
 
     def _fail(self, queued: QueuedPod, now: float, message: str, post: PostFilterResult) -> list[Decision]:
         """The pod failed: ``message`` (FitError) with the PostFilter's reason; its nomination as it says."""

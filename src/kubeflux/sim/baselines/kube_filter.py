@@ -18,8 +18,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kubeflux.scheduler.constraints import REASON_TOO_MANY_PODS, fit_error_message
+from kubeflux.scheduler.devices import DeviceBooks
 from kubeflux.scheduler.objects import CPU, MEMORY, Pod
 from kubeflux.scheduler.podterms import PodsByNode, constrained, early_reasons, late_reasons
+from kubeflux.scheduler.storage import VolumeBook
+from kubeflux.scheduler.volumes import pod_volumes, volume_reasons
 from kubeflux.sim.baselines.node_table import NodeTable, least_requested, nonzero_requests, num_feasible_nodes_to_find
 
 __all__ = ["NodeSearch"]
@@ -37,10 +40,16 @@ class NodeSearch:
         percentage_of_nodes_to_score: int,
         rng: random.Random | None,
         pods: PodsByNode | None = None,
+        volumes: VolumeBook | None = None,
+        devices: DeviceBooks | None = None,
     ) -> None:
         self.nodes = nodes
+        self.devices = devices if devices is not None else DeviceBooks()
+        """The devices and claims (Dynamic Resource Allocation), kept by the scheduler, for a pod's claims."""
         self.pods = pods if pods is not None else PodsByNode()
         """The bound pods by node (kept by the scheduler), for the filters that look at them."""
+        self.volumes = volumes if volumes is not None else VolumeBook()
+        """The storage objects (kept by the scheduler), for the volume filters."""
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._rng = rng
         self.next_start = 0
@@ -57,7 +66,7 @@ class NodeSearch:
         if total == 0:
             return None
         start = self.next_start % total
-        if constrained(pod, self.pods):  # the answer depends on the pods around it: not remembered
+        if constrained(pod, self.pods) or pod.volume_claims or pod.resource_claims:  # depends on the rest: not kept
             node, _ = self._search(pod, start, total)
             return node
         key = (table.usage_key(), table.static_signature(pod), tuple(sorted(pod.requests.items())), start)
@@ -76,8 +85,12 @@ class NodeSearch:
         """Filter from ``start`` round-robin, then score: (the chosen node, whether a random number was drawn)."""
         table = self.nodes
         feasible = table.static_mask(pod) & table.fit_mask(pod.requests)
-        if constrained(pod, self.pods):
+        if constrained(pod, self.pods) or pod.volume_claims:
             feasible = feasible & ~self._terms_unfit(pod, feasible)
+        if pod.resource_claims:  # DynamicResources, the last filter
+            names = [table.names[int(i)] for i in np.flatnonzero(feasible)]
+            for name in self.devices.refusals(pod, names):
+                feasible[table.index[name]] = False
         rotated = np.concatenate((feasible[start:], feasible[:start])) if start else feasible
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
         cumulative = np.cumsum(rotated, dtype=np.int64)
@@ -106,7 +119,7 @@ class NodeSearch:
 
     def fit_error(self, pod: Pod) -> str:
         """Every node's filter reasons, counted into kube-scheduler's message (remembered per cluster state)."""
-        if constrained(pod, self.pods):
+        if constrained(pod, self.pods) or pod.volume_claims or pod.resource_claims:
             return self._count_reasons(pod)
         key = (self.nodes.usage_key(), self.nodes.static_signature(pod), tuple(sorted(pod.requests.items())))
         message = self._fit_errors.get(key)
@@ -117,11 +130,12 @@ class NodeSearch:
         return message
 
     def _terms_unfit(self, pod: Pod, candidates: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-        """The ``candidates`` (nodes passing the other filters) that NodePorts, PodTopologySpread or
-        InterPodAffinity refuse."""
+        """The ``candidates`` (nodes passing the other filters) that NodePorts, the volume filters, PodTopologySpread
+        or InterPodAffinity refuse."""
         table = self.nodes
         names = [table.names[int(i)] for i in np.flatnonzero(candidates)]
         refused = early_reasons(pod, names, table.by_name, self.pods)
+        refused.update(self._volume_reasons(pod, [n for n in names if n not in refused]))
         refused.update(late_reasons(pod, [n for n in names if n not in refused], table.by_name, self.pods))
         mask = np.zeros(len(table), dtype=np.bool_)
         for name in refused:
@@ -155,8 +169,28 @@ class NodeSearch:
                 fits &= ~short
                 if count:
                     counts[f"Insufficient {name}"] = count
-        if terms:  # PodTopologySpread and InterPodAffinity, after NodeResourcesFit
+        if pod.volume_claims:  # the volume filters, after NodeResourcesFit
             names = [table.names[int(i)] for i in np.flatnonzero(fits)]
-            for why in late_reasons(pod, names, table.by_name, self.pods).values():
+            for name, why in self._volume_reasons(pod, names).items():
+                for reason in why.split("\n"):
+                    counts[reason] = counts.get(reason, 0) + 1
+                fits[table.index[name]] = False
+        names = [table.names[int(i)] for i in np.flatnonzero(fits)]
+        if terms:  # PodTopologySpread and InterPodAffinity, after NodeResourcesFit
+            late = late_reasons(pod, names, table.by_name, self.pods)
+            for why in late.values():
+                counts[why] = counts.get(why, 0) + 1
+            names = [name for name in names if name not in late]
+        if pod.resource_claims:  # DynamicResources, last
+            for why in self.devices.refusals(pod, names).values():
                 counts[why] = counts.get(why, 0) + 1
         return fit_error_message(len(table), counts)
+
+    def _volume_reasons(self, pod: Pod, names: list[str]) -> dict[str, str]:
+        """The nodes ``names`` the volume filters refuse ``pod`` (whose PreFilter passed), with why."""
+        if not pod.volume_claims:
+            return {}
+        volumes = pod_volumes(pod, self.volumes, self.pods)
+        if isinstance(volumes, str):
+            return dict.fromkeys(names, volumes)
+        return volume_reasons(pod, volumes, names, self.nodes.by_name, self.volumes, self.pods)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
+from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, Unschedulable
 from kubeflux.scheduler.objects import Pod, PodGroup
 from kubeflux.sim.baselines.kube_default import QUEUE_V136, Failures, KubeDefaultScheduler, QueuedPod, QueueKey
 from kubeflux.sim.baselines.kube_preemption import PostFilterResult
@@ -124,7 +124,7 @@ class KubeGangScheduler(KubeDefaultScheduler):
         if feasible and not preempted:
             for member, _ in placed:
                 del self._queue[member.pod.key]
-            return [Bind(pod=m.pod.key, uid=m.pod.uid, node=node) for m, node in placed]
+            return [self._bind(m.pod, node) for m, node in placed]
         nodes = {member.pod.key: node for member, node in placed}
         for member, _ in placed:
             self._unplace(member.pod.key)

@@ -24,6 +24,11 @@ a :class:`~kubeflux.sim.workloads.model.WorkloadJob` (one row of ``jobs.csv``):
   Pods naming a PodGroup the file does not define are reported and run as lone pods; pods and Jobs naming a
   PodGroup the file defines but validation refuses (``minMember: 0``: the same check, and the same words, as
   ``cluster serve``'s 422) are rejected with its reason, as they could never be scheduled.
+* a **StorageClass**, **PersistentVolume**, **PersistentVolumeClaim** or **CSINode**: no job, in the cluster from
+  the start, what the volume filters read (:mod:`kubeflux.sim.workloads.storage`);
+* Dynamic Resource Allocation's **DeviceClass**, **ResourceSlice**, **ResourceClaim** and **ResourceClaimTemplate**
+  (``resource.k8s.io/v1``): no job, in the cluster from the start (:mod:`kubeflux.sim.claims`); pods name the claims
+  in ``spec.resourceClaims``;
 * Kueue's **ResourceFlavor**, **ClusterQueue** and **LocalQueue**: no job, the run's admission layer
   (:mod:`kubeflux.sim.kueue`); a Job, Pod or PodGroup's pods labelled ``kueue.x-k8s.io/queue-name`` wait for it.
 * an **AppWrapper** (``workload.codeflare.dev/v1beta2``): one job per component (a Job or a Pod), admitted by Kueue
@@ -78,7 +83,9 @@ from kubeflux.apiobjects.manifests import (
 )
 from kubeflux.apiobjects.podfailure import PodFailurePolicy
 from kubeflux.apiobjects.rules import dns_label_problem, dns_subdomain_problem
+from kubeflux.apiobjects.storage import default_class_name, wants_default_class
 from kubeflux.scheduler.objects import CPU, POD_GROUP_LABEL, Pod, PodGroup
+from kubeflux.scheduler.storage import PersistentVolumeClaim, StorageObject
 from kubeflux.scheduler.validation import (
     EXIT_CODE_ANNOTATION,
     JITTER_ANNOTATION,
@@ -87,12 +94,14 @@ from kubeflux.scheduler.validation import (
     PodRun,
     pod_run,
 )
+from kubeflux.sim.claims import DEVICE_KINDS, DeviceObjects, read_device_object
 from kubeflux.sim.kueue.objects import QUEUE_NAME_LABEL
 from kubeflux.sim.kueue.reader import KUEUE_KINDS, KueueReader, queue_label
 from kubeflux.sim.workloads.appwrappers import app_wrapper_jobs
 from kubeflux.sim.workloads.limits import echo, parse_number, seconds_problem
 from kubeflux.sim.workloads.model import SUBMIT_TIME_ANNOTATION, JobKind, Lifetime, PodTemplate, Workload, WorkloadJob
 from kubeflux.sim.workloads.policies import POLICY_KINDS, ClusterPolicies
+from kubeflux.sim.workloads.storage import STORAGE_KINDS, read_storage_object
 from kubeflux.sim.workloads.swf import workload_name
 from kubeflux.sim.workloads.yamlfiles import YamlLoader, load_documents
 
@@ -162,6 +171,8 @@ def pod_template(
         preemption_policy=pod.preemption_policy,
         priority_class=priority_class if isinstance(priority_class, str) else "",
         terms=pod.terms,
+        volume_claims=pod.volume_claims,
+        resource_claims=pod.resource_claims,
     )
 
 
@@ -308,6 +319,14 @@ class _Builder:
     kueue: KueueReader = dataclasses.field(default_factory=KueueReader)
     namespaces_at: list[str] = dataclasses.field(default_factory=list)
     """Where the file's Namespace objects are (read for Kueue's ``namespaceSelector``; skipped without Kueue)."""
+    storage: list[StorageObject] = dataclasses.field(default_factory=list)
+    """The StorageClasses, PersistentVolumes, claims and CSINodes of the file (:mod:`.storage`)."""
+    devices: DeviceObjects = dataclasses.field(default_factory=DeviceObjects)
+    storage_classes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The StorageClass manifests of the file."""
+    classless: list[int] = dataclasses.field(default_factory=list)
+    """Where in :attr:`storage` the claims naming no class are: they get the default class at :meth:`finish`, as
+    the API server's DefaultStorageClass admission gives it."""
 
     def _once(self, label: str, where: str) -> None:
         first = self.defined.setdefault(label, where)
@@ -329,6 +348,13 @@ class _Builder:
                 self._group(where, obj)
             elif kind in POLICY_KINDS:
                 self._policy(where, obj)
+            elif kind in STORAGE_KINDS:
+                read = read_storage_object(obj)
+                if kind == "StorageClass":
+                    self.storage_classes.append(obj)
+                elif kind == "PersistentVolumeClaim" and wants_default_class(obj):
+                    self.classless.append(len(self.storage))
+                self.storage.append(read)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
             elif kind == "Namespace":  # its labels, for Kueue's namespaceSelector (the file's Kueue objects)
@@ -338,6 +364,8 @@ class _Builder:
                 self.namespaces_at.append(where)
             elif kind == "AppWrapper":
                 self._app_wrapper(where, obj)
+            elif kind in DEVICE_KINDS:
+                read_device_object(self.devices, obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -456,7 +484,13 @@ class _Builder:
         self.groups[group.key] = (group, submit, where)
 
     def finish(self) -> None:
-        """Join each PodGroup with its Jobs or bare pods; report groups without pods and pods without groups."""
+        """Join each PodGroup with its Jobs or bare pods; report groups without pods and pods without groups. Claims
+        naming no class get the default one (DefaultStorageClass admission)."""
+        default = default_class_name(self.storage_classes)
+        for index in self.classless:
+            claim = self.storage[index]
+            assert isinstance(claim, PersistentVolumeClaim)
+            self.storage[index] = dataclasses.replace(claim, storage_class=default or "")
         for key, (group, submit, where) in self.groups.items():
             jobs = self.group_jobs.pop(key, [])
             members = self.members.pop(key, [])
@@ -604,6 +638,8 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         budgets=list(builder.policies.budgets.values()),
         lifetimes=builder.policies.lifetimes,
         kueue=builder.kueue.objects or None,
+        storage=builder.storage,
+        devices=builder.devices,
     )
 
 

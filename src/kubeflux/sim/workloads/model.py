@@ -17,9 +17,13 @@ from kubeflux.scheduler.objects import (
     DisruptionBudget,
     NodeSelectorTerm,
     PodTerms,
+    ResourceClaimRef,
     ResourceList,
     Toleration,
+    VolumeClaim,
 )
+from kubeflux.scheduler.storage import StorageObject
+from kubeflux.sim.claims import DeviceObjects
 from kubeflux.sim.kinds import JobKind as JobKind  # defined in a compiled module: see there
 from kubeflux.sim.kueue.objects import KueueObjects
 
@@ -60,6 +64,11 @@ class PodTemplate:
     terms: PodTerms | None = None
     """What the pod asks of the pods around it (host ports, inter-pod affinity, topology spread), read from its
     manifest."""
+    volume_claims: tuple[VolumeClaim, ...] = ()
+    """The PersistentVolumeClaims of its volumes, read from its manifest."""
+    resource_claims: tuple[ResourceClaimRef, ...] = ()
+    """Its ``spec.resourceClaims`` (Dynamic Resource Allocation): the claims each of its pods uses, those made from a
+    template made anew for each pod (:mod:`kubeflux.sim.claims`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +196,9 @@ class Workload:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     """The ``policy/v1`` PodDisruptionBudgets the workload defines: in the cluster from its start, unless
     :attr:`lifetimes` times them."""
+    storage: list[StorageObject] = field(default_factory=list)
+    """The StorageClasses, PersistentVolumes, claims and CSINodes the workload defines, in the cluster from its start
+    (:mod:`kubeflux.sim.workloads.storage`)."""
     lifetimes: dict[str, Lifetime] = field(default_factory=dict)
     """``PriorityClass <name>`` or ``PodDisruptionBudget <namespace>/<name>`` → when it exists, for the objects
     that give times (the others are there from the start to the end: :data:`ALWAYS`)."""
@@ -194,6 +206,10 @@ class Workload:
     def lifetime(self, obj: PriorityClass | DisruptionBudget) -> Lifetime:
         """When ``obj``, one of :attr:`priority_classes` or :attr:`budgets`, exists."""
         return self.lifetimes.get(policy_key(obj), ALWAYS)
+
+    devices: DeviceObjects = field(default_factory=DeviceObjects)
+    """The DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates the workload defines: in the
+    cluster from its start (:mod:`kubeflux.sim.claims`)."""
 
     kueue: KueueObjects | None = None
     """The Kueue objects the workload defines (ResourceFlavors, ClusterQueues, LocalQueues); None without any: the

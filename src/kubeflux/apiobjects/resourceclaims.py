@@ -1,0 +1,323 @@
+"""Dynamic Resource Allocation objects (``resource.k8s.io/v1``) as kubeflux reads and writes them: ResourceSlices,
+DeviceClasses, ResourceClaims and ResourceClaimTemplates into the core's :mod:`kubeflux.scheduler.devices`, a
+pod's ``spec.resourceClaims`` into its :class:`~kubeflux.scheduler.objects.ResourceClaimRef` list, and an allocation
+decided by a scheduler back into a claim's ``status`` as kube-scheduler's DynamicResources plugin writes it.
+
+Validation is the API server's where it is cheap and matters to scheduling: names, a request's ``exactly`` with a
+``deviceClassName``, ``allocationMode`` ``ExactCount`` (``count`` ≥ 1, default 1) or ``All``, CEL selectors that
+compile (:mod:`kubeflux.apiobjects.devicecel`), a slice's driver, pool and node, unique device names in a slice, and
+one attribute value type per attribute. Each refusal names the object and the field. What kubeflux does not support
+yet (``firstAvailable`` sub-requests, ``adminAccess``, partitionable devices' counters, consumable capacity, device
+taints, constraints and config) is refused by name rather than ignored, so a claim never gets less than it asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+from kubeflux.apiobjects.devicecel import CelSelector, SelectorCompileError
+from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
+from kubeflux.apiobjects.reader import ManifestReader
+from kubeflux.scheduler.devices import (
+    ALL,
+    EXACT_COUNT,
+    AllocatedDevice,
+    AttributeValue,
+    ClaimAllocation,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    ResourceClaim,
+    ResourceSlice,
+    Version,
+)
+from kubeflux.scheduler.objects import ResourceClaimRef
+
+__all__ = [
+    "API_VERSION",
+    "POD_CLAIM_NAME_ANNOTATION",
+    "allocation_status",
+    "claim_from_manifest",
+    "claim_from_template",
+    "claim_status_patch",
+    "device_class_from_manifest",
+    "pod_claims",
+    "slice_from_manifest",
+    "template_from_manifest",
+]
+
+API_VERSION: Final = "resource.k8s.io/v1"
+POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
+"""On a claim made from a template: the name of the pod's ``spec.resourceClaims[]`` entry it was made for."""
+MAX_DEVICES_PER_SLICE: Final = 128
+MAX_REQUESTS: Final = 32
+MAX_SELECTORS: Final = 32
+UNSUPPORTED_REQUEST_FIELDS: Final = ("firstAvailable",)
+UNSUPPORTED_EXACTLY_FIELDS: Final = ("adminAccess", "tolerations", "capacity")
+UNSUPPORTED_DEVICE_FIELDS: Final = ("consumesCounters", "taints", "bindsToNode", "bindingConditions")
+
+
+def device_class_from_manifest(obj: Any) -> DeviceClass:
+    """A ``DeviceClass``: its name and CEL selectors."""
+    reader = ManifestReader("DeviceClass", obj, ("DeviceClass",))
+    name = reader.name()
+    return DeviceClass(name, _selectors(reader, "spec.selectors"))
+
+
+def slice_from_manifest(obj: Any) -> ResourceSlice:
+    """A ``ResourceSlice`` published for one node (``spec.nodeName``); ``allNodes`` and ``nodeSelector`` slices are
+    read with no node (kubeflux does not allocate from them yet)."""
+    reader = ManifestReader("ResourceSlice", obj, ("ResourceSlice",))
+    name = reader.name()
+    driver = reader.string("spec.driver")
+    if not driver:
+        raise reader.fail("spec.driver", "Required value")
+    reader.dns_name("spec.driver", driver)
+    pool = reader.string("spec.pool.name")
+    if not pool:
+        raise reader.fail("spec.pool.name", "Required value")
+    generation = reader.go_integer("ResourcePool", "spec.pool.generation", "int64") or 0
+    count = reader.go_integer("ResourcePool", "spec.pool.resourceSliceCount", "int64")
+    if count is None or count < 1:
+        raise reader.fail("spec.pool.resourceSliceCount", f"must be greater than zero, got {count}")
+    node = reader.string("spec.nodeName")
+    if node:
+        reader.dns_name("spec.nodeName", node)
+    devices = _named_list(reader, "spec.devices", MAX_DEVICES_PER_SLICE, _device)
+    return ResourceSlice(name, driver, pool, node, devices, generation, count)
+
+
+Named = TypeVar("Named", Device, DeviceRequest)
+
+
+def _named_list(
+    reader: ManifestReader, at: str, limit: int, read: Callable[[ManifestReader, str, Any], Named]
+) -> tuple[Named, ...]:
+    """The entries of the list at ``at``, each read by ``read``: at most ``limit``, their names unique."""
+    entries = reader.entries(at)
+    if len(entries) > limit:
+        raise reader.fail(at, f"Too many: {len(entries)}: must have at most {limit} items")
+    seen: set[str] = set()
+    found = []
+    for path, item in entries:
+        one = read(reader, path, item)
+        if one.name in seen:
+            raise reader.fail(f"{path}.name", f'Duplicate value: "{one.name}"')
+        seen.add(one.name)
+        found.append(one)
+    return tuple(found)
+
+
+def _named_entry(reader: ManifestReader, path: str, item: Any, unsupported: tuple[str, ...]) -> str:
+    """The ``name`` of the list entry ``item`` at ``path`` (required, a DNS label), which sets none of the
+    ``unsupported`` fields."""
+    name = reader.field(path, item, "name")
+    if not name:
+        raise reader.fail(f"{path}.name", "Required value")
+    reader.dns_name(f"{path}.name", name, label=True)
+    _refuse_unsupported(reader, path, item, unsupported)
+    return name
+
+
+def _refuse_unsupported(reader: ManifestReader, path: str, item: Any, fields: tuple[str, ...]) -> None:
+    for field in fields:
+        if item.get(field):
+            raise reader.fail(f"{path}.{field}", "not supported by kubeflux yet (see docs/dra.md)")
+
+
+def _device(reader: ManifestReader, path: str, item: Any) -> Device:
+    name = _named_entry(reader, path, item, UNSUPPORTED_DEVICE_FIELDS)
+    attributes: dict[str, AttributeValue] = {}
+    for key, raw in reader.mapping(f"{path}.attributes", item.get("attributes") or {}).items():
+        where = f"{path}.attributes[{key}]"
+        value = reader.mapping(where, raw)
+        kinds = [kind for kind in ("int", "bool", "string", "version") if kind in value]
+        if len(kinds) != 1:
+            raise reader.fail(where, "exactly one value must be specified (int, bool, string or version)")
+        found = value[kinds[0]]
+        if kinds[0] == "int" and (type(found) is not int):
+            raise reader.fail(f"{where}.int", f"expected an integer, got {found!r}")
+        if kinds[0] == "bool" and type(found) is not bool:
+            raise reader.fail(f"{where}.bool", f"expected true or false, got {found!r}")
+        if kinds[0] in ("string", "version"):
+            found = reader.string(f"{where}.{kinds[0]}", found)
+        attributes[str(key)] = Version(found) if kinds[0] == "version" else found
+    capacity: dict[str, str] = {}
+    for key, raw in reader.mapping(f"{path}.capacity", item.get("capacity") or {}).items():
+        where = f"{path}.capacity[{key}].value"
+        amount = reader.mapping(f"{path}.capacity[{key}]", raw).get("value")
+        text = str(amount) if isinstance(amount, int | float) and not isinstance(amount, bool) else amount
+        try:
+            parse_quantity(reader.string(where, text))
+        except QuantityError as exc:
+            raise reader.fail(where, str(exc)) from exc
+        capacity[str(key)] = str(text)
+    return Device(name, attributes, capacity)
+
+
+def claim_from_manifest(obj: Any, *, default_namespace: str = "default") -> ResourceClaim:
+    """A ``ResourceClaim``: its requests, and its allocation and reservations from its status."""
+    reader = ManifestReader("ResourceClaim", obj, ("ResourceClaim",))
+    name, namespace = reader.identity("ResourceClaim", default_namespace)
+    return _claim(reader, "spec", namespace, name, reader.string("metadata.uid"))
+
+
+def template_from_manifest(obj: Any, *, default_namespace: str = "default") -> tuple[str, dict[str, Any]]:
+    """A ``ResourceClaimTemplate``, checked as a claim of its ``spec.spec`` would be: its ``namespace/name`` and the
+    manifest (namespace defaulted)."""
+    reader = ManifestReader("ResourceClaimTemplate", obj, ("ResourceClaimTemplate",))
+    name, namespace = reader.identity("ResourceClaimTemplate", default_namespace)
+    _claim(reader, "spec.spec", namespace, name, "")
+    return f"{namespace}/{name}", {**obj, "metadata": {**reader.mapping("metadata"), "namespace": namespace}}
+
+
+def claim_from_template(template: Any, pod_name: str, pod_claim: str, suffix: str) -> dict[str, Any]:
+    """The claim the resourceclaim controller makes from a ``ResourceClaimTemplate`` for a pod's claim entry:
+    named ``<pod>-<claim>-<suffix>`` (the controller's generateName, its prefix cut as ``names.SimpleNameGenerator``
+    cuts it), annotated with the entry's name; the pod its owner (the caller adds the owner reference's uid)."""
+    reader = ManifestReader("ResourceClaimTemplate", template, ("ResourceClaimTemplate",))
+    namespace = reader.string("metadata.namespace") or "default"
+    spec = reader.mapping("spec.spec")
+    meta = reader.mapping("spec.metadata")
+    prefix = f"{pod_name}-{pod_claim}-"
+    name = prefix[: 63 - len(suffix)] + suffix
+    annotations = {**(meta.get("annotations") or {}), POD_CLAIM_NAME_ANNOTATION: pod_claim}
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "annotations": annotations}
+    if meta.get("labels"):
+        metadata["labels"] = dict(meta["labels"])
+    return {"apiVersion": API_VERSION, "kind": "ResourceClaim", "metadata": metadata, "spec": dict(spec)}
+
+
+def _claim(reader: ManifestReader, at: str, namespace: str, name: str, uid: str) -> ResourceClaim:
+    _refuse_unsupported(reader, f"{at}.devices", reader.mapping(f"{at}.devices"), ("constraints", "config"))
+    requests = _named_list(reader, f"{at}.devices.requests", MAX_REQUESTS, _request)
+    allocation, node = _allocation(reader)
+    reserved = tuple(
+        reader.field(path, item, "uid") for path, item in reader.entries("status.reservedFor") if item.get("uid")
+    )
+    return ResourceClaim(namespace, name, uid, requests, allocation, node, reserved)
+
+
+def _request(reader: ManifestReader, path: str, item: Any) -> DeviceRequest:
+    name = _named_entry(reader, path, item, UNSUPPORTED_REQUEST_FIELDS)
+    exactly = item.get("exactly")
+    if exactly is None:
+        raise reader.fail(f"{path}.exactly", "Required value: exactly one of `exactly` or `firstAvailable` is required")
+    at = f"{path}.exactly"
+    exactly = reader.mapping(at, exactly)
+    _refuse_unsupported(reader, at, exactly, UNSUPPORTED_EXACTLY_FIELDS)
+    device_class = reader.field(at, exactly, "deviceClassName")
+    if not device_class:
+        raise reader.fail(f"{at}.deviceClassName", "Required value")
+    mode = reader.field(at, exactly, "allocationMode", EXACT_COUNT)
+    if mode not in (EXACT_COUNT, ALL):
+        raise reader.fail(f"{at}.allocationMode", f'Unsupported value: "{mode}": supported values: "All", "ExactCount"')
+    count = reader.integer(f"{at}.count", exactly.get("count"))
+    if mode == ALL and count is not None:
+        raise reader.fail(f"{at}.count", "Forbidden: must not be set when allocationMode is All")
+    if count is not None and count < 1:
+        raise reader.fail(f"{at}.count", f"Invalid value: {count}: must be greater than zero")
+    selectors = _selectors(reader, f"{at}.selectors", exactly.get("selectors"))
+    return DeviceRequest(name, device_class, mode, count or 1, selectors)
+
+
+def _selectors(reader: ManifestReader, path: str, value: Any = None) -> tuple[CelSelector, ...]:
+    entries = reader.entries(path, value if value is not None else None)
+    if len(entries) > MAX_SELECTORS:
+        raise reader.fail(path, f"Too many: {len(entries)}: must have at most {MAX_SELECTORS} items")
+    found = []
+    for where, item in entries:
+        expression = reader.string(
+            f"{where}.cel.expression", reader.mapping(f"{where}.cel", item.get("cel")).get("expression") or ""
+        )
+        if not expression:
+            raise reader.fail(f"{where}.cel.expression", "Required value")
+        try:
+            found.append(CelSelector(expression))
+        except SelectorCompileError as exc:
+            raise reader.fail(f"{where}.cel.expression", f"Invalid value: {expression!r}: {exc}") from exc
+    return tuple(found)
+
+
+def _allocation(reader: ManifestReader) -> tuple[tuple[AllocatedDevice, ...] | None, str]:
+    if reader.get("status.allocation") is None:
+        return None, ""
+    results = tuple(
+        AllocatedDevice(
+            reader.field(path, item, "request"),
+            reader.field(path, item, "driver"),
+            reader.field(path, item, "pool"),
+            reader.field(path, item, "device"),
+        )
+        for path, item in reader.entries("status.allocation.devices.results")
+    )
+    node = ""
+    for path, term in reader.entries("status.allocation.nodeSelector.nodeSelectorTerms"):
+        for field_path, field in reader.entries(f"{path}.matchFields", term.get("matchFields") or []):
+            if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                values = reader.sequence(f"{field_path}.values", field.get("values") or [])
+                node = values[0] if len(values) == 1 and isinstance(values[0], str) else node
+    return results, node
+
+
+def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
+    """A pod's ``spec.resourceClaims``, each with the ResourceClaim it stands for (its ``resourceClaimName``, or the
+    claim ``status.resourceClaimStatuses`` names for a template's entry; empty while none is made)."""
+    entries = reader.entries("spec.resourceClaims")
+    if not entries:
+        return ()
+    made = {
+        reader.field(path, item, "name"): reader.field(path, item, "resourceClaimName")
+        for path, item in reader.entries("status.resourceClaimStatuses")
+    }
+    claims = []
+    for path, item in entries:
+        name = reader.field(path, item, "name")
+        if not name:
+            raise reader.fail(f"{path}.name", "Required value")
+        direct = reader.field(path, item, "resourceClaimName")
+        template = reader.field(path, item, "resourceClaimTemplateName")
+        if bool(direct) == bool(template):
+            raise reader.fail(path, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
+        claims.append(ResourceClaimRef(name, direct or made.get(name, ""), template))
+    return tuple(claims)
+
+
+def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str) -> tuple[Any, str]:
+    """The patch of a claim's status that binding the pod ``pod`` (``uid``) writes, and its content type: for a claim
+    allocated now a JSON merge patch of the allocation and ``reservedFor`` (the claim's ``uid`` a precondition:
+    never another claim of the name), for one allocated already a JSON patch adding the pod to ``reservedFor``."""
+    if allocation.allocate:
+        status = allocation_status(allocation, pod, uid)
+        patch: dict[str, Any] = {"status": status}
+        if allocation.uid:
+            patch["metadata"] = {"uid": allocation.uid}
+        return patch, "application/merge-patch+json"
+    entry = {"resource": "pods", "name": pod, "uid": uid}
+    return [{"op": "add", "path": "/status/reservedFor/-", "value": entry}], "application/json-patch+json"
+
+
+def allocation_status(allocation: ClaimAllocation, pod: str, uid: str, status: Any = None) -> dict[str, Any]:
+    """The claim's ``status`` after binding the pod ``pod`` (its name, ``uid``): ``allocation`` as the structured
+    allocator writes it (results with request, driver, pool, device; a node selector of the node's name) when the claim
+    had none, and the pod added to ``reservedFor``; ``status`` is the claim's status before."""
+    made: dict[str, Any] = dict(status) if isinstance(status, dict) else {}
+    if allocation.allocate:
+        made["allocation"] = {
+            "devices": {
+                "results": [
+                    {"request": d.request, "driver": d.driver, "pool": d.pool, "device": d.device}
+                    for d in allocation.results
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [allocation.node]}]}
+                ]
+            },
+        }
+    reserved = [entry for entry in made.get("reservedFor") or [] if isinstance(entry, dict) and entry.get("uid") != uid]
+    reserved.append({"resource": "pods", "name": pod, "uid": uid})
+    made["reservedFor"] = reserved
+    return made

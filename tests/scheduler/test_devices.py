@@ -1,0 +1,205 @@
+"""Dynamic Resource Allocation in the scheduler core: pods whose ResourceClaims ask devices that nodes publish in
+ResourceSlices, selected by CEL (the real library), allocated on bind as kube-scheduler's DynamicResources plugin
+allocates them, never twice."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from kubeflux.apiobjects.reader import ManifestError
+from kubeflux.apiobjects.resourceclaims import (
+    allocation_status,
+    claim_from_manifest,
+    device_class_from_manifest,
+    slice_from_manifest,
+)
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.devices import ResourceClaim
+from kubeflux.scheduler.objects import ResourceClaimRef
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
+from tests.dra import DRIVER, claim, gpu_class
+from tests.dra import gpu_slice as gpus
+
+
+def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2")) -> Cluster:
+    cluster = Cluster(KubefluxScheduler(), [node(name, cores=8) for name in nodes])
+    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
+    for item in slices:
+        cluster.tell(ADDED, slice_from_manifest(item))
+    return cluster
+
+
+def claimed(name: str, *claims: str, cpu: int = 1000) -> Any:
+    return pod(name, cpu, resource_claims=tuple(ResourceClaimRef(c, c) for c in claims))
+
+
+def devices_of(cluster: Cluster, name: str) -> list[tuple[str, str, str]]:
+    found = cluster.claims[f"default/{name}"]
+    assert found.allocation is not None
+    return [(d.pool, d.device, d.request) for d in found.allocation]
+
+
+def test_a_pod_asking_two_gpus_through_a_claim_gets_two_gpus_of_one_node_and_the_claims_allocation() -> None:
+    cluster = cluster_with(gpus("w2", 4), nodes=("w1", "w2", "w3"))
+    cluster.tell(ADDED, claim_from_manifest(claim("train")))
+    cluster.add(claimed("trainer", "train"))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/trainer": "w2"}  # w1 and w3 publish no GPU
+    assert devices_of(cluster, "train") == [("w2", "gpu-0", "gpus"), ("w2", "gpu-1", "gpus")]
+    written = cluster.claims["default/train"]
+    assert written.node == "w2" and written.reserved_for == ("uid-trainer",)
+    (bind,) = [d for d in decisions if d.pod == "default/trainer"]
+    status = allocation_status(bind.resource_claims[0], "trainer", "uid-trainer")  # type: ignore[attr-defined]
+    assert status == {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": "gpus", "driver": DRIVER, "pool": "w2", "device": "gpu-0"},
+                    {"request": "gpus", "driver": DRIVER, "pool": "w2", "device": "gpu-1"},
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["w2"]}]}]
+            },
+        },
+        "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "uid-trainer"}],
+    }
+
+
+def test_devices_are_never_given_twice_and_come_back_when_the_claim_is_deallocated() -> None:
+    cluster = cluster_with(gpus("w1", 2), gpus("w2", 2))
+    for name in ("a", "b", "c"):
+        cluster.tell(ADDED, claim_from_manifest(claim(f"claim-{name}")))
+    cluster.add(claimed("a", "claim-a"), claimed("b", "claim-b"))
+    assert bound(cluster.run()) == {"default/a": "w1", "default/b": "w2"}
+    cluster.add(claimed("c", "claim-c"))
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {}
+    assert messages(decisions) == {"default/c": "0/2 nodes are available: 2 cannot allocate all claims."}
+    # a ends; the resourceclaim controller takes its claim's reservation and allocation back
+    cluster.end("a")
+    done = cluster.claims["default/claim-a"]
+    cluster.tell(MODIFIED, dataclasses.replace(done, allocation=None, node="", reserved_for=()))
+    assert bound(cluster.run(2.0)) == {"default/c": "w1"}
+    assert devices_of(cluster, "claim-c") == [("w1", "gpu-0", "gpus"), ("w1", "gpu-1", "gpus")]
+
+
+def test_cel_selectors_of_the_request_pick_the_devices_by_attribute_capacity_and_version() -> None:
+    cluster = cluster_with(gpus("w1", 4, memory="16Gi", model="t4"), gpus("w2", 4, memory="80Gi"))
+    wanted = (
+        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
+        f'device.attributes["{DRIVER}"].index >= 2',
+        f'device.attributes["{DRIVER}"].driverVersion.isGreaterThan(semver("1.3.9"))',
+    )
+    cluster.tell(ADDED, claim_from_manifest(claim("big", 2, *wanted)))
+    cluster.add(claimed("p", "big"))
+    assert bound(cluster.run()) == {"default/p": "w2"}
+    assert devices_of(cluster, "big") == [("w2", "gpu-2", "gpus"), ("w2", "gpu-3", "gpus")]
+
+
+def test_a_class_selector_that_matches_no_device_leaves_the_pod_waiting_in_kube_schedulers_words() -> None:
+    cluster = cluster_with(gpus("w1", 2), gpus("w2", 2))
+    cluster.tell(MODIFIED, device_class_from_manifest(gpu_class("gpu", 'device.driver == "other.example.com"')))
+    cluster.tell(ADDED, claim_from_manifest(claim("x", 1)))
+    cluster.add(claimed("p", "x"))
+    decisions = cluster.run()
+    assert messages(decisions) == {"default/p": "0/2 nodes are available: 2 cannot allocate all claims."}
+
+
+def test_allocation_mode_all_takes_every_matching_device_of_a_node_none_of_them_taken() -> None:
+    cluster = cluster_with(gpus("w1", 3), gpus("w2", 2))
+    cluster.tell(ADDED, claim_from_manifest(claim("one", 1, f'device.attributes["{DRIVER}"].index == 0')))
+    cluster.tell(ADDED, claim_from_manifest(claim("all", mode="All")))
+    cluster.add(claimed("first", "one"))
+    assert bound(cluster.run()) == {"default/first": "w1"}
+    cluster.add(claimed("whole", "all"))
+    assert bound(cluster.run(1.0)) == {"default/whole": "w2"}  # w1's gpu-0 is taken: All cannot be had there
+    assert [device for _, device, _ in devices_of(cluster, "all")] == ["gpu-0", "gpu-1"]
+
+
+def test_a_pod_waits_for_its_claim_to_be_created_then_is_placed() -> None:
+    cluster = cluster_with(gpus("w1", 2))
+    cluster.add(claimed("p", "later"))
+    decisions = cluster.run()
+    assert messages(decisions) == {"default/p": '0/2 nodes are available: resourceclaim "later" not found.'}
+    cluster.tell(ADDED, claim_from_manifest(claim("later", 1)))
+    assert bound(cluster.run(1.0)) == {"default/p": "w1"}
+
+
+def test_a_pod_whose_claim_comes_from_a_template_waits_until_the_claim_is_made() -> None:
+    cluster = cluster_with(gpus("w1", 2))
+    waiting = pod("p", 1000, resource_claims=(ResourceClaimRef("gpu", ""),))
+    cluster.add(waiting)
+    (message,) = messages(cluster.run()).values()
+    assert 'waiting for resource claim "gpu" of pod default/p to be created' in message
+    cluster.tell(ADDED, claim_from_manifest(claim("p-gpu-x7k2q", 1)))
+    made = dataclasses.replace(waiting, resource_claims=(ResourceClaimRef("gpu", "p-gpu-x7k2q"),))
+    cluster.pods[made.key] = made
+    cluster.tell(MODIFIED, made)
+    assert bound(cluster.run(1.0)) == {"default/p": "w1"}
+
+
+def test_an_allocated_claim_holds_its_pods_to_its_node() -> None:
+    cluster = cluster_with(gpus("w1", 2), gpus("w2", 2))
+    cluster.tell(ADDED, claim_from_manifest(claim("shared", 1)))
+    cluster.add(claimed("first", "shared"))
+    assert bound(cluster.run()) == {"default/first": "w1"}
+    cluster.add(claimed("second", "shared", cpu=8000))  # w1 has 7 cores left: the claim keeps it off w2
+    decisions = cluster.run(1.0)
+    assert messages(decisions) == {
+        "default/second": "0/2 nodes are available: 1 Insufficient cpu, 1 resourceclaim not available on the node."
+    }
+
+
+def test_a_selector_failing_on_a_device_rejects_the_pod_naming_the_claim_and_the_selector() -> None:
+    cluster = cluster_with(gpus("w1", 2))
+    cluster.tell(ADDED, claim_from_manifest(claim("bad", 1, f'device.attributes["{DRIVER}"].vendor == "acme"')))
+    cluster.add(claimed("p", "bad"))
+    (message,) = messages(cluster.run()).values()
+    assert message.startswith("pod default/p: claim default/bad, request gpus: selector #0")
+    assert "CEL runtime error on device gpu.example.com/w1/gpu-0: no such key: vendor" in message
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        pytest.param(
+            {"selectors": [{"cel": {"expression": "device.attributes["}}]},
+            "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+            "compilation failed",
+            id="cel-does-not-compile",
+        ),
+        pytest.param({"count": 0}, "spec.devices.requests[0].exactly.count", "must be greater than zero", id="count"),
+        pytest.param(
+            {"allocationMode": "Some"}, "spec.devices.requests[0].exactly.allocationMode", "Unsupported", id="mode"
+        ),
+        pytest.param(
+            {"adminAccess": True}, "spec.devices.requests[0].exactly.adminAccess", "not supported", id="admin-access"
+        ),
+        pytest.param(
+            {"deviceClassName": ""}, "spec.devices.requests[0].exactly.deviceClassName", "Required", id="class"
+        ),
+    ],
+)
+def test_a_bad_claim_is_refused_naming_the_field(change: dict[str, Any], field: str, problem: str) -> None:
+    bad = claim("c", 1)
+    bad["spec"]["devices"]["requests"][0]["exactly"].update(change)
+    with pytest.raises(ManifestError) as caught:
+        claim_from_manifest(bad)
+    assert f"ResourceClaim default/c: {field}" in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_a_claim_read_back_from_its_written_status_holds_its_devices() -> None:
+    raw = claim("c", 1)
+    cluster = cluster_with(gpus("w1", 1))
+    cluster.tell(ADDED, claim_from_manifest(raw))
+    cluster.add(claimed("p", "c"))
+    (bind,) = [d for d in cluster.run() if d.pod == "default/p"]
+    raw["status"] = allocation_status(bind.resource_claims[0], "p", "uid-p")  # type: ignore[attr-defined]
+    read: ResourceClaim = claim_from_manifest(raw)
+    assert read.node == "w1" and read.reserved_for == ("uid-p",)
+    assert [(d.driver, d.pool, d.device) for d in read.allocation or ()] == [(DRIVER, "w1", "gpu-0")]

@@ -1,0 +1,98 @@
+"""Dynamic Resource Allocation on the served cluster (``cluster serve``), as a user meets it with kubectl: the
+resource.k8s.io/v1 objects are served and validated, a pod whose claim comes from a ResourceClaimTemplate gets its
+claim made by the resourceclaim controller, kubeflux's in-process scheduler places it where two GPUs can be had and
+writes the claim's allocation before the Binding, and the claim goes when the pod ends."""
+
+from __future__ import annotations
+
+import urllib.error
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from kubeflux.sim.apiserver.clock import VirtualClock
+from kubeflux.sim.apiserver.server import ApiServer
+from kubeflux.sim.baselines import create
+from kubeflux.sim.workloads.cluster_file import uniform_cluster
+from tests.dra import DRIVER, claim, claim_template, claiming_pod, gpu_class, gpu_slice
+from tests.sim.apiserver._served import ORIGIN, PODS, call, eventually
+
+RESOURCE = "/apis/resource.k8s.io/v1"
+CLAIMS = f"{RESOURCE}/namespaces/default/resourceclaims"
+
+
+@pytest.fixture
+def server() -> Iterator[ApiServer]:
+    served = ApiServer(
+        uniform_cluster(3, 8, "64Gi"),
+        kubelet=True,
+        controllers=True,
+        schedulers=[create("kubeflux")],
+        clock=VirtualClock(ORIGIN),
+    ).start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def device_objects(node: str) -> list[tuple[str, dict[str, Any]]]:
+    """The class, ``node``'s slice of four GPUs, and the template asking two of model h100."""
+    return [
+        (f"{RESOURCE}/deviceclasses", gpu_class()),
+        (f"{RESOURCE}/resourceslices", gpu_slice(node, 4)),
+        (
+            f"{RESOURCE}/namespaces/default/resourceclaimtemplates",
+            claim_template("two-gpus", 2, f'device.attributes["{DRIVER}"].model == "h100"'),
+        ),
+    ]
+
+
+def trainer(name: str = "trainer") -> dict[str, Any]:
+    return claiming_pod(name, "kubeflux", template="two-gpus", cpu="2")
+
+
+def test_a_pod_asking_two_gpus_through_a_claim_template_gets_two_gpus_of_one_node_and_the_claims_allocation(
+    server: ApiServer,
+) -> None:
+    for path, body in device_objects("node-0001"):
+        call(server, "POST", path, body)
+    call(server, "POST", PODS, trainer())
+    eventually(lambda: call(server, "GET", f"{PODS}/trainer")["spec"].get("nodeName") == "node-0001", "bound")
+    pod = call(server, "GET", f"{PODS}/trainer")
+    (made,) = pod["status"]["resourceClaimStatuses"]
+    assert made["name"] == "gpus" and made["resourceClaimName"].startswith("trainer-gpus-")
+    claim = call(server, "GET", f"{CLAIMS}/{made['resourceClaimName']}")
+    assert claim["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "gpus"
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+    allocation = claim["status"]["allocation"]
+    assert allocation["devices"]["results"] == [
+        {"request": "gpus", "driver": DRIVER, "pool": "node-0001", "device": "gpu-0"},
+        {"request": "gpus", "driver": DRIVER, "pool": "node-0001", "device": "gpu-1"},
+    ]
+    assert allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"] == [
+        {"key": "metadata.name", "operator": "In", "values": ["node-0001"]}
+    ]
+    assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}]
+    call(server, "POST", PODS, trainer("second"))  # the other two GPUs
+    eventually(lambda: call(server, "GET", f"{PODS}/second")["spec"].get("nodeName") == "node-0001", "bound")
+    call(server, "POST", PODS, trainer("third"))
+    eventually(lambda: "cannot allocate" in str(call(server, "GET", f"{PODS}/third")["status"]), "third waits")
+    message = call(server, "GET", f"{PODS}/third")["status"]["conditions"][0]["message"]
+    assert message == "0/3 nodes are available: 3 cannot allocate all claims."
+    call(server, "DELETE", f"{PODS}/trainer")
+    eventually(lambda: len(call(server, "GET", CLAIMS)["items"]) == 2, "its claim deleted with it")
+    eventually(lambda: call(server, "GET", f"{PODS}/third")["spec"].get("nodeName") == "node-0001", "third bound")
+
+
+def test_a_claim_whose_selector_does_not_compile_is_refused_naming_the_field(server: ApiServer) -> None:
+    bad = claim("bad", 1, "1 +")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        call(server, "POST", CLAIMS, bad)
+    assert refused.value.code == 422
+    status = orjson.loads(refused.value.read())
+    (cause,) = status["details"]["causes"]
+    assert cause["field"] == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
+    assert "compilation failed" in cause["message"]

@@ -1,0 +1,159 @@
+"""Dynamic Resource Allocation through the simulator, from Kubernetes manifests (issue 34): pods asking GPUs through
+ResourceClaims (their own, or made from a ResourceClaimTemplate for each pod) get devices of one node that the CEL
+selectors take, the claims' allocation written, and devices given back when the pods end, never given twice; under
+kubeflux and under the kube-default baseline alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.scheduler.devices import ResourceClaim
+from kubeflux.scheduler.interface import ClusterEvent, EventKind, Scheduler
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
+from kubeflux.sim.workloads.manifests import read_manifests
+from tests.sim._gangs import nodes_yaml, simulation
+
+DEVICES = """apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+    - cel: {expression: 'device.driver == "gpu.example.com"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two-big-gpus}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpus
+          exactly:
+            deviceClassName: gpu.example.com
+            count: 2
+            selectors:
+              - cel: {expression: 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: one-gpu}
+spec:
+  devices:
+    requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+"""
+
+SLICE = """apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: {node}-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: {node}
+  pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}
+  devices:
+{devices}"""
+
+DEVICE = """    - name: gpu-{i}
+      attributes: {{model: {{string: {model}}}}}
+      capacity: {{memory: {{value: {memory}}}}}"""
+
+TRAINER = """apiVersion: v1
+kind: Pod
+metadata:
+  name: trainer-{i}
+  annotations:
+    pod-complete.stage.kwok.x-k8s.io/delay: "100s"
+    kubeflux.io/duration: "100"
+spec:
+  resourceClaims:
+    - name: gpus
+      resourceClaimTemplateName: two-big-gpus
+  containers:
+    - name: main
+      image: trainer
+      resources:
+        requests: {{cpu: "2", memory: 1Gi}}
+        claims: [{{name: gpus}}]"""
+
+NOTEBOOK = """apiVersion: v1
+kind: Pod
+metadata:
+  name: notebook
+  annotations:
+    pod-complete.stage.kwok.x-k8s.io/delay: "50s"
+spec:
+  resourceClaims:
+    - name: gpu
+      resourceClaimName: one-gpu
+  containers:
+    - name: main
+      image: notebook
+      resources:
+        requests: {cpu: "1"}
+        claims: [{name: gpu}]"""
+
+
+def gpu_slice(node: str, count: int, memory: str, model: str) -> str:
+    devices = "\n".join(DEVICE.format(i=i, model=model, memory=memory) for i in range(count))
+    return SLICE.format(node=node, devices=devices)
+
+
+@pytest.mark.parametrize(
+    "scheduler", [KubefluxScheduler, lambda: KubeDefaultScheduler("kubeflux")], ids=["kubeflux", "kube-default"]
+)
+def test_pods_asking_two_gpus_through_claims_get_two_gpus_of_one_node_and_the_claims_allocation(
+    tmp_path: Path, scheduler: Callable[[], Scheduler]
+) -> None:
+    """Three trainers each ask two GPUs of 40Gi or more from a template: only n2's four qualify (n1's are 16Gi, n0
+    has none), so two run at once and the third starts when one ends and its claim (made for it) is deleted; a
+    notebook's own claim takes one of n1's small GPUs."""
+    nodes = nodes_yaml(("n0", "32", "64Gi"), ("n1", "16", "64Gi"), ("n2", "16", "64Gi"))
+    objects = [
+        DEVICES,
+        gpu_slice("n1", 2, "16Gi", "t4"),
+        gpu_slice("n2", 4, "80Gi", "h100"),
+        *(TRAINER.format(i=i) for i in range(3)),
+        NOTEBOOK,
+    ]
+    sim = simulation(tmp_path, nodes, objects, scheduler())
+    written: list[tuple[float, ResourceClaim]] = []
+
+    def record(event: ClusterEvent, now: float) -> None:
+        if isinstance(event.obj, ResourceClaim) and event.kind is EventKind.MODIFIED and event.obj.allocation:
+            written.append((now, event.obj))
+
+    sim.cluster.subscribe(record)
+    sim.run()
+    pods = {sp.pod.name: sp for sp in sim.cluster.book.pods.values()}
+    assert {name: sp.pod.node_name for name, sp in pods.items()} == {
+        "trainer-0": "n2",
+        "trainer-1": "n2",
+        "trainer-2": "n2",
+        "notebook": "n1",
+    }
+    assert [pods[f"trainer-{i}"].running_at for i in range(3)] == [0.0, 0.0, 100.0]
+    claims = {claim.name: (claim.node, [d.device for d in claim.allocation or ()]) for _, claim in written}
+    made = {f"trainer-{i}": pods[f"trainer-{i}"].pod.resource_claims[0].claim for i in range(3)}
+    assert all(name.startswith(f"{pod}-gpus-") and len(name) == len(pod) + 11 for pod, name in made.items())
+    assert claims[made["trainer-0"]] == ("n2", ["gpu-0", "gpu-1"])
+    assert claims[made["trainer-1"]] == ("n2", ["gpu-2", "gpu-3"])
+    assert claims[made["trainer-2"]][0] == "n2" and len(claims[made["trainer-2"]][1]) == 2
+    assert claims["one-gpu"] == ("n1", ["gpu-0"])
+    waited = [e.message for e in sim.cluster.kube_events if e.object == "default/trainer-2" and e.reason != "Scheduled"]
+    assert waited and waited[0].startswith("0/3 nodes are available: 3 cannot allocate all claims."), waited
+    assert sim.cluster.claims is not None
+    assert sim.cluster.claims.claims["default/one-gpu"].allocation is None  # deallocated when the notebook ended
+    assert not any(key.startswith("default/trainer") for key in sim.cluster.claims.claims)  # deleted with their pods
+
+
+def test_a_bad_selector_in_the_workload_is_reported_naming_the_field(tmp_path: Path) -> None:
+    bad = DEVICES.replace('device.driver == "gpu.example.com"', "device.driver ==")
+    (tmp_path / "workload.yaml").write_text(bad)
+    workload = read_manifests(tmp_path / "workload.yaml")
+    (problem,) = workload.problems
+    assert "DeviceClass gpu.example.com: spec.selectors[0].cel.expression: Invalid value" in problem
