@@ -16,6 +16,8 @@ from kubeflux.scheduler.interface import Bind, Decision
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
 from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
+from tests.scheduler._relations import SPECS, affinity, remember, spread
+from tests.scheduler._relations import check_bind_order as check
 
 HOST = "kubernetes.io/hostname"
 
@@ -53,22 +55,6 @@ def member(
     return pod_from_manifest(body)
 
 
-def spread(app: str = "mpi", skew: int = 1, key: str = ZONE_LEVEL, **more: Any) -> dict[str, Any]:
-    constraint = {
-        "maxSkew": skew,
-        "topologyKey": key,
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": app}},
-        **more,
-    }
-    return {"topologySpreadConstraints": [constraint]}
-
-
-def affinity(app: str = "mpi", key: str = RACK_LEVEL) -> dict[str, Any]:
-    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
-    return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-
-
 def other(name: str, on: str, app: str, cpu: float = 1) -> Pod:
     """A pod another scheduler bound to ``on``, labelled ``app``."""
     return member(name, cpu, app, group=None, schedulerName="default-scheduler", nodeName=on)
@@ -83,61 +69,20 @@ def binds(decisions: list[Decision]) -> list[tuple[str, str]]:
     return [(d.pod, d.node) for d in decisions if isinstance(d, Bind)]
 
 
-# --- the independent checker -----------------------------------------------------------------------------------
-
-
-def _selected(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    return all(labels.get(key) == value for key, value in selector.get("matchLabels", {}).items())
-
-
 def check_bind_order(cluster: Cluster, order: Iterable[tuple[str, str]], before: Mapping[str, str]) -> None:
-    """Each pod of ``order`` (pod key, node), bound in that order beside the pods ``before`` (pod key → node), keeps
-    its required pod affinity and its ``DoNotSchedule`` spread constraints (as kube-scheduler v1.36 checks them with
-    the default node inclusion policies: every node carrying the key counts)."""
-    placed = dict(before)
-    nodes = cluster.nodes
-    for key, where in order:
-        pod = cluster.pods[key]
-        body = _manifest(pod)
-        labels = nodes[where].labels
-        for constraint in body.get("topologySpreadConstraints", []):
-            topology = constraint["topologyKey"]
-            assert topology in labels, f"{key} on {where}: no {topology}"
-            counts: dict[str, int] = {n.labels[topology]: 0 for n in nodes.values() if topology in n.labels}
-            for other_key, other_node in placed.items():
-                other = cluster.pods[other_key]
-                if _selected(constraint["labelSelector"], other.labels) and topology in nodes[other_node].labels:
-                    counts[nodes[other_node].labels[topology]] += 1
-            least = min(counts.values()) if len(counts) >= constraint.get("minDomains", 1) else 0
-            mine = counts[labels[topology]] + (1 if _selected(constraint["labelSelector"], pod.labels) else 0)
-            assert mine - least <= constraint["maxSkew"], f"{key} on {where}: skew {mine} - {least} ({counts})"
-        for term in body.get("podAffinity", []):
-            topology = term["topologyKey"]
-            matching = [n for k, n in placed.items() if _selected(term["labelSelector"], cluster.pods[k].labels)]
-            if not matching:
-                assert _selected(term["labelSelector"], pod.labels), f"{key}: affinity to no pod"
-                continue
-            domains = {nodes[n].labels.get(topology) for n in matching}
-            assert labels.get(topology) in domains, f"{key} on {where}: no affine pod in its {topology}"
-        placed[key] = where
-
-
-_SPECS: dict[str, dict[str, Any]] = {}
-
-
-def _manifest(pod: Pod) -> dict[str, Any]:
-    """The constraints the test gave the pod (kept by name when it was built)."""
-    return _SPECS.get(pod.name, {})
+    """:func:`~tests.scheduler._relations.check_bind_order` over the test double's nodes and pods."""
+    check(
+        {name: n.labels for name, n in cluster.nodes.items()},
+        {key: p.labels for key, p in cluster.pods.items()},
+        {key: SPECS.get(p.name, {}) for key, p in cluster.pods.items()},
+        order,
+        before,
+    )
 
 
 def constrained(name: str, cpu: float, **spec: Any) -> Pod:
     """A gang member with the spread and affinity of ``spec``, remembered for the checker."""
-    kept: dict[str, Any] = {}
-    if "topologySpreadConstraints" in spec:
-        kept["topologySpreadConstraints"] = spec["topologySpreadConstraints"]
-    if "affinity" in spec:
-        kept["podAffinity"] = spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    _SPECS[name] = kept
+    remember(name, spec)
     return member(name, cpu, **spec)
 
 
