@@ -29,9 +29,9 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup
 
+from ._podterms import host_ports, informed, millicores, pod_doc, violations
 from ._verdicts import HOST, ZONE, Real, node_docs
 from .conftest import Api
-from .test_filter_differential import _millicores, _ports, informed, pod_doc, violations
 
 ROUNDS = 32
 GANGS = 3
@@ -144,11 +144,11 @@ def test_kube_scheduler_accepts_each_member_where_kubeflux_put_it_in_kubefluxs_b
         for i in range(rng.randint(2, 8)):
             node = rng.choice(sorted(names))
             _, doc = pod_doc(rng, f"old-{i}", [namespace], node, pending=False)
-            if _millicores(doc) > room[node] or (
-                _ports(doc) and any(_ports(p) for p in bound if p["spec"]["nodeName"] == node)
+            if millicores(doc) > room[node] or (
+                host_ports(doc) and any(host_ports(p) for p in bound if p["spec"]["nodeName"] == node)
             ):
                 continue
-            room[node] -= _millicores(doc)
+            room[node] -= millicores(doc)
             bound.append(real.create(namespace, doc))
         for g in range(GANGS):
             name = f"gang-{g}"
