@@ -213,3 +213,27 @@ def test_an_affine_gang_that_cannot_start_now_is_reserved_in_one_zone_and_starte
     decisions = cluster.run(50.0)
     assert sorted(bound(decisions).values()) == ["n2", "n3"]
     check_bind_order(cluster, binds(decisions), {"default/long": "n0"})
+
+
+def test_alike_spread_ranks_that_cannot_start_now_are_reserved_spread_not_where_the_engine_packs_them() -> None:
+    # Four alike ranks, maxSkew 1 over zones a and b: two a zone. Zone a's two nodes free at 50 would take all four,
+    # which the spread forbids; zone b's node frees at 100: the reservation is at 100, two ranks in each zone.
+    scheduler = KubefluxScheduler(backfill=Backfill.EASY)
+    cluster = Cluster(scheduler, nodes_in(ZONE_LEVEL, ("a", 2, 4), ("b", 1, 4)))
+    for on, ends in (("n0", 50), ("n1", 50), ("n2", 100)):
+        cluster.add(member(f"busy-{on}", 4, "other", group=None, ends=ends, nodeSelector={HOST: on}))
+    assert len(bound(cluster.run(0.0))) == 3
+    gang(cluster, [constrained(f"rank-{i}", 2, **spread()) for i in range(4)])
+    assert not bound(cluster.run(1.0))
+    job = scheduler.queue.jobs["default/mpi"]
+    assert job.expected_start == 100
+    assigned = list(job.assigned.values())
+    assert len(assigned) == 4 and assigned.count("n2") == 2
+    for on in ("n0", "n1"):
+        cluster.end(f"busy-{on}")
+    assert not bound(cluster.run(50.0))
+    cluster.end("busy-n2")
+    decisions = cluster.run(100.0)
+    placed = bound(decisions)
+    assert len(placed) == 4 and zones_of(cluster, placed) == {"a": 2, "b": 2}
+    check_bind_order(cluster, binds(decisions), {})
