@@ -21,8 +21,6 @@ import random
 import time
 from typing import Any
 
-import pytest
-
 from kubeflux.apiobjects.manifests import pod_from_manifest
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.core import KubefluxScheduler
@@ -36,12 +34,6 @@ from .conftest import Api
 ROUNDS = 32
 GANGS = 3
 """Gangs per round, each placed beside the gangs before it."""
-
-
-@pytest.fixture(scope="module")
-def scheduled(plane: ControlPlane) -> ControlPlane:
-    plane.start_scheduler()
-    return plane
 
 
 def gang_docs(rng: random.Random, name: str) -> list[dict[str, Any]]:
@@ -123,9 +115,10 @@ def kubeflux_binds(
 
 
 def test_kube_scheduler_accepts_each_member_where_kubeflux_put_it_in_kubefluxs_bind_order(
-    scheduled: ControlPlane, api: Api
+    plane: ControlPlane, api: Api
 ) -> None:
-    real = Real(scheduled, api)
+    plane.start_scheduler()
+    real = Real(plane, api)
     rng = random.Random(3434)
     disagreements: list[str] = []
     gangs = placed = members_checked = 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
+from kubeflux.scheduler.topology import ZONE_LEVEL
 
 SPECS: dict[str, dict[str, Any]] = {}
 """Pod name → the constraints a test gave it (:func:`remember`), as the checker reads them."""
@@ -25,7 +25,7 @@ def spread(app: str = "mpi", skew: int = 1, key: str = ZONE_LEVEL, **more: Any) 
     return {"topologySpreadConstraints": [constraint]}
 
 
-def affinity(app: str = "mpi", key: str = RACK_LEVEL) -> dict[str, Any]:
+def affinity(app: str = "mpi", key: str = ZONE_LEVEL) -> dict[str, Any]:
     """A pod spec's required pod affinity to the pods labelled ``app`` on ``key``."""
     term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
     return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}

@@ -177,7 +177,7 @@ def test_an_eight_member_job_affine_by_rack_starts_in_the_one_rack_that_holds_it
     # affinity, find room for three more only. The gang is kept to one rack as a whole: r2.
     cluster = Cluster(KubefluxScheduler(), nodes_in(RACK_LEVEL, ("r0", 4, 4), ("r1", 4, 4), ("r2", 4, 4)))
     cluster.add(*[other(f"busy-{n}", f"n{n}", "busy", 4) for n in (0, 1, 4, 5)])
-    gang(cluster, [constrained(f"rank-{i}", 2, **affinity()) for i in range(8)])
+    gang(cluster, [constrained(f"rank-{i}", 2, **affinity(key=RACK_LEVEL)) for i in range(8)])
     decisions = cluster.run(1.0)
     placed = bound(decisions)
     assert sorted(set(placed.values())) == ["n10", "n11", "n8", "n9"] and len(placed) == 8
@@ -187,7 +187,7 @@ def test_an_eight_member_job_affine_by_rack_starts_in_the_one_rack_that_holds_it
 def test_an_affine_gang_joins_the_rack_of_the_pods_it_names_already_running() -> None:
     cluster = Cluster(KubefluxScheduler(), nodes_in(RACK_LEVEL, ("r0", 2, 4), ("r1", 2, 4), ("r2", 2, 4)))
     cluster.add(other("mpi-old", "n4", "mpi", 1))  # a pod the affinity names runs in r2: the gang must go there
-    gang(cluster, [constrained(f"rank-{i}", 2, **affinity()) for i in range(3)])
+    gang(cluster, [constrained(f"rank-{i}", 2, **affinity(key=RACK_LEVEL)) for i in range(3)])
     decisions = cluster.run(1.0)
     placed = bound(decisions)
     assert set(placed.values()) <= {"n4", "n5"} and len(placed) == 3
