@@ -90,6 +90,7 @@ def affine_key(pods: Sequence[Pod], labels_of: LabelsOf) -> str | None:
     self-affine set go anywhere no matching pod is yet). None when no term selects a member; "" when the members'
     affinity is more than "all in one domain of a key" (the search cannot hold it)."""
     keys: set[str] = set()
+    foreign = False  # a term selecting no member: the member asks for pods that are not members
     for pod in pods:
         terms = pod.terms
         if terms is None or not terms.affinity:
@@ -97,22 +98,14 @@ def affine_key(pods: Sequence[Pod], labels_of: LabelsOf) -> str | None:
         own = labels_of(pod.namespace)
         for term in terms.affinity:
             if not any(term.matches(other, labels_of(other.namespace)) for other in pods):
-                if keys:
-                    return ""
-                continue
-            if not term.matches(pod, own):
+                foreign = True
+            elif not term.matches(pod, own):
                 return ""
-            keys.add(term.topology_key)
+            else:
+                keys.add(term.topology_key)
     if not keys:
         return None
-    if len(keys) > 1:
-        return ""
-    key = keys.pop()
-    for pod in pods:  # a member asking affinity to pods that are not members too: one by one
-        terms = pod.terms
-        if terms is not None and any(term.topology_key != key for term in terms.affinity):
-            return ""
-    return key
+    return "" if foreign or len(keys) > 1 else keys.pop()
 
 
 def _spread(pods: Sequence[Pod]) -> SpreadConstraint | bool | None:
