@@ -169,6 +169,22 @@ def test_a_spread_gang_that_cannot_start_now_is_reserved_and_started_spread_when
     check_bind_order(cluster, binds(decisions), {})
 
 
+def test_with_fewer_zones_than_min_domains_each_zone_takes_at_most_max_skew_ranks() -> None:
+    # minDomains 3 over two zones: the least count is taken as 0, so a zone holds at most maxSkew (1) of the ranks.
+    nodes = nodes_in(ZONE_LEVEL, ("a", 2, 8), ("b", 2, 8))
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    gang(cluster, [constrained(f"rank-{i}", 1, **spread(minDomains=3)) for i in range(3)])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    assert "didn't match pod topology spread constraints" in messages(decisions)["default/rank-0"]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    pair = [constrained(f"pair-{i}", 1, **spread(minDomains=3)) for i in range(2)]
+    gang(cluster, pair)
+    decisions = cluster.run(1.0)
+    assert zones_of(cluster, bound(decisions)) == {"a": 1, "b": 1}
+    check_bind_order(cluster, binds(decisions), {})
+
+
 # --- required pod affinity among the members -------------------------------------------------------------------
 
 
