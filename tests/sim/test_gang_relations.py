@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.topology import ZONE_LEVEL
+from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
 from kubeflux.sim.driver import Simulation
 from tests.scheduler._relations import affinity, check_bind_order, spread
 from tests.sim._gangs import group_yaml, simulation
 
 
-def zoned_nodes(*shapes: tuple[str, str, int]) -> str:
-    """Nodes from (name, zone, cpus)."""
+def zoned_nodes(*shapes: tuple[str, str, int], level: str = ZONE_LEVEL) -> str:
+    """Nodes from (name, domain of ``level``, cpus)."""
     return "\n---\n".join(
         f"apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}, "
-        f"{ZONE_LEVEL}: {zone}}}}}\nstatus: {{allocatable: {{cpu: '{cpu}', memory: 32Gi, pods: '110'}}}}"
+        f"{level}: {zone}}}}}\nstatus: {{allocatable: {{cpu: '{cpu}', memory: 32Gi, pods: '110'}}}}"
         for name, zone, cpu in shapes
     )
 
@@ -111,3 +111,26 @@ def test_an_affine_gang_is_reserved_in_the_zone_that_frees_first_and_starts_ther
     where = checked(sim, shapes, specs)
     assert sorted(where[f"rank-{i}"][0] for i in range(2)) == ["n2", "n3"]
     assert {where[f"rank-{i}"][1] for i in range(2)} == {50.0}
+
+
+def test_seven_ranks_over_zones_with_room_for_four_two_and_two_start_three_two_two(tmp_path: Path) -> None:
+    shapes = (("n0", "a", 4), ("n1", "a", 4), ("n2", "b", 4), ("n3", "c", 4))
+    ranks = [rank_yaml(f"rank-{i}", 2, 60, spread()) for i in range(7)]
+    sim = run(tmp_path, zoned_nodes(*shapes), group_yaml("mpi", 7), *ranks)
+    where = checked(sim, shapes, {f"rank-{i}": spread() for i in range(7)})
+    zones = {"n0": "a", "n1": "a", "n2": "b", "n3": "c"}
+    per_zone = {zone: sum(1 for node, _ in where.values() if zones[node] == zone) for zone in "abc"}
+    assert per_zone == {"a": 3, "b": 2, "c": 2} and {start for _, start in where.values()} == {0.0}
+
+
+def test_eight_ranks_affine_by_rack_start_together_in_the_rack_that_holds_them_all(tmp_path: Path) -> None:
+    shapes = tuple((f"n{i}", f"r{i // 4}", 4) for i in range(12))
+    busy = [
+        rank_yaml(f"busy-{n}", 4, 500, {"nodeSelector": {"kubernetes.io/hostname": n}}, group="", app="busy")
+        for n in ("n0", "n1", "n4", "n5")
+    ]
+    ranks = [rank_yaml(f"rank-{i}", 2, 60, affinity(key=RACK_LEVEL)) for i in range(8)]
+    sim = run(tmp_path, zoned_nodes(*shapes, level=RACK_LEVEL), *busy, group_yaml("mpi", 8), *ranks)
+    where = checked(sim, shapes, {f"rank-{i}": affinity(key=RACK_LEVEL) for i in range(8)})
+    assert {where[f"rank-{i}"][0] for i in range(8)} == {"n8", "n9", "n10", "n11"}
+    assert {where[f"rank-{i}"][1] for i in range(8)} == {0.0}

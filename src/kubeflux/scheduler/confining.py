@@ -3,7 +3,10 @@
 A pod asks with Kueue's annotations, ``kueue.x-k8s.io/podset-required-topology: <level label>`` or
 ``kueue.x-k8s.io/podset-preferred-topology: <level label>``, or kubeflux's of the same meaning
 (:data:`REQUIRED_ANNOTATION`, :data:`PREFERRED_ANNOTATION`); a group's first member that says one speaks for it.
-The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`).
+The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`). A group whose members ask required
+pod affinity among themselves on a level's label (all in one zone, one rack: :data:`AFFINITY`) asks for one domain
+of it as if required: kube-scheduler lets its first member go anywhere while no pod matches yet, and one by one the
+others could then find no room beside it; kept to a domain with room for all, none is stranded.
 
 How a job is kept in one domain (:class:`Confiner`):
 

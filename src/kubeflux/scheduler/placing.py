@@ -61,8 +61,7 @@ class Placer:
         self.filter = filter
         self.log = log
         self._said: Counter[str] | None = None
-        """Why the first member short one by one did not fit, read beside the members placed before it (members
-        whose filters count each other), until :meth:`start_at` answers with it."""
+        """Why the first member short one by one did not fit, read beside the members placed before it."""
 
     def match(
         self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str] | HiddenNodes
