@@ -4,12 +4,14 @@ brute force on small instances."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
+from kubeflux.scheduler.among import spread_order
+from kubeflux.scheduler.gang import EXHAUSTED, GangMember, Spread, assign
 
 
 def members(*demands: int, nodes: int) -> list[GangMember]:
@@ -129,3 +131,62 @@ def test_a_nodes_free_cores_counted_by_its_planner_are_an_upper_bound_and_exactl
     assert view.free_counts("n0", 50, 100) == (1, 0, False)
     assert view.free_counts("n0", 50, 100, exact=True) == (0, 0, False)
     assert view.free_counts("n0", 0, 100, exact=True) == (1, 0, False)
+
+
+# --- a topology spread among the members ----------------------------------------------------------------------
+
+
+def _keeps_skew(domains: list[int], counts: list[int], skew: int, floor_zero: bool, order: Iterable[int]) -> bool:
+    """Each member, bound in ``order``, keeps its skew beside those before it (kube-scheduler's check)."""
+    current = list(counts)
+    for k in order:
+        least = 0 if floor_zero else min(current)
+        if current[domains[k]] + 1 - least > skew:
+            return False
+        current[domains[k]] += 1
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    demands=st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    capacities=st.lists(st.integers(0, 5), min_size=1, max_size=5),
+    layout=st.lists(st.integers(-1, 2), min_size=5, max_size=5),
+    counts=st.lists(st.integers(0, 2), min_size=3, max_size=3),
+    skew=st.integers(1, 2),
+    floor_zero=st.booleans(),
+    optional=st.integers(0, 2),
+)
+def test_a_spread_assignment_exists_exactly_when_brute_force_finds_one_and_keeps_the_skew_bound_in_order(
+    demands: list[int],
+    capacities: list[int],
+    layout: list[int],
+    counts: list[int],
+    skew: int,
+    floor_zero: bool,
+    optional: int,
+) -> None:
+    nodes = len(capacities)
+    domain = layout[:nodes]  # each node's spread domain, -1: no member may go there
+    gang = members(*demands, nodes=nodes)
+    minimum = max(0, len(demands) - optional)
+    spread = Spread(domain, counts, skew, floor_zero)
+    found = assign(gang, [[c] for c in capacities], [True] * nodes, minimum, spread=spread)
+    assert found is not EXHAUSTED
+
+    def valid(chosen: tuple[int | None, ...], *, any_order: bool) -> bool:
+        placed = [domain[node] for node in chosen if node is not None]
+        if len(placed) < minimum or any(d < 0 for d in placed):
+            return False
+        if any(use > cap for use, cap in zip(loads(list(chosen), gang, nodes), capacities, strict=True)):
+            return False
+        orders = (
+            itertools.permutations(range(len(placed))) if any_order else [spread_order(placed, dict(enumerate(counts)))]
+        )
+        return any(_keeps_skew(placed, counts, skew, floor_zero, order) for order in orders)
+
+    options: list[int | None] = [*range(nodes), None]
+    exists = any(valid(chosen, any_order=True) for chosen in itertools.product(options, repeat=len(demands)))
+    assert (found is not None) == exists
+    if found is not None:  # and the order the placer binds them in keeps it
+        assert isinstance(found, list) and valid(tuple(found), any_order=False)

@@ -13,6 +13,7 @@ from kubeflux.apiobjects.manifests import ManifestError, namespace_from_manifest
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, AffinityTerm, LabelSelector, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
+from tests.scheduler._relations import affinity, spread
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -37,21 +38,6 @@ def manifest_pod(name: str, spec: dict[str, Any], labels: dict[str, str] | None 
 def anti(app: str, key: str = HOST) -> dict[str, Any]:
     term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
     return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-
-
-def affinity(app: str, key: str = ZONE) -> dict[str, Any]:
-    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
-    return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-
-
-def spread(app: str, skew: int = 1, key: str = ZONE) -> dict[str, Any]:
-    constraint = {
-        "maxSkew": skew,
-        "topologyKey": key,
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": app}},
-    }
-    return {"topologySpreadConstraints": [constraint]}
 
 
 def ports(port: int, ip: str = "") -> dict[str, Any]:

@@ -3,7 +3,10 @@
 A pod asks with Kueue's annotations, ``kueue.x-k8s.io/podset-required-topology: <level label>`` or
 ``kueue.x-k8s.io/podset-preferred-topology: <level label>``, or kubeflux's of the same meaning
 (:data:`REQUIRED_ANNOTATION`, :data:`PREFERRED_ANNOTATION`); a group's first member that says one speaks for it.
-The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`).
+The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`). A group whose members ask required
+pod affinity among themselves on a level's label (all in one zone, one rack: :data:`AFFINITY`) asks for one domain
+of it as if required: kube-scheduler lets its first member go anywhere while no pod matches yet, and one by one the
+others could then find no room beside it; kept to a domain with room for all, none is stranded.
 
 How a job is kept in one domain (:class:`Confiner`):
 
@@ -43,15 +46,25 @@ from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
+from kubeflux.scheduler.among import LabelsOf, affine_key
 from kubeflux.scheduler.filtering import copies
 from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.objects import PODS, NodeSelectorRequirement, NodeSelectorTerm, Pod, ResourceList
 from kubeflux.scheduler.placing import Placer
+from kubeflux.scheduler.podterms import REASON_AFFINITY
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
 from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
 
-__all__ = ["KUEUE_PREFERRED", "KUEUE_REQUIRED", "PREFERRED_ANNOTATION", "REQUIRED_ANNOTATION", "Confiner", "Request"]
+__all__ = [
+    "AFFINITY",
+    "KUEUE_PREFERRED",
+    "KUEUE_REQUIRED",
+    "PREFERRED_ANNOTATION",
+    "REQUIRED_ANNOTATION",
+    "Confiner",
+    "Request",
+]
 
 KUEUE_REQUIRED: Final = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED: Final = "kueue.x-k8s.io/podset-preferred-topology"
@@ -66,6 +79,11 @@ _ANNOTATIONS: Final = (
     (PREFERRED_ANNOTATION, False),
 )
 
+AFFINITY: Final = "spec.affinity.podAffinity"
+"""What a request found in the members' required pod affinity among themselves says it came from: all of them in one
+domain of the term's key, kept there as a required topology when the key is a level of the graph (else the members
+are placed one by one, each filtered against those before it)."""
+
 DOMAIN_TRIES: Final = 16
 """Domains of one level a job is tried in per pass when the engine's pick does not hold it after all (its other
 resources, its pods' constraints): beyond them the level counts as without room this pass."""
@@ -73,9 +91,11 @@ resources, its pods' constraints): beyond them the level counts as without room 
 T = TypeVar("T")
 
 
-def job_request(job: PendingJob) -> Request | None:
-    """The topology a job asks for: said by its first pod that says one (None: it asks none). Found once per job
-    and kept on it (:attr:`PendingJob.request`) until its pods change: every pass asks it of every job."""
+def job_request(job: PendingJob, labels_of: LabelsOf | None = None) -> Request | None:
+    """The topology a job asks for: said by its first pod that says one, else by required pod affinity among a
+    group's members on a topology key (:func:`~kubeflux.scheduler.among.affine_key`, ``labels_of`` reading the
+    namespaces' labels; :data:`AFFINITY`); None: it asks none. Found once per job and kept on it
+    (:attr:`PendingJob.request`) until its pods change: every pass asks it of every job."""
     if job.request_found:
         return job.request
     found: Request | None = None
@@ -87,6 +107,10 @@ def job_request(job: PendingJob) -> Request | None:
                 break
         if found is not None:
             break
+    if found is None and labels_of is not None and len(job.pods) > 1:
+        key = affine_key(list(job.pods.values()), labels_of)
+        if key:
+            found = Request(key, True, AFFINITY)
     job.request, job.request_found = found, True
     return found
 
@@ -103,7 +127,7 @@ class Confiner:
         first domain the engine finds where it succeeds (a domain where ``run()`` fails, its reasons or None, is left
         out and the next tried; for preferred, at the asked level, then each above it; else ``run()`` over the whole
         cluster); None when a required domain was found nowhere."""
-        request = job_request(job)
+        request = job_request(job, self.placer.books.pods.labels_of)
         if request is None:
             return run()
         levels = self._levels(request)
@@ -131,19 +155,29 @@ class Confiner:
 
     def reasons(self, job: PendingJob) -> Counter[str]:
         """Why a job that requires one domain did not start now, as kube-scheduler's counted reasons."""
-        request = job_request(job)
+        request = job_request(job, self.placer.books.pods.labels_of)
         kind = level_type(request.level) if request is not None else "domain"
         graph = self.placer.books.graph
         count = len(graph.specs) if graph is not None else 0
+        if request is not None and request.annotation == AFFINITY:
+            # kube-scheduler's words for a member once the others are bound in one domain: the nodes that refuse the
+            # largest member for their own reasons, and the rest out of the members' domain
+            largest = max(job.pods.values(), key=self.placer.books.pod_shape)
+            fit = self.placer.filter.fit(largest)
+            reasons = fit.reasons()
+            reasons[REASON_AFFINITY] += len(fit.open)
+            return reasons
         return Counter({f"node(s) were in no {kind} with room for the whole job (it requires one {kind})": count})
 
     def never(self, job: PendingJob) -> str | None:
         """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
         can hold its minimum of members even empty, sized as they are: its smallest members); None when it may."""
-        request = job_request(job)
+        request = job_request(job, self.placer.books.pods.labels_of)
         if request is None or not request.required:
             return None
         levels = self.placer.books.levels
+        if request.level not in levels and request.annotation == AFFINITY:
+            return None  # not a level: its members are placed one by one
         if request.level not in levels:
             have = ", ".join(levels) or "none"
             return (

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 
 from kubeflux.match.policy import PolicySpec, parse_policy
+from kubeflux.scheduler.among import Among, among
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.fit import NodeFit, StaticFit
 from kubeflux.scheduler.gang import GangMember, assign
@@ -158,51 +159,10 @@ class NodeFilter:
             per_node = True
         return per_node
 
-    def apart(self, pods: list[Pod]) -> tuple[str, list[bool]] | None:
-        """What a gang's members ask of each other, as the assignment search (:func:`~kubeflux.scheduler.gang.assign`)
-        can hold it: the topology key by whose domains the flagged members must stay apart ("" for the nodes
-        themselves), and each member's flag. Required anti-affinity among members on one key flags them (one rank per
-        zone), host ports flag a member by node. None when they ask more of each other: affinity or topology spread
-        selecting a member, anti-affinity among them on several keys, or a term selecting a member that is not flagged
-        itself; such members are placed one by one, each filtered against those placed before it, never by the
-        search (which sees only the bound pods)."""
-        labels_of = self.books.pods.labels_of
-        groups: dict[tuple[str, frozenset[tuple[str, str]]], list[int]] = {}
-        for i, pod in enumerate(pods):
-            groups.setdefault((pod.namespace, frozenset(pod.labels.items())), []).append(i)
-        firsts = [(members, pods[members[0]]) for members in groups.values()]
-        keys: set[str] = set()
-        flags = [False] * len(pods)
-        selected: set[int] = set()
-        for i, pod in enumerate(pods):
-            terms = pod.terms
-            if terms is None:
-                continue
-            for term in terms.affinity:
-                if any(term.matches(other, labels_of(other.namespace)) for _, other in firsts):
-                    return None
-            for constraint in terms.spread:
-                selector = constraint.selector
-                if selector is not None and any(
-                    other.namespace == pod.namespace and selector.matches(other.labels) for _, other in firsts
-                ):
-                    return None
-            for term in terms.anti_affinity:
-                for members, other in firsts:
-                    if term.matches(other, labels_of(other.namespace)) and (len(members) > 1 or members[0] != i):
-                        keys.add(term.topology_key)
-                        flags[i] = True
-                        selected.update(j for j in members if j != i)
-            if terms.host_ports:
-                keys.add("")
-                flags[i] = True
-        if any(not flags[j] for j in selected):
-            return None
-        if keys == {"", HOSTNAME_LABEL} and self._hostnames_distinct():
-            keys = {""}
-        if len(keys) > 1:
-            return None
-        return (keys.pop() if keys else "", flags)
+    def among(self, pods: list[Pod]) -> Among | None:
+        """What a gang's members ask of each other, as the assignment search can hold it
+        (:func:`~kubeflux.scheduler.among.among`); None when they ask more, and are placed one by one only."""
+        return among(pods, self.books.pods.labels_of, self._hostnames_distinct)
 
     def domains(self, key: str, names: list[str]) -> list[int] | None:
         """Each of the nodes ``names``' domain of topology ``key`` as a small integer (a node without the label its
@@ -460,8 +420,8 @@ class NodeFilter:
             free.append([spec.cores, spec.gpus, *(node.allocatable.get(res, 0) for res in dims)])
             free[-1].append(node.allocatable.get(PODS, 1 << 62))
         index = {node.name: i for i, node in enumerate(nodes)}
-        apart = self.apart(pods)  # when they ask more of each other, not held here: never-fits is not claimed then
-        key, flags = apart if apart is not None else ("", [False] * len(pods))
+        relation = self.among(pods)  # when they ask more of each other, not held here: never-fits is not claimed then
+        key, flags = (relation.key, relation.flags) if relation is not None else ("", [False] * len(pods))
         candidates: dict[int, tuple[int, ...]] = {}  # per static fit: members constrained alike share one
         members: list[GangMember] = []
         for pod in pods:
@@ -472,13 +432,6 @@ class NodeFilter:
             shape = (*books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1)
             members.append(GangMember(shape, mine, whole_node_policy(pod, policy), flags[len(members)]))
         minimum = self.queue.minimum(job)
-        apart = self.apart(pods)
-        key = apart[0] if apart is not None else ""
-        if apart is not None:
-            members = [
-                GangMember(m.demand, m.candidates, m.whole_node, flag)
-                for m, flag in zip(members, apart[1], strict=True)
-            ]
         domains = self.domains(key, [node.name for node in nodes])
         found = assign(members, free, [True] * len(nodes), minimum, domains=domains)
         if found is not None:  # an assignment, or the search gave up: not proven never to fit

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-__all__ = ["DEFAULT_BUDGET", "EXHAUSTED", "Exhausted", "GangMember", "assign"]
+__all__ = ["DEFAULT_BUDGET", "EXHAUSTED", "Exhausted", "GangMember", "Spread", "assign"]
 
 DEFAULT_BUDGET: Final = 20_000
 """Node trials before a search gives up: a few milliseconds of work, far more than any gang of alike members or a
@@ -61,6 +61,40 @@ class GangMember:
     anti-affinity among them on the hostname or a wider key, the same host ports)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A topology spread constraint every member carries and counts for (``maxSkew`` over the domains of a key).
+
+    Placed in the right order (:func:`kubeflux.scheduler.among.spread_order`), the members keep their skew when the
+    final counts do: for some floor ``L`` every domain ends with at least ``L`` matching pods and every domain a
+    member goes to with at most ``L + max_skew`` (``L`` is 0 when fewer domains than ``minDomains`` exist). The
+    search tries each floor that could hold the members: a cap and a need per domain."""
+
+    domain: list[int]
+    """Each node's spread domain (an index into :attr:`counts`), -1 for a node no member may go to (without the key,
+    or in a domain that does not count)."""
+    counts: list[int]
+    """The matching pods already in each domain that counts (every one of them, with or without candidates)."""
+    max_skew: int
+    floor_zero: bool = False
+    """Fewer domains count than ``minDomains``: the least count is taken as 0."""
+
+    def floors(self, count: int) -> list[tuple[list[int], list[int]]]:
+        """(caps, needs) per domain for each floor that could hold ``count`` members, the lowest floor first."""
+        counts = self.counts
+        if not counts:
+            return []
+        if self.floor_zero:
+            return [([max(0, self.max_skew - c) for c in counts], [0] * len(counts))]
+        low, high = min(counts), (sum(counts) + count) // len(counts)
+        found = []
+        for floor in range(low, max(low, high) + 1):
+            needs = [max(0, floor - c) for c in counts]
+            if sum(needs) <= count:
+                found.append(([max(0, floor + self.max_skew - c) for c in counts], needs))
+        return found
+
+
 def assign(
     members: list[GangMember],
     free: list[list[int]],
@@ -68,17 +102,67 @@ def assign(
     minimum: int,
     budget: int = DEFAULT_BUDGET,
     domains: list[int] | None = None,
+    spread: Spread | None = None,
 ) -> list[int | None] | Exhausted | None:
     """A node index per member (None for a member left out), or None when no assignment of at least ``minimum``
     members exists, or :data:`EXHAUSTED` when the budget ran out first. ``free`` and ``wholly_free`` are not
     changed. ``domains``: each node's domain (a small integer) that distinct members may not share, else each node
-    its own."""
+    its own. ``spread``: the members' topology spread, each floor tried in turn within one budget."""
     count = len(members)
     if minimum > count:
         return None
     domain = domains if domains is not None else list(range(len(free)))
+    if spread is not None:
+        left = [budget]
+        exhausted = False
+        for caps, needs in spread.floors(count):
+            if not _may_hold(members, free, spread.domain, caps, minimum):
+                continue
+            found = _search(members, free, wholly_free, minimum, left, domains, (spread.domain, caps, needs))
+            if found is EXHAUSTED:
+                exhausted = True
+                if left[0] <= 0:
+                    return EXHAUSTED
+            elif found is not None:
+                return found
+        return EXHAUSTED if exhausted else None
     if count and all(member == members[0] for member in members):
         return _fill(members[0], count, free, wholly_free, minimum, domain)
+    return _search(members, free, wholly_free, minimum, [budget], domains, None)
+
+
+def _may_hold(
+    members: list[GangMember], free: list[list[int]], domain: list[int], caps: list[int], minimum: int
+) -> bool:
+    """A quick necessary test of a floor: its caps, and what the domains' nodes hold of the smallest member, leave
+    room for ``minimum`` members."""
+    smallest = min(members, key=lambda member: sum(member.demand)).demand
+    held = [0] * len(caps)
+    for node, vector in enumerate(free):
+        d = domain[node]
+        if d >= 0:
+            held[d] += min((have // need for need, have in zip(smallest, vector, strict=True) if need > 0), default=1)
+    return sum(min(cap, have) for cap, have in zip(caps, held, strict=True)) >= minimum
+
+
+_Caps = tuple[list[int], list[int], list[int]]
+"""A spread's (node → domain, cap per domain, need per domain)."""
+
+
+def _search(
+    members: list[GangMember],
+    free: list[list[int]],
+    wholly_free: list[bool],
+    minimum: int,
+    left: list[int],
+    domains: list[int] | None,
+    capped: _Caps | None,
+) -> list[int | None] | Exhausted | None:
+    """The depth-first search (see the module docstring), ``left[0]`` node trials left (spent here);
+    ``capped``: at most a cap and at least a need of members per spread domain."""
+    count = len(members)
+    budget = left[0]
+    domain = domains if domains is not None else list(range(len(free)))
     caps = [list(vector) for vector in free]
     whole = list(wholly_free)
     apart = [False] * (max(domain, default=-1) + 1)  # a distinct member is in the domain
@@ -88,8 +172,14 @@ def assign(
     trials = 0
     optional = count - minimum
 
+    spread_of, caps_left, needs = capped if capped is not None else ([], [], [])
+    caps_left, needs = list(caps_left), list(needs)
+    deficit = [sum(needs)]
+
     def fits(member: GangMember, node: int) -> bool:
         if (member.whole_node and not whole[node]) or (member.distinct and apart[domain[node]]):
+            return False
+        if capped is not None and (spread_of[node] < 0 or not caps_left[spread_of[node]]):
             return False
         cap = caps[node]
         return all(need <= have for need, have in zip(member.demand, cap, strict=True))
@@ -121,30 +211,51 @@ def assign(
             if not fits(member, node):
                 continue
             # interchangeable: alike now, for every member, and (given domains) in one domain
-            key = (tuple(caps[node]), whole[node], apart[domain[node]], signature[node], domains and domain[node])
+            spread_domain = spread_of[node] if capped is not None else -1
+            key = (
+                tuple(caps[node]),
+                whole[node],
+                apart[domain[node]],
+                signature[node],
+                domains and domain[node],
+                spread_domain,
+            )
             if key in tried:
                 continue
             tried.add(key)
             trials += 1
             if trials > budget:
                 return EXHAUSTED
+            if capped is not None:
+                sd = spread_of[node]
+                short = needs[sd] > 0
+                if deficit[0] - short > count - depth - 1:
+                    continue  # the members left could not bring every domain up to the floor
+                caps_left[sd] -= 1
+                needs[sd] -= short
+                deficit[0] -= short
             before = take(member, node)
             chosen[index] = node
             found = search(depth + 1, skips)
             caps[node], whole[node], apart[domain[node]] = before
+            if capped is not None:
+                caps_left[sd] += 1
+                needs[sd] += short
+                deficit[0] += short
             if found is not False:
                 return found
             chosen[index] = None
-        if skips < optional:
+        if skips < optional and deficit[0] <= count - depth - 1:
             return search(depth + 1, skips + 1)
         return False
 
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 2 * count + 200))  # one frame per member (and per member left out)
     try:
-        found = search(0, 0)
+        found = search(0, 0) if deficit[0] <= count else False
     finally:
         sys.setrecursionlimit(limit)
+    left[0] = budget - trials
     if found is EXHAUSTED:
         return EXHAUSTED
     return chosen if found else None

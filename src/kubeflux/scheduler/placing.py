@@ -23,11 +23,12 @@ from kubeflux.scheduler.allocation import Allocation
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter, alike_run, whole_node_policy
 from kubeflux.scheduler.fit import NodeFit
-from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, assign
+from kubeflux.scheduler.gang import Exhausted
 from kubeflux.scheduler.graphview import HiddenNodes, first_placement
 from kubeflux.scheduler.objects import PODS, Pod
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.searching import Assignment, search_assignment
 from kubeflux.scheduler.translate import (
     Placement,
     PodRequestError,
@@ -44,10 +45,6 @@ REASON_NOT_EMPTY: Final = "node(s) were not empty for the pod's planned time (it
 EXACT_ROUNDS: Final = 4
 """Searches per start time: after each, the node whose cores could not give what its planner's count promised is
 counted core by core in the next."""
-_UNLIMITED = 1 << 62
-
-Assignment = list[tuple[str, Pod, str, int]]
-"""(pod uid, pod, node, planned duration) for each member placed."""
 
 
 class Placer:
@@ -63,6 +60,8 @@ class Placer:
         self.queue = queue
         self.filter = filter
         self.log = log
+        self._said: Counter[str] | None = None
+        """Why the first member short one by one did not fit, read beside the members placed before it."""
 
     def match(
         self, op: MatchOp, pod: Pod, duration: int, start: int, hide: set[str] | HiddenNodes
@@ -81,6 +80,7 @@ class Placer:
         """Place at least the job's minimum of pods now (as many as fit); their allocations, or why not."""
         pods = list(job.pods.items())
         minimum = self.queue.minimum(job)
+        self._said = None
         if len(pods) > 1:
             short = self.filter.first_short_member(job, minimum)
             if short is not None:
@@ -94,19 +94,30 @@ class Placer:
         made, first_short = self._together(job, pods, start, minimum)
         if made is not None:
             return made
-        if len(pods) > 1 and alike_run(job) < len(pods) and self.filter.may_fit(job, start):
-            # Alike members matched one by one fit as many as any assignment would: only different ones search.
+        related = len(pods) > 1 and self._related(pods)
+        if len(pods) > 1 and (related or alike_run(job) < len(pods)) and self.filter.may_fit(job, start):
+            # Alike members matched one by one fit as many as any assignment would (unless they count each other
+            # in a domain: a topology spread among them): only different ones search.
             exact: set[str] = set()
             for _ in range(EXACT_ROUNDS):
                 found = self.assignment(job, start, start, minimum, exact)
                 if not isinstance(found, list):
                     break
-                placed = self._place_assignment(found, start)
+                placed = self._place_assignment(found, start, checked=related)
                 if not isinstance(placed, str):
                     return placed
                 exact.add(placed)
         assert first_short is not None
-        return self._short_reasons(first_short[0], start)
+        said, self._said = self._said, None
+        return said if said is not None else self._short_reasons(first_short[0], start)
+
+    def _related(self, pods: list[tuple[str, Pod]]) -> bool:
+        """Whether the members' filters count each other in a domain (a topology spread or affinity among them):
+        one by one, each was filtered against those placed before it; the search places them whole."""
+        if all(pod.terms is None for _, pod in pods):
+            return False
+        relation = self.filter.among([pod for _, pod in pods])
+        return relation is not None and (relation.spread is not None or relation.affine is not None)
 
     def _short_reasons(self, pod: Pod, start: int) -> Counter[str]:
         """Why ``pod``, the first member that did not fit now, did not: kube-scheduler's reasons, and for each node
@@ -261,6 +272,8 @@ class Placer:
                 continue
             if first_short is None:
                 first_short = (pod, fit)
+                if pod.terms is not None and len(pods) > 1:  # its reasons beside the members placed before it
+                    self._said = self._short_reasons(pod, start)
             if spare:
                 spare -= 1
                 continue
@@ -385,60 +398,9 @@ class Placer:
     def assignment(
         self, job: PendingJob, at: int, now: int, minimum: int, exact: set[str]
     ) -> Assignment | Exhausted | None:
-        """Nodes for at least ``minimum`` of the job's pods starting at ``at`` (now, or later for a reservation), by
-        the search of :mod:`kubeflux.scheduler.gang` over what each node has free throughout the members' longest
-        planned time (its cores counted one by one on the ``exact`` nodes, else by its planner: see
-        :meth:`GraphView.free_counts`); None when there are none, :data:`~kubeflux.scheduler.gang.EXHAUSTED` when
-        the search gave up."""
-        graph = self.books.graph
-        assert graph is not None
-        members = list(job.pods.items())
-        apart = self.filter.apart([pod for _, pod in members])
-        if apart is None:  # they ask more of each other than the search holds: placed one by one only
-            return None
-        durations = [self.profile.planned(pod, at, reserve=at > now) for _, pod in members]
-        window = max(durations)
-        index: dict[str, int] = {}
-        names: list[str] = []
-        candidates: list[tuple[int, ...]] = []
-        for _, pod in members:
-            mine: list[int] = []
-            refused = self.filter.terms_unfit(pod) if at <= now else set()
-            for name in self.filter.static_fit(pod).fit:
-                if name in refused:
-                    continue
-                position = index.get(name)
-                if position is None:
-                    position = index[name] = len(names)
-                    names.append(name)
-                mine.append(position)
-            candidates.append(tuple(mine))
-        dims = sorted({res for _, pod in members for res, amount in pod.requests.items() if amount > 0})
-        free: list[list[int]] = []
-        whole: list[bool] = []
-        for name in names:
-            cores, gpus, wholly = graph.free_counts(name, at, window, exact=name in exact)
-            room = self.filter.room_during(name, at, at + window)
-            free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)])
-            whole.append(wholly and name not in graph.unrecorded)
-        gang = [
-            GangMember(
-                (*self.books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
-                candidates[i],
-                whole_node_policy(pod, self.profile.policy),
-                apart[1][i],
-            )
-            for i, (_, pod) in enumerate(members)
-        ]
-        found = assign(gang, free, whole, minimum, domains=self.filter.domains(apart[0], names))
-        if found is None or found is EXHAUSTED:
-            return found
-        assert isinstance(found, list)
-        return [
-            (uid, pod, names[node], durations[i])
-            for i, ((uid, pod), node) in enumerate(zip(members, found, strict=True))
-            if node is not None
-        ]
+        """Nodes for at least ``minimum`` of the job's pods starting at ``at``, in the order they are to be bound
+        (:func:`~kubeflux.scheduler.searching.search_assignment`)."""
+        return search_assignment(self.profile, self.books, self.filter, job, at, now, minimum, exact)
 
     def leaves(self, pod: Pod, node: str, at: int, duration: int) -> list[int] | None:
         """The engine vertices (cores, then gpus) ``pod`` takes on ``node`` during its planned time; None when the
@@ -463,12 +425,16 @@ class Placer:
         result = graph.replay(node, leaves, at, duration, pod.key, now, whole_node=whole, reserve=at > now)
         return result.jobid if result.matched else -1
 
-    def _place_assignment(self, found: Assignment, start: int) -> list[tuple[Pod, Allocation]] | str:
-        """Allocate an assignment found for now; the name of a node whose cores could not give it when one could
-        not (nothing is kept then)."""
+    def _place_assignment(
+        self, found: Assignment, start: int, *, checked: bool = False
+    ) -> list[tuple[Pod, Allocation]] | str:
+        """Allocate an assignment found for now, in its order; the name of a node whose cores could not give it
+        when one could not (nothing is kept then). ``checked``: each member's filters are asked again beside the
+        members placed before it (kube-scheduler's view of it when it is bound), and a node they refuse fails it."""
         made: list[tuple[Pod, Allocation]] = []
         for uid, pod, node, duration in found:
-            placed = self._place_on(uid, pod, node, duration, start)
+            refused = checked and not self.filter.fit(pod).fits(node)
+            placed = None if refused else self._place_on(uid, pod, node, duration, start)
             if placed is None:
                 self._undo(made, "assignment not realizable")
                 return node
@@ -501,7 +467,7 @@ class Placer:
             return None
         graph = self.books.graph
         assert graph is not None
-        members = [(uid, pod) for uid, pod in job.pods.items() if uid in plan]
+        members = [(uid, job.pods[uid]) for uid in plan if uid in job.pods]  # in the order they are to be bound
         if len(members) < minimum:
             return None
         made: list[tuple[Pod, Allocation]] = []

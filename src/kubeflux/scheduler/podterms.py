@@ -49,6 +49,7 @@ __all__ = [
     "early_reasons",
     "late_reasons",
     "ports_conflict",
+    "spread_counts",
 ]
 
 REASON_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
@@ -295,6 +296,14 @@ def _spread_counts(
                 domain = labels[constraint.topology_key]
                 counts[i][domain] = counts[i].get(domain, 0) + per_node[i].get(name, 0)
     return counts
+
+
+def spread_counts(pod: Pod, nodes: Mapping[str, Node], pods: PodsByNode) -> list[dict[str, int]]:
+    """Per ``DoNotSchedule`` constraint of ``pod``, the matching pods per domain of the nodes that count (every such
+    domain, those with none at 0), as PodTopologySpread's PreFilter counts them."""
+    pods.settle()
+    terms = pod.terms
+    return _spread_counts(pod, terms.spread, nodes, pods) if terms is not None and terms.spread else []
 
 
 def _spread_reason(

@@ -1,0 +1,144 @@
+"""A gang's assignment search as the placer and the reserver ask it: the numbers :func:`kubeflux.scheduler.gang.assign`
+works on, read from the books, and its answer in the order the members are to be bound.
+
+What the members ask of each other (:mod:`kubeflux.scheduler.among`) is held by the search: members kept apart by
+node or domain, members kept in one domain of their affinity's key (pinned there by the confiner: every candidate of
+every member in one domain, else not searched), and a topology spread constraint among them as a cap and a need per
+domain, with the pods already matching in each domain counted. The nodes the members' filters refuse now (the pods
+around them, their volumes) are left out of their candidates, except for that spread constraint, which the search
+counts itself (a domain a single member would tip over may take one once the others are placed). The members come
+back in an order of binding in which each keeps its skew (:func:`~kubeflux.scheduler.among.spread_order`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Final
+
+from kubeflux.scheduler.among import Among, spread_order
+from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
+from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, Spread, assign
+from kubeflux.scheduler.objects import PODS, Pod, SpreadConstraint
+from kubeflux.scheduler.podterms import spread_counts
+from kubeflux.scheduler.profile import Profile
+from kubeflux.scheduler.queue import PendingJob
+
+__all__ = ["Assignment", "search_assignment", "spread_of", "without_spread"]
+
+_UNLIMITED: Final = 1 << 62
+
+Assignment = list[tuple[str, Pod, str, int]]
+"""(pod uid, pod, node, planned duration) for each member placed, in the order they are to be bound."""
+
+
+def search_assignment(
+    profile: Profile,
+    books: ClusterBooks,
+    filter: NodeFilter,
+    job: PendingJob,
+    at: int,
+    now: int,
+    minimum: int,
+    exact: set[str],
+) -> Assignment | Exhausted | None:
+    """Nodes for at least ``minimum`` of the job's pods starting at ``at`` (now, or later for a reservation), by the
+    search over what each node has free throughout the members' longest planned time (its cores counted one by one
+    on the ``exact`` nodes, else by its planner: see :meth:`GraphView.free_counts`); None when there are none,
+    :data:`~kubeflux.scheduler.gang.EXHAUSTED` when the search gave up."""
+    graph = books.graph
+    assert graph is not None
+    members = list(job.pods.items())
+    relation = filter.among([pod for _, pod in members])
+    if relation is None:  # they ask more of each other than the search holds: placed one by one only
+        return None
+    durations = [profile.planned(pod, at, reserve=at > now) for _, pod in members]
+    window = max(durations)
+    index: dict[str, int] = {}
+    names: list[str] = []
+    candidates: list[tuple[int, ...]] = []
+    for _, pod in members:
+        mine: list[int] = []
+        refused = filter.terms_unfit(without_spread(pod, relation.spread)) if at <= now else set()
+        for name in filter.static_fit(pod).fit:
+            if name in refused:
+                continue
+            position = index.get(name)
+            if position is None:
+                position = index[name] = len(names)
+                names.append(name)
+            mine.append(position)
+        candidates.append(tuple(mine))
+    if relation.affine is not None and len({_label(books, name, relation.affine) for name in names}) > 1:
+        return None  # not kept in one domain of the affinity's key: one by one
+    dims = sorted({res for _, pod in members for res, amount in pod.requests.items() if amount > 0})
+    free: list[list[int]] = []
+    whole: list[bool] = []
+    for name in names:
+        cores, gpus, wholly = graph.free_counts(name, at, window, exact=name in exact)
+        room = filter.room_during(name, at, at + window)
+        free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)])
+        whole.append(wholly and name not in graph.unrecorded)
+    gang = [
+        GangMember(
+            (*books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+            candidates[i],
+            whole_node_policy(pod, profile.policy),
+            relation.flags[i],
+        )
+        for i, (_, pod) in enumerate(members)
+    ]
+    spread = spread_of(books, relation, members[0][1], names)
+    found = assign(gang, free, whole, minimum, domains=filter.domains(relation.key, names), spread=spread)
+    if found is None or found is EXHAUSTED:
+        return found
+    assert isinstance(found, list)
+    placed = [i for i, node in enumerate(found) if node is not None]
+    if spread is not None:
+        domains = [spread.domain[node] for node in found if node is not None]
+        counts = dict(enumerate(spread.counts))
+        placed = [placed[k] for k in spread_order(domains, counts)]
+    result: Assignment = []
+    for i in placed:
+        uid, pod = members[i]
+        node = found[i]
+        assert node is not None
+        result.append((uid, pod, names[node], durations[i]))
+    return result
+
+
+def spread_of(books: ClusterBooks, relation: Among, pod: Pod, names: list[str]) -> Spread | None:
+    """The spread constraint among the members (``pod`` one of them) as the search holds it over the nodes
+    ``names``: each node's domain among those that count, and the matching pods already in each; None when the
+    members carry none."""
+    constraint = relation.spread
+    terms = pod.terms
+    if constraint is None or terms is None:
+        return None
+    per_constraint = spread_counts(pod, books.nodes, books.pods)
+    counted = per_constraint[terms.spread.index(constraint)]
+    ids = {domain: i for i, domain in enumerate(counted)}
+    keys = [c.topology_key for c in terms.spread]
+    domain = []
+    for name in names:
+        node = books.nodes.get(name)
+        labels = node.labels if node is not None else {}
+        value = labels.get(constraint.topology_key)
+        known = value is not None and all(key in labels for key in keys)
+        domain.append(ids.get(value, -1) if known and value is not None else -1)
+    return Spread(domain, list(counted.values()), constraint.max_skew, len(counted) < constraint.min_domains)
+
+
+def without_spread(pod: Pod, constraint: SpreadConstraint | None) -> Pod:
+    """``pod`` without the spread constraint among the members (the search counts it), for the filters that say
+    which nodes refuse it whatever the other members do."""
+    terms = pod.terms
+    if constraint is None or terms is None:
+        return pod
+    kept = tuple(c for c in terms.spread if c != constraint)
+    return dataclasses.replace(pod, terms=dataclasses.replace(terms, spread=kept))
+
+
+def _label(books: ClusterBooks, name: str, key: str) -> str | None:
+    node = books.nodes.get(name)
+    return node.labels.get(key) if node is not None else None

@@ -1,0 +1,255 @@
+"""Gangs whose members constrain each other, placed as a whole in one search (and reserved so) rather than member by
+member: a ``DoNotSchedule`` topology spread among the members, required pod affinity among them.
+
+Every placement is checked by :func:`check_bind_order`, written here apart from the scheduler's filters: each member,
+in the order it is bound, against the pods bound before it (the other members bound before it among them), as
+kube-scheduler checks it when it binds the members one at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubeflux.apiobjects.manifests import pod_from_manifest
+from kubeflux.scheduler.core import Backfill, KubefluxScheduler
+from kubeflux.scheduler.interface import Bind, Decision
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, Pod, PodGroup
+from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node
+from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
+from tests.scheduler._relations import SPECS, affinity, remember, spread
+from tests.scheduler._relations import check_bind_order as check
+
+HOST = "kubernetes.io/hostname"
+
+
+def nodes_in(level: str, *domains: tuple[str, int, int]) -> list[Node]:
+    """Nodes ``n0``, ``n1`` … in the ``level`` domains given as (domain, nodes, cores of each)."""
+    made: list[Node] = []
+    for domain, count, cores in domains:
+        for _ in range(count):
+            name = f"n{len(made)}"
+            made.append(node(name, cores, labels={HOST: name, level: domain}))
+    return made
+
+
+def member(
+    name: str, cpu: float, app: str = "mpi", *, group: str | None = "mpi", ends: int | None = None, **spec: Any
+) -> Pod:
+    """A pod labelled ``app`` (a member of pod group ``group``), planned to run ``ends`` seconds when given."""
+    labels = {"app": app} | ({POD_GROUP_LABEL: group} if group else {})
+    annotations = {"kubeflux.io/duration": str(ends)} if ends is not None else {}
+    body = {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            "schedulerName": "kubeflux",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}],
+            **spec,
+        },
+    }
+    return pod_from_manifest(body)
+
+
+def other(name: str, on: str, app: str, cpu: float = 1) -> Pod:
+    """A pod another scheduler bound to ``on``, labelled ``app``."""
+    return member(name, cpu, app, group=None, schedulerName="default-scheduler", nodeName=on)
+
+
+def gang(cluster: Cluster, pods: list[Pod], minimum: int | None = None) -> None:
+    cluster.tell(ADDED, PodGroup("default", "mpi", minimum if minimum is not None else len(pods)))
+    cluster.add(*pods)
+
+
+def binds(decisions: list[Decision]) -> list[tuple[str, str]]:
+    return [(d.pod, d.node) for d in decisions if isinstance(d, Bind)]
+
+
+def check_bind_order(cluster: Cluster, order: Iterable[tuple[str, str]], before: Mapping[str, str]) -> None:
+    """:func:`~tests.scheduler._relations.check_bind_order` over the test double's nodes and pods."""
+    check(
+        {name: n.labels for name, n in cluster.nodes.items()},
+        {key: p.labels for key, p in cluster.pods.items()},
+        {key: SPECS.get(p.name, {}) for key, p in cluster.pods.items()},
+        order,
+        before,
+    )
+
+
+def constrained(name: str, cpu: float, **spec: Any) -> Pod:
+    """A gang member with the spread and affinity of ``spec``, remembered for the checker."""
+    remember(name, spec)
+    return member(name, cpu, **spec)
+
+
+def zones_of(cluster: Cluster, placed: Mapping[str, str], level: str = ZONE_LEVEL) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for where in placed.values():
+        zone = cluster.nodes[where].labels[level]
+        counts[zone] = counts.get(zone, 0) + 1
+    return counts
+
+
+# --- topology spread among the members -------------------------------------------------------------------------
+
+
+def test_a_four_rank_job_spread_over_four_zones_goes_one_rank_a_zone_with_its_big_rank_where_it_fits() -> None:
+    # One by one the small ranks, listed first, take a zone each from the lowest, zone a's big node among them, and
+    # the 8-cpu rank then fits nowhere; the search puts the big rank on zone a's node and a small one in each other.
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 1, 8), ("b", 1, 4), ("c", 1, 4), ("d", 1, 4)))
+    ranks = [constrained(f"rank-{i}", cpu, **spread()) for i, cpu in enumerate([2, 2, 2, 8])]
+    gang(cluster, ranks)
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert len(placed) == 4 and placed["default/rank-3"] == "n0"
+    assert zones_of(cluster, placed) == {"a": 1, "b": 1, "c": 1, "d": 1}
+    check_bind_order(cluster, binds(decisions), {})
+
+
+def test_seven_ranks_over_three_zones_with_room_for_four_two_and_two_keep_a_skew_of_one() -> None:
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 2, 4), ("b", 1, 4), ("c", 1, 4)))
+    gang(cluster, [constrained(f"rank-{i}", 2, **spread()) for i in range(7)])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert len(placed) == 7 and zones_of(cluster, placed) == {"a": 3, "b": 2, "c": 2}
+    check_bind_order(cluster, binds(decisions), {})
+
+
+def test_eight_ranks_over_zones_with_room_for_four_two_and_two_wait_as_no_skew_of_one_holds_them() -> None:
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 2, 4), ("b", 1, 4), ("c", 1, 4)))
+    gang(cluster, [constrained(f"rank-{i}", 2, **spread()) for i in range(8)])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    said = messages(decisions)["default/rank-0"]
+    assert said.startswith("0/4 nodes are available:") and "didn't match pod topology spread constraints" in said
+
+
+def test_ranks_already_in_a_zone_are_counted_and_the_new_ones_go_round_the_others_first() -> None:
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 2, 8), ("b", 2, 8), ("c", 2, 8)))
+    cluster.add(other("old-0", "n0", "mpi"), other("old-1", "n1", "mpi"))  # zone a holds 2 pods the spread counts
+    ranks = [constrained(f"rank-{i}", cpu, **spread()) for i, cpu in enumerate([1, 1, 1, 1, 6])]
+    gang(cluster, ranks)
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    counts = {"a": 2, "b": 0, "c": 0}
+    for zone, count in zones_of(cluster, placed).items():
+        counts[zone] += count
+    assert len(placed) == 5 and max(counts.values()) - min(counts.values()) <= 1
+    check_bind_order(cluster, binds(decisions), {"default/old-0": "n0", "default/old-1": "n1"})
+
+
+def test_a_spread_gang_no_skew_can_hold_waits_saying_why_in_kube_schedulers_words() -> None:
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 1, 8), ("b", 1, 1)))
+    gang(cluster, [constrained(f"rank-{i}", cpu, **spread()) for i, cpu in enumerate([2, 2, 2])])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    said = messages(decisions)["default/rank-0"]
+    assert said.startswith("0/2 nodes are available:") and "didn't match pod topology spread constraints" in said, said
+
+
+def test_a_spread_gang_that_cannot_start_now_is_reserved_and_started_spread_when_room_comes() -> None:
+    scheduler = KubefluxScheduler(backfill=Backfill.EASY)
+    cluster = Cluster(scheduler, nodes_in(ZONE_LEVEL, ("a", 1, 8), ("b", 1, 4), ("c", 1, 4), ("d", 1, 4)))
+    cluster.add(member("long", 4, "other", group=None, ends=100, nodeSelector={HOST: "n3"}))
+    assert bound(cluster.run(0.0)) == {"default/long": "n3"}
+    gang(cluster, [constrained(f"rank-{i}", cpu, **spread()) for i, cpu in enumerate([2, 2, 2, 8])])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    job = scheduler.queue.jobs["default/mpi"]
+    assert job.expected_start == 100
+    assert sorted(job.assigned.values()) == ["n0", "n1", "n2", "n3"]
+    cluster.end("long")
+    decisions = cluster.run(100.0)
+    placed = bound(decisions)
+    assert len(placed) == 4 and placed["default/rank-3"] == "n0"
+    check_bind_order(cluster, binds(decisions), {})
+
+
+def test_with_fewer_zones_than_min_domains_each_zone_takes_at_most_max_skew_ranks() -> None:
+    # minDomains 3 over two zones: the least count is taken as 0, so a zone holds at most maxSkew (1) of the ranks.
+    nodes = nodes_in(ZONE_LEVEL, ("a", 2, 8), ("b", 2, 8))
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    gang(cluster, [constrained(f"rank-{i}", 1, **spread(minDomains=3)) for i in range(3)])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    assert "didn't match pod topology spread constraints" in messages(decisions)["default/rank-0"]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    pair = [constrained(f"pair-{i}", 1, **spread(minDomains=3)) for i in range(2)]
+    gang(cluster, pair)
+    decisions = cluster.run(1.0)
+    assert zones_of(cluster, bound(decisions)) == {"a": 1, "b": 1}
+    check_bind_order(cluster, binds(decisions), {})
+
+
+# --- required pod affinity among the members -------------------------------------------------------------------
+
+
+def test_an_eight_member_job_affine_by_rack_starts_in_the_one_rack_that_holds_it_all() -> None:
+    # Racks r0 and r1 are half full: one by one the first member takes r0 and the others, kept to it by their
+    # affinity, find room for three more only. The gang is kept to one rack as a whole: r2.
+    cluster = Cluster(KubefluxScheduler(), nodes_in(RACK_LEVEL, ("r0", 4, 4), ("r1", 4, 4), ("r2", 4, 4)))
+    cluster.add(*[other(f"busy-{n}", f"n{n}", "busy", 4) for n in (0, 1, 4, 5)])
+    gang(cluster, [constrained(f"rank-{i}", 2, **affinity(key=RACK_LEVEL)) for i in range(8)])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert sorted(set(placed.values())) == ["n10", "n11", "n8", "n9"] and len(placed) == 8
+    check_bind_order(cluster, binds(decisions), {})
+
+
+def test_an_affine_gang_joins_the_rack_of_the_pods_it_names_already_running() -> None:
+    cluster = Cluster(KubefluxScheduler(), nodes_in(RACK_LEVEL, ("r0", 2, 4), ("r1", 2, 4), ("r2", 2, 4)))
+    cluster.add(other("mpi-old", "n4", "mpi", 1))  # a pod the affinity names runs in r2: the gang must go there
+    gang(cluster, [constrained(f"rank-{i}", 2, **affinity(key=RACK_LEVEL)) for i in range(3)])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert set(placed.values()) <= {"n4", "n5"} and len(placed) == 3
+    check_bind_order(cluster, binds(decisions), {"default/mpi-old": "n4"})
+
+
+def test_an_affine_gang_that_cannot_start_now_is_reserved_in_one_zone_and_started_there_when_it_frees() -> None:
+    scheduler = KubefluxScheduler(backfill=Backfill.EASY)
+    cluster = Cluster(scheduler, nodes_in(ZONE_LEVEL, ("a", 2, 4), ("b", 2, 4)))
+    for name, on, ends in (("long", "n0", 100), ("short", "n2", 50)):
+        cluster.add(member(name, 4, "other", group=None, ends=ends, nodeSelector={HOST: on}))
+    assert sorted(bound(cluster.run(0.0)).values()) == ["n0", "n2"]
+    gang(cluster, [constrained(f"rank-{i}", 4, **affinity(key=ZONE_LEVEL)) for i in range(2)])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)  # n1 and n3 are free, in two zones
+    said = messages(decisions)["default/rank-0"]
+    assert said.startswith("0/4 nodes are available: 2 Insufficient cpu, 2 node(s) didn't match pod affinity rules."), (
+        said
+    )
+    job = scheduler.queue.jobs["default/mpi"]
+    assert job.expected_start == 50  # zone b frees first: reserved there
+    cluster.end("short")
+    decisions = cluster.run(50.0)
+    assert sorted(bound(decisions).values()) == ["n2", "n3"]
+    check_bind_order(cluster, binds(decisions), {"default/long": "n0"})
+
+
+def test_alike_spread_ranks_that_cannot_start_now_are_reserved_spread_not_where_the_engine_packs_them() -> None:
+    # Four alike ranks, maxSkew 1 over zones a and b: two a zone. Zone a's two nodes free at 50 would take all four,
+    # which the spread forbids; zone b's node frees at 100: the reservation is at 100, two ranks in each zone.
+    scheduler = KubefluxScheduler(backfill=Backfill.EASY)
+    cluster = Cluster(scheduler, nodes_in(ZONE_LEVEL, ("a", 2, 4), ("b", 1, 4)))
+    for on, ends in (("n0", 50), ("n1", 50), ("n2", 100)):
+        cluster.add(member(f"busy-{on}", 4, "other", group=None, ends=ends, nodeSelector={HOST: on}))
+    assert len(bound(cluster.run(0.0))) == 3
+    gang(cluster, [constrained(f"rank-{i}", 2, **spread()) for i in range(4)])
+    assert not bound(cluster.run(1.0))
+    job = scheduler.queue.jobs["default/mpi"]
+    assert job.expected_start == 100
+    assigned = list(job.assigned.values())
+    assert len(assigned) == 4 and assigned.count("n2") == 2
+    for on in ("n0", "n1"):
+        cluster.end(f"busy-{on}")
+    assert not bound(cluster.run(50.0))
+    cluster.end("busy-n2")
+    decisions = cluster.run(100.0)
+    placed = bound(decisions)
+    assert len(placed) == 4 and zones_of(cluster, placed) == {"a": 2, "b": 2}
+    check_bind_order(cluster, binds(decisions), {})
