@@ -50,7 +50,9 @@ from kubeflux.match.planner import (
     Totals,
     UnknownSpanError,
     check_count,
+    check_start,
     check_window,
+    next_fit,
     resource_pairs,
 )
 from kubeflux.match.timeline import Axis, Timeline
@@ -463,10 +465,7 @@ class MultiPlanner:
         for k, request in enumerate(vector):
             if request < 0 or request > totals[k]:
                 raise self._range_error(k, request)
-        if on_or_after < self._base or on_or_after >= self._end or duration < 1:
-            raise PlannerInvalidError(
-                f"on_or_after {on_or_after} must be in [{self._base}, {self._end}) and duration {duration} >= 1"
-            )
+        check_start(on_or_after, duration, self._base, self._end)
         it = [on_or_after, duration, vector[0], on_or_after]
         self._iters[self._types[0]] = it
         t = _next_fit(self, it)
@@ -579,29 +578,15 @@ def _first_next(mp: MultiPlanner) -> int | None:
 
 
 def _next_fit(mp: MultiPlanner, it: list[int]) -> int | None:
-    """The first type's next fitting point from the iterator's cursor (``Planner._next_fit`` over the first
-    type's own points: axis points hidden from it are passed over)."""
+    """The first type's next fitting point from the iterator's cursor, as ``Planner._next_fit`` finds it over the
+    first type's own points."""
     _, duration, request, cursor = it
-    tl = mp._axis.columns[0]
-    times_l = tl.times
-    hidden, refs = mp._hidden[0], mp._refs
-    pos = tl.ceil(cursor)
-    while pos is not None:
-        if request:
-            pos = tl.first_at_least(pos[0], pos[1], request)
-            if pos is None:
-                break
-        b, i = pos
-        t = times_l[b][i]
-        if not hidden or refs[t] > hidden.get(t, 0):
-            fail = tl.last_below(b, i, t + duration, request) if request else None
-            if fail is None:
-                it[3] = t + 1
-                return t if t + duration <= mp._end else None
-            b, i = fail
-        pos = (b, i + 1) if i + 1 < len(times_l[b]) else ((b + 1, 0) if b + 1 < len(times_l) else None)
-    it[3] = mp._end + 1
-    return None
+    t = next_fit(mp._axis.columns[0], cursor, duration, request, mp._hidden[0], mp._refs)
+    if t is None:
+        it[3] = mp._end + 1
+        return None
+    it[3] = t + 1
+    return t if t + duration <= mp._end else None
 
 
 def _confirm(mp: MultiPlanner, t: int | None, duration: int, vector: Sequence[int]) -> int | None:

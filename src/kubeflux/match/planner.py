@@ -427,10 +427,7 @@ class Planner:
             self._tl.shift(delta)
 
     def avail_time_first(self, on_or_after: int, duration: int, request: int) -> int | None:
-        if on_or_after < self._base or on_or_after >= self._end or duration < 1:
-            raise PlannerInvalidError(
-                f"on_or_after {on_or_after} must be in [{self._base}, {self._end}) and duration {duration} >= 1"
-            )
+        check_start(on_or_after, duration, self._base, self._end)
         self._check_request(request)
         self._iter = (on_or_after, duration, request)
         self._iter_cursor = on_or_after
@@ -444,23 +441,12 @@ class Planner:
         return self._next_fit(duration, request)
 
     def _next_fit(self, duration: int, request: int) -> int | None:
-        tl = self._tl
-        pos = tl.ceil(self._iter_cursor)
-        while pos is not None:
-            if request:
-                pos = tl.first_at_least(pos[0], pos[1], request)
-                if pos is None:
-                    break
-            b, i = pos
-            t = tl.times[b][i]
-            fail = tl.last_below(b, i, t + duration, request) if request else None
-            if fail is None:
-                self._iter_cursor = t + 1
-                return t if t + duration <= self._end else None
-            b, i = fail
-            pos = (b, i + 1) if i + 1 < len(tl.times[b]) else ((b + 1, 0) if b + 1 < len(tl.times) else None)
-        self._iter_cursor = self._end + 1
-        return None
+        t = next_fit(self._tl, self._iter_cursor, duration, request, _NOTHING_HIDDEN, self._refs)
+        if t is None:
+            self._iter_cursor = self._end + 1
+            return None
+        self._iter_cursor = t + 1
+        return t if t + duration <= self._end else None
 
     def unavail_time_first(self, on_or_after: int, request: int) -> int | None:
         if on_or_after < self._base or on_or_after >= self._end:
@@ -498,6 +484,41 @@ def check_window(at: int, duration: int, base: int, end: int) -> None:
         raise PlannerInvalidError(f"duration must be >= 1, got {duration}")
     if at < base or at + duration > end:
         raise PlannerRangeError(f"[{at}, {at + duration}) is outside the horizon [{base}, {end})")
+
+
+def check_start(on_or_after: int, duration: int, base: int, end: int) -> None:
+    """EINVAL unless an ``avail_time_first`` from ``on_or_after`` for ``duration`` can start in ``[base, end)``."""
+    if on_or_after < base or on_or_after >= end or duration < 1:
+        raise PlannerInvalidError(f"on_or_after {on_or_after} must be in [{base}, {end}) and duration {duration} >= 1")
+
+
+def next_fit(
+    tl: Timeline, cursor: int, duration: int, request: int, hidden: dict[int, int], refs: dict[int, int]
+) -> int | None:
+    """The first point of ``tl`` at or after ``cursor`` from which ``request`` units are free for ``duration``
+    (that window may pass the horizon: the caller checks), or None. A point with as many span ends ``hidden`` as
+    ``refs`` counts there is passed over: it is no point of the type ``tl`` counts (see :class:`MultiPlanner`'s
+    ``_hidden``; a :class:`Planner` hides nothing)."""
+    times_l = tl.times
+    pos = tl.ceil(cursor)
+    while pos is not None:
+        if request:
+            pos = tl.first_at_least(pos[0], pos[1], request)
+            if pos is None:
+                return None
+        b, i = pos
+        t = times_l[b][i]
+        if not hidden or refs[t] > hidden.get(t, 0):
+            fail = tl.last_below(b, i, t + duration, request) if request else None
+            if fail is None:
+                return t
+            b, i = fail
+        pos = (b, i + 1) if i + 1 < len(times_l[b]) else ((b + 1, 0) if b + 1 < len(times_l) else None)
+    return None
+
+
+_NOTHING_HIDDEN: Final[dict[int, int]] = {}
+"""The ``hidden`` of :func:`next_fit` for a planner's own timeline (never written)."""
 
 
 def resource_pairs(totals: Totals) -> list[tuple[str, int]]:

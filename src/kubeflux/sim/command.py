@@ -262,6 +262,18 @@ DEFAULT_MEMORY_PER_NODE: Final = "256Gi"
 OUTPUT_LIST: Final = ".kubeflux-simulate"
 """In ``--out``: the files and folders the run wrote, one per line, which ``--force`` removes before the next."""
 
+UserQueuesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--user-queues",
+        metavar="QUEUE,…",
+        help="Put each trace job in a Kueue LocalQueue by its user (user id mod the number of queues); the "
+        "LocalQueues come from a --workload file of Kueue objects, e.g. examples/workloads/kueue-tenants.yaml.",
+    ),
+]
+"""``--user-queues`` (:func:`~kubeflux.sim.workloads.tenants.queues_by_user`), of ``simulate`` and ``cluster
+serve`` alike."""
+
 
 def fit_table(table: Table, width: int) -> Table:
     """``table`` as it is when it fits in ``width`` columns; otherwise turned on its side (one row per figure, one
@@ -477,15 +489,7 @@ def simulate_command(
             "(1 + P·(k−1)) times as long, the levels' factors multiplied, e.g. rack=0.1,zone=0.5.",
         ),
     ] = None,
-    user_queues: Annotated[
-        str | None,
-        typer.Option(
-            "--user-queues",
-            metavar="QUEUE,…",
-            help="Put each trace job in a Kueue LocalQueue by its user (user id mod the number of queues); the "
-            "LocalQueues come from a --workload file of Kueue objects, e.g. examples/workloads/kueue-tenants.yaml.",
-        ),
-    ] = None,
+    user_queues: UserQueuesOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of start jitter, failures and synthetic jobs.")] = 0,
     start_delay: Annotated[float, typer.Option("--start-delay", help="Seconds from bind to Running.")] = 0.0,
     start_jitter: Annotated[

@@ -9,7 +9,7 @@ from typing import Any
 from kubeflux.apiobjects.disruption import budget_decode_error, budget_problems
 from kubeflux.apiobjects.priority import PriorityClass, class_decode_error, class_problems, second_default
 from kubeflux.sim.apiserver.data_strategies import json_type
-from kubeflux.sim.apiserver.errors import ApiError, Cause
+from kubeflux.sim.apiserver.errors import ApiError, Cause, not_supported
 from kubeflux.sim.apiserver.registry import (
     PRIORITY_CLASSES,
     Lookup,
@@ -135,9 +135,7 @@ def _port_causes(ports: Any, path: str, *, port_required: bool) -> list[Cause]:
         if not isinstance(port, dict):
             continue
         if port.get("protocol") not in _PROTOCOLS:
-            supported = ", ".join(f'"{p}"' for p in _PROTOCOLS)
-            message = f'Unsupported value: "{port.get("protocol")}": supported values: {supported}'
-            causes.append(Cause(f"{path}[{index}].protocol", message, "FieldValueNotSupported"))
+            causes.append(not_supported(f"{path}[{index}].protocol", port.get("protocol"), _PROTOCOLS))
         number = port.get("port")
         if number is None and not port_required:
             continue
@@ -193,8 +191,7 @@ class EndpointSliceStrategy(Strategy):
         if not kind:
             causes = [required("addressType")]
         elif kind not in _ADDRESS_TYPES:
-            supported = ", ".join(f'"{t}"' for t in _ADDRESS_TYPES)
-            causes = [Cause("addressType", f'Unsupported value: "{kind}": supported values: {supported}', _UNSUPPORTED)]
+            causes = [not_supported("addressType", kind, _ADDRESS_TYPES)]
         else:
             causes = []
         causes += list_of_objects_causes(obj, "", ("endpoints", "ports"))
@@ -217,9 +214,6 @@ class EndpointSliceStrategy(Strategy):
         if new.get("addressType") != old.get("addressType"):
             causes.append(Cause("addressType", f'Invalid value: "{new.get("addressType")}": field is immutable'))
         return causes
-
-
-_UNSUPPORTED = "FieldValueNotSupported"
 
 
 class PodDisruptionBudgetStrategy(Strategy):

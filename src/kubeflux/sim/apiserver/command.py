@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kubeflux.sim.command import UserQueuesOption
+
 SYSTEM_OBJECTS = 100
 """Room left beside the nodes and their leases for the objects a served cluster makes itself (namespaces, their
 service accounts, priority classes: 11 at start) and a few of the user's."""
@@ -104,15 +106,7 @@ def serve_command(
         list[Path] | None,
         typer.Option("--workload", "-w", help="Replay a workload (any `simulate` format) at its submit times."),
     ] = None,
-    user_queues: Annotated[
-        str | None,
-        typer.Option(
-            "--user-queues",
-            metavar="QUEUE,…",
-            help="As simulate's: each trace job of the --workload in a Kueue LocalQueue by its user (user id mod the "
-            "number of queues), the LocalQueues from a --workload file, e.g. examples/workloads/kueue-tenants.yaml.",
-        ),
-    ] = None,
+    user_queues: UserQueuesOption = None,
     primary: Annotated[
         str | None,
         typer.Option("--primary", help="schedulerName of replayed pods naming none (default: the first --scheduler)."),

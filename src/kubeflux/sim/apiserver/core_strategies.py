@@ -166,14 +166,7 @@ def pod_spec_causes(spec: Any, prefix: str, restart_policies: tuple[str, ...] = 
                 causes.append(required(f"{path}.image"))
     policy = spec.get("restartPolicy")
     if policy not in restart_policies:
-        allowed = ", ".join(f'"{p}"' for p in restart_policies)
-        causes.append(
-            Cause(
-                f"{prefix}restartPolicy",
-                f'Unsupported value: "{policy}": supported values: {allowed}',
-                "FieldValueNotSupported",
-            )
-        )
+        causes.append(errors.not_supported(f"{prefix}restartPolicy", policy, restart_policies))
     return causes
 
 
@@ -390,9 +383,7 @@ class NodeStrategy(Strategy):
         for index, taint in enumerate(taints if isinstance(taints, list) else ()):
             effect = taint.get("effect") if isinstance(taint, dict) else None
             if effect not in _TAINT_EFFECTS:  # the real server names the path metadata.taints, and so do we
-                supported = ", ".join(f'"{e}"' for e in _TAINT_EFFECTS)
-                message = f'Unsupported value: "{effect}": supported values: {supported}'
-                causes.append(Cause(f"metadata.taints[{index}].effect", message, "FieldValueNotSupported"))
+                causes.append(errors.not_supported(f"metadata.taints[{index}].effect", effect, _TAINT_EFFECTS))
         if causes:
             return causes
         return unreadable_causes(node_from_manifest, obj)

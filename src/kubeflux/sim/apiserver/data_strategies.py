@@ -10,7 +10,7 @@ from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.apiobjects.rules import NAME_PART_RULE
-from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.errors import Cause, not_supported
 from kubeflux.sim.apiserver.registry import Object, Strategy
 
 __all__ = [
@@ -188,13 +188,7 @@ def events_v1_causes(obj: Object) -> list[Cause]:
         if not obj.get(field):
             causes.append(Cause(field, "Required value", "FieldValueRequired"))
     if obj.get("type") not in ("Normal", "Warning"):
-        causes.append(
-            Cause(
-                "type",
-                f'Unsupported value: "{obj.get("type")}": supported values: "Normal", "Warning"',
-                "FieldValueNotSupported",
-            )
-        )
+        causes.append(not_supported("type", obj.get("type"), ("Normal", "Warning")))
     return causes
 
 

@@ -9,6 +9,7 @@ shell turns it into a ``Status`` body; the watch stream puts the same body in an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "method_not_allowed",
     "not_acceptable",
     "not_found",
+    "not_supported",
     "page_not_found",
     "status_success",
     "too_large",
@@ -41,6 +43,13 @@ class Cause:
     field: str
     message: str
     reason: str = "FieldValueInvalid"
+
+
+def not_supported(path: str, value: object, supported: Iterable[str]) -> Cause:
+    """``FieldValueNotSupported``: ``value`` (quoted as the real server quotes it) is none of ``supported``, which
+    the message lists in the order given."""
+    listed = ", ".join(f'"{s}"' for s in supported)
+    return Cause(path, f'Unsupported value: "{value}": supported values: {listed}', "FieldValueNotSupported")
 
 
 @dataclass(slots=True)

@@ -49,14 +49,7 @@ def check_list_options(query: dict[str, str], watch: bool) -> None:
     version = query.get("resourceVersion", "")
     initial_events = flag(query, "sendInitialEvents")
     if match not in _MATCHES:
-        supported = ", ".join(f'"{m}"' for m in _MATCHES)
-        causes.append(
-            Cause(
-                "resourceVersionMatch",
-                f'Unsupported value: "{match}": supported values: {supported}',
-                "FieldValueNotSupported",
-            )
-        )
+        causes.append(errors.not_supported("resourceVersionMatch", match, _MATCHES))
     elif initial_events:
         if not watch:
             causes.append(

@@ -16,7 +16,7 @@ from typing import Any
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
 from kubeflux.apiobjects.storage import default_class_name, wants_default_class
 from kubeflux.scheduler.units import echo
-from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.errors import Cause, not_supported
 from kubeflux.sim.apiserver.registry import Lookup, Strategy, required
 
 __all__ = [
@@ -65,14 +65,7 @@ def _modes_causes(spec: Object, path: str) -> list[Cause]:
     causes = []
     for mode in modes:
         if mode not in ACCESS_MODES:
-            supported = ", ".join(f'"{m}"' for m in ACCESS_MODES)
-            causes.append(
-                Cause(
-                    f"{path}.accessModes",
-                    f'Unsupported value: "{mode}": supported values: {supported}',
-                    "FieldValueNotSupported",
-                )
-            )
+            causes.append(not_supported(f"{path}.accessModes", mode, ACCESS_MODES))
     if "ReadWriteOncePod" in modes and len(modes) > 1:
         causes.append(
             Cause(
@@ -189,14 +182,7 @@ class StorageClassStrategy(Strategy):
         causes = [] if obj.get("provisioner") else [required("provisioner")]
         mode = obj.get("volumeBindingMode")
         if mode not in BINDING_MODES:
-            supported = ", ".join(f'"{m}"' for m in BINDING_MODES)
-            causes.append(
-                Cause(
-                    "volumeBindingMode",
-                    f'Unsupported value: "{mode}": supported values: {supported}',
-                    "FieldValueNotSupported",
-                )
-            )
+            causes.append(not_supported("volumeBindingMode", mode, BINDING_MODES))
         return causes + _topology_causes(obj.get("allowedTopologies"))
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
