@@ -66,13 +66,13 @@ class CelSelector:
 
     def matches(self, device: Device, driver: str) -> bool:
         """Whether the expression is true for ``device`` of ``driver``; ValueError when it fails or is no bool."""
-        context = cel.Context({"device": device_variable(device, driver, self.expression)}, _FUNCTIONS)
         try:
+            context = cel.Context({"device": device_variable(device, driver, self.expression)}, _FUNCTIONS)
             result = program(self.expression).execute(context)
         except KeyError as exc:
             raise ValueError(f"no such key: {exc.args[0] if exc.args else exc}") from exc
-        except (RuntimeError, TypeError, ValueError) as exc:
-            raise ValueError(str(exc).split("\n")[0]) from exc
+        except Exception as exc:  # any error of the library or of a function here: the claim's, never the caller's
+            raise ValueError(str(exc).split("\n")[0] or type(exc).__name__) from exc
         if type(result) is not bool:
             raise ValueError(f"expression evaluated to {type(result).__name__}, not bool")
         return result
