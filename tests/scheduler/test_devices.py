@@ -211,9 +211,7 @@ def test_a_claim_read_back_from_its_written_status_holds_its_devices() -> None:
         pytest.param(f'10 / device.attributes["{DRIVER}"].index > 1', "division by zero", id="division-by-zero"),
         pytest.param(f'10 % device.attributes["{DRIVER}"].index == 1', "modulo by zero", id="modulo-by-zero"),
         pytest.param(f'[1][device.attributes["{DRIVER}"].index + 5] == 1', "index out of bounds", id="index"),
-        pytest.param(
-            f'device.attributes["{DRIVER}"].index + 9223372036854775807 > 0', "overflow", id="int64-overflow"
-        ),
+        pytest.param(f'device.attributes["{DRIVER}"].index + 9223372036854775807 > 0', "overflow", id="int64-overflow"),
         pytest.param(f'uint(device.attributes["{DRIVER}"].index - 1) > 0u', "overflow", id="uint-overflow"),
     ],
 )
