@@ -26,7 +26,6 @@ underestimated. An expression this module cannot parse (syntax it does not know)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -55,6 +54,10 @@ class CelCheckError(ValueError):
     def __init__(self, message: str, *, invalid: bool = True) -> None:
         super().__init__(message)
         self.invalid = invalid
+
+
+_ASSOCIATIVE: Final = frozenset({"||", "&&", "+", "*"})
+"""Operators whose chain (``a || b || c``) is one node of many operands: its type and cost are the same."""
 
 
 class _Unsupported(Exception):
@@ -164,9 +167,15 @@ class _Parser:
         if level == len(self._LEVELS):
             return self.unary()
         left = self.binary(level + 1)
+        chained = False
         while (token := self.accept(*self._LEVELS[level])) is not None:
             right = self.binary(level + 1)
-            left = Node("op", token.text, left.start, right.end, [left, right], at=token.start)
+            if chained and left.value == token.text and token.text in _ASSOCIATIVE:  # one node, not a deep tree
+                left.args.append(right)
+                left.end = right.end
+            else:
+                left = Node("op", token.text, left.start, right.end, [left, right], at=token.start)
+            chained = True
         return left
 
     def unary(self) -> Node:
@@ -250,8 +259,16 @@ def parse(source: str) -> Node | None:
     """The syntax tree of ``source``, or None when it uses syntax this module does not parse."""
     try:
         return _Parser(source).parse()
-    except (_Unsupported, RecursionError):
+    except _Unsupported:
         return None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> CelCheckError:
+    """Nesting deeper than Python's recursion allows here (a few hundred levels), which kube-apiserver's parser
+    refuses too (``(`` × 300 is refused there): refused rather than left unchecked, as its cost is unknown."""
+    return CelCheckError("compilation failed: expression nested too deeply")
 
 
 # ====================================================================== checks
@@ -507,10 +524,14 @@ def _is_device_map(node: Node) -> bool:
     return node.kind == "index" and _is_device_map(node.args[0])
 
 
-def _walk(node: Node) -> Iterator[Node]:
-    yield node
-    for item in node.args:
-        yield from _walk(item)
+def _nodes(tree: Node) -> list[Node]:
+    """Every node of ``tree`` (without recursion: a chain of a few thousand ``+`` is as deep)."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.args)
+    return found
 
 
 def check(expression: str, functions: frozenset[str]) -> None:
@@ -521,13 +542,18 @@ def check(expression: str, functions: frozenset[str]) -> None:
     tree = parse(expression)
     if tree is None:
         return
-    literals = sum(len(node.args) for node in _walk(tree) if node.kind == "list")
-    strings = sum(node.end - node.start for node in _walk(tree) if node.kind == "lit" and node.value == "string")
+    nodes = _nodes(tree)
+    literals = sum(len(node.args) for node in nodes if node.kind == "list")
+    strings = sum(node.end - node.start for node in nodes if node.kind == "lit" and node.value == "string")
     checker = _Checker(expression, functions, unknown_size=max(MAX_STRING, literals + strings))
-    result = checker.type_of(tree)
+    try:
+        result = checker.type_of(tree)
+        cost = checker.cost(tree)
+    except RecursionError:
+        raise _too_deep() from None
     if result not in (BOOL, UNTYPED):
         raise CelCheckError(f"must evaluate to bool or the unknown type, not {result}")
-    if checker.cost(tree) > MAX_COST:
+    if cost > MAX_COST:
         raise CelCheckError("Forbidden: too complex, exceeds cost limit", invalid=False)
 
 

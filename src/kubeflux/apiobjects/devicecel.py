@@ -17,9 +17,15 @@ types, so a quantity is a map ``{"kubeflux.quantity": "<numerator>/<denominator>
 * semantic versions (``semverlib.go``): ``semver(s)``, ``isSemver(s)``, ``v.major()``, ``v.minor()``,
   ``v.patch()``, ``v.compareTo(w)``, ``v.isGreaterThan(w)``, ``v.isLessThan(w)``.
 
-An expression that does not compile is refused when its object is read (:class:`SelectorCompileError`, naming the
-field: the API server refuses it with 422); one that fails on a device raises ValueError from
-:meth:`CelSelector.matches`, which the core reports naming the claim (:class:`~kubeflux.scheduler.devices.ClaimError`).
+Kubernetes' other libraries that selectors use are registered too (strings, regex ``find``/``findAll``, lists, sets,
+``isIP``/``isCIDR``; ``cel.bind`` is rewritten as a one-item ``map``); those still missing are
+:data:`~kubeflux.apiobjects.celcheck.KUBERNETES_ONLY` (docs/dra.md lists them).
+
+An expression that does not compile, or that the API server refuses (too long, an undeclared name, not bool, too
+costly: :mod:`kubeflux.apiobjects.celcheck`), is refused when its object is read (:class:`SelectorCompileError`,
+naming the field, as the server's 422 does); one that fails on a device, with any error of the library, raises
+ValueError from :meth:`CelSelector.matches`, which the core reports naming the claim
+(:class:`~kubeflux.scheduler.devices.ClaimError`): never an exception that would end a scheduling pass.
 Compiled programs are kept by expression text (:func:`program`), so a selector object pickles as its text.
 """
 
