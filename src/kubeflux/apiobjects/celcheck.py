@@ -280,6 +280,7 @@ _RESULTS: Final[dict[str, str]] = {
             "all",
             "exists",
             "exists_one",
+            "existsOne",
             "startsWith",
             "endsWith",
             "contains",
@@ -339,7 +340,6 @@ NATIVE: Final = frozenset(
         "double",
         "string",
         "bytes",
-        "bool",
         "dyn",
         "type",
         "timestamp",
@@ -351,6 +351,7 @@ NATIVE: Final = frozenset(
         "all",
         "exists",
         "exists_one",
+        "existsOne",
         "map",
         "filter",
         "getDate",
@@ -372,6 +373,7 @@ KUBERNETES_ONLY: Final = frozenset(
         *("ip", "cidr", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast"),
         *("isGlobalUnicast", "containsIP", "containsCIDR", "prefixLength", "masked", "isCanonical"),
         *("flatten", "lists.range", "sortBy", "transformList", "transformMap", "transformMapEntry"),
+        *("optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue", "value", "orValue", "or"),
     ]
 )
 """Functions of Kubernetes' CEL environment that kubeflux does not have: accepted when read, as the API server
@@ -382,6 +384,9 @@ _DEVICE_FIELDS: Final = {
     "capacity": "map(string, map(string, kubernetes.Quantity))",
 }
 _SCALARS: Final = frozenset({"bool", "int", "uint", "double", "string", "bytes"})
+_TYPE_NAMES: Final = frozenset({*_SCALARS, "list", "map", "null_type", "type", "dyn"})
+_BINDING: Final = MACROS | {"existsOne", "transformList", "transformMap", "transformMapEntry", "sortBy"}
+"""Macros that bind variables (two-variable comprehensions too, which the library lacks: see KUBERNETES_ONLY)."""
 _NUMBERS: Final = frozenset({"int", "uint", "double"})
 
 
@@ -409,6 +414,8 @@ class _Checker:
         if kind == "ident":
             if node.value in self.scope:
                 return self.scope[node.value]
+            if node.value in _TYPE_NAMES:  # ``type(x) == string``
+                return "type"
             if node.value != "device":
                 raise self.fail(node, f"undeclared reference to '{node.value}' (in container '')")
             return "kubernetes.DRADevice"
@@ -464,12 +471,14 @@ class _Checker:
                 for arg in args[1:]:
                     self.type_of(arg)
                 return _RESULTS.get(qualified, UNTYPED)
-        if node.method and name in MACROS and len(args) in (3, 4) and args[1].kind == "ident":
+        if node.method and name in _BINDING and len(args) >= 3 and args[1].kind == "ident":
             self.type_of(args[0])
             variables = {args[1].value: DYN}
-            for body in args[2:]:
+            if len(args) >= 4 and args[2].kind == "ident" and name not in ("map", "filter"):  # all(i, v, …)
+                variables[args[2].value] = DYN
+            for body in args[1 + len(variables) :]:
                 self._bound(variables, body)
-            return _RESULTS[name]
+            return _RESULTS.get(name, UNTYPED)
         if name == "has" and not node.method and len(args) == 1 and args[0].kind == "select":
             self.type_of(args[0].args[0])
             return BOOL

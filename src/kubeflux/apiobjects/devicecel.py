@@ -328,6 +328,7 @@ _FUNCTIONS.update(
         "sort": stdlib.EXTENSIONS["lists"]["sort"],
         "slice": stdlib.EXTENSIONS["lists"]["slice"],
         **stdlib.EXTENSIONS["sets"],
+        "bool": stdlib.EXTENSIONS["core"]["bool"],
         "find": _find,
         "findAll": _find_all,
         "isIP": _is_ip,
