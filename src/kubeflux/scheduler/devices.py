@@ -20,9 +20,11 @@ default profile's filters). When the pod is bound, :meth:`DeviceBooks.allocate` 
 which the shells write to each claim's status as the plugin's PreBind does.
 
 CEL selectors are given to the core already compiled (:class:`DeviceSelector`, built by
-:mod:`kubeflux.apiobjects.devicecel`): the core never reads the wire format. A selector that fails at run time
-(an attribute a device lacks, a type mismatch) fails the pod's scheduling with a :class:`ClaimError` naming the claim
-(or class), the request and the selector, as the allocator's "CEL runtime error" does.
+:mod:`kubeflux.apiobjects.devicecel`): the core never reads the wire format. A selector runs only on the devices of
+the nodes every other filter passed (:meth:`DeviceBooks.refusals`, DynamicResources' Filter); one that fails there
+(an attribute a device lacks, a type mismatch, a division by zero) fails the pod's scheduling with a
+:class:`ClaimError` naming the claim (or class), the request and the selector (:meth:`DeviceBooks.failure`), as the
+allocator's "CEL runtime error" does.
 
 The engine's graph does not hold devices (yet): a device's attributes are matched by CEL, which the engine cannot
 evaluate, and which devices of a node a request may take depends on the request, so the books decide devices and the
