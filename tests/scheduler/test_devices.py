@@ -5,6 +5,7 @@ allocates them, never twice."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,8 +19,10 @@ from kubeflux.apiobjects.resourceclaims import (
 )
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import ResourceClaim
+from kubeflux.scheduler.interface import Scheduler
 from kubeflux.scheduler.objects import ResourceClaimRef
 from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
+from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from tests.dra import DRIVER, claim, gpu_class
 from tests.dra import gpu_slice as gpus
 
@@ -203,3 +206,61 @@ def test_a_claim_read_back_from_its_written_status_holds_its_devices() -> None:
     read: ResourceClaim = claim_from_manifest(raw)
     assert read.node == "w1" and read.reserved_for == ("uid-p",)
     assert [(d.driver, d.pool, d.device) for d in read.allocation or ()] == [(DRIVER, "w1", "gpu-0")]
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        pytest.param(f'10 / device.attributes["{DRIVER}"].index > 1', "division by zero", id="division-by-zero"),
+        pytest.param(f'10 % device.attributes["{DRIVER}"].index == 1', "modulo by zero", id="modulo-by-zero"),
+        pytest.param(f'[1][device.attributes["{DRIVER}"].index + 5] == 1', "index out of bounds", id="index"),
+        pytest.param(f'device.attributes["{DRIVER}"].index + 9223372036854775807 > 0', "overflow", id="int64-overflow"),
+        pytest.param(f'uint(device.attributes["{DRIVER}"].index - 1) > 0u', "overflow", id="uint-overflow"),
+    ],
+)
+def test_a_selector_raising_any_error_of_the_library_rejects_only_its_pod_and_the_next_pod_is_bound(
+    expression: str, error: str
+) -> None:
+    """Division by zero, an index out of range, an overflow (the library's ZeroDivisionError, IndexError,
+    OverflowError, past the errors it raises as ValueError) are the claim's CEL runtime error: that pod is rejected
+    naming it, and the pass goes on (they once escaped and stopped every pass)."""
+    cluster = cluster_with(gpus("w1", 2))
+    cluster.tell(ADDED, claim_from_manifest(claim("bad", 1, expression)))
+    cluster.add(claimed("evil", "bad"))
+    cluster.add(pod("plain", 1000))
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/plain": "w1"}
+    message = messages(decisions)["default/evil"]
+    assert message.startswith("pod default/evil: claim default/bad, request gpus: selector #0")
+    assert "CEL runtime error on device gpu.example.com/w1/gpu-" in message and error in message.lower()
+
+
+@pytest.mark.parametrize(
+    "scheduler", [KubefluxScheduler, lambda: KubeDefaultScheduler("kubeflux")], ids=["kubeflux", "kube-default"]
+)
+def test_a_selector_failing_only_on_a_node_the_pod_could_never_use_does_not_reject_it(
+    scheduler: Callable[[], Scheduler],
+) -> None:
+    """w1's GPUs lack the attribute the selector reads, w2's have it; the pod's node selector picks w2. As
+    kube-scheduler runs DynamicResources' Filter only on the nodes the other filters pass, w1's devices are never
+    evaluated and the pod is bound on w2 (it was once rejected for w1's error, by kubeflux and the simulator's
+    kube-default alike)."""
+    big = gpus("w2", 2)
+    for device in big["spec"]["devices"]:
+        device["attributes"]["memgb"] = {"int": 80}
+    cluster = Cluster(
+        scheduler(), [node("w1", cores=8, labels={"zone": "a"}), node("w2", cores=8, labels={"zone": "b"})]
+    )
+    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
+    cluster.tell(ADDED, slice_from_manifest(gpus("w1", 2)))
+    cluster.tell(ADDED, slice_from_manifest(big))
+    cluster.tell(ADDED, claim_from_manifest(claim("c", 1, f'device.attributes["{DRIVER}"].memgb >= 40')))
+    made = claimed("p", "c")
+    cluster.add(dataclasses.replace(made, node_selector={"zone": "b"}))
+    assert bound(cluster.run()) == {"default/p": "w2"}
+    # without the node selector, w1 passes the other filters: its devices are evaluated, and the error is the pod's
+    cluster.tell(ADDED, claim_from_manifest(claim("d", 1, f'device.attributes["{DRIVER}"].memgb >= 40')))
+    cluster.add(claimed("q", "d"))
+    (message,) = messages(cluster.run(1.0)).values()
+    assert "claim default/d, request gpus: selector #0" in message
+    assert "CEL runtime error on device gpu.example.com/w1/gpu-0: no such key: memgb" in message

@@ -157,3 +157,38 @@ def test_a_bad_selector_in_the_workload_is_reported_naming_the_field(tmp_path: P
     workload = read_manifests(tmp_path / "workload.yaml")
     (problem,) = workload.problems
     assert "DeviceClass gpu.example.com: spec.selectors[0].cel.expression: Invalid value" in problem
+
+
+@pytest.mark.parametrize(
+    "scheduler", [KubefluxScheduler, lambda: KubeDefaultScheduler("kubeflux")], ids=["kubeflux", "kube-default"]
+)
+@pytest.mark.parametrize(
+    "expression",
+    [
+        '10 / device.attributes["gpu.example.com"].idx > 1',
+        '[1][device.attributes["gpu.example.com"].idx + 3] == 1',
+        'device.attributes["gpu.example.com"].idx - 9223372036854775807 - 2 < 0',
+    ],
+    ids=["division-by-zero", "index", "overflow"],
+)
+def test_a_selector_failing_at_run_time_fails_its_pod_and_the_simulation_goes_on(
+    tmp_path: Path, scheduler: Callable[[], Scheduler], expression: str
+) -> None:
+    """A claim whose selector divides by a device attribute that is 0 (or indexes past a list, or overflows):
+    the real API server accepts it, and only its pod fails (the simulator once crashed, under both schedulers);
+    the notebook asking no selector is bound."""
+    bad = DEVICES.replace("name: one-gpu}", "name: bad}").replace(
+        "exactly: {deviceClassName: gpu.example.com}",
+        f"exactly: {{deviceClassName: gpu.example.com, selectors: [{{cel: {{expression: '{expression}'}}}}]}}",
+    )
+    evil = NOTEBOOK.replace("name: notebook", "name: evil").replace(
+        "resourceClaimName: one-gpu", "resourceClaimName: bad"
+    )
+    devices = gpu_slice("n1", 2, "80Gi", "h100").replace("attributes: {model:", "attributes: {idx: {int: 0}, model:")
+    nodes = nodes_yaml(("n0", "16", "64Gi"), ("n1", "16", "64Gi"))
+    sim = simulation(tmp_path, nodes, [DEVICES, bad.split("---")[-1], devices, evil, NOTEBOOK], scheduler())
+    sim.run()
+    pods = {sp.pod.name: sp for sp in sim.cluster.book.pods.values()}
+    assert pods["notebook"].pod.node_name == "n1" and not pods["evil"].pod.node_name
+    said = [e.message for e in sim.cluster.kube_events if e.object == "default/evil"]
+    assert said and "CEL runtime error on device gpu.example.com/n1/gpu-0" in said[0], said

@@ -17,15 +17,23 @@ types, so a quantity is a map ``{"kubeflux.quantity": "<numerator>/<denominator>
 * semantic versions (``semverlib.go``): ``semver(s)``, ``isSemver(s)``, ``v.major()``, ``v.minor()``,
   ``v.patch()``, ``v.compareTo(w)``, ``v.isGreaterThan(w)``, ``v.isLessThan(w)``.
 
-An expression that does not compile is refused when its object is read (:class:`SelectorCompileError`, naming the
-field: the API server refuses it with 422); one that fails on a device raises ValueError from
-:meth:`CelSelector.matches`, which the core reports naming the claim (:class:`~kubeflux.scheduler.devices.ClaimError`).
+Kubernetes' other libraries that selectors use are registered too (strings, regex ``find``/``findAll``, lists, sets,
+``isIP``/``isCIDR``; ``cel.bind`` is rewritten as a one-item ``map``); those still missing are
+:data:`~kubeflux.apiobjects.celcheck.KUBERNETES_ONLY` (docs/dra.md lists them).
+
+An expression that does not compile, or that the API server refuses (too long, an undeclared name, not bool, too
+costly: :mod:`kubeflux.apiobjects.celcheck`), is refused when its object is read (:class:`SelectorCompileError`,
+naming the field, as the server's 422 does); one that fails on a device, with any error of the library, raises
+ValueError from :meth:`CelSelector.matches`, which the core reports naming the claim
+(:class:`~kubeflux.scheduler.devices.ClaimError`): never an exception that would end a scheduling pass.
 Compiled programs are kept by expression text (:func:`program`), so a selector object pickles as its text.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
+import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,7 +41,9 @@ from fractions import Fraction
 from typing import Any, Final
 
 import cel
+from cel import stdlib
 
+from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, MAX_LENGTH, CelCheckError, check, rewrite_binds
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.scheduler.devices import Device, Version
 
@@ -52,7 +62,12 @@ _SEMVER = re.compile(
 
 
 class SelectorCompileError(ValueError):
-    """A CEL expression that does not compile: the message is the compiler's."""
+    """A CEL expression that does not compile, or that the API server refuses: the message is what its 422 says
+    after the field (after ``Invalid value: "…": `` when ``invalid``)."""
+
+    def __init__(self, message: str, *, invalid: bool = True) -> None:
+        super().__init__(message)
+        self.invalid = invalid
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +81,17 @@ class CelSelector:
 
     def matches(self, device: Device, driver: str) -> bool:
         """Whether the expression is true for ``device`` of ``driver``; ValueError when it fails or is no bool."""
-        context = cel.Context({"device": device_variable(device, driver, self.expression)}, _FUNCTIONS)
         try:
+            context = cel.Context({"device": device_variable(device, driver, self.expression)}, _FUNCTIONS)
             result = program(self.expression).execute(context)
         except KeyError as exc:
             raise ValueError(f"no such key: {exc.args[0] if exc.args else exc}") from exc
-        except (RuntimeError, TypeError, ValueError) as exc:
-            raise ValueError(str(exc).split("\n")[0]) from exc
+        except Exception as exc:  # any error of the library or of a function here: the claim's, never the caller's
+            said = str(exc).split("\n")[0] or type(exc).__name__
+            missing = _UNDEFINED.search(said)
+            if missing is not None and missing.group(1) in KUBERNETES_ONLY:
+                said = f"{said[: missing.end()]}: a function of Kubernetes' CEL environment that kubeflux does not have"
+            raise ValueError(said) from exc
         if type(result) is not bool:
             raise ValueError(f"expression evaluated to {type(result).__name__}, not bool")
         return result
@@ -80,15 +99,22 @@ class CelSelector:
 
 @functools.lru_cache(maxsize=4096)
 def program(expression: str) -> cel.Program:
-    """The compiled ``expression``; raises :class:`SelectorCompileError` when it does not compile."""
+    """The compiled ``expression``; raises :class:`SelectorCompileError` when it does not compile or the API server
+    would refuse it (:mod:`kubeflux.apiobjects.celcheck`: length, declarations, type, cost)."""
     if not expression.strip():
         raise SelectorCompileError("expression is empty")
     try:
-        return cel.compile(expression)
+        if len(expression.encode()) <= MAX_LENGTH:  # a longer one is refused by check() before it is parsed
+            compiled = cel.compile(rewrite_binds(expression))
+        check(expression, FUNCTION_NAMES)
+    except CelCheckError as exc:
+        raise SelectorCompileError(str(exc), invalid=exc.invalid) from exc
     except ValueError as exc:
         raise SelectorCompileError(f"compilation failed: {exc}") from exc
+    return compiled
 
 
+_UNDEFINED = re.compile(r"Undefined variable or function: '([\w.]+)'")
 _LITERALS = re.compile(r'"((?:[^"\\]|\\.)*)"' + r"|'((?:[^'\\]|\\.)*)'")
 
 
@@ -229,3 +255,85 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "minor": _part(1),
     "patch": _part(2),
 }
+
+
+# ====================================================================== Kubernetes' other libraries
+
+
+def _lists(name: str, on_list: Callable[..., Any], on_string: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    def call(receiver: object, *args: object) -> Any:
+        if isinstance(receiver, list):
+            return on_list(receiver, *args)
+        if on_string is not None and isinstance(receiver, str):
+            return on_string(receiver, *args)
+        raise ValueError(f"no such overload: {name}")
+
+    return call
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[[list[Any]], Any]:
+    def call(items: list[Any]) -> Any:
+        if not items:
+            raise ValueError("min/max called on empty list")
+        return pick(items)
+
+    return call
+
+
+def _last_index(items: list[Any], value: object) -> int:
+    return max((i for i, item in enumerate(items) if item == value), default=-1)
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    found = [match.group() for match in re.finditer(pattern, text)]
+    return found if limit < 0 else found[:limit]
+
+
+def _find(text: str, pattern: str) -> str:
+    match = re.search(pattern, text)
+    return match.group() if match is not None else ""
+
+
+def _is_ip(text: object) -> bool:
+    try:
+        ipaddress.ip_address(text)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return isinstance(text, str) and "%" not in text
+
+
+def _is_cidr(text: object) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return isinstance(text, str) and "/" in text
+
+
+_STRINGS = stdlib.EXTENSIONS["strings"]
+_FUNCTIONS.update(
+    {
+        **{name: _STRINGS[name] for name in ("charAt", "substring", "replace", "split", "join", "strings.quote")},
+        **{name: _STRINGS[name] for name in ("lowerAscii", "upperAscii", "trim")},
+        "indexOf": _lists(
+            "indexOf", lambda items, value: items.index(value) if value in items else -1, _STRINGS["indexOf"]
+        ),
+        "lastIndexOf": _lists("lastIndexOf", _last_index, _STRINGS["lastIndexOf"]),
+        "isSorted": _lists("isSorted", lambda items: all(a <= b for a, b in itertools.pairwise(items))),
+        "sum": _lists("sum", lambda items: sum(items)),
+        "min": _lists("min", _extreme(min)),
+        "max": _lists("max", _extreme(max)),
+        "reverse": _lists("reverse", lambda items: items[::-1]),
+        "distinct": stdlib.EXTENSIONS["lists"]["distinct"],
+        "sort": stdlib.EXTENSIONS["lists"]["sort"],
+        "slice": stdlib.EXTENSIONS["lists"]["slice"],
+        **stdlib.EXTENSIONS["sets"],
+        "bool": stdlib.EXTENSIONS["core"]["bool"],
+        "find": _find,
+        "findAll": _find_all,
+        "isIP": _is_ip,
+        "isCIDR": _is_cidr,
+    }
+)
+FUNCTION_NAMES: Final = frozenset(_FUNCTIONS)
+"""The functions registered beside the library's own (:data:`~kubeflux.apiobjects.celcheck.NATIVE`)."""

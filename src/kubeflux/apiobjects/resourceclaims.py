@@ -236,7 +236,8 @@ def _selectors(reader: ManifestReader, path: str, value: Any = None) -> tuple[Ce
         try:
             found.append(CelSelector(expression))
         except SelectorCompileError as exc:
-            raise reader.fail(f"{where}.cel.expression", f"Invalid value: {expression!r}: {exc}") from exc
+            said = f"Invalid value: {expression!r}: {exc}" if exc.invalid else str(exc)  # too long: not echoed
+            raise reader.fail(f"{where}.cel.expression", said) from exc
     return tuple(found)
 
 

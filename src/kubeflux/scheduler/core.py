@@ -314,18 +314,22 @@ class KubefluxScheduler:
         return self._timed_out(job, now) or self._unfit_message(job, reasons)
 
     def _claims_problem(self, job: PendingJob, out: list[Decision]) -> str | None:
-        """What keeps a job whose pods have ResourceClaims from every node (kube-scheduler's DynamicResources
-        PreFilter): a claim not made yet, or missing, or its class missing (the message it waits with), or a CEL
-        selector that fails (the job is rejected: "" then); None when nothing does."""
-        for pod in job.pods.values():
-            found = self.books.devices.problem(pod) if pod.resource_claims else None
-            if found is None:
-                continue
-            why, fails = found
-            if fails:
-                self._reject(job, f"pod {pod.key}: {why}", out)
+        """What keeps a job whose pods have ResourceClaims from every node (kube-scheduler's DynamicResources):
+        a claim not made yet, or missing, or its class missing (PreFilter: the message it waits with), or a CEL
+        selector that fails on a device of a node the other filters pass (its Filter: the job is rejected, "" then);
+        None when nothing does."""
+        devices = self.books.devices
+        claimed = [pod for pod in job.pods.values() if pod.resource_claims]
+        for pod in claimed:
+            why = devices.waiting(pod)
+            if why is not None:
+                return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
+        for pod in claimed:
+            self.filter.fit(pod)  # the selectors run on the nodes every other filter passes, nowhere else
+            failed = devices.failure(pod)
+            if failed is not None:
+                self._reject(job, f"pod {pod.key}: {failed}", out)
                 return ""
-            return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
         return None
 
     def _reserve(self, job: PendingJob, now: float, *, first_blocked: bool) -> float | None:

@@ -20,9 +20,11 @@ default profile's filters). When the pod is bound, :meth:`DeviceBooks.allocate` 
 which the shells write to each claim's status as the plugin's PreBind does.
 
 CEL selectors are given to the core already compiled (:class:`DeviceSelector`, built by
-:mod:`kubeflux.apiobjects.devicecel`): the core never reads the wire format. A selector that fails at run time
-(an attribute a device lacks, a type mismatch) fails the pod's scheduling with a :class:`ClaimError` naming the claim
-(or class), the request and the selector, as the allocator's "CEL runtime error" does.
+:mod:`kubeflux.apiobjects.devicecel`): the core never reads the wire format. A selector runs only on the devices of
+the nodes every other filter passed (:meth:`DeviceBooks.refusals`, DynamicResources' Filter); one that fails there
+(an attribute a device lacks, a type mismatch, a division by zero) fails the pod's scheduling with a
+:class:`ClaimError` naming the claim (or class), the request and the selector (:meth:`DeviceBooks.failure`), as the
+allocator's "CEL runtime error" does.
 
 The engine's graph does not hold devices (yet): a device's attributes are matched by CEL, which the engine cannot
 evaluate, and which devices of a node a request may take depends on the request, so the books decide devices and the
@@ -199,6 +201,8 @@ class DeviceBooks:
         self.version = 0
         """Bumped at every change: a fit computed at another version is stale."""
         self._by_node: dict[str, list[DeviceRef]] | None = None
+        self.failures: dict[str, str] = {}
+        """Pod uid → the CEL runtime error its last :meth:`refusals` met (see there)."""
         self._matches: dict[tuple[str, str, str, str], bool] = {}
         """(expression, driver, pool, device) → whether the selector matches the device (kept until slices change)."""
 
@@ -250,6 +254,7 @@ class DeviceBooks:
     def forget(self, uid: str) -> None:
         """The pod of ``uid`` ended, was deleted or its Bind was refused: what kubeflux assumed for it goes. (Its
         claims' written allocations go when the claims change: the resourceclaim controller's work.)"""
+        self.failures.pop(uid, None)
         gone = [key for key, (owner, _) in self.assumed.items() if owner == uid]
         for key in gone:
             del self.assumed[key]
@@ -277,10 +282,14 @@ class DeviceBooks:
         return None
 
     def refusals(self, pod: Pod, nodes: Iterable[str]) -> dict[str, str]:
-        """The nodes among ``nodes`` where ``pod``'s claims cannot be allocated (or are bound elsewhere), with
-        kube-scheduler's reason (a node where a selector fails too: :meth:`problem` says why)."""
+        """The nodes among ``nodes`` (those every other filter passed) where ``pod``'s claims cannot be allocated (or
+        are bound elsewhere), with kube-scheduler's reason. A selector that fails on a device of one of them fails
+        the whole Filter, as the allocator's CEL runtime error does: every node is refused, and :meth:`failure`
+        says why until the next call for the pod (a node no other filter passed is never evaluated)."""
+        self.failures.pop(pod.uid, None)
+        nodes = list(nodes)
         claims = self._claims_of(pod)
-        if len(claims) < len(pod.resource_claims):  # a claim missing (kept waiting by :meth:`problem`): no node
+        if len(claims) < len(pod.resource_claims):  # a claim missing (kept waiting by :meth:`waiting`): no node
             return dict.fromkeys(nodes, CANNOT_ALLOCATE)
         used = self.in_use()
         refused: dict[str, str] = {}
@@ -291,30 +300,15 @@ class DeviceBooks:
             try:
                 if self._search(claims, name, used) is None:
                     refused[name] = CANNOT_ALLOCATE
-            except ClaimError:  # said by :meth:`problem`, which the scheduler asks first
-                refused[name] = CANNOT_ALLOCATE
+            except ClaimError as exc:
+                self.failures[pod.uid] = str(exc)
+                return dict.fromkeys(nodes, CANNOT_ALLOCATE)
         return refused
 
-    def problem(self, pod: Pod) -> tuple[str, bool] | None:
-        """What keeps ``pod`` from every node, or None: (why, False) while it waits (:meth:`waiting`), (why, True)
-        when a selector of its claims (or of their classes) fails on a device, which fails its scheduling as the
-        allocator's CEL runtime error does."""
-        why = self.waiting(pod)
-        if why is not None:
-            return why, False
-        claims = [claim for claim in self._claims_of(pod) if self._allocation_of(claim) is None]
-        if not claims:
-            return None
-        nodes = {item.node for item in self.slices.values() if item.node}
-        try:
-            for node in sorted(nodes):
-                devices = self.devices_on(node)
-                for claim in claims:
-                    for request in claim.requests:
-                        self._candidates(claim, request, devices)
-        except ClaimError as exc:
-            return str(exc), True
-        return None
+    def failure(self, pod: Pod) -> str | None:
+        """The CEL runtime error the last :meth:`refusals` of ``pod`` met (naming the claim or class, the request,
+        the selector and the device), which fails its scheduling; None when it met none."""
+        return self.failures.get(pod.uid)
 
     def allocate(self, pod: Pod, node: str) -> tuple[ClaimAllocation, ...] | None:
         """What binding ``pod`` to ``node`` does to each of its claims, or None when they cannot all be allocated

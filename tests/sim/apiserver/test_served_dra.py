@@ -87,12 +87,25 @@ def test_a_pod_asking_two_gpus_through_a_claim_template_gets_two_gpus_of_one_nod
     eventually(lambda: call(server, "GET", f"{PODS}/third")["spec"].get("nodeName") == "node-0001", "third bound")
 
 
-def test_a_claim_whose_selector_does_not_compile_is_refused_naming_the_field(server: ApiServer) -> None:
-    bad = claim("bad", 1, "1 +")
+@pytest.mark.parametrize(
+    ("expression", "said", "reason"),
+    [
+        ("1 +", "compilation failed", "FieldValueInvalid"),
+        ('devise.driver == "x"', "undeclared reference to 'devise' (in container '')", "FieldValueInvalid"),
+        ("device.driver", "must evaluate to bool or the unknown type, not string", "FieldValueInvalid"),
+        ('device.driver == "' + "x" * 10240 + '"', "Too long: may not be more than 10240 bytes", "FieldValueTooLong"),
+    ],
+    ids=["does-not-compile", "undeclared", "not-bool", "too-long"],
+)
+def test_a_claim_whose_selector_the_api_server_refuses_is_refused_naming_the_field(
+    server: ApiServer, expression: str, said: str, reason: str
+) -> None:
+    """As the real kube-apiserver answers (its messages: tests/scheduler/test_device_selectors.py)."""
+    bad = claim("bad", 1, expression)
     with pytest.raises(urllib.error.HTTPError) as refused:
         call(server, "POST", CLAIMS, bad)
     assert refused.value.code == 422
     status = orjson.loads(refused.value.read())
     (cause,) = status["details"]["causes"]
     assert cause["field"] == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
-    assert "compilation failed" in cause["message"]
+    assert said in cause["message"] and cause["reason"] == reason, cause

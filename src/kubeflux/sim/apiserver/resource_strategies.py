@@ -28,6 +28,8 @@ __all__ = ["resource_types"]
 
 Object = dict[str, Any]
 GROUP = "resource.k8s.io"
+_REASONS = {"Too long": "FieldValueTooLong", "Forbidden": "FieldValueForbidden", "Required value": "FieldValueRequired"}
+"""A cause's reason by its message's first words, as the real server's field errors give it."""
 
 
 class _ReadStrategy(Strategy):
@@ -43,7 +45,7 @@ class _ReadStrategy(Strategy):
         try:
             self.read(obj)
         except ManifestError as exc:
-            return [Cause(exc.path, exc.problem)]
+            return [Cause(exc.path, exc.problem, _REASONS.get(exc.problem.split(":")[0], "FieldValueInvalid"))]
         return []
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:

@@ -424,6 +424,8 @@ class KubeDefaultScheduler:
                 signature = (*signature, pod.terms, tuple(sorted(pod.labels.items())), pod.namespace)
             if pod.volume_claims:  # as pods with the same claims do, while no storage object changes
                 signature = (*signature, pod.volume_claims, pod.namespace, self.volumes.version)
+            if pod.resource_claims:  # as pods with the same ResourceClaims do, while no device object changes
+                signature = (*signature, pod.resource_claims, pod.namespace, self.devices.version)
             known = failures.get(signature) if not counted else None
             node = None if known is not None else self._find_node(pod)
             if node is None:
@@ -455,8 +457,7 @@ class KubeDefaultScheduler:
     def _pre_filter(self, pod: Pod, now: float) -> str | None:
         """A PreFilter failure message (DynamicResources': a claim not made or not found; subclasses add theirs), or
         None to go on to Filter."""
-        found = self.devices.problem(pod) if pod.resource_claims else None
-        return found[0] if found is not None else None
+        return self.devices.waiting(pod) if pod.resource_claims else None
 
     def _bind(self, pod: Pod, node: str) -> Bind:
         """The Binding of a pod placed on ``node``, with what it writes before it (PreBind): its volume claims'
@@ -532,4 +533,8 @@ class KubeDefaultScheduler:
         return self.search.find(pod)
 
     def _fit_error(self, pod: Pod) -> str:
-        return self.search.fit_error(pod)
+        """Why no node took ``pod``: the filters' reasons, or the CEL runtime error DynamicResources' Filter met on
+        a node the others passed (which fails the cycle in kube-scheduler)."""
+        message = self.search.fit_error(pod)
+        failed = self.devices.failure(pod) if pod.resource_claims else None
+        return failed if failed is not None else message
