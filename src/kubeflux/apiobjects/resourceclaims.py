@@ -36,12 +36,14 @@ from kubeflux.scheduler.objects import ResourceClaimRef
 
 __all__ = [
     "API_VERSION",
+    "FINALIZER",
     "POD_CLAIM_NAME_ANNOTATION",
     "allocation_status",
     "claim_from_manifest",
     "claim_from_template",
     "claim_status_patch",
     "device_class_from_manifest",
+    "finalizer_patch",
     "pod_claims",
     "slice_from_manifest",
     "template_from_manifest",
@@ -49,6 +51,9 @@ __all__ = [
 
 API_VERSION: Final = "resource.k8s.io/v1"
 POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
+FINALIZER: Final = "resource.kubernetes.io/delete-protection"
+"""A claim's finalizer while a scheduler's allocation holds its devices (``resourceapi.Finalizer``): a claim deleted
+while in use stays Terminating until the resourceclaim controller has deallocated it and taken the finalizer off."""
 """On a claim made from a template: the name of the pod's ``spec.resourceClaims[]`` entry it was made for."""
 MAX_DEVICES_PER_SLICE: Final = 128
 MAX_REQUESTS: Final = 32
@@ -196,7 +201,10 @@ def _claim(reader: ManifestReader, at: str, namespace: str, name: str, uid: str)
     reserved = tuple(
         reader.field(path, item, "uid") for path, item in reader.entries("status.reservedFor") if item.get("uid")
     )
-    return ResourceClaim(namespace, name, uid, requests, allocation, node, reserved)
+    version = reader.string("metadata.resourceVersion")
+    finalizers = tuple(str(item) for item in reader.sequence("metadata.finalizers"))
+    deleting = bool(reader.get("metadata.deletionTimestamp"))
+    return ResourceClaim(namespace, name, uid, requests, allocation, node, reserved, version, finalizers, deleting)
 
 
 def _request(reader: ManifestReader, path: str, item: Any) -> DeviceRequest:
@@ -284,18 +292,44 @@ def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
     return tuple(claims)
 
 
-def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str) -> tuple[Any, str]:
+def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str, version: str = "") -> tuple[Any, str]:
     """The patch of a claim's status that binding the pod ``pod`` (``uid``) writes, and its content type: for a claim
-    allocated now a JSON merge patch of the allocation and ``reservedFor`` (the claim's ``uid`` a precondition:
-    never another claim of the name), for one allocated already a JSON patch adding the pod to ``reservedFor``."""
+    allocated now a JSON merge patch of the allocation and ``reservedFor``, for one allocated already a JSON patch
+    adding the pod to ``reservedFor``. Both carry the claim's ``uid`` (never another claim of the name) and the
+    ``resourceVersion`` read (``version``, else the allocation's), so the server refuses the write (409) when another
+    writer changed the claim since, as kube-scheduler's ``UpdateStatus`` does: another pod's reservation is never
+    overwritten."""
+    version = version or allocation.resource_version
     if allocation.allocate:
         status = allocation_status(allocation, pod, uid)
-        patch: dict[str, Any] = {"status": status}
+        meta: dict[str, Any] = {}
         if allocation.uid:
-            patch["metadata"] = {"uid": allocation.uid}
+            meta["uid"] = allocation.uid
+        if version:
+            meta["resourceVersion"] = version
+        patch: dict[str, Any] = {"status": status}
+        if meta:
+            patch["metadata"] = meta
         return patch, "application/merge-patch+json"
     entry = {"resource": "pods", "name": pod, "uid": uid}
-    return [{"op": "add", "path": "/status/reservedFor/-", "value": entry}], "application/json-patch+json"
+    ops: list[dict[str, Any]] = []
+    if allocation.uid:
+        ops.append({"op": "test", "path": "/metadata/uid", "value": allocation.uid})
+    if version:
+        ops.append({"op": "replace", "path": "/metadata/resourceVersion", "value": version})
+    ops.append({"op": "add", "path": "/status/reservedFor/-", "value": entry})
+    return ops, "application/json-patch+json"
+
+
+def finalizer_patch(allocation: ClaimAllocation, finalizers: list[str], version: str) -> dict[str, Any]:
+    """The JSON merge patch of a claim's metadata setting its ``finalizers`` (under the claim's ``uid`` and the
+    ``resourceVersion`` read: 409 when it changed since)."""
+    meta: dict[str, Any] = {"finalizers": finalizers or None}
+    if allocation.uid:
+        meta["uid"] = allocation.uid
+    if version:
+        meta["resourceVersion"] = version
+    return {"metadata": meta}
 
 
 def allocation_status(allocation: ClaimAllocation, pod: str, uid: str, status: Any = None) -> dict[str, Any]:

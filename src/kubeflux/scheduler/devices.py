@@ -159,6 +159,11 @@ class ResourceClaim:
     allocation: tuple[AllocatedDevice, ...] | None = None
     node: str = ""
     reserved_for: tuple[str, ...] = ()
+    resource_version: str = ""
+    """``metadata.resourceVersion`` as read ("" when unknown): a scheduler's write of the claim is conditional on it."""
+    finalizers: tuple[str, ...] = ()
+    deleting: bool = False
+    """Its ``deletionTimestamp`` is set: Terminating (its finalizer keeps it while a pod uses it); never allocated."""
 
     @property
     def key(self) -> str:
@@ -177,6 +182,13 @@ class ClaimAllocation:
     node: str
     results: tuple[AllocatedDevice, ...]
     allocate: bool = True
+    reserved: bool = False
+    """The claim's ``reservedFor`` holds the pod already (a Bind written before a restart, or another scheduler's
+    write): nothing is written, as kube-scheduler's PreBind skips a claim ``IsReservedForPod``."""
+    resource_version: str = ""
+    """The claim's ``resourceVersion`` as read: the write is refused (409) when the claim changed since."""
+    finalizers: tuple[str, ...] = ()
+    """The claim's finalizers as read (the write of an allocation adds ``delete-protection`` when missing)."""
 
     @property
     def key(self) -> str:
@@ -326,12 +338,28 @@ class DeviceBooks:
         made = []
         for claim in claims:
             known = self._allocation_of(claim)
+            version, fin = claim.resource_version, claim.finalizers
             if known is not None:
-                made.append(ClaimAllocation(claim.namespace, claim.name, claim.uid, self._node_of(claim), known, False))
+                reserved = pod.uid in claim.reserved_for
+                made.append(
+                    ClaimAllocation(
+                        claim.namespace,
+                        claim.name,
+                        claim.uid,
+                        self._node_of(claim),
+                        known,
+                        False,
+                        reserved,
+                        version,
+                        fin,
+                    )
+                )
             else:
                 results = tuple(picks[(claim.key, i)] for i in range(len(claim.requests)))
                 flat = tuple(device for devices in results for device in devices)
-                made.append(ClaimAllocation(claim.namespace, claim.name, claim.uid, node, flat))
+                made.append(
+                    ClaimAllocation(claim.namespace, claim.name, claim.uid, node, flat, True, False, version, fin)
+                )
         return tuple(made)
 
     # ================================================================== the search
