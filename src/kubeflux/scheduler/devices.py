@@ -279,6 +279,8 @@ class DeviceBooks:
             claim = self.claims.get(f"{pod.namespace}/{ref.claim}")
             if claim is None:
                 return f'resourceclaim "{ref.claim}" not found'
+            if claim.deleting:  # Terminating: its allocation still counts until the controller frees it
+                return f'resourceclaim "{ref.claim}" is being deleted'
             if claim.allocation is None:
                 for request in claim.requests:
                     if request.device_class not in self.classes:

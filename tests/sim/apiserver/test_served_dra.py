@@ -96,3 +96,37 @@ def test_a_claim_whose_selector_does_not_compile_is_refused_naming_the_field(ser
     (cause,) = status["details"]["causes"]
     assert cause["field"] == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
     assert "compilation failed" in cause["message"]
+
+
+def test_a_claim_deleted_while_its_pod_runs_keeps_its_gpu_until_the_pod_goes_and_a_claim_is_freed_by_its_last_pod(
+    server: ApiServer,
+) -> None:
+    """As on the real control plane (tests/realkube/test_serve_dra_release.py): the allocation's
+    ``delete-protection`` finalizer keeps a deleted claim Terminating while its pod runs, and the resourceclaim
+    controller deallocates a claim named directly when its last pod goes."""
+    call(server, "POST", f"{RESOURCE}/deviceclasses", gpu_class())
+    call(server, "POST", f"{RESOURCE}/resourceslices", gpu_slice("node-0001", 1))
+    for name in ("first", "second", "third"):
+        call(server, "POST", CLAIMS, claim(name, 1))
+
+    def node_of(name: str) -> str:
+        return str(call(server, "GET", f"{PODS}/{name}")["spec"].get("nodeName") or "")
+
+    call(server, "POST", PODS, claiming_pod("first", "kubeflux", claim_name="first"))
+    eventually(lambda: node_of("first") == "node-0001", "first bound")
+    assert call(server, "GET", f"{CLAIMS}/first")["metadata"]["finalizers"] == [
+        "resource.kubernetes.io/delete-protection"
+    ]
+    call(server, "DELETE", f"{CLAIMS}/first")
+    terminating = call(server, "GET", f"{CLAIMS}/first")
+    assert terminating["metadata"]["deletionTimestamp"] and terminating["status"]["allocation"]
+    call(server, "POST", PODS, claiming_pod("second", "kubeflux", claim_name="second"))
+    eventually(lambda: "cannot allocate" in str(call(server, "GET", f"{PODS}/second")["status"]), "second waits")
+    call(server, "DELETE", f"{PODS}/first")
+    eventually(lambda: "first" not in {c["metadata"]["name"] for c in call(server, "GET", CLAIMS)["items"]}, "gone")
+    eventually(lambda: node_of("second") == "node-0001", "second bound")
+    call(server, "POST", PODS, claiming_pod("third", "kubeflux", claim_name="third"))
+    call(server, "DELETE", f"{PODS}/second")
+    eventually(lambda: node_of("third") == "node-0001", "third bound once second's claim is deallocated")
+    freed = call(server, "GET", f"{CLAIMS}/second")
+    assert not freed.get("status", {}).get("allocation") and "finalizers" not in freed["metadata"]
