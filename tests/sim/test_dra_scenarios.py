@@ -15,7 +15,7 @@ from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Scheduler
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._gangs import nodes_yaml, simulation
+from tests.sim._gangs import group_yaml, nodes_yaml, simulation
 
 DEVICES = """apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -157,3 +157,54 @@ def test_a_bad_selector_in_the_workload_is_reported_naming_the_field(tmp_path: P
     workload = read_manifests(tmp_path / "workload.yaml")
     (problem,) = workload.problems
     assert "DeviceClass gpu.example.com: spec.selectors[0].cel.expression: Invalid value" in problem
+
+
+MEMBER = """apiVersion: v1
+kind: Pod
+metadata:
+  name: member-{i}
+  labels: {{scheduling.x-k8s.io/pod-group: pair}}
+  annotations:
+    pod-complete.stage.kwok.x-k8s.io/delay: "100s"
+    kubeflux.io/duration: "100"
+spec:
+  resourceClaims:
+    - name: gpus
+      resourceClaimTemplateName: one-gpu-each
+  containers:
+    - name: main
+      image: trainer
+      resources:
+        requests: {{cpu: "1"}}
+        claims: [{{name: gpus}}]"""
+
+ONE_GPU_EACH = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu-each}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpus
+          exactly: {deviceClassName: gpu.example.com}"""
+
+
+def test_a_gang_whose_members_each_ask_a_gpu_starts_at_once_on_two_nodes_of_one_gpu_each(tmp_path: Path) -> None:
+    """Either node has the cores for both members but one GPU: each member sees the GPU the one before it took
+    (kube-scheduler places them one by one too), so the gang starts at once, one member on each node."""
+    nodes = nodes_yaml(("n0", "16", "64Gi"), ("n1", "16", "64Gi"))
+    objects = [
+        DEVICES,
+        ONE_GPU_EACH,
+        gpu_slice("n0", 1, "80Gi", "h100"),
+        gpu_slice("n1", 1, "80Gi", "h100"),
+        group_yaml("pair", 2),
+        *(MEMBER.format(i=i) for i in range(2)),
+    ]
+    sim = simulation(tmp_path, nodes, objects, KubefluxScheduler())
+    sim.run()
+    pods = {sp.pod.name: sp for sp in sim.cluster.book.pods.values()}
+    assert {name: (sp.pod.node_name, sp.running_at) for name, sp in pods.items()} == {
+        "member-0": ("n0", 0.0),
+        "member-1": ("n1", 0.0),
+    }

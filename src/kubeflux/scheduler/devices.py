@@ -208,6 +208,9 @@ class DeviceBooks:
         self.claims: dict[str, ResourceClaim] = {}
         self.assumed: dict[str, tuple[str, ClaimAllocation]] = {}
         """Claim key → (pod uid, allocation) kubeflux decided and has not yet seen in the claim's status."""
+        self.by_pod: dict[str, tuple[ClaimAllocation, ...]] = {}
+        """Pod uid → what its Bind writes for its claims, assumed while its job is being placed (a gang's members
+        one after the other, each seeing the devices of those before it) and taken by the job's Binds."""
         self.version = 0
         """Bumped at every change: a fit computed at another version is stale."""
         self._by_node: dict[str, list[DeviceRef]] | None = None
@@ -252,11 +255,12 @@ class DeviceBooks:
         else:
             self.put_claim(obj, deleted)
 
-    def assume(self, uid: str, allocations: Iterable[ClaimAllocation]) -> None:
+    def assume(self, uid: str, allocations: tuple[ClaimAllocation, ...]) -> None:
         """Count ``allocations``, decided for the pod of ``uid``, until their claims show them."""
         for allocation in allocations:
             if allocation.allocate:
                 self.assumed[allocation.key] = (uid, allocation)
+        self.by_pod[uid] = allocations
         self.version += 1
 
     def forget(self, uid: str) -> None:
@@ -265,7 +269,7 @@ class DeviceBooks:
         gone = [key for key, (owner, _) in self.assumed.items() if owner == uid]
         for key in gone:
             del self.assumed[key]
-        if gone:
+        if self.by_pod.pop(uid, None) is not None or gone:
             self.version += 1
 
     # ================================================================== the filter
@@ -334,6 +338,8 @@ class DeviceBooks:
         """What binding ``pod`` to ``node`` does to each of its claims, or None when they cannot all be allocated
         there. Raises :class:`ClaimError` when a selector fails."""
         claims = self._claims_of(pod)
+        if any(self._node_of(claim) not in ("", node) for claim in claims):  # allocated (or assumed) elsewhere
+            return None
         picks = self._search(claims, node, self.in_use())
         if picks is None:
             return None
