@@ -197,6 +197,10 @@ class RawApi:
         """A patch of a ResourceClaim's ``status`` (``resource.k8s.io/v1``), a JSON merge patch by default."""
         return self.write("PATCH", f"{_claim(namespace, name)}/status", patch, content_type)
 
+    def read_namespaced_resource_claim(self, name: str, namespace: str) -> bytes:
+        """A ResourceClaim as the server has it now (a scheduler refreshing its copy after a 409)."""
+        return bytes(self.request("GET", _claim(namespace, name)).data)
+
     def patch_namespaced_resource_claim(self, name: str, namespace: str, patch: Any) -> bytes:
         """A JSON merge patch of a ResourceClaim (its finalizers)."""
         return self.write("PATCH", _claim(namespace, name), patch, MERGE_PATCH)
