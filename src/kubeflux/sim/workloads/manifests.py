@@ -324,6 +324,8 @@ class _Builder:
     devices: DeviceObjects = dataclasses.field(default_factory=DeviceObjects)
     storage_classes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """The StorageClass manifests of the file."""
+    cluster_objects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The storage and device manifests read (:attr:`~kubeflux.sim.workloads.model.Workload.cluster_objects`)."""
     classless: list[int] = dataclasses.field(default_factory=list)
     """Where in :attr:`storage` the claims naming no class are: they get the default class at :meth:`finish`, as
     the API server's DefaultStorageClass admission gives it."""
@@ -355,6 +357,7 @@ class _Builder:
                 elif kind == "PersistentVolumeClaim" and wants_default_class(obj):
                     self.classless.append(len(self.storage))
                 self.storage.append(read)
+                self.cluster_objects.append(obj)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
             elif kind == "Namespace":  # its labels, for Kueue's namespaceSelector (the file's Kueue objects)
@@ -366,6 +369,7 @@ class _Builder:
                 self._app_wrapper(where, obj)
             elif kind in DEVICE_KINDS:
                 read_device_object(self.devices, obj)
+                self.cluster_objects.append(obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -640,6 +644,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         kueue=builder.kueue.objects or None,
         storage=builder.storage,
         devices=builder.devices,
+        cluster_objects=builder.cluster_objects,
     )
 
 
