@@ -87,3 +87,16 @@ def test_a_claim_being_deleted_keeps_a_pod_naming_it_waiting_and_its_devices_tak
     told = messages(decisions)
     assert told["default/again"] == '0/1 nodes are available: resourceclaim "first" is being deleted.'
     assert told["default/second"] == "0/1 nodes are available: 1 cannot allocate all claims."
+
+
+def test_a_pod_naming_one_claim_twice_gets_its_devices_once() -> None:
+    """Two ``spec.resourceClaims`` entries may name one claim: kube-scheduler allocates it once."""
+    cluster = cluster_with(gpus("w1", 2), nodes=("w1",))
+    cluster.tell(ADDED, claim_from_manifest(claim("c", 2)))
+    twice = pod("p", 1000, resource_claims=(ResourceClaimRef("a", "c"), ResourceClaimRef("b", "c")))
+    cluster.add(twice)
+    decisions = cluster.run()
+    assert bound(decisions) == {"default/p": "w1"}
+    (bind,) = [d for d in decisions if isinstance(d, Bind)]
+    assert [made.key for made in bind.resource_claims] == ["default/c"]
+    assert [d.device for d in cluster.claims["default/c"].allocation or ()] == ["gpu-0", "gpu-1"]

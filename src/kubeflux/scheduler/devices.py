@@ -298,7 +298,7 @@ class DeviceBooks:
         """The nodes among ``nodes`` where ``pod``'s claims cannot be allocated (or are bound elsewhere), with
         kube-scheduler's reason (a node where a selector fails too: :meth:`problem` says why)."""
         claims = self._claims_of(pod)
-        if len(claims) < len(pod.resource_claims):  # a claim missing (kept waiting by :meth:`problem`): no node
+        if len(claims) < len({ref.claim for ref in pod.resource_claims}):  # one missing (:meth:`problem` says it)
             return dict.fromkeys(nodes, CANNOT_ALLOCATE)
         used = self.in_use()
         refused: dict[str, str] = {}
@@ -373,8 +373,10 @@ class DeviceBooks:
     # ================================================================== the search
 
     def _claims_of(self, pod: Pod) -> list[ResourceClaim]:
+        """The pod's claims known, each once (two entries may name one claim: it is allocated once, as kube's)."""
         claims = self.claims
-        found = [claims.get(f"{pod.namespace}/{ref.claim}") for ref in pod.resource_claims]
+        keys = dict.fromkeys(f"{pod.namespace}/{ref.claim}" for ref in pod.resource_claims)
+        found = [claims.get(key) for key in keys]
         return [claim for claim in found if claim is not None]
 
     def _allocation_of(self, claim: ResourceClaim) -> tuple[AllocatedDevice, ...] | None:
