@@ -208,3 +208,21 @@ def test_a_gang_whose_members_each_ask_a_gpu_starts_at_once_on_two_nodes_of_one_
         "member-0": ("n0", 0.0),
         "member-1": ("n1", 0.0),
     }
+
+
+def test_a_dra_object_defined_twice_or_a_container_naming_no_claim_entry_is_reported(tmp_path: Path) -> None:
+    """As a second pod of a name is: the second object is reported and skipped, never silently replacing the
+    first; a container's ``resources.claims`` must name one of the pod's ``spec.resourceClaims``."""
+    orphan = NOTEBOOK.replace("claims: [{name: gpu}]", "claims: [{name: gpus}]")
+    (tmp_path / "workload.yaml").write_text(
+        "\n---\n".join([DEVICES, DEVICES, gpu_slice("n1", 1, "16Gi", "t4"), orphan])
+    )
+    workload = read_manifests(tmp_path / "workload.yaml")
+    defined_twice = "metadata.name: defined twice (first in document {}); skipped"
+    assert workload.problems == [
+        f"workload.yaml: document 4: DeviceClass gpu.example.com: {defined_twice.format(1)}",
+        f"workload.yaml: document 5: ResourceClaimTemplate default/two-big-gpus: {defined_twice.format(2)}",
+        f"workload.yaml: document 6: ResourceClaim default/one-gpu: {defined_twice.format(3)}",
+        "workload.yaml: document 8: Pod default/notebook: spec.containers[0].resources.claims[0]: Not found: "
+        '"gpus": must be one of the names in pod.spec.resourceClaims; skipped',
+    ]

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 from kubeflux.apiobjects.devicecel import CelSelector, SelectorCompileError
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.apiobjects.reader import ManifestReader
+from kubeflux.apiobjects.rules import int_decode_error
 from kubeflux.scheduler.devices import (
     ALL,
     EXACT_COUNT,
@@ -61,12 +62,16 @@ MAX_SELECTORS: Final = 32
 UNSUPPORTED_REQUEST_FIELDS: Final = ("firstAvailable",)
 UNSUPPORTED_EXACTLY_FIELDS: Final = ("adminAccess", "tolerations", "capacity")
 UNSUPPORTED_DEVICE_FIELDS: Final = ("consumesCounters", "taints", "bindsToNode", "bindingConditions")
+UNSUPPORTED_CLASS_FIELDS: Final = ("config", "extendedResourceName")
+NODE_FIELDS: Final = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+"""A slice's node fields, exactly one of which is set (the API server's rule)."""
 
 
 def device_class_from_manifest(obj: Any) -> DeviceClass:
     """A ``DeviceClass``: its name and CEL selectors."""
     reader = ManifestReader("DeviceClass", obj, ("DeviceClass",))
     name = reader.name()
+    _refuse_unsupported(reader, "spec", reader.mapping("spec"), UNSUPPORTED_CLASS_FIELDS)
     return DeviceClass(name, _selectors(reader, "spec.selectors"))
 
 
@@ -86,6 +91,11 @@ def slice_from_manifest(obj: Any) -> ResourceSlice:
     count = reader.go_integer("ResourcePool", "spec.pool.resourceSliceCount", "int64")
     if count is None or count < 1:
         raise reader.fail("spec.pool.resourceSliceCount", f"must be greater than zero, got {count}")
+    spec = reader.mapping("spec")
+    chosen = [field for field in NODE_FIELDS if spec.get(field) not in (None, "", False)]
+    if len(chosen) != 1:
+        given = f" (given: {', '.join(chosen)})" if chosen else ""
+        raise reader.fail("spec", f"exactly one of `{'`, `'.join(NODE_FIELDS)}` is required{given}")
     node = reader.string("spec.nodeName")
     if node:
         reader.dns_name("spec.nodeName", node)
@@ -201,6 +211,8 @@ def _claim(reader: ManifestReader, at: str, namespace: str, name: str, uid: str)
     reserved = tuple(
         reader.field(path, item, "uid") for path, item in reader.entries("status.reservedFor") if item.get("uid")
     )
+    if reserved and allocation is None:
+        raise reader.fail("status.reservedFor", "Forbidden: may not be specified when `allocated` is not set")
     version = reader.string("metadata.resourceVersion")
     finalizers = tuple(str(item) for item in reader.sequence("metadata.finalizers"))
     deleting = bool(reader.get("metadata.deletionTimestamp"))
@@ -221,6 +233,11 @@ def _request(reader: ManifestReader, path: str, item: Any) -> DeviceRequest:
     mode = reader.field(at, exactly, "allocationMode", EXACT_COUNT)
     if mode not in (EXACT_COUNT, ALL):
         raise reader.fail(f"{at}.allocationMode", f'Unsupported value: "{mode}": supported values: "All", "ExactCount"')
+    decode = int_decode_error(
+        "ExactDeviceRequest", "spec.devices.requests.exactly.count", exactly.get("count"), "int64"
+    )
+    if decode is not None:
+        raise reader.fail(f"{at}.count", decode)
     count = reader.integer(f"{at}.count", exactly.get("count"))
     if mode == ALL and count is not None:
         raise reader.fail(f"{at}.count", "Forbidden: must not be set when allocationMode is All")
@@ -273,6 +290,7 @@ def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
     """A pod's ``spec.resourceClaims``, each with the ResourceClaim it stands for (its ``resourceClaimName``, or the
     claim ``status.resourceClaimStatuses`` names for a template's entry; empty while none is made)."""
     entries = reader.entries("spec.resourceClaims")
+    _container_claims(reader, {reader.field(path, item, "name") for path, item in entries})
     if not entries:
         return ()
     made = {
@@ -290,6 +308,22 @@ def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
             raise reader.fail(path, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
         claims.append(ResourceClaimRef(name, direct or made.get(name, ""), template))
     return tuple(claims)
+
+
+def _container_claims(reader: ManifestReader, names: set[str]) -> None:
+    """Each container's ``resources.claims`` names an entry of the pod's ``spec.resourceClaims``."""
+    for kind in ("initContainers", "containers"):
+        for path, container in reader.entries(f"spec.{kind}"):
+            resources = reader.mapping(f"{path}.resources", container.get("resources") or {})
+            for at, item in reader.entries(f"{path}.resources.claims", resources.get("claims") or []):
+                name = reader.field(at, item, "name")
+                if name not in names:
+                    detail = (
+                        "must be one of the names in pod.spec.resourceClaims"
+                        if names
+                        else ("no claims defined in pod.spec.resourceClaims")
+                    )
+                    raise reader.fail(at, f'Not found: "{name}": {detail}')
 
 
 def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str, version: str = "") -> tuple[Any, str]:

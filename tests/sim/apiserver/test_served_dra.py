@@ -130,3 +130,33 @@ def test_a_claim_deleted_while_its_pod_runs_keeps_its_gpu_until_the_pod_goes_and
     eventually(lambda: node_of("third") == "node-0001", "third bound once second's claim is deallocated")
     freed = call(server, "GET", f"{CLAIMS}/second")
     assert not freed.get("status", {}).get("allocation") and "finalizers" not in freed["metadata"]
+
+
+def test_a_claims_status_is_checked_as_the_real_api_server_checks_it(server: ApiServer) -> None:
+    """No reservation without an allocation, no pod reserved twice, and an allocation once set is never changed (it
+    may only be removed): another writer cannot overwrite a scheduler's allocation (the real server's words;
+    tests/realkube's apiserver differential runs the same writes on both)."""
+    call(server, "POST", CLAIMS, claim("c", 1))
+    pod_a = {"resource": "pods", "name": "a", "uid": "uid-a"}
+
+    def allocation(device: str) -> dict[str, Any]:
+        result = {"request": "gpus", "driver": DRIVER, "pool": "node-0000", "device": device}
+        return {"devices": {"results": [result]}}
+
+    def refused(status: dict[str, Any]) -> tuple[str, str]:
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            call(server, "PATCH", f"{CLAIMS}/c/status", {"status": status}, "application/merge-patch+json")
+        assert caught.value.code == 422
+        (cause,) = orjson.loads(caught.value.read())["details"]["causes"]
+        return cause["field"], cause["message"]
+
+    assert refused({"reservedFor": [pod_a]}) == (
+        "status.reservedFor",
+        "Forbidden: may not be specified when `allocated` is not set",
+    )
+    merge = "application/merge-patch+json"
+    call(server, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": allocation("gpu-0")}}, merge)
+    assert refused({"reservedFor": [pod_a, pod_a]})[0] == "status.reservedFor[1]"
+    assert refused({"allocation": allocation("gpu-1")}) == ("status.allocation", "Invalid value: field is immutable")
+    call(server, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": None}}, merge)  # deallocated
+    assert not call(server, "GET", f"{CLAIMS}/c")["status"]

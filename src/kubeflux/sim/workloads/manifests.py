@@ -72,7 +72,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
 from kubeflux.apiobjects.manifests import (
@@ -285,6 +285,9 @@ def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPo
     )
 
 
+NAMESPACED_DEVICE_KINDS: Final = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
+
+
 @dataclass(slots=True)
 class _GroupMember:
     pod: PodTemplate
@@ -335,6 +338,16 @@ class _Builder:
         if first != where:
             raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
 
+    def _once_object(self, kind: str, obj: dict[str, Any], where: str) -> None:
+        """A second object of ``kind`` and name in the file is refused, as a second pod of the name is (``cluster
+        serve`` answers 409 AlreadyExists), rather than silently replacing the first."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return  # the object's reader says what is wrong
+        namespace = meta.get("namespace") or "default"
+        key = f"{namespace}/{meta['name']}" if kind in NAMESPACED_DEVICE_KINDS else meta["name"]
+        self._once(f"{kind} {key}", where)
+
     def add(self, where: str, obj: Any) -> None:
         if not isinstance(obj, dict):
             self.problems.append(f"{self.file_name}: {where}: expected a Kubernetes object, got {type(obj).__name__}")
@@ -368,6 +381,7 @@ class _Builder:
             elif kind == "AppWrapper":
                 self._app_wrapper(where, obj)
             elif kind in DEVICE_KINDS:
+                self._once_object(kind, obj, where)
                 read_device_object(self.devices, obj)
                 self.cluster_objects.append(obj)
             else:
