@@ -160,3 +160,30 @@ def test_a_claims_status_is_checked_as_the_real_api_server_checks_it(server: Api
     assert refused({"allocation": allocation("gpu-1")}) == ("status.allocation", "Invalid value: field is immutable")
     call(server, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": None}}, merge)  # deallocated
     assert not call(server, "GET", f"{CLAIMS}/c")["status"]
+
+
+def test_gang_members_sharing_one_claim_are_bound_together_to_its_node(server: ApiServer) -> None:
+    """The in-process scheduler's writes: the first member allocates the claim, the others join its ``reservedFor``
+    upon the claim as it is then (its resourceVersion changed by the first write)."""
+    call(server, "POST", f"{RESOURCE}/deviceclasses", gpu_class())
+    call(server, "POST", f"{RESOURCE}/resourceslices", gpu_slice("node-0002", 1))
+    call(server, "POST", CLAIMS, claim("shared", 1))
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "g"}}
+    call(
+        server,
+        "POST",
+        "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+        {**group, "spec": {"minMember": 3}},
+    )
+    for i in range(3):
+        member = claiming_pod(f"m{i}", "kubeflux", claim_name="shared", cpu="2")
+        member["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "g"}
+        call(server, "POST", PODS, member)
+
+    def nodes() -> list[str]:
+        return [call(server, "GET", f"{PODS}/m{i}")["spec"].get("nodeName") or "" for i in range(3)]
+
+    eventually(lambda: all(nodes()), "all bound")
+    assert nodes() == ["node-0002"] * 3
+    reserved = call(server, "GET", f"{CLAIMS}/shared")["status"]["reservedFor"]
+    assert sorted(entry["name"] for entry in reserved) == ["m0", "m1", "m2"]

@@ -53,14 +53,17 @@ def write_claims(store: Store, claims: tuple[ClaimAllocation, ...], pod: str, ui
         meta, status = claim["metadata"], claim.get("status") or {}
         if any(entry.get("uid") == uid for entry in status.get("reservedFor") or []):
             continue
-        if made.resource_version and meta.get("resourceVersion") != made.resource_version:
-            raise errors.conflict("resourceclaims", made.name, errors.STALE_OBJECT, "resource.k8s.io")
+        # changed since the scheduler read it (its resourceVersion): written upon what it is now while that still
+        # allows the decision, as kube-scheduler's RetryOnConflict re-reads it (a gang member joining the allocation
+        # another member just wrote)
         if meta.get("deletionTimestamp"):
             raise ApiError(409, "Conflict", f"claim {made.key} got deleted in the meantime")
         if made.allocate and status.get("allocation"):
             raise ApiError(409, "Conflict", f"claim {made.key} got allocated elsewhere in the meantime")
-        if not made.allocate and not status.get("allocation"):
-            raise ApiError(409, "Conflict", f"claim {made.key} got deallocated in the meantime")
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        wanted = [{"request": d.request, "driver": d.driver, "pool": d.pool, "device": d.device} for d in made.results]
+        if not made.allocate and results != wanted:
+            raise ApiError(409, "Conflict", f"claim {made.key} got deallocated or allocated other devices meanwhile")
         written.append(claim)
         body = claim
         if made.allocate and FINALIZER not in (meta.get("finalizers") or []):
