@@ -8,22 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class_from_manifest, slice_from_manifest
-from kubeflux.scheduler.core import KubefluxScheduler
+from kubeflux.apiobjects.resourceclaims import claim_from_manifest
 from kubeflux.scheduler.devices import AllocatedDevice
 from kubeflux.scheduler.messages import Bind
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup, ResourceClaimRef
-from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
-from tests.dra import DRIVER, claim, gpu_class
+from kubeflux.scheduler.testing import ADDED, MODIFIED, bound, messages, pod
+from tests.dra import DRIVER, claim
 from tests.dra import gpu_slice as gpus
-
-
-def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2")) -> Cluster:
-    cluster = Cluster(KubefluxScheduler(), [node(name, cores=8) for name in nodes])
-    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
-    for item in slices:
-        cluster.tell(ADDED, slice_from_manifest(item))
-    return cluster
+from tests.scheduler.test_devices import cluster_with
 
 
 def member(name: str, claim_name: str, cpu: int = 1000, group: str = "") -> Any:
