@@ -15,7 +15,7 @@ from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup, ResourceClaimR
 from kubeflux.scheduler.testing import ADDED, MODIFIED, bound, messages, pod
 from tests.dra import DRIVER, claim
 from tests.dra import gpu_slice as gpus
-from tests.scheduler.test_devices import cluster_with
+from tests.scheduler._devices import cluster_with
 
 
 def member(name: str, claim_name: str, cpu: int = 1000, group: str = "") -> Any:

@@ -16,20 +16,12 @@ from kubeflux.apiobjects.resourceclaims import (
     device_class_from_manifest,
     slice_from_manifest,
 )
-from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.objects import ResourceClaimRef
-from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, pod
 from tests.dra import DRIVER, claim, gpu_class
 from tests.dra import gpu_slice as gpus
-
-
-def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2")) -> Cluster:
-    cluster = Cluster(KubefluxScheduler(), [node(name, cores=8) for name in nodes])
-    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
-    for item in slices:
-        cluster.tell(ADDED, slice_from_manifest(item))
-    return cluster
+from tests.scheduler._devices import cluster_with
 
 
 def claimed(name: str, *claims: str, cpu: int = 1000) -> Any:

@@ -12,10 +12,10 @@ import pytest
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.cluster_file import read_cluster
 from kubeflux.sim.workloads.manifests import read_manifests
+from tests.sim._dra_yaml import DEVICES, TRAINER, gpu_slice
 from tests.sim._gangs import nodes_yaml
-from tests.sim.test_dra_scenarios import DEVICES, TRAINER, gpu_slice
-from tests.sim.test_volumes_sim import NODES, STORAGE
-from tests.sim.test_volumes_sim import POD as VOLUME_POD
+from tests.sim._volume_yaml import NODES, STORAGE
+from tests.sim._volume_yaml import POD as VOLUME_POD
 
 from ._served import both
 
