@@ -11,10 +11,13 @@ stores ``v1beta1`` and serves ``v1beta2`` as its view."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -77,6 +80,36 @@ def both(real: ControlPlane, served: Path, *args: str, stdin: str | None = None)
     return said[0], said[1]
 
 
+def settled(real: ControlPlane) -> None:
+    """Wait until the real Kueue has taken every ClusterQueue (its finalizer ``kueue.x-k8s.io/resource-in-use``
+    added): it writes the object back then, each quota in the canonical string form of its quantity (``8`` becomes
+    ``"8"``), so comparing before that depends on its timing."""
+    kubectl = str(real.binaries.path("kubectl")) if real.binaries is not None else "kubectl"
+    env = {**os.environ, "KUBECONFIG": str(real.kubeconfig)}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            [kubectl, "get", "clusterqueues", "-o", "json"], env=env, capture_output=True, text=True, timeout=60
+        )
+        items = json.loads(done.stdout)["items"] if done.returncode == 0 else []
+        if items and all("kueue.x-k8s.io/resource-in-use" in item["metadata"].get("finalizers", ()) for item in items):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the real Kueue took no ClusterQueue within 60 s")
+
+
+def quantities_as_strings(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with every ``nominalQuota``, ``borrowingLimit`` and ``lendingLimit`` written as a string, as Kueue
+    writes them back (cluster serve keeps what the client sent; both mean the same quantity)."""
+    for group in spec.get("resourceGroups", ()):
+        for flavor in group.get("flavors", ()):
+            for resource in flavor.get("resources", ()):
+                for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                    if field in resource:
+                        resource[field] = str(resource[field])
+    return spec
+
+
 def test_both_take_the_scenario_files_kueue_objects_and_print_them_alike(real: ControlPlane, served: Path) -> None:
     namespaces = {"team-a", "team-b", "strict", "best-effort"}
     for name in sorted(namespaces):
@@ -91,8 +124,12 @@ def test_both_take_the_scenario_files_kueue_objects_and_print_them_alike(real: C
     kept = [[line.split()[0] for line in said.splitlines()] for said in again]
     assert kept[0] == kept[1] == [line.split()[0] for line in created[0].splitlines()], again
     assert all(line.split()[1] in ("unchanged", "configured") for said in again for line in said.splitlines())
-    specs = both(real, served, "get", "clusterqueues,localqueues", "-A", "-o", "jsonpath={.items[*].spec}")
-    assert specs[0] == specs[1], specs  # the CRDs' defaults filled in alike
+    settled(real)
+    specs = both(real, served, "get", "clusterqueues,localqueues", "-A", "-o", "json")
+    real_specs, served_specs = (
+        [quantities_as_strings(item["spec"]) for item in json.loads(said)["items"]] for said in specs
+    )
+    assert real_specs == served_specs, specs  # the CRDs' defaults filled in alike
     for what in ("resourceflavors", "clusterqueues", "localqueues", "workloads"):
         real_table, served_table = both(real, served, "get", what, "-A")
         assert real_table.splitlines()[:1] == served_table.splitlines()[:1], (what, real_table, served_table)

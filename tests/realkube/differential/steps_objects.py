@@ -281,6 +281,25 @@ STEPS: list[Step] = [
         "strategic",
     ),
     patch("job suspend", f"{JOBS}/j1", {"spec": {"suspend": True}}),
+    # How Kueue injects a flavor: a Job created suspended, never started, may change its template's scheduling
+    # directives (JobMutableNodeSchedulingDirectives); cluster serve's Kueue relies on it.
+    post(
+        "job create suspended",
+        JOBS,
+        {**_JOB, "metadata": {"name": "held"}, "spec": {**_JOB["spec"], "suspend": True}},  # type: ignore[dict-item]
+    ),
+    patch(
+        "job suspended gets a node selector",
+        f"{JOBS}/held",
+        {"spec": {"template": {"spec": {"nodeSelector": {"instance-type": "spot"}}}}},
+        "strategic",
+    ),
+    patch(
+        "job suspended template image",
+        f"{JOBS}/held",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "x"}]}}}},
+        "strategic",
+    ),
     patch("job status", f"{JOBS}/j1/status", {"status": {"active": 1}}),
     post(
         "job dependent pod",

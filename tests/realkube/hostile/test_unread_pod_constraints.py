@@ -99,11 +99,11 @@ def test_two_pods_that_may_not_share_a_node_are_not_both_bound_to_it(
         stop_serve(serve)
 
 
-@pytest.mark.xfail(strict=True, reason="serve ignores volumes: a pod whose PersistentVolumeClaim is missing is bound")
 def test_a_pod_whose_claim_does_not_exist_is_not_bound(
     plane: ControlPlane, api: Api, namespaced: tuple[str, str]
 ) -> None:
-    """kube-scheduler: ``0/N nodes are available: persistentvolumeclaim "nope" not found``; the pod waits."""
+    """kube-scheduler: ``0/N nodes are available: persistentvolumeclaim "nope" not found``; the pod waits (was xfail:
+    serve reads volumes since issue 34)."""
     namespace, pool = namespaced
     volume = {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "nope"}}]}
     serve = start_serve(plane.kubeconfig, namespace)
@@ -112,7 +112,10 @@ def test_a_pod_whose_claim_does_not_exist_is_not_bound(
         api.create_pod(namespace, _pod("kf-plain", "kubeflux", pool))
         eventually(lambda: api.pods(namespace)["kf-plain"]["spec"].get("nodeName"))  # serve is scheduling
         time.sleep(SETTLE)
-        assert not api.pods(namespace)["kf-claim"]["spec"].get("nodeName"), "serve bound a pod with no claim"
+        waiting = api.pods(namespace)["kf-claim"]
+        assert not waiting["spec"].get("nodeName"), "serve bound a pod with no claim"
+        told = [c.get("message", "") for c in waiting.get("status", {}).get("conditions") or ()]
+        assert any('persistentvolumeclaim "nope" not found' in message for message in told), told
     finally:
         stop_serve(serve)
         with contextlib.suppress(Exception):

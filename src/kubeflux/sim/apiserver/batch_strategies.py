@@ -112,9 +112,12 @@ class JobStrategy(Strategy):
         new_spec, old_spec = new.get("spec", {}), old.get("spec", {})
         for field in ("selector", "template", "completionMode", "podFailurePolicy"):
             if isinstance(new_spec, dict) and new_spec.get(field) != old_spec.get(field):
-                if field == "template" and _scheduling_directives_only(new_spec, old, old_spec):
-                    continue
-                causes.append(Cause(f"spec.{field}", "Invalid value: field is immutable"))
+                where = f"spec.{field}"
+                if field == "template" and _held(old, old_spec):
+                    if _scheduling_directives_only(new_spec, old_spec):
+                        continue
+                    where = "spec.template.spec"  # (kube-apiserver then compares the pod spec, the directives put back)
+                causes.append(Cause(where, "Invalid value: field is immutable"))
         if isinstance(new_spec, dict) and isinstance(old_spec, dict):
             causes.extend(_completions_update_causes(new_spec, old_spec))
         return causes
@@ -123,13 +126,16 @@ class JobStrategy(Strategy):
 _SCHEDULING_DIRECTIVES = ("nodeSelector", "tolerations", "affinity", "schedulingGates")
 
 
-def _scheduling_directives_only(new_spec: Object, old: Object, old_spec: Object) -> bool:
-    """The template of a Job suspended and never started (no ``status.startTime``) changes only in its pods'
-    scheduling directives (node selector, tolerations, affinity, scheduling gates) and its labels and annotations:
-    what kube-apiserver lets a queue controller such as Kueue change before it resumes the Job
-    (``JobMutableNodeSchedulingDirectives``)."""
-    if old_spec.get("suspend") is not True or (old.get("status") or {}).get("startTime"):
-        return False
+def _held(old: Object, old_spec: Object) -> bool:
+    """Whether the Job was suspended and never started (no ``status.startTime``): its template's scheduling
+    directives may change (``JobMutableNodeSchedulingDirectives``)."""
+    return old_spec.get("suspend") is True and not (old.get("status") or {}).get("startTime")
+
+
+def _scheduling_directives_only(new_spec: Object, old_spec: Object) -> bool:
+    """The template of a held Job (:func:`_held`) changes only in its pods' scheduling directives (node selector,
+    tolerations, affinity, scheduling gates) and its labels and annotations: what kube-apiserver lets a queue
+    controller such as Kueue change before it resumes the Job."""
     new_template, old_template = new_spec.get("template"), old_spec.get("template")
     if not isinstance(new_template, dict) or not isinstance(old_template, dict):
         return False
