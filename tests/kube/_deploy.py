@@ -28,6 +28,8 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
         ),
     },
     "patch_namespaced_resource_claim_status": {("resource.k8s.io", "resourceclaims/status", "patch")},
+    "patch_namespaced_resource_claim": {("resource.k8s.io", "resourceclaims", "patch")},  # the finalizer
+    "read_namespaced_resource_claim": {("resource.k8s.io", "resourceclaims", "get")},  # after a conflict
     "list_pod_disruption_budget_for_all_namespaces": {
         ("policy", "poddisruptionbudgets", "list"),
         ("policy", "poddisruptionbudgets", "watch"),

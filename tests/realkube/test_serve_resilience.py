@@ -194,6 +194,8 @@ def test_serve_as_deploys_service_account_is_refused_nothing(plane: ControlPlane
     unused = {
         ("", "pods/eviction", "create"),  # only when a core preempts (tests/realkube/test_serve_preemption.py)
         ("resource.k8s.io", "resourceclaims/status", "patch"),  # only for pods with claims (test_serve_dra.py)
+        ("resource.k8s.io", "resourceclaims", "patch"),  # (its finalizer)
+        ("resource.k8s.io", "resourceclaims", "get"),  # only after a conflict (test_serve_dra_claims.py)
         ("", "persistentvolumeclaims", "patch"),  # only for pods whose claims wait for a first consumer
         ("", "persistentvolumes", "patch"),  # (test_serve_volumes.py)
     }

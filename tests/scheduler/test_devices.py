@@ -25,14 +25,7 @@ from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from tests.dra import DRIVER, claim, gpu_class
 from tests.dra import gpu_slice as gpus
-
-
-def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2")) -> Cluster:
-    cluster = Cluster(KubefluxScheduler(), [node(name, cores=8) for name in nodes])
-    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
-    for item in slices:
-        cluster.tell(ADDED, slice_from_manifest(item))
-    return cluster
+from tests.scheduler._devices import cluster_with
 
 
 def claimed(name: str, *claims: str, cpu: int = 1000) -> Any:
@@ -185,6 +178,9 @@ def test_a_selector_failing_on_a_device_rejects_the_pod_naming_the_claim_and_the
         pytest.param(
             {"deviceClassName": ""}, "spec.devices.requests[0].exactly.deviceClassName", "Required", id="class"
         ),
+        pytest.param(
+            {"count": 10**20}, "spec.devices.requests[0].exactly.count", "cannot unmarshal number", id="count-int64"
+        ),
     ],
 )
 def test_a_bad_claim_is_refused_naming_the_field(change: dict[str, Any], field: str, problem: str) -> None:
@@ -264,3 +260,77 @@ def test_a_selector_failing_only_on_a_node_the_pod_could_never_use_does_not_reje
     (message,) = messages(cluster.run(1.0)).values()
     assert "claim default/d, request gpus: selector #0" in message
     assert "CEL runtime error on device gpu.example.com/w1/gpu-0: no such key: memgb" in message
+
+
+def _without_node(item: dict[str, Any]) -> dict[str, Any]:
+    del item["spec"]["nodeName"]
+    return item
+
+
+def _all_nodes_too(item: dict[str, Any]) -> dict[str, Any]:
+    item["spec"]["allNodes"] = True
+    return item
+
+
+def _class_config(item: dict[str, Any]) -> dict[str, Any]:
+    item["spec"]["config"] = [{"opaque": {"driver": DRIVER, "parameters": {}}}]
+    return item
+
+
+def _class_extended(item: dict[str, Any]) -> dict[str, Any]:
+    item["spec"]["extendedResourceName"] = "example.com/gpu"
+    return item
+
+
+def _reserved_unallocated(item: dict[str, Any]) -> dict[str, Any]:
+    item["status"] = {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}
+    return item
+
+
+@pytest.mark.parametrize(
+    ("read", "made", "change", "said"),
+    [
+        pytest.param(
+            slice_from_manifest,
+            lambda: gpus("w1", 1),
+            _without_node,
+            "ResourceSlice w1-gpu.example.com: spec: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+            "`perDeviceNodeSelection` is required",
+            id="slice-without-node",
+        ),
+        pytest.param(
+            slice_from_manifest,
+            lambda: gpus("w1", 1),
+            _all_nodes_too,
+            "(given: nodeName, allNodes)",
+            id="slice-node-and-all-nodes",
+        ),
+        pytest.param(
+            device_class_from_manifest,
+            gpu_class,
+            _class_config,
+            "DeviceClass gpu: spec.config: not supported by kubeflux yet",
+            id="class-config",
+        ),
+        pytest.param(
+            device_class_from_manifest,
+            gpu_class,
+            _class_extended,
+            "DeviceClass gpu: spec.extendedResourceName: not supported by kubeflux yet",
+            id="class-extended-resource-name",
+        ),
+        pytest.param(
+            claim_from_manifest,
+            lambda: claim("c", 1),
+            _reserved_unallocated,
+            "ResourceClaim default/c: status.reservedFor: Forbidden: may not be specified when `allocated` is not set",
+            id="reserved-without-allocation",
+        ),
+    ],
+)
+def test_a_bad_slice_class_or_claim_status_is_refused_naming_the_field(
+    read: Any, made: Any, change: Any, said: str
+) -> None:
+    with pytest.raises(ManifestError) as caught:
+        read(change(made()))
+    assert said in str(caught.value)

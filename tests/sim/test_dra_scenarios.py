@@ -15,92 +15,8 @@ from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Scheduler
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._gangs import nodes_yaml, simulation
-
-DEVICES = """apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.example.com}
-spec:
-  selectors:
-    - cel: {expression: 'device.driver == "gpu.example.com"'}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: two-big-gpus}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpus
-          exactly:
-            deviceClassName: gpu.example.com
-            count: 2
-            selectors:
-              - cel: {expression: 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: one-gpu}
-spec:
-  devices:
-    requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.example.com}
-"""
-
-SLICE = """apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {{name: {node}-gpus}}
-spec:
-  driver: gpu.example.com
-  nodeName: {node}
-  pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}
-  devices:
-{devices}"""
-
-DEVICE = """    - name: gpu-{i}
-      attributes: {{model: {{string: {model}}}}}
-      capacity: {{memory: {{value: {memory}}}}}"""
-
-TRAINER = """apiVersion: v1
-kind: Pod
-metadata:
-  name: trainer-{i}
-  annotations:
-    pod-complete.stage.kwok.x-k8s.io/delay: "100s"
-    kubeflux.io/duration: "100"
-spec:
-  resourceClaims:
-    - name: gpus
-      resourceClaimTemplateName: two-big-gpus
-  containers:
-    - name: main
-      image: trainer
-      resources:
-        requests: {{cpu: "2", memory: 1Gi}}
-        claims: [{{name: gpus}}]"""
-
-NOTEBOOK = """apiVersion: v1
-kind: Pod
-metadata:
-  name: notebook
-  annotations:
-    pod-complete.stage.kwok.x-k8s.io/delay: "50s"
-spec:
-  resourceClaims:
-    - name: gpu
-      resourceClaimName: one-gpu
-  containers:
-    - name: main
-      image: notebook
-      resources:
-        requests: {cpu: "1"}
-        claims: [{name: gpu}]"""
-
-
-def gpu_slice(node: str, count: int, memory: str, model: str) -> str:
-    devices = "\n".join(DEVICE.format(i=i, model=model, memory=memory) for i in range(count))
-    return SLICE.format(node=node, devices=devices)
+from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, gpu_slice
+from tests.sim._gangs import group_yaml, nodes_yaml, simulation
 
 
 @pytest.mark.parametrize(
@@ -192,3 +108,72 @@ def test_a_selector_failing_at_run_time_fails_its_pod_and_the_simulation_goes_on
     assert pods["notebook"].pod.node_name == "n1" and not pods["evil"].pod.node_name
     said = [e.message for e in sim.cluster.kube_events if e.object == "default/evil"]
     assert said and "CEL runtime error on device gpu.example.com/n1/gpu-0" in said[0], said
+
+
+MEMBER = """apiVersion: v1
+kind: Pod
+metadata:
+  name: member-{i}
+  labels: {{scheduling.x-k8s.io/pod-group: pair}}
+  annotations:
+    pod-complete.stage.kwok.x-k8s.io/delay: "100s"
+    kubeflux.io/duration: "100"
+spec:
+  resourceClaims:
+    - name: gpus
+      resourceClaimTemplateName: one-gpu-each
+  containers:
+    - name: main
+      image: trainer
+      resources:
+        requests: {{cpu: "1"}}
+        claims: [{{name: gpus}}]"""
+
+ONE_GPU_EACH = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu-each}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpus
+          exactly: {deviceClassName: gpu.example.com}"""
+
+
+def test_a_gang_whose_members_each_ask_a_gpu_starts_at_once_on_two_nodes_of_one_gpu_each(tmp_path: Path) -> None:
+    """Either node has the cores for both members but one GPU: each member sees the GPU the one before it took
+    (kube-scheduler places them one by one too), so the gang starts at once, one member on each node."""
+    nodes = nodes_yaml(("n0", "16", "64Gi"), ("n1", "16", "64Gi"))
+    objects = [
+        DEVICES,
+        ONE_GPU_EACH,
+        gpu_slice("n0", 1, "80Gi", "h100"),
+        gpu_slice("n1", 1, "80Gi", "h100"),
+        group_yaml("pair", 2),
+        *(MEMBER.format(i=i) for i in range(2)),
+    ]
+    sim = simulation(tmp_path, nodes, objects, KubefluxScheduler())
+    sim.run()
+    pods = {sp.pod.name: sp for sp in sim.cluster.book.pods.values()}
+    assert {name: (sp.pod.node_name, sp.running_at) for name, sp in pods.items()} == {
+        "member-0": ("n0", 0.0),
+        "member-1": ("n1", 0.0),
+    }
+
+
+def test_a_dra_object_defined_twice_or_a_container_naming_no_claim_entry_is_reported(tmp_path: Path) -> None:
+    """As a second pod of a name is: the second object is reported and skipped, never silently replacing the
+    first; a container's ``resources.claims`` must name one of the pod's ``spec.resourceClaims``."""
+    orphan = NOTEBOOK.replace("claims: [{name: gpu}]", "claims: [{name: gpus}]")
+    (tmp_path / "workload.yaml").write_text(
+        "\n---\n".join([DEVICES, DEVICES, gpu_slice("n1", 1, "16Gi", "t4"), orphan])
+    )
+    workload = read_manifests(tmp_path / "workload.yaml")
+    defined_twice = "metadata.name: defined twice (first in document {}); skipped"
+    assert workload.problems == [
+        f"workload.yaml: document 4: DeviceClass gpu.example.com: {defined_twice.format(1)}",
+        f"workload.yaml: document 5: ResourceClaimTemplate default/two-big-gpus: {defined_twice.format(2)}",
+        f"workload.yaml: document 6: ResourceClaim default/one-gpu: {defined_twice.format(3)}",
+        "workload.yaml: document 8: Pod default/notebook: spec.containers[0].resources.claims[0]: Not found: "
+        '"gpus": must be one of the names in pod.spec.resourceClaims; skipped',
+    ]

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 from kubeflux.apiobjects.devicecel import CelSelector, SelectorCompileError
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.apiobjects.reader import ManifestReader
+from kubeflux.apiobjects.rules import int_decode_error
 from kubeflux.scheduler.devices import (
     ALL,
     EXACT_COUNT,
@@ -36,12 +37,14 @@ from kubeflux.scheduler.objects import ResourceClaimRef
 
 __all__ = [
     "API_VERSION",
+    "FINALIZER",
     "POD_CLAIM_NAME_ANNOTATION",
     "allocation_status",
     "claim_from_manifest",
     "claim_from_template",
     "claim_status_patch",
     "device_class_from_manifest",
+    "finalizer_patch",
     "pod_claims",
     "slice_from_manifest",
     "template_from_manifest",
@@ -49,6 +52,9 @@ __all__ = [
 
 API_VERSION: Final = "resource.k8s.io/v1"
 POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
+FINALIZER: Final = "resource.kubernetes.io/delete-protection"
+"""A claim's finalizer while a scheduler's allocation holds its devices (``resourceapi.Finalizer``): a claim deleted
+while in use stays Terminating until the resourceclaim controller has deallocated it and taken the finalizer off."""
 """On a claim made from a template: the name of the pod's ``spec.resourceClaims[]`` entry it was made for."""
 MAX_DEVICES_PER_SLICE: Final = 128
 MAX_REQUESTS: Final = 32
@@ -56,12 +62,16 @@ MAX_SELECTORS: Final = 32
 UNSUPPORTED_REQUEST_FIELDS: Final = ("firstAvailable",)
 UNSUPPORTED_EXACTLY_FIELDS: Final = ("adminAccess", "tolerations", "capacity")
 UNSUPPORTED_DEVICE_FIELDS: Final = ("consumesCounters", "taints", "bindsToNode", "bindingConditions")
+UNSUPPORTED_CLASS_FIELDS: Final = ("config", "extendedResourceName")
+NODE_FIELDS: Final = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+"""A slice's node fields, exactly one of which is set (the API server's rule)."""
 
 
 def device_class_from_manifest(obj: Any) -> DeviceClass:
     """A ``DeviceClass``: its name and CEL selectors."""
     reader = ManifestReader("DeviceClass", obj, ("DeviceClass",))
     name = reader.name()
+    _refuse_unsupported(reader, "spec", reader.mapping("spec"), UNSUPPORTED_CLASS_FIELDS)
     return DeviceClass(name, _selectors(reader, "spec.selectors"))
 
 
@@ -81,6 +91,11 @@ def slice_from_manifest(obj: Any) -> ResourceSlice:
     count = reader.go_integer("ResourcePool", "spec.pool.resourceSliceCount", "int64")
     if count is None or count < 1:
         raise reader.fail("spec.pool.resourceSliceCount", f"must be greater than zero, got {count}")
+    spec = reader.mapping("spec")
+    chosen = [field for field in NODE_FIELDS if spec.get(field) not in (None, "", False)]
+    if len(chosen) != 1:
+        given = f" (given: {', '.join(chosen)})" if chosen else ""
+        raise reader.fail("spec", f"exactly one of `{'`, `'.join(NODE_FIELDS)}` is required{given}")
     node = reader.string("spec.nodeName")
     if node:
         reader.dns_name("spec.nodeName", node)
@@ -196,7 +211,12 @@ def _claim(reader: ManifestReader, at: str, namespace: str, name: str, uid: str)
     reserved = tuple(
         reader.field(path, item, "uid") for path, item in reader.entries("status.reservedFor") if item.get("uid")
     )
-    return ResourceClaim(namespace, name, uid, requests, allocation, node, reserved)
+    if reserved and allocation is None:
+        raise reader.fail("status.reservedFor", "Forbidden: may not be specified when `allocated` is not set")
+    version = reader.string("metadata.resourceVersion")
+    finalizers = tuple(str(item) for item in reader.sequence("metadata.finalizers"))
+    deleting = bool(reader.get("metadata.deletionTimestamp"))
+    return ResourceClaim(namespace, name, uid, requests, allocation, node, reserved, version, finalizers, deleting)
 
 
 def _request(reader: ManifestReader, path: str, item: Any) -> DeviceRequest:
@@ -213,6 +233,11 @@ def _request(reader: ManifestReader, path: str, item: Any) -> DeviceRequest:
     mode = reader.field(at, exactly, "allocationMode", EXACT_COUNT)
     if mode not in (EXACT_COUNT, ALL):
         raise reader.fail(f"{at}.allocationMode", f'Unsupported value: "{mode}": supported values: "All", "ExactCount"')
+    decode = int_decode_error(
+        "ExactDeviceRequest", "spec.devices.requests.exactly.count", exactly.get("count"), "int64"
+    )
+    if decode is not None:
+        raise reader.fail(f"{at}.count", decode)
     count = reader.integer(f"{at}.count", exactly.get("count"))
     if mode == ALL and count is not None:
         raise reader.fail(f"{at}.count", "Forbidden: must not be set when allocationMode is All")
@@ -266,6 +291,7 @@ def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
     """A pod's ``spec.resourceClaims``, each with the ResourceClaim it stands for (its ``resourceClaimName``, or the
     claim ``status.resourceClaimStatuses`` names for a template's entry; empty while none is made)."""
     entries = reader.entries("spec.resourceClaims")
+    _container_claims(reader, {reader.field(path, item, "name") for path, item in entries})
     if not entries:
         return ()
     made = {
@@ -285,18 +311,60 @@ def pod_claims(reader: ManifestReader) -> tuple[ResourceClaimRef, ...]:
     return tuple(claims)
 
 
-def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str) -> tuple[Any, str]:
+def _container_claims(reader: ManifestReader, names: set[str]) -> None:
+    """Each container's ``resources.claims`` names an entry of the pod's ``spec.resourceClaims``."""
+    for kind in ("initContainers", "containers"):
+        for path, container in reader.entries(f"spec.{kind}"):
+            resources = reader.mapping(f"{path}.resources", container.get("resources") or {})
+            for at, item in reader.entries(f"{path}.resources.claims", resources.get("claims") or []):
+                name = reader.field(at, item, "name")
+                if name not in names:
+                    detail = (
+                        "must be one of the names in pod.spec.resourceClaims"
+                        if names
+                        else ("no claims defined in pod.spec.resourceClaims")
+                    )
+                    raise reader.fail(at, f'Not found: "{name}": {detail}')
+
+
+def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str, version: str = "") -> tuple[Any, str]:
     """The patch of a claim's status that binding the pod ``pod`` (``uid``) writes, and its content type: for a claim
-    allocated now a JSON merge patch of the allocation and ``reservedFor`` (the claim's ``uid`` a precondition:
-    never another claim of the name), for one allocated already a JSON patch adding the pod to ``reservedFor``."""
+    allocated now a JSON merge patch of the allocation and ``reservedFor``, for one allocated already a JSON patch
+    adding the pod to ``reservedFor``. Both carry the claim's ``uid`` (never another claim of the name) and the
+    ``resourceVersion`` read (``version``, else the allocation's), so the server refuses the write (409) when another
+    writer changed the claim since, as kube-scheduler's ``UpdateStatus`` does: another pod's reservation is never
+    overwritten."""
+    version = version or allocation.resource_version
     if allocation.allocate:
         status = allocation_status(allocation, pod, uid)
-        patch: dict[str, Any] = {"status": status}
+        meta: dict[str, Any] = {}
         if allocation.uid:
-            patch["metadata"] = {"uid": allocation.uid}
+            meta["uid"] = allocation.uid
+        if version:
+            meta["resourceVersion"] = version
+        patch: dict[str, Any] = {"status": status}
+        if meta:
+            patch["metadata"] = meta
         return patch, "application/merge-patch+json"
     entry = {"resource": "pods", "name": pod, "uid": uid}
-    return [{"op": "add", "path": "/status/reservedFor/-", "value": entry}], "application/json-patch+json"
+    ops: list[dict[str, Any]] = []
+    if allocation.uid:
+        ops.append({"op": "test", "path": "/metadata/uid", "value": allocation.uid})
+    if version:
+        ops.append({"op": "replace", "path": "/metadata/resourceVersion", "value": version})
+    ops.append({"op": "add", "path": "/status/reservedFor/-", "value": entry})
+    return ops, "application/json-patch+json"
+
+
+def finalizer_patch(allocation: ClaimAllocation, finalizers: list[str], version: str) -> dict[str, Any]:
+    """The JSON merge patch of a claim's metadata setting its ``finalizers`` (under the claim's ``uid`` and the
+    ``resourceVersion`` read: 409 when it changed since)."""
+    meta: dict[str, Any] = {"finalizers": finalizers or None}
+    if allocation.uid:
+        meta["uid"] = allocation.uid
+    if version:
+        meta["resourceVersion"] = version
+    return {"metadata": meta}
 
 
 def allocation_status(allocation: ClaimAllocation, pod: str, uid: str, status: Any = None) -> dict[str, Any]:

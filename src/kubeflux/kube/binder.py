@@ -77,7 +77,7 @@ from kubeflux.apiobjects.decisions import (
 )
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
-from kubeflux.apiobjects.resourceclaims import claim_status_patch
+from kubeflux.kube.claimwrites import Written, reserve_claims, unreserve_claims
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
@@ -381,7 +381,9 @@ class Binder:
         with self._told_lock:  # under the lock: a held-back PodScheduled=False can no longer follow the Binding
             self._told.pop(pod.uid, None)
             self._deferred.pop(pod.uid, None)
-            self._submit(pod, lambda: self._bind(scheduler, decision, pod), "bind")
+            # the Binds of pods sharing a claim go on one thread, in the core's order: the allocation's write first
+            route = decision.resource_claims[0].key if decision.resource_claims else ""
+            self._submit(pod, lambda: self._bind(scheduler, decision, pod), "bind", route=route)
 
     def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
@@ -508,6 +510,7 @@ class Binder:
             self._patch_annotations(pod, expected_start_annotations(None))
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
+        written: list[Written] = []
         try:
             for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
                 if claim.volume:
@@ -515,11 +518,11 @@ class Binder:
                 else:
                     namespace, _, name = claim.claim.partition("/")
                     self.writer.patch_namespaced_persistent_volume_claim(name, namespace, claim_patch(claim))
-            for made in decision.resource_claims:  # kube-scheduler's DynamicResources PreBind: the claims first
-                patch, kind = claim_status_patch(made, pod.name, decision.uid)
-                self.writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch, kind)
+            # kube-scheduler's DynamicResources PreBind: the claims first (taken back when refused: its Unreserve)
+            reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
+            unreserve_claims(self.writer, written, decision.uid)
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
             return

@@ -195,8 +195,15 @@ class RawApi:
         self, name: str, namespace: str, patch: Any, content_type: str = MERGE_PATCH
     ) -> bytes:
         """A patch of a ResourceClaim's ``status`` (``resource.k8s.io/v1``), a JSON merge patch by default."""
-        path = f"/apis/resource.k8s.io/v1/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"
-        return self.write("PATCH", f"{path}/status", patch, content_type)
+        return self.write("PATCH", f"{_claim(namespace, name)}/status", patch, content_type)
+
+    def read_namespaced_resource_claim(self, name: str, namespace: str) -> bytes:
+        """A ResourceClaim as the server has it now (a scheduler refreshing its copy after a 409)."""
+        return bytes(self.request("GET", _claim(namespace, name)).data)
+
+    def patch_namespaced_resource_claim(self, name: str, namespace: str, patch: Any) -> bytes:
+        """A JSON merge patch of a ResourceClaim (its finalizers)."""
+        return self.write("PATCH", _claim(namespace, name), patch, MERGE_PATCH)
 
     def patch_namespaced_pod(self, name: str, namespace: str, patch: Any) -> bytes:
         """A JSON merge patch (``null`` removes a key)."""
@@ -206,3 +213,7 @@ class RawApi:
         """An ``events.k8s.io/v1`` Event."""
         path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
         return self.write("POST", path, event)
+
+
+def _claim(namespace: str, name: str) -> str:
+    return f"/apis/resource.k8s.io/v1/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"

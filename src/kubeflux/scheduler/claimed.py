@@ -19,7 +19,7 @@ from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.storage import ClaimBinding
 from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD, read_write_once_pod_claims
 
-__all__ = ["Claimed", "reserve_claims"]
+__all__ = ["Claimed", "assume_devices", "reserve_claims"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +83,36 @@ def _device_allocations(
     for pod, alloc in made:
         if not pod.resource_claims:
             continue
-        try:
-            claims = devices.allocate(pod, alloc.node)
-        except ClaimError:
-            claims = None
+        claims = devices.by_pod.pop(alloc.uid, None)  # as the placer assumed them member by member
         if claims is None:
-            return None
-        devices.assume(alloc.uid, claims)
+            claims = _allocate(books, pod, alloc.node)
+            if claims is None:
+                return None
+            devices.assume(alloc.uid, claims)
+            devices.by_pod.pop(alloc.uid)
         found[alloc.uid] = claims
     return found
+
+
+def assume_devices(books: ClusterBooks, pod: Pod, alloc: Allocation) -> bool:
+    """Assume the devices of ``pod``'s ResourceClaims on its node as the placer gives it one (kube-scheduler's
+    DynamicResources Reserve), so that a gang's members placed after it see them taken (and a claim it shares
+    allocated there); False (its allocation released) when they cannot all be had there."""
+    if not pod.resource_claims:
+        return True
+    claims = _allocate(books, pod, alloc.node)
+    if claims is None:
+        books.release(alloc.uid, f"its claims cannot all be allocated on node {alloc.node}")
+        return False
+    books.devices.assume(alloc.uid, claims)
+    return True
+
+
+def _allocate(books: ClusterBooks, pod: Pod, node: str) -> tuple[ClaimAllocation, ...] | None:
+    try:
+        return books.devices.allocate(pod, node)
+    except ClaimError:  # said by the core's problem(), asked before placing
+        return None
 
 
 def _undo(books: ClusterBooks, made: list[tuple[Pod, Allocation]], why: str) -> None:

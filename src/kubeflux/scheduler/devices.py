@@ -161,6 +161,11 @@ class ResourceClaim:
     allocation: tuple[AllocatedDevice, ...] | None = None
     node: str = ""
     reserved_for: tuple[str, ...] = ()
+    resource_version: str = ""
+    """``metadata.resourceVersion`` as read ("" when unknown): a scheduler's write of the claim is conditional on it."""
+    finalizers: tuple[str, ...] = ()
+    deleting: bool = False
+    """Its ``deletionTimestamp`` is set: Terminating (its finalizer keeps it while a pod uses it); never allocated."""
 
     @property
     def key(self) -> str:
@@ -179,6 +184,13 @@ class ClaimAllocation:
     node: str
     results: tuple[AllocatedDevice, ...]
     allocate: bool = True
+    reserved: bool = False
+    """The claim's ``reservedFor`` holds the pod already (a Bind written before a restart, or another scheduler's
+    write): nothing is written, as kube-scheduler's PreBind skips a claim ``IsReservedForPod``."""
+    resource_version: str = ""
+    """The claim's ``resourceVersion`` as read: the write is refused (409) when the claim changed since."""
+    finalizers: tuple[str, ...] = ()
+    """The claim's finalizers as read (the write of an allocation adds ``delete-protection`` when missing)."""
 
     @property
     def key(self) -> str:
@@ -198,6 +210,9 @@ class DeviceBooks:
         self.claims: dict[str, ResourceClaim] = {}
         self.assumed: dict[str, tuple[str, ClaimAllocation]] = {}
         """Claim key → (pod uid, allocation) kubeflux decided and has not yet seen in the claim's status."""
+        self.by_pod: dict[str, tuple[ClaimAllocation, ...]] = {}
+        """Pod uid → what its Bind writes for its claims, assumed while its job is being placed (a gang's members
+        one after the other, each seeing the devices of those before it) and taken by the job's Binds."""
         self.version = 0
         """Bumped at every change: a fit computed at another version is stale."""
         self._by_node: dict[str, list[DeviceRef]] | None = None
@@ -244,11 +259,12 @@ class DeviceBooks:
         else:
             self.put_claim(obj, deleted)
 
-    def assume(self, uid: str, allocations: Iterable[ClaimAllocation]) -> None:
+    def assume(self, uid: str, allocations: tuple[ClaimAllocation, ...]) -> None:
         """Count ``allocations``, decided for the pod of ``uid``, until their claims show them."""
         for allocation in allocations:
             if allocation.allocate:
                 self.assumed[allocation.key] = (uid, allocation)
+        self.by_pod[uid] = allocations
         self.version += 1
 
     def forget(self, uid: str) -> None:
@@ -258,7 +274,7 @@ class DeviceBooks:
         gone = [key for key, (owner, _) in self.assumed.items() if owner == uid]
         for key in gone:
             del self.assumed[key]
-        if gone:
+        if self.by_pod.pop(uid, None) is not None or gone:
             self.version += 1
 
     # ================================================================== the filter
@@ -272,6 +288,8 @@ class DeviceBooks:
             claim = self.claims.get(f"{pod.namespace}/{ref.claim}")
             if claim is None:
                 return f'resourceclaim "{ref.claim}" not found'
+            if claim.deleting:  # Terminating: its allocation still counts until the controller frees it
+                return f'resourceclaim "{ref.claim}" is being deleted'
             if claim.allocation is None:
                 for request in claim.requests:
                     if request.device_class not in self.classes:
@@ -289,7 +307,9 @@ class DeviceBooks:
         self.failures.pop(pod.uid, None)
         nodes = list(nodes)
         claims = self._claims_of(pod)
-        if len(claims) < len(pod.resource_claims):  # a claim missing (kept waiting by :meth:`waiting`): no node
+        if len(claims) < len(
+            {ref.claim for ref in pod.resource_claims}
+        ):  # one missing (kept waiting by :meth:`waiting`)
             return dict.fromkeys(nodes, CANNOT_ALLOCATE)
         used = self.in_use()
         refused: dict[str, str] = {}
@@ -314,25 +334,45 @@ class DeviceBooks:
         """What binding ``pod`` to ``node`` does to each of its claims, or None when they cannot all be allocated
         there. Raises :class:`ClaimError` when a selector fails."""
         claims = self._claims_of(pod)
+        if any(self._node_of(claim) not in ("", node) for claim in claims):  # allocated (or assumed) elsewhere
+            return None
         picks = self._search(claims, node, self.in_use())
         if picks is None:
             return None
         made = []
         for claim in claims:
             known = self._allocation_of(claim)
+            version, fin = claim.resource_version, claim.finalizers
             if known is not None:
-                made.append(ClaimAllocation(claim.namespace, claim.name, claim.uid, self._node_of(claim), known, False))
+                reserved = pod.uid in claim.reserved_for
+                made.append(
+                    ClaimAllocation(
+                        claim.namespace,
+                        claim.name,
+                        claim.uid,
+                        self._node_of(claim),
+                        known,
+                        False,
+                        reserved,
+                        version,
+                        fin,
+                    )
+                )
             else:
                 results = tuple(picks[(claim.key, i)] for i in range(len(claim.requests)))
                 flat = tuple(device for devices in results for device in devices)
-                made.append(ClaimAllocation(claim.namespace, claim.name, claim.uid, node, flat))
+                made.append(
+                    ClaimAllocation(claim.namespace, claim.name, claim.uid, node, flat, True, False, version, fin)
+                )
         return tuple(made)
 
     # ================================================================== the search
 
     def _claims_of(self, pod: Pod) -> list[ResourceClaim]:
+        """The pod's claims known, each once (two entries may name one claim: it is allocated once, as kube's)."""
         claims = self.claims
-        found = [claims.get(f"{pod.namespace}/{ref.claim}") for ref in pod.resource_claims]
+        keys = dict.fromkeys(f"{pod.namespace}/{ref.claim}" for ref in pod.resource_claims)
+        found = [claims.get(key) for key in keys]
         return [claim for claim in found if claim is not None]
 
     def _allocation_of(self, claim: ResourceClaim) -> tuple[AllocatedDevice, ...] | None:

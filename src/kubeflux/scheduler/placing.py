@@ -21,6 +21,7 @@ from typing import Final
 from kubeflux.match.engine import EngineError, MatchOp, MatchResult
 from kubeflux.scheduler.allocation import Allocation
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.claimed import assume_devices
 from kubeflux.scheduler.filtering import NodeFilter, alike_run, whole_node_policy
 from kubeflux.scheduler.fit import NodeFit
 from kubeflux.scheduler.gang import Exhausted
@@ -292,14 +293,14 @@ class Placer:
         Reserve), so that the members placed after it see its volumes; False (its allocation released) when they do
         not fit there."""
         if not pod.volume_claims:
-            return True
+            return assume_devices(self.books, pod, alloc)
         claims = self.filter.claim_bindings(pod, alloc.node)
         if isinstance(claims, str):
             self.books.release(alloc.uid, f"its volumes do not fit node {alloc.node}: {claims}")
             return False
         if claims:
             self.books.volumes.by_pod[alloc.uid] = claims
-        return True
+        return assume_devices(self.books, pod, alloc)
 
     def _place_pod(self, uid: str, pod: Pod, fit: NodeFit, start: int) -> Allocation | None:
         graph = self.books.graph

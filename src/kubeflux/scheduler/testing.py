@@ -128,6 +128,8 @@ class Cluster:
                 self.tell(MODIFIED, replace(claim, selected_node=binding.node))
         for made in decision.resource_claims:  # then the ResourceClaims' status, as DynamicResources' PreBind
             held = self.claims[made.key]
+            if pod.uid in held.reserved_for:  # written already (IsReservedForPod)
+                continue
             allocation = made.results if made.allocate else held.allocation
             reserved = (*held.reserved_for, pod.uid)
             self.tell(MODIFIED, replace(held, allocation=allocation, node=made.node, reserved_for=reserved))

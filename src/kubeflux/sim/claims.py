@@ -10,8 +10,10 @@ the part of kube-controller-manager's resourceclaim controller that scheduling d
 * a Bind's claim allocations (:attr:`~kubeflux.scheduler.messages.Bind.resource_claims`) are written to the claims
   before the pod is bound (kube-scheduler's PreBind): a claim missing, or allocated meanwhile to other devices,
   refuses the Bind;
-* when a pod ends, it leaves its claims' ``reservedFor``; a claim reserved for no pod is deallocated, or deleted when
-  it was made from a template for that pod (the controller's clean-up), and its devices are free again.
+* a Bind's allocation puts the finalizer ``resource.kubernetes.io/delete-protection`` on its claim;
+* when a pod ends, it leaves its claims' ``reservedFor``; a claim reserved for no pod is deleted when it was made from
+  a template for that pod (the controller's clean-up), else deallocated when it has the finalizer (its devices are
+  free again), else keeps its allocation (the real controller deallocates only a claim with the finalizer).
 
 Suffixes are drawn from the API server's alphabet (``names.SimpleNameGenerator``'s) by a counter, so runs repeat.
 """
@@ -26,6 +28,7 @@ from typing import Any
 from kubeflux.apiobjects.reader import ManifestError
 from kubeflux.apiobjects.resourceclaims import (
     API_VERSION,
+    FINALIZER,
     claim_from_manifest,
     claim_from_template,
     device_class_from_manifest,
@@ -134,12 +137,21 @@ class ClaimController:
                 return f'resourceclaims.resource.k8s.io "{made.name}" not found'
             if made.allocate and claim.allocation is not None and claim.allocation != made.results:
                 return f"resourceclaim {made.key}: already allocated"
+            if not made.allocate and claim.allocation is None and pod.uid not in claim.reserved_for:
+                return f"resourceclaim {made.key}: not allocated"  # deallocated since the scheduler read it
         for made in allocations:
             claim = self.claims[made.key]
             allocation = made.results if made.allocate else claim.allocation
             node = made.node if made.allocate else claim.node
             reserved = claim.reserved_for if pod.uid in claim.reserved_for else (*claim.reserved_for, pod.uid)
-            self._put(dataclasses.replace(claim, allocation=allocation, node=node, reserved_for=reserved))
+            finalizers = claim.finalizers
+            if made.allocate and FINALIZER not in finalizers:
+                finalizers = (*finalizers, FINALIZER)
+            self._put(
+                dataclasses.replace(
+                    claim, allocation=allocation, node=node, reserved_for=reserved, finalizers=finalizers
+                )
+            )
         return ""
 
     def unbind(self, pod: Pod, allocations: tuple[ClaimAllocation, ...]) -> None:
@@ -149,12 +161,16 @@ class ClaimController:
             claim = self.claims.get(made.key)
             if claim is not None and pod.uid in claim.reserved_for:
                 reserved = tuple(uid for uid in claim.reserved_for if uid != pod.uid)
-                allocation, node = (None, "") if made.allocate and not reserved else (claim.allocation, claim.node)
-                self._put(dataclasses.replace(claim, allocation=allocation, node=node, reserved_for=reserved))
+                if made.allocate and not reserved:
+                    self._put(_deallocated(claim))
+                else:
+                    self._put(dataclasses.replace(claim, reserved_for=reserved))
 
     def pod_ended(self, pod: Pod) -> None:
-        """``pod`` ended or was deleted: it leaves its claims, and a claim left to no pod is deallocated (deleted
-        when it was made for that pod)."""
+        """``pod`` ended or was deleted: it leaves its claims' ``reservedFor``; a claim left to no pod is deleted
+        when it was made for that pod, else deallocated when a scheduler's allocation put the ``delete-protection``
+        finalizer on it (an allocation without it, written by someone else, is kept, as the real controller keeps
+        it)."""
         for ref in pod.resource_claims:
             key = f"{pod.namespace}/{ref.claim}"
             claim = self.claims.get(key)
@@ -165,12 +181,20 @@ class ClaimController:
                 del self.claims[key]
                 del self.made_for[key]
                 self.emit(EventKind.DELETED, claim)
-            elif reserved != claim.reserved_for or (not reserved and claim.allocation is not None):
-                if reserved:
+            elif reserved:
+                if reserved != claim.reserved_for:
                     self._put(dataclasses.replace(claim, reserved_for=reserved))
-                else:
-                    self._put(dataclasses.replace(claim, allocation=None, node="", reserved_for=()))
+            elif FINALIZER in claim.finalizers:
+                self._put(_deallocated(claim))
+            elif claim.reserved_for:
+                self._put(dataclasses.replace(claim, reserved_for=()))
 
     def _put(self, claim: ResourceClaim) -> None:
         self.claims[claim.key] = claim
         self.emit(EventKind.MODIFIED, claim)
+
+
+def _deallocated(claim: ResourceClaim) -> ResourceClaim:
+    """``claim`` reserved for no pod, its allocation and the ``delete-protection`` finalizer removed."""
+    finalizers = tuple(name for name in claim.finalizers if name != FINALIZER)
+    return dataclasses.replace(claim, allocation=None, node="", reserved_for=(), finalizers=finalizers)

@@ -21,6 +21,20 @@ PVCS = f"{NS}/persistentvolumeclaims"
 CSINODES = "/apis/storage.k8s.io/v1/csinodes"
 _PV = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/mnt/d"}}
 _PVC = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+RCS = "/apis/resource.k8s.io/v1/namespaces/diff/resourceclaims"
+_RC_SPEC = {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "diff-gpu"}}]}}
+_POD_A = {"resource": "pods", "name": "a", "uid": "uid-a"}
+_POD_B = {"resource": "pods", "name": "b", "uid": "uid-b"}
+
+
+def _allocation(device: str) -> dict[str, Any]:
+    result = {"request": "gpus", "driver": "gpu.example.com", "pool": "n1", "device": device}
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+    return {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [term]}}
+
+
+_ALLOC = _allocation("gpu-0")
+_ALLOC_OTHER = _allocation("gpu-1")
 _EXIT_42 = {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}
 _IGNORE_DISRUPTION = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
 POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str, dict[str, Any]]] = [
@@ -355,6 +369,14 @@ STEPS: list[Step] = [
             "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1", "allocatable": {"count": -1}}]},
         },
     ),
+    # --- a ResourceClaim's status, as schedulers write it (rev34x finding 8) ---------------------------------------
+    post("resourceclaim create", RCS, {"metadata": {"name": "rc1"}, "spec": _RC_SPEC}),
+    patch("resourceclaim reserved without allocation", f"{RCS}/rc1/status", {"status": {"reservedFor": [_POD_A]}}),
+    patch("resourceclaim allocate", f"{RCS}/rc1/status", {"status": {"allocation": _ALLOC, "reservedFor": [_POD_A]}}),
+    patch("resourceclaim reserved twice", f"{RCS}/rc1/status", {"status": {"reservedFor": [_POD_A, _POD_A]}}),
+    patch("resourceclaim another allocation", f"{RCS}/rc1/status", {"status": {"allocation": _ALLOC_OTHER}}),
+    patch("resourceclaim reserved for two", f"{RCS}/rc1/status", {"status": {"reservedFor": [_POD_A, _POD_B]}}),
+    patch("resourceclaim deallocate", f"{RCS}/rc1/status", {"status": {"allocation": None, "reservedFor": None}}),
     # --- priority classes ---------------------------------------------------------------------------------------------
     post("priorityclass create", PCS, {"metadata": {"name": "diff-high"}, "value": 1000, "description": "d"}),
     post("priorityclass too high", PCS, {"metadata": {"name": "diff-huge"}, "value": 2_000_000_000}),

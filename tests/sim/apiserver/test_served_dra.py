@@ -109,3 +109,94 @@ def test_a_claim_whose_selector_the_api_server_refuses_is_refused_naming_the_fie
     (cause,) = status["details"]["causes"]
     assert cause["field"] == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
     assert said in cause["message"] and cause["reason"] == reason, cause
+
+
+def test_a_claim_deleted_while_its_pod_runs_keeps_its_gpu_until_the_pod_goes_and_a_claim_is_freed_by_its_last_pod(
+    server: ApiServer,
+) -> None:
+    """As on the real control plane (tests/realkube/test_serve_dra_release.py): the allocation's
+    ``delete-protection`` finalizer keeps a deleted claim Terminating while its pod runs, and the resourceclaim
+    controller deallocates a claim named directly when its last pod goes."""
+    call(server, "POST", f"{RESOURCE}/deviceclasses", gpu_class())
+    call(server, "POST", f"{RESOURCE}/resourceslices", gpu_slice("node-0001", 1))
+    for name in ("first", "second", "third"):
+        call(server, "POST", CLAIMS, claim(name, 1))
+
+    def node_of(name: str) -> str:
+        return str(call(server, "GET", f"{PODS}/{name}")["spec"].get("nodeName") or "")
+
+    call(server, "POST", PODS, claiming_pod("first", "kubeflux", claim_name="first"))
+    eventually(lambda: node_of("first") == "node-0001", "first bound")
+    assert call(server, "GET", f"{CLAIMS}/first")["metadata"]["finalizers"] == [
+        "resource.kubernetes.io/delete-protection"
+    ]
+    call(server, "DELETE", f"{CLAIMS}/first")
+    terminating = call(server, "GET", f"{CLAIMS}/first")
+    assert terminating["metadata"]["deletionTimestamp"] and terminating["status"]["allocation"]
+    call(server, "POST", PODS, claiming_pod("second", "kubeflux", claim_name="second"))
+    eventually(lambda: "cannot allocate" in str(call(server, "GET", f"{PODS}/second")["status"]), "second waits")
+    call(server, "DELETE", f"{PODS}/first")
+    eventually(lambda: "first" not in {c["metadata"]["name"] for c in call(server, "GET", CLAIMS)["items"]}, "gone")
+    eventually(lambda: node_of("second") == "node-0001", "second bound")
+    call(server, "POST", PODS, claiming_pod("third", "kubeflux", claim_name="third"))
+    call(server, "DELETE", f"{PODS}/second")
+    eventually(lambda: node_of("third") == "node-0001", "third bound once second's claim is deallocated")
+    freed = call(server, "GET", f"{CLAIMS}/second")
+    assert not freed.get("status", {}).get("allocation") and "finalizers" not in freed["metadata"]
+
+
+def test_a_claims_status_is_checked_as_the_real_api_server_checks_it(server: ApiServer) -> None:
+    """No reservation without an allocation, no pod reserved twice, and an allocation once set is never changed (it
+    may only be removed): another writer cannot overwrite a scheduler's allocation (the real server's words;
+    tests/realkube's apiserver differential runs the same writes on both)."""
+    call(server, "POST", CLAIMS, claim("c", 1))
+    pod_a = {"resource": "pods", "name": "a", "uid": "uid-a"}
+
+    def allocation(device: str) -> dict[str, Any]:
+        result = {"request": "gpus", "driver": DRIVER, "pool": "node-0000", "device": device}
+        return {"devices": {"results": [result]}}
+
+    def refused(status: dict[str, Any]) -> tuple[str, str]:
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            call(server, "PATCH", f"{CLAIMS}/c/status", {"status": status}, "application/merge-patch+json")
+        assert caught.value.code == 422
+        (cause,) = orjson.loads(caught.value.read())["details"]["causes"]
+        return cause["field"], cause["message"]
+
+    assert refused({"reservedFor": [pod_a]}) == (
+        "status.reservedFor",
+        "Forbidden: may not be specified when `allocated` is not set",
+    )
+    merge = "application/merge-patch+json"
+    call(server, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": allocation("gpu-0")}}, merge)
+    assert refused({"reservedFor": [pod_a, pod_a]})[0] == "status.reservedFor[1]"
+    assert refused({"allocation": allocation("gpu-1")}) == ("status.allocation", "Invalid value: field is immutable")
+    call(server, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": None}}, merge)  # deallocated
+    assert not call(server, "GET", f"{CLAIMS}/c")["status"]
+
+
+def test_gang_members_sharing_one_claim_are_bound_together_to_its_node(server: ApiServer) -> None:
+    """The in-process scheduler's writes: the first member allocates the claim, the others join its ``reservedFor``
+    upon the claim as it is then (its resourceVersion changed by the first write)."""
+    call(server, "POST", f"{RESOURCE}/deviceclasses", gpu_class())
+    call(server, "POST", f"{RESOURCE}/resourceslices", gpu_slice("node-0002", 1))
+    call(server, "POST", CLAIMS, claim("shared", 1))
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "g"}}
+    call(
+        server,
+        "POST",
+        "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+        {**group, "spec": {"minMember": 3}},
+    )
+    for i in range(3):
+        member = claiming_pod(f"m{i}", "kubeflux", claim_name="shared", cpu="2")
+        member["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "g"}
+        call(server, "POST", PODS, member)
+
+    def nodes() -> list[str]:
+        return [call(server, "GET", f"{PODS}/m{i}")["spec"].get("nodeName") or "" for i in range(3)]
+
+    eventually(lambda: all(nodes()), "all bound")
+    assert nodes() == ["node-0002"] * 3
+    reserved = call(server, "GET", f"{CLAIMS}/shared")["status"]["reservedFor"]
+    assert sorted(entry["name"] for entry in reserved) == ["m0", "m1", "m2"]

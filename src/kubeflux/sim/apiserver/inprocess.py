@@ -18,6 +18,7 @@ written again (no event storms, no loops).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -53,7 +54,7 @@ from kubeflux.scheduler.interface import (
 )
 from kubeflux.scheduler.objects import Pod, PodPhase
 from kubeflux.scheduler.storage import ClaimBinding
-from kubeflux.sim.apiserver.claim_controller import write_claims
+from kubeflux.sim.apiserver.claim_controller import unwrite_claims, write_claims
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
@@ -331,15 +332,18 @@ class _StoreSink:
 
     def bind(self, pod: Object, decision: Bind) -> str:
         namespace, name = decision.pod.split("/", 1)
+        written: list[Object] = []
         try:
             for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
                 self.shell.write_claim(claim)
             if decision.resource_claims:  # kube-scheduler's PreBind: the claims' allocation and reservation first
-                write_claims(self.store, decision.resource_claims, name, decision.uid)
+                write_claims(self.store, decision.resource_claims, name, decision.uid, written)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )
         except ApiError as exc:
+            with contextlib.suppress(ApiError):  # kube-scheduler's Unreserve
+                unwrite_claims(self.store, written, decision.uid)
             return exc.message or f"{exc.code} {exc.reason}"  # never empty: empty says bound
         self.shell.bound += 1
         message = scheduled_message(decision.pod, decision.node)

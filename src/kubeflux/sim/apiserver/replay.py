@@ -73,6 +73,20 @@ __all__ = ["WorkloadReplay"]
 Object = dict[str, Any]
 
 
+CLUSTER_KIND_ORDER = (
+    "StorageClass",
+    "CSINode",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+)
+"""The order :attr:`~kubeflux.sim.workloads.model.Workload.cluster_objects` are posted in (classes first)."""
+NAMESPACED_CLUSTER_KINDS = frozenset({"PersistentVolumeClaim", "ResourceClaimTemplate", "ResourceClaim"})
+
+
 class _Timeline:
     """The cluster's event loop as its Job controller sees it (``now``, ``schedule``): an entry set on it also
     sets the served clock's timer (:meth:`VirtualClock.arm`, :meth:`WallEvents.arm`)."""
@@ -145,6 +159,7 @@ class WorkloadReplay:
         order = sorted(workload.jobs, key=lambda j: j.submit_time)  # stable: file order breaks ties
         self._first = order[0].submit_time if order else 0.0
         self._create_namespaces()
+        self._create_cluster_objects()
         self._create_policies(clock, loop)
         self.kueue: KueueReplay | None = None
         """Kueue, when the workload has its objects (:mod:`kubeflux.sim.apiserver.kueue`)."""
@@ -164,11 +179,30 @@ class WorkloadReplay:
         resource = self.store.registry.find("", "v1", "namespaces")
         assert resource is not None
         names = {wjob.namespace for wjob in self.workload.jobs}
+        names.update(
+            (obj.get("metadata") or {}).get("namespace") or "default"
+            for obj in self.workload.cluster_objects
+            if obj.get("kind") in NAMESPACED_CLUSTER_KINDS
+        )
         if self.workload.kueue:
             names.update(local.namespace for local in self.workload.kueue.local_queues.values())
         for name in sorted(names):
             if self.store.get_object(resource.collection, "", name) is None:
                 self._create_policy(resource, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def _create_cluster_objects(self) -> None:
+        """The workload's storage and Dynamic Resource Allocation objects, posted before its first job (they are in
+        the simulated cluster from the start): the classes before what names them (a claim naming no class gets the
+        default one, as the simulator gives it); a refusal is a problem."""
+        objects = sorted(self.workload.cluster_objects, key=lambda obj: CLUSTER_KIND_ORDER.index(obj["kind"]))
+        for obj in objects:
+            resource = self.store.registry.by_kind(obj["apiVersion"], obj["kind"])
+            meta = obj.get("metadata") or {}
+            namespace = (meta.get("namespace") or "default") if obj["kind"] in NAMESPACED_CLUSTER_KINDS else ""
+            if resource is None:
+                self.problems.append(f"{obj['kind']} {meta.get('name')}: not served by this cluster")
+                continue
+            self._create_policy(resource, namespace, obj)
 
     def _create_policies(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         """The workload's PriorityClasses and PodDisruptionBudgets, created before its first job (they are in the

@@ -60,9 +60,45 @@ class _SliceStrategy(_ReadStrategy):
 
 class _ClaimStrategy(_ReadStrategy):
     has_status = True
+    tracks_generation = False  # the real server gives a ResourceClaim no metadata.generation
 
     def prepare_create(self, obj: Object, now: str) -> None:
         obj["status"] = {}
+        for request in ((obj.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            exactly = request.get("exactly") if isinstance(request, dict) else None
+            if isinstance(exactly, dict):  # the API's defaults
+                mode = exactly.setdefault("allocationMode", "ExactCount")
+                if mode == "ExactCount":
+                    exactly.setdefault("count", 1)
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        return _status_causes(new, old) or super().validate_update(new, old)  # a status write changes no spec
+
+
+def _status_causes(new: Object, old: Object) -> list[Cause]:
+    """What the real ``ValidateResourceClaimStatusUpdate`` refuses of a claim's status: a pod reserved twice, a
+    reservation without an allocation, a reservation added while the claim is being deleted, and a change of an
+    allocation once set (it may only be removed)."""
+    status, before = new.get("status") or {}, old.get("status") or {}
+    reserved = [entry for entry in status.get("reservedFor") or [] if isinstance(entry, dict)]
+    causes = []
+    seen: set[object] = set()
+    for index, entry in enumerate(reserved):
+        uid = entry.get("uid")
+        if uid in seen:
+            causes.append(Cause(f"status.reservedFor[{index}]", f'Duplicate value: "{uid}"', "FieldValueDuplicate"))
+        seen.add(uid)
+    if reserved and not status.get("allocation"):
+        why = "Forbidden: may not be specified when `allocated` is not set"
+        causes.append(Cause("status.reservedFor", why, "FieldValueForbidden"))
+    elif reserved and new.get("metadata", {}).get("deletionTimestamp"):
+        known = {entry.get("uid") for entry in before.get("reservedFor") or [] if isinstance(entry, dict)}
+        if any(entry.get("uid") not in known for entry in reserved):
+            why = "Forbidden: new entries may not be added while `deallocationRequested` or `deletionTimestamp` are set"
+            causes.append(Cause("status.reservedFor", why, "FieldValueForbidden"))
+    if before.get("allocation") and status.get("allocation") and status["allocation"] != before["allocation"]:
+        causes.append(Cause("status.allocation", "Invalid value: field is immutable"))
+    return causes
 
 
 def resource_types() -> list[ResourceType]:

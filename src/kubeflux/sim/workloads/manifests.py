@@ -72,7 +72,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kubeflux.apiobjects.batchjob import count_defaults, job_decode_error, job_problems, template_restart_problem
 from kubeflux.apiobjects.manifests import (
@@ -285,6 +285,9 @@ def job_from_manifest(obj: dict[str, Any], source: str = "", policies: ClusterPo
     )
 
 
+NAMESPACED_DEVICE_KINDS: Final = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
+
+
 @dataclass(slots=True)
 class _GroupMember:
     pod: PodTemplate
@@ -324,6 +327,8 @@ class _Builder:
     devices: DeviceObjects = dataclasses.field(default_factory=DeviceObjects)
     storage_classes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """The StorageClass manifests of the file."""
+    cluster_objects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The storage and device manifests read (:attr:`~kubeflux.sim.workloads.model.Workload.cluster_objects`)."""
     classless: list[int] = dataclasses.field(default_factory=list)
     """Where in :attr:`storage` the claims naming no class are: they get the default class at :meth:`finish`, as
     the API server's DefaultStorageClass admission gives it."""
@@ -332,6 +337,16 @@ class _Builder:
         first = self.defined.setdefault(label, where)
         if first != where:
             raise ManifestError(label, "metadata.name", f"defined twice (first in {first})")
+
+    def _once_object(self, kind: str, obj: dict[str, Any], where: str) -> None:
+        """A second object of ``kind`` and name in the file is refused, as a second pod of the name is (``cluster
+        serve`` answers 409 AlreadyExists), rather than silently replacing the first."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return  # the object's reader says what is wrong
+        namespace = meta.get("namespace") or "default"
+        key = f"{namespace}/{meta['name']}" if kind in NAMESPACED_DEVICE_KINDS else meta["name"]
+        self._once(f"{kind} {key}", where)
 
     def add(self, where: str, obj: Any) -> None:
         if not isinstance(obj, dict):
@@ -355,6 +370,7 @@ class _Builder:
                 elif kind == "PersistentVolumeClaim" and wants_default_class(obj):
                     self.classless.append(len(self.storage))
                 self.storage.append(read)
+                self.cluster_objects.append(obj)
             elif kind in KUEUE_KINDS:
                 self.kueue.add(where, obj)
             elif kind == "Namespace":  # its labels, for Kueue's namespaceSelector (the file's Kueue objects)
@@ -365,7 +381,9 @@ class _Builder:
             elif kind == "AppWrapper":
                 self._app_wrapper(where, obj)
             elif kind in DEVICE_KINDS:
+                self._once_object(kind, obj, where)
                 read_device_object(self.devices, obj)
+                self.cluster_objects.append(obj)
             else:
                 hint = " (a cluster file? pass it as the cluster)" if kind == "Node" else ""
                 what = f"kind {kind!r} is not a workload object{hint}; skipped"
@@ -640,6 +658,7 @@ def read_manifests(path: Path | str, *, name: str | None = None, default_run_tim
         kueue=builder.kueue.objects or None,
         storage=builder.storage,
         devices=builder.devices,
+        cluster_objects=builder.cluster_objects,
     )
 
 

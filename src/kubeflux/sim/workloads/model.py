@@ -210,6 +210,9 @@ class Workload:
     devices: DeviceObjects = field(default_factory=DeviceObjects)
     """The DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates the workload defines: in the
     cluster from its start (:mod:`kubeflux.sim.claims`)."""
+    cluster_objects: list[dict[str, Any]] = field(default_factory=list)
+    """The manifests of :attr:`storage` and :attr:`devices` as the file gives them (read without a problem), in
+    file order: what ``cluster serve`` posts before the first job, so that its cluster starts as the simulator's."""
 
     kueue: KueueObjects | None = None
     """The Kueue objects the workload defines (ResourceFlavors, ClusterQueues, LocalQueues); None without any: the
