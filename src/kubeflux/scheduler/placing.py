@@ -109,7 +109,8 @@ class Placer:
                     return placed
                 exact.add(placed)
         assert first_short is not None
-        said, self._said = self._said, None
+        said: Counter[str] | None = self._said
+        self._said = None
         return said if said is not None else self._short_reasons(first_short[0], start)
 
     def _related(self, pods: list[tuple[str, Pod]]) -> bool:
