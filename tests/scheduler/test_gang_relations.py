@@ -253,3 +253,39 @@ def test_alike_spread_ranks_that_cannot_start_now_are_reserved_spread_not_where_
     placed = bound(decisions)
     assert len(placed) == 4 and zones_of(cluster, placed) == {"a": 2, "b": 2}
     check_bind_order(cluster, binds(decisions), {})
+
+
+def test_ranks_affine_by_hostname_or_by_a_label_that_is_no_level_are_placed_one_by_one_side_by_side() -> None:
+    # Neither key is a topology level the confiner could keep the gang in: the first rank goes anywhere (the first
+    # of a set), the other beside it, as kube-scheduler binds them (they waited forever when confined to no level).
+    for key in (HOST, "pool"):
+        nodes = [node(f"n{i}", 4, labels={HOST: f"n{i}", "pool": "x", ZONE_LEVEL: "a"}) for i in range(2)]
+        cluster = Cluster(KubefluxScheduler(), nodes)
+        gang(cluster, [constrained(f"rank-{i}", 1, **affinity(key=key)) for i in range(2)])
+        decisions = cluster.run(1.0)
+        assert len(bound(decisions)) == 2, (key, messages(decisions))
+        check_bind_order(cluster, binds(decisions), {})
+
+
+def test_ranks_affine_by_zone_to_pods_already_in_two_zones_may_go_to_either_zone() -> None:
+    # Pods the affinity selects run in zones a and b, 3 cpu free in each: kube-scheduler lets each rank go to any
+    # zone holding one, so the two 2-cpu ranks start one a zone (kept to one zone, they were rejected as never fitting).
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 1, 4), ("b", 1, 4)))
+    cluster.add(other("old-a", "n0", "mpi"), other("old-b", "n1", "mpi"))
+    gang(cluster, [constrained(f"rank-{i}", 2, **affinity(key=ZONE_LEVEL)) for i in range(2)])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert sorted(placed.values()) == ["n0", "n1"], messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-a": "n0", "default/old-b": "n1"})
+
+
+def test_a_launcher_and_workers_affine_by_zone_to_pods_in_two_zones_are_searched_over_both() -> None:
+    # Pods the affinity selects run in zones a and b. One by one, the 1-cpu launcher listed first takes n0 and the
+    # 3-cpu worker then fits nowhere; the search over both zones puts the worker on n0 and the launcher on n1.
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 1, 4), ("b", 1, 2)))
+    cluster.add(other("old-a", "n0", "mpi"), other("old-b", "n1", "mpi"))
+    gang(cluster, [constrained("launcher", 1, **affinity()), constrained("worker", 3, **affinity())])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert placed == {"default/worker": "n0", "default/launcher": "n1"}, messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-a": "n0", "default/old-b": "n1"})

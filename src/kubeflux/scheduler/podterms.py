@@ -45,6 +45,7 @@ __all__ = [
     "REASON_SPREAD_LABEL",
     "LabelledPods",
     "PodsByNode",
+    "affinity_held",
     "constrained",
     "early_reasons",
     "late_reasons",
@@ -304,6 +305,20 @@ def spread_counts(pod: Pod, nodes: Mapping[str, Node], pods: PodsByNode) -> list
     pods.settle()
     terms = pod.terms
     return _spread_counts(pod, terms.spread, nodes, pods) if terms is not None and terms.spread else []
+
+
+def affinity_held(members: Iterable[Pod], nodes: Mapping[str, Node], pods: PodsByNode) -> set[bool]:
+    """For each of ``members`` with required pod affinity (alike ones asked once), whether a pod matching all its
+    terms runs on a node carrying their keys: then kube-scheduler's first-pod rule no longer applies, and the member
+    may go to any domain holding one (and only there), whatever the pods bound beside it add. ``{True}``: so for
+    every such member; empty when none has affinity."""
+    asked = {
+        (pod.namespace, pod.terms.affinity): pod for pod in members if pod.terms is not None and pod.terms.affinity
+    }
+    if not asked:
+        return set()
+    pods.settle()
+    return {bool(_AffinityCounts(pod, pod.terms, nodes, pods).affinity) for pod in asked.values()}
 
 
 def _spread_reason(

@@ -20,7 +20,7 @@ from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, Spread, assign
 from kubeflux.scheduler.objects import PODS, Pod, SpreadConstraint
-from kubeflux.scheduler.podterms import spread_counts
+from kubeflux.scheduler.podterms import affinity_held, spread_counts
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob
 
@@ -69,8 +69,15 @@ def search_assignment(
                 names.append(name)
             mine.append(position)
         candidates.append(tuple(mine))
-    if relation.affine is not None and len({_label(books, name, relation.affine) for name in names}) > 1:
-        return None  # not kept in one domain of the affinity's key: one by one
+    # not kept in one domain of the affinity's key: one by one, unless pods the terms select run already (each
+    # member's candidates are then the domains holding one, as its filters say, and the members bound before it add
+    # no domain: they join those)
+    if (
+        relation.affine is not None
+        and len({_label(books, name, relation.affine) for name in names}) > 1
+        and affinity_held([pod for _, pod in members], books.nodes, books.pods) != {True}
+    ):
+        return None
     dims = sorted({res for _, pod in members for res, amount in pod.requests.items() if amount > 0})
     free: list[list[int]] = []
     whole: list[bool] = []
