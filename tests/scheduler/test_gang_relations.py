@@ -289,3 +289,29 @@ def test_a_launcher_and_workers_affine_by_zone_to_pods_in_two_zones_are_searched
     placed = bound(decisions)
     assert placed == {"default/worker": "n0", "default/launcher": "n1"}, messages(decisions)
     check_bind_order(cluster, binds(decisions), {"default/old-a": "n0", "default/old-b": "n1"})
+
+
+def test_two_spread_ranks_beside_an_old_one_start_though_each_alone_would_tip_a_zone_over() -> None:
+    # The old rank is in zone a (n1); zone c (n0) holds one 1-cpu rank. Alone, a rank may not join zone a while c is
+    # empty, and c holds one: counted alone, the gang looked one short and was never searched. Bound c first, then a.
+    zones = [node("n0", 1, labels={HOST: "n0", ZONE_LEVEL: "c"}), node("n1", 4, labels={HOST: "n1", ZONE_LEVEL: "a"})]
+    cluster = Cluster(KubefluxScheduler(), zones)
+    cluster.add(other("old-rank", "n1", "mpi"))
+    gang(cluster, [constrained(f"rank-{i}", 1, **spread()) for i in range(2)])
+    decisions = cluster.run(1.0)
+    assert sorted(bound(decisions).values()) == ["n0", "n1"], messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-rank": "n1"})
+
+
+def test_a_spread_launcher_that_fits_one_zone_only_starts_once_its_workers_fill_the_other() -> None:
+    # Zone c (n1) already holds a pod the spread counts; the 3-cpu launcher fits only n1, which it may join only once
+    # both workers are in zone a (n0). Counted alone, the launcher fit nowhere and the gang was never searched.
+    zones = [node("n0", 2, labels={HOST: "n0", ZONE_LEVEL: "a"}), node("n1", 4, labels={HOST: "n1", ZONE_LEVEL: "c"})]
+    cluster = Cluster(KubefluxScheduler(), zones)
+    cluster.add(other("old-rank", "n1", "mpi"))
+    members = [constrained("launcher", 3, **spread())] + [constrained(f"worker-{i}", 1, **spread()) for i in range(2)]
+    gang(cluster, members)
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert placed == {"default/launcher": "n1", "default/worker-0": "n0", "default/worker-1": "n0"}, messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-rank": "n1"})
