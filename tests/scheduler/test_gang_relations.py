@@ -33,10 +33,18 @@ def nodes_in(level: str, *domains: tuple[str, int, int]) -> list[Node]:
 
 
 def member(
-    name: str, cpu: float, app: str = "mpi", *, group: str | None = "mpi", ends: int | None = None, **spec: Any
+    name: str,
+    cpu: float,
+    app: str = "mpi",
+    *,
+    group: str | None = "mpi",
+    ends: int | None = None,
+    labels_too: Mapping[str, str] | None = None,
+    **spec: Any,
 ) -> Pod:
-    """A pod labelled ``app`` (a member of pod group ``group``), planned to run ``ends`` seconds when given."""
-    labels = {"app": app} | ({POD_GROUP_LABEL: group} if group else {})
+    """A pod labelled ``app`` (and ``labels_too``; a member of pod group ``group``), planned to run ``ends`` seconds
+    when given."""
+    labels = {"app": app, **(labels_too or {})} | ({POD_GROUP_LABEL: group} if group else {})
     annotations = {"kubeflux.io/duration": str(ends)} if ends is not None else {}
     body = {
         "metadata": {
@@ -315,3 +323,19 @@ def test_a_spread_launcher_that_fits_one_zone_only_starts_once_its_workers_fill_
     placed = bound(decisions)
     assert placed == {"default/launcher": "n1", "default/worker-0": "n0", "default/worker-1": "n0"}, messages(decisions)
     check_bind_order(cluster, binds(decisions), {"default/old-rank": "n1"})
+
+
+# --- required anti-affinity among the members ------------------------------------------------------------------
+
+
+def test_ranks_one_a_zone_share_a_node_without_a_zone_label() -> None:
+    # kube-scheduler's anti-affinity counts and checks only nodes carrying the key: any number of ranks may share
+    # nz. The 2-cpu rank takes zone a, the two 1-cpu ranks nz (taken as a zone of its own, the gang was rejected as
+    # one that never fits).
+    term = {"labelSelector": {"matchLabels": {"app": "mpi"}}, "topologyKey": ZONE_LEVEL}
+    apart = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    nodes = [node("za", 4, labels={HOST: "za", ZONE_LEVEL: "a"}), node("nz", 2, labels={HOST: "nz"})]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    gang(cluster, [member(f"r{i}", cpu, labels_too={"rank": str(i)}, **apart) for i, cpu in enumerate([1, 2, 1])])
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {"default/r0": "nz", "default/r1": "za", "default/r2": "nz"}, messages(decisions)

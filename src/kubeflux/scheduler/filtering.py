@@ -175,18 +175,19 @@ class NodeFilter:
         return relation is not None and relation.spread is not None
 
     def domains(self, key: str, names: list[str]) -> list[int] | None:
-        """Each of the nodes ``names``' domain of topology ``key`` as a small integer (a node without the label its
-        own: no pod there is in a domain of it), for :func:`~kubeflux.scheduler.gang.assign`; None for "" (the
-        nodes themselves)."""
+        """Each of the nodes ``names``' domain of topology ``key`` as a small integer, for
+        :func:`~kubeflux.scheduler.gang.assign`: -1 for a node without the label, which any number of members kept
+        apart may share (kube-scheduler's anti-affinity counts and checks only nodes carrying the key); None for ""
+        (the nodes themselves)."""
         if not key:
             return None
         nodes = self.books.nodes
-        ids: dict[object, int] = {}
+        ids: dict[str, int] = {}
         found = []
         for name in names:
             node = nodes.get(name)
             value = node.labels.get(key) if node is not None else None
-            found.append(ids.setdefault(value if value is not None else (name,), len(ids)))
+            found.append(ids.setdefault(value, len(ids)) if value is not None else -1)
         return found
 
     def _hostnames_distinct(self) -> bool:
