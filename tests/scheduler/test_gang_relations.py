@@ -339,3 +339,18 @@ def test_ranks_one_a_zone_share_a_node_without_a_zone_label() -> None:
     gang(cluster, [member(f"r{i}", cpu, labels_too={"rank": str(i)}, **apart) for i, cpu in enumerate([1, 2, 1])])
     decisions = cluster.run(1.0)
     assert bound(decisions) == {"default/r0": "nz", "default/r1": "za", "default/r2": "nz"}, messages(decisions)
+
+
+def test_spread_ranks_whose_node_selectors_differ_are_searched_each_counting_its_own_nodes() -> None:
+    # Over hostnames (nodeAffinityPolicy Honor) rank-0, kept to pool y, counts n2 alone; the others count every
+    # node. One by one, rank-1 takes n0 and rank-3 (2 cpu) then fits nowhere. Searched as rank-0 counts, only n2 was
+    # open to all. Each counting its own nodes: the 2-cpu ranks on n0 and n1, rank-1 beside rank-0 on n2.
+    nodes = [node(f"n{i}", 2, labels={HOST: f"n{i}", "pool": pool}) for i, pool in enumerate("xxy")]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    ranks = [constrained("rank-0", 1, nodeSelector={"pool": "y"}, **spread(key=HOST))]
+    ranks += [constrained(f"rank-{i}", cpu, **spread(key=HOST)) for i, cpu in ((1, 1), (2, 2), (3, 2))]
+    gang(cluster, ranks)
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert placed["default/rank-0"] == placed["default/rank-1"] == "n2" and len(placed) == 4, messages(decisions)
+    check_bind_order(cluster, binds(decisions), {})
