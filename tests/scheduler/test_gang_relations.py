@@ -354,3 +354,34 @@ def test_spread_ranks_whose_node_selectors_differ_are_searched_each_counting_its
     placed = bound(decisions)
     assert placed["default/rank-0"] == placed["default/rank-1"] == "n2" and len(placed) == 4, messages(decisions)
     check_bind_order(cluster, binds(decisions), {})
+
+
+# --- preemption for members spread among themselves ------------------------------------------------------------
+
+
+def preempting_cluster(b_priority: int) -> Cluster:
+    """Zone a: n0, n1; zone b: n2; 2 cpu each, full: n0 and n1 with pods of priority 0, n2 of ``b_priority``."""
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 2, 2), ("b", 1, 2)))
+    for n, priority in ((0, 0), (1, 0), (2, b_priority)):
+        cluster.add(member(f"low-{n}", 2, "low", group=None, priority=priority, nodeSelector={HOST: f"n{n}"}))
+    assert len(bound(cluster.run(0.0))) == 3
+    return cluster
+
+
+def test_spread_ranks_never_evict_pods_whose_room_they_could_not_use() -> None:
+    # Two 2-cpu ranks, maxSkew 1 over zones a and b: one a zone. Zone b's pod outranks them: evicting zone a's two
+    # pods would give room for both ranks in zone a only, which the spread forbids (they were evicted for nothing).
+    cluster = preempting_cluster(2000)
+    gang(cluster, [constrained(f"rank-{i}", 2, priority=1000, **spread()) for i in range(2)])
+    cluster.run(1.0)
+    assert not cluster.evicted and not bound(cluster.run(2.0))
+
+
+def test_spread_ranks_evict_one_pod_a_zone_and_start_one_rank_a_zone() -> None:
+    cluster = preempting_cluster(500)
+    gang(cluster, [constrained(f"rank-{i}", 2, priority=1000, **spread()) for i in range(2)])
+    cluster.run(1.0)
+    assert sorted(cluster.evicted) == ["default/low-0", "default/low-2"]
+    decisions = cluster.run(2.0)
+    assert sorted(bound(decisions).values()) == ["n0", "n2"], messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/low-1": "n1"})
