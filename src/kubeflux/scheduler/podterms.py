@@ -49,9 +49,9 @@ __all__ = [
     "constrained",
     "early_reasons",
     "late_reasons",
+    "node_counted",
     "ports_conflict",
     "spread_counts",
-    "spread_counts_node",
 ]
 
 REASON_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
@@ -265,7 +265,7 @@ def early_reasons(pod: Pod, candidates: Iterable[str], nodes: Mapping[str, Node]
 # --- PodTopologySpread ------------------------------------------------------------------------------------------
 
 
-def spread_counts_node(constraint: SpreadConstraint, pod: Pod, node: Node) -> bool:
+def node_counted(constraint: SpreadConstraint, pod: Pod, node: Node) -> bool:
     """Whether ``node``'s pods count for ``constraint`` of ``pod`` (the node inclusion policies)."""
     if constraint.honor_affinity and not matches_node_selector(pod, node):
         return False
@@ -294,7 +294,7 @@ def _spread_counts(
         if any(key not in labels for key in keys):
             continue
         for i, constraint in enumerate(spread):
-            if spread_counts_node(constraint, pod, node):
+            if node_counted(constraint, pod, node):
                 domain = labels[constraint.topology_key]
                 counts[i][domain] = counts[i].get(domain, 0) + per_node[i].get(name, 0)
     return counts

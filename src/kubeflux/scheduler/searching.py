@@ -20,7 +20,7 @@ from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, Spread, assign
 from kubeflux.scheduler.objects import PODS, Pod, SpreadConstraint
-from kubeflux.scheduler.podterms import affinity_held, spread_counts, spread_counts_node
+from kubeflux.scheduler.podterms import affinity_held, node_counted, spread_counts
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob
 
@@ -166,7 +166,7 @@ def _view(
     nodes: dict[str, set[str]] = {}
     for name, node in books.nodes.items():
         labels = node.labels
-        if all(key in labels for key in keys) and spread_counts_node(constraint, pod, node):
+        if all(key in labels for key in keys) and node_counted(constraint, pod, node):
             nodes.setdefault(labels[constraint.topology_key], set()).add(name)
     return {value: frozenset(names) for value, names in nodes.items()}, counts
 
