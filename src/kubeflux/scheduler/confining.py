@@ -176,6 +176,8 @@ class Confiner:
         if request is None or not request.required:
             return None
         levels = self.placer.books.levels
+        if request.level not in levels and request.annotation == AFFINITY:
+            return None  # not a level: its members are placed one by one
         if request.level not in levels:
             have = ", ".join(levels) or "none"
             return (
