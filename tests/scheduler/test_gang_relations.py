@@ -33,10 +33,18 @@ def nodes_in(level: str, *domains: tuple[str, int, int]) -> list[Node]:
 
 
 def member(
-    name: str, cpu: float, app: str = "mpi", *, group: str | None = "mpi", ends: int | None = None, **spec: Any
+    name: str,
+    cpu: float,
+    app: str = "mpi",
+    *,
+    group: str | None = "mpi",
+    ends: int | None = None,
+    labels_too: Mapping[str, str] | None = None,
+    **spec: Any,
 ) -> Pod:
-    """A pod labelled ``app`` (a member of pod group ``group``), planned to run ``ends`` seconds when given."""
-    labels = {"app": app} | ({POD_GROUP_LABEL: group} if group else {})
+    """A pod labelled ``app`` (and ``labels_too``; a member of pod group ``group``), planned to run ``ends`` seconds
+    when given."""
+    labels = {"app": app, **(labels_too or {})} | ({POD_GROUP_LABEL: group} if group else {})
     annotations = {"kubeflux.io/duration": str(ends)} if ends is not None else {}
     body = {
         "metadata": {
@@ -253,3 +261,127 @@ def test_alike_spread_ranks_that_cannot_start_now_are_reserved_spread_not_where_
     placed = bound(decisions)
     assert len(placed) == 4 and zones_of(cluster, placed) == {"a": 2, "b": 2}
     check_bind_order(cluster, binds(decisions), {})
+
+
+def test_ranks_affine_by_hostname_or_by_a_label_that_is_no_level_are_placed_one_by_one_side_by_side() -> None:
+    # Neither key is a topology level the confiner could keep the gang in: the first rank goes anywhere (the first
+    # of a set), the other beside it, as kube-scheduler binds them (they waited forever when confined to no level).
+    for key in (HOST, "pool"):
+        nodes = [node(f"n{i}", 4, labels={HOST: f"n{i}", "pool": "x", ZONE_LEVEL: "a"}) for i in range(2)]
+        cluster = Cluster(KubefluxScheduler(), nodes)
+        gang(cluster, [constrained(f"rank-{i}", 1, **affinity(key=key)) for i in range(2)])
+        decisions = cluster.run(1.0)
+        assert len(bound(decisions)) == 2, (key, messages(decisions))
+        check_bind_order(cluster, binds(decisions), {})
+
+
+def test_ranks_affine_by_zone_to_pods_already_in_two_zones_may_go_to_either_zone() -> None:
+    # Pods the affinity selects run in zones a and b, 3 cpu free in each: kube-scheduler lets each rank go to any
+    # zone holding one, so the two 2-cpu ranks start one a zone (kept to one zone, they were rejected as never fitting).
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 1, 4), ("b", 1, 4)))
+    cluster.add(other("old-a", "n0", "mpi"), other("old-b", "n1", "mpi"))
+    gang(cluster, [constrained(f"rank-{i}", 2, **affinity(key=ZONE_LEVEL)) for i in range(2)])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert sorted(placed.values()) == ["n0", "n1"], messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-a": "n0", "default/old-b": "n1"})
+
+
+def test_a_launcher_and_workers_affine_by_zone_to_pods_in_two_zones_are_searched_over_both() -> None:
+    # Pods the affinity selects run in zones a and b. One by one, the 1-cpu launcher listed first takes n0 and the
+    # 3-cpu worker then fits nowhere; the search over both zones puts the worker on n0 and the launcher on n1.
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 1, 4), ("b", 1, 2)))
+    cluster.add(other("old-a", "n0", "mpi"), other("old-b", "n1", "mpi"))
+    gang(cluster, [constrained("launcher", 1, **affinity()), constrained("worker", 3, **affinity())])
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert placed == {"default/worker": "n0", "default/launcher": "n1"}, messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-a": "n0", "default/old-b": "n1"})
+
+
+def test_two_spread_ranks_beside_an_old_one_start_though_each_alone_would_tip_a_zone_over() -> None:
+    # The old rank is in zone a (n1); zone c (n0) holds one 1-cpu rank. Alone, a rank may not join zone a while c is
+    # empty, and c holds one: counted alone, the gang looked one short and was never searched. Bound c first, then a.
+    zones = [node("n0", 1, labels={HOST: "n0", ZONE_LEVEL: "c"}), node("n1", 4, labels={HOST: "n1", ZONE_LEVEL: "a"})]
+    cluster = Cluster(KubefluxScheduler(), zones)
+    cluster.add(other("old-rank", "n1", "mpi"))
+    gang(cluster, [constrained(f"rank-{i}", 1, **spread()) for i in range(2)])
+    decisions = cluster.run(1.0)
+    assert sorted(bound(decisions).values()) == ["n0", "n1"], messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-rank": "n1"})
+
+
+def test_a_spread_launcher_that_fits_one_zone_only_starts_once_its_workers_fill_the_other() -> None:
+    # Zone c (n1) already holds a pod the spread counts; the 3-cpu launcher fits only n1, which it may join only once
+    # both workers are in zone a (n0). Counted alone, the launcher fit nowhere and the gang was never searched.
+    zones = [node("n0", 2, labels={HOST: "n0", ZONE_LEVEL: "a"}), node("n1", 4, labels={HOST: "n1", ZONE_LEVEL: "c"})]
+    cluster = Cluster(KubefluxScheduler(), zones)
+    cluster.add(other("old-rank", "n1", "mpi"))
+    members = [constrained("launcher", 3, **spread())] + [constrained(f"worker-{i}", 1, **spread()) for i in range(2)]
+    gang(cluster, members)
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert placed == {"default/launcher": "n1", "default/worker-0": "n0", "default/worker-1": "n0"}, messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/old-rank": "n1"})
+
+
+# --- required anti-affinity among the members ------------------------------------------------------------------
+
+
+def test_ranks_one_a_zone_share_a_node_without_a_zone_label() -> None:
+    # kube-scheduler's anti-affinity counts and checks only nodes carrying the key: any number of ranks may share
+    # nz. The 2-cpu rank takes zone a, the two 1-cpu ranks nz (taken as a zone of its own, the gang was rejected as
+    # one that never fits).
+    term = {"labelSelector": {"matchLabels": {"app": "mpi"}}, "topologyKey": ZONE_LEVEL}
+    apart = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    nodes = [node("za", 4, labels={HOST: "za", ZONE_LEVEL: "a"}), node("nz", 2, labels={HOST: "nz"})]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    gang(cluster, [member(f"r{i}", cpu, labels_too={"rank": str(i)}, **apart) for i, cpu in enumerate([1, 2, 1])])
+    decisions = cluster.run(1.0)
+    assert bound(decisions) == {"default/r0": "nz", "default/r1": "za", "default/r2": "nz"}, messages(decisions)
+
+
+def test_spread_ranks_whose_node_selectors_differ_are_searched_each_counting_its_own_nodes() -> None:
+    # Over hostnames (nodeAffinityPolicy Honor) rank-0, kept to pool y, counts n2 alone; the others count every
+    # node. One by one, rank-1 takes n0 and rank-3 (2 cpu) then fits nowhere. Searched as rank-0 counts, only n2 was
+    # open to all. Each counting its own nodes: the 2-cpu ranks on n0 and n1, rank-1 beside rank-0 on n2.
+    nodes = [node(f"n{i}", 2, labels={HOST: f"n{i}", "pool": pool}) for i, pool in enumerate("xxy")]
+    cluster = Cluster(KubefluxScheduler(), nodes)
+    ranks = [constrained("rank-0", 1, nodeSelector={"pool": "y"}, **spread(key=HOST))]
+    ranks += [constrained(f"rank-{i}", cpu, **spread(key=HOST)) for i, cpu in ((1, 1), (2, 2), (3, 2))]
+    gang(cluster, ranks)
+    decisions = cluster.run(1.0)
+    placed = bound(decisions)
+    assert placed["default/rank-0"] == placed["default/rank-1"] == "n2" and len(placed) == 4, messages(decisions)
+    check_bind_order(cluster, binds(decisions), {})
+
+
+# --- preemption for members spread among themselves ------------------------------------------------------------
+
+
+def preempting_cluster(b_priority: int) -> Cluster:
+    """Zone a: n0, n1; zone b: n2; 2 cpu each, full: n0 and n1 with pods of priority 0, n2 of ``b_priority``."""
+    cluster = Cluster(KubefluxScheduler(), nodes_in(ZONE_LEVEL, ("a", 2, 2), ("b", 1, 2)))
+    for n, priority in ((0, 0), (1, 0), (2, b_priority)):
+        cluster.add(member(f"low-{n}", 2, "low", group=None, priority=priority, nodeSelector={HOST: f"n{n}"}))
+    assert len(bound(cluster.run(0.0))) == 3
+    return cluster
+
+
+def test_spread_ranks_never_evict_pods_whose_room_they_could_not_use() -> None:
+    # Two 2-cpu ranks, maxSkew 1 over zones a and b: one a zone. Zone b's pod outranks them: evicting zone a's two
+    # pods would give room for both ranks in zone a only, which the spread forbids (they were evicted for nothing).
+    cluster = preempting_cluster(2000)
+    gang(cluster, [constrained(f"rank-{i}", 2, priority=1000, **spread()) for i in range(2)])
+    cluster.run(1.0)
+    assert not cluster.evicted and not bound(cluster.run(2.0))
+
+
+def test_spread_ranks_evict_one_pod_a_zone_and_start_one_rank_a_zone() -> None:
+    cluster = preempting_cluster(500)
+    gang(cluster, [constrained(f"rank-{i}", 2, priority=1000, **spread()) for i in range(2)])
+    cluster.run(1.0)
+    assert sorted(cluster.evicted) == ["default/low-0", "default/low-2"]
+    decisions = cluster.run(2.0)
+    assert sorted(bound(decisions).values()) == ["n0", "n2"], messages(decisions)
+    check_bind_order(cluster, binds(decisions), {"default/low-1": "n1"})

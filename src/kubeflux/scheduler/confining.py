@@ -51,7 +51,7 @@ from kubeflux.scheduler.filtering import copies
 from kubeflux.scheduler.graphview import first_placement
 from kubeflux.scheduler.objects import PODS, NodeSelectorRequirement, NodeSelectorTerm, Pod, ResourceList
 from kubeflux.scheduler.placing import Placer
-from kubeflux.scheduler.podterms import REASON_AFFINITY
+from kubeflux.scheduler.podterms import REASON_AFFINITY, affinity_held
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
 from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
@@ -127,7 +127,7 @@ class Confiner:
         first domain the engine finds where it succeeds (a domain where ``run()`` fails, its reasons or None, is left
         out and the next tried; for preferred, at the asked level, then each above it; else ``run()`` over the whole
         cluster); None when a required domain was found nowhere."""
-        request = job_request(job, self.placer.books.pods.labels_of)
+        request = self._request(job)
         if request is None:
             return run()
         levels = self._levels(request)
@@ -155,7 +155,7 @@ class Confiner:
 
     def reasons(self, job: PendingJob) -> Counter[str]:
         """Why a job that requires one domain did not start now, as kube-scheduler's counted reasons."""
-        request = job_request(job, self.placer.books.pods.labels_of)
+        request = self._request(job)
         kind = level_type(request.level) if request is not None else "domain"
         graph = self.placer.books.graph
         count = len(graph.specs) if graph is not None else 0
@@ -172,7 +172,7 @@ class Confiner:
     def never(self, job: PendingJob) -> str | None:
         """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
         can hold its minimum of members even empty, sized as they are: its smallest members); None when it may."""
-        request = job_request(job, self.placer.books.pods.labels_of)
+        request = self._request(job)
         if request is None or not request.required:
             return None
         levels = self.placer.books.levels
@@ -224,6 +224,21 @@ class Confiner:
             f"the pod group requires one {kind} ({request.level}) but no {kind} can ever hold its {count} pods of "
             f"{cores} cores and {gpus} gpus ({most})"
         )
+
+    def _request(self, job: PendingJob) -> Request | None:
+        """What ``job`` asks (:func:`job_request`), but required pod affinity among its members only while it keeps
+        them in one domain of a level: not on the hostname or a label that is not a level (the members are placed
+        one by one, each beside those before it), and not once pods its terms select run (kube-scheduler's first-pod
+        rule no longer applies: each member may go to any domain holding one, as its own filters say)."""
+        books = self.placer.books
+        request = job_request(job, books.pods.labels_of)
+        if request is None or request.annotation != AFFINITY:
+            return request
+        if request.level == HOSTNAME_LEVEL or request.level not in books.levels:
+            return None
+        if True in affinity_held(job.pods.values(), books.nodes, books.pods):
+            return None
+        return request
 
     def _members(self, job: PendingJob, count: int) -> list[Pod]:
         """The ``count`` smallest of the job's pods (by cores and gpus): the fewest a domain must hold."""

@@ -164,19 +164,30 @@ class NodeFilter:
         (:func:`~kubeflux.scheduler.among.among`); None when they ask more, and are placed one by one only."""
         return among(pods, self.books.pods.labels_of, self._hostnames_distinct)
 
+    def spread_among(self, pods: list[Pod]) -> bool:
+        """Whether a gang's members carry a topology spread among them (the search holds it): counted alone through
+        it as it stands, a member is refused nodes the members placed before it open (a zone it would tip over
+        while another is still empty), so the quick tests that count them so prove nothing."""
+        terms = pods[0].terms
+        if terms is None or not terms.spread:
+            return False
+        relation = self.among(pods)
+        return relation is not None and relation.spread is not None
+
     def domains(self, key: str, names: list[str]) -> list[int] | None:
-        """Each of the nodes ``names``' domain of topology ``key`` as a small integer (a node without the label its
-        own: no pod there is in a domain of it), for :func:`~kubeflux.scheduler.gang.assign`; None for "" (the
-        nodes themselves)."""
+        """Each of the nodes ``names``' domain of topology ``key`` as a small integer, for
+        :func:`~kubeflux.scheduler.gang.assign`: -1 for a node without the label, which any number of members kept
+        apart may share (kube-scheduler's anti-affinity counts and checks only nodes carrying the key); None for ""
+        (the nodes themselves)."""
         if not key:
             return None
         nodes = self.books.nodes
-        ids: dict[object, int] = {}
+        ids: dict[str, int] = {}
         found = []
         for name in names:
             node = nodes.get(name)
             value = node.labels.get(key) if node is not None else None
-            found.append(ids.setdefault(value if value is not None else (name,), len(ids)))
+            found.append(ids.setdefault(value, len(ids)) if value is not None else -1)
         return found
 
     def _hostnames_distinct(self) -> bool:
@@ -314,7 +325,7 @@ class NodeFilter:
         not). A full count is kept until the books change, for the next group of that shape in the pass."""
         pods = list(job.pods.values())
         first = pods[0]
-        if PODS in first.requests or alike_run(job) < len(pods):
+        if PODS in first.requests or alike_run(job) < len(pods) or self.spread_among(pods):
             return None
         fit = self.copies_now(first)
         if fit.copies_unbounded:
@@ -340,6 +351,8 @@ class NodeFilter:
         first = pods[0]
         policy = self.profile.policy
         if graph.socket_size is not None or books.stuck or PODS in first.requests or not static_order(first, policy):
+            return False
+        if self.spread_among(pods):
             return False
         run = alike_run(job)
         needed = minimum - (len(pods) - run)  # of the run, when every other member is placed

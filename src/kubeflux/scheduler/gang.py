@@ -106,8 +106,9 @@ def assign(
 ) -> list[int | None] | Exhausted | None:
     """A node index per member (None for a member left out), or None when no assignment of at least ``minimum``
     members exists, or :data:`EXHAUSTED` when the budget ran out first. ``free`` and ``wholly_free`` are not
-    changed. ``domains``: each node's domain (a small integer) that distinct members may not share, else each node
-    its own. ``spread``: the members' topology spread, each floor tried in turn within one budget."""
+    changed. ``domains``: each node's domain (a small integer) that distinct members may not share, -1 for a node in
+    none (without the key: any number of them there), else each node its own. ``spread``: the members' topology
+    spread, each floor tried in turn within one budget."""
     count = len(members)
     if minimum > count:
         return None
@@ -165,7 +166,7 @@ def _search(
     domain = domains if domains is not None else list(range(len(free)))
     caps = [list(vector) for vector in free]
     whole = list(wholly_free)
-    apart = [False] * (max(domain, default=-1) + 1)  # a distinct member is in the domain
+    apart = [False] * (max(domain, default=-1) + 2)  # a distinct member is in the domain (the last: -1, never)
     order = sorted(range(count), key=lambda i: _sort_key(members[i], caps))
     signature = _membership(members, len(caps))
     chosen: list[int | None] = [None] * count
@@ -186,7 +187,7 @@ def _search(
 
     def take(member: GangMember, node: int) -> tuple[list[int], bool, bool]:
         before = (caps[node], whole[node], apart[domain[node]])
-        apart[domain[node]] = before[2] or member.distinct
+        apart[domain[node]] = before[2] or (member.distinct and domain[node] >= 0)
         if member.whole_node:
             caps[node] = [0] * len(caps[node])
         else:
@@ -279,7 +280,7 @@ def _fill(
             copies = min(
                 (have // need for need, have in zip(member.demand, free[node], strict=True) if need > 0), default=count
             )
-        if member.distinct:
+        if member.distinct and domain[node] >= 0:
             copies = 0 if domain[node] in used else min(copies, 1)
             if copies > 0:
                 used.add(domain[node])

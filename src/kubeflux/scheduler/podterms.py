@@ -45,9 +45,11 @@ __all__ = [
     "REASON_SPREAD_LABEL",
     "LabelledPods",
     "PodsByNode",
+    "affinity_held",
     "constrained",
     "early_reasons",
     "late_reasons",
+    "node_counted",
     "ports_conflict",
     "spread_counts",
 ]
@@ -263,7 +265,7 @@ def early_reasons(pod: Pod, candidates: Iterable[str], nodes: Mapping[str, Node]
 # --- PodTopologySpread ------------------------------------------------------------------------------------------
 
 
-def _counted(constraint: SpreadConstraint, pod: Pod, node: Node) -> bool:
+def node_counted(constraint: SpreadConstraint, pod: Pod, node: Node) -> bool:
     """Whether ``node``'s pods count for ``constraint`` of ``pod`` (the node inclusion policies)."""
     if constraint.honor_affinity and not matches_node_selector(pod, node):
         return False
@@ -292,7 +294,7 @@ def _spread_counts(
         if any(key not in labels for key in keys):
             continue
         for i, constraint in enumerate(spread):
-            if _counted(constraint, pod, node):
+            if node_counted(constraint, pod, node):
                 domain = labels[constraint.topology_key]
                 counts[i][domain] = counts[i].get(domain, 0) + per_node[i].get(name, 0)
     return counts
@@ -304,6 +306,20 @@ def spread_counts(pod: Pod, nodes: Mapping[str, Node], pods: PodsByNode) -> list
     pods.settle()
     terms = pod.terms
     return _spread_counts(pod, terms.spread, nodes, pods) if terms is not None and terms.spread else []
+
+
+def affinity_held(members: Iterable[Pod], nodes: Mapping[str, Node], pods: PodsByNode) -> set[bool]:
+    """For each of ``members`` with required pod affinity (alike ones asked once), whether a pod matching all its
+    terms runs on a node carrying their keys: then kube-scheduler's first-pod rule no longer applies, and the member
+    may go to any domain holding one (and only there), whatever the pods bound beside it add. ``{True}``: so for
+    every such member; empty when none has affinity."""
+    asked = {
+        (pod.namespace, pod.terms.affinity): pod for pod in members if pod.terms is not None and pod.terms.affinity
+    }
+    if not asked:
+        return set()
+    pods.settle()
+    return {bool(_AffinityCounts(pod, pod.terms, nodes, pods).affinity) for pod in asked.values()}
 
 
 def _spread_reason(

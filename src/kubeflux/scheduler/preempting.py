@@ -44,12 +44,13 @@ from typing import Final
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
-from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
+from kubeflux.scheduler.gang import EXHAUSTED, GangMember, Spread, assign
 from kubeflux.scheduler.messages import Evict
 from kubeflux.scheduler.objects import PODS, PREEMPT_NEVER, DisruptionBudget, Pod, PodPhase
 from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_jobs, disruptions_allowed, evictable
 from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
+from kubeflux.scheduler.searching import spread_of, without_spread
 
 __all__ = ["REFUSAL_BACKOFF", "Preemptor"]
 
@@ -310,12 +311,28 @@ class Preemptor:
                 cores, gpus = books.pod_shape(pod)
                 given.append((at, [cores, gpus, *(pod.requests.get(r, 0) for r in dims), 1]))
             back[key] = given
+        # a topology spread among the members is held by the search (with the matching pods the victims take away
+        # uncounted), as when they are placed: victims that leave no assignment keeping it are never evicted
+        relation = self.filter.among(pods) if any(pod.terms is not None for pod in pods) else None
+        constraint = relation.spread if relation is not None else None
+        spread = spread_of(books, relation, pods, names) if relation is not None and constraint is not None else None
+        if not isinstance(spread, Spread):
+            constraint = spread = None
+        matching: dict[str, list[int]] = {}  # per victim job, the spread domain of each of its pods it counts
+        if spread is not None and constraint is not None and constraint.selector is not None:
+            selector = constraint.selector
+            for key, victim in running.items():
+                for pod_view in victim.pods:
+                    pod = books.bound[self._uid_of[pod_view.key]]
+                    at = index.get(pod.node_name)
+                    if at is not None and pod.namespace == pods[0].namespace and selector.matches(pod.labels):
+                        matching.setdefault(key, []).append(spread.domain[at])
         members = []
         for pod in pods:
             static = self.filter.static_fit(pod)
             # nodes that the pods around it rule out now (anti-affinity, spread, host ports) are left out: evicting
             # for room there would not place it (an eviction that would lift such a rule is not searched yet)
-            refused = self.filter.terms_unfit(pod)
+            refused = self.filter.terms_unfit(without_spread(pod, constraint))
             candidates = tuple(index[name] for name in static.fit if name in index and name not in refused)
             shape = (*books.pod_shape(pod), *(pod.requests.get(r, 0) for r in dims), 1)
             one_per_node = self.filter.one_per_node([pod]) is True
@@ -342,6 +359,14 @@ class Preemptor:
                     left[at] = left.get(at, per_node_pods[at]) - 1
             nodes = sorted(roomy.union(free))
             where = {at: i for i, at in enumerate(nodes)}
+            held = None
+            if spread is not None:
+                counts = list(spread.counts)
+                for key in keys:
+                    for domain in matching.get(key, ()):
+                        if domain >= 0:
+                            counts[domain] -= 1
+                held = Spread([spread.domain[at] for at in nodes], counts, spread.max_skew, spread.floor_zero)
             found = assign(
                 [
                     GangMember(
@@ -355,6 +380,7 @@ class Preemptor:
                 [free.get(at, base[at]) for at in nodes],
                 [not busy[at] or left.get(at, per_node_pods[at]) == 0 for at in nodes],
                 minimum,
+                spread=held,
             )
             return found is not None and found is not EXHAUSTED
 

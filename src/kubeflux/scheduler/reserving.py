@@ -52,7 +52,12 @@ class Reserver:
         minimum = self.placer.queue.minimum(job)
         after = first
         job.assigned = {}
-        alike = len(pods) > 1 and minimum == len(pods) and alike_run(job) == len(pods) and not self._spread(pods)
+        alike = (
+            len(pods) > 1
+            and minimum == len(pods)
+            and alike_run(job) == len(pods)
+            and not self.placer.filter.spread_among(pods)
+        )
         if self.placer.books.deferred is not job or not alike:
             self.placer.books.drop_deferred()
         if len(pods) == 1:
@@ -99,14 +104,6 @@ class Reserver:
         if tries >= RESERVE_TRIES:
             self.placer.log.append(f"No reservation for {job.key}: none of {RESERVE_TRIES} start times searched fits")
         return None
-
-    def _spread(self, pods: list[Pod]) -> bool:
-        """Whether the members carry a topology spread among them: the engine's slots do not keep it, the search
-        does."""
-        if pods[0].terms is None:
-            return False
-        relation = self.placer.filter.among(pods)
-        return relation is not None and relation.spread is not None
 
     def _reserve_pod(self, job: PendingJob, pod: Pod, first: int, start: int) -> tuple[MatchResult | None, bool]:
         """The engine's reservation of one pod of ``job`` from ``first`` (``allocate_orelse_reserve``), and whether

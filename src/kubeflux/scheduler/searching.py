@@ -20,7 +20,7 @@ from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, Spread, assign
 from kubeflux.scheduler.objects import PODS, Pod, SpreadConstraint
-from kubeflux.scheduler.podterms import spread_counts
+from kubeflux.scheduler.podterms import affinity_held, node_counted, spread_counts
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob
 
@@ -69,8 +69,15 @@ def search_assignment(
                 names.append(name)
             mine.append(position)
         candidates.append(tuple(mine))
-    if relation.affine is not None and len({_label(books, name, relation.affine) for name in names}) > 1:
-        return None  # not kept in one domain of the affinity's key: one by one
+    # not kept in one domain of the affinity's key: one by one, unless pods the terms select run already (each
+    # member's candidates are then the domains holding one, as its filters say, and the members bound before it add
+    # no domain: they join those)
+    if (
+        relation.affine is not None
+        and len({_label(books, name, relation.affine) for name in names}) > 1
+        and affinity_held([pod for _, pod in members], books.nodes, books.pods) != {True}
+    ):
+        return None
     dims = sorted({res for _, pod in members for res, amount in pod.requests.items() if amount > 0})
     free: list[list[int]] = []
     whole: list[bool] = []
@@ -88,7 +95,10 @@ def search_assignment(
         )
         for i, (_, pod) in enumerate(members)
     ]
-    spread = spread_of(books, relation, members[0][1], names)
+    spread = spread_of(books, relation, [pod for _, pod in members], names)
+    if spread is False:  # the members count the spread over different nodes: one by one
+        return None
+    assert not isinstance(spread, bool)
     found = assign(gang, free, whole, minimum, domains=filter.domains(relation.key, names), spread=spread)
     if found is None or found is EXHAUSTED:
         return found
@@ -107,26 +117,58 @@ def search_assignment(
     return result
 
 
-def spread_of(books: ClusterBooks, relation: Among, pod: Pod, names: list[str]) -> Spread | None:
-    """The spread constraint among the members (``pod`` one of them) as the search holds it over the nodes
-    ``names``: each node's domain among those that count, and the matching pods already in each; None when the
-    members carry none."""
+def spread_of(books: ClusterBooks, relation: Among, pods: list[Pod], names: list[str]) -> Spread | bool | None:
+    """The spread constraint among the members ``pods`` as the search holds it over the nodes ``names``: each
+    node's domain among those that count, and the matching pods already in each; None when the members carry none.
+
+    kube-scheduler counts each member's domains over the nodes its own node selectors and tolerations admit (the
+    node inclusion policies): members whose views differ are held by the union of their domains (every domain at
+    least the floor: each member's least count is then no lower than in one view), provided a domain counts the same
+    nodes in every view holding it (a member placed there counts for all of them); False when not (one by one)."""
     constraint = relation.spread
-    terms = pod.terms
-    if constraint is None or terms is None:
+    if constraint is None or pods[0].terms is None:
         return None
-    per_constraint = spread_counts(pod, books.nodes, books.pods)
-    counted = per_constraint[terms.spread.index(constraint)]
-    ids = {domain: i for i, domain in enumerate(counted)}
-    keys = [c.topology_key for c in terms.spread]
+    views: dict[object, Pod] = {}
+    for pod in pods:
+        view = (
+            tuple(sorted(pod.node_selector.items())) if constraint.honor_affinity else (),
+            pod.required_node_affinity if constraint.honor_affinity else (),
+            pod.tolerations if constraint.honor_taints else (),
+            pod.terms.spread if pod.terms is not None else (),
+        )
+        views.setdefault(view, pod)
+    seen = [_view(books, pod, constraint) for pod in views.values()]
+    members: dict[str, frozenset[str]] = {}
+    counted: dict[str, int] = {}
+    for nodes_of, counts in seen:
+        for value, nodes in nodes_of.items():
+            if members.setdefault(value, nodes) != nodes:
+                return False  # a domain counting different nodes for different members
+            counted[value] = counts[value]
+    ids = {value: i for i, value in enumerate(counted)}
     domain = []
     for name in names:
         node = books.nodes.get(name)
-        labels = node.labels if node is not None else {}
-        value = labels.get(constraint.topology_key)
-        known = value is not None and all(key in labels for key in keys)
-        domain.append(ids.get(value, -1) if known and value is not None else -1)
-    return Spread(domain, list(counted.values()), constraint.max_skew, len(counted) < constraint.min_domains)
+        label = node.labels.get(constraint.topology_key) if node is not None else None
+        domain.append(ids[label] if label is not None and name in members.get(label, ()) else -1)
+    few = any(len(counts) < constraint.min_domains for _, counts in seen)
+    return Spread(domain, list(counted.values()), constraint.max_skew, few)
+
+
+def _view(
+    books: ClusterBooks, pod: Pod, constraint: SpreadConstraint
+) -> tuple[dict[str, frozenset[str]], dict[str, int]]:
+    """The nodes of each domain ``constraint`` counts for ``pod`` (a node without a key of its constraints counts
+    for none, nor one its node inclusion policies leave out), and the matching pods in each."""
+    spread = pod.terms.spread if pod.terms is not None else ()
+    counts = spread_counts(pod, books.nodes, books.pods)[spread.index(constraint)]
+    keys = [c.topology_key for c in spread]
+    nodes: dict[str, set[str]] = {}
+    for name, node in books.nodes.items():
+        labels = node.labels
+        if all(key in labels for key in keys) and node_counted(constraint, pod, node):
+            nodes.setdefault(labels[constraint.topology_key], set()).add(name)
+    return {value: frozenset(names) for value, names in nodes.items()}, counts
 
 
 def without_spread(pod: Pod, constraint: SpreadConstraint | None) -> Pod:
