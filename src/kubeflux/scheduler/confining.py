@@ -12,25 +12,30 @@ How a job is kept in one domain (:class:`Confiner`):
    the nodes the largest member may use now (never one in the level's unknown domain), puts the whole gang inside
    one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room). For a
    reservation the same jobspec is matched ``allocate_orelse_reserve``: the domain where the gang can start first.
-   The match is then cancelled. When members could share nodes (or differ) and no domain holds them one a node as
-   the largest, the first domain in the policy's node order whose nodes hold the members as they are, in their free
-   cores, gpus and every other resource by the exact books, is taken (:meth:`Confiner._packed`, a greedy packing).
-   A domain where the placement (or reservation) then fails after all is left out and the next one found.
+   The match is then cancelled. When it finds no domain now (members that could share nodes, differ, or take no
+   core), or members differ and its pick does not hold them as they are, the first domain in the policy's node order
+   whose nodes hold at least the minimum of members as they are is taken (:meth:`Confiner._held`): the exact
+   assignment search (:mod:`kubeflux.scheduler.domainfit`) on that domain's nodes, each member on the nodes that may
+   take it now, in its cores, gpus and every other resource it requests by the exact books.
+   A domain where the placement (or reservation) then fails after all is left out and the next one found, at most
+   :data:`DOMAIN_TRIES` a pass; the domains tried are carried to the next passes (tried last), so every domain is
+   tried in turn.
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
    required node affinity on the names of the domain vertex's nodes (never on label values: a node without a
    level's label, or with an empty value, is in the level's unknown domain, and a rack ``r0`` of two zones is two
    racks), so every path of the placer and the reserver (members one by one, alike members at once, the assignment
    search, the exact books in time) sees only the domain's nodes.
-3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too). **Preferred**:
-   the level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is in
-   a domain only when the domain starts it no later than the engine finds the whole cluster would (``cluster`` in
-   :func:`level_jobspec`), so asking for a preference never delays a job nor lets a filler take the node it needs
-   (EASY backfill). A required level that
-   no domain can ever hold the job in, even empty, or that is not a level of the graph, rejects the job with the
-   reason (:meth:`Confiner.never`).
+3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too; preemption for
+   it looks for victims that leave room in one domain: :mod:`kubeflux.scheduler.preempting`). **Preferred**: the
+   level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is made
+   first as if it asked nothing, and kept in a domain only when the domain's starts it no later, so asking for a
+   preference never delays a job nor lets a filler take the node it needs (EASY backfill). A required level that no
+   domain can ever hold the job in, even empty (the same search on the empty nodes), that is not a level of the
+   graph, or that is ``kubernetes.io/hostname`` (one node for the whole group: not supported, ask for pod affinity
+   among the members on it), rejects the job with the reason (:meth:`Confiner.never`); a preferred level the graph
+   does not have is logged once per job, and the job placed anywhere.
 
-Members beyond a group's minimum that start later are not kept in the domain. A pod group whose members take no
-core or gpu is not confined.
+Members beyond a group's minimum that start later are not kept in the domain.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from typing import Final, TypeVar
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.domainfit import by_domain, holds
-from kubeflux.scheduler.filtering import whole_node_policy
+from kubeflux.scheduler.filtering import alike_run, whole_node_policy
 from kubeflux.scheduler.gang import GangMember
 from kubeflux.scheduler.graphview import GraphView, first_placement
 from kubeflux.scheduler.objects import PODS, NodeSelectorRequirement, NodeSelectorTerm, Pod
@@ -206,7 +211,7 @@ class Confiner:
         levels = self.placer.books.levels
         pod_key = next(iter(job.pods.values())).key
         where = f"pod {pod_key}: metadata.annotations[{request.annotation}]"
-        if request.level == HOSTNAME_LEVEL:
+        if request.level == HOSTNAME_LEVEL and request.annotation in (KUEUE_REQUIRED, REQUIRED_ANNOTATION):
             return (
                 f"{where}: {HOSTNAME_LEVEL!r} (the whole group on one node) is not supported as a required topology; "
                 f"ask for pod affinity among the members on {HOSTNAME_LEVEL} instead"
@@ -343,13 +348,32 @@ class Confiner:
                 where = first_placement(result).node
                 at = max(start, result.at)
                 graph.cancel(result.jobid, freed=())
-        if not reserve and (where is None or not self._held(job, [_of(domains, where)], start, duration)):
-            # the engine found none, or its pick does not hold the members as they are: the exact search's
-            where = self._held(job, _by_domain(graph, kind, policy, start, tried), start, duration)
+        if not reserve and (
+            where is None
+            or not (alike_run(job) == len(job.pods) or self._held_at(job, domains, where, start, duration))
+        ):
+            # the engine found none, or (members that differ) its pick does not hold them as they are: alike members
+            # each on a node of its own that may take one now are held; the exact search's
+            opened = self._open(job)
+            shown = (name for name in graph.ordered(policy, start) if name in opened and name not in tried)
+            where = self._held(job, by_domain(shown, domains, _unknown(graph, kind)).values(), start, duration)
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
         return tuple(sorted(name for name, of in domains.items() if of == domain)), at
+
+    def _held_at(
+        self, job: PendingJob, domains: Mapping[str, int | None], node: str, start: int, duration: int
+    ) -> bool:
+        """Whether the domain of ``node`` holds the job's members as they are now (:meth:`_held`)."""
+        return self._held(job, [_of(domains, node)], start, duration) is not None
+
+    def _open(self, job: PendingJob) -> set[str]:
+        """The nodes that may take some member of the job now."""
+        fits = {id(fit): fit for fit in map(self.placer.filter.fit, job.pods.values())}
+        if len(fits) == 1:
+            return next(iter(fits.values())).open
+        return set().union(*(fit.open for fit in fits.values()))
 
     def _held(self, job: PendingJob, domains: Iterable[list[str]], start: int, duration: int) -> str | None:
         """A node of the first of ``domains`` (each its nodes, in the order the policy prefers them) whose nodes
@@ -360,25 +384,26 @@ class Confiner:
         assert graph is not None
         pods = list(job.pods.values())
         dims = _dims(pods)
-        hidden = [self.placer.filter.fit(pod).hidden.names for pod in pods]
+        fits = [self.placer.filter.fit(pod) for pod in pods]
         shapes = [(self._demand(pod, dims), whole_node_policy(pod, self.placer.profile.policy)) for pod in pods]
         minimum = self.placer.queue.minimum(job)
         index: dict[str, int] = {}
         free: list[list[int]] = []
         whole: list[bool] = []
         for names in domains:
-            candidates = [[name for name in names if name not in hide] for hide in hidden]
-            if sum(1 for mine in candidates if mine) < minimum:
+            mine: dict[int, list[str]] = {}  # members that may use the same nodes share one list
+            candidates = [mine.setdefault(id(fit), [name for name in names if name in fit.open]) for fit in fits]
+            if sum(1 for nodes in candidates if nodes) < minimum:
                 continue
             for name in names:
-                if name not in index and any(name in mine for mine in candidates):
+                if name not in index and any(name in nodes for nodes in mine.values()):
                     index[name] = len(free)
                     cores, gpus, wholly = graph.free_counts(name, start, duration)
                     free.append([cores, gpus, *_room(self.placer.filter.room(name), dims)])
                     whole.append(wholly and name not in graph.unrecorded)
             members = [
-                GangMember(demand, tuple(index[name] for name in mine), whole_node)
-                for (demand, whole_node), mine in zip(shapes, candidates, strict=True)
+                GangMember(demand, tuple(index[name] for name in nodes), whole_node)
+                for (demand, whole_node), nodes in zip(shapes, candidates, strict=True)
             ]
             if holds(members, free, whole, minimum, [index[name] for name in names if name in index]):
                 return names[0]
@@ -403,13 +428,6 @@ def _of(domains: Mapping[str, int | None], node: str) -> list[str]:
     """The nodes of ``node``'s domain (``domains``: each node's)."""
     domain = domains.get(node)
     return [name for name, of in domains.items() if of == domain and domain is not None]
-
-
-def _by_domain(graph: GraphView, kind: str, policy: str, start: int, tried: set[str]) -> Iterator[list[str]]:
-    """The usable nodes of each known domain of ``kind``, the domains and their nodes in the order ``policy``
-    prefers nodes (the nodes ``tried`` left out)."""
-    shown = (name for name in graph.ordered(policy, start) if name not in tried and graph.usable(name))
-    yield from by_domain(shown, graph.domains(kind), _unknown(graph, kind)).values()
 
 
 def _unknown(graph: GraphView, kind: str) -> set[int]:
