@@ -17,21 +17,11 @@ from kubeflux.scheduler.messages import Evict
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.topology import RACK_LEVEL
+from tests.scheduler._racks import HOST, racks
 
-HOST = "kubernetes.io/hostname"
 GI = 2**30
 RACK = {KUEUE_REQUIRED: RACK_LEVEL}
 PREFER = {KUEUE_PREFERRED: RACK_LEVEL}
-
-
-def racks(*sizes: int, cores: int = 16) -> list[Node]:
-    """Racks ``r0``, ``r1`` … of ``sizes`` nodes ``n0``, ``n1`` … (numbered across racks)."""
-    nodes = []
-    for rack, size in enumerate(sizes):
-        for _ in range(size):
-            name = f"n{len(nodes)}"
-            nodes.append(node(name, cores, labels={RACK_LEVEL: f"r{rack}", HOST: name}))
-    return nodes
 
 
 def busy(cluster: Cluster, name: str, cores: int = 16, **kwargs: object) -> None:
@@ -54,6 +44,36 @@ def group(
             for i, c in enumerate(cores)
         ]
     )
+
+
+def memory_racks(count: int) -> list[Node]:
+    """``count`` racks of two 16-core nodes, of 32 GiB but the last (64 GiB)."""
+    nodes = []
+    for rack in range(count):
+        memory = 64 if rack == count - 1 else 32
+        for _ in range(2):
+            name = f"n{len(nodes)}"
+            labels = {HOST: name, RACK_LEVEL: f"r{rack}"}
+            nodes.append(Node(name, uid=name, allocatable={CPU: 16000, MEMORY: memory * GI}, labels=labels))
+    return nodes
+
+
+def sized_group(cluster: Cluster, name: str, sizes: list[tuple[float, int]], annotations: dict[str, str]) -> None:
+    """A pod group of members of ``sizes`` (cores, GiB of memory)."""
+    cluster.tell(ADDED, PodGroup("default", name, min_member=len(sizes)))
+    for i, (cores, memory) in enumerate(sizes):
+        cluster.add(
+            Pod(
+                "default",
+                f"{name}-{i}",
+                f"uid-{name}-{i}",
+                "kubeflux",
+                creation_time=1,
+                labels={POD_GROUP_LABEL: name},
+                annotations=annotations,
+                requests={CPU: int(cores * 1000), MEMORY: memory * GI},
+            )
+        )
 
 
 def where(decisions: list[object]) -> dict[str, str]:
@@ -160,28 +180,9 @@ def test_a_rack_gang_with_one_free_node_in_each_rack_preempts_to_complete_one_ra
 def test_the_only_rack_with_memory_for_a_member_is_found_after_more_racks_than_a_pass_tries() -> None:
     # 20 racks of two 32 GiB nodes, then one of two 64 GiB nodes; members (8 cores, 8 GiB) and (4 cores, 48 GiB):
     # every rack has the cores, only the last the memory
-    nodes = []
-    for rack in range(DOMAIN_TRIES + 5):
-        memory = 64 if rack == DOMAIN_TRIES + 4 else 32
-        for _ in range(2):
-            name = f"n{len(nodes)}"
-            labels = {HOST: name, RACK_LEVEL: f"r{rack}"}
-            nodes.append(Node(name, uid=name, allocatable={CPU: 16000, MEMORY: memory * GI}, labels=labels))
+    nodes = memory_racks(DOMAIN_TRIES + 5)
     cluster = Cluster(KubefluxScheduler(), nodes)
-    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
-    for i, (cores, memory) in enumerate([(8, 8), (4, 48)]):
-        cluster.add(
-            Pod(
-                "default",
-                f"mpi-{i}",
-                f"uid-mpi-{i}",
-                "kubeflux",
-                creation_time=1,
-                labels={POD_GROUP_LABEL: "mpi"},
-                annotations=RACK,
-                requests={CPU: cores * 1000, MEMORY: memory * GI},
-            )
-        )
+    sized_group(cluster, "mpi", [(8, 8), (4, 48)], RACK)
     last = {f"n{2 * DOMAIN_TRIES + 8}", f"n{2 * DOMAIN_TRIES + 9}"}
     placed = where(cluster.run(1.0))
     assert len(placed) == 2 and set(placed.values()) <= last
@@ -212,20 +213,7 @@ def test_a_rack_gang_no_rack_holds_for_memory_is_rejected_saying_so() -> None:
         for i in range(3)
     ]
     cluster = Cluster(KubefluxScheduler(), nodes)
-    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
-    for i in range(2):  # 2 x 48 GiB: no node of 64 GiB holds both, and each rack is one node
-        cluster.add(
-            Pod(
-                "default",
-                f"mpi-{i}",
-                f"uid-mpi-{i}",
-                "kubeflux",
-                creation_time=1,
-                labels={POD_GROUP_LABEL: "mpi"},
-                annotations=RACK,
-                requests={CPU: 4000, MEMORY: 48 * GI},
-            )
-        )
+    sized_group(cluster, "mpi", [(4, 48), (4, 48)], RACK)  # no node of 64 GiB holds both; each rack is one node
     rejected = [d for d in cluster.run(1.0) if isinstance(d, Reject)]
     assert len(rejected) == 2
     assert rejected[0].message == (
@@ -301,31 +289,12 @@ def test_a_rack_gang_is_reserved_in_the_only_rack_with_its_memory_within_a_few_p
     # as above, every node busy until 100: the engine reserves by cores, so its picks are wrong until the last
     # rack; the racks tried are carried from pass to pass, and the last one is reached
     scheduler = KubefluxScheduler(backfill=Backfill.EASY)
-    nodes = []
-    for rack in range(2 * DOMAIN_TRIES + 1):
-        memory = 64 if rack == 2 * DOMAIN_TRIES else 32
-        for _ in range(2):
-            name = f"n{len(nodes)}"
-            labels = {HOST: name, RACK_LEVEL: f"r{rack}"}
-            nodes.append(Node(name, uid=name, allocatable={CPU: 16000, MEMORY: memory * GI}, labels=labels))
+    nodes = memory_racks(2 * DOMAIN_TRIES + 1)
     cluster = Cluster(scheduler, [*nodes, node("spare", 16, labels={HOST: "spare"})])
     for item in nodes:
         busy(cluster, item.name, annotations={"kubeflux.io/duration": "100"})
     cluster.run(0.0)
-    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=2))
-    for i, (cores, memory) in enumerate([(8, 8), (4, 48)]):
-        cluster.add(
-            Pod(
-                "default",
-                f"mpi-{i}",
-                f"uid-mpi-{i}",
-                "kubeflux",
-                creation_time=1,
-                labels={POD_GROUP_LABEL: "mpi"},
-                annotations=RACK,
-                requests={CPU: cores * 1000, MEMORY: memory * GI},
-            )
-        )
+    sized_group(cluster, "mpi", [(8, 8), (4, 48)], RACK)
     job = scheduler.queue.jobs["default/mpi"]
     for t in range(1, 5):  # a pass a second: a short pod on a node of no rack ends each second
         cluster.run(float(t))
