@@ -188,7 +188,8 @@ def test_the_only_rack_with_memory_for_a_member_is_found_after_more_racks_than_a
     assert len(placed) == 2 and set(placed.values()) <= last
 
 
-def test_a_preferred_gang_that_can_share_a_node_is_reserved_as_early_as_asking_nothing() -> None:
+@pytest.mark.parametrize("annotations", [PREFER, RACK])
+def test_a_rack_gang_that_can_share_a_node_is_reserved_as_early_as_asking_nothing(annotations: dict[str, str]) -> None:
     # r0 = {n0, n1}, r1 = {n2, n3}: n0 has 8 cores busy until 100, n1 until 1000, r1 until 400. The gang of two
     # 8-core members starts at 100 on n0 (shared); on a node each, only at 400 in r1
     scheduler = KubefluxScheduler(backfill=Backfill.EASY)
@@ -196,7 +197,7 @@ def test_a_preferred_gang_that_can_share_a_node_is_reserved_as_early_as_asking_n
     for name, cores, ends in (("n0", 8, 100), ("n1", 16, 1000), ("n2", 16, 400), ("n3", 16, 400)):
         busy(cluster, name, cores, annotations={"kubeflux.io/duration": str(ends)})
     cluster.run(0.0)
-    group(cluster, "g", [8, 8], PREFER)
+    group(cluster, "g", [8, 8], annotations)
     cluster.run(1.0)
     assert scheduler.queue.jobs["default/g"].expected_start == 100
     cluster.add(pod("filler", 8000, t=2, annotations={"kubeflux.io/duration": "500"}))
@@ -308,3 +309,17 @@ def test_a_rack_gang_is_reserved_in_the_only_rack_with_its_memory_within_a_few_p
         cluster.end(f"busy-{item.name}")
     placed = where(cluster.run(101.0))
     assert set(placed.values()) <= {f"n{4 * DOMAIN_TRIES}", f"n{4 * DOMAIN_TRIES + 1}"} and len(placed) == 2
+
+
+def test_gangs_requiring_racks_of_one_node_they_share_are_reserved_in_turn() -> None:
+    # racks of one 32-core node, each running 24 cores until 100 + i: each gang of 2 x 16 cores fits one node once
+    # its pod ends (on a node each it fits no rack)
+    scheduler = KubefluxScheduler(backfill=Backfill.CONSERVATIVE)
+    cluster = Cluster(scheduler, [node(f"n{i}", 32, labels={HOST: f"n{i}", RACK_LEVEL: f"r{i}"}) for i in range(6)])
+    for i in range(6):
+        busy(cluster, f"n{i}", 24, annotations={"kubeflux.io/duration": str(100 + i)})
+    cluster.run(0.0)
+    for k in range(3):
+        group(cluster, f"w{k}", [16, 16], RACK)
+    cluster.run(2.0)
+    assert [scheduler.queue.jobs[f"default/w{k}"].expected_start for k in range(3)] == [100, 101, 102]

@@ -78,6 +78,7 @@ DOMAIN_TRIES: Final = 16
 resources, its pods' constraints): beyond them the level counts as without room this pass."""
 
 _UNLIMITED: Final = 1 << 62
+_NONE: Final[set[str]] = set()
 
 T = TypeVar("T")
 
@@ -112,6 +113,9 @@ class Confiner:
         a pass)."""
         self._told: set[tuple[str, str]] = set()
         """(job key, level) of the preferred levels not in the graph already logged."""
+        self._engine_found = True
+        """Whether the engine's match found a domain at the last try of the current level (once it finds none, the
+        next tries, with more domains left out, do not ask it)."""
 
     def attempt(self, job: PendingJob, start: int, run: Callable[[], T], *, reserve: bool) -> T | None:
         """``run()`` (a placement or a reservation of ``job``) kept in one domain, as the job asks: its answer in the
@@ -126,11 +130,18 @@ class Confiner:
             self._tell_missing(job, request)
             return run()
         latest: float | None = None
-        if reserve and not request.required:  # preferred: no later than its reservation anywhere in the cluster
+        if reserve and levels:
+            # its reservation anywhere in the cluster first: kept when it lies in one domain of the level asked (the
+            # earliest start there is); else, for preferred, the latest a domain's may start it
             anywhere = run()
             if not isinstance(anywhere, (int, float)) or isinstance(anywhere, bool):
+                return anywhere  # none anywhere: none in a domain either
+            kind = level_type(levels[0])
+            if self._in_one(job, kind):
+                self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
+                self._tried.pop(job.key, None)
                 return anywhere
-            latest = float(anywhere)
+            latest = None if request.required else float(anywhere)
             self.placer.books.cancel_reservations(job)
         for label in levels:
             answer = self._in_level(job, level_type(label), start, run, reserve=reserve, latest=latest)
@@ -146,6 +157,7 @@ class Confiner:
         job no later), trying at most :data:`DOMAIN_TRIES` domains, the ones tried in earlier passes last."""
         tried = self._carried(job, kind, reserve)
         wrapped = not tried
+        self._engine_found = True
         turns = 0
         while turns < DOMAIN_TRIES:
             found = self._domain(job, kind, start, tried, reserve=reserve)
@@ -169,6 +181,15 @@ class Confiner:
                 return answer
             tried.update(pins)  # the engine's pick was wrong (memory, pods …): the next domain, then relax
         return None
+
+    def _in_one(self, job: PendingJob, kind: str) -> bool:
+        """Whether the job's reservation holds nodes of one known domain of ``kind`` only."""
+        graph = self.placer.books.graph
+        if graph is None or not job.holds:
+            return False
+        domains = graph.domains(kind)
+        found = {domains.get(hold.node) for hold in job.holds}
+        return len(found) == 1 and None not in found and not found & _unknown(graph, kind)
 
     def _carried(self, job: PendingJob, kind: str, reserve: bool) -> set[str]:
         """The nodes of the domains of ``kind`` tried for ``job`` since it last started (see :attr:`_tried`)."""
@@ -222,11 +243,25 @@ class Confiner:
         graph = self.placer.books.graph
         if graph is None:
             return None
-        count = self.placer.queue.minimum(job)
         kind = level_type(request.level)
+        domains: list[list[list[int]]] = []
+        for _names, free, may in self._ever(job, kind):
+            if may:
+                return None
+            domains.append(free)
+        return self._never_message(job, request, self.placer.queue.minimum(job), kind, domains)
+
+    def _ever(
+        self, job: PendingJob, kind: str, left_out: set[str] = _NONE
+    ) -> Iterator[tuple[list[str], list[list[int]], bool]]:
+        """Each known domain of ``kind`` (its usable nodes, in the graph's order, none of ``left_out``): its nodes,
+        what each has when empty, and whether they may hold at least the job's minimum of members even empty (the
+        exact assignment search on the empty nodes that admit each; True also when the search gave up)."""
+        graph = self.placer.books.graph
+        assert graph is not None
         pods = list(job.pods.values())
         empty = self.placer.books.fits.empty(self.placer.filter.empty_nodes)
-        index = {node.name: i for i, node in enumerate(empty)}
+        index = {node.name: i for i, node in enumerate(empty) if node.name not in left_out}
         dims = _dims(pods)
         free = [
             [graph.specs[node.name].cores, graph.specs[node.name].gpus, *_room(node.allocatable, dims)]
@@ -240,16 +275,11 @@ class Confiner:
             )
             for pod in pods
         ]
-        grouped = by_domain(index, graph.domains(kind), _unknown(graph, kind))
         whole = [True] * len(empty)
-        if any(
-            holds(members, free, whole, count, [index[name] for name in names]) is not False
-            for names in grouped.values()
-        ):
-            return None
-        return self._never_message(
-            job, request, count, kind, [[free[index[n]] for n in names] for names in grouped.values()]
-        )
+        count = self.placer.queue.minimum(job)
+        for names in by_domain(index, graph.domains(kind), _unknown(graph, kind)).values():
+            nodes = [index[name] for name in names]
+            yield names, [free[at] for at in nodes], holds(members, free, whole, count, nodes) is not False
 
     def _never_message(
         self, job: PendingJob, request: Request, count: int, kind: str, domains: list[list[list[int]]]
@@ -328,7 +358,7 @@ class Confiner:
         domains = graph.domains(kind)
         where: str | None = None
         at = start
-        if cores or gpus:
+        if (cores or gpus) and self._engine_found:
             # now: the nodes the member may not use now; later: those it may never use (their books change by then)
             hide = set(
                 self.placer.filter.static_fit(largest).unfit
@@ -348,6 +378,10 @@ class Confiner:
                 where = first_placement(result).node
                 at = max(start, result.at)
                 graph.cancel(result.jobid, freed=())
+            else:  # with more domains left out it finds none either: not asked again in this attempt
+                self._engine_found = False
+        if where is None and reserve:  # members that could share nodes: the first domain that may ever hold them
+            where = next((names[0] for names, _, may in self._ever(job, kind, tried) if may), None)
         if not reserve and (
             where is None
             or not (alike_run(job) == len(job.pods) or self._held_at(job, domains, where, start, duration))
