@@ -10,10 +10,13 @@ How a job is kept in one domain (:class:`Confiner`):
 1. **The engine picks the domain in one match**: the jobspec ``<level>(1) → slot(N) → node(1) → [core(k), gpu(g)]``
    (N the job's minimum of members, each on a node of its own with the largest member's cores and gpus), matched on
    the nodes the largest member may use now (never one in the level's unknown domain), puts the whole gang inside
-   one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room). For a
-   reservation the same jobspec is matched ``allocate_orelse_reserve``: the domain where the gang can start first.
-   The match is then cancelled. When it finds no domain now (members that could share nodes, differ, or take no
-   core), or members differ and its pick does not hold them as they are, the first domain in the policy's node order
+   one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room); the match is
+   then cancelled. A reservation of members that could share nodes (or differ), and of any preferred job, is first
+   made as if the job asked nothing, and kept when it lies in one domain of the level (the earliest start there
+   is); else the same jobspec is matched ``allocate_orelse_reserve`` (the domain where the gang, a member a node,
+   can start first), and when it finds none, the first domain that may ever hold the members is tried. When the
+   engine finds no domain now (members that could share nodes, differ, or take no core), or members differ and
+   its pick does not hold them as they are, the first domain in the policy's node order
    whose nodes hold at least the minimum of members as they are is taken (:meth:`Confiner._held`): the exact
    assignment search (:mod:`kubeflux.scheduler.domainfit`) on that domain's nodes, each member on the nodes that may
    take it now, in its cores, gpus and every other resource it requests by the exact books.
@@ -130,9 +133,10 @@ class Confiner:
             self._tell_missing(job, request)
             return run()
         latest: float | None = None
-        if reserve and levels:
+        if reserve and levels and (not request.required or self._may_share(job)):
             # its reservation anywhere in the cluster first: kept when it lies in one domain of the level asked (the
-            # earliest start there is); else, for preferred, the latest a domain's may start it
+            # earliest start there is); else, for preferred, the latest a domain's may start it (a required job of
+            # alike members that never share a node is reserved by the engine's domain, a member a node, at once)
             anywhere = run()
             if not isinstance(anywhere, (int, float)) or isinstance(anywhere, bool):
                 return anywhere  # none anywhere: none in a domain either
@@ -181,6 +185,17 @@ class Confiner:
                 return answer
             tried.update(pins)  # the engine's pick was wrong (memory, pods …): the next domain, then relax
         return None
+
+    def _may_share(self, job: PendingJob) -> bool:
+        """Whether the job's members differ, take no core or gpu, or two of them fit some node's cores and gpus."""
+        graph = self.placer.books.graph
+        shapes = {self.placer.books.pod_shape(pod) for pod in job.pods.values()}
+        if graph is None or len(shapes) > 1:
+            return True
+        cores, gpus = shapes.pop()
+        if not cores and not gpus:
+            return True
+        return any(spec.cores >= 2 * cores and spec.gpus >= 2 * gpus for spec in graph.specs.values())
 
     def _in_one(self, job: PendingJob, kind: str) -> bool:
         """Whether the job's reservation holds nodes of one known domain of ``kind`` only."""
