@@ -15,19 +15,9 @@ from kubeflux.scheduler.interface import Reject
 from kubeflux.scheduler.objects import CPU, MEMORY, POD_GROUP_LABEL, Node, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.topology import RACK_LEVEL, ZONE_LEVEL
+from tests.scheduler._racks import HOST, racks
 
-HOST = "kubernetes.io/hostname"
 RACK = {KUEUE_REQUIRED: RACK_LEVEL}
-
-
-def racks(*sizes: int, cores: int = 16) -> list[Node]:
-    """Racks ``r0``, ``r1`` … of ``sizes`` nodes ``n0``, ``n1`` … (numbered across racks)."""
-    nodes = []
-    for rack, size in enumerate(sizes):
-        for _ in range(size):
-            name = f"n{len(nodes)}"
-            nodes.append(node(name, cores, labels={RACK_LEVEL: f"r{rack}", HOST: name}))
-    return nodes
 
 
 def busy(cluster: Cluster, *names: str) -> None:

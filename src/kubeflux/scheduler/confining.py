@@ -13,43 +13,53 @@ How a job is kept in one domain (:class:`Confiner`):
 1. **The engine picks the domain in one match**: the jobspec ``<level>(1) → slot(N) → node(1) → [core(k), gpu(g)]``
    (N the job's minimum of members, each on a node of its own with the largest member's cores and gpus), matched on
    the nodes the largest member may use now (never one in the level's unknown domain), puts the whole gang inside
-   one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room). For a
-   reservation the same jobspec is matched ``allocate_orelse_reserve``: the domain where the gang can start first.
-   The match is then cancelled. When members could share nodes (or differ) and no domain holds them one a node as
-   the largest, the first domain in the policy's node order whose nodes hold the members as they are, in their free
-   cores, gpus and every other resource by the exact books, is taken (:meth:`Confiner._packed`, a greedy packing).
-   A domain where the placement (or reservation) then fails after all is left out and the next one found.
+   one vertex of the level, where the match policy prefers (``lonode``: the lowest domain with room); the match is
+   then cancelled. A reservation of members that could share nodes (or differ), and of any preferred job, is first
+   made as if the job asked nothing, and kept when it lies in one domain of the level (the earliest start there
+   is); else the same jobspec is matched ``allocate_orelse_reserve`` (the domain where the gang, a member a node,
+   can start first), and when it finds none, the first domain that may ever hold the members is tried. When the
+   engine finds no domain now (members that could share nodes, differ, or take no core), or members differ and
+   its pick does not hold them as they are, the first domain in the policy's node order
+   whose nodes hold at least the minimum of members as they are is taken (:meth:`Confiner._held`): the exact
+   assignment search (:mod:`kubeflux.scheduler.domainfit`) on that domain's nodes, each member on the nodes that may
+   take it now, in its cores, gpus and every other resource it requests by the exact books.
+   A domain where the placement (or reservation) then fails after all is left out and the next one found, at most
+   :data:`DOMAIN_TRIES` a pass; the domains tried are carried to the next passes (tried last), so every domain is
+   tried in turn.
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
    required node affinity on the names of the domain vertex's nodes (never on label values: a node without a
    level's label, or with an empty value, is in the level's unknown domain, and a rack ``r0`` of two zones is two
    racks), so every path of the placer and the reserver (members one by one, alike members at once, the assignment
    search, the exact books in time) sees only the domain's nodes.
-3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too). **Preferred**:
-   the level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is in
-   a domain only when the domain starts it no later than the engine finds the whole cluster would (``cluster`` in
-   :func:`level_jobspec`), so asking for a preference never delays a job nor lets a filler take the node it needs
-   (EASY backfill). A required level that
-   no domain can ever hold the job in, even empty, or that is not a level of the graph, rejects the job with the
-   reason (:meth:`Confiner.never`).
+3. **Required**: when no domain has room now, the job waits (its reservation is in one domain too; preemption for
+   it looks for victims that leave room in one domain: :mod:`kubeflux.scheduler.preempting`). **Preferred**: the
+   level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is made
+   first as if it asked nothing, and kept in a domain only when the domain's starts it no later, so asking for a
+   preference never delays a job nor lets a filler take the node it needs (EASY backfill). A required level that no
+   domain can ever hold the job in, even empty (the same search on the empty nodes), that is not a level of the
+   graph, or that is ``kubernetes.io/hostname`` (one node for the whole group: not supported, ask for pod affinity
+   among the members on it), rejects the job with the reason (:meth:`Confiner.never`); a preferred level the graph
+   does not have is logged once per job, and the job placed anywhere.
 
-Members beyond a group's minimum that start later are not kept in the domain. A pod group whose members take no
-core or gpu is not confined.
+Members beyond a group's minimum that start later are not kept in the domain.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final, TypeVar
 
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.among import LabelsOf, affine_key
-from kubeflux.scheduler.filtering import copies
-from kubeflux.scheduler.graphview import first_placement
-from kubeflux.scheduler.objects import PODS, NodeSelectorRequirement, NodeSelectorTerm, Pod, ResourceList
+from kubeflux.scheduler.domainfit import by_domain, holds
+from kubeflux.scheduler.filtering import alike_run, whole_node_policy
+from kubeflux.scheduler.gang import GangMember
+from kubeflux.scheduler.graphview import GraphView, first_placement
+from kubeflux.scheduler.objects import PODS, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.podterms import REASON_AFFINITY, affinity_held
 from kubeflux.scheduler.queue import PendingJob
@@ -88,6 +98,9 @@ DOMAIN_TRIES: Final = 16
 """Domains of one level a job is tried in per pass when the engine's pick does not hold it after all (its other
 resources, its pods' constraints): beyond them the level counts as without room this pass."""
 
+_UNLIMITED: Final = 1 << 62
+_NONE: Final[set[str]] = set()
+
 T = TypeVar("T")
 
 
@@ -121,6 +134,15 @@ class Confiner:
 
     def __init__(self, placer: Placer) -> None:
         self.placer = placer
+        self._tried: dict[str, tuple[PendingJob, dict[tuple[str, bool], set[str]]]] = {}
+        """Job key → (the job, the nodes of the domains of each (level type, reserve) tried and found wrong since
+        it last started): carried from pass to pass, so that every domain is tried in turn (:data:`DOMAIN_TRIES`
+        a pass)."""
+        self._told: set[tuple[str, str]] = set()
+        """(job key, level) of the preferred levels not in the graph already logged."""
+        self._engine_found = True
+        """Whether the engine's match found a domain at the last try of the current level (once it finds none, the
+        next tries, with more domains left out, do not ask it)."""
 
     def attempt(self, job: PendingJob, start: int, run: Callable[[], T], *, reserve: bool) -> T | None:
         """``run()`` (a placement or a reservation of ``job``) kept in one domain, as the job asks: its answer in the
@@ -131,27 +153,105 @@ class Confiner:
         if request is None:
             return run()
         levels = self._levels(request)
-        latest: int | None = None
-        if reserve and not request.required and levels:  # preferred: no later than anywhere in the cluster
-            anywhere = self._domain(job, "cluster", start, set(), reserve=True)
-            latest = anywhere[1] if anywhere is not None else None
+        if not levels and not request.required:
+            self._tell_missing(job, request)
+            return run()
+        latest: float | None = None
+        if reserve and levels and (not request.required or self._may_share(job)):
+            # its reservation anywhere in the cluster first: kept when it lies in one domain of the level asked (the
+            # earliest start there is); else, for preferred, the latest a domain's may start it (a required job of
+            # alike members that never share a node is reserved by the engine's domain, a member a node, at once)
+            anywhere = run()
+            if not isinstance(anywhere, (int, float)) or isinstance(anywhere, bool):
+                return anywhere  # none anywhere: none in a domain either
+            kind = level_type(levels[0])
+            if self._in_one(job, kind):
+                self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
+                self._tried.pop(job.key, None)
+                return anywhere
+            latest = None if request.required else float(anywhere)
+            self.placer.books.cancel_reservations(job)
         for label in levels:
-            kind = level_type(label)
-            tried: set[str] = set()
-            for _ in range(DOMAIN_TRIES):
-                found = self._domain(job, kind, start, tried, reserve=reserve)
-                if found is None:
-                    break
-                pins, at = found
-                if latest is not None and at > latest:
-                    break  # a domain of this level starts it later than the cluster would: the level above
-                with self._pinned(job, pins):
-                    answer = run()
-                if answer is not None and not isinstance(answer, Counter):
-                    self.placer.log.append(f"Job {job.key}: kept in the {kind} of {pins[0]} ({len(pins)} nodes)")
-                    return answer
-                tried.update(pins)  # the engine's pick was wrong (memory, pods …): the next domain, then relax
+            answer = self._in_level(job, level_type(label), start, run, reserve=reserve, latest=latest)
+            if answer is not None:
+                self._tried.pop(job.key, None)
+                return answer
         return None if request.required else run()
+
+    def _in_level(
+        self, job: PendingJob, kind: str, start: int, run: Callable[[], T], *, reserve: bool, latest: float | None
+    ) -> T | None:
+        """``run()`` in the first domain of type ``kind`` found where it succeeds (and, ``latest`` given, starts the
+        job no later), trying at most :data:`DOMAIN_TRIES` domains, the ones tried in earlier passes last."""
+        tried = self._carried(job, kind, reserve)
+        wrapped = not tried
+        self._engine_found = True
+        turns = 0
+        while turns < DOMAIN_TRIES:
+            found = self._domain(job, kind, start, tried, reserve=reserve)
+            if found is None:
+                if wrapped:
+                    return None
+                tried.clear()  # every domain was tried: from the first again, as the cluster is now
+                wrapped = True
+                continue
+            turns += 1
+            pins, at = found
+            if latest is not None and at > latest:
+                return None  # the domain the engine finds starts it later than anywhere: the level above
+            with self._pinned(job, pins):
+                answer = run()
+            if answer is not None and not isinstance(answer, Counter):
+                if latest is not None and isinstance(answer, (int, float)) and answer > latest:
+                    self.placer.books.cancel_reservations(job)  # later in the domain than anywhere: the level above
+                    return None
+                self.placer.log.append(f"Job {job.key}: kept in the {kind} of {pins[0]} ({len(pins)} nodes)")
+                return answer
+            tried.update(pins)  # the engine's pick was wrong (memory, pods …): the next domain, then relax
+        return None
+
+    def _may_share(self, job: PendingJob) -> bool:
+        """Whether the job's members differ, take no core or gpu, or two of them fit some node's cores and gpus."""
+        graph = self.placer.books.graph
+        shapes = {self.placer.books.pod_shape(pod) for pod in job.pods.values()}
+        if graph is None or len(shapes) > 1:
+            return True
+        cores, gpus = shapes.pop()
+        if not cores and not gpus:
+            return True
+        return any(spec.cores >= 2 * cores and spec.gpus >= 2 * gpus for spec in graph.specs.values())
+
+    def _in_one(self, job: PendingJob, kind: str) -> bool:
+        """Whether the job's reservation holds nodes of one known domain of ``kind`` only."""
+        graph = self.placer.books.graph
+        if graph is None or not job.holds:
+            return False
+        domains = graph.domains(kind)
+        found = {domains.get(hold.node) for hold in job.holds}
+        return len(found) == 1 and None not in found and not found & _unknown(graph, kind)
+
+    def _carried(self, job: PendingJob, kind: str, reserve: bool) -> set[str]:
+        """The nodes of the domains of ``kind`` tried for ``job`` since it last started (see :attr:`_tried`)."""
+        kept = self._tried.get(job.key)
+        if kept is None or kept[0] is not job:
+            if len(self._tried) > 2 * len(self.placer.queue.jobs) + 64:  # jobs gone meanwhile: forgotten
+                jobs = self.placer.queue.jobs
+                self._tried = {key: value for key, value in self._tried.items() if jobs.get(key) is value[0]}
+            kept = self._tried[job.key] = (job, {})
+        return kept[1].setdefault((kind, reserve), set())
+
+    def _tell_missing(self, job: PendingJob, request: Request) -> None:
+        """Log, once per job, a preferred level that is not a level of the graph (placed anywhere)."""
+        if (job.key, request.level) in self._told:
+            return
+        if len(self._told) > 4096:
+            self._told.clear()
+        self._told.add((job.key, request.level))
+        have = ", ".join(self.placer.books.levels) or "none"
+        self.placer.log.append(
+            f"Job {job.key}: metadata.annotations[{request.annotation}]: {request.level!r} is not a topology level "
+            f"of the cluster (its levels: {have}): placed anywhere"
+        )
 
     def reasons(self, job: PendingJob) -> Counter[str]:
         """Why a job that requires one domain did not start now, as kube-scheduler's counted reasons."""
@@ -171,54 +271,88 @@ class Confiner:
 
     def never(self, job: PendingJob) -> str | None:
         """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
-        can hold its minimum of members even empty, sized as they are: its smallest members); None when it may."""
+        can hold its minimum of members even empty, in every resource they request, by the exact assignment search
+        on the empty nodes that admit each); None when it may (or the search gave up)."""
         request = self._request(job)
         if request is None or not request.required:
             return None
         levels = self.placer.books.levels
         if request.level not in levels and request.annotation == AFFINITY:
             return None  # not a level: its members are placed one by one
+        pod_key = next(iter(job.pods.values())).key
+        where = f"pod {pod_key}: metadata.annotations[{request.annotation}]"
+        if request.level == HOSTNAME_LEVEL and request.annotation in (KUEUE_REQUIRED, REQUIRED_ANNOTATION):
+            return (
+                f"{where}: {HOSTNAME_LEVEL!r} (the whole group on one node) is not supported as a required topology; "
+                f"ask for pod affinity among the members on {HOSTNAME_LEVEL} instead"
+            )
         if request.level not in levels:
             have = ", ".join(levels) or "none"
-            return (
-                f"pod {next(iter(job.pods.values())).key}: metadata.annotations[{request.annotation}]: "
-                f"{request.level!r} is not a topology level of the cluster (its levels: {have})"
-            )
-        shape = self._shape(job)
+            return f"{where}: {request.level!r} is not a topology level of the cluster (its levels: {have})"
         graph = self.placer.books.graph
-        if shape is None or graph is None:
+        if graph is None:
             return None
-        count = shape[0]
-        sizes = [self.placer.books.pod_shape(pod) for pod in self._members(job, count)]
-        least = (min(c for c, _ in sizes), min(g for _, g in sizes))
-        need = (sum(c for c, _ in sizes), sum(g for _, g in sizes), max(c for c, _ in sizes), max(g for _, g in sizes))
-        largest = max(job.pods.values(), key=self.placer.books.pod_shape)
-        admitted = set(self.placer.filter.static_fit(largest).fit)
         kind = level_type(request.level)
-        held: Counter[int] = Counter()
-        room: dict[int, list[int]] = {}  # a domain's cores, gpus, most cores and most gpus of one node
-        domains = graph.domains(kind)
-        for name, spec in graph.specs.items():
-            if name in graph.gone or name not in admitted:
-                continue
-            domain = domains.get(name)
-            if domain is None or graph.engine.graph.vertices[domain].name == UNKNOWN:
-                continue
-            held[domain] += min(
-                spec.cores // least[0] if least[0] else count, spec.gpus // least[1] if least[1] else count
+        domains: list[list[list[int]]] = []
+        for _names, free, may in self._ever(job, kind):
+            if may:
+                return None
+            domains.append(free)
+        return self._never_message(job, request, self.placer.queue.minimum(job), kind, domains)
+
+    def _ever(
+        self, job: PendingJob, kind: str, left_out: set[str] = _NONE
+    ) -> Iterator[tuple[list[str], list[list[int]], bool]]:
+        """Each known domain of ``kind`` (its usable nodes, in the graph's order, none of ``left_out``): its nodes,
+        what each has when empty, and whether they may hold at least the job's minimum of members even empty (the
+        exact assignment search on the empty nodes that admit each; True also when the search gave up)."""
+        graph = self.placer.books.graph
+        assert graph is not None
+        pods = list(job.pods.values())
+        empty = self.placer.books.fits.empty(self.placer.filter.empty_nodes)
+        index = {node.name: i for i, node in enumerate(empty) if node.name not in left_out}
+        dims = _dims(pods)
+        free = [
+            [graph.specs[node.name].cores, graph.specs[node.name].gpus, *_room(node.allocatable, dims)]
+            for node in empty
+        ]
+        members = [
+            GangMember(
+                self._demand(pod, dims),
+                tuple(index[name] for name in self.placer.filter.static_fit(pod).fit if name in index),
+                whole_node_policy(pod, self.placer.profile.policy),
             )
-            has = room.setdefault(domain, [0, 0, 0, 0])
-            has[0], has[1] = has[0] + spec.cores, has[1] + spec.gpus
-            has[2], has[3] = max(has[2], spec.cores), max(has[3], spec.gpus)
-        # members as they are: a domain may hold them if its nodes could (each at most as many as of the smallest,
-        # all of them between its cores and gpus, the largest on one node); alike members: exactly when it can
-        if any(held[d] >= count and all(n <= h for n, h in zip(need, has, strict=True)) for d, has in room.items()):
-            return None
+            for pod in pods
+        ]
+        whole = [True] * len(empty)
+        count = self.placer.queue.minimum(job)
+        for names in by_domain(index, graph.domains(kind), _unknown(graph, kind)).values():
+            nodes = [index[name] for name in names]
+            yield names, [free[at] for at in nodes], holds(members, free, whole, count, nodes) is not False
+
+    def _never_message(
+        self, job: PendingJob, request: Request, count: int, kind: str, domains: list[list[list[int]]]
+    ) -> str:
+        """The reason no domain can ever hold the job: its members' sizes, and the most one domain has."""
+        sizes = [self.placer.books.pod_shape(pod) for pod in self._members(job, count)]
         cores, gpus = _span(c for c, _ in sizes), _span(g for _, g in sizes)
-        if len(set(sizes)) == 1:
-            most = f"the most one holds: {max(held.values(), default=0)}"
+        least = (min(c for c, _ in sizes), min(g for _, g in sizes))
+        held = [
+            sum(
+                min(node[0] // least[0] if least[0] else count, node[1] // least[1] if least[1] else count)
+                for node in nodes
+            )
+            for nodes in domains
+        ]
+        totals = [(sum(node[0] for node in nodes), sum(node[1] for node in nodes)) for nodes in domains]
+        need = (sum(c for c, _ in sizes), sum(g for _, g in sizes))
+        if len(set(sizes)) == 1 and max(held, default=0) < count:
+            most = f"the most one holds: {max(held, default=0)}"
+        elif any(need[0] <= has[0] and need[1] <= has[1] for has in totals):
+            requests = sorted({res for pod in job.pods.values() for res, amount in pod.requests.items() if amount > 0})
+            most = f"none holds them in every resource they request: {', '.join(requests) or 'none'}"
         else:
-            has = max(room.values(), default=[0, 0, 0, 0])
+            has = max(totals, default=(0, 0))
             most = f"{need[0]} cores and {need[1]} gpus between them; the most one has: {has[0]} and {has[1]}"
         return (
             f"the pod group requires one {kind} ({request.level}) but no {kind} can ever hold its {count} pods of "
@@ -244,6 +378,10 @@ class Confiner:
         """The ``count`` smallest of the job's pods (by cores and gpus): the fewest a domain must hold."""
         return sorted(job.pods.values(), key=self.placer.books.pod_shape)[:count]
 
+    def _demand(self, pod: Pod, dims: list[str]) -> tuple[int, ...]:
+        """What ``pod`` takes of a node, as the free vectors count: cores, gpus, each of ``dims``, one pod."""
+        return (*self.placer.books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1)
+
     # ------------------------------------------------------------------ the domain
 
     def _levels(self, request: Request) -> list[str]:
@@ -255,15 +393,11 @@ class Confiner:
         index = levels.index(request.level)
         return [request.level] if request.required else list(reversed(levels[: index + 1]))
 
-    def _shape(self, job: PendingJob) -> tuple[int, int, int] | None:
+    def _shape(self, job: PendingJob) -> tuple[int, int, int]:
         """(slots, cores, gpus) of the jobspec that finds a domain: the minimum of members, each as the largest
-        member; None when no member takes a core or gpu."""
+        member (no cores and no gpus: none is found by the engine)."""
         shapes = [self.placer.books.pod_shape(pod) for pod in job.pods.values()]
-        cores = max(c for c, _ in shapes)
-        gpus = max(g for _, g in shapes)
-        if not cores and not gpus:
-            return None
-        return self.placer.queue.minimum(job), cores, gpus
+        return self.placer.queue.minimum(job), max(c for c, _ in shapes), max(g for _, g in shapes)
 
     def _domain(
         self, job: PendingJob, kind: str, start: int, tried: set[str], *, reserve: bool
@@ -271,83 +405,106 @@ class Confiner:
         """The nodes of the domain of type ``kind`` the engine puts the job in, by the graph's domain vertex (not by
         label values: a node without a level's label, or with an empty value, is in that level's unknown domain
         wherever its other labels say), the nodes of domains ``tried`` left out, and when the job may start there;
-        None when no domain has room now, or, for a reservation, ever. ``cluster``: the whole cluster's."""
+        None when no domain has room now, or, for a reservation, ever. ``cluster``: the whole cluster's. Now, when
+        the engine finds none (members that could share nodes, or differ, or take no core), the first domain in the
+        policy's order whose nodes hold the members as they are (:meth:`_held`)."""
         graph = self.placer.books.graph
-        shape = self._shape(job)
-        if graph is None or shape is None:
+        if graph is None:
             return None
-        count, cores, gpus = shape
+        count, cores, gpus = self._shape(job)
         largest = max(job.pods.values(), key=self.placer.books.pod_shape)
-        # now: the nodes the member may not use now; later: those it may never use (their books change by then)
-        hide = set(
-            self.placer.filter.static_fit(largest).unfit if reserve else self.placer.filter.fit(largest).hidden.names
-        )
-        hide.update(tried)
-        vertices = graph.engine.graph.vertices
-        domains = graph.domains(kind)
-        for name in graph.specs:
-            domain = domains.get(name)
-            if domain is None or vertices[domain].name == UNKNOWN:
-                hide.add(name)
         duration = self.placer.profile.planned(largest, start, reserve=reserve)
-        self.placer.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
-        spec = level_jobspec(kind, count, cores, gpus, duration)
-        op = MatchOp.ALLOCATE_ORELSE_RESERVE if reserve else MatchOp.ALLOCATE
         try:
             policy = pod_policy(largest, self.placer.profile.policy)
         except PodRequestError:
             policy = self.placer.profile.policy
-        result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
+        self.placer.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
+        domains = graph.domains(kind)
+        where: str | None = None
         at = start
-        if result.matched:
-            where: str | None = first_placement(result).node
-            at = max(start, result.at)
-            graph.cancel(result.jobid, freed=())
-        elif reserve:
-            return None
-        else:  # members that could share nodes, or differ: the first domain, in the policy's order, that holds them
-            where = self._packed(kind, hide, self._members(job, count), start, duration, policy)
+        if (cores or gpus) and self._engine_found:
+            # now: the nodes the member may not use now; later: those it may never use (their books change by then)
+            hide = set(
+                self.placer.filter.static_fit(largest).unfit
+                if reserve
+                else self.placer.filter.fit(largest).hidden.names
+            )
+            hide.update(tried)
+            vertices = graph.engine.graph.vertices
+            for name in graph.specs:
+                domain = domains.get(name)
+                if domain is None or vertices[domain].name == UNKNOWN:
+                    hide.add(name)
+            spec = level_jobspec(kind, count, cores, gpus, duration)
+            op = MatchOp.ALLOCATE_ORELSE_RESERVE if reserve else MatchOp.ALLOCATE
+            result = graph.match(op, spec, f"{job.key} ({kind})", start, hide, policy)
+            if result.matched:
+                where = first_placement(result).node
+                at = max(start, result.at)
+                graph.cancel(result.jobid, freed=())
+            else:  # with more domains left out it finds none either: not asked again in this attempt
+                self._engine_found = False
+        if where is None and reserve:  # members that could share nodes: the first domain that may ever hold them
+            where = next((names[0] for names, _, may in self._ever(job, kind, tried) if may), None)
+        if not reserve and (
+            where is None
+            or not (alike_run(job) == len(job.pods) or self._held_at(job, domains, where, start, duration))
+        ):
+            # the engine found none, or (members that differ) its pick does not hold them as they are: alike members
+            # each on a node of its own that may take one now are held; the exact search's
+            opened = self._open(job)
+            shown = (name for name in graph.ordered(policy, start) if name in opened and name not in tried)
+            where = self._held(job, by_domain(shown, domains, _unknown(graph, kind)).values(), start, duration)
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
         return tuple(sorted(name for name, of in domains.items() if of == domain)), at
 
-    def _packed(
-        self, kind: str, hide: set[str], members: list[Pod], start: int, duration: int, policy: str
-    ) -> str | None:
-        """A node of the first domain of ``kind``, in the order ``policy`` prefers nodes, whose shown nodes have room
-        for ``members`` as they are between them now (several on a node: each node, in that order, takes the largest
-        members left that fit its free cores and gpus and, by the exact books, every other resource they request);
-        None when none has."""
+    def _held_at(
+        self, job: PendingJob, domains: Mapping[str, int | None], node: str, start: int, duration: int
+    ) -> bool:
+        """Whether the domain of ``node`` holds the job's members as they are now (:meth:`_held`)."""
+        return self._held(job, [_of(domains, node)], start, duration) is not None
+
+    def _open(self, job: PendingJob) -> set[str]:
+        """The nodes that may take some member of the job now."""
+        fits = {id(fit): fit for fit in map(self.placer.filter.fit, job.pods.values())}
+        if len(fits) == 1:
+            return next(iter(fits.values())).open
+        return set().union(*(fit.open for fit in fits.values()))
+
+    def _held(self, job: PendingJob, domains: Iterable[list[str]], start: int, duration: int) -> str | None:
+        """A node of the first of ``domains`` (each its nodes, in the order the policy prefers them) whose nodes
+        hold at least the job's minimum of members as they are now: each member on the nodes that may take it now,
+        in its cores, gpus and every other resource it requests, by the exact assignment search
+        (:func:`~kubeflux.scheduler.domainfit.holds`); None when none does."""
         graph = self.placer.books.graph
         assert graph is not None
-        pod_shape = self.placer.books.pod_shape
-        wanted = sorted(((*pod_shape(pod), pod.requests) for pod in members), key=lambda m: m[:2], reverse=True)
-        left: dict[int, list[tuple[int, int, ResourceList]]] = {}
-        first: dict[int, str] = {}
-        domains = graph.domains(kind)
-        for name in graph.ordered(policy, start):
-            if name in hide or not graph.usable(name):
+        pods = list(job.pods.values())
+        dims = _dims(pods)
+        fits = [self.placer.filter.fit(pod) for pod in pods]
+        shapes = [(self._demand(pod, dims), whole_node_policy(pod, self.placer.profile.policy)) for pod in pods]
+        minimum = self.placer.queue.minimum(job)
+        index: dict[str, int] = {}
+        free: list[list[int]] = []
+        whole: list[bool] = []
+        for names in domains:
+            mine: dict[int, list[str]] = {}  # members that may use the same nodes share one list
+            candidates = [mine.setdefault(id(fit), [name for name in names if name in fit.open]) for fit in fits]
+            if sum(1 for nodes in candidates if nodes) < minimum:
                 continue
-            domain = domains.get(name)
-            if domain is None:
-                continue
-            free_cores, free_gpus, _ = graph.free_counts(name, start, duration)
-            room = dict(self.placer.filter.room(name))
-            todo = left.setdefault(domain, list(wanted))
-            first.setdefault(domain, name)
-            for member in list(todo):
-                cores, gpus, requests = member
-                if cores > free_cores or gpus > free_gpus or copies(room, requests) == 0:
-                    continue
-                free_cores, free_gpus = free_cores - cores, free_gpus - gpus
-                for res, amount in requests.items():
-                    room[res] = room.get(res, 0) - amount
-                if PODS in room:
-                    room[PODS] -= 1
-                todo.remove(member)
-            if not todo:
-                return first[domain]
+            for name in names:
+                if name not in index and any(name in nodes for nodes in mine.values()):
+                    index[name] = len(free)
+                    cores, gpus, wholly = graph.free_counts(name, start, duration)
+                    free.append([cores, gpus, *_room(self.placer.filter.room(name), dims)])
+                    whole.append(wholly and name not in graph.unrecorded)
+            members = [
+                GangMember(demand, tuple(index[name] for name in nodes), whole_node)
+                for (demand, whole_node), nodes in zip(shapes, candidates, strict=True)
+            ]
+            if holds(members, free, whole, minimum, [index[name] for name in names if name in index]):
+                return names[0]
         return None
 
     @contextmanager
@@ -363,6 +520,28 @@ class Confiner:
             for uid in list(job.pods):
                 if uid in before:
                     job.pods[uid] = before[uid]
+
+
+def _of(domains: Mapping[str, int | None], node: str) -> list[str]:
+    """The nodes of ``node``'s domain (``domains``: each node's)."""
+    domain = domains.get(node)
+    return [name for name, of in domains.items() if of == domain and domain is not None]
+
+
+def _unknown(graph: GraphView, kind: str) -> set[int]:
+    """The unknown domains of ``kind`` (nodes without the level's label): no job is kept in one."""
+    vertices = graph.engine.graph.vertices
+    return {d for d in set(graph.domains(kind).values()) if d is not None and vertices[d].name == UNKNOWN}
+
+
+def _dims(pods: list[Pod]) -> list[str]:
+    """The resources any of ``pods`` requests (pods aside: each member counts one)."""
+    return sorted({res for pod in pods for res, amount in pod.requests.items() if amount > 0 and res != PODS})
+
+
+def _room(room: Mapping[str, int], dims: list[str]) -> list[int]:
+    """A node's ``room`` as the free vectors count it: each of ``dims``, then pods."""
+    return [*(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)]
 
 
 def _span(values: Iterator[int]) -> str:

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import Final
 
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.confining import job_request
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, GangMember, Spread, assign
@@ -51,6 +52,7 @@ from kubeflux.scheduler.preemption import RunningPod, VictimJob, choose_victim_j
 from kubeflux.scheduler.profile import LOWER_PRIORITY, Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.searching import spread_of, without_spread
+from kubeflux.scheduler.topology import UNKNOWN, level_type
 
 __all__ = ["REFUSAL_BACKOFF", "Preemptor"]
 
@@ -350,6 +352,8 @@ class Preemptor:
             and all(need <= have for need, have in zip(member.demand, base[at], strict=True))
         }
 
+        domain_of = self._domains(job, names)
+
         def fits(keys: frozenset[str]) -> bool:
             free: dict[int, list[int]] = {}
             left: dict[int, int] = {}
@@ -358,33 +362,65 @@ class Preemptor:
                     free[at] = [have + more for have, more in zip(free.get(at, base[at]), amounts, strict=True)]
                     left[at] = left.get(at, per_node_pods[at]) - 1
             nodes = sorted(roomy.union(free))
-            where = {at: i for i, at in enumerate(nodes)}
-            held = None
+            counts: list[int] | None = None
             if spread is not None:
                 counts = list(spread.counts)
                 for key in keys:
                     for domain in matching.get(key, ()):
                         if domain >= 0:
                             counts[domain] -= 1
-                held = Spread([spread.domain[at] for at in nodes], counts, spread.max_skew, spread.floor_zero)
-            found = assign(
-                [
-                    GangMember(
-                        member.demand,
-                        tuple(where[at] for at in sorted((at for at in nodes if at in rank), key=rank.__getitem__)),
-                        member.whole_node,
-                        member.distinct,
-                    )
-                    for member, rank in zip(members, ranks, strict=True)
-                ],
-                [free.get(at, base[at]) for at in nodes],
-                [not busy[at] or left.get(at, per_node_pods[at]) == 0 for at in nodes],
-                minimum,
-                spread=held,
-            )
-            return found is not None and found is not EXHAUSTED
+            # a job that requires one domain: the members in the nodes of one (each domain searched on its own)
+            parts = [nodes] if domain_of is None else _grouped(nodes, domain_of)
+            for part in parts:
+                where = {at: i for i, at in enumerate(part)}
+                held = None
+                if spread is not None and counts is not None:
+                    held = Spread([spread.domain[at] for at in part], counts, spread.max_skew, spread.floor_zero)
+                found = assign(
+                    [
+                        GangMember(
+                            member.demand,
+                            tuple(where[at] for at in sorted((at for at in part if at in rank), key=rank.__getitem__)),
+                            member.whole_node,
+                            member.distinct,
+                        )
+                        for member, rank in zip(members, ranks, strict=True)
+                    ],
+                    [free.get(at, base[at]) for at in part],
+                    [not busy[at] or left.get(at, per_node_pods[at]) == 0 for at in part],
+                    minimum,
+                    spread=held,
+                )
+                if found is not None and found is not EXHAUSTED:
+                    return True
+            return False
 
         return fits
+
+    def _domains(self, job: PendingJob, names: list[str]) -> list[int | None] | None:
+        """For a job that requires one domain of a level of the graph, each of the nodes ``names``' domain (None:
+        the level's unknown domain, or none); None for any other job (placed anywhere)."""
+        request = job_request(job)
+        graph = self.books.graph
+        if request is None or not request.required or request.level not in self.books.levels or graph is None:
+            return None
+        domains = graph.domains(level_type(request.level))
+        vertices = graph.engine.graph.vertices
+        of: list[int | None] = []
+        for name in names:
+            domain = domains.get(name)
+            of.append(None if domain is None or vertices[domain].name == UNKNOWN else domain)
+        return of
+
+
+def _grouped(nodes: list[int], domain_of: list[int | None]) -> list[list[int]]:
+    """``nodes`` (indices) grouped by their domain, in order; the nodes of no known domain left out."""
+    grouped: dict[int, list[int]] = {}
+    for at in nodes:
+        domain = domain_of[at]
+        if domain is not None:
+            grouped.setdefault(domain, []).append(at)
+    return list(grouped.values())
 
 
 def _healthy(pod: Pod) -> bool:

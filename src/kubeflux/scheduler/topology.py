@@ -13,8 +13,10 @@ is identified by its whole path (two racks called ``r1`` in two zones are two ra
 * **A node without a level's label** (when others carry it) is put in that level's :data:`UNKNOWN` domain, reported
   once. A pod that asks for one domain of a level never goes to its unknown domain (Kueue and KAI leave such nodes
   out of topology-aware placement).
-* ``kubernetes.io/hostname`` is the node itself, not a level above it: listed as a level it is left out, and a pod
-  asking for it asks for one node.
+* ``kubernetes.io/hostname`` is the node itself, not a level above it: listed as a level it is left out. A pod
+  group whose topology annotation requires it (the whole group on one node) is refused with that reason (required
+  pod affinity among its members on the hostname asks the same, and is placed as such:
+  :mod:`kubeflux.scheduler.confining`); preferring it places the group anywhere.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ DEFAULT_LEVELS: Final = (ZONE_LEVEL, RACK_LEVEL)
 """The levels a scheduler reads unless told others: the zone, then the rack (as Kueue's examples list a block, then
 a rack, above the host)."""
 HOSTNAME_LEVEL: Final = "kubernetes.io/hostname"
-"""The node level in Kueue's Topology objects: a pod asking for it asks for one node."""
+"""The node level in Kueue's Topology objects: not a level of kubeflux's graph (requiring it is refused)."""
 UNKNOWN: Final = "_unknown"
 """The name of a level's domain for nodes without its label (no label value can be it: a value starts with a letter
 or digit)."""
