@@ -475,6 +475,28 @@ def test_a_refused_pod_waits_a_back_off_so_a_lagging_watch_does_not_make_it_refu
     assert bound(cluster.scheduler.schedule(BIND_BACKOFF)) == {"default/a": "w1"}  # the watch never said: tried
 
 
+def test_a_pod_whose_binding_keeps_being_refused_backs_off_longer_each_time_and_is_told_why() -> None:
+    """rev34y #2: a Binding an admission policy refuses was tried every second forever, and the pod was told only
+    "backing off until 1.79604e+09". kube-scheduler's back-off doubles from 1 s up to 10 s."""
+    cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
+    cluster.add(pod("a", 2000))
+    now, waits = 0.0, []
+    for _ in range(6):
+        cluster.now = now
+        decisions = cluster.scheduler.schedule(now)
+        _refuse(cluster, decisions, "denied by policy p: rev34y refuses this Binding")
+        message = messages(cluster.scheduler.schedule(now))["default/a"]
+        wake = cluster.scheduler.next_wakeup(now)
+        assert wake is not None
+        waits.append(wake - now)
+        now = wake
+    assert waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert message == (
+        "0/1 nodes are available: the Binding of pod default/a was refused (denied by policy p: rev34y refuses"
+        " this Binding); it is tried again in 10 s."
+    )
+
+
 def test_a_bind_refused_because_the_pod_is_gone_frees_its_cores() -> None:
     cluster = Cluster(KubefluxScheduler(), [node("w1", cores=2)])
     cluster.add(pod("a", 2000))

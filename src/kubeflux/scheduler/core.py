@@ -566,7 +566,11 @@ class KubefluxScheduler:
         if said is not None and said[0]:  # not INHERITED: no message was said in this run
             return said[0]
         what = f"pod group {job.key}" if job.group else f"pod {job.key}"
-        why = f"{what} is backing off until {job.retry_at:g}"
+        wait = f"{max(0.0, job.retry_at - self.books.now):.3g} s"
+        if job.refusal:
+            why = f"the Binding of {what} was refused ({job.refusal}); it is tried again in {wait}"
+        else:
+            why = f"{what} is backing off for {wait}"
         return fit_error_message(len(self.books.nodes), {}, pre_filter_message=why)
 
     def _report_group_waiting(self, job: PendingJob, out: list[Decision]) -> None:

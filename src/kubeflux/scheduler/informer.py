@@ -52,11 +52,13 @@ from kubeflux.scheduler.validation import (
     pod_run,
 )
 
-__all__ = ["BIND_BACKOFF", "Informer"]
+__all__ = ["BIND_BACKOFF", "MAX_BIND_BACKOFF", "Informer"]
 
 BIND_BACKOFF: Final = 1.0
 """Seconds a pod whose Bind was refused waits before it is tried again (kube-scheduler's
-``podInitialBackoffSeconds``)."""
+``podInitialBackoffSeconds``); each further refusal doubles it up to :data:`MAX_BIND_BACKOFF`."""
+MAX_BIND_BACKOFF: Final = 10.0
+"""The longest back-off after refused Binds (kube-scheduler's ``podMaxBackoffSeconds``)."""
 
 
 def _fields_typed(pod: Any) -> bool:
@@ -84,6 +86,8 @@ class Informer:
         """Rejects and warnings found while observing, for the next ``schedule``."""
         self.told: dict[str, str] = {}
         """Pod uid → the last notice message said about it (each problem is said once)."""
+        self.refusals: dict[str, int] = {}
+        """Pod uid → how many of its Binds were refused in a row (its back-off doubles with each)."""
         self.bad_groups: dict[str, str] = {}
         """PodGroup key → why it is unusable; its pods are rejected with that until it is fixed."""
         self.bad_nodes: dict[str, str] = {}
@@ -453,7 +457,11 @@ class Informer:
             job.tried_epoch = -1
             # the refusal often comes before the watch shows why (the pod bound by another scheduler, or
             # deleted): tried again at once, it would be bound and refused again, as often as the watch lags
-            job.retry_at = max(job.retry_at, now + BIND_BACKOFF)
+            # (kube-scheduler's pod back-off: 1 s, doubling with each refusal up to 10 s)
+            refused = self.refusals[uid] = self.refusals.get(uid, 0) + 1
+            backoff = min(MAX_BIND_BACKOFF, BIND_BACKOFF * 2 ** min(refused - 1, 10))
+            job.retry_at = max(job.retry_at, now + backoff)
+            job.refusal = reason
 
     def _gone(self, uid: str, why: str) -> None:
         """The pod of ``uid`` ended, was deleted, or its name now belongs to another pod: all of it goes."""
@@ -463,6 +471,7 @@ class Informer:
         self.forget_pending(uid)
         self.told.pop(uid, None)
         self.held.pop(uid, None)
+        self.refusals.pop(uid, None)
 
     def forget_pending(self, uid: str) -> PendingJob | None:
         """A pending pod is gone (bound elsewhere, ended, deleted): out of the queue (and out of the jobs rejected

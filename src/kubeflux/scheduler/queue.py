@@ -43,6 +43,8 @@ class PendingJob:
     retry_at: float = 0.0
     """Back-off: not tried before this time."""
     backoff: float = 0.0
+    refusal: str = ""
+    """Why the API server refused its last Binding (the server's words), while it backs off after it."""
     reservations: list[int] = field(default_factory=list)
     """Engine job ids holding this job's reservation (re-planned every pass)."""
     holds: list[Hold] = field(default_factory=list)
@@ -81,6 +83,7 @@ class PendingJob:
         self.pods = {} if pods is None else pods
         self.ready_since = None
         self.retry_at = self.backoff = 0.0
+        self.refusal = ""
         self.reservations = []
         self.holds = []
         self.expected_start = None
