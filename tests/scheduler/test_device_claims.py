@@ -8,12 +8,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from kubeflux.apiobjects.resourceclaims import claim_from_manifest
+import pytest
+
+from kubeflux.apiobjects.manifests import pod_from_manifest
+from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class_from_manifest, slice_from_manifest
+from kubeflux.scheduler.claimed import GROUP_DEVICES
+from kubeflux.scheduler.confining import REQUIRED_ANNOTATION
+from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import AllocatedDevice
 from kubeflux.scheduler.messages import Bind
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup, ResourceClaimRef
-from kubeflux.scheduler.testing import ADDED, MODIFIED, bound, messages, pod
-from tests.dra import DRIVER, claim
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodGroup, ResourceClaimRef
+from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
+from kubeflux.scheduler.topology import ZONE_LEVEL
+from tests.dra import DRIVER, claim, gpu_class
 from tests.dra import gpu_slice as gpus
 from tests.scheduler._devices import cluster_with
 
@@ -41,7 +48,8 @@ def test_gang_members_sharing_one_claim_are_bound_to_its_node_or_not_at_all() ->
     cluster.add(*(member(name, "shared", cpu=6000, group="apart") for name in ("a", "b")))
     decisions = cluster.run()
     assert bound(decisions) == {}
-    assert "cannot allocate all claims" in messages(decisions)["default/a"]
+    # each node could give one member the claim: not "cannot allocate all claims" (rev34y #1)
+    assert GROUP_DEVICES in messages(decisions)["default/a"]
     assert cluster.claims["default/shared"].allocation is None
 
     cluster.tell(ADDED, PodGroup("default", "together", min_member=2))
@@ -92,3 +100,51 @@ def test_a_pod_naming_one_claim_twice_gets_its_devices_once() -> None:
     (bind,) = [d for d in decisions if isinstance(d, Bind)]
     assert [made.key for made in bind.resource_claims] == ["default/c"]
     assert [d.device for d in cluster.claims["default/c"].allocation or ()] == ["gpu-0", "gpu-1"]
+
+
+@pytest.mark.parametrize("asks", ["pod affinity", "required zone"])
+def test_a_gang_kept_in_one_zone_goes_to_the_zone_with_gpus_for_every_member_not_the_roomiest(asks: str) -> None:
+    """rev34y #1: zone a's one node has 32 cores and 2 GPUs, zone b's two nodes 4 cores and 2 GPUs each; 4 members of
+    1 core each have a claim of 1 GPU. The confiner chose zone a (room for all by cores) and never looked further: the
+    gang waited forever, told that every node "cannot allocate all claims" though each can allocate one."""
+    zoned = [("n0", "a", 32), ("n1", "b", 4), ("n2", "b", 4)]
+    cluster = Cluster(KubefluxScheduler(), [node(n, c, labels={ZONE_LEVEL: z}) for n, z, c in zoned])
+    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
+    for name, _, _ in zoned:
+        cluster.tell(ADDED, slice_from_manifest(gpus(name, 2)))
+    cluster.tell(ADDED, PodGroup("default", "mpi", min_member=4))
+    for i in range(4):
+        cluster.tell(ADDED, claim_from_manifest(claim(f"c{i}", 1)))
+    members = [ranked(f"rank-{i}", f"c{i}", asks) for i in range(4)]
+    cluster.add(*members)
+    assert sorted(bound(cluster.run(1.0)).values()) == ["n1", "n1", "n2", "n2"]
+
+    # four more of the same, with no zone left that has a GPU for each
+    for i in range(4, 8):
+        cluster.tell(ADDED, claim_from_manifest(claim(f"c{i}", 1)))
+    cluster.tell(ADDED, PodGroup("default", "more", min_member=4))
+    cluster.add(*(ranked(f"rank-{i}", f"c{i}", asks, group="more", t=2.0) for i in range(4, 8)))
+    decisions = cluster.run(2.0)
+    assert bound(decisions) == {}
+    # n0 can give a member its GPU (it has 2): never counted among the nodes that "cannot allocate all claims"
+    assert "3 cannot allocate all claims" not in messages(decisions)["default/rank-4"]
+
+
+def ranked(name: str, claim_name: str, asks: str, group: str = "mpi", t: float = 0.0) -> Pod:
+    """A member of ``group`` (labelled app=``group``) of 1 core with the claim ``claim_name``, kept in one zone by
+    required pod affinity among the members or by kubeflux's required-topology annotation."""
+    spec: dict[str, Any] = {
+        "schedulerName": "kubeflux",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        "resourceClaims": [{"name": "gpus", "resourceClaimName": claim_name}],
+    }
+    annotations = {}
+    if asks == "pod affinity":
+        term = {"labelSelector": {"matchLabels": {"app": group}}, "topologyKey": ZONE_LEVEL}
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    else:
+        annotations[REQUIRED_ANNOTATION] = ZONE_LEVEL
+    labels = {"app": group, POD_GROUP_LABEL: group}
+    meta = {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels, "annotations": annotations}
+    made = pod_from_manifest({"metadata": meta, "spec": spec})
+    return dataclasses.replace(made, creation_time=t)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Final
 
 from kubeflux.scheduler.allocation import Allocation
 from kubeflux.scheduler.books import ClusterBooks
@@ -19,7 +20,11 @@ from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.storage import ClaimBinding
 from kubeflux.scheduler.volumes import REASON_READ_WRITE_ONCE_POD, read_write_once_pod_claims
 
-__all__ = ["Claimed", "assume_devices", "reserve_claims"]
+__all__ = ["GROUP_DEVICES", "Claimed", "assume_devices", "reserve_claims"]
+
+GROUP_DEVICES: Final = "node(s) had too few devices for the claims of all the group's members together"
+"""The reason for the nodes when each could give one member its claims' devices but the members placed together do
+not all get theirs (never kube-scheduler's "cannot allocate all claims", which says a node cannot serve the pod)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +47,7 @@ def reserve_claims(
     devices = _device_allocations(books, made) if any(pod.resource_claims for pod, _ in made) else {}
     if devices is None:  # two members filtered before either took its devices
         _undo(books, made, "its claims cannot all be allocated")
-        return Counter({CANNOT_ALLOCATE: len(books.nodes)})
+        return Counter({CANNOT_ALLOCATE if len(made) == 1 else GROUP_DEVICES: len(books.nodes)})
     return Claimed(volumes, devices)
 
 

@@ -23,7 +23,8 @@ How a job is kept in one domain (:class:`Confiner`):
    whose nodes hold at least the minimum of members as they are is taken (:meth:`Confiner._held`): the exact
    assignment search (:mod:`kubeflux.scheduler.domainfit`) on that domain's nodes, each member on the nodes that may
    take it now, in its cores, gpus and every other resource it requests by the exact books.
-   A domain where the placement (or reservation) then fails after all is left out and the next one found, at most
+   A domain where the placement (or reservation) then fails after all (a placement's run includes its members'
+   claims: a domain whose nodes cannot give every member its devices fails) is left out and the next one found, at most
    :data:`DOMAIN_TRIES` a pass; the domains tried are carried to the next passes (tried last), so every domain is
    tried in turn.
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a

@@ -64,7 +64,7 @@ from kubeflux.match.engine import DEFAULT_HORIZON
 from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
-from kubeflux.scheduler.claimed import reserve_claims
+from kubeflux.scheduler.claimed import Claimed, reserve_claims
 from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.filtering import NodeFilter
@@ -416,14 +416,14 @@ class KubefluxScheduler:
     def _place_now(self, job: PendingJob, now: float, out: list[Decision]) -> Counter[str] | None:
         """Place the job's pods now (at least its minimum, as many as fit); None when bound, else why not."""
         start = tick(now)
-        made = self.confiner.attempt(job, start, lambda: self.placer.start_at(job, start), reserve=False)
-        if made is None:  # it requires one domain, and none has room now
+        # its claims are reserved inside the attempt: in a domain whose nodes cannot give every member its devices
+        # the placement fails, and the confiner tries the next domain
+        placed_claimed = self.confiner.attempt(job, start, lambda: self._start_claimed(job, start), reserve=False)
+        if placed_claimed is None:  # it requires one domain, and none has room now
             return self.confiner.reasons(job)
-        if isinstance(made, Counter):
-            return made
-        claimed = reserve_claims(self.books, self.filter, made)
-        if isinstance(claimed, Counter):
-            return claimed
+        if isinstance(placed_claimed, Counter):
+            return placed_claimed
+        made, claimed = placed_claimed
         placed = set()
         for pod, alloc in made:
             placed.add(alloc.uid)
@@ -438,6 +438,19 @@ class KubefluxScheduler:
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self.queue.dirty = True
         return None
+
+    def _start_claimed(
+        self, job: PendingJob, start: int
+    ) -> tuple[list[tuple[Pod, Allocation]], Claimed] | Counter[str]:
+        """The job's pods placed now (:meth:`Placer.start_at`) and their claims reserved (:func:`reserve_claims`);
+        else why not (the placement undone)."""
+        made = self.placer.start_at(job, start)
+        if isinstance(made, Counter):
+            return made
+        claimed = reserve_claims(self.books, self.filter, made)
+        if isinstance(claimed, Counter):
+            return claimed
+        return made, claimed
 
     # ================================================================== decisions
 
