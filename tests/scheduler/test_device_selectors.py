@@ -132,3 +132,21 @@ def test_a_function_kubernetes_has_and_kubeflux_lacks_is_read_and_fails_its_pod_
         "Undefined variable or function: 'isURL': a function of Kubernetes' CEL environment that kubeflux"
         in (said["default/p-c0"])
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "where"),
+    [("device.allowMultipleAllocations == true", "w1"), ("!device.allowMultipleAllocations", "w0")],
+)
+def test_a_selector_on_allow_multiple_allocations_is_read_and_selects_the_devices_that_say_so(
+    expression: str, where: str
+) -> None:
+    """rev34y #3: ``device.allowMultipleAllocations`` is a field of resource.k8s.io/v1's device the API server
+    accepts in a selector; kubeflux refused the claim ("undefined field"). A device that does not say it is false."""
+    cluster = Cluster(KubefluxScheduler(), [node("w0", cores=8), node("w1", cores=8)])
+    cluster.tell(ADDED, device_class_from_manifest(gpu_class()))
+    cluster.tell(ADDED, slice_from_manifest(gpus("w0", 1)))
+    shared = gpus("w1", 1)
+    shared["spec"]["devices"][0]["allowMultipleAllocations"] = True
+    cluster.tell(ADDED, slice_from_manifest(shared))
+    assert placed(cluster, expression)[0] == {"default/p-c0": where}

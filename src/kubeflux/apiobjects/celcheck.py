@@ -6,7 +6,8 @@ them):
 
 * an expression longer than :data:`MAX_LENGTH` bytes (``Too long: may not be more than 10240 bytes``);
 * a reference to a variable other than ``device`` and those a macro or ``cel.bind`` binds, a field of ``device``
-  other than ``driver``, ``attributes`` and ``capacity``, and a function the environment does not have
+  other than ``driver``, ``attributes``, ``capacity`` and ``allowMultipleAllocations``, and a function the
+  environment does not have
   (``compilation failed: ERROR: <input>:1:1: undeclared reference to 'devise' (in container '')``);
 * ``==``, ``!=`` and the orderings between a string and a number or bool, or a bool and a number, as far as the
   operands' types are known without the device (``found no matching overload for '_==_' applied to '(string, int)'``);
@@ -382,6 +383,7 @@ _DEVICE_FIELDS: Final = {
     "driver": "string",
     "attributes": "map(string, map(string, dyn))",
     "capacity": "map(string, map(string, kubernetes.Quantity))",
+    "allowMultipleAllocations": "bool",
 }
 _SCALARS: Final = frozenset({"bool", "int", "uint", "double", "string", "bytes"})
 _TYPE_NAMES: Final = frozenset({*_SCALARS, "list", "map", "null_type", "type", "dyn"})

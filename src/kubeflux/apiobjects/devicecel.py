@@ -133,7 +133,12 @@ def device_variable(device: Device, driver: str, expression: str = "") -> dict[s
         quoted = match.group(1) if match.group(1) is not None else match.group(2)
         attributes.setdefault(quoted, {})
         capacity.setdefault(quoted, {})
-    return {"driver": driver, "attributes": attributes, "capacity": capacity}
+    return {
+        "driver": driver,
+        "attributes": attributes,
+        "capacity": capacity,
+        "allowMultipleAllocations": device.allow_multiple_allocations,
+    }
 
 
 def _attribute(value: object) -> object:

@@ -168,7 +168,10 @@ def _device(reader: ManifestReader, path: str, item: Any) -> Device:
         except QuantityError as exc:
             raise reader.fail(where, str(exc)) from exc
         capacity[str(key)] = str(text)
-    return Device(name, attributes, capacity)
+    shared = item.get("allowMultipleAllocations")
+    if shared is not None and type(shared) is not bool:
+        raise reader.fail(f"{path}.allowMultipleAllocations", f"expected true or false, got {shared!r}")
+    return Device(name, attributes, capacity, bool(shared))
 
 
 def claim_from_manifest(obj: Any, *, default_namespace: str = "default") -> ResourceClaim:

@@ -91,6 +91,8 @@ class Device:
     name: str
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     capacity: Mapping[str, str] = field(default_factory=dict)
+    allow_multiple_allocations: bool = False
+    """``allowMultipleAllocations`` (a selector reads it; kubeflux still gives the device to one claim at a time)."""
 
 
 class DeviceSelector(Protocol):
