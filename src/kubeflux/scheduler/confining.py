@@ -484,7 +484,16 @@ class Confiner:
         pods = list(job.pods.values())
         dims = _dims(pods)
         fits = [self.placer.filter.fit(pod) for pod in pods]
-        shapes = [(self._demand(pod, dims), whole_node_policy(pod, self.placer.profile.policy)) for pod in pods]
+        # the devices of the members' claims, as a last dimension: the fewest each member takes, and each node's
+        # free devices of any class (a domain that cannot give every member its devices is not chosen)
+        devices = self.placer.books.devices
+        counted: set[str] = set()
+        needs = [devices.least_needed(pod, counted) if pod.resource_claims else 0 for pod in pods]
+        used = devices.in_use() if any(needs) else None
+        shapes = [
+            ((*self._demand(pod, dims), need), whole_node_policy(pod, self.placer.profile.policy))
+            for pod, need in zip(pods, needs, strict=True)
+        ]
         minimum = self.placer.queue.minimum(job)
         index: dict[str, int] = {}
         free: list[list[int]] = []
@@ -498,7 +507,8 @@ class Confiner:
                 if name not in index and any(name in nodes for nodes in mine.values()):
                     index[name] = len(free)
                     cores, gpus, wholly = graph.free_counts(name, start, duration)
-                    free.append([cores, gpus, *_room(self.placer.filter.room(name), dims)])
+                    room = _room(self.placer.filter.room(name), dims)
+                    free.append([cores, gpus, *room, devices.free_on(name, used) if used is not None else 0])
                     whole.append(wholly and name not in graph.unrecorded)
             members = [
                 GangMember(demand, tuple(index[name] for name in nodes), whole_node)

@@ -395,6 +395,21 @@ class DeviceBooks:
         used.update(device.id for _, allocation in self.assumed.values() for device in allocation.results)
         return used
 
+    def free_on(self, node: str, used: set[tuple[str, str, str]]) -> int:
+        """How many devices ``node`` publishes that are not ``used`` (:meth:`in_use`), of any class."""
+        return sum(1 for driver, pool, device in self.devices_on(node) if (driver, pool, device.name) not in used)
+
+    def least_needed(self, pod: Pod, counted: set[str]) -> int:
+        """The fewest devices ``pod``'s claims not yet allocated, and not among the claim keys ``counted`` (added
+        to it), take on its node: each ``ExactCount`` request's count (``All``: none known)."""
+        need = 0
+        for claim in self._claims_of(pod):
+            if claim.key in counted or self._allocation_of(claim) is not None:
+                continue
+            counted.add(claim.key)
+            need += sum(request.count for request in claim.requests if request.mode == EXACT_COUNT)
+        return need
+
     def devices_on(self, node: str) -> list[DeviceRef]:
         """The devices ``node`` publishes, pools in (driver, pool) order, each pool's newest generation only."""
         by_node = self._by_node
