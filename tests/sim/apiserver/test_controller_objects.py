@@ -163,6 +163,12 @@ def test_cronjobs_accounts_endpoints_and_slices() -> None:
         ("spec.jobTemplate.spec.template.spec.containers", "FieldValueRequired"),
         ("spec.jobTemplate.spec.template.spec.restartPolicy", "FieldValueRequired"),
     ]
+    sometimes = {"metadata": {"name": "f"}, "spec": {"schedule": "@hourly", "jobTemplate": job}}
+    sometimes["spec"]["concurrencyPolicy"] = "Sometimes"
+    with pytest.raises(ApiError) as refused:
+        store.create(cronjobs, "default", sometimes)
+    (cause,) = refused.value.causes  # quoted as the real server quotes it (it once said 'Sometimes')
+    assert cause.message == 'Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"'
     endpoints = _resource(store, "", "endpoints")
     subsets = [{"addresses": [{"ip": "127.0.0.1"}, {"ip": "x"}], "ports": [{"port": 0}]}]
     assert _causes(store, endpoints, {"metadata": {"name": "e"}, "subsets": subsets}) == [

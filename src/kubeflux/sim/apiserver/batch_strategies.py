@@ -13,7 +13,7 @@ from kubeflux.sim.apiserver.core_strategies import (
     pod_view,
     unreadable_causes,
 )
-from kubeflux.sim.apiserver.errors import Cause
+from kubeflux.sim.apiserver.errors import Cause, not_supported
 from kubeflux.sim.apiserver.gates import gate_causes
 from kubeflux.sim.apiserver.registry import Strategy, required
 
@@ -234,9 +234,7 @@ class CronJobStrategy(Strategy):
                 causes.append(Cause(f"spec.{name}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
         policy = spec.get("concurrencyPolicy")
         if policy not in _CONCURRENCY:
-            supported = ", ".join(f'"{p}"' for p in _CONCURRENCY)
-            message = f"Unsupported value: {policy!r}: supported values: {supported}"
-            causes.append(Cause("spec.concurrencyPolicy", message, "FieldValueNotSupported"))
+            causes.append(not_supported("spec.concurrencyPolicy", policy, _CONCURRENCY))
         job_spec = _job_template_spec(obj)
         counts = [] if job_spec is None else job_problems(None, job_spec, _JOB_TEMPLATE)  # a Job's, unnamed
         causes.extend(Cause(p.field, p.message, p.reason) for p in counts)
