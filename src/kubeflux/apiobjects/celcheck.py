@@ -121,10 +121,21 @@ class Node:
     """Where an error in it is reported (its operator, its field's dot, its call's parenthesis), when not at start."""
 
 
+MAX_NESTING: Final = 250
+"""The deepest nesting read (parentheses, ``!``/``-`` chains, calls, literals, selections), as cel-go's parser's
+default recursion limit (kube-apiserver refuses ``(`` × 300): deeper is refused, never estimated."""
+
+
 class _Parser:
     def __init__(self, source: str) -> None:
         self.tokens = _tokens(source)
         self.at = 0
+        self.depth = 0
+
+    def deeper(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _too_deep()
 
     def peek(self, offset: int = 0) -> _Token | None:
         at = self.at + offset
@@ -154,12 +165,14 @@ class _Parser:
         return node
 
     def expr(self) -> Node:
+        self.deeper()
         cond = self.binary(0)
         if self.accept("?"):
             then = self.binary(0)
             self.take(":")
             other = self.expr()
-            return Node("cond", "?", cond.start, other.end, [cond, then, other])
+            cond = Node("cond", "?", cond.start, other.end, [cond, then, other])
+        self.depth -= 1
         return cond
 
     _LEVELS: Final = (("||",), ("&&",), ("==", "!=", "<", "<=", ">", ">=", "in"), ("+", "-"), ("*", "/", "%"))
@@ -182,7 +195,9 @@ class _Parser:
     def unary(self) -> Node:
         token = self.accept("!", "-")
         if token is not None:
+            self.deeper()
             operand = self.unary()
+            self.depth -= 1
             if token.text == "-" and operand.kind == "lit" and operand.value in ("int", "double"):
                 return Node("lit", operand.value, token.start, operand.end)
             return Node("op", "neg" if token.text == "-" else "!", token.start, operand.end, [operand])
@@ -257,18 +272,27 @@ class _Parser:
 
 
 def parse(source: str) -> Node | None:
-    """The syntax tree of ``source``, or None when it uses syntax this module does not parse."""
+    """The syntax tree of ``source``, or None when it uses syntax this module does not parse; nested deeper than
+    :data:`MAX_NESTING` is refused (while read, and, for chains of selections and indexes, once read)."""
     try:
-        return _Parser(source).parse()
+        tree = _Parser(source).parse()
     except _Unsupported:
         return None
-    except RecursionError:
-        raise _too_deep() from None
+    depth = {id(tree): 1}
+    stack = [tree]
+    while stack:  # iteratively: the checks after this recurse over the tree
+        node = stack.pop()
+        for arg in node.args:
+            depth[id(arg)] = depth[id(node)] + 1
+            if depth[id(arg)] > MAX_NESTING:
+                raise _too_deep()
+            stack.append(arg)
+    return tree
 
 
 def _too_deep() -> CelCheckError:
-    """Nesting deeper than Python's recursion allows here (a few hundred levels), which kube-apiserver's parser
-    refuses too (``(`` × 300 is refused there): refused rather than left unchecked, as its cost is unknown."""
+    """Nesting deeper than :data:`MAX_NESTING`, which kube-apiserver's parser refuses too (``(`` × 300 is refused
+    there): refused rather than left unchecked, as its cost is unknown."""
     return CelCheckError("compilation failed: expression nested too deeply")
 
 

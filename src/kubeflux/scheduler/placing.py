@@ -109,9 +109,15 @@ class Placer:
                     return placed
                 exact.add(placed)
         assert first_short is not None
-        said: Counter[str] | None = self._said
-        self._said = None
+        said = self._take_said()
         return said if said is not None else self._short_reasons(first_short[0], start)
+
+    def _take_said(self) -> Counter[str] | None:
+        """:attr:`_said`, forgotten (read through a call: a read after ``self._said = None`` in the same method is
+        narrowed to None by mypy, and mypyc checks that type when compiled)."""
+        said = self._said
+        self._said = None
+        return said
 
     def _related(self, pods: list[tuple[str, Pod]]) -> bool:
         """Whether the members' filters count each other in a domain (a topology spread or affinity among them):
