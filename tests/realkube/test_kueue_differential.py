@@ -84,14 +84,10 @@ def settled(real: ControlPlane) -> None:
     """Wait until the real Kueue has taken every ClusterQueue (its finalizer ``kueue.x-k8s.io/resource-in-use``
     added): it writes the object back then, each quota in the canonical string form of its quantity (``8`` becomes
     ``"8"``), so comparing before that depends on its timing."""
-    kubectl = str(real.binaries.path("kubectl")) if real.binaries is not None else "kubectl"
-    env = {**os.environ, "KUBECONFIG": str(real.kubeconfig)}
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        done = subprocess.run(
-            [kubectl, "get", "clusterqueues", "-o", "json"], env=env, capture_output=True, text=True, timeout=60
-        )
-        items = json.loads(done.stdout)["items"] if done.returncode == 0 else []
+        said = real.kubectl("get", "clusterqueues", "-o", "json", check=False, timeout=60)
+        items = json.loads(said)["items"] if said else []
         if items and all("kueue.x-k8s.io/resource-in-use" in item["metadata"].get("finalizers", ()) for item in items):
             return
         time.sleep(0.2)

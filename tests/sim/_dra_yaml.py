@@ -3,6 +3,8 @@ one driver's GPUs, a template and a claim asking them, a node's slice of GPUs, a
 
 from __future__ import annotations
 
+import yaml
+
 DEVICES = """apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: gpu.example.com}
@@ -87,3 +89,25 @@ spec:
 def gpu_slice(node: str, count: int, memory: str, model: str) -> str:
     devices = "\n".join(DEVICE.format(i=i, model=model, memory=memory) for i in range(count))
     return SLICE.format(node=node, devices=devices)
+
+
+def claim_pod(
+    name: str, claim: str, *, seconds: int, template: bool = False, group: str = "", at: float = 0.0, cpu: str = "1"
+) -> str:
+    """A pod running ``seconds`` that asks one CPU and the devices of ``claim`` (a ResourceClaim by name, or a
+    ResourceClaimTemplate with ``template``), in pod group ``group`` if given, submitted at ``at``."""
+    source = "resourceClaimTemplateName" if template else "resourceClaimName"
+    labels = {"scheduling.x-k8s.io/pod-group": group} if group else {}
+    annotations = {
+        "pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds}s",
+        "kubeflux.io/duration": str(seconds),
+        "sim.kubeflux.io/submit-time": f"{at:g}",
+    }
+    container = {"name": "main", "image": "worker", "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "d"}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"resourceClaims": [{"name": "d", source: claim}], "containers": [container]},
+    }
+    return yaml.safe_dump(pod, sort_keys=False)

@@ -15,7 +15,7 @@ from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Scheduler
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, gpu_slice
+from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, claim_pod, gpu_slice
 from tests.sim._gangs import group_yaml, nodes_yaml, simulation
 
 
@@ -110,25 +110,6 @@ def test_a_selector_failing_at_run_time_fails_its_pod_and_the_simulation_goes_on
     assert said and "CEL runtime error on device gpu.example.com/n1/gpu-0" in said[0], said
 
 
-MEMBER = """apiVersion: v1
-kind: Pod
-metadata:
-  name: member-{i}
-  labels: {{scheduling.x-k8s.io/pod-group: pair}}
-  annotations:
-    pod-complete.stage.kwok.x-k8s.io/delay: "100s"
-    kubeflux.io/duration: "100"
-spec:
-  resourceClaims:
-    - name: gpus
-      resourceClaimTemplateName: one-gpu-each
-  containers:
-    - name: main
-      image: trainer
-      resources:
-        requests: {{cpu: "1"}}
-        claims: [{{name: gpus}}]"""
-
 ONE_GPU_EACH = """apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: one-gpu-each}
@@ -150,7 +131,7 @@ def test_a_gang_whose_members_each_ask_a_gpu_starts_at_once_on_two_nodes_of_one_
         gpu_slice("n0", 1, "80Gi", "h100"),
         gpu_slice("n1", 1, "80Gi", "h100"),
         group_yaml("pair", 2),
-        *(MEMBER.format(i=i) for i in range(2)),
+        *(claim_pod(f"member-{i}", "one-gpu-each", seconds=100, template=True, group="pair") for i in range(2)),
     ]
     sim = simulation(tmp_path, nodes, objects, KubefluxScheduler())
     sim.run()

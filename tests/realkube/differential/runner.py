@@ -59,7 +59,8 @@ class Step:
     view: View | None = None
     """What of the body is compared (default: all of it); e.g. one resource of a discovery document."""
     exact: Callable[[Json], dict[str, Json]] | None = None
-    """Values compared exactly, by key (e.g. a resource's short names in discovery), besides the shape."""
+    """Values compared exactly, by key (e.g. a resource's short names in discovery), besides the shape; of a success's
+    body, and of a refusal's Status (e.g. the words of its causes)."""
     until: Callable[[int, Json], bool] | None = None
     """Repeat the request (up to :data:`UNTIL_SECONDS`) until this holds of (code, body): a wait for a controller."""
     pause: float = 0.0
@@ -149,15 +150,14 @@ def shape(value: Json, path: str = "", out: set[str] | None = None) -> set[str]:
 
 
 def _observe_body(code: int, body: Json, step: Step) -> Observation:
-    if isinstance(body, dict) and body.get("kind") == "Status" and body.get("apiVersion") == "v1":
+    refused = isinstance(body, dict) and body.get("kind") == "Status" and body.get("apiVersion") == "v1"
+    picked = step.exact(body) if step.exact is not None and (code < 300 or refused) else {}
+    values = tuple(sorted((key, json.dumps(value, sort_keys=True)) for key, value in picked.items()))
+    if refused:
         details = body.get("details") or {}
         causes = tuple(sorted((str(c.get("field", "")), str(c.get("reason", ""))) for c in details.get("causes") or ()))
         reason = str(body.get("reason", body.get("status", "")))
-        return Observation(code, reason, causes, message=str(body.get("message", "")))
-    values: tuple[tuple[str, str], ...] = ()
-    if step.exact is not None and code < 300:
-        picked = step.exact(body)
-        values = tuple(sorted((key, json.dumps(value, sort_keys=True)) for key, value in picked.items()))
+        return Observation(code, reason, causes, values=values, message=str(body.get("message", "")))
     return Observation(code, shape=frozenset(shape(step.view(body) if step.view else body)), values=values)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .dsl import NS, delete, get, patch, pod, post
-from .runner import Step
+from .runner import Json, Step
 
 APPS = "/apis/apps/v1/namespaces/diff"
 _TEMPLATE = {
@@ -40,6 +40,13 @@ _CRONJOB = {
         },
     },
 }
+
+
+def _cause_words(body: Json) -> dict[str, Json]:
+    """The causes' messages of a refusal, compared word for word (the runner compares only fields and reasons)."""
+    details = body.get("details") if isinstance(body, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return {"causes": [cause.get("message") for cause in causes or ()]}
 
 
 def _cronjob_counts(name: str, counts: dict[str, Any]) -> dict[str, Any]:
@@ -165,6 +172,12 @@ STEPS: list[Step] = [
         "cronjob bad schedule",
         "/apis/batch/v1/namespaces/diff/cronjobs",
         {**_CRONJOB, "metadata": {"name": "bad"}, "spec": {**_CRONJOB["spec"], "schedule": "every minute"}},  # type: ignore[dict-item]
+    ),
+    post(
+        "cronjob unsupported concurrency policy",  # in the server's words (cluster serve said 'Sometimes')
+        "/apis/batch/v1/namespaces/diff/cronjobs",
+        {**_CRONJOB, "metadata": {"name": "bad1"}, "spec": {**_CRONJOB["spec"], "concurrencyPolicy": "Sometimes"}},  # type: ignore[dict-item]
+        exact=_cause_words,
     ),
     post(
         "cronjob without template",

@@ -12,25 +12,12 @@ import pytest
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.cluster_file import read_cluster
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._dra_yaml import DEVICES, TRAINER, gpu_slice
+from tests.sim._dra_yaml import DEVICES, TRAINER, claim_pod, gpu_slice
 from tests.sim._gangs import nodes_yaml
 from tests.sim._volume_yaml import NODES, STORAGE
 from tests.sim._volume_yaml import POD as VOLUME_POD
 
 from ._served import both
-
-SHARING = """apiVersion: v1
-kind: Pod
-metadata:
-  name: notebook-{i}
-  annotations:
-    pod-complete.stage.kwok.x-k8s.io/delay: "40s"
-    kubeflux.io/duration: "40"
-    sim.kubeflux.io/submit-time: "{at}"
-spec:
-  resourceClaims: [{{name: gpu, resourceClaimName: one-gpu}}]
-  containers:
-    - {{name: main, image: notebook, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}"""
 
 
 def timeline(run: RunRecord) -> dict[str, tuple[object, ...]]:
@@ -43,7 +30,9 @@ def test_a_workload_asking_gpus_through_claims_runs_through_cluster_serve_as_in_
 ) -> None:
     (tmp_path / "nodes.yaml").write_text(nodes_yaml(("n0", "16", "64Gi"), ("n1", "16", "64Gi"), ("n2", "16", "64Gi")))
     objects = [DEVICES, gpu_slice("n1", 2, "16Gi", "t4"), gpu_slice("n2", 4, "80Gi", "h100")]
-    objects += [TRAINER.format(i=i) for i in range(3)] + [SHARING.format(i=i, at=5 * i) for i in range(2)]
+    objects += [TRAINER.format(i=i) for i in range(3)] + [
+        claim_pod(f"notebook-{i}", "one-gpu", seconds=40, at=5 * i) for i in range(2)
+    ]
     (tmp_path / "workload.yaml").write_text("\n---\n".join(objects))
     workload = read_manifests(tmp_path / "workload.yaml")
     assert not workload.problems
