@@ -15,13 +15,13 @@ import orjson
 import pytest
 from kubernetes import client
 
-from kubeflux.apiobjects.resourceclaims import FINALIZER
+from kubeflux.apiobjects.resourceclaims import FINALIZER, allocation_status
 from kubeflux.kube.binder import Binder
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.serve import Serve
-from kubeflux.scheduler.devices import ResourceClaim
-from tests.dra import claim, claiming_pod, gpu_class, gpu_slice
+from kubeflux.scheduler.devices import AllocatedDevice, ClaimAllocation, ResourceClaim
+from tests.dra import DRIVER, claim, claiming_pod, gpu_class, gpu_slice
 from tests.held_claims import HeldClaims
 
 from .conftest import CEILING, Cluster, eventually, start_cluster
@@ -142,3 +142,37 @@ def test_an_older_watch_event_of_a_claim_never_overwrites_the_answer_to_serves_o
     assert stale >= 3  # the writes taken back, and the claim written again
     assert watched[before : before + stale] == [False] * stale
     assert heard == sorted(set(heard))  # each state heard once, never an older one after a newer
+
+
+@pytest.mark.parametrize(
+    "left",
+    [
+        pytest.param("protected", id="killed between taking back the status and the finalizer"),
+        pytest.param("reserved", id="killed between the claim's writes and the Binding"),
+    ],
+)
+def test_serve_restarted_between_a_binds_claim_writes_binds_the_pod_with_its_claim_whole(
+    gpu_cluster: Cluster, left: str
+) -> None:
+    """A serve killed in the middle of a try leaves the claim with only the finalizer (its status taken back), or
+    written for the pod (the Binding not sent): the next serve binds the pod with the claim allocated, reserved for
+    it and protected, writing it only when it is not."""
+    cluster = gpu_cluster
+    uid = cluster.create(claiming_pod("p", "kubeflux", claim_name="c"))["metadata"]["uid"]
+    custom = client.CustomObjectsApi(cluster.api)
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "default", "resourceclaims", "c", {"metadata": {"finalizers": [FINALIZER]}}
+    )
+    if left == "reserved":
+        gpu = AllocatedDevice("gpus", DRIVER, "node-0000", "gpu-0")
+        made = ClaimAllocation("default", "c", "", "node-0000", (gpu,))
+        status = {"status": allocation_status(made, "p", uid)}
+        custom.patch_namespaced_custom_object_status(GROUP, VERSION, "default", "resourceclaims", "c", status)
+    version = _claim(cluster, "c")["metadata"]["resourceVersion"]
+    with cluster.serve(binding={"process": False}):
+        cluster.wait_for(lambda pods: pods["p"]["spec"].get("nodeName") == "node-0000")
+    written = _claim(cluster, "c")
+    assert [r["device"] for r in written["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
+    assert [r["uid"] for r in written["status"]["reservedFor"]] == [uid]
+    assert written["metadata"]["finalizers"] == [FINALIZER]
+    assert (written["metadata"]["resourceVersion"] == version) == (left == "reserved")  # written only when needed
