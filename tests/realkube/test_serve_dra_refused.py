@@ -21,13 +21,13 @@ from kubeflux.kube.binder import Binder, BindOutcome
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.serve import Serve
-from tests.dra import claim, claiming_pod, gpu_class, gpu_slice
+from tests.dra import claiming_pod
 from tests.held_claims import HeldClaims
-from tests.realkube._serving import nodes, pod
+from tests.realkube._claims import GROUP, VERSION, one_gpu_claims
+from tests.realkube._serving import pod
 
 from .conftest import CEILING, Api, eventually
 
-GROUP, VERSION = "resource.k8s.io", "v1"
 REFUSAL = "h35l refuses this Binding"
 POLICY = {
     "apiVersion": "admissionregistration.k8s.io/v1",
@@ -88,15 +88,9 @@ def _refusing(api: Api, node: str) -> None:
 def test_refused_bindings_take_their_claims_back_keep_the_sharers_reservation_and_say_the_refusal_once(
     plane: ControlPlane, api: Api
 ) -> None:
-    gpu_node = sorted(nodes(plane, api, 2, 16))[1]
+    gpu_node = one_gpu_claims(plane, api, 16, 2, "solo", "shared")
     custom = client.CustomObjectsApi(api.client)
     admission = client.AdmissionregistrationV1Api(api.client)
-    custom.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", gpu_class())
-    custom.create_cluster_custom_object(GROUP, VERSION, "resourceslices", gpu_slice(gpu_node, 2))
-    for name in ("solo", "shared"):
-        body = claim(name, 1)
-        del body["metadata"]["uid"]
-        custom.create_namespaced_custom_object(GROUP, VERSION, "default", "resourceclaims", body)
 
     def get(name: str) -> dict[str, Any]:
         got: dict[str, Any] = custom.get_namespaced_custom_object(GROUP, VERSION, "default", "resourceclaims", name)
