@@ -218,7 +218,7 @@ class Serve:
                 recipe,
                 on_refused=self._on_refused,
                 on_bound=self._bound,
-                on_claims=self._refused.put,
+                on_claims=self._on_claims,
                 on_evicted=self._evicted,
                 **options,
             )
@@ -229,7 +229,7 @@ class Serve:
                 api,
                 on_refused=self._on_refused,
                 on_bound=self._bound,
-                on_claims=self._refused.put,
+                on_claims=self._on_claims,
                 on_evicted=self._evicted,
                 **options,
             )
@@ -325,6 +325,10 @@ class Serve:
     def _on_refused(self, outcome: BindOutcome) -> None:  # a binder thread
         self.metrics.conflicts.labels(outcome.scheduler).inc()
         self._refused.put(outcome)
+        self._wake()
+
+    def _on_claims(self, claims: list[dict[str, Any]]) -> None:  # a binder thread, before the Bind's outcome
+        self._refused.put(claims)
         self._wake()
 
     def _bound(self, scheduler: str, decision: Bind, pod: PodRef) -> None:  # a binder thread
