@@ -17,11 +17,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
+
+from kubeflux.apiobjects.resourceclaims import FINALIZER
 from kubeflux.kube import binderprocess
 from kubeflux.kube.binder import BindOutcome, PodRef
 from kubeflux.kube.binderprocess import BinderProcess
 from kubeflux.kube.command import api_client
+from kubeflux.scheduler.devices import AllocatedDevice, ClaimAllocation
 from kubeflux.scheduler.interface import Bind
+from tests.dra import DRIVER, claim, claiming_pod, gpu_class, gpu_slice
 
 from .conftest import CEILING, Cluster, eventually, pod
 
@@ -82,6 +87,41 @@ def test_every_binding_is_written_and_answered_and_a_refused_one_comes_back_with
         writer.stop()
     assert writer.process.exitcode == 0 and not writer.failed
     writer.stop()  # idempotent
+
+
+def test_the_claims_a_binding_wrote_come_back_as_the_server_answered_before_its_outcome(cluster: Cluster) -> None:
+    """serve's books take a Bind's claims from the answers to its writes (the watch may show them seconds later):
+    they cross the pipe before the Bind's outcome."""
+    custom = client.CustomObjectsApi(cluster.api)
+    custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", gpu_class())
+    custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", gpu_slice("node-0000", 1))
+    body = claim("c", 1)
+    del body["metadata"]["uid"]
+    made = custom.create_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", body)
+    meta = made["metadata"]
+    created = cluster.create(claiming_pod("p", "nobody", claim_name="c"))
+    ref = PodRef("default", "p", created["metadata"]["uid"])
+    gpu = AllocatedDevice("gpus", DRIVER, "node-0000", "gpu-0")
+    allocation = ClaimAllocation(
+        "default", "c", meta["uid"], "node-0000", (gpu,), resource_version=meta["resourceVersion"]
+    )
+    heard: list[tuple[str, Any]] = []
+    writer = BinderProcess(
+        partial(api_client, cluster.kubeconfig, None, False, 4),
+        on_bound=lambda scheduler, decision, pod: heard.append(("bound", pod.name)),
+        on_claims=lambda claims: heard.append(("claims", claims)),
+    )
+    try:
+        writer.bind("kubeflux", Bind("default/p", ref.uid, "node-0000", resource_claims=(allocation,)), ref)
+        assert writer.drain(CEILING)
+    finally:
+        writer.stop()
+    assert [what for what, _ in heard] == ["claims", "bound"]
+    (answer,) = heard[0][1]
+    now = custom.get_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", "c")
+    assert answer["metadata"]["resourceVersion"] == now["metadata"]["resourceVersion"]  # the last write's answer
+    assert [r["uid"] for r in answer["status"]["reservedFor"]] == [ref.uid]
+    assert answer["metadata"]["finalizers"] == [FINALIZER]
 
 
 def test_a_binding_lost_to_another_scheduler_while_in_the_pipe_is_unreserved_by_serve(two_nodes: Cluster) -> None:

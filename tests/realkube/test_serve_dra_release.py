@@ -11,26 +11,19 @@ from kubernetes import client
 
 from kubeflux.apiobjects.resourceclaims import FINALIZER
 from kubeflux.controlplane import ControlPlane
-from tests.dra import claim, claiming_pod, gpu_class, gpu_slice
-from tests.realkube._serving import nodes, serve
+from tests.dra import claiming_pod
+from tests.realkube._claims import GROUP, VERSION, one_gpu_claims
+from tests.realkube._serving import serve
 
 from .conftest import Api, eventually
-
-GROUP, VERSION = "resource.k8s.io", "v1"
 
 
 def test_a_claim_deleted_while_its_pod_runs_keeps_its_gpu_until_the_pod_goes_and_a_claim_is_freed_by_its_last_pod(
     plane: ControlPlane, api: Api
 ) -> None:
-    gpu_node = sorted(nodes(plane, api, 2, 8))[1]
+    gpu_node = one_gpu_claims(plane, api, 8, 1, "first", "second", "third")
     custom = client.CustomObjectsApi(api.client)
     core = client.CoreV1Api(api.client)
-    custom.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", gpu_class())
-    custom.create_cluster_custom_object(GROUP, VERSION, "resourceslices", gpu_slice(gpu_node, 1))
-    for name in ("first", "second", "third"):
-        body = claim(name, 1)
-        body["metadata"].pop("uid")
-        custom.create_namespaced_custom_object(GROUP, VERSION, "default", "resourceclaims", body)
 
     def get(name: str) -> dict[str, Any] | None:
         try:

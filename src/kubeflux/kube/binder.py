@@ -24,7 +24,9 @@ but a Binding.
   Bind. Unlike kube-scheduler, the Binding does not wait for the claim to be bound (the kubelet waits for it).
   409 (already bound, being deleted, another UID) and 404 (gone) mean the race was lost: ``on_refused``
   is called, for the loop to tell the core (``unreserve``), and nothing else is written. Then a ``Scheduled``
-  event, as kube-scheduler writes it.
+  event, as kube-scheduler writes it. The ResourceClaims a Bind wrote (and took back, when refused:
+  :mod:`kubeflux.kube.claimwrites`) go to ``on_claims`` as the server last answered them, before ``on_bound`` or
+  ``on_refused``, so that the loop's books hold them before it hears the outcome.
 * :class:`Unschedulable` / :class:`Reject` → the expected-start annotation (set or removed), the
   ``PodScheduled=False/Unschedulable`` condition with the core's message (a strategic merge patch of
   ``pods/status``, merged by condition type), and a ``FailedScheduling`` event. A pod is told the same thing once:
@@ -64,7 +66,9 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import orjson
 import urllib3
 from kubernetes import client
 
@@ -137,12 +141,12 @@ def _reason(exc: client.ApiException) -> str:
     body = exc.body
     if isinstance(body, bytes | str) and body:
         try:
-            import orjson
-
             status = orjson.loads(body)
-            message = status.get("message")
-            causes = (status.get("details") or {}).get("causes") or ()
-            said = "".join(f" ({c['message']})" for c in causes if isinstance(c, dict) and c.get("message"))
+            message = str(status.get("message") or "")
+            found = (status.get("details") or {}).get("causes") or ()
+            causes = [c.get("message") for c in found if isinstance(c, dict)]
+            # a cause the message says already is not said again (an admission policy's denial repeats its message)
+            said = "".join(f" ({cause})" for cause in causes if cause and str(cause) not in message)
             if message:
                 return f"{exc.status}: {message}{said}"
         except (ValueError, AttributeError, TypeError):
@@ -186,6 +190,7 @@ class Binder:
         clock: Callable[[], float] = time.time,
         on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
         on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
+        on_claims: Callable[[list[dict[str, Any]]], None] = lambda claims: None,
         on_evicted: Callable[[str, Evict, str, str], None] = lambda scheduler, decision, result, why: None,
         interval: float = 5.0,
         delay: float = 1.0,
@@ -198,6 +203,7 @@ class Binder:
         self.clock = clock
         self.on_refused = on_refused
         self.on_bound = on_bound
+        self.on_claims = on_claims
         self.on_evicted = on_evicted
         """Told ``(scheduler, decision, result, why)`` of each eviction sent (``result``: one of
         :data:`EVICTION_RESULTS`; ``why``: the server's answer when it did not evict)."""
@@ -522,18 +528,25 @@ class Binder:
             reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
-            unreserve_claims(self.writer, written, decision.uid)
+            self._claims_now(unreserve_claims(self.writer, written, decision.uid))
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
             return
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch will say if it bound
+            self._claims_now([claim for _, claim in written])
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {exc}"))
             return
+        self._claims_now([claim for _, claim in written])
         self._count("binds")
         self.on_bound(scheduler, decision, pod)
         message = scheduled_message(f"{pod.namespace}/{pod.name}", decision.node)
         self._submit(pod, lambda: self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding"), "after")
+
+    def _claims_now(self, claims: list[dict[str, Any]]) -> None:
+        """The claims as the server answered this Bind's writes: to ``on_claims`` before the Bind's outcome."""
+        if claims:
+            self.on_claims(claims)
 
     def _unschedulable(self, scheduler: str, message: str, expected: str | None, nominated: str, pod: PodRef) -> None:
         if expected != pod.expected_start:

@@ -15,7 +15,8 @@ the burst). The two talk over one pipe, in pickled tuples:
 * parent → child: the decisions, ``forget``, ``drain``, ``stop``; written by the scheduling loop (a write blocks
   only while the pipe's buffer is full, that is while the child is not reading);
 * child → parent: each Binding done or refused (a thread of the parent's calls ``on_bound`` / ``on_refused``, so
-  a refused Bind still goes back to the loop and the core's ``unreserve``), the writes pending, drained, stopped.
+  a refused Bind still goes back to the loop and the core's ``unreserve``), after the claims it wrote as the server
+  answered (``on_claims``), the writes pending, drained, stopped.
 
 Life cycle. The child is started with ``spawn`` (a fresh interpreter: no copy of the parent's threads) and builds
 its own client with ``connect`` (a picklable callable: the command's own recipe, or the parent's client
@@ -133,7 +134,10 @@ def _child(
     def evicted(scheduler: str, decision: Evict, result: str, why: str) -> None:
         send(("evicted", scheduler, decision, result, why))
 
-    binder = Binder(api, on_bound=bound, on_refused=refused, on_evicted=evicted, **options)
+    def claims(written: list[dict[str, Any]]) -> None:  # before its Bind's outcome, on the same pipe
+        send(("claims", written))
+
+    binder = Binder(api, on_bound=bound, on_refused=refused, on_claims=claims, on_evicted=evicted, **options)
     stopped = threading.Event()
     received = 0
     """Messages about pods read so far (the parent counts those it sent: the difference is still in the pipe)."""
@@ -196,10 +200,12 @@ class BinderProcess:
         *,
         on_refused: Callable[[BindOutcome], None] = lambda outcome: None,
         on_bound: Callable[[str, Bind, PodRef], None] = lambda scheduler, decision, pod: None,
+        on_claims: Callable[[list[dict[str, Any]]], None] = lambda claims: None,
         on_evicted: Callable[[str, Evict, str, str], None] = lambda scheduler, decision, result, why: None,
         **options: Any,
     ) -> None:
         self.on_refused, self.on_bound, self.on_evicted = on_refused, on_bound, on_evicted
+        self.on_claims = on_claims
         context = multiprocessing.get_context("spawn")
         self._pipe, theirs = context.Pipe()
         self.process = context.Process(
@@ -326,6 +332,8 @@ class BinderProcess:
             elif kind == "refused":
                 scheduler, decision = self._answered(message[1], refused=True)
                 self.on_refused(BindOutcome(scheduler, decision, message[2]))
+            elif kind == "claims":
+                self.on_claims(message[1])
             elif kind == "evicted":
                 self.on_evicted(*message[1:])
             elif kind == "pending":

@@ -18,10 +18,15 @@
   ``reservedFor``; an allocation written for it that no other pod shares is removed, and the finalizer with it.
   Taking back is best effort (a change by another writer meanwhile wins; the resourceclaim controller frees a claim
   reserved for a pod that ended).
+* The server's answers (to the writes, to their taking back) go to the scheduler's books at once, as kube-scheduler
+  keeps its assume cache from its own writes: the watch may show a claim's undoing seconds later, and a pod tried
+  again meanwhile against the claim as the watch last showed it (allocated, reserved for the pod) would be bound
+  with nothing written, on a claim no longer allocated (:class:`~kubeflux.kube.claimversions.ClaimVersions`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -113,8 +118,11 @@ def _changed(made: ClaimAllocation, meta: dict[str, Any], status: dict[str, Any]
     return ""
 
 
-def unreserve_claims(writer: ClaimWriter, written: list[Written], uid: str) -> None:
-    """Take back what :func:`reserve_claims` wrote for the pod of ``uid`` (see the module docstring)."""
+def unreserve_claims(writer: ClaimWriter, written: list[Written], uid: str) -> list[dict[str, Any]]:
+    """Take back what :func:`reserve_claims` wrote for the pod of ``uid`` (see the module docstring); the claims as
+    the server answered the last write of each (or, when taking back failed, as read again: best effort too), for
+    the scheduler's books, which must not wait for the watch to see the claims as they are now."""
+    now: list[dict[str, Any]] = []
     for made, claim in reversed(written):
         meta, status = claim.get("metadata") or {}, claim.get("status") or {}
         reserved = [entry for entry in status.get("reservedFor") or [] if entry.get("uid") != uid]
@@ -130,9 +138,13 @@ def unreserve_claims(writer: ClaimWriter, written: list[Written], uid: str) -> N
             if release and FINALIZER in finalizers:
                 finalizers.remove(FINALIZER)
                 undo = finalizer_patch(made, finalizers, _version(reply))
-                writer.patch_namespaced_resource_claim(made.name, made.namespace, undo)
+                reply = orjson.loads(writer.patch_namespaced_resource_claim(made.name, made.namespace, undo))
+            now.append(reply)
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("resourceclaim %s: reservation of pod %s not taken back: %s", made.key, uid, exc)
+            with contextlib.suppress(client.ApiException, urllib3.exceptions.HTTPError, OSError):  # the watch tells
+                now.append(orjson.loads(writer.read_namespaced_resource_claim(made.name, made.namespace)))
+    return now
 
 
 def _version(claim: dict[str, Any]) -> str:

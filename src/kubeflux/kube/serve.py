@@ -15,11 +15,13 @@ It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is 
    its decisions go to the :class:`~kubeflux.kube.binder.Binder`'s threads — in a process of their own
    (:mod:`kubeflux.kube.binderprocess`, ``binding.process``), so that the writes and the passes never wait for
    each other's GIL — and Binds the cluster refused come back to the loop, which tells the core (``unreserve``:
-   the allocation is released and the pod queued again). An :class:`Evict` goes through the Eviction API on the
-   binder's threads (a ``Preempted`` event on the victim; one victim job's evictions one after the other); one a
-   PodDisruptionBudget refuses is logged and counted (``kubeflux_evictions{result="refused"}``), the rest of its
-   job's are not sent (``result="spared"``), and the core is told of each (``unevict``). When that process ends
-   unasked, the loop ends too.
+   the allocation is released and the pod queued again), after the ResourceClaims the Bind wrote or took back, as
+   the server answered (the cores never wait for the watch to show serve's own claim writes, nor hear an older
+   state of a claim after a newer one: :mod:`kubeflux.kube.claimversions`). An :class:`Evict` goes through the
+   Eviction API on the binder's threads (a ``Preempted`` event on the victim; one victim job's evictions one after
+   the other); one a PodDisruptionBudget refuses is logged and counted (``kubeflux_evictions{result="refused"}``),
+   the rest of its job's are not sent (``result="spared"``), and the core is told of each (``unevict``). When that
+   process ends unasked, the loop ends too.
 
 Time: the cores' ``now`` is Unix time, or the simulated cluster's time when it publishes one (``GET
 /kubeflux/time``, asked only of a server whose ``/version`` is kubeflux's; its ``speed`` makes wake-ups shorter in
@@ -51,6 +53,7 @@ from kubeflux.apiobjects.queuejobs import queue_by_job
 from kubeflux.apiobjects.watched import cluster_event
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.binderprocess import BinderProcess, copied_client
+from kubeflux.kube.claimversions import ClaimVersions
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
 from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, Resource, watched_resources
@@ -179,7 +182,11 @@ class Serve:
         self.cores: list[KubefluxScheduler] = [profile.build(self.shape) for profile in config.schedulers]
         self._names = {core.name for core in self.cores}
         self.events: queue.Queue[RawEvent] = queue.Queue(maxsize=config.watch.queue_capacity)
-        self._refused: queue.SimpleQueue[BindOutcome] = queue.SimpleQueue()
+        self._refused: queue.SimpleQueue[BindOutcome | list[dict[str, Any]]] = queue.SimpleQueue()
+        """Binds the cluster refused, and before each Bind's outcome the claims it wrote as the server answered
+        (from the binder's threads, each Bind's in order): the loop tells the cores."""
+        self.claim_versions = ClaimVersions()
+        """The claim states the cores have heard (:mod:`kubeflux.kube.claimversions`)."""
         self._unevicted: queue.SimpleQueue[tuple[str, Evict, str]] = queue.SimpleQueue()
         """Evictions the cluster did not take (scheduler, decision, why): the loop tells the core (``unevict``)."""
         watch = config.watch
@@ -208,13 +215,23 @@ class Serve:
         self.binder: Binder | BinderProcess  # last but the sinks: nothing after it may fail and leave its process
         if callable(recipe):
             self.binder = BinderProcess(
-                recipe, on_refused=self._on_refused, on_bound=self._bound, on_evicted=self._evicted, **options
+                recipe,
+                on_refused=self._on_refused,
+                on_bound=self._bound,
+                on_claims=self._on_claims,
+                on_evicted=self._evicted,
+                **options,
             )
         else:
             if recipe:
                 log.warning("the binder runs in serve's process: %s", recipe)
             self.binder = Binder(
-                api, on_refused=self._on_refused, on_bound=self._bound, on_evicted=self._evicted, **options
+                api,
+                on_refused=self._on_refused,
+                on_bound=self._bound,
+                on_claims=self._on_claims,
+                on_evicted=self._evicted,
+                **options,
             )
         self._sinks = {core.name: _BinderSink(self, core.name) for core in self.cores}
         self._bad: dict[str, str] = {}
@@ -310,6 +327,10 @@ class Serve:
         self._refused.put(outcome)
         self._wake()
 
+    def _on_claims(self, claims: list[dict[str, Any]]) -> None:  # a binder thread, before the Bind's outcome
+        self._refused.put(claims)
+        self._wake()
+
     def _bound(self, scheduler: str, decision: Bind, pod: PodRef) -> None:  # a binder thread
         with self._count_lock:
             self.bound += 1
@@ -369,7 +390,10 @@ class Serve:
                     outcome = self._refused.get_nowait()
                 except queue.Empty:
                     break
-                self._unreserve(outcome, now)
+                if isinstance(outcome, BindOutcome):
+                    self._unreserve(outcome, now)
+                else:
+                    self._claims_written(outcome, now)
             while True:
                 try:
                     scheduler, evict, why = self._unevicted.get_nowait()
@@ -401,6 +425,8 @@ class Serve:
             return
         obj = event.obj
         kind = EventKind(event.type)
+        if event.kind == "ResourceClaim" and not self.claim_versions.watched(event.type, obj):
+            return  # a state the cores heard already from serve's own write, or older
         if event.kind == "Pod":
             key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
             if kind is EventKind.DELETED:
@@ -457,6 +483,20 @@ class Serve:
         if scheduler in self._names:
             ref = _pod_ref(event.obj)
             self.binder.unschedulable(scheduler, Reject(f"{ref.namespace}/{ref.name}", ref.uid, message), ref)
+
+    def _claims_written(self, claims: list[dict[str, Any]], now: float) -> None:
+        """The claims a Bind wrote (or took back), as the server answered: the cores hear them now, not when the
+        watch shows them (:mod:`kubeflux.kube.claimversions`)."""
+        for claim in claims:
+            if not self.claim_versions.written(claim):
+                continue
+            try:
+                observed = cluster_event("MODIFIED", "ResourceClaim", claim)
+            except ManifestError as exc:  # as its watch event would be
+                self._unreadable(RawEvent("ResourceClaim", "MODIFIED", claim), str(exc))
+                continue
+            for core in self.cores:
+                core.observe(observed, now)
 
     def _unreserve(self, outcome: BindOutcome, now: float) -> None:
         decision = outcome.decision
