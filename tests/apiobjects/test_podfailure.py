@@ -136,3 +136,13 @@ def test_an_exit_code_beyond_int32_cannot_be_decoded() -> None:
         "json: cannot unmarshal number 2147483648 into Go struct field "
         "PodFailurePolicyOnExitCodesRequirement.spec.podFailurePolicy.rules.onExitCodes.values of type int32"
     )
+
+
+def test_a_number_where_a_rule_belongs_is_named_by_its_kind_alone() -> None:
+    """Go's decoder shows a number's literal only when it parsed it for an integer it does not fit: a number where
+    an object belongs is just ``number``."""
+    problem = job_decode_error(_spec([7]))
+    assert problem is not None and problem.message == (
+        "json: cannot unmarshal number into Go struct field "
+        "PodFailurePolicy.spec.podFailurePolicy.rules of type v1.PodFailurePolicyRule"
+    )

@@ -15,7 +15,11 @@ def scan(cap: NodeCapacity, cpu: int, mem: int, gpu: int, start: int) -> int:
         (
             i
             for i in range(start, len(cap.nodes))
-            if cap.open[i] and cap.pods_free[i] > 0 and cap.cpu[i] >= cpu and cap.mem[i] >= mem and cap.gpu[i] >= gpu
+            if cap.open[i]
+            and cap.pods_free[i] > 0
+            and cap.free.cpu[i] >= cpu
+            and cap.free.mem[i] >= mem
+            and cap.free.gpu[i] >= gpu
         ),
         -1,
     )
@@ -38,7 +42,7 @@ def test_first_fit_from_any_start_is_the_first_node_with_room(seed: int) -> None
             if rng.random() < 0.3:
                 request[MEMORY] = 2**29
             pod = Pod("default", f"p{k}", requests=request)
-            if cap.cpu[i] >= request[CPU] and cap.mem[i] >= request.get(MEMORY, 0) and cap.pods_free[i] > 0:
+            if cap.free.cpu[i] >= request[CPU] and cap.free.mem[i] >= request.get(MEMORY, 0) and cap.pods_free[i] > 0:
                 cap.take(i, pod)
                 if rng.random() < 0.2:
                     cap.give(i, pod)  # the pod ended

@@ -34,8 +34,8 @@ from kubeflux.apiobjects.rules import (
     dns_label_problem,
     go_value,
     int_decode_error,
-    json_kind,
     qualified_name_problems,
+    unmarshal_error,
 )
 
 __all__ = [
@@ -97,8 +97,7 @@ def job_decode_error(spec: Any, prefix: str = "spec.") -> FieldProblem | None:
 
 
 def _not_decoded(value: Any, go_struct: str, path: str, go_type: str) -> FieldProblem:
-    message = f"json: cannot unmarshal {json_kind(value)} into Go struct field {go_struct}.{path} of type {go_type}"
-    return FieldProblem(path, message, "BadRequest")
+    return FieldProblem(path, unmarshal_error(value, f"{go_struct}.{path}", go_type), "BadRequest")
 
 
 def _policy_decode_error(policy: Any, path: str) -> FieldProblem | None:

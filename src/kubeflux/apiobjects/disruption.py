@@ -26,7 +26,7 @@ from typing import Any, Final
 from kubeflux.apiobjects.batchjob import FieldProblem
 from kubeflux.apiobjects.manifests import ManifestReader
 from kubeflux.apiobjects.podterms import label_selector, selector_problems, selector_to_manifest
-from kubeflux.apiobjects.rules import int_decode_error, json_kind
+from kubeflux.apiobjects.rules import int_decode_error, unmarshal_error
 from kubeflux.scheduler.objects import DisruptionBudget
 
 __all__ = [
@@ -78,12 +78,6 @@ def eviction_refusal(budget: str, desired: int | None = None, healthy: int = 0) 
     return f"{EVICTION_REFUSED} {cause}"
 
 
-def _unmarshal(value: Any, where: str, go_type: str) -> str:
-    """Go's ``UnmarshalTypeError`` for a JSON value of the wrong kind (a number shown bare, as into a string)."""
-    kind = json_kind(value).split(" ", 1)[0]
-    return f"json: cannot unmarshal {kind} into Go struct field {where} of type {go_type}"
-
-
 def budget_decode_error(obj: Mapping[str, Any]) -> str | None:
     """Why a PodDisruptionBudget cannot be decoded (the 400's text after ``cannot be handled as a
     PodDisruptionBudget:``), or None. ``null`` fields are fine (Go leaves them empty)."""
@@ -91,7 +85,7 @@ def budget_decode_error(obj: Mapping[str, Any]) -> str | None:
     if spec is None:
         return None
     if not isinstance(spec, Mapping):
-        return _unmarshal(spec, "PodDisruptionBudget.spec", "v1.PodDisruptionBudgetSpec")
+        return unmarshal_error(spec, "PodDisruptionBudget.spec", "v1.PodDisruptionBudgetSpec")
     for name in _BOUNDS:
         value = spec.get(name)
         if not isinstance(value, str):
@@ -100,14 +94,14 @@ def budget_decode_error(obj: Mapping[str, Any]) -> str | None:
                 return problem
     policy = spec.get("unhealthyPodEvictionPolicy")
     if policy is not None and not isinstance(policy, str):
-        return _unmarshal(
+        return unmarshal_error(
             policy, "PodDisruptionBudgetSpec.spec.unhealthyPodEvictionPolicy", "v1.UnhealthyPodEvictionPolicyType"
         )
     selector = spec.get("selector")
     if selector is None:
         return None
     if not isinstance(selector, Mapping):
-        return _unmarshal(selector, "PodDisruptionBudgetSpec.spec.selector", "v1.LabelSelector")
+        return unmarshal_error(selector, "PodDisruptionBudgetSpec.spec.selector", "v1.LabelSelector")
     return _selector_decode_error(selector)
 
 
@@ -115,25 +109,31 @@ def _selector_decode_error(selector: Mapping[str, Any]) -> str | None:
     labels = selector.get("matchLabels")
     if labels is not None:
         if not isinstance(labels, Mapping):
-            return _unmarshal(labels, "LabelSelector.spec.selector.matchLabels", "map[string]string")
+            return unmarshal_error(labels, "LabelSelector.spec.selector.matchLabels", "map[string]string")
         for value in labels.values():
             if value is not None and not isinstance(value, str):
-                return _unmarshal(value, "LabelSelector.spec.selector.matchLabels", "string")
+                return unmarshal_error(value, "LabelSelector.spec.selector.matchLabels", "string")
     expressions = selector.get("matchExpressions")
     if expressions is None:
         return None
     if not isinstance(expressions, list):
-        return _unmarshal(expressions, "LabelSelector.spec.selector.matchExpressions", "[]v1.LabelSelectorRequirement")
+        return unmarshal_error(
+            expressions, "LabelSelector.spec.selector.matchExpressions", "[]v1.LabelSelectorRequirement"
+        )
     for expression in expressions:
         if not isinstance(expression, Mapping):
-            return _unmarshal(expression, "LabelSelector.spec.selector.matchExpressions", "v1.LabelSelectorRequirement")
+            return unmarshal_error(
+                expression, "LabelSelector.spec.selector.matchExpressions", "v1.LabelSelectorRequirement"
+            )
         for name, go_type in (("key", "string"), ("operator", "v1.LabelSelectorOperator")):
             value = expression.get(name)
             if value is not None and not isinstance(value, str):
-                return _unmarshal(value, f"LabelSelectorRequirement.spec.selector.matchExpressions.{name}", go_type)
+                return unmarshal_error(
+                    value, f"LabelSelectorRequirement.spec.selector.matchExpressions.{name}", go_type
+                )
         values = expression.get("values")
         if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
-            return _unmarshal(values, "LabelSelectorRequirement.spec.selector.matchExpressions.values", "[]string")
+            return unmarshal_error(values, "LabelSelectorRequirement.spec.selector.matchExpressions.values", "[]string")
     return None
 
 

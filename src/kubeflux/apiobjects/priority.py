@@ -27,7 +27,7 @@ from kubeflux.apiobjects.rules import (
     DNS_SUBDOMAIN_RULE,
     dns_subdomain_problem,
     int_decode_error,
-    json_kind,
+    unmarshal_error,
 )
 from kubeflux.scheduler.objects import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER
 
@@ -102,8 +102,7 @@ def class_decode_error(obj: dict[str, Any]) -> str | None:
     ):
         value = obj.get(name)
         if value is not None and not isinstance(value, valid):
-            kind = json_kind(value).split(" ", 1)[0]
-            return f"json: cannot unmarshal {kind} into Go struct field PriorityClass.{name} of type {go_type}"
+            return unmarshal_error(value, f"PriorityClass.{name}", go_type)
     return None
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from kubeflux.apiobjects.devicecel import CelSelector, SelectorCompileError
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.apiobjects.reader import ManifestReader
 from kubeflux.apiobjects.rules import int_decode_error
@@ -29,6 +28,7 @@ from kubeflux.scheduler.devices import (
     Device,
     DeviceClass,
     DeviceRequest,
+    DeviceSelector,
     ResourceClaim,
     ResourceSlice,
     Version,
@@ -250,11 +250,15 @@ def _request(reader: ManifestReader, path: str, item: Any) -> DeviceRequest:
     return DeviceRequest(name, device_class, mode, count or 1, selectors)
 
 
-def _selectors(reader: ManifestReader, path: str, value: Any = None) -> tuple[CelSelector, ...]:
+def _selectors(reader: ManifestReader, path: str, value: Any = None) -> tuple[DeviceSelector, ...]:
+    # imported here: the CEL library's package loads its interactive shell (prompt_toolkit), ~0.3 s of every
+    # kubeflux process's start that only a DeviceClass or claim with selectors needs
+    from kubeflux.apiobjects.devicecel import CelSelector, SelectorCompileError
+
     entries = reader.entries(path, value if value is not None else None)
     if len(entries) > MAX_SELECTORS:
         raise reader.fail(path, f"Too many: {len(entries)}: must have at most {MAX_SELECTORS} items")
-    found = []
+    found: list[DeviceSelector] = []
     for where, item in entries:
         expression = reader.string(
             f"{where}.cel.expression", reader.mapping(f"{where}.cel", item.get("cel")).get("expression") or ""

@@ -39,6 +39,7 @@ __all__ = [
     "label_key_problems",
     "label_value_problems",
     "qualified_name_problems",
+    "unmarshal_error",
 ]
 
 MAX_INT32: Final = 2**31 - 1
@@ -104,7 +105,15 @@ def int_decode_error(go_struct: str, path: str, value: Any, go_type: str = "int3
     limit = _LIMITS[go_type]
     if not isinstance(value, bool) and isinstance(value, int) and -limit - 1 <= value <= limit:
         return None
-    return f"json: cannot unmarshal {json_kind(value)} into Go struct field {go_struct}.{path} of type {go_type}"
+    return unmarshal_error(value, f"{go_struct}.{path}", go_type)
+
+
+def unmarshal_error(value: Any, field: str, go_type: str) -> str:
+    """Go's ``UnmarshalTypeError`` for ``value`` in ``field`` (the Go struct, then the JSON path:
+    ``PodSpec.spec.priority``) of Go type ``go_type``: a number into an integer (``int32``, ``int64``) that it
+    does not fit shows its literal (``number 1.5``), any other value only its JSON kind (``number``, ``object``)."""
+    kind = json_kind(value) if go_type in _LIMITS else json_kind(value).split(" ", 1)[0]
+    return f"json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
 
 
 def _regex_error(message: str, pattern: str, *examples: str) -> str:

@@ -10,14 +10,49 @@ no time: the cluster tells the observers and counts the usage.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Final
 
-from kubeflux.scheduler.objects import CPU, GPU, MEMORY, Node, Taint
+from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node, Taint
 from kubeflux.scheduler.validation import check_node
 from kubeflux.sim.pods import SimPod
 from kubeflux.sim.resourceids import ResourceIds, has_ids
 
-__all__ = ["NodeState"]
+__all__ = ["FreeAmounts", "NodeState"]
+
+_NAMED: Final = (CPU, MEMORY, GPU, PODS)
+"""The resources not kept in :attr:`FreeAmounts.ext`: the three with lists of their own, and ``pods``, a count of
+pods (whoever limits pods per node keeps it)."""
+
+
+class FreeAmounts:
+    """What is free on each node, by node index: cpu (millicores), memory (bytes), gpus, and every other extended
+    resource, from the allocatable a node joined with or changed to (the simulated kubelet's
+    :class:`NodeState`, and the HPC baselines' :class:`~kubeflux.sim.baselines.capacity.NodeCapacity`)."""
+
+    def __init__(self) -> None:
+        self.cpu: list[int] = []
+        self.mem: list[int] = []
+        self.gpu: list[int] = []
+        self.ext: list[dict[str, int]] = []
+
+    def append(self, allocatable: Mapping[str, int]) -> None:
+        """The next node, all of its ``allocatable`` free."""
+        self.cpu.append(allocatable.get(CPU, 0))
+        self.mem.append(allocatable.get(MEMORY, 0))
+        self.gpu.append(allocatable.get(GPU, 0))
+        self.ext.append({k: v for k, v in allocatable.items() if k not in _NAMED})
+
+    def resize(self, index: int, was: Mapping[str, int], now: Mapping[str, int]) -> None:
+        """Node ``index``'s allocatable changed from ``was`` to ``now``: what is free changes by as much (what its
+        pods use stays used, so a shrink may leave less than nothing free)."""
+        self.cpu[index] += now.get(CPU, 0) - was.get(CPU, 0)
+        self.mem[index] += now.get(MEMORY, 0) - was.get(MEMORY, 0)
+        self.gpu[index] += now.get(GPU, 0) - was.get(GPU, 0)
+        ext = self.ext[index]
+        for k in {*was, *now}:
+            if k not in _NAMED:
+                ext[k] = ext.get(k, 0) + now.get(k, 0) - was.get(k, 0)
 
 
 class NodeState:
@@ -27,10 +62,8 @@ class NodeState:
         self.nodes: list[Node] = []
         """Every node that joined, by index (a removed one keeps its place); :attr:`node_index` names the current."""
         self.node_index: dict[str, int] = {}
-        self.free_cpu: list[int] = []
-        self.free_mem: list[int] = []
-        self.free_gpu: list[int] = []
-        self.free_ext: list[dict[str, int]] = []
+        self.amounts = FreeAmounts()
+        """What is free on each node."""
         self.ids = ResourceIds()
         """Resource ids per kind (:mod:`kubeflux.sim.resourceids`)."""
         self.total_cores = 0
@@ -43,10 +76,7 @@ class NodeState:
         self.node_index[node.name] = len(self.nodes)
         self.nodes.append(node)
         alloc = node.allocatable
-        self.free_cpu.append(alloc.get(CPU, 0))
-        self.free_mem.append(alloc.get(MEMORY, 0))
-        self.free_gpu.append(alloc.get(GPU, 0))
-        self.free_ext.append({k: v for k, v in alloc.items() if k not in (CPU, MEMORY, GPU, "pods")})
+        self.amounts.append(alloc)
         self.ids.add_node(alloc)
         self.total_cores += alloc.get(CPU, 0) // 1000
 
@@ -76,14 +106,7 @@ class NodeState:
         check_node(node)  # names the bad field (compiled, a typed read of it would fail as a bare TypeError)
         if allocatable is not None:
             was = old.allocatable
-            delta = {res: allocatable.get(res, 0) - was.get(res, 0) for res in {*was, *allocatable}}
-            self.free_cpu[index] += delta.pop(CPU, 0)
-            self.free_mem[index] += delta.pop(MEMORY, 0)
-            self.free_gpu[index] += delta.pop(GPU, 0)
-            delta.pop("pods", None)
-            ext = self.free_ext[index]
-            for res, change in delta.items():
-                ext[res] = ext.get(res, 0) + change
+            self.amounts.resize(index, was, allocatable)
             self.ids.resize(index, was, allocatable)
             self.total_cores += max(allocatable.get(CPU, 0) // 1000 - was.get(CPU, 0) // 1000, 0)
         self.nodes[index] = node
@@ -96,7 +119,8 @@ class NodeState:
     def admit(self, sp: SimPod, index: int) -> str:
         """The kubelet's admission: take the pod's requests (and ids) from node ``index``, or name the resource
         that is short (then nothing is taken)."""
-        fc, fm, fg = self.free_cpu, self.free_mem, self.free_gpu
+        amounts = self.amounts
+        fc, fm, fg = amounts.cpu, amounts.mem, amounts.gpu
         if sp.cpu > fc[index]:
             return "cpu"
         if sp.mem > fm[index]:
@@ -105,7 +129,7 @@ class NodeState:
             return GPU
         ext = sp.ext
         if ext:
-            free = self.free_ext[index]
+            free = amounts.ext[index]
             for res, amount in ext.items():
                 if amount > free.get(res, 0):
                     return res
@@ -134,11 +158,12 @@ class NodeState:
     def release(self, sp: SimPod) -> None:
         """Give back what :meth:`admit` took for ``sp`` on its node."""
         index = sp.node_index
-        self.free_cpu[index] += sp.cpu
-        self.free_mem[index] += sp.mem
-        self.free_gpu[index] += sp.gpu
+        amounts = self.amounts
+        amounts.cpu[index] += sp.cpu
+        amounts.mem[index] += sp.mem
+        amounts.gpu[index] += sp.gpu
         if sp.ext:
-            free = self.free_ext[index]
+            free = amounts.ext[index]
             for res, amount in sp.ext.items():
                 free[res] = free.get(res, 0) + amount
         if sp.cores:
@@ -150,7 +175,8 @@ class NodeState:
     def fits_somewhere(self, pods: Iterable[SimPod]) -> bool:
         """Whether one of ``pods`` fits the free resources of a ready, schedulable node."""
         nodes = [i for i in self.node_index.values() if self.nodes[i].ready and not self.nodes[i].unschedulable]
-        fc, fm, fg, fx = self.free_cpu, self.free_mem, self.free_gpu, self.free_ext
+        amounts = self.amounts
+        fc, fm, fg, fx = amounts.cpu, amounts.mem, amounts.gpu, amounts.ext
         for sp in pods:
             for i in nodes:
                 if (
@@ -167,4 +193,5 @@ class NodeState:
         KeyError when there is no such node."""
         self.node(name)
         i = self.node_index[name]
-        return {CPU: self.free_cpu[i], MEMORY: self.free_mem[i], GPU: self.free_gpu[i], **self.free_ext[i]}
+        amounts = self.amounts
+        return {CPU: amounts.cpu[i], MEMORY: amounts.mem[i], GPU: amounts.gpu[i], **amounts.ext[i]}

@@ -37,7 +37,7 @@ _ALLOC = _allocation("gpu-0")
 _ALLOC_OTHER = _allocation("gpu-1")
 _EXIT_42 = {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}
 _IGNORE_DISRUPTION = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
-POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str, dict[str, Any]]] = [
+POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str | int, dict[str, Any]]] = [
     ("accepted", [_IGNORE_DISRUPTION, _EXIT_42], {}),
     ("no action", [{"onExitCodes": {"operator": "In", "values": [42]}}], {}),
     ("unknown action", [{**_EXIT_42, "action": "Restart"}], {}),
@@ -57,6 +57,7 @@ POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str, dict[str, Any]]] = [
     ("too many rules", [_IGNORE_DISRUPTION] * 21, {}),
     ("value a string", [{"action": "Count", "onExitCodes": {"operator": "In", "values": ["x"]}}], {}),
     ("rules a string", "x", {}),
+    ("rules a number", 7, {}),
     ("restart on failure", [_IGNORE_DISRUPTION], {"restartPolicy": "OnFailure"}),
     ("replacement policy", [_IGNORE_DISRUPTION], {"podReplacementPolicy": "TerminatingOrFailed"}),
 ]
@@ -64,7 +65,9 @@ POD_FAILURE_POLICIES: list[tuple[str, list[Any] | str, dict[str, Any]]] = [
 (:data:`~tests.realkube.test_apiserver_differential.SAME_WORDS`) but the first."""
 
 
-def _failure_policy_job(name: str, rules: list[Any] | str, restartPolicy: str = "Never", **spec: Any) -> dict[str, Any]:
+def _failure_policy_job(
+    name: str, rules: list[Any] | str | int, restartPolicy: str = "Never", **spec: Any
+) -> dict[str, Any]:
     template = {"spec": {**_JOB["spec"]["template"]["spec"], "restartPolicy": restartPolicy}}  # type: ignore[index]
     return {
         **_JOB,

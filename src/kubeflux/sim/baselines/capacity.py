@@ -29,6 +29,7 @@ from collections.abc import Hashable
 from kubeflux.scheduler.constraints import static_filter
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, PODS, Node, Pod
 from kubeflux.sim.baselines.free_tree import FreeTree
+from kubeflux.sim.nodestate import FreeAmounts
 
 _UNLIMITED_PODS = 1 << 40
 MAX_VIEWS = 8
@@ -52,10 +53,8 @@ class NodeCapacity:
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.index: dict[str, int] = {}
-        self.cpu: list[int] = []
-        self.mem: list[int] = []
-        self.gpu: list[int] = []
-        self.ext: list[dict[str, int]] = []
+        self.free = FreeAmounts()
+        """What is free on each node (allocatable minus the requests of its bound, unfinished pods)."""
         self.open: list[bool] = []
         self.pods_free: list[int] = []
         """How many more pods each node's ``pods`` allocatable allows (a huge number when it states none)."""
@@ -93,10 +92,7 @@ class NodeCapacity:
             i = len(self.nodes)
             self.index[node.name] = i
             self.nodes.append(node)
-            self.cpu.append(alloc.get(CPU, 0))
-            self.mem.append(alloc.get(MEMORY, 0))
-            self.gpu.append(alloc.get(GPU, 0))
-            self.ext.append({k: v for k, v in alloc.items() if k not in _BASIC})
+            self.free.append(alloc)
             self.pods_free.append(alloc.get(PODS, _UNLIMITED_PODS))
             self.open.append(False)
             self.usable.append(False)
@@ -110,15 +106,9 @@ class NodeCapacity:
             self._set_open(i, False)
             self._set_usable(i, False)
             self.nodes[i] = node
-            self.cpu[i] += alloc.get(CPU, 0) - old.get(CPU, 0)
-            self.mem[i] += alloc.get(MEMORY, 0) - old.get(MEMORY, 0)
-            self.gpu[i] += alloc.get(GPU, 0) - old.get(GPU, 0)
+            self.free.resize(i, old, alloc)
             self.pods_free[i] += alloc.get(PODS, _UNLIMITED_PODS) - old.get(PODS, _UNLIMITED_PODS)
             self._set_usable(i, True)
-            ext = self.ext[i]
-            for k in set(alloc) | set(old):
-                if k not in _BASIC:
-                    ext[k] = ext.get(k, 0) + alloc.get(k, 0) - old.get(k, 0)
         self.gone.discard(i)
         for pod, view in self._views.values():
             view.admits[i] = static_filter(pod, node) is None
@@ -142,16 +132,16 @@ class NodeCapacity:
             return
         self.usable[i] = usable
         sign = 1 if usable else -1
-        self.usable_cpu += sign * self.cpu[i]
-        self.usable_mem += sign * self.mem[i]
-        self.usable_gpu += sign * self.gpu[i]
+        self.usable_cpu += sign * self.free.cpu[i]
+        self.usable_mem += sign * self.free.mem[i]
+        self.usable_gpu += sign * self.free.gpu[i]
 
     def _set_open(self, i: int, is_open: bool) -> None:
         if self.open[i] != is_open:
             sign = 1 if is_open else -1
-            self.total_cpu += sign * self.cpu[i]
-            self.total_mem += sign * self.mem[i]
-            self.total_gpu += sign * self.gpu[i]
+            self.total_cpu += sign * self.free.cpu[i]
+            self.total_mem += sign * self.free.mem[i]
+            self.total_gpu += sign * self.free.gpu[i]
             self.open[i] = is_open
         self._update(i)
 
@@ -167,14 +157,15 @@ class NodeCapacity:
 
     # -- the trees -------------------------------------------------------------------------------------------
     def _update(self, i: int) -> None:
-        cpu, mem, gpu, room = self.cpu[i], self.mem[i], self.gpu[i], self.pods_free[i] > 0
+        free = self.free
+        cpu, mem, gpu, room = free.cpu[i], free.mem[i], free.gpu[i], self.pods_free[i] > 0
         for tree in self._trees:
             tree.set(i, cpu, mem, gpu, room)
         self.version += 1
 
     def _update_cpu(self, i: int) -> None:
         """:meth:`_update` when only node ``i``'s free cpu changed (the usual pod)."""
-        cpu, room = self.cpu[i], self.pods_free[i] > 0
+        cpu, room = self.free.cpu[i], self.pods_free[i] > 0
         for tree in self._trees:
             tree.set_cpu(i, cpu, room)
         self.version += 1
@@ -198,9 +189,9 @@ class NodeCapacity:
         tree = FreeTree(admits, self._size)
         self._views[signature] = (pod, tree)
         self._trees.append(tree)
-        pods_free = self.pods_free
+        free, pods_free = self.free, self.pods_free
         for i in range(len(self.nodes)):
-            tree.set(i, self.cpu[i], self.mem[i], self.gpu[i], pods_free[i] > 0)
+            tree.set(i, free.cpu[i], free.mem[i], free.gpu[i], pods_free[i] > 0)
         return tree
 
     def first_fit_scan(self, pod: Pod, start: int = 0) -> int:
@@ -208,14 +199,14 @@ class NodeCapacity:
         req = pod.requests
         cpu, mem, gpu = req.get(CPU, 0), req.get(MEMORY, 0), req.get(GPU, 0)
         extra = [(k, v) for k, v in req.items() if k not in _BASIC]
-        usable, pods_free = self.usable, self.pods_free
+        usable, pods_free, free = self.usable, self.pods_free, self.free
         for i in range(start, len(self.nodes)):
             if not usable[i] or pods_free[i] <= 0:
                 continue
             node = self.nodes[i]
-            if self.cpu[i] < cpu or self.mem[i] < mem or self.gpu[i] < gpu:
+            if free.cpu[i] < cpu or free.mem[i] < mem or free.gpu[i] < gpu:
                 continue
-            ext = self.ext[i]
+            ext = free.ext[i]
             if any(ext.get(k, 0) < v for k, v in extra):
                 continue
             if static_filter(pod, node) is None:
@@ -255,7 +246,7 @@ class NodeCapacity:
             c = req.get(CPU)
             if c is not None:  # cpu only: memory, gpu and the other trees stay as they are
                 c *= sign
-                self.cpu[i] += c
+                self.free.cpu[i] += c
                 if self.open[i]:
                     self.total_cpu += c
                 if self.usable[i]:
@@ -263,9 +254,10 @@ class NodeCapacity:
                 self._update_cpu(i)
                 return
         c, m, g = sign * req.get(CPU, 0), sign * req.get(MEMORY, 0), sign * req.get(GPU, 0)
-        self.cpu[i] += c
-        self.mem[i] += m
-        self.gpu[i] += g
+        free = self.free
+        free.cpu[i] += c
+        free.mem[i] += m
+        free.gpu[i] += g
         if self.open[i]:
             self.total_cpu += c
             self.total_mem += m
@@ -275,7 +267,7 @@ class NodeCapacity:
             self.usable_mem += m
             self.usable_gpu += g
         if len(req) > 1 or CPU not in req:
-            ext = self.ext[i]
+            ext = free.ext[i]
             for k, v in req.items():
                 if k not in _BASIC:
                     ext[k] = ext.get(k, 0) + sign * v
