@@ -26,7 +26,8 @@ How a job is kept in one domain (:class:`Confiner`):
    A domain where the placement (or reservation) then fails after all (a placement's run includes its members'
    claims: a domain whose nodes cannot give every member its devices fails) is left out and the next one found, at most
    :data:`DOMAIN_TRIES` a pass; the domains tried are carried to the next passes (tried last), so every domain is
-   tried in turn.
+   tried in turn. A reservation is never made in a domain whose nodes could not give every member its claims'
+   devices even empty (:meth:`Confiner._devices_never`: the reserver books devices by count, not in time).
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
    required node affinity on the names of the domain vertex's nodes (never on label values: a node without a
    level's label, or with an empty value, is in the level's unknown domain, and a rack ``r0`` of two zones is two
@@ -37,10 +38,11 @@ How a job is kept in one domain (:class:`Confiner`):
    level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is made
    first as if it asked nothing, and kept in a domain only when the domain's starts it no later, so asking for a
    preference never delays a job nor lets a filler take the node it needs (EASY backfill). A required level that no
-   domain can ever hold the job in, even empty (the same search on the empty nodes), that is not a level of the
-   graph, or that is ``kubernetes.io/hostname`` (one node for the whole group: not supported, ask for pod affinity
-   among the members on it), rejects the job with the reason (:meth:`Confiner.never`); a preferred level the graph
-   does not have is logged once per job, and the job placed anywhere.
+   domain can ever hold the job in, even empty (the same search on the empty nodes, the members' devices counted),
+   that is not a level of the graph, or that is ``kubernetes.io/hostname`` (one node for the whole group: not
+   supported, ask for pod affinity among the members on it), rejects the job with the reason
+   (:meth:`Confiner.never`); a preferred level the graph does not have is logged once per job, and the job placed
+   anywhere.
 
 Members beyond a group's minimum that start later are not kept in the domain.
 """
@@ -56,7 +58,7 @@ from typing import Final, TypeVar
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.among import LabelsOf, affine_key
-from kubeflux.scheduler.domainfit import by_domain, holds
+from kubeflux.scheduler.domainfit import by_domain, device_needs, holds
 from kubeflux.scheduler.filtering import alike_run, whole_node_policy
 from kubeflux.scheduler.gang import GangMember
 from kubeflux.scheduler.graphview import GraphView, first_placement
@@ -101,6 +103,7 @@ resources, its pods' constraints): beyond them the level counts as without room 
 
 _UNLIMITED: Final = 1 << 62
 _NONE: Final[set[str]] = set()
+_NO_DEVICES: Final[set[tuple[str, str, str]]] = set()
 
 T = TypeVar("T")
 
@@ -163,14 +166,17 @@ class Confiner:
             # earliest start there is); else, for preferred, the latest a domain's may start it (a required job of
             # alike members that never share a node is reserved by the engine's domain, a member a node, at once)
             anywhere = run()
-            if not isinstance(anywhere, (int, float)) or isinstance(anywhere, bool):
-                return anywhere  # none anywhere: none in a domain either
             kind = level_type(levels[0])
-            if self._in_one(job, kind):
-                self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
-                self._tried.pop(job.key, None)
-                return anywhere
-            latest = None if request.required else float(anywhere)
+            if isinstance(anywhere, (int, float)) and not isinstance(anywhere, bool):
+                if self._in_one(job, kind):
+                    self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
+                    self._tried.pop(job.key, None)
+                    return anywhere
+                latest = None if request.required else float(anywhere)
+            elif request.annotation != AFFINITY:
+                return anywhere  # none anywhere: none in a domain either
+            # (members kept together by their affinity, which is required, are searched only pinned to one domain:
+            # none anywhere says nothing of each domain)
             self.placer.books.cancel_reservations(job)
         for label in levels:
             answer = self._in_level(job, level_type(label), start, run, reserve=reserve, latest=latest)
@@ -223,13 +229,26 @@ class Confiner:
         return any(spec.cores >= 2 * cores and spec.gpus >= 2 * gpus for spec in graph.specs.values())
 
     def _in_one(self, job: PendingJob, kind: str) -> bool:
-        """Whether the job's reservation holds nodes of one known domain of ``kind`` only."""
+        """Whether the job's reservation holds nodes of one known domain of ``kind`` only, one whose devices may
+        hold the members' claims (:meth:`_devices_never`)."""
         graph = self.placer.books.graph
         if graph is None or not job.holds:
             return False
         domains = graph.domains(kind)
         found = {domains.get(hold.node) for hold in job.holds}
-        return len(found) == 1 and None not in found and not found & _unknown(graph, kind)
+        if len(found) != 1 or None in found or found & _unknown(graph, kind):
+            return False
+        return not any(hold.node in self._devices_never(job, kind) for hold in job.holds)
+
+    def _devices_never(self, job: PendingJob, kind: str) -> set[str]:
+        """The nodes of the domains of ``kind`` that can never hold the job's members with their claims' devices,
+        even empty (:meth:`_ever`): never reserved for it (the reserver books cores and other resources in time, not
+        devices); none when no member's claims take devices."""
+        if not any(pod.resource_claims for pod in job.pods.values()):
+            return _NONE
+        if device_needs(self.placer.books.devices, list(job.pods.values())) is None:
+            return _NONE
+        return {name for names, _, may in self._ever(job, kind) if not may for name in names}
 
     def _carried(self, job: PendingJob, kind: str, reserve: bool) -> set[str]:
         """The nodes of the domains of ``kind`` tried for ``job`` since it last started (see :attr:`_tried`)."""
@@ -306,24 +325,33 @@ class Confiner:
     ) -> Iterator[tuple[list[str], list[list[int]], bool]]:
         """Each known domain of ``kind`` (its usable nodes, in the graph's order, none of ``left_out``): its nodes,
         what each has when empty, and whether they may hold at least the job's minimum of members even empty (the
-        exact assignment search on the empty nodes that admit each; True also when the search gave up)."""
+        exact assignment search on the empty nodes that admit each; True also when the search gave up). The devices
+        of the members' claims are a last dimension (each node's devices of any class: :meth:`_held`), 0 when none
+        takes any."""
         graph = self.placer.books.graph
         assert graph is not None
         pods = list(job.pods.values())
         empty = self.placer.books.fits.empty(self.placer.filter.empty_nodes)
         index = {node.name: i for i, node in enumerate(empty) if node.name not in left_out}
         dims = _dims(pods)
+        devices = self.placer.books.devices
+        needs = device_needs(devices, pods)
         free = [
-            [graph.specs[node.name].cores, graph.specs[node.name].gpus, *_room(node.allocatable, dims)]
+            [
+                graph.specs[node.name].cores,
+                graph.specs[node.name].gpus,
+                *_room(node.allocatable, dims),
+                devices.free_on(node.name, _NO_DEVICES) if needs is not None else 0,
+            ]
             for node in empty
         ]
         members = [
             GangMember(
-                self._demand(pod, dims),
+                (*self._demand(pod, dims), need),
                 tuple(index[name] for name in self.placer.filter.static_fit(pod).fit if name in index),
                 whole_node_policy(pod, self.placer.profile.policy),
             )
-            for pod in pods
+            for pod, need in zip(pods, needs or [0] * len(pods), strict=True)
         ]
         whole = [True] * len(empty)
         count = self.placer.queue.minimum(job)
@@ -347,10 +375,15 @@ class Confiner:
         ]
         totals = [(sum(node[0] for node in nodes), sum(node[1] for node in nodes)) for nodes in domains]
         need = (sum(c for c, _ in sizes), sum(g for _, g in sizes))
-        if len(set(sizes)) == 1 and max(held, default=0) < count:
+        devices = sum(device_needs(self.placer.books.devices, list(job.pods.values())) or ())
+        most_devices = max((sum(node[-1] for node in nodes) for nodes in domains), default=0)
+        if devices > most_devices:
+            most = f"{devices} devices between them for their claims; the most one has: {most_devices}"
+        elif len(set(sizes)) == 1 and max(held, default=0) < count:
             most = f"the most one holds: {max(held, default=0)}"
         elif any(need[0] <= has[0] and need[1] <= has[1] for has in totals):
             requests = sorted({res for pod in job.pods.values() for res, amount in pod.requests.items() if amount > 0})
+            requests += ["devices"] if devices else []
             most = f"none holds them in every resource they request: {', '.join(requests) or 'none'}"
         else:
             has = max(totals, default=(0, 0))
@@ -431,6 +464,8 @@ class Confiner:
                 else self.placer.filter.fit(largest).hidden.names
             )
             hide.update(tried)
+            if reserve:
+                hide.update(self._devices_never(job, kind))
             vertices = graph.engine.graph.vertices
             for name in graph.specs:
                 domain = domains.get(name)
@@ -487,12 +522,11 @@ class Confiner:
         # the devices of the members' claims, as a last dimension: the fewest each member takes, and each node's
         # free devices of any class (a domain that cannot give every member its devices is not chosen)
         devices = self.placer.books.devices
-        counted: set[str] = set()
-        needs = [devices.least_needed(pod, counted) if pod.resource_claims else 0 for pod in pods]
-        used = devices.in_use() if any(needs) else None
+        needs = device_needs(devices, pods)
+        used = devices.in_use() if needs is not None else None
         shapes = [
             ((*self._demand(pod, dims), need), whole_node_policy(pod, self.placer.profile.policy))
-            for pod, need in zip(pods, needs, strict=True)
+            for pod, need in zip(pods, needs or [0] * len(pods), strict=True)
         ]
         minimum = self.placer.queue.minimum(job)
         index: dict[str, int] = {}
