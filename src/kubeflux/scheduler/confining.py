@@ -6,7 +6,9 @@ A pod asks with Kueue's annotations, ``kueue.x-k8s.io/podset-required-topology: 
 The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`). A group whose members ask required
 pod affinity among themselves on a level's label (all in one zone, one rack: :data:`AFFINITY`) asks for one domain
 of it as if required: kube-scheduler lets its first member go anywhere while no pod matches yet, and one by one the
-others could then find no room beside it; kept to a domain with room for all, none is stranded.
+others could then find no room beside it; kept to a domain with room for all, none is stranded. On a label that is
+not a level (``example.com/pool``), each of its values is a domain (a node without the label in none): the engine
+has no vertex for it, so the domain is found by the exact search alone (:meth:`Confiner._domains`).
 
 How a job is kept in one domain (:class:`Confiner`):
 
@@ -94,8 +96,8 @@ _ANNOTATIONS: Final = (
 
 AFFINITY: Final = "spec.affinity.podAffinity"
 """What a request found in the members' required pod affinity among themselves says it came from: all of them in one
-domain of the term's key, kept there as a required topology when the key is a level of the graph (else the members
-are placed one by one, each filtered against those before it)."""
+domain of the term's key, kept there as a required topology (a level of the graph, or a label's values; on the
+hostname the members are placed one by one, each filtered against those before it)."""
 
 DOMAIN_TRIES: Final = 16
 """Domains of one level a job is tried in per pass when the engine's pick does not hold it after all (its other
@@ -104,6 +106,8 @@ resources, its pods' constraints): beyond them the level counts as without room 
 _UNLIMITED: Final = 1 << 62
 _NONE: Final[set[str]] = set()
 _NO_DEVICES: Final[set[tuple[str, str, str]]] = set()
+_LABEL: Final = "label "
+"""The prefix of the kind of domains that a label which is not a level makes (its values)."""
 
 T = TypeVar("T")
 
@@ -166,7 +170,7 @@ class Confiner:
             # earliest start there is); else, for preferred, the latest a domain's may start it (a required job of
             # alike members that never share a node is reserved by the engine's domain, a member a node, at once)
             anywhere = run()
-            kind = level_type(levels[0])
+            kind = self._kind(levels[0])
             if isinstance(anywhere, (int, float)) and not isinstance(anywhere, bool):
                 if self._in_one(job, kind):
                     self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
@@ -179,7 +183,7 @@ class Confiner:
             # none anywhere says nothing of each domain)
             self.placer.books.cancel_reservations(job)
         for label in levels:
-            answer = self._in_level(job, level_type(label), start, run, reserve=reserve, latest=latest)
+            answer = self._in_level(job, self._kind(label), start, run, reserve=reserve, latest=latest)
             if answer is not None:
                 self._tried.pop(job.key, None)
                 return answer
@@ -234,9 +238,9 @@ class Confiner:
         graph = self.placer.books.graph
         if graph is None or not job.holds:
             return False
-        domains = graph.domains(kind)
+        domains, unknown = self._domains(kind)
         found = {domains.get(hold.node) for hold in job.holds}
-        if len(found) != 1 or None in found or found & _unknown(graph, kind):
+        if len(found) != 1 or None in found or found & unknown:
             return False
         return not any(hold.node in self._devices_never(job, kind) for hold in job.holds)
 
@@ -355,7 +359,7 @@ class Confiner:
         ]
         whole = [True] * len(empty)
         count = self.placer.queue.minimum(job)
-        for names in by_domain(index, graph.domains(kind), _unknown(graph, kind)).values():
+        for names in by_domain(index, *self._domains(kind)).values():
             nodes = [index[name] for name in names]
             yield names, [free[at] for at in nodes], holds(members, free, whole, count, nodes) is not False
 
@@ -395,14 +399,15 @@ class Confiner:
 
     def _request(self, job: PendingJob) -> Request | None:
         """What ``job`` asks (:func:`job_request`), but required pod affinity among its members only while it keeps
-        them in one domain of a level: not on the hostname or a label that is not a level (the members are placed
-        one by one, each beside those before it), and not once pods its terms select run (kube-scheduler's first-pod
-        rule no longer applies: each member may go to any domain holding one, as its own filters say)."""
+        them in one domain of a level, or of a label that is not a level (its values the domains: :meth:`_domains`):
+        not on the hostname (the members are placed one by one, each beside those before it), and not once pods its
+        terms select run (kube-scheduler's first-pod rule no longer applies: each member may go to any domain holding
+        one, as its own filters say)."""
         books = self.placer.books
         request = job_request(job, books.pods.labels_of)
         if request is None or request.annotation != AFFINITY:
             return request
-        if request.level == HOSTNAME_LEVEL or request.level not in books.levels:
+        if request.level == HOSTNAME_LEVEL:
             return None
         if True in affinity_held(job.pods.values(), books.nodes, books.pods):
             return None
@@ -420,12 +425,35 @@ class Confiner:
 
     def _levels(self, request: Request) -> list[str]:
         """The levels to try, the asked one first (for preferred, then each above it); empty when the graph has no
-        such level (not confined: a required one is rejected by :meth:`never`)."""
+        such level (not confined: a required one is rejected by :meth:`never`), but the label of required pod
+        affinity among the members, a level or not."""
         levels = self.placer.books.levels
-        if request.level == HOSTNAME_LEVEL or request.level not in levels:
+        if request.level == HOSTNAME_LEVEL:
             return []
+        if request.level not in levels:
+            return [request.level] if request.annotation == AFFINITY else []
         index = levels.index(request.level)
         return [request.level] if request.required else list(reversed(levels[: index + 1]))
+
+    def _kind(self, label: str) -> str:
+        """The domains ``label`` makes: a level's vertex type, else the label's values (:data:`_LABEL` and it)."""
+        return level_type(label) if label in self.placer.books.levels else _LABEL + label
+
+    def _domains(self, kind: str) -> tuple[Mapping[str, int | None], set[int]]:
+        """Each node's domain of ``kind`` (None: in none) and the unknown domains (no job is kept in one): a level's
+        vertices in the graph; for a label that is not a level (:meth:`_kind`), one domain for each of its values,
+        a node without it in none (required pod affinity on a key a node lacks never holds there)."""
+        if not kind.startswith(_LABEL):
+            graph = self.placer.books.graph
+            assert graph is not None
+            return graph.domains(kind), _unknown(graph, kind)
+        key = kind.removeprefix(_LABEL)
+        values: dict[str, int] = {}
+        domains: dict[str, int | None] = {}
+        for name, node in self.placer.books.nodes.items():
+            value = node.labels.get(key)
+            domains[name] = None if value is None else values.setdefault(value, len(values))
+        return domains, set()
 
     def _shape(self, job: PendingJob) -> tuple[int, int, int]:
         """(slots, cores, gpus) of the jobspec that finds a domain: the minimum of members, each as the largest
@@ -453,10 +481,10 @@ class Confiner:
         except PodRequestError:
             policy = self.placer.profile.policy
         self.placer.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
-        domains = graph.domains(kind)
+        domains, unknown = self._domains(kind)
         where: str | None = None
         at = start
-        if (cores or gpus) and self._engine_found:
+        if (cores or gpus) and self._engine_found and not kind.startswith(_LABEL):
             # now: the nodes the member may not use now; later: those it may never use (their books change by then)
             hide = set(
                 self.placer.filter.static_fit(largest).unfit
@@ -490,7 +518,7 @@ class Confiner:
             # each on a node of its own that may take one now are held; the exact search's
             opened = self._open(job)
             shown = (name for name in graph.ordered(policy, start) if name in opened and name not in tried)
-            where = self._held(job, by_domain(shown, domains, _unknown(graph, kind)).values(), start, duration)
+            where = self._held(job, by_domain(shown, domains, unknown).values(), start, duration)
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
