@@ -16,6 +16,9 @@ from kubeflux.scheduler.testing import ADDED, Cluster, node
 from kubeflux.scheduler.topology import ZONE_LEVEL
 from tests.dra import gpu_class
 
+POOL = "example.com/pool"
+"""A node label that is not a topology level."""
+
 
 def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2")) -> Cluster:
     cluster = Cluster(KubefluxScheduler(), [node(name, cores=8) for name in nodes])
@@ -27,15 +30,17 @@ def cluster_with(*slices: dict[str, Any], nodes: tuple[str, ...] = ("w1", "w2"))
 
 def ranked(name: str, claim_name: str, asks: str, group: str = "mpi", t: float = 0.0) -> Pod:
     """A member of ``group`` (labelled app=``group``) of 1 core with the claim ``claim_name``, kept in one zone by
-    required pod affinity among the members or by kubeflux's required-topology annotation."""
+    required pod affinity among the members or by kubeflux's required-topology annotation (``pool affinity``: pod
+    affinity on :data:`POOL`, a label that is not a topology level)."""
     spec: dict[str, Any] = {
         "schedulerName": "kubeflux",
         "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
         "resourceClaims": [{"name": "gpus", "resourceClaimName": claim_name}],
     }
     annotations = {}
-    if asks == "pod affinity":
-        term = {"labelSelector": {"matchLabels": {"app": group}}, "topologyKey": ZONE_LEVEL}
+    if asks in ("pod affinity", "pool affinity"):
+        key = ZONE_LEVEL if asks == "pod affinity" else POOL
+        term = {"labelSelector": {"matchLabels": {"app": group}}, "topologyKey": key}
         spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     else:
         annotations[REQUIRED_ANNOTATION] = ZONE_LEVEL

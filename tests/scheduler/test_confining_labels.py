@@ -12,6 +12,7 @@ import pytest
 from kubeflux.apiobjects.manifests import pod_from_manifest
 from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class_from_manifest, slice_from_manifest
 from kubeflux.scheduler.core import Backfill, KubefluxScheduler
+from kubeflux.scheduler.interface import Reject
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, node, pod
 from tests.dra import claim, gpu_class
@@ -91,3 +92,16 @@ def test_a_waiting_pool_gang_is_reserved_in_the_pool_that_holds_it_and_no_filler
     cluster.end("busy-n2")
     started = bound(cluster.run(100.0))
     assert {started[f"default/mpi-{i}"] for i in range(4)} <= {"n1", "n2"}
+
+
+def test_a_pool_gang_no_pool_can_ever_hold_is_rejected_naming_the_label() -> None:
+    # two pools of one 2-core node: 3 members of 1 core fit the cluster, never one pool (they waited forever)
+    cluster = pools(("n0", "p1", 2, 0), ("n1", "p2", 2, 0))
+    gang(cluster, 3)
+    decisions = cluster.run(1.0)
+    rejected = [d for d in decisions if isinstance(d, Reject)]
+    assert len(rejected) == 3
+    assert rejected[0].message == (
+        f"the pod group requires one {POOL} value ({POOL}) but no {POOL} value can ever hold its 3 pods of 1 cores "
+        "and 0 gpus (the most one holds: 2)"
+    )

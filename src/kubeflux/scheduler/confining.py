@@ -296,13 +296,12 @@ class Confiner:
     def never(self, job: PendingJob) -> str | None:
         """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
         can hold its minimum of members even empty, in every resource they request, by the exact assignment search
-        on the empty nodes that admit each); None when it may (or the search gave up)."""
+        on the empty nodes that admit each; for pod affinity among the members on a label that is not a level, no
+        value of the label); None when it may (or the search gave up)."""
         request = self._request(job)
         if request is None or not request.required:
             return None
         levels = self.placer.books.levels
-        if request.level not in levels and request.annotation == AFFINITY:
-            return None  # not a level: its members are placed one by one
         pod_key = next(iter(job.pods.values())).key
         where = f"pod {pod_key}: metadata.annotations[{request.annotation}]"
         if request.level == HOSTNAME_LEVEL and request.annotation in (KUEUE_REQUIRED, REQUIRED_ANNOTATION):
@@ -310,13 +309,13 @@ class Confiner:
                 f"{where}: {HOSTNAME_LEVEL!r} (the whole group on one node) is not supported as a required topology; "
                 f"ask for pod affinity among the members on {HOSTNAME_LEVEL} instead"
             )
-        if request.level not in levels:
+        if request.level not in levels and request.annotation != AFFINITY:
             have = ", ".join(levels) or "none"
             return f"{where}: {request.level!r} is not a topology level of the cluster (its levels: {have})"
         graph = self.placer.books.graph
         if graph is None:
             return None
-        kind = level_type(request.level)
+        kind = self._kind(request.level)
         domains: list[list[list[int]]] = []
         for _names, free, may in self._ever(job, kind):
             if may:
@@ -392,8 +391,9 @@ class Confiner:
         else:
             has = max(totals, default=(0, 0))
             most = f"{need[0]} cores and {need[1]} gpus between them; the most one has: {has[0]} and {has[1]}"
+        noun = f"{request.level} value" if kind.startswith(_LABEL) else kind
         return (
-            f"the pod group requires one {kind} ({request.level}) but no {kind} can ever hold its {count} pods of "
+            f"the pod group requires one {noun} ({request.level}) but no {noun} can ever hold its {count} pods of "
             f"{cores} cores and {gpus} gpus ({most})"
         )
 
