@@ -43,7 +43,7 @@ from typing import Any, Final
 import cel
 from cel import stdlib
 
-from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, MAX_LENGTH, CelCheckError, check, rewrite_binds
+from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, CelCheckError, check, rewrite_binds
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.scheduler.devices import Device, Version
 
@@ -104,16 +104,18 @@ def program(expression: str) -> cel.Program:
     if not expression.strip():
         raise SelectorCompileError("expression is empty")
     try:
-        if len(expression.encode()) <= MAX_LENGTH:  # a longer one is refused by check() before it is parsed
-            compiled = cel.compile(rewrite_binds(expression))
-        check(expression, FUNCTION_NAMES)
+        check(expression)  # first: a longer one is refused before it is parsed, and in the API server's words
+        compiled = cel.compile(rewrite_binds(expression))
     except CelCheckError as exc:
         raise SelectorCompileError(str(exc), invalid=exc.invalid) from exc
     except ValueError as exc:
-        raise SelectorCompileError(f"compilation failed: {exc}") from exc
+        said = _PARSE_FAILED.sub("", str(exc).split("\n")[0])
+        raise SelectorCompileError(f"compilation failed: {said}") from exc
     return compiled
 
 
+_PARSE_FAILED = re.compile(r"^Failed to parse expression '.*?': (?=ERROR: )", re.DOTALL)
+"""The library's words before the parser's error, which the API server does not say."""
 _UNDEFINED = re.compile(r"Undefined variable or function: '([\w.]+)'")
 _LITERALS = re.compile(r'"((?:[^"\\]|\\.)*)"' + r"|'((?:[^'\\]|\\.)*)'")
 
