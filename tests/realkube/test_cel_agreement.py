@@ -7,6 +7,9 @@ dry run: nothing is stored), and each is read by kubeflux alone in a claim
 (:func:`~kubeflux.apiobjects.resourceclaims.claim_from_manifest`). Both accept it, or both refuse it naming the
 selector's field, in the same words (the server's first line; for a syntax error, up to the parser's list of expected
 tokens, which is ANTLR's and not kubeflux's). The few known differences are listed with why, and must still differ.
+
+Then every expression both accept is evaluated on a device: none may fail for want of a function, except the
+overloads kubeflux documents as missing.
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY
+from kubeflux.apiobjects.devicecel import CelSelector
+from kubeflux.apiobjects.resourceclaims import slice_from_manifest
 from kubeflux.controlplane import ControlPlane
-from tests.dra import DRIVER, claim
+from tests.dra import DRIVER, claim, gpu_slice
 
-from ._celcases import EXPRESSIONS
+from ._celcases import EXPRESSIONS, TRUE_ON_ANY_DEVICE
 from ._selectors import kubeflux_says, words
 from .conftest import Api
 
@@ -112,3 +118,30 @@ def test_kubeflux_judges_every_selector_as_the_real_api_server_does(verdicts: li
     differing = {e: why for e, why in found.items() if why and e not in KNOWN}
     assert not differing, "\n\n".join(f"{e}\n{why}" for e, why in differing.items())
     assert all(found[e] for e in KNOWN), [e for e in KNOWN if not found[e]]
+
+
+DEVICE = slice_from_manifest(gpu_slice("w1", 1)).devices[0]
+_UNDEFINED = re.compile(r"Undefined variable or function: '([\w.]+)'")
+
+
+def test_what_both_accept_evaluates_but_for_the_overloads_kubeflux_documents_as_missing(
+    verdicts: list[tuple[str, str] | None],
+) -> None:
+    """On a device, no expression both accept fails for want of a function (``Undefined variable or function``),
+    but those of :data:`~kubeflux.apiobjects.celcheck.KUBERNETES_ONLY`; those kubeflux adds to the library (two-
+    variable comprehensions, ``sortBy``, ``format``, IP, CIDR and URL values, ``flatten``, ``lists.range`` …)
+    give what Kubernetes' give."""
+    accepted = [e for e, real in zip(EXPRESSIONS, verdicts, strict=True) if real is None and e not in KNOWN]
+    assert set(TRUE_ON_ANY_DEVICE) <= set(accepted)
+    missing: dict[str, str] = {}
+    for expression in accepted:
+        try:
+            result = CelSelector(expression).matches(DEVICE, DRIVER)
+        except ValueError as exc:
+            undefined = _UNDEFINED.search(str(exc))
+            if undefined is not None and undefined.group(1) not in KUBERNETES_ONLY:
+                missing[expression] = str(exc)
+            result = False
+        if expression in TRUE_ON_ANY_DEVICE and not result:
+            missing[expression] = "not true"
+    assert not missing, "\n".join(f"{e}: {why}" for e, why in missing.items())

@@ -51,7 +51,7 @@ from kubeflux.apiobjects.celtypes import (
     resolve,
 )
 
-__all__ = ["KUBERNETES_ONLY", "MAX_COST", "MAX_LENGTH", "CelCheckError", "check", "rewrite_binds"]
+__all__ = ["KUBERNETES_ONLY", "MAX_COST", "MAX_LENGTH", "CelCheckError", "Node", "check", "parse"]
 
 MAX_LENGTH: Final = 10 * 1024
 """``CELSelectorExpressionMaxLength``: bytes of UTF-8."""
@@ -329,17 +329,11 @@ def _too_deep() -> CelCheckError:
 
 # ====================================================================== checks
 
-KUBERNETES_ONLY: Final = frozenset(
-    [
-        *("format", "isURL", "url", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery"),
-        *("ip", "cidr", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast"),
-        *("isGlobalUnicast", "containsIP", "containsCIDR", "prefixLength", "masked", "ip.isCanonical"),
-        *("flatten", "lists.range", "sortBy", "transformList", "transformMap", "transformMapEntry"),
-        *("optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue", "value", "orValue", "or"),
-    ]
-)
-"""Functions of Kubernetes' CEL environment that kubeflux does not have: accepted when read, as the API server
-accepts them, they fail at run time (the pod's CEL runtime error says so)."""
+KUBERNETES_ONLY: Final = frozenset({"int", "string", "timestamp"})
+"""Functions of which the library lacks overloads that Kubernetes' CEL environment has (``int(duration)``,
+``int(timestamp)``, ``string(bool)``, ``timestamp(int)``): accepted when read, as the API server accepts them, they
+fail at run time, the pod's CEL runtime error saying so ("Undefined variable or function: 'int': an overload of
+Kubernetes' CEL environment that kubeflux does not have")."""
 DEVICE: Final = CelType("kubernetes.DRADevice")
 _DEVICE_FIELDS: Final = {
     "driver": parse_type("string"),
@@ -675,26 +669,60 @@ def _conversion_error(function: str, kind: str, text: str) -> str:
     return ""
 
 
-def _cost(node: Node, unknown_size: int) -> int:
-    """Every node costs 1, and a comprehension its range's size times its body's (see the module docstring)."""
-    if node.kind == "call" and node.method and node.value in MACROS and len(node.args) >= 3:
-        body = sum(_cost(item, unknown_size) for item in node.args[2:])
-        return _cost(node.args[0], unknown_size) + _size(node.args[0], unknown_size) * (body + 1)
-    return 1 + sum(_cost(item, unknown_size) for item in node.args)
+@dataclass(frozen=True, slots=True)
+class _Cost:
+    """The cost estimate (see the module docstring) of an expression ``source``."""
+
+    source: str
+    unknown_size: int
+
+    def cost(self, node: Node) -> int:
+        """Every node costs 1, a comprehension its range's size times its body's, ``lists.range(n)`` n."""
+        bodies = _comprehension_bodies(node)
+        if bodies is not None:
+            body = sum(self.cost(item) for item in bodies)
+            return self.cost(node.args[0]) + self.size(node.args[0]) * (body + 2)  # the step and the condition
+        if _is_range(node):
+            return 1 + self.size(node)
+        return 1 + sum(self.cost(item) for item in node.args)
+
+    def size(self, node: Node) -> int:
+        if node.kind == "list":
+            return len(node.args)
+        if node.kind == "map":
+            return len(node.args) // 2
+        if node.kind in ("index", "select") and _is_device_map(node.args[0]):
+            return MAX_COLLECTION
+        if node.kind == "call" and node.method and node.value in _SAME_SIZE:
+            return self.size(node.args[0])
+        if node.kind == "op" and node.value == "+":
+            return sum(self.size(item) for item in node.args)
+        if _is_range(node):
+            count = node.args[1]
+            if count.kind != "lit" or count.value != "int":  # unbounded: the server refuses it as too complex
+                return MAX_COST + 1
+            return max(0, int(self.source[count.start : count.end].replace(" ", ""), 0))
+        return self.unknown_size
 
 
-def _size(node: Node, unknown_size: int) -> int:
-    if node.kind == "list":
-        return len(node.args)
-    if node.kind == "map":
-        return len(node.args) // 2
-    if node.kind in ("index", "select") and _is_device_map(node.args[0]):
-        return MAX_COLLECTION
-    if node.kind == "call" and node.method and node.value in ("map", "filter"):
-        return _size(node.args[0], unknown_size)
-    if node.kind == "op" and node.value == "+":
-        return sum(_size(item, unknown_size) for item in node.args)
-    return unknown_size
+_SAME_SIZE: Final = frozenset({"map", "filter", "transformList", "sortBy", "reverse", "sort", "distinct"})
+"""Functions whose list is at most as long as their receiver."""
+
+
+def _is_range(node: Node) -> bool:
+    """``lists.range(n)``."""
+    if node.kind != "call" or not node.method or node.value != "range" or len(node.args) != 2:
+        return False
+    namespace = node.args[0]
+    return namespace.kind == "ident" and namespace.value == "lists"
+
+
+def _comprehension_bodies(node: Node) -> list[Node] | None:
+    """The expressions a comprehension evaluates per item (after its variables), None when ``node`` is none."""
+    if node.kind != "call" or not node.method or node.value not in _MACRO_SHAPES or len(node.args) < 3:
+        return None
+    variables = 2 if node.args[2].kind == "ident" and len(node.args) >= 4 and node.value != "map" else 1
+    return node.args[1 + variables :]
 
 
 def _is_device_map(node: Node) -> bool:
@@ -736,7 +764,7 @@ def check(expression: str) -> None:
         raise CelCheckError(f"must evaluate to bool or the unknown type, not {result.wide()}")
     literals = sum(len(node.args) for node in nodes if node.kind == "list")
     strings = sum(node.end - node.start for node in nodes if node.kind == "lit" and node.value == "string")
-    if _too_costly(checker, nodes) or _cost(tree, max(MAX_STRING, literals + strings)) > MAX_COST:
+    if _too_costly(checker, nodes) or _Cost(expression, max(MAX_STRING, literals + strings)).cost(tree) > MAX_COST:
         raise CelCheckError("Forbidden: too complex, exceeds cost limit", invalid=False)
     failed = checker.instantiation_error(nodes)
     if failed is not None:
@@ -759,24 +787,3 @@ def _too_costly(checker: _Checker, nodes: list[Node]) -> bool:
             if all(found is not None and found.name == "kubernetes.Quantity" for found in operands):
                 return True
     return False
-
-
-def rewrite_binds(expression: str) -> str:
-    """``expression`` with each ``cel.bind(x, init, body)`` (which the library lacks) as ``[init].map(x, body)[0]``:
-    ``body`` with ``x`` bound to ``init``'s value, evaluated once."""
-    if "cel.bind" not in expression:
-        return expression
-    tree = parse(expression)
-    return expression if tree is None else _rewritten(expression, tree)
-
-
-def _rewritten(source: str, node: Node) -> str:
-    args = node.args
-    is_bind = node.kind == "call" and node.method and node.value == "bind" and len(args) == 4
-    if is_bind and args[0].kind == "ident" and args[0].value == "cel" and args[1].kind == "ident":
-        init, body = _rewritten(source, args[2]), _rewritten(source, args[3])
-        return f"([{init}].map({args[1].value}, {body})[0])"
-    text = source[node.start : node.end]
-    for item in sorted(args, key=lambda item: item.start, reverse=True):
-        text = text[: item.start - node.start] + _rewritten(source, item) + text[item.end - node.start :]
-    return text

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import itertools
+import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,7 +44,9 @@ from typing import Any, Final
 import cel
 from cel import stdlib
 
-from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, CelCheckError, check, rewrite_binds
+from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, CelCheckError, check
+from kubeflux.apiobjects.celfunctions import FUNCTIONS as LIBRARIES
+from kubeflux.apiobjects.celrewrite import rewrite
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.scheduler.devices import Device, Version
 
@@ -90,7 +93,9 @@ class CelSelector:
             said = str(exc).split("\n")[0] or type(exc).__name__
             missing = _UNDEFINED.search(said)
             if missing is not None and missing.group(1) in KUBERNETES_ONLY:
-                said = f"{said[: missing.end()]}: a function of Kubernetes' CEL environment that kubeflux does not have"
+                said = (
+                    f"{said[: missing.end()]}: an overload of Kubernetes' CEL environment that kubeflux does not have"
+                )
             raise ValueError(said) from exc
         if type(result) is not bool:
             raise ValueError(f"expression evaluated to {type(result).__name__}, not bool")
@@ -105,7 +110,7 @@ def program(expression: str) -> cel.Program:
         raise SelectorCompileError("expression is empty")
     try:
         check(expression)  # first: a longer one is refused before it is parsed, and in the API server's words
-        compiled = cel.compile(rewrite_binds(expression))
+        compiled = cel.compile(rewrite(expression))
     except CelCheckError as exc:
         raise SelectorCompileError(str(exc), invalid=exc.invalid) from exc
     except ValueError as exc:
@@ -204,13 +209,29 @@ def _semver_parts(value: object) -> tuple[int, int, int, str]:
     return int(match.group(1)), int(match.group(2)), int(match.group(3)), match.group(4) or ""
 
 
-def _semver(text: object) -> dict[str, str]:
+def _normalized(text: object, normalize: object = False) -> object:
+    """``semver(s, true)``'s reading: a ``v`` prefix dropped, a missing minor or patch version 0, leading zeros
+    dropped (``v1.02`` is ``1.2.0``)."""
+    if normalize is not True or not isinstance(text, str):
+        return text
+    core, plus, build = text.removeprefix("v").partition("+")
+    core, dash, prerelease = core.partition("-")
+    parts = core.split(".")
+    if not 1 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        return text
+    numbers = [str(int(part)) for part in parts] + ["0"] * (3 - len(parts))
+    return ".".join(numbers) + dash + prerelease + plus + build
+
+
+def _semver(text: object, normalize: object = False) -> dict[str, str]:
+    text = _normalized(text, normalize)
     if not isinstance(text, str) or _SEMVER.fullmatch(text) is None:
         raise ValueError(f"could not parse {text!r} as semver")
     return {SEMVER_KEY: text}
 
 
-def _is_semver(text: object) -> bool:
+def _is_semver(text: object, normalize: object = False) -> bool:
+    text = _normalized(text, normalize)
     return isinstance(text, str) and _SEMVER.fullmatch(text) is not None
 
 
@@ -327,7 +348,7 @@ _FUNCTIONS.update(
         ),
         "lastIndexOf": _lists("lastIndexOf", _last_index, _STRINGS["lastIndexOf"]),
         "isSorted": _lists("isSorted", lambda items: all(a <= b for a, b in itertools.pairwise(items))),
-        "sum": _lists("sum", lambda items: sum(items)),
+        "sum": _lists("sum", lambda items: functools.reduce(operator.add, items) if items else 0),
         "min": _lists("min", _extreme(min)),
         "max": _lists("max", _extreme(max)),
         "reverse": _lists("reverse", lambda items: items[::-1]),
@@ -342,5 +363,6 @@ _FUNCTIONS.update(
         "isCIDR": _is_cidr,
     }
 )
+_FUNCTIONS.update(LIBRARIES)
 FUNCTION_NAMES: Final = frozenset(_FUNCTIONS)
 """The functions registered beside the library's own (:data:`~kubeflux.apiobjects.celcheck.NATIVE`)."""
