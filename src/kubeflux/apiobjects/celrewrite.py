@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from kubeflux.apiobjects.celcheck import Node, parse
+from kubeflux.apiobjects.celsyntax import Node, deep_recursion, parse
 
 __all__ = ["rewrite"]
 
@@ -28,14 +28,15 @@ _TWO_VARIABLE: Final = frozenset({"all", "exists", "existsOne", "transformList",
 
 def rewrite(expression: str) -> str:
     """``expression`` with the macros the library lacks (see the module docstring) in terms of those it has."""
-    tree = parse(expression)
-    return expression if tree is None else _rewritten(expression, tree)
+    with deep_recursion():
+        tree = parse(expression)
+        return expression if tree is None else _rewritten(expression, tree)
 
 
 def _rewritten(source: str, node: Node) -> str:
     args = node.args
+    texts = [_rewritten(source, arg) for arg in args]  # once each: a chain of calls is as deep as it is long
     if node.kind == "call" and node.method and all(arg.kind == "ident" for arg in args[1:2]):
-        texts = [_rewritten(source, arg) for arg in args]
         name = node.value
         if name == "bind" and len(args) == 4 and args[0].kind == "ident" and args[0].value == "cel":
             return f"([{texts[2]}].map({args[1].value}, {texts[3]})[0])"
@@ -44,8 +45,8 @@ def _rewritten(source: str, node: Node) -> str:
         if name in _TWO_VARIABLE and len(args) in (4, 5) and args[2].kind == "ident":
             return _two_variables(name, texts[0], args[1].value, args[2].value, texts[3:])
     text = source[node.start : node.end]
-    for item in sorted(args, key=lambda item: item.start, reverse=True):
-        text = text[: item.start - node.start] + _rewritten(source, item) + text[item.end - node.start :]
+    for item, rewritten in sorted(zip(args, texts, strict=True), key=lambda pair: pair[0].start, reverse=True):
+        text = text[: item.start - node.start] + rewritten + text[item.end - node.start :]
     return text
 
 
