@@ -10,37 +10,13 @@ from __future__ import annotations
 import pytest
 
 from kubeflux.controlplane import ControlPlane
-from tests.dra import DRIVER, claim
+from tests.dra import claim
 
+from ._celcases import ONE_BY_ONE
 from ._selectors import kubeflux_says, server_says, words
 from .conftest import Api
 
-MODEL = f'device.attributes["{DRIVER}"].model'
-LIST = "[" + ",".join(["1"] * 200) + "]"
-EXPRESSIONS = [
-    f'device.driver == "{DRIVER}"',
-    f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
-    'devise.driver == "x"',
-    "device.driver",
-    "1",
-    "device.driver == 1",
-    f"{MODEL} + {MODEL}",
-    "true ? 1 : 2",
-    "size(device.driver)",
-    'device.atributes["x"].y == 1',
-    "[true]",
-    "[1].exists(x, y > 0)",
-    'device.driver == "' + "x" * 10240 + '"',
-    'device.driver == "' + "x" * (10240 - 19) + '"',
-    f"{LIST}.all(a, {LIST}.all(b, {LIST}.all(c, a == b)))",
-    f"{LIST}.all(a, {LIST}.all(b, a == b))",
-    f'device.attributes["{DRIVER}"].all(k, k.size() > 0)',
-    f'{MODEL}.lowerAscii() == "h100" && {MODEL}.find("[0-9]+") == "100" && [1, 2].isSorted()',
-    f'sets.contains([1], [1]) && isIP("10.0.0.1") && cel.bind(m, {MODEL}, m == "x")',
-    "[1].all(i, v, v > 0)",
-    f'[1].exists(x, x == 1) && {MODEL}.matches("^H") && bool("true")',
-    'isURL("https://example.com")',
-]
+EXPRESSIONS = ONE_BY_ONE
 
 
 @pytest.mark.parametrize("number", range(len(EXPRESSIONS)))
