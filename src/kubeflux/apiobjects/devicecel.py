@@ -13,16 +13,20 @@ types, so a quantity is a map ``{"kubeflux.quantity": "<numerator>/<denominator>
 
 * quantities (``k8s.io/apiserver/pkg/cel/library/quantity.go``): ``quantity(s)``, ``isQuantity(s)``,
   ``q.compareTo(r)``, ``q.isGreaterThan(r)``, ``q.isLessThan(r)``, ``q.add(r|int)``, ``q.sub(r|int)``,
-  ``q.sign()``, ``q.isInteger()``, ``q.asInteger()``, ``q.asApproximateFloat()``;
-* semantic versions (``semverlib.go``): ``semver(s)``, ``isSemver(s)``, ``v.major()``, ``v.minor()``,
-  ``v.patch()``, ``v.compareTo(w)``, ``v.isGreaterThan(w)``, ``v.isLessThan(w)``.
+  ``sign(q)``, ``q.isInteger()``, ``q.asInteger()``, ``q.asApproximateFloat()``;
+* semantic versions (``semverlib.go``): ``semver(s[, normalize])``, ``isSemver(s[, normalize])``, ``v.major()``,
+  ``v.minor()``, ``v.patch()``, ``v.compareTo(w)``, ``v.isGreaterThan(w)``, ``v.isLessThan(w)``.
 
 Kubernetes' other libraries that selectors use are registered too (strings, regex ``find``/``findAll``, lists, sets,
-``isIP``/``isCIDR``; ``cel.bind`` is rewritten as a one-item ``map``); those still missing are
+``isIP``/``isCIDR``; IP, CIDR and URL values, ``format``, ``flatten``, ``lists.range``:
+:mod:`kubeflux.apiobjects.celfunctions`), and the macros the library lacks (``cel.bind``, two-variable
+comprehensions, ``transformList``/``transformMap``/``transformMapEntry``, ``sortBy``) are rewritten into its own
+(:mod:`kubeflux.apiobjects.celrewrite`); the conversions' overloads still missing are
 :data:`~kubeflux.apiobjects.celcheck.KUBERNETES_ONLY` (docs/dra.md lists them).
 
-An expression that does not compile, or that the API server refuses (too long, an undeclared name, not bool, too
-costly: :mod:`kubeflux.apiobjects.celcheck`), is refused when its object is read (:class:`SelectorCompileError`,
+An expression that does not compile, or that the API server refuses (too long, an undeclared name, no matching
+overload, not bool, too costly: :mod:`kubeflux.apiobjects.celcheck`, checked before the library compiles it, so the
+refusal is in the server's words), is refused when its object is read (:class:`SelectorCompileError`,
 naming the field, as the server's 422 does); one that fails on a device, with any error of the library, raises
 ValueError from :meth:`CelSelector.matches`, which the core reports naming the claim
 (:class:`~kubeflux.scheduler.devices.ClaimError`): never an exception that would end a scheduling pass.
