@@ -15,7 +15,7 @@ from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Scheduler
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, claim_pod, gpu_slice
+from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, claim_pod, gpu_slice, one_gpu_template
 from tests.sim._gangs import group_yaml, nodes_yaml, simulation
 from tests.sim._kueue_yaml import FLAVOR, cluster_queue, local_queue
 
@@ -111,15 +111,7 @@ def test_a_selector_failing_at_run_time_fails_its_pod_and_the_simulation_goes_on
     assert said and "CEL runtime error on device gpu.example.com/n1/gpu-0" in said[0], said
 
 
-ONE_GPU_EACH = """apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: one-gpu-each}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpus
-          exactly: {deviceClassName: gpu.example.com}"""
+ONE_GPU_EACH = one_gpu_template("one-gpu-each")
 
 
 def test_a_gang_whose_members_each_ask_a_gpu_starts_at_once_on_two_nodes_of_one_gpu_each(tmp_path: Path) -> None:

@@ -11,24 +11,16 @@ from typing import Any
 
 import pytest
 
-from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.baselines import create
-from kubeflux.sim.workloads.cluster_file import uniform_cluster
-from tests.sim.apiserver._served import ORIGIN, PODS, call, eventually, scheduled
+from tests.sim.apiserver._served import PODS, call, eventually, scheduled
+from tests.sim.apiserver._served import served as served_cluster
 
 HOST = "kubernetes.io/hostname"
 
 
 @pytest.fixture
 def server() -> Iterator[ApiServer]:
-    served = ApiServer(
-        uniform_cluster(2, 4, "16Gi"),
-        kubelet=True,
-        controllers=True,
-        schedulers=[create("kubeflux")],
-        clock=VirtualClock(ORIGIN),
-    ).start()
+    served = served_cluster(2, 4, "16Gi", scheduler="kubeflux")
     try:
         yield served
     finally:

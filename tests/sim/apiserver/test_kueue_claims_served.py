@@ -17,21 +17,13 @@ from hypothesis import strategies as st
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.cluster_file import read_cluster
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._dra_yaml import DEVICE, DEVICES, SLICE
+from tests.sim._dra_yaml import DEVICE, DEVICES, SLICE, one_gpu_template
 from tests.sim._gangs import nodes_yaml
 from tests.sim._kueue_yaml import FLAVOR, cluster_queue, job, local_queue
 
 from ._served import both, schedule
 
-ONE_GPU = """apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: one-gpu}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpus
-          exactly: {deviceClassName: gpu.example.com}"""
+ONE_GPU = one_gpu_template("one-gpu")
 CLAIMS = "      resourceClaims: [{name: gpus, resourceClaimTemplateName: %s}]\n"
 LONE_POD = """apiVersion: v1
 kind: Pod
