@@ -29,13 +29,14 @@ from kubeflux.sim.apiserver.resources import default_registry
 from kubeflux.sim.apiserver.server import ApiServer
 from kubeflux.sim.apiserver.store import Store
 
-from .differential import steps_controllers, steps_objects, steps_pods, steps_quota, steps_reads
+from .differential import steps_controllers, steps_objects, steps_pods, steps_quota, steps_reads, steps_refusals
 from .differential.known import KNOWN
 from .differential.runner import Observation, Server, Step, differences, run
 from .differential.steps_objects import POD_FAILURE_POLICIES
 
 STEPS: list[Step] = [
     *steps_pods.STEPS,
+    *steps_refusals.STEPS,
     *steps_objects.STEPS,
     *steps_reads.STEPS,
     *steps_controllers.STEPS,
@@ -114,6 +115,7 @@ SAME_WORDS = (
     "pod init container restart Sometimes",
     *(f"job pod failure policy {name}" for name, _, _ in POD_FAILURE_POLICIES[1:]),
     *steps_quota.SAME_WORDS,
+    *steps_refusals.SAME_WORDS,
 )
 """Refusals whose message cluster serve writes in the real server's words (the Priority admission; a 422 naming a
 kind outside the core group, ``Job.batch``; restart policies; a Job's ``podFailurePolicy``, its 400s and 422s; the

@@ -341,6 +341,46 @@ def test_ranks_one_a_zone_share_a_node_without_a_zone_label() -> None:
     assert bound(decisions) == {"default/r0": "nz", "default/r1": "za", "default/r2": "nz"}, messages(decisions)
 
 
+def test_a_rank_per_node_gang_waiting_for_a_full_node_is_told_its_group_does_not_fit_not_of_reservations() -> None:
+    # rev35: four ranks, one per node, and n0 full (a pod of another scheduler): each of n1-n3 takes a rank, the
+    # gang does not fit. Nothing is reserved: the ranks were told "3 node(s) had no free cores … (reserved for pods
+    # ahead in the queue)". Once n0 is free the four go one a node.
+    term = {"labelSelector": {"matchLabels": {"app": "mpi"}}, "topologyKey": HOST}
+    apart = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    cluster = Cluster(KubefluxScheduler(), [node(f"n{i}", 4, labels={HOST: f"n{i}"}) for i in range(4)])
+    cluster.add(other("blocker", "n0", "x", cpu=3))
+    gang(cluster, [member(f"mpi-{i}", 2, **apart) for i in range(4)])
+    decisions = cluster.run(1.0)
+    assert not bound(decisions)
+    said = (
+        "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) had room for the pod but not for the rest of its "
+        "pod group with it. pod group default/mpi needs its 4 pods placed at once."
+    )
+    assert messages(decisions) == {f"default/mpi-{i}": said for i in range(4)}
+    cluster.delete("blocker")
+    placed = bound(cluster.run(2.0))
+    assert sorted(placed.values()) == ["n0", "n1", "n2", "n3"], placed
+
+
+def test_a_gang_kept_off_a_node_reserved_for_a_gang_ahead_is_told_of_the_reservation() -> None:
+    # Gang a (2 × 4 cpu) waits for n0 (long ends at 100) and is reserved n0 and n1 then; gang b's 1000-second
+    # members would fit n1 now but run into a's reservation.
+    cluster = Cluster(KubefluxScheduler(), [node(f"n{i}", 4, labels={HOST: f"n{i}"}) for i in range(2)])
+    cluster.add(member("long", 4, group=None, ends=100))
+    assert bound(cluster.run(1.0)) == {"default/long": "n0"}
+    for name in "ab":
+        cluster.tell(ADDED, PodGroup("default", name, 2))
+    cluster.add(*[member(f"a-{i}", 4, group="a", ends=50) for i in range(2)])
+    cluster.run(2.0)
+    cluster.add(*[member(f"b-{i}", 2, group="b", ends=1000) for i in range(2)])
+    decisions = cluster.run(3.0)
+    said = (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had no free cores for the pod's planned time "
+        "(reserved for pods ahead in the queue). pod group default/b needs its 2 pods placed at once."
+    )
+    assert messages(decisions) == {f"default/b-{i}": said for i in range(2)}
+
+
 def test_spread_ranks_whose_node_selectors_differ_are_searched_each_counting_its_own_nodes() -> None:
     # Over hostnames (nodeAffinityPolicy Honor) rank-0, kept to pool y, counts n2 alone; the others count every
     # node. One by one, rank-1 takes n0 and rank-3 (2 cpu) then fits nowhere. Searched as rank-0 counts, only n2 was

@@ -149,6 +149,22 @@ def test_deleted_pending_pod_is_forgotten_and_deleted_pod_frees_its_node() -> No
     assert binds(s.schedule(2.0)) == {"waiting": "n"}
 
 
+def test_terminating_pod_holds_its_node_until_removed_and_a_terminating_pending_pod_is_not_scheduled() -> None:
+    # kube-scheduler's cache keeps a pod whose deletion is held (a finalizer, its grace period) until the object
+    # goes: its cpu still counts. A pending pod being deleted is skipped (skipPodSchedule).
+    s = KubeDefaultScheduler(preemption="never")
+    add(s, make_node("n", cpu=1000))
+    add(s, make_pod("old", 1000, node_name="n", phase=PodPhase.RUNNING), make_pod("doomed", 500, deleted=True))
+    s.observe(
+        ClusterEvent(EventKind.MODIFIED, make_pod("old", 1000, node_name="n", phase=PodPhase.RUNNING, deleted=True)),
+        0.0,
+    )
+    add(s, make_pod("waiting", 1000, t=1.0))
+    assert messages(s.schedule(0.0)) == {"waiting": "0/1 nodes are available: 1 Insufficient cpu."}
+    s.observe(ClusterEvent(EventKind.DELETED, make_pod("old", 1000, node_name="n", deleted=True)), 2.0)
+    assert binds(s.schedule(2.0)) == {"waiting": "n"}
+
+
 def test_only_owned_pods_are_scheduled() -> None:
     s = KubeDefaultScheduler("kube-default")
     add(s, make_node("n"), make_pod("theirs"), make_pod("ours", scheduler_name="kube-default"))

@@ -36,7 +36,7 @@ from kubeflux.apiobjects.reader import (
     resource_list_of,
 )
 from kubeflux.apiobjects.resourceclaims import pod_claims
-from kubeflux.apiobjects.rules import MAX_INT32
+from kubeflux.apiobjects.rules import MAX_INT32, POD_VOLUME_SOURCES, TOO_MANY_SOURCES, extra_source
 from kubeflux.scheduler.objects import (
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
@@ -300,6 +300,9 @@ def _volume_claims(reader: ManifestReader, pod: str) -> tuple[VolumeClaim, ...]:
     claim, ``<pod>-<volume>``."""
     found = []
     for path, volume in reader.entries("spec.volumes"):
+        extra = extra_source(volume, POD_VOLUME_SOURCES)
+        if extra is not None:
+            raise reader.fail(f"{path}.{extra}", TOO_MANY_SOURCES)
         if volume.get("persistentVolumeClaim") is not None:
             source = reader.mapping(f"{path}.persistentVolumeClaim", volume["persistentVolumeClaim"])
             name = reader.field(f"{path}.persistentVolumeClaim", source, "claimName")

@@ -44,6 +44,8 @@ _PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
 _WHEN: Final = ("DoNotSchedule", "ScheduleAnyway")
 _POLICIES: Final = ("Honor", "Ignore")
 _MAX_PORT: Final = 65535
+_MAX_WEIGHT: Final = 100
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def label_selector(reader: Failing, path: str, raw: Any) -> LabelSelector | None:
@@ -123,6 +125,17 @@ def selector_problems(selector: Mapping[str, Any], path: str) -> list[FieldProbl
     return problems
 
 
+def _selects_on(selector: LabelSelector, key: str, labels: Mapping[str, str]) -> bool:
+    """Whether ``selector`` names ``key`` itself, which the server refuses at creation beside ``matchLabelKeys``
+    naming it: in ``matchLabels`` or in a requirement, but the ``key In (the pod's value)`` that its merge of
+    ``matchLabelKeys`` adds (a pod read back from the server has it; one written so in a file is taken, where the
+    server refuses it)."""
+    if any(key == k for k, _ in selector.match_labels):
+        return True
+    merged = (labels[key],) if key in labels else None
+    return any(r.key == key and (r.operator != "In" or r.values != merged) for r in selector.match_expressions)
+
+
 def _merged(
     reader: ManifestReader,
     path: str,
@@ -137,6 +150,10 @@ def _merged(
             key = reader.string(f"{path}.{name}[{i}]", key)
             if selector is None:
                 raise reader.fail(f"{path}.{name}", "must not be specified when labelSelector is not set")
+            if name == "matchLabelKeys" and _selects_on(selector, key, labels):
+                raise reader.fail(
+                    f"{path}[{i}]", f"Invalid value: {go_value(key)}: exists in both {name} and labelSelector"
+                )
             if key in labels:
                 requirement = SelectorRequirement(key, operator, (labels[key],))
                 if requirement not in selector.match_expressions:
@@ -168,6 +185,7 @@ def _affinity_terms(
 def _host_ports(reader: ManifestReader) -> tuple[HostPort, ...]:
     """The host ports of the containers and of the sidecars (init containers with ``restartPolicy: Always``)."""
     found = []
+    seen = set()
     for kind in ("containers", "initContainers"):
         for at, container in reader.entries(f"spec.{kind}"):
             if kind == "initContainers" and container.get("restartPolicy") != "Always":
@@ -185,6 +203,11 @@ def _host_ports(reader: ManifestReader) -> tuple[HostPort, ...]:
                     raise reader.fail(
                         f"{port_at}.protocol", f"must be one of {', '.join(_PROTOCOLS)}, got {protocol!r}"
                     )
+                if kind == "containers":  # AccumulateUniqueHostPorts over the regular containers
+                    written = f"{protocol}/{reader.field(port_at, port, 'hostIP')}/{host}"
+                    if written in seen:
+                        raise reader.fail(f"{port_at}.hostPort", f"Duplicate value: {go_value(written)}")
+                    seen.add(written)
                 found.append(HostPort(host, protocol, reader.field(port_at, port, "hostIP", "0.0.0.0")))
     return tuple(found)
 
@@ -226,8 +249,24 @@ def _spread(reader: ManifestReader, labels: Mapping[str, str]) -> tuple[SpreadCo
     return tuple(kept)
 
 
+def _check_weights(reader: ManifestReader, affinity: Any) -> None:
+    """Each preferred term's ``weight`` (node, pod and anti affinity) is 1 to 100, as the server requires (the terms
+    only score, and are not read further)."""
+    for kind in ("nodeAffinity", "podAffinity", "podAntiAffinity"):
+        part = affinity.get(kind) if isinstance(affinity, Mapping) else None
+        if not isinstance(part, Mapping) or not part.get(_PREFERRED):
+            continue
+        for at, term in reader.entries(f"spec.affinity.{kind}.{_PREFERRED}", part[_PREFERRED]):
+            weight = reader.integer(f"{at}.weight", term.get("weight")) or 0
+            if not 0 < weight <= _MAX_WEIGHT:
+                raise reader.fail(f"{at}.weight", f"Invalid value: {weight}: must be in the range 1-{_MAX_WEIGHT}")
+
+
 def pod_terms(reader: ManifestReader, namespace: str, labels: Mapping[str, str]) -> PodTerms | None:
     """The pod's :class:`PodTerms`, or None when it asks none of them."""
+    affinity = reader.get("spec.affinity")
+    if affinity:
+        _check_weights(reader, affinity)
     affinity = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     anti = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     terms = PodTerms(

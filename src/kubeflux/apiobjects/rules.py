@@ -14,6 +14,9 @@ strategies, so that the same object gets the same verdict from both.
 * **Label keys and values** (``apimachinery/pkg/api/validate/content``): :func:`label_key_problems` and
   :func:`label_value_problems` give every rule broken, in the server's words, as a label selector's validation
   reports them (``name part must be non-empty``, then the regular expression).
+* **Volume sources**: a pod's volume and a PersistentVolume have exactly one source; :func:`extra_source` names the
+  second one present in the order the server checks them (:data:`POD_VOLUME_SOURCES`, :data:`PV_SOURCES`), which
+  it refuses with ``Forbidden: may not specify more than 1 volume type``.
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ __all__ = [
     "MAX_INT32",
     "MAX_INT64",
     "NAME_PART_RULE",
+    "POD_VOLUME_SOURCES",
+    "PV_SOURCES",
+    "TOO_MANY_SOURCES",
     "dns_label_problem",
     "dns_subdomain_problem",
+    "extra_source",
     "go_value",
     "int_decode_error",
     "json_kind",
@@ -199,3 +206,76 @@ def label_value_problems(value: str) -> list[str]:
     if not _LABEL_VALUE.match(value):
         problems.append(_LABEL_VALUE_RULE)
     return problems
+
+
+POD_VOLUME_SOURCES: Final = (
+    "emptyDir",
+    "hostPath",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "quobyte",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "storageos",
+    "projected",
+    "scaleIO",
+    "configMap",
+    "csi",
+    "ephemeral",
+    "image",
+)
+"""A pod volume's sources, in the order ``validateVolumeSource`` checks them."""
+PV_SOURCES: Final = (
+    "hostPath",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "glusterfs",
+    "flocker",
+    "nfs",
+    "rbd",
+    "quobyte",
+    "cephfs",
+    "iscsi",
+    "cinder",
+    "fc",
+    "flexVolume",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "scaleIO",
+    "local",
+    "storageos",
+    "csi",
+)
+"""A PersistentVolume's sources, in the order ``ValidatePersistentVolumeSpec`` checks them."""
+TOO_MANY_SOURCES: Final = "Forbidden: may not specify more than 1 volume type"
+
+
+def extra_source(fields: Mapping[str, Any], sources: tuple[str, ...]) -> str | None:
+    """The second of ``sources`` set (not null) in ``fields`` (a volume, a PersistentVolume's spec): the field the
+    server refuses with :data:`TOO_MANY_SOURCES`; None when at most one is set."""
+    seen = False
+    for name in sources:
+        if fields.get(name) is not None:
+            if seen:
+                return name
+            seen = True
+    return None

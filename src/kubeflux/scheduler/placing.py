@@ -38,11 +38,22 @@ from kubeflux.scheduler.translate import (
     pod_policy,
 )
 
-__all__ = ["EXACT_ROUNDS", "REASON_HELD_WHOLE", "REASON_NOT_EMPTY", "REASON_RESERVED", "Assignment", "Placer"]
+__all__ = [
+    "EXACT_ROUNDS",
+    "REASON_GROUP",
+    "REASON_HELD_WHOLE",
+    "REASON_NOT_EMPTY",
+    "REASON_RESERVED",
+    "Assignment",
+    "Placer",
+]
 
 REASON_RESERVED: Final = "node(s) had no free cores for the pod's planned time (reserved for pods ahead in the queue)"
 REASON_HELD_WHOLE: Final = "node(s) were held whole by a node-exclusive job"
 REASON_NOT_EMPTY: Final = "node(s) were not empty for the pod's planned time (its match policy holds a node whole)"
+REASON_GROUP: Final = "node(s) had room for the pod but not for the rest of its pod group with it"
+"""A member's reason on a node whose books take it now and for its planned time, nothing reserved in the way: the
+group as a whole did not fit (its members asking a node each, more than there are)."""
 EXACT_ROUNDS: Final = 4
 """Searches per start time: after each, the node whose cores could not give what its planner's count promised is
 counted core by core in the next."""
@@ -88,7 +99,7 @@ class Placer:
                 return self.filter.reasons(short)
         self.books.drop_deferred()  # the engine is read from here on
         if len(pods) > 1 and self.filter.too_few_slots(job, start, minimum):
-            return self._short_reasons(pods[0][1], start)
+            return self._short_reasons(pods[0][1], start, group=True)
         planned = self._place_planned(job, start, minimum)
         if planned is not None:
             return planned
@@ -110,7 +121,7 @@ class Placer:
                 exact.add(placed)
         assert first_short is not None
         said = self._take_said()
-        return said if said is not None else self._short_reasons(first_short[0], start)
+        return said if said is not None else self._short_reasons(first_short[0], start, group=len(pods) > 1)
 
     def _take_said(self) -> Counter[str] | None:
         """:attr:`_said`, forgotten (read through a call: a read after ``self._said = None`` in the same method is
@@ -127,24 +138,36 @@ class Placer:
         relation = self.filter.among([pod for _, pod in pods])
         return relation is not None and (relation.spread is not None or relation.affine is not None)
 
-    def _short_reasons(self, pod: Pod, start: int) -> Counter[str]:
+    def _short_reasons(self, pod: Pod, start: int, *, group: bool = False) -> Counter[str]:
         """Why ``pod``, the first member that did not fit now, did not: kube-scheduler's reasons, and for each node
-        that may take it by the books now, what held it (read after the members placed before it were undone)."""
+        that may take it by the books now, what held it (read after the members placed before it were undone). A
+        member of a ``group`` on a node whose cores and gpus are free for its planned time was not held by any
+        reservation: its group did not fit (:data:`REASON_GROUP`), not pods ahead of it."""
         fit = self.filter.fit(pod)
         reasons = fit.reasons()
         if fit.any:
             graph = self.books.graph
             assert graph is not None
             whole = whole_node_policy(pod, self.profile.policy)
-            duration = self.profile.planned(pod, start) if whole else 0
+            duration = self.profile.planned(pod, start) if whole or group else 0
+            cores, gpus = self.books.pod_shape(pod) if group else (0, 0)
             for name in fit.open:  # counted: their order does not matter
                 if graph.held_whole(name, start):
                     reasons[REASON_HELD_WHOLE] += 1
                 elif whole and (name in graph.unrecorded or not graph.free_counts(name, start, duration)[2]):
                     reasons[REASON_NOT_EMPTY] += 1
+                elif group and name not in graph.unrecorded and self._room(name, start, duration, cores, gpus):
+                    reasons[REASON_GROUP] += 1
                 else:
                     reasons[REASON_RESERVED] += 1
         return reasons
+
+    def _room(self, name: str, start: int, duration: int, cores: int, gpus: int) -> bool:
+        """Whether node ``name`` has ``cores`` and ``gpus`` free throughout ``[start, start + duration)``."""
+        graph = self.books.graph
+        assert graph is not None
+        free_cores, free_gpus, _ = graph.free_counts(name, start, max(duration, 1), exact=True)
+        return free_cores >= cores and free_gpus >= gpus
 
     def _together(
         self, job: PendingJob, pods: list[tuple[str, Pod]], start: int, minimum: int

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -47,14 +47,25 @@ __all__ = [
 ]
 
 
+_WORDED: Final = (
+    ("Required value", "FieldValueRequired"),
+    ("Unsupported value: ", "FieldValueNotSupported"),
+    ("Duplicate value: ", "FieldValueDuplicate"),
+    ("Forbidden: ", "FieldValueForbidden"),
+    ("Invalid value: ", "FieldValueInvalid"),
+)
+"""The problems a reader words as the real server does (their start, and the cause's reason)."""
+
+
 def manifest_causes(error: ManifestError, prefix: str = "") -> list[Cause]:
-    """The cause the real server gives for what the reader refused: a required value, an unsupported one (the
-    reader says it in the server's words), else an invalid one."""
+    """The cause the real server gives for what the reader refused: a required value, a problem the reader says in
+    the server's words (:data:`_WORDED`), else an invalid one."""
     problem = error.problem
     if problem == "required":
         return [Cause(prefix + error.path, "Required value", "FieldValueRequired")]
-    if problem.startswith("Unsupported value: "):
-        return [Cause(prefix + error.path, problem, "FieldValueNotSupported")]
+    for start, reason in _WORDED:
+        if problem.startswith(start):
+            return [Cause(prefix + error.path, problem, reason)]
     return [Cause(prefix + error.path, f"Invalid value: {problem}", "FieldValueInvalid")]
 
 

@@ -3,7 +3,8 @@ scheduler reads of them: ``v1`` PersistentVolumes and PersistentVolumeClaims (st
 the PV controller through ``status``), ``storage.k8s.io/v1`` StorageClasses and CSINodes.
 
 Validation is the part a scheduler depends on, in the real server's words: a claim's access modes and requested
-storage, a volume's access modes and capacity, a class's provisioner and binding mode, a CSINode's drivers; what an
+storage, a volume's access modes, capacity, one source and node affinity, a class's provisioner, reclaim policy and
+binding mode, a CSINode's drivers; what an
 update may not change (a claim's spec but its requested size and volume name being set, a class's provisioner,
 parameters and binding mode).
 """
@@ -14,6 +15,7 @@ import copy
 from typing import Any
 
 from kubeflux.apiobjects.quantity import QuantityError, canonical_value
+from kubeflux.apiobjects.rules import PV_SOURCES, TOO_MANY_SOURCES, extra_source
 from kubeflux.apiobjects.storage import default_class_name, wants_default_class
 from kubeflux.scheduler.units import echo
 from kubeflux.sim.apiserver.errors import Cause, not_supported
@@ -30,6 +32,7 @@ __all__ = [
 Object = dict[str, Any]
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+RECLAIM_POLICIES = ("Delete", "Retain")
 _NOT_SOURCES = frozenset(
     (
         "capacity",
@@ -119,6 +122,13 @@ class PersistentVolumeStrategy(Strategy):
             causes += _storage_causes(capacity["storage"], "spec.capacity[storage]")
         if not set(spec) - _NOT_SOURCES:
             causes.append(Cause("spec", "Required value: must specify a volume type", "FieldValueRequired"))
+        extra = extra_source(spec, PV_SOURCES)
+        if extra is not None:
+            causes.append(Cause(f"spec.{extra}", TOO_MANY_SOURCES, "FieldValueForbidden"))
+        affinity = spec.get("nodeAffinity")
+        if isinstance(affinity, dict) and affinity.get("required") is None:
+            why = "Required value: must specify required node constraints"
+            causes.append(Cause("spec.nodeAffinity.required", why, "FieldValueRequired"))
         return causes
 
 
@@ -180,6 +190,8 @@ class StorageClassStrategy(Strategy):
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = [] if obj.get("provisioner") else [required("provisioner")]
+        if obj.get("reclaimPolicy") not in RECLAIM_POLICIES:
+            causes.append(not_supported("reclaimPolicy", obj.get("reclaimPolicy"), RECLAIM_POLICIES))
         mode = obj.get("volumeBindingMode")
         if mode not in BINDING_MODES:
             causes.append(not_supported("volumeBindingMode", mode, BINDING_MODES))

@@ -19,7 +19,8 @@ What is kube-scheduler's behaviour here, exactly:
 * LeastAllocated: per resource ``(allocatable − requested) × 100 // allocatable`` (0 when over), averaged over
   cpu and memory with integer division; ``requested`` counts 100m cpu / 200Mi memory for pods that request
   none (kube-scheduler's ``NonZeroRequested``; applied per pod here, per container in kube-scheduler).
-* The cache counts every pod bound to a node, whichever scheduler bound it, until it is terminal or deleted;
+* The cache counts every pod bound to a node, whichever scheduler bound it, until it is terminal or removed (a
+  terminating pod still counts);
   pods this scheduler binds are assumed at once.
 * Retries: a failed pod waits for a cluster event that may help (node added or changed, a bound pod released)
   and, ordered by its back-off (1 s doubling to 10 s, kube-scheduler's ``podInitialBackoffSeconds`` and
@@ -238,7 +239,11 @@ class KubeDefaultScheduler:
 
     def _observe_pod(self, pod: Pod, now: float, *, deleted: bool) -> None:
         key = pod.key
-        gone = deleted or pod.deleted or pod.phase.terminal
+        # A terminating pod (deletionTimestamp set, held by a finalizer or its grace period) stays in kube-scheduler's
+        # cache until the object is removed: its resources, ports and labels still count. A pending one is no longer
+        # scheduled (``skipPodSchedule``).
+        gone = deleted or pod.phase.terminal
+        leaving = gone or pod.deleted
         placed = self._placed.get(key)
         if placed is not None and (gone or placed.uid != pod.uid or (pod.node_name and pod.node_name != placed.node)):
             self._unplace(key)
@@ -253,16 +258,18 @@ class KubeDefaultScheduler:
             if placed.started is None and pod.phase is PodPhase.RUNNING:
                 placed.started = now
         queued = self._queue.get(key)
-        if queued is not None and (gone or queued.pod.uid != pod.uid or pod.node_name):
+        if queued is not None and (leaving or queued.pod.uid != pod.uid or pod.node_name):
             del self._queue[key]
             queued = None
-        if gone or placed is None:
+        if leaving or placed is None:
             self._forget_waiting(key)  # a pod held at Permit is assumed (placed); losing either ends the wait
         if gone:
             return
         if pod.node_name:
             if placed is None:
                 self._place(pod, pod.node_name, now if pod.phase is PodPhase.RUNNING else None)
+        elif pod.deleted:
+            return
         elif placed is None and pod.scheduler_name == self.name and not pod.scheduling_gates:  # (SchedulingGates)
             if queued is None:
                 self._stamps += 1
