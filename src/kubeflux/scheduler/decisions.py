@@ -48,7 +48,7 @@ def apply_decisions(
 ) -> int:
     """Apply the decisions of the scheduler named ``scheduler`` to ``sink`` at ``now`` (see the module docstring);
     ``unreserve`` is the scheduler when it takes refused Binds back (None: it does not). Returns how many pods
-    were bound or evicted (the changes made)."""
+    were bound or evicted and claims freed (the changes made)."""
     made = 0
     refused_jobs: set[str] = set()  # victims of which one pod's eviction was refused: the rest of each is spared
     for decision in decisions:
@@ -93,6 +93,8 @@ def apply_decisions(
                 refused = sink.deallocate(pod, decision)
                 if refused:
                     sink.problem(f"scheduler {scheduler!r} could not deallocate {decision.claim.key}: {refused}")
+                else:
+                    made += 1
         except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
             sink.problem(f"scheduler {scheduler!r} sent an invalid decision, ignored: {decision!r}: {exc}")
     return made
