@@ -71,6 +71,7 @@ BASELINES_PURE_MODULES = {
 DRA_PURE_MODULES = {
     "kubeflux.apiobjects.devicecel",
     "kubeflux.apiobjects.resourceclaims",
+    "kubeflux.scheduler.claimfreeing",
     "kubeflux.scheduler.devices",
     "kubeflux.sim.claims",
 }
