@@ -92,12 +92,7 @@ def free_claim(store: Store, made: ClaimAllocation) -> None:
     if claim is None:
         raise errors.not_found("resourceclaims", made.name, "resource.k8s.io")
     if made.resource_version and claim["metadata"].get("resourceVersion") != made.resource_version:
-        raise ApiError(
-            409,
-            "Conflict",
-            f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{made.name}": the object has been '
-            "modified; please apply your changes to the latest version and try again",
-        )
+        raise errors.conflict("resourceclaims", made.name, errors.STALE_OBJECT, "resource.k8s.io")
     status = {key: value for key, value in (claim.get("status") or {}).items() if key not in _FREED}
     store.update(resource, made.namespace, made.name, {**claim, "status": status}, "status", trusted=True)
 
