@@ -69,6 +69,7 @@ BASELINES_PURE_MODULES = {
 """Every baseline module not named in :data:`COMPILED_BASELINES` (a new one starts pure)."""
 
 DRA_PURE_MODULES = {
+    "kubeflux.apiobjects.celfunctions",
     "kubeflux.apiobjects.devicecel",
     "kubeflux.apiobjects.resourceclaims",
     "kubeflux.scheduler.claimfreeing",

@@ -3,79 +3,20 @@ below is posted to the real server and read by :func:`~kubeflux.apiobjects.resou
 both accept it, or both refuse it naming the same field with the same words (the server's first line; it quotes
 the value as Go does and adds a caret under the error, kubeflux quotes it as Python does).
 
-Where they differ (not asserted here): the cost estimate is kubeflux's own rule, not cel-go's weights, so the server
-refuses some cheap expressions as too complex that kubeflux reads (``type(device.driver) == string``, ``["a"].join(",")
-== "a"``), and kubeflux evaluates them."""
+Many more expressions, in batches: :mod:`tests.realkube.test_cel_agreement`."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
 import pytest
-from kubernetes import client
-from kubernetes.client.rest import ApiException
 
-from kubeflux.apiobjects.reader import ManifestError
-from kubeflux.apiobjects.resourceclaims import claim_from_manifest
 from kubeflux.controlplane import ControlPlane
-from tests.dra import DRIVER, claim
+from tests.dra import claim
 
+from ._celcases import ONE_BY_ONE
+from ._selectors import kubeflux_says, server_says, words
 from .conftest import Api
 
-MODEL = f'device.attributes["{DRIVER}"].model'
-LIST = "[" + ",".join(["1"] * 200) + "]"
-EXPRESSIONS = [
-    f'device.driver == "{DRIVER}"',
-    f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
-    'devise.driver == "x"',
-    "device.driver",
-    "1",
-    "device.driver == 1",
-    f"{MODEL} + {MODEL}",
-    "true ? 1 : 2",
-    "size(device.driver)",
-    'device.atributes["x"].y == 1',
-    "[true]",
-    "[1].exists(x, y > 0)",
-    'device.driver == "' + "x" * 10240 + '"',
-    'device.driver == "' + "x" * (10240 - 19) + '"',
-    f"{LIST}.all(a, {LIST}.all(b, {LIST}.all(c, a == b)))",
-    f"{LIST}.all(a, {LIST}.all(b, a == b))",
-    f'device.attributes["{DRIVER}"].all(k, k.size() > 0)',
-    f'{MODEL}.lowerAscii() == "h100" && {MODEL}.find("[0-9]+") == "100" && [1, 2].isSorted()',
-    f'sets.contains([1], [1]) && isIP("10.0.0.1") && cel.bind(m, {MODEL}, m == "x")',
-    "[1].all(i, v, v > 0)",
-    f'[1].exists(x, x == 1) && {MODEL}.matches("^H") && bool("true")',
-    'isURL("https://example.com")',
-]
-
-
-def server_says(api: Api, body: dict[str, Any]) -> tuple[str, str] | None:
-    try:
-        client.CustomObjectsApi(api.client).create_namespaced_custom_object(
-            "resource.k8s.io", "v1", "default", "resourceclaims", body
-        )
-    except ApiException as exc:
-        (cause,) = orjson.loads(exc.body)["details"]["causes"]
-        return str(cause["field"]), str(cause["message"])
-    return None
-
-
-def kubeflux_says(body: dict[str, Any]) -> tuple[str, str] | None:
-    try:
-        claim_from_manifest(body)
-    except ManifestError as exc:
-        return exc.path, exc.problem
-    return None
-
-
-def words(message: str) -> str:
-    """The message without its quoted value (``Invalid value: "…": ``) and the server's caret lines."""
-    first = message.split("\n")[0]
-    if first.startswith("Invalid value: "):
-        first = first.rsplit('": ', 1)[-1] if first[15] == '"' else first.rsplit("': ", 1)[-1]
-    return first
+EXPRESSIONS = ONE_BY_ONE
 
 
 @pytest.mark.parametrize("number", range(len(EXPRESSIONS)))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kubeflux.controlplane import Binaries, ControlPlane
-from tests.realkube._serving import member, nodes, podgroup, serve
+from tests.realkube._serving import member, nodes, pod, podgroup, serve, waiting
 
 from .conftest import Api, eventually, phase, running_plane
 from .watching import PodWatch
@@ -99,3 +99,42 @@ def test_seed_004s_pairs_arriving_faster_than_they_run_all_finish(
         eventually(lambda: not any(core.books.allocations for core in scheduler.cores), lambda: "allocations released")
         w.check()
         assert scheduler.bound == 16
+
+
+def _rank(name: str, group: str, cpu: str, job: str, *, apart: bool = True) -> dict[str, Any]:
+    """A member of ``group`` labelled ``job``; ``apart``: required anti-affinity to its job's pods by node."""
+    made = member(name, group, APIS[0], cpu)
+    made["metadata"]["labels"]["job"] = job
+    if apart:
+        term = {"labelSelector": {"matchLabels": {"job": job}}, "topologyKey": "kubernetes.io/hostname"}
+        made["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return made
+
+
+def test_an_mpi_job_with_one_rank_per_node_by_anti_affinity_is_placed_as_a_whole_gang(
+    plane: ControlPlane, api: Api
+) -> None:
+    """Issue 34's scenario on the real control plane: four 4-core nodes, one holding a 3-core pod of kube-scheduler's.
+    Four ranks of 2 cores that keep apart by node wait whole (three nodes could take three of them); when that pod
+    ends they are bound at once, one per node. Then a launcher without the rule and three workers with it: the
+    workers on three nodes, the launcher wherever 1 core is free."""
+    names = sorted(nodes(plane, api, 4, 4))
+    blocker = pod("blocker", "3", scheduler="default-scheduler")
+    blocker["spec"]["nodeName"] = names[0]
+    api.create_pod("default", blocker)
+    podgroup(api, APIS[0], "mpi", {"minMember": 4})
+    podgroup(api, APIS[0], "mpi2", {"minMember": 4})
+    with serve(plane):
+        for index in range(4):
+            api.create_pod("default", _rank(f"mpi-{index}", "mpi", "2", "mpi"))
+        eventually(lambda: waiting(api, "mpi-0"))
+        assert not any(api.pods("default")[f"mpi-{index}"]["spec"].get("nodeName") for index in range(4))
+        api.core.delete_namespaced_pod("blocker", "default", grace_period_seconds=0)
+        eventually(lambda: all(api.pods("default")[f"mpi-{index}"]["spec"].get("nodeName") for index in range(4)))
+        assert len({api.pods("default")[f"mpi-{index}"]["spec"]["nodeName"] for index in range(4)}) == 4
+        api.create_pod("default", _rank("mpi2-launcher", "mpi2", "1", "mpi2", apart=False))
+        for index in range(3):
+            api.create_pod("default", _rank(f"mpi2-w{index}", "mpi2", "2", "mpi2w"))
+        second = [f"mpi2-w{index}" for index in range(3)] + ["mpi2-launcher"]
+        eventually(lambda: all(api.pods("default")[name]["spec"].get("nodeName") for name in second))
+        assert len({api.pods("default")[name]["spec"]["nodeName"] for name in second[:3]}) == 3

@@ -10,19 +10,17 @@ from typing import Any
 
 import pytest
 
-from kubeflux.apiobjects.manifests import pod_from_manifest
 from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class_from_manifest, slice_from_manifest
 from kubeflux.scheduler.claimed import GROUP_DEVICES
-from kubeflux.scheduler.confining import REQUIRED_ANNOTATION
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.devices import AllocatedDevice
 from kubeflux.scheduler.messages import Bind
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodGroup, ResourceClaimRef
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup, ResourceClaimRef
 from kubeflux.scheduler.testing import ADDED, MODIFIED, Cluster, bound, messages, node, pod
 from kubeflux.scheduler.topology import ZONE_LEVEL
 from tests.dra import DRIVER, claim, gpu_class
 from tests.dra import gpu_slice as gpus
-from tests.scheduler._devices import cluster_with
+from tests.scheduler._devices import cluster_with, ranked
 
 
 def member(name: str, claim_name: str, cpu: int = 1000, group: str = "") -> Any:
@@ -130,23 +128,3 @@ def test_a_gang_kept_in_one_zone_goes_to_the_zone_with_gpus_for_every_member_not
     assert bound(decisions) == {}
     # n0 can give a member its GPU (it has 2): never counted among the nodes that "cannot allocate all claims"
     assert "3 cannot allocate all claims" not in messages(decisions)["default/rank-4"]
-
-
-def ranked(name: str, claim_name: str, asks: str, group: str = "mpi", t: float = 0.0) -> Pod:
-    """A member of ``group`` (labelled app=``group``) of 1 core with the claim ``claim_name``, kept in one zone by
-    required pod affinity among the members or by kubeflux's required-topology annotation."""
-    spec: dict[str, Any] = {
-        "schedulerName": "kubeflux",
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-        "resourceClaims": [{"name": "gpus", "resourceClaimName": claim_name}],
-    }
-    annotations = {}
-    if asks == "pod affinity":
-        term = {"labelSelector": {"matchLabels": {"app": group}}, "topologyKey": ZONE_LEVEL}
-        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-    else:
-        annotations[REQUIRED_ANNOTATION] = ZONE_LEVEL
-    labels = {"app": group, POD_GROUP_LABEL: group}
-    meta = {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels, "annotations": annotations}
-    made = pod_from_manifest({"metadata": meta, "spec": spec})
-    return dataclasses.replace(made, creation_time=t)

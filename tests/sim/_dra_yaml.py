@@ -111,3 +111,15 @@ def claim_pod(
         "spec": {"resourceClaims": [{"name": "d", source: claim}], "containers": [container]},
     }
     return yaml.safe_dump(pod, sort_keys=False)
+
+
+def one_gpu_template(name: str) -> str:
+    """A ResourceClaimTemplate ``name`` asking one device of class gpu.example.com."""
+    request = {"name": "gpus", "exactly": {"deviceClassName": "gpu.example.com"}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+    return yaml.safe_dump(template, sort_keys=False)

@@ -15,8 +15,9 @@ from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import ClusterEvent, EventKind, Scheduler
 from kubeflux.sim.baselines.kube_default import KubeDefaultScheduler
 from kubeflux.sim.workloads.manifests import read_manifests
-from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, claim_pod, gpu_slice
+from tests.sim._dra_yaml import DEVICES, NOTEBOOK, TRAINER, claim_pod, gpu_slice, one_gpu_template
 from tests.sim._gangs import group_yaml, nodes_yaml, simulation
+from tests.sim._kueue_yaml import FLAVOR, cluster_queue, local_queue
 
 
 @pytest.mark.parametrize(
@@ -110,15 +111,7 @@ def test_a_selector_failing_at_run_time_fails_its_pod_and_the_simulation_goes_on
     assert said and "CEL runtime error on device gpu.example.com/n1/gpu-0" in said[0], said
 
 
-ONE_GPU_EACH = """apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: one-gpu-each}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpus
-          exactly: {deviceClassName: gpu.example.com}"""
+ONE_GPU_EACH = one_gpu_template("one-gpu-each")
 
 
 def test_a_gang_whose_members_each_ask_a_gpu_starts_at_once_on_two_nodes_of_one_gpu_each(tmp_path: Path) -> None:
@@ -158,6 +151,46 @@ def test_a_dra_object_defined_twice_or_a_container_naming_no_claim_entry_is_repo
         "workload.yaml: document 8: Pod default/notebook: spec.containers[0].resources.claims[0]: Not found: "
         '"gpus": must be one of the names in pod.spec.resourceClaims; skipped',
     ]
+
+
+def test_a_lone_pod_held_by_kueue_exists_gated_with_its_claim_from_its_submission(tmp_path: Path) -> None:
+    """A lone pod of a LocalQueue whose ClusterQueue is full waits for admission as Kueue's webhook leaves it: created
+    at its submission, held by Kueue's scheduling gate, and its claim made from its template then (kube-controller-
+    manager's resourceclaim controller makes a gated pod's claim); admitted when the first pod ends, it loses the
+    gate and keeps its claim, which is then allocated."""
+
+    def queued(i: int, submitted: int) -> str:
+        """Trainer ``i`` (2 cores, two GPUs from a template, 100 s) of the LocalQueue ``q``, submitted then."""
+        text = TRAINER.format(i=i).replace(', memory: 1Gi"', '"').replace('"2", memory: 1Gi', '"2"')
+        text = text.replace("metadata:\n", "metadata:\n  labels: {kueue.x-k8s.io/queue-name: q}\n", 1)
+        return text.replace("annotations:\n", f"annotations:\n    sim.kubeflux.io/submit-time: '{submitted}'\n", 1)
+
+    first, claiming = queued(0, 0), queued(1, 5)
+    objects = [
+        DEVICES,
+        gpu_slice("n0", 4, "80Gi", "h100"),
+        FLAVOR,
+        cluster_queue("cq", 2),
+        local_queue("default", "cq"),
+    ]
+    nodes = nodes_yaml(("n0", "8", "64Gi"))
+    sim = simulation(tmp_path, nodes, [*objects, first, claiming], KubefluxScheduler())
+    seen: list[tuple[float, str, str, tuple[str, ...]]] = []
+
+    def record(event: ClusterEvent, now: float) -> None:
+        obj = event.obj
+        if isinstance(obj, ResourceClaim) and event.kind is EventKind.ADDED and obj.name.startswith("trainer-1-"):
+            seen.append((now, "claim", obj.name, ()))
+        elif getattr(obj, "name", "") == "trainer-1" and not isinstance(obj, ResourceClaim):
+            seen.append((now, event.kind.name, getattr(obj, "node_name", ""), getattr(obj, "scheduling_gates", ())))
+
+    sim.cluster.subscribe(record)
+    sim.run()
+    trainer = sim.cluster.book.pod("default/trainer-1")
+    made = trainer.pod.resource_claims[0].claim
+    assert trainer.pod.creation_time == 5.0 and trainer.running_at == 100.0
+    assert seen[:2] == [(5.0, "claim", made, ()), (5.0, "ADDED", "", ("kueue.x-k8s.io/admission",))]
+    assert (100.0, "MODIFIED", "", ()) in seen  # released by Kueue's admission when trainer-0 ended
 
 
 LEFT_ALLOCATED = """apiVersion: resource.k8s.io/v1

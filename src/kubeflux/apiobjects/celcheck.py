@@ -2,26 +2,34 @@
 and the ``common-expression-language`` library does not (it parses, but has no declarations, types or costs).
 
 :func:`check` refuses, in the API server's words (``resource.k8s.io/v1`` validation, as kube-apiserver v1.36 says
-them):
+them; tests/realkube/test_cel_agreement.py compares some 2,700 expressions with the real server's verdicts):
 
 * an expression longer than :data:`MAX_LENGTH` bytes (``Too long: may not be more than 10240 bytes``);
-* a reference to a variable other than ``device`` and those a macro or ``cel.bind`` binds, a field of ``device``
-  other than ``driver``, ``attributes``, ``capacity`` and ``allowMultipleAllocations``, and a function the
-  environment does not have
-  (``compilation failed: ERROR: <input>:1:1: undeclared reference to 'devise' (in container '')``);
-* ``==``, ``!=`` and the orderings between a string and a number or bool, or a bool and a number, as far as the
-  operands' types are known without the device (``found no matching overload for '_==_' applied to '(string, int)'``);
-* an expression whose type is not bool (``must evaluate to bool or the unknown type, not string``): an attribute is
-  ``dyn``, so ``device.attributes["d"].x`` alone is refused, as there;
+* what cel-go's type checker refuses, over the declarations of :mod:`kubeflux.apiobjects.celtypes`
+  (``compilation failed: ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, double)'``):
+  an undeclared variable or function, a field of ``device`` other than ``driver``, ``attributes``, ``capacity`` and
+  ``allowMultipleAllocations``, operands and arguments of no declared overload (no heterogeneous equality, no
+  implicit conversion between numbers), a non-bool operand of ``&&`` and ``||`` or condition of a macro, a
+  comprehension over what is not a list or map, ``has()`` of what is not a field selection; of several errors, the
+  first in the text, as cel-go reports them sorted;
+* then what Kubernetes' validators refuse: a list or map literal whose elements differ in type, a literal regular
+  expression of ``matches`` that does not compile, a literal ``duration`` or ``timestamp`` that does not parse;
+* an expression whose type is not bool nor an attribute's ``any`` (``must evaluate to bool or the unknown type, not
+  string``): ``dyn`` is refused, so ``dyn(1)`` alone is;
 * one whose estimated cost exceeds :data:`MAX_COST` (``Forbidden: too complex, exceeds cost limit``): every node
   costs 1, and a comprehension (``all``, ``exists``, ``exists_one``, ``map``, ``filter``) costs its range's size
   times its body's; a list literal's size is its length, a device's attribute or capacity map's 32 (the API's bound),
   any other list's the sum of the expression's list literals' lengths and string literals' bytes (at least 64, an
-  attribute string's bound).
+  attribute string's bound); and, as cel-go's estimator finds them unbounded, any value of a ``type``, ``min``,
+  ``max`` and ``join`` of a list of strings, and ``!=`` between quantities;
+* a constant that cel-go's program planner folds and fails on (``Internal error: program instantiation failed: type
+  conversion error from 'string' to 'int'``): a conversion of a literal, a literal regular expression of ``find``
+  and ``findAll``.
 
 The estimate is Kubernetes' in spirit, not its numbers (cel-go's estimator weighs each function); a list built at
 run time beyond the expression's literals (a string joined and split again inside nested comprehensions) is
-underestimated. An expression this module cannot parse (syntax it does not know) is left to the library.
+underestimated. An expression this module cannot parse (syntax it does not know: optional indexing ``[?``) is left
+to the library.
 """
 
 from __future__ import annotations
@@ -30,7 +38,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["KUBERNETES_ONLY", "MAX_COST", "MAX_LENGTH", "CelCheckError", "check", "rewrite_binds"]
+from kubeflux.apiobjects.celsyntax import CelCheckError, Node, deep_recursion, parse, position, too_deep
+from kubeflux.apiobjects.celtypes import (
+    BOOL,
+    DECLARATIONS,
+    DYN,
+    ERROR,
+    NULL,
+    CelType,
+    assignable,
+    equivalent,
+    parse_type,
+    resolve,
+)
+
+__all__ = ["KUBERNETES_ONLY", "MAX_COST", "MAX_LENGTH", "CelCheckError", "check"]
 
 MAX_LENGTH: Final = 10 * 1024
 """``CELSelectorExpressionMaxLength``: bytes of UTF-8."""
@@ -42,479 +64,253 @@ MAX_STRING: Final = 64
 """``DeviceAttributeMaxValueLength``."""
 
 MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
-BOOL: Final = "bool"
-DYN: Final = "dyn"
-UNTYPED: Final = "?"
-"""A function whose result type kubeflux does not know: accepted, as the unknown type is."""
-
-
-class CelCheckError(ValueError):
-    """An expression the API server refuses: ``field_message`` is what follows the field in its 422 (without the
-    ``Invalid value: "…": `` prefix when ``invalid`` is False)."""
-
-    def __init__(self, message: str, *, invalid: bool = True) -> None:
-        super().__init__(message)
-        self.invalid = invalid
-
-
-_ASSOCIATIVE: Final = frozenset({"||", "&&", "+", "*"})
-"""Operators whose chain (``a || b || c``) is one node of many operands: its type and cost are the same."""
-
-
-class _Unsupported(Exception):
-    """Syntax this module does not parse: the checks are skipped."""
-
-
-# ====================================================================== tokens
-
-_TOKEN = re.compile(
-    r"""(?P<space>\s+|//[^\n]*)
-    |(?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'))
-    |(?P<number>0[xX][0-9a-fA-F]+[uU]?|\d+\.\d*(?:[eE][+-]?\d+)?|\d*\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+[uU]?)
-    |(?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-    |(?P<op>\|\||&&|==|!=|<=|>=|[-+*/%!<>?:.,()\[\]{}])""",
-    re.VERBOSE,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    kind: str
-    text: str
-    start: int
-    end: int
-
-
-def _tokens(source: str) -> list[_Token]:
-    found: list[_Token] = []
-    at = 0
-    while at < len(source):
-        match = _TOKEN.match(source, at)
-        if match is None:
-            raise _Unsupported(source[at])
-        kind = match.lastgroup or ""
-        after_operand = found and (found[-1].kind != "op" or found[-1].text in (")", "]", "}"))
-        if kind == "number" and match.group().startswith(".") and after_operand:  # a member's dot, not ".5"
-            found.append(_Token("op", ".", at, at + 1))
-            at += 1
-            continue
-        if kind != "space":
-            found.append(_Token(kind, match.group(), at, match.end()))
-        at = match.end()
-    return found
-
-
-# ====================================================================== syntax
-
-
-@dataclass(slots=True)
-class Node:
-    kind: str
-    """lit, ident, select, index, call, list, map, op, cond."""
-    value: str
-    start: int
-    end: int
-    args: list[Node] = field(default_factory=list)
-    method: bool = False
-    """A call on a receiver (``args[0]``)."""
-    at: int = -1
-    """Where an error in it is reported (its operator, its field's dot, its call's parenthesis), when not at start."""
-
-
-MAX_NESTING: Final = 250
-"""The deepest nesting read (parentheses, ``!``/``-`` chains, calls, literals, selections), as cel-go's parser's
-default recursion limit (kube-apiserver refuses ``(`` × 300): deeper is refused, never estimated."""
-
-
-class _Parser:
-    def __init__(self, source: str) -> None:
-        self.tokens = _tokens(source)
-        self.at = 0
-        self.depth = 0
-
-    def deeper(self) -> None:
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise _too_deep()
-
-    def peek(self, offset: int = 0) -> _Token | None:
-        at = self.at + offset
-        return self.tokens[at] if at < len(self.tokens) else None
-
-    def take(self, text: str | None = None) -> _Token:
-        token = self.peek()
-        if token is None or (text is not None and token.text != text):
-            raise _Unsupported(text or "end")
-        self.at += 1
-        return token
-
-    def accept(self, *texts: str) -> _Token | None:
-        token = self.peek()
-        if token is not None and token.kind == "op" and token.text in texts:
-            self.at += 1
-            return token
-        if token is not None and token.kind == "ident" and token.text in texts:  # ``in``
-            self.at += 1
-            return token
-        return None
-
-    def parse(self) -> Node:
-        node = self.expr()
-        if self.peek() is not None:
-            raise _Unsupported("trailing")
-        return node
-
-    def expr(self) -> Node:
-        self.deeper()
-        cond = self.binary(0)
-        if self.accept("?"):
-            then = self.binary(0)
-            self.take(":")
-            other = self.expr()
-            cond = Node("cond", "?", cond.start, other.end, [cond, then, other])
-        self.depth -= 1
-        return cond
-
-    _LEVELS: Final = (("||",), ("&&",), ("==", "!=", "<", "<=", ">", ">=", "in"), ("+", "-"), ("*", "/", "%"))
-
-    def binary(self, level: int) -> Node:
-        if level == len(self._LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        chained = False
-        while (token := self.accept(*self._LEVELS[level])) is not None:
-            right = self.binary(level + 1)
-            if chained and left.value == token.text and token.text in _ASSOCIATIVE:  # one node, not a deep tree
-                left.args.append(right)
-                left.end = right.end
-            else:
-                left = Node("op", token.text, left.start, right.end, [left, right], at=token.start)
-            chained = True
-        return left
-
-    def unary(self) -> Node:
-        token = self.accept("!", "-")
-        if token is not None:
-            self.deeper()
-            operand = self.unary()
-            self.depth -= 1
-            if token.text == "-" and operand.kind == "lit" and operand.value in ("int", "double"):
-                return Node("lit", operand.value, token.start, operand.end)
-            return Node("op", "neg" if token.text == "-" else "!", token.start, operand.end, [operand])
-        return self.member(self.primary())
-
-    def member(self, node: Node) -> Node:
-        while True:
-            if (dot := self.accept(".")) is not None:
-                name = self.take()
-                if name.kind != "ident":
-                    raise _Unsupported(name.text)
-                if (call := self.accept("(")) is not None:
-                    args = self.arguments(")")
-                    end = self.tokens[self.at - 1].end
-                    node = Node("call", name.text, node.start, end, [node, *args], True, at=call.start)
-                else:
-                    node = Node("select", name.text, node.start, name.end, [node], at=dot.start)
-            elif (bracket := self.accept("[")) is not None:
-                index = self.expr()
-                close = self.take("]")
-                node = Node("index", "[]", node.start, close.end, [node, index], at=bracket.start)
-            else:
-                return node
-
-    def arguments(self, close: str) -> list[Node]:
-        args: list[Node] = []
-        while not self.accept(close):
-            args.append(self.expr())
-            if not self.accept(","):
-                self.take(close)
-                break
-        return args
-
-    def primary(self) -> Node:
-        token = self.take()
-        if token.kind == "string":
-            kind = "bytes" if "b" in token.text[:2].lower() and token.text[0] not in "\"'" else "string"
-            return Node("lit", kind, token.start, token.end)
-        if token.kind == "number":
-            text = token.text.lower()
-            kind = "uint" if text.endswith("u") else "int" if text.startswith("0x") or text.isdigit() else "double"
-            return Node("lit", kind, token.start, token.end)
-        if token.kind == "ident":
-            if token.text in ("true", "false"):
-                return Node("lit", BOOL, token.start, token.end)
-            if token.text == "null":
-                return Node("lit", "null_type", token.start, token.end)
-            if (call := self.accept("(")) is not None:
-                args = self.arguments(")")
-                return Node("call", token.text, token.start, self.tokens[self.at - 1].end, args, at=call.start)
-            if (following := self.peek()) is not None and following.text == "{":
-                raise _Unsupported("message construction")
-            return Node("ident", token.text, token.start, token.end)
-        if token.text == "(":
-            inner = self.expr()
-            end = self.take(")")
-            return Node(inner.kind, inner.value, token.start, end.end, inner.args, inner.method, inner.at)
-        if token.text == "[":
-            items = self.arguments("]")
-            return Node("list", "[]", token.start, self.tokens[self.at - 1].end, items)
-        if token.text == "{":
-            entries: list[Node] = []
-            while not self.accept("}"):
-                entries.append(self.expr())
-                self.take(":")
-                entries.append(self.expr())
-                if not self.accept(","):
-                    self.take("}")
-                    break
-            return Node("map", "{}", token.start, self.tokens[self.at - 1].end, entries)
-        raise _Unsupported(token.text)
-
-
-def parse(source: str) -> Node | None:
-    """The syntax tree of ``source``, or None when it uses syntax this module does not parse; nested deeper than
-    :data:`MAX_NESTING` is refused (while read, and, for chains of selections and indexes, once read)."""
-    try:
-        tree = _Parser(source).parse()
-    except _Unsupported:
-        return None
-    depth = {id(tree): 1}
-    stack = [tree]
-    while stack:  # iteratively: the checks after this recurse over the tree
-        node = stack.pop()
-        for arg in node.args:
-            depth[id(arg)] = depth[id(node)] + 1
-            if depth[id(arg)] > MAX_NESTING:
-                raise _too_deep()
-            stack.append(arg)
-    return tree
-
-
-def _too_deep() -> CelCheckError:
-    """Nesting deeper than :data:`MAX_NESTING`, which kube-apiserver's parser refuses too (``(`` × 300 is refused
-    there): refused rather than left unchecked, as its cost is unknown."""
-    return CelCheckError("compilation failed: expression nested too deeply")
+_STRINGS: Final = parse_type("list(string)")
 
 
 # ====================================================================== checks
 
-_RESULTS: Final[dict[str, str]] = {
-    **dict.fromkeys(
-        [
-            "has",
-            "all",
-            "exists",
-            "exists_one",
-            "existsOne",
-            "startsWith",
-            "endsWith",
-            "contains",
-            "matches",
-            "isGreaterThan",
-            "isLessThan",
-            "isInteger",
-            "isQuantity",
-            "isSemver",
-            "isSorted",
-            "sets.contains",
-            "sets.equivalent",
-            "sets.intersects",
-            "isIP",
-            "isCIDR",
-        ],
-        BOOL,
-    ),
-    **dict.fromkeys(
-        ["size", "int", "compareTo", "sign", "asInteger", "major", "minor", "patch", "indexOf", "lastIndexOf"], "int"
-    ),
-    **dict.fromkeys(
-        [
-            "string",
-            "lowerAscii",
-            "upperAscii",
-            "trim",
-            "replace",
-            "substring",
-            "charAt",
-            "join",
-            "find",
-            "strings.quote",
-        ],
-        "string",
-    ),
-    **dict.fromkeys(["split", "map", "filter", "findAll", "distinct", "sort", "slice"], "list(dyn)"),
-    "uint": "uint",
-    "double": "double",
-    "asApproximateFloat": "double",
-    "bytes": "bytes",
-    "quantity": "kubernetes.Quantity",
-    "add": "kubernetes.Quantity",
-    "sub": "kubernetes.Quantity",
-    "semver": "kubernetes.Semver",
-    "dyn": DYN,
-    "type": "type",
-    "timestamp": "google.protobuf.Timestamp",
-    "duration": "google.protobuf.Duration",
-}
-NATIVE: Final = frozenset(
-    [
-        "has",
-        "size",
-        "int",
-        "uint",
-        "double",
-        "string",
-        "bytes",
-        "dyn",
-        "type",
-        "timestamp",
-        "duration",
-        "contains",
-        "startsWith",
-        "endsWith",
-        "matches",
-        "all",
-        "exists",
-        "exists_one",
-        "existsOne",
-        "map",
-        "filter",
-        "getDate",
-        "getDayOfMonth",
-        "getDayOfWeek",
-        "getDayOfYear",
-        "getFullYear",
-        "getHours",
-        "getMilliseconds",
-        "getMinutes",
-        "getMonth",
-        "getSeconds",
-    ]
-)
-"""Functions and macros the library has itself."""
-KUBERNETES_ONLY: Final = frozenset(
-    [
-        *("format", "isURL", "url", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery"),
-        *("ip", "cidr", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast"),
-        *("isGlobalUnicast", "containsIP", "containsCIDR", "prefixLength", "masked", "isCanonical"),
-        *("flatten", "lists.range", "sortBy", "transformList", "transformMap", "transformMapEntry"),
-        *("optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue", "value", "orValue", "or"),
-    ]
-)
-"""Functions of Kubernetes' CEL environment that kubeflux does not have: accepted when read, as the API server
-accepts them, they fail at run time (the pod's CEL runtime error says so)."""
+KUBERNETES_ONLY: Final = frozenset({"int", "string", "timestamp"})
+"""Functions of which the library lacks overloads that Kubernetes' CEL environment has (``int(duration)``,
+``int(timestamp)``, ``string(bool)``, ``timestamp(int)``): accepted when read, as the API server accepts them, they
+fail at run time, the pod's CEL runtime error saying so ("Undefined variable or function: 'int': an overload of
+Kubernetes' CEL environment that kubeflux does not have")."""
+DEVICE: Final = CelType("kubernetes.DRADevice")
 _DEVICE_FIELDS: Final = {
-    "driver": "string",
-    "attributes": "map(string, map(string, dyn))",
-    "capacity": "map(string, map(string, kubernetes.Quantity))",
-    "allowMultipleAllocations": "bool",
+    "driver": parse_type("string"),
+    "attributes": parse_type("map(string, map(string, any))"),
+    "capacity": parse_type("map(string, map(string, kubernetes.Quantity))"),
+    "allowMultipleAllocations": parse_type("bool"),
 }
-_SCALARS: Final = frozenset({"bool", "int", "uint", "double", "string", "bytes"})
-_TYPE_NAMES: Final = frozenset({*_SCALARS, "list", "map", "null_type", "type", "dyn"})
-_BINDING: Final = MACROS | {"existsOne", "transformList", "transformMap", "transformMapEntry", "sortBy"}
-"""Macros that bind variables (two-variable comprehensions too, which the library lacks: see KUBERNETES_ONLY)."""
-_NUMBERS: Final = frozenset({"int", "uint", "double"})
+_TYPE_NAMES: Final = frozenset({"bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type"})
+_NAMES: Final = _TYPE_NAMES | {"device"}
+"""Identifiers that are declared (a call on them is a method, not a function of a namespace such as ``sets``)."""
+_MACRO_SHAPES: Final = {
+    "all": ((1, 1), (2, 1)),
+    "exists": ((1, 1), (2, 1)),
+    "exists_one": ((1, 1),),
+    "existsOne": ((2, 1),),
+    "map": ((1, 1), (1, 2)),
+    "filter": ((1, 1),),
+    "sortBy": ((1, 1),),
+    "transformList": ((2, 1), (2, 2)),
+    "transformMap": ((2, 1), (2, 2)),
+    "transformMapEntry": ((2, 1), (2, 2)),
+}
+"""The macros (and two-variable comprehensions): how many variables they bind and how many expressions follow."""
+_OPERATORS: Final = {"!": "!_", "neg": "-_", "in": "@in"}
+_CONVERSIONS: Final = frozenset({"int", "uint", "double", "string", "bool", "bytes"})
+_DURATION: Final = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|ms|s|m|h))+|[-+]?0")
+_TIMESTAMP: Final = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[-+]\d\d:\d\d)")
+_ESCAPES: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.DOTALL)
+_CLAUSE: Final = re.compile(r"%(?:\.\d+)?(.)", re.DOTALL)
+_FORMAT_ACCEPTS: Final[dict[str, tuple[frozenset[str], str]]] = {
+    "s": (frozenset(), ""),
+    "f": (frozenset(), ""),
+    "b": (frozenset(), ""),
+    "d": (frozenset({"int", "uint"}), "decimal clause can only be used on integers"),
+    "o": (frozenset({"int", "uint"}), "octal clause can only be used on integers"),
+    "e": (frozenset({"double"}), "scientific clause can only be used on doubles"),
+    **dict.fromkeys(
+        "xX",
+        (
+            frozenset({"int", "uint", "bytes", "string"}),
+            "only integers, byte buffers, and strings can be formatted as hex",
+        ),
+    ),
+}
+"""The clauses of ``format`` and the argument types cel-go's check allows each (any when empty)."""
+_GO_REGEX_ERRORS: Final = {
+    "missing ), unterminated subpattern": "missing closing )",
+    "unterminated character set": "missing closing ]",
+    "nothing to repeat": "missing argument to repetition operator",
+    "unbalanced parenthesis": "unexpected )",
+}
+"""Python's words for a bad regular expression, as Go's regexp says them."""
+_SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 
 
-def _position(source: str, at: int) -> str:
-    line = source.count("\n", 0, at) + 1
-    column = at - (source.rfind("\n", 0, at) + 1) + 1
-    return f"<input>:{line}:{column}"
+def _where(node: Node) -> int:
+    return node.at if node.at >= 0 else node.start
 
 
 @dataclass
 class _Checker:
+    """cel-go's type checker over a :class:`Node` tree: each node's type, and the errors found, by position."""
+
     source: str
-    functions: frozenset[str]
-    scope: dict[str, str] = field(default_factory=dict)
-    unknown_size: int = MAX_STRING
+    scope: dict[str, CelType] = field(default_factory=dict)
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    types: dict[int, CelType] = field(default_factory=dict)
 
-    def fail(self, node: Node, what: str) -> CelCheckError:
-        at = node.at if node.at >= 0 else node.start
-        return CelCheckError(f"compilation failed: ERROR: {_position(self.source, at)}: {what}")
+    def error(self, at: int, what: str) -> CelType:
+        self.errors.append((at, what))
+        return ERROR
 
-    def type_of(self, node: Node) -> str:
+    def first_error(self) -> CelCheckError | None:
+        if not self.errors:
+            return None
+        at, what = min(self.errors, key=lambda error: error[0])
+        return CelCheckError(f"compilation failed: ERROR: {position(self.source, at)}: {what}")
+
+    def type_of(self, node: Node) -> CelType:
+        found = self._type_of(node)
+        self.types[id(node)] = found
+        return found
+
+    def _type_of(self, node: Node) -> CelType:
         kind, args = node.kind, node.args
         if kind == "lit":
-            return node.value
+            return self._literal(node)
         if kind == "ident":
             if node.value in self.scope:
                 return self.scope[node.value]
             if node.value in _TYPE_NAMES:  # ``type(x) == string``
-                return "type"
+                return CelType("type", (CelType("null" if node.value == "null_type" else node.value),))
             if node.value != "device":
-                raise self.fail(node, f"undeclared reference to '{node.value}' (in container '')")
-            return "kubernetes.DRADevice"
+                return self.error(node.start, f"undeclared reference to '{node.value}' (in container '')")
+            return DEVICE
         if kind == "select":
-            of = self.type_of(args[0])
-            if of == "kubernetes.DRADevice":
-                if node.value not in _DEVICE_FIELDS:
-                    raise self.fail(node, f"undefined field '{node.value}'")
-                return _DEVICE_FIELDS[node.value]
-            return _element(of)
+            return self._select(self.type_of(args[0]), node.value, _where(node))
         if kind == "index":
-            index = self.type_of(args[1])
-            of = self.type_of(args[0])
-            del index
-            return _element(of)
+            return self._resolve("_[_]", node, None, [self.type_of(args[0]), self.type_of(args[1])])
         if kind == "list":
-            items = {self.type_of(item) for item in args}
-            return f"list({items.pop() if len(items) == 1 else DYN})"
+            items = [self.type_of(item) for item in args]
+            return CelType("list", (_joined(items),))
         if kind == "map":
-            keys = {self.type_of(item) for item in args[::2]}
-            values = {self.type_of(item) for item in args[1::2]}
-            return f"map({keys.pop() if len(keys) == 1 else DYN}, {values.pop() if len(values) == 1 else DYN})"
+            keys = [self.type_of(item) for item in args[::2]]
+            values = [self.type_of(item) for item in args[1::2]]
+            return CelType("map", (_joined(keys), _joined(values)))
         if kind == "cond":
-            types = [self.type_of(item) for item in args]
-            return types[1] if types[1] == types[2] else DYN
+            return self._resolve("_?_:_", node, None, [self.type_of(item) for item in args])
         if kind == "op":
             return self._operator(node)
         return self._call(node)
 
-    def _operator(self, node: Node) -> str:
-        types = [self.type_of(item) for item in node.args]
+    def _literal(self, node: Node) -> CelType:
+        text = self.source[node.start : node.end].replace(" ", "").lower()
+        if node.value in ("int", "uint"):
+            digits = text.removesuffix("u")
+            number = int(digits, 16) if "0x" in digits else int(digits)
+            top = 2**63 - 1 if node.value == "int" else 2**64 - 1
+            if abs(number) > top + (node.value == "int" and digits.startswith("-")):
+                return self.error(node.start, f"invalid {node.value} literal")
+        if node.value == "double" and float(text) in (float("inf"), float("-inf")):
+            return self.error(node.start, "invalid double literal")
+        return NULL if node.value == "null_type" else CelType(node.value)
+
+    def _select(self, of: CelType, name: str, at: int) -> CelType:
+        if of == DEVICE:
+            if name not in _DEVICE_FIELDS:
+                return self.error(at, f"undefined field '{name}'")
+            return _DEVICE_FIELDS[name]
+        if of.name == "map":
+            return of.params[1]
+        if of.name in ("dyn", "any", "error"):
+            return DYN if of.name != "error" else ERROR
+        return self.error(at, f"type '{of}' does not support field selection")
+
+    def _resolve(self, name: str, node: Node, receiver: CelType | None, args: list[CelType]) -> CelType:
+        found = resolve(DECLARATIONS[name], receiver, args)
+        if found is not None:
+            return found
+        listed = ", ".join(str(arg) for arg in args)
+        applied = f"{receiver}.({listed})" if receiver is not None else f"({listed})"
+        return self.error(_where(node), f"found no matching overload for '{name}' applied to '{applied}'")
+
+    def _operator(self, node: Node) -> CelType:
         op = node.value
-        if op in ("!", "||", "&&", "in"):
+        if op in ("&&", "||"):
+            for item in node.args:
+                found = self.type_of(item)
+                if not assignable(found, BOOL):
+                    self.error(_where(item), f"expected type 'bool' but found '{found}'")
             return BOOL
-        if op in ("==", "!=", "<", "<=", ">", ">="):
-            left, right = types
-            mixed = left in _SCALARS and right in _SCALARS and left != right
-            if mixed and not (left in _NUMBERS and right in _NUMBERS):
-                name = f"_{op}_"
-                raise self.fail(node, f"found no matching overload for '{name}' applied to '({left}, {right})'")
-            return BOOL
-        known = [t for t in types if t not in (DYN, UNTYPED)]
-        return known[0] if known else DYN
+        types = [self.type_of(item) for item in node.args]
+        return self._resolve(_OPERATORS.get(op, f"_{op}_"), node, None, types)
 
-    def _call(self, node: Node) -> str:
+    def _call(self, node: Node) -> CelType:
         name, args = node.value, node.args
-        if node.method and args[0].kind == "ident" and args[0].value not in self.scope and args[0].value != "device":
-            qualified = f"{args[0].value}.{name}"
-            if qualified == "cel.bind" and len(args) == 4 and args[1].kind == "ident":
-                init = self.type_of(args[2])
-                return self._bound({args[1].value: init}, args[3])
-            if qualified in self.functions or qualified in KUBERNETES_ONLY:
-                for arg in args[1:]:
-                    self.type_of(arg)
-                return _RESULTS.get(qualified, UNTYPED)
-        if node.method and name in _BINDING and len(args) >= 3 and args[1].kind == "ident":
-            self.type_of(args[0])
-            variables = {args[1].value: DYN}
-            if len(args) >= 4 and args[2].kind == "ident" and name not in ("map", "filter"):  # all(i, v, …)
-                variables[args[2].value] = DYN
-            for body in args[1 + len(variables) :]:
-                self._bound(variables, body)
-            return _RESULTS.get(name, UNTYPED)
-        if name == "has" and not node.method and len(args) == 1 and args[0].kind == "select":
-            self.type_of(args[0].args[0])
-            return BOOL
-        if name not in NATIVE and name not in self.functions and name not in KUBERNETES_ONLY:
-            raise self.fail(node, f"undeclared reference to '{name}' (in container '')")
-        for arg in args:
-            self.type_of(arg)
-        return _RESULTS.get(name, UNTYPED)
+        receiver = args[0] if node.method else None
+        if (
+            receiver is not None
+            and receiver.kind == "ident"
+            and receiver.value not in self.scope
+            and receiver.value not in _NAMES
+        ):
+            return self._qualified(f"{receiver.value}.{name}", node)
+        if name == "has" and receiver is None and len(args) == 1:
+            return self._has(node, args[0])
+        if receiver is not None and name in _MACRO_SHAPES:
+            variables = 0
+            while 1 + variables < len(args) and args[1 + variables].kind == "ident" and variables < 2:
+                variables += 1
+            for shape_variables, bodies in _MACRO_SHAPES[name]:
+                if shape_variables <= variables and len(args) == 1 + shape_variables + bodies:
+                    return self._comprehension(node, shape_variables)
+        if name not in DECLARATIONS:
+            return self.error(_where(node), f"undeclared reference to '{name}' (in container '')")
+        on = self.type_of(receiver) if receiver is not None else None
+        return self._resolve(name, node, on, [self.type_of(arg) for arg in args[1 if node.method else 0 :]])
 
-    def _bound(self, variables: dict[str, str], body: Node) -> str:
+    def _qualified(self, name: str, node: Node) -> CelType:
+        args = node.args[1:]
+        if name == "cel.bind" and len(args) == 3:
+            if args[0].kind != "ident":
+                return self.error(_where(args[0]), "cel.bind() variable names must be simple identifiers")
+            return self._bound({args[0].value: self.type_of(args[1])}, args[2])
+        if name not in DECLARATIONS:
+            return self.error(node.args[0].start, f"undeclared reference to '{node.args[0].value}' (in container '')")
+        return self._resolve(name, node, None, [self.type_of(arg) for arg in args])
+
+    def _has(self, node: Node, argument: Node) -> CelType:
+        if argument.kind != "select":
+            return self.error(_where(argument), "invalid argument to has() macro")
+        of = self.type_of(argument.args[0])
+        if of.name not in ("map", "dyn", "any", "error") and of != DEVICE:
+            return self.error(_where(node), f"type '{of}' does not support field selection")
+        if of == DEVICE and argument.value not in _DEVICE_FIELDS:
+            return self.error(_where(node), f"undefined field '{argument.value}'")
+        return BOOL
+
+    def _comprehension(self, node: Node, count: int) -> CelType:
+        name, args = node.value, node.args
+        over = self.type_of(args[0])
+        names = [arg.value for arg in args[1 : 1 + count]]
+        if over.name == "list":
+            kinds = [over.params[0]] if count == 1 else [CelType("int"), over.params[0]]
+        elif over.name == "map":
+            kinds = list(over.params[:count])
+        else:
+            if over.name not in ("dyn", "error"):
+                what = f"expression of type '{over}' cannot be range of a comprehension"
+                self.error(_where(args[0]), f"{what} (must be list, map, or dynamic)")
+            kinds = [DYN] * count
+        bodies = [self._bound(dict(zip(names, kinds, strict=True)), body) for body in args[1 + count :]]
+        if name in ("all", "exists", "exists_one", "existsOne"):
+            self._predicate(node, args[-1], bodies[-1], name, CelType("bool" if "One" not in name else "int"))
+            return BOOL
+        if (name in ("filter", "map", "transformList") and len(bodies) == 2) or name == "filter":
+            self._predicate(node, args[1 + count], bodies[0], name, CelType("list", (kinds[-1],)))
+        if name == "filter" or name == "sortBy":
+            return CelType("list", (kinds[-1],))
+        if name in ("map", "transformList"):
+            return CelType("list", (bodies[-1],))
+        if name == "transformMap":
+            return CelType("map", (kinds[0], bodies[-1]))
+        return bodies[-1] if bodies[-1].name == "map" else DYN
+
+    def _predicate(self, node: Node, body: Node, found: CelType, name: str, accumulator: CelType) -> None:
+        """A macro's condition: ``all`` and ``exists`` expand to ``&&``/``||``, the others to ``_?_:_``."""
+        if assignable(found, BOOL):
+            return
+        if name in ("all", "exists"):
+            self.error(_where(body), f"expected type 'bool' but found '{found}'")
+            return
+        self.error(
+            _where(node), f"found no matching overload for '_?_:_' applied to '({found}, {accumulator}, {accumulator})'"
+        )
+
+    def _bound(self, variables: dict[str, CelType], body: Node) -> CelType:
         saved = dict(self.scope)
         self.scope.update(variables)
         try:
@@ -522,12 +318,146 @@ class _Checker:
         finally:
             self.scope = saved
 
-    # ================================================================== cost
+    # ================================================================== after the types
+
+    def validate(self, nodes: list[Node]) -> None:
+        """cel-go's validators that Kubernetes enables: homogeneous list and map literals, and literal regular
+        expressions, durations and timestamps."""
+        for node in nodes:
+            if node.kind == "list":
+                self._homogeneous(node.args)
+            elif node.kind == "map":
+                self._homogeneous(node.args[::2])
+                self._homogeneous(node.args[1::2])
+            elif node.kind == "call" and node.args:
+                self._literal_argument(node)
+                if node.value == "format" and node.method and len(node.args) == 2:
+                    self._format(node, node.args[0], node.args[1])
+
+    def _homogeneous(self, items: list[Node]) -> None:
+        first: CelType | None = None
+        for item in items:
+            found = self.types.get(id(item), DYN)
+            if first is None:
+                first = found
+            elif not equivalent(first, found):
+                self.error(_where(item), f"expected type '{first}' but found '{found}'")
+
+    def _literal_argument(self, node: Node) -> None:
+        name, argument = node.value, node.args[-1]
+        if name == "matches" and argument.kind == "lit" and argument.value == "string":
+            try:
+                re.compile(_string_value(self.source[argument.start : argument.end]))
+            except re.error:
+                self.error(_where(argument), "invalid matches argument")
+        elif name in ("duration", "timestamp") and not node.method and len(node.args) == 1 and argument.kind == "lit":
+            text = _string_value(self.source[argument.start : argument.end]) if argument.value == "string" else None
+            pattern = _DURATION if name == "duration" else _TIMESTAMP
+            literal = argument.value != "int" or name == "duration"  # timestamp(int) is seconds since the epoch
+            if literal and (text is None or pattern.fullmatch(text) is None):
+                self.error(_where(argument), f"invalid {name} argument")
+
+    def _format(self, node: Node, template: Node, items: Node) -> None:
+        """cel-go's check of a literal format string against a literal list of arguments."""
+        if template.kind != "lit" or template.value != "string" or items.kind != "list":
+            return
+        clauses = [c for c in _CLAUSE.findall(_string_value(self.source[template.start : template.end])) if c != "%"]
+        for index, clause in enumerate(clauses):
+            if clause not in _FORMAT_ACCEPTS:
+                self.error(
+                    _where(node), f'could not parse formatting clause: unrecognized formatting clause "{clause}"'
+                )
+                return
+            if index >= len(items.args):
+                self.error(_where(node), f"index {index} out of range")
+                return
+            item = items.args[index]
+            found = self.types.get(id(item), DYN)
+            accepted, words = _FORMAT_ACCEPTS[clause]
+            if found.name not in ("dyn", "error") and accepted and found.name not in accepted:
+                given = "google.protobuf.Any" if found.name == "any" else str(found)  # an attribute's
+                self.error(_where(item), f"error during formatting: {words}, was given {given}")
+
+    def instantiation_error(self, nodes: list[Node]) -> CelCheckError | None:
+        """What cel-go's program planner refuses, folding constants: a conversion of a literal that fails, a literal
+        regular expression of ``find`` or ``findAll`` that does not compile."""
+        for node in reversed(nodes):
+            if node.kind != "call" or not node.args or node.args[-1].kind != "lit":
+                continue
+            argument = node.args[-1]
+            text = self.source[argument.start : argument.end]
+            said = ""
+            if node.value in _CONVERSIONS and not node.method and len(node.args) == 1:
+                said = _conversion_error(node.value, argument.value, text)
+            elif node.value in ("find", "findAll") and node.method and len(node.args) == 2:
+                try:
+                    re.compile(_string_value(text))
+                except re.error as exc:
+                    said = f"error parsing regexp: {_GO_REGEX_ERRORS.get(exc.msg, exc.msg)}: `{_string_value(text)}`"
+            if said:
+                return CelCheckError(f"Internal error: program instantiation failed: {said}", invalid=False)
+        return None
+
+
+def _joined(items: list[CelType]) -> CelType:
+    """A literal's element type: the elements' one type, else ``dyn`` (an empty literal's is a parameter)."""
+    if not items:
+        return CelType("_")
+    first = items[0]
+    return first if all(equivalent(first, item) for item in items) else DYN
+
+
+def _string_value(literal: str) -> str:
+    """A string literal's value (raw or not, any quotes)."""
+    raw = literal[0] in "rR"
+    body = literal.lstrip("rRbB")
+    quote = 3 if body[:3] in ('"""', "'''") else 1
+    body = body[quote:-quote]
+    if raw:
+        return body
+
+    def unescape(match: re.Match[str]) -> str:
+        escape = match.group()[1:]
+        if escape[0] in "xuU":
+            return chr(int(escape[1:], 16))
+        if escape[0].isdigit():
+            return chr(int(escape, 8))
+        return _SIMPLE_ESCAPES.get(escape, escape)
+
+    return _ESCAPES.sub(unescape, body)
+
+
+def _conversion_error(function: str, kind: str, text: str) -> str:
+    if kind == "null_type":
+        return f"no such overload: {function}(null_type)"
+    if kind != "string" or function not in ("int", "uint", "double"):
+        if function == "uint" and kind == "int" and int(text.replace(" ", ""), 0) < 0:
+            return "unsigned integer overflow"
+        return ""
+    value = _string_value(text)
+    try:
+        number = float(value) if function == "double" else int(value)
+    except ValueError:
+        return f"type conversion error from 'string' to '{function}'"
+    del number
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Cost:
+    """The cost estimate (see the module docstring) of an expression ``source``."""
+
+    source: str
+    unknown_size: int
 
     def cost(self, node: Node) -> int:
-        if node.kind == "call" and node.method and node.value in MACROS and len(node.args) >= 3:
-            body = sum(self.cost(item) for item in node.args[2:])
-            return self.cost(node.args[0]) + self.size(node.args[0]) * (body + 1)
+        """Every node costs 1, a comprehension its range's size times its body's, ``lists.range(n)`` n."""
+        bodies = _comprehension_bodies(node)
+        if bodies is not None:
+            body = sum(self.cost(item) for item in bodies)
+            return self.cost(node.args[0]) + self.size(node.args[0]) * (body + 2)  # the step and the condition
+        if _is_range(node):
+            return 1 + self.size(node)
         return 1 + sum(self.cost(item) for item in node.args)
 
     def size(self, node: Node) -> int:
@@ -537,19 +467,36 @@ class _Checker:
             return len(node.args) // 2
         if node.kind in ("index", "select") and _is_device_map(node.args[0]):
             return MAX_COLLECTION
-        if node.kind == "call" and node.method and node.value in ("map", "filter"):
+        if node.kind == "call" and node.method and node.value in _SAME_SIZE:
             return self.size(node.args[0])
         if node.kind == "op" and node.value == "+":
             return sum(self.size(item) for item in node.args)
+        if _is_range(node):
+            count = node.args[1]
+            if count.kind != "lit" or count.value != "int":  # unbounded: the server refuses it as too complex
+                return MAX_COST + 1
+            return max(0, int(self.source[count.start : count.end].replace(" ", ""), 0))
         return self.unknown_size
 
 
-def _element(of: str) -> str:
-    if of.startswith("list(") and of.endswith(")"):
-        return of[5:-1]
-    if of.startswith("map("):
-        return of[4:-1].split(", ", 1)[1] if ", " in of else DYN
-    return DYN
+_SAME_SIZE: Final = frozenset({"map", "filter", "transformList", "sortBy", "reverse", "sort", "distinct"})
+"""Functions whose list is at most as long as their receiver."""
+
+
+def _is_range(node: Node) -> bool:
+    """``lists.range(n)``."""
+    if node.kind != "call" or not node.method or node.value != "range" or len(node.args) != 2:
+        return False
+    namespace = node.args[0]
+    return namespace.kind == "ident" and namespace.value == "lists"
+
+
+def _comprehension_bodies(node: Node) -> list[Node] | None:
+    """The expressions a comprehension evaluates per item (after its variables), None when ``node`` is none."""
+    if node.kind != "call" or not node.method or node.value not in _MACRO_SHAPES or len(node.args) < 3:
+        return None
+    variables = 2 if node.args[2].kind == "ident" and len(node.args) >= 4 and node.value != "map" else 1
+    return node.args[1 + variables :]
 
 
 def _is_device_map(node: Node) -> bool:
@@ -569,45 +516,53 @@ def _nodes(tree: Node) -> list[Node]:
     return found
 
 
-def check(expression: str, functions: frozenset[str]) -> None:
-    """Raise :class:`CelCheckError` when the API server would refuse ``expression`` (see the module docstring);
-    ``functions`` are the custom functions the environment registers (dotted names for ``sets.contains`` …)."""
+def check(expression: str) -> None:
+    """Raise :class:`CelCheckError` when the API server would refuse ``expression`` (see the module docstring)."""
     if len(expression.encode()) > MAX_LENGTH:
         raise CelCheckError(f"Too long: may not be more than {MAX_LENGTH} bytes", invalid=False)
+    with deep_recursion():
+        _check(expression)
+
+
+def _check(expression: str) -> None:
     tree = parse(expression)
     if tree is None:
         return
     nodes = _nodes(tree)
-    literals = sum(len(node.args) for node in nodes if node.kind == "list")
-    strings = sum(node.end - node.start for node in nodes if node.kind == "lit" and node.value == "string")
-    checker = _Checker(expression, functions, unknown_size=max(MAX_STRING, literals + strings))
+    checker = _Checker(expression)
     try:
         result = checker.type_of(tree)
-        cost = checker.cost(tree)
+        if not checker.errors:
+            checker.validate(nodes)
     except RecursionError:
-        raise _too_deep() from None
-    if result not in (BOOL, UNTYPED):
-        raise CelCheckError(f"must evaluate to bool or the unknown type, not {result}")
-    if cost > MAX_COST:
+        raise too_deep() from None
+    failed = checker.first_error()
+    if failed is not None:
+        raise failed
+    if result != BOOL and result.name != "any":  # ``any``, an attribute's type, is "the unknown type"
+        raise CelCheckError(f"must evaluate to bool or the unknown type, not {result.wide()}")
+    literals = sum(len(node.args) for node in nodes if node.kind == "list")
+    strings = sum(node.end - node.start for node in nodes if node.kind == "lit" and node.value == "string")
+    if _too_costly(checker, nodes) or _Cost(expression, max(MAX_STRING, literals + strings)).cost(tree) > MAX_COST:
         raise CelCheckError("Forbidden: too complex, exceeds cost limit", invalid=False)
+    failed = checker.instantiation_error(nodes)
+    if failed is not None:
+        raise failed
 
 
-def rewrite_binds(expression: str) -> str:
-    """``expression`` with each ``cel.bind(x, init, body)`` (which the library lacks) as ``[init].map(x, body)[0]``:
-    ``body`` with ``x`` bound to ``init``'s value, evaluated once."""
-    if "cel.bind" not in expression:
-        return expression
-    tree = parse(expression)
-    return expression if tree is None else _rewritten(expression, tree)
-
-
-def _rewritten(source: str, node: Node) -> str:
-    args = node.args
-    is_bind = node.kind == "call" and node.method and node.value == "bind" and len(args) == 4
-    if is_bind and args[0].kind == "ident" and args[0].value == "cel" and args[1].kind == "ident":
-        init, body = _rewritten(source, args[2]), _rewritten(source, args[3])
-        return f"([{init}].map({args[1].value}, {body})[0])"
-    text = source[node.start : node.end]
-    for item in sorted(args, key=lambda item: item.start, reverse=True):
-        text = text[: item.start - node.start] + _rewritten(source, item) + text[item.end - node.start :]
-    return text
+def _too_costly(checker: _Checker, nodes: list[Node]) -> bool:
+    """What cel-go's estimator finds unbounded, by rule: a value of a ``type``, ``min``, ``max`` and ``join`` of a
+    list of strings, and ``!=`` between quantities."""
+    for node in nodes:
+        found = checker.types.get(id(node))
+        if found is not None and found.name == "type":
+            return True
+        if node.kind == "call" and node.method and node.value in ("min", "max", "join"):
+            receiver = checker.types.get(id(node.args[0]))
+            if receiver is not None and receiver == _STRINGS:
+                return True
+        if node.kind == "op" and node.value == "!=":
+            operands = [checker.types.get(id(item)) for item in node.args]
+            if all(found is not None and found.name == "kubernetes.Quantity" for found in operands):
+                return True
+    return False

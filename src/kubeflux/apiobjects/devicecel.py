@@ -13,16 +13,20 @@ types, so a quantity is a map ``{"kubeflux.quantity": "<numerator>/<denominator>
 
 * quantities (``k8s.io/apiserver/pkg/cel/library/quantity.go``): ``quantity(s)``, ``isQuantity(s)``,
   ``q.compareTo(r)``, ``q.isGreaterThan(r)``, ``q.isLessThan(r)``, ``q.add(r|int)``, ``q.sub(r|int)``,
-  ``q.sign()``, ``q.isInteger()``, ``q.asInteger()``, ``q.asApproximateFloat()``;
-* semantic versions (``semverlib.go``): ``semver(s)``, ``isSemver(s)``, ``v.major()``, ``v.minor()``,
-  ``v.patch()``, ``v.compareTo(w)``, ``v.isGreaterThan(w)``, ``v.isLessThan(w)``.
+  ``sign(q)``, ``q.isInteger()``, ``q.asInteger()``, ``q.asApproximateFloat()``;
+* semantic versions (``semverlib.go``): ``semver(s[, normalize])``, ``isSemver(s[, normalize])``, ``v.major()``,
+  ``v.minor()``, ``v.patch()``, ``v.compareTo(w)``, ``v.isGreaterThan(w)``, ``v.isLessThan(w)``.
 
 Kubernetes' other libraries that selectors use are registered too (strings, regex ``find``/``findAll``, lists, sets,
-``isIP``/``isCIDR``; ``cel.bind`` is rewritten as a one-item ``map``); those still missing are
+``isIP``/``isCIDR``; IP, CIDR and URL values, ``format``, ``flatten``, ``lists.range``:
+:mod:`kubeflux.apiobjects.celfunctions`), and the macros the library lacks (``cel.bind``, two-variable
+comprehensions, ``transformList``/``transformMap``/``transformMapEntry``, ``sortBy``) are rewritten into its own
+(:mod:`kubeflux.apiobjects.celrewrite`); the conversions' overloads still missing are
 :data:`~kubeflux.apiobjects.celcheck.KUBERNETES_ONLY` (docs/dra.md lists them).
 
-An expression that does not compile, or that the API server refuses (too long, an undeclared name, not bool, too
-costly: :mod:`kubeflux.apiobjects.celcheck`), is refused when its object is read (:class:`SelectorCompileError`,
+An expression that does not compile, or that the API server refuses (too long, an undeclared name, no matching
+overload, not bool, too costly: :mod:`kubeflux.apiobjects.celcheck`, checked before the library compiles it, so the
+refusal is in the server's words), is refused when its object is read (:class:`SelectorCompileError`,
 naming the field, as the server's 422 does); one that fails on a device, with any error of the library, raises
 ValueError from :meth:`CelSelector.matches`, which the core reports naming the claim
 (:class:`~kubeflux.scheduler.devices.ClaimError`): never an exception that would end a scheduling pass.
@@ -34,6 +38,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import itertools
+import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,7 +48,9 @@ from typing import Any, Final
 import cel
 from cel import stdlib
 
-from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, MAX_LENGTH, CelCheckError, check, rewrite_binds
+from kubeflux.apiobjects.celcheck import KUBERNETES_ONLY, CelCheckError, check
+from kubeflux.apiobjects.celfunctions import FUNCTIONS as LIBRARIES
+from kubeflux.apiobjects.celrewrite import rewrite
 from kubeflux.apiobjects.quantity import QuantityError, parse_quantity
 from kubeflux.scheduler.devices import Device, Version
 
@@ -90,7 +97,9 @@ class CelSelector:
             said = str(exc).split("\n")[0] or type(exc).__name__
             missing = _UNDEFINED.search(said)
             if missing is not None and missing.group(1) in KUBERNETES_ONLY:
-                said = f"{said[: missing.end()]}: a function of Kubernetes' CEL environment that kubeflux does not have"
+                said = (
+                    f"{said[: missing.end()]}: an overload of Kubernetes' CEL environment that kubeflux does not have"
+                )
             raise ValueError(said) from exc
         if type(result) is not bool:
             raise ValueError(f"expression evaluated to {type(result).__name__}, not bool")
@@ -104,16 +113,18 @@ def program(expression: str) -> cel.Program:
     if not expression.strip():
         raise SelectorCompileError("expression is empty")
     try:
-        if len(expression.encode()) <= MAX_LENGTH:  # a longer one is refused by check() before it is parsed
-            compiled = cel.compile(rewrite_binds(expression))
-        check(expression, FUNCTION_NAMES)
+        check(expression)  # first: a longer one is refused before it is parsed, and in the API server's words
+        compiled = cel.compile(rewrite(expression))
     except CelCheckError as exc:
         raise SelectorCompileError(str(exc), invalid=exc.invalid) from exc
     except ValueError as exc:
-        raise SelectorCompileError(f"compilation failed: {exc}") from exc
+        said = _PARSE_FAILED.sub("", str(exc).split("\n")[0])
+        raise SelectorCompileError(f"compilation failed: {said}") from exc
     return compiled
 
 
+_PARSE_FAILED = re.compile(r"^Failed to parse expression '.*?': (?=ERROR: )", re.DOTALL)
+"""The library's words before the parser's error, which the API server does not say."""
 _UNDEFINED = re.compile(r"Undefined variable or function: '([\w.]+)'")
 _LITERALS = re.compile(r'"((?:[^"\\]|\\.)*)"' + r"|'((?:[^'\\]|\\.)*)'")
 
@@ -202,13 +213,29 @@ def _semver_parts(value: object) -> tuple[int, int, int, str]:
     return int(match.group(1)), int(match.group(2)), int(match.group(3)), match.group(4) or ""
 
 
-def _semver(text: object) -> dict[str, str]:
+def _normalized(text: object, normalize: object = False) -> object:
+    """``semver(s, true)``'s reading: a ``v`` prefix dropped, a missing minor or patch version 0, leading zeros
+    dropped (``v1.02`` is ``1.2.0``)."""
+    if normalize is not True or not isinstance(text, str):
+        return text
+    core, plus, build = text.removeprefix("v").partition("+")
+    core, dash, prerelease = core.partition("-")
+    parts = core.split(".")
+    if not 1 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        return text
+    numbers = [str(int(part)) for part in parts] + ["0"] * (3 - len(parts))
+    return ".".join(numbers) + dash + prerelease + plus + build
+
+
+def _semver(text: object, normalize: object = False) -> dict[str, str]:
+    text = _normalized(text, normalize)
     if not isinstance(text, str) or _SEMVER.fullmatch(text) is None:
         raise ValueError(f"could not parse {text!r} as semver")
     return {SEMVER_KEY: text}
 
 
-def _is_semver(text: object) -> bool:
+def _is_semver(text: object, normalize: object = False) -> bool:
+    text = _normalized(text, normalize)
     return isinstance(text, str) and _SEMVER.fullmatch(text) is not None
 
 
@@ -325,7 +352,7 @@ _FUNCTIONS.update(
         ),
         "lastIndexOf": _lists("lastIndexOf", _last_index, _STRINGS["lastIndexOf"]),
         "isSorted": _lists("isSorted", lambda items: all(a <= b for a, b in itertools.pairwise(items))),
-        "sum": _lists("sum", lambda items: sum(items)),
+        "sum": _lists("sum", lambda items: functools.reduce(operator.add, items) if items else 0),
         "min": _lists("min", _extreme(min)),
         "max": _lists("max", _extreme(max)),
         "reverse": _lists("reverse", lambda items: items[::-1]),
@@ -340,5 +367,6 @@ _FUNCTIONS.update(
         "isCIDR": _is_cidr,
     }
 )
+_FUNCTIONS.update(LIBRARIES)
 FUNCTION_NAMES: Final = frozenset(_FUNCTIONS)
 """The functions registered beside the library's own (:data:`~kubeflux.apiobjects.celcheck.NATIVE`)."""

@@ -6,7 +6,9 @@ A pod asks with Kueue's annotations, ``kueue.x-k8s.io/podset-required-topology: 
 The label must be one of the graph's levels (:mod:`kubeflux.scheduler.topology`). A group whose members ask required
 pod affinity among themselves on a level's label (all in one zone, one rack: :data:`AFFINITY`) asks for one domain
 of it as if required: kube-scheduler lets its first member go anywhere while no pod matches yet, and one by one the
-others could then find no room beside it; kept to a domain with room for all, none is stranded.
+others could then find no room beside it; kept to a domain with room for all, none is stranded. On a label that is
+not a level (``example.com/pool``), each of its values is a domain (a node without the label in none): the engine
+has no vertex for it, so the domain is found by the exact search alone (:meth:`Confiner._domains`).
 
 How a job is kept in one domain (:class:`Confiner`):
 
@@ -26,7 +28,8 @@ How a job is kept in one domain (:class:`Confiner`):
    A domain where the placement (or reservation) then fails after all (a placement's run includes its members'
    claims: a domain whose nodes cannot give every member its devices fails) is left out and the next one found, at most
    :data:`DOMAIN_TRIES` a pass; the domains tried are carried to the next passes (tried last), so every domain is
-   tried in turn.
+   tried in turn. A reservation is never made in a domain whose nodes could not give every member its claims'
+   devices even empty (:meth:`Confiner._devices_never`: the reserver books devices by count, not in time).
 2. **The job is placed (or reserved) as any job, pinned to that domain**: its pods are given, for this attempt, a
    required node affinity on the names of the domain vertex's nodes (never on label values: a node without a
    level's label, or with an empty value, is in the level's unknown domain, and a rack ``r0`` of two zones is two
@@ -37,10 +40,11 @@ How a job is kept in one domain (:class:`Confiner`):
    level above is tried next, and so on, then the whole cluster (Kueue's preferred mode); its reservation is made
    first as if it asked nothing, and kept in a domain only when the domain's starts it no later, so asking for a
    preference never delays a job nor lets a filler take the node it needs (EASY backfill). A required level that no
-   domain can ever hold the job in, even empty (the same search on the empty nodes), that is not a level of the
-   graph, or that is ``kubernetes.io/hostname`` (one node for the whole group: not supported, ask for pod affinity
-   among the members on it), rejects the job with the reason (:meth:`Confiner.never`); a preferred level the graph
-   does not have is logged once per job, and the job placed anywhere.
+   domain can ever hold the job in, even empty (the same search on the empty nodes, the members' devices counted),
+   that is not a level of the graph, or that is ``kubernetes.io/hostname`` (one node for the whole group: not
+   supported, ask for pod affinity among the members on it), rejects the job with the reason
+   (:meth:`Confiner.never`); a preferred level the graph does not have is logged once per job, and the job placed
+   anywhere.
 
 Members beyond a group's minimum that start later are not kept in the domain.
 """
@@ -56,7 +60,7 @@ from typing import Final, TypeVar
 from kubeflux.jobspec import Jobspec, JobspecError, jobspec_from_dict
 from kubeflux.match.engine import MatchOp
 from kubeflux.scheduler.among import LabelsOf, affine_key
-from kubeflux.scheduler.domainfit import by_domain, holds
+from kubeflux.scheduler.domainfit import by_domain, device_needs, holds
 from kubeflux.scheduler.filtering import alike_run, whole_node_policy
 from kubeflux.scheduler.gang import GangMember
 from kubeflux.scheduler.graphview import GraphView, first_placement
@@ -92,8 +96,8 @@ _ANNOTATIONS: Final = (
 
 AFFINITY: Final = "spec.affinity.podAffinity"
 """What a request found in the members' required pod affinity among themselves says it came from: all of them in one
-domain of the term's key, kept there as a required topology when the key is a level of the graph (else the members
-are placed one by one, each filtered against those before it)."""
+domain of the term's key, kept there as a required topology (a level of the graph, or a label's values; on the
+hostname the members are placed one by one, each filtered against those before it)."""
 
 DOMAIN_TRIES: Final = 16
 """Domains of one level a job is tried in per pass when the engine's pick does not hold it after all (its other
@@ -101,6 +105,9 @@ resources, its pods' constraints): beyond them the level counts as without room 
 
 _UNLIMITED: Final = 1 << 62
 _NONE: Final[set[str]] = set()
+_NO_DEVICES: Final[set[tuple[str, str, str]]] = set()
+_LABEL: Final = "label "
+"""The prefix of the kind of domains that a label which is not a level makes (its values)."""
 
 T = TypeVar("T")
 
@@ -163,17 +170,20 @@ class Confiner:
             # earliest start there is); else, for preferred, the latest a domain's may start it (a required job of
             # alike members that never share a node is reserved by the engine's domain, a member a node, at once)
             anywhere = run()
-            if not isinstance(anywhere, (int, float)) or isinstance(anywhere, bool):
+            kind = self._kind(levels[0])
+            if isinstance(anywhere, (int, float)) and not isinstance(anywhere, bool):
+                if self._in_one(job, kind):
+                    self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
+                    self._tried.pop(job.key, None)
+                    return anywhere
+                latest = None if request.required else float(anywhere)
+            elif request.annotation != AFFINITY:
                 return anywhere  # none anywhere: none in a domain either
-            kind = level_type(levels[0])
-            if self._in_one(job, kind):
-                self.placer.log.append(f"Job {job.key}: reserved in one {kind} as it would be anywhere")
-                self._tried.pop(job.key, None)
-                return anywhere
-            latest = None if request.required else float(anywhere)
+            # (members kept together by their affinity, which is required, are searched only pinned to one domain:
+            # none anywhere says nothing of each domain)
             self.placer.books.cancel_reservations(job)
         for label in levels:
-            answer = self._in_level(job, level_type(label), start, run, reserve=reserve, latest=latest)
+            answer = self._in_level(job, self._kind(label), start, run, reserve=reserve, latest=latest)
             if answer is not None:
                 self._tried.pop(job.key, None)
                 return answer
@@ -223,13 +233,26 @@ class Confiner:
         return any(spec.cores >= 2 * cores and spec.gpus >= 2 * gpus for spec in graph.specs.values())
 
     def _in_one(self, job: PendingJob, kind: str) -> bool:
-        """Whether the job's reservation holds nodes of one known domain of ``kind`` only."""
+        """Whether the job's reservation holds nodes of one known domain of ``kind`` only, one whose devices may
+        hold the members' claims (:meth:`_devices_never`)."""
         graph = self.placer.books.graph
         if graph is None or not job.holds:
             return False
-        domains = graph.domains(kind)
+        domains, unknown = self._domains(kind)
         found = {domains.get(hold.node) for hold in job.holds}
-        return len(found) == 1 and None not in found and not found & _unknown(graph, kind)
+        if len(found) != 1 or None in found or found & unknown:
+            return False
+        return not any(hold.node in self._devices_never(job, kind) for hold in job.holds)
+
+    def _devices_never(self, job: PendingJob, kind: str) -> set[str]:
+        """The nodes of the domains of ``kind`` that can never hold the job's members with their claims' devices,
+        even empty (:meth:`_ever`): never reserved for it (the reserver books cores and other resources in time, not
+        devices); none when no member's claims take devices."""
+        if not any(pod.resource_claims for pod in job.pods.values()):
+            return _NONE
+        if device_needs(self.placer.books.devices, list(job.pods.values())) is None:
+            return _NONE
+        return {name for names, _, may in self._ever(job, kind) if not may for name in names}
 
     def _carried(self, job: PendingJob, kind: str, reserve: bool) -> set[str]:
         """The nodes of the domains of ``kind`` tried for ``job`` since it last started (see :attr:`_tried`)."""
@@ -273,13 +296,12 @@ class Confiner:
     def never(self, job: PendingJob) -> str | None:
         """Why ``job`` can never start as it asks (a required level the graph does not have, or no domain of which
         can hold its minimum of members even empty, in every resource they request, by the exact assignment search
-        on the empty nodes that admit each); None when it may (or the search gave up)."""
+        on the empty nodes that admit each; for pod affinity among the members on a label that is not a level, no
+        value of the label); None when it may (or the search gave up)."""
         request = self._request(job)
         if request is None or not request.required:
             return None
         levels = self.placer.books.levels
-        if request.level not in levels and request.annotation == AFFINITY:
-            return None  # not a level: its members are placed one by one
         pod_key = next(iter(job.pods.values())).key
         where = f"pod {pod_key}: metadata.annotations[{request.annotation}]"
         if request.level == HOSTNAME_LEVEL and request.annotation in (KUEUE_REQUIRED, REQUIRED_ANNOTATION):
@@ -287,13 +309,13 @@ class Confiner:
                 f"{where}: {HOSTNAME_LEVEL!r} (the whole group on one node) is not supported as a required topology; "
                 f"ask for pod affinity among the members on {HOSTNAME_LEVEL} instead"
             )
-        if request.level not in levels:
+        if request.level not in levels and request.annotation != AFFINITY:
             have = ", ".join(levels) or "none"
             return f"{where}: {request.level!r} is not a topology level of the cluster (its levels: {have})"
         graph = self.placer.books.graph
         if graph is None:
             return None
-        kind = level_type(request.level)
+        kind = self._kind(request.level)
         domains: list[list[list[int]]] = []
         for _names, free, may in self._ever(job, kind):
             if may:
@@ -306,28 +328,37 @@ class Confiner:
     ) -> Iterator[tuple[list[str], list[list[int]], bool]]:
         """Each known domain of ``kind`` (its usable nodes, in the graph's order, none of ``left_out``): its nodes,
         what each has when empty, and whether they may hold at least the job's minimum of members even empty (the
-        exact assignment search on the empty nodes that admit each; True also when the search gave up)."""
+        exact assignment search on the empty nodes that admit each; True also when the search gave up). The devices
+        of the members' claims are a last dimension (each node's devices of any class: :meth:`_held`), 0 when none
+        takes any."""
         graph = self.placer.books.graph
         assert graph is not None
         pods = list(job.pods.values())
         empty = self.placer.books.fits.empty(self.placer.filter.empty_nodes)
         index = {node.name: i for i, node in enumerate(empty) if node.name not in left_out}
         dims = _dims(pods)
+        devices = self.placer.books.devices
+        needs = device_needs(devices, pods)
         free = [
-            [graph.specs[node.name].cores, graph.specs[node.name].gpus, *_room(node.allocatable, dims)]
+            [
+                graph.specs[node.name].cores,
+                graph.specs[node.name].gpus,
+                *_room(node.allocatable, dims),
+                devices.free_on(node.name, _NO_DEVICES) if needs is not None else 0,
+            ]
             for node in empty
         ]
         members = [
             GangMember(
-                self._demand(pod, dims),
+                (*self._demand(pod, dims), need),
                 tuple(index[name] for name in self.placer.filter.static_fit(pod).fit if name in index),
                 whole_node_policy(pod, self.placer.profile.policy),
             )
-            for pod in pods
+            for pod, need in zip(pods, needs or [0] * len(pods), strict=True)
         ]
         whole = [True] * len(empty)
         count = self.placer.queue.minimum(job)
-        for names in by_domain(index, graph.domains(kind), _unknown(graph, kind)).values():
+        for names in by_domain(index, *self._domains(kind)).values():
             nodes = [index[name] for name in names]
             yield names, [free[at] for at in nodes], holds(members, free, whole, count, nodes) is not False
 
@@ -347,29 +378,36 @@ class Confiner:
         ]
         totals = [(sum(node[0] for node in nodes), sum(node[1] for node in nodes)) for nodes in domains]
         need = (sum(c for c, _ in sizes), sum(g for _, g in sizes))
-        if len(set(sizes)) == 1 and max(held, default=0) < count:
+        devices = sum(device_needs(self.placer.books.devices, list(job.pods.values())) or ())
+        most_devices = max((sum(node[-1] for node in nodes) for nodes in domains), default=0)
+        if devices > most_devices:
+            most = f"{devices} devices between them for their claims; the most one has: {most_devices}"
+        elif len(set(sizes)) == 1 and max(held, default=0) < count:
             most = f"the most one holds: {max(held, default=0)}"
         elif any(need[0] <= has[0] and need[1] <= has[1] for has in totals):
             requests = sorted({res for pod in job.pods.values() for res, amount in pod.requests.items() if amount > 0})
+            requests += ["devices"] if devices else []
             most = f"none holds them in every resource they request: {', '.join(requests) or 'none'}"
         else:
             has = max(totals, default=(0, 0))
             most = f"{need[0]} cores and {need[1]} gpus between them; the most one has: {has[0]} and {has[1]}"
+        noun = f"{request.level} value" if kind.startswith(_LABEL) else kind
         return (
-            f"the pod group requires one {kind} ({request.level}) but no {kind} can ever hold its {count} pods of "
+            f"the pod group requires one {noun} ({request.level}) but no {noun} can ever hold its {count} pods of "
             f"{cores} cores and {gpus} gpus ({most})"
         )
 
     def _request(self, job: PendingJob) -> Request | None:
         """What ``job`` asks (:func:`job_request`), but required pod affinity among its members only while it keeps
-        them in one domain of a level: not on the hostname or a label that is not a level (the members are placed
-        one by one, each beside those before it), and not once pods its terms select run (kube-scheduler's first-pod
-        rule no longer applies: each member may go to any domain holding one, as its own filters say)."""
+        them in one domain of a level, or of a label that is not a level (its values the domains: :meth:`_domains`):
+        not on the hostname (the members are placed one by one, each beside those before it), and not once pods its
+        terms select run (kube-scheduler's first-pod rule no longer applies: each member may go to any domain holding
+        one, as its own filters say)."""
         books = self.placer.books
         request = job_request(job, books.pods.labels_of)
         if request is None or request.annotation != AFFINITY:
             return request
-        if request.level == HOSTNAME_LEVEL or request.level not in books.levels:
+        if request.level == HOSTNAME_LEVEL:
             return None
         if True in affinity_held(job.pods.values(), books.nodes, books.pods):
             return None
@@ -387,12 +425,35 @@ class Confiner:
 
     def _levels(self, request: Request) -> list[str]:
         """The levels to try, the asked one first (for preferred, then each above it); empty when the graph has no
-        such level (not confined: a required one is rejected by :meth:`never`)."""
+        such level (not confined: a required one is rejected by :meth:`never`), but the label of required pod
+        affinity among the members, a level or not."""
         levels = self.placer.books.levels
-        if request.level == HOSTNAME_LEVEL or request.level not in levels:
+        if request.level == HOSTNAME_LEVEL:
             return []
+        if request.level not in levels:
+            return [request.level] if request.annotation == AFFINITY else []
         index = levels.index(request.level)
         return [request.level] if request.required else list(reversed(levels[: index + 1]))
+
+    def _kind(self, label: str) -> str:
+        """The domains ``label`` makes: a level's vertex type, else the label's values (:data:`_LABEL` and it)."""
+        return level_type(label) if label in self.placer.books.levels else _LABEL + label
+
+    def _domains(self, kind: str) -> tuple[Mapping[str, int | None], set[int]]:
+        """Each node's domain of ``kind`` (None: in none) and the unknown domains (no job is kept in one): a level's
+        vertices in the graph; for a label that is not a level (:meth:`_kind`), one domain for each of its values,
+        a node without it in none (required pod affinity on a key a node lacks never holds there)."""
+        if not kind.startswith(_LABEL):
+            graph = self.placer.books.graph
+            assert graph is not None
+            return graph.domains(kind), _unknown(graph, kind)
+        key = kind.removeprefix(_LABEL)
+        values: dict[str, int] = {}
+        domains: dict[str, int | None] = {}
+        for name, node in self.placer.books.nodes.items():
+            value = node.labels.get(key)
+            domains[name] = None if value is None else values.setdefault(value, len(values))
+        return domains, set()
 
     def _shape(self, job: PendingJob) -> tuple[int, int, int]:
         """(slots, cores, gpus) of the jobspec that finds a domain: the minimum of members, each as the largest
@@ -420,10 +481,10 @@ class Confiner:
         except PodRequestError:
             policy = self.placer.profile.policy
         self.placer.books.drop_deferred()  # the engine is read from here on (a kept reservation of the job's must go)
-        domains = graph.domains(kind)
+        domains, unknown = self._domains(kind)
         where: str | None = None
         at = start
-        if (cores or gpus) and self._engine_found:
+        if (cores or gpus) and self._engine_found and not kind.startswith(_LABEL):
             # now: the nodes the member may not use now; later: those it may never use (their books change by then)
             hide = set(
                 self.placer.filter.static_fit(largest).unfit
@@ -431,6 +492,8 @@ class Confiner:
                 else self.placer.filter.fit(largest).hidden.names
             )
             hide.update(tried)
+            if reserve:
+                hide.update(self._devices_never(job, kind))
             vertices = graph.engine.graph.vertices
             for name in graph.specs:
                 domain = domains.get(name)
@@ -455,7 +518,7 @@ class Confiner:
             # each on a node of its own that may take one now are held; the exact search's
             opened = self._open(job)
             shown = (name for name in graph.ordered(policy, start) if name in opened and name not in tried)
-            where = self._held(job, by_domain(shown, domains, _unknown(graph, kind)).values(), start, duration)
+            where = self._held(job, by_domain(shown, domains, unknown).values(), start, duration)
         domain = domains.get(where) if where is not None else None
         if domain is None:
             return None
@@ -487,12 +550,11 @@ class Confiner:
         # the devices of the members' claims, as a last dimension: the fewest each member takes, and each node's
         # free devices of any class (a domain that cannot give every member its devices is not chosen)
         devices = self.placer.books.devices
-        counted: set[str] = set()
-        needs = [devices.least_needed(pod, counted) if pod.resource_claims else 0 for pod in pods]
-        used = devices.in_use() if any(needs) else None
+        needs = device_needs(devices, pods)
+        used = devices.in_use() if needs is not None else None
         shapes = [
             ((*self._demand(pod, dims), need), whole_node_policy(pod, self.placer.profile.policy))
-            for pod, need in zip(pods, needs, strict=True)
+            for pod, need in zip(pods, needs or [0] * len(pods), strict=True)
         ]
         minimum = self.placer.queue.minimum(job)
         index: dict[str, int] = {}

@@ -33,7 +33,7 @@ engine the node's cores (see docs/dra.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -393,6 +393,20 @@ class DeviceBooks:
         """Every device allocated to a claim, written or assumed."""
         used = {device.id for claim in self.claims.values() for device in claim.allocation or ()}
         used.update(device.id for _, allocation in self.assumed.values() for device in allocation.results)
+        return used
+
+    def in_use_by(self, holding: Callable[[str], bool]) -> set[tuple[str, str, str]]:
+        """The devices allocated to a claim (written or assumed) that some pod it is reserved for, by uid, is
+        ``holding`` (at some later time: a claim no pod holds any more is deallocated by its controller)."""
+        used = {
+            device.id
+            for claim in self.claims.values()
+            if claim.allocation and any(map(holding, claim.reserved_for))
+            for device in claim.allocation
+        }
+        used.update(
+            device.id for uid, allocation in self.assumed.values() if holding(uid) for device in allocation.results
+        )
         return used
 
     def free_on(self, node: str, used: set[tuple[str, str, str]]) -> int:

@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from kubeflux.scheduler.devices import DeviceBooks
 from kubeflux.scheduler.gang import EXHAUSTED, GangMember, assign
+from kubeflux.scheduler.objects import Pod
 
-__all__ = ["DOMAIN_BUDGET", "by_domain", "holds"]
+__all__ = ["DOMAIN_BUDGET", "by_domain", "device_needs", "holds"]
 
 DOMAIN_BUDGET: Final = 2_000
 """Node trials of the assignment search in one domain (a domain is a few nodes; many domains may be asked)."""
@@ -48,6 +50,15 @@ def holds(
     if found is EXHAUSTED:
         return None
     return found is not None
+
+
+def device_needs(devices: DeviceBooks, pods: Sequence[Pod]) -> list[int] | None:
+    """The fewest devices each of ``pods`` takes for its claims not yet allocated (a claim shared counted once, for
+    the first member naming it: :meth:`~kubeflux.scheduler.devices.DeviceBooks.least_needed`), as a last dimension
+    of the search beside each node's devices of any class; None when none takes any (the dimension is left out)."""
+    counted: set[str] = set()
+    needs = [devices.least_needed(pod, counted) if pod.resource_claims else 0 for pod in pods]
+    return needs if any(needs) else None
 
 
 def by_domain(names: Iterable[str], domain_of: Mapping[str, int | None], left_out: set[int]) -> dict[int, list[str]]:

@@ -8,6 +8,9 @@ domain, with the pods already matching in each domain counted. The nodes the mem
 around them, their volumes) are left out of their candidates, except for that spread constraint, which the search
 counts itself (a domain a single member would tip over may take one once the others are placed). The members come
 back in an order of binding in which each keeps its skew (:func:`~kubeflux.scheduler.among.spread_order`).
+The devices of the members' claims are a last dimension: each node's devices of any class free then (later: those
+of claims whose pods are planned to end by then count as free) against the fewest each member takes, a necessary
+condition (the allocator, run as each member is placed, decides).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Final
 
 from kubeflux.scheduler.among import Among, spread_order
 from kubeflux.scheduler.books import ClusterBooks
+from kubeflux.scheduler.domainfit import device_needs
 from kubeflux.scheduler.filtering import NodeFilter, whole_node_policy
 from kubeflux.scheduler.gang import EXHAUSTED, Exhausted, GangMember, Spread, assign
 from kubeflux.scheduler.objects import PODS, Pod, SpreadConstraint
@@ -79,16 +83,19 @@ def search_assignment(
     ):
         return None
     dims = sorted({res for _, pod in members for res, amount in pod.requests.items() if amount > 0})
+    needs = device_needs(books.devices, [pod for _, pod in members])
+    used = _devices_used(books, at, now) if needs is not None else None
     free: list[list[int]] = []
     whole: list[bool] = []
     for name in names:
         cores, gpus, wholly = graph.free_counts(name, at, window, exact=name in exact)
         room = filter.room_during(name, at, at + window)
-        free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED)])
+        devices = books.devices.free_on(name, used) if used is not None else 0
+        free.append([cores, gpus, *(room.get(res, 0) for res in dims), room.get(PODS, _UNLIMITED), devices])
         whole.append(wholly and name not in graph.unrecorded)
     gang = [
         GangMember(
-            (*books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1),
+            (*books.pod_shape(pod), *(pod.requests.get(res, 0) for res in dims), 1, needs[i] if needs else 0),
             candidates[i],
             whole_node_policy(pod, profile.policy),
             relation.flags[i],
@@ -115,6 +122,14 @@ def search_assignment(
         assert node is not None
         result.append((uid, pod, names[node], durations[i]))
     return result
+
+
+def _devices_used(books: ClusterBooks, at: int, now: int) -> set[tuple[str, str, str]]:
+    """The devices taken at ``at``: now every one allocated; later those of claims some pod is planned to hold
+    past it (:meth:`ClusterBooks.planned_end`; the devices' own books are not in time)."""
+    if at <= now:
+        return books.devices.in_use()
+    return books.devices.in_use_by(lambda uid: books.planned_end(uid) > at)
 
 
 def spread_of(books: ClusterBooks, relation: Among, pods: list[Pod], names: list[str]) -> Spread | bool | None:

@@ -565,15 +565,18 @@ class Cluster:
         if not self.idle_holding:
             return []
         pending = self.pods.values()
-        if self.node_state.fits_somewhere(
-            sp for sp in pending if sp.bound_at is None and not sp.pod.deleted and owned(sp.pod.scheduler_name)
-        ):
+        if self.node_state.fits_somewhere(sp for sp in pending if _placeable(sp) and owned(sp.pod.scheduler_name)):
             return []
         return [job for job in self.jobs if job.waiting]
 
     def free(self, node: str) -> dict[str, int]:
         """What is left on ``node`` (allocatable minus the requests of its bound, unfinished pods)."""
         return self.node_state.free(node)
+
+
+def _placeable(sp: SimPod) -> bool:
+    """Whether a scheduler may place ``sp`` now: not bound, not deleted, held by no scheduling gate (Kueue's)."""
+    return sp.bound_at is None and not sp.pod.deleted and not sp.pod.scheduling_gates
 
 
 def _set_expected_start(pod: Pod, expected: float | None) -> None:

@@ -19,7 +19,8 @@ One run:
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
 
 When the workload defines Kueue objects, its jobs that name a LocalQueue arrive held by the admission layer
-(:mod:`kubeflux.sim.kueue.layer`), which creates their pods when it admits them; the others arrive as above.
+(:mod:`kubeflux.sim.kueue.layer`), which creates a Job's pods when it admits it and keeps a lone pod's or a pod
+group's gated until then; the others arrive as above.
 
 The run ends when no work can progress any more: no entry is left (no pod will end or start, no node will
 change, no job will arrive) and no scheduler asked for a wake-up; or at ``until``. While only wake-ups are left

@@ -122,8 +122,33 @@ class JobBook:
             return
         if wjob.min_member > 0:
             self._create_group(job, f"pg-{job.index}")
+        held = job.attempt()
+        if held:
+            self._release(held, job.timings)
+            return
         for i, timing in enumerate(job.timings):
             self.create_pod(job, timing, wjob.pods[i].name)
+
+    def create_held(self, job: SimJob, gate: str) -> None:
+        """Create the pods of ``job`` (a lone pod's, a PodGroup's bare pods: not a Job's, whose controller makes
+        them) now, each held by the scheduling gate ``gate``, as Kueue's webhook holds them from their creation:
+        every scheduler sees them (their creation time is their place in its queue), their claims are made now
+        (the resourceclaim controller makes a gated pod's), and their draws are made in creation order; no scheduler
+        places them until :meth:`start` releases them. Its PodGroup is made by :meth:`start`."""
+        for i, timing in enumerate(job.timings):
+            self.create_pod(job, timing, job.wjob.pods[i].name, gates=(gate,))
+
+    def _release(self, held: list[SimPod], timings: list[TemplateTiming]) -> None:
+        """The pods :meth:`create_held` made lose their gate, with their templates' ``nodeSelector`` and tolerations
+        as they are now (an admission layer's flavors put on them): MODIFIED, one update each, as Kueue ungates."""
+        for sp, timing in zip(held, timings, strict=True):
+            pod, template = sp.pod, timing.template
+            if pod.deleted:
+                continue
+            pod.node_selector = dict(template.node_selector)
+            pod.tolerations = template.tolerations
+            pod.scheduling_gates = ()
+            self._emit(EventKind.MODIFIED, pod)
 
     def requeue_held(self, job: SimJob) -> None:
         """``job`` is held (an admission layer suspended it; its pods deleted by the caller) and waits to be started
@@ -175,21 +200,26 @@ class JobBook:
         self.pending_jobs += 1
         self._sample_queue()
 
-    def create_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> None:
+    def create_pod(
+        self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None, gates: tuple[str, ...] = ()
+    ) -> None:
         """Create one of ``job``'s pods from ``timing`` (its template's), named ``name``, Pending (an Indexed Job's
-        with its completion ``index``): :meth:`new_pod`, then :meth:`add_pod`. A name already taken rejects the
+        with its completion ``index``; held by the scheduling ``gates`` named): :meth:`new_pod`, then
+        :meth:`add_pod`. A name already taken rejects the
         job (:meth:`refuse`)."""
         wjob = job.wjob
         key = f"{wjob.namespace}/{name}"
         if key in self.pods:
             self.refuse(job, f"job {wjob.id}: pod {key} already exists")
             return
-        self.add_pod(job, self.new_pod(job, timing, name, index))
+        self.add_pod(job, self.new_pod(job, timing, name, index, gates))
 
-    def new_pod(self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None) -> SimPod:
+    def new_pod(
+        self, job: SimJob, timing: TemplateTiming, name: str, index: int | None = None, gates: tuple[str, ...] = ()
+    ) -> SimPod:
         """One of ``job``'s pods, made from ``timing`` and named ``name`` (an Indexed Job's with its completion
-        ``index``), Pending, with its random draws made (the book's generator, in creation order); not in the
-        book until :meth:`add_pod`."""
+        ``index``; held by the scheduling ``gates`` named), Pending, with its random draws made (the book's
+        generator, in creation order); not in the book until :meth:`add_pod`."""
         wjob = job.wjob
         now = self.loop.now
         t = timing.template
@@ -214,6 +244,7 @@ class JobBook:
             terms=t.terms,
             volume_claims=t.volume_claims,
             resource_claims=t.resource_claims,
+            scheduling_gates=gates,
             phase=PodPhase.PENDING,
             active_deadline_seconds=t.active_deadline_seconds,
             owner=timing.owner,

@@ -78,14 +78,14 @@ def binding(name: str) -> dict[str, Any]:
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
 
 
-def served(nodes: int = 2, cores: int = 8, memory: str = "64Gi") -> ApiServer:
-    """A served cluster of ``nodes`` alike in virtual time, with its kubelet and Job controller; kube-default
-    schedules the pods (``default-scheduler``). The caller stops it."""
+def served(nodes: int = 2, cores: int = 8, memory: str = "64Gi", scheduler: str = "kube-default") -> ApiServer:
+    """A served cluster of ``nodes`` alike in virtual time, with its kubelet and Job controller; ``scheduler``
+    (kube-default: ``default-scheduler``) schedules the pods. The caller stops it."""
     return ApiServer(
         uniform_cluster(nodes, cores, memory),
         kubelet=True,
         controllers=True,
-        schedulers=[create("kube-default")],
+        schedulers=[create(scheduler)],
         clock=VirtualClock(ORIGIN),
     ).start()
 

@@ -13,12 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeflux.sim.apiserver.clock import VirtualClock
 from kubeflux.sim.apiserver.server import ApiServer
-from kubeflux.sim.baselines import create
-from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from tests.dra import DRIVER, claim, claim_template, claiming_pod, gpu_class, gpu_slice
-from tests.sim.apiserver._served import ORIGIN, PODS, call, eventually, now
+from tests.sim.apiserver._served import PODS, call, eventually, now
+from tests.sim.apiserver._served import served as served_cluster
 
 RESOURCE = "/apis/resource.k8s.io/v1"
 CLAIMS = f"{RESOURCE}/namespaces/default/resourceclaims"
@@ -26,13 +24,7 @@ CLAIMS = f"{RESOURCE}/namespaces/default/resourceclaims"
 
 @pytest.fixture
 def server() -> Iterator[ApiServer]:
-    served = ApiServer(
-        uniform_cluster(3, 8, "64Gi"),
-        kubelet=True,
-        controllers=True,
-        schedulers=[create("kubeflux")],
-        clock=VirtualClock(ORIGIN),
-    ).start()
+    served = served_cluster(3, 8, "64Gi", scheduler="kubeflux")
     try:
         yield served
     finally:

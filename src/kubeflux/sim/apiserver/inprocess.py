@@ -1,10 +1,10 @@
 """Schedulers of kubeflux running inside the served cluster (``kubeflux cluster serve --scheduler kubeflux``).
 
 A thin shell, like the simulator's driver, over the same core contract (:mod:`kubeflux.scheduler.interface`): the
-store's watch events of nodes, pod groups, PodDisruptionBudgets, storage objects and pods become
-:class:`ClusterEvent` objects (read by the same manifest readers as everywhere else) given to ``observe`` in
-resourceVersion order; ``schedule(now)`` runs after each batch and at the scheduler's ``next_wakeup``, in the served
-clock's time (Unix seconds; wall, accelerated or virtual).
+store's watch events of nodes, namespaces, pod groups, PodDisruptionBudgets, storage objects, Dynamic Resource
+Allocation objects and pods become :class:`ClusterEvent` objects (read by the same manifest readers as everywhere
+else) given to ``observe`` in resourceVersion order; ``schedule(now)`` runs after each batch and at the scheduler's
+``next_wakeup``, in the served clock's time (Unix seconds; wall, accelerated or virtual).
 Decisions go through the API's own paths, as a scheduler outside the process would send them: a :class:`Bind` is
 its claim bindings (a JSON merge patch each: a claim's selected node, a volume's ``claimRef``), then a
 ``pods/binding`` (refused ones are told back with ``unreserve``) and a ``Scheduled`` event; an
@@ -100,6 +100,7 @@ class InProcessSchedulers:
         registry = store.registry
         kinds = [
             ("", "v1", "nodes"),
+            ("", "v1", "namespaces"),  # their labels, which a namespaceSelector selects on (as serve watches them)
             ("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
             ("scheduling.k8s.io", "v1alpha2", "podgroups"),  # served with the GenericWorkload gate only
             ("policy", "v1", "poddisruptionbudgets"),  # served with the controllers' objects
@@ -401,8 +402,8 @@ class _StoreSink:
 
 def _enabling(type_: str, event: WatchEvent) -> bool:
     """An event that may let a pending pod run, or that a scheduler must hear before time moves on: an object
-    added or deleted, a node changed, a pod group's spec changed, a pod that ended or started terminating, a pod
-    whose last scheduling gate was removed. A
+    added or deleted, a node changed, a pod group's spec changed, a namespace labelled anew, a pod that ended or
+    started terminating, a pod whose last scheduling gate was removed. A
     scheduler's own writes (binds, ``Unschedulable`` conditions, expected starts) and the kubelet's progress of a
     bound pod are not: the simulator does not ask its schedulers again for them either."""
     if type_ != "MODIFIED" or event.prev is None:
@@ -416,6 +417,8 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
         return True  # a claim bound, a volume made available, a limit changed: a pod may fit now
     if kind in ("ResourceClaim", "ResourceSlice", "DeviceClass"):
         return True  # devices given back, published or selected anew
+    if kind == "Namespace":  # labelled anew: a namespaceSelector may select it now, or no more
+        return bool(event.obj["metadata"].get("labels") != event.prev["metadata"].get("labels"))
     status, before = event.obj.get("status") or {}, event.prev.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") and before.get("phase") not in ("Succeeded", "Failed"):
         return True

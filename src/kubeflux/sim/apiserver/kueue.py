@@ -47,7 +47,7 @@ from kubeflux.sim.clock import Callback
 from kubeflux.sim.jobs import SimJob
 from kubeflux.sim.kueue.admission import Admitter
 from kubeflux.sim.kueue.layer import KueueLayer
-from kubeflux.sim.kueue.objects import API_VERSION, QUEUE_NAME_LABEL, KueueObjects, ResourceFlavor
+from kubeflux.sim.kueue.objects import ADMISSION_GATE, API_VERSION, QUEUE_NAME_LABEL, KueueObjects, ResourceFlavor
 from kubeflux.sim.kueue.reader import KueueReader
 from kubeflux.sim.kueue.sink import Timeline, admitted_message
 from kubeflux.sim.kueue.workload import QueuedWorkload
@@ -57,8 +57,6 @@ from kubeflux.sim.workloads.model import JobKind
 __all__ = ["ADMISSION_GATE", "KueueReplay", "ReplayHost", "kueue_resource", "served_objects"]
 
 Object = dict[str, Any]
-ADMISSION_GATE = "kueue.x-k8s.io/admission"
-"""The scheduling gate Kueue puts on the pods it holds."""
 _COMPONENT = "kueue-admission"
 _KINDS = (("resourceflavors", "ResourceFlavor"), ("clusterqueues", "ClusterQueue"), ("localqueues", "LocalQueue"))
 

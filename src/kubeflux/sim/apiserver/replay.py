@@ -62,6 +62,7 @@ from kubeflux.sim.jobs import (
     job_records,
     pod_records,
 )
+from kubeflux.sim.kueue.layer import held_from_creation
 from kubeflux.sim.pods import SimPod, TemplateTiming
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.workloads.manifests import EXIT_CODE_ANNOTATION
@@ -332,7 +333,7 @@ class WorkloadReplay:
                 else:
                     self.resume_job(job)
         else:
-            if kueue is None or wjob.kind is not JobKind.TRACE:  # a held trace job's pods are made on admission
+            if kueue is None or held_from_creation(job):  # else made on admission (a trace job's, an AppWrapper's)
                 for template, timing in zip(wjob.pods, job.timings, strict=True):
                     self.create_pod(job, timing, template.name)
             if kueue is not None and not job.rejected_reason:

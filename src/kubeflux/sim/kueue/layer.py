@@ -2,14 +2,19 @@
 
 A job of the workload that names a LocalQueue (:attr:`~kubeflux.sim.workloads.model.WorkloadJob.queue_name`, from
 the label ``kueue.x-k8s.io/queue-name``) arrives in the cluster's job book as any job (``jobs.csv`` keeps it in
-submission order, the queue figures count it) but its objects are not created: Kueue holds it (a suspended Job; a
-pod group's or a pod's pods are not made until then, where Kueue would create them gated — no scheduler could
-place them either way). At the end of each time point where something changed (an arrival, a job's end, an
-eviction), an admission cycle runs (:meth:`Admitter.cycle <kubeflux.sim.kueue.admission.Admitter.cycle>`, an entry
-of the loop at that time after every other); each workload it admits has its pods created then, with the chosen
+submission order, the queue figures count it) and Kueue holds it: a Job is not started (a suspended Job makes no
+pods; nor does a trace job, which stands for one, nor an AppWrapper); a pod group's or a lone pod's pods are
+created now, held by Kueue's scheduling gate ``kueue.x-k8s.io/admission``
+(:data:`~kubeflux.sim.kueue.objects.ADMISSION_GATE`, :func:`held_from_creation`), as Kueue's webhook holds them from
+their creation: their creation time orders them in the schedulers' queues once released, and their ResourceClaims
+are made from their templates now, as kube-controller-manager makes a gated pod's. At the end of each time point
+where something changed (an arrival, a job's end, an eviction), an admission cycle runs (:meth:`Admitter.cycle
+<kubeflux.sim.kueue.admission.Admitter.cycle>`, an entry of the loop at that time after every other); each workload
+it admits has its pods created then (a Job's; a pod group's PodGroup) or released from the gate, with the chosen
 flavors' ``nodeLabels`` added to their ``nodeSelector`` and the flavors' ``tolerations`` to theirs; each one it
 preempts has its pods deleted (``Preempted``: the losses count them), is held (:meth:`JobBook.requeue_held
-<kubeflux.sim.jobbook.JobBook.requeue_held>`) and waits again. A job's end releases its quota.
+<kubeflux.sim.jobbook.JobBook.requeue_held>`) and waits again (admitted again, it gets new pods, not gated). A job's
+end releases its quota.
 
 With Kueue's ``waitForPodsReady``, each admission is checked ``timeout`` later: a workload of which fewer pods
 started (Running, or done) than it needs at once (a Job: ``parallelism``, at most the completions it lacks; a pod
@@ -38,7 +43,7 @@ from kubeflux.sim.cluster import Cluster
 from kubeflux.sim.jobs import SimJob, job_timings
 from kubeflux.sim.kueue.admission import Admitted, Admitter
 from kubeflux.sim.kueue.figures import UsageSeries, kueue_figures
-from kubeflux.sim.kueue.objects import PODS, KueueObjects, ResourceFlavor
+from kubeflux.sim.kueue.objects import ADMISSION_GATE, PODS, KueueObjects, ResourceFlavor
 from kubeflux.sim.kueue.sink import ClusterSink, KueueSink, Timeline
 from kubeflux.sim.kueue.workload import QueuedWorkload
 from kubeflux.sim.records import JobRecord, RunRecord
@@ -98,8 +103,13 @@ class KueueLayer:
         cluster.book.on_finish = self._finished
 
     def arrive(self, wjob: WorkloadJob, submit_time: float) -> None:
-        """``wjob`` (one that names a LocalQueue) arrives now: held as a Kueue workload (module docstring)."""
-        self.hold(self.cluster.book.arrive(wjob, submit_time))
+        """``wjob`` (one that names a LocalQueue) arrives now: held as a Kueue workload, a lone pod's or a pod
+        group's pods created gated (module docstring)."""
+        book = self.cluster.book
+        job = book.arrive(wjob, submit_time)
+        if held_from_creation(job):
+            book.create_held(job, ADMISSION_GATE)
+        self.hold(job)
 
     def hold(self, job: SimJob) -> None:
         """``job``, arrived in the cluster's book, is held as a Kueue workload (unless rejected); an AppWrapper's
@@ -295,6 +305,14 @@ class KueueLayer:
             record.problems.append(f"kueue: {len(waiting)} workload(s) never admitted: {named}{more}")
 
 
+def held_from_creation(job: SimJob) -> bool:
+    """Whether Kueue holds ``job``'s pods by its scheduling gate from their creation: a lone pod's and a pod group's
+    (the user creates them, Kueue's webhook gates them), unless rejected; not a Job's nor a trace job's (made when
+    the Job is unsuspended) nor an AppWrapper's components' (made when the AppWrapper is admitted)."""
+    wjob = job.wjob
+    return not job.rejected_reason and wjob.kind in (JobKind.POD, JobKind.POD_GROUP) and wjob.app_wrapper is None
+
+
 def _on_flavors(pod: PodTemplate, flavors: list[ResourceFlavor]) -> PodTemplate:
     """``pod`` with the flavors' node labels in its ``nodeSelector`` and their tolerations added."""
     selector = dict(pod.node_selector)
@@ -306,4 +324,4 @@ def _on_flavors(pod: PodTemplate, flavors: list[ResourceFlavor]) -> PodTemplate:
     return dataclasses.replace(pod, node_selector=selector, tolerations=tuple(tolerations))
 
 
-__all__ = ["KueueLayer", "requests_of"]
+__all__ = ["KueueLayer", "held_from_creation", "requests_of"]

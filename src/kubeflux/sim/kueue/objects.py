@@ -25,6 +25,8 @@ from kubeflux.scheduler.podterms import NAMESPACE_NAME_LABEL
 API_VERSION: Final = "kueue.x-k8s.io/v1beta1"
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 """The label (on a Job, a Pod or a PodGroup's pods) naming the LocalQueue of the workload's namespace."""
+ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
+"""The scheduling gate Kueue's webhook puts on a pod it holds (a lone pod's, a pod group's), removed on admission."""
 PODS: Final = "pods"
 """The resource a ClusterQueue may cover to count pods."""
 
@@ -246,6 +248,7 @@ def _identity(manifest: dict[str, Any]) -> tuple[str, str, str]:
 
 
 __all__ = [
+    "ADMISSION_GATE",
     "API_VERSION",
     "FAIR_SHARING_STRATEGY_LISTS",
     "PODS",
