@@ -72,6 +72,7 @@ DRA_PURE_MODULES = {
     "kubeflux.apiobjects.celfunctions",
     "kubeflux.apiobjects.devicecel",
     "kubeflux.apiobjects.resourceclaims",
+    "kubeflux.scheduler.claimfreeing",
     "kubeflux.scheduler.devices",
     "kubeflux.sim.claims",
 }

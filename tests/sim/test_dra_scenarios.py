@@ -191,3 +191,44 @@ def test_a_lone_pod_held_by_kueue_exists_gated_with_its_claim_from_its_submissio
     assert trainer.pod.creation_time == 5.0 and trainer.running_at == 100.0
     assert seen[:2] == [(5.0, "claim", made, ()), (5.0, "ADDED", "", ("kueue.x-k8s.io/admission",))]
     assert (100.0, "MODIFIED", "", ()) in seen  # released by Kueue's admission when trainer-0 ended
+
+
+LEFT_ALLOCATED = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: left-on-n0}
+spec:
+  devices:
+    requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+status:
+  allocation:
+    devices:
+      results: [{request: gpu, driver: gpu.example.com, pool: n0, device: gpu-0}]
+    nodeSelector:
+      nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n0]}]}]"""
+
+
+def test_a_claim_left_allocated_on_a_cordoned_node_is_freed_and_its_pod_runs_on_another(tmp_path: Path) -> None:
+    """A claim left allocated on n0 (a take-back that failed after a refused Binding), n0 cordoned since: the pod
+    naming the claim may go only where its claim is, and would wait for ever; kubeflux frees the claim, as
+    kube-scheduler's DynamicResources PostFilter does, and the pod runs on n1 with n1's GPU."""
+    cordoned = nodes_yaml(("n0", "4", "16Gi")).replace("\nstatus:", "\nspec: {unschedulable: true}\nstatus:")
+    nodes = f"{cordoned}\n---\n{nodes_yaml(('n1', '4', '16Gi'))}"
+    objects = [
+        DEVICES,
+        gpu_slice("n0", 1, "16Gi", "t4"),
+        gpu_slice("n1", 1, "16Gi", "t4"),
+        LEFT_ALLOCATED,
+        claim_pod("p", "left-on-n0", seconds=50),
+    ]
+    sim = simulation(tmp_path, nodes, objects, KubefluxScheduler())
+    sim.run()
+    (placed,) = sim.cluster.book.pods.values()
+    assert placed.pod.node_name == "n1"
+    waited = [e.message for e in sim.cluster.kube_events if e.object == "default/p" and e.reason != "Scheduled"]
+    assert waited == [
+        "0/2 nodes are available: 1 node(s) were unschedulable, 1 resourceclaim not available on the node."
+    ]
+    assert sim.cluster.claims is not None
+    assert sim.cluster.claims.claims["default/left-on-n0"].allocation is None  # freed again when the pod ended

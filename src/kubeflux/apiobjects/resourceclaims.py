@@ -334,16 +334,18 @@ def _container_claims(reader: ManifestReader, names: set[str]) -> None:
                     raise reader.fail(at, f'Not found: "{name}": {detail}')
 
 
-def claim_status_patch(allocation: ClaimAllocation, pod: str, uid: str, version: str = "") -> tuple[Any, str]:
+def claim_status_patch(
+    allocation: ClaimAllocation, pod: str, uid: str, version: str = "", allocated_at: str = ""
+) -> tuple[Any, str]:
     """The patch of a claim's status that binding the pod ``pod`` (``uid``) writes, and its content type: for a claim
     allocated now a JSON merge patch of the allocation and ``reservedFor``, for one allocated already a JSON patch
     adding the pod to ``reservedFor``. Both carry the claim's ``uid`` (never another claim of the name) and the
     ``resourceVersion`` read (``version``, else the allocation's), so the server refuses the write (409) when another
     writer changed the claim since, as kube-scheduler's ``UpdateStatus`` does: another pod's reservation is never
-    overwritten."""
+    overwritten. ``allocated_at``: the allocation's ``allocationTimestamp`` (see :func:`allocation_status`)."""
     version = version or allocation.resource_version
     if allocation.allocate:
-        status = allocation_status(allocation, pod, uid)
+        status = allocation_status(allocation, pod, uid, allocated_at=allocated_at)
         meta: dict[str, Any] = {}
         if allocation.uid:
             meta["uid"] = allocation.uid
@@ -374,10 +376,13 @@ def finalizer_patch(allocation: ClaimAllocation, finalizers: list[str], version:
     return {"metadata": meta}
 
 
-def allocation_status(allocation: ClaimAllocation, pod: str, uid: str, status: Any = None) -> dict[str, Any]:
+def allocation_status(
+    allocation: ClaimAllocation, pod: str, uid: str, status: Any = None, allocated_at: str = ""
+) -> dict[str, Any]:
     """The claim's ``status`` after binding the pod ``pod`` (its name, ``uid``): ``allocation`` as the structured
-    allocator writes it (results with request, driver, pool, device; a node selector of the node's name) when the claim
-    had none, and the pod added to ``reservedFor``; ``status`` is the claim's status before."""
+    allocator writes it (results with request, driver, pool, device; a node selector of the node's name; when
+    ``allocated_at`` is given, the ``allocationTimestamp`` kube-scheduler v1.36 writes, RFC 3339 in seconds) when the
+    claim had none, and the pod added to ``reservedFor``; ``status`` is the claim's status before."""
     made: dict[str, Any] = dict(status) if isinstance(status, dict) else {}
     if allocation.allocate:
         made["allocation"] = {
@@ -393,6 +398,8 @@ def allocation_status(allocation: ClaimAllocation, pod: str, uid: str, status: A
                 ]
             },
         }
+        if allocated_at:
+            made["allocation"]["allocationTimestamp"] = allocated_at
     reserved = [entry for entry in made.get("reservedFor") or [] if isinstance(entry, dict) and entry.get("uid") != uid]
     reserved.append({"resource": "pods", "name": pod, "uid": uid})
     made["reservedFor"] = reserved

@@ -38,6 +38,8 @@ but a Binding.
   The pod's ``status.nominatedNodeName`` is written in the same patch (removed when the decision names none), as
   kube-scheduler writes it after preempting for the pod.
 * :class:`PodWarning` → a ``Warning`` event with its reason.
+* :class:`Deallocate` → the claim's allocation and ``reservedFor`` removed (:func:`~kubeflux.kube.claimwrites.
+  free_claim`), on the claim's thread with the Bindings (after those decided before it that write the claim).
 * :class:`Evict` → ``POST pods/NAME/eviction`` (``policy/v1`` Eviction, the pod's uid as a precondition), sent
   before conditions and events, as Bindings are: the Eviction API writes the victim's ``DisruptionTarget``
   condition and deletes it, unless a PodDisruptionBudget refuses (429: logged, the pod keeps running); then a
@@ -81,11 +83,13 @@ from kubeflux.apiobjects.decisions import (
 )
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
-from kubeflux.kube.claimwrites import Written, reserve_claims, unreserve_claims
+from kubeflux.kube.claimwrites import Written, free_claim, reserve_claims, unreserve_claims
 from kubeflux.kube.rest import RawApi
+from kubeflux.scheduler.devices import ClaimAllocation
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
     Bind,
+    Deallocate,
     Evict,
     PodWarning,
     Reject,
@@ -460,7 +464,24 @@ class Binder:
             self._victims.setdefault(job, _VictimEvictions()).queued += 1
         self._submit(pod, lambda: self._evict_in_turn(job, decision, pod), "evict", route=job[1])
 
+    def deallocate(self, scheduler: str, decision: Deallocate, pod: PodRef) -> None:
+        """Free the decision's claim on the claim's thread (after the Binds decided before it that write the claim);
+        the claim as the server answered goes to ``on_claims``, a refusal (the claim changed or went meanwhile) is
+        logged: the watch shows the claim as it is, and the core decides again upon it."""
+        made = decision.claim
+        self._submit(pod, lambda: self._deallocate(scheduler, made), "evict", route=made.key)
+
     # ------------------------------------------------------------------ the writes (on the pool's threads)
+
+    def _deallocate(self, scheduler: str, made: ClaimAllocation) -> None:
+        try:
+            self._claims_now([free_claim(self.writer, made)])
+        except client.ApiException as exc:
+            log.warning("%s: resourceclaim %s not deallocated: %s", scheduler, made.key, _reason(exc))
+            return
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("%s: resourceclaim %s not deallocated: %s", scheduler, made.key, exc)
+            return
 
     def _evict_in_turn(self, job: tuple[str, str], decision: Evict, pod: PodRef) -> None:
         """One of a victim job's evictions, on the job's thread after the ones decided before it: not sent once
@@ -525,7 +546,8 @@ class Binder:
                     namespace, _, name = claim.claim.partition("/")
                     self.writer.patch_namespaced_persistent_volume_claim(name, namespace, claim_patch(claim))
             # kube-scheduler's DynamicResources PreBind: the claims first (taken back when refused: its Unreserve)
-            reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written)
+            stamp = format_timestamp(int(self.clock()))  # the allocation's allocationTimestamp, as kube-scheduler's
+            reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written, stamp)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
             self._claims_now(unreserve_claims(self.writer, written, decision.uid))

@@ -54,7 +54,7 @@ from typing import Any
 from kubernetes import client
 
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
-from kubeflux.scheduler.interface import Bind, Evict, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.interface import Bind, Deallocate, Evict, PodWarning, Reject, Unschedulable
 
 __all__ = ["BinderProcess", "copied_client"]
 
@@ -64,7 +64,7 @@ _REPORT_SECONDS = 0.1
 _LOGGERS = ("kubeflux.serve", "urllib3.connectionpool")
 """Loggers whose level the child takes from the parent (``serve -v``)."""
 _STOPPING = {signal.SIGINT, signal.SIGTERM}
-_ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "evict", "forget"})
+_ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "evict", "deallocate", "forget"})
 
 
 def _client_from(configuration: bytes, user_agent: str) -> client.ApiClient:
@@ -173,6 +173,8 @@ def _child(
             binder.warn(*message[1:])
         elif kind == "evict":
             binder.evict(*message[1:])
+        elif kind == "deallocate":
+            binder.deallocate(*message[1:])
         elif kind == "forget":
             binder.forget(message[1])
         elif kind == "drain":
@@ -266,6 +268,9 @@ class BinderProcess:
 
     def evict(self, scheduler: str, decision: Evict, pod: PodRef) -> None:
         self._send(("evict", scheduler, decision, pod))
+
+    def deallocate(self, scheduler: str, decision: Deallocate, pod: PodRef) -> None:
+        self._send(("deallocate", scheduler, decision, pod))
 
     def forget(self, uid: str) -> None:
         self._send(("forget", uid))

@@ -18,6 +18,8 @@
   ``reservedFor``; an allocation written for it that no other pod shares is removed, and the finalizer with it.
   Taking back is best effort (a change by another writer meanwhile wins; the resourceclaim controller frees a claim
   reserved for a pod that ended).
+* A pending pod's claim allocated on a node the pod can no longer use is freed (:func:`free_claim`) when the scheduler
+  says so (kube-scheduler's DynamicResources PostFilter): one conditional status write.
 * The server's answers (to the writes, to their taking back) go to the scheduler's books at once, as kube-scheduler
   keeps its assume cache from its own writes: the watch may show a claim's undoing seconds later, and a pod tried
   again meanwhile against the claim as the watch last showed it (allocated, reserved for the pod) would be bound
@@ -38,7 +40,7 @@ from kubernetes import client
 from kubeflux.apiobjects.resourceclaims import FINALIZER, claim_status_patch, finalizer_patch
 from kubeflux.scheduler.devices import ClaimAllocation
 
-__all__ = ["ClaimWriter", "Written", "reserve_claims", "unreserve_claims"]
+__all__ = ["ClaimWriter", "Written", "free_claim", "reserve_claims", "unreserve_claims"]
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +63,24 @@ class ClaimWriter(Protocol):
 
 
 def reserve_claims(
-    writer: ClaimWriter, claims: Iterable[ClaimAllocation], pod: str, uid: str, written: list[Written]
+    writer: ClaimWriter,
+    claims: Iterable[ClaimAllocation],
+    pod: str,
+    uid: str,
+    written: list[Written],
+    allocated_at: str = "",
 ) -> None:
     """Write each of ``claims`` for the pod ``pod`` (``uid``), appending to ``written`` what the server answered (see
-    the module docstring); raises the first refusal."""
+    the module docstring); an allocation carries ``allocated_at`` as its ``allocationTimestamp`` (RFC 3339). Raises
+    the first refusal."""
     for made in claims:
         if not made.reserved:
-            _reserve(writer, made, pod, uid, written)
+            _reserve(writer, made, pod, uid, written, allocated_at)
 
 
-def _reserve(writer: ClaimWriter, made: ClaimAllocation, pod: str, uid: str, written: list[Written]) -> None:
+def _reserve(
+    writer: ClaimWriter, made: ClaimAllocation, pod: str, uid: str, written: list[Written], allocated_at: str
+) -> None:
     """One claim's writes; on a conflict (409) the claim is read again and the writes made again upon it while the
     decision still holds (kube-scheduler's ``RetryOnConflict``): a gang member sharing a claim another member just
     allocated joins its ``reservedFor``."""
@@ -82,7 +92,7 @@ def _reserve(writer: ClaimWriter, made: ClaimAllocation, pod: str, uid: str, wri
                 version = _version(
                     orjson.loads(writer.patch_namespaced_resource_claim(made.name, made.namespace, patch))
                 )
-            patch, kind = claim_status_patch(made, pod, uid, version)
+            patch, kind = claim_status_patch(made, pod, uid, version, allocated_at)
             reply = writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch, kind)
             written.append((made, orjson.loads(reply)))
             return
@@ -145,6 +155,20 @@ def unreserve_claims(writer: ClaimWriter, written: list[Written], uid: str) -> l
             with contextlib.suppress(client.ApiException, urllib3.exceptions.HTTPError, OSError):  # the watch tells
                 now.append(orjson.loads(writer.read_namespaced_resource_claim(made.name, made.namespace)))
     return now
+
+
+def free_claim(writer: ClaimWriter, made: ClaimAllocation) -> dict[str, Any]:
+    """Free the claim ``made`` (as the scheduler read it): its ``allocation``, ``reservedFor`` and ``devices`` removed
+    in one status write under its ``uid`` and ``resourceVersion`` (409 when another writer changed it since), as
+    kube-scheduler's DynamicResources PostFilter does (:class:`~kubeflux.scheduler.messages.Deallocate`); the claim as
+    the server answered. Raises the refusal."""
+    meta: dict[str, Any] = {}
+    if made.uid:
+        meta["uid"] = made.uid
+    if made.resource_version:
+        meta["resourceVersion"] = made.resource_version
+    patch = {"metadata": meta, "status": {"allocation": None, "reservedFor": None, "devices": None}}
+    return dict(orjson.loads(writer.patch_namespaced_resource_claim_status(made.name, made.namespace, patch)))
 
 
 def _version(claim: dict[str, Any]) -> str:

@@ -62,6 +62,7 @@ from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     EXPECTED_START_ANNOTATION,
     Bind,
+    Deallocate,
     EventKind,
     Evict,
     PodWarning,
@@ -83,6 +84,7 @@ _RESULTS = {
     Reject: "rejected",
     PodWarning: "warning",
     Evict: "evicted",
+    Deallocate: "deallocated",
 }
 
 
@@ -558,6 +560,10 @@ class _BinderSink:
 
     def evict(self, pod: PodRef, decision: Evict) -> str:
         self.binder.evict(self.scheduler, decision, pod)  # a refusal (a budget's 429) is counted and logged there
+        return ""
+
+    def deallocate(self, pod: PodRef, decision: Deallocate) -> str:
+        self.binder.deallocate(self.scheduler, decision, pod)  # a refusal is logged there
         return ""
 
     def problem(self, message: str) -> None:

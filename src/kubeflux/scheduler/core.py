@@ -65,10 +65,12 @@ from kubeflux.match.policy import parse_policy
 from kubeflux.scheduler.allocation import Allocation, allocation_annotations
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.claimed import Claimed, reserve_claims
+from kubeflux.scheduler.claimfreeing import ClaimFreeing
 from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
+from kubeflux.scheduler.devices import NOT_AVAILABLE
 from kubeflux.scheduler.filtering import NodeFilter
-from kubeflux.scheduler.informer import Informer
+from kubeflux.scheduler.informer import BIND_BACKOFF, Informer
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
@@ -169,6 +171,7 @@ class KubefluxScheduler:
         self.placer = parts.placer
         self.reserver = parts.reserver
         self.confiner = parts.confiner
+        self.freeing = ClaimFreeing(self.books.devices)
         self.preemptor = parts.preemptor
         self.backfill = Backfill(backfill)
         self.queue_depth = queue_depth
@@ -311,6 +314,12 @@ class KubefluxScheduler:
         reasons = self._try_now(job, now, out)
         if reasons is None:
             return None
+        if NOT_AVAILABLE in reasons:  # a claim allocated on a node it can no longer use: freed (PostFilter)
+            freed = self.freeing.decide((pod, self.filter.fit(pod)) for pod in job.pods.values() if pod.resource_claims)
+            if freed is not None:  # tried again after the initial back-off, as kube-scheduler's queue does
+                out.append(freed)
+                job.retry_at = now + BIND_BACKOFF
+                self._wake_at(job.retry_at)
         return self._timed_out(job, now) or self._unfit_message(job, reasons)
 
     def _claims_problem(self, job: PendingJob, out: list[Decision]) -> str | None:

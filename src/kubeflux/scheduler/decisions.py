@@ -16,7 +16,10 @@ For each decision, in the order the scheduler made them:
 3. any other decision about a pod another scheduler owns is not applied, and said (:meth:`~DecisionSink.problem`);
 4. a ``Bind`` binds the pod; one the cluster refuses is told back to ``unreserve`` with the cluster's answer;
    an :class:`~kubeflux.scheduler.messages.Unschedulable` marks the pod ``PodScheduled=False``; a
-   :class:`~kubeflux.scheduler.messages.Reject` marks it so for good (the pod can never run here);
+   :class:`~kubeflux.scheduler.messages.Reject` marks it so for good (the pod can never run here); a
+   :class:`~kubeflux.scheduler.messages.Deallocate` frees the pod's claim (kube-scheduler's DynamicResources
+   PostFilter), one the cluster refuses being said (:meth:`~DecisionSink.problem`): the claim stays as it is, and
+   the scheduler decides again upon the claim as the watch shows it next;
 5. a decision whose fields are not of their types (a ``None`` node: compiled, every typed read checks it) is not
    applied, and said; the others still are.
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from kubeflux.scheduler.interface import Decision, DecisionSink, Unevict, Unreserve
-from kubeflux.scheduler.messages import Bind, Evict, PodWarning, Reject, Unschedulable, not_evicted_whole
+from kubeflux.scheduler.messages import Bind, Deallocate, Evict, PodWarning, Reject, Unschedulable, not_evicted_whole
 
 __all__ = ["apply_decisions"]
 
@@ -45,7 +48,7 @@ def apply_decisions(
 ) -> int:
     """Apply the decisions of the scheduler named ``scheduler`` to ``sink`` at ``now`` (see the module docstring);
     ``unreserve`` is the scheduler when it takes refused Binds back (None: it does not). Returns how many pods
-    were bound or evicted (the changes made)."""
+    were bound or evicted and claims freed (the changes made)."""
     made = 0
     refused_jobs: set[str] = set()  # victims of which one pod's eviction was refused: the rest of each is spared
     for decision in decisions:
@@ -86,6 +89,12 @@ def apply_decisions(
                     unreserve.unreserve(decision.pod, decision.uid, decision.node, refused, now)
             elif type(decision) is Reject:
                 sink.reject(pod, decision)
+            elif type(decision) is Deallocate:
+                refused = sink.deallocate(pod, decision)
+                if refused:
+                    sink.problem(f"scheduler {scheduler!r} could not deallocate {decision.claim.key}: {refused}")
+                else:
+                    made += 1
         except TypeError as exc:  # a field not of its type (compiled, every typed read checks it)
             sink.problem(f"scheduler {scheduler!r} sent an invalid decision, ignored: {decision!r}: {exc}")
     return made

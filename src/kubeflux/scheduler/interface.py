@@ -24,6 +24,9 @@ Lifecycle, per call from the shell:
 6. A :class:`Bind` the cluster refuses (the pod is gone or already bound, the node is gone) is told back with
    ``unreserve(pod, uid, node, reason, now)`` to a scheduler that implements :class:`Unreserve` (kube-scheduler's
    extension point of that name), so that it gives up what it set aside for the pod.
+7. A :class:`Deallocate` frees a pending pod's ResourceClaim allocated on a node the pod can no longer use
+   (kube-scheduler's DynamicResources PostFilter): the shell clears the claim's allocation, and the scheduler hears
+   of it by the claim's event that follows.
 
 A shell must call ``schedule`` after any batch of events; it may call it more often. What each decision does is said
 once, by :func:`kubeflux.scheduler.decisions.apply_decisions`: a shell gives it the decisions and a
@@ -41,6 +44,7 @@ from kubeflux.scheduler.messages import (
     PREEMPTION_CONDITION_REASON,
     Bind,
     ClusterEvent,
+    Deallocate,
     EventKind,
     Evict,
     PodWarning,
@@ -53,7 +57,7 @@ from kubeflux.scheduler.messages import (
 )
 from kubeflux.scheduler.objects import Node, Pod, PodGroup
 
-Decision = Bind | Unschedulable | Reject | PodWarning | Evict
+Decision = Bind | Unschedulable | Reject | PodWarning | Evict | Deallocate
 
 
 class Scheduler(Protocol):
@@ -140,6 +144,11 @@ class DecisionSink(Protocol[P]):
         out on a writer), else why it refused (a PodDisruptionBudget's 429, the pod gone)."""
         ...
 
+    def deallocate(self, pod: P, decision: Deallocate) -> str:
+        """Clear the claim's ``status.allocation`` and ``reservedFor`` (see :class:`Deallocate`): empty when written
+        (or sent to a writer), else why the cluster refused it (the claim changed or went meanwhile)."""
+        ...
+
     def problem(self, message: str) -> None:
         """A decision not applied, and why (the scheduler decided for another's pod, or sent a malformed decision)."""
         ...
@@ -152,6 +161,7 @@ __all__ = [
     "PREEMPTION_CONDITION_REASON",
     "Bind",
     "ClusterEvent",
+    "Deallocate",
     "Decision",
     "DecisionSink",
     "EventKind",

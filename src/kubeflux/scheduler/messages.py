@@ -163,6 +163,28 @@ class PodWarning(Picklable):
         object.__setattr__(self, "message", message)
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class Deallocate(Picklable):
+    """Free the ResourceClaim ``claim`` of the pending pod ``namespace/name``: its allocation is on a node the pod
+    can no longer use (full or cordoned since), and it is reserved for no pod or for this pod alone, so the shell
+    removes ``status.allocation`` and ``status.reservedFor`` (and ``status.devices``) in one status write,
+    conditional on the claim's ``uid`` and ``resourceVersion`` as read (a claim another writer changed since is left
+    as it is). kube-scheduler's DynamicResources PostFilter ("deallocation of ResourceClaim completed"); the pod
+    is tried again when the claim's change is heard, and its claim allocated anew. The ``delete-protection``
+    finalizer stays: the claim's next allocation keeps it."""
+
+    pod: str
+    uid: str
+    claim: ClaimAllocation
+    """The claim as read (its ``namespace``, ``name``, ``uid``, ``resource_version``, the node and devices of its
+    allocation)."""
+
+    def __init__(self, pod: str, uid: str, claim: ClaimAllocation) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "claim", claim)
+
+
 PREEMPTED_REASON: Final = "Preempted"
 """The reason of the event on an evicted pod (kube-scheduler's), and of the simulated pod's end."""
 

@@ -22,12 +22,14 @@ from collections import deque
 from dataclasses import replace
 
 from kubeflux.match.engine import DEFAULT_HORIZON
+from kubeflux.scheduler.claimfreeing import freed
 from kubeflux.scheduler.core import KubefluxScheduler, Parts, wire
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.devices import ResourceClaim
 from kubeflux.scheduler.interface import (
     Bind,
     ClusterEvent,
+    Deallocate,
     Decision,
     EventKind,
     Evict,
@@ -157,6 +159,14 @@ class Cluster:
         pod.deleted = True
         del self.pods[pod.key]
         self.tell(DELETED, pod)
+        return ""
+
+    def deallocate(self, pod: Pod, decision: Deallocate) -> str:
+        """The claim's allocation and ``reservedFor`` cleared (refused when it changed since the scheduler read it)."""
+        made = freed(self.claims.get(decision.claim.key), decision)
+        if isinstance(made, str):
+            return made
+        self.tell(MODIFIED, made)
         return ""
 
     def problem(self, message: str) -> None:

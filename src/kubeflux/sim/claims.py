@@ -11,6 +11,8 @@ the part of kube-controller-manager's resourceclaim controller that scheduling d
   before the pod is bound (kube-scheduler's PreBind): a claim missing, or allocated meanwhile to other devices,
   refuses the Bind;
 * a Bind's allocation puts the finalizer ``resource.kubernetes.io/delete-protection`` on its claim;
+* a scheduler's :class:`~kubeflux.scheduler.messages.Deallocate` clears a claim's allocation and ``reservedFor``
+  (unless it changed since the scheduler read it);
 * when a pod ends, it leaves its claims' ``reservedFor``; a claim reserved for no pod is deleted when it was made from
   a template for that pod (the controller's clean-up), else deallocated when it has the finalizer (its devices are
   free again), else keeps its allocation (the real controller deallocates only a claim with the finalizer).
@@ -35,8 +37,9 @@ from kubeflux.apiobjects.resourceclaims import (
     slice_from_manifest,
     template_from_manifest,
 )
+from kubeflux.scheduler.claimfreeing import freed
 from kubeflux.scheduler.devices import ClaimAllocation, DeviceClass, ResourceClaim, ResourceSlice
-from kubeflux.scheduler.interface import EventKind
+from kubeflux.scheduler.interface import Deallocate, EventKind
 from kubeflux.scheduler.objects import Pod, ResourceClaimRef
 
 __all__ = ["DEVICE_KINDS", "ClaimController", "DeviceObjects", "name_suffix", "read_device_object"]
@@ -165,6 +168,15 @@ class ClaimController:
                     self._put(_deallocated(claim))
                 else:
                     self._put(dataclasses.replace(claim, reserved_for=reserved))
+
+    def deallocate(self, decision: Deallocate) -> str:
+        """A scheduler frees a pending pod's claim allocated on a node the pod can no longer use (kube-scheduler's
+        DynamicResources PostFilter): its allocation and ``reservedFor`` go; "" when written, else why not."""
+        made = freed(self.claims.get(decision.claim.key), decision)
+        if isinstance(made, str):
+            return made
+        self._put(made)
+        return ""
 
     def pod_ended(self, pod: Pod) -> None:
         """``pod`` ended or was deleted: it leaves its claims' ``reservedFor``; a claim left to no pod is deleted

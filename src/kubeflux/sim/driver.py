@@ -12,8 +12,10 @@ One run:
    :class:`Reject` leaves the pod Pending and marks its job REJECTED, :class:`PodWarning` records a ``Warning``
    event on the pod (any scheduler's pod), :class:`Evict` ends the pod (any scheduler's) unless the workload's
    PodDisruptionBudgets refuse it (:mod:`kubeflux.sim.budgets`, when the decision goes through the Eviction
-   API). A refused Bind (the pod is gone or bound, the node is gone) is recorded as a ``FailedBinding`` event and
-   told back to a scheduler that implements :class:`~kubeflux.scheduler.interface.Unreserve`.
+   API), :class:`~kubeflux.scheduler.messages.Deallocate` frees a pending pod's ResourceClaim
+   (:meth:`~kubeflux.sim.claims.ClaimController.deallocate`). A refused Bind (the pod is gone or bound, the node
+   is gone) is recorded as a ``FailedBinding`` event and told back to a scheduler that implements
+   :class:`~kubeflux.scheduler.interface.Unreserve`.
 4. Each scheduler's ``next_wakeup`` is scheduled as a wake-up entry (the last of its time point).
 
 When the workload defines Kueue objects, its jobs that name a LocalQueue arrive held by the admission layer
@@ -40,6 +42,7 @@ from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
     Bind,
+    Deallocate,
     EventKind,
     Evict,
     IgnoresStatusUpdates,
@@ -396,6 +399,10 @@ class ClusterSink:
     def unschedulable(self, pod: SimPod, decision: Unschedulable) -> None:
         pod.nominated_node = decision.nominated_node
         self.cluster.mark_pod_unschedulable(pod, decision.uid, decision.message, decision.expected_start)
+
+    def deallocate(self, pod: SimPod, decision: Deallocate) -> str:
+        claims = self.cluster.claims
+        return claims.deallocate(decision) if claims is not None else "the cluster has no ResourceClaims"
 
     def reject(self, pod: SimPod, decision: Reject) -> None:
         self.cluster.reject(decision.pod, decision.uid, decision.message)

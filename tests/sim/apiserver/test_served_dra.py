@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import urllib.error
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -14,7 +15,7 @@ import pytest
 
 from kubeflux.sim.apiserver.server import ApiServer
 from tests.dra import DRIVER, claim, claim_template, claiming_pod, gpu_class, gpu_slice
-from tests.sim.apiserver._served import PODS, call, eventually
+from tests.sim.apiserver._served import PODS, call, eventually, now
 from tests.sim.apiserver._served import served as served_cluster
 
 RESOURCE = "/apis/resource.k8s.io/v1"
@@ -192,3 +193,28 @@ def test_gang_members_sharing_one_claim_are_bound_together_to_its_node(server: A
     assert nodes() == ["node-0002"] * 3
     reserved = call(server, "GET", f"{CLAIMS}/shared")["status"]["reservedFor"]
     assert sorted(entry["name"] for entry in reserved) == ["m0", "m1", "m2"]
+
+
+def test_a_claim_left_allocated_on_a_cordoned_node_is_freed_and_allocated_anew_at_the_served_clusters_time(
+    server: ApiServer,
+) -> None:
+    """A claim left allocated on node-0001 (a serve stopped before the Binding), node-0001 cordoned since: the pod
+    naming it is not left waiting for ever; kubeflux frees the claim (kube-scheduler's DynamicResources PostFilter)
+    and allocates it on node-0002, the allocation stamped with the served cluster's time."""
+    call(server, "POST", f"{RESOURCE}/deviceclasses", gpu_class())
+    for node in ("node-0001", "node-0002"):
+        call(server, "POST", f"{RESOURCE}/resourceslices", gpu_slice(node, 4))
+    merge = "application/merge-patch+json"
+    call(server, "PATCH", "/api/v1/nodes/node-0001", {"spec": {"unschedulable": True}}, merge)
+    call(server, "POST", CLAIMS, claim("c", 1))
+    result = {"request": "gpus", "driver": DRIVER, "pool": "node-0001", "device": "gpu-0"}
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-0001"]}]}
+    left = {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [term]}}
+    call(server, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": left}}, merge)
+    before = now(server)
+    call(server, "POST", PODS, claiming_pod("p", "kubeflux", claim_name="c"))
+    eventually(lambda: call(server, "GET", f"{PODS}/p")["spec"].get("nodeName") == "node-0002", "bound elsewhere")
+    allocation = call(server, "GET", f"{CLAIMS}/c")["status"]["allocation"]
+    assert allocation["devices"]["results"][0]["pool"] == "node-0002"
+    stamp = datetime.strptime(allocation["allocationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert int(before) <= stamp.timestamp() <= now(server)  # the served cluster's time, not the wall clock's

@@ -30,7 +30,7 @@ from kubeflux.sim.apiserver.registry import ResourceType
 from kubeflux.sim.apiserver.store import Store
 from kubeflux.sim.apiserver.watch import WatchEvent
 
-__all__ = ["ClaimController", "unwrite_claims", "write_claims"]
+__all__ = ["ClaimController", "free_claim", "unwrite_claims", "write_claims"]
 
 Object = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
@@ -38,13 +38,21 @@ CLAIM_KEY = "resourceclaim:"
 """The prefix of a claim's key (``resourceclaim:namespace/name``) among the pods' uids in the work queue."""
 
 
-def write_claims(store: Store, claims: tuple[ClaimAllocation, ...], pod: str, uid: str, written: list[Object]) -> None:
+def write_claims(
+    store: Store,
+    claims: tuple[ClaimAllocation, ...],
+    pod: str,
+    uid: str,
+    written: list[Object],
+    allocated_at: str = "",
+) -> None:
     """Write a Bind's claim allocations for the pod ``pod`` (its ``uid``) to the claims, as kube-scheduler's
     DynamicResources PreBind does: nothing for a claim reserved for the pod already; the ``delete-protection``
     finalizer, then the allocation, for a claim allocated now; the pod in ``reservedFor``. Each claim written (as
     it was before) is appended to ``written``, for :func:`unwrite_claims`. Raises ApiError when a claim is gone,
     is being deleted, changed since the scheduler read it (409, as its ``resourceVersion`` precondition), or was
-    allocated other devices (or deallocated) meanwhile."""
+    allocated other devices (or deallocated) meanwhile. An allocation carries ``allocated_at`` as its
+    ``allocationTimestamp`` (RFC 3339)."""
     resource = served(store, ("resource.k8s.io", "v1", "resourceclaims"))[0]
     for made in claims:
         claim = store.find(resource, made.namespace, made.name, made.uid or None)
@@ -70,8 +78,27 @@ def write_claims(store: Store, claims: tuple[ClaimAllocation, ...], pod: str, ui
             finalizers = [*(meta.get("finalizers") or []), FINALIZER]
             body = {**claim, "metadata": {**meta, "finalizers": finalizers}}
             body = store.update(resource, made.namespace, made.name, body, trusted=True)
-        body = {**body, "status": allocation_status(made, pod, uid, status)}
+        body = {**body, "status": allocation_status(made, pod, uid, status, allocated_at)}
         store.update(resource, made.namespace, made.name, body, "status", trusted=True)
+
+
+def free_claim(store: Store, made: ClaimAllocation) -> None:
+    """Free the claim ``made`` (as a scheduler read it): its ``allocation``, ``reservedFor`` and ``devices`` removed in
+    one status write, as kube-scheduler's DynamicResources PostFilter does
+    (:class:`~kubeflux.scheduler.messages.Deallocate`). Raises ApiError when the claim is gone or replaced (404), or
+    changed since it was read (409, its ``resourceVersion`` precondition)."""
+    resource = served(store, ("resource.k8s.io", "v1", "resourceclaims"))[0]
+    claim = store.find(resource, made.namespace, made.name, made.uid or None)
+    if claim is None:
+        raise errors.not_found("resourceclaims", made.name, "resource.k8s.io")
+    if made.resource_version and claim["metadata"].get("resourceVersion") != made.resource_version:
+        raise errors.conflict("resourceclaims", made.name, errors.STALE_OBJECT, "resource.k8s.io")
+    status = {key: value for key, value in (claim.get("status") or {}).items() if key not in _FREED}
+    store.update(resource, made.namespace, made.name, {**claim, "status": status}, "status", trusted=True)
+
+
+_FREED = ("allocation", "reservedFor", "devices")
+"""What freeing a claim removes from its status."""
 
 
 def unwrite_claims(store: Store, written: list[Object], uid: str) -> None:

@@ -43,6 +43,7 @@ from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
     PREEMPTION_CONDITION_REASON,
     Bind,
+    Deallocate,
     Evict,
     PodWarning,
     Reject,
@@ -51,10 +52,11 @@ from kubeflux.scheduler.interface import (
     Unschedulable,
     expected_start_annotations,
     expected_start_text,
+    rfc3339,
 )
 from kubeflux.scheduler.objects import Pod, PodPhase
 from kubeflux.scheduler.storage import ClaimBinding
-from kubeflux.sim.apiserver.claim_controller import unwrite_claims, write_claims
+from kubeflux.sim.apiserver.claim_controller import free_claim, unwrite_claims, write_claims
 from kubeflux.sim.apiserver.clock import Clock, Timer
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.eviction import evict, mark_disrupted
@@ -338,7 +340,8 @@ class _StoreSink:
             for claim in decision.volume_claims:  # PreBind: what the volume binder writes, before the Binding
                 self.shell.write_claim(claim)
             if decision.resource_claims:  # kube-scheduler's PreBind: the claims' allocation and reservation first
-                write_claims(self.store, decision.resource_claims, name, decision.uid, written)
+                stamp = rfc3339(self.store.clock())  # the allocationTimestamp, in the served cluster's time
+                write_claims(self.store, decision.resource_claims, name, decision.uid, written, stamp)
             self.store.bind(
                 self.shell.pods, namespace, name, binding(name, decision.uid, decision.node, decision.annotations)
             )
@@ -355,6 +358,13 @@ class _StoreSink:
         self.shell.unschedulable(
             pod, decision.message, decision.expected_start, self.scheduler, decision.nominated_node
         )
+
+    def deallocate(self, pod: Object, decision: Deallocate) -> str:
+        try:
+            free_claim(self.store, decision.claim)
+        except ApiError as exc:
+            return exc.message or f"{exc.code} {exc.reason}"
+        return ""
 
     def reject(self, pod: Object, decision: Reject) -> None:
         self.shell.unschedulable(pod, decision.message, None, self.scheduler)
