@@ -18,7 +18,17 @@ from kubeflux.match.engine import JobInfo, JobState, MatchResult
 from kubeflux.match.meta import Errno
 from kubeflux.match.picklable import Picklable
 from kubeflux.match.writers import Placement
-from kubeflux.scheduler.messages import Bind, ClusterEvent, EventKind, Evict, PodWarning, Reject, Unschedulable
+from kubeflux.scheduler.devices import AllocatedDevice, ClaimAllocation
+from kubeflux.scheduler.messages import (
+    Bind,
+    ClusterEvent,
+    Deallocate,
+    EventKind,
+    Evict,
+    PodWarning,
+    Reject,
+    Unschedulable,
+)
 from kubeflux.scheduler.objects import Pod
 from kubeflux.sim.urgent import Urgent
 from tests.shared import REPO
@@ -101,6 +111,12 @@ PICKLED = [
     ("reject", Reject("default/p", "u", "too big")),
     ("warning", PodWarning("default/p", "u", "InvalidAllocation", "bad")),
     ("evict", Evict("default/v", "u", "default/p", "Preempted by pod group default/p", budgets=False)),
+    (
+        "deallocate",
+        Deallocate(
+            "default/p", "u", ClaimAllocation("default", "c", "cu", "n0", (AllocatedDevice("gpus", "d", "n0", "g0"),))
+        ),
+    ),
     ("nominated", Unschedulable("default/p", "u", "waits", None, "n1")),
     ("urgent", Urgent(0.1, 5000)),
     ("placement", Placement("n0", ("core0", "core1"), ("gpu0",))),

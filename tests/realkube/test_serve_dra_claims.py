@@ -6,8 +6,6 @@ whose Binding is refused is taken back (rev34x findings 3 and 7)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from kubernetes import client
 
@@ -15,8 +13,9 @@ from kubeflux.apiobjects.resourceclaims import FINALIZER, claim_from_manifest, c
 from kubeflux.controlplane import ControlPlane
 from kubeflux.kube.claimwrites import Written, reserve_claims, unreserve_claims
 from kubeflux.kube.rest import RawApi
-from kubeflux.scheduler.devices import AllocatedDevice, ClaimAllocation
-from tests.dra import DRIVER, claim, claiming_pod, gpu_class, gpu_slice
+from kubeflux.scheduler.devices import ClaimAllocation
+from tests.dra import claiming_pod, gpu_class, gpu_slice
+from tests.realkube._claims import allocation, create_claim, get_claim
 from tests.realkube._serving import nodes, serve
 
 from .conftest import Api, eventually
@@ -37,34 +36,11 @@ def gpu_node(plane: ControlPlane) -> str:
         api.close()
 
 
-def create_claim(api: Api, name: str) -> dict[str, Any]:
-    body = claim(name, 1)
-    body["metadata"].pop("uid")
-    made: dict[str, Any] = client.CustomObjectsApi(api.client).create_namespaced_custom_object(
-        GROUP, VERSION, "default", "resourceclaims", body
-    )
-    return made
-
-
-def get_claim(api: Api, name: str) -> dict[str, Any]:
-    got: dict[str, Any] = client.CustomObjectsApi(api.client).get_namespaced_custom_object(
-        GROUP, VERSION, "default", "resourceclaims", name
-    )
-    return got
-
-
 def waiting_pod(api: Api, name: str, claim_name: str) -> str:
     """The uid of a pod naming the claim ``claim_name``, left to a scheduler that never runs (the resourceclaim
     controller keeps its reservations: it exists and is not done)."""
     made = api.create_pod("default", claiming_pod(name, "nobody", claim_name=claim_name))
     return str(made["metadata"]["uid"])
-
-
-def allocation(made: dict[str, Any], node: str, device: str) -> ClaimAllocation:
-    """kubeflux's decision for the claim ``made`` as it was read: ``device`` of ``node``."""
-    read = claim_from_manifest(made)
-    result = AllocatedDevice("gpus", DRIVER, node, device)
-    return ClaimAllocation("default", read.name, read.uid, node, (result,), True, False, read.resource_version)
 
 
 def test_a_fresh_serve_binds_a_pod_its_claim_is_already_reserved_for_without_writing_the_claim_again(

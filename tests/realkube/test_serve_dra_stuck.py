@@ -18,8 +18,8 @@ from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.kube.claimwrites import Written, reserve_claims
 from kubeflux.kube.rest import RawApi
 from tests.dra import claiming_pod, gpu_class, gpu_slice
+from tests.realkube._claims import allocation, create_claim, get_claim
 from tests.realkube._serving import nodes, pod, serve, waiting
-from tests.realkube.test_serve_dra_claims import allocation, create_claim, get_claim
 
 from .conftest import Api, eventually, running_plane
 
