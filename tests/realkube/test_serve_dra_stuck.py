@@ -85,3 +85,69 @@ def test_a_pod_whose_claim_is_allocated_on_a_node_it_can_no_longer_use_gets_its_
     )
     stamp = datetime.strptime(ours["allocation"]["allocationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert stamp.timestamp() >= began  # written by serve, after it started
+
+
+_NO_FREE = "admission refuses freeing"
+
+
+def _refusing_frees(api: Api, node: str) -> None:
+    """A ValidatingAdmissionPolicy refusing any claim status write that removes an allocation (a webhook or policy
+    in the way; in life also a failing or unreachable API server), in force once a probe's free is refused."""
+    admission = client.AdmissionregistrationV1Api(api.client)
+    rule = {
+        "apiGroups": ["resource.k8s.io"],
+        "apiVersions": ["*"],
+        "operations": ["UPDATE"],
+        "resources": ["resourceclaims/status"],
+    }
+    keeps = "!has(oldObject.status) || !has(oldObject.status.allocation) || has(object.status.allocation)"
+    admission.create_validating_admission_policy(
+        {
+            "metadata": {"name": "no-free"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [rule]},
+                "validations": [{"expression": keeps, "message": _NO_FREE}],
+            },
+        }
+    )
+    admission.create_validating_admission_policy_binding(
+        {"metadata": {"name": "no-free"}, "spec": {"policyName": "no-free", "validationActions": ["Deny"]}}
+    )
+    probe = create_claim(api, "probe")
+    reserve_claims(RawApi(api.client), [allocation(probe, node, "gpu-1")], "nobody", "uid-nobody", [])
+    custom = client.CustomObjectsApi(api.client)
+
+    def refused() -> bool:
+        patch = {"status": {"reservedFor": None, "allocation": None}}
+        try:
+            custom.patch_namespaced_custom_object_status(GROUP, VERSION, "default", "resourceclaims", "probe", patch)
+        except client.ApiException as exc:
+            return _NO_FREE in str(exc.body)
+        reserve_claims(RawApi(api.client), [allocation(get_claim(api, "probe"), node, "gpu-1")], "nobody", "u", [])
+        return False
+
+    eventually(refused)
+
+
+def test_a_claims_freeing_refused_for_a_while_is_tried_again_until_the_pod_runs_elsewhere(
+    plane: ControlPlane, api: Api
+) -> None:
+    """rev35b: serve's write freeing a stuck claim is refused (not a conflict: the claim is unchanged, so the core
+    does not ask again); serve tries it again after a back-off, as kube-scheduler's PostFilter runs at each retry,
+    and once the refusal is gone the pod runs on the other node."""
+    first, second = _two_gpu_nodes(plane, api)
+    _refusing_frees(api, first)
+    _stuck(api, "kubeflux", first)
+    blocker = pod("blocker", "8", scheduler="nobody")
+    blocker["spec"]["nodeName"] = first
+    api.create_pod("default", blocker)
+    with serve(plane):
+        eventually(lambda: waiting(api, "p-kubeflux"))  # tried: the claim's freeing asked in the same pass
+        time.sleep(2)  # and refused (serve's log says so; before the mend, never asked again)
+        assert get_claim(api, "c-kubeflux")["status"]["allocation"]["devices"]["results"][0]["pool"] == first
+        admission = client.AdmissionregistrationV1Api(api.client)
+        admission.delete_validating_admission_policy_binding("no-free")
+        admission.delete_validating_admission_policy("no-free")
+        eventually(lambda: _placed(api, "p-kubeflux"), lambda: waiting(api, "p-kubeflux"))
+    assert _placed(api, "p-kubeflux") == second

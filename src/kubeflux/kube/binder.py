@@ -86,6 +86,7 @@ from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
 from kubeflux.kube.claimwrites import Written, free_claim, reserve_claims, unreserve_claims
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.devices import ClaimAllocation
+from kubeflux.scheduler.informer import BIND_BACKOFF, MAX_BIND_BACKOFF
 from kubeflux.scheduler.interface import (
     PREEMPTED_REASON,
     Bind,
@@ -467,21 +468,33 @@ class Binder:
     def deallocate(self, scheduler: str, decision: Deallocate, pod: PodRef) -> None:
         """Free the decision's claim on the claim's thread (after the Binds decided before it that write the claim);
         the claim as the server answered goes to ``on_claims``, a refusal (the claim changed or went meanwhile) is
-        logged: the watch shows the claim as it is, and the core decides again upon it."""
-        made = decision.claim
-        self._submit(pod, lambda: self._deallocate(scheduler, made), "evict", route=made.key)
+        logged: the watch shows the claim as it is, and the core decides again upon it. Any other failure (the
+        server unreachable or failing, an admission webhook or policy refusing) is tried again after a back-off of
+        1 s doubling to 10 s, as kube-scheduler's PostFilter runs again at each retry of the pod: the claim is
+        unchanged, so the core, which asks a claim's freeing once per version of it, would not ask again."""
+        self._free(scheduler, decision.claim, pod, BIND_BACKOFF)
 
     # ------------------------------------------------------------------ the writes (on the pool's threads)
 
-    def _deallocate(self, scheduler: str, made: ClaimAllocation) -> None:
+    def _free(self, scheduler: str, made: ClaimAllocation, pod: PodRef, delay: float) -> None:
+        if not self._closing:
+            self._submit(pod, lambda: self._deallocate(scheduler, made, pod, delay), "evict", route=made.key)
+
+    def _deallocate(self, scheduler: str, made: ClaimAllocation, pod: PodRef, delay: float) -> None:
         try:
             self._claims_now([free_claim(self.writer, made)])
+            return
         except client.ApiException as exc:
-            log.warning("%s: resourceclaim %s not deallocated: %s", scheduler, made.key, _reason(exc))
-            return
+            why, final = _reason(exc), exc.status in (404, 409)  # gone or changed: the core decides again upon it
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            log.warning("%s: resourceclaim %s not deallocated: %s", scheduler, made.key, exc)
+            why, final = str(exc), False
+        if final or self._closing:
+            log.warning("%s: resourceclaim %s not deallocated: %s", scheduler, made.key, why)
             return
+        log.warning("%s: resourceclaim %s not deallocated (%s): tried again in %g s", scheduler, made.key, why, delay)
+        again = threading.Timer(delay, self._free, (scheduler, made, pod, min(delay * 2, MAX_BIND_BACKOFF)))
+        again.daemon = True
+        again.start()
 
     def _evict_in_turn(self, job: tuple[str, str], decision: Evict, pod: PodRef) -> None:
         """One of a victim job's evictions, on the job's thread after the ones decided before it: not sent once
