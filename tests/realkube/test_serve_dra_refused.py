@@ -144,9 +144,10 @@ def test_refused_bindings_take_their_claims_back_keep_the_sharers_reservation_an
             said = eventually(lambda name=name: "was refused" in condition(name) and condition(name))  # type: ignore[misc]
             assert _told(name).fullmatch(said), said
         told = [
-            (e["regarding"]["name"], e.get("note", ""))
+            (e["regarding"].get("name"), e.get("note", ""))
             for e in api.events("default")
-            if e["regarding"]["name"] in ("refused-solo", "refused-shared") and "was refused" in e.get("note", "")
+            if (e.get("regarding") or {}).get("name") in ("refused-solo", "refused-shared")
+            and "was refused" in e.get("note", "")
         ]
         assert told and all(_told(name).fullmatch(note) for name, note in told), told
 
