@@ -26,7 +26,7 @@ from kubeflux.kube.serve import Serve
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, WALLTIME_ANNOTATION
 from tests.shared import REPO
 
-from .conftest import CEILING, Api, client, eventually, ready
+from .conftest import CEILING, Api, client, eventually, schedulable
 
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 """KWOK's annotation: the pod completes this long after it runs (``kubeflux.controlplane``'s stages)."""
@@ -35,7 +35,7 @@ COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 def nodes(plane: ControlPlane, api: Api, count: int, cpu: int) -> dict[str, int]:
     """``count`` KWOK nodes of ``cpu`` cores, Ready; node name → millicores."""
     names = plane.add_kwok_nodes(count, cpu=str(cpu))
-    eventually(lambda: all(ready(n) for n in api.nodes().values()) and len(api.nodes()) == count)
+    eventually(lambda: all(schedulable(n) for n in api.nodes().values()) and len(api.nodes()) == count)
     return {name: cpu * 1000 for name in names}
 
 
@@ -137,7 +137,7 @@ def kwok_nodes(plane: ControlPlane, api: Api, prefix: str, count: int, cpu: str)
     """``count`` Ready KWOK nodes of ``cpu`` named ``prefix-N``, deleted afterwards."""
     names = plane.add_kwok_nodes(count, cpu=cpu, prefix=f"{prefix}-")
     try:
-        eventually(lambda: all(n in api.nodes() and ready(api.nodes()[n]) for n in names), lambda: "nodes Ready")
+        eventually(lambda: all(n in api.nodes() and schedulable(api.nodes()[n]) for n in names), lambda: "nodes Ready")
         yield names
     finally:
         plane.kubectl("delete", "node", "--ignore-not-found", "--wait=false", *names, check=False)

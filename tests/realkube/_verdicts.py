@@ -20,7 +20,7 @@ from kubeflux.apiobjects.manifests import pod_from_manifest
 from kubeflux.controlplane import ControlPlane
 from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind, Reject, Unschedulable
 
-from .conftest import CEILING, Api, ready
+from .conftest import CEILING, Api, schedulable
 
 __all__ = ["HOST", "RACK", "ZONE", "Real", "counts", "decide", "node_docs"]
 
@@ -79,10 +79,7 @@ class Real:
     def usable(self, names: set[str]) -> bool:
         """Whether the nodes ``names`` are all there, Ready and free of the node lifecycle's taints."""
         nodes = {name: node for name, node in self.api.nodes().items() if name in names}
-        return len(nodes) == len(names) and all(
-            ready(node) and not any(t["key"].startswith("node.kubernetes.io/") for t in node["spec"].get("taints", []))
-            for node in nodes.values()
-        )
+        return len(nodes) == len(names) and all(schedulable(node) for node in nodes.values())
 
     def nodes(self, names: set[str]) -> list[dict[str, Any]]:
         return [node for name, node in sorted(self.api.nodes().items()) if name in names]

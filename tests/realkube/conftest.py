@@ -119,6 +119,13 @@ def ready(node: dict[str, Any]) -> bool:
     )
 
 
+def schedulable(node: dict[str, Any]) -> bool:
+    """Ready and free of the node lifecycle's taints: the real TaintNodesByCondition admission taints a new node
+    ``node.kubernetes.io/not-ready:NoSchedule``, which kube-controller-manager removes a moment after the node is Ready;
+    a scheduler started in between sees a node no pod without the toleration may use."""
+    return ready(node) and not any(t["key"].startswith("node.kubernetes.io/") for t in node["spec"].get("taints") or [])
+
+
 def phase(p: dict[str, Any]) -> str:
     return str(p.get("status", {}).get("phase", ""))
 

@@ -23,7 +23,7 @@ from kubeflux.controlplane.kueue import kueue_binary, start_kueue
 from tests.realkube._serving import COMPLETE_AFTER, serve
 from tests.shared import unavailable
 
-from .conftest import Api, client, eventually, phase, ready, running_plane
+from .conftest import Api, client, eventually, phase, running_plane, schedulable
 from .watching import PodWatch
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -131,7 +131,9 @@ def finish(plane: ControlPlane, name: str) -> None:
 def test_kueue_admits_the_job_that_fits_and_serve_places_its_pods_then_the_next(plane: ControlPlane, api: Api) -> None:
     batch_nodes = plane.add_kwok_nodes(2, cpu="2", prefix="batch-", labels={"pool": "batch"})
     other = plane.add_kwok_nodes(1, cpu="16", prefix="other-", labels={"pool": "other"})
-    eventually(lambda: len(api.nodes()) == 3 and all(ready(n) for n in api.nodes().values()), lambda: "nodes Ready")
+    eventually(
+        lambda: len(api.nodes()) == 3 and all(schedulable(n) for n in api.nodes().values()), lambda: "nodes Ready"
+    )
     capacity = {name: 2000 for name in batch_nodes} | {name: 16000 for name in other}
     api.namespace(NAMESPACE)
     queues(api)

@@ -153,7 +153,7 @@ def test_kube_schedulers_pods_and_kubefluxs_share_nodes_and_none_is_over_committ
         eventually(
             lambda: (
                 "FailedScheduling"
-                in {e.get("reason") for e in api.events("default") if e["regarding"]["name"] == "default-late"}
+                in {e.get("reason") for e in api.events("default") if e["regarding"].get("name") == "default-late"}
             )
         )
         assert not api.pods("default")["default-late"]["spec"].get("nodeName")

@@ -72,7 +72,7 @@ def test_a_gang_is_bound_whole_and_one_too_big_for_what_is_free_waits_whole(
 
 def _reasons(api: Api, *names: str) -> list[set[str]]:
     events = api.events("default")
-    return [{e.get("reason", "") for e in events if e["regarding"]["name"] == name} for name in names]
+    return [{e.get("reason", "") for e in events if e["regarding"].get("name") == name} for name in names]
 
 
 @pytest.mark.parametrize("api_version", APIS, ids=["coscheduling", "native"])

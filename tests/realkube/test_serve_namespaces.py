@@ -10,7 +10,7 @@ from typing import Any
 from kubeflux.controlplane import ControlPlane
 from tests.realkube._serving import namespace, pod, serve, waiting
 
-from .conftest import Api, eventually, ready
+from .conftest import Api, eventually, schedulable
 
 HOST = "kubernetes.io/hostname"
 
@@ -38,7 +38,7 @@ def test_a_namespace_selector_on_a_namespace_label_keeps_the_pod_from_that_names
     plane: ControlPlane, api: Api
 ) -> None:
     nodes = plane.add_kwok_nodes(2, cpu="4", prefix="nsel-")
-    eventually(lambda: all(n in api.nodes() and ready(api.nodes()[n]) for n in nodes))
+    eventually(lambda: all(n in api.nodes() and schedulable(api.nodes()[n]) for n in nodes))
     with namespace(api, "nsel-prod", {"tier": "prod"}), namespace(api, "nsel-dev", {"tier": "dev"}), serve(plane):
         api.create_pod("nsel-prod", web("web", nodes[0]))
         api.create_pod("nsel-dev", web("web", nodes[1]))

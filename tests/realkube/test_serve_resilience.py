@@ -48,7 +48,7 @@ from tests.realkube._serving import (
 )
 from tests.shared import REPO
 
-from .conftest import Api, client, eventually, phase, ready, running_plane
+from .conftest import Api, client, eventually, phase, running_plane, schedulable
 
 SERVICE_ACCOUNT = "system:serviceaccount:kubeflux-system:kubeflux"
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
@@ -420,7 +420,7 @@ def test_serve_relists_when_the_api_server_comes_back_on_an_empty_etcd(plane: Co
             api.namespace(ns)
             ready_for_pods(api, ns)
             plane.add_kwok_nodes(1, cpu="4", prefix="wiped-")
-            eventually(lambda: node in api.nodes() and ready(api.nodes()[node]), lambda: "the node Ready again")
+            eventually(lambda: node in api.nodes() and schedulable(api.nodes()[node]), lambda: "the node Ready again")
             api.create_pod(ns, manifest("after", "4", run="1s"))  # the whole node: only if "before" was released
             eventually(lambda: phase(api.pods(ns)["after"]) == "Succeeded", lambda: f"after done: {api.pods(ns)}")
             assert api.pods(ns)["after"]["spec"]["nodeName"] == node

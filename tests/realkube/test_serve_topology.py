@@ -14,7 +14,7 @@ from kubeflux.scheduler.confining import KUEUE_REQUIRED
 from kubeflux.scheduler.topology import RACK_LEVEL
 from tests.realkube._serving import member, podgroup, serve
 
-from .conftest import Api, eventually, phase, ready, running_plane
+from .conftest import Api, eventually, phase, running_plane, schedulable
 from .watching import PodWatch
 
 V1ALPHA1 = "scheduling.x-k8s.io/v1alpha1"
@@ -33,7 +33,7 @@ def racks(plane: ControlPlane, api: Api, sizes: dict[str, int]) -> dict[str, int
     for rack, count in sizes.items():
         names = plane.add_kwok_nodes(count, cpu="16", prefix=f"{rack}-node-", labels={RACK_LEVEL: rack})
         capacity.update((name, 16_000) for name in names)
-    eventually(lambda: len(api.nodes()) == len(capacity) and all(ready(n) for n in api.nodes().values()))
+    eventually(lambda: len(api.nodes()) == len(capacity) and all(schedulable(n) for n in api.nodes().values()))
     return capacity
 
 

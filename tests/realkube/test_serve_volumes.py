@@ -18,7 +18,7 @@ from kubeflux.scheduler.interface import Bind
 from kubeflux.scheduler.storage import ANN_SELECTED_NODE, ClaimBinding
 from tests.realkube._serving import pod, serve, waiting
 
-from .conftest import Api, client, eventually, ready
+from .conftest import Api, client, eventually, schedulable
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -83,7 +83,7 @@ def test_claims_waiting_for_their_first_consumer_are_bound_where_kubeflux_puts_t
 ) -> None:
     zone_a = plane.add_kwok_nodes(2, cpu="4", prefix="vol-a-", labels={ZONE: "vol-a"})
     zone_b = plane.add_kwok_nodes(2, cpu="4", prefix="vol-b-", labels={ZONE: "vol-b"})
-    eventually(lambda: all(n in api.nodes() and ready(api.nodes()[n]) for n in zone_a + zone_b))
+    eventually(lambda: all(n in api.nodes() and schedulable(api.nodes()[n]) for n in zone_a + zone_b))
     local_pv = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
