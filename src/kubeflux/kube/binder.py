@@ -58,6 +58,7 @@ logged and dropped: the next decision about the pod writes it again.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import os
@@ -373,6 +374,11 @@ class Binder:
     @property
     def pending(self) -> int:
         return self._pending
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """As :meth:`BinderProcess.batch <kubeflux.kube.binderprocess.BinderProcess.batch>` (here every write is
+        queued at once: nothing to gather)."""
+        return contextlib.nullcontext()
 
     def forget(self, uid: str) -> None:
         """The pod is gone: drop what was told to it."""

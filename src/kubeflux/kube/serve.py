@@ -384,32 +384,37 @@ class Serve:
                 break
             if self.binder.failed:  # said by the binder; the liveness probe fails, the command exits
                 break
-            now = self.clock()
-            for event in batch:
-                self._observe(event, now)
-            while True:
-                try:
-                    outcome = self._refused.get_nowait()
-                except queue.Empty:
-                    break
-                if isinstance(outcome, BindOutcome):
-                    self._unreserve(outcome, now)
-                else:
-                    self._claims_written(outcome, now)
-            while True:
-                try:
-                    scheduler, evict, why = self._unevicted.get_nowait()
-                except queue.Empty:
-                    break
-                for core in self.cores:
-                    if core.name == scheduler:
-                        core.unevict(evict.pod, evict.uid, why, now)  # it stops waiting for that pod
-            if self.synced.is_set():
-                self._schedule(self.clock())
-                if not settled:
-                    _settle_gc()
-                    settled = True
+            with self.binder.batch():  # what this round says to the binder goes as one message
+                self._round(batch)
+            if self.synced.is_set() and not settled:
+                _settle_gc()
+                settled = True
             self._answer()
+
+    def _round(self, batch: list[RawEvent]) -> None:
+        """The events taken, the binder's answers, then a pass (once synced)."""
+        now = self.clock()
+        for event in batch:
+            self._observe(event, now)
+        while True:
+            try:
+                outcome = self._refused.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(outcome, BindOutcome):
+                self._unreserve(outcome, now)
+            else:
+                self._claims_written(outcome, now)
+        while True:
+            try:
+                scheduler, evict, why = self._unevicted.get_nowait()
+            except queue.Empty:
+                break
+            for core in self.cores:
+                if core.name == scheduler:
+                    core.unevict(evict.pod, evict.uid, why, now)  # it stops waiting for that pod
+        if self.synced.is_set():
+            self._schedule(self.clock())
 
     def _observe(self, event: RawEvent, now: float) -> None:
         if event.type == SYNCED:
