@@ -133,3 +133,17 @@ def test_bad_specs(spec: NodeSpec, message: str) -> None:
 def test_duplicate_node_name() -> None:
     with pytest.raises(GraphFormatError, match="node 'a': a node with this name is already in the graph"):
         build_graph([NodeSpec("a", cores=1), NodeSpec("a", cores=2, zone="z")])
+
+
+def test_an_edge_added_to_one_bulk_made_leaf_is_that_leafs_alone() -> None:
+    """Leaves made in bulk share their empty edge lists until one gets an edge (a second subsystem, a child):
+    the others, and the leaves of another node with the same names, see none of it."""
+    graph = build_graph([NodeSpec("n0", cores=3), NodeSpec("n1", cores=3)])
+    cores = graph.by_type["core"]
+    first, others = cores[0], cores[1:]
+    below = graph.add_children(first, "hwthread", "hwthread", range(2))
+    graph.add_edge(cores[1], cores[2], subsystem="power", relation="feeds")
+    assert graph.vertices[first].children == below
+    assert [graph.edges[i].target for i in graph.vertices[cores[1]].out] == [cores[2]]
+    assert all(not graph.vertices[uid].out and not graph.vertices[uid].children for uid in others[1:])
+    assert graph.vertices[cores[0]].name is graph.vertices[cores[3]].name == "core0"  # one string for both nodes'
