@@ -212,29 +212,19 @@ class Serve:
             "delay": binding.unschedulable_delay_seconds,
             "event_burst": binding.event_burst,
             "event_refill_seconds": binding.event_refill_seconds,
+            "on_refused": self._on_refused,
+            "on_bound": self._bound,
+            "on_claims": self._on_claims,
+            "on_evicted": self._evicted,
         }
         recipe = (connect or copied_client(api)) if binding.process else ""
         self.binder: Binder | BinderProcess  # last but the sinks: nothing after it may fail and leave its process
         if callable(recipe):
-            self.binder = BinderProcess(
-                recipe,
-                on_refused=self._on_refused,
-                on_bound=self._bound,
-                on_claims=self._on_claims,
-                on_evicted=self._evicted,
-                **options,
-            )
+            self.binder = BinderProcess(recipe, **options)
         else:
             if recipe:
                 log.warning("the binder runs in serve's process: %s", recipe)
-            self.binder = Binder(
-                api,
-                on_refused=self._on_refused,
-                on_bound=self._bound,
-                on_claims=self._on_claims,
-                on_evicted=self._evicted,
-                **options,
-            )
+            self.binder = Binder(api, **options)
         self._sinks = {core.name: _BinderSink(self, core.name) for core in self.cores}
         self._bad: dict[str, str] = {}
         """Object key → the reader's complaint last reported (said once)."""

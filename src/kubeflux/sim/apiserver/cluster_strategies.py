@@ -8,7 +8,7 @@ from typing import Any
 
 from kubeflux.apiobjects.disruption import budget_decode_error, budget_problems
 from kubeflux.apiobjects.priority import PriorityClass, class_decode_error, class_problems, second_default
-from kubeflux.sim.apiserver.data_strategies import json_type
+from kubeflux.apiobjects.rules import unmarshal_error
 from kubeflux.sim.apiserver.errors import ApiError, Cause, not_supported
 from kubeflux.sim.apiserver.registry import (
     PRIORITY_CLASSES,
@@ -88,10 +88,7 @@ class ServiceAccountStrategy(Strategy):
         for name, go_type in (("secrets", "ObjectReference"), ("imagePullSecrets", "LocalObjectReference")):
             value = obj.get(name)
             if value is not None and not isinstance(value, list):
-                return (
-                    f"json: cannot unmarshal {json_type(value)} into Go struct field ServiceAccount.{name} of type "
-                    f"[]v1.{go_type}"
-                )
+                return unmarshal_error(value, f"ServiceAccount.{name}", f"[]v1.{go_type}")
         return ""
 
     def validate(self, obj: Object) -> list[Cause]:

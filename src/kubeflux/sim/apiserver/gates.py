@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflux.apiobjects.rules import go_value, json_kind, qualified_name_problems
+from kubeflux.apiobjects.rules import go_value, qualified_name_problems, unmarshal_error
 from kubeflux.scheduler.messages import GATED_MESSAGE, GATED_REASON
 from kubeflux.sim.apiserver.errors import Cause
 
@@ -34,22 +34,16 @@ def gates_decode_error(spec: Any) -> str:
     gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
     if gates is None:
         return ""
-    field = "Go struct field PodSpec.spec.schedulingGates of type"
+    field = "PodSpec.spec.schedulingGates"
     if not isinstance(gates, list):
-        return f"json: cannot unmarshal {_kind(gates)} into {field} []v1.PodSchedulingGate"
+        return unmarshal_error(gates, field, "[]v1.PodSchedulingGate")
     for gate in gates:
         if gate is not None and not isinstance(gate, dict):
-            return f"json: cannot unmarshal {_kind(gate)} into {field} v1.PodSchedulingGate"
+            return unmarshal_error(gate, field, "v1.PodSchedulingGate")
         name = gate.get("name") if isinstance(gate, dict) else None
         if name is not None and not isinstance(name, str):
-            where = "Go struct field PodSchedulingGate.spec.schedulingGates.name of type string"
-            return f"json: cannot unmarshal {_kind(name)} into {where}"
+            return unmarshal_error(name, "PodSchedulingGate.spec.schedulingGates.name", "string")
     return ""
-
-
-def _kind(value: Any) -> str:
-    """Go's name of a JSON value decoded into a type it does not fit (a number is not shown: it is no integer's)."""
-    return json_kind(value).split(" ", 1)[0]
 
 
 def gated_condition(obj: Object, now: str) -> None:

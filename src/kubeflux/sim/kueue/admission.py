@@ -46,7 +46,7 @@ from kubeflux.sim.kueue.objects import (
     RequeuingTimestamp,
     namespace_labels,
 )
-from kubeflux.sim.kueue.preemption import message, victims
+from kubeflux.sim.kueue.preemption import Preemptor, message, victims
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
 
@@ -331,10 +331,11 @@ class Admitter:
     def _find_victims(
         self, cq: ClusterQueue, wl: QueuedWorkload, usage: dict[FlavorResource, int], needed: set[FlavorResource]
     ) -> list[QueuedWorkload]:
-        fair, admitted = self.objects.fair_sharing, self.admitted.values()
+        fair = self.objects.fair_sharing
+        preemptor = Preemptor(self.book, self.admitted.values(), cq, wl, usage, needed, self.evicting)
         if fair is None:
-            return victims(self.book, admitted, cq, wl, usage, needed, self.evicting)
-        return fair_victims(self.book, admitted, cq, wl, usage, needed, self.weights, fair.strategies, self.evicting)
+            return victims(preemptor)
+        return fair_victims(preemptor, self.weights, fair.strategies)
 
     def _ordered(self, heads: list[QueuedWorkload]) -> list[tuple[QueuedWorkload, Assignment]]:
         """The heads in Kueue's order: those that fit without borrowing first, then by priority and timestamp (with

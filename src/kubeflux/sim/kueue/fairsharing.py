@@ -26,10 +26,10 @@ ClusterQueue by its LocalQueues' past usage), and Kueue's rounding of shares (co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kubeflux.sim.kueue.objects import ClusterQueue, FairSharingStrategy
-from kubeflux.sim.kueue.preemption import minimize, preemption_candidates, usage_of
+from kubeflux.sim.kueue.preemption import Preemptor, minimize, preemption_candidates, usage_of
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
 
@@ -141,21 +141,12 @@ def _by_queue(workloads: Iterable[QueuedWorkload]) -> dict[str, list[QueuedWorkl
 
 
 def fair_victims(
-    book: QuotaBook,
-    admitted: Iterable[QueuedWorkload],
-    cq: ClusterQueue,
-    wl: QueuedWorkload,
-    usage: dict[FlavorResource, int],
-    needed: Collection[FlavorResource],
-    weights: Mapping[str, float],
-    strategies: tuple[FairSharingStrategy, ...],
-    evicting: Collection[int] = (),
+    preemptor: Preemptor, weights: Mapping[str, float], strategies: tuple[FairSharingStrategy, ...]
 ) -> list[QueuedWorkload]:
-    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``usage`` under fair sharing (module
-    docstring; ``needed``: the flavor-resources it needs preempted; ``weights``: each ClusterQueue's
-    ``fairSharing.weight``; ``evicting``: the workloads being evicted already); empty when no set makes room.
-    ``book`` is left as it was."""
-    found = preemption_candidates(book, admitted, cq, wl, needed, evicting)
+    """The admitted workloads to evict so that the preemptor fits under fair sharing (module docstring;
+    ``weights``: each ClusterQueue's ``fairSharing.weight``); empty when no set makes room."""
+    book, cq, usage = preemptor.book, preemptor.cq, preemptor.usage
+    found = preemption_candidates(preemptor)
     if not found:
         return []
     search = _Search(book, weights, cq.name, usage)

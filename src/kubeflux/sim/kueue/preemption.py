@@ -24,22 +24,32 @@ queue is at or above its nominal quota. None: it waits.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from kubeflux.sim.kueue.objects import ClusterQueue, ReclaimWithinCohort, WithinClusterQueue
 from kubeflux.sim.kueue.quota import FlavorResource, QuotaBook
 from kubeflux.sim.kueue.workload import QueuedWorkload
 
 
-def preemption_candidates(
-    book: QuotaBook,
-    admitted: Iterable[QueuedWorkload],
-    cq: ClusterQueue,
-    wl: QueuedWorkload,
-    needed: Collection[FlavorResource],
-    evicting: Collection[int] = (),
-) -> list[QueuedWorkload]:
-    """The admitted workloads ``wl`` may preempt in ``cq`` (module docstring), in Kueue's order; ``needed``: the
-    flavor-resources it needs preempted; ``evicting``: the refs of the workloads being evicted already."""
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """A workload ``wl`` that does not fit its ClusterQueue ``cq`` as it is, and what choosing its victims starts
+    from (both algorithms, classical and fair sharing): the quota ``book`` (left as it was), the ``admitted``
+    workloads, ``wl``'s ``usage`` of flavor-resources once admitted, those of them it ``needed`` preempted, and the
+    refs of the workloads ``evicting`` already."""
+
+    book: QuotaBook
+    admitted: Iterable[QueuedWorkload]
+    cq: ClusterQueue
+    wl: QueuedWorkload
+    usage: dict[FlavorResource, int]
+    needed: Collection[FlavorResource]
+    evicting: Collection[int] = ()
+
+
+def preemption_candidates(preemptor: Preemptor) -> list[QueuedWorkload]:
+    """The admitted workloads the preemptor may preempt in its ClusterQueue (module docstring), in Kueue's order."""
+    book, cq, wl, needed, evicting = preemptor.book, preemptor.cq, preemptor.wl, preemptor.needed, preemptor.evicting
     within, reclaim = cq.within_cluster_queue, cq.reclaim_within_cohort
     cohort = book.cohort_of.get(cq.name, "")
     lenders: set[str] = set()
@@ -52,7 +62,7 @@ def preemption_candidates(
     if within is WithinClusterQueue.NEVER and not lenders:
         return []
     found = []
-    for other in admitted:
+    for other in preemptor.admitted:
         queue = other.cluster_queue
         if queue == cq.name:
             if within is WithinClusterQueue.NEVER:
@@ -73,19 +83,11 @@ def preemption_candidates(
     return found
 
 
-def victims(
-    book: QuotaBook,
-    admitted: Iterable[QueuedWorkload],
-    cq: ClusterQueue,
-    wl: QueuedWorkload,
-    usage: dict[FlavorResource, int],
-    needed: Collection[FlavorResource],
-    evicting: Collection[int] = (),
-) -> list[QueuedWorkload]:
-    """The workloads of ``admitted`` to evict so that ``wl`` fits ``cq`` with ``usage``, ``needed`` being the
-    flavor-resources it needs preempted (module docstring); empty when no set of candidates makes room. ``book`` is
-    left as it was."""
-    candidates = preemption_candidates(book, admitted, cq, wl, needed, evicting)
+def victims(preemptor: Preemptor) -> list[QueuedWorkload]:
+    """The admitted workloads to evict so that the preemptor fits (module docstring); empty when no set of
+    candidates makes room."""
+    book, cq, usage, needed = preemptor.book, preemptor.cq, preemptor.usage, preemptor.needed
+    candidates = preemption_candidates(preemptor)
     if not candidates:
         return []
     used = book.usage[cq.name]
