@@ -3,9 +3,14 @@ that wakes gangs backing off; and, through the scheduler, a pass that stops at t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, PodGroup, PodPhase
+from kubeflux.scheduler.objects import POD_GROUP_LABEL, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.queue import INHERITED, PendingQueue, placement_view
 from kubeflux.scheduler.testing import Cluster, bound, node, pod
 
@@ -17,6 +22,34 @@ def test_jobs_are_ordered_by_priority_then_arrival_then_first_sight() -> None:
             p.priority = 10
         queue.add(p.uid, p)
     assert [job.key for job in queue.ordered()] == ["default/vip", "default/early-b", "default/early-a", "default/late"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("apra"), st.integers(0, 7), st.integers(0, 3), st.integers(-2, 2)), max_size=60)
+)
+def test_the_order_kept_between_passes_is_the_order_sorted_anew(steps: list[tuple[str, int, int, int]]) -> None:
+    """:meth:`PendingQueue.ordered` mends the order it found last (jobs gone, new, re-prioritised, moved to another
+    job's place) instead of sorting again: after every step it is what sorting every job now gives."""
+    queue = PendingQueue()
+    made: dict[int, Pod] = {}
+    for op, which, when, priority in steps:
+        if op == "a":  # a pod arrives, or its object is replaced with another priority (a watch event)
+            known = made.get(which)
+            fresh = pod(f"p{which}", 1000, t=float(when)) if known is None else replace(known, priority=priority)
+            made[which] = fresh
+            queue.add(fresh.uid, fresh)
+        elif op == "r" and which in made:  # it goes (bound, deleted)
+            queue.remove_pod(made.pop(which).uid)
+        elif op == "p" and which in made:  # it takes the place of another job that goes (a started group's member)
+            job = queue.by_pod[made[which].uid]
+            started = next((j for j in queue.jobs.values() if j is not job), None)
+            if started is not None:
+                queue.remove_job(started)
+                made = {k: v for k, v in made.items() if v.uid not in started.pods}
+                job.take_place_of(started)
+        expected = sorted(queue.jobs.values(), key=lambda j: (-j.priority, j.arrival, j.seq))
+        assert [job.key for job in queue.ordered()] == [job.key for job in expected]
 
 
 def test_a_groups_members_wait_as_one_job_ready_at_its_min_member_and_arriving_with_the_group() -> None:

@@ -443,7 +443,7 @@ class KubefluxScheduler:
         self.queue.backing_off.discard(job)
         for uid, pod in left:  # beyond minMember: each waits on its own, in its started group, in the group's place
             queued = self.queue.add(uid, pod)
-            queued.arrival, queued.seq = job.arrival, job.seq
+            queued.take_place_of(job)
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self.queue.dirty = True
         return None

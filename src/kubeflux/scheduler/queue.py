@@ -75,6 +75,10 @@ class PendingJob:
     """The topology domain it asks for, once found (:func:`kubeflux.scheduler.confining.job_request`)."""
     request_found: bool = False
     """Whether :attr:`request` is found (False again when its pods change)."""
+    sort_key: tuple[int, float, int] | None = None
+    """Its place in the queue (:meth:`order`) once found; None again when its pods or its place change."""
+    sorted_as: tuple[int, float, int] | None = None
+    """The :attr:`sort_key` under which :meth:`PendingQueue.ordered` last placed it (None: not placed there)."""
 
     def __init__(
         self, key: str, group: str | None, arrival: float, seq: int, pods: dict[str, Pod] | None = None
@@ -97,6 +101,7 @@ class PendingJob:
         self.kept = None
         self.request = None
         self.request_found = False
+        self.sort_key = self.sorted_as = None
 
     @property
     def priority(self) -> int:
@@ -110,14 +115,21 @@ class PendingJob:
         pods = self.pods
         if pods.get(uid) is not pod:
             pods[uid] = pod
-            self.alike, self.top_priority, self.request_found = -1, None, False
+            self.alike, self.top_priority, self.request_found, self.sort_key = -1, None, False, None
 
     def drop(self, uid: str) -> None:
         if self.pods.pop(uid, None) is not None:
-            self.alike, self.top_priority, self.request_found = -1, None, False
+            self.alike, self.top_priority, self.request_found, self.sort_key = -1, None, False, None
+
+    def take_place_of(self, job: PendingJob) -> None:
+        """Wait in ``job``'s place in the queue (a group's member left over when the group started)."""
+        self.arrival, self.seq, self.sort_key = job.arrival, job.seq, None
 
     def order(self) -> tuple[int, float, int]:
-        return (-self.priority, self.arrival, self.seq)
+        key = self.sort_key
+        if key is None:
+            key = self.sort_key = (-self.priority, self.arrival, self.seq)
+        return key
 
 
 class PendingQueue:
@@ -138,6 +150,8 @@ class PendingQueue:
         """Gangs waiting out a back-off after their ``scheduleTimeoutSeconds``: tried again at any change."""
         self.rejected: dict[str, PendingJob] = {}
         """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
+        self._order: list[PendingJob] = []
+        """The jobs in the order :meth:`ordered` last found."""
         self.gated: dict[str, Pod] = {}
         """Pod uid → a pod of the scheduler's that still has ``spec.schedulingGates``: not queued, not placed, waiting
         (``SchedulingGated``) until its last gate is removed; then it is queued as a new pod."""
@@ -224,7 +238,31 @@ class PendingQueue:
         return None if group is None else group.schedule_timeout_seconds
 
     def ordered(self) -> list[PendingJob]:
-        return sorted(self.jobs.values(), key=PendingJob.order)
+        """The jobs in queue order (a new list). The order found last time is kept and mended: the jobs gone are
+        left out, and only the new ones and those whose place changed are sorted into it, so that a pass while
+        thousands wait (a burst, :attr:`~kubeflux.scheduler.core.KubefluxScheduler.queue_depth` jobs tried a pass)
+        does not sort them all again (7 of a pass's 10 ms with 10,000 pods waiting)."""
+        jobs = self.jobs
+        kept: list[PendingJob] = []
+        for job in self._order:
+            if jobs.get(job.key) is not job:
+                job.sorted_as = None
+            elif job.sort_key is not None and job.sorted_as is job.sort_key:
+                kept.append(job)
+            elif job.sorted_as is not None and job.sorted_as == job.order():  # its pods changed, not its place
+                job.sorted_as = job.sort_key
+                kept.append(job)
+        if len(kept) < len(jobs):  # (the keys compared as the fields hold them: mypyc boxes a returned tuple anew)
+            moved: list[PendingJob] = []
+            for job in jobs.values():
+                job.order()
+                if job.sorted_as is not job.sort_key:
+                    job.sorted_as = job.sort_key
+                    moved.append(job)
+            kept.extend(moved)
+            kept.sort(key=PendingJob.order)  # two sorted runs, merged
+        self._order = kept
+        return list(kept)
 
 
 _WRITTEN_BACK = frozenset({EXPECTED_START_ANNOTATION, EXPECTED_START_TIME_ANNOTATION})
