@@ -128,6 +128,8 @@ STEPS: list[Step] = [
     post("configmap create", CMS, configmap("cm1", {"k": "v"}, labels={"kind": "cm"})),
     post("configmap bad key", CMS, configmap("badkey", {"bad key!": "v"})),
     post("configmap non-string value", CMS, configmap("badvalue", {"k": 1})),  # type: ignore[dict-item]
+    post("configmap null value", CMS, configmap("nullvalue", {"k": None, "j": "v"})),  # type: ignore[dict-item]
+    get("configmap null value stored", f"{CMS}/nullvalue"),
     post("configmap binary data", CMS, {**configmap("bin"), "binaryData": {"b": "aGVsbG8="}}),
     post("configmap immutable", CMS, {**configmap("frozen"), "immutable": True}),
     patch("configmap immutable change", f"{CMS}/frozen", {"data": {"a": "2"}}),
@@ -177,6 +179,8 @@ STEPS: list[Step] = [
     ),
     post("secret bad base64", SECRETS, {"metadata": {"name": "s2"}, "data": {"p": "not base64!"}}),
     post("secret bad key", SECRETS, {"metadata": {"name": "s3"}, "data": {"bad key": "cHc="}}),
+    post("secret null values", SECRETS, {"metadata": {"name": "s5"}, "data": {"p": None}, "stringData": {"u": None}}),
+    get("secret null values stored", f"{SECRETS}/s5"),
     post("secret typed", SECRETS, {"metadata": {"name": "s4"}, "type": "kubernetes.io/basic-auth", "data": {}}),
     get("secret get", f"{SECRETS}/s1"),
     patch("secret patch", f"{SECRETS}/s1", {"stringData": {"extra": "x"}}),

@@ -50,7 +50,7 @@ def _string_map_error(value: Any, kind: str, field: str) -> str:
             f"json: cannot unmarshal {json_type(value)} into Go struct field {kind}.{field} of type map[string]string"
         )
     for item in value.values():
-        if not isinstance(item, str):
+        if item is not None and not isinstance(item, str):  # (a null value decodes to "", as Go's does)
             return f"json: cannot unmarshal {json_type(item)} into Go struct field {kind}.{field} of type string"
     return ""
 
@@ -85,6 +85,11 @@ class ConfigMapStrategy(Strategy):
     def decode_error(self, obj: Object) -> str:
         return _string_map_error(obj.get("data"), "ConfigMap", "data")
 
+    def canonicalize(self, obj: Object) -> None:
+        data = obj.get("data")
+        if isinstance(data, dict) and None in data.values():  # Go decodes a null map value as the zero value
+            obj["data"] = {key: "" if value is None else value for key, value in data.items()}
+
     def validate(self, obj: Object) -> list[Cause]:
         causes = config_key_causes(obj.get("data"), "data") + config_key_causes(obj.get("binaryData"), "binaryData")
         data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
@@ -116,6 +121,8 @@ class SecretStrategy(Strategy):
         if problem:
             return problem
         for value in (obj.get("data") or {}).values():
+            if value is None:  # decodes to no bytes
+                continue
             try:
                 base64.b64decode(value, validate=True)
             except (binascii.Error, ValueError):
@@ -125,10 +132,15 @@ class SecretStrategy(Strategy):
 
     @staticmethod
     def _fold(obj: Object) -> None:
+        data = obj.get("data")
+        if isinstance(data, dict) and None in data.values():  # no bytes: stored (protobuf) and shown as ""
+            obj["data"] = {key: "" if value is None else value for key, value in data.items()}
         strings = obj.pop("stringData", None)
         if isinstance(strings, dict) and strings:
             data = dict(obj.get("data") or {})
-            data.update({k: base64.b64encode(str(v).encode()).decode() for k, v in strings.items()})
+            data.update(
+                {k: base64.b64encode(("" if v is None else str(v)).encode()).decode() for k, v in strings.items()}
+            )
             obj["data"] = data
         obj.setdefault("type", "Opaque")
 
