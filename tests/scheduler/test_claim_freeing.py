@@ -78,3 +78,20 @@ def test_a_claim_changed_since_it_was_read_is_not_freed() -> None:
     cluster.problem = lambda message: None  # type: ignore[method-assign]  # the refusal is said, not raised
     cluster.run()
     assert cluster.claims["default/c"].node == "w1"
+
+
+def test_a_shared_claim_another_pod_is_bound_to_in_the_same_pass_is_not_freed() -> None:
+    """rev35b: pod a joins the shared claim on w1 and is bound; b, after it in the same pass, fits nowhere (w1 lacks
+    its cores) and the claim, reserved for no pod yet as the scheduler read it, looked free: its free was decided
+    and only the write order and the resourceVersion kept it from a's claim (a 409 and a warning)."""
+    cluster = cluster_with(gpus("w1", 2), gpus("w2", 2))
+    _allocated_on_w1(cluster)
+    cluster.add(pod("blocker", 6000, node_name="w1"))  # 2 of w1's 8 cores left
+    claimed = (ResourceClaimRef("c", "c"),)
+    cluster.add(pod("a", 1000, t=1.0, resource_claims=claimed), pod("b", 4000, t=2.0, resource_claims=claimed))
+    decisions = cluster.run(3.0)
+    assert bound(decisions) == {"default/a": "w1"}
+    assert not [d for d in decisions if isinstance(d, Deallocate)]
+    assert cluster.claims["default/c"].reserved_for == ("uid-a",) and cluster.claims["default/c"].node == "w1"
+    for t in (4.0, 30.0):  # the claim shows a now: a pod uses it, never freed
+        assert not [d for d in cluster.run(t) if isinstance(d, Deallocate)]

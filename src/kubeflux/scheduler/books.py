@@ -248,7 +248,7 @@ class ClusterBooks:
         self.unaccounted.pop(uid, None)
         self.volumes.by_pod.pop(uid, None)
         self.pods.remove(uid)
-        if self.devices.assumed or self.devices.by_pod:
+        if self.devices.assumed or self.devices.by_pod or self.devices.binding:
             self.devices.forget(uid)
         if alloc is None:
             return

@@ -12,7 +12,9 @@ the claim's change is heard, and the claim allocated anew, wherever the pod fits
 
 Never freed, as kube-scheduler frees none of them:
 
-* a claim reserved for another pod (it uses the claim, or another scheduler is binding it);
+* a claim reserved for another pod (it uses the claim, or another scheduler is binding it), or that a Bind of
+  kubeflux's for another pod reserves and the claim does not show yet (:attr:`~kubeflux.scheduler.devices.
+  DeviceBooks.binding`: a pod bound earlier in the same pass, or whose Bind is in flight);
 * an allocation kubeflux assumed and has not yet seen written (its own Bind in flight: nothing to free);
 * a claim being deleted (its controller frees it when no pod uses it).
 
@@ -69,6 +71,8 @@ class ClaimFreeing:
             if claim is None or claim.allocation is None or claim.deleting or not claim.node:
                 continue
             if claim.reserved_for not in ((), (pod.uid,)):
+                continue
+            if devices.binding.get(key, set()) - {pod.uid}:  # another pod's Bind is reserving it (not shown yet)
                 continue
             if all(claim.node == name for name in elsewhere):  # available wherever it was refused
                 continue

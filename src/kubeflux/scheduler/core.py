@@ -438,6 +438,8 @@ class KubefluxScheduler:
             placed.add(alloc.uid)
             volumes, devices = claimed.volumes[alloc.uid], claimed.devices.get(alloc.uid, ())
             out.append(Bind(pod.key, pod.uid, alloc.node, allocation_annotations(pod, alloc), volumes, devices))
+            if devices:
+                self.books.devices.bound(alloc.uid, devices)
         left = [(uid, pod) for uid, pod in job.pods.items() if uid not in placed]
         self.queue.remove_job(job)
         self.queue.backing_off.discard(job)

@@ -212,6 +212,10 @@ class DeviceBooks:
         self.claims: dict[str, ResourceClaim] = {}
         self.assumed: dict[str, tuple[str, ClaimAllocation]] = {}
         """Claim key → (pod uid, allocation) kubeflux decided and has not yet seen in the claim's status."""
+        self.binding: dict[str, set[str]] = {}
+        """Claim key → the pods (uids) whose Bind reserves the claim and that the claim does not show reserved yet
+        (a Bind in flight: :meth:`bound`); no pod's claim among them is freed (:mod:`kubeflux.scheduler.
+        claimfreeing`)."""
         self.by_pod: dict[str, tuple[ClaimAllocation, ...]] = {}
         """Pod uid → what its Bind writes for its claims, assumed while its job is being placed (a gang's members
         one after the other, each seeing the devices of those before it) and taken by the job's Binds."""
@@ -246,10 +250,16 @@ class DeviceBooks:
         if deleted:
             self.claims.pop(key, None)
             self.assumed.pop(key, None)
+            self.binding.pop(key, None)
         else:
             self.claims[key] = claim
             if claim.allocation is not None:  # the allocation is written: the claim's own status counts now
                 self.assumed.pop(key, None)
+            waiting = self.binding.get(key)
+            if waiting is not None:
+                waiting.difference_update(claim.reserved_for)
+                if not waiting:
+                    del self.binding[key]
         self.version += 1
 
     def observe(self, obj: ResourceSlice | DeviceClass | ResourceClaim, deleted: bool) -> None:
@@ -269,10 +279,21 @@ class DeviceBooks:
         self.by_pod[uid] = allocations
         self.version += 1
 
+    def bound(self, uid: str, allocations: tuple[ClaimAllocation, ...]) -> None:
+        """The pod of ``uid`` is bound with ``allocations``: its claims are being reserved for it until they show
+        it (:attr:`binding`)."""
+        for allocation in allocations:
+            self.binding.setdefault(allocation.key, set()).add(uid)
+
     def forget(self, uid: str) -> None:
         """The pod of ``uid`` ended, was deleted or its Bind was refused: what kubeflux assumed for it goes. (Its
         claims' written allocations go when the claims change: the resourceclaim controller's work.)"""
         self.failures.pop(uid, None)
+        for key in [key for key, uids in self.binding.items() if uid in uids]:
+            uids = self.binding[key]
+            uids.discard(uid)
+            if not uids:
+                del self.binding[key]
         gone = [key for key, (owner, _) in self.assumed.items() if owner == uid]
         for key in gone:
             del self.assumed[key]
