@@ -214,3 +214,18 @@ def test_a_writer_whose_client_cannot_be_built_says_why_and_refuses_every_bindin
     finally:
         writer.stop()
     assert _ended(writer.process.pid)
+
+
+def test_a_writer_that_has_ended_has_no_writes_pending(tmp_path: Path) -> None:
+    """Once the writer's process has ended nothing it was told is pending any more (it was refused, or dropped):
+    ``pending`` (serve's ``writes pending`` gauge) goes back to 0 for what is said afterwards, in a batch or not."""
+    writer = BinderProcess(partial(api_client, tmp_path / "missing", None, False, 1))
+    try:
+        eventually(lambda: bool(writer.failed))
+        writer.bind("kubeflux", Bind("default/p", "uid-1", "node-0000"), PodRef("default", "p", "uid-1"))
+        with writer.batch():
+            writer.forget("uid-2")
+        assert writer.pending == 0 and writer.refused == 1
+    finally:
+        writer.stop()
+

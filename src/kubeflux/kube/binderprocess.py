@@ -285,7 +285,9 @@ class BinderProcess:
     @property
     def pending(self) -> int:
         """Writes queued or being sent in the child, as it said last (every 0.1 s), plus the messages about pods
-        it had not read then."""
+        it had not read then (or that a batch still holds); none once it has ended."""
+        if self._done.is_set():  # it has ended: what it was told was refused or dropped
+            return 0
         read, pending = self._reported
         return pending + self._sent - read
 
