@@ -229,3 +229,23 @@ def test_a_writer_that_has_ended_has_no_writes_pending(tmp_path: Path) -> None:
     finally:
         writer.stop()
 
+
+def test_the_thread_holding_a_batch_can_drain_and_stop_the_writer(cluster: Cluster) -> None:
+    """drain() and stop() wait for the writer's answer: the messages held by the caller's own batch go first, at
+    once (held to the batch's end, the answer could never come: drain said False, stop killed the process)."""
+    created = cluster.create(pod("a", "1", run=None, scheduler="nobody"))
+    ref = PodRef("default", "a", created["metadata"]["uid"])
+    bound: list[str] = []
+    writer = BinderProcess(
+        partial(api_client, cluster.kubeconfig, None, False, 2),
+        on_bound=lambda scheduler, decision, pod: bound.append(pod.name),
+    )
+    try:
+        with writer.batch():
+            writer.bind("kubeflux", Bind("default/a", ref.uid, "node-0000"), ref)
+            assert writer.drain(5.0)
+            assert bound == ["a"] and writer.pending == 0
+            writer.stop(1.0)
+    finally:
+        writer.stop()
+    assert writer.process.exitcode == 0 and not writer.failed

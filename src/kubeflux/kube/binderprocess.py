@@ -316,7 +316,8 @@ class BinderProcess:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """What is said meanwhile (a scheduling pass's decisions) goes to the child as one message, at the end."""
+        """What is said meanwhile (a scheduling pass's decisions) goes to the child as one message, at the end (or
+        with a :meth:`drain` or :meth:`stop`, which go at once)."""
         with self._sending:
             if self._outbox is not None:  # (nested: the outer one sends)
                 held = None
@@ -329,7 +330,7 @@ class BinderProcess:
                 with self._sending:
                     self._outbox = None
                     if held:
-                        self._write(held[0] if len(held) == 1 else ("batch", held))
+                        self._write(held)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write submitted so far is done; whether it is (False: the child has ended)."""
@@ -339,7 +340,7 @@ class BinderProcess:
         with self._lock:
             token = next(self._numbers)
             self._drains[token] = asked
-        self._send(("drain", token, timeout))
+        self._send(("drain", token, timeout), now=True)
         try:
             return asked.result(None if timeout is None else timeout + 5.0)
         except FutureTimeout:
@@ -355,7 +356,7 @@ class BinderProcess:
             if self._stopping:
                 return
             self._stopping = True
-        self._send(("stop", grace))
+        self._send(("stop", grace), now=True)
         self._done.wait(grace + 10.0)
         self.process.join(5.0)
         if self.process.is_alive():
@@ -367,21 +368,27 @@ class BinderProcess:
 
     # ------------------------------------------------------------------ the pipe
 
-    def _send(self, message: tuple[Any, ...]) -> None:
+    def _send(self, message: tuple[Any, ...], *, now: bool = False) -> None:
+        """Held while a :meth:`batch` lasts; ``now``: at once, with what the batch holds so far (a drain or a stop
+        waits for the answer: held by the caller's own batch, it would never come)."""
         with self._sending:
             self._sent += message[0] in _ABOUT_PODS
-            if self._outbox is not None:
-                self._outbox.append(message)
+            if self._outbox is None:
+                self._write([message])
+            elif now:
+                held = [*self._outbox, message]
+                self._outbox.clear()  # the batch goes on with what is said next
+                self._write(held)
             else:
-                self._write(message)
+                self._outbox.append(message)
 
-    def _write(self, message: tuple[Any, ...]) -> None:
-        """Under :attr:`_sending`."""
+    def _write(self, messages: list[tuple[Any, ...]]) -> None:
+        """``messages`` as one (under :attr:`_sending`)."""
         if self._done.is_set():
             self._answer_lost()
             return
         with contextlib.suppress(OSError, ValueError):  # the child is gone: the reader says so and refuses the rest
-            self._pipe.send(message)
+            self._pipe.send(messages[0] if len(messages) == 1 else ("batch", messages))
 
     def _read(self) -> None:
         failed = ""
