@@ -137,8 +137,8 @@ def _child(
                 pipe.send(said[0] if len(said) == 1 else ("batch", said))
             except OSError:  # the parent is gone: nobody to write for
                 os._exit(0)
-            if said[-1][0] in _LAST_WORDS:
-                return
+            if any(each[0] in _LAST_WORDS for each in said):  # not always the last one taken: a report, a drain
+                return  # thread may say more meanwhile (nobody reads it), and the child would wait for the sender
 
     speaking = threading.Thread(target=sender, daemon=True, name="binder-sender")
     speaking.start()
