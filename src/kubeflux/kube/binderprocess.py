@@ -171,17 +171,19 @@ def _child(
     def report() -> None:
         said = (-1, -1)
         while not stopped.wait(_REPORT_SECONDS):
-            now = (received, binder.pending)  # in this order: a message read meanwhile is counted twice, not never
-            if now != said:
-                said = now
-                send(("pending", *now))
+            with waiting:  # taken and said in one step: an older count never arrives after a drain's newer one
+                now = (received, binder.pending)  # in this order: a message read meanwhile is counted twice, not never
+                if now != said:
+                    said = now
+                    send(("pending", *now))
 
     threading.Thread(target=report, daemon=True, name="binder-report").start()
 
     def drain(token: int, timeout: float | None) -> None:
         done = binder.drain(timeout)
-        read = received  # before the writes pending, as report() reads them
-        send(("drained", token, done, read, binder.pending))
+        with waiting:  # as report()
+            read = received  # before the writes pending, as report() reads them
+            send(("drained", token, done, read, binder.pending))
 
     def handle(message: tuple[Any, ...]) -> None:
         nonlocal received
