@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -249,3 +250,25 @@ def test_the_thread_holding_a_batch_can_drain_and_stop_the_writer(cluster: Clust
     finally:
         writer.stop()
     assert writer.process.exitcode == 0 and not writer.failed
+
+
+def test_a_batch_inside_another_sends_what_it_holds_at_its_end(cluster: Cluster) -> None:
+    """serve's round holds its events' forgets and each core's pass its decisions: a core's Binds go at the end of
+    its pass, not after every core's pass of the round."""
+    created = cluster.create(pod("a", "1", run=None, scheduler="nobody"))
+    ref = PodRef("default", "a", created["metadata"]["uid"])
+    bound: list[str] = []
+    writer = BinderProcess(
+        partial(api_client, cluster.kubeconfig, None, False, 2),
+        on_bound=lambda scheduler, decision, pod: bound.append(pod.name),
+    )
+    try:
+        with writer.batch():
+            with writer.batch():
+                writer.bind("kubeflux", Bind("default/a", ref.uid, "node-0000"), ref)
+            deadline = time.monotonic() + 30.0
+            while not bound and time.monotonic() < deadline:  # the outer batch still open
+                time.sleep(0.05)
+            assert bound == ["a"]
+    finally:
+        writer.stop()

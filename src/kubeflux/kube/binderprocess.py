@@ -137,6 +137,9 @@ def _child(
                 pipe.send(said[0] if len(said) == 1 else ("batch", said))
             except OSError:  # the parent is gone: nobody to write for
                 os._exit(0)
+            except Exception:  # nothing more could be said: the parent hears the child end, refuses what is in flight
+                log.exception("the binder process cannot answer serve")
+                os._exit(1)
             if any(each[0] in _LAST_WORDS for each in said):  # not always the last one taken: a report, a drain
                 return  # thread may say more meanwhile (nobody reads it), and the child would wait for the sender
 
@@ -319,20 +322,24 @@ class BinderProcess:
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """What is said meanwhile (a scheduling pass's decisions) goes to the child as one message, at the end (or
-        with a :meth:`drain` or :meth:`stop`, which go at once)."""
+        with a :meth:`drain` or :meth:`stop`, which go at once). A batch inside another sends what is held at its
+        end, and the outer one goes on holding (serve: a round holds its events' forgets, each core's pass its
+        decisions, sent before the next core's pass)."""
         with self._sending:
-            if self._outbox is not None:  # (nested: the outer one sends)
-                held = None
-            else:
-                held = self._outbox = []
+            outer = self._outbox is None
+            if outer:
+                self._outbox = []
         try:
             yield
         finally:
-            if held is not None:
-                with self._sending:
+            with self._sending:
+                held = self._outbox
+                if outer:
                     self._outbox = None
-                    if held:
-                        self._write(held)
+                elif held:
+                    self._outbox = []
+                if held:
+                    self._write(held)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write submitted so far is done; whether it is (False: the child has ended)."""
