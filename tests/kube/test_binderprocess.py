@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -214,3 +215,60 @@ def test_a_writer_whose_client_cannot_be_built_says_why_and_refuses_every_bindin
     finally:
         writer.stop()
     assert _ended(writer.process.pid)
+
+
+def test_a_writer_that_has_ended_has_no_writes_pending(tmp_path: Path) -> None:
+    """Once the writer's process has ended nothing it was told is pending any more (it was refused, or dropped):
+    ``pending`` (serve's ``writes pending`` gauge) goes back to 0 for what is said afterwards, in a batch or not."""
+    writer = BinderProcess(partial(api_client, tmp_path / "missing", None, False, 1))
+    try:
+        eventually(lambda: bool(writer.failed))
+        writer.bind("kubeflux", Bind("default/p", "uid-1", "node-0000"), PodRef("default", "p", "uid-1"))
+        with writer.batch():
+            writer.forget("uid-2")
+        assert writer.pending == 0 and writer.refused == 1
+    finally:
+        writer.stop()
+
+
+def test_the_thread_holding_a_batch_can_drain_and_stop_the_writer(cluster: Cluster) -> None:
+    """drain() and stop() wait for the writer's answer: the messages held by the caller's own batch go first, at
+    once (held to the batch's end, the answer could never come: drain said False, stop killed the process)."""
+    created = cluster.create(pod("a", "1", run=None, scheduler="nobody"))
+    ref = PodRef("default", "a", created["metadata"]["uid"])
+    bound: list[str] = []
+    writer = BinderProcess(
+        partial(api_client, cluster.kubeconfig, None, False, 2),
+        on_bound=lambda scheduler, decision, pod: bound.append(pod.name),
+    )
+    try:
+        with writer.batch():
+            writer.bind("kubeflux", Bind("default/a", ref.uid, "node-0000"), ref)
+            assert writer.drain(5.0)
+            assert bound == ["a"]
+            writer.stop(1.0)
+    finally:
+        writer.stop()
+    assert writer.process.exitcode == 0 and not writer.failed
+
+
+def test_a_batch_inside_another_sends_what_it_holds_at_its_end(cluster: Cluster) -> None:
+    """serve's round holds its events' forgets and each core's pass its decisions: a core's Binds go at the end of
+    its pass, not after every core's pass of the round."""
+    created = cluster.create(pod("a", "1", run=None, scheduler="nobody"))
+    ref = PodRef("default", "a", created["metadata"]["uid"])
+    bound: list[str] = []
+    writer = BinderProcess(
+        partial(api_client, cluster.kubeconfig, None, False, 2),
+        on_bound=lambda scheduler, decision, pod: bound.append(pod.name),
+    )
+    try:
+        with writer.batch():
+            with writer.batch():
+                writer.bind("kubeflux", Bind("default/a", ref.uid, "node-0000"), ref)
+            deadline = time.monotonic() + 30.0
+            while not bound and time.monotonic() < deadline:  # the outer batch still open
+                time.sleep(0.05)
+            assert bound == ["a"]
+    finally:
+        writer.stop()

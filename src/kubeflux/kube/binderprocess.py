@@ -137,8 +137,11 @@ def _child(
                 pipe.send(said[0] if len(said) == 1 else ("batch", said))
             except OSError:  # the parent is gone: nobody to write for
                 os._exit(0)
-            if said[-1][0] in _LAST_WORDS:
-                return
+            except Exception:  # nothing more could be said: the parent hears the child end, refuses what is in flight
+                log.exception("the binder process cannot answer serve")
+                os._exit(1)
+            if any(each[0] in _LAST_WORDS for each in said):  # not always the last one taken: a report, a drain
+                return  # thread may say more meanwhile (nobody reads it), and the child would wait for the sender
 
     speaking = threading.Thread(target=sender, daemon=True, name="binder-sender")
     speaking.start()
@@ -171,17 +174,19 @@ def _child(
     def report() -> None:
         said = (-1, -1)
         while not stopped.wait(_REPORT_SECONDS):
-            now = (received, binder.pending)  # in this order: a message read meanwhile is counted twice, not never
-            if now != said:
-                said = now
-                send(("pending", *now))
+            with waiting:  # taken and said in one step: an older count never arrives after a drain's newer one
+                now = (received, binder.pending)  # in this order: a message read meanwhile is counted twice, not never
+                if now != said:
+                    said = now
+                    send(("pending", *now))
 
     threading.Thread(target=report, daemon=True, name="binder-report").start()
 
     def drain(token: int, timeout: float | None) -> None:
         done = binder.drain(timeout)
-        read = received  # before the writes pending, as report() reads them
-        send(("drained", token, done, read, binder.pending))
+        with waiting:  # as report()
+            read = received  # before the writes pending, as report() reads them
+            send(("drained", token, done, read, binder.pending))
 
     def handle(message: tuple[Any, ...]) -> None:
         nonlocal received
@@ -285,7 +290,9 @@ class BinderProcess:
     @property
     def pending(self) -> int:
         """Writes queued or being sent in the child, as it said last (every 0.1 s), plus the messages about pods
-        it had not read then."""
+        it had not read then (or that a batch still holds); none once it has ended."""
+        if self._done.is_set():  # it has ended: what it was told was refused or dropped
+            return 0
         read, pending = self._reported
         return pending + self._sent - read
 
@@ -314,20 +321,25 @@ class BinderProcess:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """What is said meanwhile (a scheduling pass's decisions) goes to the child as one message, at the end."""
+        """What is said meanwhile (a scheduling pass's decisions) goes to the child as one message, at the end (or
+        with a :meth:`drain` or :meth:`stop`, which go at once). A batch inside another sends what is held at its
+        end, and the outer one goes on holding (serve: a round holds its events' forgets, each core's pass its
+        decisions, sent before the next core's pass)."""
         with self._sending:
-            if self._outbox is not None:  # (nested: the outer one sends)
-                held = None
-            else:
-                held = self._outbox = []
+            outer = self._outbox is None
+            if outer:
+                self._outbox = []
         try:
             yield
         finally:
-            if held is not None:
-                with self._sending:
+            with self._sending:
+                held = self._outbox
+                if outer:
                     self._outbox = None
-                    if held:
-                        self._write(held[0] if len(held) == 1 else ("batch", held))
+                elif held:
+                    self._outbox = []
+                if held:
+                    self._write(held)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write submitted so far is done; whether it is (False: the child has ended)."""
@@ -337,7 +349,7 @@ class BinderProcess:
         with self._lock:
             token = next(self._numbers)
             self._drains[token] = asked
-        self._send(("drain", token, timeout))
+        self._send(("drain", token, timeout), now=True)
         try:
             return asked.result(None if timeout is None else timeout + 5.0)
         except FutureTimeout:
@@ -353,7 +365,7 @@ class BinderProcess:
             if self._stopping:
                 return
             self._stopping = True
-        self._send(("stop", grace))
+        self._send(("stop", grace), now=True)
         self._done.wait(grace + 10.0)
         self.process.join(5.0)
         if self.process.is_alive():
@@ -365,21 +377,27 @@ class BinderProcess:
 
     # ------------------------------------------------------------------ the pipe
 
-    def _send(self, message: tuple[Any, ...]) -> None:
+    def _send(self, message: tuple[Any, ...], *, now: bool = False) -> None:
+        """Held while a :meth:`batch` lasts; ``now``: at once, with what the batch holds so far (a drain or a stop
+        waits for the answer: held by the caller's own batch, it would never come)."""
         with self._sending:
             self._sent += message[0] in _ABOUT_PODS
-            if self._outbox is not None:
-                self._outbox.append(message)
+            if self._outbox is None:
+                self._write([message])
+            elif now:
+                held = [*self._outbox, message]
+                self._outbox.clear()  # the batch goes on with what is said next
+                self._write(held)
             else:
-                self._write(message)
+                self._outbox.append(message)
 
-    def _write(self, message: tuple[Any, ...]) -> None:
-        """Under :attr:`_sending`."""
+    def _write(self, messages: list[tuple[Any, ...]]) -> None:
+        """``messages`` as one (under :attr:`_sending`)."""
         if self._done.is_set():
             self._answer_lost()
             return
         with contextlib.suppress(OSError, ValueError):  # the child is gone: the reader says so and refuses the rest
-            self._pipe.send(message)
+            self._pipe.send(messages[0] if len(messages) == 1 else ("batch", messages))
 
     def _read(self) -> None:
         failed = ""

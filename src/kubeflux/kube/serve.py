@@ -511,7 +511,8 @@ class Serve:
             for decision in decisions:
                 self.metrics.attempts.labels(core.name, _RESULTS[type(decision)]).inc()
             if decisions:
-                apply_decisions(core.name, decisions, self._sinks[core.name], core, now)
+                with self.binder.batch():  # (in the round's: this core's decisions go before the next core's pass)
+                    apply_decisions(core.name, decisions, self._sinks[core.name], core, now)
             wake = core.next_wakeup(now)
             if wake is not None and (earliest is None or wake < earliest):
                 earliest = wake
